@@ -1,0 +1,110 @@
+// The managed ledger: a topic's append-only log of entries, and the cursors of its subscriptions.
+// Names and semantics follow Pulsar's ManagedLedger/ManagedCursor (asyncAddEntry, markDelete, ...).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/buffer.h"
+#include "base/status.h"
+#include "net/executor.h"
+
+namespace magnetar::storage {
+
+// (ledger id, entry id). Ledger ids grow over a topic's life; entry ids start at 0 in each ledger.
+struct Position {
+  int64_t ledgerId = -1;
+  int64_t entryId = -1;
+  auto operator<=>(const Position&) const = default;
+  bool operator==(const Position&) const = default;
+};
+
+// One stored entry: the bytes exactly as the producer sent them (magic 0x0e01, crc32c, metadata
+// size, MessageMetadata, payload), shared by reference.
+struct Entry {
+  Position position;
+  Buffer data;
+};
+
+enum class InitialPosition { kLatest = 0, kEarliest = 1 };  // Pulsar's values; never renumber
+
+using AddEntryCallback = std::function<void(Status, Position)>;
+using ReadEntriesCallback = std::function<void(Status, std::vector<Entry>)>;
+using StatusCallback = std::function<void(Status)>;
+
+// A subscription's persisted state: mark-delete position (everything up to and including it is
+// acknowledged) plus individually deleted (acked) positions after it.
+// Thread: the owning ledger's executor only.
+class ManagedCursor {
+ public:
+  virtual ~ManagedCursor() = default;
+  virtual const std::string& name() const = 0;
+  // Everything <= this position is acknowledged. Before any ack: the position before the first
+  // entry the subscription starts at.
+  virtual Position markDeletedPosition() const = 0;
+  // Cumulative ack up to and including pos. Persisted; cb runs on the ledger's executor.
+  virtual void asyncMarkDelete(Position pos, StatusCallback cb) = 0;
+  // Individual acks. Positions <= markDeletedPosition are ignored. The mark-delete position moves
+  // forward over any contiguous acked run. Persisted; cb on the ledger's executor.
+  virtual void asyncDelete(const std::vector<Position>& positions, StatusCallback cb) = 0;
+  // True if pos is acknowledged (<= mark-delete, or individually deleted).
+  virtual bool isAcknowledged(Position pos) const = 0;
+  // Entries after mark-delete, up to the ledger's last confirmed entry, not individually acked.
+  virtual int64_t numberOfEntriesInBacklog() const = 0;
+  // Moves the mark-delete position so that the next unacked entry is `pos` (seek / reset-cursor);
+  // clears individual acks. Persisted; cb on the ledger's executor.
+  virtual void asyncResetCursor(Position pos, StatusCallback cb) = 0;
+};
+
+// A topic's log. Thread: all calls on the executor given at open; all callbacks run there too.
+class ManagedLedger {
+ public:
+  virtual ~ManagedLedger() = default;
+  virtual const std::string& name() const = 0;
+  // Appends data. cb(status, position) runs once the entry is durable under the configured policy
+  // (journalSyncData). Callbacks complete in append order. Errors: kIoError, kNoSpace (publish
+  // fails with PersistenceError), kClosed.
+  virtual void asyncAddEntry(Buffer data, AddEntryCallback cb) = 0;
+  // Reads entries from `from` (inclusive; may name a position in a ledger that no longer has it:
+  // reading continues at the next existing entry) up to maxEntries and about maxBytes (at least
+  // one entry when any is available). Returns fewer, or none, at the end of the log.
+  virtual void asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
+                                ReadEntriesCallback cb) = 0;
+  // Last entry whose add completed; {currentLedger, -1} when the current ledger is empty.
+  virtual Position lastConfirmedEntry() const = 0;
+  // The position right after p (the first entry of the next ledger if p is a ledger's last).
+  virtual Position nextValidPosition(Position p) const = 0;
+  // The first position of the log still stored.
+  virtual Position firstPosition() const = 0;
+  // Number of stored entries in the (from, to] range, from < to.
+  virtual int64_t numberOfEntriesBetween(Position fromExclusive, Position toInclusive) const = 0;
+  virtual int64_t numberOfEntries() const = 0;
+  virtual int64_t totalSizeBytes() const = 0;
+
+  // Opens (creating if needed, at `initial`) the named durable cursor. The pointer is valid until
+  // deleteCursor or the ledger closes.
+  virtual Result<ManagedCursor*> openCursor(const std::string& name, InitialPosition initial) = 0;
+  virtual Status deleteCursor(const std::string& name) = 0;
+  virtual std::vector<ManagedCursor*> cursors() const = 0;
+  // First entry with publish time >= t is what seek-by-time needs; the broker scans entries itself.
+  virtual void asyncClose(StatusCallback cb) = 0;
+  // Deletes all data and cursors of this ledger.
+  virtual void asyncDelete(StatusCallback cb) = 0;
+};
+
+// Opens ledgers by name (a topic's persistence name, e.g. "public/default/persistent/t1").
+// Thread: any; the ledger is then used on the given executor.
+class ManagedLedgerFactory {
+ public:
+  virtual ~ManagedLedgerFactory() = default;
+  virtual void asyncOpen(const std::string& name, net::Executor* executor,
+                         std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) = 0;
+  // Names of all ledgers that exist (to restore topics at start-up).
+  virtual std::vector<std::string> ledgerNames() const = 0;
+  virtual void shutdown() = 0;
+};
+
+}  // namespace magnetar::storage
