@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# One command from a fresh Debian 12 machine to a passing test run: installs every dependency
+# (Debian packages; PyPI and npm test clients), builds, and runs the unit tests, the integration
+# tests against a real broker process, and the real-client suites (official Python client,
+# pulsar-flex). Exits non-zero on the first failing stage.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+export MAGNETAR_BIN="$REPO/build/src/app/magnetar"
+
+stage() { printf '\n=== %s ===\n' "$*"; }
+
+stage "install dependencies"
+bash scripts/install-deps.sh
+bash scripts/install-test-deps.sh
+
+stage "build"
+bash scripts/build.sh
+
+stage "unit and integration tests (ctest)"
+ctest --test-dir build --output-on-failure -j 2 --timeout 300
+
+PY="$REPO/.venv/bin/python"
+stage "integration tests (pytest, real broker process)"
+"$PY" -m pytest -q tests/integration
+
+stage "differential suite against Magnetar (official Python client)"
+"$PY" -m pytest -q tests/differential --broker=magnetar -m "not admin"
+
+stage "pulsar-flex suite against Magnetar"
+"$PY" tests/run_with_broker.py -- node --test tests/js/
+
+stage "storage crash test"
+if [ -f tests/crash/crash_test.py ]; then
+  "$PY" tests/crash/crash_test.py --kills "${CRASH_KILLS:-5}"
+fi
+
+echo
+echo "all test stages passed"

@@ -1,0 +1,35 @@
+// BrokerOptions: the settings the broker module reads, filled by the app from the config registry
+// (src/config). Key names in comments are Pulsar's broker.conf keys.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace magnetar::broker {
+
+struct BrokerOptions {
+  std::string bindAddress = "0.0.0.0";           // bindAddress
+  std::string advertisedAddress = "localhost";   // advertisedAddress
+  std::string clusterName = "standalone";        // clusterName
+  int brokerServicePort = 6650;                  // brokerServicePort (0: pick a free port)
+  int webServicePort = 8080;                     // webServicePort, for lookup answers
+  int numIOThreads = 8;                          // numIOThreads, already resolved
+  int managedLedgerNumWorkerThreads = 2;         // managedLedgerNumWorkerThreads
+  uint32_t maxMessageSize = 5 * 1024 * 1024;     // maxMessageSize, bytes
+  int keepAliveIntervalSeconds = 30;             // keepAliveIntervalSeconds
+  bool allowAutoTopicCreation = true;            // allowAutoTopicCreation
+  std::string allowAutoTopicCreationType = "non-partitioned";  // allowAutoTopicCreationType
+  int defaultNumPartitions = 1;                  // defaultNumPartitions
+  bool allowAutoSubscriptionCreation = true;     // allowAutoSubscriptionCreation
+  int dispatcherMaxReadBatchSize = 100;          // dispatcherMaxReadBatchSize, entries
+  int64_t dispatcherMaxReadSizeBytes = 5 * 1024 * 1024;  // dispatcherMaxReadSizeBytes
+  int maxUnackedMessagesPerConsumer = 50000;     // maxUnackedMessagesPerConsumer (0: off)
+  int maxUnackedMessagesPerSubscription = 200000;  // maxUnackedMessagesPerSubscription (0: off)
+  int maxPendingPublishRequestsPerConnection = 1000;  // maxPendingPublishRequestsPerConnection
+  bool brokerDeduplicationEnabled = false;       // brokerDeduplicationEnabled
+  bool subscriptionKeySharedUseConsistentHashing = true;
+  int subscriptionKeySharedConsistentHashingReplicaPoints = 100;
+  std::string serverVersion = "Magnetar 0.1.0";
+};
+
+}  // namespace magnetar::broker

@@ -1,0 +1,233 @@
+#include "broker/broker_service.h"
+
+#include <functional>
+
+#include "base/logging.h"
+#include "broker/entry_metadata.h"
+#include "broker/server_cnx.h"
+
+namespace magnetar::broker {
+
+BrokerService::BrokerService(BrokerOptions options,
+                             std::shared_ptr<storage::ManagedLedgerFactory> factory)
+    : options_(std::move(options)), factory_(std::move(factory)) {}
+
+BrokerService::~BrokerService() { stop(); }
+
+Status BrokerService::start() {
+  for (auto& n : factory_->ledgerNames()) storedLedgers_[n] = true;
+  ioLoops_ = std::make_unique<net::EventLoopGroup>("pulsar-io", std::max(1, options_.numIOThreads));
+  mlWorkers_ = std::make_unique<net::EventLoopGroup>(
+      "ml-worker", std::max(1, options_.managedLedgerNumWorkerThreads));
+  ioLoops_->start();
+  mlWorkers_->start();
+  server_ = std::make_unique<net::TcpServer>(
+      *ioLoops_, [this](net::EventLoop& loop, boost::asio::ip::tcp::socket s) {
+        activeConnections_++;
+        return std::make_shared<ServerCnx>(loop, std::move(s), *this);
+      });
+  return server_->start(options_.bindAddress, options_.brokerServicePort);
+}
+
+void BrokerService::stop() {
+  if (server_) server_->stop();
+  if (ioLoops_) ioLoops_->stop();
+  if (mlWorkers_) mlWorkers_->stop();
+  server_.reset();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    topics_.clear();
+  }
+}
+
+std::string BrokerService::brokerServiceUrl() const {
+  return "pulsar://" + options_.advertisedAddress + ":" + std::to_string(brokerServicePort());
+}
+
+std::string BrokerService::generateProducerName() {
+  return options_.clusterName + "-0-" + std::to_string(producerNameSeq_.fetch_add(1));
+}
+
+void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCallback cb) {
+  std::shared_ptr<TopicSlot> slot;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = topics_.find(name.toString());
+    if (it != topics_.end()) {
+      if (it->second->topic) {
+        auto t = it->second->topic;
+        lock.unlock();
+        t->executor().execute([t, cb = std::move(cb)] { cb(t); });
+      } else {
+        it->second->waiters.push_back(std::move(cb));
+      }
+      return;
+    }
+    bool stored = storedLedgers_.count(name.persistenceName()) > 0;
+    if (!create && !stored) {
+      lock.unlock();
+      cb(Status::notFound("Topic " + name.toString() + " does not exist"));
+      return;
+    }
+    if (partitioned_.count(name.toString())) {
+      lock.unlock();
+      cb(Status::notAllowed("Topic " + name.toString() +
+                            " is partitioned: use its partitions"));
+      return;
+    }
+    slot = std::make_shared<TopicSlot>();
+    slot->waiters.push_back(std::move(cb));
+    topics_[name.toString()] = slot;
+  }
+  net::EventLoop& executor = mlWorkers_->forKey(std::hash<std::string>{}(name.toString()));
+  factory_->asyncOpen(
+      name.persistenceName(), &executor,
+      [this, name, slot, &executor](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+        std::vector<TopicCallback> waiters;
+        std::shared_ptr<PersistentTopic> topic;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          waiters = std::move(slot->waiters);
+          if (r.isOk()) {
+            topic = std::make_shared<PersistentTopic>(name, *r, executor, options_);
+            slot->topic = topic;
+            storedLedgers_[name.persistenceName()] = true;
+          } else {
+            topics_.erase(name.toString());
+          }
+        }
+        if (topic) {
+          topic->loadSubscriptions();
+          for (auto& w : waiters) w(topic);
+        } else {
+          MLOG_WARN("cannot open topic {}: {}", name.toString(), r.status().toString());
+          for (auto& w : waiters) w(r.status());
+        }
+      });
+}
+
+std::vector<std::shared_ptr<PersistentTopic>> BrokerService::topics() const {
+  std::vector<std::shared_ptr<PersistentTopic>> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [n, s] : topics_) {
+    if (s->topic) out.push_back(s->topic);
+  }
+  return out;
+}
+
+std::vector<std::string> BrokerService::topicsOfNamespace(const std::string& ns) const {
+  std::vector<std::string> out;
+  std::string prefix = "persistent://" + ns + "/";
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [n, s] : topics_) {
+    if (n.rfind(prefix, 0) == 0) out.push_back(n);
+  }
+  for (auto& [n, stored] : storedLedgers_) {
+    // persistence name: tenant/ns/persistent/local
+    if (n.rfind(ns + "/persistent/", 0) == 0) {
+      std::string full = prefix + n.substr(ns.size() + std::string("/persistent/").size());
+      if (!topics_.count(full)) out.push_back(full);
+    }
+  }
+  return out;
+}
+
+Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = partitioned_.find(name.toString());
+  if (it != partitioned_.end()) return it->second;
+  if (name.partitionIndex() >= 0) return 0;
+  bool exists = topics_.count(name.toString()) || storedLedgers_.count(name.persistenceName());
+  if (!exists && autoCreate && options_.allowAutoTopicCreation &&
+      options_.allowAutoTopicCreationType == "partitioned") {
+    int n = std::max(1, options_.defaultNumPartitions);
+    partitioned_[name.toString()] = n;
+    return n;
+  }
+  return 0;
+}
+
+Status BrokerService::createPartitionedTopic(const TopicName& name, int partitions) {
+  if (partitions < 1) return Status::invalidArgument("Number of partitions must be >= 1");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (partitioned_.count(name.toString()) || topics_.count(name.toString())) {
+    return Status::alreadyExists("Topic " + name.toString() + " already exists");
+  }
+  partitioned_[name.toString()] = partitions;
+  return Status::ok();
+}
+
+storage::Position BrokerService::clampSeekPosition(PersistentTopic& topic, storage::Position p) {
+  auto& ml = topic.ledger();
+  if (p.ledgerId < 0 || p.entryId < 0) return ml.firstPosition();  // MessageId.earliest
+  storage::Position lac = ml.lastConfirmedEntry();
+  if (p > lac) return ml.nextValidPosition(lac);  // MessageId.latest or beyond the end
+  return p;
+}
+
+void BrokerService::findPositionByPublishTime(const std::shared_ptr<PersistentTopic>& topic,
+                                              uint64_t publishTimeMs,
+                                              std::function<void(storage::Position)> cb) {
+  // Linear scan from the first stored entry (entries are in publish order).
+  auto step = std::make_shared<std::function<void(storage::Position)>>();
+  *step = [topic, publishTimeMs, cb, step](storage::Position from) {
+    auto& ml = topic->ledger();
+    storage::Position lac = ml.lastConfirmedEntry();
+    if (from > lac) {
+      cb(ml.nextValidPosition(lac));
+      *step = nullptr;
+      return;
+    }
+    ml.asyncReadEntries(from, 1000, 64 << 20, [topic, publishTimeMs, cb, step](
+                                                   Status s, std::vector<storage::Entry> es) {
+      auto& ml2 = topic->ledger();
+      if (!s.isOk() || es.empty()) {
+        cb(ml2.nextValidPosition(ml2.lastConfirmedEntry()));
+        *step = nullptr;
+        return;
+      }
+      for (auto& e : es) {
+        EntryMetadataPeek md;
+        if (peekEntryMetadata(e.data.view(), &md).isOk() && md.publishTime >= publishTimeMs) {
+          cb(e.position);
+          *step = nullptr;
+          return;
+        }
+      }
+      (*step)(ml2.nextValidPosition(es.back().position));
+    });
+  };
+  (*step)(topic->ledger().firstPosition());
+}
+
+void BrokerService::lastMessageId(
+    const std::shared_ptr<PersistentTopic>& topic, const std::string& sub,
+    std::function<void(protocol::WireMessageId, std::optional<protocol::WireMessageId>)> cb) {
+  auto& ml = topic->ledger();
+  storage::Position lac = ml.lastConfirmedEntry();
+  std::optional<protocol::WireMessageId> md;
+  if (auto* s = topic->subscription(sub)) {
+    auto p = s->cursor().markDeletedPosition();
+    md = protocol::WireMessageId{static_cast<uint64_t>(p.ledgerId), static_cast<uint64_t>(p.entryId),
+                                 -1, -1};
+  }
+  int32_t partition = topic->name().partitionIndex();
+  protocol::WireMessageId last{static_cast<uint64_t>(lac.ledgerId),
+                               static_cast<uint64_t>(lac.entryId), partition, -1};
+  if (lac.entryId < 0) {
+    cb(last, md);
+    return;
+  }
+  ml.asyncReadEntries(lac, 1, 1, [cb, last, md](Status s, std::vector<storage::Entry> es) {
+    auto out = last;
+    if (s.isOk() && !es.empty()) {
+      EntryMetadataPeek peek;
+      if (peekEntryMetadata(es.front().data.view(), &peek).isOk() && peek.numMessagesInBatch > 1) {
+        out.batchIndex = peek.numMessagesInBatch - 1;
+      }
+    }
+    cb(out, md);
+  });
+}
+
+}  // namespace magnetar::broker

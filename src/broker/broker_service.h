@@ -1,0 +1,91 @@
+// BrokerService: the broker's wiring (Pulsar's BrokerService): I/O loops, ml-worker executors,
+// the topic table, the binary-protocol listener.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "broker/broker_options.h"
+#include "broker/topic.h"
+#include "broker/topic_name.h"
+#include "net/event_loop.h"
+#include "net/tcp_server.h"
+#include "protocol/commands.h"
+#include "storage/managed_ledger.h"
+
+namespace magnetar::broker {
+
+using TopicCallback = std::function<void(Result<std::shared_ptr<PersistentTopic>>)>;
+
+// Thread: start/stop from main; the rest from any thread unless noted.
+class BrokerService {
+ public:
+  BrokerService(BrokerOptions options, std::shared_ptr<storage::ManagedLedgerFactory> factory);
+  ~BrokerService();
+
+  // Starts numIOThreads `pulsar-io-N` loops, managedLedgerNumWorkerThreads `ml-worker-N`
+  // executors, and listens on brokerServicePort. Errors: kIoError when the port can't be bound.
+  Status start();
+  void stop();
+
+  const BrokerOptions& options() const { return options_; }
+  int brokerServicePort() const { return server_ ? server_->boundPort() : 0; }
+  std::string brokerServiceUrl() const;
+  net::EventLoopGroup& ioLoops() { return *ioLoops_; }
+  net::EventLoopGroup& mlWorkers() { return *mlWorkers_; }
+
+  // Finds or opens the topic; creates it when `create` (allowAutoTopicCreation) or when it was
+  // stored before. cb runs on the topic's executor on success; on any thread with an error
+  // (kNotFound -> TopicNotFound).
+  void getOrCreateTopic(const TopicName& name, bool create, TopicCallback cb);
+  // All loaded topics (snapshot).
+  std::vector<std::shared_ptr<PersistentTopic>> topics() const;
+  std::vector<std::string> topicsOfNamespace(const std::string& ns) const;
+
+  // Partitioned-topic metadata: the partition count (0: not partitioned). With autoCreate and
+  // allowAutoTopicCreationType=partitioned, a new topic becomes partitioned with
+  // defaultNumPartitions.
+  Result<int> partitionsOf(const TopicName& name, bool autoCreate);
+  // Errors: kAlreadyExists, kInvalidArgument (partitions < 1).
+  Status createPartitionedTopic(const TopicName& name, int partitions);
+
+  std::string generateProducerName();
+  void connectionClosed() { activeConnections_--; }
+  int64_t activeConnections() const { return activeConnections_.load(); }
+
+  // Topic executor helpers for SEEK and GET_LAST_MESSAGE_ID.
+  void findPositionByPublishTime(const std::shared_ptr<PersistentTopic>& topic,
+                                 uint64_t publishTimeMs,
+                                 std::function<void(storage::Position)> cb);
+  storage::Position clampSeekPosition(PersistentTopic& topic, storage::Position p);
+  void lastMessageId(const std::shared_ptr<PersistentTopic>& topic, const std::string& sub,
+                     std::function<void(protocol::WireMessageId,
+                                        std::optional<protocol::WireMessageId>)> cb);
+
+ private:
+  struct TopicSlot {
+    std::shared_ptr<PersistentTopic> topic;
+    std::vector<TopicCallback> waiters;
+  };
+
+  BrokerOptions options_;
+  std::shared_ptr<storage::ManagedLedgerFactory> factory_;
+  std::unique_ptr<net::EventLoopGroup> ioLoops_;
+  std::unique_ptr<net::EventLoopGroup> mlWorkers_;
+  std::unique_ptr<net::TcpServer> server_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<TopicSlot>> topics_;   // GUARDED_BY(mu_)
+  std::map<std::string, int> partitioned_;                     // GUARDED_BY(mu_)
+  std::map<std::string, bool> storedLedgers_;                  // GUARDED_BY(mu_)
+  std::atomic<uint64_t> producerNameSeq_{0};
+  std::atomic<int64_t> activeConnections_{0};
+};
+
+}  // namespace magnetar::broker

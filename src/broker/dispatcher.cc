@@ -1,0 +1,404 @@
+#include "broker/dispatcher.h"
+
+#include <algorithm>
+
+#include "base/logging.h"
+#include "base/murmur3.h"
+#include "broker/server_cnx.h"
+#include "protocol/commands.h"
+
+namespace magnetar::broker {
+
+using storage::Entry;
+using storage::Position;
+
+namespace {
+
+int64_t packPosition(Position p) { return (p.ledgerId << 32) ^ p.entryId; }
+
+// The sticky key of an entry: ordering_key, else partition_key, else a fixed key for messages
+// without one (Pulsar's NONE_KEY). Pulsar hashes the base64 text itself when flagged b64.
+int32_t stickyHashOf(const EntryMetadataPeek& md) {
+  if (md.hasOrderingKey) return static_cast<int32_t>(stickyKeyHash(md.orderingKey));
+  if (md.hasPartitionKey) return static_cast<int32_t>(stickyKeyHash(md.partitionKey));
+  return static_cast<int32_t>(stickyKeyHash("NONE_KEY"));
+}
+
+bool isSingleActive(SubType t) {
+  return t == proto::CommandSubscribe::Exclusive || t == proto::CommandSubscribe::Failover;
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(SubType type, storage::ManagedLedger& ledger,
+                       storage::ManagedCursor& cursor, const BrokerOptions& options,
+                       int partitionIndex)
+    : type_(type), ledger_(ledger), cursor_(cursor), options_(options),
+      partitionIndex_(partitionIndex) {
+  if (type_ == proto::CommandSubscribe::Key_Shared) {
+    selector_ = std::make_unique<KeySharedSelector>(
+        std::max(1, options_.subscriptionKeySharedConsistentHashingReplicaPoints));
+  }
+  readPosition_ = ledger_.nextValidPosition(cursor_.markDeletedPosition());
+}
+
+Dispatcher::~Dispatcher() = default;
+
+Status Dispatcher::addConsumer(const std::shared_ptr<Consumer>& c) {
+  if (type_ == proto::CommandSubscribe::Exclusive && !consumers_.empty()) {
+    return Status::busy("Exclusive consumer is already connected");
+  }
+  if (selector_) {
+    Status s = selector_->addConsumer(c.get());
+    if (!s.isOk()) return s;
+  }
+  consumers_.push_back(c);
+  if (isSingleActive(type_)) updateActiveConsumer();
+  readMoreEntries();
+  return Status::ok();
+}
+
+void Dispatcher::removeConsumer(Consumer* c) {
+  auto it = std::find_if(consumers_.begin(), consumers_.end(),
+                         [c](const auto& p) { return p.get() == c; });
+  if (it == consumers_.end()) return;
+  std::shared_ptr<Consumer> keep = *it;
+  consumers_.erase(it);
+  c->closed = true;
+  if (selector_) selector_->removeConsumer(c);
+  if (isSingleActive(type_)) {
+    bool wasActive = active_ == c;
+    trackUnacked(c, -c->unackedMessages);
+    for (auto& [pos, n] : c->pendingAcks) redeliveryCount_[packPosition(pos)]++;
+    c->pendingAcks.clear();
+    if (wasActive) {
+      // Rewind so the next active consumer gets everything not acked, in order.
+      active_ = nullptr;
+      rewind();
+    }
+    updateActiveConsumer();
+  } else {
+    putBackForRedelivery(c, true, {});
+  }
+  readMoreEntries();
+}
+
+Consumer* Dispatcher::activeConsumer() const { return active_; }
+
+void Dispatcher::updateActiveConsumer() {
+  if (consumers_.empty()) {
+    active_ = nullptr;
+    return;
+  }
+  // Pulsar: consumers sorted by priority level, then name; the active one is
+  // partitionIndex % count (index 0 for a non-partitioned topic).
+  std::vector<Consumer*> sorted;
+  for (auto& c : consumers_) sorted.push_back(c.get());
+  std::stable_sort(sorted.begin(), sorted.end(), [](Consumer* a, Consumer* b) {
+    if (a->priorityLevel() != b->priorityLevel()) return a->priorityLevel() < b->priorityLevel();
+    return a->name() < b->name();
+  });
+  size_t idx = partitionIndex_ >= 0 ? static_cast<size_t>(partitionIndex_) % sorted.size() : 0;
+  Consumer* next = sorted[idx];
+  bool changed = next != active_;
+  if (changed && active_ != nullptr) {
+    // The old active consumer's unacked messages go to the new one, from the cursor on.
+    Consumer* old = active_;
+    trackUnacked(old, -old->unackedMessages);
+    for (auto& [pos, n] : old->pendingAcks) redeliveryCount_[packPosition(pos)]++;
+    old->pendingAcks.clear();
+    active_ = next;
+    rewind();
+  }
+  active_ = next;
+  if (type_ == proto::CommandSubscribe::Failover) {
+    for (auto& c : consumers_) {
+      c->cnx()->sendFrame(protocol::Commands::newActiveConsumerChange(c->id(), c.get() == active_));
+    }
+  }
+}
+
+bool Dispatcher::canTake(const Consumer* c) const {
+  return c->permits > 0 && !c->blockedOnUnacked && !c->closed;
+}
+
+int64_t Dispatcher::availablePermits() const {
+  if (blockedOnUnacked_) return 0;
+  if (isSingleActive(type_)) return active_ && canTake(active_) ? active_->permits : 0;
+  int64_t total = 0;
+  for (auto& c : consumers_) {
+    if (canTake(c.get())) total += c->permits;
+  }
+  return total;
+}
+
+void Dispatcher::flow(Consumer* c, uint32_t permits) {
+  c->permits += permits;
+  readMoreEntries();
+}
+
+void Dispatcher::trackUnacked(Consumer* c, int64_t delta) {
+  c->unackedMessages += delta;
+  unackedMessages_ += delta;
+  int maxC = options_.maxUnackedMessagesPerConsumer;
+  if (maxC > 0 && type_ != proto::CommandSubscribe::Exclusive &&
+      type_ != proto::CommandSubscribe::Failover) {
+    if (!c->blockedOnUnacked && c->unackedMessages >= maxC) {
+      c->blockedOnUnacked = true;
+    } else if (c->blockedOnUnacked && c->unackedMessages <= maxC / 2) {
+      c->blockedOnUnacked = false;
+    }
+  }
+  int maxS = options_.maxUnackedMessagesPerSubscription;
+  if (maxS > 0 && !isSingleActive(type_)) {
+    if (!blockedOnUnacked_ && unackedMessages_ >= maxS) {
+      blockedOnUnacked_ = true;
+    } else if (blockedOnUnacked_ && unackedMessages_ <= maxS / 2) {
+      blockedOnUnacked_ = false;
+    }
+  }
+}
+
+void Dispatcher::acked(Consumer* c, const std::vector<Position>& positions) {
+  bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
+  for (auto& p : positions) {
+    auto it = c->pendingAcks.find(p);
+    if (it != c->pendingAcks.end()) {
+      trackUnacked(c, -it->second);
+      c->pendingAcks.erase(it);
+    }
+    redeliveryCount_.erase(packPosition(p));
+  }
+  if (wasBlocked && !(c->blockedOnUnacked || blockedOnUnacked_)) readMoreEntries();
+}
+
+void Dispatcher::ackedCumulative(Consumer* c, Position upTo) {
+  bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
+  auto end = c->pendingAcks.upper_bound(upTo);
+  for (auto it = c->pendingAcks.begin(); it != end; ++it) {
+    trackUnacked(c, -it->second);
+    redeliveryCount_.erase(packPosition(it->first));
+  }
+  c->pendingAcks.erase(c->pendingAcks.begin(), end);
+  if (wasBlocked && !(c->blockedOnUnacked || blockedOnUnacked_)) readMoreEntries();
+}
+
+void Dispatcher::redeliver(Consumer* c, const std::vector<Position>& positions) {
+  if (isSingleActive(type_)) {
+    // Pulsar rewinds the cursor for Exclusive/Failover on a redeliver request.
+    if (positions.empty()) {
+      trackUnacked(c, -c->unackedMessages);
+      for (auto& [pos, n] : c->pendingAcks) redeliveryCount_[packPosition(pos)]++;
+      c->pendingAcks.clear();
+      rewind();
+    } else {
+      for (auto& p : positions) {
+        auto it = c->pendingAcks.find(p);
+        if (it == c->pendingAcks.end()) continue;
+        trackUnacked(c, -it->second);
+        redeliveryCount_[packPosition(p)]++;
+        c->pendingAcks.erase(it);
+        addToReplay(p, -1);
+      }
+    }
+  } else {
+    putBackForRedelivery(c, positions.empty(), positions);
+  }
+  readMoreEntries();
+}
+
+void Dispatcher::putBackForRedelivery(Consumer* c, bool all, const std::vector<Position>& which) {
+  auto putBack = [&](std::map<Position, int32_t>::iterator it) {
+    trackUnacked(c, -it->second);
+    redeliveryCount_[packPosition(it->first)]++;
+    stats_.msgRedeliverCounter += it->second;
+    addToReplay(it->first, -2);  // hash recomputed when replayed
+    return c->pendingAcks.erase(it);
+  };
+  if (all) {
+    for (auto it = c->pendingAcks.begin(); it != c->pendingAcks.end();) it = putBack(it);
+  } else {
+    for (auto& p : which) {
+      auto it = c->pendingAcks.find(p);
+      if (it != c->pendingAcks.end()) putBack(it);
+    }
+  }
+}
+
+void Dispatcher::addToReplay(Position p, int32_t keyHash) {
+  auto [it, inserted] = replay_.emplace(p, keyHash);
+  if (inserted && keyHash >= 0) replayHashes_[keyHash]++;
+}
+
+void Dispatcher::onNewEntries() { readMoreEntries(); }
+
+void Dispatcher::rewind() {
+  ++epoch_;
+  readPending_ = false;
+  replay_.clear();
+  replayHashes_.clear();
+  for (auto& c : consumers_) {
+    trackUnacked(c.get(), -c->unackedMessages);
+    c->pendingAcks.clear();
+  }
+  readPosition_ = ledger_.nextValidPosition(cursor_.markDeletedPosition());
+}
+
+std::vector<std::shared_ptr<Consumer>> Dispatcher::takeConsumers() {
+  auto out = consumers_;
+  return out;
+}
+
+Consumer* Dispatcher::pickShared() {
+  size_t n = consumers_.size();
+  for (size_t i = 0; i < n; ++i) {
+    Consumer* c = consumers_[(rrIndex_ + i) % n].get();
+    if (canTake(c)) {
+      rrIndex_ = (rrIndex_ + i + 1) % n;
+      return c;
+    }
+  }
+  return nullptr;
+}
+
+void Dispatcher::readMoreEntries(bool allowReplay) {
+  if (readPending_ || consumers_.empty()) return;
+  int64_t permits = availablePermits();
+  if (permits <= 0) return;
+  int64_t batch = std::min<int64_t>(permits, std::max(1, options_.dispatcherMaxReadBatchSize));
+  if (allowReplay && !replay_.empty()) {
+    readReplay(batch);
+    return;
+  }
+  Position lac = ledger_.lastConfirmedEntry();
+  if (lac.entryId < 0 && lac.ledgerId <= readPosition_.ledgerId) return;  // nothing stored yet
+  if (readPosition_ > lac) return;  // tailing: wait for onNewEntries
+  readPending_ = true;
+  uint64_t epoch = epoch_;
+  ledger_.asyncReadEntries(
+      readPosition_, static_cast<int>(batch), static_cast<size_t>(options_.dispatcherMaxReadSizeBytes),
+      [this, epoch](Status s, std::vector<Entry> entries) {
+        if (epoch != epoch_) return;  // rewound meanwhile
+        readPending_ = false;
+        if (!s.isOk()) {
+          MLOG_WARN("read failed on {}: {}", ledger_.name(), s.toString());
+          return;
+        }
+        if (entries.empty()) return;
+        readPosition_ = ledger_.nextValidPosition(entries.back().position);
+        dispatchEntries(entries, false);
+        readMoreEntries();
+      });
+}
+
+void Dispatcher::readReplay(int64_t maxEntries) {
+  // Read the replay positions one by one (redeliveries are the uncommon path), then dispatch
+  // them together in position order.
+  std::vector<Position> want;
+  for (auto it = replay_.begin(); it != replay_.end() && static_cast<int64_t>(want.size()) < maxEntries;) {
+    want.push_back(it->first);
+    if (it->second >= 0) {
+      auto h = replayHashes_.find(it->second);
+      if (h != replayHashes_.end() && --h->second == 0) replayHashes_.erase(h);
+    }
+    it = replay_.erase(it);
+  }
+  readPending_ = true;
+  uint64_t epoch = epoch_;
+  auto results = std::make_shared<std::vector<Entry>>();
+  auto remaining = std::make_shared<size_t>(want.size());
+  for (auto& p : want) {
+    ledger_.asyncReadEntries(p, 1, 1, [this, epoch, p, results, remaining](
+                                          Status s, std::vector<Entry> entries) {
+      if (epoch != epoch_) return;
+      if (s.isOk() && !entries.empty() && entries.front().position == p) {
+        results->push_back(std::move(entries.front()));
+      }
+      if (--*remaining > 0) return;
+      readPending_ = false;
+      std::sort(results->begin(), results->end(),
+                [](const Entry& a, const Entry& b) { return a.position < b.position; });
+      size_t before = replay_.size();
+      dispatchEntries(*results, true);
+      // When nothing of the replay could go out (no permits for those keys), read new entries
+      // for the other consumers rather than loop on the replay.
+      bool progressed = replay_.size() < before + results->size();
+      readMoreEntries(/*allowReplay=*/progressed);
+    });
+  }
+}
+
+void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
+  struct Out {
+    Consumer* consumer;
+    net::FrameBatch batch;
+  };
+  std::vector<Out> outs;
+  auto batchFor = [&](Consumer* c) -> net::FrameBatch& {
+    for (auto& o : outs) {
+      if (o.consumer == c) return o.batch;
+    }
+    outs.push_back(Out{c, {}});
+    return outs.back().batch;
+  };
+  bool singleActive = isSingleActive(type_);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Entry& e = entries[i];
+    if (cursor_.isAcknowledged(e.position)) continue;
+    EntryMetadataPeek md;
+    if (!peekEntryMetadata(e.data.view(), &md).isOk()) {
+      MLOG_WARN("{}: skipping unreadable entry {}:{}", ledger_.name(), e.position.ledgerId,
+                e.position.entryId);
+      continue;
+    }
+    int32_t n = std::max(1, md.numMessagesInBatch);
+    Consumer* target = nullptr;
+    int32_t hash = -1;
+    if (singleActive) {
+      target = active_ && canTake(active_) && !blockedOnUnacked_ ? active_ : nullptr;
+      if (!target) {
+        if (!fromReplay) {
+          // Re-read from here later, keeping order.
+          readPosition_ = e.position;
+        } else {
+          addToReplay(e.position, -1);
+        }
+        if (!fromReplay) break;
+        continue;
+      }
+    } else if (selector_) {
+      hash = stickyHashOf(md);
+      Consumer* owner = selector_->select(hash);
+      bool keyWaiting = !fromReplay && replayHashes_.count(hash) > 0;
+      if (owner && canTake(owner) && !keyWaiting && !blockedOnUnacked_) target = owner;
+    } else {
+      target = blockedOnUnacked_ ? nullptr : pickShared();
+    }
+    if (!target) {
+      addToReplay(e.position, hash);
+      continue;
+    }
+    target->permits -= n;
+    target->pendingAcks.emplace(e.position, n);
+    trackUnacked(target, n);
+    target->msgOutCounter += n;
+    target->bytesOutCounter += e.data.size();
+    stats_.msgOutCounter += n;
+    stats_.bytesOutCounter += e.data.size();
+    uint32_t redeliveries = 0;
+    if (!redeliveryCount_.empty()) {
+      auto rc = redeliveryCount_.find(packPosition(e.position));
+      if (rc != redeliveryCount_.end()) redeliveries = static_cast<uint32_t>(rc->second);
+    }
+    net::FrameBatch& b = batchFor(target);
+    uint8_t* dst = b.appendSpace(protocol::kMaxMessageHeaderSize);
+    size_t used = protocol::Commands::writeMessageHeader(
+        dst, target->id(), static_cast<uint64_t>(e.position.ledgerId),
+        static_cast<uint64_t>(e.position.entryId), redeliveries, e.data.size());
+    b.trimBytes(protocol::kMaxMessageHeaderSize - used);
+    b.appendBuffer(e.data);
+  }
+  for (auto& o : outs) o.consumer->cnx()->send(std::move(o.batch));
+}
+
+}  // namespace magnetar::broker

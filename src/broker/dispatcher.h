@@ -1,0 +1,100 @@
+// Dispatcher: moves a subscription's entries to its consumers within their permits.
+// One class for every subscription type; the type decides which consumer gets an entry:
+// Exclusive/Failover: the single active consumer; Shared: round-robin over consumers with permits;
+// Key_Shared: the consumer owning the entry's sticky-key hash (see KeySharedSelector).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "broker/broker_options.h"
+#include "broker/consumer.h"
+#include "broker/entry_metadata.h"
+#include "broker/key_shared_selector.h"
+#include "net/frame_batch.h"
+#include "storage/managed_ledger.h"
+
+namespace magnetar::broker {
+
+struct DispatcherStats {
+  uint64_t msgOutCounter = 0;
+  uint64_t bytesOutCounter = 0;
+  uint64_t msgRedeliverCounter = 0;
+};
+
+// Thread: the topic's executor only.
+class Dispatcher {
+ public:
+  Dispatcher(SubType type, storage::ManagedLedger& ledger, storage::ManagedCursor& cursor,
+             const BrokerOptions& options, int partitionIndex);
+  ~Dispatcher();
+
+  SubType type() const { return type_; }
+  // Errors: kBusy (ConsumerBusy) when an Exclusive subscription already has a consumer;
+  // kInvalidArgument (ConsumerAssignError) for overlapping Key_Shared sticky ranges.
+  Status addConsumer(const std::shared_ptr<Consumer>& c);
+  // Removes c; its unacked messages go back for redelivery (count + 1).
+  void removeConsumer(Consumer* c);
+  const std::vector<std::shared_ptr<Consumer>>& consumers() const { return consumers_; }
+  Consumer* activeConsumer() const;
+
+  // FLOW: the client can take `permits` more messages.
+  void flow(Consumer* c, uint32_t permits);
+  // Acks from c (positions individually, or cumulative up to `upTo`). Frees unacked counts.
+  void acked(Consumer* c, const std::vector<storage::Position>& positions);
+  void ackedCumulative(Consumer* c, storage::Position upTo);
+  // REDELIVER_UNACKNOWLEDGED_MESSAGES: the given positions of c (all of c's when empty).
+  void redeliver(Consumer* c, const std::vector<storage::Position>& positions);
+  // New entries were appended to the ledger.
+  void onNewEntries();
+  // Seek/reset: drop all in-flight state and read from the cursor's position again.
+  void rewind();
+  // Disconnect every consumer (after seek, as Pulsar does); they reconnect.
+  std::vector<std::shared_ptr<Consumer>> takeConsumers();
+
+  const DispatcherStats& stats() const { return stats_; }
+  int64_t unackedMessages() const { return unackedMessages_; }
+  size_t replayBacklog() const { return replay_.size(); }
+  const KeySharedSelector* keySharedSelector() const { return selector_.get(); }
+
+ private:
+  void readMoreEntries(bool allowReplay = true);
+  void readReplay(int64_t maxEntries);
+  void dispatchEntries(std::vector<storage::Entry>& entries, bool fromReplay);
+  int64_t availablePermits() const;
+  bool canTake(const Consumer* c) const;
+  Consumer* pickShared();
+  void putBackForRedelivery(Consumer* c, bool all, const std::vector<storage::Position>& which);
+  void updateActiveConsumer();
+  void addToReplay(storage::Position p, int32_t keyHash);
+  void trackUnacked(Consumer* c, int64_t delta);
+
+  const SubType type_;
+  storage::ManagedLedger& ledger_;
+  storage::ManagedCursor& cursor_;
+  const BrokerOptions& options_;
+  const int partitionIndex_;
+
+  std::vector<std::shared_ptr<Consumer>> consumers_;
+  Consumer* active_ = nullptr;  // Exclusive/Failover
+  size_t rrIndex_ = 0;          // Shared
+  std::unique_ptr<KeySharedSelector> selector_;
+
+  storage::Position readPosition_;
+  bool readPending_ = false;
+  uint64_t epoch_ = 0;  // bumped by rewind: reads issued before it are dropped
+  // Positions to deliver again, in order, before new reads; with the entry's key hash (-1: none).
+  std::map<storage::Position, int32_t> replay_;
+  std::unordered_map<int32_t, int> replayHashes_;  // Key_Shared: hash -> entries in replay_
+  std::unordered_map<int64_t, int32_t> redeliveryCount_;  // packed position -> count
+  int64_t unackedMessages_ = 0;
+  bool blockedOnUnacked_ = false;
+  DispatcherStats stats_;
+  std::string headerScratch_;
+};
+
+}  // namespace magnetar::broker

@@ -1,0 +1,612 @@
+#include "broker/server_cnx.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/logging.h"
+#include "broker/broker_service.h"
+#include "protocol/commands.h"
+#include "protocol/server_error.h"
+
+namespace magnetar::broker {
+
+using protocol::Commands;
+using protocol::ErrorContext;
+using protocol::toServerError;
+
+ServerCnx::ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket,
+                     BrokerService& service)
+    : net::Connection(loop, std::move(socket)),
+      service_(service),
+      decoder_(service.options().maxMessageSize + protocol::kFrameSizePadding),
+      keepAliveTimer_(loop.context()) {}
+
+ServerCnx::~ServerCnx() = default;
+
+bool ServerCnx::onData(const uint8_t* data, size_t len) {
+  receivedSinceLastPing_ = true;
+  waitingForPong_ = false;
+  Status s = decoder_.feed(data, len, static_cast<protocol::FrameHandler&>(*this));
+  if (!s.isOk()) {
+    CnxErrorStats::badFrames++;
+    MLOG_WARN("[{}] closing connection: {}", peerAddress(), s.toString());
+    close();
+    return false;
+  }
+  return !isClosed();
+}
+
+void ServerCnx::onReadBatchDone() { flushSends(); }
+
+void ServerCnx::flushSends() {
+  for (auto& [topic, sends] : sendBatch_) {
+    topic->executor().execute([topic = topic, batch = std::move(sends)]() mutable {
+      topic->publish(batch);
+    });
+  }
+  sendBatch_.clear();
+}
+
+void ServerCnx::publishCompleted(uint32_t n) {
+  int64_t left = pendingPublishes_.fetch_sub(n, std::memory_order_relaxed) - n;
+  int max = service_.options().maxPendingPublishRequestsPerConnection;
+  if (max > 0 && left <= max / 2 && publishPaused_.load(std::memory_order_relaxed)) {
+    auto me = self();
+    loop().execute([me] {
+      if (me->publishPaused_.exchange(false)) me->resumeRead();
+    });
+  }
+}
+
+void ServerCnx::onClosed() {
+  keepAliveTimer_.cancel();
+  sendBatch_.clear();
+  for (auto& [id, ref] : producers_) {
+    auto topic = ref.topic;
+    auto p = ref.producer;
+    topic->executor().execute([topic, p] { topic->removeProducer(p.get()); });
+  }
+  producers_.clear();
+  for (auto& [id, ref] : consumers_) {
+    if (!ref.ready) continue;
+    auto topic = ref.topic;
+    auto c = ref.consumer;
+    auto sub = ref.subscription;
+    topic->executor().execute([topic, c, sub] { topic->removeConsumer(c.get(), sub); });
+  }
+  consumers_.clear();
+  service_.connectionClosed();
+}
+
+void ServerCnx::sendError(uint64_t requestId, proto::ServerError e, const std::string& msg) {
+  send(Commands::newError(requestId, e, msg));
+}
+
+Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
+  using T = proto::BaseCommand;
+  if (!connected_ && cmd.type() != T::CONNECT) {
+    if (cmd.type() == T::PING) {
+      send(Commands::newPong());
+      return Status::ok();
+    }
+    return Status::notAllowed("received " + T::Type_Name(cmd.type()) + " before CONNECT");
+  }
+  switch (cmd.type()) {
+    case T::CONNECT: handleConnect(cmd.connect()); break;
+    case T::PING: send(Commands::newPong()); break;
+    case T::PONG: break;
+    case T::LOOKUP: handleLookup(cmd.lookuptopic()); break;
+    case T::PARTITIONED_METADATA: handlePartitionedMetadata(cmd.partitionmetadata()); break;
+    case T::PRODUCER: handleProducer(cmd.producer()); break;
+    case T::SEND: handleSend(cmd.send(), std::move(entry)); break;
+    case T::SUBSCRIBE: handleSubscribe(cmd.subscribe()); break;
+    case T::FLOW: handleFlow(cmd.flow()); break;
+    case T::ACK: handleAck(cmd.ack()); break;
+    case T::REDELIVER_UNACKNOWLEDGED_MESSAGES: handleRedeliver(cmd.redeliverunacknowledgedmessages()); break;
+    case T::CLOSE_PRODUCER: handleCloseProducer(cmd.close_producer()); break;
+    case T::CLOSE_CONSUMER: handleCloseConsumer(cmd.close_consumer()); break;
+    case T::UNSUBSCRIBE: handleUnsubscribe(cmd.unsubscribe()); break;
+    case T::SEEK: handleSeek(cmd.seek()); break;
+    case T::GET_LAST_MESSAGE_ID: handleGetLastMessageId(cmd.getlastmessageid()); break;
+    case T::GET_TOPICS_OF_NAMESPACE: handleGetTopicsOfNamespace(cmd.gettopicsofnamespace()); break;
+    case T::GET_SCHEMA: handleGetSchema(cmd.getschema()); break;
+    case T::GET_OR_CREATE_SCHEMA: handleGetOrCreateSchema(cmd.getorcreateschema()); break;
+    default:
+      CnxErrorStats::unknownCommands++;
+      MLOG_WARN("[{}] unsupported command {}", peerAddress(), T::Type_Name(cmd.type()));
+      send(Commands::newError(0, proto::NotAllowedError,
+                              "Command not supported by this broker: " + T::Type_Name(cmd.type())));
+      break;
+  }
+  return Status::ok();
+}
+
+void ServerCnx::handleConnect(const proto::CommandConnect& c) {
+  if (connected_) {
+    sendError(0, proto::NotAllowedError, "Already connected");
+    return;
+  }
+  connected_ = true;
+  clientVersion_ = c.client_version();
+  protocolVersion_ = std::min<int>(c.protocol_version(), protocol::kMaxProtocolVersion);
+  send(Commands::newConnected(service_.options().serverVersion, protocolVersion_,
+                              static_cast<int32_t>(service_.options().maxMessageSize)));
+  startKeepAlive();
+}
+
+void ServerCnx::startKeepAlive() {
+  int secs = service_.options().keepAliveIntervalSeconds;
+  if (secs <= 0) return;
+  keepAliveTimer_.expires_after(std::chrono::seconds(secs));
+  auto me = self();
+  keepAliveTimer_.async_wait([me](const boost::system::error_code& ec) {
+    if (ec || me->isClosed()) return;
+    if (!me->receivedSinceLastPing_) {
+      if (me->waitingForPong_) {
+        MLOG_WARN("[{}] closing connection: no keep-alive answer", me->peerAddress());
+        me->close();
+        return;
+      }
+      me->waitingForPong_ = true;
+      me->send(Commands::newPing());
+    }
+    me->receivedSinceLastPing_ = false;
+    me->startKeepAlive();
+  });
+}
+
+void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
+  auto name = TopicName::parse(c.topic());
+  if (!name.isOk()) {
+    send(Commands::newLookupErrorResponse(c.request_id(), proto::InvalidTopicName,
+                                          name.status().message()));
+    return;
+  }
+  send(Commands::newLookupResponse(c.request_id(), service_.brokerServiceUrl(), "", true));
+}
+
+void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c) {
+  auto name = TopicName::parse(c.topic());
+  if (!name.isOk()) {
+    send(Commands::newPartitionMetadataErrorResponse(c.request_id(), proto::InvalidTopicName,
+                                                     name.status().message()));
+    return;
+  }
+  bool autoCreate = !c.has_metadata_auto_creation_enabled() || c.metadata_auto_creation_enabled();
+  auto n = service_.partitionsOf(*name, autoCreate);
+  if (!n.isOk()) {
+    send(Commands::newPartitionMetadataErrorResponse(
+        c.request_id(), toServerError(n.status(), ErrorContext::kLookup), n.status().message()));
+    return;
+  }
+  send(Commands::newPartitionMetadataResponse(c.request_id(), static_cast<uint32_t>(*n)));
+}
+
+void ServerCnx::handleProducer(const proto::CommandProducer& c) {
+  uint64_t producerId = c.producer_id();
+  uint64_t requestId = c.request_id();
+  auto existing = producers_.find(producerId);
+  if (existing != producers_.end()) {
+    // A retry of a create that already succeeded: answer the same way again.
+    send(Commands::newProducerSuccess(requestId, existing->second.producer->name()));
+    return;
+  }
+  auto name = TopicName::parse(c.topic());
+  if (!name.isOk()) {
+    sendError(requestId, proto::InvalidTopicName, name.status().message());
+    return;
+  }
+  std::string producerName =
+      c.has_producer_name() && !c.producer_name().empty() ? c.producer_name()
+                                                          : service_.generateProducerName();
+  bool exclusive = c.has_producer_access_mode() && c.producer_access_mode() != proto::Shared;
+  auto producer = std::make_shared<Producer>(producerId, producerName, self(), exclusive);
+  auto me = self();
+  service_.getOrCreateTopic(
+      *name, service_.options().allowAutoTopicCreation,
+      [me, producer, requestId, producerId](Result<std::shared_ptr<PersistentTopic>> r) {
+        if (!r.isOk()) {
+          me->sendError(requestId, toServerError(r.status(), ErrorContext::kProducer),
+                        r.status().message());
+          return;
+        }
+        auto topic = *r;
+        Status s = topic->addProducer(producer);
+        me->loop().execute([me, topic, producer, requestId, producerId, s] {
+          if (!s.isOk()) {
+            me->sendError(requestId, toServerError(s, ErrorContext::kProducer), s.message());
+            return;
+          }
+          if (me->isClosed()) {
+            topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
+            return;
+          }
+          me->producers_[producerId] = ProducerRef{producer, topic};
+          me->send(Commands::newProducerSuccess(requestId, producer->name()));
+        });
+      });
+}
+
+void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
+  auto it = producers_.find(c.producer_id());
+  if (it == producers_.end()) {
+    MLOG_WARN("[{}] SEND for unknown producer {}; closing connection", peerAddress(),
+              c.producer_id());
+    close();
+    return;
+  }
+  if (!protocol::verifyChecksum(entry).isOk()) {
+    CnxErrorStats::checksumErrors++;
+    send(Commands::newSendError(c.producer_id(), c.sequence_id(), proto::ChecksumError,
+                                "Checksum failed on the broker"));
+    return;
+  }
+  if (entry.size() > service_.options().maxMessageSize + protocol::kFrameSizePadding) {
+    send(Commands::newSendError(c.producer_id(), c.sequence_id(), proto::NotAllowedError,
+                                "Message size is larger than the broker's maxMessageSize"));
+    return;
+  }
+  PendingSend ps;
+  ps.producer = it->second.producer;
+  ps.sequenceId = c.sequence_id();
+  ps.highestSequenceId = c.has_highest_sequence_id() && c.highest_sequence_id() > c.sequence_id()
+                             ? c.highest_sequence_id()
+                             : c.sequence_id();
+  ps.numMessages = c.has_num_messages() ? c.num_messages() : 1;
+  ps.entry = std::move(entry);
+  auto& topic = it->second.topic;
+  std::vector<PendingSend>* vec = nullptr;
+  for (auto& [t, v] : sendBatch_) {
+    if (t == topic) {
+      vec = &v;
+      break;
+    }
+  }
+  if (!vec) {
+    sendBatch_.emplace_back(topic, std::vector<PendingSend>{});
+    vec = &sendBatch_.back().second;
+  }
+  vec->push_back(std::move(ps));
+  int max = service_.options().maxPendingPublishRequestsPerConnection;
+  int64_t pending = pendingPublishes_.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (max > 0 && pending >= max && !publishPaused_.exchange(true)) pauseRead();
+}
+
+void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
+  uint64_t consumerId = c.consumer_id();
+  uint64_t requestId = c.request_id();
+  auto existing = consumers_.find(consumerId);
+  if (existing != consumers_.end()) {
+    if (existing->second.ready) {
+      send(Commands::newSuccess(requestId));
+    } else {
+      sendError(requestId, proto::ServiceNotReady, "Consumer is already being created");
+    }
+    return;
+  }
+  auto name = TopicName::parse(c.topic());
+  if (!name.isOk()) {
+    sendError(requestId, proto::InvalidTopicName, name.status().message());
+    return;
+  }
+  if (c.subscription().empty()) {
+    sendError(requestId, proto::MetadataError, "Empty subscription name");
+    return;
+  }
+  std::string consumerName = c.has_consumer_name() && !c.consumer_name().empty()
+                                 ? c.consumer_name()
+                                 : service_.generateProducerName();
+  auto consumer = std::make_shared<Consumer>(consumerId, consumerName, self(), c.subtype(),
+                                             c.has_priority_level() ? c.priority_level() : 0);
+  if (c.has_keysharedmeta()) {
+    const auto& ks = c.keysharedmeta();
+    if (ks.keysharedmode() == proto::STICKY) {
+      for (const auto& r : ks.hashranges()) consumer->stickyRanges.push_back({r.start(), r.end()});
+      if (consumer->stickyRanges.empty()) {
+        sendError(requestId, proto::ConsumerAssignError, "STICKY mode needs hash ranges");
+        return;
+      }
+    }
+    consumer->allowOutOfOrderDelivery = ks.allowoutoforderdelivery();
+  }
+  SubscribeRequest req;
+  req.subscription = c.subscription();
+  req.subType = c.subtype();
+  req.initialPosition = c.initialposition() == proto::CommandSubscribe::Earliest
+                            ? storage::InitialPosition::kEarliest
+                            : storage::InitialPosition::kLatest;
+  req.createIfMissing = service_.options().allowAutoSubscriptionCreation;
+  req.consumer = consumer;
+  consumers_[consumerId] = ConsumerRef{consumer, nullptr, c.subscription(), false, {}};
+  bool createTopic = service_.options().allowAutoTopicCreation &&
+                     (!c.has_force_topic_creation() || c.force_topic_creation());
+  auto me = self();
+  service_.getOrCreateTopic(
+      *name, createTopic,
+      [me, req, requestId, consumerId](Result<std::shared_ptr<PersistentTopic>> r) {
+        if (!r.isOk()) {
+          Status st = r.status();
+          me->loop().execute([me, st, requestId, consumerId] {
+            me->consumers_.erase(consumerId);
+            me->sendError(requestId, toServerError(st, ErrorContext::kConsumer), st.message());
+          });
+          return;
+        }
+        auto topic = *r;
+        Status s = topic->subscribe(req);
+        me->loop().execute([me, topic, req, requestId, consumerId, s] {
+          auto it = me->consumers_.find(consumerId);
+          if (!s.isOk()) {
+            if (it != me->consumers_.end()) me->consumers_.erase(it);
+            proto::ServerError e = toServerError(s, ErrorContext::kConsumer);
+            if (s.code() == StatusCode::kInvalidArgument) e = proto::ConsumerAssignError;
+            me->sendError(requestId, e, s.message());
+            return;
+          }
+          if (it == me->consumers_.end() || me->isClosed()) {
+            // Closed meanwhile: undo.
+            auto c = req.consumer;
+            auto sub = req.subscription;
+            topic->executor().execute([topic, c, sub] { topic->removeConsumer(c.get(), sub); });
+            return;
+          }
+          it->second.topic = topic;
+          it->second.ready = true;
+          me->send(Commands::newSuccess(requestId));
+          auto waiting = std::move(it->second.waiting);
+          for (auto& w : waiting) w();
+        });
+      });
+}
+
+void ServerCnx::withConsumer(uint64_t consumerId, std::function<void(ConsumerRef&)> fn) {
+  auto it = consumers_.find(consumerId);
+  if (it == consumers_.end()) return;  // Pulsar ignores commands for unknown consumers
+  if (!it->second.ready) {
+    auto me = self();
+    it->second.waiting.push_back([me, consumerId, fn] {
+      auto i = me->consumers_.find(consumerId);
+      if (i != me->consumers_.end()) fn(i->second);
+    });
+    return;
+  }
+  fn(it->second);
+}
+
+void ServerCnx::handleFlow(const proto::CommandFlow& c) {
+  uint32_t permits = c.messagepermits();
+  withConsumer(c.consumer_id(), [permits](ConsumerRef& ref) {
+    auto topic = ref.topic;
+    auto consumer = ref.consumer;
+    auto sub = ref.subscription;
+    topic->executor().execute([topic, consumer, sub, permits] {
+      if (consumer->closed) return;
+      auto* s = topic->subscription(sub);
+      if (s && s->dispatcher()) s->dispatcher()->flow(consumer.get(), permits);
+    });
+  });
+}
+
+void ServerCnx::handleAck(const proto::CommandAck& c) {
+  std::vector<storage::Position> positions;
+  positions.reserve(c.message_id_size());
+  for (const auto& id : c.message_id()) {
+    // A batch index ack with indexes still unacked is not an entry ack (batch-level tracking
+    // comes with the batching issue); the client acks the whole entry once all are done.
+    if (id.ack_set_size() > 0) {
+      bool anyLeft = false;
+      for (auto w : id.ack_set()) anyLeft |= (w != 0);
+      if (anyLeft) continue;
+    }
+    positions.push_back({static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())});
+  }
+  bool cumulative = c.ack_type() == proto::CommandAck::Cumulative;
+  bool wantResponse = c.has_request_id();
+  uint64_t requestId = c.request_id();
+  uint64_t consumerId = c.consumer_id();
+  auto me = self();
+  withConsumer(consumerId, [=](ConsumerRef& ref) {
+    auto topic = ref.topic;
+    auto consumer = ref.consumer;
+    auto sub = ref.subscription;
+    topic->executor().execute([=] {
+      auto* s = topic->subscription(sub);
+      auto done = [=](Status st) {
+        if (!wantResponse) return;
+        if (st.isOk()) {
+          me->send(Commands::newAckResponse(consumerId, requestId));
+        } else {
+          me->send(Commands::newAckResponse(consumerId, requestId,
+                                            toServerError(st, ErrorContext::kSubscription),
+                                            st.message()));
+        }
+      };
+      if (!s) {
+        done(Status::notFound("Subscription not found"));
+        return;
+      }
+      if (positions.empty()) {
+        done(Status::ok());
+        return;
+      }
+      if (cumulative) {
+        s->acknowledgeCumulative(consumer.get(), positions.back(), done);
+      } else {
+        s->acknowledge(consumer.get(), positions, done);
+      }
+    });
+  });
+}
+
+void ServerCnx::handleRedeliver(const proto::CommandRedeliverUnacknowledgedMessages& c) {
+  std::vector<storage::Position> positions;
+  for (const auto& id : c.message_ids()) {
+    positions.push_back({static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())});
+  }
+  withConsumer(c.consumer_id(), [positions](ConsumerRef& ref) {
+    auto topic = ref.topic;
+    auto consumer = ref.consumer;
+    auto sub = ref.subscription;
+    topic->executor().execute([=] {
+      auto* s = topic->subscription(sub);
+      if (s && s->dispatcher() && !consumer->closed) s->dispatcher()->redeliver(consumer.get(), positions);
+    });
+  });
+}
+
+void ServerCnx::handleCloseProducer(const proto::CommandCloseProducer& c) {
+  auto it = producers_.find(c.producer_id());
+  if (it == producers_.end()) {
+    // Pulsar answers success for an unknown producer id (already closed).
+    send(Commands::newSuccess(c.request_id()));
+    return;
+  }
+  auto topic = it->second.topic;
+  auto p = it->second.producer;
+  producers_.erase(it);
+  uint64_t requestId = c.request_id();
+  auto me = self();
+  topic->executor().execute([topic, p, me, requestId] {
+    topic->removeProducer(p.get());
+    me->send(Commands::newSuccess(requestId));
+  });
+}
+
+void ServerCnx::handleCloseConsumer(const proto::CommandCloseConsumer& c) {
+  auto it = consumers_.find(c.consumer_id());
+  uint64_t requestId = c.request_id();
+  if (it == consumers_.end()) {
+    send(Commands::newSuccess(requestId));
+    return;
+  }
+  if (!it->second.ready) {
+    consumers_.erase(it);
+    send(Commands::newSuccess(requestId));
+    return;
+  }
+  auto topic = it->second.topic;
+  auto consumer = it->second.consumer;
+  auto sub = it->second.subscription;
+  consumers_.erase(it);
+  auto me = self();
+  topic->executor().execute([=] {
+    topic->removeConsumer(consumer.get(), sub);
+    me->send(Commands::newSuccess(requestId));
+  });
+}
+
+void ServerCnx::closeConsumerFromBroker(uint64_t consumerId) {
+  auto me = self();
+  loop().execute([me, consumerId] {
+    if (me->consumers_.erase(consumerId)) me->send(Commands::newCloseConsumer(consumerId, 0));
+  });
+}
+
+void ServerCnx::handleUnsubscribe(const proto::CommandUnsubscribe& c) {
+  uint64_t requestId = c.request_id();
+  uint64_t consumerId = c.consumer_id();
+  auto it = consumers_.find(consumerId);
+  if (it == consumers_.end() || !it->second.ready) {
+    sendError(requestId, proto::MetadataError, "Consumer not found");
+    return;
+  }
+  auto topic = it->second.topic;
+  auto consumer = it->second.consumer;
+  auto sub = it->second.subscription;
+  auto me = self();
+  topic->executor().execute([=] {
+    Status s = topic->unsubscribe(sub, consumer.get());
+    me->loop().execute([=] {
+      if (!s.isOk()) {
+        me->sendError(requestId, toServerError(s, ErrorContext::kSubscription), s.message());
+        return;
+      }
+      me->consumers_.erase(consumerId);
+      me->send(Commands::newSuccess(requestId));
+    });
+  });
+}
+
+void ServerCnx::handleSeek(const proto::CommandSeek& c) {
+  uint64_t requestId = c.request_id();
+  auto it = consumers_.find(c.consumer_id());
+  if (it == consumers_.end() || !it->second.ready) {
+    sendError(requestId, proto::MetadataError, "Consumer not found");
+    return;
+  }
+  if (!c.has_message_id() && !c.has_message_publish_time()) {
+    sendError(requestId, proto::MetadataError, "Message id and message publish time were not present");
+    return;
+  }
+  auto topic = it->second.topic;
+  auto sub = it->second.subscription;
+  bool byTime = !c.has_message_id();
+  storage::Position pos{static_cast<int64_t>(c.message_id().ledgerid()),
+                        static_cast<int64_t>(c.message_id().entryid())};
+  uint64_t publishTime = c.message_publish_time();
+  auto me = self();
+  topic->executor().execute([=] {
+    auto finish = [=](storage::Position target) {
+      auto* s = topic->subscription(sub);
+      if (!s) {
+        me->sendError(requestId, proto::SubscriptionNotFound, "Subscription not found");
+        return;
+      }
+      s->resetCursor(target, [=](Status st) {
+        if (!st.isOk()) {
+          me->sendError(requestId, toServerError(st, ErrorContext::kSubscription), st.message());
+          return;
+        }
+        me->send(Commands::newSuccess(requestId));
+        // As Pulsar: every consumer of the subscription is disconnected and reconnects.
+        auto* s2 = topic->subscription(sub);
+        if (!s2 || !s2->dispatcher()) return;
+        for (auto& c2 : s2->dispatcher()->takeConsumers()) {
+          s2->removeConsumer(c2.get());
+          c2->cnx()->closeConsumerFromBroker(c2->id());
+        }
+      });
+    };
+    if (byTime) {
+      service_.findPositionByPublishTime(topic, publishTime, finish);
+    } else {
+      finish(service_.clampSeekPosition(*topic, pos));
+    }
+  });
+}
+
+void ServerCnx::handleGetLastMessageId(const proto::CommandGetLastMessageId& c) {
+  uint64_t requestId = c.request_id();
+  auto it = consumers_.find(c.consumer_id());
+  if (it == consumers_.end() || !it->second.ready) {
+    sendError(requestId, proto::ConsumerNotFound, "Consumer not found");
+    return;
+  }
+  auto topic = it->second.topic;
+  auto sub = it->second.subscription;
+  auto me = self();
+  topic->executor().execute([=] {
+    service_.lastMessageId(topic, sub, [=](protocol::WireMessageId last,
+                                           std::optional<protocol::WireMessageId> markDelete) {
+      me->send(Commands::newGetLastMessageIdResponse(requestId, last, markDelete));
+    });
+  });
+}
+
+void ServerCnx::handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamespace& c) {
+  send(Commands::newGetTopicsOfNamespaceResponse(c.request_id(),
+                                                 service_.topicsOfNamespace(c.namespace_())));
+}
+
+void ServerCnx::handleGetSchema(const proto::CommandGetSchema& c) {
+  // No schema registry yet: answer as a broker that has no schema for the topic.
+  send(Commands::newGetSchemaErrorResponse(c.request_id(), proto::TopicNotFound,
+                                           "Topic not found or no-schema"));
+}
+
+void ServerCnx::handleGetOrCreateSchema(const proto::CommandGetOrCreateSchema& c) {
+  // Without a registry every schema is accepted as version 0 (8 bytes, big-endian long).
+  send(Commands::newGetOrCreateSchemaResponse(c.request_id(), std::string(8, '\0')));
+}
+
+}  // namespace magnetar::broker

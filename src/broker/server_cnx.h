@@ -1,0 +1,107 @@
+// ServerCnx: the broker side of one client connection (Pulsar's ServerCnx). Decodes frames,
+// serves commands, and hands topic work to the topics' ml-worker executors.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "broker/consumer.h"
+#include "broker/topic.h"
+#include "net/connection.h"
+#include "protocol/frame.h"
+
+namespace magnetar::broker {
+
+class BrokerService;
+
+// Per-connection protocol error counters (summed for metrics).
+struct CnxErrorStats {
+  static inline std::atomic<uint64_t> badFrames{0};
+  static inline std::atomic<uint64_t> checksumErrors{0};
+  static inline std::atomic<uint64_t> unknownCommands{0};
+};
+
+// Thread: lives on its pulsar-io loop; send()/sendFrame()/publishCompleted() from any thread.
+class ServerCnx final : public net::Connection, public protocol::FrameHandler {
+ public:
+  ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket, BrokerService& service);
+  ~ServerCnx() override;
+
+  void sendFrame(const Buffer& frame) { send(frame); }
+  using net::Connection::send;
+  // `n` SENDs of this connection were answered (topic thread). Resumes reading at half of
+  // maxPendingPublishRequestsPerConnection.
+  void publishCompleted(uint32_t n);
+  // The broker closed this consumer/producer (topic deleted, seek, ...). Any thread.
+  void closeConsumerFromBroker(uint64_t consumerId);
+
+  int protocolVersion() const { return protocolVersion_; }
+
+ protected:
+  bool onData(const uint8_t* data, size_t len) override;
+  void onClosed() override;
+  void onReadBatchDone() override;
+  Status onFrame(const proto::BaseCommand& cmd, Buffer entry) override;
+
+ private:
+  struct ProducerRef {
+    std::shared_ptr<Producer> producer;
+    std::shared_ptr<PersistentTopic> topic;
+  };
+  struct ConsumerRef {
+    std::shared_ptr<Consumer> consumer;
+    std::shared_ptr<PersistentTopic> topic;
+    std::string subscription;
+    bool ready = false;
+    std::vector<std::function<void()>> waiting;  // commands that arrived before ready
+  };
+
+  void handleConnect(const proto::CommandConnect& c);
+  void handleLookup(const proto::CommandLookupTopic& c);
+  void handlePartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c);
+  void handleProducer(const proto::CommandProducer& c);
+  void handleSend(const proto::CommandSend& c, Buffer entry);
+  void handleSubscribe(const proto::CommandSubscribe& c);
+  void handleFlow(const proto::CommandFlow& c);
+  void handleAck(const proto::CommandAck& c);
+  void handleRedeliver(const proto::CommandRedeliverUnacknowledgedMessages& c);
+  void handleCloseProducer(const proto::CommandCloseProducer& c);
+  void handleCloseConsumer(const proto::CommandCloseConsumer& c);
+  void handleUnsubscribe(const proto::CommandUnsubscribe& c);
+  void handleSeek(const proto::CommandSeek& c);
+  void handleGetLastMessageId(const proto::CommandGetLastMessageId& c);
+  void handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamespace& c);
+  void handleGetSchema(const proto::CommandGetSchema& c);
+  void handleGetOrCreateSchema(const proto::CommandGetOrCreateSchema& c);
+
+  // Runs fn with the consumer once it is ready (or answers an error when unknown).
+  void withConsumer(uint64_t consumerId, std::function<void(ConsumerRef&)> fn);
+  void sendError(uint64_t requestId, proto::ServerError e, const std::string& msg);
+  void startKeepAlive();
+  void flushSends();
+  std::shared_ptr<ServerCnx> self() {
+    return std::static_pointer_cast<ServerCnx>(shared_from_this());
+  }
+
+  BrokerService& service_;
+  protocol::FrameDecoder decoder_;
+  bool connected_ = false;
+  int protocolVersion_ = 0;
+  std::string clientVersion_;
+  std::unordered_map<uint64_t, ProducerRef> producers_;
+  std::unordered_map<uint64_t, ConsumerRef> consumers_;
+  // SENDs read in this read batch, grouped by topic, handed over in onReadBatchDone.
+  std::vector<std::pair<std::shared_ptr<PersistentTopic>, std::vector<PendingSend>>> sendBatch_;
+  std::atomic<int64_t> pendingPublishes_{0};
+  std::atomic<bool> publishPaused_{false};
+  boost::asio::steady_timer keepAliveTimer_;
+  bool receivedSinceLastPing_ = true;
+  bool waitingForPong_ = false;
+};
+
+}  // namespace magnetar::broker

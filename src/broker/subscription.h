@@ -1,0 +1,50 @@
+// Subscription: a named durable cursor on a topic plus its dispatcher and consumers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "broker/dispatcher.h"
+
+namespace magnetar::broker {
+
+// Thread: the topic's executor only.
+class Subscription {
+ public:
+  Subscription(std::string name, storage::ManagedLedger& ledger, storage::ManagedCursor& cursor,
+               const BrokerOptions& options, int partitionIndex);
+
+  const std::string& name() const { return name_; }
+  storage::ManagedCursor& cursor() { return cursor_; }
+  Dispatcher* dispatcher() { return dispatcher_.get(); }
+  // The type of the current dispatcher (none before the first consumer).
+  bool hasDispatcher() const { return dispatcher_ != nullptr; }
+
+  // Errors: kBusy (ConsumerBusy) for a second Exclusive consumer or a type mismatch while
+  // consumers are connected ("Subscription is of different type"), kInvalidArgument for bad
+  // Key_Shared ranges.
+  Status addConsumer(const std::shared_ptr<Consumer>& c);
+  void removeConsumer(Consumer* c);
+  size_t consumerCount() const;
+
+  // Individual ack of positions (already filtered to this subscription). cb when persisted.
+  void acknowledge(Consumer* c, const std::vector<storage::Position>& positions,
+                   storage::StatusCallback cb);
+  // Errors: kNotAllowed for Shared/Key_Shared ("Cumulative ack is not supported").
+  void acknowledgeCumulative(Consumer* c, storage::Position pos, storage::StatusCallback cb);
+  // Seek: moves the cursor so that `pos` is the next entry delivered, rewinds the dispatcher.
+  void resetCursor(storage::Position pos, storage::StatusCallback cb);
+
+  int64_t msgBacklog() const { return cursor_.numberOfEntriesInBacklog(); }
+
+ private:
+  std::string name_;
+  storage::ManagedLedger& ledger_;
+  storage::ManagedCursor& cursor_;
+  const BrokerOptions& options_;
+  int partitionIndex_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+};
+
+}  // namespace magnetar::broker

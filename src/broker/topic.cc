@@ -1,0 +1,163 @@
+#include "broker/topic.h"
+
+#include "base/logging.h"
+#include "broker/server_cnx.h"
+#include "protocol/commands.h"
+#include "protocol/server_error.h"
+
+namespace magnetar::broker {
+
+PersistentTopic::PersistentTopic(TopicName name, std::shared_ptr<storage::ManagedLedger> ledger,
+                                 net::EventLoop& executor, const BrokerOptions& options)
+    : name_(std::move(name)), ledger_(std::move(ledger)), executor_(executor), options_(options) {}
+
+PersistentTopic::~PersistentTopic() = default;
+
+void PersistentTopic::loadSubscriptions() {
+  for (auto* cursor : ledger_->cursors()) {
+    subscriptions_.emplace(cursor->name(),
+                           std::make_unique<Subscription>(cursor->name(), *ledger_, *cursor,
+                                                          options_, name_.partitionIndex()));
+  }
+}
+
+Status PersistentTopic::addProducer(const std::shared_ptr<Producer>& p) {
+  if (producers_.count(p->name())) {
+    return Status::busy("Producer with name '" + p->name() + "' is already connected to topic");
+  }
+  for (auto& [n, other] : producers_) {
+    if (other->exclusive()) {
+      return Status::busy("Topic has an existing exclusive producer: " + n);
+    }
+  }
+  if (p->exclusive() && !producers_.empty()) {
+    return Status::busy("Topic has existing shared producers");
+  }
+  producers_.emplace(p->name(), p);
+  return Status::ok();
+}
+
+void PersistentTopic::removeProducer(Producer* p) {
+  auto it = producers_.find(p->name());
+  if (it != producers_.end() && it->second.get() == p) producers_.erase(it);
+  p->closed = true;
+}
+
+void PersistentTopic::publish(std::vector<PendingSend>& sends) {
+  for (auto& s : sends) {
+    size_t bytes = s.entry.size();
+    auto producer = std::move(s.producer);
+    uint64_t seq = s.sequenceId;
+    uint64_t highest = s.highestSequenceId;
+    int32_t n = s.numMessages;
+    ledger_->asyncAddEntry(std::move(s.entry), [this, producer, seq, highest, n, bytes](
+                                                   Status st, storage::Position pos) {
+      if (st.isOk()) {
+        stats_.msgInCounter += n;
+        stats_.bytesInCounter += bytes;
+        producer->msgInCounter += n;
+        producer->bytesInCounter += bytes;
+        newEntries_ = true;
+        queueReceipt(producer, {}, seq, pos, highest);
+      } else {
+        stats_.publishErrors++;
+        MLOG_WARN("publish to {} failed: {}", name_.toString(), st.toString());
+        queueReceipt(producer,
+                     protocol::Commands::newSendError(producer->id(), seq,
+                                                      proto::PersistenceError, st.message()),
+                     seq, pos, highest);
+      }
+    });
+  }
+}
+
+void PersistentTopic::queueReceipt(const std::shared_ptr<Producer>& p, Buffer frame, uint64_t seq,
+                                   storage::Position pos, uint64_t highestSeq) {
+  CnxOut* out = nullptr;
+  for (auto& o : receipts_) {
+    if (o.cnx == p->cnx()) {
+      out = &o;
+      break;
+    }
+  }
+  if (!out) {
+    receipts_.push_back(CnxOut{p->cnx(), {}, 0});
+    out = &receipts_.back();
+  }
+  if (frame) {
+    out->batch.appendBuffer(std::move(frame));
+  } else {
+    uint8_t* dst = out->batch.appendSpace(protocol::kMaxSendReceiptSize);
+    size_t used = protocol::Commands::writeSendReceipt(
+        dst, p->id(), seq, static_cast<uint64_t>(pos.ledgerId), static_cast<uint64_t>(pos.entryId),
+        highestSeq);
+    out->batch.trimBytes(protocol::kMaxSendReceiptSize - used);
+  }
+  out->completed++;
+  if (!flushQueued_) {
+    flushQueued_ = true;
+    auto self = shared_from_this();
+    executor_.execute([self] { self->flushPass(); });
+  }
+}
+
+void PersistentTopic::flushPass() {
+  flushQueued_ = false;
+  for (auto& o : receipts_) {
+    o.cnx->send(std::move(o.batch));
+    o.cnx->publishCompleted(o.completed);
+  }
+  receipts_.clear();
+  if (newEntries_) {
+    newEntries_ = false;
+    for (auto& [n, sub] : subscriptions_) {
+      if (sub->dispatcher()) sub->dispatcher()->onNewEntries();
+    }
+  }
+}
+
+Status PersistentTopic::subscribe(const SubscribeRequest& req) {
+  auto it = subscriptions_.find(req.subscription);
+  if (it == subscriptions_.end()) {
+    if (!req.createIfMissing) {
+      return Status::notFound("Subscription does not exist: " + req.subscription);
+    }
+    auto cursor = ledger_->openCursor(req.subscription, req.initialPosition);
+    if (!cursor.isOk()) return cursor.status();
+    it = subscriptions_
+             .emplace(req.subscription,
+                      std::make_unique<Subscription>(req.subscription, *ledger_, **cursor,
+                                                     options_, name_.partitionIndex()))
+             .first;
+  }
+  return it->second->addConsumer(req.consumer);
+}
+
+void PersistentTopic::removeConsumer(Consumer* c, const std::string& subscription) {
+  auto it = subscriptions_.find(subscription);
+  if (it != subscriptions_.end()) it->second->removeConsumer(c);
+}
+
+Subscription* PersistentTopic::subscription(const std::string& name) {
+  auto it = subscriptions_.find(name);
+  return it == subscriptions_.end() ? nullptr : it->second.get();
+}
+
+Status PersistentTopic::unsubscribe(const std::string& name, Consumer* requester) {
+  auto it = subscriptions_.find(name);
+  if (it == subscriptions_.end()) return Status::notFound("Subscription not found: " + name);
+  auto* d = it->second->dispatcher();
+  if (d) {
+    for (auto& c : d->consumers()) {
+      if (c.get() != requester) {
+        return Status::busy("Unconnected or shared consumer attempting to unsubscribe");
+      }
+    }
+    if (requester) d->removeConsumer(requester);
+  }
+  Status s = ledger_->deleteCursor(name);
+  subscriptions_.erase(it);
+  return s;
+}
+
+}  // namespace magnetar::broker

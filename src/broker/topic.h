@@ -1,0 +1,107 @@
+// PersistentTopic: one topic's producers, subscriptions and managed ledger. All of its state lives
+// on one ml-worker executor (the topic's ordered executor); other threads hand work to it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "broker/broker_options.h"
+#include "broker/consumer.h"
+#include "broker/subscription.h"
+#include "broker/topic_name.h"
+#include "net/event_loop.h"
+#include "net/frame_batch.h"
+#include "storage/managed_ledger.h"
+
+namespace magnetar::broker {
+
+// One SEND handed from a connection to the topic.
+struct PendingSend {
+  std::shared_ptr<Producer> producer;
+  uint64_t sequenceId = 0;
+  uint64_t highestSequenceId = 0;
+  int32_t numMessages = 1;
+  Buffer entry;
+};
+
+struct SubscribeRequest {
+  std::string subscription;
+  SubType subType = proto::CommandSubscribe::Exclusive;
+  storage::InitialPosition initialPosition = storage::InitialPosition::kLatest;
+  bool createIfMissing = true;
+  std::shared_ptr<Consumer> consumer;
+};
+
+// Counters for stats; executor thread.
+struct TopicStats {
+  uint64_t msgInCounter = 0;
+  uint64_t bytesInCounter = 0;
+  uint64_t publishErrors = 0;
+};
+
+// Thread: the executor passed at construction, for every method unless noted.
+class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
+ public:
+  PersistentTopic(TopicName name, std::shared_ptr<storage::ManagedLedger> ledger,
+                  net::EventLoop& executor, const BrokerOptions& options);
+  ~PersistentTopic();
+
+  const TopicName& name() const { return name_; }  // any thread
+  net::EventLoop& executor() const { return executor_; }  // any thread
+  storage::ManagedLedger& ledger() { return *ledger_; }
+
+  // Restores subscriptions from the ledger's durable cursors (after open).
+  void loadSubscriptions();
+
+  // Errors: kBusy (ProducerBusy) when the name is taken or an Exclusive producer exists (or one
+  // asks for Exclusive while others exist), kClosed when the topic is closing.
+  Status addProducer(const std::shared_ptr<Producer>& p);
+  void removeProducer(Producer* p);
+
+  // Appends the sends in order and answers each with SEND_RECEIPT/SEND_ERROR; all receipts for
+  // one connection produced in one executor pass go out as one hand-over.
+  void publish(std::vector<PendingSend>& sends);
+
+  // Creates the subscription if needed and adds the consumer. Errors as Subscription.
+  Status subscribe(const SubscribeRequest& req);
+  void removeConsumer(Consumer* c, const std::string& subscription);
+  Subscription* subscription(const std::string& name);
+  const std::map<std::string, std::unique_ptr<Subscription>>& subscriptions() const {
+    return subscriptions_;
+  }
+  // Errors: kNotFound, kBusy when consumers other than `requester` are connected.
+  Status unsubscribe(const std::string& name, Consumer* requester);
+
+  const std::unordered_map<std::string, std::shared_ptr<Producer>>& producers() const {
+    return producers_;
+  }
+  const TopicStats& stats() const { return stats_; }
+
+ private:
+  void queueReceipt(const std::shared_ptr<Producer>& p, Buffer frame, uint64_t seq,
+                    storage::Position pos, uint64_t highestSeq);
+  void flushPass();
+
+  TopicName name_;
+  std::shared_ptr<storage::ManagedLedger> ledger_;
+  net::EventLoop& executor_;
+  const BrokerOptions& options_;
+  std::unordered_map<std::string, std::shared_ptr<Producer>> producers_;  // by name
+  std::map<std::string, std::unique_ptr<Subscription>> subscriptions_;
+  TopicStats stats_;
+
+  // Receipts completed in this pass, per connection, and whether a flush task is queued.
+  struct CnxOut {
+    std::shared_ptr<ServerCnx> cnx;
+    net::FrameBatch batch;
+    uint32_t completed = 0;
+  };
+  std::vector<CnxOut> receipts_;
+  bool flushQueued_ = false;
+  bool newEntries_ = false;
+};
+
+}  // namespace magnetar::broker

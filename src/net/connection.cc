@@ -1,0 +1,211 @@
+#include "net/connection.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+
+#include "base/logging.h"
+
+namespace magnetar::net {
+
+namespace {
+constexpr size_t kReadChunk = 64 * 1024;
+// Bounded work per readable event so one busy connection does not starve the loop's others.
+constexpr size_t kMaxReadPerEvent = 1024 * 1024;
+constexpr int kMaxIov = IOV_MAX;
+}  // namespace
+
+Connection::Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket)
+    : loop_(loop), socket_(std::move(socket)), fd_(socket_.native_handle()) {
+  boost::system::error_code ec;
+  socket_.non_blocking(true, ec);
+  socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
+  auto ep = socket_.remote_endpoint(ec);
+  if (!ec) peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
+  readBuf_.resize(kReadChunk);
+}
+
+Connection::~Connection() = default;
+
+void Connection::start() {
+  auto self = shared_from_this();
+  loop_.execute([self] { self->waitReadable(); });
+}
+
+void Connection::waitReadable() {
+  if (readPaused_ || readWaiting_ || closed_) return;
+  readWaiting_ = true;
+  auto self = shared_from_this();
+  socket_.async_wait(boost::asio::ip::tcp::socket::wait_read,
+                     [self](const boost::system::error_code& ec) {
+                       self->readWaiting_ = false;
+                       if (ec || self->closed_) {
+                         if (ec != boost::asio::error::operation_aborted) self->doClose();
+                         return;
+                       }
+                       self->handleReadable();
+                     });
+}
+
+void Connection::handleReadable() {
+  size_t total = 0;
+  while (!readPaused_ && !closed_ && total < kMaxReadPerEvent) {
+    ssize_t n = ::read(fd_, readBuf_.data(), readBuf_.size());
+    if (n > 0) {
+      total += static_cast<size_t>(n);
+      stats_.bytesIn.fetch_add(n, std::memory_order_relaxed);
+      if (!onData(readBuf_.data(), static_cast<size_t>(n))) {
+        onReadBatchDone();
+        return;
+      }
+      if (static_cast<size_t>(n) < readBuf_.size()) break;
+    } else if (n == 0) {
+      onReadBatchDone();
+      doClose();
+      return;
+    } else if (errno == EINTR) {
+      continue;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      break;
+    } else {
+      onReadBatchDone();
+      doClose();
+      return;
+    }
+  }
+  onReadBatchDone();
+  if (total >= kMaxReadPerEvent && !readPaused_ && !closed_) {
+    // More may be buffered: yield to other handlers, then continue.
+    auto self = shared_from_this();
+    boost::asio::post(loop_.context(), [self] { self->handleReadable(); });
+    return;
+  }
+  waitReadable();
+}
+
+void Connection::pauseRead() { readPaused_ = true; }
+
+void Connection::resumeRead() {
+  if (!readPaused_) return;
+  readPaused_ = false;
+  // Data may already sit in the kernel buffer: read it now rather than wait for a new edge.
+  auto self = shared_from_this();
+  boost::asio::post(loop_.context(), [self] {
+    if (!self->readPaused_ && !self->closed_ && !self->readWaiting_) self->handleReadable();
+  });
+}
+
+void Connection::scheduleFlush() {
+  auto self = shared_from_this();
+  if (loop_.inExecutorThread()) {
+    boost::asio::post(loop_.context(), [self] { self->flush(); });
+  } else {
+    stats_.flushWakeups.fetch_add(1, std::memory_order_relaxed);
+    loop_.execute([self] { self->flush(); });
+  }
+}
+
+void Connection::flush() {
+  if (writeWaiting_) return;  // the writable callback continues the flush
+  for (;;) {
+    if (inflightSeg_ >= inflight_.segmentCount()) {
+      inflight_.clear();
+      inflightSeg_ = 0;
+      inflightSegOff_ = 0;
+      std::lock_guard<std::mutex> lock(writeMu_);
+      flushScheduled_ = false;
+      if (pending_.empty()) break;
+      inflight_.swap(pending_);
+      pendingBytes_.fetch_add(inflight_.totalBytes(), std::memory_order_relaxed);
+    }
+    if (closed_) return;
+    // Gather up to IOV_MAX segments into one writev.
+    iov_.clear();
+    const auto& segs = inflight_.segments();
+    const char* base = inflight_.bytes().data();
+    for (size_t i = inflightSeg_; i < segs.size() && iov_.size() < static_cast<size_t>(kMaxIov);
+         ++i) {
+      const auto& s = segs[i];
+      const char* p = s.buffer ? reinterpret_cast<const char*>(s.buffer.data()) : base + s.offset;
+      size_t skip = (i == inflightSeg_) ? inflightSegOff_ : 0;
+      iov_.push_back(iovec{const_cast<char*>(p) + skip, s.length - skip});
+    }
+    ssize_t n = ::writev(fd_, iov_.data(), static_cast<int>(iov_.size()));
+    stats_.writevCalls.fetch_add(1, std::memory_order_relaxed);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        waitWritable();
+        return;
+      }
+      doClose();
+      return;
+    }
+    stats_.bytesOut.fetch_add(n, std::memory_order_relaxed);
+    pendingBytes_.fetch_sub(n, std::memory_order_relaxed);
+    size_t left = static_cast<size_t>(n);
+    while (left > 0 && inflightSeg_ < segs.size()) {
+      size_t rem = segs[inflightSeg_].length - inflightSegOff_;
+      if (left >= rem) {
+        left -= rem;
+        ++inflightSeg_;
+        inflightSegOff_ = 0;
+      } else {
+        inflightSegOff_ += left;
+        left = 0;
+      }
+    }
+  }
+  if (closeAfterFlush_) doClose();
+}
+
+void Connection::waitWritable() {
+  writeWaiting_ = true;
+  auto self = shared_from_this();
+  socket_.async_wait(boost::asio::ip::tcp::socket::wait_write,
+                     [self](const boost::system::error_code& ec) {
+                       self->writeWaiting_ = false;
+                       if (ec) {
+                         if (ec != boost::asio::error::operation_aborted) self->doClose();
+                         return;
+                       }
+                       self->flush();
+                     });
+}
+
+void Connection::close(bool graceful) {
+  auto self = shared_from_this();
+  auto fn = [self, graceful] {
+    if (graceful) {
+      self->closeAfterFlush_ = true;
+      self->flush();
+    } else {
+      self->doClose();
+    }
+  };
+  if (loop_.inExecutorThread()) {
+    fn();
+  } else {
+    loop_.execute(fn);
+  }
+}
+
+void Connection::doClose() {
+  if (closeNotified_) return;
+  closeNotified_ = true;
+  {
+    std::lock_guard<std::mutex> lock(writeMu_);
+    closed_ = true;
+    pending_.clear();
+  }
+  inflight_.clear();
+  boost::system::error_code ec;
+  socket_.cancel(ec);
+  socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  onClosed();
+}
+
+}  // namespace magnetar::net

@@ -1,0 +1,118 @@
+// Connection: one TCP socket pinned to one EventLoop for its life. Reads are delivered to
+// onData() on the loop; writes may be queued from any thread and are flushed with writev, one
+// flush per loop pass for everything queued meanwhile.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <boost/asio/ip/tcp.hpp>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "net/event_loop.h"
+#include "net/frame_batch.h"
+
+namespace magnetar::net {
+
+// Per-connection write counters (summed per loop at scrape time).
+struct ConnectionStats {
+  std::atomic<uint64_t> bytesOut{0};
+  std::atomic<uint64_t> bytesIn{0};
+  std::atomic<uint64_t> writevCalls{0};
+  std::atomic<uint64_t> flushWakeups{0};  // flushes scheduled from another thread
+};
+
+// Thread: created on any thread, then lives on loop(); send()/write() from any thread.
+// Subclasses implement onData() and onClosed().
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket);
+  virtual ~Connection();
+
+  // Begins reading. Call once, on any thread (it hops to the loop).
+  void start();
+
+  // Queues bytes; thread-safe. `fill` runs under the connection's write lock and appends to the
+  // pending batch; a flush is scheduled unless one already is (one wake-up per burst).
+  template <typename F>
+  void write(F&& fill) {
+    bool schedule;
+    {
+      std::lock_guard<std::mutex> lock(writeMu_);
+      if (closed_.load(std::memory_order_relaxed)) return;
+      fill(pending_);
+      schedule = !flushScheduled_;
+      flushScheduled_ = true;
+    }
+    if (schedule) scheduleFlush();
+  }
+  void send(FrameBatch&& batch) {
+    write([&](FrameBatch& p) { p.append(std::move(batch)); });
+  }
+  void send(const Buffer& frame) {
+    write([&](FrameBatch& p) { p.appendBuffer(frame); });
+  }
+
+  // Stops/resumes reading (back-pressure). Loop thread only.
+  void pauseRead();
+  void resumeRead();
+  bool readPaused() const { return readPaused_; }
+
+  // Closes the socket after flushing what is queued (graceful=true) or at once. Any thread.
+  void close(bool graceful = false);
+  bool isClosed() const { return closed_.load(); }
+
+  EventLoop& loop() { return loop_; }
+  const std::string& peerAddress() const { return peer_; }
+  const ConnectionStats& stats() const { return stats_; }
+  // Bytes queued and not yet written (approximate; any thread).
+  size_t pendingWriteBytes() const { return pendingBytes_.load(std::memory_order_relaxed); }
+
+ protected:
+  // Bytes read from the socket, on the loop thread. Return false to stop reading (e.g. the
+  // subclass closed the connection).
+  virtual bool onData(const uint8_t* data, size_t len) = 0;
+  // Called once on the loop thread when the connection is closed (by either side).
+  virtual void onClosed() = 0;
+  // Called on the loop thread after each socket read batch is processed (hook for flushing
+  // per-pass state). Default: nothing.
+  virtual void onReadBatchDone() {}
+
+ private:
+  void scheduleFlush();
+  void flush();
+  void waitReadable();
+  void handleReadable();
+  void waitWritable();
+  void doClose();
+
+  EventLoop& loop_;
+  boost::asio::ip::tcp::socket socket_;
+  int fd_;
+  std::string peer_;
+  bool readPaused_ = false;
+  bool readWaiting_ = false;
+  bool writeWaiting_ = false;
+  std::vector<uint8_t> readBuf_;
+
+  std::mutex writeMu_;
+  FrameBatch pending_;          // GUARDED_BY(writeMu_)
+  bool flushScheduled_ = false; // GUARDED_BY(writeMu_)
+  std::atomic<bool> closed_{false};
+  bool closeAfterFlush_ = false;  // loop thread
+  bool closeNotified_ = false;    // loop thread
+
+  // Loop thread only: the batch being written and how far.
+  FrameBatch inflight_;
+  size_t inflightSeg_ = 0;
+  size_t inflightSegOff_ = 0;
+  std::vector<iovec> iov_;
+  std::atomic<size_t> pendingBytes_{0};
+  ConnectionStats stats_;
+};
+
+}  // namespace magnetar::net

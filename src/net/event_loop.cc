@@ -1,0 +1,93 @@
+#include "net/event_loop.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+
+#include "base/logging.h"
+
+namespace magnetar::net {
+
+EventLoop::EventLoop(std::string name) : name_(std::move(name)), work_(ctx_.get_executor()) {}
+
+EventLoop::~EventLoop() { stop(); }
+
+void EventLoop::start() {
+  thread_ = std::thread([this] {
+    setThreadName(name_);
+    tid_ = static_cast<int>(::syscall(SYS_gettid));
+    for (;;) {
+      try {
+        ctx_.run();
+        break;
+      } catch (const std::exception& e) {
+        // A handler must not throw; keep the loop alive and say so.
+        MLOG_ERROR("{}: uncaught exception in handler: {}", name_, e.what());
+      }
+    }
+  });
+  threadId_ = thread_.get_id();
+}
+
+void EventLoop::stop() {
+  if (!thread_.joinable()) return;
+  work_.reset();
+  ctx_.stop();
+  if (std::this_thread::get_id() != thread_.get_id()) {
+    thread_.join();
+  } else {
+    thread_.detach();
+  }
+}
+
+bool EventLoop::inExecutorThread() const { return std::this_thread::get_id() == threadId_; }
+
+void EventLoop::execute(Task t) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_.push_back(std::move(t));
+    wake = !drainScheduled_;
+    drainScheduled_ = true;
+  }
+  stats_.tasks.fetch_add(1, std::memory_order_relaxed);
+  if (wake) {
+    stats_.wakeups.fetch_add(1, std::memory_order_relaxed);
+    boost::asio::post(ctx_, [this] { drain(); });
+  }
+}
+
+void EventLoop::drain() {
+  stats_.passes.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_.swap(inbox_);
+    drainScheduled_ = false;
+  }
+  for (auto& t : running_) t();
+  running_.clear();
+}
+
+EventLoopGroup::EventLoopGroup(std::string prefix, int count) {
+  loops_.reserve(count);
+  for (int i = 0; i < count; ++i) {
+    loops_.push_back(std::make_unique<EventLoop>(prefix + "-" + std::to_string(i)));
+  }
+}
+
+EventLoopGroup::~EventLoopGroup() { stop(); }
+
+void EventLoopGroup::start() {
+  for (auto& l : loops_) l->start();
+}
+
+void EventLoopGroup::stop() {
+  for (auto& l : loops_) l->stop();
+}
+
+EventLoop& EventLoopGroup::next() {
+  return *loops_[rr_.fetch_add(1, std::memory_order_relaxed) % loops_.size()];
+}
+
+}  // namespace magnetar::net

@@ -1,0 +1,84 @@
+// EventLoop: one thread running one Boost.Asio io_context, plus an inbox for tasks handed over
+// from other threads. Used for the broker's `pulsar-io-N` loops and `ml-worker-N` executors.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "net/executor.h"
+
+namespace magnetar::net {
+
+// Counters of one loop; plain atomics bumped on the hot path, summed at scrape time.
+struct LoopStats {
+  std::atomic<uint64_t> tasks{0};       // tasks handed over through execute()
+  std::atomic<uint64_t> wakeups{0};     // inbox drains scheduled (one eventfd write at most each)
+  std::atomic<uint64_t> passes{0};      // inbox drains run
+};
+
+// Thread: constructed and started by the owner; execute() from any thread; everything scheduled on
+// context() runs on the loop's own thread, named `name` (e.g. "pulsar-io-0").
+class EventLoop final : public Executor {
+ public:
+  explicit EventLoop(std::string name);
+  ~EventLoop() override;
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  void start();
+  // Stops the io_context and joins the thread. Pending tasks are dropped.
+  void stop();
+
+  // Queues t. Wake-ups coalesce: if a drain is already pending, no new wake-up is posted, so a
+  // burst of hand-overs from one source costs one eventfd write and one pass.
+  void execute(Task t) override;
+  bool inExecutorThread() const override;
+
+  boost::asio::io_context& context() { return ctx_; }
+  const std::string& name() const { return name_; }
+  const LoopStats& stats() const { return stats_; }
+  // Linux thread id of the loop thread (for per-thread CPU), 0 before start.
+  int tid() const { return tid_.load(); }
+
+ private:
+  void drain();
+
+  std::string name_;
+  boost::asio::io_context ctx_{1};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::thread thread_;
+  std::thread::id threadId_;
+  std::atomic<int> tid_{0};
+
+  std::mutex mu_;
+  std::vector<Task> inbox_;        // GUARDED_BY(mu_)
+  bool drainScheduled_ = false;    // GUARDED_BY(mu_)
+  std::vector<Task> running_;      // loop thread only
+  LoopStats stats_;
+};
+
+// A fixed set of loops named `<prefix>-<i>`. next() hands out loops round-robin (new connections);
+// forKey() picks one by hash (a topic's ordered executor). Thread: any, after start().
+class EventLoopGroup {
+ public:
+  EventLoopGroup(std::string prefix, int count);
+  ~EventLoopGroup();
+  void start();
+  void stop();
+  int size() const { return static_cast<int>(loops_.size()); }
+  EventLoop& at(int i) { return *loops_[i]; }
+  EventLoop& next();
+  EventLoop& forKey(uint64_t hash) { return *loops_[hash % loops_.size()]; }
+
+ private:
+  std::vector<std::unique_ptr<EventLoop>> loops_;
+  std::atomic<uint64_t> rr_{0};
+};
+
+}  // namespace magnetar::net
