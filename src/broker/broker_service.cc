@@ -26,7 +26,9 @@ Status BrokerService::start() {
         activeConnections_++;
         return std::make_shared<ServerCnx>(loop, std::move(s), *this);
       });
-  return server_->start(options_.bindAddress, options_.brokerServicePort);
+  Status s = server_->start(options_.bindAddress, options_.brokerServicePort);
+  if (!s.isOk()) return Status::ioError(s.message() + " (brokerServicePort)");
+  return s;
 }
 
 void BrokerService::stop() {

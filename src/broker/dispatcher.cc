@@ -69,7 +69,6 @@ void Dispatcher::removeConsumer(Consumer* c) {
   if (isSingleActive(type_)) {
     bool wasActive = active_ == c;
     trackUnacked(c, -c->unackedMessages);
-    for (auto& [pos, n] : c->pendingAcks) redeliveryCount_[packPosition(pos)]++;
     c->pendingAcks.clear();
     if (wasActive) {
       // Rewind so the next active consumer gets everything not acked, in order.
@@ -78,8 +77,11 @@ void Dispatcher::removeConsumer(Consumer* c) {
     }
     updateActiveConsumer();
   } else {
-    putBackForRedelivery(c, true, {});
+    // Closing is not a redelivery request: counts stay as they are (Pulsar).
+    putBackForRedelivery(c, true, {}, /*countRedelivery=*/false);
   }
+  // Pulsar keeps redelivery counts only while the subscription has consumers.
+  if (consumers_.empty()) redeliveryCount_.clear();
   readMoreEntries();
 }
 
@@ -105,7 +107,6 @@ void Dispatcher::updateActiveConsumer() {
     // The old active consumer's unacked messages go to the new one, from the cursor on.
     Consumer* old = active_;
     trackUnacked(old, -old->unackedMessages);
-    for (auto& [pos, n] : old->pendingAcks) redeliveryCount_[packPosition(pos)]++;
     old->pendingAcks.clear();
     active_ = next;
     rewind();
@@ -185,32 +186,20 @@ void Dispatcher::ackedCumulative(Consumer* c, Position upTo) {
 
 void Dispatcher::redeliver(Consumer* c, const std::vector<Position>& positions) {
   if (isSingleActive(type_)) {
-    // Pulsar rewinds the cursor for Exclusive/Failover on a redeliver request.
-    if (positions.empty()) {
-      trackUnacked(c, -c->unackedMessages);
-      for (auto& [pos, n] : c->pendingAcks) redeliveryCount_[packPosition(pos)]++;
-      c->pendingAcks.clear();
-      rewind();
-    } else {
-      for (auto& p : positions) {
-        auto it = c->pendingAcks.find(p);
-        if (it == c->pendingAcks.end()) continue;
-        trackUnacked(c, -it->second);
-        redeliveryCount_[packPosition(p)]++;
-        c->pendingAcks.erase(it);
-        addToReplay(p, -1);
-      }
-    }
+    // Pulsar rewinds the cursor to the first unacked entry for Exclusive/Failover on any
+    // redeliver request (nack included); the tail comes back in order, counts unchanged.
+    rewind();
   } else {
-    putBackForRedelivery(c, positions.empty(), positions);
+    putBackForRedelivery(c, positions.empty(), positions, /*countRedelivery=*/true);
   }
   readMoreEntries();
 }
 
-void Dispatcher::putBackForRedelivery(Consumer* c, bool all, const std::vector<Position>& which) {
+void Dispatcher::putBackForRedelivery(Consumer* c, bool all, const std::vector<Position>& which,
+                                      bool countRedelivery) {
   auto putBack = [&](std::map<Position, int32_t>::iterator it) {
     trackUnacked(c, -it->second);
-    redeliveryCount_[packPosition(it->first)]++;
+    if (countRedelivery) redeliveryCount_[packPosition(it->first)]++;
     stats_.msgRedeliverCounter += it->second;
     addToReplay(it->first, -2);  // hash recomputed when replayed
     return c->pendingAcks.erase(it);

@@ -37,7 +37,7 @@ class Dispatcher {
   // Errors: kBusy (ConsumerBusy) when an Exclusive subscription already has a consumer;
   // kInvalidArgument (ConsumerAssignError) for overlapping Key_Shared sticky ranges.
   Status addConsumer(const std::shared_ptr<Consumer>& c);
-  // Removes c; its unacked messages go back for redelivery (count + 1).
+  // Removes c; its unacked messages go back for redelivery (count unchanged, as Pulsar).
   void removeConsumer(Consumer* c);
   const std::vector<std::shared_ptr<Consumer>>& consumers() const { return consumers_; }
   Consumer* activeConsumer() const;
@@ -68,7 +68,8 @@ class Dispatcher {
   int64_t availablePermits() const;
   bool canTake(const Consumer* c) const;
   Consumer* pickShared();
-  void putBackForRedelivery(Consumer* c, bool all, const std::vector<storage::Position>& which);
+  void putBackForRedelivery(Consumer* c, bool all, const std::vector<storage::Position>& which,
+                            bool countRedelivery);
   void updateActiveConsumer();
   void addToReplay(storage::Position p, int32_t keyHash);
   void trackUnacked(Consumer* c, int64_t delta);

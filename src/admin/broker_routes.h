@@ -1,0 +1,23 @@
+// The /admin/v2/brokers routes that need only the configuration (more arrive with the broker).
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "admin/router.h"
+#include "config/service_configuration.h"
+
+namespace magnetar::admin {
+
+// GET /admin/v2/brokers/configuration/runtime: a JSON object of every effective setting, values
+// as strings (Pulsar's shape; numIOThreads shows the resolved count).
+// GET /admin/v2/brokers/configuration: a JSON array of the keys that can change at run time
+// (Pulsar's "dynamic configuration names").
+void addBrokerConfigurationRoutes(Router& router,
+                                  std::shared_ptr<const config::ServiceConfiguration> config);
+
+// GET /admin/v2/brokers/health: 200 "ok" (text/plain) while ready() returns true, else 503
+// {"reason": ...}. ready() runs on an HTTP thread.
+void addHealthRoute(Router& router, std::function<bool()> ready);
+
+}  // namespace magnetar::admin

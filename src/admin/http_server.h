@@ -1,0 +1,42 @@
+// HttpServer: the broker's HTTP listener (admin REST, health; later /metrics), Boost.Beast.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "admin/router.h"
+#include "base/status.h"
+
+namespace magnetar::admin {
+
+// Serves HTTP/1.1 (keep-alive) on its own threads, named `pulsar-web` (numThreads == 1) or
+// `pulsar-web-<i>`. Each request goes to the Router; a handler's response may arrive from any
+// thread. Thread: start()/stop() from one owner thread.
+class HttpServer {
+ public:
+  struct Options {
+    std::string bindAddress = "0.0.0.0";
+    uint16_t port = 8080;           // 0 binds a free port; see port()
+    int numThreads = 1;             // numHttpServerThreads
+    size_t maxBodyBytes = 1 << 20;  // larger request bodies get 413
+  };
+
+  HttpServer(std::shared_ptr<const Router> router, Options options);
+  ~HttpServer();  // stops
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds and starts the threads. IoError naming address and port if the bind fails.
+  Status start();
+  // The bound port (the real one when Options::port was 0). Valid after start().
+  uint16_t port() const;
+  // Closes the listener and all connections, joins the threads. Idempotent.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace magnetar::admin

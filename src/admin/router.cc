@@ -1,0 +1,114 @@
+#include "admin/router.h"
+
+#include <boost/json.hpp>
+#include <exception>
+#include <memory>
+
+namespace magnetar::admin {
+namespace {
+
+std::vector<std::string> splitPath(std::string_view path) {
+  std::vector<std::string> out;
+  while (!path.empty()) {
+    size_t slash = path.find('/');
+    std::string_view seg = path.substr(0, slash);
+    if (!seg.empty()) out.emplace_back(seg);
+    if (slash == std::string_view::npos) break;
+    path.remove_prefix(slash + 1);
+  }
+  return out;
+}
+
+bool isParam(const std::string& seg) {
+  return seg.size() > 2 && seg.front() == '{' && seg.back() == '}';
+}
+
+bool matches(const std::vector<std::string>& pattern, const std::vector<std::string>& path,
+             PathParams* params) {
+  if (pattern.size() != path.size()) return false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (isParam(pattern[i])) {
+      if (params) (*params)[pattern[i].substr(1, pattern[i].size() - 2)] = percentDecode(path[i]);
+    } else if (pattern[i] != percentDecode(path[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+HttpResponse HttpResponse::json(std::string body, int status) {
+  return HttpResponse{status, "application/json", std::move(body)};
+}
+
+HttpResponse HttpResponse::text(std::string body, int status) {
+  return HttpResponse{status, "text/plain", std::move(body)};
+}
+
+HttpResponse HttpResponse::error(int status, std::string_view reason) {
+  boost::json::object o;
+  o["reason"] = reason;
+  return json(boost::json::serialize(o), status);
+}
+
+std::string percentDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::string(s);
+    int hi = hexValue(s[i + 1]);
+    int lo = hexValue(s[i + 2]);
+    if (hi < 0 || lo < 0) return std::string(s);
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+void Router::add(std::string method, std::string_view pattern, Handler handler) {
+  routes_.push_back(Route{std::move(method), splitPath(pattern), std::move(handler)});
+}
+
+void Router::addSync(std::string method, std::string_view pattern, SyncHandler handler) {
+  add(std::move(method), pattern,
+      [h = std::move(handler)](const HttpRequest& req, const PathParams& params, Respond respond) {
+        respond(h(req, params));
+      });
+}
+
+void Router::dispatch(const HttpRequest& request, const Respond& respond) const {
+  std::vector<std::string> path = splitPath(request.path);
+  bool pathMatched = false;
+  for (const Route& r : routes_) {
+    PathParams params;
+    if (!matches(r.segments, path, &params)) continue;
+    pathMatched = true;
+    if (r.method != request.method) continue;
+    try {
+      r.handler(request, params, respond);
+    } catch (const std::exception& e) {
+      respond(HttpResponse::error(500, std::string("Internal error: ") + e.what()));
+    }
+    return;
+  }
+  if (pathMatched) {
+    respond(
+        HttpResponse::error(405, "Method " + request.method + " not allowed on " + request.path));
+  } else {
+    respond(HttpResponse::error(404, "Not found: " + request.path));
+  }
+}
+
+}  // namespace magnetar::admin

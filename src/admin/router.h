@@ -1,0 +1,66 @@
+// Router: maps an HTTP method + path pattern to a handler. No I/O; HttpServer feeds it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace magnetar::admin {
+
+// A parsed request, independent of the HTTP library.
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string target;  // as received: "/admin/v2/brokers/health?x=1"
+  std::string path;    // target without the query
+  std::string query;   // after '?', undecoded; "" when none
+  std::string contentType;
+  std::string body;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string contentType = "application/json";
+  std::string body;
+
+  static HttpResponse json(std::string body, int status = 200);
+  static HttpResponse text(std::string body, int status = 200);
+  // Pulsar's error shape: {"reason": "<reason>"} with the given status.
+  static HttpResponse error(int status, std::string_view reason);
+};
+
+// Values of the {name} segments of the matched pattern, percent-decoded.
+using PathParams = std::map<std::string, std::string, std::less<>>;
+// Sends the response; call exactly once, from any thread.
+using Respond = std::function<void(HttpResponse)>;
+// Handlers may answer later (e.g. after a broker thread replied) by keeping `respond`.
+using Handler = std::function<void(const HttpRequest&, const PathParams&, Respond)>;
+using SyncHandler = std::function<HttpResponse(const HttpRequest&, const PathParams&)>;
+
+// Routes requests by method and path pattern. Patterns are '/'-separated segments; a segment
+// "{name}" matches any one non-empty segment and captures it. Empty segments are ignored, so
+// "/a/b/" matches "/a/b". The first added route that matches wins.
+// Thread: add() before serving; dispatch() from any thread.
+class Router {
+ public:
+  void add(std::string method, std::string_view pattern, Handler handler);
+  void addSync(std::string method, std::string_view pattern, SyncHandler handler);
+
+  // Runs the matching handler; 404 {"reason":...} when no pattern matches the path, 405 when
+  // the path matches but not for this method. A throwing handler gives 500.
+  void dispatch(const HttpRequest& request, const Respond& respond) const;
+
+ private:
+  struct Route {
+    std::string method;
+    std::vector<std::string> segments;  // literal, or "{name}"
+    Handler handler;
+  };
+  std::vector<Route> routes_;
+};
+
+// Decodes %XX escapes (and '+' is kept as '+'). Returns the input unchanged if malformed.
+std::string percentDecode(std::string_view s);
+
+}  // namespace magnetar::admin

@@ -1,0 +1,114 @@
+#include "admin/http_server.h"
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fstream>
+#include <thread>
+
+namespace magnetar::admin {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// Sends `count` GET requests over one keep-alive connection and returns the responses.
+std::vector<http::response<http::string_body>> get(uint16_t port,
+                                                   const std::vector<std::string>& targets,
+                                                   http::verb verb = http::verb::get,
+                                                   std::string body = "") {
+  asio::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  std::vector<http::response<http::string_body>> out;
+  beast::flat_buffer buffer;
+  for (const auto& t : targets) {
+    http::request<http::string_body> req(verb, t, 11);
+    req.set(http::field::host, "localhost");
+    req.keep_alive(true);
+    req.body() = body;
+    req.prepare_payload();
+    http::write(stream, req);
+    http::response<http::string_body> res;
+    http::read(stream, buffer, res);
+    out.push_back(std::move(res));
+  }
+  return out;
+}
+
+int countThreadsNamed(const std::string& prefix) {
+  int n = 0;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return -1;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string comm;
+    std::getline(in, comm);
+    if (comm.rfind(prefix, 0) == 0) ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+std::shared_ptr<Router> testRouter() {
+  auto r = std::make_shared<Router>();
+  r->addSync("GET", "/hello/{name}", [](const HttpRequest& req, const PathParams& p) {
+    return HttpResponse::text("hello " + p.at("name") + (req.query.empty() ? "" : "?" + req.query));
+  });
+  r->add("POST", "/echo", [](const HttpRequest& req, const PathParams&, Respond respond) {
+    // Answer from another thread, as a broker-backed handler would.
+    std::thread([body = req.body, respond] { respond(HttpResponse::json(body, 201)); }).detach();
+  });
+  return r;
+}
+
+TEST(HttpServer, ServesRoutesOnAFreePortWithKeepAlive) {
+  HttpServer server(testRouter(), {"127.0.0.1", 0, 1, 1024});
+  ASSERT_TRUE(server.start());
+  ASSERT_NE(server.port(), 0);
+  EXPECT_EQ(countThreadsNamed("pulsar-web"), 1);
+
+  auto res = get(server.port(), {"/hello/world?x=1", "/nope", "/hello/again"});
+  ASSERT_EQ(res.size(), 3u);
+  EXPECT_EQ(res[0].result_int(), 200);
+  EXPECT_EQ(res[0].body(), "hello world?x=1");
+  EXPECT_EQ(res[0][http::field::content_type], "text/plain");
+  EXPECT_EQ(res[1].result_int(), 404);
+  EXPECT_EQ(res[1].body(), R"({"reason":"Not found: /nope"})");
+  EXPECT_EQ(res[2].body(), "hello again");
+
+  auto echo = get(server.port(), {"/echo"}, http::verb::post, R"({"a":1})");
+  EXPECT_EQ(echo[0].result_int(), 201);
+  EXPECT_EQ(echo[0].body(), R"({"a":1})");
+
+  auto tooBig = get(server.port(), {"/echo"}, http::verb::post, std::string(4096, 'x'));
+  EXPECT_EQ(tooBig[0].result_int(), 413);
+
+  server.stop();
+  EXPECT_EQ(countThreadsNamed("pulsar-web"), 0);
+  server.stop();  // idempotent
+}
+
+TEST(HttpServer, SeveralThreadsAndBindErrors) {
+  HttpServer a(testRouter(), {"127.0.0.1", 0, 3, 1024});
+  ASSERT_TRUE(a.start());
+  EXPECT_EQ(countThreadsNamed("pulsar-web-"), 3);
+  EXPECT_EQ(get(a.port(), {"/hello/x"})[0].body(), "hello x");
+
+  HttpServer b(testRouter(), {"127.0.0.1", a.port(), 1, 1024});
+  Status s = b.start();
+  EXPECT_EQ(s.code(), StatusCode::kIoError);
+  EXPECT_NE(s.message().find(std::to_string(a.port())), std::string::npos) << s.message();
+
+  HttpServer c(testRouter(), {"not-an-address", 0, 1, 1024});
+  EXPECT_FALSE(c.start().isOk());
+}
+
+}  // namespace
+}  // namespace magnetar::admin

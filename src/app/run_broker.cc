@@ -1,0 +1,126 @@
+#include "app/run_broker.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <latch>
+#include <thread>
+#include <vector>
+
+#include "admin/broker_routes.h"
+#include "admin/http_server.h"
+#include "base/logging.h"
+#include "broker/broker_service.h"
+#include "storage/memory_managed_ledger.h"
+
+namespace magnetar::app {
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+// The broker module's settings, from the registry.
+broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg) {
+  broker::BrokerOptions o;
+  o.bindAddress = cfg.bindAddress();
+  o.advertisedAddress = cfg.advertisedAddress().empty() ? "localhost" : cfg.advertisedAddress();
+  o.clusterName = cfg.clusterName();
+  o.brokerServicePort = cfg.brokerServicePort();
+  o.webServicePort = cfg.webServicePort();
+  o.numIOThreads = cfg.numIOThreads();
+  o.managedLedgerNumWorkerThreads = cfg.managedLedgerNumWorkerThreads();
+  o.maxMessageSize = static_cast<uint32_t>(cfg.maxMessageSize());
+  o.keepAliveIntervalSeconds = cfg.keepAliveIntervalSeconds();
+  o.allowAutoTopicCreation = cfg.allowAutoTopicCreation();
+  o.allowAutoTopicCreationType = cfg.allowAutoTopicCreationType();
+  o.defaultNumPartitions = cfg.defaultNumPartitions();
+  o.allowAutoSubscriptionCreation = cfg.allowAutoSubscriptionCreation();
+  o.dispatcherMaxReadBatchSize = cfg.dispatcherMaxReadBatchSize();
+  o.dispatcherMaxReadSizeBytes = cfg.dispatcherMaxReadSizeBytes();
+  o.maxUnackedMessagesPerConsumer = cfg.maxUnackedMessagesPerConsumer();
+  o.maxUnackedMessagesPerSubscription = cfg.maxUnackedMessagesPerSubscription();
+  o.maxPendingPublishRequestsPerConnection = cfg.maxPendingPublishRequestsPerConnection();
+  o.brokerDeduplicationEnabled = cfg.brokerDeduplicationEnabled();
+  o.subscriptionKeySharedUseConsistentHashing = cfg.subscriptionKeySharedUseConsistentHashing();
+  o.subscriptionKeySharedConsistentHashingReplicaPoints =
+      cfg.subscriptionKeySharedConsistentHashingReplicaPoints();
+  return o;
+}
+
+Status writePortsFile(const std::string& path, uint16_t brokerPort, uint16_t webPort) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "brokerServicePort=" << brokerPort << "\nwebServicePort=" << webPort << "\n";
+    if (!out) return Status::ioError(fmt::format("cannot write ports file '{}'", tmp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Status::ioError(fmt::format("cannot rename to '{}': {}", path, ec.message()));
+  return Status::ok();
+}
+
+}  // namespace
+
+int runBroker(const BrokerOptions& options) {
+  const config::ServiceConfiguration& cfg = *options.config;
+
+  // Signals first, so a SIGTERM during start-up still stops cleanly.
+  asio::io_context mainLoop(1);
+  asio::signal_set signals(mainLoop, SIGINT, SIGTERM);
+  int stopSignal = 0;
+  signals.async_wait([&](boost::system::error_code ec, int sig) {
+    if (!ec) stopSignal = sig;
+    mainLoop.stop();
+  });
+
+  auto storageFactory = std::make_shared<storage::MemoryManagedLedgerFactory>();
+  broker::BrokerService service(brokerOptionsFrom(cfg), storageFactory);
+  if (Status s = service.start(); !s) {
+    MLOG_ERROR("{}", s.message());
+    return 1;
+  }
+
+  std::atomic<bool> serving{false};
+  auto router = std::make_shared<admin::Router>();
+  admin::addHealthRoute(*router, [&serving] { return serving.load(); });
+  admin::addBrokerConfigurationRoutes(*router, options.config);
+  admin::HttpServer web(router, {cfg.bindAddress(), static_cast<uint16_t>(cfg.webServicePort()),
+                                 cfg.numHttpServerThreads(), 1 << 20});
+  if (Status s = web.start(); !s) {
+    MLOG_ERROR("{}", s.message());
+    service.stop();
+    return 1;
+  }
+
+  MLOG_INFO("magnetar listening: brokerServicePort={} webServicePort={}", service.brokerServicePort(),
+            web.port());
+  if (!options.portsFile.empty()) {
+    if (Status s = writePortsFile(options.portsFile, service.brokerServicePort(), web.port()); !s) {
+      MLOG_ERROR("{}", s.message());
+      web.stop();
+      service.stop();
+      return 1;
+    }
+  }
+  serving = true;
+  MLOG_INFO("{} broker serving (cluster {})", options.standalone ? "Standalone" : "The",
+            cfg.clusterName());
+
+  mainLoop.run();
+
+  MLOG_INFO("Stopping on signal {}", stopSignal);
+  serving = false;
+  web.stop();
+  service.stop();
+  storageFactory->shutdown();
+  MLOG_INFO("Stopped");
+  return 0;
+}
+
+}  // namespace magnetar::app

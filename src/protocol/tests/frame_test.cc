@@ -1,0 +1,309 @@
+// FrameDecoder and entry helpers: chunking, limits, malformed input, checksums.
+#include "protocol/frame.h"
+
+#include <gtest/gtest.h>
+
+#include "base/crc32c.h"
+#include "protocol/commands.h"
+#include "protocol/tests/test_util.h"
+
+namespace magnetar::protocol {
+namespace {
+
+using testing::decodeAll;
+using testing::DecodedFrame;
+
+void putBE32(std::string* s, uint32_t v) {
+  s->push_back(static_cast<char>(v >> 24));
+  s->push_back(static_cast<char>(v >> 16));
+  s->push_back(static_cast<char>(v >> 8));
+  s->push_back(static_cast<char>(v));
+}
+
+// [totalSize][cmdSize][cmd][entry] from raw parts (sizes computed honestly).
+std::string rawFrame(const std::string& cmd, const std::string& entry = "") {
+  std::string f;
+  putBE32(&f, static_cast<uint32_t>(4 + cmd.size() + entry.size()));
+  putBE32(&f, static_cast<uint32_t>(cmd.size()));
+  return f + cmd + entry;
+}
+
+proto::MessageMetadata metadata(uint64_t seq) {
+  proto::MessageMetadata md;
+  md.set_producer_name("producer");
+  md.set_sequence_id(seq);
+  md.set_publish_time(1000 + seq);
+  return md;
+}
+
+// A stream with simple and payload frames mixed.
+std::string mixedStream() {
+  std::string s;
+  s += Commands::newPing().view();
+  s += Commands::newSend(1, 0, 1, metadata(0), "first payload").view();
+  s += Commands::newFlow(3, 500).view();
+  s += Commands::newSend(1, 1, 1, metadata(1), std::string(3000, 'x')).view();
+  s += Commands::newSuccess(4).view();
+  return s;
+}
+
+void expectMixed(const std::vector<DecodedFrame>& f) {
+  ASSERT_EQ(f.size(), 5u);
+  EXPECT_EQ(f[0].cmd.type(), proto::BaseCommand::PING);
+  EXPECT_TRUE(f[0].entry.empty());
+  EXPECT_EQ(f[1].cmd.type(), proto::BaseCommand::SEND);
+  EXPECT_EQ(f[1].cmd.send().sequence_id(), 0u);
+  EXPECT_EQ(*payloadOf(f[1].entry), "first payload");
+  EXPECT_EQ(f[2].cmd.flow().messagepermits(), 500u);
+  EXPECT_EQ(f[3].cmd.send().sequence_id(), 1u);
+  EXPECT_EQ(*payloadOf(f[3].entry), std::string(3000, 'x'));
+  EXPECT_TRUE(verifyChecksum(f[3].entry).isOk());
+  EXPECT_EQ(f[4].cmd.success().request_id(), 4u);
+}
+
+TEST(FrameDecoderTest, SeveralFramesInOneChunk) {
+  std::vector<DecodedFrame> frames;
+  ASSERT_TRUE(decodeAll(mixedStream(), &frames).isOk());
+  expectMixed(frames);
+}
+
+TEST(FrameDecoderTest, EveryChunkSizeDecodesIdentically) {
+  std::string stream = mixedStream();
+  for (size_t chunk : {1u, 2u, 3u, 5u, 7u, 8u, 9u, 13u, 64u, 1000u, 4096u}) {
+    std::vector<DecodedFrame> frames;
+    Status s = decodeAll(stream, &frames, chunk);
+    ASSERT_TRUE(s.isOk()) << "chunk " << chunk << ": " << s.toString();
+    expectMixed(frames);
+  }
+}
+
+TEST(FrameDecoderTest, SplitAtEveryByteBoundary) {
+  std::string frame(Commands::newSend(7, 8, 2, metadata(8), "split me anywhere").view());
+  frame += Commands::newPong().view();
+  for (size_t cut = 0; cut <= frame.size(); ++cut) {
+    FrameDecoder dec;
+    std::vector<DecodedFrame> frames;
+    auto h = [&](const proto::BaseCommand& cmd, Buffer entry) {
+      frames.push_back({cmd, std::string(entry.view())});
+    };
+    auto* p = reinterpret_cast<const uint8_t*>(frame.data());
+    ASSERT_TRUE(dec.feed(p, cut, h).isOk());
+    ASSERT_TRUE(dec.feed(p + cut, frame.size() - cut, h).isOk());
+    ASSERT_EQ(frames.size(), 2u) << "cut " << cut;
+    EXPECT_EQ(frames[0].cmd.send().producer_id(), 7u);
+    EXPECT_EQ(frames[0].cmd.send().num_messages(), 2);
+    EXPECT_EQ(*payloadOf(frames[0].entry), "split me anywhere");
+    EXPECT_TRUE(verifyChecksum(frames[0].entry).isOk());
+    EXPECT_EQ(frames[1].cmd.type(), proto::BaseCommand::PONG);
+    EXPECT_TRUE(dec.idle());
+  }
+}
+
+TEST(FrameDecoderTest, TruncatedFrameYieldsNothingUntilComplete) {
+  std::string frame(Commands::newSend(1, 2, 1, metadata(2), "abcdef").view());
+  FrameDecoder dec;
+  int count = 0;
+  auto h = [&](const proto::BaseCommand&, Buffer) { ++count; };
+  auto* p = reinterpret_cast<const uint8_t*>(frame.data());
+  for (size_t i = 0; i + 1 < frame.size(); ++i) {
+    ASSERT_TRUE(dec.feed(p + i, 1, h).isOk());
+    EXPECT_EQ(count, 0) << "after byte " << i;
+    EXPECT_FALSE(dec.idle());
+    EXPECT_EQ(dec.bufferedBytes(), i + 1);
+  }
+  ASSERT_TRUE(dec.feed(p + frame.size() - 1, 1, h).isOk());
+  EXPECT_EQ(count, 1);
+  EXPECT_TRUE(dec.idle());
+  EXPECT_EQ(dec.framesDecoded(), 1u);
+}
+
+TEST(FrameDecoderTest, EntryIsAnIndependentBuffer) {
+  std::string frame(Commands::newSend(1, 2, 1, metadata(2), "keep me").view());
+  Buffer kept;
+  FrameDecoder dec;
+  ASSERT_TRUE(dec.feed(reinterpret_cast<const uint8_t*>(frame.data()), frame.size(),
+                       [&](const proto::BaseCommand&, Buffer e) { kept = std::move(e); })
+                  .isOk());
+  std::fill(frame.begin(), frame.end(), '\0');  // the read buffer gets reused
+  EXPECT_EQ(kept.useCount(), 1);
+  EXPECT_EQ(*payloadOf(kept), "keep me");
+  EXPECT_TRUE(verifyChecksum(kept).isOk());
+}
+
+TEST(FrameDecoderTest, OversizeFrameRejected) {
+  std::string frame(Commands::newSend(1, 2, 1, metadata(2), std::string(1000, 'p')).view());
+  std::vector<DecodedFrame> frames;
+  // Exactly at the limit (limit counts the size field, as Pulsar's frame decoder does) is fine.
+  EXPECT_TRUE(decodeAll(frame, &frames, 0, frame.size()).isOk());
+  Status s = decodeAll(frame, &frames, 0, frame.size() - 1);
+  EXPECT_EQ(s.code(), StatusCode::kTooLarge) << s.toString();
+
+  // The size is checked as soon as 4 bytes are in, before any body arrives.
+  std::string header;
+  putBE32(&header, 100 * 1024 * 1024);
+  FrameDecoder dec(kDefaultMaxFrameSize);
+  Status s2 = dec.feed(reinterpret_cast<const uint8_t*>(header.data()), 4,
+                       [](const proto::BaseCommand&, Buffer) {});
+  EXPECT_EQ(s2.code(), StatusCode::kTooLarge);
+  EXPECT_NE(s2.message().find("exceeds"), std::string::npos);
+}
+
+TEST(FrameDecoderTest, TotalSizeBelowFourRejected) {
+  std::string f;
+  putBE32(&f, 3);
+  putBE32(&f, 0);
+  std::vector<DecodedFrame> frames;
+  Status s = decodeAll(f, &frames);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_TRUE(frames.empty());
+}
+
+TEST(FrameDecoderTest, CommandSizeBeyondFrameRejected) {
+  std::string f;
+  putBE32(&f, 10);
+  putBE32(&f, 7);  // only 6 bytes remain after cmdSize
+  f += "abcdef";
+  std::vector<DecodedFrame> frames;
+  Status s = decodeAll(f, &frames);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("command size"), std::string::npos) << s.toString();
+}
+
+TEST(FrameDecoderTest, GarbageCommandRejected) {
+  std::vector<DecodedFrame> frames;
+  Status s = decodeAll(rawFrame("\xff\xff\xff\xff\xff"), &frames);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.toString();
+  EXPECT_TRUE(frames.empty());
+
+  // Valid protobuf but missing the required fields of the command.
+  proto::BaseCommand cmd;
+  cmd.set_type(proto::BaseCommand::FLOW);
+  cmd.mutable_flow()->set_consumer_id(1);  // messagePermits missing
+  frames.clear();
+  s = decodeAll(rawFrame(cmd.SerializePartialAsString()), &frames);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("messagePermits"), std::string::npos) << s.toString();
+
+  // A type value no Pulsar version defines.
+  frames.clear();
+  s = decodeAll(rawFrame(std::string("\x08\x2d", 2)), &frames);  // type = 45
+  EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.toString();
+}
+
+TEST(FrameDecoderTest, KnownTypesWeDoNotServeStillDecode) {
+  proto::BaseCommand cmd;
+  cmd.set_type(proto::BaseCommand::NEW_TXN);
+  cmd.mutable_newtxn()->set_request_id(5);
+  std::vector<DecodedFrame> frames;
+  ASSERT_TRUE(decodeAll(Commands::serialize(cmd).view(), &frames).isOk());
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].cmd.type(), proto::BaseCommand::NEW_TXN);
+  EXPECT_EQ(frames[0].cmd.newtxn().request_id(), 5u);
+}
+
+TEST(FrameDecoderTest, PayloadWithBadMagicRejected) {
+  std::string entry(Commands::newEntry(metadata(1), "p").view());
+  entry[0] = 0x0f;
+  proto::BaseCommand cmd;
+  cmd.set_type(proto::BaseCommand::SEND);
+  cmd.mutable_send()->set_producer_id(1);
+  cmd.mutable_send()->set_sequence_id(1);
+  std::vector<DecodedFrame> frames;
+  Status s = decodeAll(rawFrame(cmd.SerializeAsString(), entry), &frames);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("magic"), std::string::npos) << s.toString();
+  EXPECT_TRUE(frames.empty());
+
+  // Too short to hold magic + checksum + metadata size.
+  frames.clear();
+  s = decodeAll(rawFrame(cmd.SerializeAsString(), std::string("\x0e\x01\x00", 3)), &frames);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+
+  // Metadata size pointing past the end.
+  std::string bad(Commands::newEntry(metadata(1), "p").view());
+  bad[6] = 0x7f;
+  frames.clear();
+  s = decodeAll(rawFrame(cmd.SerializeAsString(), bad), &frames);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+
+  // SEND with no payload at all.
+  frames.clear();
+  s = decodeAll(rawFrame(cmd.SerializeAsString()), &frames);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+}
+
+TEST(FrameDecoderTest, ErrorIsSticky) {
+  FrameDecoder dec;
+  auto h = [](const proto::BaseCommand&, Buffer) {};
+  std::string bad = rawFrame("\xff\xff");
+  EXPECT_FALSE(dec.feed(reinterpret_cast<const uint8_t*>(bad.data()), bad.size(), h).isOk());
+  std::string good(Commands::newPing().view());
+  Status s = dec.feed(reinterpret_cast<const uint8_t*>(good.data()), good.size(), h);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_FALSE(dec.error().isOk());
+}
+
+TEST(FrameDecoderTest, HandlerStatusStopsDecoding) {
+  std::string stream = mixedStream();
+  FrameDecoder dec;
+  int seen = 0;
+  Status s = dec.feed(reinterpret_cast<const uint8_t*>(stream.data()), stream.size(),
+                      [&](const proto::BaseCommand&, Buffer) -> Status {
+                        return ++seen == 2 ? Status::notAllowed("stop") : Status::ok();
+                      });
+  EXPECT_EQ(s.code(), StatusCode::kNotAllowed);
+  EXPECT_EQ(seen, 2);
+}
+
+TEST(FrameDecoderTest, FrameHandlerInterface) {
+  struct Counter : FrameHandler {
+    int sends = 0;
+    size_t entryBytes = 0;
+    Status onFrame(const proto::BaseCommand& cmd, Buffer entry) override {
+      if (cmd.type() == proto::BaseCommand::SEND) ++sends;
+      entryBytes += entry.size();
+      return Status::ok();
+    }
+  } counter;
+  std::string stream = mixedStream();
+  FrameDecoder dec;
+  ASSERT_TRUE(dec.feed(reinterpret_cast<const uint8_t*>(stream.data()), stream.size(), counter)
+                  .isOk());
+  EXPECT_EQ(counter.sends, 2);
+  EXPECT_GT(counter.entryBytes, 3000u);
+}
+
+TEST(EntryTest, ChecksumDetectsEveryCorruptedByte) {
+  std::string entry(Commands::newEntry(metadata(3), "checksummed payload").view());
+  ASSERT_TRUE(verifyChecksum(entry).isOk());
+  // Every byte from the stored checksum to the end is covered (checksum field included, since a
+  // changed stored value no longer matches).
+  for (size_t i = 2; i < entry.size(); ++i) {
+    std::string bad = entry;
+    bad[i] ^= 0x20;
+    EXPECT_FALSE(verifyChecksum(bad).isOk()) << "byte " << i;
+  }
+}
+
+TEST(EntryTest, LayoutOffsets) {
+  proto::MessageMetadata md = metadata(9);
+  std::string entry(Commands::newEntry(md, "xyz").view());
+  auto l = parseEntryLayout(entry);
+  ASSERT_TRUE(l.isOk());
+  EXPECT_FALSE(l->hasBrokerEntryMetadata);
+  EXPECT_EQ(l->magicOffset, 0u);
+  EXPECT_EQ(l->checksummedOffset, 6u);
+  EXPECT_EQ(l->metadataOffset, 10u);
+  EXPECT_EQ(l->metadataSize, md.ByteSizeLong());
+  EXPECT_EQ(l->payloadOffset, 10 + md.ByteSizeLong());
+  EXPECT_EQ(l->payloadSize, 3u);
+  EXPECT_EQ(l->checksum, crc32c(entry.data() + 6, entry.size() - 6));
+
+  std::string garbageMd = entry;
+  garbageMd[10] = 0x0f;  // field 1 with wire type 7: not valid protobuf
+  proto::MessageMetadata out;
+  EXPECT_EQ(parseMetadata(garbageMd, &out).code(), StatusCode::kCorruption);
+}
+
+}  // namespace
+}  // namespace magnetar::protocol
