@@ -15,7 +15,15 @@ BrokerService::BrokerService(BrokerOptions options,
 BrokerService::~BrokerService() { stop(); }
 
 Status BrokerService::start() {
-  for (auto& n : factory_->ledgerNames()) storedLedgers_[n] = true;
+  // Pulsar standalone creates public/default at first start.
+  namespaces_.insert("public/default");
+  for (auto& n : factory_->ledgerNames()) {
+    storedLedgers_[n] = true;
+    // tenant/ns/persistent/local: its namespace exists.
+    auto a = n.find('/');
+    auto b = a == std::string::npos ? a : n.find('/', a + 1);
+    if (b != std::string::npos) namespaces_.insert(n.substr(0, b));
+  }
   ioLoops_ = std::make_unique<net::EventLoopGroup>("pulsar-io", std::max(1, options_.numIOThreads));
   mlWorkers_ = std::make_unique<net::EventLoopGroup>(
       "ml-worker", std::max(1, options_.managedLedgerNumWorkerThreads));
@@ -66,10 +74,13 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
       return;
     }
     bool stored = storedLedgers_.count(name.persistenceName()) > 0;
-    if (!create && !stored) {
-      lock.unlock();
-      cb(Status::notFound("Topic " + name.toString() + " does not exist"));
-      return;
+    if (!stored) {
+      Status s = canCreateLocked(name, create);
+      if (!s.isOk()) {
+        lock.unlock();
+        cb(s);
+        return;
+      }
     }
     if (partitioned_.count(name.toString())) {
       lock.unlock();
@@ -134,8 +145,37 @@ std::vector<std::string> BrokerService::topicsOfNamespace(const std::string& ns)
   return out;
 }
 
+Status BrokerService::canCreateLocked(const TopicName& name, bool create) {
+  if (!namespaces_.count(name.namespaceName())) {
+    return Status::notFound("Namespace " + name.namespaceName() + " does not exist");
+  }
+  if (!create) return Status::notFound("Topic " + name.toString() + " does not exist");
+  if (name.partitionIndex() >= 0) {
+    auto it = partitioned_.find(name.partitionedTopicName());
+    if (it == partitioned_.end() || name.partitionIndex() >= it->second) {
+      // Pulsar refuses to auto-create a "-partition-N" topic without its partitioned topic.
+      return Status::notAllowed("Topic " + name.toString() +
+                                " is a partition of a topic that is not partitioned");
+    }
+  }
+  return Status::ok();
+}
+
+void BrokerService::createNamespace(const std::string& ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  namespaces_.insert(ns);
+}
+
+bool BrokerService::namespaceExists(const std::string& ns) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return namespaces_.count(ns) > 0;
+}
+
 Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!namespaces_.count(name.namespaceName())) {
+    return Status::notFound("Namespace " + name.namespaceName() + " does not exist");
+  }
   auto it = partitioned_.find(name.toString());
   if (it != partitioned_.end()) return it->second;
   if (name.partitionIndex() >= 0) return 0;
@@ -217,6 +257,9 @@ void BrokerService::lastMessageId(
   protocol::WireMessageId last{static_cast<uint64_t>(lac.ledgerId),
                                static_cast<uint64_t>(lac.entryId), partition, -1};
   if (lac.entryId < 0) {
+    // Nothing stored: Pulsar answers (-1, -1).
+    last.ledgerId = static_cast<uint64_t>(-1);
+    last.entryId = static_cast<uint64_t>(-1);
     cb(last, md);
     return;
   }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,11 @@ class BrokerService {
   // Errors: kAlreadyExists, kInvalidArgument (partitions < 1).
   Status createPartitionedTopic(const TopicName& name, int partitions);
 
+  // Namespaces ("tenant/ns"). public/default exists from the start; topics in other namespaces
+  // need the namespace created first (admin API), else TopicNotFound as in Pulsar.
+  void createNamespace(const std::string& ns);
+  bool namespaceExists(const std::string& ns) const;
+
   std::string generateProducerName();
   void connectionClosed() { activeConnections_--; }
   int64_t activeConnections() const { return activeConnections_.load(); }
@@ -74,6 +80,9 @@ class BrokerService {
     std::vector<TopicCallback> waiters;
   };
 
+  // kNotFound (no namespace, or !create), kNotAllowed (a partition of a non-partitioned topic).
+  Status canCreateLocked(const TopicName& name, bool create);  // REQUIRES: mu_ held
+
   BrokerOptions options_;
   std::shared_ptr<storage::ManagedLedgerFactory> factory_;
   std::unique_ptr<net::EventLoopGroup> ioLoops_;
@@ -84,6 +93,7 @@ class BrokerService {
   std::map<std::string, std::shared_ptr<TopicSlot>> topics_;   // GUARDED_BY(mu_)
   std::map<std::string, int> partitioned_;                     // GUARDED_BY(mu_)
   std::map<std::string, bool> storedLedgers_;                  // GUARDED_BY(mu_)
+  std::set<std::string> namespaces_;                           // GUARDED_BY(mu_)
   std::atomic<uint64_t> producerNameSeq_{0};
   std::atomic<int64_t> activeConnections_{0};
 };

@@ -32,9 +32,9 @@ bool isSingleActive(SubType t) {
 
 Dispatcher::Dispatcher(SubType type, storage::ManagedLedger& ledger,
                        storage::ManagedCursor& cursor, const BrokerOptions& options,
-                       int partitionIndex)
+                       std::string topicName, int partitionIndex)
     : type_(type), ledger_(ledger), cursor_(cursor), options_(options),
-      partitionIndex_(partitionIndex) {
+      topicName_(std::move(topicName)), partitionIndex_(partitionIndex) {
   if (type_ == proto::CommandSubscribe::Key_Shared) {
     selector_ = std::make_unique<KeySharedSelector>(
         std::max(1, options_.subscriptionKeySharedConsistentHashingReplicaPoints));
@@ -92,16 +92,34 @@ void Dispatcher::updateActiveConsumer() {
     active_ = nullptr;
     return;
   }
-  // Pulsar: consumers sorted by priority level, then name; the active one is
-  // partitionIndex % count (index 0 for a non-partitioned topic).
+  // Pulsar (AbstractDispatcherSingleActiveConsumer): among the consumers of the best (lowest)
+  // priority level, sorted by name, a partition picks partitionIndex % count; a non-partitioned
+  // topic puts 100 points per consumer on a ring at hash(name + j) (later consumers win ties)
+  // and takes the first point at or after hash(topic name), wrapping around.
+  int best = consumers_.front()->priorityLevel();
+  for (auto& c : consumers_) best = std::min(best, c->priorityLevel());
   std::vector<Consumer*> sorted;
-  for (auto& c : consumers_) sorted.push_back(c.get());
-  std::stable_sort(sorted.begin(), sorted.end(), [](Consumer* a, Consumer* b) {
-    if (a->priorityLevel() != b->priorityLevel()) return a->priorityLevel() < b->priorityLevel();
-    return a->name() < b->name();
-  });
-  size_t idx = partitionIndex_ >= 0 ? static_cast<size_t>(partitionIndex_) % sorted.size() : 0;
-  Consumer* next = sorted[idx];
+  for (auto& c : consumers_) {
+    if (c->priorityLevel() == best) sorted.push_back(c.get());
+  }
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](Consumer* a, Consumer* b) { return a->name() < b->name(); });
+  Consumer* next;
+  if (partitionIndex_ >= 0) {
+    next = sorted[static_cast<size_t>(partitionIndex_) % sorted.size()];
+  } else {
+    std::map<uint32_t, size_t> ring;
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      for (int j = 0; j < 100; ++j) {
+        std::string key = sorted[i]->name() + std::to_string(j);
+        ring[murmur3_32(key.data(), key.size(), 0) & 0x7fffffffu] = i;
+      }
+    }
+    uint32_t h = murmur3_32(topicName_.data(), topicName_.size(), 0) & 0x7fffffffu;
+    auto it = ring.lower_bound(h);
+    if (it == ring.end()) it = ring.begin();
+    next = sorted[it->second];
+  }
   bool changed = next != active_;
   if (changed && active_ != nullptr) {
     // The old active consumer's unacked messages go to the new one, from the cursor on.
@@ -355,6 +373,10 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
         if (!fromReplay) break;
         continue;
       }
+    } else if (selector_ && !md.hasOrderingKey && !md.hasPartitionKey) {
+      // Messages without a key carry no ordering promise: Pulsar 4 spreads them over the
+      // consumers rather than pinning them to the owner of one hash.
+      target = blockedOnUnacked_ ? nullptr : pickShared();
     } else if (selector_) {
       hash = stickyHashOf(md);
       Consumer* owner = selector_->select(hash);

@@ -29,8 +29,10 @@ struct DispatcherStats {
 // Thread: the topic's executor only.
 class Dispatcher {
  public:
+  // topicName: the full name (Failover's active-consumer ring hashes it); partitionIndex -1 for
+  // a non-partitioned topic.
   Dispatcher(SubType type, storage::ManagedLedger& ledger, storage::ManagedCursor& cursor,
-             const BrokerOptions& options, int partitionIndex);
+             const BrokerOptions& options, std::string topicName, int partitionIndex);
   ~Dispatcher();
 
   SubType type() const { return type_; }
@@ -78,6 +80,7 @@ class Dispatcher {
   storage::ManagedLedger& ledger_;
   storage::ManagedCursor& cursor_;
   const BrokerOptions& options_;
+  const std::string topicName_;
   const int partitionIndex_;
 
   std::vector<std::shared_ptr<Consumer>> consumers_;

@@ -211,10 +211,11 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
           return;
         }
         auto topic = *r;
-        Status s = topic->addProducer(producer);
-        me->loop().execute([me, topic, producer, requestId, producerId, s] {
+        proto::ServerError err = proto::UnknownError;
+        Status s = topic->addProducer(producer, &err);
+        me->loop().execute([me, topic, producer, requestId, producerId, s, err] {
           if (!s.isOk()) {
-            me->sendError(requestId, toServerError(s, ErrorContext::kProducer), s.message());
+            me->sendError(requestId, err, s.message());
             return;
           }
           if (me->isClosed()) {
@@ -316,6 +317,17 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
                             ? storage::InitialPosition::kEarliest
                             : storage::InitialPosition::kLatest;
   req.createIfMissing = service_.options().allowAutoSubscriptionCreation;
+  req.durable = !c.has_durable() || c.durable();
+  if (!req.durable) {
+    req.createIfMissing = true;
+    if (c.has_start_message_id()) {
+      req.startPosition = {static_cast<int64_t>(c.start_message_id().ledgerid()),
+                           static_cast<int64_t>(c.start_message_id().entryid())};
+    } else {
+      req.startPosition = {INT64_MAX, INT64_MAX};
+      if (c.initialposition() == proto::CommandSubscribe::Earliest) req.startPosition = {-1, -1};
+    }
+  }
   req.consumer = consumer;
   consumers_[consumerId] = ConsumerRef{consumer, nullptr, c.subscription(), false, {}};
   bool createTopic = service_.options().allowAutoTopicCreation &&
@@ -333,7 +345,7 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
           return;
         }
         auto topic = *r;
-        Status s = topic->subscribe(req);
+        topic->subscribe(req, [me, topic, req, requestId, consumerId](Status s) {
         me->loop().execute([me, topic, req, requestId, consumerId, s] {
           auto it = me->consumers_.find(consumerId);
           if (!s.isOk()) {
@@ -355,6 +367,7 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
           me->send(Commands::newSuccess(requestId));
           auto waiting = std::move(it->second.waiting);
           for (auto& w : waiting) w();
+        });
         });
       });
 }
@@ -518,7 +531,11 @@ void ServerCnx::handleUnsubscribe(const proto::CommandUnsubscribe& c) {
     Status s = topic->unsubscribe(sub, consumer.get());
     me->loop().execute([=] {
       if (!s.isOk()) {
-        me->sendError(requestId, toServerError(s, ErrorContext::kSubscription), s.message());
+        // Pulsar answers MetadataError when other consumers are still connected.
+        proto::ServerError e = s.code() == StatusCode::kBusy
+                                   ? proto::MetadataError
+                                   : toServerError(s, ErrorContext::kSubscription);
+        me->sendError(requestId, e, s.message());
         return;
       }
       me->consumers_.erase(consumerId);

@@ -4,9 +4,9 @@ namespace magnetar::broker {
 
 Subscription::Subscription(std::string name, storage::ManagedLedger& ledger,
                            storage::ManagedCursor& cursor, const BrokerOptions& options,
-                           int partitionIndex)
+                           std::string topicName, int partitionIndex, bool durable)
     : name_(std::move(name)), ledger_(ledger), cursor_(cursor), options_(options),
-      partitionIndex_(partitionIndex) {}
+      topicName_(std::move(topicName)), partitionIndex_(partitionIndex), durable_(durable) {}
 
 size_t Subscription::consumerCount() const {
   return dispatcher_ ? dispatcher_->consumers().size() : 0;
@@ -21,7 +21,7 @@ Status Subscription::addConsumer(const std::shared_ptr<Consumer>& c) {
   }
   if (!dispatcher_) {
     dispatcher_ = std::make_unique<Dispatcher>(c->subType(), ledger_, cursor_, options_,
-                                               partitionIndex_);
+                                               topicName_, partitionIndex_);
   }
   return dispatcher_->addConsumer(c);
 }

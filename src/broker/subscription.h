@@ -13,7 +13,10 @@ namespace magnetar::broker {
 class Subscription {
  public:
   Subscription(std::string name, storage::ManagedLedger& ledger, storage::ManagedCursor& cursor,
-               const BrokerOptions& options, int partitionIndex);
+               const BrokerOptions& options, std::string topicName, int partitionIndex,
+               bool durable = true);
+  // A reader's subscription: removed when its consumer leaves.
+  bool durable() const { return durable_; }
 
   const std::string& name() const { return name_; }
   storage::ManagedCursor& cursor() { return cursor_; }
@@ -43,7 +46,9 @@ class Subscription {
   storage::ManagedLedger& ledger_;
   storage::ManagedCursor& cursor_;
   const BrokerOptions& options_;
+  std::string topicName_;
   int partitionIndex_;
+  bool durable_;
   std::unique_ptr<Dispatcher> dispatcher_;
 };
 

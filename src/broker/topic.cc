@@ -15,23 +15,26 @@ PersistentTopic::~PersistentTopic() = default;
 
 void PersistentTopic::loadSubscriptions() {
   for (auto* cursor : ledger_->cursors()) {
-    subscriptions_.emplace(cursor->name(),
-                           std::make_unique<Subscription>(cursor->name(), *ledger_, *cursor,
-                                                          options_, name_.partitionIndex()));
+    subscriptions_.emplace(cursor->name(), std::make_unique<Subscription>(
+                                               cursor->name(), *ledger_, *cursor, options_,
+                                               name_.toString(), name_.partitionIndex()));
   }
 }
 
-Status PersistentTopic::addProducer(const std::shared_ptr<Producer>& p) {
+Status PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, proto::ServerError* error) {
+  *error = proto::ProducerBusy;
   if (producers_.count(p->name())) {
     return Status::busy("Producer with name '" + p->name() + "' is already connected to topic");
+  }
+  if (p->exclusive() && !producers_.empty()) {
+    // Pulsar: an Exclusive producer is fenced out while any other producer holds the topic.
+    *error = proto::ProducerFenced;
+    return Status::busy("Topic has existing shared producers");
   }
   for (auto& [n, other] : producers_) {
     if (other->exclusive()) {
       return Status::busy("Topic has an existing exclusive producer: " + n);
     }
-  }
-  if (p->exclusive() && !producers_.empty()) {
-    return Status::busy("Topic has existing shared producers");
   }
   producers_.emplace(p->name(), p);
   return Status::ok();
@@ -116,26 +119,66 @@ void PersistentTopic::flushPass() {
   }
 }
 
-Status PersistentTopic::subscribe(const SubscribeRequest& req) {
+void PersistentTopic::subscribe(const SubscribeRequest& req, std::function<void(Status)> cb) {
   auto it = subscriptions_.find(req.subscription);
-  if (it == subscriptions_.end()) {
-    if (!req.createIfMissing) {
-      return Status::notFound("Subscription does not exist: " + req.subscription);
-    }
-    auto cursor = ledger_->openCursor(req.subscription, req.initialPosition);
-    if (!cursor.isOk()) return cursor.status();
-    it = subscriptions_
-             .emplace(req.subscription,
-                      std::make_unique<Subscription>(req.subscription, *ledger_, **cursor,
-                                                     options_, name_.partitionIndex()))
-             .first;
+  if (it != subscriptions_.end()) {
+    cb(it->second->addConsumer(req.consumer));
+    return;
   }
-  return it->second->addConsumer(req.consumer);
+  if (!req.createIfMissing) {
+    cb(Status::notFound("Subscription does not exist: " + req.subscription));
+    return;
+  }
+  auto cursor = ledger_->openCursor(req.subscription, req.initialPosition);
+  if (!cursor.isOk()) {
+    cb(cursor.status());
+    return;
+  }
+  auto* sub = subscriptions_
+                  .emplace(req.subscription,
+                           std::make_unique<Subscription>(req.subscription, *ledger_, **cursor,
+                                                          options_, name_.toString(),
+                                                          name_.partitionIndex(), req.durable))
+                  .first->second.get();
+  if (req.durable) {
+    cb(sub->addConsumer(req.consumer));
+    return;
+  }
+  // A reader starts at the message id it gave (inclusive; the client drops it when it asked
+  // for exclusive). Earliest (-1) and latest (Long.MAX) fall outside the log and are clamped.
+  storage::Position start = req.startPosition;
+  storage::Position lac = ledger_->lastConfirmedEntry();
+  if (start.ledgerId < 0 || start.entryId < 0) {
+    start = ledger_->firstPosition();
+  } else if (start > lac) {
+    start = ledger_->nextValidPosition(lac);
+  }
+  auto self = shared_from_this();
+  std::string name = req.subscription;
+  auto consumer = req.consumer;
+  sub->resetCursor(start, [self, name, consumer, cb](Status s) {
+    auto* sub2 = self->subscription(name);
+    if (!sub2) {
+      cb(Status::closed("Subscription removed"));
+      return;
+    }
+    if (s.isOk()) s = sub2->addConsumer(consumer);
+    if (!s.isOk()) {
+      self->ledger_->deleteCursor(name);
+      self->subscriptions_.erase(name);
+    }
+    cb(s);
+  });
 }
 
 void PersistentTopic::removeConsumer(Consumer* c, const std::string& subscription) {
   auto it = subscriptions_.find(subscription);
-  if (it != subscriptions_.end()) it->second->removeConsumer(c);
+  if (it == subscriptions_.end()) return;
+  it->second->removeConsumer(c);
+  if (!it->second->durable() && it->second->consumerCount() == 0) {
+    ledger_->deleteCursor(subscription);
+    subscriptions_.erase(it);
+  }
 }
 
 Subscription* PersistentTopic::subscription(const std::string& name) {

@@ -32,6 +32,10 @@ struct SubscribeRequest {
   SubType subType = proto::CommandSubscribe::Exclusive;
   storage::InitialPosition initialPosition = storage::InitialPosition::kLatest;
   bool createIfMissing = true;
+  // A reader: a subscription that lives only while its consumer does, starting at startPosition
+  // (the message id the client gave; earliest/latest are clamped to the log's ends).
+  bool durable = true;
+  storage::Position startPosition{-1, -1};
   std::shared_ptr<Consumer> consumer;
 };
 
@@ -56,17 +60,20 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Restores subscriptions from the ledger's durable cursors (after open).
   void loadSubscriptions();
 
-  // Errors: kBusy (ProducerBusy) when the name is taken or an Exclusive producer exists (or one
-  // asks for Exclusive while others exist), kClosed when the topic is closing.
-  Status addProducer(const std::shared_ptr<Producer>& p);
+  // Errors: kBusy with *error = ProducerBusy when the name is taken or an Exclusive producer
+  // holds the topic; ProducerFenced when an Exclusive producer asks while others are connected
+  // (Pulsar's answers).
+  Status addProducer(const std::shared_ptr<Producer>& p, proto::ServerError* error);
   void removeProducer(Producer* p);
 
   // Appends the sends in order and answers each with SEND_RECEIPT/SEND_ERROR; all receipts for
   // one connection produced in one executor pass go out as one hand-over.
   void publish(std::vector<PendingSend>& sends);
 
-  // Creates the subscription if needed and adds the consumer. Errors as Subscription.
-  Status subscribe(const SubscribeRequest& req);
+  // Creates the subscription if needed and adds the consumer; cb (on this executor) gets the
+  // outcome. Errors as Subscription::addConsumer, kNotFound when the subscription is missing and
+  // may not be created.
+  void subscribe(const SubscribeRequest& req, std::function<void(Status)> cb);
   void removeConsumer(Consumer* c, const std::string& subscription);
   Subscription* subscription(const std::string& name);
   const std::map<std::string, std::unique_ptr<Subscription>>& subscriptions() const {
