@@ -28,7 +28,7 @@ stage "differential suite against Magnetar (official Python client)"
 "$PY" -m pytest -q tests/differential --broker=magnetar -m "not admin"
 
 stage "pulsar-flex suite against Magnetar"
-"$PY" tests/run_with_broker.py -- node --test tests/js/
+"$PY" tests/differential/with_broker.py --broker magnetar -- node --test tests/js/
 
 stage "storage crash test"
 if [ -f tests/crash/crash_test.py ]; then

@@ -35,7 +35,12 @@ class Consumer {
 
   // --- topic executor state ---
   int64_t permits = 0;                             // messages the client can still take
-  std::map<storage::Position, int32_t> pendingAcks;  // dispatched, not acked: position -> msgs
+  // Dispatched, not acked: position -> messages in the entry and its sticky-key hash (-1: none).
+  struct PendingAck {
+    int32_t messages = 1;
+    int32_t keyHash = -1;
+  };
+  std::map<storage::Position, PendingAck> pendingAcks;
   int64_t unackedMessages = 0;
   bool blockedOnUnacked = false;
   bool closed = false;

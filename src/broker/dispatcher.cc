@@ -68,8 +68,7 @@ void Dispatcher::removeConsumer(Consumer* c) {
   if (selector_) selector_->removeConsumer(c);
   if (isSingleActive(type_)) {
     bool wasActive = active_ == c;
-    trackUnacked(c, -c->unackedMessages);
-    c->pendingAcks.clear();
+    clearPending(c);
     if (wasActive) {
       // Rewind so the next active consumer gets everything not acked, in order.
       active_ = nullptr;
@@ -124,8 +123,7 @@ void Dispatcher::updateActiveConsumer() {
   if (changed && active_ != nullptr) {
     // The old active consumer's unacked messages go to the new one, from the cursor on.
     Consumer* old = active_;
-    trackUnacked(old, -old->unackedMessages);
-    old->pendingAcks.clear();
+    clearPending(old);
     active_ = next;
     rewind();
   }
@@ -180,23 +178,27 @@ void Dispatcher::trackUnacked(Consumer* c, int64_t delta) {
 
 void Dispatcher::acked(Consumer* c, const std::vector<Position>& positions) {
   bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
+  bool hashFreed = false;
   for (auto& p : positions) {
     auto it = c->pendingAcks.find(p);
     if (it != c->pendingAcks.end()) {
-      trackUnacked(c, -it->second);
+      hashFreed |= releasePending(c, it->second);
       c->pendingAcks.erase(it);
     }
-    redeliveryCount_.erase(packPosition(p));
+    if (!redeliveryCount_.empty()) redeliveryCount_.erase(packPosition(p));
   }
-  if (wasBlocked && !(c->blockedOnUnacked || blockedOnUnacked_)) readMoreEntries();
+  if ((wasBlocked && !(c->blockedOnUnacked || blockedOnUnacked_)) ||
+      (hashFreed && !replay_.empty())) {
+    readMoreEntries();
+  }
 }
 
 void Dispatcher::ackedCumulative(Consumer* c, Position upTo) {
   bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
   auto end = c->pendingAcks.upper_bound(upTo);
   for (auto it = c->pendingAcks.begin(); it != end; ++it) {
-    trackUnacked(c, -it->second);
-    redeliveryCount_.erase(packPosition(it->first));
+    releasePending(c, it->second);
+    if (!redeliveryCount_.empty()) redeliveryCount_.erase(packPosition(it->first));
   }
   c->pendingAcks.erase(c->pendingAcks.begin(), end);
   if (wasBlocked && !(c->blockedOnUnacked || blockedOnUnacked_)) readMoreEntries();
@@ -215,11 +217,12 @@ void Dispatcher::redeliver(Consumer* c, const std::vector<Position>& positions) 
 
 void Dispatcher::putBackForRedelivery(Consumer* c, bool all, const std::vector<Position>& which,
                                       bool countRedelivery) {
-  auto putBack = [&](std::map<Position, int32_t>::iterator it) {
-    trackUnacked(c, -it->second);
+  auto putBack = [&](std::map<Position, Consumer::PendingAck>::iterator it) {
+    releasePending(c, it->second);
     if (countRedelivery) redeliveryCount_[packPosition(it->first)]++;
-    stats_.msgRedeliverCounter += it->second;
-    addToReplay(it->first, -2);  // hash recomputed when replayed
+    stats_.msgRedeliverCounter += it->second.messages;
+    // Keep the key's hash so newer messages of that key wait behind the redelivery.
+    addToReplay(it->first, it->second.keyHash);
     return c->pendingAcks.erase(it);
   };
   if (all) {
@@ -244,11 +247,31 @@ void Dispatcher::rewind() {
   readPending_ = false;
   replay_.clear();
   replayHashes_.clear();
-  for (auto& c : consumers_) {
-    trackUnacked(c.get(), -c->unackedMessages);
-    c->pendingAcks.clear();
-  }
+  for (auto& c : consumers_) clearPending(c.get());
   readPosition_ = ledger_.nextValidPosition(cursor_.markDeletedPosition());
+}
+
+bool Dispatcher::releasePending(Consumer* c, const Consumer::PendingAck& p) {
+  trackUnacked(c, -p.messages);
+  if (p.keyHash < 0) return false;
+  auto h = pendingHashes_.find(p.keyHash);
+  if (h == pendingHashes_.end() || --h->second.second > 0) return false;
+  pendingHashes_.erase(h);
+  return true;
+}
+
+void Dispatcher::clearPending(Consumer* c) {
+  for (auto& [pos, p] : c->pendingAcks) releasePending(c, p);
+  c->pendingAcks.clear();
+}
+
+size_t Dispatcher::drainingHashCount() const {
+  if (!selector_) return 0;
+  size_t n = 0;
+  for (auto& [h, owner] : pendingHashes_) {
+    if (selector_->select(h) != owner.first) ++n;
+  }
+  return n;
 }
 
 std::vector<std::shared_ptr<Consumer>> Dispatcher::takeConsumers() {
@@ -381,7 +404,17 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
       hash = stickyHashOf(md);
       Consumer* owner = selector_->select(hash);
       bool keyWaiting = !fromReplay && replayHashes_.count(hash) > 0;
-      if (owner && canTake(owner) && !keyWaiting && !blockedOnUnacked_) target = owner;
+      // Draining (Pulsar 4): while messages of this hash are unacked at another consumer (the
+      // hash moved on a join/leave), new ones wait, so a key is outstanding at one consumer.
+      bool draining = false;
+      if (owner && !owner->allowOutOfOrderDelivery) {
+        auto ph = pendingHashes_.find(hash);
+        draining = ph != pendingHashes_.end() && ph->second.first != owner;
+      }
+      if (draining) stats_.blockedByDraining++;
+      if (owner && canTake(owner) && !keyWaiting && !draining && !blockedOnUnacked_) {
+        target = owner;
+      }
     } else {
       target = blockedOnUnacked_ ? nullptr : pickShared();
     }
@@ -390,8 +423,13 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
       continue;
     }
     target->permits -= n;
-    target->pendingAcks.emplace(e.position, n);
+    target->pendingAcks.emplace(e.position, Consumer::PendingAck{n, hash});
     trackUnacked(target, n);
+    if (hash >= 0) {
+      auto& ph = pendingHashes_[hash];
+      ph.first = target;
+      ph.second++;
+    }
     target->msgOutCounter += n;
     target->bytesOutCounter += e.data.size();
     stats_.msgOutCounter += n;

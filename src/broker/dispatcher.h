@@ -24,6 +24,7 @@ struct DispatcherStats {
   uint64_t msgOutCounter = 0;
   uint64_t bytesOutCounter = 0;
   uint64_t msgRedeliverCounter = 0;
+  uint64_t blockedByDraining = 0;  // Key_Shared entries held back because their hash drains
 };
 
 // Thread: the topic's executor only.
@@ -62,6 +63,8 @@ class Dispatcher {
   int64_t unackedMessages() const { return unackedMessages_; }
   size_t replayBacklog() const { return replay_.size(); }
   const KeySharedSelector* keySharedSelector() const { return selector_.get(); }
+  // Key_Shared: hashes with unacked messages at a consumer that no longer owns them (draining).
+  size_t drainingHashCount() const;
 
  private:
   void readMoreEntries(bool allowReplay = true);
@@ -75,6 +78,10 @@ class Dispatcher {
   void updateActiveConsumer();
   void addToReplay(storage::Position p, int32_t keyHash);
   void trackUnacked(Consumer* c, int64_t delta);
+  // Forgets one pending entry of c (unacked counts, hash ownership); true when its hash has no
+  // pending message left anywhere.
+  bool releasePending(Consumer* c, const Consumer::PendingAck& p);
+  void clearPending(Consumer* c);
 
   const SubType type_;
   storage::ManagedLedger& ledger_;
@@ -94,6 +101,8 @@ class Dispatcher {
   // Positions to deliver again, in order, before new reads; with the entry's key hash (-1: none).
   std::map<storage::Position, int32_t> replay_;
   std::unordered_map<int32_t, int> replayHashes_;  // Key_Shared: hash -> entries in replay_
+  // Key_Shared: hash -> (the consumer holding its unacked messages, how many).
+  std::unordered_map<int32_t, std::pair<Consumer*, int>> pendingHashes_;
   std::unordered_map<int64_t, int32_t> redeliveryCount_;  // packed position -> count
   int64_t unackedMessages_ = 0;
   bool blockedOnUnacked_ = false;

@@ -1,0 +1,251 @@
+"""Admin REST API (/admin/v2, /lookup/v2): status codes and JSON fields as Pulsar answers them.
+
+Marked `admin`: deselect with -m "not admin" for a broker without the admin API yet.
+"""
+
+import uuid
+
+import pulsar
+import pytest
+import requests
+from pulsar import ConsumerType
+
+from helpers import receive_n
+
+pytestmark = pytest.mark.admin
+
+JSON = {"Content-Type": "application/json"}
+
+
+@pytest.fixture
+def http(admin_url):
+    s = requests.Session()
+
+    def call(method, path, json=None, data=None):
+        headers = JSON if (json is not None or data is not None) else None
+        return s.request(method, admin_url + path, json=json, data=data, headers=headers,
+                         timeout=30)
+    yield call
+    s.close()
+
+
+@pytest.fixture
+def tenant(http):
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    r = http("PUT", f"/admin/v2/tenants/{name}", json={"allowedClusters": ["standalone"],
+                                                         "adminRoles": ["role-a"]})
+    assert r.status_code == 204, r.text
+    yield name
+    # Best-effort cleanup: namespaces first, then the tenant.
+    for ns in http("GET", f"/admin/v2/namespaces/{name}").json():
+        http("DELETE", f"/admin/v2/namespaces/{ns}?force=true")
+    http("DELETE", f"/admin/v2/tenants/{name}")
+
+
+@pytest.fixture
+def namespace(http, tenant):
+    ns = f"{tenant}/ns"
+    r = http("PUT", f"/admin/v2/namespaces/{ns}")
+    assert r.status_code == 204, r.text
+    return ns
+
+
+def test_health_and_clusters(http):
+    r = http("GET", "/admin/v2/brokers/health")
+    assert r.status_code == 200 and r.text == "ok"
+    r = http("GET", "/admin/v2/clusters")
+    assert r.status_code == 200 and r.json() == ["standalone"]
+
+
+def test_default_tenant_and_namespace_exist(http):
+    assert "public" in http("GET", "/admin/v2/tenants").json()
+    assert "public/default" in http("GET", "/admin/v2/namespaces/public").json()
+
+
+def test_tenant_lifecycle_and_errors(http):
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    body = {"allowedClusters": ["standalone"], "adminRoles": ["r1"]}
+    assert http("PUT", f"/admin/v2/tenants/{name}", json=body).status_code == 204
+    r = http("PUT", f"/admin/v2/tenants/{name}", json=body)
+    assert r.status_code == 409 and "reason" in r.json()
+    r = http("GET", f"/admin/v2/tenants/{name}")
+    assert r.status_code == 200
+    assert r.json()["allowedClusters"] == ["standalone"] and r.json()["adminRoles"] == ["r1"]
+    assert name in http("GET", "/admin/v2/tenants").json()
+    assert http("PUT", f"/admin/v2/namespaces/{name}/ns").status_code == 204
+    r = http("DELETE", f"/admin/v2/tenants/{name}")
+    assert r.status_code == 409, "a tenant with namespaces is not deleted"
+    assert http("DELETE", f"/admin/v2/namespaces/{name}/ns").status_code == 204
+    assert http("DELETE", f"/admin/v2/tenants/{name}").status_code == 204
+    r = http("GET", f"/admin/v2/tenants/{name}")
+    assert r.status_code == 404 and "reason" in r.json()
+
+
+def test_tenant_invalid_requests(http):
+    r = http("PUT", "/admin/v2/tenants/t-bad-cluster", json={"allowedClusters": ["nocluster"]})
+    assert r.status_code == 412 and "reason" in r.json()
+    r = http("PUT", "/admin/v2/tenants/bad%20name", json={"allowedClusters": ["standalone"]})
+    assert r.status_code == 412
+    r = http("PUT", "/admin/v2/tenants/t-bad-json", data="{bad json")
+    assert r.status_code == 400
+
+
+def test_namespace_lifecycle_and_policies(http, tenant):
+    ns = f"{tenant}/ns1"
+    assert http("PUT", f"/admin/v2/namespaces/{ns}").status_code == 204
+    assert http("PUT", f"/admin/v2/namespaces/{ns}").status_code == 409
+    assert http("GET", f"/admin/v2/namespaces/{tenant}").json() == [ns]
+    policies = http("GET", f"/admin/v2/namespaces/{ns}").json()
+    assert policies["replication_clusters"] == ["standalone"]
+    assert policies["bundles"]["numBundles"] >= 1
+
+    r = http("POST", f"/admin/v2/namespaces/{ns}/retention",
+             json={"retentionTimeInMinutes": 60, "retentionSizeInMB": 100})
+    assert r.status_code == 204
+    assert http("GET", f"/admin/v2/namespaces/{ns}/retention").json() == \
+        {"retentionTimeInMinutes": 60, "retentionSizeInMB": 100}
+    assert http("POST", f"/admin/v2/namespaces/{ns}/messageTTL", data="120").status_code == 204
+    assert http("GET", f"/admin/v2/namespaces/{ns}/messageTTL").json() == 120
+    assert http("POST", f"/admin/v2/namespaces/{ns}/deduplication", data="true").status_code == 204
+    assert http("GET", f"/admin/v2/namespaces/{ns}/deduplication").json() is True
+    assert http("GET", f"/admin/v2/namespaces/{ns}/backlogQuotaMap").json() == {}
+
+    assert http("GET", f"/admin/v2/namespaces/{tenant}/missing/retention").status_code == 404
+    assert http("DELETE", f"/admin/v2/namespaces/{ns}").status_code == 204
+    assert http("GET", f"/admin/v2/namespaces/{ns}").status_code == 404
+
+
+def test_topic_create_list_partitions_delete(http, namespace):
+    base = f"/admin/v2/persistent/{namespace}"
+    assert http("PUT", f"{base}/plain").status_code == 204
+    r = http("PUT", f"{base}/plain")
+    assert r.status_code == 409 and "reason" in r.json()
+    assert http("PUT", f"{base}/parted/partitions", data="4").status_code == 204
+    assert http("GET", f"{base}/parted/partitions").json()["partitions"] == 4
+    assert http("GET", f"{base}/plain/partitions").json()["partitions"] == 0
+
+    listed = http("GET", base).json()
+    assert f"persistent://{namespace}/plain" in listed
+    assert all(f"persistent://{namespace}/parted-partition-{i}" in listed for i in range(4))
+    assert http("GET", f"{base}/partitioned").json() == [f"persistent://{namespace}/parted"]
+
+    assert http("POST", f"{base}/parted/partitions", data="6").status_code == 204
+    assert http("GET", f"{base}/parted/partitions").json()["partitions"] == 6
+    r = http("POST", f"{base}/parted/partitions", data="2")
+    assert r.status_code == 422 and "reason" in r.json()
+
+    assert http("DELETE", f"{base}/plain").status_code == 204
+    assert http("GET", f"{base}/plain/stats").status_code == 404
+    assert http("DELETE", f"{base}/parted/partitions").status_code == 204
+
+
+def test_partitioned_topic_is_usable_by_clients(http, client, namespace):
+    base = f"/admin/v2/persistent/{namespace}"
+    assert http("PUT", f"{base}/p3/partitions", data="3").status_code == 204
+    topic = f"persistent://{namespace}/p3"
+    assert client.get_topic_partitions(topic) == [f"{topic}-partition-{i}" for i in range(3)]
+    consumer = client.subscribe(topic, "sub")
+    producer = client.create_producer(topic)
+    for i in range(30):
+        producer.send(f"{i}".encode(), partition_key=f"k{i}")
+    got = receive_n(consumer, 30)
+    assert sorted(int(m.data()) for m in got) == list(range(30))
+    assert len({m.topic_name() for m in got}) > 1
+
+
+def test_topic_stats_and_internal_stats(http, client, namespace):
+    topic = f"persistent://{namespace}/stats"
+    path = f"/admin/v2/persistent/{namespace}/stats"
+    consumer = client.subscribe(topic, "sub", consumer_type=ConsumerType.Shared,
+                                consumer_name="stats-consumer")
+    producer = client.create_producer(topic, producer_name="stats-producer")
+    for i in range(10):
+        producer.send(b"0123456789")
+    got = receive_n(consumer, 10)
+    for m in got[:4]:
+        consumer.acknowledge(m)
+    consumer.close()  # acks are flushed on close; 6 stay in the backlog
+    consumer = client.subscribe(topic, "sub", consumer_type=ConsumerType.Shared,
+                                consumer_name="stats-consumer", receiver_queue_size=100)
+    receive_n(consumer, 6)
+
+    r = http("GET", f"{path}/stats")
+    assert r.status_code == 200
+    st = r.json()
+    for field in ("msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut",
+                  "storageSize", "backlogSize", "publishers", "subscriptions", "msgInCounter",
+                  "bytesInCounter"):
+        assert field in st, field
+    assert st["msgInCounter"] == 10 and st["bytesInCounter"] >= 100
+    assert [p["producerName"] for p in st["publishers"]] == ["stats-producer"]
+    sub = st["subscriptions"]["sub"]
+    assert sub["type"] == "Shared"
+    assert sub["msgBacklog"] == 6
+    for field in ("msgRateOut", "unackedMessages", "consumers"):
+        assert field in sub, field
+    (c,) = sub["consumers"]
+    assert c["consumerName"] == "stats-consumer"
+    assert c["unackedMessages"] == 6
+    assert "availablePermits" in c
+
+    r = http("GET", f"{path}/internalStats")
+    assert r.status_code == 200
+    ist = r.json()
+    assert ist["entriesAddedCounter"] == 10 and ist["numberOfEntries"] == 10
+    assert ist["ledgers"] and "ledgerId" in ist["ledgers"][0]
+    assert "markDeletePosition" in ist["cursors"]["sub"]
+
+
+def test_subscriptions_admin(http, client, namespace):
+    topic = f"persistent://{namespace}/subs"
+    base = f"/admin/v2/persistent/{namespace}/subs"
+    producer = client.create_producer(topic)
+    assert http("PUT", f"{base}/subscription/s1").status_code == 204
+    assert http("PUT", f"{base}/subscription/s1").status_code == 409
+    assert http("GET", f"{base}/subscriptions").json() == ["s1"]
+    ids = [producer.send(f"{i}".encode()) for i in range(5)]
+    assert http("GET", f"{base}/stats").json()["subscriptions"]["s1"]["msgBacklog"] == 5
+
+    assert http("POST", f"{base}/subscription/s1/skip/2").status_code == 204
+    assert http("GET", f"{base}/stats").json()["subscriptions"]["s1"]["msgBacklog"] == 3
+    assert http("POST", f"{base}/subscription/s1/skip_all").status_code == 204
+    assert http("GET", f"{base}/stats").json()["subscriptions"]["s1"]["msgBacklog"] == 0
+
+    r = http("POST", f"{base}/subscription/s1/resetcursor",
+             json={"ledgerId": ids[1].ledger_id(), "entryId": ids[1].entry_id()})
+    assert r.status_code == 204
+    assert http("GET", f"{base}/stats").json()["subscriptions"]["s1"]["msgBacklog"] == 4
+    consumer = client.subscribe(topic, "s1")
+    assert [m.data() for m in receive_n(consumer, 4)] == [b"1", b"2", b"3", b"4"]
+
+    r = http("DELETE", f"{base}/subscription/s1")
+    assert r.status_code == 412 and "reason" in r.json(), "active consumers block deletion"
+    consumer.close()
+    assert http("DELETE", f"{base}/subscription/s1").status_code == 204
+    assert http("GET", f"{base}/subscriptions").json() == []
+
+
+def test_last_message_id_terminate_and_unload(http, client, namespace):
+    topic = f"persistent://{namespace}/term"
+    base = f"/admin/v2/persistent/{namespace}/term"
+    producer = client.create_producer(topic)
+    last = producer.send(b"last")
+    r = http("GET", f"{base}/lastMessageId").json()
+    assert (r["ledgerId"], r["entryId"]) == (last.ledger_id(), last.entry_id())
+
+    assert http("PUT", f"{base}/unload").status_code == 204
+    producer.send(b"after-unload")  # the client reconnects by itself
+
+    r = http("POST", f"{base}/terminate")
+    assert r.status_code == 200
+    assert set(r.json()) >= {"ledgerId", "entryId"}
+    with pytest.raises(pulsar.TopicTerminated):
+        producer.send(b"after-terminate")
+
+
+def test_http_lookup(http, broker):
+    r = http("GET", "/lookup/v2/topic/persistent/public/default/lookup-test")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["brokerUrl"] == broker.service_url
+    assert body["httpUrl"] == broker.admin_url

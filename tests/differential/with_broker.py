@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Runs a command against a freshly started broker, then stops the broker.
+
+  with_broker.py --broker pulsar|magnetar [--set key=value]... -- COMMAND [ARGS...]
+
+The command gets BROKER_URL (pulsar://127.0.0.1:N), ADMIN_URL (http://127.0.0.1:M), BROKER_HOST
+and BROKER_PORT in its environment; the exit status is the command's.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from brokers import MagnetarProcess, PulsarReferenceProcess, tail  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--broker", choices=["magnetar", "pulsar"], required=True)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="broker setting (repeatable)")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not cmd:
+        parser.error("no command given")
+
+    proc = (MagnetarProcess(extra_settings=args.set) if args.broker == "magnetar"
+            else PulsarReferenceProcess(extra_settings=args.set))
+    endpoint = proc.start()
+    try:
+        url = urllib.parse.urlparse(endpoint.service_url)
+        env = dict(os.environ, BROKER_URL=endpoint.service_url, ADMIN_URL=endpoint.admin_url or "",
+                   BROKER_HOST=url.hostname, BROKER_PORT=str(url.port))
+        print(f"with_broker: {args.broker} at {endpoint.service_url} / {endpoint.admin_url}",
+              flush=True)
+        rc = subprocess.call(cmd, env=env)
+        if rc != 0 and endpoint.log_path:
+            print(f"--- broker log ({endpoint.log_path}) ---\n{tail(endpoint.log_path, 80)}")
+        return rc
+    finally:
+        proc.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
