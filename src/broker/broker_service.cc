@@ -10,7 +10,8 @@ namespace magnetar::broker {
 
 BrokerService::BrokerService(BrokerOptions options,
                              std::shared_ptr<storage::ManagedLedgerFactory> factory)
-    : options_(std::move(options)), factory_(std::move(factory)) {}
+    : options_(std::move(options)), factory_(std::move(factory)),
+      policies_(options_.clusterName) {}
 
 BrokerService::~BrokerService() { stop(); }
 
@@ -207,39 +208,52 @@ storage::Position BrokerService::clampSeekPosition(PersistentTopic& topic, stora
   return p;
 }
 
-void BrokerService::findPositionByPublishTime(const std::shared_ptr<PersistentTopic>& topic,
-                                              uint64_t publishTimeMs,
-                                              std::function<void(storage::Position)> cb) {
-  // Linear scan from the first stored entry (entries are in publish order).
-  auto step = std::make_shared<std::function<void(storage::Position)>>();
-  *step = [topic, publishTimeMs, cb, step](storage::Position from) {
+namespace {
+
+// Scans a topic's entries in order for the first publish time >= target (SEEK by time).
+// Thread: the topic's executor. Keeps itself alive through the read callbacks.
+struct PublishTimeScan : std::enable_shared_from_this<PublishTimeScan> {
+  std::shared_ptr<PersistentTopic> topic;
+  uint64_t target = 0;
+  std::function<void(storage::Position)> done;
+
+  void step(storage::Position from) {
     auto& ml = topic->ledger();
     storage::Position lac = ml.lastConfirmedEntry();
     if (from > lac) {
-      cb(ml.nextValidPosition(lac));
-      *step = nullptr;
+      done(ml.nextValidPosition(lac));
       return;
     }
-    ml.asyncReadEntries(from, 1000, 64 << 20, [topic, publishTimeMs, cb, step](
-                                                   Status s, std::vector<storage::Entry> es) {
-      auto& ml2 = topic->ledger();
+    auto self = shared_from_this();
+    ml.asyncReadEntries(from, 1000, 64 << 20, [self](Status s, std::vector<storage::Entry> es) {
+      auto& ml2 = self->topic->ledger();
       if (!s.isOk() || es.empty()) {
-        cb(ml2.nextValidPosition(ml2.lastConfirmedEntry()));
-        *step = nullptr;
+        self->done(ml2.nextValidPosition(ml2.lastConfirmedEntry()));
         return;
       }
       for (auto& e : es) {
         EntryMetadataPeek md;
-        if (peekEntryMetadata(e.data.view(), &md).isOk() && md.publishTime >= publishTimeMs) {
-          cb(e.position);
-          *step = nullptr;
+        if (peekEntryMetadata(e.data.view(), &md).isOk() && md.publishTime >= self->target) {
+          self->done(e.position);
           return;
         }
       }
-      (*step)(ml2.nextValidPosition(es.back().position));
+      self->step(ml2.nextValidPosition(es.back().position));
     });
-  };
-  (*step)(topic->ledger().firstPosition());
+  }
+};
+
+}  // namespace
+
+void BrokerService::findPositionByPublishTime(const std::shared_ptr<PersistentTopic>& topic,
+                                              uint64_t publishTimeMs,
+                                              std::function<void(storage::Position)> cb) {
+  // Linear scan from the first stored entry (entries are in publish order).
+  auto scan = std::make_shared<PublishTimeScan>();
+  scan->topic = topic;
+  scan->target = publishTimeMs;
+  scan->done = std::move(cb);
+  scan->step(topic->ledger().firstPosition());
 }
 
 void BrokerService::lastMessageId(
@@ -272,6 +286,91 @@ void BrokerService::lastMessageId(
       }
     }
     cb(out, md);
+  });
+}
+
+Status BrokerService::addNamespace(const std::string& ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!namespaces_.insert(ns).second) return Status::alreadyExists("Namespace already exists");
+  return Status::ok();
+}
+
+Status BrokerService::removeNamespace(const std::string& ns) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (namespaces_.erase(ns) == 0) return Status::notFound("Namespace does not exist");
+    std::string prefix = "persistent://" + ns + "/";
+    for (auto it = partitioned_.begin(); it != partitioned_.end();) {
+      it = it->first.rfind(prefix, 0) == 0 ? partitioned_.erase(it) : std::next(it);
+    }
+  }
+  policies_.removeNamespace(ns);
+  return Status::ok();
+}
+
+std::vector<std::string> BrokerService::namespaces() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {namespaces_.begin(), namespaces_.end()};
+}
+
+bool BrokerService::topicExists(const TopicName& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return topics_.count(name.toString()) || storedLedgers_.count(name.persistenceName()) ||
+         partitioned_.count(name.toString());
+}
+
+std::map<std::string, int> BrokerService::partitionedTopicsOf(const std::string& ns) const {
+  std::map<std::string, int> out;
+  std::string prefix = "persistent://" + ns + "/";
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [n, count] : partitioned_) {
+    if (n.rfind(prefix, 0) == 0) out[n] = count;
+  }
+  return out;
+}
+
+Status BrokerService::updatePartitions(const TopicName& name, int partitions) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = partitioned_.find(name.toString());
+  if (it == partitioned_.end()) return Status::notFound("Partitioned topic does not exist");
+  if (partitions < it->second) {
+    return Status::invalidArgument("Number of partitions can only be increased");
+  }
+  it->second = partitions;
+  return Status::ok();
+}
+
+Status BrokerService::removePartitionedTopic(const TopicName& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (partitioned_.erase(name.toString()) == 0) {
+    return Status::notFound("Partitioned topic does not exist");
+  }
+  return Status::ok();
+}
+
+void BrokerService::deleteTopic(const TopicName& name, bool force,
+                                std::function<void(Status)> cb) {
+  getOrCreateTopic(name, false, [this, name, force, cb](Result<std::shared_ptr<PersistentTopic>> r) {
+    if (!r.isOk()) {
+      cb(r.status().code() == StatusCode::kNotFound ? Status::notFound("Topic not found")
+                                                    : r.status());
+      return;
+    }
+    auto topic = *r;
+    bool busy = !topic->producers().empty();
+    for (const auto& [n, sub] : topic->subscriptions()) busy = busy || sub->consumerCount() > 0;
+    if (busy && !force) {
+      cb(Status::busy("Topic has active producers/subscriptions"));
+      return;
+    }
+    {
+      // Forget it first: clients closed below reconnect to a fresh topic.
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = topics_.find(name.toString());
+      if (it != topics_.end() && it->second->topic == topic) topics_.erase(it);
+      storedLedgers_.erase(name.persistenceName());
+    }
+    topic->deleteLedger([topic, cb](Status s) { cb(s); });
   });
 }
 

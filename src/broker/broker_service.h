@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "broker/broker_options.h"
+#include "broker/policies.h"
 #include "broker/topic.h"
 #include "broker/topic_name.h"
 #include "net/event_loop.h"
@@ -74,6 +75,26 @@ class BrokerService {
                      std::function<void(protocol::WireMessageId,
                                         std::optional<protocol::WireMessageId>)> cb);
 
+  // --- Admin API support (src/admin); any thread. ---
+  PolicyRegistry& policies() { return policies_; }
+  // Creates "tenant/ns". Errors: kAlreadyExists.
+  Status addNamespace(const std::string& ns);
+  // Forgets the namespace, its partitioned-topic metadata and its policies (delete its topics
+  // first). Errors: kNotFound.
+  Status removeNamespace(const std::string& ns);
+  std::vector<std::string> namespaces() const;  // sorted
+  // Loaded, stored, or partitioned.
+  bool topicExists(const TopicName& name) const;
+  // Partitioned topics of "tenant/ns": full name -> partitions.
+  std::map<std::string, int> partitionedTopicsOf(const std::string& ns) const;
+  // Errors: kNotFound (not partitioned), kInvalidArgument (fewer partitions than now).
+  Status updatePartitions(const TopicName& name, int partitions);
+  // Forgets a partitioned topic's metadata (delete its partitions first). Errors: kNotFound.
+  Status removePartitionedTopic(const TopicName& name);
+  // Deletes a non-partitioned topic (or one partition) and its data. Errors: kNotFound; kBusy
+  // without `force` while producers or consumers are connected. cb on any thread.
+  void deleteTopic(const TopicName& name, bool force, std::function<void(Status)> cb);
+
  private:
   struct TopicSlot {
     std::shared_ptr<PersistentTopic> topic;
@@ -94,6 +115,7 @@ class BrokerService {
   std::map<std::string, int> partitioned_;                     // GUARDED_BY(mu_)
   std::map<std::string, bool> storedLedgers_;                  // GUARDED_BY(mu_)
   std::set<std::string> namespaces_;                           // GUARDED_BY(mu_)
+  PolicyRegistry policies_;
   std::atomic<uint64_t> producerNameSeq_{0};
   std::atomic<int64_t> activeConnections_{0};
 };

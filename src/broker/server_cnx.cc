@@ -515,6 +515,13 @@ void ServerCnx::closeConsumerFromBroker(uint64_t consumerId) {
   });
 }
 
+void ServerCnx::closeProducerFromBroker(uint64_t producerId) {
+  auto me = self();
+  loop().execute([me, producerId] {
+    if (me->producers_.erase(producerId)) me->send(Commands::newCloseProducer(producerId, 0));
+  });
+}
+
 void ServerCnx::handleUnsubscribe(const proto::CommandUnsubscribe& c) {
   uint64_t requestId = c.request_id();
   uint64_t consumerId = c.consumer_id();
@@ -569,19 +576,24 @@ void ServerCnx::handleSeek(const proto::CommandSeek& c) {
         me->sendError(requestId, proto::SubscriptionNotFound, "Subscription not found");
         return;
       }
-      s->resetCursor(target, [=](Status st) {
-        if (!st.isOk()) {
-          me->sendError(requestId, toServerError(st, ErrorContext::kSubscription), st.message());
-          return;
-        }
-        me->send(Commands::newSuccess(requestId));
-        // As Pulsar: every consumer of the subscription is disconnected and reconnects.
-        auto* s2 = topic->subscription(sub);
-        if (!s2 || !s2->dispatcher()) return;
-        for (auto& c2 : s2->dispatcher()->takeConsumers()) {
-          s2->removeConsumer(c2.get());
+      // As Pulsar: first disconnect every consumer of the subscription (CLOSE_CONSUMER; acks
+      // still in flight from them are then dropped), then reset the cursor, then answer. The
+      // clients reconnect and read from the new position.
+      if (s->dispatcher()) {
+        for (auto& c2 : s->dispatcher()->takeConsumers()) {
+          s->removeConsumer(c2.get());
           c2->cnx()->closeConsumerFromBroker(c2->id());
         }
+      }
+      s->resetCursor(target, [=](Status st) {
+        me->loop().execute([=] {
+          if (!st.isOk()) {
+            me->sendError(requestId, toServerError(st, ErrorContext::kSubscription),
+                          st.message());
+          } else {
+            me->send(Commands::newSuccess(requestId));
+          }
+        });
       });
     };
     if (byTime) {

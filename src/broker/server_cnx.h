@@ -39,6 +39,9 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void publishCompleted(uint32_t n);
   // The broker closed this consumer/producer (topic deleted, seek, ...). Any thread.
   void closeConsumerFromBroker(uint64_t consumerId);
+  // The broker closed this producer (topic terminated or unloaded): CLOSE_PRODUCER to the client,
+  // which reconnects. The topic has already dropped it. Any thread.
+  void closeProducerFromBroker(uint64_t producerId);
 
   int protocolVersion() const { return protocolVersion_; }
 

@@ -22,6 +22,10 @@ void PersistentTopic::loadSubscriptions() {
 }
 
 Status PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, proto::ServerError* error) {
+  if (terminated_) {
+    *error = proto::TopicTerminatedError;
+    return Status::notAllowed("Topic was already terminated");
+  }
   *error = proto::ProducerBusy;
   if (producers_.count(p->name())) {
     return Status::busy("Producer with name '" + p->name() + "' is already connected to topic");
@@ -53,11 +57,20 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
     uint64_t seq = s.sequenceId;
     uint64_t highest = s.highestSequenceId;
     int32_t n = s.numMessages;
+    if (terminated_) {
+      queueReceipt(producer,
+                   protocol::Commands::newSendError(producer->id(), seq,
+                                                    proto::TopicTerminatedError,
+                                                    "Topic was already terminated"),
+                   seq, {}, highest);
+      continue;
+    }
     ledger_->asyncAddEntry(std::move(s.entry), [this, producer, seq, highest, n, bytes](
                                                    Status st, storage::Position pos) {
       if (st.isOk()) {
         stats_.msgInCounter += n;
         stats_.bytesInCounter += bytes;
+        stats_.entriesAddedCounter++;
         producer->msgInCounter += n;
         producer->bytesInCounter += bytes;
         newEntries_ = true;
@@ -201,6 +214,52 @@ Status PersistentTopic::unsubscribe(const std::string& name, Consumer* requester
   Status s = ledger_->deleteCursor(name);
   subscriptions_.erase(it);
   return s;
+}
+
+storage::Position PersistentTopic::terminate() {
+  if (!terminated_) {
+    terminated_ = true;
+    for (auto& [name, p] : producers_) {
+      p->closed = true;
+      p->cnx()->closeProducerFromBroker(p->id());
+    }
+    producers_.clear();
+  }
+  return ledger_->lastConfirmedEntry();
+}
+
+void PersistentTopic::disconnectClients() {
+  for (auto& [name, p] : producers_) {
+    p->closed = true;
+    p->cnx()->closeProducerFromBroker(p->id());
+  }
+  producers_.clear();
+  std::vector<std::pair<std::string, std::shared_ptr<Consumer>>> consumers;
+  for (auto& [name, sub] : subscriptions_) {
+    if (!sub->dispatcher()) continue;
+    for (auto& c : sub->dispatcher()->takeConsumers()) consumers.emplace_back(name, c);
+  }
+  for (auto& [sub, c] : consumers) {
+    removeConsumer(c.get(), sub);
+    c->cnx()->closeConsumerFromBroker(c->id());
+  }
+}
+
+Status PersistentTopic::createSubscription(const std::string& name,
+                                           storage::InitialPosition initial) {
+  if (subscriptions_.count(name)) return Status::alreadyExists("Subscription already exists");
+  auto cursor = ledger_->openCursor(name, initial);
+  if (!cursor.isOk()) return cursor.status();
+  subscriptions_.emplace(name, std::make_unique<Subscription>(name, *ledger_, **cursor, options_,
+                                                              name_.toString(),
+                                                              name_.partitionIndex()));
+  return Status::ok();
+}
+
+void PersistentTopic::deleteLedger(storage::StatusCallback cb) {
+  disconnectClients();
+  subscriptions_.clear();  // before the ledger drops the cursors they point to
+  ledger_->asyncDelete(std::move(cb));
 }
 
 }  // namespace magnetar::broker

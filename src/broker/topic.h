@@ -44,6 +44,7 @@ struct TopicStats {
   uint64_t msgInCounter = 0;
   uint64_t bytesInCounter = 0;
   uint64_t publishErrors = 0;
+  uint64_t entriesAddedCounter = 0;  // entries appended since the topic was loaded
 };
 
 // Thread: the executor passed at construction, for every method unless noted.
@@ -86,6 +87,22 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
     return producers_;
   }
   const TopicStats& stats() const { return stats_; }
+  const BrokerOptions& options() const { return options_; }
+
+  // Admin terminate: later publishes fail with TopicTerminatedError, new producers are refused
+  // with TopicTerminatedError, and the connected producers are closed (Pulsar closes them too).
+  // Returns the last entry's position ({ledger, -1} when empty). Idempotent. Not persisted yet.
+  storage::Position terminate();
+  bool isTerminated() const { return terminated_; }
+  // Admin unload: closes every producer and consumer (CLOSE_PRODUCER / CLOSE_CONSUMER), so the
+  // clients reconnect; the topic itself stays loaded.
+  void disconnectClients();
+  // Admin: a durable subscription without consumers at `initial` (Pulsar's create-subscription).
+  // Errors: kAlreadyExists, and openCursor's.
+  Status createSubscription(const std::string& name, storage::InitialPosition initial);
+  // Admin delete: closes every client, drops the subscriptions and deletes the ledger's data.
+  // cb on this executor. The topic is unusable afterwards (the broker has forgotten it).
+  void deleteLedger(storage::StatusCallback cb);
 
  private:
   void queueReceipt(const std::shared_ptr<Producer>& p, Buffer frame, uint64_t seq,
@@ -99,6 +116,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   std::unordered_map<std::string, std::shared_ptr<Producer>> producers_;  // by name
   std::map<std::string, std::unique_ptr<Subscription>> subscriptions_;
   TopicStats stats_;
+  bool terminated_ = false;
 
   // Receipts completed in this pass, per connection, and whether a flush task is queued.
   struct CnxOut {

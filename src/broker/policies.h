@@ -1,0 +1,80 @@
+// PolicyRegistry: tenants and per-namespace policies set through the admin API (Pulsar's
+// TenantInfo and Policies: retention, deduplication, backlog quotas, message TTL, permissions).
+// Kept in memory (not yet in the metadata store): they reset when the broker restarts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace magnetar::broker {
+
+// Pulsar's TenantInfo.
+struct TenantInfo {
+  std::vector<std::string> adminRoles;
+  std::vector<std::string> allowedClusters;
+};
+
+// Pulsar's RetentionPolicies: -1 means unlimited, 0 means none.
+struct RetentionPolicy {
+  int32_t retentionTimeInMinutes = 0;
+  int64_t retentionSizeInMB = 0;
+};
+
+// Pulsar's BacklogQuota. policy: producer_request_hold | producer_exception |
+// consumer_backlog_eviction.
+struct BacklogQuota {
+  int64_t limitSize = -1;  // bytes, -1: none
+  int32_t limitTime = -1;  // seconds, -1: none
+  std::string policy = "producer_request_hold";
+};
+
+// The policies of one namespace; unset optionals fall back to the broker's defaults.
+struct NamespacePolicies {
+  std::optional<RetentionPolicy> retention;
+  std::optional<bool> deduplicationEnabled;
+  std::optional<int32_t> messageTtlSeconds;
+  // Key: Pulsar's BacklogQuotaType, "destination_storage" or "message_age".
+  std::map<std::string, BacklogQuota> backlogQuotas;
+  // role -> actions ("produce", "consume", "functions", ...).
+  std::map<std::string, std::set<std::string>> permissions;
+};
+
+// Thread-safe (one mutex); any thread.
+class PolicyRegistry {
+ public:
+  // Starts with tenant "public" (allowed cluster `clusterName`), as Pulsar standalone.
+  explicit PolicyRegistry(std::string clusterName = "standalone");
+
+  // Errors: kAlreadyExists.
+  Status createTenant(const std::string& name, TenantInfo info);
+  // Errors: kNotFound.
+  Status updateTenant(const std::string& name, TenantInfo info);
+  Status deleteTenant(const std::string& name);
+  std::optional<TenantInfo> tenant(const std::string& name) const;
+  std::vector<std::string> tenants() const;  // sorted
+
+  // Policies of "tenant/ns" (defaults when never set). removeNamespace forgets them.
+  NamespacePolicies namespacePolicies(const std::string& ns) const;
+  void updateNamespacePolicies(const std::string& ns,
+                               const std::function<void(NamespacePolicies&)>& change);
+  void removeNamespace(const std::string& ns);
+
+  // The namespace's deduplication setting; nullopt when not set there (then the broker's
+  // brokerDeduplicationEnabled applies). Read by the deduplication feature.
+  std::optional<bool> deduplicationEnabled(const std::string& ns) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, TenantInfo> tenants_;          // GUARDED_BY(mu_)
+  std::map<std::string, NamespacePolicies> policies_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace magnetar::broker

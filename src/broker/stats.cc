@@ -1,0 +1,254 @@
+#include "broker/stats.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "broker/server_cnx.h"
+#include "broker/topic.h"
+
+namespace magnetar::broker {
+namespace {
+
+// Bytes of `entries` entries at the ledger's average entry size.
+int64_t estimateBytes(storage::ManagedLedger& ml, int64_t entries) {
+  int64_t n = ml.numberOfEntries();
+  if (n <= 0 || entries <= 0) return 0;
+  return static_cast<int64_t>(static_cast<double>(ml.totalSizeBytes()) / n * entries);
+}
+
+std::string keySharedModeOf(const Dispatcher& d) {
+  for (const auto& c : d.consumers()) {
+    if (!c->stickyRanges.empty()) return "STICKY";
+  }
+  return "AUTO_SPLIT";
+}
+
+ConsumerSnapshot snapshotConsumer(const Consumer& c, const Dispatcher& d, const std::string& sub,
+                                  const TopicRates* rates) {
+  ConsumerSnapshot s;
+  s.consumerName = c.name();
+  s.consumerId = c.id();
+  s.address = c.cnx() ? c.cnx()->peerAddress() : "";
+  s.connectedSinceMs = c.connectedSinceMs;
+  s.priorityLevel = c.priorityLevel();
+  s.availablePermits = c.permits;
+  s.unackedMessages = c.unackedMessages;
+  s.blockedConsumerOnUnackedMsgs = c.blockedOnUnacked;
+  s.msgOutCounter = c.msgOutCounter;
+  s.bytesOutCounter = c.bytesOutCounter;
+  if (rates) s.rateOut = rates->rate(consumerRateKey(sub, &c));
+  if (const auto* sel = d.keySharedSelector()) s.keyHashRanges = sel->rangesOf(&c);
+  return s;
+}
+
+SubscriptionSnapshot snapshotSubscription(Subscription& sub, storage::ManagedLedger& ml,
+                                          int maxUnackedPerSubscription, const TopicRates* rates) {
+  SubscriptionSnapshot s;
+  s.name = sub.name();
+  s.durable = sub.durable();
+  s.msgBacklog = sub.msgBacklog();
+  s.backlogSize = estimateBytes(ml, s.msgBacklog);
+  s.type = "None";
+  if (Dispatcher* d = sub.dispatcher()) {
+    s.type = subTypeName(d->type());
+    s.unackedMessages = d->unackedMessages();
+    s.blockedOnUnackedMsgs =
+        maxUnackedPerSubscription > 0 && s.unackedMessages >= maxUnackedPerSubscription;
+    s.msgOutCounter = d->stats().msgOutCounter;
+    s.bytesOutCounter = d->stats().bytesOutCounter;
+    s.msgRedeliverCounter = d->stats().msgRedeliverCounter;
+    if (Consumer* a = d->activeConsumer()) s.activeConsumerName = a->name();
+    if (d->type() == proto::CommandSubscribe::Key_Shared) s.keySharedMode = keySharedModeOf(*d);
+    for (const auto& c : d->consumers()) {
+      s.consumers.push_back(snapshotConsumer(*c, *d, s.name, rates));
+    }
+  }
+  if (rates) {
+    s.rateOut = rates->rate("s:" + s.name);
+    s.msgRateRedeliver = rates->rate("r:" + s.name).msgRate;
+  }
+  return s;
+}
+
+std::vector<std::pair<storage::Position, storage::Position>> ackedRanges(
+    storage::ManagedLedger& ml, storage::ManagedCursor& cursor) {
+  std::vector<std::pair<storage::Position, storage::Position>> out;
+  storage::Position lac = ml.lastConfirmedEntry();
+  storage::Position prev = cursor.markDeletedPosition();
+  storage::Position p = ml.nextValidPosition(prev);
+  bool inRange = false;
+  for (int64_t i = 0; i < kMaxScannedEntries && p <= lac && p.entryId >= 0; ++i) {
+    if (cursor.isAcknowledged(p)) {
+      if (inRange) {
+        out.back().second = p;
+      } else {
+        out.emplace_back(prev, p);
+        inRange = true;
+      }
+    } else {
+      inRange = false;
+    }
+    prev = p;
+    p = ml.nextValidPosition(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string subTypeName(int subType) {
+  switch (subType) {
+    case proto::CommandSubscribe::Exclusive: return "Exclusive";
+    case proto::CommandSubscribe::Shared: return "Shared";
+    case proto::CommandSubscribe::Failover: return "Failover";
+    case proto::CommandSubscribe::Key_Shared: return "Key_Shared";
+    default: return "None";
+  }
+}
+
+std::string consumerRateKey(const std::string& sub, const void* consumer) {
+  return fmt::format("c:{}/{}", sub, consumer);
+}
+
+void TopicRates::sample(std::unordered_map<std::string, Sample>& next, const std::string& key,
+                        uint64_t msgs, uint64_t bytes, int64_t nowNs, int64_t prevTickNs) const {
+  Sample base;
+  int64_t sinceNs = prevTickNs;
+  auto it = samples_.find(key);
+  if (it != samples_.end() && it->second.msgs <= msgs && it->second.bytes <= bytes) {
+    base = it->second;
+    sinceNs = lastNs_;
+  }
+  double seconds = std::max(1e-3, static_cast<double>(nowNs - sinceNs) / 1e9);
+  Sample s;
+  s.msgs = msgs;
+  s.bytes = bytes;
+  s.rate.msgRate = static_cast<double>(msgs - base.msgs) / seconds;
+  s.rate.byteRate = static_cast<double>(bytes - base.bytes) / seconds;
+  next[key] = s;
+}
+
+void TopicRates::update(PersistentTopic& topic, int64_t nowNs, int64_t prevTickNs) {
+  if (owner_ != &topic) {
+    owner_ = &topic;
+    samples_.clear();
+  }
+  std::unordered_map<std::string, Sample> next;
+  sample(next, "in", topic.stats().msgInCounter, topic.stats().bytesInCounter, nowNs, prevTickNs);
+  for (const auto& [name, p] : topic.producers()) {
+    sample(next, "p:" + name, p->msgInCounter, p->bytesInCounter, nowNs, prevTickNs);
+  }
+  for (const auto& [name, sub] : topic.subscriptions()) {
+    Dispatcher* d = sub->dispatcher();
+    if (!d) continue;
+    sample(next, "s:" + name, d->stats().msgOutCounter, d->stats().bytesOutCounter, nowNs,
+           prevTickNs);
+    sample(next, "r:" + name, d->stats().msgRedeliverCounter, 0, nowNs, prevTickNs);
+    for (const auto& c : d->consumers()) {
+      sample(next, consumerRateKey(name, c.get()), c->msgOutCounter, c->bytesOutCounter, nowNs,
+             prevTickNs);
+    }
+  }
+  samples_ = std::move(next);
+  lastNs_ = nowNs;
+}
+
+RateValue TopicRates::rate(const std::string& key) const {
+  auto it = samples_.find(key);
+  return it == samples_.end() ? RateValue{} : it->second.rate;
+}
+
+std::shared_ptr<TopicRates> RateRegistry::of(const std::string& topicName) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& r = rates_[topicName];
+  if (!r) r = std::make_shared<TopicRates>();
+  return r;
+}
+
+std::shared_ptr<TopicRates> RateRegistry::find(const std::string& topicName) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = rates_.find(topicName);
+  return it == rates_.end() ? nullptr : it->second;
+}
+
+void RateRegistry::retainOnly(const std::vector<std::string>& live) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = rates_.begin(); it != rates_.end();) {
+    if (std::binary_search(live.begin(), live.end(), it->first)) {
+      ++it;
+    } else {
+      it = rates_.erase(it);
+    }
+  }
+}
+
+TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
+  TopicSnapshot t;
+  storage::ManagedLedger& ml = topic.ledger();
+  t.name = topic.name().toString();
+  t.namespaceName = topic.name().namespaceName();
+  t.msgInCounter = topic.stats().msgInCounter;
+  t.bytesInCounter = topic.stats().bytesInCounter;
+  if (rates) t.rateIn = rates->rate("in");
+  t.storageSize = ml.totalSizeBytes();
+  t.numberOfEntries = ml.numberOfEntries();
+  t.terminated = topic.isTerminated();
+  for (const auto& [name, p] : topic.producers()) {
+    PublisherSnapshot ps;
+    ps.producerName = name;
+    ps.producerId = p->id();
+    ps.address = p->cnx() ? p->cnx()->peerAddress() : "";
+    ps.accessMode = p->exclusive() ? "Exclusive" : "Shared";
+    ps.msgInCounter = p->msgInCounter;
+    ps.bytesInCounter = p->bytesInCounter;
+    if (rates) ps.rateIn = rates->rate("p:" + name);
+    t.publishers.push_back(std::move(ps));
+  }
+  int64_t maxBacklog = 0;
+  for (const auto& [name, sub] : topic.subscriptions()) {
+    SubscriptionSnapshot s =
+        snapshotSubscription(*sub, ml, topic.options().maxUnackedMessagesPerSubscription, rates);
+    t.msgOutCounter += s.msgOutCounter;
+    t.bytesOutCounter += s.bytesOutCounter;
+    t.rateOut.msgRate += s.rateOut.msgRate;
+    t.rateOut.byteRate += s.rateOut.byteRate;
+    t.msgBacklog += s.msgBacklog;
+    maxBacklog = std::max(maxBacklog, s.msgBacklog);
+    t.subscriptions.push_back(std::move(s));
+  }
+  t.backlogSize = estimateBytes(ml, maxBacklog);
+  return t;
+}
+
+InternalStatsSnapshot snapshotInternalStats(PersistentTopic& topic) {
+  InternalStatsSnapshot s;
+  storage::ManagedLedger& ml = topic.ledger();
+  s.entriesAddedCounter = topic.stats().entriesAddedCounter;
+  s.numberOfEntries = ml.numberOfEntries();
+  s.totalSize = ml.totalSizeBytes();
+  s.lastConfirmedEntry = ml.lastConfirmedEntry();
+  s.state = topic.isTerminated() ? "Terminated" : "LedgerOpened";
+  s.ledgers = ml.ledgerStats();
+  if (!s.ledgers.empty()) {
+    s.currentLedgerEntries = s.ledgers.back().entries;
+    s.currentLedgerSize = s.ledgers.back().sizeBytes;
+  }
+  for (const auto& [name, sub] : topic.subscriptions()) {
+    storage::ManagedCursor& cur = sub->cursor();
+    CursorSnapshot c;
+    c.name = name;
+    c.markDeletePosition = cur.markDeletedPosition();
+    c.backlog = cur.numberOfEntriesInBacklog();
+    c.individuallyDeleted = ackedRanges(ml, cur);
+    // Mark-delete always covers a contiguous acked run, so the next entry is unacked.
+    c.readPosition = ml.nextValidPosition(c.markDeletePosition);
+    c.messagesConsumedCounter =
+        static_cast<int64_t>(s.entriesAddedCounter) - static_cast<int64_t>(c.backlog);
+    c.active = sub->consumerCount() > 0;
+    s.cursors.push_back(std::move(c));
+  }
+  return s;
+}
+
+}  // namespace magnetar::broker

@@ -1,0 +1,164 @@
+// Topic statistics in Pulsar's shapes (TopicStats, PersistentTopicInternalStats), captured on the
+// topic's executor as plain values that any thread may then read, and the message/byte rates
+// computed from the counters by a periodic update.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "storage/managed_ledger.h"
+
+namespace magnetar::broker {
+
+class PersistentTopic;
+
+// Messages and bytes per second.
+struct RateValue {
+  double msgRate = 0;
+  double byteRate = 0;
+};
+
+struct PublisherSnapshot {
+  std::string producerName;
+  uint64_t producerId = 0;
+  std::string address;
+  std::string accessMode;  // "Shared" | "Exclusive"
+  uint64_t msgInCounter = 0;
+  uint64_t bytesInCounter = 0;
+  RateValue rateIn;
+};
+
+struct ConsumerSnapshot {
+  std::string consumerName;
+  uint64_t consumerId = 0;
+  std::string address;
+  int64_t connectedSinceMs = 0;
+  int priorityLevel = 0;
+  int64_t availablePermits = 0;
+  int64_t unackedMessages = 0;
+  bool blockedConsumerOnUnackedMsgs = false;
+  uint64_t msgOutCounter = 0;
+  uint64_t bytesOutCounter = 0;
+  RateValue rateOut;
+  std::vector<std::pair<int32_t, int32_t>> keyHashRanges;  // Key_Shared: [start, end]
+};
+
+struct SubscriptionSnapshot {
+  std::string name;
+  std::string type;  // "Exclusive", "Shared", "Failover", "Key_Shared"; "None" before a consumer
+  bool durable = true;
+  int64_t msgBacklog = 0;
+  int64_t backlogSize = 0;  // bytes, estimated from the average entry size
+  int64_t unackedMessages = 0;
+  bool blockedOnUnackedMsgs = false;
+  uint64_t msgOutCounter = 0;
+  uint64_t bytesOutCounter = 0;
+  uint64_t msgRedeliverCounter = 0;
+  RateValue rateOut;
+  double msgRateRedeliver = 0;
+  std::string activeConsumerName;  // Exclusive/Failover
+  std::string keySharedMode;       // Key_Shared: "AUTO_SPLIT" | "STICKY"
+  std::vector<ConsumerSnapshot> consumers;
+};
+
+struct TopicSnapshot {
+  std::string name;           // persistent://tenant/ns/local
+  std::string namespaceName;  // tenant/ns
+  uint64_t msgInCounter = 0;
+  uint64_t bytesInCounter = 0;
+  uint64_t msgOutCounter = 0;   // sum over subscriptions
+  uint64_t bytesOutCounter = 0;
+  RateValue rateIn;
+  RateValue rateOut;            // sum over subscriptions
+  int64_t storageSize = 0;      // bytes stored
+  int64_t backlogSize = 0;      // bytes not yet acked by the slowest subscription (estimate)
+  int64_t msgBacklog = 0;       // entries, the sum over subscriptions (Pulsar's pulsar_msg_backlog)
+  int64_t numberOfEntries = 0;
+  bool terminated = false;
+  std::vector<PublisherSnapshot> publishers;
+  std::vector<SubscriptionSnapshot> subscriptions;
+};
+
+struct CursorSnapshot {
+  std::string name;
+  storage::Position markDeletePosition;
+  storage::Position readPosition;  // the first entry after mark-delete not acked yet
+  int64_t backlog = 0;
+  int64_t messagesConsumedCounter = 0;
+  // Acked ranges after the mark-delete position, (from, to] as Pulsar prints them; the scan stops
+  // after kMaxScannedEntries entries.
+  std::vector<std::pair<storage::Position, storage::Position>> individuallyDeleted;
+  bool active = false;  // a consumer is connected
+};
+
+struct InternalStatsSnapshot {
+  uint64_t entriesAddedCounter = 0;
+  int64_t numberOfEntries = 0;
+  int64_t totalSize = 0;
+  int64_t currentLedgerEntries = 0;
+  int64_t currentLedgerSize = 0;
+  storage::Position lastConfirmedEntry;
+  std::string state;  // "LedgerOpened" | "Terminated"
+  std::vector<storage::LedgerStats> ledgers;
+  std::vector<CursorSnapshot> cursors;
+};
+
+// The rates of one topic's producers, subscriptions and consumers over the last update interval.
+// Thread: the topic's executor (update() and the reads inside snapshotTopic()).
+class TopicRates {
+ public:
+  // Samples the counters at nowNs. Rates are the counter change over the time since this
+  // object's previous update; an object not seen at the previous update (new since then) counts
+  // from 0 at prevTickNs. A counter that went down (a recreated object) restarts from 0.
+  void update(PersistentTopic& topic, int64_t nowNs, int64_t prevTickNs);
+  // The rate of key ("in", "p:<producer>", "s:<sub>", "r:<sub>" redeliveries,
+  // "c:<sub>/<consumer address>"); zero when unknown.
+  RateValue rate(const std::string& key) const;
+
+ private:
+  struct Sample {
+    uint64_t msgs = 0;
+    uint64_t bytes = 0;
+    RateValue rate;
+  };
+  void sample(std::unordered_map<std::string, Sample>& next, const std::string& key, uint64_t msgs,
+              uint64_t bytes, int64_t nowNs, int64_t prevTickNs) const;
+
+  const PersistentTopic* owner_ = nullptr;  // a topic recreated under the same name starts over
+  int64_t lastNs_ = 0;
+  std::unordered_map<std::string, Sample> samples_;
+};
+
+// The TopicRates of every topic by name. Thread: any (a mutex guards the table; each TopicRates is
+// then used on its topic's executor).
+class RateRegistry {
+ public:
+  std::shared_ptr<TopicRates> of(const std::string& topicName);
+  std::shared_ptr<TopicRates> find(const std::string& topicName) const;
+  // Forgets topics not in `live` (sorted names).
+  void retainOnly(const std::vector<std::string>& live);
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<TopicRates>> rates_;  // GUARDED_BY(mu_)
+};
+
+// Rate keys used by snapshotTopic (exposed for tests).
+std::string consumerRateKey(const std::string& sub, const void* consumer);
+
+// Builds the stats of `topic`. rates may be null (all rates 0). Thread: the topic's executor.
+TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates);
+// Builds the internal stats of `topic`. Thread: the topic's executor.
+InternalStatsSnapshot snapshotInternalStats(PersistentTopic& topic);
+
+inline constexpr int64_t kMaxScannedEntries = 10000;
+
+// Pulsar's subscription type names ("Exclusive", "Shared", "Failover", "Key_Shared").
+std::string subTypeName(int subType);
+
+}  // namespace magnetar::broker
