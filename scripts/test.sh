@@ -30,10 +30,9 @@ stage "differential suite against Magnetar (official Python client)"
 stage "pulsar-flex suite against Magnetar"
 "$PY" tests/differential/with_broker.py --broker magnetar -- node --test tests/js/
 
-stage "storage crash test"
-if [ -f tests/crash/crash_test.py ]; then
-  "$PY" tests/crash/crash_test.py --kills "${CRASH_KILLS:-5}"
-fi
+stage "crash tests: SIGKILL at random moments (storage engine, then the whole broker)"
+"$PY" tests/crash/crash_test.py --kills "${CRASH_KILLS:-5}"
+"$PY" tests/crash/crash_test.py --mode broker --kills "${CRASH_KILLS:-5}"
 
 echo
 echo "all test stages passed"

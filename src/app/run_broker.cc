@@ -16,13 +16,45 @@
 #include "admin/http_server.h"
 #include "base/logging.h"
 #include "broker/broker_service.h"
-#include "storage/memory_managed_ledger.h"
+#include "storage/durable_storage.h"
 
 namespace magnetar::app {
 namespace {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
+
+// The durable storage's settings, from the registry. Errors: kInvalidArgument for a
+// metadataStoreUrl this build cannot serve (only the embedded rocksdb: store so far).
+Result<storage::StorageOptions> storageOptionsFrom(const config::ServiceConfiguration& cfg) {
+  storage::StorageOptions o;
+  o.journalDirectory = cfg.journalDirectory();
+  o.journalSyncData = cfg.journalSyncData();
+  o.journalMaxGroupWaitMSec = cfg.journalMaxGroupWaitMSec();
+  if (cfg.journalBufferedWritesThreshold() > 0) {
+    o.journalMaxGroupBytes = cfg.journalBufferedWritesThreshold();
+  }
+  o.journalSegmentSizeBytes = cfg.journalMaxSizeMB() << 20;
+  o.managedLedgerMaxEntriesPerLedger = cfg.managedLedgerMaxEntriesPerLedger();
+  o.managedLedgerMaxSizePerLedgerMbytes = cfg.managedLedgerMaxSizePerLedgerMbytes();
+  o.managedLedgerMinLedgerRolloverTimeMinutes = cfg.managedLedgerMinLedgerRolloverTimeMinutes();
+  o.managedLedgerMaxLedgerRolloverTimeMinutes = cfg.managedLedgerMaxLedgerRolloverTimeMinutes();
+  o.managedLedgerMaxUnackedRangesToPersist = cfg.managedLedgerMaxUnackedRangesToPersist();
+  o.managedLedgerCacheSizeMB = cfg.managedLedgerCacheSizeMB();
+  o.defaultRetentionTimeInMinutes = cfg.defaultRetentionTimeInMinutes();
+  o.defaultRetentionSizeInMB = cfg.defaultRetentionSizeInMB();
+  o.numReadThreads = cfg.numReadWorkerThreads();
+  std::string url = cfg.metadataStoreUrl();
+  constexpr std::string_view kRocks = "rocksdb:";
+  if (url.rfind(kRocks, 0) != 0) {
+    return Status::invalidArgument("metadataStoreUrl '" + url +
+                                   "': only rocksdb:<directory> is supported by this build");
+  }
+  std::string dir = url.substr(kRocks.size());
+  if (dir.rfind("//", 0) == 0) dir = dir.substr(2);
+  o.metadataDirectory = dir;
+  return o;
+}
 
 // The broker module's settings, from the registry.
 broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg) {
@@ -79,7 +111,19 @@ int runBroker(const BrokerOptions& options) {
     mainLoop.stop();
   });
 
-  auto storageFactory = std::make_shared<storage::MemoryManagedLedgerFactory>();
+  auto storageOptions = storageOptionsFrom(cfg);
+  if (!storageOptions.isOk()) {
+    MLOG_ERROR("{}", storageOptions.status().message());
+    return 2;
+  }
+  auto opened = storage::DurableManagedLedgerFactory::open(*storageOptions);
+  if (!opened.isOk()) {
+    MLOG_ERROR("cannot open storage (journalDirectory={}, metadataStoreUrl={}): {}",
+               storageOptions->journalDirectory, cfg.metadataStoreUrl(),
+               opened.status().toString());
+    return 1;
+  }
+  std::shared_ptr<storage::DurableManagedLedgerFactory> storageFactory = std::move(*opened);
   broker::BrokerService service(brokerOptionsFrom(cfg), storageFactory);
   if (Status s = service.start(); !s) {
     MLOG_ERROR("{}", s.message());

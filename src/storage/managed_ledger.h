@@ -29,6 +29,13 @@ struct Entry {
   Buffer data;
 };
 
+// One ledger of a managed ledger, for admin stats (Pulsar's internalStats "ledgers").
+struct LedgerStats {
+  int64_t ledgerId = -1;
+  int64_t entries = 0;
+  int64_t sizeBytes = 0;
+};
+
 enum class InitialPosition { kLatest = 0, kEarliest = 1 };  // Pulsar's values; never renumber
 
 using AddEntryCallback = std::function<void(Status, Position)>;
@@ -83,6 +90,8 @@ class ManagedLedger {
   virtual int64_t numberOfEntriesBetween(Position fromExclusive, Position toInclusive) const = 0;
   virtual int64_t numberOfEntries() const = 0;
   virtual int64_t totalSizeBytes() const = 0;
+  // The stored ledgers, oldest first (admin internalStats). Default: none known.
+  virtual std::vector<LedgerStats> ledgerStats() const { return {}; }
 
   // Opens (creating if needed, at `initial`) the named durable cursor. The pointer is valid until
   // deleteCursor or the ledger closes.

@@ -1,0 +1,103 @@
+#include "storage/entry_cache.h"
+
+#include <algorithm>
+
+namespace magnetar::storage {
+
+EntryCache::~EntryCache() { clear(); }
+
+void EntryCache::insert(Position p, const Buffer& data) {
+  if (!mgr_->enabled()) return;
+  {
+    std::lock_guard lock(mu_);
+    entries_.push_back(Entry{p, data});
+  }
+  bytes_.fetch_add(static_cast<int64_t>(data.size()), std::memory_order_relaxed);
+  mgr_->added(static_cast<int64_t>(data.size()));
+}
+
+bool EntryCache::read(Position from, int maxEntries, size_t maxBytes,
+                      std::vector<Entry>* out) const {
+  std::lock_guard lock(mu_);
+  if (entries_.empty() || from < entries_.front().position) return false;
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), from,
+                             [](const Entry& e, Position p) { return e.position < p; });
+  size_t bytes = 0;
+  int n = 0;
+  for (; it != entries_.end() && n < maxEntries; ++it, ++n) {
+    if (n > 0 && bytes + it->data.size() > maxBytes) break;
+    bytes += it->data.size();
+    out->push_back(*it);
+  }
+  return true;
+}
+
+void EntryCache::evictUpTo(Position p) {
+  int64_t freed = 0;
+  {
+    std::lock_guard lock(mu_);
+    while (!entries_.empty() && entries_.front().position <= p) {
+      freed += static_cast<int64_t>(entries_.front().data.size());
+      entries_.pop_front();
+    }
+  }
+  bytes_.fetch_sub(freed, std::memory_order_relaxed);
+  mgr_->removed(freed);
+}
+
+void EntryCache::evictBytes(int64_t bytes) {
+  int64_t freed = 0;
+  {
+    std::lock_guard lock(mu_);
+    while (!entries_.empty() && freed < bytes) {
+      freed += static_cast<int64_t>(entries_.front().data.size());
+      entries_.pop_front();
+    }
+  }
+  bytes_.fetch_sub(freed, std::memory_order_relaxed);
+  mgr_->removed(freed);
+}
+
+void EntryCache::clear() { evictBytes(INT64_MAX); }
+
+size_t EntryCache::count() const {
+  std::lock_guard lock(mu_);
+  return entries_.size();
+}
+
+std::shared_ptr<EntryCache> EntryCacheManager::newCache() {
+  auto c = std::make_shared<EntryCache>(this);
+  std::lock_guard lock(mu_);
+  caches_.push_back(c);
+  return c;
+}
+
+void EntryCacheManager::added(int64_t bytes) {
+  if (size_.fetch_add(bytes, std::memory_order_relaxed) + bytes > maxBytes_) evict();
+}
+
+void EntryCacheManager::evict() {
+  std::vector<std::shared_ptr<EntryCache>> live;
+  {
+    std::lock_guard lock(mu_);
+    auto out = caches_.begin();
+    for (auto& w : caches_) {
+      if (auto c = w.lock()) {
+        live.push_back(std::move(c));
+        *out++ = w;
+      }
+    }
+    caches_.erase(out, caches_.end());
+  }
+  int64_t total = size();
+  if (total <= maxBytes_) return;
+  int64_t target = maxBytes_ * 9 / 10;
+  evictions_.fetch_add(1, std::memory_order_relaxed);
+  for (auto& c : live) {
+    int64_t b = c->bytes();
+    int64_t excess = b - static_cast<int64_t>(static_cast<double>(b) * target / total);
+    if (excess > 0) c->evictBytes(excess);
+  }
+}
+
+}  // namespace magnetar::storage

@@ -1,0 +1,569 @@
+#include "storage/managed_ledger_impl.h"
+
+#include <chrono>
+
+#include "base/logging.h"
+
+namespace magnetar::storage {
+
+namespace {
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Hands a group's outcome to the ledger's executor as one task.
+class JournalSink : public JournalClient {
+ public:
+  JournalSink(std::weak_ptr<ManagedLedgerImpl> ml, net::Executor* ex)
+      : ml_(std::move(ml)), ex_(ex) {}
+  void onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n) override {
+    if (auto ml = ml_.lock()) {
+      ex_->execute([ml = std::move(ml), s = std::move(s), runs = std::move(runs), n]() mutable {
+        ml->onJournalWritten(std::move(s), std::move(runs), n);
+      });
+    }
+  }
+
+ private:
+  std::weak_ptr<ManagedLedgerImpl> ml_;
+  net::Executor* ex_;
+};
+}  // namespace
+
+ManagedLedgerImpl::ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::string name,
+                                     net::Executor* executor, ManagedLedgerState state)
+    : factory_(factory),
+      name_(std::move(name)),
+      executor_(executor),
+      opts_(factory->options_),
+      readKey_(std::hash<std::string>()(name_)) {
+  for (auto& [id, l] : state.ledgers) {
+    int64_t entries = l.index.entries();
+    if (l.meta.closedAt >= 0 && l.meta.closedAt < entries) {
+      l.index.truncate(l.meta.closedAt);
+      entries = l.meta.closedAt;
+    }
+    ledgers_.addLedger(LedgerInfo{id, entries, l.index.dataBytes(), l.meta.createdMs});
+    meta_[id] = l.meta;
+    index_[id] = std::move(l.index);
+  }
+  curLedger_ = ledgers_.currentLedgerId();
+  cache_ = factory_->cache_->newCache();
+  // Previous runs may have persisted a cursor ahead of what survived (journalSyncData=false).
+  Position lac = ledgers_.lastConfirmed();
+  for (auto& [cname, cm] : state.cursors) {
+    CursorState cs;
+    cs.restore(std::min(cm.markDelete, lac), cm.ranges, ledgers_);
+    cursors_.emplace(cname, std::make_unique<ManagedCursorImpl>(cname, this, std::move(cs)));
+  }
+}
+
+ManagedLedgerImpl::~ManagedLedgerImpl() = default;
+
+void ManagedLedgerImpl::init() {
+  sink_ = std::make_shared<JournalSink>(weak_from_this(), executor_);
+}
+
+void ManagedLedgerImpl::post(StatusCallback cb, Status s) {
+  if (cb) executor_->execute([cb = std::move(cb), s = std::move(s)] { cb(s); });
+}
+
+// ---- adds ----
+
+void ManagedLedgerImpl::asyncAddEntry(Buffer data, AddEntryCallback cb) {
+  if (closing_ || state_ == State::kClosed || factory_->stopped_) {
+    executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed"), {}); });
+    return;
+  }
+  queued_.emplace_back(std::move(data), std::move(cb));
+  drainQueued();
+}
+
+void ManagedLedgerImpl::drainQueued() {
+  while (!queued_.empty()) {
+    if (state_ == State::kCreatingLedger || state_ == State::kClosed) return;
+    if (state_ == State::kNeedLedger || needsRollover()) {
+      startRollover();
+      return;
+    }
+    auto& [data, cb] = queued_.front();
+    Position pos{curLedger_, curAssigned_++};
+    curAssignedBytes_ += static_cast<int64_t>(data.size());
+    factory_->journal_->append(sink_, pos.ledgerId, pos.entryId, data);
+    inflight_.push_back(PendingAdd{pos, std::move(data), std::move(cb)});
+    queued_.pop_front();
+  }
+}
+
+bool ManagedLedgerImpl::needsRollover() const {
+  if (curAssigned_ < opts_.managedLedgerMaxEntriesPerLedger &&
+      curAssignedBytes_ < opts_.managedLedgerMaxSizePerLedgerMbytes * (1ll << 20)) {
+    return false;
+  }
+  auto it = meta_.find(curLedger_);
+  int64_t age = it == meta_.end() ? 0 : nowMs() - it->second.createdMs;
+  return age >= int64_t{opts_.managedLedgerMinLedgerRolloverTimeMinutes} * 60000;
+}
+
+std::vector<LedgerMeta> ManagedLedgerImpl::ledgerList() const {
+  std::vector<LedgerMeta> out;
+  for (const auto& [_, m] : meta_) out.push_back(m);
+  return out;
+}
+
+void ManagedLedgerImpl::startRollover() {
+  state_ = State::kCreatingLedger;
+  const LedgerInfo* confirmed = ledgers_.find(curLedger_);
+  meta_[curLedger_].closedAt =
+      fencedLedger_ == curLedger_ ? (confirmed ? confirmed->entries : 0) : curAssigned_;
+  int64_t id = factory_->allocateLedgerId();
+  int64_t created = nowMs();
+  auto list = ledgerList();
+  list.push_back(LedgerMeta{id, -1, created});
+  std::vector<MetadataOp> ops{MetadataOp::put(mlKey(name_), encodeLedgerList(list))};
+  factory_->post([f = factory_, ops = std::move(ops), id, created, self = shared_from_this()] {
+    Status s = f->bgWrite(ops, id);
+    self->executor_->execute([self, s, id, created] { self->onLedgerCreated(s, id, created); });
+  });
+}
+
+void ManagedLedgerImpl::onLedgerCreated(Status s, int64_t ledgerId, int64_t createdMs) {
+  if (!s) {
+    MLOG_WARN("{}: creating ledger {} failed: {}", name_, ledgerId, s.toString());
+    state_ = State::kNeedLedger;
+    auto q = std::move(queued_);
+    queued_.clear();
+    for (auto& [_, cb] : q) cb(s, {});
+    maybeFinishClose();
+    return;
+  }
+  meta_[ledgerId] = LedgerMeta{ledgerId, -1, createdMs};
+  index_[ledgerId];
+  curLedger_ = ledgerId;
+  curAssigned_ = 0;
+  curAssignedBytes_ = 0;
+  state_ = State::kOpen;
+  activateLedger();
+  maybeTrim();
+  if (closing_) {
+    maybeFinishClose();
+    return;
+  }
+  drainQueued();
+}
+
+// Ledgers join the LedgerSet (and become lastConfirmedEntry's ledger) only once every add of the
+// older ledgers has completed, so lastConfirmedEntry never moves backwards.
+void ManagedLedgerImpl::activateUpTo(int64_t ledgerId) {
+  for (auto it = meta_.upper_bound(ledgers_.currentLedgerId());
+       it != meta_.end() && it->first <= ledgerId; ++it) {
+    ledgers_.addLedger(it->first, it->second.createdMs);
+  }
+}
+
+void ManagedLedgerImpl::activateLedger() {
+  activateUpTo(inflight_.empty() ? curLedger_ : inflight_.front().pos.ledgerId);
+}
+
+void ManagedLedgerImpl::fence(int64_t ledgerId, const Status& s) {
+  MLOG_WARN("{}: write to ledger {} failed, closing it: {}", name_, ledgerId, s.toString());
+  fencedLedger_ = ledgerId;
+  fenceStatus_ = s;
+  if (ledgerId == curLedger_ && state_ == State::kOpen) {
+    state_ = State::kNeedLedger;
+    // Record the close count right away so a restart ignores anything after it.
+    if (!closing_) startRollover();
+  }
+}
+
+void ManagedLedgerImpl::onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n) {
+  if (s) {
+    for (const JournalRun& r : runs) {
+      if (r.ledgerId != fencedLedger_) index_[r.ledgerId].add(r);
+    }
+  }
+  bool cacheIt = !cursors_.empty();
+  for (size_t i = 0; i < n && !inflight_.empty(); i++) {
+    PendingAdd a = std::move(inflight_.front());
+    inflight_.pop_front();
+    if (s && a.pos.ledgerId != fencedLedger_) {
+      activateUpTo(a.pos.ledgerId);
+      ledgers_.addEntry(static_cast<int64_t>(a.data.size()));
+      if (cacheIt) {
+        cache_->insert(a.pos, a.data);
+      } else if (cache_->bytes() > 0) {
+        cache_->clear();  // the cache must stay a gap-free suffix of the log
+      }
+      a.cb(Status::ok(), a.pos);
+    } else {
+      if (!s && fencedLedger_ != a.pos.ledgerId) fence(a.pos.ledgerId, s);
+      a.cb(s ? fenceStatus_ : s, {});
+    }
+  }
+  activateLedger();
+  maybeFinishClose();
+}
+
+// ---- reads ----
+
+void ManagedLedgerImpl::asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
+                                         ReadEntriesCallback cb) {
+  if (state_ == State::kClosed) {
+    executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed"), {}); });
+    return;
+  }
+  std::vector<Entry> acc;
+  Position start = ledgers_.ceil(from);
+  if (maxEntries <= 0 || !ledgers_.contains(start)) {
+    executor_->execute([cb = std::move(cb)] { cb(Status::ok(), {}); });
+    return;
+  }
+  if (cache_->read(start, maxEntries, maxBytes, &acc)) {
+    executor_->execute(
+        [cb = std::move(cb), acc = std::move(acc)]() mutable { cb(Status::ok(), std::move(acc)); });
+    return;
+  }
+  readFromDisk(start, maxEntries, maxBytes, std::move(acc), std::move(cb));
+}
+
+void ManagedLedgerImpl::readFromDisk(Position start, int maxEntries, size_t maxBytes,
+                                     std::vector<Entry> acc, ReadEntriesCallback cb) {
+  const LedgerInfo* info = ledgers_.find(start.ledgerId);
+  int wantEntries = maxEntries - static_cast<int>(acc.size());
+  auto idx = index_.find(start.ledgerId);
+  if (!info || idx == index_.end()) {
+    executor_->execute(
+        [cb = std::move(cb), acc = std::move(acc)]() mutable { cb(Status::ok(), std::move(acc)); });
+    return;
+  }
+  auto runs = idx->second.runsFrom(start.entryId, wantEntries, static_cast<int64_t>(maxBytes));
+  if (runs.empty()) MLOG_WARN("{}: no index run for {}:{}", name_, start.ledgerId, start.entryId);
+  int64_t ledgerId = start.ledgerId;
+  size_t used = 0;
+  for (const Entry& e : acc) used += e.data.size();
+  size_t wantBytes = maxBytes > used ? maxBytes - used : 0;
+  factory_->readPool_->read(
+      readKey_, std::move(runs), start.entryId, info->entries - 1, wantEntries,
+      acc.empty() ? maxBytes : std::max<size_t>(wantBytes, 1),
+      [self = shared_from_this(), ledgerId, maxEntries, maxBytes, acc = std::move(acc),
+       cb = std::move(cb)](Status s, std::vector<std::pair<int64_t, Buffer>> got) mutable {
+        self->executor_->execute([self, s = std::move(s), got = std::move(got), ledgerId,
+                                  maxEntries, maxBytes, acc = std::move(acc),
+                                  cb = std::move(cb)]() mutable {
+          if (!s) {
+            cb(s, {});
+            return;
+          }
+          if (got.empty() && acc.empty()) {
+            cb(Status::ok(), {});
+            return;
+          }
+          for (auto& [id, buf] : got) acc.push_back(Entry{Position{ledgerId, id}, std::move(buf)});
+          if (got.empty()) {
+            cb(Status::ok(), std::move(acc));
+            return;
+          }
+          self->continueRead(std::move(acc), maxEntries, maxBytes, std::move(cb));
+        });
+      });
+}
+
+// After a disk read of one ledger: continue into the next ledger (cache or disk) until the limits.
+void ManagedLedgerImpl::continueRead(std::vector<Entry> acc, int maxEntries, size_t maxBytes,
+                                     ReadEntriesCallback cb) {
+  size_t bytes = 0;
+  for (const Entry& e : acc) bytes += e.data.size();
+  Position next = ledgers_.next(acc.back().position);
+  if (static_cast<int>(acc.size()) >= maxEntries || bytes >= maxBytes || !ledgers_.contains(next) ||
+      state_ == State::kClosed) {
+    cb(Status::ok(), std::move(acc));
+    return;
+  }
+  std::vector<Entry> more;
+  if (cache_->read(next, maxEntries - static_cast<int>(acc.size()), maxBytes - bytes, &more)) {
+    for (auto& e : more) {
+      if (bytes + e.data.size() > maxBytes) break;
+      bytes += e.data.size();
+      acc.push_back(std::move(e));
+    }
+    cb(Status::ok(), std::move(acc));
+    return;
+  }
+  readFromDisk(next, maxEntries, maxBytes, std::move(acc), std::move(cb));
+}
+
+// ---- cursors ----
+
+Result<ManagedCursor*> ManagedLedgerImpl::openCursor(const std::string& name,
+                                                     InitialPosition initial) {
+  if (closing_ || state_ == State::kClosed) return Status::closed("managed ledger closed");
+  auto it = cursors_.find(name);
+  if (it != cursors_.end()) return static_cast<ManagedCursor*>(it->second.get());
+  Position mark = ledgers_.lastConfirmed();
+  if (initial == InitialPosition::kEarliest) {
+    Position first = ledgers_.first();
+    mark = Position{first.ledgerId, first.entryId - 1};
+  }
+  auto c = std::make_unique<ManagedCursorImpl>(name, this, CursorState(mark));
+  ManagedCursorImpl* raw = c.get();
+  cursors_.emplace(name, std::move(c));
+  cursorChanged(raw, nullptr, false);
+  return static_cast<ManagedCursor*>(raw);
+}
+
+Status ManagedLedgerImpl::deleteCursor(const std::string& name) {
+  auto it = cursors_.find(name);
+  if (it == cursors_.end()) return Status::notFound("no cursor " + name);
+  for (auto& cb : it->second->waiting_) post(std::move(cb), Status::ok());
+  cursors_.erase(it);
+  factory_->post([f = factory_, key = cursorKey(name_, name)] {
+    Status s = f->bgWrite({MetadataOp::del(key)});
+    if (!s) MLOG_WARN("deleting cursor {} failed: {}", key, s.toString());
+  });
+  maybeTrim();
+  return Status::ok();
+}
+
+std::vector<ManagedCursor*> ManagedLedgerImpl::cursors() const {
+  std::vector<ManagedCursor*> out;
+  for (const auto& [_, c] : cursors_) out.push_back(c.get());
+  return out;
+}
+
+// A cursor's state changed: persist it with the other changes of this executor pass (one metadata
+// write), then run cb.
+void ManagedLedgerImpl::cursorChanged(ManagedCursorImpl* c, StatusCallback cb,
+                                      bool markDeleteMoved) {
+  c->dirty_ = true;
+  if (cb) c->waiting_.push_back(std::move(cb));
+  if (!flushScheduled_) {
+    flushScheduled_ = true;
+    executor_->execute([self = shared_from_this()] { self->flushCursors(); });
+  }
+  if (markDeleteMoved) {
+    cache_->evictUpTo(minMarkDelete());
+    maybeTrim();
+  }
+}
+
+void ManagedLedgerImpl::flushCursors() {
+  flushScheduled_ = false;
+  std::vector<MetadataOp> ops;
+  std::vector<StatusCallback> cbs;
+  for (auto& [cname, c] : cursors_) {
+    if (!c->dirty_) continue;
+    c->dirty_ = false;
+    ops.push_back(
+        MetadataOp::put(cursorKey(name_, cname),
+                        encodeCursor(c->snapshot(opts_.managedLedgerMaxUnackedRangesToPersist))));
+    for (auto& cb : c->waiting_) cbs.push_back(std::move(cb));
+    c->waiting_.clear();
+  }
+  if (ops.empty()) return;
+  factory_->post(
+      [f = factory_, ops = std::move(ops), ex = executor_, cbs = std::move(cbs)]() mutable {
+        Status s = f->bgWrite(std::move(ops));
+        if (!cbs.empty()) {
+          ex->execute([s, cbs = std::move(cbs)] {
+            for (auto& cb : cbs) cb(s);
+          });
+        }
+      });
+}
+
+Position ManagedLedgerImpl::minMarkDelete() const {
+  Position m = ledgers_.lastConfirmed();
+  for (const auto& [_, c] : cursors_) m = std::min(m, c->markDeletedPosition());
+  return m;
+}
+
+// ---- housekeeping ----
+
+void ManagedLedgerImpl::maybeTrim() {
+  if (state_ == State::kClosed || closing_) return;
+  const int retMin = opts_.defaultRetentionTimeInMinutes;
+  const int64_t retBytes = opts_.defaultRetentionSizeInMB * (1ll << 20);
+  if (retMin < 0 && opts_.defaultRetentionSizeInMB < 0) return;
+  Position mark = minMarkDelete();
+  int64_t now = nowMs();
+  int64_t remaining = ledgers_.totalBytes();
+  std::vector<int64_t> drop;
+  for (const auto& [id, info] : ledgers_.ledgers()) {
+    if (id == ledgers_.currentLedgerId()) break;
+    bool consumed = info.entries == 0 || Position{id, info.entries - 1} <= mark;
+    if (!consumed) break;
+    bool expired = retMin == 0 || (retMin > 0 && now - info.createdMs >= int64_t{retMin} * 60000);
+    bool overSize = opts_.defaultRetentionSizeInMB == 0 ||
+                    (opts_.defaultRetentionSizeInMB > 0 && remaining > retBytes);
+    if (!expired && !overSize) break;
+    drop.push_back(id);
+    remaining -= info.sizeBytes;
+  }
+  if (drop.empty()) return;
+  std::vector<MetadataOp> ops;
+  for (int64_t id : drop) {
+    ledgers_.removeLedger(id);
+    index_.erase(id);
+    meta_.erase(id);
+    ops.push_back(MetadataOp::delPrefix(indexLedgerPrefix(id)));
+  }
+  ops.insert(ops.begin(), MetadataOp::put(mlKey(name_), encodeLedgerList(ledgerList())));
+  factory_->post([f = factory_, ops = std::move(ops), drop] {
+    Status s = f->bgWrite(ops);
+    if (!s) {
+      MLOG_WARN("deleting ledgers failed: {}", s.toString());
+      return;
+    }
+    f->bgForgetLedgers(drop);
+    f->bgReclaim();
+  });
+}
+
+void ManagedLedgerImpl::onTick() {
+  if (state_ != State::kOpen || closing_) return;
+  int maxMin = opts_.managedLedgerMaxLedgerRolloverTimeMinutes;
+  auto it = meta_.find(curLedger_);
+  if (maxMin > 0 && curAssigned_ > 0 && it != meta_.end() &&
+      nowMs() - it->second.createdMs >= int64_t{maxMin} * 60000) {
+    startRollover();
+  }
+  cache_->evictUpTo(minMarkDelete());
+  maybeTrim();
+}
+
+// ---- close / delete ----
+
+void ManagedLedgerImpl::asyncClose(StatusCallback cb) {
+  if (state_ == State::kClosed) {
+    post(std::move(cb), Status::ok());
+    return;
+  }
+  closeCbs_.push_back(std::move(cb));
+  if (closing_.exchange(true)) return;
+  auto q = std::move(queued_);
+  queued_.clear();
+  for (auto& [_, qcb] : q) qcb(Status::closed("managed ledger closed"), {});
+  maybeFinishClose();
+}
+
+void ManagedLedgerImpl::asyncDelete(StatusCallback cb) {
+  deleting_ = true;
+  asyncClose(std::move(cb));
+}
+
+ManagedLedgerState ManagedLedgerImpl::exportState() {
+  ManagedLedgerState st;
+  for (auto& [id, m] : meta_) {
+    if (!ledgers_.find(id)) continue;  // created but never activated: empty
+    StoredLedger& l = st.ledgers[id];
+    l.meta = m;
+    l.index = std::move(index_[id]);
+  }
+  for (auto& [cname, c] : cursors_) {
+    st.cursors[cname] = c->snapshot(opts_.managedLedgerMaxUnackedRangesToPersist);
+  }
+  return st;
+}
+
+void ManagedLedgerImpl::maybeFinishClose() {
+  if (!closing_ || state_ == State::kClosed || state_ == State::kCreatingLedger ||
+      !inflight_.empty()) {
+    return;
+  }
+  state_ = State::kClosed;
+  cache_->clear();
+  std::vector<StatusCallback> cbs = std::move(closeCbs_);
+  for (auto& [_, c] : cursors_) {
+    for (auto& wcb : c->waiting_) cbs.push_back(std::move(wcb));
+    c->waiting_.clear();
+  }
+  std::vector<MetadataOp> ops;
+  std::vector<int64_t> ids;
+  for (const auto& [id, _] : meta_) ids.push_back(id);
+  if (deleting_) {
+    ops.push_back(MetadataOp::del(mlKey(name_)));
+    ops.push_back(MetadataOp::delPrefix(cursorPrefix(name_)));
+    for (int64_t id : ids) ops.push_back(MetadataOp::delPrefix(indexLedgerPrefix(id)));
+  } else {
+    const LedgerInfo* cur = ledgers_.current();
+    if (cur && meta_.count(cur->ledgerId)) meta_[cur->ledgerId].closedAt = cur->entries;
+    ops.push_back(MetadataOp::put(mlKey(name_), encodeLedgerList(ledgerList())));
+    for (auto& [cname, c] : cursors_) {
+      ops.push_back(
+          MetadataOp::put(cursorKey(name_, cname),
+                          encodeCursor(c->snapshot(opts_.managedLedgerMaxUnackedRangesToPersist))));
+    }
+  }
+  ManagedLedgerState st = deleting_ ? ManagedLedgerState{} : exportState();
+  factory_->post([f = factory_, self = shared_from_this(), ops = std::move(ops), ids,
+                  st = std::move(st), cbs = std::move(cbs), del = deleting_]() mutable {
+    Status s = f->bgWrite(std::move(ops));
+    if (del) {
+      if (s) {
+        f->bgForgetLedgers(ids);
+        f->bgReclaim();
+      }
+      f->deleted(self->name_, self.get());
+    } else {
+      f->released(self->name_, self.get(), std::move(st));
+    }
+    self->executor_->execute([s, cbs = std::move(cbs)] {
+      for (auto& cb : cbs) {
+        if (cb) cb(s);
+      }
+    });
+  });
+}
+
+// ---- cursor ----
+
+void ManagedCursorImpl::asyncMarkDelete(Position pos, StatusCallback cb) {
+  if (ml_->state_ == ManagedLedgerImpl::State::kClosed) {
+    ml_->post(std::move(cb), Status::closed("managed ledger closed"));
+    return;
+  }
+  if (pos > ml_->ledgers_.lastConfirmed()) {
+    ml_->post(std::move(cb), Status::invalidArgument("mark-delete beyond last confirmed entry"));
+    return;
+  }
+  bool moved = state_.markDeleteUpTo(pos, ml_->ledgers_);
+  ml_->cursorChanged(this, std::move(cb), moved);
+}
+
+void ManagedCursorImpl::asyncDelete(const std::vector<Position>& positions, StatusCallback cb) {
+  if (ml_->state_ == ManagedLedgerImpl::State::kClosed) {
+    ml_->post(std::move(cb), Status::closed("managed ledger closed"));
+    return;
+  }
+  Position before = state_.markDelete();
+  for (const Position& p : positions) state_.ack(p, ml_->ledgers_);
+  ml_->cursorChanged(this, std::move(cb), state_.markDelete() != before);
+}
+
+int64_t ManagedCursorImpl::numberOfEntriesInBacklog() const {
+  return state_.backlog(ml_->ledgers_);
+}
+
+void ManagedCursorImpl::asyncResetCursor(Position pos, StatusCallback cb) {
+  if (ml_->state_ == ManagedLedgerImpl::State::kClosed) {
+    ml_->post(std::move(cb), Status::closed("managed ledger closed"));
+    return;
+  }
+  Position next = ml_->ledgers_.ceil(pos);
+  state_.reset(Position{next.ledgerId, next.entryId - 1});
+  ml_->cursorChanged(this, std::move(cb), true);
+}
+
+CursorMeta ManagedCursorImpl::snapshot(int maxRanges) const {
+  CursorMeta m;
+  m.markDelete = state_.markDelete();
+  for (const auto& [first, r] : state_.ranges()) {
+    if (static_cast<int>(m.ranges.size()) >= maxRanges) break;
+    m.ranges.emplace_back(first, r.last);
+  }
+  return m;
+}
+
+}  // namespace magnetar::storage

@@ -1,0 +1,145 @@
+// The durable ManagedLedger and ManagedCursor (internal to storage; users see the interfaces in
+// managed_ledger.h and open ledgers through DurableManagedLedgerFactory).
+//
+// Add path: asyncAddEntry assigns (ledger, entry) and queues the bytes to the journal; the journal
+// thread hands back ONE task per group for this ledger (JournalSink) that confirms the entries,
+// records the runs in the index, fills the cache and runs the callbacks in order. A failed write
+// fences the ledger: its later entries fail too and the next add rolls to a new ledger.
+// Thread: everything on the executor given at open, except what the comments say.
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/cursor_state.h"
+#include "storage/durable_storage.h"
+#include "storage/ledger_set.h"
+
+namespace magnetar::storage {
+
+class ManagedLedgerImpl;
+
+class ManagedCursorImpl : public ManagedCursor {
+ public:
+  ManagedCursorImpl(std::string name, ManagedLedgerImpl* ml, CursorState state)
+      : name_(std::move(name)), ml_(ml), state_(std::move(state)) {}
+
+  const std::string& name() const override { return name_; }
+  Position markDeletedPosition() const override { return state_.markDelete(); }
+  void asyncMarkDelete(Position pos, StatusCallback cb) override;
+  void asyncDelete(const std::vector<Position>& positions, StatusCallback cb) override;
+  bool isAcknowledged(Position pos) const override { return state_.isAcked(pos); }
+  int64_t numberOfEntriesInBacklog() const override;
+  void asyncResetCursor(Position pos, StatusCallback cb) override;
+
+  // What is persisted: the mark-delete position and the first `maxRanges` ranges.
+  CursorMeta snapshot(int maxRanges) const;
+
+ private:
+  friend class ManagedLedgerImpl;
+  std::string name_;
+  ManagedLedgerImpl* ml_;
+  CursorState state_;
+  bool dirty_ = false;
+  std::vector<StatusCallback> waiting_;  // callbacks that complete with the next flush
+};
+
+class ManagedLedgerImpl : public ManagedLedger,
+                          public std::enable_shared_from_this<ManagedLedgerImpl> {
+ public:
+  // `state` already holds the new current ledger (the last one, empty).
+  ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::string name, net::Executor* executor,
+                    ManagedLedgerState state);
+  ~ManagedLedgerImpl() override;
+  // Completes construction (needs shared_from_this). Thread: any, before the ledger is shared.
+  void init();
+
+  const std::string& name() const override { return name_; }
+  void asyncAddEntry(Buffer data, AddEntryCallback cb) override;
+  void asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
+                        ReadEntriesCallback cb) override;
+  Position lastConfirmedEntry() const override { return ledgers_.lastConfirmed(); }
+  Position nextValidPosition(Position p) const override { return ledgers_.next(p); }
+  Position firstPosition() const override { return ledgers_.first(); }
+  int64_t numberOfEntriesBetween(Position from, Position to) const override {
+    return ledgers_.count(from, to);
+  }
+  int64_t numberOfEntries() const override { return ledgers_.totalEntries(); }
+  int64_t totalSizeBytes() const override { return ledgers_.totalBytes(); }
+  std::vector<LedgerStats> ledgerStats() const override { return ledgers_.stats(); }
+  Result<ManagedCursor*> openCursor(const std::string& name, InitialPosition initial) override;
+  Status deleteCursor(const std::string& name) override;
+  std::vector<ManagedCursor*> cursors() const override;
+  void asyncClose(StatusCallback cb) override;
+  void asyncDelete(StatusCallback cb) override;
+
+  // Thread: any.
+  net::Executor* executor() const { return executor_; }
+  bool closing() const { return closing_.load(); }
+
+  // Periodic housekeeping (time-based rollover, retention, cache); posted by storage-bg.
+  void onTick();
+  // One group's outcome for this ledger's next `n` appends (posted by the journal sink).
+  void onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n);
+
+ private:
+  friend class ManagedCursorImpl;
+  enum class State { kOpen, kCreatingLedger, kNeedLedger, kClosed };
+  struct PendingAdd {
+    Position pos;
+    Buffer data;
+    AddEntryCallback cb;
+  };
+
+  void post(StatusCallback cb, Status s);
+  void drainQueued();
+  bool needsRollover() const;
+  void startRollover();
+  void onLedgerCreated(Status s, int64_t ledgerId, int64_t createdMs);
+  void activateUpTo(int64_t ledgerId);
+  void activateLedger();
+  void fence(int64_t ledgerId, const Status& s);
+  std::vector<LedgerMeta> ledgerList() const;
+  void readFromDisk(Position start, int maxEntries, size_t maxBytes, std::vector<Entry> acc,
+                    ReadEntriesCallback cb);
+  void continueRead(std::vector<Entry> acc, int maxEntries, size_t maxBytes,
+                    ReadEntriesCallback cb);
+  void cursorChanged(ManagedCursorImpl* c, StatusCallback cb, bool markDeleteMoved);
+  void flushCursors();
+  Position minMarkDelete() const;
+  void maybeTrim();
+  void maybeFinishClose();
+  ManagedLedgerState exportState();
+
+  DurableManagedLedgerFactory* factory_;
+  const std::string name_;
+  net::Executor* const executor_;
+  const StorageOptions& opts_;
+  std::shared_ptr<JournalClient> sink_;
+  std::shared_ptr<EntryCache> cache_;
+
+  LedgerSet ledgers_;                   // confirmed entries of activated ledgers
+  std::map<int64_t, LedgerMeta> meta_;  // every ledger, including one not yet activated
+  std::map<int64_t, LedgerIndex> index_;
+  std::map<std::string, std::unique_ptr<ManagedCursorImpl>> cursors_;
+
+  State state_ = State::kOpen;
+  int64_t curLedger_ = -1;  // ledger new adds go to
+  int64_t curAssigned_ = 0;
+  int64_t curAssignedBytes_ = 0;
+  int64_t fencedLedger_ = -1;
+  Status fenceStatus_;
+  std::deque<PendingAdd> inflight_;                         // in the journal, in order
+  std::deque<std::pair<Buffer, AddEntryCallback>> queued_;  // waiting for a ledger
+  bool flushScheduled_ = false;
+  std::atomic<bool> closing_{false};
+  bool deleting_ = false;
+  std::vector<StatusCallback> closeCbs_;
+  size_t readKey_;
+};
+
+}  // namespace magnetar::storage

@@ -1,0 +1,50 @@
+// In-memory managed ledgers: the full ManagedLedger/ManagedCursor semantics without disk. For
+// broker tests and as a reference for the durable implementation. Data survives close/reopen within
+// one factory (a reopen starts a new ledger id, as a broker restart does), never a process restart.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "storage/managed_ledger.h"
+
+namespace magnetar::storage {
+
+struct MemoryLedgerOptions {
+  // Rollover to a new ledger after this many entries (Pulsar's managedLedgerMaxEntriesPerLedger).
+  int64_t maxEntriesPerLedger = 50000;
+  // Delete ledgers (other than the current one) once every cursor has acked all their entries.
+  bool trimConsumedLedgers = true;
+};
+
+struct MemoryLedgerData;
+
+// Thread: asyncOpen/ledgerNames/shutdown from any thread. A ledger then lives on the executor
+// given to asyncOpen; every callback (including asyncOpen's) is posted to that executor, never run
+// inline in the caller's stack.
+class MemoryManagedLedgerFactory : public ManagedLedgerFactory {
+ public:
+  explicit MemoryManagedLedgerFactory(MemoryLedgerOptions options = {});
+  ~MemoryManagedLedgerFactory() override;
+
+  // Opens or creates `name`. Opening a ledger that is already open returns the same instance.
+  void asyncOpen(const std::string& name, net::Executor* executor,
+                 std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) override;
+  std::vector<std::string> ledgerNames() const override;
+  // Marks every open ledger closed (further adds fail with kClosed).
+  void shutdown() override;
+
+ private:
+  friend class MemoryManagedLedger;
+  void forget(const std::string& name);  // asyncDelete: drop data
+  void closed(const std::string& name);  // asyncClose: drop the open instance
+
+  MemoryLedgerOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<MemoryLedgerData>> data_;  // GUARDED_BY(mu_)
+  std::map<std::string, std::weak_ptr<ManagedLedger>> open_;       // GUARDED_BY(mu_)
+};
+
+}  // namespace magnetar::storage

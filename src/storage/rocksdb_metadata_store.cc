@@ -1,0 +1,120 @@
+#include "storage/rocksdb_metadata_store.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <cstring>
+#include <set>
+
+namespace magnetar::storage {
+
+namespace {
+Status toStatus(const rocksdb::Status& s) {
+  if (s.ok()) return Status::ok();
+  if (s.IsNotFound()) return Status::notFound(s.ToString());
+  if (s.IsNoSpace()) return Status::noSpace(s.ToString());
+  if (s.IsCorruption()) return Status::corruption(s.ToString());
+  return Status::ioError(s.ToString());
+}
+
+bool startsWith(const rocksdb::Slice& s, const std::string& prefix) {
+  return s.size() >= prefix.size() && std::memcmp(s.data(), prefix.data(), prefix.size()) == 0;
+}
+}  // namespace
+
+Result<std::unique_ptr<RocksDbMetadataStore>> RocksDbMetadataStore::open(const std::string& path,
+                                                                         bool syncWrites) {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.max_background_jobs = 1;
+  options.keep_log_file_num = 3;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(options, path, &raw);
+  if (!s.ok()) return toStatus(s);
+  return std::unique_ptr<RocksDbMetadataStore>(
+      new RocksDbMetadataStore(std::unique_ptr<rocksdb::DB>(raw), syncWrites));
+}
+
+RocksDbMetadataStore::RocksDbMetadataStore(std::unique_ptr<rocksdb::DB> db, bool sync)
+    : db_(std::move(db)), sync_(sync) {}
+
+RocksDbMetadataStore::~RocksDbMetadataStore() = default;
+
+Result<std::string> RocksDbMetadataStore::get(const std::string& key) {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), key, &value);
+  if (!s.ok()) return toStatus(s);
+  return value;
+}
+
+Status RocksDbMetadataStore::put(const std::string& key, const std::string& value) {
+  return write({MetadataOp::put(key, value)});
+}
+
+Status RocksDbMetadataStore::remove(const std::string& key) {
+  return write({MetadataOp::del(key)});
+}
+
+Status RocksDbMetadataStore::write(const std::vector<MetadataOp>& ops) {
+  rocksdb::WriteBatch batch;
+  for (const auto& op : ops) {
+    switch (op.kind) {
+      case MetadataOp::Kind::kPut:
+        batch.Put(op.key, op.value);
+        break;
+      case MetadataOp::Kind::kDelete:
+        batch.Delete(op.key);
+        break;
+      case MetadataOp::Kind::kDeletePrefix: {
+        // Point deletes of the keys present: ordered with the batch's other ops, and cheap for
+        // the small subtrees storage deletes (one ledger's index, one topic's cursors).
+        std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+        for (it->Seek(op.key); it->Valid() && startsWith(it->key(), op.key); it->Next()) {
+          batch.Delete(it->key());
+        }
+        break;
+      }
+    }
+  }
+  rocksdb::WriteOptions wo;
+  wo.sync = sync_;
+  rocksdb::Status s = db_->Write(wo, &batch);
+  if (!s.ok()) {
+    // RocksDB refuses writes after a background error (e.g. ENOSPC); resume for the next write.
+    (void)db_->Resume();
+  }
+  return toStatus(s);
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> RocksDbMetadataStore::scan(
+    const std::string& prefix) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(prefix); it->Valid() && startsWith(it->key(), prefix); it->Next()) {
+    out.emplace_back(it->key().ToString(), it->value().ToString());
+  }
+  if (!it->status().ok()) return toStatus(it->status());
+  return out;
+}
+
+Result<std::vector<std::string>> RocksDbMetadataStore::getChildren(const std::string& path) {
+  std::string base = path.empty() || path.back() != '/' ? path + "/" : path;
+  std::set<std::string> children;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  it->Seek(base);
+  while (it->Valid() && startsWith(it->key(), base)) {
+    std::string rest = it->key().ToString().substr(base.size());
+    size_t slash = rest.find('/');
+    std::string child = rest.substr(0, slash);
+    if (!child.empty()) children.insert(child);
+    if (slash == std::string::npos) {
+      it->Next();
+    } else {
+      it->Seek(base + child + "0");  // '0' follows '/': skips the child's subtree
+    }
+  }
+  if (!it->status().ok()) return toStatus(it->status());
+  return std::vector<std::string>(children.begin(), children.end());
+}
+
+}  // namespace magnetar::storage

@@ -1,0 +1,37 @@
+// RocksDB-backed MetadataStore: the embedded default (Debian's librocksdb-dev).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "storage/metadata_store.h"
+
+namespace rocksdb {
+class DB;
+}
+
+namespace magnetar::storage {
+
+// Thread: any (RocksDB is thread-safe).
+class RocksDbMetadataStore : public MetadataStore {
+ public:
+  // Opens (creating if missing) the database in directory `path`. syncWrites: fsync RocksDB's WAL
+  // on every write (set it with journalSyncData).
+  static Result<std::unique_ptr<RocksDbMetadataStore>> open(const std::string& path,
+                                                            bool syncWrites);
+  ~RocksDbMetadataStore() override;
+
+  Result<std::string> get(const std::string& key) override;
+  Status put(const std::string& key, const std::string& value) override;
+  Status remove(const std::string& key) override;
+  Status write(const std::vector<MetadataOp>& ops) override;
+  Result<std::vector<std::pair<std::string, std::string>>> scan(const std::string& prefix) override;
+  Result<std::vector<std::string>> getChildren(const std::string& path) override;
+
+ private:
+  RocksDbMetadataStore(std::unique_ptr<rocksdb::DB> db, bool sync);
+  std::unique_ptr<rocksdb::DB> db_;
+  bool sync_;
+};
+
+}  // namespace magnetar::storage

@@ -1,0 +1,441 @@
+#include "storage/durable_storage.h"
+
+#include <cerrno>
+#include <filesystem>
+
+#include "storage/tests/fault_env.h"
+#include "storage/tests/ledger_contract.h"
+#include "storage/tests/ledger_test_util.h"
+
+namespace magnetar::storage::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+StorageOptions testOptions(const std::string& dir) {
+  StorageOptions o;
+  o.journalDirectory = dir + "/journal";
+  o.metadataDirectory = dir + "/metadata";
+  o.journalSyncData = true;
+  o.journalMaxGroupWaitMSec = 0;
+  o.managedLedgerMaxEntriesPerLedger = 10;
+  o.managedLedgerMinLedgerRolloverTimeMinutes = 0;
+  o.tickIntervalMs = 50;
+  o.checkpointIntervalMs = 50;
+  o.numReadThreads = 2;
+  return o;
+}
+
+std::unique_ptr<ManagedLedgerFactory> makeDurable(const std::string& dir) {
+  auto f = DurableManagedLedgerFactory::open(testOptions(dir));
+  EXPECT_TRUE(f.isOk()) << f.status().toString();
+  return f ? std::unique_ptr<ManagedLedgerFactory>(std::move(*f)) : nullptr;
+}
+
+INSTANTIATE_TEST_SUITE_P(Durable, LedgerContractTest, ::testing::Values(FactoryMaker(makeDurable)));
+
+class DurableStorageTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<DurableManagedLedgerFactory> open(StorageOptions o) {
+    auto f = DurableManagedLedgerFactory::open(o);
+    EXPECT_TRUE(f.isOk()) << f.status().toString();
+    return f ? std::move(*f) : nullptr;
+  }
+  void close(std::unique_ptr<DurableManagedLedgerFactory>& f) {
+    f->shutdown();
+    ex_.runPending();
+    f.reset();
+  }
+  TempDir dir_;
+  ManualExecutor ex_;
+};
+
+TEST_F(DurableStorageTest, RestartKeepsEntriesAndCursors) {
+  StorageOptions o = testOptions(dir_.path());
+  std::vector<Position> pos;
+  {
+    auto f = open(o);
+    auto ml = openLedger(*f, ex_, "public/default/persistent/t1");
+    auto c = ml->openCursor("sub", InitialPosition::kEarliest);
+    ASSERT_TRUE(c.isOk());
+    for (int i = 0; i < 25; i++) {
+      auto p = addOne(*ml, ex_, "payload-" + std::to_string(i));
+      ASSERT_TRUE(p.isOk());
+      pos.push_back(*p);
+    }
+    EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(pos[4], cb); }));
+    EXPECT_TRUE(
+        waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncDelete({pos[7], pos[8]}, cb); }));
+    ml.reset();
+    close(f);  // no asyncClose: like a stop without unloading topics
+  }
+  auto f = open(o);
+  auto names = f->ledgerNames();
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0], "public/default/persistent/t1");
+  auto ml = openLedger(*f, ex_, names[0]);
+  auto all = readAll(*ml, ex_);
+  ASSERT_EQ(all.size(), 25u);
+  for (int i = 0; i < 25; i++) {
+    EXPECT_EQ(all[i].position, pos[i]);
+    EXPECT_EQ(all[i].data.view(), "payload-" + std::to_string(i));
+  }
+  EXPECT_GT(ml->lastConfirmedEntry().ledgerId, pos[24].ledgerId);  // a new ledger per start
+  auto c = ml->openCursor("sub", InitialPosition::kLatest);
+  ASSERT_TRUE(c.isOk());
+  EXPECT_EQ((*c)->markDeletedPosition(), pos[4]);
+  EXPECT_TRUE((*c)->isAcknowledged(pos[7]));
+  EXPECT_FALSE((*c)->isAcknowledged(pos[6]));
+  EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 18);
+  auto p = addOne(*ml, ex_, "after");
+  ASSERT_TRUE(p.isOk());
+  EXPECT_EQ(ml->nextValidPosition(pos[24]), *p);
+  ml.reset();
+  close(f);
+}
+
+// Copies the journal directory and the metadata store as they are now: what a kill -9 leaves.
+struct Snapshot {
+  std::string journalDir;
+  std::vector<std::pair<std::string, std::string>> meta;
+};
+
+Snapshot takeSnapshot(const StorageOptions& o, MetadataStore& store, const std::string& to) {
+  Snapshot s;
+  s.journalDir = to;
+  fs::create_directories(to);
+  for (const auto& e : fs::directory_iterator(o.journalDirectory)) {
+    fs::copy_file(e.path(), fs::path(to) / e.path().filename(),
+                  fs::copy_options::overwrite_existing);
+  }
+  s.meta = *store.scan("");
+  return s;
+}
+
+void restoreSnapshot(const Snapshot& s, const std::string& journalDir, MemoryMetadataStore* store) {
+  fs::remove_all(journalDir);
+  fs::create_directories(journalDir);
+  for (const auto& e : fs::directory_iterator(s.journalDir)) {
+    fs::copy_file(e.path(), fs::path(journalDir) / e.path().filename());
+  }
+  for (const auto& [k, v] : s.meta) ASSERT_TRUE(store->put(k, v).isOk());
+}
+
+TEST_F(DurableStorageTest, TornTailIsCutAtEveryByte) {
+  StorageOptions o = testOptions(dir_.path());
+  o.checkpointIntervalMs = 3600 * 1000;  // the tail stays in the journal only
+  o.managedLedgerMaxEntriesPerLedger = 1000;
+  MemoryMetadataStore store;
+  o.metadataStore = &store;
+  const int n = 6;
+  std::string lastSegment;
+  uint64_t lastRecordStart = 0;
+  Snapshot snap;
+  {
+    auto f = open(o);
+    auto ml = openLedger(*f, ex_, "t");
+    for (int i = 0; i < n; i++) {
+      auto segs = f->segments();
+      lastSegment = o.journalDirectory + "/" + segmentFileName(segs.back());
+      lastRecordStart = fs::file_size(lastSegment);
+      ASSERT_TRUE(addOne(*ml, ex_, "entry-" + std::to_string(i) + std::string(40, 'x')).isOk());
+    }
+    snap = takeSnapshot(o, store, dir_.path() + "/snap");
+    ml.reset();
+    close(f);
+  }
+  uint64_t end = fs::file_size(snap.journalDir + "/" + fs::path(lastSegment).filename().string());
+  ASSERT_GT(end, lastRecordStart + 8);
+  for (uint64_t cut = lastRecordStart; cut <= end + 1; cut++) {
+    SCOPED_TRACE("cut/corrupt at " + std::to_string(cut));
+    MemoryMetadataStore s2;
+    StorageOptions o2 = o;
+    o2.metadataStore = &s2;
+    o2.journalDirectory = dir_.path() + "/j2";
+    restoreSnapshot(snap, o2.journalDirectory, &s2);
+    std::string seg = o2.journalDirectory + "/" + fs::path(lastSegment).filename().string();
+    bool corrupt = cut > end;  // past the end: flip a byte in the middle instead of cutting
+    if (corrupt) {
+      FILE* fp = std::fopen(seg.c_str(), "r+b");
+      std::fseek(fp, static_cast<long>(lastRecordStart + (end - lastRecordStart) / 2), SEEK_SET);
+      std::fputc('#', fp);
+      std::fclose(fp);
+    } else {
+      fs::resize_file(seg, cut);
+    }
+    auto f = open(o2);
+    auto ml = openLedger(*f, ex_, "t");
+    auto all = readAll(*ml, ex_);
+    size_t expect = (cut == end) ? n : n - 1;
+    ASSERT_EQ(all.size(), expect);
+    for (size_t i = 0; i < all.size(); i++) {
+      EXPECT_EQ(all[i].data.view(), "entry-" + std::to_string(i) + std::string(40, 'x'));
+    }
+    // Appends continue after the cut.
+    EXPECT_TRUE(addOne(*ml, ex_, "next").isOk());
+    ml.reset();
+    close(f);
+  }
+}
+
+TEST_F(DurableStorageTest, IndexRebuiltFromCheckpointPlusJournalTail) {
+  StorageOptions o = testOptions(dir_.path());
+  MemoryMetadataStore store;
+  o.metadataStore = &store;
+  o.checkpointIntervalMs = 20;
+  Snapshot snap;
+  {
+    auto f = open(o);
+    auto ml = openLedger(*f, ex_, "t");
+    ASSERT_TRUE(ml->openCursor("s", InitialPosition::kEarliest).isOk());  // keeps the data
+    for (int i = 0; i < 15; i++) ASSERT_TRUE(addOne(*ml, ex_, "a" + std::to_string(i)).isOk());
+    // Wait until a checkpoint has indexed the first entries.
+    ASSERT_TRUE(runUntil(ex_, [&] { return store.scan(kIndexPrefix)->size() >= 15; }));
+    // Snapshot right after more appends: their index exists only in the journal.
+    for (int i = 15; i < 30; i++) ASSERT_TRUE(addOne(*ml, ex_, "a" + std::to_string(i)).isOk());
+    snap = takeSnapshot(o, store, dir_.path() + "/snap");
+    ml.reset();
+    close(f);
+  }
+  MemoryMetadataStore s2;
+  StorageOptions o2 = o;
+  o2.metadataStore = &s2;
+  o2.journalDirectory = dir_.path() + "/j2";
+  restoreSnapshot(snap, o2.journalDirectory, &s2);
+  size_t indexedBefore = s2.scan(kIndexPrefix)->size();
+  auto f = open(o2);
+  EXPECT_GT(s2.scan(kIndexPrefix)->size(), indexedBefore);  // recovery indexed the tail
+  auto ml = openLedger(*f, ex_, "t");
+  auto all = readAll(*ml, ex_);
+  ASSERT_EQ(all.size(), 30u);
+  for (int i = 0; i < 30; i++) EXPECT_EQ(all[i].data.view(), "a" + std::to_string(i));
+  ml.reset();
+  close(f);
+}
+
+TEST_F(DurableStorageTest, GroupCommitHandsOneTaskPerLedgerPerGroup) {
+  StorageOptions o = testOptions(dir_.path());
+  FaultEnv env;
+  env.syncDelayUs = 3000;  // slow fsync: appends pile up behind it
+  o.env = &env;
+  o.managedLedgerMaxEntriesPerLedger = 100000;
+  auto f = open(o);
+  auto ml = openLedger(*f, ex_, "t");
+  int done = 0;
+  for (int i = 0; i < 500; i++) {
+    ml->asyncAddEntry(Buffer::copyOf("m"), [&](Status s, Position) { done += s.isOk(); });
+  }
+  ASSERT_TRUE(runUntil(ex_, [&] { return done == 500; }));
+  StorageStats st = f->stats();
+  EXPECT_EQ(st.journalEntries, 500u);
+  EXPECT_LT(st.journalGroups, 100u);  // grouped, not one write+fsync per entry
+  EXPECT_GE(env.syncs.load(), static_cast<int>(st.journalGroups));
+  ml.reset();
+  close(f);
+}
+
+TEST_F(DurableStorageTest, ConsumedDataIsReclaimed) {
+  StorageOptions o = testOptions(dir_.path());
+  o.journalSegmentSizeBytes = 4096;
+  o.checkpointIntervalMs = 20;
+  auto f = open(o);
+  auto ml = openLedger(*f, ex_, "t");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  ASSERT_TRUE(c.isOk());
+  Position last;
+  for (int i = 0; i < 200; i++) {
+    auto p = addOne(*ml, ex_, std::string(200, static_cast<char>('a' + i % 26)));
+    ASSERT_TRUE(p.isOk());
+    last = *p;
+  }
+  int64_t before = dirBytes(o.journalDirectory);
+  size_t segsBefore = f->segments().size();
+  EXPECT_GT(segsBefore, 5u);
+  EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(last, cb); }));
+  // Keep producing a little so the journal rolls past the consumed segments.
+  ASSERT_TRUE(runUntil(ex_, [&] {
+    (void)addOne(*ml, ex_, "x");
+    (void)waitStatus(
+        ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(ml->lastConfirmedEntry(), cb); });
+    return dirBytes(o.journalDirectory) < before / 4;
+  }));
+  EXPECT_LT(f->segments().size(), segsBefore);
+  EXPECT_GT(f->stats().segmentsDeleted, 0u);
+  EXPECT_GT(f->stats().ledgersDeleted, 0u);
+  EXPECT_LT(ml->numberOfEntries(), 20);
+  ml.reset();
+  close(f);
+}
+
+// Appends under an injected fault fail with the right code, stored data stays readable, and
+// appends work again once the fault is gone; a restart has exactly the acknowledged entries.
+void faultRoundTrip(DurableStorageTest* t, ManualExecutor& ex, const std::string& dir,
+                    const std::function<void(FaultEnv&)>& inject, StatusCode expected) {
+  StorageOptions o = testOptions(dir);
+  FaultEnv env;
+  o.env = &env;
+  MemoryMetadataStore store;
+  o.metadataStore = &store;
+  std::vector<std::string> acked;
+  {
+    auto f = DurableManagedLedgerFactory::open(o);
+    ASSERT_TRUE(f.isOk());
+    auto ml = openLedger(**f, ex, "t");
+    ASSERT_TRUE(ml->openCursor("s", InitialPosition::kEarliest).isOk());
+    for (int i = 0; i < 5; i++) {
+      ASSERT_TRUE(addOne(*ml, ex, "ok" + std::to_string(i)).isOk());
+      acked.push_back("ok" + std::to_string(i));
+    }
+    inject(env);
+    for (int i = 0; i < 3; i++) {
+      auto r = addOne(*ml, ex, "fail" + std::to_string(i));
+      ASSERT_FALSE(r.isOk());
+      EXPECT_EQ(r.status().code(), expected) << r.status().toString();
+    }
+    auto stored = readAll(*ml, ex);
+    ASSERT_EQ(stored.size(), 5u);
+    env.writeErrno = 0;
+    env.syncErrno = 0;
+    env.shortWrites = false;
+    auto p = addOne(*ml, ex, "again");
+    ASSERT_TRUE(p.isOk()) << p.status().toString();
+    acked.push_back("again");
+    ml.reset();
+    (*f)->shutdown();
+    ex.runPending();
+  }
+  auto f = DurableManagedLedgerFactory::open(o);
+  ASSERT_TRUE(f.isOk());
+  auto ml = openLedger(**f, ex, "t");
+  auto all = readAll(*ml, ex);
+  ASSERT_EQ(all.size(), acked.size());
+  for (size_t i = 0; i < all.size(); i++) EXPECT_EQ(all[i].data.view(), acked[i]);
+  ml.reset();
+  (*f)->shutdown();
+  ex.runPending();
+}
+
+TEST_F(DurableStorageTest, NoSpaceFailsPublishesAndRecovers) {
+  faultRoundTrip(
+      this, ex_, dir_.path(), [](FaultEnv& e) { e.writeErrno = ENOSPC; }, StatusCode::kNoSpace);
+}
+
+TEST_F(DurableStorageTest, ShortWriteFailsPublishesAndRecovers) {
+  faultRoundTrip(
+      this, ex_, dir_.path(),
+      [](FaultEnv& e) {
+        e.shortWrites = true;
+        e.writeErrno = EIO;
+      },
+      StatusCode::kIoError);
+}
+
+TEST_F(DurableStorageTest, FailedFsyncFailsPublishesAndRecovers) {
+  faultRoundTrip(
+      this, ex_, dir_.path(), [](FaultEnv& e) { e.syncErrno = EIO; }, StatusCode::kIoError);
+}
+
+TEST_F(DurableStorageTest, CatchUpReadsGoToDiskInBatches) {
+  StorageOptions o = testOptions(dir_.path());
+  o.managedLedgerCacheSizeMB = 0;  // no cache: every read is a disk read
+  o.managedLedgerMaxEntriesPerLedger = 1000;
+  auto f = open(o);
+  auto ml = openLedger(*f, ex_, "t");
+  ASSERT_TRUE(ml->openCursor("s", InitialPosition::kEarliest).isOk());
+  std::vector<std::string> want;
+  for (int round = 0; round < 20; round++) {
+    int done = 0;
+    for (int i = 0; i < 10; i++) {
+      want.push_back("r" + std::to_string(round) + "-" + std::to_string(i));
+      ml->asyncAddEntry(Buffer::copyOf(want.back()), [&](Status s, Position) { done += s.isOk(); });
+    }
+    ASSERT_TRUE(runUntil(ex_, [&] { return done == 10; }));
+  }
+  uint64_t readsBefore = f->stats().diskReads;
+  auto all = readAll(*ml, ex_);
+  ASSERT_EQ(all.size(), want.size());
+  for (size_t i = 0; i < all.size(); i++) EXPECT_EQ(all[i].data.view(), want[i]);
+  uint64_t reads = f->stats().diskReads - readsBefore;
+  EXPECT_GT(reads, 0u);
+  EXPECT_LE(reads, 10u);  // 200 entries in ~20+ records: coalesced preads, 100 entries per call
+  ml.reset();
+  close(f);
+}
+
+TEST_F(DurableStorageTest, TailReadsComeFromTheCache) {
+  StorageOptions o = testOptions(dir_.path());
+  auto f = open(o);
+  auto ml = openLedger(*f, ex_, "t");
+  ASSERT_TRUE(ml->openCursor("s", InitialPosition::kLatest).isOk());
+  auto first = addOne(*ml, ex_, "e0");
+  for (int i = 1; i < 8; i++) ASSERT_TRUE(addOne(*ml, ex_, "e" + std::to_string(i)).isOk());
+  auto all = readAll(*ml, ex_, *first);
+  ASSERT_EQ(all.size(), 8u);
+  EXPECT_EQ(all[7].data.view(), "e7");
+  EXPECT_EQ(f->stats().diskReads, 0u);
+  EXPECT_GT(f->stats().cacheBytes, 0);
+  ml.reset();
+  close(f);
+}
+
+TEST_F(DurableStorageTest, RetentionKeepsConsumedLedgers) {
+  StorageOptions o = testOptions(dir_.path());
+  o.defaultRetentionSizeInMB = 1;  // 1 MiB of consumed data may stay
+  o.defaultRetentionTimeInMinutes = -1;
+  auto f = open(o);
+  auto ml = openLedger(*f, ex_, "t");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  Position last;
+  for (int i = 0; i < 30; i++) last = *addOne(*ml, ex_, std::string(100, 'r'));
+  EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(last, cb); }));
+  ex_.runPending();
+  EXPECT_EQ(ml->numberOfEntries(), 30);  // 3 KB < 1 MiB: kept
+  EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 0);
+  ml.reset();
+  close(f);
+}
+
+TEST_F(DurableStorageTest, UnackedRangesPersistedUpToTheBound) {
+  StorageOptions o = testOptions(dir_.path());
+  o.managedLedgerMaxUnackedRangesToPersist = 2;
+  std::vector<Position> pos;
+  {
+    auto f = open(o);
+    auto ml = openLedger(*f, ex_, "t");
+    auto c = ml->openCursor("s", InitialPosition::kEarliest);
+    for (int i = 0; i < 9; i++) pos.push_back(*addOne(*ml, ex_, "x"));
+    // Ranges {1}, {3}, {5,6}, {8}: only the first two are saved.
+    EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) {
+      (*c)->asyncDelete({pos[1], pos[3], pos[5], pos[6], pos[8]}, cb);
+    }));
+    EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 4);
+    ml.reset();
+    close(f);
+  }
+  auto f = open(o);
+  auto ml = openLedger(*f, ex_, "t");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  EXPECT_TRUE((*c)->isAcknowledged(pos[1]));
+  EXPECT_TRUE((*c)->isAcknowledged(pos[3]));
+  EXPECT_FALSE((*c)->isAcknowledged(pos[5]));  // beyond the bound: delivered again
+  EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 7);
+  ml.reset();
+  close(f);
+}
+
+TEST_F(DurableStorageTest, RocksDbMetadataSurvivesRestart) {
+  StorageOptions o = testOptions(dir_.path());
+  {
+    auto f = open(o);
+    ASSERT_TRUE(f->metadataStore()->put("/admin/tenants/acme", "{}").isOk());
+    close(f);
+  }
+  auto f = open(o);
+  auto v = f->metadataStore()->get("/admin/tenants/acme");
+  ASSERT_TRUE(v.isOk());
+  EXPECT_EQ(*v, "{}");
+  close(f);
+}
+
+}  // namespace
+}  // namespace magnetar::storage::testing

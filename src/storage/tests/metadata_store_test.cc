@@ -1,0 +1,97 @@
+#include "storage/metadata_store.h"
+
+#include <gtest/gtest.h>
+
+#include "storage/metadata_codec.h"
+#include "storage/rocksdb_metadata_store.h"
+#include "storage/tests/ledger_test_util.h"
+
+namespace magnetar::storage::testing {
+namespace {
+
+class MetadataStoreTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (GetParam()) {
+      auto db = RocksDbMetadataStore::open(dir_.path() + "/db", false);
+      ASSERT_TRUE(db.isOk()) << db.status().toString();
+      store_ = std::move(*db);
+    } else {
+      store_ = std::make_unique<MemoryMetadataStore>();
+    }
+  }
+  TempDir dir_;
+  std::unique_ptr<MetadataStore> store_;
+};
+
+TEST_P(MetadataStoreTest, GetPutDeleteScan) {
+  EXPECT_EQ(store_->get("/a").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(store_->put("/a", "1").isOk());
+  ASSERT_TRUE(store_->put("/a/b", "2").isOk());
+  ASSERT_TRUE(store_->put("/ab", "3").isOk());
+  EXPECT_EQ(*store_->get("/a"), "1");
+  auto s = store_->scan("/a/");
+  ASSERT_TRUE(s.isOk());
+  ASSERT_EQ(s->size(), 1u);
+  EXPECT_EQ((*s)[0].second, "2");
+  ASSERT_TRUE(store_->remove("/a").isOk());
+  ASSERT_TRUE(store_->remove("/missing").isOk());
+  EXPECT_FALSE(store_->get("/a").isOk());
+}
+
+TEST_P(MetadataStoreTest, ChildrenAreDirectNamesOnly) {
+  for (const char* k : {"/admin/tenants/acme", "/admin/tenants/acme/ns1", "/admin/tenants/b.c",
+                        "/admin/tenants/b/x/y", "/admin/tenantsX", "/admin/policies/p"}) {
+    ASSERT_TRUE(store_->put(k, "v").isOk());
+  }
+  auto c = store_->getChildren("/admin/tenants");
+  ASSERT_TRUE(c.isOk());
+  EXPECT_EQ(*c, (std::vector<std::string>{"acme", "b", "b.c"}));
+  EXPECT_EQ(*store_->getChildren("/admin"),
+            (std::vector<std::string>{"policies", "tenants", "tenantsX"}));
+  EXPECT_TRUE(store_->getChildren("/nothing")->empty());
+}
+
+TEST_P(MetadataStoreTest, BatchIsAppliedInOrder) {
+  ASSERT_TRUE(store_->put("/x/1", "a").isOk());
+  ASSERT_TRUE(store_->put("/x/2", "b").isOk());
+  ASSERT_TRUE(store_
+                  ->write({MetadataOp::delPrefix("/x/"), MetadataOp::put("/x/3", "c"),
+                           MetadataOp::put("/y", "d"), MetadataOp::del("/y")})
+                  .isOk());
+  auto s = store_->scan("/");
+  ASSERT_TRUE(s.isOk());
+  ASSERT_EQ(s->size(), 1u);
+  EXPECT_EQ((*s)[0].first, "/x/3");
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, MetadataStoreTest, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "RocksDb" : "Memory"; });
+
+TEST(MetadataCodecTest, RoundTrips) {
+  EXPECT_EQ(unescapePathComponent(escapePathComponent("a/b%c\n")), "a/b%c\n");
+  EXPECT_EQ(escapePathComponent("public/default/persistent/t"),
+            "public%2Fdefault%2Fpersistent%2Ft");
+  std::vector<LedgerMeta> ls{{3, 10, 1000}, {4, -1, 2000}};
+  auto l = decodeLedgerList(encodeLedgerList(ls));
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ((*l)[1].ledgerId, 4);
+  EXPECT_EQ((*l)[0].closedAt, 10);
+  CursorMeta c{{3, 4}, {{{3, 6}, {3, 9}}, {{4, 0}, {4, 0}}}};
+  auto c2 = decodeCursor(encodeCursor(c));
+  ASSERT_TRUE(c2.has_value());
+  EXPECT_EQ(c2->markDelete, (Position{3, 4}));
+  ASSERT_EQ(c2->ranges.size(), 2u);
+  EXPECT_EQ(c2->ranges[0].second, (Position{3, 9}));
+  JournalRun r{7, 100, 5, 2, 4096, 300, 250};
+  auto r2 = decodeRun(indexKey(7, 100), encodeRun(r));
+  ASSERT_TRUE(r2.has_value());
+  EXPECT_EQ(r2->ledgerId, 7);
+  EXPECT_EQ(r2->firstEntryId, 100);
+  EXPECT_EQ(r2->offset, 4096u);
+  EXPECT_EQ(r2->dataBytes, 250);
+  EXPECT_FALSE(decodeCursor("garbage").has_value());
+}
+
+}  // namespace
+}  // namespace magnetar::storage::testing
