@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "admin/broker_admin.h"
 #include "admin/broker_routes.h"
 #include "admin/http_server.h"
 #include "base/logging.h"
@@ -78,6 +79,7 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.maxUnackedMessagesPerSubscription = cfg.maxUnackedMessagesPerSubscription();
   o.maxPendingPublishRequestsPerConnection = cfg.maxPendingPublishRequestsPerConnection();
   o.brokerDeduplicationEnabled = cfg.brokerDeduplicationEnabled();
+  o.brokerDeduplicationMaxNumberOfProducers = cfg.brokerDeduplicationMaxNumberOfProducers();
   o.subscriptionKeySharedUseConsistentHashing = cfg.subscriptionKeySharedUseConsistentHashing();
   o.subscriptionKeySharedConsistentHashingReplicaPoints =
       cfg.subscriptionKeySharedConsistentHashingReplicaPoints();
@@ -134,6 +136,8 @@ int runBroker(const BrokerOptions& options) {
   auto router = std::make_shared<admin::Router>();
   admin::addHealthRoute(*router, [&serving] { return serving.load(); });
   admin::addBrokerConfigurationRoutes(*router, options.config);
+  admin::BrokerAdmin brokerAdmin(service, options.config);
+  brokerAdmin.addRoutes(*router);
   admin::HttpServer web(router, {cfg.bindAddress(), static_cast<uint16_t>(cfg.webServicePort()),
                                  cfg.numHttpServerThreads(), 1 << 20});
   if (Status s = web.start(); !s) {

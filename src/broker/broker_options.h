@@ -27,6 +27,7 @@ struct BrokerOptions {
   int maxUnackedMessagesPerSubscription = 200000;  // maxUnackedMessagesPerSubscription (0: off)
   int maxPendingPublishRequestsPerConnection = 1000;  // maxPendingPublishRequestsPerConnection
   bool brokerDeduplicationEnabled = false;       // brokerDeduplicationEnabled
+  int brokerDeduplicationMaxNumberOfProducers = 10000;  // brokerDeduplicationMaxNumberOfProducers
   bool subscriptionKeySharedUseConsistentHashing = true;
   int subscriptionKeySharedConsistentHashingReplicaPoints = 100;
   std::string serverVersion = "Magnetar 0.1.0";

@@ -97,26 +97,33 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
   factory_->asyncOpen(
       name.persistenceName(), &executor,
       [this, name, slot, &executor](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-        std::vector<TopicCallback> waiters;
-        std::shared_ptr<PersistentTopic> topic;
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          waiters = std::move(slot->waiters);
-          if (r.isOk()) {
-            topic = std::make_shared<PersistentTopic>(name, *r, executor, options_);
-            slot->topic = topic;
-            storedLedgers_[name.persistenceName()] = true;
-          } else {
+        if (!r.isOk()) {
+          std::vector<TopicCallback> waiters;
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            waiters = std::move(slot->waiters);
             topics_.erase(name.toString());
           }
-        }
-        if (topic) {
-          topic->loadSubscriptions();
-          for (auto& w : waiters) w(topic);
-        } else {
           MLOG_WARN("cannot open topic {}: {}", name.toString(), r.status().toString());
           for (auto& w : waiters) w(r.status());
+          return;
         }
+        auto topic = std::make_shared<PersistentTopic>(name, *r, executor, options_);
+        // The topic serves once its subscriptions and dedup state are loaded; until then new
+        // callers queue on the slot too.
+        topic->initialize([this, name, slot, topic](Status s) {
+          if (!s.isOk()) {
+            MLOG_WARN("{}: dedup replay failed: {}", name.toString(), s.toString());
+          }
+          std::vector<TopicCallback> waiters;
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            waiters = std::move(slot->waiters);
+            slot->topic = topic;
+            storedLedgers_[name.persistenceName()] = true;
+          }
+          for (auto& w : waiters) w(topic);
+        });
       });
 }
 

@@ -56,6 +56,7 @@ Status peekMetadata(std::string_view md, EntryMetadataPeek* out) {
         return Status::corruption("bad metadata wire type");
     }
     switch (field) {
+      case 1: out->producerName = bytes; break;
       case 2: out->sequenceId = v; break;
       case 3: out->publishTime = v; break;
       case 6:

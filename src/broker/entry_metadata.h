@@ -11,6 +11,7 @@ namespace magnetar::broker {
 
 // Views point into the entry's bytes: valid while the entry Buffer lives.
 struct EntryMetadataPeek {
+  std::string_view producerName;      // field 1
   uint64_t sequenceId = 0;            // field 2
   uint64_t publishTime = 0;           // field 3, ms
   std::string_view partitionKey;      // field 6

@@ -213,7 +213,8 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
         auto topic = *r;
         proto::ServerError err = proto::UnknownError;
         Status s = topic->addProducer(producer, &err);
-        me->loop().execute([me, topic, producer, requestId, producerId, s, err] {
+        int64_t lastSequenceId = topic->lastSequenceId(producer->name());
+        me->loop().execute([me, topic, producer, requestId, producerId, s, err, lastSequenceId] {
           if (!s.isOk()) {
             me->sendError(requestId, err, s.message());
             return;
@@ -223,7 +224,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
             return;
           }
           me->producers_[producerId] = ProducerRef{producer, topic};
-          me->send(Commands::newProducerSuccess(requestId, producer->name()));
+          me->send(Commands::newProducerSuccess(requestId, producer->name(), lastSequenceId));
         });
       });
 }

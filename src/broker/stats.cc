@@ -38,7 +38,18 @@ ConsumerSnapshot snapshotConsumer(const Consumer& c, const Dispatcher& d, const 
   s.msgOutCounter = c.msgOutCounter;
   s.bytesOutCounter = c.bytesOutCounter;
   if (rates) s.rateOut = rates->rate(consumerRateKey(sub, &c));
-  if (const auto* sel = d.keySharedSelector()) s.keyHashRanges = sel->rangesOf(&c);
+  if (const auto* sel = d.keySharedSelector()) {
+    // Adjacent ranges (consistent-hashing points next to each other) are printed as one.
+    auto ranges = sel->rangesOf(&c);
+    std::sort(ranges.begin(), ranges.end());
+    for (const auto& r : ranges) {
+      if (!s.keyHashRanges.empty() && s.keyHashRanges.back().second + 1 >= r.first) {
+        s.keyHashRanges.back().second = std::max(s.keyHashRanges.back().second, r.second);
+      } else {
+        s.keyHashRanges.push_back(r);
+      }
+    }
+  }
   return s;
 }
 

@@ -45,7 +45,7 @@ struct ConsumerSnapshot {
   uint64_t msgOutCounter = 0;
   uint64_t bytesOutCounter = 0;
   RateValue rateOut;
-  std::vector<std::pair<int32_t, int32_t>> keyHashRanges;  // Key_Shared: [start, end]
+  std::vector<std::pair<int32_t, int32_t>> keyHashRanges;  // Key_Shared: [start, end], merged
 };
 
 struct SubscriptionSnapshot {

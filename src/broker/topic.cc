@@ -9,7 +9,13 @@ namespace magnetar::broker {
 
 PersistentTopic::PersistentTopic(TopicName name, std::shared_ptr<storage::ManagedLedger> ledger,
                                  net::EventLoop& executor, const BrokerOptions& options)
-    : name_(std::move(name)), ledger_(std::move(ledger)), executor_(executor), options_(options) {}
+    : name_(std::move(name)), ledger_(std::move(ledger)), executor_(executor), options_(options),
+      dedup_(options.brokerDeduplicationEnabled, options.brokerDeduplicationMaxNumberOfProducers) {}
+
+void PersistentTopic::initialize(std::function<void(Status)> done) {
+  loadSubscriptions();
+  dedup_.replay(*ledger_, std::move(done));
+}
 
 PersistentTopic::~PersistentTopic() = default;
 
@@ -65,8 +71,33 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
                    seq, {}, highest);
       continue;
     }
+    if (dedup_.enabled()) {
+      auto verdict = dedup_.check(producer->name(), static_cast<int64_t>(seq),
+                                  static_cast<int64_t>(highest));
+      if (verdict == MessageDeduplication::Verdict::kDuplicate) {
+        // Pulsar answers a duplicate with a receipt for message id -1:-1 and stores nothing.
+        queueReceipt(producer, {}, seq, {-1, -1}, highest);
+        continue;
+      }
+      if (verdict == MessageDeduplication::Verdict::kInFlight) {
+        dedup_.waitFor(producer->name(),
+                       {static_cast<int64_t>(seq), [this, producer, seq, highest](Status st) {
+                          if (st.isOk()) {
+                            queueReceipt(producer, {}, seq, {-1, -1}, highest);
+                          } else {
+                            queueReceipt(producer,
+                                         protocol::Commands::newSendError(
+                                             producer->id(), seq, proto::PersistenceError,
+                                             st.message()),
+                                         seq, {}, highest);
+                          }
+                        }});
+        continue;
+      }
+    }
     ledger_->asyncAddEntry(std::move(s.entry), [this, producer, seq, highest, n, bytes](
                                                    Status st, storage::Position pos) {
+      if (dedup_.enabled()) dedup_.completed(producer->name(), static_cast<int64_t>(highest), st);
       if (st.isOk()) {
         stats_.msgInCounter += n;
         stats_.bytesInCounter += bytes;

@@ -10,6 +10,7 @@
 
 #include "broker/broker_options.h"
 #include "broker/consumer.h"
+#include "broker/message_deduplication.h"
 #include "broker/subscription.h"
 #include "broker/topic_name.h"
 #include "net/event_loop.h"
@@ -60,6 +61,13 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
 
   // Restores subscriptions from the ledger's durable cursors (after open).
   void loadSubscriptions();
+  // Loads the subscriptions and rebuilds the deduplication state; done(status) when the topic
+  // can serve.
+  void initialize(std::function<void(Status)> done);
+  // PRODUCER_SUCCESS.last_sequence_id for a producer name: the highest persisted id, or -1.
+  int64_t lastSequenceId(const std::string& producerName) const {
+    return dedup_.lastSequenceId(producerName);
+  }
 
   // Errors: kBusy with *error = ProducerBusy when the name is taken or an Exclusive producer
   // holds the topic; ProducerFenced when an Exclusive producer asks while others are connected
@@ -117,6 +125,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   std::map<std::string, std::unique_ptr<Subscription>> subscriptions_;
   TopicStats stats_;
   bool terminated_ = false;
+  MessageDeduplication dedup_;
 
   // Receipts completed in this pass, per connection, and whether a flush task is queued.
   struct CnxOut {
