@@ -78,6 +78,7 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.maxUnackedMessagesPerConsumer = cfg.maxUnackedMessagesPerConsumer();
   o.maxUnackedMessagesPerSubscription = cfg.maxUnackedMessagesPerSubscription();
   o.maxPendingPublishRequestsPerConnection = cfg.maxPendingPublishRequestsPerConnection();
+  o.maxMessagePublishBufferSizeInMB = cfg.maxMessagePublishBufferSizeInMB();
   o.brokerDeduplicationEnabled = cfg.brokerDeduplicationEnabled();
   o.brokerDeduplicationMaxNumberOfProducers = cfg.brokerDeduplicationMaxNumberOfProducers();
   o.subscriptionKeySharedUseConsistentHashing = cfg.subscriptionKeySharedUseConsistentHashing();

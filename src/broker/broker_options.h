@@ -26,6 +26,7 @@ struct BrokerOptions {
   int maxUnackedMessagesPerConsumer = 50000;     // maxUnackedMessagesPerConsumer (0: off)
   int maxUnackedMessagesPerSubscription = 200000;  // maxUnackedMessagesPerSubscription (0: off)
   int maxPendingPublishRequestsPerConnection = 1000;  // maxPendingPublishRequestsPerConnection
+  int maxMessagePublishBufferSizeInMB = 2048;    // maxMessagePublishBufferSizeInMB (<= 0: off)
   bool brokerDeduplicationEnabled = false;       // brokerDeduplicationEnabled
   int brokerDeduplicationMaxNumberOfProducers = 10000;  // brokerDeduplicationMaxNumberOfProducers
   bool subscriptionKeySharedUseConsistentHashing = true;

@@ -30,10 +30,24 @@ Status BrokerService::start() {
       "ml-worker", std::max(1, options_.managedLedgerNumWorkerThreads));
   ioLoops_->start();
   mlWorkers_->start();
+  // maxMessagePublishBufferSizeInMB divided between the I/O threads (Pulsar's publish buffer).
+  int64_t share = options_.maxMessagePublishBufferSizeInMB > 0
+                      ? (static_cast<int64_t>(options_.maxMessagePublishBufferSizeInMB) << 20) /
+                            ioLoops_->size()
+                      : 0;
+  for (int i = 0; i < ioLoops_->size(); ++i) {
+    throttles_.push_back(std::make_unique<PublishBufferThrottle>(ioLoops_->at(i), share));
+  }
   server_ = std::make_unique<net::TcpServer>(
       *ioLoops_, [this](net::EventLoop& loop, boost::asio::ip::tcp::socket s) {
         activeConnections_++;
-        return std::make_shared<ServerCnx>(loop, std::move(s), *this);
+        PublishBufferThrottle* throttle = nullptr;
+        for (auto& t : throttles_) {
+          if (&t->loop() == &loop) throttle = t.get();
+        }
+        auto cnx = std::make_shared<ServerCnx>(loop, std::move(s), *this, *throttle);
+        loop.execute([throttle, cnx] { throttle->registerConnection(cnx); });
+        return cnx;
       });
   Status s = server_->start(options_.bindAddress, options_.brokerServicePort);
   if (!s.isOk()) return Status::ioError(s.message() + " (brokerServicePort)");
@@ -53,6 +67,13 @@ void BrokerService::stop() {
 
 std::string BrokerService::brokerServiceUrl() const {
   return "pulsar://" + options_.advertisedAddress + ":" + std::to_string(brokerServicePort());
+}
+
+std::vector<std::pair<std::string, PublishThrottleStats>> BrokerService::publishThrottleStats()
+    const {
+  std::vector<std::pair<std::string, PublishThrottleStats>> out;
+  for (auto& t : throttles_) out.emplace_back(t->loop().name(), t->stats());
+  return out;
 }
 
 std::string BrokerService::generateProducerName() {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "broker/broker_options.h"
+#include "broker/publish_throttle.h"
 #include "broker/policies.h"
 #include "broker/topic.h"
 #include "broker/topic_name.h"
@@ -63,6 +64,8 @@ class BrokerService {
   bool namespaceExists(const std::string& ns) const;
 
   std::string generateProducerName();
+  // The publish buffer throttle of each pulsar-io loop, in loop order (metrics).
+  std::vector<std::pair<std::string, PublishThrottleStats>> publishThrottleStats() const;
   void connectionClosed() { activeConnections_--; }
   int64_t activeConnections() const { return activeConnections_.load(); }
 
@@ -109,6 +112,7 @@ class BrokerService {
   std::unique_ptr<net::EventLoopGroup> ioLoops_;
   std::unique_ptr<net::EventLoopGroup> mlWorkers_;
   std::unique_ptr<net::TcpServer> server_;
+  std::vector<std::unique_ptr<PublishBufferThrottle>> throttles_;  // one per pulsar-io loop
 
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<TopicSlot>> topics_;   // GUARDED_BY(mu_)

@@ -15,9 +15,10 @@ using protocol::ErrorContext;
 using protocol::toServerError;
 
 ServerCnx::ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket,
-                     BrokerService& service)
+                     BrokerService& service, PublishBufferThrottle& throttle)
     : net::Connection(loop, std::move(socket)),
       service_(service),
+      throttle_(throttle),
       decoder_(service.options().maxMessageSize + protocol::kFrameSizePadding),
       keepAliveTimer_(loop.context()) {}
 
@@ -47,19 +48,37 @@ void ServerCnx::flushSends() {
   sendBatch_.clear();
 }
 
-void ServerCnx::publishCompleted(uint32_t n) {
+void ServerCnx::publishCompleted(uint32_t n, uint64_t bytes) {
+  throttle_.release(static_cast<int64_t>(bytes));
   int64_t left = pendingPublishes_.fetch_sub(n, std::memory_order_relaxed) - n;
   int max = service_.options().maxPendingPublishRequestsPerConnection;
   if (max > 0 && left <= max / 2 && publishPaused_.load(std::memory_order_relaxed)) {
     auto me = self();
     loop().execute([me] {
-      if (me->publishPaused_.exchange(false)) me->resumeRead();
+      if (me->publishPaused_.exchange(false)) me->updateReadState();
     });
+  }
+}
+
+void ServerCnx::setThrottled(bool throttled) {
+  throttled_ = throttled;
+  updateReadState();
+}
+
+void ServerCnx::updateReadState() {
+  if (throttled_ || publishPaused_.load(std::memory_order_relaxed)) {
+    pauseRead();
+  } else {
+    resumeRead();
   }
 }
 
 void ServerCnx::onClosed() {
   keepAliveTimer_.cancel();
+  throttle_.unregisterConnection(this);
+  for (auto& [topic, sends] : sendBatch_) {
+    for (auto& ps : sends) throttle_.release(static_cast<int64_t>(ps.entry.size()));
+  }
   sendBatch_.clear();
   for (auto& [id, ref] : producers_) {
     auto topic = ref.topic;
@@ -248,6 +267,7 @@ void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
                                 "Message size is larger than the broker's maxMessageSize"));
     return;
   }
+  throttle_.add(static_cast<int64_t>(entry.size()));
   PendingSend ps;
   ps.producer = it->second.producer;
   ps.sequenceId = c.sequence_id();
@@ -271,7 +291,7 @@ void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
   vec->push_back(std::move(ps));
   int max = service_.options().maxPendingPublishRequestsPerConnection;
   int64_t pending = pendingPublishes_.fetch_add(1, std::memory_order_relaxed) + 1;
-  if (max > 0 && pending >= max && !publishPaused_.exchange(true)) pauseRead();
+  if (max > 0 && pending >= max && !publishPaused_.exchange(true)) updateReadState();
 }
 
 void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {

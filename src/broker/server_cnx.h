@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "broker/consumer.h"
+#include "broker/publish_throttle.h"
 #include "broker/topic.h"
 #include "net/connection.h"
 #include "protocol/frame.h"
@@ -29,14 +30,18 @@ struct CnxErrorStats {
 // Thread: lives on its pulsar-io loop; send()/sendFrame()/publishCompleted() from any thread.
 class ServerCnx final : public net::Connection, public protocol::FrameHandler {
  public:
-  ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket, BrokerService& service);
+  ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket, BrokerService& service,
+            PublishBufferThrottle& throttle);
   ~ServerCnx() override;
 
   void sendFrame(const Buffer& frame) { send(frame); }
   using net::Connection::send;
-  // `n` SENDs of this connection were answered (topic thread). Resumes reading at half of
-  // maxPendingPublishRequestsPerConnection.
-  void publishCompleted(uint32_t n);
+  // `n` SENDs of `bytes` entry bytes were answered (topic thread). Resumes reading at half of
+  // maxPendingPublishRequestsPerConnection, and releases the bytes from the loop's publish
+  // buffer share.
+  void publishCompleted(uint32_t n, uint64_t bytes);
+  // The loop's publish buffer is over its share (or back under half). Loop thread.
+  void setThrottled(bool throttled);
   // The broker closed this consumer/producer (topic deleted, seek, ...). Any thread.
   void closeConsumerFromBroker(uint64_t consumerId);
   // The broker closed this producer (topic terminated or unloaded): CLOSE_PRODUCER to the client,
@@ -87,6 +92,8 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void sendError(uint64_t requestId, proto::ServerError e, const std::string& msg);
   void startKeepAlive();
   void flushSends();
+  // Reads stop while either limit holds (per-connection pending sends, the loop's buffer).
+  void updateReadState();
   std::shared_ptr<ServerCnx> self() {
     return std::static_pointer_cast<ServerCnx>(shared_from_this());
   }
@@ -102,6 +109,8 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   std::vector<std::pair<std::shared_ptr<PersistentTopic>, std::vector<PendingSend>>> sendBatch_;
   std::atomic<int64_t> pendingPublishes_{0};
   std::atomic<bool> publishPaused_{false};
+  bool throttled_ = false;  // loop thread
+  PublishBufferThrottle& throttle_;
   boost::asio::steady_timer keepAliveTimer_;
   bool receivedSinceLastPing_ = true;
   bool waitingForPong_ = false;

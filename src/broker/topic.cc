@@ -68,7 +68,7 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
                    protocol::Commands::newSendError(producer->id(), seq,
                                                     proto::TopicTerminatedError,
                                                     "Topic was already terminated"),
-                   seq, {}, highest);
+                   seq, {}, highest, bytes);
       continue;
     }
     if (dedup_.enabled()) {
@@ -76,20 +76,20 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
                                   static_cast<int64_t>(highest));
       if (verdict == MessageDeduplication::Verdict::kDuplicate) {
         // Pulsar answers a duplicate with a receipt for message id -1:-1 and stores nothing.
-        queueReceipt(producer, {}, seq, {-1, -1}, highest);
+        queueReceipt(producer, {}, seq, {-1, -1}, highest, bytes);
         continue;
       }
       if (verdict == MessageDeduplication::Verdict::kInFlight) {
         dedup_.waitFor(producer->name(),
-                       {static_cast<int64_t>(seq), [this, producer, seq, highest](Status st) {
+                       {static_cast<int64_t>(seq), [this, producer, seq, highest, bytes](Status st) {
                           if (st.isOk()) {
-                            queueReceipt(producer, {}, seq, {-1, -1}, highest);
+                            queueReceipt(producer, {}, seq, {-1, -1}, highest, bytes);
                           } else {
                             queueReceipt(producer,
                                          protocol::Commands::newSendError(
                                              producer->id(), seq, proto::PersistenceError,
                                              st.message()),
-                                         seq, {}, highest);
+                                         seq, {}, highest, bytes);
                           }
                         }});
         continue;
@@ -105,21 +105,21 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
         producer->msgInCounter += n;
         producer->bytesInCounter += bytes;
         newEntries_ = true;
-        queueReceipt(producer, {}, seq, pos, highest);
+        queueReceipt(producer, {}, seq, pos, highest, bytes);
       } else {
         stats_.publishErrors++;
         MLOG_WARN("publish to {} failed: {}", name_.toString(), st.toString());
         queueReceipt(producer,
                      protocol::Commands::newSendError(producer->id(), seq,
                                                       proto::PersistenceError, st.message()),
-                     seq, pos, highest);
+                     seq, pos, highest, bytes);
       }
     });
   }
 }
 
 void PersistentTopic::queueReceipt(const std::shared_ptr<Producer>& p, Buffer frame, uint64_t seq,
-                                   storage::Position pos, uint64_t highestSeq) {
+                                   storage::Position pos, uint64_t highestSeq, size_t bytes) {
   CnxOut* out = nullptr;
   for (auto& o : receipts_) {
     if (o.cnx == p->cnx()) {
@@ -128,7 +128,7 @@ void PersistentTopic::queueReceipt(const std::shared_ptr<Producer>& p, Buffer fr
     }
   }
   if (!out) {
-    receipts_.push_back(CnxOut{p->cnx(), {}, 0});
+    receipts_.push_back(CnxOut{p->cnx(), {}, 0, 0});
     out = &receipts_.back();
   }
   if (frame) {
@@ -141,6 +141,7 @@ void PersistentTopic::queueReceipt(const std::shared_ptr<Producer>& p, Buffer fr
     out->batch.trimBytes(protocol::kMaxSendReceiptSize - used);
   }
   out->completed++;
+  out->completedBytes += bytes;
   if (!flushQueued_) {
     flushQueued_ = true;
     auto self = shared_from_this();
@@ -152,7 +153,7 @@ void PersistentTopic::flushPass() {
   flushQueued_ = false;
   for (auto& o : receipts_) {
     o.cnx->send(std::move(o.batch));
-    o.cnx->publishCompleted(o.completed);
+    o.cnx->publishCompleted(o.completed, o.completedBytes);
   }
   receipts_.clear();
   if (newEntries_) {

@@ -113,8 +113,9 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void deleteLedger(storage::StatusCallback cb);
 
  private:
+  // Queues the answer to one SEND of `bytes` entry bytes (released from the publish buffer).
   void queueReceipt(const std::shared_ptr<Producer>& p, Buffer frame, uint64_t seq,
-                    storage::Position pos, uint64_t highestSeq);
+                    storage::Position pos, uint64_t highestSeq, size_t bytes);
   void flushPass();
 
   TopicName name_;
@@ -132,6 +133,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
     std::shared_ptr<ServerCnx> cnx;
     net::FrameBatch batch;
     uint32_t completed = 0;
+    uint64_t completedBytes = 0;
   };
   std::vector<CnxOut> receipts_;
   bool flushQueued_ = false;

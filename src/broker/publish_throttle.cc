@@ -1,0 +1,66 @@
+#include "broker/publish_throttle.h"
+
+#include <algorithm>
+
+#include "broker/server_cnx.h"
+
+namespace magnetar::broker {
+
+void PublishBufferThrottle::registerConnection(const std::shared_ptr<ServerCnx>& c) {
+  connections_.push_back(c);
+  if (paused_.load(std::memory_order_relaxed)) c->setThrottled(true);
+}
+
+void PublishBufferThrottle::unregisterConnection(ServerCnx* c) {
+  connections_.erase(std::remove_if(connections_.begin(), connections_.end(),
+                                    [c](const std::weak_ptr<ServerCnx>& w) {
+                                      auto p = w.lock();
+                                      return !p || p.get() == c;
+                                    }),
+                     connections_.end());
+}
+
+void PublishBufferThrottle::add(int64_t bytes) {
+  if (limitBytes_ <= 0) return;
+  int64_t now = pending_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  if (now > limitBytes_ && !paused_.load(std::memory_order_relaxed)) {
+    paused_.store(true);
+    pausedTotal_.fetch_add(1, std::memory_order_relaxed);
+    pausedAt_ = std::chrono::steady_clock::now();
+    for (auto& w : connections_) {
+      if (auto c = w.lock()) c->setThrottled(true);
+    }
+  }
+}
+
+void PublishBufferThrottle::release(int64_t bytes) {
+  if (limitBytes_ <= 0) return;
+  int64_t now = pending_.fetch_sub(bytes, std::memory_order_relaxed) - bytes;
+  if (now <= limitBytes_ / 2 && paused_.load(std::memory_order_relaxed) &&
+      !resumeQueued_.exchange(true)) {
+    loop_.execute([this] { resumeAll(); });
+  }
+}
+
+void PublishBufferThrottle::resumeAll() {
+  resumeQueued_.store(false);
+  if (!paused_.load() || pending_.load() > limitBytes_ / 2) return;
+  paused_.store(false);
+  pausedNanos_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - pausedAt_)
+                             .count(),
+                         std::memory_order_relaxed);
+  for (auto& w : connections_) {
+    if (auto c = w.lock()) c->setThrottled(false);
+  }
+}
+
+PublishThrottleStats PublishBufferThrottle::stats() const {
+  PublishThrottleStats s;
+  s.pendingBytes = pending_.load(std::memory_order_relaxed);
+  s.pausedTotal = pausedTotal_.load(std::memory_order_relaxed);
+  s.pausedSeconds = static_cast<double>(pausedNanos_.load(std::memory_order_relaxed)) / 1e9;
+  return s;
+}
+
+}  // namespace magnetar::broker
