@@ -1,4 +1,5 @@
 // magnetar: the broker binary. Subcommands: standalone, broker, config show, config docs.
+#include <csignal>
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
@@ -123,4 +124,10 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace magnetar::app
 
-int main(int argc, char** argv) { return magnetar::app::run(argc, argv); }
+int main(int argc, char** argv) {
+  // A peer that closed its socket must cost that connection a write error (EPIPE), never the
+  // process: broker sockets are written from many threads with writev, which has no
+  // MSG_NOSIGNAL.
+  std::signal(SIGPIPE, SIG_IGN);
+  return magnetar::app::run(argc, argv);
+}

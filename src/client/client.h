@@ -1,0 +1,63 @@
+// Client: Magnetar's asynchronous C++ client for the Pulsar binary protocol. Entry point of the
+// library: creates producers and consumers. See README.md.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "client/client_config.h"
+#include "client/consumer.h"
+#include "client/message.h"
+#include "client/producer.h"
+
+namespace magnetar::client {
+
+class ClientImpl;
+
+// Owns the I/O threads (`client-io-<i>`) and the connection pool. Thread: any; destroy (or close)
+// it on a thread that is not one of its I/O threads. Producers and consumers stop working once
+// their client is closed.
+class Client {
+ public:
+  // serviceUrl: "pulsar://host:port" (several hosts: "pulsar://h1:6650,h2:6650"). A bad URL makes
+  // every call fail with kInvalidArgument (see status()).
+  explicit Client(const std::string& serviceUrl, ClientConfig config = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // OK, or why the client could not start (bad service URL).
+  const Status& status() const { return status_; }
+
+  // Creates a producer on topic ("x", "tenant/ns/x" or "persistent://tenant/ns/x"). Partitioned
+  // topics get one producer per partition, routed by key. Retries lookups/connects until
+  // operationTimeout; kBusy when the name is in use or an Exclusive producer exists.
+  Result<Producer> createProducer(const std::string& topic, const ProducerConfig& config = {});
+  void createProducerAsync(const std::string& topic, const ProducerConfig& config,
+                           std::function<void(Result<Producer>)> cb);
+
+  // Subscribes to topic (every partition of a partitioned one). kBusy when an Exclusive
+  // subscription already has a consumer.
+  Result<Consumer> subscribe(const std::string& topic, const std::string& subscription,
+                             const ConsumerConfig& config = {});
+  void subscribeAsync(const std::string& topic, const std::string& subscription,
+                      const ConsumerConfig& config, std::function<void(Result<Consumer>)> cb);
+
+  // Partitions of topic from PARTITIONED_METADATA (0: not partitioned).
+  Result<int> getNumberOfPartitions(const std::string& topic);
+
+  // Closes producers (after their pending messages), consumers and connections, then stops the
+  // I/O threads. Idempotent.
+  Status close();
+
+  // Open broker connections (for tests and diagnostics).
+  size_t connectionCount() const;
+
+ private:
+  std::shared_ptr<ClientImpl> impl_;
+  Status status_;
+};
+
+}  // namespace magnetar::client

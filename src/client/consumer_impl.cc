@@ -1,0 +1,409 @@
+#include "client/consumer_impl.h"
+
+#include <boost/asio/post.hpp>
+#include <random>
+
+#include "base/logging.h"
+#include "client/client_connection.h"
+#include "client/client_impl.h"
+#include "client/consumer.h"
+#include "client/message_factory.h"
+#include "protocol/commands.h"
+#include "protocol/frame.h"
+
+namespace magnetar::client {
+
+using protocol::Commands;
+using protocol::WireMessageId;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string randomName() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::minstd_rand rng{std::random_device{}()};
+  std::string s(5, '0');
+  for (auto& c : s) c = kHex[rng() % 16];
+  return s;
+}
+
+// Java BitSet layout of CommandMessage.ack_set: bit i = word[i / 64] bit (i % 64); set = unacked.
+bool ackSetBit(const proto::CommandMessage& msg, int i) {
+  int word = i / 64;
+  if (word >= msg.ack_set_size()) return false;
+  return (static_cast<uint64_t>(msg.ack_set(word)) >> (i % 64)) & 1u;
+}
+
+}  // namespace
+
+// ---- ConsumerImpl: set-up -------------------------------------------------------------------
+
+ConsumerImpl::ConsumerImpl(std::shared_ptr<ClientImpl> client, std::string topic, int partition,
+                           std::string subscription, ConsumerConfig config,
+                           std::shared_ptr<ReceiveQueue> queue, std::weak_ptr<ConsumerBase> owner)
+    : client_(std::move(client)),
+      topic_(std::move(topic)),
+      topicName_(std::make_shared<const std::string>(topic_)),
+      partition_(partition),
+      subscription_(std::move(subscription)),
+      config_(std::move(config)),
+      consumerName_(config_.consumerName.empty() ? randomName() : config_.consumerName),
+      consumerId_(client_->newConsumerId()),
+      slot_(client_->slotFor(consumerId_)),
+      queue_(std::move(queue)),
+      owner_(std::move(owner)),
+      flowThreshold_(static_cast<uint32_t>(std::max(1, config_.receiverQueueSize / 2))),
+      reconnectTimer_(client_->loopForSlot(slot_).context()),
+      ackTimer_(client_->loopForSlot(slot_).context()),
+      nackTimer_(client_->loopForSlot(slot_).context()),
+      backoff_(client_->config().initialBackoff, client_->config().maxBackoff),
+      acks_(consumerId_),
+      nacks_(config_.negativeAckRedeliveryDelay) {}
+
+ConsumerImpl::~ConsumerImpl() {
+  // Dropped without close(): release the consumer on the broker (fire and forget); the broker
+  // redelivers what it had not acked.
+  if (state_ == State::kReady && cnx_) {
+    cnx_->send(Commands::newCloseConsumer(consumerId_, client_->newRequestId()));
+  }
+}
+
+std::shared_ptr<ConsumerBase> ConsumerImpl::handleOwner() {
+  if (auto o = owner_.lock()) return o;
+  return shared_from_this();
+}
+
+std::shared_ptr<ClientConnection> ConsumerImpl::connection() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_ == State::kReady || state_ == State::kClosing ? cnx_ : nullptr;
+}
+
+bool ConsumerImpl::isConnected() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_ == State::kReady && cnx_ != nullptr;
+}
+
+size_t ConsumerImpl::numMessagesInQueue() const { return queue_->size(); }
+
+ConsumerStats ConsumerImpl::stats() const {
+  ConsumerStats s;
+  s.messagesReceived = received_.load();
+  s.permitsSent = permitsSent_.load();
+  s.permitViolations = permitViolations_.load();
+  s.reconnects = reconnects_.load();
+  return s;
+}
+
+void ConsumerImpl::start(StatusCallback cb) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    createCb_ = std::move(cb);
+    createDeadline_ = Clock::now() + client_->config().operationTimeout;
+  }
+  auto self = shared_from_this();
+  client_->loopForSlot(slot_).execute([self] { self->connect(); });
+}
+
+void ConsumerImpl::connect() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ != State::kConnecting) return;
+  }
+  if (client_->closed()) {
+    subscribeFailed(Status::closed("client closed"));
+    return;
+  }
+  std::weak_ptr<ConsumerImpl> weak = weak_from_this();
+  client_->lookup(topic_, slot_, [weak](Result<std::string> addr) {
+    auto self = weak.lock();
+    if (!self) return;
+    if (!addr) {
+      self->subscribeFailed(addr.status());
+      return;
+    }
+    self->client_->getConnection(*addr, self->slot_, [weak](auto r) {
+      auto self = weak.lock();
+      if (!self) return;
+      if (!r) {
+        self->subscribeFailed(r.status());
+      } else {
+        self->connectionReady(std::move(*r));
+      }
+    });
+  });
+}
+
+void ConsumerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ != State::kConnecting) return;
+  }
+  uint64_t requestId = client_->newRequestId();
+  proto::CommandSubscribe s;
+  s.set_topic(topic_);
+  s.set_subscription(subscription_);
+  s.set_subtype(static_cast<proto::CommandSubscribe::SubType>(config_.subscriptionType));
+  s.set_consumer_id(consumerId_);
+  s.set_request_id(requestId);
+  s.set_consumer_name(consumerName_);
+  if (config_.priorityLevel > 0) s.set_priority_level(config_.priorityLevel);
+  s.set_durable(true);
+  s.set_initialposition(static_cast<proto::CommandSubscribe::InitialPosition>(
+      config_.initialPosition));
+  if (config_.subscriptionType == SubscriptionType::kKeyShared) {
+    auto* ks = s.mutable_keysharedmeta();
+    ks->set_keysharedmode(static_cast<proto::KeySharedMode>(config_.keySharedMode));
+    if (config_.keySharedMode == KeySharedMode::kSticky) {
+      for (const auto& [start, end] : config_.stickyRanges) {
+        auto* r = ks->add_hashranges();
+        r->set_start(start);
+        r->set_end(end);
+      }
+    }
+    ks->set_allowoutoforderdelivery(config_.allowOutOfOrderDelivery);
+  }
+  cnx->addConsumer(consumerId_, weak_from_this());
+  std::weak_ptr<ConsumerImpl> weak = weak_from_this();
+  cnx->sendRequest(requestId, Commands::newSubscribe(s), [weak, cnx](const Status& st,
+                                                                     const proto::BaseCommand&) {
+    auto self = weak.lock();
+    if (!self) return;
+    if (!st.isOk()) {
+      cnx->removeConsumer(self->consumerId_);
+      self->subscribeFailed(st);
+      return;
+    }
+    StatusCallback createCb;
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      if (self->state_ != State::kConnecting) {
+        cnx->removeConsumer(self->consumerId_);
+        cnx->send(Commands::newCloseConsumer(self->consumerId_, self->client_->newRequestId()));
+        return;
+      }
+      if (self->everConnected_) self->reconnects_.fetch_add(1);
+      self->everConnected_ = true;
+      self->cnx_ = cnx;
+      self->state_ = State::kReady;
+      createCb = std::move(self->createCb_);
+      self->createCb_ = nullptr;
+    }
+    // A new connection epoch: what was queued from the old one is dropped (the broker redelivers
+    // it), permits start from the full receiver queue, as Pulsar clients do.
+    uint64_t epoch = self->epoch_.fetch_add(1) + 1;
+    (void)epoch;
+    self->permitsToReturn_.store(0);
+    self->queue_->removeFrom(self.get());
+    self->seeking_ = false;
+    self->epochReceived_ = 0;
+    uint32_t permits = static_cast<uint32_t>(std::max(1, self->config_.receiverQueueSize));
+    self->epochPermits_ = permits;
+    self->permitsSent_.fetch_add(permits);
+    cnx->send(Commands::newFlow(self->consumerId_, permits));
+    self->backoff_.reset();
+    MLOG_DEBUG("consumer {} subscribed to {} / {} on {}", self->consumerName_, self->topic_,
+               self->subscription_, cnx->address());
+    if (createCb) createCb(Status::ok());
+  });
+}
+
+void ConsumerImpl::subscribeFailed(const Status& s) {
+  StatusCallback createCb;
+  bool retry = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ != State::kConnecting) return;
+    bool clientClosed = client_->closed();
+    if (!everConnected_) {
+      if (clientClosed || !isRetriable(s) || Clock::now() >= createDeadline_) {
+        state_ = State::kFailed;
+        createCb = std::move(createCb_);
+        createCb_ = nullptr;
+      } else {
+        retry = true;
+      }
+    } else if (clientClosed || isFatalForReconnect(s)) {
+      MLOG_ERROR("consumer {} on {}: giving up reconnecting: {}", consumerName_, topic_,
+                 s.toString());
+      state_ = State::kFailed;
+    } else {
+      retry = true;
+    }
+  }
+  if (retry) {
+    MLOG_DEBUG("consumer on {}: (re)subscribe failed, retrying: {}", topic_, s.toString());
+    scheduleReconnect();
+  }
+  if (createCb) createCb(s);
+}
+
+void ConsumerImpl::scheduleReconnect() {
+  auto& loop = client_->loopForSlot(slot_);
+  std::weak_ptr<ConsumerImpl> weak = weak_from_this();
+  auto arm = [weak] {
+    auto self = weak.lock();
+    if (!self) return;
+    self->reconnectTimer_.expires_after(self->backoff_.next());
+    self->reconnectTimer_.async_wait([weak](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (auto self = weak.lock()) self->connect();
+    });
+  };
+  if (loop.inExecutorThread()) {
+    arm();
+  } else {
+    loop.execute(arm);
+  }
+}
+
+void ConsumerImpl::connectionClosed(ClientConnection* cnx) { lostConnection(cnx, false); }
+
+void ConsumerImpl::lostConnection(ClientConnection* cnx, bool byBroker) {
+  bool reconnect = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cnx_.get() != cnx) return;
+    cnx_.reset();
+    if (state_ == State::kReady) {
+      state_ = State::kConnecting;
+      reconnect = true;
+    }
+  }
+  if (reconnect) {
+    MLOG_INFO("consumer {} on {}: {}, resubscribing", consumerName_, topic_,
+              byBroker ? "closed by the broker" : "connection lost");
+    scheduleReconnect();
+  }
+}
+
+void ConsumerImpl::closedByBroker(ClientConnection* cnx) { lostConnection(cnx, true); }
+
+void ConsumerImpl::reachedEndOfTopic() {
+  reachedEnd_ = true;
+  MLOG_INFO("consumer {} on {}: reached the end of the topic", consumerName_, topic_);
+}
+
+void ConsumerImpl::activeConsumerChanged(bool active) {
+  if (!config_.activeConsumerListener) return;
+  Consumer handle(handleOwner());
+  config_.activeConsumerListener(handle, active);
+}
+
+// ---- Receiving ------------------------------------------------------------------------------
+
+void ConsumerImpl::messageReceived(const proto::CommandMessage& msg, Buffer entry) {
+  const uint64_t epoch = epoch_.load(std::memory_order_relaxed);
+  auto layout = protocol::parseEntryLayout(entry.view());
+  Status st = layout ? protocol::verifyChecksum(entry) : layout.status();
+  if (st.isOk() && !md_.ParseFromArray(entry.data() + layout->metadataOffset,
+                                       static_cast<int>(layout->metadataSize))) {
+    st = Status::corruption("bad MessageMetadata");
+  }
+  MessageId id;
+  id.ledgerId = static_cast<int64_t>(msg.message_id().ledgerid());
+  id.entryId = static_cast<int64_t>(msg.message_id().entryid());
+  id.partition = partition_;
+  if (!st.isOk()) {
+    // Pulsar discards a corrupt message: ack it so the broker drops it, and return its permit.
+    MLOG_ERROR("consumer {} on {}: discarding corrupt message {}: {}", consumerName_, topic_,
+               id.toString(), st.toString());
+    acks_.addIndividual(id);
+    flushAcks();
+    ++epochReceived_;
+    messageProcessed(epoch, 1);
+    return;
+  }
+  const bool batch = md_.has_num_messages_in_batch();
+  const int n = batch ? std::max(1, md_.num_messages_in_batch()) : 1;
+  received_.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+  epochReceived_ += static_cast<uint64_t>(n);
+  if (epochReceived_ > epochPermits_) permitViolations_.fetch_add(1);
+  if (seeking_ || md_.compression() != proto::NONE) {
+    if (md_.compression() != proto::NONE) {
+      MLOG_ERROR("consumer {} on {}: compressed messages are not supported, dropping {}",
+                 consumerName_, topic_, id.toString());
+    }
+    messageProcessed(epoch, static_cast<uint32_t>(n));
+    return;
+  }
+  const uint32_t redelivery = msg.redelivery_count();
+  if (!batch) {
+    deliver(MessageFactory::single(entry, layout->payloadOffset, layout->payloadSize, md_, id,
+                                   redelivery, topicName_),
+            epoch);
+    return;
+  }
+  std::string_view payload = entry.view().substr(layout->payloadOffset, layout->payloadSize);
+  Status split = splitBatch(payload, n, &batchScratch_);
+  if (!split.isOk()) {
+    MLOG_ERROR("consumer {} on {}: bad batch {}: {}", consumerName_, topic_, id.toString(),
+               split.toString());
+    messageProcessed(epoch, static_cast<uint32_t>(n));
+    return;
+  }
+  acks_.onBatchReceived(id.ledgerId, id.entryId, n);
+  const bool hasAckSet = msg.ack_set_size() > 0;
+  id.batchSize = n;
+  for (int i = 0; i < n; ++i) {
+    if (hasAckSet && !ackSetBit(msg, i)) {  // already acknowledged (batch index ack)
+      messageProcessed(epoch, 1);
+      continue;
+    }
+    id.batchIndex = i;
+    deliver(MessageFactory::batched(entry, layout->payloadOffset, batchScratch_[i], md_, id,
+                                    redelivery, topicName_),
+            epoch);
+  }
+}
+
+void ConsumerImpl::deliver(Message&& m, uint64_t epoch) {
+  if (config_.messageListener) {
+    Consumer handle(handleOwner());
+    config_.messageListener(handle, m);
+    messageProcessed(epoch, 1);
+  } else {
+    queue_->push(ReceiveQueue::Item{std::move(m), this, epoch});
+  }
+}
+
+void ConsumerImpl::messageProcessed(uint64_t epoch, uint32_t n) {
+  if (epoch != epoch_.load(std::memory_order_relaxed)) return;
+  uint32_t v = permitsToReturn_.fetch_add(n, std::memory_order_relaxed) + n;
+  if (v < flowThreshold_) return;
+  uint32_t take = permitsToReturn_.exchange(0);
+  if (take == 0) return;
+  std::weak_ptr<ConsumerImpl> weak = weak_from_this();
+  auto sendFlow = [weak, epoch, take] {
+    auto self = weak.lock();
+    if (!self || epoch != self->epoch_.load()) return;
+    auto cnx = self->connection();
+    if (!cnx) return;
+    self->epochPermits_ += take;
+    self->permitsSent_.fetch_add(take);
+    cnx->send(Commands::newFlow(self->consumerId_, take));
+  };
+  auto& loop = client_->loopForSlot(slot_);
+  if (loop.inExecutorThread()) {
+    sendFlow();
+  } else {
+    loop.execute(std::move(sendFlow));
+  }
+}
+
+Result<Message> ConsumerImpl::receive(std::chrono::milliseconds timeout) {
+  if (config_.messageListener) {
+    return Status::notAllowed("receive() is not allowed on a consumer with a message listener");
+  }
+  auto item = queue_->pop(timeout);
+  if (!item) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ == State::kClosed || state_ == State::kFailed) {
+      return Status::closed("consumer closed");
+    }
+    return Status::error(StatusCode::kTimeout, "no message received within the timeout");
+  }
+  item->from->messageProcessed(item->epoch, 1);
+  return std::move(item->msg);
+}
+
+}  // namespace magnetar::client
