@@ -34,5 +34,12 @@ stage "crash tests: SIGKILL at random moments (storage engine, then the whole br
 "$PY" tests/crash/crash_test.py --kills "${CRASH_KILLS:-5}"
 "$PY" tests/crash/crash_test.py --mode broker --kills "${CRASH_KILLS:-5}"
 
+stage "magnetar-perf: unit tests and the iot-telemetry-max-rate-small scenario end to end"
+"$PY" -m pytest -q tools/perf/tests
+PERF_OUT=$(mktemp -d)
+python3 tools/perf/magnetar-perf run tools/perf/scenarios/iot-telemetry-max-rate-small.yaml \
+  --output "$PERF_OUT/max-rate-small"
+"$PY" tools/perf/check_summary.py "$PERF_OUT/max-rate-small/summary.json"
+
 echo
 echo "all test stages passed"

@@ -1,0 +1,295 @@
+"""Scenario files: YAML with `extends` inheritance, environment overrides and --set overrides.
+
+Resolution order (later wins):
+  1. DEFAULTS below,
+  2. the `extends` chain, base first (a name is looked up in the scenarios directory, a path is
+     relative to the file that names it),
+  3. the scenario file itself,
+  4. `${VAR}` / `${VAR:-default}` references in string values, replaced from the environment,
+  5. MAGNETAR_PERF_SET in the environment: whitespace-separated `path=value` entries,
+  6. --set path=value on the command line.
+Maps merge key by key; lists and scalars replace. Unknown keys are errors (broker.settings is
+free-form: any broker setting). Values of overrides are parsed as YAML (`8` is an int, `true` a
+bool, `[0, 20]` a list).
+"""
+
+import copy
+import os
+import re
+
+import yaml
+
+SCENARIO_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "scenarios")
+
+DEFAULTS = {
+    "name": "",
+    "description": "",
+    "broker": {
+        # magnetar: start `magnetar standalone`; pulsar: tools/pulsar-reference/pulsar-standalone.sh
+        "kind": "magnetar",
+        "binary": None,             # None: --magnetar-bin, $MAGNETAR_BIN, build dir
+        "settings": {},             # broker.conf keys passed as --set key=value
+        "cpuset": None,             # e.g. "0-1": pin the broker (and --available-processors)
+        "availableProcessors": None,  # explicit --available-processors (default: cpuset size)
+        "journalOnTmpfs": False,    # journalDirectory on /dev/shm
+        "fsync": None,              # False: journalSyncData=false; None: the broker's default
+        "startTimeoutSeconds": 120,
+        "javaOpts": "",             # pulsar only: extra JVM options
+    },
+    "loadgen": {
+        "cpuset": None,             # pin the worker
+        "producerIoThreads": 1,
+        "consumerIoThreads": 1,     # per application
+        "sendTimeoutMs": 0,
+    },
+    "workload": {
+        "devices": 1000000,
+        "gateways": 500,
+        "topics": 1,
+        "topicPrefix": "persistent://public/default/iot-telemetry-",
+        "payloadBytes": 128,
+        "batching": False,
+        "batchingMaxPublishDelayMs": 10,
+        "maxOutstanding": 100000,
+        "rate": 0,
+        "connectMode": "sequential",
+        "warmupRounds": 2,
+        "warmupMessages": 500000,
+        "warmupSeconds": 0,
+        "measuredMessages": 4000000,
+        "applications": 1,
+        "pods": 20,
+        "joinSeconds": [],
+        "subscriptionPrefix": "iot-application-",
+        "receiverQueueSize": 1000,
+        "catchUpLagMs": 1000,
+        "timeoutSeconds": 600,
+        "stallSeconds": 30,
+        "seed": 1,
+    },
+    "sampling": {
+        "intervalSeconds": 1.0,
+        "topicStats": True,         # GET /admin/v2/persistent/{tenant}/{ns}/{topic}/stats
+    },
+}
+
+FREE_FORM = {("broker", "settings")}
+SECTIONS = [k for k, v in DEFAULTS.items() if isinstance(v, dict)]
+_ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?\}$")
+
+
+class ScenarioError(Exception):
+    pass
+
+
+def find_scenario(ref, base_dir=None):
+    """Path of a scenario given as a path or a name in tools/perf/scenarios (.yaml optional)."""
+    candidates = []
+    if base_dir and not os.path.isabs(ref):
+        candidates.append(os.path.join(base_dir, ref))
+    candidates.append(ref)
+    for name in (ref, ref + ".yaml"):
+        candidates.append(os.path.join(SCENARIO_DIR, os.path.basename(name)))
+    if base_dir and not ref.endswith(".yaml"):
+        candidates.append(os.path.join(base_dir, ref + ".yaml"))
+    for c in candidates:
+        if os.path.isfile(c):
+            return os.path.abspath(c)
+    raise ScenarioError("scenario not found: %s" % ref)
+
+
+def deep_merge(base, over):
+    """base updated by over: dicts merge recursively, anything else is replaced (copied)."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def load_chain(path, _seen=None):
+    """[(path, text, data)] of the extends chain, base first."""
+    seen = _seen or []
+    path = os.path.abspath(path)
+    if path in seen:
+        raise ScenarioError("extends cycle: %s" % " -> ".join(seen + [path]))
+    with open(path) as f:
+        text = f.read()
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as e:
+        raise ScenarioError("%s: %s" % (path, e))
+    if not isinstance(data, dict):
+        raise ScenarioError("%s: a scenario is a YAML mapping" % path)
+    chain = []
+    parent = data.pop("extends", None)
+    if parent:
+        chain = load_chain(find_scenario(parent, os.path.dirname(path)), seen + [path])
+    return chain + [(path, text, data)]
+
+
+def substitute_env(value, env):
+    """Replaces whole-string ${VAR} / ${VAR:-default} references (typed as YAML)."""
+    if isinstance(value, dict):
+        return {k: substitute_env(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute_env(v, env) for v in value]
+    if isinstance(value, str):
+        m = _ENV_REF.match(value.strip())
+        if m:
+            var, default = m.group(1), m.group(2)
+            if var in env:
+                return parse_value(env[var])
+            if default is None:
+                raise ScenarioError("environment variable %s is not set" % var)
+            return parse_value(default)
+    return value
+
+
+def parse_value(text):
+    try:
+        return yaml.safe_load(text) if text.strip() != "" else ""
+    except yaml.YAMLError:
+        return text
+
+
+def expand_path(path):
+    """A bare name that is no top-level key is a broker setting: numIOThreads ->
+    broker.settings.numIOThreads."""
+    if "." in path or path in DEFAULTS:
+        return path
+    return "broker.settings." + path
+
+
+def set_path(data, path, value):
+    keys = expand_path(path).split(".")
+    node = data
+    for k in keys[:-1]:
+        if not isinstance(node.get(k), dict):
+            node[k] = {}
+        node = node[k]
+    node[keys[-1]] = value
+
+
+def get_path(data, path):
+    node = data
+    for k in expand_path(path).split("."):
+        node = node[k]
+    return node
+
+
+def parse_assignment(text):
+    if "=" not in text:
+        raise ScenarioError("expected path=value, got %r" % text)
+    path, value = text.split("=", 1)
+    return path.strip(), parse_value(value)
+
+
+def validate(data, defaults=DEFAULTS, prefix=()):
+    for k, v in data.items():
+        where = ".".join(prefix + (k,))
+        if k not in defaults:
+            raise ScenarioError("unknown key %s" % where)
+        d = defaults[k]
+        if prefix + (k,) in FREE_FORM:
+            if not isinstance(v, dict):
+                raise ScenarioError("%s must be a mapping" % where)
+            continue
+        if isinstance(d, dict):
+            if not isinstance(v, dict):
+                raise ScenarioError("%s must be a mapping" % where)
+            validate(v, d, prefix + (k,))
+        elif d is None or v is None:
+            continue
+        elif isinstance(d, bool):
+            if not isinstance(v, bool):
+                raise ScenarioError("%s must be true or false, got %r" % (where, v))
+        elif isinstance(d, (int, float)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ScenarioError("%s must be a number, got %r" % (where, v))
+            if isinstance(d, int) and not isinstance(d, bool) and isinstance(v, float) \
+                    and not v.is_integer():
+                raise ScenarioError("%s must be an integer, got %r" % (where, v))
+        elif isinstance(d, list):
+            if not isinstance(v, list):
+                raise ScenarioError("%s must be a list, got %r" % (where, v))
+        elif isinstance(d, str):
+            if not isinstance(v, str):
+                raise ScenarioError("%s must be a string, got %r" % (where, v))
+    wl = data.get("workload", {})
+    if prefix == () and wl:
+        joins = wl.get("joinSeconds", [])
+        if len(joins) > wl.get("applications", 1):
+            raise ScenarioError("workload.joinSeconds has more entries than applications")
+        if data.get("broker", {}).get("kind") not in ("magnetar", "pulsar"):
+            raise ScenarioError("broker.kind must be magnetar or pulsar")
+
+
+def normalize_ints(data, defaults=DEFAULTS):
+    """Whole floats where the default is an int become ints (YAML 1e6 -> 1000000)."""
+    for k, v in data.items():
+        d = defaults.get(k) if isinstance(defaults, dict) else None
+        if isinstance(v, dict) and isinstance(d, dict):
+            normalize_ints(v, d)
+        elif isinstance(d, int) and not isinstance(d, bool) and isinstance(v, float) \
+                and v.is_integer():
+            data[k] = int(v)
+
+
+class Scenario:
+    """A resolved scenario: .data (the merged mapping), .sources [(path, text)], .overrides."""
+
+    def __init__(self, data, sources, overrides):
+        self.data = data
+        self.sources = sources
+        self.overrides = overrides
+
+    @property
+    def name(self):
+        return self.data["name"]
+
+    def written_text(self):
+        """The files as written, base first, each under a comment naming it."""
+        parts = []
+        for path, text in self.sources:
+            parts.append("# ---- %s\n%s" % (path, text if text.endswith("\n") else text + "\n"))
+        if self.overrides:
+            parts.append("# ---- overrides (MAGNETAR_PERF_SET, --set)\n" +
+                         "".join("# %s\n" % o for o in self.overrides))
+        return "".join(parts)
+
+    def resolved_text(self):
+        return yaml.safe_dump(self.data, sort_keys=False, default_flow_style=False)
+
+    def worker_config(self, service_url):
+        """The JSON document magnetar-perf-worker reads."""
+        return {"serviceUrl": service_url, "workload": self.data["workload"],
+                "loadgen": {k: v for k, v in self.data["loadgen"].items() if k != "cpuset"}}
+
+
+def resolve(ref, sets=(), env=None):
+    """Loads scenario ref (path or name) and applies env and --set overrides."""
+    env = os.environ if env is None else env
+    chain = load_chain(find_scenario(ref))
+    data = copy.deepcopy(DEFAULTS)
+    for _, _, part in chain:
+        data = deep_merge(data, part)
+    # The name is the leaf's own (or its file name), never inherited from a base.
+    data["name"] = chain[-1][2].get("name") or \
+        os.path.splitext(os.path.basename(chain[-1][0]))[0]
+    data = substitute_env(data, env)
+    overrides = []
+    for entry in env.get("MAGNETAR_PERF_SET", "").split():
+        path, value = parse_assignment(entry)
+        set_path(data, path, value)
+        overrides.append("MAGNETAR_PERF_SET %s" % entry)
+    for entry in sets:
+        path, value = parse_assignment(entry)
+        set_path(data, path, value)
+        overrides.append("--set %s" % entry)
+    normalize_ints(data)
+    validate(data)
+    return Scenario(data, [(p, t) for p, t, _ in chain], overrides)

@@ -1,0 +1,190 @@
+"""summary.json of a run: the measures other tools and CI read, and their check.
+
+The keys in REQUIRED are the contract of issue 6; more keys may be added, none removed.
+"""
+
+from . import procstat
+
+PERCENTILES = ("p50", "p90", "p99", "p999", "max")
+APP_KEYS = ("name", "unique", "duplicates", "ordering_violations", "invalid", "missing",
+            "catch_up_s")
+REQUIRED = ("valid", "scenario", "measured_messages", "published_msgs_per_s",
+            "delivered_msgs_per_s", "drain_s", "broker_cpu_s_per_million", "broker_peak_rss_mb",
+            "loadgen_cpu_s_per_million", "publish_latency_ms", "e2e_latency_ms", "threads",
+            "applications")
+
+# Measures of a comparison: (key path, label, unit, better direction).
+MEASURES = [
+    ("published_msgs_per_s", "published", "msg/s", "higher"),
+    ("delivered_msgs_per_s", "delivered", "msg/s", "higher"),
+    ("drain_s", "drain time", "s", "lower"),
+    ("broker_cpu_s_per_million", "broker CPU per 1M msgs", "s", "lower"),
+    ("broker_cpu_pct", "broker CPU", "% of a core", "lower"),
+    ("broker_peak_rss_mb", "broker peak RSS", "MB", "lower"),
+    ("loadgen_cpu_s_per_million", "load generator CPU per 1M msgs", "s", "lower"),
+    ("publish_latency_ms.p50", "publish latency p50", "ms", "lower"),
+    ("publish_latency_ms.p99", "publish latency p99", "ms", "lower"),
+    ("e2e_latency_ms.p50", "end-to-end latency p50", "ms", "lower"),
+    ("e2e_latency_ms.p99", "end-to-end latency p99", "ms", "lower"),
+    ("e2e_latency_ms.p999", "end-to-end latency p99.9", "ms", "lower"),
+    ("other_processes_cpu_pct", "other processes' CPU (noise)", "% of a core", "lower"),
+]
+
+
+def measure(summary, path):
+    node = summary
+    for k in path.split("."):
+        if not isinstance(node, dict) or k not in node:
+            return None
+        node = node[k]
+    return node if isinstance(node, (int, float)) and not isinstance(node, bool) else None
+
+
+def latency(doc):
+    return {k: doc.get(k) for k in PERCENTILES} if doc else {k: None for k in PERCENTILES}
+
+
+def build(scenario, worker, sampler, broker, worker_exit, problems, worker_log=""):
+    """The summary dict. worker: worker-result.json (None if missing); problems: launcher-side
+    reasons the run is invalid (list, extended here)."""
+    problems = list(problems)
+    if worker is None:
+        last = [line for line in worker_log.splitlines() if line.strip()][-1:]
+        problems.append("the load generator wrote no results (exit code %s)%s" % (
+            worker_exit, ": " + last[0] if last else ""))
+        worker = {}
+    else:
+        problems.extend(worker.get("errors", []))
+        if worker_exit not in (0, 1):
+            problems.append("the load generator exited with %s" % worker_exit)
+
+    start = sampler.snapshots.get("measured_start", {}) if sampler else {}
+    end = sampler.snapshots.get("measured_end", {}) if sampler else {}
+    measured = worker.get("measured_messages", 0) or 0
+    measured_s = (end["t"] - start["t"]) if "t" in start and "t" in end else None
+    broker_cpu = None
+    if "cpu_s" in start and "cpu_s" in end:
+        broker_cpu = end["cpu_s"] - start["cpu_s"]
+    elif broker is not None and broker.pid:
+        problems.append("broker CPU of the measured phase could not be read")
+    threads = {}
+    if "threads" in start and "threads" in end and measured_s:
+        threads = procstat.thread_cpu_by_name(start["threads"], end["threads"], measured_s)
+    other_pct = None
+    if "machine_busy_s" in start and "machine_busy_s" in end and measured_s:
+        other = end["machine_busy_s"] - start["machine_busy_s"]
+        other -= broker_cpu or 0.0
+        if "worker_cpu_s" in start and "worker_cpu_s" in end:
+            other -= end["worker_cpu_s"] - start["worker_cpu_s"]
+        other_pct = max(0.0, other / measured_s * 100)
+    loadgen_threads = {}
+    if "worker_threads" in start and "worker_threads" in end and measured_s:
+        loadgen_threads = procstat.thread_cpu_by_name(start["worker_threads"],
+                                                      end["worker_threads"], measured_s)
+
+    apps = []
+    e2e_by_app = {}
+    for a in worker.get("applications", []):
+        row = {k: a.get(k) for k in APP_KEYS}
+        row["join_s"] = a.get("join_s")
+        row["subscribe_s"] = a.get("subscribe_s")
+        row["e2e_latency_ms"] = latency(a.get("e2e_latency_ms"))
+        row["delivered_s"] = a.get("delivered_s")
+        row["permit_violations"] = a.get("permit_violations")
+        apps.append(row)
+        e2e_by_app[a.get("name")] = row["e2e_latency_ms"]
+
+    peak_kb = sampler.peak_hwm_kb if sampler else 0
+    s = {
+        "valid": not problems,
+        "invalid_reasons": problems,
+        "scenario": scenario.name,
+        "broker": "external" if getattr(broker, "kind", None) == "external"
+        else scenario.data["broker"]["kind"],
+        "measured_messages": measured,
+        "warmup_messages": worker.get("warmup_messages"),
+        "measured_s": measured_s,
+        "publish_s": worker.get("publish_s"),
+        "published_msgs_per_s": worker.get("published_msgs_per_s"),
+        "delivered_msgs_per_s": worker.get("delivered_msgs_per_s"),
+        "drain_s": worker.get("drain_s"),
+        "broker_cpu_s": broker_cpu,
+        "broker_cpu_s_per_million": (broker_cpu / measured * 1e6)
+        if broker_cpu is not None and measured else None,
+        "broker_cpu_pct": (broker_cpu / measured_s * 100) if broker_cpu is not None and measured_s
+        else None,
+        "broker_peak_rss_mb": round(peak_kb / 1024.0, 1) if peak_kb else None,
+        "loadgen_cpu_s": worker.get("loadgen_cpu_s"),
+        "loadgen_cpu_s_per_million": worker.get("loadgen_cpu_s_per_million"),
+        "publish_latency_ms": latency(worker.get("publish_latency_ms")),
+        "e2e_latency_ms": latency(worker.get("e2e_latency_ms")),
+        "e2e_latency_ms_by_application": e2e_by_app,
+        "threads": {k: round(v, 1) for k, v in threads.items()},
+        "loadgen_threads": {k: round(v, 1) for k, v in loadgen_threads.items()},
+        "applications": apps,
+        "connect_s": worker.get("connect_s"),
+        "send_errors": worker.get("send_errors"),
+        "topic_stats_note": sampler.stats_note if sampler else None,
+        # CPU the rest of the machine used during the measured phase (% of one core): other
+        # processes competing with broker and load generator make every figure noisier.
+        "other_processes_cpu_pct": round(other_pct, 1) if other_pct is not None else None,
+        "cpus": procstat.cpu_count(),
+    }
+    return s
+
+
+def check(summary, require_valid=True):
+    """Problems with a summary (empty list: it holds every measure, and is valid if required)."""
+    out = []
+    for k in REQUIRED:
+        if k not in summary:
+            out.append("missing key %s" % k)
+    if out:
+        return out
+    if not isinstance(summary["valid"], bool):
+        out.append("valid is not a bool")
+    if require_valid and summary["valid"] is not True:
+        out.append("run is invalid: %s" % "; ".join(summary.get("invalid_reasons") or []))
+    num = (int, float)
+    for k in ("measured_messages", "published_msgs_per_s", "delivered_msgs_per_s", "drain_s",
+              "broker_cpu_s_per_million", "broker_peak_rss_mb", "loadgen_cpu_s_per_million"):
+        v = summary[k]
+        if isinstance(v, bool) or not isinstance(v, num) or v < 0:
+            out.append("%s is not a non-negative number: %r" % (k, v))
+    if isinstance(summary["measured_messages"], num) and summary["measured_messages"] <= 0:
+        out.append("measured_messages is 0")
+    for k in ("published_msgs_per_s", "delivered_msgs_per_s", "broker_cpu_s_per_million",
+              "broker_peak_rss_mb", "loadgen_cpu_s_per_million"):
+        if isinstance(summary[k], num) and summary[k] <= 0:
+            out.append("%s is 0" % k)
+    for k in ("publish_latency_ms", "e2e_latency_ms"):
+        doc = summary[k]
+        if not isinstance(doc, dict):
+            out.append("%s is not an object" % k)
+            continue
+        for p in PERCENTILES:
+            if not isinstance(doc.get(p), num):
+                out.append("%s.%s missing" % (k, p))
+        vals = [doc.get(p) for p in PERCENTILES]
+        if all(isinstance(v, num) for v in vals) and vals != sorted(vals):
+            out.append("%s percentiles are not increasing: %r" % (k, vals))
+    if not isinstance(summary["threads"], dict) or not summary["threads"]:
+        out.append("threads is empty")
+    elif not all(isinstance(v, num) for v in summary["threads"].values()):
+        out.append("threads holds non-numbers")
+    apps = summary["applications"]
+    if not isinstance(apps, list) or not apps:
+        out.append("applications is empty")
+    else:
+        for a in apps:
+            for k in APP_KEYS:
+                if k not in a:
+                    out.append("application %s lacks %s" % (a.get("name"), k))
+            for k in ("unique", "duplicates", "ordering_violations", "invalid", "missing"):
+                if not isinstance(a.get(k), int):
+                    out.append("application %s: %s is not an integer" % (a.get("name"), k))
+            if (a.get("join_s") or 0) > 0 and not isinstance(a.get("catch_up_s"), num):
+                out.append("late application %s has no catch_up_s" % a.get("name"))
+            if not isinstance((a.get("e2e_latency_ms") or {}).get("p99"), num):
+                out.append("application %s has no e2e latency" % a.get("name"))
+    return out

@@ -1,0 +1,155 @@
+#include "application.h"
+
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <mutex>
+
+#include "gateway_fleet.h"
+#include "payload.h"
+
+namespace magnetar::perf {
+
+Application::Application(const WorkloadConfig& config, uint32_t index)
+    : config_(config),
+      index_(index),
+      name_(config.subscriptionPrefix + std::to_string(index)),
+      joinSeconds_(config.joinOf(index)),
+      tracker_(config.devices) {}
+
+Application::~Application() { close(); }
+
+Status Application::createSubscriptions(const std::vector<uint32_t>& produced) {
+  client::ClientConfig cc;
+  cc.ioThreadPrefix = fmt::format("app{}-init", index_);
+  client::Client setup(config_.serviceUrl, cc);
+  if (!setup.status().isOk()) return setup.status();
+  for (uint32_t t = 0; t < config_.topics; ++t) {
+    client::ConsumerConfig c;
+    c.subscriptionType = client::SubscriptionType::kKeyShared;
+    c.consumerName = name_ + "-init";
+    auto consumer = setup.subscribe(config_.topicPrefix + std::to_string(t), name_, c);
+    if (!consumer) {
+      return Status::error(consumer.status().code(),
+                           fmt::format("{}: subscribe: {}", name_, consumer.status().message()));
+    }
+    Status s = consumer->close();
+    if (!s.isOk()) return s;
+  }
+  tracker_.startAt(produced);
+  return setup.close();
+}
+
+Status Application::join() {
+  joinStartNs_ = monotonicNs();
+  client::ClientConfig cc;
+  cc.ioThreads = config_.consumerIoThreads;
+  cc.ioThreadPrefix = fmt::format("app{}-io", index_);
+  cc.connectionsPerBroker = static_cast<int>(config_.pods);
+  cc.operationTimeout = std::chrono::milliseconds(60000);
+  client_ = std::make_unique<client::Client>(config_.serviceUrl, cc);
+  if (!client_->status().isOk()) return client_->status();
+  for (uint32_t p = 0; p < config_.pods; ++p) {
+    auto pod = std::make_unique<Pod>();
+    pod->app = this;
+    pod->name = fmt::format("{}-pod-{}", name_, p);
+    pods_.push_back(std::move(pod));
+  }
+  // Topic by topic: consumer ids [t * P, (t + 1) * P) land on connection slots 0..P-1, one each,
+  // in whatever order the concurrent subscribes are answered.
+  for (uint32_t t = 0; t < config_.topics; ++t) {
+    std::mutex mu;
+    std::condition_variable cv;
+    uint32_t left = config_.pods;
+    Status first = Status::ok();
+    for (auto& pod : pods_) {
+      client::ConsumerConfig c;
+      c.subscriptionType = client::SubscriptionType::kKeyShared;
+      c.consumerName = pod->name;
+      c.receiverQueueSize = static_cast<int>(config_.receiverQueueSize);
+      Pod* raw = pod.get();
+      c.messageListener = [raw](client::Consumer& consumer, const client::Message& m) {
+        raw->app->onMessage(*raw, consumer, m);
+      };
+      client_->subscribeAsync(
+          config_.topicPrefix + std::to_string(t), name_, c,
+          [&, raw, t](Result<client::Consumer> consumer) {
+            std::lock_guard<std::mutex> lock(mu);
+            if (consumer) {
+              raw->consumers.push_back(*consumer);
+            } else if (first.isOk()) {
+              first = Status::error(consumer.status().code(),
+                                    fmt::format("{} on topic {}: {}", raw->name, t,
+                                                consumer.status().message()));
+            }
+            if (--left == 0) cv.notify_all();
+          });
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return left == 0; });
+    if (!first.isOk()) return first;
+  }
+  joinNs_ = monotonicNs();
+  return Status::ok();
+}
+
+void Application::onMessage(Pod& pod, client::Consumer& consumer, const client::Message& m) {
+  const uint64_t now = monotonicNs();
+  TelemetryRecord r;
+  if (!decodePayload(m.payload(), m.key(), config_.payloadBytes, config_.devices, &r)) {
+    tracker_.invalid();
+    std::lock_guard<std::mutex> lock(invalidMu_);
+    if (invalidSamples_.size() < 100) {
+      invalidSamples_.push_back(fmt::format("{} {} payload={}B key={}B", pod.name,
+                                            m.messageId().toString(), m.payload().size(),
+                                            m.key().size()));
+    }
+  } else {
+    Delivery d = tracker_.deliver(r.device, r.counter, pod.name.c_str());
+    if (d != Delivery::kDuplicate) {
+      lastUniqueNs_.store(now, std::memory_order_relaxed);
+      if (!r.warmup) {
+        e2eUs_.record(now > r.sendTimeNs ? (now - r.sendTimeNs) / 1000 : 0);
+        measured_.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (tracker_.unique() >= target_.load(std::memory_order_relaxed) &&
+          targetNs_.load(std::memory_order_relaxed) == 0) {
+        uint64_t zero = 0;
+        targetNs_.compare_exchange_strong(zero, now);
+      }
+    }
+  }
+  (void)consumer.acknowledge(m);
+}
+
+void Application::setTarget(uint64_t uniqueTarget) {
+  target_.store(uniqueTarget);
+  if (tracker_.unique() >= uniqueTarget) {
+    uint64_t zero = 0;
+    targetNs_.compare_exchange_strong(zero, std::max<uint64_t>(lastUniqueNs_.load(), 1));
+  }
+}
+
+uint64_t Application::permitViolations() const {
+  uint64_t n = 0;
+  for (const auto& pod : pods_) {
+    for (const auto& c : pod->consumers) n += c.stats().permitViolations;
+  }
+  return n;
+}
+
+std::vector<std::string> Application::invalidSamples() const {
+  std::lock_guard<std::mutex> lock(invalidMu_);
+  return invalidSamples_;
+}
+
+void Application::close() {
+  if (closed_) return;
+  closed_ = true;
+  for (auto& pod : pods_) {
+    for (auto& c : pod->consumers) (void)c.close();
+  }
+  if (client_) (void)client_->close();
+}
+
+}  // namespace magnetar::perf

@@ -1,0 +1,290 @@
+#include "gateway_fleet.h"
+
+#include <fmt/format.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <random>
+
+#include "payload.h"
+
+namespace magnetar::perf {
+
+uint64_t monotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+namespace {
+
+// The payload buffer of the calling thread, prepared once (header rewritten per message).
+char* threadPayload(size_t size) {
+  thread_local std::vector<char> buf;
+  if (buf.size() != size) {
+    buf.assign(size, 0);
+    initPayload(buf.data(), size);
+  }
+  return buf.data();
+}
+
+}  // namespace
+
+GatewayFleet::GatewayFleet(const WorkloadConfig& config)
+    : config_(config),
+      laneCount_(std::min<uint32_t>(config.devices, config.maxOutstanding)),
+      lanes_(laneCount_),
+      produced_(config.devices, 0) {
+  for (uint32_t i = 0; i < laneCount_; ++i) lanes_[i].nextDevice = i;
+  idle_.resize(laneCount_);
+  if (config_.rate > 0) {
+    pacerRun_ = true;
+    pacer_ = std::thread([this] { pacerLoop(); });
+  }
+}
+
+GatewayFleet::~GatewayFleet() { close(); }
+
+Status GatewayFleet::connect() {
+  client::ClientConfig cc;
+  cc.ioThreads = config_.producerIoThreads;
+  cc.ioThreadPrefix = "gw-io";
+  cc.connectionsPerBroker = static_cast<int>(config_.gateways);
+  cc.operationTimeout = std::chrono::milliseconds(60000);
+  client_ = std::make_unique<client::Client>(config_.serviceUrl, cc);
+  if (!client_->status().isOk()) return client_->status();
+
+  const uint32_t g = config_.gateways, t = config_.topics;
+  gateways_.resize(static_cast<size_t>(g) * t);
+  for (auto& gw : gateways_) gw = std::make_unique<Gateway>();
+  std::vector<uint32_t> order(g);
+  std::iota(order.begin(), order.end(), 0);
+  const bool concurrent = config_.connectMode == "concurrent";
+  if (concurrent) {
+    std::mt19937_64 rng(config_.seed);
+    std::shuffle(order.begin(), order.end(), rng);
+  }
+  auto configFor = [&](uint32_t gw, uint32_t topic) {
+    client::ProducerConfig pc;
+    pc.producerName = fmt::format("gw{}-t{}", gw, topic);  // short: no heap copy per message
+    pc.batchingEnabled = config_.batching;
+    pc.batchingMaxPublishDelay = std::chrono::milliseconds(config_.batchingMaxPublishDelayMs);
+    pc.maxPendingMessages = 0;  // maxOutstanding bounds the sends over all gateways
+    pc.sendTimeout = std::chrono::milliseconds(config_.sendTimeoutMs);
+    return pc;
+  };
+  auto start = std::chrono::steady_clock::now();
+  // Topic-major: producer id k = topic * G + i lands on connection slot i, so with sequential
+  // connects every producer of gateway g shares gateway g's connection.
+  for (uint32_t topic = 0; topic < t; ++topic) {
+    const std::string name = config_.topicPrefix + std::to_string(topic);
+    if (!concurrent) {
+      for (uint32_t gw : order) {
+        auto p = client_->createProducer(name, configFor(gw, topic));
+        if (!p) return Status::error(p.status().code(),
+                                     fmt::format("producer gw{}-t{}: {}", gw, topic,
+                                                 p.status().message()));
+        gateways_[gw * t + topic]->producer = *p;
+      }
+      continue;
+    }
+    std::mutex mu;
+    std::condition_variable cv;
+    uint32_t left = g;
+    Status first = Status::ok();
+    for (uint32_t gw : order) {
+      client_->createProducerAsync(name, configFor(gw, topic), [&, gw](Result<client::Producer> p) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (p) {
+          gateways_[gw * t + topic]->producer = *p;
+        } else if (first.isOk()) {
+          first = Status::error(p.status().code(), fmt::format("producer gw{}-t{}: {}", gw, topic,
+                                                               p.status().message()));
+        }
+        if (--left == 0) cv.notify_all();
+      });
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return left == 0; });
+    if (!first.isOk()) return first;
+  }
+  // A producer name the broker knows (dedup state of an earlier run) continues after its last id.
+  for (auto& gw : gateways_) {
+    int64_t last = gw->producer.lastSequenceId();
+    gw->nextSequenceId = last < 0 ? 0 : static_cast<uint64_t>(last) + 1;
+  }
+  connectSeconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Status::ok();
+}
+
+void GatewayFleet::startPhase(uint64_t messages, bool warmup, double seconds) {
+  warmup_ = warmup;
+  stop_ = false;
+  lanesDone_ = 0;
+  phaseDoneNs_ = 0;
+  uint32_t active = 0;
+  for (uint32_t i = 0; i < laneCount_; ++i) {
+    Lane& l = lanes_[i];
+    l.remaining = seconds > 0 ? UINT64_MAX : messages / laneCount_ + (i < messages % laneCount_);
+    if (l.remaining > 0) ++active;
+  }
+  activeLanes_ = active;
+  if (active == 0) {
+    phaseDoneNs_ = monotonicNs();
+    return;
+  }
+  phaseStartNs_ = monotonicNs();
+  if (config_.rate > 0) {
+    std::lock_guard<std::mutex> lock(idleMu_);
+    idleHead_ = idleSize_ = 0;
+    for (uint32_t i = 0; i < laneCount_; ++i) {
+      if (lanes_[i].remaining > 0) pushIdleLocked(i);
+    }
+    return;
+  }
+  for (uint32_t i = 0; i < laneCount_; ++i) {
+    if (lanes_[i].remaining > 0) issue(i);
+  }
+}
+
+bool GatewayFleet::phaseDone() const { return lanesDone_.load() >= activeLanes_.load(); }
+
+void GatewayFleet::issue(uint32_t laneIndex) {
+  Lane& l = lanes_[laneIndex];
+  const uint32_t device = l.nextDevice;
+  l.nextDevice += laneCount_;
+  if (l.nextDevice >= config_.devices) l.nextDevice = laneIndex;
+  const uint32_t topic = device % config_.topics;
+  const uint32_t gw = (laneIndex + l.sends++) % config_.gateways;
+  Gateway& g = *gateways_[static_cast<size_t>(gw) * config_.topics + topic];
+
+  TelemetryRecord r;
+  r.device = device;
+  r.counter = produced_[device]++;
+  r.warmup = warmup_;
+  char* payload = threadPayload(config_.payloadBytes);
+  char key[kKeyBytes];
+  encodeKey(device, key);
+  client::OutgoingMessage m;
+  m.payload = std::string_view(payload, config_.payloadBytes);
+  m.key = std::string_view(key, kKeyBytes);
+
+  std::lock_guard<std::mutex> lock(g.mu);
+  m.sequenceId = g.nextSequenceId++;
+  l.sentAtNs = r.sendTimeNs = monotonicNs();
+  encodeHeader(r, payload);
+  g.producer.sendAsync(m, [this, laneIndex](const Status& s, const client::MessageId&) {
+    onReceipt(laneIndex, s);
+  });
+}
+
+void GatewayFleet::onReceipt(uint32_t laneIndex, const Status& s) {
+  const uint64_t now = monotonicNs();
+  Lane& l = lanes_[laneIndex];
+  if (!s.isOk()) {
+    if (sendErrors_.fetch_add(1) == 0) {
+      std::lock_guard<std::mutex> lock(idleMu_);
+      firstError_ = s.toString();
+    }
+    laneFinished();  // a failed send ends its lane; the run is invalid
+    return;
+  }
+  published_.fetch_add(1, std::memory_order_relaxed);
+  if (!warmup_) publishUs_.record((now - l.sentAtNs) / 1000);
+  if (--l.remaining == 0 || stop_.load(std::memory_order_relaxed)) {
+    laneFinished();
+    return;
+  }
+  if (config_.rate > 0) {
+    {
+      std::lock_guard<std::mutex> lock(idleMu_);
+      // stopIssuing() sets stop_ before it empties the ring under this lock.
+      if (!stop_.load()) {
+        pushIdleLocked(laneIndex);
+        return;
+      }
+    }
+    laneFinished();
+    return;
+  }
+  issue(laneIndex);
+}
+
+void GatewayFleet::laneFinished() {
+  if (lanesDone_.fetch_add(1) + 1 == activeLanes_.load()) phaseDoneNs_ = monotonicNs();
+}
+
+void GatewayFleet::pacerLoop() {
+  std::vector<uint32_t> batch;
+  batch.reserve(laneCount_);
+  uint64_t phaseStart = 0, issued = 0;
+  while (pacerRun_.load()) {
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    uint64_t start = phaseStartNs_.load();
+    if (start != phaseStart) {
+      phaseStart = start;
+      issued = 0;
+    }
+    if (phaseStart == 0) continue;
+    double elapsed = static_cast<double>(monotonicNs() - phaseStart) / 1e9;
+    auto due = static_cast<uint64_t>(config_.rate * elapsed);
+    if (due <= issued) continue;
+    uint64_t want = due - issued;
+    {
+      std::lock_guard<std::mutex> lock(idleMu_);
+      size_t n = static_cast<size_t>(std::min<uint64_t>(want, idleSize_));
+      batch.clear();
+      for (size_t k = 0; k < n; ++k) {
+        batch.push_back(idle_[idleHead_]);
+        idleHead_ = (idleHead_ + 1) % laneCount_;
+      }
+      idleSize_ -= n;
+    }
+    // A rate the lanes cannot keep up with is not saved up for later bursts.
+    issued = batch.size() < want ? due : issued + batch.size();
+    for (uint32_t lane : batch) {
+      if (stop_.load(std::memory_order_relaxed)) {
+        laneFinished();
+      } else {
+        issue(lane);
+      }
+    }
+  }
+}
+
+void GatewayFleet::pushIdleLocked(uint32_t lane) {
+  idle_[(idleHead_ + idleSize_) % laneCount_] = lane;
+  ++idleSize_;
+}
+
+void GatewayFleet::stopIssuing() {
+  stop_.store(true);
+  size_t parked = 0;
+  {
+    std::lock_guard<std::mutex> lock(idleMu_);
+    parked = idleSize_;
+    idleHead_ = idleSize_ = 0;
+  }
+  for (size_t k = 0; k < parked; ++k) laneFinished();
+}
+
+std::string GatewayFleet::firstSendError() const {
+  std::lock_guard<std::mutex> lock(idleMu_);
+  return firstError_;
+}
+
+void GatewayFleet::close() {
+  if (closed_) return;
+  closed_ = true;
+  pacerRun_ = false;
+  if (pacer_.joinable()) pacer_.join();
+  for (auto& g : gateways_) {
+    if (g && g->producer) (void)g->producer.closeAsync([](const Status&) {});
+  }
+  if (client_) (void)client_->close();
+}
+
+}  // namespace magnetar::perf

@@ -1,0 +1,116 @@
+// GatewayFleet: the producer side of the IoT workload: G gateways (producers, one connection
+// each) publishing the devices' telemetry with explicit sequence ids, one send per device in
+// flight and at most maxOutstanding sends in flight overall.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "client/client.h"
+#include "histogram.h"
+#include "workload_config.h"
+
+namespace magnetar::perf {
+
+// Monotonic clock (CLOCK_MONOTONIC, the clock of Python's time.monotonic) in ns.
+uint64_t monotonicNs();
+
+// The sends in flight are `lanes`: lane i owns the devices i, i+L, i+2L, ... (L = min(devices,
+// maxOutstanding)) and has exactly one send in flight while active. When its receipt comes, the
+// lane sends its next device's next message through the next gateway, from the receipt callback
+// (unlimited rate) or from the pacer thread (rate limit). So a device never has two sends in
+// flight, consecutive messages of a device go through different gateways, and the generator costs
+// one payload header write, one producer lock and one sendAsync per message: no allocation (the
+// callback's capture fits std::function's inline storage, the payload is a thread-local buffer).
+//
+// Thread: connect()/runPhase()/waitPhase()/close() from one controlling thread; receipts on the
+// client's I/O threads (`gw-io-N`).
+class GatewayFleet {
+ public:
+  explicit GatewayFleet(const WorkloadConfig& config);
+  ~GatewayFleet();
+
+  // Creates the client (one connection per gateway) and the G x T producers, named
+  // "gw<g>-t<t>". Sequential: one create at a time, gateway by gateway; concurrent: all creates
+  // of a topic at once, gateways in a random order (seeded). Returns the first error.
+  Status connect();
+  double connectSeconds() const { return connectSeconds_; }
+
+  // Starts a phase of `messages` sends (warmup messages carry the warmup flag and are left out of
+  // the publish latency). seconds > 0: the phase instead runs that long, then stops issuing.
+  void startPhase(uint64_t messages, bool warmup, double seconds = 0);
+  // True once every lane of the current phase finished (all sends have a result).
+  bool phaseDone() const;
+  // Stops a time-bound phase: lanes issue nothing more after their current send.
+  void stopIssuing();
+  // CLOCK_MONOTONIC ns of the phase's last receipt (0 while running).
+  uint64_t phaseDoneNs() const { return phaseDoneNs_.load(); }
+
+  // Messages with a successful receipt so far (all phases), and failed sends.
+  uint64_t published() const { return published_.load(std::memory_order_relaxed); }
+  uint64_t sendErrors() const { return sendErrors_.load(std::memory_order_relaxed); }
+  std::string firstSendError() const;
+  // Messages produced per device so far (counters 0..n-1). REQUIRES: phaseDone().
+  const std::vector<uint32_t>& produced() const { return produced_; }
+  LatencyHistogram& publishLatencyUs() { return publishUs_; }
+
+  // Closes the producers and the client. Idempotent.
+  void close();
+
+ private:
+  struct Lane {
+    uint32_t nextDevice = 0;
+    uint32_t sends = 0;      // rotates the gateway
+    uint64_t remaining = 0;  // sends left in this phase
+    uint64_t sentAtNs = 0;
+  };
+  struct alignas(64) Gateway {
+    std::mutex mu;           // orders sequence id assignment with sendAsync
+    uint64_t nextSequenceId = 0;
+    client::Producer producer;
+  };
+
+  void issue(uint32_t lane);
+  void onReceipt(uint32_t lane, const Status& s);
+  void laneFinished();
+  void pacerLoop();
+  void pushIdleLocked(uint32_t lane);
+
+  const WorkloadConfig config_;
+  const uint32_t laneCount_;
+  std::unique_ptr<client::Client> client_;
+  std::vector<std::unique_ptr<Gateway>> gateways_;  // index g * topics + t
+  std::vector<Lane> lanes_;
+  std::vector<uint32_t> produced_;  // per device: the next counter (written by its lane only)
+  double connectSeconds_ = 0;
+  bool warmup_ = false;
+
+  std::atomic<uint32_t> activeLanes_{0};
+  std::atomic<uint32_t> lanesDone_{0};
+  std::atomic<uint64_t> phaseDoneNs_{0};
+  std::atomic<bool> stop_{false};
+  alignas(64) std::atomic<uint64_t> published_{0};
+  alignas(64) std::atomic<uint64_t> sendErrors_{0};
+  LatencyHistogram publishUs_;
+
+  // Rate limit: idle lanes wait here for the pacer.
+  mutable std::mutex idleMu_;
+  // FIFO ring of idle lanes: idle_[(idleHead_ + k) % laneCount_] for k < idleSize_.
+  std::vector<uint32_t> idle_;  // GUARDED_BY(idleMu_), laneCount_ entries
+  size_t idleHead_ = 0;         // GUARDED_BY(idleMu_)
+  size_t idleSize_ = 0;         // GUARDED_BY(idleMu_)
+  std::string firstError_;      // GUARDED_BY(idleMu_)
+  std::atomic<bool> pacerRun_{false};
+  std::atomic<uint64_t> phaseStartNs_{0};
+  std::thread pacer_;
+  bool closed_ = false;
+};
+
+}  // namespace magnetar::perf

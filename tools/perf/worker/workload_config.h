@@ -1,0 +1,56 @@
+// WorkloadConfig: the resolved scenario the launcher hands to the perf worker (JSON).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace magnetar::perf {
+
+// Field names match the `workload` and `loadgen` sections of tools/perf scenario YAML files
+// (see docs/perf.md); the launcher writes them as JSON after resolving `extends` and overrides.
+struct WorkloadConfig {
+  std::string serviceUrl = "pulsar://127.0.0.1:6650";
+  // workload
+  uint32_t devices = 1000000;
+  uint32_t gateways = 500;
+  uint32_t topics = 1;
+  std::string topicPrefix = "persistent://public/default/iot-telemetry-";
+  uint32_t payloadBytes = 128;
+  bool batching = false;
+  uint32_t batchingMaxPublishDelayMs = 10;
+  uint32_t maxOutstanding = 100000;
+  double rate = 0;                        // msg/s over all gateways, 0 = unlimited
+  std::string connectMode = "sequential";  // or "concurrent"
+  uint32_t warmupRounds = 2;
+  uint64_t warmupMessages = 500000;       // per round
+  double warmupSeconds = 0;               // per round, instead of warmupMessages when > 0
+  uint64_t measuredMessages = 4000000;
+  uint32_t applications = 1;
+  uint32_t pods = 20;
+  std::vector<double> joinSeconds;         // per application, from the measured phase's start
+  std::string subscriptionPrefix = "iot-application-";
+  uint32_t receiverQueueSize = 1000;
+  // A late application reads "at the tail" once it got every message published more than this
+  // long ago; catch-up time = join to that moment.
+  double catchUpLagMs = 1000;
+  double timeoutSeconds = 600;             // whole run
+  double stallSeconds = 30;                // no progress for this long fails the phase
+  uint64_t seed = 1;                       // random order of concurrent connects
+  // loadgen
+  int producerIoThreads = 1;
+  int consumerIoThreads = 1;               // per application
+  int sendTimeoutMs = 0;                   // 0: never time out (the broker bounds the wait)
+
+  // Parses the JSON text of the resolved scenario: {"serviceUrl":..., "workload":{...},
+  // "loadgen":{...}}. Unknown keys are errors (kInvalidArgument), so typos do not pass silently.
+  static Result<WorkloadConfig> fromJson(const std::string& text);
+  // kInvalidArgument when values cannot make a run (0 devices, payload < header, ...).
+  Status validate() const;
+  // Join time of application a (0 when not listed).
+  double joinOf(uint32_t a) const { return a < joinSeconds.size() ? joinSeconds[a] : 0.0; }
+};
+
+}  // namespace magnetar::perf
