@@ -36,6 +36,7 @@ Dispatcher::Dispatcher(SubType type, storage::ManagedLedger& ledger,
     : type_(type), ledger_(ledger), cursor_(cursor), options_(options),
       topicName_(std::move(topicName)), partitionIndex_(partitionIndex) {
   if (type_ == proto::CommandSubscribe::Key_Shared) {
+    pendingHashes_.assign(kKeySharedRangeSize, {nullptr, 0});
     selector_ = std::make_unique<KeySharedSelector>(
         std::max(1, options_.subscriptionKeySharedConsistentHashingReplicaPoints));
   }
@@ -254,9 +255,9 @@ void Dispatcher::rewind() {
 bool Dispatcher::releasePending(Consumer* c, const Consumer::PendingAck& p) {
   trackUnacked(c, -p.messages);
   if (p.keyHash < 0) return false;
-  auto h = pendingHashes_.find(p.keyHash);
-  if (h == pendingHashes_.end() || --h->second.second > 0) return false;
-  pendingHashes_.erase(h);
+  auto& h = pendingHashes_[static_cast<size_t>(p.keyHash)];
+  if (h.second == 0 || --h.second > 0) return false;
+  h.first = nullptr;
   return true;
 }
 
@@ -268,8 +269,9 @@ void Dispatcher::clearPending(Consumer* c) {
 size_t Dispatcher::drainingHashCount() const {
   if (!selector_) return 0;
   size_t n = 0;
-  for (auto& [h, owner] : pendingHashes_) {
-    if (selector_->select(h) != owner.first) ++n;
+  for (size_t h = 0; h < pendingHashes_.size(); ++h) {
+    const auto& owner = pendingHashes_[h];
+    if (owner.second > 0 && selector_->select(static_cast<int32_t>(h)) != owner.first) ++n;
   }
   return n;
 }
@@ -408,8 +410,8 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
       // hash moved on a join/leave), new ones wait, so a key is outstanding at one consumer.
       bool draining = false;
       if (owner && !owner->allowOutOfOrderDelivery) {
-        auto ph = pendingHashes_.find(hash);
-        draining = ph != pendingHashes_.end() && ph->second.first != owner;
+        const auto& ph = pendingHashes_[static_cast<size_t>(hash)];
+        draining = ph.second > 0 && ph.first != owner;
       }
       if (draining) stats_.blockedByDraining++;
       if (owner && canTake(owner) && !keyWaiting && !draining && !blockedOnUnacked_) {
@@ -426,7 +428,7 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
     target->pendingAcks.emplace(e.position, Consumer::PendingAck{n, hash});
     trackUnacked(target, n);
     if (hash >= 0) {
-      auto& ph = pendingHashes_[hash];
+      auto& ph = pendingHashes_[static_cast<size_t>(hash)];
       ph.first = target;
       ph.second++;
     }

@@ -102,7 +102,8 @@ class Dispatcher {
   std::map<storage::Position, int32_t> replay_;
   std::unordered_map<int32_t, int> replayHashes_;  // Key_Shared: hash -> entries in replay_
   // Key_Shared: hash -> (the consumer holding its unacked messages, how many).
-  std::unordered_map<int32_t, std::pair<Consumer*, int>> pendingHashes_;
+  // A flat table of 65536 slots (no allocation or hashing per message).
+  std::vector<std::pair<Consumer*, int>> pendingHashes_;
   std::unordered_map<int64_t, int32_t> redeliveryCount_;  // packed position -> count
   int64_t unackedMessages_ = 0;
   bool blockedOnUnacked_ = false;
