@@ -30,4 +30,41 @@ void addHealthRoute(Router& router, std::function<bool()> ready) {
                  });
 }
 
+void addDynamicConfigurationRoutes(Router& router,
+                                   std::shared_ptr<config::ServiceConfiguration> config) {
+  router.addSync("POST", "/admin/v2/brokers/configuration/{key}/{value}",
+                 [config](const HttpRequest&, const PathParams& p) {
+                   Status s = config->updateDynamic(p.at("key"), p.at("value"));
+                   if (!s) return HttpResponse::error(412, s.message());
+                   return HttpResponse{204, "", "", {}};
+                 });
+  router.addSync("GET", "/admin/v2/brokers/configuration/values",
+                 [config](const HttpRequest&, const PathParams&) {
+                   boost::json::object o;
+                   for (const auto& key : config::ServiceConfiguration::dynamicKeys()) {
+                     if (auto v = config->getString(key); v.isOk()) o[key] = *v;
+                   }
+                   return HttpResponse::json(boost::json::serialize(o));
+                 });
+}
+
+void addBrokersListRoute(Router& router,
+                         std::shared_ptr<const config::ServiceConfiguration> config) {
+  router.addSync("GET", "/admin/v2/brokers/{cluster}",
+                 [config](const HttpRequest& req, const PathParams& p) {
+                   if (p.at("cluster") != config->clusterName()) {
+                     return HttpResponse::error(404, "Cluster does not exist");
+                   }
+                   std::string host = req.host;
+                   if (!config->advertisedAddress().empty() || host.empty()) {
+                     host = (config->advertisedAddress().empty() ? std::string("localhost")
+                                                                 : config->advertisedAddress()) +
+                            ":" + std::to_string(config->webServicePort());
+                   }
+                   boost::json::array a;
+                   a.emplace_back(host);
+                   return HttpResponse::json(boost::json::serialize(a));
+                 });
+}
+
 }  // namespace magnetar::admin

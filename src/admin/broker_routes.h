@@ -20,4 +20,15 @@ void addBrokerConfigurationRoutes(Router& router,
 // {"reason": ...}. ready() runs on an HTTP thread.
 void addHealthRoute(Router& router, std::function<bool()> ready);
 
+// POST /admin/v2/brokers/configuration/{key}/{value}: ServiceConfiguration::updateDynamic
+// (204; 412 for an unknown or static key or a bad value, as Pulsar).
+// GET /admin/v2/brokers/configuration/values: the dynamic keys with their current values.
+void addDynamicConfigurationRoutes(Router& router,
+                                   std::shared_ptr<config::ServiceConfiguration> config);
+
+// GET /admin/v2/brokers/{cluster}: the active brokers' "host:webServicePort" (this one). Register
+// after the other /admin/v2/brokers/x routes (the pattern matches any one segment).
+void addBrokersListRoute(Router& router,
+                         std::shared_ptr<const config::ServiceConfiguration> config);
+
 }  // namespace magnetar::admin

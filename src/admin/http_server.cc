@@ -64,6 +64,7 @@ class Session : public std::enable_shared_from_this<Session> {
     r.path = r.target.substr(0, q);
     if (q != std::string::npos) r.query = r.target.substr(q + 1);
     r.contentType = std::string(req[http::field::content_type]);
+    r.host = std::string(req[http::field::host]);
     r.body = std::move(req.body());
     auto self = shared_from_this();
     auto responded = std::make_shared<std::atomic<bool>>(false);
@@ -77,7 +78,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void write(HttpResponse resp) {
     res_ = http::response<http::string_body>(static_cast<http::status>(resp.status), version_);
     res_.set(http::field::server, "magnetar");
-    res_.set(http::field::content_type, resp.contentType);
+    if (!resp.contentType.empty()) res_.set(http::field::content_type, resp.contentType);
+    for (auto& [name, value] : resp.headers) res_.set(name, value);
     res_.body() = std::move(resp.body);
     res_.keep_alive(keepAlive_);
     res_.prepare_payload();

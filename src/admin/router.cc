@@ -46,11 +46,11 @@ int hexValue(char c) {
 }  // namespace
 
 HttpResponse HttpResponse::json(std::string body, int status) {
-  return HttpResponse{status, "application/json", std::move(body)};
+  return HttpResponse{status, "application/json", std::move(body), {}};
 }
 
 HttpResponse HttpResponse::text(std::string body, int status) {
-  return HttpResponse{status, "text/plain", std::move(body)};
+  return HttpResponse{status, "text/plain", std::move(body), {}};
 }
 
 HttpResponse HttpResponse::error(int status, std::string_view reason) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace magnetar::admin {
@@ -17,12 +18,14 @@ struct HttpRequest {
   std::string query;   // after '?', undecoded; "" when none
   std::string contentType;
   std::string body;
+  std::string host = {};  // the Host header ("127.0.0.1:8080"); "" when absent
 };
 
 struct HttpResponse {
   int status = 200;
   std::string contentType = "application/json";
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra response headers
 
   static HttpResponse json(std::string body, int status = 200);
   static HttpResponse text(std::string body, int status = 200);

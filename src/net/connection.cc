@@ -134,6 +134,7 @@ void Connection::flush() {
     }
     ssize_t n = ::writev(fd_, iov_.data(), static_cast<int>(iov_.size()));
     stats_.writevCalls.fetch_add(1, std::memory_order_relaxed);
+    loop_.stats().writevCalls.fetch_add(1, std::memory_order_relaxed);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {

@@ -20,6 +20,8 @@ struct LoopStats {
   std::atomic<uint64_t> tasks{0};       // tasks handed over through execute()
   std::atomic<uint64_t> wakeups{0};     // inbox drains scheduled (one eventfd write at most each)
   std::atomic<uint64_t> passes{0};      // inbox drains run
+  // writev() calls of the connections on this loop (bumped by Connection through stats()).
+  mutable std::atomic<uint64_t> writevCalls{0};
 };
 
 // Thread: constructed and started by the owner; execute() from any thread; everything scheduled on

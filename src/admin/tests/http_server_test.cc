@@ -110,5 +110,27 @@ TEST(HttpServer, SeveralThreadsAndBindErrors) {
   EXPECT_FALSE(c.start().isOk());
 }
 
+TEST(HttpServer, PassesTheHostHeaderAndSendsExtraHeaders) {
+  auto r = std::make_shared<Router>();
+  r->addSync("GET", "/host", [](const HttpRequest& req, const PathParams&) {
+    HttpResponse resp{200, "application/octet-stream", "raw", {}};
+    resp.headers.emplace_back("X-Pulsar-Message-ID", "1:2");
+    resp.headers.emplace_back("X-Seen-Host", req.host);
+    return resp;
+  });
+  r->addSync("DELETE", "/gone",
+             [](const HttpRequest&, const PathParams&) { return HttpResponse{204, "", "", {}}; });
+  HttpServer server(r, {"127.0.0.1", 0, 1, 1024});
+  ASSERT_TRUE(server.start());
+  auto res = get(server.port(), {"/host"});
+  EXPECT_EQ(res[0]["X-Pulsar-Message-ID"], "1:2");
+  EXPECT_EQ(res[0]["X-Seen-Host"], "localhost");
+  EXPECT_EQ(res[0][http::field::content_type], "application/octet-stream");
+  auto gone = get(server.port(), {"/gone"}, http::verb::delete_);
+  EXPECT_EQ(gone[0].result_int(), 204);
+  EXPECT_EQ(gone[0].body(), "");
+  EXPECT_EQ(gone[0].count(http::field::content_type), 0u);
+}
+
 }  // namespace
 }  // namespace magnetar::admin

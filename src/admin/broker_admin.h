@@ -1,0 +1,48 @@
+// BrokerAdmin: the broker's admin surface in one object: every /admin/v2 and /lookup/v2 route,
+// GET /metrics, and the `pulsar-stats` thread that updates message rates and watches for
+// saturated I/O threads.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "admin/router.h"
+#include "broker/broker_service.h"
+#include "config/service_configuration.h"
+
+namespace magnetar::admin {
+
+// Thread: construct/destroy on the owner thread; routes run on HTTP threads and answer from topic
+// executors or the `pulsar-stats` thread.
+class BrokerAdmin {
+ public:
+  struct Options {
+    // Rates (msgRateIn, ...) are the counter change over this interval (Pulsar's
+    // statsUpdateFrequencyInSecs, shorter so rates react within seconds).
+    std::chrono::milliseconds rateInterval{2000};
+    // I/O saturation check: a sample every checkInterval, warning after `window` (see
+    // IoSaturationDetector).
+    std::chrono::milliseconds checkInterval{10000};
+    std::chrono::milliseconds window{60000};
+    double ioBusyThreshold = 0.9;
+  };
+
+  // Starts the `pulsar-stats` thread. service and config must outlive this object.
+  BrokerAdmin(broker::BrokerService& service, std::shared_ptr<config::ServiceConfiguration> config,
+              Options options);
+  BrokerAdmin(broker::BrokerService& service, std::shared_ptr<config::ServiceConfiguration> config)
+      : BrokerAdmin(service, std::move(config), Options{}) {}
+  ~BrokerAdmin();  // stops the thread
+  BrokerAdmin(const BrokerAdmin&) = delete;
+  BrokerAdmin& operator=(const BrokerAdmin&) = delete;
+
+  // Registers the clusters, tenants, namespaces, persistent-topic, lookup, dynamic configuration
+  // and /metrics routes. Call before the HTTP server starts.
+  void addRoutes(Router& router);
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace magnetar::admin

@@ -1,0 +1,191 @@
+#include "admin/metrics.h"
+
+#include "broker/server_cnx.h"
+
+namespace magnetar::admin {
+namespace {
+
+using broker::TopicSnapshot;
+
+// The topic-level values Pulsar aggregates per namespace too.
+struct Aggregate {
+  double producers = 0, consumers = 0, subscriptions = 0, topics = 0;
+  double rateIn = 0, rateOut = 0, throughputIn = 0, throughputOut = 0;
+  double storageSize = 0, msgBacklog = 0, backlogSize = 0;
+  double inMsgs = 0, inBytes = 0, outMsgs = 0, outBytes = 0;
+
+  void add(const TopicSnapshot& t) {
+    topics += 1;
+    producers += static_cast<double>(t.publishers.size());
+    subscriptions += static_cast<double>(t.subscriptions.size());
+    for (const auto& s : t.subscriptions) consumers += static_cast<double>(s.consumers.size());
+    rateIn += t.rateIn.msgRate;
+    rateOut += t.rateOut.msgRate;
+    throughputIn += t.rateIn.byteRate;
+    throughputOut += t.rateOut.byteRate;
+    storageSize += static_cast<double>(t.storageSize);
+    msgBacklog += static_cast<double>(t.msgBacklog);
+    backlogSize += static_cast<double>(t.backlogSize);
+    inMsgs += static_cast<double>(t.msgInCounter);
+    inBytes += static_cast<double>(t.bytesInCounter);
+    outMsgs += static_cast<double>(t.msgOutCounter);
+    outBytes += static_cast<double>(t.bytesOutCounter);
+  }
+};
+
+void declareFamilies(PrometheusWriter& w) {
+  using enum MetricType;
+  w.family("pulsar_topics_count", kGauge, "Number of topics in the namespace");
+  w.family("pulsar_subscriptions_count", kGauge, "Number of subscriptions");
+  w.family("pulsar_producers_count", kGauge, "Number of connected producers");
+  w.family("pulsar_consumers_count", kGauge, "Number of connected consumers");
+  w.family("pulsar_rate_in", kGauge, "Messages published per second");
+  w.family("pulsar_rate_out", kGauge, "Messages dispatched per second");
+  w.family("pulsar_throughput_in", kGauge, "Bytes published per second");
+  w.family("pulsar_throughput_out", kGauge, "Bytes dispatched per second");
+  w.family("pulsar_storage_size", kGauge, "Bytes stored");
+  w.family("pulsar_msg_backlog", kGauge, "Entries not yet acknowledged, summed over subscriptions");
+  w.family("pulsar_storage_backlog_size", kGauge,
+           "Bytes not yet acknowledged by the slowest subscription (estimate)");
+  w.family("pulsar_in_messages_total", kCounter, "Messages published");
+  w.family("pulsar_in_bytes_total", kCounter, "Bytes published");
+  w.family("pulsar_out_messages_total", kCounter, "Messages dispatched");
+  w.family("pulsar_out_bytes_total", kCounter, "Bytes dispatched");
+  w.family("pulsar_subscription_back_log", kGauge, "Entries in the subscription's backlog");
+  w.family("pulsar_subscription_msg_rate_out", kGauge, "Messages dispatched per second");
+  w.family("pulsar_subscription_msg_throughput_out", kGauge, "Bytes dispatched per second");
+  w.family("pulsar_subscription_unacked_messages", kGauge, "Messages delivered and not acked");
+  w.family("pulsar_subscription_blocked_on_unacked_messages", kGauge,
+           "1 when maxUnackedMessagesPerSubscription blocks dispatch");
+  w.family("pulsar_subscription_msg_rate_redeliver", kGauge, "Messages redelivered per second");
+  w.family("pulsar_subscription_consumers_count", kGauge, "Consumers of the subscription");
+  w.family("pulsar_consumer_msg_rate_out", kGauge, "Messages dispatched per second");
+  w.family("pulsar_consumer_msg_throughput_out", kGauge, "Bytes dispatched per second");
+  w.family("pulsar_consumer_unacked_messages", kGauge, "Messages delivered and not acked");
+  w.family("pulsar_consumer_available_permits", kGauge, "Permits the consumer has left");
+  w.family("pulsar_consumer_blocked_on_unacked_messages", kGauge,
+           "1 when maxUnackedMessagesPerConsumer blocks the consumer");
+  w.family("pulsar_producer_msg_rate_in", kGauge, "Messages published per second");
+  w.family("pulsar_producer_msg_throughput_in", kGauge, "Bytes published per second");
+}
+
+void writeAggregate(PrometheusWriter& w, const Labels& l, const Aggregate& a, bool withTopics) {
+  if (withTopics) w.sample("pulsar_topics_count", l, a.topics);
+  w.sample("pulsar_subscriptions_count", l, a.subscriptions);
+  w.sample("pulsar_producers_count", l, a.producers);
+  w.sample("pulsar_consumers_count", l, a.consumers);
+  w.sample("pulsar_rate_in", l, a.rateIn);
+  w.sample("pulsar_rate_out", l, a.rateOut);
+  w.sample("pulsar_throughput_in", l, a.throughputIn);
+  w.sample("pulsar_throughput_out", l, a.throughputOut);
+  w.sample("pulsar_storage_size", l, a.storageSize);
+  w.sample("pulsar_msg_backlog", l, a.msgBacklog);
+  w.sample("pulsar_storage_backlog_size", l, a.backlogSize);
+  w.sample("pulsar_in_messages_total", l, a.inMsgs);
+  w.sample("pulsar_in_bytes_total", l, a.inBytes);
+  w.sample("pulsar_out_messages_total", l, a.outMsgs);
+  w.sample("pulsar_out_bytes_total", l, a.outBytes);
+}
+
+void writeSubscriptions(PrometheusWriter& w, const Labels& topicLabels, const TopicSnapshot& t,
+                        const MetricsOptions& o) {
+  for (const auto& s : t.subscriptions) {
+    Labels l = topicLabels;
+    l.emplace_back("subscription", s.name);
+    w.sample("pulsar_subscription_back_log", l, static_cast<double>(s.msgBacklog));
+    w.sample("pulsar_subscription_msg_rate_out", l, s.rateOut.msgRate);
+    w.sample("pulsar_subscription_msg_throughput_out", l, s.rateOut.byteRate);
+    w.sample("pulsar_subscription_unacked_messages", l, static_cast<double>(s.unackedMessages));
+    w.sample("pulsar_subscription_blocked_on_unacked_messages", l, s.blockedOnUnackedMsgs ? 1 : 0);
+    w.sample("pulsar_subscription_msg_rate_redeliver", l, s.msgRateRedeliver);
+    w.sample("pulsar_subscription_consumers_count", l, static_cast<double>(s.consumers.size()));
+    if (!o.consumerLevel) continue;
+    for (const auto& c : s.consumers) {
+      Labels cl = l;
+      cl.emplace_back("consumer_name", c.consumerName);
+      cl.emplace_back("consumer_id", std::to_string(c.consumerId));
+      w.sample("pulsar_consumer_msg_rate_out", cl, c.rateOut.msgRate);
+      w.sample("pulsar_consumer_msg_throughput_out", cl, c.rateOut.byteRate);
+      w.sample("pulsar_consumer_unacked_messages", cl, static_cast<double>(c.unackedMessages));
+      w.sample("pulsar_consumer_available_permits", cl, static_cast<double>(c.availablePermits));
+      w.sample("pulsar_consumer_blocked_on_unacked_messages", cl,
+               c.blockedConsumerOnUnackedMsgs ? 1 : 0);
+    }
+  }
+}
+
+}  // namespace
+
+void writeTopicMetrics(PrometheusWriter& w, const std::vector<TopicSnapshot>& topics,
+                       const MetricsOptions& o) {
+  declareFamilies(w);
+  std::map<std::string, Aggregate> byNamespace;
+  for (const auto& t : topics) byNamespace[t.namespaceName].add(t);
+  for (const auto& [ns, agg] : byNamespace) {
+    Labels l{{"cluster", o.cluster}, {"namespace", ns}};
+    if (o.topicLevel) {
+      w.sample("pulsar_topics_count", l, agg.topics);
+    } else {
+      writeAggregate(w, l, agg, true);
+    }
+  }
+  if (!o.topicLevel) return;
+  for (const auto& t : topics) {
+    Labels l{{"cluster", o.cluster}, {"namespace", t.namespaceName}, {"topic", t.name}};
+    Aggregate one;
+    one.add(t);
+    writeAggregate(w, l, one, false);
+    writeSubscriptions(w, l, t, o);
+    if (!o.producerLevel) continue;
+    for (const auto& p : t.publishers) {
+      Labels pl = l;
+      pl.emplace_back("producer_name", p.producerName);
+      pl.emplace_back("producer_id", std::to_string(p.producerId));
+      w.sample("pulsar_producer_msg_rate_in", pl, p.rateIn.msgRate);
+      w.sample("pulsar_producer_msg_throughput_in", pl, p.rateIn.byteRate);
+    }
+  }
+}
+
+void writeThreadCpuMetrics(PrometheusWriter& w, const std::map<std::string, double>& byThread) {
+  w.family("magnetar_thread_cpu_utilization", MetricType::kGauge,
+           "CPU used by the thread over the last scrape interval (1 = one core); threads "
+           "sharing a name are summed");
+  for (const auto& [name, u] : byThread) {
+    w.sample("magnetar_thread_cpu_utilization", {{"thread", name}}, u);
+  }
+}
+
+void writeLoopMetrics(PrometheusWriter& w, const std::string& kind, net::EventLoopGroup& group) {
+  w.family("magnetar_handover_tasks_total", MetricType::kCounter,
+           "Tasks handed over to the thread from other threads");
+  w.family("magnetar_handover_wakeups_total", MetricType::kCounter,
+           "Wake-ups of the thread for handed-over tasks (coalesced: at most one pending)");
+  w.family("magnetar_handover_passes_total", MetricType::kCounter,
+           "Passes of the thread over its hand-over inbox");
+  w.family("magnetar_writev_calls_total", MetricType::kCounter,
+           "writev() calls of the connections served by the thread");
+  for (int i = 0; i < group.size(); ++i) {
+    const net::LoopStats& s = group.at(i).stats();
+    Labels l{{"kind", kind}, {"thread", group.at(i).name()}};
+    w.sample("magnetar_handover_tasks_total", l, static_cast<double>(s.tasks.load()));
+    w.sample("magnetar_handover_wakeups_total", l, static_cast<double>(s.wakeups.load()));
+    w.sample("magnetar_handover_passes_total", l, static_cast<double>(s.passes.load()));
+    if (kind == "pulsar-io") {
+      w.sample("magnetar_writev_calls_total", l, static_cast<double>(s.writevCalls.load()));
+    }
+  }
+}
+
+void writeProtocolErrorMetrics(PrometheusWriter& w) {
+  w.family("magnetar_protocol_errors_total", MetricType::kCounter,
+           "Bad input from clients, by kind");
+  w.sample("magnetar_protocol_errors_total", {{"error", "bad_frame"}},
+           static_cast<double>(broker::CnxErrorStats::badFrames.load()));
+  w.sample("magnetar_protocol_errors_total", {{"error", "checksum"}},
+           static_cast<double>(broker::CnxErrorStats::checksumErrors.load()));
+  w.sample("magnetar_protocol_errors_total", {{"error", "unknown_command"}},
+           static_cast<double>(broker::CnxErrorStats::unknownCommands.load()));
+}
+
+}  // namespace magnetar::admin

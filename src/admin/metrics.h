@@ -1,0 +1,43 @@
+// The /metrics exposition: Pulsar's topic/namespace metrics (names and labels as Pulsar's
+// PrometheusMetricsGenerator) from topic snapshots, plus Magnetar's thread and hand-over metrics.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "admin/prometheus.h"
+#include "broker/stats.h"
+#include "net/event_loop.h"
+
+namespace magnetar::admin {
+
+struct MetricsOptions {
+  std::string cluster = "standalone";
+  bool topicLevel = true;      // exposeTopicLevelMetricsInPrometheus; false: namespace aggregates
+  bool consumerLevel = false;  // exposeConsumerLevelMetricsInPrometheus
+  bool producerLevel = false;  // exposeProducerLevelMetricsInPrometheus
+};
+
+// pulsar_rate_in, pulsar_rate_out, pulsar_throughput_in/out, pulsar_storage_size,
+// pulsar_msg_backlog, pulsar_storage_backlog_size,
+// pulsar_{producers,consumers,subscriptions}_count, pulsar_in_{messages,bytes}_total,
+// pulsar_out_{messages,bytes}_total; per subscription pulsar_subscription_back_log, _msg_rate_out,
+// _msg_throughput_out, _unacked_messages, _blocked_on_unacked_messages, _msg_rate_redeliver (topic
+// level only); pulsar_topics_count per namespace. Labels: cluster, namespace[, topic[,
+// subscription]].
+void writeTopicMetrics(PrometheusWriter& w, const std::vector<broker::TopicSnapshot>& topics,
+                       const MetricsOptions& o);
+
+// magnetar_thread_cpu_utilization{thread} (0..1 per thread over the last scrape interval).
+void writeThreadCpuMetrics(PrometheusWriter& w, const std::map<std::string, double>& byThread);
+
+// magnetar_handover_tasks_total, magnetar_handover_wakeups_total, magnetar_handover_passes_total
+// and magnetar_writev_calls_total, labelled kind (pulsar-io, ml-worker) and thread (the target
+// loop's name).
+void writeLoopMetrics(PrometheusWriter& w, const std::string& kind, net::EventLoopGroup& group);
+
+// magnetar_protocol_errors_total{error="bad_frame"|"checksum"|"unknown_command"}.
+void writeProtocolErrorMetrics(PrometheusWriter& w);
+
+}  // namespace magnetar::admin

@@ -1,0 +1,472 @@
+#include "admin/namespace_routes.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace magnetar::admin {
+namespace {
+
+namespace json = boost::json;
+using broker::NamespacePolicies;
+
+const std::set<std::string> kBacklogQuotaTypes = {"destination_storage", "message_age"};
+const std::set<std::string> kBacklogPolicies = {"producer_request_hold", "producer_exception",
+                                                "consumer_backlog_eviction"};
+// Pulsar's AuthAction values, in its enum order (the order permissions are printed in).
+const std::vector<std::string> kAuthActions = {"produce", "consume", "functions",
+                                               "sources", "sinks",   "packages"};
+bool isAuthAction(const std::string& a) {
+  return std::find(kAuthActions.begin(), kAuthActions.end(), a) != kAuthActions.end();
+}
+
+// Namespaces of a tenant, sorted ("tenant/ns").
+std::vector<std::string> namespacesOf(const AdminContext& ctx, const std::string& tenant) {
+  std::vector<std::string> out;
+  for (auto& ns : ctx.service.namespaces()) {
+    if (ns.compare(0, tenant.size() + 1, tenant + "/") == 0) out.push_back(ns);
+  }
+  return out;
+}
+
+// A tenant exists when created through the API or implied by a stored namespace.
+bool tenantExists(const AdminContext& ctx, const std::string& tenant) {
+  return ctx.service.policies().tenant(tenant).has_value() || !namespacesOf(ctx, tenant).empty();
+}
+
+json::array stringArray(const std::vector<std::string>& v) {
+  json::array a;
+  for (const auto& s : v) a.emplace_back(s);
+  return a;
+}
+
+// Reads an array of strings; false when `v` is not one.
+bool readStrings(const json::value* v, std::vector<std::string>* out) {
+  if (!v || v->is_null()) return true;
+  if (!v->is_array()) return false;
+  for (const auto& e : v->as_array()) {
+    if (!e.is_string()) return false;
+    out->emplace_back(e.as_string());
+  }
+  return true;
+}
+
+json::object backlogQuotaJson(const broker::BacklogQuota& q) {
+  return {{"limitSize", q.limitSize}, {"limitTime", q.limitTime}, {"policy", q.policy}};
+}
+
+json::object retentionJson(const broker::RetentionPolicy& r) {
+  return {{"retentionTimeInMinutes", r.retentionTimeInMinutes},
+          {"retentionSizeInMB", r.retentionSizeInMB}};
+}
+
+json::object permissionsJson(const NamespacePolicies& p) {
+  json::object o;
+  for (const auto& [role, actions] : p.permissions) {
+    json::array a;
+    for (const auto& x : kAuthActions) {
+      if (actions.count(x)) a.emplace_back(x);
+    }
+    o[role] = std::move(a);
+  }
+  return o;
+}
+
+// Pulsar's Policies object (the fields Magnetar knows; the rest at Pulsar's defaults).
+json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
+  json::object o;
+  o["auth_policies"] = json::object{{"namespace_auth", permissionsJson(p)},
+                                    {"destination_auth", json::object{}},
+                                    {"subscription_auth_roles", json::object{}}};
+  o["replication_clusters"] = json::array{json::string(ctx.config->clusterName())};
+  o["bundles"] = json::object{{"boundaries", json::array{"0x00000000", "0x40000000", "0x80000000",
+                                                         "0xc0000000", "0xffffffff"}},
+                              {"numBundles", 4}};
+  json::object quotas;
+  for (const auto& [type, q] : p.backlogQuotas) quotas[type] = backlogQuotaJson(q);
+  o["backlog_quota_map"] = std::move(quotas);
+  o["clusterDispatchRate"] = json::object{};
+  o["topicDispatchRate"] = json::object{};
+  o["subscriptionDispatchRate"] = json::object{};
+  o["replicatorDispatchRate"] = json::object{};
+  o["clusterSubscribeRate"] = json::object{};
+  o["publishMaxMessageRate"] = json::object{};
+  o["latency_stats_sample_rate"] = json::object{};
+  o["deduplicationEnabled"] =
+      p.deduplicationEnabled ? json::value(*p.deduplicationEnabled) : json::value(nullptr);
+  o["message_ttl_in_seconds"] =
+      p.messageTtlSeconds ? json::value(*p.messageTtlSeconds) : json::value(nullptr);
+  o["retention_policies"] = p.retention ? json::value(retentionJson(*p.retention)) : nullptr;
+  o["deleted"] = false;
+  o["encryption_required"] = false;
+  o["subscription_auth_mode"] = "None";
+  o["offload_threshold"] = -1;
+  o["schema_compatibility_strategy"] = "UNDEFINED";
+  o["is_allow_auto_update_schema"] = true;
+  o["schema_validation_enforced"] = false;
+  o["properties"] = json::object{};
+  return o;
+}
+
+// PUT/POST tenant body -> TenantInfo; errors as Pulsar (400 bad JSON, 412 unknown cluster).
+std::optional<broker::TenantInfo> tenantInfoFrom(const AdminContext& ctx, const HttpRequest& req,
+                                                 HttpResponse* error) {
+  broker::TenantInfo info;
+  if (req.body.empty()) return info;
+  auto v = parseJsonBody(req, error);
+  if (!v) return std::nullopt;
+  if (!v->is_object()) {
+    *error = HttpResponse::error(400, "Tenant info must be a JSON object");
+    return std::nullopt;
+  }
+  const auto& o = v->as_object();
+  if (!readStrings(o.if_contains("adminRoles"), &info.adminRoles) ||
+      !readStrings(o.if_contains("allowedClusters"), &info.allowedClusters)) {
+    *error = HttpResponse::error(400, "adminRoles and allowedClusters must be string arrays");
+    return std::nullopt;
+  }
+  for (const auto& c : info.allowedClusters) {
+    if (c != ctx.config->clusterName()) {
+      *error = HttpResponse::error(412, "Clusters do not exist: " + c);
+      return std::nullopt;
+    }
+  }
+  return info;
+}
+
+json::object tenantJson(const broker::TenantInfo& t) {
+  return {{"adminRoles", stringArray(t.adminRoles)},
+          {"allowedClusters", stringArray(t.allowedClusters)}};
+}
+
+void addClusterRoutes(Router& r, const AdminContext* ctx) {
+  r.addSync("GET", "/admin/v2/clusters", [ctx](const HttpRequest&, const PathParams&) {
+    return jsonResponse(json::array{json::string(ctx->config->clusterName())});
+  });
+  r.addSync(
+      "GET", "/admin/v2/clusters/{cluster}", [ctx](const HttpRequest& req, const PathParams& p) {
+        if (p.at("cluster") != ctx->config->clusterName()) {
+          return HttpResponse::error(404, "Cluster does not exist");
+        }
+        std::string host = advertisedHost(*ctx, req);
+        return jsonResponse(
+            json::object{{"serviceUrl", webServiceUrl(*ctx, req)},
+                         {"brokerServiceUrl",
+                          fmt::format("pulsar://{}:{}", host, ctx->service.brokerServicePort())}});
+      });
+}
+
+void addTenantRoutes(Router& r, const AdminContext* ctx) {
+  r.addSync("GET", "/admin/v2/tenants", [ctx](const HttpRequest&, const PathParams&) {
+    std::set<std::string> names;
+    for (auto& t : ctx->service.policies().tenants()) names.insert(t);
+    for (auto& ns : ctx->service.namespaces()) names.insert(ns.substr(0, ns.find('/')));
+    return jsonResponse(stringArray({names.begin(), names.end()}));
+  });
+  r.addSync("GET", "/admin/v2/tenants/{tenant}", [ctx](const HttpRequest&, const PathParams& p) {
+    const std::string& t = p.at("tenant");
+    if (auto info = ctx->service.policies().tenant(t)) return jsonResponse(tenantJson(*info));
+    if (tenantExists(*ctx, t)) return jsonResponse(tenantJson({}));
+    return HttpResponse::error(404, "Tenant does not exist");
+  });
+  r.addSync("PUT", "/admin/v2/tenants/{tenant}",
+            [ctx](const HttpRequest& req, const PathParams& p) {
+              const std::string& t = p.at("tenant");
+              if (!broker::isValidNamePart(t)) {
+                return HttpResponse::error(412, "Tenant name is not valid: " + t);
+              }
+              HttpResponse err;
+              auto info = tenantInfoFrom(*ctx, req, &err);
+              if (!info) return err;
+              if (tenantExists(*ctx, t) && !ctx->service.policies().tenant(t)) {
+                return HttpResponse::error(409, "Tenant already exists");
+              }
+              Status s = ctx->service.policies().createTenant(t, std::move(*info));
+              return s ? noContent() : errorResponse(s);
+            });
+  r.addSync("POST", "/admin/v2/tenants/{tenant}",
+            [ctx](const HttpRequest& req, const PathParams& p) {
+              HttpResponse err;
+              auto info = tenantInfoFrom(*ctx, req, &err);
+              if (!info) return err;
+              Status s = ctx->service.policies().updateTenant(p.at("tenant"), std::move(*info));
+              return s ? noContent() : errorResponse(s);
+            });
+  r.addSync("DELETE", "/admin/v2/tenants/{tenant}", [ctx](const HttpRequest&, const PathParams& p) {
+    const std::string& t = p.at("tenant");
+    if (!namespacesOf(*ctx, t).empty()) {
+      return HttpResponse::error(409, "The tenant still has active namespaces");
+    }
+    Status s = ctx->service.policies().deleteTenant(t);
+    return s ? noContent() : errorResponse(s);
+  });
+}
+
+// Deletes every topic of ns (force), then the namespace itself.
+void deleteNamespace(const AdminContext* ctx, const std::string& ns, bool force,
+                     const Respond& respond) {
+  std::vector<std::string> topics = listTopics(*ctx, ns);
+  if ((!topics.empty() || !ctx->service.partitionedTopicsOf(ns).empty()) && !force) {
+    respond(HttpResponse::error(409, "Cannot delete non empty namespace"));
+    return;
+  }
+  auto gather = Gather<Status>::create(topics.size(), [ctx, ns, respond](std::vector<Status> r) {
+    for (const Status& s : r) {
+      if (!s.isOk() && s.code() != StatusCode::kNotFound) {
+        respond(errorResponse(s));
+        return;
+      }
+    }
+    Status s = ctx->service.removeNamespace(ns);
+    respond(s ? noContent() : errorResponse(s));
+  });
+  for (size_t i = 0; i < topics.size(); ++i) {
+    auto name = broker::TopicName::parse(topics[i]);
+    if (!name.isOk()) {
+      gather->set(i, Status::ok());
+      continue;
+    }
+    ctx->service.deleteTopic(*name, true, [gather, i](Status s) { gather->set(i, s); });
+  }
+}
+
+void addNamespaceLifecycleRoutes(Router& r, const AdminContext* ctx) {
+  r.addSync("GET", "/admin/v2/namespaces/{tenant}", [ctx](const HttpRequest&, const PathParams& p) {
+    const std::string& t = p.at("tenant");
+    if (!tenantExists(*ctx, t)) return HttpResponse::error(404, "Tenant does not exist");
+    return jsonResponse(stringArray(namespacesOf(*ctx, t)));
+  });
+  r.addSync(
+      "GET", "/admin/v2/namespaces/{tenant}/{namespace}",
+      [ctx](const HttpRequest&, const PathParams& p) {
+        HttpResponse err;
+        auto ns = namespaceFromParams(*ctx, p, &err);
+        if (!ns) return err;
+        return jsonResponse(policiesJson(*ctx, ctx->service.policies().namespacePolicies(*ns)));
+      });
+  r.addSync("PUT", "/admin/v2/namespaces/{tenant}/{namespace}",
+            [ctx](const HttpRequest& req, const PathParams& p) {
+              const std::string& t = p.at("tenant");
+              const std::string& n = p.at("namespace");
+              if (!broker::isValidNamePart(t) || !broker::isValidNamePart(n)) {
+                return HttpResponse::error(412, "Namespace name is not valid: " + t + "/" + n);
+              }
+              if (!tenantExists(*ctx, t)) return HttpResponse::error(404, "Tenant does not exist");
+              if (!req.body.empty()) {
+                HttpResponse err;
+                if (!parseJsonBody(req, &err)) return err;
+              }
+              Status s = ctx->service.addNamespace(t + "/" + n);
+              return s ? noContent() : errorResponse(s);
+            });
+  r.add("DELETE", "/admin/v2/namespaces/{tenant}/{namespace}",
+        [ctx](const HttpRequest& req, const PathParams& p, Respond respond) {
+          HttpResponse err;
+          auto ns = namespaceFromParams(*ctx, p, &err);
+          if (!ns) return respond(err);
+          deleteNamespace(ctx, *ns, queryFlag(req, "force"), respond);
+        });
+  r.addSync("GET", "/admin/v2/namespaces/{tenant}/{namespace}/topics",
+            [ctx](const HttpRequest&, const PathParams& p) {
+              HttpResponse err;
+              auto ns = namespaceFromParams(*ctx, p, &err);
+              if (!ns) return err;
+              return jsonResponse(stringArray(listTopics(*ctx, *ns)));
+            });
+}
+
+// A policy route: validates the namespace, then runs fn.
+using PolicyFn =
+    std::function<HttpResponse(const HttpRequest&, const PathParams&, const std::string& ns)>;
+void addPolicy(Router& r, const AdminContext* ctx, const char* method, const std::string& suffix,
+               PolicyFn fn) {
+  r.addSync(method, "/admin/v2/namespaces/{tenant}/{namespace}/" + suffix,
+            [ctx, fn = std::move(fn)](const HttpRequest& req, const PathParams& p) {
+              HttpResponse err;
+              auto ns = namespaceFromParams(*ctx, p, &err);
+              if (!ns) return err;
+              return fn(req, p, *ns);
+            });
+}
+
+void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
+  auto& reg = ctx->service.policies();
+  addPolicy(r, ctx, "GET", "retention",
+            [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+              auto p = reg.namespacePolicies(ns);
+              return p.retention ? jsonResponse(retentionJson(*p.retention)) : noContent();
+            });
+  addPolicy(r, ctx, "POST", "retention",
+            [&reg](const HttpRequest& req, const PathParams&, const std::string& ns) {
+              HttpResponse err;
+              auto v = parseJsonBody(req, &err);
+              if (!v) return err;
+              const json::object* o = v->if_object();
+              const json::value* t = o ? o->if_contains("retentionTimeInMinutes") : nullptr;
+              const json::value* s = o ? o->if_contains("retentionSizeInMB") : nullptr;
+              if (!t || !s || !t->is_int64() || !s->is_int64()) {
+                return HttpResponse::error(
+                    400, "retentionTimeInMinutes and retentionSizeInMB are required");
+              }
+              broker::RetentionPolicy rp{static_cast<int32_t>(t->as_int64()), s->as_int64()};
+              if ((rp.retentionTimeInMinutes == 0) != (rp.retentionSizeInMB == 0) ||
+                  rp.retentionTimeInMinutes < -1 || rp.retentionSizeInMB < -1) {
+                return HttpResponse::error(
+                    412,
+                    "Invalid retention policy: size and time must both be zero "
+                    "or both non-zero (-1: unlimited)");
+              }
+              reg.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p.retention = rp; });
+              return noContent();
+            });
+  addPolicy(r, ctx, "DELETE", "retention",
+            [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+              reg.updateNamespacePolicies(ns, [](NamespacePolicies& p) { p.retention.reset(); });
+              return noContent();
+            });
+  addPolicy(r, ctx, "GET", "messageTTL",
+            [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+              auto p = reg.namespacePolicies(ns);
+              return p.messageTtlSeconds ? jsonResponse(*p.messageTtlSeconds) : noContent();
+            });
+  addPolicy(r, ctx, "POST", "messageTTL",
+            [&reg](const HttpRequest& req, const PathParams&, const std::string& ns) {
+              HttpResponse err;
+              auto v = parseJsonBody(req, &err);
+              if (!v) return err;
+              if (!v->is_int64() || v->as_int64() < 0 || v->as_int64() > INT32_MAX) {
+                return HttpResponse::error(412, "Invalid value for message TTL");
+              }
+              int32_t ttl = static_cast<int32_t>(v->as_int64());
+              reg.updateNamespacePolicies(ns,
+                                          [&](NamespacePolicies& p) { p.messageTtlSeconds = ttl; });
+              return noContent();
+            });
+  addPolicy(r, ctx, "DELETE", "messageTTL",
+            [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+              reg.updateNamespacePolicies(
+                  ns, [](NamespacePolicies& p) { p.messageTtlSeconds.reset(); });
+              return noContent();
+            });
+  addPolicy(r, ctx, "GET", "deduplication",
+            [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+              auto d = reg.deduplicationEnabled(ns);
+              return d ? jsonResponse(*d) : noContent();
+            });
+  addPolicy(r, ctx, "POST", "deduplication",
+            [&reg](const HttpRequest& req, const PathParams&, const std::string& ns) {
+              HttpResponse err;
+              auto v = parseJsonBody(req, &err);
+              if (!v) return err;
+              if (!v->is_bool()) return HttpResponse::error(400, "The body must be true or false");
+              bool on = v->as_bool();
+              reg.updateNamespacePolicies(
+                  ns, [&](NamespacePolicies& p) { p.deduplicationEnabled = on; });
+              return noContent();
+            });
+  addPolicy(r, ctx, "DELETE", "deduplication",
+            [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+              reg.updateNamespacePolicies(
+                  ns, [](NamespacePolicies& p) { p.deduplicationEnabled.reset(); });
+              return noContent();
+            });
+}
+
+void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
+  auto& reg = ctx->service.policies();
+  addPolicy(r, ctx, "GET", "backlogQuotaMap",
+            [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+              json::object o;
+              for (const auto& [type, q] : reg.namespacePolicies(ns).backlogQuotas) {
+                o[type] = backlogQuotaJson(q);
+              }
+              return jsonResponse(o);
+            });
+  auto quotaType = [](const HttpRequest& req) {
+    return queryParam(req, "backlogQuotaType").value_or("destination_storage");
+  };
+  addPolicy(r, ctx, "POST", "backlogQuota",
+            [&reg, quotaType](const HttpRequest& req, const PathParams&, const std::string& ns) {
+              std::string type = quotaType(req);
+              if (!kBacklogQuotaTypes.count(type)) {
+                return HttpResponse::error(400, "Unknown backlogQuotaType: " + type);
+              }
+              HttpResponse err;
+              auto v = parseJsonBody(req, &err);
+              if (!v) return err;
+              const json::object* o = v->if_object();
+              if (!o) return HttpResponse::error(400, "Backlog quota must be a JSON object");
+              broker::BacklogQuota q;
+              const json::value* size = o->if_contains("limitSize");
+              if (!size) size = o->if_contains("limit");  // Pulsar's older field name
+              const json::value* time = o->if_contains("limitTime");
+              const json::value* policy = o->if_contains("policy");
+              if ((size && !size->is_int64()) || (time && !time->is_int64()) ||
+                  (policy && !policy->is_string())) {
+                return HttpResponse::error(400, "Bad backlog quota fields");
+              }
+              if (size) q.limitSize = size->as_int64();
+              if (time) q.limitTime = static_cast<int32_t>(time->as_int64());
+              if (policy) q.policy = std::string(policy->as_string());
+              if (!kBacklogPolicies.count(q.policy)) {
+                return HttpResponse::error(400, "Unknown backlog quota policy: " + q.policy);
+              }
+              reg.updateNamespacePolicies(ns,
+                                          [&](NamespacePolicies& p) { p.backlogQuotas[type] = q; });
+              return noContent();
+            });
+  addPolicy(r, ctx, "DELETE", "backlogQuota",
+            [&reg, quotaType](const HttpRequest& req, const PathParams&, const std::string& ns) {
+              std::string type = quotaType(req);
+              reg.updateNamespacePolicies(
+                  ns, [&](NamespacePolicies& p) { p.backlogQuotas.erase(type); });
+              return noContent();
+            });
+}
+
+void addPermissionRoutes(Router& r, const AdminContext* ctx) {
+  auto& reg = ctx->service.policies();
+  addPolicy(r, ctx, "GET", "permissions",
+            [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+              return jsonResponse(permissionsJson(reg.namespacePolicies(ns)));
+            });
+  addPolicy(r, ctx, "POST", "permissions/{role}",
+            [&reg](const HttpRequest& req, const PathParams& p, const std::string& ns) {
+              HttpResponse err;
+              auto v = parseJsonBody(req, &err);
+              if (!v) return err;
+              std::vector<std::string> actions;
+              if (!v->is_array() || !readStrings(&*v, &actions)) {
+                return HttpResponse::error(400, "The body must be an array of actions");
+              }
+              for (const auto& a : actions) {
+                if (!isAuthAction(a)) return HttpResponse::error(400, "Unknown action: " + a);
+              }
+              std::string role = p.at("role");
+              reg.updateNamespacePolicies(ns, [&](NamespacePolicies& pol) {
+                pol.permissions[role] = std::set<std::string>(actions.begin(), actions.end());
+              });
+              return noContent();
+            });
+  addPolicy(r, ctx, "DELETE", "permissions/{role}",
+            [&reg](const HttpRequest&, const PathParams& p, const std::string& ns) {
+              std::string role = p.at("role");
+              reg.updateNamespacePolicies(
+                  ns, [&](NamespacePolicies& pol) { pol.permissions.erase(role); });
+              return noContent();
+            });
+}
+
+}  // namespace
+
+void addNamespaceRoutes(Router& router, const AdminContext& ctx) {
+  addClusterRoutes(router, &ctx);
+  addTenantRoutes(router, &ctx);
+  addNamespaceLifecycleRoutes(router, &ctx);
+  addRetentionTtlDedupRoutes(router, &ctx);
+  addBacklogQuotaRoutes(router, &ctx);
+  addPermissionRoutes(router, &ctx);
+}
+
+}  // namespace magnetar::admin

@@ -1,0 +1,90 @@
+#include "admin/prometheus.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace magnetar::admin {
+
+std::string escapeLabelValue(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string escapeHelp(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string formatValue(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<int64_t>(v));
+  return fmt::format("{}", v);
+}
+
+void PrometheusWriter::family(const std::string& name, MetricType type, std::string_view help) {
+  auto [it, added] = families_.try_emplace(name);
+  if (!added) return;
+  it->second.type = type;
+  it->second.help = std::string(help);
+  order_.push_back(name);
+}
+
+void PrometheusWriter::sample(const std::string& name, const Labels& labels, double value) {
+  if (!families_.count(name)) family(name, MetricType::kGauge, "");
+  std::string line = name;
+  if (!labels.empty()) {
+    line += '{';
+    for (size_t i = 0; i < labels.size(); ++i) {
+      if (i) line += ',';
+      line += labels[i].first;
+      line += "=\"";
+      line += escapeLabelValue(labels[i].second);
+      line += '"';
+    }
+    line += '}';
+  }
+  line += ' ';
+  line += formatValue(value);
+  families_[name].lines.push_back(std::move(line));
+}
+
+std::string PrometheusWriter::render() const {
+  std::string out;
+  for (const auto& name : order_) {
+    const Family& f = families_.at(name);
+    if (f.lines.empty()) continue;
+    if (!f.help.empty()) out += fmt::format("# HELP {} {}\n", name, escapeHelp(f.help));
+    out +=
+        fmt::format("# TYPE {} {}\n", name, f.type == MetricType::kCounter ? "counter" : "gauge");
+    for (const auto& l : f.lines) {
+      out += l;
+      out += '\n';
+    }
+  }
+  return out;
+}
+
+}  // namespace magnetar::admin

@@ -1,0 +1,159 @@
+#include "admin/rest_util.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace magnetar::admin {
+
+std::optional<std::string> queryParam(const HttpRequest& req, std::string_view name) {
+  std::string_view q = req.query;
+  while (!q.empty()) {
+    size_t amp = q.find('&');
+    std::string_view kv = q.substr(0, amp);
+    size_t eq = kv.find('=');
+    std::string_view key = kv.substr(0, eq);
+    if (percentDecode(key) == name) {
+      return eq == std::string_view::npos ? std::string() : percentDecode(kv.substr(eq + 1));
+    }
+    if (amp == std::string_view::npos) break;
+    q.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
+bool queryFlag(const HttpRequest& req, std::string_view name) {
+  auto v = queryParam(req, name);
+  return v && (*v == "true" || *v == "1");
+}
+
+HttpResponse noContent() { return HttpResponse{204, "", "", {}}; }
+
+HttpResponse jsonResponse(const boost::json::value& v, int status) {
+  return HttpResponse::json(boost::json::serialize(v), status);
+}
+
+HttpResponse errorResponse(const Status& s) {
+  int code = 500;
+  switch (s.code()) {
+    case StatusCode::kNotFound:
+      code = 404;
+      break;
+    case StatusCode::kAlreadyExists:
+      code = 409;
+      break;
+    case StatusCode::kBusy:
+      code = 412;
+      break;
+    case StatusCode::kInvalidArgument:
+      code = 412;
+      break;
+    case StatusCode::kNotAllowed:
+      code = 405;
+      break;
+    default:
+      break;
+  }
+  return HttpResponse::error(code, s.message());
+}
+
+std::optional<boost::json::value> parseJsonBody(const HttpRequest& req, HttpResponse* error) {
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(req.body, ec);
+  if (ec) {
+    *error = HttpResponse::error(400, "Failed to parse the JSON body: " + ec.message());
+    return std::nullopt;
+  }
+  return v;
+}
+
+std::string positionText(storage::Position p) {
+  return fmt::format("{}:{}", p.ledgerId, p.entryId);
+}
+
+HostPort parseHostHeader(std::string_view host) {
+  HostPort out;
+  size_t colon = host.rfind(':');
+  size_t bracket = host.rfind(']');
+  if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket)) {
+    std::string port(host.substr(colon + 1));
+    if (!port.empty() && port.find_first_not_of("0123456789") == std::string::npos &&
+        port.size() <= 5) {
+      out.port = std::stoi(port);
+    }
+    host = host.substr(0, colon);
+  }
+  out.host = std::string(host);
+  return out;
+}
+
+std::string advertisedHost(const AdminContext& ctx, const HttpRequest& req) {
+  std::string configured = ctx.config->advertisedAddress();
+  if (!configured.empty()) return configured;
+  HostPort hp = parseHostHeader(req.host);
+  return hp.host.empty() ? "localhost" : hp.host;
+}
+
+std::string webServiceUrl(const AdminContext& ctx, const HttpRequest& req) {
+  HostPort hp = parseHostHeader(req.host);
+  int port = hp.port > 0 ? hp.port : ctx.config->webServicePort();
+  return fmt::format("http://{}:{}", advertisedHost(ctx, req), port);
+}
+
+std::optional<broker::TopicName> topicFromParams(const PathParams& p, HttpResponse* error) {
+  auto get = [&](const char* k) {
+    auto it = p.find(k);
+    return it == p.end() ? std::string() : it->second;
+  };
+  auto name = broker::TopicName::parse(
+      fmt::format("persistent://{}/{}/{}", get("tenant"), get("namespace"), get("topic")));
+  if (!name.isOk()) {
+    *error = HttpResponse::error(412, "Invalid topic name: " + name.status().message());
+    return std::nullopt;
+  }
+  return *name;
+}
+
+std::optional<std::string> namespaceFromParams(const AdminContext& ctx, const PathParams& p,
+                                               HttpResponse* error) {
+  const std::string& tenant = p.at("tenant");
+  const std::string& ns = p.at("namespace");
+  if (!broker::isValidNamePart(tenant) || !broker::isValidNamePart(ns)) {
+    *error = HttpResponse::error(412, "Invalid namespace name: " + tenant + "/" + ns);
+    return std::nullopt;
+  }
+  std::string full = tenant + "/" + ns;
+  if (!ctx.service.namespaceExists(full)) {
+    *error = HttpResponse::error(404, "Namespace does not exist");
+    return std::nullopt;
+  }
+  return full;
+}
+
+void withTopic(const AdminContext& ctx, const broker::TopicName& name, const Respond& respond,
+               std::function<void(std::shared_ptr<broker::PersistentTopic>)> fn, bool create) {
+  if (!ctx.service.namespaceExists(name.namespaceName())) {
+    respond(HttpResponse::error(404, "Namespace does not exist"));
+    return;
+  }
+  ctx.service.getOrCreateTopic(
+      name, create,
+      [respond, fn = std::move(fn)](Result<std::shared_ptr<broker::PersistentTopic>> r) {
+        if (!r.isOk()) {
+          respond(HttpResponse::error(404, "Topic not found"));
+          return;
+        }
+        fn(*r);
+      });
+}
+
+std::vector<std::string> listTopics(const AdminContext& ctx, const std::string& ns) {
+  std::set<std::string> out;
+  for (auto& t : ctx.service.topicsOfNamespace(ns)) out.insert(t);
+  for (const auto& [name, partitions] : ctx.service.partitionedTopicsOf(ns)) {
+    for (int i = 0; i < partitions; ++i) out.insert(fmt::format("{}-partition-{}", name, i));
+  }
+  return {out.begin(), out.end()};
+}
+
+}  // namespace magnetar::admin

@@ -1,0 +1,114 @@
+// Helpers shared by the /admin/v2 route files: the broker handles they need, query parameters,
+// JSON bodies, Pulsar's status codes, and fan-out of work to topic executors.
+#pragma once
+
+#include <atomic>
+#include <boost/json.hpp>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "admin/router.h"
+#include "base/status.h"
+#include "broker/broker_service.h"
+#include "broker/stats.h"
+#include "config/service_configuration.h"
+
+namespace magnetar::admin {
+
+// What the admin routes work on. Outlives the HTTP server.
+struct AdminContext {
+  broker::BrokerService& service;
+  std::shared_ptr<config::ServiceConfiguration> config;
+  broker::RateRegistry& rates;
+};
+
+// The decoded value of query parameter `name`, nullopt when absent.
+std::optional<std::string> queryParam(const HttpRequest& req, std::string_view name);
+// True when the parameter is present as "true" (Pulsar's boolean query flags, e.g. force=true).
+bool queryFlag(const HttpRequest& req, std::string_view name);
+
+// 204 No Content (Pulsar's answer to a successful PUT/POST/DELETE).
+HttpResponse noContent();
+HttpResponse jsonResponse(const boost::json::value& v, int status = 200);
+// Pulsar's status for an internal error code: kNotFound 404, kAlreadyExists 409, kBusy 412,
+// kInvalidArgument 412, kNotAllowed 405, others 500; body {"reason": message}.
+HttpResponse errorResponse(const Status& s);
+
+// Parses a JSON request body. On failure returns nullopt and sets *error to 400
+// ("Failed to parse the JSON body: ...").
+std::optional<boost::json::value> parseJsonBody(const HttpRequest& req, HttpResponse* error);
+
+// "ledger:entry", Pulsar's position text.
+std::string positionText(storage::Position p);
+
+// Host and port from a Host header value ("h:1", "[::1]:2", "h"); port -1 when absent.
+struct HostPort {
+  std::string host;
+  int port = -1;
+};
+HostPort parseHostHeader(std::string_view host);
+
+// The address clients should use for this broker: advertisedAddress when configured, else the
+// host the HTTP client reached us at (so a lookup through 127.0.0.1 answers 127.0.0.1), else
+// "localhost".
+std::string advertisedHost(const AdminContext& ctx, const HttpRequest& req);
+// "http://host:port" of this broker's web service, as the client reached it.
+std::string webServiceUrl(const AdminContext& ctx, const HttpRequest& req);
+
+// Parses "persistent://{tenant}/{namespace}/{topic}" from the path params; 412 on a bad name.
+std::optional<broker::TopicName> topicFromParams(const PathParams& p, HttpResponse* error);
+// Validates "{tenant}/{namespace}" params; 412 on a bad name, 404 when it does not exist.
+std::optional<std::string> namespaceFromParams(const AdminContext& ctx, const PathParams& p,
+                                               HttpResponse* error);
+
+// Loads an existing topic (with `create`: creates it if missing) and runs fn(topic) on its
+// executor; answers 404 "Topic not found" (or the namespace error) itself when it does not exist.
+void withTopic(const AdminContext& ctx, const broker::TopicName& name, const Respond& respond,
+               std::function<void(std::shared_ptr<broker::PersistentTopic>)> fn,
+               bool create = false);
+
+// Topics of "tenant/ns", sorted: loaded and stored ones plus every partition of its partitioned
+// topics (as Pulsar lists them).
+std::vector<std::string> listTopics(const AdminContext& ctx, const std::string& ns);
+
+// Collects one result per task from several threads and calls done(results) once, on the thread
+// that adds the last one (or at once for zero tasks). Results keep task order.
+template <typename T>
+class Gather : public std::enable_shared_from_this<Gather<T>> {
+ public:
+  static std::shared_ptr<Gather> create(size_t n, std::function<void(std::vector<T>)> done) {
+    auto g = std::shared_ptr<Gather>(new Gather(n, std::move(done)));
+    if (n == 0) g->finish();
+    return g;
+  }
+  void set(size_t i, T value) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      results_[i] = std::move(value);
+    }
+    if (remaining_.fetch_sub(1) == 1) finish();
+  }
+
+ private:
+  Gather(size_t n, std::function<void(std::vector<T>)> done)
+      : results_(n), remaining_(n), done_(std::move(done)) {}
+  void finish() {
+    std::vector<T> out;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      out = std::move(results_);
+    }
+    done_(std::move(out));
+  }
+  std::mutex mu_;
+  std::vector<T> results_;
+  std::atomic<size_t> remaining_;
+  std::function<void(std::vector<T>)> done_;
+};
+
+}  // namespace magnetar::admin

@@ -1,0 +1,288 @@
+#include "admin/stats_json.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+#include <map>
+
+#include "admin/rest_util.h"
+
+namespace magnetar::admin {
+namespace {
+
+namespace json = boost::json;
+using broker::ConsumerSnapshot;
+using broker::PublisherSnapshot;
+using broker::SubscriptionSnapshot;
+using broker::TopicSnapshot;
+
+double averageSize(double bytes, double msgs) { return msgs > 0 ? bytes / msgs : 0; }
+
+json::object publisherJson(const PublisherSnapshot& p) {
+  json::object o;
+  o["accessMode"] = p.accessMode;
+  o["msgRateIn"] = p.rateIn.msgRate;
+  o["msgThroughputIn"] = p.rateIn.byteRate;
+  o["averageMsgSize"] = averageSize(p.rateIn.byteRate, p.rateIn.msgRate);
+  o["chunkedMessageRate"] = 0.0;
+  o["producerId"] = p.producerId;
+  o["supportsPartialProducer"] = false;
+  o["producerName"] = p.producerName;
+  o["address"] = p.address;
+  o["msgInCounter"] = p.msgInCounter;
+  o["bytesInCounter"] = p.bytesInCounter;
+  o["metadata"] = json::object{};
+  return o;
+}
+
+json::object consumerJson(const ConsumerSnapshot& c) {
+  json::object o;
+  o["msgRateOut"] = c.rateOut.msgRate;
+  o["msgThroughputOut"] = c.rateOut.byteRate;
+  o["bytesOutCounter"] = c.bytesOutCounter;
+  o["msgOutCounter"] = c.msgOutCounter;
+  o["msgRateRedeliver"] = 0.0;
+  o["messageAckRate"] = 0.0;
+  o["chunkedMessageRate"] = 0.0;
+  o["consumerName"] = c.consumerName;
+  o["availablePermits"] = c.availablePermits;
+  o["unackedMessages"] = c.unackedMessages;
+  o["avgMessagesPerEntry"] = 0;
+  o["blockedConsumerOnUnackedMsgs"] = c.blockedConsumerOnUnackedMsgs;
+  o["priorityLevel"] = c.priorityLevel;
+  o["address"] = c.address;
+  if (c.connectedSinceMs > 0) o["connectedSince"] = isoTime(c.connectedSinceMs);
+  if (!c.keyHashRanges.empty()) {
+    json::array ranges;
+    for (const auto& [from, to] : c.keyHashRanges)
+      ranges.emplace_back(fmt::format("[{}, {}]", from, to));
+    o["keyHashRanges"] = std::move(ranges);
+  }
+  o["metadata"] = json::object{};
+  return o;
+}
+
+json::object subscriptionJson(const SubscriptionSnapshot& s) {
+  json::object o;
+  o["msgRateOut"] = s.rateOut.msgRate;
+  o["msgThroughputOut"] = s.rateOut.byteRate;
+  o["bytesOutCounter"] = s.bytesOutCounter;
+  o["msgOutCounter"] = s.msgOutCounter;
+  o["msgRateRedeliver"] = s.msgRateRedeliver;
+  o["messageAckRate"] = 0.0;
+  o["chunkedMessageRate"] = 0;
+  o["msgBacklog"] = s.msgBacklog;
+  o["backlogSize"] = s.backlogSize;
+  o["earliestMsgPublishTimeInBacklog"] = 0;
+  o["msgBacklogNoDelayed"] = s.msgBacklog;
+  o["blockedSubscriptionOnUnackedMsgs"] = s.blockedOnUnackedMsgs;
+  o["msgDelayed"] = 0;
+  o["unackedMessages"] = s.unackedMessages;
+  o["type"] = s.type;
+  if (!s.activeConsumerName.empty()) o["activeConsumerName"] = s.activeConsumerName;
+  o["msgRateExpired"] = 0.0;
+  o["totalMsgExpired"] = 0;
+  json::array consumers;
+  for (const auto& c : s.consumers) consumers.push_back(consumerJson(c));
+  o["consumers"] = std::move(consumers);
+  o["isDurable"] = s.durable;
+  o["isReplicated"] = false;
+  o["allowOutOfOrderDelivery"] = false;
+  if (!s.keySharedMode.empty()) o["keySharedMode"] = s.keySharedMode;
+  o["consumersAfterMarkDeletePosition"] = json::object{};
+  o["nonContiguousDeletedMessagesRanges"] = 0;
+  o["nonContiguousDeletedMessagesRangesSerializedSize"] = 0;
+  o["subscriptionProperties"] = json::object{};
+  return o;
+}
+
+void addRate(broker::RateValue& into, const broker::RateValue& r) {
+  into.msgRate += r.msgRate;
+  into.byteRate += r.byteRate;
+}
+
+void mergeSubscription(SubscriptionSnapshot& into, const SubscriptionSnapshot& s) {
+  into.msgBacklog += s.msgBacklog;
+  into.backlogSize += s.backlogSize;
+  into.unackedMessages += s.unackedMessages;
+  into.blockedOnUnackedMsgs = into.blockedOnUnackedMsgs || s.blockedOnUnackedMsgs;
+  into.msgOutCounter += s.msgOutCounter;
+  into.bytesOutCounter += s.bytesOutCounter;
+  into.msgRedeliverCounter += s.msgRedeliverCounter;
+  addRate(into.rateOut, s.rateOut);
+  into.msgRateRedeliver += s.msgRateRedeliver;
+  if (into.type == "None") into.type = s.type;
+  for (const auto& c : s.consumers) {
+    auto it =
+        std::find_if(into.consumers.begin(), into.consumers.end(),
+                     [&](const ConsumerSnapshot& x) { return x.consumerName == c.consumerName; });
+    if (it == into.consumers.end()) {
+      into.consumers.push_back(c);
+      continue;
+    }
+    it->availablePermits += c.availablePermits;
+    it->unackedMessages += c.unackedMessages;
+    it->msgOutCounter += c.msgOutCounter;
+    it->bytesOutCounter += c.bytesOutCounter;
+    it->blockedConsumerOnUnackedMsgs =
+        it->blockedConsumerOnUnackedMsgs || c.blockedConsumerOnUnackedMsgs;
+    addRate(it->rateOut, c.rateOut);
+  }
+}
+
+}  // namespace
+
+std::string isoTime(int64_t epochMs) {
+  if (epochMs <= 0) return "";
+  std::time_t secs = static_cast<std::time_t>(epochMs / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, epochMs % 1000);
+}
+
+json::object topicStatsJson(const TopicSnapshot& t) {
+  json::object o;
+  o["msgRateIn"] = t.rateIn.msgRate;
+  o["msgThroughputIn"] = t.rateIn.byteRate;
+  o["msgRateOut"] = t.rateOut.msgRate;
+  o["msgThroughputOut"] = t.rateOut.byteRate;
+  o["bytesInCounter"] = t.bytesInCounter;
+  o["msgInCounter"] = t.msgInCounter;
+  o["bytesOutCounter"] = t.bytesOutCounter;
+  o["msgOutCounter"] = t.msgOutCounter;
+  o["averageMsgSize"] = averageSize(t.rateIn.byteRate, t.rateIn.msgRate);
+  o["msgChunkPublished"] = false;
+  o["storageSize"] = t.storageSize;
+  o["backlogSize"] = t.backlogSize;
+  o["publishRateLimitedTimes"] = 0;
+  o["earliestMsgPublishTimeInBacklogs"] = 0;
+  o["offloadedStorageSize"] = 0;
+  json::array publishers;
+  for (const auto& p : t.publishers) publishers.push_back(publisherJson(p));
+  o["publishers"] = std::move(publishers);
+  o["waitingPublishers"] = 0;
+  json::object subs;
+  for (const auto& s : t.subscriptions) subs[s.name] = subscriptionJson(s);
+  o["subscriptions"] = std::move(subs);
+  o["replication"] = json::object{};
+  o["deduplicationStatus"] = "Disabled";
+  o["nonContiguousDeletedMessagesRanges"] = 0;
+  o["nonContiguousDeletedMessagesRangesSerializedSize"] = 0;
+  o["delayedMessageIndexSizeInBytes"] = 0;
+  o["topicEpoch"] = nullptr;
+  return o;
+}
+
+TopicSnapshot mergeTopicSnapshots(const std::string& name,
+                                  const std::vector<TopicSnapshot>& parts) {
+  TopicSnapshot m;
+  m.name = name;
+  for (const auto& t : parts) {
+    m.namespaceName = t.namespaceName;
+    m.msgInCounter += t.msgInCounter;
+    m.bytesInCounter += t.bytesInCounter;
+    m.msgOutCounter += t.msgOutCounter;
+    m.bytesOutCounter += t.bytesOutCounter;
+    addRate(m.rateIn, t.rateIn);
+    addRate(m.rateOut, t.rateOut);
+    m.storageSize += t.storageSize;
+    m.backlogSize += t.backlogSize;
+    m.msgBacklog += t.msgBacklog;
+    m.numberOfEntries += t.numberOfEntries;
+    for (const auto& p : t.publishers) {
+      auto it = std::find_if(
+          m.publishers.begin(), m.publishers.end(),
+          [&](const PublisherSnapshot& x) { return x.producerName == p.producerName; });
+      if (it == m.publishers.end()) {
+        m.publishers.push_back(p);
+      } else {
+        it->msgInCounter += p.msgInCounter;
+        it->bytesInCounter += p.bytesInCounter;
+        addRate(it->rateIn, p.rateIn);
+      }
+    }
+    for (const auto& s : t.subscriptions) {
+      auto it = std::find_if(m.subscriptions.begin(), m.subscriptions.end(),
+                             [&](const SubscriptionSnapshot& x) { return x.name == s.name; });
+      if (it == m.subscriptions.end()) {
+        m.subscriptions.push_back(s);
+      } else {
+        mergeSubscription(*it, s);
+      }
+    }
+  }
+  return m;
+}
+
+json::object partitionedStatsJson(const std::string& name, const std::vector<TopicSnapshot>& parts,
+                                  bool perPartition) {
+  json::object o = topicStatsJson(mergeTopicSnapshots(name, parts));
+  o["metadata"] = json::object{{"partitions", static_cast<int64_t>(parts.size())}};
+  json::object per;
+  if (perPartition) {
+    for (const auto& t : parts) per[t.name] = topicStatsJson(t);
+  }
+  o["partitions"] = std::move(per);
+  return o;
+}
+
+json::object internalStatsJson(const broker::InternalStatsSnapshot& s) {
+  json::object o;
+  o["entriesAddedCounter"] = s.entriesAddedCounter;
+  o["numberOfEntries"] = s.numberOfEntries;
+  o["totalSize"] = s.totalSize;
+  o["currentLedgerEntries"] = s.currentLedgerEntries;
+  o["currentLedgerSize"] = s.currentLedgerSize;
+  o["waitingCursorsCount"] = 0;
+  o["pendingAddEntriesCount"] = 0;
+  o["lastConfirmedEntry"] = positionText(s.lastConfirmedEntry);
+  o["state"] = s.state;
+  json::array ledgers;
+  for (const auto& l : s.ledgers) {
+    ledgers.push_back(json::object{{"ledgerId", l.ledgerId},
+                                   {"entries", l.entries},
+                                   {"size", l.sizeBytes},
+                                   {"offloaded", false},
+                                   {"underReplicated", false}});
+  }
+  o["ledgers"] = std::move(ledgers);
+  json::object cursors;
+  for (const auto& c : s.cursors) {
+    std::string ranges = "[";
+    for (size_t i = 0; i < c.individuallyDeleted.size(); ++i) {
+      if (i) ranges += ", ";
+      ranges += fmt::format("({}..{}]", positionText(c.individuallyDeleted[i].first),
+                            positionText(c.individuallyDeleted[i].second));
+    }
+    ranges += "]";
+    json::object co;
+    co["markDeletePosition"] = positionText(c.markDeletePosition);
+    co["readPosition"] = positionText(c.readPosition);
+    co["waitingReadOp"] = false;
+    co["pendingReadOps"] = 0;
+    co["messagesConsumedCounter"] = c.messagesConsumedCounter;
+    co["cursorLedger"] = -1;
+    co["cursorLedgerLastEntry"] = -1;
+    co["individuallyDeletedMessages"] = ranges;
+    co["lastLedgerSwitchTimestamp"] = "";
+    co["state"] = "Open";
+    co["active"] = c.active;
+    co["numberOfEntriesSinceFirstNotAckedMessage"] = c.backlog;
+    co["totalNonContiguousDeletedMessagesRange"] = c.individuallyDeleted.size();
+    co["subscriptionHavePendingRead"] = false;
+    co["subscriptionHavePendingReplayRead"] = false;
+    co["properties"] = json::object{};
+    cursors[c.name] = std::move(co);
+  }
+  o["cursors"] = std::move(cursors);
+  o["schemaLedgers"] = json::array{};
+  o["compactedLedger"] = json::object{{"ledgerId", -1},
+                                      {"entries", -1},
+                                      {"size", -1},
+                                      {"offloaded", false},
+                                      {"underReplicated", false}};
+  return o;
+}
+
+}  // namespace magnetar::admin

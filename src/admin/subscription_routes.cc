@@ -1,0 +1,385 @@
+// Subscription and message routes of /admin/v2/persistent (see topic_routes.h).
+#include <fmt/format.h>
+
+#include <set>
+
+#include "admin/stats_json.h"
+#include "admin/topic_routes.h"
+#include "admin/topic_targets.h"
+#include "broker/server_cnx.h"
+#include "protocol/frame.h"
+
+namespace magnetar::admin {
+namespace {
+
+namespace json = boost::json;
+using broker::PersistentTopic;
+using broker::TopicName;
+using storage::Position;
+using TopicPtr = std::shared_ptr<PersistentTopic>;
+using StatusCb = std::function<void(Status)>;
+
+constexpr const char* kTopicPath = "/admin/v2/persistent/{tenant}/{namespace}/{topic}";
+constexpr const char* kSubPath =
+    "/admin/v2/persistent/{tenant}/{namespace}/{topic}/subscription/{subscription}";
+
+using TopicHandler =
+    std::function<void(const HttpRequest&, const PathParams&, const TopicName&, Respond)>;
+void onPath(Router& r, const char* method, const std::string& pattern, TopicHandler h) {
+  r.add(method, pattern,
+        [h = std::move(h)](const HttpRequest& req, const PathParams& p, Respond respond) {
+          HttpResponse err;
+          auto name = topicFromParams(p, &err);
+          if (!name) return respond(err);
+          h(req, p, *name, std::move(respond));
+        });
+}
+
+// Answers 204 when every target succeeded, else the first error (Pulsar's codes).
+std::function<void(std::vector<Status>)> answerStatuses(Respond respond, const char* notFound) {
+  return [respond, notFound](std::vector<Status> all) {
+    Status s = combineStatuses(all);
+    if (s.code() == StatusCode::kNotFound) return respond(HttpResponse::error(404, notFound));
+    respond(s ? noContent() : errorResponse(s));
+  };
+}
+
+// Closes every consumer of `sub` (they reconnect), as Pulsar does after a cursor reset.
+void disconnectConsumers(PersistentTopic& t, const std::string& sub) {
+  broker::Subscription* s = t.subscription(sub);
+  if (!s || !s->dispatcher()) return;
+  for (auto& c : s->dispatcher()->takeConsumers()) {
+    t.removeConsumer(c.get(), sub);
+    c->cnx()->closeConsumerFromBroker(c->id());
+  }
+}
+
+// Moves sub's cursor so that `pos` is delivered next, then disconnects its consumers.
+void resetTo(TopicPtr t, const std::string& sub, Position pos, StatusCb cb) {
+  broker::Subscription* s = t->subscription(sub);
+  if (!s) return cb(Status::notFound("Subscription not found"));
+  s->resetCursor(pos, [t, sub, cb](Status st) {
+    if (st) disconnectConsumers(*t, sub);
+    cb(st);
+  });
+}
+
+// Acks the first n unacked entries after the mark-delete position (Pulsar's skip).
+void skipEntries(PersistentTopic& t, const std::string& sub, int64_t n, StatusCb cb) {
+  broker::Subscription* s = t.subscription(sub);
+  if (!s) return cb(Status::notFound("Subscription not found"));
+  storage::ManagedLedger& ml = t.ledger();
+  storage::ManagedCursor& cur = s->cursor();
+  Position lac = ml.lastConfirmedEntry();
+  std::vector<Position> positions;
+  for (Position p = ml.nextValidPosition(cur.markDeletedPosition());
+       static_cast<int64_t>(positions.size()) < n && p <= lac && p.entryId >= 0;
+       p = ml.nextValidPosition(p)) {
+    if (!cur.isAcknowledged(p)) positions.push_back(p);
+  }
+  if (positions.empty()) return cb(Status::ok());
+  cur.asyncDelete(positions, std::move(cb));
+}
+
+void clearBacklog(PersistentTopic& t, const std::string& sub, StatusCb cb) {
+  broker::Subscription* s = t.subscription(sub);
+  if (!s) return cb(Status::notFound("Subscription not found"));
+  Position lac = t.ledger().lastConfirmedEntry();
+  if (lac.entryId < 0 || lac <= s->cursor().markDeletedPosition()) return cb(Status::ok());
+  s->cursor().asyncMarkDelete(lac, std::move(cb));
+}
+
+json::object messageIdJson(int64_t ledgerId, int64_t entryId, int32_t partition, int32_t batch) {
+  json::object o{{"ledgerId", ledgerId}, {"entryId", entryId}, {"partitionIndex", partition}};
+  if (batch >= 0) o["batchIndex"] = batch;
+  return o;
+}
+
+// The raw message of an entry with Pulsar's X-Pulsar-* headers (examinemessage / getMessageById).
+HttpResponse messageResponse(const storage::Entry& e) {
+  proto::MessageMetadata md;
+  auto payload = protocol::payloadOf(e.data);
+  if (!protocol::parseMetadata(e.data, &md).isOk() || !payload.isOk()) {
+    return HttpResponse::error(500, "Cannot parse the stored entry");
+  }
+  HttpResponse r{200, "application/octet-stream", std::string(*payload), {}};
+  r.headers.emplace_back("X-Pulsar-Message-ID", positionText(e.position));
+  r.headers.emplace_back("X-Pulsar-publish-time", isoTime(static_cast<int64_t>(md.publish_time())));
+  r.headers.emplace_back("X-Pulsar-producer-name", md.producer_name());
+  r.headers.emplace_back("X-Pulsar-sequence-id", std::to_string(md.sequence_id()));
+  if (md.has_num_messages_in_batch()) {
+    r.headers.emplace_back("X-Pulsar-num-batch-message",
+                           std::to_string(md.num_messages_in_batch()));
+  }
+  if (md.has_partition_key()) r.headers.emplace_back("X-Pulsar-partition-key", md.partition_key());
+  if (md.has_event_time()) {
+    r.headers.emplace_back("X-Pulsar-event-time", isoTime(static_cast<int64_t>(md.event_time())));
+  }
+  for (const auto& kv : md.properties()) {
+    r.headers.emplace_back("X-Pulsar-PROPERTY-" + kv.key(), kv.value());
+  }
+  return r;
+}
+
+// Reads the entry at pos and answers with it; 404 when it is not stored.
+void answerEntry(TopicPtr t, Position pos, const Respond& respond) {
+  t->ledger().asyncReadEntries(pos, 1, 1,
+                               [t, pos, respond](Status s, std::vector<storage::Entry> es) {
+                                 if (!s.isOk()) return respond(errorResponse(s));
+                                 if (es.empty() || es.front().position != pos) {
+                                   return respond(HttpResponse::error(404, "Message not found"));
+                                 }
+                                 respond(messageResponse(es.front()));
+                               });
+}
+
+// The position of the n-th message (1-based) from the start ("earliest") or end ("latest").
+std::optional<Position> nthPosition(storage::ManagedLedger& ml, bool fromLatest, int64_t n) {
+  int64_t total = ml.numberOfEntries();
+  if (n < 1 || n > total) return std::nullopt;
+  Position lac = ml.lastConfirmedEntry();
+  if (fromLatest && lac.entryId - (n - 1) >= 0)
+    return Position{lac.ledgerId, lac.entryId - (n - 1)};
+  int64_t steps = fromLatest ? total - n : n - 1;
+  Position p = ml.firstPosition();
+  for (int64_t i = 0; i < steps; ++i) p = ml.nextValidPosition(p);
+  return p;
+}
+
+void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
+  onPath(r, "GET", std::string(kTopicPath) + "/subscriptions",
+         [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+           onEachTarget<std::vector<std::string>>(
+               ctx, name, false, {}, respond,
+               [](TopicPtr t, std::function<void(std::vector<std::string>)> reply) {
+                 std::vector<std::string> names;
+                 for (const auto& [n, s] : t->subscriptions()) {
+                   if (s->durable()) names.push_back(n);
+                 }
+                 reply(std::move(names));
+               },
+               [respond](std::vector<std::vector<std::string>> all) {
+                 std::set<std::string> names;
+                 for (auto& v : all) names.insert(v.begin(), v.end());
+                 json::array a;
+                 for (auto& n : names) a.emplace_back(n);
+                 respond(jsonResponse(a));
+               });
+         });
+  onPath(
+      r, "PUT", kSubPath,
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name, Respond respond) {
+        // Pulsar: no body means MessageId.earliest; the topic is created when auto-creation is on.
+        std::optional<Position> start = Position{-1, -1};
+        if (!req.body.empty()) {
+          HttpResponse err;
+          auto v = parseJsonBody(req, &err);
+          if (!v) return respond(err);
+          const json::object* o = v->if_object();
+          const json::value* l = o ? o->if_contains("ledgerId") : nullptr;
+          const json::value* e = o ? o->if_contains("entryId") : nullptr;
+          if (!l || !e || !l->is_int64() || !e->is_int64()) {
+            return respond(HttpResponse::error(412, "The body must be a message id"));
+          }
+          start = l->as_int64() == INT64_MAX
+                      ? std::nullopt
+                      : std::optional(Position{l->as_int64(), e->as_int64()});
+        }
+        std::string sub = p.at("subscription");
+        Result<int> partitions = ctx->service.partitionsOf(name, false);
+        bool create =
+            (partitions.isOk() && *partitions > 0) || ctx->config->allowAutoTopicCreation();
+        onEachTarget<Status>(
+            ctx, name, create, Status::ok(), respond,
+            [ctx, sub, start](TopicPtr t, StatusCb reply) {
+              Status s = t->createSubscription(sub, start && start->ledgerId < 0
+                                                        ? storage::InitialPosition::kEarliest
+                                                        : storage::InitialPosition::kLatest);
+              if (!s || !start || start->ledgerId < 0) return reply(s);
+              resetTo(t, sub, ctx->service.clampSeekPosition(*t, *start), reply);
+            },
+            [respond](std::vector<Status> all) {
+              Status s = combineStatuses(all);
+              if (s.code() == StatusCode::kAlreadyExists) {
+                return respond(HttpResponse::error(409, "Subscription already exists for topic"));
+              }
+              respond(s ? noContent() : errorResponse(s));
+            });
+      });
+  onPath(
+      r, "DELETE", kSubPath,
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name, Respond respond) {
+        std::string sub = p.at("subscription");
+        bool force = queryFlag(req, "force");
+        onEachTarget<Status>(
+            ctx, name, false, Status::notFound(""), respond,
+            [sub, force](TopicPtr t, StatusCb reply) {
+              if (force) disconnectConsumers(*t, sub);
+              Status s = t->unsubscribe(sub, nullptr);
+              if (s.code() == StatusCode::kBusy) {
+                s = Status::busy("Subscription has active connected consumers");
+              }
+              reply(s);
+            },
+            answerStatuses(respond, "Subscription not found"));
+      });
+}
+
+void addCursorRoutes(Router& r, const AdminContext* ctx) {
+  onPath(
+      r, "POST", std::string(kSubPath) + "/skip/{n}",
+      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+        const std::string& text = p.at("n");
+        if (text.empty() || text.size() > 18 ||
+            text.find_first_not_of("0123456789") != std::string::npos) {
+          return respond(HttpResponse::error(412, "Invalid number of messages to skip: " + text));
+        }
+        int64_t n = std::stoll(text);
+        std::string sub = p.at("subscription");
+        onEachTarget<Status>(
+            ctx, name, false, Status::notFound(""), respond,
+            [sub, n](TopicPtr t, StatusCb reply) { skipEntries(*t, sub, n, reply); },
+            answerStatuses(respond, "Subscription not found"));
+      });
+  onPath(r, "POST", std::string(kSubPath) + "/skip_all",
+         [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+           std::string sub = p.at("subscription");
+           onEachTarget<Status>(
+               ctx, name, false, Status::notFound(""), respond,
+               [sub](TopicPtr t, StatusCb reply) { clearBacklog(*t, sub, reply); },
+               answerStatuses(respond, "Subscription not found"));
+         });
+  onPath(r, "POST", std::string(kSubPath) + "/resetcursor/{timestamp}",
+         [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+           const std::string& text = p.at("timestamp");
+           if (text.empty() || text.size() > 18 ||
+               text.find_first_not_of("0123456789") != std::string::npos) {
+             return respond(HttpResponse::error(412, "Invalid timestamp: " + text));
+           }
+           uint64_t ts = std::stoull(text);
+           std::string sub = p.at("subscription");
+           onEachTarget<Status>(
+               ctx, name, false, Status::notFound(""), respond,
+               [ctx, sub, ts](TopicPtr t, StatusCb reply) {
+                 if (!t->subscription(sub)) return reply(Status::notFound(""));
+                 ctx->service.findPositionByPublishTime(
+                     t, ts, [t, sub, reply](Position pos) { resetTo(t, sub, pos, reply); });
+               },
+               answerStatuses(respond, "Subscription not found"));
+         });
+  onPath(
+      r, "POST", std::string(kSubPath) + "/resetcursor",
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name, Respond respond) {
+        HttpResponse err;
+        auto v = parseJsonBody(req, &err);
+        if (!v) return respond(err);
+        const json::object* o = v->if_object();
+        const json::value* l = o ? o->if_contains("ledgerId") : nullptr;
+        const json::value* e = o ? o->if_contains("entryId") : nullptr;
+        if (!l || !e || !l->is_int64() || !e->is_int64()) {
+          return respond(
+              HttpResponse::error(412, "The body must be a message id {ledgerId, entryId}"));
+        }
+        const json::value* ex = o->if_contains("isExcluded");
+        bool excluded = ex && ex->is_bool() && ex->as_bool();
+        const json::value* pi = o->if_contains("partitionIndex");
+        TopicName target = name;
+        if (pi && pi->is_int64() && pi->as_int64() >= 0 && name.partitionIndex() < 0) {
+          Result<int> n = ctx->service.partitionsOf(name, false);
+          if (n.isOk() && pi->as_int64() < *n)
+            target = name.partition(static_cast<int>(pi->as_int64()));
+        }
+        Position pos{l->as_int64(), e->as_int64()};
+        std::string sub = p.at("subscription");
+        onEachTarget<Status>(
+            ctx, target, false, Status::notFound(""), respond,
+            [ctx, sub, pos, excluded](TopicPtr t, StatusCb reply) {
+              Position at = ctx->service.clampSeekPosition(*t, pos);
+              if (excluded && at == pos) at = t->ledger().nextValidPosition(at);
+              resetTo(t, sub, at, reply);
+            },
+            answerStatuses(respond, "Subscription not found"));
+      });
+}
+
+void addTopicActions(Router& r, const AdminContext* ctx) {
+  onPath(r, "PUT", std::string(kTopicPath) + "/unload",
+         [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+           onEachTarget<Status>(
+               ctx, name, false, Status::ok(), respond,
+               [](TopicPtr t, StatusCb reply) {
+                 t->disconnectClients();
+                 reply(Status::ok());
+               },
+               answerStatuses(respond, "Topic not found"));
+         });
+  onPath(r, "POST", std::string(kTopicPath) + "/terminate",
+         [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+           Result<int> n = ctx->service.partitionsOf(name, false);
+           if (n.isOk() && *n > 0) {
+             return respond(
+                 HttpResponse::error(405, "Termination of a partitioned topic is not allowed"));
+           }
+           withTopic(*ctx, name, respond, [respond](TopicPtr t) {
+             Position last = t->terminate();
+             respond(jsonResponse(
+                 messageIdJson(last.ledgerId, last.entryId, t->name().partitionIndex(), -1)));
+           });
+         });
+  onPath(r, "GET", std::string(kTopicPath) + "/lastMessageId",
+         [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+           Result<int> n = ctx->service.partitionsOf(name, false);
+           if (n.isOk() && *n > 0) {
+             return respond(HttpResponse::error(
+                 405, "Get Last Message Id is not allowed on a partitioned topic"));
+           }
+           withTopic(*ctx, name, respond, [ctx, respond](TopicPtr t) {
+             ctx->service.lastMessageId(
+                 t, "",
+                 [respond](protocol::WireMessageId last, std::optional<protocol::WireMessageId>) {
+                   respond(jsonResponse(messageIdJson(static_cast<int64_t>(last.ledgerId),
+                                                      static_cast<int64_t>(last.entryId),
+                                                      last.partition, last.batchIndex)));
+                 });
+           });
+         });
+  onPath(r, "GET", std::string(kTopicPath) + "/examinemessage",
+         [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+           std::string initial = queryParam(req, "initialPosition").value_or("latest");
+           std::string nText = queryParam(req, "messagePosition").value_or("1");
+           if ((initial != "latest" && initial != "earliest") || nText.empty() ||
+               nText.size() > 18 || nText.find_first_not_of("0123456789") != std::string::npos ||
+               nText == "0") {
+             return respond(HttpResponse::error(
+                 412, "initialPosition must be latest or earliest, messagePosition >= 1"));
+           }
+           int64_t n = std::stoll(nText);
+           bool latest = initial == "latest";
+           withTopic(*ctx, name, respond, [respond, n, latest](TopicPtr t) {
+             auto pos = nthPosition(t->ledger(), latest, n);
+             if (!pos) return respond(HttpResponse::error(404, "Message not found"));
+             answerEntry(t, *pos, respond);
+           });
+         });
+  onPath(r, "GET", std::string(kTopicPath) + "/ledger/{ledgerId}/entry/{entryId}",
+         [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+           Position pos;
+           try {
+             pos = Position{std::stoll(p.at("ledgerId")), std::stoll(p.at("entryId"))};
+           } catch (const std::exception&) {
+             return respond(HttpResponse::error(412, "Invalid message id"));
+           }
+           withTopic(*ctx, name, respond,
+                     [respond, pos](TopicPtr t) { answerEntry(t, pos, respond); });
+         });
+}
+
+}  // namespace
+
+void addSubscriptionRoutes(Router& router, const AdminContext& ctx) {
+  addSubscriptionLifecycle(router, &ctx);
+  addCursorRoutes(router, &ctx);
+  addTopicActions(router, &ctx);
+}
+
+}  // namespace magnetar::admin

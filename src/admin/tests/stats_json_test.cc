@@ -1,0 +1,110 @@
+#include "admin/stats_json.h"
+
+#include <gtest/gtest.h>
+
+namespace magnetar::admin {
+namespace {
+
+namespace json = boost::json;
+using broker::ConsumerSnapshot;
+using broker::PublisherSnapshot;
+using broker::SubscriptionSnapshot;
+using broker::TopicSnapshot;
+
+TopicSnapshot partition(int i, int64_t backlog) {
+  TopicSnapshot t;
+  t.name = "persistent://t/ns/p-partition-" + std::to_string(i);
+  t.namespaceName = "t/ns";
+  t.msgInCounter = 10;
+  t.bytesInCounter = 1000;
+  t.rateIn = {2.0, 200.0};
+  t.storageSize = 1000;
+  t.backlogSize = 100 * backlog;
+  PublisherSnapshot p;
+  p.producerName = "prod";
+  p.msgInCounter = 10;
+  p.rateIn = {2.0, 200.0};
+  t.publishers.push_back(p);
+  SubscriptionSnapshot s;
+  s.name = "sub";
+  s.type = i == 0 ? "None" : "Shared";
+  s.msgBacklog = backlog;
+  s.unackedMessages = 1;
+  s.rateOut = {1.0, 100.0};
+  ConsumerSnapshot c;
+  c.consumerName = i == 2 ? "other" : "c1";
+  c.availablePermits = 5;
+  c.unackedMessages = 1;
+  s.consumers.push_back(c);
+  t.subscriptions.push_back(s);
+  return t;
+}
+
+TEST(StatsJson, MergesPartitions) {
+  std::vector<TopicSnapshot> parts{partition(0, 1), partition(1, 2), partition(2, 3)};
+  TopicSnapshot m = mergeTopicSnapshots("persistent://t/ns/p", parts);
+  EXPECT_EQ(m.msgInCounter, 30u);
+  EXPECT_DOUBLE_EQ(m.rateIn.msgRate, 6.0);
+  EXPECT_EQ(m.storageSize, 3000);
+  ASSERT_EQ(m.publishers.size(), 1u);  // same producer name on every partition
+  EXPECT_EQ(m.publishers[0].msgInCounter, 30u);
+  ASSERT_EQ(m.subscriptions.size(), 1u);
+  const auto& s = m.subscriptions[0];
+  EXPECT_EQ(s.msgBacklog, 6);
+  EXPECT_EQ(s.unackedMessages, 3);
+  EXPECT_EQ(s.type, "Shared");        // the first known type
+  ASSERT_EQ(s.consumers.size(), 2u);  // "c1" merged, "other" separate
+  EXPECT_EQ(s.consumers[0].availablePermits, 10);
+
+  json::object o = partitionedStatsJson("persistent://t/ns/p", parts, true);
+  EXPECT_EQ(o["metadata"].as_object()["partitions"].as_int64(), 3);
+  EXPECT_EQ(o["partitions"].as_object().size(), 3u);
+  EXPECT_EQ(o["msgInCounter"].as_uint64(), 30u);
+  EXPECT_EQ(o["subscriptions"].as_object()["sub"].as_object()["msgBacklog"].as_int64(), 6);
+  EXPECT_TRUE(partitionedStatsJson("x", parts, false)["partitions"].as_object().empty());
+}
+
+TEST(StatsJson, TopicStatsFieldNames) {
+  json::object o = topicStatsJson(partition(1, 4));
+  for (const char* f :
+       {"msgRateIn", "msgRateOut", "msgThroughputIn", "msgThroughputOut", "msgInCounter",
+        "bytesInCounter", "storageSize", "backlogSize", "publishers", "subscriptions"}) {
+    EXPECT_TRUE(o.contains(f)) << f;
+  }
+  EXPECT_DOUBLE_EQ(o["averageMsgSize"].as_double(), 100.0);
+  const auto& sub = o["subscriptions"].as_object().at("sub").as_object();
+  EXPECT_EQ(sub.at("type").as_string(), "Shared");
+  const auto& c = sub.at("consumers").as_array().at(0).as_object();
+  EXPECT_EQ(c.at("availablePermits").as_int64(), 5);
+  EXPECT_FALSE(c.contains("keyHashRanges"));
+}
+
+TEST(StatsJson, InternalStatsPositionsAndRanges) {
+  broker::InternalStatsSnapshot s;
+  s.entriesAddedCounter = 6;
+  s.lastConfirmedEntry = {3, 5};
+  s.state = "LedgerOpened";
+  s.ledgers = {{2, 4, 400}, {3, 6, 600}};
+  broker::CursorSnapshot c;
+  c.name = "sub";
+  c.markDeletePosition = {3, 0};
+  c.readPosition = {3, 1};
+  c.individuallyDeleted = {{{3, 1}, {3, 3}}, {{3, 4}, {3, 5}}};
+  s.cursors.push_back(c);
+  json::object o = internalStatsJson(s);
+  EXPECT_EQ(o["lastConfirmedEntry"].as_string(), "3:5");
+  EXPECT_EQ(o["ledgers"].as_array().size(), 2u);
+  EXPECT_EQ(o["ledgers"].as_array()[1].as_object()["size"].as_int64(), 600);
+  const auto& cur = o["cursors"].as_object()["sub"].as_object();
+  EXPECT_EQ(cur.at("markDeletePosition").as_string(), "3:0");
+  EXPECT_EQ(cur.at("readPosition").as_string(), "3:1");
+  EXPECT_EQ(cur.at("individuallyDeletedMessages").as_string(), "[(3:1..3:3], (3:4..3:5]]");
+}
+
+TEST(StatsJson, IsoTime) {
+  EXPECT_EQ(isoTime(0), "");
+  EXPECT_EQ(isoTime(1700000000123), "2023-11-14T22:13:20.123Z");
+}
+
+}  // namespace
+}  // namespace magnetar::admin

@@ -1,0 +1,244 @@
+#include "admin/topic_routes.h"
+
+#include <fmt/format.h>
+
+#include "admin/stats_json.h"
+#include "admin/topic_targets.h"
+
+namespace magnetar::admin {
+namespace {
+
+namespace json = boost::json;
+using broker::PersistentTopic;
+using broker::TopicName;
+using TopicPtr = std::shared_ptr<PersistentTopic>;
+
+constexpr const char* kTopicPath = "/admin/v2/persistent/{tenant}/{namespace}/{topic}";
+
+// Registers `method kTopicPath + suffix` with the topic name parsed (412 on a bad name).
+using TopicHandler =
+    std::function<void(const HttpRequest&, const PathParams&, const TopicName&, Respond)>;
+void onTopic(Router& r, const char* method, const std::string& suffix, TopicHandler h) {
+  r.add(method, kTopicPath + suffix,
+        [h = std::move(h)](const HttpRequest& req, const PathParams& p, Respond respond) {
+          HttpResponse err;
+          auto name = topicFromParams(p, &err);
+          if (!name) return respond(err);
+          h(req, p, *name, std::move(respond));
+        });
+}
+
+// A positive partition count from the body; 400 bad JSON, 412 not a positive number.
+std::optional<int> partitionCount(const HttpRequest& req, HttpResponse* error) {
+  auto v = parseJsonBody(req, error);
+  if (!v) return std::nullopt;
+  if (!v->is_int64() || v->as_int64() < 1 || v->as_int64() > 100000) {
+    *error = HttpResponse::error(412, "Number of partitions should be more than 0");
+    return std::nullopt;
+  }
+  return static_cast<int>(v->as_int64());
+}
+
+void addListRoutes(Router& r, const AdminContext* ctx) {
+  r.addSync("GET", "/admin/v2/persistent/{tenant}/{namespace}",
+            [ctx](const HttpRequest&, const PathParams& p) {
+              HttpResponse err;
+              auto ns = namespaceFromParams(*ctx, p, &err);
+              if (!ns) return err;
+              json::array a;
+              for (auto& t : listTopics(*ctx, *ns)) a.emplace_back(t);
+              return jsonResponse(a);
+            });
+  r.addSync("GET", "/admin/v2/persistent/{tenant}/{namespace}/partitioned",
+            [ctx](const HttpRequest&, const PathParams& p) {
+              HttpResponse err;
+              auto ns = namespaceFromParams(*ctx, p, &err);
+              if (!ns) return err;
+              json::array a;
+              for (auto& [name, n] : ctx->service.partitionedTopicsOf(*ns)) a.emplace_back(name);
+              return jsonResponse(a);
+            });
+}
+
+void deletePartitioned(const AdminContext* ctx, const TopicName& name, bool force,
+                       const Respond& respond) {
+  Result<int> n = ctx->service.partitionsOf(name, false);
+  if (!n.isOk() || *n == 0) {
+    respond(HttpResponse::error(404, "Partitioned topic does not exist"));
+    return;
+  }
+  auto gather = Gather<Status>::create(*n, [ctx, name, respond](std::vector<Status> all) {
+    for (const Status& s : all) {
+      if (!s.isOk() && s.code() != StatusCode::kNotFound) return respond(errorResponse(s));
+    }
+    Status s = ctx->service.removePartitionedTopic(name);
+    respond(s ? noContent() : errorResponse(s));
+  });
+  for (int i = 0; i < *n; ++i) {
+    ctx->service.deleteTopic(name.partition(i), force,
+                             [gather, i](Status s) { gather->set(i, s); });
+  }
+}
+
+void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
+  onTopic(r, "PUT", "",
+          [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+            if (!ctx->service.namespaceExists(name.namespaceName())) {
+              return respond(HttpResponse::error(404, "Namespace does not exist"));
+            }
+            if (ctx->service.topicExists(name)) {
+              return respond(HttpResponse::error(409, "This topic already exists"));
+            }
+            ctx->service.getOrCreateTopic(name, true, [respond](Result<TopicPtr> t) {
+              respond(t.isOk() ? noContent() : errorResponse(t.status()));
+            });
+          });
+  onTopic(r, "DELETE", "",
+          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+            bool force = queryFlag(req, "force");
+            Result<int> n = ctx->service.partitionsOf(name, false);
+            if (n.isOk() && *n > 0) return deletePartitioned(ctx, name, force, respond);
+            ctx->service.deleteTopic(
+                name, force, [respond](Status s) { respond(s ? noContent() : errorResponse(s)); });
+          });
+  onTopic(r, "PUT", "/partitions",
+          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+            HttpResponse err;
+            auto n = partitionCount(req, &err);
+            if (!n) return respond(err);
+            if (!ctx->service.namespaceExists(name.namespaceName())) {
+              return respond(HttpResponse::error(404, "Namespace does not exist"));
+            }
+            if (ctx->service.topicExists(name)) {
+              return respond(HttpResponse::error(409, "This topic already exists"));
+            }
+            Status s = ctx->service.createPartitionedTopic(name, *n);
+            respond(s ? noContent() : errorResponse(s));
+          });
+  onTopic(r, "GET", "/partitions",
+          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+            Result<int> n =
+                ctx->service.partitionsOf(name, queryFlag(req, "checkAllowAutoCreation"));
+            if (!n.isOk()) return respond(HttpResponse::error(404, n.status().message()));
+            respond(jsonResponse(json::object{{"partitions", *n}, {"deleted", false}}));
+          });
+  onTopic(r, "POST", "/partitions",
+          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+            HttpResponse err;
+            auto n = partitionCount(req, &err);
+            if (!n) return respond(err);
+            Status s = ctx->service.updatePartitions(name, *n);
+            if (s.code() == StatusCode::kInvalidArgument) {
+              return respond(HttpResponse::error(422, s.message()));
+            }
+            respond(s ? noContent() : errorResponse(s));
+          });
+  onTopic(r, "DELETE", "/partitions",
+          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+            deletePartitioned(ctx, name, queryFlag(req, "force"), respond);
+          });
+}
+
+// Snapshot of one topic with its rates (executor thread).
+void snapshotOp(const AdminContext* ctx, TopicPtr t,
+                std::function<void(broker::TopicSnapshot)> cb) {
+  auto rates = ctx->rates.find(t->name().toString());
+  cb(broker::snapshotTopic(*t, rates.get()));
+}
+
+void addStatsRoutes(Router& r, const AdminContext* ctx) {
+  onTopic(r, "GET", "/stats",
+          [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+            withTopic(*ctx, name, respond, [ctx, respond](TopicPtr t) {
+              snapshotOp(ctx, t, [respond](broker::TopicSnapshot s) {
+                respond(jsonResponse(topicStatsJson(s)));
+              });
+            });
+          });
+  onTopic(
+      r, "GET", "/partitioned-stats",
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+        Result<int> n = ctx->service.partitionsOf(name, false);
+        if (!n.isOk() || *n == 0) {
+          return respond(HttpResponse::error(404, "Partitioned topic not found"));
+        }
+        bool perPartition = queryParam(req, "perPartition").value_or("true") != "false";
+        std::string full = name.toString();
+        auto gather = Gather<broker::TopicSnapshot>::create(
+            *n, [respond, full, perPartition](std::vector<broker::TopicSnapshot> parts) {
+              respond(jsonResponse(partitionedStatsJson(full, parts, perPartition)));
+            });
+        for (int i = 0; i < *n; ++i) {
+          TopicName part = name.partition(i);
+          ctx->service.getOrCreateTopic(part, false, [ctx, gather, i, part](Result<TopicPtr> t) {
+            if (!t.isOk()) {
+              broker::TopicSnapshot empty;
+              empty.name = part.toString();
+              empty.namespaceName = part.namespaceName();
+              gather->set(i, std::move(empty));
+              return;
+            }
+            snapshotOp(ctx, *t,
+                       [gather, i](broker::TopicSnapshot s) { gather->set(i, std::move(s)); });
+          });
+        }
+      });
+  onTopic(r, "GET", "/internalStats",
+          [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+            withTopic(*ctx, name, respond, [respond](TopicPtr t) {
+              respond(jsonResponse(internalStatsJson(broker::snapshotInternalStats(*t))));
+            });
+          });
+  onTopic(
+      r, "GET", "/partitioned-internalStats",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+        Result<int> n = ctx->service.partitionsOf(name, false);
+        if (!n.isOk() || *n == 0) {
+          return respond(HttpResponse::error(404, "Partitioned topic not found"));
+        }
+        int count = *n;
+        onEachTarget<json::value>(
+            ctx, name, false, json::value(nullptr), respond,
+            [](TopicPtr t, std::function<void(json::value)> reply) {
+              reply(internalStatsJson(broker::snapshotInternalStats(*t)));
+            },
+            [respond, name, count](std::vector<json::value> all) {
+              json::object parts;
+              for (int i = 0; i < count; ++i) {
+                if (!all[i].is_null()) parts[name.partition(i).toString()] = std::move(all[i]);
+              }
+              respond(jsonResponse(json::object{{"metadata", json::object{{"partitions", count}}},
+                                                {"partitions", std::move(parts)}}));
+            });
+      });
+}
+
+void addLookupRoute(Router& r, const AdminContext* ctx) {
+  r.add("GET", "/lookup/v2/topic/persistent/{tenant}/{namespace}/{topic}",
+        [ctx](const HttpRequest& req, const PathParams& p, Respond respond) {
+          HttpResponse err;
+          auto name = topicFromParams(p, &err);
+          if (!name) return respond(err);
+          if (!ctx->service.namespaceExists(name->namespaceName())) {
+            return respond(HttpResponse::error(404, "Namespace does not exist"));
+          }
+          std::string broker = fmt::format("pulsar://{}:{}", advertisedHost(*ctx, req),
+                                           ctx->service.brokerServicePort());
+          respond(jsonResponse(json::object{{"brokerUrl", broker},
+                                            {"brokerUrlTls", ""},
+                                            {"httpUrl", webServiceUrl(*ctx, req)},
+                                            {"httpUrlTls", ""},
+                                            {"nativeUrl", broker}}));
+        });
+}
+
+}  // namespace
+
+void addTopicRoutes(Router& router, const AdminContext& ctx) {
+  addListRoutes(router, &ctx);
+  addLifecycleRoutes(router, &ctx);
+  addStatsRoutes(router, &ctx);
+  addLookupRoute(router, &ctx);
+}
+
+}  // namespace magnetar::admin

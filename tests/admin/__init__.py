@@ -1,0 +1,1 @@
+"""Admin REST API, /metrics and magnetar-admin tests against a real broker."""
