@@ -91,6 +91,10 @@ TEST(HttpServer, ServesRoutesOnAFreePortWithKeepAlive) {
   EXPECT_EQ(tooBig[0].result_int(), 413);
 
   server.stop();
+  // A joined thread can linger in /proc/self/task for a moment while the kernel reaps it.
+  for (int i = 0; i < 100 && countThreadsNamed("pulsar-web") != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   EXPECT_EQ(countThreadsNamed("pulsar-web"), 0);
   server.stop();  // idempotent
 }
