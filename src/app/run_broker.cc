@@ -127,7 +127,8 @@ int runBroker(const BrokerOptions& options) {
     return 1;
   }
   std::shared_ptr<storage::DurableManagedLedgerFactory> storageFactory = std::move(*opened);
-  broker::BrokerService service(brokerOptionsFrom(cfg), storageFactory);
+  broker::BrokerService service(brokerOptionsFrom(cfg), storageFactory,
+                                storageFactory->metadataStore());
   if (Status s = service.start(); !s) {
     MLOG_ERROR("{}", s.message());
     return 1;

@@ -9,15 +9,52 @@
 namespace magnetar::broker {
 
 BrokerService::BrokerService(BrokerOptions options,
-                             std::shared_ptr<storage::ManagedLedgerFactory> factory)
-    : options_(std::move(options)), factory_(std::move(factory)),
+                             std::shared_ptr<storage::ManagedLedgerFactory> factory,
+                             storage::MetadataStore* metadata)
+    : metadata_(metadata), options_(std::move(options)), factory_(std::move(factory)),
       policies_(options_.clusterName) {}
 
 BrokerService::~BrokerService() { stop(); }
 
+namespace {
+// Metadata-store keys of the broker's own state (ZooKeeper-style paths, as Pulsar's /admin/...).
+constexpr const char* kNamespacesKey = "/admin/magnetar/namespaces";
+constexpr const char* kPartitionedKey = "/admin/magnetar/partitioned-topics";
+}  // namespace
+
+void BrokerService::persistMetadataLocked() {
+  if (!metadata_) return;
+  std::string ns;
+  for (const auto& n : namespaces_) ns += n + "\n";
+  std::string pt;
+  for (const auto& [n, c] : partitioned_) pt += n + "=" + std::to_string(c) + "\n";
+  Status s = metadata_->write({storage::MetadataOp::put(kNamespacesKey, ns),
+                               storage::MetadataOp::put(kPartitionedKey, pt)});
+  if (!s.isOk()) MLOG_WARN("cannot persist namespaces/partitioned topics: {}", s.toString());
+}
+
+void BrokerService::loadMetadata() {
+  if (!metadata_) return;
+  if (auto ns = metadata_->get(kNamespacesKey); ns.isOk()) {
+    size_t pos = 0;
+    for (size_t nl; (nl = ns->find('\n', pos)) != std::string::npos; pos = nl + 1) {
+      if (nl > pos) namespaces_.insert(ns->substr(pos, nl - pos));
+    }
+  }
+  if (auto pt = metadata_->get(kPartitionedKey); pt.isOk()) {
+    size_t pos = 0;
+    for (size_t nl; (nl = pt->find('\n', pos)) != std::string::npos; pos = nl + 1) {
+      std::string line = pt->substr(pos, nl - pos);
+      auto eq = line.rfind('=');
+      if (eq != std::string::npos) partitioned_[line.substr(0, eq)] = std::stoi(line.substr(eq + 1));
+    }
+  }
+}
+
 Status BrokerService::start() {
-  // Pulsar standalone creates public/default at first start.
+  // Pulsar standalone creates public/default at first start; the rest comes from the store.
   namespaces_.insert("public/default");
+  loadMetadata();
   for (auto& n : factory_->ledgerNames()) {
     storedLedgers_[n] = true;
     // tenant/ns/persistent/local: its namespace exists.
@@ -192,7 +229,7 @@ Status BrokerService::canCreateLocked(const TopicName& name, bool create) {
 
 void BrokerService::createNamespace(const std::string& ns) {
   std::lock_guard<std::mutex> lock(mu_);
-  namespaces_.insert(ns);
+  if (namespaces_.insert(ns).second) persistMetadataLocked();
 }
 
 bool BrokerService::namespaceExists(const std::string& ns) const {
@@ -213,6 +250,7 @@ Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) 
       options_.allowAutoTopicCreationType == "partitioned") {
     int n = std::max(1, options_.defaultNumPartitions);
     partitioned_[name.toString()] = n;
+    persistMetadataLocked();
     return n;
   }
   return 0;
@@ -225,6 +263,7 @@ Status BrokerService::createPartitionedTopic(const TopicName& name, int partitio
     return Status::alreadyExists("Topic " + name.toString() + " already exists");
   }
   partitioned_[name.toString()] = partitions;
+  persistMetadataLocked();
   return Status::ok();
 }
 
@@ -331,6 +370,7 @@ void BrokerService::lastMessageId(
 Status BrokerService::addNamespace(const std::string& ns) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!namespaces_.insert(ns).second) return Status::alreadyExists("Namespace already exists");
+  persistMetadataLocked();
   return Status::ok();
 }
 
@@ -342,6 +382,7 @@ Status BrokerService::removeNamespace(const std::string& ns) {
     for (auto it = partitioned_.begin(); it != partitioned_.end();) {
       it = it->first.rfind(prefix, 0) == 0 ? partitioned_.erase(it) : std::next(it);
     }
+    persistMetadataLocked();
   }
   policies_.removeNamespace(ns);
   return Status::ok();
@@ -376,6 +417,7 @@ Status BrokerService::updatePartitions(const TopicName& name, int partitions) {
     return Status::invalidArgument("Number of partitions can only be increased");
   }
   it->second = partitions;
+  persistMetadataLocked();
   return Status::ok();
 }
 
@@ -384,6 +426,7 @@ Status BrokerService::removePartitionedTopic(const TopicName& name) {
   if (partitioned_.erase(name.toString()) == 0) {
     return Status::notFound("Partitioned topic does not exist");
   }
+  persistMetadataLocked();
   return Status::ok();
 }
 

@@ -21,6 +21,7 @@
 #include "net/tcp_server.h"
 #include "protocol/commands.h"
 #include "storage/managed_ledger.h"
+#include "storage/metadata_store.h"
 
 namespace magnetar::broker {
 
@@ -29,7 +30,9 @@ using TopicCallback = std::function<void(Result<std::shared_ptr<PersistentTopic>
 // Thread: start/stop from main; the rest from any thread unless noted.
 class BrokerService {
  public:
-  BrokerService(BrokerOptions options, std::shared_ptr<storage::ManagedLedgerFactory> factory);
+  // metadata: where namespaces and partitioned-topic metadata persist (null: memory only).
+  BrokerService(BrokerOptions options, std::shared_ptr<storage::ManagedLedgerFactory> factory,
+                storage::MetadataStore* metadata = nullptr);
   ~BrokerService();
 
   // Starts numIOThreads `pulsar-io-N` loops, managedLedgerNumWorkerThreads `ml-worker-N`
@@ -106,6 +109,10 @@ class BrokerService {
 
   // kNotFound (no namespace, or !create), kNotAllowed (a partition of a non-partitioned topic).
   Status canCreateLocked(const TopicName& name, bool create);  // REQUIRES: mu_ held
+  // Writes the namespaces and partitioned-topic counts to the metadata store. REQUIRES: mu_.
+  void persistMetadataLocked();
+  void loadMetadata();
+  storage::MetadataStore* metadata_ = nullptr;
 
   BrokerOptions options_;
   std::shared_ptr<storage::ManagedLedgerFactory> factory_;

@@ -110,11 +110,16 @@ std::vector<std::pair<storage::Position, storage::Position>> ackedRanges(
 
 std::string subTypeName(int subType) {
   switch (subType) {
-    case proto::CommandSubscribe::Exclusive: return "Exclusive";
-    case proto::CommandSubscribe::Shared: return "Shared";
-    case proto::CommandSubscribe::Failover: return "Failover";
-    case proto::CommandSubscribe::Key_Shared: return "Key_Shared";
-    default: return "None";
+    case proto::CommandSubscribe::Exclusive:
+      return "Exclusive";
+    case proto::CommandSubscribe::Shared:
+      return "Shared";
+    case proto::CommandSubscribe::Failover:
+      return "Failover";
+    case proto::CommandSubscribe::Key_Shared:
+      return "Key_Shared";
+    default:
+      return "None";
   }
 }
 

@@ -71,13 +71,13 @@ struct TopicSnapshot {
   std::string namespaceName;  // tenant/ns
   uint64_t msgInCounter = 0;
   uint64_t bytesInCounter = 0;
-  uint64_t msgOutCounter = 0;   // sum over subscriptions
+  uint64_t msgOutCounter = 0;  // sum over subscriptions
   uint64_t bytesOutCounter = 0;
   RateValue rateIn;
-  RateValue rateOut;            // sum over subscriptions
-  int64_t storageSize = 0;      // bytes stored
-  int64_t backlogSize = 0;      // bytes not yet acked by the slowest subscription (estimate)
-  int64_t msgBacklog = 0;       // entries, the sum over subscriptions (Pulsar's pulsar_msg_backlog)
+  RateValue rateOut;        // sum over subscriptions
+  int64_t storageSize = 0;  // bytes stored
+  int64_t backlogSize = 0;  // bytes not yet acked by the slowest subscription (estimate)
+  int64_t msgBacklog = 0;   // entries, the sum over subscriptions (Pulsar's pulsar_msg_backlog)
   int64_t numberOfEntries = 0;
   bool terminated = false;
   std::vector<PublisherSnapshot> publishers;

@@ -24,7 +24,7 @@ class Broker:
         self.proc = None
         self.port = None
 
-    def start(self, port=0):
+    def start(self, port=0, extra=()):
         ports = os.path.join(self.workdir, "ports")
         if os.path.exists(ports):
             os.remove(ports)
@@ -32,7 +32,8 @@ class Broker:
         self.proc = subprocess.Popen(
             [self.binary, "standalone", "--set", f"brokerServicePort={port}",
              "--set", "webServicePort=0", "--set", "brokerDeduplicationEnabled=true",
-             "--set", "journalSyncData=true", "--ports-file", ports],
+             "--set", "journalSyncData=true", "--ports-file", ports]
+            + [a for kv in extra for a in ("--set", kv)],
             cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         deadline = time.time() + 30
         while time.time() < deadline:

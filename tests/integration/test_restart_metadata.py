@@ -1,0 +1,39 @@
+"""Topics, subscriptions, cursor positions and partitioned-topic metadata survive a restart."""
+
+import os
+import sys
+import tempfile
+
+import pulsar
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_dedup import Broker, drain  # noqa: E402
+
+
+def test_partitions_and_positions_survive_restart():
+    with tempfile.TemporaryDirectory(prefix="magnetar-restart-") as d:
+        broker = Broker(d)
+        url = broker.start(extra=["allowAutoTopicCreationType=partitioned",
+                                  "defaultNumPartitions=3"])
+        topic = "persistent://public/default/restart-pt"
+        client = pulsar.Client(url)
+        assert len(client.get_topic_partitions(topic)) == 3
+        consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared)
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(30):
+            producer.send(b"%d" % i, partition_key=f"k{i}")
+        first = sorted(int(x) for x in drain(consumer))
+        assert first == list(range(30))
+        for i in range(30, 40):
+            producer.send(b"%d" % i, partition_key=f"k{i}")
+        client.close()
+        broker.stop()
+
+        url = broker.start()  # default (non-partitioned) auto-creation now
+        client = pulsar.Client(url)
+        assert len(client.get_topic_partitions(topic)) == 3
+        consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared)
+        rest = sorted(int(x) for x in drain(consumer))
+        assert rest == list(range(30, 40)), "acked messages stay acked, the rest is delivered"
+        client.close()
+        broker.stop()
