@@ -146,6 +146,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
     scrapeCpu = std::move(cpu);
     writeLoopMetrics(w, "pulsar-io", ctx.service.ioLoops());
     writeLoopMetrics(w, "ml-worker", ctx.service.mlWorkers());
+    writePublishThrottleMetrics(w, ctx.service);
     writeProtocolErrorMetrics(w);
     return HttpResponse{200, kPrometheusContentType, w.render(), {}};
   }

@@ -177,6 +177,22 @@ void writeLoopMetrics(PrometheusWriter& w, const std::string& kind, net::EventLo
   }
 }
 
+void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerService& service) {
+  w.family("magnetar_io_thread_publish_pending_bytes", MetricType::kGauge,
+           "Bytes of publishes read by the I/O thread and not yet persisted "
+           "(maxMessagePublishBufferSizeInMB / numIOThreads is its share)");
+  w.family("magnetar_io_thread_read_paused_total", MetricType::kCounter,
+           "Times the I/O thread stopped reading because its publish buffer share was full");
+  w.family("magnetar_io_thread_read_paused_seconds_total", MetricType::kCounter,
+           "Seconds the I/O thread spent with reads paused (completed pauses)");
+  for (const auto& [thread, s] : service.publishThrottleStats()) {
+    Labels l{{"thread", thread}};
+    w.sample("magnetar_io_thread_publish_pending_bytes", l, static_cast<double>(s.pendingBytes));
+    w.sample("magnetar_io_thread_read_paused_total", l, static_cast<double>(s.pausedTotal));
+    w.sample("magnetar_io_thread_read_paused_seconds_total", l, s.pausedSeconds);
+  }
+}
+
 void writeProtocolErrorMetrics(PrometheusWriter& w) {
   w.family("magnetar_protocol_errors_total", MetricType::kCounter,
            "Bad input from clients, by kind");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "admin/prometheus.h"
+#include "broker/broker_service.h"
 #include "broker/stats.h"
 #include "net/event_loop.h"
 
@@ -38,6 +39,8 @@ void writeThreadCpuMetrics(PrometheusWriter& w, const std::map<std::string, doub
 void writeLoopMetrics(PrometheusWriter& w, const std::string& kind, net::EventLoopGroup& group);
 
 // magnetar_protocol_errors_total{error="bad_frame"|"checksum"|"unknown_command"}.
+// maxMessagePublishBufferSizeInMB per pulsar-io thread: pending bytes, pauses, paused seconds.
+void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerService& service);
 void writeProtocolErrorMetrics(PrometheusWriter& w);
 
 }  // namespace magnetar::admin

@@ -55,6 +55,11 @@ Status BrokerService::start() {
   // Pulsar standalone creates public/default at first start; the rest comes from the store.
   namespaces_.insert("public/default");
   loadMetadata();
+  if (metadata_) {
+    if (Status s = policies_.attachStore(metadata_); !s) {
+      MLOG_WARN("tenants and namespace policies stay in memory: {}", s.toString());
+    }
+  }
   for (auto& n : factory_->ledgerNames()) {
     storedLedgers_[n] = true;
     // tenant/ns/persistent/local: its namespace exists.

@@ -1,5 +1,11 @@
 #include "broker/policies.h"
 
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "base/logging.h"
+
 namespace magnetar::broker {
 
 PolicyRegistry::PolicyRegistry(std::string clusterName) {
@@ -11,6 +17,7 @@ Status PolicyRegistry::createTenant(const std::string& name, TenantInfo info) {
   if (!tenants_.emplace(name, std::move(info)).second) {
     return Status::alreadyExists("Tenant already exists");
   }
+  persistTenantLocked(name);
   return Status::ok();
 }
 
@@ -19,12 +26,14 @@ Status PolicyRegistry::updateTenant(const std::string& name, TenantInfo info) {
   auto it = tenants_.find(name);
   if (it == tenants_.end()) return Status::notFound("Tenant does not exist");
   it->second = std::move(info);
+  persistTenantLocked(name);
   return Status::ok();
 }
 
 Status PolicyRegistry::deleteTenant(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   if (tenants_.erase(name) == 0) return Status::notFound("Tenant does not exist");
+  persistTenantLocked(name);
   return Status::ok();
 }
 
@@ -52,17 +61,193 @@ void PolicyRegistry::updateNamespacePolicies(
     const std::string& ns, const std::function<void(NamespacePolicies&)>& change) {
   std::lock_guard<std::mutex> lock(mu_);
   change(policies_[ns]);
+  persistPoliciesLocked(ns);
 }
 
 void PolicyRegistry::removeNamespace(const std::string& ns) {
   std::lock_guard<std::mutex> lock(mu_);
   policies_.erase(ns);
+  persistPoliciesLocked(ns);
 }
 
 std::optional<bool> PolicyRegistry::deduplicationEnabled(const std::string& ns) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = policies_.find(ns);
   return it == policies_.end() ? std::nullopt : it->second.deduplicationEnabled;
+}
+
+namespace {
+
+constexpr const char* kTenantsPrefix = "/admin/magnetar/tenants/";
+constexpr const char* kPoliciesPrefix = "/admin/magnetar/policies/";
+
+std::string escapeField(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '%' || c == ',' || c == '=' || c == '\n' || c == '\r') {
+      out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+int hexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+std::string unescapeField(const std::string& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    int hi = v[i] == '%' && i + 2 < v.size() ? hexDigit(v[i + 1]) : -1;
+    int lo = hi >= 0 ? hexDigit(v[i + 2]) : -1;
+    if (lo >= 0) {
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += v[i];
+    }
+  }
+  return out;
+}
+
+std::string joinFields(const std::vector<std::string>& fields) {
+  std::string out;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (i) out += ',';
+    out += escapeField(fields[i]);
+  }
+  return out;
+}
+
+std::vector<std::string> splitFields(const std::string& text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  size_t start = 0;
+  for (size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1) {
+    out.push_back(unescapeField(text.substr(start, comma - start)));
+  }
+  out.push_back(unescapeField(text.substr(start)));
+  return out;
+}
+
+// Calls fn(key, fields) for each "key=fields" line.
+template <typename F>
+void forEachLine(const std::string& text, F&& fn) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string line = text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    size_t eq = line.find('=');
+    if (eq != std::string::npos) fn(line.substr(0, eq), splitFields(line.substr(eq + 1)));
+  }
+}
+
+int64_t toInt(const std::string& s, int64_t fallback) {
+  try {
+    return std::stoll(s);
+  } catch (const std::exception&) {
+    return fallback;
+  }
+}
+
+}  // namespace
+
+std::string encodeTenant(const TenantInfo& t) {
+  return "adminRoles=" + joinFields(t.adminRoles) +
+         "\nallowedClusters=" + joinFields(t.allowedClusters) + "\n";
+}
+
+TenantInfo decodeTenant(const std::string& text) {
+  TenantInfo t;
+  forEachLine(text, [&](const std::string& key, std::vector<std::string> f) {
+    if (key == "adminRoles") t.adminRoles = std::move(f);
+    if (key == "allowedClusters") t.allowedClusters = std::move(f);
+  });
+  return t;
+}
+
+std::string encodePolicies(const NamespacePolicies& p) {
+  std::string out;
+  if (p.retention) {
+    out += fmt::format("retention={},{}\n", p.retention->retentionTimeInMinutes,
+                       p.retention->retentionSizeInMB);
+  }
+  if (p.deduplicationEnabled)
+    out += fmt::format("deduplication={}\n", *p.deduplicationEnabled ? 1 : 0);
+  if (p.messageTtlSeconds) out += fmt::format("messageTTL={}\n", *p.messageTtlSeconds);
+  for (const auto& [type, q] : p.backlogQuotas) {
+    out += "backlogQuota=" +
+           joinFields({type, std::to_string(q.limitSize), std::to_string(q.limitTime), q.policy}) +
+           "\n";
+  }
+  for (const auto& [role, actions] : p.permissions) {
+    std::vector<std::string> f{role};
+    f.insert(f.end(), actions.begin(), actions.end());
+    out += "permission=" + joinFields(f) + "\n";
+  }
+  return out;
+}
+
+NamespacePolicies decodePolicies(const std::string& text) {
+  NamespacePolicies p;
+  forEachLine(text, [&](const std::string& key, const std::vector<std::string>& f) {
+    if (key == "retention" && f.size() == 2) {
+      p.retention = RetentionPolicy{static_cast<int32_t>(toInt(f[0], 0)), toInt(f[1], 0)};
+    } else if (key == "deduplication" && f.size() == 1) {
+      p.deduplicationEnabled = f[0] == "1";
+    } else if (key == "messageTTL" && f.size() == 1) {
+      p.messageTtlSeconds = static_cast<int32_t>(toInt(f[0], 0));
+    } else if (key == "backlogQuota" && f.size() == 4) {
+      p.backlogQuotas[f[0]] =
+          BacklogQuota{toInt(f[1], -1), static_cast<int32_t>(toInt(f[2], -1)), f[3]};
+    } else if (key == "permission" && !f.empty()) {
+      p.permissions[f[0]] = std::set<std::string>(f.begin() + 1, f.end());
+    }
+  });
+  return p;
+}
+
+Status PolicyRegistry::attachStore(storage::MetadataStore* store) {
+  auto tenants = store->scan(kTenantsPrefix);
+  if (!tenants.isOk()) return tenants.status();
+  auto policies = store->scan(kPoliciesPrefix);
+  if (!policies.isOk()) return policies.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, value] : *tenants) {
+    tenants_[storage::unescapePathComponent(key.substr(strlen(kTenantsPrefix)))] =
+        decodeTenant(value);
+  }
+  policies_.clear();
+  for (const auto& [key, value] : *policies) {
+    policies_[storage::unescapePathComponent(key.substr(strlen(kPoliciesPrefix)))] =
+        decodePolicies(value);
+  }
+  store_ = store;
+  return Status::ok();
+}
+
+void PolicyRegistry::persistTenantLocked(const std::string& name) {
+  if (!store_) return;
+  std::string key = kTenantsPrefix + storage::escapePathComponent(name);
+  auto it = tenants_.find(name);
+  Status s =
+      it == tenants_.end() ? store_->remove(key) : store_->put(key, encodeTenant(it->second));
+  if (!s.isOk()) MLOG_WARN("cannot persist tenant {}: {}", name, s.toString());
+}
+
+void PolicyRegistry::persistPoliciesLocked(const std::string& ns) {
+  if (!store_) return;
+  std::string key = kPoliciesPrefix + storage::escapePathComponent(ns);
+  auto it = policies_.find(ns);
+  Status s =
+      it == policies_.end() ? store_->remove(key) : store_->put(key, encodePolicies(it->second));
+  if (!s.isOk()) MLOG_WARN("cannot persist policies of {}: {}", ns, s.toString());
 }
 
 }  // namespace magnetar::broker

@@ -1,6 +1,6 @@
 // PolicyRegistry: tenants and per-namespace policies set through the admin API (Pulsar's
 // TenantInfo and Policies: retention, deduplication, backlog quotas, message TTL, permissions).
-// Kept in memory (not yet in the metadata store): they reset when the broker restarts.
+// In memory, and in the metadata store once attachStore() is called (they survive restarts).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "storage/metadata_store.h"
 
 namespace magnetar::broker {
 
@@ -71,10 +72,27 @@ class PolicyRegistry {
   // brokerDeduplicationEnabled applies). Read by the deduplication feature.
   std::optional<bool> deduplicationEnabled(const std::string& ns) const;
 
+  // Loads what `store` holds (keys under /admin/magnetar/tenants/ and .../policies/, replacing
+  // the in-memory state except the built-in "public" tenant) and writes every later change
+  // through to it (synchronously: call the mutators off the I/O threads). store outlives this.
+  // Errors: the store's (the registry then stays in memory only).
+  Status attachStore(storage::MetadataStore* store);
+
  private:
+  void persistTenantLocked(const std::string& name);  // REQUIRES: mu_
+  void persistPoliciesLocked(const std::string& ns);  // REQUIRES: mu_
+
   mutable std::mutex mu_;
   std::map<std::string, TenantInfo> tenants_;          // GUARDED_BY(mu_)
   std::map<std::string, NamespacePolicies> policies_;  // GUARDED_BY(mu_)
+  storage::MetadataStore* store_ = nullptr;            // GUARDED_BY(mu_)
 };
+
+// The store's text form of a tenant / of namespace policies (exposed for tests). Lines of
+// "key=field,field"; fields escape '%', ',', '=' and newlines as %XX.
+std::string encodeTenant(const TenantInfo& t);
+TenantInfo decodeTenant(const std::string& text);
+std::string encodePolicies(const NamespacePolicies& p);
+NamespacePolicies decodePolicies(const std::string& text);
 
 }  // namespace magnetar::broker

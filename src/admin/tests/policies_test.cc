@@ -41,5 +41,56 @@ TEST(PolicyRegistry, NamespacePoliciesAndTheDeduplicationGetter) {
   EXPECT_FALSE(r.namespacePolicies("t/ns").retention);
 }
 
+TEST(PolicyRegistry, TextFormRoundTripsOddNames) {
+  TenantInfo t{{"a,b", "x=y", "50%\nz"}, {"standalone"}};
+  TenantInfo t2 = decodeTenant(encodeTenant(t));
+  EXPECT_EQ(t2.adminRoles, t.adminRoles);
+  EXPECT_EQ(t2.allowedClusters, t.allowedClusters);
+  NamespacePolicies p;
+  p.retention = RetentionPolicy{-1, 2048};
+  p.deduplicationEnabled = false;
+  p.messageTtlSeconds = 0;
+  p.backlogQuotas["message_age"] = BacklogQuota{-1, 3600, "consumer_backlog_eviction"};
+  p.permissions["role,with=odd%chars"] = {"consume", "produce"};
+  NamespacePolicies q = decodePolicies(encodePolicies(p));
+  EXPECT_EQ(q.retention->retentionTimeInMinutes, -1);
+  EXPECT_EQ(q.retention->retentionSizeInMB, 2048);
+  EXPECT_EQ(q.deduplicationEnabled, false);
+  EXPECT_EQ(q.messageTtlSeconds, 0);
+  EXPECT_EQ(q.backlogQuotas.at("message_age").limitTime, 3600);
+  EXPECT_EQ(q.backlogQuotas.at("message_age").policy, "consumer_backlog_eviction");
+  EXPECT_EQ(q.permissions.at("role,with=odd%chars"), (std::set<std::string>{"consume", "produce"}));
+  NamespacePolicies empty = decodePolicies(encodePolicies({}));
+  EXPECT_FALSE(empty.retention || empty.deduplicationEnabled || empty.messageTtlSeconds);
+  EXPECT_EQ(decodePolicies("garbage\nretention=x,y\n").retention->retentionSizeInMB, 0);
+}
+
+TEST(PolicyRegistry, SurvivesARestartThroughTheMetadataStore) {
+  storage::MemoryMetadataStore store;
+  {
+    PolicyRegistry r;
+    ASSERT_TRUE(r.attachStore(&store));
+    ASSERT_TRUE(r.createTenant("acme", {{"ops"}, {"standalone"}}));
+    ASSERT_TRUE(r.createTenant("gone", {}));
+    r.updateNamespacePolicies("acme/a/b", [](NamespacePolicies& p) {
+      p.deduplicationEnabled = true;
+      p.messageTtlSeconds = 30;
+    });
+    r.updateNamespacePolicies("acme/x", [](NamespacePolicies& p) { p.messageTtlSeconds = 1; });
+    ASSERT_TRUE(r.deleteTenant("gone"));
+    r.removeNamespace("acme/x");
+  }
+  PolicyRegistry again;  // a restarted broker
+  EXPECT_FALSE(again.tenant("acme"));
+  ASSERT_TRUE(again.attachStore(&store));
+  ASSERT_TRUE(again.tenant("acme"));
+  EXPECT_EQ(again.tenant("acme")->adminRoles, std::vector<std::string>{"ops"});
+  EXPECT_FALSE(again.tenant("gone"));
+  EXPECT_TRUE(again.tenant("public"));
+  EXPECT_EQ(again.deduplicationEnabled("acme/a/b"), true);
+  EXPECT_EQ(again.namespacePolicies("acme/a/b").messageTtlSeconds, 30);
+  EXPECT_FALSE(again.namespacePolicies("acme/x").messageTtlSeconds);
+}
+
 }  // namespace
 }  // namespace magnetar::broker

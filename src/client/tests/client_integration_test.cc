@@ -264,7 +264,13 @@ TEST_F(ClientIT, RedeliverUnacknowledgedMessagesReplaysTheUnacked) {
   // The replay itself is in order: from the last 5 on, indexes increase.
   auto from = std::find(replay.rbegin(), replay.rend(), 5).base() - 1;
   EXPECT_TRUE(std::is_sorted(from, replay.end())) << ::testing::PrintToString(replay);
-  expectNothingMore(*c, 300ms);
+  // Without consumer epochs a message dispatched before the REDELIVER can still arrive once
+  // more; anything that does is one of 5..19, never an acked one.
+  for (auto m = c->receive(300ms); m.isOk(); m = c->receive(300ms)) {
+    EXPECT_GE(indexOf(*m), 5);
+    EXPECT_LE(indexOf(*m), 19);
+    c->acknowledge(*m);
+  }
 }
 
 // ---- Flow control --------------------------------------------------------------------------
