@@ -24,8 +24,11 @@ PY="$REPO/.venv/bin/python"
 stage "integration tests (pytest, real broker process)"
 "$PY" -m pytest -q tests/integration
 
-stage "differential suite against Magnetar (official Python client)"
-"$PY" -m pytest -q tests/differential --broker=magnetar -m "not admin"
+stage "differential suite against Magnetar (official Python client; admin REST included)"
+"$PY" -m pytest -q tests/differential --broker=magnetar
+
+stage "admin REST, /metrics and magnetar-admin against a real broker"
+"$PY" -m pytest -q tests/admin
 
 stage "pulsar-flex suite against Magnetar"
 "$PY" tests/differential/with_broker.py --broker magnetar -- node --test tests/js/
