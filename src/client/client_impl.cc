@@ -314,6 +314,16 @@ void ClientImpl::lookup(const std::string& topic, int slot,
   lookupAt(topic, serviceAddress(), slot, false, 0, std::move(cb));
 }
 
+void ClientImpl::connectionForTopic(const std::string& topic, int slot, ConnectionCallback cb) {
+  lookup(topic, slot, [this, slot, cb = std::move(cb)](Result<std::string> addr) {
+    if (!addr) {
+      cb(addr.status());
+      return;
+    }
+    getConnection(*addr, slot, cb);
+  });
+}
+
 void ClientImpl::lookupAt(const std::string& topic, const std::string& address, int slot,
                           bool authoritative, int redirects,
                           std::function<void(Result<std::string>)> cb) {

@@ -50,6 +50,8 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   void getConnection(const std::string& address, int slot, ConnectionCallback cb);
   // Resolves the broker ("host:port") serving topic with LOOKUP (following redirects).
   void lookup(const std::string& topic, int slot, std::function<void(Result<std::string>)> cb);
+  // lookup() then getConnection(): the pooled connection `slot` to the broker serving topic.
+  void connectionForTopic(const std::string& topic, int slot, ConnectionCallback cb);
   // PARTITIONED_METADATA: number of partitions (0 = not partitioned).
   void getPartitionedMetadata(const std::string& topic, std::function<void(Result<int>)> cb);
 

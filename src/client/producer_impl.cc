@@ -82,22 +82,14 @@ void ProducerImpl::connect() {
     return;
   }
   std::weak_ptr<ProducerImpl> weak = weak_from_this();
-  client_->lookup(topic_, slot_, [weak](Result<std::string> addr) {
+  client_->connectionForTopic(topic_, slot_, [weak](Result<std::shared_ptr<ClientConnection>> r) {
     auto self = weak.lock();
     if (!self) return;
-    if (!addr) {
-      self->createFailed(addr.status());
-      return;
+    if (!r) {
+      self->createFailed(r.status());
+    } else {
+      self->connectionReady(std::move(*r));
     }
-    self->client_->getConnection(*addr, self->slot_, [weak](auto r) {
-      auto self = weak.lock();
-      if (!self) return;
-      if (!r) {
-        self->createFailed(r.status());
-      } else {
-        self->connectionReady(std::move(*r));
-      }
-    });
   });
 }
 
