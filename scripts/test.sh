@@ -2,7 +2,8 @@
 # One command from a fresh Debian 12 machine to a passing test run: installs every dependency
 # (Debian packages; PyPI and npm test clients), builds, and runs the unit tests, the integration
 # tests against a real broker process, and the real-client suites (official Python client,
-# pulsar-flex). Exits non-zero on the first failing stage.
+# pulsar-flex), then the same under ASan+UBSan and TSan (MAGNETAR_CI_SANITIZERS=0 skips those).
+# Exits non-zero on the first failing stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -43,6 +44,13 @@ PERF_OUT=$(mktemp -d)
 python3 tools/perf/magnetar-perf run tools/perf/scenarios/iot-telemetry-max-rate-small.yaml \
   --output "$PERF_OUT/max-rate-small"
 "$PY" tools/perf/check_summary.py "$PERF_OUT/max-rate-small/summary.json"
+
+if [ "${MAGNETAR_CI_SANITIZERS:-1}" != "0" ]; then
+  # Sanitizer builds (CMakePresets.json): clang, -O1, only the broker, its libraries and tests
+  # (MAGNETAR_BUILD_TOOLS=OFF). Set MAGNETAR_CI_SANITIZERS=0 to skip them on a quick local run.
+  bash scripts/sanitizer_stage.sh asan
+  bash scripts/sanitizer_stage.sh tsan
+fi
 
 echo
 echo "all test stages passed"

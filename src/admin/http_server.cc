@@ -8,6 +8,7 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <latch>
+#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -27,8 +28,11 @@ constexpr auto kIdleTimeout = std::chrono::seconds(60);
 // One client connection: read a request, route it, write the response, repeat while keep-alive.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, std::shared_ptr<const Router> router, size_t maxBody)
-      : stream_(std::move(socket)), router_(std::move(router)), maxBody_(maxBody) {}
+  // ioc: the server's io_context; a pending answer keeps it alive (see onRead).
+  Session(tcp::socket socket, std::shared_ptr<const Router> router, size_t maxBody,
+          std::weak_ptr<asio::io_context> ioc)
+      : stream_(std::move(socket)), router_(std::move(router)), maxBody_(maxBody),
+        ioc_(std::move(ioc)) {}
 
   void start() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->doRead(); });
@@ -45,13 +49,8 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void onRead(beast::error_code ec) {
-    if (ec == http::error::body_limit) {
-      keepAlive_ = false;
-      write(HttpResponse::error(413, "Request body too large"));
-      return;
-    }
-    if (ec) {  // end_of_stream, timeout, reset: the client is gone
-      close();
+    if (ec) {
+      onReadError(ec);
       return;
     }
     http::request<http::string_body> req = parser_->release();
@@ -67,12 +66,58 @@ class Session : public std::enable_shared_from_this<Session> {
     r.host = std::string(req[http::field::host]);
     r.body = std::move(req.body());
     auto self = shared_from_this();
-    auto responded = std::make_shared<std::atomic<bool>>(false);
-    router_->dispatch(r, [self, responded](HttpResponse resp) {
-      if (responded->exchange(true)) return;  // a handler answered twice: keep the first
-      asio::post(self->stream_.get_executor(),
-                 [self, resp = std::move(resp)]() mutable { self->write(std::move(resp)); });
+    // Handlers answer from broker threads, possibly while the server stops. The session and its
+    // io_context wait in a slot that also keeps the io_context alive until the answer: the first
+    // answer takes both out (later copies of `respond` own nothing), posts the write with the
+    // session moved into it, and drops its io_context reference last, so neither the session nor
+    // a post outlives the io_context (found by fuzz_http: UBSan invalid vptr in ~Session and
+    // in post() on a broker thread after the server stopped).
+    struct Slot {  // members in this order: a dropped slot frees the session, then the ioc
+      std::mutex mu;
+      std::shared_ptr<asio::io_context> ioc;
+      std::shared_ptr<Session> session;
+    };
+    auto slot = std::make_shared<Slot>();
+    slot->ioc = ioc_.lock();
+    if (!slot->ioc) return;  // the server is being destroyed
+    slot->session = std::move(self);
+    router_->dispatch(r, [slot](HttpResponse resp) {
+      std::shared_ptr<asio::io_context> ioc;
+      std::shared_ptr<Session> self;
+      {
+        std::lock_guard<std::mutex> lock(slot->mu);
+        ioc = std::move(slot->ioc);
+        self = std::move(slot->session);
+      }
+      if (!self) return;  // a handler answered twice: keep the first
+      if (resp.status == 400) HttpServerStats::record(HttpBadRequest::kBadRequest);
+      auto executor = self->stream_.get_executor();
+      asio::post(executor, [self = std::move(self), resp = std::move(resp)]() mutable {
+        self->write(std::move(resp));
+      });
     });
+  }
+
+  // A request that could not be read: answer what Jetty (Pulsar's HTTP server) answers, then
+  // close, since the rest of the stream cannot be trusted.
+  void onReadError(beast::error_code ec) {
+    keepAlive_ = false;
+    if (ec == http::error::body_limit) {
+      HttpServerStats::record(HttpBadRequest::kBodyTooLarge);
+      write(HttpResponse::error(413, "Request body too large"));
+    } else if (ec == http::error::header_limit) {
+      HttpServerStats::record(HttpBadRequest::kHeaderTooLarge);
+      write(HttpResponse::error(431, "Request header fields too large"));
+    } else if (ec == beast::error::timeout) {
+      if (parser_ && parser_->got_some()) HttpServerStats::record(HttpBadRequest::kTimeout);
+      close();
+    } else if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
+               ec != http::error::end_of_stream && ec != http::error::partial_message) {
+      HttpServerStats::record(HttpBadRequest::kMalformed);
+      write(HttpResponse::error(400, "Bad request: " + ec.message()));
+    } else {  // end_of_stream, reset, a request cut short: the client is gone
+      close();
+    }
   }
 
   void write(HttpResponse resp) {
@@ -104,6 +149,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
   std::shared_ptr<const Router> router_;
+  std::weak_ptr<asio::io_context> ioc_;
   size_t maxBody_;
   bool keepAlive_ = false;
   unsigned version_ = 11;
@@ -111,17 +157,38 @@ class Session : public std::enable_shared_from_this<Session> {
 
 }  // namespace
 
+const char* HttpServerStats::label(HttpBadRequest e) {
+  switch (e) {
+    case HttpBadRequest::kMalformed: return "malformed";
+    case HttpBadRequest::kHeaderTooLarge: return "header_too_large";
+    case HttpBadRequest::kBodyTooLarge: return "body_too_large";
+    case HttpBadRequest::kTimeout: return "timeout";
+    case HttpBadRequest::kBadRequest: return "bad_request";
+    case HttpBadRequest::kCount: break;
+  }
+  return "other";
+}
+
 struct HttpServer::Impl {
   Impl(std::shared_ptr<const Router> r, Options o)
-      : router(std::move(r)), options(std::move(o)), ioc(std::max(options.numThreads, 1)) {}
+      : router(std::move(r)),
+        options(std::move(o)),
+        ioc(std::make_shared<asio::io_context>(std::max(options.numThreads, 1))) {}
 
   void accept() {
-    acceptor->async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
+    acceptor->async_accept(asio::make_strand(*ioc), [this](beast::error_code ec, tcp::socket s) {
       if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
       if (!ec) {
-        std::make_shared<Session>(std::move(s), router, options.maxBodyBytes)->start();
+        std::make_shared<Session>(std::move(s), router, options.maxBodyBytes, ioc)->start();
       } else {
-        MLOG_WARN("HTTP accept failed: {}", ec.message());
+        // EMFILE and the like: pause accepting for a second (as Jetty and Netty do) rather
+        // than spin and flood the log.
+        MLOG_WARN("HTTP accept failed: {}; accepting again in 1 s", ec.message());
+        acceptRetry.expires_after(std::chrono::seconds(1));
+        acceptRetry.async_wait([this](beast::error_code e) {
+          if (!e && acceptor && acceptor->is_open()) accept();
+        });
+        return;
       }
       accept();
     });
@@ -129,7 +196,9 @@ struct HttpServer::Impl {
 
   std::shared_ptr<const Router> router;
   Options options;
-  asio::io_context ioc;
+  // Shared: a request still being answered on a broker thread keeps it alive (Session::onRead).
+  std::shared_ptr<asio::io_context> ioc;
+  asio::steady_timer acceptRetry{*ioc};
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
   uint16_t boundPort = 0;
@@ -150,7 +219,7 @@ Status HttpServer::start() {
         fmt::format("bad bind address '{}': {}", m.options.bindAddress, ec.message()));
   }
   tcp::endpoint ep(address, m.options.port);
-  m.acceptor.emplace(m.ioc);
+  m.acceptor.emplace(*m.ioc);
   m.acceptor->open(ep.protocol(), ec);
   if (!ec) m.acceptor->set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) m.acceptor->bind(ep, ec);
@@ -169,7 +238,7 @@ Status HttpServer::start() {
     m.threads.emplace_back([this, name, &named] {
       setThreadName(name);
       named.count_down();
-      impl_->ioc.run();
+      impl_->ioc->run();
     });
   }
   named.wait();
@@ -182,7 +251,7 @@ void HttpServer::stop() {
   Impl& m = *impl_;
   if (m.stopped) return;
   m.stopped = true;
-  m.ioc.stop();
+  m.ioc->stop();
   for (auto& t : m.threads) t.join();
   m.threads.clear();
   if (m.acceptor) {  // no thread runs the io_context any more

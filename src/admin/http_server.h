@@ -1,6 +1,8 @@
 // HttpServer: the broker's HTTP listener (admin REST, health; later /metrics), Boost.Beast.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -9,6 +11,28 @@
 #include "base/status.h"
 
 namespace magnetar::admin {
+
+// HTTP requests refused by the server, each a label value of magnetar_http_bad_requests_total.
+enum class HttpBadRequest {
+  kMalformed,       // unparsable request line, header or chunk (400, then close)
+  kHeaderTooLarge,  // header over 8 KB, Pulsar's httpMaxRequestHeaderSize default (431, close)
+  kBodyTooLarge,    // body (or Content-Length) over Options::maxBodyBytes (413, close)
+  kTimeout,         // a started request not complete within the request timeout (closed)
+  kBadRequest,      // a route answered 400 (invalid JSON, bad parameter, ...)
+  kCount
+};
+
+// Process-wide counters of refused HTTP requests; bumped on pulsar-web threads.
+struct HttpServerStats {
+  static inline std::array<std::atomic<uint64_t>, static_cast<size_t>(HttpBadRequest::kCount)>
+      counts{};
+  static void record(HttpBadRequest e) {
+    counts[static_cast<size_t>(e)].fetch_add(1, std::memory_order_relaxed);
+  }
+  static uint64_t get(HttpBadRequest e) { return counts[static_cast<size_t>(e)].load(); }
+  // The metric label value ("malformed", "header_too_large", ...).
+  static const char* label(HttpBadRequest e);
+};
 
 // Serves HTTP/1.1 (keep-alive) on its own threads, named `pulsar-web` (numThreads == 1) or
 // `pulsar-web-<i>`. Each request goes to the Router; a handler's response may arrive from any

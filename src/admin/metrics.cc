@@ -1,5 +1,6 @@
 #include "admin/metrics.h"
 
+#include "admin/http_server.h"
 #include "broker/server_cnx.h"
 
 namespace magnetar::admin {
@@ -114,11 +115,35 @@ void writeSubscriptions(PrometheusWriter& w, const Labels& topicLabels, const To
   }
 }
 
+// Broker-wide counts of what maxUnackedMessagesPerConsumer/PerSubscription hold back now (Pulsar
+// has the per-subscription and per-consumer 0/1 gauges only; a count needs no consumer labels).
+void writeUnackedLimitCounts(PrometheusWriter& w, const std::vector<TopicSnapshot>& topics,
+                             const MetricsOptions& o) {
+  double consumers = 0, subscriptions = 0;
+  for (const auto& t : topics) {
+    for (const auto& s : t.subscriptions) {
+      if (s.blockedOnUnackedMsgs) subscriptions += 1;
+      for (const auto& c : s.consumers) {
+        if (c.blockedConsumerOnUnackedMsgs) consumers += 1;
+      }
+    }
+  }
+  using enum MetricType;
+  w.family("magnetar_consumers_blocked_on_unacked_messages", kGauge,
+           "Consumers not dispatched to because maxUnackedMessagesPerConsumer is reached");
+  w.family("magnetar_subscriptions_blocked_on_unacked_messages", kGauge,
+           "Subscriptions not dispatching because maxUnackedMessagesPerSubscription is reached");
+  Labels l{{"cluster", o.cluster}};
+  w.sample("magnetar_consumers_blocked_on_unacked_messages", l, consumers);
+  w.sample("magnetar_subscriptions_blocked_on_unacked_messages", l, subscriptions);
+}
+
 }  // namespace
 
 void writeTopicMetrics(PrometheusWriter& w, const std::vector<TopicSnapshot>& topics,
                        const MetricsOptions& o) {
   declareFamilies(w);
+  writeUnackedLimitCounts(w, topics, o);
   std::map<std::string, Aggregate> byNamespace;
   for (const auto& t : topics) byNamespace[t.namespaceName].add(t);
   for (const auto& [ns, agg] : byNamespace) {
@@ -194,14 +219,22 @@ void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerServic
 }
 
 void writeProtocolErrorMetrics(PrometheusWriter& w) {
+  using broker::CnxErrorStats;
+  using broker::ProtocolError;
   w.family("magnetar_protocol_errors_total", MetricType::kCounter,
-           "Bad input from clients, by kind");
-  w.sample("magnetar_protocol_errors_total", {{"error", "bad_frame"}},
-           static_cast<double>(broker::CnxErrorStats::badFrames.load()));
-  w.sample("magnetar_protocol_errors_total", {{"error", "checksum"}},
-           static_cast<double>(broker::CnxErrorStats::checksumErrors.load()));
-  w.sample("magnetar_protocol_errors_total", {{"error", "unknown_command"}},
-           static_cast<double>(broker::CnxErrorStats::unknownCommands.load()));
+           "Bad input from binary-protocol clients, by kind");
+  for (size_t i = 0; i < static_cast<size_t>(ProtocolError::kCount); ++i) {
+    auto e = static_cast<ProtocolError>(i);
+    w.sample("magnetar_protocol_errors_total", {{"error", CnxErrorStats::label(e)}},
+             static_cast<double>(CnxErrorStats::get(e)));
+  }
+  w.family("magnetar_http_bad_requests_total", MetricType::kCounter,
+           "HTTP requests refused before routing or answered 400, by kind");
+  for (size_t i = 0; i < static_cast<size_t>(HttpBadRequest::kCount); ++i) {
+    auto e = static_cast<HttpBadRequest>(i);
+    w.sample("magnetar_http_bad_requests_total", {{"error", HttpServerStats::label(e)}},
+             static_cast<double>(HttpServerStats::get(e)));
+  }
 }
 
 }  // namespace magnetar::admin

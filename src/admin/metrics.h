@@ -26,7 +26,8 @@ struct MetricsOptions {
 // pulsar_out_{messages,bytes}_total; per subscription pulsar_subscription_back_log, _msg_rate_out,
 // _msg_throughput_out, _unacked_messages, _blocked_on_unacked_messages, _msg_rate_redeliver (topic
 // level only); pulsar_topics_count per namespace. Labels: cluster, namespace[, topic[,
-// subscription]].
+// subscription]]. Always, labelled cluster only: magnetar_consumers_blocked_on_unacked_messages and
+// magnetar_subscriptions_blocked_on_unacked_messages (how many are held by the unacked limits).
 void writeTopicMetrics(PrometheusWriter& w, const std::vector<broker::TopicSnapshot>& topics,
                        const MetricsOptions& o);
 
@@ -38,9 +39,10 @@ void writeThreadCpuMetrics(PrometheusWriter& w, const std::map<std::string, doub
 // loop's name).
 void writeLoopMetrics(PrometheusWriter& w, const std::string& kind, net::EventLoopGroup& group);
 
-// magnetar_protocol_errors_total{error="bad_frame"|"checksum"|"unknown_command"}.
 // maxMessagePublishBufferSizeInMB per pulsar-io thread: pending bytes, pauses, paused seconds.
 void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerService& service);
+// magnetar_protocol_errors_total{error} (labels: broker::CnxErrorStats::label) and
+// magnetar_http_bad_requests_total{error} (labels: HttpServerStats::label). Process-wide.
 void writeProtocolErrorMetrics(PrometheusWriter& w);
 
 }  // namespace magnetar::admin

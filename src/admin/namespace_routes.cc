@@ -355,7 +355,7 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
               return d ? jsonResponse(*d) : noContent();
             });
   addPolicy(r, ctx, "POST", "deduplication",
-            [&reg](const HttpRequest& req, const PathParams&, const std::string& ns) {
+            [&reg, ctx](const HttpRequest& req, const PathParams&, const std::string& ns) {
               HttpResponse err;
               auto v = parseJsonBody(req, &err);
               if (!v) return err;
@@ -363,12 +363,14 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
               bool on = v->as_bool();
               reg.updateNamespacePolicies(
                   ns, [&](NamespacePolicies& p) { p.deduplicationEnabled = on; });
+              ctx->service.onDeduplicationPolicyChanged(ns);
               return noContent();
             });
   addPolicy(r, ctx, "DELETE", "deduplication",
-            [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+            [&reg, ctx](const HttpRequest&, const PathParams&, const std::string& ns) {
               reg.updateNamespacePolicies(
                   ns, [](NamespacePolicies& p) { p.deduplicationEnabled.reset(); });
+              ctx->service.onDeduplicationPolicyChanged(ns);
               return noContent();
             });
 }

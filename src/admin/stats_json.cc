@@ -54,9 +54,23 @@ json::object consumerJson(const ConsumerSnapshot& c) {
   if (c.connectedSinceMs > 0) o["connectedSince"] = isoTime(c.connectedSinceMs);
   if (!c.keyHashRanges.empty()) {
     json::array ranges;
-    for (const auto& [from, to] : c.keyHashRanges)
+    json::array arrays;
+    for (const auto& [from, to] : c.keyHashRanges) {
       ranges.emplace_back(fmt::format("[{}, {}]", from, to));
+      arrays.emplace_back(json::array{from, to});
+    }
     o["keyHashRanges"] = std::move(ranges);
+    o["keyHashRangeArrays"] = std::move(arrays);
+    o["drainingHashesCount"] = c.drainingHashesCount;
+    o["drainingHashesClearedTotal"] = c.drainingHashesClearedTotal;
+    o["drainingHashesUnackedMessages"] = c.drainingHashesUnackedMessages;
+    json::array draining;
+    for (const auto& h : c.drainingHashes) {
+      draining.push_back(json::object{{"hash", h.hash},
+                                      {"unackMsgs", h.unackMsgs},
+                                      {"blockedAttempts", h.blockedAttempts}});
+    }
+    o["drainingHashes"] = std::move(draining);
   }
   o["metadata"] = json::object{};
   return o;
@@ -88,7 +102,15 @@ json::object subscriptionJson(const SubscriptionSnapshot& s) {
   o["isDurable"] = s.durable;
   o["isReplicated"] = false;
   o["allowOutOfOrderDelivery"] = false;
-  if (!s.keySharedMode.empty()) o["keySharedMode"] = s.keySharedMode;
+  if (!s.keySharedMode.empty()) {
+    o["keySharedMode"] = s.keySharedMode;
+    o["drainingHashesCount"] = s.drainingHashesCount;
+    o["drainingHashesClearedTotal"] = s.drainingHashesClearedTotal;
+    o["drainingHashesUnackedMessages"] = s.drainingHashesUnackedMessages;
+    // Magnetar's: entries held back now because their hash drains, and attempts so far.
+    o["drainingBlockedEntries"] = s.drainingBlockedEntries;
+    o["drainingBlockedAttemptsTotal"] = s.drainingBlockedAttemptsTotal;
+  }
   o["consumersAfterMarkDeletePosition"] = json::object{};
   o["nonContiguousDeletedMessagesRanges"] = 0;
   o["nonContiguousDeletedMessagesRangesSerializedSize"] = 0;
@@ -111,6 +133,11 @@ void mergeSubscription(SubscriptionSnapshot& into, const SubscriptionSnapshot& s
   into.msgRedeliverCounter += s.msgRedeliverCounter;
   addRate(into.rateOut, s.rateOut);
   into.msgRateRedeliver += s.msgRateRedeliver;
+  into.drainingHashesCount += s.drainingHashesCount;
+  into.drainingHashesClearedTotal += s.drainingHashesClearedTotal;
+  into.drainingHashesUnackedMessages += s.drainingHashesUnackedMessages;
+  into.drainingBlockedEntries += s.drainingBlockedEntries;
+  into.drainingBlockedAttemptsTotal += s.drainingBlockedAttemptsTotal;
   if (into.type == "None") into.type = s.type;
   for (const auto& c : s.consumers) {
     auto it =
@@ -126,6 +153,9 @@ void mergeSubscription(SubscriptionSnapshot& into, const SubscriptionSnapshot& s
     it->bytesOutCounter += c.bytesOutCounter;
     it->blockedConsumerOnUnackedMsgs =
         it->blockedConsumerOnUnackedMsgs || c.blockedConsumerOnUnackedMsgs;
+    it->drainingHashesCount += c.drainingHashesCount;
+    it->drainingHashesClearedTotal += c.drainingHashesClearedTotal;
+    it->drainingHashesUnackedMessages += c.drainingHashesUnackedMessages;
     addRate(it->rateOut, c.rateOut);
   }
 }

@@ -6,6 +6,7 @@
 #include <boost/asio.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <latch>
@@ -41,10 +42,19 @@ Result<storage::StorageOptions> storageOptionsFrom(const config::ServiceConfigur
   o.managedLedgerMinLedgerRolloverTimeMinutes = cfg.managedLedgerMinLedgerRolloverTimeMinutes();
   o.managedLedgerMaxLedgerRolloverTimeMinutes = cfg.managedLedgerMaxLedgerRolloverTimeMinutes();
   o.managedLedgerMaxUnackedRangesToPersist = cfg.managedLedgerMaxUnackedRangesToPersist();
+  o.managedLedgerMaxBatchDeletedIndexToPersist = cfg.managedLedgerMaxBatchDeletedIndexToPersist();
   o.managedLedgerCacheSizeMB = cfg.managedLedgerCacheSizeMB();
   o.defaultRetentionTimeInMinutes = cfg.defaultRetentionTimeInMinutes();
   o.defaultRetentionSizeInMB = cfg.defaultRetentionSizeInMB();
   o.numReadThreads = cfg.numReadWorkerThreads();
+  // Test hook (docs/memory-limits.md): slowed storage for the flood tests.
+  if (const char* delay = std::getenv("MAGNETAR_TEST_STORAGE_DELAY_MICROS")) {
+    o.testJournalDelayMicros = std::strtoll(delay, nullptr, 10);
+    if (o.testJournalDelayMicros > 0) {
+      MLOG_WARN("test hook: every journal group commit sleeps {} us "
+                "(MAGNETAR_TEST_STORAGE_DELAY_MICROS)", o.testJournalDelayMicros);
+    }
+  }
   std::string url = cfg.metadataStoreUrl();
   constexpr std::string_view kRocks = "rocksdb:";
   if (url.rfind(kRocks, 0) != 0) {
@@ -81,7 +91,14 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.maxMessagePublishBufferSizeInMB = cfg.maxMessagePublishBufferSizeInMB();
   o.brokerDeduplicationEnabled = cfg.brokerDeduplicationEnabled();
   o.brokerDeduplicationMaxNumberOfProducers = cfg.brokerDeduplicationMaxNumberOfProducers();
+  o.brokerDeduplicationEntriesInterval = cfg.brokerDeduplicationEntriesInterval();
+  o.brokerDeduplicationSnapshotIntervalSeconds = cfg.brokerDeduplicationSnapshotIntervalSeconds();
+  o.brokerDeduplicationSnapshotFrequencyInSeconds =
+      cfg.brokerDeduplicationSnapshotFrequencyInSeconds();
+  o.brokerDeduplicationProducerInactivityTimeoutMinutes =
+      cfg.brokerDeduplicationProducerInactivityTimeoutMinutes();
   o.subscriptionKeySharedUseConsistentHashing = cfg.subscriptionKeySharedUseConsistentHashing();
+  o.acknowledgmentAtBatchIndexLevelEnabled = cfg.acknowledgmentAtBatchIndexLevelEnabled();
   o.subscriptionKeySharedConsistentHashingReplicaPoints =
       cfg.subscriptionKeySharedConsistentHashingReplicaPoints();
   return o;

@@ -10,10 +10,13 @@ namespace magnetar {
 // MurmurHash3_x86_32 of the bytes with the given seed (Pulsar uses seed 0).
 uint32_t murmur3_32(const void* data, size_t len, uint32_t seed = 0);
 
-// Pulsar's sticky-key hash: Murmur3_32(seed 0) & Integer.MAX_VALUE, then % 65536
-// (StickyKeyConsumerSelector.DEFAULT_RANGE_SIZE).
-inline uint32_t stickyKeyHash(std::string_view key) {
-  return (murmur3_32(key.data(), key.size(), 0) & 0x7fffffffu) % 65536u;
+// Pulsar 4's sticky-key hash (StickyKeyConsumerSelectorUtils.makeStickyKeyHash): Murmur3_32 (seed
+// 0) & Integer.MAX_VALUE, then % rangeSize + rangeStart, and 0 becomes 1 (0 means "not set"). The
+// STICKY/range selectors use [0, 65535] (the defaults); consistent hashing uses [1, 65535].
+inline uint32_t stickyKeyHash(std::string_view key, uint32_t rangeStart = 0,
+                              uint32_t rangeSize = 65536) {
+  uint32_t h = (murmur3_32(key.data(), key.size(), 0) & 0x7fffffffu) % rangeSize + rangeStart;
+  return h == 0 ? 1 : h;
 }
 
 }  // namespace magnetar

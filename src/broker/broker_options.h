@@ -29,6 +29,11 @@ struct BrokerOptions {
   int maxMessagePublishBufferSizeInMB = 2048;    // maxMessagePublishBufferSizeInMB (<= 0: off)
   bool brokerDeduplicationEnabled = false;       // brokerDeduplicationEnabled
   int brokerDeduplicationMaxNumberOfProducers = 10000;  // brokerDeduplicationMaxNumberOfProducers
+  int brokerDeduplicationEntriesInterval = 1000;        // brokerDeduplicationEntriesInterval
+  int brokerDeduplicationSnapshotIntervalSeconds = 120;  // ...SnapshotIntervalSeconds (0: off)
+  int brokerDeduplicationSnapshotFrequencyInSeconds = 120;  // ...SnapshotFrequencyInSeconds
+  int brokerDeduplicationProducerInactivityTimeoutMinutes = 360;  // ...InactivityTimeoutMinutes
+  bool acknowledgmentAtBatchIndexLevelEnabled = true;  // acknowledgmentAtBatchIndexLevelEnabled
   bool subscriptionKeySharedUseConsistentHashing = true;
   int subscriptionKeySharedConsistentHashingReplicaPoints = 100;
   std::string serverVersion = "Magnetar 0.1.0";

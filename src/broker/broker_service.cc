@@ -88,7 +88,10 @@ Status BrokerService::start() {
           if (&t->loop() == &loop) throttle = t.get();
         }
         auto cnx = std::make_shared<ServerCnx>(loop, std::move(s), *this, *throttle);
-        loop.execute([throttle, cnx] { throttle->registerConnection(cnx); });
+        loop.execute([throttle, cnx] {
+          throttle->registerConnection(cnx);
+          cnx->startKeepAlive();
+        });
         return cnx;
       });
   Status s = server_->start(options_.bindAddress, options_.brokerServicePort);
@@ -171,7 +174,8 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
           for (auto& w : waiters) w(r.status());
           return;
         }
-        auto topic = std::make_shared<PersistentTopic>(name, *r, executor, options_);
+        auto topic = std::make_shared<PersistentTopic>(
+            name, *r, executor, options_, policies_.deduplicationEnabled(name.namespaceName()));
         // The topic serves once its subscriptions and dedup state are loaded; until then new
         // callers queue on the slot too.
         topic->initialize([this, name, slot, topic](Status s) {
@@ -188,6 +192,14 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
           for (auto& w : waiters) w(topic);
         });
       });
+}
+
+void BrokerService::onDeduplicationPolicyChanged(const std::string& ns) {
+  bool enabled = policies_.deduplicationEnabled(ns).value_or(options_.brokerDeduplicationEnabled);
+  for (auto& t : topics()) {
+    if (t->name().namespaceName() != ns) continue;
+    t->executor().execute([t, enabled] { t->setDeduplicationEnabled(enabled); });
+  }
 }
 
 std::vector<std::shared_ptr<PersistentTopic>> BrokerService::topics() const {

@@ -83,6 +83,9 @@ class BrokerService {
 
   // --- Admin API support (src/admin); any thread. ---
   PolicyRegistry& policies() { return policies_; }
+  // The namespace's deduplicationEnabled policy changed: its loaded topics switch to the new
+  // value (unset: brokerDeduplicationEnabled), as Pulsar's onPoliciesUpdate. Thread: any.
+  void onDeduplicationPolicyChanged(const std::string& ns);
   // Creates "tenant/ns". Errors: kAlreadyExists.
   Status addNamespace(const std::string& ns);
   // Forgets the namespace, its partitioned-topic metadata and its policies (delete its topics

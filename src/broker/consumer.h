@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "net/frame_batch.h"
 #include "protocol/pulsar_api.pb.h"
 #include "storage/managed_ledger.h"
 
@@ -19,6 +20,17 @@ class PersistentTopic;
 
 using SubType = proto::CommandSubscribe::SubType;
 
+// Where a consumer's frames go when it has no connection: the seam that lets benchmarks and unit
+// tests drive a Dispatcher without sockets. Thread: the topic's executor.
+class ConsumerSink {
+ public:
+  virtual ~ConsumerSink() = default;
+  // MESSAGE frames of one dispatch pass (headers plus the shared entry buffers).
+  virtual void send(net::FrameBatch&& frames) = 0;
+  // A single command frame (e.g. ACTIVE_CONSUMER_CHANGE).
+  virtual void sendFrame(const Buffer& frame) = 0;
+};
+
 // Thread: identity fields are immutable; the rest belongs to the topic's executor.
 class Consumer {
  public:
@@ -26,19 +38,25 @@ class Consumer {
            int priorityLevel)
       : id_(id), name_(std::move(name)), cnx_(std::move(cnx)), type_(type),
         priorityLevel_(priorityLevel) {}
+  // A consumer without a connection whose frames go to `sink` (benchmarks, tests); cnx() is null.
+  Consumer(uint64_t id, std::string name, ConsumerSink* sink, SubType type, int priorityLevel)
+      : id_(id), name_(std::move(name)), sink_(sink), type_(type), priorityLevel_(priorityLevel) {}
 
   uint64_t id() const { return id_; }
   const std::string& name() const { return name_; }
   const std::shared_ptr<ServerCnx>& cnx() const { return cnx_; }
+  ConsumerSink* sink() const { return sink_; }
   SubType subType() const { return type_; }
   int priorityLevel() const { return priorityLevel_; }
 
   // --- topic executor state ---
   int64_t permits = 0;                             // messages the client can still take
-  // Dispatched, not acked: position -> messages in the entry and its sticky-key hash (-1: none).
+  // Dispatched, not acked: position -> messages of the entry not yet acked (a partly acked batch
+  // counts only the rest), its sticky-key hash (-1: none) and its batch size.
   struct PendingAck {
     int32_t messages = 1;
     int32_t keyHash = -1;
+    int32_t batchSize = 1;
   };
   std::map<storage::Position, PendingAck> pendingAcks;
   int64_t unackedMessages = 0;
@@ -51,11 +69,13 @@ class Consumer {
   uint64_t msgOutCounter = 0;
   uint64_t bytesOutCounter = 0;
   int64_t connectedSinceMs = 0;
+  uint64_t drainingHashesClearedTotal = 0;  // Key_Shared: draining hashes of this consumer done
 
  private:
   const uint64_t id_;
   const std::string name_;
   const std::shared_ptr<ServerCnx> cnx_;
+  ConsumerSink* const sink_ = nullptr;
   const SubType type_;
   const int priorityLevel_;
 };

@@ -1,6 +1,7 @@
 #include "broker/dispatcher.h"
 
 #include <algorithm>
+#include <span>
 
 #include "base/logging.h"
 #include "base/murmur3.h"
@@ -18,10 +19,10 @@ int64_t packPosition(Position p) { return (p.ledgerId << 32) ^ p.entryId; }
 
 // The sticky key of an entry: ordering_key, else partition_key, else a fixed key for messages
 // without one (Pulsar's NONE_KEY). Pulsar hashes the base64 text itself when flagged b64.
-int32_t stickyHashOf(const EntryMetadataPeek& md) {
-  if (md.hasOrderingKey) return static_cast<int32_t>(stickyKeyHash(md.orderingKey));
-  if (md.hasPartitionKey) return static_cast<int32_t>(stickyKeyHash(md.partitionKey));
-  return static_cast<int32_t>(stickyKeyHash("NONE_KEY"));
+int32_t stickyHashOf(const EntryMetadataPeek& md, const KeySharedSelector& selector) {
+  if (md.hasOrderingKey) return selector.hashOf(md.orderingKey);
+  if (md.hasPartitionKey) return selector.hashOf(md.partitionKey);
+  return selector.hashOf("NONE_KEY");
 }
 
 bool isSingleActive(SubType t) {
@@ -54,6 +55,7 @@ Status Dispatcher::addConsumer(const std::shared_ptr<Consumer>& c) {
     if (!s.isOk()) return s;
   }
   consumers_.push_back(c);
+  if (selector_) draining_.rescan(pendingHashes_, *selector_);
   if (isSingleActive(type_)) updateActiveConsumer();
   readMoreEntries();
   return Status::ok();
@@ -82,6 +84,7 @@ void Dispatcher::removeConsumer(Consumer* c) {
   }
   // Pulsar keeps redelivery counts only while the subscription has consumers.
   if (consumers_.empty()) redeliveryCount_.clear();
+  if (selector_) draining_.rescan(pendingHashes_, *selector_);
   readMoreEntries();
 }
 
@@ -131,7 +134,12 @@ void Dispatcher::updateActiveConsumer() {
   active_ = next;
   if (type_ == proto::CommandSubscribe::Failover) {
     for (auto& c : consumers_) {
-      c->cnx()->sendFrame(protocol::Commands::newActiveConsumerChange(c->id(), c.get() == active_));
+      Buffer frame = protocol::Commands::newActiveConsumerChange(c->id(), c.get() == active_);
+      if (c->sink()) {
+        c->sink()->sendFrame(frame);
+      } else {
+        c->cnx()->sendFrame(frame);
+      }
     }
   }
 }
@@ -205,6 +213,33 @@ void Dispatcher::ackedCumulative(Consumer* c, Position upTo) {
   if (wasBlocked && !(c->blockedOnUnacked || blockedOnUnacked_)) readMoreEntries();
 }
 
+void Dispatcher::batchIndexesAcked(Consumer* c, const std::vector<Position>& positions) {
+  bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
+  bool hashFreed = false;
+  for (auto& p : positions) {
+    auto it = c->pendingAcks.find(p);
+    if (it == c->pendingAcks.end()) continue;
+    if (cursor_.isAcknowledged(p)) {
+      hashFreed |= releasePending(c, it->second);
+      c->pendingAcks.erase(it);
+      if (!redeliveryCount_.empty()) redeliveryCount_.erase(packPosition(p));
+      continue;
+    }
+    const storage::AckSet* set = cursor_.batchDeletedIndexes(p);
+    if (!set) continue;
+    // Pulsar counts acked batch indexes off the consumer's unacked messages one by one.
+    int32_t left = storage::ackSetCardinality(*set, it->second.batchSize);
+    if (left < it->second.messages) {
+      trackUnacked(c, left - it->second.messages);
+      it->second.messages = left;
+    }
+  }
+  if ((wasBlocked && !(c->blockedOnUnacked || blockedOnUnacked_)) ||
+      (hashFreed && !replay_.empty())) {
+    readMoreEntries();
+  }
+}
+
 void Dispatcher::redeliver(Consumer* c, const std::vector<Position>& positions) {
   if (isSingleActive(type_)) {
     // Pulsar rewinds the cursor to the first unacked entry for Exclusive/Failover on any
@@ -257,6 +292,7 @@ bool Dispatcher::releasePending(Consumer* c, const Consumer::PendingAck& p) {
   if (p.keyHash < 0) return false;
   auto& h = pendingHashes_[static_cast<size_t>(p.keyHash)];
   if (h.second == 0 || --h.second > 0) return false;
+  if (!draining_.empty()) draining_.released(p.keyHash, h.first);
   h.first = nullptr;
   return true;
 }
@@ -272,6 +308,21 @@ size_t Dispatcher::drainingHashCount() const {
   for (size_t h = 0; h < pendingHashes_.size(); ++h) {
     const auto& owner = pendingHashes_[h];
     if (owner.second > 0 && selector_->select(static_cast<int32_t>(h)) != owner.first) ++n;
+  }
+  return n;
+}
+
+std::vector<DrainingHashInfo> Dispatcher::drainingHashes() const {
+  if (!selector_) return {};
+  return draining_.snapshot(pendingHashes_, *selector_);
+}
+
+int64_t Dispatcher::entriesBlockedByDraining() const {
+  if (!selector_ || replayHashes_.empty()) return 0;
+  int64_t n = 0;
+  for (const auto& d : draining_.snapshot(pendingHashes_, *selector_)) {
+    auto it = replayHashes_.find(d.hash);
+    if (it != replayHashes_.end()) n += it->second;
   }
   return n;
 }
@@ -383,7 +434,21 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
                 e.position.entryId);
       continue;
     }
-    int32_t n = std::max(1, md.numMessagesInBatch);
+    const int32_t batchSize = std::max(1, md.numMessagesInBatch);
+    int32_t n = batchSize;
+    // A partly acked batch goes out with its ack set so the client skips the acked indexes;
+    // permits and unacked counts cover only the rest (Pulsar's EntryBatchIndexesAcks).
+    const storage::AckSet* ackSet =
+        options_.acknowledgmentAtBatchIndexLevelEnabled ? cursor_.batchDeletedIndexes(e.position)
+                                                        : nullptr;
+    if (ackSet) {
+      n = storage::ackSetCardinality(*ackSet, batchSize);
+      if (n == 0) {
+        // Only bits past the batch's end were left: every message is acked.
+        cursor_.asyncDelete({e.position}, nullptr);
+        continue;
+      }
+    }
     Consumer* target = nullptr;
     int32_t hash = -1;
     if (singleActive) {
@@ -403,7 +468,7 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
       // consumers rather than pinning them to the owner of one hash.
       target = blockedOnUnacked_ ? nullptr : pickShared();
     } else if (selector_) {
-      hash = stickyHashOf(md);
+      hash = stickyHashOf(md, *selector_);
       Consumer* owner = selector_->select(hash);
       bool keyWaiting = !fromReplay && replayHashes_.count(hash) > 0;
       // Draining (Pulsar 4): while messages of this hash are unacked at another consumer (the
@@ -413,7 +478,10 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
         const auto& ph = pendingHashes_[static_cast<size_t>(hash)];
         draining = ph.second > 0 && ph.first != owner;
       }
-      if (draining) stats_.blockedByDraining++;
+      if (draining) {
+        stats_.blockedByDraining++;
+        draining_.blocked(hash);
+      }
       if (owner && canTake(owner) && !keyWaiting && !draining && !blockedOnUnacked_) {
         target = owner;
       }
@@ -425,7 +493,7 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
       continue;
     }
     target->permits -= n;
-    target->pendingAcks.emplace(e.position, Consumer::PendingAck{n, hash});
+    target->pendingAcks.emplace(e.position, Consumer::PendingAck{n, hash, batchSize});
     trackUnacked(target, n);
     if (hash >= 0) {
       auto& ph = pendingHashes_[static_cast<size_t>(hash)];
@@ -442,14 +510,23 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
       if (rc != redeliveryCount_.end()) redeliveries = static_cast<uint32_t>(rc->second);
     }
     net::FrameBatch& b = batchFor(target);
-    uint8_t* dst = b.appendSpace(protocol::kMaxMessageHeaderSize);
+    std::span<const int64_t> ackWords;
+    if (ackSet) ackWords = std::span<const int64_t>(ackSet->data(), ackSet->size());
+    const size_t maxHeader = protocol::maxMessageHeaderSize(ackWords.size());
+    uint8_t* dst = b.appendSpace(maxHeader);
     size_t used = protocol::Commands::writeMessageHeader(
         dst, target->id(), static_cast<uint64_t>(e.position.ledgerId),
-        static_cast<uint64_t>(e.position.entryId), redeliveries, e.data.size());
-    b.trimBytes(protocol::kMaxMessageHeaderSize - used);
+        static_cast<uint64_t>(e.position.entryId), redeliveries, e.data.size(), ackWords);
+    b.trimBytes(maxHeader - used);
     b.appendBuffer(e.data);
   }
-  for (auto& o : outs) o.consumer->cnx()->send(std::move(o.batch));
+  for (auto& o : outs) {
+    if (o.consumer->sink()) {
+      o.consumer->sink()->send(std::move(o.batch));
+    } else {
+      o.consumer->cnx()->send(std::move(o.batch));
+    }
+  }
 }
 
 }  // namespace magnetar::broker

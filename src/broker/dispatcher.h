@@ -13,6 +13,7 @@
 
 #include "broker/broker_options.h"
 #include "broker/consumer.h"
+#include "broker/draining_hashes.h"
 #include "broker/entry_metadata.h"
 #include "broker/key_shared_selector.h"
 #include "net/frame_batch.h"
@@ -50,6 +51,9 @@ class Dispatcher {
   // Acks from c (positions individually, or cumulative up to `upTo`). Frees unacked counts.
   void acked(Consumer* c, const std::vector<storage::Position>& positions);
   void ackedCumulative(Consumer* c, storage::Position upTo);
+  // Batch-index acks from c were applied to the cursor for these entries: their pending message
+  // counts drop to what the cursor still has unacked (the whole entry is freed when none is left).
+  void batchIndexesAcked(Consumer* c, const std::vector<storage::Position>& positions);
   // REDELIVER_UNACKNOWLEDGED_MESSAGES: the given positions of c (all of c's when empty).
   void redeliver(Consumer* c, const std::vector<storage::Position>& positions);
   // New entries were appended to the ledger.
@@ -65,6 +69,14 @@ class Dispatcher {
   const KeySharedSelector* keySharedSelector() const { return selector_.get(); }
   // Key_Shared: hashes with unacked messages at a consumer that no longer owns them (draining).
   size_t drainingHashCount() const;
+  // Key_Shared: the draining hashes now, sorted by hash (empty for other types).
+  std::vector<DrainingHashInfo> drainingHashes() const;
+  // Key_Shared: draining hashes that finished over the subscription's life.
+  uint64_t drainingHashesClearedTotal() const { return draining_.clearedTotal(); }
+  // Key_Shared: entries waiting for redelivery whose hash drains (held back until it is acked).
+  int64_t entriesBlockedByDraining() const;
+  // maxUnackedMessagesPerSubscription holds dispatch (set at the limit, cleared at half).
+  bool blockedOnUnacked() const { return blockedOnUnacked_; }
 
  private:
   void readMoreEntries(bool allowReplay = true);
@@ -104,6 +116,7 @@ class Dispatcher {
   // Key_Shared: hash -> (the consumer holding its unacked messages, how many).
   // A flat table of 65536 slots (no allocation or hashing per message).
   std::vector<std::pair<Consumer*, int>> pendingHashes_;
+  DrainingHashes draining_;  // Key_Shared: for stats (re-derived when consumers change)
   std::unordered_map<int64_t, int32_t> redeliveryCount_;  // packed position -> count
   int64_t unackedMessages_ = 0;
   bool blockedOnUnacked_ = false;

@@ -7,8 +7,18 @@
 
 namespace magnetar::broker {
 
+namespace {
+// Pulsar's ConsistentHashingStickyKeyConsumerSelector hashes into Range.of(1, 65535).
+constexpr uint32_t kConsistentStart = 1;
+constexpr uint32_t kConsistentSize = kKeySharedRangeSize - 1;
+}  // namespace
+
 Status KeySharedSelector::addConsumer(Consumer* c) {
-  if (!c->stickyRanges.empty()) {
+  if (ring_.empty() && sticky_.empty()) sticky_mode_ = !c->stickyRanges.empty();
+  if (sticky_mode_) {
+    if (c->stickyRanges.empty()) {
+      return Status::invalidArgument("Ranges for KeyShared policy must not be empty.");
+    }
     for (auto [s, e] : c->stickyRanges) {
       if (s < 0 || e >= kKeySharedRangeSize || s > e) {
         return Status::invalidArgument("Ranges for KeyShared policy must be in [0, 65535]");
@@ -22,12 +32,23 @@ Status KeySharedSelector::addConsumer(Consumer* c) {
     for (auto [s, e] : c->stickyRanges) sticky_[s] = {e, c};
     return Status::ok();
   }
-  // Points on the ring from the consumer's name and id, as Pulsar's consistent-hashing selector.
+  // Name index: the lowest free slot among consumers with this name.
+  auto& slots = nameIndexes_[c->name()];
+  int index = static_cast<int>(std::find(slots.begin(), slots.end(), false) - slots.begin());
+  if (index == static_cast<int>(slots.size())) slots.push_back(false);
+  slots[index] = true;
+  indexOf_[c] = index;
+  // Ring point i: hash of name + '\0' + nameIndex + '\0' + i, as Pulsar.
   for (int i = 0; i < replicaPoints_; ++i) {
-    std::string key = c->name() + std::to_string(c->id()) + std::to_string(i);
-    int32_t point = static_cast<int32_t>(stickyKeyHash(key));
+    std::string key = c->name();
+    key += '\0';
+    key += std::to_string(index);
+    key += '\0';
+    key += std::to_string(i);
+    int32_t point = static_cast<int32_t>(stickyKeyHash(key, kConsistentStart, kConsistentSize));
     ring_[point].push_back(c);
   }
+  rebuildPoints();
   return Status::ok();
 }
 
@@ -40,44 +61,64 @@ void KeySharedSelector::removeConsumer(Consumer* c) {
   for (auto it = sticky_.begin(); it != sticky_.end();) {
     it = it->second.second == c ? sticky_.erase(it) : std::next(it);
   }
+  if (auto it = indexOf_.find(c); it != indexOf_.end()) {
+    auto slots = nameIndexes_.find(c->name());
+    if (slots != nameIndexes_.end()) {
+      slots->second[it->second] = false;
+      if (std::find(slots->second.begin(), slots->second.end(), true) == slots->second.end()) {
+        nameIndexes_.erase(slots);
+      }
+    }
+    indexOf_.erase(it);
+  }
+  rebuildPoints();
+}
+
+void KeySharedSelector::rebuildPoints() {
+  points_.clear();
+  owners_.clear();
+  for (auto& [p, v] : ring_) {
+    points_.push_back(p);
+    owners_.push_back(v.front());
+  }
+}
+
+int32_t KeySharedSelector::hashOf(std::string_view key) const {
+  if (sticky_mode_) return static_cast<int32_t>(stickyKeyHash(key));
+  return static_cast<int32_t>(stickyKeyHash(key, kConsistentStart, kConsistentSize));
 }
 
 Consumer* KeySharedSelector::select(int32_t hash) const {
-  if (!sticky_.empty()) {
+  if (sticky_mode_) {
     auto it = sticky_.upper_bound(hash);
     if (it == sticky_.begin()) return nullptr;
     --it;
     return hash <= it->second.first ? it->second.second : nullptr;
   }
-  if (ring_.empty()) return nullptr;
-  auto it = ring_.lower_bound(hash);
-  if (it == ring_.end()) it = ring_.begin();
-  const auto& v = it->second;
-  // Several consumers on one point: pick deterministically by hash.
-  return v[static_cast<size_t>(hash) % v.size()];
+  if (points_.empty()) return nullptr;
+  // The first point at or after the hash (Pulsar's ceilingEntry), wrapping to the first point.
+  auto it = std::lower_bound(points_.begin(), points_.end(), hash);
+  size_t i = it == points_.end() ? 0 : static_cast<size_t>(it - points_.begin());
+  return owners_[i];
 }
 
 std::vector<std::pair<int32_t, int32_t>> KeySharedSelector::rangesOf(const Consumer* c) const {
   std::vector<std::pair<int32_t, int32_t>> out;
-  if (!sticky_.empty()) {
+  if (sticky_mode_) {
     for (auto& [s, e] : sticky_) {
       if (e.second == c) out.push_back({s, e.first});
     }
     return out;
   }
-  // A ring point p owns (previous point, p].
-  int32_t prev = ring_.empty() ? 0 : ring_.rbegin()->first - kKeySharedRangeSize;
-  for (auto& [p, v] : ring_) {
-    if (std::find(v.begin(), v.end(), c) != v.end()) {
-      int32_t start = prev + 1;
-      if (start < 0) {
-        out.push_back({start + kKeySharedRangeSize, kKeySharedRangeSize - 1});
-        start = 0;
-      }
-      out.push_back({start, p});
-    }
-    prev = p;
+  if (points_.empty()) return out;
+  // Point i owns (point i-1, point i]; the first point also owns the hashes after the last one.
+  int32_t prev = static_cast<int32_t>(kConsistentStart) - 1;
+  for (size_t i = 0; i < points_.size(); ++i) {
+    if (owners_[i] == c) out.push_back({prev + 1, points_[i]});
+    prev = points_[i];
   }
+  const int32_t last = kKeySharedRangeSize - 1;
+  if (owners_[0] == c && prev < last) out.push_back({prev + 1, last});
   return out;
 }
 

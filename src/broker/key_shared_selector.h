@@ -1,12 +1,16 @@
-// KeySharedSelector: maps a sticky-key hash (0..65535) to a consumer of a Key_Shared subscription.
-// AUTO_SPLIT uses consistent hashing (Pulsar's subscriptionKeySharedUseConsistentHashing, with
+// KeySharedSelector: maps a sticky-key hash to a consumer of a Key_Shared subscription, computing
+// hashes and ring points exactly as Pulsar 4's selectors do, so a consumer's hash ranges mean the
+// same on both brokers. AUTO_SPLIT uses consistent hashing (Pulsar's
+// ConsistentHashingStickyKeyConsumerSelector: hashes in [1, 65535],
 // subscriptionKeySharedConsistentHashingReplicaPoints points per consumer); STICKY uses the
-// consumer's explicit ranges.
+// consumers' explicit ranges (hashes in [0, 65535], 0 read as 1).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -15,24 +19,41 @@ namespace magnetar::broker {
 
 class Consumer;
 
-// Pulsar's StickyKeyConsumerSelector.DEFAULT_RANGE_SIZE.
+// Pulsar's StickyKeyConsumerSelector.DEFAULT_RANGE_SIZE: hashes are below it.
 inline constexpr int32_t kKeySharedRangeSize = 65536;
 
 // Thread: the topic's executor only.
 class KeySharedSelector {
  public:
   explicit KeySharedSelector(int replicaPoints) : replicaPoints_(replicaPoints) {}
-  // Errors: kInvalidArgument when sticky ranges overlap another consumer's (ConsumerAssignError).
+  // The first consumer fixes the mode: STICKY when it brings ranges, else AUTO_SPLIT.
+  // Errors: kInvalidArgument when sticky ranges are out of [0, 65535] or overlap another
+  // consumer's (Pulsar's ConsumerAssignError).
   Status addConsumer(Consumer* c);
   void removeConsumer(Consumer* c);
-  // The owner of `hash` (0..65535), or null when there is no consumer.
+  // The sticky-key hash of `key` in this selector's range (Pulsar's makeStickyKeyHash).
+  int32_t hashOf(std::string_view key) const;
+  // The owner of `hash` (from hashOf), or null when no consumer owns it.
   Consumer* select(int32_t hash) const;
   // Hash ranges [start, end] owned by c (for stats).
   std::vector<std::pair<int32_t, int32_t>> rangesOf(const Consumer* c) const;
+  bool stickyMode() const { return sticky_mode_; }
 
  private:
+  void rebuildPoints();
+
   int replicaPoints_;
-  std::map<int32_t, std::vector<Consumer*>> ring_;  // AUTO_SPLIT points -> consumers
+  bool sticky_mode_ = false;
+  // AUTO_SPLIT ring: point -> consumers in the order they claimed it; the first one owns it and
+  // the others take over in turn when it leaves (Pulsar's colliding consumers).
+  std::map<int32_t, std::vector<Consumer*>> ring_;
+  // The ring flattened for select(): sorted points and their owners.
+  std::vector<int32_t> points_;
+  std::vector<Consumer*> owners_;
+  // Per consumer name, the name indexes in use (consumers sharing a name get 0, 1, ...), and the
+  // index each consumer holds, as Pulsar's ConsumerNameIndexTracker.
+  std::unordered_map<std::string, std::vector<bool>> nameIndexes_;
+  std::unordered_map<const Consumer*, int> indexOf_;
   std::map<int32_t, std::pair<int32_t, Consumer*>> sticky_;  // range start -> (end, consumer)
 };
 

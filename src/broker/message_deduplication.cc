@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "base/logging.h"
 #include "broker/entry_metadata.h"
 
 namespace magnetar::broker {
@@ -40,22 +41,101 @@ struct ReplayScan : std::enable_shared_from_this<ReplayScan> {
 
 }  // namespace
 
-void MessageDeduplication::replay(storage::ManagedLedger& ledger,
-                                  std::function<void(Status)> done) {
-  if (!enabled_ || ledger.numberOfEntries() == 0) {
+void MessageDeduplication::recover(storage::ManagedLedger& ledger,
+                                   std::function<void(Status)> done) {
+  entriesReplayed_ = 0;
+  if (!enabled_) {
+    // Pulsar deletes the dedup cursor when dedup is off, so it no longer retains entries.
+    for (auto* c : ledger.cursors()) {
+      if (c->name() == kDedupCursorName) {
+        ledger.deleteCursor(kDedupCursorName);
+        break;
+      }
+    }
     done(Status::ok());
     return;
   }
+  auto cursor = ledger.openCursor(kDedupCursorName, storage::InitialPosition::kEarliest);
+  if (!cursor.isOk()) {
+    done(cursor.status());
+    return;
+  }
+  cursor_ = *cursor;
+  for (const auto& [producer, seq] : cursor_->properties()) apply(producer, seq);
+  lastPersisted_ = cursor_->markDeletedPosition();
   auto scan = std::make_shared<ReplayScan>();
   scan->ledger = &ledger;
   scan->apply = [this](const EntryMetadataPeek& md) {
+    entriesReplayed_++;
     int64_t hi = static_cast<int64_t>(md.hasHighestSequenceId && md.highestSequenceId > md.sequenceId
                                           ? md.highestSequenceId
                                           : md.sequenceId);
     apply(std::string(md.producerName), hi);
   };
-  scan->done = std::move(done);
-  scan->step(ledger.firstPosition());
+  scan->done = [this, &ledger, done = std::move(done)](Status s) {
+    // Save what the replay found, so the next load starts after it.
+    if (s.isOk() && entriesReplayed_ > 0) takeSnapshot(ledger.lastConfirmedEntry());
+    done(s);
+  };
+  scan->step(ledger.nextValidPosition(cursor_->markDeletedPosition()));
+}
+
+void MessageDeduplication::setEnabled(bool enabled, storage::ManagedLedger& ledger,
+                                      std::function<void(Status)> done) {
+  if (enabled == enabled_) {
+    done(Status::ok());
+    return;
+  }
+  enabled_ = enabled;
+  cursor_ = nullptr;
+  inactive_.clear();
+  sinceSnapshot_ = 0;
+  for (auto it = state_.begin(); it != state_.end();) {
+    it = it->second.waiters.empty() ? state_.erase(it) : std::next(it);
+  }
+  recover(ledger, std::move(done));
+}
+
+void MessageDeduplication::takeSnapshot(storage::Position pos) {
+  sinceSnapshot_ = 0;
+  lastSnapshot_ = Clock::now();
+  if (!cursor_ || pos.entryId < 0 || pos <= cursor_->markDeletedPosition()) return;
+  storage::CursorProperties snapshot;
+  for (const auto& [producer, st] : state_) {
+    if (static_cast<int>(snapshot.size()) >= options_.maxProducers) break;
+    if (st.persisted >= 0) snapshot.emplace(producer, st.persisted);
+  }
+  cursor_->asyncMarkDelete(pos, std::move(snapshot), [](Status s) {
+    if (!s.isOk()) MLOG_WARN("dedup snapshot failed: {}", s.toString());
+  });
+}
+
+void MessageDeduplication::checkSnapshot(Clock::time_point now) {
+  if (!enabled_ || sinceSnapshot_ == 0 || options_.snapshotIntervalSeconds <= 0) return;
+  if (now - lastSnapshot_ >= std::chrono::seconds(options_.snapshotIntervalSeconds)) {
+    takeSnapshot(lastPersisted_);
+  }
+}
+
+void MessageDeduplication::producerAdded(const std::string& producer) {
+  inactive_.erase(producer);
+}
+
+void MessageDeduplication::producerRemoved(const std::string& producer, Clock::time_point now) {
+  if (enabled_) inactive_[producer] = now;
+}
+
+void MessageDeduplication::purgeInactiveProducers(Clock::time_point now) {
+  auto timeout = std::chrono::minutes(options_.producerInactivityTimeoutMinutes);
+  for (auto it = inactive_.begin(); it != inactive_.end();) {
+    if (now - it->second < timeout) {
+      ++it;
+      continue;
+    }
+    auto st = state_.find(it->first);
+    if (st != state_.end() && st->second.waiters.empty()) state_.erase(st);
+    it = inactive_.erase(it);
+  }
 }
 
 void MessageDeduplication::apply(const std::string& producer, int64_t highest) {
@@ -70,7 +150,7 @@ MessageDeduplication::Verdict MessageDeduplication::check(const std::string& pro
   if (!enabled_) return Verdict::kNew;
   auto it = state_.find(producer);
   if (it == state_.end()) {
-    if (maxProducers_ > 0 && static_cast<int>(state_.size()) >= maxProducers_) {
+    if (options_.maxProducers > 0 && static_cast<int>(state_.size()) >= options_.maxProducers) {
       // Over brokerDeduplicationMaxNumberOfProducers: forget producers with nothing in flight.
       for (auto i = state_.begin(); i != state_.end();) {
         i = i->second.pushed == i->second.persisted && i->second.waiters.empty() ? state_.erase(i)
@@ -92,13 +172,18 @@ void MessageDeduplication::waitFor(const std::string& producer, Waiter w) {
 }
 
 void MessageDeduplication::completed(const std::string& producer, int64_t highestSequenceId,
-                                     const Status& status) {
-  if (!enabled_) return;
+                                     const Status& status, storage::Position pos) {
+  if (!enabled_ && state_.empty()) return;  // off (waiters of a switch-off still get answers)
+  if (enabled_ && status.isOk() && pos.entryId >= 0) {
+    lastPersisted_ = pos;
+    ++sinceSnapshot_;
+  }
   auto it = state_.find(producer);
   if (it == state_.end()) return;
   auto& st = it->second;
   if (status.isOk()) {
     st.persisted = std::max(st.persisted, highestSequenceId);
+    if (enabled_ && sinceSnapshot_ >= options_.entriesInterval) takeSnapshot(pos);
   } else {
     st.pushed = st.persisted;
   }

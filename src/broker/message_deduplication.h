@@ -1,8 +1,15 @@
 // MessageDeduplication: broker-side dedup of a topic's publishes by (producer name, sequence id),
-// as Pulsar's MessageDeduplication (brokerDeduplicationEnabled). Per producer name it keeps the
-// highest sequence id pushed to storage and the highest persisted.
+// as Pulsar's MessageDeduplication (brokerDeduplicationEnabled or the namespace policy). Per
+// producer name it keeps the highest sequence id pushed to storage and the highest persisted.
+//
+// Durability as Pulsar: every brokerDeduplicationEntriesInterval persisted entries (and, when
+// entries arrived, every brokerDeduplicationSnapshotIntervalSeconds) the persisted ids are saved
+// as the properties of the ledger's "pulsar.dedup" cursor, marked at the snapshot's entry. That
+// cursor keeps the entries after the snapshot from being trimmed; at load the state is the
+// snapshot plus a replay of only those entries.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,6 +21,16 @@
 #include "storage/managed_ledger.h"
 
 namespace magnetar::broker {
+
+// Pulsar's name of the dedup cursor; not a subscription.
+inline constexpr char kDedupCursorName[] = "pulsar.dedup";
+
+struct DedupOptions {
+  int maxProducers = 10000;               // brokerDeduplicationMaxNumberOfProducers
+  int entriesInterval = 1000;             // brokerDeduplicationEntriesInterval
+  int snapshotIntervalSeconds = 120;      // brokerDeduplicationSnapshotIntervalSeconds (0: off)
+  int producerInactivityTimeoutMinutes = 360;  // brokerDeduplicationProducerInactivityTimeoutMinutes
+};
 
 // Thread: the topic's executor only.
 class MessageDeduplication {
@@ -27,24 +44,42 @@ class MessageDeduplication {
     int64_t sequenceId;
     std::function<void(Status)> done;  // OK: persisted; else the original failed
   };
+  using Clock = std::chrono::steady_clock;
 
-  MessageDeduplication(bool enabled, int maxProducers)
-      : enabled_(enabled), maxProducers_(maxProducers) {}
+  MessageDeduplication(bool enabled, DedupOptions options)
+      : enabled_(enabled), options_(options) {}
   bool enabled() const { return enabled_; }
 
-  // Rebuilds the state from the stored entries (producer name and highest sequence id of each),
-  // from `from` to the log's end; done(status) once finished. Pulsar replays after its last
-  // snapshot; without snapshots yet we replay what the ledger still holds.
-  void replay(storage::ManagedLedger& ledger, std::function<void(Status)> done);
+  // Opens the dedup cursor (created at the log's start the first time), loads its snapshot and
+  // replays the entries after it; done(status) once finished. Disabled: deletes the cursor (so
+  // it no longer holds data back) and completes at once.
+  void recover(storage::ManagedLedger& ledger, std::function<void(Status)> done);
+  // Turns dedup on (state from the snapshot and tail, as recover) or off (state dropped except
+  // for in-flight waiters, cursor deleted). done on the topic's executor.
+  void setEnabled(bool enabled, storage::ManagedLedger& ledger, std::function<void(Status)> done);
+  // Entries read by the last recover() (the tail after the snapshot).
+  int64_t entriesReplayed() const { return entriesReplayed_; }
 
   // Checks one publish. sequenceId is the first id of the entry, highestSequenceId its last
   // (batches). For kNew the pushed id moves to highestSequenceId.
   Verdict check(const std::string& producer, int64_t sequenceId, int64_t highestSequenceId);
   // Queues a waiter for a kInFlight publish.
   void waitFor(const std::string& producer, Waiter w);
-  // The publish of [.., highestSequenceId] completed (ok or not). On failure the pushed id goes
-  // back to the persisted one so the client's resend is stored (Pulsar resets it too).
-  void completed(const std::string& producer, int64_t highestSequenceId, const Status& status);
+  // The publish of [.., highestSequenceId] completed (ok or not) at pos. On failure the pushed id
+  // goes back to the persisted one so the client's resend is stored (Pulsar resets it too). A
+  // success may take a snapshot (every entriesInterval entries).
+  void completed(const std::string& producer, int64_t highestSequenceId, const Status& status,
+                 storage::Position pos = {});
+
+  // Producer connect/disconnect: a producer gone for producerInactivityTimeoutMinutes is
+  // forgotten by purgeInactiveProducers().
+  void producerAdded(const std::string& producer);
+  void producerRemoved(const std::string& producer, Clock::time_point now = Clock::now());
+  // Forgets producers disconnected for longer than the timeout (Pulsar checks every third of it).
+  void purgeInactiveProducers(Clock::time_point now = Clock::now());
+  // Takes a time-based snapshot when entries were persisted since the last one and
+  // snapshotIntervalSeconds passed (Pulsar's checkDeduplicationSnapshot).
+  void checkSnapshot(Clock::time_point now = Clock::now());
 
   // For PRODUCER_SUCCESS.last_sequence_id: the highest persisted id, or -1.
   int64_t lastSequenceId(const std::string& producer) const;
@@ -57,10 +92,17 @@ class MessageDeduplication {
     std::vector<Waiter> waiters;
   };
   void apply(const std::string& producer, int64_t highest);
+  void takeSnapshot(storage::Position pos);
 
   bool enabled_;
-  int maxProducers_;
+  DedupOptions options_;
+  storage::ManagedCursor* cursor_ = nullptr;
   std::unordered_map<std::string, ProducerState> state_;
+  std::unordered_map<std::string, Clock::time_point> inactive_;  // disconnected since
+  storage::Position lastPersisted_;
+  int64_t sinceSnapshot_ = 0;  // entries persisted since the last snapshot
+  Clock::time_point lastSnapshot_ = Clock::now();
+  int64_t entriesReplayed_ = 0;
 };
 
 }  // namespace magnetar::broker

@@ -24,12 +24,32 @@ ServerCnx::ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket,
 
 ServerCnx::~ServerCnx() = default;
 
+const char* CnxErrorStats::label(ProtocolError e) {
+  switch (e) {
+    case ProtocolError::kBadFrame: return "bad_frame";
+    case ProtocolError::kFrameTooLarge: return "frame_too_large";
+    case ProtocolError::kTruncated: return "truncated";
+    case ProtocolError::kChecksum: return "checksum";
+    case ProtocolError::kUnknownCommand: return "unknown_command";
+    case ProtocolError::kBeforeConnect: return "before_connect";
+    case ProtocolError::kUnknownId: return "unknown_id";
+    case ProtocolError::kInvalidName: return "invalid_name";
+    case ProtocolError::kHandshakeTimeout: return "handshake_timeout";
+    case ProtocolError::kKeepAliveTimeout: return "keepalive_timeout";
+    case ProtocolError::kCount: break;
+  }
+  return "other";
+}
+
 bool ServerCnx::onData(const uint8_t* data, size_t len) {
-  receivedSinceLastPing_ = true;
-  waitingForPong_ = false;
   Status s = decoder_.feed(data, len, static_cast<protocol::FrameHandler&>(*this));
   if (!s.isOk()) {
-    CnxErrorStats::badFrames++;
+    // Commands before CONNECT are counted where they are refused (onFrame).
+    if (s.code() == StatusCode::kTooLarge) {
+      CnxErrorStats::record(ProtocolError::kFrameTooLarge);
+    } else if (s.code() != StatusCode::kNotAllowed) {
+      CnxErrorStats::record(ProtocolError::kBadFrame);
+    }
     MLOG_WARN("[{}] closing connection: {}", peerAddress(), s.toString());
     close();
     return false;
@@ -75,6 +95,9 @@ void ServerCnx::updateReadState() {
 
 void ServerCnx::onClosed() {
   keepAliveTimer_.cancel();
+  if (!decoder_.idle() && decoder_.error().isOk() && !closedByKeepAlive_) {
+    CnxErrorStats::record(ProtocolError::kTruncated);
+  }
   throttle_.unregisterConnection(this);
   for (auto& [topic, sends] : sendBatch_) {
     for (auto& ps : sends) throttle_.release(static_cast<int64_t>(ps.entry.size()));
@@ -103,11 +126,15 @@ void ServerCnx::sendError(uint64_t requestId, proto::ServerError e, const std::s
 
 Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
   using T = proto::BaseCommand;
+  // Liveness counts complete frames only (Pulsar's messageReceived()), not bytes.
+  receivedSinceLastPing_ = true;
+  waitingForPong_ = false;
   if (!connected_ && cmd.type() != T::CONNECT) {
     if (cmd.type() == T::PING) {
       send(Commands::newPong());
       return Status::ok();
     }
+    CnxErrorStats::record(ProtocolError::kBeforeConnect);
     return Status::notAllowed("received " + T::Type_Name(cmd.type()) + " before CONNECT");
   }
   switch (cmd.type()) {
@@ -131,7 +158,7 @@ Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
     case T::GET_SCHEMA: handleGetSchema(cmd.getschema()); break;
     case T::GET_OR_CREATE_SCHEMA: handleGetOrCreateSchema(cmd.getorcreateschema()); break;
     default:
-      CnxErrorStats::unknownCommands++;
+      CnxErrorStats::record(ProtocolError::kUnknownCommand);
       MLOG_WARN("[{}] unsupported command {}", peerAddress(), T::Type_Name(cmd.type()));
       send(Commands::newError(0, proto::NotAllowedError,
                               "Command not supported by this broker: " + T::Type_Name(cmd.type())));
@@ -150,33 +177,50 @@ void ServerCnx::handleConnect(const proto::CommandConnect& c) {
   protocolVersion_ = std::min<int>(c.protocol_version(), protocol::kMaxProtocolVersion);
   send(Commands::newConnected(service_.options().serverVersion, protocolVersion_,
                               static_cast<int32_t>(service_.options().maxMessageSize)));
-  startKeepAlive();
 }
 
 void ServerCnx::startKeepAlive() {
   int secs = service_.options().keepAliveIntervalSeconds;
-  if (secs <= 0) return;
+  if (secs <= 0 || isClosed()) return;
   keepAliveTimer_.expires_after(std::chrono::seconds(secs));
   auto me = self();
   keepAliveTimer_.async_wait([me](const boost::system::error_code& ec) {
     if (ec || me->isClosed()) return;
-    if (!me->receivedSinceLastPing_) {
-      if (me->waitingForPong_) {
-        MLOG_WARN("[{}] closing connection: no keep-alive answer", me->peerAddress());
-        me->close();
-        return;
-      }
-      me->waitingForPong_ = true;
-      me->send(Commands::newPing());
-    }
-    me->receivedSinceLastPing_ = false;
-    me->startKeepAlive();
+    me->onKeepAliveTimer();
   });
+}
+
+void ServerCnx::onKeepAliveTimer() {
+  if (!connected_) {
+    CnxErrorStats::record(ProtocolError::kHandshakeTimeout);
+    closedByKeepAlive_ = true;
+    MLOG_WARN("[{}] closing connection: no CONNECT within keepAliveIntervalSeconds",
+              peerAddress());
+    close();
+    return;
+  }
+  if (!receivedSinceLastPing_) {
+    // While reads are paused the answer may sit unread: wait (as Pulsar with auto-read off).
+    if (waitingForPong_ && !readPaused()) {
+      CnxErrorStats::record(ProtocolError::kKeepAliveTimeout);
+      closedByKeepAlive_ = true;
+      MLOG_WARN("[{}] closing connection: no keep-alive answer", peerAddress());
+      close();
+      return;
+    }
+    if (!waitingForPong_) {
+      waitingForPong_ = true;
+      send(Commands::newPing());
+    }
+  }
+  receivedSinceLastPing_ = false;
+  startKeepAlive();
 }
 
 void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
   auto name = TopicName::parse(c.topic());
   if (!name.isOk()) {
+    CnxErrorStats::record(ProtocolError::kInvalidName);
     send(Commands::newLookupErrorResponse(c.request_id(), proto::InvalidTopicName,
                                           name.status().message()));
     return;
@@ -187,6 +231,7 @@ void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
 void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c) {
   auto name = TopicName::parse(c.topic());
   if (!name.isOk()) {
+    CnxErrorStats::record(ProtocolError::kInvalidName);
     send(Commands::newPartitionMetadataErrorResponse(c.request_id(), proto::InvalidTopicName,
                                                      name.status().message()));
     return;
@@ -212,6 +257,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
   }
   auto name = TopicName::parse(c.topic());
   if (!name.isOk()) {
+    CnxErrorStats::record(ProtocolError::kInvalidName);
     sendError(requestId, proto::InvalidTopicName, name.status().message());
     return;
   }
@@ -251,13 +297,14 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
 void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
   auto it = producers_.find(c.producer_id());
   if (it == producers_.end()) {
+    CnxErrorStats::record(ProtocolError::kUnknownId);
     MLOG_WARN("[{}] SEND for unknown producer {}; closing connection", peerAddress(),
               c.producer_id());
     close();
     return;
   }
   if (!protocol::verifyChecksum(entry).isOk()) {
-    CnxErrorStats::checksumErrors++;
+    CnxErrorStats::record(ProtocolError::kChecksum);
     send(Commands::newSendError(c.producer_id(), c.sequence_id(), proto::ChecksumError,
                                 "Checksum failed on the broker"));
     return;
@@ -308,10 +355,12 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
   }
   auto name = TopicName::parse(c.topic());
   if (!name.isOk()) {
+    CnxErrorStats::record(ProtocolError::kInvalidName);
     sendError(requestId, proto::InvalidTopicName, name.status().message());
     return;
   }
   if (c.subscription().empty()) {
+    CnxErrorStats::record(ProtocolError::kInvalidName);
     sendError(requestId, proto::MetadataError, "Empty subscription name");
     return;
   }
@@ -395,7 +444,10 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
 
 void ServerCnx::withConsumer(uint64_t consumerId, std::function<void(ConsumerRef&)> fn) {
   auto it = consumers_.find(consumerId);
-  if (it == consumers_.end()) return;  // Pulsar ignores commands for unknown consumers
+  if (it == consumers_.end()) {  // Pulsar ignores commands for unknown consumers
+    CnxErrorStats::record(ProtocolError::kUnknownId);
+    return;
+  }
   if (!it->second.ready) {
     auto me = self();
     it->second.waiting.push_back([me, consumerId, fn] {
@@ -422,17 +474,24 @@ void ServerCnx::handleFlow(const proto::CommandFlow& c) {
 }
 
 void ServerCnx::handleAck(const proto::CommandAck& c) {
+  // Whole entries, and batch-index acks (PIP-54: ack_set bit i set = index i not yet acked).
+  // With acknowledgmentAtBatchIndexLevelEnabled off, a partial individual ack is ignored and a
+  // partial cumulative ack covers the entries before its batch, as in Pulsar.
+  const bool batchIndexAck = service_.options().acknowledgmentAtBatchIndexLevelEnabled;
   std::vector<storage::Position> positions;
+  std::vector<std::pair<storage::Position, storage::AckSet>> partial;
   positions.reserve(c.message_id_size());
   for (const auto& id : c.message_id()) {
-    // A batch index ack with indexes still unacked is not an entry ack (batch-level tracking
-    // comes with the batching issue); the client acks the whole entry once all are done.
-    if (id.ack_set_size() > 0) {
-      bool anyLeft = false;
-      for (auto w : id.ack_set()) anyLeft |= (w != 0);
-      if (anyLeft) continue;
+    storage::Position pos{static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())};
+    bool anyLeft = false;
+    for (auto w : id.ack_set()) anyLeft |= (w != 0);
+    if (!anyLeft) {
+      positions.push_back(pos);
+    } else if (batchIndexAck) {
+      partial.emplace_back(pos, storage::AckSet(id.ack_set().begin(), id.ack_set().end()));
+    } else if (c.ack_type() == proto::CommandAck::Cumulative && pos.entryId > 0) {
+      positions.push_back({pos.ledgerId, pos.entryId - 1});
     }
-    positions.push_back({static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())});
   }
   bool cumulative = c.ack_type() == proto::CommandAck::Cumulative;
   bool wantResponse = c.has_request_id();
@@ -459,14 +518,19 @@ void ServerCnx::handleAck(const proto::CommandAck& c) {
         done(Status::notFound("Subscription not found"));
         return;
       }
-      if (positions.empty()) {
+      if (positions.empty() && partial.empty()) {
         done(Status::ok());
         return;
       }
       if (cumulative) {
-        s->acknowledgeCumulative(consumer.get(), positions.back(), done);
+        if (!partial.empty()) {
+          s->acknowledgeCumulative(consumer.get(), partial.back().first, done,
+                                   partial.back().second);
+        } else {
+          s->acknowledgeCumulative(consumer.get(), positions.back(), done);
+        }
       } else {
-        s->acknowledge(consumer.get(), positions, done);
+        s->acknowledge(consumer.get(), positions, done, partial);
       }
     });
   });
@@ -492,6 +556,7 @@ void ServerCnx::handleCloseProducer(const proto::CommandCloseProducer& c) {
   auto it = producers_.find(c.producer_id());
   if (it == producers_.end()) {
     // Pulsar answers success for an unknown producer id (already closed).
+    CnxErrorStats::record(ProtocolError::kUnknownId);
     send(Commands::newSuccess(c.request_id()));
     return;
   }
@@ -510,6 +575,7 @@ void ServerCnx::handleCloseConsumer(const proto::CommandCloseConsumer& c) {
   auto it = consumers_.find(c.consumer_id());
   uint64_t requestId = c.request_id();
   if (it == consumers_.end()) {
+    CnxErrorStats::record(ProtocolError::kUnknownId);
     send(Commands::newSuccess(requestId));
     return;
   }
@@ -548,6 +614,7 @@ void ServerCnx::handleUnsubscribe(const proto::CommandUnsubscribe& c) {
   uint64_t consumerId = c.consumer_id();
   auto it = consumers_.find(consumerId);
   if (it == consumers_.end() || !it->second.ready) {
+    CnxErrorStats::record(ProtocolError::kUnknownId);
     sendError(requestId, proto::MetadataError, "Consumer not found");
     return;
   }
@@ -576,6 +643,7 @@ void ServerCnx::handleSeek(const proto::CommandSeek& c) {
   uint64_t requestId = c.request_id();
   auto it = consumers_.find(c.consumer_id());
   if (it == consumers_.end() || !it->second.ready) {
+    CnxErrorStats::record(ProtocolError::kUnknownId);
     sendError(requestId, proto::MetadataError, "Consumer not found");
     return;
   }
@@ -629,6 +697,7 @@ void ServerCnx::handleGetLastMessageId(const proto::CommandGetLastMessageId& c) 
   uint64_t requestId = c.request_id();
   auto it = consumers_.find(c.consumer_id());
   if (it == consumers_.end() || !it->second.ready) {
+    CnxErrorStats::record(ProtocolError::kUnknownId);
     sendError(requestId, proto::ConsumerNotFound, "Consumer not found");
     return;
   }

@@ -2,6 +2,7 @@
 // serves commands, and hands topic work to the topics' ml-worker executors.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
@@ -20,11 +21,31 @@ namespace magnetar::broker {
 
 class BrokerService;
 
-// Per-connection protocol error counters (summed for metrics).
+// Kinds of bad input from clients, each a label value of magnetar_protocol_errors_total{error}.
+enum class ProtocolError {
+  kBadFrame,          // malformed frame (sizes, unparsable command, bad payload layout); closes
+  kFrameTooLarge,     // frame over maxMessageSize + 10 KB (Pulsar's frame decoder); closes
+  kTruncated,         // the peer closed in the middle of a frame
+  kChecksum,          // SEND whose crc32c does not match (SEND_ERROR ChecksumError)
+  kUnknownCommand,    // a command type the broker does not serve (ERROR NotAllowedError)
+  kBeforeConnect,     // a command other than CONNECT/PING before CONNECT; closes
+  kUnknownId,         // producer/consumer id not open on the connection
+  kInvalidName,       // topic or subscription name rejected (InvalidTopicName, MetadataError)
+  kHandshakeTimeout,  // no CONNECT within keepAliveIntervalSeconds; closes
+  kKeepAliveTimeout,  // no complete frame nor PONG for two keep-alive intervals; closes
+  kCount
+};
+
+// Process-wide protocol error counters, bumped from any pulsar-io thread, read at scrape time.
 struct CnxErrorStats {
-  static inline std::atomic<uint64_t> badFrames{0};
-  static inline std::atomic<uint64_t> checksumErrors{0};
-  static inline std::atomic<uint64_t> unknownCommands{0};
+  static inline std::array<std::atomic<uint64_t>, static_cast<size_t>(ProtocolError::kCount)>
+      counts{};
+  static void record(ProtocolError e) {
+    counts[static_cast<size_t>(e)].fetch_add(1, std::memory_order_relaxed);
+  }
+  static uint64_t get(ProtocolError e) { return counts[static_cast<size_t>(e)].load(); }
+  // The metric label value ("bad_frame", "frame_too_large", ...).
+  static const char* label(ProtocolError e);
 };
 
 // Thread: lives on its pulsar-io loop; send()/sendFrame()/publishCompleted() from any thread.
@@ -49,6 +70,14 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void closeProducerFromBroker(uint64_t producerId);
 
   int protocolVersion() const { return protocolVersion_; }
+
+  // Starts the keep-alive timer (Pulsar's PulsarHandler): every keepAliveIntervalSeconds the
+  // connection is closed when CONNECT has not arrived yet, or when a PING sent one interval
+  // earlier got no answer (no complete frame since) while reads were not paused; otherwise a
+  // PING is sent if no complete frame arrived in the interval. Partial frames do not count, so
+  // a peer that never finishes a frame is dropped within two or three intervals. Call once,
+  // on the loop thread, when the connection starts.
+  void startKeepAlive();
 
  protected:
   bool onData(const uint8_t* data, size_t len) override;
@@ -90,7 +119,7 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   // Runs fn with the consumer once it is ready (or answers an error when unknown).
   void withConsumer(uint64_t consumerId, std::function<void(ConsumerRef&)> fn);
   void sendError(uint64_t requestId, proto::ServerError e, const std::string& msg);
-  void startKeepAlive();
+  void onKeepAliveTimer();
   void flushSends();
   // Reads stop while either limit holds (per-connection pending sends, the loop's buffer).
   void updateReadState();
@@ -114,6 +143,7 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   boost::asio::steady_timer keepAliveTimer_;
   bool receivedSinceLastPing_ = true;
   bool waitingForPong_ = false;
+  bool closedByKeepAlive_ = false;  // not counted as truncated then
 };
 
 }  // namespace magnetar::broker

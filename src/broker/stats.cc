@@ -18,13 +18,12 @@ int64_t estimateBytes(storage::ManagedLedger& ml, int64_t entries) {
 }
 
 std::string keySharedModeOf(const Dispatcher& d) {
-  for (const auto& c : d.consumers()) {
-    if (!c->stickyRanges.empty()) return "STICKY";
-  }
-  return "AUTO_SPLIT";
+  const KeySharedSelector* sel = d.keySharedSelector();
+  return sel && sel->stickyMode() ? "STICKY" : "AUTO_SPLIT";
 }
 
 ConsumerSnapshot snapshotConsumer(const Consumer& c, const Dispatcher& d, const std::string& sub,
+                                  const std::vector<DrainingHashInfo>& draining,
                                   const TopicRates* rates) {
   ConsumerSnapshot s;
   s.consumerName = c.name();
@@ -38,6 +37,13 @@ ConsumerSnapshot snapshotConsumer(const Consumer& c, const Dispatcher& d, const 
   s.msgOutCounter = c.msgOutCounter;
   s.bytesOutCounter = c.bytesOutCounter;
   if (rates) s.rateOut = rates->rate(consumerRateKey(sub, &c));
+  s.drainingHashesClearedTotal = c.drainingHashesClearedTotal;
+  for (const auto& h : draining) {
+    if (h.holder != &c) continue;
+    s.drainingHashes.push_back(DrainingHashSnapshot{h.hash, h.unackMsgs, h.blockedAttempts});
+    s.drainingHashesUnackedMessages += h.unackMsgs;
+  }
+  s.drainingHashesCount = static_cast<int32_t>(s.drainingHashes.size());
   if (const auto* sel = d.keySharedSelector()) {
     // Adjacent ranges (consistent-hashing points next to each other) are printed as one.
     auto ranges = sel->rangesOf(&c);
@@ -54,7 +60,7 @@ ConsumerSnapshot snapshotConsumer(const Consumer& c, const Dispatcher& d, const 
 }
 
 SubscriptionSnapshot snapshotSubscription(Subscription& sub, storage::ManagedLedger& ml,
-                                          int maxUnackedPerSubscription, const TopicRates* rates) {
+                                          const TopicRates* rates) {
   SubscriptionSnapshot s;
   s.name = sub.name();
   s.durable = sub.durable();
@@ -64,15 +70,20 @@ SubscriptionSnapshot snapshotSubscription(Subscription& sub, storage::ManagedLed
   if (Dispatcher* d = sub.dispatcher()) {
     s.type = subTypeName(d->type());
     s.unackedMessages = d->unackedMessages();
-    s.blockedOnUnackedMsgs =
-        maxUnackedPerSubscription > 0 && s.unackedMessages >= maxUnackedPerSubscription;
+    s.blockedOnUnackedMsgs = d->blockedOnUnacked();
     s.msgOutCounter = d->stats().msgOutCounter;
     s.bytesOutCounter = d->stats().bytesOutCounter;
     s.msgRedeliverCounter = d->stats().msgRedeliverCounter;
     if (Consumer* a = d->activeConsumer()) s.activeConsumerName = a->name();
     if (d->type() == proto::CommandSubscribe::Key_Shared) s.keySharedMode = keySharedModeOf(*d);
+    std::vector<DrainingHashInfo> draining = d->drainingHashes();
+    for (const auto& h : draining) s.drainingHashesUnackedMessages += h.unackMsgs;
+    s.drainingHashesCount = static_cast<int32_t>(draining.size());
+    s.drainingHashesClearedTotal = d->drainingHashesClearedTotal();
+    s.drainingBlockedEntries = d->entriesBlockedByDraining();
+    s.drainingBlockedAttemptsTotal = d->stats().blockedByDraining;
     for (const auto& c : d->consumers()) {
-      s.consumers.push_back(snapshotConsumer(*c, *d, s.name, rates));
+      s.consumers.push_back(snapshotConsumer(*c, *d, s.name, draining, rates));
     }
   }
   if (rates) {
@@ -223,8 +234,7 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
   }
   int64_t maxBacklog = 0;
   for (const auto& [name, sub] : topic.subscriptions()) {
-    SubscriptionSnapshot s =
-        snapshotSubscription(*sub, ml, topic.options().maxUnackedMessagesPerSubscription, rates);
+    SubscriptionSnapshot s = snapshotSubscription(*sub, ml, rates);
     t.msgOutCounter += s.msgOutCounter;
     t.bytesOutCounter += s.bytesOutCounter;
     t.rateOut.msgRate += s.rateOut.msgRate;

@@ -33,6 +33,13 @@ struct PublisherSnapshot {
   RateValue rateIn;
 };
 
+// A Key_Shared hash waiting for its previous consumer's acks (Pulsar's DrainingHash).
+struct DrainingHashSnapshot {
+  int32_t hash = 0;
+  int32_t unackMsgs = 0;  // entries of the hash unacked at the consumer
+  uint32_t blockedAttempts = 0;
+};
+
 struct ConsumerSnapshot {
   std::string consumerName;
   uint64_t consumerId = 0;
@@ -46,6 +53,12 @@ struct ConsumerSnapshot {
   uint64_t bytesOutCounter = 0;
   RateValue rateOut;
   std::vector<std::pair<int32_t, int32_t>> keyHashRanges;  // Key_Shared: [start, end], merged
+  // Key_Shared draining (Pulsar 4's ConsumerStats): hashes this consumer holds unacked messages
+  // of while another consumer owns them now.
+  int32_t drainingHashesCount = 0;
+  uint64_t drainingHashesClearedTotal = 0;
+  int32_t drainingHashesUnackedMessages = 0;
+  std::vector<DrainingHashSnapshot> drainingHashes;
 };
 
 struct SubscriptionSnapshot {
@@ -63,6 +76,13 @@ struct SubscriptionSnapshot {
   double msgRateRedeliver = 0;
   std::string activeConsumerName;  // Exclusive/Failover
   std::string keySharedMode;       // Key_Shared: "AUTO_SPLIT" | "STICKY"
+  // Key_Shared draining (Pulsar 4's SubscriptionStats names), plus the entries held back now
+  // because their hash drains and the dispatch attempts it held back so far.
+  int32_t drainingHashesCount = 0;
+  uint64_t drainingHashesClearedTotal = 0;
+  int32_t drainingHashesUnackedMessages = 0;
+  int64_t drainingBlockedEntries = 0;
+  uint64_t drainingBlockedAttemptsTotal = 0;
   std::vector<ConsumerSnapshot> consumers;
 };
 

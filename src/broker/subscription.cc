@@ -31,16 +31,53 @@ void Subscription::removeConsumer(Consumer* c) {
 }
 
 void Subscription::acknowledge(Consumer* c, const std::vector<storage::Position>& positions,
-                               storage::StatusCallback cb) {
+                               storage::StatusCallback cb, const BatchIndexAcks& batchIndexes) {
+  if (batchIndexes.empty()) {
+    if (dispatcher_) dispatcher_->acked(c, positions);
+    cursor_.asyncDelete(positions, std::move(cb));
+    return;
+  }
+  // Two cursor updates; cb once both are persisted, with the first error.
+  struct Join {
+    int left = 2;
+    Status status;
+    storage::StatusCallback cb;
+  };
+  auto join = std::make_shared<Join>();
+  join->cb = std::move(cb);
+  auto part = [join](Status s) {
+    if (!s.isOk() && join->status.isOk()) join->status = s;
+    if (--join->left == 0 && join->cb) join->cb(join->status);
+  };
   if (dispatcher_) dispatcher_->acked(c, positions);
-  cursor_.asyncDelete(positions, std::move(cb));
+  cursor_.asyncDelete(positions, part);
+  cursor_.asyncDeleteBatchIndexes(batchIndexes, part);
+  if (dispatcher_) {
+    std::vector<storage::Position> touched;
+    touched.reserve(batchIndexes.size());
+    for (const auto& [p, set] : batchIndexes) touched.push_back(p);
+    dispatcher_->batchIndexesAcked(c, touched);
+  }
 }
 
 void Subscription::acknowledgeCumulative(Consumer* c, storage::Position pos,
-                                         storage::StatusCallback cb) {
+                                         storage::StatusCallback cb,
+                                         const storage::AckSet& ackSet) {
   if (dispatcher_ && (dispatcher_->type() == proto::CommandSubscribe::Shared ||
                       dispatcher_->type() == proto::CommandSubscribe::Key_Shared)) {
     cb(Status::notAllowed("Cumulative ack is not supported for Shared subscription"));
+    return;
+  }
+  if (!ackSet.empty()) {
+    if (pos <= cursor_.markDeletedPosition()) {
+      cb(Status::ok());
+      return;
+    }
+    cursor_.asyncMarkDeleteWithAckSet(pos, ackSet, std::move(cb));
+    if (dispatcher_) {
+      dispatcher_->ackedCumulative(c, cursor_.markDeletedPosition());
+      dispatcher_->batchIndexesAcked(c, {pos});
+    }
     return;
   }
   if (dispatcher_) dispatcher_->ackedCumulative(c, pos);

@@ -31,11 +31,16 @@ class Subscription {
   void removeConsumer(Consumer* c);
   size_t consumerCount() const;
 
-  // Individual ack of positions (already filtered to this subscription). cb when persisted.
+  // Individual ack of whole entries and of batch indexes (entry, ack set with bit i set = index
+  // i still unacked; PIP-54). cb once persisted.
+  using BatchIndexAcks = std::vector<std::pair<storage::Position, storage::AckSet>>;
   void acknowledge(Consumer* c, const std::vector<storage::Position>& positions,
-                   storage::StatusCallback cb);
+                   storage::StatusCallback cb, const BatchIndexAcks& batchIndexes = {});
+  // Cumulative ack up to pos; with a non-empty ackSet pos itself is a batch acked up to some
+  // index (everything before pos is acked, pos keeps the ack set).
   // Errors: kNotAllowed for Shared/Key_Shared ("Cumulative ack is not supported").
-  void acknowledgeCumulative(Consumer* c, storage::Position pos, storage::StatusCallback cb);
+  void acknowledgeCumulative(Consumer* c, storage::Position pos, storage::StatusCallback cb,
+                             const storage::AckSet& ackSet = {});
   // Seek: moves the cursor so that `pos` is the next entry delivered, rewinds the dispatcher.
   void resetCursor(storage::Position pos, storage::StatusCallback cb);
 

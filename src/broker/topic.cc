@@ -1,5 +1,7 @@
 #include "broker/topic.h"
 
+#include <algorithm>
+
 #include "base/logging.h"
 #include "broker/server_cnx.h"
 #include "protocol/commands.h"
@@ -7,20 +9,77 @@
 
 namespace magnetar::broker {
 
+namespace {
+
+DedupOptions dedupOptions(const BrokerOptions& o) {
+  DedupOptions d;
+  d.maxProducers = o.brokerDeduplicationMaxNumberOfProducers;
+  d.entriesInterval = std::max(1, o.brokerDeduplicationEntriesInterval);
+  d.snapshotIntervalSeconds = o.brokerDeduplicationSnapshotIntervalSeconds;
+  d.producerInactivityTimeoutMinutes = o.brokerDeduplicationProducerInactivityTimeoutMinutes;
+  return d;
+}
+
+}  // namespace
+
 PersistentTopic::PersistentTopic(TopicName name, std::shared_ptr<storage::ManagedLedger> ledger,
-                                 net::EventLoop& executor, const BrokerOptions& options)
+                                 net::EventLoop& executor, const BrokerOptions& options,
+                                 std::optional<bool> dedupPolicy)
     : name_(std::move(name)), ledger_(std::move(ledger)), executor_(executor), options_(options),
-      dedup_(options.brokerDeduplicationEnabled, options.brokerDeduplicationMaxNumberOfProducers) {}
+      dedup_(dedupPolicy.value_or(options.brokerDeduplicationEnabled), dedupOptions(options)) {}
 
 void PersistentTopic::initialize(std::function<void(Status)> done) {
   loadSubscriptions();
-  dedup_.replay(*ledger_, std::move(done));
+  auto self = shared_from_this();
+  dedup_.recover(*ledger_, [self, done = std::move(done)](Status s) {
+    if (self->dedup_.enabled()) {
+      MLOG_INFO("{}: deduplication state of {} producers recovered, {} entries replayed",
+                self->name_.toString(), self->dedup_.producerCount(),
+                self->dedup_.entriesReplayed());
+      self->scheduleDedupCheck();
+    }
+    done(s);
+  });
+}
+
+void PersistentTopic::setDeduplicationEnabled(bool enabled) {
+  if (enabled == dedup_.enabled()) return;
+  auto self = shared_from_this();
+  dedup_.setEnabled(enabled, *ledger_, [self](Status s) {
+    if (!s.isOk()) {
+      MLOG_WARN("{}: deduplication recovery failed: {}", self->name_.toString(), s.toString());
+    }
+    if (self->dedup_.enabled()) self->scheduleDedupCheck();
+  });
+}
+
+void PersistentTopic::scheduleDedupCheck() {
+  // Pulsar checks snapshots every brokerDeduplicationSnapshotFrequencyInSeconds and inactive
+  // producers every third of brokerDeduplicationProducerInactivityTimeoutMinutes.
+  int freq = options_.brokerDeduplicationSnapshotFrequencyInSeconds;
+  int purgeSeconds = std::max(1, options_.brokerDeduplicationProducerInactivityTimeoutMinutes * 20);
+  int every = freq > 0 ? std::min(freq, purgeSeconds) : purgeSeconds;
+  if (!dedupTimer_) dedupTimer_ = std::make_unique<boost::asio::steady_timer>(executor_.context());
+  dedupTimer_->expires_after(std::chrono::seconds(every));
+  std::weak_ptr<PersistentTopic> weak = weak_from_this();
+  dedupTimer_->async_wait([weak, purgeSeconds](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || !self->dedup_.enabled()) return;
+    auto now = MessageDeduplication::Clock::now();
+    self->dedup_.checkSnapshot(now);
+    if (now >= self->nextPurge_) {
+      self->dedup_.purgeInactiveProducers(now);
+      self->nextPurge_ = now + std::chrono::seconds(purgeSeconds);
+    }
+    self->scheduleDedupCheck();
+  });
 }
 
 PersistentTopic::~PersistentTopic() = default;
 
 void PersistentTopic::loadSubscriptions() {
   for (auto* cursor : ledger_->cursors()) {
+    if (cursor->name() == kDedupCursorName) continue;  // not a subscription
     subscriptions_.emplace(cursor->name(), std::make_unique<Subscription>(
                                                cursor->name(), *ledger_, *cursor, options_,
                                                name_.toString(), name_.partitionIndex()));
@@ -47,12 +106,16 @@ Status PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, proto::S
     }
   }
   producers_.emplace(p->name(), p);
+  dedup_.producerAdded(p->name());
   return Status::ok();
 }
 
 void PersistentTopic::removeProducer(Producer* p) {
   auto it = producers_.find(p->name());
-  if (it != producers_.end() && it->second.get() == p) producers_.erase(it);
+  if (it != producers_.end() && it->second.get() == p) {
+    producers_.erase(it);
+    dedup_.producerRemoved(p->name());
+  }
   p->closed = true;
 }
 
@@ -97,7 +160,7 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
     }
     ledger_->asyncAddEntry(std::move(s.entry), [this, producer, seq, highest, n, bytes](
                                                    Status st, storage::Position pos) {
-      if (dedup_.enabled()) dedup_.completed(producer->name(), static_cast<int64_t>(highest), st);
+      dedup_.completed(producer->name(), static_cast<int64_t>(highest), st, pos);
       if (st.isOk()) {
         stats_.msgInCounter += n;
         stats_.bytesInCounter += bytes;

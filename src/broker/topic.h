@@ -2,8 +2,10 @@
 // on one ml-worker executor (the topic's ordered executor); other threads hand work to it.
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -51,8 +53,11 @@ struct TopicStats {
 // Thread: the executor passed at construction, for every method unless noted.
 class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
  public:
+  // dedupPolicy: the namespace's deduplicationEnabled policy; unset means the broker's
+  // brokerDeduplicationEnabled.
   PersistentTopic(TopicName name, std::shared_ptr<storage::ManagedLedger> ledger,
-                  net::EventLoop& executor, const BrokerOptions& options);
+                  net::EventLoop& executor, const BrokerOptions& options,
+                  std::optional<bool> dedupPolicy = std::nullopt);
   ~PersistentTopic();
 
   const TopicName& name() const { return name_; }  // any thread
@@ -61,9 +66,12 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
 
   // Restores subscriptions from the ledger's durable cursors (after open).
   void loadSubscriptions();
-  // Loads the subscriptions and rebuilds the deduplication state; done(status) when the topic
-  // can serve.
+  // Loads the subscriptions and rebuilds the deduplication state (snapshot + tail replay);
+  // done(status) when the topic can serve.
   void initialize(std::function<void(Status)> done);
+  // A namespace policy change: turns deduplication on (recovering its state) or off.
+  void setDeduplicationEnabled(bool enabled);
+  const MessageDeduplication& deduplication() const { return dedup_; }
   // PRODUCER_SUCCESS.last_sequence_id for a producer name: the highest persisted id, or -1.
   int64_t lastSequenceId(const std::string& producerName) const {
     return dedup_.lastSequenceId(producerName);
@@ -117,6 +125,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void queueReceipt(const std::shared_ptr<Producer>& p, Buffer frame, uint64_t seq,
                     storage::Position pos, uint64_t highestSeq, size_t bytes);
   void flushPass();
+  // Periodic dedup work (time-based snapshots, inactive producers) on the topic's loop.
+  void scheduleDedupCheck();
 
   TopicName name_;
   std::shared_ptr<storage::ManagedLedger> ledger_;
@@ -127,6 +137,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   TopicStats stats_;
   bool terminated_ = false;
   MessageDeduplication dedup_;
+  std::unique_ptr<boost::asio::steady_timer> dedupTimer_;
+  MessageDeduplication::Clock::time_point nextPurge_{};
 
   // Receipts completed in this pass, per connection, and whether a flush task is queued.
   struct CnxOut {

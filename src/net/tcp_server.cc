@@ -6,6 +6,10 @@ namespace magnetar::net {
 
 using boost::asio::ip::tcp;
 
+namespace {
+constexpr auto kAcceptRetryDelay = std::chrono::seconds(1);  // Netty's acceptor pause
+}  // namespace
+
 TcpServer::TcpServer(EventLoopGroup& loops, Factory factory)
     : loops_(loops), factory_(std::move(factory)) {}
 
@@ -40,7 +44,12 @@ void TcpServer::doAccept() {
       auto conn = factory_(target, std::move(socket));
       if (conn) conn->start();
     } else {
-      MLOG_WARN("accept failed: {}", ec.message());
+      MLOG_WARN("accept failed: {}; accepting again in 1 s", ec.message());
+      acceptRetry_.expires_after(kAcceptRetryDelay);
+      acceptRetry_.async_wait([this](const boost::system::error_code& e) {
+        if (!e && acceptor_ && acceptor_->is_open()) doAccept();
+      });
+      return;
     }
     if (acceptor_ && acceptor_->is_open()) doAccept();
   });
@@ -51,6 +60,7 @@ void TcpServer::stop() {
     acceptLoop_.execute([this] {
       boost::system::error_code ec;
       acceptor_->close(ec);
+      acceptRetry_.cancel();
     });
   }
   acceptLoop_.stop();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <memory>
 #include <string>
@@ -31,6 +32,9 @@ class TcpServer {
   Factory factory_;
   EventLoop acceptLoop_{"pulsar-acceptor"};
   std::unique_ptr<boost::asio::ip::tcp::acceptor> acceptor_;
+  // After a failed accept (EMFILE, ENFILE, ENOBUFS) accepting pauses for kAcceptRetryDelay, as
+  // Netty's ServerBootstrapAcceptor does, instead of spinning and flooding the log.
+  boost::asio::steady_timer acceptRetry_{acceptLoop_.context()};
   int port_ = 0;
 };
 

@@ -1,6 +1,24 @@
 #include "storage/cursor_state.h"
 
+#include <bit>
+
 namespace magnetar::storage {
+
+bool ackSetEmpty(const AckSet& s, int bits) {
+  if (bits < 0) bits = static_cast<int>(s.size()) * 64;
+  return ackSetCardinality(s, bits) == 0;
+}
+
+int ackSetCardinality(const AckSet& s, int bits) {
+  int n = 0;
+  for (size_t w = 0; w < s.size() && static_cast<int>(w) * 64 < bits; ++w) {
+    uint64_t word = static_cast<uint64_t>(s[w]);
+    int inWord = bits - static_cast<int>(w) * 64;
+    if (inWord < 64) word &= (uint64_t{1} << inWord) - 1;
+    n += std::popcount(word);
+  }
+  return n;
+}
 
 bool CursorState::markDeleteUpTo(Position p, const LedgerSet& ledgers) {
   if (p <= markDelete_) return false;
@@ -14,6 +32,47 @@ bool CursorState::markDeleteUpTo(Position p, const LedgerSet& ledgers) {
   }
   collapse(ledgers);
   return true;
+}
+
+bool CursorState::markDeleteWithAckSet(Position p, const AckSet& ackSet,
+                                       const LedgerSet& ledgers) {
+  if (p <= markDelete_) return false;
+  if (isAcked(p)) return markDeleteUpTo(p, ledgers);
+  AckSet merged = ackSet;
+  if (auto it = batchDeleted_.find(p); it != batchDeleted_.end()) {
+    for (size_t i = 0; i < merged.size(); ++i) {
+      merged[i] &= i < it->second.size() ? it->second[i] : 0;
+    }
+  }
+  if (ackSetEmpty(merged)) return markDeleteUpTo(p, ledgers);
+  batchDeleted_[p] = std::move(merged);
+  markDeleteUpTo(Position{p.ledgerId, p.entryId - 1}, ledgers);
+  return true;
+}
+
+bool CursorState::ackBatchIndexes(Position p, const AckSet& ackSet, const LedgerSet& ledgers) {
+  if (p <= markDelete_ || !ledgers.contains(p) || isAcked(p)) return false;
+  auto [it, inserted] = batchDeleted_.emplace(p, ackSet);
+  if (!inserted) {
+    AckSet& cur = it->second;
+    for (size_t i = 0; i < cur.size(); ++i) cur[i] &= i < ackSet.size() ? ackSet[i] : 0;
+  }
+  if (ackSetEmpty(it->second)) {
+    batchDeleted_.erase(it);
+    ack(p, ledgers);
+  }
+  return true;
+}
+
+const AckSet* CursorState::batchAckSet(Position p) const {
+  auto it = batchDeleted_.find(p);
+  return it == batchDeleted_.end() ? nullptr : &it->second;
+}
+
+void CursorState::pruneBatchDeleted() {
+  while (!batchDeleted_.empty() && batchDeleted_.begin()->first <= markDelete_) {
+    batchDeleted_.erase(batchDeleted_.begin());
+  }
 }
 
 bool CursorState::ack(Position p, const LedgerSet& ledgers) {
@@ -38,6 +97,7 @@ bool CursorState::ack(Position p, const LedgerSet& ledgers) {
   }
   ranges_[first] = r;
   acked_++;
+  batchDeleted_.erase(p);
   collapse(ledgers);
   return true;
 }
@@ -49,6 +109,7 @@ void CursorState::collapse(const LedgerSet& ledgers) {
     acked_ -= it->second.count;
     ranges_.erase(it);
   }
+  pruneBatchDeleted();
 }
 
 bool CursorState::isAcked(Position p) const {
@@ -63,6 +124,8 @@ void CursorState::reset(Position markDelete) {
   markDelete_ = markDelete;
   ranges_.clear();
   acked_ = 0;
+  batchDeleted_.clear();
+  properties_.clear();
 }
 
 int64_t CursorState::backlog(const LedgerSet& ledgers) const {
@@ -83,6 +146,14 @@ void CursorState::restore(Position markDelete,
     acked_ += n;
   }
   collapse(ledgers);
+}
+
+void CursorState::restoreBatchDeleted(const std::vector<std::pair<Position, AckSet>>& sets,
+                                      const LedgerSet& ledgers) {
+  for (const auto& [p, s] : sets) {
+    if (p <= markDelete_ || !ledgers.contains(p) || isAcked(p) || ackSetEmpty(s)) continue;
+    batchDeleted_[p] = s;
+  }
 }
 
 }  // namespace magnetar::storage

@@ -2,7 +2,9 @@
 // mark-delete position (everything <= it is acked) plus ranges of individually deleted (acked)
 // positions after it. Ranges merge when adjacent and fold into the mark-delete position when they
 // touch it. Adjacency follows the ledgers (the last entry of a ledger is followed by entry 0 of the
-// next non-empty one). Thread: the owning ledger's executor only.
+// next non-empty one). Partly acknowledged batch entries keep an ack set (Pulsar's
+// batchDeletedIndexes, PIP-54), and the cursor keeps the properties of its last mark-delete that
+// carried some. Thread: the owning ledger's executor only.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,11 @@ class CursorState {
   const std::map<Position, Range>& ranges() const { return ranges_; }
   // Number of stored entries that are individually acked (inside ranges).
   int64_t individuallyAcked() const { return acked_; }
+  // Partly acked entries after the mark-delete position and their ack sets (bit set = unacked).
+  const std::map<Position, AckSet>& batchDeleted() const { return batchDeleted_; }
+  const AckSet* batchAckSet(Position p) const;
+  const CursorProperties& properties() const { return properties_; }
+  void setProperties(CursorProperties props) { properties_ = std::move(props); }
 
   // Cumulative ack up to and including p; p <= markDelete is a no-op. Returns true if it moved.
   bool markDeleteUpTo(Position p, const LedgerSet& ledgers);
@@ -37,21 +44,35 @@ class CursorState {
   // stored. Returns true if the state changed.
   bool ack(Position p, const LedgerSet& ledgers);
   bool isAcked(Position p) const;
-  // Sets the mark-delete position and clears all individual acks.
+  // Batch-index ack of an existing entry: ANDs ackSet into the entry's set; an empty result acks
+  // the entry. Ignored for acked or missing entries. Returns true if the state changed.
+  bool ackBatchIndexes(Position p, const AckSet& ackSet, const LedgerSet& ledgers);
+  // Cumulative ack ending inside batch entry p: mark-delete moves to just before p and p keeps
+  // the merged set (or the mark moves over p when no index is left). True if anything changed.
+  bool markDeleteWithAckSet(Position p, const AckSet& ackSet, const LedgerSet& ledgers);
+  // Sets the mark-delete position and clears all individual and batch-index acks and properties.
   void reset(Position markDelete);
   // Unacked stored entries in (markDelete, lastConfirmed].
   int64_t backlog(const LedgerSet& ledgers) const;
   // Restores persisted ranges (recovery): each [first, last] range; counts are recomputed.
   void restore(Position markDelete, const std::vector<std::pair<Position, Position>>& ranges,
                const LedgerSet& ledgers);
+  // Restores persisted ack sets (after restore); sets of acked or missing entries are dropped.
+  void restoreBatchDeleted(const std::vector<std::pair<Position, AckSet>>& sets,
+                           const LedgerSet& ledgers);
 
  private:
   // Folds ranges that start right after the mark-delete position into it.
   void collapse(const LedgerSet& ledgers);
+  // Drops ack sets of entries at or before the mark-delete position.
+  void pruneBatchDeleted();
 
   Position markDelete_;
   std::map<Position, Range> ranges_;
   int64_t acked_ = 0;
+  std::map<Position, AckSet> batchDeleted_;
+  CursorProperties properties_;
 };
+
 
 }  // namespace magnetar::storage

@@ -50,6 +50,7 @@ Status DurableManagedLedgerFactory::start() {
   jo.maxGroupBytes = options_.journalMaxGroupBytes;
   jo.segmentSizeBytes = options_.journalSegmentSizeBytes;
   jo.checkpointIntervalMs = options_.checkpointIntervalMs;
+  jo.testDelayMicrosPerGroup = options_.testJournalDelayMicros;
   journal_ = std::make_unique<Journal>(env_, jo, firstSegment_, [this](JournalCheckpoint cp) {
     post([this, cp = std::move(cp)]() mutable { bgCheckpoint(std::move(cp)); });
   });

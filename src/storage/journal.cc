@@ -1,5 +1,7 @@
 #include "storage/journal.h"
 
+#include <chrono>
+#include <thread>
 #include <unordered_map>
 
 #include "base/logging.h"
@@ -149,6 +151,9 @@ void Journal::writeGroup(std::vector<Request>& batch) {
       (offset_ > kSegmentHeaderSize &&
        offset_ + buf_.size() > static_cast<uint64_t>(options_.segmentSizeBytes))) {
     st = rollSegment();
+  }
+  if (options_.testDelayMicrosPerGroup > 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(options_.testDelayMicrosPerGroup));
   }
   if (st) st = file_->writeAt(offset_, buf_.data(), buf_.size());
   if (st && options_.syncData) st = file_->sync();

@@ -41,6 +41,8 @@ struct JournalOptions {
   int checkpointIntervalMs = 5000;
   // Payload cap of one record; a ledger's share of a group larger than this spans several records.
   size_t maxRecordBytes = 1 << 20;
+  // Test hook (StorageOptions::testJournalDelayMicros): extra sleep per group commit. 0: off.
+  int64_t testDelayMicrosPerGroup = 0;
 };
 
 // What is durable (under the sync policy) up to a journal position, for the index checkpoint.

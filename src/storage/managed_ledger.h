@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/buffer.h"
@@ -38,6 +40,16 @@ struct LedgerStats {
 
 enum class InitialPosition { kLatest = 0, kEarliest = 1 };  // Pulsar's values; never renumber
 
+// Batch-index ack state of one entry, as Pulsar's BitSet long array (PIP-54): bit i of word i/64
+// set means batch index i is NOT yet acknowledged. The entry is acknowledged when all bits clear.
+using AckSet = std::vector<int64_t>;
+// True if no bit is set in the set's first `bits` bits (bits < 0: in all of it).
+bool ackSetEmpty(const AckSet& s, int bits = -1);
+// Number of set bits among the first `bits` bits (unacked indexes of a `bits`-message batch).
+int ackSetCardinality(const AckSet& s, int bits);
+// Named long values saved with a mark-delete (Pulsar's cursor properties; dedup snapshots).
+using CursorProperties = std::map<std::string, int64_t>;
+
 using AddEntryCallback = std::function<void(Status, Position)>;
 using ReadEntriesCallback = std::function<void(Status, std::vector<Entry>)>;
 using StatusCallback = std::function<void(Status)>;
@@ -54,9 +66,26 @@ class ManagedCursor {
   virtual Position markDeletedPosition() const = 0;
   // Cumulative ack up to and including pos. Persisted; cb runs on the ledger's executor.
   virtual void asyncMarkDelete(Position pos, StatusCallback cb) = 0;
+  // As asyncMarkDelete, and replaces the cursor's properties (persisted with the position, in the
+  // same write). Pulsar's asyncMarkDelete(position, properties, ...).
+  virtual void asyncMarkDelete(Position pos, CursorProperties properties, StatusCallback cb) = 0;
+  // Cumulative ack ending inside the batch entry `pos`: everything before pos is acked and pos
+  // keeps `ackSet` (AND-merged with what it had); when no index is left, pos is acked too.
+  // Pulsar's ManagedCursorImpl.asyncMarkDelete with a position carrying an ack set.
+  virtual void asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet, StatusCallback cb) = 0;
+  // The properties of the last asyncMarkDelete that carried some (empty after a reset).
+  virtual const CursorProperties& properties() const = 0;
   // Individual acks. Positions <= markDeletedPosition are ignored. The mark-delete position moves
   // forward over any contiguous acked run. Persisted; cb on the ledger's executor.
   virtual void asyncDelete(const std::vector<Position>& positions, StatusCallback cb) = 0;
+  // Batch-index acks: each entry's ackSet is AND-merged into what the cursor holds for it
+  // (Pulsar's batchDeletedIndexes); an entry with no index left is deleted as by asyncDelete.
+  // Entries already acknowledged are ignored. Persisted; cb on the ledger's executor.
+  virtual void asyncDeleteBatchIndexes(const std::vector<std::pair<Position, AckSet>>& acks,
+                                       StatusCallback cb) = 0;
+  // The ack set of a partly acknowledged entry, or null (none acked, or the whole entry acked).
+  // Pulsar's getDeletedBatchIndexesAsLongArray. Valid until the cursor next changes.
+  virtual const AckSet* batchDeletedIndexes(Position pos) const = 0;
   // True if pos is acknowledged (<= mark-delete, or individually deleted).
   virtual bool isAcknowledged(Position pos) const = 0;
   // Entries after mark-delete, up to the ledger's last confirmed entry, not individually acked.

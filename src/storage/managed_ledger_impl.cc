@@ -56,6 +56,8 @@ ManagedLedgerImpl::ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::
   for (auto& [cname, cm] : state.cursors) {
     CursorState cs;
     cs.restore(std::min(cm.markDelete, lac), cm.ranges, ledgers_);
+    cs.restoreBatchDeleted(cm.batchDeleted, ledgers_);
+    cs.setProperties(cm.properties);
     cursors_.emplace(cname, std::make_unique<ManagedCursorImpl>(cname, this, std::move(cs)));
   }
 }
@@ -357,7 +359,7 @@ void ManagedLedgerImpl::flushCursors() {
     c->dirty_ = false;
     ops.push_back(
         MetadataOp::put(cursorKey(name_, cname),
-                        encodeCursor(c->snapshot(opts_.managedLedgerMaxUnackedRangesToPersist))));
+                        encodeCursor(c->snapshot(opts_))));
     for (auto& cb : c->waiting_) cbs.push_back(std::move(cb));
     c->waiting_.clear();
   }
@@ -462,7 +464,7 @@ ManagedLedgerState ManagedLedgerImpl::exportState() {
     l.index = std::move(index_[id]);
   }
   for (auto& [cname, c] : cursors_) {
-    st.cursors[cname] = c->snapshot(opts_.managedLedgerMaxUnackedRangesToPersist);
+    st.cursors[cname] = c->snapshot(opts_);
   }
   return st;
 }
@@ -493,7 +495,7 @@ void ManagedLedgerImpl::maybeFinishClose() {
     for (auto& [cname, c] : cursors_) {
       ops.push_back(
           MetadataOp::put(cursorKey(name_, cname),
-                          encodeCursor(c->snapshot(opts_.managedLedgerMaxUnackedRangesToPersist))));
+                          encodeCursor(c->snapshot(opts_))));
     }
   }
   ManagedLedgerState st = deleting_ ? ManagedLedgerState{} : exportState();
@@ -519,11 +521,14 @@ void ManagedLedgerImpl::maybeFinishClose() {
 
 // ---- cursor ----
 
+bool ManagedCursorImpl::checkOpen(StatusCallback& cb) {
+  if (ml_->state_ != ManagedLedgerImpl::State::kClosed) return true;
+  ml_->post(std::move(cb), Status::closed("managed ledger closed"));
+  return false;
+}
+
 void ManagedCursorImpl::asyncMarkDelete(Position pos, StatusCallback cb) {
-  if (ml_->state_ == ManagedLedgerImpl::State::kClosed) {
-    ml_->post(std::move(cb), Status::closed("managed ledger closed"));
-    return;
-  }
+  if (!checkOpen(cb)) return;
   if (pos > ml_->ledgers_.lastConfirmed()) {
     ml_->post(std::move(cb), Status::invalidArgument("mark-delete beyond last confirmed entry"));
     return;
@@ -532,13 +537,42 @@ void ManagedCursorImpl::asyncMarkDelete(Position pos, StatusCallback cb) {
   ml_->cursorChanged(this, std::move(cb), moved);
 }
 
-void ManagedCursorImpl::asyncDelete(const std::vector<Position>& positions, StatusCallback cb) {
-  if (ml_->state_ == ManagedLedgerImpl::State::kClosed) {
-    ml_->post(std::move(cb), Status::closed("managed ledger closed"));
+void ManagedCursorImpl::asyncMarkDelete(Position pos, CursorProperties properties,
+                                        StatusCallback cb) {
+  if (!checkOpen(cb)) return;
+  if (pos > ml_->ledgers_.lastConfirmed()) {
+    ml_->post(std::move(cb), Status::invalidArgument("mark-delete beyond last confirmed entry"));
+    return;
+  }
+  state_.setProperties(std::move(properties));
+  bool moved = state_.markDeleteUpTo(pos, ml_->ledgers_);
+  ml_->cursorChanged(this, std::move(cb), moved);
+}
+
+void ManagedCursorImpl::asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet,
+                                                  StatusCallback cb) {
+  if (!checkOpen(cb)) return;
+  if (pos > ml_->ledgers_.lastConfirmed()) {
+    ml_->post(std::move(cb), Status::invalidArgument("mark-delete beyond last confirmed entry"));
     return;
   }
   Position before = state_.markDelete();
+  state_.markDeleteWithAckSet(pos, ackSet, ml_->ledgers_);
+  ml_->cursorChanged(this, std::move(cb), state_.markDelete() != before);
+}
+
+void ManagedCursorImpl::asyncDelete(const std::vector<Position>& positions, StatusCallback cb) {
+  if (!checkOpen(cb)) return;
+  Position before = state_.markDelete();
   for (const Position& p : positions) state_.ack(p, ml_->ledgers_);
+  ml_->cursorChanged(this, std::move(cb), state_.markDelete() != before);
+}
+
+void ManagedCursorImpl::asyncDeleteBatchIndexes(
+    const std::vector<std::pair<Position, AckSet>>& acks, StatusCallback cb) {
+  if (!checkOpen(cb)) return;
+  Position before = state_.markDelete();
+  for (const auto& [p, set] : acks) state_.ackBatchIndexes(p, set, ml_->ledgers_);
   ml_->cursorChanged(this, std::move(cb), state_.markDelete() != before);
 }
 
@@ -547,22 +581,26 @@ int64_t ManagedCursorImpl::numberOfEntriesInBacklog() const {
 }
 
 void ManagedCursorImpl::asyncResetCursor(Position pos, StatusCallback cb) {
-  if (ml_->state_ == ManagedLedgerImpl::State::kClosed) {
-    ml_->post(std::move(cb), Status::closed("managed ledger closed"));
-    return;
-  }
+  if (!checkOpen(cb)) return;
   Position next = ml_->ledgers_.ceil(pos);
   state_.reset(Position{next.ledgerId, next.entryId - 1});
   ml_->cursorChanged(this, std::move(cb), true);
 }
 
-CursorMeta ManagedCursorImpl::snapshot(int maxRanges) const {
+CursorMeta ManagedCursorImpl::snapshot(const StorageOptions& o) const {
   CursorMeta m;
   m.markDelete = state_.markDelete();
   for (const auto& [first, r] : state_.ranges()) {
-    if (static_cast<int>(m.ranges.size()) >= maxRanges) break;
+    if (static_cast<int>(m.ranges.size()) >= o.managedLedgerMaxUnackedRangesToPersist) break;
     m.ranges.emplace_back(first, r.last);
   }
+  for (const auto& [p, set] : state_.batchDeleted()) {
+    if (static_cast<int>(m.batchDeleted.size()) >= o.managedLedgerMaxBatchDeletedIndexToPersist) {
+      break;
+    }
+    m.batchDeleted.emplace_back(p, set);
+  }
+  m.properties = state_.properties();
   return m;
 }
 

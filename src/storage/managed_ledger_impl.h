@@ -31,16 +31,27 @@ class ManagedCursorImpl : public ManagedCursor {
   const std::string& name() const override { return name_; }
   Position markDeletedPosition() const override { return state_.markDelete(); }
   void asyncMarkDelete(Position pos, StatusCallback cb) override;
+  void asyncMarkDelete(Position pos, CursorProperties properties, StatusCallback cb) override;
+  void asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet, StatusCallback cb) override;
+  const CursorProperties& properties() const override { return state_.properties(); }
   void asyncDelete(const std::vector<Position>& positions, StatusCallback cb) override;
+  void asyncDeleteBatchIndexes(const std::vector<std::pair<Position, AckSet>>& acks,
+                               StatusCallback cb) override;
+  const AckSet* batchDeletedIndexes(Position pos) const override {
+    return state_.batchAckSet(pos);
+  }
   bool isAcknowledged(Position pos) const override { return state_.isAcked(pos); }
   int64_t numberOfEntriesInBacklog() const override;
   void asyncResetCursor(Position pos, StatusCallback cb) override;
 
-  // What is persisted: the mark-delete position and the first `maxRanges` ranges.
-  CursorMeta snapshot(int maxRanges) const;
+  // What is persisted: the mark-delete position, the first managedLedgerMaxUnackedRangesToPersist
+  // ranges and managedLedgerMaxBatchDeletedIndexToPersist ack sets, the properties.
+  CursorMeta snapshot(const StorageOptions& o) const;
 
  private:
   friend class ManagedLedgerImpl;
+  // Shared checks of the mutators: false (and cb failed) when the ledger is closed.
+  bool checkOpen(StatusCallback& cb);
   std::string name_;
   ManagedLedgerImpl* ml_;
   CursorState state_;

@@ -50,11 +50,46 @@ class MemoryCursor : public ManagedCursor {
     d_->post(std::move(cb), Status::ok());
   }
 
+  void asyncMarkDelete(Position pos, CursorProperties properties, StatusCallback cb) override {
+    if (pos > d_->ledgers.lastConfirmed()) {
+      d_->post(std::move(cb), Status::invalidArgument("mark-delete beyond last confirmed entry"));
+      return;
+    }
+    state_.setProperties(std::move(properties));
+    if (state_.markDeleteUpTo(pos, d_->ledgers)) d_->trim();
+    d_->post(std::move(cb), Status::ok());
+  }
+
+  void asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet, StatusCallback cb) override {
+    if (pos > d_->ledgers.lastConfirmed()) {
+      d_->post(std::move(cb), Status::invalidArgument("mark-delete beyond last confirmed entry"));
+      return;
+    }
+    Position before = state_.markDelete();
+    state_.markDeleteWithAckSet(pos, ackSet, d_->ledgers);
+    if (state_.markDelete() != before) d_->trim();
+    d_->post(std::move(cb), Status::ok());
+  }
+
+  const CursorProperties& properties() const override { return state_.properties(); }
+
   void asyncDelete(const std::vector<Position>& positions, StatusCallback cb) override {
     Position before = state_.markDelete();
     for (const Position& p : positions) state_.ack(p, d_->ledgers);
     if (state_.markDelete() != before) d_->trim();
     d_->post(std::move(cb), Status::ok());
+  }
+
+  void asyncDeleteBatchIndexes(const std::vector<std::pair<Position, AckSet>>& acks,
+                               StatusCallback cb) override {
+    Position before = state_.markDelete();
+    for (const auto& [p, set] : acks) state_.ackBatchIndexes(p, set, d_->ledgers);
+    if (state_.markDelete() != before) d_->trim();
+    d_->post(std::move(cb), Status::ok());
+  }
+
+  const AckSet* batchDeletedIndexes(Position pos) const override {
+    return state_.batchAckSet(pos);
   }
 
   bool isAcknowledged(Position pos) const override { return state_.isAcked(pos); }

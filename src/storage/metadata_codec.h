@@ -1,7 +1,7 @@
 // Storage's records in the MetadataStore: keys and binary values (little-endian, each value starts
 // with a version byte; docs/storage-format.md has the layouts).
 //   /ml/<name>                         managed ledger: its ledgers (id, closed-at count, created)
-//   /ml-cursors/<name>/<cursor>        cursor: mark-delete position + acked ranges
+//   /ml-cursors/<name>/<cursor>        cursor: mark-delete, acked ranges, batch ack sets, props
 //   /ml-index/<ledger %016x>/<first entry %016x>   one journal run (segment, offset, length, ...)
 //   /ml-meta/next-ledger-id            u64: ledger ids below it were handed out
 //   /ml-meta/checkpoint                journal position where recovery starts replaying
@@ -34,6 +34,8 @@ struct LedgerMeta {
 struct CursorMeta {
   Position markDelete;
   std::vector<std::pair<Position, Position>> ranges;  // acked [first, last], ordered
+  std::vector<std::pair<Position, AckSet>> batchDeleted;  // partly acked batch entries, ordered
+  CursorProperties properties;                             // of the last mark-delete with some
 };
 
 std::string mlKey(const std::string& name);
@@ -44,6 +46,7 @@ std::string indexKey(int64_t ledgerId, int64_t firstEntryId);
 
 std::string encodeLedgerList(const std::vector<LedgerMeta>& ledgers);
 std::optional<std::vector<LedgerMeta>> decodeLedgerList(const std::string& v);
+// Writes version 2; reads versions 1 (no ack sets, no properties) and 2.
 std::string encodeCursor(const CursorMeta& c);
 std::optional<CursorMeta> decodeCursor(const std::string& v);
 // Index value: the run without its ledger and first entry (those are in the key).

@@ -98,12 +98,24 @@ std::string escapePathComponent(const std::string& name) {
   return out;
 }
 
+namespace {
+int hexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+}  // namespace
+
+// Keys come from disk: a '%' not followed by two hex digits is kept as it is (no exception).
 std::string unescapePathComponent(const std::string& s) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); i++) {
-    if (s[i] == '%' && i + 2 < s.size()) {
-      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+    int hi = s[i] == '%' && i + 2 < s.size() ? hexDigit(s[i + 1]) : -1;
+    int lo = hi >= 0 ? hexDigit(s[i + 2]) : -1;
+    if (lo >= 0) {
+      out += static_cast<char>(hi * 16 + lo);
       i += 2;
     } else {
       out += s[i];

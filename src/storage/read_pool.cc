@@ -106,7 +106,13 @@ Status ReadPool::doRead(const std::vector<JournalRun>& runs, int64_t fromEntry, 
     for (size_t k = i; k < j; k++) {
       const JournalRun& r = runs[k];
       uint64_t rel = r.offset - start;
-      if (rel + r.length > *n || validRecordLength(buf.data() + rel, *n - rel) != r.length) {
+      // The run comes from the index on disk: the record must be the one it names (a close after
+      // a failed write may have cut the run's count), else another ledger's or position's
+      // entries would be returned (found by fuzz_journal).
+      JournalRun found;
+      if (rel + r.length > *n || validRecordLength(buf.data() + rel, *n - rel) != r.length ||
+          !decodeRunHeader(buf.data() + rel, &found) || found.ledgerId != r.ledgerId ||
+          found.firstEntryId != r.firstEntryId || found.count < r.count) {
         return Status::corruption("journal record of ledger " + std::to_string(r.ledgerId) +
                                   " at segment " + std::to_string(r.segment) + " offset " +
                                   std::to_string(r.offset) + " is damaged");

@@ -37,6 +37,9 @@ struct StorageOptions {
   // Individually acked ranges saved per cursor (managedLedgerMaxUnackedRangesToPersist); acks in
   // ranges beyond are lost at restart (the entries are redelivered).
   int managedLedgerMaxUnackedRangesToPersist = 10000;
+  // Partly acked batch entries whose ack sets are saved per cursor
+  // (managedLedgerMaxBatchDeletedIndexToPersist); later ones come back whole after a restart.
+  int managedLedgerMaxBatchDeletedIndexToPersist = 10000;
   // Entry cache for tailing reads, all topics together (managedLedgerCacheSizeMB).
   int64_t managedLedgerCacheSizeMB = 256;
   // Retention of consumed data: -1 infinite, 0 none (defaultRetentionTimeInMinutes,
@@ -53,6 +56,10 @@ struct StorageOptions {
 
   // Metadata store (RocksDB) directory, used when `metadataStore` is null.
   std::string metadataDirectory = "data/metadata";
+
+  // Test hook, never for production: the journal sleeps this many microseconds in every group
+  // commit, to simulate slow storage (set from MAGNETAR_TEST_STORAGE_DELAY_MICROS). 0: off.
+  int64_t testJournalDelayMicros = 0;
 
   // Injection points for tests; null means POSIX files / RocksDB at metadataDirectory.
   Env* env = nullptr;

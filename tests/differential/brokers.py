@@ -57,6 +57,21 @@ def tail(path, lines=40):
         return "(no log)"
 
 
+SANITIZER_MARKERS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                     "WARNING: ThreadSanitizer")
+
+
+def sanitizer_report(log_path, limit=12000):
+    """The broker log from the first sanitizer report on, "" when there is none."""
+    try:
+        with open(log_path, errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return ""
+    hits = [i for i in (text.find(m) for m in SANITIZER_MARKERS) if i >= 0]
+    return text[min(hits):][:limit] if hits else ""
+
+
 class MagnetarProcess:
     """`magnetar standalone` on free ports in a temporary working directory."""
 
@@ -109,6 +124,7 @@ class MagnetarProcess:
         raise RuntimeError(f"magnetar did not serve within {timeout_s} s:\n{tail(log_path)}")
 
     def stop(self):
+        """Stops the broker; raises if its log holds a sanitizer report (ASan/UBSan/TSan build)."""
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -116,8 +132,11 @@ class MagnetarProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        report = sanitizer_report(os.path.join(self.workdir, "magnetar.log")) if self.workdir else ""
         if self.workdir and not os.environ.get("KEEP_BROKER_DIR"):
             shutil.rmtree(self.workdir, ignore_errors=True)
+        if report:
+            raise RuntimeError(f"sanitizer report in the broker's log:\n{report}")
 
 
 class PulsarReferenceProcess:

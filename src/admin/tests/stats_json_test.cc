@@ -79,6 +79,42 @@ TEST(StatsJson, TopicStatsFieldNames) {
   EXPECT_FALSE(c.contains("keyHashRanges"));
 }
 
+TEST(StatsJson, KeySharedDrainingFields) {
+  TopicSnapshot t = partition(1, 4);
+  SubscriptionSnapshot& s = t.subscriptions[0];
+  s.type = "Key_Shared";
+  s.keySharedMode = "AUTO_SPLIT";
+  s.drainingHashesCount = 2;
+  s.drainingHashesClearedTotal = 7;
+  s.drainingHashesUnackedMessages = 5;
+  s.drainingBlockedEntries = 3;
+  s.drainingBlockedAttemptsTotal = 9;
+  ConsumerSnapshot& c = s.consumers[0];
+  c.keyHashRanges = {{0, 99}, {200, 65535}};
+  c.drainingHashesCount = 2;
+  c.drainingHashesClearedTotal = 7;
+  c.drainingHashesUnackedMessages = 5;
+  c.drainingHashes = {{17, 4, 2}, {300, 1, 0}};
+  json::object o = topicStatsJson(t);
+  const auto& sub = o["subscriptions"].as_object().at("sub").as_object();
+  EXPECT_EQ(sub.at("drainingHashesCount").as_int64(), 2);
+  EXPECT_EQ(sub.at("drainingHashesClearedTotal").as_uint64(), 7u);
+  EXPECT_EQ(sub.at("drainingHashesUnackedMessages").as_int64(), 5);
+  EXPECT_EQ(sub.at("drainingBlockedEntries").as_int64(), 3);
+  EXPECT_EQ(sub.at("drainingBlockedAttemptsTotal").as_uint64(), 9u);
+  const auto& co = sub.at("consumers").as_array().at(0).as_object();
+  EXPECT_EQ(co.at("keyHashRanges").as_array().at(1).as_string(), "[200, 65535]");
+  const auto& arrays = co.at("keyHashRangeArrays").as_array();
+  ASSERT_EQ(arrays.size(), 2u);
+  EXPECT_EQ(arrays.at(1).as_array().at(0).as_int64(), 200);
+  EXPECT_EQ(arrays.at(1).as_array().at(1).as_int64(), 65535);
+  EXPECT_EQ(co.at("drainingHashesCount").as_int64(), 2);
+  const auto& first = co.at("drainingHashes").as_array().at(0).as_object();
+  EXPECT_EQ(first.at("hash").as_int64(), 17);
+  EXPECT_EQ(first.at("unackMsgs").as_int64(), 4);
+  EXPECT_EQ(first.at("blockedAttempts").as_uint64(), 2u);
+}
+
 TEST(StatsJson, InternalStatsPositionsAndRanges) {
   broker::InternalStatsSnapshot s;
   s.entriesAddedCounter = 6;

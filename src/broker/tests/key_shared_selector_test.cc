@@ -56,3 +56,65 @@ TEST(KeySharedSelectorTest, StickyRangesRejectOverlap) {
 }
 
 }  // namespace magnetar::broker
+
+namespace magnetar::broker {
+
+// Ring points and message hashes as Pulsar 4.2.4 computes them (values printed by
+// tools/pulsar-reference/hash-vectors/PinHashes.java). A message hash is owned by the first point
+// at or after it, wrapping around.
+TEST(KeySharedSelectorTest, RingPointsMatchPulsar) {
+  KeySharedSelector sel(3);
+  auto c1 = makeConsumer(1, "c1"), a = makeConsumer(2, "consumer-a");
+  ASSERT_TRUE(sel.addConsumer(c1.get()).isOk());
+  ASSERT_TRUE(sel.addConsumer(a.get()).isOk());
+  // c1: 23534, 34662, 61273. consumer-a: 10473, 29366, 34096.
+  EXPECT_EQ(sel.select(1), a.get());         // up to 10473
+  EXPECT_EQ(sel.select(10473), a.get());
+  EXPECT_EQ(sel.select(10474), c1.get());    // (10473, 23534]
+  EXPECT_EQ(sel.select(23535), a.get());     // (23534, 29366]
+  EXPECT_EQ(sel.select(34096), a.get());     // (29366, 34096]
+  EXPECT_EQ(sel.select(34097), c1.get());    // (34096, 34662]
+  EXPECT_EQ(sel.select(61273), c1.get());    // (34662, 61273]
+  EXPECT_EQ(sel.select(61274), a.get());     // wraps to 10473
+  // Message hashes use Pulsar's consistent range [1, 65535]: "key-0" -> 23544, "a" -> 42456.
+  EXPECT_EQ(sel.hashOf("key-0"), 23544);
+  EXPECT_EQ(sel.hashOf("a"), 42456);
+  EXPECT_EQ(sel.select(sel.hashOf("key-0")), a.get());
+  EXPECT_EQ(sel.select(sel.hashOf("a")), c1.get());
+  // Ranges tile [1, 65535] with no gap.
+  auto ra = sel.rangesOf(a.get()), rc = sel.rangesOf(c1.get());
+  int64_t covered = 0;
+  for (auto [s, e] : ra) covered += e - s + 1;
+  for (auto [s, e] : rc) covered += e - s + 1;
+  EXPECT_EQ(covered, 65535);
+  EXPECT_EQ(ra.front(), (std::pair<int32_t, int32_t>{1, 10473}));
+  EXPECT_EQ(ra.back(), (std::pair<int32_t, int32_t>{61274, 65535}));
+}
+
+// A second consumer with the same name takes name index 1: c1's index-1 points are 6275, 35253,
+// 50223 (Pulsar's ConsumerNameIndexTracker); the index is freed when it leaves.
+TEST(KeySharedSelectorTest, SameNameUsesNextNameIndex) {
+  KeySharedSelector sel(3);
+  auto first = makeConsumer(1, "c1"), second = makeConsumer(2, "c1");
+  ASSERT_TRUE(sel.addConsumer(first.get()).isOk());
+  ASSERT_TRUE(sel.addConsumer(second.get()).isOk());
+  EXPECT_EQ(sel.select(6275), second.get());
+  EXPECT_EQ(sel.select(23534), first.get());
+  EXPECT_EQ(sel.select(50223), second.get());
+  sel.removeConsumer(second.get());
+  auto third = makeConsumer(3, "c1");
+  ASSERT_TRUE(sel.addConsumer(third.get()).isOk());
+  EXPECT_EQ(sel.select(6275), third.get());
+}
+
+TEST(KeySharedSelectorTest, StickyModeRejectsConsumerWithoutRanges) {
+  KeySharedSelector sel(10);
+  auto a = makeConsumer(1, "a"), b = makeConsumer(2, "b");
+  a->stickyRanges = {{0, 100}};
+  ASSERT_TRUE(sel.addConsumer(a.get()).isOk());
+  EXPECT_TRUE(sel.stickyMode());
+  EXPECT_FALSE(sel.addConsumer(b.get()).isOk());
+  EXPECT_EQ(sel.hashOf(""), 1);  // 0 reads as 1, as Pulsar
+}
+
+}  // namespace magnetar::broker

@@ -80,5 +80,65 @@ TEST_F(CursorStateTest, ResetClearsAndRestoreRebuilds) {
   EXPECT_EQ(c_.markDelete(), (Position{2, 1}));
 }
 
+// Ack sets as Pulsar's BitSet words: bit i set = batch index i not acked yet.
+TEST_F(CursorStateTest, BatchIndexAcksMergeUntilTheEntryIsDone) {
+  // A 4-message batch at 1:1: ack index 1, then 0 and 3, then 2.
+  EXPECT_TRUE(c_.ackBatchIndexes(Position{1, 1}, AckSet{0b1101}, ledgers_));
+  ASSERT_NE(c_.batchAckSet(Position{1, 1}), nullptr);
+  EXPECT_EQ(ackSetCardinality(*c_.batchAckSet(Position{1, 1}), 4), 3);
+  EXPECT_FALSE(c_.isAcked(Position{1, 1}));
+  EXPECT_TRUE(c_.ackBatchIndexes(Position{1, 1}, AckSet{0b0110}, ledgers_));  // ANDed: {2}
+  EXPECT_EQ(*c_.batchAckSet(Position{1, 1}), AckSet{0b0100});
+  EXPECT_EQ(c_.backlog(ledgers_), 10);  // still an unacked entry
+  EXPECT_TRUE(c_.ackBatchIndexes(Position{1, 1}, AckSet{0b1011}, ledgers_));
+  EXPECT_TRUE(c_.isAcked(Position{1, 1}));
+  EXPECT_EQ(c_.batchAckSet(Position{1, 1}), nullptr);
+  EXPECT_EQ(c_.backlog(ledgers_), 9);
+  // Acked entries, old and missing ones are ignored.
+  EXPECT_FALSE(c_.ackBatchIndexes(Position{1, 1}, AckSet{1}, ledgers_));
+  EXPECT_FALSE(c_.ackBatchIndexes(Position{3, 0}, AckSet{1}, ledgers_));
+  // A whole-entry ack or a mark-delete past an entry drops its set.
+  EXPECT_TRUE(c_.ackBatchIndexes(Position{1, 3}, AckSet{1}, ledgers_));
+  EXPECT_TRUE(c_.ack(Position{1, 3}, ledgers_));
+  EXPECT_EQ(c_.batchAckSet(Position{1, 3}), nullptr);
+  EXPECT_TRUE(c_.ackBatchIndexes(Position{2, 1}, AckSet{1}, ledgers_));
+  c_.markDeleteUpTo(Position{2, 1}, ledgers_);
+  EXPECT_TRUE(c_.batchDeleted().empty());
+  // Words beyond 64 messages.
+  EXPECT_TRUE(c_.ackBatchIndexes(Position{2, 3}, AckSet{0, 1}, ledgers_));
+  EXPECT_EQ(ackSetCardinality(*c_.batchAckSet(Position{2, 3}), 65), 1);
+  EXPECT_EQ(ackSetCardinality(*c_.batchAckSet(Position{2, 3}), 64), 0);
+}
+
+TEST_F(CursorStateTest, CumulativeAckInsideABatch) {
+  // Indexes 0..1 of a 4-message batch at 2:0 acked cumulatively: the mark stops before it.
+  EXPECT_TRUE(c_.markDeleteWithAckSet(Position{2, 0}, AckSet{0b1100}, ledgers_));
+  EXPECT_TRUE(c_.isAcked(Position{1, 4}));
+  EXPECT_FALSE(c_.isAcked(Position{2, 0}));
+  EXPECT_EQ(c_.backlog(ledgers_), 5);
+  EXPECT_EQ(*c_.batchAckSet(Position{2, 0}), AckSet{0b1100});
+  // Up to index 2, then the last one: the mark moves over the entry.
+  EXPECT_TRUE(c_.markDeleteWithAckSet(Position{2, 0}, AckSet{0b1000}, ledgers_));
+  EXPECT_EQ(*c_.batchAckSet(Position{2, 0}), AckSet{0b1000});
+  EXPECT_TRUE(c_.markDeleteWithAckSet(Position{2, 0}, AckSet{0}, ledgers_));
+  EXPECT_EQ(c_.markDelete(), (Position{2, 0}));
+  EXPECT_TRUE(c_.batchDeleted().empty());
+  // Properties go with a reset.
+  c_.setProperties({{"p", 7}});
+  c_.reset(Position{1, -1});
+  EXPECT_TRUE(c_.properties().empty());
+}
+
+TEST_F(CursorStateTest, RestoreKeepsAckSetsOfUnackedEntriesOnly) {
+  c_.restore(Position{1, 1}, {{Position{1, 3}, Position{1, 3}}}, ledgers_);
+  c_.restoreBatchDeleted({{Position{1, 0}, AckSet{1}},
+                          {Position{1, 2}, AckSet{2}},
+                          {Position{1, 3}, AckSet{2}},
+                          {Position{1, 4}, AckSet{0}}},
+                         ledgers_);
+  ASSERT_EQ(c_.batchDeleted().size(), 1u);
+  EXPECT_EQ(*c_.batchAckSet(Position{1, 2}), AckSet{2});
+}
+
 }  // namespace
 }  // namespace magnetar::storage

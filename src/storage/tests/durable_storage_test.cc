@@ -123,6 +123,9 @@ void restoreSnapshot(const Snapshot& s, const std::string& journalDir, MemoryMet
 
 TEST_F(DurableStorageTest, TornTailIsCutAtEveryByte) {
   StorageOptions o = testOptions(dir_.path());
+  // Keep consumed ledgers: without a cursor a tick between open and read may trim them.
+  o.defaultRetentionTimeInMinutes = -1;
+  o.defaultRetentionSizeInMB = -1;
   o.checkpointIntervalMs = 3600 * 1000;  // the tail stays in the journal only
   o.managedLedgerMaxEntriesPerLedger = 1000;
   MemoryMetadataStore store;
@@ -180,6 +183,9 @@ TEST_F(DurableStorageTest, TornTailIsCutAtEveryByte) {
 
 TEST_F(DurableStorageTest, IndexRebuiltFromCheckpointPlusJournalTail) {
   StorageOptions o = testOptions(dir_.path());
+  // Keep consumed ledgers: without a cursor a tick between open and read may trim them.
+  o.defaultRetentionTimeInMinutes = -1;
+  o.defaultRetentionSizeInMB = -1;
   MemoryMetadataStore store;
   o.metadataStore = &store;
   o.checkpointIntervalMs = 20;
@@ -419,6 +425,41 @@ TEST_F(DurableStorageTest, UnackedRangesPersistedUpToTheBound) {
   EXPECT_TRUE((*c)->isAcknowledged(pos[3]));
   EXPECT_FALSE((*c)->isAcknowledged(pos[5]));  // beyond the bound: delivered again
   EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 7);
+  ml.reset();
+  close(f);
+}
+
+TEST_F(DurableStorageTest, BatchAckSetsAndPropertiesSurviveRestart) {
+  StorageOptions o = testOptions(dir_.path());
+  o.managedLedgerMaxBatchDeletedIndexToPersist = 2;
+  std::vector<Position> pos;
+  {
+    auto f = open(o);
+    auto ml = openLedger(*f, ex_, "t");
+    auto c = ml->openCursor("s", InitialPosition::kEarliest);
+    auto d = ml->openCursor("d", InitialPosition::kEarliest);
+    for (int i = 0; i < 5; i++) pos.push_back(*addOne(*ml, ex_, "x"));
+    EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) {
+      (*c)->asyncDeleteBatchIndexes(
+          {{pos[1], AckSet{0b110}}, {pos[2], AckSet{0b1}}, {pos[3], AckSet{0b1}}}, cb);
+    }));
+    EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) {
+      (*d)->asyncMarkDelete(pos[2], CursorProperties{{"prod", 17}}, cb);
+    }));
+    ml.reset();
+    close(f);
+  }
+  auto f = open(o);
+  auto ml = openLedger(*f, ex_, "t");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  ASSERT_NE((*c)->batchDeletedIndexes(pos[1]), nullptr);
+  EXPECT_EQ(*(*c)->batchDeletedIndexes(pos[1]), AckSet{0b110});
+  EXPECT_NE((*c)->batchDeletedIndexes(pos[2]), nullptr);
+  EXPECT_EQ((*c)->batchDeletedIndexes(pos[3]), nullptr);  // beyond the bound
+  EXPECT_FALSE((*c)->isAcknowledged(pos[1]));
+  auto d = ml->openCursor("d", InitialPosition::kEarliest);
+  EXPECT_EQ((*d)->markDeletedPosition(), pos[2]);
+  EXPECT_EQ((*d)->properties().at("prod"), 17);
   ml.reset();
   close(f);
 }

@@ -91,6 +91,25 @@ TEST(MetadataCodecTest, RoundTrips) {
   EXPECT_EQ(r2->offset, 4096u);
   EXPECT_EQ(r2->dataBytes, 250);
   EXPECT_FALSE(decodeCursor("garbage").has_value());
+  // Version 2: ack sets and properties.
+  c.batchDeleted = {{Position{3, 7}, AckSet{0b101, -1}}};
+  c.properties = {{"producer-1", 42}, {"", -5}};
+  auto c3 = decodeCursor(encodeCursor(c));
+  ASSERT_TRUE(c3.has_value());
+  ASSERT_EQ(c3->batchDeleted.size(), 1u);
+  EXPECT_EQ(c3->batchDeleted[0].first, (Position{3, 7}));
+  EXPECT_EQ(c3->batchDeleted[0].second, (AckSet{0b101, -1}));
+  EXPECT_EQ(c3->properties, c.properties);
+  std::string v2 = encodeCursor(c);
+  EXPECT_FALSE(decodeCursor(v2.substr(0, v2.size() - 1)).has_value());
+  // Version 1 (mark-delete and ranges only) still reads.
+  std::string v1 = encodeCursor(CursorMeta{{3, 4}, {{{3, 6}, {3, 9}}}});
+  v1[0] = 1;
+  v1.resize(v1.size() - 8);  // no batch or property counts in version 1
+  auto c4 = decodeCursor(v1);
+  ASSERT_TRUE(c4.has_value());
+  EXPECT_EQ(c4->ranges.size(), 1u);
+  EXPECT_TRUE(c4->batchDeleted.empty());
 }
 
 }  // namespace

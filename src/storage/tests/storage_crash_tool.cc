@@ -81,7 +81,8 @@ int64_t verify(Topic& t, testing::ThreadExecutor& ex) {
       }
       seq++;
     }
-    from = ex.sync([&] { return t.ml->nextValidPosition(entries.back().position); });
+    Position last = entries.back().position;  // clang 14 cannot capture a structured binding
+    from = ex.sync([&] { return t.ml->nextValidPosition(last); });
   }
 }
 

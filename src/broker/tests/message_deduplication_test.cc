@@ -1,0 +1,143 @@
+#include "broker/message_deduplication.h"
+
+#include <gtest/gtest.h>
+
+#include "protocol/commands.h"
+#include "storage/memory_managed_ledger.h"
+#include "storage/tests/test_executor.h"
+
+namespace magnetar::broker {
+namespace {
+
+using storage::Position;
+
+class MessageDeduplicationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    factory_.asyncOpen("t", &ex_, [this](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+      ASSERT_TRUE(r.isOk());
+      ledger_ = *r;
+    });
+    ex_.runPending();
+    ASSERT_NE(ledger_, nullptr);
+    options_.entriesInterval = 3;
+  }
+
+  Status recover(MessageDeduplication& d) {
+    Status out = Status::internal("not done");
+    d.recover(*ledger_, [&](Status s) { out = s; });
+    ex_.runPending();
+    return out;
+  }
+
+  // Publishes one entry of `producer` with sequence id seq through d, as the topic does.
+  Position publish(MessageDeduplication& d, const std::string& producer, int64_t seq) {
+    EXPECT_EQ(d.check(producer, seq, seq), MessageDeduplication::Verdict::kNew);
+    proto::MessageMetadata md;
+    md.set_producer_name(producer);
+    md.set_sequence_id(static_cast<uint64_t>(seq));
+    md.set_publish_time(1);
+    Position at;
+    ledger_->asyncAddEntry(protocol::Commands::newEntry(md, "x"), [&](Status s, Position pos) {
+      d.completed(producer, seq, s, pos);
+      at = pos;
+    });
+    ex_.runPending();
+    return at;
+  }
+
+  storage::ManagedCursor* dedupCursor() {
+    for (auto* c : ledger_->cursors()) {
+      if (c->name() == kDedupCursorName) return c;
+    }
+    return nullptr;
+  }
+
+  storage::testing::ManualExecutor ex_;
+  storage::MemoryManagedLedgerFactory factory_;
+  std::shared_ptr<storage::ManagedLedger> ledger_;
+  DedupOptions options_;
+};
+
+TEST_F(MessageDeduplicationTest, SnapshotEveryIntervalAndRecoveryReplaysOnlyTheTail) {
+  MessageDeduplication d(true, options_);
+  ASSERT_TRUE(recover(d).isOk());
+  EXPECT_EQ(d.entriesReplayed(), 0);
+  std::vector<Position> pos;
+  for (int64_t i = 0; i < 8; i++) pos.push_back(publish(d, i % 2 ? "b" : "a", i));
+  // Snapshots after entries 3 and 6: the cursor sits at the 6th with the ids persisted by then.
+  auto* c = dedupCursor();
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->markDeletedPosition(), pos[5]);
+  EXPECT_EQ(c->properties(), (storage::CursorProperties{{"a", 4}, {"b", 5}}));
+
+  MessageDeduplication again(true, options_);
+  ASSERT_TRUE(recover(again).isOk());
+  EXPECT_EQ(again.entriesReplayed(), 2);
+  EXPECT_EQ(again.lastSequenceId("a"), 6);
+  EXPECT_EQ(again.lastSequenceId("b"), 7);
+  EXPECT_EQ(again.check("a", 6, 6), MessageDeduplication::Verdict::kDuplicate);
+  // The recovery saved what it replayed: the next load replays nothing.
+  EXPECT_EQ(c->markDeletedPosition(), pos[7]);
+  MessageDeduplication third(true, options_);
+  ASSERT_TRUE(recover(third).isOk());
+  EXPECT_EQ(third.entriesReplayed(), 0);
+  EXPECT_EQ(third.lastSequenceId("b"), 7);
+}
+
+TEST_F(MessageDeduplicationTest, SnapshotHoldsAtMostMaxProducers) {
+  options_.maxProducers = 2;
+  options_.entriesInterval = 4;
+  MessageDeduplication d(true, options_);
+  ASSERT_TRUE(recover(d).isOk());
+  publish(d, "a", 1);
+  publish(d, "b", 1);
+  publish(d, "c", 1);  // over the limit: idle producers are forgotten
+  publish(d, "c", 2);
+  ASSERT_NE(dedupCursor(), nullptr);
+  EXPECT_LE(dedupCursor()->properties().size(), 2u);
+  EXPECT_EQ(dedupCursor()->properties().at("c"), 2);
+}
+
+TEST_F(MessageDeduplicationTest, InactiveProducersArePurgedAfterTheTimeout) {
+  options_.producerInactivityTimeoutMinutes = 10;
+  MessageDeduplication d(true, options_);
+  ASSERT_TRUE(recover(d).isOk());
+  publish(d, "gone", 5);
+  publish(d, "back", 5);
+  auto t0 = MessageDeduplication::Clock::now();
+  d.producerRemoved("gone", t0);
+  d.producerRemoved("back", t0);
+  d.producerAdded("back");  // reconnected: stays
+  d.purgeInactiveProducers(t0 + std::chrono::minutes(9));
+  EXPECT_EQ(d.lastSequenceId("gone"), 5);
+  d.purgeInactiveProducers(t0 + std::chrono::minutes(11));
+  EXPECT_EQ(d.lastSequenceId("gone"), -1);
+  EXPECT_EQ(d.lastSequenceId("back"), 5);
+}
+
+TEST_F(MessageDeduplicationTest, TimeBasedSnapshotAndSwitchingOff) {
+  options_.entriesInterval = 1000;
+  options_.snapshotIntervalSeconds = 60;
+  MessageDeduplication d(true, options_);
+  ASSERT_TRUE(recover(d).isOk());
+  Position p = publish(d, "a", 9);
+  auto now = MessageDeduplication::Clock::now();
+  d.checkSnapshot(now);  // not due yet
+  EXPECT_NE(dedupCursor()->markDeletedPosition(), p);
+  d.checkSnapshot(now + std::chrono::seconds(61));
+  ex_.runPending();
+  EXPECT_EQ(dedupCursor()->markDeletedPosition(), p);
+  EXPECT_EQ(dedupCursor()->properties().at("a"), 9);
+  // Off: the state and the cursor (which retains entries) go away.
+  Status s = Status::internal("not done");
+  d.setEnabled(false, *ledger_, [&](Status st) { s = st; });
+  ex_.runPending();
+  EXPECT_TRUE(s.isOk());
+  EXPECT_EQ(dedupCursor(), nullptr);
+  EXPECT_EQ(d.check("a", 9, 9), MessageDeduplication::Verdict::kNew);
+  EXPECT_EQ(d.lastSequenceId("a"), -1);
+}
+
+}  // namespace
+}  // namespace magnetar::broker

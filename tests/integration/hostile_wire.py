@@ -1,0 +1,505 @@
+"""Helpers of the hostile-input suite (tests/integration/test_hostile_*.py).
+
+A hand-written encoder/decoder for the few Pulsar commands the suite needs (field numbers from
+src/protocol/pulsar_api.proto; no protobuf package in the venv), a raw socket client that speaks
+them, a bystander producer+consumer on the official client that must stay unaffected, and
+/metrics readers.
+"""
+
+import contextlib
+import os
+import resource
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import pulsar
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "differential"))
+import brokers  # noqa: E402
+
+# BaseCommand.Type values and the BaseCommand field that carries each command.
+CONNECT, CONNECTED, SUBSCRIBE, PRODUCER, SEND, SEND_RECEIPT, SEND_ERROR = 2, 3, 4, 5, 6, 7, 8
+MESSAGE, ACK, FLOW, UNSUBSCRIBE, SUCCESS, ERROR = 9, 10, 11, 12, 13, 14
+CLOSE_PRODUCER, CLOSE_CONSUMER, PRODUCER_SUCCESS, PING, PONG = 15, 16, 17, 18, 19
+REDELIVER, LOOKUP, LOOKUP_RESPONSE, SEEK, ACK_RESPONSE = 20, 23, 24, 28, 38
+PARTITIONED_METADATA, PARTITIONED_METADATA_RESPONSE = 21, 22
+
+# ServerError names by value (pulsar_api.proto).
+SERVER_ERRORS = [
+    "UnknownError", "MetadataError", "PersistenceError", "AuthenticationError",
+    "AuthorizationError", "ConsumerBusy", "ServiceNotReady", "ProducerBlockedQuotaExceededError",
+    "ProducerBlockedQuotaExceededException", "ChecksumError", "UnsupportedVersionError",
+    "TopicNotFound", "SubscriptionNotFound", "ConsumerNotFound", "TooManyRequests",
+    "TopicTerminatedError", "ProducerBusy", "InvalidTopicName", "IncompatibleSchema",
+    "ConsumerAssignError", "TransactionCoordinatorNotFound", "InvalidTxnStatus",
+    "NotAllowedError", "TransactionConflict", "TransactionNotFound", "ProducerFenced",
+]
+
+
+# --- protobuf wire format -----------------------------------------------------------------------
+
+def varint(n):
+    n &= (1 << 64) - 1  # negative int32/int64 are 10-byte two's complement
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def fv(num, value):
+    """A varint field (uint64, int32, bool, enum)."""
+    return varint(num << 3) + varint(int(value))
+
+
+def fb(num, data):
+    """A length-delimited field (string, bytes, message)."""
+    if isinstance(data, str):
+        data = data.encode()
+    return varint((num << 3) | 2) + varint(len(data)) + data
+
+
+def read_varint(buf, pos):
+    result = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return result, pos
+
+
+def decode(buf):
+    """Message bytes -> {field number: [values]} (varints as int, length-delimited as bytes)."""
+    fields = {}
+    pos = 0
+    while pos < len(buf):
+        key, pos = read_varint(buf, pos)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, pos = read_varint(buf, pos)
+        elif wt == 2:
+            n, pos = read_varint(buf, pos)
+            v, pos = bytes(buf[pos:pos + n]), pos + n
+        elif wt == 1:
+            v, pos = buf[pos:pos + 8], pos + 8
+        elif wt == 5:
+            v, pos = buf[pos:pos + 4], pos + 4
+        else:
+            raise ValueError(f"wire type {wt}")
+        fields.setdefault(num, []).append(v)
+    return fields
+
+
+# --- frames -------------------------------------------------------------------------------------
+
+def base_command(ctype, body, field=None):
+    """BaseCommand{type, <field>: body}; field defaults to the type number (true for all used)."""
+    return fv(1, ctype) + fb(field or ctype, body)
+
+
+def frame(cmd, entry=b""):
+    return struct.pack(">II", 4 + len(cmd) + len(entry), len(cmd)) + cmd + entry
+
+
+def _crc32c_table():
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC_TABLE = _crc32c_table()
+
+
+def crc32c(data):
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def entry(producer_name, seq, payload, corrupt_crc=False):
+    """[0x0e01][crc32c][metadataSize][MessageMetadata][payload] as a producer sends it."""
+    md = fb(1, producer_name) + fv(2, seq) + fv(3, int(time.time() * 1000))
+    checked = struct.pack(">I", len(md)) + md + payload
+    crc = crc32c(checked) ^ (0xDEADBEEF if corrupt_crc else 0)
+    return struct.pack(">HI", 0x0E01, crc) + checked
+
+
+def connect_frame(version="hostile-suite", protocol=21):
+    return frame(base_command(CONNECT, fb(1, version) + fv(4, protocol)))
+
+
+def producer_frame(topic, producer_id, request_id, name=None):
+    body = fb(1, topic) + fv(2, producer_id) + fv(3, request_id)
+    if name is not None:
+        body += fb(4, name)
+    return frame(base_command(PRODUCER, body))
+
+
+def send_frame(producer_id, seq, ent):
+    return frame(base_command(SEND, fv(1, producer_id) + fv(2, seq)), ent)
+
+
+def subscribe_frame(topic, sub, consumer_id, request_id, sub_type=0, earliest=False):
+    body = fb(1, topic) + fb(2, sub) + fv(3, sub_type) + fv(4, consumer_id) + fv(5, request_id)
+    if earliest:
+        body += fv(13, 1)
+    return frame(base_command(SUBSCRIBE, body))
+
+
+def message_id(ledger, entry_id):
+    return fv(1, ledger) + fv(2, entry_id)
+
+
+def flow_frame(consumer_id, permits):
+    return frame(base_command(FLOW, fv(1, consumer_id) + fv(2, permits)))
+
+
+def ack_frame(consumer_id, ledger, entry_id, request_id=None):
+    body = fv(1, consumer_id) + fv(2, 0) + fb(3, message_id(ledger, entry_id))
+    if request_id is not None:
+        body += fv(8, request_id)
+    return frame(base_command(ACK, body))
+
+
+def close_producer_frame(producer_id, request_id):
+    return frame(base_command(CLOSE_PRODUCER, fv(1, producer_id) + fv(2, request_id)))
+
+
+def close_consumer_frame(consumer_id, request_id):
+    return frame(base_command(CLOSE_CONSUMER, fv(1, consumer_id) + fv(2, request_id)))
+
+
+def lookup_frame(topic, request_id):
+    return frame(base_command(LOOKUP, fb(1, topic) + fv(2, request_id)))
+
+
+def ping_frame():
+    return frame(base_command(PING, b""))
+
+
+# --- a raw client -------------------------------------------------------------------------------
+
+class WireClient:
+    """One TCP connection speaking raw frames. recv_command() returns (type, {field: [values]})
+    of the command body, or None once the broker closed the connection."""
+
+    def __init__(self, port, timeout=5.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.buf = b""
+
+    def close(self):
+        self.sock.close()
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def _fill(self, n):
+        while len(self.buf) < n:
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except (ConnectionResetError, BrokenPipeError):
+                chunk = b""
+            if not chunk:
+                return False
+            self.buf += chunk
+        return True
+
+    def recv_command(self):
+        if not self._fill(4):
+            return None
+        total = struct.unpack(">I", self.buf[:4])[0]
+        if not self._fill(4 + total):
+            return None
+        fr, self.buf = self.buf[4:4 + total], self.buf[4 + total:]
+        cmd_size = struct.unpack(">I", fr[:4])[0]
+        cmd = decode(fr[4:4 + cmd_size])
+        ctype = cmd[1][0]
+        body = decode(cmd[ctype][0]) if ctype in cmd else {}
+        return ctype, body
+
+    def expect(self, ctype):
+        """Next command that is not a PING (answered), which must be `ctype`."""
+        while True:
+            got = self.recv_command()
+            assert got is not None, f"connection closed while waiting for command {ctype}"
+            if got[0] == PING:
+                self.send(frame(base_command(PONG, b"")))
+                continue
+            if got[0] == MESSAGE and ctype != MESSAGE:
+                continue  # deliveries to a raw consumer are not what the tests look at
+            assert got[0] == ctype, f"expected command {ctype}, got {got}"
+            return got[1]
+
+    def handshake(self):
+        self.send(connect_frame())
+        return self.expect(CONNECTED)
+
+    def wait_closed(self, timeout=5.0):
+        """True when the broker closes the connection within timeout (answers are skipped)."""
+        self.sock.settimeout(timeout)
+        try:
+            while self.recv_command() is not None:
+                pass
+            return True
+        except socket.timeout:
+            return False
+
+    def alive(self):
+        """PING -> PONG round trip on a connected connection."""
+        self.send(ping_frame())
+        self.expect(PONG)
+        return True
+
+
+def error_name(body, field):
+    return SERVER_ERRORS[body[field][0]]
+
+
+# --- metrics ------------------------------------------------------------------------------------
+
+def scrape(admin_url):
+    text = requests.get(admin_url + "/metrics", timeout=10).text
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def metric(admin_url, family, sample=None, **labels):
+    """Sum of the samples of `family` (sample name defaults to the family's) matching labels."""
+    fams = scrape(admin_url)
+    fam = fams.get(family)
+    if fam is None:
+        return 0.0
+    total = 0.0
+    for s in fam.samples:
+        if sample and s.name != sample:
+            continue
+        if all(s.labels.get(k) == v for k, v in labels.items()):
+            total += s.value
+    return total
+
+
+def protocol_errors(admin_url, error):
+    return metric(admin_url, "magnetar_protocol_errors", "magnetar_protocol_errors_total",
+                  error=error)
+
+
+def http_bad_requests(admin_url, error):
+    return metric(admin_url, "magnetar_http_bad_requests", "magnetar_http_bad_requests_total",
+                  error=error)
+
+
+def wait_until(fn, timeout=5.0, interval=0.05):
+    deadline = time.time() + timeout
+    while True:
+        v = fn()
+        if v or time.time() > deadline:
+            return v
+        time.sleep(interval)
+
+
+class CounterDelta:
+    """A counter read now and again later: `d = CounterDelta(read); ...; assert d.moved()`."""
+
+    def __init__(self, read):
+        self.read = read
+        self.before = read()
+
+    def moved(self, at_least=1, timeout=5.0):
+        return wait_until(lambda: self.read() - self.before >= at_least, timeout)
+
+
+# --- the broker and its bystanders ---------------------------------------------------------------
+
+class HostileBroker:
+    """`magnetar standalone` on free ports in a temporary directory that survives restart()."""
+
+    def __init__(self, settings=(), nofile=None):
+        self.binary = os.environ.get("MAGNETAR_BIN", brokers.DEFAULT_MAGNETAR_BIN)
+        self.settings = list(settings)
+        self.nofile = nofile  # RLIMIT_NOFILE of the broker process, None: inherited
+        self.workdir = tempfile.mkdtemp(prefix="magnetar-hostile-")
+        self.log_path = os.path.join(self.workdir, "magnetar.log")
+        self.proc = None
+        self.endpoint = None
+
+    def start(self, timeout_s=30):
+        ports_file = os.path.join(self.workdir, "ports")
+        if os.path.exists(ports_file):
+            os.remove(ports_file)
+        cmd = [self.binary, "standalone", "--set", "brokerServicePort=0",
+               "--set", "webServicePort=0", "--ports-file", ports_file,
+               "--set", f"journalDirectory={self.workdir}/journal",
+               "--set", f"metadataStoreUrl=rocksdb:{self.workdir}/metadata"]
+        for kv in self.settings:
+            cmd += ["--set", kv]
+        limit = None
+        if self.nofile:
+            n = self.nofile
+            limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))  # noqa: E731
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(cmd, cwd=self.workdir, stdout=log,
+                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         preexec_fn=limit)
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            assert self.proc.poll() is None, f"broker exited:\n{brokers.tail(self.log_path)}"
+            p = brokers.read_ports_file(ports_file)
+            if "brokerServicePort" in p and "webServicePort" in p:
+                if brokers.wait_tcp(p["brokerServicePort"], deadline):
+                    self.endpoint = brokers.BrokerEndpoint(
+                        "magnetar", f"pulsar://127.0.0.1:{p['brokerServicePort']}",
+                        f"http://127.0.0.1:{p['webServicePort']}", self.log_path)
+                    return self.endpoint
+            time.sleep(0.05)
+        raise RuntimeError(f"broker did not start:\n{brokers.tail(self.log_path)}")
+
+    @property
+    def port(self):
+        return port_of(self.endpoint)
+
+    @property
+    def admin_url(self):
+        return self.endpoint.admin_url
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self):
+        """Graceful stop (SIGTERM); asserts the broker was still running and exits cleanly."""
+        assert self.running(), f"the broker died:\n{brokers.tail(self.log_path)}"
+        self.proc.terminate()
+        try:
+            rc = self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("the broker did not stop within 20 s of SIGTERM")
+        assert rc == 0, f"broker exit code {rc}:\n{brokers.tail(self.log_path)}"
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+    def close(self):
+        """Stops (if running), fails on a sanitizer report in the log, removes the directory."""
+        try:
+            if self.running():
+                self.stop()
+            report = getattr(brokers, "sanitizer_report", lambda _p: "")(self.log_path)
+            assert not report, f"sanitizer report in the broker's log:\n{report}"
+        finally:
+            if not os.environ.get("KEEP_BROKER_DIR"):
+                shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def active_connections(admin_url):
+    return metric(admin_url, "pulsar_active_connections")
+
+
+def publishers(admin_url, topic):
+    """Producers on a persistent://public/default/<local> topic per its admin stats."""
+    local = topic.rsplit("/", 1)[1]
+    r = requests.get(f"{admin_url}/admin/v2/persistent/public/default/{local}/stats", timeout=30)
+    r.raise_for_status()
+    return len(r.json()["publishers"])
+
+def port_of(endpoint):
+    return int(endpoint.service_url.rsplit(":", 1)[1])
+
+
+def quiet_client(broker_or_endpoint):
+    """An official client that logs errors only."""
+    ep = getattr(broker_or_endpoint, "endpoint", broker_or_endpoint)
+    return pulsar.Client(ep.service_url, operation_timeout_seconds=10,
+                         logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+
+
+class Bystander:
+    """A producer sending 0, 1, 2, ... every few ms and a consumer on another topic, both on the
+    official client; plus messages stored before the test that must still be readable after."""
+
+    def __init__(self, endpoint, name):
+        self.endpoint = endpoint
+        self.client = quiet_client(endpoint)
+        self.topic = f"persistent://public/default/bystander-{name}-{time.time_ns()}"
+        self.stored_topic = self.topic + "-stored"
+        self.stored = [b"stored-%d" % i for i in range(20)]
+        p = self.client.create_producer(self.stored_topic, batching_enabled=False)
+        for m in self.stored:
+            p.send(m)
+        p.close()
+        self.consumer = self.client.subscribe(self.topic, "bystander")
+        self.producer = self.client.create_producer(self.topic, batching_enabled=False)
+        self.sent = []
+        self.errors = []
+        self.stop_event = threading.Event()
+        self.thread = threading.Thread(target=self._produce, daemon=True)
+
+    def _produce(self):
+        i = 0
+        while not self.stop_event.is_set():
+            try:
+                self.producer.send(b"%d" % i)
+                self.sent.append(i)
+                i += 1
+            except Exception as e:  # noqa: BLE001 - recorded and asserted on
+                self.errors.append(e)
+                return
+            time.sleep(0.003)
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def check(self):
+        """Stops producing once 20 messages are through; every message arrived, in order; the
+        stored ones are intact."""
+        wait_until(lambda: len(self.sent) >= 20 or self.errors, timeout=20)
+        self.stop_event.set()
+        self.thread.join(30)
+        assert not self.errors, f"bystander producer failed: {self.errors}"
+        assert len(self.sent) >= 20, "the bystander made too little progress"
+        got = []
+        while len(got) < len(self.sent):
+            m = self.consumer.receive(10000)
+            got.append(int(m.data()))
+            self.consumer.acknowledge(m)
+        assert got == self.sent
+        reader = self.client.create_reader(self.stored_topic, pulsar.MessageId.earliest)
+        again = [reader.read_next(10000).data() for _ in self.stored]
+        assert again == self.stored
+        reader.close()
+        self.client.close()
+
+
+@contextlib.contextmanager
+def bystander(endpoint, name):
+    b = Bystander(endpoint, name).start()
+    ok = False
+    try:
+        yield b
+        ok = True
+    finally:
+        if ok:
+            b.check()
+        else:
+            b.stop_event.set()
+            b.client.close()
