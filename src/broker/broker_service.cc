@@ -1,5 +1,6 @@
 #include "broker/broker_service.h"
 
+#include <charconv>
 #include <functional>
 
 #include "base/logging.h"
@@ -46,7 +47,16 @@ void BrokerService::loadMetadata() {
     for (size_t nl; (nl = pt->find('\n', pos)) != std::string::npos; pos = nl + 1) {
       std::string line = pt->substr(pos, nl - pos);
       auto eq = line.rfind('=');
-      if (eq != std::string::npos) partitioned_[line.substr(0, eq)] = std::stoi(line.substr(eq + 1));
+      if (eq == std::string::npos) continue;
+      // A damaged count is skipped with a warning rather than crashing the broker at start.
+      int n = 0;
+      auto digits = std::string_view(line).substr(eq + 1);
+      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+      if (ec != std::errc() || end != digits.data() + digits.size() || n <= 0) {
+        MLOG_WARN("ignoring damaged partitioned-topic metadata line '{}'", line);
+        continue;
+      }
+      partitioned_[line.substr(0, eq)] = n;
     }
   }
 }

@@ -276,6 +276,16 @@ void Dispatcher::addToReplay(Position p, int32_t keyHash) {
   if (inserted && keyHash >= 0) replayHashes_[keyHash]++;
 }
 
+bool Dispatcher::olderInReplay(int32_t hash, Position p) const {
+  if (replayHashes_.count(hash) == 0) return false;
+  // Replay batches are taken from the front, so the entries before p are only the few put back
+  // or held since this batch was taken.
+  for (auto it = replay_.begin(); it != replay_.end() && it->first < p; ++it) {
+    if (it->second == hash) return true;
+  }
+  return false;
+}
+
 void Dispatcher::onNewEntries() { readMoreEntries(); }
 
 void Dispatcher::rewind() {
@@ -388,10 +398,11 @@ void Dispatcher::readReplay(int64_t maxEntries) {
   }
   readPending_ = true;
   uint64_t epoch = epoch_;
+  const Position first = want.front();
   auto results = std::make_shared<std::vector<Entry>>();
   auto remaining = std::make_shared<size_t>(want.size());
   for (auto& p : want) {
-    ledger_.asyncReadEntries(p, 1, 1, [this, epoch, p, results, remaining](
+    ledger_.asyncReadEntries(p, 1, 1, [this, epoch, p, first, results, remaining](
                                           Status s, std::vector<Entry> entries) {
       if (epoch != epoch_) return;
       if (s.isOk() && !entries.empty() && entries.front().position == p) {
@@ -406,7 +417,10 @@ void Dispatcher::readReplay(int64_t maxEntries) {
       // When nothing of the replay could go out (no permits for those keys), read new entries
       // for the other consumers rather than loop on the replay.
       bool progressed = replay_.size() < before + results->size();
-      readMoreEntries(/*allowReplay=*/progressed);
+      // Entries older than this batch went back for redelivery while it was read (a consumer
+      // left): replay again, they come first.
+      bool olderPutBack = !replay_.empty() && replay_.begin()->first < first;
+      readMoreEntries(/*allowReplay=*/progressed || olderPutBack);
     });
   }
 }
@@ -470,7 +484,6 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
     } else if (selector_) {
       hash = stickyHashOf(md, *selector_);
       Consumer* owner = selector_->select(hash);
-      bool keyWaiting = !fromReplay && replayHashes_.count(hash) > 0;
       // Draining (Pulsar 4): while messages of this hash are unacked at another consumer (the
       // hash moved on a join/leave), new ones wait, so a key is outstanding at one consumer.
       bool draining = false;
@@ -482,9 +495,13 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
         stats_.blockedByDraining++;
         draining_.blocked(hash);
       }
-      if (owner && canTake(owner) && !keyWaiting && !draining && !blockedOnUnacked_) {
-        target = owner;
-      }
+      bool ready = owner && canTake(owner) && !draining && !blockedOnUnacked_;
+      // An older entry of the hash waits for redelivery: this one must not overtake it. For a
+      // replayed entry, that is one put back while its read was in flight (a consumer left) or
+      // one held earlier in this pass.
+      bool keyWaiting = fromReplay ? ready && olderInReplay(hash, e.position)
+                                   : replayHashes_.count(hash) > 0;
+      if (ready && !keyWaiting) target = owner;
     } else {
       target = blockedOnUnacked_ ? nullptr : pickShared();
     }

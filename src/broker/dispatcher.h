@@ -89,6 +89,8 @@ class Dispatcher {
                             bool countRedelivery);
   void updateActiveConsumer();
   void addToReplay(storage::Position p, int32_t keyHash);
+  // Key_Shared: an entry of `hash` before p waits in replay_.
+  bool olderInReplay(int32_t hash, storage::Position p) const;
   void trackUnacked(Consumer* c, int64_t delta);
   // Forgets one pending entry of c (unacked counts, hash ownership); true when its hash has no
   // pending message left anywhere.

@@ -1,0 +1,184 @@
+// Key_Shared dispatch order when consumers leave: a Dispatcher over the in-memory managed ledger,
+// consumers behind ConsumerSinks whose MESSAGE frames are decoded, and an executor the test runs
+// task by task so a consumer can leave while a read is in flight.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "broker/subscription.h"
+#include "protocol/commands.h"
+#include "protocol/frame.h"
+#include "storage/memory_managed_ledger.h"
+
+namespace magnetar::broker {
+namespace {
+
+using proto::CommandSubscribe;
+
+// The topic's executor: tasks run only when the test says so.
+class StepExecutor : public net::Executor {
+ public:
+  void execute(net::Task t) override { tasks_.push_back(std::move(t)); }
+  bool inExecutorThread() const override { return true; }
+  bool runOne() {
+    if (tasks_.empty()) return false;
+    net::Task t = std::move(tasks_.front());
+    tasks_.pop_front();
+    t();
+    return true;
+  }
+  void drain() {
+    while (runOne()) {
+    }
+  }
+  size_t pending() const { return tasks_.size(); }
+
+ private:
+  std::deque<net::Task> tasks_;
+};
+
+// Decodes the MESSAGE frames a consumer is sent and records their entry ids in arrival order.
+class RecordingSink : public ConsumerSink {
+ public:
+  void send(net::FrameBatch&& frames) override {
+    std::string bytes;
+    for (const auto& seg : frames.segments()) {
+      if (seg.buffer) {
+        bytes.append(seg.buffer.view());
+      } else {
+        bytes.append(frames.bytes(), seg.offset, seg.length);
+      }
+    }
+    Status s = decoder_.feed(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                             [this](const proto::BaseCommand& cmd, Buffer) {
+                               if (cmd.type() == proto::BaseCommand::MESSAGE) {
+                                 entryIds.push_back(cmd.message().message_id().entryid());
+                               }
+                             });
+    EXPECT_TRUE(s.isOk()) << s.toString();
+  }
+  void sendFrame(const Buffer&) override {}
+  std::vector<uint64_t> entryIds;
+
+ private:
+  protocol::FrameDecoder decoder_;
+};
+
+class KeySharedDispatchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    factory_.asyncOpen("t/default/persistent/ks", &ex_,
+                       [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+                         if (r.isOk()) ml_ = r.value();
+                       });
+    ex_.drain();
+    ASSERT_TRUE(ml_);
+    auto cursor = ml_->openCursor("ks", storage::InitialPosition::kEarliest);
+    ASSERT_TRUE(cursor.isOk());
+    sub_ = std::make_unique<Subscription>("ks", *ml_, *cursor.value(), options_,
+                                          "persistent://t/default/ks", -1);
+  }
+
+  std::shared_ptr<Consumer> addConsumer(uint64_t id, const std::string& name,
+                                        RecordingSink* sink) {
+    auto c = std::make_shared<Consumer>(id, name, sink, CommandSubscribe::Key_Shared, 0);
+    EXPECT_TRUE(sub_->addConsumer(c).isOk());
+    return c;
+  }
+
+  void publish(const std::string& key, int count) {
+    for (int i = 0; i < count; ++i) {
+      proto::MessageMetadata md;
+      md.set_producer_name("p");
+      md.set_sequence_id(static_cast<uint64_t>(seq_++));
+      md.set_publish_time(1700000000000);
+      md.set_partition_key(key);
+      ml_->asyncAddEntry(protocol::Commands::newEntry(md, "x"), [](Status, storage::Position) {});
+    }
+    ex_.drain();
+  }
+
+  // A key whose hash `owner` owns now.
+  std::string keyOwnedBy(const Consumer* owner) {
+    const KeySharedSelector* sel = sub_->dispatcher()->keySharedSelector();
+    for (int i = 0; i < 10000; ++i) {
+      std::string key = "key-" + std::to_string(i);
+      if (sel->select(sel->hashOf(key)) == owner) return key;
+    }
+    ADD_FAILURE() << "no key owned by " << owner->name();
+    return {};
+  }
+
+  StepExecutor ex_;
+  storage::MemoryManagedLedgerFactory factory_;
+  std::shared_ptr<storage::ManagedLedger> ml_;
+  BrokerOptions options_;
+  std::unique_ptr<Subscription> sub_;
+  int seq_ = 0;
+};
+
+// A owns the key and takes its first message (entry 0), then has no permits: entry 1 waits for
+// redelivery. B has permits, so the dispatcher reads entry 1 again (a replay read). A leaves while
+// that read is in flight: entry 0 goes back for redelivery. B now owns the key and must get entry
+// 0 before entry 1, although entry 1's read completes first.
+TEST_F(KeySharedDispatchTest, ReplayReadInFlightDoesNotOvertakeEntriesOfLeavingConsumer) {
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::string key = keyOwnedBy(a.get());
+  ASSERT_FALSE(key.empty());
+  publish(key, 2);
+
+  sub_->dispatcher()->flow(a.get(), 1);
+  ex_.drain();
+  ASSERT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0}));
+
+  sub_->dispatcher()->flow(b.get(), 10);
+  ASSERT_TRUE(ex_.runOne());  // the read of entry 1: A has no permits, so it waits in replay
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);  // taken out again by the replay read
+  ASSERT_EQ(ex_.pending(), 1u);                        // that replay read is in flight
+  EXPECT_TRUE(sinkB.entryIds.empty());
+
+  sub_->removeConsumer(a.get());  // entry 0 goes back for redelivery, the hash moves to B
+  ex_.drain();
+
+  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{0, 1}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+  EXPECT_EQ(b->pendingAcks.size(), 2u);
+}
+
+// Same race with several entries of the key on both sides and a second key that is not involved:
+// B receives the key's entries in publish order and the other key's entries are not held back.
+TEST_F(KeySharedDispatchTest, KeyOrderKeptWhenOwnerLeavesDuringReplayRead) {
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::string key = keyOwnedBy(a.get());
+  std::string other = keyOwnedBy(b.get());
+  ASSERT_FALSE(key.empty());
+  ASSERT_FALSE(other.empty());
+  publish(key, 3);    // entries 0..2
+  publish(other, 1);  // entry 3
+  publish(key, 3);    // entries 4..6
+
+  sub_->dispatcher()->flow(a.get(), 3);
+  ex_.drain();
+  ASSERT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0, 1, 2}));
+
+  sub_->dispatcher()->flow(b.get(), 10);
+  ASSERT_TRUE(ex_.runOne());  // entries 3..6 read: 3 to B, 4..6 wait (A has no permits)
+  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{3}));
+  ASSERT_GE(ex_.pending(), 1u);  // the replay reads of 4..6
+
+  sub_->removeConsumer(a.get());
+  ex_.drain();
+
+  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{3, 0, 1, 2, 4, 5, 6}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+}
+
+}  // namespace
+}  // namespace magnetar::broker
