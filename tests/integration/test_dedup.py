@@ -93,6 +93,20 @@ def test_duplicates_are_receipted_and_not_stored(broker):
     client.close()
 
 
+def create_retrying(client, topic, **kw):
+    """The closed producer of the previous round may still be re-registering after the restart
+    (its reconnect raced its close), so the name can be briefly busy, as on Pulsar."""
+    deadline = time.time() + 20
+    while True:
+        try:
+            return client.create_producer(topic, producer_name="gw-crash",
+                                          batching_enabled=False, **kw)
+        except pulsar.ProducerBusy:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def test_broker_killed_under_load_every_message_once(broker):
     url = broker.start()
     port = broker.port
@@ -103,8 +117,7 @@ def test_broker_killed_under_load_every_message_once(broker):
     receipted = set()
     next_seq = 0
     for round_ in range(3):
-        producer = client.create_producer(topic, producer_name="gw-crash", batching_enabled=False,
-                                          send_timeout_millis=0, block_if_queue_full=True)
+        producer = create_retrying(client, topic, send_timeout_millis=0, block_if_queue_full=True)
         # The producer resumes after the last persisted id and resends everything after it.
         next_seq = producer.last_sequence_id() + 1
         target = min(total, next_seq + 1500)
@@ -119,7 +132,7 @@ def test_broker_killed_under_load_every_message_once(broker):
         except Exception:
             pass
         producer.close()
-    producer = client.create_producer(topic, producer_name="gw-crash", batching_enabled=False)
+    producer = create_retrying(client, topic)
     for seq in range(producer.last_sequence_id() + 1, total):
         producer.send(b"%d" % seq, sequence_id=seq)
     consumer = client.subscribe(topic, "sub")
