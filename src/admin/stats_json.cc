@@ -196,7 +196,7 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   for (const auto& s : t.subscriptions) subs[s.name] = subscriptionJson(s);
   o["subscriptions"] = std::move(subs);
   o["replication"] = json::object{};
-  o["deduplicationStatus"] = "Disabled";
+  o["deduplicationStatus"] = t.deduplicationEnabled ? "Enabled" : "Disabled";
   o["nonContiguousDeletedMessagesRanges"] = 0;
   o["nonContiguousDeletedMessagesRangesSerializedSize"] = 0;
   o["delayedMessageIndexSizeInBytes"] = 0;

@@ -221,6 +221,7 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
   t.storageSize = ml.totalSizeBytes();
   t.numberOfEntries = ml.numberOfEntries();
   t.terminated = topic.isTerminated();
+  t.deduplicationEnabled = topic.deduplication().enabled();
   for (const auto& [name, p] : topic.producers()) {
     PublisherSnapshot ps;
     ps.producerName = name;

@@ -100,6 +100,7 @@ struct TopicSnapshot {
   int64_t msgBacklog = 0;   // entries, the sum over subscriptions (Pulsar's pulsar_msg_backlog)
   int64_t numberOfEntries = 0;
   bool terminated = false;
+  bool deduplicationEnabled = false;  // Pulsar's deduplicationStatus "Enabled"/"Disabled"
   std::vector<PublisherSnapshot> publishers;
   std::vector<SubscriptionSnapshot> subscriptions;
 };

@@ -130,10 +130,13 @@ def test_namespace_policy_overrides_the_broker_default(broker):
     dup = q.send(b"x", sequence_id=5)
     assert (dup.ledger_id(), dup.entry_id()) == (-1, -1)
     assert drain(c2) == [b"x"]
+    fresh_stats = f"{web}/admin/v2/persistent/public/default/dedup-policy-fresh/stats"
+    assert requests.get(fresh_stats, timeout=10).json()["deduplicationStatus"] == "Enabled"
 
     # Removing the policy falls back to the broker default (off).
     assert requests.delete(policy, timeout=10).status_code == 204
     time.sleep(0.5)
     q.send(b"x-again", sequence_id=5)
     assert drain(c2) == [b"x-again"]
+    assert requests.get(fresh_stats, timeout=10).json()["deduplicationStatus"] == "Disabled"
     client.close()
