@@ -6,9 +6,9 @@
 #   scripts/fuzz.sh long  <build-dir> [seconds]    each target `seconds` (default 600) s
 #   scripts/fuzz.sh run   <build-dir> <target> [seconds]
 #
-# Each target starts from a copy of fuzz/corpus/<target> (the repository is not modified) and
-# fails the script on the first crash, leak, timeout or out-of-memory; the input that did it is
-# kept as <out>/<target>/crash-* (reproduce: <build-dir>/fuzz/<target> <that file>).
+# Each target starts from a copy of fuzz/corpus/<target> (the repository is not modified). A crash,
+# leak, timeout or out-of-memory fails that target (the others still run; the script exits 1 at the
+# end); the input is kept as <out>/<target>/crash-* (reproduce: <build-dir>/fuzz/<target> <file>).
 # Environment: FUZZ_TARGETS (default: all four), FUZZ_OUT (work directory, default a new one
 # under /tmp, kept when something failed), FUZZ_ARGS (extra libFuzzer flags).
 set -euo pipefail
@@ -17,7 +17,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ALL_TARGETS="fuzz_frames fuzz_http fuzz_config fuzz_journal"
 
 usage() {
-  sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit 2
 }
 
