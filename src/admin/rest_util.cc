@@ -71,16 +71,22 @@ std::string positionText(storage::Position p) {
   return fmt::format("{}:{}", p.ledgerId, p.entryId);
 }
 
+std::optional<int64_t> parseDecimal(std::string_view text) {
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != text.npos) {
+    return std::nullopt;
+  }
+  int64_t n = 0;
+  for (char ch : text) n = n * 10 + (ch - '0');
+  return n;
+}
+
 HostPort parseHostHeader(std::string_view host) {
   HostPort out;
   size_t colon = host.rfind(':');
   size_t bracket = host.rfind(']');
   if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket)) {
     std::string port(host.substr(colon + 1));
-    if (!port.empty() && port.find_first_not_of("0123456789") == std::string::npos &&
-        port.size() <= 5) {
-      out.port = std::stoi(port);
-    }
+    if (auto n = parseDecimal(port); n && port.size() <= 5) out.port = static_cast<int>(*n);
     host = host.substr(0, colon);
   }
   out.host = std::string(host);

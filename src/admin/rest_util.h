@@ -43,6 +43,10 @@ HttpResponse errorResponse(const Status& s);
 // ("Failed to parse the JSON body: ...").
 std::optional<boost::json::value> parseJsonBody(const HttpRequest& req, HttpResponse* error);
 
+// A path segment of decimal digits only (no sign), at most 18 of them so it fits int64_t;
+// nullopt otherwise (callers answer 412 as Pulsar does).
+std::optional<int64_t> parseDecimal(std::string_view text);
+
 // "ledger:entry", Pulsar's position text.
 std::string positionText(storage::Position p);
 

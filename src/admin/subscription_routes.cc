@@ -230,11 +230,11 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
       r, "POST", std::string(kSubPath) + "/skip/{n}",
       [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
         const std::string& text = p.at("n");
-        if (text.empty() || text.size() > 18 ||
-            text.find_first_not_of("0123456789") != std::string::npos) {
+        auto parsed = parseDecimal(text);
+        if (!parsed) {
           return respond(HttpResponse::error(412, "Invalid number of messages to skip: " + text));
         }
-        int64_t n = std::stoll(text);
+        int64_t n = *parsed;
         std::string sub = p.at("subscription");
         onEachTarget<Status>(
             ctx, name, false, Status::notFound(""), respond,
@@ -252,11 +252,9 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
   onPath(r, "POST", std::string(kSubPath) + "/resetcursor/{timestamp}",
          [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
            const std::string& text = p.at("timestamp");
-           if (text.empty() || text.size() > 18 ||
-               text.find_first_not_of("0123456789") != std::string::npos) {
-             return respond(HttpResponse::error(412, "Invalid timestamp: " + text));
-           }
-           uint64_t ts = std::stoull(text);
+           auto parsed = parseDecimal(text);
+           if (!parsed) return respond(HttpResponse::error(412, "Invalid timestamp: " + text));
+           uint64_t ts = static_cast<uint64_t>(*parsed);
            std::string sub = p.at("subscription");
            onEachTarget<Status>(
                ctx, name, false, Status::notFound(""), respond,
@@ -347,13 +345,12 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
            std::string initial = queryParam(req, "initialPosition").value_or("latest");
            std::string nText = queryParam(req, "messagePosition").value_or("1");
-           if ((initial != "latest" && initial != "earliest") || nText.empty() ||
-               nText.size() > 18 || nText.find_first_not_of("0123456789") != std::string::npos ||
-               nText == "0") {
+           auto parsed = parseDecimal(nText);
+           if ((initial != "latest" && initial != "earliest") || !parsed || *parsed == 0) {
              return respond(HttpResponse::error(
                  412, "initialPosition must be latest or earliest, messagePosition >= 1"));
            }
-           int64_t n = std::stoll(nText);
+           int64_t n = *parsed;
            bool latest = initial == "latest";
            withTopic(*ctx, name, respond, [respond, n, latest](TopicPtr t) {
              auto pos = nthPosition(t->ledger(), latest, n);

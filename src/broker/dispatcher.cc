@@ -312,35 +312,22 @@ void Dispatcher::clearPending(Consumer* c) {
   c->pendingAcks.clear();
 }
 
-size_t Dispatcher::drainingHashCount() const {
-  if (!selector_) return 0;
-  size_t n = 0;
-  for (size_t h = 0; h < pendingHashes_.size(); ++h) {
-    const auto& owner = pendingHashes_[h];
-    if (owner.second > 0 && selector_->select(static_cast<int32_t>(h)) != owner.first) ++n;
-  }
-  return n;
-}
-
 std::vector<DrainingHashInfo> Dispatcher::drainingHashes() const {
   if (!selector_) return {};
   return draining_.snapshot(pendingHashes_, *selector_);
 }
 
-int64_t Dispatcher::entriesBlockedByDraining() const {
-  if (!selector_ || replayHashes_.empty()) return 0;
+int64_t Dispatcher::entriesBlockedByDraining(const std::vector<DrainingHashInfo>& draining) const {
+  if (replayHashes_.empty()) return 0;
   int64_t n = 0;
-  for (const auto& d : draining_.snapshot(pendingHashes_, *selector_)) {
+  for (const auto& d : draining) {
     auto it = replayHashes_.find(d.hash);
     if (it != replayHashes_.end()) n += it->second;
   }
   return n;
 }
 
-std::vector<std::shared_ptr<Consumer>> Dispatcher::takeConsumers() {
-  auto out = consumers_;
-  return out;
-}
+std::vector<std::shared_ptr<Consumer>> Dispatcher::takeConsumers() { return consumers_; }
 
 Consumer* Dispatcher::pickShared() {
   size_t n = consumers_.size();

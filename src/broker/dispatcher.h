@@ -67,14 +67,12 @@ class Dispatcher {
   int64_t unackedMessages() const { return unackedMessages_; }
   size_t replayBacklog() const { return replay_.size(); }
   const KeySharedSelector* keySharedSelector() const { return selector_.get(); }
-  // Key_Shared: hashes with unacked messages at a consumer that no longer owns them (draining).
-  size_t drainingHashCount() const;
   // Key_Shared: the draining hashes now, sorted by hash (empty for other types).
   std::vector<DrainingHashInfo> drainingHashes() const;
   // Key_Shared: draining hashes that finished over the subscription's life.
   uint64_t drainingHashesClearedTotal() const { return draining_.clearedTotal(); }
-  // Key_Shared: entries waiting for redelivery whose hash drains (held back until it is acked).
-  int64_t entriesBlockedByDraining() const;
+  // Key_Shared: entries waiting for redelivery whose hash is in `draining` (from drainingHashes()).
+  int64_t entriesBlockedByDraining(const std::vector<DrainingHashInfo>& draining) const;
   // maxUnackedMessagesPerSubscription holds dispatch (set at the limit, cleared at half).
   bool blockedOnUnacked() const { return blockedOnUnacked_; }
 

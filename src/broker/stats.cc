@@ -80,7 +80,7 @@ SubscriptionSnapshot snapshotSubscription(Subscription& sub, storage::ManagedLed
     for (const auto& h : draining) s.drainingHashesUnackedMessages += h.unackMsgs;
     s.drainingHashesCount = static_cast<int32_t>(draining.size());
     s.drainingHashesClearedTotal = d->drainingHashesClearedTotal();
-    s.drainingBlockedEntries = d->entriesBlockedByDraining();
+    s.drainingBlockedEntries = d->entriesBlockedByDraining(draining);
     s.drainingBlockedAttemptsTotal = d->stats().blockedByDraining;
     for (const auto& c : d->consumers()) {
       s.consumers.push_back(snapshotConsumer(*c, *d, s.name, draining, rates));

@@ -2,8 +2,6 @@
 a real broker process, including SIGKILL of the broker under a deduplicated publish load."""
 
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -11,53 +9,19 @@ import time
 import pulsar
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "differential"))
-from brokers import DEFAULT_MAGNETAR_BIN, read_ports_file, wait_tcp  # noqa: E402
+sys.path.insert(0, os.path.dirname(__file__))
+from restartable_broker import RestartableBroker  # noqa: E402
 
 
-class Broker:
-    """magnetar standalone in a fixed data directory, so it can be killed and restarted."""
-
-    def __init__(self, workdir):
-        self.workdir = workdir
-        self.binary = os.environ.get("MAGNETAR_BIN", DEFAULT_MAGNETAR_BIN)
-        self.proc = None
-        self.port = None
-
-    def start(self, port=0, extra=()):
-        ports = os.path.join(self.workdir, "ports")
-        if os.path.exists(ports):
-            os.remove(ports)
-        log = open(os.path.join(self.workdir, "magnetar.log"), "ab")
-        self.proc = subprocess.Popen(
-            [self.binary, "standalone", "--set", f"brokerServicePort={port}",
-             "--set", "webServicePort=0", "--set", "brokerDeduplicationEnabled=true",
-             "--set", "journalSyncData=true", "--ports-file", ports]
-            + [a for kv in extra for a in ("--set", kv)],
-            cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            p = read_ports_file(ports)
-            if "brokerServicePort" in p and wait_tcp(p["brokerServicePort"], deadline):
-                self.port = p["brokerServicePort"]
-                return f"pulsar://127.0.0.1:{self.port}"
-            time.sleep(0.05)
-        raise RuntimeError("broker did not start")
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=15)
+def dedup_broker(workdir):
+    """A restartable broker with brokerDeduplicationEnabled=true."""
+    return RestartableBroker(workdir, settings=("brokerDeduplicationEnabled=true",))
 
 
 @pytest.fixture
 def broker():
     with tempfile.TemporaryDirectory(prefix="magnetar-dedup-") as d:
-        b = Broker(d)
+        b = dedup_broker(d)
         yield b
         b.stop()
 

@@ -13,20 +13,19 @@ import pytest
 import requests
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_dedup import Broker, drain  # noqa: E402
+from test_dedup import dedup_broker, drain  # noqa: E402
 
 
 @pytest.fixture
 def broker():
     with tempfile.TemporaryDirectory(prefix="magnetar-dedup-snap-") as d:
-        b = Broker(d)
+        b = dedup_broker(d)
         yield b
         b.stop()
 
 
 def web_url(broker):
-    from brokers import read_ports_file
-    return f"http://127.0.0.1:{read_ports_file(os.path.join(broker.workdir, 'ports'))['webServicePort']}"
+    return broker.web
 
 
 def replayed_entries(broker, topic):

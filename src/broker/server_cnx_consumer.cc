@@ -1,0 +1,362 @@
+// ServerCnx's consumer-side commands: SUBSCRIBE, FLOW, ACK, REDELIVER_UNACKNOWLEDGED_MESSAGES,
+// CLOSE_CONSUMER, UNSUBSCRIBE, SEEK and GET_LAST_MESSAGE_ID (the class is in server_cnx.h).
+#include <algorithm>
+
+#include "base/logging.h"
+#include "broker/broker_service.h"
+#include "broker/server_cnx.h"
+#include "protocol/commands.h"
+#include "protocol/server_error.h"
+
+namespace magnetar::broker {
+
+using protocol::Commands;
+using protocol::ErrorContext;
+using protocol::toServerError;
+
+void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
+  uint64_t consumerId = c.consumer_id();
+  uint64_t requestId = c.request_id();
+  auto existing = consumers_.find(consumerId);
+  if (existing != consumers_.end()) {
+    if (existing->second.ready) {
+      send(Commands::newSuccess(requestId));
+    } else {
+      sendError(requestId, proto::ServiceNotReady, "Consumer is already being created");
+    }
+    return;
+  }
+  auto name = TopicName::parse(c.topic());
+  if (!name.isOk()) {
+    CnxErrorStats::record(ProtocolError::kInvalidName);
+    sendError(requestId, proto::InvalidTopicName, name.status().message());
+    return;
+  }
+  if (c.subscription().empty()) {
+    CnxErrorStats::record(ProtocolError::kInvalidName);
+    sendError(requestId, proto::MetadataError, "Empty subscription name");
+    return;
+  }
+  std::string consumerName = c.has_consumer_name() && !c.consumer_name().empty()
+                                 ? c.consumer_name()
+                                 : service_.generateProducerName();
+  auto consumer = std::make_shared<Consumer>(consumerId, consumerName, self(), c.subtype(),
+                                             c.has_priority_level() ? c.priority_level() : 0);
+  if (c.has_keysharedmeta()) {
+    const auto& ks = c.keysharedmeta();
+    if (ks.keysharedmode() == proto::STICKY) {
+      for (const auto& r : ks.hashranges()) consumer->stickyRanges.push_back({r.start(), r.end()});
+      if (consumer->stickyRanges.empty()) {
+        sendError(requestId, proto::ConsumerAssignError, "STICKY mode needs hash ranges");
+        return;
+      }
+    }
+    consumer->allowOutOfOrderDelivery = ks.allowoutoforderdelivery();
+  }
+  SubscribeRequest req;
+  req.subscription = c.subscription();
+  req.subType = c.subtype();
+  req.initialPosition = c.initialposition() == proto::CommandSubscribe::Earliest
+                            ? storage::InitialPosition::kEarliest
+                            : storage::InitialPosition::kLatest;
+  req.createIfMissing = service_.options().allowAutoSubscriptionCreation;
+  req.durable = !c.has_durable() || c.durable();
+  if (!req.durable) {
+    req.createIfMissing = true;
+    if (c.has_start_message_id()) {
+      req.startPosition = {static_cast<int64_t>(c.start_message_id().ledgerid()),
+                           static_cast<int64_t>(c.start_message_id().entryid())};
+    } else {
+      req.startPosition = {INT64_MAX, INT64_MAX};
+      if (c.initialposition() == proto::CommandSubscribe::Earliest) req.startPosition = {-1, -1};
+    }
+  }
+  req.consumer = consumer;
+  consumers_[consumerId] = ConsumerRef{consumer, nullptr, c.subscription(), false, {}};
+  bool createTopic = service_.options().allowAutoTopicCreation &&
+                     (!c.has_force_topic_creation() || c.force_topic_creation());
+  auto me = self();
+  service_.getOrCreateTopic(
+      *name, createTopic,
+      [me, req, requestId, consumerId](Result<std::shared_ptr<PersistentTopic>> r) {
+        if (!r.isOk()) {
+          Status st = r.status();
+          me->loop().execute([me, st, requestId, consumerId] {
+            me->consumers_.erase(consumerId);
+            me->sendError(requestId, toServerError(st, ErrorContext::kConsumer), st.message());
+          });
+          return;
+        }
+        auto topic = *r;
+        topic->subscribe(req, [me, topic, req, requestId, consumerId](Status s) {
+        me->loop().execute([me, topic, req, requestId, consumerId, s] {
+          auto it = me->consumers_.find(consumerId);
+          if (!s.isOk()) {
+            if (it != me->consumers_.end()) me->consumers_.erase(it);
+            proto::ServerError e = toServerError(s, ErrorContext::kConsumer);
+            if (s.code() == StatusCode::kInvalidArgument) e = proto::ConsumerAssignError;
+            me->sendError(requestId, e, s.message());
+            return;
+          }
+          if (it == me->consumers_.end() || me->isClosed()) {
+            // Closed meanwhile: undo.
+            auto c = req.consumer;
+            auto sub = req.subscription;
+            topic->executor().execute([topic, c, sub] { topic->removeConsumer(c.get(), sub); });
+            return;
+          }
+          it->second.topic = topic;
+          it->second.ready = true;
+          me->send(Commands::newSuccess(requestId));
+          auto waiting = std::move(it->second.waiting);
+          for (auto& w : waiting) w();
+        });
+        });
+      });
+}
+
+void ServerCnx::withConsumer(uint64_t consumerId, std::function<void(ConsumerRef&)> fn) {
+  auto it = consumers_.find(consumerId);
+  if (it == consumers_.end()) {  // Pulsar ignores commands for unknown consumers
+    CnxErrorStats::record(ProtocolError::kUnknownId);
+    return;
+  }
+  if (!it->second.ready) {
+    auto me = self();
+    it->second.waiting.push_back([me, consumerId, fn] {
+      auto i = me->consumers_.find(consumerId);
+      if (i != me->consumers_.end()) fn(i->second);
+    });
+    return;
+  }
+  fn(it->second);
+}
+
+void ServerCnx::handleFlow(const proto::CommandFlow& c) {
+  uint32_t permits = c.messagepermits();
+  withConsumer(c.consumer_id(), [permits](ConsumerRef& ref) {
+    auto topic = ref.topic;
+    auto consumer = ref.consumer;
+    auto sub = ref.subscription;
+    topic->executor().execute([topic, consumer, sub, permits] {
+      if (consumer->closed) return;
+      auto* s = topic->subscription(sub);
+      if (s && s->dispatcher()) s->dispatcher()->flow(consumer.get(), permits);
+    });
+  });
+}
+
+void ServerCnx::handleAck(const proto::CommandAck& c) {
+  // Whole entries, and batch-index acks (PIP-54: ack_set bit i set = index i not yet acked).
+  // With acknowledgmentAtBatchIndexLevelEnabled off, a partial individual ack is ignored and a
+  // partial cumulative ack covers the entries before its batch, as in Pulsar.
+  const bool batchIndexAck = service_.options().acknowledgmentAtBatchIndexLevelEnabled;
+  std::vector<storage::Position> positions;
+  std::vector<std::pair<storage::Position, storage::AckSet>> partial;
+  positions.reserve(c.message_id_size());
+  for (const auto& id : c.message_id()) {
+    storage::Position pos{static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())};
+    bool anyLeft = false;
+    for (auto w : id.ack_set()) anyLeft |= (w != 0);
+    if (!anyLeft) {
+      positions.push_back(pos);
+    } else if (batchIndexAck) {
+      partial.emplace_back(pos, storage::AckSet(id.ack_set().begin(), id.ack_set().end()));
+    } else if (c.ack_type() == proto::CommandAck::Cumulative && pos.entryId > 0) {
+      positions.push_back({pos.ledgerId, pos.entryId - 1});
+    }
+  }
+  bool cumulative = c.ack_type() == proto::CommandAck::Cumulative;
+  bool wantResponse = c.has_request_id();
+  uint64_t requestId = c.request_id();
+  uint64_t consumerId = c.consumer_id();
+  auto me = self();
+  withConsumer(consumerId, [=](ConsumerRef& ref) {
+    auto topic = ref.topic;
+    auto consumer = ref.consumer;
+    auto sub = ref.subscription;
+    topic->executor().execute([=] {
+      auto* s = topic->subscription(sub);
+      auto done = [=](Status st) {
+        if (!wantResponse) return;
+        if (st.isOk()) {
+          me->send(Commands::newAckResponse(consumerId, requestId));
+        } else {
+          me->send(Commands::newAckResponse(consumerId, requestId,
+                                            toServerError(st, ErrorContext::kSubscription),
+                                            st.message()));
+        }
+      };
+      if (!s) {
+        done(Status::notFound("Subscription not found"));
+        return;
+      }
+      if (positions.empty() && partial.empty()) {
+        done(Status::ok());
+        return;
+      }
+      if (cumulative) {
+        if (!partial.empty()) {
+          s->acknowledgeCumulative(consumer.get(), partial.back().first, done,
+                                   partial.back().second);
+        } else {
+          s->acknowledgeCumulative(consumer.get(), positions.back(), done);
+        }
+      } else {
+        s->acknowledge(consumer.get(), positions, done, partial);
+      }
+    });
+  });
+}
+
+void ServerCnx::handleRedeliver(const proto::CommandRedeliverUnacknowledgedMessages& c) {
+  std::vector<storage::Position> positions;
+  for (const auto& id : c.message_ids()) {
+    positions.push_back({static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())});
+  }
+  withConsumer(c.consumer_id(), [positions](ConsumerRef& ref) {
+    auto topic = ref.topic;
+    auto consumer = ref.consumer;
+    auto sub = ref.subscription;
+    topic->executor().execute([=] {
+      auto* s = topic->subscription(sub);
+      if (s && s->dispatcher() && !consumer->closed) s->dispatcher()->redeliver(consumer.get(), positions);
+    });
+  });
+}
+
+void ServerCnx::handleCloseConsumer(const proto::CommandCloseConsumer& c) {
+  auto it = consumers_.find(c.consumer_id());
+  uint64_t requestId = c.request_id();
+  if (it == consumers_.end()) {
+    CnxErrorStats::record(ProtocolError::kUnknownId);
+    send(Commands::newSuccess(requestId));
+    return;
+  }
+  if (!it->second.ready) {
+    consumers_.erase(it);
+    send(Commands::newSuccess(requestId));
+    return;
+  }
+  auto topic = it->second.topic;
+  auto consumer = it->second.consumer;
+  auto sub = it->second.subscription;
+  consumers_.erase(it);
+  auto me = self();
+  topic->executor().execute([=] {
+    topic->removeConsumer(consumer.get(), sub);
+    me->send(Commands::newSuccess(requestId));
+  });
+}
+
+void ServerCnx::closeConsumerFromBroker(uint64_t consumerId) {
+  auto me = self();
+  loop().execute([me, consumerId] {
+    if (me->consumers_.erase(consumerId)) me->send(Commands::newCloseConsumer(consumerId, 0));
+  });
+}
+
+void ServerCnx::handleUnsubscribe(const proto::CommandUnsubscribe& c) {
+  uint64_t requestId = c.request_id();
+  uint64_t consumerId = c.consumer_id();
+  auto it = consumers_.find(consumerId);
+  if (it == consumers_.end() || !it->second.ready) {
+    CnxErrorStats::record(ProtocolError::kUnknownId);
+    sendError(requestId, proto::MetadataError, "Consumer not found");
+    return;
+  }
+  auto topic = it->second.topic;
+  auto consumer = it->second.consumer;
+  auto sub = it->second.subscription;
+  auto me = self();
+  topic->executor().execute([=] {
+    Status s = topic->unsubscribe(sub, consumer.get());
+    me->loop().execute([=] {
+      if (!s.isOk()) {
+        // Pulsar answers MetadataError when other consumers are still connected.
+        proto::ServerError e = s.code() == StatusCode::kBusy
+                                   ? proto::MetadataError
+                                   : toServerError(s, ErrorContext::kSubscription);
+        me->sendError(requestId, e, s.message());
+        return;
+      }
+      me->consumers_.erase(consumerId);
+      me->send(Commands::newSuccess(requestId));
+    });
+  });
+}
+
+void ServerCnx::handleSeek(const proto::CommandSeek& c) {
+  uint64_t requestId = c.request_id();
+  auto it = consumers_.find(c.consumer_id());
+  if (it == consumers_.end() || !it->second.ready) {
+    CnxErrorStats::record(ProtocolError::kUnknownId);
+    sendError(requestId, proto::MetadataError, "Consumer not found");
+    return;
+  }
+  if (!c.has_message_id() && !c.has_message_publish_time()) {
+    sendError(requestId, proto::MetadataError, "Message id and message publish time were not present");
+    return;
+  }
+  auto topic = it->second.topic;
+  auto sub = it->second.subscription;
+  bool byTime = !c.has_message_id();
+  storage::Position pos{static_cast<int64_t>(c.message_id().ledgerid()),
+                        static_cast<int64_t>(c.message_id().entryid())};
+  uint64_t publishTime = c.message_publish_time();
+  auto me = self();
+  topic->executor().execute([=] {
+    auto finish = [=](storage::Position target) {
+      auto* s = topic->subscription(sub);
+      if (!s) {
+        me->sendError(requestId, proto::SubscriptionNotFound, "Subscription not found");
+        return;
+      }
+      // As Pulsar: first disconnect every consumer of the subscription (CLOSE_CONSUMER; acks
+      // still in flight from them are then dropped), then reset the cursor, then answer. The
+      // clients reconnect and read from the new position.
+      if (s->dispatcher()) {
+        for (auto& c2 : s->dispatcher()->takeConsumers()) {
+          s->removeConsumer(c2.get());
+          c2->cnx()->closeConsumerFromBroker(c2->id());
+        }
+      }
+      s->resetCursor(target, [=](Status st) {
+        me->loop().execute([=] {
+          if (!st.isOk()) {
+            me->sendError(requestId, toServerError(st, ErrorContext::kSubscription),
+                          st.message());
+          } else {
+            me->send(Commands::newSuccess(requestId));
+          }
+        });
+      });
+    };
+    if (byTime) {
+      service_.findPositionByPublishTime(topic, publishTime, finish);
+    } else {
+      finish(service_.clampSeekPosition(*topic, pos));
+    }
+  });
+}
+
+void ServerCnx::handleGetLastMessageId(const proto::CommandGetLastMessageId& c) {
+  uint64_t requestId = c.request_id();
+  auto it = consumers_.find(c.consumer_id());
+  if (it == consumers_.end() || !it->second.ready) {
+    CnxErrorStats::record(ProtocolError::kUnknownId);
+    sendError(requestId, proto::ConsumerNotFound, "Consumer not found");
+    return;
+  }
+  auto topic = it->second.topic;
+  auto sub = it->second.subscription;
+  auto me = self();
+  topic->executor().execute([=] {
+    service_.lastMessageId(topic, sub, [=](protocol::WireMessageId last,
+                                           std::optional<protocol::WireMessageId> markDelete) {
+      me->send(Commands::newGetLastMessageIdResponse(requestId, last, markDelete));
+    });
+  });
+}
+
+}  // namespace magnetar::broker
