@@ -7,12 +7,13 @@ import tempfile
 import pulsar
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_dedup import Broker, drain  # noqa: E402
+from restartable_broker import RestartableBroker  # noqa: E402
+from test_dedup import drain  # noqa: E402
 
 
 def test_partitions_and_positions_survive_restart():
     with tempfile.TemporaryDirectory(prefix="magnetar-restart-") as d:
-        broker = Broker(d)
+        broker = RestartableBroker(d)
         url = broker.start(extra=["allowAutoTopicCreationType=partitioned",
                                   "defaultNumPartitions=3"])
         topic = "persistent://public/default/restart-pt"
