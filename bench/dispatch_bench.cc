@@ -147,7 +147,8 @@ void runDispatch(benchmark::State& state, SubType type) {
     int64_t t1 = threadCpuNs();
     for (auto& c : consumers) {
       acks.clear();
-      for (const auto& [pos, pending] : c->pendingAcks) acks.push_back(pos);
+      c->pendingAcks.forEach(
+          [&](storage::Position pos, const PendingAck&) { acks.push_back(pos); });
       if (acks.empty()) continue;
       sub.acknowledge(c.get(), acks, nullptr);
       sub.dispatcher()->flow(c.get(), static_cast<uint32_t>(acks.size()));

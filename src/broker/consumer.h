@@ -3,11 +3,11 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "broker/pending_acks.h"
 #include "net/frame_batch.h"
 #include "protocol/pulsar_api.pb.h"
 #include "storage/managed_ledger.h"
@@ -51,14 +51,9 @@ class Consumer {
 
   // --- topic executor state ---
   int64_t permits = 0;                             // messages the client can still take
-  // Dispatched, not acked: position -> messages of the entry not yet acked (a partly acked batch
-  // counts only the rest), its sticky-key hash (-1: none) and its batch size.
-  struct PendingAck {
-    int32_t messages = 1;
-    int32_t keyHash = -1;
-    int32_t batchSize = 1;
-  };
-  std::map<storage::Position, PendingAck> pendingAcks;
+  // Dispatched, not acked (see PendingAcks).
+  using PendingAck = broker::PendingAck;
+  PendingAcks pendingAcks;
   int64_t unackedMessages = 0;
   bool blockedOnUnacked = false;
   bool closed = false;

@@ -189,11 +189,8 @@ void Dispatcher::acked(Consumer* c, const std::vector<Position>& positions) {
   bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
   bool hashFreed = false;
   for (auto& p : positions) {
-    auto it = c->pendingAcks.find(p);
-    if (it != c->pendingAcks.end()) {
-      hashFreed |= releasePending(c, it->second);
-      c->pendingAcks.erase(it);
-    }
+    Consumer::PendingAck pending;
+    if (c->pendingAcks.take(p, &pending)) hashFreed |= releasePending(c, pending);
     if (!redeliveryCount_.empty()) redeliveryCount_.erase(packPosition(p));
   }
   if ((wasBlocked && !(c->blockedOnUnacked || blockedOnUnacked_)) ||
@@ -204,12 +201,10 @@ void Dispatcher::acked(Consumer* c, const std::vector<Position>& positions) {
 
 void Dispatcher::ackedCumulative(Consumer* c, Position upTo) {
   bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
-  auto end = c->pendingAcks.upper_bound(upTo);
-  for (auto it = c->pendingAcks.begin(); it != end; ++it) {
-    releasePending(c, it->second);
-    if (!redeliveryCount_.empty()) redeliveryCount_.erase(packPosition(it->first));
-  }
-  c->pendingAcks.erase(c->pendingAcks.begin(), end);
+  c->pendingAcks.takeUpTo(upTo, [&](Position p, const Consumer::PendingAck& pending) {
+    releasePending(c, pending);
+    if (!redeliveryCount_.empty()) redeliveryCount_.erase(packPosition(p));
+  });
   if (wasBlocked && !(c->blockedOnUnacked || blockedOnUnacked_)) readMoreEntries();
 }
 
@@ -217,21 +212,22 @@ void Dispatcher::batchIndexesAcked(Consumer* c, const std::vector<Position>& pos
   bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
   bool hashFreed = false;
   for (auto& p : positions) {
-    auto it = c->pendingAcks.find(p);
-    if (it == c->pendingAcks.end()) continue;
+    Consumer::PendingAck* pending = c->pendingAcks.find(p);
+    if (!pending) continue;
     if (cursor_.isAcknowledged(p)) {
-      hashFreed |= releasePending(c, it->second);
-      c->pendingAcks.erase(it);
+      Consumer::PendingAck done;
+      c->pendingAcks.take(p, &done);
+      hashFreed |= releasePending(c, done);
       if (!redeliveryCount_.empty()) redeliveryCount_.erase(packPosition(p));
       continue;
     }
     const storage::AckSet* set = cursor_.batchDeletedIndexes(p);
     if (!set) continue;
     // Pulsar counts acked batch indexes off the consumer's unacked messages one by one.
-    int32_t left = storage::ackSetCardinality(*set, it->second.batchSize);
-    if (left < it->second.messages) {
-      trackUnacked(c, left - it->second.messages);
-      it->second.messages = left;
+    int32_t left = storage::ackSetCardinality(*set, pending->batchSize);
+    if (left < pending->messages) {
+      trackUnacked(c, left - pending->messages);
+      pending->messages = left;
     }
   }
   if ((wasBlocked && !(c->blockedOnUnacked || blockedOnUnacked_)) ||
@@ -253,20 +249,19 @@ void Dispatcher::redeliver(Consumer* c, const std::vector<Position>& positions) 
 
 void Dispatcher::putBackForRedelivery(Consumer* c, bool all, const std::vector<Position>& which,
                                       bool countRedelivery) {
-  auto putBack = [&](std::map<Position, Consumer::PendingAck>::iterator it) {
-    releasePending(c, it->second);
-    if (countRedelivery) redeliveryCount_[packPosition(it->first)]++;
-    stats_.msgRedeliverCounter += it->second.messages;
+  auto putBack = [&](Position p, const Consumer::PendingAck& pending) {
+    releasePending(c, pending);
+    if (countRedelivery) redeliveryCount_[packPosition(p)]++;
+    stats_.msgRedeliverCounter += pending.messages;
     // Keep the key's hash so newer messages of that key wait behind the redelivery.
-    addToReplay(it->first, it->second.keyHash);
-    return c->pendingAcks.erase(it);
+    addToReplay(p, pending.keyHash);
   };
   if (all) {
-    for (auto it = c->pendingAcks.begin(); it != c->pendingAcks.end();) it = putBack(it);
+    c->pendingAcks.takeAll(putBack);
   } else {
     for (auto& p : which) {
-      auto it = c->pendingAcks.find(p);
-      if (it != c->pendingAcks.end()) putBack(it);
+      Consumer::PendingAck pending;
+      if (c->pendingAcks.take(p, &pending)) putBack(p, pending);
     }
   }
 }
@@ -308,8 +303,7 @@ bool Dispatcher::releasePending(Consumer* c, const Consumer::PendingAck& p) {
 }
 
 void Dispatcher::clearPending(Consumer* c) {
-  for (auto& [pos, p] : c->pendingAcks) releasePending(c, p);
-  c->pendingAcks.clear();
+  c->pendingAcks.takeAll([&](Position, const Consumer::PendingAck& p) { releasePending(c, p); });
 }
 
 std::vector<DrainingHashInfo> Dispatcher::drainingHashes() const {
@@ -342,38 +336,58 @@ Consumer* Dispatcher::pickShared() {
 }
 
 void Dispatcher::readMoreEntries(bool allowReplay) {
-  if (readPending_ || consumers_.empty()) return;
-  int64_t permits = availablePermits();
-  if (permits <= 0) return;
-  int64_t batch = std::min<int64_t>(permits, std::max(1, options_.dispatcherMaxReadBatchSize));
-  if (allowReplay && !replay_.empty()) {
-    readReplay(batch);
+  // Reads the entry cache answers at once are dispatched here, round after round, so a tailing
+  // subscription costs no task per read; after kInlineReadRounds (or on a cache miss) the read
+  // goes through the executor, so publishes and acks queued meanwhile get their turn.
+  for (int round = 0;; ++round) {
+    if (readPending_ || consumers_.empty()) return;
+    int64_t permits = availablePermits();
+    if (permits <= 0) return;
+    const bool inlineAllowed = round < kInlineReadRounds;
+    int64_t batch = std::min<int64_t>(permits, std::max(1, options_.dispatcherMaxReadBatchSize));
+    if (allowReplay && !replay_.empty()) {
+      std::optional<bool> next = readReplay(batch, inlineAllowed);
+      if (!next) return;  // reads in flight; their callback goes on
+      allowReplay = *next;
+      continue;
+    }
+    Position lac = ledger_.lastConfirmedEntry();
+    if (lac.entryId < 0 && lac.ledgerId <= readPosition_.ledgerId) return;  // nothing stored yet
+    if (readPosition_ > lac) return;  // tailing: wait for onNewEntries
+    const size_t maxBytes = static_cast<size_t>(options_.dispatcherMaxReadSizeBytes);
+    std::vector<Entry> entries;
+    if (inlineAllowed &&
+        ledger_.readCachedEntries(readPosition_, static_cast<int>(batch), maxBytes, &entries)) {
+      if (entries.empty()) return;
+      readPosition_ = ledger_.nextValidPosition(entries.back().position);
+      dispatchEntries(entries, false);
+      allowReplay = true;
+      continue;
+    }
+    readPending_ = true;
+    uint64_t epoch = epoch_;
+    ledger_.asyncReadEntries(
+        readPosition_, static_cast<int>(batch), maxBytes,
+        [this, epoch](Status s, std::vector<Entry> entries) {
+          if (epoch != epoch_) return;  // rewound meanwhile
+          readPending_ = false;
+          if (!s.isOk()) {
+            MLOG_WARN("read failed on {}: {}", ledger_.name(), s.toString());
+            return;
+          }
+          if (entries.empty()) return;
+          readPosition_ = ledger_.nextValidPosition(entries.back().position);
+          dispatchEntries(entries, false);
+          readMoreEntries();
+        });
     return;
   }
-  Position lac = ledger_.lastConfirmedEntry();
-  if (lac.entryId < 0 && lac.ledgerId <= readPosition_.ledgerId) return;  // nothing stored yet
-  if (readPosition_ > lac) return;  // tailing: wait for onNewEntries
-  readPending_ = true;
-  uint64_t epoch = epoch_;
-  ledger_.asyncReadEntries(
-      readPosition_, static_cast<int>(batch), static_cast<size_t>(options_.dispatcherMaxReadSizeBytes),
-      [this, epoch](Status s, std::vector<Entry> entries) {
-        if (epoch != epoch_) return;  // rewound meanwhile
-        readPending_ = false;
-        if (!s.isOk()) {
-          MLOG_WARN("read failed on {}: {}", ledger_.name(), s.toString());
-          return;
-        }
-        if (entries.empty()) return;
-        readPosition_ = ledger_.nextValidPosition(entries.back().position);
-        dispatchEntries(entries, false);
-        readMoreEntries();
-      });
 }
 
-void Dispatcher::readReplay(int64_t maxEntries) {
-  // Read the replay positions one by one (redeliveries are the uncommon path), then dispatch
-  // them together in position order.
+std::optional<bool> Dispatcher::readReplay(int64_t maxEntries, bool inlineAllowed) {
+  // Take up to maxEntries positions from the front of the replay set; those the entry cache
+  // holds are read at once, the rest one by one through the ledger (redeliveries after a cache
+  // eviction are the uncommon path). All are dispatched together, in position order.
   std::vector<Position> want;
   for (auto it = replay_.begin(); it != replay_.end() && static_cast<int64_t>(want.size()) < maxEntries;) {
     want.push_back(it->first);
@@ -383,12 +397,24 @@ void Dispatcher::readReplay(int64_t maxEntries) {
     }
     it = replay_.erase(it);
   }
+  const Position first = want.front();
+  std::vector<Entry> found;
+  std::vector<Position> missing;
+  for (auto& p : want) {
+    std::vector<Entry> one;
+    if (inlineAllowed && ledger_.readCachedEntries(p, 1, 1, &one)) {
+      // Not there any more (trimmed): nothing to redeliver.
+      if (!one.empty() && one.front().position == p) found.push_back(std::move(one.front()));
+    } else {
+      missing.push_back(p);
+    }
+  }
+  if (missing.empty()) return replayDispatch(found, first);
   readPending_ = true;
   uint64_t epoch = epoch_;
-  const Position first = want.front();
-  auto results = std::make_shared<std::vector<Entry>>();
-  auto remaining = std::make_shared<size_t>(want.size());
-  for (auto& p : want) {
+  auto results = std::make_shared<std::vector<Entry>>(std::move(found));
+  auto remaining = std::make_shared<size_t>(missing.size());
+  for (auto& p : missing) {
     ledger_.asyncReadEntries(p, 1, 1, [this, epoch, p, first, results, remaining](
                                           Status s, std::vector<Entry> entries) {
       if (epoch != epoch_) return;
@@ -399,17 +425,22 @@ void Dispatcher::readReplay(int64_t maxEntries) {
       readPending_ = false;
       std::sort(results->begin(), results->end(),
                 [](const Entry& a, const Entry& b) { return a.position < b.position; });
-      size_t before = replay_.size();
-      dispatchEntries(*results, true);
-      // When nothing of the replay could go out (no permits for those keys), read new entries
-      // for the other consumers rather than loop on the replay.
-      bool progressed = replay_.size() < before + results->size();
-      // Entries older than this batch went back for redelivery while it was read (a consumer
-      // left): replay again, they come first.
-      bool olderPutBack = !replay_.empty() && replay_.begin()->first < first;
-      readMoreEntries(/*allowReplay=*/progressed || olderPutBack);
+      readMoreEntries(/*allowReplay=*/replayDispatch(*results, first));
     });
   }
+  return std::nullopt;
+}
+
+bool Dispatcher::replayDispatch(std::vector<Entry>& entries, Position first) {
+  size_t before = replay_.size();
+  dispatchEntries(entries, true);
+  // When nothing of the replay could go out (no permits for those keys), read new entries for
+  // the other consumers rather than loop on the replay.
+  bool progressed = replay_.size() < before + entries.size();
+  // Entries older than this batch went back for redelivery while it was read (a consumer left):
+  // replay again, they come first.
+  bool olderPutBack = !replay_.empty() && replay_.begin()->first < first;
+  return progressed || olderPutBack;
 }
 
 void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
@@ -497,7 +528,7 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
       continue;
     }
     target->permits -= n;
-    target->pendingAcks.emplace(e.position, Consumer::PendingAck{n, hash, batchSize});
+    target->pendingAcks.add(e.position, Consumer::PendingAck{n, hash, batchSize});
     trackUnacked(target, n);
     if (hash >= 0) {
       auto& ph = pendingHashes_[static_cast<size_t>(hash)];

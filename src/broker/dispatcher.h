@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +32,10 @@ struct DispatcherStats {
 // Thread: the topic's executor only.
 class Dispatcher {
  public:
+  // Read batches served by the entry cache that one dispatch pass sends before the next read goes
+  // through the executor (so publishes and acks queued meanwhile get their turn).
+  static constexpr int kInlineReadRounds = 8;
+
   // topicName: the full name (Failover's active-consumer ring hashes it); partitionIndex -1 for
   // a non-partitioned topic.
   Dispatcher(SubType type, storage::ManagedLedger& ledger, storage::ManagedCursor& cursor,
@@ -78,7 +83,12 @@ class Dispatcher {
 
  private:
   void readMoreEntries(bool allowReplay = true);
-  void readReplay(int64_t maxEntries);
+  // Dispatches up to maxEntries replay positions: the next allowReplay when done at once (all
+  // cached), nullopt when reads are in flight (their callback goes on).
+  std::optional<bool> readReplay(int64_t maxEntries, bool inlineAllowed);
+  // Dispatches read replay entries (sorted); whether to replay again next.
+  bool replayDispatch(std::vector<storage::Entry>& entries, storage::Position first);
+
   void dispatchEntries(std::vector<storage::Entry>& entries, bool fromReplay);
   int64_t availablePermits() const;
   bool canTake(const Consumer* c) const;

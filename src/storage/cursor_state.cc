@@ -76,28 +76,33 @@ void CursorState::pruneBatchDeleted() {
 }
 
 bool CursorState::ack(Position p, const LedgerSet& ledgers) {
-  if (p <= markDelete_ || !ledgers.contains(p) || isAcked(p)) return false;
-  Position first = p;
-  Range r{p, 1};
-  // Merge with the range that ends right before p.
+  if (p <= markDelete_ || !ledgers.contains(p)) return false;
+  // One lookup serves the "already acked" check and both merges; a range grows in place, so
+  // acks that extend a range (the common case) allocate nothing.
   auto after = ranges_.upper_bound(p);
-  if (after != ranges_.begin()) {
-    auto before = std::prev(after);
-    if (ledgers.next(before->second.last) == p) {
-      first = before->first;
-      r.count += before->second.count;
-      ranges_.erase(before);
+  auto before = after == ranges_.begin() ? ranges_.end() : std::prev(after);
+  if (before != ranges_.end() && p <= before->second.last) return false;  // already acked
+  const bool joinsBefore = before != ranges_.end() && ledgers.next(before->second.last) == p;
+  const bool joinsAfter = after != ranges_.end() && ledgers.next(p) == after->first;
+  if (joinsBefore) {
+    before->second.last = p;
+    before->second.count += 1;
+    if (joinsAfter) {
+      before->second.last = after->second.last;
+      before->second.count += after->second.count;
+      ranges_.erase(after);
     }
+  } else if (joinsAfter) {
+    // The range now starts at p: re-key its node rather than allocate a new one.
+    auto node = ranges_.extract(after);
+    node.key() = p;
+    node.mapped().count += 1;
+    ranges_.insert(std::move(node));
+  } else {
+    ranges_.emplace(p, Range{p, 1});
   }
-  // Merge with the range that starts right after p.
-  if (after != ranges_.end() && ledgers.next(p) == after->first) {
-    r.last = after->second.last;
-    r.count += after->second.count;
-    ranges_.erase(after);
-  }
-  ranges_[first] = r;
   acked_++;
-  batchDeleted_.erase(p);
+  if (!batchDeleted_.empty()) batchDeleted_.erase(p);
   collapse(ledgers);
   return true;
 }

@@ -109,6 +109,11 @@ class ManagedLedger {
   // one entry when any is available). Returns fewer, or none, at the end of the log.
   virtual void asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
                                 ReadEntriesCallback cb) = 0;
+  // The same read answered at once from the entry cache, with no hand-over: true and *out filled
+  // (possibly empty at the end of the log) when the cache holds `from`; false when it does not
+  // (use asyncReadEntries). Lets a tailing dispatcher go on without a task per read.
+  virtual bool readCachedEntries(Position from, int maxEntries, size_t maxBytes,
+                                 std::vector<Entry>* out) = 0;
   // Last entry whose add completed; {currentLedger, -1} when the current ledger is empty.
   virtual Position lastConfirmedEntry() const = 0;
   // The position right after p (the first entry of the next ledger if p is a ledger's last).

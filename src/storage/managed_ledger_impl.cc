@@ -230,6 +230,14 @@ void ManagedLedgerImpl::asyncReadEntries(Position from, int maxEntries, size_t m
   readFromDisk(start, maxEntries, maxBytes, std::move(acc), std::move(cb));
 }
 
+bool ManagedLedgerImpl::readCachedEntries(Position from, int maxEntries, size_t maxBytes,
+                                          std::vector<Entry>* out) {
+  if (state_ == State::kClosed || maxEntries <= 0) return false;
+  Position start = ledgers_.ceil(from);
+  if (!ledgers_.contains(start)) return false;
+  return cache_->read(start, maxEntries, maxBytes, out);
+}
+
 void ManagedLedgerImpl::readFromDisk(Position start, int maxEntries, size_t maxBytes,
                                      std::vector<Entry> acc, ReadEntriesCallback cb) {
   const LedgerInfo* info = ledgers_.find(start.ledgerId);

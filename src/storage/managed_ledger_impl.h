@@ -73,6 +73,8 @@ class ManagedLedgerImpl : public ManagedLedger,
   void asyncAddEntry(Buffer data, AddEntryCallback cb) override;
   void asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
                         ReadEntriesCallback cb) override;
+  bool readCachedEntries(Position from, int maxEntries, size_t maxBytes,
+                         std::vector<Entry>* out) override;
   Position lastConfirmedEntry() const override { return ledgers_.lastConfirmed(); }
   Position nextValidPosition(Position p) const override { return ledgers_.next(p); }
   Position firstPosition() const override { return ledgers_.first(); }

@@ -166,6 +166,20 @@ class MemoryManagedLedger : public ManagedLedger {
     });
   }
 
+  // Everything is in memory: every read is a cache hit.
+  bool readCachedEntries(Position from, int maxEntries, size_t maxBytes,
+                         std::vector<Entry>* out) override {
+    if (!d_->options.cachedReads) return false;
+    size_t bytes = 0;
+    for (auto it = d_->entries.lower_bound(from);
+         it != d_->entries.end() && static_cast<int>(out->size()) < maxEntries; ++it) {
+      if (!out->empty() && bytes + it->second.size() > maxBytes) break;
+      bytes += it->second.size();
+      out->push_back(Entry{it->first, it->second});
+    }
+    return true;
+  }
+
   Position lastConfirmedEntry() const override { return d_->ledgers.lastConfirmed(); }
   Position nextValidPosition(Position p) const override { return d_->ledgers.next(p); }
   Position firstPosition() const override { return d_->ledgers.first(); }

@@ -17,6 +17,9 @@ struct MemoryLedgerOptions {
   int64_t maxEntriesPerLedger = 50000;
   // Delete ledgers (other than the current one) once every cursor has acked all their entries.
   bool trimConsumedLedgers = true;
+  // readCachedEntries answers every read at once (an entry cache holding everything); false: it
+  // answers none, so every read goes through the executor as a cache miss does (tests).
+  bool cachedReads = true;
 };
 
 struct MemoryLedgerData;

@@ -67,7 +67,10 @@ class RecordingSink : public ConsumerSink {
   protocol::FrameDecoder decoder_;
 };
 
-class KeySharedDispatchTest : public ::testing::Test {
+// kCachedReads: whether the ledger answers reads at once from its cache (the tailing case) or
+// only through the executor (a cache miss), so a test can act while a read is in flight.
+template <bool kCachedReads>
+class DispatchFixture : public ::testing::Test {
  protected:
   void SetUp() override {
     factory_.asyncOpen("t/default/persistent/ks", &ex_,
@@ -113,12 +116,16 @@ class KeySharedDispatchTest : public ::testing::Test {
   }
 
   StepExecutor ex_;
-  storage::MemoryManagedLedgerFactory factory_;
+  storage::MemoryManagedLedgerFactory factory_{
+      storage::MemoryLedgerOptions{.cachedReads = kCachedReads}};
   std::shared_ptr<storage::ManagedLedger> ml_;
   BrokerOptions options_;
   std::unique_ptr<Subscription> sub_;
   int seq_ = 0;
 };
+
+using KeySharedDispatchTest = DispatchFixture<false>;
+using CachedReadDispatchTest = DispatchFixture<true>;
 
 // A owns the key and takes its first message (entry 0), then has no permits: entry 1 waits for
 // redelivery. B has permits, so the dispatcher reads entry 1 again (a replay read). A leaves while
@@ -178,6 +185,44 @@ TEST_F(KeySharedDispatchTest, KeyOrderKeptWhenOwnerLeavesDuringReplayRead) {
 
   EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{3, 0, 1, 2, 4, 5, 6}));
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+}
+
+// Reads the cache answers are dispatched in the caller's pass, kInlineReadRounds batches at most;
+// the rest goes through the executor.
+TEST_F(CachedReadDispatchTest, TailingReadsDispatchInlineThenThroughTheExecutor) {
+  options_.dispatcherMaxReadBatchSize = 10;
+  RecordingSink sinkA;
+  auto a = addConsumer(1, "a", &sinkA);
+  publish("k", 100);
+  sub_->dispatcher()->flow(a.get(), 100);
+  std::vector<uint64_t> first;
+  for (uint64_t i = 0; i < 10 * Dispatcher::kInlineReadRounds; ++i) first.push_back(i);
+  EXPECT_EQ(sinkA.entryIds, first);
+  EXPECT_EQ(ex_.pending(), 1u);  // the next read, queued behind other work
+  ex_.drain();
+  ASSERT_EQ(sinkA.entryIds.size(), 100u);
+  for (uint64_t i = 0; i < 100; ++i) EXPECT_EQ(sinkA.entryIds[i], i);
+}
+
+// Entries held for a consumer without permits are replayed from the cache at once, in order,
+// when it sends FLOW.
+TEST_F(CachedReadDispatchTest, ReplayFromCacheIsInlineAndInOrder) {
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::string keyA = keyOwnedBy(a.get());
+  std::string keyB = keyOwnedBy(b.get());
+  publish(keyA, 2);  // 0, 1
+  publish(keyB, 2);  // 2, 3
+  publish(keyA, 2);  // 4, 5
+  sub_->dispatcher()->flow(a.get(), 10);
+  EXPECT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0, 1, 4, 5}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 2u);
+  EXPECT_EQ(ex_.pending(), 0u);
+  sub_->dispatcher()->flow(b.get(), 10);
+  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{2, 3}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+  EXPECT_EQ(ex_.pending(), 0u);
 }
 
 }  // namespace

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+#include <set>
+#include <vector>
+
 #include "storage/tests/test_executor.h"
 
 namespace magnetar::storage {
@@ -37,6 +42,56 @@ TEST_F(CursorStateTest, IndividualAcksMergeAndCollapse) {
   EXPECT_TRUE(c_.ranges().empty());
   EXPECT_EQ(c_.individuallyAcked(), 0);
   EXPECT_EQ(c_.backlog(ledgers_), 4);
+}
+
+// Random ack orders against a plain set of acked positions: the ranges must be exactly the maximal
+// runs of acked entries after mark-delete (across ledger boundaries), with the right counts.
+TEST(CursorStateModelTest, RandomAckOrdersMatchASetModel) {
+  LedgerSet ledgers;
+  std::vector<Position> all;
+  for (int64_t l = 1; l <= 3; ++l) {
+    ledgers.addLedger(l, 0);
+    for (int64_t e = 0; e < 40; ++e) {
+      ledgers.addEntry(1);
+      all.push_back(Position{l, e});
+    }
+  }
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    CursorState c{Position{1, -1}};
+    std::vector<Position> order = all;
+    std::shuffle(order.begin(), order.end(), rng);
+    std::set<Position> acked;
+    for (size_t i = 0; i < order.size() / 2 + round % 40; ++i) {
+      ASSERT_TRUE(c.ack(order[i], ledgers));
+      ASSERT_FALSE(c.ack(order[i], ledgers));  // twice: ignored
+      acked.insert(order[i]);
+      // Model: mark-delete is the end of the acked prefix; ranges the acked runs after it.
+      size_t k = 0;
+      while (k < all.size() && acked.count(all[k])) ++k;
+      Position md = k == 0 ? Position{1, -1} : all[k - 1];
+      ASSERT_EQ(c.markDelete(), md);
+      std::vector<std::pair<Position, CursorState::Range>> runs;
+      for (size_t j = k; j < all.size(); ++j) {
+        if (!acked.count(all[j])) continue;
+        if (!runs.empty() && runs.back().second.last == all[j - 1]) {
+          runs.back().second.last = all[j];
+          runs.back().second.count++;
+        } else {
+          runs.push_back({all[j], CursorState::Range{all[j], 1}});
+        }
+      }
+      ASSERT_EQ(c.ranges().size(), runs.size());
+      auto it = c.ranges().begin();
+      for (auto& [first, r] : runs) {
+        ASSERT_EQ(it->first, first);
+        ASSERT_EQ(it->second.last, r.last);
+        ASSERT_EQ(it->second.count, r.count);
+        ++it;
+      }
+      for (const Position& p : all) ASSERT_EQ(c.isAcked(p), acked.count(p) > 0);
+    }
+  }
 }
 
 TEST_F(CursorStateTest, IgnoresDuplicatesOldAndMissing) {

@@ -186,6 +186,8 @@ def ab_charts(out_dir, variants):
     made = []
     shown = [m for m in summ.MEASURES
              if any(summ.measure(s, m[0]) is not None for _, runs, _ in variants for s in runs)]
+    if not shown:  # no valid run measured anything
+        return []
     cols = 3
     rows = (len(shown) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(12, 3 * rows))
@@ -256,6 +258,8 @@ def sweep_charts(out_dir, points, key):
     from . import summary as summ
     shown = [m for m in summ.MEASURES
              if any(summ.measure(s, m[0]) is not None for _, runs in points for s in runs)]
+    if not shown:  # no valid run measured anything
+        return []
     cols = 3
     rows = (len(shown) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(12, 3 * rows))
