@@ -101,6 +101,10 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.acknowledgmentAtBatchIndexLevelEnabled = cfg.acknowledgmentAtBatchIndexLevelEnabled();
   o.subscriptionKeySharedConsistentHashingReplicaPoints =
       cfg.subscriptionKeySharedConsistentHashingReplicaPoints();
+  o.keySharedLookAheadMsgInReplayThresholdPerConsumer =
+      cfg.keySharedLookAheadMsgInReplayThresholdPerConsumer();
+  o.keySharedLookAheadMsgInReplayThresholdPerSubscription =
+      cfg.keySharedLookAheadMsgInReplayThresholdPerSubscription();
   return o;
 }
 

@@ -36,6 +36,10 @@ struct BrokerOptions {
   bool acknowledgmentAtBatchIndexLevelEnabled = true;  // acknowledgmentAtBatchIndexLevelEnabled
   bool subscriptionKeySharedUseConsistentHashing = true;
   int subscriptionKeySharedConsistentHashingReplicaPoints = 100;
+  // Key_Shared look-ahead: new entries are read only while the replay set is below
+  // min(perConsumer * consumers, perSubscription), a 0 dropping its term (Pulsar 4's rule).
+  int keySharedLookAheadMsgInReplayThresholdPerConsumer = 2000;
+  int keySharedLookAheadMsgInReplayThresholdPerSubscription = 20000;
   std::string serverVersion = "Magnetar 0.1.0";
 };
 

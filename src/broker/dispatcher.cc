@@ -351,6 +351,7 @@ void Dispatcher::readMoreEntries(bool allowReplay) {
       allowReplay = *next;
       continue;
     }
+    if (lookAheadLimitReached()) return;  // the replay set drains first
     Position lac = ledger_.lastConfirmedEntry();
     if (lac.entryId < 0 && lac.ledgerId <= readPosition_.ledgerId) return;  // nothing stored yet
     if (readPosition_ > lac) return;  // tailing: wait for onNewEntries
@@ -382,6 +383,16 @@ void Dispatcher::readMoreEntries(bool allowReplay) {
         });
     return;
   }
+}
+
+bool Dispatcher::lookAheadLimitReached() const {
+  if (!selector_) return false;
+  const int64_t perConsumer = options_.keySharedLookAheadMsgInReplayThresholdPerConsumer;
+  const int64_t perSubscription = options_.keySharedLookAheadMsgInReplayThresholdPerSubscription;
+  int64_t limit = -1;
+  if (perConsumer > 0) limit = perConsumer * static_cast<int64_t>(consumers_.size());
+  if (perSubscription > 0) limit = limit < 0 ? perSubscription : std::min(limit, perSubscription);
+  return limit >= 0 && static_cast<int64_t>(replay_.size()) >= limit;
 }
 
 std::optional<bool> Dispatcher::readReplay(int64_t maxEntries, bool inlineAllowed) {

@@ -83,6 +83,8 @@ class Dispatcher {
 
  private:
   void readMoreEntries(bool allowReplay = true);
+  // Key_Shared: the replay set is at its look-ahead threshold (no new entries are read).
+  bool lookAheadLimitReached() const;
   // Dispatches up to maxEntries replay positions: the next allowReplay when done at once (all
   // cached), nullopt when reads are in flight (their callback goes on).
   std::optional<bool> readReplay(int64_t maxEntries, bool inlineAllowed);

@@ -90,7 +90,11 @@ void Subscription::acknowledgeCumulative(Consumer* c, storage::Position pos,
 
 void Subscription::resetCursor(storage::Position pos, storage::StatusCallback cb) {
   cursor_.asyncResetCursor(pos, [this, cb = std::move(cb)](Status s) {
-    if (s.isOk() && dispatcher_) dispatcher_->rewind();
+    if (s.isOk() && dispatcher_) {
+      dispatcher_->rewind();
+      // Consumers that subscribed again while the reset was in flight read from the new position.
+      dispatcher_->onNewEntries();
+    }
     cb(s);
   });
 }

@@ -225,5 +225,45 @@ TEST_F(CachedReadDispatchTest, ReplayFromCacheIsInlineAndInOrder) {
   EXPECT_EQ(ex_.pending(), 0u);
 }
 
+// Key_Shared look-ahead: while a consumer without permits holds min(perConsumer * consumers,
+// perSubscription) entries in the replay set, no new entries are read (Pulsar 4's rule).
+TEST_F(CachedReadDispatchTest, ReplaySetStopsNewReadsAtTheLookAheadThreshold) {
+  options_.dispatcherMaxReadBatchSize = 2;
+  options_.keySharedLookAheadMsgInReplayThresholdPerConsumer = 2;  // 2 consumers: 4 entries
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::string keyA = keyOwnedBy(a.get());
+  std::string keyB = keyOwnedBy(b.get());
+  publish(keyB, 10);  // 0..9 for B, which has no permits yet
+  publish(keyA, 5);   // 10..14 for A
+  sub_->dispatcher()->flow(a.get(), 100);
+  ex_.drain();
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 4u);
+  EXPECT_TRUE(sinkA.entryIds.empty());  // A's entries are behind the limit
+  sub_->dispatcher()->flow(b.get(), 100);
+  ex_.drain();
+  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(sinkA.entryIds, (std::vector<uint64_t>{10, 11, 12, 13, 14}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+}
+
+TEST_F(CachedReadDispatchTest, LookAheadLimitOffReadsPastTheBlockedConsumer) {
+  options_.dispatcherMaxReadBatchSize = 2;
+  options_.keySharedLookAheadMsgInReplayThresholdPerConsumer = 0;
+  options_.keySharedLookAheadMsgInReplayThresholdPerSubscription = 0;
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::string keyA = keyOwnedBy(a.get());
+  std::string keyB = keyOwnedBy(b.get());
+  publish(keyB, 10);
+  publish(keyA, 5);
+  sub_->dispatcher()->flow(a.get(), 100);
+  ex_.drain();
+  EXPECT_EQ(sinkA.entryIds, (std::vector<uint64_t>{10, 11, 12, 13, 14}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 10u);
+}
+
 }  // namespace
 }  // namespace magnetar::broker
