@@ -18,8 +18,8 @@ ServerCnx::ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket,
                      BrokerService& service, PublishBufferThrottle& throttle)
     : net::Connection(loop, std::move(socket)),
       service_(service),
-      throttle_(throttle),
       decoder_(service.options().maxMessageSize + protocol::kFrameSizePadding),
+      throttle_(throttle),
       keepAliveTimer_(loop.context()) {}
 
 ServerCnx::~ServerCnx() = default;

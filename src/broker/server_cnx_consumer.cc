@@ -305,7 +305,7 @@ void ServerCnx::handleSeek(const proto::CommandSeek& c) {
                         static_cast<int64_t>(c.message_id().entryid())};
   uint64_t publishTime = c.message_publish_time();
   auto me = self();
-  topic->executor().execute([=] {
+  topic->executor().execute([=, this] {
     auto finish = [=](storage::Position target) {
       auto* s = topic->subscription(sub);
       if (!s) {
@@ -351,7 +351,7 @@ void ServerCnx::handleGetLastMessageId(const proto::CommandGetLastMessageId& c) 
   auto topic = it->second.topic;
   auto sub = it->second.subscription;
   auto me = self();
-  topic->executor().execute([=] {
+  topic->executor().execute([=, this] {
     service_.lastMessageId(topic, sub, [=](protocol::WireMessageId last,
                                            std::optional<protocol::WireMessageId> markDelete) {
       me->send(Commands::newGetLastMessageIdResponse(requestId, last, markDelete));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -39,6 +40,10 @@ namespace {
 
 Status applyFile(ServiceConfiguration& cfg, const std::string& path,
                  std::vector<std::string>& warnings) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::ioError(fmt::format("config file '{}' is a directory", path));
+  }
   std::ifstream in(path);
   if (!in) return Status::ioError(fmt::format("cannot read config file '{}'", path));
   std::stringstream ss;

@@ -137,6 +137,12 @@ TEST(LoadConfiguration, MissingFileAndDuplicates) {
   EXPECT_TRUE(contains(missing.status().message(), "/nonexistent/magnetar.conf"));
 
   TempDir d;
+  // A directory opens as an empty stream on Linux: it must be refused, not read as no settings.
+  auto dir = loadConfiguration({d.path().string(), {}, 4});
+  ASSERT_FALSE(dir.isOk());
+  EXPECT_EQ(dir.status().code(), StatusCode::kIoError);
+  EXPECT_TRUE(contains(dir.status().message(), "is a directory")) << dir.status().message();
+
   std::string path = d.write("dup.conf", "webServicePort=9001\nwebServicePort=9002\n");
   auto r = loadConfiguration({path, {}, 4});
   ASSERT_TRUE(r.isOk());
