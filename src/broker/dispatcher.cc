@@ -336,6 +336,23 @@ Consumer* Dispatcher::pickShared() {
 }
 
 void Dispatcher::readMoreEntries(bool allowReplay) {
+  readRounds(allowReplay);
+  // One hand-over per consumer for everything this pass dispatched.
+  flushOutput();
+}
+
+void Dispatcher::flushOutput() {
+  for (auto& o : outs_) {
+    if (o.consumer->sink()) {
+      o.consumer->sink()->send(std::move(o.batch));
+    } else {
+      o.consumer->cnx()->send(std::move(o.batch));
+    }
+  }
+  outs_.clear();
+}
+
+void Dispatcher::readRounds(bool allowReplay) {
   // Reads the entry cache answers at once are dispatched here, round after round, so a tailing
   // subscription costs no task per read; after kInlineReadRounds (or on a cache miss) the read
   // goes through the executor, so publishes and acks queued meanwhile get their turn.
@@ -455,17 +472,13 @@ bool Dispatcher::replayDispatch(std::vector<Entry>& entries, Position first) {
 }
 
 void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
-  struct Out {
-    Consumer* consumer;
-    net::FrameBatch batch;
-  };
-  std::vector<Out> outs;
+  // Frames collect in outs_ until the pass ends (flushOutput).
   auto batchFor = [&](Consumer* c) -> net::FrameBatch& {
-    for (auto& o : outs) {
+    for (auto& o : outs_) {
       if (o.consumer == c) return o.batch;
     }
-    outs.push_back(Out{c, {}});
-    return outs.back().batch;
+    outs_.push_back(Out{c, {}});
+    return outs_.back().batch;
   };
   bool singleActive = isSingleActive(type_);
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -565,13 +578,6 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
         static_cast<uint64_t>(e.position.entryId), redeliveries, e.data.size(), ackWords);
     b.trimBytes(maxHeader - used);
     b.appendBuffer(e.data);
-  }
-  for (auto& o : outs) {
-    if (o.consumer->sink()) {
-      o.consumer->sink()->send(std::move(o.batch));
-    } else {
-      o.consumer->cnx()->send(std::move(o.batch));
-    }
   }
 }
 

@@ -82,7 +82,11 @@ class Dispatcher {
   bool blockedOnUnacked() const { return blockedOnUnacked_; }
 
  private:
+  // Dispatches what the permits allow, then hands the frames over (flushOutput).
   void readMoreEntries(bool allowReplay = true);
+  void readRounds(bool allowReplay);
+  // Sends the MESSAGE frames collected in outs_, one batch per consumer.
+  void flushOutput();
   // Key_Shared: the replay set is at its look-ahead threshold (no new entries are read).
   bool lookAheadLimitReached() const;
   // Dispatches up to maxEntries replay positions: the next allowReplay when done at once (all
@@ -134,6 +138,13 @@ class Dispatcher {
   bool blockedOnUnacked_ = false;
   DispatcherStats stats_;
   std::string headerScratch_;
+  // MESSAGE frames dispatched in this pass and not yet handed over, per consumer. Always empty
+  // between tasks: every pass ends in flushOutput, before any consumer can leave.
+  struct Out {
+    Consumer* consumer;
+    net::FrameBatch batch;
+  };
+  std::vector<Out> outs_;
 };
 
 }  // namespace magnetar::broker
