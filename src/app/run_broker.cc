@@ -90,6 +90,10 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.maxPendingPublishRequestsPerConnection = cfg.maxPendingPublishRequestsPerConnection();
   o.maxMessagePublishBufferSizeInMB = cfg.maxMessagePublishBufferSizeInMB();
   o.brokerDeduplicationEnabled = cfg.brokerDeduplicationEnabled();
+  o.maxProducersPerTopic = cfg.maxProducersPerTopic();
+  o.maxConsumersPerTopic = cfg.maxConsumersPerTopic();
+  o.maxConsumersPerSubscription = cfg.maxConsumersPerSubscription();
+  o.maxSubscriptionsPerTopic = cfg.maxSubscriptionsPerTopic();
   o.brokerDeduplicationMaxNumberOfProducers = cfg.brokerDeduplicationMaxNumberOfProducers();
   o.brokerDeduplicationEntriesInterval = cfg.brokerDeduplicationEntriesInterval();
   o.brokerDeduplicationSnapshotIntervalSeconds = cfg.brokerDeduplicationSnapshotIntervalSeconds();

@@ -27,6 +27,11 @@ struct BrokerOptions {
   int maxUnackedMessagesPerSubscription = 200000;  // maxUnackedMessagesPerSubscription (0: off)
   int maxPendingPublishRequestsPerConnection = 1000;  // maxPendingPublishRequestsPerConnection
   int maxMessagePublishBufferSizeInMB = 2048;    // maxMessagePublishBufferSizeInMB (<= 0: off)
+  // Topic limits (0: none), as Pulsar: ProducerBusy / ConsumerBusy / NotAllowedError beyond them.
+  int maxProducersPerTopic = 0;
+  int maxConsumersPerTopic = 0;
+  int maxConsumersPerSubscription = 0;
+  int maxSubscriptionsPerTopic = 0;
   bool brokerDeduplicationEnabled = false;       // brokerDeduplicationEnabled
   int brokerDeduplicationMaxNumberOfProducers = 10000;  // brokerDeduplicationMaxNumberOfProducers
   int brokerDeduplicationEntriesInterval = 1000;        // brokerDeduplicationEntriesInterval

@@ -95,6 +95,10 @@ Status PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, proto::S
   if (producers_.count(p->name())) {
     return Status::busy("Producer with name '" + p->name() + "' is already connected to topic");
   }
+  if (options_.maxProducersPerTopic > 0 &&
+      producers_.size() >= static_cast<size_t>(options_.maxProducersPerTopic)) {
+    return Status::busy("Topic reached max producers limit");
+  }
   if (p->exclusive() && !producers_.empty()) {
     // Pulsar: an Exclusive producer is fenced out while any other producer holds the topic.
     *error = proto::ProducerFenced;
@@ -228,9 +232,28 @@ void PersistentTopic::flushPass() {
 }
 
 void PersistentTopic::subscribe(const SubscribeRequest& req, std::function<void(Status)> cb) {
+  if (options_.maxConsumersPerTopic > 0) {
+    size_t consumers = 0;
+    for (auto& [_, s] : subscriptions_) consumers += s->consumerCount();
+    if (consumers >= static_cast<size_t>(options_.maxConsumersPerTopic)) {
+      cb(Status::busy("Topic reached max consumers limit"));
+      return;
+    }
+  }
   auto it = subscriptions_.find(req.subscription);
   if (it != subscriptions_.end()) {
+    if (options_.maxConsumersPerSubscription > 0 &&
+        it->second->consumerCount() >= static_cast<size_t>(options_.maxConsumersPerSubscription)) {
+      cb(Status::busy("Subscription reached max consumers limit"));
+      return;
+    }
     cb(it->second->addConsumer(req.consumer));
+    return;
+  }
+  if (options_.maxSubscriptionsPerTopic > 0 &&
+      subscriptions_.size() >= static_cast<size_t>(options_.maxSubscriptionsPerTopic)) {
+    cb(Status::notAllowed("Exceed the maximum number of subscriptions of the topic: " +
+                          name_.toString()));
     return;
   }
   if (!req.createIfMissing) {

@@ -89,6 +89,18 @@ Result<LoadedConfiguration> loadConfiguration(const LoadOptions& options) {
   for (const auto& kv : options.overrides) {
     if (Status s = applyOverride(*out.config, kv); !s) return s;
   }
+  // A key Magnetar accepts but does not act on yet, set to something else than its default.
+  const ServiceConfiguration defaults(n);
+  for (const auto& def : allSettings()) {
+    if (settingEnforced(def.name)) continue;
+    auto value = out.config->getString(def.name);
+    auto dflt = defaults.getString(def.name);
+    if (value.isOk() && dflt.isOk() && *value != *dflt) {
+      out.warnings.push_back(fmt::format(
+          "'{}' is accepted for compatibility but not enforced yet (set to '{}')", def.name,
+          *value));
+    }
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <set>
 #include <unordered_map>
 
 #include "config/setting.h"
@@ -139,6 +140,33 @@ const std::vector<std::string>& settingCategories() {
 std::string_view settingNotes(std::string_view name) {
   auto it = notesTable().find(name);
   return it == notesTable().end() ? std::string_view() : it->second;
+}
+
+bool settingEnforced(std::string_view name) {
+  static const std::set<std::string_view> kNotYet = {
+      "brokerServicePortTls", "webServicePortTls", "tlsCertificateFilePath", "tlsKeyFilePath",
+      "tlsTrustCertsFilePath", "tlsAllowInsecureConnection", "tlsRequireTrustedClientCertOnConnect",
+      "tlsProtocols", "tlsCiphers", "authenticationEnabled", "authenticationProviders",
+      "authorizationEnabled", "superUserRoles", "brokerShutdownTimeoutMs",
+      "dispatcherMinReadBatchSize", "dispatcherMaxRoundRobinBatchSize",
+      "maxUnackedMessagesPerBroker", "maxUnackedMessagesPerSubscriptionOnBrokerBlocked",
+      "activeConsumerFailoverDelayTimeMillis", "subscriptionRedeliveryTrackerEnabled",
+      "maxTopicsPerNamespace", "brokerDeleteInactiveTopicsEnabled",
+      "brokerDeleteInactiveTopicsFrequencySeconds", "brokerDeleteInactiveTopicsMode",
+      "subscriptionExpirationTimeMinutes", "ttlDurationDefaultInSeconds",
+      "messageExpiryCheckIntervalInMinutes", "retentionCheckIntervalInSeconds",
+      "backlogQuotaCheckEnabled", "backlogQuotaCheckIntervalInSeconds",
+      "backlogQuotaDefaultLimitBytes", "backlogQuotaDefaultLimitSecond",
+      "backlogQuotaDefaultRetentionPolicy", "managedLedgerNumSchedulerThreads",
+      "managedLedgerCacheEvictionWatermark", "managedLedgerCacheEvictionTimeThresholdMillis",
+      "managedLedgerCacheEvictionIntervalMs", "managedLedgerDefaultMarkDeleteRateLimit",
+      "managedLedgerCursorPositionFlushSeconds",
+      "managedLedgerMaxUnackedRangesToPersistInMetadataStore",
+      "managedLedgerAddEntryTimeoutSeconds", "managedLedgerReadEntryTimeoutSeconds",
+      "ledgerDirectories", "journalBufferedEntriesThreshold", "journalFlushWhenQueueEmpty",
+      "metadataStoreSessionTimeoutMillis", "metadataStoreOperationTimeoutSeconds",
+  };
+  return kNotYet.count(name) == 0;
 }
 
 std::string_view typeName(SettingType t) {

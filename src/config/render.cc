@@ -98,6 +98,7 @@ std::string renderBrokerConf() {
     } else {
       appendNotes(out, notes);
     }
+    if (!settingEnforced(def.name)) out += "# Accepted for compatibility; not enforced yet.\n";
     out += fmt::format("# ({})\n", describeType(def.name));
     out += fmt::format("{}={}\n", def.name, defaultText(def));
   }
@@ -122,7 +123,10 @@ std::string renderDocsTable() {
         dflt = fmt::format("`{}`", dflt);
       }
       out += fmt::format("| `{}` | {} | {} | {} | {} |\n", def.name, escapeCell(type),
-                         escapeCell(dflt), def.dynamic ? "yes" : "no", escapeCell(def.doc));
+                         escapeCell(dflt), def.dynamic ? "yes" : "no",
+                         escapeCell(settingEnforced(def.name)
+                                        ? def.doc
+                                        : "**Not enforced yet.** " + def.doc));
     }
   }
   out += "\n";

@@ -62,6 +62,10 @@ const std::vector<std::string>& settingCategories();
 // Extra multi-line notes for a few keys (numIOThreads, ...), or "" when there are none. Each line
 // is plain text without a leading '#'.
 std::string_view settingNotes(std::string_view name);
+// False for keys Magnetar accepts so Pulsar configuration files load, but whose behaviour it does
+// not have yet (TLS, authentication, retention and backlog-quota checks, ...). The generated
+// conf files and docs say so, and loading one with a non-default value warns.
+bool settingEnforced(std::string_view name);
 // "bool", "int", "long", "double", "string", "enum", "list", "optional int", "thread count".
 std::string_view typeName(SettingType t);
 

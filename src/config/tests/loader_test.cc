@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "config/setting.h"
 #include "config/tests/test_util.h"
 
 namespace magnetar::config {
@@ -149,6 +150,19 @@ TEST(LoadConfiguration, MissingFileAndDuplicates) {
   EXPECT_EQ(r->config->webServicePort(), 9002);
   ASSERT_EQ(r->warnings.size(), 1u);
   EXPECT_TRUE(contains(r->warnings[0], path + ":2")) << r->warnings[0];
+}
+
+TEST(LoadConfiguration, KeysNotEnforcedYetWarnWhenSet) {
+  EXPECT_FALSE(settingEnforced("tlsCertificateFilePath"));
+  EXPECT_TRUE(settingEnforced("numIOThreads"));
+  auto quiet = loadConfiguration({"", {"numIOThreads=3", "tlsCertificateFilePath="}, 4});
+  ASSERT_TRUE(quiet.isOk());
+  EXPECT_TRUE(quiet->warnings.empty()) << quiet->warnings.front();
+  auto r = loadConfiguration({"", {"tlsCertificateFilePath=/etc/cert.pem"}, 4});
+  ASSERT_TRUE(r.isOk());
+  ASSERT_EQ(r->warnings.size(), 1u);
+  EXPECT_TRUE(contains(r->warnings[0], "tlsCertificateFilePath")) << r->warnings[0];
+  EXPECT_TRUE(contains(r->warnings[0], "not enforced yet")) << r->warnings[0];
 }
 
 TEST(LoadConfiguration, AvailableProcessorsOptionDrivesDefaults) {
