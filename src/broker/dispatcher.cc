@@ -321,7 +321,11 @@ int64_t Dispatcher::entriesBlockedByDraining(const std::vector<DrainingHashInfo>
   return n;
 }
 
-std::vector<std::shared_ptr<Consumer>> Dispatcher::takeConsumers() { return consumers_; }
+std::vector<std::shared_ptr<Consumer>> Dispatcher::takeConsumers() {
+  // All are about to be removed: none may be handed the others' messages meanwhile.
+  for (auto& c : consumers_) c->closed = true;
+  return consumers_;
+}
 
 Consumer* Dispatcher::pickShared() {
   size_t n = consumers_.size();
@@ -402,6 +406,14 @@ void Dispatcher::readRounds(bool allowReplay) {
   }
 }
 
+bool Dispatcher::replayableNow(int32_t hash) const {
+  Consumer* owner = selector_->select(hash);
+  if (!owner || !canTake(owner)) return false;
+  if (owner->allowOutOfOrderDelivery) return true;
+  const auto& ph = pendingHashes_[static_cast<size_t>(hash)];
+  return !(ph.second > 0 && ph.first != owner);  // draining at another consumer
+}
+
 bool Dispatcher::lookAheadLimitReached() const {
   if (!selector_) return false;
   const int64_t perConsumer = options_.keySharedLookAheadMsgInReplayThresholdPerConsumer;
@@ -416,8 +428,15 @@ std::optional<bool> Dispatcher::readReplay(int64_t maxEntries, bool inlineAllowe
   // Take up to maxEntries positions from the front of the replay set; those the entry cache
   // holds are read at once, the rest one by one through the ledger (redeliveries after a cache
   // eviction are the uncommon path). All are dispatched together, in position order.
+  // Key_Shared skips entries whose key's consumer can take nothing now (as Pulsar 4 filters its
+  // replay reads), so a consumer holding its messages does not stall the others' redeliveries.
+  // Entries of one key are skipped or taken together, so their order holds.
   std::vector<Position> want;
   for (auto it = replay_.begin(); it != replay_.end() && static_cast<int64_t>(want.size()) < maxEntries;) {
+    if (selector_ && it->second >= 0 && !replayableNow(it->second)) {
+      ++it;
+      continue;
+    }
     want.push_back(it->first);
     if (it->second >= 0) {
       auto h = replayHashes_.find(it->second);
@@ -425,6 +444,7 @@ std::optional<bool> Dispatcher::readReplay(int64_t maxEntries, bool inlineAllowe
     }
     it = replay_.erase(it);
   }
+  if (want.empty()) return false;  // nothing replayable now: read new entries
   const Position first = want.front();
   std::vector<Entry> found;
   std::vector<Position> missing;

@@ -65,7 +65,8 @@ class Dispatcher {
   void onNewEntries();
   // Seek/reset: drop all in-flight state and read from the cursor's position again.
   void rewind();
-  // Disconnect every consumer (after seek, as Pulsar does); they reconnect.
+  // Disconnect every consumer (after seek, as Pulsar does); they reconnect. Marks them closed
+  // first, so removing them one by one dispatches nothing to the ones still listed.
   std::vector<std::shared_ptr<Consumer>> takeConsumers();
 
   const DispatcherStats& stats() const { return stats_; }
@@ -87,6 +88,8 @@ class Dispatcher {
   void readRounds(bool allowReplay);
   // Sends the MESSAGE frames collected in outs_, one batch per consumer.
   void flushOutput();
+  // Key_Shared: the owner of `hash` can take a message now (permits, not draining elsewhere).
+  bool replayableNow(int32_t hash) const;
   // Key_Shared: the replay set is at its look-ahead threshold (no new entries are read).
   bool lookAheadLimitReached() const;
   // Dispatches up to maxEntries replay positions: the next allowReplay when done at once (all

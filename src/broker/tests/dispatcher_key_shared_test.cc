@@ -128,9 +128,9 @@ using KeySharedDispatchTest = DispatchFixture<false>;
 using CachedReadDispatchTest = DispatchFixture<true>;
 
 // A owns the key and takes its first message (entry 0), then has no permits: entry 1 waits for
-// redelivery. B has permits, so the dispatcher reads entry 1 again (a replay read). A leaves while
-// that read is in flight: entry 0 goes back for redelivery. B now owns the key and must get entry
-// 0 before entry 1, although entry 1's read completes first.
+// redelivery. A gets one more permit, so the dispatcher reads entry 1 again (a replay read). A
+// leaves while that read is in flight: entry 0 goes back for redelivery. B now owns the key and
+// must get entry 0 before entry 1, although entry 1's read completes first.
 TEST_F(KeySharedDispatchTest, ReplayReadInFlightDoesNotOvertakeEntriesOfLeavingConsumer) {
   RecordingSink sinkA, sinkB;
   auto a = addConsumer(1, "a", &sinkA);
@@ -145,7 +145,10 @@ TEST_F(KeySharedDispatchTest, ReplayReadInFlightDoesNotOvertakeEntriesOfLeavingC
 
   sub_->dispatcher()->flow(b.get(), 10);
   ASSERT_TRUE(ex_.runOne());  // the read of entry 1: A has no permits, so it waits in replay
-  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);  // taken out again by the replay read
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 1u);
+  EXPECT_EQ(ex_.pending(), 0u);  // no replay read while A can take nothing
+  sub_->dispatcher()->flow(a.get(), 1);
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);  // taken out by the replay read
   ASSERT_EQ(ex_.pending(), 1u);                        // that replay read is in flight
   EXPECT_TRUE(sinkB.entryIds.empty());
 
@@ -178,6 +181,8 @@ TEST_F(KeySharedDispatchTest, KeyOrderKeptWhenOwnerLeavesDuringReplayRead) {
   sub_->dispatcher()->flow(b.get(), 10);
   ASSERT_TRUE(ex_.runOne());  // entries 3..6 read: 3 to B, 4..6 wait (A has no permits)
   EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{3}));
+  EXPECT_EQ(ex_.pending(), 0u);
+  sub_->dispatcher()->flow(a.get(), 3);
   ASSERT_GE(ex_.pending(), 1u);  // the replay reads of 4..6
 
   sub_->removeConsumer(a.get());
@@ -223,6 +228,51 @@ TEST_F(CachedReadDispatchTest, ReplayFromCacheIsInlineAndInOrder) {
   EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{2, 3}));
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
   EXPECT_EQ(ex_.pending(), 0u);
+}
+
+// Entries waiting in the replay set for a consumer that takes nothing (no permits) must not hide
+// the entries behind them that other consumers can take.
+TEST_F(CachedReadDispatchTest, ReplayOfOthersIsNotStalledByAConsumerWithoutPermits) {
+  RecordingSink sinkA, sinkB, sinkC;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  auto c = addConsumer(3, "c", &sinkC);
+  std::string keyA = keyOwnedBy(a.get());
+  std::string keyB = keyOwnedBy(b.get());
+  std::string keyC = keyOwnedBy(c.get());
+  publish(keyA, 20);  // 0..19
+  publish(keyC, 5);   // 20..24
+  publish(keyB, 5);   // 25..29
+  sub_->dispatcher()->flow(a.get(), 1);  // A takes 0 and then holds everything else of its key
+  sub_->dispatcher()->flow(b.get(), 10);  // 1..24 wait in the replay set, B gets 25..29
+  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{25, 26, 27, 28, 29}));
+  sub_->dispatcher()->flow(c.get(), 10);
+  ex_.drain();
+  EXPECT_EQ(sinkC.entryIds, (std::vector<uint64_t>{20, 21, 22, 23, 24}));
+  EXPECT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 19u);
+  sub_->dispatcher()->flow(a.get(), 100);  // A's key comes back in order
+  std::vector<uint64_t> all;
+  for (uint64_t i = 0; i < 20; ++i) all.push_back(i);
+  EXPECT_EQ(sinkA.entryIds, all);
+}
+
+// Seek and unload take every consumer off the subscription one by one: what the first one held
+// must not be handed to the others in between (they are about to be closed too).
+TEST_F(CachedReadDispatchTest, TakingAllConsumersDispatchesNothingWhileTheyAreRemoved) {
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  publish(keyOwnedBy(a.get()), 3);
+  sub_->dispatcher()->flow(a.get(), 10);
+  sub_->dispatcher()->flow(b.get(), 10);
+  ASSERT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0, 1, 2}));
+  auto all = sub_->dispatcher()->takeConsumers();
+  ASSERT_EQ(all.size(), 2u);
+  for (auto& c : all) sub_->removeConsumer(c.get());
+  ex_.drain();
+  EXPECT_TRUE(sinkB.entryIds.empty());
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 3u);  // kept for whoever subscribes next
 }
 
 // Key_Shared look-ahead: while a consumer without permits holds min(perConsumer * consumers,
