@@ -447,9 +447,11 @@ std::optional<bool> Dispatcher::readReplay(int64_t maxEntries, bool inlineAllowe
   if (want.empty()) return false;  // nothing replayable now: read new entries
   const Position first = want.front();
   std::vector<Entry> found;
+  found.reserve(want.size());
   std::vector<Position> missing;
+  std::vector<Entry> one;  // reused: no allocation per position
   for (auto& p : want) {
-    std::vector<Entry> one;
+    one.clear();
     if (inlineAllowed && ledger_.readCachedEntries(p, 1, 1, &one)) {
       // Not there any more (trimmed): nothing to redeliver.
       if (!one.empty() && one.front().position == p) found.push_back(std::move(one.front()));

@@ -140,7 +140,6 @@ class Dispatcher {
   int64_t unackedMessages_ = 0;
   bool blockedOnUnacked_ = false;
   DispatcherStats stats_;
-  std::string headerScratch_;
   // MESSAGE frames dispatched in this pass and not yet handed over, per consumer. Always empty
   // between tasks: every pass ends in flushOutput, before any consumer can leave.
   struct Out {
