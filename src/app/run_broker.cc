@@ -83,6 +83,10 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.allowAutoTopicCreationType = cfg.allowAutoTopicCreationType();
   o.defaultNumPartitions = cfg.defaultNumPartitions();
   o.allowAutoSubscriptionCreation = cfg.allowAutoSubscriptionCreation();
+  o.enableBrokerSideSubscriptionPatternEvaluation =
+      cfg.enableBrokerSideSubscriptionPatternEvaluation();
+  o.subscriptionPatternMaxLength = cfg.subscriptionPatternMaxLength();
+  o.enableBrokerTopicListWatcher = cfg.enableBrokerTopicListWatcher();
   o.dispatcherMaxReadBatchSize = cfg.dispatcherMaxReadBatchSize();
   o.dispatcherMaxReadSizeBytes = cfg.dispatcherMaxReadSizeBytes();
   o.maxUnackedMessagesPerConsumer = cfg.maxUnackedMessagesPerConsumer();

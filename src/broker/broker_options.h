@@ -21,6 +21,9 @@ struct BrokerOptions {
   std::string allowAutoTopicCreationType = "non-partitioned";  // allowAutoTopicCreationType
   int defaultNumPartitions = 1;                  // defaultNumPartitions
   bool allowAutoSubscriptionCreation = true;     // allowAutoSubscriptionCreation
+  bool enableBrokerSideSubscriptionPatternEvaluation = true;  // same name
+  int subscriptionPatternMaxLength = 50;         // subscriptionPatternMaxLength, characters
+  bool enableBrokerTopicListWatcher = true;      // enableBrokerTopicListWatcher
   int dispatcherMaxReadBatchSize = 100;          // dispatcherMaxReadBatchSize, entries
   int64_t dispatcherMaxReadSizeBytes = 5 * 1024 * 1024;  // dispatcherMaxReadSizeBytes
   int maxUnackedMessagesPerConsumer = 50000;     // maxUnackedMessagesPerConsumer (0: off)

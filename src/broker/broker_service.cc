@@ -193,12 +193,19 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
             MLOG_WARN("{}: dedup replay failed: {}", name.toString(), s.toString());
           }
           std::vector<TopicCallback> waiters;
+          bool created = false;
           {
             std::lock_guard<std::mutex> lock(mu_);
             waiters = std::move(slot->waiters);
             slot->topic = topic;
-            storedLedgers_[name.persistenceName()] = true;
+            created = storedLedgers_.emplace(name.persistenceName(), true).second;
+            // A partition of a partitioned topic was listed (and announced) with it already.
+            if (created && name.partitionIndex() >= 0) {
+              auto it = partitioned_.find(name.partitionedTopicName());
+              created = it == partitioned_.end() || name.partitionIndex() >= it->second;
+            }
           }
+          if (created) topicListeners_.notify(name.namespaceName(), name.toString(), true);
           for (auto& w : waiters) w(topic);
         });
       });
@@ -235,6 +242,14 @@ std::vector<std::string> BrokerService::topicsOfNamespace(const std::string& ns)
       if (!topics_.count(full)) out.push_back(full);
     }
   }
+  // Partitions not opened yet: Pulsar creates them with the partitioned topic, so they list.
+  for (auto& [n, partitions] : partitioned_) {
+    if (n.rfind(prefix, 0) != 0) continue;
+    for (int i = 0; i < partitions; ++i) {
+      std::string p = n + "-partition-" + std::to_string(i);
+      if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    }
+  }
   return out;
 }
 
@@ -265,7 +280,7 @@ bool BrokerService::namespaceExists(const std::string& ns) const {
 }
 
 Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (!namespaces_.count(name.namespaceName())) {
     return Status::notFound("Namespace " + name.namespaceName() + " does not exist");
   }
@@ -278,6 +293,8 @@ Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) 
     int n = std::max(1, options_.defaultNumPartitions);
     partitioned_[name.toString()] = n;
     persistMetadataLocked();
+    lock.unlock();
+    announcePartitions(name, 0, n, true);
     return n;
   }
   return 0;
@@ -285,12 +302,14 @@ Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) 
 
 Status BrokerService::createPartitionedTopic(const TopicName& name, int partitions) {
   if (partitions < 1) return Status::invalidArgument("Number of partitions must be >= 1");
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (partitioned_.count(name.toString()) || topics_.count(name.toString())) {
     return Status::alreadyExists("Topic " + name.toString() + " already exists");
   }
   partitioned_[name.toString()] = partitions;
   persistMetadataLocked();
+  lock.unlock();
+  announcePartitions(name, 0, partitions, true);
   return Status::ok();
 }
 
@@ -422,8 +441,19 @@ std::vector<std::string> BrokerService::namespaces() const {
 
 bool BrokerService::topicExists(const TopicName& name) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return topics_.count(name.toString()) || storedLedgers_.count(name.persistenceName()) ||
-         partitioned_.count(name.toString());
+  if (topics_.count(name.toString()) || storedLedgers_.count(name.persistenceName()) ||
+      partitioned_.count(name.toString())) {
+    return true;
+  }
+  if (name.partitionIndex() < 0) return false;
+  auto it = partitioned_.find(name.partitionedTopicName());
+  return it != partitioned_.end() && name.partitionIndex() < it->second;
+}
+
+void BrokerService::announcePartitions(const TopicName& name, int from, int to, bool created) {
+  for (int i = from; i < to; ++i) {
+    topicListeners_.notify(name.namespaceName(), name.partition(i).toString(), created);
+  }
 }
 
 std::map<std::string, int> BrokerService::partitionedTopicsOf(const std::string& ns) const {
@@ -437,23 +467,29 @@ std::map<std::string, int> BrokerService::partitionedTopicsOf(const std::string&
 }
 
 Status BrokerService::updatePartitions(const TopicName& name, int partitions) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   auto it = partitioned_.find(name.toString());
   if (it == partitioned_.end()) return Status::notFound("Partitioned topic does not exist");
   if (partitions < it->second) {
     return Status::invalidArgument("Number of partitions can only be increased");
   }
+  int before = it->second;
   it->second = partitions;
   persistMetadataLocked();
+  lock.unlock();
+  announcePartitions(name, before, partitions, true);
   return Status::ok();
 }
 
 Status BrokerService::removePartitionedTopic(const TopicName& name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (partitioned_.erase(name.toString()) == 0) {
-    return Status::notFound("Partitioned topic does not exist");
-  }
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = partitioned_.find(name.toString());
+  if (it == partitioned_.end()) return Status::notFound("Partitioned topic does not exist");
+  int partitions = it->second;
+  partitioned_.erase(it);
   persistMetadataLocked();
+  lock.unlock();
+  announcePartitions(name, 0, partitions, false);
   return Status::ok();
 }
 
@@ -479,6 +515,7 @@ void BrokerService::deleteTopic(const TopicName& name, bool force,
       if (it != topics_.end() && it->second->topic == topic) topics_.erase(it);
       storedLedgers_.erase(name.persistenceName());
     }
+    topicListeners_.notify(name.namespaceName(), name.toString(), false);
     topic->deleteLedger([topic, cb](Status s) { cb(s); });
   });
 }

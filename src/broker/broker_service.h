@@ -16,6 +16,7 @@
 #include "broker/publish_throttle.h"
 #include "broker/policies.h"
 #include "broker/topic.h"
+#include "broker/topic_list.h"
 #include "broker/topic_name.h"
 #include "net/event_loop.h"
 #include "net/tcp_server.h"
@@ -52,7 +53,13 @@ class BrokerService {
   void getOrCreateTopic(const TopicName& name, bool create, TopicCallback cb);
   // All loaded topics (snapshot).
   std::vector<std::shared_ptr<PersistentTopic>> topics() const;
+  // Persistent topics of "tenant/ns" as Pulsar lists them for GET_TOPICS_OF_NAMESPACE: loaded
+  // and stored topics, plus every partition of its partitioned topics ("...-partition-N").
   std::vector<std::string> topicsOfNamespace(const std::string& ns) const;
+  // Topic created/deleted events of a namespace (topic-list watchers). Fired for a topic opened
+  // for the first time, every partition of a partitioned topic created or grown, and a deleted
+  // topic or partition. Thread: any.
+  TopicEventListeners& topicListeners() { return topicListeners_; }
 
   // Partitioned-topic metadata: the partition count (0: not partitioned). With autoCreate and
   // allowAutoTopicCreationType=partitioned, a new topic becomes partitioned with
@@ -114,6 +121,8 @@ class BrokerService {
   Status canCreateLocked(const TopicName& name, bool create);  // REQUIRES: mu_ held
   // Writes the namespaces and partitioned-topic counts to the metadata store. REQUIRES: mu_.
   void persistMetadataLocked();
+  // Reports partitions [from, to) of a partitioned topic created or deleted. REQUIRES: mu_ free.
+  void announcePartitions(const TopicName& name, int from, int to, bool created);
   void loadMetadata();
   storage::MetadataStore* metadata_ = nullptr;
 
@@ -130,6 +139,7 @@ class BrokerService {
   std::map<std::string, bool> storedLedgers_;                  // GUARDED_BY(mu_)
   std::set<std::string> namespaces_;                           // GUARDED_BY(mu_)
   PolicyRegistry policies_;
+  TopicEventListeners topicListeners_;
   std::atomic<uint64_t> producerNameSeq_{0};
   std::atomic<int64_t> activeConnections_{0};
 };

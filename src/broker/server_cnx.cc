@@ -117,6 +117,8 @@ void ServerCnx::onClosed() {
     topic->executor().execute([topic, c, sub] { topic->removeConsumer(c.get(), sub); });
   }
   consumers_.clear();
+  for (auto& [id, w] : watchers_) service_.topicListeners().remove(w.listenerId);
+  watchers_.clear();
   service_.connectionClosed();
 }
 
@@ -157,12 +159,9 @@ Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
     case T::GET_TOPICS_OF_NAMESPACE: handleGetTopicsOfNamespace(cmd.gettopicsofnamespace()); break;
     case T::GET_SCHEMA: handleGetSchema(cmd.getschema()); break;
     case T::GET_OR_CREATE_SCHEMA: handleGetOrCreateSchema(cmd.getorcreateschema()); break;
-    default:
-      CnxErrorStats::record(ProtocolError::kUnknownCommand);
-      MLOG_WARN("[{}] unsupported command {}", peerAddress(), T::Type_Name(cmd.type()));
-      send(Commands::newError(0, proto::NotAllowedError,
-                              "Command not supported by this broker: " + T::Type_Name(cmd.type())));
-      break;
+    case T::WATCH_TOPIC_LIST: handleWatchTopicList(cmd.watchtopiclist()); break;
+    case T::WATCH_TOPIC_LIST_CLOSE: handleWatchTopicListClose(cmd.watchtopiclistclose()); break;
+    default: answerUnsupported(cmd); break;
   }
   return Status::ok();
 }
@@ -175,8 +174,13 @@ void ServerCnx::handleConnect(const proto::CommandConnect& c) {
   connected_ = true;
   clientVersion_ = c.client_version();
   protocolVersion_ = std::min<int>(c.protocol_version(), protocol::kMaxProtocolVersion);
+  // Features this broker serves, as Pulsar advertises them in CONNECTED.
+  proto::FeatureFlags features;
+  features.set_supports_topic_watchers(service_.options().enableBrokerTopicListWatcher &&
+                                       service_.options().enableBrokerSideSubscriptionPatternEvaluation);
+  features.set_supports_get_partitioned_metadata_without_auto_creation(true);
   send(Commands::newConnected(service_.options().serverVersion, protocolVersion_,
-                              static_cast<int32_t>(service_.options().maxMessageSize)));
+                              static_cast<int32_t>(service_.options().maxMessageSize), &features));
 }
 
 void ServerCnx::startKeepAlive() {
@@ -236,7 +240,15 @@ void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMe
                                                      name.status().message()));
     return;
   }
-  bool autoCreate = !c.has_metadata_auto_creation_enabled() || c.metadata_auto_creation_enabled();
+  // Pulsar 4: without auto-creation (asked by the client, or refused by the broker) a topic
+  // that does not exist is TopicNotFound, not 0 partitions. Clients rely on it, e.g. to name
+  // retry and dead-letter topics "<topic>-<sub>-RETRY" rather than the legacy "<ns>/<sub>-RETRY".
+  bool autoCreate = (!c.has_metadata_auto_creation_enabled() || c.metadata_auto_creation_enabled()) &&
+                    service_.options().allowAutoTopicCreation;
+  if (!autoCreate && !service_.topicExists(*name)) {
+    send(Commands::newPartitionMetadataErrorResponse(c.request_id(), proto::TopicNotFound, ""));
+    return;
+  }
   auto n = service_.partitionsOf(*name, autoCreate);
   if (!n.isOk()) {
     send(Commands::newPartitionMetadataErrorResponse(
@@ -368,8 +380,125 @@ void ServerCnx::closeProducerFromBroker(uint64_t producerId) {
 }
 
 void ServerCnx::handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamespace& c) {
-  send(Commands::newGetTopicsOfNamespaceResponse(c.request_id(),
-                                                 service_.topicsOfNamespace(c.namespace_())));
+  // Only persistent topics exist here: NON_PERSISTENT lists none, ALL the persistent ones.
+  std::vector<std::string> topics;
+  if (c.mode() != proto::CommandGetTopicsOfNamespace::NON_PERSISTENT) {
+    topics = service_.topicsOfNamespace(c.namespace_());
+  }
+  // Pulsar's broker-side pattern evaluation: filter when the pattern is short enough, answer
+  // the hash of what is sent, and nothing but "unchanged" when the client's hash is current.
+  const auto& o = service_.options();
+  bool filtered = false;
+  if (o.enableBrokerSideSubscriptionPatternEvaluation && c.has_topics_pattern() &&
+      static_cast<int>(c.topics_pattern().size()) <= o.subscriptionPatternMaxLength) {
+    auto pattern = TopicPattern::compile(c.topics_pattern());
+    if (!pattern.isOk()) {
+      sendError(c.request_id(), proto::InvalidTopicName, pattern.status().message());
+      return;
+    }
+    topics = pattern->filter(topics);
+    filtered = true;
+  }
+  std::string hash = topicListHash(topics);
+  bool unchanged = c.has_topics_hash() && c.topics_hash() == hash;
+  if (unchanged) topics.clear();
+  send(Commands::newGetTopicsOfNamespaceResponse(c.request_id(), topics, filtered, hash,
+                                                 !unchanged));
+}
+
+void ServerCnx::handleWatchTopicList(const proto::CommandWatchTopicList& c) {
+  const auto& o = service_.options();
+  if (!o.enableBrokerTopicListWatcher || !o.enableBrokerSideSubscriptionPatternEvaluation ||
+      static_cast<int>(c.topics_pattern().size()) > o.subscriptionPatternMaxLength) {
+    std::string msg = "Unable to create topic list watcher: ";
+    msg += !o.enableBrokerSideSubscriptionPatternEvaluation || !o.enableBrokerTopicListWatcher
+               ? "Evaluating subscription patterns is disabled."
+               : "Pattern longer than maximum: " + std::to_string(o.subscriptionPatternMaxLength);
+    sendError(c.request_id(), proto::NotAllowedError, msg);
+    return;
+  }
+  if (watchers_.count(c.watcher_id())) {
+    // A retry of a watcher this connection already has: answer it again.
+    auto& w = watchers_[c.watcher_id()];
+    std::vector<std::string> topics(w.topics.begin(), w.topics.end());
+    std::string hash = topicListHash(topics);
+    if (c.has_topics_hash() && c.topics_hash() == hash) topics.clear();
+    send(Commands::newWatchTopicListSuccess(c.request_id(), c.watcher_id(), topics, hash));
+    return;
+  }
+  auto pattern = TopicPattern::compile(c.topics_pattern());
+  if (!pattern.isOk()) {
+    sendError(c.request_id(), proto::InvalidTopicName, pattern.status().message());
+    return;
+  }
+  if (!service_.namespaceExists(c.namespace_())) {
+    sendError(c.request_id(), proto::MetadataError,
+              "Namespace " + c.namespace_() + " does not exist");
+    return;
+  }
+  // Listen first, then list: an event racing the listing arrives after it on this loop.
+  std::weak_ptr<ServerCnx> weak = self();
+  uint64_t watcherId = c.watcher_id();
+  TopicListWatcher w{*pattern, {}, 0};
+  w.listenerId = service_.topicListeners().add(
+      c.namespace_(), [weak, watcherId](const std::string& topic, bool created) {
+        auto me = weak.lock();
+        if (!me) return;
+        me->loop().execute(
+            [me, watcherId, topic, created] { me->onTopicEvent(watcherId, topic, created); });
+      });
+  for (auto& t : pattern->filter(service_.topicsOfNamespace(c.namespace_()))) w.topics.insert(t);
+  std::vector<std::string> topics(w.topics.begin(), w.topics.end());
+  std::string hash = topicListHash(topics);
+  if (c.has_topics_hash() && c.topics_hash() == hash) topics.clear();
+  watchers_.emplace(watcherId, std::move(w));
+  send(Commands::newWatchTopicListSuccess(c.request_id(), watcherId, topics, hash));
+}
+
+void ServerCnx::handleWatchTopicListClose(const proto::CommandWatchTopicListClose& c) {
+  auto it = watchers_.find(c.watcher_id());
+  if (it != watchers_.end()) {
+    service_.topicListeners().remove(it->second.listenerId);
+    watchers_.erase(it);
+  }
+  send(Commands::newSuccess(c.request_id()));
+}
+
+void ServerCnx::onTopicEvent(uint64_t watcherId, const std::string& topic, bool created) {
+  auto it = watchers_.find(watcherId);
+  if (it == watchers_.end() || isClosed()) return;
+  auto& w = it->second;
+  if (!w.pattern.matches(topic)) return;
+  bool changed = created ? w.topics.insert(topic).second : w.topics.erase(topic) > 0;
+  if (!changed) return;
+  std::vector<std::string> all(w.topics.begin(), w.topics.end());
+  std::vector<std::string> one{topic};
+  send(Commands::newWatchTopicUpdate(watcherId, created ? one : std::vector<std::string>{},
+                                     created ? std::vector<std::string>{} : one,
+                                     topicListHash(all)));
+}
+
+void ServerCnx::answerUnsupported(const proto::BaseCommand& cmd) {
+  using T = proto::BaseCommand;
+  CnxErrorStats::record(ProtocolError::kUnknownCommand);
+  MLOG_WARN("[{}] unsupported command {}", peerAddress(), T::Type_Name(cmd.type()));
+  // The command's body is the one sub-message set besides `type`; its request_id, if any, lets
+  // the client fail that request instead of waiting for its operation timeout.
+  uint64_t requestId = 0;
+  const auto* refl = cmd.GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  refl->ListFields(cmd, &fields);
+  for (const auto* f : fields) {
+    if (f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    const auto& body = refl->GetMessage(cmd, f);
+    const auto* idField = body.GetDescriptor()->FindFieldByName("request_id");
+    if (idField && idField->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_UINT64) {
+      requestId = body.GetReflection()->GetUInt64(body, idField);
+    }
+    break;
+  }
+  send(Commands::newError(requestId, proto::NotAllowedError,
+                          "Command not supported by this broker: " + T::Type_Name(cmd.type())));
 }
 
 void ServerCnx::handleGetSchema(const proto::CommandGetSchema& c) {

@@ -7,6 +7,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "broker/consumer.h"
 #include "broker/publish_throttle.h"
 #include "broker/topic.h"
+#include "broker/topic_list.h"
 #include "net/connection.h"
 #include "protocol/frame.h"
 
@@ -113,6 +115,14 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void handleSeek(const proto::CommandSeek& c);
   void handleGetLastMessageId(const proto::CommandGetLastMessageId& c);
   void handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamespace& c);
+  void handleWatchTopicList(const proto::CommandWatchTopicList& c);
+  void handleWatchTopicListClose(const proto::CommandWatchTopicListClose& c);
+  // A topic of a watched namespace was created or deleted. Loop thread.
+  void onTopicEvent(uint64_t watcherId, const std::string& topic, bool created);
+  // A command of a known type this broker does not serve: its own error answer, with its
+  // request id when it has one (so the client's pending request fails at once), and the
+  // connection stays open.
+  void answerUnsupported(const proto::BaseCommand& cmd);
   void handleGetSchema(const proto::CommandGetSchema& c);
   void handleGetOrCreateSchema(const proto::CommandGetOrCreateSchema& c);
 
@@ -134,6 +144,12 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   std::string clientVersion_;
   std::unordered_map<uint64_t, ProducerRef> producers_;
   std::unordered_map<uint64_t, ConsumerRef> consumers_;
+  struct TopicListWatcher {
+    TopicPattern pattern;
+    std::set<std::string> topics;  // matching now, full names with "-partition-N"
+    uint64_t listenerId = 0;       // in BrokerService::topicListeners()
+  };
+  std::unordered_map<uint64_t, TopicListWatcher> watchers_;  // loop thread
   // SENDs read in this read batch, grouped by topic, handed over in onReadBatchDone.
   std::vector<std::pair<std::shared_ptr<PersistentTopic>, std::vector<PendingSend>>> sendBatch_;
   std::atomic<int64_t> pendingPublishes_{0};

@@ -210,14 +210,16 @@ Buffer Commands::newError(uint64_t requestId, proto::ServerError error, std::str
 
 Buffer Commands::newProducerSuccess(uint64_t requestId, std::string_view producerName,
                                     int64_t lastSequenceId,
-                                    std::optional<std::string_view> schemaVersion,
-                                    bool producerReady, std::optional<uint64_t> topicEpoch) {
+                                    std::string_view schemaVersion, bool producerReady,
+                                    std::optional<uint64_t> topicEpoch) {
   auto cmd = make(proto::BaseCommand::PRODUCER_SUCCESS);
   auto* s = cmd.mutable_producer_success();
   s->set_request_id(requestId);
   s->set_producer_name(std::string(producerName));
   s->set_last_sequence_id(lastSequenceId);
-  if (schemaVersion) s->set_schema_version(std::string(*schemaVersion));
+  // Always present, empty without a schema: Pulsar sends it so, and its Java client reads it
+  // unconditionally (a missing field fails the producer).
+  s->set_schema_version(std::string(schemaVersion));
   if (topicEpoch) s->set_topic_epoch(*topicEpoch);
   s->set_producer_ready(producerReady);
   return serialize(cmd);
@@ -360,6 +362,30 @@ Buffer Commands::newGetTopicsOfNamespaceResponse(uint64_t requestId,
   r->set_filtered(filtered);
   if (!topicsHash.empty()) r->set_topics_hash(std::string(topicsHash));
   r->set_changed(changed);
+  return serialize(cmd);
+}
+
+Buffer Commands::newWatchTopicListSuccess(uint64_t requestId, uint64_t watcherId,
+                                          const std::vector<std::string>& topics,
+                                          std::string_view topicsHash) {
+  auto cmd = make(proto::BaseCommand::WATCH_TOPIC_LIST_SUCCESS);
+  auto* r = cmd.mutable_watchtopiclistsuccess();
+  r->set_request_id(requestId);
+  r->set_watcher_id(watcherId);
+  for (const auto& t : topics) r->add_topic(t);
+  r->set_topics_hash(std::string(topicsHash));
+  return serialize(cmd);
+}
+
+Buffer Commands::newWatchTopicUpdate(uint64_t watcherId, const std::vector<std::string>& newTopics,
+                                     const std::vector<std::string>& deletedTopics,
+                                     std::string_view topicsHash) {
+  auto cmd = make(proto::BaseCommand::WATCH_TOPIC_UPDATE);
+  auto* r = cmd.mutable_watchtopicupdate();
+  r->set_watcher_id(watcherId);
+  for (const auto& t : newTopics) r->add_new_topics(t);
+  for (const auto& t : deletedTopics) r->add_deleted_topics(t);
+  r->set_topics_hash(std::string(topicsHash));
   return serialize(cmd);
 }
 

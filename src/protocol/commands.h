@@ -88,10 +88,11 @@ class Commands {
   static Buffer newPong();
   static Buffer newSuccess(uint64_t requestId);
   static Buffer newError(uint64_t requestId, proto::ServerError error, std::string_view message);
-  // lastSequenceId: -1 when unknown (dedup off). schemaVersion set when given.
+  // lastSequenceId: -1 when unknown (dedup off). schema_version is always sent, empty when the
+  // topic has no schema (as Pulsar; the Java client fails a producer without the field).
   static Buffer newProducerSuccess(uint64_t requestId, std::string_view producerName,
                                    int64_t lastSequenceId = -1,
-                                   std::optional<std::string_view> schemaVersion = std::nullopt,
+                                   std::string_view schemaVersion = {},
                                    bool producerReady = true,
                                    std::optional<uint64_t> topicEpoch = std::nullopt);
   static Buffer newSendError(uint64_t producerId, uint64_t sequenceId, proto::ServerError error,
@@ -124,6 +125,15 @@ class Commands {
   static Buffer newGetLastMessageIdResponse(
       uint64_t requestId, const WireMessageId& lastMessageId,
       std::optional<WireMessageId> consumerMarkDeletePosition = std::nullopt);
+  // Topic-list watchers (Pulsar 2.11+, feature flag supports_topic_watchers): the answer to
+  // WATCH_TOPIC_LIST with the matching topics (empty when the client's hash is current), and
+  // the update pushed when matching topics are created or deleted. Hash: TopicList's CRC32C.
+  static Buffer newWatchTopicListSuccess(uint64_t requestId, uint64_t watcherId,
+                                         const std::vector<std::string>& topics,
+                                         std::string_view topicsHash);
+  static Buffer newWatchTopicUpdate(uint64_t watcherId, const std::vector<std::string>& newTopics,
+                                    const std::vector<std::string>& deletedTopics,
+                                    std::string_view topicsHash);
   static Buffer newGetTopicsOfNamespaceResponse(uint64_t requestId,
                                                 const std::vector<std::string>& topics,
                                                 bool filtered = false,

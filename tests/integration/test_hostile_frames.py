@@ -168,12 +168,16 @@ def test_unknown_command_types(broker):
         c.handshake()
         d = CounterDelta(lambda: protocol_errors(broker.admin_url, "unknown_command"))
         # Commands only a broker sends, and a transaction command this broker does not serve.
-        for cmd in (base_command(3, fb(1, "not-a-broker")),          # CONNECTED
-                    base_command(7, fv(1, 1) + fv(2, 1)),            # SEND_RECEIPT
-                    base_command(50, fv(1, 7)),                      # NEW_TXN
-                    base_command(13, fv(1, 1))):                     # SUCCESS
+        # The error carries the command's request_id when it has one (0 otherwise), so a
+        # client's pending request fails at once instead of at its operation timeout.
+        for cmd, request_id in ((base_command(3, fb(1, "not-a-broker")), 0),    # CONNECTED
+                                (base_command(7, fv(1, 1) + fv(2, 1)), 0),      # SEND_RECEIPT
+                                (base_command(50, fv(1, 7)), 7),                # NEW_TXN
+                                (base_command(13, fv(1, 1)), 1)):               # SUCCESS
             c.send(frame(cmd))
-            assert error_name(c.expect(ERROR), 2) == "NotAllowedError"
+            err = c.expect(ERROR)
+            assert error_name(err, 2) == "NotAllowedError"
+            assert err[1] == [request_id]
         assert c.alive()
         assert d.moved(at_least=4)
         c.close()

@@ -80,7 +80,9 @@ TEST(CommandsTest, ProducerSuccessAndSendError) {
   EXPECT_EQ(ps.topic_epoch(), 7u);
   auto p2 = decodeOne(Commands::newProducerSuccess(4, "p"));
   EXPECT_EQ(p2.cmd.producer_success().last_sequence_id(), -1);
-  EXPECT_FALSE(p2.cmd.producer_success().has_schema_version());
+  // Always present (empty without a schema): the Java client reads it unconditionally.
+  EXPECT_TRUE(p2.cmd.producer_success().has_schema_version());
+  EXPECT_EQ(p2.cmd.producer_success().schema_version(), "");
   EXPECT_TRUE(p2.cmd.producer_success().producer_ready());
 
   auto se = decodeOne(Commands::newSendError(5, 6, proto::ChecksumError, "bad crc"));
