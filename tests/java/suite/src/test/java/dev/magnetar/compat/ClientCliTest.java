@@ -1,0 +1,54 @@
+package dev.magnetar.compat;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.TimeUnit;
+import org.apache.pulsar.client.api.Consumer;
+import org.apache.pulsar.client.api.Message;
+import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.Schema;
+import org.apache.pulsar.client.api.SubscriptionInitialPosition;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Pulsar's own pulsar-client (PulsarClientTool) produce and consume. */
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class ClientCliTest {
+    static int count(String haystack, String needle) {
+        int n = 0;
+        for (int i = haystack.indexOf(needle); i >= 0; i = haystack.indexOf(needle, i + 1)) {
+            n++;
+        }
+        return n;
+    }
+
+    @Test
+    void produceThenConsume() throws Exception {
+        String topic = Env.topic("cli");
+        Env.CliResult prod = Env.runCli(60, Env.PULSAR_CLIENT, "--url", Env.BROKER_URL, "produce",
+                "-m", "hello-cli", "-n", "10", "-k", "kk", topic);
+        assertEquals(0, prod.exitCode(), prod.toString());
+        assertTrue(prod.output().contains("10 messages successfully produced"), prod.toString());
+
+        // what pulsar-client produced is really there, with the key
+        try (PulsarClient client = Env.client();
+             Consumer<String> c = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("java")
+                     .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe()) {
+            for (int i = 0; i < 10; i++) {
+                Message<String> m = c.receive(10, TimeUnit.SECONDS);
+                assertNotNull(m, "message " + i);
+                assertEquals("hello-cli", m.getValue());
+                assertEquals("kk", m.getKey());
+            }
+        }
+
+        Env.CliResult cons = Env.runCli(60, Env.PULSAR_CLIENT, "--url", Env.BROKER_URL, "consume",
+                "-s", "cli-sub", "-p", "Earliest", "-n", "10", topic);
+        assertEquals(0, cons.exitCode(), cons.toString());
+        assertTrue(cons.output().contains("10 messages successfully consumed"), cons.toString());
+        assertEquals(10, count(cons.stdout(), "content:hello-cli"), cons.toString());
+        assertEquals(10, count(cons.stdout(), "key:[kk]"), cons.toString());
+    }
+}
