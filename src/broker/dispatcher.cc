@@ -597,7 +597,8 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
     uint8_t* dst = b.appendSpace(maxHeader);
     size_t used = protocol::Commands::writeMessageHeader(
         dst, target->id(), static_cast<uint64_t>(e.position.ledgerId),
-        static_cast<uint64_t>(e.position.entryId), redeliveries, e.data.size(), ackWords);
+        static_cast<uint64_t>(e.position.entryId), redeliveries, e.data.size(), ackWords,
+        std::nullopt, partitionIndex_);
     b.trimBytes(maxHeader - used);
     b.appendBuffer(e.data);
   }

@@ -67,9 +67,10 @@ void Commands::appendFrame(const proto::BaseCommand& cmd, std::string* out) {
 size_t Commands::writeMessageHeader(uint8_t* dst, uint64_t consumerId, uint64_t ledgerId,
                                     uint64_t entryId, uint32_t redeliveryCount, size_t entryLen,
                                     std::span<const int64_t> ackSet,
-                                    std::optional<uint64_t> consumerEpoch) {
+                                    std::optional<uint64_t> consumerEpoch, int32_t partition) {
   // CommandMessage fields in field-number order, exactly as protobuf would serialize them.
-  const size_t idLen = 1 + varintSize(ledgerId) + 1 + varintSize(entryId);
+  size_t idLen = 1 + varintSize(ledgerId) + 1 + varintSize(entryId);
+  if (partition >= 0) idLen += 1 + varintSize(static_cast<uint64_t>(partition));
   size_t msgLen = 1 + varintSize(consumerId) + 1 + varintSize(idLen) + idLen;
   if (redeliveryCount > 0) msgLen += 1 + varintSize(redeliveryCount);
   for (int64_t word : ackSet) msgLen += 1 + varintSize(static_cast<uint64_t>(word));
@@ -91,6 +92,10 @@ size_t Commands::writeMessageHeader(uint8_t* dst, uint64_t consumerId, uint64_t 
   p = putVarint(p, ledgerId);
   *p++ = tag(2, kVarint);  // entryId
   p = putVarint(p, entryId);
+  if (partition >= 0) {
+    *p++ = tag(3, kVarint);  // partition
+    p = putVarint(p, static_cast<uint64_t>(partition));
+  }
   if (redeliveryCount > 0) {
     *p++ = tag(3, kVarint);  // redelivery_count
     p = putVarint(p, redeliveryCount);
@@ -109,12 +114,12 @@ size_t Commands::writeMessageHeader(uint8_t* dst, uint64_t consumerId, uint64_t 
 size_t Commands::newMessageHeader(std::string* out, uint64_t consumerId, uint64_t ledgerId,
                                   uint64_t entryId, uint32_t redeliveryCount, size_t entryLen,
                                   std::span<const int64_t> ackSet,
-                                  std::optional<uint64_t> consumerEpoch) {
+                                  std::optional<uint64_t> consumerEpoch, int32_t partition) {
   size_t off = out->size();
   out->resize(off + maxMessageHeaderSize(ackSet.size()));
   size_t n = writeMessageHeader(reinterpret_cast<uint8_t*>(out->data() + off), consumerId,
                                 ledgerId, entryId, redeliveryCount, entryLen, ackSet,
-                                consumerEpoch);
+                                consumerEpoch, partition);
   out->resize(off + n);
   return n;
 }

@@ -32,10 +32,10 @@ void fillMessageId(const WireMessageId& id, proto::MessageIdData* out);
 WireMessageId toWireMessageId(const proto::MessageIdData& id);
 
 // Upper bound of a MESSAGE header with ackSetLen ack_set words (Commands::writeMessageHeader):
-// type 2 + tag 1 + length 5 + CommandMessage (consumer_id 11, message_id 24, redelivery_count 6,
-// consumer_epoch 11, 11 per ack_set word).
+// type 2 + tag 1 + length 5 + CommandMessage (consumer_id 11, message_id 30 with the partition,
+// redelivery_count 6, consumer_epoch 11, 11 per ack_set word).
 constexpr size_t maxMessageHeaderSize(size_t ackSetLen) {
-  return kFrameHeaderLen + 2 + 1 + 5 + 52 + 11 * ackSetLen;
+  return kFrameHeaderLen + 2 + 1 + 5 + 58 + 11 * ackSetLen;
 }
 inline constexpr size_t kMaxMessageHeaderSize = maxMessageHeaderSize(0);
 // Upper bound of a SEND_RECEIPT frame (Commands::writeSendReceipt).
@@ -54,16 +54,19 @@ class Commands {
   // entryLen: write it, then the stored entry bytes (entryLen of them) unchanged. Writes at most
   // maxMessageHeaderSize(ackSet.size()) bytes at dst and returns the count written. Fields as
   // Pulsar's broker sets them: redelivery_count only when > 0, ack_set when non-empty,
-  // consumer_epoch when given.
+  // consumer_epoch when given, the message id's partition when >= 0 (the topic is partition N
+  // of a partitioned topic; clients compare received ids with sent and last ids by it).
   static size_t writeMessageHeader(uint8_t* dst, uint64_t consumerId, uint64_t ledgerId,
                                    uint64_t entryId, uint32_t redeliveryCount, size_t entryLen,
                                    std::span<const int64_t> ackSet = {},
-                                   std::optional<uint64_t> consumerEpoch = std::nullopt);
+                                   std::optional<uint64_t> consumerEpoch = std::nullopt,
+                                   int32_t partition = -1);
   // Same, appended to *out; returns the bytes appended.
   static size_t newMessageHeader(std::string* out, uint64_t consumerId, uint64_t ledgerId,
                                  uint64_t entryId, uint32_t redeliveryCount, size_t entryLen,
                                  std::span<const int64_t> ackSet = {},
-                                 std::optional<uint64_t> consumerEpoch = std::nullopt);
+                                 std::optional<uint64_t> consumerEpoch = std::nullopt,
+                                 int32_t partition = -1);
 
   // SEND_RECEIPT frame (whole frame, no payload) with message_id {ledgerId, entryId}.
   // highest_sequence_id is set when given (Pulsar's broker always sets it, to the batch's

@@ -19,13 +19,14 @@ constexpr uint64_t kMax64 = std::numeric_limits<uint64_t>::max();
 // The MESSAGE BaseCommand as protobuf encodes it, for byte comparison.
 std::string protobufMessageCommand(uint64_t consumerId, uint64_t ledgerId, uint64_t entryId,
                                    uint32_t redeliveryCount, const std::vector<int64_t>& ackSet,
-                                   std::optional<uint64_t> epoch) {
+                                   std::optional<uint64_t> epoch, int32_t partition = -1) {
   proto::BaseCommand cmd;
   cmd.set_type(proto::BaseCommand::MESSAGE);
   auto* m = cmd.mutable_message();
   m->set_consumer_id(consumerId);
   m->mutable_message_id()->set_ledgerid(ledgerId);
   m->mutable_message_id()->set_entryid(entryId);
+  if (partition >= 0) m->mutable_message_id()->set_partition(partition);
   if (redeliveryCount > 0) m->set_redelivery_count(redeliveryCount);
   for (int64_t w : ackSet) m->add_ack_set(w);
   if (epoch) m->set_consumer_epoch(*epoch);
@@ -64,6 +65,19 @@ TEST(HotCommandsTest, MessageHeaderMatchesProtobufBytes) {
     uint32_t cmdSize = (uint32_t{out[4]} << 24) | (out[5] << 16) | (out[6] << 8) | out[7];
     EXPECT_EQ(cmdSize, expectCmd.size());
     EXPECT_EQ(total, 4 + expectCmd.size() + entryLen);
+  }
+}
+
+TEST(HotCommandsTest, MessageHeaderCarriesThePartition) {
+  for (int32_t partition : {0, 1, 127, 128, std::numeric_limits<int32_t>::max()}) {
+    std::vector<int64_t> ackSet = {-1, 3};
+    std::string expectCmd = protobufMessageCommand(kMax64, kMax64, kMax64, 7, ackSet, kMax64,
+                                                   partition);
+    std::vector<uint8_t> out(maxMessageHeaderSize(ackSet.size()), 0xAA);
+    size_t n = Commands::writeMessageHeader(out.data(), kMax64, kMax64, kMax64, 7, 10, ackSet,
+                                            kMax64, partition);
+    ASSERT_LE(n, out.size());
+    EXPECT_EQ(std::string(reinterpret_cast<char*>(out.data()) + 8, n - 8), expectCmd);
   }
 }
 
