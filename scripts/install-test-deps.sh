@@ -3,6 +3,9 @@
 #  - $REPO/.venv: pytest, requests and the official Apache Pulsar Python client (pulsar-client,
 #    which wraps the official C++ client) from PyPI, versions pinned in tests/differential/requirements.txt;
 #  - tests/js/node_modules: pulsar-flex (pure JS client) from npm, pinned by tests/js/package-lock.json.
+#  - tests/java: the Java compatibility suite's Maven dependencies and plugins (Pulsar's Java
+#    client, admin client, pulsar-admin/pulsar-client/pulsar-perf) from Maven Central into ~/.m2,
+#    and tools/target/cli.classpath, so scripts/test.sh can run it offline (mvn -o).
 # Java/Maven deps of the reference Pulsar broker are NOT installed here: tools/pulsar-reference/
 # resolves them on demand (CI does not run Pulsar).
 set -euo pipefail
@@ -35,5 +38,25 @@ if [ ! -d "$JS/node_modules/pulsar-flex" ] || [ "$JS/package-lock.json" -nt "$JS
   (cd "$JS" && npm ci --no-audit --no-fund --loglevel=error)
 else
   echo "install-test-deps: node_modules up to date"
+fi
+# Java compatibility suite (needs java 17 and maven: scripts/install-deps.sh). Everything is resolved
+# through tests/java/settings.xml (Maven Central only); the stamp is the hash of the poms.
+JAVA_DIR="$REPO/tests/java"
+JSTAMP="$JAVA_DIR/tools/target/.deps.sha256"
+jwant="$(cat "$JAVA_DIR/pom.xml" "$JAVA_DIR/tools/pom.xml" "$JAVA_DIR/suite/pom.xml" | sha256sum | cut -d' ' -f1)"
+if ! command -v mvn >/dev/null 2>&1; then
+  echo "install-test-deps: mvn not found (Debian: apt-get install maven openjdk-17-jdk-headless)" >&2
+  exit 1
+fi
+if [ ! -f "$JSTAMP" ] || [ "$(cat "$JSTAMP")" != "$jwant" ] || [ ! -s "$JAVA_DIR/tools/target/cli.classpath" ]; then
+  echo "install-test-deps: resolving tests/java from Maven Central (first run: a few minutes)"
+  # test-compile resolves the dependencies and the compile plugins and writes cli.classpath;
+  # surefire's own providers are resolved only when it runs, so run it once on no test.
+  mvn -B -q -s "$JAVA_DIR/settings.xml" -f "$JAVA_DIR" test-compile
+  mvn -B -q -s "$JAVA_DIR/settings.xml" -f "$JAVA_DIR" surefire:test -Dtest=NoSuchTest \
+    -Dsurefire.failIfNoSpecifiedTests=false
+  echo "$jwant" > "$JSTAMP"
+else
+  echo "install-test-deps: tests/java dependencies up to date"
 fi
 echo "install-test-deps: done"

@@ -2,7 +2,7 @@
 # One command from a fresh Debian 12 machine to a passing test run: installs every dependency
 # (Debian packages; PyPI and npm test clients), builds, and runs the unit tests, the integration
 # tests against a real broker process, and the real-client suites (official Python client,
-# pulsar-flex), then the same under ASan+UBSan and TSan (MAGNETAR_CI_SANITIZERS=0 skips those).
+# pulsar-flex, Pulsar's Java client and CLI tools), then the same under ASan+UBSan and TSan (MAGNETAR_CI_SANITIZERS=0 skips those).
 # Exits non-zero on the first failing stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +33,10 @@ stage "admin REST, /metrics and magnetar-admin against a real broker"
 
 stage "pulsar-flex suite against Magnetar"
 "$PY" tests/differential/with_broker.py --broker magnetar -- node --test tests/js/
+
+stage "Java compatibility suite (Pulsar's Java client, pulsar-admin, pulsar-client, pulsar-perf)"
+"$PY" tests/differential/with_broker.py --broker magnetar -- \
+  mvn -B -o -q -f tests/java test -Dperf.duration="${JAVA_PERF_DURATION:-5}"
 
 stage "crash tests: SIGKILL at random moments (storage engine, then the whole broker)"
 "$PY" tests/crash/crash_test.py --kills "${CRASH_KILLS:-5}"

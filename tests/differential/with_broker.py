@@ -3,8 +3,8 @@
 
   with_broker.py --broker pulsar|magnetar [--set key=value]... -- COMMAND [ARGS...]
 
-The command gets BROKER_URL (pulsar://127.0.0.1:N), ADMIN_URL (http://127.0.0.1:M), BROKER_HOST
-and BROKER_PORT in its environment; the exit status is the command's.
+The command gets BROKER_URL (pulsar://127.0.0.1:N), ADMIN_URL (http://127.0.0.1:M), BROKER_HOST,
+BROKER_PORT and BROKER_KIND (magnetar|pulsar) in its environment; the exit status is the command's.
 """
 
 import argparse
@@ -35,7 +35,7 @@ def main():
     try:
         url = urllib.parse.urlparse(endpoint.service_url)
         env = dict(os.environ, BROKER_URL=endpoint.service_url, ADMIN_URL=endpoint.admin_url or "",
-                   BROKER_HOST=url.hostname, BROKER_PORT=str(url.port))
+                   BROKER_HOST=url.hostname, BROKER_PORT=str(url.port), BROKER_KIND=args.broker)
         print(f"with_broker: {args.broker} at {endpoint.service_url} / {endpoint.admin_url}",
               flush=True)
         rc = subprocess.call(cmd, env=env)

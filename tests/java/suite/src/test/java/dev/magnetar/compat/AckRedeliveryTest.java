@@ -118,7 +118,8 @@ class AckRedeliveryTest {
             dlqConsumer.acknowledge(dead);
         }
         try (var admin = Env.admin()) {
-            assertTrue(admin.topics().getList("public/default").contains(dlq),
+            assertTrue(admin.topics().getList("public/default",
+                    org.apache.pulsar.common.naming.TopicDomain.persistent).contains(dlq),
                     "the DLQ topic is listed: " + dlq);
         }
     }

@@ -48,7 +48,7 @@ class ClientCliTest {
                 "-s", "cli-sub", "-p", "Earliest", "-n", "10", topic);
         assertEquals(0, cons.exitCode(), cons.toString());
         assertTrue(cons.output().contains("10 messages successfully consumed"), cons.toString());
-        assertEquals(10, count(cons.stdout(), "content:hello-cli"), cons.toString());
-        assertEquals(10, count(cons.stdout(), "key:[kk]"), cons.toString());
+        assertEquals(10, count(cons.output(), "content:hello-cli"), cons.toString());
+        assertEquals(10, count(cons.output(), "key:[kk]"), cons.toString());
     }
 }
