@@ -130,7 +130,8 @@ public final class Env {
     public static List<String> cliCommand(String mainClass, String... args) throws IOException {
         List<String> cmd = new ArrayList<>();
         cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.add("-Xmx256m");
+        // pulsar-perf's latency recorders alone need a few hundred MB
+        cmd.add(PULSAR_PERF.equals(mainClass) ? "-Xmx1g" : "-Xmx256m");
         cmd.add("-XX:TieredStopAtLevel=1"); // short-lived tools: start fast, little JIT on 2 cores
         cmd.add("-Dlog4j2.configurationFile=" + logConfig());
         cmd.add("-cp");
