@@ -29,7 +29,7 @@ using Backlogs = std::vector<std::pair<std::string, int64_t>>;
 struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
   Impl(broker::BrokerService& service, std::shared_ptr<config::ServiceConfiguration> config,
        Options o)
-      : ctx{service, std::move(config), rates},
+      : rates(service.rates()), ctx{service, std::move(config), rates},
         options(o),
         timer(loop.context()),
         detector({o.ioBusyThreshold, std::chrono::nanoseconds(o.window).count()}) {}
@@ -151,7 +151,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
     return HttpResponse{200, kPrometheusContentType, w.render(), {}};
   }
 
-  broker::RateRegistry rates;
+  broker::RateRegistry& rates;  // the broker's
   AdminContext ctx;
   Options options;
   net::EventLoop loop{"pulsar-stats"};

@@ -29,6 +29,8 @@ json::object publisherJson(const PublisherSnapshot& p) {
   o["supportsPartialProducer"] = false;
   o["producerName"] = p.producerName;
   o["address"] = p.address;
+  if (p.connectedSinceMs > 0) o["connectedSince"] = isoTime(p.connectedSinceMs);
+  if (!p.clientVersion.empty()) o["clientVersion"] = p.clientVersion;
   o["msgInCounter"] = p.msgInCounter;
   o["bytesInCounter"] = p.bytesInCounter;
   o["metadata"] = json::object{};
@@ -52,6 +54,7 @@ json::object consumerJson(const ConsumerSnapshot& c) {
   o["priorityLevel"] = c.priorityLevel;
   o["address"] = c.address;
   if (c.connectedSinceMs > 0) o["connectedSince"] = isoTime(c.connectedSinceMs);
+  if (!c.clientVersion.empty()) o["clientVersion"] = c.clientVersion;
   if (!c.keyHashRanges.empty()) {
     json::array ranges;
     json::array arrays;
@@ -162,14 +165,7 @@ void mergeSubscription(SubscriptionSnapshot& into, const SubscriptionSnapshot& s
 
 }  // namespace
 
-std::string isoTime(int64_t epochMs) {
-  if (epochMs <= 0) return "";
-  std::time_t secs = static_cast<std::time_t>(epochMs / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
-                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, epochMs % 1000);
-}
+std::string isoTime(int64_t epochMs) { return broker::isoTime(epochMs); }
 
 json::object topicStatsJson(const TopicSnapshot& t) {
   json::object o;

@@ -15,6 +15,7 @@
 #include "broker/broker_options.h"
 #include "broker/publish_throttle.h"
 #include "broker/policies.h"
+#include "broker/stats.h"
 #include "broker/topic.h"
 #include "broker/topic_list.h"
 #include "broker/topic_name.h"
@@ -90,6 +91,9 @@ class BrokerService {
 
   // --- Admin API support (src/admin); any thread. ---
   PolicyRegistry& policies() { return policies_; }
+  // Per-topic message rates, updated by the admin module's pulsar-stats thread and read by the
+  // admin stats and CONSUMER_STATS. Thread: any.
+  RateRegistry& rates() { return rates_; }
   // The namespace's deduplicationEnabled policy changed: its loaded topics switch to the new
   // value (unset: brokerDeduplicationEnabled), as Pulsar's onPoliciesUpdate. Thread: any.
   void onDeduplicationPolicyChanged(const std::string& ns);
@@ -140,6 +144,7 @@ class BrokerService {
   std::set<std::string> namespaces_;                           // GUARDED_BY(mu_)
   PolicyRegistry policies_;
   TopicEventListeners topicListeners_;
+  RateRegistry rates_;
   std::atomic<uint64_t> producerNameSeq_{0};
   std::atomic<int64_t> activeConnections_{0};
 };

@@ -2,6 +2,7 @@
 // the topic's ml-worker executor.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,6 +33,13 @@ class ConsumerSink {
 };
 
 // Thread: identity fields are immutable; the rest belongs to the topic's executor.
+// Milliseconds since the Unix epoch (stats timestamps such as connectedSince).
+inline int64_t wallClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 class Consumer {
  public:
   Consumer(uint64_t id, std::string name, std::shared_ptr<ServerCnx> cnx, SubType type,
@@ -63,7 +71,7 @@ class Consumer {
   // Stats.
   uint64_t msgOutCounter = 0;
   uint64_t bytesOutCounter = 0;
-  int64_t connectedSinceMs = 0;
+  const int64_t connectedSinceMs = wallClockMs();  // creation time, for stats
   uint64_t drainingHashesClearedTotal = 0;  // Key_Shared: draining hashes of this consumer done
 
  private:
@@ -88,6 +96,7 @@ class Producer {
   uint64_t msgInCounter = 0;
   uint64_t bytesInCounter = 0;
   bool closed = false;
+  const int64_t connectedSinceMs = wallClockMs();  // creation time, for stats
 
  private:
   const uint64_t id_;

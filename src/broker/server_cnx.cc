@@ -159,6 +159,7 @@ Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
     case T::GET_TOPICS_OF_NAMESPACE: handleGetTopicsOfNamespace(cmd.gettopicsofnamespace()); break;
     case T::GET_SCHEMA: handleGetSchema(cmd.getschema()); break;
     case T::GET_OR_CREATE_SCHEMA: handleGetOrCreateSchema(cmd.getorcreateschema()); break;
+    case T::CONSUMER_STATS: handleConsumerStats(cmd.consumerstats()); break;
     case T::WATCH_TOPIC_LIST: handleWatchTopicList(cmd.watchtopiclist()); break;
     case T::WATCH_TOPIC_LIST_CLOSE: handleWatchTopicListClose(cmd.watchtopiclistclose()); break;
     default: answerUnsupported(cmd); break;
@@ -404,6 +405,46 @@ void ServerCnx::handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamesp
   if (unchanged) topics.clear();
   send(Commands::newGetTopicsOfNamespaceResponse(c.request_id(), topics, filtered, hash,
                                                  !unchanged));
+}
+
+void ServerCnx::handleConsumerStats(const proto::CommandConsumerStats& c) {
+  uint64_t requestId = c.request_id();
+  uint64_t consumerId = c.consumer_id();
+  if (!consumers_.count(consumerId)) {
+    send(Commands::newConsumerStatsErrorResponse(
+        requestId, proto::ConsumerNotFound,
+        "Consumer " + std::to_string(consumerId) + " not found"));
+    return;
+  }
+  auto me = self();
+  withConsumer(consumerId, [me, requestId, consumerId](ConsumerRef& ref) {
+    auto topic = ref.topic;
+    auto consumer = ref.consumer;
+    auto sub = ref.subscription;
+    topic->executor().execute([me, topic, consumer, sub, requestId, consumerId] {
+      auto rates = me->service_.rates().find(topic->name().toString());
+      auto snap = snapshotConsumerStats(*topic, sub, consumer.get(), rates.get());
+      proto::CommandConsumerStatsResponse r;
+      r.set_request_id(requestId);
+      if (!snap) {
+        r.set_error_code(proto::ConsumerNotFound);
+        r.set_error_message("Consumer " + std::to_string(consumerId) + " not found");
+      } else {
+        const auto& cs = snap->consumer;
+        r.set_msgrateout(cs.rateOut.msgRate);
+        r.set_msgthroughputout(cs.rateOut.byteRate);
+        r.set_consumername(cs.consumerName);
+        r.set_availablepermits(static_cast<uint64_t>(std::max<int64_t>(0, cs.availablePermits)));
+        r.set_unackedmessages(static_cast<uint64_t>(std::max<int64_t>(0, cs.unackedMessages)));
+        r.set_blockedconsumeronunackedmsgs(cs.blockedConsumerOnUnackedMsgs);
+        r.set_address(cs.address);
+        r.set_connectedsince(isoTime(cs.connectedSinceMs));
+        r.set_type(snap->type);
+        r.set_msgbacklog(static_cast<uint64_t>(std::max<int64_t>(0, snap->msgBacklog)));
+      }
+      me->send(Commands::newConsumerStatsResponse(r));
+    });
+  });
 }
 
 void ServerCnx::handleWatchTopicList(const proto::CommandWatchTopicList& c) {

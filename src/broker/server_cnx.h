@@ -72,6 +72,8 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void closeProducerFromBroker(uint64_t producerId);
 
   int protocolVersion() const { return protocolVersion_; }
+  // CONNECT's client_version ("" before CONNECT). Loop thread until CONNECT, then immutable.
+  const std::string& clientVersion() const { return clientVersion_; }
 
   // Starts the keep-alive timer (Pulsar's PulsarHandler): every keepAliveIntervalSeconds the
   // connection is closed when CONNECT has not arrived yet, or when a PING sent one interval
@@ -115,6 +117,7 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void handleSeek(const proto::CommandSeek& c);
   void handleGetLastMessageId(const proto::CommandGetLastMessageId& c);
   void handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamespace& c);
+  void handleConsumerStats(const proto::CommandConsumerStats& c);
   void handleWatchTopicList(const proto::CommandWatchTopicList& c);
   void handleWatchTopicListClose(const proto::CommandWatchTopicListClose& c);
   // A topic of a watched namespace was created or deleted. Loop thread.

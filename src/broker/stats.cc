@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ctime>
 
 #include "broker/server_cnx.h"
 #include "broker/topic.h"
@@ -29,6 +30,7 @@ ConsumerSnapshot snapshotConsumer(const Consumer& c, const Dispatcher& d, const 
   s.consumerName = c.name();
   s.consumerId = c.id();
   s.address = c.cnx() ? c.cnx()->peerAddress() : "";
+  s.clientVersion = c.cnx() ? c.cnx()->clientVersion() : "";
   s.connectedSinceMs = c.connectedSinceMs;
   s.priorityLevel = c.priorityLevel();
   s.availablePermits = c.permits;
@@ -210,6 +212,33 @@ void RateRegistry::retainOnly(const std::vector<std::string>& live) {
   }
 }
 
+std::string isoTime(int64_t epochMs) {
+  if (epochMs <= 0) return "";
+  std::time_t secs = static_cast<std::time_t>(epochMs / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, epochMs % 1000);
+}
+
+std::optional<ConsumerStatsSnapshot> snapshotConsumerStats(PersistentTopic& topic,
+                                                           const std::string& sub,
+                                                           const Consumer* consumer,
+                                                           const TopicRates* rates) {
+  Subscription* s = topic.subscription(sub);
+  Dispatcher* d = s ? s->dispatcher() : nullptr;
+  if (!d) return std::nullopt;
+  for (const auto& c : d->consumers()) {
+    if (c.get() != consumer) continue;
+    ConsumerStatsSnapshot out;
+    out.consumer = snapshotConsumer(*c, *d, sub, {}, rates);
+    out.type = subTypeName(d->type());
+    out.msgBacklog = s->msgBacklog();
+    return out;
+  }
+  return std::nullopt;
+}
+
 TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
   TopicSnapshot t;
   storage::ManagedLedger& ml = topic.ledger();
@@ -227,6 +256,8 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
     ps.producerName = name;
     ps.producerId = p->id();
     ps.address = p->cnx() ? p->cnx()->peerAddress() : "";
+    ps.clientVersion = p->cnx() ? p->cnx()->clientVersion() : "";
+    ps.connectedSinceMs = p->connectedSinceMs;
     ps.accessMode = p->exclusive() ? "Exclusive" : "Shared";
     ps.msgInCounter = p->msgInCounter;
     ps.bytesInCounter = p->bytesInCounter;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -27,6 +28,8 @@ struct PublisherSnapshot {
   std::string producerName;
   uint64_t producerId = 0;
   std::string address;
+  std::string clientVersion;  // CONNECT's client_version
+  int64_t connectedSinceMs = 0;
   std::string accessMode;  // "Shared" | "Exclusive"
   uint64_t msgInCounter = 0;
   uint64_t bytesInCounter = 0;
@@ -44,6 +47,7 @@ struct ConsumerSnapshot {
   std::string consumerName;
   uint64_t consumerId = 0;
   std::string address;
+  std::string clientVersion;  // CONNECT's client_version
   int64_t connectedSinceMs = 0;
   int priorityLevel = 0;
   int64_t availablePermits = 0;
@@ -174,10 +178,27 @@ std::string consumerRateKey(const std::string& sub, const void* consumer);
 
 // Builds the stats of `topic`. rates may be null (all rates 0). Thread: the topic's executor.
 TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates);
+// What CONSUMER_STATS answers about one consumer (Pulsar's CommandConsumerStatsResponse).
+struct ConsumerStatsSnapshot {
+  ConsumerSnapshot consumer;
+  std::string type;        // the subscription's type name
+  int64_t msgBacklog = 0;  // the subscription's backlog, entries
+};
+class Consumer;
+// nullopt when `consumer` is not (or no longer) on subscription `sub`. Thread: the topic's
+// executor.
+std::optional<ConsumerStatsSnapshot> snapshotConsumerStats(PersistentTopic& topic,
+                                                           const std::string& sub,
+                                                           const Consumer* consumer,
+                                                           const TopicRates* rates);
 // Builds the internal stats of `topic`. Thread: the topic's executor.
 InternalStatsSnapshot snapshotInternalStats(PersistentTopic& topic);
 
 inline constexpr int64_t kMaxScannedEntries = 10000;
+
+// Milliseconds since the epoch as Pulsar prints connectedSince ("2024-01-02T03:04:05.678Z", UTC);
+// "" for epochMs <= 0.
+std::string isoTime(int64_t epochMs);
 
 // Pulsar's subscription type names ("Exclusive", "Shared", "Failover", "Key_Shared").
 std::string subTypeName(int subType);

@@ -370,6 +370,12 @@ Buffer Commands::newGetTopicsOfNamespaceResponse(uint64_t requestId,
   return serialize(cmd);
 }
 
+Buffer Commands::newConsumerStatsResponse(const proto::CommandConsumerStatsResponse& stats) {
+  auto cmd = make(proto::BaseCommand::CONSUMER_STATS_RESPONSE);
+  *cmd.mutable_consumerstatsresponse() = stats;
+  return serialize(cmd);
+}
+
 Buffer Commands::newWatchTopicListSuccess(uint64_t requestId, uint64_t watcherId,
                                           const std::vector<std::string>& topics,
                                           std::string_view topicsHash) {

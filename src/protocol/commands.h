@@ -137,6 +137,9 @@ class Commands {
   static Buffer newWatchTopicUpdate(uint64_t watcherId, const std::vector<std::string>& newTopics,
                                     const std::vector<std::string>& deletedTopics,
                                     std::string_view topicsHash);
+  // CONSUMER_STATS answer: `stats` filled by the broker (request_id included); the error form
+  // carries only request_id, error_code and error_message.
+  static Buffer newConsumerStatsResponse(const proto::CommandConsumerStatsResponse& stats);
   static Buffer newGetTopicsOfNamespaceResponse(uint64_t requestId,
                                                 const std::vector<std::string>& topics,
                                                 bool filtered = false,

@@ -1,6 +1,8 @@
 """Client-visible cases the official clients depend on (message ids of partitions, ...), checked
 with the official Python client against Magnetar and the reference Pulsar alike."""
 
+import os
+import sys
 import uuid
 
 import pulsar
@@ -8,6 +10,11 @@ import pytest
 import requests
 
 from helpers import receive_n
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from hostile_wire import (  # noqa: E402
+    MESSAGE, SUCCESS, WireClient, base_command, error_name, flow_frame, frame, fv, subscribe_frame,
+)
 
 
 @pytest.fixture
@@ -59,4 +66,55 @@ def test_reader_of_a_partition_stops_at_its_last_message(client, partitioned_top
         assert len(seen) <= 5, "has_message_available() stays true past the last message"
     assert seen == [f"r-{i}".encode() for i in range(5)]
     reader.close()
+    producer.close()
+
+
+def test_consumer_stats_request_is_answered(broker, client, topic):
+    """CONSUMER_STATS (the C++ client's getBrokerConsumerStats) gets CONSUMER_STATS_RESPONSE with
+    the request's id; an unknown consumer gets ConsumerNotFound on the same response type."""
+    consumer_stats, consumer_stats_response = 25, 26
+
+    producer = client.create_producer(topic, batching_enabled=False)
+    for i in range(3):
+        producer.send(f"s-{i}".encode())
+    c = WireClient(int(broker.service_url.rsplit(":", 1)[1]), timeout=15)
+    c.handshake()
+    c.send(subscribe_frame(topic, "stats-sub", 5, 1, sub_type=1, earliest=True))  # Shared
+    c.expect(SUCCESS)
+    c.send(flow_frame(5, 100))
+    for _ in range(3):
+        c.expect(MESSAGE)
+    c.send(frame(base_command(consumer_stats, fv(1, 2) + fv(4, 5))))
+    r = c.expect(consumer_stats_response)
+    assert r[1] == [2]
+    assert 2 not in r, "no error"
+    assert r[8] == [97], "availablePermits: 100 given, 3 delivered"
+    assert r[9] == [3], "unackedMessages"
+    assert r[13] == [b"Shared"]
+    assert r[15] == [3], "msgBacklog"
+    assert r.get(11, [b""])[0], "address"
+    assert r.get(12, [b""])[0], "connectedSince"
+
+    c.send(frame(base_command(consumer_stats, fv(1, 3) + fv(4, 99))))
+    r = c.expect(consumer_stats_response)
+    assert r[1] == [3]
+    assert error_name(r, 2) == "ConsumerNotFound"
+    assert c.alive()
+    c.close()
+    producer.close()
+
+
+@pytest.mark.admin
+def test_stats_show_client_version_address_and_connected_since(client, topic, admin_url):
+    producer = client.create_producer(topic)
+    consumer = client.subscribe(topic, "cv")
+    stats = requests.get(f"{admin_url}/admin/v2/persistent/{topic.split('://', 1)[1]}/stats",
+                         timeout=30).json()
+    pub = stats["publishers"][0]
+    con = stats["subscriptions"]["cv"]["consumers"][0]
+    for entry in (pub, con):
+        assert entry["clientVersion"], entry
+        assert entry["address"].count(":") >= 1, entry
+        assert entry["connectedSince"][:2] == "20", entry
+    consumer.close()
     producer.close()
