@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,12 +87,18 @@ class Consumer {
 // Thread: identity immutable; counters belong to the topic's executor.
 class Producer {
  public:
-  Producer(uint64_t id, std::string name, std::shared_ptr<ServerCnx> cnx, bool exclusive)
-      : id_(id), name_(std::move(name)), cnx_(std::move(cnx)), exclusive_(exclusive) {}
+  // topicEpoch: the epoch a reconnecting exclusive producer had (CommandProducer.topic_epoch).
+  Producer(uint64_t id, std::string name, std::shared_ptr<ServerCnx> cnx,
+           proto::ProducerAccessMode accessMode = proto::Shared,
+           std::optional<uint64_t> topicEpoch = std::nullopt)
+      : id_(id), name_(std::move(name)), cnx_(std::move(cnx)), accessMode_(accessMode),
+        topicEpoch_(topicEpoch) {}
   uint64_t id() const { return id_; }
   const std::string& name() const { return name_; }
   const std::shared_ptr<ServerCnx>& cnx() const { return cnx_; }
-  bool exclusive() const { return exclusive_; }
+  proto::ProducerAccessMode accessMode() const { return accessMode_; }
+  bool exclusive() const { return accessMode_ != proto::Shared; }
+  const std::optional<uint64_t>& topicEpoch() const { return topicEpoch_; }
 
   uint64_t msgInCounter = 0;
   uint64_t bytesInCounter = 0;
@@ -102,7 +109,8 @@ class Producer {
   const uint64_t id_;
   const std::string name_;
   const std::shared_ptr<ServerCnx> cnx_;
-  const bool exclusive_;
+  const proto::ProducerAccessMode accessMode_;
+  const std::optional<uint64_t> topicEpoch_;
 };
 
 }  // namespace magnetar::broker

@@ -277,33 +277,76 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
   std::string producerName =
       c.has_producer_name() && !c.producer_name().empty() ? c.producer_name()
                                                           : service_.generateProducerName();
-  bool exclusive = c.has_producer_access_mode() && c.producer_access_mode() != proto::Shared;
-  auto producer = std::make_shared<Producer>(producerId, producerName, self(), exclusive);
+  proto::ProducerAccessMode mode =
+      c.has_producer_access_mode() ? c.producer_access_mode() : proto::Shared;
+  std::optional<uint64_t> epoch;
+  if (c.has_topic_epoch()) epoch = c.topic_epoch();
+  auto producer = std::make_shared<Producer>(producerId, producerName, self(), mode, epoch);
+  std::string initialSubscription = c.initial_subscription_name();
   auto me = self();
   service_.getOrCreateTopic(
       *name, service_.options().allowAutoTopicCreation,
-      [me, producer, requestId, producerId](Result<std::shared_ptr<PersistentTopic>> r) {
+      [me, producer, requestId, producerId, initialSubscription](
+          Result<std::shared_ptr<PersistentTopic>> r) {
         if (!r.isOk()) {
           me->sendError(requestId, toServerError(r.status(), ErrorContext::kProducer),
                         r.status().message());
           return;
         }
         auto topic = *r;
-        proto::ServerError err = proto::UnknownError;
-        Status s = topic->addProducer(producer, &err);
-        int64_t lastSequenceId = topic->lastSequenceId(producer->name());
-        me->loop().execute([me, topic, producer, requestId, producerId, s, err, lastSequenceId] {
-          if (!s.isOk()) {
-            me->sendError(requestId, err, s.message());
+        // The dead-letter producer's subscription exists before its first message (Pulsar
+        // creates it at Earliest, when auto subscription creation is allowed).
+        if (!initialSubscription.empty() && !topic->subscription(initialSubscription)) {
+          if (!me->service_.options().allowAutoSubscriptionCreation) {
+            me->sendError(requestId, proto::NotAllowedError,
+                          "Could not create the initial subscription due to the auto "
+                          "subscription creation is not allowed.");
             return;
           }
-          if (me->isClosed()) {
-            topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
+          Status s = topic->createSubscription(initialSubscription, storage::InitialPosition::kEarliest);
+          if (!s.isOk() && s.code() != StatusCode::kAlreadyExists) {
+            me->sendError(requestId, toServerError(s, ErrorContext::kProducer),
+                          "Failed to create the initial subscription: " + s.message());
             return;
           }
-          me->producers_[producerId] = ProducerRef{producer, topic};
-          me->send(Commands::newProducerSuccess(requestId, producer->name(), lastSequenceId));
-        });
+        }
+        auto queued = [me, topic, producer, requestId, producerId] {
+          // WaitForExclusive behind other producers: "created, not ready" (Pulsar sends
+          // PRODUCER_SUCCESS with producer_ready=false, then again once admitted).
+          me->loop().execute([me, topic, producer, requestId, producerId] {
+            if (me->isClosed()) {
+              topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
+              return;
+            }
+            me->producers_[producerId] = ProducerRef{producer, topic};
+            me->send(Commands::newProducerSuccess(requestId, producer->name(), -1, {}, false));
+          });
+        };
+        auto added = [me, topic, producer, requestId, producerId](
+                         Status s, proto::ServerError err, std::optional<uint64_t> topicEpoch) {
+          int64_t lastSequenceId = s.isOk() ? topic->lastSequenceId(producer->name()) : -1;
+          me->loop().execute([me, topic, producer, requestId, producerId, s, err, lastSequenceId,
+                              topicEpoch] {
+            if (!s.isOk()) {
+              auto it = me->producers_.find(producerId);
+              if (it != me->producers_.end() && it->second.producer == producer) {
+                me->producers_.erase(it);
+              }
+              me->sendError(requestId, err, s.message());
+              return;
+            }
+            auto it = me->producers_.find(producerId);
+            bool otherWithSameId = it != me->producers_.end() && it->second.producer != producer;
+            if (me->isClosed() || otherWithSameId) {
+              topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
+              return;
+            }
+            me->producers_[producerId] = ProducerRef{producer, topic};
+            me->send(Commands::newProducerSuccess(requestId, producer->name(), lastSequenceId, {},
+                                                  true, topicEpoch));
+          });
+        };
+        topic->addProducer(producer, std::move(added), std::move(queued));
       });
 }
 

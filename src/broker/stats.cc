@@ -258,7 +258,7 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
     ps.address = p->cnx() ? p->cnx()->peerAddress() : "";
     ps.clientVersion = p->cnx() ? p->cnx()->clientVersion() : "";
     ps.connectedSinceMs = p->connectedSinceMs;
-    ps.accessMode = p->exclusive() ? "Exclusive" : "Shared";
+    ps.accessMode = proto::ProducerAccessMode_Name(p->accessMode());
     ps.msgInCounter = p->msgInCounter;
     ps.bytesInCounter = p->bytesInCounter;
     if (rates) ps.rateIn = rates->rate("p:" + name);

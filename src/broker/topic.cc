@@ -1,5 +1,7 @@
 #include "broker/topic.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "base/logging.h"
@@ -86,41 +88,137 @@ void PersistentTopic::loadSubscriptions() {
   }
 }
 
-Status PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, proto::ServerError* error) {
+void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAdded added,
+                                  std::function<void()> queued) {
   if (terminated_) {
-    *error = proto::TopicTerminatedError;
-    return Status::notAllowed("Topic was already terminated");
+    added(Status::notAllowed("Topic was already terminated"), proto::TopicTerminatedError, {});
+    return;
   }
-  *error = proto::ProducerBusy;
   if (producers_.count(p->name())) {
-    return Status::busy("Producer with name '" + p->name() + "' is already connected to topic");
+    added(Status::busy("Producer with name '" + p->name() + "' is already connected to topic"),
+          proto::ProducerBusy, {});
+    return;
   }
   if (options_.maxProducersPerTopic > 0 &&
       producers_.size() >= static_cast<size_t>(options_.maxProducersPerTopic)) {
-    return Status::busy("Topic reached max producers limit");
+    added(Status::busy("Topic reached max producers limit"), proto::ProducerBusy, {});
+    return;
   }
-  if (p->exclusive() && !producers_.empty()) {
-    // Pulsar: an Exclusive producer is fenced out while any other producer holds the topic.
-    *error = proto::ProducerFenced;
-    return Status::busy("Topic has existing shared producers");
-  }
-  for (auto& [n, other] : producers_) {
-    if (other->exclusive()) {
-      return Status::busy("Topic has an existing exclusive producer: " + n);
+  const std::string existingExclusive =
+      "Topic has an existing exclusive producer: " + exclusiveProducerName_;
+  auto epochMoved = [&]() -> std::optional<std::string> {
+    if (p->topicEpoch() && topicEpoch_ && *p->topicEpoch() < *topicEpoch_) {
+      return fmt::format("Topic epoch has already moved. Current epoch: {}, Producer epoch: {}",
+                         *topicEpoch_, *p->topicEpoch());
     }
+    return std::nullopt;
+  };
+  switch (p->accessMode()) {
+    case proto::Shared:
+      if (hasExclusiveProducer_ || !waitingExclusive_.empty()) {
+        added(Status::busy(existingExclusive), proto::ProducerBusy, {});
+        return;
+      }
+      admitProducer(p);
+      added(Status::ok(), proto::UnknownError, topicEpoch_);
+      return;
+    case proto::Exclusive:
+      if (hasExclusiveProducer_ || !waitingExclusive_.empty()) {
+        added(Status::busy(existingExclusive), proto::ProducerFenced, {});
+        return;
+      }
+      if (!producers_.empty()) {
+        added(Status::busy("Topic has existing shared producers"), proto::ProducerFenced, {});
+        return;
+      }
+      break;
+    case proto::ExclusiveWithFencing:
+      if (hasExclusiveProducer_ || !producers_.empty()) fenceOtherProducers();
+      break;
+    case proto::WaitForExclusive:
+      if (hasExclusiveProducer_ || !producers_.empty()) {
+        waitingExclusive_.emplace_back(p, std::move(added));
+        queued();
+        return;
+      }
+      break;
   }
+  if (auto moved = epochMoved()) {
+    added(Status::busy(*moved), proto::ProducerFenced, {});
+    return;
+  }
+  uint64_t epoch = takeExclusive(*p);
+  admitProducer(p);
+  added(Status::ok(), proto::UnknownError, epoch);
+}
+
+uint64_t PersistentTopic::takeExclusive(const Producer& p) {
+  hasExclusiveProducer_ = true;
+  exclusiveProducerName_ = p.name();
+  topicEpoch_ = p.topicEpoch() ? *p.topicEpoch() : (topicEpoch_ ? *topicEpoch_ + 1 : 0);
+  return *topicEpoch_;
+}
+
+void PersistentTopic::admitProducer(const std::shared_ptr<Producer>& p) {
   producers_.emplace(p->name(), p);
   dedup_.producerAdded(p->name());
-  return Status::ok();
+}
+
+void PersistentTopic::fenceOtherProducers() {
+  auto waiting = std::move(waitingExclusive_);
+  waitingExclusive_.clear();
+  for (auto& [w, added] : waiting) {
+    w->closed = true;
+    added(Status::busy("Fenced out"), proto::ProducerFenced, {});
+  }
+  closeAllProducers();
+}
+
+void PersistentTopic::closeAllProducers() {
+  auto waiting = std::move(waitingExclusive_);
+  waitingExclusive_.clear();
+  for (auto& [w, added] : waiting) {
+    w->closed = true;
+    if (w->cnx()) w->cnx()->closeProducerFromBroker(w->id());
+  }
+  auto current = std::move(producers_);
+  producers_.clear();
+  for (auto& [n, p] : current) {
+    dedup_.producerRemoved(n);
+    p->closed = true;
+    if (p->cnx()) p->cnx()->closeProducerFromBroker(p->id());
+  }
+  hasExclusiveProducer_ = false;
+  exclusiveProducerName_.clear();
 }
 
 void PersistentTopic::removeProducer(Producer* p) {
-  auto it = producers_.find(p->name());
-  if (it != producers_.end() && it->second.get() == p) {
-    producers_.erase(it);
-    dedup_.producerRemoved(p->name());
-  }
   p->closed = true;
+  for (auto it = waitingExclusive_.begin(); it != waitingExclusive_.end(); ++it) {
+    if (it->first.get() == p) {
+      waitingExclusive_.erase(it);
+      return;
+    }
+  }
+  auto it = producers_.find(p->name());
+  if (it == producers_.end() || it->second.get() != p) return;
+  producers_.erase(it);
+  dedup_.producerRemoved(p->name());
+  if (hasExclusiveProducer_) {
+    hasExclusiveProducer_ = false;
+    exclusiveProducerName_.clear();
+  }
+  // The next waiting producer takes the topic once no producer holds it (Pulsar's
+  // handleProducerRemoved, which also admits it when the last shared producer leaves).
+  while (!waitingExclusive_.empty() && producers_.empty()) {
+    auto [next, added] = std::move(waitingExclusive_.front());
+    waitingExclusive_.pop_front();
+    if (next->closed) continue;
+    uint64_t epoch = takeExclusive(*next);
+    admitProducer(next);
+    added(Status::ok(), proto::UnknownError, epoch);
+    break;
+  }
 }
 
 void PersistentTopic::publish(std::vector<PendingSend>& sends) {
@@ -337,21 +435,13 @@ Status PersistentTopic::unsubscribe(const std::string& name, Consumer* requester
 storage::Position PersistentTopic::terminate() {
   if (!terminated_) {
     terminated_ = true;
-    for (auto& [name, p] : producers_) {
-      p->closed = true;
-      p->cnx()->closeProducerFromBroker(p->id());
-    }
-    producers_.clear();
+    closeAllProducers();
   }
   return ledger_->lastConfirmedEntry();
 }
 
 void PersistentTopic::disconnectClients() {
-  for (auto& [name, p] : producers_) {
-    p->closed = true;
-    p->cnx()->closeProducerFromBroker(p->id());
-  }
-  producers_.clear();
+  closeAllProducers();
   std::vector<std::pair<std::string, std::shared_ptr<Consumer>>> consumers;
   for (auto& [name, sub] : subscriptions_) {
     if (!sub->dispatcher()) continue;

@@ -2,6 +2,7 @@
 // on one ml-worker executor (the topic's ordered executor); other threads hand work to it.
 #pragma once
 
+#include <deque>
 #include <boost/asio/steady_timer.hpp>
 #include <map>
 #include <memory>
@@ -77,10 +78,21 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
     return dedup_.lastSequenceId(producerName);
   }
 
-  // Errors: kBusy with *error = ProducerBusy when the name is taken or an Exclusive producer
-  // holds the topic; ProducerFenced when an Exclusive producer asks while others are connected
-  // (Pulsar's answers).
-  Status addProducer(const std::shared_ptr<Producer>& p, proto::ServerError* error);
+  // Admits a producer by its access mode, as Pulsar's AbstractTopic: Shared is refused
+  // (ProducerBusy) while an exclusive producer holds or waits for the topic; Exclusive is fenced
+  // (ProducerFenced) while any other producer is there; ExclusiveWithFencing closes every other
+  // producer (CLOSE_PRODUCER) and fails the waiting ones ("Fenced out"); WaitForExclusive
+  // queues behind the current producers: `queued` runs, and `added` runs once it is admitted
+  // (when the exclusive producer leaves) or fenced. An exclusive producer reconnecting with an
+  // older topic epoch than the topic's is fenced. `added` gets the topic epoch for exclusive
+  // producers (0, 1, ... per topic load; not persisted). Other errors: TopicTerminatedError,
+  // ProducerBusy (name taken, maxProducersPerTopic). Both callbacks run on this executor.
+  using ProducerAdded =
+      std::function<void(Status, proto::ServerError, std::optional<uint64_t> topicEpoch)>;
+  void addProducer(const std::shared_ptr<Producer>& p, ProducerAdded added,
+                   std::function<void()> queued);
+  // Removes a connected or waiting producer; an exclusive one leaving admits the next waiting
+  // producer.
   void removeProducer(Producer* p);
 
   // Appends the sends in order and answers each with SEND_RECEIPT/SEND_ERROR; all receipts for
@@ -133,6 +145,20 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   net::EventLoop& executor_;
   const BrokerOptions& options_;
   std::unordered_map<std::string, std::shared_ptr<Producer>> producers_;  // by name
+  // Exclusive access (Pulsar's hasExclusiveProducer, exclusiveProducerName, topicEpoch and
+  // waitingExclusiveProducers).
+  bool hasExclusiveProducer_ = false;
+  std::string exclusiveProducerName_;
+  std::optional<uint64_t> topicEpoch_;
+  std::deque<std::pair<std::shared_ptr<Producer>, ProducerAdded>> waitingExclusive_;
+  // Makes p the exclusive producer and returns the new topic epoch.
+  uint64_t takeExclusive(const Producer& p);
+  void admitProducer(const std::shared_ptr<Producer>& p);
+  // Fails the waiting producers (ProducerFenced "Fenced out") and closes the others
+  // (CLOSE_PRODUCER): ExclusiveWithFencing.
+  void fenceOtherProducers();
+  // Closes every producer, waiting ones included (CLOSE_PRODUCER): terminate, unload.
+  void closeAllProducers();
   std::map<std::string, std::unique_ptr<Subscription>> subscriptions_;
   TopicStats stats_;
   bool terminated_ = false;
