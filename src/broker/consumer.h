@@ -2,6 +2,7 @@
 // the topic's ml-worker executor.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -103,6 +104,9 @@ class Producer {
   uint64_t msgInCounter = 0;
   uint64_t bytesInCounter = 0;
   bool closed = false;
+  // Fenced out by an ExclusiveWithFencing producer (topic executor writes, the connection's loop
+  // reads): as Pulsar, the client is not told; its next SEND closes the connection.
+  std::atomic<bool> fenced{false};
   const int64_t connectedSinceMs = wallClockMs();  // creation time, for stats
 
  private:

@@ -359,6 +359,13 @@ void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
     close();
     return;
   }
+  if (it->second.producer->fenced.load(std::memory_order_acquire)) {
+    // Fenced out by an ExclusiveWithFencing producer: Pulsar closes the connection here.
+    MLOG_INFO("[{}] SEND from producer {} fenced out of {}; closing connection", peerAddress(),
+              it->second.producer->name(), it->second.topic->name().toString());
+    close();
+    return;
+  }
   if (!protocol::verifyChecksum(entry).isOk()) {
     CnxErrorStats::record(ProtocolError::kChecksum);
     send(Commands::newSendError(c.producer_id(), c.sequence_id(), proto::ChecksumError,

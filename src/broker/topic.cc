@@ -171,7 +171,16 @@ void PersistentTopic::fenceOtherProducers() {
     w->closed = true;
     added(Status::busy("Fenced out"), proto::ProducerFenced, {});
   }
-  closeAllProducers();
+  // Pulsar removes the current producers without telling their clients (no CLOSE_PRODUCER);
+  // a fenced producer's next SEND closes its connection (ServerCnx::handleSend).
+  for (auto& [n, p] : producers_) {
+    dedup_.producerRemoved(n);
+    p->closed = true;
+    p->fenced.store(true, std::memory_order_release);
+  }
+  producers_.clear();
+  hasExclusiveProducer_ = false;
+  exclusiveProducerName_.clear();
 }
 
 void PersistentTopic::closeAllProducers() {

@@ -80,8 +80,9 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
 
   // Admits a producer by its access mode, as Pulsar's AbstractTopic: Shared is refused
   // (ProducerBusy) while an exclusive producer holds or waits for the topic; Exclusive is fenced
-  // (ProducerFenced) while any other producer is there; ExclusiveWithFencing closes every other
-  // producer (CLOSE_PRODUCER) and fails the waiting ones ("Fenced out"); WaitForExclusive
+  // (ProducerFenced) while any other producer is there; ExclusiveWithFencing removes every other
+  // producer (their next SEND closes their connection, as Pulsar) and fails the waiting ones
+  // ("Fenced out"); WaitForExclusive
   // queues behind the current producers: `queued` runs, and `added` runs once it is admitted
   // (when the exclusive producer leaves) or fenced. An exclusive producer reconnecting with an
   // older topic epoch than the topic's is fenced. `added` gets the topic epoch for exclusive
@@ -154,8 +155,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Makes p the exclusive producer and returns the new topic epoch.
   uint64_t takeExclusive(const Producer& p);
   void admitProducer(const std::shared_ptr<Producer>& p);
-  // Fails the waiting producers (ProducerFenced "Fenced out") and closes the others
-  // (CLOSE_PRODUCER): ExclusiveWithFencing.
+  // Fails the waiting producers (ProducerFenced "Fenced out") and fences the others out:
+  // ExclusiveWithFencing.
   void fenceOtherProducers();
   // Closes every producer, waiting ones included (CLOSE_PRODUCER): terminate, unload.
   void closeAllProducers();

@@ -95,11 +95,14 @@ def test_consumer_stats_request_is_answered(broker, client, topic):
     assert r.get(11, [b""])[0], "address"
     assert r.get(12, [b""])[0], "connectedSince"
 
-    c.send(frame(base_command(consumer_stats, fv(1, 3) + fv(4, 99))))
-    r = c.expect(consumer_stats_response)
-    assert r[1] == [3]
-    assert error_name(r, 2) == "ConsumerNotFound"
-    assert c.alive()
+    if broker.kind == "magnetar":
+        # Pulsar 4.2 fails this with a NullPointerException in handleConsumerStats and closes
+        # the connection; Magnetar answers ConsumerNotFound and keeps it.
+        c.send(frame(base_command(consumer_stats, fv(1, 3) + fv(4, 99))))
+        r = c.expect(consumer_stats_response)
+        assert r[1] == [3]
+        assert error_name(r, 2) == "ConsumerNotFound"
+        assert c.alive()
     c.close()
     producer.close()
 
