@@ -34,7 +34,9 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
   }
   if (c.subscription().empty()) {
     CnxErrorStats::record(ProtocolError::kInvalidName);
-    sendError(requestId, proto::MetadataError, "Empty subscription name");
+    // Pulsar's code for its NamingException here is ProducerBusy, which clients do not retry
+    // (MetadataError made them retry for their whole operation timeout).
+    sendError(requestId, proto::ProducerBusy, "Empty subscription name");
     return;
   }
   std::string consumerName = c.has_consumer_name() && !c.consumer_name().empty()

@@ -13,7 +13,7 @@ from helpers import receive_n
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hostile_wire import (  # noqa: E402
-    MESSAGE, SUCCESS, WireClient, base_command, error_name, flow_frame, frame, fv, subscribe_frame,
+    ERROR, MESSAGE, SUCCESS, WireClient, base_command, error_name, flow_frame, frame, fv, subscribe_frame,
 )
 
 
@@ -121,3 +121,16 @@ def test_stats_show_client_version_address_and_connected_since(client, topic, ad
         assert entry["connectedSince"][:2] == "20", entry
     consumer.close()
     producer.close()
+
+
+def test_empty_subscription_name_fails_at_once(broker, topic):
+    c = WireClient(int(broker.service_url.rsplit(":", 1)[1]), timeout=15)
+    c.handshake()
+    c.send(subscribe_frame(topic, "", 1, 7))
+    err = c.expect(ERROR)
+    assert err[1] == [7]
+    # ProducerBusy is what Pulsar answers (its NamingException's code): not retried by clients.
+    assert error_name(err, 2) == "ProducerBusy"
+    assert err[3] == [b"Empty subscription name"]
+    assert c.alive()
+    c.close()
