@@ -96,11 +96,15 @@ class PerfIT {
             assertTrue(!pout.contains("Exception") && !pout.contains("ERROR"), "no errors\n" + pout);
             Map<String, Double> platency = latency(pout, "produce");
 
+            // the producer has exited: what the broker accepted is final (the tool's own total
+            // may leave out the last few sends whose receipts came after it printed)
+            long nStored = admin.topics().getStats(topic).getMsgInCounter();
+            assertTrue(nStored >= nSent, "broker stored " + nStored + " of " + nSent + " reported sent");
             // wait until the consumer has everything, then stop it (it prints its totals on exit)
             boolean drained = Env.waitFor(60000, () -> {
                 try {
                     var sub = admin.topics().getStats(topic).getSubscriptions().get("perf-sub");
-                    return sub != null && sub.getMsgBacklog() == 0 && sub.getMsgOutCounter() >= nSent;
+                    return sub != null && sub.getMsgBacklog() == 0 && sub.getMsgOutCounter() >= nStored;
                 } catch (Exception e) {
                     return false;
                 }
@@ -111,12 +115,11 @@ class PerfIT {
             String cout = Files.readString(consOut, StandardCharsets.UTF_8);
             assertTrue(drained, "subscription drained: " + topicStats.getSubscriptions().get("perf-sub")
                     + "\n" + cout);
-            assertEquals(nSent, topicStats.getMsgInCounter(), "broker counted every message sent");
 
             Matcher rec = THROUGHPUT_RECEIVED.matcher(cout);
             assertTrue(rec.find(), "no aggregated throughput line from pulsar-perf consume\n" + cout);
             long nReceived = Long.parseLong(rec.group(1));
-            assertEquals(nSent, nReceived, "every message received\n" + cout);
+            assertEquals(nStored, nReceived, "every message received\n" + cout);
             if (rec.group(5) != null) {
                 assertEquals(0, Long.parseLong(rec.group(5)), "ack failures\n" + cout);
             }
@@ -127,9 +130,9 @@ class PerfIT {
             System.out.printf("PERF %s produce: %d msgs x %d B in %d s at -r %d: %.1f msg/s, %.3f Mbit/s;"
                             + " publish latency %s%n",
                     kind, nSent, SIZE, DURATION, RATE, num(sent.group(2)), num(sent.group(3)), fmt(platency));
-            System.out.printf("PERF %s consume: %d msgs received (%d sent): %.1f msg/s, %.3f Mbit/s;"
+            System.out.printf("PERF %s consume: %d msgs received (%d stored by the broker): %.1f msg/s, %.3f Mbit/s;"
                             + " end-to-end latency %s%n",
-                    kind, nReceived, nSent, num(rec.group(2)), num(rec.group(3)), fmt(clatency));
+                    kind, nReceived, nStored, num(rec.group(2)), num(rec.group(3)), fmt(clatency));
         } finally {
             if (consumer.isAlive()) {
                 consumer.destroyForcibly();
