@@ -132,7 +132,11 @@ public final class Env {
         cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         // pulsar-perf's latency recorders alone need a few hundred MB
         cmd.add(PULSAR_PERF.equals(mainClass) ? "-Xmx1g" : "-Xmx256m");
-        cmd.add("-XX:TieredStopAtLevel=1"); // short-lived tools: start fast, little JIT on 2 cores
+        if (!PULSAR_PERF.equals(mainClass)) {
+            // short-lived tools: start fast, little JIT and GC work on 2 cores
+            cmd.add("-XX:TieredStopAtLevel=1");
+            cmd.add("-XX:+UseSerialGC");
+        }
         cmd.add("-Dlog4j2.configurationFile=" + logConfig());
         cmd.add("-cp");
         cmd.add(cliClasspath());
