@@ -148,6 +148,14 @@ int runBroker(const BrokerOptions& options) {
     MLOG_ERROR("{}", storageOptions.status().message());
     return 2;
   }
+  broker::BrokerOptions brokerOptions = brokerOptionsFrom(cfg);
+  auto listeners = broker::parseAdvertisedListeners(cfg.advertisedListeners(),
+                                                    cfg.internalListenerName());
+  if (!listeners.isOk()) {
+    MLOG_ERROR("{}", listeners.status().message());
+    return 2;
+  }
+  brokerOptions.advertisedListeners = std::move(*listeners);
   auto opened = storage::DurableManagedLedgerFactory::open(*storageOptions);
   if (!opened.isOk()) {
     MLOG_ERROR("cannot open storage (journalDirectory={}, metadataStoreUrl={}): {}",
@@ -156,7 +164,7 @@ int runBroker(const BrokerOptions& options) {
     return 1;
   }
   std::shared_ptr<storage::DurableManagedLedgerFactory> storageFactory = std::move(*opened);
-  broker::BrokerService service(brokerOptionsFrom(cfg), storageFactory,
+  broker::BrokerService service(std::move(brokerOptions), storageFactory,
                                 storageFactory->metadataStore());
   if (Status s = service.start(); !s) {
     MLOG_ERROR("{}", s.message());

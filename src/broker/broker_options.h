@@ -5,12 +5,15 @@
 #include <cstdint>
 #include <string>
 
+#include "broker/listeners.h"
+
 namespace magnetar::broker {
 
 struct BrokerOptions {
   std::string bindAddress = "0.0.0.0";           // bindAddress
   std::string advertisedAddress = "localhost";   // advertisedAddress
   std::string clusterName = "standalone";        // clusterName
+  AdvertisedListeners advertisedListeners;       // advertisedListeners, internalListenerName
   int brokerServicePort = 6650;                  // brokerServicePort (0: pick a free port)
   int webServicePort = 8080;                     // webServicePort, for lookup answers
   int numIOThreads = 8;                          // numIOThreads, already resolved

@@ -121,6 +121,11 @@ void BrokerService::stop() {
 }
 
 std::string BrokerService::brokerServiceUrl() const {
+  const auto& l = options_.advertisedListeners;
+  if (!l.byName.empty()) {
+    const auto& internal = l.byName.at(l.internalListenerName);
+    if (!internal.brokerServiceUrl.empty()) return internal.brokerServiceUrl;
+  }
   return "pulsar://" + options_.advertisedAddress + ":" + std::to_string(brokerServicePort());
 }
 

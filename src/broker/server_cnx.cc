@@ -230,7 +230,26 @@ void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
                                           name.status().message()));
     return;
   }
-  send(Commands::newLookupResponse(c.request_id(), service_.brokerServiceUrl(), "", true));
+  // advertised_listener_name picks one of advertisedListeners (Pulsar's answer to an unknown
+  // one: ServiceNotReady "the broker do not have <name> listener").
+  const auto& listeners = service_.options().advertisedListeners;
+  if (c.has_advertised_listener_name() && !c.advertised_listener_name().empty()) {
+    auto it = listeners.byName.find(c.advertised_listener_name());
+    if (it == listeners.byName.end()) {
+      send(Commands::newLookupErrorResponse(
+          c.request_id(), proto::ServiceNotReady,
+          "the broker do not have " + c.advertised_listener_name() + " listener"));
+      return;
+    }
+    send(Commands::newLookupResponse(c.request_id(), it->second.brokerServiceUrl,
+                                     it->second.brokerServiceUrlTls, true));
+    return;
+  }
+  std::string tlsUrl;
+  if (!listeners.byName.empty()) {
+    tlsUrl = listeners.byName.at(listeners.internalListenerName).brokerServiceUrlTls;
+  }
+  send(Commands::newLookupResponse(c.request_id(), service_.brokerServiceUrl(), tlsUrl, true));
 }
 
 void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c) {

@@ -13,7 +13,8 @@ from helpers import receive_n
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hostile_wire import (  # noqa: E402
-    ERROR, MESSAGE, SUCCESS, WireClient, base_command, error_name, flow_frame, frame, fv, subscribe_frame,
+    ERROR, LOOKUP, LOOKUP_RESPONSE, MESSAGE, SUCCESS, WireClient, base_command, error_name, fb,
+    flow_frame, frame, fv, subscribe_frame,
 )
 
 
@@ -132,5 +133,52 @@ def test_empty_subscription_name_fails_at_once(broker, topic):
     # ProducerBusy is what Pulsar answers (its NamingException's code): not retried by clients.
     assert error_name(err, 2) == "ProducerBusy"
     assert err[3] == [b"Empty subscription name"]
+    assert c.alive()
+    c.close()
+
+
+@pytest.fixture
+def listener_broker(request, broker):
+    """A broker of the session's kind started with two advertised listeners."""
+    if broker.kind not in ("magnetar", "pulsar"):
+        pytest.skip("needs a broker this suite starts (not --broker-url)")
+    import socket
+    from brokers import MagnetarProcess, PulsarReferenceProcess
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = [f"brokerServicePort={port}",
+                f"advertisedListeners=internal:pulsar://127.0.0.1:{port},"
+                "external:pulsar://external.example:6650",
+                "internalListenerName=internal"]
+    proc = (MagnetarProcess(extra_settings=settings) if broker.kind == "magnetar"
+            else PulsarReferenceProcess(extra_settings=settings))
+    endpoint = proc.start()
+    yield endpoint, port
+    proc.stop()
+
+
+def test_lookup_answers_with_the_named_listener(listener_broker):
+    endpoint, port = listener_broker
+    c = WireClient(port, timeout=15)
+    c.handshake()
+    topic = "persistent://public/default/listeners"
+
+    def lookup(request_id, listener=None):
+        body = fb(1, topic) + fv(2, request_id)
+        if listener is not None:
+            body += fb(7, listener)
+        c.send(frame(base_command(LOOKUP, body)))
+        r = c.expect(LOOKUP_RESPONSE)
+        assert r[4] == [request_id]
+        return r
+
+    assert lookup(1, "external")[1] == [b"pulsar://external.example:6650"]
+    assert lookup(2, "internal")[1] == [f"pulsar://127.0.0.1:{port}".encode()]
+    assert lookup(3)[1] == [f"pulsar://127.0.0.1:{port}".encode()], "internal by default"
+    r = lookup(4, "nope")
+    assert r[3] == [2], "Failed"
+    assert error_name(r, 6) == "ServiceNotReady"
+    assert r[7] == [b"the broker do not have nope listener"]
     assert c.alive()
     c.close()
