@@ -39,19 +39,24 @@ if [ ! -d "$JS/node_modules/pulsar-flex" ] || [ "$JS/package-lock.json" -nt "$JS
 else
   echo "install-test-deps: node_modules up to date"
 fi
-# Java compatibility suite (needs java 17 and maven: scripts/install-deps.sh). Everything is resolved
-# through tests/java/settings.xml (Maven Central only); the stamp is the hash of the poms.
+
+# Java compatibility suite: a JDK 17 and Maven (Debian packages, installed here when missing), then
+# everything resolved through tests/java/settings.xml (Maven Central only); the stamp is the hash
+# of the poms.
 JAVA_DIR="$REPO/tests/java"
 JSTAMP="$JAVA_DIR/tools/target/.deps.sha256"
 jwant="$(cat "$JAVA_DIR/pom.xml" "$JAVA_DIR/tools/pom.xml" "$JAVA_DIR/suite/pom.xml" | sha256sum | cut -d' ' -f1)"
-if ! command -v mvn >/dev/null 2>&1; then
-  echo "install-test-deps: mvn not found (Debian: apt-get install maven openjdk-17-jdk-headless)" >&2
-  exit 1
+if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
+  echo "install-test-deps: installing Maven and a JDK 17 (Debian packages)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
+    openjdk-17-jdk-headless maven
 fi
 if [ ! -f "$JSTAMP" ] || [ "$(cat "$JSTAMP")" != "$jwant" ] || [ ! -s "$JAVA_DIR/tools/target/cli.classpath" ]; then
   echo "install-test-deps: resolving tests/java from Maven Central (first run: a few minutes)"
   # test-compile resolves the dependencies and the compile plugins and writes cli.classpath;
-  # surefire's own providers are resolved only when it runs, so run it once on no test.
+  # surefire (and its JUnit 5 provider, declared in suite/pom.xml) only when it runs: once, on no test.
   mvn -B -q -s "$JAVA_DIR/settings.xml" -f "$JAVA_DIR" test-compile
   mvn -B -q -s "$JAVA_DIR/settings.xml" -f "$JAVA_DIR" surefire:test -Dtest=NoSuchTest \
     -Dsurefire.failIfNoSpecifiedTests=false

@@ -2,7 +2,8 @@
 # One command from a fresh Debian 12 machine to a passing test run: installs every dependency
 # (Debian packages; PyPI and npm test clients), builds, and runs the unit tests, the integration
 # tests against a real broker process, and the real-client suites (official Python client,
-# pulsar-flex, Pulsar's Java client and CLI tools), then the same under ASan+UBSan and TSan (MAGNETAR_CI_SANITIZERS=0 skips those).
+# pulsar-flex, Pulsar's Java client and CLI tools), then the same under ASan+UBSan and TSan
+# (MAGNETAR_CI_SANITIZERS=0 skips those).
 # Exits non-zero on the first failing stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
