@@ -39,7 +39,8 @@ Dispatcher::Dispatcher(SubType type, storage::ManagedLedger& ledger,
   if (type_ == proto::CommandSubscribe::Key_Shared) {
     pendingHashes_.assign(kKeySharedRangeSize, {nullptr, 0});
     selector_ = std::make_unique<KeySharedSelector>(
-        std::max(1, options_.subscriptionKeySharedConsistentHashingReplicaPoints));
+        std::max(1, options_.subscriptionKeySharedConsistentHashingReplicaPoints),
+        options_.subscriptionKeySharedUseConsistentHashing);
   }
   readPosition_ = ledger_.nextValidPosition(cursor_.markDeletedPosition());
 }

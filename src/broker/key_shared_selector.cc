@@ -32,6 +32,7 @@ Status KeySharedSelector::addConsumer(Consumer* c) {
     for (auto [s, e] : c->stickyRanges) sticky_[s] = {e, c};
     return Status::ok();
   }
+  if (!consistentHashing_) return addSplitConsumer(c);
   // Name index: the lowest free slot among consumers with this name.
   auto& slots = nameIndexes_[c->name()];
   int index = static_cast<int>(std::find(slots.begin(), slots.end(), false) - slots.begin());
@@ -52,7 +53,58 @@ Status KeySharedSelector::addConsumer(Consumer* c) {
   return Status::ok();
 }
 
+Status KeySharedSelector::addSplitConsumer(Consumer* c) {
+  if (splitRanges_.empty()) {
+    splitRanges_[kKeySharedRangeSize] = c;
+    splitEndOf_[c] = kKeySharedRangeSize;
+    return Status::ok();
+  }
+  // The biggest range (the first of equal ones, in key order) is split; its upper half goes to
+  // the new consumer.
+  int32_t biggest = kKeySharedRangeSize;
+  int32_t slots = 0;
+  int32_t lower = 0;
+  int32_t biggestLower = 0;
+  for (auto& [end, owner] : splitRanges_) {
+    if (end - lower > slots) {
+      slots = end - lower;
+      biggest = end;
+      biggestLower = lower;
+    }
+    lower = end;
+  }
+  if (biggest - biggestLower <= 1) {
+    return Status::invalidArgument("No more range can assigned to new consumer, assigned consumers " +
+                                   std::to_string(splitRanges_.size()));
+  }
+  int32_t split = biggest - ((biggest - biggestLower) >> 1);
+  splitRanges_[split] = c;
+  splitEndOf_[c] = split;
+  return Status::ok();
+}
+
+void KeySharedSelector::removeSplitConsumer(Consumer* c) {
+  auto it = splitEndOf_.find(c);
+  if (it == splitEndOf_.end()) return;
+  int32_t end = it->second;
+  splitEndOf_.erase(it);
+  if (end == kKeySharedRangeSize && splitRanges_.size() > 1) {
+    // The top range goes to the consumer just below it, which gives up its own end.
+    auto below = std::prev(splitRanges_.find(end));
+    Consumer* heir = below->second;
+    splitRanges_.erase(below);
+    splitRanges_[end] = heir;
+    splitEndOf_[heir] = end;
+  } else {
+    splitRanges_.erase(end);
+  }
+}
+
 void KeySharedSelector::removeConsumer(Consumer* c) {
+  if (!consistentHashing_ && !sticky_mode_) {
+    removeSplitConsumer(c);
+    return;
+  }
   for (auto it = ring_.begin(); it != ring_.end();) {
     auto& v = it->second;
     v.erase(std::remove(v.begin(), v.end(), c), v.end());
@@ -84,7 +136,7 @@ void KeySharedSelector::rebuildPoints() {
 }
 
 int32_t KeySharedSelector::hashOf(std::string_view key) const {
-  if (sticky_mode_) return static_cast<int32_t>(stickyKeyHash(key));
+  if (sticky_mode_ || !consistentHashing_) return static_cast<int32_t>(stickyKeyHash(key));
   return static_cast<int32_t>(stickyKeyHash(key, kConsistentStart, kConsistentSize));
 }
 
@@ -94,6 +146,11 @@ Consumer* KeySharedSelector::select(int32_t hash) const {
     if (it == sticky_.begin()) return nullptr;
     --it;
     return hash <= it->second.first ? it->second.second : nullptr;
+  }
+  if (!consistentHashing_) {
+    if (splitRanges_.empty()) return nullptr;
+    // The range whose end is the first at or above hash % 65536 (Pulsar's ceilingEntry).
+    return splitRanges_.lower_bound(hash % kKeySharedRangeSize)->second;
   }
   if (points_.empty()) return nullptr;
   // The first point at or after the hash (Pulsar's ceilingEntry), wrapping to the first point.
@@ -107,6 +164,15 @@ std::vector<std::pair<int32_t, int32_t>> KeySharedSelector::rangesOf(const Consu
   if (sticky_mode_) {
     for (auto& [s, e] : sticky_) {
       if (e.second == c) out.push_back({s, e.first});
+    }
+    return out;
+  }
+  if (!consistentHashing_) {
+    // As Pulsar's getConsumerKeyHashRanges: [previous end + 1, end], the first from 0.
+    int32_t start = 0;
+    for (auto& [end, owner] : splitRanges_) {
+      if (owner == c) out.push_back({start, end});
+      start = end + 1;
     }
     return out;
   }

@@ -3,7 +3,10 @@
 // same on both brokers. AUTO_SPLIT uses consistent hashing (Pulsar's
 // ConsistentHashingStickyKeyConsumerSelector: hashes in [1, 65535],
 // subscriptionKeySharedConsistentHashingReplicaPoints points per consumer); STICKY uses the
-// consumers' explicit ranges (hashes in [0, 65535], 0 read as 1).
+// consumers' explicit ranges (hashes in [0, 65535], 0 read as 1). With consistent hashing off
+// (subscriptionKeySharedUseConsistentHashing=false), AUTO_SPLIT uses Pulsar's
+// HashRangeAutoSplitStickyKeyConsumerSelector: each new consumer takes the upper half of the
+// biggest range; a leaving consumer's range goes to its neighbour.
 #pragma once
 
 #include <cstdint>
@@ -25,10 +28,12 @@ inline constexpr int32_t kKeySharedRangeSize = 65536;
 // Thread: the topic's executor only.
 class KeySharedSelector {
  public:
-  explicit KeySharedSelector(int replicaPoints) : replicaPoints_(replicaPoints) {}
+  // consistentHashing: subscriptionKeySharedUseConsistentHashing (false: hash-range auto-split).
+  explicit KeySharedSelector(int replicaPoints, bool consistentHashing = true)
+      : replicaPoints_(replicaPoints), consistentHashing_(consistentHashing) {}
   // The first consumer fixes the mode: STICKY when it brings ranges, else AUTO_SPLIT.
   // Errors: kInvalidArgument when sticky ranges are out of [0, 65535] or overlap another
-  // consumer's (Pulsar's ConsumerAssignError).
+  // consumer's, or no range is left to split (Pulsar's ConsumerAssignError).
   Status addConsumer(Consumer* c);
   void removeConsumer(Consumer* c);
   // The sticky-key hash of `key` in this selector's range (Pulsar's makeStickyKeyHash).
@@ -43,7 +48,14 @@ class KeySharedSelector {
   void rebuildPoints();
 
   int replicaPoints_;
+  bool consistentHashing_;
   bool sticky_mode_ = false;
+  // Auto-split ranges: range end (exclusive of the previous end, up to 65536) -> consumer, and
+  // each consumer's range end (Pulsar's rangeMap / consumerRange).
+  std::map<int32_t, Consumer*> splitRanges_;
+  std::unordered_map<const Consumer*, int32_t> splitEndOf_;
+  Status addSplitConsumer(Consumer* c);
+  void removeSplitConsumer(Consumer* c);
   // AUTO_SPLIT ring: point -> consumers in the order they claimed it; the first one owns it and
   // the others take over in turn when it leaves (Pulsar's colliding consumers).
   std::map<int32_t, std::vector<Consumer*>> ring_;

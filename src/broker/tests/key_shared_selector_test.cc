@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "base/murmur3.h"
 #include "broker/consumer.h"
 
 namespace magnetar::broker {
@@ -115,6 +116,39 @@ TEST(KeySharedSelectorTest, StickyModeRejectsConsumerWithoutRanges) {
   EXPECT_TRUE(sel.stickyMode());
   EXPECT_FALSE(sel.addConsumer(b.get()).isOk());
   EXPECT_EQ(sel.hashOf(""), 1);  // 0 reads as 1, as Pulsar
+}
+
+}  // namespace magnetar::broker
+
+namespace magnetar::broker {
+
+// Pulsar's HashRangeAutoSplitStickyKeyConsumerSelector, with its own documented example:
+// 0 -> 65536 (c1); then 0 -> 32768 (c2) -> 65536 (c1); c2 removed: 0 -> 65536 (c1).
+TEST(KeySharedSelectorTest, HashRangeAutoSplitHalvesTheBiggestRange) {
+  KeySharedSelector sel(100, /*consistentHashing=*/false);
+  auto c1 = makeConsumer(1, "c1"), c2 = makeConsumer(2, "c2"), c3 = makeConsumer(3, "c3");
+  ASSERT_TRUE(sel.addConsumer(c1.get()).isOk());
+  EXPECT_EQ(sel.rangesOf(c1.get()), (std::vector<std::pair<int32_t, int32_t>>{{0, 65536}}));
+  ASSERT_TRUE(sel.addConsumer(c2.get()).isOk());
+  EXPECT_EQ(sel.rangesOf(c2.get()), (std::vector<std::pair<int32_t, int32_t>>{{0, 32768}}));
+  EXPECT_EQ(sel.rangesOf(c1.get()), (std::vector<std::pair<int32_t, int32_t>>{{32769, 65536}}));
+  EXPECT_EQ(sel.select(100), c2.get());
+  EXPECT_EQ(sel.select(32768), c2.get());
+  EXPECT_EQ(sel.select(32769), c1.get());
+  // The third takes the upper half of the first biggest range, (0, 32768] -> (16384, 32768].
+  ASSERT_TRUE(sel.addConsumer(c3.get()).isOk());
+  EXPECT_EQ(sel.rangesOf(c3.get()), (std::vector<std::pair<int32_t, int32_t>>{{0, 16384}}));
+  EXPECT_EQ(sel.rangesOf(c2.get()), (std::vector<std::pair<int32_t, int32_t>>{{16385, 32768}}));
+  // The top range's owner leaves: the consumer below takes the top end.
+  sel.removeConsumer(c1.get());
+  EXPECT_EQ(sel.rangesOf(c2.get()), (std::vector<std::pair<int32_t, int32_t>>{{16385, 65536}}));
+  EXPECT_EQ(sel.select(65535), c2.get());
+  sel.removeConsumer(c3.get());
+  EXPECT_EQ(sel.select(0), c2.get());
+  sel.removeConsumer(c2.get());
+  EXPECT_EQ(sel.select(5), nullptr);
+  // Hashes of the range selectors are in [0, 65535] (Pulsar's default range).
+  EXPECT_EQ(sel.hashOf("key-1"), static_cast<int32_t>(stickyKeyHash("key-1")));
 }
 
 }  // namespace magnetar::broker
