@@ -268,7 +268,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
   auto producer = std::make_shared<Producer>(producerId, producerName, self(), exclusive);
   auto me = self();
   service_.getOrCreateTopic(
-      *name, service_.options().allowAutoTopicCreation,
+      *name, service_.allowAutoTopicCreation(*name),
       [me, producer, requestId, producerId](Result<std::shared_ptr<PersistentTopic>> r) {
         if (!r.isOk()) {
           me->sendError(requestId, toServerError(r.status(), ErrorContext::kProducer),
