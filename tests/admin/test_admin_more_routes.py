@@ -356,3 +356,47 @@ def test_broker_stats(http, namespace, client):
     assert mine and mine[0]["metrics"]["brk_no_of_topics"] >= 1
     report = http("GET", "/admin/v2/broker-stats/load-report").json()
     assert report["loadReportType"] == "LocalBrokerData" and report["numTopics"] >= 1
+
+
+# --- item 6: every Pulsar dynamic key is accepted ----------------------------------------------
+
+PULSAR_ONLY_DYNAMIC = {  # keys Pulsar marks dynamic that Magnetar has no feature for yet
+    "loadBalancerSheddingEnabled": "false",
+    "dispatchThrottlingRatePerTopicInMsg": "100",
+    "maxTenants": "10",
+    "subscriptionTypesEnabled": "Exclusive,Shared",
+    "loadBalancerServiceUnitTableViewSyncer": "None",
+    "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds": "600",
+    "keySharedLookAheadMsgInReplayThresholdPerConsumer": "1000",
+}
+
+
+def test_update_dynamic_config_accepts_every_pulsar_dynamic_key(http):
+    names = http("GET", "/admin/v2/brokers/configuration").json()
+    for key, value in PULSAR_ONLY_DYNAMIC.items():
+        assert key in names, key
+        r = http("POST", f"/admin/v2/brokers/configuration/{key}/{value}")
+        assert r.status_code == 204, (key, r.text)
+        assert http("GET", "/admin/v2/brokers/configuration/values").json()[key] == value
+    r = http("POST", "/admin/v2/brokers/configuration/noSuchKey/1")
+    assert_error(r, 412)
+    assert r.json()["reason"] == "Cannot update non-dynamic configuration"
+    assert_error(http("POST", "/admin/v2/brokers/configuration/maxTenants/abc"), 412)
+    http("POST", "/admin/v2/brokers/configuration/keySharedLookAheadMsgInReplayThresholdPerConsumer/2000")
+
+
+# --- routing -----------------------------------------------------------------------------------
+
+def test_literal_broker_paths_win_over_cluster_param(http):
+    r = http("GET", "/admin/v2/brokers/internal-configuration")
+    assert r.status_code == 200 and "Cluster" not in r.text
+    assert http("GET", "/admin/v2/brokers/leaderBroker").status_code == 200
+
+
+def test_topics_list_like_pulsar_admin(http, namespace, client):
+    """pulsar-admin topics list calls both the persistent and the non-persistent list."""
+    topic = topic_in(namespace)
+    client.create_producer(topic).close()
+    persistent = http("GET", f"/admin/v2/persistent/{namespace}").json()
+    non_persistent = http("GET", f"/admin/v2/non-persistent/{namespace}").json()
+    assert topic in set(persistent) | set(non_persistent)
