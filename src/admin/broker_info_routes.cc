@@ -125,7 +125,9 @@ std::map<std::string, NamespaceTotals> totalsByNamespace(
     n.topics += 1;
     n.producers += static_cast<int64_t>(s.publishers.size());
     n.subscriptions += static_cast<int64_t>(s.subscriptions.size());
-    for (const auto& sub : s.subscriptions) n.consumers += static_cast<int64_t>(sub.consumers.size());
+    for (const auto& sub : s.subscriptions) {
+      n.consumers += static_cast<int64_t>(sub.consumers.size());
+    }
   }
   return out;
 }
@@ -180,7 +182,8 @@ json::object loadReport(const AdminContext& ctx, const HttpRequest& req,
                     std::chrono::system_clock::now().time_since_epoch())
                     .count();
   return {{"webServiceUrl", webServiceUrl(ctx, req)},
-          {"pulsarServiceUrl", fmt::format("pulsar://{}:{}", host, ctx.service.brokerServicePort())},
+          {"pulsarServiceUrl",
+           fmt::format("pulsar://{}:{}", host, ctx.service.brokerServicePort())},
           {"persistentTopicsEnabled", true},
           {"nonPersistentTopicsEnabled", false},
           {"cpu", usage(cpuPct, 100.0 * ctx.config->availableProcessors())},

@@ -41,7 +41,8 @@ void addDynamicConfigurationRoutes(Router& router,
                      return HttpResponse::error(412, "Cannot update non-dynamic configuration");
                    }
                    if (!s) {
-                     return HttpResponse::error(412, "Invalid dynamic-config value: " + s.message());
+                     return HttpResponse::error(412,
+                                                "Invalid dynamic-config value: " + s.message());
                    }
                    return HttpResponse{204, "", "", {}};
                  });

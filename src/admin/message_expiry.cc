@@ -60,7 +60,8 @@ void expireByTime(std::shared_ptr<broker::PersistentTopic> topic, const std::str
   scan->step(topic->ledger().nextValidPosition(s->cursor().markDeletedPosition()));
 }
 
-void expireUpTo(std::shared_ptr<broker::PersistentTopic> topic, const std::string& sub, storage::Position upTo,
+void expireUpTo(std::shared_ptr<broker::PersistentTopic> topic, const std::string& sub,
+                storage::Position upTo,
                 std::function<void(Status)> cb) {
   broker::Subscription* s = topic->subscription(sub);
   if (!s) return cb(Status::notFound("Subscription not found"));

@@ -28,7 +28,8 @@ void expireByTime(std::shared_ptr<broker::PersistentTopic> topic, const std::str
 
 // Expires the entries of `sub` up to and including `upTo` (clamped to the last entry).
 // Thread: the topic's executor.
-void expireUpTo(std::shared_ptr<broker::PersistentTopic> topic, const std::string& sub, storage::Position upTo,
+void expireUpTo(std::shared_ptr<broker::PersistentTopic> topic, const std::string& sub,
+                storage::Position upTo,
                 std::function<void(Status)> cb);
 
 }  // namespace magnetar::admin

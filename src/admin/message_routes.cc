@@ -91,11 +91,14 @@ void addPeekRoute(Router& r, const AdminContext* ctx) {
 // with their mark-delete position and acknowledged ranges).
 json::object managedLedgerInfoJson(PersistentTopic& t) {
   broker::InternalStatsSnapshot s = broker::snapshotInternalStats(t);
-  auto pos = [](Position p) { return json::object{{"ledgerId", p.ledgerId}, {"entryId", p.entryId}}; };
+  auto pos = [](Position p) {
+    return json::object{{"ledgerId", p.ledgerId}, {"entryId", p.entryId}};
+  };
   json::array ledgers;
   for (const auto& l : s.ledgers) {
     ledgers.emplace_back(json::object{
-        {"ledgerId", l.ledgerId}, {"entries", l.entries}, {"size", l.sizeBytes}, {"isOffloaded", false}});
+        {"ledgerId", l.ledgerId}, {"entries", l.entries}, {"size", l.sizeBytes},
+        {"isOffloaded", false}});
   }
   json::object cursors;
   for (const auto& c : s.cursors) {
@@ -138,7 +141,9 @@ void addInspectRoutes(Router& r, const AdminContext* ctx) {
       r, "GET", kTopicPath + "/messageid/{timestamp}",
       [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
         auto ts = parseDecimal(p.at("timestamp"));
-        if (!ts) return respond(HttpResponse::error(412, "Invalid timestamp: " + p.at("timestamp")));
+        if (!ts) {
+          return respond(HttpResponse::error(412, "Invalid timestamp: " + p.at("timestamp")));
+        }
         if (!refusePartitioned(ctx, name,
                                "Get message ID by timestamp on a partitioned topic is not allowed, "
                                "please try do it on specific topic partition",
@@ -253,7 +258,8 @@ void addAnalyzeBacklogRoute(Router& r, const AdminContext* ctx) {
           scan->topic = t;
           scan->sub = sub;
           scan->respond = respond;
-          scan->step(start ? *start : t->ledger().nextValidPosition(s->cursor().markDeletedPosition()));
+          scan->step(start ? *start
+                           : t->ledger().nextValidPosition(s->cursor().markDeletedPosition()));
         });
       });
 }

@@ -374,7 +374,8 @@ HttpResponse messageResponse(const storage::Entry& e) {
   }
   if (md.has_uuid()) r.headers.emplace_back("X-Pulsar-uuid", md.uuid());
   if (md.has_num_chunks_from_msg()) {
-    r.headers.emplace_back("X-Pulsar-num-chunks-from-msg", std::to_string(md.num_chunks_from_msg()));
+    r.headers.emplace_back("X-Pulsar-num-chunks-from-msg",
+                           std::to_string(md.num_chunks_from_msg()));
     r.headers.emplace_back("X-Pulsar-total-chunk-msg-size",
                            std::to_string(md.total_chunk_msg_size()));
     r.headers.emplace_back("X-Pulsar-chunk-id", std::to_string(md.chunk_id()));

@@ -135,9 +135,10 @@ const std::vector<Spec>& specs() {
        brokerSetting("brokerServiceCompactionThresholdInBytes", 0)},
       {"inactiveTopicPolicies",
        [](json::value& v) {
-         std::string e = objectFields(v, {{"inactiveTopicDeleteMode", "delete_when_no_subscriptions"},
-                                          {"maxInactiveDurationSeconds", 0},
-                                          {"deleteWhileInactive", false}});
+         std::string e =
+             objectFields(v, {{"inactiveTopicDeleteMode", "delete_when_no_subscriptions"},
+                              {"maxInactiveDurationSeconds", 0},
+                              {"deleteWhileInactive", false}});
          if (!e.empty()) return e;
          static const std::set<std::string> kModes = {"delete_when_no_subscriptions",
                                                       "delete_when_subscriptions_caught_up"};
@@ -239,7 +240,8 @@ void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
                             Respond respond) {
                   json::value v;
                   if (spec.name == "messageTTL") {
-                    // Pulsar takes the topic TTL as ?messageTTL=N; without it the policy is removed.
+                    // Pulsar takes the topic TTL as ?messageTTL=N; without it the policy is
+                    // removed.
                     auto q = queryParam(req, "messageTTL");
                     if (!q) {
                       if (!policyTarget(ctx, name, respond)) return;
@@ -248,7 +250,9 @@ void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
                     }
                     boost::system::error_code ec;
                     v = json::parse(*q, ec);
-                    if (ec) return respond(HttpResponse::error(412, "Invalid value for message TTL"));
+                    if (ec) {
+                      return respond(HttpResponse::error(412, "Invalid value for message TTL"));
+                    }
                   } else {
                     HttpResponse err;
                     auto body = parseJsonBody(req, &err);
@@ -380,9 +384,10 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
             });
           }
         });
-  addNs(r, ctx, "GET", "replication", [ctx](const HttpRequest&, const PathParams&, const std::string&) {
-    return jsonResponse(json::array{json::string(ctx->config->clusterName())});
-  });
+  addNs(r, ctx, "GET", "replication",
+        [ctx](const HttpRequest&, const PathParams&, const std::string&) {
+          return jsonResponse(json::array{json::string(ctx->config->clusterName())});
+        });
   auto& reg = ctx->service.policies();
   addNs(r, ctx, "GET", "subscriptionExpirationTime",
         [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
@@ -426,8 +431,8 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
             return HttpResponse::error(
                 412, "Invalid configuration for autoTopicCreationOverride. the detail is " + bad);
           }
-          reg.updateNamespacePolicies(ns,
-                                      [&](broker::NamespacePolicies& p) { p.autoTopicCreation = a; });
+          reg.updateNamespacePolicies(
+              ns, [&](broker::NamespacePolicies& p) { p.autoTopicCreation = a; });
           return noContent();
         });
   addNs(r, ctx, "DELETE", "autoTopicCreation",

@@ -143,7 +143,8 @@ std::string_view settingNotes(std::string_view name) {
 }
 
 namespace {
-constexpr std::string_view kCompatibilityCategory = "Pulsar dynamic settings (accepted, not enforced)";
+constexpr std::string_view kCompatibilityCategory =
+    "Pulsar dynamic settings (accepted, not enforced)";
 }  // namespace
 
 bool settingEnforced(std::string_view name) {

@@ -38,7 +38,9 @@ TEST(PreviousPosition, CrossesLedgerBoundariesAndSkipsEmptyLedgers) {
 
 TEST(Bundles, TopicsMapToOneOfPulsarsFourDefaultBundles) {
   std::set<std::string> seen;
-  for (int i = 0; i < 200; ++i) seen.insert(bundleOf("persistent://t/ns/topic-" + std::to_string(i)));
+  for (int i = 0; i < 200; ++i) {
+    seen.insert(bundleOf("persistent://t/ns/topic-" + std::to_string(i)));
+  }
   EXPECT_EQ(seen, (std::set<std::string>{"0x00000000_0x40000000", "0x40000000_0x80000000",
                                          "0x80000000_0xc0000000", "0xc0000000_0xffffffff"}));
   EXPECT_EQ(bundleOf("persistent://t/ns/x"), bundleOf("persistent://t/ns/x"));

@@ -31,7 +31,9 @@ std::string reasonOf(const HttpResponse& r) {
 TEST(Router, LiteralSegmentBeatsParameterWhateverTheOrder) {
   Router r;
   r.addSync("GET", "/admin/v2/brokers/{cluster}",
-            [](const HttpRequest&, const PathParams& p) { return HttpResponse::text(p.at("cluster")); });
+            [](const HttpRequest&, const PathParams& p) {
+              return HttpResponse::text(p.at("cluster"));
+            });
   r.addSync("GET", "/admin/v2/brokers/leaderBroker",
             [](const HttpRequest&, const PathParams&) { return HttpResponse::text("leader"); });
   r.addSync("GET", "/admin/v2/x/{a}/lit", [](const HttpRequest&, const PathParams&) {
