@@ -73,7 +73,12 @@ void expireUpTo(std::shared_ptr<broker::PersistentTopic> topic, const std::strin
     if (st.isOk()) {
       if (broker::Subscription* s2 = topic->subscription(sub)) {
         int64_t after = s2->msgBacklog();
-        if (before > after) s2->addExpired(static_cast<uint64_t>(before - after));
+        if (before > after) {
+          int64_t nowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+          s2->addExpired(static_cast<uint64_t>(before - after), nowMs);
+        }
       }
     }
     cb(st);

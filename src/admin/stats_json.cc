@@ -96,6 +96,7 @@ json::object subscriptionJson(const SubscriptionSnapshot& s) {
   if (!s.activeConsumerName.empty()) o["activeConsumerName"] = s.activeConsumerName;
   o["msgRateExpired"] = s.msgRateExpired;
   o["totalMsgExpired"] = s.totalMsgExpired;
+  o["lastExpireTimestamp"] = s.lastExpireTimestamp;
   json::array consumers;
   for (const auto& c : s.consumers) consumers.push_back(consumerJson(c));
   o["consumers"] = std::move(consumers);

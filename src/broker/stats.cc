@@ -68,6 +68,7 @@ SubscriptionSnapshot snapshotSubscription(Subscription& sub, storage::ManagedLed
   s.backlogSize = estimateBytes(ml, s.msgBacklog);
   s.type = "None";
   s.totalMsgExpired = sub.expiredCounter();
+  s.lastExpireTimestamp = sub.lastExpireTimestampMs();
   if (Dispatcher* d = sub.dispatcher()) {
     s.type = subTypeName(d->type());
     s.unackedMessages = d->unackedMessages();

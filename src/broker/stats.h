@@ -75,6 +75,7 @@ struct SubscriptionSnapshot {
   RateValue rateOut;
   double msgRateRedeliver = 0;
   uint64_t totalMsgExpired = 0;  // entries expired by admin expire-messages
+  int64_t lastExpireTimestamp = 0;  // epoch ms of the last expiry, 0: never
   double msgRateExpired = 0;
   std::string activeConsumerName;  // Exclusive/Failover
   std::string keySharedMode;       // Key_Shared: "AUTO_SPLIT" | "STICKY"

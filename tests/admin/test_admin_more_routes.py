@@ -144,6 +144,7 @@ def test_expire_messages_by_time_moves_only_old_messages(http, namespace, client
     st = sub_stats(http, topic, "s")
     assert st["msgBacklog"] == 2
     assert st["totalMsgExpired"] == 3
+    assert st["lastExpireTimestamp"] > 0
     assert http("GET", f"{rest(topic)}/subscription/s/position/1").content == b"new1"
     assert_error(http("POST", f"{rest(topic)}/subscription/nosub/expireMessages/2"), 404)
     assert_error(http("POST", f"{rest(topic)}/subscription/s/expireMessages/-1"), 412)
