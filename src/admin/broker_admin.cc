@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <boost/asio/steady_timer.hpp>
 
+#include "admin/broker_info_routes.h"
 #include "admin/broker_routes.h"
 #include "admin/io_saturation.h"
 #include "admin/metrics.h"
 #include "admin/namespace_routes.h"
 #include "admin/rest_util.h"
 #include "admin/thread_cpu.h"
+#include "admin/topic_policy_routes.h"
 #include "admin/topic_routes.h"
 #include "base/logging.h"
 #include "net/event_loop.h"
@@ -176,6 +178,11 @@ void BrokerAdmin::addRoutes(Router& router) {
   addNamespaceRoutes(router, impl_->ctx);
   addTopicRoutes(router, impl_->ctx);
   addSubscriptionRoutes(router, impl_->ctx);
+  addMessageRoutes(router, impl_->ctx);
+  addBrokerInfoRoutes(router, impl_->ctx);
+  addBrokerStatsRoutes(router, impl_->ctx);
+  addTopicPolicyRoutes(router, impl_->ctx);
+  addNamespacePolicyRoutes(router, impl_->ctx);
   addDynamicConfigurationRoutes(router, impl_->ctx.config);
   std::weak_ptr<Impl> weak = impl_;
   router.add("GET", "/metrics", [weak](const HttpRequest&, const PathParams&, Respond respond) {

@@ -35,7 +35,15 @@ void addDynamicConfigurationRoutes(Router& router,
   router.addSync("POST", "/admin/v2/brokers/configuration/{key}/{value}",
                  [config](const HttpRequest&, const PathParams& p) {
                    Status s = config->updateDynamic(p.at("key"), p.at("value"));
-                   if (!s) return HttpResponse::error(412, s.message());
+                   // Pulsar's messages: an unknown or static key is "non-dynamic"; a value that
+                   // does not parse is an invalid dynamic-config value (with the detail here).
+                   if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kNotAllowed) {
+                     return HttpResponse::error(412, "Cannot update non-dynamic configuration");
+                   }
+                   if (!s) {
+                     return HttpResponse::error(412,
+                                                "Invalid dynamic-config value: " + s.message());
+                   }
                    return HttpResponse{204, "", "", {}};
                  });
   router.addSync("GET", "/admin/v2/brokers/configuration/values",

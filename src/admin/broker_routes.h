@@ -21,7 +21,9 @@ void addBrokerConfigurationRoutes(Router& router,
 void addHealthRoute(Router& router, std::function<bool()> ready);
 
 // POST /admin/v2/brokers/configuration/{key}/{value}: ServiceConfiguration::updateDynamic
-// (204; 412 for an unknown or static key or a bad value, as Pulsar).
+// (204; 412 "Cannot update non-dynamic configuration" for an unknown or static key, 412
+// "Invalid dynamic-config value: ..." for a bad value, as Pulsar). Every key Pulsar marks dynamic
+// is accepted (settings.def declares the ones Magnetar does not enforce yet).
 // GET /admin/v2/brokers/configuration/values: the dynamic keys with their current values.
 void addDynamicConfigurationRoutes(Router& router,
                                    std::shared_ptr<config::ServiceConfiguration> config);

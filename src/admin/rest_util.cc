@@ -136,6 +136,37 @@ std::optional<std::string> namespaceFromParams(const AdminContext& ctx, const Pa
   return full;
 }
 
+void addTopicRoute(Router& r, const char* method, const std::string& pattern, TopicHandler h) {
+  r.add(method, pattern,
+        [h = std::move(h)](const HttpRequest& req, const PathParams& p, Respond respond) {
+          HttpResponse err;
+          auto name = topicFromParams(p, &err);
+          if (!name) return respond(err);
+          h(req, p, *name, std::move(respond));
+        });
+}
+
+std::optional<MessageIdBody> parseMessageIdBody(const HttpRequest& req, HttpResponse* error) {
+  auto v = parseJsonBody(req, error);
+  if (!v) return std::nullopt;
+  const boost::json::object* o = v->if_object();
+  const boost::json::value* l = o ? o->if_contains("ledgerId") : nullptr;
+  const boost::json::value* e = o ? o->if_contains("entryId") : nullptr;
+  if (!l || !e || !l->is_int64() || !e->is_int64()) {
+    *error = HttpResponse::error(412, "The body must be a message id {ledgerId, entryId}");
+    return std::nullopt;
+  }
+  MessageIdBody out;
+  out.position = storage::Position{l->as_int64(), e->as_int64()};
+  if (const boost::json::value* pi = o->if_contains("partitionIndex"); pi && pi->is_int64()) {
+    out.partitionIndex = static_cast<int32_t>(pi->as_int64());
+  }
+  if (const boost::json::value* x = o->if_contains("isExcluded"); x && x->is_bool()) {
+    out.isExcluded = x->as_bool();
+  }
+  return out;
+}
+
 void withTopic(const AdminContext& ctx, const broker::TopicName& name, const Respond& respond,
                std::function<void(std::shared_ptr<broker::PersistentTopic>)> fn, bool create) {
   if (!ctx.service.namespaceExists(name.namespaceName())) {

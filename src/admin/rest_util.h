@@ -70,6 +70,21 @@ std::optional<broker::TopicName> topicFromParams(const PathParams& p, HttpRespon
 std::optional<std::string> namespaceFromParams(const AdminContext& ctx, const PathParams& p,
                                                HttpResponse* error);
 
+// Registers `method pattern` (with {tenant}, {namespace}, {topic}) with the topic name parsed as
+// persistent://tenant/namespace/topic (412 on a bad name before h runs).
+using TopicHandler = std::function<void(const HttpRequest&, const PathParams&,
+                                        const broker::TopicName&, Respond)>;
+void addTopicRoute(Router& r, const char* method, const std::string& pattern, TopicHandler h);
+
+// Parses a Pulsar MessageId / ResetCursorData JSON body ({"ledgerId","entryId"[,"partitionIndex",
+// "batchIndex","isExcluded"]}); nullopt with 400 (not JSON) or 412 (not a message id) in *error.
+struct MessageIdBody {
+  storage::Position position;
+  int32_t partitionIndex = -1;
+  bool isExcluded = false;
+};
+std::optional<MessageIdBody> parseMessageIdBody(const HttpRequest& req, HttpResponse* error);
+
 // Loads an existing topic (with `create`: creates it if missing) and runs fn(topic) on its
 // executor; answers 404 "Topic not found" (or the namespace error) itself when it does not exist.
 void withTopic(const AdminContext& ctx, const broker::TopicName& name, const Respond& respond,

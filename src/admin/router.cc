@@ -7,6 +7,10 @@
 namespace magnetar::admin {
 namespace {
 
+bool isParam(const std::string& seg) {
+  return seg.size() > 2 && seg.front() == '{' && seg.back() == '}';
+}
+
 std::vector<std::string> splitPath(std::string_view path) {
   std::vector<std::string> out;
   while (!path.empty()) {
@@ -17,10 +21,6 @@ std::vector<std::string> splitPath(std::string_view path) {
     path.remove_prefix(slash + 1);
   }
   return out;
-}
-
-bool isParam(const std::string& seg) {
-  return seg.size() > 2 && seg.front() == '{' && seg.back() == '}';
 }
 
 bool matches(const std::vector<std::string>& pattern, const std::vector<std::string>& path,
@@ -88,16 +88,32 @@ void Router::addSync(std::string method, std::string_view pattern, SyncHandler h
       });
 }
 
+bool Router::moreSpecific(const Route& a, const Route& b) {
+  // JAX-RS: at the first segment where one pattern has a literal and the other a parameter, the
+  // literal wins (so /brokers/leaderBroker beats /brokers/{cluster}).
+  for (size_t i = 0; i < a.segments.size() && i < b.segments.size(); ++i) {
+    bool pa = isParam(a.segments[i]);
+    bool pb = isParam(b.segments[i]);
+    if (pa != pb) return !pa;
+  }
+  return false;
+}
+
 void Router::dispatch(const HttpRequest& request, const Respond& respond) const {
   std::vector<std::string> path = splitPath(request.path);
   bool pathMatched = false;
+  const Route* best = nullptr;
   for (const Route& r : routes_) {
-    PathParams params;
-    if (!matches(r.segments, path, &params)) continue;
+    if (!matches(r.segments, path, nullptr)) continue;
     pathMatched = true;
     if (r.method != request.method) continue;
+    if (!best || moreSpecific(r, *best)) best = &r;
+  }
+  if (best) {
+    PathParams params;
+    matches(best->segments, path, &params);
     try {
-      r.handler(request, params, respond);
+      best->handler(request, params, respond);
     } catch (const std::exception& e) {
       respond(HttpResponse::error(500, std::string("Internal error: ") + e.what()));
     }

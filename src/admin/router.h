@@ -43,7 +43,9 @@ using SyncHandler = std::function<HttpResponse(const HttpRequest&, const PathPar
 
 // Routes requests by method and path pattern. Patterns are '/'-separated segments; a segment
 // "{name}" matches any one non-empty segment and captures it. Empty segments are ignored, so
-// "/a/b/" matches "/a/b". The first added route that matches wins.
+// "/a/b/" matches "/a/b". Of the routes that match path and method, the most specific wins (a
+// literal segment beats "{name}" at the first position where they differ, as JAX-RS chooses);
+// among equally specific ones the first added.
 // Thread: add() before serving; dispatch() from any thread.
 class Router {
  public:
@@ -60,6 +62,7 @@ class Router {
     std::vector<std::string> segments;  // literal, or "{name}"
     Handler handler;
   };
+  static bool moreSpecific(const Route& a, const Route& b);
   std::vector<Route> routes_;
 };
 

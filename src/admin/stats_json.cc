@@ -97,8 +97,9 @@ json::object subscriptionJson(const SubscriptionSnapshot& s) {
   o["unackedMessages"] = s.unackedMessages;
   o["type"] = s.type;
   if (!s.activeConsumerName.empty()) o["activeConsumerName"] = s.activeConsumerName;
-  o["msgRateExpired"] = 0.0;
-  o["totalMsgExpired"] = 0;
+  o["msgRateExpired"] = s.msgRateExpired;
+  o["totalMsgExpired"] = s.totalMsgExpired;
+  o["lastExpireTimestamp"] = s.lastExpireTimestamp;
   json::array consumers;
   for (const auto& c : s.consumers) consumers.push_back(consumerJson(c));
   o["consumers"] = std::move(consumers);

@@ -95,32 +95,6 @@ json::object messageIdJson(int64_t ledgerId, int64_t entryId, int32_t partition,
   return o;
 }
 
-// The raw message of an entry with Pulsar's X-Pulsar-* headers (examinemessage / getMessageById).
-HttpResponse messageResponse(const storage::Entry& e) {
-  proto::MessageMetadata md;
-  auto payload = protocol::payloadOf(e.data);
-  if (!protocol::parseMetadata(e.data, &md).isOk() || !payload.isOk()) {
-    return HttpResponse::error(500, "Cannot parse the stored entry");
-  }
-  HttpResponse r{200, "application/octet-stream", std::string(*payload), {}};
-  r.headers.emplace_back("X-Pulsar-Message-ID", positionText(e.position));
-  r.headers.emplace_back("X-Pulsar-publish-time", isoTime(static_cast<int64_t>(md.publish_time())));
-  r.headers.emplace_back("X-Pulsar-producer-name", md.producer_name());
-  r.headers.emplace_back("X-Pulsar-sequence-id", std::to_string(md.sequence_id()));
-  if (md.has_num_messages_in_batch()) {
-    r.headers.emplace_back("X-Pulsar-num-batch-message",
-                           std::to_string(md.num_messages_in_batch()));
-  }
-  if (md.has_partition_key()) r.headers.emplace_back("X-Pulsar-partition-key", md.partition_key());
-  if (md.has_event_time()) {
-    r.headers.emplace_back("X-Pulsar-event-time", isoTime(static_cast<int64_t>(md.event_time())));
-  }
-  for (const auto& kv : md.properties()) {
-    r.headers.emplace_back("X-Pulsar-PROPERTY-" + kv.key(), kv.value());
-  }
-  return r;
-}
-
 // Reads the entry at pos and answers with it; 404 when it is not stored.
 void answerEntry(TopicPtr t, Position pos, const Respond& respond) {
   t->ledger().asyncReadEntries(pos, 1, 1,
@@ -188,7 +162,7 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
         std::string sub = p.at("subscription");
         Result<int> partitions = ctx->service.partitionsOf(name, false);
         bool create =
-            (partitions.isOk() && *partitions > 0) || ctx->config->allowAutoTopicCreation();
+            (partitions.isOk() && *partitions > 0) || ctx->service.allowAutoTopicCreation(name);
         onEachTarget<Status>(
             ctx, name, create, Status::ok(), respond,
             [ctx, sub, start](TopicPtr t, StatusCb reply) {
@@ -372,6 +346,49 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
 }
 
 }  // namespace
+
+HttpResponse messageResponse(const storage::Entry& e) {
+  proto::MessageMetadata md;
+  auto payload = protocol::payloadOf(e.data);
+  if (!protocol::parseMetadata(e.data, &md).isOk() || !payload.isOk()) {
+    return HttpResponse::error(500, "Cannot parse the stored entry");
+  }
+  HttpResponse r{200, "application/octet-stream", std::string(*payload), {}};
+  r.headers.emplace_back("X-Pulsar-Message-ID", positionText(e.position));
+  r.headers.emplace_back("X-Pulsar-publish-time", isoTime(static_cast<int64_t>(md.publish_time())));
+  r.headers.emplace_back("X-Pulsar-producer-name", md.producer_name());
+  r.headers.emplace_back("X-Pulsar-sequence-id", std::to_string(md.sequence_id()));
+  if (md.has_num_messages_in_batch()) {
+    r.headers.emplace_back("X-Pulsar-num-batch-message",
+                           std::to_string(md.num_messages_in_batch()));
+    r.headers.emplace_back("X-Pulsar-batch-size", std::to_string(payload->size()));
+  }
+  if (md.has_compression() && md.compression() != proto::NONE) {
+    // The admin client decompresses with these (Pulsar sends the payload as stored).
+    r.headers.emplace_back("X-Pulsar-compression", proto::CompressionType_Name(md.compression()));
+    r.headers.emplace_back("X-Pulsar-uncompressed-size", std::to_string(md.uncompressed_size()));
+  }
+  if (md.has_highest_sequence_id()) {
+    r.headers.emplace_back("X-Pulsar-highest-sequence-id",
+                           std::to_string(md.highest_sequence_id()));
+  }
+  if (md.has_uuid()) r.headers.emplace_back("X-Pulsar-uuid", md.uuid());
+  if (md.has_num_chunks_from_msg()) {
+    r.headers.emplace_back("X-Pulsar-num-chunks-from-msg",
+                           std::to_string(md.num_chunks_from_msg()));
+    r.headers.emplace_back("X-Pulsar-total-chunk-msg-size",
+                           std::to_string(md.total_chunk_msg_size()));
+    r.headers.emplace_back("X-Pulsar-chunk-id", std::to_string(md.chunk_id()));
+  }
+  if (md.has_partition_key()) r.headers.emplace_back("X-Pulsar-partition-key", md.partition_key());
+  if (md.has_event_time()) {
+    r.headers.emplace_back("X-Pulsar-event-time", isoTime(static_cast<int64_t>(md.event_time())));
+  }
+  for (const auto& kv : md.properties()) {
+    r.headers.emplace_back("X-Pulsar-PROPERTY-" + kv.key(), kv.value());
+  }
+  return r;
+}
 
 void addSubscriptionRoutes(Router& router, const AdminContext& ctx) {
   addSubscriptionLifecycle(router, &ctx);

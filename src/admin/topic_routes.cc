@@ -72,6 +72,7 @@ void deletePartitioned(const AdminContext* ctx, const TopicName& name, bool forc
       if (!s.isOk() && s.code() != StatusCode::kNotFound) return respond(errorResponse(s));
     }
     Status s = ctx->service.removePartitionedTopic(name);
+    if (s) ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
     respond(s ? noContent() : errorResponse(s));
   });
   for (int i = 0; i < *n; ++i) {
@@ -98,8 +99,10 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
             bool force = queryFlag(req, "force");
             Result<int> n = ctx->service.partitionsOf(name, false);
             if (n.isOk() && *n > 0) return deletePartitioned(ctx, name, force, respond);
-            ctx->service.deleteTopic(
-                name, force, [respond](Status s) { respond(s ? noContent() : errorResponse(s)); });
+            ctx->service.deleteTopic(name, force, [ctx, name, respond](Status s) {
+              if (s) ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
+              respond(s ? noContent() : errorResponse(s));
+            });
           });
   onTopic(r, "PUT", "/partitions",
           [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {

@@ -18,4 +18,24 @@ void addTopicRoutes(Router& router, const AdminContext& ctx);
 // .../terminate (POST), .../lastMessageId, .../examinemessage, .../ledger/{l}/entry/{e} (GET).
 void addSubscriptionRoutes(Router& router, const AdminContext& ctx);
 
+// GET .../subscription/{sub}/position/{n} (peek), .../internal-info, .../messageid/{timestamp},
+// .../properties; PUT .../backlogSize; POST .../subscription/{sub}/analyzeBacklog,
+// .../subscription/{sub}/expireMessages[/{seconds}], .../all_subscription/expireMessages/{seconds};
+// GET /admin/v2/non-persistent/{tenant}/{namespace}[/partitioned] and the non-persistent topic
+// stats (Magnetar has no non-persistent topics: empty lists, 404 "Topic not found").
+void addMessageRoutes(Router& router, const AdminContext& ctx);
+
+// Pulsar's ManagedLedger.getEstimatedBacklogSize(from): bytes of the ledgers after from's ledger
+// plus from's ledger's share from entry from.entryId on (its size pro rata to the entries).
+int64_t estimatedBacklogSize(const std::vector<storage::LedgerStats>& ledgers,
+                             storage::Position from);
+// The entry before p ({-1,-1} when p is the first); ledgers in id order.
+storage::Position previousPosition(const std::vector<storage::LedgerStats>& ledgers,
+                                   storage::Position p);
+
+// The raw payload of a stored entry (as stored: compressed if the producer compressed it) with
+// Pulsar's X-Pulsar-* headers (Message-ID, publish-time, producer-name, sequence-id, batch,
+// compression, chunk, partition-key, event-time, PROPERTY-<key>); 500 for an unparsable entry.
+HttpResponse messageResponse(const storage::Entry& e);
+
 }  // namespace magnetar::admin

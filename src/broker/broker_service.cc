@@ -189,8 +189,9 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
           for (auto& w : waiters) w(r.status());
           return;
         }
-        auto topic = std::make_shared<PersistentTopic>(
-            name, *r, executor, options_, policies_.deduplicationEnabled(name.namespaceName()));
+        auto topic = std::make_shared<PersistentTopic>(name, *r, executor, options_,
+                                                       deduplicationEnabledFor(name));
+        topic->setPolicyLimits(policyLimitsOf(name));
         // The topic serves once its subscriptions and dedup state are loaded; until then new
         // callers queue on the slot too.
         topic->initialize([this, name, slot, topic](Status s) {
@@ -217,11 +218,58 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
 }
 
 void BrokerService::onDeduplicationPolicyChanged(const std::string& ns) {
-  bool enabled = policies_.deduplicationEnabled(ns).value_or(options_.brokerDeduplicationEnabled);
   for (auto& t : topics()) {
     if (t->name().namespaceName() != ns) continue;
+    bool enabled = deduplicationEnabledFor(t->name());
     t->executor().execute([t, enabled] { t->setDeduplicationEnabled(enabled); });
   }
+}
+
+namespace {
+// Topic policies are kept under the partitioned topic's name for its partitions (as Pulsar).
+std::string policyKey(const TopicName& name) {
+  return name.partitionIndex() >= 0 ? name.partitionedTopicName() : name.toString();
+}
+}  // namespace
+
+TopicPolicyLimits BrokerService::policyLimitsOf(const TopicName& name) const {
+  std::string key = policyKey(name);
+  auto get = [&](const char* policy) -> std::optional<int> {
+    auto v = policies_.topicPolicyInt(key, policy);
+    if (!v) return std::nullopt;
+    return static_cast<int>(*v);
+  };
+  TopicPolicyLimits l;
+  l.maxProducers = get("maxProducers");
+  l.maxConsumers = get("maxConsumers");
+  l.maxSubscriptions = get("maxSubscriptionsPerTopic");
+  l.maxUnackedOnConsumer = get("maxUnackedMessagesOnConsumer");
+  l.maxUnackedOnSubscription = get("maxUnackedMessagesOnSubscription");
+  return l;
+}
+
+bool BrokerService::deduplicationEnabledFor(const TopicName& name) const {
+  if (auto t = policies_.topicPolicyBool(policyKey(name), "deduplicationEnabled")) return *t;
+  return policies_.deduplicationEnabled(name.namespaceName())
+      .value_or(options_.brokerDeduplicationEnabled);
+}
+
+void BrokerService::onTopicPoliciesChanged(const TopicName& name) {
+  std::string key = policyKey(name);
+  for (auto& t : topics()) {
+    if (policyKey(t->name()) != key) continue;
+    TopicPolicyLimits limits = policyLimitsOf(t->name());
+    bool dedup = deduplicationEnabledFor(t->name());
+    t->executor().execute([t, limits, dedup] {
+      t->setPolicyLimits(limits);
+      if (t->deduplication().enabled() != dedup) t->setDeduplicationEnabled(dedup);
+    });
+  }
+}
+
+bool BrokerService::allowAutoTopicCreation(const TopicName& name) const {
+  auto o = policies_.namespacePolicies(name.namespaceName()).autoTopicCreation;
+  return o ? o->allowAutoTopicCreation : options_.allowAutoTopicCreation;
 }
 
 std::vector<std::shared_ptr<PersistentTopic>> BrokerService::topics() const {
@@ -293,9 +341,14 @@ Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) 
   if (it != partitioned_.end()) return it->second;
   if (name.partitionIndex() >= 0) return 0;
   bool exists = topics_.count(name.toString()) || storedLedgers_.count(name.persistenceName());
-  if (!exists && autoCreate && options_.allowAutoTopicCreation &&
-      options_.allowAutoTopicCreationType == "partitioned") {
-    int n = std::max(1, options_.defaultNumPartitions);
+  // The namespace's autoTopicCreation override replaces the three broker settings.
+  auto override = policies_.namespacePolicies(name.namespaceName()).autoTopicCreation;
+  bool allow = override ? override->allowAutoTopicCreation : options_.allowAutoTopicCreation;
+  std::string type = override ? override->topicType : options_.allowAutoTopicCreationType;
+  int partitions = override && override->defaultNumPartitions ? *override->defaultNumPartitions
+                                                              : options_.defaultNumPartitions;
+  if (!exists && autoCreate && allow && type == "partitioned") {
+    int n = std::max(1, partitions);
     partitioned_[name.toString()] = n;
     persistMetadataLocked();
     lock.unlock();

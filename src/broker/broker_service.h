@@ -97,6 +97,16 @@ class BrokerService {
   // The namespace's deduplicationEnabled policy changed: its loaded topics switch to the new
   // value (unset: brokerDeduplicationEnabled), as Pulsar's onPoliciesUpdate. Thread: any.
   void onDeduplicationPolicyChanged(const std::string& ns);
+  // Whether a producer or consumer may auto-create `name`: the namespace's autoTopicCreation
+  // override when set, else allowAutoTopicCreation. Thread: any.
+  bool allowAutoTopicCreation(const TopicName& name) const;
+  // The topic's policies changed (PolicyRegistry::setTopicPolicy): the loaded topic, or each
+  // loaded partition of a partitioned topic, takes the new limits and deduplication setting on
+  // its executor. Thread: any.
+  void onTopicPoliciesChanged(const TopicName& name);
+  // Effective limits and deduplication of a topic: topic policy > namespace policy > broker.
+  TopicPolicyLimits policyLimitsOf(const TopicName& name) const;
+  bool deduplicationEnabledFor(const TopicName& name) const;
   // Creates "tenant/ns". Errors: kAlreadyExists.
   Status addNamespace(const std::string& ns);
   // Forgets the namespace, its partitioned-topic metadata and its policies (delete its topics

@@ -35,7 +35,9 @@ Dispatcher::Dispatcher(SubType type, storage::ManagedLedger& ledger,
                        storage::ManagedCursor& cursor, const BrokerOptions& options,
                        std::string topicName, int partitionIndex)
     : type_(type), ledger_(ledger), cursor_(cursor), options_(options),
-      topicName_(std::move(topicName)), partitionIndex_(partitionIndex) {
+      topicName_(std::move(topicName)), partitionIndex_(partitionIndex),
+      maxUnackedPerConsumer_(options.maxUnackedMessagesPerConsumer),
+      maxUnackedPerSubscription_(options.maxUnackedMessagesPerSubscription) {
   if (type_ == proto::CommandSubscribe::Key_Shared) {
     pendingHashes_.assign(kKeySharedRangeSize, {nullptr, 0});
     selector_ = std::make_unique<KeySharedSelector>(
@@ -167,7 +169,7 @@ void Dispatcher::flow(Consumer* c, uint32_t permits) {
 void Dispatcher::trackUnacked(Consumer* c, int64_t delta) {
   c->unackedMessages += delta;
   unackedMessages_ += delta;
-  int maxC = options_.maxUnackedMessagesPerConsumer;
+  int maxC = maxUnackedPerConsumer_;
   if (maxC > 0 && type_ != proto::CommandSubscribe::Exclusive &&
       type_ != proto::CommandSubscribe::Failover) {
     if (!c->blockedOnUnacked && c->unackedMessages >= maxC) {
@@ -176,7 +178,7 @@ void Dispatcher::trackUnacked(Consumer* c, int64_t delta) {
       c->blockedOnUnacked = false;
     }
   }
-  int maxS = options_.maxUnackedMessagesPerSubscription;
+  int maxS = maxUnackedPerSubscription_;
   if (maxS > 0 && !isSingleActive(type_)) {
     if (!blockedOnUnacked_ && unackedMessages_ >= maxS) {
       blockedOnUnacked_ = true;

@@ -43,6 +43,13 @@ class Dispatcher {
   ~Dispatcher();
 
   SubType type() const { return type_; }
+  // Overrides maxUnackedMessagesPerConsumer / ...PerSubscription (topic policies
+  // maxUnackedMessagesOnConsumer / OnSubscription; 0: no limit). nullopt: the broker's value.
+  void setUnackedLimits(std::optional<int> perConsumer, std::optional<int> perSubscription) {
+    maxUnackedPerConsumer_ = perConsumer.value_or(options_.maxUnackedMessagesPerConsumer);
+    maxUnackedPerSubscription_ =
+        perSubscription.value_or(options_.maxUnackedMessagesPerSubscription);
+  }
   // Errors: kBusy (ConsumerBusy) when an Exclusive subscription already has a consumer;
   // kInvalidArgument (ConsumerAssignError) for overlapping Key_Shared sticky ranges.
   Status addConsumer(const std::shared_ptr<Consumer>& c);
@@ -120,6 +127,8 @@ class Dispatcher {
   const BrokerOptions& options_;
   const std::string topicName_;
   const int partitionIndex_;
+  int maxUnackedPerConsumer_;      // messages, 0: no limit
+  int maxUnackedPerSubscription_;  // messages, 0: no limit
 
   std::vector<std::shared_ptr<Consumer>> consumers_;
   Consumer* active_ = nullptr;  // Exclusive/Failover

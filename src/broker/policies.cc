@@ -80,6 +80,7 @@ namespace {
 
 constexpr const char* kTenantsPrefix = "/admin/magnetar/tenants/";
 constexpr const char* kPoliciesPrefix = "/admin/magnetar/policies/";
+constexpr const char* kTopicPoliciesPrefix = "/admin/magnetar/topic-policies/";
 
 std::string escapeField(const std::string& v) {
   std::string out;
@@ -191,7 +192,33 @@ std::string encodePolicies(const NamespacePolicies& p) {
     f.insert(f.end(), actions.begin(), actions.end());
     out += "permission=" + joinFields(f) + "\n";
   }
+  if (p.subscriptionExpirationTimeMinutes) {
+    out += fmt::format("subscriptionExpirationTime={}\n", *p.subscriptionExpirationTimeMinutes);
+  }
+  if (const auto& a = p.autoTopicCreation) {
+    out += "autoTopicCreation=" +
+           joinFields({a->allowAutoTopicCreation ? "1" : "0", a->topicType,
+                       a->defaultNumPartitions ? std::to_string(*a->defaultNumPartitions) : ""}) +
+           "\n";
+  }
   return out;
+}
+
+std::string encodeTopicPolicies(const TopicPolicies& p) {
+  std::string out;
+  for (const auto& [name, value] : p) out += escapeField(name) + "=" + escapeField(value) + "\n";
+  return out;
+}
+
+TopicPolicies decodeTopicPolicies(const std::string& text) {
+  TopicPolicies p;
+  forEachLine(text, [&](const std::string& key, const std::vector<std::string>& f) {
+    // The value is one escaped field (its commas are escaped), so split gives one part.
+    std::string value;
+    for (size_t i = 0; i < f.size(); ++i) value += (i ? "," : "") + f[i];
+    p[unescapeField(key)] = value;
+  });
+  return p;
 }
 
 NamespacePolicies decodePolicies(const std::string& text) {
@@ -208,6 +235,14 @@ NamespacePolicies decodePolicies(const std::string& text) {
           BacklogQuota{toInt(f[1], -1), static_cast<int32_t>(toInt(f[2], -1)), f[3]};
     } else if (key == "permission" && !f.empty()) {
       p.permissions[f[0]] = std::set<std::string>(f.begin() + 1, f.end());
+    } else if (key == "subscriptionExpirationTime" && f.size() == 1) {
+      p.subscriptionExpirationTimeMinutes = static_cast<int32_t>(toInt(f[0], 0));
+    } else if (key == "autoTopicCreation" && f.size() == 3) {
+      AutoTopicCreationOverride a;
+      a.allowAutoTopicCreation = f[0] == "1";
+      a.topicType = f[1];
+      if (!f[2].empty()) a.defaultNumPartitions = static_cast<int32_t>(toInt(f[2], 1));
+      p.autoTopicCreation = a;
     }
   });
   return p;
@@ -218,6 +253,8 @@ Status PolicyRegistry::attachStore(storage::MetadataStore* store) {
   if (!tenants.isOk()) return tenants.status();
   auto policies = store->scan(kPoliciesPrefix);
   if (!policies.isOk()) return policies.status();
+  auto topicPolicies = store->scan(kTopicPoliciesPrefix);
+  if (!topicPolicies.isOk()) return topicPolicies.status();
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, value] : *tenants) {
     tenants_[storage::unescapePathComponent(key.substr(strlen(kTenantsPrefix)))] =
@@ -227,6 +264,11 @@ Status PolicyRegistry::attachStore(storage::MetadataStore* store) {
   for (const auto& [key, value] : *policies) {
     policies_[storage::unescapePathComponent(key.substr(strlen(kPoliciesPrefix)))] =
         decodePolicies(value);
+  }
+  topicPolicies_.clear();
+  for (const auto& [key, value] : *topicPolicies) {
+    topicPolicies_[storage::unescapePathComponent(key.substr(strlen(kTopicPoliciesPrefix)))] =
+        decodeTopicPolicies(value);
   }
   store_ = store;
   return Status::ok();
@@ -248,6 +290,67 @@ void PolicyRegistry::persistPoliciesLocked(const std::string& ns) {
   Status s =
       it == policies_.end() ? store_->remove(key) : store_->put(key, encodePolicies(it->second));
   if (!s.isOk()) MLOG_WARN("cannot persist policies of {}: {}", ns, s.toString());
+}
+
+void PolicyRegistry::persistTopicPoliciesLocked(const std::string& topic) {
+  if (!store_) return;
+  std::string key = kTopicPoliciesPrefix + storage::escapePathComponent(topic);
+  auto it = topicPolicies_.find(topic);
+  Status s = it == topicPolicies_.end() ? store_->remove(key)
+                                        : store_->put(key, encodeTopicPolicies(it->second));
+  if (!s.isOk()) MLOG_WARN("cannot persist topic policies of {}: {}", topic, s.toString());
+}
+
+TopicPolicies PolicyRegistry::topicPolicies(const std::string& topic) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = topicPolicies_.find(topic);
+  return it == topicPolicies_.end() ? TopicPolicies{} : it->second;
+}
+
+void PolicyRegistry::setTopicPolicy(const std::string& topic, const std::string& policy,
+                                    std::optional<std::string> jsonValue) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (jsonValue) {
+    topicPolicies_[topic][policy] = std::move(*jsonValue);
+  } else {
+    auto it = topicPolicies_.find(topic);
+    if (it == topicPolicies_.end()) return;
+    it->second.erase(policy);
+    if (it->second.empty()) topicPolicies_.erase(it);
+  }
+  persistTopicPoliciesLocked(topic);
+}
+
+void PolicyRegistry::removeTopicPolicies(const std::string& topic) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (topicPolicies_.erase(topic)) persistTopicPoliciesLocked(topic);
+}
+
+std::optional<int64_t> PolicyRegistry::topicPolicyInt(const std::string& topic,
+                                                      const std::string& policy) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = topicPolicies_.find(topic);
+  if (it == topicPolicies_.end()) return std::nullopt;
+  auto p = it->second.find(policy);
+  if (p == it->second.end() || p->second.empty()) return std::nullopt;
+  const std::string& v = p->second;
+  size_t start = v[0] == '-' ? 1 : 0;
+  if (start == v.size() || v.size() > 19 || v.find_first_not_of("0123456789", start) != v.npos) {
+    return std::nullopt;
+  }
+  return toInt(v, 0);
+}
+
+std::optional<bool> PolicyRegistry::topicPolicyBool(const std::string& topic,
+                                                    const std::string& policy) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = topicPolicies_.find(topic);
+  if (it == topicPolicies_.end()) return std::nullopt;
+  auto p = it->second.find(policy);
+  if (p == it->second.end()) return std::nullopt;
+  if (p->second == "true") return true;
+  if (p->second == "false") return false;
+  return std::nullopt;
 }
 
 }  // namespace magnetar::broker

@@ -37,6 +37,14 @@ struct BacklogQuota {
   std::string policy = "producer_request_hold";
 };
 
+// Pulsar's AutoTopicCreationOverride: replaces allowAutoTopicCreation, allowAutoTopicCreationType
+// and defaultNumPartitions for the topics of one namespace.
+struct AutoTopicCreationOverride {
+  bool allowAutoTopicCreation = true;
+  std::string topicType = "non-partitioned";  // "partitioned" | "non-partitioned"
+  std::optional<int32_t> defaultNumPartitions;  // set (>= 1) only with "partitioned"
+};
+
 // The policies of one namespace; unset optionals fall back to the broker's defaults.
 struct NamespacePolicies {
   std::optional<RetentionPolicy> retention;
@@ -46,7 +54,16 @@ struct NamespacePolicies {
   std::map<std::string, BacklogQuota> backlogQuotas;
   // role -> actions ("produce", "consume", "functions", ...).
   std::map<std::string, std::set<std::string>> permissions;
+  // Minutes without consumers after which a subscription is deleted (stored, not enforced yet).
+  std::optional<int32_t> subscriptionExpirationTimeMinutes;
+  std::optional<AutoTopicCreationOverride> autoTopicCreation;
 };
+
+// Topic-level policies (Pulsar's TopicPolicies, topicLevelPoliciesEnabled): Pulsar's policy name
+// (the REST path segment, e.g. "maxProducers", "retention") -> its value as the JSON text the
+// admin API accepted. The broker reads the numeric and boolean ones it enforces through
+// PolicyRegistry::topicPolicyInt / topicPolicyBool.
+using TopicPolicies = std::map<std::string, std::string>;
 
 // Thread-safe (one mutex); any thread.
 class PolicyRegistry {
@@ -72,7 +89,19 @@ class PolicyRegistry {
   // brokerDeduplicationEnabled applies). Read by the deduplication feature.
   std::optional<bool> deduplicationEnabled(const std::string& ns) const;
 
-  // Loads what `store` holds (keys under /admin/magnetar/tenants/ and .../policies/, replacing
+  // Topic policies of a topic ("persistent://t/ns/x"; a partition uses its partitioned topic's).
+  // Empty when none is set. removeTopicPolicies forgets all of them (topic deleted).
+  TopicPolicies topicPolicies(const std::string& topic) const;
+  // Sets (value non-empty) or removes (nullopt) one policy.
+  void setTopicPolicy(const std::string& topic, const std::string& policy,
+                      std::optional<std::string> jsonValue);
+  void removeTopicPolicies(const std::string& topic);
+  // A policy stored as a JSON integer / boolean; nullopt when unset or of another type.
+  std::optional<int64_t> topicPolicyInt(const std::string& topic, const std::string& policy) const;
+  std::optional<bool> topicPolicyBool(const std::string& topic, const std::string& policy) const;
+
+  // Loads what `store` holds (keys under /admin/magnetar/tenants/, .../policies/ and
+  // .../topic-policies/, replacing
   // the in-memory state except the built-in "public" tenant) and writes every later change
   // through to it (synchronously: call the mutators off the I/O threads). store outlives this.
   // Errors: the store's (the registry then stays in memory only).
@@ -81,10 +110,12 @@ class PolicyRegistry {
  private:
   void persistTenantLocked(const std::string& name);  // REQUIRES: mu_
   void persistPoliciesLocked(const std::string& ns);  // REQUIRES: mu_
+  void persistTopicPoliciesLocked(const std::string& topic);  // REQUIRES: mu_
 
   mutable std::mutex mu_;
   std::map<std::string, TenantInfo> tenants_;          // GUARDED_BY(mu_)
   std::map<std::string, NamespacePolicies> policies_;  // GUARDED_BY(mu_)
+  std::map<std::string, TopicPolicies> topicPolicies_;  // GUARDED_BY(mu_)
   storage::MetadataStore* store_ = nullptr;            // GUARDED_BY(mu_)
 };
 
@@ -94,5 +125,7 @@ std::string encodeTenant(const TenantInfo& t);
 TenantInfo decodeTenant(const std::string& text);
 std::string encodePolicies(const NamespacePolicies& p);
 NamespacePolicies decodePolicies(const std::string& text);
+std::string encodeTopicPolicies(const TopicPolicies& p);
+TopicPolicies decodeTopicPolicies(const std::string& text);
 
 }  // namespace magnetar::broker

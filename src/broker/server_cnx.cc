@@ -264,7 +264,7 @@ void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMe
   // that does not exist is TopicNotFound, not 0 partitions. Clients rely on it, e.g. to name
   // retry and dead-letter topics "<topic>-<sub>-RETRY" rather than the legacy "<ns>/<sub>-RETRY".
   bool autoCreate = (!c.has_metadata_auto_creation_enabled() || c.metadata_auto_creation_enabled()) &&
-                    service_.options().allowAutoTopicCreation;
+                    service_.allowAutoTopicCreation(*name);
   if (!autoCreate && !service_.topicExists(*name)) {
     send(Commands::newPartitionMetadataErrorResponse(c.request_id(), proto::TopicNotFound, ""));
     return;
@@ -304,7 +304,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
   std::string initialSubscription = c.initial_subscription_name();
   auto me = self();
   service_.getOrCreateTopic(
-      *name, service_.options().allowAutoTopicCreation,
+      *name, service_.allowAutoTopicCreation(*name),
       [me, producer, requestId, producerId, initialSubscription](
           Result<std::shared_ptr<PersistentTopic>> r) {
         if (!r.isOk()) {

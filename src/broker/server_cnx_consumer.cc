@@ -75,7 +75,7 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
   }
   req.consumer = consumer;
   consumers_[consumerId] = ConsumerRef{consumer, nullptr, c.subscription(), false, {}};
-  bool createTopic = service_.options().allowAutoTopicCreation &&
+  bool createTopic = service_.allowAutoTopicCreation(*name) &&
                      (!c.has_force_topic_creation() || c.force_topic_creation());
   auto me = self();
   service_.getOrCreateTopic(

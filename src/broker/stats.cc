@@ -69,6 +69,8 @@ SubscriptionSnapshot snapshotSubscription(Subscription& sub, storage::ManagedLed
   s.msgBacklog = sub.msgBacklog();
   s.backlogSize = estimateBytes(ml, s.msgBacklog);
   s.type = "None";
+  s.totalMsgExpired = sub.expiredCounter();
+  s.lastExpireTimestamp = sub.lastExpireTimestampMs();
   if (Dispatcher* d = sub.dispatcher()) {
     s.type = subTypeName(d->type());
     s.unackedMessages = d->unackedMessages();
@@ -91,6 +93,7 @@ SubscriptionSnapshot snapshotSubscription(Subscription& sub, storage::ManagedLed
   if (rates) {
     s.rateOut = rates->rate("s:" + s.name);
     s.msgRateRedeliver = rates->rate("r:" + s.name).msgRate;
+    s.msgRateExpired = rates->rate("x:" + s.name).msgRate;
   }
   return s;
 }
@@ -169,6 +172,7 @@ void TopicRates::update(PersistentTopic& topic, int64_t nowNs, int64_t prevTickN
     sample(next, "p:" + name, p->msgInCounter, p->bytesInCounter, nowNs, prevTickNs);
   }
   for (const auto& [name, sub] : topic.subscriptions()) {
+    sample(next, "x:" + name, sub->expiredCounter(), 0, nowNs, prevTickNs);
     Dispatcher* d = sub->dispatcher();
     if (!d) continue;
     sample(next, "s:" + name, d->stats().msgOutCounter, d->stats().bytesOutCounter, nowNs,

@@ -78,6 +78,9 @@ struct SubscriptionSnapshot {
   uint64_t msgRedeliverCounter = 0;
   RateValue rateOut;
   double msgRateRedeliver = 0;
+  uint64_t totalMsgExpired = 0;  // entries expired by admin expire-messages
+  int64_t lastExpireTimestamp = 0;  // epoch ms of the last expiry, 0: never
+  double msgRateExpired = 0;
   std::string activeConsumerName;  // Exclusive/Failover
   std::string keySharedMode;       // Key_Shared: "AUTO_SPLIT" | "STICKY"
   // Key_Shared draining (Pulsar 4's SubscriptionStats names), plus the entries held back now
@@ -141,7 +144,7 @@ class TopicRates {
   // object's previous update; an object not seen at the previous update (new since then) counts
   // from 0 at prevTickNs. A counter that went down (a recreated object) restarts from 0.
   void update(PersistentTopic& topic, int64_t nowNs, int64_t prevTickNs);
-  // The rate of key ("in", "p:<producer>", "s:<sub>", "r:<sub>" redeliveries,
+  // The rate of key ("in", "p:<producer>", "s:<sub>", "r:<sub>" redeliveries, "x:<sub>" expired,
   // "c:<sub>/<consumer address>"); zero when unknown.
   RateValue rate(const std::string& key) const;
 

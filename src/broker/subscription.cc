@@ -22,8 +22,16 @@ Status Subscription::addConsumer(const std::shared_ptr<Consumer>& c) {
   if (!dispatcher_) {
     dispatcher_ = std::make_unique<Dispatcher>(c->subType(), ledger_, cursor_, options_,
                                                topicName_, partitionIndex_);
+    dispatcher_->setUnackedLimits(maxUnackedPerConsumer_, maxUnackedPerSubscription_);
   }
   return dispatcher_->addConsumer(c);
+}
+
+void Subscription::setUnackedLimits(std::optional<int> perConsumer,
+                                    std::optional<int> perSubscription) {
+  maxUnackedPerConsumer_ = perConsumer;
+  maxUnackedPerSubscription_ = perSubscription;
+  if (dispatcher_) dispatcher_->setUnackedLimits(perConsumer, perSubscription);
 }
 
 void Subscription::removeConsumer(Consumer* c) {

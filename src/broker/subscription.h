@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,20 @@ class Subscription {
 
   int64_t msgBacklog() const { return cursor_.numberOfEntriesInBacklog(); }
 
+  // Admin expire-messages: entries the cursor moved past because they were older than asked
+  // (Pulsar's totalMsgExpired / msgRateExpired count entries the same way), and when that last
+  // happened (epoch ms, 0: never; Pulsar's lastExpireTimestamp).
+  uint64_t expiredCounter() const { return expiredCounter_; }
+  int64_t lastExpireTimestampMs() const { return lastExpireTimestampMs_; }
+  void addExpired(uint64_t entries, int64_t nowMs) {
+    expiredCounter_ += entries;
+    lastExpireTimestampMs_ = nowMs;
+  }
+
+  // Topic-policy overrides of the unacked limits, kept for dispatchers created later
+  // (Dispatcher::setUnackedLimits).
+  void setUnackedLimits(std::optional<int> perConsumer, std::optional<int> perSubscription);
+
  private:
   std::string name_;
   storage::ManagedLedger& ledger_;
@@ -55,6 +70,10 @@ class Subscription {
   int partitionIndex_;
   bool durable_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  uint64_t expiredCounter_ = 0;
+  int64_t lastExpireTimestampMs_ = 0;
+  std::optional<int> maxUnackedPerConsumer_;
+  std::optional<int> maxUnackedPerSubscription_;
 };
 
 }  // namespace magnetar::broker

@@ -99,8 +99,8 @@ void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAd
           proto::ProducerBusy, {});
     return;
   }
-  if (options_.maxProducersPerTopic > 0 &&
-      producers_.size() >= static_cast<size_t>(options_.maxProducersPerTopic)) {
+  int maxProducers = limits_.maxProducers.value_or(options_.maxProducersPerTopic);
+  if (maxProducers > 0 && producers_.size() >= static_cast<size_t>(maxProducers)) {
     added(Status::busy("Topic reached max producers limit"), proto::ProducerBusy, {});
     return;
   }
@@ -339,10 +339,11 @@ void PersistentTopic::flushPass() {
 }
 
 void PersistentTopic::subscribe(const SubscribeRequest& req, std::function<void(Status)> cb) {
-  if (options_.maxConsumersPerTopic > 0) {
+  int maxConsumers = limits_.maxConsumers.value_or(options_.maxConsumersPerTopic);
+  if (maxConsumers > 0) {
     size_t consumers = 0;
     for (auto& [_, s] : subscriptions_) consumers += s->consumerCount();
-    if (consumers >= static_cast<size_t>(options_.maxConsumersPerTopic)) {
+    if (consumers >= static_cast<size_t>(maxConsumers)) {
       cb(Status::busy("Topic reached max consumers limit"));
       return;
     }
@@ -357,8 +358,8 @@ void PersistentTopic::subscribe(const SubscribeRequest& req, std::function<void(
     cb(it->second->addConsumer(req.consumer));
     return;
   }
-  if (options_.maxSubscriptionsPerTopic > 0 &&
-      subscriptions_.size() >= static_cast<size_t>(options_.maxSubscriptionsPerTopic)) {
+  int maxSubscriptions = limits_.maxSubscriptions.value_or(options_.maxSubscriptionsPerTopic);
+  if (maxSubscriptions > 0 && subscriptions_.size() >= static_cast<size_t>(maxSubscriptions)) {
     cb(Status::notAllowed("Exceed the maximum number of subscriptions of the topic: " +
                           name_.toString()));
     return;
@@ -378,6 +379,7 @@ void PersistentTopic::subscribe(const SubscribeRequest& req, std::function<void(
                                                           options_, name_.toString(),
                                                           name_.partitionIndex(), req.durable))
                   .first->second.get();
+  sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
   if (req.durable) {
     cb(sub->addConsumer(req.consumer));
     return;
@@ -467,10 +469,20 @@ Status PersistentTopic::createSubscription(const std::string& name,
   if (subscriptions_.count(name)) return Status::alreadyExists("Subscription already exists");
   auto cursor = ledger_->openCursor(name, initial);
   if (!cursor.isOk()) return cursor.status();
-  subscriptions_.emplace(name, std::make_unique<Subscription>(name, *ledger_, **cursor, options_,
+  auto it = subscriptions_
+                .emplace(name, std::make_unique<Subscription>(name, *ledger_, **cursor, options_,
                                                               name_.toString(),
-                                                              name_.partitionIndex()));
+                                                              name_.partitionIndex()))
+                .first;
+  it->second->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
   return Status::ok();
+}
+
+void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
+  limits_ = limits;
+  for (auto& [n, sub] : subscriptions_) {
+    sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
+  }
 }
 
 void PersistentTopic::deleteLedger(storage::StatusCallback cb) {

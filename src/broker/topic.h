@@ -43,6 +43,16 @@ struct SubscribeRequest {
   std::shared_ptr<Consumer> consumer;
 };
 
+// Topic-level policy limits (Pulsar's TopicPolicies); nullopt: the namespace's or broker's value
+// applies; 0: no limit, as Pulsar.
+struct TopicPolicyLimits {
+  std::optional<int> maxProducers;
+  std::optional<int> maxConsumers;
+  std::optional<int> maxSubscriptions;
+  std::optional<int> maxUnackedOnConsumer;
+  std::optional<int> maxUnackedOnSubscription;
+};
+
 // Counters for stats; executor thread.
 struct TopicStats {
   uint64_t msgInCounter = 0;
@@ -116,6 +126,10 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
     return producers_;
   }
   const TopicStats& stats() const { return stats_; }
+  // Topic policies: replace maxProducersPerTopic, maxConsumersPerTopic, maxSubscriptionsPerTopic
+  // and the unacked limits for this topic (checked for the next producer/consumer/subscription).
+  void setPolicyLimits(const TopicPolicyLimits& limits);
+  const TopicPolicyLimits& policyLimits() const { return limits_; }
   const BrokerOptions& options() const { return options_; }
 
   // Admin terminate: later publishes fail with TopicTerminatedError, new producers are refused
@@ -162,6 +176,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void closeAllProducers();
   std::map<std::string, std::unique_ptr<Subscription>> subscriptions_;
   TopicStats stats_;
+  TopicPolicyLimits limits_;
   bool terminated_ = false;
   MessageDeduplication dedup_;
   std::unique_ptr<boost::asio::steady_timer> dedupTimer_;

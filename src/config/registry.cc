@@ -142,6 +142,11 @@ std::string_view settingNotes(std::string_view name) {
   return it == notesTable().end() ? std::string_view() : it->second;
 }
 
+namespace {
+constexpr std::string_view kCompatibilityCategory =
+    "Pulsar dynamic settings (accepted, not enforced)";
+}  // namespace
+
 bool settingEnforced(std::string_view name) {
   static const std::set<std::string_view> kNotYet = {
       "brokerServicePortTls", "webServicePortTls", "tlsCertificateFilePath", "tlsKeyFilePath",
@@ -166,7 +171,10 @@ bool settingEnforced(std::string_view name) {
       "ledgerDirectories", "journalBufferedEntriesThreshold", "journalFlushWhenQueueEmpty",
       "metadataStoreSessionTimeoutMillis", "metadataStoreOperationTimeoutSeconds",
   };
-  return kNotYet.count(name) == 0;
+  if (kNotYet.count(name)) return false;
+  // The whole compatibility section of settings.def: Pulsar's dynamic keys without a feature yet.
+  const SettingDef* def = findSetting(name);
+  return !def || def->category != kCompatibilityCategory;
 }
 
 std::string_view typeName(SettingType t) {

@@ -91,3 +91,33 @@ def test_tenants_namespaces_and_policies_survive_restart():
             broker.proc.kill()
             broker.proc.wait()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_topic_policies_and_auto_topic_creation_survive_restart():
+    workdir = tempfile.mkdtemp(prefix="magnetar-admin-restart-")
+    broker = RestartableBroker(workdir)
+    try:
+        url = broker.start()
+        topic = f"{url}/admin/v2/persistent/public/default/restart-policies"
+        assert requests.put(topic).status_code == 204
+        assert requests.post(f"{topic}/maxProducers", json=4).status_code == 204
+        assert requests.post(f"{topic}/retention", json={"retentionTimeInMinutes": 3,
+                                                         "retentionSizeInMB": 9}).status_code == 204
+        ns = f"{url}/admin/v2/namespaces/public/default"
+        body = {"allowAutoTopicCreation": False}
+        assert requests.post(f"{ns}/autoTopicCreation", json=body).status_code == 204
+        assert requests.post(f"{ns}/subscriptionExpirationTime", json=12).status_code == 204
+        broker.stop()
+        url = broker.start()
+        topic = f"{url}/admin/v2/persistent/public/default/restart-policies"
+        ns = f"{url}/admin/v2/namespaces/public/default"
+        assert requests.get(f"{topic}/maxProducers").json() == 4
+        assert requests.get(f"{topic}/retention").json() == {"retentionTimeInMinutes": 3,
+                                                             "retentionSizeInMB": 9}
+        assert requests.get(f"{ns}/autoTopicCreation").json()["allowAutoTopicCreation"] is False
+        assert requests.get(f"{ns}/subscriptionExpirationTime").json() == 12
+        broker.stop()
+    finally:
+        if broker.proc and broker.proc.poll() is None:
+            broker.proc.kill()
+        shutil.rmtree(workdir, ignore_errors=True)

@@ -92,5 +92,49 @@ TEST(PolicyRegistry, SurvivesARestartThroughTheMetadataStore) {
   EXPECT_FALSE(again.namespacePolicies("acme/x").messageTtlSeconds);
 }
 
+TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
+  storage::MemoryMetadataStore store;
+  const std::string t = "persistent://acme/a/odd,name=x%y";
+  {
+    PolicyRegistry r;
+    ASSERT_TRUE(r.attachStore(&store));
+    r.setTopicPolicy(t, "maxProducers", "3");
+    r.setTopicPolicy(t, "retention", R"({"retentionTimeInMinutes":1,"retentionSizeInMB":2})");
+    r.setTopicPolicy(t, "deduplicationEnabled", "true");
+    r.setTopicPolicy("persistent://acme/a/gone", "maxConsumers", "1");
+    r.removeTopicPolicies("persistent://acme/a/gone");
+    r.updateNamespacePolicies("acme/a", [](NamespacePolicies& p) {
+      p.subscriptionExpirationTimeMinutes = 15;
+      p.autoTopicCreation = AutoTopicCreationOverride{true, "partitioned", 3};
+    });
+  }
+  PolicyRegistry again;
+  ASSERT_TRUE(again.attachStore(&store));
+  EXPECT_EQ(again.topicPolicyInt(t, "maxProducers"), 3);
+  EXPECT_EQ(again.topicPolicyBool(t, "deduplicationEnabled"), true);
+  EXPECT_EQ(again.topicPolicies(t).at("retention"),
+            R"({"retentionTimeInMinutes":1,"retentionSizeInMB":2})");
+  EXPECT_FALSE(again.topicPolicyInt(t, "retention"));  // not an integer policy
+  EXPECT_TRUE(again.topicPolicies("persistent://acme/a/gone").empty());
+  auto ns = again.namespacePolicies("acme/a");
+  EXPECT_EQ(ns.subscriptionExpirationTimeMinutes, 15);
+  ASSERT_TRUE(ns.autoTopicCreation);
+  EXPECT_EQ(ns.autoTopicCreation->topicType, "partitioned");
+  EXPECT_EQ(ns.autoTopicCreation->defaultNumPartitions, 3);
+  again.setTopicPolicy(t, "maxProducers", std::nullopt);
+  EXPECT_FALSE(again.topicPolicyInt(t, "maxProducers"));
+  EXPECT_EQ(again.topicPolicyInt(t, "missing"), std::nullopt);
+}
+
+TEST(PolicyRegistry, TopicPolicyIntRejectsNonIntegers) {
+  PolicyRegistry r;
+  r.setTopicPolicy("persistent://t/n/x", "a", "-5");
+  r.setTopicPolicy("persistent://t/n/x", "b", "1.5");
+  r.setTopicPolicy("persistent://t/n/x", "c", "-");
+  EXPECT_EQ(r.topicPolicyInt("persistent://t/n/x", "a"), -5);
+  EXPECT_FALSE(r.topicPolicyInt("persistent://t/n/x", "b"));
+  EXPECT_FALSE(r.topicPolicyInt("persistent://t/n/x", "c"));
+}
+
 }  // namespace
 }  // namespace magnetar::broker

@@ -28,6 +28,26 @@ std::string reasonOf(const HttpResponse& r) {
   return std::string(boost::json::parse(r.body).as_object().at("reason").as_string());
 }
 
+TEST(Router, LiteralSegmentBeatsParameterWhateverTheOrder) {
+  Router r;
+  r.addSync("GET", "/admin/v2/brokers/{cluster}",
+            [](const HttpRequest&, const PathParams& p) {
+              return HttpResponse::text(p.at("cluster"));
+            });
+  r.addSync("GET", "/admin/v2/brokers/leaderBroker",
+            [](const HttpRequest&, const PathParams&) { return HttpResponse::text("leader"); });
+  r.addSync("GET", "/admin/v2/x/{a}/lit", [](const HttpRequest&, const PathParams&) {
+    return HttpResponse::text("param-first");
+  });
+  r.addSync("GET", "/admin/v2/x/lit/{b}", [](const HttpRequest&, const PathParams&) {
+    return HttpResponse::text("literal-first");
+  });
+  EXPECT_EQ(call(r, "GET", "/admin/v2/brokers/leaderBroker").body, "leader");
+  EXPECT_EQ(call(r, "GET", "/admin/v2/brokers/standalone").body, "standalone");
+  EXPECT_EQ(call(r, "GET", "/admin/v2/x/lit/lit").body, "literal-first");
+  EXPECT_EQ(call(r, "GET", "/admin/v2/x/other/lit").body, "param-first");
+}
+
 TEST(Router, MatchesLiteralsAndCapturesParams) {
   Router r;
   r.addSync(

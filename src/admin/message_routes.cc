@@ -1,0 +1,401 @@
+// Message inspection and expiry routes of /admin/v2/persistent (peek-messages, internal-info,
+// get-message-id, get-backlog-size, analyze-backlog, get-properties, expire-messages) and the
+// /admin/v2/non-persistent list and stats routes (see topic_routes.h).
+#include <fmt/format.h>
+
+#include <set>
+
+#include "admin/message_expiry.h"
+#include "admin/stats_json.h"
+#include "admin/topic_routes.h"
+#include "admin/topic_targets.h"
+#include "broker/entry_metadata.h"
+
+namespace magnetar::admin {
+namespace {
+
+namespace json = boost::json;
+using broker::PersistentTopic;
+using broker::TopicName;
+using storage::Position;
+using TopicPtr = std::shared_ptr<PersistentTopic>;
+using StatusCb = std::function<void(Status)>;
+
+const std::string kTopicPath = "/admin/v2/persistent/{tenant}/{namespace}/{topic}";
+const std::string kSubPath = kTopicPath + "/subscription/{subscription}";
+
+// 405 with `message` when `name` is a partitioned topic (Pulsar refuses these per partition
+// operations there); true when the caller may go on.
+bool refusePartitioned(const AdminContext* ctx, const TopicName& name, const char* message,
+                       const Respond& respond) {
+  Result<int> n = ctx->service.partitionsOf(name, false);
+  if (n.isOk() && *n > 0) {
+    respond(HttpResponse::error(405, message));
+    return false;
+  }
+  return true;
+}
+
+std::function<void(std::vector<Status>)> answerStatuses(Respond respond, const char* notFound) {
+  return [respond, notFound](std::vector<Status> all) {
+    Status s = combineStatuses(all);
+    if (s.code() == StatusCode::kNotFound) return respond(HttpResponse::error(404, notFound));
+    respond(s ? noContent() : errorResponse(s));
+  };
+}
+
+// The n-th (1-based) entry after the mark-delete position that is not acknowledged (Pulsar's
+// asyncGetNthEntry with IndividualDeletedEntries.Exclude); nullopt past the end.
+std::optional<Position> nthUnacked(storage::ManagedLedger& ml, storage::ManagedCursor& cur,
+                                   int64_t n) {
+  Position lac = ml.lastConfirmedEntry();
+  int64_t seen = 0;
+  for (Position p = ml.nextValidPosition(cur.markDeletedPosition()); p <= lac && p.entryId >= 0;
+       p = ml.nextValidPosition(p)) {
+    if (cur.isAcknowledged(p)) continue;
+    if (++seen == n) return p;
+  }
+  return std::nullopt;
+}
+
+void addPeekRoute(Router& r, const AdminContext* ctx) {
+  addTopicRoute(
+      r, "GET", kSubPath + "/position/{n}",
+      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+        auto n = parseDecimal(p.at("n"));
+        if (!n) return respond(HttpResponse::error(412, "Invalid message position: " + p.at("n")));
+        if (!refusePartitioned(ctx, name, "Peek messages on a partitioned topic is not allowed",
+                               respond)) {
+          return;
+        }
+        int64_t nth = std::max<int64_t>(1, *n);  // Pulsar treats positions below 1 as 1
+        std::string sub = p.at("subscription");
+        withTopic(*ctx, name, respond, [respond, sub, nth](TopicPtr t) {
+          broker::Subscription* s = t->subscription(sub);
+          if (!s) return respond(HttpResponse::error(404, "Subscription not found"));
+          auto pos = nthUnacked(t->ledger(), s->cursor(), nth);
+          if (!pos) return respond(HttpResponse::error(404, "Message not found"));
+          t->ledger().asyncReadEntries(
+              *pos, 1, 1, [t, pos, respond](Status st, std::vector<storage::Entry> es) {
+                if (!st.isOk()) return respond(errorResponse(st));
+                if (es.empty() || es.front().position != *pos) {
+                  return respond(HttpResponse::error(404, "Message not found"));
+                }
+                respond(messageResponse(es.front()));
+              });
+        });
+      });
+}
+
+// Pulsar's ManagedLedgerInfo (what Magnetar tracks of it: ledgers, terminated position, cursors
+// with their mark-delete position and acknowledged ranges).
+json::object managedLedgerInfoJson(PersistentTopic& t) {
+  broker::InternalStatsSnapshot s = broker::snapshotInternalStats(t);
+  auto pos = [](Position p) {
+    return json::object{{"ledgerId", p.ledgerId}, {"entryId", p.entryId}};
+  };
+  json::array ledgers;
+  for (const auto& l : s.ledgers) {
+    ledgers.emplace_back(json::object{
+        {"ledgerId", l.ledgerId}, {"entries", l.entries}, {"size", l.sizeBytes},
+        {"isOffloaded", false}});
+  }
+  json::object cursors;
+  for (const auto& c : s.cursors) {
+    json::array ranges;
+    for (const auto& [from, to] : c.individuallyDeleted) {
+      ranges.emplace_back(json::object{{"from", pos(from)}, {"to", pos(to)}, {"offloaded", false}});
+    }
+    cursors[c.name] = json::object{{"markDelete", pos(c.markDeletePosition)},
+                                   {"individualDeletedMessages", std::move(ranges)},
+                                   {"properties", json::object{}}};
+  }
+  json::object o{{"ledgers", std::move(ledgers)}, {"cursors", std::move(cursors)},
+                 {"properties", json::object{}}};
+  if (t.isTerminated()) o["terminatedPosition"] = pos(s.lastConfirmedEntry);
+  return o;
+}
+
+void addInspectRoutes(Router& r, const AdminContext* ctx) {
+  addTopicRoute(
+      r, "GET", kTopicPath + "/internal-info",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+        Result<int> n = ctx->service.partitionsOf(name, false);
+        bool partitioned = n.isOk() && *n > 0;
+        int count = partitioned ? *n : 0;
+        onEachTarget<json::value>(
+            ctx, name, false, json::value(nullptr), respond,
+            [](TopicPtr t, std::function<void(json::value)> reply) {
+              reply(managedLedgerInfoJson(*t));
+            },
+            [respond, name, partitioned, count](std::vector<json::value> all) {
+              if (!partitioned) return respond(jsonResponse(all.front()));
+              json::object parts;  // Pulsar: partition name -> its ManagedLedgerInfo
+              for (int i = 0; i < count; ++i) {
+                if (!all[i].is_null()) parts[name.partition(i).toString()] = std::move(all[i]);
+              }
+              respond(jsonResponse(parts));
+            });
+      });
+  addTopicRoute(
+      r, "GET", kTopicPath + "/messageid/{timestamp}",
+      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+        auto ts = parseDecimal(p.at("timestamp"));
+        if (!ts) {
+          return respond(HttpResponse::error(412, "Invalid timestamp: " + p.at("timestamp")));
+        }
+        if (!refusePartitioned(ctx, name,
+                               "Get message ID by timestamp on a partitioned topic is not allowed, "
+                               "please try do it on specific topic partition",
+                               respond)) {
+          return;
+        }
+        withTopic(*ctx, name, respond, [ctx, respond, ts](TopicPtr t) {
+          ctx->service.findPositionByPublishTime(
+              t, static_cast<uint64_t>(*ts), [t, respond](Position pos) {
+                if (pos > t->ledger().lastConfirmedEntry() || pos.entryId < 0) {
+                  return respond(HttpResponse::error(404, "Message ID not found"));
+                }
+                respond(jsonResponse(json::object{{"ledgerId", pos.ledgerId},
+                                                  {"entryId", pos.entryId},
+                                                  {"partitionIndex", t->name().partitionIndex()}}));
+              });
+        });
+      });
+  addTopicRoute(
+      r, "PUT", kTopicPath + "/backlogSize",
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+        HttpResponse err;
+        auto id = parseMessageIdBody(req, &err);
+        if (!id) return respond(err);
+        if (!refusePartitioned(ctx, name, "Get backlog size is not allowed on a partitioned topic.",
+                               respond)) {
+          return;
+        }
+        Position from = id->position;
+        withTopic(*ctx, name, respond, [respond, from](TopicPtr t) {
+          respond(jsonResponse(estimatedBacklogSize(t->ledger().ledgerStats(), from)));
+        });
+      });
+  addTopicRoute(
+      r, "GET", kTopicPath + "/properties",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+        Result<int> n = ctx->service.partitionsOf(name, false);
+        if (n.isOk() && *n > 0) return respond(jsonResponse(json::object{}));
+        // Magnetar topics carry no properties (PUT with a properties body is not kept yet).
+        withTopic(*ctx, name, respond,
+                  [respond](TopicPtr) { respond(jsonResponse(json::object{})); });
+      });
+}
+
+// Counts the entries and messages from `from` to the end, at most kMaxScannedEntries entries.
+struct BacklogScan : std::enable_shared_from_this<BacklogScan> {
+  TopicPtr topic;
+  std::string sub;
+  int64_t entries = 0;
+  int64_t messages = 0;
+  bool aborted = false;
+  Respond respond;
+
+  void step(Position from) {
+    auto& ml = topic->ledger();
+    if (from > ml.lastConfirmedEntry() || from.entryId < 0) return finish();
+    if (entries >= broker::kMaxScannedEntries) {
+      aborted = true;
+      return finish();
+    }
+    auto self = shared_from_this();
+    int batch = static_cast<int>(std::min<int64_t>(1000, broker::kMaxScannedEntries - entries));
+    ml.asyncReadEntries(from, batch, 64 << 20, [self](Status s, std::vector<storage::Entry> es) {
+      if (!s.isOk()) return self->respond(errorResponse(s));
+      if (es.empty()) return self->finish();
+      broker::Subscription* sub = self->topic->subscription(self->sub);
+      for (auto& e : es) {
+        if (sub && sub->cursor().isAcknowledged(e.position)) continue;
+        broker::EntryMetadataPeek md;
+        int n = broker::peekEntryMetadata(e.data.view(), &md).isOk() ? md.numMessagesInBatch : 1;
+        self->entries += 1;
+        self->messages += std::max(1, n);
+      }
+      self->step(self->topic->ledger().nextValidPosition(es.back().position));
+    });
+  }
+
+  void finish() {
+    // No entry filters in Magnetar: every entry is accepted.
+    respond(jsonResponse(json::object{{"entries", entries},
+                                      {"messages", messages},
+                                      {"filterRejectedEntries", 0},
+                                      {"filterAcceptedEntries", entries},
+                                      {"filterRescheduledEntries", 0},
+                                      {"filterRejectedMessages", 0},
+                                      {"filterAcceptedMessages", messages},
+                                      {"filterRescheduledMessages", 0},
+                                      {"aborted", aborted}}));
+  }
+};
+
+void addAnalyzeBacklogRoute(Router& r, const AdminContext* ctx) {
+  addTopicRoute(
+      r, "POST", kSubPath + "/analyzeBacklog",
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name, Respond respond) {
+        std::optional<Position> start;
+        if (!req.body.empty()) {
+          HttpResponse err;
+          auto id = parseMessageIdBody(req, &err);
+          if (!id) return respond(err);
+          start = id->position;
+        }
+        if (!refusePartitioned(ctx, name,
+                               "Analyze backlog on a partitioned topic is not allowed", respond)) {
+          return;
+        }
+        std::string sub = p.at("subscription");
+        withTopic(*ctx, name, respond, [respond, sub, start](TopicPtr t) {
+          broker::Subscription* s = t->subscription(sub);
+          if (!s) return respond(HttpResponse::error(404, "Subscription not found"));
+          auto scan = std::make_shared<BacklogScan>();
+          scan->topic = t;
+          scan->sub = sub;
+          scan->respond = respond;
+          scan->step(start ? *start
+                           : t->ledger().nextValidPosition(s->cursor().markDeletedPosition()));
+        });
+      });
+}
+
+// The durable subscriptions of a topic.
+std::vector<std::string> durableSubscriptions(PersistentTopic& t) {
+  std::vector<std::string> out;
+  for (const auto& [n, s] : t.subscriptions()) {
+    if (s->durable()) out.push_back(n);
+  }
+  return out;
+}
+
+void addExpireRoutes(Router& r, const AdminContext* ctx) {
+  addTopicRoute(
+      r, "POST", kSubPath + "/expireMessages/{expireTimeInSeconds}",
+      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+        auto ttl = parseDecimal(p.at("expireTimeInSeconds"));
+        if (!ttl) {
+          return respond(HttpResponse::error(
+              412, "Invalid expire time in seconds: " + p.at("expireTimeInSeconds")));
+        }
+        int64_t seconds = *ttl;
+        std::string sub = p.at("subscription");
+        onEachTarget<Status>(
+            ctx, name, false, Status::notFound(""), respond,
+            [sub, seconds](TopicPtr t, StatusCb reply) { expireByTime(t, sub, seconds, reply); },
+            answerStatuses(respond, "Subscription not found"));
+      });
+  addTopicRoute(
+      r, "POST", kSubPath + "/expireMessages",
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name, Respond respond) {
+        HttpResponse err;
+        auto id = parseMessageIdBody(req, &err);
+        if (!id) return respond(err);
+        if (!refusePartitioned(ctx, name,
+                               "Expire message at given position is not supported for "
+                               "partitioned-topic",
+                               respond)) {
+          return;
+        }
+        std::string sub = p.at("subscription");
+        MessageIdBody body = *id;
+        withTopic(*ctx, name, respond, [respond, sub, body](TopicPtr t) {
+          Position upTo = body.position;
+          if (body.isExcluded) {
+            upTo = previousPosition(t->ledger().ledgerStats(), upTo);
+          }
+          expireUpTo(t, sub, upTo, [respond](Status s) {
+            if (s.code() == StatusCode::kNotFound) {
+              return respond(HttpResponse::error(404, "Subscription not found"));
+            }
+            respond(s ? noContent() : errorResponse(s));
+          });
+        });
+      });
+  addTopicRoute(
+      r, "POST", kTopicPath + "/all_subscription/expireMessages/{expireTimeInSeconds}",
+      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+        auto ttl = parseDecimal(p.at("expireTimeInSeconds"));
+        if (!ttl) {
+          return respond(HttpResponse::error(
+              412, "Invalid expire time in seconds: " + p.at("expireTimeInSeconds")));
+        }
+        int64_t seconds = *ttl;
+        onEachTarget<Status>(
+            ctx, name, false, Status::ok(), respond,
+            [seconds](TopicPtr t, StatusCb reply) {
+              auto subs = durableSubscriptions(*t);
+              auto gather = Gather<Status>::create(subs.size(), [reply](std::vector<Status> all) {
+                reply(combineStatuses(all));
+              });
+              for (size_t i = 0; i < subs.size(); ++i) {
+                expireByTime(t, subs[i], seconds, [gather, i](Status s) { gather->set(i, s); });
+              }
+            },
+            answerStatuses(respond, "Topic not found"));
+      });
+}
+
+// Magnetar has no non-persistent topics: the lists are empty and a topic is never found (what
+// Pulsar answers for a namespace without non-persistent topics).
+void addNonPersistentRoutes(Router& r, const AdminContext* ctx) {
+  for (const char* suffix : {"", "/partitioned"}) {
+    r.addSync("GET", std::string("/admin/v2/non-persistent/{tenant}/{namespace}") + suffix,
+              [ctx](const HttpRequest&, const PathParams& p) {
+                HttpResponse err;
+                if (!namespaceFromParams(*ctx, p, &err)) return err;
+                return jsonResponse(json::array{});
+              });
+  }
+  for (const char* suffix : {"/stats", "/partitioned-stats", "/internalStats", "/partitions"}) {
+    r.addSync("GET", std::string("/admin/v2/non-persistent/{tenant}/{namespace}/{topic}") + suffix,
+              [ctx, suffix](const HttpRequest&, const PathParams& p) {
+                HttpResponse err;
+                if (!namespaceFromParams(*ctx, p, &err)) return err;
+                if (std::string_view(suffix) == "/partitions") {
+                  return jsonResponse(json::object{{"partitions", 0}, {"deleted", false}});
+                }
+                return HttpResponse::error(404, "Topic not found");
+              });
+  }
+}
+
+}  // namespace
+
+int64_t estimatedBacklogSize(const std::vector<storage::LedgerStats>& ledgers, Position from) {
+  int64_t total = 0;
+  for (const auto& l : ledgers) {
+    if (l.ledgerId > from.ledgerId) {
+      total += l.sizeBytes;
+    } else if (l.ledgerId == from.ledgerId && l.entries > 0) {
+      int64_t remaining = std::clamp<int64_t>(l.entries - std::max<int64_t>(0, from.entryId), 0,
+                                              l.entries);
+      total += l.sizeBytes * remaining / l.entries;
+    }
+  }
+  return total;
+}
+
+Position previousPosition(const std::vector<storage::LedgerStats>& ledgers, Position p) {
+  if (p.entryId > 0) return Position{p.ledgerId, p.entryId - 1};
+  Position prev{-1, -1};
+  for (const auto& l : ledgers) {
+    if (l.ledgerId >= p.ledgerId) break;
+    if (l.entries > 0) prev = Position{l.ledgerId, l.entries - 1};
+  }
+  return prev;
+}
+
+void addMessageRoutes(Router& router, const AdminContext& ctx) {
+  addPeekRoute(router, &ctx);
+  addInspectRoutes(router, &ctx);
+  addAnalyzeBacklogRoute(router, &ctx);
+  addExpireRoutes(router, &ctx);
+  addNonPersistentRoutes(router, &ctx);
+}
+
+}  // namespace magnetar::admin

@@ -1,0 +1,490 @@
+#include "admin/topic_policy_routes.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+#include "admin/topic_targets.h"
+
+namespace magnetar::admin {
+namespace {
+
+namespace json = boost::json;
+using broker::TopicName;
+
+const std::string kTopicPath = "/admin/v2/persistent/{tenant}/{namespace}/{topic}";
+
+// A broker setting as JSON (number or text), or `fallback` when Magnetar does not declare it.
+json::value setting(const AdminContext& ctx, const char* key, json::value fallback) {
+  auto v = ctx.config->getString(key);
+  if (!v.isOk()) return fallback;
+  boost::system::error_code ec;
+  json::value parsed = json::parse(*v, ec);
+  if (!ec && (parsed.is_number() || parsed.is_bool())) return parsed;
+  return json::value(*v);
+}
+
+bool isInt(const json::value& v) { return v.is_int64() || v.is_uint64(); }
+
+// "" when v is a JSON integer >= 0, else `message`.
+std::string nonNegativeInt(const json::value& v, const std::string& message) {
+  return isInt(v) && v.to_number<int64_t>() >= 0 && v.to_number<int64_t>() <= INT32_MAX ? ""
+                                                                                        : message;
+}
+
+using Validate = std::function<std::string(json::value&)>;  // may normalize the value
+using Fallback = std::function<json::value(const AdminContext&, const std::string& ns)>;
+
+struct Spec {
+  std::string name;
+  Validate validate;
+  Fallback fallback;
+};
+
+Validate intPolicy(const std::string& field) {
+  return [field](json::value& v) { return nonNegativeInt(v, field + " must be 0 or more"); };
+}
+
+Fallback brokerSetting(const char* key, json::value dflt) {
+  return [key, dflt](const AdminContext& ctx, const std::string&) {
+    return setting(ctx, key, dflt);
+  };
+}
+
+// Reads an object body's fields with defaults; error text when a field has the wrong type.
+std::string objectFields(json::value& v, const std::vector<std::pair<std::string, json::value>>&
+                                             fields) {
+  if (!v.is_object()) return "The body must be a JSON object";
+  json::object out;
+  for (const auto& [name, dflt] : fields) {
+    const json::value* f = v.as_object().if_contains(name);
+    if (!f || f->is_null()) {
+      out[name] = dflt;
+      continue;
+    }
+    bool ok = dflt.is_bool() ? f->is_bool() : dflt.is_double() ? f->is_number()
+                             : dflt.is_string() || dflt.is_null() ? f->is_string() || f->is_number()
+                                                                  : isInt(*f);
+    if (!ok) return "Invalid value for field " + name;
+    out[name] = dflt.is_double() ? json::value(f->to_number<double>()) : *f;
+  }
+  v = std::move(out);
+  return "";
+}
+
+const std::vector<Spec>& specs() {
+  static const std::vector<Spec> kSpecs = {
+      {"retention",
+       [](json::value& v) {
+         std::string e = objectFields(v, {{"retentionTimeInMinutes", 0}, {"retentionSizeInMB", 0}});
+         if (!e.empty()) return e;
+         int64_t t = v.at("retentionTimeInMinutes").to_number<int64_t>();
+         int64_t s = v.at("retentionSizeInMB").to_number<int64_t>();
+         if (t < -1 || s < -1 || (t == 0) != (s == 0)) {
+           return std::string(
+               "Invalid retention policy: size and time must both be zero or both non-zero "
+               "(-1: unlimited)");
+         }
+         return std::string();
+       },
+       [](const AdminContext& ctx, const std::string& ns) -> json::value {
+         if (auto r = ctx.service.policies().namespacePolicies(ns).retention) {
+           return json::object{{"retentionTimeInMinutes", r->retentionTimeInMinutes},
+                               {"retentionSizeInMB", r->retentionSizeInMB}};
+         }
+         return json::object{
+             {"retentionTimeInMinutes", setting(ctx, "defaultRetentionTimeInMinutes", 0)},
+             {"retentionSizeInMB", setting(ctx, "defaultRetentionSizeInMB", 0)}};
+       }},
+      {"messageTTL",
+       [](json::value& v) { return nonNegativeInt(v, "Invalid value for message TTL"); },
+       [](const AdminContext& ctx, const std::string& ns) -> json::value {
+         if (auto t = ctx.service.policies().namespacePolicies(ns).messageTtlSeconds) return *t;
+         return setting(ctx, "ttlDurationDefaultInSeconds", 0);
+       }},
+      {"maxProducers", intPolicy("maxProducers"), brokerSetting("maxProducersPerTopic", 0)},
+      {"maxConsumers", intPolicy("maxConsumers"), brokerSetting("maxConsumersPerTopic", 0)},
+      {"maxUnackedMessagesOnConsumer", intPolicy("maxUnackedNum"),
+       brokerSetting("maxUnackedMessagesPerConsumer", 50000)},
+      {"maxUnackedMessagesOnSubscription", intPolicy("maxUnackedNum"),
+       brokerSetting("maxUnackedMessagesPerSubscription", 200000)},
+      {"maxSubscriptionsPerTopic", intPolicy("maxSubscriptionsPerTopic"),
+       brokerSetting("maxSubscriptionsPerTopic", 0)},
+      {"deduplicationEnabled",
+       [](json::value& v) { return v.is_bool() ? "" : "The body must be true or false"; },
+       [](const AdminContext& ctx, const std::string& ns) -> json::value {
+         if (auto d = ctx.service.policies().deduplicationEnabled(ns)) return *d;
+         return setting(ctx, "brokerDeduplicationEnabled", false);
+       }},
+      {"delayedDelivery",
+       [](json::value& v) {
+         return objectFields(v, {{"tickTime", 1000}, {"active", true},
+                                 {"maxDeliveryDelayInMillis", 0}});
+       },
+       [](const AdminContext& ctx, const std::string&) -> json::value {
+         return json::object{
+             {"tickTime", setting(ctx, "delayedDeliveryTickTimeMillis", 1000)},
+             {"active", setting(ctx, "delayedDeliveryEnabled", true)},
+             {"maxDeliveryDelayInMillis", setting(ctx, "delayedDeliveryMaxDelayInMillis", 0)}};
+       }},
+      {"compactionThreshold",
+       [](json::value& v) {
+         return isInt(v) && v.to_number<int64_t>() >= 0 ? ""
+                                                        : "compactionThreshold must be 0 or more";
+       },
+       brokerSetting("brokerServiceCompactionThresholdInBytes", 0)},
+      {"inactiveTopicPolicies",
+       [](json::value& v) {
+         std::string e =
+             objectFields(v, {{"inactiveTopicDeleteMode", "delete_when_no_subscriptions"},
+                              {"maxInactiveDurationSeconds", 0},
+                              {"deleteWhileInactive", false}});
+         if (!e.empty()) return e;
+         static const std::set<std::string> kModes = {"delete_when_no_subscriptions",
+                                                      "delete_when_subscriptions_caught_up"};
+         const json::value& m = v.at("inactiveTopicDeleteMode");
+         if (!m.is_string() || !kModes.count(std::string(m.as_string()))) {
+           return std::string("Invalid inactiveTopicDeleteMode");
+         }
+         return std::string();
+       },
+       [](const AdminContext& ctx, const std::string&) -> json::value {
+         return json::object{
+             {"inactiveTopicDeleteMode",
+              setting(ctx, "brokerDeleteInactiveTopicsMode", "delete_when_no_subscriptions")},
+             {"maxInactiveDurationSeconds",
+              setting(ctx, "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds",
+                      setting(ctx, "brokerDeleteInactiveTopicsFrequencySeconds", 60))},
+             {"deleteWhileInactive", setting(ctx, "brokerDeleteInactiveTopicsEnabled", true)}};
+       }},
+      {"persistence",
+       [](json::value& v) {
+         std::string e = objectFields(v, {{"bookkeeperEnsemble", 0},
+                                          {"bookkeeperWriteQuorum", 0},
+                                          {"bookkeeperAckQuorum", 0},
+                                          {"managedLedgerMaxMarkDeleteRate", 0.0}});
+         if (!e.empty()) return e;
+         int64_t en = v.at("bookkeeperEnsemble").to_number<int64_t>();
+         int64_t w = v.at("bookkeeperWriteQuorum").to_number<int64_t>();
+         int64_t a = v.at("bookkeeperAckQuorum").to_number<int64_t>();
+         if (en <= 0 || w <= 0 || a <= 0 || en < w || w < a) {
+           return fmt::format("Bookkeeper Ensemble ({}) >= WriteQuorum ({}) >= AckQuoru ({})", en,
+                              w, a);
+         }
+         return std::string();
+       },
+       [](const AdminContext& ctx, const std::string&) -> json::value {
+         return json::object{
+             {"bookkeeperEnsemble", setting(ctx, "managedLedgerDefaultEnsembleSize", 2)},
+             {"bookkeeperWriteQuorum", setting(ctx, "managedLedgerDefaultWriteQuorum", 2)},
+             {"bookkeeperAckQuorum", setting(ctx, "managedLedgerDefaultAckQuorum", 2)},
+             {"managedLedgerMaxMarkDeleteRate",
+              setting(ctx, "managedLedgerDefaultMarkDeleteRateLimit", 1.0)}};
+       }},
+  };
+  return kSpecs;
+}
+
+// Topic policies are set on a topic (or a partitioned topic), never on one partition; the topic
+// must exist. Returns the registry key, or answers the error itself.
+std::optional<std::string> policyTarget(const AdminContext* ctx, const TopicName& name,
+                                        const Respond& respond) {
+  if (name.partitionIndex() >= 0) {
+    respond(HttpResponse::error(412, "Not allowed to set/get topic policy for a partition"));
+    return std::nullopt;
+  }
+  if (!ctx->service.namespaceExists(name.namespaceName())) {
+    respond(HttpResponse::error(404, "Namespace does not exist"));
+    return std::nullopt;
+  }
+  if (!ctx->service.topicExists(name)) {
+    respond(HttpResponse::error(404, "Topic not found"));
+    return std::nullopt;
+  }
+  return name.toString();
+}
+
+std::optional<json::value> stored(const AdminContext* ctx, const std::string& topic,
+                                  const std::string& policy) {
+  auto all = ctx->service.policies().topicPolicies(topic);
+  auto it = all.find(policy);
+  if (it == all.end()) return std::nullopt;
+  boost::system::error_code ec;
+  json::value v = json::parse(it->second, ec);
+  if (ec) return std::nullopt;
+  return v;
+}
+
+void setPolicy(const AdminContext* ctx, const TopicName& name, const std::string& policy,
+               std::optional<json::value> v) {
+  ctx->service.policies().setTopicPolicy(
+      name.toString(), policy, v ? std::optional(json::serialize(*v)) : std::nullopt);
+  ctx->service.onTopicPoliciesChanged(name);
+}
+
+void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
+  std::string path = kTopicPath + "/" + spec.name;
+  addTopicRoute(r, "GET", path,
+                [ctx, spec](const HttpRequest& req, const PathParams&, const TopicName& name,
+                            Respond respond) {
+                  auto key = policyTarget(ctx, name, respond);
+                  if (!key) return;
+                  if (auto v = stored(ctx, *key, spec.name)) return respond(jsonResponse(*v));
+                  if (queryFlag(req, "applied")) {
+                    return respond(jsonResponse(spec.fallback(*ctx, name.namespaceName())));
+                  }
+                  respond(noContent());
+                });
+  addTopicRoute(r, "POST", path,
+                [ctx, spec](const HttpRequest& req, const PathParams&, const TopicName& name,
+                            Respond respond) {
+                  json::value v;
+                  if (spec.name == "messageTTL") {
+                    // Pulsar takes the topic TTL as ?messageTTL=N; without it the policy is
+                    // removed.
+                    auto q = queryParam(req, "messageTTL");
+                    if (!q) {
+                      if (!policyTarget(ctx, name, respond)) return;
+                      setPolicy(ctx, name, spec.name, std::nullopt);
+                      return respond(noContent());
+                    }
+                    boost::system::error_code ec;
+                    v = json::parse(*q, ec);
+                    if (ec) {
+                      return respond(HttpResponse::error(412, "Invalid value for message TTL"));
+                    }
+                  } else {
+                    HttpResponse err;
+                    auto body = parseJsonBody(req, &err);
+                    if (!body) return respond(err);
+                    v = std::move(*body);
+                  }
+                  std::string bad = spec.validate(v);
+                  if (!bad.empty()) return respond(HttpResponse::error(412, bad));
+                  if (!policyTarget(ctx, name, respond)) return;
+                  setPolicy(ctx, name, spec.name, std::move(v));
+                  respond(noContent());
+                });
+  addTopicRoute(r, "DELETE", path,
+                [ctx, spec](const HttpRequest&, const PathParams&, const TopicName& name,
+                            Respond respond) {
+                  if (!policyTarget(ctx, name, respond)) return;
+                  setPolicy(ctx, name, spec.name, std::nullopt);
+                  respond(noContent());
+                });
+}
+
+const std::set<std::string> kQuotaTypes = {"destination_storage", "message_age"};
+const std::set<std::string> kQuotaPolicies = {"producer_request_hold", "producer_exception",
+                                              "consumer_backlog_eviction"};
+
+void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
+  addTopicRoute(
+      r, "GET", kTopicPath + "/backlogQuotaMap",
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+        auto key = policyTarget(ctx, name, respond);
+        if (!key) return;
+        json::object out;
+        for (const auto& type : kQuotaTypes) {
+          if (auto v = stored(ctx, *key, "backlogQuota/" + type)) out[type] = *v;
+        }
+        if (out.empty() && queryFlag(req, "applied")) {
+          for (const auto& [type, q] : ctx->service.policies()
+                                           .namespacePolicies(name.namespaceName())
+                                           .backlogQuotas) {
+            out[type] = json::object{
+                {"limitSize", q.limitSize}, {"limitTime", q.limitTime}, {"policy", q.policy}};
+          }
+          if (out.empty()) {
+            out["destination_storage"] = json::object{
+                {"limitSize", setting(*ctx, "backlogQuotaDefaultLimitBytes", -1)},
+                {"limitTime", setting(*ctx, "backlogQuotaDefaultLimitSecond", -1)},
+                {"policy",
+                 setting(*ctx, "backlogQuotaDefaultRetentionPolicy", "producer_request_hold")}};
+          }
+        }
+        respond(jsonResponse(out));
+      });
+  addTopicRoute(
+      r, "POST", kTopicPath + "/backlogQuota",
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+        std::string type = queryParam(req, "backlogQuotaType").value_or("destination_storage");
+        if (!kQuotaTypes.count(type)) {
+          return respond(HttpResponse::error(412, "Unknown backlogQuotaType: " + type));
+        }
+        HttpResponse err;
+        auto v = parseJsonBody(req, &err);
+        if (!v) return respond(err);
+        if (v->is_object() && !v->as_object().contains("limitSize") &&
+            v->as_object().contains("limit")) {
+          v->as_object()["limitSize"] = v->as_object()["limit"];  // Pulsar's older field name
+        }
+        std::string bad = objectFields(
+            *v, {{"limitSize", -1}, {"limitTime", -1}, {"policy", "producer_request_hold"}});
+        if (bad.empty() && (!v->at("policy").is_string() ||
+                            !kQuotaPolicies.count(std::string(v->at("policy").as_string())))) {
+          bad = "Unknown backlog quota policy";
+        }
+        if (!bad.empty()) return respond(HttpResponse::error(412, bad));
+        if (!policyTarget(ctx, name, respond)) return;
+        setPolicy(ctx, name, "backlogQuota/" + type, std::move(*v));
+        respond(noContent());
+      });
+  addTopicRoute(
+      r, "DELETE", kTopicPath + "/backlogQuota",
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+        std::string type = queryParam(req, "backlogQuotaType").value_or("destination_storage");
+        if (!kQuotaTypes.count(type)) {
+          return respond(HttpResponse::error(412, "Unknown backlogQuotaType: " + type));
+        }
+        if (!policyTarget(ctx, name, respond)) return;
+        setPolicy(ctx, name, "backlogQuota/" + type, std::nullopt);
+        respond(noContent());
+      });
+}
+
+// --- namespace routes ---------------------------------------------------------------------------
+
+using NsFn =
+    std::function<HttpResponse(const HttpRequest&, const PathParams&, const std::string& ns)>;
+void addNs(Router& r, const AdminContext* ctx, const char* method, const std::string& suffix,
+           NsFn fn) {
+  r.addSync(method, "/admin/v2/namespaces/{tenant}/{namespace}/" + suffix,
+            [ctx, fn = std::move(fn)](const HttpRequest& req, const PathParams& p) {
+              HttpResponse err;
+              auto ns = namespaceFromParams(*ctx, p, &err);
+              if (!ns) return err;
+              return fn(req, p, *ns);
+            });
+}
+
+json::object autoTopicCreationJson(const broker::AutoTopicCreationOverride& a) {
+  json::object o{{"allowAutoTopicCreation", a.allowAutoTopicCreation}, {"topicType", a.topicType}};
+  if (a.defaultNumPartitions) o["defaultNumPartitions"] = *a.defaultNumPartitions;
+  return o;
+}
+
+void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
+  r.add("PUT", "/admin/v2/namespaces/{tenant}/{namespace}/unload",
+        [ctx](const HttpRequest&, const PathParams& p, Respond respond) {
+          HttpResponse err;
+          auto ns = namespaceFromParams(*ctx, p, &err);
+          if (!ns) return respond(err);
+          std::vector<std::shared_ptr<broker::PersistentTopic>> topics;
+          for (auto& t : ctx->service.topics()) {
+            if (t->name().namespaceName() == *ns) topics.push_back(t);
+          }
+          auto gather = Gather<int>::create(
+              topics.size(), [respond](std::vector<int>) { respond(noContent()); });
+          for (size_t i = 0; i < topics.size(); ++i) {
+            auto t = topics[i];
+            t->executor().execute([t, gather, i] {
+              t->disconnectClients();
+              gather->set(i, 0);
+            });
+          }
+        });
+  addNs(r, ctx, "GET", "replication",
+        [ctx](const HttpRequest&, const PathParams&, const std::string&) {
+          return jsonResponse(json::array{json::string(ctx->config->clusterName())});
+        });
+  auto& reg = ctx->service.policies();
+  addNs(r, ctx, "GET", "subscriptionExpirationTime",
+        [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+          auto v = reg.namespacePolicies(ns).subscriptionExpirationTimeMinutes;
+          return v ? jsonResponse(*v) : noContent();
+        });
+  addNs(r, ctx, "POST", "subscriptionExpirationTime",
+        [&reg](const HttpRequest& req, const PathParams&, const std::string& ns) {
+          HttpResponse err;
+          auto v = parseJsonBody(req, &err);
+          if (!v) return err;
+          if (!v->is_int64() || v->as_int64() < 0 || v->as_int64() > INT32_MAX) {
+            return HttpResponse::error(412, "Invalid value for subscription expiration time");
+          }
+          int32_t minutes = static_cast<int32_t>(v->as_int64());
+          reg.updateNamespacePolicies(ns, [&](broker::NamespacePolicies& p) {
+            p.subscriptionExpirationTimeMinutes = minutes;
+          });
+          return noContent();
+        });
+  addNs(r, ctx, "DELETE", "subscriptionExpirationTime",
+        [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+          reg.updateNamespacePolicies(ns, [](broker::NamespacePolicies& p) {
+            p.subscriptionExpirationTimeMinutes.reset();
+          });
+          return noContent();
+        });
+  addNs(r, ctx, "GET", "autoTopicCreation",
+        [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+          auto a = reg.namespacePolicies(ns).autoTopicCreation;
+          return a ? jsonResponse(autoTopicCreationJson(*a)) : noContent();
+        });
+  addNs(r, ctx, "POST", "autoTopicCreation",
+        [&reg](const HttpRequest& req, const PathParams&, const std::string& ns) {
+          HttpResponse err;
+          auto v = parseJsonBody(req, &err);
+          if (!v) return err;
+          broker::AutoTopicCreationOverride a;
+          std::string bad = validateAutoTopicCreation(*v, &a);
+          if (!bad.empty()) {
+            return HttpResponse::error(
+                412, "Invalid configuration for autoTopicCreationOverride. the detail is " + bad);
+          }
+          reg.updateNamespacePolicies(
+              ns, [&](broker::NamespacePolicies& p) { p.autoTopicCreation = a; });
+          return noContent();
+        });
+  addNs(r, ctx, "DELETE", "autoTopicCreation",
+        [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+          reg.updateNamespacePolicies(
+              ns, [](broker::NamespacePolicies& p) { p.autoTopicCreation.reset(); });
+          return noContent();
+        });
+}
+
+}  // namespace
+
+std::string validateAutoTopicCreation(const json::value& body,
+                                      broker::AutoTopicCreationOverride* out) {
+  const json::object* o = body.if_object();
+  if (!o) return "The body must be a JSON object";
+  const json::value* allow = o->if_contains("allowAutoTopicCreation");
+  const json::value* type = o->if_contains("topicType");
+  const json::value* parts = o->if_contains("defaultNumPartitions");
+  if (!allow || !allow->is_bool()) return "allowAutoTopicCreation must be true or false";
+  out->allowAutoTopicCreation = allow->as_bool();
+  bool hasType = type && !type->is_null();
+  bool hasParts = parts && !parts->is_null();
+  if (hasType && (!type->is_string() || (type->as_string() != "partitioned" &&
+                                          type->as_string() != "non-partitioned"))) {
+    return "Unknown topic type " + (type->is_string() ? std::string(type->as_string()) : "");
+  }
+  if (!out->allowAutoTopicCreation) {
+    if (hasType) out->topicType = std::string(type->as_string());
+    return "";
+  }
+  if (!hasType) return "Missing topicType field";
+  out->topicType = std::string(type->as_string());
+  if (out->topicType == "partitioned") {
+    if (!hasParts) return "Missing defaultNumPartitions for partitioned topic";
+    if (!parts->is_int64() || parts->as_int64() <= 0 || parts->as_int64() > 100000) {
+      return "defaultNumPartitions cannot be less than 1 for partitioned topic";
+    }
+    out->defaultNumPartitions = static_cast<int32_t>(parts->as_int64());
+  } else if (hasParts) {
+    return "Field defaultNumPartitions must be null for non-partitioned topic";
+  }
+  return "";
+}
+
+void addTopicPolicyRoutes(Router& router, const AdminContext& ctx) {
+  for (const Spec& s : specs()) addSpecRoutes(router, &ctx, s);
+  addBacklogQuotaRoutes(router, &ctx);
+}
+
+void addNamespacePolicyRoutes(Router& router, const AdminContext& ctx) {
+  addNamespaceRoutes(router, &ctx);
+}
+
+}  // namespace magnetar::admin
