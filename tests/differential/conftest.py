@@ -69,3 +69,24 @@ def admin_url(broker):
     if not broker.admin_url:
         pytest.skip("no admin URL for this broker (pass --admin-url)")
     return broker.admin_url
+
+
+@pytest.fixture
+def start_broker(request):
+    """Starts a broker of the chosen kind (--broker) with extra settings:
+    start_broker([k=v, ...]) returns its BrokerEndpoint; it is stopped after the test. Skips
+    with --broker-url. The session's broker is not started for it."""
+    if request.config.getoption("--broker-url"):
+        pytest.skip("needs a broker this suite starts (not --broker-url)")
+    kind = request.config.getoption("--broker")
+    started = []
+
+    def start(settings):
+        proc = (MagnetarProcess(extra_settings=settings) if kind == "magnetar"
+                else PulsarReferenceProcess(extra_settings=settings))
+        endpoint = proc.start()
+        started.append(proc)
+        return endpoint
+    yield start
+    for proc in started:
+        proc.stop()

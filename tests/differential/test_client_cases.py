@@ -9,7 +9,7 @@ import pulsar
 import pytest
 import requests
 
-from helpers import receive_n
+from helpers import pulsar_hash, receive_n
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hostile_wire import (  # noqa: E402
@@ -138,24 +138,17 @@ def test_empty_subscription_name_fails_at_once(broker, topic):
 
 
 @pytest.fixture
-def listener_broker(request, broker):
+def listener_broker(start_broker):
     """A broker of the session's kind started with two advertised listeners."""
-    if broker.kind not in ("magnetar", "pulsar"):
-        pytest.skip("needs a broker this suite starts (not --broker-url)")
     import socket
-    from brokers import MagnetarProcess, PulsarReferenceProcess
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    settings = [f"brokerServicePort={port}",
-                f"advertisedListeners=internal:pulsar://127.0.0.1:{port},"
-                "external:pulsar://external.example:6650",
-                "internalListenerName=internal"]
-    proc = (MagnetarProcess(extra_settings=settings) if broker.kind == "magnetar"
-            else PulsarReferenceProcess(extra_settings=settings))
-    endpoint = proc.start()
-    yield endpoint, port
-    proc.stop()
+    endpoint = start_broker([f"brokerServicePort={port}",
+                             f"advertisedListeners=internal:pulsar://127.0.0.1:{port},"
+                             "external:pulsar://external.example:6650",
+                             "internalListenerName=internal"])
+    return endpoint, port
 
 
 def test_lookup_answers_with_the_named_listener(listener_broker):
@@ -182,3 +175,56 @@ def test_lookup_answers_with_the_named_listener(listener_broker):
     assert r[7] == [b"the broker do not have nope listener"]
     assert c.alive()
     c.close()
+
+
+def auto_split_owner(key, ranges):
+    """The consumer whose auto-split range holds the key's hash (Murmur3 & MAX_INT % 65536)."""
+    h = pulsar_hash(key.encode()) % 65536
+    h = h or 1
+    for name, (lo, hi) in ranges.items():
+        if lo <= h <= hi:
+            return name
+    raise AssertionError(f"hash {h} in no range {ranges}")
+
+
+@pytest.mark.admin
+def test_key_shared_hash_range_auto_split(start_broker):
+    """subscriptionKeySharedUseConsistentHashing=false: Pulsar's hash-range auto-split selector.
+    Each consumer takes the upper half of the biggest range; every key goes to its range's
+    owner, and to the same consumer on every topic the consumers share."""
+    endpoint = start_broker(["subscriptionKeySharedUseConsistentHashing=false"])
+    client = pulsar.Client(endpoint.service_url, operation_timeout_seconds=30)
+    topics = [f"persistent://public/default/split-{uuid.uuid4().hex[:8]}-{i}" for i in range(2)]
+    try:
+        consumers = {}
+        for name in ("c1", "c2", "c3"):
+            consumers[name] = client.subscribe(
+                topics, "split", consumer_type=pulsar.ConsumerType.KeyShared,
+                consumer_name=name, initial_position=pulsar.InitialPosition.Earliest)
+        expected = {"c1": (32769, 65536), "c2": (16385, 32768), "c3": (0, 16384)}
+        for t in topics:
+            stats = requests.get(f"{endpoint.admin_url}/admin/v2/persistent/"
+                                 f"{t.split('://', 1)[1]}/stats", timeout=30).json()
+            got = {c["consumerName"]: c["keyHashRanges"]
+                   for c in stats["subscriptions"]["split"]["consumers"]}
+            assert got == {n: [f"[{lo}, {hi}]"] for n, (lo, hi) in expected.items()}
+        producers = [client.create_producer(t, batching_enabled=False) for t in topics]
+        keys = [f"dev-{i}" for i in range(60)]
+        for p in producers:
+            for k in keys:
+                p.send(k.encode(), partition_key=k)
+        seen = {}
+        for name, c in consumers.items():
+            while True:
+                try:
+                    m = c.receive(2000)
+                except pulsar.Timeout:
+                    break
+                seen.setdefault(m.partition_key(), set()).add(name)
+                c.acknowledge(m)
+        assert set(seen) == set(keys)
+        for k, owners in seen.items():
+            assert owners == {auto_split_owner(k, expected)}, (k, owners)
+        assert len({next(iter(o)) for o in seen.values()}) == 3, "all three consumers get keys"
+    finally:
+        client.close()
