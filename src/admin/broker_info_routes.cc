@@ -229,8 +229,16 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
         [ctx](const HttpRequest& req, const PathParams&, Respond respond) {
           std::string cluster = ctx->config->clusterName();
           std::string broker = brokerId(*ctx, req);
-          snapshotAll(ctx, [respond, cluster, broker](std::vector<broker::TopicSnapshot> snaps) {
+          int64_t connections = ctx->service.activeConnections();
+          snapshotAll(ctx, [respond, cluster, broker,
+                            connections](std::vector<broker::TopicSnapshot> snaps) {
             json::array out;
+            // Broker-wide connection metrics (Pulsar's "connection" dimension set).
+            out.emplace_back(json::object{
+                {"metrics", json::object{{"brk_active_connections", connections}}},
+                {"dimensions", json::object{{"broker", broker},
+                                            {"cluster", cluster},
+                                            {"metric", "connection"}}}});
             for (const auto& [ns, n] : totalsByNamespace(snaps)) {
               json::object m{{"brk_in_rate", n.rateIn},
                              {"brk_in_tp_rate", n.throughputIn},

@@ -182,9 +182,15 @@ void addInspectRoutes(Router& r, const AdminContext* ctx) {
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
         Result<int> n = ctx->service.partitionsOf(name, false);
         if (n.isOk() && *n > 0) return respond(jsonResponse(json::object{}));
-        // Magnetar topics carry no properties (PUT with a properties body is not kept yet).
-        withTopic(*ctx, name, respond,
-                  [respond](TopicPtr) { respond(jsonResponse(json::object{})); });
+        // The properties given when the topic was created (kept with its topic policies).
+        withTopic(*ctx, name, respond, [ctx, name, respond](TopicPtr) {
+          auto all = ctx->service.policies().topicPolicies(name.toString());
+          auto it = all.find(broker::kTopicPropertiesKey);
+          if (it == all.end()) return respond(jsonResponse(json::object{}));
+          boost::system::error_code ec;
+          auto v = json::parse(it->second, ec);
+          respond(ec ? HttpResponse::error(500, "stored properties are not JSON") : jsonResponse(v));
+        });
       });
 }
 

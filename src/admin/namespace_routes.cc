@@ -98,6 +98,9 @@ json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
   o["message_ttl_in_seconds"] =
       p.messageTtlSeconds ? json::value(*p.messageTtlSeconds) : json::value(nullptr);
   o["retention_policies"] = p.retention ? json::value(retentionJson(*p.retention)) : nullptr;
+  o["subscription_expiration_time_minutes"] =
+      p.subscriptionExpirationTimeMinutes ? json::value(*p.subscriptionExpirationTimeMinutes)
+                                          : json::value(nullptr);
   o["deleted"] = false;
   o["encryption_required"] = false;
   o["subscription_auth_mode"] = "None";

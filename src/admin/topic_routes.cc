@@ -83,16 +83,37 @@ void deletePartitioned(const AdminContext* ctx, const TopicName& name, bool forc
 
 void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
   onTopic(r, "PUT", "",
-          [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
             if (!ctx->service.namespaceExists(name.namespaceName())) {
               return respond(HttpResponse::error(404, "Namespace does not exist"));
             }
             if (ctx->service.topicExists(name)) {
               return respond(HttpResponse::error(409, "This topic already exists"));
             }
-            ctx->service.getOrCreateTopic(name, true, [respond](Result<TopicPtr> t) {
-              respond(t.isOk() ? noContent() : errorResponse(t.status()));
-            });
+            // An optional body of topic properties (pulsar-admin topics create -m k=v): a JSON
+            // object of strings, kept with the topic (GET .../properties).
+            std::optional<std::string> properties;
+            if (!req.body.empty()) {
+              HttpResponse err;
+              auto v = parseJsonBody(req, &err);
+              if (!v) return respond(err);
+              if (!v->is_object()) return respond(HttpResponse::error(400, "Properties must be a JSON object"));
+              for (const auto& [k, val] : v->as_object()) {
+                if (!val.is_string()) {
+                  return respond(HttpResponse::error(400, "Property '" + std::string(k) +
+                                                              "' must be a string"));
+                }
+              }
+              if (!v->as_object().empty()) properties = boost::json::serialize(*v);
+            }
+            ctx->service.getOrCreateTopic(
+                name, true, [ctx, name, properties, respond](Result<TopicPtr> t) {
+                  if (t.isOk() && properties) {
+                    ctx->service.policies().setTopicPolicy(name.toString(),
+                                                           broker::kTopicPropertiesKey, properties);
+                  }
+                  respond(t.isOk() ? noContent() : errorResponse(t.status()));
+                });
           });
   onTopic(r, "DELETE", "",
           [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {

@@ -64,6 +64,9 @@ struct NamespacePolicies {
 // admin API accepted. The broker reads the numeric and boolean ones it enforces through
 // PolicyRegistry::topicPolicyInt / topicPolicyBool.
 using TopicPolicies = std::map<std::string, std::string>;
+// The TopicPolicies entry holding a topic's properties (a JSON object of strings, given when it
+// was created); no Pulsar policy has this name.
+inline constexpr const char* kTopicPropertiesKey = "__properties";
 
 // Thread-safe (one mutex); any thread.
 class PolicyRegistry {
