@@ -86,6 +86,18 @@ def start_broker(request):
                 else PulsarReferenceProcess(extra_settings=settings))
         endpoint = proc.start()
         started.append(proc)
+        # Pulsar standalone is healthy before it has created public/default: wait for it.
+        import time
+        import requests
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            try:
+                r = requests.get(f"{endpoint.admin_url}/admin/v2/namespaces/public", timeout=10)
+                if r.status_code == 200 and "public/default" in r.json():
+                    break
+            except requests.RequestException:
+                pass
+            time.sleep(0.5)
         return endpoint
     yield start
     for proc in started:

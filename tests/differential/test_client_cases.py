@@ -205,9 +205,9 @@ def test_key_shared_hash_range_auto_split(start_broker):
         for t in topics:
             stats = requests.get(f"{endpoint.admin_url}/admin/v2/persistent/"
                                  f"{t.split('://', 1)[1]}/stats", timeout=30).json()
-            got = {c["consumerName"]: c["keyHashRanges"]
+            got = {c["consumerName"]: c["keyHashRangeArrays"]
                    for c in stats["subscriptions"]["split"]["consumers"]}
-            assert got == {n: [f"[{lo}, {hi}]"] for n, (lo, hi) in expected.items()}
+            assert got == {n: [[lo, hi]] for n, (lo, hi) in expected.items()}
         producers = [client.create_producer(t, batching_enabled=False) for t in topics]
         keys = [f"dev-{i}" for i in range(60)]
         for p in producers:
