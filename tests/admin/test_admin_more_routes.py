@@ -353,7 +353,11 @@ def test_broker_stats(http, namespace, client):
     bundles = topics[namespace]
     assert any(topic in b["persistent"] for b in bundles.values())
     metrics = http("GET", "/admin/v2/broker-stats/metrics").json()
-    mine = [m for m in metrics if m["dimensions"]["namespace"] == namespace]
+    # The broker-wide connection set first (Pulsar's "connection" dimension), then one per
+    # namespace.
+    conn = [m for m in metrics if m["dimensions"].get("metric") == "connection"]
+    assert len(conn) == 1 and conn[0]["metrics"]["brk_active_connections"] >= 1, conn
+    mine = [m for m in metrics if m["dimensions"].get("namespace") == namespace]
     assert mine and mine[0]["metrics"]["brk_no_of_topics"] >= 1
     report = http("GET", "/admin/v2/broker-stats/load-report").json()
     assert report["loadReportType"] == "LocalBrokerData" and report["numTopics"] >= 1
