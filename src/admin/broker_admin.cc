@@ -183,6 +183,7 @@ void BrokerAdmin::addRoutes(Router& router) {
   addBrokerStatsRoutes(router, impl_->ctx);
   addTopicPolicyRoutes(router, impl_->ctx);
   addNamespacePolicyRoutes(router, impl_->ctx);
+  addNonPersistentAliases(router);
   addDynamicConfigurationRoutes(router, impl_->ctx.config);
   std::weak_ptr<Impl> weak = impl_;
   router.add("GET", "/metrics", [weak](const HttpRequest&, const PathParams&, Respond respond) {

@@ -1,6 +1,6 @@
 // Message inspection and expiry routes of /admin/v2/persistent (peek-messages, internal-info,
-// get-message-id, get-backlog-size, analyze-backlog, get-properties, expire-messages) and the
-// /admin/v2/non-persistent list and stats routes (see topic_routes.h).
+// get-message-id, get-backlog-size, analyze-backlog, get-properties, expire-messages).
+
 #include <fmt/format.h>
 
 #include <set>
@@ -346,30 +346,6 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
       });
 }
 
-// Magnetar has no non-persistent topics: the lists are empty and a topic is never found (what
-// Pulsar answers for a namespace without non-persistent topics).
-void addNonPersistentRoutes(Router& r, const AdminContext* ctx) {
-  for (const char* suffix : {"", "/partitioned"}) {
-    r.addSync("GET", std::string("/admin/v2/non-persistent/{tenant}/{namespace}") + suffix,
-              [ctx](const HttpRequest&, const PathParams& p) {
-                HttpResponse err;
-                if (!namespaceFromParams(*ctx, p, &err)) return err;
-                return jsonResponse(json::array{});
-              });
-  }
-  for (const char* suffix : {"/stats", "/partitioned-stats", "/internalStats", "/partitions"}) {
-    r.addSync("GET", std::string("/admin/v2/non-persistent/{tenant}/{namespace}/{topic}") + suffix,
-              [ctx, suffix](const HttpRequest&, const PathParams& p) {
-                HttpResponse err;
-                if (!namespaceFromParams(*ctx, p, &err)) return err;
-                if (std::string_view(suffix) == "/partitions") {
-                  return jsonResponse(json::object{{"partitions", 0}, {"deleted", false}});
-                }
-                return HttpResponse::error(404, "Topic not found");
-              });
-  }
-}
-
 }  // namespace
 
 int64_t estimatedBacklogSize(const std::vector<storage::LedgerStats>& ledgers, Position from) {
@@ -401,7 +377,6 @@ void addMessageRoutes(Router& router, const AdminContext& ctx) {
   addInspectRoutes(router, &ctx);
   addAnalyzeBacklogRoute(router, &ctx);
   addExpireRoutes(router, &ctx);
-  addNonPersistentRoutes(router, &ctx);
 }
 
 }  // namespace magnetar::admin

@@ -101,6 +101,10 @@ json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
   o["subscription_expiration_time_minutes"] =
       p.subscriptionExpirationTimeMinutes ? json::value(*p.subscriptionExpirationTimeMinutes)
                                           : json::value(nullptr);
+  for (const auto& l : broker::kNamespaceLimits) {  // unset ones are left out, as Pulsar
+    auto it = p.limits.find(l.name);
+    if (it != p.limits.end()) o[l.policiesField] = it->second;
+  }
   o["deleted"] = false;
   o["encryption_required"] = false;
   o["subscription_auth_mode"] = "None";
@@ -110,6 +114,41 @@ json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
   o["schema_validation_enforced"] = false;
   o["properties"] = json::object{};
   return o;
+}
+
+// The policies given in a create-namespace body (Pulsar's Policies JSON): the max_* limits,
+// deduplicationEnabled, message_ttl_in_seconds and retention_policies; the other fields are
+// accepted and left at their defaults. "" or the error text.
+std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
+  const json::object* o = body.if_object();
+  if (!o) return "The body must be a Policies JSON object";
+  auto intField = [&](const char* field, std::optional<int32_t>* v) -> bool {
+    const json::value* f = o->if_contains(field);
+    if (!f || f->is_null()) return true;
+    if (!f->is_int64() || f->as_int64() < 0 || f->as_int64() > INT32_MAX) return false;
+    *v = static_cast<int32_t>(f->as_int64());
+    return true;
+  };
+  for (const auto& l : broker::kNamespaceLimits) {
+    std::optional<int32_t> v;
+    if (!intField(l.policiesField, &v)) return std::string("Invalid ") + l.policiesField;
+    if (v) out->limits[l.name] = *v;
+  }
+  if (!intField("message_ttl_in_seconds", &out->messageTtlSeconds)) {
+    return "Invalid message_ttl_in_seconds";
+  }
+  if (const json::value* d = o->if_contains("deduplicationEnabled"); d && !d->is_null()) {
+    if (!d->is_bool()) return "Invalid deduplicationEnabled";
+    out->deduplicationEnabled = d->as_bool();
+  }
+  if (const json::value* r = o->if_contains("retention_policies"); r && !r->is_null()) {
+    const json::object* ro = r->if_object();
+    const json::value* t = ro ? ro->if_contains("retentionTimeInMinutes") : nullptr;
+    const json::value* sz = ro ? ro->if_contains("retentionSizeInMB") : nullptr;
+    if (!t || !sz || !t->is_int64() || !sz->is_int64()) return "Invalid retention_policies";
+    out->retention = broker::RetentionPolicy{static_cast<int32_t>(t->as_int64()), sz->as_int64()};
+  }
+  return "";
 }
 
 // PUT/POST tenant body -> TenantInfo; errors as Pulsar (400 bad JSON, 412 unknown cluster).
@@ -209,8 +248,9 @@ void addTenantRoutes(Router& r, const AdminContext* ctx) {
 // Deletes every topic of ns (force), then the namespace itself.
 void deleteNamespace(const AdminContext* ctx, const std::string& ns, bool force,
                      const Respond& respond) {
-  std::vector<std::string> topics = listTopics(*ctx, ns);
-  if ((!topics.empty() || !ctx->service.partitionedTopicsOf(ns).empty()) && !force) {
+  std::vector<std::string> topics = listTopics(*ctx, ns, broker::TopicDomain::kAll);
+  if ((!topics.empty() || !ctx->service.partitionedTopicsOf(ns, broker::TopicDomain::kAll).empty()) &&
+      !force) {
     respond(HttpResponse::error(409, "Cannot delete non empty namespace"));
     return;
   }
@@ -256,12 +296,19 @@ void addNamespaceLifecycleRoutes(Router& r, const AdminContext* ctx) {
                 return HttpResponse::error(412, "Namespace name is not valid: " + t + "/" + n);
               }
               if (!tenantExists(*ctx, t)) return HttpResponse::error(404, "Tenant does not exist");
+              NamespacePolicies initial;
               if (!req.body.empty()) {
                 HttpResponse err;
-                if (!parseJsonBody(req, &err)) return err;
+                auto body = parseJsonBody(req, &err);
+                if (!body) return err;
+                std::string bad = initialPolicies(*body, &initial);
+                if (!bad.empty()) return HttpResponse::error(400, bad);
               }
               Status s = ctx->service.addNamespace(t + "/" + n);
-              return s ? noContent() : errorResponse(s);
+              if (!s) return errorResponse(s);
+              ctx->service.policies().updateNamespacePolicies(
+                  t + "/" + n, [&](NamespacePolicies& p) { p = initial; });
+              return noContent();
             });
   r.add("DELETE", "/admin/v2/namespaces/{tenant}/{namespace}",
         [ctx](const HttpRequest& req, const PathParams& p, Respond respond) {
@@ -271,11 +318,21 @@ void addNamespaceLifecycleRoutes(Router& r, const AdminContext* ctx) {
           deleteNamespace(ctx, *ns, queryFlag(req, "force"), respond);
         });
   r.addSync("GET", "/admin/v2/namespaces/{tenant}/{namespace}/topics",
-            [ctx](const HttpRequest&, const PathParams& p) {
+            [ctx](const HttpRequest& req, const PathParams& p) {
               HttpResponse err;
               auto ns = namespaceFromParams(*ctx, p, &err);
               if (!ns) return err;
-              return jsonResponse(stringArray(listTopics(*ctx, *ns)));
+              // Pulsar's ?mode=PERSISTENT (default) | NON_PERSISTENT | ALL.
+              std::string mode = queryParam(req, "mode").value_or("PERSISTENT");
+              broker::TopicDomain domain = broker::TopicDomain::kPersistent;
+              if (mode == "NON_PERSISTENT") {
+                domain = broker::TopicDomain::kNonPersistent;
+              } else if (mode == "ALL") {
+                domain = broker::TopicDomain::kAll;
+              } else if (mode != "PERSISTENT") {
+                return HttpResponse::error(400, "Unknown mode: " + mode);
+              }
+              return jsonResponse(stringArray(listTopics(*ctx, *ns, domain)));
             });
 }
 
@@ -366,14 +423,14 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
               bool on = v->as_bool();
               reg.updateNamespacePolicies(
                   ns, [&](NamespacePolicies& p) { p.deduplicationEnabled = on; });
-              ctx->service.onDeduplicationPolicyChanged(ns);
+              ctx->service.onNamespacePoliciesChanged(ns);
               return noContent();
             });
   addPolicy(r, ctx, "DELETE", "deduplication",
             [&reg, ctx](const HttpRequest&, const PathParams&, const std::string& ns) {
               reg.updateNamespacePolicies(
                   ns, [](NamespacePolicies& p) { p.deduplicationEnabled.reset(); });
-              ctx->service.onDeduplicationPolicyChanged(ns);
+              ctx->service.onNamespacePoliciesChanged(ns);
               return noContent();
             });
 }
@@ -430,6 +487,41 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
             });
 }
 
+// GET/POST/DELETE /namespaces/{t}/{ns}/<limit> for each of kNamespaceLimits: an integer >= 0
+// (412 "<name> must be 0 or more" otherwise, as Pulsar); GET of an unset limit is 204.
+void addLimitRoutes(Router& r, const AdminContext* ctx) {
+  auto& reg = ctx->service.policies();
+  for (const auto& l : broker::kNamespaceLimits) {
+    std::string name = l.name;
+    addPolicy(r, ctx, "GET", name,
+              [&reg, name](const HttpRequest&, const PathParams&, const std::string& ns) {
+                auto p = reg.namespacePolicies(ns);
+                auto it = p.limits.find(name);
+                return it != p.limits.end() ? jsonResponse(it->second) : noContent();
+              });
+    addPolicy(r, ctx, "POST", name,
+              [&reg, ctx, name](const HttpRequest& req, const PathParams&, const std::string& ns) {
+                HttpResponse err;
+                auto v = parseJsonBody(req, &err);
+                if (!v) return err;
+                if (!v->is_int64() || v->as_int64() < 0 || v->as_int64() > INT32_MAX) {
+                  return HttpResponse::error(412, name + " must be 0 or more");
+                }
+                int32_t value = static_cast<int32_t>(v->as_int64());
+                reg.updateNamespacePolicies(ns,
+                                            [&](NamespacePolicies& p) { p.limits[name] = value; });
+                ctx->service.onNamespacePoliciesChanged(ns);
+                return noContent();
+              });
+    addPolicy(r, ctx, "DELETE", name,
+              [&reg, ctx, name](const HttpRequest&, const PathParams&, const std::string& ns) {
+                reg.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p.limits.erase(name); });
+                ctx->service.onNamespacePoliciesChanged(ns);
+                return noContent();
+              });
+  }
+}
+
 void addPermissionRoutes(Router& r, const AdminContext* ctx) {
   auto& reg = ctx->service.policies();
   addPolicy(r, ctx, "GET", "permissions",
@@ -472,6 +564,7 @@ void addNamespaceRoutes(Router& router, const AdminContext& ctx) {
   addRetentionTtlDedupRoutes(router, &ctx);
   addBacklogQuotaRoutes(router, &ctx);
   addPermissionRoutes(router, &ctx);
+  addLimitRoutes(router, &ctx);
 }
 
 }  // namespace magnetar::admin

@@ -111,13 +111,45 @@ std::optional<broker::TopicName> topicFromParams(const PathParams& p, HttpRespon
     auto it = p.find(k);
     return it == p.end() ? std::string() : it->second;
   };
-  auto name = broker::TopicName::parse(
-      fmt::format("persistent://{}/{}/{}", get("tenant"), get("namespace"), get("topic")));
+  std::string domain = get("domain");
+  auto name = broker::TopicName::parse(fmt::format("{}://{}/{}/{}",
+                                                   domain.empty() ? "persistent" : domain,
+                                                   get("tenant"), get("namespace"), get("topic")));
   if (!name.isOk()) {
     *error = HttpResponse::error(412, "Invalid topic name: " + name.status().message());
     return std::nullopt;
   }
   return *name;
+}
+
+broker::TopicDomain domainFromParams(const PathParams& p) {
+  auto it = p.find("domain");
+  return it != p.end() && it->second == "non-persistent" ? broker::TopicDomain::kNonPersistent
+                                                         : broker::TopicDomain::kPersistent;
+}
+
+void addNonPersistentAliases(Router& r) {
+  static const std::pair<const char*, const char*> kRoutes[] = {
+      {"GET", ""},
+      {"GET", "/partitioned"},
+      {"PUT", "/{topic}"},
+      {"DELETE", "/{topic}"},
+      {"PUT", "/{topic}/partitions"},
+      {"GET", "/{topic}/partitions"},
+      {"POST", "/{topic}/partitions"},
+      {"DELETE", "/{topic}/partitions"},
+      {"GET", "/{topic}/stats"},
+      {"GET", "/{topic}/partitioned-stats"},
+      {"GET", "/{topic}/internalStats"},
+      {"GET", "/{topic}/subscriptions"},
+      {"DELETE", "/{topic}/subscription/{subscription}"},
+      {"PUT", "/{topic}/unload"},
+  };
+  const PathParams extra{{"domain", "non-persistent"}};
+  for (const auto& [method, suffix] : kRoutes) {
+    r.alias(method, std::string("/admin/v2/persistent/{tenant}/{namespace}") + suffix,
+            "/admin/v2/persistent/", "/admin/v2/non-persistent/", extra);
+  }
 }
 
 std::optional<std::string> namespaceFromParams(const AdminContext& ctx, const PathParams& p,
@@ -184,10 +216,13 @@ void withTopic(const AdminContext& ctx, const broker::TopicName& name, const Res
       });
 }
 
-std::vector<std::string> listTopics(const AdminContext& ctx, const std::string& ns) {
+std::vector<std::string> listTopics(const AdminContext& ctx, const std::string& ns,
+                                    broker::TopicDomain domain) {
   std::set<std::string> out;
-  for (auto& t : ctx.service.topicsOfNamespace(ns)) out.insert(t);
-  for (const auto& [name, partitions] : ctx.service.partitionedTopicsOf(ns)) {
+  for (auto& t : ctx.service.topicsOfNamespace(ns, domain)) out.insert(t);
+  if (domain == broker::TopicDomain::kNonPersistent) return {out.begin(), out.end()};
+  for (const auto& [name, partitions] :
+       ctx.service.partitionedTopicsOf(ns, broker::TopicDomain::kPersistent)) {
     for (int i = 0; i < partitions; ++i) out.insert(fmt::format("{}-partition-{}", name, i));
   }
   return {out.begin(), out.end()};

@@ -64,8 +64,15 @@ std::string advertisedHost(const AdminContext& ctx, const HttpRequest& req);
 // "http://host:port" of this broker's web service, as the client reached it.
 std::string webServiceUrl(const AdminContext& ctx, const HttpRequest& req);
 
-// Parses "persistent://{tenant}/{namespace}/{topic}" from the path params; 412 on a bad name.
+// Parses "{domain}://{tenant}/{namespace}/{topic}" from the path params (domain: the "domain"
+// param that the /admin/v2/non-persistent aliases add, else persistent); 412 on a bad name.
 std::optional<broker::TopicName> topicFromParams(const PathParams& p, HttpResponse* error);
+// The listing domain of a route: kNonPersistent under /admin/v2/non-persistent, else persistent.
+broker::TopicDomain domainFromParams(const PathParams& p);
+// Adds the /admin/v2/non-persistent/... copies of the persistent topic routes Pulsar's
+// NonPersistentTopics serves (list, partitioned list, create/delete, partitions, stats,
+// partitioned-stats, internalStats, subscriptions, unload). Call after those routes are added.
+void addNonPersistentAliases(Router& r);
 // Validates "{tenant}/{namespace}" params; 412 on a bad name, 404 when it does not exist.
 std::optional<std::string> namespaceFromParams(const AdminContext& ctx, const PathParams& p,
                                                HttpResponse* error);
@@ -91,9 +98,10 @@ void withTopic(const AdminContext& ctx, const broker::TopicName& name, const Res
                std::function<void(std::shared_ptr<broker::PersistentTopic>)> fn,
                bool create = false);
 
-// Topics of "tenant/ns", sorted: loaded and stored ones plus every partition of its partitioned
-// topics (as Pulsar lists them).
-std::vector<std::string> listTopics(const AdminContext& ctx, const std::string& ns);
+// Topics of "tenant/ns" in `domain`, sorted: loaded and stored ones plus, for persistent
+// topics, every partition of its partitioned topics (as Pulsar lists them).
+std::vector<std::string> listTopics(const AdminContext& ctx, const std::string& ns,
+                                    broker::TopicDomain domain = broker::TopicDomain::kPersistent);
 
 // Collects one result per task from several threads and calls done(results) once, on the thread
 // that adds the last one (or at once for zero tasks). Results keep task order.

@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 
 namespace magnetar::admin {
 namespace {
@@ -86,6 +87,25 @@ void Router::addSync(std::string method, std::string_view pattern, SyncHandler h
       [h = std::move(handler)](const HttpRequest& req, const PathParams& params, Respond respond) {
         respond(h(req, params));
       });
+}
+
+void Router::alias(const std::string& method, std::string_view pattern,
+                   std::string_view fromPrefix, std::string_view toPrefix,
+                   const PathParams& extra) {
+  std::vector<std::string> segments = splitPath(pattern);
+  for (const Route& r : routes_) {
+    if (r.method != method || r.segments != segments) continue;
+    if (pattern.substr(0, fromPrefix.size()) != fromPrefix) break;
+    std::string to = std::string(toPrefix) + std::string(pattern.substr(fromPrefix.size()));
+    add(method, to, [h = r.handler, extra](const HttpRequest& req, const PathParams& p,
+                                           Respond respond) {
+      PathParams all = p;
+      for (const auto& [k, v] : extra) all[k] = v;
+      h(req, all, std::move(respond));
+    });
+    return;
+  }
+  throw std::logic_error("no route " + method + " " + std::string(pattern) + " to alias");
 }
 
 bool Router::moreSpecific(const Route& a, const Route& b) {

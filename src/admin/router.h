@@ -51,6 +51,12 @@ class Router {
  public:
   void add(std::string method, std::string_view pattern, Handler handler);
   void addSync(std::string method, std::string_view pattern, SyncHandler handler);
+  // Serves `method pattern` (added before) also under `toPrefix` + the rest of pattern after
+  // `fromPrefix`, with `extra` added to the captured params (Pulsar's /admin/v2/non-persistent
+  // routes run the persistent ones' handlers). Throws std::logic_error when no route has exactly
+  // that method and pattern (a programming error, seen at start-up).
+  void alias(const std::string& method, std::string_view pattern, std::string_view fromPrefix,
+             std::string_view toPrefix, const PathParams& extra);
 
   // Runs the matching handler; 404 {"reason":...} when no pattern matches the path, 405 when
   // the path matches but not for this method. A throwing handler gives 500.

@@ -51,6 +51,16 @@ Fallback brokerSetting(const char* key, json::value dflt) {
   };
 }
 
+// The namespace's limit of that name when set, else the broker setting of the same name.
+Fallback namespaceLimit(const char* key, json::value dflt) {
+  return [key, dflt](const AdminContext& ctx, const std::string& ns) -> json::value {
+    auto limits = ctx.service.policies().namespacePolicies(ns).limits;
+    auto it = limits.find(key);
+    if (it != limits.end()) return it->second;
+    return setting(ctx, key, dflt);
+  };
+}
+
 // Reads an object body's fields with defaults; error text when a field has the wrong type.
 std::string objectFields(json::value& v, const std::vector<std::pair<std::string, json::value>>&
                                              fields) {
@@ -102,14 +112,16 @@ const std::vector<Spec>& specs() {
          if (auto t = ctx.service.policies().namespacePolicies(ns).messageTtlSeconds) return *t;
          return setting(ctx, "ttlDurationDefaultInSeconds", 0);
        }},
-      {"maxProducers", intPolicy("maxProducers"), brokerSetting("maxProducersPerTopic", 0)},
-      {"maxConsumers", intPolicy("maxConsumers"), brokerSetting("maxConsumersPerTopic", 0)},
+      {"maxProducers", intPolicy("maxProducers"), namespaceLimit("maxProducersPerTopic", 0)},
+      {"maxConsumers", intPolicy("maxConsumers"), namespaceLimit("maxConsumersPerTopic", 0)},
+      {"maxConsumersPerSubscription", intPolicy("maxConsumersPerSubscription"),
+       namespaceLimit("maxConsumersPerSubscription", 0)},
       {"maxUnackedMessagesOnConsumer", intPolicy("maxUnackedNum"),
-       brokerSetting("maxUnackedMessagesPerConsumer", 50000)},
+       namespaceLimit("maxUnackedMessagesPerConsumer", 50000)},
       {"maxUnackedMessagesOnSubscription", intPolicy("maxUnackedNum"),
-       brokerSetting("maxUnackedMessagesPerSubscription", 200000)},
+       namespaceLimit("maxUnackedMessagesPerSubscription", 200000)},
       {"maxSubscriptionsPerTopic", intPolicy("maxSubscriptionsPerTopic"),
-       brokerSetting("maxSubscriptionsPerTopic", 0)},
+       namespaceLimit("maxSubscriptionsPerTopic", 0)},
       {"deduplicationEnabled",
        [](json::value& v) { return v.is_bool() ? "" : "The body must be true or false"; },
        [](const AdminContext& ctx, const std::string& ns) -> json::value {

@@ -46,7 +46,7 @@ void addListRoutes(Router& r, const AdminContext* ctx) {
               auto ns = namespaceFromParams(*ctx, p, &err);
               if (!ns) return err;
               json::array a;
-              for (auto& t : listTopics(*ctx, *ns)) a.emplace_back(t);
+              for (auto& t : listTopics(*ctx, *ns, domainFromParams(p))) a.emplace_back(t);
               return jsonResponse(a);
             });
   r.addSync("GET", "/admin/v2/persistent/{tenant}/{namespace}/partitioned",
@@ -55,7 +55,9 @@ void addListRoutes(Router& r, const AdminContext* ctx) {
               auto ns = namespaceFromParams(*ctx, p, &err);
               if (!ns) return err;
               json::array a;
-              for (auto& [name, n] : ctx->service.partitionedTopicsOf(*ns)) a.emplace_back(name);
+              for (auto& [name, n] : ctx->service.partitionedTopicsOf(*ns, domainFromParams(p))) {
+                a.emplace_back(name);
+              }
               return jsonResponse(a);
             });
 }

@@ -20,9 +20,7 @@ void addSubscriptionRoutes(Router& router, const AdminContext& ctx);
 
 // GET .../subscription/{sub}/position/{n} (peek), .../internal-info, .../messageid/{timestamp},
 // .../properties; PUT .../backlogSize; POST .../subscription/{sub}/analyzeBacklog,
-// .../subscription/{sub}/expireMessages[/{seconds}], .../all_subscription/expireMessages/{seconds};
-// GET /admin/v2/non-persistent/{tenant}/{namespace}[/partitioned] and the non-persistent topic
-// stats (Magnetar has no non-persistent topics: empty lists, 404 "Topic not found").
+// .../subscription/{sub}/expireMessages[/{seconds}], .../all_subscription/expireMessages/{seconds}.
 void addMessageRoutes(Router& router, const AdminContext& ctx);
 
 // Pulsar's ManagedLedger.getEstimatedBacklogSize(from): bytes of the ledgers after from's ledger

@@ -217,14 +217,6 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
       });
 }
 
-void BrokerService::onDeduplicationPolicyChanged(const std::string& ns) {
-  for (auto& t : topics()) {
-    if (t->name().namespaceName() != ns) continue;
-    bool enabled = deduplicationEnabledFor(t->name());
-    t->executor().execute([t, enabled] { t->setDeduplicationEnabled(enabled); });
-  }
-}
-
 namespace {
 // Topic policies are kept under the partitioned topic's name for its partitions (as Pulsar).
 std::string policyKey(const TopicName& name) {
@@ -234,17 +226,23 @@ std::string policyKey(const TopicName& name) {
 
 TopicPolicyLimits BrokerService::policyLimitsOf(const TopicName& name) const {
   std::string key = policyKey(name);
-  auto get = [&](const char* policy) -> std::optional<int> {
-    auto v = policies_.topicPolicyInt(key, policy);
-    if (!v) return std::nullopt;
-    return static_cast<int>(*v);
+  NamespacePolicies ns = policies_.namespacePolicies(name.namespaceName());
+  // Topic policy first, then the namespace policy (Pulsar's hierarchy).
+  auto get = [&](const char* topicPolicy, const char* nsLimit) -> std::optional<int> {
+    if (auto v = policies_.topicPolicyInt(key, topicPolicy)) return static_cast<int>(*v);
+    auto it = ns.limits.find(nsLimit);
+    if (it != ns.limits.end()) return it->second;
+    return std::nullopt;
   };
   TopicPolicyLimits l;
-  l.maxProducers = get("maxProducers");
-  l.maxConsumers = get("maxConsumers");
-  l.maxSubscriptions = get("maxSubscriptionsPerTopic");
-  l.maxUnackedOnConsumer = get("maxUnackedMessagesOnConsumer");
-  l.maxUnackedOnSubscription = get("maxUnackedMessagesOnSubscription");
+  l.maxProducers = get("maxProducers", "maxProducersPerTopic");
+  l.maxConsumers = get("maxConsumers", "maxConsumersPerTopic");
+  l.maxConsumersPerSubscription =
+      get("maxConsumersPerSubscription", "maxConsumersPerSubscription");
+  l.maxSubscriptions = get("maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic");
+  l.maxUnackedOnConsumer = get("maxUnackedMessagesOnConsumer", "maxUnackedMessagesPerConsumer");
+  l.maxUnackedOnSubscription =
+      get("maxUnackedMessagesOnSubscription", "maxUnackedMessagesPerSubscription");
   return l;
 }
 
@@ -256,8 +254,16 @@ bool BrokerService::deduplicationEnabledFor(const TopicName& name) const {
 
 void BrokerService::onTopicPoliciesChanged(const TopicName& name) {
   std::string key = policyKey(name);
+  reapplyPolicies([&](const TopicName& t) { return policyKey(t) == key; });
+}
+
+void BrokerService::onNamespacePoliciesChanged(const std::string& ns) {
+  reapplyPolicies([&](const TopicName& t) { return t.namespaceName() == ns; });
+}
+
+void BrokerService::reapplyPolicies(const std::function<bool(const TopicName&)>& which) {
   for (auto& t : topics()) {
-    if (policyKey(t->name()) != key) continue;
+    if (!which(t->name())) continue;
     TopicPolicyLimits limits = policyLimitsOf(t->name());
     bool dedup = deduplicationEnabledFor(t->name());
     t->executor().execute([t, limits, dedup] {
@@ -281,26 +287,43 @@ std::vector<std::shared_ptr<PersistentTopic>> BrokerService::topics() const {
   return out;
 }
 
-std::vector<std::string> BrokerService::topicsOfNamespace(const std::string& ns) const {
-  std::vector<std::string> out;
-  std::string prefix = "persistent://" + ns + "/";
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [n, s] : topics_) {
-    if (n.rfind(prefix, 0) == 0) out.push_back(n);
+namespace {
+// The URL schemes a listing of `domain` covers.
+std::vector<std::string> domainsOf(TopicDomain domain) {
+  switch (domain) {
+    case TopicDomain::kPersistent: return {"persistent"};
+    case TopicDomain::kNonPersistent: return {"non-persistent"};
+    case TopicDomain::kAll: break;
   }
-  for (auto& [n, stored] : storedLedgers_) {
-    // persistence name: tenant/ns/persistent/local
-    if (n.rfind(ns + "/persistent/", 0) == 0) {
-      std::string full = prefix + n.substr(ns.size() + std::string("/persistent/").size());
+  return {"persistent", "non-persistent"};
+}
+}  // namespace
+
+std::vector<std::string> BrokerService::topicsOfNamespace(const std::string& ns,
+                                                          TopicDomain domain) const {
+  std::vector<std::string> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& d : domainsOf(domain)) {
+    std::string prefix = d + "://" + ns + "/";
+    for (auto& [n, s] : topics_) {
+      if (n.rfind(prefix, 0) == 0) out.push_back(n);
+    }
+    // persistence name: tenant/ns/<domain>/local
+    std::string stored = ns + "/" + d + "/";
+    for (auto& [n, _] : storedLedgers_) {
+      if (n.rfind(stored, 0) != 0) continue;
+      std::string full = prefix + n.substr(stored.size());
       if (!topics_.count(full)) out.push_back(full);
     }
-  }
-  // Partitions not opened yet: Pulsar creates them with the partitioned topic, so they list.
-  for (auto& [n, partitions] : partitioned_) {
-    if (n.rfind(prefix, 0) != 0) continue;
-    for (int i = 0; i < partitions; ++i) {
-      std::string p = n + "-partition-" + std::to_string(i);
-      if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    // Partitions not opened yet: Pulsar creates a persistent topic's with the partitioned topic,
+    // so they list (a non-persistent partition exists once loaded).
+    if (d != "persistent") continue;
+    for (auto& [n, partitions] : partitioned_) {
+      if (n.rfind(prefix, 0) != 0) continue;
+      for (int i = 0; i < partitions; ++i) {
+        std::string p = n + "-partition-" + std::to_string(i);
+        if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+      }
     }
   }
   return out;
@@ -514,12 +537,15 @@ void BrokerService::announcePartitions(const TopicName& name, int from, int to, 
   }
 }
 
-std::map<std::string, int> BrokerService::partitionedTopicsOf(const std::string& ns) const {
+std::map<std::string, int> BrokerService::partitionedTopicsOf(const std::string& ns,
+                                                             TopicDomain domain) const {
   std::map<std::string, int> out;
-  std::string prefix = "persistent://" + ns + "/";
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [n, count] : partitioned_) {
-    if (n.rfind(prefix, 0) == 0) out[n] = count;
+  for (const std::string& d : domainsOf(domain)) {
+    std::string prefix = d + "://" + ns + "/";
+    for (const auto& [n, count] : partitioned_) {
+      if (n.rfind(prefix, 0) == 0) out[n] = count;
+    }
   }
   return out;
 }

@@ -54,9 +54,11 @@ class BrokerService {
   void getOrCreateTopic(const TopicName& name, bool create, TopicCallback cb);
   // All loaded topics (snapshot).
   std::vector<std::shared_ptr<PersistentTopic>> topics() const;
-  // Persistent topics of "tenant/ns" as Pulsar lists them for GET_TOPICS_OF_NAMESPACE: loaded
-  // and stored topics, plus every partition of its partitioned topics ("...-partition-N").
-  std::vector<std::string> topicsOfNamespace(const std::string& ns) const;
+  // Topics of "tenant/ns" in `domain` as Pulsar lists them for GET_TOPICS_OF_NAMESPACE (whose
+  // modes PERSISTENT / NON_PERSISTENT / ALL these are): loaded and stored topics, plus every
+  // partition of its partitioned topics ("...-partition-N").
+  std::vector<std::string> topicsOfNamespace(const std::string& ns,
+                                             TopicDomain domain = TopicDomain::kPersistent) const;
   // Topic created/deleted events of a namespace (topic-list watchers). Fired for a topic opened
   // for the first time, every partition of a partitioned topic created or grown, and a deleted
   // topic or partition. Thread: any.
@@ -94,9 +96,9 @@ class BrokerService {
   // Per-topic message rates, updated by the admin module's pulsar-stats thread and read by the
   // admin stats and CONSUMER_STATS. Thread: any.
   RateRegistry& rates() { return rates_; }
-  // The namespace's deduplicationEnabled policy changed: its loaded topics switch to the new
-  // value (unset: brokerDeduplicationEnabled), as Pulsar's onPoliciesUpdate. Thread: any.
-  void onDeduplicationPolicyChanged(const std::string& ns);
+  // The namespace's policies changed (deduplicationEnabled, the max* limits): its loaded topics
+  // take the new values on their executors, as Pulsar's onPoliciesUpdate. Thread: any.
+  void onNamespacePoliciesChanged(const std::string& ns);
   // Whether a producer or consumer may auto-create `name`: the namespace's autoTopicCreation
   // override when set, else allowAutoTopicCreation. Thread: any.
   bool allowAutoTopicCreation(const TopicName& name) const;
@@ -106,6 +108,8 @@ class BrokerService {
   void onTopicPoliciesChanged(const TopicName& name);
   // Effective limits and deduplication of a topic: topic policy > namespace policy > broker.
   TopicPolicyLimits policyLimitsOf(const TopicName& name) const;
+  // Re-applies limits and deduplication to the loaded topics `which` selects. Thread: any.
+  void reapplyPolicies(const std::function<bool(const TopicName&)>& which);
   bool deduplicationEnabledFor(const TopicName& name) const;
   // Creates "tenant/ns". Errors: kAlreadyExists.
   Status addNamespace(const std::string& ns);
@@ -116,7 +120,8 @@ class BrokerService {
   // Loaded, stored, or partitioned.
   bool topicExists(const TopicName& name) const;
   // Partitioned topics of "tenant/ns": full name -> partitions.
-  std::map<std::string, int> partitionedTopicsOf(const std::string& ns) const;
+  std::map<std::string, int> partitionedTopicsOf(
+      const std::string& ns, TopicDomain domain = TopicDomain::kPersistent) const;
   // Errors: kNotFound (not partitioned), kInvalidArgument (fewer partitions than now).
   Status updatePartitions(const TopicName& name, int partitions);
   // Forgets a partitioned topic's metadata (delete its partitions first). Errors: kNotFound.

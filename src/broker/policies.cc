@@ -201,6 +201,9 @@ std::string encodePolicies(const NamespacePolicies& p) {
                        a->defaultNumPartitions ? std::to_string(*a->defaultNumPartitions) : ""}) +
            "\n";
   }
+  for (const auto& [name, value] : p.limits) {
+    out += "limit=" + joinFields({name, std::to_string(value)}) + "\n";
+  }
   return out;
 }
 
@@ -243,6 +246,8 @@ NamespacePolicies decodePolicies(const std::string& text) {
       a.topicType = f[1];
       if (!f[2].empty()) a.defaultNumPartitions = static_cast<int32_t>(toInt(f[2], 1));
       p.autoTopicCreation = a;
+    } else if (key == "limit" && f.size() == 2) {
+      p.limits[f[0]] = static_cast<int32_t>(toInt(f[1], 0));
     }
   });
   return p;

@@ -57,6 +57,24 @@ struct NamespacePolicies {
   // Minutes without consumers after which a subscription is deleted (stored, not enforced yet).
   std::optional<int32_t> subscriptionExpirationTimeMinutes;
   std::optional<AutoTopicCreationOverride> autoTopicCreation;
+  // Per-topic limits of the namespace's topics (Pulsar's Policies max_* fields), keyed by
+  // kNamespaceLimits' names; 0: no limit. Absent: the broker setting of the same name applies.
+  std::map<std::string, int32_t> limits;
+};
+
+// The namespace limits: admin path segment (also the broker setting's name) and the field of
+// Pulsar's Policies JSON.
+struct NamespaceLimitName {
+  const char* name;
+  const char* policiesField;
+};
+inline constexpr NamespaceLimitName kNamespaceLimits[] = {
+    {"maxProducersPerTopic", "max_producers_per_topic"},
+    {"maxConsumersPerTopic", "max_consumers_per_topic"},
+    {"maxConsumersPerSubscription", "max_consumers_per_subscription"},
+    {"maxSubscriptionsPerTopic", "max_subscriptions_per_topic"},
+    {"maxUnackedMessagesPerConsumer", "max_unacked_messages_per_consumer"},
+    {"maxUnackedMessagesPerSubscription", "max_unacked_messages_per_subscription"},
 };
 
 // Topic-level policies (Pulsar's TopicPolicies, topicLevelPoliciesEnabled): Pulsar's policy name

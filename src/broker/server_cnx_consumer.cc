@@ -39,6 +39,10 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
     sendError(requestId, proto::ProducerBusy, "Empty subscription name");
     return;
   }
+  if (c.read_compacted() && !name->isPersistent()) {  // Pulsar's NonPersistentTopic::subscribe
+    sendError(requestId, proto::NotAllowedError, "readCompacted only valid on persistent topics");
+    return;
+  }
   std::string consumerName = c.has_consumer_name() && !c.consumer_name().empty()
                                  ? c.consumer_name()
                                  : service_.generateProducerName();

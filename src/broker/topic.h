@@ -43,11 +43,12 @@ struct SubscribeRequest {
   std::shared_ptr<Consumer> consumer;
 };
 
-// Topic-level policy limits (Pulsar's TopicPolicies); nullopt: the namespace's or broker's value
-// applies; 0: no limit, as Pulsar.
+// A topic's limits from its topic policies, else its namespace's policies (Pulsar's order);
+// nullopt: the broker setting applies; 0: no limit, as Pulsar.
 struct TopicPolicyLimits {
   std::optional<int> maxProducers;
   std::optional<int> maxConsumers;
+  std::optional<int> maxConsumersPerSubscription;
   std::optional<int> maxSubscriptions;
   std::optional<int> maxUnackedOnConsumer;
   std::optional<int> maxUnackedOnSubscription;

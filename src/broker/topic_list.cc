@@ -85,6 +85,9 @@ void TopicEventListeners::remove(uint64_t id) {
 }
 
 void TopicEventListeners::notify(const std::string& ns, const std::string& topic, bool created) {
+  // Pulsar's watchers follow persistent topics only (their events come from the managed-ledger
+  // metadata, which non-persistent topics do not have).
+  if (topic.rfind("persistent://", 0) != 0) return;
   std::vector<std::shared_ptr<Listener>> targets;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -46,7 +46,8 @@ class TopicEventListeners {
   // ns: "tenant/namespace". Returns an id for remove().
   uint64_t add(const std::string& ns, Listener fn);
   void remove(uint64_t id);
-  // topic: full name ("persistent://tenant/ns/local[-partition-N]").
+  // topic: full name ("persistent://tenant/ns/local[-partition-N]"); a non-persistent topic is
+  // ignored (Pulsar watches persistent topics only).
   void notify(const std::string& ns, const std::string& topic, bool created);
   size_t size() const;
 

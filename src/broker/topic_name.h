@@ -10,6 +10,9 @@
 
 namespace magnetar::broker {
 
+// Which topics a listing covers (Pulsar's CommandGetTopicsOfNamespace.Mode).
+enum class TopicDomain { kPersistent, kNonPersistent, kAll };
+
 // Value type; any thread.
 class TopicName {
  public:

@@ -106,6 +106,8 @@ TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
     r.updateNamespacePolicies("acme/a", [](NamespacePolicies& p) {
       p.subscriptionExpirationTimeMinutes = 15;
       p.autoTopicCreation = AutoTopicCreationOverride{true, "partitioned", 3};
+      p.limits["maxProducersPerTopic"] = 2;
+      p.limits["maxUnackedMessagesPerConsumer"] = 0;
     });
   }
   PolicyRegistry again;
@@ -121,6 +123,8 @@ TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
   ASSERT_TRUE(ns.autoTopicCreation);
   EXPECT_EQ(ns.autoTopicCreation->topicType, "partitioned");
   EXPECT_EQ(ns.autoTopicCreation->defaultNumPartitions, 3);
+  EXPECT_EQ(ns.limits, (std::map<std::string, int32_t>{{"maxProducersPerTopic", 2},
+                                                       {"maxUnackedMessagesPerConsumer", 0}}));
   again.setTopicPolicy(t, "maxProducers", std::nullopt);
   EXPECT_FALSE(again.topicPolicyInt(t, "maxProducers"));
   EXPECT_EQ(again.topicPolicyInt(t, "missing"), std::nullopt);
