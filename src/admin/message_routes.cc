@@ -5,11 +5,11 @@
 
 #include <set>
 
-#include "admin/message_expiry.h"
 #include "admin/stats_json.h"
 #include "admin/topic_routes.h"
 #include "admin/topic_targets.h"
 #include "broker/entry_metadata.h"
+#include "broker/message_expiry.h"
 
 namespace magnetar::admin {
 namespace {
@@ -292,7 +292,7 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
         std::string sub = p.at("subscription");
         onEachTarget<Status>(
             ctx, name, false, Status::notFound(""), respond,
-            [sub, seconds](TopicPtr t, StatusCb reply) { expireByTime(t, sub, seconds, reply); },
+            [sub, seconds](TopicPtr t, StatusCb reply) { broker::expireByTime(t, sub, seconds, reply); },
             answerStatuses(respond, "Subscription not found"));
       });
   addTopicRoute(
@@ -314,7 +314,7 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
           if (body.isExcluded) {
             upTo = previousPosition(t->ledger().ledgerStats(), upTo);
           }
-          expireUpTo(t, sub, upTo, [respond](Status s) {
+          broker::expireUpTo(t, sub, upTo, [respond](Status s) {
             if (s.code() == StatusCode::kNotFound) {
               return respond(HttpResponse::error(404, "Subscription not found"));
             }
@@ -339,7 +339,7 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
                 reply(combineStatuses(all));
               });
               for (size_t i = 0; i < subs.size(); ++i) {
-                expireByTime(t, subs[i], seconds, [gather, i](Status s) { gather->set(i, s); });
+                broker::expireByTime(t, subs[i], seconds, [gather, i](Status s) { gather->set(i, s); });
               }
             },
             answerStatuses(respond, "Topic not found"));

@@ -98,6 +98,8 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.maxConsumersPerTopic = cfg.maxConsumersPerTopic();
   o.maxConsumersPerSubscription = cfg.maxConsumersPerSubscription();
   o.maxSubscriptionsPerTopic = cfg.maxSubscriptionsPerTopic();
+  o.ttlDurationDefaultInSeconds = cfg.ttlDurationDefaultInSeconds();
+  o.messageExpiryCheckIntervalInMinutes = cfg.messageExpiryCheckIntervalInMinutes();
   o.brokerDeduplicationMaxNumberOfProducers = cfg.brokerDeduplicationMaxNumberOfProducers();
   o.brokerDeduplicationEntriesInterval = cfg.brokerDeduplicationEntriesInterval();
   o.brokerDeduplicationSnapshotIntervalSeconds = cfg.brokerDeduplicationSnapshotIntervalSeconds();

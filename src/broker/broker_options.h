@@ -38,6 +38,11 @@ struct BrokerOptions {
   int maxConsumersPerTopic = 0;
   int maxConsumersPerSubscription = 0;
   int maxSubscriptionsPerTopic = 0;
+  // Message TTL (Pulsar's): a subscription's messages older than this are expired (0: off);
+  // below a namespace and a topic messageTTL policy. Checked every
+  // messageExpiryCheckIntervalInMinutes on the pulsar-msg-expiry-monitor thread.
+  int ttlDurationDefaultInSeconds = 0;
+  int messageExpiryCheckIntervalInMinutes = 5;
   bool brokerDeduplicationEnabled = false;       // brokerDeduplicationEnabled
   int brokerDeduplicationMaxNumberOfProducers = 10000;  // brokerDeduplicationMaxNumberOfProducers
   int brokerDeduplicationEntriesInterval = 1000;        // brokerDeduplicationEntriesInterval

@@ -5,6 +5,7 @@
 
 #include "base/logging.h"
 #include "broker/entry_metadata.h"
+#include "broker/message_expiry.h"
 #include "broker/server_cnx.h"
 
 namespace magnetar::broker {
@@ -82,6 +83,10 @@ Status BrokerService::start() {
       "ml-worker", std::max(1, options_.managedLedgerNumWorkerThreads));
   ioLoops_->start();
   mlWorkers_->start();
+  expiryMonitor_ = std::make_unique<net::EventLoop>("pulsar-msg-expiry-monitor");
+  expiryTimer_ = std::make_unique<boost::asio::steady_timer>(expiryMonitor_->context());
+  expiryMonitor_->start();
+  expiryMonitor_->execute([this] { scheduleExpiryCheck(); });
   // maxMessagePublishBufferSizeInMB divided between the I/O threads (Pulsar's publish buffer).
   int64_t share = options_.maxMessagePublishBufferSizeInMB > 0
                       ? (static_cast<int64_t>(options_.maxMessagePublishBufferSizeInMB) << 20) /
@@ -109,7 +114,39 @@ Status BrokerService::start() {
   return s;
 }
 
+void BrokerService::scheduleExpiryCheck() {
+  expiryTimer_->expires_after(std::chrono::minutes(options_.messageExpiryCheckIntervalInMinutes));
+  expiryTimer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    checkMessageExpiry();
+    scheduleExpiryCheck();
+  });
+}
+
+void BrokerService::checkMessageExpiry() {
+  for (auto& t : topics()) {
+    int64_t ttl = messageTtlOf(t->name());
+    if (ttl <= 0) continue;
+    t->executor().execute([t, ttl] {
+      for (const auto& [name, sub] : t->subscriptions()) {
+        if (!sub->durable()) continue;
+        expireByTime(t, name, ttl, [t, name = name](Status s) {
+          if (!s.isOk() && s.code() != StatusCode::kNotFound) {
+            MLOG_WARN("{}: message TTL on {} failed: {}", t->name().toString(), name,
+                      s.toString());
+          }
+        });
+      }
+    });
+  }
+}
+
 void BrokerService::stop() {
+  if (expiryMonitor_) {
+    expiryMonitor_->execute([this] { expiryTimer_->cancel(); });
+    expiryMonitor_->stop();
+    expiryMonitor_.reset();
+  }
   if (server_) server_->stop();
   if (ioLoops_) ioLoops_->stop();
   if (mlWorkers_) mlWorkers_->stop();
@@ -250,6 +287,12 @@ bool BrokerService::deduplicationEnabledFor(const TopicName& name) const {
   if (auto t = policies_.topicPolicyBool(policyKey(name), "deduplicationEnabled")) return *t;
   return policies_.deduplicationEnabled(name.namespaceName())
       .value_or(options_.brokerDeduplicationEnabled);
+}
+
+int64_t BrokerService::messageTtlOf(const TopicName& name) const {
+  if (auto t = policies_.topicPolicyInt(policyKey(name), "messageTTL")) return *t;
+  if (auto n = policies_.namespacePolicies(name.namespaceName()).messageTtlSeconds) return *n;
+  return options_.ttlDurationDefaultInSeconds;
 }
 
 void BrokerService::onTopicPoliciesChanged(const TopicName& name) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <map>
 #include <memory>
@@ -111,6 +112,13 @@ class BrokerService {
   // Re-applies limits and deduplication to the loaded topics `which` selects. Thread: any.
   void reapplyPolicies(const std::function<bool(const TopicName&)>& which);
   bool deduplicationEnabledFor(const TopicName& name) const;
+  // The message TTL of a topic in seconds: topic policy messageTTL > namespace
+  // message_ttl_in_seconds > ttlDurationDefaultInSeconds (0: none). Thread: any.
+  int64_t messageTtlOf(const TopicName& name) const;
+  // One message-TTL pass (Pulsar's checkMessageExpiry): every durable subscription of every
+  // loaded topic with a TTL expires its older messages, on the topic's executor. Thread: any;
+  // run every messageExpiryCheckIntervalInMinutes by the pulsar-msg-expiry-monitor thread.
+  void checkMessageExpiry();
   // Creates "tenant/ns". Errors: kAlreadyExists.
   Status addNamespace(const std::string& ns);
   // Forgets the namespace, its partitioned-topic metadata and its policies (delete its topics
@@ -150,6 +158,10 @@ class BrokerService {
   std::unique_ptr<net::EventLoopGroup> ioLoops_;
   std::unique_ptr<net::EventLoopGroup> mlWorkers_;
   std::unique_ptr<net::TcpServer> server_;
+  // pulsar-msg-expiry-monitor: the periodic message TTL check (Pulsar's thread name).
+  std::unique_ptr<net::EventLoop> expiryMonitor_;
+  std::unique_ptr<boost::asio::steady_timer> expiryTimer_;  // on expiryMonitor_
+  void scheduleExpiryCheck();
   std::vector<std::unique_ptr<PublishBufferThrottle>> throttles_;  // one per pulsar-io loop
 
   mutable std::mutex mu_;

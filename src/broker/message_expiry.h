@@ -1,5 +1,6 @@
-// Admin expire-messages (Pulsar's PersistentMessageExpiryMonitor): moves a subscription's
-// mark-delete position past its expired entries and counts them in totalMsgExpired.
+// Message expiry (Pulsar's PersistentMessageExpiryMonitor), for the message TTL check and the admin
+// expire-messages calls: moves a subscription's mark-delete position past its expired entries and
+// counts them in totalMsgExpired.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 #include "base/status.h"
 #include "broker/topic.h"
 
-namespace magnetar::admin {
+namespace magnetar::broker {
 
 // True when an entry published at publishTimeMs has expired at nowMs for a TTL of ttlSeconds
 // (Pulsar's MessageImpl.isEntryExpired: now > publishTime + ttl).
@@ -23,13 +24,13 @@ inline bool isEntryExpired(uint64_t publishTimeMs, int64_t nowMs, int64_t ttlSec
 // entry after the mark-delete position while entries are expired and mark-deletes up to the last
 // expired one. cb(status) on the topic's executor; kNotFound when the subscription is missing.
 // Thread: the topic's executor.
-void expireByTime(std::shared_ptr<broker::PersistentTopic> topic, const std::string& sub,
+void expireByTime(std::shared_ptr<PersistentTopic> topic, const std::string& sub,
                   int64_t ttlSeconds, std::function<void(Status)> cb);
 
 // Expires the entries of `sub` up to and including `upTo` (clamped to the last entry).
 // Thread: the topic's executor.
-void expireUpTo(std::shared_ptr<broker::PersistentTopic> topic, const std::string& sub,
+void expireUpTo(std::shared_ptr<PersistentTopic> topic, const std::string& sub,
                 storage::Position upTo,
                 std::function<void(Status)> cb);
 
-}  // namespace magnetar::admin
+}  // namespace magnetar::broker

@@ -1,17 +1,17 @@
-#include "admin/message_expiry.h"
+#include "broker/message_expiry.h"
 
 #include <chrono>
 
 #include "broker/entry_metadata.h"
 
-namespace magnetar::admin {
+namespace magnetar::broker {
 namespace {
 
 using storage::Position;
 
 // Scans forward from the first unacked entry; keeps itself alive through the read callbacks.
 struct ExpiryScan : std::enable_shared_from_this<ExpiryScan> {
-  std::shared_ptr<broker::PersistentTopic> topic;
+  std::shared_ptr<PersistentTopic> topic;
   std::string sub;
   int64_t ttlSeconds = 0;
   int64_t nowMs = 0;
@@ -26,8 +26,8 @@ struct ExpiryScan : std::enable_shared_from_this<ExpiryScan> {
       if (!s.isOk()) return self->done(s);
       if (es.empty()) return self->finish();
       for (auto& e : es) {
-        broker::EntryMetadataPeek md;
-        if (!broker::peekEntryMetadata(e.data.view(), &md).isOk() ||
+        EntryMetadataPeek md;
+        if (!peekEntryMetadata(e.data.view(), &md).isOk() ||
             !isEntryExpired(md.publishTime, self->nowMs, self->ttlSeconds)) {
           return self->finish();
         }
@@ -45,9 +45,9 @@ struct ExpiryScan : std::enable_shared_from_this<ExpiryScan> {
 
 }  // namespace
 
-void expireByTime(std::shared_ptr<broker::PersistentTopic> topic, const std::string& sub,
+void expireByTime(std::shared_ptr<PersistentTopic> topic, const std::string& sub,
                   int64_t ttlSeconds, std::function<void(Status)> cb) {
-  broker::Subscription* s = topic->subscription(sub);
+  Subscription* s = topic->subscription(sub);
   if (!s) return cb(Status::notFound("Subscription not found"));
   auto scan = std::make_shared<ExpiryScan>();
   scan->topic = topic;
@@ -60,10 +60,10 @@ void expireByTime(std::shared_ptr<broker::PersistentTopic> topic, const std::str
   scan->step(topic->ledger().nextValidPosition(s->cursor().markDeletedPosition()));
 }
 
-void expireUpTo(std::shared_ptr<broker::PersistentTopic> topic, const std::string& sub,
+void expireUpTo(std::shared_ptr<PersistentTopic> topic, const std::string& sub,
                 storage::Position upTo,
                 std::function<void(Status)> cb) {
-  broker::Subscription* s = topic->subscription(sub);
+  Subscription* s = topic->subscription(sub);
   if (!s) return cb(Status::notFound("Subscription not found"));
   Position lac = topic->ledger().lastConfirmedEntry();
   if (upTo > lac) upTo = lac;
@@ -71,7 +71,7 @@ void expireUpTo(std::shared_ptr<broker::PersistentTopic> topic, const std::strin
   int64_t before = s->msgBacklog();
   s->cursor().asyncMarkDelete(upTo, [topic, sub, before, cb](Status st) {
     if (st.isOk()) {
-      if (broker::Subscription* s2 = topic->subscription(sub)) {
+      if (Subscription* s2 = topic->subscription(sub)) {
         int64_t after = s2->msgBacklog();
         if (before > after) {
           int64_t nowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -85,4 +85,4 @@ void expireUpTo(std::shared_ptr<broker::PersistentTopic> topic, const std::strin
   });
 }
 
-}  // namespace magnetar::admin
+}  // namespace magnetar::broker
