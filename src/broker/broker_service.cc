@@ -143,8 +143,8 @@ void BrokerService::checkMessageExpiry() {
 
 void BrokerService::stop() {
   if (expiryMonitor_) {
-    expiryMonitor_->execute([this] { expiryTimer_->cancel(); });
-    expiryMonitor_->stop();
+    expiryMonitor_->stop();  // joined: the timer can go on this thread, before its context
+    expiryTimer_.reset();
     expiryMonitor_.reset();
   }
   if (server_) server_->stop();
