@@ -182,6 +182,8 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   o["msgChunkPublished"] = false;
   o["storageSize"] = t.storageSize;
   o["backlogSize"] = t.backlogSize;
+  o["backlogQuotaLimitSize"] = t.backlogQuotaLimitSize;
+  o["backlogQuotaLimitTime"] = t.backlogQuotaLimitTime;
   o["publishRateLimitedTimes"] = 0;
   o["earliestMsgPublishTimeInBacklogs"] = 0;
   o["offloadedStorageSize"] = 0;

@@ -64,29 +64,16 @@ void resetTo(TopicPtr t, const std::string& sub, Position pos, StatusCb cb) {
   });
 }
 
-// Acks the first n unacked entries after the mark-delete position (Pulsar's skip).
 void skipEntries(PersistentTopic& t, const std::string& sub, int64_t n, StatusCb cb) {
   broker::Subscription* s = t.subscription(sub);
   if (!s) return cb(Status::notFound("Subscription not found"));
-  storage::ManagedLedger& ml = t.ledger();
-  storage::ManagedCursor& cur = s->cursor();
-  Position lac = ml.lastConfirmedEntry();
-  std::vector<Position> positions;
-  for (Position p = ml.nextValidPosition(cur.markDeletedPosition());
-       static_cast<int64_t>(positions.size()) < n && p <= lac && p.entryId >= 0;
-       p = ml.nextValidPosition(p)) {
-    if (!cur.isAcknowledged(p)) positions.push_back(p);
-  }
-  if (positions.empty()) return cb(Status::ok());
-  cur.asyncDelete(positions, std::move(cb));
+  s->skipEntries(n, std::move(cb));
 }
 
 void clearBacklog(PersistentTopic& t, const std::string& sub, StatusCb cb) {
   broker::Subscription* s = t.subscription(sub);
   if (!s) return cb(Status::notFound("Subscription not found"));
-  Position lac = t.ledger().lastConfirmedEntry();
-  if (lac.entryId < 0 || lac <= s->cursor().markDeletedPosition()) return cb(Status::ok());
-  s->cursor().asyncMarkDelete(lac, std::move(cb));
+  s->clearBacklog(std::move(cb));
 }
 
 json::object messageIdJson(int64_t ledgerId, int64_t entryId, int32_t partition, int32_t batch) {

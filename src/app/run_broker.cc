@@ -100,6 +100,10 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.maxSubscriptionsPerTopic = cfg.maxSubscriptionsPerTopic();
   o.ttlDurationDefaultInSeconds = cfg.ttlDurationDefaultInSeconds();
   o.messageExpiryCheckIntervalInMinutes = cfg.messageExpiryCheckIntervalInMinutes();
+  o.backlogQuotaCheckEnabled = cfg.backlogQuotaCheckEnabled();
+  o.backlogQuotaCheckIntervalInSeconds = cfg.backlogQuotaCheckIntervalInSeconds();
+  o.backlogQuotaDefaultLimitBytes = cfg.backlogQuotaDefaultLimitBytes();
+  o.backlogQuotaDefaultRetentionPolicy = cfg.backlogQuotaDefaultRetentionPolicy();
   o.brokerDeduplicationMaxNumberOfProducers = cfg.brokerDeduplicationMaxNumberOfProducers();
   o.brokerDeduplicationEntriesInterval = cfg.brokerDeduplicationEntriesInterval();
   o.brokerDeduplicationSnapshotIntervalSeconds = cfg.brokerDeduplicationSnapshotIntervalSeconds();

@@ -43,6 +43,13 @@ struct BrokerOptions {
   // messageExpiryCheckIntervalInMinutes on the pulsar-msg-expiry-monitor thread.
   int ttlDurationDefaultInSeconds = 0;
   int messageExpiryCheckIntervalInMinutes = 5;
+  // Backlog quota (destination_storage) for topics without a namespace or topic one: bytes
+  // (-1: none) and what happens beyond it; checked on producer creation and every
+  // backlogQuotaCheckIntervalInSeconds.
+  bool backlogQuotaCheckEnabled = true;
+  int backlogQuotaCheckIntervalInSeconds = 60;
+  int64_t backlogQuotaDefaultLimitBytes = -1;
+  std::string backlogQuotaDefaultRetentionPolicy = "producer_request_hold";
   bool brokerDeduplicationEnabled = false;       // brokerDeduplicationEnabled
   int brokerDeduplicationMaxNumberOfProducers = 10000;  // brokerDeduplicationMaxNumberOfProducers
   int brokerDeduplicationEntriesInterval = 1000;        // brokerDeduplicationEntriesInterval

@@ -83,10 +83,16 @@ Status BrokerService::start() {
       "ml-worker", std::max(1, options_.managedLedgerNumWorkerThreads));
   ioLoops_->start();
   mlWorkers_->start();
-  expiryMonitor_ = std::make_unique<net::EventLoop>("pulsar-msg-expiry-monitor");
-  expiryTimer_ = std::make_unique<boost::asio::steady_timer>(expiryMonitor_->context());
-  expiryMonitor_->start();
-  expiryMonitor_->execute([this] { scheduleExpiryCheck(); });
+  expiryMonitor_ = std::make_unique<PeriodicTask>(
+      "pulsar-msg-expiry-monitor",
+      std::chrono::minutes(std::max(1, options_.messageExpiryCheckIntervalInMinutes)),
+      [this] { checkMessageExpiry(); });
+  if (options_.backlogQuotaCheckEnabled) {
+    backlogQuotaChecker_ = std::make_unique<PeriodicTask>(
+        "pulsar-backlog-quota-checker",
+        std::chrono::seconds(std::max(1, options_.backlogQuotaCheckIntervalInSeconds)),
+        [this] { checkBacklogQuotas(); });
+  }
   // maxMessagePublishBufferSizeInMB divided between the I/O threads (Pulsar's publish buffer).
   int64_t share = options_.maxMessagePublishBufferSizeInMB > 0
                       ? (static_cast<int64_t>(options_.maxMessagePublishBufferSizeInMB) << 20) /
@@ -114,15 +120,6 @@ Status BrokerService::start() {
   return s;
 }
 
-void BrokerService::scheduleExpiryCheck() {
-  expiryTimer_->expires_after(std::chrono::minutes(options_.messageExpiryCheckIntervalInMinutes));
-  expiryTimer_->async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;
-    checkMessageExpiry();
-    scheduleExpiryCheck();
-  });
-}
-
 void BrokerService::checkMessageExpiry() {
   for (auto& t : topics()) {
     int64_t ttl = messageTtlOf(t->name());
@@ -142,11 +139,8 @@ void BrokerService::checkMessageExpiry() {
 }
 
 void BrokerService::stop() {
-  if (expiryMonitor_) {
-    expiryMonitor_->stop();  // joined: the timer can go on this thread, before its context
-    expiryTimer_.reset();
-    expiryMonitor_.reset();
-  }
+  expiryMonitor_.reset();
+  backlogQuotaChecker_.reset();
   if (server_) server_->stop();
   if (ioLoops_) ioLoops_->stop();
   if (mlWorkers_) mlWorkers_->stop();
@@ -280,6 +274,7 @@ TopicPolicyLimits BrokerService::policyLimitsOf(const TopicName& name) const {
   l.maxUnackedOnConsumer = get("maxUnackedMessagesOnConsumer", "maxUnackedMessagesPerConsumer");
   l.maxUnackedOnSubscription =
       get("maxUnackedMessagesOnSubscription", "maxUnackedMessagesPerSubscription");
+  l.backlogQuota = backlogQuotaOf(name);
   return l;
 }
 
@@ -293,6 +288,23 @@ int64_t BrokerService::messageTtlOf(const TopicName& name) const {
   if (auto t = policies_.topicPolicyInt(policyKey(name), "messageTTL")) return *t;
   if (auto n = policies_.namespacePolicies(name.namespaceName()).messageTtlSeconds) return *n;
   return options_.ttlDurationDefaultInSeconds;
+}
+
+BacklogQuota BrokerService::backlogQuotaOf(const TopicName& name) const {
+  if (auto q = policies_.topicBacklogQuota(policyKey(name), "destination_storage")) return *q;
+  auto ns = policies_.namespacePolicies(name.namespaceName());
+  auto it = ns.backlogQuotas.find("destination_storage");
+  if (it != ns.backlogQuotas.end()) return it->second;
+  BacklogQuota q;
+  q.limitSize = options_.backlogQuotaDefaultLimitBytes;
+  q.policy = options_.backlogQuotaDefaultRetentionPolicy;
+  return q;
+}
+
+void BrokerService::checkBacklogQuotas() {
+  for (auto& t : topics()) {
+    t->executor().execute([t] { t->enforceBacklogQuota(); });
+  }
 }
 
 void BrokerService::onTopicPoliciesChanged(const TopicName& name) {

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <atomic>
-#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <map>
 #include <memory>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "broker/broker_options.h"
+#include "broker/periodic_task.h"
 #include "broker/publish_throttle.h"
 #include "broker/policies.h"
 #include "broker/stats.h"
@@ -119,6 +119,15 @@ class BrokerService {
   // loaded topic with a TTL expires its older messages, on the topic's executor. Thread: any;
   // run every messageExpiryCheckIntervalInMinutes by the pulsar-msg-expiry-monitor thread.
   void checkMessageExpiry();
+  // The topic's destination_storage backlog quota: topic policy > namespace policy >
+  // backlogQuotaDefaultLimitBytes / backlogQuotaDefaultRetentionPolicy. Thread: any.
+  BacklogQuota backlogQuotaOf(const TopicName& name) const;
+  // One backlog quota pass (Pulsar's monitorBacklogQuota): each loaded topic over its quota
+  // disconnects its producers (producer_request_hold, producer_exception) or moves its slowest
+  // cursors forward (consumer_backlog_eviction), on the topic's executor. Thread: any; run every
+  // backlogQuotaCheckIntervalInSeconds by pulsar-backlog-quota-checker when
+  // backlogQuotaCheckEnabled.
+  void checkBacklogQuotas();
   // Creates "tenant/ns". Errors: kAlreadyExists.
   Status addNamespace(const std::string& ns);
   // Forgets the namespace, its partitioned-topic metadata and its policies (delete its topics
@@ -158,10 +167,9 @@ class BrokerService {
   std::unique_ptr<net::EventLoopGroup> ioLoops_;
   std::unique_ptr<net::EventLoopGroup> mlWorkers_;
   std::unique_ptr<net::TcpServer> server_;
-  // pulsar-msg-expiry-monitor: the periodic message TTL check (Pulsar's thread name).
-  std::unique_ptr<net::EventLoop> expiryMonitor_;
-  std::unique_ptr<boost::asio::steady_timer> expiryTimer_;  // on expiryMonitor_
-  void scheduleExpiryCheck();
+  // The periodic message TTL and backlog quota checks (Pulsar's thread names).
+  std::unique_ptr<PeriodicTask> expiryMonitor_;
+  std::unique_ptr<PeriodicTask> backlogQuotaChecker_;
   std::vector<std::unique_ptr<PublishBufferThrottle>> throttles_;  // one per pulsar-io loop
 
   mutable std::mutex mu_;

@@ -1,5 +1,6 @@
 #include "broker/policies.h"
 
+#include <boost/json.hpp>
 #include <fmt/format.h>
 
 #include <cstring>
@@ -356,6 +357,34 @@ std::optional<bool> PolicyRegistry::topicPolicyBool(const std::string& topic,
   if (p->second == "true") return true;
   if (p->second == "false") return false;
   return std::nullopt;
+}
+
+std::optional<BacklogQuota> PolicyRegistry::topicBacklogQuota(const std::string& topic,
+                                                              const std::string& type) const {
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = topicPolicies_.find(topic);
+    if (it == topicPolicies_.end()) return std::nullopt;
+    auto p = it->second.find("backlogQuota/" + type);
+    if (p == it->second.end()) return std::nullopt;
+    text = p->second;
+  }
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(text, ec);
+  const boost::json::object* o = ec ? nullptr : v.if_object();
+  if (!o) return std::nullopt;
+  BacklogQuota q;
+  if (const auto* f = o->if_contains("limitSize"); f && f->is_number()) {
+    q.limitSize = f->to_number<int64_t>();
+  }
+  if (const auto* f = o->if_contains("limitTime"); f && f->is_number()) {
+    q.limitTime = f->to_number<int32_t>();
+  }
+  if (const auto* f = o->if_contains("policy"); f && f->is_string()) {
+    q.policy = std::string(f->as_string());
+  }
+  return q;
 }
 
 }  // namespace magnetar::broker

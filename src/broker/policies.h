@@ -120,6 +120,10 @@ class PolicyRegistry {
   // A policy stored as a JSON integer / boolean; nullopt when unset or of another type.
   std::optional<int64_t> topicPolicyInt(const std::string& topic, const std::string& policy) const;
   std::optional<bool> topicPolicyBool(const std::string& topic, const std::string& policy) const;
+  // The topic's backlogQuota/<type> policy (the JSON object the admin API stored); nullopt when
+  // unset or unreadable.
+  std::optional<BacklogQuota> topicBacklogQuota(const std::string& topic,
+                                                const std::string& type) const;
 
   // Loads what `store` holds (keys under /admin/magnetar/tenants/, .../policies/ and
   // .../topic-policies/, replacing

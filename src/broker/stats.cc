@@ -252,6 +252,7 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
   t.bytesInCounter = topic.stats().bytesInCounter;
   if (rates) t.rateIn = rates->rate("in");
   t.storageSize = ml.totalSizeBytes();
+  t.backlogQuotaLimitSize = topic.policyLimits().backlogQuota.limitSize;
   t.numberOfEntries = ml.numberOfEntries();
   t.terminated = topic.isTerminated();
   t.deduplicationEnabled = topic.deduplication().enabled();

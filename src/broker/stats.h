@@ -104,6 +104,8 @@ struct TopicSnapshot {
   RateValue rateOut;        // sum over subscriptions
   int64_t storageSize = 0;  // bytes stored
   int64_t backlogSize = 0;  // bytes not yet acked by the slowest subscription (estimate)
+  int64_t backlogQuotaLimitSize = -1;  // the topic's destination_storage quota, bytes (-1: none)
+  int64_t backlogQuotaLimitTime = -1;  // its message_age quota, seconds (-1: none)
   int64_t msgBacklog = 0;   // entries, the sum over subscriptions (Pulsar's pulsar_msg_backlog)
   int64_t numberOfEntries = 0;
   bool terminated = false;

@@ -107,4 +107,22 @@ void Subscription::resetCursor(storage::Position pos, storage::StatusCallback cb
   });
 }
 
+void Subscription::skipEntries(int64_t n, storage::StatusCallback cb) {
+  storage::Position lac = ledger_.lastConfirmedEntry();
+  std::vector<storage::Position> positions;
+  for (storage::Position p = ledger_.nextValidPosition(cursor_.markDeletedPosition());
+       static_cast<int64_t>(positions.size()) < n && p <= lac && p.entryId >= 0;
+       p = ledger_.nextValidPosition(p)) {
+    if (!cursor_.isAcknowledged(p)) positions.push_back(p);
+  }
+  if (positions.empty()) return cb(Status::ok());
+  cursor_.asyncDelete(positions, std::move(cb));
+}
+
+void Subscription::clearBacklog(storage::StatusCallback cb) {
+  storage::Position lac = ledger_.lastConfirmedEntry();
+  if (lac.entryId < 0 || lac <= cursor_.markDeletedPosition()) return cb(Status::ok());
+  cursor_.asyncMarkDelete(lac, std::move(cb));
+}
+
 }  // namespace magnetar::broker

@@ -46,6 +46,11 @@ class Subscription {
   void resetCursor(storage::Position pos, storage::StatusCallback cb);
 
   int64_t msgBacklog() const { return cursor_.numberOfEntriesInBacklog(); }
+  // Acks the first n unacked entries after the mark-delete position (Pulsar's skip; also the
+  // consumer_backlog_eviction backlog quota). cb once persisted.
+  void skipEntries(int64_t n, storage::StatusCallback cb);
+  // Acks everything up to the last entry (Pulsar's clear-backlog / skip_all, truncate).
+  void clearBacklog(storage::StatusCallback cb);
 
   // Admin expire-messages: entries the cursor moved past because they were older than asked
   // (Pulsar's totalMsgExpired / msgRateExpired count entries the same way), and when that last

@@ -99,6 +99,15 @@ void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAd
           proto::ProducerBusy, {});
     return;
   }
+  if (isBacklogQuotaExceeded() && limits_.backlogQuota.policy != "consumer_backlog_eviction") {
+    // Pulsar's codes: the client holds its sends on ...Error, fails them on ...Exception.
+    added(Status::notAllowed("Cannot create producer on topic with backlog quota exceeded"),
+          limits_.backlogQuota.policy == "producer_exception"
+              ? proto::ProducerBlockedQuotaExceededException
+              : proto::ProducerBlockedQuotaExceededError,
+          {});
+    return;
+  }
   int maxProducers = limits_.maxProducers.value_or(options_.maxProducersPerTopic);
   if (maxProducers > 0 && producers_.size() >= static_cast<size_t>(maxProducers)) {
     added(Status::busy("Topic reached max producers limit"), proto::ProducerBusy, {});
@@ -483,6 +492,44 @@ void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
   limits_ = limits;
   for (auto& [n, sub] : subscriptions_) {
     sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
+  }
+}
+
+int64_t PersistentTopic::backlogSizeBytes() const {
+  int64_t entries = ledger_->numberOfEntries();
+  if (entries <= 0) return 0;
+  int64_t slowest = 0;
+  for (const auto& [_, sub] : subscriptions_) {
+    if (sub->durable()) slowest = std::max(slowest, sub->msgBacklog());
+  }
+  return static_cast<int64_t>(static_cast<double>(ledger_->totalSizeBytes()) / entries * slowest);
+}
+
+bool PersistentTopic::isBacklogQuotaExceeded() const {
+  int64_t limit = limits_.backlogQuota.limitSize;
+  return limit >= 0 && backlogSizeBytes() >= limit && backlogSizeBytes() > 0;
+}
+
+void PersistentTopic::enforceBacklogQuota() {
+  if (!isBacklogQuotaExceeded()) return;
+  const BacklogQuota& q = limits_.backlogQuota;
+  if (q.policy != "consumer_backlog_eviction") {
+    MLOG_INFO("{}: backlog quota exceeded ({} >= {} bytes): disconnecting producers",
+              name_.toString(), backlogSizeBytes(), q.limitSize);
+    closeAllProducers();
+    return;
+  }
+  // Pulsar's dropBacklogForSizeLimit: bring each cursor over 90 % of the limit down to it.
+  int64_t entries = ledger_->numberOfEntries();
+  if (entries <= 0) return;
+  double perEntry = static_cast<double>(ledger_->totalSizeBytes()) / entries;
+  auto keep = static_cast<int64_t>(0.9 * static_cast<double>(q.limitSize) / perEntry);
+  for (auto& [name, sub] : subscriptions_) {
+    if (!sub->durable() || sub->msgBacklog() <= keep) continue;
+    int64_t skip = sub->msgBacklog() - keep;
+    MLOG_INFO("{}: backlog quota exceeded: evicting {} entries of subscription {}",
+              name_.toString(), skip, name);
+    sub->skipEntries(skip, [](Status) {});
   }
 }
 

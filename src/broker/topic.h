@@ -14,6 +14,7 @@
 #include "broker/broker_options.h"
 #include "broker/consumer.h"
 #include "broker/message_deduplication.h"
+#include "broker/policies.h"
 #include "broker/subscription.h"
 #include "broker/topic_name.h"
 #include "net/event_loop.h"
@@ -52,6 +53,8 @@ struct TopicPolicyLimits {
   std::optional<int> maxSubscriptions;
   std::optional<int> maxUnackedOnConsumer;
   std::optional<int> maxUnackedOnSubscription;
+  // destination_storage backlog quota, already resolved topic > namespace > broker.
+  BacklogQuota backlogQuota;
 };
 
 // Counters for stats; executor thread.
@@ -130,6 +133,15 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Topic policies: replace maxProducersPerTopic, maxConsumersPerTopic, maxSubscriptionsPerTopic
   // and the unacked limits for this topic (checked for the next producer/consumer/subscription).
   void setPolicyLimits(const TopicPolicyLimits& limits);
+  // Bytes the slowest durable subscription has not acked (estimated from the average entry
+  // size, as the stats' backlogSize).
+  int64_t backlogSizeBytes() const;
+  // backlogSizeBytes() >= the backlog quota's limitSize (Pulsar's isSizeBacklogExceeded).
+  bool isBacklogQuotaExceeded() const;
+  // Pulsar's handleExceededBacklogQuota when over the quota: consumer_backlog_eviction moves the
+  // cursors over 90 % of the limit forward to it (oldest entries skipped); the producer_*
+  // policies disconnect the producers (they are refused again when they reconnect).
+  void enforceBacklogQuota();
   const TopicPolicyLimits& policyLimits() const { return limits_; }
   const BrokerOptions& options() const { return options_; }
 
