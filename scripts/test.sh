@@ -33,10 +33,10 @@ stage "admin REST, /metrics and magnetar-admin against a real broker"
 "$PY" -m pytest -q tests/admin
 
 stage "pulsar-flex suite against Magnetar"
-"$PY" tests/differential/with_broker.py --broker magnetar -- node --test tests/js/
+"$PY" tests/harness/with_broker.py --broker magnetar -- node --test tests/js/
 
 stage "Java compatibility suite (Pulsar's Java client, pulsar-admin, pulsar-client, pulsar-perf)"
-"$PY" tests/differential/with_broker.py --broker magnetar -- \
+"$PY" tests/harness/with_broker.py --broker magnetar -- \
   mvn -B -o -q -f tests/java test -Dperf.duration="${JAVA_PERF_DURATION:-5}"
 
 stage "crash tests: SIGKILL at random moments (storage engine, then the whole broker)"
