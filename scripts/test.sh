@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 machine to a passing test run: installs every dependency
-# (Debian packages; PyPI and npm test clients), builds, and runs the unit tests, the integration
-# tests against a real broker process, and the real-client suites (official Python client,
-# pulsar-flex, Pulsar's Java client and CLI tools), then the same under ASan+UBSan and TSan
-# (MAGNETAR_CI_SANITIZERS=0 skips those).
+# (Debian packages; PyPI and npm test clients), lints (scripts/lint.sh), builds, and runs the unit
+# tests, the integration tests against a real broker process, and the real-client suites (official
+# Python client, pulsar-flex, Pulsar's Java client and CLI tools), then the same under ASan+UBSan
+# and TSan (MAGNETAR_CI_SANITIZERS=0 skips those).
 # Exits non-zero on the first failing stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,9 @@ stage() { printf '\n=== %s ===\n' "$*"; }
 stage "install dependencies"
 bash scripts/install-deps.sh
 bash scripts/install-test-deps.sh
+
+stage "lint: clang-format on changed lines, ruff, clang-tidy (scripts/lint.sh)"
+bash scripts/lint.sh
 
 stage "build"
 bash scripts/build.sh

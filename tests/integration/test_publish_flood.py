@@ -1,4 +1,4 @@
-"""Bounded memory under a publish flood into slowed storage (issue 7).
+"""Bounded memory under a publish flood into slowed storage.
 
 500 producers publish without pause into a broker whose journal sleeps in every group commit
 (the MAGNETAR_TEST_STORAGE_DELAY_MICROS test hook), so publishes arrive much faster than storage

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks a run's summary.json: every measure of issue 6 present and sane, and the run valid.
+"""Checks a run's summary.json: every measure present and sane, and the run valid.
 
 Usage: check_summary.py RUN_DIR/summary.json [--allow-invalid]
 Exit status 0 when it passes; 1 with the problems listed otherwise.

@@ -1,6 +1,7 @@
 """summary.json of a run: the measures other tools and CI read, and their check.
 
-The keys in REQUIRED are the contract of issue 6; more keys may be added, none removed.
+The keys in REQUIRED are the contract with CI and compare runs; more keys may be added, none
+removed.
 """
 
 from __future__ import annotations
