@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real-client test dependencies, idempotently:
 #  - $REPO/.venv: pytest, requests and the official Apache Pulsar Python client (pulsar-client,
-#    which wraps the official C++ client) from PyPI, versions pinned in tests/differential/requirements.txt;
+#    which wraps the official C++ client) from PyPI, and ruff (scripts/lint.sh), versions pinned
+#    in tests/differential/requirements.txt;
 #  - tests/js/node_modules: pulsar-flex (pure JS client) from npm, pinned by tests/js/package-lock.json.
 #  - tests/java: the Java compatibility suite's Maven dependencies and plugins (Pulsar's Java
 #    client, admin client, pulsar-admin/pulsar-client/pulsar-perf) from Maven Central into ~/.m2,

@@ -5,7 +5,7 @@
 #   scripts/sanitizer_stage.sh tsan [BUILD_DIR]  clang TSan: net/storage/broker unit tests and a
 #                                                small integration subset
 # BUILD_DIR defaults to build-asan / build-tsan in the repository. Reports from broker processes
-# started by pytest go to files under a temporary directory; tests/differential/sanitizer_reports.py
+# started by pytest go to files under a temporary directory; tests/harness/sanitizer_reports.py
 # fails the test during which one appears. Suppressions (third-party code only) live in
 # scripts/sanitizers/.
 set -euo pipefail
@@ -53,8 +53,8 @@ sanitized_pytest() {
     ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$logdir/asan" \
     UBSAN_OPTIONS="$UBSAN_OPTIONS:log_path=$logdir/ubsan" \
     TSAN_OPTIONS="$TSAN_OPTIONS:log_path=$logdir/tsan" \
-    PYTHONPATH="$REPO/tests/differential${PYTHONPATH:+:$PYTHONPATH}" \
-    "$PY" -m pytest -q -p sanitizer_reports "$@"
+    PYTHONPATH="$REPO/tests${PYTHONPATH:+:$PYTHONPATH}" \
+    "$PY" -m pytest -q -p harness.sanitizer_reports "$@"
   rm -rf "$logdir"
 }
 

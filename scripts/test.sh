@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 machine to a passing test run: installs every dependency
-# (Debian packages; PyPI and npm test clients), builds, and runs the unit tests, the integration
-# tests against a real broker process, and the real-client suites (official Python client,
-# pulsar-flex, Pulsar's Java client and CLI tools), then the same under ASan+UBSan and TSan
-# (MAGNETAR_CI_SANITIZERS=0 skips those).
+# (Debian packages; PyPI and npm test clients), lints (scripts/lint.sh), builds, and runs the unit
+# tests, the integration tests against a real broker process, and the real-client suites (official
+# Python client, pulsar-flex, Pulsar's Java client and CLI tools), then the same under ASan+UBSan
+# and TSan (MAGNETAR_CI_SANITIZERS=0 skips those).
 # Exits non-zero on the first failing stage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +15,9 @@ stage() { printf '\n=== %s ===\n' "$*"; }
 stage "install dependencies"
 bash scripts/install-deps.sh
 bash scripts/install-test-deps.sh
+
+stage "lint: clang-format on changed lines, ruff, clang-tidy (scripts/lint.sh)"
+bash scripts/lint.sh
 
 stage "build"
 bash scripts/build.sh
@@ -33,10 +36,10 @@ stage "admin REST, /metrics and magnetar-admin against a real broker"
 "$PY" -m pytest -q tests/admin
 
 stage "pulsar-flex suite against Magnetar"
-"$PY" tests/differential/with_broker.py --broker magnetar -- node --test tests/js/
+"$PY" tests/harness/with_broker.py --broker magnetar -- node --test tests/js/
 
 stage "Java compatibility suite (Pulsar's Java client, pulsar-admin, pulsar-client, pulsar-perf)"
-"$PY" tests/differential/with_broker.py --broker magnetar -- \
+"$PY" tests/harness/with_broker.py --broker magnetar -- \
   mvn -B -o -q -f tests/java test -Dperf.duration="${JAVA_PERF_DURATION:-5}"
 
 stage "crash tests: SIGKILL at random moments (storage engine, then the whole broker)"

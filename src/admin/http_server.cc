@@ -149,8 +149,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
   std::shared_ptr<const Router> router_;
-  std::weak_ptr<asio::io_context> ioc_;
   size_t maxBody_;
+  std::weak_ptr<asio::io_context> ioc_;
   bool keepAlive_ = false;
   unsigned version_ = 11;
 };

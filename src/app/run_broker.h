@@ -21,10 +21,8 @@ struct BrokerOptions {
 // stop, 1 if a listener could not be opened. Logs "magnetar listening: brokerServicePort=N
 // webServicePort=M" once both listen.
 //
-// First cut (issue 2): numIOThreads threads `pulsar-io-<i>`, each running one io_context;
-// accepts binary-protocol connections round-robin onto them and holds them (no protocol yet);
-// the HTTP server (src/admin) answers the health and configuration routes. The broker wiring
-// (src/net EventLoopGroup, src/broker, src/storage) replaces the inside of this function.
+// Opens storage (src/storage), then serves the BrokerService (src/broker) on numIOThreads threads
+// `pulsar-io-<i>` (src/net) and the admin REST and /metrics routes (src/admin).
 int runBroker(const BrokerOptions& options);
 
 }  // namespace magnetar::app

@@ -69,7 +69,7 @@ void EventLoop::drain() {
   running_.clear();
 }
 
-EventLoopGroup::EventLoopGroup(std::string prefix, int count) {
+EventLoopGroup::EventLoopGroup(const std::string& prefix, int count) {
   loops_.reserve(count);
   for (int i = 0; i < count; ++i) {
     loops_.push_back(std::make_unique<EventLoop>(prefix + "-" + std::to_string(i)));

@@ -69,7 +69,7 @@ class EventLoop final : public Executor {
 // forKey() picks one by hash (a topic's ordered executor). Thread: any, after start().
 class EventLoopGroup {
  public:
-  EventLoopGroup(std::string prefix, int count);
+  EventLoopGroup(const std::string& prefix, int count);
   ~EventLoopGroup();
   void start();
   void stop();

@@ -1,5 +1,5 @@
-"""Fixtures of the admin tests: a real `magnetar standalone` (tests/differential/brokers.py), an
-HTTP helper, the official Python client, and fresh tenants/namespaces.
+"""Fixtures of the admin tests: a real `magnetar standalone` (tests/harness), an HTTP helper, the
+official Python client, and fresh tenants/namespaces.
 
 Run: MAGNETAR_BIN=<build>/src/app/magnetar .venv/bin/python -m pytest tests/admin
 (magnetar-admin is taken from MAGNETAR_ADMIN_BIN, else <build>/tools/admin/magnetar-admin next to
@@ -9,38 +9,37 @@ the broker's build directory.)
 import os
 import sys
 import uuid
+from collections.abc import Iterator
+from typing import Any
 
-import pulsar
 import pytest
 import requests
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "differential"))
-from brokers import MagnetarProcess  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness.broker import BrokerEndpoint  # noqa: E402
+from harness.fixtures import client, magnetar, session_broker  # noqa: E402, F401 (fixtures)
 
 
 @pytest.fixture(scope="session")
-def broker():
-    proc = MagnetarProcess()
-    endpoint = proc.start()
-    try:
-        yield endpoint
-    finally:
-        proc.stop()
+def broker(request: pytest.FixtureRequest) -> Iterator[BrokerEndpoint]:
+    yield from session_broker(request.config, "magnetar")
 
 
 @pytest.fixture(scope="session")
-def admin_url(broker):
+def admin_url(broker: BrokerEndpoint) -> str:
+    assert broker.admin_url
     return broker.admin_url
 
 
 class Http:
     """requests.Session bound to the admin URL: http("GET", "/admin/v2/clusters")."""
 
-    def __init__(self, base):
+    def __init__(self, base: str) -> None:
         self.base = base
         self.session = requests.Session()
 
-    def __call__(self, method, path, json=None, data=None, headers=None):
+    def __call__(self, method: str, path: str, json: Any = None, data: Any = None,
+                 headers: dict[str, str] | None = None) -> requests.Response:
         h = dict(headers or {})
         if json is not None or data is not None:
             h.setdefault("Content-Type", "application/json")
@@ -49,22 +48,14 @@ class Http:
 
 
 @pytest.fixture
-def http(admin_url):
+def http(admin_url: str) -> Iterator[Http]:
     h = Http(admin_url)
     yield h
     h.session.close()
 
 
 @pytest.fixture
-def client(broker):
-    c = pulsar.Client(broker.service_url, operation_timeout_seconds=15,
-                      logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
-    yield c
-    c.close()
-
-
-@pytest.fixture
-def tenant(http):
+def tenant(http: Http) -> Iterator[str]:
     name = f"t-{uuid.uuid4().hex[:8]}"
     r = http("PUT", f"/admin/v2/tenants/{name}", json={"allowedClusters": ["standalone"],
                                                          "adminRoles": []})
@@ -76,9 +67,8 @@ def tenant(http):
 
 
 @pytest.fixture
-def namespace(http, tenant):
+def namespace(http: Http, tenant: str) -> str:
     ns = f"{tenant}/ns"
     r = http("PUT", f"/admin/v2/namespaces/{ns}")
     assert r.status_code == 204, r.text
     return ns
-

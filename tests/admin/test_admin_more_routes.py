@@ -387,7 +387,8 @@ def test_update_dynamic_config_accepts_every_pulsar_dynamic_key(http):
     assert_error(r, 412)
     assert r.json()["reason"] == "Cannot update non-dynamic configuration"
     assert_error(http("POST", "/admin/v2/brokers/configuration/maxTenants/abc"), 412)
-    http("POST", "/admin/v2/brokers/configuration/keySharedLookAheadMsgInReplayThresholdPerConsumer/2000")
+    http("POST", "/admin/v2/brokers/configuration/"
+         "keySharedLookAheadMsgInReplayThresholdPerConsumer/2000")
 
 
 # --- routing -----------------------------------------------------------------------------------

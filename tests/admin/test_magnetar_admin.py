@@ -9,14 +9,14 @@ import uuid
 import pulsar
 import pytest
 
-from brokers import DEFAULT_MAGNETAR_BIN
+from harness.broker import magnetar_bin
 
 
 def admin_binary():
     explicit = os.environ.get("MAGNETAR_ADMIN_BIN")
     if explicit:
         return explicit
-    broker_bin = os.environ.get("MAGNETAR_BIN", DEFAULT_MAGNETAR_BIN)
+    broker_bin = magnetar_bin()
     build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(broker_bin))))
     return os.path.join(build, "tools", "admin", "magnetar-admin")
 

@@ -11,7 +11,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from brokers import MagnetarProcess
+from harness.broker import MagnetarProcess
 
 
 def scrape(admin_url):
@@ -188,12 +188,8 @@ def test_label_values_are_escaped(broker):
 
 @pytest.fixture(scope="module")
 def namespace_level_broker():
-    proc = MagnetarProcess(extra_settings=["exposeTopicLevelMetricsInPrometheus=false"])
-    endpoint = proc.start()
-    try:
-        yield endpoint
-    finally:
-        proc.stop()
+    with MagnetarProcess(["exposeTopicLevelMetricsInPrometheus=false"]) as proc:
+        yield proc.start()
 
 
 def test_namespace_level_aggregates(namespace_level_broker):

@@ -1,55 +1,30 @@
 """Tenants, namespaces and their policies set through the REST API survive a broker restart."""
 
-import os
-import shutil
-import subprocess
-import tempfile
-import time
-
 import requests
 
-from brokers import DEFAULT_MAGNETAR_BIN, read_ports_file, tail, wait_tcp
+from harness.broker import MagnetarProcess
 
 
-class RestartableBroker:
+def restart_broker() -> MagnetarProcess:
     """`magnetar standalone` on free ports in a data directory that outlives one process."""
+    return MagnetarProcess(prefix="magnetar-admin-restart-")
 
-    def __init__(self, workdir):
-        self.binary = os.environ.get("MAGNETAR_BIN", DEFAULT_MAGNETAR_BIN)
-        self.workdir = workdir
-        self.proc = None
 
-    def start(self, timeout_s=30):
-        ports_file = os.path.join(self.workdir, "ports")
-        if os.path.exists(ports_file):
-            os.remove(ports_file)
-        log = open(os.path.join(self.workdir, "magnetar.log"), "ab")
-        self.proc = subprocess.Popen(
-            [self.binary, "standalone", "--set", "brokerServicePort=0", "--set",
-             "webServicePort=0", "--ports-file", ports_file,
-             "--set", f"journalDirectory={self.workdir}/journal",
-             "--set", f"metadataStoreUrl=rocksdb:{self.workdir}/metadata"],
-            cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        log.close()
-        deadline = time.time() + timeout_s
-        while time.time() < deadline:
-            assert self.proc.poll() is None, tail(os.path.join(self.workdir, "magnetar.log"))
-            ports = read_ports_file(ports_file)
-            if "webServicePort" in ports and wait_tcp(ports["brokerServicePort"], deadline):
-                return f"http://127.0.0.1:{ports['webServicePort']}"
-            time.sleep(0.1)
-        raise RuntimeError("magnetar did not start")
+def start(broker: MagnetarProcess) -> str:
+    """Starts the broker; returns its admin URL."""
+    url = broker.start().admin_url
+    assert url
+    return url
 
-    def stop(self):
-        self.proc.terminate()
-        assert self.proc.wait(timeout=15) == 0
+
+def stop(broker: MagnetarProcess) -> None:
+    assert broker.stop() == 0
 
 
 def test_tenants_namespaces_and_policies_survive_restart():
-    workdir = tempfile.mkdtemp(prefix="magnetar-admin-restart-")
-    broker = RestartableBroker(workdir)
+    broker = restart_broker()
     try:
-        url = broker.start()
+        url = start(broker)
         tenant = {"adminRoles": ["ops"], "allowedClusters": ["standalone"]}
         assert requests.put(f"{url}/admin/v2/tenants/acme", json=tenant).status_code == 204
         assert requests.put(f"{url}/admin/v2/namespaces/acme/orders").status_code == 204
@@ -65,9 +40,9 @@ def test_tenants_namespaces_and_policies_survive_restart():
                             data="3", headers={"Content-Type": "application/json"}
                             ).status_code == 204
         before = requests.get(ns).json()
-        broker.stop()
+        stop(broker)
 
-        url = broker.start()
+        url = start(broker)
         ns = f"{url}/admin/v2/namespaces/acme/orders"
         assert requests.get(f"{url}/admin/v2/tenants/acme").json() == tenant
         assert requests.get(f"{url}/admin/v2/namespaces/acme").json() == ["acme/orders"]
@@ -82,22 +57,18 @@ def test_tenants_namespaces_and_policies_survive_restart():
         # Deletions are persisted too.
         assert requests.delete(f"{ns}?force=true").status_code == 204
         assert requests.delete(f"{url}/admin/v2/tenants/acme").status_code == 204
-        broker.stop()
-        url = broker.start()
+        stop(broker)
+        url = start(broker)
         assert requests.get(f"{url}/admin/v2/tenants/acme").status_code == 404
         assert "acme" not in requests.get(f"{url}/admin/v2/tenants").json()
     finally:
-        if broker.proc and broker.proc.poll() is None:
-            broker.proc.kill()
-            broker.proc.wait()
-        shutil.rmtree(workdir, ignore_errors=True)
+        broker.close()
 
 
 def test_topic_policies_and_auto_topic_creation_survive_restart():
-    workdir = tempfile.mkdtemp(prefix="magnetar-admin-restart-")
-    broker = RestartableBroker(workdir)
+    broker = restart_broker()
     try:
-        url = broker.start()
+        url = start(broker)
         topic = f"{url}/admin/v2/persistent/public/default/restart-policies"
         assert requests.put(topic).status_code == 204
         assert requests.post(f"{topic}/maxProducers", json=4).status_code == 204
@@ -107,8 +78,8 @@ def test_topic_policies_and_auto_topic_creation_survive_restart():
         body = {"allowAutoTopicCreation": False}
         assert requests.post(f"{ns}/autoTopicCreation", json=body).status_code == 204
         assert requests.post(f"{ns}/subscriptionExpirationTime", json=12).status_code == 204
-        broker.stop()
-        url = broker.start()
+        stop(broker)
+        url = start(broker)
         topic = f"{url}/admin/v2/persistent/public/default/restart-policies"
         ns = f"{url}/admin/v2/namespaces/public/default"
         assert requests.get(f"{topic}/maxProducers").json() == 4
@@ -116,8 +87,6 @@ def test_topic_policies_and_auto_topic_creation_survive_restart():
                                                              "retentionSizeInMB": 9}
         assert requests.get(f"{ns}/autoTopicCreation").json()["allowAutoTopicCreation"] is False
         assert requests.get(f"{ns}/subscriptionExpirationTime").json() == 12
-        broker.stop()
+        stop(broker)
     finally:
-        if broker.proc and broker.proc.poll() is None:
-            broker.proc.kill()
-        shutil.rmtree(workdir, ignore_errors=True)
+        broker.close()

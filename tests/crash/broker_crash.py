@@ -12,14 +12,11 @@ Each round starts `magnetar standalone` on one data directory (journalSyncData=t
 """
 
 import os
-import random
-import signal
-import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "differential"))
-from brokers import DEFAULT_MAGNETAR_BIN, read_ports_file, tail, wait_tcp  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness.broker import BrokerError, MagnetarProcess, magnetar_bin, tail  # noqa: E402
 
 TOPIC = "persistent://public/default/crash-test"
 SUB = "crash-sub"
@@ -43,31 +40,15 @@ def parse(data):
     return seq
 
 
-def start_broker(binary, workdir, round_no):
-    ports_file = os.path.join(workdir, f"ports{round_no}")
-    log_path = os.path.join(workdir, f"broker{round_no}.log")
-    cmd = [
-        binary, "standalone",
-        "--set", "brokerServicePort=0",
-        "--set", "webServicePort=0",
-        "--set", "journalSyncData=true",
-        "--set", f"journalDirectory={workdir}/journal",
-        "--set", f"metadataStoreUrl=rocksdb:{workdir}/metadata",
-        "--ports-file", ports_file,
-    ]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=workdir, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise BrokerFailure(f"broker exited during start:\n{tail(log_path)}")
-        ports = read_ports_file(ports_file)
-        if "brokerServicePort" in ports and wait_tcp(ports["brokerServicePort"], deadline):
-            return proc, f"pulsar://127.0.0.1:{ports['brokerServicePort']}", log_path
-        time.sleep(0.1)
-    proc.kill()
-    raise BrokerFailure(f"broker did not serve:\n{tail(log_path)}")
+def start_broker(binary: str, workdir: str, round_no: int) -> tuple[MagnetarProcess, str, str]:
+    """Round round_no's broker on the shared data directory: (process, pulsar:// URL, log)."""
+    broker = MagnetarProcess(["journalSyncData=true"], workdir=workdir, binary=binary,
+                             log_name=f"broker{round_no}.log", ports_name=f"ports{round_no}")
+    try:
+        endpoint = broker.start()
+    except BrokerError as e:
+        raise BrokerFailure(str(e)) from None
+    return broker, endpoint.service_url, broker.log_path
 
 
 def read_log(client):
@@ -90,7 +71,7 @@ def read_log(client):
 def run(kills, rng, workdir, binary=None):
     import pulsar
 
-    binary = binary or os.environ.get("MAGNETAR_BIN", DEFAULT_MAGNETAR_BIN)
+    binary = binary or magnetar_bin()
     receipted = -1  # highest seq with a SEND_RECEIPT
     acked = -1  # highest seq acknowledged cumulatively on the subscription
     total = 0
@@ -139,7 +120,7 @@ def run(kills, rng, workdir, binary=None):
                                               max_pending_messages=2000, block_if_queue_full=True)
             done = []
 
-            def on_sent(res, _msg_id, seq):
+            def on_sent(res, _msg_id, seq, done=done):
                 if res == pulsar.Result.Ok:
                     done.append(seq)
 
@@ -148,8 +129,7 @@ def run(kills, rng, workdir, binary=None):
             while time.time() < deadline:
                 producer.send_async(payload(seq), lambda r, m, s=seq: on_sent(r, m, s))
                 seq += 1
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
+            proc.kill()
             time.sleep(0.2)  # late receipts already in the client's socket buffer still count
             if done:
                 receipted = max(receipted, max(done))
@@ -168,7 +148,5 @@ def run(kills, rng, workdir, binary=None):
                 client.close()
             except Exception:  # the broker is gone; closing may time out
                 pass
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            proc.kill()
     return total

@@ -1,17 +1,22 @@
 """Small helpers shared by the differential tests."""
 
 import bisect
+from collections.abc import Iterable
 
 import pulsar
 
+from harness.hashes import murmur3_32, pulsar_hash  # noqa: F401 (used by the tests)
+
 # How long to wait for a message that must arrive, and for proof that nothing more arrives.
-# Pulsar delays dispatch to a newly active Failover consumer by activeConsumerFailoverDelayTimeMillis
-# (1 s by default), so "must arrive" waits are well above that.
+# Pulsar delays dispatch to a newly active Failover consumer by
+# activeConsumerFailoverDelayTimeMillis (1 s by default), so "must arrive" waits are well above
+# that.
 RECEIVE_MS = 10_000
 NOTHING_MS = 1_500
 
 
-def receive_n(consumer, n, timeout_ms=RECEIVE_MS):
+def receive_n(consumer: pulsar.Consumer, n: int,
+              timeout_ms: int = RECEIVE_MS) -> list[pulsar.Message]:
     """Receives exactly n messages (fails the test with what arrived if fewer come in time)."""
     out = []
     while len(out) < n:
@@ -20,11 +25,11 @@ def receive_n(consumer, n, timeout_ms=RECEIVE_MS):
         except pulsar.Timeout:
             raise AssertionError(
                 f"expected {n} messages, got {len(out)}: {[m.data()[:40] for m in out[-5:]]}"
-            )
+            ) from None
     return out
 
 
-def receive_all(consumer, idle_ms=NOTHING_MS):
+def receive_all(consumer: pulsar.Consumer, idle_ms: int = NOTHING_MS) -> list[pulsar.Message]:
     """Receives until nothing arrives for idle_ms."""
     out = []
     while True:
@@ -34,7 +39,7 @@ def receive_all(consumer, idle_ms=NOTHING_MS):
             return out
 
 
-def assert_nothing(consumer, idle_ms=NOTHING_MS):
+def assert_nothing(consumer: pulsar.Consumer, idle_ms: int = NOTHING_MS) -> None:
     try:
         m = consumer.receive(idle_ms)
     except pulsar.Timeout:
@@ -42,49 +47,15 @@ def assert_nothing(consumer, idle_ms=NOTHING_MS):
     raise AssertionError(f"expected no message, got {m.data()[:60]!r} id={m.message_id()}")
 
 
-def texts(messages):
+def texts(messages: Iterable[pulsar.Message]) -> list[str]:
     return [m.data().decode() for m in messages]
 
 
-def ids_tuple(msg_id):
+def ids_tuple(msg_id: pulsar.MessageId) -> tuple[int, int, int]:
     return (msg_id.ledger_id(), msg_id.entry_id(), msg_id.batch_index())
 
 
-def murmur3_32(data: bytes, seed: int = 0) -> int:
-    """MurmurHash3 x86 32-bit, the hash Pulsar uses for sticky keys and failover rings."""
-    c1, c2, mask = 0xCC9E2D51, 0x1B873593, 0xFFFFFFFF
-    h = seed
-    n_blocks = len(data) // 4
-    for i in range(n_blocks):
-        k = int.from_bytes(data[4 * i:4 * i + 4], "little")
-        k = (k * c1) & mask
-        k = ((k << 15) | (k >> 17)) & mask
-        k = (k * c2) & mask
-        h ^= k
-        h = ((h << 13) | (h >> 19)) & mask
-        h = (h * 5 + 0xE6546B64) & mask
-    k = 0
-    for i, b in enumerate(data[4 * n_blocks:]):
-        k ^= b << (8 * i)
-    k = (k * c1) & mask
-    k = ((k << 15) | (k >> 17)) & mask
-    k = (k * c2) & mask
-    h ^= k
-    h ^= len(data)
-    h ^= h >> 16
-    h = (h * 0x85EBCA6B) & mask
-    h ^= h >> 13
-    h = (h * 0xC2B2AE35) & mask
-    h ^= h >> 16
-    return h
-
-
-def pulsar_hash(data: bytes) -> int:
-    """Pulsar's Murmur3_32Hash.makeHash: murmur3 (seed 0) masked to a non-negative int."""
-    return murmur3_32(data) & 0x7FFFFFFF
-
-
-def predicted_failover_active(topic: str, consumer_names):
+def predicted_failover_active(topic: str, consumer_names: Iterable[str]) -> str:
     """The consumer Pulsar makes active on a non-partitioned topic's Failover subscription.
 
     Pulsar (AbstractDispatcherSingleActiveConsumer, equal priority levels) sorts the consumers by

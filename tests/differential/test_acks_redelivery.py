@@ -2,8 +2,10 @@
 
 Pulsar's rules as observed with the official client (asserted below):
 - A consumer that closes with unacked messages: they are delivered again, redelivery_count 0
-  (closing is not a redelivery request), to another consumer of the subscription or to the next one.
-- Negative ack on Shared/Key_Shared: only the nacked messages come back, redelivery_count +1 each time.
+  (closing is not a redelivery request), to another consumer of the subscription or to the next
+  one.
+- Negative ack on Shared/Key_Shared: only the nacked messages come back, redelivery_count +1 each
+  time.
 - Negative ack on Exclusive/Failover: the client asks for a redelivery of everything unacked; the
   broker rewinds to the first unacked message, so the unacked tail comes back in order with
   redelivery_count 0.

@@ -159,7 +159,7 @@ def test_topic_stats_and_internal_stats(http, client, namespace):
     consumer = client.subscribe(topic, "sub", consumer_type=ConsumerType.Shared,
                                 consumer_name="stats-consumer")
     producer = client.create_producer(topic, producer_name="stats-producer")
-    for i in range(10):
+    for _ in range(10):
         producer.send(b"0123456789")
     got = receive_n(consumer, 10)
     for m in got[:4]:

@@ -13,8 +13,19 @@ from helpers import pulsar_hash, receive_n
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hostile_wire import (  # noqa: E402
-    ERROR, LOOKUP, LOOKUP_RESPONSE, MESSAGE, SUCCESS, WireClient, base_command, error_name, fb,
-    flow_frame, frame, fv, subscribe_frame,
+    ERROR,
+    LOOKUP,
+    LOOKUP_RESPONSE,
+    MESSAGE,
+    SUCCESS,
+    WireClient,
+    base_command,
+    error_name,
+    fb,
+    flow_frame,
+    frame,
+    fv,
+    subscribe_frame,
 )
 
 

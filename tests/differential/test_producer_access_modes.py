@@ -11,8 +11,18 @@ import requests
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hostile_wire import (  # noqa: E402
-    CLOSE_PRODUCER, ERROR, PRODUCER, PRODUCER_SUCCESS, WireClient, base_command, entry,
-    error_name, fb, frame, fv, send_frame,
+    CLOSE_PRODUCER,
+    ERROR,
+    PRODUCER,
+    PRODUCER_SUCCESS,
+    WireClient,
+    base_command,
+    entry,
+    error_name,
+    fb,
+    frame,
+    fv,
+    send_frame,
 )
 
 SHARED, EXCLUSIVE, WAIT, FENCING = 0, 1, 2, 3

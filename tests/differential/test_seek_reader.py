@@ -92,7 +92,8 @@ def test_get_last_message_id_of_batch_has_its_batch_index(client, topic):
 def test_reader_from_earliest_latest_and_an_id(client, topic):
     _, ids = produce_spaced(client, topic, 10)
     reader = client.create_reader(topic, MessageId.earliest)
-    assert [reader.read_next(5000).data() for _ in range(10)] == [f"{i}".encode() for i in range(10)]
+    got = [reader.read_next(5000).data() for _ in range(10)]
+    assert got == [f"{i}".encode() for i in range(10)]
     assert not reader.has_message_available()
     reader.close()
 

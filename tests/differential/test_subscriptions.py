@@ -6,7 +6,7 @@ import pulsar
 import pytest
 from pulsar import ConsumerType
 
-from helpers import (assert_nothing, predicted_failover_active, receive_all, receive_n, texts)
+from helpers import assert_nothing, predicted_failover_active, receive_all, receive_n, texts
 
 
 def test_exclusive_gets_everything_in_order(client, topic):
@@ -68,7 +68,8 @@ def test_failover_active_consumer_and_switch_over(client, topic, variant):
             assert_nothing(consumers[n], 500)
 
     # Ack the first 4, close the active consumer with the rest unacked: the next active consumer
-    # (chosen among the remaining ones the same way) gets messages 4..9 again, in order, then new ones.
+    # (chosen among the remaining ones the same way) gets messages 4..9 again, in order, then new
+    # ones.
     for m in got[:4]:
         consumers[active].acknowledge(m)
     consumers[active].close()

@@ -14,8 +14,18 @@ import requests
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hostile_wire import (  # noqa: E402
-    ERROR, SUCCESS, PARTITIONED_METADATA, PARTITIONED_METADATA_RESPONSE,
-    WireClient, base_command, crc32c, decode, error_name, fb, frame, fv,
+    ERROR,
+    PARTITIONED_METADATA,
+    PARTITIONED_METADATA_RESPONSE,
+    SUCCESS,
+    WireClient,
+    base_command,
+    crc32c,
+    decode,
+    error_name,
+    fb,
+    frame,
+    fv,
 )
 
 pytestmark = pytest.mark.admin

@@ -6,24 +6,26 @@ them, a bystander producer+consumer on the official client that must stay unaffe
 /metrics readers.
 """
 
+from __future__ import annotations
+
 import contextlib
-import os
-import resource
-import shutil
+import signal
 import socket
 import struct
-import subprocess
-import sys
-import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import pulsar
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "differential"))
-import brokers  # noqa: E402
+from harness.broker import BrokerEndpoint, MagnetarProcess, tail
+
+# A decoded message: field number -> values (varints as int, length-delimited as bytes).
+Fields = dict[int, list[Any]]
+T = TypeVar("T")
 
 # BaseCommand.Type values and the BaseCommand field that carries each command.
 CONNECT, CONNECTED, SUBSCRIBE, PRODUCER, SEND, SEND_RECEIPT, SEND_ERROR = 2, 3, 4, 5, 6, 7, 8
@@ -46,7 +48,7 @@ SERVER_ERRORS = [
 
 # --- protobuf wire format -----------------------------------------------------------------------
 
-def varint(n):
+def varint(n: int) -> bytes:
     n &= (1 << 64) - 1  # negative int32/int64 are 10-byte two's complement
     out = bytearray()
     while True:
@@ -59,19 +61,19 @@ def varint(n):
             return bytes(out)
 
 
-def fv(num, value):
+def fv(num: int, value: int) -> bytes:
     """A varint field (uint64, int32, bool, enum)."""
     return varint(num << 3) + varint(int(value))
 
 
-def fb(num, data):
+def fb(num: int, data: str | bytes) -> bytes:
     """A length-delimited field (string, bytes, message)."""
     if isinstance(data, str):
         data = data.encode()
     return varint((num << 3) | 2) + varint(len(data)) + data
 
 
-def read_varint(buf, pos):
+def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
     result = shift = 0
     while True:
         b = buf[pos]
@@ -82,7 +84,7 @@ def read_varint(buf, pos):
             return result, pos
 
 
-def decode(buf):
+def decode(buf: bytes) -> Fields:
     """Message bytes -> {field number: [values]} (varints as int, length-delimited as bytes)."""
     fields = {}
     pos = 0
@@ -106,16 +108,16 @@ def decode(buf):
 
 # --- frames -------------------------------------------------------------------------------------
 
-def base_command(ctype, body, field=None):
+def base_command(ctype: int, body: bytes, field: int | None = None) -> bytes:
     """BaseCommand{type, <field>: body}; field defaults to the type number (true for all used)."""
     return fv(1, ctype) + fb(field or ctype, body)
 
 
-def frame(cmd, entry=b""):
+def frame(cmd: bytes, entry: bytes = b"") -> bytes:
     return struct.pack(">II", 4 + len(cmd) + len(entry), len(cmd)) + cmd + entry
 
 
-def _crc32c_table():
+def _crc32c_table() -> list[int]:
     table = []
     for i in range(256):
         c = i
@@ -128,14 +130,14 @@ def _crc32c_table():
 _CRC_TABLE = _crc32c_table()
 
 
-def crc32c(data):
+def crc32c(data: bytes) -> int:
     c = 0xFFFFFFFF
     for b in data:
         c = _CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
     return c ^ 0xFFFFFFFF
 
 
-def entry(producer_name, seq, payload, corrupt_crc=False):
+def entry(producer_name: str, seq: int, payload: bytes, corrupt_crc: bool = False) -> bytes:
     """[0x0e01][crc32c][metadataSize][MessageMetadata][payload] as a producer sends it."""
     md = fb(1, producer_name) + fv(2, seq) + fv(3, int(time.time() * 1000))
     checked = struct.pack(">I", len(md)) + md + payload
@@ -143,56 +145,59 @@ def entry(producer_name, seq, payload, corrupt_crc=False):
     return struct.pack(">HI", 0x0E01, crc) + checked
 
 
-def connect_frame(version="hostile-suite", protocol=21):
+def connect_frame(version: str = "hostile-suite", protocol: int = 21) -> bytes:
     return frame(base_command(CONNECT, fb(1, version) + fv(4, protocol)))
 
 
-def producer_frame(topic, producer_id, request_id, name=None):
+def producer_frame(topic: str, producer_id: int, request_id: int,
+                   name: str | None = None) -> bytes:
     body = fb(1, topic) + fv(2, producer_id) + fv(3, request_id)
     if name is not None:
         body += fb(4, name)
     return frame(base_command(PRODUCER, body))
 
 
-def send_frame(producer_id, seq, ent):
+def send_frame(producer_id: int, seq: int, ent: bytes) -> bytes:
     return frame(base_command(SEND, fv(1, producer_id) + fv(2, seq)), ent)
 
 
-def subscribe_frame(topic, sub, consumer_id, request_id, sub_type=0, earliest=False):
+def subscribe_frame(topic: str, sub: str, consumer_id: int, request_id: int, sub_type: int = 0,
+                    earliest: bool = False) -> bytes:
     body = fb(1, topic) + fb(2, sub) + fv(3, sub_type) + fv(4, consumer_id) + fv(5, request_id)
     if earliest:
         body += fv(13, 1)
     return frame(base_command(SUBSCRIBE, body))
 
 
-def message_id(ledger, entry_id):
+def message_id(ledger: int, entry_id: int) -> bytes:
     return fv(1, ledger) + fv(2, entry_id)
 
 
-def flow_frame(consumer_id, permits):
+def flow_frame(consumer_id: int, permits: int) -> bytes:
     return frame(base_command(FLOW, fv(1, consumer_id) + fv(2, permits)))
 
 
-def ack_frame(consumer_id, ledger, entry_id, request_id=None):
+def ack_frame(consumer_id: int, ledger: int, entry_id: int,
+              request_id: int | None = None) -> bytes:
     body = fv(1, consumer_id) + fv(2, 0) + fb(3, message_id(ledger, entry_id))
     if request_id is not None:
         body += fv(8, request_id)
     return frame(base_command(ACK, body))
 
 
-def close_producer_frame(producer_id, request_id):
+def close_producer_frame(producer_id: int, request_id: int) -> bytes:
     return frame(base_command(CLOSE_PRODUCER, fv(1, producer_id) + fv(2, request_id)))
 
 
-def close_consumer_frame(consumer_id, request_id):
+def close_consumer_frame(consumer_id: int, request_id: int) -> bytes:
     return frame(base_command(CLOSE_CONSUMER, fv(1, consumer_id) + fv(2, request_id)))
 
 
-def lookup_frame(topic, request_id):
+def lookup_frame(topic: str, request_id: int) -> bytes:
     return frame(base_command(LOOKUP, fb(1, topic) + fv(2, request_id)))
 
 
-def ping_frame():
+def ping_frame() -> bytes:
     return frame(base_command(PING, b""))
 
 
@@ -202,17 +207,17 @@ class WireClient:
     """One TCP connection speaking raw frames. recv_command() returns (type, {field: [values]})
     of the command body, or None once the broker closed the connection."""
 
-    def __init__(self, port, timeout=5.0):
+    def __init__(self, port: int, timeout: float = 5.0) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.buf = b""
 
-    def close(self):
+    def close(self) -> None:
         self.sock.close()
 
-    def send(self, data):
+    def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def _fill(self, n):
+    def _fill(self, n: int) -> bool:
         while len(self.buf) < n:
             try:
                 chunk = self.sock.recv(1 << 16)
@@ -223,7 +228,7 @@ class WireClient:
             self.buf += chunk
         return True
 
-    def recv_command(self):
+    def recv_command(self) -> tuple[int, Fields] | None:
         if not self._fill(4):
             return None
         total = struct.unpack(">I", self.buf[:4])[0]
@@ -236,7 +241,7 @@ class WireClient:
         body = decode(cmd[ctype][0]) if ctype in cmd else {}
         return ctype, body
 
-    def expect(self, ctype):
+    def expect(self, ctype: int) -> Fields:
         """Next command that is not a PING (answered), which must be `ctype`."""
         while True:
             got = self.recv_command()
@@ -249,11 +254,11 @@ class WireClient:
             assert got[0] == ctype, f"expected command {ctype}, got {got}"
             return got[1]
 
-    def handshake(self):
+    def handshake(self) -> Fields:
         self.send(connect_frame())
         return self.expect(CONNECTED)
 
-    def wait_closed(self, timeout=5.0):
+    def wait_closed(self, timeout: float = 5.0) -> bool:
         """True when the broker closes the connection within timeout (answers are skipped)."""
         self.sock.settimeout(timeout)
         try:
@@ -263,25 +268,25 @@ class WireClient:
         except socket.timeout:
             return False
 
-    def alive(self):
+    def alive(self) -> bool:
         """PING -> PONG round trip on a connected connection."""
         self.send(ping_frame())
         self.expect(PONG)
         return True
 
 
-def error_name(body, field):
+def error_name(body: Fields, field: int) -> str:
     return SERVER_ERRORS[body[field][0]]
 
 
 # --- metrics ------------------------------------------------------------------------------------
 
-def scrape(admin_url):
+def scrape(admin_url: str) -> dict[str, Any]:
     text = requests.get(admin_url + "/metrics", timeout=10).text
     return {f.name: f for f in text_string_to_metric_families(text)}
 
 
-def metric(admin_url, family, sample=None, **labels):
+def metric(admin_url: str, family: str, sample: str | None = None, **labels: str) -> float:
     """Sum of the samples of `family` (sample name defaults to the family's) matching labels."""
     fams = scrape(admin_url)
     fam = fams.get(family)
@@ -296,17 +301,17 @@ def metric(admin_url, family, sample=None, **labels):
     return total
 
 
-def protocol_errors(admin_url, error):
+def protocol_errors(admin_url: str, error: str) -> float:
     return metric(admin_url, "magnetar_protocol_errors", "magnetar_protocol_errors_total",
                   error=error)
 
 
-def http_bad_requests(admin_url, error):
+def http_bad_requests(admin_url: str, error: str) -> float:
     return metric(admin_url, "magnetar_http_bad_requests", "magnetar_http_bad_requests_total",
                   error=error)
 
 
-def wait_until(fn, timeout=5.0, interval=0.05):
+def wait_until(fn: Callable[[], T], timeout: float = 5.0, interval: float = 0.05) -> T:
     deadline = time.time() + timeout
     while True:
         v = fn()
@@ -318,114 +323,55 @@ def wait_until(fn, timeout=5.0, interval=0.05):
 class CounterDelta:
     """A counter read now and again later: `d = CounterDelta(read); ...; assert d.moved()`."""
 
-    def __init__(self, read):
+    def __init__(self, read: Callable[[], float]) -> None:
         self.read = read
         self.before = read()
 
-    def moved(self, at_least=1, timeout=5.0):
+    def moved(self, at_least: float = 1, timeout: float = 5.0) -> bool:
         return wait_until(lambda: self.read() - self.before >= at_least, timeout)
 
 
 # --- the broker and its bystanders ---------------------------------------------------------------
 
-class HostileBroker:
-    """`magnetar standalone` on free ports in a temporary directory that survives restart()."""
+class HostileBroker(MagnetarProcess):
+    """`magnetar standalone` on free ports in a temporary directory that survives restart();
+    stop() insists on a clean exit. nofile: RLIMIT_NOFILE of the broker (None: inherited)."""
 
-    def __init__(self, settings=(), nofile=None):
-        self.binary = os.environ.get("MAGNETAR_BIN", brokers.DEFAULT_MAGNETAR_BIN)
-        self.settings = list(settings)
-        self.nofile = nofile  # RLIMIT_NOFILE of the broker process, None: inherited
-        self.workdir = tempfile.mkdtemp(prefix="magnetar-hostile-")
-        self.log_path = os.path.join(self.workdir, "magnetar.log")
-        self.proc = None
-        self.endpoint = None
+    def __init__(self, settings: Iterable[str] = (), nofile: int | None = None) -> None:
+        super().__init__(settings, nofile=nofile, prefix="magnetar-hostile-")
 
-    def start(self, timeout_s=30):
-        ports_file = os.path.join(self.workdir, "ports")
-        if os.path.exists(ports_file):
-            os.remove(ports_file)
-        cmd = [self.binary, "standalone", "--set", "brokerServicePort=0",
-               "--set", "webServicePort=0", "--ports-file", ports_file,
-               "--set", f"journalDirectory={self.workdir}/journal",
-               "--set", f"metadataStoreUrl=rocksdb:{self.workdir}/metadata"]
-        for kv in self.settings:
-            cmd += ["--set", kv]
-        limit = None
-        if self.nofile:
-            n = self.nofile
-            limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))  # noqa: E731
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(cmd, cwd=self.workdir, stdout=log,
-                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         preexec_fn=limit)
-        deadline = time.time() + timeout_s
-        while time.time() < deadline:
-            assert self.proc.poll() is None, f"broker exited:\n{brokers.tail(self.log_path)}"
-            p = brokers.read_ports_file(ports_file)
-            if "brokerServicePort" in p and "webServicePort" in p:
-                if brokers.wait_tcp(p["brokerServicePort"], deadline):
-                    self.endpoint = brokers.BrokerEndpoint(
-                        "magnetar", f"pulsar://127.0.0.1:{p['brokerServicePort']}",
-                        f"http://127.0.0.1:{p['webServicePort']}", self.log_path)
-                    return self.endpoint
-            time.sleep(0.05)
-        raise RuntimeError(f"broker did not start:\n{brokers.tail(self.log_path)}")
-
-    @property
-    def port(self):
-        return port_of(self.endpoint)
-
-    @property
-    def admin_url(self):
-        return self.endpoint.admin_url
-
-    def running(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def stop(self):
+    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 20.0) -> int | None:
         """Graceful stop (SIGTERM); asserts the broker was still running and exits cleanly."""
-        assert self.running(), f"the broker died:\n{brokers.tail(self.log_path)}"
-        self.proc.terminate()
-        try:
-            rc = self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise AssertionError("the broker did not stop within 20 s of SIGTERM")
-        assert rc == 0, f"broker exit code {rc}:\n{brokers.tail(self.log_path)}"
+        assert self.running(), f"the broker died:\n{tail(self.log_path)}"
+        rc = super().stop(sig, timeout_s)
+        assert rc == 0, f"broker exit code {rc}:\n{tail(self.log_path)}"
+        return rc
 
-    def restart(self):
-        self.stop()
-        return self.start()
-
-    def close(self):
+    def close(self) -> None:
         """Stops (if running), fails on a sanitizer report in the log, removes the directory."""
         try:
             if self.running():
                 self.stop()
-            report = getattr(brokers, "sanitizer_report", lambda _p: "")(self.log_path)
-            assert not report, f"sanitizer report in the broker's log:\n{report}"
         finally:
-            if not os.environ.get("KEEP_BROKER_DIR"):
-                shutil.rmtree(self.workdir, ignore_errors=True)
+            super().close()
 
 
-def active_connections(admin_url):
+def active_connections(admin_url: str) -> float:
     return metric(admin_url, "pulsar_active_connections")
 
 
-def publishers(admin_url, topic):
+def publishers(admin_url: str, topic: str) -> int:
     """Producers on a persistent://public/default/<local> topic per its admin stats."""
     local = topic.rsplit("/", 1)[1]
     r = requests.get(f"{admin_url}/admin/v2/persistent/public/default/{local}/stats", timeout=30)
     r.raise_for_status()
     return len(r.json()["publishers"])
 
-def port_of(endpoint):
+def port_of(endpoint: BrokerEndpoint) -> int:
     return int(endpoint.service_url.rsplit(":", 1)[1])
 
 
-def quiet_client(broker_or_endpoint):
+def quiet_client(broker_or_endpoint: BrokerEndpoint | MagnetarProcess) -> pulsar.Client:
     """An official client that logs errors only."""
     ep = getattr(broker_or_endpoint, "endpoint", broker_or_endpoint)
     return pulsar.Client(ep.service_url, operation_timeout_seconds=10,
@@ -436,7 +382,7 @@ class Bystander:
     """A producer sending 0, 1, 2, ... every few ms and a consumer on another topic, both on the
     official client; plus messages stored before the test that must still be readable after."""
 
-    def __init__(self, endpoint, name):
+    def __init__(self, endpoint: BrokerEndpoint, name: str) -> None:
         self.endpoint = endpoint
         self.client = quiet_client(endpoint)
         self.topic = f"persistent://public/default/bystander-{name}-{time.time_ns()}"
@@ -453,7 +399,7 @@ class Bystander:
         self.stop_event = threading.Event()
         self.thread = threading.Thread(target=self._produce, daemon=True)
 
-    def _produce(self):
+    def _produce(self) -> None:
         i = 0
         while not self.stop_event.is_set():
             try:
@@ -465,11 +411,11 @@ class Bystander:
                 return
             time.sleep(0.003)
 
-    def start(self):
+    def start(self) -> Bystander:
         self.thread.start()
         return self
 
-    def check(self):
+    def check(self) -> None:
         """Stops producing once 20 messages are through; every message arrived, in order; the
         stored ones are intact."""
         wait_until(lambda: len(self.sent) >= 20 or self.errors, timeout=20)
@@ -491,7 +437,7 @@ class Bystander:
 
 
 @contextlib.contextmanager
-def bystander(endpoint, name):
+def bystander(endpoint: BrokerEndpoint, name: str) -> Iterator[Bystander]:
     b = Bystander(endpoint, name).start()
     ok = False
     try:

@@ -3,8 +3,6 @@ client against a real broker process: a partly acked batch comes back with only 
 messages (after a redelivery, a reconnect and a broker restart), and compressed payloads are stored
 and delivered untouched."""
 
-import os
-import sys
 import tempfile
 import time
 import zlib
@@ -13,16 +11,15 @@ import pulsar
 import pytest
 import requests
 
-sys.path.insert(0, os.path.dirname(__file__))
-from restartable_broker import RestartableBroker  # noqa: E402
+from harness.broker import restartable_magnetar
 
 
 @pytest.fixture
 def broker():
     with tempfile.TemporaryDirectory(prefix="magnetar-batch-") as d:
-        b = RestartableBroker(d)
+        b = restartable_magnetar(d)
         yield b
-        b.stop()
+        b.close()
 
 
 def batch_producer(client, topic, n=10, **kw):
@@ -66,7 +63,7 @@ PAYLOADS = [f"m-{i}".encode() for i in range(10)]
 
 
 def test_partly_acked_batch_redelivers_only_unacked(broker):
-    url = broker.start()
+    url = broker.start().service_url
     client = pulsar.Client(url, operation_timeout_seconds=10)
     topic = "persistent://public/default/batch-acks-shared"
     consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
@@ -94,14 +91,14 @@ def test_partly_acked_batch_redelivers_only_unacked(broker):
     assert sorted(m.data() for m in receive_all(consumer)) == odds
 
     # Backlog counts entries: the partly acked batch is still one.
-    stats = requests.get(f"{broker.web}/admin/v2/persistent/public/default/"
+    stats = requests.get(f"{broker.admin_url}/admin/v2/persistent/public/default/"
                          f"batch-acks-shared/stats", timeout=10).json()
     assert stats["subscriptions"]["sub"]["msgBacklog"] == 1
     client.close()
 
     # The acked indexes survive a crash (persisted in the cursor).
     broker.kill()
-    url = broker.start()
+    url = broker.start().service_url
     client = pulsar.Client(url, operation_timeout_seconds=10)
     consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
                                 batch_index_ack_enabled=True)
@@ -111,14 +108,14 @@ def test_partly_acked_batch_redelivers_only_unacked(broker):
     ack_and_wait(consumer, back)
     consumer.redeliver_unacknowledged_messages()
     assert receive_all(consumer, 1000) == []
-    stats = requests.get(f"{broker.web}/admin/v2/persistent/public/default/"
+    stats = requests.get(f"{broker.admin_url}/admin/v2/persistent/public/default/"
                          f"batch-acks-shared/stats", timeout=10).json()
     assert stats["subscriptions"]["sub"]["msgBacklog"] == 0
     client.close()
 
 
 def test_cumulative_ack_inside_a_batch(broker):
-    url = broker.start()
+    url = broker.start().service_url
     client = pulsar.Client(url, operation_timeout_seconds=10)
     topic = "persistent://public/default/batch-acks-cumulative"
     consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Exclusive,
@@ -138,7 +135,7 @@ def test_cumulative_ack_inside_a_batch(broker):
 
 def test_batch_index_acks_off_redelivers_whole_batch(broker):
     # acknowledgmentAtBatchIndexLevelEnabled=false (Pulsar before 4.1): partial acks are ignored.
-    url = broker.start(extra=("acknowledgmentAtBatchIndexLevelEnabled=false",))
+    url = broker.start(extra=("acknowledgmentAtBatchIndexLevelEnabled=false",)).service_url
     client = pulsar.Client(url, operation_timeout_seconds=10)
     topic = "persistent://public/default/batch-acks-off"
     consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
@@ -175,7 +172,7 @@ def _check_stored(kind, stored, original):
 
 @pytest.mark.parametrize("kind", ["LZ4", "ZLIB", "ZSTD", "SNAPPY"])
 def test_compressed_payloads_pass_through(broker, kind):
-    url = broker.start()
+    url = broker.start().service_url
     client = pulsar.Client(url, operation_timeout_seconds=10)
     ctype = getattr(pulsar.CompressionType, "ZLib" if kind == "ZLIB" else kind)
     topic = f"persistent://public/default/compressed-{kind.lower()}"
@@ -184,8 +181,9 @@ def test_compressed_payloads_pass_through(broker, kind):
     single = client.create_producer(topic, compression_type=ctype, batching_enabled=False)
     single.send(original)
     # The broker stores the compressed entry as sent: examinemessage returns its payload.
-    r = requests.get(f"{broker.web}/admin/v2/persistent/public/default/compressed-{kind.lower()}"
-                     f"/examinemessage?initialPosition=earliest&messagePosition=1", timeout=10)
+    r = requests.get(f"{broker.admin_url}/admin/v2/persistent/public/default/"
+                     f"compressed-{kind.lower()}/examinemessage"
+                     "?initialPosition=earliest&messagePosition=1", timeout=10)
     assert r.status_code == 200
     _check_stored(kind, r.content, original)
     # A compressed batch too.

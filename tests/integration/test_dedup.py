@@ -1,21 +1,18 @@
 """Broker-side deduplication (brokerDeduplicationEnabled) with the official Python client against
 a real broker process, including SIGKILL of the broker under a deduplicated publish load."""
 
-import os
-import sys
 import tempfile
 import time
 
 import pulsar
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from restartable_broker import RestartableBroker  # noqa: E402
+from harness.broker import restartable_magnetar
 
 
 def dedup_broker(workdir):
     """A restartable broker with brokerDeduplicationEnabled=true."""
-    return RestartableBroker(workdir, settings=("brokerDeduplicationEnabled=true",))
+    return restartable_magnetar(workdir, settings=("brokerDeduplicationEnabled=true",))
 
 
 @pytest.fixture
@@ -23,7 +20,7 @@ def broker():
     with tempfile.TemporaryDirectory(prefix="magnetar-dedup-") as d:
         b = dedup_broker(d)
         yield b
-        b.stop()
+        b.close()
 
 
 def drain(consumer, idle_ms=1500):
@@ -38,7 +35,7 @@ def drain(consumer, idle_ms=1500):
 
 
 def test_duplicates_are_receipted_and_not_stored(broker):
-    url = broker.start()
+    url = broker.start().service_url
     client = pulsar.Client(url)
     topic = "persistent://public/default/dedup-basic"
     consumer = client.subscribe(topic, "sub")
@@ -72,7 +69,7 @@ def create_retrying(client, topic, **kw):
 
 
 def test_broker_killed_under_load_every_message_once(broker):
-    url = broker.start()
+    url = broker.start().service_url
     port = broker.port
     topic = "persistent://public/default/dedup-crash"
     total = 3000
@@ -80,7 +77,7 @@ def test_broker_killed_under_load_every_message_once(broker):
     client.subscribe(topic, "sub").close()  # the subscription exists from the start
     receipted = set()
     next_seq = 0
-    for round_ in range(3):
+    for _round in range(3):
         producer = create_retrying(client, topic, send_timeout_millis=0, block_if_queue_full=True)
         # The producer resumes after the last persisted id and resends everything after it.
         next_seq = producer.last_sequence_id() + 1

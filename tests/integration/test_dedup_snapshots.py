@@ -21,11 +21,11 @@ def broker():
     with tempfile.TemporaryDirectory(prefix="magnetar-dedup-snap-") as d:
         b = dedup_broker(d)
         yield b
-        b.stop()
+        b.close()
 
 
 def web_url(broker):
-    return broker.web
+    return broker.admin_url
 
 
 def replayed_entries(broker, topic):
@@ -38,7 +38,7 @@ def replayed_entries(broker, topic):
 
 def test_restart_replays_only_the_tail_after_the_snapshot(broker):
     cfg = ("brokerDeduplicationEntriesInterval=10",)
-    url = broker.start(extra=cfg)
+    url = broker.start(extra=cfg).service_url
     topic = "persistent://public/default/dedup-snap"
     client = pulsar.Client(url, operation_timeout_seconds=30)
     client.subscribe(topic, "sub").close()
@@ -49,7 +49,7 @@ def test_restart_replays_only_the_tail_after_the_snapshot(broker):
     client.close()
     broker.kill()
 
-    url = broker.start(broker.port, extra=cfg)
+    url = broker.start(broker.port, extra=cfg).service_url
     client = pulsar.Client(url, operation_timeout_seconds=30)
     producer = client.create_producer(topic, producer_name="gw-snap", batching_enabled=False)
     # The topic loads with the producer: state = snapshot at entry 50 + the 5 entries after it.
@@ -69,7 +69,7 @@ def test_snapshot_keeps_producers_whose_entries_are_gone(broker):
     # sequence id survives in the snapshot.
     cfg = ("brokerDeduplicationEntriesInterval=5", "managedLedgerMaxEntriesPerLedger=5",
            "managedLedgerMinLedgerRolloverTimeMinutes=0")
-    url = broker.start(extra=cfg)
+    url = broker.start(extra=cfg).service_url
     topic = "persistent://public/default/dedup-snap-trim"
     client = pulsar.Client(url, operation_timeout_seconds=30)
     consumer = client.subscribe(topic, "sub")
@@ -88,7 +88,7 @@ def test_snapshot_keeps_producers_whose_entries_are_gone(broker):
     client.close()
     broker.stop()
 
-    url = broker.start(broker.port, extra=cfg)
+    url = broker.start(broker.port, extra=cfg).service_url
     client = pulsar.Client(url, operation_timeout_seconds=30)
     old = client.create_producer(topic, producer_name="gw-old", batching_enabled=False)
     assert old.last_sequence_id() == 19
@@ -98,7 +98,7 @@ def test_snapshot_keeps_producers_whose_entries_are_gone(broker):
 
 
 def test_namespace_policy_overrides_the_broker_default(broker):
-    url = broker.start(extra=("brokerDeduplicationEnabled=false",))
+    url = broker.start(extra=("brokerDeduplicationEnabled=false",)).service_url
     web = web_url(broker)
     policy = f"{web}/admin/v2/namespaces/public/default/deduplication"
     client = pulsar.Client(url, operation_timeout_seconds=30)

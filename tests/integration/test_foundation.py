@@ -1,4 +1,4 @@
-"""Issue 2 end to end: the `magnetar` binary's configuration, I/O threads, HTTP routes and stop.
+"""End to end: the `magnetar` binary's configuration, I/O threads, HTTP routes and stop.
 
 Runs the built binary (env MAGNETAR_BIN, default build/src/app/magnetar under the repository
 root) on ports 0 in a temporary working directory. Standard library + pytest only.
@@ -10,11 +10,12 @@ import pathlib
 import signal
 import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
 
 import pytest
+
+from harness.broker import BrokerError, MagnetarProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BIN = pathlib.Path(os.environ.get("MAGNETAR_BIN", REPO / "build" / "src" / "app" / "magnetar"))
@@ -25,37 +26,19 @@ def run_cli(*args, cwd=None):
     return subprocess.run([str(BIN), *args], cwd=cwd, capture_output=True, text=True, timeout=30)
 
 
-class Broker:
+class Broker(MagnetarProcess):
     """A `magnetar standalone` process started on ports 0 in its own directory."""
 
-    def __init__(self, workdir, *args, mode="standalone"):
-        self.workdir = pathlib.Path(workdir)
-        self.ports_file = self.workdir / "ports.txt"
-        self.log_path = self.workdir / "magnetar.log"
-        self.log_file = open(self.log_path, "w")
-        cmd = [str(BIN), mode, "--ports-file", str(self.ports_file),
-               "--set", "brokerServicePort=0", "--set", "webServicePort=0",
-               "--set", "bindAddress=127.0.0.1", *args]
-        self.proc = subprocess.Popen(cmd, cwd=self.workdir, stdout=self.log_file,
-                                     stderr=subprocess.STDOUT)
-        self.ports = self._wait_for_ports()
+    def __init__(self, workdir: pathlib.Path, *args: str, mode: str = "standalone") -> None:
+        super().__init__(["bindAddress=127.0.0.1"], workdir=str(workdir), binary=str(BIN),
+                         mode=mode, data_in_workdir=False, args=args, ports_name="ports.txt")
+        try:
+            self.start(timeout_s=START_TIMEOUT, wait_serving=False)
+        except BrokerError as e:
+            pytest.fail(str(e))
 
-    def _wait_for_ports(self):
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.ports_file.exists():
-                text = self.ports_file.read_text()
-                return {k: int(v) for k, v in (l.split("=", 1) for l in text.split())}
-            if self.proc.poll() is not None:
-                pytest.fail(f"magnetar exited with {self.proc.returncode}:\n{self.log()}")
-            time.sleep(0.05)
-        self.proc.kill()
-        pytest.fail(f"no ports file after {START_TIMEOUT}s:\n{self.log()}")
-
-    def log(self):
-        if not self.log_file.closed:
-            self.log_file.flush()
-        return self.log_path.read_text()
+    def log(self) -> str:
+        return pathlib.Path(self.log_path).read_text()
 
     def url(self, path):
         return f"http://127.0.0.1:{self.ports['webServicePort']}{path}"
@@ -80,19 +63,6 @@ class Broker:
     def io_threads(self):
         return sorted(n for n in self.thread_names() if n.startswith("pulsar-io-"))
 
-    def stop(self, sig=signal.SIGTERM):
-        self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout=15)
-        finally:
-            self.log_file.close()
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        if not self.log_file.closed:
-            self.log_file.close()
 
 
 @pytest.fixture
@@ -183,7 +153,8 @@ def test_configured_io_threads_http_routes_and_sigterm(tmp_path, brokers):
 def test_default_io_threads_for_16_available_processors_and_sigint(tmp_path, brokers):
     b = brokers(tmp_path, "--available-processors", "16")
     assert len(b.io_threads()) == 8
-    assert "Running 8 I/O threads (pulsar-io): 8, the default for 16 available processors" in b.log()
+    assert ("Running 8 I/O threads (pulsar-io): 8, the default for 16 available processors"
+            in b.log())
     assert b.stop(signal.SIGINT) == 0
 
 

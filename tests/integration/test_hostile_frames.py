@@ -7,17 +7,45 @@ import socket
 import struct
 import time
 
+import pulsar
 import pytest
 
 from hostile_wire import (
-    ACK_RESPONSE, CONNECTED, ERROR, PONG, PRODUCER_SUCCESS, SEND_ERROR, SEND_RECEIPT, SUCCESS,
-    CounterDelta, HostileBroker, WireClient, ack_frame, base_command, bystander,
-    close_consumer_frame, close_producer_frame, connect_frame, entry, error_name, fb, flow_frame,
-    frame, fv, lookup_frame, message_id, ping_frame, producer_frame, protocol_errors, publishers, send_frame,
-    subscribe_frame, wait_until, active_connections, quiet_client,
+    ACK_RESPONSE,
+    CONNECTED,
+    ERROR,
+    PONG,
+    PRODUCER_SUCCESS,
+    SEND_ERROR,
+    SEND_RECEIPT,
+    SUCCESS,
+    CounterDelta,
+    HostileBroker,
+    WireClient,
+    ack_frame,
+    active_connections,
+    base_command,
+    bystander,
+    close_consumer_frame,
+    close_producer_frame,
+    connect_frame,
+    entry,
+    error_name,
+    fb,
+    flow_frame,
+    frame,
+    fv,
+    lookup_frame,
+    message_id,
+    ping_frame,
+    producer_frame,
+    protocol_errors,
+    publishers,
+    quiet_client,
+    send_frame,
+    subscribe_frame,
+    wait_until,
 )
-
-import pulsar
 
 
 @pytest.fixture(scope="module")
@@ -70,11 +98,11 @@ BAD_SIZES = {
 def test_bad_sizes_close_the_connection(broker):
     with bystander(broker.endpoint, "sizes"):
         for name, (data, label) in BAD_SIZES.items():
-            d = CounterDelta(lambda: protocol_errors(broker.admin_url, label))
+            d = CounterDelta(lambda label=label: protocol_errors(broker.admin_url, label))
             assert closed_by_broker(broker.port, connect_frame() + data), name
             assert d.moved(), f"{name}: magnetar_protocol_errors_total{{error={label}}}"
         # The same after a good frame on a fresh connection, without CONNECT first.
-        for name, (data, label) in BAD_SIZES.items():
+        for name, (data, _label) in BAD_SIZES.items():
             assert closed_by_broker(broker.port, data), name
 
 

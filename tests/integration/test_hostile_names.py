@@ -4,17 +4,33 @@ JSON stay well-formed, the names survive a restart, and bystanders are unaffecte
 
 import time
 
+import pulsar
 import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from hostile_wire import (
-    ERROR, LOOKUP_RESPONSE, PRODUCER_SUCCESS, SEND_RECEIPT, SUCCESS, CounterDelta, HostileBroker,
-    WireClient, bystander, close_consumer_frame, entry, error_name, lookup_frame, producer_frame,
-    protocol_errors, publishers, quiet_client, send_frame, subscribe_frame, wait_until,
+    ERROR,
+    LOOKUP_RESPONSE,
+    PRODUCER_SUCCESS,
+    SEND_RECEIPT,
+    SUCCESS,
+    CounterDelta,
+    HostileBroker,
+    WireClient,
+    bystander,
+    close_consumer_frame,
+    entry,
+    error_name,
+    lookup_frame,
+    producer_frame,
+    protocol_errors,
+    publishers,
+    quiet_client,
+    send_frame,
+    subscribe_frame,
+    wait_until,
 )
-
-import pulsar
 
 NS = "persistent://public/default/"
 
@@ -88,7 +104,7 @@ def test_odd_topic_names(broker):
             assert err in ALLOWED_ERRORS | {None}, (name[:80], err)
             if err is None:
                 created.append((pid, name))
-        for pid, name in created:  # a created producer publishes
+        for pid, _name in created:  # a created producer publishes
             c.send(send_frame(pid, 0, entry(f"p{pid}", 0, b"odd")))
             assert c.expect(SEND_RECEIPT)[1] == [pid]
         assert c.alive()
@@ -110,7 +126,8 @@ def test_odd_subscription_names_survive_a_restart(broker):
         c.handshake()
         d = CounterDelta(lambda: protocol_errors(broker.admin_url, "invalid_name"))
         c.send(subscribe_frame(topic, "", 1, 1))
-        assert error_name(c.expect(ERROR), 2) == "ProducerBusy"  # Pulsar's answer, settled by test_client_cases
+        # Pulsar's answer, settled by test_client_cases
+        assert error_name(c.expect(ERROR), 2) == "ProducerBusy"
         assert d.moved()
         accepted = []
         for i, sub in enumerate(ODD_SUBSCRIPTIONS, start=2):

@@ -13,8 +13,17 @@ import time
 import pytest
 
 from hostile_wire import (
-    PING, CounterDelta, HostileBroker, WireClient, active_connections, base_command, bystander,
-    connect_frame, frame, protocol_errors, wait_until,
+    PING,
+    CounterDelta,
+    HostileBroker,
+    WireClient,
+    active_connections,
+    base_command,
+    bystander,
+    connect_frame,
+    frame,
+    protocol_errors,
+    wait_until,
 )
 
 INTERVAL = 1

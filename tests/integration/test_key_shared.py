@@ -9,7 +9,6 @@ message that was not acknowledged (then everything after it follows again in ord
 import multiprocessing
 import os
 import signal
-import sys
 import threading
 import time
 
@@ -17,8 +16,7 @@ import pulsar
 import pytest
 from pulsar import ConsumerType
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "differential"))
-from brokers import MagnetarProcess  # noqa: E402
+from harness.broker import MagnetarProcess
 
 KEYS = 200
 PER_KEY = 60
@@ -29,7 +27,7 @@ def broker():
     proc = MagnetarProcess()
     endpoint = proc.start()
     yield endpoint
-    proc.stop()
+    proc.close()
 
 
 class OrderTracker:
@@ -160,5 +158,5 @@ def test_slow_consumer_holding_one_key_does_not_stop_others(broker):
 
 
 def _sticky_hash(key: bytes) -> int:
-    from helpers import murmur3_32
+    from harness.hashes import murmur3_32
     return (murmur3_32(key) & 0x7FFFFFFF) % 65536

@@ -7,16 +7,13 @@ takes over part of the hash space, so the hashes it got drain at the slow one. N
 those keys wait. Once the slow consumer acks, the draining clears and the joiner gets them."""
 
 import json
-import os
-import sys
 import time
 import urllib.request
 
 import pulsar
 from pulsar import ConsumerType
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "differential"))
-from brokers import MagnetarProcess  # noqa: E402
+from harness.broker import MagnetarProcess
 
 KEYS = 200
 
@@ -127,4 +124,4 @@ def test_draining_shows_in_subscription_stats():
         assert sub["unackedMessages"] == 0
         client.close()
     finally:
-        broker.stop()
+        broker.close()

@@ -1,4 +1,4 @@
-"""Bounded memory under a publish flood into slowed storage (issue 7).
+"""Bounded memory under a publish flood into slowed storage.
 
 500 producers publish without pause into a broker whose journal sleeps in every group commit
 (the MAGNETAR_TEST_STORAGE_DELAY_MICROS test hook), so publishes arrive much faster than storage
@@ -15,15 +15,13 @@ docs/memory-limits.md comes from the command-line mode:
 
 import argparse
 import os
-import sys
 import threading
 import time
 import urllib.request
 
 import pulsar
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "differential"))
-from brokers import MagnetarProcess  # noqa: E402
+from harness.broker import MagnetarProcess
 
 DELAY_ENV = "MAGNETAR_TEST_STORAGE_DELAY_MICROS"
 
@@ -60,7 +58,7 @@ def run_flood(io_threads, buffer_mb, producers=500, clients=25, messages_per_pro
         f"journalBufferedWritesThreshold={group_bytes}",
         "journalSyncData=false",
     ]
-    broker = MagnetarProcess(extra_settings=settings)
+    broker = MagnetarProcess(settings)
     old = os.environ.get(DELAY_ENV)
     os.environ[DELAY_ENV] = str(storage_delay_us)  # inherited by the broker process only
     try:
@@ -132,10 +130,11 @@ def run_flood(io_threads, buffer_mb, producers=500, clients=25, messages_per_pro
             "volume_mb": total * payload_bytes / 2**20, "received": len(received),
             "duplicates": len(duplicates), "errors": len(errors), "idle_rss_mb": rss_idle_mb,
             "peak_rss_mb": peak_mb, "read_pauses": pauses, "pending_bytes_after": pending,
-            "sanitizer": with_sanitizer, "send_loop_s": sent_s, "persisted_s": persisted_s, "delivered_s": delivered_s,
+            "sanitizer": with_sanitizer, "send_loop_s": sent_s, "persisted_s": persisted_s,
+            "delivered_s": delivered_s,
         }
     finally:
-        broker.stop()
+        broker.close()
 
 
 # CI: 500 producers over 25 connections, 40 messages of 4 KiB each (78 MiB), into storage slowed

@@ -2,17 +2,13 @@
 without pause, the I/O threads pause reading when their share is full (the pause counters on
 /metrics move), resume, and every message still arrives; the broker's memory stays bounded."""
 
-import os
-import sys
 import threading
 import time
-
 import urllib.request
 
 import pulsar
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "differential"))
-from brokers import MagnetarProcess  # noqa: E402
+from harness.broker import MagnetarProcess
 
 
 def rss_peak_mb(pid):
@@ -24,7 +20,7 @@ def rss_peak_mb(pid):
 
 
 def test_flood_with_small_publish_buffer_delivers_everything():
-    broker = MagnetarProcess(extra_settings=[
+    broker = MagnetarProcess([
         "maxMessagePublishBufferSizeInMB=1", "numIOThreads=2", "journalSyncData=true",
         "managedLedgerCacheSizeMB=4"])
     endpoint = broker.start()
@@ -72,4 +68,4 @@ def test_flood_with_small_publish_buffer_delivers_everything():
         # 48 MB of payload through a 1 MB buffer and a 4 MB entry cache.
         assert peak < 100, f"broker peak RSS {peak:.0f} MB"
     finally:
-        broker.stop()
+        broker.close()

@@ -1,21 +1,18 @@
 """Topics, subscriptions, cursor positions and partitioned-topic metadata survive a restart."""
 
-import os
-import sys
 import tempfile
 
 import pulsar
-
-sys.path.insert(0, os.path.dirname(__file__))
-from restartable_broker import RestartableBroker  # noqa: E402
 from test_dedup import drain  # noqa: E402
+
+from harness.broker import restartable_magnetar
 
 
 def test_partitions_and_positions_survive_restart():
     with tempfile.TemporaryDirectory(prefix="magnetar-restart-") as d:
-        broker = RestartableBroker(d)
+        broker = restartable_magnetar(d)
         url = broker.start(extra=["allowAutoTopicCreationType=partitioned",
-                                  "defaultNumPartitions=3"])
+                                  "defaultNumPartitions=3"]).service_url
         topic = "persistent://public/default/restart-pt"
         client = pulsar.Client(url)
         assert len(client.get_topic_partitions(topic)) == 3
@@ -30,7 +27,7 @@ def test_partitions_and_positions_survive_restart():
         client.close()
         broker.stop()
 
-        url = broker.start()  # default (non-partitioned) auto-creation now
+        url = broker.start().service_url  # default (non-partitioned) auto-creation now
         client = pulsar.Client(url)
         assert len(client.get_topic_partitions(topic)) == 3
         consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared)

@@ -2,28 +2,25 @@
 maxSubscriptionsPerTopic: beyond each limit the client gets Pulsar's error, everyone already
 connected keeps working, and a freed slot can be taken again."""
 
-import os
-import sys
 import time
 
 import pulsar
 import pytest
 from pulsar import ConsumerType
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "differential"))
-from brokers import MagnetarProcess  # noqa: E402
+from harness.broker import MagnetarProcess
 
 
 @pytest.fixture(scope="module")
 def client():
-    broker = MagnetarProcess(extra_settings=["maxProducersPerTopic=2", "maxConsumersPerTopic=3",
+    broker = MagnetarProcess(["maxProducersPerTopic=2", "maxConsumersPerTopic=3",
                                              "maxConsumersPerSubscription=2",
                                              "maxSubscriptionsPerTopic=2"])
     endpoint = broker.start()
     c = pulsar.Client(endpoint.service_url, operation_timeout_seconds=10)
     yield c
     c.close()
-    broker.stop()
+    broker.close()
 
 
 def receive_any(consumers, seconds=5):

@@ -1,16 +1,13 @@
 """maxUnackedMessagesPerConsumer: a Shared consumer that never acks stops receiving at the limit
 while the others go on; it resumes once it acks (at half the limit, as Pulsar)."""
 
-import os
-import sys
 import time
 import urllib.request
 
 import pulsar
 from pulsar import ConsumerType
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "differential"))
-from brokers import MagnetarProcess  # noqa: E402
+from harness.broker import MagnetarProcess
 
 LIMIT = 50
 
@@ -39,7 +36,7 @@ def metric(admin_url, name, labels=""):
 
 
 def test_consumer_that_never_acks_stops_at_the_limit_and_resumes():
-    broker = MagnetarProcess(extra_settings=[f"maxUnackedMessagesPerConsumer={LIMIT}"])
+    broker = MagnetarProcess([f"maxUnackedMessagesPerConsumer={LIMIT}"])
     endpoint = broker.start()
     try:
         client = pulsar.Client(endpoint.service_url)
@@ -72,14 +69,14 @@ def test_consumer_that_never_acks_stops_at_the_limit_and_resumes():
         assert metric(endpoint.admin_url, "magnetar_consumers_blocked_on_unacked_messages") == 0
         client.close()
     finally:
-        broker.stop()
+        broker.close()
 
 
 def test_subscription_blocked_on_unacked_limit_shows_on_metrics():
     """maxUnackedMessagesPerSubscription: dispatch stops for the whole subscription at the limit
     (Pulsar's pulsar_subscription_blocked_on_unacked_messages is 1, the broker-wide count too)
     and resumes once acks bring the unacked count down to half."""
-    broker = MagnetarProcess(extra_settings=[f"maxUnackedMessagesPerSubscription={LIMIT}"])
+    broker = MagnetarProcess([f"maxUnackedMessagesPerSubscription={LIMIT}"])
     endpoint = broker.start()
     try:
         client = pulsar.Client(endpoint.service_url)
@@ -115,4 +112,4 @@ def test_subscription_blocked_on_unacked_limit_shows_on_metrics():
                       labels) == 0
         client.close()
     finally:
-        broker.stop()
+        broker.close()

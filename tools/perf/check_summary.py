@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Checks a run's summary.json: every measure of issue 6 present and sane, and the run valid.
+"""Checks a run's summary.json: every measure present and sane, and the run valid.
 
 Usage: check_summary.py RUN_DIR/summary.json [--allow-invalid]
 Exit status 0 when it passes; 1 with the problems listed otherwise.
 """
+
+from __future__ import annotations
+
 import json
 import os
 import sys
@@ -12,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from magnetar_perf import summary  # noqa: E402  (stdlib only: no yaml/matplotlib needed)
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     args = [a for a in argv if not a.startswith("--")]
     if len(args) != 1:
         sys.stderr.write(__doc__)

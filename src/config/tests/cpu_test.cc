@@ -10,7 +10,7 @@ namespace {
 
 using testing::TempDir;
 
-// The table plus the odd counts around its break points.
+// The formula's table plus the odd counts around its break points.
 TEST(DefaultNumIOThreads, MatchesTheFormulaTable) {
   const std::pair<int, int> kTable[] = {
       {1, 2},  {2, 4},  {3, 6},  {4, 8},   {5, 8},   {7, 8},    {8, 8},

@@ -77,7 +77,7 @@ TEST(MetadataCodecTest, RoundTrips) {
   ASSERT_TRUE(l.has_value());
   EXPECT_EQ((*l)[1].ledgerId, 4);
   EXPECT_EQ((*l)[0].closedAt, 10);
-  CursorMeta c{{3, 4}, {{{3, 6}, {3, 9}}, {{4, 0}, {4, 0}}}};
+  CursorMeta c{{3, 4}, {{{3, 6}, {3, 9}}, {{4, 0}, {4, 0}}}, {}, {}};
   auto c2 = decodeCursor(encodeCursor(c));
   ASSERT_TRUE(c2.has_value());
   EXPECT_EQ(c2->markDelete, (Position{3, 4}));
@@ -103,7 +103,7 @@ TEST(MetadataCodecTest, RoundTrips) {
   std::string v2 = encodeCursor(c);
   EXPECT_FALSE(decodeCursor(v2.substr(0, v2.size() - 1)).has_value());
   // Version 1 (mark-delete and ranges only) still reads.
-  std::string v1 = encodeCursor(CursorMeta{{3, 4}, {{{3, 6}, {3, 9}}}});
+  std::string v1 = encodeCursor(CursorMeta{{3, 4}, {{{3, 6}, {3, 9}}}, {}, {}});
   v1[0] = 1;
   v1.resize(v1.size() - 8);  // no batch or property counts in version 1
   auto c4 = decodeCursor(v1);

@@ -1,37 +1,30 @@
 """Brokers under test: Magnetar standalone (started here), Apache Pulsar standalone (through
 tools/pulsar-reference/pulsar-standalone.sh) or an external one (--broker-url)."""
 
+from __future__ import annotations
+
 import json
 import os
 import shutil
-import signal
-import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
+from typing import Any
 
 from . import procstat
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))))
-PULSAR_SCRIPT = os.path.join(REPO, "tools", "pulsar-reference", "pulsar-standalone.sh")
+# The process handling is the test harness's (standard library only), shared with tests/.
+sys.path.insert(0, os.path.join(REPO, "tests"))
+from harness.broker import PULSAR_SCRIPT, BrokerError, MagnetarProcess, PulsarReferenceProcess  # noqa: E402
+
+__all__ = ["PULSAR_SCRIPT", "REPO", "Broker", "BrokerError", "ExternalBroker", "MagnetarBroker",
+           "PulsarBroker"]
 
 
-class BrokerError(Exception):
-    pass
-
-
-def read_ports(path):
-    ports = {}
-    with open(path) as f:
-        for line in f:
-            k, _, v = line.strip().partition("=")
-            if v:
-                ports[k] = int(v)
-    return ports
-
-
-def wait_healthy(web_url, deadline):
+def wait_healthy(web_url: str, deadline: float) -> None:
     last = None
     while time.monotonic() < deadline:
         try:
@@ -44,7 +37,7 @@ def wait_healthy(web_url, deadline):
     raise BrokerError("broker not healthy at %s: %s" % (web_url, last))
 
 
-def wait_namespace(web_url, namespace, deadline):
+def wait_namespace(web_url: str, namespace: str, deadline: float) -> None:
     """Pulsar standalone answers its health check before it created public/default."""
     tenant = namespace.split("/")[0]
     last = None
@@ -63,23 +56,24 @@ def wait_namespace(web_url, namespace, deadline):
 class Broker:
     """Common interface: start(), stop(), pid (None when unknown), service_url, web_url."""
     kind = "external"
-    pid = None
-    service_url = None
-    web_url = None
+    pid: int | None = None
+    service_url: str | None = None
+    web_url: str | None = None
     description = ""
 
-    def start(self):
+    def start(self) -> None:
         pass
 
-    def stop(self):
+    def stop(self) -> None:
         pass
 
-    def log_paths(self):
+    def log_paths(self) -> list[str]:
         return []
 
 
 class ExternalBroker(Broker):
-    def __init__(self, service_url, web_url=None, pid=None):
+    def __init__(self, service_url: str, web_url: str | None = None,
+                 pid: int | None = None) -> None:
         self.service_url = service_url
         self.pid = pid
         if web_url is None:
@@ -89,90 +83,84 @@ class ExternalBroker(Broker):
         self.description = "external broker %s" % service_url
 
 
-def _affinity(cpus):
-    if not cpus:
-        return None
-    return lambda: os.sched_setaffinity(0, cpus)
+def _settings(settings: dict[str, Any]) -> list[str]:
+    """KEY=VALUE strings; booleans as Pulsar writes them (true/false)."""
+    out = []
+    for k, v in settings.items():
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        out.append("%s=%s" % (k, v))
+    return out
+
+
+def _cpus(cfg: dict[str, Any]) -> set[int] | None:
+    return procstat.parse_cpuset(cfg["cpuset"]) if cfg.get("cpuset") is not None else None
 
 
 class MagnetarBroker(Broker):
     """`magnetar standalone` in a fresh working directory (its data/ is fresh each run)."""
     kind = "magnetar"
 
-    def __init__(self, binary, workdir, broker_cfg):
+    def __init__(self, binary: str, workdir: str, broker_cfg: dict[str, Any]) -> None:
         self.binary = binary
         self.workdir = workdir
         self.cfg = broker_cfg
-        self.proc = None
-        self.tmpfs_dir = None
-        self.cpus = procstat.parse_cpuset(broker_cfg["cpuset"]) \
-            if broker_cfg.get("cpuset") is not None else None
+        self.process: MagnetarProcess | None = None
+        self.tmpfs_dir: str | None = None
+        self.exit_code: int | None = None
+        self.cpus = _cpus(broker_cfg)
 
-    def command(self):
-        cmd = [self.binary, "standalone", "--ports-file", os.path.join(self.workdir, "ports"),
-               "--set", "brokerServicePort=0", "--set", "webServicePort=0"]
+    def _process(self) -> MagnetarProcess:
+        args = []
         procs = self.cfg.get("availableProcessors") or (len(self.cpus) if self.cpus else None)
         if procs:
-            cmd += ["--available-processors", str(procs)]
+            args = ["--available-processors", str(procs)]
         settings = dict(self.cfg.get("settings") or {})
         # The lookup answer must name the address the clients dial (127.0.0.1): with another name
         # (the default "localhost") a client opens a second connection per slot for the data.
         settings.setdefault("advertisedAddress", "127.0.0.1")
         if self.cfg.get("fsync") is False:
             settings.setdefault("journalSyncData", "false")
-        if self.cfg.get("journalOnTmpfs"):
+        if self.cfg.get("journalOnTmpfs") and self.tmpfs_dir is None:
             self.tmpfs_dir = tempfile.mkdtemp(prefix="magnetar-perf-", dir="/dev/shm")
+        if self.tmpfs_dir:
             settings.setdefault("journalDirectory", os.path.join(self.tmpfs_dir, "journal"))
-        for k, v in settings.items():
-            if isinstance(v, bool):
-                v = "true" if v else "false"
-            cmd += ["--set", "%s=%s" % (k, v)]
-        return cmd
+        return MagnetarProcess(_settings(settings), workdir=self.workdir,
+                               binary=self.binary, data_in_workdir=False, args=args,
+                               cpus=self.cpus, log_name="broker.log")
 
-    def start(self):
+    def command(self) -> list[str]:
+        return self._process().command()
+
+    @property
+    def proc(self) -> Any:
+        """The broker's subprocess.Popen, None before start()."""
+        return self.process.proc if self.process else None
+
+    def start(self) -> None:
         if not self.binary or not os.access(self.binary, os.X_OK):
             raise BrokerError("magnetar binary not found or not executable: %r (build target "
                               "`magnetar`, or pass --magnetar-bin / set MAGNETAR_BIN)"
                               % self.binary)
         os.makedirs(self.workdir, exist_ok=True)
-        ports_file = os.path.join(self.workdir, "ports")
-        if os.path.exists(ports_file):
-            os.unlink(ports_file)
-        cmd = self.command()
-        self.description = " ".join(cmd)
-        self.log = open(os.path.join(self.workdir, "broker.log"), "wb")
-        self.proc = subprocess.Popen(cmd, cwd=self.workdir, stdout=self.log,
-                                     stderr=subprocess.STDOUT, preexec_fn=_affinity(self.cpus))
-        self.pid = self.proc.pid
-        deadline = time.monotonic() + float(self.cfg.get("startTimeoutSeconds", 120))
-        while not os.path.exists(ports_file):
-            if self.proc.poll() is not None:
-                raise BrokerError("magnetar exited with %s at start; see %s" %
-                                  (self.proc.returncode, self.log.name))
-            if time.monotonic() > deadline:
-                self.stop()
-                raise BrokerError("magnetar did not write its ports file in time")
-            time.sleep(0.05)
-        ports = read_ports(ports_file)
-        self.service_url = "pulsar://127.0.0.1:%d" % ports["brokerServicePort"]
-        self.web_url = "http://127.0.0.1:%d" % ports["webServicePort"]
+        self.process = self._process()
+        self.description = " ".join(self.process.command())
+        timeout_s = float(self.cfg.get("startTimeoutSeconds", 120))
+        deadline = time.monotonic() + timeout_s
+        endpoint = self.process.start(timeout_s=timeout_s)
+        self.pid = self.process.pid
+        self.service_url = endpoint.service_url
+        self.web_url = endpoint.admin_url
+        assert self.web_url
         wait_healthy(self.web_url, deadline)
 
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.exit_code = self.proc.returncode if self.proc else None
-        data = os.path.join(self.workdir, "data")
-        shutil.rmtree(data, ignore_errors=True)  # fresh per run; logs stay
+    def stop(self) -> None:
+        self.exit_code = self.process.stop(timeout_s=30) if self.process else None
+        shutil.rmtree(os.path.join(self.workdir, "data"), ignore_errors=True)  # logs stay
         if self.tmpfs_dir:
             shutil.rmtree(self.tmpfs_dir, ignore_errors=True)
 
-    def log_paths(self):
+    def log_paths(self) -> list[str]:
         return [os.path.join(self.workdir, "broker.log")]
 
 
@@ -180,60 +168,47 @@ class PulsarBroker(Broker):
     """Apache Pulsar standalone from tools/pulsar-reference (see its README)."""
     kind = "pulsar"
 
-    def __init__(self, workdir, broker_cfg, script=PULSAR_SCRIPT, namespace="public/default"):
+    def __init__(self, workdir: str, broker_cfg: dict[str, Any],
+                 namespace: str = "public/default") -> None:
         self.workdir = workdir
         self.namespace = namespace
         self.cfg = broker_cfg
-        self.script = script
-        self.cpus = procstat.parse_cpuset(broker_cfg["cpuset"]) \
-            if broker_cfg.get("cpuset") is not None else None
+        self.tmpfs_dir: str | None = None
+        self.process: PulsarReferenceProcess | None = None
+        self.cpus = _cpus(broker_cfg)
 
-    def start(self):
-        if not os.path.exists(self.script):
-            raise BrokerError("reference broker script missing: %s" % self.script)
+    def start(self) -> None:
+        if not os.path.exists(PULSAR_SCRIPT):
+            raise BrokerError("reference broker script missing: %s" % PULSAR_SCRIPT)
         os.makedirs(self.workdir, exist_ok=True)
-        cmd = ["bash", self.script, "start", "-d", self.workdir, "-p", "0", "-w", "0", "--wipe",
-               "--timeout", str(int(self.cfg.get("startTimeoutSeconds", 240)))]
+        timeout_s = float(self.cfg.get("startTimeoutSeconds", 240))
         settings = dict(self.cfg.get("settings") or {})
         if self.cfg.get("fsync") is False:
             settings.setdefault("journalSyncData", "false")
         if self.cfg.get("journalOnTmpfs"):
             self.tmpfs_dir = tempfile.mkdtemp(prefix="pulsar-perf-", dir="/dev/shm")
             settings.setdefault("journalDirectory", self.tmpfs_dir)
-        for k, v in settings.items():
-            if isinstance(v, bool):
-                v = "true" if v else "false"
-            cmd += ["--set", "%s=%s" % (k, v)]
         java_opts = self.cfg.get("javaOpts") or ""
         procs = self.cfg.get("availableProcessors") or (len(self.cpus) if self.cpus else None)
         if procs:
             java_opts += " -XX:ActiveProcessorCount=%d" % procs
-        if java_opts.strip():
-            cmd += ["--java-opts", java_opts.strip()]
-        self.description = " ".join(cmd)
-        with open(os.path.join(self.workdir, "start.log"), "wb") as log:
-            rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                 preexec_fn=_affinity(self.cpus))
-        if rc != 0:
-            raise BrokerError("pulsar-standalone.sh start failed (%d); see %s/start.log and "
-                              "%s/logs/pulsar.log" % (rc, self.workdir, self.workdir))
-        with open(os.path.join(self.workdir, "pulsar.pid")) as f:
-            self.pid = int(f.read().strip())
-        if self.cpus:  # the JVM's threads were started by now: pin them all
-            subprocess.call(["taskset", "-a", "-cp", ",".join(map(str, sorted(self.cpus))),
-                             str(self.pid)], stdout=subprocess.DEVNULL)
-        ports = read_ports(os.path.join(self.workdir, "ports"))
-        self.service_url = "pulsar://127.0.0.1:%d" % ports["brokerServicePort"]
-        self.web_url = "http://127.0.0.1:%d" % ports["webServicePort"]
-        wait_namespace(self.web_url, self.namespace,
-                       time.monotonic() + float(self.cfg.get("startTimeoutSeconds", 240)))
+        self.process = PulsarReferenceProcess(
+            _settings(settings), workdir=self.workdir, java_opts=java_opts,
+            cpus=self.cpus, start_log=os.path.join(self.workdir, "start.log"))
+        self.description = " ".join(self.process.command(timeout_s))
+        endpoint = self.process.start(timeout_s)
+        self.pid = self.process.pid
+        self.service_url = endpoint.service_url
+        self.web_url = endpoint.admin_url
+        assert self.web_url
+        wait_namespace(self.web_url, self.namespace, time.monotonic() + timeout_s)
 
-    def stop(self):
-        subprocess.call(["bash", self.script, "stop", "-d", self.workdir],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    def stop(self) -> None:
+        if self.process:
+            self.process.stop()
         shutil.rmtree(os.path.join(self.workdir, "data"), ignore_errors=True)
-        if getattr(self, "tmpfs_dir", None):
+        if self.tmpfs_dir:
             shutil.rmtree(self.tmpfs_dir, ignore_errors=True)
 
-    def log_paths(self):
+    def log_paths(self) -> list[str]:
         return [os.path.join(self.workdir, "logs", "pulsar.log")]

@@ -1,7 +1,11 @@
 """PNG charts with matplotlib (Debian's python3-matplotlib). Every function returns the file
 name it wrote, or None when there was nothing to draw or matplotlib is missing."""
 
+from __future__ import annotations
+
 import os
+from collections.abc import Callable
+from typing import Any
 
 try:
     import matplotlib
@@ -12,8 +16,10 @@ try:
 except ImportError:  # the report then says charts are missing
     AVAILABLE = False
 
+Json = dict[str, Any]  # a decoded JSON document
 
-def parse_hgrm(path):
+
+def parse_hgrm(path: str) -> list[tuple[float, float, int]]:
     """[(value, percentile 0..1, total count)] of an .hgrm percentile distribution file."""
     rows = []
     try:
@@ -31,7 +37,7 @@ def parse_hgrm(path):
     return rows
 
 
-def _save(fig, out_dir, name):
+def _save(fig: Any, out_dir: str, name: str) -> str:
     path = os.path.join(out_dir, name)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -39,7 +45,7 @@ def _save(fig, out_dir, name):
     return name
 
 
-def _rates(series, key_fn):
+def _rates(series: list[Json], key_fn: Callable[[Json], float | None]) -> list[tuple[float, float]]:
     """[(t, rate)] from cumulative counts."""
     out = []
     prev = None
@@ -53,7 +59,7 @@ def _rates(series, key_fn):
     return out
 
 
-def percentile_axis(ax):
+def percentile_axis(ax: Any) -> None:
     """x axis of 1/(1-p) on a log scale labelled as percentiles (HdrHistogram's plot)."""
     ax.set_xscale("log")
     ticks = [1, 2, 10, 100, 1000, 10000, 100000]
@@ -64,7 +70,8 @@ def percentile_axis(ax):
     ax.set_xlabel("percentile")
 
 
-def latency_curve(ax, rows, label, **kw):
+def latency_curve(ax: Any, rows: list[tuple[float, float, int]], label: str,
+                  **kw: Any) -> bool:
     pts = [(1.0 / (1.0 - p), v) for v, p, _ in rows if p < 1.0]
     if not pts:
         return False
@@ -72,7 +79,8 @@ def latency_curve(ax, rows, label, **kw):
     return True
 
 
-def run_charts(out_dir, worker, smp_rows, topic_rows, summary):
+def run_charts(out_dir: str, worker: Json | None, smp_rows: list[Json], topic_rows: list[Json],
+               summary: Json) -> list[tuple[str, str]]:
     """The charts of one run directory; returns [(file, caption)]."""
     if not AVAILABLE:
         return []
@@ -178,7 +186,8 @@ def run_charts(out_dir, worker, smp_rows, topic_rows, summary):
     return made
 
 
-def ab_charts(out_dir, variants):
+def ab_charts(out_dir: str, variants: list[tuple[str, list[Json], list[str]]]
+              ) -> list[tuple[str, str]]:
     """Comparison charts. variants: [(label, [run summaries], [run dirs])] of valid runs."""
     if not AVAILABLE or not variants:
         return []
@@ -192,7 +201,7 @@ def ab_charts(out_dir, variants):
     rows = (len(shown) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(12, 3 * rows))
     for ax, (path, label, unit, better) in zip(axes.flat, shown):
-        for i, (vlabel, runs, _) in enumerate(variants):
+        for i, (_vlabel, runs, _) in enumerate(variants):
             vals = [summ.measure(s, path) for s in runs]
             vals = [v for v in vals if v is not None]
             if not vals:
@@ -251,7 +260,8 @@ def ab_charts(out_dir, variants):
     return made
 
 
-def sweep_charts(out_dir, points, key):
+def sweep_charts(out_dir: str, points: list[tuple[str, list[Json]]], key: str
+                 ) -> list[tuple[str, str]]:
     """Measures as curves over the swept value. points: [(value label, [summaries])]."""
     if not AVAILABLE or not points:
         return []

@@ -1,24 +1,27 @@
 """Command line of magnetar-perf: run, compare, sweep, show."""
 
+from __future__ import annotations
+
 import argparse
 import datetime
 import json
 import os
 import sys
 
-from . import compare, report, runner, scenario as scen
+from . import compare, report, runner
+from . import scenario as scen
 
 DEFAULT_OUT = os.path.join(runner.REPO, "perf-runs")  # git-ignored
 
 
-def _out_dir(args, name, kind):
+def _out_dir(args: argparse.Namespace, name: str, kind: str) -> str:
     if args.output:
         return os.path.abspath(args.output)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     return os.path.join(DEFAULT_OUT, "%s-%s-%s" % (stamp, kind, name))
 
 
-def _common(p):
+def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override a scenario value (workload.gateways=50, numIOThreads=8, ...)")
     p.add_argument("--output", "-o", help="run directory (default perf-runs/<time>-...)")
@@ -31,7 +34,7 @@ def _common(p):
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
 
 
-def cmd_run(args):
+def cmd_run(args: argparse.Namespace) -> int:
     sc = scen.resolve(args.scenario, args.set)
     out = _out_dir(args, sc.name, "run")
     if not args.quiet:
@@ -44,7 +47,7 @@ def cmd_run(args):
     return 0 if s["valid"] else 1
 
 
-def _variants(args, key, values):
+def _variants(args: argparse.Namespace, key: str, values: list[str]) -> int:
     out = _out_dir(args, os.path.splitext(os.path.basename(args.scenario))[0], args.cmd)
     os.makedirs(out, exist_ok=True)
     scen.resolve(args.scenario, args.set)  # fail early on a bad scenario
@@ -61,17 +64,17 @@ def _variants(args, key, values):
     return 0 if all(v["valid_runs"] for v in agg) else 1
 
 
-def cmd_compare(args):
+def cmd_compare(args: argparse.Namespace) -> int:
     key, values = compare.parse_vary(args.vary)
     return _variants(args, key, values)
 
 
-def cmd_sweep(args):
+def cmd_sweep(args: argparse.Namespace) -> int:
     key, values = compare.parse_vary(args.values)
     return _variants(args, key, values)
 
 
-def cmd_show(args):
+def cmd_show(args: argparse.Namespace) -> int:
     sc = scen.resolve(args.scenario, args.set)
     if args.worker_config:
         print(json.dumps(sc.worker_config("pulsar://127.0.0.1:6650"), indent=2))
@@ -80,7 +83,7 @@ def cmd_show(args):
     return 0
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="magnetar-perf", description=(
         "Magnetar's performance testing framework: IoT telemetry scenarios, reports, A/B "
         "comparisons. See docs/perf.md."))

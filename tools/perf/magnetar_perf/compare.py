@@ -1,15 +1,23 @@
 """A/B comparisons and sweeps: interleaved runs of variants of one scenario, aggregated."""
 
+from __future__ import annotations
+
 import json
 import os
 import re
 import sys
+from collections.abc import Iterable
+from typing import Any
 
-from . import charts, runner, scenario as scen, summary as summ
+from . import charts, runner
+from . import scenario as scen
+from . import summary as summ
 from .doc import Doc, fmt
 
+Json = dict[str, Any]  # a decoded JSON document
 
-def parse_vary(text):
+
+def parse_vary(text: str) -> tuple[str, list[str]]:
     """'numIOThreads=32,8' -> ('numIOThreads', ['32', '8'])."""
     if "=" not in text:
         raise scen.ScenarioError("--vary expects key=v1,v2,...; got %r" % text)
@@ -20,7 +28,7 @@ def parse_vary(text):
     return key.strip(), vals
 
 
-def variant_sets(key, value):
+def variant_sets(key: str, value: str) -> list[str]:
     """The --set entries of one variant. broker=magnetar|pulsar picks the broker kind;
     broker=PATH a magnetar binary; anything else a scenario path or broker setting."""
     if key == "broker":
@@ -30,18 +38,18 @@ def variant_sets(key, value):
     return ["%s=%s" % (key, value)]
 
 
-def slug(text):
+def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:60]
 
 
-def stats(values):
+def stats(values: Iterable[float | None]) -> Json | None:
     vals = [v for v in values if v is not None]
     if not vals:
         return None
     return {"mean": sum(vals) / len(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
 
 
-def compare_measures(base, other):
+def compare_measures(base: Json, other: Json) -> list[Json]:
     """Rows of the comparison of variant `other` against `base` (dicts of stats by path)."""
     rows = []
     for path, label, unit, better in summ.MEASURES:
@@ -59,7 +67,9 @@ def compare_measures(base, other):
     return rows
 
 
-def run_variants(scenario_ref, key, values, repeat, sets, out_dir, args, quiet=False):
+def run_variants(scenario_ref: str, key: str, values: list[str], repeat: int,
+                 sets: Iterable[str], out_dir: str, args: Json,
+                 quiet: bool = False) -> list[tuple[str, list[tuple[str, Json]]]]:
     """Interleaved passes (A B A B ...). Returns [(label, [(run_dir, summary)])]."""
     labels = ["%s=%s" % (key, v) for v in values]
     results = {label: [] for label in labels}
@@ -82,7 +92,7 @@ def run_variants(scenario_ref, key, values, repeat, sets, out_dir, args, quiet=F
     return [(label, results[label]) for label in labels]
 
 
-def aggregate(variants):
+def aggregate(variants: list[tuple[str, list[tuple[str, Json]]]]) -> list[Json]:
     out = []
     for label, runs in variants:
         valid = [(d, s) for d, s in runs if s["valid"]]
@@ -104,13 +114,14 @@ def aggregate(variants):
     return out
 
 
-def _cell(st):
+def _cell(st: Json | None) -> str:
     if not st:
         return "-"
     return "%s (%s-%s)" % (fmt(st["mean"]), fmt(st["min"]), fmt(st["max"]))
 
 
-def write_compare(out_dir, scenario_name, key, agg, repeat, mode="compare"):
+def write_compare(out_dir: str, scenario_name: str, key: str, agg: list[Json], repeat: int,
+                  mode: str = "compare") -> tuple[Json, list[tuple[str, str]]]:
     base = agg[0]
     comparisons = [{"variant": v["label"], "baseline": base["label"],
                     "rows": compare_measures(base["measures"], v["measures"])} for v in agg[1:]]
@@ -176,14 +187,14 @@ def write_compare(out_dir, scenario_name, key, agg, repeat, mode="compare"):
     return doc_json, made
 
 
-def console(doc_json):
+def console(doc_json: Json) -> str:
     lines = []
     agg = doc_json["variants"]
     for v in agg:
         for f in v["failed"]:
             lines.append("LEFT OUT (invalid): %s: %s" % (f["run"], "; ".join(f["reasons"] or [])))
     lines.append("  %-40s %s" % ("measure", " | ".join("%-28s" % v["label"] for v in agg)))
-    for path, label, unit, better in summ.MEASURES:
+    for path, label, unit, _better in summ.MEASURES:
         cells = [_cell(v["measures"].get(path)) for v in agg]
         if all(c == "-" for c in cells):
             continue

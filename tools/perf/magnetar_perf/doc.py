@@ -1,30 +1,34 @@
 """A tiny document model rendered both as Markdown (README.md) and HTML (index.html)."""
 
+from __future__ import annotations
+
 import html
+from collections.abc import Iterable
+from typing import Any
 
 
 class Doc:
-    def __init__(self, title):
+    def __init__(self, title: str) -> None:
         self.title = title
-        self.blocks = []
+        self.blocks: list[tuple[Any, ...]] = []
 
-    def heading(self, text, level=2):
+    def heading(self, text: str, level: int = 2) -> None:
         self.blocks.append(("h", level, text))
 
-    def para(self, text, strong=False):
+    def para(self, text: str, strong: bool = False) -> None:
         self.blocks.append(("p", strong, text))
 
-    def table(self, header, rows):
+    def table(self, header: list[str], rows: Iterable[Iterable[object]]) -> None:
         self.blocks.append(("t", header, [[fmt(c) for c in r] for r in rows]))
 
-    def image(self, path, alt):
+    def image(self, path: str, alt: str) -> None:
         self.blocks.append(("img", path, alt))
 
-    def links(self, items):
+    def links(self, items: list[tuple[str, str]]) -> None:
         """items: [(path, description)]."""
         self.blocks.append(("links", items))
 
-    def markdown(self):
+    def markdown(self) -> str:
         out = ["# %s\n" % self.title]
         for b in self.blocks:
             if b[0] == "h":
@@ -43,7 +47,7 @@ class Doc:
                 out.append("\n" + "".join("- [%s](%s): %s\n" % (p, p, d) for p, d in b[1]))
         return "".join(out)
 
-    def html(self):
+    def html(self) -> str:
         e = html.escape
         out = ["<!doctype html><html><head><meta charset='utf-8'><title>%s</title>" % e(self.title),
                "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;}"
@@ -71,7 +75,7 @@ class Doc:
         out.append("</body></html>\n")
         return "\n".join(out)
 
-    def write(self, directory):
+    def write(self, directory: str) -> None:
         import os
         with open(os.path.join(directory, "README.md"), "w") as f:
             f.write(self.markdown())
@@ -79,7 +83,7 @@ class Doc:
             f.write(self.html())
 
 
-def fmt(v):
+def fmt(v: object) -> str:
     """Readable number formatting for tables."""
     if v is None:
         return "-"

@@ -4,12 +4,15 @@ CPU is utime + stime (fields 14 and 15 of /proc/PID/stat, in clock ticks); threa
 /proc/PID/task/TID/comm (15 characters at most, as the kernel keeps them).
 """
 
+from __future__ import annotations
+
 import os
+from typing import Any
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def parse_stat(text):
+def parse_stat(text: str) -> tuple[str, int, int]:
     """(comm, utime_ticks, stime_ticks) of a /proc/.../stat line (comm may hold spaces/parens)."""
     open_paren = text.index("(")
     close_paren = text.rindex(")")
@@ -19,18 +22,18 @@ def parse_stat(text):
     return comm, int(fields[11]), int(fields[12])
 
 
-def _read(path):
+def _read(path: str) -> str:
     with open(path) as f:
         return f.read()
 
 
-def process_cpu_seconds(pid):
+def process_cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of the whole process (all threads, live and exited)."""
     _, ut, st = parse_stat(_read("/proc/%d/stat" % pid))
     return (ut + st) / CLK_TCK
 
 
-def thread_cpu_ticks(pid):
+def thread_cpu_ticks(pid: int) -> dict[str, Any]:
     """{tid: (name, ticks)} of the process's live threads."""
     out = {}
     base = "/proc/%d/task" % pid
@@ -49,7 +52,8 @@ def thread_cpu_ticks(pid):
     return out
 
 
-def thread_cpu_by_name(before, after, seconds):
+def thread_cpu_by_name(before: dict[str, Any], after: dict[str, Any],
+                       seconds: float) -> dict[str, float]:
     """{thread name: CPU % of one core} between two thread_cpu_ticks() snapshots.
 
     Threads are matched by tid (a thread new in `after` counts from 0); threads sharing a name
@@ -65,7 +69,7 @@ def thread_cpu_by_name(before, after, seconds):
     return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def memory_kb(pid):
+def memory_kb(pid: int) -> dict[str, int]:
     """{'VmRSS': kB, 'VmHWM': kB} from /proc/PID/status (missing keys left out)."""
     out = {}
     try:
@@ -78,7 +82,7 @@ def memory_kb(pid):
     return out
 
 
-def machine_busy_seconds():
+def machine_busy_seconds() -> float:
     """CPU seconds all CPUs spent busy since boot (user, nice, system, irq, softirq, steal)."""
     with open("/proc/stat") as f:
         fields = f.readline().split()[1:]
@@ -87,21 +91,21 @@ def machine_busy_seconds():
     return busy / CLK_TCK
 
 
-def load_average():
+def load_average() -> list[float] | None:
     try:
         return list(os.getloadavg())
     except OSError:
         return None
 
 
-def cpu_count():
+def cpu_count() -> int | None:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count()
 
 
-def parse_cpuset(text):
+def parse_cpuset(text: object) -> set[int]:
     """'0-1,4' -> {0, 1, 4}."""
     cpus = set()
     for part in str(text).split(","):

@@ -1,10 +1,17 @@
 """README.md + index.html of a run directory."""
 
+from __future__ import annotations
+
 import csv
 import os
+from typing import TYPE_CHECKING, Any
 
 from . import charts
 from .doc import Doc, fmt
+
+if TYPE_CHECKING:
+    from .sampler import Sampler
+    from .scenario import Scenario
 
 FILES = [
     ("summary.json", "the measures (read by tools and CI)"),
@@ -25,7 +32,7 @@ FILES = [
 ]
 
 
-def latency_rows(s):
+def latency_rows(s: dict[str, Any]) -> list[list[Any]]:
     rows = [["publish"] + [s["publish_latency_ms"].get(p) for p in ("p50", "p90", "p99", "p999",
                                                                      "max")],
             ["end-to-end, all"] + [s["e2e_latency_ms"].get(p) for p in ("p50", "p90", "p99",
@@ -36,7 +43,7 @@ def latency_rows(s):
     return rows
 
 
-def summary_rows(s):
+def summary_rows(s: dict[str, Any]) -> list[list[Any]]:
     return [
         ["valid", s["valid"]],
         ["measured messages", s["measured_messages"]],
@@ -53,13 +60,13 @@ def summary_rows(s):
     ]
 
 
-def app_rows(s):
+def app_rows(s: dict[str, Any]) -> list[list[Any]]:
     return [[a["name"], a.get("join_s"), a.get("subscribe_s"), a["unique"], a["duplicates"],
              a["ordering_violations"], a["invalid"], a["missing"], a.get("catch_up_s"),
              a.get("delivered_s")] for a in s["applications"]]
 
 
-def read_csv(path):
+def read_csv(path: str) -> list[dict[str, Any]]:
     try:
         with open(path) as f:
             rows = list(csv.DictReader(f))
@@ -77,7 +84,8 @@ def read_csv(path):
     return out
 
 
-def write_run_report(out_dir, scenario, s, info, worker, smp):
+def write_run_report(out_dir: str, scenario: Scenario, s: dict[str, Any], info: dict[str, Any],
+                     worker: dict[str, Any] | None, smp: Sampler) -> list[str]:
     smp_rows = read_csv(os.path.join(out_dir, "stats.csv"))
     topic_rows = read_csv(os.path.join(out_dir, "topic-stats.csv"))
     made = charts.run_charts(out_dir, worker, smp_rows, topic_rows, s)
@@ -129,7 +137,7 @@ def write_run_report(out_dir, scenario, s, info, worker, smp):
     return made
 
 
-def console_table(s):
+def console_table(s: dict[str, Any]) -> str:
     """A short plain-text report for the terminal; an invalid run says so first."""
     lines = []
     if not s["valid"]:

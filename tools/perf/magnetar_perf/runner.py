@@ -1,5 +1,7 @@
 """One run: broker up, worker run, sampling, run directory with summary, charts and report."""
 
+from __future__ import annotations
+
 import csv
 import datetime
 import json
@@ -10,13 +12,19 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from . import brokers, procstat, report, sampler, summary
 
+if TYPE_CHECKING:
+    from .scenario import Scenario
+
 REPO = brokers.REPO
+Json = dict[str, Any]  # a decoded JSON document
 
 
-def build_dir():
+def build_dir() -> str:
     if os.environ.get("MAGNETAR_BUILD_DIR"):
         return os.environ["MAGNETAR_BUILD_DIR"]
     if os.environ.get("MAGNETAR_BIN"):  # BUILD/src/app/magnetar
@@ -25,17 +33,17 @@ def build_dir():
     return os.path.join(REPO, "build")
 
 
-def find_worker(explicit=None):
+def find_worker(explicit: str | None = None) -> str:
     return explicit or os.environ.get("MAGNETAR_PERF_WORKER") or \
         os.path.join(build_dir(), "tools", "perf", "magnetar-perf-worker")
 
 
-def find_magnetar(explicit=None):
+def find_magnetar(explicit: str | None = None) -> str:
     return explicit or os.environ.get("MAGNETAR_BIN") or \
         os.path.join(build_dir(), "src", "app", "magnetar")
 
 
-def git(*args):
+def git(*args: str) -> str:
     try:
         return subprocess.run(["git", "-C", REPO] + list(args), capture_output=True, text=True,
                               timeout=20).stdout.strip()
@@ -43,7 +51,7 @@ def git(*args):
         return ""
 
 
-def run_info(argv, broker_binary, worker_binary):
+def run_info(argv: list[str], broker_binary: str | None, worker_binary: str) -> Json:
     uname = platform.uname()
     info = {
         "command": argv,
@@ -81,8 +89,9 @@ def run_info(argv, broker_binary, worker_binary):
 class WorkerProcess:
     """magnetar-perf-worker with its stdout events read on a thread."""
 
-    def __init__(self, cmd, out_dir, cpus, on_event):
-        self.events = []
+    def __init__(self, cmd: list[str], out_dir: str, cpus: set[int] | None,
+                 on_event: Callable[[Json], None]) -> None:
+        self.events: list[Json] = []
         self.events_file = open(os.path.join(out_dir, "events.jsonl"), "w")
         self.on_event = on_event
         self.stderr = open(os.path.join(out_dir, "worker.log"), "wb")
@@ -93,7 +102,7 @@ class WorkerProcess:
         self.reader = threading.Thread(target=self._read, name="worker-events", daemon=True)
         self.reader.start()
 
-    def _read(self):
+    def _read(self) -> None:
         for raw in self.proc.stdout:
             line = raw.decode(errors="replace").strip()
             if not line.startswith("{"):
@@ -108,7 +117,7 @@ class WorkerProcess:
             self.events_file.flush()
             self.on_event(ev)
 
-    def wait(self, timeout):
+    def wait(self, timeout: float) -> int | None:
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -119,7 +128,7 @@ class WorkerProcess:
             self.reader.join(timeout=5)
 
 
-def _progress(ev, quiet):
+def _progress(ev: Json, quiet: bool) -> None:
     if quiet:
         return
     kind = ev.get("event")
@@ -134,8 +143,9 @@ def _progress(ev, quiet):
         sys.stderr.write("  %s %s\n" % (kind, json.dumps(rest)))
 
 
-def make_broker(scenario, out_dir, broker_url=None, magnetar_bin=None, web_url=None,
-                broker_pid=None):
+def make_broker(scenario: Scenario, out_dir: str, broker_url: str | None = None,
+                magnetar_bin: str | None = None, web_url: str | None = None,
+                broker_pid: int | None = None) -> brokers.Broker:
     cfg = scenario.data["broker"]
     if broker_url:
         return brokers.ExternalBroker(broker_url, web_url, broker_pid)
@@ -147,7 +157,7 @@ def make_broker(scenario, out_dir, broker_url=None, magnetar_bin=None, web_url=N
                                   os.path.join(out_dir, "broker"), cfg)
 
 
-def write_csv(path, rows, fields):
+def write_csv(path: str, rows: Iterable[Json], fields: list[str]) -> None:
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
@@ -155,7 +165,8 @@ def write_csv(path, rows, fields):
             w.writerow(r)
 
 
-def write_data_files(out_dir, worker, smp, t0):
+def write_data_files(out_dir: str, worker: Json | None, smp: sampler.Sampler,
+                     t0: float) -> None:
     """stats.csv (broker process), topic-stats.csv, timeseries.csv (worker), threads-*.csv."""
     rows = []
     prev = None
@@ -191,8 +202,10 @@ def write_data_files(out_dir, worker, smp, t0):
     write_csv(os.path.join(out_dir, "timeseries.csv"), flat, fields)
 
 
-def run(scenario, out_dir, broker_url=None, magnetar_bin=None, worker_bin=None, argv=None,
-        quiet=False, web_url=None, broker_pid=None):
+def run(scenario: Scenario, out_dir: str, broker_url: str | None = None,
+        magnetar_bin: str | None = None, worker_bin: str | None = None,
+        argv: list[str] | None = None, quiet: bool = False, web_url: str | None = None,
+        broker_pid: int | None = None) -> Json:
     """Runs scenario into out_dir; returns the summary dict (summary["valid"] says if it counts)."""
     os.makedirs(out_dir, exist_ok=True)
     worker_bin = find_worker(worker_bin)
@@ -232,7 +245,7 @@ def run(scenario, out_dir, broker_url=None, magnetar_bin=None, worker_bin=None, 
                   for i in range(scenario.data["workload"]["topics"])]
         smp_holder = {}
 
-        def on_event(ev):
+        def on_event(ev: Json) -> None:
             kind = ev.get("event")
             s = smp_holder.get("s")
             if s and kind in ("measured_start", "measured_end"):
@@ -285,7 +298,7 @@ def run(scenario, out_dir, broker_url=None, magnetar_bin=None, worker_bin=None, 
     return s
 
 
-def smp_t0(smp, worker, fallback):
+def smp_t0(smp: sampler.Sampler, worker: Json | None, fallback: float) -> float:
     """Time zero of the CSVs and charts: the measured phase's start (CLOCK_MONOTONIC)."""
     if worker and worker.get("measured_start_ns"):
         return worker["measured_start_ns"] / 1e9

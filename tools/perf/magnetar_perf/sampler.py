@@ -1,23 +1,29 @@
 """Samples the broker once per interval: process CPU, RSS, per-thread CPU (from /proc) and the
 topic stats of the admin REST API (when it answers), plus exact snapshots at phase events."""
 
+from __future__ import annotations
+
 import json
 import threading
 import time
 import urllib.error
 import urllib.request
+from typing import TYPE_CHECKING, Any
 
 from . import procstat
 
+if TYPE_CHECKING:
+    from .brokers import Broker
 
-def topic_stats_url(web_url, topic):
+
+def topic_stats_url(web_url: str, topic: str) -> str:
     """persistent://tenant/ns/name -> {web}/admin/v2/persistent/tenant/ns/name/stats."""
     rest = topic.split("://", 1)
     domain, path = (rest[0], rest[1]) if len(rest) == 2 else ("persistent", rest[0])
     return "%s/admin/v2/%s/%s/stats" % (web_url, domain, path)
 
 
-def flatten_topic_stats(topic, doc):
+def flatten_topic_stats(topic: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Rows {topic, subscription, msgRateIn, msgRateOut, msgBacklog, ...} from a Pulsar
     TopicStats document (one row for the topic itself with subscription '')."""
     rows = [{"topic": topic, "subscription": "",
@@ -33,7 +39,8 @@ def flatten_topic_stats(topic, doc):
 class Sampler:
     """Thread: start()/stop()/snapshot() from the launcher; the loop runs on its own thread."""
 
-    def __init__(self, broker, topics, interval=1.0, topic_stats=True, worker_pid=None):
+    def __init__(self, broker: Broker, topics: list[str], interval: float = 1.0,
+                 topic_stats: bool = True, worker_pid: int | None = None) -> None:
         self.broker = broker
         self.topics = topics
         self.interval = interval
@@ -50,11 +57,11 @@ class Sampler:
         self._thread = None
         self._lock = threading.Lock()
 
-    def start(self):
+    def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="sampler", daemon=True)
         self._thread.start()
 
-    def stop(self):
+    def stop(self) -> None:
         """Stops sampling after one last sample (the final RSS high-water mark). Idempotent."""
         if self._stop.is_set():
             return
@@ -63,7 +70,7 @@ class Sampler:
             self._thread.join(timeout=10)
         self._sample_process(time.monotonic())
 
-    def snapshot(self, label, t=None):
+    def snapshot(self, label: str, t: float | None = None) -> dict[str, Any]:
         """Exact broker CPU, per-thread ticks and worker CPU now, stored under label."""
         snap = {"t": time.monotonic() if t is None else t,
                 "machine_busy_s": procstat.machine_busy_seconds()}
@@ -84,7 +91,7 @@ class Sampler:
             self.snapshots[label] = snap
         return snap
 
-    def _sample_process(self, now):
+    def _sample_process(self, now: float) -> None:
         pid = self.broker.pid
         row = {"t": now}
         if pid:
@@ -108,7 +115,7 @@ class Sampler:
         with self._lock:
             self.samples.append(row)
 
-    def _sample_topics(self, now):
+    def _sample_topics(self, now: float) -> None:
         for topic in self.topics:
             url = topic_stats_url(self.broker.web_url, topic)
             try:
@@ -129,7 +136,7 @@ class Sampler:
                     row["t"] = now
                     self.topic_rows.append(row)
 
-    def _loop(self):
+    def _loop(self) -> None:
         next_t = time.monotonic()
         while not self._stop.is_set():
             now = time.monotonic()

@@ -13,9 +13,13 @@ free-form: any broker setting). Values of overrides are parsed as YAML (`8` is a
 bool, `[0, 20]` a list).
 """
 
+from __future__ import annotations
+
 import copy
 import os
 import re
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import yaml
 
@@ -83,7 +87,7 @@ class ScenarioError(Exception):
     pass
 
 
-def find_scenario(ref, base_dir=None):
+def find_scenario(ref: str, base_dir: str | None = None) -> str:
     """Path of a scenario given as a path or a name in tools/perf/scenarios (.yaml optional)."""
     candidates = []
     if base_dir and not os.path.isabs(ref):
@@ -99,7 +103,7 @@ def find_scenario(ref, base_dir=None):
     raise ScenarioError("scenario not found: %s" % ref)
 
 
-def deep_merge(base, over):
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     """base updated by over: dicts merge recursively, anything else is replaced (copied)."""
     out = copy.deepcopy(base)
     for k, v in over.items():
@@ -110,7 +114,7 @@ def deep_merge(base, over):
     return out
 
 
-def load_chain(path, _seen=None):
+def load_chain(path: str, _seen: list[str] | None = None) -> list[tuple[str, str, dict[str, Any]]]:
     """[(path, text, data)] of the extends chain, base first."""
     seen = _seen or []
     path = os.path.abspath(path)
@@ -121,7 +125,7 @@ def load_chain(path, _seen=None):
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as e:
-        raise ScenarioError("%s: %s" % (path, e))
+        raise ScenarioError("%s: %s" % (path, e)) from None
     if not isinstance(data, dict):
         raise ScenarioError("%s: a scenario is a YAML mapping" % path)
     chain = []
@@ -131,7 +135,7 @@ def load_chain(path, _seen=None):
     return chain + [(path, text, data)]
 
 
-def substitute_env(value, env):
+def substitute_env(value: Any, env: Mapping[str, str]) -> Any:
     """Replaces whole-string ${VAR} / ${VAR:-default} references (typed as YAML)."""
     if isinstance(value, dict):
         return {k: substitute_env(v, env) for k, v in value.items()}
@@ -149,14 +153,14 @@ def substitute_env(value, env):
     return value
 
 
-def parse_value(text):
+def parse_value(text: str) -> Any:
     try:
         return yaml.safe_load(text) if text.strip() != "" else ""
     except yaml.YAMLError:
         return text
 
 
-def expand_path(path):
+def expand_path(path: str) -> str:
     """A bare name that is no top-level key is a broker setting: numIOThreads ->
     broker.settings.numIOThreads."""
     if "." in path or path in DEFAULTS:
@@ -164,7 +168,7 @@ def expand_path(path):
     return "broker.settings." + path
 
 
-def set_path(data, path, value):
+def set_path(data: dict[str, Any], path: str, value: Any) -> None:
     keys = expand_path(path).split(".")
     node = data
     for k in keys[:-1]:
@@ -174,21 +178,22 @@ def set_path(data, path, value):
     node[keys[-1]] = value
 
 
-def get_path(data, path):
+def get_path(data: dict[str, Any], path: str) -> Any:
     node = data
     for k in expand_path(path).split("."):
         node = node[k]
     return node
 
 
-def parse_assignment(text):
+def parse_assignment(text: str) -> tuple[str, Any]:
     if "=" not in text:
         raise ScenarioError("expected path=value, got %r" % text)
     path, value = text.split("=", 1)
     return path.strip(), parse_value(value)
 
 
-def validate(data, defaults=DEFAULTS, prefix=()):
+def validate(data: dict[str, Any], defaults: dict[str, Any] = DEFAULTS,
+             prefix: tuple[str, ...] = ()) -> None:
     for k, v in data.items():
         where = ".".join(prefix + (k,))
         if k not in defaults:
@@ -228,7 +233,7 @@ def validate(data, defaults=DEFAULTS, prefix=()):
             raise ScenarioError("broker.kind must be magnetar or pulsar")
 
 
-def normalize_ints(data, defaults=DEFAULTS):
+def normalize_ints(data: dict[str, Any], defaults: dict[str, Any] = DEFAULTS) -> None:
     """Whole floats where the default is an int become ints (YAML 1e6 -> 1000000)."""
     for k, v in data.items():
         d = defaults.get(k) if isinstance(defaults, dict) else None
@@ -242,16 +247,17 @@ def normalize_ints(data, defaults=DEFAULTS):
 class Scenario:
     """A resolved scenario: .data (the merged mapping), .sources [(path, text)], .overrides."""
 
-    def __init__(self, data, sources, overrides):
+    def __init__(self, data: dict[str, Any], sources: list[tuple[str, str]],
+                 overrides: list[str]) -> None:
         self.data = data
         self.sources = sources
         self.overrides = overrides
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.data["name"]
 
-    def written_text(self):
+    def written_text(self) -> str:
         """The files as written, base first, each under a comment naming it."""
         parts = []
         for path, text in self.sources:
@@ -261,16 +267,17 @@ class Scenario:
                          "".join("# %s\n" % o for o in self.overrides))
         return "".join(parts)
 
-    def resolved_text(self):
+    def resolved_text(self) -> str:
         return yaml.safe_dump(self.data, sort_keys=False, default_flow_style=False)
 
-    def worker_config(self, service_url):
+    def worker_config(self, service_url: str) -> dict[str, Any]:
         """The JSON document magnetar-perf-worker reads."""
         return {"serviceUrl": service_url, "workload": self.data["workload"],
                 "loadgen": {k: v for k, v in self.data["loadgen"].items() if k != "cpuset"}}
 
 
-def resolve(ref, sets=(), env=None):
+def resolve(ref: str, sets: Iterable[str] = (),
+            env: Mapping[str, str] | None = None) -> Scenario:
     """Loads scenario ref (path or name) and applies env and --set overrides."""
     env = os.environ if env is None else env
     chain = load_chain(find_scenario(ref))

@@ -1,9 +1,19 @@
 """summary.json of a run: the measures other tools and CI read, and their check.
 
-The keys in REQUIRED are the contract of issue 6; more keys may be added, none removed.
+The keys in REQUIRED are the contract with CI and compare runs; more keys may be added, none
+removed.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from . import procstat
+
+if TYPE_CHECKING:
+    from .brokers import Broker
+    from .sampler import Sampler
+    from .scenario import Scenario
 
 PERCENTILES = ("p50", "p90", "p99", "p999", "max")
 APP_KEYS = ("name", "unique", "duplicates", "ordering_violations", "invalid", "missing",
@@ -31,7 +41,7 @@ MEASURES = [
 ]
 
 
-def measure(summary, path):
+def measure(summary: dict[str, Any], path: str) -> float | None:
     node = summary
     for k in path.split("."):
         if not isinstance(node, dict) or k not in node:
@@ -40,11 +50,12 @@ def measure(summary, path):
     return node if isinstance(node, (int, float)) and not isinstance(node, bool) else None
 
 
-def latency(doc):
+def latency(doc: dict[str, Any] | None) -> dict[str, Any]:
     return {k: doc.get(k) for k in PERCENTILES} if doc else {k: None for k in PERCENTILES}
 
 
-def build(scenario, worker, sampler, broker, worker_exit, problems, worker_log=""):
+def build(scenario: Scenario, worker: dict[str, Any] | None, sampler: Sampler, broker: Broker,
+          worker_exit: int | None, problems: list[str], worker_log: str = "") -> dict[str, Any]:
     """The summary dict. worker: worker-result.json (None if missing); problems: launcher-side
     reasons the run is invalid (list, extended here)."""
     problems = list(problems)
@@ -133,7 +144,7 @@ def build(scenario, worker, sampler, broker, worker_exit, problems, worker_log="
     return s
 
 
-def check(summary, require_valid=True):
+def check(summary: dict[str, Any], require_valid: bool = True) -> list[str]:
     """Problems with a summary (empty list: it holds every measure, and is valid if required)."""
     out = []
     for k in REQUIRED:

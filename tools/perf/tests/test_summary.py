@@ -1,7 +1,8 @@
 """summary.json: built from worker results and samples, and checked."""
 import copy
 
-from magnetar_perf import procstat, scenario as scen, summary
+from magnetar_perf import procstat, summary
+from magnetar_perf import scenario as scen
 
 
 class FakeSampler:

@@ -22,7 +22,9 @@ TEST(LatencyHistogramTest, BucketsCoverValuesWithThreeDigitPrecision) {
     ASSERT_GE(hi, v);
     // Any value of the bucket is within 1/1000 of v (3 significant digits); exact below 2048.
     ASSERT_LT(static_cast<double>(hi - lo) / std::max<uint64_t>(v, 1), 0.001) << "v=" << v;
-    if (v < LatencyHistogram::kLinearLimit) ASSERT_EQ(lo, hi);
+    if (v < LatencyHistogram::kLinearLimit) {
+      ASSERT_EQ(lo, hi);
+    }
   }
   EXPECT_EQ(LatencyHistogram::indexOf(LatencyHistogram::kMaxValue),
             LatencyHistogram::kBucketCount - 1);

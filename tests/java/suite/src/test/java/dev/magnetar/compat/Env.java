@@ -32,7 +32,7 @@ public final class Env {
         String v = System.getenv(name);
         if (v == null || v.isEmpty()) {
             throw new IllegalStateException(name + " is not set: run the suite through "
-                    + "tests/differential/with_broker.py --broker magnetar|pulsar -- mvn ...");
+                    + "tests/harness/with_broker.py --broker magnetar|pulsar -- mvn ...");
         }
         return v.endsWith("/") ? v.substring(0, v.length() - 1) : v;
     }

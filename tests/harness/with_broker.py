@@ -13,11 +13,11 @@ import subprocess
 import sys
 import urllib.parse
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from brokers import MagnetarProcess, PulsarReferenceProcess, tail  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness.broker import broker_process, tail  # noqa: E402
 
 
-def main():
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--broker", choices=["magnetar", "pulsar"], required=True)
@@ -29,13 +29,13 @@ def main():
     if not cmd:
         parser.error("no command given")
 
-    proc = (MagnetarProcess(extra_settings=args.set) if args.broker == "magnetar"
-            else PulsarReferenceProcess(extra_settings=args.set))
+    proc = broker_process(args.broker, args.set)
     endpoint = proc.start()
     try:
         url = urllib.parse.urlparse(endpoint.service_url)
         env = dict(os.environ, BROKER_URL=endpoint.service_url, ADMIN_URL=endpoint.admin_url or "",
-                   BROKER_HOST=url.hostname, BROKER_PORT=str(url.port), BROKER_KIND=args.broker)
+                   BROKER_HOST=url.hostname or "", BROKER_PORT=str(url.port),
+                   BROKER_KIND=args.broker)
         print(f"with_broker: {args.broker} at {endpoint.service_url} / {endpoint.admin_url}",
               flush=True)
         rc = subprocess.call(cmd, env=env)
@@ -43,7 +43,7 @@ def main():
             print(f"--- broker log ({endpoint.log_path}) ---\n{tail(endpoint.log_path, 80)}")
         return rc
     finally:
-        proc.stop()
+        proc.close()
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ every report from every child process (whatever test helper started it) lands in
 new report file appeared, and fails the session for reports written after the last test (e.g. a
 leak report from a session-scoped broker stopped at the end).
 
-Load it with `-p sanitizer_reports` and tests/differential on PYTHONPATH. Without the environment
+Load it with `-p harness.sanitizer_reports` and tests/ on PYTHONPATH. Without the environment
 variable it does nothing.
 """
 
