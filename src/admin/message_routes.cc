@@ -292,7 +292,9 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
         std::string sub = p.at("subscription");
         onEachTarget<Status>(
             ctx, name, false, Status::notFound(""), respond,
-            [sub, seconds](TopicPtr t, StatusCb reply) { broker::expireByTime(t, sub, seconds, reply); },
+            [sub, seconds](TopicPtr t, StatusCb reply) {
+              broker::expireByTime(t, sub, seconds, reply);
+            },
             answerStatuses(respond, "Subscription not found"));
       });
   addTopicRoute(
@@ -339,7 +341,8 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
                 reply(combineStatuses(all));
               });
               for (size_t i = 0; i < subs.size(); ++i) {
-                broker::expireByTime(t, subs[i], seconds, [gather, i](Status s) { gather->set(i, s); });
+                broker::expireByTime(t, subs[i], seconds,
+                                     [gather, i](Status s) { gather->set(i, s); });
               }
             },
             answerStatuses(respond, "Topic not found"));

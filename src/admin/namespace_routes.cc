@@ -249,7 +249,8 @@ void addTenantRoutes(Router& r, const AdminContext* ctx) {
 void deleteNamespace(const AdminContext* ctx, const std::string& ns, bool force,
                      const Respond& respond) {
   std::vector<std::string> topics = listTopics(*ctx, ns, broker::TopicDomain::kAll);
-  if ((!topics.empty() || !ctx->service.partitionedTopicsOf(ns, broker::TopicDomain::kAll).empty()) &&
+  if ((!topics.empty() ||
+       !ctx->service.partitionedTopicsOf(ns, broker::TopicDomain::kAll).empty()) &&
       !force) {
     respond(HttpResponse::error(409, "Cannot delete non empty namespace"));
     return;
@@ -515,7 +516,8 @@ void addLimitRoutes(Router& r, const AdminContext* ctx) {
               });
     addPolicy(r, ctx, "DELETE", name,
               [&reg, ctx, name](const HttpRequest&, const PathParams&, const std::string& ns) {
-                reg.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p.limits.erase(name); });
+                reg.updateNamespacePolicies(ns,
+                                            [&](NamespacePolicies& p) { p.limits.erase(name); });
                 ctx->service.onNamespacePoliciesChanged(ns);
                 return noContent();
               });

@@ -112,9 +112,9 @@ std::optional<broker::TopicName> topicFromParams(const PathParams& p, HttpRespon
     return it == p.end() ? std::string() : it->second;
   };
   std::string domain = get("domain");
-  auto name = broker::TopicName::parse(fmt::format("{}://{}/{}/{}",
-                                                   domain.empty() ? "persistent" : domain,
-                                                   get("tenant"), get("namespace"), get("topic")));
+  auto name =
+      broker::TopicName::parse(fmt::format("{}://{}/{}/{}", domain.empty() ? "persistent" : domain,
+                                           get("tenant"), get("namespace"), get("topic")));
   if (!name.isOk()) {
     *error = HttpResponse::error(412, "Invalid topic name: " + name.status().message());
     return std::nullopt;

@@ -89,20 +89,19 @@ void Router::addSync(std::string method, std::string_view pattern, SyncHandler h
       });
 }
 
-void Router::alias(const std::string& method, std::string_view pattern,
-                   std::string_view fromPrefix, std::string_view toPrefix,
-                   const PathParams& extra) {
+void Router::alias(const std::string& method, std::string_view pattern, std::string_view fromPrefix,
+                   std::string_view toPrefix, const PathParams& extra) {
   std::vector<std::string> segments = splitPath(pattern);
   for (const Route& r : routes_) {
     if (r.method != method || r.segments != segments) continue;
     if (pattern.substr(0, fromPrefix.size()) != fromPrefix) break;
     std::string to = std::string(toPrefix) + std::string(pattern.substr(fromPrefix.size()));
-    add(method, to, [h = r.handler, extra](const HttpRequest& req, const PathParams& p,
-                                           Respond respond) {
-      PathParams all = p;
-      for (const auto& [k, v] : extra) all[k] = v;
-      h(req, all, std::move(respond));
-    });
+    add(method, to,
+        [h = r.handler, extra](const HttpRequest& req, const PathParams& p, Respond respond) {
+          PathParams all = p;
+          for (const auto& [k, v] : extra) all[k] = v;
+          h(req, all, std::move(respond));
+        });
     return;
   }
   throw std::logic_error("no route " + method + " " + std::string(pattern) + " to alias");

@@ -129,8 +129,7 @@ void BrokerService::checkMessageExpiry() {
         if (!sub->durable()) continue;
         expireByTime(t, name, ttl, [t, name = name](Status s) {
           if (!s.isOk() && s.code() != StatusCode::kNotFound) {
-            MLOG_WARN("{}: message TTL on {} failed: {}", t->name().toString(), name,
-                      s.toString());
+            MLOG_WARN("{}: message TTL on {} failed: {}", t->name().toString(), name, s.toString());
           }
         });
       }
@@ -268,8 +267,7 @@ TopicPolicyLimits BrokerService::policyLimitsOf(const TopicName& name) const {
   TopicPolicyLimits l;
   l.maxProducers = get("maxProducers", "maxProducersPerTopic");
   l.maxConsumers = get("maxConsumers", "maxConsumersPerTopic");
-  l.maxConsumersPerSubscription =
-      get("maxConsumersPerSubscription", "maxConsumersPerSubscription");
+  l.maxConsumersPerSubscription = get("maxConsumersPerSubscription", "maxConsumersPerSubscription");
   l.maxSubscriptions = get("maxSubscriptionsPerTopic", "maxSubscriptionsPerTopic");
   l.maxUnackedOnConsumer = get("maxUnackedMessagesOnConsumer", "maxUnackedMessagesPerConsumer");
   l.maxUnackedOnSubscription =
@@ -346,9 +344,12 @@ namespace {
 // The URL schemes a listing of `domain` covers.
 std::vector<std::string> domainsOf(TopicDomain domain) {
   switch (domain) {
-    case TopicDomain::kPersistent: return {"persistent"};
-    case TopicDomain::kNonPersistent: return {"non-persistent"};
-    case TopicDomain::kAll: break;
+    case TopicDomain::kPersistent:
+      return {"persistent"};
+    case TopicDomain::kNonPersistent:
+      return {"non-persistent"};
+    case TopicDomain::kAll:
+      break;
   }
   return {"persistent", "non-persistent"};
 }
@@ -593,7 +594,7 @@ void BrokerService::announcePartitions(const TopicName& name, int from, int to, 
 }
 
 std::map<std::string, int> BrokerService::partitionedTopicsOf(const std::string& ns,
-                                                             TopicDomain domain) const {
+                                                              TopicDomain domain) const {
   std::map<std::string, int> out;
   std::lock_guard<std::mutex> lock(mu_);
   for (const std::string& d : domainsOf(domain)) {

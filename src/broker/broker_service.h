@@ -14,8 +14,8 @@
 
 #include "broker/broker_options.h"
 #include "broker/periodic_task.h"
-#include "broker/publish_throttle.h"
 #include "broker/policies.h"
+#include "broker/publish_throttle.h"
 #include "broker/stats.h"
 #include "broker/topic.h"
 #include "broker/topic_list.h"

@@ -61,8 +61,7 @@ void expireByTime(std::shared_ptr<PersistentTopic> topic, const std::string& sub
 }
 
 void expireUpTo(std::shared_ptr<PersistentTopic> topic, const std::string& sub,
-                storage::Position upTo,
-                std::function<void(Status)> cb) {
+                storage::Position upTo, std::function<void(Status)> cb) {
   Subscription* s = topic->subscription(sub);
   if (!s) return cb(Status::notFound("Subscription not found"));
   Position lac = topic->ledger().lastConfirmedEntry();

@@ -30,7 +30,6 @@ void expireByTime(std::shared_ptr<PersistentTopic> topic, const std::string& sub
 // Expires the entries of `sub` up to and including `upTo` (clamped to the last entry).
 // Thread: the topic's executor.
 void expireUpTo(std::shared_ptr<PersistentTopic> topic, const std::string& sub,
-                storage::Position upTo,
-                std::function<void(Status)> cb);
+                storage::Position upTo, std::function<void(Status)> cb);
 
 }  // namespace magnetar::broker

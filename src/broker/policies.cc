@@ -1,8 +1,8 @@
 #include "broker/policies.h"
 
-#include <boost/json.hpp>
 #include <fmt/format.h>
 
+#include <boost/json.hpp>
 #include <cstring>
 
 #include "base/logging.h"

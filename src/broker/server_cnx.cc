@@ -450,10 +450,10 @@ void ServerCnx::closeProducerFromBroker(uint64_t producerId) {
 }
 
 void ServerCnx::handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamespace& c) {
-  TopicDomain domain = c.mode() == proto::CommandGetTopicsOfNamespace::NON_PERSISTENT
-                           ? TopicDomain::kNonPersistent
-                       : c.mode() == proto::CommandGetTopicsOfNamespace::ALL ? TopicDomain::kAll
-                                                                             : TopicDomain::kPersistent;
+  TopicDomain domain =
+      c.mode() == proto::CommandGetTopicsOfNamespace::NON_PERSISTENT ? TopicDomain::kNonPersistent
+      : c.mode() == proto::CommandGetTopicsOfNamespace::ALL          ? TopicDomain::kAll
+                                                                     : TopicDomain::kPersistent;
   std::vector<std::string> topics = service_.topicsOfNamespace(c.namespace_(), domain);
   // Pulsar's broker-side pattern evaluation: filter when the pattern is short enough, answer
   // the hash of what is sent, and nothing but "unchanged" when the client's hash is current.

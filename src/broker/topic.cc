@@ -359,8 +359,7 @@ void PersistentTopic::subscribe(const SubscribeRequest& req, std::function<void(
   }
   auto it = subscriptions_.find(req.subscription);
   if (it != subscriptions_.end()) {
-    int perSub =
-        limits_.maxConsumersPerSubscription.value_or(options_.maxConsumersPerSubscription);
+    int perSub = limits_.maxConsumersPerSubscription.value_or(options_.maxConsumersPerSubscription);
     if (perSub > 0 && it->second->consumerCount() >= static_cast<size_t>(perSub)) {
       cb(Status::busy("Subscription reached max consumers limit"));
       return;

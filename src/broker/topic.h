@@ -2,8 +2,8 @@
 // on one ml-worker executor (the topic's ordered executor); other threads hand work to it.
 #pragma once
 
-#include <deque>
 #include <boost/asio/steady_timer.hpp>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>

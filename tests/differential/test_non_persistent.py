@@ -14,7 +14,14 @@ import requests
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hostile_wire import (  # noqa: E402
-    ERROR, SUBSCRIBE, WireClient, base_command, error_name, fb, frame, fv,
+    ERROR,
+    SUBSCRIBE,
+    WireClient,
+    base_command,
+    error_name,
+    fb,
+    frame,
+    fv,
 )
 
 GET_TOPICS, GET_TOPICS_RESPONSE = 32, 33

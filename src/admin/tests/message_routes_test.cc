@@ -2,9 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "admin/broker_info_routes.h"
-#include "broker/message_expiry.h"
 #include "admin/topic_policy_routes.h"
 #include "admin/topic_routes.h"
+#include "broker/message_expiry.h"
 
 namespace magnetar::admin {
 namespace {
@@ -13,7 +13,8 @@ using storage::LedgerStats;
 using storage::Position;
 
 TEST(MessageExpiry, EntryExpiresStrictlyAfterPublishTimePlusTtl) {
-  EXPECT_FALSE(broker::isEntryExpired(1000, 3000, 2));  // now == publish + ttl: not yet (Pulsar's '>')
+  EXPECT_FALSE(
+      broker::isEntryExpired(1000, 3000, 2));  // now == publish + ttl: not yet (Pulsar's '>')
   EXPECT_TRUE(broker::isEntryExpired(1000, 3001, 2));
   EXPECT_TRUE(broker::isEntryExpired(1000, 1001, 0));
   EXPECT_FALSE(broker::isEntryExpired(5000, 1000, 0));  // published "in the future" (clock skew)
