@@ -153,8 +153,8 @@ class Session {
     o.maxMessageSize = 64 * 1024;
     o.brokerDeduplicationEnabled = flags & 4;
     if (flags & 8) {
-      o.allowAutoTopicCreationType = "partitioned";
-      o.defaultNumPartitions = 2;
+      o.dynamic.allowAutoTopicCreationType.store("partitioned");
+      o.dynamic.defaultNumPartitions.store(2);
     }
     static constexpr int kPending[] = {1000, 2, 1, 0};
     o.maxPendingPublishRequestsPerConnection = kPending[(flags >> 4) & 3];

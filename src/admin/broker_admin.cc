@@ -149,6 +149,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
     writeLoopMetrics(w, "pulsar-io", ctx.service.ioLoops());
     writeLoopMetrics(w, "ml-worker", ctx.service.mlWorkers());
     writePublishThrottleMetrics(w, ctx.service);
+    if (options.storageStats) writeStorageMetrics(w, o.cluster, options.storageStats());
     writeProtocolErrorMetrics(w);
     return HttpResponse{200, kPrometheusContentType, w.render(), {}};
   }

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 
 #include "admin/router.h"
 #include "broker/broker_service.h"
 #include "config/service_configuration.h"
+#include "storage/durable_storage.h"
 
 namespace magnetar::admin {
 
@@ -25,6 +27,9 @@ class BrokerAdmin {
     std::chrono::milliseconds checkInterval{10000};
     std::chrono::milliseconds window{60000};
     double ioBusyThreshold = 0.9;
+    // The durable storage's counters (any thread); when set, /metrics shows the entry cache
+    // (pulsar_ml_cache_used_size) and the disk reads (magnetar_storage_disk_reads_total).
+    std::function<storage::StorageStats()> storageStats;
   };
 
   // Starts the `pulsar-stats` thread. service and config must outlive this object.

@@ -202,6 +202,17 @@ void writeLoopMetrics(PrometheusWriter& w, const std::string& kind, net::EventLo
   }
 }
 
+void writeStorageMetrics(PrometheusWriter& w, const std::string& cluster,
+                         const storage::StorageStats& s) {
+  w.family("pulsar_ml_cache_used_size", MetricType::kGauge,
+           "Bytes of entries the entry cache holds (managedLedgerCacheSizeMB is its limit)");
+  w.sample("pulsar_ml_cache_used_size", {{"cluster", cluster}}, static_cast<double>(s.cacheBytes));
+  w.family("magnetar_storage_disk_reads_total", MetricType::kCounter,
+           "Journal reads (one pread each) for reads the entry cache did not answer");
+  w.sample("magnetar_storage_disk_reads_total", {{"cluster", cluster}},
+           static_cast<double>(s.diskReads));
+}
+
 void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerService& service) {
   w.family("magnetar_io_thread_publish_pending_bytes", MetricType::kGauge,
            "Bytes of publishes read by the I/O thread and not yet persisted "

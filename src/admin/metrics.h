@@ -10,6 +10,7 @@
 #include "broker/broker_service.h"
 #include "broker/stats.h"
 #include "net/event_loop.h"
+#include "storage/durable_storage.h"
 
 namespace magnetar::admin {
 
@@ -41,6 +42,10 @@ void writeLoopMetrics(PrometheusWriter& w, const std::string& kind, net::EventLo
 
 // maxMessagePublishBufferSizeInMB per pulsar-io thread: pending bytes, pauses, paused seconds.
 void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerService& service);
+// pulsar_ml_cache_used_size{cluster}: bytes the entry cache holds (managedLedgerCacheSizeMB);
+// magnetar_storage_disk_reads_total{cluster}: preads for reads the cache missed.
+void writeStorageMetrics(PrometheusWriter& w, const std::string& cluster,
+                         const storage::StorageStats& s);
 // magnetar_protocol_errors_total{error} (labels: broker::CnxErrorStats::label) and
 // magnetar_http_bad_requests_total{error} (labels: HttpServerStats::label). Process-wide.
 void writeProtocolErrorMetrics(PrometheusWriter& w);

@@ -16,6 +16,7 @@
 #include "admin/broker_admin.h"
 #include "admin/broker_routes.h"
 #include "admin/http_server.h"
+#include "app/dynamic_settings.h"
 #include "base/logging.h"
 #include "broker/broker_service.h"
 #include "storage/durable_storage.h"
@@ -33,9 +34,9 @@ Result<storage::StorageOptions> storageOptionsFrom(const config::ServiceConfigur
   o.journalDirectory = cfg.journalDirectory();
   o.journalSyncData = cfg.journalSyncData();
   o.journalMaxGroupWaitMSec = cfg.journalMaxGroupWaitMSec();
-  if (cfg.journalBufferedWritesThreshold() > 0) {
-    o.journalMaxGroupBytes = cfg.journalBufferedWritesThreshold();
-  }
+  // 0: no byte threshold; a group still holds 4 MiB at most.
+  o.journalMaxGroupBytes =
+      cfg.journalBufferedWritesThreshold() > 0 ? cfg.journalBufferedWritesThreshold() : 4 << 20;
   o.journalSegmentSizeBytes = cfg.journalMaxSizeMB() << 20;
   o.managedLedgerMaxEntriesPerLedger = cfg.managedLedgerMaxEntriesPerLedger();
   o.managedLedgerMaxSizePerLedgerMbytes = cfg.managedLedgerMaxSizePerLedgerMbytes();
@@ -79,16 +80,10 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.managedLedgerNumWorkerThreads = cfg.managedLedgerNumWorkerThreads();
   o.maxMessageSize = static_cast<uint32_t>(cfg.maxMessageSize());
   o.keepAliveIntervalSeconds = cfg.keepAliveIntervalSeconds();
-  o.allowAutoTopicCreation = cfg.allowAutoTopicCreation();
-  o.allowAutoTopicCreationType = cfg.allowAutoTopicCreationType();
-  o.defaultNumPartitions = cfg.defaultNumPartitions();
-  o.allowAutoSubscriptionCreation = cfg.allowAutoSubscriptionCreation();
   o.enableBrokerSideSubscriptionPatternEvaluation =
       cfg.enableBrokerSideSubscriptionPatternEvaluation();
   o.subscriptionPatternMaxLength = cfg.subscriptionPatternMaxLength();
   o.enableBrokerTopicListWatcher = cfg.enableBrokerTopicListWatcher();
-  o.dispatcherMaxReadBatchSize = cfg.dispatcherMaxReadBatchSize();
-  o.dispatcherMaxReadSizeBytes = cfg.dispatcherMaxReadSizeBytes();
   o.maxUnackedMessagesPerConsumer = cfg.maxUnackedMessagesPerConsumer();
   o.maxUnackedMessagesPerSubscription = cfg.maxUnackedMessagesPerSubscription();
   o.maxPendingPublishRequestsPerConnection = cfg.maxPendingPublishRequestsPerConnection();
@@ -115,10 +110,17 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.acknowledgmentAtBatchIndexLevelEnabled = cfg.acknowledgmentAtBatchIndexLevelEnabled();
   o.subscriptionKeySharedConsistentHashingReplicaPoints =
       cfg.subscriptionKeySharedConsistentHashingReplicaPoints();
-  o.keySharedLookAheadMsgInReplayThresholdPerConsumer =
-      cfg.keySharedLookAheadMsgInReplayThresholdPerConsumer();
-  o.keySharedLookAheadMsgInReplayThresholdPerSubscription =
-      cfg.keySharedLookAheadMsgInReplayThresholdPerSubscription();
+  // The dynamic ones take their start-up values here, later ones from connectDynamicSettings().
+  o.dynamic.allowAutoTopicCreation.store(cfg.allowAutoTopicCreation());
+  o.dynamic.allowAutoTopicCreationType.store(cfg.allowAutoTopicCreationType());
+  o.dynamic.defaultNumPartitions.store(cfg.defaultNumPartitions());
+  o.dynamic.allowAutoSubscriptionCreation.store(cfg.allowAutoSubscriptionCreation());
+  o.dynamic.dispatcherMaxReadBatchSize.store(cfg.dispatcherMaxReadBatchSize());
+  o.dynamic.dispatcherMaxReadSizeBytes.store(cfg.dispatcherMaxReadSizeBytes());
+  o.dynamic.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(
+      cfg.keySharedLookAheadMsgInReplayThresholdPerConsumer());
+  o.dynamic.keySharedLookAheadMsgInReplayThresholdPerSubscription.store(
+      cfg.keySharedLookAheadMsgInReplayThresholdPerSubscription());
   return o;
 }
 
@@ -176,12 +178,19 @@ int runBroker(const BrokerOptions& options) {
     MLOG_ERROR("{}", s.message());
     return 1;
   }
+  if (Status s = connectDynamicSettings(*options.config, service, *storageFactory); !s) {
+    MLOG_ERROR("{}", s.message());
+    service.stop();
+    return 1;
+  }
 
   std::atomic<bool> serving{false};
   auto router = std::make_shared<admin::Router>();
   admin::addHealthRoute(*router, [&serving] { return serving.load(); });
   admin::addBrokerConfigurationRoutes(*router, options.config);
-  admin::BrokerAdmin brokerAdmin(service, options.config);
+  admin::BrokerAdmin::Options adminOptions;
+  adminOptions.storageStats = [storageFactory] { return storageFactory->stats(); };
+  admin::BrokerAdmin brokerAdmin(service, options.config, adminOptions);
   brokerAdmin.addRoutes(*router);
   admin::HttpServer web(router, {cfg.bindAddress(), static_cast<uint16_t>(cfg.webServicePort()),
                                  cfg.numHttpServerThreads(), 1 << 20});

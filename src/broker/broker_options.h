@@ -1,68 +1,92 @@
 // BrokerOptions: the settings the broker module reads, filled by the app from the config registry
-// (src/config). Key names in comments are Pulsar's broker.conf keys.
+// (src/app/run_broker.cc). Comments name the broker.conf key; a field's default is that key's
+// default in settings.def (setting_defaults.h, generated from it).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "base/dynamic_setting.h"
 #include "broker/listeners.h"
+#include "setting_defaults.h"
 
 namespace magnetar::broker {
 
+namespace sd = setting_defaults;
+
+// The settings Pulsar lets `brokers update-dynamic-config` change that the broker reads at each
+// use: the app stores a new value when the registry changes (BrokerService::dynamicOptions()),
+// the next read (topic creation, subscribe, dispatcher read) sees it. Thread: any.
+struct BrokerDynamicOptions {
+  DynamicSetting<bool> allowAutoTopicCreation = sd::allowAutoTopicCreation;
+  DynamicSetting<std::string> allowAutoTopicCreationType{
+      std::string(sd::allowAutoTopicCreationType)};
+  DynamicSetting<int> defaultNumPartitions = sd::defaultNumPartitions;
+  DynamicSetting<bool> allowAutoSubscriptionCreation = sd::allowAutoSubscriptionCreation;
+  DynamicSetting<int> dispatcherMaxReadBatchSize = sd::dispatcherMaxReadBatchSize;  // entries
+  DynamicSetting<int64_t> dispatcherMaxReadSizeBytes = sd::dispatcherMaxReadSizeBytes;
+  // Key_Shared look-ahead: new entries are read only while the replay set is below
+  // min(perConsumer * consumers, perSubscription), a 0 dropping its term (Pulsar 4's rule).
+  DynamicSetting<int> keySharedLookAheadMsgInReplayThresholdPerConsumer =
+      sd::keySharedLookAheadMsgInReplayThresholdPerConsumer;
+  DynamicSetting<int> keySharedLookAheadMsgInReplayThresholdPerSubscription =
+      sd::keySharedLookAheadMsgInReplayThresholdPerSubscription;
+};
+
 struct BrokerOptions {
-  std::string bindAddress = "0.0.0.0";           // bindAddress
-  std::string advertisedAddress = "localhost";   // advertisedAddress
-  std::string clusterName = "standalone";        // clusterName
-  AdvertisedListeners advertisedListeners;       // advertisedListeners, internalListenerName
-  int brokerServicePort = 6650;                  // brokerServicePort (0: pick a free port)
-  int webServicePort = 8080;                     // webServicePort, for lookup answers
-  int numIOThreads = 8;                          // numIOThreads, already resolved
-  int managedLedgerNumWorkerThreads = 2;         // managedLedgerNumWorkerThreads
-  uint32_t maxMessageSize = 5 * 1024 * 1024;     // maxMessageSize, bytes
-  int keepAliveIntervalSeconds = 30;             // keepAliveIntervalSeconds
-  bool allowAutoTopicCreation = true;            // allowAutoTopicCreation
-  std::string allowAutoTopicCreationType = "non-partitioned";  // allowAutoTopicCreationType
-  int defaultNumPartitions = 1;                  // defaultNumPartitions
-  bool allowAutoSubscriptionCreation = true;     // allowAutoSubscriptionCreation
-  bool enableBrokerSideSubscriptionPatternEvaluation = true;  // same name
-  int subscriptionPatternMaxLength = 50;         // subscriptionPatternMaxLength, characters
-  bool enableBrokerTopicListWatcher = true;      // enableBrokerTopicListWatcher
-  int dispatcherMaxReadBatchSize = 100;          // dispatcherMaxReadBatchSize, entries
-  int64_t dispatcherMaxReadSizeBytes = 5 * 1024 * 1024;  // dispatcherMaxReadSizeBytes
-  int maxUnackedMessagesPerConsumer = 50000;     // maxUnackedMessagesPerConsumer (0: off)
-  int maxUnackedMessagesPerSubscription = 200000;  // maxUnackedMessagesPerSubscription (0: off)
-  int maxPendingPublishRequestsPerConnection = 1000;  // maxPendingPublishRequestsPerConnection
-  int maxMessagePublishBufferSizeInMB = 2048;    // maxMessagePublishBufferSizeInMB (<= 0: off)
+  std::string bindAddress{sd::bindAddress};        // bindAddress
+  // advertisedAddress; the registry's empty value (this host) is passed as "localhost".
+  std::string advertisedAddress = "localhost";
+  std::string clusterName{sd::clusterName};        // clusterName
+  AdvertisedListeners advertisedListeners;         // advertisedListeners, internalListenerName
+  int brokerServicePort = sd::brokerServicePort;   // brokerServicePort (0: pick a free port)
+  int webServicePort = sd::webServicePort;         // webServicePort, for lookup answers
+  // numIOThreads and managedLedgerNumWorkerThreads, resolved by the registry (their defaults
+  // depend on the processors); these values only serve code that builds options without it.
+  int numIOThreads = 8;
+  int managedLedgerNumWorkerThreads = 2;
+  uint32_t maxMessageSize = sd::maxMessageSize;    // maxMessageSize, bytes
+  int keepAliveIntervalSeconds = sd::keepAliveIntervalSeconds;
+  bool enableBrokerSideSubscriptionPatternEvaluation =
+      sd::enableBrokerSideSubscriptionPatternEvaluation;
+  int subscriptionPatternMaxLength = sd::subscriptionPatternMaxLength;  // characters
+  bool enableBrokerTopicListWatcher = sd::enableBrokerTopicListWatcher;
+  int maxUnackedMessagesPerConsumer = sd::maxUnackedMessagesPerConsumer;          // 0: off
+  int maxUnackedMessagesPerSubscription = sd::maxUnackedMessagesPerSubscription;  // 0: off
+  int maxPendingPublishRequestsPerConnection = sd::maxPendingPublishRequestsPerConnection;
+  // maxMessagePublishBufferSizeInMB at start-up (<= 0: off); changed at run time through
+  // BrokerService::setMaxMessagePublishBufferSizeInMB().
+  int maxMessagePublishBufferSizeInMB = sd::maxMessagePublishBufferSizeInMB;
   // Topic limits (0: none), as Pulsar: ProducerBusy / ConsumerBusy / NotAllowedError beyond them.
-  int maxProducersPerTopic = 0;
-  int maxConsumersPerTopic = 0;
-  int maxConsumersPerSubscription = 0;
-  int maxSubscriptionsPerTopic = 0;
+  int maxProducersPerTopic = sd::maxProducersPerTopic;
+  int maxConsumersPerTopic = sd::maxConsumersPerTopic;
+  int maxConsumersPerSubscription = sd::maxConsumersPerSubscription;
+  int maxSubscriptionsPerTopic = sd::maxSubscriptionsPerTopic;
   // Message TTL (Pulsar's): a subscription's messages older than this are expired (0: off);
   // below a namespace and a topic messageTTL policy. Checked every
   // messageExpiryCheckIntervalInMinutes on the pulsar-msg-expiry-monitor thread.
-  int ttlDurationDefaultInSeconds = 0;
-  int messageExpiryCheckIntervalInMinutes = 5;
+  int ttlDurationDefaultInSeconds = sd::ttlDurationDefaultInSeconds;
+  int messageExpiryCheckIntervalInMinutes = sd::messageExpiryCheckIntervalInMinutes;
   // Backlog quota (destination_storage) for topics without a namespace or topic one: bytes
   // (-1: none) and what happens beyond it; checked on producer creation and every
   // backlogQuotaCheckIntervalInSeconds.
-  bool backlogQuotaCheckEnabled = true;
-  int backlogQuotaCheckIntervalInSeconds = 60;
-  int64_t backlogQuotaDefaultLimitBytes = -1;
-  std::string backlogQuotaDefaultRetentionPolicy = "producer_request_hold";
-  bool brokerDeduplicationEnabled = false;       // brokerDeduplicationEnabled
-  int brokerDeduplicationMaxNumberOfProducers = 10000;  // brokerDeduplicationMaxNumberOfProducers
-  int brokerDeduplicationEntriesInterval = 1000;        // brokerDeduplicationEntriesInterval
-  int brokerDeduplicationSnapshotIntervalSeconds = 120;  // ...SnapshotIntervalSeconds (0: off)
-  int brokerDeduplicationSnapshotFrequencyInSeconds = 120;  // ...SnapshotFrequencyInSeconds
-  int brokerDeduplicationProducerInactivityTimeoutMinutes = 360;  // ...InactivityTimeoutMinutes
-  bool acknowledgmentAtBatchIndexLevelEnabled = true;  // acknowledgmentAtBatchIndexLevelEnabled
-  bool subscriptionKeySharedUseConsistentHashing = true;
-  int subscriptionKeySharedConsistentHashingReplicaPoints = 100;
-  // Key_Shared look-ahead: new entries are read only while the replay set is below
-  // min(perConsumer * consumers, perSubscription), a 0 dropping its term (Pulsar 4's rule).
-  int keySharedLookAheadMsgInReplayThresholdPerConsumer = 2000;
-  int keySharedLookAheadMsgInReplayThresholdPerSubscription = 20000;
+  bool backlogQuotaCheckEnabled = sd::backlogQuotaCheckEnabled;
+  int backlogQuotaCheckIntervalInSeconds = sd::backlogQuotaCheckIntervalInSeconds;
+  int64_t backlogQuotaDefaultLimitBytes = sd::backlogQuotaDefaultLimitBytes;
+  std::string backlogQuotaDefaultRetentionPolicy{sd::backlogQuotaDefaultRetentionPolicy};
+  bool brokerDeduplicationEnabled = sd::brokerDeduplicationEnabled;
+  int brokerDeduplicationMaxNumberOfProducers = sd::brokerDeduplicationMaxNumberOfProducers;
+  int brokerDeduplicationEntriesInterval = sd::brokerDeduplicationEntriesInterval;
+  int brokerDeduplicationSnapshotIntervalSeconds = sd::brokerDeduplicationSnapshotIntervalSeconds;
+  int brokerDeduplicationSnapshotFrequencyInSeconds =
+      sd::brokerDeduplicationSnapshotFrequencyInSeconds;
+  int brokerDeduplicationProducerInactivityTimeoutMinutes =
+      sd::brokerDeduplicationProducerInactivityTimeoutMinutes;
+  bool acknowledgmentAtBatchIndexLevelEnabled = sd::acknowledgmentAtBatchIndexLevelEnabled;
+  bool subscriptionKeySharedUseConsistentHashing = sd::subscriptionKeySharedUseConsistentHashing;
+  int subscriptionKeySharedConsistentHashingReplicaPoints =
+      sd::subscriptionKeySharedConsistentHashingReplicaPoints;
+  BrokerDynamicOptions dynamic;
   std::string serverVersion = "Magnetar 0.1.0";
 };
 

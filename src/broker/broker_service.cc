@@ -93,11 +93,7 @@ Status BrokerService::start() {
         std::chrono::seconds(std::max(1, options_.backlogQuotaCheckIntervalInSeconds)),
         [this] { checkBacklogQuotas(); });
   }
-  // maxMessagePublishBufferSizeInMB divided between the I/O threads (Pulsar's publish buffer).
-  int64_t share = options_.maxMessagePublishBufferSizeInMB > 0
-                      ? (static_cast<int64_t>(options_.maxMessagePublishBufferSizeInMB) << 20) /
-                            ioLoops_->size()
-                      : 0;
+  const int64_t share = publishBufferShare(options_.maxMessagePublishBufferSizeInMB);
   for (int i = 0; i < ioLoops_->size(); ++i) {
     throttles_.push_back(std::make_unique<PublishBufferThrottle>(ioLoops_->at(i), share));
   }
@@ -134,6 +130,20 @@ void BrokerService::checkMessageExpiry() {
         });
       }
     });
+  }
+}
+
+// maxMessagePublishBufferSizeInMB divided between the I/O threads (Pulsar's publish buffer).
+int64_t BrokerService::publishBufferShare(int mb) const {
+  return mb > 0 ? (static_cast<int64_t>(mb) << 20) / ioLoops_->size() : 0;
+}
+
+void BrokerService::setMaxMessagePublishBufferSizeInMB(int mb) {
+  if (!ioLoops_) return;
+  const int64_t share = publishBufferShare(mb);
+  for (auto& t : throttles_) {
+    PublishBufferThrottle* throttle = t.get();
+    throttle->loop().execute([throttle, share] { throttle->setLimitBytes(share); });
   }
 }
 
@@ -328,7 +338,7 @@ void BrokerService::reapplyPolicies(const std::function<bool(const TopicName&)>&
 
 bool BrokerService::allowAutoTopicCreation(const TopicName& name) const {
   auto o = policies_.namespacePolicies(name.namespaceName()).autoTopicCreation;
-  return o ? o->allowAutoTopicCreation : options_.allowAutoTopicCreation;
+  return o ? o->allowAutoTopicCreation : options_.dynamic.allowAutoTopicCreation.load();
 }
 
 std::vector<std::shared_ptr<PersistentTopic>> BrokerService::topics() const {
@@ -422,10 +432,13 @@ Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) 
   bool exists = topics_.count(name.toString()) || storedLedgers_.count(name.persistenceName());
   // The namespace's autoTopicCreation override replaces the three broker settings.
   auto override = policies_.namespacePolicies(name.namespaceName()).autoTopicCreation;
-  bool allow = override ? override->allowAutoTopicCreation : options_.allowAutoTopicCreation;
-  std::string type = override ? override->topicType : options_.allowAutoTopicCreationType;
-  int partitions = override && override->defaultNumPartitions ? *override->defaultNumPartitions
-                                                              : options_.defaultNumPartitions;
+  bool allow =
+      override ? override->allowAutoTopicCreation : options_.dynamic.allowAutoTopicCreation.load();
+  std::string type =
+      override ? override->topicType : options_.dynamic.allowAutoTopicCreationType.load();
+  int partitions = override && override->defaultNumPartitions
+                       ? *override->defaultNumPartitions
+                       : options_.dynamic.defaultNumPartitions.load();
   if (!exists && autoCreate && allow && type == "partitioned") {
     int n = std::max(1, partitions);
     partitioned_[name.toString()] = n;

@@ -44,6 +44,12 @@ class BrokerService {
   void stop();
 
   const BrokerOptions& options() const { return options_; }
+  // The settings that may change at run time; the app stores new values here. Thread: any.
+  BrokerDynamicOptions& dynamicOptions() { return options_.dynamic; }
+  // maxMessagePublishBufferSizeInMB changed at run time (<= 0: off): each I/O loop gets its new
+  // share, pausing or resuming reads at once. No-op before start(). Thread: any; the change is
+  // posted to each loop.
+  void setMaxMessagePublishBufferSizeInMB(int mb);
   int brokerServicePort() const { return server_ ? server_->boundPort() : 0; }
   std::string brokerServiceUrl() const;
   net::EventLoopGroup& ioLoops() { return *ioLoops_; }
@@ -160,6 +166,8 @@ class BrokerService {
   // Reports partitions [from, to) of a partitioned topic created or deleted. REQUIRES: mu_ free.
   void announcePartitions(const TopicName& name, int from, int to, bool created);
   void loadMetadata();
+  // Bytes of maxMessagePublishBufferSizeInMB=mb for each I/O loop (0: off). REQUIRES: started.
+  int64_t publishBufferShare(int mb) const;
   storage::MetadataStore* metadata_ = nullptr;
 
   BrokerOptions options_;

@@ -368,7 +368,8 @@ void Dispatcher::readRounds(bool allowReplay) {
     int64_t permits = availablePermits();
     if (permits <= 0) return;
     const bool inlineAllowed = round < kInlineReadRounds;
-    int64_t batch = std::min<int64_t>(permits, std::max(1, options_.dispatcherMaxReadBatchSize));
+    int64_t batch = std::min<int64_t>(
+        permits, std::max(1, options_.dynamic.dispatcherMaxReadBatchSize.load()));
     if (allowReplay && !replay_.empty()) {
       std::optional<bool> next = readReplay(batch, inlineAllowed);
       if (!next) return;  // reads in flight; their callback goes on
@@ -379,7 +380,7 @@ void Dispatcher::readRounds(bool allowReplay) {
     Position lac = ledger_.lastConfirmedEntry();
     if (lac.entryId < 0 && lac.ledgerId <= readPosition_.ledgerId) return;  // nothing stored yet
     if (readPosition_ > lac) return;  // tailing: wait for onNewEntries
-    const size_t maxBytes = static_cast<size_t>(options_.dispatcherMaxReadSizeBytes);
+    const size_t maxBytes = static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load());
     std::vector<Entry> entries;
     if (inlineAllowed &&
         ledger_.readCachedEntries(readPosition_, static_cast<int>(batch), maxBytes, &entries)) {
@@ -419,8 +420,9 @@ bool Dispatcher::replayableNow(int32_t hash) const {
 
 bool Dispatcher::lookAheadLimitReached() const {
   if (!selector_) return false;
-  const int64_t perConsumer = options_.keySharedLookAheadMsgInReplayThresholdPerConsumer;
-  const int64_t perSubscription = options_.keySharedLookAheadMsgInReplayThresholdPerSubscription;
+  const BrokerDynamicOptions& d = options_.dynamic;
+  const int64_t perConsumer = d.keySharedLookAheadMsgInReplayThresholdPerConsumer.load();
+  const int64_t perSubscription = d.keySharedLookAheadMsgInReplayThresholdPerSubscription.load();
   int64_t limit = -1;
   if (perConsumer > 0) limit = perConsumer * static_cast<int64_t>(consumers_.size());
   if (perSubscription > 0) limit = limit < 0 ? perSubscription : std::min(limit, perSubscription);

@@ -21,30 +21,42 @@ void PublishBufferThrottle::unregisterConnection(ServerCnx* c) {
 }
 
 void PublishBufferThrottle::add(int64_t bytes) {
-  if (limitBytes_ <= 0) return;
   int64_t now = pending_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  if (now > limitBytes_ && !paused_.load(std::memory_order_relaxed)) {
-    paused_.store(true);
-    pausedTotal_.fetch_add(1, std::memory_order_relaxed);
-    pausedAt_ = std::chrono::steady_clock::now();
-    for (auto& w : connections_) {
-      if (auto c = w.lock()) c->setThrottled(true);
-    }
-  }
+  int64_t limit = limitBytes();
+  if (limit > 0 && now > limit && !paused_.load(std::memory_order_relaxed)) pauseAll();
 }
 
 void PublishBufferThrottle::release(int64_t bytes) {
-  if (limitBytes_ <= 0) return;
   int64_t now = pending_.fetch_sub(bytes, std::memory_order_relaxed) - bytes;
-  if (now <= limitBytes_ / 2 && paused_.load(std::memory_order_relaxed) &&
+  if (now <= limitBytes() / 2 && paused_.load(std::memory_order_relaxed) &&
       !resumeQueued_.exchange(true)) {
     loop_.execute([this] { resumeAll(); });
   }
 }
 
+void PublishBufferThrottle::setLimitBytes(int64_t limitBytes) {
+  limitBytes_.store(limitBytes, std::memory_order_relaxed);
+  const int64_t now = pending_.load(std::memory_order_relaxed);
+  if (limitBytes > 0 && now > limitBytes && !paused_.load(std::memory_order_relaxed)) {
+    pauseAll();
+  } else {
+    resumeAll();  // checks that the pending bytes allow it
+  }
+}
+
+void PublishBufferThrottle::pauseAll() {
+  paused_.store(true);
+  pausedTotal_.fetch_add(1, std::memory_order_relaxed);
+  pausedAt_ = std::chrono::steady_clock::now();
+  for (auto& w : connections_) {
+    if (auto c = w.lock()) c->setThrottled(true);
+  }
+}
+
 void PublishBufferThrottle::resumeAll() {
   resumeQueued_.store(false);
-  if (!paused_.load() || pending_.load() > limitBytes_ / 2) return;
+  const int64_t limit = limitBytes();
+  if (!paused_.load() || (limit > 0 && pending_.load() > limit / 2)) return;
   paused_.store(false);
   pausedNanos_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::steady_clock::now() - pausedAt_)

@@ -25,7 +25,8 @@ struct PublishThrottleStats {
   double pausedSeconds = 0;
 };
 
-// Thread: add/registerConnection/unregisterConnection on the loop's thread; release() from any.
+// Thread: add/registerConnection/unregisterConnection/setLimitBytes on the loop's thread;
+// release() and the getters from any.
 class PublishBufferThrottle {
  public:
   // limitBytes: this loop's share; <= 0 disables.
@@ -39,16 +40,20 @@ class PublishBufferThrottle {
   void add(int64_t bytes);
   // Publishes of `bytes` were persisted or failed (any thread). Resumes at half the share.
   void release(int64_t bytes);
+  // A new share (maxMessagePublishBufferSizeInMB changed at run time; <= 0 disables): pauses
+  // at once when the pending bytes are over it, resumes when they are at most half of it.
+  void setLimitBytes(int64_t limitBytes);
   bool paused() const { return paused_.load(std::memory_order_relaxed); }
-  int64_t limitBytes() const { return limitBytes_; }
+  int64_t limitBytes() const { return limitBytes_.load(std::memory_order_relaxed); }
   PublishThrottleStats stats() const;
 
  private:
+  void pauseAll();
   void resumeAll();
 
   net::EventLoop& loop_;
-  const int64_t limitBytes_;
-  std::atomic<int64_t> pending_{0};
+  std::atomic<int64_t> limitBytes_;
+  std::atomic<int64_t> pending_{0};  // counted also while the limit is off, for a later one
   std::atomic<bool> paused_{false};
   std::atomic<bool> resumeQueued_{false};
   std::atomic<uint64_t> pausedTotal_{0};

@@ -316,7 +316,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
         // The dead-letter producer's subscription exists before its first message (Pulsar
         // creates it at Earliest, when auto subscription creation is allowed).
         if (!initialSubscription.empty() && !topic->subscription(initialSubscription)) {
-          if (!me->service_.options().allowAutoSubscriptionCreation) {
+          if (!me->service_.options().dynamic.allowAutoSubscriptionCreation.load()) {
             me->sendError(requestId, proto::NotAllowedError,
                           "Could not create the initial subscription due to the auto "
                           "subscription creation is not allowed.");

@@ -65,7 +65,7 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
   req.initialPosition = c.initialposition() == proto::CommandSubscribe::Earliest
                             ? storage::InitialPosition::kEarliest
                             : storage::InitialPosition::kLatest;
-  req.createIfMissing = service_.options().allowAutoSubscriptionCreation;
+  req.createIfMissing = service_.options().dynamic.allowAutoSubscriptionCreation.load();
   req.durable = !c.has_durable() || c.durable();
   if (!req.durable) {
     req.createIfMissing = true;
@@ -101,6 +101,9 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
             if (it != me->consumers_.end()) me->consumers_.erase(it);
             proto::ServerError e = toServerError(s, ErrorContext::kConsumer);
             if (s.code() == StatusCode::kInvalidArgument) e = proto::ConsumerAssignError;
+            // The topic exists: what is missing is the subscription (auto creation off), as
+            // Pulsar answers.
+            if (s.code() == StatusCode::kNotFound) e = proto::SubscriptionNotFound;
             me->sendError(requestId, e, s.message());
             return;
           }

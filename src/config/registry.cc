@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <set>
 #include <unordered_map>
 
 #include "config/setting.h"
@@ -25,9 +24,10 @@ std::vector<SettingDef> buildSettings() {
   std::vector<SettingDef> out;
   std::string category;
 #define MAGNETAR_CATEGORY(title) category = title;
-#define MAGNETAR_SETTING(TYPE, NAME, DEF, MIN, MAX, ALLOWED, DYN, DOC)                         \
+#define MAGNETAR_SETTING(TYPE, NAME, DEF, MIN, MAX, ALLOWED, DYN, ENFORCED, DOC)               \
   out.push_back(SettingDef{SettingId::NAME, #NAME, SettingType::k##TYPE, DEF, parseBound(MIN), \
-                           parseBound(MAX), splitTrimmed(ALLOWED, '|'), DYN, category, DOC});
+                           parseBound(MAX), splitTrimmed(ALLOWED, '|'), DYN, ENFORCED, category, \
+                           DOC});
 #include "config/settings.def"
 #undef MAGNETAR_SETTING
 #undef MAGNETAR_CATEGORY
@@ -142,59 +142,9 @@ std::string_view settingNotes(std::string_view name) {
   return it == notesTable().end() ? std::string_view() : it->second;
 }
 
-namespace {
-constexpr std::string_view kCompatibilityCategory =
-    "Pulsar dynamic settings (accepted, not enforced)";
-}  // namespace
-
 bool settingEnforced(std::string_view name) {
-  static const std::set<std::string_view> kNotYet = {
-      "brokerServicePortTls",
-      "webServicePortTls",
-      "tlsCertificateFilePath",
-      "tlsKeyFilePath",
-      "tlsTrustCertsFilePath",
-      "tlsAllowInsecureConnection",
-      "tlsRequireTrustedClientCertOnConnect",
-      "tlsProtocols",
-      "tlsCiphers",
-      "authenticationEnabled",
-      "authenticationProviders",
-      "authorizationEnabled",
-      "superUserRoles",
-      "brokerShutdownTimeoutMs",
-      "dispatcherMinReadBatchSize",
-      "dispatcherMaxRoundRobinBatchSize",
-      "maxUnackedMessagesPerBroker",
-      "maxUnackedMessagesPerSubscriptionOnBrokerBlocked",
-      "activeConsumerFailoverDelayTimeMillis",
-      "subscriptionRedeliveryTrackerEnabled",
-      "maxTopicsPerNamespace",
-      "brokerDeleteInactiveTopicsEnabled",
-      "brokerDeleteInactiveTopicsFrequencySeconds",
-      "brokerDeleteInactiveTopicsMode",
-      "subscriptionExpirationTimeMinutes",
-      "retentionCheckIntervalInSeconds",
-      "backlogQuotaDefaultLimitSecond",
-      "managedLedgerNumSchedulerThreads",
-      "managedLedgerCacheEvictionWatermark",
-      "managedLedgerCacheEvictionTimeThresholdMillis",
-      "managedLedgerCacheEvictionIntervalMs",
-      "managedLedgerDefaultMarkDeleteRateLimit",
-      "managedLedgerCursorPositionFlushSeconds",
-      "managedLedgerMaxUnackedRangesToPersistInMetadataStore",
-      "managedLedgerAddEntryTimeoutSeconds",
-      "managedLedgerReadEntryTimeoutSeconds",
-      "ledgerDirectories",
-      "journalBufferedEntriesThreshold",
-      "journalFlushWhenQueueEmpty",
-      "metadataStoreSessionTimeoutMillis",
-      "metadataStoreOperationTimeoutSeconds",
-  };
-  if (kNotYet.count(name)) return false;
-  // The whole compatibility section of settings.def: Pulsar's dynamic keys without a feature yet.
   const SettingDef* def = findSetting(name);
-  return !def || def->category != kCompatibilityCategory;
+  return !def || def->enforced;
 }
 
 std::string_view typeName(SettingType t) {

@@ -13,6 +13,8 @@ namespace magnetar::config {
 
 inline constexpr bool kDynamic = true;  // may change at run time (admin API)
 inline constexpr bool kStatic = false;  // read once at start-up
+inline constexpr bool kEnforced = true;      // Magnetar has the behaviour
+inline constexpr bool kNotEnforced = false;  // accepted and stored only
 
 // Value type of a setting. Sizes and durations carry their unit in the key, as Pulsar's do.
 enum class SettingType {
@@ -48,6 +50,7 @@ struct SettingDef {
   std::optional<double> max;
   std::vector<std::string> allowed;  // kEnum only
   bool dynamic;
+  bool enforced;  // kNotEnforced: accepted so Pulsar's files load, no behaviour (settingEnforced)
   std::string category;
   std::string doc;  // one line
 };
@@ -62,9 +65,10 @@ const std::vector<std::string>& settingCategories();
 // Extra multi-line notes for a few keys (numIOThreads, ...), or "" when there are none. Each line
 // is plain text without a leading '#'.
 std::string_view settingNotes(std::string_view name);
-// False for keys Magnetar accepts so Pulsar configuration files load, but whose behaviour it does
-// not have yet (TLS, authentication, retention and backlog-quota checks, ...). The generated
-// conf files and docs say so, and loading one with a non-default value warns.
+// The `enforced` field of the setting named `name` (true for an unknown name). False for keys
+// Magnetar accepts so Pulsar configuration files load, but whose behaviour it does not have yet
+// (TLS, authentication, backlog-quota checks, ...). The generated conf files and docs say so,
+// and loading one with a non-default value warns.
 bool settingEnforced(std::string_view name);
 // "bool", "int", "long", "double", "string", "enum", "list", "optional int", "thread count".
 std::string_view typeName(SettingType t);

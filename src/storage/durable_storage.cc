@@ -266,6 +266,10 @@ void DurableManagedLedgerFactory::bgTick() {
   }
 }
 
+void DurableManagedLedgerFactory::setCacheSizeMB(int64_t mb) {
+  if (cache_) cache_->setMaxBytes(mb * (1ll << 20));
+}
+
 StorageStats DurableManagedLedgerFactory::stats() const {
   StorageStats s;
   if (journal_) {

@@ -66,6 +66,9 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   // The metadata store (also the broker's, for tenants/namespaces/topics). Thread: any.
   MetadataStore* metadataStore() const { return meta_; }
   StorageStats stats() const;
+  // Resizes the entry cache (managedLedgerCacheSizeMB changed at run time; 0 disables it);
+  // trims it at once when it holds more. Thread: any.
+  void setCacheSizeMB(int64_t mb);
   // Journal segment files currently on disk (for tests and metrics).
   std::vector<uint64_t> segments() const;
 

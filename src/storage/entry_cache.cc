@@ -72,8 +72,13 @@ std::shared_ptr<EntryCache> EntryCacheManager::newCache() {
   return c;
 }
 
+void EntryCacheManager::setMaxBytes(int64_t maxBytes) {
+  maxBytes_.store(maxBytes, std::memory_order_relaxed);
+  if (size() > maxBytes) evict();
+}
+
 void EntryCacheManager::added(int64_t bytes) {
-  if (size_.fetch_add(bytes, std::memory_order_relaxed) + bytes > maxBytes_) evict();
+  if (size_.fetch_add(bytes, std::memory_order_relaxed) + bytes > maxBytes()) evict();
 }
 
 void EntryCacheManager::evict() {
@@ -89,9 +94,10 @@ void EntryCacheManager::evict() {
     }
     caches_.erase(out, caches_.end());
   }
-  int64_t total = size();
-  if (total <= maxBytes_) return;
-  int64_t target = maxBytes_ * 9 / 10;
+  const int64_t total = size();
+  const int64_t limit = maxBytes();
+  if (total <= limit) return;
+  const int64_t target = std::max<int64_t>(limit, 0) * 9 / 10;
   evictions_.fetch_add(1, std::memory_order_relaxed);
   for (auto& c : live) {
     int64_t b = c->bytes();

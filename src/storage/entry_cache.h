@@ -47,9 +47,12 @@ class EntryCacheManager {
  public:
   explicit EntryCacheManager(int64_t maxBytes) : maxBytes_(maxBytes) {}
   std::shared_ptr<EntryCache> newCache();
-  bool enabled() const { return maxBytes_ > 0; }
+  // A new limit (managedLedgerCacheSizeMB changed at run time; 0 disables the cache): the
+  // caches are trimmed at once when they hold more.
+  void setMaxBytes(int64_t maxBytes);
+  bool enabled() const { return maxBytes() > 0; }
   int64_t size() const { return size_.load(std::memory_order_relaxed); }
-  int64_t maxBytes() const { return maxBytes_; }
+  int64_t maxBytes() const { return maxBytes_.load(std::memory_order_relaxed); }
   uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
 
  private:
@@ -58,7 +61,7 @@ class EntryCacheManager {
   void removed(int64_t bytes) { size_.fetch_sub(bytes, std::memory_order_relaxed); }
   void evict();
 
-  int64_t maxBytes_;
+  std::atomic<int64_t> maxBytes_;
   std::atomic<int64_t> size_{0};
   std::atomic<uint64_t> evictions_{0};
   std::mutex mu_;

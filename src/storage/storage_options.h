@@ -1,10 +1,12 @@
 // StorageOptions: every knob of the durable managed-ledger storage, as a plain struct. The app
-// fills it from the config registry; names and defaults follow Pulsar's broker.conf /
-// standalone.conf keys where Pulsar has one (noted per field).
+// fills it from the config registry (src/app/run_broker.cc); the key of each field is noted, and
+// its default is that key's default in settings.def (setting_defaults.h, generated from it).
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include "setting_defaults.h"
 
 namespace magnetar::storage {
 
@@ -13,49 +15,57 @@ class MetadataStore;
 
 struct StorageOptions {
   // Directory of the journal segments (journalDirectory); may sit on tmpfs.
-  std::string journalDirectory = "data/journal";
+  std::string journalDirectory{setting_defaults::journalDirectory};
   // true: fdatasync before completing adds; false: written to the OS only (journalSyncData;
-  // Pulsar standalone's default is false).
-  bool journalSyncData = false;
+  // conf/standalone.conf sets false, as Pulsar standalone).
+  bool journalSyncData = setting_defaults::journalSyncData;
   // Extra time the journal thread waits to grow a group before writing it
   // (journalMaxGroupWaitMSec). 0: write as soon as the previous write completes.
-  int journalMaxGroupWaitMSec = 1;
-  // A group is written early once this many bytes are queued, and holds about this much at most.
-  int64_t journalMaxGroupBytes = 4 << 20;
+  int journalMaxGroupWaitMSec = setting_defaults::journalMaxGroupWaitMSec;
+  // A group is written early once this many bytes are queued, and holds about this much at most
+  // (journalBufferedWritesThreshold).
+  int64_t journalMaxGroupBytes = setting_defaults::journalBufferedWritesThreshold;
   // A new journal segment file starts once the current one reaches this size (journalMaxSizeMB).
-  int64_t journalSegmentSizeBytes = 256ll << 20;
+  int64_t journalSegmentSizeBytes = setting_defaults::journalMaxSizeMB << 20;
   // Index checkpoint interval: the index and checkpoint position are saved to the metadata store
   // at most this often (and at shutdown); recovery replays the journal after the checkpoint.
   int checkpointIntervalMs = 5000;
 
   // Rollover (managedLedgerMaxEntriesPerLedger, managedLedgerMaxSizePerLedgerMbytes,
   // managedLedgerMinLedgerRolloverTimeMinutes, managedLedgerMaxLedgerRolloverTimeMinutes).
-  int64_t managedLedgerMaxEntriesPerLedger = 50000;
-  int64_t managedLedgerMaxSizePerLedgerMbytes = 2048;
-  int managedLedgerMinLedgerRolloverTimeMinutes = 10;
-  int managedLedgerMaxLedgerRolloverTimeMinutes = 240;
+  int64_t managedLedgerMaxEntriesPerLedger = setting_defaults::managedLedgerMaxEntriesPerLedger;
+  int64_t managedLedgerMaxSizePerLedgerMbytes =
+      setting_defaults::managedLedgerMaxSizePerLedgerMbytes;
+  int managedLedgerMinLedgerRolloverTimeMinutes =
+      setting_defaults::managedLedgerMinLedgerRolloverTimeMinutes;
+  int managedLedgerMaxLedgerRolloverTimeMinutes =
+      setting_defaults::managedLedgerMaxLedgerRolloverTimeMinutes;
   // Individually acked ranges saved per cursor (managedLedgerMaxUnackedRangesToPersist); acks in
   // ranges beyond are lost at restart (the entries are redelivered).
-  int managedLedgerMaxUnackedRangesToPersist = 10000;
+  int managedLedgerMaxUnackedRangesToPersist =
+      setting_defaults::managedLedgerMaxUnackedRangesToPersist;
   // Partly acked batch entries whose ack sets are saved per cursor
   // (managedLedgerMaxBatchDeletedIndexToPersist); later ones come back whole after a restart.
-  int managedLedgerMaxBatchDeletedIndexToPersist = 10000;
-  // Entry cache for tailing reads, all topics together (managedLedgerCacheSizeMB).
-  int64_t managedLedgerCacheSizeMB = 256;
+  int managedLedgerMaxBatchDeletedIndexToPersist =
+      setting_defaults::managedLedgerMaxBatchDeletedIndexToPersist;
+  // Entry cache for tailing reads, all topics together (managedLedgerCacheSizeMB), at start-up;
+  // DurableManagedLedgerFactory::setCacheSizeMB() changes it at run time.
+  int64_t managedLedgerCacheSizeMB = setting_defaults::managedLedgerCacheSizeMB;
   // Retention of consumed data: -1 infinite, 0 none (defaultRetentionTimeInMinutes,
   // defaultRetentionSizeInMB).
-  int defaultRetentionTimeInMinutes = 0;
-  int64_t defaultRetentionSizeInMB = 0;
+  int defaultRetentionTimeInMinutes = setting_defaults::defaultRetentionTimeInMinutes;
+  int64_t defaultRetentionSizeInMB = setting_defaults::defaultRetentionSizeInMB;
 
-  // Threads named storage-read-N for reads that miss the cache.
-  int numReadThreads = 2;
+  // Threads named storage-read-N for reads that miss the cache (numReadWorkerThreads).
+  int numReadThreads = setting_defaults::numReadWorkerThreads;
   // A disk read fetches up to this many bytes of journal at once (catch-up batches).
   int64_t readBatchBytes = 4 << 20;
   // Period of housekeeping: time-based rollover, retention, cache eviction.
   int tickIntervalMs = 1000;
 
-  // Metadata store (RocksDB) directory, used when `metadataStore` is null.
-  std::string metadataDirectory = "data/metadata";
+  // Metadata store (RocksDB) directory, used when `metadataStore` is null (the directory of
+  // metadataStoreUrl=rocksdb:<directory>; the app fills it).
+  std::string metadataDirectory;
 
   // Test hook, never for production: the journal sleeps this many microseconds in every group
   // commit, to simulate slow storage (set from MAGNETAR_TEST_STORAGE_DELAY_MICROS). 0: off.

@@ -195,7 +195,7 @@ TEST_F(KeySharedDispatchTest, KeyOrderKeptWhenOwnerLeavesDuringReplayRead) {
 // Reads the cache answers are dispatched in the caller's pass, kInlineReadRounds batches at most;
 // the rest goes through the executor.
 TEST_F(CachedReadDispatchTest, TailingReadsDispatchInlineThenThroughTheExecutor) {
-  options_.dispatcherMaxReadBatchSize = 10;
+  options_.dynamic.dispatcherMaxReadBatchSize.store(10);
   RecordingSink sinkA;
   auto a = addConsumer(1, "a", &sinkA);
   publish("k", 100);
@@ -278,8 +278,8 @@ TEST_F(CachedReadDispatchTest, TakingAllConsumersDispatchesNothingWhileTheyAreRe
 // Key_Shared look-ahead: while a consumer without permits holds min(perConsumer * consumers,
 // perSubscription) entries in the replay set, no new entries are read (Pulsar 4's rule).
 TEST_F(CachedReadDispatchTest, ReplaySetStopsNewReadsAtTheLookAheadThreshold) {
-  options_.dispatcherMaxReadBatchSize = 2;
-  options_.keySharedLookAheadMsgInReplayThresholdPerConsumer = 2;  // 2 consumers: 4 entries
+  options_.dynamic.dispatcherMaxReadBatchSize.store(2);
+  options_.dynamic.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(2);  // 2 consumers: 4 entries
   RecordingSink sinkA, sinkB;
   auto a = addConsumer(1, "a", &sinkA);
   auto b = addConsumer(2, "b", &sinkB);
@@ -299,9 +299,9 @@ TEST_F(CachedReadDispatchTest, ReplaySetStopsNewReadsAtTheLookAheadThreshold) {
 }
 
 TEST_F(CachedReadDispatchTest, LookAheadLimitOffReadsPastTheBlockedConsumer) {
-  options_.dispatcherMaxReadBatchSize = 2;
-  options_.keySharedLookAheadMsgInReplayThresholdPerConsumer = 0;
-  options_.keySharedLookAheadMsgInReplayThresholdPerSubscription = 0;
+  options_.dynamic.dispatcherMaxReadBatchSize.store(2);
+  options_.dynamic.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(0);
+  options_.dynamic.keySharedLookAheadMsgInReplayThresholdPerSubscription.store(0);
   RecordingSink sinkA, sinkB;
   auto a = addConsumer(1, "a", &sinkA);
   auto b = addConsumer(2, "b", &sinkB);

@@ -1,0 +1,70 @@
+#include "app/dynamic_settings.h"
+
+#include <string>
+
+namespace magnetar::app {
+
+bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguration& cfg,
+                         broker::BrokerService& broker,
+                         storage::DurableManagedLedgerFactory& storage) {
+  using config::SettingId;
+  broker::BrokerDynamicOptions& d = broker.dynamicOptions();
+  switch (id) {
+    case SettingId::allowAutoTopicCreation:
+      d.allowAutoTopicCreation.store(cfg.allowAutoTopicCreation());
+      return true;
+    case SettingId::allowAutoTopicCreationType:
+      d.allowAutoTopicCreationType.store(cfg.allowAutoTopicCreationType());
+      return true;
+    case SettingId::defaultNumPartitions:
+      d.defaultNumPartitions.store(cfg.defaultNumPartitions());
+      return true;
+    case SettingId::allowAutoSubscriptionCreation:
+      d.allowAutoSubscriptionCreation.store(cfg.allowAutoSubscriptionCreation());
+      return true;
+    case SettingId::dispatcherMaxReadBatchSize:
+      d.dispatcherMaxReadBatchSize.store(cfg.dispatcherMaxReadBatchSize());
+      return true;
+    case SettingId::dispatcherMaxReadSizeBytes:
+      d.dispatcherMaxReadSizeBytes.store(cfg.dispatcherMaxReadSizeBytes());
+      return true;
+    case SettingId::keySharedLookAheadMsgInReplayThresholdPerConsumer:
+      d.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(
+          cfg.keySharedLookAheadMsgInReplayThresholdPerConsumer());
+      return true;
+    case SettingId::keySharedLookAheadMsgInReplayThresholdPerSubscription:
+      d.keySharedLookAheadMsgInReplayThresholdPerSubscription.store(
+          cfg.keySharedLookAheadMsgInReplayThresholdPerSubscription());
+      return true;
+    case SettingId::maxMessagePublishBufferSizeInMB:
+      broker.setMaxMessagePublishBufferSizeInMB(cfg.maxMessagePublishBufferSizeInMB());
+      return true;
+    case SettingId::managedLedgerCacheSizeMB:
+      storage.setCacheSizeMB(cfg.managedLedgerCacheSizeMB());
+      return true;
+    default:
+      return false;
+  }
+}
+
+Status connectDynamicSettings(config::ServiceConfiguration& cfg, broker::BrokerService& broker,
+                              storage::DurableManagedLedgerFactory& storage) {
+  std::string missing;
+  for (const auto& def : config::allSettings()) {
+    // Applying the value the broker started with changes nothing; it proves a target exists.
+    if (def.dynamic && def.enforced && !applyDynamicSetting(def.id, cfg, broker, storage)) {
+      missing += (missing.empty() ? "" : ", ") + def.name;
+    }
+  }
+  if (!missing.empty()) {
+    return Status::internal("dynamic settings without a run-time target (give each one in "
+                            "src/app/dynamic_settings.cc or declare it kStatic): " + missing);
+  }
+  const config::ServiceConfiguration* registry = &cfg;
+  cfg.addListener([registry, &broker, &storage](const config::SettingDef& def, const std::string&) {
+    applyDynamicSetting(def.id, *registry, broker, storage);
+  });
+  return Status::ok();
+}
+
+}  // namespace magnetar::app
