@@ -83,6 +83,9 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.allowAutoTopicCreationType = cfg.allowAutoTopicCreationType();
   o.defaultNumPartitions = cfg.defaultNumPartitions();
   o.allowAutoSubscriptionCreation = cfg.allowAutoSubscriptionCreation();
+  o.schemaCompatibilityStrategy = cfg.schemaCompatibilityStrategy();
+  o.isAllowAutoUpdateSchemaEnabled = cfg.isAllowAutoUpdateSchemaEnabled();
+  o.isSchemaValidationEnforced = cfg.isSchemaValidationEnforced();
   o.enableBrokerSideSubscriptionPatternEvaluation =
       cfg.enableBrokerSideSubscriptionPatternEvaluation();
   o.subscriptionPatternMaxLength = cfg.subscriptionPatternMaxLength();

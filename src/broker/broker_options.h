@@ -51,6 +51,10 @@ struct BrokerOptions {
   // min(perConsumer * consumers, perSubscription), a 0 dropping its term (Pulsar 4's rule).
   int keySharedLookAheadMsgInReplayThresholdPerConsumer = 2000;
   int keySharedLookAheadMsgInReplayThresholdPerSubscription = 20000;
+  // Schema registry (Pulsar's names and defaults).
+  std::string schemaCompatibilityStrategy = "FULL";  // schemaCompatibilityStrategy
+  bool isAllowAutoUpdateSchemaEnabled = true;         // isAllowAutoUpdateSchemaEnabled
+  bool isSchemaValidationEnforced = false;            // isSchemaValidationEnforced
   std::string serverVersion = "Magnetar 0.1.0";
 };
 

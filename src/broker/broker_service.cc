@@ -69,6 +69,9 @@ Status BrokerService::start() {
     if (Status s = policies_.attachStore(metadata_); !s) {
       MLOG_WARN("tenants and namespace policies stay in memory: {}", s.toString());
     }
+    if (Status s = schemas_.attachStore(metadata_); !s) {
+      MLOG_WARN("schemas stay in memory: {}", s.toString());
+    }
   }
   for (auto& n : factory_->ledgerNames()) {
     storedLedgers_[n] = true;

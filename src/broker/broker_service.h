@@ -15,6 +15,7 @@
 #include "broker/broker_options.h"
 #include "broker/publish_throttle.h"
 #include "broker/policies.h"
+#include "broker/schema_registry.h"
 #include "broker/stats.h"
 #include "broker/topic.h"
 #include "broker/topic_list.h"
@@ -93,6 +94,14 @@ class BrokerService {
 
   // --- Admin API support (src/admin); any thread. ---
   PolicyRegistry& policies() { return policies_; }
+  // Topic schemas (Pulsar's schema registry service). Thread: any.
+  SchemaRegistry& schemas() { return schemas_; }
+  // A topic's schema policies: the namespace's schema-compatibility-strategy (when not
+  // UNDEFINED) else schemaCompatibilityStrategy; is-allow-auto-update-schema else
+  // isAllowAutoUpdateSchemaEnabled; schema-validation-enforce or isSchemaValidationEnforced.
+  SchemaCompatibilityStrategy schemaCompatibilityStrategyOf(const TopicName& name) const;
+  bool allowAutoUpdateSchema(const TopicName& name) const;
+  bool schemaValidationEnforced(const TopicName& name) const;
   // Per-topic message rates, updated by the admin module's pulsar-stats thread and read by the
   // admin stats and CONSUMER_STATS. Thread: any.
   RateRegistry& rates() { return rates_; }
@@ -158,6 +167,7 @@ class BrokerService {
   std::map<std::string, bool> storedLedgers_;                  // GUARDED_BY(mu_)
   std::set<std::string> namespaces_;                           // GUARDED_BY(mu_)
   PolicyRegistry policies_;
+  SchemaRegistry schemas_;
   TopicEventListeners topicListeners_;
   RateRegistry rates_;
   std::atomic<uint64_t> producerNameSeq_{0};

@@ -1,0 +1,110 @@
+// Schema types, compatibility strategies and Pulsar's compatibility checks: Avro schema
+// resolution for AVRO and JSON definitions (what Pulsar's AvroSchemaBasedCompatibilityCheck asks
+// of Avro's SchemaValidator), the type check and ALWAYS_INCOMPATIBLE rule for the other types.
+// Pure functions; any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace magnetar::broker {
+
+// Pulsar's SchemaType (org.apache.pulsar.common.schema.SchemaType), with its values: 0..20 are
+// also the protocol's Schema.Type numbers. Written to the metadata store by name.
+enum class SchemaType : int {
+  NONE = 0,
+  STRING = 1,
+  JSON = 2,
+  PROTOBUF = 3,
+  AVRO = 4,
+  BOOLEAN = 5,
+  INT8 = 6,
+  INT16 = 7,
+  INT32 = 8,
+  INT64 = 9,
+  FLOAT = 10,
+  DOUBLE = 11,
+  DATE = 12,
+  TIME = 13,
+  TIMESTAMP = 14,
+  KEY_VALUE = 15,
+  INSTANT = 16,
+  LOCAL_DATE = 17,
+  LOCAL_TIME = 18,
+  LOCAL_DATE_TIME = 19,
+  PROTOBUF_NATIVE = 20,
+  BYTES = -1,
+  AUTO_CONSUME = -3,
+};
+
+// "AVRO", "JSON", ... as Pulsar prints them (messages, REST JSON).
+const char* schemaTypeName(SchemaType t);
+// The type of a name; nullopt for an unknown one.
+std::optional<SchemaType> schemaTypeFromName(std::string_view name);
+// The protocol's Schema.Type number <-> SchemaType (AutoConsume = 21; None for BYTES, as the
+// Java client sends no schema for BYTES). Unknown numbers give NONE.
+SchemaType schemaTypeFromProto(int protoType);
+int schemaTypeToProto(SchemaType t);
+
+// Pulsar's SchemaCompatibilityStrategy. UNDEFINED: the next level (broker setting) decides.
+enum class SchemaCompatibilityStrategy {
+  UNDEFINED,
+  ALWAYS_INCOMPATIBLE,
+  ALWAYS_COMPATIBLE,
+  BACKWARD,
+  FORWARD,
+  FULL,
+  BACKWARD_TRANSITIVE,
+  FORWARD_TRANSITIVE,
+  FULL_TRANSITIVE,
+};
+const char* strategyName(SchemaCompatibilityStrategy s);
+std::optional<SchemaCompatibilityStrategy> strategyFromName(std::string_view name);
+// BACKWARD_TRANSITIVE, FORWARD_TRANSITIVE, FULL_TRANSITIVE: checked against every version.
+bool isTransitive(SchemaCompatibilityStrategy s);
+
+// Pulsar's SchemaData: what a client or the admin API gives for a topic.
+struct SchemaData {
+  SchemaType type = SchemaType::NONE;
+  std::string data;  // the definition (Avro JSON for AVRO/JSON/PROTOBUF; empty for primitives)
+  std::map<std::string, std::string> properties;
+};
+
+// A parsed Avro schema (opaque). parseAvroSchema: kInvalidArgument with the reason when `text`
+// is not an Avro schema (bad JSON, unknown type name, record without fields, ...).
+class AvroSchema;
+Result<std::shared_ptr<const AvroSchema>> parseAvroSchema(std::string_view text);
+// Avro schema resolution: whether data written with `writer` can be read with `reader` (names,
+// fields with defaults, enum symbols, fixed sizes, unions, the int->long->float->double and
+// string<->bytes promotions). Logical types and docs are ignored, as Avro does.
+bool canRead(const AvroSchema& reader, const AvroSchema& writer);
+// The schema in Avro's pretty form (Schema.toString(true): Jackson's default pretty printer).
+std::string avroPrettyString(const AvroSchema& s);
+// Same definition once parsed (whitespace and key order do not matter).
+bool avroEquals(const AvroSchema& a, const AvroSchema& b);
+
+// Whether `candidate` may follow `existing` (latest first; the versions after the last delete)
+// under `strategy`, as Pulsar's SchemaRegistryServiceImpl: a non-transitive strategy looks at the
+// latest only; ALWAYS_COMPATIBLE accepts everything; a different type is refused ("Incompatible
+// schema: exists schema type X, new schema type Y"); an identical definition is accepted.
+// Errors: kNotAllowed with Pulsar's IncompatibleSchemaException message.
+Status checkCompatibility(const std::vector<const SchemaData*>& existingLatestFirst,
+                          const SchemaData& candidate, SchemaCompatibilityStrategy strategy);
+
+// Whether two schemas are the same for registration (Pulsar's getSchemaVersionBySchemaData):
+// same type and bytes, or for AVRO/JSON/PROTOBUF the same parsed Avro schema.
+bool sameSchema(const SchemaData& a, const SchemaData& b);
+
+// Pulsar's StructSchemaDataValidator: an AVRO or PROTOBUF definition must parse as Avro, a JSON
+// one as Avro or as a JSON object (the old Jackson JSON-schema format). Errors: kInvalidArgument
+// "Invalid schema definition data for AVRO schema".
+Status validateSchemaData(const SchemaData& s);
+
+}  // namespace magnetar::broker
