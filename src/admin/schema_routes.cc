@@ -134,7 +134,8 @@ void addTopicSchemaRoutes(Router& r, const AdminContext* ctx) {
                    HttpResponse err;
                    auto schema = parsePayload(req, &err);
                    if (!schema) return err;
-                   return jsonResponse(json::object{{"version", reg.findSchemaVersion(id, *schema)}});
+                   int64_t version = reg.findSchemaVersion(id, *schema);
+                   return jsonResponse(json::object{{"version", version}});
                  });
 }
 

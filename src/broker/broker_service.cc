@@ -577,6 +577,7 @@ Status BrokerService::removePartitionedTopic(const TopicName& name) {
   persistMetadataLocked();
   lock.unlock();
   announcePartitions(name, 0, partitions, false);
+  (void)schemas_.deleteSchema(schemaIdOf(name), true);
   return Status::ok();
 }
 
@@ -603,6 +604,8 @@ void BrokerService::deleteTopic(const TopicName& name, bool force,
       storedLedgers_.erase(name.persistenceName());
     }
     topicListeners_.notify(name.namespaceName(), name.toString(), false);
+    // A deleted topic's schema goes with it (a partition's stays with its partitioned topic).
+    if (name.partitionIndex() < 0) (void)schemas_.deleteSchema(schemaIdOf(name), true);
     topic->deleteLedger([topic, cb](Status s) { cb(s); });
   });
 }

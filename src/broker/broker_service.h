@@ -133,9 +133,11 @@ class BrokerService {
       const std::string& ns, TopicDomain domain = TopicDomain::kPersistent) const;
   // Errors: kNotFound (not partitioned), kInvalidArgument (fewer partitions than now).
   Status updatePartitions(const TopicName& name, int partitions);
-  // Forgets a partitioned topic's metadata (delete its partitions first). Errors: kNotFound.
+  // Forgets a partitioned topic's metadata and schema (delete its partitions first). Errors:
+  // kNotFound.
   Status removePartitionedTopic(const TopicName& name);
-  // Deletes a non-partitioned topic (or one partition) and its data. Errors: kNotFound; kBusy
+  // Deletes a non-partitioned topic (or one partition) and its data (and a non-partitioned
+  // topic's schema, as Pulsar). Errors: kNotFound; kBusy
   // without `force` while producers or consumers are connected. cb on any thread.
   void deleteTopic(const TopicName& name, bool force, std::function<void(Status)> cb);
 

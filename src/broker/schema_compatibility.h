@@ -1,6 +1,7 @@
 // Schema types, compatibility strategies and Pulsar's compatibility checks: Avro schema
-// resolution for AVRO and JSON definitions (what Pulsar's AvroSchemaBasedCompatibilityCheck asks
-// of Avro's SchemaValidator), the type check and ALWAYS_INCOMPATIBLE rule for the other types.
+// resolution (avro_schema.h) for AVRO and JSON definitions (what Pulsar's
+// AvroSchemaBasedCompatibilityCheck asks of Avro's SchemaValidator), the type check and the
+// ALWAYS_INCOMPATIBLE rule for the other types.
 // Pure functions; any thread.
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "broker/avro_schema.h"
 
 namespace magnetar::broker {
 
@@ -76,19 +78,6 @@ struct SchemaData {
   std::string data;  // the definition (Avro JSON for AVRO/JSON/PROTOBUF; empty for primitives)
   std::map<std::string, std::string> properties;
 };
-
-// A parsed Avro schema (opaque). parseAvroSchema: kInvalidArgument with the reason when `text`
-// is not an Avro schema (bad JSON, unknown type name, record without fields, ...).
-class AvroSchema;
-Result<std::shared_ptr<const AvroSchema>> parseAvroSchema(std::string_view text);
-// Avro schema resolution: whether data written with `writer` can be read with `reader` (names,
-// fields with defaults, enum symbols, fixed sizes, unions, the int->long->float->double and
-// string<->bytes promotions). Logical types and docs are ignored, as Avro does.
-bool canRead(const AvroSchema& reader, const AvroSchema& writer);
-// The schema in Avro's pretty form (Schema.toString(true): Jackson's default pretty printer).
-std::string avroPrettyString(const AvroSchema& s);
-// Same definition once parsed (whitespace and key order do not matter).
-bool avroEquals(const AvroSchema& a, const AvroSchema& b);
 
 // Whether `candidate` may follow `existing` (latest first; the versions after the last delete)
 // under `strategy`, as Pulsar's SchemaRegistryServiceImpl: a non-transitive strategy looks at the

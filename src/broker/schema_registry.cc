@@ -55,7 +55,8 @@ std::vector<std::string> splitFields(std::string_view text) {
   size_t start = 0;
   while (true) {
     size_t comma = text.find(',', start);
-    out.push_back(unescapeField(text.substr(start, comma == text.npos ? text.npos : comma - start)));
+    size_t len = comma == text.npos ? text.npos : comma - start;
+    out.push_back(unescapeField(text.substr(start, len)));
     if (comma == text.npos) break;
     start = comma + 1;
   }
@@ -258,16 +259,17 @@ Result<int64_t> SchemaRegistry::putSchemaIfAbsent(const std::string& id, const S
 
 Result<int64_t> SchemaRegistry::deleteSchema(const std::string& id, bool force) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto& versions = schemas_[id];
-  int64_t next = versions.empty() ? 0 : versions.back().version + 1;
+  auto it = schemas_.find(id);
+  int64_t next = it == schemas_.end() || it->second.empty() ? 0 : it->second.back().version + 1;
   if (force) {
-    schemas_.erase(id);
+    if (it == schemas_.end()) return next;  // nothing stored
+    schemas_.erase(it);
   } else {
     StoredSchema tombstone;
     tombstone.version = next;
     tombstone.deleted = true;
     tombstone.timestampMs = wallClockMs();
-    versions.push_back(std::move(tombstone));
+    schemas_[id].push_back(std::move(tombstone));
   }
   Status p = persistLocked(id);
   if (!p.isOk()) return p;

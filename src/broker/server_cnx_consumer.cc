@@ -82,7 +82,8 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
   std::optional<proto::Schema> schema;
   if (c.has_schema()) {
     schema = c.schema();
-    consumer->autoConsumeSchema = schemaTypeFromProto(c.schema().type()) == SchemaType::AUTO_CONSUME;
+    consumer->autoConsumeSchema =
+        schemaTypeFromProto(c.schema().type()) == SchemaType::AUTO_CONSUME;
   }
   consumers_[consumerId] = ConsumerRef{consumer, nullptr, c.subscription(), false, {}};
   bool createTopic = service_.allowAutoTopicCreation(*name) &&

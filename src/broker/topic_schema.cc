@@ -13,7 +13,8 @@ namespace {
 // How Pulsar's ServerCnx words a failed schema future for a producer: the exception's message
 // plus " caused by " and its cause, both the IncompatibleSchemaException.
 std::string producerMessage(const std::string& m) {
-  const std::string e = "org.apache.pulsar.broker.service.schema.exceptions.IncompatibleSchemaException: ";
+  const std::string e =
+      "org.apache.pulsar.broker.service.schema.exceptions.IncompatibleSchemaException: ";
   return e + m + " caused by " + e + m;
 }
 

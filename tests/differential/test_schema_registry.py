@@ -276,6 +276,29 @@ def test_partitions_share_the_partitioned_topics_schema(client, admin_url):
         client.create_producer(f"{topic}-partition-1", schema=StringSchema())
 
 
+def test_topic_delete_removes_its_schema(client, admin_url):
+    post = {"type": "AVRO", "schema": AVRO_V1}
+    plain = f"schema-del-{uuid.uuid4().hex[:8]}"
+    assert requests.put(f"{admin_url}/admin/v2/persistent/public/default/{plain}",
+                        timeout=10).status_code == 204
+    schema_url = f"{admin_url}/admin/v2/schemas/public/default/{plain}/schema"
+    assert requests.post(schema_url, json=post, timeout=10).status_code == 200
+    assert requests.delete(f"{admin_url}/admin/v2/persistent/public/default/{plain}",
+                           timeout=10).status_code == 204
+    assert requests.get(schema_url, timeout=10).status_code == 404
+    # A partition's delete keeps the partitioned topic's schema; deleting the topic drops it.
+    part = f"schema-delp-{uuid.uuid4().hex[:8]}"
+    base = f"{admin_url}/admin/v2/persistent/public/default/{part}"
+    assert requests.put(base + "/partitions", json=2, timeout=10).status_code == 204
+    schema_url = f"{admin_url}/admin/v2/schemas/public/default/{part}/schema"
+    assert requests.post(schema_url, json=post, timeout=10).status_code == 200
+    client.create_producer(f"persistent://public/default/{part}-partition-0").close()
+    assert requests.delete(base + "-partition-0", timeout=10).status_code == 204
+    assert requests.get(schema_url, timeout=10).status_code == 200
+    assert requests.delete(base + "/partitions", timeout=10).status_code == 204
+    assert requests.get(schema_url, timeout=10).status_code == 404
+
+
 @pytest.fixture
 def namespace(admin_url):
     ns = f"public/schema-{uuid.uuid4().hex[:8]}"
