@@ -18,6 +18,7 @@ from hostile_wire import WireClient, base_command, fb, frame, fv  # noqa: E402
 
 PRODUCER, PRODUCER_SUCCESS, ERROR, SUBSCRIBE, SUCCESS = 5, 17, 14, 4, 13
 LOOKUP, GET_SCHEMA, GET_SCHEMA_RESPONSE = 23, 34, 35
+GET_OR_CREATE_SCHEMA, GET_OR_CREATE_SCHEMA_RESPONSE = 39, 40
 INCOMPATIBLE_SCHEMA, TOPIC_NOT_FOUND = 18, 11
 AVRO, STRING = 4, 1
 PREFIX = "org.apache.pulsar.broker.service.schema.exceptions.IncompatibleSchemaException: "
@@ -92,6 +93,12 @@ def get_schema(c, topic, request_id, version=None):
     if version is not None:
         body += fb(3, version_bytes(version))
     c.send(frame(base_command(GET_SCHEMA, body)))
+    return c.recv_command()
+
+
+def get_or_create_schema(c, topic, request_id, schema):
+    body = fv(1, request_id) + fb(2, topic) + fb(3, schema)
+    c.send(frame(base_command(GET_OR_CREATE_SCHEMA, body)))
     return c.recv_command()
 
 
@@ -196,6 +203,22 @@ def test_raw_get_schema(broker):
     assert body[5] == [version_bytes(0)] and parse_fields(body[4][0])[3] == [AVRO_V1.encode()]
     t, body = get_schema(c, topic, 4, version=7)
     assert body[2] == [TOPIC_NOT_FOUND]
+
+    # GET_OR_CREATE_SCHEMA: an existing version, a new compatible one, an incompatible one.
+    t, body = get_or_create_schema(c, topic, 5, schema_body(AVRO_V1, AVRO))
+    assert t == GET_OR_CREATE_SCHEMA_RESPONSE and body[4] == [version_bytes(0)]
+    newer = json.dumps({"type": "record", "name": "R", "fields": [
+        {"name": "a", "type": "int"}, {"name": "b", "type": "string", "default": "x"},
+        {"name": "c", "type": "long", "default": 0}]})
+    t, body = get_or_create_schema(c, topic, 6, schema_body(newer, AVRO))
+    assert body[4] == [version_bytes(2)]
+    t, body = get_or_create_schema(c, topic, 7, schema_body("", STRING))
+    assert body[2] == [INCOMPATIBLE_SCHEMA]
+    assert body[3][0].decode().startswith(PREFIX + "Incompatible schema: exists schema type AVRO")
+    missing = f"persistent://public/default/schema-none-{uuid.uuid4().hex[:8]}"
+    lookup(c, missing)
+    t, body = get_or_create_schema(c, missing, 8, schema_body(AVRO_V1, AVRO))
+    assert body[2] == [TOPIC_NOT_FOUND] and body[3] == [f"Topic not found {missing}".encode()]
     c.close()
 
 
