@@ -214,15 +214,38 @@ Status checkCompatibility(const std::vector<const SchemaData*>& existingLatestFi
 }
 
 Status validateSchemaData(const SchemaData& s) {
-  if (!usesAvroDefinition(s.type)) return Status::ok();
-  if (parseAvroSchema(s.data).isOk()) return Status::ok();
-  if (s.type == SchemaType::JSON) {
-    boost::system::error_code ec;
-    json::value v = json::parse(s.data, ec);
-    if (!ec && v.is_object()) return Status::ok();
+  switch (s.type) {
+    case SchemaType::AVRO:
+    case SchemaType::JSON:
+    case SchemaType::PROTOBUF: {
+      if (parseAvroSchema(s.data).isOk()) return Status::ok();
+      if (s.type == SchemaType::JSON) {
+        boost::system::error_code ec;
+        json::value v = json::parse(s.data, ec);
+        if (!ec && v.is_object()) return Status::ok();
+      }
+      return Status::invalidArgument(
+          fmt::format("Invalid schema definition data for {} schema", schemaTypeName(s.type)));
+    }
+    case SchemaType::STRING:
+      // The Python client sends "null".
+      if (s.data.empty() || s.data == "null") return Status::ok();
+      return Status::invalidArgument("Invalid schema definition data for string schema : '" +
+                                     s.data + "'");
+    case SchemaType::AUTO_CONSUME:
+      return Status::invalidArgument("Schema AUTO_CONSUME is a client-side schema type");
+    case SchemaType::NONE:
+    case SchemaType::BYTES:
+    case SchemaType::KEY_VALUE:
+    case SchemaType::PROTOBUF_NATIVE:
+      return Status::ok();
+    default:  // the primitive types
+      if (s.data.empty()) return Status::ok();
+      return Status::invalidArgument(fmt::format(
+          "Invalid schema definition data for primitive schemas :length of schema data should "
+          "be zero, but {} bytes is found",
+          s.data.size()));
   }
-  return Status::invalidArgument(
-      fmt::format("Invalid schema definition data for {} schema", schemaTypeName(s.type)));
 }
 
 }  // namespace magnetar::broker

@@ -91,9 +91,11 @@ Status checkCompatibility(const std::vector<const SchemaData*>& existingLatestFi
 // same type and bytes, or for AVRO/JSON/PROTOBUF the same parsed Avro schema.
 bool sameSchema(const SchemaData& a, const SchemaData& b);
 
-// Pulsar's StructSchemaDataValidator: an AVRO or PROTOBUF definition must parse as Avro, a JSON
-// one as Avro or as a JSON object (the old Jackson JSON-schema format). Errors: kInvalidArgument
-// "Invalid schema definition data for AVRO schema".
+// Pulsar's SchemaDataValidator: an AVRO or PROTOBUF definition must parse as Avro, a JSON one as
+// Avro or as a JSON object (the old Jackson JSON-schema format); STRING data must be empty or
+// "null", the other primitive types' empty; AUTO_CONSUME is client-side only. KEY_VALUE and
+// PROTOBUF_NATIVE are not looked into. Errors: kInvalidArgument with Pulsar's message
+// ("Invalid schema definition data for AVRO schema", ...).
 Status validateSchemaData(const SchemaData& s);
 
 }  // namespace magnetar::broker

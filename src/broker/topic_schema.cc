@@ -66,7 +66,8 @@ SchemaData schemaDataFromProto(const proto::Schema& s) {
 namespace {
 
 // Pulsar's tryAddSchema + AbstractTopic.addSchema with the bare exception messages: the version
-// (nullopt without a schema), kNotAllowed when refused, the store's errors.
+// (nullopt without a schema), kNotAllowed when refused, kInvalidArgument for a definition that
+// does not validate, the store's errors.
 Result<std::optional<int64_t>> addSchema(BrokerService& service, const PersistentTopic& topic,
                                          const proto::Schema* schema) {
   const TopicName& name = topic.name();
@@ -80,7 +81,7 @@ Result<std::optional<int64_t>> addSchema(BrokerService& service, const Persisten
     return std::optional<int64_t>();
   }
   SchemaData data = schemaDataFromProto(*schema);
-  if (Status v = validateSchemaData(data); !v) return Status::notAllowed(v.message());
+  if (Status v = validateSchemaData(data); !v) return v;  // kInvalidArgument
   if (!service.allowAutoUpdateSchema(name)) {
     int64_t version = registry.findSchemaVersion(id, data);
     if (version < 0) {
@@ -95,6 +96,8 @@ Result<std::optional<int64_t>> addSchema(BrokerService& service, const Persisten
 
 SchemaAnswer answerOf(const Result<std::optional<int64_t>>& r, bool wrapMessage) {
   if (r.isOk()) return accepted(*r);
+  // Pulsar's InvalidSchemaDataException reaches the client unwrapped.
+  if (r.status().code() == StatusCode::kInvalidArgument) return refused(r.status().message());
   if (r.status().code() != StatusCode::kNotAllowed) {
     return refused(r.status().message(), proto::MetadataError);
   }

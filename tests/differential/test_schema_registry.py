@@ -171,6 +171,12 @@ def test_raw_producer_success_versions_and_messages(broker):
         + PREFIX + "Incompatible schema: exists schema type AVRO, new schema type STRING")
     t, body = create_producer(c, topic, 4, schema_body(AVRO_V2_DEFAULT, AVRO, [("k", "v")]))
     assert t == PRODUCER_SUCCESS and body[4] == [version_bytes(1)]
+    t, body = create_producer(c, topic, 8, schema_body("abc", STRING))
+    assert t == ERROR and body[2] == [INCOMPATIBLE_SCHEMA]
+    assert body[3] == [b"Invalid schema definition data for string schema : 'abc'"]
+    t, body = create_producer(c, topic, 9, schema_body("{bad", AVRO))
+    assert t == ERROR and body[2] == [INCOMPATIBLE_SCHEMA]
+    assert body[3][0].startswith(b"Invalid schema definition data for AVRO schema")
     t, body = create_producer(c, topic, 5)  # no schema
     assert t == PRODUCER_SUCCESS and body[4] == [b""]
     # A consumer's incompatible schema: the bare message.

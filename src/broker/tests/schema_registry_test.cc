@@ -157,6 +157,11 @@ TEST(SchemaCompatibility, NamesAndWireForms) {
   EXPECT_EQ(schemaIdOf(*part), "t/ns/x");
   EXPECT_FALSE(validateSchemaData(SchemaData{SchemaType::AVRO, "{", {}}).isOk());
   EXPECT_TRUE(validateSchemaData(SchemaData{SchemaType::JSON, R"({"type":"object"})", {}}).isOk());
+  EXPECT_TRUE(validateSchemaData(SchemaData{SchemaType::STRING, "null", {}}).isOk());
+  EXPECT_EQ(validateSchemaData(SchemaData{SchemaType::STRING, "abc", {}}).message(),
+            "Invalid schema definition data for string schema : 'abc'");
+  EXPECT_FALSE(validateSchemaData(SchemaData{SchemaType::INT32, "x", {}}).isOk());
+  EXPECT_TRUE(validateSchemaData(SchemaData{SchemaType::INT32, "", {}}).isOk());
 }
 
 TEST(SchemaRegistry, VersionsDeletesAndPersistence) {
