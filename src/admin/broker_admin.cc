@@ -9,6 +9,7 @@
 #include "admin/metrics.h"
 #include "admin/namespace_routes.h"
 #include "admin/rest_util.h"
+#include "admin/schema_routes.h"
 #include "admin/thread_cpu.h"
 #include "admin/topic_policy_routes.h"
 #include "admin/topic_routes.h"
@@ -184,6 +185,7 @@ void BrokerAdmin::addRoutes(Router& router) {
   addBrokerStatsRoutes(router, impl_->ctx);
   addTopicPolicyRoutes(router, impl_->ctx);
   addNamespacePolicyRoutes(router, impl_->ctx);
+  addSchemaRoutes(router, impl_->ctx);
   addNonPersistentAliases(router);
   addDynamicConfigurationRoutes(router, impl_->ctx.config);
   std::weak_ptr<Impl> weak = impl_;

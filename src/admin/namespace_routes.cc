@@ -109,9 +109,9 @@ json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
   o["encryption_required"] = false;
   o["subscription_auth_mode"] = "None";
   o["offload_threshold"] = -1;
-  o["schema_compatibility_strategy"] = "UNDEFINED";
-  o["is_allow_auto_update_schema"] = true;
-  o["schema_validation_enforced"] = false;
+  o["schema_compatibility_strategy"] = p.schemaCompatibilityStrategy.value_or("UNDEFINED");
+  o["is_allow_auto_update_schema"] = p.isAllowAutoUpdateSchema.value_or(true);
+  o["schema_validation_enforced"] = p.schemaValidationEnforced.value_or(false);
   o["properties"] = json::object{};
   return o;
 }

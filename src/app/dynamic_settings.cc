@@ -36,6 +36,9 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
       d.keySharedLookAheadMsgInReplayThresholdPerSubscription.store(
           cfg.keySharedLookAheadMsgInReplayThresholdPerSubscription());
       return true;
+    case SettingId::isAllowAutoUpdateSchemaEnabled:
+      d.isAllowAutoUpdateSchemaEnabled.store(cfg.isAllowAutoUpdateSchemaEnabled());
+      return true;
     case SettingId::maxMessagePublishBufferSizeInMB:
       broker.setMaxMessagePublishBufferSizeInMB(cfg.maxMessagePublishBufferSizeInMB());
       return true;

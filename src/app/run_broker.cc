@@ -80,6 +80,8 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.managedLedgerNumWorkerThreads = cfg.managedLedgerNumWorkerThreads();
   o.maxMessageSize = static_cast<uint32_t>(cfg.maxMessageSize());
   o.keepAliveIntervalSeconds = cfg.keepAliveIntervalSeconds();
+  o.schemaCompatibilityStrategy = cfg.schemaCompatibilityStrategy();
+  o.isSchemaValidationEnforced = cfg.isSchemaValidationEnforced();
   o.enableBrokerSideSubscriptionPatternEvaluation =
       cfg.enableBrokerSideSubscriptionPatternEvaluation();
   o.subscriptionPatternMaxLength = cfg.subscriptionPatternMaxLength();

@@ -31,6 +31,8 @@ struct BrokerDynamicOptions {
       sd::keySharedLookAheadMsgInReplayThresholdPerConsumer;
   DynamicSetting<int> keySharedLookAheadMsgInReplayThresholdPerSubscription =
       sd::keySharedLookAheadMsgInReplayThresholdPerSubscription;
+  // Whether producers may register new schema versions (a namespace policy may override).
+  DynamicSetting<bool> isAllowAutoUpdateSchemaEnabled = sd::isAllowAutoUpdateSchemaEnabled;
 };
 
 struct BrokerOptions {
@@ -86,6 +88,9 @@ struct BrokerOptions {
   bool subscriptionKeySharedUseConsistentHashing = sd::subscriptionKeySharedUseConsistentHashing;
   int subscriptionKeySharedConsistentHashingReplicaPoints =
       sd::subscriptionKeySharedConsistentHashingReplicaPoints;
+  // Schema registry (Pulsar's names).
+  std::string schemaCompatibilityStrategy{sd::schemaCompatibilityStrategy};
+  bool isSchemaValidationEnforced = sd::isSchemaValidationEnforced;
   BrokerDynamicOptions dynamic;
   std::string serverVersion = "Magnetar 0.1.0";
 };

@@ -70,6 +70,9 @@ Status BrokerService::start() {
     if (Status s = policies_.attachStore(metadata_); !s) {
       MLOG_WARN("tenants and namespace policies stay in memory: {}", s.toString());
     }
+    if (Status s = schemas_.attachStore(metadata_); !s) {
+      MLOG_WARN("schemas stay in memory: {}", s.toString());
+    }
   }
   for (auto& n : factory_->ledgerNames()) {
     storedLedgers_[n] = true;
@@ -643,6 +646,7 @@ Status BrokerService::removePartitionedTopic(const TopicName& name) {
   persistMetadataLocked();
   lock.unlock();
   announcePartitions(name, 0, partitions, false);
+  (void)schemas_.deleteSchema(schemaIdOf(name), true);
   return Status::ok();
 }
 
@@ -669,6 +673,8 @@ void BrokerService::deleteTopic(const TopicName& name, bool force,
       storedLedgers_.erase(name.persistenceName());
     }
     topicListeners_.notify(name.namespaceName(), name.toString(), false);
+    // A deleted topic's schema goes with it (a partition's stays with its partitioned topic).
+    if (name.partitionIndex() < 0) (void)schemas_.deleteSchema(schemaIdOf(name), true);
     topic->deleteLedger([topic, cb](Status s) { cb(s); });
   });
 }

@@ -16,6 +16,7 @@
 #include "broker/periodic_task.h"
 #include "broker/policies.h"
 #include "broker/publish_throttle.h"
+#include "broker/schema_registry.h"
 #include "broker/stats.h"
 #include "broker/topic.h"
 #include "broker/topic_list.h"
@@ -100,6 +101,14 @@ class BrokerService {
 
   // --- Admin API support (src/admin); any thread. ---
   PolicyRegistry& policies() { return policies_; }
+  // Topic schemas (Pulsar's schema registry service). Thread: any.
+  SchemaRegistry& schemas() { return schemas_; }
+  // A topic's schema policies: the namespace's schema-compatibility-strategy (when not
+  // UNDEFINED) else schemaCompatibilityStrategy; is-allow-auto-update-schema else
+  // isAllowAutoUpdateSchemaEnabled; schema-validation-enforce or isSchemaValidationEnforced.
+  SchemaCompatibilityStrategy schemaCompatibilityStrategyOf(const TopicName& name) const;
+  bool allowAutoUpdateSchema(const TopicName& name) const;
+  bool schemaValidationEnforced(const TopicName& name) const;
   // Per-topic message rates, updated by the admin module's pulsar-stats thread and read by the
   // admin stats and CONSUMER_STATS. Thread: any.
   RateRegistry& rates() { return rates_; }
@@ -147,9 +156,11 @@ class BrokerService {
       const std::string& ns, TopicDomain domain = TopicDomain::kPersistent) const;
   // Errors: kNotFound (not partitioned), kInvalidArgument (fewer partitions than now).
   Status updatePartitions(const TopicName& name, int partitions);
-  // Forgets a partitioned topic's metadata (delete its partitions first). Errors: kNotFound.
+  // Forgets a partitioned topic's metadata and schema (delete its partitions first). Errors:
+  // kNotFound.
   Status removePartitionedTopic(const TopicName& name);
-  // Deletes a non-partitioned topic (or one partition) and its data. Errors: kNotFound; kBusy
+  // Deletes a non-partitioned topic (or one partition) and its data (and a non-partitioned
+  // topic's schema, as Pulsar). Errors: kNotFound; kBusy
   // without `force` while producers or consumers are connected. cb on any thread.
   void deleteTopic(const TopicName& name, bool force, std::function<void(Status)> cb);
 
@@ -186,6 +197,7 @@ class BrokerService {
   std::map<std::string, bool> storedLedgers_;                  // GUARDED_BY(mu_)
   std::set<std::string> namespaces_;                           // GUARDED_BY(mu_)
   PolicyRegistry policies_;
+  SchemaRegistry schemas_;
   TopicEventListeners topicListeners_;
   RateRegistry rates_;
   std::atomic<uint64_t> producerNameSeq_{0};

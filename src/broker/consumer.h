@@ -70,6 +70,8 @@ class Consumer {
   // Key_Shared: explicit hash ranges (STICKY mode); empty for AUTO_SPLIT.
   std::vector<std::pair<int32_t, int32_t>> stickyRanges;
   bool allowOutOfOrderDelivery = false;
+  // Subscribed with an AUTO_CONSUME schema (does not keep a topic from taking a new schema).
+  bool autoConsumeSchema = false;
   // Stats.
   uint64_t msgOutCounter = 0;
   uint64_t bytesOutCounter = 0;

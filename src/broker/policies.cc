@@ -205,6 +205,15 @@ std::string encodePolicies(const NamespacePolicies& p) {
   for (const auto& [name, value] : p.limits) {
     out += "limit=" + joinFields({name, std::to_string(value)}) + "\n";
   }
+  if (p.schemaCompatibilityStrategy) {
+    out += "schemaCompatibilityStrategy=" + escapeField(*p.schemaCompatibilityStrategy) + "\n";
+  }
+  if (p.isAllowAutoUpdateSchema) {
+    out += fmt::format("isAllowAutoUpdateSchema={}\n", *p.isAllowAutoUpdateSchema ? 1 : 0);
+  }
+  if (p.schemaValidationEnforced) {
+    out += fmt::format("schemaValidationEnforced={}\n", *p.schemaValidationEnforced ? 1 : 0);
+  }
   return out;
 }
 
@@ -249,6 +258,12 @@ NamespacePolicies decodePolicies(const std::string& text) {
       p.autoTopicCreation = a;
     } else if (key == "limit" && f.size() == 2) {
       p.limits[f[0]] = static_cast<int32_t>(toInt(f[1], 0));
+    } else if (key == "schemaCompatibilityStrategy" && f.size() == 1) {
+      p.schemaCompatibilityStrategy = f[0];
+    } else if (key == "isAllowAutoUpdateSchema" && f.size() == 1) {
+      p.isAllowAutoUpdateSchema = f[0] == "1";
+    } else if (key == "schemaValidationEnforced" && f.size() == 1) {
+      p.schemaValidationEnforced = f[0] == "1";
     }
   });
   return p;

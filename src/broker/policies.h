@@ -60,6 +60,11 @@ struct NamespacePolicies {
   // Per-topic limits of the namespace's topics (Pulsar's Policies max_* fields), keyed by
   // kNamespaceLimits' names; 0: no limit. Absent: the broker setting of the same name applies.
   std::map<std::string, int32_t> limits;
+  // Schema policies (Pulsar's schema_compatibility_strategy, is_allow_auto_update_schema,
+  // schema_validation_enforced); unset: the broker setting applies.
+  std::optional<std::string> schemaCompatibilityStrategy;  // a strategy name, not UNDEFINED
+  std::optional<bool> isAllowAutoUpdateSchema;
+  std::optional<bool> schemaValidationEnforced;
 };
 
 // The namespace limits: admin path segment (also the broker setting's name) and the field of

@@ -5,6 +5,7 @@
 
 #include "base/logging.h"
 #include "broker/broker_service.h"
+#include "broker/topic_schema.h"
 #include "protocol/commands.h"
 #include "protocol/server_error.h"
 
@@ -284,7 +285,8 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
   auto existing = producers_.find(producerId);
   if (existing != producers_.end()) {
     // A retry of a create that already succeeded: answer the same way again.
-    send(Commands::newProducerSuccess(requestId, existing->second.producer->name()));
+    send(Commands::newProducerSuccess(requestId, existing->second.producer->name(), -1,
+                                      existing->second.schemaVersion));
     return;
   }
   auto name = TopicName::parse(c.topic());
@@ -302,10 +304,12 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
   if (c.has_topic_epoch()) epoch = c.topic_epoch();
   auto producer = std::make_shared<Producer>(producerId, producerName, self(), mode, epoch);
   std::string initialSubscription = c.initial_subscription_name();
+  std::optional<proto::Schema> schema;
+  if (c.has_schema()) schema = c.schema();
   auto me = self();
   service_.getOrCreateTopic(
       *name, service_.allowAutoTopicCreation(*name),
-      [me, producer, requestId, producerId, initialSubscription](
+      [me, producer, requestId, producerId, initialSubscription, schema](
           Result<std::shared_ptr<PersistentTopic>> r) {
         if (!r.isOk()) {
           me->sendError(requestId, toServerError(r.status(), ErrorContext::kProducer),
@@ -313,6 +317,9 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
           return;
         }
         auto topic = *r;
+        SchemaAnswer sa = addProducerSchema(me->service_, *topic, schema ? &*schema : nullptr);
+        if (!sa.ok) return me->sendError(requestId, sa.error, sa.message);
+        std::string schemaVersion = sa.version;
         // The dead-letter producer's subscription exists before its first message (Pulsar
         // creates it at Earliest, when auto subscription creation is allowed).
         if (!initialSubscription.empty() && !topic->subscription(initialSubscription)) {
@@ -329,23 +336,24 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
             return;
           }
         }
-        auto queued = [me, topic, producer, requestId, producerId] {
+        auto queued = [me, topic, producer, requestId, producerId, schemaVersion] {
           // WaitForExclusive behind other producers: "created, not ready" (Pulsar sends
           // PRODUCER_SUCCESS with producer_ready=false, then again once admitted).
-          me->loop().execute([me, topic, producer, requestId, producerId] {
+          me->loop().execute([me, topic, producer, requestId, producerId, schemaVersion] {
             if (me->isClosed()) {
               topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
               return;
             }
-            me->producers_[producerId] = ProducerRef{producer, topic};
-            me->send(Commands::newProducerSuccess(requestId, producer->name(), -1, {}, false));
+            me->producers_[producerId] = ProducerRef{producer, topic, schemaVersion};
+            me->send(Commands::newProducerSuccess(requestId, producer->name(), -1, schemaVersion,
+                                                  false));
           });
         };
-        auto added = [me, topic, producer, requestId, producerId](
+        auto added = [me, topic, producer, requestId, producerId, schemaVersion](
                          Status s, proto::ServerError err, std::optional<uint64_t> topicEpoch) {
           int64_t lastSequenceId = s.isOk() ? topic->lastSequenceId(producer->name()) : -1;
           me->loop().execute([me, topic, producer, requestId, producerId, s, err, lastSequenceId,
-                              topicEpoch] {
+                              topicEpoch, schemaVersion] {
             if (!s.isOk()) {
               auto it = me->producers_.find(producerId);
               if (it != me->producers_.end() && it->second.producer == producer) {
@@ -360,9 +368,9 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
               topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
               return;
             }
-            me->producers_[producerId] = ProducerRef{producer, topic};
-            me->send(Commands::newProducerSuccess(requestId, producer->name(), lastSequenceId, {},
-                                                  true, topicEpoch));
+            me->producers_[producerId] = ProducerRef{producer, topic, schemaVersion};
+            me->send(Commands::newProducerSuccess(requestId, producer->name(), lastSequenceId,
+                                                  schemaVersion, true, topicEpoch));
           });
         };
         topic->addProducer(producer, std::move(added), std::move(queued));
@@ -612,14 +620,12 @@ void ServerCnx::answerUnsupported(const proto::BaseCommand& cmd) {
 }
 
 void ServerCnx::handleGetSchema(const proto::CommandGetSchema& c) {
-  // No schema registry yet: answer as a broker that has no schema for the topic.
-  send(Commands::newGetSchemaErrorResponse(c.request_id(), proto::TopicNotFound,
-                                           "Topic not found or no-schema"));
+  send(getSchemaResponse(service_, c));
 }
 
 void ServerCnx::handleGetOrCreateSchema(const proto::CommandGetOrCreateSchema& c) {
-  // Without a registry every schema is accepted as version 0 (8 bytes, big-endian long).
-  send(Commands::newGetOrCreateSchemaResponse(c.request_id(), std::string(8, '\0')));
+  auto me = self();
+  getOrCreateSchema(service_, c, [me](Buffer frame) { me->send(frame); });
 }
 
 }  // namespace magnetar::broker

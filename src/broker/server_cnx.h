@@ -93,6 +93,7 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   struct ProducerRef {
     std::shared_ptr<Producer> producer;
     std::shared_ptr<PersistentTopic> topic;
+    std::string schemaVersion;  // PRODUCER_SUCCESS.schema_version
   };
   struct ConsumerRef {
     std::shared_ptr<Consumer> consumer;

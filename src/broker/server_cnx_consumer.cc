@@ -5,6 +5,7 @@
 #include "base/logging.h"
 #include "broker/broker_service.h"
 #include "broker/server_cnx.h"
+#include "broker/topic_schema.h"
 #include "protocol/commands.h"
 #include "protocol/server_error.h"
 
@@ -78,13 +79,19 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
     }
   }
   req.consumer = consumer;
+  std::optional<proto::Schema> schema;
+  if (c.has_schema()) {
+    schema = c.schema();
+    consumer->autoConsumeSchema =
+        schemaTypeFromProto(c.schema().type()) == SchemaType::AUTO_CONSUME;
+  }
   consumers_[consumerId] = ConsumerRef{consumer, nullptr, c.subscription(), false, {}};
   bool createTopic = service_.allowAutoTopicCreation(*name) &&
                      (!c.has_force_topic_creation() || c.force_topic_creation());
   auto me = self();
   service_.getOrCreateTopic(
       *name, createTopic,
-      [me, req, requestId, consumerId](Result<std::shared_ptr<PersistentTopic>> r) {
+      [me, req, requestId, consumerId, schema](Result<std::shared_ptr<PersistentTopic>> r) {
         if (!r.isOk()) {
           Status st = r.status();
           me->loop().execute([me, st, requestId, consumerId] {
@@ -94,6 +101,16 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
           return;
         }
         auto topic = *r;
+        if (schema) {
+          SchemaAnswer sa = checkConsumerSchema(me->service_, *topic, *schema);
+          if (!sa.ok) {
+            me->loop().execute([me, sa, requestId, consumerId] {
+              me->consumers_.erase(consumerId);
+              me->sendError(requestId, sa.error, sa.message);
+            });
+            return;
+          }
+        }
         topic->subscribe(req, [me, topic, req, requestId, consumerId](Status s) {
         me->loop().execute([me, topic, req, requestId, consumerId, s] {
           auto it = me->consumers_.find(consumerId);

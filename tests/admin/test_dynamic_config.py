@@ -11,7 +11,6 @@ import uuid
 import pulsar
 import pytest
 import requests
-
 from brokers import MagnetarProcess
 
 
@@ -239,7 +238,7 @@ def flood(service_url, topic, producers=10, per_producer=200):
         p = c.create_producer(topic, producer_name=f"flood-{uuid.uuid4().hex[:6]}-{i}",
                               batching_enabled=False, block_if_queue_full=True,
                               max_pending_messages=1000)
-        for n in range(per_producer):
+        for _n in range(per_producer):
             p.send_async(b"x" * 8192, lambda r, _m: r != pulsar.Result.Ok and errors.append(r))
         p.flush()
         c.close()

@@ -1,8 +1,11 @@
-"""Topics, subscriptions, cursor positions and partitioned-topic metadata survive a restart."""
+"""Topics, subscriptions, cursor positions, partitioned-topic metadata and schemas survive a
+restart."""
 
 import tempfile
+import time
 
 import pulsar
+import pytest
 from test_dedup import drain  # noqa: E402
 
 from harness.broker import restartable_magnetar
@@ -33,5 +36,59 @@ def test_partitions_and_positions_survive_restart():
         consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared)
         rest = sorted(int(x) for x in drain(consumer))
         assert rest == list(range(30, 40)), "acked messages stay acked, the rest is delivered"
+        client.close()
+        broker.stop()
+
+
+def wait_web(web):
+    """Waits until the admin API answers (the ports file may list it before it accepts)."""
+    import requests
+    deadline = time.time() + 20
+    while True:
+        try:
+            return requests.get(f"{web}/admin/v2/clusters", timeout=5)
+        except requests.ConnectionError:
+            if time.time() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def test_schemas_and_schema_policies_survive_restart():
+    import requests
+    from pulsar.schema import Integer, JsonSchema, Record, String, StringSchema
+
+    class Point(Record):
+        x = Integer(required=True)
+        label = String(required=True)
+
+    with tempfile.TemporaryDirectory(prefix="magnetar-restart-schema-") as d:
+        broker = restartable_magnetar(d)
+        url = broker.start().service_url
+        web = broker.admin_url
+        wait_web(web)
+        topic = "persistent://public/default/restart-schema"
+        client = pulsar.Client(url)
+        client.create_producer(topic, schema=JsonSchema(Point)).send(Point(x=1, label="a"))
+        ns = f"{web}/admin/v2/namespaces/public/default"
+        assert requests.post(ns + "/isAllowAutoUpdateSchema", json=False,
+                             timeout=10).status_code == 204
+        client.close()
+        broker.kill()  # no clean shutdown: the store writes are synchronous
+
+        url = broker.start().service_url
+        web = broker.admin_url
+        wait_web(web)
+        client = pulsar.Client(url)
+        got = requests.get(f"{web}/admin/v2/schemas/public/default/restart-schema/schema",
+                           timeout=10).json()
+        assert (got["version"], got["type"]) == (0, "JSON")
+        ns = f"{web}/admin/v2/namespaces/public/default"  # a new port
+        assert requests.get(ns + "/isAllowAutoUpdateSchema", timeout=10).json() is False
+        with pytest.raises(pulsar.exceptions.IncompatibleSchema):
+            client.create_producer(topic, schema=StringSchema())
+        consumer = client.subscribe(topic, "s", schema=JsonSchema(Point),
+                                    initial_position=pulsar.InitialPosition.Earliest)
+        msg = consumer.receive(timeout_millis=10000)
+        assert msg.value().label == "a"
         client.close()
         broker.stop()

@@ -65,6 +65,22 @@ TEST(PolicyRegistry, TextFormRoundTripsOddNames) {
   EXPECT_EQ(decodePolicies("garbage\nretention=x,y\n").retention->retentionSizeInMB, 0);
 }
 
+TEST(PolicyRegistry, SchemaPoliciesRoundTrip) {
+  NamespacePolicies p;
+  p.schemaCompatibilityStrategy = "BACKWARD_TRANSITIVE";
+  p.isAllowAutoUpdateSchema = false;
+  p.schemaValidationEnforced = true;
+  std::string text = encodePolicies(p);
+  EXPECT_NE(text.find("schemaCompatibilityStrategy=BACKWARD_TRANSITIVE\n"), std::string::npos);
+  NamespacePolicies q = decodePolicies(text);
+  EXPECT_EQ(q.schemaCompatibilityStrategy, "BACKWARD_TRANSITIVE");
+  EXPECT_EQ(q.isAllowAutoUpdateSchema, false);
+  EXPECT_EQ(q.schemaValidationEnforced, true);
+  NamespacePolicies empty = decodePolicies(encodePolicies({}));
+  EXPECT_FALSE(empty.schemaCompatibilityStrategy || empty.isAllowAutoUpdateSchema ||
+               empty.schemaValidationEnforced);
+}
+
 TEST(PolicyRegistry, SurvivesARestartThroughTheMetadataStore) {
   storage::MemoryMetadataStore store;
   {

@@ -1,0 +1,389 @@
+"""Schema registry: producers and consumers with JSON/STRING/Avro schemas register or are checked
+against the topic's schema (FULL by default), the namespace schema policies, the
+/admin/v2/schemas API, and GET_SCHEMA / PRODUCER_SUCCESS on raw frames (schema versions are
+8-byte big-endian longs)."""
+
+import json
+import os
+import sys
+import uuid
+
+import pulsar
+import pytest
+import requests
+from pulsar.schema import Integer, JsonSchema, Record, String, StringSchema
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from hostile_wire import WireClient, base_command, fb, frame, fv  # noqa: E402
+
+PRODUCER, PRODUCER_SUCCESS, ERROR, SUBSCRIBE, SUCCESS = 5, 17, 14, 4, 13
+LOOKUP, GET_SCHEMA, GET_SCHEMA_RESPONSE = 23, 34, 35
+GET_OR_CREATE_SCHEMA, GET_OR_CREATE_SCHEMA_RESPONSE = 39, 40
+INCOMPATIBLE_SCHEMA, TOPIC_NOT_FOUND = 18, 11
+AVRO, STRING = 4, 1
+PREFIX = "org.apache.pulsar.broker.service.schema.exceptions.IncompatibleSchemaException: "
+
+AVRO_V1 = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]})
+AVRO_V2_NO_DEFAULT = json.dumps({"type": "record", "name": "R", "fields": [
+    {"name": "a", "type": "int"}, {"name": "b", "type": "string"}]})
+AVRO_V2_DEFAULT = json.dumps({"type": "record", "name": "R", "fields": [
+    {"name": "a", "type": "int"}, {"name": "b", "type": "string", "default": "x"}]})
+
+
+class User(Record):
+    name = String(required=True)
+    age = Integer(required=True)
+
+
+class UserWithEmail(Record):
+    _avro_name = "User"
+    name = String(required=True)
+    age = Integer(required=True)
+    email = String(required=True)
+
+
+def version_bytes(v):
+    return v.to_bytes(8, "big")
+
+
+def message_version(msg):
+    """The message's schema version as bytes (the client returns it as a str)."""
+    v = msg.schema_version()
+    return v.encode("latin-1") if isinstance(v, str) else v
+
+
+# --- raw frames -------------------------------------------------------------------------------
+
+def schema_body(data, type_, props=()):
+    body = fb(1, "s") + fb(3, data) + fv(4, type_)
+    for k, v in props:
+        body += fb(5, fb(1, k) + fb(2, v))
+    return body
+
+
+def connect(broker):
+    c = WireClient(int(broker.service_url.rsplit(":", 1)[1]), timeout=15)
+    c.handshake()
+    return c
+
+
+def lookup(c, topic):
+    c.send(frame(base_command(LOOKUP, fb(1, topic) + fv(2, 9999))))
+    c.recv_command()
+
+
+def create_producer(c, topic, producer_id, schema=None):
+    body = fb(1, topic) + fv(2, producer_id) + fv(3, 100 + producer_id)
+    if schema is not None:
+        body += fb(7, schema)
+    c.send(frame(base_command(PRODUCER, body)))
+    return c.recv_command()
+
+
+def subscribe(c, topic, consumer_id, sub, schema=None):
+    body = fb(1, topic) + fb(2, sub) + fv(3, 1) + fv(4, consumer_id) + fv(5, 200 + consumer_id)
+    if schema is not None:
+        body += fb(12, schema)
+    c.send(frame(base_command(SUBSCRIBE, body)))
+    return c.recv_command()
+
+
+def get_schema(c, topic, request_id, version=None):
+    body = fv(1, request_id) + fb(2, topic)
+    if version is not None:
+        body += fb(3, version_bytes(version))
+    c.send(frame(base_command(GET_SCHEMA, body)))
+    return c.recv_command()
+
+
+def get_or_create_schema(c, topic, request_id, schema):
+    body = fv(1, request_id) + fb(2, topic) + fb(3, schema)
+    c.send(frame(base_command(GET_OR_CREATE_SCHEMA, body)))
+    return c.recv_command()
+
+
+def parse_fields(buf):
+    """Fields of a protobuf message as {number: [values]} (varints as ints, others bytes)."""
+    from hostile_wire import decode
+    return decode(buf)
+
+
+# --- tests ------------------------------------------------------------------------------------
+
+def test_json_producer_consumer_roundtrip_and_admin_get(client, topic, admin_url):
+    producer = client.create_producer(topic, schema=JsonSchema(User))
+    consumer = client.subscribe(topic, "sub", schema=JsonSchema(User))
+    producer.send(User(name="ann", age=7))
+    msg = consumer.receive(timeout_millis=10000)
+    assert msg.value().name == "ann" and msg.value().age == 7
+    assert message_version(msg) == version_bytes(0)
+    local = topic.rsplit("/", 1)[1]
+    r = requests.get(f"{admin_url}/admin/v2/schemas/public/default/{local}/schema", timeout=10)
+    assert r.status_code == 200
+    body = r.json()
+    assert body["version"] == 0 and body["type"] == "JSON"
+    definition = json.loads(body["data"])
+    assert definition["name"] == "User"
+    assert [f["name"] for f in definition["fields"]] == ["name", "age"]
+    # A second producer with the same schema gets the same version.
+    producer2 = client.create_producer(topic, schema=JsonSchema(User))
+    producer2.send(User(name="bob", age=8))
+    assert message_version(consumer.receive(timeout_millis=10000)) == version_bytes(0)
+
+
+def test_string_producer_refused_on_json_topic(client, topic):
+    client.create_producer(topic, schema=JsonSchema(User))
+    with pytest.raises(pulsar.exceptions.IncompatibleSchema):
+        client.create_producer(topic, schema=StringSchema())
+    with pytest.raises(pulsar.exceptions.IncompatibleSchema):
+        client.subscribe(topic, "s2", schema=StringSchema())
+    # A producer without schema (BYTES) is accepted: validation is not enforced by default.
+    client.create_producer(topic).send(b"raw")
+
+
+def test_full_refuses_a_new_field_without_default(client, topic, admin_url):
+    client.create_producer(topic, schema=JsonSchema(User))
+    with pytest.raises(pulsar.exceptions.IncompatibleSchema):
+        client.create_producer(topic, schema=JsonSchema(UserWithEmail))
+    local = topic.rsplit("/", 1)[1]
+    r = requests.get(f"{admin_url}/admin/v2/schemas/public/default/{local}/schemas", timeout=10)
+    assert r.status_code == 200
+    assert [s["version"] for s in r.json()["getSchemaResponses"]] == [0]
+
+
+def test_raw_producer_success_versions_and_messages(broker):
+    topic = f"persistent://public/default/schema-raw-{uuid.uuid4().hex[:8]}"
+    c = connect(broker)
+    lookup(c, topic)
+    t, body = create_producer(c, topic, 1, schema_body(AVRO_V1, AVRO))
+    assert t == PRODUCER_SUCCESS and body[4] == [version_bytes(0)]
+    t, body = create_producer(c, topic, 2, schema_body(AVRO_V2_NO_DEFAULT, AVRO))
+    assert t == ERROR and body[2] == [INCOMPATIBLE_SCHEMA]
+    msg = body[3][0].decode()
+    assert msg.startswith(PREFIX + "Error during schema compatibility check with strategy FULL: "
+                          "org.apache.avro.SchemaValidationException: Unable to read schema: \n{\n"
+                          '  "type" : "record",'), msg
+    assert " caused by " + PREFIX in msg
+    t, body = create_producer(c, topic, 3, schema_body("", STRING))
+    assert t == ERROR and body[2] == [INCOMPATIBLE_SCHEMA]
+    assert body[3][0].decode() == (
+        PREFIX + "Incompatible schema: exists schema type AVRO, new schema type STRING caused by "
+        + PREFIX + "Incompatible schema: exists schema type AVRO, new schema type STRING")
+    t, body = create_producer(c, topic, 4, schema_body(AVRO_V2_DEFAULT, AVRO, [("k", "v")]))
+    assert t == PRODUCER_SUCCESS and body[4] == [version_bytes(1)]
+    t, body = create_producer(c, topic, 8, schema_body("abc", STRING))
+    assert t == ERROR and body[2] == [INCOMPATIBLE_SCHEMA]
+    assert body[3] == [b"Invalid schema definition data for string schema : 'abc'"]
+    t, body = create_producer(c, topic, 9, schema_body("{bad", AVRO))
+    assert t == ERROR and body[2] == [INCOMPATIBLE_SCHEMA]
+    assert body[3][0].startswith(b"Invalid schema definition data for AVRO schema")
+    t, body = create_producer(c, topic, 5)  # no schema
+    assert t == PRODUCER_SUCCESS and body[4] == [b""]
+    # A consumer's incompatible schema: the bare message.
+    t, body = subscribe(c, topic, 6, "sub", schema_body("", STRING))
+    assert t == ERROR and body[2] == [INCOMPATIBLE_SCHEMA]
+    assert body[3][0].decode() == (
+        "Incompatible schema: exists schema type AVRO, new schema type STRING")
+    t, body = subscribe(c, topic, 7, "sub", schema_body(AVRO_V2_DEFAULT, AVRO))
+    assert t == SUCCESS
+    c.close()
+
+
+def test_raw_get_schema(broker):
+    topic = f"persistent://public/default/schema-get-{uuid.uuid4().hex[:8]}"
+    c = connect(broker)
+    lookup(c, topic)
+    t, body = get_schema(c, topic, 1)
+    assert t == GET_SCHEMA_RESPONSE
+    assert body[2] == [TOPIC_NOT_FOUND]
+    assert body[3] == [f"Topic not found or no-schema {topic}".encode()]
+    create_producer(c, topic, 1, schema_body(AVRO_V1, AVRO))
+    create_producer(c, topic, 2, schema_body(AVRO_V2_DEFAULT, AVRO, [("k", "v")]))
+    t, body = get_schema(c, topic, 2)
+    assert t == GET_SCHEMA_RESPONSE and body[5] == [version_bytes(1)]
+    schema = parse_fields(body[4][0])
+    assert schema[1] == [topic.split("://")[1].encode()]
+    assert schema[3] == [AVRO_V2_DEFAULT.encode()] and schema[4] == [AVRO]
+    assert parse_fields(schema[5][0]) == {1: [b"k"], 2: [b"v"]}
+    t, body = get_schema(c, topic, 3, version=0)
+    assert body[5] == [version_bytes(0)] and parse_fields(body[4][0])[3] == [AVRO_V1.encode()]
+    t, body = get_schema(c, topic, 4, version=7)
+    assert body[2] == [TOPIC_NOT_FOUND]
+
+    # GET_OR_CREATE_SCHEMA: an existing version, a new compatible one, an incompatible one.
+    t, body = get_or_create_schema(c, topic, 5, schema_body(AVRO_V1, AVRO))
+    assert t == GET_OR_CREATE_SCHEMA_RESPONSE and body[4] == [version_bytes(0)]
+    newer = json.dumps({"type": "record", "name": "R", "fields": [
+        {"name": "a", "type": "int"}, {"name": "b", "type": "string", "default": "x"},
+        {"name": "c", "type": "long", "default": 0}]})
+    t, body = get_or_create_schema(c, topic, 6, schema_body(newer, AVRO))
+    assert body[4] == [version_bytes(2)]
+    t, body = get_or_create_schema(c, topic, 7, schema_body("", STRING))
+    assert body[2] == [INCOMPATIBLE_SCHEMA]
+    assert body[3][0].decode().startswith(PREFIX + "Incompatible schema: exists schema type AVRO")
+    missing = f"persistent://public/default/schema-none-{uuid.uuid4().hex[:8]}"
+    lookup(c, missing)
+    t, body = get_or_create_schema(c, missing, 8, schema_body(AVRO_V1, AVRO))
+    assert body[2] == [TOPIC_NOT_FOUND] and body[3] == [f"Topic not found {missing}".encode()]
+    c.close()
+
+
+def test_consumer_schema_registers_on_an_idle_topic_only(broker):
+    c = connect(broker)
+    idle = f"persistent://public/default/schema-idle-{uuid.uuid4().hex[:8]}"
+    lookup(c, idle)
+    t, _ = subscribe(c, idle, 1, "sub", schema_body(AVRO_V1, AVRO))
+    assert t == SUCCESS
+    t, body = get_schema(c, idle, 2)
+    assert body[5] == [version_bytes(0)]
+    busy = f"persistent://public/default/schema-busy-{uuid.uuid4().hex[:8]}"
+    lookup(c, busy)
+    create_producer(c, busy, 3)  # a producer without schema keeps the topic active
+    t, body = subscribe(c, busy, 4, "sub", schema_body(AVRO_V1, AVRO))
+    assert t == ERROR and body[2] == [INCOMPATIBLE_SCHEMA]
+    assert body[3] == [b"Failed to add schema to an active topic with empty(BYTES) schema: "
+                       b"new schema type AVRO"]
+    c.close()
+
+
+def test_admin_schema_api(admin_url):
+    local = f"schema-admin-{uuid.uuid4().hex[:8]}"
+    base = f"{admin_url}/admin/v2/schemas/public/default/{local}"
+    assert requests.get(base + "/schema", timeout=10).status_code == 404
+    assert requests.get(base + "/schemas", timeout=10).json() == {"getSchemaResponses": []}
+    r = requests.post(base + "/compatibility", json={"type": "AVRO", "schema": AVRO_V1},
+                      timeout=10)
+    assert r.status_code == 202
+    assert r.json() == {"schemaCompatibilityStrategy": "FULL", "compatibility": True}
+    post = {"type": "AVRO", "schema": AVRO_V1, "properties": {"k": "v"}}
+    r = requests.post(base + "/schema", json=post, timeout=10)
+    assert r.status_code == 200 and r.json() == {"version": {"version": 0}}
+    assert requests.post(base + "/schema", json=post, timeout=10).json() == {
+        "version": {"version": 0}}
+    got = requests.get(base + "/schema", timeout=10).json()
+    assert (got["version"], got["type"], got["data"], got["properties"]) == (
+        0, "AVRO", AVRO_V1, {"k": "v"})
+    assert isinstance(got["timestamp"], int) and got["timestamp"] > 0
+    assert requests.get(base + "/schema/0", timeout=10).json()["data"] == AVRO_V1
+    assert requests.get(base + "/schema/5", timeout=10).status_code == 404
+    assert requests.post(base + "/version", json=post, timeout=10).json() == {"version": 0}
+    assert requests.post(base + "/version", json={"type": "AVRO", "schema": AVRO_V2_DEFAULT},
+                         timeout=10).json() == {"version": -1}
+    bad = {"type": "AVRO", "schema": AVRO_V2_NO_DEFAULT}
+    assert requests.post(base + "/compatibility", json=bad, timeout=10).status_code == 500
+    assert requests.post(base + "/schema", json=bad, timeout=10).status_code == 409
+    assert requests.post(base + "/schema", json={"type": "STRING", "schema": ""},
+                         timeout=10).status_code == 409
+    assert requests.post(base + "/schema", json={"type": "AVRO", "schema": "{nope"},
+                         timeout=10).status_code == 422
+    r = requests.post(base + "/schema", json={"type": "AVRO", "schema": AVRO_V2_DEFAULT},
+                      timeout=10)
+    assert r.json() == {"version": {"version": 1}}
+    all_versions = requests.get(base + "/schemas", timeout=10).json()["getSchemaResponses"]
+    assert [s["version"] for s in all_versions] == [0, 1]
+    # Delete: a tombstone version; what came before is gone; numbering continues.
+    r = requests.delete(base + "/schema", timeout=10)
+    assert r.status_code == 200 and r.json() == {"version": 2}
+    assert requests.get(base + "/schema", timeout=10).status_code == 404
+    assert requests.get(base + "/schema/0", timeout=10).status_code == 404
+    assert requests.get(base + "/schemas", timeout=10).json() == {"getSchemaResponses": []}
+    r = requests.post(base + "/schema", json={"type": "STRING", "schema": ""}, timeout=10)
+    assert r.json() == {"version": {"version": 3}}
+
+
+def test_partitions_share_the_partitioned_topics_schema(client, admin_url):
+    local = f"schema-part-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://public/default/{local}"
+    r = requests.put(f"{admin_url}/admin/v2/persistent/public/default/{local}/partitions",
+                     json=2, timeout=10)
+    assert r.status_code == 204
+    producer = client.create_producer(topic, schema=JsonSchema(User))
+    producer.send(User(name="p", age=1))
+    got = requests.get(f"{admin_url}/admin/v2/schemas/public/default/{local}/schema", timeout=10)
+    assert got.status_code == 200 and got.json()["type"] == "JSON"
+    with pytest.raises(pulsar.exceptions.IncompatibleSchema):
+        client.create_producer(f"{topic}-partition-1", schema=StringSchema())
+
+
+def test_topic_delete_removes_its_schema(client, admin_url):
+    post = {"type": "AVRO", "schema": AVRO_V1}
+    plain = f"schema-del-{uuid.uuid4().hex[:8]}"
+    assert requests.put(f"{admin_url}/admin/v2/persistent/public/default/{plain}",
+                        timeout=10).status_code == 204
+    schema_url = f"{admin_url}/admin/v2/schemas/public/default/{plain}/schema"
+    assert requests.post(schema_url, json=post, timeout=10).status_code == 200
+    assert requests.delete(f"{admin_url}/admin/v2/persistent/public/default/{plain}",
+                           timeout=10).status_code == 204
+    assert requests.get(schema_url, timeout=10).status_code == 404
+    # A partition's delete keeps the partitioned topic's schema; deleting the topic drops it.
+    part = f"schema-delp-{uuid.uuid4().hex[:8]}"
+    base = f"{admin_url}/admin/v2/persistent/public/default/{part}"
+    assert requests.put(base + "/partitions", json=2, timeout=10).status_code == 204
+    schema_url = f"{admin_url}/admin/v2/schemas/public/default/{part}/schema"
+    assert requests.post(schema_url, json=post, timeout=10).status_code == 200
+    client.create_producer(f"persistent://public/default/{part}-partition-0").close()
+    assert requests.delete(base + "-partition-0", timeout=10).status_code == 204
+    assert requests.get(schema_url, timeout=10).status_code == 200
+    assert requests.delete(base + "/partitions", timeout=10).status_code == 204
+    assert requests.get(schema_url, timeout=10).status_code == 404
+
+
+@pytest.fixture
+def namespace(admin_url):
+    ns = f"public/schema-{uuid.uuid4().hex[:8]}"
+    r = requests.put(f"{admin_url}/admin/v2/namespaces/{ns}", timeout=10)
+    assert r.status_code == 204, r.text
+    yield ns
+
+
+def test_namespace_schema_policies(client, admin_url, namespace):
+    url = f"{admin_url}/admin/v2/namespaces/{namespace}"
+    assert requests.get(url + "/schemaCompatibilityStrategy", timeout=10).json() == "UNDEFINED"
+    assert requests.get(url + "/isAllowAutoUpdateSchema", timeout=10).json() is True
+    assert requests.get(url + "/schemaValidationEnforced", timeout=10).json() is False
+    policies = requests.get(url, timeout=10).json()
+    assert policies["schema_compatibility_strategy"] == "UNDEFINED"
+    assert policies["is_allow_auto_update_schema"] is True
+    assert policies["schema_validation_enforced"] is False
+
+    # ALWAYS_COMPATIBLE: a new field without default is accepted.
+    assert requests.put(url + "/schemaCompatibilityStrategy", json="ALWAYS_COMPATIBLE",
+                        timeout=10).status_code == 204
+    assert requests.get(url + "/schemaCompatibilityStrategy",
+                        timeout=10).json() == "ALWAYS_COMPATIBLE"
+    assert requests.get(url, timeout=10).json()["schema_compatibility_strategy"] == \
+        "ALWAYS_COMPATIBLE"
+    topic = f"persistent://{namespace}/evolve"
+    client.create_producer(topic, schema=JsonSchema(User))
+    client.create_producer(topic, schema=JsonSchema(UserWithEmail))
+
+    # FORWARD: old readers must read the new data; dropping a field they need is refused.
+    assert requests.put(url + "/schemaCompatibilityStrategy", json="FORWARD",
+                        timeout=10).status_code == 204
+    fwd = f"persistent://{namespace}/forward"
+    client.create_producer(fwd, schema=JsonSchema(UserWithEmail))
+    with pytest.raises(pulsar.exceptions.IncompatibleSchema):
+        client.create_producer(fwd, schema=JsonSchema(User))
+
+    # Auto update off: only stored versions are accepted.
+    assert requests.put(url + "/schemaCompatibilityStrategy", json="ALWAYS_COMPATIBLE",
+                        timeout=10).status_code == 204
+    assert requests.post(url + "/isAllowAutoUpdateSchema", json=False,
+                         timeout=10).status_code == 204
+    assert requests.get(url + "/isAllowAutoUpdateSchema", timeout=10).json() is False
+    fixed = f"persistent://{namespace}/fixed"
+    local = "fixed"
+    r = requests.post(f"{admin_url}/admin/v2/schemas/{namespace}/{local}/schema",
+                      json={"type": "JSON", "schema": json.dumps(User.schema())}, timeout=10)
+    assert r.status_code == 200
+    client.create_producer(fixed, schema=JsonSchema(User))
+    with pytest.raises(pulsar.exceptions.IncompatibleSchema):
+        client.create_producer(fixed, schema=JsonSchema(UserWithEmail))
+
+    # Validation enforced: a producer without schema is refused on a topic with a schema.
+    assert requests.post(url + "/schemaValidationEnforced", json=True,
+                         timeout=10).status_code == 204
+    assert requests.get(url + "/schemaValidationEnforced", timeout=10).json() is True
+    with pytest.raises(pulsar.exceptions.IncompatibleSchema):
+        client.create_producer(fixed)
+    client.create_producer(f"persistent://{namespace}/no-schema-yet")
