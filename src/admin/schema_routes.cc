@@ -29,8 +29,7 @@ std::optional<SchemaData> parsePayload(const HttpRequest& req, HttpResponse* err
   if (!v) return std::nullopt;
   const json::object* o = v->if_object();
   const json::value* type = o ? o->if_contains("type") : nullptr;
-  auto t = type && type->is_string() ? broker::schemaTypeFromName(type->as_string())
-                                     : std::nullopt;
+  auto t = type && type->is_string() ? broker::schemaTypeFromName(type->as_string()) : std::nullopt;
   if (!t) {
     *error = HttpResponse::error(400, "Invalid schema type");
     return std::nullopt;
@@ -102,16 +101,15 @@ void addTopicSchemaRoutes(Router& r, const AdminContext* ctx) {
                    if (Status s = broker::validateSchemaData(*schema); !s) {
                      return HttpResponse::error(422, s.message());
                    }
-                   auto v = reg.putSchemaIfAbsent(
-                       id, *schema, ctx->service.schemaCompatibilityStrategyOf(name));
+                   auto v = reg.putSchemaIfAbsent(id, *schema,
+                                                  ctx->service.schemaCompatibilityStrategyOf(name));
                    if (!v.isOk()) {
                      if (v.status().code() == StatusCode::kNotAllowed) {
                        return HttpResponse::error(409, v.status().message());
                      }
                      return errorResponse(v.status());
                    }
-                   return jsonResponse(
-                       json::object{{"version", json::object{{"version", *v}}}});
+                   return jsonResponse(json::object{{"version", json::object{{"version", *v}}}});
                  });
   addSchemaRoute(r, "POST", "/compatibility",
                  [&reg, ctx](const HttpRequest& req, const PathParams&,
@@ -179,8 +177,10 @@ void addNamespaceSchemaRoutes(Router& r, const AdminContext* ctx) {
                         if (!v) return err;
                         auto s = v->is_string() ? broker::strategyFromName(v->as_string())
                                                 : std::nullopt;
-                        if (!s) return HttpResponse::error(400, "Invalid schema compatibility "
-                                                                "strategy");
+                        if (!s)
+                          return HttpResponse::error(400,
+                                                     "Invalid schema compatibility "
+                                                     "strategy");
                         reg.updateNamespacePolicies(ns, [&](broker::NamespacePolicies& p) {
                           if (*s == SchemaCompatibilityStrategy::UNDEFINED) {
                             p.schemaCompatibilityStrategy.reset();
@@ -195,27 +195,27 @@ void addNamespaceSchemaRoutes(Router& r, const AdminContext* ctx) {
     const char* suffix;
     std::optional<bool> broker::NamespacePolicies::*field;
   };
-  for (BoolPolicy b : {BoolPolicy{"isAllowAutoUpdateSchema",
-                                  &broker::NamespacePolicies::isAllowAutoUpdateSchema},
-                       BoolPolicy{"schemaValidationEnforced",
-                                  &broker::NamespacePolicies::schemaValidationEnforced}}) {
+  for (BoolPolicy b :
+       {BoolPolicy{"isAllowAutoUpdateSchema", &broker::NamespacePolicies::isAllowAutoUpdateSchema},
+        BoolPolicy{"schemaValidationEnforced",
+                   &broker::NamespacePolicies::schemaValidationEnforced}}) {
     bool isAutoUpdate = std::string(b.suffix) == "isAllowAutoUpdateSchema";
     addNamespaceRoute(r, ctx, "GET", b.suffix,
                       [&reg, ctx, b, isAutoUpdate](const HttpRequest&, const std::string& ns) {
                         auto v = reg.namespacePolicies(ns).*b.field;
-                        bool dflt = isAutoUpdate &&
-                                    ctx->service.options().dynamic.isAllowAutoUpdateSchemaEnabled.load();
+                        bool dflt =
+                            isAutoUpdate &&
+                            ctx->service.options().dynamic.isAllowAutoUpdateSchemaEnabled.load();
                         return jsonResponse(json::value(v.value_or(dflt)));
                       });
-    addNamespaceRoute(r, ctx, "POST", b.suffix,
-                      [&reg, b](const HttpRequest& req, const std::string& ns) {
-                        HttpResponse err;
-                        auto on = boolBody(req, &err);
-                        if (!on) return err;
-                        reg.updateNamespacePolicies(
-                            ns, [&](broker::NamespacePolicies& p) { p.*b.field = *on; });
-                        return noContent();
-                      });
+    addNamespaceRoute(
+        r, ctx, "POST", b.suffix, [&reg, b](const HttpRequest& req, const std::string& ns) {
+          HttpResponse err;
+          auto on = boolBody(req, &err);
+          if (!on) return err;
+          reg.updateNamespacePolicies(ns, [&](broker::NamespacePolicies& p) { p.*b.field = *on; });
+          return noContent();
+        });
   }
 }
 

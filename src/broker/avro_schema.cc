@@ -13,8 +13,20 @@ namespace json = boost::json;
 // recursive records work).
 
 enum class AvroKind {
-  kNull, kBoolean, kInt, kLong, kFloat, kDouble, kBytes, kString,
-  kRecord, kEnum, kArray, kMap, kUnion, kFixed,
+  kNull,
+  kBoolean,
+  kInt,
+  kLong,
+  kFloat,
+  kDouble,
+  kBytes,
+  kString,
+  kRecord,
+  kEnum,
+  kArray,
+  kMap,
+  kUnion,
+  kFixed,
 };
 
 struct AvroField {
@@ -26,15 +38,15 @@ struct AvroField {
 
 struct AvroNode {
   AvroKind kind = AvroKind::kNull;
-  std::string name;      // simple name of a named type
-  std::string fullName;  // namespace.name
+  std::string name;                  // simple name of a named type
+  std::string fullName;              // namespace.name
   std::vector<std::string> aliases;  // full names
   std::vector<AvroField> fields;     // record
   std::vector<std::string> symbols;  // enum
   bool hasEnumDefault = false;
-  int element = -1;             // array items / map values
-  std::vector<int> branches;    // union
-  int64_t size = 0;             // fixed
+  int element = -1;           // array items / map values
+  std::vector<int> branches;  // union
+  int64_t size = 0;           // fixed
 };
 
 class AvroSchema {
@@ -48,9 +60,9 @@ namespace {
 
 const std::unordered_map<std::string, AvroKind>& primitives() {
   static const std::unordered_map<std::string, AvroKind> m = {
-      {"null", AvroKind::kNull},     {"boolean", AvroKind::kBoolean}, {"int", AvroKind::kInt},
-      {"long", AvroKind::kLong},     {"float", AvroKind::kFloat},     {"double", AvroKind::kDouble},
-      {"bytes", AvroKind::kBytes},   {"string", AvroKind::kString},
+      {"null", AvroKind::kNull},   {"boolean", AvroKind::kBoolean}, {"int", AvroKind::kInt},
+      {"long", AvroKind::kLong},   {"float", AvroKind::kFloat},     {"double", AvroKind::kDouble},
+      {"bytes", AvroKind::kBytes}, {"string", AvroKind::kString},
   };
   return m;
 }
@@ -145,7 +157,7 @@ class AvroParser {
         if (!alias.is_string()) continue;
         std::string s(alias.as_string());
         n->aliases.push_back(s.find('.') == std::string::npos && !space.empty() ? space + "." + s
-                                                                              : s);
+                                                                                : s);
       }
     }
     if (named_.count(n->fullName)) {
@@ -258,8 +270,10 @@ class Resolver {
     if (r.kind == w.kind) {
       switch (r.kind) {
         case AvroKind::kArray:
-        case AvroKind::kMap: return canRead(r.element, w.element);
-        case AvroKind::kFixed: return nameMatches(r, w) && r.size == w.size;
+        case AvroKind::kMap:
+          return canRead(r.element, w.element);
+        case AvroKind::kFixed:
+          return nameMatches(r, w) && r.size == w.size;
         case AvroKind::kEnum: {
           if (!nameMatches(r, w)) return false;
           if (r.hasEnumDefault) return true;
@@ -269,14 +283,16 @@ class Resolver {
           }
           return true;
         }
-        case AvroKind::kRecord: return recordCompatible(r, w);
+        case AvroKind::kRecord:
+          return recordCompatible(r, w);
         case AvroKind::kUnion: {
           for (int wb : w.branches) {
             if (!readerUnionReads(r, wb)) return false;
           }
           return true;
         }
-        default: return true;  // same primitive
+        default:
+          return true;  // same primitive
       }
     }
     if (w.kind == AvroKind::kUnion) {
@@ -286,15 +302,20 @@ class Resolver {
       return true;
     }
     switch (r.kind) {
-      case AvroKind::kLong: return w.kind == AvroKind::kInt;
-      case AvroKind::kFloat: return w.kind == AvroKind::kInt || w.kind == AvroKind::kLong;
+      case AvroKind::kLong:
+        return w.kind == AvroKind::kInt;
+      case AvroKind::kFloat:
+        return w.kind == AvroKind::kInt || w.kind == AvroKind::kLong;
       case AvroKind::kDouble:
-        return w.kind == AvroKind::kInt || w.kind == AvroKind::kLong ||
-               w.kind == AvroKind::kFloat;
-      case AvroKind::kBytes: return w.kind == AvroKind::kString;
-      case AvroKind::kString: return w.kind == AvroKind::kBytes;
-      case AvroKind::kUnion: return readerUnionReads(r, wi);
-      default: return false;
+        return w.kind == AvroKind::kInt || w.kind == AvroKind::kLong || w.kind == AvroKind::kFloat;
+      case AvroKind::kBytes:
+        return w.kind == AvroKind::kString;
+      case AvroKind::kString:
+        return w.kind == AvroKind::kBytes;
+      case AvroKind::kUnion:
+        return readerUnionReads(r, wi);
+      default:
+        return false;
     }
   }
 
@@ -369,7 +390,6 @@ void pretty(const json::value& v, int level, std::string* out) {
     *out += json::serialize(v);
   }
 }
-
 
 }  // namespace
 

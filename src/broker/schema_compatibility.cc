@@ -166,7 +166,6 @@ Status checkAvro(const std::vector<const SchemaData*>& existing, const SchemaDat
 
 }  // namespace
 
-
 bool sameSchema(const SchemaData& a, const SchemaData& b) {
   if (a.type != b.type) return false;
   if (a.data == b.data) return true;
@@ -185,9 +184,9 @@ Status checkCompatibility(const std::vector<const SchemaData*>& existingLatestFi
   if (!isTransitive(strategy)) from.resize(1);
   for (const SchemaData* e : from) {
     if (e->type != candidate.type) {
-      return Status::notAllowed(fmt::format(
-          "Incompatible schema: exists schema type {}, new schema type {}",
-          schemaTypeName(e->type), schemaTypeName(candidate.type)));
+      return Status::notAllowed(
+          fmt::format("Incompatible schema: exists schema type {}, new schema type {}",
+                      schemaTypeName(e->type), schemaTypeName(candidate.type)));
     }
   }
   // Non-transitive: the same definition as the latest needs no check (Pulsar's SchemaHash).

@@ -280,8 +280,8 @@ Status SchemaRegistry::persistLocked(const std::string& id) {
   if (!store_) return Status::ok();
   std::string key = kSchemasPrefix + storage::escapePathComponent(id);
   auto it = schemas_.find(id);
-  Status s = it == schemas_.end() ? store_->remove(key)
-                                  : store_->put(key, encodeSchemaRecord(it->second));
+  Status s =
+      it == schemas_.end() ? store_->remove(key) : store_->put(key, encodeSchemaRecord(it->second));
   if (!s.isOk()) MLOG_WARN("cannot persist the schemas of {}: {}", id, s.toString());
   return s;
 }

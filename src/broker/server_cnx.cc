@@ -309,8 +309,8 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
   auto me = self();
   service_.getOrCreateTopic(
       *name, service_.allowAutoTopicCreation(*name),
-      [me, producer, requestId, producerId, initialSubscription, schema](
-          Result<std::shared_ptr<PersistentTopic>> r) {
+      [me, producer, requestId, producerId, initialSubscription,
+       schema](Result<std::shared_ptr<PersistentTopic>> r) {
         if (!r.isOk()) {
           me->sendError(requestId, toServerError(r.status(), ErrorContext::kProducer),
                         r.status().message());

@@ -1,7 +1,8 @@
+#include "broker/schema_registry.h"
+
 #include <gtest/gtest.h>
 
 #include "broker/schema_compatibility.h"
-#include "broker/schema_registry.h"
 #include "storage/metadata_store.h"
 
 namespace magnetar::broker {
@@ -11,13 +12,11 @@ using S = SchemaCompatibilityStrategy;
 
 const char* kV1 = R"({"type":"record","name":"R","fields":[{"name":"a","type":"int"}]})";
 // Adds a field without default: old readers ignore it, new readers cannot read old data.
-const char* kV2NoDefault =
-    R"({"type":"record","name":"R","fields":[{"name":"a","type":"int"},)"
-    R"({"name":"b","type":"string"}]})";
+const char* kV2NoDefault = R"({"type":"record","name":"R","fields":[{"name":"a","type":"int"},)"
+                           R"({"name":"b","type":"string"}]})";
 // Adds a field with a default: compatible both ways.
-const char* kV2Default =
-    R"({"type":"record","name":"R","fields":[{"name":"a","type":"int"},)"
-    R"({"name":"b","type":"string","default":"x"}]})";
+const char* kV2Default = R"({"type":"record","name":"R","fields":[{"name":"a","type":"int"},)"
+                         R"({"name":"b","type":"string","default":"x"}]})";
 
 SchemaData avro(const std::string& def) { return SchemaData{SchemaType::AVRO, def, {}}; }
 
@@ -69,13 +68,12 @@ TEST(AvroResolution, UnionsEnumsArraysRecursion) {
   EXPECT_TRUE(reads(rec(e3), rec(e2)));
   EXPECT_FALSE(reads(rec(e2), rec(e3)));
   EXPECT_TRUE(reads(rec(e2d), rec(e3)));
-  EXPECT_TRUE(reads(rec(R"({"type":"array","items":"long"})"),
-                    rec(R"({"type":"array","items":"int"})")));
-  EXPECT_FALSE(reads(rec(R"({"type":"map","values":"int"})"),
-                     rec(R"({"type":"map","values":"string"})")));
-  std::string list =
-      R"({"type":"record","name":"Node","fields":[{"name":"v","type":"int"},)"
-      R"({"name":"next","type":["null","Node"]}]})";
+  EXPECT_TRUE(
+      reads(rec(R"({"type":"array","items":"long"})"), rec(R"({"type":"array","items":"int"})")));
+  EXPECT_FALSE(
+      reads(rec(R"({"type":"map","values":"int"})"), rec(R"({"type":"map","values":"string"})")));
+  std::string list = R"({"type":"record","name":"Node","fields":[{"name":"v","type":"int"},)"
+                     R"({"name":"next","type":["null","Node"]}]})";
   EXPECT_TRUE(reads(list, list));
 }
 
@@ -84,7 +82,8 @@ TEST(AvroResolution, ParseErrors) {
   EXPECT_FALSE(parseAvroSchema(R"({"type":"record","name":"R"})").isOk());  // no fields
   EXPECT_FALSE(parseAvroSchema(R"({"type":"object"})").isOk());  // old JSON-schema format
   EXPECT_FALSE(parseAvroSchema(R"({"type":"record","name":"R","fields":[{"name":"a",)"
-                               R"("type":"Missing"}]})").isOk());
+                               R"("type":"Missing"}]})")
+                   .isOk());
   EXPECT_TRUE(parseAvroSchema(R"("string")").isOk());
 }
 
@@ -174,7 +173,9 @@ TEST(SchemaRegistry, VersionsDeletesAndPersistence) {
   EXPECT_EQ(*reg.putSchemaIfAbsent("t/ns/x", v1, S::FULL), 0);
   // The same definition with other whitespace is the same version.
   EXPECT_EQ(*reg.putSchemaIfAbsent("t/ns/x", avro(R"({"type": "record", "name": "R",
-      "fields": [{"name": "a", "type": "int"}]})"), S::FULL), 0);
+      "fields": [{"name": "a", "type": "int"}]})"),
+                                   S::FULL),
+            0);
   auto refused = reg.putSchemaIfAbsent("t/ns/x", avro(kV2NoDefault), S::FULL);
   EXPECT_EQ(refused.status().code(), StatusCode::kNotAllowed);
   EXPECT_EQ(*reg.putSchemaIfAbsent("t/ns/x", avro(kV2Default), S::FULL), 1);
@@ -197,8 +198,7 @@ TEST(SchemaRegistry, VersionsDeletesAndPersistence) {
   EXPECT_TRUE(reg.getAllSchemas("t/ns/x").empty());
   SchemaData str{SchemaType::STRING, "", {}};
   EXPECT_EQ(*reg.putSchemaIfAbsent("t/ns/x", str, S::FULL), 3);
-  EXPECT_EQ(reg.checkConsumerCompatibility("t/ns/y", str, S::FULL).code(),
-            StatusCode::kNotFound);
+  EXPECT_EQ(reg.checkConsumerCompatibility("t/ns/y", str, S::FULL).code(), StatusCode::kNotFound);
   EXPECT_TRUE(reg.checkConsumerCompatibility("t/ns/x", str, S::FULL).isOk());
   // Force delete forgets the record.
   EXPECT_TRUE(reg.deleteSchema("t/ns/x", true).isOk());
