@@ -156,8 +156,13 @@ class AvroParser {
       for (const auto& alias : a->as_array()) {
         if (!alias.is_string()) continue;
         std::string s(alias.as_string());
-        n->aliases.push_back(s.find('.') == std::string::npos && !space.empty() ? space + "." + s
-                                                                                : s);
+        if (s.find('.') == std::string::npos && !space.empty()) {
+          std::string full = space;
+          full += '.';
+          full += s;
+          s = std::move(full);
+        }
+        n->aliases.push_back(std::move(s));
       }
     }
     if (named_.count(n->fullName)) {

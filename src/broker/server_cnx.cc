@@ -303,7 +303,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
   std::optional<uint64_t> epoch;
   if (c.has_topic_epoch()) epoch = c.topic_epoch();
   auto producer = std::make_shared<Producer>(producerId, producerName, self(), mode, epoch);
-  std::string initialSubscription = c.initial_subscription_name();
+  const std::string& initialSubscription = c.initial_subscription_name();
   std::optional<proto::Schema> schema;
   if (c.has_schema()) schema = c.schema();
   auto me = self();
@@ -350,7 +350,8 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
           });
         };
         auto added = [me, topic, producer, requestId, producerId, schemaVersion](
-                         Status s, proto::ServerError err, std::optional<uint64_t> topicEpoch) {
+                         const Status& s, proto::ServerError err,
+                         std::optional<uint64_t> topicEpoch) {
           int64_t lastSequenceId = s.isOk() ? topic->lastSequenceId(producer->name()) : -1;
           me->loop().execute([me, topic, producer, requestId, producerId, s, err, lastSequenceId,
                               topicEpoch, schemaVersion] {
@@ -625,7 +626,7 @@ void ServerCnx::handleGetSchema(const proto::CommandGetSchema& c) {
 
 void ServerCnx::handleGetOrCreateSchema(const proto::CommandGetOrCreateSchema& c) {
   auto me = self();
-  getOrCreateSchema(service_, c, [me](Buffer frame) { me->send(frame); });
+  getOrCreateSchema(service_, c, [me](const Buffer& frame) { me->send(frame); });
 }
 
 }  // namespace magnetar::broker
