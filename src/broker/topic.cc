@@ -40,14 +40,14 @@ void PersistentTopic::initialize(std::function<void(Status)> done) {
                 self->dedup_.entriesReplayed());
       self->scheduleDedupCheck();
     }
-    done(s);
+    done(std::move(s));
   });
 }
 
 void PersistentTopic::setDeduplicationEnabled(bool enabled) {
   if (enabled == dedup_.enabled()) return;
   auto self = shared_from_this();
-  dedup_.setEnabled(enabled, *ledger_, [self](Status s) {
+  dedup_.setEnabled(enabled, *ledger_, [self](const Status& s) {
     if (!s.isOk()) {
       MLOG_WARN("{}: deduplication recovery failed: {}", self->name_.toString(), s.toString());
     }
@@ -82,14 +82,15 @@ PersistentTopic::~PersistentTopic() = default;
 void PersistentTopic::loadSubscriptions() {
   for (auto* cursor : ledger_->cursors()) {
     if (cursor->name() == kDedupCursorName) continue;  // not a subscription
-    subscriptions_.emplace(cursor->name(), std::make_unique<Subscription>(
-                                               cursor->name(), *ledger_, *cursor, options_,
-                                               name_.toString(), name_.partitionIndex()));
+    auto sub = std::make_unique<Subscription>(cursor->name(), *ledger_, *cursor, options_,
+                                              name_.toString(), name_.partitionIndex());
+    sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
+    subscriptions_.emplace(cursor->name(), std::move(sub));
   }
 }
 
 void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAdded added,
-                                  std::function<void()> queued) {
+                                  const std::function<void()>& queued) {
   if (terminated_) {
     added(Status::notAllowed("Topic was already terminated"), proto::TopicTerminatedError, {});
     return;
@@ -264,7 +265,8 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
       }
       if (verdict == MessageDeduplication::Verdict::kInFlight) {
         dedup_.waitFor(producer->name(),
-                       {static_cast<int64_t>(seq), [this, producer, seq, highest, bytes](Status st) {
+                       {static_cast<int64_t>(seq),
+                        [this, producer, seq, highest, bytes](const Status& st) {
                           if (st.isOk()) {
                             queueReceipt(producer, {}, seq, {-1, -1}, highest, bytes);
                           } else {
@@ -279,7 +281,7 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
       }
     }
     ledger_->asyncAddEntry(std::move(s.entry), [this, producer, seq, highest, n, bytes](
-                                                   Status st, storage::Position pos) {
+                                                   const Status& st, storage::Position pos) {
       dedup_.completed(producer->name(), static_cast<int64_t>(highest), st, pos);
       if (st.isOk()) {
         stats_.msgInCounter += n;
@@ -347,7 +349,8 @@ void PersistentTopic::flushPass() {
   }
 }
 
-void PersistentTopic::subscribe(const SubscribeRequest& req, std::function<void(Status)> cb) {
+void PersistentTopic::subscribe(const SubscribeRequest& req,
+                                const std::function<void(Status)>& cb) {
   int maxConsumers = limits_.maxConsumers.value_or(options_.maxConsumersPerTopic);
   if (maxConsumers > 0) {
     size_t consumers = 0;
@@ -528,7 +531,7 @@ void PersistentTopic::enforceBacklogQuota() {
     int64_t skip = sub->msgBacklog() - keep;
     MLOG_INFO("{}: backlog quota exceeded: evicting {} entries of subscription {}",
               name_.toString(), skip, name);
-    sub->skipEntries(skip, [](Status) {});
+    sub->skipEntries(skip, [](const Status&) {});
   }
 }
 

@@ -105,7 +105,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   using ProducerAdded =
       std::function<void(Status, proto::ServerError, std::optional<uint64_t> topicEpoch)>;
   void addProducer(const std::shared_ptr<Producer>& p, ProducerAdded added,
-                   std::function<void()> queued);
+                   const std::function<void()>& queued);
   // Removes a connected or waiting producer; an exclusive one leaving admits the next waiting
   // producer.
   void removeProducer(Producer* p);
@@ -117,7 +117,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Creates the subscription if needed and adds the consumer; cb (on this executor) gets the
   // outcome. Errors as Subscription::addConsumer, kNotFound when the subscription is missing and
   // may not be created.
-  void subscribe(const SubscribeRequest& req, std::function<void(Status)> cb);
+  void subscribe(const SubscribeRequest& req, const std::function<void(Status)>& cb);
   void removeConsumer(Consumer* c, const std::string& subscription);
   Subscription* subscription(const std::string& name);
   const std::map<std::string, std::unique_ptr<Subscription>>& subscriptions() const {

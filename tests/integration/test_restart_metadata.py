@@ -92,3 +92,39 @@ def test_schemas_and_schema_policies_survive_restart():
         assert msg.value().label == "a"
         client.close()
         broker.stop()
+
+
+def test_namespace_unacked_limit_applies_to_a_topic_loaded_after_restart():
+    import requests
+
+    with tempfile.TemporaryDirectory(prefix="magnetar-restart-limits-") as d:
+        broker = restartable_magnetar(d)
+        url = broker.start().service_url
+        web = broker.admin_url
+        wait_web(web)
+        ns = f"{web}/admin/v2/namespaces/public/default"
+        assert requests.post(ns + "/maxUnackedMessagesPerConsumer", json=2,
+                             timeout=10).status_code == 204
+        topic = "persistent://public/default/restart-unacked"
+        client = pulsar.Client(url)
+        client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared).close()
+        producer = client.create_producer(topic, batching_enabled=False)
+        for i in range(5):
+            producer.send(b"%d" % i)
+        client.close()
+        broker.kill()
+
+        url = broker.start().service_url
+        wait_web(broker.admin_url)
+        client = pulsar.Client(url)
+        consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
+        got = []
+        try:
+            while True:
+                got.append(consumer.receive(timeout_millis=2000))
+        except pulsar.Timeout:
+            pass
+        # The limit holds for the subscription recovered from storage, as for a new one.
+        assert len(got) == 2
+        client.close()
+        broker.stop()
