@@ -11,14 +11,15 @@ import uuid
 import pulsar
 import pytest
 import requests
-from brokers import MagnetarProcess
+
+from harness.broker import MagnetarProcess
 
 
 @pytest.fixture(scope="module")
 def dyn_broker():
     # One I/O thread, so maxMessagePublishBufferSizeInMB is one share; fsync'd journal, so a
     # flood of publishes waits for storage.
-    proc = MagnetarProcess(extra_settings=["numIOThreads=1", "journalSyncData=true"])
+    proc = MagnetarProcess(["numIOThreads=1", "journalSyncData=true"])
     endpoint = proc.start()
     try:
         yield endpoint
