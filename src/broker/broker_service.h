@@ -12,9 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "broker/broker_options.h"
-#include "broker/publish_throttle.h"
 #include "broker/policies.h"
+#include "broker/publish_throttle.h"
 #include "broker/stats.h"
 #include "broker/topic.h"
 #include "broker/topic_list.h"
@@ -132,12 +133,12 @@ class BrokerService {
   };
 
   // kNotFound (no namespace, or !create), kNotAllowed (a partition of a non-partitioned topic).
-  Status canCreateLocked(const TopicName& name, bool create);  // REQUIRES: mu_ held
-  // Writes the namespaces and partitioned-topic counts to the metadata store. REQUIRES: mu_.
-  void persistMetadataLocked();
-  // Reports partitions [from, to) of a partitioned topic created or deleted. REQUIRES: mu_ free.
-  void announcePartitions(const TopicName& name, int from, int to, bool created);
-  void loadMetadata();
+  Status canCreateLocked(const TopicName& name, bool create) REQUIRES(mu_);
+  // Writes the namespaces and partitioned-topic counts to the metadata store.
+  void persistMetadataLocked() REQUIRES(mu_);
+  // Reports partitions [from, to) of a partitioned topic created or deleted.
+  void announcePartitions(const TopicName& name, int from, int to, bool created) EXCLUDES(mu_);
+  void loadMetadata() REQUIRES(mu_);
   storage::MetadataStore* metadata_ = nullptr;
 
   BrokerOptions options_;
@@ -147,11 +148,11 @@ class BrokerService {
   std::unique_ptr<net::TcpServer> server_;
   std::vector<std::unique_ptr<PublishBufferThrottle>> throttles_;  // one per pulsar-io loop
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<TopicSlot>> topics_;   // GUARDED_BY(mu_)
-  std::map<std::string, int> partitioned_;                     // GUARDED_BY(mu_)
-  std::map<std::string, bool> storedLedgers_;                  // GUARDED_BY(mu_)
-  std::set<std::string> namespaces_;                           // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<TopicSlot>> topics_ GUARDED_BY(mu_);
+  std::map<std::string, int> partitioned_ GUARDED_BY(mu_);
+  std::map<std::string, bool> storedLedgers_ GUARDED_BY(mu_);
+  std::set<std::string> namespaces_ GUARDED_BY(mu_);
   PolicyRegistry policies_;
   TopicEventListeners topicListeners_;
   RateRegistry rates_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <span>
 
+#include "base/dcheck.h"
 #include "base/logging.h"
 #include "base/murmur3.h"
 #include "broker/server_cnx.h"
@@ -50,6 +51,7 @@ Dispatcher::Dispatcher(SubType type, storage::ManagedLedger& ledger,
 Dispatcher::~Dispatcher() = default;
 
 Status Dispatcher::addConsumer(const std::shared_ptr<Consumer>& c) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   if (type_ == proto::CommandSubscribe::Exclusive && !consumers_.empty()) {
     return Status::busy("Exclusive consumer is already connected");
   }
@@ -65,6 +67,7 @@ Status Dispatcher::addConsumer(const std::shared_ptr<Consumer>& c) {
 }
 
 void Dispatcher::removeConsumer(Consumer* c) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   auto it = std::find_if(consumers_.begin(), consumers_.end(),
                          [c](const auto& p) { return p.get() == c; });
   if (it == consumers_.end()) return;
@@ -91,7 +94,10 @@ void Dispatcher::removeConsumer(Consumer* c) {
   readMoreEntries();
 }
 
-Consumer* Dispatcher::activeConsumer() const { return active_; }
+Consumer* Dispatcher::activeConsumer() const {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  return active_;
+}
 
 void Dispatcher::updateActiveConsumer() {
   if (consumers_.empty()) {
@@ -162,6 +168,7 @@ int64_t Dispatcher::availablePermits() const {
 }
 
 void Dispatcher::flow(Consumer* c, uint32_t permits) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   c->permits += permits;
   readMoreEntries();
 }
@@ -189,6 +196,7 @@ void Dispatcher::trackUnacked(Consumer* c, int64_t delta) {
 }
 
 void Dispatcher::acked(Consumer* c, const std::vector<Position>& positions) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
   bool hashFreed = false;
   for (auto& p : positions) {
@@ -203,6 +211,7 @@ void Dispatcher::acked(Consumer* c, const std::vector<Position>& positions) {
 }
 
 void Dispatcher::ackedCumulative(Consumer* c, Position upTo) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
   c->pendingAcks.takeUpTo(upTo, [&](Position p, const Consumer::PendingAck& pending) {
     releasePending(c, pending);
@@ -212,6 +221,7 @@ void Dispatcher::ackedCumulative(Consumer* c, Position upTo) {
 }
 
 void Dispatcher::batchIndexesAcked(Consumer* c, const std::vector<Position>& positions) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
   bool hashFreed = false;
   for (auto& p : positions) {
@@ -240,6 +250,7 @@ void Dispatcher::batchIndexesAcked(Consumer* c, const std::vector<Position>& pos
 }
 
 void Dispatcher::redeliver(Consumer* c, const std::vector<Position>& positions) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   if (isSingleActive(type_)) {
     // Pulsar rewinds the cursor to the first unacked entry for Exclusive/Failover on any
     // redeliver request (nack included); the tail comes back in order, counts unchanged.
@@ -284,9 +295,13 @@ bool Dispatcher::olderInReplay(int32_t hash, Position p) const {
   return false;
 }
 
-void Dispatcher::onNewEntries() { readMoreEntries(); }
+void Dispatcher::onNewEntries() {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  readMoreEntries();
+}
 
 void Dispatcher::rewind() {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   ++epoch_;
   readPending_ = false;
   replay_.clear();
@@ -310,11 +325,13 @@ void Dispatcher::clearPending(Consumer* c) {
 }
 
 std::vector<DrainingHashInfo> Dispatcher::drainingHashes() const {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   if (!selector_) return {};
   return draining_.snapshot(pendingHashes_, *selector_);
 }
 
 int64_t Dispatcher::entriesBlockedByDraining(const std::vector<DrainingHashInfo>& draining) const {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   if (replayHashes_.empty()) return 0;
   int64_t n = 0;
   for (const auto& d : draining) {
@@ -325,6 +342,7 @@ int64_t Dispatcher::entriesBlockedByDraining(const std::vector<DrainingHashInfo>
 }
 
 std::vector<std::shared_ptr<Consumer>> Dispatcher::takeConsumers() {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   // All are about to be removed: none may be handed the others' messages meanwhile.
   for (auto& c : consumers_) c->closed = true;
   return consumers_;

@@ -2,6 +2,7 @@
 // CLOSE_CONSUMER, UNSUBSCRIBE, SEEK and GET_LAST_MESSAGE_ID (the class is in server_cnx.h).
 #include <algorithm>
 
+#include "base/dcheck.h"
 #include "base/logging.h"
 #include "broker/broker_service.h"
 #include "broker/server_cnx.h"
@@ -15,6 +16,7 @@ using protocol::ErrorContext;
 using protocol::toServerError;
 
 void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
+  MAGNETAR_DCHECK_ON(loop());
   uint64_t consumerId = c.consumer_id();
   uint64_t requestId = c.request_id();
   auto existing = consumers_.find(consumerId);
@@ -118,6 +120,7 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
 }
 
 void ServerCnx::withConsumer(uint64_t consumerId, std::function<void(ConsumerRef&)> fn) {
+  MAGNETAR_DCHECK_ON(loop());
   auto it = consumers_.find(consumerId);
   if (it == consumers_.end()) {  // Pulsar ignores commands for unknown consumers
     CnxErrorStats::record(ProtocolError::kUnknownId);
@@ -135,6 +138,7 @@ void ServerCnx::withConsumer(uint64_t consumerId, std::function<void(ConsumerRef
 }
 
 void ServerCnx::handleFlow(const proto::CommandFlow& c) {
+  MAGNETAR_DCHECK_ON(loop());
   uint32_t permits = c.messagepermits();
   withConsumer(c.consumer_id(), [permits](ConsumerRef& ref) {
     auto topic = ref.topic;
@@ -149,6 +153,7 @@ void ServerCnx::handleFlow(const proto::CommandFlow& c) {
 }
 
 void ServerCnx::handleAck(const proto::CommandAck& c) {
+  MAGNETAR_DCHECK_ON(loop());
   // Whole entries, and batch-index acks (PIP-54: ack_set bit i set = index i not yet acked).
   // With acknowledgmentAtBatchIndexLevelEnabled off, a partial individual ack is ignored and a
   // partial cumulative ack covers the entries before its batch, as in Pulsar.
@@ -212,6 +217,7 @@ void ServerCnx::handleAck(const proto::CommandAck& c) {
 }
 
 void ServerCnx::handleRedeliver(const proto::CommandRedeliverUnacknowledgedMessages& c) {
+  MAGNETAR_DCHECK_ON(loop());
   std::vector<storage::Position> positions;
   for (const auto& id : c.message_ids()) {
     positions.push_back({static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())});
@@ -228,6 +234,7 @@ void ServerCnx::handleRedeliver(const proto::CommandRedeliverUnacknowledgedMessa
 }
 
 void ServerCnx::handleCloseConsumer(const proto::CommandCloseConsumer& c) {
+  MAGNETAR_DCHECK_ON(loop());
   auto it = consumers_.find(c.consumer_id());
   uint64_t requestId = c.request_id();
   if (it == consumers_.end()) {
@@ -259,6 +266,7 @@ void ServerCnx::closeConsumerFromBroker(uint64_t consumerId) {
 }
 
 void ServerCnx::handleUnsubscribe(const proto::CommandUnsubscribe& c) {
+  MAGNETAR_DCHECK_ON(loop());
   uint64_t requestId = c.request_id();
   uint64_t consumerId = c.consumer_id();
   auto it = consumers_.find(consumerId);
@@ -289,6 +297,7 @@ void ServerCnx::handleUnsubscribe(const proto::CommandUnsubscribe& c) {
 }
 
 void ServerCnx::handleSeek(const proto::CommandSeek& c) {
+  MAGNETAR_DCHECK_ON(loop());
   uint64_t requestId = c.request_id();
   auto it = consumers_.find(c.consumer_id());
   if (it == consumers_.end() || !it->second.ready) {
@@ -343,6 +352,7 @@ void ServerCnx::handleSeek(const proto::CommandSeek& c) {
 }
 
 void ServerCnx::handleGetLastMessageId(const proto::CommandGetLastMessageId& c) {
+  MAGNETAR_DCHECK_ON(loop());
   uint64_t requestId = c.request_id();
   auto it = consumers_.find(c.consumer_id());
   if (it == consumers_.end() || !it->second.ready) {
