@@ -75,7 +75,8 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   friend class ManagedCursorImpl;
   explicit DurableManagedLedgerFactory(const StorageOptions& options);
 
-  Status recover();  // storage_recovery.cc
+  // storage_recovery.cc; runs before the ledgers are shared, so mu_ is not taken.
+  Status recover() NO_THREAD_SAFETY_ANALYSIS;
   Status start();
 
   // Background-thread (storage-bg) work.
