@@ -63,9 +63,12 @@ void BrokerService::loadMetadata() {
 }
 
 Status BrokerService::start() {
-  // Pulsar standalone creates public/default at first start; the rest comes from the store.
-  namespaces_.insert("public/default");
-  loadMetadata();
+  {
+    MutexLock lock(mu_);  // nothing else runs yet; held for the analysis
+    // Pulsar standalone creates public/default at first start; the rest comes from the store.
+    namespaces_.insert("public/default");
+    loadMetadata();
+  }
   if (metadata_) {
     if (Status s = policies_.attachStore(metadata_); !s) {
       MLOG_WARN("tenants and namespace policies stay in memory: {}", s.toString());
@@ -75,6 +78,7 @@ Status BrokerService::start() {
     }
   }
   for (auto& n : factory_->ledgerNames()) {
+    MutexLock lock(mu_);
     storedLedgers_[n] = true;
     // tenant/ns/persistent/local: its namespace exists.
     auto a = n.find('/');
@@ -158,7 +162,7 @@ void BrokerService::stop() {
   if (mlWorkers_) mlWorkers_->stop();
   server_.reset();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     topics_.clear();
   }
 }
@@ -186,7 +190,7 @@ std::string BrokerService::generateProducerName() {
 void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCallback cb) {
   std::shared_ptr<TopicSlot> slot;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    UniqueLock lock(mu_);
     auto it = topics_.find(name.toString());
     if (it != topics_.end()) {
       if (it->second->topic) {
@@ -224,7 +228,7 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
         if (!r.isOk()) {
           std::vector<TopicCallback> waiters;
           {
-            std::lock_guard<std::mutex> lock(mu_);
+            MutexLock lock(mu_);
             waiters = std::move(slot->waiters);
             topics_.erase(name.toString());
           }
@@ -244,7 +248,7 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
           std::vector<TopicCallback> waiters;
           bool created = false;
           {
-            std::lock_guard<std::mutex> lock(mu_);
+            MutexLock lock(mu_);
             waiters = std::move(slot->waiters);
             slot->topic = topic;
             created = storedLedgers_.emplace(name.persistenceName(), true).second;
@@ -346,7 +350,7 @@ bool BrokerService::allowAutoTopicCreation(const TopicName& name) const {
 
 std::vector<std::shared_ptr<PersistentTopic>> BrokerService::topics() const {
   std::vector<std::shared_ptr<PersistentTopic>> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [n, s] : topics_) {
     if (s->topic) out.push_back(s->topic);
   }
@@ -371,7 +375,7 @@ std::vector<std::string> domainsOf(TopicDomain domain) {
 std::vector<std::string> BrokerService::topicsOfNamespace(const std::string& ns,
                                                           TopicDomain domain) const {
   std::vector<std::string> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const std::string& d : domainsOf(domain)) {
     std::string prefix = d + "://" + ns + "/";
     for (auto& [n, s] : topics_) {
@@ -415,17 +419,17 @@ Status BrokerService::canCreateLocked(const TopicName& name, bool create) {
 }
 
 void BrokerService::createNamespace(const std::string& ns) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (namespaces_.insert(ns).second) persistMetadataLocked();
 }
 
 bool BrokerService::namespaceExists(const std::string& ns) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return namespaces_.count(ns) > 0;
 }
 
 Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   if (!namespaces_.count(name.namespaceName())) {
     return Status::notFound("Namespace " + name.namespaceName() + " does not exist");
   }
@@ -455,7 +459,7 @@ Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) 
 
 Status BrokerService::createPartitionedTopic(const TopicName& name, int partitions) {
   if (partitions < 1) return Status::invalidArgument("Number of partitions must be >= 1");
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   if (partitioned_.count(name.toString()) || topics_.count(name.toString())) {
     return Status::alreadyExists("Topic " + name.toString() + " already exists");
   }
@@ -567,7 +571,7 @@ void BrokerService::lastMessageId(
 }
 
 Status BrokerService::addNamespace(const std::string& ns) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!namespaces_.insert(ns).second) return Status::alreadyExists("Namespace already exists");
   persistMetadataLocked();
   return Status::ok();
@@ -575,7 +579,7 @@ Status BrokerService::addNamespace(const std::string& ns) {
 
 Status BrokerService::removeNamespace(const std::string& ns) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (namespaces_.erase(ns) == 0) return Status::notFound("Namespace does not exist");
     std::string prefix = "persistent://" + ns + "/";
     for (auto it = partitioned_.begin(); it != partitioned_.end();) {
@@ -588,12 +592,12 @@ Status BrokerService::removeNamespace(const std::string& ns) {
 }
 
 std::vector<std::string> BrokerService::namespaces() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return {namespaces_.begin(), namespaces_.end()};
 }
 
 bool BrokerService::topicExists(const TopicName& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (topics_.count(name.toString()) || storedLedgers_.count(name.persistenceName()) ||
       partitioned_.count(name.toString())) {
     return true;
@@ -612,7 +616,7 @@ void BrokerService::announcePartitions(const TopicName& name, int from, int to, 
 std::map<std::string, int> BrokerService::partitionedTopicsOf(const std::string& ns,
                                                               TopicDomain domain) const {
   std::map<std::string, int> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const std::string& d : domainsOf(domain)) {
     std::string prefix = d + "://" + ns + "/";
     for (const auto& [n, count] : partitioned_) {
@@ -623,7 +627,7 @@ std::map<std::string, int> BrokerService::partitionedTopicsOf(const std::string&
 }
 
 Status BrokerService::updatePartitions(const TopicName& name, int partitions) {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   auto it = partitioned_.find(name.toString());
   if (it == partitioned_.end()) return Status::notFound("Partitioned topic does not exist");
   if (partitions < it->second) {
@@ -638,7 +642,7 @@ Status BrokerService::updatePartitions(const TopicName& name, int partitions) {
 }
 
 Status BrokerService::removePartitionedTopic(const TopicName& name) {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   auto it = partitioned_.find(name.toString());
   if (it == partitioned_.end()) return Status::notFound("Partitioned topic does not exist");
   int partitions = it->second;
@@ -667,7 +671,7 @@ void BrokerService::deleteTopic(const TopicName& name, bool force,
     }
     {
       // Forget it first: clients closed below reconnect to a fresh topic.
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto it = topics_.find(name.toString());
       if (it != topics_.end() && it->second->topic == topic) topics_.erase(it);
       storedLedgers_.erase(name.persistenceName());

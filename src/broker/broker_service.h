@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "broker/broker_options.h"
 #include "broker/periodic_task.h"
 #include "broker/policies.h"
@@ -171,12 +172,12 @@ class BrokerService {
   };
 
   // kNotFound (no namespace, or !create), kNotAllowed (a partition of a non-partitioned topic).
-  Status canCreateLocked(const TopicName& name, bool create);  // REQUIRES: mu_ held
-  // Writes the namespaces and partitioned-topic counts to the metadata store. REQUIRES: mu_.
-  void persistMetadataLocked();
-  // Reports partitions [from, to) of a partitioned topic created or deleted. REQUIRES: mu_ free.
-  void announcePartitions(const TopicName& name, int from, int to, bool created);
-  void loadMetadata();
+  Status canCreateLocked(const TopicName& name, bool create) REQUIRES(mu_);
+  // Writes the namespaces and partitioned-topic counts to the metadata store.
+  void persistMetadataLocked() REQUIRES(mu_);
+  // Reports partitions [from, to) of a partitioned topic created or deleted.
+  void announcePartitions(const TopicName& name, int from, int to, bool created) EXCLUDES(mu_);
+  void loadMetadata() REQUIRES(mu_);
   // Bytes of maxMessagePublishBufferSizeInMB=mb for each I/O loop (0: off). REQUIRES: started.
   int64_t publishBufferShare(int mb) const;
   storage::MetadataStore* metadata_ = nullptr;
@@ -191,11 +192,11 @@ class BrokerService {
   std::unique_ptr<PeriodicTask> backlogQuotaChecker_;
   std::vector<std::unique_ptr<PublishBufferThrottle>> throttles_;  // one per pulsar-io loop
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<TopicSlot>> topics_;   // GUARDED_BY(mu_)
-  std::map<std::string, int> partitioned_;                     // GUARDED_BY(mu_)
-  std::map<std::string, bool> storedLedgers_;                  // GUARDED_BY(mu_)
-  std::set<std::string> namespaces_;                           // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<TopicSlot>> topics_ GUARDED_BY(mu_);
+  std::map<std::string, int> partitioned_ GUARDED_BY(mu_);
+  std::map<std::string, bool> storedLedgers_ GUARDED_BY(mu_);
+  std::set<std::string> namespaces_ GUARDED_BY(mu_);
   PolicyRegistry policies_;
   SchemaRegistry schemas_;
   TopicEventListeners topicListeners_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <span>
 
+#include "base/dcheck.h"
 #include "base/logging.h"
 #include "base/murmur3.h"
 #include "broker/server_cnx.h"
@@ -16,14 +17,6 @@ using storage::Position;
 namespace {
 
 int64_t packPosition(Position p) { return (p.ledgerId << 32) ^ p.entryId; }
-
-// The sticky key of an entry: ordering_key, else partition_key, else a fixed key for messages
-// without one (Pulsar's NONE_KEY). Pulsar hashes the base64 text itself when flagged b64.
-int32_t stickyHashOf(const EntryMetadataPeek& md, const KeySharedSelector& selector) {
-  if (md.hasOrderingKey) return selector.hashOf(md.orderingKey);
-  if (md.hasPartitionKey) return selector.hashOf(md.partitionKey);
-  return selector.hashOf("NONE_KEY");
-}
 
 bool isSingleActive(SubType t) {
   return t == proto::CommandSubscribe::Exclusive || t == proto::CommandSubscribe::Failover;
@@ -39,10 +32,7 @@ Dispatcher::Dispatcher(SubType type, storage::ManagedLedger& ledger,
       maxUnackedPerConsumer_(options.maxUnackedMessagesPerConsumer),
       maxUnackedPerSubscription_(options.maxUnackedMessagesPerSubscription) {
   if (type_ == proto::CommandSubscribe::Key_Shared) {
-    pendingHashes_.assign(kKeySharedRangeSize, {nullptr, 0});
-    selector_ = std::make_unique<KeySharedSelector>(
-        std::max(1, options_.subscriptionKeySharedConsistentHashingReplicaPoints),
-        options_.subscriptionKeySharedUseConsistentHashing);
+    keyShared_ = std::make_unique<KeySharedState>(options_);
   }
   readPosition_ = ledger_.nextValidPosition(cursor_.markDeletedPosition());
 }
@@ -50,28 +40,29 @@ Dispatcher::Dispatcher(SubType type, storage::ManagedLedger& ledger,
 Dispatcher::~Dispatcher() = default;
 
 Status Dispatcher::addConsumer(const std::shared_ptr<Consumer>& c) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   if (type_ == proto::CommandSubscribe::Exclusive && !consumers_.empty()) {
     return Status::busy("Exclusive consumer is already connected");
   }
-  if (selector_) {
-    Status s = selector_->addConsumer(c.get());
+  if (keyShared_) {
+    Status s = keyShared_->addConsumer(c.get());
     if (!s.isOk()) return s;
   }
   consumers_.push_back(c);
-  if (selector_) draining_.rescan(pendingHashes_, *selector_);
   if (isSingleActive(type_)) updateActiveConsumer();
   readMoreEntries();
   return Status::ok();
 }
 
 void Dispatcher::removeConsumer(Consumer* c) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   auto it = std::find_if(consumers_.begin(), consumers_.end(),
                          [c](const auto& p) { return p.get() == c; });
   if (it == consumers_.end()) return;
   std::shared_ptr<Consumer> keep = *it;
   consumers_.erase(it);
   c->closed = true;
-  if (selector_) selector_->removeConsumer(c);
+  if (keyShared_) keyShared_->removeConsumer(c);
   if (isSingleActive(type_)) {
     bool wasActive = active_ == c;
     clearPending(c);
@@ -87,11 +78,14 @@ void Dispatcher::removeConsumer(Consumer* c) {
   }
   // Pulsar keeps redelivery counts only while the subscription has consumers.
   if (consumers_.empty()) redeliveryCount_.clear();
-  if (selector_) draining_.rescan(pendingHashes_, *selector_);
+  if (keyShared_) keyShared_->consumersChanged();
   readMoreEntries();
 }
 
-Consumer* Dispatcher::activeConsumer() const { return active_; }
+Consumer* Dispatcher::activeConsumer() const {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  return active_;
+}
 
 void Dispatcher::updateActiveConsumer() {
   if (consumers_.empty()) {
@@ -162,6 +156,7 @@ int64_t Dispatcher::availablePermits() const {
 }
 
 void Dispatcher::flow(Consumer* c, uint32_t permits) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   c->permits += permits;
   readMoreEntries();
 }
@@ -189,6 +184,7 @@ void Dispatcher::trackUnacked(Consumer* c, int64_t delta) {
 }
 
 void Dispatcher::acked(Consumer* c, const std::vector<Position>& positions) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
   bool hashFreed = false;
   for (auto& p : positions) {
@@ -203,6 +199,7 @@ void Dispatcher::acked(Consumer* c, const std::vector<Position>& positions) {
 }
 
 void Dispatcher::ackedCumulative(Consumer* c, Position upTo) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
   c->pendingAcks.takeUpTo(upTo, [&](Position p, const Consumer::PendingAck& pending) {
     releasePending(c, pending);
@@ -212,6 +209,7 @@ void Dispatcher::ackedCumulative(Consumer* c, Position upTo) {
 }
 
 void Dispatcher::batchIndexesAcked(Consumer* c, const std::vector<Position>& positions) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
   bool hashFreed = false;
   for (auto& p : positions) {
@@ -240,6 +238,7 @@ void Dispatcher::batchIndexesAcked(Consumer* c, const std::vector<Position>& pos
 }
 
 void Dispatcher::redeliver(Consumer* c, const std::vector<Position>& positions) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   if (isSingleActive(type_)) {
     // Pulsar rewinds the cursor to the first unacked entry for Exclusive/Failover on any
     // redeliver request (nack included); the tail comes back in order, counts unchanged.
@@ -271,11 +270,11 @@ void Dispatcher::putBackForRedelivery(Consumer* c, bool all, const std::vector<P
 
 void Dispatcher::addToReplay(Position p, int32_t keyHash) {
   auto [it, inserted] = replay_.emplace(p, keyHash);
-  if (inserted && keyHash >= 0) replayHashes_[keyHash]++;
+  if (inserted && keyHash >= 0) keyShared_->replayAdded(keyHash);
 }
 
 bool Dispatcher::olderInReplay(int32_t hash, Position p) const {
-  if (replayHashes_.count(hash) == 0) return false;
+  if (!keyShared_->waitingInReplay(hash)) return false;
   // Replay batches are taken from the front, so the entries before p are only the few put back
   // or held since this batch was taken.
   for (auto it = replay_.begin(); it != replay_.end() && it->first < p; ++it) {
@@ -284,25 +283,25 @@ bool Dispatcher::olderInReplay(int32_t hash, Position p) const {
   return false;
 }
 
-void Dispatcher::onNewEntries() { readMoreEntries(); }
+void Dispatcher::onNewEntries() {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  readMoreEntries();
+}
 
 void Dispatcher::rewind() {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   ++epoch_;
   readPending_ = false;
   replay_.clear();
-  replayHashes_.clear();
+  if (keyShared_) keyShared_->replayCleared();
   for (auto& c : consumers_) clearPending(c.get());
   readPosition_ = ledger_.nextValidPosition(cursor_.markDeletedPosition());
 }
 
 bool Dispatcher::releasePending(Consumer* c, const Consumer::PendingAck& p) {
   trackUnacked(c, -p.messages);
-  if (p.keyHash < 0) return false;
-  auto& h = pendingHashes_[static_cast<size_t>(p.keyHash)];
-  if (h.second == 0 || --h.second > 0) return false;
-  if (!draining_.empty()) draining_.released(p.keyHash, h.first);
-  h.first = nullptr;
-  return true;
+  if (p.keyHash < 0) return false;  // only Key_Shared entries carry a hash
+  return keyShared_->released(p.keyHash);
 }
 
 void Dispatcher::clearPending(Consumer* c) {
@@ -310,21 +309,18 @@ void Dispatcher::clearPending(Consumer* c) {
 }
 
 std::vector<DrainingHashInfo> Dispatcher::drainingHashes() const {
-  if (!selector_) return {};
-  return draining_.snapshot(pendingHashes_, *selector_);
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  if (!keyShared_) return {};
+  return keyShared_->drainingHashes();
 }
 
 int64_t Dispatcher::entriesBlockedByDraining(const std::vector<DrainingHashInfo>& draining) const {
-  if (replayHashes_.empty()) return 0;
-  int64_t n = 0;
-  for (const auto& d : draining) {
-    auto it = replayHashes_.find(d.hash);
-    if (it != replayHashes_.end()) n += it->second;
-  }
-  return n;
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  return keyShared_ ? keyShared_->entriesBlockedByDraining(draining) : 0;
 }
 
 std::vector<std::shared_ptr<Consumer>> Dispatcher::takeConsumers() {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
   // All are about to be removed: none may be handed the others' messages meanwhile.
   for (auto& c : consumers_) c->closed = true;
   return consumers_;
@@ -376,7 +372,9 @@ void Dispatcher::readRounds(bool allowReplay) {
       allowReplay = *next;
       continue;
     }
-    if (lookAheadLimitReached()) return;  // the replay set drains first
+    if (keyShared_ && keyShared_->lookAheadLimitReached(consumers_.size(), replay_.size())) {
+      return;  // the replay set drains first
+    }
     Position lac = ledger_.lastConfirmedEntry();
     if (lac.entryId < 0 && lac.ledgerId <= readPosition_.ledgerId) return;  // nothing stored yet
     if (readPosition_ > lac) return;  // tailing: wait for onNewEntries
@@ -411,22 +409,9 @@ void Dispatcher::readRounds(bool allowReplay) {
 }
 
 bool Dispatcher::replayableNow(int32_t hash) const {
-  Consumer* owner = selector_->select(hash);
+  Consumer* owner = keyShared_->owner(hash);
   if (!owner || !canTake(owner)) return false;
-  if (owner->allowOutOfOrderDelivery) return true;
-  const auto& ph = pendingHashes_[static_cast<size_t>(hash)];
-  return !(ph.second > 0 && ph.first != owner);  // draining at another consumer
-}
-
-bool Dispatcher::lookAheadLimitReached() const {
-  if (!selector_) return false;
-  const BrokerDynamicOptions& d = options_.dynamic;
-  const int64_t perConsumer = d.keySharedLookAheadMsgInReplayThresholdPerConsumer.load();
-  const int64_t perSubscription = d.keySharedLookAheadMsgInReplayThresholdPerSubscription.load();
-  int64_t limit = -1;
-  if (perConsumer > 0) limit = perConsumer * static_cast<int64_t>(consumers_.size());
-  if (perSubscription > 0) limit = limit < 0 ? perSubscription : std::min(limit, perSubscription);
-  return limit >= 0 && static_cast<int64_t>(replay_.size()) >= limit;
+  return owner->allowOutOfOrderDelivery || !keyShared_->drainingElsewhere(hash, owner);
 }
 
 std::optional<bool> Dispatcher::readReplay(int64_t maxEntries, bool inlineAllowed) {
@@ -438,15 +423,12 @@ std::optional<bool> Dispatcher::readReplay(int64_t maxEntries, bool inlineAllowe
   // Entries of one key are skipped or taken together, so their order holds.
   std::vector<Position> want;
   for (auto it = replay_.begin(); it != replay_.end() && static_cast<int64_t>(want.size()) < maxEntries;) {
-    if (selector_ && it->second >= 0 && !replayableNow(it->second)) {
+    if (keyShared_ && it->second >= 0 && !replayableNow(it->second)) {
       ++it;
       continue;
     }
     want.push_back(it->first);
-    if (it->second >= 0) {
-      auto h = replayHashes_.find(it->second);
-      if (h != replayHashes_.end() && --h->second == 0) replayHashes_.erase(h);
-    }
+    if (it->second >= 0) keyShared_->replayTaken(it->second);
     it = replay_.erase(it);
   }
   if (want.empty()) return false;  // nothing replayable now: read new entries
@@ -546,30 +528,27 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
         if (!fromReplay) break;
         continue;
       }
-    } else if (selector_ && !md.hasOrderingKey && !md.hasPartitionKey) {
+    } else if (keyShared_ && !md.hasOrderingKey && !md.hasPartitionKey) {
       // Messages without a key carry no ordering promise: Pulsar 4 spreads them over the
       // consumers rather than pinning them to the owner of one hash.
       target = blockedOnUnacked_ ? nullptr : pickShared();
-    } else if (selector_) {
-      hash = stickyHashOf(md, *selector_);
-      Consumer* owner = selector_->select(hash);
+    } else if (keyShared_) {
+      hash = keyShared_->hashOf(md);
+      Consumer* owner = keyShared_->owner(hash);
       // Draining (Pulsar 4): while messages of this hash are unacked at another consumer (the
       // hash moved on a join/leave), new ones wait, so a key is outstanding at one consumer.
-      bool draining = false;
-      if (owner && !owner->allowOutOfOrderDelivery) {
-        const auto& ph = pendingHashes_[static_cast<size_t>(hash)];
-        draining = ph.second > 0 && ph.first != owner;
-      }
+      bool draining =
+          owner && !owner->allowOutOfOrderDelivery && keyShared_->drainingElsewhere(hash, owner);
       if (draining) {
         stats_.blockedByDraining++;
-        draining_.blocked(hash);
+        keyShared_->blocked(hash);
       }
       bool ready = owner && canTake(owner) && !draining && !blockedOnUnacked_;
       // An older entry of the hash waits for redelivery: this one must not overtake it. For a
       // replayed entry, that is one put back while its read was in flight (a consumer left) or
       // one held earlier in this pass.
-      bool keyWaiting = fromReplay ? ready && olderInReplay(hash, e.position)
-                                   : replayHashes_.count(hash) > 0;
+      bool keyWaiting =
+          fromReplay ? ready && olderInReplay(hash, e.position) : keyShared_->waitingInReplay(hash);
       if (ready && !keyWaiting) target = owner;
     } else {
       target = blockedOnUnacked_ ? nullptr : pickShared();
@@ -581,11 +560,7 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
     target->permits -= n;
     target->pendingAcks.add(e.position, Consumer::PendingAck{n, hash, batchSize});
     trackUnacked(target, n);
-    if (hash >= 0) {
-      auto& ph = pendingHashes_[static_cast<size_t>(hash)];
-      ph.first = target;
-      ph.second++;
-    }
+    if (hash >= 0) keyShared_->dispatched(hash, target);
     target->msgOutCounter += n;
     target->bytesOutCounter += e.data.size();
     stats_.msgOutCounter += n;

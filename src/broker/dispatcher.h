@@ -1,7 +1,7 @@
 // Dispatcher: moves a subscription's entries to its consumers within their permits.
 // One class for every subscription type; the type decides which consumer gets an entry:
 // Exclusive/Failover: the single active consumer; Shared: round-robin over consumers with permits;
-// Key_Shared: the consumer owning the entry's sticky-key hash (see KeySharedSelector).
+// Key_Shared: the consumer owning the entry's sticky-key hash (its state: KeySharedState).
 #pragma once
 
 #include <cstdint>
@@ -14,9 +14,7 @@
 
 #include "broker/broker_options.h"
 #include "broker/consumer.h"
-#include "broker/draining_hashes.h"
-#include "broker/entry_metadata.h"
-#include "broker/key_shared_selector.h"
+#include "broker/key_shared_state.h"
 #include "net/frame_batch.h"
 #include "storage/managed_ledger.h"
 
@@ -79,11 +77,15 @@ class Dispatcher {
   const DispatcherStats& stats() const { return stats_; }
   int64_t unackedMessages() const { return unackedMessages_; }
   size_t replayBacklog() const { return replay_.size(); }
-  const KeySharedSelector* keySharedSelector() const { return selector_.get(); }
+  const KeySharedSelector* keySharedSelector() const {
+    return keyShared_ ? &keyShared_->selector() : nullptr;
+  }
   // Key_Shared: the draining hashes now, sorted by hash (empty for other types).
   std::vector<DrainingHashInfo> drainingHashes() const;
   // Key_Shared: draining hashes that finished over the subscription's life.
-  uint64_t drainingHashesClearedTotal() const { return draining_.clearedTotal(); }
+  uint64_t drainingHashesClearedTotal() const {
+    return keyShared_ ? keyShared_->drainingHashesClearedTotal() : 0;
+  }
   // Key_Shared: entries waiting for redelivery whose hash is in `draining` (from drainingHashes()).
   int64_t entriesBlockedByDraining(const std::vector<DrainingHashInfo>& draining) const;
   // maxUnackedMessagesPerSubscription holds dispatch (set at the limit, cleared at half).
@@ -97,8 +99,6 @@ class Dispatcher {
   void flushOutput();
   // Key_Shared: the owner of `hash` can take a message now (permits, not draining elsewhere).
   bool replayableNow(int32_t hash) const;
-  // Key_Shared: the replay set is at its look-ahead threshold (no new entries are read).
-  bool lookAheadLimitReached() const;
   // Dispatches up to maxEntries replay positions: the next allowReplay when done at once (all
   // cached), nullopt when reads are in flight (their callback goes on).
   std::optional<bool> readReplay(int64_t maxEntries, bool inlineAllowed);
@@ -133,18 +133,13 @@ class Dispatcher {
   std::vector<std::shared_ptr<Consumer>> consumers_;
   Consumer* active_ = nullptr;  // Exclusive/Failover
   size_t rrIndex_ = 0;          // Shared
-  std::unique_ptr<KeySharedSelector> selector_;
+  std::unique_ptr<KeySharedState> keyShared_;  // Key_Shared only
 
   storage::Position readPosition_;
   bool readPending_ = false;
   uint64_t epoch_ = 0;  // bumped by rewind: reads issued before it are dropped
   // Positions to deliver again, in order, before new reads; with the entry's key hash (-1: none).
   std::map<storage::Position, int32_t> replay_;
-  std::unordered_map<int32_t, int> replayHashes_;  // Key_Shared: hash -> entries in replay_
-  // Key_Shared: hash -> (the consumer holding its unacked messages, how many).
-  // A flat table of 65536 slots (no allocation or hashing per message).
-  std::vector<std::pair<Consumer*, int>> pendingHashes_;
-  DrainingHashes draining_;  // Key_Shared: for stats (re-derived when consumers change)
   std::unordered_map<int64_t, int32_t> redeliveryCount_;  // packed position -> count
   int64_t unackedMessages_ = 0;
   bool blockedOnUnacked_ = false;

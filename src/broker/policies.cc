@@ -14,7 +14,7 @@ PolicyRegistry::PolicyRegistry(std::string clusterName) {
 }
 
 Status PolicyRegistry::createTenant(const std::string& name, TenantInfo info) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!tenants_.emplace(name, std::move(info)).second) {
     return Status::alreadyExists("Tenant already exists");
   }
@@ -23,7 +23,7 @@ Status PolicyRegistry::createTenant(const std::string& name, TenantInfo info) {
 }
 
 Status PolicyRegistry::updateTenant(const std::string& name, TenantInfo info) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = tenants_.find(name);
   if (it == tenants_.end()) return Status::notFound("Tenant does not exist");
   it->second = std::move(info);
@@ -32,47 +32,47 @@ Status PolicyRegistry::updateTenant(const std::string& name, TenantInfo info) {
 }
 
 Status PolicyRegistry::deleteTenant(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (tenants_.erase(name) == 0) return Status::notFound("Tenant does not exist");
   persistTenantLocked(name);
   return Status::ok();
 }
 
 std::optional<TenantInfo> PolicyRegistry::tenant(const std::string& name) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = tenants_.find(name);
   if (it == tenants_.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<std::string> PolicyRegistry::tenants() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> out;
   for (const auto& [name, info] : tenants_) out.push_back(name);
   return out;
 }
 
 NamespacePolicies PolicyRegistry::namespacePolicies(const std::string& ns) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = policies_.find(ns);
   return it == policies_.end() ? NamespacePolicies{} : it->second;
 }
 
 void PolicyRegistry::updateNamespacePolicies(
     const std::string& ns, const std::function<void(NamespacePolicies&)>& change) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   change(policies_[ns]);
   persistPoliciesLocked(ns);
 }
 
 void PolicyRegistry::removeNamespace(const std::string& ns) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   policies_.erase(ns);
   persistPoliciesLocked(ns);
 }
 
 std::optional<bool> PolicyRegistry::deduplicationEnabled(const std::string& ns) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = policies_.find(ns);
   return it == policies_.end() ? std::nullopt : it->second.deduplicationEnabled;
 }
@@ -276,7 +276,7 @@ Status PolicyRegistry::attachStore(storage::MetadataStore* store) {
   if (!policies.isOk()) return policies.status();
   auto topicPolicies = store->scan(kTopicPoliciesPrefix);
   if (!topicPolicies.isOk()) return topicPolicies.status();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [key, value] : *tenants) {
     tenants_[storage::unescapePathComponent(key.substr(strlen(kTenantsPrefix)))] =
         decodeTenant(value);
@@ -323,14 +323,14 @@ void PolicyRegistry::persistTopicPoliciesLocked(const std::string& topic) {
 }
 
 TopicPolicies PolicyRegistry::topicPolicies(const std::string& topic) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = topicPolicies_.find(topic);
   return it == topicPolicies_.end() ? TopicPolicies{} : it->second;
 }
 
 void PolicyRegistry::setTopicPolicy(const std::string& topic, const std::string& policy,
                                     std::optional<std::string> jsonValue) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (jsonValue) {
     topicPolicies_[topic][policy] = std::move(*jsonValue);
   } else {
@@ -343,13 +343,13 @@ void PolicyRegistry::setTopicPolicy(const std::string& topic, const std::string&
 }
 
 void PolicyRegistry::removeTopicPolicies(const std::string& topic) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (topicPolicies_.erase(topic)) persistTopicPoliciesLocked(topic);
 }
 
 std::optional<int64_t> PolicyRegistry::topicPolicyInt(const std::string& topic,
                                                       const std::string& policy) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = topicPolicies_.find(topic);
   if (it == topicPolicies_.end()) return std::nullopt;
   auto p = it->second.find(policy);
@@ -364,7 +364,7 @@ std::optional<int64_t> PolicyRegistry::topicPolicyInt(const std::string& topic,
 
 std::optional<bool> PolicyRegistry::topicPolicyBool(const std::string& topic,
                                                     const std::string& policy) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = topicPolicies_.find(topic);
   if (it == topicPolicies_.end()) return std::nullopt;
   auto p = it->second.find(policy);

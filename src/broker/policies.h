@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "storage/metadata_store.h"
 
 namespace magnetar::broker {
@@ -138,15 +139,15 @@ class PolicyRegistry {
   Status attachStore(storage::MetadataStore* store);
 
  private:
-  void persistTenantLocked(const std::string& name);  // REQUIRES: mu_
-  void persistPoliciesLocked(const std::string& ns);  // REQUIRES: mu_
-  void persistTopicPoliciesLocked(const std::string& topic);  // REQUIRES: mu_
+  void persistTenantLocked(const std::string& name) REQUIRES(mu_);
+  void persistPoliciesLocked(const std::string& ns) REQUIRES(mu_);
+  void persistTopicPoliciesLocked(const std::string& topic) REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, TenantInfo> tenants_;          // GUARDED_BY(mu_)
-  std::map<std::string, NamespacePolicies> policies_;  // GUARDED_BY(mu_)
-  std::map<std::string, TopicPolicies> topicPolicies_;  // GUARDED_BY(mu_)
-  storage::MetadataStore* store_ = nullptr;            // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, TenantInfo> tenants_ GUARDED_BY(mu_);
+  std::map<std::string, NamespacePolicies> policies_ GUARDED_BY(mu_);
+  std::map<std::string, TopicPolicies> topicPolicies_ GUARDED_BY(mu_);
+  storage::MetadataStore* store_ GUARDED_BY(mu_) = nullptr;
 };
 
 // The store's text form of a tenant / of namespace policies (exposed for tests). Lines of

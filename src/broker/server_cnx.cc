@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/dcheck.h"
 #include "base/logging.h"
 #include "broker/broker_service.h"
 #include "broker/topic_schema.h"
@@ -43,6 +44,7 @@ const char* CnxErrorStats::label(ProtocolError e) {
 }
 
 bool ServerCnx::onData(const uint8_t* data, size_t len) {
+  MAGNETAR_DCHECK_ON(loop());
   Status s = decoder_.feed(data, len, static_cast<protocol::FrameHandler&>(*this));
   if (!s.isOk()) {
     // Commands before CONNECT are counted where they are refused (onFrame).
@@ -58,7 +60,10 @@ bool ServerCnx::onData(const uint8_t* data, size_t len) {
   return !isClosed();
 }
 
-void ServerCnx::onReadBatchDone() { flushSends(); }
+void ServerCnx::onReadBatchDone() {
+  MAGNETAR_DCHECK_ON(loop());
+  flushSends();
+}
 
 void ServerCnx::flushSends() {
   for (auto& [topic, sends] : sendBatch_) {
@@ -82,6 +87,7 @@ void ServerCnx::publishCompleted(uint32_t n, uint64_t bytes) {
 }
 
 void ServerCnx::setThrottled(bool throttled) {
+  MAGNETAR_DCHECK_ON(loop());
   throttled_ = throttled;
   updateReadState();
 }
@@ -95,6 +101,7 @@ void ServerCnx::updateReadState() {
 }
 
 void ServerCnx::onClosed() {
+  MAGNETAR_DCHECK_ON(loop());
   keepAliveTimer_.cancel();
   if (!decoder_.idle() && decoder_.error().isOk() && !closedByKeepAlive_) {
     CnxErrorStats::record(ProtocolError::kTruncated);
@@ -128,6 +135,7 @@ void ServerCnx::sendError(uint64_t requestId, proto::ServerError e, const std::s
 }
 
 Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
+  MAGNETAR_DCHECK_ON(loop());
   using T = proto::BaseCommand;
   // Liveness counts complete frames only (Pulsar's messageReceived()), not bytes.
   receivedSinceLastPing_ = true;
@@ -169,6 +177,7 @@ Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
 }
 
 void ServerCnx::handleConnect(const proto::CommandConnect& c) {
+  MAGNETAR_DCHECK_ON(loop());
   if (connected_) {
     sendError(0, proto::NotAllowedError, "Already connected");
     return;
@@ -186,6 +195,7 @@ void ServerCnx::handleConnect(const proto::CommandConnect& c) {
 }
 
 void ServerCnx::startKeepAlive() {
+  MAGNETAR_DCHECK_ON(loop());
   int secs = service_.options().keepAliveIntervalSeconds;
   if (secs <= 0 || isClosed()) return;
   keepAliveTimer_.expires_after(std::chrono::seconds(secs));
@@ -197,6 +207,7 @@ void ServerCnx::startKeepAlive() {
 }
 
 void ServerCnx::onKeepAliveTimer() {
+  MAGNETAR_DCHECK_ON(loop());
   if (!connected_) {
     CnxErrorStats::record(ProtocolError::kHandshakeTimeout);
     closedByKeepAlive_ = true;
@@ -224,6 +235,7 @@ void ServerCnx::onKeepAliveTimer() {
 }
 
 void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
+  MAGNETAR_DCHECK_ON(loop());
   auto name = TopicName::parse(c.topic());
   if (!name.isOk()) {
     CnxErrorStats::record(ProtocolError::kInvalidName);
@@ -254,6 +266,7 @@ void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
 }
 
 void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c) {
+  MAGNETAR_DCHECK_ON(loop());
   auto name = TopicName::parse(c.topic());
   if (!name.isOk()) {
     CnxErrorStats::record(ProtocolError::kInvalidName);
@@ -280,6 +293,7 @@ void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMe
 }
 
 void ServerCnx::handleProducer(const proto::CommandProducer& c) {
+  MAGNETAR_DCHECK_ON(loop());
   uint64_t producerId = c.producer_id();
   uint64_t requestId = c.request_id();
   auto existing = producers_.find(producerId);
@@ -379,6 +393,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
 }
 
 void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
+  MAGNETAR_DCHECK_ON(loop());
   auto it = producers_.find(c.producer_id());
   if (it == producers_.end()) {
     CnxErrorStats::record(ProtocolError::kUnknownId);
@@ -433,6 +448,7 @@ void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
 }
 
 void ServerCnx::handleCloseProducer(const proto::CommandCloseProducer& c) {
+  MAGNETAR_DCHECK_ON(loop());
   auto it = producers_.find(c.producer_id());
   if (it == producers_.end()) {
     // Pulsar answers success for an unknown producer id (already closed).
@@ -459,6 +475,7 @@ void ServerCnx::closeProducerFromBroker(uint64_t producerId) {
 }
 
 void ServerCnx::handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamespace& c) {
+  MAGNETAR_DCHECK_ON(loop());
   TopicDomain domain =
       c.mode() == proto::CommandGetTopicsOfNamespace::NON_PERSISTENT ? TopicDomain::kNonPersistent
       : c.mode() == proto::CommandGetTopicsOfNamespace::ALL          ? TopicDomain::kAll
@@ -486,6 +503,7 @@ void ServerCnx::handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamesp
 }
 
 void ServerCnx::handleConsumerStats(const proto::CommandConsumerStats& c) {
+  MAGNETAR_DCHECK_ON(loop());
   uint64_t requestId = c.request_id();
   uint64_t consumerId = c.consumer_id();
   if (!consumers_.count(consumerId)) {
@@ -526,6 +544,7 @@ void ServerCnx::handleConsumerStats(const proto::CommandConsumerStats& c) {
 }
 
 void ServerCnx::handleWatchTopicList(const proto::CommandWatchTopicList& c) {
+  MAGNETAR_DCHECK_ON(loop());
   const auto& o = service_.options();
   if (!o.enableBrokerTopicListWatcher || !o.enableBrokerSideSubscriptionPatternEvaluation ||
       static_cast<int>(c.topics_pattern().size()) > o.subscriptionPatternMaxLength) {
@@ -575,6 +594,7 @@ void ServerCnx::handleWatchTopicList(const proto::CommandWatchTopicList& c) {
 }
 
 void ServerCnx::handleWatchTopicListClose(const proto::CommandWatchTopicListClose& c) {
+  MAGNETAR_DCHECK_ON(loop());
   auto it = watchers_.find(c.watcher_id());
   if (it != watchers_.end()) {
     service_.topicListeners().remove(it->second.listenerId);
@@ -584,6 +604,7 @@ void ServerCnx::handleWatchTopicListClose(const proto::CommandWatchTopicListClos
 }
 
 void ServerCnx::onTopicEvent(uint64_t watcherId, const std::string& topic, bool created) {
+  MAGNETAR_DCHECK_ON(loop());
   auto it = watchers_.find(watcherId);
   if (it == watchers_.end() || isClosed()) return;
   auto& w = it->second;
@@ -598,6 +619,7 @@ void ServerCnx::onTopicEvent(uint64_t watcherId, const std::string& topic, bool 
 }
 
 void ServerCnx::answerUnsupported(const proto::BaseCommand& cmd) {
+  MAGNETAR_DCHECK_ON(loop());
   using T = proto::BaseCommand;
   CnxErrorStats::record(ProtocolError::kUnknownCommand);
   MLOG_WARN("[{}] unsupported command {}", peerAddress(), T::Type_Name(cmd.type()));
@@ -621,10 +643,12 @@ void ServerCnx::answerUnsupported(const proto::BaseCommand& cmd) {
 }
 
 void ServerCnx::handleGetSchema(const proto::CommandGetSchema& c) {
+  MAGNETAR_DCHECK_ON(loop());
   send(getSchemaResponse(service_, c));
 }
 
 void ServerCnx::handleGetOrCreateSchema(const proto::CommandGetOrCreateSchema& c) {
+  MAGNETAR_DCHECK_ON(loop());
   auto me = self();
   getOrCreateSchema(service_, c, [me](const Buffer& frame) { me->send(frame); });
 }

@@ -7,6 +7,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -109,6 +110,14 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void handleProducer(const proto::CommandProducer& c);
   void handleSend(const proto::CommandSend& c, Buffer entry);
   void handleSubscribe(const proto::CommandSubscribe& c);
+  // SUBSCRIBE, in steps (loop thread): validateSubscribe answers a repeated command or a bad
+  // topic/subscription name and returns nullopt, else the topic name; newSubscribeRequest creates
+  // the consumer (nullopt after answering a bad Key_Shared STICKY meta); onSubscribed is the
+  // topic's answer, back on the loop, and completes the command.
+  std::optional<TopicName> validateSubscribe(const proto::CommandSubscribe& c);
+  std::optional<SubscribeRequest> newSubscribeRequest(const proto::CommandSubscribe& c);
+  void onSubscribed(const std::shared_ptr<PersistentTopic>& topic, const SubscribeRequest& req,
+                    uint64_t requestId, uint64_t consumerId, Status s);
   void handleFlow(const proto::CommandFlow& c);
   void handleAck(const proto::CommandAck& c);
   void handleRedeliver(const proto::CommandRedeliverUnacknowledgedMessages& c);

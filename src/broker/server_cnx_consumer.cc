@@ -1,7 +1,9 @@
 // ServerCnx's consumer-side commands: SUBSCRIBE, FLOW, ACK, REDELIVER_UNACKNOWLEDGED_MESSAGES,
 // CLOSE_CONSUMER, UNSUBSCRIBE, SEEK and GET_LAST_MESSAGE_ID (the class is in server_cnx.h).
 #include <algorithm>
+#include <optional>
 
+#include "base/dcheck.h"
 #include "base/logging.h"
 #include "broker/broker_service.h"
 #include "broker/server_cnx.h"
@@ -16,46 +18,96 @@ using protocol::ErrorContext;
 using protocol::toServerError;
 
 void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
+  MAGNETAR_DCHECK_ON(loop());
+  std::optional<TopicName> name = validateSubscribe(c);
+  if (!name) return;
+  std::optional<SubscribeRequest> req = newSubscribeRequest(c);
+  if (!req) return;
   uint64_t consumerId = c.consumer_id();
   uint64_t requestId = c.request_id();
-  auto existing = consumers_.find(consumerId);
+  consumers_[consumerId] = ConsumerRef{req->consumer, nullptr, c.subscription(), false, {}};
+  bool createTopic = service_.allowAutoTopicCreation(*name) &&
+                     (!c.has_force_topic_creation() || c.force_topic_creation());
+  std::optional<proto::Schema> schema;
+  if (c.has_schema()) schema = c.schema();
+  auto me = self();
+  service_.getOrCreateTopic(
+      *name, createTopic,
+      [me, req = std::move(*req), requestId, consumerId,
+       schema](Result<std::shared_ptr<PersistentTopic>> r) {
+        if (!r.isOk()) {
+          Status st = r.status();
+          me->loop().execute([me, st, requestId, consumerId] {
+            me->consumers_.erase(consumerId);
+            me->sendError(requestId, toServerError(st, ErrorContext::kConsumer), st.message());
+          });
+          return;
+        }
+        auto topic = *r;
+        if (schema) {
+          SchemaAnswer sa = checkConsumerSchema(me->service_, *topic, *schema);
+          if (!sa.ok) {
+            me->loop().execute([me, sa, requestId, consumerId] {
+              me->consumers_.erase(consumerId);
+              me->sendError(requestId, sa.error, sa.message);
+            });
+            return;
+          }
+        }
+        topic->subscribe(req, [me, topic, req, requestId, consumerId](Status s) {
+          me->loop().execute([me, topic, req, requestId, consumerId, s] {
+            me->onSubscribed(topic, req, requestId, consumerId, s);
+          });
+        });
+      });
+}
+
+std::optional<TopicName> ServerCnx::validateSubscribe(const proto::CommandSubscribe& c) {
+  MAGNETAR_DCHECK_ON(loop());
+  uint64_t requestId = c.request_id();
+  auto existing = consumers_.find(c.consumer_id());
   if (existing != consumers_.end()) {
     if (existing->second.ready) {
       send(Commands::newSuccess(requestId));
     } else {
       sendError(requestId, proto::ServiceNotReady, "Consumer is already being created");
     }
-    return;
+    return std::nullopt;
   }
   auto name = TopicName::parse(c.topic());
   if (!name.isOk()) {
     CnxErrorStats::record(ProtocolError::kInvalidName);
     sendError(requestId, proto::InvalidTopicName, name.status().message());
-    return;
+    return std::nullopt;
   }
   if (c.subscription().empty()) {
     CnxErrorStats::record(ProtocolError::kInvalidName);
     // Pulsar's code for its NamingException here is ProducerBusy, which clients do not retry
     // (MetadataError made them retry for their whole operation timeout).
     sendError(requestId, proto::ProducerBusy, "Empty subscription name");
-    return;
+    return std::nullopt;
   }
   if (c.read_compacted() && !name->isPersistent()) {  // Pulsar's NonPersistentTopic::subscribe
     sendError(requestId, proto::NotAllowedError, "readCompacted only valid on persistent topics");
-    return;
+    return std::nullopt;
   }
+  return std::move(name.value());
+}
+
+std::optional<SubscribeRequest> ServerCnx::newSubscribeRequest(const proto::CommandSubscribe& c) {
+  MAGNETAR_DCHECK_ON(loop());
   std::string consumerName = c.has_consumer_name() && !c.consumer_name().empty()
                                  ? c.consumer_name()
                                  : service_.generateProducerName();
-  auto consumer = std::make_shared<Consumer>(consumerId, consumerName, self(), c.subtype(),
+  auto consumer = std::make_shared<Consumer>(c.consumer_id(), consumerName, self(), c.subtype(),
                                              c.has_priority_level() ? c.priority_level() : 0);
   if (c.has_keysharedmeta()) {
     const auto& ks = c.keysharedmeta();
     if (ks.keysharedmode() == proto::STICKY) {
       for (const auto& r : ks.hashranges()) consumer->stickyRanges.push_back({r.start(), r.end()});
       if (consumer->stickyRanges.empty()) {
-        sendError(requestId, proto::ConsumerAssignError, "STICKY mode needs hash ranges");
-        return;
+        sendError(c.request_id(), proto::ConsumerAssignError, "STICKY mode needs hash ranges");
+        return std::nullopt;
       }
     }
     consumer->allowOutOfOrderDelivery = ks.allowoutoforderdelivery();
@@ -79,69 +131,44 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
     }
   }
   req.consumer = consumer;
-  std::optional<proto::Schema> schema;
   if (c.has_schema()) {
-    schema = c.schema();
     consumer->autoConsumeSchema =
         schemaTypeFromProto(c.schema().type()) == SchemaType::AUTO_CONSUME;
   }
-  consumers_[consumerId] = ConsumerRef{consumer, nullptr, c.subscription(), false, {}};
-  bool createTopic = service_.allowAutoTopicCreation(*name) &&
-                     (!c.has_force_topic_creation() || c.force_topic_creation());
-  auto me = self();
-  service_.getOrCreateTopic(
-      *name, createTopic,
-      [me, req, requestId, consumerId, schema](Result<std::shared_ptr<PersistentTopic>> r) {
-        if (!r.isOk()) {
-          Status st = r.status();
-          me->loop().execute([me, st, requestId, consumerId] {
-            me->consumers_.erase(consumerId);
-            me->sendError(requestId, toServerError(st, ErrorContext::kConsumer), st.message());
-          });
-          return;
-        }
-        auto topic = *r;
-        if (schema) {
-          SchemaAnswer sa = checkConsumerSchema(me->service_, *topic, *schema);
-          if (!sa.ok) {
-            me->loop().execute([me, sa, requestId, consumerId] {
-              me->consumers_.erase(consumerId);
-              me->sendError(requestId, sa.error, sa.message);
-            });
-            return;
-          }
-        }
-        topic->subscribe(req, [me, topic, req, requestId, consumerId](Status s) {
-        me->loop().execute([me, topic, req, requestId, consumerId, s] {
-          auto it = me->consumers_.find(consumerId);
-          if (!s.isOk()) {
-            if (it != me->consumers_.end()) me->consumers_.erase(it);
-            proto::ServerError e = toServerError(s, ErrorContext::kConsumer);
-            if (s.code() == StatusCode::kInvalidArgument) e = proto::ConsumerAssignError;
-            // The topic exists: what is missing is the subscription (auto creation off), as
-            // Pulsar answers.
-            if (s.code() == StatusCode::kNotFound) e = proto::SubscriptionNotFound;
-            me->sendError(requestId, e, s.message());
-            return;
-          }
-          if (it == me->consumers_.end() || me->isClosed()) {
-            // Closed meanwhile: undo.
-            auto c = req.consumer;
-            auto sub = req.subscription;
-            topic->executor().execute([topic, c, sub] { topic->removeConsumer(c.get(), sub); });
-            return;
-          }
-          it->second.topic = topic;
-          it->second.ready = true;
-          me->send(Commands::newSuccess(requestId));
-          auto waiting = std::move(it->second.waiting);
-          for (auto& w : waiting) w();
-        });
-        });
-      });
+  return req;
+}
+
+void ServerCnx::onSubscribed(const std::shared_ptr<PersistentTopic>& topic,
+                             const SubscribeRequest& req, uint64_t requestId, uint64_t consumerId,
+                             Status s) {
+  MAGNETAR_DCHECK_ON(loop());
+  auto it = consumers_.find(consumerId);
+  if (!s.isOk()) {
+    if (it != consumers_.end()) consumers_.erase(it);
+    proto::ServerError e = toServerError(s, ErrorContext::kConsumer);
+    if (s.code() == StatusCode::kInvalidArgument) e = proto::ConsumerAssignError;
+    // The topic exists: what is missing is the subscription (auto creation off), as Pulsar
+    // answers.
+    if (s.code() == StatusCode::kNotFound) e = proto::SubscriptionNotFound;
+    sendError(requestId, e, s.message());
+    return;
+  }
+  if (it == consumers_.end() || isClosed()) {
+    // Closed meanwhile: undo.
+    auto c = req.consumer;
+    auto sub = req.subscription;
+    topic->executor().execute([topic, c, sub] { topic->removeConsumer(c.get(), sub); });
+    return;
+  }
+  it->second.topic = topic;
+  it->second.ready = true;
+  send(Commands::newSuccess(requestId));
+  auto waiting = std::move(it->second.waiting);
+  for (auto& w : waiting) w();
 }
 
 void ServerCnx::withConsumer(uint64_t consumerId, std::function<void(ConsumerRef&)> fn) {
+  MAGNETAR_DCHECK_ON(loop());
   auto it = consumers_.find(consumerId);
   if (it == consumers_.end()) {  // Pulsar ignores commands for unknown consumers
     CnxErrorStats::record(ProtocolError::kUnknownId);
@@ -159,6 +186,7 @@ void ServerCnx::withConsumer(uint64_t consumerId, std::function<void(ConsumerRef
 }
 
 void ServerCnx::handleFlow(const proto::CommandFlow& c) {
+  MAGNETAR_DCHECK_ON(loop());
   uint32_t permits = c.messagepermits();
   withConsumer(c.consumer_id(), [permits](ConsumerRef& ref) {
     auto topic = ref.topic;
@@ -173,6 +201,7 @@ void ServerCnx::handleFlow(const proto::CommandFlow& c) {
 }
 
 void ServerCnx::handleAck(const proto::CommandAck& c) {
+  MAGNETAR_DCHECK_ON(loop());
   // Whole entries, and batch-index acks (PIP-54: ack_set bit i set = index i not yet acked).
   // With acknowledgmentAtBatchIndexLevelEnabled off, a partial individual ack is ignored and a
   // partial cumulative ack covers the entries before its batch, as in Pulsar.
@@ -236,6 +265,7 @@ void ServerCnx::handleAck(const proto::CommandAck& c) {
 }
 
 void ServerCnx::handleRedeliver(const proto::CommandRedeliverUnacknowledgedMessages& c) {
+  MAGNETAR_DCHECK_ON(loop());
   std::vector<storage::Position> positions;
   for (const auto& id : c.message_ids()) {
     positions.push_back({static_cast<int64_t>(id.ledgerid()), static_cast<int64_t>(id.entryid())});
@@ -252,6 +282,7 @@ void ServerCnx::handleRedeliver(const proto::CommandRedeliverUnacknowledgedMessa
 }
 
 void ServerCnx::handleCloseConsumer(const proto::CommandCloseConsumer& c) {
+  MAGNETAR_DCHECK_ON(loop());
   auto it = consumers_.find(c.consumer_id());
   uint64_t requestId = c.request_id();
   if (it == consumers_.end()) {
@@ -283,6 +314,7 @@ void ServerCnx::closeConsumerFromBroker(uint64_t consumerId) {
 }
 
 void ServerCnx::handleUnsubscribe(const proto::CommandUnsubscribe& c) {
+  MAGNETAR_DCHECK_ON(loop());
   uint64_t requestId = c.request_id();
   uint64_t consumerId = c.consumer_id();
   auto it = consumers_.find(consumerId);
@@ -313,6 +345,7 @@ void ServerCnx::handleUnsubscribe(const proto::CommandUnsubscribe& c) {
 }
 
 void ServerCnx::handleSeek(const proto::CommandSeek& c) {
+  MAGNETAR_DCHECK_ON(loop());
   uint64_t requestId = c.request_id();
   auto it = consumers_.find(c.consumer_id());
   if (it == consumers_.end() || !it->second.ready) {
@@ -367,6 +400,7 @@ void ServerCnx::handleSeek(const proto::CommandSeek& c) {
 }
 
 void ServerCnx::handleGetLastMessageId(const proto::CommandGetLastMessageId& c) {
+  MAGNETAR_DCHECK_ON(loop());
   uint64_t requestId = c.request_id();
   auto it = consumers_.find(c.consumer_id());
   if (it == consumers_.end() || !it->second.ready) {

@@ -193,20 +193,20 @@ RateValue TopicRates::rate(const std::string& key) const {
 }
 
 std::shared_ptr<TopicRates> RateRegistry::of(const std::string& topicName) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto& r = rates_[topicName];
   if (!r) r = std::make_shared<TopicRates>();
   return r;
 }
 
 std::shared_ptr<TopicRates> RateRegistry::find(const std::string& topicName) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = rates_.find(topicName);
   return it == rates_.end() ? nullptr : it->second;
 }
 
 void RateRegistry::retainOnly(const std::vector<std::string>& live) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = rates_.begin(); it != rates_.end();) {
     if (std::binary_search(live.begin(), live.end(), it->first)) {
       ++it;

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "storage/managed_ledger.h"
 
 namespace magnetar::broker {
@@ -174,8 +175,8 @@ class RateRegistry {
   void retainOnly(const std::vector<std::string>& live);
 
  private:
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<TopicRates>> rates_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<TopicRates>> rates_ GUARDED_BY(mu_);
 };
 
 // Rate keys used by snapshotTopic (exposed for tests).

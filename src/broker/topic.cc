@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "base/dcheck.h"
 #include "base/logging.h"
 #include "broker/server_cnx.h"
 #include "protocol/commands.h"
@@ -31,6 +32,7 @@ PersistentTopic::PersistentTopic(TopicName name, std::shared_ptr<storage::Manage
       dedup_(dedupPolicy.value_or(options.brokerDeduplicationEnabled), dedupOptions(options)) {}
 
 void PersistentTopic::initialize(std::function<void(Status)> done) {
+  MAGNETAR_DCHECK_ON(executor_);
   loadSubscriptions();
   auto self = shared_from_this();
   dedup_.recover(*ledger_, [self, done = std::move(done)](Status s) {
@@ -45,6 +47,7 @@ void PersistentTopic::initialize(std::function<void(Status)> done) {
 }
 
 void PersistentTopic::setDeduplicationEnabled(bool enabled) {
+  MAGNETAR_DCHECK_ON(executor_);
   if (enabled == dedup_.enabled()) return;
   auto self = shared_from_this();
   dedup_.setEnabled(enabled, *ledger_, [self](const Status& s) {
@@ -80,6 +83,7 @@ void PersistentTopic::scheduleDedupCheck() {
 PersistentTopic::~PersistentTopic() = default;
 
 void PersistentTopic::loadSubscriptions() {
+  MAGNETAR_DCHECK_ON(executor_);
   for (auto* cursor : ledger_->cursors()) {
     if (cursor->name() == kDedupCursorName) continue;  // not a subscription
     auto sub = std::make_unique<Subscription>(cursor->name(), *ledger_, *cursor, options_,
@@ -91,6 +95,7 @@ void PersistentTopic::loadSubscriptions() {
 
 void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAdded added,
                                   const std::function<void()>& queued) {
+  MAGNETAR_DCHECK_ON(executor_);
   if (terminated_) {
     added(Status::notAllowed("Topic was already terminated"), proto::TopicTerminatedError, {});
     return;
@@ -212,6 +217,7 @@ void PersistentTopic::closeAllProducers() {
 }
 
 void PersistentTopic::removeProducer(Producer* p) {
+  MAGNETAR_DCHECK_ON(executor_);
   p->closed = true;
   for (auto it = waitingExclusive_.begin(); it != waitingExclusive_.end(); ++it) {
     if (it->first.get() == p) {
@@ -241,6 +247,7 @@ void PersistentTopic::removeProducer(Producer* p) {
 }
 
 void PersistentTopic::publish(std::vector<PendingSend>& sends) {
+  MAGNETAR_DCHECK_ON(executor_);
   for (auto& s : sends) {
     size_t bytes = s.entry.size();
     auto producer = std::move(s.producer);
@@ -351,6 +358,7 @@ void PersistentTopic::flushPass() {
 
 void PersistentTopic::subscribe(const SubscribeRequest& req,
                                 const std::function<void(Status)>& cb) {
+  MAGNETAR_DCHECK_ON(executor_);
   int maxConsumers = limits_.maxConsumers.value_or(options_.maxConsumersPerTopic);
   if (maxConsumers > 0) {
     size_t consumers = 0;
@@ -424,6 +432,7 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
 }
 
 void PersistentTopic::removeConsumer(Consumer* c, const std::string& subscription) {
+  MAGNETAR_DCHECK_ON(executor_);
   auto it = subscriptions_.find(subscription);
   if (it == subscriptions_.end()) return;
   it->second->removeConsumer(c);
@@ -434,11 +443,13 @@ void PersistentTopic::removeConsumer(Consumer* c, const std::string& subscriptio
 }
 
 Subscription* PersistentTopic::subscription(const std::string& name) {
+  MAGNETAR_DCHECK_ON(executor_);
   auto it = subscriptions_.find(name);
   return it == subscriptions_.end() ? nullptr : it->second.get();
 }
 
 Status PersistentTopic::unsubscribe(const std::string& name, Consumer* requester) {
+  MAGNETAR_DCHECK_ON(executor_);
   auto it = subscriptions_.find(name);
   if (it == subscriptions_.end()) return Status::notFound("Subscription not found: " + name);
   auto* d = it->second->dispatcher();
@@ -456,6 +467,7 @@ Status PersistentTopic::unsubscribe(const std::string& name, Consumer* requester
 }
 
 storage::Position PersistentTopic::terminate() {
+  MAGNETAR_DCHECK_ON(executor_);
   if (!terminated_) {
     terminated_ = true;
     closeAllProducers();
@@ -464,6 +476,7 @@ storage::Position PersistentTopic::terminate() {
 }
 
 void PersistentTopic::disconnectClients() {
+  MAGNETAR_DCHECK_ON(executor_);
   closeAllProducers();
   std::vector<std::pair<std::string, std::shared_ptr<Consumer>>> consumers;
   for (auto& [name, sub] : subscriptions_) {
@@ -478,6 +491,7 @@ void PersistentTopic::disconnectClients() {
 
 Status PersistentTopic::createSubscription(const std::string& name,
                                            storage::InitialPosition initial) {
+  MAGNETAR_DCHECK_ON(executor_);
   if (subscriptions_.count(name)) return Status::alreadyExists("Subscription already exists");
   auto cursor = ledger_->openCursor(name, initial);
   if (!cursor.isOk()) return cursor.status();
@@ -491,6 +505,7 @@ Status PersistentTopic::createSubscription(const std::string& name,
 }
 
 void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
+  MAGNETAR_DCHECK_ON(executor_);
   limits_ = limits;
   for (auto& [n, sub] : subscriptions_) {
     sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
@@ -536,6 +551,7 @@ void PersistentTopic::enforceBacklogQuota() {
 }
 
 void PersistentTopic::deleteLedger(storage::StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(executor_);
   disconnectClients();
   subscriptions_.clear();  // before the ledger drops the cursors they point to
   ledger_->asyncDelete(std::move(cb));

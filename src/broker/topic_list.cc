@@ -73,14 +73,14 @@ std::vector<std::string> TopicPattern::filter(const std::vector<std::string>& to
 }
 
 uint64_t TopicEventListeners::add(const std::string& ns, Listener fn) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   uint64_t id = nextId_++;
   listeners_[id] = Entry{ns, std::make_shared<Listener>(std::move(fn))};
   return id;
 }
 
 void TopicEventListeners::remove(uint64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   listeners_.erase(id);
 }
 
@@ -90,7 +90,7 @@ void TopicEventListeners::notify(const std::string& ns, const std::string& topic
   if (topic.rfind("persistent://", 0) != 0) return;
   std::vector<std::shared_ptr<Listener>> targets;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [id, e] : listeners_) {
       if (e.ns == ns) targets.push_back(e.fn);
     }
@@ -99,7 +99,7 @@ void TopicEventListeners::notify(const std::string& ns, const std::string& topic
 }
 
 size_t TopicEventListeners::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return listeners_.size();
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/thread_annotations.h"
 
 namespace magnetar::broker {
 
@@ -56,9 +57,9 @@ class TopicEventListeners {
     std::string ns;
     std::shared_ptr<Listener> fn;
   };
-  mutable std::mutex mu_;
-  uint64_t nextId_ = 1;                 // GUARDED_BY(mu_)
-  std::map<uint64_t, Entry> listeners_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  uint64_t nextId_ GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, Entry> listeners_ GUARDED_BY(mu_);
 };
 
 }  // namespace magnetar::broker

@@ -13,14 +13,14 @@ WireMessageId entryId(int64_t ledgerId, int64_t entryId) {
 
 void AckGroupingTracker::onBatchReceived(int64_t ledgerId, int64_t entryId, int32_t size) {
   if (size <= 1) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto& b = batches_[{ledgerId, entryId}];
   b.acked.assign(static_cast<size_t>(size), false);
   b.remaining = size;
 }
 
 bool AckGroupingTracker::addIndividual(const MessageId& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (id.batchIndex >= 0 && id.batchSize > 1) {
     auto it = batches_.find({id.ledgerId, id.entryId});
     if (it != batches_.end()) {
@@ -44,7 +44,7 @@ bool AckGroupingTracker::addIndividualLocked(int64_t ledgerId, int64_t entryId) 
 }
 
 bool AckGroupingTracker::addCumulative(const MessageId& id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   int64_t ledger = id.ledgerId;
   int64_t entry = id.entryId;
   if (id.batchIndex >= 0 && id.batchSize > 1 && id.batchIndex < id.batchSize - 1) {
@@ -75,7 +75,7 @@ bool AckGroupingTracker::addCumulative(const MessageId& id) {
 
 std::vector<Buffer> AckGroupingTracker::takeFrames() {
   std::vector<Buffer> frames;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (cumulative_) {
     WireMessageId ids[1] = {*cumulative_};
     frames.push_back(Commands::newAck(consumerId_, proto::CommandAck::Cumulative, ids));
@@ -89,33 +89,33 @@ std::vector<Buffer> AckGroupingTracker::takeFrames() {
 }
 
 void AckGroupingTracker::clearBatches() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   batches_.clear();
 }
 
 size_t AckGroupingTracker::pendingIndividual() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return individual_.size();
 }
 
 std::optional<WireMessageId> AckGroupingTracker::pendingCumulative() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return cumulative_;
 }
 
 size_t AckGroupingTracker::trackedBatches() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return batches_.size();
 }
 
 void NegativeAckTracker::add(const MessageId& id, Clock::time_point now) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   pending_[{id.ledgerId, id.entryId}] = now + delay_;
 }
 
 std::vector<WireMessageId> NegativeAckTracker::takeDue(Clock::time_point now) {
   std::vector<WireMessageId> due;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = pending_.begin(); it != pending_.end();) {
     if (it->second <= now) {
       due.push_back(entryId(it->first.first, it->first.second));
@@ -128,12 +128,12 @@ std::vector<WireMessageId> NegativeAckTracker::takeDue(Clock::time_point now) {
 }
 
 void NegativeAckTracker::clear() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   pending_.clear();
 }
 
 size_t NegativeAckTracker::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return pending_.size();
 }
 

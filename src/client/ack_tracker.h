@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/buffer.h"
+#include "base/thread_annotations.h"
 #include "client/message.h"
 #include "protocol/commands.h"
 
@@ -52,14 +53,14 @@ class AckGroupingTracker {
   };
   using EntryKey = std::pair<int64_t, int64_t>;
 
-  bool addIndividualLocked(int64_t ledgerId, int64_t entryId);
+  bool addIndividualLocked(int64_t ledgerId, int64_t entryId) REQUIRES(mu_);
 
   const uint64_t consumerId_;
   const size_t maxGroupSize_;
-  mutable std::mutex mu_;
-  std::map<EntryKey, BatchState> batches_;         // GUARDED_BY(mu_)
-  std::vector<protocol::WireMessageId> individual_;  // GUARDED_BY(mu_)
-  std::optional<protocol::WireMessageId> cumulative_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<EntryKey, BatchState> batches_ GUARDED_BY(mu_);
+  std::vector<protocol::WireMessageId> individual_ GUARDED_BY(mu_);
+  std::optional<protocol::WireMessageId> cumulative_ GUARDED_BY(mu_);
 };
 
 // Negatively acknowledged messages until their redelivery time (Pulsar's NegativeAcksTracker):
@@ -80,8 +81,8 @@ class NegativeAckTracker {
 
  private:
   const std::chrono::milliseconds delay_;
-  mutable std::mutex mu_;
-  std::map<std::pair<int64_t, int64_t>, Clock::time_point> pending_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::pair<int64_t, int64_t>, Clock::time_point> pending_ GUARDED_BY(mu_);
 };
 
 }  // namespace magnetar::client

@@ -96,11 +96,7 @@ void ClientConnection::sendRequest(uint64_t requestId, Buffer frame, ResponseCal
         PendingRequest{std::move(cb), Clock::now() + s->config_.operationTimeout};
     s->send(frame);
   };
-  if (loop().inExecutorThread()) {
-    fn();
-  } else {
-    loop().execute(std::move(fn));
-  }
+  loop().dispatch(std::move(fn));
 }
 
 void ClientConnection::addProducer(uint64_t id, std::weak_ptr<ProducerImpl> p) {

@@ -109,7 +109,7 @@ Status ClientImpl::close() {
   std::vector<std::shared_ptr<ProducerBase>> producers;
   std::vector<std::shared_ptr<ConsumerBase>> consumers;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& w : producers_) {
       if (auto p = w.lock()) producers.push_back(std::move(p));
     }
@@ -140,7 +140,7 @@ Status ClientImpl::close() {
   }
   std::vector<std::shared_ptr<ClientConnection>> cnxs;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [k, slot] : pool_) {
       if (slot.cnx) cnxs.push_back(slot.cnx);
     }
@@ -159,26 +159,26 @@ Status ClientImpl::close() {
   }
   loops_->stop();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     pool_.clear();
   }
   return result;
 }
 
 void ClientImpl::registerProducer(const std::shared_ptr<ProducerBase>& p) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::erase_if(producers_, [](const auto& w) { return w.expired(); });
   producers_.push_back(p);
 }
 
 void ClientImpl::registerConsumer(const std::shared_ptr<ConsumerBase>& c) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::erase_if(consumers_, [](const auto& w) { return w.expired(); });
   consumers_.push_back(c);
 }
 
 size_t ClientImpl::connectionCount() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (auto& [k, s] : pool_) n += s.cnx != nullptr;
   return n;
@@ -194,7 +194,7 @@ void ClientImpl::getConnection(const std::string& address, int slot, ConnectionC
   bool start = false;
   std::shared_ptr<ClientConnection> ready;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Slot& s = pool_[key];
     if (s.cnx && !s.cnx->isClosed()) {
       ready = s.cnx;
@@ -208,11 +208,7 @@ void ClientImpl::getConnection(const std::string& address, int slot, ConnectionC
     }
   }
   if (ready) {
-    if (loop.inExecutorThread()) {
-      cb(std::move(ready));
-    } else {
-      loop.execute([cb = std::move(cb), ready]() mutable { cb(std::move(ready)); });
-    }
+    loop.dispatch([cb = std::move(cb), ready]() mutable { cb(std::move(ready)); });
     return;
   }
   if (start) {
@@ -284,7 +280,7 @@ void ClientImpl::connect(const std::string& address, int slot) {
 void ClientImpl::connectDone(const SlotKey& key, Result<std::shared_ptr<ClientConnection>> r) {
   std::vector<ConnectionCallback> waiters;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Slot& s = pool_[key];
     s.connecting = false;
     waiters.swap(s.waiters);
@@ -304,7 +300,7 @@ void ClientImpl::connectDone(const SlotKey& key, Result<std::shared_ptr<ClientCo
 }
 
 void ClientImpl::connectionClosed(const SlotKey& key, ClientConnection* cnx) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = pool_.find(key);
   if (it != pool_.end() && it->second.cnx.get() == cnx) pool_.erase(it);
 }

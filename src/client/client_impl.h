@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "client/backoff.h"
 #include "client/client_config.h"
 #include "net/event_loop.h"
@@ -91,10 +92,10 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   std::atomic<uint64_t> producerId_{0};
   std::atomic<uint64_t> consumerId_{0};
 
-  std::mutex mu_;
-  std::map<SlotKey, Slot> pool_;                           // GUARDED_BY(mu_)
-  std::vector<std::weak_ptr<ProducerBase>> producers_;     // GUARDED_BY(mu_)
-  std::vector<std::weak_ptr<ConsumerBase>> consumers_;     // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::map<SlotKey, Slot> pool_ GUARDED_BY(mu_);
+  std::vector<std::weak_ptr<ProducerBase>> producers_ GUARDED_BY(mu_);
+  std::vector<std::weak_ptr<ConsumerBase>> consumers_ GUARDED_BY(mu_);
 };
 
 }  // namespace magnetar::client

@@ -123,11 +123,7 @@ void ConsumerImpl::redeliverUnacknowledgedMessages() {
     if (cleared > 0) self->messageProcessed(epoch, static_cast<uint32_t>(cleared));
   };
   auto& loop = client_->loopForSlot(slot_);
-  if (loop.inExecutorThread()) {
-    fn();
-  } else {
-    loop.execute(std::move(fn));
-  }
+  loop.dispatch(std::move(fn));
 }
 
 // ---- Requests: seek, last message id, unsubscribe, close ------------------------------------
@@ -225,7 +221,7 @@ void ConsumerImpl::closeAsync(StatusCallback cb) {
   std::shared_ptr<ClientConnection> cnx;
   StatusCallback createCb;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ == State::kClosed || state_ == State::kFailed) {
       state_ = State::kClosed;
     } else {
@@ -262,7 +258,7 @@ void ConsumerImpl::closeAsync(StatusCallback cb) {
 void ConsumerImpl::finishClose(const Status& s, bool unsubscribed) {
   std::vector<StatusCallback> cbs;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     state_ = State::kClosed;
     cnx_.reset();
     cbs.swap(closeCbs_);

@@ -74,12 +74,12 @@ std::shared_ptr<ConsumerBase> ConsumerImpl::handleOwner() {
 }
 
 std::shared_ptr<ClientConnection> ConsumerImpl::connection() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return state_ == State::kReady || state_ == State::kClosing ? cnx_ : nullptr;
 }
 
 bool ConsumerImpl::isConnected() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return state_ == State::kReady && cnx_ != nullptr;
 }
 
@@ -96,7 +96,7 @@ ConsumerStats ConsumerImpl::stats() const {
 
 void ConsumerImpl::start(StatusCallback cb) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     createCb_ = std::move(cb);
     createDeadline_ = Clock::now() + client_->config().operationTimeout;
   }
@@ -106,7 +106,7 @@ void ConsumerImpl::start(StatusCallback cb) {
 
 void ConsumerImpl::connect() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ != State::kConnecting) return;
   }
   if (client_->closed()) {
@@ -127,7 +127,7 @@ void ConsumerImpl::connect() {
 
 void ConsumerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ != State::kConnecting) return;
   }
   uint64_t requestId = client_->newRequestId();
@@ -167,7 +167,7 @@ void ConsumerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
     }
     StatusCallback createCb;
     {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(self->mu_);
       if (self->state_ != State::kConnecting) {
         cnx->removeConsumer(self->consumerId_);
         cnx->send(Commands::newCloseConsumer(self->consumerId_, self->client_->newRequestId()));
@@ -203,7 +203,7 @@ void ConsumerImpl::subscribeFailed(const Status& s) {
   StatusCallback createCb;
   bool retry = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ != State::kConnecting) return;
     bool clientClosed = client_->closed();
     if (!everConnected_) {
@@ -241,11 +241,7 @@ void ConsumerImpl::scheduleReconnect() {
       if (auto self = weak.lock()) self->connect();
     });
   };
-  if (loop.inExecutorThread()) {
-    arm();
-  } else {
-    loop.execute(arm);
-  }
+  loop.dispatch(std::move(arm));
 }
 
 void ConsumerImpl::connectionClosed(ClientConnection* cnx) { lostConnection(cnx, false); }
@@ -253,7 +249,7 @@ void ConsumerImpl::connectionClosed(ClientConnection* cnx) { lostConnection(cnx,
 void ConsumerImpl::lostConnection(ClientConnection* cnx, bool byBroker) {
   bool reconnect = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (cnx_.get() != cnx) return;
     cnx_.reset();
     if (state_ == State::kReady) {
@@ -375,11 +371,7 @@ void ConsumerImpl::messageProcessed(uint64_t epoch, uint32_t n) {
     cnx->send(Commands::newFlow(self->consumerId_, take));
   };
   auto& loop = client_->loopForSlot(slot_);
-  if (loop.inExecutorThread()) {
-    sendFlow();
-  } else {
-    loop.execute(std::move(sendFlow));
-  }
+  loop.dispatch(std::move(sendFlow));
 }
 
 Result<Message> ConsumerImpl::receive(std::chrono::milliseconds timeout) {
@@ -388,7 +380,7 @@ Result<Message> ConsumerImpl::receive(std::chrono::milliseconds timeout) {
   }
   auto item = queue_->pop(timeout);
   if (!item) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ == State::kClosed || state_ == State::kFailed) {
       return Status::closed("consumer closed");
     }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "client/ack_tracker.h"
 #include "client/backoff.h"
 #include "client/batch.h"
@@ -135,13 +136,13 @@ class ConsumerImpl final : public ConsumerBase, public std::enable_shared_from_t
   AckGroupingTracker acks_;
   NegativeAckTracker nacks_;
 
-  mutable std::mutex mu_;
-  State state_ = State::kConnecting;              // GUARDED_BY(mu_)
-  std::shared_ptr<ClientConnection> cnx_;         // GUARDED_BY(mu_)
-  bool everConnected_ = false;                    // GUARDED_BY(mu_)
-  StatusCallback createCb_;                       // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  State state_ GUARDED_BY(mu_) = State::kConnecting;
+  std::shared_ptr<ClientConnection> cnx_ GUARDED_BY(mu_);
+  bool everConnected_ GUARDED_BY(mu_) = false;
+  StatusCallback createCb_ GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point createDeadline_;
-  std::vector<StatusCallback> closeCbs_;          // GUARDED_BY(mu_)
+  std::vector<StatusCallback> closeCbs_ GUARDED_BY(mu_);
 
   std::atomic<uint64_t> epoch_{0};          // bumped on each (re)subscribe
   std::atomic<uint32_t> permitsToReturn_{0};

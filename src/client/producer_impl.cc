@@ -41,28 +41,28 @@ ProducerImpl::~ProducerImpl() {
 }
 
 std::string ProducerImpl::producerName() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return producerName_;
 }
 
 int64_t ProducerImpl::lastSequenceId() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return lastSequenceReceipted_;
 }
 
 bool ProducerImpl::isConnected() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return state_ == State::kReady && cnx_ != nullptr;
 }
 
 size_t ProducerImpl::pendingMessages() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return pendingMessages_;
 }
 
 void ProducerImpl::start(StatusCallback cb) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     createCb_ = std::move(cb);
     createDeadline_ = Clock::now() + client_->config().operationTimeout;
   }
@@ -74,7 +74,7 @@ void ProducerImpl::start(StatusCallback cb) {
 
 void ProducerImpl::connect() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ != State::kConnecting) return;
   }
   if (client_->closed()) {
@@ -97,7 +97,7 @@ void ProducerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
   proto::CommandProducer cmd;
   uint64_t requestId = client_->newRequestId();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ != State::kConnecting) return;
     cmd.set_topic(topic_);
     cmd.set_producer_id(producerId_);
@@ -123,7 +123,7 @@ void ProducerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
     bool needFlush = false;
     bool arm = false;
     {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(self->mu_);
       if (self->state_ != State::kConnecting) {
         // Closed while the PRODUCER was in flight: undo it on the broker.
         cnx->removeProducer(self->producerId_);
@@ -168,7 +168,7 @@ void ProducerImpl::createFailed(const Status& s) {
   Completion done;
   bool retry = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ != State::kConnecting) return;
     bool clientClosed = client_->closed();
     if (!everConnected_) {
@@ -210,11 +210,7 @@ void ProducerImpl::scheduleReconnect() {
       if (auto self = weak.lock()) self->connect();
     });
   };
-  if (loop.inExecutorThread()) {
-    arm();
-  } else {
-    loop.execute(arm);
-  }
+  loop.dispatch(std::move(arm));
 }
 
 void ProducerImpl::connectionClosed(ClientConnection* cnx) { lostConnection(cnx, false); }
@@ -224,7 +220,7 @@ void ProducerImpl::lostConnection(ClientConnection* cnx, bool byBroker) {
   Completion done;
   bool reconnect = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (cnx_.get() != cnx) return;
     cnx_.reset();
     if (state_ == State::kReady) {
@@ -253,7 +249,7 @@ void ProducerImpl::flushAsync(StatusCallback cb) {
   bool needFlush = false;
   bool now = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     encodeBatchLocked();
     needFlush = needFlushLocked();
     if (completed_ >= enqueued_) {
@@ -273,7 +269,7 @@ void ProducerImpl::closeAsync(StatusCallback cb) {
   bool finishNow = false;
   bool waitPending = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (state_ == State::kClosed || state_ == State::kFailed) {
       finishNow = true;
     } else {
@@ -309,7 +305,7 @@ void ProducerImpl::closeAsync(StatusCallback cb) {
     if (!self) return;
     std::shared_ptr<ClientConnection> cnx;
     {
-      std::lock_guard<std::mutex> lock(self->mu_);
+      MutexLock lock(self->mu_);
       cnx = self->cnx_;
     }
     if (!cnx) {
@@ -332,7 +328,7 @@ void ProducerImpl::finishClose(const Status& s) {
   std::vector<SendCallback> failed;
   Completion done;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     state_ = State::kClosed;
     cnx_.reset();
     failAllLocked(Status::closed("producer closed"), &failed, &done);

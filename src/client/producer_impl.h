@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "client/backoff.h"
 #include "client/batch.h"
 #include "client/client_config.h"
@@ -104,17 +105,18 @@ class ProducerImpl final : public ProducerBase, public std::enable_shared_from_t
   void createFailed(const Status& s);
   void lostConnection(ClientConnection* cnx, bool byBroker);
   void scheduleReconnect();
-  void encodeSingleLocked(const OutgoingMessage& m, uint64_t seq, SendCallback cb);
-  void encodeBatchLocked();
-  bool needFlushLocked();
+  void encodeSingleLocked(const OutgoingMessage& m, uint64_t seq, SendCallback cb) REQUIRES(mu_);
+  void encodeBatchLocked() REQUIRES(mu_);
+  bool needFlushLocked() REQUIRES(mu_);
   void postFlush();
   void flush();
   void armTimer();
   void onTimer();
   using Completion = std::vector<std::pair<StatusCallback, Status>>;
-  void failAllLocked(const Status& s, std::vector<SendCallback>* out, Completion* done);
-  void compactLocked();
-  void completeLocked(uint64_t n, const Status& s, Completion* done);
+  void failAllLocked(const Status& s, std::vector<SendCallback>* out, Completion* done)
+      REQUIRES(mu_);
+  void compactLocked() REQUIRES(mu_);
+  void completeLocked(uint64_t n, const Status& s, Completion* done) REQUIRES(mu_);
   void finishClose(const Status& s);
   std::chrono::microseconds timerPeriod() const;
 
@@ -128,34 +130,34 @@ class ProducerImpl final : public ProducerBase, public std::enable_shared_from_t
   boost::asio::steady_timer timer_;           // home loop: batch flush + send timeout
   Backoff backoff_;                           // home loop
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable notFull_;
-  State state_ = State::kConnecting;               // GUARDED_BY(mu_)
-  std::shared_ptr<ClientConnection> cnx_;          // GUARDED_BY(mu_)
-  std::string producerName_;                       // GUARDED_BY(mu_)
-  uint64_t epoch_ = 0;                             // GUARDED_BY(mu_)
-  bool everConnected_ = false;                     // GUARDED_BY(mu_)
-  StatusCallback createCb_;                        // GUARDED_BY(mu_)
+  State state_ GUARDED_BY(mu_) = State::kConnecting;
+  std::shared_ptr<ClientConnection> cnx_ GUARDED_BY(mu_);
+  std::string producerName_ GUARDED_BY(mu_);
+  uint64_t epoch_ GUARDED_BY(mu_) = 0;
+  bool everConnected_ GUARDED_BY(mu_) = false;
+  StatusCallback createCb_ GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point createDeadline_;
-  std::vector<StatusCallback> closeCbs_;           // GUARDED_BY(mu_)
-  uint64_t nextSequenceId_ = 0;                    // GUARDED_BY(mu_)
-  int64_t lastSequenceReceipted_ = -1;             // GUARDED_BY(mu_)
-  proto::MessageMetadata md_;                      // GUARDED_BY(mu_) reused per frame
-  proto::CommandSend send_;                        // GUARDED_BY(mu_)
-  BatchContainer batch_;                           // GUARDED_BY(mu_)
-  std::string log_;                                // GUARDED_BY(mu_)
+  std::vector<StatusCallback> closeCbs_ GUARDED_BY(mu_);
+  uint64_t nextSequenceId_ GUARDED_BY(mu_) = 0;
+  int64_t lastSequenceReceipted_ GUARDED_BY(mu_) = -1;
+  proto::MessageMetadata md_ GUARDED_BY(mu_);  // reused per frame
+  proto::CommandSend send_ GUARDED_BY(mu_);
+  BatchContainer batch_ GUARDED_BY(mu_);
+  std::string log_ GUARDED_BY(mu_);
   uint64_t logBase_ = 0;     // absolute offset of log_[0]
   uint64_t flushedTo_ = 0;   // absolute offset written to the connection
   uint64_t headOffset_ = 0;  // absolute offset where the oldest pending frame starts
-  std::deque<PendingSend> pending_;                // GUARDED_BY(mu_)
-  std::deque<SendCallback> callbacks_;             // GUARDED_BY(mu_)
-  size_t pendingMessages_ = 0;                     // GUARDED_BY(mu_) incl. batched
-  uint64_t enqueued_ = 0;                          // GUARDED_BY(mu_) messages accepted
-  uint64_t completed_ = 0;                         // GUARDED_BY(mu_) messages with a result
-  std::deque<FlushWaiter> flushWaiters_;           // GUARDED_BY(mu_)
-  bool flushScheduled_ = false;                    // GUARDED_BY(mu_)
-  bool timerArmed_ = false;                        // GUARDED_BY(mu_)
-  int blockedSenders_ = 0;                         // GUARDED_BY(mu_)
+  std::deque<PendingSend> pending_ GUARDED_BY(mu_);
+  std::deque<SendCallback> callbacks_ GUARDED_BY(mu_);
+  size_t pendingMessages_ GUARDED_BY(mu_) = 0;  // incl. batched
+  uint64_t enqueued_ GUARDED_BY(mu_) = 0;       // messages accepted
+  uint64_t completed_ GUARDED_BY(mu_) = 0;      // messages with a result
+  std::deque<FlushWaiter> flushWaiters_ GUARDED_BY(mu_);
+  bool flushScheduled_ GUARDED_BY(mu_) = false;
+  bool timerArmed_ GUARDED_BY(mu_) = false;
+  int blockedSenders_ GUARDED_BY(mu_) = 0;
   size_t notifyBelow_ = 0;  // wake blocked senders once pendingMessages_ is at most this
   // Home loop only: callbacks collected under the lock, run after it.
   std::vector<std::pair<SendCallback, MessageId>> completions_;

@@ -52,12 +52,12 @@ void ServiceConfiguration::store(const SettingDef& def, const ParsedValue& v) {
       break;
     case SettingType::kString:
     case SettingType::kEnum: {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       s.text = v.text;
       break;
     }
     case SettingType::kList: {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       s.list = v.list;
       break;
     }
@@ -84,12 +84,12 @@ std::string ServiceConfiguration::textOf(const SettingDef& def) const {
       break;
     case SettingType::kString:
     case SettingType::kEnum: {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       v.text = s.text;
       break;
     }
     case SettingType::kList: {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       v.list = s.list;
       break;
     }
@@ -144,7 +144,7 @@ Status ServiceConfiguration::updateDynamic(std::string_view key, std::string_vie
   std::string text = formatValue(*def, *v);
   std::vector<Listener> listeners;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(mu_);
     listeners = listeners_;
   }
   for (const auto& cb : listeners) cb(*def, text);
@@ -161,7 +161,7 @@ std::vector<std::string> ServiceConfiguration::dynamicKeys() {
 }
 
 void ServiceConfiguration::addListener(Listener l) {
-  std::lock_guard<std::mutex> g(mu_);
+  MutexLock g(mu_);
   listeners_.push_back(std::move(l));
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "config/cpu.h"
 #include "config/setting.h"
 
@@ -90,8 +91,9 @@ class ServiceConfiguration {
     std::atomic<int64_t> number{0};      // bool, ints; kThreads: the resolved count
     std::atomic<int64_t> configured{0};  // kThreads: configured value, 0 = auto
     std::atomic<double> real{0};
-    std::string text;               // GUARDED_BY(mu_)
-    std::vector<std::string> list;  // GUARDED_BY(mu_)
+    // Guarded by the registry's mu_ (a nested struct: the analysis cannot name it).
+    std::string text;
+    std::vector<std::string> list;
   };
 
   template <SettingType T>
@@ -109,10 +111,10 @@ class ServiceConfiguration {
     } else if constexpr (T == SettingType::kDouble) {
       return s.real.load(std::memory_order_relaxed);
     } else if constexpr (T == SettingType::kList) {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       return s.list;
     } else {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(mu_);
       return s.text;
     }
   }
@@ -122,8 +124,8 @@ class ServiceConfiguration {
 
   std::unique_ptr<Slot[]> slots_;
   int availableProcessors_;
-  mutable std::mutex mu_;
-  std::vector<Listener> listeners_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::vector<Listener> listeners_ GUARDED_BY(mu_);
 };
 
 }  // namespace magnetar::config

@@ -6,6 +6,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "base/dcheck.h"
 #include "base/logging.h"
 
 namespace magnetar::net {
@@ -50,6 +51,7 @@ void Connection::waitReadable() {
 }
 
 void Connection::handleReadable() {
+  MAGNETAR_DCHECK_ON(loop_);
   size_t total = 0;
   while (!readPaused_ && !closed_ && total < kMaxReadPerEvent) {
     ssize_t n = ::read(fd_, readBuf_.data(), readBuf_.size());
@@ -85,9 +87,13 @@ void Connection::handleReadable() {
   waitReadable();
 }
 
-void Connection::pauseRead() { readPaused_ = true; }
+void Connection::pauseRead() {
+  MAGNETAR_DCHECK_ON(loop_);
+  readPaused_ = true;
+}
 
 void Connection::resumeRead() {
+  MAGNETAR_DCHECK_ON(loop_);
   if (!readPaused_) return;
   readPaused_ = false;
   // Data may already sit in the kernel buffer: read it now rather than wait for a new edge.
@@ -108,13 +114,14 @@ void Connection::scheduleFlush() {
 }
 
 void Connection::flush() {
+  MAGNETAR_DCHECK_ON(loop_);
   if (writeWaiting_) return;  // the writable callback continues the flush
   for (;;) {
     if (inflightSeg_ >= inflight_.segmentCount()) {
       inflight_.clear();
       inflightSeg_ = 0;
       inflightSegOff_ = 0;
-      std::lock_guard<std::mutex> lock(writeMu_);
+      MutexLock lock(writeMu_);
       flushScheduled_ = false;
       if (pending_.empty()) break;
       inflight_.swap(pending_);
@@ -186,18 +193,15 @@ void Connection::close(bool graceful) {
       self->doClose();
     }
   };
-  if (loop_.inExecutorThread()) {
-    fn();
-  } else {
-    loop_.execute(fn);
-  }
+  loop_.dispatch(std::move(fn));
 }
 
 void Connection::doClose() {
+  MAGNETAR_DCHECK_ON(loop_);
   if (closeNotified_) return;
   closeNotified_ = true;
   {
-    std::lock_guard<std::mutex> lock(writeMu_);
+    MutexLock lock(writeMu_);
     closed_ = true;
     pending_.clear();
   }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "net/event_loop.h"
 #include "net/frame_batch.h"
 
@@ -42,7 +43,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void write(F&& fill) {
     bool schedule;
     {
-      std::lock_guard<std::mutex> lock(writeMu_);
+      MutexLock lock(writeMu_);
       if (closed_.load(std::memory_order_relaxed)) return;
       fill(pending_);
       schedule = !flushScheduled_;
@@ -99,9 +100,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool writeWaiting_ = false;
   std::vector<uint8_t> readBuf_;
 
-  std::mutex writeMu_;
-  FrameBatch pending_;          // GUARDED_BY(writeMu_)
-  bool flushScheduled_ = false; // GUARDED_BY(writeMu_)
+  Mutex writeMu_;
+  FrameBatch pending_ GUARDED_BY(writeMu_);
+  bool flushScheduled_ GUARDED_BY(writeMu_) = false;
   std::atomic<bool> closed_{false};
   bool closeAfterFlush_ = false;  // loop thread
   bool closeNotified_ = false;    // loop thread

@@ -46,7 +46,7 @@ bool EventLoop::inExecutorThread() const { return std::this_thread::get_id() == 
 void EventLoop::execute(Task t) {
   bool wake;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     inbox_.push_back(std::move(t));
     wake = !drainScheduled_;
     drainScheduled_ = true;
@@ -61,7 +61,7 @@ void EventLoop::execute(Task t) {
 void EventLoop::drain() {
   stats_.passes.fetch_add(1, std::memory_order_relaxed);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     running_.swap(inbox_);
     drainScheduled_ = false;
   }

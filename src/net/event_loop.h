@@ -3,14 +3,15 @@
 #pragma once
 
 #include <atomic>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "net/executor.h"
 
 namespace magnetar::net {
@@ -58,9 +59,9 @@ class EventLoop final : public Executor {
   std::thread::id threadId_;
   std::atomic<int> tid_{0};
 
-  std::mutex mu_;
-  std::vector<Task> inbox_;        // GUARDED_BY(mu_)
-  bool drainScheduled_ = false;    // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::vector<Task> inbox_ GUARDED_BY(mu_);
+  bool drainScheduled_ GUARDED_BY(mu_) = false;
   std::vector<Task> running_;      // loop thread only
   LoopStats stats_;
 };

@@ -16,6 +16,15 @@ class Executor {
   virtual void execute(Task t) = 0;
   // True when called on this executor's own thread.
   virtual bool inExecutorThread() const = 0;
+  // Runs t before returning when called on this executor's thread (ahead of tasks still queued,
+  // as a direct call would), else queues it as execute(t) does. Thread: any.
+  void dispatch(Task t) {
+    if (inExecutorThread()) {
+      t();
+    } else {
+      execute(std::move(t));
+    }
+  }
 };
 
 }  // namespace magnetar::net

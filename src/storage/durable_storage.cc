@@ -71,7 +71,7 @@ DurableManagedLedgerFactory::~DurableManagedLedgerFactory() { shutdown(); }
 
 void DurableManagedLedgerFactory::shutdown() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (shutdown_) return;
     shutdown_ = true;
   }
@@ -85,7 +85,7 @@ void DurableManagedLedgerFactory::asyncOpen(
     const std::string& name, net::Executor* executor,
     std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (shutdown_) {
       executor->execute([cb = std::move(cb)] { cb(Status::closed("storage shut down")); });
       return;
@@ -101,7 +101,7 @@ void DurableManagedLedgerFactory::bgOpen(
     std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) {
   ManagedLedgerState state;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto o = open_.find(name);
     if (o != open_.end()) {
       if (auto ml = o->second) {
@@ -144,7 +144,7 @@ void DurableManagedLedgerFactory::bgOpen(
   Status s = bgWrite(std::move(ops), id);
   if (!s) {
     state.ledgers.erase(id);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     dormant_[name] = std::move(state);
     executor->execute([cb = std::move(cb), s] { cb(s); });
     return;
@@ -153,14 +153,14 @@ void DurableManagedLedgerFactory::bgOpen(
   auto ml = std::make_shared<ManagedLedgerImpl>(this, name, executor, std::move(state));
   ml->init();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     open_[name] = ml;
   }
   executor->execute([cb = std::move(cb), ml] { cb(std::shared_ptr<ManagedLedger>(ml)); });
 }
 
 std::vector<std::string> DurableManagedLedgerFactory::ledgerNames() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::set<std::string> names;
   for (const auto& [n, _] : dormant_) names.insert(n);
   for (const auto& [n, _] : open_) names.insert(n);
@@ -169,14 +169,14 @@ std::vector<std::string> DurableManagedLedgerFactory::ledgerNames() const {
 
 void DurableManagedLedgerFactory::released(const std::string& name, ManagedLedgerImpl* ml,
                                            ManagedLedgerState state) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   dormant_[name] = std::move(state);
   auto o = open_.find(name);
   if (o != open_.end() && o->second.get() == ml) open_.erase(o);
 }
 
 void DurableManagedLedgerFactory::deleted(const std::string& name, ManagedLedgerImpl* ml) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   dormant_.erase(name);
   auto o = open_.find(name);
   if (o != open_.end() && o->second.get() == ml) open_.erase(o);
@@ -258,7 +258,7 @@ void DurableManagedLedgerFactory::bgReclaim() {
 void DurableManagedLedgerFactory::bgTick() {
   std::vector<std::shared_ptr<ManagedLedgerImpl>> live;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [_, ml] : open_) live.push_back(ml);
   }
   for (auto& ml : live) {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "storage/entry_cache.h"
 #include "storage/env.h"
 #include "storage/journal.h"
@@ -77,7 +78,8 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   friend class ManagedCursorImpl;
   explicit DurableManagedLedgerFactory(const StorageOptions& options);
 
-  Status recover();  // storage_recovery.cc
+  // storage_recovery.cc; runs before the ledgers are shared, so mu_ is not taken.
+  Status recover() NO_THREAD_SAFETY_ANALYSIS;
   Status start();
 
   // Background-thread (storage-bg) work.
@@ -116,11 +118,11 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   uint64_t checkpointSegment_ = 0;
   std::vector<JournalRun> failedRuns_;  // of a checkpoint whose write failed
 
-  mutable std::mutex mu_;
-  std::map<std::string, ManagedLedgerState> dormant_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, ManagedLedgerState> dormant_ GUARDED_BY(mu_);
   // Open ledgers stay referenced until closed or deleted (as Pulsar's factory cache).
-  std::map<std::string, std::shared_ptr<ManagedLedgerImpl>> open_;  // GUARDED_BY(mu_)
-  bool shutdown_ = false;                                           // GUARDED_BY(mu_)
+  std::map<std::string, std::shared_ptr<ManagedLedgerImpl>> open_ GUARDED_BY(mu_);
+  bool shutdown_ GUARDED_BY(mu_) = false;
   std::atomic<bool> stopped_{false};  // shutdown() began: ledgers refuse new work
   std::atomic<uint64_t> segmentsDeleted_{0}, ledgersDeleted_{0};
 };

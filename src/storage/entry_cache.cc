@@ -9,7 +9,7 @@ EntryCache::~EntryCache() { clear(); }
 void EntryCache::insert(Position p, const Buffer& data) {
   if (!mgr_->enabled()) return;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     entries_.push_back(Entry{p, data});
   }
   bytes_.fetch_add(static_cast<int64_t>(data.size()), std::memory_order_relaxed);
@@ -18,7 +18,7 @@ void EntryCache::insert(Position p, const Buffer& data) {
 
 bool EntryCache::read(Position from, int maxEntries, size_t maxBytes,
                       std::vector<Entry>* out) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (entries_.empty() || from < entries_.front().position) return false;
   auto it = std::lower_bound(entries_.begin(), entries_.end(), from,
                              [](const Entry& e, Position p) { return e.position < p; });
@@ -35,7 +35,7 @@ bool EntryCache::read(Position from, int maxEntries, size_t maxBytes,
 void EntryCache::evictUpTo(Position p) {
   int64_t freed = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     while (!entries_.empty() && entries_.front().position <= p) {
       freed += static_cast<int64_t>(entries_.front().data.size());
       entries_.pop_front();
@@ -48,7 +48,7 @@ void EntryCache::evictUpTo(Position p) {
 void EntryCache::evictBytes(int64_t bytes) {
   int64_t freed = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     while (!entries_.empty() && freed < bytes) {
       freed += static_cast<int64_t>(entries_.front().data.size());
       entries_.pop_front();
@@ -61,13 +61,13 @@ void EntryCache::evictBytes(int64_t bytes) {
 void EntryCache::clear() { evictBytes(INT64_MAX); }
 
 size_t EntryCache::count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return entries_.size();
 }
 
 std::shared_ptr<EntryCache> EntryCacheManager::newCache() {
   auto c = std::make_shared<EntryCache>(this);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   caches_.push_back(c);
   return c;
 }
@@ -84,7 +84,7 @@ void EntryCacheManager::added(int64_t bytes) {
 void EntryCacheManager::evict() {
   std::vector<std::shared_ptr<EntryCache>> live;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto out = caches_.begin();
     for (auto& w : caches_) {
       if (auto c = w.lock()) {

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "storage/managed_ledger.h"
 
 namespace magnetar::storage {
@@ -37,8 +38,8 @@ class EntryCache {
 
  private:
   EntryCacheManager* mgr_;
-  mutable std::mutex mu_;
-  std::deque<Entry> entries_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::deque<Entry> entries_ GUARDED_BY(mu_);
   std::atomic<int64_t> bytes_{0};
 };
 
@@ -64,8 +65,8 @@ class EntryCacheManager {
   std::atomic<int64_t> maxBytes_;
   std::atomic<int64_t> size_{0};
   std::atomic<uint64_t> evictions_{0};
-  std::mutex mu_;
-  std::vector<std::weak_ptr<EntryCache>> caches_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::vector<std::weak_ptr<EntryCache>> caches_ GUARDED_BY(mu_);
 };
 
 }  // namespace magnetar::storage

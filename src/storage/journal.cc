@@ -44,7 +44,7 @@ void Journal::append(const std::shared_ptr<JournalClient>& client, int64_t ledge
                      int64_t entryId, Buffer data) {
   bool wake = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (queue_.empty()) firstArrival_ = std::chrono::steady_clock::now();
     int64_t before = queuedBytes_;
     queuedBytes_ += static_cast<int64_t>(data.size());
@@ -58,7 +58,7 @@ void Journal::append(const std::shared_ptr<JournalClient>& client, int64_t ledge
 
 void Journal::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stop_) return;
     stop_ = true;
   }
@@ -71,14 +71,15 @@ void Journal::run() {
   std::vector<Request> batch;
   for (;;) {
     {
-      std::unique_lock lock(mu_);
+      UniqueLock lock(mu_);
       auto due = lastCheckpoint_ + std::chrono::milliseconds(options_.checkpointIntervalMs);
       waiting_ = true;
-      cv_.wait_until(lock, due, [&] { return stop_ || !queue_.empty(); });
+      cv_.wait_until(lock.native(), due, [&]() REQUIRES(mu_) { return stop_ || !queue_.empty(); });
       if (!queue_.empty() && options_.maxGroupWaitMs > 0 && !stop_) {
         auto until = firstArrival_ + std::chrono::milliseconds(options_.maxGroupWaitMs);
-        cv_.wait_until(lock, until,
-                       [&] { return stop_ || queuedBytes_ >= options_.maxGroupBytes; });
+        cv_.wait_until(lock.native(), until, [&]() REQUIRES(mu_) {
+          return stop_ || queuedBytes_ >= options_.maxGroupBytes;
+        });
       }
       waiting_ = false;
       takeGroup(batch);
@@ -92,7 +93,7 @@ void Journal::run() {
 }
 
 // Moves the next group out of the queue: everything, or about maxGroupBytes when more is queued
-// (bounds the write buffer and the latency of the oldest entries). REQUIRES: mu_ held.
+// (bounds the write buffer and the latency of the oldest entries).
 void Journal::takeGroup(std::vector<Request>& batch) {
   if (queuedBytes_ <= options_.maxGroupBytes) {
     batch.swap(queue_);

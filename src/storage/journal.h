@@ -16,6 +16,7 @@
 
 #include "base/buffer.h"
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "storage/env.h"
 #include "storage/journal_format.h"
 
@@ -88,7 +89,7 @@ class Journal {
   struct ClientGroup;
 
   void run();
-  void takeGroup(std::vector<Request>& batch);
+  void takeGroup(std::vector<Request>& batch) REQUIRES(mu_);
   void writeGroup(std::vector<Request>& batch);
   Status rollSegment();
   void maybeCheckpoint(bool force);
@@ -97,13 +98,13 @@ class Journal {
   JournalOptions options_;
   std::function<void(JournalCheckpoint)> onCheckpoint_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::vector<Request> queue_;                          // GUARDED_BY(mu_)
-  int64_t queuedBytes_ = 0;                             // GUARDED_BY(mu_)
-  std::chrono::steady_clock::time_point firstArrival_;  // GUARDED_BY(mu_)
-  bool waiting_ = false;  // GUARDED_BY(mu_): journal thread asleep for work
-  bool stop_ = false;     // GUARDED_BY(mu_)
+  std::vector<Request> queue_ GUARDED_BY(mu_);
+  int64_t queuedBytes_ GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point firstArrival_ GUARDED_BY(mu_);
+  bool waiting_ GUARDED_BY(mu_) = false;  // journal thread asleep for work
+  bool stop_ GUARDED_BY(mu_) = false;
 
   // Journal thread only.
   std::unique_ptr<WritableFile> file_;

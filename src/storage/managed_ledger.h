@@ -99,7 +99,10 @@ class ManagedCursor {
 class ManagedLedger {
  public:
   virtual ~ManagedLedger() = default;
+  // Thread: any (fixed at open), as executor().
   virtual const std::string& name() const = 0;
+  // The executor given at open, which every other call runs on. Thread: any.
+  virtual net::Executor* executor() const = 0;
   // Appends data. cb(status, position) runs once the entry is durable under the configured policy
   // (journalSyncData). Callbacks complete in append order. Errors: kIoError, kNoSpace (publish
   // fails with PersistenceError), kClosed.

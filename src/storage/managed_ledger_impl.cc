@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "base/dcheck.h"
 #include "base/logging.h"
 
 namespace magnetar::storage {
@@ -75,6 +76,7 @@ void ManagedLedgerImpl::post(StatusCallback cb, Status s) {
 // ---- adds ----
 
 void ManagedLedgerImpl::asyncAddEntry(Buffer data, AddEntryCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
   if (closing_ || state_ == State::kClosed || factory_->stopped_) {
     executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed"), {}); });
     return;
@@ -181,6 +183,7 @@ void ManagedLedgerImpl::fence(int64_t ledgerId, const Status& s) {
 }
 
 void ManagedLedgerImpl::onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n) {
+  MAGNETAR_DCHECK_ON(*executor_);
   if (s) {
     for (const JournalRun& r : runs) {
       if (r.ledgerId != fencedLedger_) index_[r.ledgerId].add(r);
@@ -212,6 +215,7 @@ void ManagedLedgerImpl::onJournalWritten(Status s, std::vector<JournalRun> runs,
 
 void ManagedLedgerImpl::asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
                                          ReadEntriesCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
   if (state_ == State::kClosed) {
     executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed"), {}); });
     return;
@@ -232,6 +236,7 @@ void ManagedLedgerImpl::asyncReadEntries(Position from, int maxEntries, size_t m
 
 bool ManagedLedgerImpl::readCachedEntries(Position from, int maxEntries, size_t maxBytes,
                                           std::vector<Entry>* out) {
+  MAGNETAR_DCHECK_ON(*executor_);
   if (state_ == State::kClosed || maxEntries <= 0) return false;
   Position start = ledgers_.ceil(from);
   if (!ledgers_.contains(start)) return false;
@@ -308,6 +313,7 @@ void ManagedLedgerImpl::continueRead(std::vector<Entry> acc, int maxEntries, siz
 
 Result<ManagedCursor*> ManagedLedgerImpl::openCursor(const std::string& name,
                                                      InitialPosition initial) {
+  MAGNETAR_DCHECK_ON(*executor_);
   if (closing_ || state_ == State::kClosed) return Status::closed("managed ledger closed");
   auto it = cursors_.find(name);
   if (it != cursors_.end()) return static_cast<ManagedCursor*>(it->second.get());
@@ -324,6 +330,7 @@ Result<ManagedCursor*> ManagedLedgerImpl::openCursor(const std::string& name,
 }
 
 Status ManagedLedgerImpl::deleteCursor(const std::string& name) {
+  MAGNETAR_DCHECK_ON(*executor_);
   auto it = cursors_.find(name);
   if (it == cursors_.end()) return Status::notFound("no cursor " + name);
   for (auto& cb : it->second->waiting_) post(std::move(cb), Status::ok());
@@ -337,6 +344,7 @@ Status ManagedLedgerImpl::deleteCursor(const std::string& name) {
 }
 
 std::vector<ManagedCursor*> ManagedLedgerImpl::cursors() const {
+  MAGNETAR_DCHECK_ON(*executor_);
   std::vector<ManagedCursor*> out;
   for (const auto& [_, c] : cursors_) out.push_back(c.get());
   return out;
@@ -432,6 +440,7 @@ void ManagedLedgerImpl::maybeTrim() {
 }
 
 void ManagedLedgerImpl::onTick() {
+  MAGNETAR_DCHECK_ON(*executor_);
   if (state_ != State::kOpen || closing_) return;
   int maxMin = opts_.managedLedgerMaxLedgerRolloverTimeMinutes;
   auto it = meta_.find(curLedger_);
@@ -446,6 +455,7 @@ void ManagedLedgerImpl::onTick() {
 // ---- close / delete ----
 
 void ManagedLedgerImpl::asyncClose(StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
   if (state_ == State::kClosed) {
     post(std::move(cb), Status::ok());
     return;
@@ -459,6 +469,7 @@ void ManagedLedgerImpl::asyncClose(StatusCallback cb) {
 }
 
 void ManagedLedgerImpl::asyncDelete(StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
   deleting_ = true;
   asyncClose(std::move(cb));
 }
@@ -536,6 +547,7 @@ bool ManagedCursorImpl::checkOpen(StatusCallback& cb) {
 }
 
 void ManagedCursorImpl::asyncMarkDelete(Position pos, StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
   if (!checkOpen(cb)) return;
   if (pos > ml_->ledgers_.lastConfirmed()) {
     ml_->post(std::move(cb), Status::invalidArgument("mark-delete beyond last confirmed entry"));
@@ -547,6 +559,7 @@ void ManagedCursorImpl::asyncMarkDelete(Position pos, StatusCallback cb) {
 
 void ManagedCursorImpl::asyncMarkDelete(Position pos, CursorProperties properties,
                                         StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
   if (!checkOpen(cb)) return;
   if (pos > ml_->ledgers_.lastConfirmed()) {
     ml_->post(std::move(cb), Status::invalidArgument("mark-delete beyond last confirmed entry"));
@@ -559,6 +572,7 @@ void ManagedCursorImpl::asyncMarkDelete(Position pos, CursorProperties propertie
 
 void ManagedCursorImpl::asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet,
                                                   StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
   if (!checkOpen(cb)) return;
   if (pos > ml_->ledgers_.lastConfirmed()) {
     ml_->post(std::move(cb), Status::invalidArgument("mark-delete beyond last confirmed entry"));
@@ -570,6 +584,7 @@ void ManagedCursorImpl::asyncMarkDeleteWithAckSet(Position pos, const AckSet& ac
 }
 
 void ManagedCursorImpl::asyncDelete(const std::vector<Position>& positions, StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
   if (!checkOpen(cb)) return;
   Position before = state_.markDelete();
   for (const Position& p : positions) state_.ack(p, ml_->ledgers_);
@@ -578,6 +593,7 @@ void ManagedCursorImpl::asyncDelete(const std::vector<Position>& positions, Stat
 
 void ManagedCursorImpl::asyncDeleteBatchIndexes(
     const std::vector<std::pair<Position, AckSet>>& acks, StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
   if (!checkOpen(cb)) return;
   Position before = state_.markDelete();
   for (const auto& [p, set] : acks) state_.ackBatchIndexes(p, set, ml_->ledgers_);
@@ -585,10 +601,12 @@ void ManagedCursorImpl::asyncDeleteBatchIndexes(
 }
 
 int64_t ManagedCursorImpl::numberOfEntriesInBacklog() const {
+  MAGNETAR_DCHECK_ON(*executor());
   return state_.backlog(ml_->ledgers_);
 }
 
 void ManagedCursorImpl::asyncResetCursor(Position pos, StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
   if (!checkOpen(cb)) return;
   Position next = ml_->ledgers_.ceil(pos);
   state_.reset(Position{next.ledgerId, next.entryId - 1});
@@ -596,6 +614,7 @@ void ManagedCursorImpl::asyncResetCursor(Position pos, StatusCallback cb) {
 }
 
 CursorMeta ManagedCursorImpl::snapshot(const StorageOptions& o) const {
+  MAGNETAR_DCHECK_ON(*executor());
   CursorMeta m;
   m.markDelete = state_.markDelete();
   for (const auto& [first, r] : state_.ranges()) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/dcheck.h"
 #include "storage/cursor_state.h"
 #include "storage/durable_storage.h"
 #include "storage/ledger_set.h"
@@ -28,19 +29,29 @@ class ManagedCursorImpl : public ManagedCursor {
   ManagedCursorImpl(std::string name, ManagedLedgerImpl* ml, CursorState state)
       : name_(std::move(name)), ml_(ml), state_(std::move(state)) {}
 
-  const std::string& name() const override { return name_; }
-  Position markDeletedPosition() const override { return state_.markDelete(); }
+  const std::string& name() const override { return name_; }  // any thread
+  Position markDeletedPosition() const override {
+    MAGNETAR_DCHECK_ON(*executor());
+    return state_.markDelete();
+  }
   void asyncMarkDelete(Position pos, StatusCallback cb) override;
   void asyncMarkDelete(Position pos, CursorProperties properties, StatusCallback cb) override;
   void asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet, StatusCallback cb) override;
-  const CursorProperties& properties() const override { return state_.properties(); }
+  const CursorProperties& properties() const override {
+    MAGNETAR_DCHECK_ON(*executor());
+    return state_.properties();
+  }
   void asyncDelete(const std::vector<Position>& positions, StatusCallback cb) override;
   void asyncDeleteBatchIndexes(const std::vector<std::pair<Position, AckSet>>& acks,
                                StatusCallback cb) override;
   const AckSet* batchDeletedIndexes(Position pos) const override {
+    MAGNETAR_DCHECK_ON(*executor());
     return state_.batchAckSet(pos);
   }
-  bool isAcknowledged(Position pos) const override { return state_.isAcked(pos); }
+  bool isAcknowledged(Position pos) const override {
+    MAGNETAR_DCHECK_ON(*executor());
+    return state_.isAcked(pos);
+  }
   int64_t numberOfEntriesInBacklog() const override;
   void asyncResetCursor(Position pos, StatusCallback cb) override;
 
@@ -50,6 +61,8 @@ class ManagedCursorImpl : public ManagedCursor {
 
  private:
   friend class ManagedLedgerImpl;
+  // The owning ledger's executor (defined after ManagedLedgerImpl).
+  net::Executor* executor() const;
   // Shared checks of the mutators: false (and cb failed) when the ledger is closed.
   bool checkOpen(StatusCallback& cb);
   std::string name_;
@@ -69,21 +82,40 @@ class ManagedLedgerImpl : public ManagedLedger,
   // Completes construction (needs shared_from_this). Thread: any, before the ledger is shared.
   void init();
 
-  const std::string& name() const override { return name_; }
+  const std::string& name() const override { return name_; }  // any thread
   void asyncAddEntry(Buffer data, AddEntryCallback cb) override;
   void asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
                         ReadEntriesCallback cb) override;
   bool readCachedEntries(Position from, int maxEntries, size_t maxBytes,
                          std::vector<Entry>* out) override;
-  Position lastConfirmedEntry() const override { return ledgers_.lastConfirmed(); }
-  Position nextValidPosition(Position p) const override { return ledgers_.next(p); }
-  Position firstPosition() const override { return ledgers_.first(); }
+  Position lastConfirmedEntry() const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return ledgers_.lastConfirmed();
+  }
+  Position nextValidPosition(Position p) const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return ledgers_.next(p);
+  }
+  Position firstPosition() const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return ledgers_.first();
+  }
   int64_t numberOfEntriesBetween(Position from, Position to) const override {
+    MAGNETAR_DCHECK_ON(*executor_);
     return ledgers_.count(from, to);
   }
-  int64_t numberOfEntries() const override { return ledgers_.totalEntries(); }
-  int64_t totalSizeBytes() const override { return ledgers_.totalBytes(); }
-  std::vector<LedgerStats> ledgerStats() const override { return ledgers_.stats(); }
+  int64_t numberOfEntries() const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return ledgers_.totalEntries();
+  }
+  int64_t totalSizeBytes() const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return ledgers_.totalBytes();
+  }
+  std::vector<LedgerStats> ledgerStats() const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return ledgers_.stats();
+  }
   Result<ManagedCursor*> openCursor(const std::string& name, InitialPosition initial) override;
   Status deleteCursor(const std::string& name) override;
   std::vector<ManagedCursor*> cursors() const override;
@@ -91,7 +123,7 @@ class ManagedLedgerImpl : public ManagedLedger,
   void asyncDelete(StatusCallback cb) override;
 
   // Thread: any.
-  net::Executor* executor() const { return executor_; }
+  net::Executor* executor() const override { return executor_; }
   bool closing() const { return closing_.load(); }
 
   // Periodic housekeeping (time-based rollover, retention, cache); posted by storage-bg.
@@ -154,5 +186,7 @@ class ManagedLedgerImpl : public ManagedLedger,
   std::vector<StatusCallback> closeCbs_;
   size_t readKey_;
 };
+
+inline net::Executor* ManagedCursorImpl::executor() const { return ml_->executor(); }
 
 }  // namespace magnetar::storage

@@ -131,6 +131,7 @@ class MemoryManagedLedger : public ManagedLedger {
       : name_(std::move(name)), d_(std::move(d)), factory_(factory) {}
 
   const std::string& name() const override { return name_; }
+  net::Executor* executor() const override { return d_->executor; }
 
   void asyncAddEntry(Buffer data, AddEntryCallback cb) override {
     if (closed_) {
@@ -259,7 +260,7 @@ void MemoryManagedLedgerFactory::asyncOpen(
     std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) {
   std::shared_ptr<ManagedLedger> ml;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto o = open_.find(name);
     if (o != open_.end()) ml = o->second.lock();
     if (!ml) {
@@ -278,14 +279,14 @@ void MemoryManagedLedgerFactory::asyncOpen(
 }
 
 std::vector<std::string> MemoryManagedLedgerFactory::ledgerNames() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> out;
   for (const auto& [name, _] : data_) out.push_back(name);
   return out;
 }
 
 void MemoryManagedLedgerFactory::shutdown() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [_, w] : open_) {
     if (auto ml = w.lock()) static_cast<MemoryManagedLedger*>(ml.get())->markClosed();
   }
@@ -293,13 +294,13 @@ void MemoryManagedLedgerFactory::shutdown() {
 }
 
 void MemoryManagedLedgerFactory::forget(const std::string& name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   data_.erase(name);
   open_.erase(name);
 }
 
 void MemoryManagedLedgerFactory::closed(const std::string& name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   open_.erase(name);
 }
 

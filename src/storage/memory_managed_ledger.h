@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "base/thread_annotations.h"
 #include "storage/managed_ledger.h"
 
 namespace magnetar::storage {
@@ -45,9 +46,9 @@ class MemoryManagedLedgerFactory : public ManagedLedgerFactory {
   void closed(const std::string& name);  // asyncClose: drop the open instance
 
   MemoryLedgerOptions options_;
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<MemoryLedgerData>> data_;  // GUARDED_BY(mu_)
-  std::map<std::string, std::weak_ptr<ManagedLedger>> open_;       // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<MemoryLedgerData>> data_ GUARDED_BY(mu_);
+  std::map<std::string, std::weak_ptr<ManagedLedger>> open_ GUARDED_BY(mu_);
 };
 
 }  // namespace magnetar::storage

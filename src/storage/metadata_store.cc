@@ -13,26 +13,26 @@ std::string subtreeEnd(const std::string& base, const std::string& child) {
 }  // namespace
 
 Result<std::string> MemoryMetadataStore::get(const std::string& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = kv_.find(key);
   if (it == kv_.end()) return Status::notFound(key);
   return it->second;
 }
 
 Status MemoryMetadataStore::put(const std::string& key, const std::string& value) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   kv_[key] = value;
   return Status::ok();
 }
 
 Status MemoryMetadataStore::remove(const std::string& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   kv_.erase(key);
   return Status::ok();
 }
 
 Status MemoryMetadataStore::write(const std::vector<MetadataOp>& ops) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& op : ops) {
     switch (op.kind) {
       case MetadataOp::Kind::kPut:
@@ -55,7 +55,7 @@ Status MemoryMetadataStore::write(const std::vector<MetadataOp>& ops) {
 
 Result<std::vector<std::pair<std::string, std::string>>> MemoryMetadataStore::scan(
     const std::string& prefix) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::pair<std::string, std::string>> out;
   for (auto it = kv_.lower_bound(prefix);
        it != kv_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
@@ -65,7 +65,7 @@ Result<std::vector<std::pair<std::string, std::string>>> MemoryMetadataStore::sc
 }
 
 Result<std::vector<std::string>> MemoryMetadataStore::getChildren(const std::string& path) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string base = path.empty() || path.back() != '/' ? path + "/" : path;
   std::set<std::string> children;
   auto it = kv_.lower_bound(base);

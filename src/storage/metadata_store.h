@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/thread_annotations.h"
 
 namespace magnetar::storage {
 
@@ -60,8 +61,8 @@ class MemoryMetadataStore : public MetadataStore {
   Result<std::vector<std::string>> getChildren(const std::string& path) override;
 
  private:
-  std::mutex mu_;
-  std::map<std::string, std::string> kv_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::map<std::string, std::string> kv_ GUARDED_BY(mu_);
 };
 
 // Escapes a name into one path component: '%', '/' and bytes < 0x20 become %XX.

@@ -65,12 +65,12 @@ void ReadPool::read(size_t key, std::vector<JournalRun> runs, int64_t fromEntry,
 }
 
 void ReadPool::forgetSegment(uint64_t segment) {
-  std::lock_guard lock(filesMu_);
+  MutexLock lock(filesMu_);
   files_.erase(segment);
 }
 
 Result<std::shared_ptr<RandomAccessFile>> ReadPool::file(uint64_t segment) {
-  std::lock_guard lock(filesMu_);
+  MutexLock lock(filesMu_);
   auto it = files_.find(segment);
   if (it != files_.end()) return it->second;
   auto f = env_->openReadable(segmentPath_(segment));

@@ -16,6 +16,7 @@
 
 #include "base/buffer.h"
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "storage/env.h"
 #include "storage/journal_format.h"
 
@@ -55,8 +56,8 @@ class ReadPool {
   Env* env_;
   std::function<std::string(uint64_t)> segmentPath_;
   std::vector<std::unique_ptr<Worker>> workers_;
-  std::mutex filesMu_;
-  std::map<uint64_t, std::shared_ptr<RandomAccessFile>> files_;  // GUARDED_BY(filesMu_)
+  Mutex filesMu_;
+  std::map<uint64_t, std::shared_ptr<RandomAccessFile>> files_ GUARDED_BY(filesMu_);
   std::atomic<uint64_t> diskReads_{0};
 };
 

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <thread>
 
 #include "storage/tests/fault_env.h"
 #include "storage/tests/ledger_contract.h"
@@ -49,6 +50,29 @@ class DurableStorageTest : public ::testing::Test {
   TempDir dir_;
   ManualExecutor ex_;
 };
+
+// The ledger and its cursors belong to the executor they were opened on (here the test thread,
+// which drives ex_): a call from another thread aborts.
+TEST_F(DurableStorageTest, LedgerCalledOffItsExecutorAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto f = open(testOptions(dir_.path()));
+  auto ml = openLedger(*f, ex_, "public/default/persistent/owned");
+  ASSERT_TRUE(ml);
+  auto c = ml->openCursor("sub", InitialPosition::kEarliest);
+  ASSERT_TRUE(c.isOk());
+  auto offThread = [](auto fn) { std::thread(fn).join(); };
+  EXPECT_DEATH(offThread([&] { ml->asyncAddEntry(Buffer::copyOf("x"), [](Status, Position) {}); }),
+               "managed_ledger_impl\\.cc:[0-9]+: asyncAddEntry: DCHECK failed");
+  EXPECT_DEATH(offThread([&] {
+                 c.value()->asyncMarkDelete(Position{0, 0}, [](Status) {});
+               }),
+               "asyncMarkDelete: DCHECK failed");
+  bool added = false;  // the owning thread may call it
+  ml->asyncAddEntry(Buffer::copyOf("x"), [&](Status s, Position) { added = s.isOk(); });
+  EXPECT_TRUE(runUntil(ex_, [&] { return added; }));
+  ml.reset();
+  close(f);
+}
 
 TEST_F(DurableStorageTest, RestartKeepsEntriesAndCursors) {
   StorageOptions o = testOptions(dir_.path());

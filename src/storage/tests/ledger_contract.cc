@@ -34,7 +34,7 @@ std::shared_ptr<ManagedLedger> LedgerContractTest::open(const std::string& name)
   std::shared_ptr<ManagedLedger> ml;
   bool done = false;
   factory_->asyncOpen(name, &ex_, [&](Result<std::shared_ptr<ManagedLedger>> r) {
-    EXPECT_TRUE(ex_.inExecutorThread());
+    EXPECT_TRUE(ex_.running());
     EXPECT_TRUE(r.isOk()) << r.status().toString();
     if (r) ml = *r;
     done = true;
@@ -86,7 +86,7 @@ TEST_P(LedgerContractTest, AddCompletesLaterInOrderOnExecutor) {
   for (int i = 0; i < 25; i++) {
     ml->asyncAddEntry(Buffer::copyOf("x"), [&](Status s, Position p) {
       EXPECT_TRUE(s.isOk());
-      EXPECT_TRUE(ex_.inExecutorThread());
+      EXPECT_TRUE(ex_.running());
       EXPECT_EQ(ml->lastConfirmedEntry(), p);  // LAC moves before the callback
       got.push_back(p);
     });

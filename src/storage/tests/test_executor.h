@@ -1,5 +1,6 @@
 // Executors for storage tests: ManualExecutor runs queued tasks when the test says so (so a test
-// can check that nothing ran inline); ThreadExecutor runs them on its own thread.
+// can check that nothing ran inline); its thread is the test's, which both calls the ledger and
+// runs the tasks. ThreadExecutor runs them on its own thread.
 #pragma once
 
 #include <condition_variable>
@@ -18,7 +19,9 @@ class ManualExecutor : public net::Executor {
     std::lock_guard lock(mu_);
     q_.push_back(std::move(t));
   }
-  bool inExecutorThread() const override { return running_; }
+  bool inExecutorThread() const override { return std::this_thread::get_id() == owner_; }
+  // True while runPending() runs a task (a callback was posted, not run inline).
+  bool running() const { return running_; }
   // Runs tasks (including ones they queue) until the queue is empty; returns how many ran.
   int runPending() {
     int n = 0;
@@ -43,6 +46,7 @@ class ManualExecutor : public net::Executor {
   }
 
  private:
+  const std::thread::id owner_ = std::this_thread::get_id();
   mutable std::mutex mu_;
   std::deque<net::Task> q_;
   bool running_ = false;
