@@ -168,8 +168,11 @@ std::string encodeTenant(const TenantInfo& t) {
 TenantInfo decodeTenant(const std::string& text) {
   TenantInfo t;
   forEachLine(text, [&](const std::string& key, std::vector<std::string> f) {
-    if (key == "adminRoles") t.adminRoles = std::move(f);
-    if (key == "allowedClusters") t.allowedClusters = std::move(f);
+    if (key == "adminRoles") {
+      t.adminRoles = std::move(f);
+    } else if (key == "allowedClusters") {
+      t.allowedClusters = std::move(f);
+    }
   });
   return t;
 }
@@ -378,7 +381,7 @@ std::optional<BacklogQuota> PolicyRegistry::topicBacklogQuota(const std::string&
                                                               const std::string& type) const {
   std::string text;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = topicPolicies_.find(topic);
     if (it == topicPolicies_.end()) return std::nullopt;
     auto p = it->second.find("backlogQuota/" + type);
