@@ -9,6 +9,7 @@
 
 #include "admin/router.h"
 #include "base/status.h"
+#include "net/tls.h"
 
 namespace magnetar::admin {
 
@@ -35,7 +36,7 @@ struct HttpServerStats {
 };
 
 // Serves HTTP/1.1 (keep-alive) on its own threads, named `pulsar-web` (numThreads == 1) or
-// `pulsar-web-<i>`. Each request goes to the Router; a handler's response may arrive from any
+// `pulsar-web-<i>` (`pulsar-web-tls...` for HTTPS). Each request goes to the Router; a handler's response may arrive from any
 // thread. Thread: start()/stop() from one owner thread.
 class HttpServer {
  public:
@@ -44,6 +45,9 @@ class HttpServer {
     uint16_t port = 8080;           // 0 binds a free port; see port()
     int numThreads = 1;             // numHttpServerThreads
     size_t maxBodyBytes = 1 << 20;  // larger request bodies get 413
+    // HTTPS with these certificates (webServicePortTls); null: plain HTTP. A TLS handshake has
+    // net::kTlsHandshakeTimeout; failures count in net::TlsErrorStats.
+    std::shared_ptr<net::TlsContext> tls;
   };
 
   HttpServer(std::shared_ptr<const Router> router, Options options);

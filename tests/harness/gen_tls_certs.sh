@@ -5,6 +5,7 @@
 #   client.pem client.key         CN=${CLIENT_CN:-tls-client}, signed by the CA (mTLS)
 #   other-ca.pem                  an unrelated CA
 #   other-client.pem other-client.key  CN=stranger, signed by the unrelated CA
+#   broker2.pem broker2.key       CN=localhost like broker.pem, signed by the unrelated CA
 #   expired.pem expired.key       CN=localhost, signed by the CA, valid only in January 2020
 # Usage: gen_tls_certs.sh DIR
 set -euo pipefail
@@ -26,6 +27,9 @@ for ca in ca other-ca; do
 done
 newkey broker.key
 sign broker localhost ca "subjectAltName=DNS:localhost,IP:127.0.0.1
+extendedKeyUsage=serverAuth"
+newkey broker2.key
+sign broker2 localhost other-ca "subjectAltName=DNS:localhost,IP:127.0.0.1
 extendedKeyUsage=serverAuth"
 newkey client.key
 sign client "${CLIENT_CN:-tls-client}" ca "extendedKeyUsage=clientAuth"
