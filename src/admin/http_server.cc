@@ -39,10 +39,12 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // ioc: the server's io_context; a pending answer keeps it alive (see onRead). streamArgs: the
   // socket, and for TLS the asio::ssl::context.
   template <typename... StreamArgs>
-  Session(std::shared_ptr<const Router> router, size_t maxBody,
-          std::weak_ptr<asio::io_context> ioc, StreamArgs&&... streamArgs)
-      : stream_(std::forward<StreamArgs>(streamArgs)...), router_(std::move(router)),
-        maxBody_(maxBody), ioc_(std::move(ioc)) {}
+  Session(std::shared_ptr<const Router> router, size_t maxBody, std::weak_ptr<asio::io_context> ioc,
+          StreamArgs&&... streamArgs)
+      : stream_(std::forward<StreamArgs>(streamArgs)...),
+        router_(std::move(router)),
+        maxBody_(maxBody),
+        ioc_(std::move(ioc)) {}
 
   void start() {
     asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
@@ -60,22 +62,20 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // Netty's 10 s handshake timeout, as on brokerServicePortTls; failures count as there.
   void handshake() {
     lowest().expires_after(net::kTlsHandshakeTimeout);
-    stream_.async_handshake(asio::ssl::stream_base::server,
-                            [self = this->shared_from_this()](beast::error_code ec) {
-                              if (!ec) return self->doRead();
-                              net::TlsError e = net::TlsError::kHandshakeFailed;
-                              if (ec == beast::error::timeout) {
-                                e = net::TlsError::kHandshakeTimeout;
-                              } else if (ec.category() == asio::error::get_ssl_category() &&
-                                         (ERR_GET_REASON(ec.value()) ==
-                                              SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE ||
-                                          ERR_GET_REASON(ec.value()) ==
-                                              SSL_R_CERTIFICATE_VERIFY_FAILED)) {
-                                e = net::TlsError::kUntrustedCert;
-                              }
-                              net::TlsErrorStats::record(e);
-                              self->close();
-                            });
+    stream_.async_handshake(
+        asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+          if (!ec) return self->doRead();
+          net::TlsError e = net::TlsError::kHandshakeFailed;
+          if (ec == beast::error::timeout) {
+            e = net::TlsError::kHandshakeTimeout;
+          } else if (ec.category() == asio::error::get_ssl_category() &&
+                     (ERR_GET_REASON(ec.value()) == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE ||
+                      ERR_GET_REASON(ec.value()) == SSL_R_CERTIFICATE_VERIFY_FAILED)) {
+            e = net::TlsError::kUntrustedCert;
+          }
+          net::TlsErrorStats::record(e);
+          self->close();
+        });
   }
 
   void doRead() {
@@ -168,13 +168,14 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     res_.keep_alive(keepAlive_);
     res_.prepare_payload();
     lowest().expires_after(kIdleTimeout);
-    http::async_write(stream_, res_, [self = this->shared_from_this()](beast::error_code ec, size_t) {
-      if (ec || !self->keepAlive_) {
-        self->close();
-        return;
-      }
-      self->doRead();
-    });
+    http::async_write(stream_, res_,
+                      [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                        if (ec || !self->keepAlive_) {
+                          self->close();
+                          return;
+                        }
+                        self->doRead();
+                      });
   }
 
   void close() {
@@ -209,19 +210,20 @@ const char* HttpServerStats::label(HttpBadRequest e) {
 }
 
 struct HttpServer::Impl {
-  Impl(std::shared_ptr<const Router> r, Options o)
+  Impl(std::shared_ptr<const Router> r, Options o, std::shared_ptr<net::TlsContext> t)
       : router(std::move(r)),
         options(std::move(o)),
+        tls(std::move(t)),
         ioc(std::make_shared<asio::io_context>(std::max(options.numThreads, 1))) {}
 
   void accept() {
     acceptor->async_accept(asio::make_strand(*ioc), [this](beast::error_code ec, tcp::socket s) {
       if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
       if (!ec) {
-        if (options.tls) {
+        if (tls) {
           // The certificates current at accept time (refreshed by the TlsContext); asio's
           // context only wraps a reference, the SSL object keeps its own.
-          std::shared_ptr<ssl_ctx_st> current = options.tls->current();
+          std::shared_ptr<ssl_ctx_st> current = tls->current();
           SSL_CTX_up_ref(current.get());
           asio::ssl::context sslContext(current.get());
           std::make_shared<Session<TlsStream>>(router, options.maxBodyBytes, ioc, std::move(s),
@@ -247,6 +249,7 @@ struct HttpServer::Impl {
 
   std::shared_ptr<const Router> router;
   Options options;
+  std::shared_ptr<net::TlsContext> tls;  // null: plain HTTP
   // Shared: a request still being answered on a broker thread keeps it alive (Session::onRead).
   std::shared_ptr<asio::io_context> ioc;
   asio::steady_timer acceptRetry{*ioc};
@@ -256,8 +259,9 @@ struct HttpServer::Impl {
   bool stopped = false;
 };
 
-HttpServer::HttpServer(std::shared_ptr<const Router> router, Options options)
-    : impl_(std::make_unique<Impl>(std::move(router), std::move(options))) {}
+HttpServer::HttpServer(std::shared_ptr<const Router> router, Options options,
+                       std::shared_ptr<net::TlsContext> tls)
+    : impl_(std::make_unique<Impl>(std::move(router), std::move(options), std::move(tls))) {}
 
 HttpServer::~HttpServer() { stop(); }
 
@@ -277,17 +281,16 @@ Status HttpServer::start() {
   if (!ec) m.acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     m.acceptor.reset();
-    return Status::ioError(fmt::format("cannot listen on {}:{} ({}): {}", m.options.bindAddress,
-                                       m.options.port,
-                                       m.options.tls ? "webServicePortTls" : "webServicePort",
-                                       ec.message()));
+    return Status::ioError(
+        fmt::format("cannot listen on {}:{} ({}): {}", m.options.bindAddress, m.options.port,
+                    m.tls ? "webServicePortTls" : "webServicePort", ec.message()));
   }
   m.boundPort = m.acceptor->local_endpoint().port();
   m.accept();
   int n = std::max(m.options.numThreads, 1);
   std::latch named(n);  // return only once every thread carries its name
   for (int i = 0; i < n; ++i) {
-    std::string base = m.options.tls ? "pulsar-web-tls" : "pulsar-web";
+    std::string base = m.tls ? "pulsar-web-tls" : "pulsar-web";
     std::string name = n == 1 ? base : fmt::format("{}-{}", base, i);
     m.threads.emplace_back([this, name, &named] {
       setThreadName(name);

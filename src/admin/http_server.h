@@ -36,8 +36,8 @@ struct HttpServerStats {
 };
 
 // Serves HTTP/1.1 (keep-alive) on its own threads, named `pulsar-web` (numThreads == 1) or
-// `pulsar-web-<i>` (`pulsar-web-tls...` for HTTPS). Each request goes to the Router; a handler's response may arrive from any
-// thread. Thread: start()/stop() from one owner thread.
+// `pulsar-web-<i>` (`pulsar-web-tls...` for HTTPS). Each request goes to the Router; a handler's
+// response may arrive from any thread. Thread: start()/stop() from one owner thread.
 class HttpServer {
  public:
   struct Options {
@@ -45,12 +45,12 @@ class HttpServer {
     uint16_t port = 8080;           // 0 binds a free port; see port()
     int numThreads = 1;             // numHttpServerThreads
     size_t maxBodyBytes = 1 << 20;  // larger request bodies get 413
-    // HTTPS with these certificates (webServicePortTls); null: plain HTTP. A TLS handshake has
-    // net::kTlsHandshakeTimeout; failures count in net::TlsErrorStats.
-    std::shared_ptr<net::TlsContext> tls;
   };
 
-  HttpServer(std::shared_ptr<const Router> router, Options options);
+  // tls: HTTPS with these certificates (webServicePortTls), else plain HTTP. A TLS handshake has
+  // net::kTlsHandshakeTimeout; failures count in net::TlsErrorStats.
+  HttpServer(std::shared_ptr<const Router> router, Options options,
+             std::shared_ptr<net::TlsContext> tls = nullptr);
   ~HttpServer();  // stops
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -231,7 +231,7 @@ int runBroker(const BrokerOptions& options) {
   admin::BrokerAdmin brokerAdmin(service, options.config, adminOptions);
   brokerAdmin.addRoutes(*router);
   admin::HttpServer web(router, {cfg.bindAddress(), static_cast<uint16_t>(cfg.webServicePort()),
-                                 cfg.numHttpServerThreads(), 1 << 20, nullptr});
+                                 cfg.numHttpServerThreads(), 1 << 20});
   if (Status s = web.start(); !s) {
     MLOG_ERROR("{}", s.message());
     service.stop();
@@ -240,8 +240,10 @@ int runBroker(const BrokerOptions& options) {
   std::unique_ptr<admin::HttpServer> webTls;
   if (auto port = cfg.webServicePortTls()) {
     webTls = std::make_unique<admin::HttpServer>(
-        router, admin::HttpServer::Options{cfg.bindAddress(), static_cast<uint16_t>(*port),
-                                           cfg.numHttpServerThreads(), 1 << 20, tls});
+        router,
+        admin::HttpServer::Options{cfg.bindAddress(), static_cast<uint16_t>(*port),
+                                   cfg.numHttpServerThreads(), 1 << 20},
+        tls);
     if (Status s = webTls->start(); !s) {
       MLOG_ERROR("{}", s.message());
       web.stop();
@@ -250,8 +252,7 @@ int runBroker(const BrokerOptions& options) {
     }
   }
   BoundPorts bound{static_cast<uint16_t>(service.brokerServicePort()), web.port(),
-                   service.brokerServicePortTls(),
-                   webTls ? webTls->port() : 0};
+                   service.brokerServicePortTls(), webTls ? webTls->port() : 0};
 
   MLOG_INFO("magnetar listening: brokerServicePort={} webServicePort={}{}{}", bound.broker,
             bound.web,

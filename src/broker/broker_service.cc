@@ -198,7 +198,8 @@ std::string BrokerService::brokerServiceUrlTls() const {
     if (!internal.brokerServiceUrlTls.empty()) return internal.brokerServiceUrlTls;
   }
   if (!tlsServer_) return "";
-  return "pulsar+ssl://" + options_.advertisedAddress + ":" + std::to_string(brokerServicePortTls());
+  return "pulsar+ssl://" + options_.advertisedAddress + ":" +
+         std::to_string(brokerServicePortTls());
 }
 
 std::vector<std::pair<std::string, PublishThrottleStats>> BrokerService::publishThrottleStats()

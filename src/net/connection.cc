@@ -40,7 +40,17 @@ Connection::~Connection() = default;
 void Connection::start() {
   auto self = shared_from_this();
   loop_.execute([self] {
-    if (self->tls_) self->startHandshakeTimer();
+    if (self->tls_) {
+      self->startHandshakeTimer();
+      if (self->tls_->isClient()) {  // the ClientHello goes first
+        if (Status s = self->tls_->startHandshake(self->tlsOut_); !s) {
+          MLOG_WARN("{}: TLS handshake: {}", self->peer_, s.message());
+          self->doClose();
+          return;
+        }
+        self->flush();
+      }
+    }
     self->waitReadable();
   });
 }
@@ -272,7 +282,8 @@ void Connection::flushTls() {
     size_t bytes = 0;
     for (; inflightSeg_ < segs.size() && bytes < kTlsPassBytes; ++inflightSeg_) {
       const auto& sg = segs[inflightSeg_];
-      const char* p = sg.buffer ? reinterpret_cast<const char*>(sg.buffer.data()) : base + sg.offset;
+      const char* p =
+          sg.buffer ? reinterpret_cast<const char*>(sg.buffer.data()) : base + sg.offset;
       bufs.emplace_back(reinterpret_cast<const uint8_t*>(p), sg.length);
       bytes += sg.length;
     }

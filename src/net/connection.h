@@ -42,8 +42,7 @@ struct ConnectionStats {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket);
-  Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket,
-             std::unique_ptr<TlsSession> tls);
+  Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket, std::unique_ptr<TlsSession> tls);
   virtual ~Connection();
 
   // Begins reading. Call once, on any thread (it hops to the loop).

@@ -91,7 +91,8 @@ Status applyCiphers(SSL_CTX* ctx, const std::vector<std::string>& ciphers) {
         break;
       }
     }
-    if (!found) return Status::invalidArgument(fmt::format("tlsCiphers: unknown cipher '{}'", name));
+    if (!found)
+      return Status::invalidArgument(fmt::format("tlsCiphers: unknown cipher '{}'", name));
     // OpenSSL names TLS 1.3 suites TLS_*, older ciphers with dashes (ECDHE-RSA-...).
     std::string_view osslName = SSL_CIPHER_get_name(found);
     std::string& list = osslName.rfind("TLS_", 0) == 0 ? tls13 : tls12;
@@ -134,11 +135,16 @@ std::string statStamp(const std::string& path) {
 
 const char* TlsErrorStats::label(TlsError e) {
   switch (e) {
-    case TlsError::kHandshakeFailed: return "handshake_failed";
-    case TlsError::kUntrustedCert: return "untrusted_cert";
-    case TlsError::kHandshakeTimeout: return "handshake_timeout";
-    case TlsError::kCertRefreshFailed: return "cert_refresh_failed";
-    case TlsError::kCount: break;
+    case TlsError::kHandshakeFailed:
+      return "handshake_failed";
+    case TlsError::kUntrustedCert:
+      return "untrusted_cert";
+    case TlsError::kHandshakeTimeout:
+      return "handshake_timeout";
+    case TlsError::kCertRefreshFailed:
+      return "cert_refresh_failed";
+    case TlsError::kCount:
+      break;
   }
   return "other";
 }
@@ -148,8 +154,8 @@ Result<std::shared_ptr<ssl_ctx_st>> newServerSslCtx(const TlsOptions& o) {
   std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
   if (!ctx) return Status::internal("SSL_CTX_new: " + takeSslError());
   SSL_CTX* c = ctx.get();
-  SSL_CTX_set_options(c, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION |
-                             SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX_set_options(
+      c, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
   if (Status s = applyProtocols(c, o.protocols); !s) return s;
   if (Status s = applyCiphers(c, o.ciphers); !s) return s;
 
@@ -207,6 +213,31 @@ Result<std::shared_ptr<ssl_ctx_st>> newServerSslCtx(const TlsOptions& o) {
   return ctx;
 }
 
+Result<std::shared_ptr<ssl_ctx_st>> newClientSslCtx(const TlsOptions& o) {
+  ERR_clear_error();
+  std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
+  if (!ctx) return Status::internal("SSL_CTX_new: " + takeSslError());
+  SSL_CTX* c = ctx.get();
+  if (Status s = applyProtocols(c, o.protocols); !s) return s;
+  if (Status s = applyCiphers(c, o.ciphers); !s) return s;
+  if (!o.trustCertsFilePath.empty()) {
+    if (SSL_CTX_load_verify_locations(c, o.trustCertsFilePath.c_str(), nullptr) != 1) {
+      return fileError("tlsTrustCertsFilePath", o.trustCertsFilePath, takeSslError());
+    }
+  } else {
+    SSL_CTX_set_default_verify_paths(c);
+  }
+  SSL_CTX_set_verify(c, o.allowInsecureConnection ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, nullptr);
+  if (!o.certificateFilePath.empty()) {
+    if (SSL_CTX_use_certificate_chain_file(c, o.certificateFilePath.c_str()) != 1 ||
+        SSL_CTX_use_PrivateKey_file(c, o.keyFilePath.c_str(), SSL_FILETYPE_PEM) != 1) {
+      return fileError("tlsCertificateFilePath", o.certificateFilePath, takeSslError());
+    }
+  }
+  ERR_clear_error();
+  return ctx;
+}
+
 Result<std::shared_ptr<TlsContext>> TlsContext::create(const TlsOptions& options) {
   std::shared_ptr<TlsContext> t(new TlsContext(options));
   auto ctx = newServerSslCtx(options);
@@ -246,7 +277,7 @@ std::shared_ptr<ssl_ctx_st> TlsContext::current() {
   return ctx_;
 }
 
-TlsSession::TlsSession(const std::shared_ptr<ssl_ctx_st>& ctx, bool client) {
+TlsSession::TlsSession(const std::shared_ptr<ssl_ctx_st>& ctx, bool client) : client_(client) {
   ssl_ = SSL_new(ctx.get());
   rbio_ = BIO_new(BIO_s_mem());
   wbio_ = BIO_new(BIO_s_mem());

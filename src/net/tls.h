@@ -23,10 +23,10 @@ namespace magnetar::net {
 
 // TLS failures, each a label value of magnetar_tls_errors_total{error}.
 enum class TlsError {
-  kHandshakeFailed,     // not TLS (plaintext, garbage) or no common protocol/cipher; closed
-  kUntrustedCert,       // client certificate missing (when required) or not signed by a trusted CA
-  kHandshakeTimeout,    // handshake not finished within kTlsHandshakeTimeout; closed
-  kCertRefreshFailed,   // changed certificate files that could not be loaded (old ones kept)
+  kHandshakeFailed,    // not TLS (plaintext, garbage) or no common protocol/cipher; closed
+  kUntrustedCert,      // client certificate missing (when required) or not signed by a trusted CA
+  kHandshakeTimeout,   // handshake not finished within kTlsHandshakeTimeout; closed
+  kCertRefreshFailed,  // changed certificate files that could not be loaded (old ones kept)
   kCount
 };
 
@@ -47,13 +47,13 @@ inline constexpr auto kTlsHandshakeTimeout = std::chrono::seconds(10);
 
 // The broker's TLS settings (Pulsar's tls* keys).
 struct TlsOptions {
-  std::string certificateFilePath;  // tlsCertificateFilePath (PEM, leaf first, then chain)
-  std::string keyFilePath;          // tlsKeyFilePath (PEM, unencrypted)
-  std::string trustCertsFilePath;   // tlsTrustCertsFilePath (PEM CAs); "" = the system's CAs
-  bool allowInsecureConnection = false;            // accept unverifiable client certificates
+  std::string certificateFilePath;       // tlsCertificateFilePath (PEM, leaf first, then chain)
+  std::string keyFilePath;               // tlsKeyFilePath (PEM, unencrypted)
+  std::string trustCertsFilePath;        // tlsTrustCertsFilePath (PEM CAs); "" = the system's CAs
+  bool allowInsecureConnection = false;  // accept unverifiable client certificates
   bool requireTrustedClientCertOnConnect = false;  // no (trusted) client certificate: refused
-  std::vector<std::string> protocols;  // tlsProtocols: TLSv1.3, TLSv1.2, ...; empty = OpenSSL's
-  std::vector<std::string> ciphers;    // tlsCiphers, IANA names as Java's; empty = OpenSSL's
+  std::vector<std::string> protocols;     // tlsProtocols: TLSv1.3, TLSv1.2, ...; empty = OpenSSL's
+  std::vector<std::string> ciphers;       // tlsCiphers, IANA names as Java's; empty = OpenSSL's
   int certRefreshCheckDurationSec = 300;  // tlsCertRefreshCheckDurationSec; 0 = every accept
 };
 
@@ -88,6 +88,11 @@ class TlsContext {
 // Builds an SSL_CTX from options (server side). Errors as TlsContext::create.
 Result<std::shared_ptr<ssl_ctx_st>> newServerSslCtx(const TlsOptions& options);
 
+// A client SSL_CTX: the broker's certificate must verify against trustCertsFilePath ("" = the
+// system's CAs) unless allowInsecureConnection; certificateFilePath/keyFilePath, when set, are
+// the client's own (mTLS). Host names are not checked. Errors: kInvalidArgument naming the file.
+Result<std::shared_ptr<ssl_ctx_st>> newClientSslCtx(const TlsOptions& options);
+
 // One TLS connection over memory BIOs. Thread: the owner's (a connection's loop), not shared.
 class TlsSession {
  public:
@@ -108,6 +113,7 @@ class TlsSession {
   Status encrypt(const std::pair<const uint8_t*, size_t>* bufs, size_t n, std::string& out);
 
   bool handshakeDone() const { return handshakeDone_; }
+  bool isClient() const { return client_; }
   TlsError error() const { return error_; }
   // The peer certificate's subject CN once the handshake is done and the peer sent a
   // certificate the context accepted (trusted, or any with allowInsecureConnection).
@@ -123,6 +129,7 @@ class TlsSession {
   bio_st* rbio_ = nullptr;  // owned by ssl_
   bio_st* wbio_ = nullptr;  // owned by ssl_
   bool handshakeDone_ = false;
+  bool client_ = false;
   TlsError error_ = TlsError::kHandshakeFailed;
   std::string gather_;  // encrypt()'s staging buffer, reused
 };

@@ -29,8 +29,8 @@ def main() -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="broker setting (repeatable)")
     parser.add_argument("--tls", action="store_true",
-                        help="also a TLS listener with certificates made now (tests/harness/tls.py);"
-                             " sets BROKER_URL_TLS and TLS_CERTS_DIR")
+                        help="also a TLS listener with certificates made now "
+                             "(tests/harness/tls.py); sets BROKER_URL_TLS and TLS_CERTS_DIR")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command

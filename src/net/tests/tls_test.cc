@@ -59,13 +59,13 @@ class TlsTest : public ::testing::Test {
     for (int i = 0; i < 10 && !(client.handshakeDone() && server.handshakeDone()); ++i) {
       std::string in;
       in.swap(toServer);
-      Status s = server.feed(reinterpret_cast<const uint8_t*>(in.data()), in.size(), plain,
-                             toClient);
+      Status s =
+          server.feed(reinterpret_cast<const uint8_t*>(in.data()), in.size(), plain, toClient);
       if (!s) return s;
       in.clear();
       in.swap(toClient);
-      Status c = client.feed(reinterpret_cast<const uint8_t*>(in.data()), in.size(), plain,
-                             toServer);
+      Status c =
+          client.feed(reinterpret_cast<const uint8_t*>(in.data()), in.size(), plain, toServer);
       if (!c) return c;
     }
     // TLS 1.3: the server learns of a refused client certificate with the client's last flight.
@@ -143,8 +143,8 @@ TEST_F(TlsTest, HandshakeThenGatheredBuffersRoundTrip) {
   // Fed in odd-sized pieces, as reads deliver it.
   for (size_t off = 0; off < cipher.size(); off += 7777) {
     size_t n = std::min<size_t>(7777, cipher.size() - off);
-    ASSERT_TRUE(client.feed(reinterpret_cast<const uint8_t*>(cipher.data()) + off, n, plain, out)
-                    .isOk());
+    ASSERT_TRUE(
+        client.feed(reinterpret_cast<const uint8_t*>(cipher.data()) + off, n, plain, out).isOk());
   }
   EXPECT_EQ(plain, expect);
 }
