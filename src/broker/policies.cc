@@ -378,7 +378,7 @@ std::optional<BacklogQuota> PolicyRegistry::topicBacklogQuota(const std::string&
                                                               const std::string& type) const {
   std::string text;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = topicPolicies_.find(topic);
     if (it == topicPolicies_.end()) return std::nullopt;
     auto p = it->second.find("backlogQuota/" + type);
