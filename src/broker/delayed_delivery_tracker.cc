@@ -136,9 +136,15 @@ bool DelayedDeliveryTracker::addMessage(storage::Position p, int64_t deliverAtMs
   const int64_t width = int64_t{1} << bucketBits_;
   int64_t index = (deliverAtMs + width - 1) >> bucketBits_;
   Bucket& b = buckets_[index];
-  auto it = std::lower_bound(b.begin(), b.end(), p.ledgerId,
+  if (p.ledgerId >= 0 && p.ledgerId < kMaxPackedLedger && p.entryId >= 0 &&
+      p.entryId < (int64_t{1} << kEntryBits)) {
+    if (b.packed.add(p.ledgerId << kEntryBits | p.entryId)) ++count_;
+    return true;
+  }
+  auto& w = b.wide;
+  auto it = std::lower_bound(w.begin(), w.end(), p.ledgerId,
                              [](const LedgerIds& l, int64_t id) { return l.ledgerId < id; });
-  if (it == b.end() || it->ledgerId != p.ledgerId) it = b.insert(it, LedgerIds{p.ledgerId, {}});
+  if (it == w.end() || it->ledgerId != p.ledgerId) it = w.insert(it, LedgerIds{p.ledgerId, {}});
   if (it->ids.add(p.entryId)) ++count_;
   return true;
 }
@@ -160,12 +166,16 @@ size_t DelayedDeliveryTracker::getScheduledMessages(int64_t nowMs, size_t maxEnt
   while (n < maxEntries && hasMessageAvailable(nowMs)) {
     auto first = buckets_.begin();
     Bucket& b = first->second;
-    for (auto& l : b) {
+    constexpr int64_t kEntryMask = (int64_t{1} << kEntryBits) - 1;
+    n += b.packed.take(maxEntries - n, [&](int64_t key) {
+      out->push_back({key >> kEntryBits, key & kEntryMask});
+    });
+    for (auto& l : b.wide) {
       if (n >= maxEntries) break;
       int64_t ledger = l.ledgerId;
       n += l.ids.take(maxEntries - n, [&](int64_t e) { out->push_back({ledger, e}); });
     }
-    std::erase_if(b, [](const LedgerIds& l) { return l.ids.empty(); });
+    std::erase_if(b.wide, [](const LedgerIds& l) { return l.ids.empty(); });
     if (b.empty()) buckets_.erase(first);
   }
   count_ -= static_cast<int64_t>(n);
@@ -182,9 +192,9 @@ size_t DelayedDeliveryTracker::memoryBytes() const {
   constexpr size_t kMapNode = 4 * sizeof(void*);
   size_t bytes = sizeof(*this);
   for (const auto& [_, b] : buckets_) {
-    bytes += kMapNode + sizeof(int64_t) + sizeof(Bucket) +
-             (b.capacity() - b.size()) * sizeof(LedgerIds);
-    for (const auto& l : b) bytes += sizeof(l.ledgerId) + l.ids.memoryBytes();
+    bytes += kMapNode + sizeof(int64_t) + sizeof(Bucket) - sizeof(EntryIdRuns) +
+             b.packed.memoryBytes() + (b.wide.capacity() - b.wide.size()) * sizeof(LedgerIds);
+    for (const auto& l : b.wide) bytes += sizeof(l.ledgerId) + l.ids.memoryBytes();
   }
   return bytes;
 }

@@ -1,8 +1,10 @@
 // DelayedDeliveryTracker: the entries a Shared or Key_Shared subscription holds back until their
 // MessageMetadata.deliver_at_time (Pulsar's DelayedDeliveryTracker). Entries are grouped by time
-// bucket (deliver time rounded up to the bucket width); inside a bucket, per ledger, the entry ids
-// are kept as delta- and run-length-encoded varints (EntryIdRuns), so a delayed entry costs about
-// 1-3 bytes (random delays) or next to nothing (runs of consecutive entries with one delay).
+// bucket (deliver time rounded up to the bucket width); inside a bucket the positions, packed as
+// ledgerId << 40 | entryId, are kept as delta- and run-length-encoded varints (EntryIdRuns), so a
+// delayed entry costs about 2-3 bytes (random delays) or next to nothing (runs of consecutive
+// entries with one delay). Positions that do not pack (ledger id >= 2^23 or entry id >= 2^40) are
+// kept per ledger instead.
 // Nothing is written to storage: after a restart the dispatcher reads the unacked backlog again
 // and tracks its delayed entries anew.
 #pragma once
@@ -19,7 +21,7 @@
 
 namespace magnetar::broker {
 
-// A set of entry ids (>= 0) of one ledger, appended mostly in increasing order and taken from the
+// A set of ids (>= 0), appended mostly in increasing order and taken from the
 // smallest. Runs of consecutive ids are stored as [varint(gap << 1 | 1)][varint(length - 2)],
 // single ids as [varint(gap << 1)], gap = distance from the previous run's end. An id lower than
 // the largest held re-encodes the set (O(size); the dispatcher reads entries in order, so this is
@@ -100,7 +102,13 @@ class DelayedDeliveryTracker {
     int64_t ledgerId;
     EntryIdRuns ids;
   };
-  using Bucket = std::vector<LedgerIds>;  // sorted by ledger id; usually one or two
+  struct Bucket {
+    EntryIdRuns packed;           // ledgerId << kEntryBits | entryId
+    std::vector<LedgerIds> wide;  // positions that do not pack, sorted by ledger id
+    bool empty() const { return packed.empty() && wide.empty(); }
+  };
+  static constexpr int kEntryBits = 40;
+  static constexpr int64_t kMaxPackedLedger = int64_t{1} << (63 - kEntryBits);
   int64_t cutoff(int64_t nowMs) const { return strict_ ? nowMs : nowMs + tickTimeMs_; }
 
   int64_t tickTimeMs_;

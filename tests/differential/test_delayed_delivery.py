@@ -1,0 +1,95 @@
+"""Delayed delivery as Pulsar does it (default settings: 1 s tick, not strict): deliver_after holds
+a message on Shared subscriptions and not on Exclusive ones, the messages behind it are not held,
+msgDelayed / msgBacklogNoDelayed, the namespace delayedDelivery policy's REST shape, and a delay
+over maxDeliveryDelayInMillis is refused."""
+
+import time
+import uuid
+from datetime import timedelta
+
+import pulsar
+import pytest
+import requests
+from helpers import assert_nothing, receive_n, texts
+
+
+def stats(admin_url, topic):
+    path = topic.replace("persistent://", "")
+    r = requests.get(f"{admin_url}/admin/v2/persistent/{path}/stats", timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def eventually(fn, timeout=20.0):
+    deadline = time.time() + timeout
+    while True:
+        v = fn()
+        if v or time.time() > deadline:
+            return v
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def namespace(admin_url):
+    ns = f"public/delayed-{uuid.uuid4().hex[:8]}"
+    r = requests.put(f"{admin_url}/admin/v2/namespaces/{ns}", timeout=30)
+    assert r.status_code == 204, r.text
+    yield ns
+    requests.delete(f"{admin_url}/admin/v2/namespaces/{ns}", params={"force": "true"},
+                    timeout=60)
+
+
+def test_shared_holds_exclusive_does_not(client, topic, admin_url):
+    shared = client.subscribe(topic, "shared", consumer_type=pulsar.ConsumerType.Shared)
+    excl = client.subscribe(topic, "excl", consumer_type=pulsar.ConsumerType.Exclusive)
+    producer = client.create_producer(topic, batching_enabled=False)
+    sent = time.time()
+    producer.send(b"late", deliver_after=timedelta(seconds=4))
+    producer.send(b"now")
+    assert texts(receive_n(excl, 2)) == ["late", "now"]
+    first = receive_n(shared, 1)
+    assert texts(first) == ["now"]
+    shared.acknowledge(first[0])
+    s = eventually(lambda: (lambda x: x if x["msgDelayed"] == 1 else None)(
+        stats(admin_url, topic)["subscriptions"]["shared"]))
+    assert s and s["msgDelayed"] == 1 and s["msgBacklog"] == 1 and s["msgBacklogNoDelayed"] == 0
+    assert stats(admin_url, topic)["subscriptions"]["excl"]["msgDelayed"] == 0
+    assert_nothing(shared, 1000)
+    late = receive_n(shared, 1)
+    assert texts(late) == ["late"]
+    # Not strict by default: at most one tick (1 s) early.
+    assert time.time() - sent >= 4 - 1.2
+    shared.acknowledge(late[0])
+
+
+def test_namespace_policy_rest_shape(admin_url, namespace):
+    url = f"{admin_url}/admin/v2/namespaces/{namespace}/delayedDelivery"
+    assert requests.get(url, timeout=30).status_code == 204
+    body = {"active": True, "tickTime": 500, "maxDeliveryDelayInMillis": 1000}
+    r = requests.post(url, json=body, timeout=30)
+    assert r.status_code == 204, r.text
+    assert requests.get(url, timeout=30).json() == body
+    assert requests.delete(url, timeout=30).status_code == 204
+    assert requests.get(url, timeout=30).status_code == 204
+
+
+def test_delay_over_the_namespace_maximum_is_refused(client, admin_url, namespace):
+    url = f"{admin_url}/admin/v2/namespaces/{namespace}/delayedDelivery"
+    body = {"active": True, "tickTime": 1000, "maxDeliveryDelayInMillis": 2000}
+    assert requests.post(url, json=body, timeout=30).status_code == 204
+    topic = f"persistent://{namespace}/max-{uuid.uuid4().hex[:8]}"
+    consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
+    producer = client.create_producer(topic, batching_enabled=False, send_timeout_millis=10000)
+
+    def refused():
+        try:
+            producer.send(b"x", deliver_after=timedelta(seconds=30))
+            return False
+        except pulsar.PulsarException:
+            return True
+
+    # The namespace policy reaches Pulsar's topic asynchronously.
+    assert eventually(refused)
+    producer.send(b"ok", deliver_after=timedelta(milliseconds=1500))
+    got = receive_n(consumer, 1)
+    assert texts(got)[-1] == "ok"
