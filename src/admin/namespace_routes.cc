@@ -410,11 +410,11 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
                   ns, [](NamespacePolicies& p) { p.messageTtlSeconds.reset(); });
               return noContent();
             });
-  // Pulsar's DelayedDeliveryPolicies; GET answers 204 while unset, as Pulsar.
+  // Pulsar's DelayedDeliveryPolicies; GET answers 200 with an empty body while unset, as Pulsar.
   addPolicy(r, ctx, "GET", "delayedDelivery",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
               auto d = reg.namespacePolicies(ns).delayedDelivery;
-              if (!d) return noContent();
+              if (!d) return HttpResponse::json("");
               return jsonResponse(json::object{{"tickTime", d->tickTime},
                                                {"active", d->active},
                                                {"maxDeliveryDelayInMillis",

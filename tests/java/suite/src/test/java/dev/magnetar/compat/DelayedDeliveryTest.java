@@ -6,12 +6,15 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.TimeUnit;
+import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionType;
+import org.apache.pulsar.common.policies.data.DelayedDeliveryPolicies;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -81,6 +84,33 @@ class DelayedDeliveryTest {
             assertEquals("1", again.getProperty("RECONSUMETIMES"));
             assertTrue(waited >= 1800, "redelivered after " + waited + " ms");
             c.acknowledge(again);
+        }
+    }
+
+    @Test
+    void delayOverTheNamespaceMaximumIsRefused() throws Exception {
+        String ns = "public/" + Env.uniqueName("delayed-max");
+        try (PulsarAdmin admin = Env.admin()) {
+            admin.namespaces().createNamespace(ns);
+            admin.namespaces().setDelayedDeliveryMessages(ns, DelayedDeliveryPolicies.builder()
+                    .active(true).tickTime(1000).maxDeliveryDelayInMillis(2000).build());
+            assertEquals(2000, admin.namespaces().getDelayedDelivery(ns).getMaxDeliveryDelayInMillis());
+            String topic = "persistent://" + ns + "/" + Env.uniqueName("t");
+            try (Producer<String> p = client.newProducer(Schema.STRING).topic(topic)
+                    .enableBatching(false).create()) {
+                // The policy reaches Pulsar's topic asynchronously.
+                assertTrue(Env.waitFor(20000, () -> {
+                    try {
+                        p.newMessage().value("x").deliverAfter(30, TimeUnit.SECONDS).send();
+                        return false;
+                    } catch (PulsarClientException e) {
+                        return e instanceof PulsarClientException.NotAllowedException
+                                && e.getMessage().contains(
+                                        "Exceeds max allowed delivery delay of 2000 milliseconds");
+                    }
+                }));
+                p.newMessage().value("ok").deliverAfter(1, TimeUnit.SECONDS).send();
+            }
         }
     }
 }
