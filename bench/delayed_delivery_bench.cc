@@ -5,9 +5,9 @@
 //   cmake -S . -B build -G Ninja -DMAGNETAR_BUILD_BENCH=ON
 //   cmake --build build --target delayed_delivery_bench && build/bench/delayed_delivery_bench
 //
-// Counters: add_ns and poll_ns per message (thread CPU time), bytes_per_msg = tracker memory / messages held.
+// Counters: add_ns and poll_ns per message (thread CPU time), bytes_per_msg = tracker memory /
+// messages held.
 #include <benchmark/benchmark.h>
-
 #include <time.h>
 
 #include <random>

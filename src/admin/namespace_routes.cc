@@ -415,10 +415,10 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
               auto d = reg.namespacePolicies(ns).delayedDelivery;
               if (!d) return HttpResponse::json("");
-              return jsonResponse(json::object{{"tickTime", d->tickTime},
-                                               {"active", d->active},
-                                               {"maxDeliveryDelayInMillis",
-                                                d->maxDeliveryDelayInMillis}});
+              return jsonResponse(
+                  json::object{{"tickTime", d->tickTime},
+                               {"active", d->active},
+                               {"maxDeliveryDelayInMillis", d->maxDeliveryDelayInMillis}});
             });
   addPolicy(r, ctx, "POST", "delayedDelivery",
             [&reg, ctx](const HttpRequest& req, const PathParams&, const std::string& ns) {

@@ -38,7 +38,8 @@ class EntryIdRuns {
   size_t take(size_t max, F&& f) {
     size_t n = 0;
     while (n < max && (headLen_ > 0 || nextRun())) {
-      int64_t k = static_cast<int64_t>(std::min<uint64_t>(static_cast<uint64_t>(headLen_), max - n));
+      int64_t k =
+          static_cast<int64_t>(std::min<uint64_t>(static_cast<uint64_t>(headLen_), max - n));
       for (int64_t i = 0; i < k; ++i) f(headStart_ + i);
       headStart_ += k;
       headLen_ -= k;
@@ -113,7 +114,7 @@ class DelayedDeliveryTracker {
 
   int64_t tickTimeMs_;
   bool strict_;
-  int bucketBits_;                      // bucket width = 1 << bucketBits_ ms
+  int bucketBits_;                     // bucket width = 1 << bucketBits_ ms
   std::map<int64_t, Bucket> buckets_;  // bucket index (deliver time rounded up) -> entries
   int64_t count_ = 0;
 };

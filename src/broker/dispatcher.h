@@ -58,9 +58,7 @@ class Dispatcher {
   // the tick time in force when it was created. Default: the broker's delayedDelivery* settings.
   void setDelayedDelivery(const DelayedDeliveryPolicies& p) { delayed_ = p; }
   // Entries held back now (stats msgDelayed, metric pulsar_subscription_delayed).
-  int64_t delayedMessages() const {
-    return tracker_ ? tracker_->getNumberOfDelayedMessages() : 0;
-  }
+  int64_t delayedMessages() const { return tracker_ ? tracker_->getNumberOfDelayedMessages() : 0; }
   // Bytes the delayed-delivery tracker holds (0 when it has none).
   size_t delayedTrackerBytes() const { return tracker_ ? tracker_->memoryBytes() : 0; }
   // Forgets the held entries (clear-backlog: they are acked anyway).

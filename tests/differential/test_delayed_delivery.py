@@ -11,6 +11,7 @@ from datetime import timedelta
 import pulsar
 import pytest
 import requests
+
 from helpers import assert_nothing, receive_n, texts
 
 

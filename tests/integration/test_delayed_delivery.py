@@ -8,7 +8,6 @@ import time
 from datetime import timedelta
 
 import pulsar
-import pytest
 import requests
 
 from harness.broker import restartable_magnetar

@@ -21,7 +21,7 @@ import requests  # noqa: E402
 from harness.broker import MagnetarProcess  # noqa: E402
 
 
-def rss_mb(pid):
+def rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith("VmRSS:"):
@@ -29,7 +29,7 @@ def rss_mb(pid):
     return 0.0
 
 
-def main():
+def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages", type=int, default=10_000_000)
     args = ap.parse_args()
@@ -43,7 +43,7 @@ def main():
                                           block_if_queue_full=True)
         base = rss_mb(broker.pid)
         t0 = time.time()
-        for i in range(args.messages):
+        for _ in range(args.messages):
             producer.send_async(b"x" * 16, None,
                                 deliver_after=timedelta(seconds=120 + random.randrange(3600)))
         producer.flush()
