@@ -52,7 +52,8 @@ def test_shared_holds_exclusive_does_not(client, topic, admin_url):
     first = receive_n(shared, 1)
     assert texts(first) == ["now"]
     shared.acknowledge(first[0])
-    s = eventually(lambda: (lambda x: x if x["msgDelayed"] == 1 else None)(
+    # The client groups acks: wait until "now"'s ack is in too.
+    s = eventually(lambda: (lambda x: x if x["msgDelayed"] == 1 and x["msgBacklog"] == 1 else None)(
         stats(admin_url, topic)["subscriptions"]["shared"]))
     assert s and s["msgDelayed"] == 1 and s["msgBacklog"] == 1 and s["msgBacklogNoDelayed"] == 0
     assert stats(admin_url, topic)["subscriptions"]["excl"]["msgDelayed"] == 0
