@@ -53,6 +53,11 @@ void declareFamilies(PrometheusWriter& w) {
   w.family("pulsar_out_messages_total", kCounter, "Messages dispatched");
   w.family("pulsar_out_bytes_total", kCounter, "Bytes dispatched");
   w.family("pulsar_subscription_back_log", kGauge, "Entries in the subscription's backlog");
+  w.family("pulsar_subscription_back_log_no_delayed", kGauge,
+           "Entries in the subscription's backlog not held for delayed delivery");
+  w.family("pulsar_subscription_delayed", kGauge, "Entries held back for delayed delivery");
+  w.family("pulsar_delayed_message_index_size_bytes", kGauge,
+           "Memory of the subscription's delayed-delivery tracker");
   w.family("pulsar_subscription_msg_rate_out", kGauge, "Messages dispatched per second");
   w.family("pulsar_subscription_msg_throughput_out", kGauge, "Bytes dispatched per second");
   w.family("pulsar_subscription_unacked_messages", kGauge, "Messages delivered and not acked");
@@ -94,6 +99,11 @@ void writeSubscriptions(PrometheusWriter& w, const Labels& topicLabels, const To
     Labels l = topicLabels;
     l.emplace_back("subscription", s.name);
     w.sample("pulsar_subscription_back_log", l, static_cast<double>(s.msgBacklog));
+    w.sample("pulsar_subscription_back_log_no_delayed", l,
+             static_cast<double>(s.msgBacklog - s.msgDelayed));
+    w.sample("pulsar_subscription_delayed", l, static_cast<double>(s.msgDelayed));
+    w.sample("pulsar_delayed_message_index_size_bytes", l,
+             static_cast<double>(s.delayedMessageIndexSizeInBytes));
     w.sample("pulsar_subscription_msg_rate_out", l, s.rateOut.msgRate);
     w.sample("pulsar_subscription_msg_throughput_out", l, s.rateOut.byteRate);
     w.sample("pulsar_subscription_unacked_messages", l, static_cast<double>(s.unackedMessages));

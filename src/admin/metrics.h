@@ -24,7 +24,8 @@ struct MetricsOptions {
 // pulsar_rate_in, pulsar_rate_out, pulsar_throughput_in/out, pulsar_storage_size,
 // pulsar_msg_backlog, pulsar_storage_backlog_size,
 // pulsar_{producers,consumers,subscriptions}_count, pulsar_in_{messages,bytes}_total,
-// pulsar_out_{messages,bytes}_total; per subscription pulsar_subscription_back_log, _msg_rate_out,
+// pulsar_out_{messages,bytes}_total; per subscription pulsar_subscription_back_log,
+// _back_log_no_delayed, _delayed, pulsar_delayed_message_index_size_bytes, _msg_rate_out,
 // _msg_throughput_out, _unacked_messages, _blocked_on_unacked_messages, _msg_rate_redeliver (topic
 // level only); pulsar_topics_count per namespace. Labels: cluster, namespace[, topic[,
 // subscription]]. Always, labelled cluster only: magnetar_consumers_blocked_on_unacked_messages and

@@ -410,6 +410,52 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
                   ns, [](NamespacePolicies& p) { p.messageTtlSeconds.reset(); });
               return noContent();
             });
+  // Pulsar's DelayedDeliveryPolicies; GET answers 200 with an empty body while unset, as Pulsar.
+  addPolicy(r, ctx, "GET", "delayedDelivery",
+            [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+              auto d = reg.namespacePolicies(ns).delayedDelivery;
+              if (!d) return HttpResponse::json("");
+              return jsonResponse(
+                  json::object{{"tickTime", d->tickTime},
+                               {"active", d->active},
+                               {"maxDeliveryDelayInMillis", d->maxDeliveryDelayInMillis}});
+            });
+  addPolicy(r, ctx, "POST", "delayedDelivery",
+            [&reg, ctx](const HttpRequest& req, const PathParams&, const std::string& ns) {
+              HttpResponse err;
+              auto v = parseJsonBody(req, &err);
+              if (!v) return err;
+              const json::object* o = v->if_object();
+              if (!o) return HttpResponse::error(400, "The body must be a JSON object");
+              broker::DelayedDeliveryPolicies d;
+              // Fields left out take Java's defaults, as Pulsar's JSON binding does.
+              d.active = false;
+              d.tickTime = 0;
+              if (const auto* f = o->if_contains("active"); f && !f->is_null()) {
+                if (!f->is_bool()) return HttpResponse::error(400, "Invalid value for active");
+                d.active = f->as_bool();
+              }
+              if (const auto* f = o->if_contains("tickTime"); f && !f->is_null()) {
+                if (!f->is_number()) return HttpResponse::error(400, "Invalid value for tickTime");
+                d.tickTime = f->to_number<int64_t>();
+              }
+              if (const auto* f = o->if_contains("maxDeliveryDelayInMillis"); f && !f->is_null()) {
+                if (!f->is_number()) {
+                  return HttpResponse::error(400, "Invalid value for maxDeliveryDelayInMillis");
+                }
+                d.maxDeliveryDelayInMillis = f->to_number<int64_t>();
+              }
+              reg.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p.delayedDelivery = d; });
+              ctx->service.onNamespacePoliciesChanged(ns);
+              return noContent();
+            });
+  addPolicy(r, ctx, "DELETE", "delayedDelivery",
+            [&reg, ctx](const HttpRequest&, const PathParams&, const std::string& ns) {
+              reg.updateNamespacePolicies(ns,
+                                          [](NamespacePolicies& p) { p.delayedDelivery.reset(); });
+              ctx->service.onNamespacePoliciesChanged(ns);
+              return noContent();
+            });
   addPolicy(r, ctx, "GET", "deduplication",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
               auto d = reg.deduplicationEnabled(ns);

@@ -91,9 +91,10 @@ json::object subscriptionJson(const SubscriptionSnapshot& s) {
   o["msgBacklog"] = s.msgBacklog;
   o["backlogSize"] = s.backlogSize;
   o["earliestMsgPublishTimeInBacklog"] = 0;
-  o["msgBacklogNoDelayed"] = s.msgBacklog;
+  o["msgBacklogNoDelayed"] = s.msgBacklog - s.msgDelayed;  // as Pulsar
   o["blockedSubscriptionOnUnackedMsgs"] = s.blockedOnUnackedMsgs;
-  o["msgDelayed"] = 0;
+  o["msgDelayed"] = s.msgDelayed;
+  o["delayedMessageIndexSizeInBytes"] = s.delayedMessageIndexSizeInBytes;
   o["unackedMessages"] = s.unackedMessages;
   o["type"] = s.type;
   if (!s.activeConsumerName.empty()) o["activeConsumerName"] = s.activeConsumerName;
@@ -131,6 +132,8 @@ void mergeSubscription(SubscriptionSnapshot& into, const SubscriptionSnapshot& s
   into.msgBacklog += s.msgBacklog;
   into.backlogSize += s.backlogSize;
   into.unackedMessages += s.unackedMessages;
+  into.msgDelayed += s.msgDelayed;
+  into.delayedMessageIndexSizeInBytes += s.delayedMessageIndexSizeInBytes;
   into.blockedOnUnackedMsgs = into.blockedOnUnackedMsgs || s.blockedOnUnackedMsgs;
   into.msgOutCounter += s.msgOutCounter;
   into.bytesOutCounter += s.bytesOutCounter;

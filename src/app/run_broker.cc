@@ -88,6 +88,10 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.enableBrokerTopicListWatcher = cfg.enableBrokerTopicListWatcher();
   o.maxUnackedMessagesPerConsumer = cfg.maxUnackedMessagesPerConsumer();
   o.maxUnackedMessagesPerSubscription = cfg.maxUnackedMessagesPerSubscription();
+  o.delayedDeliveryEnabled = cfg.delayedDeliveryEnabled();
+  o.delayedDeliveryTickTimeMillis = cfg.delayedDeliveryTickTimeMillis();
+  o.isDelayedDeliveryDeliverAtTimeStrict = cfg.isDelayedDeliveryDeliverAtTimeStrict();
+  o.delayedDeliveryMaxDelayInMillis = cfg.delayedDeliveryMaxDelayInMillis();
   o.maxPendingPublishRequestsPerConnection = cfg.maxPendingPublishRequestsPerConnection();
   o.maxMessagePublishBufferSizeInMB = cfg.maxMessagePublishBufferSizeInMB();
   o.brokerDeduplicationEnabled = cfg.brokerDeduplicationEnabled();

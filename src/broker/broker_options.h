@@ -63,6 +63,10 @@ struct BrokerOptions {
   int maxUnackedMessagesPerConsumer = sd::maxUnackedMessagesPerConsumer;          // 0: off
   int maxUnackedMessagesPerSubscription = sd::maxUnackedMessagesPerSubscription;  // 0: off
   int maxPendingPublishRequestsPerConnection = sd::maxPendingPublishRequestsPerConnection;
+  bool delayedDeliveryEnabled = sd::delayedDeliveryEnabled;
+  int64_t delayedDeliveryTickTimeMillis = sd::delayedDeliveryTickTimeMillis;  // ms
+  bool isDelayedDeliveryDeliverAtTimeStrict = sd::isDelayedDeliveryDeliverAtTimeStrict;
+  int64_t delayedDeliveryMaxDelayInMillis = sd::delayedDeliveryMaxDelayInMillis;  // ms, 0: off
   // maxMessagePublishBufferSizeInMB at start-up (<= 0: off); changed at run time through
   // BrokerService::setMaxMessagePublishBufferSizeInMB().
   int maxMessagePublishBufferSizeInMB = sd::maxMessagePublishBufferSizeInMB;

@@ -268,6 +268,15 @@ TopicPolicyLimits BrokerService::policyLimitsOf(const TopicName& name) const {
   l.maxUnackedOnSubscription =
       get("maxUnackedMessagesOnSubscription", "maxUnackedMessagesPerSubscription");
   l.backlogQuota = backlogQuotaOf(name);
+  if (auto d = policies_.topicDelayedDelivery(key)) {
+    l.delayedDelivery = *d;
+  } else if (ns.delayedDelivery) {
+    l.delayedDelivery = *ns.delayedDelivery;
+  } else {
+    l.delayedDelivery = DelayedDeliveryPolicies{options_.delayedDeliveryEnabled,
+                                                options_.delayedDeliveryTickTimeMillis,
+                                                options_.delayedDeliveryMaxDelayInMillis};
+  }
   return l;
 }
 

@@ -1,12 +1,14 @@
 #include "broker/dispatcher.h"
 
 #include <algorithm>
+#include <chrono>
 #include <span>
 
 #include "base/dcheck.h"
 #include "base/logging.h"
 #include "base/murmur3.h"
 #include "broker/server_cnx.h"
+#include "net/event_loop.h"
 #include "protocol/commands.h"
 
 namespace magnetar::broker {
@@ -35,8 +37,12 @@ Dispatcher::Dispatcher(SubType type, storage::ManagedLedger& ledger,
     keyShared_ = std::make_unique<KeySharedState>(options_);
   }
   readPosition_ = ledger_.nextValidPosition(cursor_.markDeletedPosition());
+  delayed_ = DelayedDeliveryPolicies{options_.delayedDeliveryEnabled,
+                                     options_.delayedDeliveryTickTimeMillis,
+                                     options_.delayedDeliveryMaxDelayInMillis};
 }
 
+// The timer's pending handler runs with operation_aborted and touches nothing.
 Dispatcher::~Dispatcher() = default;
 
 Status Dispatcher::addConsumer(const std::shared_ptr<Consumer>& c) {
@@ -294,6 +300,8 @@ void Dispatcher::rewind() {
   readPending_ = false;
   replay_.clear();
   if (keyShared_) keyShared_->replayCleared();
+  // The entries are read again from the cursor on and tracked anew.
+  if (tracker_) tracker_->clear();
   for (auto& c : consumers_) clearPending(c.get());
   readPosition_ = ledger_.nextValidPosition(cursor_.markDeletedPosition());
 }
@@ -342,6 +350,50 @@ void Dispatcher::readMoreEntries(bool allowReplay) {
   readRounds(allowReplay);
   // One hand-over per consumer for everything this pass dispatched.
   flushOutput();
+  scheduleDelayedTimer();
+}
+
+bool Dispatcher::trackDelayedDelivery(const Entry& e, int64_t deliverAtMs) {
+  if (!delayed_.active || isSingleActive(type_)) return false;
+  if (!tracker_) {
+    tracker_ = std::make_unique<DelayedDeliveryTracker>(
+        delayed_.tickTime, options_.isDelayedDeliveryDeliverAtTimeStrict);
+  }
+  return tracker_->addMessage(e.position, deliverAtMs, wallClockMs());
+}
+
+void Dispatcher::pollDelayed(int64_t room) {
+  if (!tracker_ || tracker_->getNumberOfDelayedMessages() == 0) return;
+  int64_t free = room - static_cast<int64_t>(replay_.size());
+  if (free <= 0) return;
+  int64_t now = wallClockMs();
+  if (!tracker_->hasMessageAvailable(now)) return;
+  std::vector<Position> due;
+  tracker_->getScheduledMessages(now, static_cast<size_t>(free), &due);
+  // No key hash yet: dispatchEntries reads it from the entry (Key_Shared).
+  for (auto& p : due) addToReplay(p, -1);
+}
+
+void Dispatcher::scheduleDelayedTimer() {
+  if (!tracker_ || consumers_.empty()) return;
+  std::optional<int64_t> due = tracker_->nextDueTime();
+  if (!due) return;
+  int64_t at = std::max(*due, lastTickMs_ + std::max<int64_t>(1, delayed_.tickTime));
+  if (timerDeadlineMs_ >= 0 && timerDeadlineMs_ <= at) return;  // armed early enough
+  if (!delayedTimer_) {
+    auto* loop = dynamic_cast<net::EventLoop*>(ledger_.executor());
+    if (!loop) return;
+    delayedTimer_ = std::make_unique<boost::asio::steady_timer>(loop->context());
+  }
+  int64_t now = wallClockMs();
+  timerDeadlineMs_ = at;
+  delayedTimer_->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, at - now)));
+  delayedTimer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;  // re-armed or destroyed
+    timerDeadlineMs_ = -1;
+    lastTickMs_ = wallClockMs();
+    readMoreEntries();
+  });
 }
 
 void Dispatcher::flushOutput() {
@@ -366,6 +418,8 @@ void Dispatcher::readRounds(bool allowReplay) {
     const bool inlineAllowed = round < kInlineReadRounds;
     int64_t batch = std::min<int64_t>(
         permits, std::max(1, options_.dynamic.dispatcherMaxReadBatchSize.load()));
+    // Due delayed entries join the replay set (Pulsar's getMessagesToReplayNow).
+    if (allowReplay) pollDelayed(batch);
     if (allowReplay && !replay_.empty()) {
       std::optional<bool> next = readReplay(batch, inlineAllowed);
       if (!next) return;  // reads in flight; their callback goes on
@@ -513,6 +567,10 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
         cursor_.asyncDelete({e.position}, nullptr);
         continue;
       }
+    }
+    // Held back until its deliver_at_time; a replayed entry was due (or dispatched) already.
+    if (!fromReplay && md.hasDeliverAtTime && trackDelayedDelivery(e, md.deliverAtTime)) {
+      continue;
     }
     Consumer* target = nullptr;
     int32_t hash = -1;

@@ -4,6 +4,7 @@
 // Key_Shared: the consumer owning the entry's sticky-key hash (its state: KeySharedState).
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -14,7 +15,9 @@
 
 #include "broker/broker_options.h"
 #include "broker/consumer.h"
+#include "broker/delayed_delivery_tracker.h"
 #include "broker/key_shared_state.h"
+#include "broker/policies.h"
 #include "net/frame_batch.h"
 #include "storage/managed_ledger.h"
 
@@ -48,6 +51,21 @@ class Dispatcher {
     maxUnackedPerSubscription_ =
         perSubscription.value_or(options_.maxUnackedMessagesPerSubscription);
   }
+  // Delayed delivery (Pulsar's rule: Shared and Key_Shared only): while p.active, entries whose
+  // deliver_at_time is later than now (plus one tick unless isDelayedDeliveryDeliverAtTimeStrict)
+  // go to the DelayedDeliveryTracker instead of a consumer and come back through the replay set
+  // when due; the entries behind them are not held up. The tracker's bucket width is fixed by
+  // the tick time in force when it was created. Default: the broker's delayedDelivery* settings.
+  void setDelayedDelivery(const DelayedDeliveryPolicies& p) { delayed_ = p; }
+  // Entries held back now (stats msgDelayed, metric pulsar_subscription_delayed).
+  int64_t delayedMessages() const { return tracker_ ? tracker_->getNumberOfDelayedMessages() : 0; }
+  // Bytes the delayed-delivery tracker holds (0 when it has none).
+  size_t delayedTrackerBytes() const { return tracker_ ? tracker_->memoryBytes() : 0; }
+  // Forgets the held entries (clear-backlog: they are acked anyway).
+  void clearDelayedMessages() {
+    if (tracker_) tracker_->clear();
+  }
+
   // Errors: kBusy (ConsumerBusy) when an Exclusive subscription already has a consumer;
   // kInvalidArgument (ConsumerAssignError) for overlapping Key_Shared sticky ranges.
   Status addConsumer(const std::shared_ptr<Consumer>& c);
@@ -106,6 +124,12 @@ class Dispatcher {
   bool replayDispatch(std::vector<storage::Entry>& entries, storage::Position first);
 
   void dispatchEntries(std::vector<storage::Entry>& entries, bool fromReplay);
+  // Delayed delivery: true when the entry was handed to the tracker (not dispatched now).
+  bool trackDelayedDelivery(const storage::Entry& e, int64_t deliverAtMs);
+  // Moves due tracked entries into the replay set, up to `room` replay entries in all.
+  void pollDelayed(int64_t room);
+  // Arms the timer for the next due bucket (at most one run per tick, as Pulsar).
+  void scheduleDelayedTimer();
   int64_t availablePermits() const;
   bool canTake(const Consumer* c) const;
   Consumer* pickShared();
@@ -134,6 +158,13 @@ class Dispatcher {
   Consumer* active_ = nullptr;  // Exclusive/Failover
   size_t rrIndex_ = 0;          // Shared
   std::unique_ptr<KeySharedState> keyShared_;  // Key_Shared only
+  DelayedDeliveryPolicies delayed_;
+  std::unique_ptr<DelayedDeliveryTracker> tracker_;  // Shared/Key_Shared, created on first use
+  // On the ledger's executor when it is an EventLoop (the broker); without one (unit tests) due
+  // entries are polled at each dispatch pass only.
+  std::unique_ptr<boost::asio::steady_timer> delayedTimer_;
+  int64_t timerDeadlineMs_ = -1;  // when the armed timer fires, -1: not armed
+  int64_t lastTickMs_ = 0;
 
   storage::Position readPosition_;
   bool readPending_ = false;

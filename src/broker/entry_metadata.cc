@@ -69,6 +69,10 @@ Status peekMetadata(std::string_view md, EntryMetadataPeek* out) {
         out->orderingKey = bytes;
         out->hasOrderingKey = true;
         break;
+      case 19:
+        out->deliverAtTime = static_cast<int64_t>(v);
+        out->hasDeliverAtTime = true;
+        break;
       case 24:
         out->highestSequenceId = v;
         out->hasHighestSequenceId = true;

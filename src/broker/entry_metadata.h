@@ -20,6 +20,8 @@ struct EntryMetadataPeek {
   std::string_view orderingKey;       // field 18
   bool hasPartitionKey = false;
   bool hasOrderingKey = false;
+  int64_t deliverAtTime = 0;  // field 19, epoch ms (a batch's: its first message's)
+  bool hasDeliverAtTime = false;
   uint64_t highestSequenceId = 0;     // field 24
   bool hasHighestSequenceId = false;
 };

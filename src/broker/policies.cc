@@ -217,6 +217,10 @@ std::string encodePolicies(const NamespacePolicies& p) {
   if (p.schemaValidationEnforced) {
     out += fmt::format("schemaValidationEnforced={}\n", *p.schemaValidationEnforced ? 1 : 0);
   }
+  if (const auto& d = p.delayedDelivery) {
+    out += fmt::format("delayedDelivery={},{},{}\n", d->active ? 1 : 0, d->tickTime,
+                       d->maxDeliveryDelayInMillis);
+  }
   return out;
 }
 
@@ -267,6 +271,8 @@ NamespacePolicies decodePolicies(const std::string& text) {
       p.isAllowAutoUpdateSchema = f[0] == "1";
     } else if (key == "schemaValidationEnforced" && f.size() == 1) {
       p.schemaValidationEnforced = f[0] == "1";
+    } else if (key == "delayedDelivery" && f.size() == 3) {
+      p.delayedDelivery = DelayedDeliveryPolicies{f[0] == "1", toInt(f[1], 1000), toInt(f[2], 0)};
     }
   });
   return p;
@@ -375,6 +381,32 @@ std::optional<bool> PolicyRegistry::topicPolicyBool(const std::string& topic,
   if (p->second == "true") return true;
   if (p->second == "false") return false;
   return std::nullopt;
+}
+
+std::optional<DelayedDeliveryPolicies> PolicyRegistry::topicDelayedDelivery(
+    const std::string& topic) const {
+  std::string text;
+  {
+    MutexLock lock(mu_);
+    auto it = topicPolicies_.find(topic);
+    if (it == topicPolicies_.end()) return std::nullopt;
+    auto p = it->second.find("delayedDelivery");
+    if (p == it->second.end()) return std::nullopt;
+    text = p->second;
+  }
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(text, ec);
+  const boost::json::object* o = ec ? nullptr : v.if_object();
+  if (!o) return std::nullopt;
+  DelayedDeliveryPolicies d;
+  if (const auto* f = o->if_contains("active"); f && f->is_bool()) d.active = f->as_bool();
+  if (const auto* f = o->if_contains("tickTime"); f && f->is_number()) {
+    d.tickTime = f->to_number<int64_t>();
+  }
+  if (const auto* f = o->if_contains("maxDeliveryDelayInMillis"); f && f->is_number()) {
+    d.maxDeliveryDelayInMillis = f->to_number<int64_t>();
+  }
+  return d;
 }
 
 std::optional<BacklogQuota> PolicyRegistry::topicBacklogQuota(const std::string& topic,

@@ -46,6 +46,13 @@ struct AutoTopicCreationOverride {
   std::optional<int32_t> defaultNumPartitions;  // set (>= 1) only with "partitioned"
 };
 
+// Pulsar's DelayedDeliveryPolicies (namespace delayed-delivery, topic delayedDelivery).
+struct DelayedDeliveryPolicies {
+  bool active = true;
+  int64_t tickTime = 1000;               // ms
+  int64_t maxDeliveryDelayInMillis = 0;  // ms, 0: no limit
+};
+
 // The policies of one namespace; unset optionals fall back to the broker's defaults.
 struct NamespacePolicies {
   std::optional<RetentionPolicy> retention;
@@ -66,6 +73,7 @@ struct NamespacePolicies {
   std::optional<std::string> schemaCompatibilityStrategy;  // a strategy name, not UNDEFINED
   std::optional<bool> isAllowAutoUpdateSchema;
   std::optional<bool> schemaValidationEnforced;
+  std::optional<DelayedDeliveryPolicies> delayedDelivery;
 };
 
 // The namespace limits: admin path segment (also the broker setting's name) and the field of
@@ -130,6 +138,8 @@ class PolicyRegistry {
   // unset or unreadable.
   std::optional<BacklogQuota> topicBacklogQuota(const std::string& topic,
                                                 const std::string& type) const;
+  // The topic's delayedDelivery policy; nullopt when unset or unreadable.
+  std::optional<DelayedDeliveryPolicies> topicDelayedDelivery(const std::string& topic) const;
 
   // Loads what `store` holds (keys under /admin/magnetar/tenants/, .../policies/ and
   // .../topic-policies/, replacing

@@ -74,6 +74,8 @@ SubscriptionSnapshot snapshotSubscription(Subscription& sub, storage::ManagedLed
   if (Dispatcher* d = sub.dispatcher()) {
     s.type = subTypeName(d->type());
     s.unackedMessages = d->unackedMessages();
+    s.msgDelayed = d->delayedMessages();
+    s.delayedMessageIndexSizeInBytes = static_cast<int64_t>(d->delayedTrackerBytes());
     s.blockedOnUnackedMsgs = d->blockedOnUnacked();
     s.msgOutCounter = d->stats().msgOutCounter;
     s.bytesOutCounter = d->stats().bytesOutCounter;

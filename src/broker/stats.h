@@ -73,6 +73,8 @@ struct SubscriptionSnapshot {
   int64_t msgBacklog = 0;
   int64_t backlogSize = 0;  // bytes, estimated from the average entry size
   int64_t unackedMessages = 0;
+  int64_t msgDelayed = 0;                      // entries held back for delayed delivery
+  int64_t delayedMessageIndexSizeInBytes = 0;  // the delayed-delivery tracker's memory
   bool blockedOnUnackedMsgs = false;
   uint64_t msgOutCounter = 0;
   uint64_t bytesOutCounter = 0;

@@ -23,6 +23,7 @@ Status Subscription::addConsumer(const std::shared_ptr<Consumer>& c) {
     dispatcher_ = std::make_unique<Dispatcher>(c->subType(), ledger_, cursor_, options_,
                                                topicName_, partitionIndex_);
     dispatcher_->setUnackedLimits(maxUnackedPerConsumer_, maxUnackedPerSubscription_);
+    if (delayedDelivery_) dispatcher_->setDelayedDelivery(*delayedDelivery_);
   }
   return dispatcher_->addConsumer(c);
 }
@@ -32,6 +33,15 @@ void Subscription::setUnackedLimits(std::optional<int> perConsumer,
   maxUnackedPerConsumer_ = perConsumer;
   maxUnackedPerSubscription_ = perSubscription;
   if (dispatcher_) dispatcher_->setUnackedLimits(perConsumer, perSubscription);
+}
+
+void Subscription::setDelayedDelivery(const DelayedDeliveryPolicies& p) {
+  delayedDelivery_ = p;
+  if (dispatcher_) dispatcher_->setDelayedDelivery(p);
+}
+
+int64_t Subscription::msgDelayed() const {
+  return dispatcher_ ? dispatcher_->delayedMessages() : 0;
 }
 
 void Subscription::removeConsumer(Consumer* c) {
@@ -122,6 +132,7 @@ void Subscription::skipEntries(int64_t n, storage::StatusCallback cb) {
 void Subscription::clearBacklog(storage::StatusCallback cb) {
   storage::Position lac = ledger_.lastConfirmedEntry();
   if (lac.entryId < 0 || lac <= cursor_.markDeletedPosition()) return cb(Status::ok());
+  if (dispatcher_) dispatcher_->clearDelayedMessages();
   cursor_.asyncMarkDelete(lac, std::move(cb));
 }
 

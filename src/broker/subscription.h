@@ -65,6 +65,10 @@ class Subscription {
   // Topic-policy overrides of the unacked limits, kept for dispatchers created later
   // (Dispatcher::setUnackedLimits).
   void setUnackedLimits(std::optional<int> perConsumer, std::optional<int> perSubscription);
+  // The topic's resolved delayedDelivery policy, kept for dispatchers created later.
+  void setDelayedDelivery(const DelayedDeliveryPolicies& p);
+  // Entries its dispatcher holds back for delayed delivery (0 without a dispatcher).
+  int64_t msgDelayed() const;
 
  private:
   std::string name_;
@@ -79,6 +83,7 @@ class Subscription {
   int64_t lastExpireTimestampMs_ = 0;
   std::optional<int> maxUnackedPerConsumer_;
   std::optional<int> maxUnackedPerSubscription_;
+  std::optional<DelayedDeliveryPolicies> delayedDelivery_;
 };
 
 }  // namespace magnetar::broker

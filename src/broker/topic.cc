@@ -6,6 +6,7 @@
 
 #include "base/dcheck.h"
 #include "base/logging.h"
+#include "broker/entry_metadata.h"
 #include "broker/server_cnx.h"
 #include "protocol/commands.h"
 #include "protocol/server_error.h"
@@ -89,6 +90,7 @@ void PersistentTopic::loadSubscriptions() {
     auto sub = std::make_unique<Subscription>(cursor->name(), *ledger_, *cursor, options_,
                                               name_.toString(), name_.partitionIndex());
     sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
+    sub->setDelayedDelivery(limits_.delayedDelivery);
     subscriptions_.emplace(cursor->name(), std::move(sub));
   }
 }
@@ -262,6 +264,16 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
                    seq, {}, highest, bytes);
       continue;
     }
+    if (exceedsMaxDeliveryDelay(s.entry)) {
+      // Pulsar's PersistentTopic.publishMessage (isExceedMaximumDeliveryDelay).
+      queueReceipt(producer,
+                   protocol::Commands::newSendError(
+                       producer->id(), seq, proto::NotAllowedError,
+                       fmt::format("Exceeds max allowed delivery delay of {} milliseconds",
+                                   limits_.delayedDelivery.maxDeliveryDelayInMillis)),
+                   seq, {}, highest, bytes);
+      continue;
+    }
     if (dedup_.enabled()) {
       auto verdict = dedup_.check(producer->name(), static_cast<int64_t>(seq),
                                   static_cast<int64_t>(highest));
@@ -400,6 +412,7 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
                                                           name_.partitionIndex(), req.durable))
                   .first->second.get();
   sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
+  sub->setDelayedDelivery(limits_.delayedDelivery);
   if (req.durable) {
     cb(sub->addConsumer(req.consumer));
     return;
@@ -501,7 +514,16 @@ Status PersistentTopic::createSubscription(const std::string& name,
                                                               name_.partitionIndex()))
                 .first;
   it->second->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
+  it->second->setDelayedDelivery(limits_.delayedDelivery);
   return Status::ok();
+}
+
+bool PersistentTopic::exceedsMaxDeliveryDelay(const Buffer& entry) const {
+  const DelayedDeliveryPolicies& d = limits_.delayedDelivery;
+  if (!d.active || d.maxDeliveryDelayInMillis <= 0) return false;
+  EntryMetadataPeek md;
+  if (!peekEntryMetadata(entry.view(), &md).isOk() || !md.hasDeliverAtTime) return false;
+  return md.deliverAtTime - static_cast<int64_t>(md.publishTime) > d.maxDeliveryDelayInMillis;
 }
 
 void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
@@ -509,6 +531,7 @@ void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
   limits_ = limits;
   for (auto& [n, sub] : subscriptions_) {
     sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
+    sub->setDelayedDelivery(limits_.delayedDelivery);
   }
 }
 

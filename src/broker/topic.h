@@ -55,6 +55,8 @@ struct TopicPolicyLimits {
   std::optional<int> maxUnackedOnSubscription;
   // destination_storage backlog quota, already resolved topic > namespace > broker.
   BacklogQuota backlogQuota;
+  // delayedDelivery policy resolved topic > namespace > broker (delayedDelivery* settings).
+  DelayedDeliveryPolicies delayedDelivery;
 };
 
 // Counters for stats; executor thread.
@@ -165,6 +167,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void queueReceipt(const std::shared_ptr<Producer>& p, Buffer frame, uint64_t seq,
                     storage::Position pos, uint64_t highestSeq, size_t bytes);
   void flushPass();
+  // deliver_at_time - publish_time is over the delayedDelivery policy's maxDeliveryDelayInMillis.
+  bool exceedsMaxDeliveryDelay(const Buffer& entry) const;
   // Periodic dedup work (time-based snapshots, inactive producers) on the topic's loop.
   void scheduleDedupCheck();
 
