@@ -214,6 +214,7 @@ std::string encodePolicies(const NamespacePolicies& p) {
   if (p.schemaValidationEnforced) {
     out += fmt::format("schemaValidationEnforced={}\n", *p.schemaValidationEnforced ? 1 : 0);
   }
+  if (p.compactionThreshold) out += fmt::format("compactionThreshold={}\n", *p.compactionThreshold);
   return out;
 }
 
@@ -241,6 +242,8 @@ NamespacePolicies decodePolicies(const std::string& text) {
       p.retention = RetentionPolicy{static_cast<int32_t>(toInt(f[0], 0)), toInt(f[1], 0)};
     } else if (key == "deduplication" && f.size() == 1) {
       p.deduplicationEnabled = f[0] == "1";
+    } else if (key == "compactionThreshold" && f.size() == 1) {
+      p.compactionThreshold = toInt(f[0], 0);
     } else if (key == "messageTTL" && f.size() == 1) {
       p.messageTtlSeconds = static_cast<int32_t>(toInt(f[0], 0));
     } else if (key == "backlogQuota" && f.size() == 4) {
@@ -378,7 +381,7 @@ std::optional<BacklogQuota> PolicyRegistry::topicBacklogQuota(const std::string&
                                                               const std::string& type) const {
   std::string text;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = topicPolicies_.find(topic);
     if (it == topicPolicies_.end()) return std::nullopt;
     auto p = it->second.find("backlogQuota/" + type);

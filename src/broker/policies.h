@@ -66,6 +66,8 @@ struct NamespacePolicies {
   std::optional<std::string> schemaCompatibilityStrategy;  // a strategy name, not UNDEFINED
   std::optional<bool> isAllowAutoUpdateSchema;
   std::optional<bool> schemaValidationEnforced;
+  // Pulsar's compaction_threshold: bytes; 0 disables automatic compaction.
+  std::optional<int64_t> compactionThreshold;
 };
 
 // The namespace limits: admin path segment (also the broker setting's name) and the field of

@@ -23,6 +23,7 @@ Status Subscription::addConsumer(const std::shared_ptr<Consumer>& c) {
     dispatcher_ = std::make_unique<Dispatcher>(c->subType(), ledger_, cursor_, options_,
                                                topicName_, partitionIndex_);
     dispatcher_->setUnackedLimits(maxUnackedPerConsumer_, maxUnackedPerSubscription_);
+    dispatcher_->setCompactor(compactor_);
   }
   return dispatcher_->addConsumer(c);
 }

@@ -29,7 +29,8 @@ PersistentTopic::PersistentTopic(TopicName name, std::shared_ptr<storage::Manage
                                  net::EventLoop& executor, const BrokerOptions& options,
                                  std::optional<bool> dedupPolicy)
     : name_(std::move(name)), ledger_(std::move(ledger)), executor_(executor), options_(options),
-      dedup_(dedupPolicy.value_or(options.brokerDeduplicationEnabled), dedupOptions(options)) {}
+      dedup_(dedupPolicy.value_or(options.brokerDeduplicationEnabled), dedupOptions(options)),
+      compactor_(std::make_shared<TopicCompactor>(ledger_, nullptr)) {}
 
 void PersistentTopic::initialize(std::function<void(Status)> done) {
   MAGNETAR_DCHECK_ON(executor_);
@@ -42,7 +43,12 @@ void PersistentTopic::initialize(std::function<void(Status)> done) {
                 self->dedup_.entriesReplayed());
       self->scheduleDedupCheck();
     }
-    done(std::move(s));
+    self->compactor_->initialize(self->compactedSeqs_, [self, s, done](Status cs) {
+      if (!cs.isOk()) {
+        MLOG_WARN("{}: compacted view not loaded: {}", self->name_.toString(), cs.toString());
+      }
+      done(s);
+    });
   });
 }
 
@@ -85,10 +91,12 @@ PersistentTopic::~PersistentTopic() = default;
 void PersistentTopic::loadSubscriptions() {
   MAGNETAR_DCHECK_ON(executor_);
   for (auto* cursor : ledger_->cursors()) {
-    if (cursor->name() == kDedupCursorName) continue;  // not a subscription
+    // Not subscriptions: deduplication's and compaction's cursors.
+    if (cursor->name() == kDedupCursorName || cursor->name() == kCompactionCursorName) continue;
     auto sub = std::make_unique<Subscription>(cursor->name(), *ledger_, *cursor, options_,
                                               name_.toString(), name_.partitionIndex());
     sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
+    sub->setCompactor(compactor_.get());
     subscriptions_.emplace(cursor->name(), std::move(sub));
   }
 }
@@ -359,6 +367,11 @@ void PersistentTopic::flushPass() {
 void PersistentTopic::subscribe(const SubscribeRequest& req,
                                 const std::function<void(Status)>& cb) {
   MAGNETAR_DCHECK_ON(executor_);
+  if (req.readCompacted && req.subType != proto::CommandSubscribe::Exclusive &&
+      req.subType != proto::CommandSubscribe::Failover) {
+    cb(Status::notAllowed("readCompacted only allowed on failover or exclusive subscriptions"));
+    return;
+  }
   int maxConsumers = limits_.maxConsumers.value_or(options_.maxConsumersPerTopic);
   if (maxConsumers > 0) {
     size_t consumers = 0;
@@ -400,6 +413,7 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
                                                           name_.partitionIndex(), req.durable))
                   .first->second.get();
   sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
+  sub->setCompactor(compactor_.get());
   if (req.durable) {
     cb(sub->addConsumer(req.consumer));
     return;
@@ -509,6 +523,7 @@ void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
   limits_ = limits;
   for (auto& [n, sub] : subscriptions_) {
     sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
+    sub->setCompactor(compactor_.get());
   }
 }
 
@@ -554,6 +569,7 @@ void PersistentTopic::deleteLedger(storage::StatusCallback cb) {
   MAGNETAR_DCHECK_ON(executor_);
   disconnectClients();
   subscriptions_.clear();  // before the ledger drops the cursors they point to
+  compactor_->deleteView();
   ledger_->asyncDelete(std::move(cb));
 }
 
