@@ -147,25 +147,28 @@ void CompactionKeyMap::observe(const Entry& e) {
   if (pe.md.has_marker_type()) return;
   if (!pe.batch) {
     seen_++;
-    if (!pe.md.has_partition_key()) return;
-    if (emptyValue(pe.payload, pe.md.null_value())) {
-      latest_.erase(pe.md.partition_key());
-    } else {
-      latest_[pe.md.partition_key()] = MessageRef{e.position, -1};
-    }
+    record(pe.md.has_partition_key() ? &pe.md.partition_key() : nullptr,
+           emptyValue(pe.payload, pe.md.null_value()), MessageRef{e.position, -1});
     return;
   }
   for (size_t i = 0; i < pe.messages.size(); ++i) {
     const auto& m = pe.messages[i];
     if (m.md.compacted_out()) continue;
     seen_++;
-    if (!m.md.has_partition_key()) continue;
-    if (emptyValue(m.payload, m.md.null_value())) {
-      latest_.erase(m.md.partition_key());
-    } else {
-      latest_[m.md.partition_key()] = MessageRef{e.position, static_cast<int32_t>(i)};
-    }
+    record(m.md.has_partition_key() ? &m.md.partition_key() : nullptr,
+           emptyValue(m.payload, m.md.null_value()), MessageRef{e.position, static_cast<int32_t>(i)});
   }
+}
+
+void CompactionKeyMap::record(const std::string* key, bool empty, const MessageRef& ref) {
+  // Pulsar's removed events: a keyless message, a tombstone, or a value that replaces another.
+  if (!key || empty) {
+    removed_++;
+    if (key) latest_.erase(*key);
+    return;
+  }
+  auto [it, inserted] = latest_.insert_or_assign(*key, ref);
+  if (!inserted) removed_++;
 }
 
 bool CompactionKeyMap::isLatest(const std::string& key, const MessageRef& ref) const {
@@ -497,8 +500,7 @@ void TopicCompactor::commit(const std::shared_ptr<Run>& run) {
     self->status_ = CompactionStatus::kSuccess;
     auto now = wallClockMs();
     self->record_.lastCompactionSucceedTimestamp = now;
-    self->record_.lastCompactionRemovedEventCount =
-        run->keys.messagesSeen() - run->keys.messagesKept();
+    self->record_.lastCompactionRemovedEventCount = run->keys.removedEvents();
     self->record_.lastCompactionDurationTimeInMills =
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                               run->start)

@@ -56,6 +56,9 @@ class CompactionKeyMap {
   // Messages phase one saw, and messages phase two wrote (compacted_out placeholders excluded).
   int64_t messagesSeen() const { return seen_; }
   int64_t messagesKept() const { return kept_; }
+  // Pulsar's lastCompactionRemovedEventCount: phase one's keyless messages, tombstones and
+  // values that replaced an earlier one of their key.
+  int64_t removedEvents() const { return removed_; }
 
  private:
   struct MessageRef {
@@ -63,10 +66,12 @@ class CompactionKeyMap {
     int32_t batchIndex = -1;  // -1: not a batch
     bool operator==(const MessageRef&) const = default;
   };
+  void record(const std::string* key, bool empty, const MessageRef& ref);
   bool isLatest(const std::string& key, const MessageRef& ref) const;
   std::map<std::string, MessageRef> latest_;
   int64_t seen_ = 0;
   int64_t kept_ = 0;
+  int64_t removed_ = 0;
 };
 
 // A topic's compacted view: the compacted managed ledger and, per compacted entry, its original

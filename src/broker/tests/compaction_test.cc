@@ -95,6 +95,7 @@ TEST(CompactionKeyMapTest, KeepsTheLatestPerKeyAndDropsKeylessAndTombstones) {
   EXPECT_EQ(km.liveKeys(), 2u);
   EXPECT_EQ(km.messagesSeen(), 6);
   EXPECT_EQ(km.messagesKept(), 2);
+  EXPECT_EQ(km.removedEvents(), 3);  // a1 replaced, the keyless message, b's tombstone
 }
 
 TEST(CompactionKeyMapTest, AKeyWrittenAgainAfterItsTombstoneComesBack) {
@@ -122,6 +123,7 @@ TEST(CompactionKeyMapTest, BatchesAreCompactedMessageByMessage) {
   EXPECT_EQ(kept[2].view(), entries[2].data.view());
   EXPECT_EQ(km.messagesKept(), 3);
   EXPECT_EQ(km.messagesSeen(), 7);
+  EXPECT_EQ(km.removedEvents(), 3);  // a1 replaced, keyless x, c's tombstone
   // The re-batched entry carries a valid checksum.
   EXPECT_TRUE(protocol::verifyChecksum(kept[0]).isOk());
 }
@@ -281,6 +283,15 @@ TEST_F(TopicCompactorTest, ASecondTriggerWhileRunningIsBusy) {
   EXPECT_TRUE(first.isOk());
   EXPECT_EQ(second.code(), StatusCode::kBusy);
   EXPECT_EQ(second.message(), "Compaction already in progress");
+}
+
+TEST(CompactionKeyMapTest, RemovedEventsCountAsPulsar) {
+  CompactionKeyMap km;
+  runKeyMap(km, {message({1, 0}, "a", "a1"), message({1, 1}, "b", "b1"),
+                 message({1, 2}, "a", "a2"), message({1, 3}, "c", "c1"),
+                 message({1, 4}, "b", ""), message({1, 5}, "a", "a3"),
+                 message({1, 6}, nullptr, "nokey")});
+  EXPECT_EQ(km.removedEvents(), 4);
 }
 
 }  // namespace
