@@ -300,6 +300,7 @@ struct TopicCompactor::Run {
   std::chrono::steady_clock::time_point start;
   int64_t pendingAdds = 0;
   Status addStatus;
+  bool closedOutput = false;
 };
 
 TopicCompactor::TopicCompactor(std::shared_ptr<storage::ManagedLedger> ledger, LedgerOpener opener)
@@ -508,6 +509,22 @@ void TopicCompactor::commit(const std::shared_ptr<Run>& run) {
     if (run->done) run->done(Status::ok());
   };
   if (!run->next) return finish();
+  if (!run->closedOutput) {
+    // Closing persists the compacted ledger's metadata before the cursor names it; it is then
+    // reopened for reads.
+    run->closedOutput = true;
+    auto self = shared_from_this();
+    std::string name = compactedLedgerName(ledger_->name(), run->seq);
+    run->next->ledger()->asyncClose([self, run, name](Status s) {
+      if (!s.isOk()) return self->fail(run, s);
+      self->opener_(name, [self, run](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+        if (!r.isOk()) return self->fail(run, r.status());
+        run->next->rebind(*r);
+        self->commit(run);
+      });
+    });
+    return;
+  }
   storage::CursorProperties props = run->cursor->properties();
   props[kCompactedTopicLedgerProperty] = run->next->ledgerId();
   props[kCompactedLedgerSeqProperty] = run->seq;

@@ -97,6 +97,8 @@ class CompactedView {
   size_t entries() const { return index_.size(); }
   int64_t sizeBytes() const { return ledger_->totalSizeBytes(); }
   const std::shared_ptr<storage::ManagedLedger>& ledger() const { return ledger_; }
+  // The same view on the ledger reopened after its close (index kept).
+  void rebind(std::shared_ptr<storage::ManagedLedger> ledger) { ledger_ = std::move(ledger); }
   // Appended by the compactor while it writes the view (in order).
   void addIndex(storage::Position original, storage::Position stored) {
     index_.push_back({original, stored});
