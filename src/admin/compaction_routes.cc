@@ -25,30 +25,29 @@ json::object statusJson(const broker::TopicCompactor& c) {
 void addCompactionRoutes(Router& r, const AdminContext& ctx) {
   const AdminContext* c = &ctx;
   // A partitioned topic compacts each partition (Pulsar's internalTriggerCompaction).
-  addTopicRoute(
-      r, "PUT", kCompactionPath,
-      [c](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
-        onEachTarget<Status>(
-            c, name, false, Status::ok(), respond,
-            [](const TopicPtr& t, const std::function<void(Status)>& reply) {
-              reply(t->compactor().trigger());
-            },
-            [respond](const std::vector<Status>& all) {
-              Status s = combineStatuses(all);
-              if (s.code() == StatusCode::kNotFound) {
-                return respond(HttpResponse::error(404, "Topic not found"));
-              }
-              if (s.code() == StatusCode::kBusy) return respond(HttpResponse::error(409, s.message()));
-              respond(s ? noContent() : errorResponse(s));
-            });
-      });
-  addTopicRoute(
-      r, "GET", kCompactionPath,
-      [c](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
-        withTopic(*c, name, respond, [respond](const TopicPtr& t) {
-          respond(jsonResponse(statusJson(t->compactor())));
-        });
-      });
+  addTopicRoute(r, "PUT", kCompactionPath,
+                [c](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+                  onEachTarget<Status>(
+                      c, name, false, Status::ok(), respond,
+                      [](const TopicPtr& t, const std::function<void(Status)>& reply) {
+                        reply(t->compactor().trigger());
+                      },
+                      [respond](const std::vector<Status>& all) {
+                        Status s = combineStatuses(all);
+                        if (s.code() == StatusCode::kNotFound) {
+                          return respond(HttpResponse::error(404, "Topic not found"));
+                        }
+                        if (s.code() == StatusCode::kBusy)
+                          return respond(HttpResponse::error(409, s.message()));
+                        respond(s ? noContent() : errorResponse(s));
+                      });
+                });
+  addTopicRoute(r, "GET", kCompactionPath,
+                [c](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+                  withTopic(*c, name, respond, [respond](const TopicPtr& t) {
+                    respond(jsonResponse(statusJson(t->compactor())));
+                  });
+                });
 }
 
 }  // namespace magnetar::admin

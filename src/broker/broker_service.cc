@@ -605,20 +605,20 @@ void BrokerService::lastMessageId(
     protocol::WireMessageId none{static_cast<uint64_t>(-1), static_cast<uint64_t>(-1), partition,
                                  -1};
     if (view->entries() == 0) return cb(none, md);
-    view->asyncReadFromIndex(
-        view->entries() - 1, 1, 1,
-        [cb, md, none, partition](Status s, std::vector<storage::Entry> es) {
-          if (!s.isOk() || es.empty()) return cb(none, md);
-          protocol::WireMessageId out{static_cast<uint64_t>(es.front().position.ledgerId),
-                                      static_cast<uint64_t>(es.front().position.entryId),
-                                      partition, -1};
-          EntryMetadataPeek peek;
-          if (peekEntryMetadata(es.front().data.view(), &peek).isOk() &&
-              peek.numMessagesInBatch > 1) {
-            out.batchIndex = peek.numMessagesInBatch - 1;
-          }
-          cb(out, md);
-        });
+    view->asyncReadFromIndex(view->entries() - 1, 1, 1,
+                             [cb, md, none, partition](Status s, std::vector<storage::Entry> es) {
+                               if (!s.isOk() || es.empty()) return cb(none, md);
+                               protocol::WireMessageId out{
+                                   static_cast<uint64_t>(es.front().position.ledgerId),
+                                   static_cast<uint64_t>(es.front().position.entryId), partition,
+                                   -1};
+                               EntryMetadataPeek peek;
+                               if (peekEntryMetadata(es.front().data.view(), &peek).isOk() &&
+                                   peek.numMessagesInBatch > 1) {
+                                 out.batchIndex = peek.numMessagesInBatch - 1;
+                               }
+                               cb(out, md);
+                             });
     return;
   }
   protocol::WireMessageId last{static_cast<uint64_t>(lac.ledgerId),

@@ -98,10 +98,9 @@ class BrokerService {
   storage::Position clampSeekPosition(PersistentTopic& topic, storage::Position p);
   // readCompacted: with nothing after the compaction horizon, the last message of the compacted
   // view (Pulsar's answer to a read_compacted consumer; (-1, -1) when the view is empty).
-  void lastMessageId(const std::shared_ptr<PersistentTopic>& topic, const std::string& sub,
-                     bool readCompacted,
-                     std::function<void(protocol::WireMessageId,
-                                        std::optional<protocol::WireMessageId>)> cb);
+  void lastMessageId(
+      const std::shared_ptr<PersistentTopic>& topic, const std::string& sub, bool readCompacted,
+      std::function<void(protocol::WireMessageId, std::optional<protocol::WireMessageId>)> cb);
 
   // --- Admin API support (src/admin); any thread. ---
   PolicyRegistry& policies() { return policies_; }

@@ -156,7 +156,8 @@ void CompactionKeyMap::observe(const Entry& e) {
     if (m.md.compacted_out()) continue;
     seen_++;
     record(m.md.has_partition_key() ? &m.md.partition_key() : nullptr,
-           emptyValue(m.payload, m.md.null_value()), MessageRef{e.position, static_cast<int32_t>(i)});
+           emptyValue(m.payload, m.md.null_value()),
+           MessageRef{e.position, static_cast<int32_t>(i)});
   }
 }
 
@@ -250,27 +251,25 @@ void CompactedView::asyncReadFromIndex(size_t index, int maxEntries, size_t maxB
     ledger_->executor()->execute([cb = std::move(cb)] { cb(Status::ok(), {}); });
     return;
   }
-  ledger_->asyncReadEntries(
-      index_[index].stored, maxEntries, maxBytes,
-      [cb = std::move(cb)](Status s, std::vector<Entry> entries) {
-        if (!s.isOk()) return cb(s, {});
-        std::vector<Entry> out;
-        out.reserve(entries.size());
-        for (auto& e : entries) {
-          auto d = decodeCompactedEntry(e.data);
-          if (!d.isOk()) return cb(d.status(), {});
-          out.push_back(std::move(d.value()));
-        }
-        cb(Status::ok(), std::move(out));
-      });
+  ledger_->asyncReadEntries(index_[index].stored, maxEntries, maxBytes,
+                            [cb = std::move(cb)](Status s, std::vector<Entry> entries) {
+                              if (!s.isOk()) return cb(s, {});
+                              std::vector<Entry> out;
+                              out.reserve(entries.size());
+                              for (auto& e : entries) {
+                                auto d = decodeCompactedEntry(e.data);
+                                if (!d.isOk()) return cb(d.status(), {});
+                                out.push_back(std::move(d.value()));
+                              }
+                              cb(Status::ok(), std::move(out));
+                            });
 }
 
 void CompactedView::asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
                                      storage::ReadEntriesCallback cb) const {
   auto it = std::lower_bound(index_.begin(), index_.end(), from,
                              [](const Slot& s, Position p) { return s.original < p; });
-  asyncReadFromIndex(static_cast<size_t>(it - index_.begin()), maxEntries, maxBytes,
-                     std::move(cb));
+  asyncReadFromIndex(static_cast<size_t>(it - index_.begin()), maxEntries, maxBytes, std::move(cb));
 }
 
 const char* compactionStatusName(CompactionStatus s) {
@@ -427,8 +426,7 @@ void TopicCompactor::scanTopic(const std::shared_ptr<Run>& run, bool phaseTwo, P
   }
   auto self = shared_from_this();
   ledger_->asyncReadEntries(
-      from, kReadEntries, kReadBytes,
-      [self, run, phaseTwo](Status s, std::vector<Entry> entries) {
+      from, kReadEntries, kReadBytes, [self, run, phaseTwo](Status s, std::vector<Entry> entries) {
         if (self->closed_) return;
         if (!s.isOk()) return self->fail(run, s);
         while (!entries.empty() && entries.back().position > run->horizon) entries.pop_back();
@@ -467,16 +465,15 @@ void TopicCompactor::onEntries(const std::shared_ptr<Run>& run, bool phaseTwo,
     if (!kept) continue;
     batch->left++;
     Position original = e.position;
-    run->next->ledger()->asyncAddEntry(
-        encodeCompactedEntry(original, kept->view()),
-        [run, original, release](Status s, Position stored) {
-          if (s.isOk()) {
-            run->next->addIndex(original, stored);
-          } else if (run->addStatus.isOk()) {
-            run->addStatus = s;
-          }
-          release();
-        });
+    run->next->ledger()->asyncAddEntry(encodeCompactedEntry(original, kept->view()),
+                                       [run, original, release](Status s, Position stored) {
+                                         if (s.isOk()) {
+                                           run->next->addIndex(original, stored);
+                                         } else if (run->addStatus.isOk()) {
+                                           run->addStatus = s;
+                                         }
+                                         release();
+                                       });
   }
   release();
 }

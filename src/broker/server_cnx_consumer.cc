@@ -415,10 +415,11 @@ void ServerCnx::handleGetLastMessageId(const proto::CommandGetLastMessageId& c) 
   bool readCompacted = it->second.consumer && it->second.consumer->readCompacted;
   auto me = self();
   topic->executor().execute([=, this] {
-    service_.lastMessageId(topic, sub, readCompacted, [=](protocol::WireMessageId last,
-                                           std::optional<protocol::WireMessageId> markDelete) {
-      me->send(Commands::newGetLastMessageIdResponse(requestId, last, markDelete));
-    });
+    service_.lastMessageId(
+        topic, sub, readCompacted,
+        [=](protocol::WireMessageId last, std::optional<protocol::WireMessageId> markDelete) {
+          me->send(Commands::newGetLastMessageIdResponse(requestId, last, markDelete));
+        });
   });
 }
 

@@ -28,7 +28,10 @@ DedupOptions dedupOptions(const BrokerOptions& o) {
 PersistentTopic::PersistentTopic(TopicName name, std::shared_ptr<storage::ManagedLedger> ledger,
                                  net::EventLoop& executor, const BrokerOptions& options,
                                  std::optional<bool> dedupPolicy)
-    : name_(std::move(name)), ledger_(std::move(ledger)), executor_(executor), options_(options),
+    : name_(std::move(name)),
+      ledger_(std::move(ledger)),
+      executor_(executor),
+      options_(options),
       dedup_(dedupPolicy.value_or(options.brokerDeduplicationEnabled), dedupOptions(options)),
       compactor_(std::make_shared<TopicCompactor>(ledger_, nullptr)) {}
 

@@ -85,8 +85,8 @@ std::string payloadText(const Buffer& entry) {
 TEST(CompactionKeyMapTest, KeepsTheLatestPerKeyAndDropsKeylessAndTombstones) {
   CompactionKeyMap km;
   std::vector<Entry> entries = {
-      message({1, 0}, "a", "a1"), message({1, 1}, "b", "b1"), message({1, 2}, "a", "a2"),
-      message({1, 3}, nullptr, "nokey"), message({1, 4}, "b", ""), message({1, 5}, "c", "c1"),
+      message({1, 0}, "a", "a1"),        message({1, 1}, "b", "b1"), message({1, 2}, "a", "a2"),
+      message({1, 3}, nullptr, "nokey"), message({1, 4}, "b", ""),   message({1, 5}, "c", "c1"),
   };
   auto kept = runKeyMap(km, entries);
   ASSERT_EQ(kept.size(), 2u);
@@ -100,8 +100,8 @@ TEST(CompactionKeyMapTest, KeepsTheLatestPerKeyAndDropsKeylessAndTombstones) {
 
 TEST(CompactionKeyMapTest, AKeyWrittenAgainAfterItsTombstoneComesBack) {
   CompactionKeyMap km;
-  auto kept = runKeyMap(km, {message({1, 0}, "a", "1"), message({1, 1}, "a", ""),
-                             message({1, 2}, "a", "3")});
+  auto kept = runKeyMap(
+      km, {message({1, 0}, "a", "1"), message({1, 1}, "a", ""), message({1, 2}, "a", "3")});
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(payloadText(kept[0]), "3");
 }
@@ -171,7 +171,8 @@ class TopicCompactorTest : public ::testing::Test {
       });
     });
     compactor_ = std::make_shared<TopicCompactor>(
-        ledger_, [this](const std::string& name, auto cb) { factory_.asyncOpen(name, &loop_, cb); });
+        ledger_,
+        [this](const std::string& name, auto cb) { factory_.asyncOpen(name, &loop_, cb); });
   }
   void TearDown() override { loop_.stop(); }
 
@@ -253,8 +254,7 @@ TEST_F(TopicCompactorTest, CompactsTwiceAndRecordsTheHorizonOnTheCursor) {
   // The first view's ledger is gone once the second committed.
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   auto names = factory_.ledgerNames();
-  EXPECT_EQ(std::count(names.begin(), names.end(),
-                       compactedLedgerName(ledger_->name(), firstSeq)),
+  EXPECT_EQ(std::count(names.begin(), names.end(), compactedLedgerName(ledger_->name(), firstSeq)),
             0);
 
   // A second compactor over the same storage (a restart) loads the view from the cursor.
@@ -287,9 +287,8 @@ TEST_F(TopicCompactorTest, ASecondTriggerWhileRunningIsBusy) {
 
 TEST(CompactionKeyMapTest, RemovedEventsCountAsPulsar) {
   CompactionKeyMap km;
-  runKeyMap(km, {message({1, 0}, "a", "a1"), message({1, 1}, "b", "b1"),
-                 message({1, 2}, "a", "a2"), message({1, 3}, "c", "c1"),
-                 message({1, 4}, "b", ""), message({1, 5}, "a", "a3"),
+  runKeyMap(km, {message({1, 0}, "a", "a1"), message({1, 1}, "b", "b1"), message({1, 2}, "a", "a2"),
+                 message({1, 3}, "c", "c1"), message({1, 4}, "b", ""), message({1, 5}, "a", "a3"),
                  message({1, 6}, nullptr, "nokey")});
   EXPECT_EQ(km.removedEvents(), 4);
 }
