@@ -181,6 +181,7 @@ void BrokerAdmin::addRoutes(Router& router) {
   addTopicRoutes(router, impl_->ctx);
   addSubscriptionRoutes(router, impl_->ctx);
   addMessageRoutes(router, impl_->ctx);
+  addCompactionRoutes(router, impl_->ctx);
   addBrokerInfoRoutes(router, impl_->ctx);
   addBrokerStatsRoutes(router, impl_->ctx);
   addTopicPolicyRoutes(router, impl_->ctx);

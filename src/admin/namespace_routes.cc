@@ -105,6 +105,7 @@ json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
     auto it = p.limits.find(l.name);
     if (it != p.limits.end()) o[l.policiesField] = it->second;
   }
+  if (p.compactionThreshold) o["compaction_threshold"] = *p.compactionThreshold;
   o["deleted"] = false;
   o["encryption_required"] = false;
   o["subscription_auth_mode"] = "None";

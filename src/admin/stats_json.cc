@@ -203,6 +203,11 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   o["nonContiguousDeletedMessagesRangesSerializedSize"] = 0;
   o["delayedMessageIndexSizeInBytes"] = 0;
   o["topicEpoch"] = nullptr;
+  o["compaction"] = json::object{
+      {"lastCompactionRemovedEventCount", t.compaction.lastCompactionRemovedEventCount},
+      {"lastCompactionSucceedTimestamp", t.compaction.lastCompactionSucceedTimestamp},
+      {"lastCompactionFailedTimestamp", t.compaction.lastCompactionFailedTimestamp},
+      {"lastCompactionDurationTimeInMills", t.compaction.lastCompactionDurationTimeInMills}};
   return o;
 }
 
@@ -309,9 +314,9 @@ json::object internalStatsJson(const broker::InternalStatsSnapshot& s) {
   }
   o["cursors"] = std::move(cursors);
   o["schemaLedgers"] = json::array{};
-  o["compactedLedger"] = json::object{{"ledgerId", -1},
-                                      {"entries", -1},
-                                      {"size", -1},
+  o["compactedLedger"] = json::object{{"ledgerId", s.compactedLedgerId},
+                                      {"entries", s.compactedEntries},
+                                      {"size", s.compactedSize},
                                       {"offloaded", false},
                                       {"underReplicated", false}};
   return o;

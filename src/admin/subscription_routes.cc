@@ -294,7 +294,7 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
            }
            withTopic(*ctx, name, respond, [ctx, respond](TopicPtr t) {
              ctx->service.lastMessageId(
-                 t, "",
+                 t, "", false,
                  [respond](protocol::WireMessageId last, std::optional<protocol::WireMessageId>) {
                    respond(jsonResponse(messageIdJson(static_cast<int64_t>(last.ledgerId),
                                                       static_cast<int64_t>(last.entryId),

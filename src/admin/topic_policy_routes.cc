@@ -427,6 +427,31 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
           });
           return noContent();
         });
+  // Pulsar's compaction_threshold (bytes; 0 turns automatic compaction off for the namespace).
+  addNs(r, ctx, "GET", "compactionThreshold",
+        [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+          auto v = reg.namespacePolicies(ns).compactionThreshold;
+          return v ? jsonResponse(*v) : noContent();
+        });
+  addNs(r, ctx, "PUT", "compactionThreshold",
+        [&reg](const HttpRequest& req, const PathParams&, const std::string& ns) {
+          HttpResponse err;
+          auto v = parseJsonBody(req, &err);
+          if (!v) return err;
+          if (!v->is_int64() || v->as_int64() < 0) {
+            return HttpResponse::error(412, "compactionThreshold must be 0 or more");
+          }
+          int64_t bytes = v->as_int64();
+          reg.updateNamespacePolicies(
+              ns, [&](broker::NamespacePolicies& p) { p.compactionThreshold = bytes; });
+          return noContent();
+        });
+  addNs(r, ctx, "DELETE", "compactionThreshold",
+        [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+          reg.updateNamespacePolicies(
+              ns, [](broker::NamespacePolicies& p) { p.compactionThreshold.reset(); });
+          return noContent();
+        });
   addNs(r, ctx, "GET", "autoTopicCreation",
         [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
           auto a = reg.namespacePolicies(ns).autoTopicCreation;

@@ -23,6 +23,10 @@ void addSubscriptionRoutes(Router& router, const AdminContext& ctx);
 // .../subscription/{sub}/expireMessages[/{seconds}], .../all_subscription/expireMessages/{seconds}.
 void addMessageRoutes(Router& router, const AdminContext& ctx);
 
+// PUT .../{topic}/compaction (start; 409 "Compaction already in progress"; each partition of a
+// partitioned topic), GET .../{topic}/compaction (Pulsar's LongRunningProcessStatus).
+void addCompactionRoutes(Router& router, const AdminContext& ctx);
+
 // Pulsar's ManagedLedger.getEstimatedBacklogSize(from): bytes of the ledgers after from's ledger
 // plus from's ledger's share from entry from.entryId on (its size pro rata to the entries).
 int64_t estimatedBacklogSize(const std::vector<storage::LedgerStats>& ledgers,

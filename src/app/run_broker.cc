@@ -101,6 +101,9 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.maxSubscriptionsPerTopic = cfg.maxSubscriptionsPerTopic();
   o.ttlDurationDefaultInSeconds = cfg.ttlDurationDefaultInSeconds();
   o.messageExpiryCheckIntervalInMinutes = cfg.messageExpiryCheckIntervalInMinutes();
+  o.brokerServiceCompactionThresholdInBytes = cfg.brokerServiceCompactionThresholdInBytes();
+  o.brokerServiceCompactionMonitorIntervalInSeconds =
+      cfg.brokerServiceCompactionMonitorIntervalInSeconds();
   o.backlogQuotaCheckEnabled = cfg.backlogQuotaCheckEnabled();
   o.backlogQuotaCheckIntervalInSeconds = cfg.backlogQuotaCheckIntervalInSeconds();
   o.backlogQuotaDefaultLimitBytes = cfg.backlogQuotaDefaultLimitBytes();

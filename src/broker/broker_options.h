@@ -80,6 +80,12 @@ struct BrokerOptions {
   // messageExpiryCheckIntervalInMinutes on the pulsar-msg-expiry-monitor thread.
   int ttlDurationDefaultInSeconds = sd::ttlDurationDefaultInSeconds;
   int messageExpiryCheckIntervalInMinutes = sd::messageExpiryCheckIntervalInMinutes;
+  // Automatic compaction: a topic is compacted when its bytes after the __compaction cursor pass
+  // this (0: off; below the namespace and topic compactionThreshold), checked every
+  // brokerServiceCompactionMonitorIntervalInSeconds.
+  int64_t brokerServiceCompactionThresholdInBytes = sd::brokerServiceCompactionThresholdInBytes;
+  int brokerServiceCompactionMonitorIntervalInSeconds =
+      sd::brokerServiceCompactionMonitorIntervalInSeconds;
   // Backlog quota (destination_storage) for topics without a namespace or topic one: bytes
   // (-1: none) and what happens beyond it; checked on producer creation and every
   // backlogQuotaCheckIntervalInSeconds.

@@ -23,6 +23,12 @@ Status BrokerService::start() {
   std::vector<std::string> initial{"public/default"};
   for (auto& n : factory_->ledgerNames()) {
     MutexLock lock(mu_);
+    std::string compactedTopic;
+    int64_t seq = 0;
+    if (isCompactedLedgerName(n, &compactedTopic, &seq)) {
+      compactedSeqs_[compactedTopic].push_back(seq);
+      continue;
+    }
     storedLedgers_[n] = true;
     auto a = n.find('/');
     auto b = a == std::string::npos ? a : n.find('/', a + 1);
@@ -52,6 +58,10 @@ Status BrokerService::start() {
         std::chrono::seconds(std::max(1, options_.backlogQuotaCheckIntervalInSeconds)),
         [this] { checkBacklogQuotas(); });
   }
+  compactionMonitor_ = std::make_unique<PeriodicTask>(
+      "pulsar-compaction-monitor",
+      std::chrono::seconds(std::max(1, options_.brokerServiceCompactionMonitorIntervalInSeconds)),
+      [this] { checkCompaction(); });
   const int64_t share = publishBufferShare(options_.maxMessagePublishBufferSizeInMB);
   for (int i = 0; i < ioLoops_->size(); ++i) {
     throttles_.push_back(std::make_unique<PublishBufferThrottle>(ioLoops_->at(i), share));
@@ -112,6 +122,10 @@ int64_t BrokerService::publishBufferShare(int mb) const {
 
 void BrokerService::setMaxMessagePublishBufferSizeInMB(int mb) {
   if (!ioLoops_) return;
+  compactionMonitor_ = std::make_unique<PeriodicTask>(
+      "pulsar-compaction-monitor",
+      std::chrono::seconds(std::max(1, options_.brokerServiceCompactionMonitorIntervalInSeconds)),
+      [this] { checkCompaction(); });
   const int64_t share = publishBufferShare(mb);
   for (auto& t : throttles_) {
     PublishBufferThrottle* throttle = t.get();
@@ -122,6 +136,7 @@ void BrokerService::setMaxMessagePublishBufferSizeInMB(int mb) {
 void BrokerService::stop() {
   expiryMonitor_.reset();
   backlogQuotaChecker_.reset();
+  compactionMonitor_.reset();
   if (server_) server_->stop();
   if (tlsServer_) tlsServer_->stop();
   if (ioLoops_) ioLoops_->stop();
@@ -217,6 +232,22 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
         auto topic = std::make_shared<PersistentTopic>(name, *r, executor, options_,
                                                        deduplicationEnabledFor(name));
         topic->setPolicyLimits(policyLimitsOf(name));
+        std::vector<int64_t> seqs;
+        {
+          MutexLock lock(mu_);
+          auto c = compactedSeqs_.find(name.persistenceName());
+          if (c != compactedSeqs_.end()) {
+            seqs = std::move(c->second);
+            compactedSeqs_.erase(c);
+          }
+        }
+        topic->setCompaction(
+            [factory = factory_, exec = &executor](
+                const std::string& ledgerName,
+                std::function<void(Result<std::shared_ptr<storage::ManagedLedger>>)> opened) {
+              factory->asyncOpen(ledgerName, exec, std::move(opened));
+            },
+            std::move(seqs));
         // The topic serves once its subscriptions and dedup state are loaded; until then new
         // callers queue on the slot too.
         topic->initialize([this, name, slot, topic](const Status& s) {
@@ -290,6 +321,26 @@ int64_t BrokerService::messageTtlOf(const TopicName& name) const {
   if (auto t = policies_.topicPolicyInt(policyKey(name), "messageTTL")) return *t;
   if (auto n = policies_.namespacePolicies(name.namespaceName()).messageTtlSeconds) return *n;
   return options_.ttlDurationDefaultInSeconds;
+}
+
+int64_t BrokerService::compactionThresholdOf(const TopicName& name) const {
+  if (auto t = policies_.topicPolicyInt(policyKey(name), "compactionThreshold")) return *t;
+  if (auto n = policies_.namespacePolicies(name.namespaceName()).compactionThreshold) return *n;
+  return options_.brokerServiceCompactionThresholdInBytes;
+}
+
+void BrokerService::checkCompaction() {
+  for (auto& t : topics()) {
+    int64_t threshold = compactionThresholdOf(t->name());
+    if (threshold <= 0) continue;
+    t->executor().execute([t, threshold] {
+      TopicCompactor& c = t->compactor();
+      if (c.status() == CompactionStatus::kRunning || c.backlogBytes() < threshold) return;
+      MLOG_INFO("{}: compacting ({} bytes past the compaction horizon, threshold {})",
+                t->name().toString(), c.backlogBytes(), threshold);
+      (void)c.trigger();
+    });
+  }
 }
 
 BacklogQuota BrokerService::backlogQuotaOf(const TopicName& name) const {
@@ -512,7 +563,7 @@ void BrokerService::findPositionByPublishTime(const std::shared_ptr<PersistentTo
 }
 
 void BrokerService::lastMessageId(
-    const std::shared_ptr<PersistentTopic>& topic, const std::string& sub,
+    const std::shared_ptr<PersistentTopic>& topic, const std::string& sub, bool readCompacted,
     const std::function<void(protocol::WireMessageId, std::optional<protocol::WireMessageId>)>&
         cb) {
   auto& ml = topic->ledger();
@@ -535,6 +586,27 @@ void BrokerService::lastMessageId(
                                  -1, -1};
   }
   int32_t partition = topic->name().partitionIndex();
+  auto view = readCompacted ? topic->compactor().view() : nullptr;
+  if (view && lac <= view->horizon()) {
+    protocol::WireMessageId none{static_cast<uint64_t>(-1), static_cast<uint64_t>(-1), partition,
+                                 -1};
+    if (view->entries() == 0) return cb(none, md);
+    view->asyncReadFromIndex(view->entries() - 1, 1, 1,
+                             [cb, md, none, partition](Status s, std::vector<storage::Entry> es) {
+                               if (!s.isOk() || es.empty()) return cb(none, md);
+                               protocol::WireMessageId out{
+                                   static_cast<uint64_t>(es.front().position.ledgerId),
+                                   static_cast<uint64_t>(es.front().position.entryId), partition,
+                                   -1};
+                               EntryMetadataPeek peek;
+                               if (peekEntryMetadata(es.front().data.view(), &peek).isOk() &&
+                                   peek.numMessagesInBatch > 1) {
+                                 out.batchIndex = peek.numMessagesInBatch - 1;
+                               }
+                               cb(out, md);
+                             });
+    return;
+  }
   protocol::WireMessageId last{static_cast<uint64_t>(lac.ledgerId),
                                static_cast<uint64_t>(lac.entryId), partition, -1};
   if (lac.entryId < 0) {

@@ -104,7 +104,10 @@ class BrokerService {
                                  uint64_t publishTimeMs,
                                  std::function<void(storage::Position)> cb);
   storage::Position clampSeekPosition(PersistentTopic& topic, storage::Position p);
+  // readCompacted: with nothing after the compaction horizon, the last message of the compacted
+  // view (Pulsar's answer to a read_compacted consumer; (-1, -1) when the view is empty).
   void lastMessageId(const std::shared_ptr<PersistentTopic>& topic, const std::string& sub,
+                     bool readCompacted,
                      const std::function<void(protocol::WireMessageId,
                                               std::optional<protocol::WireMessageId>)>& cb);
 
@@ -139,6 +142,12 @@ class BrokerService {
   // The message TTL of a topic in seconds: topic policy messageTTL > namespace
   // message_ttl_in_seconds > ttlDurationDefaultInSeconds (0: none). Thread: any.
   int64_t messageTtlOf(const TopicName& name) const;
+  // The compaction threshold in bytes: topic policy compactionThreshold, else the namespace's,
+  // else brokerServiceCompactionThresholdInBytes (0: no automatic compaction).
+  int64_t compactionThresholdOf(const TopicName& name) const;
+  // Pulsar's checkCompaction: every brokerServiceCompactionMonitorIntervalInSeconds, topics past
+  // their threshold are compacted.
+  void checkCompaction();
   // One message-TTL pass (Pulsar's checkMessageExpiry): every durable subscription of every
   // loaded topic with a TTL expires its older messages, on the topic's executor. Thread: any;
   // run every messageExpiryCheckIntervalInMinutes by the pulsar-msg-expiry-monitor thread.
@@ -196,6 +205,10 @@ class BrokerService {
   // The periodic message TTL and backlog quota checks (Pulsar's thread names).
   std::unique_ptr<PeriodicTask> expiryMonitor_;
   std::unique_ptr<PeriodicTask> backlogQuotaChecker_;
+  std::unique_ptr<PeriodicTask> compactionMonitor_;
+  // Compacted ledgers found at start-up, by topic ledger name: their seqs (compactedLedgerName);
+  // handed to the topic when it loads. Guarded by mu_.
+  std::map<std::string, std::vector<int64_t>> compactedSeqs_;
   std::vector<std::unique_ptr<PublishBufferThrottle>> throttles_;  // one per pulsar-io loop
 
   mutable Mutex mu_;

@@ -72,6 +72,8 @@ class Consumer {
   bool allowOutOfOrderDelivery = false;
   // Subscribed with an AUTO_CONSUME schema (does not keep a topic from taking a new schema).
   bool autoConsumeSchema = false;
+  // SUBSCRIBE read_compacted: reads the topic's compacted view first (Exclusive/Failover).
+  bool readCompacted = false;
   // Stats.
   uint64_t msgOutCounter = 0;
   uint64_t bytesOutCounter = 0;

@@ -304,6 +304,7 @@ void Dispatcher::rewind() {
   if (tracker_) tracker_->clear();
   for (auto& c : consumers_) clearPending(c.get());
   readPosition_ = ledger_.nextValidPosition(cursor_.markDeletedPosition());
+  compactedStarted_ = false;
 }
 
 bool Dispatcher::releasePending(Consumer* c, const Consumer::PendingAck& p) {
@@ -429,6 +430,7 @@ void Dispatcher::readRounds(bool allowReplay) {
     if (keyShared_ && keyShared_->lookAheadLimitReached(consumers_.size(), replay_.size())) {
       return;  // the replay set drains first
     }
+    if (readCompacted(batch)) return;
     Position lac = ledger_.lastConfirmedEntry();
     if (lac.entryId < 0 && lac.ledgerId <= readPosition_.ledgerId) return;  // nothing stored yet
     if (readPosition_ > lac) return;  // tailing: wait for onNewEntries
@@ -460,6 +462,40 @@ void Dispatcher::readRounds(bool allowReplay) {
         });
     return;
   }
+}
+
+bool Dispatcher::readCompacted(int64_t batch) {
+  if (!compactor_ || !active_ || !active_->readCompacted) return false;
+  std::shared_ptr<const CompactedView> view = compactor_->view();
+  if (!view || readPosition_ > view->horizon()) return false;
+  // A cursor at the start of the log reads the whole view (Pulsar's readFromEarliest), also the
+  // keys whose ledgers were trimmed after the compaction.
+  const Position first = ledger_.firstPosition();
+  const bool fromStart = !compactedStarted_ && readPosition_ <= first;
+  compactedStarted_ = true;
+  readPending_ = true;
+  uint64_t epoch = epoch_;
+  view->asyncReadEntries(
+      fromStart ? Position{-1, -1} : readPosition_, static_cast<int>(batch),
+      static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load()),
+      [this, epoch, view, first, fromStart](Status s, std::vector<Entry> entries) {
+        if (epoch != epoch_) return;  // rewound meanwhile
+        readPending_ = false;
+        if (!s.isOk()) {
+          MLOG_WARN("compacted read failed on {}: {}", ledger_.name(), s.toString());
+          return;
+        }
+        if (entries.empty()) {
+          // The view is done: the live tail follows its horizon.
+          readPosition_ = Position{view->horizon().ledgerId, view->horizon().entryId + 1};
+        } else {
+          const Position last = entries.back().position;
+          readPosition_ = Position{last.ledgerId, last.entryId + 1};
+          dispatchEntries(entries, false, fromStart ? first : Position{-1, -1});
+        }
+        readMoreEntries();
+      });
+  return true;
 }
 
 bool Dispatcher::replayableNow(int32_t hash) const {
@@ -534,7 +570,8 @@ bool Dispatcher::replayDispatch(std::vector<Entry>& entries, Position first) {
   return progressed || olderPutBack;
 }
 
-void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
+void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
+                                 Position ackCheckFrom) {
   // Frames collect in outs_ until the pass ends (flushOutput).
   auto batchFor = [&](Consumer* c) -> net::FrameBatch& {
     for (auto& o : outs_) {
@@ -546,7 +583,7 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay) {
   bool singleActive = isSingleActive(type_);
   for (size_t i = 0; i < entries.size(); ++i) {
     Entry& e = entries[i];
-    if (cursor_.isAcknowledged(e.position)) continue;
+    if (e.position >= ackCheckFrom && cursor_.isAcknowledged(e.position)) continue;
     EntryMetadataPeek md;
     if (!peekEntryMetadata(e.data.view(), &md).isOk()) {
       MLOG_WARN("{}: skipping unreadable entry {}:{}", ledger_.name(), e.position.ledgerId,

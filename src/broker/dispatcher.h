@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "broker/broker_options.h"
+#include "broker/compaction.h"
 #include "broker/consumer.h"
 #include "broker/delayed_delivery_tracker.h"
 #include "broker/key_shared_state.h"
@@ -44,6 +45,9 @@ class Dispatcher {
   ~Dispatcher();
 
   SubType type() const { return type_; }
+  // The topic's compactor (outlives the dispatcher): an Exclusive/Failover active consumer that
+  // subscribed with read_compacted reads its compacted view up to the horizon, then the tail.
+  void setCompactor(const TopicCompactor* compactor) { compactor_ = compactor; }
   // Overrides maxUnackedMessagesPerConsumer / ...PerSubscription (topic policies
   // maxUnackedMessagesOnConsumer / OnSubscription; 0: no limit). nullopt: the broker's value.
   void setUnackedLimits(std::optional<int> perConsumer, std::optional<int> perSubscription) {
@@ -123,7 +127,13 @@ class Dispatcher {
   // Dispatches read replay entries (sorted); whether to replay again next.
   bool replayDispatch(std::vector<storage::Entry>& entries, storage::Position first);
 
-  void dispatchEntries(std::vector<storage::Entry>& entries, bool fromReplay);
+  // Entries before ackCheckFrom skip the cursor's acked check (compacted entries of ledgers the
+  // log no longer has).
+  void dispatchEntries(std::vector<storage::Entry>& entries, bool fromReplay,
+                       storage::Position ackCheckFrom = {-1, -1});
+  // read_compacted: reads the compacted view when the read position is at or before its
+  // horizon; false when the view does not apply (read the ledger).
+  bool readCompacted(int64_t batch);
   // Delayed delivery: true when the entry was handed to the tracker (not dispatched now).
   bool trackDelayedDelivery(const storage::Entry& e, int64_t deliverAtMs);
   // Moves due tracked entries into the replay set, up to `room` replay entries in all.
@@ -167,6 +177,8 @@ class Dispatcher {
   int64_t lastTickMs_ = 0;
 
   storage::Position readPosition_;
+  const TopicCompactor* compactor_ = nullptr;
+  bool compactedStarted_ = false;  // a compacted read was issued since the last rewind
   bool readPending_ = false;
   uint64_t epoch_ = 0;  // bumped by rewind: reads issued before it are dropped
   // Positions to deliver again, in order, before new reads; with the entry's key hash (-1: none).

@@ -221,6 +221,7 @@ std::string encodePolicies(const NamespacePolicies& p) {
     out += fmt::format("delayedDelivery={},{},{}\n", d->active ? 1 : 0, d->tickTime,
                        d->maxDeliveryDelayInMillis);
   }
+  if (p.compactionThreshold) out += fmt::format("compactionThreshold={}\n", *p.compactionThreshold);
   return out;
 }
 
@@ -248,6 +249,8 @@ NamespacePolicies decodePolicies(const std::string& text) {
       p.retention = RetentionPolicy{static_cast<int32_t>(toInt(f[0], 0)), toInt(f[1], 0)};
     } else if (key == "deduplication" && f.size() == 1) {
       p.deduplicationEnabled = f[0] == "1";
+    } else if (key == "compactionThreshold" && f.size() == 1) {
+      p.compactionThreshold = toInt(f[0], 0);
     } else if (key == "messageTTL" && f.size() == 1) {
       p.messageTtlSeconds = static_cast<int32_t>(toInt(f[0], 0));
     } else if (key == "backlogQuota" && f.size() == 4) {

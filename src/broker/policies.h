@@ -74,6 +74,8 @@ struct NamespacePolicies {
   std::optional<bool> isAllowAutoUpdateSchema;
   std::optional<bool> schemaValidationEnforced;
   std::optional<DelayedDeliveryPolicies> delayedDelivery;
+  // Pulsar's compaction_threshold: bytes; 0 disables automatic compaction.
+  std::optional<int64_t> compactionThreshold;
 };
 
 // The namespace limits: admin path segment (also the broker setting's name) and the field of

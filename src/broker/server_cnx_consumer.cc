@@ -130,6 +130,8 @@ std::optional<SubscribeRequest> ServerCnx::newSubscribeRequest(const proto::Comm
       if (c.initialposition() == proto::CommandSubscribe::Earliest) req.startPosition = {-1, -1};
     }
   }
+  req.readCompacted = c.read_compacted();
+  consumer->readCompacted = c.read_compacted();
   req.consumer = consumer;
   if (c.has_schema()) {
     consumer->autoConsumeSchema =
@@ -410,12 +412,14 @@ void ServerCnx::handleGetLastMessageId(const proto::CommandGetLastMessageId& c) 
   }
   auto topic = it->second.topic;
   auto sub = it->second.subscription;
+  bool readCompacted = it->second.consumer && it->second.consumer->readCompacted;
   auto me = self();
   topic->executor().execute([=, this] {
-    service_.lastMessageId(topic, sub, [=](protocol::WireMessageId last,
-                                           std::optional<protocol::WireMessageId> markDelete) {
-      me->send(Commands::newGetLastMessageIdResponse(requestId, last, markDelete));
-    });
+    service_.lastMessageId(
+        topic, sub, readCompacted,
+        [=](protocol::WireMessageId last, std::optional<protocol::WireMessageId> markDelete) {
+          me->send(Commands::newGetLastMessageIdResponse(requestId, last, markDelete));
+        });
   });
 }
 

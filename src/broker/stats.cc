@@ -258,6 +258,7 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
   t.numberOfEntries = ml.numberOfEntries();
   t.terminated = topic.isTerminated();
   t.deduplicationEnabled = topic.deduplication().enabled();
+  t.compaction = topic.compactor().record();
   for (const auto& [name, p] : topic.producers()) {
     PublisherSnapshot ps;
     ps.producerName = name;
@@ -312,6 +313,22 @@ InternalStatsSnapshot snapshotInternalStats(PersistentTopic& topic) {
         static_cast<int64_t>(s.entriesAddedCounter) - static_cast<int64_t>(c.backlog);
     c.active = sub->consumerCount() > 0;
     s.cursors.push_back(std::move(c));
+  }
+  for (auto* cur : ml.cursors()) {
+    if (cur->name() != kCompactionCursorName) continue;
+    CursorSnapshot c;
+    c.name = cur->name();
+    c.markDeletePosition = cur->markDeletedPosition();
+    c.backlog = cur->numberOfEntriesInBacklog();
+    c.readPosition = ml.nextValidPosition(c.markDeletePosition);
+    c.messagesConsumedCounter =
+        static_cast<int64_t>(s.entriesAddedCounter) - static_cast<int64_t>(c.backlog);
+    s.cursors.push_back(std::move(c));
+  }
+  if (auto view = topic.compactor().view()) {
+    s.compactedLedgerId = view->ledgerId();
+    s.compactedEntries = static_cast<int64_t>(view->entries());
+    s.compactedSize = view->sizeBytes();
   }
   return s;
 }

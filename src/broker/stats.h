@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/thread_annotations.h"
+#include "broker/compaction.h"
 #include "storage/managed_ledger.h"
 
 namespace magnetar::broker {
@@ -113,6 +114,7 @@ struct TopicSnapshot {
   int64_t numberOfEntries = 0;
   bool terminated = false;
   bool deduplicationEnabled = false;  // Pulsar's deduplicationStatus "Enabled"/"Disabled"
+  CompactionRecord compaction;        // Pulsar's "compaction" block
   std::vector<PublisherSnapshot> publishers;
   std::vector<SubscriptionSnapshot> subscriptions;
 };
@@ -139,6 +141,11 @@ struct InternalStatsSnapshot {
   std::string state;  // "LedgerOpened" | "Terminated"
   std::vector<storage::LedgerStats> ledgers;
   std::vector<CursorSnapshot> cursors;
+  // Pulsar's compactedLedger: the compacted view's (first) ledger id, entries and bytes; -1 when
+  // the topic was never compacted.
+  int64_t compactedLedgerId = -1;
+  int64_t compactedEntries = -1;
+  int64_t compactedSize = -1;
 };
 
 // The rates of one topic's producers, subscriptions and consumers over the last update interval.

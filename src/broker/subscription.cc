@@ -24,6 +24,7 @@ Status Subscription::addConsumer(const std::shared_ptr<Consumer>& c) {
                                                topicName_, partitionIndex_);
     dispatcher_->setUnackedLimits(maxUnackedPerConsumer_, maxUnackedPerSubscription_);
     if (delayedDelivery_) dispatcher_->setDelayedDelivery(*delayedDelivery_);
+    dispatcher_->setCompactor(compactor_);
   }
   return dispatcher_->addConsumer(c);
 }

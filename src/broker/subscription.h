@@ -62,6 +62,12 @@ class Subscription {
     lastExpireTimestampMs_ = nowMs;
   }
 
+  // The topic's compactor, for read_compacted consumers (kept for dispatchers created later).
+  void setCompactor(const TopicCompactor* compactor) {
+    compactor_ = compactor;
+    if (dispatcher_) dispatcher_->setCompactor(compactor);
+  }
+
   // Topic-policy overrides of the unacked limits, kept for dispatchers created later
   // (Dispatcher::setUnackedLimits).
   void setUnackedLimits(std::optional<int> perConsumer, std::optional<int> perSubscription);
@@ -79,6 +85,7 @@ class Subscription {
   int partitionIndex_;
   bool durable_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  const TopicCompactor* compactor_ = nullptr;
   uint64_t expiredCounter_ = 0;
   int64_t lastExpireTimestampMs_ = 0;
   std::optional<int> maxUnackedPerConsumer_;

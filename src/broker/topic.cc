@@ -29,8 +29,12 @@ DedupOptions dedupOptions(const BrokerOptions& o) {
 PersistentTopic::PersistentTopic(TopicName name, std::shared_ptr<storage::ManagedLedger> ledger,
                                  net::EventLoop& executor, const BrokerOptions& options,
                                  std::optional<bool> dedupPolicy)
-    : name_(std::move(name)), ledger_(std::move(ledger)), executor_(executor), options_(options),
-      dedup_(dedupPolicy.value_or(options.brokerDeduplicationEnabled), dedupOptions(options)) {}
+    : name_(std::move(name)),
+      ledger_(std::move(ledger)),
+      executor_(executor),
+      options_(options),
+      dedup_(dedupPolicy.value_or(options.brokerDeduplicationEnabled), dedupOptions(options)),
+      compactor_(std::make_shared<TopicCompactor>(ledger_, nullptr)) {}
 
 void PersistentTopic::initialize(std::function<void(Status)> done) {
   MAGNETAR_DCHECK_ON(executor_);
@@ -43,7 +47,12 @@ void PersistentTopic::initialize(std::function<void(Status)> done) {
                 self->dedup_.entriesReplayed());
       self->scheduleDedupCheck();
     }
-    done(std::move(s));
+    self->compactor_->initialize(self->compactedSeqs_, [self, s, done](Status cs) {
+      if (!cs.isOk()) {
+        MLOG_WARN("{}: compacted view not loaded: {}", self->name_.toString(), cs.toString());
+      }
+      done(s);
+    });
   });
 }
 
@@ -86,11 +95,13 @@ PersistentTopic::~PersistentTopic() = default;
 void PersistentTopic::loadSubscriptions() {
   MAGNETAR_DCHECK_ON(executor_);
   for (auto* cursor : ledger_->cursors()) {
-    if (cursor->name() == kDedupCursorName) continue;  // not a subscription
+    // Not subscriptions: deduplication's and compaction's cursors.
+    if (cursor->name() == kDedupCursorName || cursor->name() == kCompactionCursorName) continue;
     auto sub = std::make_unique<Subscription>(cursor->name(), *ledger_, *cursor, options_,
                                               name_.toString(), name_.partitionIndex());
     sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
     sub->setDelayedDelivery(limits_.delayedDelivery);
+    sub->setCompactor(compactor_.get());
     subscriptions_.emplace(cursor->name(), std::move(sub));
   }
 }
@@ -371,6 +382,11 @@ void PersistentTopic::flushPass() {
 void PersistentTopic::subscribe(const SubscribeRequest& req,
                                 const std::function<void(Status)>& cb) {
   MAGNETAR_DCHECK_ON(executor_);
+  if (req.readCompacted && req.subType != proto::CommandSubscribe::Exclusive &&
+      req.subType != proto::CommandSubscribe::Failover) {
+    cb(Status::notAllowed("readCompacted only allowed on failover or exclusive subscriptions"));
+    return;
+  }
   int maxConsumers = limits_.maxConsumers.value_or(options_.maxConsumersPerTopic);
   if (maxConsumers > 0) {
     size_t consumers = 0;
@@ -413,6 +429,7 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
                   .first->second.get();
   sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
   sub->setDelayedDelivery(limits_.delayedDelivery);
+  sub->setCompactor(compactor_.get());
   if (req.durable) {
     cb(sub->addConsumer(req.consumer));
     return;
@@ -532,6 +549,7 @@ void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
   for (auto& [n, sub] : subscriptions_) {
     sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
     sub->setDelayedDelivery(limits_.delayedDelivery);
+    sub->setCompactor(compactor_.get());
   }
 }
 
@@ -577,6 +595,7 @@ void PersistentTopic::deleteLedger(storage::StatusCallback cb) {
   MAGNETAR_DCHECK_ON(executor_);
   disconnectClients();
   subscriptions_.clear();  // before the ledger drops the cursors they point to
+  compactor_->deleteView();
   ledger_->asyncDelete(std::move(cb));
 }
 

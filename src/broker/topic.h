@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "broker/broker_options.h"
+#include "broker/compaction.h"
 #include "broker/consumer.h"
 #include "broker/message_deduplication.h"
 #include "broker/policies.h"
@@ -40,6 +41,8 @@ struct SubscribeRequest {
   // A reader: a subscription that lives only while its consumer does, starting at startPosition
   // (the message id the client gave; earliest/latest are clamped to the log's ends).
   bool durable = true;
+  // read_compacted: only on Exclusive/Failover (NotAllowedError otherwise, as Pulsar).
+  bool readCompacted = false;
   storage::Position startPosition{-1, -1};
   std::shared_ptr<Consumer> consumer;
 };
@@ -81,6 +84,13 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   net::EventLoop& executor() const { return executor_; }  // any thread
   storage::ManagedLedger& ledger() { return *ledger_; }
 
+  // Compaction storage: how to open the compacted ledgers, and the seqs of this topic's
+  // compacted ledgers found at start-up (all but the current one are deleted). Before initialize.
+  void setCompaction(LedgerOpener opener, std::vector<int64_t> storedSeqs) {
+    compactor_->setOpener(std::move(opener));
+    compactedSeqs_ = std::move(storedSeqs);
+  }
+  TopicCompactor& compactor() { return *compactor_; }
   // Restores subscriptions from the ledger's durable cursors (after open).
   void loadSubscriptions();
   // Loads the subscriptions and rebuilds the deduplication state (snapshot + tail replay);
@@ -196,6 +206,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   TopicPolicyLimits limits_;
   bool terminated_ = false;
   MessageDeduplication dedup_;
+  std::shared_ptr<TopicCompactor> compactor_;
+  std::vector<int64_t> compactedSeqs_;
   std::unique_ptr<boost::asio::steady_timer> dedupTimer_;
   MessageDeduplication::Clock::time_point nextPurge_{};
 

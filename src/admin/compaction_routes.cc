@@ -1,0 +1,53 @@
+// Topic compaction routes of /admin/v2/persistent (Pulsar's compact and compaction-status).
+
+#include "admin/topic_routes.h"
+#include "admin/topic_targets.h"
+#include "broker/compaction.h"
+
+namespace magnetar::admin {
+namespace {
+
+namespace json = boost::json;
+using broker::PersistentTopic;
+using broker::TopicName;
+using TopicPtr = std::shared_ptr<PersistentTopic>;
+
+const std::string kCompactionPath = "/admin/v2/persistent/{tenant}/{namespace}/{topic}/compaction";
+
+// Pulsar's LongRunningProcessStatus JSON.
+json::object statusJson(const broker::TopicCompactor& c) {
+  return json::object{{"status", broker::compactionStatusName(c.status())},
+                      {"lastError", c.lastError()}};
+}
+
+}  // namespace
+
+void addCompactionRoutes(Router& r, const AdminContext& ctx) {
+  const AdminContext* c = &ctx;
+  // A partitioned topic compacts each partition (Pulsar's internalTriggerCompaction).
+  addTopicRoute(r, "PUT", kCompactionPath,
+                [c](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+                  onEachTarget<Status>(
+                      c, name, false, Status::ok(), respond,
+                      [](const TopicPtr& t, const std::function<void(Status)>& reply) {
+                        reply(t->compactor().trigger());
+                      },
+                      [respond](const std::vector<Status>& all) {
+                        Status s = combineStatuses(all);
+                        if (s.code() == StatusCode::kNotFound) {
+                          return respond(HttpResponse::error(404, "Topic not found"));
+                        }
+                        if (s.code() == StatusCode::kBusy)
+                          return respond(HttpResponse::error(409, s.message()));
+                        respond(s ? noContent() : errorResponse(s));
+                      });
+                });
+  addTopicRoute(r, "GET", kCompactionPath,
+                [c](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+                  withTopic(*c, name, respond, [respond](const TopicPtr& t) {
+                    respond(jsonResponse(statusJson(t->compactor())));
+                  });
+                });
+}
+
+}  // namespace magnetar::admin

@@ -1,0 +1,550 @@
+#include "broker/compaction.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "base/logging.h"
+#include "broker/consumer.h"
+#include "protocol/byte_order.h"
+#include "protocol/commands.h"
+#include "protocol/frame.h"
+
+namespace magnetar::broker {
+
+using storage::Entry;
+using storage::Position;
+
+namespace {
+
+constexpr char kPrefix[] = "__compacted/";
+constexpr uint8_t kEntryMagic[4] = {'M', 'G', 'C', 'E'};
+constexpr size_t kEntryHeader = 20;
+// Cursor of a compacted ledger that never moves, so storage keeps all of its ledgers.
+constexpr char kHoldCursor[] = "__compacted";
+// Read batches of a compaction and of a view load.
+constexpr int kReadEntries = 200;
+constexpr size_t kReadBytes = 4 << 20;
+
+Position after(Position p) { return Position{p.ledgerId, p.entryId + 1}; }
+
+// One message of a batch payload: its metadata and payload bytes.
+struct BatchMessage {
+  proto::SingleMessageMetadata md;
+  std::string_view payload;
+};
+
+// Splits an uncompressed batch payload ([u32 BE size][SingleMessageMetadata][payload]...).
+bool splitBatch(std::string_view payload, int count, std::vector<BatchMessage>* out) {
+  const auto* p = reinterpret_cast<const uint8_t*>(payload.data());
+  size_t left = payload.size();
+  for (int i = 0; i < count; ++i) {
+    if (left < 4) return false;
+    uint32_t mdSize = protocol::wire::readBE32(p);
+    p += 4;
+    left -= 4;
+    if (mdSize > left) return false;
+    BatchMessage m;
+    if (!m.md.ParseFromArray(p, static_cast<int>(mdSize))) return false;
+    p += mdSize;
+    left -= mdSize;
+    auto size = static_cast<size_t>(std::max(0, m.md.payload_size()));
+    if (size > left) return false;
+    m.payload = std::string_view(reinterpret_cast<const char*>(p), size);
+    p += size;
+    left -= size;
+    out->push_back(std::move(m));
+  }
+  return true;
+}
+
+void appendBatchMessage(const proto::SingleMessageMetadata& md, std::string_view payload,
+                        std::string* out) {
+  std::string bytes = md.SerializeAsString();
+  uint8_t size[4];
+  protocol::wire::writeBE32(size, static_cast<uint32_t>(bytes.size()));
+  out->append(reinterpret_cast<const char*>(size), 4);
+  out->append(bytes);
+  out->append(payload);
+}
+
+// A parsed entry: metadata, payload and, for an uncompressed batch, its messages.
+struct ParsedEntry {
+  proto::MessageMetadata md;
+  std::string_view payload;
+  bool batch = false;  // opened message by message
+  std::vector<BatchMessage> messages;
+};
+
+bool parseEntry(const Entry& e, ParsedEntry* out) {
+  if (!protocol::parseMetadata(e.data, &out->md).isOk()) return false;
+  auto payload = protocol::payloadOf(e.data);
+  if (!payload.isOk()) return false;
+  out->payload = *payload;
+  if (out->md.has_num_messages_in_batch() && out->md.encryption_keys_size() == 0 &&
+      out->md.compression() == proto::NONE) {
+    out->batch = true;
+    return splitBatch(out->payload, out->md.num_messages_in_batch(), &out->messages);
+  }
+  return true;
+}
+
+bool emptyValue(std::string_view payload, bool nullValue) { return nullValue || payload.empty(); }
+
+}  // namespace
+
+std::string compactedLedgerName(const std::string& topicLedger, int64_t seq) {
+  return kPrefix + topicLedger + "/" + std::to_string(seq);
+}
+
+bool isCompactedLedgerName(std::string_view name, std::string* topicLedger, int64_t* seq) {
+  if (name.substr(0, sizeof(kPrefix) - 1) != kPrefix) return false;
+  auto slash = name.rfind('/');
+  if (slash == std::string_view::npos || slash < sizeof(kPrefix) - 1) return false;
+  if (topicLedger) {
+    *topicLedger = std::string(name.substr(sizeof(kPrefix) - 1, slash - (sizeof(kPrefix) - 1)));
+  }
+  if (seq) {
+    try {
+      *seq = std::stoll(std::string(name.substr(slash + 1)));
+    } catch (...) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Buffer encodeCompactedEntry(Position original, std::string_view entry) {
+  Buffer b = Buffer::allocate(kEntryHeader + entry.size());
+  uint8_t* p = b.mutableData();
+  std::memcpy(p, kEntryMagic, 4);
+  for (int i = 0; i < 8; ++i) p[4 + i] = static_cast<uint8_t>(original.ledgerId >> (8 * i));
+  for (int i = 0; i < 8; ++i) p[12 + i] = static_cast<uint8_t>(original.entryId >> (8 * i));
+  if (!entry.empty()) std::memcpy(p + kEntryHeader, entry.data(), entry.size());
+  return b;
+}
+
+Result<Entry> decodeCompactedEntry(const Buffer& data) {
+  if (data.size() < kEntryHeader || std::memcmp(data.data(), kEntryMagic, 4) != 0) {
+    return Status::corruption("not a compacted ledger entry");
+  }
+  const uint8_t* p = data.data();
+  uint64_t l = 0;
+  uint64_t e = 0;
+  for (int i = 0; i < 8; ++i) l |= static_cast<uint64_t>(p[4 + i]) << (8 * i);
+  for (int i = 0; i < 8; ++i) e |= static_cast<uint64_t>(p[12 + i]) << (8 * i);
+  Entry out;
+  out.position = Position{static_cast<int64_t>(l), static_cast<int64_t>(e)};
+  out.data = Buffer::copyOf(p + kEntryHeader, data.size() - kEntryHeader);
+  return out;
+}
+
+// ---- CompactionKeyMap ----------------------------------------------------------------------
+
+void CompactionKeyMap::observe(const Entry& e) {
+  ParsedEntry pe;
+  if (!parseEntry(e, &pe)) return;
+  if (pe.md.has_marker_type()) return;
+  if (!pe.batch) {
+    seen_++;
+    record(pe.md.has_partition_key() ? &pe.md.partition_key() : nullptr,
+           emptyValue(pe.payload, pe.md.null_value()), MessageRef{e.position, -1});
+    return;
+  }
+  for (size_t i = 0; i < pe.messages.size(); ++i) {
+    const auto& m = pe.messages[i];
+    if (m.md.compacted_out()) continue;
+    seen_++;
+    record(m.md.has_partition_key() ? &m.md.partition_key() : nullptr,
+           emptyValue(m.payload, m.md.null_value()),
+           MessageRef{e.position, static_cast<int32_t>(i)});
+  }
+}
+
+void CompactionKeyMap::record(const std::string* key, bool empty, const MessageRef& ref) {
+  // Pulsar's removed events: a keyless message, a tombstone, or a value that replaces another.
+  if (!key || empty) {
+    removed_++;
+    if (key) latest_.erase(*key);
+    return;
+  }
+  auto [it, inserted] = latest_.insert_or_assign(*key, ref);
+  if (!inserted) removed_++;
+}
+
+bool CompactionKeyMap::isLatest(const std::string& key, const MessageRef& ref) const {
+  auto it = latest_.find(key);
+  return it != latest_.end() && it->second == ref;
+}
+
+std::optional<Buffer> CompactionKeyMap::retain(const Entry& e) {
+  ParsedEntry pe;
+  if (!parseEntry(e, &pe) || pe.md.has_marker_type()) return std::nullopt;
+  if (!pe.batch) {
+    if (!pe.md.has_partition_key() || !isLatest(pe.md.partition_key(), {e.position, -1})) {
+      return std::nullopt;
+    }
+    kept_++;
+    return e.data;
+  }
+  // Pulsar's RawBatchConverter.rebatchMessage: same batch size, losers become compacted_out.
+  size_t keep = 0;
+  std::vector<bool> keeps(pe.messages.size());
+  for (size_t i = 0; i < pe.messages.size(); ++i) {
+    const auto& m = pe.messages[i];
+    keeps[i] = !m.md.compacted_out() && m.md.has_partition_key() &&
+               isLatest(m.md.partition_key(), {e.position, static_cast<int32_t>(i)});
+    keep += keeps[i];
+  }
+  if (keep == 0) return std::nullopt;
+  kept_ += static_cast<int64_t>(keep);
+  if (keep == pe.messages.size()) return e.data;
+  std::string payload;
+  proto::SingleMessageMetadata out;
+  out.set_compacted_out(true);
+  out.set_payload_size(0);
+  for (size_t i = 0; i < pe.messages.size(); ++i) {
+    if (keeps[i]) {
+      appendBatchMessage(pe.messages[i].md, pe.messages[i].payload, &payload);
+    } else {
+      appendBatchMessage(out, {}, &payload);
+    }
+  }
+  pe.md.set_uncompressed_size(static_cast<uint32_t>(payload.size()));
+  return protocol::Commands::newEntry(pe.md, payload);
+}
+
+// ---- CompactedView -------------------------------------------------------------------------
+
+CompactedView::CompactedView(std::shared_ptr<storage::ManagedLedger> ledger, Position horizon,
+                             int64_t seq)
+    : ledger_(std::move(ledger)), horizon_(horizon), seq_(seq) {}
+
+int64_t CompactedView::ledgerId() const {
+  auto ledgers = ledger_->ledgerStats();
+  if (!index_.empty()) return index_.front().stored.ledgerId;
+  return ledgers.empty() ? ledger_->lastConfirmedEntry().ledgerId : ledgers.front().ledgerId;
+}
+
+void CompactedView::load(const std::function<void(Status)>& cb) {
+  index_.clear();
+  loadFrom(ledger_->firstPosition(), cb);
+}
+
+void CompactedView::loadFrom(Position from, const std::function<void(Status)>& cb) {
+  ledger_->asyncReadEntries(from, kReadEntries, kReadBytes,
+                            [this, cb](Status s, std::vector<Entry> entries) {
+                              if (!s.isOk()) return cb(s);
+                              if (entries.empty()) return cb(Status::ok());
+                              for (auto& e : entries) {
+                                auto d = decodeCompactedEntry(e.data);
+                                if (!d.isOk()) return cb(d.status());
+                                index_.push_back({d->position, e.position});
+                              }
+                              loadFrom(ledger_->nextValidPosition(entries.back().position), cb);
+                            });
+}
+
+void CompactedView::asyncReadFromIndex(size_t index, int maxEntries, size_t maxBytes,
+                                       storage::ReadEntriesCallback cb) const {
+  if (index >= index_.size()) {
+    ledger_->executor()->execute([cb = std::move(cb)] { cb(Status::ok(), {}); });
+    return;
+  }
+  ledger_->asyncReadEntries(index_[index].stored, maxEntries, maxBytes,
+                            [cb = std::move(cb)](Status s, std::vector<Entry> entries) {
+                              if (!s.isOk()) return cb(s, {});
+                              std::vector<Entry> out;
+                              out.reserve(entries.size());
+                              for (auto& e : entries) {
+                                auto d = decodeCompactedEntry(e.data);
+                                if (!d.isOk()) return cb(d.status(), {});
+                                out.push_back(std::move(d.value()));
+                              }
+                              cb(Status::ok(), std::move(out));
+                            });
+}
+
+void CompactedView::asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
+                                     storage::ReadEntriesCallback cb) const {
+  auto it = std::lower_bound(index_.begin(), index_.end(), from,
+                             [](const Slot& s, Position p) { return s.original < p; });
+  asyncReadFromIndex(static_cast<size_t>(it - index_.begin()), maxEntries, maxBytes, std::move(cb));
+}
+
+const char* compactionStatusName(CompactionStatus s) {
+  switch (s) {
+    case CompactionStatus::kNotRun:
+      return "NOT_RUN";
+    case CompactionStatus::kRunning:
+      return "RUNNING";
+    case CompactionStatus::kSuccess:
+      return "SUCCESS";
+    case CompactionStatus::kError:
+      return "ERROR";
+  }
+  return "NOT_RUN";
+}
+
+// ---- TopicCompactor ------------------------------------------------------------------------
+
+struct TopicCompactor::Run {
+  std::shared_ptr<CompactedView> old;
+  Position horizon;
+  storage::ManagedCursor* cursor = nullptr;
+  CompactionKeyMap keys;
+  std::shared_ptr<CompactedView> next;
+  int64_t seq = 0;
+  std::function<void(Status)> done;
+  std::chrono::steady_clock::time_point start;
+  int64_t pendingAdds = 0;
+  Status addStatus;
+  bool closedOutput = false;
+};
+
+TopicCompactor::TopicCompactor(std::shared_ptr<storage::ManagedLedger> ledger, LedgerOpener opener)
+    : ledger_(std::move(ledger)), opener_(std::move(opener)) {}
+
+namespace {
+storage::ManagedCursor* findCursor(storage::ManagedLedger& ledger, const std::string& name) {
+  for (auto* c : ledger.cursors()) {
+    if (c->name() == name) return c;
+  }
+  return nullptr;
+}
+}  // namespace
+
+void TopicCompactor::initialize(const std::vector<int64_t>& others,
+                                const std::function<void(Status)>& done) {
+  if (!opener_) return done(Status::ok());
+  storage::ManagedCursor* cursor = findCursor(*ledger_, kCompactionCursorName);
+  int64_t current = -1;
+  if (cursor) {
+    auto it = cursor->properties().find(kCompactedLedgerSeqProperty);
+    if (it != cursor->properties().end()) current = it->second;
+  }
+  // Ledgers of a compaction that did not commit, or whose successor committed before the delete.
+  for (int64_t seq : others) {
+    if (seq == current) continue;
+    MLOG_INFO("{}: deleting compacted ledger {} left by an earlier run", ledger_->name(), seq);
+    opener_(compactedLedgerName(ledger_->name(), seq),
+            [](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+              if (r.isOk()) (*r)->asyncDelete([](Status) {});
+            });
+  }
+  if (current < 0) return done(Status::ok());
+  Position horizon = cursor->markDeletedPosition();
+  auto self = shared_from_this();
+  opener_(compactedLedgerName(ledger_->name(), current),
+          [self, horizon, current, done](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+            if (!r.isOk()) return done(r.status());
+            auto view = std::make_shared<CompactedView>(*r, horizon, current);
+            view->load([self, view, done](Status s) {
+              if (s.isOk()) {
+                self->view_ = view;
+                // A view loaded from storage counts as a past success (Pulsar reports
+                // NOT_RUN until this broker compacts; the view is what matters to readers).
+              }
+              done(s);
+            });
+          });
+}
+
+void TopicCompactor::deleteView() {
+  closed_ = true;
+  if (view_) view_->ledger()->asyncDelete([](Status) {});
+  view_.reset();
+}
+
+int64_t TopicCompactor::backlogBytes() const {
+  storage::ManagedCursor* cursor = findCursor(*ledger_, kCompactionCursorName);
+  int64_t total = ledger_->totalSizeBytes();
+  if (!cursor) return total;
+  int64_t entries = ledger_->numberOfEntries();
+  if (entries <= 0) return 0;
+  return total / entries * cursor->numberOfEntriesInBacklog();
+}
+
+Status TopicCompactor::trigger(const std::function<void(Status)>& done) {
+  if (status_ == CompactionStatus::kRunning) {
+    return Status::busy("Compaction already in progress");
+  }
+  if (!opener_) return Status::unsupported("compaction is not available on this topic");
+  auto cursor = ledger_->openCursor(kCompactionCursorName, storage::InitialPosition::kEarliest);
+  if (!cursor.isOk()) return cursor.status();
+  auto run = std::make_shared<Run>();
+  run->old = view_;
+  run->cursor = *cursor;
+  run->horizon = ledger_->lastConfirmedEntry();
+  run->done = done;
+  run->start = std::chrono::steady_clock::now();
+  run->seq = std::max<int64_t>(wallClockMs(), view_ ? view_->seq() + 1 : 0);
+  status_ = CompactionStatus::kRunning;
+  lastError_.clear();
+  if (ledger_->numberOfEntries() == 0 || (view_ && run->horizon <= view_->horizon())) {
+    // Nothing new since the last compaction (or nothing at all): the view stands.
+    ledger_->executor()->execute([self = shared_from_this(), run] { self->commit(run); });
+    return Status::ok();
+  }
+  scan(run, false);
+  return Status::ok();
+}
+
+void TopicCompactor::scan(const std::shared_ptr<Run>& run, bool phaseTwo) {
+  Position topicStart = run->old ? after(run->old->horizon()) : ledger_->firstPosition();
+  if (!run->old) {
+    scanTopic(run, phaseTwo, topicStart);
+    return;
+  }
+  // The previous view first (the topic before its horizon may be trimmed), then the topic.
+  auto self = shared_from_this();
+  auto step = std::make_shared<std::function<void(size_t)>>();
+  *step = [self, run, phaseTwo, topicStart, step](size_t index) {
+    run->old->asyncReadFromIndex(
+        index, kReadEntries, kReadBytes,
+        [self, run, phaseTwo, topicStart, step, index](Status s, std::vector<Entry> entries) {
+          if (self->closed_) return;
+          if (!s.isOk()) {
+            *step = nullptr;
+            return self->fail(run, s);
+          }
+          if (entries.empty()) {
+            *step = nullptr;
+            return self->scanTopic(run, phaseTwo, topicStart);
+          }
+          size_t nextIndex = index + entries.size();
+          self->onEntries(run, phaseTwo, entries, [step, nextIndex] { (*step)(nextIndex); });
+        });
+  };
+  (*step)(0);
+}
+
+void TopicCompactor::scanTopic(const std::shared_ptr<Run>& run, bool phaseTwo, Position from) {
+  if (closed_) return;
+  if (from > run->horizon) {
+    return phaseTwo ? commit(run) : finishPhaseOne(run);
+  }
+  auto self = shared_from_this();
+  ledger_->asyncReadEntries(
+      from, kReadEntries, kReadBytes, [self, run, phaseTwo](Status s, std::vector<Entry> entries) {
+        if (self->closed_) return;
+        if (!s.isOk()) return self->fail(run, s);
+        while (!entries.empty() && entries.back().position > run->horizon) entries.pop_back();
+        if (entries.empty()) {
+          return phaseTwo ? self->commit(run) : self->finishPhaseOne(run);
+        }
+        Position next = after(entries.back().position);
+        self->onEntries(run, phaseTwo, entries,
+                        [self, run, phaseTwo, next] { self->scanTopic(run, phaseTwo, next); });
+      });
+}
+
+void TopicCompactor::onEntries(const std::shared_ptr<Run>& run, bool phaseTwo,
+                               std::vector<Entry>& entries, const std::function<void()>& next) {
+  if (!phaseTwo) {
+    for (auto& e : entries) run->keys.observe(e);
+    next();
+    return;
+  }
+  // Phase two: the winners go to the new compacted ledger, in order; the next read waits for
+  // this batch's adds (bounded memory).
+  struct Batch {
+    int64_t left = 1;
+    std::function<void()> next;
+  };
+  auto batch = std::make_shared<Batch>();
+  batch->next = next;
+  auto self = shared_from_this();
+  auto release = [self, run, batch] {
+    if (--batch->left > 0) return;
+    if (!run->addStatus.isOk()) return self->fail(run, run->addStatus);
+    batch->next();
+  };
+  for (auto& e : entries) {
+    std::optional<Buffer> kept = run->keys.retain(e);
+    if (!kept) continue;
+    batch->left++;
+    Position original = e.position;
+    run->next->ledger()->asyncAddEntry(encodeCompactedEntry(original, kept->view()),
+                                       [run, original, release](Status s, Position stored) {
+                                         if (s.isOk()) {
+                                           run->next->addIndex(original, stored);
+                                         } else if (run->addStatus.isOk()) {
+                                           run->addStatus = s;
+                                         }
+                                         release();
+                                       });
+  }
+  release();
+}
+
+void TopicCompactor::finishPhaseOne(const std::shared_ptr<Run>& run) {
+  auto self = shared_from_this();
+  std::string name = compactedLedgerName(ledger_->name(), run->seq);
+  opener_(name, [self, run](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+    if (self->closed_) return;
+    if (!r.isOk()) return self->fail(run, r.status());
+    // Never moves: storage keeps every ledger of the compacted view.
+    auto hold = (*r)->openCursor(kHoldCursor, storage::InitialPosition::kEarliest);
+    if (!hold.isOk()) return self->fail(run, hold.status());
+    run->next = std::make_shared<CompactedView>(*r, run->horizon, run->seq);
+    self->scan(run, true);
+  });
+}
+
+void TopicCompactor::commit(const std::shared_ptr<Run>& run) {
+  if (closed_) return;
+  auto finish = [self = shared_from_this(), run] {
+    self->status_ = CompactionStatus::kSuccess;
+    auto now = wallClockMs();
+    self->record_.lastCompactionSucceedTimestamp = now;
+    self->record_.lastCompactionRemovedEventCount = run->keys.removedEvents();
+    self->record_.lastCompactionDurationTimeInMills =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                              run->start)
+            .count();
+    if (run->done) run->done(Status::ok());
+  };
+  if (!run->next) return finish();
+  if (!run->closedOutput) {
+    // Closing persists the compacted ledger's metadata before the cursor names it; it is then
+    // reopened for reads.
+    run->closedOutput = true;
+    auto self = shared_from_this();
+    std::string name = compactedLedgerName(ledger_->name(), run->seq);
+    run->next->ledger()->asyncClose([self, run, name](Status s) {
+      if (!s.isOk()) return self->fail(run, s);
+      self->opener_(name, [self, run](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+        if (!r.isOk()) return self->fail(run, r.status());
+        run->next->rebind(*r);
+        self->commit(run);
+      });
+    });
+    return;
+  }
+  storage::CursorProperties props = run->cursor->properties();
+  props[kCompactedTopicLedgerProperty] = run->next->ledgerId();
+  props[kCompactedLedgerSeqProperty] = run->seq;
+  auto self = shared_from_this();
+  // The one durable switch: mark-delete and properties go in one write, so a crash leaves the
+  // cursor naming either the old view or the new one.
+  run->cursor->asyncMarkDelete(run->horizon, props, [self, run, finish](Status s) {
+    if (!s.isOk()) return self->fail(run, s);
+    std::shared_ptr<CompactedView> old = self->view_;
+    self->view_ = run->next;
+    if (old) old->ledger()->asyncDelete([](Status) {});
+    finish();
+  });
+}
+
+void TopicCompactor::fail(const std::shared_ptr<Run>& run, const Status& s) {
+  MLOG_WARN("{}: compaction failed: {}", ledger_->name(), s.toString());
+  status_ = CompactionStatus::kError;
+  lastError_ = s.message();
+  record_.lastCompactionFailedTimestamp = wallClockMs();
+  // The cursor still names the old view: the new ledger is garbage.
+  if (run->next) run->next->ledger()->asyncDelete([](Status) {});
+  if (run->done) run->done(s);
+}
+
+}  // namespace magnetar::broker
