@@ -56,6 +56,8 @@ struct BrokerOptions {
   int maxUnackedMessagesPerConsumer = sd::maxUnackedMessagesPerConsumer;          // 0: off
   int maxUnackedMessagesPerSubscription = sd::maxUnackedMessagesPerSubscription;  // 0: off
   int maxPendingPublishRequestsPerConnection = sd::maxPendingPublishRequestsPerConnection;
+  // Seconds between checks of a connection's credentials (Pulsar's auth refresh task).
+  int authenticationRefreshCheckSeconds = sd::authenticationRefreshCheckSeconds;
   // maxMessagePublishBufferSizeInMB at start-up (<= 0: off); changed at run time through
   // BrokerService::setMaxMessagePublishBufferSizeInMB().
   int maxMessagePublishBufferSizeInMB = sd::maxMessagePublishBufferSizeInMB;

@@ -14,7 +14,18 @@ BrokerService::BrokerService(BrokerOptions options,
                              std::shared_ptr<storage::ManagedLedgerFactory> factory,
                              storage::MetadataStore* metadata)
     : metadata_(metadata), options_(std::move(options)), factory_(std::move(factory)),
-      policies_(options_.clusterName) {}
+      policies_(options_.clusterName),
+      authentication_(std::make_unique<AuthenticationService>()),
+      authorization_(std::make_unique<AuthorizationService>(policies_, false,
+                                                            std::vector<std::string>{})) {}
+
+void BrokerService::configureSecurity(std::unique_ptr<AuthenticationService> authentication,
+                                      bool authorizationEnabled,
+                                      std::vector<std::string> superUserRoles) {
+  authentication_ = std::move(authentication);
+  authorization_ = std::make_unique<AuthorizationService>(policies_, authorizationEnabled,
+                                                          std::move(superUserRoles));
+}
 
 BrokerService::~BrokerService() { stop(); }
 

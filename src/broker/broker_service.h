@@ -15,6 +15,8 @@
 #include "base/thread_annotations.h"
 #include "broker/broker_options.h"
 #include "broker/periodic_task.h"
+#include "broker/authentication.h"
+#include "broker/authorization.h"
 #include "broker/policies.h"
 #include "broker/publish_throttle.h"
 #include "broker/schema_registry.h"
@@ -102,6 +104,13 @@ class BrokerService {
 
   // --- Admin API support (src/admin); any thread. ---
   PolicyRegistry& policies() { return policies_; }
+  // Authentication and authorization; both disabled until configureSecurity(). Call that
+  // before start(); afterwards read-only (setSuperUserRoles aside). Thread: any.
+  const AuthenticationService& authentication() const { return *authentication_; }
+  AuthenticationService& mutableAuthentication() { return *authentication_; }
+  AuthorizationService& authorization() { return *authorization_; }
+  void configureSecurity(std::unique_ptr<AuthenticationService> authentication,
+                         bool authorizationEnabled, std::vector<std::string> superUserRoles);
   // Topic schemas (Pulsar's schema registry service). Thread: any.
   SchemaRegistry& schemas() { return schemas_; }
   // A topic's schema policies: the namespace's schema-compatibility-strategy (when not
@@ -198,6 +207,8 @@ class BrokerService {
   std::map<std::string, bool> storedLedgers_ GUARDED_BY(mu_);
   std::set<std::string> namespaces_ GUARDED_BY(mu_);
   PolicyRegistry policies_;
+  std::unique_ptr<AuthenticationService> authentication_;
+  std::unique_ptr<AuthorizationService> authorization_;
   SchemaRegistry schemas_;
   TopicEventListeners topicListeners_;
   RateRegistry rates_;
