@@ -120,10 +120,10 @@ std::optional<HttpResponse> checkHttpAccess(const AdminContext& ctx, const HttpR
 
 void installAuthFilter(Router& router, const AdminContext& ctx) {
   if (!ctx.service.authentication().enabled()) return;
-  router.setFilter([&ctx](const HttpRequest& req, const std::string& pattern,
-                          const PathParams& params) {
-    return checkHttpAccess(ctx, req, pattern, params);
-  });
+  router.setFilter(
+      [&ctx](const HttpRequest& req, const std::string& pattern, const PathParams& params) {
+        return checkHttpAccess(ctx, req, pattern, params);
+      });
 }
 
 }  // namespace magnetar::admin

@@ -1,9 +1,8 @@
 #include "admin/rest_util.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 namespace magnetar::admin {
@@ -148,8 +147,7 @@ boost::json::object permissionsJson(const std::map<std::string, std::set<std::st
   return o;
 }
 
-std::optional<std::set<std::string>> parseAuthActions(const HttpRequest& req,
-                                                      HttpResponse* error) {
+std::optional<std::set<std::string>> parseAuthActions(const HttpRequest& req, HttpResponse* error) {
   auto v = parseJsonBody(req, error);
   if (!v) return std::nullopt;
   std::set<std::string> out;
@@ -161,8 +159,8 @@ std::optional<std::set<std::string>> parseAuthActions(const HttpRequest& req,
     const auto& all = authActions();
     if (!e.is_string() || std::find(all.begin(), all.end(), e.as_string()) == all.end()) {
       *error = HttpResponse::error(
-          400, "Unknown action: " + (e.is_string() ? std::string(e.as_string())
-                                                   : boost::json::serialize(e)));
+          400, "Unknown action: " +
+                   (e.is_string() ? std::string(e.as_string()) : boost::json::serialize(e)));
       return std::nullopt;
     }
     out.emplace(e.as_string());

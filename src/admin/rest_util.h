@@ -6,10 +6,10 @@
 #include <boost/json.hpp>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,8 +46,7 @@ const std::vector<std::string>& authActions();
 // role -> actions as Pulsar prints permissions: {"role": ["produce", "consume"]}.
 boost::json::object permissionsJson(const std::map<std::string, std::set<std::string>>& p);
 // A grant body: a JSON array of AuthAction names. nullopt with 400 in *error otherwise.
-std::optional<std::set<std::string>> parseAuthActions(const HttpRequest& req,
-                                                      HttpResponse* error);
+std::optional<std::set<std::string>> parseAuthActions(const HttpRequest& req, HttpResponse* error);
 
 // Parses a JSON request body. On failure returns nullopt and sets *error to 400
 // ("Failed to parse the JSON body: ...").

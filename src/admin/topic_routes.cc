@@ -297,29 +297,29 @@ void addTopicPermissionRoutes(Router& r, const AdminContext* ctx) {
                 });
             respond(noContent());
           });
-  onTopic(r, "DELETE", "/permissions/{role}",
-          [ctx, missingNamespace](const HttpRequest&, const PathParams& p, const TopicName& name,
-                                  Respond respond) {
-            if (missingNamespace(name)) {
-              return respond(HttpResponse::error(404, "Namespace does not exist"));
-            }
-            std::string role = p.at("role");
-            std::string topic = name.partitionedTopicName();
-            bool found = false;
-            ctx->service.policies().updateNamespacePolicies(
-                name.namespaceName(), [&](broker::NamespacePolicies& pol) {
-                  auto it = pol.topicPermissions.find(topic);
-                  if (it == pol.topicPermissions.end()) return;
-                  found = it->second.erase(role) > 0;
-                  if (it->second.empty()) pol.topicPermissions.erase(it);
-                });
-            if (!found) {
-              // Pulsar: revoking a role that has no topic-level grant.
-              return respond(HttpResponse::error(
-                  412, "Permissions are not set at the topic level"));
-            }
-            respond(noContent());
-          });
+  onTopic(
+      r, "DELETE", "/permissions/{role}",
+      [ctx, missingNamespace](const HttpRequest&, const PathParams& p, const TopicName& name,
+                              Respond respond) {
+        if (missingNamespace(name)) {
+          return respond(HttpResponse::error(404, "Namespace does not exist"));
+        }
+        std::string role = p.at("role");
+        std::string topic = name.partitionedTopicName();
+        bool found = false;
+        ctx->service.policies().updateNamespacePolicies(
+            name.namespaceName(), [&](broker::NamespacePolicies& pol) {
+              auto it = pol.topicPermissions.find(topic);
+              if (it == pol.topicPermissions.end()) return;
+              found = it->second.erase(role) > 0;
+              if (it->second.empty()) pol.topicPermissions.erase(it);
+            });
+        if (!found) {
+          // Pulsar: revoking a role that has no topic-level grant.
+          return respond(HttpResponse::error(412, "Permissions are not set at the topic level"));
+        }
+        respond(noContent());
+      });
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // magnetar: the broker binary. Subcommands: standalone, broker, config show, config docs.
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <csignal>
-#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
 

@@ -36,19 +36,27 @@ bool writeFile(const std::string& path, const std::string& bytes) {
 std::optional<int64_t> relativeSeconds(const std::string& text) {
   if (text.empty()) return std::nullopt;
   char unit = text.back();
-  std::string digits = std::isdigit(static_cast<unsigned char>(unit)) ? text : text.substr(0, text.size() - 1);
+  std::string digits =
+      std::isdigit(static_cast<unsigned char>(unit)) ? text : text.substr(0, text.size() - 1);
   if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) {
     return std::nullopt;
   }
   int64_t n = std::stoll(digits);
   switch (std::isdigit(static_cast<unsigned char>(unit)) ? 's' : unit) {
-    case 's': return n;
-    case 'm': return n * 60;
-    case 'h': return n * 3600;
-    case 'd': return n * 86400;
-    case 'w': return n * 7 * 86400;
-    case 'y': return n * 365 * 86400;
-    default: return std::nullopt;
+    case 's':
+      return n;
+    case 'm':
+      return n * 60;
+    case 'h':
+      return n * 3600;
+    case 'd':
+      return n * 86400;
+    case 'w':
+      return n * 7 * 86400;
+    case 'y':
+      return n * 365 * 86400;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -94,7 +102,8 @@ int createSecretKey(const TokensOptions& o) {
 int createKeyPair(const TokensOptions& o) {
   auto pair = broker::createKeyPair(o.algorithm);
   if (!pair) return fail(pair.status().message());
-  if (!writeFile(o.publicKeyFile, pair->publicKeyDer)) return fail("Cannot write " + o.publicKeyFile);
+  if (!writeFile(o.publicKeyFile, pair->publicKeyDer))
+    return fail("Cannot write " + o.publicKeyFile);
   if (!writeFile(o.privateKeyFile, pair->privateKeyDer)) {
     return fail("Cannot write " + o.privateKeyFile);
   }
@@ -128,8 +137,9 @@ int createToken(const TokensOptions& o) {
 int showToken(const TokensOptions& o) {
   auto t = tokenInput(o);
   if (!t) {
-    return fail("Token needs to be either passed as an argument or through `--stdin`, "
-                "`--token-file` or by the `TOKEN` environment variable");
+    return fail(
+        "Token needs to be either passed as an argument or through `--stdin`, "
+        "`--token-file` or by the `TOKEN` environment variable");
   }
   auto d = broker::decodeToken(*t);
   if (!d) return fail(d.status().message());
@@ -146,13 +156,14 @@ int validateToken(const TokensOptions& o) {
   }
   auto t = tokenInput(o);
   if (!t) {
-    return fail("Token needs to be either passed as an argument or through `--stdin`, "
-                "`--token-file` or by the `TOKEN` environment variable");
+    return fail(
+        "Token needs to be either passed as an argument or through `--stdin`, "
+        "`--token-file` or by the `TOKEN` environment variable");
   }
   auto key = broker::readKeyFromUrl(o.publicKey.empty() ? o.secretKey : o.publicKey);
   if (!key) return fail(key.status().message());
-  auto d = broker::validateToken(*t, broker::TokenKey{*key, !o.publicKey.empty()},
-                                 broker::nowMillis());
+  auto d =
+      broker::validateToken(*t, broker::TokenKey{*key, !o.publicKey.empty()}, broker::nowMillis());
   if (!d) return fail(d.status().message());
   std::cout << broker::claimsText(d->claimsJson) << "\n";
   return 0;
@@ -177,7 +188,8 @@ std::function<int()> addTokensCommand(CLI::App& app) {
   secret->add_option("-o,--output", o->output, "Write the secret key to a file instead of stdout");
   secret->add_flag("-b,--base64", o->base64, "Encode the key in base64");
 
-  auto* pair = tokens->add_subcommand("create-key-pair", "Create a new pair of keys public/private");
+  auto* pair =
+      tokens->add_subcommand("create-key-pair", "Create a new pair of keys public/private");
   pair->add_option("-a,--signature-algorithm", o->pairAlg, "RS256 or ES256");
   pair->add_option("--output-private-key", o->privateKeyFile, "File where to write the private key")
       ->required();

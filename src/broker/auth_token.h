@@ -48,9 +48,9 @@ Result<std::string> signToken(const std::string& claimsJson, const std::string& 
 struct DecodedToken {
   std::string headerJson;
   std::string claimsJson;
-  std::string alg;                 // header "alg"; "none" when absent
-  std::optional<int64_t> expSec;   // "exp", seconds since the epoch
-  std::optional<int64_t> nbfSec;   // "nbf"
+  std::string alg;                // header "alg"; "none" when absent
+  std::optional<int64_t> expSec;  // "exp", seconds since the epoch
+  std::optional<int64_t> nbfSec;  // "nbf"
 };
 // Errors: kInvalidArgument with jjwt's message for a malformed token ("JWT strings must contain
 // exactly 2 period characters. Found: N", ...).

@@ -26,7 +26,8 @@ Result<std::unique_ptr<AuthenticationProviderToken>> AuthenticationProviderToken
     return Status::invalidArgument("No secret key was provided for token authentication");
   }
   auto bytes = readKeyFromUrl(url);
-  if (!bytes) return Status::invalidArgument("Cannot read the token key: " + bytes.status().message());
+  if (!bytes)
+    return Status::invalidArgument("Cannot read the token key: " + bytes.status().message());
   p->key_ = TokenKey{*bytes, o.tokenSecretKey.empty()};
   if (!o.tokenAuthClaim.empty()) p->roleClaim_ = o.tokenAuthClaim;
   p->audienceClaim_ = o.tokenAudienceClaim;
@@ -68,7 +69,8 @@ Result<AuthenticationResult> AuthenticationProviderToken::authenticate(
     if (!aud || aud->is_null()) {
       return notAllowed(reason, "INVALID_TOKEN",
                         "Failed to authentication token: Found null Audience in token, for "
-                        "claimed field: " + audienceClaim_);
+                        "claimed field: " +
+                            audienceClaim_);
     }
     if (aud->is_array()) {
       std::string list;
@@ -79,9 +81,9 @@ Result<AuthenticationResult> AuthenticationProviderToken::authenticate(
         found = found || s == audience_;
       }
       if (!found) {
-        return notAllowed(reason, "INVALID_AUDIENCES",
-                          "Audiences in token: [" + list + "] not contains this broker: " +
-                              audience_);
+        return notAllowed(
+            reason, "INVALID_AUDIENCES",
+            "Audiences in token: [" + list + "] not contains this broker: " + audience_);
       }
     } else if (aud->is_string()) {
       if (aud->as_string() != audience_) {
@@ -98,8 +100,7 @@ Result<AuthenticationResult> AuthenticationProviderToken::authenticate(
   if (const json::value* role = c.if_contains(roleClaim_)) {
     if (role->is_string()) {
       r.role = std::string(role->as_string());
-    } else if (role->is_array() && !role->as_array().empty() &&
-               role->as_array()[0].is_string()) {
+    } else if (role->is_array() && !role->as_array().empty() && role->as_array()[0].is_string()) {
       r.role = std::string(role->as_array()[0].as_string());
     }
   }

@@ -52,9 +52,9 @@ class AuthenticationProvider {
 
 // Settings of AuthenticationProviderToken (Pulsar's names).
 struct TokenProviderOptions {
-  std::string tokenSecretKey;   // key URL (readKeyFromUrl); wins over tokenPublicKey
-  std::string tokenPublicKey;   // key URL, DER or PEM
-  std::string tokenAuthClaim;   // empty: "sub"
+  std::string tokenSecretKey;  // key URL (readKeyFromUrl); wins over tokenPublicKey
+  std::string tokenPublicKey;  // key URL, DER or PEM
+  std::string tokenAuthClaim;  // empty: "sub"
   std::string tokenAudienceClaim;
   std::string tokenAudience;
 };
@@ -63,8 +63,7 @@ struct TokenProviderOptions {
 class AuthenticationProviderToken final : public AuthenticationProvider {
  public:
   // Errors: kInvalidArgument (no key, unreadable key, audience claim without audience).
-  static Result<std::unique_ptr<AuthenticationProviderToken>> create(
-      const TokenProviderOptions& o);
+  static Result<std::unique_ptr<AuthenticationProviderToken>> create(const TokenProviderOptions& o);
   std::string authMethodName() const override { return "token"; }
   std::string providerName() const override { return "AuthenticationProviderToken"; }
   Result<AuthenticationResult> authenticate(const AuthenticationData& data,

@@ -6,11 +6,16 @@ namespace magnetar::broker {
 
 const char* AuthorizationStats::label(size_t i) {
   switch (i) {
-    case static_cast<size_t>(TopicOperation::kLookup): return "lookup";
-    case static_cast<size_t>(TopicOperation::kProduce): return "produce";
-    case static_cast<size_t>(TopicOperation::kConsume): return "consume";
-    case static_cast<size_t>(TopicOperation::kAdmin): return "topic_admin";
-    default: return "admin";
+    case static_cast<size_t>(TopicOperation::kLookup):
+      return "lookup";
+    case static_cast<size_t>(TopicOperation::kProduce):
+      return "produce";
+    case static_cast<size_t>(TopicOperation::kConsume):
+      return "consume";
+    case static_cast<size_t>(TopicOperation::kAdmin):
+      return "topic_admin";
+    default:
+      return "admin";
   }
 }
 
@@ -55,12 +60,15 @@ bool AuthorizationService::allowTopicOperation(const TopicName& topic, const std
   if (!enabled_) return true;
   if (isTenantAdmin(topic.tenant(), role)) return true;
   switch (op) {
-    case TopicOperation::kProduce: return hasAction(topic, role, "produce");
-    case TopicOperation::kConsume: return hasAction(topic, role, "consume");
+    case TopicOperation::kProduce:
+      return hasAction(topic, role, "produce");
+    case TopicOperation::kConsume:
+      return hasAction(topic, role, "consume");
     case TopicOperation::kLookup:
       return hasAction(topic, role, "produce") || hasAction(topic, role, "consume");
     case TopicOperation::kAdmin:
-    case TopicOperation::kCount: break;
+    case TopicOperation::kCount:
+      break;
   }
   return false;
 }

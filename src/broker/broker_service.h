@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "base/thread_annotations.h"
-#include "broker/broker_options.h"
-#include "broker/periodic_task.h"
 #include "broker/authentication.h"
 #include "broker/authorization.h"
+#include "broker/broker_options.h"
+#include "broker/periodic_task.h"
 #include "broker/policies.h"
 #include "broker/publish_throttle.h"
 #include "broker/schema_registry.h"

@@ -39,8 +39,10 @@ const char* CnxErrorStats::label(ProtocolError e) {
     case ProtocolError::kInvalidName: return "invalid_name";
     case ProtocolError::kHandshakeTimeout: return "handshake_timeout";
     case ProtocolError::kKeepAliveTimeout: return "keepalive_timeout";
-    case ProtocolError::kAuthentication: return "authentication";
-    case ProtocolError::kAuthRefresh: return "auth_refresh";
+    case ProtocolError::kAuthentication:
+      return "authentication";
+    case ProtocolError::kAuthRefresh:
+      return "auth_refresh";
     case ProtocolError::kCount: break;
   }
   return "other";
@@ -156,7 +158,9 @@ Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
     case T::CONNECT: handleConnect(cmd.connect()); break;
     case T::PING: send(Commands::newPong()); break;
     case T::PONG: break;
-    case T::AUTH_RESPONSE: handleAuthResponse(cmd.authresponse()); break;
+    case T::AUTH_RESPONSE:
+      handleAuthResponse(cmd.authresponse());
+      break;
     case T::LOOKUP: handleLookup(cmd.lookuptopic()); break;
     case T::PARTITIONED_METADATA: handlePartitionedMetadata(cmd.partitionmetadata()); break;
     case T::PRODUCER: handleProducer(cmd.producer()); break;
