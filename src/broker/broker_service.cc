@@ -1,6 +1,5 @@
 #include "broker/broker_service.h"
 
-#include <charconv>
 #include <functional>
 
 #include "base/logging.h"
@@ -31,57 +30,18 @@ void BrokerService::configureSecurity(std::unique_ptr<AuthenticationService> aut
 
 BrokerService::~BrokerService() { stop(); }
 
-namespace {
-// Metadata-store keys of the broker's own state (ZooKeeper-style paths, as Pulsar's /admin/...).
-constexpr const char* kNamespacesKey = "/admin/magnetar/namespaces";
-constexpr const char* kPartitionedKey = "/admin/magnetar/partitioned-topics";
-}  // namespace
-
-void BrokerService::persistMetadataLocked() {
-  if (!metadata_) return;
-  std::string ns;
-  for (const auto& n : namespaces_) ns += n + "\n";
-  std::string pt;
-  for (const auto& [n, c] : partitioned_) pt += n + "=" + std::to_string(c) + "\n";
-  Status s = metadata_->write({storage::MetadataOp::put(kNamespacesKey, ns),
-                               storage::MetadataOp::put(kPartitionedKey, pt)});
-  if (!s.isOk()) MLOG_WARN("cannot persist namespaces/partitioned topics: {}", s.toString());
-}
-
-void BrokerService::loadMetadata() {
-  if (!metadata_) return;
-  if (auto ns = metadata_->get(kNamespacesKey); ns.isOk()) {
-    size_t pos = 0;
-    for (size_t nl; (nl = ns->find('\n', pos)) != std::string::npos; pos = nl + 1) {
-      if (nl > pos) namespaces_.insert(ns->substr(pos, nl - pos));
-    }
-  }
-  if (auto pt = metadata_->get(kPartitionedKey); pt.isOk()) {
-    size_t pos = 0;
-    for (size_t nl; (nl = pt->find('\n', pos)) != std::string::npos; pos = nl + 1) {
-      std::string line = pt->substr(pos, nl - pos);
-      auto eq = line.rfind('=');
-      if (eq == std::string::npos) continue;
-      // A damaged count is skipped with a warning rather than crashing the broker at start.
-      int n = 0;
-      auto digits = std::string_view(line).substr(eq + 1);
-      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-      if (ec != std::errc() || end != digits.data() + digits.size() || n <= 0) {
-        MLOG_WARN("ignoring damaged partitioned-topic metadata line '{}'", line);
-        continue;
-      }
-      partitioned_[line.substr(0, eq)] = n;
-    }
-  }
-}
-
 Status BrokerService::start() {
-  {
-    MutexLock lock(mu_);  // nothing else runs yet; held for the analysis
-    // Pulsar standalone creates public/default at first start; the rest comes from the store.
-    namespaces_.insert("public/default");
-    loadMetadata();
+  // Pulsar standalone creates public/default at first start; the rest comes from the store, and
+  // the namespace of every stored ledger (tenant/ns/persistent/local) exists.
+  std::vector<std::string> initial{"public/default"};
+  for (auto& n : factory_->ledgerNames()) {
+    MutexLock lock(mu_);
+    storedLedgers_[n] = true;
+    auto a = n.find('/');
+    auto b = a == std::string::npos ? a : n.find('/', a + 1);
+    if (b != std::string::npos) initial.push_back(n.substr(0, b));
   }
+  namespaces_.load(metadata_, initial);
   if (metadata_) {
     if (Status s = policies_.attachStore(metadata_); !s) {
       MLOG_WARN("tenants and namespace policies stay in memory: {}", s.toString());
@@ -89,14 +49,6 @@ Status BrokerService::start() {
     if (Status s = schemas_.attachStore(metadata_); !s) {
       MLOG_WARN("schemas stay in memory: {}", s.toString());
     }
-  }
-  for (auto& n : factory_->ledgerNames()) {
-    MutexLock lock(mu_);
-    storedLedgers_[n] = true;
-    // tenant/ns/persistent/local: its namespace exists.
-    auto a = n.find('/');
-    auto b = a == std::string::npos ? a : n.find('/', a + 1);
-    if (b != std::string::npos) namespaces_.insert(n.substr(0, b));
   }
   ioLoops_ = std::make_unique<net::EventLoopGroup>("pulsar-io", std::max(1, options_.numIOThreads));
   mlWorkers_ = std::make_unique<net::EventLoopGroup>(
@@ -224,7 +176,7 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
         return;
       }
     }
-    if (partitioned_.count(name.toString())) {
+    if (namespaces_.partitions(name.toString())) {
       lock.unlock();
       cb(Status::notAllowed("Topic " + name.toString() +
                             " is partitioned: use its partitions"));
@@ -267,8 +219,8 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
             created = storedLedgers_.emplace(name.persistenceName(), true).second;
             // A partition of a partitioned topic was listed (and announced) with it already.
             if (created && name.partitionIndex() >= 0) {
-              auto it = partitioned_.find(name.partitionedTopicName());
-              created = it == partitioned_.end() || name.partitionIndex() >= it->second;
+              auto n = namespaces_.partitions(name.partitionedTopicName());
+              created = !n || name.partitionIndex() >= *n;
             }
           }
           if (created) topicListeners_.notify(name.namespaceName(), name.toString(), true);
@@ -404,8 +356,7 @@ std::vector<std::string> BrokerService::topicsOfNamespace(const std::string& ns,
     // Partitions not opened yet: Pulsar creates a persistent topic's with the partitioned topic,
     // so they list (a non-persistent partition exists once loaded).
     if (d != "persistent") continue;
-    for (auto& [n, partitions] : partitioned_) {
-      if (n.rfind(prefix, 0) != 0) continue;
+    for (auto& [n, partitions] : namespaces_.partitionedWithPrefix(prefix)) {
       for (int i = 0; i < partitions; ++i) {
         std::string p = n + "-partition-" + std::to_string(i);
         if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
@@ -416,13 +367,13 @@ std::vector<std::string> BrokerService::topicsOfNamespace(const std::string& ns,
 }
 
 Status BrokerService::canCreateLocked(const TopicName& name, bool create) {
-  if (!namespaces_.count(name.namespaceName())) {
+  if (!namespaces_.exists(name.namespaceName())) {
     return Status::notFound("Namespace " + name.namespaceName() + " does not exist");
   }
   if (!create) return Status::notFound("Topic " + name.toString() + " does not exist");
   if (name.partitionIndex() >= 0) {
-    auto it = partitioned_.find(name.partitionedTopicName());
-    if (it == partitioned_.end() || name.partitionIndex() >= it->second) {
+    auto n = namespaces_.partitions(name.partitionedTopicName());
+    if (!n || name.partitionIndex() >= *n) {
       // Pulsar refuses to auto-create a "-partition-N" topic without its partitioned topic.
       return Status::notAllowed("Topic " + name.toString() +
                                 " is a partition of a topic that is not partitioned");
@@ -431,25 +382,21 @@ Status BrokerService::canCreateLocked(const TopicName& name, bool create) {
   return Status::ok();
 }
 
-void BrokerService::createNamespace(const std::string& ns) {
-  MutexLock lock(mu_);
-  if (namespaces_.insert(ns).second) persistMetadataLocked();
-}
+void BrokerService::createNamespace(const std::string& ns) { namespaces_.ensure(ns); }
 
-bool BrokerService::namespaceExists(const std::string& ns) const {
-  MutexLock lock(mu_);
-  return namespaces_.count(ns) > 0;
-}
+bool BrokerService::namespaceExists(const std::string& ns) const { return namespaces_.exists(ns); }
 
 Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) {
-  UniqueLock lock(mu_);
-  if (!namespaces_.count(name.namespaceName())) {
+  if (!namespaces_.exists(name.namespaceName())) {
     return Status::notFound("Namespace " + name.namespaceName() + " does not exist");
   }
-  auto it = partitioned_.find(name.toString());
-  if (it != partitioned_.end()) return it->second;
+  if (auto n = namespaces_.partitions(name.toString())) return *n;
   if (name.partitionIndex() >= 0) return 0;
-  bool exists = topics_.count(name.toString()) || storedLedgers_.count(name.persistenceName());
+  bool exists = false;
+  {
+    MutexLock lock(mu_);
+    exists = topics_.count(name.toString()) || storedLedgers_.count(name.persistenceName());
+  }
   // The namespace's autoTopicCreation override replaces the three broker settings.
   auto override = policies_.namespacePolicies(name.namespaceName()).autoTopicCreation;
   bool allow =
@@ -461,9 +408,9 @@ Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) 
                        : options_.dynamic.defaultNumPartitions.load();
   if (!exists && autoCreate && allow && type == "partitioned") {
     int n = std::max(1, partitions);
-    partitioned_[name.toString()] = n;
-    persistMetadataLocked();
-    lock.unlock();
+    if (!namespaces_.createPartitioned(name.toString(), n).isOk()) {
+      return namespaces_.partitions(name.toString()).value_or(0);  // created meanwhile
+    }
     announcePartitions(name, 0, n, true);
     return n;
   }
@@ -472,13 +419,13 @@ Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) 
 
 Status BrokerService::createPartitionedTopic(const TopicName& name, int partitions) {
   if (partitions < 1) return Status::invalidArgument("Number of partitions must be >= 1");
-  UniqueLock lock(mu_);
-  if (partitioned_.count(name.toString()) || topics_.count(name.toString())) {
-    return Status::alreadyExists("Topic " + name.toString() + " already exists");
+  {
+    MutexLock lock(mu_);
+    if (topics_.count(name.toString())) {
+      return Status::alreadyExists("Topic " + name.toString() + " already exists");
+    }
   }
-  partitioned_[name.toString()] = partitions;
-  persistMetadataLocked();
-  lock.unlock();
+  if (Status s = namespaces_.createPartitioned(name.toString(), partitions); !s.isOk()) return s;
   announcePartitions(name, 0, partitions, true);
   return Status::ok();
 }
@@ -583,41 +530,27 @@ void BrokerService::lastMessageId(
   });
 }
 
-Status BrokerService::addNamespace(const std::string& ns) {
-  MutexLock lock(mu_);
-  if (!namespaces_.insert(ns).second) return Status::alreadyExists("Namespace already exists");
-  persistMetadataLocked();
-  return Status::ok();
-}
+Status BrokerService::addNamespace(const std::string& ns) { return namespaces_.create(ns); }
 
 Status BrokerService::removeNamespace(const std::string& ns) {
-  {
-    MutexLock lock(mu_);
-    if (namespaces_.erase(ns) == 0) return Status::notFound("Namespace does not exist");
-    std::string prefix = "persistent://" + ns + "/";
-    for (auto it = partitioned_.begin(); it != partitioned_.end();) {
-      it = it->first.rfind(prefix, 0) == 0 ? partitioned_.erase(it) : std::next(it);
-    }
-    persistMetadataLocked();
-  }
+  if (Status s = namespaces_.remove(ns); !s.isOk()) return s;
   policies_.removeNamespace(ns);
   return Status::ok();
 }
 
-std::vector<std::string> BrokerService::namespaces() const {
-  MutexLock lock(mu_);
-  return {namespaces_.begin(), namespaces_.end()};
-}
+std::vector<std::string> BrokerService::namespaces() const { return namespaces_.list(); }
 
 bool BrokerService::topicExists(const TopicName& name) const {
-  MutexLock lock(mu_);
-  if (topics_.count(name.toString()) || storedLedgers_.count(name.persistenceName()) ||
-      partitioned_.count(name.toString())) {
-    return true;
+  {
+    MutexLock lock(mu_);
+    if (topics_.count(name.toString()) || storedLedgers_.count(name.persistenceName())) {
+      return true;
+    }
   }
+  if (namespaces_.partitions(name.toString())) return true;
   if (name.partitionIndex() < 0) return false;
-  auto it = partitioned_.find(name.partitionedTopicName());
-  return it != partitioned_.end() && name.partitionIndex() < it->second;
+  auto n = namespaces_.partitions(name.partitionedTopicName());
+  return n && name.partitionIndex() < *n;
 }
 
 void BrokerService::announcePartitions(const TopicName& name, int from, int to, bool created) {
@@ -629,40 +562,23 @@ void BrokerService::announcePartitions(const TopicName& name, int from, int to, 
 std::map<std::string, int> BrokerService::partitionedTopicsOf(const std::string& ns,
                                                               TopicDomain domain) const {
   std::map<std::string, int> out;
-  MutexLock lock(mu_);
   for (const std::string& d : domainsOf(domain)) {
-    std::string prefix = d + "://" + ns + "/";
-    for (const auto& [n, count] : partitioned_) {
-      if (n.rfind(prefix, 0) == 0) out[n] = count;
-    }
+    out.merge(namespaces_.partitionedWithPrefix(d + "://" + ns + "/"));
   }
   return out;
 }
 
 Status BrokerService::updatePartitions(const TopicName& name, int partitions) {
-  UniqueLock lock(mu_);
-  auto it = partitioned_.find(name.toString());
-  if (it == partitioned_.end()) return Status::notFound("Partitioned topic does not exist");
-  if (partitions < it->second) {
-    return Status::invalidArgument("Number of partitions can only be increased");
-  }
-  int before = it->second;
-  it->second = partitions;
-  persistMetadataLocked();
-  lock.unlock();
-  announcePartitions(name, before, partitions, true);
+  Result<int> before = namespaces_.updatePartitioned(name.toString(), partitions);
+  if (!before.isOk()) return before.status();
+  announcePartitions(name, *before, partitions, true);
   return Status::ok();
 }
 
 Status BrokerService::removePartitionedTopic(const TopicName& name) {
-  UniqueLock lock(mu_);
-  auto it = partitioned_.find(name.toString());
-  if (it == partitioned_.end()) return Status::notFound("Partitioned topic does not exist");
-  int partitions = it->second;
-  partitioned_.erase(it);
-  persistMetadataLocked();
-  lock.unlock();
-  announcePartitions(name, 0, partitions, false);
+  Result<int> partitions = namespaces_.removePartitioned(name.toString());
+  if (!partitions.isOk()) return partitions.status();
+  announcePartitions(name, 0, *partitions, false);
   (void)schemas_.deleteSchema(schemaIdOf(name), true);
   return Status::ok();
 }

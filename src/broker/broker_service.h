@@ -16,6 +16,7 @@
 #include "broker/authentication.h"
 #include "broker/authorization.h"
 #include "broker/broker_options.h"
+#include "broker/namespace_resources.h"
 #include "broker/periodic_task.h"
 #include "broker/policies.h"
 #include "broker/publish_throttle.h"
@@ -182,11 +183,8 @@ class BrokerService {
 
   // kNotFound (no namespace, or !create), kNotAllowed (a partition of a non-partitioned topic).
   Status canCreateLocked(const TopicName& name, bool create) REQUIRES(mu_);
-  // Writes the namespaces and partitioned-topic counts to the metadata store.
-  void persistMetadataLocked() REQUIRES(mu_);
   // Reports partitions [from, to) of a partitioned topic created or deleted.
   void announcePartitions(const TopicName& name, int from, int to, bool created) EXCLUDES(mu_);
-  void loadMetadata() REQUIRES(mu_);
   // Bytes of maxMessagePublishBufferSizeInMB=mb for each I/O loop (0: off). REQUIRES: started.
   int64_t publishBufferShare(int mb) const;
   storage::MetadataStore* metadata_ = nullptr;
@@ -203,9 +201,8 @@ class BrokerService {
 
   mutable Mutex mu_;
   std::map<std::string, std::shared_ptr<TopicSlot>> topics_ GUARDED_BY(mu_);
-  std::map<std::string, int> partitioned_ GUARDED_BY(mu_);
   std::map<std::string, bool> storedLedgers_ GUARDED_BY(mu_);
-  std::set<std::string> namespaces_ GUARDED_BY(mu_);
+  NamespaceResources namespaces_;  // lock order: mu_ before its own
   PolicyRegistry policies_;
   std::unique_ptr<AuthenticationService> authentication_;
   std::unique_ptr<AuthorizationService> authorization_;

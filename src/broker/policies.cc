@@ -168,8 +168,11 @@ std::string encodeTenant(const TenantInfo& t) {
 TenantInfo decodeTenant(const std::string& text) {
   TenantInfo t;
   forEachLine(text, [&](const std::string& key, std::vector<std::string> f) {
-    if (key == "adminRoles") t.adminRoles = std::move(f);
-    if (key == "allowedClusters") t.allowedClusters = std::move(f);
+    if (key == "adminRoles") {
+      t.adminRoles = std::move(f);
+    } else if (key == "allowedClusters") {
+      t.allowedClusters = std::move(f);
+    }
   });
   return t;
 }

@@ -151,7 +151,7 @@ std::vector<StoredSchema> decodeSchemaRecord(const std::string& text) {
 Status SchemaRegistry::attachStore(storage::MetadataStore* store) {
   auto records = store->scan(kSchemasPrefix);
   if (!records.isOk()) return records.status();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   schemas_.clear();
   for (const auto& [key, value] : *records) {
     schemas_[storage::unescapePathComponent(key.substr(strlen(kSchemasPrefix)))] =
@@ -177,7 +177,7 @@ std::vector<const StoredSchema*> SchemaRegistry::liveLocked(const std::string& i
 
 std::optional<StoredSchema> SchemaRegistry::getSchema(const std::string& id,
                                                       std::optional<int64_t> version) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!version) {
     auto it = schemas_.find(id);
     if (it == schemas_.end() || it->second.empty() || it->second.back().deleted) {
@@ -192,14 +192,14 @@ std::optional<StoredSchema> SchemaRegistry::getSchema(const std::string& id,
 }
 
 std::vector<StoredSchema> SchemaRegistry::getAllSchemas(const std::string& id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<StoredSchema> out;
   for (const StoredSchema* s : liveLocked(id)) out.push_back(*s);
   return out;
 }
 
 int64_t SchemaRegistry::findSchemaVersion(const std::string& id, const SchemaData& schema) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const StoredSchema* s : liveLocked(id)) {
     if (sameSchema(s->schema, schema)) return s->version;
   }
@@ -216,14 +216,14 @@ std::vector<const SchemaData*> latestFirst(const std::vector<const StoredSchema*
 
 Status SchemaRegistry::checkCompatible(const std::string& id, const SchemaData& schema,
                                        SchemaCompatibilityStrategy strategy) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return checkCompatibility(latestFirst(liveLocked(id)), schema, strategy);
 }
 
 Status SchemaRegistry::checkConsumerCompatibility(const std::string& id, const SchemaData& schema,
                                                   SchemaCompatibilityStrategy strategy) const {
   if (strategy == SchemaCompatibilityStrategy::ALWAYS_COMPATIBLE) return Status::ok();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto live = liveLocked(id);
   if (live.empty()) return Status::notFound("Topic does not have schema to check");
   using S = SchemaCompatibilityStrategy;
@@ -236,7 +236,7 @@ Status SchemaRegistry::checkConsumerCompatibility(const std::string& id, const S
 
 Result<int64_t> SchemaRegistry::putSchemaIfAbsent(const std::string& id, const SchemaData& schema,
                                                   SchemaCompatibilityStrategy strategy) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto live = liveLocked(id);
   for (const StoredSchema* s : live) {
     if (sameSchema(s->schema, schema)) return s->version;
@@ -258,7 +258,7 @@ Result<int64_t> SchemaRegistry::putSchemaIfAbsent(const std::string& id, const S
 }
 
 Result<int64_t> SchemaRegistry::deleteSchema(const std::string& id, bool force) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = schemas_.find(id);
   int64_t next = it == schemas_.end() || it->second.empty() ? 0 : it->second.back().version + 1;
   if (force) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/thread_annotations.h"
 #include "broker/schema_compatibility.h"
 #include "broker/topic_name.h"
 #include "storage/metadata_store.h"
@@ -71,13 +72,13 @@ class SchemaRegistry {
   Result<int64_t> deleteSchema(const std::string& id, bool force);
 
  private:
-  // Live versions of `id`. REQUIRES: mu_.
-  std::vector<const StoredSchema*> liveLocked(const std::string& id) const;
-  Status persistLocked(const std::string& id);  // REQUIRES: mu_
+  // Live versions of `id`.
+  std::vector<const StoredSchema*> liveLocked(const std::string& id) const REQUIRES(mu_);
+  Status persistLocked(const std::string& id) REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::vector<StoredSchema>> schemas_;  // GUARDED_BY(mu_)
-  storage::MetadataStore* store_ = nullptr;                   // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, std::vector<StoredSchema>> schemas_ GUARDED_BY(mu_);
+  storage::MetadataStore* store_ GUARDED_BY(mu_) = nullptr;
 };
 
 // The store's text form of one id's versions (exposed for tests); see

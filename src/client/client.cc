@@ -6,6 +6,7 @@
 #include "base/logging.h"
 #include "client/client_connection.h"
 #include "client/client_impl.h"
+#include "client/join.h"
 #include "client/partitioned.h"
 #include "client/routing.h"
 
@@ -23,9 +24,10 @@ T await(Start&& start) {
 }
 
 // PARTITIONED_METADATA, retried with back-off on retriable failures until the deadline.
-void partitionsWithRetry(std::shared_ptr<ClientImpl> impl, std::string topic,
+void partitionsWithRetry(const std::shared_ptr<ClientImpl>& impl, const std::string& topic,
                          std::chrono::steady_clock::time_point deadline,
-                         std::shared_ptr<Backoff> backoff, std::function<void(Result<int>)> cb) {
+                         const std::shared_ptr<Backoff>& backoff,
+                         std::function<void(Result<int>)> cb) {
   impl->getPartitionedMetadata(topic, [impl, topic, deadline, backoff,
                                        cb = std::move(cb)](Result<int> r) mutable {
     if (r.isOk() || !isRetriable(r.status()) || impl->closed()) {
@@ -49,23 +51,6 @@ void partitionsWithRetry(std::shared_ptr<ClientImpl> impl, std::string topic,
     });
   });
 }
-
-// Calls done(first error or OK) once `n` starts reported.
-struct Joiner {
-  std::mutex mu;
-  size_t left;
-  Status first;
-  std::function<void(const Status&)> done;
-  void report(const Status& s) {
-    bool last;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (!s.isOk() && first.isOk()) first = s;
-      last = --left == 0;
-    }
-    if (last) done(first);
-  }
-};
 
 }  // namespace
 
@@ -117,21 +102,20 @@ void Client::createProducerAsync(const std::string& topic, const ProducerConfig&
       return;
     }
     std::vector<std::shared_ptr<ProducerImpl>> parts;
+    parts.reserve(static_cast<size_t>(*n));
     for (int i = 0; i < *n; ++i) {
       parts.push_back(std::make_shared<ProducerImpl>(impl, partitionName(topic, i), i, config));
     }
     auto pp = std::make_shared<PartitionedProducer>(topic, parts, config.routingMode);
-    auto join = std::make_shared<Joiner>();
-    join->left = parts.size();
-    join->done = [impl, pp, cb](const Status& s) {
+    auto join = joinStatuses(parts.size(), [impl, pp, cb](const Status& s) {
       if (!s.isOk()) {
         pp->closeAsync([](const Status&) {});
         return cb(s);
       }
       impl->registerProducer(pp);
       cb(Producer(pp));
-    };
-    for (auto& p : parts) p->start([join](const Status& s) { join->report(s); });
+    });
+    for (auto& p : parts) p->start(join);
   });
 }
 
@@ -168,22 +152,21 @@ void Client::subscribeAsync(const std::string& topic, const std::string& subscri
     }
     auto pc = std::make_shared<PartitionedConsumer>(topic, subscription, queue);
     std::vector<std::shared_ptr<ConsumerImpl>> parts;
+    parts.reserve(static_cast<size_t>(*n));
     for (int i = 0; i < *n; ++i) {
       parts.push_back(std::make_shared<ConsumerImpl>(impl, partitionName(topic, i), i, subscription,
                                                      config, queue, pc));
     }
     pc->setPartitions(parts);
-    auto join = std::make_shared<Joiner>();
-    join->left = parts.size();
-    join->done = [impl, pc, cb](const Status& s) {
+    auto join = joinStatuses(parts.size(), [impl, pc, cb](const Status& s) {
       if (!s.isOk()) {
         pc->closeAsync([](const Status&) {});
         return cb(s);
       }
       impl->registerConsumer(pc);
       cb(Consumer(pc));
-    };
-    for (auto& p : parts) p->start([join](const Status& s) { join->report(s); });
+    });
+    for (auto& p : parts) p->start(join);
   });
 }
 

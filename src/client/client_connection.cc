@@ -167,127 +167,137 @@ Status ClientConnection::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
   }
   flushReceipts();
   switch (cmd.type()) {
-    case T::MESSAGE: {
-      auto it = consumers_.find(cmd.message().consumer_id());
-      if (it != consumers_.end()) {
-        if (auto c = it->second.lock()) c->messageReceived(cmd.message(), std::move(entry));
+    case T::MESSAGE:
+      if (auto c = consumerOf(cmd.message().consumer_id())) {
+        c->messageReceived(cmd.message(), entry);
       }
       break;
-    }
-    case T::SEND_ERROR: {
-      auto it = producers_.find(cmd.send_error().producer_id());
-      if (it != producers_.end()) {
-        if (auto p = it->second.lock()) p->sendErrorReceived(cmd.send_error(), this);
+    case T::SEND_ERROR:
+      if (auto p = producerOf(cmd.send_error().producer_id())) {
+        p->sendErrorReceived(cmd.send_error(), this);
       }
       break;
-    }
-    case T::CONNECTED: {
-      ready_ = true;
-      serverProtocolVersion_ = cmd.connected().protocol_version();
-      maxMessageSize_ = cmd.connected().has_max_message_size()
-                            ? cmd.connected().max_message_size()
-                            : static_cast<int>(protocol::kDefaultMaxMessageSize);
-      if (auto done = std::move(handshakeDone_)) {
-        handshakeDone_ = nullptr;
-        done(Status::ok());
-      }
+    case T::CONNECTED:
+      handleConnected(cmd.connected());
       break;
-    }
     case T::PING:
       send(Commands::newPong());
       break;
     case T::PONG:
       waitingForPong_ = false;
       break;
+    case T::ACTIVE_CONSUMER_CHANGE:
+      if (auto c = consumerOf(cmd.active_consumer_change().consumer_id())) {
+        c->activeConsumerChanged(cmd.active_consumer_change().is_active());
+      }
+      break;
+    case T::CLOSE_PRODUCER:
+      if (auto p = takeProducer(cmd.close_producer().producer_id())) p->closedByBroker(this);
+      break;
+    case T::CLOSE_CONSUMER:
+      if (auto c = takeConsumer(cmd.close_consumer().consumer_id())) c->closedByBroker(this);
+      break;
+    case T::REACHED_END_OF_TOPIC:
+      if (auto c = consumerOf(cmd.reachedendoftopic().consumer_id())) c->reachedEndOfTopic();
+      break;
+    default:
+      if (!handleResponse(cmd)) {
+        MLOG_WARN("client connection to {}: ignoring unexpected command {}", address_,
+                  proto::BaseCommand::Type_Name(cmd.type()));
+      }
+      break;
+  }
+  return Status::ok();
+}
+
+void ClientConnection::handleConnected(const proto::CommandConnected& c) {
+  ready_ = true;
+  serverProtocolVersion_ = c.protocol_version();
+  maxMessageSize_ = c.has_max_message_size() ? c.max_message_size()
+                                             : static_cast<int>(protocol::kDefaultMaxMessageSize);
+  if (auto done = std::move(handshakeDone_)) {
+    handshakeDone_ = nullptr;
+    done(Status::ok());
+  }
+}
+
+namespace {
+// The status a lookup-style response carries: OK unless its `response` field says Failed.
+template <typename R>
+Status failedResponseStatus(const R& r) {
+  if (!r.has_response() || r.response() != R::Failed) return Status::ok();
+  return serverErrorStatus(r.has_error() ? r.error() : proto::UnknownError, r.message());
+}
+}  // namespace
+
+bool ClientConnection::handleResponse(const proto::BaseCommand& cmd) {
+  using T = proto::BaseCommand;
+  switch (cmd.type()) {
     case T::SUCCESS:
       completeRequest(cmd.success().request_id(), Status::ok(), cmd);
-      break;
+      return true;
     case T::ERROR:
       completeRequest(cmd.error().request_id(),
                       serverErrorStatus(cmd.error().error(), cmd.error().message()), cmd);
-      break;
+      return true;
     case T::PRODUCER_SUCCESS: {
       const auto& ps = cmd.producer_success();
       // WaitForExclusive: a first answer with producer_ready=false, the real one later.
       bool ready = !ps.has_producer_ready() || ps.producer_ready();
       completeRequest(ps.request_id(), Status::ok(), cmd, !ready);
-      break;
+      return true;
     }
-    case T::LOOKUP_RESPONSE: {
-      const auto& r = cmd.lookuptopicresponse();
-      Status s;
-      if (r.has_response() && r.response() == proto::CommandLookupTopicResponse::Failed) {
-        s = serverErrorStatus(r.has_error() ? r.error() : proto::UnknownError, r.message());
-      }
-      completeRequest(r.request_id(), s, cmd);
-      break;
-    }
-    case T::PARTITIONED_METADATA_RESPONSE: {
-      const auto& r = cmd.partitionmetadataresponse();
-      Status s;
-      using Response = proto::CommandPartitionedTopicMetadataResponse;
-      if (r.has_response() && r.response() == Response::Failed) {
-        s = serverErrorStatus(r.has_error() ? r.error() : proto::UnknownError, r.message());
-      }
-      completeRequest(r.request_id(), s, cmd);
-      break;
-    }
+    case T::LOOKUP_RESPONSE:
+      completeRequest(cmd.lookuptopicresponse().request_id(),
+                      failedResponseStatus(cmd.lookuptopicresponse()), cmd);
+      return true;
+    case T::PARTITIONED_METADATA_RESPONSE:
+      completeRequest(cmd.partitionmetadataresponse().request_id(),
+                      failedResponseStatus(cmd.partitionmetadataresponse()), cmd);
+      return true;
     case T::GET_LAST_MESSAGE_ID_RESPONSE:
       completeRequest(cmd.getlastmessageidresponse().request_id(), Status::ok(), cmd);
-      break;
+      return true;
     case T::GET_TOPICS_OF_NAMESPACE_RESPONSE:
       completeRequest(cmd.gettopicsofnamespaceresponse().request_id(), Status::ok(), cmd);
-      break;
+      return true;
     case T::CONSUMER_STATS_RESPONSE:
       completeRequest(cmd.consumerstatsresponse().request_id(), Status::ok(), cmd);
-      break;
+      return true;
     case T::ACK_RESPONSE:
       if (cmd.ackresponse().has_request_id()) {
         completeRequest(cmd.ackresponse().request_id(), Status::ok(), cmd);
       }
-      break;
-    case T::ACTIVE_CONSUMER_CHANGE: {
-      auto it = consumers_.find(cmd.active_consumer_change().consumer_id());
-      if (it != consumers_.end()) {
-        if (auto c = it->second.lock()) {
-          c->activeConsumerChanged(cmd.active_consumer_change().is_active());
-        }
-      }
-      break;
-    }
-    case T::CLOSE_PRODUCER: {
-      uint64_t id = cmd.close_producer().producer_id();
-      auto it = producers_.find(id);
-      if (it != producers_.end()) {
-        auto p = it->second.lock();
-        producers_.erase(it);
-        if (p) p->closedByBroker(this);
-      }
-      break;
-    }
-    case T::CLOSE_CONSUMER: {
-      uint64_t id = cmd.close_consumer().consumer_id();
-      auto it = consumers_.find(id);
-      if (it != consumers_.end()) {
-        auto c = it->second.lock();
-        consumers_.erase(it);
-        if (c) c->closedByBroker(this);
-      }
-      break;
-    }
-    case T::REACHED_END_OF_TOPIC: {
-      auto it = consumers_.find(cmd.reachedendoftopic().consumer_id());
-      if (it != consumers_.end()) {
-        if (auto c = it->second.lock()) c->reachedEndOfTopic();
-      }
-      break;
-    }
+      return true;
     default:
-      MLOG_WARN("client connection to {}: ignoring unexpected command {}", address_,
-                proto::BaseCommand::Type_Name(cmd.type()));
-      break;
+      return false;
   }
-  return Status::ok();
+}
+
+std::shared_ptr<ProducerImpl> ClientConnection::producerOf(uint64_t id) const {
+  auto it = producers_.find(id);
+  return it == producers_.end() ? nullptr : it->second.lock();
+}
+
+std::shared_ptr<ConsumerImpl> ClientConnection::consumerOf(uint64_t id) const {
+  auto it = consumers_.find(id);
+  return it == consumers_.end() ? nullptr : it->second.lock();
+}
+
+std::shared_ptr<ProducerImpl> ClientConnection::takeProducer(uint64_t id) {
+  auto it = producers_.find(id);
+  if (it == producers_.end()) return nullptr;
+  auto p = it->second.lock();
+  producers_.erase(it);
+  return p;
+}
+
+std::shared_ptr<ConsumerImpl> ClientConnection::takeConsumer(uint64_t id) {
+  auto it = consumers_.find(id);
+  if (it == consumers_.end()) return nullptr;
+  auto c = it->second.lock();
+  consumers_.erase(it);
+  return c;
 }
 
 void ClientConnection::startTimer() {
@@ -334,7 +344,6 @@ void ClientConnection::onTimer() {
 }
 
 void ClientConnection::onClosed() {
-  boost::system::error_code ec;
   timer_.cancel();
   Status closed = Status::closed("connection to " + address_ + " closed");
   if (auto done = std::move(handshakeDone_)) {

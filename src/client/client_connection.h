@@ -82,6 +82,15 @@ class ClientConnection final : public net::Connection, public protocol::FrameHan
   void flushReceipts();
   void completeRequest(uint64_t requestId, const Status& s, const proto::BaseCommand& cmd,
                        bool keepPending = false);
+  void handleConnected(const proto::CommandConnected& c);
+  // Completes the request a response frame answers; false when `cmd` is not a response.
+  bool handleResponse(const proto::BaseCommand& cmd);
+  // The producer/consumer registered under `id` (null: none, or already gone); take* also
+  // unregisters it.
+  std::shared_ptr<ProducerImpl> producerOf(uint64_t id) const;
+  std::shared_ptr<ConsumerImpl> consumerOf(uint64_t id) const;
+  std::shared_ptr<ProducerImpl> takeProducer(uint64_t id);
+  std::shared_ptr<ConsumerImpl> takeConsumer(uint64_t id);
   void startTimer();
   void onTimer();
   std::shared_ptr<ClientConnection> self() {

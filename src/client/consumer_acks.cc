@@ -128,7 +128,7 @@ void ConsumerImpl::redeliverUnacknowledgedMessages() {
 
 // ---- Requests: seek, last message id, unsubscribe, close ------------------------------------
 
-void ConsumerImpl::sendRequest(std::function<Buffer(uint64_t)> build,
+void ConsumerImpl::sendRequest(const std::function<Buffer(uint64_t)>& build,
                                std::function<void(const Status&, const proto::BaseCommand&)> cb) {
   auto cnx = connection();
   if (!cnx) {
@@ -272,7 +272,7 @@ void ConsumerImpl::finishClose(const Status& s, bool unsubscribed) {
   std::weak_ptr<ConsumerImpl> weak = weak_from_this();
   client_->loopForSlot(slot_).execute([weak] {
     if (auto self = weak.lock()) {
-      self->reconnectTimer_.cancel();
+      self->cancelReconnect();
       self->ackTimer_.cancel();
       self->nackTimer_.cancel();
     }

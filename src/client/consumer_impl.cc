@@ -38,25 +38,21 @@ bool ackSetBit(const proto::CommandMessage& msg, int i) {
 
 // ---- ConsumerImpl: set-up -------------------------------------------------------------------
 
-ConsumerImpl::ConsumerImpl(std::shared_ptr<ClientImpl> client, std::string topic, int partition,
-                           std::string subscription, ConsumerConfig config,
+ConsumerImpl::ConsumerImpl(const std::shared_ptr<ClientImpl>& client, std::string topic,
+                           int partition, std::string subscription, ConsumerConfig config,
                            std::shared_ptr<ReceiveQueue> queue, std::weak_ptr<ConsumerBase> owner)
-    : client_(std::move(client)),
-      topic_(std::move(topic)),
+    : HandlerBase(client, std::move(topic), client->newConsumerId()),
       topicName_(std::make_shared<const std::string>(topic_)),
       partition_(partition),
       subscription_(std::move(subscription)),
       config_(std::move(config)),
       consumerName_(config_.consumerName.empty() ? randomName() : config_.consumerName),
-      consumerId_(client_->newConsumerId()),
-      slot_(client_->slotFor(consumerId_)),
+      consumerId_(handlerId_),
       queue_(std::move(queue)),
       owner_(std::move(owner)),
       flowThreshold_(static_cast<uint32_t>(std::max(1, config_.receiverQueueSize / 2))),
-      reconnectTimer_(client_->loopForSlot(slot_).context()),
       ackTimer_(client_->loopForSlot(slot_).context()),
       nackTimer_(client_->loopForSlot(slot_).context()),
-      backoff_(client_->config().initialBackoff, client_->config().maxBackoff),
       acks_(consumerId_),
       nacks_(config_.negativeAckRedeliveryDelay) {}
 
@@ -101,28 +97,12 @@ void ConsumerImpl::start(StatusCallback cb) {
     createDeadline_ = Clock::now() + client_->config().operationTimeout;
   }
   auto self = shared_from_this();
-  client_->loopForSlot(slot_).execute([self] { self->connect(); });
+  client_->loopForSlot(slot_).execute([self] { self->grabConnection(); });
 }
 
-void ConsumerImpl::connect() {
-  {
-    MutexLock lock(mu_);
-    if (state_ != State::kConnecting) return;
-  }
-  if (client_->closed()) {
-    subscribeFailed(Status::closed("client closed"));
-    return;
-  }
-  std::weak_ptr<ConsumerImpl> weak = weak_from_this();
-  client_->connectionForTopic(topic_, slot_, [weak](Result<std::shared_ptr<ClientConnection>> r) {
-    auto self = weak.lock();
-    if (!self) return;
-    if (!r) {
-      self->subscribeFailed(r.status());
-    } else {
-      self->connectionReady(std::move(*r));
-    }
-  });
+bool ConsumerImpl::connecting() const {
+  MutexLock lock(mu_);
+  return state_ == State::kConnecting;
 }
 
 void ConsumerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
@@ -162,7 +142,7 @@ void ConsumerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
     if (!self) return;
     if (!st.isOk()) {
       cnx->removeConsumer(self->consumerId_);
-      self->subscribeFailed(st);
+      self->connectFailed(st);
       return;
     }
     StatusCallback createCb;
@@ -192,34 +172,33 @@ void ConsumerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
     self->epochPermits_ = permits;
     self->permitsSent_.fetch_add(permits);
     cnx->send(Commands::newFlow(self->consumerId_, permits));
-    self->backoff_.reset();
+    self->resetBackoff();
     MLOG_DEBUG("consumer {} subscribed to {} / {} on {}", self->consumerName_, self->topic_,
                self->subscription_, cnx->address());
     if (createCb) createCb(Status::ok());
   });
 }
 
-void ConsumerImpl::subscribeFailed(const Status& s) {
+void ConsumerImpl::connectFailed(const Status& s) {
   StatusCallback createCb;
   bool retry = false;
   {
     MutexLock lock(mu_);
     if (state_ != State::kConnecting) return;
-    bool clientClosed = client_->closed();
-    if (!everConnected_) {
-      if (clientClosed || !isRetriable(s) || Clock::now() >= createDeadline_) {
+    switch (afterFailure(s, everConnected_, createDeadline_)) {
+      case AfterFailure::kRetry:
+        retry = true;
+        break;
+      case AfterFailure::kFailCreate:
         state_ = State::kFailed;
         createCb = std::move(createCb_);
         createCb_ = nullptr;
-      } else {
-        retry = true;
-      }
-    } else if (clientClosed || isFatalForReconnect(s)) {
-      MLOG_ERROR("consumer {} on {}: giving up reconnecting: {}", consumerName_, topic_,
-                 s.toString());
-      state_ = State::kFailed;
-    } else {
-      retry = true;
+        break;
+      case AfterFailure::kGiveUp:
+        MLOG_ERROR("consumer {} on {}: giving up reconnecting: {}", consumerName_, topic_,
+                   s.toString());
+        state_ = State::kFailed;
+        break;
     }
   }
   if (retry) {
@@ -227,21 +206,6 @@ void ConsumerImpl::subscribeFailed(const Status& s) {
     scheduleReconnect();
   }
   if (createCb) createCb(s);
-}
-
-void ConsumerImpl::scheduleReconnect() {
-  auto& loop = client_->loopForSlot(slot_);
-  std::weak_ptr<ConsumerImpl> weak = weak_from_this();
-  auto arm = [weak] {
-    auto self = weak.lock();
-    if (!self) return;
-    self->reconnectTimer_.expires_after(self->backoff_.next());
-    self->reconnectTimer_.async_wait([weak](const boost::system::error_code& ec) {
-      if (ec) return;
-      if (auto self = weak.lock()) self->connect();
-    });
-  };
-  loop.dispatch(std::move(arm));
 }
 
 void ConsumerImpl::connectionClosed(ClientConnection* cnx) { lostConnection(cnx, false); }
@@ -279,7 +243,7 @@ void ConsumerImpl::activeConsumerChanged(bool active) {
 
 // ---- Receiving ------------------------------------------------------------------------------
 
-void ConsumerImpl::messageReceived(const proto::CommandMessage& msg, Buffer entry) {
+void ConsumerImpl::messageReceived(const proto::CommandMessage& msg, const Buffer& entry) {
   const uint64_t epoch = epoch_.load(std::memory_order_relaxed);
   auto layout = protocol::parseEntryLayout(entry.view());
   Status st = layout ? protocol::verifyChecksum(entry) : layout.status();

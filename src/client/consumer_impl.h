@@ -16,10 +16,10 @@
 
 #include "base/thread_annotations.h"
 #include "client/ack_tracker.h"
-#include "client/backoff.h"
 #include "client/batch.h"
 #include "client/client_config.h"
 #include "client/consumer.h"
+#include "client/handler_base.h"
 #include "client/message.h"
 #include "client/receive_queue.h"
 #include "protocol/pulsar_api.pb.h"
@@ -55,12 +55,14 @@ class ConsumerBase {
 
 // Thread: public calls from any thread; frames, reconnects and timers on the loop of its connection
 // slot (home loop). Listener calls happen on that loop.
-class ConsumerImpl final : public ConsumerBase, public std::enable_shared_from_this<ConsumerImpl> {
+class ConsumerImpl final : public ConsumerBase,
+                           public HandlerBase,
+                           public std::enable_shared_from_this<ConsumerImpl> {
  public:
   // partition: index for message ids (-1 when not partitioned). queue: where messages go when no
   // listener is set. owner: the handle passed to listeners (a PartitionedConsumer, or null for
   // this consumer itself).
-  ConsumerImpl(std::shared_ptr<ClientImpl> client, std::string topic, int partition,
+  ConsumerImpl(const std::shared_ptr<ClientImpl>& client, std::string topic, int partition,
                std::string subscription, ConsumerConfig config, std::shared_ptr<ReceiveQueue> queue,
                std::weak_ptr<ConsumerBase> owner);
   ~ConsumerImpl() override;
@@ -90,7 +92,7 @@ class ConsumerImpl final : public ConsumerBase, public std::enable_shared_from_t
   void messageProcessed(uint64_t epoch, uint32_t n = 1);
 
   // From the connection, on the home loop.
-  void messageReceived(const proto::CommandMessage& msg, Buffer entry);
+  void messageReceived(const proto::CommandMessage& msg, const Buffer& entry);
   void activeConsumerChanged(bool active);
   void connectionClosed(ClientConnection* cnx);
   void closedByBroker(ClientConnection* cnx);
@@ -99,11 +101,11 @@ class ConsumerImpl final : public ConsumerBase, public std::enable_shared_from_t
  private:
   enum class State { kConnecting, kReady, kClosing, kClosed, kFailed };
 
-  void connect();
-  void connectionReady(std::shared_ptr<ClientConnection> cnx);
-  void subscribeFailed(const Status& s);
+  bool connecting() const override;
+  void connectionReady(std::shared_ptr<ClientConnection> cnx) override;
+  void connectFailed(const Status& s) override;
+  std::weak_ptr<HandlerBase> weakHandler() override { return weak_from_this(); }
   void lostConnection(ClientConnection* cnx, bool byBroker);
-  void scheduleReconnect();
   void deliver(Message&& m, uint64_t epoch);
   void flushAcks();
   void armAckTimer();
@@ -111,28 +113,23 @@ class ConsumerImpl final : public ConsumerBase, public std::enable_shared_from_t
   void onNackTimer();
   void sendRedeliver(const std::vector<protocol::WireMessageId>& ids);
   void seek(Buffer frame, uint64_t requestId, StatusCallback cb);
-  void sendRequest(std::function<Buffer(uint64_t requestId)> build,
+  void sendRequest(const std::function<Buffer(uint64_t requestId)>& build,
                    std::function<void(const Status&, const proto::BaseCommand&)> cb);
   void finishClose(const Status& s, bool unsubscribed);
   std::shared_ptr<ClientConnection> connection() const;
   std::shared_ptr<ConsumerBase> handleOwner();
 
-  const std::shared_ptr<ClientImpl> client_;
-  const std::string topic_;
   const std::shared_ptr<const std::string> topicName_;  // shared by every Message
   const int partition_;
   const std::string subscription_;
   const ConsumerConfig config_;
   const std::string consumerName_;
   const uint64_t consumerId_;
-  const int slot_;
   const std::shared_ptr<ReceiveQueue> queue_;
   const std::weak_ptr<ConsumerBase> owner_;
   const uint32_t flowThreshold_;
-  boost::asio::steady_timer reconnectTimer_;  // home loop
-  boost::asio::steady_timer ackTimer_;        // home loop
-  boost::asio::steady_timer nackTimer_;       // home loop
-  Backoff backoff_;                           // home loop
+  boost::asio::steady_timer ackTimer_;   // home loop
+  boost::asio::steady_timer nackTimer_;  // home loop
   AckGroupingTracker acks_;
   NegativeAckTracker nacks_;
 

@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "client/join.h"
+
 namespace magnetar::client {
 
 // ---- PartitionedProducer --------------------------------------------------------------------
@@ -18,28 +20,10 @@ void PartitionedProducer::sendAsync(const OutgoingMessage& m, SendCallback cb) {
   partitions_[router_.route(m.key)]->sendAsync(m, std::move(cb));
 }
 
-void PartitionedProducer::forAll(std::function<void(ProducerImpl&, StatusCallback)> op,
+void PartitionedProducer::forAll(const std::function<void(ProducerImpl&, StatusCallback)>& op,
                                  StatusCallback cb) {
-  struct State {
-    std::mutex mu;
-    size_t left;
-    Status first;
-    StatusCallback cb;
-  };
-  auto st = std::make_shared<State>();
-  st->left = partitions_.size();
-  st->cb = std::move(cb);
-  for (auto& p : partitions_) {
-    op(*p, [st](const Status& s) {
-      bool last;
-      {
-        std::lock_guard<std::mutex> lock(st->mu);
-        if (!s.isOk() && st->first.isOk()) st->first = s;
-        last = --st->left == 0;
-      }
-      if (last) st->cb(st->first);
-    });
-  }
+  auto join = joinStatuses(partitions_.size(), std::move(cb));
+  for (auto& p : partitions_) op(*p, join);
 }
 
 void PartitionedProducer::flushAsync(StatusCallback cb) {
@@ -113,28 +97,10 @@ void PartitionedConsumer::redeliverUnacknowledgedMessages() {
   for (auto& p : partitions_) p->redeliverUnacknowledgedMessages();
 }
 
-void PartitionedConsumer::forAll(std::function<void(ConsumerImpl&, StatusCallback)> op,
+void PartitionedConsumer::forAll(const std::function<void(ConsumerImpl&, StatusCallback)>& op,
                                  StatusCallback cb) {
-  struct State {
-    std::mutex mu;
-    size_t left;
-    Status first;
-    StatusCallback cb;
-  };
-  auto st = std::make_shared<State>();
-  st->left = partitions_.size();
-  st->cb = std::move(cb);
-  for (auto& p : partitions_) {
-    op(*p, [st](const Status& s) {
-      bool last;
-      {
-        std::lock_guard<std::mutex> lock(st->mu);
-        if (!s.isOk() && st->first.isOk()) st->first = s;
-        last = --st->left == 0;
-      }
-      if (last) st->cb(st->first);
-    });
-  }
+  auto join = joinStatuses(partitions_.size(), std::move(cb));
+  for (auto& p : partitions_) op(*p, join);
 }
 
 void PartitionedConsumer::seekAsync(const MessageId& id, StatusCallback cb) {

@@ -30,7 +30,7 @@ class PartitionedProducer final : public ProducerBase {
 
  private:
   // Runs op on every partition and calls cb once all finished (first error wins).
-  void forAll(std::function<void(ProducerImpl&, StatusCallback)> op, StatusCallback cb);
+  void forAll(const std::function<void(ProducerImpl&, StatusCallback)>& op, StatusCallback cb);
 
   const std::string topic_;
   std::vector<std::shared_ptr<ProducerImpl>> partitions_;
@@ -66,7 +66,7 @@ class PartitionedConsumer final : public ConsumerBase,
 
  private:
   ConsumerImpl* partitionOf(const MessageId& id);
-  void forAll(std::function<void(ConsumerImpl&, StatusCallback)> op, StatusCallback cb);
+  void forAll(const std::function<void(ConsumerImpl&, StatusCallback)>& op, StatusCallback cb);
 
   const std::string topic_;
   const std::string subscription_;

@@ -14,18 +14,13 @@ namespace magnetar::client {
 using protocol::Commands;
 using Clock = std::chrono::steady_clock;
 
-
-ProducerImpl::ProducerImpl(std::shared_ptr<ClientImpl> client, std::string topic, int partition,
-                           ProducerConfig config)
-    : client_(std::move(client)),
-      topic_(std::move(topic)),
+ProducerImpl::ProducerImpl(const std::shared_ptr<ClientImpl>& client, std::string topic,
+                           int partition, ProducerConfig config)
+    : HandlerBase(client, std::move(topic), client->newProducerId()),
       partition_(partition),
       config_(std::move(config)),
-      producerId_(client_->newProducerId()),
-      slot_(client_->slotFor(producerId_)),
-      reconnectTimer_(client_->loopForSlot(slot_).context()),
+      producerId_(handlerId_),
       timer_(client_->loopForSlot(slot_).context()),
-      backoff_(client_->config().initialBackoff, client_->config().maxBackoff),
       batch_(std::max(1, config_.batchingMaxMessages),
              std::max<size_t>(1, config_.batchingMaxBytes), config_.batchingGroupByKey) {
   producerName_ = config_.producerName;
@@ -67,30 +62,14 @@ void ProducerImpl::start(StatusCallback cb) {
     createDeadline_ = Clock::now() + client_->config().operationTimeout;
   }
   auto self = shared_from_this();
-  client_->loopForSlot(slot_).execute([self] { self->connect(); });
+  client_->loopForSlot(slot_).execute([self] { self->grabConnection(); });
 }
 
 // ---- Connecting ---------------------------------------------------------------------------
 
-void ProducerImpl::connect() {
-  {
-    MutexLock lock(mu_);
-    if (state_ != State::kConnecting) return;
-  }
-  if (client_->closed()) {
-    createFailed(Status::closed("client closed"));
-    return;
-  }
-  std::weak_ptr<ProducerImpl> weak = weak_from_this();
-  client_->connectionForTopic(topic_, slot_, [weak](Result<std::shared_ptr<ClientConnection>> r) {
-    auto self = weak.lock();
-    if (!self) return;
-    if (!r) {
-      self->createFailed(r.status());
-    } else {
-      self->connectionReady(std::move(*r));
-    }
-  });
+bool ProducerImpl::connecting() const {
+  MutexLock lock(mu_);
+  return state_ == State::kConnecting;
 }
 
 void ProducerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
@@ -115,7 +94,7 @@ void ProducerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
     if (!self) return;
     if (!s.isOk()) {
       cnx->removeProducer(self->producerId_);
-      self->createFailed(s);
+      self->connectFailed(s);
       return;
     }
     const auto& ps = c.producer_success();
@@ -154,7 +133,7 @@ void ProducerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
       createCb = std::move(self->createCb_);
       self->createCb_ = nullptr;
     }
-    self->backoff_.reset();
+    self->resetBackoff();
     MLOG_DEBUG("producer {} on {} ready on {}", ps.producer_name(), self->topic_, cnx->address());
     if (needFlush) self->flush();
     if (arm) self->armTimer();
@@ -162,7 +141,7 @@ void ProducerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
   });
 }
 
-void ProducerImpl::createFailed(const Status& s) {
+void ProducerImpl::connectFailed(const Status& s) {
   StatusCallback createCb;
   std::vector<SendCallback> failed;
   Completion done;
@@ -170,23 +149,22 @@ void ProducerImpl::createFailed(const Status& s) {
   {
     MutexLock lock(mu_);
     if (state_ != State::kConnecting) return;
-    bool clientClosed = client_->closed();
-    if (!everConnected_) {
-      if (clientClosed || !isRetriable(s) || Clock::now() >= createDeadline_) {
+    switch (afterFailure(s, everConnected_, createDeadline_)) {
+      case AfterFailure::kRetry:
+        retry = true;
+        break;
+      case AfterFailure::kFailCreate:
         state_ = State::kFailed;
         createCb = std::move(createCb_);
         createCb_ = nullptr;
-      } else {
-        retry = true;
-      }
-    } else if (clientClosed || isFatalForReconnect(s)) {
-      MLOG_ERROR("producer {} on {}: giving up reconnecting: {}", producerName_, topic_,
-                 s.toString());
-      state_ = State::kFailed;
-      encodeBatchLocked();
-      failAllLocked(s, &failed, &done);
-    } else {
-      retry = true;
+        break;
+      case AfterFailure::kGiveUp:
+        MLOG_ERROR("producer {} on {}: giving up reconnecting: {}", producerName_, topic_,
+                   s.toString());
+        state_ = State::kFailed;
+        encodeBatchLocked();
+        failAllLocked(s, &failed, &done);
+        break;
     }
   }
   if (retry) {
@@ -196,21 +174,6 @@ void ProducerImpl::createFailed(const Status& s) {
   for (auto& cb : failed) cb(s, MessageId{});
   for (auto& [cb, st] : done) cb(st);
   if (createCb) createCb(s);
-}
-
-void ProducerImpl::scheduleReconnect() {
-  auto& loop = client_->loopForSlot(slot_);
-  std::weak_ptr<ProducerImpl> weak = weak_from_this();
-  auto arm = [weak] {
-    auto self = weak.lock();
-    if (!self) return;
-    self->reconnectTimer_.expires_after(self->backoff_.next());
-    self->reconnectTimer_.async_wait([weak](const boost::system::error_code& ec) {
-      if (ec) return;
-      if (auto self = weak.lock()) self->connect();
-    });
-  };
-  loop.dispatch(std::move(arm));
 }
 
 void ProducerImpl::connectionClosed(ClientConnection* cnx) { lostConnection(cnx, false); }
@@ -247,31 +210,31 @@ void ProducerImpl::closedByBroker(ClientConnection* cnx) { lostConnection(cnx, t
 
 void ProducerImpl::flushAsync(StatusCallback cb) {
   bool needFlush = false;
-  bool now = false;
+  StatusCallback doneNow;
   {
     MutexLock lock(mu_);
     encodeBatchLocked();
     needFlush = needFlushLocked();
     if (completed_ >= enqueued_) {
-      now = true;
+      doneNow = std::move(cb);
     } else {
       flushWaiters_.push_back(FlushWaiter{enqueued_, std::move(cb)});
     }
   }
   if (needFlush) postFlush();
-  if (now) cb(Status::ok());
+  if (doneNow) doneNow(Status::ok());
 }
 
 void ProducerImpl::closeAsync(StatusCallback cb) {
   std::vector<SendCallback> failed;
   Completion done;
   StatusCallback createCb;
-  bool finishNow = false;
+  StatusCallback finishNow;
   bool waitPending = false;
   {
     MutexLock lock(mu_);
     if (state_ == State::kClosed || state_ == State::kFailed) {
-      finishNow = true;
+      finishNow = std::move(cb);
     } else {
       closeCbs_.push_back(std::move(cb));
       if (state_ == State::kClosing) return;
@@ -288,7 +251,7 @@ void ProducerImpl::closeAsync(StatusCallback cb) {
     }
   }
   if (finishNow) {
-    cb(Status::ok());
+    finishNow(Status::ok());
     return;
   }
   for (auto& f : failed) f(Status::closed("producer closed"), MessageId{});
@@ -338,7 +301,7 @@ void ProducerImpl::finishClose(const Status& s) {
   client_->loopForSlot(slot_).execute([weak] {
     if (auto self = weak.lock()) {
       self->timer_.cancel();
-      self->reconnectTimer_.cancel();
+      self->cancelReconnect();
     }
   });
   for (auto& f : failed) f(Status::closed("producer closed"), MessageId{});

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "base/thread_annotations.h"
-#include "client/backoff.h"
 #include "client/batch.h"
 #include "client/client_config.h"
+#include "client/handler_base.h"
 #include "client/message.h"
 #include "protocol/pulsar_api.pb.h"
 
@@ -59,9 +59,11 @@ class ProducerBase {
 // connection's pending FrameBatch; a reconnect re-sends the log from its head, so unreceipted
 // messages go out again in order. Receipts pop the head (pending_) and the log is compacted when
 // its dead prefix grows large.
-class ProducerImpl final : public ProducerBase, public std::enable_shared_from_this<ProducerImpl> {
+class ProducerImpl final : public ProducerBase,
+                           public HandlerBase,
+                           public std::enable_shared_from_this<ProducerImpl> {
  public:
-  ProducerImpl(std::shared_ptr<ClientImpl> client, std::string topic, int partition,
+  ProducerImpl(const std::shared_ptr<ClientImpl>& client, std::string topic, int partition,
                ProducerConfig config);
   ~ProducerImpl() override;
 
@@ -100,11 +102,11 @@ class ProducerImpl final : public ProducerBase, public std::enable_shared_from_t
     StatusCallback cb;
   };
 
-  void connect();
-  void connectionReady(std::shared_ptr<ClientConnection> cnx);
-  void createFailed(const Status& s);
+  bool connecting() const override;
+  void connectionReady(std::shared_ptr<ClientConnection> cnx) override;
+  void connectFailed(const Status& s) override;
+  std::weak_ptr<HandlerBase> weakHandler() override { return weak_from_this(); }
   void lostConnection(ClientConnection* cnx, bool byBroker);
-  void scheduleReconnect();
   void encodeSingleLocked(const OutgoingMessage& m, uint64_t seq, SendCallback cb) REQUIRES(mu_);
   void encodeBatchLocked() REQUIRES(mu_);
   bool needFlushLocked() REQUIRES(mu_);
@@ -120,15 +122,10 @@ class ProducerImpl final : public ProducerBase, public std::enable_shared_from_t
   void finishClose(const Status& s);
   std::chrono::microseconds timerPeriod() const;
 
-  const std::shared_ptr<ClientImpl> client_;
-  const std::string topic_;
   const int partition_;
   const ProducerConfig config_;
   const uint64_t producerId_;
-  const int slot_;
-  boost::asio::steady_timer reconnectTimer_;  // home loop
-  boost::asio::steady_timer timer_;           // home loop: batch flush + send timeout
-  Backoff backoff_;                           // home loop
+  boost::asio::steady_timer timer_;  // home loop: batch flush + send timeout
 
   mutable Mutex mu_;
   std::condition_variable notFull_;

@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <utility>
 
+#include "base/clock.h"
 #include "base/logging.h"
 #include "client/client_connection.h"
 #include "client/client_impl.h"
@@ -26,12 +27,6 @@ Clock::time_point coarseNow() {
   timespec ts;
   ::clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return Clock::time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
-}
-
-uint64_t nowMs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
 }
 
 }  // namespace

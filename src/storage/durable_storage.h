@@ -78,8 +78,16 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   friend class ManagedCursorImpl;
   explicit DurableManagedLedgerFactory(const StorageOptions& options);
 
-  // storage_recovery.cc; runs before the ledgers are shared, so mu_ is not taken.
+  // storage_recovery.cc; runs before the ledgers are shared, so mu_ is not taken. recover() runs
+  // the phases in order; each returns the store's or the environment's error, or kCorruption.
+  struct Recovery;
   Status recover() NO_THREAD_SAFETY_ANALYSIS;
+  Status recoverCheckpoint(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;   // checkpoint, next ledger id
+  Status recoverLedgerLists(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;  // managed ledgers' ledgers
+  Status recoverCursors(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;
+  Status recoverIndexRuns(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;  // saved by checkpoints
+  Status replayJournal(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;     // after the checkpoint
+  Status finishRecovery(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;    // segment refs, checkpoint
   Status start();
 
   // Background-thread (storage-bg) work.

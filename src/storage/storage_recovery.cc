@@ -16,14 +16,39 @@ int64_t storedEntries(const StoredLedger& l) {
 }
 }  // namespace
 
+// What the phases of recover() hand on to each other.
+struct DurableManagedLedgerFactory::Recovery {
+  uint64_t cpSegment = 0;  // the checkpoint: replay starts at (cpSegment, cpOffset)
+  uint64_t cpOffset = 0;
+  std::map<int64_t, ManagedLedgerState*> owner;  // ledger id -> its managed ledger
+  int64_t maxLedger = 0;
+  std::vector<uint64_t> segments;  // journal segment files, sorted
+  std::vector<MetadataOp> ops;     // written at the end: stale records dropped, replayed runs
+  int64_t replayed = 0;            // entries replayed from the journal
+};
+
 Status DurableManagedLedgerFactory::recover() {
   Status s = env_->createDirs(options_.journalDirectory);
   if (!s) return s;
-  uint64_t cpSegment = 0, cpOffset = 0;
+  Recovery r;
+  for (auto phase :
+       {&DurableManagedLedgerFactory::recoverCheckpoint,
+        &DurableManagedLedgerFactory::recoverLedgerLists,
+        &DurableManagedLedgerFactory::recoverCursors,
+        &DurableManagedLedgerFactory::recoverIndexRuns, &DurableManagedLedgerFactory::replayJournal,
+        &DurableManagedLedgerFactory::finishRecovery}) {
+    if (s = (this->*phase)(r); !s) return s;
+  }
+  MLOG_INFO("storage: recovered {} managed ledgers, {} entries replayed from the journal",
+            dormant_.size(), r.replayed);
+  return Status::ok();
+}
+
+Status DurableManagedLedgerFactory::recoverCheckpoint(Recovery& r) {
   if (auto v = meta_->get(kCheckpointKey)) {
     auto cp = decodeCheckpoint(*v);
     if (!cp) return Status::corruption("bad journal checkpoint record");
-    std::tie(cpSegment, cpOffset) = *cp;
+    std::tie(r.cpSegment, r.cpOffset) = *cp;
   } else if (v.status().code() != StatusCode::kNotFound) {
     return v.status();
   }
@@ -32,10 +57,10 @@ Status DurableManagedLedgerFactory::recover() {
     if (!n) return Status::corruption("bad next-ledger-id record");
     persistedNextLedgerId_ = *n;
   }
+  return Status::ok();
+}
 
-  // Managed ledgers and their ledgers.
-  std::map<int64_t, ManagedLedgerState*> owner;
-  int64_t maxLedger = 0;
+Status DurableManagedLedgerFactory::recoverLedgerLists(Recovery& r) {
   auto mls = meta_->scan(kMlPrefix);
   if (!mls) return mls.status();
   for (const auto& [key, value] : *mls) {
@@ -45,14 +70,15 @@ Status DurableManagedLedgerFactory::recover() {
     ManagedLedgerState& st = dormant_[name];
     for (const LedgerMeta& m : *list) {
       st.ledgers[m.ledgerId].meta = m;
-      owner[m.ledgerId] = &st;
+      r.owner[m.ledgerId] = &st;
       liveLedgers_.insert(m.ledgerId);
-      maxLedger = std::max(maxLedger, m.ledgerId);
+      r.maxLedger = std::max(r.maxLedger, m.ledgerId);
     }
   }
+  return Status::ok();
+}
 
-  std::vector<MetadataOp> ops;
-  // Cursors.
+Status DurableManagedLedgerFactory::recoverCursors(Recovery& r) {
   auto cursors = meta_->scan(kCursorPrefix);
   if (!cursors) return cursors.status();
   for (const auto& [key, value] : *cursors) {
@@ -62,20 +88,22 @@ Status DurableManagedLedgerFactory::recover() {
     std::string name = unescapePathComponent(rest.substr(0, slash));
     auto it = dormant_.find(name);
     if (slash == std::string::npos || !cm || it == dormant_.end()) {
-      ops.push_back(MetadataOp::del(key));
+      r.ops.push_back(MetadataOp::del(key));
       continue;
     }
     it->second.cursors[unescapePathComponent(rest.substr(slash + 1))] = *cm;
   }
+  return Status::ok();
+}
 
-  // Index runs saved by checkpoints.
+Status DurableManagedLedgerFactory::recoverIndexRuns(Recovery& r) {
   auto runs = meta_->scan(kIndexPrefix);
   if (!runs) return runs.status();
   for (const auto& [key, value] : *runs) {
     auto run = decodeRun(key, value);
-    auto o = run ? owner.find(run->ledgerId) : owner.end();
-    if (o == owner.end()) {
-      ops.push_back(MetadataOp::del(key));
+    auto o = run ? r.owner.find(run->ledgerId) : r.owner.end();
+    if (o == r.owner.end()) {
+      r.ops.push_back(MetadataOp::del(key));
       continue;
     }
     StoredLedger& l = o->second->ledgers[run->ledgerId];
@@ -83,30 +111,33 @@ Status DurableManagedLedgerFactory::recover() {
     if (run->firstEntryId != l.index.entries()) continue;
     l.index.add(*run);
   }
+  return Status::ok();
+}
 
-  // Journal segments: replay what follows the checkpoint.
+Status DurableManagedLedgerFactory::replayJournal(Recovery& r) {
   auto names = env_->listDir(options_.journalDirectory);
   if (!names) return names.status();
-  std::vector<uint64_t> segs;
   for (const auto& n : *names) {
     uint64_t seg;
-    if (parseSegmentFileName(n, &seg)) segs.push_back(seg);
+    if (parseSegmentFileName(n, &seg)) r.segments.push_back(seg);
   }
-  std::sort(segs.begin(), segs.end());
-  int64_t replayed = 0;
-  for (uint64_t seg : segs) {
-    if (seg < cpSegment) continue;
+  std::sort(r.segments.begin(), r.segments.end());
+  for (uint64_t seg : r.segments) {
+    if (seg < r.cpSegment) continue;
     std::string path = options_.journalDirectory + "/" + segmentFileName(seg);
-    auto end =
-        scanSegment(env_, path, seg, seg == cpSegment ? cpOffset : 0, [&](const JournalRun& r) {
-          auto o = owner.find(r.ledgerId);
-          if (o == owner.end()) return;
-          StoredLedger& l = o->second->ledgers[r.ledgerId];
-          if (r.firstEntryId != l.index.entries()) return;
-          if (l.meta.closedAt >= 0 && r.firstEntryId >= l.meta.closedAt) return;
-          l.index.add(r);
-          ops.push_back(MetadataOp::put(indexKey(r.ledgerId, r.firstEntryId), encodeRun(r)));
-          replayed += r.count;
+    auto end = scanSegment(
+        env_, path, seg, seg == r.cpSegment ? r.cpOffset : 0, [&](const JournalRun& run) {
+          auto o = r.owner.find(run.ledgerId);
+          if (o == r.owner.end()) return;
+          StoredLedger& l = o->second->ledgers[run.ledgerId];
+          if (run.firstEntryId != l.index.entries()) return;
+          if (l.meta.closedAt >= 0 && run.firstEntryId >= l.meta.closedAt) {
+            return;
+          }
+          l.index.add(run);
+          r.ops.push_back(
+              MetadataOp::put(indexKey(run.ledgerId, run.firstEntryId), encodeRun(run)));
+          r.replayed += run.count;
         });
     if (!end) {
       if (end.status().code() != StatusCode::kCorruption) return end.status();
@@ -119,36 +150,33 @@ Status DurableManagedLedgerFactory::recover() {
                 *end, *size - *end);
       auto f = env_->openWritable(path);
       if (!f) return f.status();
-      s = (*f)->truncate(*end);
-      if (!s) return s;
+      if (Status s = (*f)->truncate(*end); !s) return s;
     }
   }
+  return Status::ok();
+}
 
+Status DurableManagedLedgerFactory::finishRecovery(Recovery& r) {
   // Segment references of the surviving runs.
   for (auto& [_, st] : dormant_) {
     for (auto& [id, l] : st.ledgers) {
       if (l.meta.closedAt >= 0) l.index.truncate(std::max<int64_t>(storedEntries(l), 0));
-      for (const JournalRun& r : l.index.runs()) {
-        segmentLedgers_[r.segment].insert(id);
-        ledgerSegments_[id].insert(r.segment);
+      for (const JournalRun& run : l.index.runs()) {
+        segmentLedgers_[run.segment].insert(id);
+        ledgerSegments_[id].insert(run.segment);
       }
     }
   }
-  knownSegments_.insert(segs.begin(), segs.end());
-  uint64_t maxSeg = std::max(segs.empty() ? 0 : segs.back(), cpSegment);
+  knownSegments_.insert(r.segments.begin(), r.segments.end());
+  uint64_t maxSeg = std::max(r.segments.empty() ? 0 : r.segments.back(), r.cpSegment);
   firstSegment_ = maxSeg + 1;
   checkpointSegment_ = firstSegment_;
-  nextLedgerId_ =
-      std::max<int64_t>({int64_t{1}, maxLedger + 1, static_cast<int64_t>(persistedNextLedgerId_)});
-
+  nextLedgerId_ = std::max<int64_t>(
+      {int64_t{1}, r.maxLedger + 1, static_cast<int64_t>(persistedNextLedgerId_)});
   // Everything is indexed now: replay will start in the new segment.
-  ops.push_back(
+  r.ops.push_back(
       MetadataOp::put(kCheckpointKey, encodeCheckpoint(firstSegment_, kSegmentHeaderSize)));
-  s = meta_->write(ops);
-  if (!s) return s;
-  MLOG_INFO("storage: recovered {} managed ledgers, {} entries replayed from the journal",
-            dormant_.size(), replayed);
-  return Status::ok();
+  return meta_->write(r.ops);
 }
 
 }  // namespace magnetar::storage

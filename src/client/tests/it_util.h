@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "base/clock.h"
 #include "client/client.h"
 #include "client/routing.h"
 #include "client/tests/standalone_broker.h"
@@ -30,12 +31,6 @@ inline int indexOf(const Message& m) {
   auto p = m.payload();
   if (p.substr(0, 2) != "m-") return -1;
   return std::stoi(std::string(p.substr(2)));
-}
-
-inline uint64_t nowMs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
 }
 
 inline ClientConfig testClientConfig(int ioThreads = 1) {
