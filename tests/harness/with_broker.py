@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
 """Runs a command against a freshly started broker, then stops the broker.
 
-  with_broker.py --broker pulsar|magnetar [--set key=value]... -- COMMAND [ARGS...]
+  with_broker.py --broker pulsar|magnetar [--set key=value]... [--auth-token] -- COMMAND [ARGS...]
 
 The command gets BROKER_URL (pulsar://127.0.0.1:N), ADMIN_URL (http://127.0.0.1:M), BROKER_HOST,
 BROKER_PORT and BROKER_KIND (magnetar|pulsar) in its environment; the exit status is the command's.
+--auth-token starts the broker with token authentication and authorization on (a fresh HS256 key,
+superUserRoles=admin; harness/auth.py) and adds AUTH_SECRET_KEY (the key, base64) and
+AUTH_SUPER_USER_TOKEN (a token of role admin without expiry).
 """
 
 import argparse
+import base64
 import os
 import subprocess
 import sys
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness.auth import SUPER_USER, new_secret_key, role_token, token_auth_settings  # noqa: E402
 from harness.broker import broker_process, tail  # noqa: E402
 
 
@@ -23,19 +28,27 @@ def main() -> int:
     parser.add_argument("--broker", choices=["magnetar", "pulsar"], required=True)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="broker setting (repeatable)")
+    parser.add_argument("--auth-token", action="store_true",
+                        help="token authentication and authorization on (AUTH_* in the env)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not cmd:
         parser.error("no command given")
 
-    proc = broker_process(args.broker, args.set)
+    settings, auth_env = list(args.set), {}
+    if args.auth_token:
+        key = new_secret_key()
+        settings = token_auth_settings(key) + settings
+        auth_env = {"AUTH_SECRET_KEY": base64.b64encode(key).decode(),
+                    "AUTH_SUPER_USER_TOKEN": role_token(key, SUPER_USER)}
+    proc = broker_process(args.broker, settings)
     endpoint = proc.start()
     try:
         url = urllib.parse.urlparse(endpoint.service_url)
         env = dict(os.environ, BROKER_URL=endpoint.service_url, ADMIN_URL=endpoint.admin_url or "",
                    BROKER_HOST=url.hostname or "", BROKER_PORT=str(url.port),
-                   BROKER_KIND=args.broker)
+                   BROKER_KIND=args.broker, **auth_env)
         print(f"with_broker: {args.broker} at {endpoint.service_url} / {endpoint.admin_url}",
               flush=True)
         rc = subprocess.call(cmd, env=env)
