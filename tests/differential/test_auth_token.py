@@ -234,6 +234,12 @@ def test_rest_authentication_and_authorization(auth):
     r = auth.rest("POST", f"{ns_perms}/someone", role_tok, json=["produce"])
     assert r.status_code == 403
     assert auth.rest("GET", f"/admin/v2/namespaces/{NS}", role_tok).status_code == 403
+    assert auth.rest("POST", f"/admin/v2/namespaces/{NS}/messageTTL", role_tok,
+                     json=60).status_code == 403
+    # Tenant operations are 401, namespace operations on topics 403.
+    assert auth.rest("GET", "/admin/v2/namespaces/public", role_tok).status_code == 401
+    assert auth.rest("PUT", f"/admin/v2/persistent/{NS}/{uuid.uuid4().hex[:8]}",
+                     role_tok).status_code == 403
     assert auth.rest("GET", "/admin/v2/tenants", role_tok).status_code == 401
     r = auth.rest("GET", topic_perms, role_tok)
     assert r.status_code == 401
