@@ -95,7 +95,7 @@ void BrokerService::checkMessageExpiry() {
     t->executor().execute([t, ttl] {
       for (const auto& [name, sub] : t->subscriptions()) {
         if (!sub->durable()) continue;
-        expireByTime(t, name, ttl, [t, name = name](Status s) {
+        expireByTime(t, name, ttl, [t, name = name](const Status& s) {
           if (!s.isOk() && s.code() != StatusCode::kNotFound) {
             MLOG_WARN("{}: message TTL on {} failed: {}", t->name().toString(), name, s.toString());
           }
@@ -206,7 +206,7 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
         topic->setPolicyLimits(policyLimitsOf(name));
         // The topic serves once its subscriptions and dedup state are loaded; until then new
         // callers queue on the slot too.
-        topic->initialize([this, name, slot, topic](Status s) {
+        topic->initialize([this, name, slot, topic](const Status& s) {
           if (!s.isOk()) {
             MLOG_WARN("{}: dedup replay failed: {}", name.toString(), s.toString());
           }
@@ -342,12 +342,14 @@ std::vector<std::string> BrokerService::topicsOfNamespace(const std::string& ns,
   std::vector<std::string> out;
   MutexLock lock(mu_);
   for (const std::string& d : domainsOf(domain)) {
-    std::string prefix = d + "://" + ns + "/";
+    std::string prefix = d;
+    prefix.append("://").append(ns).append("/");
     for (auto& [n, s] : topics_) {
       if (n.rfind(prefix, 0) == 0) out.push_back(n);
     }
     // persistence name: tenant/ns/<domain>/local
-    std::string stored = ns + "/" + d + "/";
+    std::string stored = ns;
+    stored.append("/").append(d).append("/");
     for (auto& [n, _] : storedLedgers_) {
       if (n.rfind(stored, 0) != 0) continue;
       std::string full = prefix + n.substr(stored.size());
@@ -455,21 +457,22 @@ struct PublishTimeScan : std::enable_shared_from_this<PublishTimeScan> {
       return;
     }
     auto self = shared_from_this();
-    ml.asyncReadEntries(from, 1000, 64 << 20, [self](Status s, std::vector<storage::Entry> es) {
-      auto& ml2 = self->topic->ledger();
-      if (!s.isOk() || es.empty()) {
-        self->done(ml2.nextValidPosition(ml2.lastConfirmedEntry()));
-        return;
-      }
-      for (auto& e : es) {
-        EntryMetadataPeek md;
-        if (peekEntryMetadata(e.data.view(), &md).isOk() && md.publishTime >= self->target) {
-          self->done(e.position);
-          return;
-        }
-      }
-      self->step(ml2.nextValidPosition(es.back().position));
-    });
+    ml.asyncReadEntries(
+        from, 1000, 64 << 20, [self](const Status& s, std::vector<storage::Entry> es) {
+          auto& ml2 = self->topic->ledger();
+          if (!s.isOk() || es.empty()) {
+            self->done(ml2.nextValidPosition(ml2.lastConfirmedEntry()));
+            return;
+          }
+          for (auto& e : es) {
+            EntryMetadataPeek md;
+            if (peekEntryMetadata(e.data.view(), &md).isOk() && md.publishTime >= self->target) {
+              self->done(e.position);
+              return;
+            }
+          }
+          self->step(ml2.nextValidPosition(es.back().position));
+        });
   }
 };
 
@@ -488,7 +491,8 @@ void BrokerService::findPositionByPublishTime(const std::shared_ptr<PersistentTo
 
 void BrokerService::lastMessageId(
     const std::shared_ptr<PersistentTopic>& topic, const std::string& sub,
-    std::function<void(protocol::WireMessageId, std::optional<protocol::WireMessageId>)> cb) {
+    const std::function<void(protocol::WireMessageId, std::optional<protocol::WireMessageId>)>&
+        cb) {
   auto& ml = topic->ledger();
   storage::Position lac = ml.lastConfirmedEntry();
   if (lac.entryId < 0 && ml.numberOfEntries() > 0) {
@@ -518,7 +522,7 @@ void BrokerService::lastMessageId(
     cb(last, md);
     return;
   }
-  ml.asyncReadEntries(lac, 1, 1, [cb, last, md](Status s, std::vector<storage::Entry> es) {
+  ml.asyncReadEntries(lac, 1, 1, [cb, last, md](const Status& s, std::vector<storage::Entry> es) {
     auto out = last;
     if (s.isOk() && !es.empty()) {
       EntryMetadataPeek peek;
@@ -563,7 +567,9 @@ std::map<std::string, int> BrokerService::partitionedTopicsOf(const std::string&
                                                               TopicDomain domain) const {
   std::map<std::string, int> out;
   for (const std::string& d : domainsOf(domain)) {
-    out.merge(namespaces_.partitionedWithPrefix(d + "://" + ns + "/"));
+    std::string prefix = d;
+    prefix.append("://").append(ns).append("/");
+    out.merge(namespaces_.partitionedWithPrefix(prefix));
   }
   return out;
 }
@@ -584,7 +590,7 @@ Status BrokerService::removePartitionedTopic(const TopicName& name) {
 }
 
 void BrokerService::deleteTopic(const TopicName& name, bool force,
-                                std::function<void(Status)> cb) {
+                                const std::function<void(Status)>& cb) {
   getOrCreateTopic(name, false, [this, name, force, cb](Result<std::shared_ptr<PersistentTopic>> r) {
     if (!r.isOk()) {
       cb(r.status().code() == StatusCode::kNotFound ? Status::notFound("Topic not found")
@@ -608,7 +614,7 @@ void BrokerService::deleteTopic(const TopicName& name, bool force,
     topicListeners_.notify(name.namespaceName(), name.toString(), false);
     // A deleted topic's schema goes with it (a partition's stays with its partitioned topic).
     if (name.partitionIndex() < 0) (void)schemas_.deleteSchema(schemaIdOf(name), true);
-    topic->deleteLedger([topic, cb](Status s) { cb(s); });
+    topic->deleteLedger([topic, cb](const Status& s) { cb(s); });
   });
 }
 

@@ -100,8 +100,8 @@ class BrokerService {
                                  std::function<void(storage::Position)> cb);
   storage::Position clampSeekPosition(PersistentTopic& topic, storage::Position p);
   void lastMessageId(const std::shared_ptr<PersistentTopic>& topic, const std::string& sub,
-                     std::function<void(protocol::WireMessageId,
-                                        std::optional<protocol::WireMessageId>)> cb);
+                     const std::function<void(protocol::WireMessageId,
+                                              std::optional<protocol::WireMessageId>)>& cb);
 
   // --- Admin API support (src/admin); any thread. ---
   PolicyRegistry& policies() { return policies_; }
@@ -173,7 +173,7 @@ class BrokerService {
   // Deletes a non-partitioned topic (or one partition) and its data (and a non-partitioned
   // topic's schema, as Pulsar). Errors: kNotFound; kBusy
   // without `force` while producers or consumers are connected. cb on any thread.
-  void deleteTopic(const TopicName& name, bool force, std::function<void(Status)> cb);
+  void deleteTopic(const TopicName& name, bool force, const std::function<void(Status)>& cb);
 
  private:
   struct TopicSlot {
