@@ -58,7 +58,10 @@ std::optional<HttpResponse> checkTopic(const AdminContext& ctx, const HttpReques
   TopicCheck c = topicCheckOf(req, pattern);
   if (c.op == TopicOperation::kAdmin || contains(pattern, "/permissions")) {
     if (authz.isTenantAdmin(name->tenant(), role)) return std::nullopt;
-    return deny(TopicOperation::kAdmin, 403, kTenantDenied);
+    // Pulsar answers its tenant-admin check on topic permissions with 401, the namespace
+    // operations on topics (create, delete, ...) with 403.
+    return deny(TopicOperation::kAdmin, contains(pattern, "/permissions") ? 401 : 403,
+                kTenantDenied);
   }
   if (authz.allowTopicOperation(*name, role, c.op)) return std::nullopt;
   return deny(c.op, 401,
@@ -93,6 +96,8 @@ std::optional<HttpResponse> checkHttpAccess(const AdminContext& ctx, const HttpR
   if (!authz.enabled() || isMetrics || pattern.empty()) return std::nullopt;
   const std::string& role = who->role;
   if (authz.isSuperUser(role)) return std::nullopt;
+  // Listing the clusters needs only an authenticated role.
+  if (req.method == "GET" && pattern == "/admin/v2/clusters") return std::nullopt;
   if (params.count("topic")) return checkTopic(ctx, req, pattern, params, role);
   auto tenant = params.find("tenant");
   if (pattern.rfind("/admin/v2/tenants", 0) == 0) {
@@ -113,7 +118,8 @@ std::optional<HttpResponse> checkHttpAccess(const AdminContext& ctx, const HttpR
                               "namespace [{}/{}]",
                               op, tenant->second, ns->second));
     }
-    return deny(TopicOperation::kCount, 403, kTenantDenied);
+    // Tenant operations (list or create namespaces) are 401 in Pulsar, namespace ones 403.
+    return deny(TopicOperation::kCount, ns != params.end() ? 403 : 401, kTenantDenied);
   }
   return deny(TopicOperation::kCount, 401, "This operation requires super-user access");
 }
