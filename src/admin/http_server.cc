@@ -4,8 +4,10 @@
 
 #include <atomic>
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <chrono>
 #include <latch>
 #include <mutex>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "base/logging.h"
+#include "net/tls.h"
 
 namespace magnetar::admin {
 namespace {
@@ -25,27 +28,63 @@ using tcp = asio::ip::tcp;
 
 constexpr auto kIdleTimeout = std::chrono::seconds(60);
 
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
 // One client connection: read a request, route it, write the response, repeat while keep-alive.
-class Session : public std::enable_shared_from_this<Session> {
+// Stream: PlainStream (webServicePort) or TlsStream (webServicePortTls, handshake first).
+template <typename Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  // ioc: the server's io_context; a pending answer keeps it alive (see onRead).
-  Session(tcp::socket socket, std::shared_ptr<const Router> router, size_t maxBody,
-          std::weak_ptr<asio::io_context> ioc)
-      : stream_(std::move(socket)), router_(std::move(router)), maxBody_(maxBody),
+  // ioc: the server's io_context; a pending answer keeps it alive (see onRead). streamArgs: the
+  // socket, and for TLS the asio::ssl::context.
+  template <typename... StreamArgs>
+  Session(std::shared_ptr<const Router> router, size_t maxBody, std::weak_ptr<asio::io_context> ioc,
+          StreamArgs&&... streamArgs)
+      : stream_(std::forward<StreamArgs>(streamArgs)...),
+        router_(std::move(router)),
+        maxBody_(maxBody),
         ioc_(std::move(ioc)) {}
 
   void start() {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->doRead(); });
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      if constexpr (std::is_same_v<Stream, TlsStream>) {
+        self->handshake();
+      } else {
+        self->doRead();
+      }
+    });
   }
 
  private:
+  auto& lowest() { return beast::get_lowest_layer(stream_); }
+
+  // Netty's 10 s handshake timeout, as on brokerServicePortTls; failures count as there.
+  void handshake() {
+    lowest().expires_after(net::kTlsHandshakeTimeout);
+    stream_.async_handshake(
+        asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
+          if (!ec) return self->doRead();
+          net::TlsError e = net::TlsError::kHandshakeFailed;
+          if (ec == beast::error::timeout) {
+            e = net::TlsError::kHandshakeTimeout;
+          } else if (ec.category() == asio::error::get_ssl_category() &&
+                     (ERR_GET_REASON(ec.value()) == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE ||
+                      ERR_GET_REASON(ec.value()) == SSL_R_CERTIFICATE_VERIFY_FAILED)) {
+            e = net::TlsError::kUntrustedCert;
+          }
+          net::TlsErrorStats::record(e);
+          self->close();
+        });
+  }
+
   void doRead() {
     parser_.emplace();
     parser_->body_limit(maxBody_);
-    stream_.expires_after(kIdleTimeout);
+    lowest().expires_after(kIdleTimeout);
     http::async_read(
         stream_, buffer_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, size_t) { self->onRead(ec); });
+        [self = this->shared_from_this()](beast::error_code ec, size_t) { self->onRead(ec); });
   }
 
   void onRead(beast::error_code ec) {
@@ -68,7 +107,7 @@ class Session : public std::enable_shared_from_this<Session> {
       r.authorization = std::string(it->value());
     }
     r.body = std::move(req.body());
-    auto self = shared_from_this();
+    auto self = this->shared_from_this();
     // Handlers answer from broker threads, possibly while the server stops. The session and its
     // io_context wait in a slot that also keeps the io_context alive until the answer: the first
     // answer takes both out (later copies of `respond` own nothing), posts the write with the
@@ -131,23 +170,24 @@ class Session : public std::enable_shared_from_this<Session> {
     res_.body() = std::move(resp.body);
     res_.keep_alive(keepAlive_);
     res_.prepare_payload();
-    stream_.expires_after(kIdleTimeout);
-    http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (ec || !self->keepAlive_) {
-        self->close();
-        return;
-      }
-      self->doRead();
-    });
+    lowest().expires_after(kIdleTimeout);
+    http::async_write(stream_, res_,
+                      [self = this->shared_from_this()](beast::error_code ec, size_t) {
+                        if (ec || !self->keepAlive_) {
+                          self->close();
+                          return;
+                        }
+                        self->doRead();
+                      });
   }
 
   void close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.socket().close(ignored);
+    lowest().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    lowest().socket().close(ignored);
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
@@ -173,16 +213,29 @@ const char* HttpServerStats::label(HttpBadRequest e) {
 }
 
 struct HttpServer::Impl {
-  Impl(std::shared_ptr<const Router> r, Options o)
+  Impl(std::shared_ptr<const Router> r, Options o, std::shared_ptr<net::TlsContext> t)
       : router(std::move(r)),
         options(std::move(o)),
+        tls(std::move(t)),
         ioc(std::make_shared<asio::io_context>(std::max(options.numThreads, 1))) {}
 
   void accept() {
     acceptor->async_accept(asio::make_strand(*ioc), [this](beast::error_code ec, tcp::socket s) {
       if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
       if (!ec) {
-        std::make_shared<Session>(std::move(s), router, options.maxBodyBytes, ioc)->start();
+        if (tls) {
+          // The certificates current at accept time (refreshed by the TlsContext); asio's
+          // context only wraps a reference, the SSL object keeps its own.
+          std::shared_ptr<ssl_ctx_st> current = tls->current();
+          SSL_CTX_up_ref(current.get());
+          asio::ssl::context sslContext(current.get());
+          std::make_shared<Session<TlsStream>>(router, options.maxBodyBytes, ioc, std::move(s),
+                                               sslContext)
+              ->start();
+        } else {
+          std::make_shared<Session<PlainStream>>(router, options.maxBodyBytes, ioc, std::move(s))
+              ->start();
+        }
       } else {
         // EMFILE and the like: pause accepting for a second (as Jetty and Netty do) rather
         // than spin and flood the log.
@@ -199,6 +252,7 @@ struct HttpServer::Impl {
 
   std::shared_ptr<const Router> router;
   Options options;
+  std::shared_ptr<net::TlsContext> tls;  // null: plain HTTP
   // Shared: a request still being answered on a broker thread keeps it alive (Session::onRead).
   std::shared_ptr<asio::io_context> ioc;
   asio::steady_timer acceptRetry{*ioc};
@@ -208,8 +262,9 @@ struct HttpServer::Impl {
   bool stopped = false;
 };
 
-HttpServer::HttpServer(std::shared_ptr<const Router> router, Options options)
-    : impl_(std::make_unique<Impl>(std::move(router), std::move(options))) {}
+HttpServer::HttpServer(std::shared_ptr<const Router> router, Options options,
+                       std::shared_ptr<net::TlsContext> tls)
+    : impl_(std::make_unique<Impl>(std::move(router), std::move(options), std::move(tls))) {}
 
 HttpServer::~HttpServer() { stop(); }
 
@@ -229,15 +284,17 @@ Status HttpServer::start() {
   if (!ec) m.acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     m.acceptor.reset();
-    return Status::ioError(fmt::format("cannot listen on {}:{} (webServicePort): {}",
-                                       m.options.bindAddress, m.options.port, ec.message()));
+    return Status::ioError(
+        fmt::format("cannot listen on {}:{} ({}): {}", m.options.bindAddress, m.options.port,
+                    m.tls ? "webServicePortTls" : "webServicePort", ec.message()));
   }
   m.boundPort = m.acceptor->local_endpoint().port();
   m.accept();
   int n = std::max(m.options.numThreads, 1);
   std::latch named(n);  // return only once every thread carries its name
   for (int i = 0; i < n; ++i) {
-    std::string name = n == 1 ? "pulsar-web" : fmt::format("pulsar-web-{}", i);
+    std::string base = m.tls ? "pulsar-web-tls" : "pulsar-web";
+    std::string name = n == 1 ? base : fmt::format("{}-{}", base, i);
     m.threads.emplace_back([this, name, &named] {
       setThreadName(name);
       named.count_down();

@@ -9,6 +9,7 @@
 
 #include "admin/router.h"
 #include "base/status.h"
+#include "net/tls.h"
 
 namespace magnetar::admin {
 
@@ -35,8 +36,8 @@ struct HttpServerStats {
 };
 
 // Serves HTTP/1.1 (keep-alive) on its own threads, named `pulsar-web` (numThreads == 1) or
-// `pulsar-web-<i>`. Each request goes to the Router; a handler's response may arrive from any
-// thread. Thread: start()/stop() from one owner thread.
+// `pulsar-web-<i>` (`pulsar-web-tls...` for HTTPS). Each request goes to the Router; a handler's
+// response may arrive from any thread. Thread: start()/stop() from one owner thread.
 class HttpServer {
  public:
   struct Options {
@@ -46,7 +47,10 @@ class HttpServer {
     size_t maxBodyBytes = 1 << 20;  // larger request bodies get 413
   };
 
-  HttpServer(std::shared_ptr<const Router> router, Options options);
+  // tls: HTTPS with these certificates (webServicePortTls), else plain HTTP. A TLS handshake has
+  // net::kTlsHandshakeTimeout; failures count in net::TlsErrorStats.
+  HttpServer(std::shared_ptr<const Router> router, Options options,
+             std::shared_ptr<net::TlsContext> tls = nullptr);
   ~HttpServer();  // stops
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -246,6 +246,13 @@ void writeProtocolErrorMetrics(PrometheusWriter& w) {
     w.sample("magnetar_http_bad_requests_total", {{"error", HttpServerStats::label(e)}},
              static_cast<double>(HttpServerStats::get(e)));
   }
+  w.family("magnetar_tls_errors_total", MetricType::kCounter,
+           "TLS failures on brokerServicePortTls and webServicePortTls, by kind");
+  for (size_t i = 0; i < static_cast<size_t>(net::TlsError::kCount); ++i) {
+    auto e = static_cast<net::TlsError>(i);
+    w.sample("magnetar_tls_errors_total", {{"error", net::TlsErrorStats::label(e)}},
+             static_cast<double>(net::TlsErrorStats::get(e)));
+  }
   writeAuthMetrics(w);
 }
 

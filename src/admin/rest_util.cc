@@ -107,6 +107,12 @@ std::string webServiceUrl(const AdminContext& ctx, const HttpRequest& req) {
   return fmt::format("http://{}:{}", advertisedHost(ctx, req), port);
 }
 
+std::string webServiceUrlTls(const AdminContext& ctx, const HttpRequest& req) {
+  std::optional<int> port = ctx.config->webServicePortTls();
+  if (!port || *port <= 0) return "";
+  return fmt::format("https://{}:{}", advertisedHost(ctx, req), *port);
+}
+
 std::optional<broker::TopicName> topicFromParams(const PathParams& p, HttpResponse* error) {
   auto get = [&](const char* k) {
     auto it = p.find(k);

@@ -72,6 +72,8 @@ HostPort parseHostHeader(std::string_view host);
 std::string advertisedHost(const AdminContext& ctx, const HttpRequest& req);
 // "http://host:port" of this broker's web service, as the client reached it.
 std::string webServiceUrl(const AdminContext& ctx, const HttpRequest& req);
+// https://<advertised host>:webServicePortTls, "" without a configured HTTPS port.
+std::string webServiceUrlTls(const AdminContext& ctx, const HttpRequest& req);
 
 // Parses "{domain}://{tenant}/{namespace}/{topic}" from the path params (domain: the "domain"
 // param that the /admin/v2/non-persistent aliases add, else persistent); 412 on a bad name.

@@ -250,10 +250,14 @@ void addLookupRoute(Router& r, const AdminContext* ctx) {
           }
           std::string broker = fmt::format("pulsar://{}:{}", advertisedHost(*ctx, req),
                                            ctx->service.brokerServicePort());
+          std::string brokerTls;
+          if (int tlsPort = ctx->service.brokerServicePortTls(); tlsPort > 0) {
+            brokerTls = fmt::format("pulsar+ssl://{}:{}", advertisedHost(*ctx, req), tlsPort);
+          }
           respond(jsonResponse(json::object{{"brokerUrl", broker},
-                                            {"brokerUrlTls", ""},
+                                            {"brokerUrlTls", brokerTls},
                                             {"httpUrl", webServiceUrl(*ctx, req)},
-                                            {"httpUrlTls", ""},
+                                            {"httpUrlTls", webServiceUrlTls(*ctx, req)},
                                             {"nativeUrl", broker}}));
         });
 }

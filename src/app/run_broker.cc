@@ -127,11 +127,35 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   return o;
 }
 
-Status writePortsFile(const std::string& path, uint16_t brokerPort, uint16_t webPort) {
+// The tls* settings.
+net::TlsOptions tlsOptionsFrom(const config::ServiceConfiguration& cfg) {
+  net::TlsOptions o;
+  o.certificateFilePath = cfg.tlsCertificateFilePath();
+  o.keyFilePath = cfg.tlsKeyFilePath();
+  o.trustCertsFilePath = cfg.tlsTrustCertsFilePath();
+  o.allowInsecureConnection = cfg.tlsAllowInsecureConnection();
+  o.requireTrustedClientCertOnConnect = cfg.tlsRequireTrustedClientCertOnConnect();
+  o.protocols = cfg.tlsProtocols();
+  o.ciphers = cfg.tlsCiphers();
+  o.certRefreshCheckDurationSec = cfg.tlsCertRefreshCheckDurationSec();
+  return o;
+}
+
+// The bound ports; a TLS port is written only when it listens (> 0).
+struct BoundPorts {
+  uint16_t broker = 0;
+  uint16_t web = 0;
+  int brokerTls = 0;
+  int webTls = 0;
+};
+
+Status writePortsFile(const std::string& path, const BoundPorts& p) {
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << "brokerServicePort=" << brokerPort << "\nwebServicePort=" << webPort << "\n";
+    out << "brokerServicePort=" << p.broker << "\nwebServicePort=" << p.web << "\n";
+    if (p.brokerTls > 0) out << "brokerServicePortTls=" << p.brokerTls << "\n";
+    if (p.webTls > 0) out << "webServicePortTls=" << p.webTls << "\n";
     if (!out) return Status::ioError(fmt::format("cannot write ports file '{}'", tmp));
   }
   std::error_code ec;
@@ -167,6 +191,18 @@ int runBroker(const BrokerOptions& options) {
     return 2;
   }
   brokerOptions.advertisedListeners = std::move(*listeners);
+  // TLS: certificates are loaded (and checked) before anything listens.
+  std::shared_ptr<net::TlsContext> tls;
+  if (cfg.brokerServicePortTls() || cfg.webServicePortTls()) {
+    auto created = net::TlsContext::create(tlsOptionsFrom(cfg));
+    if (!created.isOk()) {
+      MLOG_ERROR("cannot start TLS: {}", created.status().message());
+      return 2;
+    }
+    tls = std::move(*created);
+  }
+  brokerOptions.brokerServicePortTls = cfg.brokerServicePortTls();
+  brokerOptions.tlsContext = tls;
   auto opened = storage::DurableManagedLedgerFactory::open(*storageOptions);
   if (!opened.isOk()) {
     MLOG_ERROR("cannot open storage (journalDirectory={}, metadataStoreUrl={}): {}",
@@ -215,12 +251,31 @@ int runBroker(const BrokerOptions& options) {
     service.stop();
     return 1;
   }
-
-  MLOG_INFO("magnetar listening: brokerServicePort={} webServicePort={}", service.brokerServicePort(),
-            web.port());
-  if (!options.portsFile.empty()) {
-    if (Status s = writePortsFile(options.portsFile, service.brokerServicePort(), web.port()); !s) {
+  std::unique_ptr<admin::HttpServer> webTls;
+  if (auto port = cfg.webServicePortTls()) {
+    webTls = std::make_unique<admin::HttpServer>(
+        router,
+        admin::HttpServer::Options{cfg.bindAddress(), static_cast<uint16_t>(*port),
+                                   cfg.numHttpServerThreads(), 1 << 20},
+        tls);
+    if (Status s = webTls->start(); !s) {
       MLOG_ERROR("{}", s.message());
+      web.stop();
+      service.stop();
+      return 1;
+    }
+  }
+  BoundPorts bound{static_cast<uint16_t>(service.brokerServicePort()), web.port(),
+                   service.brokerServicePortTls(), webTls ? webTls->port() : 0};
+
+  MLOG_INFO("magnetar listening: brokerServicePort={} webServicePort={}{}{}", bound.broker,
+            bound.web,
+            bound.brokerTls ? fmt::format(" brokerServicePortTls={}", bound.brokerTls) : "",
+            bound.webTls ? fmt::format(" webServicePortTls={}", bound.webTls) : "");
+  if (!options.portsFile.empty()) {
+    if (Status s = writePortsFile(options.portsFile, bound); !s) {
+      MLOG_ERROR("{}", s.message());
+      if (webTls) webTls->stop();
       web.stop();
       service.stop();
       return 1;
@@ -234,6 +289,7 @@ int runBroker(const BrokerOptions& options) {
 
   MLOG_INFO("Stopping on signal {}", stopSignal);
   serving = false;
+  if (webTls) webTls->stop();
   web.stop();
   service.stop();
   storageFactory->shutdown();

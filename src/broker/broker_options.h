@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include "base/dynamic_setting.h"
 #include "broker/listeners.h"
+#include "net/tls.h"
 #include "setting_defaults.h"
 
 namespace magnetar::broker {
@@ -43,6 +46,10 @@ struct BrokerOptions {
   AdvertisedListeners advertisedListeners;         // advertisedListeners, internalListenerName
   int brokerServicePort = sd::brokerServicePort;   // brokerServicePort (0: pick a free port)
   int webServicePort = sd::webServicePort;         // webServicePort, for lookup answers
+  // brokerServicePortTls (unset: no TLS listener; 0: a free port), served with tlsContext (the
+  // tls* settings, loaded by the app). Both or neither.
+  std::optional<int> brokerServicePortTls;
+  std::shared_ptr<net::TlsContext> tlsContext;
   // numIOThreads and managedLedgerNumWorkerThreads, resolved by the registry (their defaults
   // depend on the processors); these values only serve code that builds options without it.
   int numIOThreads = 8;

@@ -69,22 +69,35 @@ Status BrokerService::start() {
   for (int i = 0; i < ioLoops_->size(); ++i) {
     throttles_.push_back(std::make_unique<PublishBufferThrottle>(ioLoops_->at(i), share));
   }
-  server_ = std::make_unique<net::TcpServer>(
-      *ioLoops_, [this](net::EventLoop& loop, boost::asio::ip::tcp::socket s) {
-        activeConnections_++;
-        PublishBufferThrottle* throttle = nullptr;
-        for (auto& t : throttles_) {
-          if (&t->loop() == &loop) throttle = t.get();
-        }
-        auto cnx = std::make_shared<ServerCnx>(loop, std::move(s), *this, *throttle);
-        loop.execute([throttle, cnx] {
-          throttle->registerConnection(cnx);
-          cnx->startKeepAlive();
-        });
-        return cnx;
+  // tls: the context of the TLS port (the certificates current at accept time), else null.
+  auto factory = [this](const std::shared_ptr<net::TlsContext>& tls) {
+    return [this, tls](net::EventLoop& loop, boost::asio::ip::tcp::socket s) {
+      activeConnections_++;
+      PublishBufferThrottle* throttle = nullptr;
+      for (auto& t : throttles_) {
+        if (&t->loop() == &loop) throttle = t.get();
+      }
+      auto session = tls ? std::make_unique<net::TlsSession>(tls->current()) : nullptr;
+      auto cnx =
+          std::make_shared<ServerCnx>(loop, std::move(s), *this, *throttle, std::move(session));
+      loop.execute([throttle, cnx] {
+        throttle->registerConnection(cnx);
+        cnx->startKeepAlive();
       });
+      return std::shared_ptr<net::Connection>(cnx);
+    };
+  };
+  server_ = std::make_unique<net::TcpServer>(*ioLoops_, factory(nullptr));
   Status s = server_->start(options_.bindAddress, options_.brokerServicePort);
   if (!s.isOk()) return Status::ioError(s.message() + " (brokerServicePort)");
+  if (options_.brokerServicePortTls) {
+    if (!options_.tlsContext) {
+      return Status::invalidArgument("brokerServicePortTls is set without TLS certificates");
+    }
+    tlsServer_ = std::make_unique<net::TcpServer>(*ioLoops_, factory(options_.tlsContext));
+    s = tlsServer_->start(options_.bindAddress, *options_.brokerServicePortTls);
+    if (!s.isOk()) return Status::ioError(s.message() + " (brokerServicePortTls)");
+  }
   return s;
 }
 
@@ -123,9 +136,11 @@ void BrokerService::stop() {
   expiryMonitor_.reset();
   backlogQuotaChecker_.reset();
   if (server_) server_->stop();
+  if (tlsServer_) tlsServer_->stop();
   if (ioLoops_) ioLoops_->stop();
   if (mlWorkers_) mlWorkers_->stop();
   server_.reset();
+  tlsServer_.reset();
   {
     MutexLock lock(mu_);
     topics_.clear();
@@ -139,6 +154,17 @@ std::string BrokerService::brokerServiceUrl() const {
     if (!internal.brokerServiceUrl.empty()) return internal.brokerServiceUrl;
   }
   return "pulsar://" + options_.advertisedAddress + ":" + std::to_string(brokerServicePort());
+}
+
+std::string BrokerService::brokerServiceUrlTls() const {
+  const auto& l = options_.advertisedListeners;
+  if (!l.byName.empty()) {
+    const auto& internal = l.byName.at(l.internalListenerName);
+    if (!internal.brokerServiceUrlTls.empty()) return internal.brokerServiceUrlTls;
+  }
+  if (!tlsServer_) return "";
+  return "pulsar+ssl://" + options_.advertisedAddress + ":" +
+         std::to_string(brokerServicePortTls());
 }
 
 std::vector<std::pair<std::string, PublishThrottleStats>> BrokerService::publishThrottleStats()

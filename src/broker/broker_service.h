@@ -44,7 +44,9 @@ class BrokerService {
   ~BrokerService();
 
   // Starts numIOThreads `pulsar-io-N` loops, managedLedgerNumWorkerThreads `ml-worker-N`
-  // executors, and listens on brokerServicePort. Errors: kIoError when the port can't be bound.
+  // executors, and listens on brokerServicePort (and brokerServicePortTls when set, each
+  // connection's handshake on its own pulsar-io loop). Errors: kIoError when a port can't be
+  // bound.
   Status start();
   void stop();
 
@@ -57,6 +59,11 @@ class BrokerService {
   void setMaxMessagePublishBufferSizeInMB(int mb);
   int brokerServicePort() const { return server_ ? server_->boundPort() : 0; }
   std::string brokerServiceUrl() const;
+  // The bound TLS port, 0 without a TLS listener.
+  int brokerServicePortTls() const { return tlsServer_ ? tlsServer_->boundPort() : 0; }
+  // pulsar+ssl://advertisedAddress:brokerServicePortTls (or the internal listener's), "" when
+  // there is no TLS listener.
+  std::string brokerServiceUrlTls() const;
   net::EventLoopGroup& ioLoops() { return *ioLoops_; }
   net::EventLoopGroup& mlWorkers() { return *mlWorkers_; }
 
@@ -194,6 +201,7 @@ class BrokerService {
   std::unique_ptr<net::EventLoopGroup> ioLoops_;
   std::unique_ptr<net::EventLoopGroup> mlWorkers_;
   std::unique_ptr<net::TcpServer> server_;
+  std::unique_ptr<net::TcpServer> tlsServer_;  // brokerServicePortTls
   // The periodic message TTL and backlog quota checks (Pulsar's thread names).
   std::unique_ptr<PeriodicTask> expiryMonitor_;
   std::unique_ptr<PeriodicTask> backlogQuotaChecker_;

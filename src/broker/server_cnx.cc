@@ -17,8 +17,9 @@ using protocol::ErrorContext;
 using protocol::toServerError;
 
 ServerCnx::ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket,
-                     BrokerService& service, PublishBufferThrottle& throttle)
-    : net::Connection(loop, std::move(socket)),
+                     BrokerService& service, PublishBufferThrottle& throttle,
+                     std::unique_ptr<net::TlsSession> tls)
+    : net::Connection(loop, std::move(socket), std::move(tls)),
       service_(service),
       decoder_(service.options().maxMessageSize + protocol::kFrameSizePadding),
       throttle_(throttle),
@@ -391,11 +392,9 @@ void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
                                      it->second.brokerServiceUrlTls, true));
     return;
   }
-  std::string tlsUrl;
-  if (!listeners.byName.empty()) {
-    tlsUrl = listeners.byName.at(listeners.internalListenerName).brokerServiceUrlTls;
-  }
-  send(Commands::newLookupResponse(c.request_id(), service_.brokerServiceUrl(), tlsUrl, true));
+  // Both URLs, as Pulsar's lookup data: a client on pulsar+ssl:// takes the TLS one.
+  send(Commands::newLookupResponse(c.request_id(), service_.brokerServiceUrl(),
+                                   service_.brokerServiceUrlTls(), true));
 }
 
 void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c) {

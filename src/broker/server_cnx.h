@@ -57,8 +57,9 @@ struct CnxErrorStats {
 // Thread: lives on its pulsar-io loop; send()/sendFrame()/publishCompleted() from any thread.
 class ServerCnx final : public net::Connection, public protocol::FrameHandler {
  public:
+  // tls: the session of a connection accepted on brokerServicePortTls, else null.
   ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket, BrokerService& service,
-            PublishBufferThrottle& throttle);
+            PublishBufferThrottle& throttle, std::unique_ptr<net::TlsSession> tls = {});
   ~ServerCnx() override;
 
   void sendFrame(const Buffer& frame) { send(frame); }

@@ -38,6 +38,12 @@ struct ClientConfig {
   // unanswered for another interval. Pulsar's keepAliveIntervalSeconds: 30 s.
   milliseconds keepAliveInterval{30000};
   std::string clientVersion = "magnetar-client-cpp-0.1.0";
+  // pulsar+ssl:// service URLs (Pulsar's tlsTrustCertsFilePath, tlsAllowInsecureConnection,
+  // and AuthenticationTls's certificate and key for mTLS). Host names are not validated.
+  std::string tlsTrustCertsFilePath;
+  bool tlsAllowInsecureConnection = false;
+  std::string tlsCertificateFilePath;
+  std::string tlsKeyFilePath;
 };
 
 enum class ProducerAccessMode { kShared = 0, kExclusive = 1, kWaitForExclusive = 2,

@@ -6,6 +6,7 @@
 #include "base/logging.h"
 #include "client/consumer_impl.h"
 #include "client/producer_impl.h"
+#include "net/tls.h"
 #include "protocol/commands.h"
 #include "protocol/server_error.h"
 
@@ -64,8 +65,9 @@ bool isFatalForReconnect(const Status& s) {
 }
 
 ClientConnection::ClientConnection(net::EventLoop& loop, boost::asio::ip::tcp::socket socket,
-                                   std::string address, const ClientConfig& config)
-    : net::Connection(loop, std::move(socket)),
+                                   std::string address, const ClientConfig& config,
+                                   std::unique_ptr<net::TlsSession> tls)
+    : net::Connection(loop, std::move(socket), std::move(tls)),
       address_(std::move(address)),
       config_(config),
       timer_(loop.context()) {}

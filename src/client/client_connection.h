@@ -39,8 +39,9 @@ class ClientConnection final : public net::Connection, public protocol::FrameHan
   using ResponseCallback = std::function<void(const Status&, const proto::BaseCommand& cmd)>;
   using ClosedHook = std::function<void(ClientConnection*)>;
 
+  // tls: a client TlsSession for pulsar+ssl://, else null.
   ClientConnection(net::EventLoop& loop, boost::asio::ip::tcp::socket socket, std::string address,
-                   const ClientConfig& config);
+                   const ClientConfig& config, std::unique_ptr<net::TlsSession> tls);
   ~ClientConnection() override;
 
   // Starts reading, sends CONNECT and calls done on the loop when CONNECTED arrives (OK), or the

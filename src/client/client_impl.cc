@@ -38,11 +38,18 @@ std::pair<std::string, std::string> splitHostPort(const std::string& address) {
 
 Result<std::vector<std::string>> parseServiceUrl(std::string_view url) {
   constexpr std::string_view kScheme = "pulsar://";
-  if (url.substr(0, kScheme.size()) != kScheme) {
-    return Status::invalidArgument(
-        "service URL must start with pulsar:// (TLS is not supported): " + std::string(url));
+  constexpr std::string_view kTlsScheme = "pulsar+ssl://";
+  std::string_view rest;
+  std::string defaultPort = "6650";
+  if (url.substr(0, kScheme.size()) == kScheme) {
+    rest = url.substr(kScheme.size());
+  } else if (url.substr(0, kTlsScheme.size()) == kTlsScheme) {
+    rest = url.substr(kTlsScheme.size());
+    defaultPort = "6651";
+  } else {
+    return Status::invalidArgument("service URL must start with pulsar:// or pulsar+ssl://: " +
+                                   std::string(url));
   }
-  std::string_view rest = url.substr(kScheme.size());
   while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   std::vector<std::string> out;
   while (!rest.empty()) {
@@ -51,7 +58,7 @@ Result<std::vector<std::string>> parseServiceUrl(std::string_view url) {
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     if (hp.empty()) continue;
     std::string host(hp);
-    std::string port = "6650";
+    std::string port = defaultPort;
     if (hp.front() == '[') {  // [v6]:port
       auto close = hp.find(']');
       if (close == std::string_view::npos) return Status::invalidArgument("bad host in URL");
@@ -85,6 +92,16 @@ Status ClientImpl::start() {
   auto addrs = parseServiceUrl(serviceUrl_);
   if (!addrs) return addrs.status();
   serviceAddresses_ = std::move(*addrs);
+  if (serviceUrl_.rfind("pulsar+ssl://", 0) == 0) {
+    net::TlsOptions tls;
+    tls.trustCertsFilePath = config_.tlsTrustCertsFilePath;
+    tls.allowInsecureConnection = config_.tlsAllowInsecureConnection;
+    tls.certificateFilePath = config_.tlsCertificateFilePath;
+    tls.keyFilePath = config_.tlsKeyFilePath;
+    auto ctx = net::newClientSslCtx(tls);
+    if (!ctx) return ctx.status();
+    tlsCtx_ = std::move(*ctx);
+  }
   loops_ = std::make_unique<net::EventLoopGroup>(config_.ioThreadPrefix, config_.ioThreads);
   // A write to a connection the broker closed raises SIGPIPE, whose default action kills the
   // process. The I/O threads (the only ones that write to sockets) start with SIGPIPE blocked, so
@@ -258,8 +275,9 @@ void ClientImpl::connect(const std::string& address, int slot) {
                                                        ec.message()));
                 return;
               }
-              auto cnx = std::make_shared<ClientConnection>(loop, std::move(*socket), key.first,
-                                                            self->config_);
+              auto cnx = std::make_shared<ClientConnection>(
+                  loop, std::move(*socket), key.first, self->config_,
+                  self->tlsCtx_ ? std::make_unique<net::TlsSession>(self->tlsCtx_, true) : nullptr);
               cnx->handshake(
                   [weak, key, cnx](const Status& s) {
                     auto self = weak.lock();
@@ -353,8 +371,12 @@ void ClientImpl::lookupAt(const std::string& topic, const std::string& address, 
             return;
           }
           std::string target = address;
-          if (!resp.brokerserviceurl().empty()) {
-            auto a = addressOfUrl(resp.brokerserviceurl());
+          // Over TLS, the broker's TLS address (as pulsar-client-cpp).
+          const std::string& url = self->tlsCtx_ && !resp.brokerserviceurltls().empty()
+                                       ? resp.brokerserviceurltls()
+                                       : resp.brokerserviceurl();
+          if (!url.empty()) {
+            auto a = addressOfUrl(url);
             if (!a) {
               cb(a.status());
               return;

@@ -15,6 +15,7 @@
 #include "client/backoff.h"
 #include "client/client_config.h"
 #include "net/event_loop.h"
+#include "net/tls.h"
 
 namespace magnetar::client {
 
@@ -83,6 +84,7 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
 
   const std::string serviceUrl_;
   ClientConfig config_;
+  std::shared_ptr<ssl_ctx_st> tlsCtx_;  // set by start() for pulsar+ssl:// URLs
   int slots_ = 1;
   std::vector<std::string> serviceAddresses_;
   std::atomic<uint32_t> serviceIndex_{0};

@@ -8,6 +8,7 @@
 
 #include "base/dcheck.h"
 #include "base/logging.h"
+#include "net/tls.h"
 
 namespace magnetar::net {
 
@@ -16,10 +17,16 @@ constexpr size_t kReadChunk = 64 * 1024;
 // Bounded work per readable event so one busy connection does not starve the loop's others.
 constexpr size_t kMaxReadPerEvent = 1024 * 1024;
 constexpr int kMaxIov = IOV_MAX;
+// Plaintext encrypted per TLS flush pass: bounds the ciphertext buffered per connection.
+constexpr size_t kTlsPassBytes = 256 * 1024;
 }  // namespace
 
 Connection::Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket)
-    : loop_(loop), socket_(std::move(socket)), fd_(socket_.native_handle()) {
+    : Connection(loop, std::move(socket), nullptr) {}
+
+Connection::Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket,
+                       std::unique_ptr<TlsSession> tls)
+    : loop_(loop), socket_(std::move(socket)), fd_(socket_.native_handle()), tls_(std::move(tls)) {
   boost::system::error_code ec;
   socket_.non_blocking(true, ec);
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
@@ -32,7 +39,63 @@ Connection::~Connection() = default;
 
 void Connection::start() {
   auto self = shared_from_this();
-  loop_.execute([self] { self->waitReadable(); });
+  loop_.execute([self] {
+    if (self->tls_) {
+      self->startHandshakeTimer();
+      if (self->tls_->isClient()) {  // the ClientHello goes first
+        if (Status s = self->tls_->startHandshake(self->tlsOut_); !s) {
+          MLOG_WARN("{}: TLS handshake: {}", self->peer_, s.message());
+          self->doClose();
+          return;
+        }
+        self->flush();
+      }
+    }
+    self->waitReadable();
+  });
+}
+
+std::optional<std::string> Connection::peerCommonName() const {
+  return tls_ ? tls_->peerCommonName() : std::nullopt;
+}
+
+void Connection::startHandshakeTimer() {
+  MAGNETAR_DCHECK_ON(loop_);
+  handshakeTimer_ = std::make_unique<boost::asio::steady_timer>(loop_.context());
+  handshakeTimer_->expires_after(kTlsHandshakeTimeout);
+  auto self = shared_from_this();
+  handshakeTimer_->async_wait([self](const boost::system::error_code& ec) {
+    if (ec || self->closed_ || self->tls_->handshakeDone()) return;
+    TlsErrorStats::record(TlsError::kHandshakeTimeout);
+    MLOG_DEBUG("{}: TLS handshake not done after {} s, closing", self->peer_,
+               std::chrono::seconds(kTlsHandshakeTimeout).count());
+    self->doClose();
+  });
+}
+
+bool Connection::onTlsData(const uint8_t* data, size_t len) {
+  const bool wasDone = tls_->handshakeDone();
+  tlsPlain_.clear();
+  Status s = tls_->feed(data, len, tlsPlain_, tlsOut_);
+  if (!s) {
+    if (s.code() != StatusCode::kClosed) {
+      TlsErrorStats::record(tls_->error());
+      MLOG_DEBUG("{}: TLS {}: {}", peer_, TlsErrorStats::label(tls_->error()), s.message());
+      // Best effort: the alert that tells the peer why.
+      if (tlsOutOff_ < tlsOut_.size()) {
+        [[maybe_unused]] ssize_t n =
+            ::write(fd_, tlsOut_.data() + tlsOutOff_, tlsOut_.size() - tlsOutOff_);
+      }
+    }
+    doClose();
+    return false;
+  }
+  if (!wasDone && tls_->handshakeDone() && handshakeTimer_) handshakeTimer_->cancel();
+  // Handshake flights, or writes that waited for the handshake.
+  if (tlsOutOff_ < tlsOut_.size() || (!wasDone && tls_->handshakeDone())) flush();
+  if (closed_) return false;
+  if (tlsPlain_.empty()) return true;
+  return onData(reinterpret_cast<const uint8_t*>(tlsPlain_.data()), tlsPlain_.size());
 }
 
 void Connection::waitReadable() {
@@ -58,7 +121,9 @@ void Connection::handleReadable() {
     if (n > 0) {
       total += static_cast<size_t>(n);
       stats_.bytesIn.fetch_add(n, std::memory_order_relaxed);
-      if (!onData(readBuf_.data(), static_cast<size_t>(n))) {
+      bool more = tls_ ? onTlsData(readBuf_.data(), static_cast<size_t>(n))
+                       : onData(readBuf_.data(), static_cast<size_t>(n));
+      if (!more) {
         onReadBatchDone();
         return;
       }
@@ -116,6 +181,10 @@ void Connection::scheduleFlush() {
 void Connection::flush() {
   MAGNETAR_DCHECK_ON(loop_);
   if (writeWaiting_) return;  // the writable callback continues the flush
+  if (tls_) {
+    flushTls();
+    return;
+  }
   for (;;) {
     if (inflightSeg_ >= inflight_.segmentCount()) {
       inflight_.clear();
@@ -169,6 +238,65 @@ void Connection::flush() {
   if (closeAfterFlush_) doClose();
 }
 
+void Connection::flushTls() {
+  for (;;) {
+    if (closed_) return;
+    if (tlsOutOff_ < tlsOut_.size()) {
+      iovec iov{tlsOut_.data() + tlsOutOff_, tlsOut_.size() - tlsOutOff_};
+      ssize_t n = ::writev(fd_, &iov, 1);
+      stats_.writevCalls.fetch_add(1, std::memory_order_relaxed);
+      loop_.stats().writevCalls.fetch_add(1, std::memory_order_relaxed);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          waitWritable();
+          return;
+        }
+        doClose();
+        return;
+      }
+      stats_.bytesOut.fetch_add(n, std::memory_order_relaxed);
+      pendingBytes_.fetch_sub(std::min<size_t>(n, pendingBytes_.load()), std::memory_order_relaxed);
+      tlsOutOff_ += static_cast<size_t>(n);
+      continue;
+    }
+    tlsOut_.clear();
+    tlsOutOff_ = 0;
+    // Plaintext waits for the handshake; flushScheduled_ stays set until then, so writes in
+    // the meantime only queue, and the handshake's end flushes.
+    if (!tls_->handshakeDone()) break;
+    if (inflightSeg_ >= inflight_.segmentCount()) {
+      inflight_.clear();
+      inflightSeg_ = 0;
+      MutexLock lock(writeMu_);
+      if (pending_.empty()) {
+        flushScheduled_ = false;
+        break;
+      }
+      inflight_.swap(pending_);
+    }
+    // One pass: gather whole segments up to kTlsPassBytes, encrypt them together.
+    std::vector<std::pair<const uint8_t*, size_t>> bufs;
+    const auto& segs = inflight_.segments();
+    const char* base = inflight_.bytes().data();
+    size_t bytes = 0;
+    for (; inflightSeg_ < segs.size() && bytes < kTlsPassBytes; ++inflightSeg_) {
+      const auto& sg = segs[inflightSeg_];
+      const char* p =
+          sg.buffer ? reinterpret_cast<const char*>(sg.buffer.data()) : base + sg.offset;
+      bufs.emplace_back(reinterpret_cast<const uint8_t*>(p), sg.length);
+      bytes += sg.length;
+    }
+    if (Status s = tls_->encrypt(bufs.data(), bufs.size(), tlsOut_); !s) {
+      MLOG_WARN("{}: TLS encryption failed: {}", peer_, s.message());
+      doClose();
+      return;
+    }
+    pendingBytes_.fetch_add(tlsOut_.size(), std::memory_order_relaxed);
+  }
+  if (closeAfterFlush_) doClose();
+}
+
 void Connection::waitWritable() {
   writeWaiting_ = true;
   auto self = shared_from_this();
@@ -206,6 +334,7 @@ void Connection::doClose() {
     pending_.clear();
   }
   inflight_.clear();
+  if (handshakeTimer_) handshakeTimer_->cancel();
   boost::system::error_code ec;
   socket_.cancel(ec);
   socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);

@@ -7,9 +7,11 @@
 
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,8 @@
 #include "net/frame_batch.h"
 
 namespace magnetar::net {
+
+class TlsSession;
 
 // Per-connection write counters (summed per loop at scrape time).
 struct ConnectionStats {
@@ -29,9 +33,16 @@ struct ConnectionStats {
 
 // Thread: created on any thread, then lives on loop(); send()/write() from any thread.
 // Subclasses implement onData() and onClosed().
+//
+// With a TlsSession the socket carries TLS: reads are decrypted before onData(), and each flush
+// encrypts the gathered segments in one pass and writes the ciphertext with one writev (a pass
+// takes up to 256 KiB of segments). Writes queued before the handshake is done wait for it. A
+// handshake not done within kTlsHandshakeTimeout, or one that fails, closes the connection and
+// counts in TlsErrorStats.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket);
+  Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket, std::unique_ptr<TlsSession> tls);
   virtual ~Connection();
 
   // Begins reading. Call once, on any thread (it hops to the loop).
@@ -70,6 +81,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   EventLoop& loop() { return loop_; }
   const std::string& peerAddress() const { return peer_; }
   const ConnectionStats& stats() const { return stats_; }
+  // Whether the connection carries TLS (fixed at construction; any thread).
+  bool isTls() const { return tls_ != nullptr; }
+  // The TLS peer certificate's subject CN: set once the handshake is done and the client sent a
+  // certificate the broker accepted (see TlsOptions); nullopt otherwise. Loop thread.
+  std::optional<std::string> peerCommonName() const;
   // Bytes queued and not yet written (approximate; any thread).
   size_t pendingWriteBytes() const { return pendingBytes_.load(std::memory_order_relaxed); }
 
@@ -90,6 +106,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void handleReadable();
   void waitWritable();
   void doClose();
+  // TLS: decrypts `len` read bytes and passes the plaintext to onData(); false when closed.
+  bool onTlsData(const uint8_t* data, size_t len);
+  void flushTls();
+  void startHandshakeTimer();
 
   EventLoop& loop_;
   boost::asio::ip::tcp::socket socket_;
@@ -114,6 +134,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<iovec> iov_;
   std::atomic<size_t> pendingBytes_{0};
   ConnectionStats stats_;
+
+  // TLS state, loop thread only. tlsOut_[tlsOutOff_..] is ciphertext not yet written.
+  std::unique_ptr<TlsSession> tls_;
+  std::string tlsPlain_;
+  std::string tlsOut_;
+  size_t tlsOutOff_ = 0;
+  std::unique_ptr<boost::asio::steady_timer> handshakeTimer_;
 };
 
 }  // namespace magnetar::net

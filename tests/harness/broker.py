@@ -35,6 +35,8 @@ class BrokerEndpoint:
     service_url: str  # pulsar://host:port
     admin_url: str | None  # http://host:port, None when unknown
     log_path: str | None = None
+    service_url_tls: str | None = None  # pulsar+ssl://localhost:port with brokerServicePortTls
+    admin_url_tls: str | None = None  # https://localhost:port with webServicePortTls
 
     @property
     def port(self) -> int:
@@ -59,6 +61,21 @@ def read_ports_file(path: str) -> dict[str, int]:
     except FileNotFoundError:
         pass
     return ports
+
+
+def tls_urls(ports: dict[str, int]) -> tuple[str | None, str | None]:
+    """pulsar+ssl:// and https:// URLs (host localhost, the test certificates' name) of the TLS
+    ports in a ports file, None for those absent."""
+    b = ports.get("brokerServicePortTls")
+    w = ports.get("webServicePortTls")
+    return (f"pulsar+ssl://localhost:{b}" if b else None, f"https://localhost:{w}" if w else None)
+
+
+def free_port() -> int:
+    """A TCP port free right now on 127.0.0.1 (for brokers that cannot bind port 0)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def wait_tcp(port: int, deadline: float) -> bool:
@@ -173,7 +190,8 @@ class MagnetarProcess:
                     self.ports = ports
                     self.endpoint = BrokerEndpoint(
                         "magnetar", f"pulsar://127.0.0.1:{ports['brokerServicePort']}",
-                        f"http://127.0.0.1:{ports['webServicePort']}", self.log_path)
+                        f"http://127.0.0.1:{ports['webServicePort']}", self.log_path,
+                        *tls_urls(ports))
                     return self.endpoint
             time.sleep(0.05)
         self.kill()
@@ -291,9 +309,13 @@ class PulsarReferenceProcess:
             subprocess.call(["taskset", "-a", "-cp", ",".join(map(str, sorted(self.cpus))),
                              str(self.pid)], stdout=subprocess.DEVNULL)
         ports = read_ports_file(os.path.join(self.workdir, "ports"))
+        for kv in self.settings:  # TLS ports are given, not picked, for Pulsar
+            key, _, value = kv.partition("=")
+            if key in ("brokerServicePortTls", "webServicePortTls") and value.isdigit():
+                ports[key] = int(value)
         self.endpoint = BrokerEndpoint(
             "pulsar", f"pulsar://127.0.0.1:{ports['brokerServicePort']}",
-            f"http://127.0.0.1:{ports['webServicePort']}", self.log_path)
+            f"http://127.0.0.1:{ports['webServicePort']}", self.log_path, *tls_urls(ports))
         return self.endpoint
 
     def stop(self) -> None:

@@ -57,7 +57,7 @@ TEST(RoutingTest, ParsesServiceUrls) {
             (std::vector<std::string>{"h1:6650", "h2:7000"}));
   EXPECT_EQ(*parseServiceUrl("pulsar://[::1]:6650"), std::vector<std::string>{"::1:6650"});
   EXPECT_FALSE(parseServiceUrl("http://localhost:8080").isOk());
-  EXPECT_FALSE(parseServiceUrl("pulsar+ssl://localhost:6651").isOk());
+  EXPECT_EQ(*parseServiceUrl("pulsar+ssl://localhost"), std::vector<std::string>{"localhost:6651"});
   EXPECT_FALSE(parseServiceUrl("pulsar://").isOk());
   EXPECT_FALSE(parseServiceUrl("pulsar://host:99999").isOk());
   EXPECT_FALSE(parseServiceUrl("pulsar://host:x").isOk());

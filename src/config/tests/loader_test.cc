@@ -153,15 +153,15 @@ TEST(LoadConfiguration, MissingFileAndDuplicates) {
 }
 
 TEST(LoadConfiguration, KeysNotEnforcedYetWarnWhenSet) {
-  EXPECT_FALSE(settingEnforced("tlsCertificateFilePath"));
+  EXPECT_FALSE(settingEnforced("topicFactoryClassName"));
   EXPECT_TRUE(settingEnforced("numIOThreads"));
-  auto quiet = loadConfiguration({"", {"numIOThreads=3", "tlsCertificateFilePath="}, 4});
+  auto quiet = loadConfiguration({"", {"numIOThreads=3", "topicFactoryClassName="}, 4});
   ASSERT_TRUE(quiet.isOk());
   EXPECT_TRUE(quiet->warnings.empty()) << quiet->warnings.front();
-  auto r = loadConfiguration({"", {"tlsCertificateFilePath=/etc/cert.pem"}, 4});
+  auto r = loadConfiguration({"", {"topicFactoryClassName=com.example.Factory"}, 4});
   ASSERT_TRUE(r.isOk());
   ASSERT_EQ(r->warnings.size(), 1u);
-  EXPECT_TRUE(contains(r->warnings[0], "tlsCertificateFilePath")) << r->warnings[0];
+  EXPECT_TRUE(contains(r->warnings[0], "topicFactoryClassName")) << r->warnings[0];
   EXPECT_TRUE(contains(r->warnings[0], "not enforced yet")) << r->warnings[0];
 }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -18,7 +19,33 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
     __file__)))))
 # The process handling is the test harness's (standard library only), shared with tests/.
 sys.path.insert(0, os.path.join(REPO, "tests"))
-from harness.broker import PULSAR_SCRIPT, BrokerError, MagnetarProcess, PulsarReferenceProcess  # noqa: E402
+from harness.broker import (  # noqa: E402
+    PULSAR_SCRIPT,
+    BrokerError,
+    MagnetarProcess,
+    PulsarReferenceProcess,
+    free_port,
+)
+
+GEN_TLS_CERTS = os.path.join(os.path.dirname(PULSAR_SCRIPT), "..", "..", "tests", "harness",
+                             "gen_tls_certs.sh")
+
+
+def _tls_settings(workdir: str, tls_port: int) -> tuple[dict[str, Any], str]:
+    """broker.tls: certificates made now (tests/harness/gen_tls_certs.sh) in workdir/tls and the
+    settings of a TLS listener on tls_port; returns (settings, CA file for the clients)."""
+    d = os.path.join(workdir, "tls")
+    subprocess.run(["bash", GEN_TLS_CERTS, d], check=True, stdout=subprocess.DEVNULL)
+    return ({"brokerServicePortTls": tls_port,
+             "tlsCertificateFilePath": os.path.join(d, "broker.pem"),
+             "tlsKeyFilePath": os.path.join(d, "broker.key"),
+             "tlsTrustCertsFilePath": os.path.join(d, "ca.pem")}, os.path.join(d, "ca.pem"))
+
+
+def _tls_url(url: str | None) -> str:
+    """The TLS URL as the clients dial it (127.0.0.1, the advertised address)."""
+    assert url, "the broker has no TLS listener"
+    return url.replace("://localhost:", "://127.0.0.1:")
 
 __all__ = ["PULSAR_SCRIPT", "REPO", "Broker", "BrokerError", "ExternalBroker", "MagnetarBroker",
            "PulsarBroker"]
@@ -59,6 +86,7 @@ class Broker:
     pid: int | None = None
     service_url: str | None = None
     web_url: str | None = None
+    tls_trust_certs: str | None = None  # broker.tls: the CA file the clients trust
     description = ""
 
     def start(self) -> None:
@@ -125,6 +153,9 @@ class MagnetarBroker(Broker):
             self.tmpfs_dir = tempfile.mkdtemp(prefix="magnetar-perf-", dir="/dev/shm")
         if self.tmpfs_dir:
             settings.setdefault("journalDirectory", os.path.join(self.tmpfs_dir, "journal"))
+        if self.cfg.get("tls"):
+            tls, self.tls_trust_certs = _tls_settings(self.workdir, 0)
+            settings.update(tls)
         return MagnetarProcess(_settings(settings), workdir=self.workdir,
                                binary=self.binary, data_in_workdir=False, args=args,
                                cpus=self.cpus, log_name="broker.log")
@@ -150,6 +181,8 @@ class MagnetarBroker(Broker):
         endpoint = self.process.start(timeout_s=timeout_s)
         self.pid = self.process.pid
         self.service_url = endpoint.service_url
+        if self.cfg.get("tls"):
+            self.service_url = _tls_url(endpoint.service_url_tls)
         self.web_url = endpoint.admin_url
         assert self.web_url
         wait_healthy(self.web_url, deadline)
@@ -188,6 +221,9 @@ class PulsarBroker(Broker):
         if self.cfg.get("journalOnTmpfs"):
             self.tmpfs_dir = tempfile.mkdtemp(prefix="pulsar-perf-", dir="/dev/shm")
             settings.setdefault("journalDirectory", self.tmpfs_dir)
+        if self.cfg.get("tls"):
+            tls, self.tls_trust_certs = _tls_settings(self.workdir, free_port())
+            settings.update(tls)
         java_opts = self.cfg.get("javaOpts") or ""
         procs = self.cfg.get("availableProcessors") or (len(self.cpus) if self.cpus else None)
         if procs:
@@ -199,6 +235,8 @@ class PulsarBroker(Broker):
         endpoint = self.process.start(timeout_s)
         self.pid = self.process.pid
         self.service_url = endpoint.service_url
+        if self.cfg.get("tls"):
+            self.service_url = _tls_url(endpoint.service_url_tls)
         self.web_url = endpoint.admin_url
         assert self.web_url
         wait_namespace(self.web_url, self.namespace, time.monotonic() + timeout_s)

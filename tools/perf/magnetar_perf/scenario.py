@@ -40,6 +40,7 @@ DEFAULTS = {
         "fsync": None,              # False: journalSyncData=false; None: the broker's default
         "startTimeoutSeconds": 120,
         "javaOpts": "",             # pulsar only: extra JVM options
+        "tls": False,               # clients on pulsar+ssl:// (brokerServicePortTls; test certs)
     },
     "loadgen": {
         "cpuset": None,             # pin the worker
@@ -270,10 +271,14 @@ class Scenario:
     def resolved_text(self) -> str:
         return yaml.safe_dump(self.data, sort_keys=False, default_flow_style=False)
 
-    def worker_config(self, service_url: str) -> dict[str, Any]:
+    def worker_config(self, service_url: str, tls_trust_certs: str | None = None
+                      ) -> dict[str, Any]:
         """The JSON document magnetar-perf-worker reads."""
-        return {"serviceUrl": service_url, "workload": self.data["workload"],
-                "loadgen": {k: v for k, v in self.data["loadgen"].items() if k != "cpuset"}}
+        cfg = {"serviceUrl": service_url, "workload": self.data["workload"],
+               "loadgen": {k: v for k, v in self.data["loadgen"].items() if k != "cpuset"}}
+        if tls_trust_certs:
+            cfg["tlsTrustCertsFilePath"] = tls_trust_certs
+        return cfg
 
 
 def resolve(ref: str, sets: Iterable[str] = (),

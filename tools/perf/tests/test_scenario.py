@@ -138,3 +138,13 @@ def test_worker_config_has_only_worker_sections():
     wc = sc.worker_config("pulsar://h:1")
     assert set(wc) == {"serviceUrl", "workload", "loadgen"}
     assert "cpuset" not in wc["loadgen"]
+
+
+def test_tls_is_off_by_default_and_passes_the_ca_to_the_worker():
+    sc = scen.resolve("iot-telemetry-max-rate-small", env={})
+    assert sc.data["broker"]["tls"] is False
+    sc = scen.resolve("iot-telemetry-max-rate-small", sets=["broker.tls=true"], env={})
+    assert sc.data["broker"]["tls"] is True
+    wc = sc.worker_config("pulsar+ssl://127.0.0.1:6651", "/tmp/ca.pem")
+    assert wc["serviceUrl"] == "pulsar+ssl://127.0.0.1:6651"
+    assert wc["tlsTrustCertsFilePath"] == "/tmp/ca.pem"

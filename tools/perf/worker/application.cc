@@ -22,6 +22,7 @@ Application::~Application() { close(); }
 Status Application::createSubscriptions(const std::vector<uint32_t>& produced) {
   client::ClientConfig cc;
   cc.ioThreadPrefix = fmt::format("app{}-init", index_);
+  cc.tlsTrustCertsFilePath = config_.tlsTrustCertsFilePath;
   client::Client setup(config_.serviceUrl, cc);
   if (!setup.status().isOk()) return setup.status();
   for (uint32_t t = 0; t < config_.topics; ++t) {
@@ -45,6 +46,7 @@ Status Application::join() {
   client::ClientConfig cc;
   cc.ioThreads = config_.consumerIoThreads;
   cc.ioThreadPrefix = fmt::format("app{}-io", index_);
+  cc.tlsTrustCertsFilePath = config_.tlsTrustCertsFilePath;
   cc.connectionsPerBroker = static_cast<int>(config_.pods);
   cc.operationTimeout = std::chrono::milliseconds(60000);
   client_ = std::make_unique<client::Client>(config_.serviceUrl, cc);

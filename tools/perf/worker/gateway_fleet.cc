@@ -51,6 +51,7 @@ Status GatewayFleet::connect() {
   client::ClientConfig cc;
   cc.ioThreads = config_.producerIoThreads;
   cc.ioThreadPrefix = "gw-io";
+  cc.tlsTrustCertsFilePath = config_.tlsTrustCertsFilePath;
   cc.connectionsPerBroker = static_cast<int>(config_.gateways);
   cc.operationTimeout = std::chrono::milliseconds(60000);
   client_ = std::make_unique<client::Client>(config_.serviceUrl, cc);

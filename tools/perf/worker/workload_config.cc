@@ -80,6 +80,7 @@ Result<WorkloadConfig> WorkloadConfig::fromJson(const std::string& text) {
   };
   const std::map<std::string, Setter> top = {
       {"serviceUrl", to(&c.serviceUrl)},
+      {"tlsTrustCertsFilePath", to(&c.tlsTrustCertsFilePath)},
       {"workload",
        [&](const json& v) {
          Status s = readSection(v, "workload", workload);

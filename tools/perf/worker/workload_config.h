@@ -13,6 +13,7 @@ namespace magnetar::perf {
 // (see docs/perf.md); the launcher writes them as JSON after resolving `extends` and overrides.
 struct WorkloadConfig {
   std::string serviceUrl = "pulsar://127.0.0.1:6650";
+  std::string tlsTrustCertsFilePath;  // CA of the broker for pulsar+ssl:// ("" = system CAs)
   // workload
   uint32_t devices = 1000000;
   uint32_t gateways = 500;
