@@ -37,10 +37,14 @@ stage "admin REST, /metrics and magnetar-admin against a real broker"
 
 stage "pulsar-flex suite against Magnetar"
 "$PY" tests/harness/with_broker.py --broker magnetar -- node --test tests/js/
+"$PY" tests/harness/with_broker.py --broker magnetar --auth-token -- \
+  node --test tests/js/pulsar_flex_auth.test.js
 
 stage "Java compatibility suite (Pulsar's Java client, pulsar-admin, pulsar-client, pulsar-perf)"
 "$PY" tests/harness/with_broker.py --broker magnetar -- \
   mvn -B -o -q -f tests/java test -Dperf.duration="${JAVA_PERF_DURATION:-5}"
+"$PY" tests/harness/with_broker.py --broker magnetar --auth-token -- \
+  mvn -B -o -q -f tests/java test -Dtest=AuthTokenTest
 
 stage "crash tests: SIGKILL at random moments (storage engine, then the whole broker)"
 "$PY" tests/crash/crash_test.py --kills "${CRASH_KILLS:-5}"

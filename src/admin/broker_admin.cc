@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/steady_timer.hpp>
 
+#include "admin/auth_filter.h"
 #include "admin/broker_info_routes.h"
 #include "admin/broker_routes.h"
 #include "admin/io_saturation.h"
@@ -196,6 +197,7 @@ void BrokerAdmin::addRoutes(Router& router) {
     impl->loop.execute([impl, respond] { impl->collectMetrics(respond); });
   });
   addBrokersListRoute(router, impl_->ctx.config);
+  installAuthFilter(router, impl_->ctx);
 }
 
 }  // namespace magnetar::admin

@@ -103,6 +103,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (q != std::string::npos) r.query = r.target.substr(q + 1);
     r.contentType = std::string(req[http::field::content_type]);
     r.host = std::string(req[http::field::host]);
+    if (auto it = req.find(http::field::authorization); it != req.end()) {
+      r.authorization = std::string(it->value());
+    }
     r.body = std::move(req.body());
     auto self = this->shared_from_this();
     // Handlers answer from broker threads, possibly while the server stops. The session and its

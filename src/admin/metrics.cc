@@ -263,6 +263,33 @@ void writeProtocolErrorMetrics(PrometheusWriter& w) {
     w.sample("magnetar_tls_errors_total", {{"error", net::TlsErrorStats::label(e)}},
              static_cast<double>(net::TlsErrorStats::get(e)));
   }
+  writeAuthMetrics(w);
+}
+
+void writeAuthMetrics(PrometheusWriter& w) {
+  using broker::AuthenticationMetrics;
+  w.family("pulsar_authentication_success_total", MetricType::kCounter,
+           "Pulsar authentication success");
+  for (const auto& [k, n] : AuthenticationMetrics::successes()) {
+    w.sample("pulsar_authentication_success_total",
+             {{"provider_name", k.provider}, {"auth_method", k.method}}, static_cast<double>(n));
+  }
+  w.family("pulsar_authentication_failures_total", MetricType::kCounter,
+           "Pulsar authentication failures");
+  for (const auto& [k, n] : AuthenticationMetrics::failures()) {
+    w.sample("pulsar_authentication_failures_total",
+             {{"provider_name", k.provider}, {"auth_method", k.method}, {"reason", k.reason}},
+             static_cast<double>(n));
+  }
+  w.family("pulsar_expired_token_total", MetricType::kCounter, "Pulsar expired token");
+  w.sample("pulsar_expired_token_total", {}, static_cast<double>(AuthenticationMetrics::expired()));
+  w.family("magnetar_authorization_denied_total", MetricType::kCounter,
+           "Requests refused for lack of permission (binary protocol and HTTP), by operation");
+  for (size_t i = 0; i < broker::AuthorizationStats::denied.size(); ++i) {
+    w.sample("magnetar_authorization_denied_total",
+             {{"operation", broker::AuthorizationStats::label(i)}},
+             static_cast<double>(broker::AuthorizationStats::denied[i].load()));
+  }
 }
 
 }  // namespace magnetar::admin

@@ -50,5 +50,8 @@ void writeStorageMetrics(PrometheusWriter& w, const std::string& cluster,
 // magnetar_protocol_errors_total{error} (labels: broker::CnxErrorStats::label) and
 // magnetar_http_bad_requests_total{error} (labels: HttpServerStats::label). Process-wide.
 void writeProtocolErrorMetrics(PrometheusWriter& w);
+// Pulsar's pulsar_authentication_success_total / _failures_total{reason} and
+// pulsar_expired_token_total, and magnetar_authorization_denied_total{operation}.
+void writeAuthMetrics(PrometheusWriter& w);
 
 }  // namespace magnetar::admin

@@ -14,13 +14,6 @@ using broker::NamespacePolicies;
 const std::set<std::string> kBacklogQuotaTypes = {"destination_storage", "message_age"};
 const std::set<std::string> kBacklogPolicies = {"producer_request_hold", "producer_exception",
                                                 "consumer_backlog_eviction"};
-// Pulsar's AuthAction values, in its enum order (the order permissions are printed in).
-const std::vector<std::string> kAuthActions = {"produce", "consume", "functions",
-                                               "sources", "sinks",   "packages"};
-bool isAuthAction(const std::string& a) {
-  return std::find(kAuthActions.begin(), kAuthActions.end(), a) != kAuthActions.end();
-}
-
 // Namespaces of a tenant, sorted ("tenant/ns").
 std::vector<std::string> namespacesOf(const AdminContext& ctx, const std::string& tenant) {
   std::vector<std::string> out;
@@ -61,23 +54,15 @@ json::object retentionJson(const broker::RetentionPolicy& r) {
           {"retentionSizeInMB", r.retentionSizeInMB}};
 }
 
-json::object permissionsJson(const NamespacePolicies& p) {
-  json::object o;
-  for (const auto& [role, actions] : p.permissions) {
-    json::array a;
-    for (const auto& x : kAuthActions) {
-      if (actions.count(x)) a.emplace_back(x);
-    }
-    o[role] = std::move(a);
-  }
-  return o;
-}
-
 // Pulsar's Policies object (the fields Magnetar knows; the rest at Pulsar's defaults).
 json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
   json::object o;
-  o["auth_policies"] = json::object{{"namespace_auth", permissionsJson(p)},
-                                    {"destination_auth", json::object{}},
+  json::object destinationAuth;
+  for (const auto& [topic, roles] : p.topicPermissions) {
+    destinationAuth[topic] = permissionsJson(roles);
+  }
+  o["auth_policies"] = json::object{{"namespace_auth", permissionsJson(p.permissions)},
+                                    {"destination_auth", std::move(destinationAuth)},
                                     {"subscription_auth_roles", json::object{}}};
   o["replication_clusters"] = json::array{json::string(ctx.config->clusterName())};
   o["bundles"] = json::object{{"boundaries", json::array{"0x00000000", "0x40000000", "0x80000000",
@@ -575,24 +560,16 @@ void addPermissionRoutes(Router& r, const AdminContext* ctx) {
   auto& reg = ctx->service.policies();
   addPolicy(r, ctx, "GET", "permissions",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
-              return jsonResponse(permissionsJson(reg.namespacePolicies(ns)));
+              return jsonResponse(permissionsJson(reg.namespacePolicies(ns).permissions));
             });
   addPolicy(r, ctx, "POST", "permissions/{role}",
             [&reg](const HttpRequest& req, const PathParams& p, const std::string& ns) {
               HttpResponse err;
-              auto v = parseJsonBody(req, &err);
-              if (!v) return err;
-              std::vector<std::string> actions;
-              if (!v->is_array() || !readStrings(&*v, &actions)) {
-                return HttpResponse::error(400, "The body must be an array of actions");
-              }
-              for (const auto& a : actions) {
-                if (!isAuthAction(a)) return HttpResponse::error(400, "Unknown action: " + a);
-              }
+              auto actions = parseAuthActions(req, &err);
+              if (!actions) return err;
               std::string role = p.at("role");
-              reg.updateNamespacePolicies(ns, [&](NamespacePolicies& pol) {
-                pol.permissions[role] = std::set<std::string>(actions.begin(), actions.end());
-              });
+              reg.updateNamespacePolicies(
+                  ns, [&](NamespacePolicies& pol) { pol.permissions[role] = *actions; });
               return noContent();
             });
   addPolicy(r, ctx, "DELETE", "permissions/{role}",

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 namespace magnetar::admin {
@@ -134,6 +135,45 @@ broker::TopicDomain domainFromParams(const PathParams& p) {
                                                          : broker::TopicDomain::kPersistent;
 }
 
+const std::vector<std::string>& authActions() {
+  static const std::vector<std::string> kActions = {"produce", "consume", "functions",
+                                                    "sources", "sinks",   "packages"};
+  return kActions;
+}
+
+boost::json::object permissionsJson(const std::map<std::string, std::set<std::string>>& p) {
+  boost::json::object o;
+  for (const auto& [role, actions] : p) {
+    boost::json::array a;
+    for (const auto& x : authActions()) {
+      if (actions.count(x)) a.emplace_back(x);
+    }
+    o[role] = std::move(a);
+  }
+  return o;
+}
+
+std::optional<std::set<std::string>> parseAuthActions(const HttpRequest& req, HttpResponse* error) {
+  auto v = parseJsonBody(req, error);
+  if (!v) return std::nullopt;
+  std::set<std::string> out;
+  if (!v->is_array()) {
+    *error = HttpResponse::error(400, "The body must be an array of actions");
+    return std::nullopt;
+  }
+  for (const auto& e : v->as_array()) {
+    const auto& all = authActions();
+    if (!e.is_string() || std::find(all.begin(), all.end(), e.as_string()) == all.end()) {
+      *error = HttpResponse::error(
+          400, "Unknown action: " +
+                   (e.is_string() ? std::string(e.as_string()) : boost::json::serialize(e)));
+      return std::nullopt;
+    }
+    out.emplace(e.as_string());
+  }
+  return out;
+}
+
 void addNonPersistentAliases(Router& r) {
   static const std::pair<const char*, const char*> kRoutes[] = {
       {"GET", ""},
@@ -150,6 +190,9 @@ void addNonPersistentAliases(Router& r) {
       {"GET", "/{topic}/subscriptions"},
       {"DELETE", "/{topic}/subscription/{subscription}"},
       {"PUT", "/{topic}/unload"},
+      {"GET", "/{topic}/permissions"},
+      {"POST", "/{topic}/permissions/{role}"},
+      {"DELETE", "/{topic}/permissions/{role}"},
   };
   const PathParams extra{{"domain", "non-persistent"}};
   for (const auto& [method, suffix] : kRoutes) {

@@ -5,9 +5,11 @@
 #include <atomic>
 #include <boost/json.hpp>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +40,13 @@ HttpResponse jsonResponse(const boost::json::value& v, int status = 200);
 // Pulsar's status for an internal error code: kNotFound 404, kAlreadyExists 409, kBusy 412,
 // kInvalidArgument 412, kNotAllowed 405, others 500; body {"reason": message}.
 HttpResponse errorResponse(const Status& s);
+
+// Pulsar's AuthAction values in its enum order (the order permissions are printed in).
+const std::vector<std::string>& authActions();
+// role -> actions as Pulsar prints permissions: {"role": ["produce", "consume"]}.
+boost::json::object permissionsJson(const std::map<std::string, std::set<std::string>>& p);
+// A grant body: a JSON array of AuthAction names. nullopt with 400 in *error otherwise.
+std::optional<std::set<std::string>> parseAuthActions(const HttpRequest& req, HttpResponse* error);
 
 // Parses a JSON request body. On failure returns nullopt and sets *error to 400
 // ("Failed to parse the JSON body: ...").

@@ -79,7 +79,8 @@ std::string percentDecode(std::string_view s) {
 }
 
 void Router::add(std::string method, std::string_view pattern, Handler handler) {
-  routes_.push_back(Route{std::move(method), splitPath(pattern), std::move(handler)});
+  routes_.push_back(
+      Route{std::move(method), splitPath(pattern), std::string(pattern), std::move(handler)});
 }
 
 void Router::addSync(std::string method, std::string_view pattern, SyncHandler handler) {
@@ -131,12 +132,24 @@ void Router::dispatch(const HttpRequest& request, const Respond& respond) const 
   if (best) {
     PathParams params;
     matches(best->segments, path, &params);
+    if (filter_) {
+      if (auto denied = filter_(request, best->pattern, params)) {
+        respond(std::move(*denied));
+        return;
+      }
+    }
     try {
       best->handler(request, params, respond);
     } catch (const std::exception& e) {
       respond(HttpResponse::error(500, std::string("Internal error: ") + e.what()));
     }
     return;
+  }
+  if (filter_) {
+    if (auto denied = filter_(request, "", PathParams{})) {
+      respond(std::move(*denied));
+      return;
+    }
   }
   if (pathMatched) {
     respond(

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,6 +20,8 @@ struct HttpRequest {
   std::string contentType;
   std::string body;
   std::string host = {};  // the Host header ("127.0.0.1:8080"); "" when absent
+  std::optional<std::string> authorization = {};  // the Authorization header, when present
+  std::string peerCommonName = {};  // verified TLS client certificate CN; "" on plain HTTP
 };
 
 struct HttpResponse {
@@ -49,6 +52,13 @@ using SyncHandler = std::function<HttpResponse(const HttpRequest&, const PathPar
 // Thread: add() before serving; dispatch() from any thread.
 class Router {
  public:
+  // Runs before the handler of a matched route (pattern: the route's pattern, e.g.
+  // "/admin/v2/tenants/{tenant}") and before the 404/405 answers (pattern ""): an answer stops
+  // the request there (authentication and authorization answer 401/403 so).
+  using Filter = std::function<std::optional<HttpResponse>(
+      const HttpRequest&, const std::string& pattern, const PathParams&)>;
+  void setFilter(Filter f) { filter_ = std::move(f); }
+
   void add(std::string method, std::string_view pattern, Handler handler);
   void addSync(std::string method, std::string_view pattern, SyncHandler handler);
   // Serves `method pattern` (added before) also under `toPrefix` + the rest of pattern after
@@ -66,10 +76,12 @@ class Router {
   struct Route {
     std::string method;
     std::vector<std::string> segments;  // literal, or "{name}"
+    std::string pattern;
     Handler handler;
   };
   static bool moreSpecific(const Route& a, const Route& b);
   std::vector<Route> routes_;
+  Filter filter_;
 };
 
 // Decodes %XX escapes (and '+' is kept as '+'). Returns the input unchanged if malformed.

@@ -262,9 +262,74 @@ void addLookupRoute(Router& r, const AdminContext* ctx) {
         });
 }
 
+// Topic-level grants (Pulsar's destination_auth), stored in the namespace policies under the
+// partitioned topic's own name. GET lists the namespace's grants merged with the topic's.
+void addTopicPermissionRoutes(Router& r, const AdminContext* ctx) {
+  auto missingNamespace = [ctx](const TopicName& name) {
+    return !ctx->service.namespaceExists(name.namespaceName());
+  };
+  onTopic(r, "GET", "/permissions",
+          [ctx, missingNamespace](const HttpRequest&, const PathParams&, const TopicName& name,
+                                  Respond respond) {
+            if (missingNamespace(name)) {
+              return respond(HttpResponse::error(404, "Namespace does not exist"));
+            }
+            broker::NamespacePolicies p =
+                ctx->service.policies().namespacePolicies(name.namespaceName());
+            auto merged = p.permissions;
+            auto it = p.topicPermissions.find(name.partitionedTopicName());
+            if (it != p.topicPermissions.end()) {
+              for (const auto& [role, actions] : it->second) {
+                merged[role].insert(actions.begin(), actions.end());
+              }
+            }
+            respond(jsonResponse(permissionsJson(merged)));
+          });
+  onTopic(r, "POST", "/permissions/{role}",
+          [ctx, missingNamespace](const HttpRequest& req, const PathParams& p,
+                                  const TopicName& name, Respond respond) {
+            if (missingNamespace(name)) {
+              return respond(HttpResponse::error(404, "Namespace does not exist"));
+            }
+            HttpResponse err;
+            auto actions = parseAuthActions(req, &err);
+            if (!actions) return respond(err);
+            std::string role = p.at("role");
+            ctx->service.policies().updateNamespacePolicies(
+                name.namespaceName(), [&](broker::NamespacePolicies& pol) {
+                  pol.topicPermissions[name.partitionedTopicName()][role] = *actions;
+                });
+            respond(noContent());
+          });
+  onTopic(
+      r, "DELETE", "/permissions/{role}",
+      [ctx, missingNamespace](const HttpRequest&, const PathParams& p, const TopicName& name,
+                              Respond respond) {
+        if (missingNamespace(name)) {
+          return respond(HttpResponse::error(404, "Namespace does not exist"));
+        }
+        std::string role = p.at("role");
+        std::string topic = name.partitionedTopicName();
+        bool found = false;
+        ctx->service.policies().updateNamespacePolicies(
+            name.namespaceName(), [&](broker::NamespacePolicies& pol) {
+              auto it = pol.topicPermissions.find(topic);
+              if (it == pol.topicPermissions.end()) return;
+              found = it->second.erase(role) > 0;
+              if (it->second.empty()) pol.topicPermissions.erase(it);
+            });
+        if (!found) {
+          // Pulsar: revoking a role that has no topic-level grant.
+          return respond(HttpResponse::error(412, "Permissions are not set at the topic level"));
+        }
+        respond(noContent());
+      });
+}
+
 }  // namespace
 
 void addTopicRoutes(Router& router, const AdminContext& ctx) {
+  addTopicPermissionRoutes(router, &ctx);
   addListRoutes(router, &ctx);
   addLifecycleRoutes(router, &ctx);
   addStatsRoutes(router, &ctx);

@@ -42,6 +42,9 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
     case SettingId::maxMessagePublishBufferSizeInMB:
       broker.setMaxMessagePublishBufferSizeInMB(cfg.maxMessagePublishBufferSizeInMB());
       return true;
+    case SettingId::superUserRoles:
+      broker.authorization().setSuperUserRoles(cfg.superUserRoles());
+      return true;
     case SettingId::managedLedgerCacheSizeMB:
       storage.setCacheSizeMB(cfg.managedLedgerCacheSizeMB());
       return true;

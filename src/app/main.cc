@@ -1,10 +1,12 @@
 // magnetar: the broker binary. Subcommands: standalone, broker, config show, config docs.
-#include <csignal>
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 
 #include "app/run_broker.h"
+#include "app/tokens_cli.h"
 #include "base/logging.h"
 #include "config/loader.h"
 #include "config/render.h"
@@ -106,13 +108,22 @@ int run(int argc, char** argv) {
   docs->add_option("--format", docsFormat, "conf or markdown")
       ->check(CLI::IsMember({"conf", "markdown"}));
 
+  auto runTokens = addTokensCommand(app);
+
+  // Pulsar's tool spells some options "-sk", "-pk": CLI11 takes them as "--sk", "--pk".
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (auto& a : args) {
+    if (a == "-sk" || a == "-pk" || a == "-hs") a = "-" + a;
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes the vector form reversed
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : kExitConfigError;
   }
 
+  if (int code = runTokens(); code >= 0) return code;
   if (show->parsed()) return configShow(showOpts);
   if (docs->parsed()) return configDocs(docsFormat);
   initLogging(logLevel);

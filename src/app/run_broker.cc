@@ -93,6 +93,7 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.isDelayedDeliveryDeliverAtTimeStrict = cfg.isDelayedDeliveryDeliverAtTimeStrict();
   o.delayedDeliveryMaxDelayInMillis = cfg.delayedDeliveryMaxDelayInMillis();
   o.maxPendingPublishRequestsPerConnection = cfg.maxPendingPublishRequestsPerConnection();
+  o.authenticationRefreshCheckSeconds = cfg.authenticationRefreshCheckSeconds();
   o.maxMessagePublishBufferSizeInMB = cfg.maxMessagePublishBufferSizeInMB();
   o.brokerDeduplicationEnabled = cfg.brokerDeduplicationEnabled();
   o.maxProducersPerTopic = cfg.maxProducersPerTopic();
@@ -219,6 +220,19 @@ int runBroker(const BrokerOptions& options) {
   std::shared_ptr<storage::DurableManagedLedgerFactory> storageFactory = std::move(*opened);
   broker::BrokerService service(std::move(brokerOptions), storageFactory,
                                 storageFactory->metadataStore());
+  broker::AuthenticationOptions authOptions;
+  authOptions.authenticationEnabled = cfg.authenticationEnabled();
+  authOptions.authenticationProviders = cfg.authenticationProviders();
+  authOptions.anonymousUserRole = cfg.anonymousUserRole();
+  authOptions.token = {cfg.tokenSecretKey(), cfg.tokenPublicKey(), cfg.tokenAuthClaim(),
+                       cfg.tokenAudienceClaim(), cfg.tokenAudience()};
+  auto authentication = broker::AuthenticationService::create(authOptions);
+  if (!authentication.isOk()) {
+    MLOG_ERROR("Authentication: {}", authentication.status().message());
+    return 2;
+  }
+  service.configureSecurity(std::move(*authentication), cfg.authorizationEnabled(),
+                            cfg.superUserRoles());
   if (Status s = service.start(); !s) {
     MLOG_ERROR("{}", s.message());
     return 1;

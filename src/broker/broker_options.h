@@ -67,6 +67,8 @@ struct BrokerOptions {
   int64_t delayedDeliveryTickTimeMillis = sd::delayedDeliveryTickTimeMillis;  // ms
   bool isDelayedDeliveryDeliverAtTimeStrict = sd::isDelayedDeliveryDeliverAtTimeStrict;
   int64_t delayedDeliveryMaxDelayInMillis = sd::delayedDeliveryMaxDelayInMillis;  // ms, 0: off
+  // Seconds between checks of a connection's credentials (Pulsar's auth refresh task).
+  int authenticationRefreshCheckSeconds = sd::authenticationRefreshCheckSeconds;
   // maxMessagePublishBufferSizeInMB at start-up (<= 0: off); changed at run time through
   // BrokerService::setMaxMessagePublishBufferSizeInMB().
   int maxMessagePublishBufferSizeInMB = sd::maxMessagePublishBufferSizeInMB;

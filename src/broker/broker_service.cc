@@ -12,8 +12,21 @@ namespace magnetar::broker {
 BrokerService::BrokerService(BrokerOptions options,
                              std::shared_ptr<storage::ManagedLedgerFactory> factory,
                              storage::MetadataStore* metadata)
-    : metadata_(metadata), options_(std::move(options)), factory_(std::move(factory)),
-      policies_(options_.clusterName) {}
+    : metadata_(metadata),
+      options_(std::move(options)),
+      factory_(std::move(factory)),
+      policies_(options_.clusterName),
+      authentication_(std::make_unique<AuthenticationService>()),
+      authorization_(
+          std::make_unique<AuthorizationService>(policies_, false, std::vector<std::string>{})) {}
+
+void BrokerService::configureSecurity(std::unique_ptr<AuthenticationService> authentication,
+                                      bool authorizationEnabled,
+                                      std::vector<std::string> superUserRoles) {
+  authentication_ = std::move(authentication);
+  authorization_ = std::make_unique<AuthorizationService>(policies_, authorizationEnabled,
+                                                          std::move(superUserRoles));
+}
 
 BrokerService::~BrokerService() { stop(); }
 

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "base/thread_annotations.h"
+#include "broker/authentication.h"
+#include "broker/authorization.h"
 #include "broker/broker_options.h"
 #include "broker/namespace_resources.h"
 #include "broker/periodic_task.h"
@@ -113,6 +115,13 @@ class BrokerService {
 
   // --- Admin API support (src/admin); any thread. ---
   PolicyRegistry& policies() { return policies_; }
+  // Authentication and authorization; both disabled until configureSecurity(). Call that
+  // before start(); afterwards read-only (setSuperUserRoles aside). Thread: any.
+  const AuthenticationService& authentication() const { return *authentication_; }
+  AuthenticationService& mutableAuthentication() { return *authentication_; }
+  AuthorizationService& authorization() { return *authorization_; }
+  void configureSecurity(std::unique_ptr<AuthenticationService> authentication,
+                         bool authorizationEnabled, std::vector<std::string> superUserRoles);
   // Topic schemas (Pulsar's schema registry service). Thread: any.
   SchemaRegistry& schemas() { return schemas_; }
   // A topic's schema policies: the namespace's schema-compatibility-strategy (when not
@@ -216,6 +225,8 @@ class BrokerService {
   std::map<std::string, bool> storedLedgers_ GUARDED_BY(mu_);
   NamespaceResources namespaces_;  // lock order: mu_ before its own
   PolicyRegistry policies_;
+  std::unique_ptr<AuthenticationService> authentication_;
+  std::unique_ptr<AuthorizationService> authorization_;
   SchemaRegistry schemas_;
   TopicEventListeners topicListeners_;
   RateRegistry rates_;

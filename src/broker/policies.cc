@@ -196,6 +196,13 @@ std::string encodePolicies(const NamespacePolicies& p) {
     f.insert(f.end(), actions.begin(), actions.end());
     out += "permission=" + joinFields(f) + "\n";
   }
+  for (const auto& [topic, roles] : p.topicPermissions) {
+    for (const auto& [role, actions] : roles) {
+      std::vector<std::string> f{topic, role};
+      f.insert(f.end(), actions.begin(), actions.end());
+      out += "topicPermission=" + joinFields(f) + "\n";
+    }
+  }
   if (p.subscriptionExpirationTimeMinutes) {
     out += fmt::format("subscriptionExpirationTime={}\n", *p.subscriptionExpirationTimeMinutes);
   }
@@ -258,6 +265,8 @@ NamespacePolicies decodePolicies(const std::string& text) {
           BacklogQuota{toInt(f[1], -1), static_cast<int32_t>(toInt(f[2], -1)), f[3]};
     } else if (key == "permission" && !f.empty()) {
       p.permissions[f[0]] = std::set<std::string>(f.begin() + 1, f.end());
+    } else if (key == "topicPermission" && f.size() >= 2) {
+      p.topicPermissions[f[0]][f[1]] = std::set<std::string>(f.begin() + 2, f.end());
     } else if (key == "subscriptionExpirationTime" && f.size() == 1) {
       p.subscriptionExpirationTimeMinutes = static_cast<int32_t>(toInt(f[0], 0));
     } else if (key == "autoTopicCreation" && f.size() == 3) {

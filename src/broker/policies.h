@@ -62,6 +62,9 @@ struct NamespacePolicies {
   std::map<std::string, BacklogQuota> backlogQuotas;
   // role -> actions ("produce", "consume", "functions", ...).
   std::map<std::string, std::set<std::string>> permissions;
+  // Grants on single topics (Pulsar's destination_auth): full topic name (a partitioned topic's
+  // own name, not its partitions') -> role -> actions.
+  std::map<std::string, std::map<std::string, std::set<std::string>>> topicPermissions;
   // Minutes without consumers after which a subscription is deleted (stored, not enforced yet).
   std::optional<int32_t> subscriptionExpirationTimeMinutes;
   std::optional<AutoTopicCreationOverride> autoTopicCreation;

@@ -23,7 +23,8 @@ ServerCnx::ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket,
       service_(service),
       decoder_(service.options().maxMessageSize + protocol::kFrameSizePadding),
       throttle_(throttle),
-      keepAliveTimer_(loop.context()) {}
+      keepAliveTimer_(loop.context()),
+      authRefreshTimer_(loop.context()) {}
 
 ServerCnx::~ServerCnx() = default;
 
@@ -39,6 +40,10 @@ const char* CnxErrorStats::label(ProtocolError e) {
     case ProtocolError::kInvalidName: return "invalid_name";
     case ProtocolError::kHandshakeTimeout: return "handshake_timeout";
     case ProtocolError::kKeepAliveTimeout: return "keepalive_timeout";
+    case ProtocolError::kAuthentication:
+      return "authentication";
+    case ProtocolError::kAuthRefresh:
+      return "auth_refresh";
     case ProtocolError::kCount: break;
   }
   return "other";
@@ -104,6 +109,7 @@ void ServerCnx::updateReadState() {
 void ServerCnx::onClosed() {
   MAGNETAR_DCHECK_ON(loop());
   keepAliveTimer_.cancel();
+  authRefreshTimer_.cancel();
   if (!decoder_.idle() && decoder_.error().isOk() && !closedByKeepAlive_) {
     CnxErrorStats::record(ProtocolError::kTruncated);
   }
@@ -153,6 +159,9 @@ Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
     case T::CONNECT: handleConnect(cmd.connect()); break;
     case T::PING: send(Commands::newPong()); break;
     case T::PONG: break;
+    case T::AUTH_RESPONSE:
+      handleAuthResponse(cmd.authresponse());
+      break;
     case T::LOOKUP: handleLookup(cmd.lookuptopic()); break;
     case T::PARTITIONED_METADATA: handlePartitionedMetadata(cmd.partitionmetadata()); break;
     case T::PRODUCER: handleProducer(cmd.producer()); break;
@@ -186,6 +195,38 @@ void ServerCnx::handleConnect(const proto::CommandConnect& c) {
   connected_ = true;
   clientVersion_ = c.client_version();
   protocolVersion_ = std::min<int>(c.protocol_version(), protocol::kMaxProtocolVersion);
+  supportsAuthRefresh_ = c.has_feature_flags() && c.feature_flags().supports_auth_refresh();
+  const AuthenticationService& authn = service_.authentication();
+  if (!authn.enabled()) {
+    sendConnected();
+    return;
+  }
+  if (c.has_auth_method_name()) {
+    authMethod_ = c.auth_method_name();
+  } else if (c.has_auth_method()) {
+    // The legacy enum: AuthMethodNone / AuthMethodYcaV1 / AuthMethodAthens, as Pulsar maps it.
+    std::string n = proto::AuthMethod_Name(c.auth_method());
+    authMethod_ = n.size() > 10 ? n.substr(10) : n;
+    std::transform(authMethod_.begin(), authMethod_.end(), authMethod_.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  } else {
+    authMethod_ = "none";
+  }
+  if (!authn.provider(authMethod_)) {
+    if (authn.anonymousUserRole().empty()) {
+      authenticationFailed("No anonymous role, and no authentication provider configured");
+      return;
+    }
+    authRole_ = authn.anonymousUserRole();
+    sendConnected();
+    return;
+  }
+  if (!authenticate(c.auth_data())) return;
+  sendConnected();
+  scheduleAuthRefresh();
+}
+
+void ServerCnx::sendConnected() {
   // Features this broker serves, as Pulsar advertises them in CONNECTED.
   proto::FeatureFlags features;
   features.set_supports_topic_watchers(service_.options().enableBrokerTopicListWatcher &&
@@ -193,6 +234,93 @@ void ServerCnx::handleConnect(const proto::CommandConnect& c) {
   features.set_supports_get_partitioned_metadata_without_auto_creation(true);
   send(Commands::newConnected(service_.options().serverVersion, protocolVersion_,
                               static_cast<int32_t>(service_.options().maxMessageSize), &features));
+}
+
+bool ServerCnx::authenticate(const std::string& authData) {
+  const AuthenticationProvider* p = service_.authentication().provider(authMethod_);
+  if (!p) {
+    authenticationFailed("No authentication provider for " + authMethod_);
+    return false;
+  }
+  AuthenticationData data;
+  data.commandData = authData;
+  data.peerCommonName = peerCommonName_;
+  std::string reason;
+  auto r = p->authenticate(data, &reason);
+  if (!r) {
+    AuthenticationMetrics::failure(p->providerName(), p->authMethodName(), reason);
+    authenticationFailed(r.status().message());
+    return false;
+  }
+  AuthenticationMetrics::success(p->providerName(), p->authMethodName());
+  if (!authRole_.empty() && r->role != authRole_) {
+    // Pulsar: the principal cannot change during an authentication refresh.
+    MLOG_WARN("[{}] closing connection: role changed from {} to {} on refresh", peerAddress(),
+              authRole_, r->role);
+    close();
+    return false;
+  }
+  authRole_ = r->role;
+  authExpiresAtMs_ = r->expiresAtMs;
+  return true;
+}
+
+void ServerCnx::authenticationFailed(const std::string& why) {
+  CnxErrorStats::record(ProtocolError::kAuthentication);
+  MLOG_WARN("[{}] authentication failed (method {}): {}", peerAddress(), authMethod_, why);
+  // Pulsar answers request id -1 with this fixed message and closes once it is written.
+  send(Commands::newError(static_cast<uint64_t>(-1), proto::AuthenticationError,
+                          "Failed to authenticate"));
+  close(true);
+}
+
+void ServerCnx::scheduleAuthRefresh() {
+  int secs = service_.options().authenticationRefreshCheckSeconds;
+  if (secs <= 0 || isClosed()) return;
+  authRefreshTimer_.expires_after(std::chrono::seconds(secs));
+  auto me = self();
+  authRefreshTimer_.async_wait([me](const boost::system::error_code& ec) {
+    if (ec || me->isClosed()) return;
+    me->onAuthRefreshTimer();
+  });
+}
+
+void ServerCnx::onAuthRefreshTimer() {
+  MAGNETAR_DCHECK_ON(loop());
+  bool expired = authExpiresAtMs_ && *authExpiresAtMs_ < nowMillis();
+  if (expired) {
+    if (!supportsAuthRefresh_ || pendingAuthChallenge_) {
+      CnxErrorStats::record(ProtocolError::kAuthRefresh);
+      MLOG_WARN("[{}] closing connection: credentials of {} expired{}", peerAddress(), authRole_,
+                pendingAuthChallenge_ ? " and were not refreshed" : " (no refresh support)");
+      close();
+      return;
+    }
+    pendingAuthChallenge_ = true;
+    send(Commands::newAuthChallenge(service_.options().serverVersion, authMethod_,
+                                    "PulsarAuthRefresh", protocolVersion_));
+  }
+  scheduleAuthRefresh();
+}
+
+void ServerCnx::handleAuthResponse(const proto::CommandAuthResponse& c) {
+  MAGNETAR_DCHECK_ON(loop());
+  pendingAuthChallenge_ = false;
+  if (!service_.authentication().enabled() || !c.has_response()) return;
+  if (c.response().has_auth_method_name() && c.response().auth_method_name() != authMethod_) {
+    authenticationFailed("auth method changed to " + c.response().auth_method_name());
+    return;
+  }
+  if (authenticate(c.response().auth_data())) {
+    MLOG_INFO("[{}] refreshed authentication credentials for role {}", peerAddress(), authRole_);
+  }
+}
+
+bool ServerCnx::allowed(const TopicName& topic, TopicOperation op) {
+  if (service_.authorization().allowTopicOperation(topic, authRole_, op)) return true;
+  AuthorizationStats::record(op);
+  MLOG_WARN("[{}] role {} is not authorized on {}", peerAddress(), authRole_, topic.toString());
+  return false;
 }
 
 void ServerCnx::startKeepAlive() {
@@ -244,6 +372,11 @@ void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
                                           name.status().message()));
     return;
   }
+  if (!allowed(*name, TopicOperation::kLookup)) {
+    send(Commands::newLookupErrorResponse(c.request_id(), proto::AuthorizationError,
+                                          "Client is not authorized to Lookup"));
+    return;
+  }
   // advertised_listener_name picks one of advertisedListeners (Pulsar's answer to an unknown
   // one: ServiceNotReady "the broker do not have <name> listener").
   const auto& listeners = service_.options().advertisedListeners;
@@ -271,6 +404,12 @@ void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMe
     CnxErrorStats::record(ProtocolError::kInvalidName);
     send(Commands::newPartitionMetadataErrorResponse(c.request_id(), proto::InvalidTopicName,
                                                      name.status().message()));
+    return;
+  }
+  if (!allowed(*name, TopicOperation::kLookup)) {
+    send(Commands::newPartitionMetadataErrorResponse(
+        c.request_id(), proto::AuthorizationError,
+        "Client is not authorized to Get Partition Metadata"));
     return;
   }
   // Pulsar 4: without auto-creation (asked by the client, or refused by the broker) a topic
@@ -306,6 +445,10 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
   if (!name.isOk()) {
     CnxErrorStats::record(ProtocolError::kInvalidName);
     sendError(requestId, proto::InvalidTopicName, name.status().message());
+    return;
+  }
+  if (!allowed(*name, TopicOperation::kProduce)) {
+    sendError(requestId, proto::AuthorizationError, "Client is not authorized to Produce");
     return;
   }
   std::string producerName =

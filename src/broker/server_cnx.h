@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "broker/authorization.h"
 #include "broker/consumer.h"
 #include "broker/publish_throttle.h"
 #include "broker/topic.h"
@@ -36,6 +37,8 @@ enum class ProtocolError {
   kInvalidName,       // topic or subscription name rejected (InvalidTopicName, MetadataError)
   kHandshakeTimeout,  // no CONNECT within keepAliveIntervalSeconds; closes
   kKeepAliveTimeout,  // no complete frame nor PONG for two keep-alive intervals; closes
+  kAuthentication,    // CONNECT / AUTH_RESPONSE credentials refused (ERROR AuthenticationError)
+  kAuthRefresh,       // credentials expired and not refreshed in time; closes
   kCount
 };
 
@@ -76,6 +79,11 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   int protocolVersion() const { return protocolVersion_; }
   // CONNECT's client_version ("" before CONNECT). Loop thread until CONNECT, then immutable.
   const std::string& clientVersion() const { return clientVersion_; }
+  // The authenticated role ("" with authentication off). Loop thread.
+  const std::string& authRole() const { return authRole_; }
+  // The verified TLS client certificate's subject CN, given to authentication providers
+  // ("" on plaintext connections). Set by the TLS listener before reads start. Loop thread.
+  void setPeerCommonName(std::string cn) { peerCommonName_ = std::move(cn); }
 
   // Starts the keep-alive timer (Pulsar's PulsarHandler): every keepAliveIntervalSeconds the
   // connection is closed when CONNECT has not arrived yet, or when a PING sent one interval
@@ -106,6 +114,16 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   };
 
   void handleConnect(const proto::CommandConnect& c);
+  void handleAuthResponse(const proto::CommandAuthResponse& c);
+  // Checks credentials with the provider of authMethod_; true when accepted (role and expiry
+  // set). On refusal counts the failure and answers ERROR AuthenticationError, then closes.
+  bool authenticate(const std::string& authData);
+  void authenticationFailed(const std::string& why);
+  void sendConnected();
+  void scheduleAuthRefresh();
+  void onAuthRefreshTimer();
+  // Authorization of a topic operation for authRole_; counts a denial.
+  bool allowed(const TopicName& topic, TopicOperation op);
   void handleLookup(const proto::CommandLookupTopic& c);
   void handlePartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c);
   void handleProducer(const proto::CommandProducer& c);
@@ -156,6 +174,13 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   bool connected_ = false;
   int protocolVersion_ = 0;
   std::string clientVersion_;
+  // Authentication state (loop thread).
+  std::string authMethod_;
+  std::string authRole_;
+  std::string peerCommonName_;
+  std::optional<int64_t> authExpiresAtMs_;
+  bool supportsAuthRefresh_ = false;
+  bool pendingAuthChallenge_ = false;
   std::unordered_map<uint64_t, ProducerRef> producers_;
   std::unordered_map<uint64_t, ConsumerRef> consumers_;
   struct TopicListWatcher {
@@ -171,6 +196,7 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   bool throttled_ = false;  // loop thread
   PublishBufferThrottle& throttle_;
   boost::asio::steady_timer keepAliveTimer_;
+  boost::asio::steady_timer authRefreshTimer_;  // every authenticationRefreshCheckSeconds
   bool receivedSinceLastPing_ = true;
   bool waitingForPong_ = false;
   bool closedByKeepAlive_ = false;  // not counted as truncated then

@@ -21,6 +21,10 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
   MAGNETAR_DCHECK_ON(loop());
   std::optional<TopicName> name = validateSubscribe(c);
   if (!name) return;
+  if (!allowed(*name, TopicOperation::kConsume)) {
+    sendError(c.request_id(), proto::AuthorizationError, "Client is not authorized to subscribe");
+    return;
+  }
   std::optional<SubscribeRequest> req = newSubscribeRequest(c);
   if (!req) return;
   uint64_t consumerId = c.consumer_id();

@@ -198,6 +198,17 @@ Buffer Commands::newPong() {
   return serialize(cmd);
 }
 
+Buffer Commands::newAuthChallenge(std::string_view serverVersion, std::string_view authMethod,
+                                  std::string_view authData, int32_t protocolVersion) {
+  auto cmd = make(proto::BaseCommand::AUTH_CHALLENGE);
+  auto* c = cmd.mutable_authchallenge();
+  c->set_server_version(std::string(serverVersion));
+  c->set_protocol_version(protocolVersion);
+  c->mutable_challenge()->set_auth_method_name(std::string(authMethod));
+  c->mutable_challenge()->set_auth_data(std::string(authData));
+  return serialize(cmd);
+}
+
 Buffer Commands::newSuccess(uint64_t requestId) {
   auto cmd = make(proto::BaseCommand::SUCCESS);
   cmd.mutable_success()->set_request_id(requestId);

@@ -89,6 +89,10 @@ class Commands {
                              const proto::FeatureFlags* featureFlags = nullptr);
   static Buffer newPing();
   static Buffer newPong();
+  // AUTH_CHALLENGE asking the client for fresh credentials of `authMethod` (Pulsar sends
+  // auth_data "PulsarAuthRefresh" to refresh a token).
+  static Buffer newAuthChallenge(std::string_view serverVersion, std::string_view authMethod,
+                                 std::string_view authData, int32_t protocolVersion);
   static Buffer newSuccess(uint64_t requestId);
   static Buffer newError(uint64_t requestId, proto::ServerError error, std::string_view message);
   // lastSequenceId: -1 when unknown (dedup off). schema_version is always sent, empty when the

@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """Runs a command against a freshly started broker, then stops the broker.
 
-  with_broker.py --broker pulsar|magnetar [--set key=value]... -- COMMAND [ARGS...]
+  with_broker.py --broker pulsar|magnetar [--set key=value]... [--tls] [--auth-token] --
+      COMMAND [ARGS...]
 
 The command gets BROKER_URL (pulsar://127.0.0.1:N), ADMIN_URL (http://127.0.0.1:M), BROKER_HOST,
 BROKER_PORT and BROKER_KIND (magnetar|pulsar) in its environment; the exit status is the command's.
 With --tls the broker also listens on brokerServicePortTls with certificates made for the run
 (tests/harness/tls.py), and the command gets BROKER_URL_TLS (pulsar+ssl://localhost:N) and
 TLS_CERTS_DIR (ca.pem, client.pem, client.key, ...).
+--auth-token starts the broker with token authentication and authorization on (a fresh HS256 key,
+superUserRoles=admin; harness/auth.py) and adds AUTH_SECRET_KEY (the key, base64) and
+AUTH_SUPER_USER_TOKEN (a token of role admin without expiry).
 """
 
 import argparse
+import base64
 import os
 import shutil
 import subprocess
@@ -19,6 +24,7 @@ import tempfile
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness.auth import SUPER_USER, new_secret_key, role_token, token_auth_settings  # noqa: E402
 from harness.broker import broker_process, tail  # noqa: E402
 
 
@@ -28,6 +34,8 @@ def main() -> int:
     parser.add_argument("--broker", choices=["magnetar", "pulsar"], required=True)
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="broker setting (repeatable)")
+    parser.add_argument("--auth-token", action="store_true",
+                        help="token authentication and authorization on (AUTH_* in the env)")
     parser.add_argument("--tls", action="store_true",
                         help="also a TLS listener with certificates made now "
                              "(tests/harness/tls.py); sets BROKER_URL_TLS and TLS_CERTS_DIR")
@@ -37,20 +45,25 @@ def main() -> int:
     if not cmd:
         parser.error("no command given")
 
-    settings = list(args.set)
+    settings, auth_env = list(args.set), {}
     certs_dir = None
     if args.tls:
         from harness.broker import free_port
         from harness.tls import generate_certs, tls_settings
         certs_dir = tempfile.mkdtemp(prefix="with-broker-tls-")
         settings = tls_settings(generate_certs(certs_dir), broker_port=free_port()) + settings
+    if args.auth_token:
+        key = new_secret_key()
+        settings = token_auth_settings(key) + settings
+        auth_env = {"AUTH_SECRET_KEY": base64.b64encode(key).decode(),
+                    "AUTH_SUPER_USER_TOKEN": role_token(key, SUPER_USER)}
     proc = broker_process(args.broker, settings)
     endpoint = proc.start()
     try:
         url = urllib.parse.urlparse(endpoint.service_url)
         env = dict(os.environ, BROKER_URL=endpoint.service_url, ADMIN_URL=endpoint.admin_url or "",
                    BROKER_HOST=url.hostname or "", BROKER_PORT=str(url.port),
-                   BROKER_KIND=args.broker)
+                   BROKER_KIND=args.broker, **auth_env)
         if certs_dir and endpoint.service_url_tls:
             env.update(BROKER_URL_TLS=endpoint.service_url_tls, TLS_CERTS_DIR=certs_dir)
         print(f"with_broker: {args.broker} at {endpoint.service_url} / {endpoint.admin_url}",

@@ -103,6 +103,15 @@ case "$cmd" in
       for kv in "${SETS[@]+"${SETS[@]}"}"; do echo "$kv"; done
     } > "$conf"
     printf 'brokerServicePort=%s\nwebServicePort=%s\n' "$BROKER_PORT" "$WEB_PORT" > "$RUN_DIR/ports"
+    # With authentication on, the health check (super-user only) uses the broker's own client
+    # token (brokerClientAuthenticationParameters=token:...).
+    HEALTH_AUTH=()
+    for kv in "${SETS[@]+"${SETS[@]}"}"; do
+      case "$kv" in
+        brokerClientAuthenticationParameters=token:*)
+          HEALTH_AUTH=(-H "Authorization: Bearer ${kv#brokerClientAuthenticationParameters=token:}") ;;
+      esac
+    done
 
     # Module opens that Pulsar's own launcher passes on Java 17 (netty, bookkeeper, metrics).
     JVM_OPENS=(
@@ -142,7 +151,7 @@ case "$cmd" in
         tail -n 20 "$RUN_DIR/pulsar.out" >&2 || true
         rm -f "$RUN_DIR/pulsar.pid"; exit 1
       fi
-      if [ "$(curl -s -m 5 "http://127.0.0.1:$WEB_PORT/admin/v2/brokers/health" 2>/dev/null)" = "ok" ]; then
+      if [ "$(curl -s -m 5 "${HEALTH_AUTH[@]+"${HEALTH_AUTH[@]}"}" "http://127.0.0.1:$WEB_PORT/admin/v2/brokers/health" 2>/dev/null)" = "ok" ]; then
         echo "pulsar-standalone: healthy after $(( $(date +%s) - start_s )) s"
         exit 0
       fi

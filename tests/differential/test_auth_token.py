@@ -1,0 +1,253 @@
+"""Token authentication and authorization as the official Python client and the REST API see
+them, on a broker of the --broker kind started with Pulsar's token settings
+(harness/auth.py: HS256 key made here, superUserRoles=admin, the broker's own client
+authenticating as admin).
+
+Against an already running broker (--broker-url/--admin-url) set AUTH_SECRET_KEY to the base64
+of its tokenSecretKey (started with harness.auth.token_auth_settings, superUserRoles=admin).
+"""
+
+import base64
+import os
+import time
+import uuid
+
+import pulsar
+import pytest
+import requests
+
+from harness.auth import b64url, hs256_token, new_secret_key, role_token, token_auth_settings
+from harness.broker import BrokerEndpoint, broker_process
+
+NS = "public/default"
+
+
+class Auth:
+    def __init__(self, endpoint: BrokerEndpoint, key: bytes):
+        self.url = endpoint.service_url
+        self.web = endpoint.admin_url
+        self.key = key
+        self.admin = role_token(key, "admin")
+
+    def client(self, token):
+        auth = pulsar.AuthenticationToken(token) if token is not None else None
+        return pulsar.Client(self.url, authentication=auth, operation_timeout_seconds=5,
+                             logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+
+    def rest(self, method, path, token=None, **kwargs):
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        return requests.request(method, self.web + path, headers=headers, timeout=30, **kwargs)
+
+
+def wait_ready(auth: Auth, timeout_s: float = 120.0) -> None:
+    """Until the super-user sees public/default (Pulsar creates it after it is healthy)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        try:
+            r = auth.rest("GET", "/admin/v2/namespaces/public", auth.admin)
+            if r.status_code == 200 and NS in r.json():
+                return
+        except requests.RequestException:
+            pass
+        time.sleep(0.5)
+    raise AssertionError("public/default did not appear")
+
+
+@pytest.fixture(scope="module")
+def auth(request):
+    url = request.config.getoption("--broker-url")
+    if url:
+        admin_url = request.config.getoption("--admin-url")
+        key_b64 = os.environ.get("AUTH_SECRET_KEY")
+        if not key_b64 or not admin_url:
+            pytest.skip("--broker-url needs --admin-url and AUTH_SECRET_KEY (its tokenSecretKey)")
+        a = Auth(BrokerEndpoint("external", url, admin_url), base64.b64decode(key_b64))
+        wait_ready(a)
+        yield a
+        return
+    key = new_secret_key()
+    proc = broker_process(request.config.getoption("--broker"), token_auth_settings(key))
+    try:
+        a = Auth(proc.start(), key)
+        wait_ready(a)
+        yield a
+    finally:
+        proc.close()
+
+
+def fresh_topic(name):
+    return f"persistent://{NS}/auth-{name}-{uuid.uuid4().hex[:8]}"
+
+
+def fresh_role():
+    return f"role-{uuid.uuid4().hex[:8]}"
+
+
+def eventually(check, timeout_s=15.0):
+    """check() until it returns without raising (grants reach Pulsar's policy cache
+    asynchronously); re-raises the last error after timeout_s."""
+    deadline = time.time() + timeout_s
+    while True:
+        try:
+            return check()
+        except Exception:
+            if time.time() >= deadline:
+                raise
+            time.sleep(0.5)
+
+
+def test_super_user_produces_and_consumes(auth):
+    c = auth.client(auth.admin)
+    t = fresh_topic("super")
+    consumer = c.subscribe(t, "s")
+    producer = c.create_producer(t)
+    producer.send(b"hello")
+    assert consumer.receive(10000).data() == b"hello"
+    c.close()
+
+
+def bad_token(auth, kind):
+    now = int(time.time())
+    if kind == "none":
+        return None
+    if kind == "wrong_key":
+        return role_token(new_secret_key(), "admin")
+    if kind == "expired":
+        return role_token(auth.key, "admin", exp=now - 60)
+    if kind == "alg_none":
+        return b64url(b'{"alg":"none"}') + "." + b64url(b'{"sub":"admin"}') + "."
+    # forged: admin's claims under a signature made for another subject
+    head, _, sig = role_token(auth.key, "alice").split(".")
+    return f"{head}.{hs256_token(auth.key, {'sub': 'admin'}).split('.')[1]}.{sig}"
+
+
+@pytest.mark.parametrize("kind", ["none", "wrong_key", "expired", "alg_none", "forged"])
+def test_bad_credentials_refused_on_connect(auth, kind):
+    c = auth.client(bad_token(auth, kind))
+    t = fresh_topic(kind)
+    # Both brokers refuse CONNECT; the C++ client keeps retrying it until the operation
+    # timeout, so what the application sees is a timeout.
+    with pytest.raises(pulsar.Timeout):
+        c.create_producer(t)
+    with pytest.raises(pulsar.Timeout):
+        c.subscribe(t, "s")
+    c.close()
+
+
+def test_role_without_permission_refused(auth):
+    role = fresh_role()
+    c = auth.client(role_token(auth.key, role))
+    t = fresh_topic("noperm")
+    with pytest.raises(pulsar.AuthorizationError):
+        c.create_producer(t)
+    with pytest.raises(pulsar.AuthorizationError):
+        c.subscribe(t, "s")
+    c.close()
+
+
+def test_namespace_grant_then_revoke(auth):
+    role = fresh_role()
+    path = f"/admin/v2/namespaces/{NS}/permissions"
+    r = auth.rest("POST", f"{path}/{role}", auth.admin, json=["produce", "consume"])
+    assert r.status_code == 204, r.text
+    r = auth.rest("GET", path, auth.admin)
+    assert r.status_code == 200
+    assert sorted(r.json()[role]) == ["consume", "produce"]
+    policies = auth.rest("GET", f"/admin/v2/namespaces/{NS}", auth.admin).json()
+    assert sorted(policies["auth_policies"]["namespace_auth"][role]) == ["consume", "produce"]
+
+    c = auth.client(role_token(auth.key, role))
+    t = fresh_topic("granted")
+    consumer = eventually(lambda: c.subscribe(t, "s"))
+    producer = c.create_producer(t)
+    producer.send(b"granted")
+    assert consumer.receive(10000).data() == b"granted"
+    c.close()
+
+    r = auth.rest("DELETE", f"{path}/{role}", auth.admin)
+    assert r.status_code == 204, r.text
+    assert role not in auth.rest("GET", path, auth.admin).json()
+
+    def refused():
+        c2 = auth.client(role_token(auth.key, role))
+        try:
+            with pytest.raises(pulsar.AuthorizationError):
+                c2.create_producer(fresh_topic("revoked"))
+        finally:
+            c2.close()
+    eventually(refused)
+
+
+def test_topic_grant_then_revoke(auth):
+    role = fresh_role()
+    t = fresh_topic("topic-grant")
+    admin = auth.client(auth.admin)
+    admin_producer = admin.create_producer(t)  # the topic exists before the grant
+    local = t.split("/")[-1]
+    path = f"/admin/v2/persistent/{NS}/{local}/permissions"
+    r = auth.rest("POST", f"{path}/{role}", auth.admin, json=["consume"])
+    assert r.status_code == 204, r.text
+    r = auth.rest("GET", path, auth.admin)
+    assert r.status_code == 200
+    assert r.json()[role] == ["consume"]
+
+    c = auth.client(role_token(auth.key, role))
+    consumer = eventually(lambda: c.subscribe(t, "s"))
+    admin_producer.send(b"for the role")
+    assert consumer.receive(10000).data() == b"for the role"
+    # consume only: producing is still refused
+    with pytest.raises(pulsar.AuthorizationError):
+        c.create_producer(t)
+    consumer.close()
+
+    r = auth.rest("DELETE", f"{path}/{role}", auth.admin)
+    assert r.status_code == 204, r.text
+    assert role not in auth.rest("GET", path, auth.admin).json()
+
+    def refused():
+        with pytest.raises(pulsar.AuthorizationError):
+            c.subscribe(t, "s2")
+    eventually(refused)
+    c.close()
+    admin.close()
+
+
+def test_rest_authentication_and_authorization(auth):
+    role_tok = role_token(auth.key, fresh_role())
+    wrong = role_token(new_secret_key(), "admin")
+    t = fresh_topic("rest")
+    admin = auth.client(auth.admin)
+    admin.create_producer(t).close()
+    topic_perms = f"/admin/v2/persistent/{NS}/{t.split('/')[-1]}/permissions"
+    ns_perms = f"/admin/v2/namespaces/{NS}/permissions"
+    paths = [ns_perms, "/admin/v2/tenants", f"/admin/v2/namespaces/{NS}", topic_perms,
+             "/admin/v2/clusters"]
+    for path in paths:
+        assert auth.rest("GET", path).status_code == 401, path
+        assert auth.rest("GET", path, wrong).status_code == 401, path
+        assert auth.rest("GET", path, auth.admin).status_code == 200, path
+    # An authenticated role that is neither super-user nor tenant admin.
+    r = auth.rest("GET", ns_perms, role_tok)
+    assert r.status_code == 403
+    assert r.json()["reason"] == ("Unauthorized to validateNamespaceOperation for operation "
+                                  f"[GET_PERMISSION] on namespace [{NS}]")
+    r = auth.rest("POST", f"{ns_perms}/someone", role_tok, json=["produce"])
+    assert r.status_code == 403
+    assert auth.rest("GET", f"/admin/v2/namespaces/{NS}", role_tok).status_code == 403
+    assert auth.rest("POST", f"/admin/v2/namespaces/{NS}/messageTTL", role_tok,
+                     json=60).status_code == 403
+    # Tenant operations are 401, namespace operations on topics 403.
+    assert auth.rest("GET", "/admin/v2/namespaces/public", role_tok).status_code == 401
+    assert auth.rest("PUT", f"/admin/v2/persistent/{NS}/{uuid.uuid4().hex[:8]}",
+                     role_tok).status_code == 403
+    assert auth.rest("GET", "/admin/v2/tenants", role_tok).status_code == 401
+    r = auth.rest("GET", topic_perms, role_tok)
+    assert r.status_code == 401
+    assert r.json()["reason"] == "Don't have permission to administrate resources on this tenant"
+    # Listing clusters needs only an authenticated role.
+    r = auth.rest("GET", "/admin/v2/clusters", role_tok)
+    assert r.status_code == 200
+    assert r.json() == ["standalone"]
+    # /metrics is open (authenticateMetricsEndpoint defaults to false).
+    assert auth.rest("GET", "/metrics/").status_code == 200
+    admin.close()
