@@ -32,8 +32,9 @@ using Backlogs = std::vector<std::pair<std::string, int64_t>>;
 
 struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
   Impl(broker::BrokerService& service, std::shared_ptr<config::ServiceConfiguration> config,
-       Options o)
-      : rates(service.rates()), ctx{service, std::move(config), rates},
+       const Options& o)
+      : rates(service.rates()),
+        ctx{service, std::move(config), rates},
         options(o),
         timer(loop.context()),
         detector({o.ioBusyThreshold, std::chrono::nanoseconds(o.window).count()}) {}
@@ -64,6 +65,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
     int64_t now = steadyNs();
     auto topics = ctx.service.topics();
     std::vector<std::string> names;
+    names.reserve(topics.size());
     for (const auto& t : topics) names.push_back(t->name().toString());
     std::sort(names.begin(), names.end());
     rates.retainOnly(names);
@@ -105,7 +107,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
           });
         });
     for (size_t i = 0; i < topics.size(); ++i) {
-      auto t = topics[i];
+      const auto& t = topics[i];
       t->executor().execute([t, gather, i] {
         Backlogs b;
         for (const auto& [name, sub] : t->subscriptions()) {
@@ -117,7 +119,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
   }
 
   // GET /metrics: snapshots from every topic executor, rendered on pulsar-stats.
-  void collectMetrics(Respond respond) {
+  void collectMetrics(const Respond& respond) {
     auto topics = ctx.service.topics();
     auto self = shared_from_this();
     auto gather = Gather<broker::TopicSnapshot>::create(
@@ -170,7 +172,8 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
 };
 
 BrokerAdmin::BrokerAdmin(broker::BrokerService& service,
-                         std::shared_ptr<config::ServiceConfiguration> config, Options options)
+                         std::shared_ptr<config::ServiceConfiguration> config,
+                         const Options& options)
     : impl_(std::make_shared<Impl>(service, std::move(config), options)) {
   impl_->start();
 }
@@ -191,11 +194,12 @@ void BrokerAdmin::addRoutes(Router& router) {
   addNonPersistentAliases(router);
   addDynamicConfigurationRoutes(router, impl_->ctx.config);
   std::weak_ptr<Impl> weak = impl_;
-  router.add("GET", "/metrics", [weak](const HttpRequest&, const PathParams&, Respond respond) {
-    auto impl = weak.lock();
-    if (!impl) return respond(HttpResponse::error(503, "Broker is stopping"));
-    impl->loop.execute([impl, respond] { impl->collectMetrics(respond); });
-  });
+  router.add("GET", "/metrics",
+             [weak](const HttpRequest&, const PathParams&, const Respond& respond) {
+               auto impl = weak.lock();
+               if (!impl) return respond(HttpResponse::error(503, "Broker is stopping"));
+               impl->loop.execute([impl, respond] { impl->collectMetrics(respond); });
+             });
   addBrokersListRoute(router, impl_->ctx.config);
   installAuthFilter(router, impl_->ctx);
 }

@@ -34,7 +34,7 @@ class BrokerAdmin {
 
   // Starts the `pulsar-stats` thread. service and config must outlive this object.
   BrokerAdmin(broker::BrokerService& service, std::shared_ptr<config::ServiceConfiguration> config,
-              Options options);
+              const Options& options);
   BrokerAdmin(broker::BrokerService& service, std::shared_ptr<config::ServiceConfiguration> config)
       : BrokerAdmin(service, std::move(config), Options{}) {}
   ~BrokerAdmin();  // stops the thread

@@ -241,23 +241,24 @@ void deleteNamespace(const AdminContext* ctx, const std::string& ns, bool force,
     respond(HttpResponse::error(409, "Cannot delete non empty namespace"));
     return;
   }
-  auto gather = Gather<Status>::create(topics.size(), [ctx, ns, respond](std::vector<Status> r) {
-    for (const Status& s : r) {
-      if (!s.isOk() && s.code() != StatusCode::kNotFound) {
-        respond(errorResponse(s));
-        return;
-      }
-    }
-    Status s = ctx->service.removeNamespace(ns);
-    respond(s ? noContent() : errorResponse(s));
-  });
+  auto gather =
+      Gather<Status>::create(topics.size(), [ctx, ns, respond](const std::vector<Status>& r) {
+        for (const Status& s : r) {
+          if (!s.isOk() && s.code() != StatusCode::kNotFound) {
+            respond(errorResponse(s));
+            return;
+          }
+        }
+        Status s = ctx->service.removeNamespace(ns);
+        respond(s ? noContent() : errorResponse(s));
+      });
   for (size_t i = 0; i < topics.size(); ++i) {
     auto name = broker::TopicName::parse(topics[i]);
     if (!name.isOk()) {
       gather->set(i, Status::ok());
       continue;
     }
-    ctx->service.deleteTopic(*name, true, [gather, i](Status s) { gather->set(i, s); });
+    ctx->service.deleteTopic(*name, true, [gather, i](const Status& s) { gather->set(i, s); });
   }
 }
 
@@ -298,7 +299,7 @@ void addNamespaceLifecycleRoutes(Router& r, const AdminContext* ctx) {
               return noContent();
             });
   r.add("DELETE", "/admin/v2/namespaces/{tenant}/{namespace}",
-        [ctx](const HttpRequest& req, const PathParams& p, Respond respond) {
+        [ctx](const HttpRequest& req, const PathParams& p, const Respond& respond) {
           HttpResponse err;
           auto ns = namespaceFromParams(*ctx, p, &err);
           if (!ns) return respond(err);

@@ -85,9 +85,8 @@ void Router::add(std::string method, std::string_view pattern, Handler handler) 
 
 void Router::addSync(std::string method, std::string_view pattern, SyncHandler handler) {
   add(std::move(method), pattern,
-      [h = std::move(handler)](const HttpRequest& req, const PathParams& params, Respond respond) {
-        respond(h(req, params));
-      });
+      [h = std::move(handler)](const HttpRequest& req, const PathParams& params,
+                               const Respond& respond) { respond(h(req, params)); });
 }
 
 void Router::alias(const std::string& method, std::string_view pattern, std::string_view fromPrefix,

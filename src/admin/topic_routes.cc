@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 #include "admin/stats_json.h"
 #include "admin/topic_targets.h"
 
@@ -69,7 +71,7 @@ void deletePartitioned(const AdminContext* ctx, const TopicName& name, bool forc
     respond(HttpResponse::error(404, "Partitioned topic does not exist"));
     return;
   }
-  auto gather = Gather<Status>::create(*n, [ctx, name, respond](std::vector<Status> all) {
+  auto gather = Gather<Status>::create(*n, [ctx, name, respond](const std::vector<Status>& all) {
     for (const Status& s : all) {
       if (!s.isOk() && s.code() != StatusCode::kNotFound) return respond(errorResponse(s));
     }
@@ -79,13 +81,14 @@ void deletePartitioned(const AdminContext* ctx, const TopicName& name, bool forc
   });
   for (int i = 0; i < *n; ++i) {
     ctx->service.deleteTopic(name.partition(i), force,
-                             [gather, i](Status s) { gather->set(i, s); });
+                             [gather, i](const Status& s) { gather->set(i, s); });
   }
 }
 
 void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
   onTopic(r, "PUT", "",
-          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                const Respond& respond) {
             if (!ctx->service.namespaceExists(name.namespaceName())) {
               return respond(HttpResponse::error(404, "Namespace does not exist"));
             }
@@ -99,7 +102,8 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
               HttpResponse err;
               auto v = parseJsonBody(req, &err);
               if (!v) return respond(err);
-              if (!v->is_object()) return respond(HttpResponse::error(400, "Properties must be a JSON object"));
+              if (!v->is_object())
+                return respond(HttpResponse::error(400, "Properties must be a JSON object"));
               for (const auto& [k, val] : v->as_object()) {
                 if (!val.is_string()) {
                   return respond(HttpResponse::error(400, "Property '" + std::string(k) +
@@ -109,7 +113,7 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
               if (!v->as_object().empty()) properties = boost::json::serialize(*v);
             }
             ctx->service.getOrCreateTopic(
-                name, true, [ctx, name, properties, respond](Result<TopicPtr> t) {
+                name, true, [ctx, name, properties, respond](const Result<TopicPtr>& t) {
                   if (t.isOk() && properties) {
                     ctx->service.policies().setTopicPolicy(name.toString(),
                                                            broker::kTopicPropertiesKey, properties);
@@ -118,17 +122,19 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
                 });
           });
   onTopic(r, "DELETE", "",
-          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                const Respond& respond) {
             bool force = queryFlag(req, "force");
             Result<int> n = ctx->service.partitionsOf(name, false);
             if (n.isOk() && *n > 0) return deletePartitioned(ctx, name, force, respond);
-            ctx->service.deleteTopic(name, force, [ctx, name, respond](Status s) {
+            ctx->service.deleteTopic(name, force, [ctx, name, respond](const Status& s) {
               if (s) ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
               respond(s ? noContent() : errorResponse(s));
             });
           });
   onTopic(r, "PUT", "/partitions",
-          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                const Respond& respond) {
             HttpResponse err;
             auto n = partitionCount(req, &err);
             if (!n) return respond(err);
@@ -142,14 +148,16 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
             respond(s ? noContent() : errorResponse(s));
           });
   onTopic(r, "GET", "/partitions",
-          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                const Respond& respond) {
             Result<int> n =
                 ctx->service.partitionsOf(name, queryFlag(req, "checkAllowAutoCreation"));
             if (!n.isOk()) return respond(HttpResponse::error(404, n.status().message()));
             respond(jsonResponse(json::object{{"partitions", *n}, {"deleted", false}}));
           });
   onTopic(r, "POST", "/partitions",
-          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                const Respond& respond) {
             HttpResponse err;
             auto n = partitionCount(req, &err);
             if (!n) return respond(err);
@@ -160,38 +168,41 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
             respond(s ? noContent() : errorResponse(s));
           });
   onTopic(r, "DELETE", "/partitions",
-          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                const Respond& respond) {
             deletePartitioned(ctx, name, queryFlag(req, "force"), respond);
           });
 }
 
 // Snapshot of one topic with its rates (executor thread).
-void snapshotOp(const AdminContext* ctx, TopicPtr t,
-                std::function<void(broker::TopicSnapshot)> cb) {
+void snapshotOp(const AdminContext* ctx, const TopicPtr& t,
+                const std::function<void(broker::TopicSnapshot)>& cb) {
   auto rates = ctx->rates.find(t->name().toString());
   cb(broker::snapshotTopic(*t, rates.get()));
 }
 
 void addStatsRoutes(Router& r, const AdminContext* ctx) {
-  onTopic(r, "GET", "/stats",
-          [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
-            withTopic(*ctx, name, respond, [ctx, respond](TopicPtr t) {
-              snapshotOp(ctx, t, [respond](broker::TopicSnapshot s) {
-                respond(jsonResponse(topicStatsJson(s)));
-              });
-            });
+  onTopic(
+      r, "GET", "/stats",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+        withTopic(*ctx, name, respond, [ctx, respond](const TopicPtr& t) {
+          snapshotOp(ctx, t, [respond](const broker::TopicSnapshot& s) {
+            respond(jsonResponse(topicStatsJson(s)));
           });
+        });
+      });
   onTopic(
       r, "GET", "/partitioned-stats",
-      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+            const Respond& respond) {
         Result<int> n = ctx->service.partitionsOf(name, false);
         if (!n.isOk() || *n == 0) {
           return respond(HttpResponse::error(404, "Partitioned topic not found"));
         }
         bool perPartition = queryParam(req, "perPartition").value_or("true") != "false";
-        std::string full = name.toString();
+        const std::string& full = name.toString();
         auto gather = Gather<broker::TopicSnapshot>::create(
-            *n, [respond, full, perPartition](std::vector<broker::TopicSnapshot> parts) {
+            *n, [respond, full, perPartition](const std::vector<broker::TopicSnapshot>& parts) {
               respond(jsonResponse(partitionedStatsJson(full, parts, perPartition)));
             });
         for (int i = 0; i < *n; ++i) {
@@ -209,15 +220,16 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
           });
         }
       });
-  onTopic(r, "GET", "/internalStats",
-          [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
-            withTopic(*ctx, name, respond, [respond](TopicPtr t) {
-              respond(jsonResponse(internalStatsJson(broker::snapshotInternalStats(*t))));
-            });
-          });
+  onTopic(
+      r, "GET", "/internalStats",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+        withTopic(*ctx, name, respond, [respond](const TopicPtr& t) {
+          respond(jsonResponse(internalStatsJson(broker::snapshotInternalStats(*t))));
+        });
+      });
   onTopic(
       r, "GET", "/partitioned-internalStats",
-      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
         Result<int> n = ctx->service.partitionsOf(name, false);
         if (!n.isOk() || *n == 0) {
           return respond(HttpResponse::error(404, "Partitioned topic not found"));
@@ -225,7 +237,7 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
         int count = *n;
         onEachTarget<json::value>(
             ctx, name, false, json::value(nullptr), respond,
-            [](TopicPtr t, std::function<void(json::value)> reply) {
+            [](const TopicPtr& t, const std::function<void(json::value)>& reply) {
               reply(internalStatsJson(broker::snapshotInternalStats(*t)));
             },
             [respond, name, count](std::vector<json::value> all) {
@@ -241,7 +253,7 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
 
 void addLookupRoute(Router& r, const AdminContext* ctx) {
   r.add("GET", "/lookup/v2/topic/persistent/{tenant}/{namespace}/{topic}",
-        [ctx](const HttpRequest& req, const PathParams& p, Respond respond) {
+        [ctx](const HttpRequest& req, const PathParams& p, const Respond& respond) {
           HttpResponse err;
           auto name = topicFromParams(p, &err);
           if (!name) return respond(err);
@@ -270,7 +282,7 @@ void addTopicPermissionRoutes(Router& r, const AdminContext* ctx) {
   };
   onTopic(r, "GET", "/permissions",
           [ctx, missingNamespace](const HttpRequest&, const PathParams&, const TopicName& name,
-                                  Respond respond) {
+                                  const Respond& respond) {
             if (missingNamespace(name)) {
               return respond(HttpResponse::error(404, "Namespace does not exist"));
             }
@@ -287,7 +299,7 @@ void addTopicPermissionRoutes(Router& r, const AdminContext* ctx) {
           });
   onTopic(r, "POST", "/permissions/{role}",
           [ctx, missingNamespace](const HttpRequest& req, const PathParams& p,
-                                  const TopicName& name, Respond respond) {
+                                  const TopicName& name, const Respond& respond) {
             if (missingNamespace(name)) {
               return respond(HttpResponse::error(404, "Namespace does not exist"));
             }
@@ -304,7 +316,7 @@ void addTopicPermissionRoutes(Router& r, const AdminContext* ctx) {
   onTopic(
       r, "DELETE", "/permissions/{role}",
       [ctx, missingNamespace](const HttpRequest&, const PathParams& p, const TopicName& name,
-                              Respond respond) {
+                              const Respond& respond) {
         if (missingNamespace(name)) {
           return respond(HttpResponse::error(404, "Namespace does not exist"));
         }

@@ -113,7 +113,7 @@ int run(int argc, char** argv) {
   // Pulsar's tool spells some options "-sk", "-pk": CLI11 takes them as "--sk", "--pk".
   std::vector<std::string> args(argv + 1, argv + argc);
   for (auto& a : args) {
-    if (a == "-sk" || a == "-pk" || a == "-hs") a = "-" + a;
+    if (a == "-sk" || a == "-pk" || a == "-hs") a.insert(0, "-");
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes the vector form reversed
   try {

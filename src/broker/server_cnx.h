@@ -136,7 +136,7 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   std::optional<TopicName> validateSubscribe(const proto::CommandSubscribe& c);
   std::optional<SubscribeRequest> newSubscribeRequest(const proto::CommandSubscribe& c);
   void onSubscribed(const std::shared_ptr<PersistentTopic>& topic, const SubscribeRequest& req,
-                    uint64_t requestId, uint64_t consumerId, Status s);
+                    uint64_t requestId, uint64_t consumerId, const Status& s);
   void handleFlow(const proto::CommandFlow& c);
   void handleAck(const proto::CommandAck& c);
   void handleRedeliver(const proto::CommandRedeliverUnacknowledgedMessages& c);
@@ -159,7 +159,7 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void handleGetOrCreateSchema(const proto::CommandGetOrCreateSchema& c);
 
   // Runs fn with the consumer once it is ready (or answers an error when unknown).
-  void withConsumer(uint64_t consumerId, std::function<void(ConsumerRef&)> fn);
+  void withConsumer(uint64_t consumerId, const std::function<void(ConsumerRef&)>& fn);
   void sendError(uint64_t requestId, proto::ServerError e, const std::string& msg);
   void onKeepAliveTimer();
   void flushSends();

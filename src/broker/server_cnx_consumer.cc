@@ -58,7 +58,7 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
             return;
           }
         }
-        topic->subscribe(req, [me, topic, req, requestId, consumerId](Status s) {
+        topic->subscribe(req, [me, topic, req, requestId, consumerId](const Status& s) {
           me->loop().execute([me, topic, req, requestId, consumerId, s] {
             me->onSubscribed(topic, req, requestId, consumerId, s);
           });
@@ -146,7 +146,7 @@ std::optional<SubscribeRequest> ServerCnx::newSubscribeRequest(const proto::Comm
 
 void ServerCnx::onSubscribed(const std::shared_ptr<PersistentTopic>& topic,
                              const SubscribeRequest& req, uint64_t requestId, uint64_t consumerId,
-                             Status s) {
+                             const Status& s) {
   MAGNETAR_DCHECK_ON(loop());
   auto it = consumers_.find(consumerId);
   if (!s.isOk()) {
@@ -173,7 +173,7 @@ void ServerCnx::onSubscribed(const std::shared_ptr<PersistentTopic>& topic,
   for (auto& w : waiting) w();
 }
 
-void ServerCnx::withConsumer(uint64_t consumerId, std::function<void(ConsumerRef&)> fn) {
+void ServerCnx::withConsumer(uint64_t consumerId, const std::function<void(ConsumerRef&)>& fn) {
   MAGNETAR_DCHECK_ON(loop());
   auto it = consumers_.find(consumerId);
   if (it == consumers_.end()) {  // Pulsar ignores commands for unknown consumers
@@ -238,7 +238,7 @@ void ServerCnx::handleAck(const proto::CommandAck& c) {
     auto sub = ref.subscription;
     topic->executor().execute([=] {
       auto* s = topic->subscription(sub);
-      auto done = [=](Status st) {
+      auto done = [=](const Status& st) {
         if (!wantResponse) return;
         if (st.isOk()) {
           me->send(Commands::newAckResponse(consumerId, requestId));
@@ -386,7 +386,7 @@ void ServerCnx::handleSeek(const proto::CommandSeek& c) {
           c2->cnx()->closeConsumerFromBroker(c2->id());
         }
       }
-      s->resetCursor(target, [=](Status st) {
+      s->resetCursor(target, [=](const Status& st) {
         me->loop().execute([=] {
           if (!st.isOk()) {
             me->sendError(requestId, toServerError(st, ErrorContext::kSubscription),
