@@ -107,6 +107,7 @@ tidy_sources() {
   cmake --build "$BUILD_DIR" --target gen/protocol/pulsar_api.pb.h >/dev/null
   printf '%s\n' "${files[@]}" |
     xargs -P "$JOBS" -n 1 "$CLANG_TIDY" -p "$BUILD_DIR" --quiet --warnings-as-errors='*' \
+      --extra-arg=-Wthread-safety \
       2> >(grep -v -e 'warnings generated' -e '^Suppressed ' -e '^Use -header-filter' >&2)
 }
 

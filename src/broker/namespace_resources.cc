@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/logging.h"
 
@@ -29,9 +31,13 @@ void NamespaceResources::load(storage::MetadataStore* store,
   for (const auto& ns : initial) namespaces_.insert(ns);
   if (!store_) return;
   if (auto ns = store_->get(kNamespacesKey); ns.isOk()) {
-    forEachLine(*ns, [&](const std::string& line) { namespaces_.insert(line); });
+    // Lambdas are analysed apart from the enclosing lock: collect, then insert under mu_.
+    std::vector<std::string> lines;
+    forEachLine(*ns, [&](const std::string& line) { lines.push_back(line); });
+    namespaces_.insert(lines.begin(), lines.end());
   }
   if (auto pt = store_->get(kPartitionedKey); pt.isOk()) {
+    std::vector<std::pair<std::string, int>> parsed;
     forEachLine(*pt, [&](const std::string& line) {
       auto eq = line.rfind('=');
       if (eq == std::string::npos) return;
@@ -42,8 +48,9 @@ void NamespaceResources::load(storage::MetadataStore* store,
         MLOG_WARN("ignoring damaged partitioned-topic metadata line '{}'", line);
         return;
       }
-      partitioned_[line.substr(0, eq)] = n;
+      parsed.emplace_back(line.substr(0, eq), n);
     });
+    for (auto& [name, count] : parsed) partitioned_[name] = count;
   }
 }
 
