@@ -43,8 +43,9 @@ stage "pulsar-flex suite against Magnetar"
 stage "Java compatibility suite (Pulsar's Java client, pulsar-admin, pulsar-client, pulsar-perf)"
 "$PY" tests/harness/with_broker.py --broker magnetar -- \
   mvn -B -o -q -f tests/java test -Dperf.duration="${JAVA_PERF_DURATION:-5}"
-"$PY" tests/harness/with_broker.py --broker magnetar --auth-token -- \
-  mvn -B -o -q -f tests/java test -Dtest=AuthTokenTest
+# --auth-tls is --auth-token plus TLS ports and AuthenticationProviderTls: one broker for both.
+"$PY" tests/harness/with_broker.py --broker magnetar --auth-tls -- \
+  mvn -B -o -q -f tests/java test -Dtest=AuthTokenTest,AuthTlsTest
 
 stage "crash tests: SIGKILL at random moments (storage engine, then the whole broker)"
 "$PY" tests/crash/crash_test.py --kills "${CRASH_KILLS:-5}"

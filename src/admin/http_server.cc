@@ -17,6 +17,7 @@
 
 #include "base/logging.h"
 #include "net/tls.h"
+#include "net/tls_peer.h"
 
 namespace magnetar::admin {
 namespace {
@@ -64,7 +65,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     lowest().expires_after(net::kTlsHandshakeTimeout);
     stream_.async_handshake(
         asio::ssl::stream_base::server, [self = this->shared_from_this()](beast::error_code ec) {
-          if (!ec) return self->doRead();
+          if (!ec) {
+            self->peerCommonName_ =
+                net::peerCommonNameOf(self->stream_.native_handle()).value_or("");
+            return self->doRead();
+          }
           net::TlsError e = net::TlsError::kHandshakeFailed;
           if (ec == beast::error::timeout) {
             e = net::TlsError::kHandshakeTimeout;
@@ -107,6 +112,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       r.authorization = std::string(it->value());
     }
     r.body = std::move(req.body());
+    r.peerCommonName = peerCommonName_;
     auto self = this->shared_from_this();
     // Handlers answer from broker threads, possibly while the server stops. The session and its
     // io_context wait in a slot that also keeps the io_context alive until the answer: the first
@@ -196,6 +202,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::weak_ptr<asio::io_context> ioc_;
   bool keepAlive_ = false;
   unsigned version_ = 11;
+  std::string peerCommonName_;  // TLS: the client certificate's CN ("" without one or no CN)
 };
 
 }  // namespace

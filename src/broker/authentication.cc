@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include "broker/authentication_provider_tls.h"
+
 namespace magnetar::broker {
 namespace {
 
@@ -140,8 +142,8 @@ Result<std::unique_ptr<AuthenticationService>> AuthenticationService::create(
       auto p = AuthenticationProviderToken::create(o.token);
       if (!p) return p.status();
       s->providers_.push_back(std::move(*p));
-    } else if (cls.find("AuthenticationProviderTls") != std::string::npos) {
-      continue;  // added by the TLS listener (addProvider), which owns the certificates
+    } else if (cls == kAuthenticationProviderTlsClass) {
+      s->providers_.push_back(std::make_unique<AuthenticationProviderTls>());
     } else {
       return Status::invalidArgument("Unsupported authentication provider: " + cls);
     }

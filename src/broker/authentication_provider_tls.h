@@ -1,6 +1,7 @@
 // AuthenticationProviderTls (Pulsar's org.apache.pulsar.broker.authentication
-// .AuthenticationProviderTls): the role of a client on brokerServicePortTls is its certificate's
-// subject CN. The certificate was verified by the TLS handshake (net::TlsContext).
+// .AuthenticationProviderTls): the role of a client on a TLS port is its certificate's subject
+// CN. The certificate was verified by the TLS handshake (net::TlsContext), so this provider only
+// reads it.
 #pragma once
 
 #include <optional>
@@ -8,7 +9,7 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "net/connection.h"
+#include "broker/authentication.h"
 
 namespace magnetar::broker {
 
@@ -17,15 +18,27 @@ inline constexpr std::string_view kAuthenticationProviderTlsClass =
     "org.apache.pulsar.broker.authentication.AuthenticationProviderTls";
 inline constexpr std::string_view kAuthMethodTls = "tls";
 
-// The role from a TLS peer's CN (Connection::peerCommonName()). Errors, with Pulsar's messages:
-// kNotAllowed "Failed to get TLS certificates from client" when the connection is not TLS or the
-// client sent no certificate; "Client unable to authenticate with TLS certificate" when the
-// certificate has no (or an empty) CN. Pure.
-Result<std::string> tlsRoleOf(bool isTls, const std::optional<std::string>& peerCommonName);
+// The role from a TLS peer's CN (net::Connection::peerCommonName(): nullopt without a
+// certificate, "" for one without a CN). Errors (kNotAllowed), Pulsar's messages, with the
+// failure metric's reason (Pulsar's AuthenticationProviderTls.ErrorCode) in *reason when given:
+// a TLS connection without a client certificate: "Failed to get TLS certificates from client"
+// (INVALID_CERTS); not TLS, or no CN: "Client unable to authenticate with TLS certificate"
+// (INVALID_CN). Pure.
+Result<std::string> tlsRoleOf(bool isTls, const std::optional<std::string>& peerCommonName,
+                              std::string* reason = nullptr);
 
-// tlsRoleOf(cnx.isTls(), cnx.peerCommonName()). Thread: cnx's loop.
-inline Result<std::string> authenticateTls(const net::Connection& cnx) {
-  return tlsRoleOf(cnx.isTls(), cnx.peerCommonName());
-}
+// Pulsar's AuthenticationProviderTls. Thread: any (stateless).
+class AuthenticationProviderTls final : public AuthenticationProvider {
+ public:
+  std::string authMethodName() const override { return std::string(kAuthMethodTls); }
+  std::string providerName() const override { return "AuthenticationProviderTls"; }
+  // From AuthenticationData::peerCommonName alone (HTTPS): a non-empty CN is the role; without
+  // one, INVALID_CN as Pulsar answers a request without a usable certificate.
+  Result<AuthenticationResult> authenticate(const AuthenticationData& data,
+                                            std::string* reason) const override;
+  // A binary-protocol connection (CONNECT): tlsRoleOf(isTls, peerCommonName).
+  Result<AuthenticationResult> authenticateConnection(
+      bool isTls, const std::optional<std::string>& peerCommonName, std::string* reason) const;
+};
 
 }  // namespace magnetar::broker

@@ -5,12 +5,31 @@
 
 #include "base/dcheck.h"
 #include "base/logging.h"
+#include "broker/authentication_provider_tls.h"
 #include "broker/broker_service.h"
 #include "broker/topic_schema.h"
 #include "protocol/commands.h"
 #include "protocol/server_error.h"
 
 namespace magnetar::broker {
+namespace {
+
+// Pulsar's namespace operation GET_TOPICS (PulsarAuthorizationProvider): authorization off, a
+// tenant admin, or produce or consume granted on the namespace "tenant/ns" (grants on its
+// topics do not count). A denial is counted.
+bool allowGetTopics(BrokerService& service, const std::string& ns, const std::string& role) {
+  AuthorizationService& authz = service.authorization();
+  if (!authz.enabled() || authz.isTenantAdmin(ns.substr(0, ns.find('/')), role)) return true;
+  NamespacePolicies p = service.policies().namespacePolicies(ns);
+  auto it = p.permissions.find(role);
+  if (it != p.permissions.end() && (it->second.count("produce") || it->second.count("consume"))) {
+    return true;
+  }
+  AuthorizationStats::record(TopicOperation::kCount);
+  return false;
+}
+
+}  // namespace
 
 using protocol::Commands;
 using protocol::ErrorContext;
@@ -244,9 +263,11 @@ bool ServerCnx::authenticate(const std::string& authData) {
   }
   AuthenticationData data;
   data.commandData = authData;
-  data.peerCommonName = peerCommonName_;
   std::string reason;
-  auto r = p->authenticate(data, &reason);
+  // The TLS provider tells a TLS connection without a certificate from a certificate without CN.
+  const auto* tls = dynamic_cast<const AuthenticationProviderTls*>(p);
+  auto r = tls ? tls->authenticateConnection(isTls(), peerCommonName(), &reason)
+               : p->authenticate(data, &reason);
   if (!r) {
     AuthenticationMetrics::failure(p->providerName(), p->authMethodName(), reason);
     authenticationFailed(r.status().message());
@@ -622,6 +643,13 @@ void ServerCnx::handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamesp
       c.mode() == proto::CommandGetTopicsOfNamespace::NON_PERSISTENT ? TopicDomain::kNonPersistent
       : c.mode() == proto::CommandGetTopicsOfNamespace::ALL          ? TopicDomain::kAll
                                                                      : TopicDomain::kPersistent;
+  if (!allowGetTopics(service_, c.namespace_(), authRole_)) {
+    MLOG_WARN("[{}] role {} may not list the topics of {}", peerAddress(), authRole_,
+              c.namespace_());
+    sendError(c.request_id(), proto::AuthorizationError,
+              "Client is not authorized to GetTopicsOfNamespace");
+    return;
+  }
   std::vector<std::string> topics = service_.topicsOfNamespace(c.namespace_(), domain);
   // Pulsar's broker-side pattern evaluation: filter when the pattern is short enough, answer
   // the hash of what is sent, and nothing but "unchanged" when the client's hash is current.
@@ -695,6 +723,13 @@ void ServerCnx::handleWatchTopicList(const proto::CommandWatchTopicList& c) {
                ? "Evaluating subscription patterns is disabled."
                : "Pattern longer than maximum: " + std::to_string(o.subscriptionPatternMaxLength);
     sendError(c.request_id(), proto::NotAllowedError, msg);
+    return;
+  }
+  if (!allowGetTopics(service_, c.namespace_(), authRole_)) {
+    MLOG_WARN("[{}] role {} may not watch the topics of {}", peerAddress(), authRole_,
+              c.namespace_());
+    sendError(c.request_id(), proto::AuthorizationError,
+              "Proxy Client is not authorized to watchTopicList");
     return;
   }
   if (watchers_.count(c.watcher_id())) {

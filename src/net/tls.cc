@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "base/logging.h"
+#include "net/tls_peer.h"
 
 namespace magnetar::net {
 
@@ -379,20 +380,25 @@ Status TlsSession::encrypt(const std::pair<const uint8_t*, size_t>* bufs, size_t
   return Status::ok();
 }
 
-std::optional<std::string> TlsSession::peerCommonName() const {
-  if (!handshakeDone_) return std::nullopt;
-  X509* cert = SSL_get0_peer_certificate(ssl_);
+std::optional<std::string> peerCommonNameOf(const ssl_st* ssl) {
+  if (!ssl) return std::nullopt;
+  X509* cert = SSL_get0_peer_certificate(ssl);
   if (!cert) return std::nullopt;
   X509_NAME* subject = X509_get_subject_name(cert);
   int i = X509_NAME_get_index_by_NID(subject, NID_commonName, -1);
-  if (i < 0) return std::nullopt;
+  if (i < 0) return std::string();
   ASN1_STRING* s = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
   unsigned char* utf8 = nullptr;
   int len = ASN1_STRING_to_UTF8(&utf8, s);
-  if (len < 0) return std::nullopt;
+  if (len < 0) return std::string();
   std::string cn(reinterpret_cast<char*>(utf8), static_cast<size_t>(len));
   OPENSSL_free(utf8);
   return cn;
+}
+
+std::optional<std::string> TlsSession::peerCommonName() const {
+  if (!handshakeDone_) return std::nullopt;
+  return peerCommonNameOf(ssl_);
 }
 
 std::string TlsSession::protocol() const { return SSL_get_version(ssl_); }

@@ -12,6 +12,7 @@ import json
 import os
 
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
+TLS_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"
 CLIENT_TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
 SUPER_USER = "admin"
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs a command against a freshly started broker, then stops the broker.
 
-  with_broker.py --broker pulsar|magnetar [--set key=value]... [--tls] [--auth-token] --
-      COMMAND [ARGS...]
+  with_broker.py --broker pulsar|magnetar [--set key=value]... [--tls] [--auth-token]
+      [--auth-tls] -- COMMAND [ARGS...]
 
 The command gets BROKER_URL (pulsar://127.0.0.1:N), ADMIN_URL (http://127.0.0.1:M), BROKER_HOST,
 BROKER_PORT and BROKER_KIND (magnetar|pulsar) in its environment; the exit status is the command's.
@@ -12,6 +12,9 @@ TLS_CERTS_DIR (ca.pem, client.pem, client.key, ...).
 --auth-token starts the broker with token authentication and authorization on (a fresh HS256 key,
 superUserRoles=admin; harness/auth.py) and adds AUTH_SECRET_KEY (the key, base64) and
 AUTH_SUPER_USER_TOKEN (a token of role admin without expiry).
+--auth-tls is --tls and --auth-token with webServicePortTls too and AuthenticationProviderTls
+beside the token provider: TLS_CERTS_DIR also has client-ROLE.pem/.key (CN=ROLE) for the roles
+admin (the super-user), app-1 and app-2, and ADMIN_URL_TLS is https://localhost:N.
 """
 
 import argparse
@@ -24,7 +27,14 @@ import tempfile
 import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from harness.auth import SUPER_USER, new_secret_key, role_token, token_auth_settings  # noqa: E402
+from harness.auth import (  # noqa: E402
+    SUPER_USER,
+    TLS_PROVIDER,
+    TOKEN_PROVIDER,
+    new_secret_key,
+    role_token,
+    token_auth_settings,
+)
 from harness.broker import broker_process, tail  # noqa: E402
 
 
@@ -39,6 +49,9 @@ def main() -> int:
     parser.add_argument("--tls", action="store_true",
                         help="also a TLS listener with certificates made now "
                              "(tests/harness/tls.py); sets BROKER_URL_TLS and TLS_CERTS_DIR")
+    parser.add_argument("--auth-tls", action="store_true",
+                        help="--tls and --auth-token plus AuthenticationProviderTls and "
+                             "webServicePortTls; client-ROLE certificates in TLS_CERTS_DIR")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -47,14 +60,20 @@ def main() -> int:
 
     settings, auth_env = list(args.set), {}
     certs_dir = None
-    if args.tls:
+    if args.tls or args.auth_tls:
         from harness.broker import free_port
         from harness.tls import generate_certs, tls_settings
         certs_dir = tempfile.mkdtemp(prefix="with-broker-tls-")
-        settings = tls_settings(generate_certs(certs_dir), broker_port=free_port()) + settings
-    if args.auth_token:
+        certs = generate_certs(certs_dir, client_roles=("admin", "app-1", "app-2"))
+        settings = tls_settings(certs, broker_port=free_port(),
+                                web_port=free_port() if args.auth_tls else None) + settings
+    if args.auth_token or args.auth_tls:
         key = new_secret_key()
-        settings = token_auth_settings(key) + settings
+        auth = token_auth_settings(key)
+        if args.auth_tls:
+            auth = [s for s in auth if not s.startswith("authenticationProviders=")]
+            auth.append(f"authenticationProviders={TOKEN_PROVIDER},{TLS_PROVIDER}")
+        settings = auth + settings
         auth_env = {"AUTH_SECRET_KEY": base64.b64encode(key).decode(),
                     "AUTH_SUPER_USER_TOKEN": role_token(key, SUPER_USER)}
     proc = broker_process(args.broker, settings)
@@ -65,7 +84,8 @@ def main() -> int:
                    BROKER_HOST=url.hostname or "", BROKER_PORT=str(url.port),
                    BROKER_KIND=args.broker, **auth_env)
         if certs_dir and endpoint.service_url_tls:
-            env.update(BROKER_URL_TLS=endpoint.service_url_tls, TLS_CERTS_DIR=certs_dir)
+            env.update(BROKER_URL_TLS=endpoint.service_url_tls, TLS_CERTS_DIR=certs_dir,
+                       ADMIN_URL_TLS=endpoint.admin_url_tls or "")
         print(f"with_broker: {args.broker} at {endpoint.service_url} / {endpoint.admin_url}",
               flush=True)
         rc = subprocess.call(cmd, env=env)
