@@ -17,8 +17,8 @@ Result<std::string> tlsRoleOf(bool isTls, const std::optional<std::string>& peer
   return *peerCommonName;
 }
 
-Result<AuthenticationResult> AuthenticationProviderTls::authenticate(
-    const AuthenticationData& data, std::string* reason) const {
+Result<AuthenticationResult> AuthenticationProviderTls::authenticate(const AuthenticationData& data,
+                                                                     std::string* reason) const {
   return authenticateConnection(!data.peerCommonName.empty(), data.peerCommonName, reason);
 }
 
