@@ -158,10 +158,6 @@ const AuthenticationProvider* AuthenticationService::provider(const std::string&
   return nullptr;
 }
 
-void AuthenticationService::addProvider(std::unique_ptr<AuthenticationProvider> p) {
-  providers_.push_back(std::move(p));
-}
-
 Result<AuthenticationResult> AuthenticationService::authenticateHttp(
     const std::optional<std::string>& authorization, const std::string& peerCommonName) const {
   AuthenticationData data;

@@ -119,8 +119,6 @@ class AuthenticationService {
   bool enabled() const { return enabled_; }
   // The provider of a method name, nullptr when none.
   const AuthenticationProvider* provider(const std::string& authMethod) const;
-  // Adds a provider (e.g. AuthenticationProviderTls). Before serving only.
-  void addProvider(std::unique_ptr<AuthenticationProvider> p);
   const std::string& anonymousUserRole() const { return anonymousUserRole_; }
 
   // An HTTP request's role (Pulsar's authenticateHttpRequest): the Authorization header checked

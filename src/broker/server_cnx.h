@@ -81,9 +81,6 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   const std::string& clientVersion() const { return clientVersion_; }
   // The authenticated role ("" with authentication off). Loop thread.
   const std::string& authRole() const { return authRole_; }
-  // The verified TLS client certificate's subject CN, given to authentication providers
-  // ("" on plaintext connections). Set by the TLS listener before reads start. Loop thread.
-  void setPeerCommonName(std::string cn) { peerCommonName_ = std::move(cn); }
 
   // Starts the keep-alive timer (Pulsar's PulsarHandler): every keepAliveIntervalSeconds the
   // connection is closed when CONNECT has not arrived yet, or when a PING sent one interval
@@ -177,7 +174,6 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   // Authentication state (loop thread).
   std::string authMethod_;
   std::string authRole_;
-  std::string peerCommonName_;
   std::optional<int64_t> authExpiresAtMs_;
   bool supportsAuthRefresh_ = false;
   bool pendingAuthChallenge_ = false;
