@@ -467,11 +467,13 @@ void Dispatcher::readRounds(bool allowReplay) {
 bool Dispatcher::readCompacted(int64_t batch) {
   if (!compactor_ || !active_ || !active_->readCompacted) return false;
   std::shared_ptr<const CompactedView> view = compactor_->view();
-  if (!view || readPosition_ > view->horizon()) return false;
+  if (!view) return false;
   // A cursor at the start of the log reads the whole view (Pulsar's readFromEarliest), also the
-  // keys whose ledgers were trimmed after the compaction.
+  // keys whose ledgers were trimmed after the compaction: then the log may start after the
+  // horizon.
   const Position first = ledger_.firstPosition();
   const bool fromStart = !compactedStarted_ && readPosition_ <= first;
+  if (!fromStart && readPosition_ > view->horizon()) return false;
   compactedStarted_ = true;
   readPending_ = true;
   uint64_t epoch = epoch_;
