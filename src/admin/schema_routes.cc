@@ -17,13 +17,13 @@ const std::string kSchemaPath = "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
 json::object schemaJson(const StoredSchema& s) {
   json::object props;
   for (const auto& [k, v] : s.schema.properties) props[k] = v;
-  return {{"version", s.version},
-          {"type", broker::schemaTypeName(s.schema.type)},
-          {"timestamp", s.timestampMs},
-          {"data", s.schema.type == broker::SchemaType::KEY_VALUE
-                       ? broker::keyValueDataToJson(s.schema)
-                       : s.schema.data},
-          {"properties", std::move(props)}};
+  return {
+      {"version", s.version},
+      {"type", broker::schemaTypeName(s.schema.type)},
+      {"timestamp", s.timestampMs},
+      {"data", s.schema.type == broker::SchemaType::KEY_VALUE ? broker::keyValueDataToJson(s.schema)
+                                                              : s.schema.data},
+      {"properties", std::move(props)}};
 }
 
 // A PostSchemaPayload body ({"type","schema","properties"}); nullopt with 400 in *error.

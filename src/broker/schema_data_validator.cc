@@ -171,8 +171,7 @@ std::string encodeKeyValueSchemaData(std::string_view key, std::string_view valu
   return out;
 }
 
-std::optional<std::pair<std::string, std::string>> decodeKeyValueSchemaData(
-    std::string_view data) {
+std::optional<std::pair<std::string, std::string>> decodeKeyValueSchemaData(std::string_view data) {
   std::string parts[2];
   for (auto& part : parts) {
     if (data.size() < 4) return std::nullopt;

@@ -382,11 +382,10 @@ void ManagedLedgerImpl::flushCursors() {
   factory_->post([f = factory_, self = shared_from_this(), ops = std::move(ops),
                   written = std::move(written), cbs = std::move(cbs)]() mutable {
     Status s = f->bgWrite(std::move(ops));
-    self->executor_->execute(
-        [self, s, written = std::move(written), cbs = std::move(cbs)] {
-          if (s) self->cursorsPersisted(written);
-          for (const auto& cb : cbs) cb(s);
-        });
+    self->executor_->execute([self, s, written = std::move(written), cbs = std::move(cbs)] {
+      if (s) self->cursorsPersisted(written);
+      for (const auto& cb : cbs) cb(s);
+    });
   });
 }
 

@@ -27,7 +27,10 @@ class ManagedLedgerImpl;
 class ManagedCursorImpl : public ManagedCursor {
  public:
   ManagedCursorImpl(std::string name, ManagedLedgerImpl* ml, CursorState state)
-      : name_(std::move(name)), ml_(ml), state_(std::move(state)), persisted_(state_.markDelete()) {}
+      : name_(std::move(name)),
+        ml_(ml),
+        state_(std::move(state)),
+        persisted_(state_.markDelete()) {}
 
   const std::string& name() const override { return name_; }  // any thread
   Position markDeletedPosition() const override {

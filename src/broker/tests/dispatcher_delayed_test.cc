@@ -84,8 +84,8 @@ class DelayedDispatchTest : public ::testing::Test {
 TEST_F(DelayedDispatchTest, BatchWithDeliverAtTimeIsHeldUntilItsTime) {
   open(CommandSubscribe::Shared);
   const int64_t at = nowMs() + 400;
-  publishBatch(5, at);   // entry 0: delayed
-  publishBatch(3, -1);   // entry 1: now
+  publishBatch(5, at);              // entry 0: delayed
+  publishBatch(3, -1);              // entry 1: now
   publishBatch(2, nowMs() - 1000);  // entry 2: its time has passed
   sub_->dispatcher()->flow(consumer_.get(), 100);
   ex_.drain();

@@ -274,7 +274,8 @@ TEST(SchemaDataValidator, KeyValueParts) {
                                            {"value.schema.type", "STRING"}};
   SchemaData kv{SchemaType::KEY_VALUE, data, props};
   EXPECT_TRUE(validateSchemaData(kv).isOk());
-  EXPECT_EQ(keyValueDataToJson(kv), R"({"key":{"type":"record","name":"K","fields":[]},"value":""})");
+  EXPECT_EQ(keyValueDataToJson(kv),
+            R"({"key":{"type":"record","name":"K","fields":[]},"value":""})");
   // Each part is validated as its type; without type properties both are BYTES (not checked).
   kv.data = encodeKeyValueSchemaData(R"({"type":"record","name":"1K","fields":[]})", "");
   EXPECT_EQ(validateSchemaData(kv).message(), "Invalid schema definition data for AVRO schema");
