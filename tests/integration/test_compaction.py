@@ -12,7 +12,6 @@ import tempfile
 import time
 
 import pulsar
-import pytest
 import requests
 from pulsar import MessageId
 
