@@ -226,22 +226,22 @@ std::string keyValueDataToJson(const SchemaData& s) {
 }
 
 Status validateProtobufNativeSchema(std::string_view text) {
-  const Status failed = Status::invalidArgument("deserialize ProtobufNative Schema failed");
+  auto failed = [] { return Status::invalidArgument("deserialize ProtobufNative Schema failed"); };
   boost::system::error_code ec;
   json::value v = json::parse(text, ec);
   const json::object* o = ec ? nullptr : v.if_object();
   const json::string* set = o ? stringMember(*o, "fileDescriptorSet") : nullptr;
   const json::string* root = o ? stringMember(*o, "rootMessageTypeName") : nullptr;
   const json::string* rootFile = o ? stringMember(*o, "rootFileDescriptorName") : nullptr;
-  if (!set || !root || !rootFile) return failed;
+  if (!set || !root || !rootFile) return failed();
   auto bytes = base64Decode(std::string(*set));
   google::protobuf::FileDescriptorSet fds;
-  if (!bytes || !fds.ParseFromString(*bytes)) return failed;
+  if (!bytes || !fds.ParseFromString(*bytes)) return failed();
   std::map<std::string, const google::protobuf::FileDescriptorProto*> files;
   for (const auto& f : fds.file()) files[f.name()] = &f;
   google::protobuf::DescriptorPool pool;
   std::set<std::string> building;
-  if (!buildFile(std::string(*rootFile), files, &building, &pool)) return failed;
+  if (!buildFile(std::string(*rootFile), files, &building, &pool)) return failed();
   const google::protobuf::Descriptor* d = pool.FindMessageTypeByName(std::string(*root));
   if (!d || d->file()->name() != std::string_view(*rootFile)) {
     return Status::invalidArgument(

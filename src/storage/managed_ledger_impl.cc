@@ -40,7 +40,9 @@ ManagedLedgerImpl::ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::
       executor_(executor),
       opts_(factory->options_),
       readKey_(std::hash<std::string>()(name_)) {
-  for (auto& [id, l] : state.ledgers) {
+  for (auto& ledger : state.ledgers) {
+    const int64_t id = ledger.first;
+    StoredLedger& l = ledger.second;
     int64_t entries = l.index.entries();
     if (l.meta.closedAt >= 0 && l.meta.closedAt < entries) {
       l.index.truncate(l.meta.closedAt);
@@ -133,7 +135,7 @@ void ManagedLedgerImpl::startRollover() {
   });
 }
 
-void ManagedLedgerImpl::onLedgerCreated(Status s, int64_t ledgerId, int64_t createdMs) {
+void ManagedLedgerImpl::onLedgerCreated(const Status& s, int64_t ledgerId, int64_t createdMs) {
   if (!s) {
     MLOG_WARN("{}: creating ledger {} failed: {}", name_, ledgerId, s.toString());
     state_ = State::kNeedLedger;
@@ -182,7 +184,8 @@ void ManagedLedgerImpl::fence(int64_t ledgerId, const Status& s) {
   }
 }
 
-void ManagedLedgerImpl::onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n) {
+void ManagedLedgerImpl::onJournalWritten(const Status& s, const std::vector<JournalRun>& runs,
+                                         size_t n) {
   MAGNETAR_DCHECK_ON(*executor_);
   if (s) {
     for (const JournalRun& r : runs) {

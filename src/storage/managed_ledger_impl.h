@@ -136,7 +136,7 @@ class ManagedLedgerImpl : public ManagedLedger,
   // Periodic housekeeping (time-based rollover, retention, cache); posted by storage-bg.
   void onTick();
   // One group's outcome for this ledger's next `n` appends (posted by the journal sink).
-  void onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n);
+  void onJournalWritten(const Status& s, const std::vector<JournalRun>& runs, size_t n);
 
  private:
   friend class ManagedCursorImpl;
@@ -151,7 +151,7 @@ class ManagedLedgerImpl : public ManagedLedger,
   void drainQueued();
   bool needsRollover() const;
   void startRollover();
-  void onLedgerCreated(Status s, int64_t ledgerId, int64_t createdMs);
+  void onLedgerCreated(const Status& s, int64_t ledgerId, int64_t createdMs);
   void activateUpTo(int64_t ledgerId);
   void activateLedger();
   void fence(int64_t ledgerId, const Status& s);
