@@ -22,7 +22,7 @@ class JournalSink : public JournalClient {
   void onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n) override {
     if (auto ml = ml_.lock()) {
       ex_->execute([ml = std::move(ml), s = std::move(s), runs = std::move(runs), n]() mutable {
-        ml->onJournalWritten(std::move(s), std::move(runs), n);
+        ml->onJournalWritten(s, runs, n);
       });
     }
   }
