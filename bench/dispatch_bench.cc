@@ -148,7 +148,7 @@ void runDispatch(benchmark::State& state, SubType type) {
     for (auto& c : consumers) {
       acks.clear();
       c->pendingAcks.forEach(
-          [&](storage::Position pos, const PendingAck&) { acks.push_back(pos); });
+          [&](storage::Position pos, const broker::Consumer::PendingAck&) { acks.push_back(pos); });
       if (acks.empty()) continue;
       sub.acknowledge(c.get(), acks, nullptr);
       sub.dispatcher()->flow(c.get(), static_cast<uint32_t>(acks.size()));

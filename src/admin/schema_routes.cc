@@ -1,5 +1,6 @@
 #include "admin/schema_routes.h"
 
+#include "broker/schema_data_validator.h"
 #include "broker/schema_registry.h"
 
 namespace magnetar::admin {
@@ -16,11 +17,13 @@ const std::string kSchemaPath = "/admin/v2/schemas/{tenant}/{namespace}/{topic}"
 json::object schemaJson(const StoredSchema& s) {
   json::object props;
   for (const auto& [k, v] : s.schema.properties) props[k] = v;
-  return {{"version", s.version},
-          {"type", broker::schemaTypeName(s.schema.type)},
-          {"timestamp", s.timestampMs},
-          {"data", s.schema.data},
-          {"properties", std::move(props)}};
+  return {
+      {"version", s.version},
+      {"type", broker::schemaTypeName(s.schema.type)},
+      {"timestamp", s.timestampMs},
+      {"data", s.schema.type == broker::SchemaType::KEY_VALUE ? broker::keyValueDataToJson(s.schema)
+                                                              : s.schema.data},
+      {"properties", std::move(props)}};
 }
 
 // A PostSchemaPayload body ({"type","schema","properties"}); nullopt with 400 in *error.
@@ -43,6 +46,16 @@ std::optional<SchemaData> parsePayload(const HttpRequest& req, HttpResponse* err
     for (const auto& [k, val] : p->as_object()) {
       if (val.is_string()) d.properties[std::string(k)] = std::string(val.as_string());
     }
+  }
+  if (d.type == broker::SchemaType::KEY_VALUE) {
+    // The REST form {"key": ..., "value": ...} becomes the stored KEY_VALUE encoding (Pulsar
+    // answers 500 when it cannot convert it).
+    auto kv = broker::keyValueDataFromJson(d.data);
+    if (!kv.isOk()) {
+      *error = HttpResponse::error(500, kv.status().message());
+      return std::nullopt;
+    }
+    d.data = std::move(kv.value());
   }
   return d;
 }
@@ -95,11 +108,16 @@ void addTopicSchemaRoutes(Router& r, const AdminContext* ctx) {
   addSchemaRoute(r, "POST", "/schema",
                  [&reg, ctx](const HttpRequest& req, const PathParams&,
                              const broker::TopicName& name, const std::string& id) {
+                   if (!ctx->service.namespaceExists(name.namespaceName())) {
+                     return HttpResponse::error(404, "Namespace does not exist");
+                   }
                    HttpResponse err;
                    auto schema = parsePayload(req, &err);
                    if (!schema) return err;
                    if (Status s = broker::validateSchemaData(*schema); !s) {
-                     return HttpResponse::error(422, s.message());
+                     // Pulsar's InvalidSchemaDataException is 422; anything else 500.
+                     int code = s.code() == StatusCode::kInvalidArgument ? 422 : 500;
+                     return HttpResponse::error(code, s.message());
                    }
                    auto v = reg.putSchemaIfAbsent(id, *schema,
                                                   ctx->service.schemaCompatibilityStrategyOf(name));
@@ -114,6 +132,9 @@ void addTopicSchemaRoutes(Router& r, const AdminContext* ctx) {
   addSchemaRoute(r, "POST", "/compatibility",
                  [&reg, ctx](const HttpRequest& req, const PathParams&,
                              const broker::TopicName& name, const std::string& id) {
+                   if (!ctx->service.namespaceExists(name.namespaceName())) {
+                     return HttpResponse::error(404, "Namespace does not exist");
+                   }
                    HttpResponse err;
                    auto schema = parsePayload(req, &err);
                    if (!schema) return err;

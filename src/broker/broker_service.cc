@@ -600,12 +600,15 @@ void BrokerService::lastMessageId(
   }
   int32_t partition = topic->name().partitionIndex();
   auto view = readCompacted ? topic->compactor().view() : nullptr;
-  if (view && lac <= view->horizon()) {
+  // The view answers when the log holds nothing after its horizon: also when the ledgers up to
+  // it were trimmed and the log is empty (lac.entryId < 0 here).
+  if (view && (lac <= view->horizon() || lac.entryId < 0)) {
     protocol::WireMessageId none{static_cast<uint64_t>(-1), static_cast<uint64_t>(-1), partition,
                                  -1};
     if (view->entries() == 0) return cb(none, md);
     view->asyncReadFromIndex(view->entries() - 1, 1, 1,
-                             [cb, md, none, partition](Status s, std::vector<storage::Entry> es) {
+                             [cb, md, none, partition](const Status& s,
+                                                       std::vector<storage::Entry> es) {
                                if (!s.isOk() || es.empty()) return cb(none, md);
                                protocol::WireMessageId out{
                                    static_cast<uint64_t>(es.front().position.ledgerId),

@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "broker/schema_data_validator.h"
+
 namespace magnetar::broker {
 
 namespace json = boost::json;
@@ -217,14 +219,21 @@ Status validateSchemaData(const SchemaData& s) {
     case SchemaType::AVRO:
     case SchemaType::JSON:
     case SchemaType::PROTOBUF: {
-      if (parseAvroSchema(s.data).isOk()) return Status::ok();
-      if (s.type == SchemaType::JSON) {
+      // Pulsar's StructSchemaDataValidator: an Avro schema with its CompatibleNameValidator (its
+      // fallback for JSON, a Jackson JsonSchema, accepted none of the definitions tried on the
+      // reference broker), and no top-level union for AVRO.
+      if (!parseAvroSchema(s.data).isOk() || !validateAvroNames(s.data).isOk()) {
+        return Status::invalidArgument(
+            fmt::format("Invalid schema definition data for {} schema", schemaTypeName(s.type)));
+      }
+      if (s.type == SchemaType::AVRO) {
         boost::system::error_code ec;
         json::value v = json::parse(s.data, ec);
-        if (!ec && v.is_object()) return Status::ok();
+        if (!ec && v.is_array()) {
+          return Status::invalidArgument("Avro schema typed [UNION] is not supported");
+        }
       }
-      return Status::invalidArgument(
-          fmt::format("Invalid schema definition data for {} schema", schemaTypeName(s.type)));
+      return Status::ok();
     }
     case SchemaType::STRING:
       // The Python client sends "null".
@@ -235,9 +244,11 @@ Status validateSchemaData(const SchemaData& s) {
       return Status::invalidArgument("Schema AUTO_CONSUME is a client-side schema type");
     case SchemaType::NONE:
     case SchemaType::BYTES:
-    case SchemaType::KEY_VALUE:
-    case SchemaType::PROTOBUF_NATIVE:
       return Status::ok();
+    case SchemaType::KEY_VALUE:
+      return validateKeyValueSchemaData(s);
+    case SchemaType::PROTOBUF_NATIVE:
+      return validateProtobufNativeSchema(s.data);
     default:  // the primitive types
       if (s.data.empty()) return Status::ok();
       return Status::invalidArgument(fmt::format(

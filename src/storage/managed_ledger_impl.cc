@@ -22,7 +22,7 @@ class JournalSink : public JournalClient {
   void onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n) override {
     if (auto ml = ml_.lock()) {
       ex_->execute([ml = std::move(ml), s = std::move(s), runs = std::move(runs), n]() mutable {
-        ml->onJournalWritten(std::move(s), std::move(runs), n);
+        ml->onJournalWritten(s, runs, n);
       });
     }
   }
@@ -40,7 +40,9 @@ ManagedLedgerImpl::ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::
       executor_(executor),
       opts_(factory->options_),
       readKey_(std::hash<std::string>()(name_)) {
-  for (auto& [id, l] : state.ledgers) {
+  for (auto& ledger : state.ledgers) {
+    const int64_t id = ledger.first;
+    StoredLedger& l = ledger.second;
     int64_t entries = l.index.entries();
     if (l.meta.closedAt >= 0 && l.meta.closedAt < entries) {
       l.index.truncate(l.meta.closedAt);
@@ -133,7 +135,7 @@ void ManagedLedgerImpl::startRollover() {
   });
 }
 
-void ManagedLedgerImpl::onLedgerCreated(Status s, int64_t ledgerId, int64_t createdMs) {
+void ManagedLedgerImpl::onLedgerCreated(const Status& s, int64_t ledgerId, int64_t createdMs) {
   if (!s) {
     MLOG_WARN("{}: creating ledger {} failed: {}", name_, ledgerId, s.toString());
     state_ = State::kNeedLedger;
@@ -182,7 +184,8 @@ void ManagedLedgerImpl::fence(int64_t ledgerId, const Status& s) {
   }
 }
 
-void ManagedLedgerImpl::onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n) {
+void ManagedLedgerImpl::onJournalWritten(const Status& s, const std::vector<JournalRun>& runs,
+                                         size_t n) {
   MAGNETAR_DCHECK_ON(*executor_);
   if (s) {
     for (const JournalRun& r : runs) {
@@ -360,40 +363,56 @@ void ManagedLedgerImpl::cursorChanged(ManagedCursorImpl* c, StatusCallback cb,
     flushScheduled_ = true;
     executor_->execute([self = shared_from_this()] { self->flushCursors(); });
   }
-  if (markDeleteMoved) {
-    cache_->evictUpTo(minMarkDelete());
-    maybeTrim();
-  }
+  // Trimming waits for the write (cursorsPersisted).
+  if (markDeleteMoved) cache_->evictUpTo(minMarkDelete());
 }
 
 void ManagedLedgerImpl::flushCursors() {
   flushScheduled_ = false;
   std::vector<MetadataOp> ops;
   std::vector<StatusCallback> cbs;
+  std::vector<std::pair<std::string, Position>> written;
   for (auto& [cname, c] : cursors_) {
     if (!c->dirty_) continue;
     c->dirty_ = false;
-    ops.push_back(
-        MetadataOp::put(cursorKey(name_, cname),
-                        encodeCursor(c->snapshot(opts_))));
+    CursorMeta m = c->snapshot(opts_);
+    written.emplace_back(cname, m.markDelete);
+    ops.push_back(MetadataOp::put(cursorKey(name_, cname), encodeCursor(m)));
     for (auto& cb : c->waiting_) cbs.push_back(std::move(cb));
     c->waiting_.clear();
   }
   if (ops.empty()) return;
-  factory_->post(
-      [f = factory_, ops = std::move(ops), ex = executor_, cbs = std::move(cbs)]() mutable {
-        Status s = f->bgWrite(std::move(ops));
-        if (!cbs.empty()) {
-          ex->execute([s, cbs = std::move(cbs)] {
-            for (auto& cb : cbs) cb(s);
-          });
-        }
-      });
+  factory_->post([f = factory_, self = shared_from_this(), ops = std::move(ops),
+                  written = std::move(written), cbs = std::move(cbs)]() mutable {
+    Status s = f->bgWrite(std::move(ops));
+    self->executor_->execute([self, s, written = std::move(written), cbs = std::move(cbs)] {
+      if (s) self->cursorsPersisted(written);
+      for (const auto& cb : cbs) cb(s);
+    });
+  });
+}
+
+void ManagedLedgerImpl::cursorsPersisted(
+    const std::vector<std::pair<std::string, Position>>& written) {
+  bool moved = false;
+  for (const auto& [cname, mark] : written) {
+    auto it = cursors_.find(cname);
+    if (it == cursors_.end() || it->second->persisted_ == mark) continue;
+    it->second->persisted_ = mark;
+    moved = true;
+  }
+  if (moved) maybeTrim();
 }
 
 Position ManagedLedgerImpl::minMarkDelete() const {
   Position m = ledgers_.lastConfirmed();
   for (const auto& [_, c] : cursors_) m = std::min(m, c->markDeletedPosition());
+  return m;
+}
+
+Position ManagedLedgerImpl::minPersistedMarkDelete() const {
+  Position m = ledgers_.lastConfirmed();
+  for (const auto& [_, c] : cursors_) m = std::min(m, c->persisted_);
   return m;
 }
 
@@ -404,7 +423,7 @@ void ManagedLedgerImpl::maybeTrim() {
   const int retMin = opts_.defaultRetentionTimeInMinutes;
   const int64_t retBytes = opts_.defaultRetentionSizeInMB * (1ll << 20);
   if (retMin < 0 && opts_.defaultRetentionSizeInMB < 0) return;
-  Position mark = minMarkDelete();
+  Position mark = minPersistedMarkDelete();
   int64_t now = nowMs();
   int64_t remaining = ledgers_.totalBytes();
   std::vector<int64_t> drop;

@@ -27,7 +27,10 @@ class ManagedLedgerImpl;
 class ManagedCursorImpl : public ManagedCursor {
  public:
   ManagedCursorImpl(std::string name, ManagedLedgerImpl* ml, CursorState state)
-      : name_(std::move(name)), ml_(ml), state_(std::move(state)) {}
+      : name_(std::move(name)),
+        ml_(ml),
+        state_(std::move(state)),
+        persisted_(state_.markDelete()) {}
 
   const std::string& name() const override { return name_; }  // any thread
   Position markDeletedPosition() const override {
@@ -70,6 +73,10 @@ class ManagedCursorImpl : public ManagedCursor {
   CursorState state_;
   bool dirty_ = false;
   std::vector<StatusCallback> waiting_;  // callbacks that complete with the next flush
+  // The mark-delete position in the metadata store (the restored or initial one until the first
+  // write completes): trimming never goes past it, so a crash cannot leave a cursor pointing
+  // into ledgers that are gone while its own move was lost (e.g. a compaction's switch).
+  Position persisted_;
 };
 
 class ManagedLedgerImpl : public ManagedLedger,
@@ -129,7 +136,7 @@ class ManagedLedgerImpl : public ManagedLedger,
   // Periodic housekeeping (time-based rollover, retention, cache); posted by storage-bg.
   void onTick();
   // One group's outcome for this ledger's next `n` appends (posted by the journal sink).
-  void onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n);
+  void onJournalWritten(const Status& s, const std::vector<JournalRun>& runs, size_t n);
 
  private:
   friend class ManagedCursorImpl;
@@ -144,7 +151,7 @@ class ManagedLedgerImpl : public ManagedLedger,
   void drainQueued();
   bool needsRollover() const;
   void startRollover();
-  void onLedgerCreated(Status s, int64_t ledgerId, int64_t createdMs);
+  void onLedgerCreated(const Status& s, int64_t ledgerId, int64_t createdMs);
   void activateUpTo(int64_t ledgerId);
   void activateLedger();
   void fence(int64_t ledgerId, const Status& s);
@@ -155,7 +162,11 @@ class ManagedLedgerImpl : public ManagedLedger,
                     ReadEntriesCallback cb);
   void cursorChanged(ManagedCursorImpl* c, StatusCallback cb, bool markDeleteMoved);
   void flushCursors();
+  // A flush's write completed: the cursors' persisted positions move, trimming may follow.
+  void cursorsPersisted(const std::vector<std::pair<std::string, Position>>& written);
   Position minMarkDelete() const;
+  // As minMarkDelete, over the persisted mark-delete positions (what trimming may drop up to).
+  Position minPersistedMarkDelete() const;
   void maybeTrim();
   void maybeFinishClose();
   ManagedLedgerState exportState();

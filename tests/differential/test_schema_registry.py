@@ -387,3 +387,122 @@ def test_namespace_schema_policies(client, admin_url, namespace):
     with pytest.raises(pulsar.exceptions.IncompatibleSchema):
         client.create_producer(fixed)
     client.create_producer(f"persistent://{namespace}/no-schema-yet")
+
+
+# --- schema definitions the broker refuses (Pulsar's SchemaDataValidator) ----------------------
+
+def upload(admin_url, body, local=None, ns="public/default"):
+    local = local or f"schema-bad-{uuid.uuid4().hex[:8]}"
+    return requests.post(f"{admin_url}/admin/v2/schemas/{ns}/{local}/schema", json=body,
+                         timeout=30)
+
+
+def test_upload_to_a_missing_namespace_is_404(admin_url):
+    missing = f"public/missing-{uuid.uuid4().hex[:8]}"
+    base = f"{admin_url}/admin/v2/schemas/{missing}/t"
+    for path in ("/schema", "/compatibility"):
+        r = requests.post(base + path, json={"type": "AVRO", "schema": AVRO_V1}, timeout=30)
+        assert r.status_code == 404 and r.json() == {"reason": "Namespace does not exist"}, path
+    r = upload(admin_url, {"type": "STRING", "schema": ""},
+               ns=f"missing-tenant-{uuid.uuid4().hex[:8]}/default")
+    assert r.status_code == 404
+    # Reads are answered as for a topic without a schema.
+    assert requests.get(base + "/schema", timeout=30).status_code == 404
+    assert requests.get(base + "/schemas", timeout=30).json() == {"getSchemaResponses": []}
+    assert requests.get(f"{admin_url}/admin/v2/namespaces/{missing}",
+                        timeout=30).status_code == 404  # nothing was created
+
+
+def avro_record(name, field="a", namespace=None):
+    d = {"type": "record", "name": name, "fields": [{"name": field, "type": "int"}]}
+    if namespace is not None:
+        d["namespace"] = namespace
+    return json.dumps(d)
+
+
+@pytest.mark.parametrize("definition,ok", [
+    (avro_record("R"), True),
+    (avro_record("R$x", "$a"), True),  # '$' is allowed (Pulsar's CompatibleNameValidator)
+    (avro_record("a.b.R"), True),
+    (json.dumps("string"), True),  # a primitive Avro schema
+    (avro_record("1R"), False),
+    (avro_record("R-x"), False),
+    (avro_record("R", "a-b"), False),
+    (avro_record("R", "1a"), False),
+    (avro_record("R", namespace="a.1b"), False),
+    (avro_record("a.1b.R"), False),
+    (json.dumps({"type": "record", "name": "R", "fields": [{"name": "e", "type": {
+        "type": "enum", "name": "E", "symbols": ["A", "1B"]}}]}), False),
+    (json.dumps({"type": "record", "name": "R", "fields": [{"name": "l", "type": {
+        "type": "array", "items": {"type": "record", "name": "In-x", "fields": []}}}]}), False),
+    (json.dumps({"type": ["null", "string"]}), False),
+])
+def test_avro_names(admin_url, definition, ok):
+    r = upload(admin_url, {"type": "AVRO", "schema": definition})
+    if ok:
+        assert r.status_code == 200 and r.json() == {"version": {"version": 0}}, r.text
+    else:
+        assert r.status_code == 422, r.text
+
+
+def test_avro_top_level_union_refused_json_names_checked(admin_url):
+    assert upload(admin_url, {"type": "AVRO", "schema": json.dumps(["null", "string"])}
+                  ).status_code == 422
+    assert upload(admin_url, {"type": "JSON", "schema": avro_record("1R")}).status_code == 422
+    assert upload(admin_url, {"type": "PROTOBUF", "schema": avro_record("1R")}).status_code == 422
+    # A JSON Schema document is not an Avro schema: refused for JSON too.
+    assert upload(admin_url, {"type": "JSON", "schema": json.dumps(
+        {"type": "object", "properties": {"a": {"type": "integer"}}})}).status_code == 422
+
+
+def test_key_value_definitions(admin_url):
+    kv_types = {"key.schema.type": "AVRO", "value.schema.type": "AVRO"}
+    good = {"type": "KEY_VALUE", "properties": kv_types,
+            "schema": json.dumps({"key": json.loads(AVRO_V1), "value": json.loads(AVRO_V1)})}
+    local = f"schema-kv-{uuid.uuid4().hex[:8]}"
+    r = upload(admin_url, good, local)
+    assert r.status_code == 200 and r.json() == {"version": {"version": 0}}, r.text
+    got = requests.get(f"{admin_url}/admin/v2/schemas/public/default/{local}/schema",
+                       timeout=30).json()
+    assert got["type"] == "KEY_VALUE" and got["properties"] == kv_types
+    assert json.loads(got["data"]) == {"key": json.loads(AVRO_V1), "value": json.loads(AVRO_V1)}
+    # Each part is validated as the type its property names.
+    bad_key = dict(good, schema=json.dumps({"key": {"type": "record", "name": "1K", "fields": []},
+                                            "value": json.loads(AVRO_V1)}))
+    assert upload(admin_url, bad_key).status_code == 422
+    string_key = {"type": "KEY_VALUE", "properties": {"key.schema.type": "STRING"},
+                  "schema": json.dumps({"key": {"type": "x"}, "value": {}})}
+    assert upload(admin_url, string_key).status_code == 422
+    int_key = {"type": "KEY_VALUE", "properties": {"key.schema.type": "INT32"},
+               "schema": json.dumps({"key": {}, "value": {}})}
+    assert upload(admin_url, int_key).status_code == 422
+    # Not the {"key", "value"} form, or a type name that does not exist: Pulsar answers 500.
+    for schema in ("garbage", "", json.dumps({"key": {}})):
+        assert upload(admin_url, {"type": "KEY_VALUE", "schema": schema}).status_code == 500
+    assert upload(admin_url, {"type": "KEY_VALUE", "properties": {"key.schema.type": "nonsense"},
+                              "schema": json.dumps({"key": {}, "value": {}})}).status_code == 500
+
+
+def file_descriptor_set(root_message="Msg"):
+    """A FileDescriptorSet with m.proto (package pkg, message Msg { int32 a = 1; })."""
+    field = fb(1, "a") + fv(3, 1) + fv(4, 1) + fv(5, 5)  # optional int32 a = 1
+    message = fb(1, root_message) + fb(2, field)
+    file = fb(1, "m.proto") + fb(2, "pkg") + fb(4, message)
+    return fb(1, file)
+
+
+def protobuf_native(fds, root="pkg.Msg", root_file="m.proto"):
+    import base64
+    return json.dumps({"fileDescriptorSet": base64.b64encode(fds).decode(),
+                       "rootMessageTypeName": root, "rootFileDescriptorName": root_file})
+
+
+def test_protobuf_native_definitions(admin_url):
+    ok = upload(admin_url, {"type": "PROTOBUF_NATIVE", "schema": protobuf_native(
+        file_descriptor_set())})
+    assert ok.status_code == 200 and ok.json() == {"version": {"version": 0}}, ok.text
+    for schema in ("garbage", "", protobuf_native(b"\xff\xff"),
+                   protobuf_native(file_descriptor_set(), root_file="x.proto"),
+                   protobuf_native(file_descriptor_set(), root="pkg.Nope")):
+        r = upload(admin_url, {"type": "PROTOBUF_NATIVE", "schema": schema})
+        assert r.status_code == 422, (schema, r.text)

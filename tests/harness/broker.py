@@ -45,8 +45,9 @@ class BrokerEndpoint:
 
 
 def magnetar_bin() -> str:
-    """$MAGNETAR_BIN, else build/src/app/magnetar under the repository."""
-    return os.environ.get("MAGNETAR_BIN", DEFAULT_MAGNETAR_BIN)
+    """$MAGNETAR_BIN (made absolute: the broker runs in its own directory), else
+    build/src/app/magnetar under the repository."""
+    return os.path.abspath(os.environ.get("MAGNETAR_BIN", DEFAULT_MAGNETAR_BIN))
 
 
 def read_ports_file(path: str) -> dict[str, int]:

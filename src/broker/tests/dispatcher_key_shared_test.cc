@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "broker/subscription.h"
+#include "broker/tests/dispatch_test_util.h"
 #include "protocol/commands.h"
 #include "protocol/frame.h"
 #include "storage/memory_managed_ledger.h"
@@ -17,55 +18,6 @@ namespace magnetar::broker {
 namespace {
 
 using proto::CommandSubscribe;
-
-// The topic's executor: tasks run only when the test says so.
-class StepExecutor : public net::Executor {
- public:
-  void execute(net::Task t) override { tasks_.push_back(std::move(t)); }
-  bool inExecutorThread() const override { return true; }
-  bool runOne() {
-    if (tasks_.empty()) return false;
-    net::Task t = std::move(tasks_.front());
-    tasks_.pop_front();
-    t();
-    return true;
-  }
-  void drain() {
-    while (runOne()) {
-    }
-  }
-  size_t pending() const { return tasks_.size(); }
-
- private:
-  std::deque<net::Task> tasks_;
-};
-
-// Decodes the MESSAGE frames a consumer is sent and records their entry ids in arrival order.
-class RecordingSink : public ConsumerSink {
- public:
-  void send(net::FrameBatch&& frames) override {
-    std::string bytes;
-    for (const auto& seg : frames.segments()) {
-      if (seg.buffer) {
-        bytes.append(seg.buffer.view());
-      } else {
-        bytes.append(frames.bytes(), seg.offset, seg.length);
-      }
-    }
-    Status s = decoder_.feed(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
-                             [this](const proto::BaseCommand& cmd, Buffer) {
-                               if (cmd.type() == proto::BaseCommand::MESSAGE) {
-                                 entryIds.push_back(cmd.message().message_id().entryid());
-                               }
-                             });
-    EXPECT_TRUE(s.isOk()) << s.toString();
-  }
-  void sendFrame(const Buffer&) override {}
-  std::vector<uint64_t> entryIds;
-
- private:
-  protocol::FrameDecoder decoder_;
-};
 
 // kCachedReads: whether the ledger answers reads at once from its cache (the tailing case) or
 // only through the executor (a cache miss), so a test can act while a read is in flight.

@@ -1,8 +1,11 @@
 #include "broker/schema_registry.h"
 
+#include <google/protobuf/descriptor.pb.h>
 #include <gtest/gtest.h>
 
+#include "broker/auth_token.h"
 #include "broker/schema_compatibility.h"
+#include "broker/schema_data_validator.h"
 #include "storage/metadata_store.h"
 
 namespace magnetar::broker {
@@ -155,7 +158,8 @@ TEST(SchemaCompatibility, NamesAndWireForms) {
   ASSERT_TRUE(part.isOk());
   EXPECT_EQ(schemaIdOf(*part), "t/ns/x");
   EXPECT_FALSE(validateSchemaData(SchemaData{SchemaType::AVRO, "{", {}}).isOk());
-  EXPECT_TRUE(validateSchemaData(SchemaData{SchemaType::JSON, R"({"type":"object"})", {}}).isOk());
+  // A JSON Schema document is no Avro schema: Pulsar refuses it too.
+  EXPECT_FALSE(validateSchemaData(SchemaData{SchemaType::JSON, R"({"type":"object"})", {}}).isOk());
   EXPECT_TRUE(validateSchemaData(SchemaData{SchemaType::STRING, "null", {}}).isOk());
   EXPECT_EQ(validateSchemaData(SchemaData{SchemaType::STRING, "abc", {}}).message(),
             "Invalid schema definition data for string schema : 'abc'");
@@ -221,6 +225,117 @@ TEST(SchemaRegistry, RecordCodec) {
   EXPECT_EQ(back[0].schema.data, a.schema.data);
   EXPECT_EQ(back[0].schema.type, SchemaType::PROTOBUF_NATIVE);
   EXPECT_TRUE(back[1].deleted);
+}
+
+}  // namespace
+}  // namespace magnetar::broker
+
+namespace magnetar::broker {
+namespace {
+
+// Pulsar's StructSchemaDataValidator with its CompatibleNameValidator, and no top-level union.
+TEST(SchemaDataValidator, AvroNamesAndUnions) {
+  auto avro = [](const std::string& text) {
+    return validateSchemaData(SchemaData{SchemaType::AVRO, text, {}});
+  };
+  auto record = [](const std::string& name, const std::string& field) {
+    return R"({"type":"record","name":")" + name + R"(","fields":[{"name":")" + field +
+           R"(","type":"int"}]})";
+  };
+  EXPECT_TRUE(avro(record("R", "a")).isOk());
+  EXPECT_TRUE(avro(record("_R$x", "$a1")).isOk());
+  EXPECT_TRUE(avro(record("a.b.R", "a")).isOk());
+  EXPECT_EQ(avro(record("1R", "a")).message(), "Invalid schema definition data for AVRO schema");
+  EXPECT_FALSE(avro(record("R-x", "a")).isOk());
+  EXPECT_FALSE(avro(record("a.1b.R", "a")).isOk());
+  EXPECT_FALSE(avro(record("R", "a-b")).isOk());
+  EXPECT_FALSE(avro(R"({"type":"record","name":"R","namespace":"x..y","fields":[]})").isOk());
+  EXPECT_FALSE(avro(R"({"type":"record","name":"R","fields":[{"name":"e","type":
+      {"type":"enum","name":"E","symbols":["A","1B"]}}]})")
+                   .isOk());
+  EXPECT_FALSE(avro(R"({"type":"record","name":"R","fields":[{"name":"l","type":
+      {"type":"array","items":{"type":"record","name":"In-x","fields":[]}}}]})")
+                   .isOk());
+  EXPECT_FALSE(avro(R"({"type":["null","string"]})").isOk());
+  EXPECT_EQ(avro(R"(["null","string"])").message(), "Avro schema typed [UNION] is not supported");
+  EXPECT_TRUE(avro(R"("string")").isOk());
+  // JSON and PROTOBUF use the same validator; a top-level union is refused for AVRO only.
+  EXPECT_FALSE(validateSchemaData(SchemaData{SchemaType::JSON, record("1R", "a"), {}}).isOk());
+  EXPECT_TRUE(validateSchemaData(SchemaData{SchemaType::JSON, R"(["null","string"])", {}}).isOk());
+}
+
+TEST(SchemaDataValidator, KeyValueParts) {
+  std::string data = encodeKeyValueSchemaData(R"({"type":"record","name":"K","fields":[]})", "");
+  auto parts = decodeKeyValueSchemaData(data);
+  ASSERT_TRUE(parts.has_value());
+  EXPECT_EQ(parts->second, "");
+  EXPECT_FALSE(decodeKeyValueSchemaData(data.substr(0, data.size() - 1)).has_value());
+  std::map<std::string, std::string> props{{"key.schema.type", "AVRO"},
+                                           {"value.schema.type", "STRING"}};
+  SchemaData kv{SchemaType::KEY_VALUE, data, props};
+  EXPECT_TRUE(validateSchemaData(kv).isOk());
+  EXPECT_EQ(keyValueDataToJson(kv),
+            R"({"key":{"type":"record","name":"K","fields":[]},"value":""})");
+  // Each part is validated as its type; without type properties both are BYTES (not checked).
+  kv.data = encodeKeyValueSchemaData(R"({"type":"record","name":"1K","fields":[]})", "");
+  EXPECT_EQ(validateSchemaData(kv).message(), "Invalid schema definition data for AVRO schema");
+  kv.properties.clear();
+  EXPECT_TRUE(validateSchemaData(kv).isOk());
+  kv.properties["key.schema.type"] = "nonsense";
+  EXPECT_EQ(validateSchemaData(kv).code(), StatusCode::kInternal);
+  EXPECT_FALSE(validateSchemaData(SchemaData{SchemaType::KEY_VALUE, "abc", {}}).isOk());
+  // The REST form.
+  auto stored = keyValueDataFromJson(R"({"key": {"type": "string"}, "value": 1})");
+  ASSERT_TRUE(stored.isOk());
+  EXPECT_EQ(*stored, encodeKeyValueSchemaData(R"({"type":"string"})", "1"));
+  EXPECT_FALSE(keyValueDataFromJson("garbage").isOk());
+  EXPECT_FALSE(keyValueDataFromJson(R"({"key":{}})").isOk());
+}
+
+// {"fileDescriptorSet": base64, "rootMessageTypeName", "rootFileDescriptorName"}.
+std::string protobufNative(const google::protobuf::FileDescriptorSet& set, const std::string& root,
+                           const std::string& rootFile) {
+  return R"({"fileDescriptorSet":")" + base64Encode(set.SerializeAsString()) +
+         R"(","rootMessageTypeName":")" + root + R"(","rootFileDescriptorName":")" + rootFile +
+         R"("})";
+}
+
+TEST(SchemaDataValidator, ProtobufNativeDescriptors) {
+  google::protobuf::FileDescriptorSet set;
+  auto* dep = set.add_file();
+  dep->set_name("dep.proto");
+  dep->set_package("pkg");
+  dep->add_message_type()->set_name("Inner");
+  auto* file = set.add_file();
+  file->set_name("m.proto");
+  file->set_package("pkg");
+  file->add_dependency("dep.proto");
+  auto* msg = file->add_message_type();
+  msg->set_name("Msg");
+  auto* field = msg->add_field();
+  field->set_name("inner");
+  field->set_number(1);
+  field->set_label(google::protobuf::FieldDescriptorProto::LABEL_OPTIONAL);
+  field->set_type(google::protobuf::FieldDescriptorProto::TYPE_MESSAGE);
+  field->set_type_name(".pkg.Inner");
+  auto check = [](const std::string& text) {
+    return validateSchemaData(SchemaData{SchemaType::PROTOBUF_NATIVE, text, {}});
+  };
+  EXPECT_TRUE(check(protobufNative(set, "pkg.Msg", "m.proto")).isOk());
+  EXPECT_EQ(check(protobufNative(set, "pkg.Nope", "m.proto")).message(),
+            "protobuf root message descriptor is null, please recheck rootMessageTypeName or "
+            "rootFileDescriptorName conf. ");
+  EXPECT_FALSE(check(protobufNative(set, "pkg.Inner", "m.proto")).isOk());  // not in the root file
+  EXPECT_EQ(check(protobufNative(set, "pkg.Msg", "x.proto")).message(),
+            "deserialize ProtobufNative Schema failed");
+  google::protobuf::FileDescriptorSet missingDep;
+  *missingDep.add_file() = *file;
+  EXPECT_FALSE(check(protobufNative(missingDep, "pkg.Msg", "m.proto")).isOk());
+  EXPECT_FALSE(check("garbage").isOk());
+  EXPECT_FALSE(check("").isOk());
+  EXPECT_FALSE(check(R"({"fileDescriptorSet":"!!!!","rootMessageTypeName":"a",)"
+                     R"("rootFileDescriptorName":"b"})")
+                   .isOk());
 }
 
 }  // namespace
