@@ -34,7 +34,13 @@ void addDynamicConfigurationRoutes(Router& router,
                                    std::shared_ptr<config::ServiceConfiguration> config) {
   router.addSync("POST", "/admin/v2/brokers/configuration/{key}/{value}",
                  [config](const HttpRequest&, const PathParams& p) {
-                   Status s = config->updateDynamic(p.at("key"), p.at("value"));
+                   // A blank value would reset the setting; Pulsar 4 stores it verbatim and
+                   // fails later, so it is refused here as a value that does not parse.
+                   const std::string& value = p.at("value");
+                   if (value.find_first_not_of(" \t\r\n") == std::string::npos) {
+                     return HttpResponse::error(412, "Invalid dynamic-config value: blank");
+                   }
+                   Status s = config->updateDynamic(p.at("key"), value);
                    // Pulsar's messages: an unknown or static key is "non-dynamic"; a value that
                    // does not parse is an invalid dynamic-config value (with the detail here).
                    if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kNotAllowed) {

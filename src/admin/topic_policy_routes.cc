@@ -321,9 +321,8 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
       r, "POST", kTopicPath + "/backlogQuota",
       [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
         std::string type = queryParam(req, "backlogQuotaType").value_or("destination_storage");
-        if (!kQuotaTypes.count(type)) {
-          return respond(HttpResponse::error(412, "Unknown backlogQuotaType: " + type));
-        }
+        // Not a BacklogQuotaType: 404, as JAX-RS answers a query parameter it cannot convert.
+        if (!kQuotaTypes.count(type)) return respond(HttpResponse::error(404, "Not Found"));
         HttpResponse err;
         auto v = parseJsonBody(req, &err);
         if (!v) return respond(err);
@@ -346,9 +345,8 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
       r, "DELETE", kTopicPath + "/backlogQuota",
       [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
         std::string type = queryParam(req, "backlogQuotaType").value_or("destination_storage");
-        if (!kQuotaTypes.count(type)) {
-          return respond(HttpResponse::error(412, "Unknown backlogQuotaType: " + type));
-        }
+        // Not a BacklogQuotaType: 404, as JAX-RS answers a query parameter it cannot convert.
+        if (!kQuotaTypes.count(type)) return respond(HttpResponse::error(404, "Not Found"));
         if (!policyTarget(ctx, name, respond)) return;
         setPolicy(ctx, name, "backlogQuota/" + type, std::nullopt);
         respond(noContent());
