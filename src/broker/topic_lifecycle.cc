@@ -26,6 +26,14 @@ int64_t steadyNs() {
 
 bool isEviction(const BacklogQuota& q) { return q.policy == "consumer_backlog_eviction"; }
 
+// The age read at the last check is stale once no durable subscription has a backlog.
+bool hasDurableBacklog(const std::map<std::string, std::unique_ptr<Subscription>>& subs) {
+  for (const auto& [_, sub] : subs) {
+    if (sub->durable() && sub->msgBacklog() > 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int64_t PersistentTopic::backlogSizeBytes() const {
@@ -47,7 +55,8 @@ bool PersistentTopic::isSizeBacklogExceeded() const {
 bool PersistentTopic::isTimeBacklogExceeded() const {
   int64_t limit = limits_.backlogQuotaTime.limitTime;
   if (limit <= 0 || oldestBacklogPublishTimeMs_ <= 0) return false;
-  return epochMs() - oldestBacklogPublishTimeMs_ > limit * 1000;
+  return hasDurableBacklog(subscriptions_) &&
+         epochMs() - oldestBacklogPublishTimeMs_ > limit * 1000;
 }
 
 std::optional<std::string> PersistentTopic::producerBlockingPolicy() const {
@@ -61,7 +70,8 @@ std::optional<std::string> PersistentTopic::producerBlockingPolicy() const {
 }
 
 int64_t PersistentTopic::backlogAgeSeconds() const {
-  if (oldestBacklogPublishTimeMs_ <= 0) return oldestBacklogPublishTimeMs_ < 0 ? -1 : 0;
+  if (oldestBacklogPublishTimeMs_ < 0) return -1;
+  if (oldestBacklogPublishTimeMs_ == 0 || !hasDurableBacklog(subscriptions_)) return 0;
   return std::max<int64_t>(0, (epochMs() - oldestBacklogPublishTimeMs_) / 1000);
 }
 
