@@ -109,9 +109,9 @@ json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
   o["message_ttl_in_seconds"] =
       p.messageTtlSeconds ? json::value(*p.messageTtlSeconds) : json::value(nullptr);
   o["retention_policies"] = p.retention ? json::value(retentionJson(*p.retention)) : nullptr;
-  o["inactive_topic_policies"] = p.inactiveTopicPolicies
-                                    ? json::value(inactiveTopicPoliciesJson(*p.inactiveTopicPolicies))
-                                    : json::value(nullptr);
+  o["inactive_topic_policies"] =
+      p.inactiveTopicPolicies ? json::value(inactiveTopicPoliciesJson(*p.inactiveTopicPolicies))
+                              : json::value(nullptr);
   o["subscription_expiration_time_minutes"] =
       p.subscriptionExpirationTimeMinutes ? json::value(*p.subscriptionExpirationTimeMinutes)
                                           : json::value(nullptr);
@@ -534,33 +534,31 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
   };
   // A backlogQuotaType that is not a BacklogQuotaType is a 404, as JAX-RS answers a query
   // parameter it cannot convert (Pulsar).
-  addPolicy(r, ctx, "POST", "backlogQuota",
-            [&reg, ctx, quotaType](const HttpRequest& req, const PathParams&,
-                                   const std::string& ns) {
-              std::string type = quotaType(req);
-              if (!kBacklogQuotaTypes.count(type)) return HttpResponse::error(404, "Not Found");
-              HttpResponse err;
-              auto v = parseJsonBody(req, &err);
-              if (!v) return err;
-              broker::BacklogQuota q;
-              if (std::string e = backlogQuotaFrom(*v, &q); !e.empty()) {
-                return HttpResponse::error(400, e);
-              }
-              reg.updateNamespacePolicies(ns,
-                                          [&](NamespacePolicies& p) { p.backlogQuotas[type] = q; });
-              ctx->service.onNamespacePoliciesChanged(ns);
-              return noContent();
-            });
-  addPolicy(r, ctx, "DELETE", "backlogQuota",
-            [&reg, ctx, quotaType](const HttpRequest& req, const PathParams&,
-                                   const std::string& ns) {
-              std::string type = quotaType(req);
-              if (!kBacklogQuotaTypes.count(type)) return HttpResponse::error(404, "Not Found");
-              reg.updateNamespacePolicies(
-                  ns, [&](NamespacePolicies& p) { p.backlogQuotas.erase(type); });
-              ctx->service.onNamespacePoliciesChanged(ns);
-              return noContent();
-            });
+  addPolicy(
+      r, ctx, "POST", "backlogQuota",
+      [&reg, ctx, quotaType](const HttpRequest& req, const PathParams&, const std::string& ns) {
+        std::string type = quotaType(req);
+        if (!kBacklogQuotaTypes.count(type)) return HttpResponse::error(404, "Not Found");
+        HttpResponse err;
+        auto v = parseJsonBody(req, &err);
+        if (!v) return err;
+        broker::BacklogQuota q;
+        if (std::string e = backlogQuotaFrom(*v, &q); !e.empty()) {
+          return HttpResponse::error(400, e);
+        }
+        reg.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p.backlogQuotas[type] = q; });
+        ctx->service.onNamespacePoliciesChanged(ns);
+        return noContent();
+      });
+  addPolicy(
+      r, ctx, "DELETE", "backlogQuota",
+      [&reg, ctx, quotaType](const HttpRequest& req, const PathParams&, const std::string& ns) {
+        std::string type = quotaType(req);
+        if (!kBacklogQuotaTypes.count(type)) return HttpResponse::error(404, "Not Found");
+        reg.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p.backlogQuotas.erase(type); });
+        ctx->service.onNamespacePoliciesChanged(ns);
+        return noContent();
+      });
   // Pulsar's InactiveTopicPolicies; GET answers 200 with an empty body while unset.
   addPolicy(r, ctx, "GET", "inactiveTopicPolicies",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
@@ -579,8 +577,8 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
               const json::value* mode = o->if_contains("inactiveTopicDeleteMode");
               const json::value* max = o->if_contains("maxInactiveDurationSeconds");
               const json::value* del = o->if_contains("deleteWhileInactive");
-              if ((mode && !mode->is_string() && !mode->is_null()) ||
-                  (max && !max->is_int64()) || (del && !del->is_bool())) {
+              if ((mode && !mode->is_string() && !mode->is_null()) || (max && !max->is_int64()) ||
+                  (del && !del->is_bool())) {
                 return HttpResponse::error(400, "Bad inactive topic policies fields");
               }
               if (mode && mode->is_string()) p.inactiveTopicDeleteMode = mode->as_string();
@@ -590,8 +588,8 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
               }
               if (max) p.maxInactiveDurationSeconds = static_cast<int32_t>(max->as_int64());
               if (del) p.deleteWhileInactive = del->as_bool();
-              reg.updateNamespacePolicies(ns,
-                                          [&](NamespacePolicies& np) { np.inactiveTopicPolicies = p; });
+              reg.updateNamespacePolicies(
+                  ns, [&](NamespacePolicies& np) { np.inactiveTopicPolicies = p; });
               return noContent();
             });
   addPolicy(r, ctx, "DELETE", "inactiveTopicPolicies",

@@ -57,7 +57,8 @@ InactiveTopicPolicies BrokerService::inactiveTopicPoliciesOf(const TopicName& na
   p.deleteWhileInactive = d.brokerDeleteInactiveTopicsEnabled.load();
   p.inactiveTopicDeleteMode = d.brokerDeleteInactiveTopicsMode.load();
   int max = d.brokerDeleteInactiveTopicsMaxInactiveDurationSeconds.load();
-  p.maxInactiveDurationSeconds = max >= 0 ? max : options_.brokerDeleteInactiveTopicsFrequencySeconds;
+  p.maxInactiveDurationSeconds =
+      max >= 0 ? max : options_.brokerDeleteInactiveTopicsFrequencySeconds;
   return p;
 }
 
@@ -123,8 +124,8 @@ void BrokerService::checkInactiveSubscriptions() {
       for (const std::string& sub : t->expiredSubscriptions(minutes * 60 * 1000)) {
         Status s = t->unsubscribe(sub, nullptr);
         if (s.isOk()) {
-          MLOG_INFO("{}: the subscription {} was deleted due to expiration",
-                    t->name().toString(), sub);
+          MLOG_INFO("{}: the subscription {} was deleted due to expiration", t->name().toString(),
+                    sub);
         } else {
           MLOG_WARN("{}: expired subscription {} not deleted: {}", t->name().toString(), sub,
                     s.toString());

@@ -290,8 +290,8 @@ NamespacePolicies decodePolicies(const std::string& text) {
     } else if (key == "delayedDelivery" && f.size() == 3) {
       p.delayedDelivery = DelayedDeliveryPolicies{f[0] == "1", toInt(f[1], 1000), toInt(f[2], 0)};
     } else if (key == "inactiveTopicPolicies" && f.size() == 3) {
-      p.inactiveTopicPolicies = InactiveTopicPolicies{
-          f[0], static_cast<int32_t>(toInt(f[1], 0)), f[2] == "1"};
+      p.inactiveTopicPolicies =
+          InactiveTopicPolicies{f[0], static_cast<int32_t>(toInt(f[1], 0)), f[2] == "1"};
     }
   });
   return p;

@@ -7,8 +7,13 @@ namespace magnetar::broker {
 Subscription::Subscription(std::string name, storage::ManagedLedger& ledger,
                            storage::ManagedCursor& cursor, const BrokerOptions& options,
                            std::string topicName, int partitionIndex, bool durable)
-    : name_(std::move(name)), ledger_(ledger), cursor_(cursor), options_(options),
-      topicName_(std::move(topicName)), partitionIndex_(partitionIndex), durable_(durable) {
+    : name_(std::move(name)),
+      ledger_(ledger),
+      cursor_(cursor),
+      options_(options),
+      topicName_(std::move(topicName)),
+      partitionIndex_(partitionIndex),
+      durable_(durable) {
   markActive();
 }
 

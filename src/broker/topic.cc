@@ -123,9 +123,8 @@ void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAd
   if (auto blocking = producerBlockingPolicy()) {
     // Pulsar's codes: the client holds its sends on ...Error, fails them on ...Exception.
     added(Status::notAllowed("Cannot create producer on topic with backlog quota exceeded"),
-          *blocking == "producer_exception"
-              ? proto::ProducerBlockedQuotaExceededException
-              : proto::ProducerBlockedQuotaExceededError,
+          *blocking == "producer_exception" ? proto::ProducerBlockedQuotaExceededException
+                                            : proto::ProducerBlockedQuotaExceededError,
           {});
     return;
   }

@@ -148,8 +148,7 @@ TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
 
 TEST(PolicyRegistry, InactiveTopicPoliciesRoundTripAndTopicPolicy) {
   NamespacePolicies p;
-  p.inactiveTopicPolicies =
-      InactiveTopicPolicies{"delete_when_subscriptions_caught_up", 120, true};
+  p.inactiveTopicPolicies = InactiveTopicPolicies{"delete_when_subscriptions_caught_up", 120, true};
   NamespacePolicies q = decodePolicies(encodePolicies(p));
   ASSERT_TRUE(q.inactiveTopicPolicies);
   EXPECT_EQ(q.inactiveTopicPolicies->inactiveTopicDeleteMode,
