@@ -195,7 +195,7 @@ class AdminCliTest {
         assertEquals(4096, json(ok("topics", "stats", t)).path("backlogQuotaLimitSize").asLong());
 
         // Expire up to (and including) the 5th message: 3 left; then everything older than 1 s.
-        ok("topics", "expire-messages", "-s", "sub", "-m", pos(ids.get(4)), t);
+        ok("topics", "expire-messages", "-s", "sub", "-p", pos(ids.get(4)), t);
         awaitBacklog(t, "sub", 3);
         JsonNode sub = json(ok("topics", "stats", t)).path("subscriptions").path("sub");
         assertEquals(5, sub.path("totalMsgExpired").asLong(), sub.toString());
