@@ -5,7 +5,7 @@
 namespace magnetar::admin {
 
 void addBrokerConfigurationRoutes(Router& router,
-                                  std::shared_ptr<const config::ServiceConfiguration> config) {
+                                  const std::shared_ptr<const config::ServiceConfiguration>& config) {
   router.addSync("GET", "/admin/v2/brokers/configuration/runtime",
                  [config](const HttpRequest&, const PathParams&) {
                    boost::json::object o;
@@ -31,10 +31,16 @@ void addHealthRoute(Router& router, std::function<bool()> ready) {
 }
 
 void addDynamicConfigurationRoutes(Router& router,
-                                   std::shared_ptr<config::ServiceConfiguration> config) {
+                                   const std::shared_ptr<config::ServiceConfiguration>& config) {
   router.addSync("POST", "/admin/v2/brokers/configuration/{key}/{value}",
                  [config](const HttpRequest&, const PathParams& p) {
-                   Status s = config->updateDynamic(p.at("key"), p.at("value"));
+                   // A blank value would reset the setting; Pulsar 4 stores it verbatim and
+                   // fails later, so it is refused here as a value that does not parse.
+                   const std::string& value = p.at("value");
+                   if (value.find_first_not_of(" \t\r\n") == std::string::npos) {
+                     return HttpResponse::error(412, "Invalid dynamic-config value: blank");
+                   }
+                   Status s = config->updateDynamic(p.at("key"), value);
                    // Pulsar's messages: an unknown or static key is "non-dynamic"; a value that
                    // does not parse is an invalid dynamic-config value (with the detail here).
                    if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kNotAllowed) {
@@ -57,7 +63,7 @@ void addDynamicConfigurationRoutes(Router& router,
 }
 
 void addBrokersListRoute(Router& router,
-                         std::shared_ptr<const config::ServiceConfiguration> config) {
+                         const std::shared_ptr<const config::ServiceConfiguration>& config) {
   router.addSync("GET", "/admin/v2/brokers/{cluster}",
                  [config](const HttpRequest& req, const PathParams& p) {
                    if (p.at("cluster") != config->clusterName()) {

@@ -1,5 +1,7 @@
 #include "admin/metrics.h"
 
+#include <algorithm>
+
 #include "admin/http_server.h"
 #include "broker/server_cnx.h"
 
@@ -14,6 +16,9 @@ struct Aggregate {
   double rateIn = 0, rateOut = 0, throughputIn = 0, throughputOut = 0;
   double storageSize = 0, msgBacklog = 0, backlogSize = 0;
   double inMsgs = 0, inBytes = 0, outMsgs = 0, outBytes = 0;
+  // Backlog quotas: the largest limits and age of the topics, their evictions summed.
+  double quotaLimit = -1, quotaLimitTime = -1, backlogAge = -1;
+  double sizeEvictions = 0, timeEvictions = 0;
 
   void add(const TopicSnapshot& t) {
     topics += 1;
@@ -31,6 +36,11 @@ struct Aggregate {
     inBytes += static_cast<double>(t.bytesInCounter);
     outMsgs += static_cast<double>(t.msgOutCounter);
     outBytes += static_cast<double>(t.bytesOutCounter);
+    quotaLimit = std::max(quotaLimit, static_cast<double>(t.backlogQuotaLimitSize));
+    quotaLimitTime = std::max(quotaLimitTime, static_cast<double>(t.backlogQuotaLimitTime));
+    backlogAge = std::max(backlogAge, static_cast<double>(t.oldestBacklogMessageAgeSeconds));
+    sizeEvictions += static_cast<double>(t.sizeBacklogEvictions);
+    timeEvictions += static_cast<double>(t.timeBacklogEvictions);
   }
 };
 
@@ -48,6 +58,14 @@ void declareFamilies(PrometheusWriter& w) {
   w.family("pulsar_msg_backlog", kGauge, "Entries not yet acknowledged, summed over subscriptions");
   w.family("pulsar_storage_backlog_size", kGauge,
            "Bytes not yet acknowledged by the slowest subscription (estimate)");
+  w.family("pulsar_storage_backlog_quota_limit", kGauge,
+           "The destination_storage backlog quota in bytes (-1: none)");
+  w.family("pulsar_storage_backlog_quota_limit_time", kGauge,
+           "The message_age backlog quota in seconds (-1: none)");
+  w.family("pulsar_storage_backlog_age_seconds", kGauge,
+           "Age of the oldest unacknowledged message, as the last backlog quota check read it");
+  w.family("pulsar_storage_backlog_quota_exceeded_evictions_total", kCounter,
+           "Times the backlog was evicted because it exceeded its quota, by quota_type");
   w.family("pulsar_in_messages_total", kCounter, "Messages published");
   w.family("pulsar_in_bytes_total", kCounter, "Bytes published");
   w.family("pulsar_out_messages_total", kCounter, "Messages dispatched");
@@ -65,6 +83,9 @@ void declareFamilies(PrometheusWriter& w) {
            "1 when maxUnackedMessagesPerSubscription blocks dispatch");
   w.family("pulsar_subscription_msg_rate_redeliver", kGauge, "Messages redelivered per second");
   w.family("pulsar_subscription_consumers_count", kGauge, "Consumers of the subscription");
+  w.family("pulsar_subscription_msg_rate_expired", kGauge,
+           "Messages expired per second (message TTL, expire-messages)");
+  w.family("pulsar_subscription_total_msg_expired", kCounter, "Messages expired");
   w.family("pulsar_consumer_msg_rate_out", kGauge, "Messages dispatched per second");
   w.family("pulsar_consumer_msg_throughput_out", kGauge, "Bytes dispatched per second");
   w.family("pulsar_consumer_unacked_messages", kGauge, "Messages delivered and not acked");
@@ -87,6 +108,15 @@ void writeAggregate(PrometheusWriter& w, const Labels& l, const Aggregate& a, bo
   w.sample("pulsar_storage_size", l, a.storageSize);
   w.sample("pulsar_msg_backlog", l, a.msgBacklog);
   w.sample("pulsar_storage_backlog_size", l, a.backlogSize);
+  w.sample("pulsar_storage_backlog_quota_limit", l, a.quotaLimit);
+  w.sample("pulsar_storage_backlog_quota_limit_time", l, a.quotaLimitTime);
+  w.sample("pulsar_storage_backlog_age_seconds", l, a.backlogAge);
+  Labels size = l;
+  size.emplace_back("quota_type", "size");
+  w.sample("pulsar_storage_backlog_quota_exceeded_evictions_total", size, a.sizeEvictions);
+  Labels time = l;
+  time.emplace_back("quota_type", "time");
+  w.sample("pulsar_storage_backlog_quota_exceeded_evictions_total", time, a.timeEvictions);
   w.sample("pulsar_in_messages_total", l, a.inMsgs);
   w.sample("pulsar_in_bytes_total", l, a.inBytes);
   w.sample("pulsar_out_messages_total", l, a.outMsgs);
@@ -110,6 +140,8 @@ void writeSubscriptions(PrometheusWriter& w, const Labels& topicLabels, const To
     w.sample("pulsar_subscription_blocked_on_unacked_messages", l, s.blockedOnUnackedMsgs ? 1 : 0);
     w.sample("pulsar_subscription_msg_rate_redeliver", l, s.msgRateRedeliver);
     w.sample("pulsar_subscription_consumers_count", l, static_cast<double>(s.consumers.size()));
+    w.sample("pulsar_subscription_msg_rate_expired", l, s.msgRateExpired);
+    w.sample("pulsar_subscription_total_msg_expired", l, static_cast<double>(s.totalMsgExpired));
     if (!o.consumerLevel) continue;
     for (const auto& c : s.consumers) {
       Labels cl = l;
@@ -148,12 +180,28 @@ void writeUnackedLimitCounts(PrometheusWriter& w, const std::vector<TopicSnapsho
   w.sample("magnetar_subscriptions_blocked_on_unacked_messages", l, subscriptions);
 }
 
+// The broker's backlog quota evictions, by quota type (Pulsar's broker-level counter).
+void writeBrokerEvictions(PrometheusWriter& w, const std::vector<TopicSnapshot>& topics,
+                          const MetricsOptions& o) {
+  double size = 0, time = 0;
+  for (const auto& t : topics) {
+    size += static_cast<double>(t.sizeBacklogEvictions);
+    time += static_cast<double>(t.timeBacklogEvictions);
+  }
+  const char* name = "pulsar_broker_storage_backlog_quota_exceeded_evictions_total";
+  w.family(name, MetricType::kCounter,
+           "Times a backlog was evicted because it exceeded its quota, by quota_type");
+  w.sample(name, {{"cluster", o.cluster}, {"quota_type", "size"}}, size);
+  w.sample(name, {{"cluster", o.cluster}, {"quota_type", "time"}}, time);
+}
+
 }  // namespace
 
 void writeTopicMetrics(PrometheusWriter& w, const std::vector<TopicSnapshot>& topics,
                        const MetricsOptions& o) {
   declareFamilies(w);
   writeUnackedLimitCounts(w, topics, o);
+  writeBrokerEvictions(w, topics, o);
   std::map<std::string, Aggregate> byNamespace;
   for (const auto& t : topics) byNamespace[t.namespaceName].add(t);
   for (const auto& [ns, agg] : byNamespace) {

@@ -49,6 +49,32 @@ json::object backlogQuotaJson(const broker::BacklogQuota& q) {
   return {{"limitSize", q.limitSize}, {"limitTime", q.limitTime}, {"policy", q.policy}};
 }
 
+json::object inactiveTopicPoliciesJson(const broker::InactiveTopicPolicies& p) {
+  return {{"inactiveTopicDeleteMode", p.inactiveTopicDeleteMode},
+          {"maxInactiveDurationSeconds", p.maxInactiveDurationSeconds},
+          {"deleteWhileInactive", p.deleteWhileInactive}};
+}
+
+// Pulsar's BacklogQuota JSON (limitSize, or its older name limit; limitTime; policy) into q.
+// "" or the error text.
+std::string backlogQuotaFrom(const json::value& v, broker::BacklogQuota* q) {
+  const json::object* o = v.if_object();
+  if (!o) return "Backlog quota must be a JSON object";
+  const json::value* size = o->if_contains("limitSize");
+  if (!size) size = o->if_contains("limit");
+  const json::value* time = o->if_contains("limitTime");
+  const json::value* policy = o->if_contains("policy");
+  if ((size && !size->is_int64()) || (time && !time->is_int64()) ||
+      (policy && !policy->is_string())) {
+    return "Bad backlog quota fields";
+  }
+  if (size) q->limitSize = size->as_int64();
+  if (time) q->limitTime = static_cast<int32_t>(time->as_int64());
+  if (policy) q->policy = std::string(policy->as_string());
+  if (!kBacklogPolicies.count(q->policy)) return "Unknown backlog quota policy: " + q->policy;
+  return "";
+}
+
 json::object retentionJson(const broker::RetentionPolicy& r) {
   return {{"retentionTimeInMinutes", r.retentionTimeInMinutes},
           {"retentionSizeInMB", r.retentionSizeInMB}};
@@ -83,6 +109,9 @@ json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
   o["message_ttl_in_seconds"] =
       p.messageTtlSeconds ? json::value(*p.messageTtlSeconds) : json::value(nullptr);
   o["retention_policies"] = p.retention ? json::value(retentionJson(*p.retention)) : nullptr;
+  o["inactive_topic_policies"] =
+      p.inactiveTopicPolicies ? json::value(inactiveTopicPoliciesJson(*p.inactiveTopicPolicies))
+                              : json::value(nullptr);
   o["subscription_expiration_time_minutes"] =
       p.subscriptionExpirationTimeMinutes ? json::value(*p.subscriptionExpirationTimeMinutes)
                                           : json::value(nullptr);
@@ -103,8 +132,9 @@ json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
 }
 
 // The policies given in a create-namespace body (Pulsar's Policies JSON): the max_* limits,
-// deduplicationEnabled, message_ttl_in_seconds and retention_policies; the other fields are
-// accepted and left at their defaults. "" or the error text.
+// deduplicationEnabled, message_ttl_in_seconds, retention_policies, backlog_quota_map and
+// subscription_expiration_time_minutes; the other fields are accepted and left at their
+// defaults. "" or the error text (a 400, as Pulsar's JSON mapping errors).
 std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
   const json::object* o = body.if_object();
   if (!o) return "The body must be a Policies JSON object";
@@ -134,6 +164,26 @@ std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
     if (!t || !sz || !t->is_int64() || !sz->is_int64()) return "Invalid retention_policies";
     out->retention = broker::RetentionPolicy{static_cast<int32_t>(t->as_int64()), sz->as_int64()};
   }
+  if (const json::value* m = o->if_contains("backlog_quota_map"); m && !m->is_null()) {
+    if (!m->is_object()) return "Invalid backlog_quota_map";
+    for (const auto& [type, q] : m->as_object()) {
+      std::string t(type);
+      // Pulsar answers an unknown type with a 500 (a null map key); refused here.
+      if (!kBacklogQuotaTypes.count(t)) return "Invalid backlog_quota_map: unknown type " + t;
+      broker::BacklogQuota quota;
+      // Pulsar's BacklogQuotaImpl defaults when a field is left out of the Policies JSON.
+      quota.limitTime = 0;
+      if (std::string e = backlogQuotaFrom(q, &quota); !e.empty()) {
+        return "Invalid backlog_quota_map: " + e;
+      }
+      out->backlogQuotas[t] = quota;
+    }
+  }
+  std::optional<int32_t> expiration;
+  if (!intField("subscription_expiration_time_minutes", &expiration)) {
+    return "Invalid subscription_expiration_time_minutes";
+  }
+  out->subscriptionExpirationTimeMinutes = expiration;
   return "";
 }
 
@@ -482,47 +532,77 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
   auto quotaType = [](const HttpRequest& req) {
     return queryParam(req, "backlogQuotaType").value_or("destination_storage");
   };
-  addPolicy(r, ctx, "POST", "backlogQuota",
-            [&reg, quotaType](const HttpRequest& req, const PathParams&, const std::string& ns) {
-              std::string type = quotaType(req);
-              if (!kBacklogQuotaTypes.count(type)) {
-                return HttpResponse::error(400, "Unknown backlogQuotaType: " + type);
-              }
+  // A backlogQuotaType that is not a BacklogQuotaType is a 404, as JAX-RS answers a query
+  // parameter it cannot convert (Pulsar).
+  addPolicy(
+      r, ctx, "POST", "backlogQuota",
+      [&reg, ctx, quotaType](const HttpRequest& req, const PathParams&, const std::string& ns) {
+        std::string type = quotaType(req);
+        if (!kBacklogQuotaTypes.count(type)) return HttpResponse::error(404, "Not Found");
+        HttpResponse err;
+        auto v = parseJsonBody(req, &err);
+        if (!v) return err;
+        broker::BacklogQuota q;
+        if (std::string e = backlogQuotaFrom(*v, &q); !e.empty()) {
+          return HttpResponse::error(400, e);
+        }
+        reg.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p.backlogQuotas[type] = q; });
+        ctx->service.onNamespacePoliciesChanged(ns);
+        return noContent();
+      });
+  addPolicy(
+      r, ctx, "DELETE", "backlogQuota",
+      [&reg, ctx, quotaType](const HttpRequest& req, const PathParams&, const std::string& ns) {
+        std::string type = quotaType(req);
+        if (!kBacklogQuotaTypes.count(type)) return HttpResponse::error(404, "Not Found");
+        reg.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p.backlogQuotas.erase(type); });
+        ctx->service.onNamespacePoliciesChanged(ns);
+        return noContent();
+      });
+  // Pulsar's InactiveTopicPolicies; GET answers 200 with an empty body while unset.
+  addPolicy(r, ctx, "GET", "inactiveTopicPolicies",
+            [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+              auto p = reg.namespacePolicies(ns).inactiveTopicPolicies;
+              if (!p) return HttpResponse{200, "", "application/json", {}};
+              return jsonResponse(inactiveTopicPoliciesJson(*p));
+            });
+  addPolicy(r, ctx, "POST", "inactiveTopicPolicies",
+            [&reg](const HttpRequest& req, const PathParams&, const std::string& ns) {
               HttpResponse err;
               auto v = parseJsonBody(req, &err);
               if (!v) return err;
               const json::object* o = v->if_object();
-              if (!o) return HttpResponse::error(400, "Backlog quota must be a JSON object");
-              broker::BacklogQuota q;
-              const json::value* size = o->if_contains("limitSize");
-              if (!size) size = o->if_contains("limit");  // Pulsar's older field name
-              const json::value* time = o->if_contains("limitTime");
-              const json::value* policy = o->if_contains("policy");
-              if ((size && !size->is_int64()) || (time && !time->is_int64()) ||
-                  (policy && !policy->is_string())) {
-                return HttpResponse::error(400, "Bad backlog quota fields");
+              if (!o) return HttpResponse::error(400, "Inactive topic policies must be an object");
+              broker::InactiveTopicPolicies p;
+              const json::value* mode = o->if_contains("inactiveTopicDeleteMode");
+              const json::value* max = o->if_contains("maxInactiveDurationSeconds");
+              const json::value* del = o->if_contains("deleteWhileInactive");
+              if ((mode && !mode->is_string() && !mode->is_null()) || (max && !max->is_int64()) ||
+                  (del && !del->is_bool())) {
+                return HttpResponse::error(400, "Bad inactive topic policies fields");
               }
-              if (size) q.limitSize = size->as_int64();
-              if (time) q.limitTime = static_cast<int32_t>(time->as_int64());
-              if (policy) q.policy = std::string(policy->as_string());
-              if (!kBacklogPolicies.count(q.policy)) {
-                return HttpResponse::error(400, "Unknown backlog quota policy: " + q.policy);
+              if (mode && mode->is_string()) p.inactiveTopicDeleteMode = mode->as_string();
+              if (p.inactiveTopicDeleteMode != "delete_when_no_subscriptions" &&
+                  p.inactiveTopicDeleteMode != "delete_when_subscriptions_caught_up") {
+                return HttpResponse::error(400, "Invalid inactiveTopicDeleteMode");
               }
-              reg.updateNamespacePolicies(ns,
-                                          [&](NamespacePolicies& p) { p.backlogQuotas[type] = q; });
+              if (max) p.maxInactiveDurationSeconds = static_cast<int32_t>(max->as_int64());
+              if (del) p.deleteWhileInactive = del->as_bool();
+              reg.updateNamespacePolicies(
+                  ns, [&](NamespacePolicies& np) { np.inactiveTopicPolicies = p; });
               return noContent();
             });
-  addPolicy(r, ctx, "DELETE", "backlogQuota",
-            [&reg, quotaType](const HttpRequest& req, const PathParams&, const std::string& ns) {
-              std::string type = quotaType(req);
+  addPolicy(r, ctx, "DELETE", "inactiveTopicPolicies",
+            [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
               reg.updateNamespacePolicies(
-                  ns, [&](NamespacePolicies& p) { p.backlogQuotas.erase(type); });
+                  ns, [](NamespacePolicies& np) { np.inactiveTopicPolicies.reset(); });
               return noContent();
             });
 }
 
 // GET/POST/DELETE /namespaces/{t}/{ns}/<limit> for each of kNamespaceLimits: an integer >= 0
-// (412 "<name> must be 0 or more" otherwise, as Pulsar); GET of an unset limit is 204.
+// (a non-number 400, below 0 412 "<name> must be 0 or more", as Pulsar); GET of an unset limit
+// is 204.
 void addLimitRoutes(Router& r, const AdminContext* ctx) {
   auto& reg = ctx->service.policies();
   for (const auto& l : broker::kNamespaceLimits) {
@@ -538,10 +618,12 @@ void addLimitRoutes(Router& r, const AdminContext* ctx) {
                 HttpResponse err;
                 auto v = parseJsonBody(req, &err);
                 if (!v) return err;
-                if (!v->is_int64() || v->as_int64() < 0 || v->as_int64() > INT32_MAX) {
-                  return HttpResponse::error(412, name + " must be 0 or more");
+                // Pulsar's JSON mapping: a non-number is a 400, a fraction is truncated.
+                if (!v->is_number() || v->to_number<double>() > INT32_MAX) {
+                  return HttpResponse::error(400, "Cannot deserialize value of type `int`");
                 }
-                int32_t value = static_cast<int32_t>(v->as_int64());
+                auto value = static_cast<int32_t>(v->to_number<double>());
+                if (value < 0) return HttpResponse::error(412, name + " must be 0 or more");
                 reg.updateNamespacePolicies(ns,
                                             [&](NamespacePolicies& p) { p.limits[name] = value; });
                 ctx->service.onNamespacePoliciesChanged(ns);

@@ -187,6 +187,12 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   o["backlogSize"] = t.backlogSize;
   o["backlogQuotaLimitSize"] = t.backlogQuotaLimitSize;
   o["backlogQuotaLimitTime"] = t.backlogQuotaLimitTime;
+  o["oldestBacklogMessageAgeSeconds"] = t.oldestBacklogMessageAgeSeconds;
+  if (t.oldestBacklogMessageSubscriptionName.empty()) {
+    o["oldestBacklogMessageSubscriptionName"] = nullptr;
+  } else {
+    o["oldestBacklogMessageSubscriptionName"] = t.oldestBacklogMessageSubscriptionName;
+  }
   o["publishRateLimitedTimes"] = 0;
   o["earliestMsgPublishTimeInBacklogs"] = 0;
   o["offloadedStorageSize"] = 0;

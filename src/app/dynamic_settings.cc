@@ -39,6 +39,16 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
     case SettingId::isAllowAutoUpdateSchemaEnabled:
       d.isAllowAutoUpdateSchemaEnabled.store(cfg.isAllowAutoUpdateSchemaEnabled());
       return true;
+    case SettingId::brokerDeleteInactiveTopicsEnabled:
+      d.brokerDeleteInactiveTopicsEnabled.store(cfg.brokerDeleteInactiveTopicsEnabled());
+      return true;
+    case SettingId::brokerDeleteInactiveTopicsMode:
+      d.brokerDeleteInactiveTopicsMode.store(cfg.brokerDeleteInactiveTopicsMode());
+      return true;
+    case SettingId::brokerDeleteInactiveTopicsMaxInactiveDurationSeconds:
+      d.brokerDeleteInactiveTopicsMaxInactiveDurationSeconds.store(
+          cfg.brokerDeleteInactiveTopicsMaxInactiveDurationSeconds().value_or(-1));
+      return true;
     case SettingId::maxMessagePublishBufferSizeInMB:
       broker.setMaxMessagePublishBufferSizeInMB(cfg.maxMessagePublishBufferSizeInMB());
       return true;

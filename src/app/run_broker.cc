@@ -109,6 +109,11 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.backlogQuotaCheckIntervalInSeconds = cfg.backlogQuotaCheckIntervalInSeconds();
   o.backlogQuotaDefaultLimitBytes = cfg.backlogQuotaDefaultLimitBytes();
   o.backlogQuotaDefaultRetentionPolicy = cfg.backlogQuotaDefaultRetentionPolicy();
+  o.backlogQuotaDefaultLimitSecond = cfg.backlogQuotaDefaultLimitSecond();
+  o.defaultRetentionTimeInMinutes = cfg.defaultRetentionTimeInMinutes();
+  o.brokerDeleteInactiveTopicsFrequencySeconds = cfg.brokerDeleteInactiveTopicsFrequencySeconds();
+  o.subscriptionExpirationTimeMinutes = cfg.subscriptionExpirationTimeMinutes();
+  o.subscriptionExpiryCheckIntervalInMinutes = cfg.subscriptionExpiryCheckIntervalInMinutes();
   o.brokerDeduplicationMaxNumberOfProducers = cfg.brokerDeduplicationMaxNumberOfProducers();
   o.brokerDeduplicationEntriesInterval = cfg.brokerDeduplicationEntriesInterval();
   o.brokerDeduplicationSnapshotIntervalSeconds = cfg.brokerDeduplicationSnapshotIntervalSeconds();
@@ -122,6 +127,10 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
       cfg.subscriptionKeySharedConsistentHashingReplicaPoints();
   // The dynamic ones take their start-up values here, later ones from connectDynamicSettings().
   o.dynamic.allowAutoTopicCreation.store(cfg.allowAutoTopicCreation());
+  o.dynamic.brokerDeleteInactiveTopicsEnabled.store(cfg.brokerDeleteInactiveTopicsEnabled());
+  o.dynamic.brokerDeleteInactiveTopicsMode.store(cfg.brokerDeleteInactiveTopicsMode());
+  o.dynamic.brokerDeleteInactiveTopicsMaxInactiveDurationSeconds.store(
+      cfg.brokerDeleteInactiveTopicsMaxInactiveDurationSeconds().value_or(-1));
   o.dynamic.allowAutoTopicCreationType.store(cfg.allowAutoTopicCreationType());
   o.dynamic.defaultNumPartitions.store(cfg.defaultNumPartitions());
   o.dynamic.allowAutoSubscriptionCreation.store(cfg.allowAutoSubscriptionCreation());

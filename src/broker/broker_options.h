@@ -36,6 +36,13 @@ struct BrokerDynamicOptions {
       sd::keySharedLookAheadMsgInReplayThresholdPerSubscription;
   // Whether producers may register new schema versions (a namespace policy may override).
   DynamicSetting<bool> isAllowAutoUpdateSchemaEnabled = sd::isAllowAutoUpdateSchemaEnabled;
+  // Inactive topic deletion for topics without an inactiveTopicPolicies policy (Pulsar's
+  // brokerDeleteInactiveTopics*); maxInactiveDurationSeconds -1: unset (then
+  // brokerDeleteInactiveTopicsFrequencySeconds).
+  DynamicSetting<bool> brokerDeleteInactiveTopicsEnabled = sd::brokerDeleteInactiveTopicsEnabled;
+  DynamicSetting<std::string> brokerDeleteInactiveTopicsMode{
+      std::string(sd::brokerDeleteInactiveTopicsMode)};
+  DynamicSetting<int> brokerDeleteInactiveTopicsMaxInactiveDurationSeconds = -1;
 };
 
 struct BrokerOptions {
@@ -95,6 +102,18 @@ struct BrokerOptions {
   int backlogQuotaCheckIntervalInSeconds = sd::backlogQuotaCheckIntervalInSeconds;
   int64_t backlogQuotaDefaultLimitBytes = sd::backlogQuotaDefaultLimitBytes;
   std::string backlogQuotaDefaultRetentionPolicy{sd::backlogQuotaDefaultRetentionPolicy};
+  // Retention of a topic without a retention policy, in minutes (-1: forever); an inactive topic
+  // is not deleted before it passed.
+  int defaultRetentionTimeInMinutes = sd::defaultRetentionTimeInMinutes;
+  // message_age backlog quota for topics without one: seconds (-1: none).
+  int backlogQuotaDefaultLimitSecond = sd::backlogQuotaDefaultLimitSecond;
+  // The inactive-topic check (pulsar-inactivity-monitor) runs this often, in seconds.
+  int brokerDeleteInactiveTopicsFrequencySeconds = sd::brokerDeleteInactiveTopicsFrequencySeconds;
+  // Subscriptions without consumers for this many minutes are deleted (0: never; below the
+  // namespace subscription_expiration_time_minutes), checked every
+  // subscriptionExpiryCheckIntervalInMinutes.
+  int subscriptionExpirationTimeMinutes = sd::subscriptionExpirationTimeMinutes;
+  int subscriptionExpiryCheckIntervalInMinutes = sd::subscriptionExpiryCheckIntervalInMinutes;
   bool brokerDeduplicationEnabled = sd::brokerDeduplicationEnabled;
   int brokerDeduplicationMaxNumberOfProducers = sd::brokerDeduplicationMaxNumberOfProducers;
   int brokerDeduplicationEntriesInterval = sd::brokerDeduplicationEntriesInterval;

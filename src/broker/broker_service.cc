@@ -71,6 +71,14 @@ Status BrokerService::start() {
         std::chrono::seconds(std::max(1, options_.backlogQuotaCheckIntervalInSeconds)),
         [this] { checkBacklogQuotas(); });
   }
+  inactivityMonitor_ = std::make_unique<PeriodicTask>(
+      "pulsar-inactivity-monitor",
+      std::chrono::seconds(std::max(1, options_.brokerDeleteInactiveTopicsFrequencySeconds)),
+      [this] { checkGC(); });
+  subscriptionExpiryMonitor_ = std::make_unique<PeriodicTask>(
+      "pulsar-subscription-expiry-monitor",
+      std::chrono::minutes(std::max(1, options_.subscriptionExpiryCheckIntervalInMinutes)),
+      [this] { checkInactiveSubscriptions(); });
   compactionMonitor_ = std::make_unique<PeriodicTask>(
       "pulsar-compaction-monitor",
       std::chrono::seconds(std::max(1, options_.brokerServiceCompactionMonitorIntervalInSeconds)),
@@ -111,23 +119,6 @@ Status BrokerService::start() {
   return s;
 }
 
-void BrokerService::checkMessageExpiry() {
-  for (auto& t : topics()) {
-    int64_t ttl = messageTtlOf(t->name());
-    if (ttl <= 0) continue;
-    t->executor().execute([t, ttl] {
-      for (const auto& [name, sub] : t->subscriptions()) {
-        if (!sub->durable()) continue;
-        expireByTime(t, name, ttl, [t, name = name](const Status& s) {
-          if (!s.isOk() && s.code() != StatusCode::kNotFound) {
-            MLOG_WARN("{}: message TTL on {} failed: {}", t->name().toString(), name, s.toString());
-          }
-        });
-      }
-    });
-  }
-}
-
 // maxMessagePublishBufferSizeInMB divided between the I/O threads (Pulsar's publish buffer).
 int64_t BrokerService::publishBufferShare(int mb) const {
   return mb > 0 ? (static_cast<int64_t>(mb) << 20) / ioLoops_->size() : 0;
@@ -149,6 +140,8 @@ void BrokerService::setMaxMessagePublishBufferSizeInMB(int mb) {
 void BrokerService::stop() {
   expiryMonitor_.reset();
   backlogQuotaChecker_.reset();
+  inactivityMonitor_.reset();
+  subscriptionExpiryMonitor_.reset();
   compactionMonitor_.reset();
   if (server_) server_->stop();
   if (tlsServer_) tlsServer_->stop();
@@ -286,12 +279,9 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
       });
 }
 
-namespace {
-// Topic policies are kept under the partitioned topic's name for its partitions (as Pulsar).
 std::string policyKey(const TopicName& name) {
   return name.partitionIndex() >= 0 ? name.partitionedTopicName() : name.toString();
 }
-}  // namespace
 
 TopicPolicyLimits BrokerService::policyLimitsOf(const TopicName& name) const {
   std::string key = policyKey(name);
@@ -311,7 +301,8 @@ TopicPolicyLimits BrokerService::policyLimitsOf(const TopicName& name) const {
   l.maxUnackedOnConsumer = get("maxUnackedMessagesOnConsumer", "maxUnackedMessagesPerConsumer");
   l.maxUnackedOnSubscription =
       get("maxUnackedMessagesOnSubscription", "maxUnackedMessagesPerSubscription");
-  l.backlogQuota = backlogQuotaOf(name);
+  l.backlogQuota = backlogQuotaOf(name, "destination_storage");
+  l.backlogQuotaTime = backlogQuotaOf(name, "message_age");
   if (auto d = policies_.topicDelayedDelivery(key)) {
     l.delayedDelivery = *d;
   } else if (ns.delayedDelivery) {
@@ -353,23 +344,6 @@ void BrokerService::checkCompaction() {
                 t->name().toString(), c.backlogBytes(), threshold);
       (void)c.trigger();
     });
-  }
-}
-
-BacklogQuota BrokerService::backlogQuotaOf(const TopicName& name) const {
-  if (auto q = policies_.topicBacklogQuota(policyKey(name), "destination_storage")) return *q;
-  auto ns = policies_.namespacePolicies(name.namespaceName());
-  auto it = ns.backlogQuotas.find("destination_storage");
-  if (it != ns.backlogQuotas.end()) return it->second;
-  BacklogQuota q;
-  q.limitSize = options_.backlogQuotaDefaultLimitBytes;
-  q.policy = options_.backlogQuotaDefaultRetentionPolicy;
-  return q;
-}
-
-void BrokerService::checkBacklogQuotas() {
-  for (auto& t : topics()) {
-    t->executor().execute([t] { t->enforceBacklogQuota(); });
   }
 }
 

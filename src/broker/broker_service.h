@@ -35,6 +35,10 @@ namespace magnetar::broker {
 
 using TopicCallback = std::function<void(Result<std::shared_ptr<PersistentTopic>>)>;
 
+// The name a topic's policies are kept under: a partition's are its partitioned topic's (as
+// Pulsar).
+std::string policyKey(const TopicName& name);
+
 // Thread: start/stop from main; the rest from any thread unless noted.
 class BrokerService {
  public:
@@ -161,15 +165,32 @@ class BrokerService {
   // loaded topic with a TTL expires its older messages, on the topic's executor. Thread: any;
   // run every messageExpiryCheckIntervalInMinutes by the pulsar-msg-expiry-monitor thread.
   void checkMessageExpiry();
-  // The topic's destination_storage backlog quota: topic policy > namespace policy >
-  // backlogQuotaDefaultLimitBytes / backlogQuotaDefaultRetentionPolicy. Thread: any.
-  BacklogQuota backlogQuotaOf(const TopicName& name) const;
-  // One backlog quota pass (Pulsar's monitorBacklogQuota): each loaded topic over its quota
-  // disconnects its producers (producer_request_hold, producer_exception) or moves its slowest
-  // cursors forward (consumer_backlog_eviction), on the topic's executor. Thread: any; run every
+  // The topic's backlog quota of `type` (destination_storage or message_age): topic policy >
+  // namespace policy > backlogQuotaDefaultLimitBytes / backlogQuotaDefaultLimitSecond /
+  // backlogQuotaDefaultRetentionPolicy. Thread: any.
+  BacklogQuota backlogQuotaOf(const TopicName& name, const std::string& type) const;
+  // One backlog quota pass (Pulsar's monitorBacklogQuota): each loaded topic reads its backlog
+  // age and, over a quota, disconnects its producers (producer_request_hold,
+  // producer_exception) or moves its slowest cursors forward (consumer_backlog_eviction), on the
+  // topic's executor (PersistentTopic::checkBacklogQuota). Thread: any; run every
   // backlogQuotaCheckIntervalInSeconds by pulsar-backlog-quota-checker when
   // backlogQuotaCheckEnabled.
   void checkBacklogQuotas();
+  // The topic's inactive-topic policy: topic inactiveTopicPolicies > namespace
+  // inactive_topic_policies > brokerDeleteInactiveTopicsEnabled / ...Mode /
+  // ...MaxInactiveDurationSeconds (unset: brokerDeleteInactiveTopicsFrequencySeconds).
+  InactiveTopicPolicies inactiveTopicPoliciesOf(const TopicName& name) const;
+  // One inactive-topic pass (Pulsar's checkGC): a loaded topic (system topics "__*" aside)
+  // whose policy deletes it while inactive, inactive for its mode for maxInactiveDurationSeconds
+  // and past its retention time (topic > namespace > defaultRetentionTimeInMinutes; -1 keeps
+  // it), is deleted with its data (deleteTopic without force) and its topic policies. Thread:
+  // any; run every brokerDeleteInactiveTopicsFrequencySeconds by pulsar-inactivity-monitor.
+  void checkGC();
+  // One subscription-expiration pass (Pulsar's checkInactiveSubscriptions): durable
+  // subscriptions without consumers inactive for the namespace's subscription_expiration_time_
+  // minutes (else subscriptionExpirationTimeMinutes; 0: never) are deleted. Thread: any; run
+  // every subscriptionExpiryCheckIntervalInMinutes.
+  void checkInactiveSubscriptions();
   // Creates "tenant/ns". Errors: kAlreadyExists.
   Status addNamespace(const std::string& ns);
   // Forgets the namespace, its partitioned-topic metadata and its policies (delete its topics
@@ -214,6 +235,8 @@ class BrokerService {
   // The periodic message TTL and backlog quota checks (Pulsar's thread names).
   std::unique_ptr<PeriodicTask> expiryMonitor_;
   std::unique_ptr<PeriodicTask> backlogQuotaChecker_;
+  std::unique_ptr<PeriodicTask> inactivityMonitor_;
+  std::unique_ptr<PeriodicTask> subscriptionExpiryMonitor_;
   std::unique_ptr<PeriodicTask> compactionMonitor_;
   // Compacted ledgers found at start-up, by topic ledger name: their seqs (compactedLedgerName);
   // handed to the topic when it loads. Guarded by mu_.

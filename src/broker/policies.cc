@@ -229,6 +229,10 @@ std::string encodePolicies(const NamespacePolicies& p) {
                        d->maxDeliveryDelayInMillis);
   }
   if (p.compactionThreshold) out += fmt::format("compactionThreshold={}\n", *p.compactionThreshold);
+  if (const auto& i = p.inactiveTopicPolicies) {
+    out += fmt::format("inactiveTopicPolicies={},{},{}\n", escapeField(i->inactiveTopicDeleteMode),
+                       i->maxInactiveDurationSeconds, i->deleteWhileInactive ? 1 : 0);
+  }
   return out;
 }
 
@@ -285,6 +289,9 @@ NamespacePolicies decodePolicies(const std::string& text) {
       p.schemaValidationEnforced = f[0] == "1";
     } else if (key == "delayedDelivery" && f.size() == 3) {
       p.delayedDelivery = DelayedDeliveryPolicies{f[0] == "1", toInt(f[1], 1000), toInt(f[2], 0)};
+    } else if (key == "inactiveTopicPolicies" && f.size() == 3) {
+      p.inactiveTopicPolicies =
+          InactiveTopicPolicies{f[0], static_cast<int32_t>(toInt(f[1], 0)), f[2] == "1"};
     }
   });
   return p;
@@ -419,6 +426,34 @@ std::optional<DelayedDeliveryPolicies> PolicyRegistry::topicDelayedDelivery(
     d.maxDeliveryDelayInMillis = f->to_number<int64_t>();
   }
   return d;
+}
+
+std::optional<InactiveTopicPolicies> PolicyRegistry::topicInactiveTopicPolicies(
+    const std::string& topic) const {
+  std::string text;
+  {
+    MutexLock lock(mu_);
+    auto it = topicPolicies_.find(topic);
+    if (it == topicPolicies_.end()) return std::nullopt;
+    auto p = it->second.find("inactiveTopicPolicies");
+    if (p == it->second.end()) return std::nullopt;
+    text = p->second;
+  }
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(text, ec);
+  const boost::json::object* o = ec ? nullptr : v.if_object();
+  if (!o) return std::nullopt;
+  InactiveTopicPolicies i;
+  if (const auto* f = o->if_contains("inactiveTopicDeleteMode"); f && f->is_string()) {
+    i.inactiveTopicDeleteMode = std::string(f->as_string());
+  }
+  if (const auto* f = o->if_contains("maxInactiveDurationSeconds"); f && f->is_number()) {
+    i.maxInactiveDurationSeconds = f->to_number<int32_t>();
+  }
+  if (const auto* f = o->if_contains("deleteWhileInactive"); f && f->is_bool()) {
+    i.deleteWhileInactive = f->as_bool();
+  }
+  return i;
 }
 
 std::optional<BacklogQuota> PolicyRegistry::topicBacklogQuota(const std::string& topic,

@@ -53,6 +53,15 @@ struct DelayedDeliveryPolicies {
   int64_t maxDeliveryDelayInMillis = 0;  // ms, 0: no limit
 };
 
+// Pulsar's InactiveTopicPolicies (namespace inactive_topic_policies, topic
+// inactiveTopicPolicies). mode: delete_when_no_subscriptions |
+// delete_when_subscriptions_caught_up.
+struct InactiveTopicPolicies {
+  std::string inactiveTopicDeleteMode = "delete_when_no_subscriptions";
+  int32_t maxInactiveDurationSeconds = 0;
+  bool deleteWhileInactive = false;
+};
+
 // The policies of one namespace; unset optionals fall back to the broker's defaults.
 struct NamespacePolicies {
   std::optional<RetentionPolicy> retention;
@@ -65,8 +74,9 @@ struct NamespacePolicies {
   // Grants on single topics (Pulsar's destination_auth): full topic name (a partitioned topic's
   // own name, not its partitions') -> role -> actions.
   std::map<std::string, std::map<std::string, std::set<std::string>>> topicPermissions;
-  // Minutes without consumers after which a subscription is deleted (stored, not enforced yet).
+  // Minutes without consumers after which a subscription is deleted.
   std::optional<int32_t> subscriptionExpirationTimeMinutes;
+  std::optional<InactiveTopicPolicies> inactiveTopicPolicies;
   std::optional<AutoTopicCreationOverride> autoTopicCreation;
   // Per-topic limits of the namespace's topics (Pulsar's Policies max_* fields), keyed by
   // kNamespaceLimits' names; 0: no limit. Absent: the broker setting of the same name applies.
@@ -143,6 +153,8 @@ class PolicyRegistry {
   // unset or unreadable.
   std::optional<BacklogQuota> topicBacklogQuota(const std::string& topic,
                                                 const std::string& type) const;
+  // The topic's inactiveTopicPolicies policy; nullopt when unset or unreadable.
+  std::optional<InactiveTopicPolicies> topicInactiveTopicPolicies(const std::string& topic) const;
   // The topic's delayedDelivery policy; nullopt when unset or unreadable.
   std::optional<DelayedDeliveryPolicies> topicDelayedDelivery(const std::string& topic) const;
 

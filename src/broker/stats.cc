@@ -255,6 +255,11 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
   if (rates) t.rateIn = rates->rate("in");
   t.storageSize = ml.totalSizeBytes();
   t.backlogQuotaLimitSize = topic.policyLimits().backlogQuota.limitSize;
+  t.backlogQuotaLimitTime = topic.policyLimits().backlogQuotaTime.limitTime;
+  t.oldestBacklogMessageAgeSeconds = topic.backlogAgeSeconds();
+  t.oldestBacklogMessageSubscriptionName = topic.oldestBacklogSubscription();
+  t.sizeBacklogEvictions = topic.sizeBacklogEvictions();
+  t.timeBacklogEvictions = topic.timeBacklogEvictions();
   t.numberOfEntries = ml.numberOfEntries();
   t.terminated = topic.isTerminated();
   t.deduplicationEnabled = topic.deduplication().enabled();

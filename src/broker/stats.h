@@ -110,6 +110,14 @@ struct TopicSnapshot {
   int64_t backlogSize = 0;  // bytes not yet acked by the slowest subscription (estimate)
   int64_t backlogQuotaLimitSize = -1;  // the topic's destination_storage quota, bytes (-1: none)
   int64_t backlogQuotaLimitTime = -1;  // its message_age quota, seconds (-1: none)
+  // Age of the oldest unacked message of the durable subscriptions as the last backlog quota
+  // check read it (seconds; -1: not checked yet) and its subscription ("" none).
+  int64_t oldestBacklogMessageAgeSeconds = -1;
+  std::string oldestBacklogMessageSubscriptionName;
+  // consumer_backlog_eviction passes, by quota (Pulsar's
+  // pulsar_storage_backlog_quota_exceeded_evictions_total quota_type size / time).
+  uint64_t sizeBacklogEvictions = 0;
+  uint64_t timeBacklogEvictions = 0;
   int64_t msgBacklog = 0;   // entries, the sum over subscriptions (Pulsar's pulsar_msg_backlog)
   int64_t numberOfEntries = 0;
   bool terminated = false;

@@ -1,18 +1,34 @@
 #include "broker/subscription.h"
 
+#include <chrono>
+
 namespace magnetar::broker {
 
 Subscription::Subscription(std::string name, storage::ManagedLedger& ledger,
                            storage::ManagedCursor& cursor, const BrokerOptions& options,
                            std::string topicName, int partitionIndex, bool durable)
-    : name_(std::move(name)), ledger_(ledger), cursor_(cursor), options_(options),
-      topicName_(std::move(topicName)), partitionIndex_(partitionIndex), durable_(durable) {}
+    : name_(std::move(name)),
+      ledger_(ledger),
+      cursor_(cursor),
+      options_(options),
+      topicName_(std::move(topicName)),
+      partitionIndex_(partitionIndex),
+      durable_(durable) {
+  markActive();
+}
+
+void Subscription::markActive() {
+  lastActiveMs_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+}
 
 size_t Subscription::consumerCount() const {
   return dispatcher_ ? dispatcher_->consumers().size() : 0;
 }
 
 Status Subscription::addConsumer(const std::shared_ptr<Consumer>& c) {
+  markActive();
   if (dispatcher_ && dispatcher_->type() != c->subType()) {
     if (!dispatcher_->consumers().empty()) {
       return Status::busy("Subscription is of different type");
@@ -46,11 +62,13 @@ int64_t Subscription::msgDelayed() const {
 }
 
 void Subscription::removeConsumer(Consumer* c) {
+  markActive();
   if (dispatcher_) dispatcher_->removeConsumer(c);
 }
 
 void Subscription::acknowledge(Consumer* c, const std::vector<storage::Position>& positions,
                                storage::StatusCallback cb, const BatchIndexAcks& batchIndexes) {
+  markActive();
   if (batchIndexes.empty()) {
     if (dispatcher_) dispatcher_->acked(c, positions);
     cursor_.asyncDelete(positions, std::move(cb));
@@ -64,7 +82,7 @@ void Subscription::acknowledge(Consumer* c, const std::vector<storage::Position>
   };
   auto join = std::make_shared<Join>();
   join->cb = std::move(cb);
-  auto part = [join](Status s) {
+  auto part = [join](const Status& s) {
     if (!s.isOk() && join->status.isOk()) join->status = s;
     if (--join->left == 0 && join->cb) join->cb(join->status);
   };
@@ -82,6 +100,7 @@ void Subscription::acknowledge(Consumer* c, const std::vector<storage::Position>
 void Subscription::acknowledgeCumulative(Consumer* c, storage::Position pos,
                                          storage::StatusCallback cb,
                                          const storage::AckSet& ackSet) {
+  markActive();
   if (dispatcher_ && (dispatcher_->type() == proto::CommandSubscribe::Shared ||
                       dispatcher_->type() == proto::CommandSubscribe::Key_Shared)) {
     cb(Status::notAllowed("Cumulative ack is not supported for Shared subscription"));
@@ -108,7 +127,7 @@ void Subscription::acknowledgeCumulative(Consumer* c, storage::Position pos,
 }
 
 void Subscription::resetCursor(storage::Position pos, storage::StatusCallback cb) {
-  cursor_.asyncResetCursor(pos, [this, cb = std::move(cb)](Status s) {
+  cursor_.asyncResetCursor(pos, [this, cb = std::move(cb)](const Status& s) {
     if (s.isOk() && dispatcher_) {
       dispatcher_->rewind();
       // Consumers that subscribed again while the reset was in flight read from the new position.

@@ -62,6 +62,11 @@ class Subscription {
     lastExpireTimestampMs_ = nowMs;
   }
 
+  // When a consumer was last added or removed or an ack came (epoch ms; Pulsar's cursor
+  // lastActive), for subscriptionExpirationTimeMinutes.
+  int64_t lastActiveMs() const { return lastActiveMs_; }
+  void markActive();
+
   // The topic's compactor, for read_compacted consumers (kept for dispatchers created later).
   void setCompactor(const TopicCompactor* compactor) {
     compactor_ = compactor;
@@ -88,6 +93,7 @@ class Subscription {
   const TopicCompactor* compactor_ = nullptr;
   uint64_t expiredCounter_ = 0;
   int64_t lastExpireTimestampMs_ = 0;
+  int64_t lastActiveMs_ = 0;
   std::optional<int> maxUnackedPerConsumer_;
   std::optional<int> maxUnackedPerSubscription_;
   std::optional<DelayedDeliveryPolicies> delayedDelivery_;

@@ -34,20 +34,22 @@ PersistentTopic::PersistentTopic(TopicName name, std::shared_ptr<storage::Manage
       executor_(executor),
       options_(options),
       dedup_(dedupPolicy.value_or(options.brokerDeduplicationEnabled), dedupOptions(options)),
-      compactor_(std::make_shared<TopicCompactor>(ledger_, nullptr)) {}
+      compactor_(std::make_shared<TopicCompactor>(ledger_, nullptr)) {
+  markActive();
+}
 
 void PersistentTopic::initialize(std::function<void(Status)> done) {
   MAGNETAR_DCHECK_ON(executor_);
   loadSubscriptions();
   auto self = shared_from_this();
-  dedup_.recover(*ledger_, [self, done = std::move(done)](Status s) {
+  dedup_.recover(*ledger_, [self, done = std::move(done)](const Status& s) {
     if (self->dedup_.enabled()) {
       MLOG_INFO("{}: deduplication state of {} producers recovered, {} entries replayed",
                 self->name_.toString(), self->dedup_.producerCount(),
                 self->dedup_.entriesReplayed());
       self->scheduleDedupCheck();
     }
-    self->compactor_->initialize(self->compactedSeqs_, [self, s, done](Status cs) {
+    self->compactor_->initialize(self->compactedSeqs_, [self, s, done](const Status& cs) {
       if (!cs.isOk()) {
         MLOG_WARN("{}: compacted view not loaded: {}", self->name_.toString(), cs.toString());
       }
@@ -118,12 +120,11 @@ void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAd
           proto::ProducerBusy, {});
     return;
   }
-  if (isBacklogQuotaExceeded() && limits_.backlogQuota.policy != "consumer_backlog_eviction") {
+  if (auto blocking = producerBlockingPolicy()) {
     // Pulsar's codes: the client holds its sends on ...Error, fails them on ...Exception.
     added(Status::notAllowed("Cannot create producer on topic with backlog quota exceeded"),
-          limits_.backlogQuota.policy == "producer_exception"
-              ? proto::ProducerBlockedQuotaExceededException
-              : proto::ProducerBlockedQuotaExceededError,
+          *blocking == "producer_exception" ? proto::ProducerBlockedQuotaExceededException
+                                            : proto::ProducerBlockedQuotaExceededError,
           {});
     return;
   }
@@ -241,6 +242,7 @@ void PersistentTopic::removeProducer(Producer* p) {
   auto it = producers_.find(p->name());
   if (it == producers_.end() || it->second.get() != p) return;
   producers_.erase(it);
+  markActive();
   dedup_.producerRemoved(p->name());
   if (hasExclusiveProducer_) {
     hasExclusiveProducer_ = false;
@@ -466,6 +468,7 @@ void PersistentTopic::removeConsumer(Consumer* c, const std::string& subscriptio
   auto it = subscriptions_.find(subscription);
   if (it == subscriptions_.end()) return;
   it->second->removeConsumer(c);
+  markActive();
   if (!it->second->durable() && it->second->consumerCount() == 0) {
     ledger_->deleteCursor(subscription);
     subscriptions_.erase(it);
@@ -550,44 +553,6 @@ void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
     sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
     sub->setDelayedDelivery(limits_.delayedDelivery);
     sub->setCompactor(compactor_.get());
-  }
-}
-
-int64_t PersistentTopic::backlogSizeBytes() const {
-  int64_t entries = ledger_->numberOfEntries();
-  if (entries <= 0) return 0;
-  int64_t slowest = 0;
-  for (const auto& [_, sub] : subscriptions_) {
-    if (sub->durable()) slowest = std::max(slowest, sub->msgBacklog());
-  }
-  return static_cast<int64_t>(static_cast<double>(ledger_->totalSizeBytes()) / entries * slowest);
-}
-
-bool PersistentTopic::isBacklogQuotaExceeded() const {
-  int64_t limit = limits_.backlogQuota.limitSize;
-  return limit >= 0 && backlogSizeBytes() >= limit && backlogSizeBytes() > 0;
-}
-
-void PersistentTopic::enforceBacklogQuota() {
-  if (!isBacklogQuotaExceeded()) return;
-  const BacklogQuota& q = limits_.backlogQuota;
-  if (q.policy != "consumer_backlog_eviction") {
-    MLOG_INFO("{}: backlog quota exceeded ({} >= {} bytes): disconnecting producers",
-              name_.toString(), backlogSizeBytes(), q.limitSize);
-    closeAllProducers();
-    return;
-  }
-  // Pulsar's dropBacklogForSizeLimit: bring each cursor over 90 % of the limit down to it.
-  int64_t entries = ledger_->numberOfEntries();
-  if (entries <= 0) return;
-  double perEntry = static_cast<double>(ledger_->totalSizeBytes()) / entries;
-  auto keep = static_cast<int64_t>(0.9 * static_cast<double>(q.limitSize) / perEntry);
-  for (auto& [name, sub] : subscriptions_) {
-    if (!sub->durable() || sub->msgBacklog() <= keep) continue;
-    int64_t skip = sub->msgBacklog() - keep;
-    MLOG_INFO("{}: backlog quota exceeded: evicting {} entries of subscription {}",
-              name_.toString(), skip, name);
-    sub->skipEntries(skip, [](const Status&) {});
   }
 }
 

@@ -56,8 +56,10 @@ struct TopicPolicyLimits {
   std::optional<int> maxSubscriptions;
   std::optional<int> maxUnackedOnConsumer;
   std::optional<int> maxUnackedOnSubscription;
-  // destination_storage backlog quota, already resolved topic > namespace > broker.
+  // destination_storage (size) and message_age (time) backlog quotas, each resolved
+  // topic > namespace > broker.
   BacklogQuota backlogQuota;
+  BacklogQuota backlogQuotaTime;
   // delayedDelivery policy resolved topic > namespace > broker (delayedDelivery* settings).
   DelayedDeliveryPolicies delayedDelivery;
 };
@@ -148,12 +150,39 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Bytes the slowest durable subscription has not acked (estimated from the average entry
   // size, as the stats' backlogSize).
   int64_t backlogSizeBytes() const;
-  // backlogSizeBytes() >= the backlog quota's limitSize (Pulsar's isSizeBacklogExceeded).
-  bool isBacklogQuotaExceeded() const;
-  // Pulsar's handleExceededBacklogQuota when over the quota: consumer_backlog_eviction moves the
-  // cursors over 90 % of the limit forward to it (oldest entries skipped); the producer_*
-  // policies disconnect the producers (they are refused again when they reconnect).
-  void enforceBacklogQuota();
+  // backlogSizeBytes() >= the destination_storage quota's limitSize (Pulsar's
+  // isSizeBacklogExceeded).
+  bool isSizeBacklogExceeded() const;
+  // The oldest unacked message of the durable subscriptions is older than the message_age
+  // quota's limitTime, by the age the last checkBacklogQuota() read (Pulsar's
+  // preciseTimeBasedBacklogQuotaCheck).
+  bool isTimeBacklogExceeded() const;
+  // The quota a new producer is refused by: the policy of the first exceeded quota whose policy
+  // is producer_request_hold or producer_exception (size first); nullopt when admitted.
+  std::optional<std::string> producerBlockingPolicy() const;
+  // One backlog quota check (Pulsar's monitorBacklogQuota for this topic): reads the publish time
+  // of the oldest unacked message of the durable subscriptions (the backlog age), then handles
+  // each exceeded quota (Pulsar's handleExceededBacklogQuota): consumer_backlog_eviction moves
+  // the cursors over 90 % of the size limit forward to it, or expires the messages older than
+  // 90 % of the time limit; the producer_* policies disconnect the producers (refused again when
+  // they reconnect). done() afterwards, on this executor.
+  void checkBacklogQuota(const std::function<void()>& done = {});
+  // Seconds since the oldest unacked message was published (0: no backlog; -1: not checked yet)
+  // and its subscription, as of the last checkBacklogQuota().
+  int64_t backlogAgeSeconds() const;
+  const std::string& oldestBacklogSubscription() const { return oldestBacklogSubscription_; }
+  // Evictions by the consumer_backlog_eviction policy (Pulsar counts one per topic per check).
+  uint64_t sizeBacklogEvictions() const { return sizeBacklogEvictions_; }
+  uint64_t timeBacklogEvictions() const { return timeBacklogEvictions_; }
+
+  // Inactive-topic deletion (Pulsar's isActive / checkGC): whether the topic is in use for
+  // `deleteMode` (delete_when_no_subscriptions: has subscriptions; *_caught_up: a subscription
+  // has a backlog; either: producers or consumers connected). Updates the last-active time when
+  // it is, and returns the nanoseconds of inactivity (steady clock; 0 when active).
+  int64_t checkInactivity(const std::string& deleteMode);
+  // Subscriptions without consumers whose last activity (consumer added or removed, ack) is
+  // older than expirationMs, the compaction cursor aside (Pulsar's checkInactiveSubscriptions).
+  std::vector<std::string> expiredSubscriptions(int64_t expirationMs) const;
   const TopicPolicyLimits& policyLimits() const { return limits_; }
   const BrokerOptions& options() const { return options_; }
 
@@ -182,8 +211,20 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Periodic dedup work (time-based snapshots, inactive producers) on the topic's loop.
   void scheduleDedupCheck();
 
+  // Handles the exceeded quotas after checkBacklogQuota() read the backlog age.
+  void enforceBacklogQuota();
+  // The topic was in use now (a producer or consumer left, or checkInactivity found it active).
+  void markActive();
+
   TopicName name_;
   std::shared_ptr<storage::ManagedLedger> ledger_;
+  // Backlog quota state: publish time of the oldest unacked message (epoch ms; 0: no backlog,
+  // -1: not read yet), its subscription, and the eviction counts.
+  int64_t oldestBacklogPublishTimeMs_ = -1;
+  std::string oldestBacklogSubscription_;
+  uint64_t sizeBacklogEvictions_ = 0;
+  uint64_t timeBacklogEvictions_ = 0;
+  int64_t lastActiveNs_ = 0;  // steady clock; set at load
   net::EventLoop& executor_;
   const BrokerOptions& options_;
   std::unordered_map<std::string, std::shared_ptr<Producer>> producers_;  // by name

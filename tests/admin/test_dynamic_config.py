@@ -85,6 +85,18 @@ def test_static_key_is_refused_with_pulsars_412(dyn_broker):
     assert "maxProducersPerTopic" not in requests.get(base, timeout=10).json()
 
 
+def test_blank_value_is_refused_and_changes_nothing(dyn_broker, settings):
+    # Pulsar 4 stores a blank value verbatim (and fails on it later); Magnetar refuses it rather
+    # than resetting the setting to its default.
+    settings.set("brokerDeleteInactiveTopicsMode", "delete_when_subscriptions_caught_up")
+    base = dyn_broker.admin_url + "/admin/v2/brokers/configuration"
+    r = requests.post(f"{base}/brokerDeleteInactiveTopicsMode/%20%20", timeout=10)
+    assert r.status_code == 412
+    assert "Invalid dynamic-config value" in r.json()["reason"]
+    values = requests.get(base + "/values", timeout=10).json()
+    assert values["brokerDeleteInactiveTopicsMode"] == "delete_when_subscriptions_caught_up"
+
+
 def test_allow_auto_topic_creation(dyn_broker, dyn_client, settings):
     settings.set("allowAutoTopicCreation", "false")
     with pytest.raises(pulsar.TopicNotFound):

@@ -117,3 +117,144 @@ def test_periodic_check_disconnects_producers_over_the_quota(start_broker):
         assert s["publishers"] == []
     finally:
         client.close()
+
+
+# --- one broker with a 1 s check and Pulsar's precise message_age check, for the tests below ---
+# (with --broker-url the running broker is used: start it with
+#  --set backlogQuotaCheckIntervalInSeconds=1 --set preciseTimeBasedBacklogQuotaCheck=true)
+QUOTA_SETTINGS = ["backlogQuotaCheckIntervalInSeconds=1", "preciseTimeBasedBacklogQuotaCheck=true"]
+
+
+@pytest.fixture(scope="module")
+def quota_broker(request):
+    from harness.broker import BrokerEndpoint, broker_process
+    from harness.fixtures import wait_namespace
+    url = request.config.getoption("--broker-url", None)
+    if url:
+        yield BrokerEndpoint("external", url, request.config.getoption("--admin-url", None))
+        return
+    proc = broker_process(request.config.getoption("--broker", "magnetar"), QUOTA_SETTINGS)
+    endpoint = proc.start()
+    wait_namespace(endpoint.admin_url)
+    try:
+        yield endpoint
+    finally:
+        proc.close()
+
+
+def quota_namespace(admin, policy, quota_type, body):
+    ns = f"public/bq-{uuid.uuid4().hex[:8]}"
+    assert requests.put(f"{admin}/admin/v2/namespaces/{ns}", timeout=30).status_code == 204
+    r = requests.post(f"{admin}/admin/v2/namespaces/{ns}/backlogQuota",
+                      params={"backlogQuotaType": quota_type}, json=dict(body, policy=policy),
+                      timeout=30)
+    assert r.status_code == 204, r.text
+    return ns
+
+
+def send_until_fails(producer, deadline_s=30):
+    deadline = time.time() + deadline_s
+    while time.time() < deadline:
+        try:
+            producer.send(b"more")
+            time.sleep(0.3)
+        except pulsar.PulsarException as e:
+            return e
+    return None
+
+
+@pytest.mark.admin
+@pytest.mark.parametrize("policy,error", [
+    ("producer_exception", pulsar.ProducerBlockedQuotaExceededException),
+    ("producer_request_hold", pulsar.ProducerBlockedQuotaExceededError),
+])
+def test_message_age_quota_refuses_producers(quota_broker, policy, error):
+    admin = quota_broker.admin_url
+    ns = quota_namespace(admin, policy, "message_age", {"limitTime": 2})
+    topic = f"persistent://{ns}/t"
+    client = pulsar.Client(quota_broker.service_url, operation_timeout_seconds=10)
+    try:
+        client.subscribe(topic, "s").close()
+        p = client.create_producer(topic, batching_enabled=False)
+        for _ in range(5):
+            p.send(b"x" * 100)
+        p.close()
+        time.sleep(5)  # older than 2 s, and a check ran since
+        s = stats(admin, topic)
+        assert s["backlogQuotaLimitTime"] == 2
+        assert s["oldestBacklogMessageAgeSeconds"] >= 2
+        with pytest.raises(error):
+            client.create_producer(topic)
+        # A size quota alone is not exceeded by this backlog.
+        assert s["backlogSize"] < 10240
+    finally:
+        client.close()
+
+
+@pytest.mark.admin
+def test_message_age_eviction_expires_the_old_backlog(quota_broker):
+    admin = quota_broker.admin_url
+    ns = quota_namespace(admin, "consumer_backlog_eviction", "message_age", {"limitTime": 2})
+    topic = f"persistent://{ns}/t"
+    client = pulsar.Client(quota_broker.service_url, operation_timeout_seconds=10)
+    try:
+        client.subscribe(topic, "s").close()
+        p = client.create_producer(topic, batching_enabled=False)
+        for _ in range(5):
+            p.send(b"x" * 100)
+        deadline = time.time() + 30
+        while time.time() < deadline and stats(admin, topic)["subscriptions"]["s"]["msgBacklog"]:
+            time.sleep(0.5)
+        sub = stats(admin, topic)["subscriptions"]["s"]
+        assert sub["msgBacklog"] == 0
+        p.send(b"new")  # producers are never refused by eviction
+        p.close()
+    finally:
+        client.close()
+
+
+@pytest.mark.admin
+@pytest.mark.parametrize("policy,error", [
+    # Held: the client keeps its sends pending while it retries, so they time out.
+    ("producer_request_hold", pulsar.Timeout),
+    ("producer_exception", pulsar.ProducerBlockedQuotaExceededException),
+])
+def test_connected_producer_over_the_size_quota(quota_broker, policy, error):
+    admin = quota_broker.admin_url
+    ns = quota_namespace(admin, policy, "destination_storage", {"limitSize": LIMIT})
+    topic = f"persistent://{ns}/t"
+    client = pulsar.Client(quota_broker.service_url, operation_timeout_seconds=10)
+    try:
+        client.subscribe(topic, "s").close()
+        p = client.create_producer(topic, batching_enabled=False, send_timeout_millis=3000)
+        for _ in range(40):
+            p.send(b"x" * 1024)
+        failed = send_until_fails(p)
+        assert isinstance(failed, error), repr(failed)
+        assert stats(admin, topic)["publishers"] == []
+    finally:
+        client.close()
+
+
+@pytest.mark.admin
+def test_backlog_quota_rest_errors(admin_url):
+    ns = f"public/bq-{uuid.uuid4().hex[:8]}"
+    base = f"{admin_url}/admin/v2/namespaces/{ns}"
+    # A create-namespace body's backlog_quota_map is read, and refused (400) when malformed.
+    assert requests.put(base, json={"backlog_quota_map": "x"}, timeout=30).status_code == 400
+    bad = {"backlog_quota_map": {"destination_storage": {"limitSize": "big"}}}
+    assert requests.put(base, json=bad, timeout=30).status_code == 400
+    good = {"backlog_quota_map": {"destination_storage": {"limitSize": 5,
+                                                           "policy": "producer_exception"}}}
+    assert requests.put(base, json=good, timeout=30).status_code == 204
+    q = requests.get(f"{base}/backlogQuotaMap", timeout=30).json()["destination_storage"]
+    assert (q["limitSize"], q["limitTime"], q["policy"]) == (5, 0, "producer_exception")
+    # An unknown backlogQuotaType is a 404 (JAX-RS), for POST and DELETE, and changes nothing.
+    for method in ("post", "delete"):
+        r = requests.request(method, f"{base}/backlogQuota", params={"backlogQuotaType": "bogus"},
+                             json={"limitSize": 1}, timeout=30)
+        assert r.status_code == 404, (method, r.status_code)
+    assert "destination_storage" in requests.get(f"{base}/backlogQuotaMap", timeout=30).json()
+    topic = f"{admin_url}/admin/v2/persistent/{ns}/t/backlogQuota"
+    r = requests.delete(topic, params={"backlogQuotaType": "bogus"}, timeout=30)
+    assert r.status_code == 404

@@ -57,6 +57,10 @@ def test_limits_are_stored_and_shown_in_the_policies(admin_url, namespace):
     assert r.status_code == 412
     assert "maxProducersPerTopic must be 0 or more" in r.json()["reason"]
     assert requests.get(f"{base}/maxProducersPerTopic", timeout=30).json() == 3
+    # A body that is not a number is Pulsar's JSON mapping error, 400.
+    r = requests.post(f"{base}/maxProducersPerTopic", json="abc", timeout=30)
+    assert r.status_code == 400
+    assert requests.get(f"{base}/maxProducersPerTopic", timeout=30).json() == 3
     for name, field in LIMITS.items():
         r = requests.delete(f"{base}/{name}", timeout=30)
         assert r.status_code == 204

@@ -146,6 +146,31 @@ TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
   EXPECT_EQ(again.topicPolicyInt(t, "missing"), std::nullopt);
 }
 
+TEST(PolicyRegistry, InactiveTopicPoliciesRoundTripAndTopicPolicy) {
+  NamespacePolicies p;
+  p.inactiveTopicPolicies = InactiveTopicPolicies{"delete_when_subscriptions_caught_up", 120, true};
+  NamespacePolicies q = decodePolicies(encodePolicies(p));
+  ASSERT_TRUE(q.inactiveTopicPolicies);
+  EXPECT_EQ(q.inactiveTopicPolicies->inactiveTopicDeleteMode,
+            "delete_when_subscriptions_caught_up");
+  EXPECT_EQ(q.inactiveTopicPolicies->maxInactiveDurationSeconds, 120);
+  EXPECT_TRUE(q.inactiveTopicPolicies->deleteWhileInactive);
+  EXPECT_FALSE(decodePolicies(encodePolicies({})).inactiveTopicPolicies);
+
+  PolicyRegistry r;
+  EXPECT_FALSE(r.topicInactiveTopicPolicies("persistent://t/n/x"));
+  r.setTopicPolicy("persistent://t/n/x", "inactiveTopicPolicies",
+                   R"({"inactiveTopicDeleteMode":"delete_when_no_subscriptions",)"
+                   R"("maxInactiveDurationSeconds":7,"deleteWhileInactive":true})");
+  auto t = r.topicInactiveTopicPolicies("persistent://t/n/x");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->inactiveTopicDeleteMode, "delete_when_no_subscriptions");
+  EXPECT_EQ(t->maxInactiveDurationSeconds, 7);
+  EXPECT_TRUE(t->deleteWhileInactive);
+  r.setTopicPolicy("persistent://t/n/x", "inactiveTopicPolicies", "[1]");
+  EXPECT_FALSE(r.topicInactiveTopicPolicies("persistent://t/n/x"));
+}
+
 TEST(PolicyRegistry, TopicPolicyIntRejectsNonIntegers) {
   PolicyRegistry r;
   r.setTopicPolicy("persistent://t/n/x", "a", "-5");

@@ -164,6 +164,53 @@ class AdminCliTest {
         ok("tenants", "delete", tenant);
     }
 
+    // ---- data lifecycle: backlog quota, message TTL, expiry, inactive topics ---------------
+
+    @Test
+    void backlogQuotaTtlAndExpiry() throws Exception {
+        String ns = "public/" + Env.uniqueName("life");
+        ok("namespaces", "create", ns);
+        ok("namespaces", "set-backlog-quota", ns, "--limit", "4K", "--policy", "producer_exception");
+        // get-backlog-quotas prints Java's Map.toString; the policies are JSON.
+        assertTrue(ok("namespaces", "get-backlog-quotas", ns).contains("destination_storage"));
+        JsonNode quotas = json(ok("namespaces", "policies", ns)).path("backlog_quota_map");
+        assertEquals(4096, quotas.path("destination_storage").path("limitSize").asLong(), quotas.toString());
+        assertEquals("producer_exception", quotas.path("destination_storage").path("policy").asText());
+        ok("namespaces", "set-message-ttl", ns, "-ttl", "3600");
+        assertEquals("3600", ok("namespaces", "get-message-ttl", ns));
+        ok("namespaces", "set-inactive-topic-policies", ns, "-e", "-t", "1h", "-m",
+                "delete_when_subscriptions_caught_up");
+        JsonNode inactive = json(ok("namespaces", "get-inactive-topic-policies", ns));
+        assertEquals("delete_when_subscriptions_caught_up", inactive.path("inactiveTopicDeleteMode").asText(),
+                inactive.toString());
+        assertEquals(3600, inactive.path("maxInactiveDurationSeconds").asInt());
+
+        String t = "persistent://" + ns + "/quota";
+        ok("topics", "create-subscription", "-s", "sub", t);
+        String payload = "x".repeat(1024);
+        List<MessageId> ids = produce(t, payload, 8);
+        // Over the 4 KB quota: a new producer is refused at once.
+        assertThrows(PulsarClientException.ProducerBlockedQuotaExceededException.class,
+                () -> client.newProducer(Schema.STRING).topic(t).create());
+        assertEquals(4096, json(ok("topics", "stats", t)).path("backlogQuotaLimitSize").asLong());
+
+        // Expire up to (and including) the 5th message: 3 left; then everything older than 1 s.
+        ok("topics", "expire-messages", "-s", "sub", "-p", pos(ids.get(4)), t);
+        awaitBacklog(t, "sub", 3);
+        JsonNode sub = json(ok("topics", "stats", t)).path("subscriptions").path("sub");
+        assertEquals(5, sub.path("totalMsgExpired").asLong(), sub.toString());
+        Thread.sleep(1100);
+        ok("topics", "expire-messages", "-s", "sub", "-t", "1", t);
+        awaitBacklog(t, "sub", 0);
+        client.newProducer(Schema.STRING).topic(t).create().close();  // under the quota again
+
+        ok("namespaces", "remove-backlog-quota", ns);
+        assertEquals(0, json(ok("namespaces", "policies", ns)).path("backlog_quota_map").size());
+        ok("namespaces", "remove-message-ttl", ns);
+        ok("topics", "delete", t);
+        ok("namespaces", "delete", ns);
+    }
+
     // ---- topics -----------------------------------------------------------------------------
 
     @Test

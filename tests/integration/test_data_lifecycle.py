@@ -1,0 +1,167 @@
+"""Inactive topics and subscriptions (brokerDeleteInactiveTopics*, inactive-topic-policies,
+subscription-expiration-time) and the backlog-quota and TTL metrics, with the official client.
+
+The subscription-expiration case needs the 1-minute minimum check interval: ~2 minutes."""
+
+import time
+import uuid
+
+import pulsar
+import pytest
+import requests
+
+from harness.broker import MagnetarProcess
+
+
+@pytest.fixture(scope="module")
+def broker():
+    proc = MagnetarProcess(["brokerDeleteInactiveTopicsFrequencySeconds=1",
+                            "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds=2",
+                            "subscriptionExpiryCheckIntervalInMinutes=1",
+                            "backlogQuotaCheckIntervalInSeconds=1"])
+    endpoint = proc.start()
+    yield endpoint
+    proc.close()
+
+
+def new_namespace(admin):
+    ns = f"public/lc-{uuid.uuid4().hex[:8]}"
+    assert requests.put(f"{admin}/admin/v2/namespaces/{ns}", timeout=30).status_code == 204
+    return ns
+
+
+def topics_of(admin, ns):
+    r = requests.get(f"{admin}/admin/v2/persistent/{ns}", timeout=30)
+    assert r.status_code == 200, r.text
+    return set(r.json())
+
+
+def produce(client, topic, n):
+    p = client.create_producer(topic, batching_enabled=False)
+    for i in range(n):
+        p.send(f"m-{i}".encode())
+    p.close()
+
+
+def wait_for(cond, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if cond():
+            return True
+        time.sleep(0.5)
+    return cond()
+
+
+def test_inactive_topics_are_deleted_with_their_data(broker):
+    admin = broker.admin_url
+    ns = new_namespace(admin)
+    gone, kept = f"persistent://{ns}/gone", f"persistent://{ns}/kept"
+    client = pulsar.Client(broker.service_url, operation_timeout_seconds=10)
+    try:
+        produce(client, gone, 5)  # no subscription: deleted once idle for 2 s
+        client.subscribe(kept, "s").close()
+        produce(client, kept, 5)
+        assert wait_for(lambda: gone not in topics_of(admin, ns), 20)
+        assert kept in topics_of(admin, ns)
+        # Its data went with it: a new topic of the same name starts empty.
+        reader = client.create_reader(gone, pulsar.MessageId.earliest)
+        with pytest.raises(pulsar.Timeout):
+            reader.read_next(1500)
+        # A connected reader keeps the topic in use.
+        time.sleep(4)
+        assert gone in topics_of(admin, ns)
+        reader.close()
+    finally:
+        client.close()
+
+
+def test_namespace_inactive_topic_policies(broker):
+    admin = broker.admin_url
+    caught_up, never = new_namespace(admin), new_namespace(admin)
+    url = f"{admin}/admin/v2/namespaces/{caught_up}/inactiveTopicPolicies"
+    body = {"inactiveTopicDeleteMode": "delete_when_subscriptions_caught_up",
+            "maxInactiveDurationSeconds": 2, "deleteWhileInactive": True}
+    assert requests.post(url, json=body, timeout=30).status_code == 204
+    assert requests.get(url, timeout=30).json() == body
+    r = requests.post(f"{admin}/admin/v2/namespaces/{never}/inactiveTopicPolicies",
+                      json={"maxInactiveDurationSeconds": 1, "deleteWhileInactive": False},
+                      timeout=30)
+    assert r.status_code == 204
+    client = pulsar.Client(broker.service_url, operation_timeout_seconds=10)
+    try:
+        done, backlog = f"persistent://{caught_up}/done", f"persistent://{caught_up}/backlog"
+        c = client.subscribe(done, "s")
+        produce(client, done, 3)
+        for _ in range(3):
+            c.acknowledge(c.receive(5000))
+        c.close()
+        client.subscribe(backlog, "s").close()
+        produce(client, backlog, 3)
+        keep = f"persistent://{never}/t"
+        produce(client, keep, 1)
+        assert wait_for(lambda: done not in topics_of(admin, caught_up), 20)
+        assert backlog in topics_of(admin, caught_up)
+        assert keep in topics_of(admin, never)
+    finally:
+        client.close()
+
+
+def metric(text, name, **labels):
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_backlog_quota_and_expiry_metrics(broker):
+    admin = broker.admin_url
+    ns = new_namespace(admin)
+    r = requests.post(f"{admin}/admin/v2/namespaces/{ns}/backlogQuota",
+                      params={"backlogQuotaType": "message_age"},
+                      json={"limitTime": 2, "policy": "consumer_backlog_eviction"}, timeout=30)
+    assert r.status_code == 204
+    topic = f"persistent://{ns}/t"
+    client = pulsar.Client(broker.service_url, operation_timeout_seconds=10)
+    try:
+        client.subscribe(topic, "s").close()
+        produce(client, topic, 4)
+        stats_url = f"{admin}/admin/v2/persistent/{ns}/t/stats"
+        assert wait_for(lambda: requests.get(stats_url, timeout=30).json()
+                        ["subscriptions"]["s"]["msgBacklog"] == 0, 20)
+        assert requests.get(stats_url, timeout=30).json()["subscriptions"]["s"][
+            "totalMsgExpired"] == 4
+        text = requests.get(f"{admin}/metrics/", timeout=30).text
+        assert metric(text, "pulsar_storage_backlog_quota_limit_time", topic=topic) == 2
+        assert metric(text, "pulsar_storage_backlog_quota_limit", topic=topic) == -1
+        assert metric(text, "pulsar_storage_backlog_quota_exceeded_evictions_total",
+                      topic=topic, quota_type="time") >= 1
+        assert metric(text, "pulsar_storage_backlog_quota_exceeded_evictions_total",
+                      topic=topic, quota_type="size") == 0
+        assert metric(text, "pulsar_subscription_total_msg_expired", topic=topic,
+                      subscription="s") == 4
+        assert metric(text, "pulsar_storage_backlog_age_seconds", topic=topic) == 0
+        assert metric(text, "pulsar_broker_storage_backlog_quota_exceeded_evictions_total",
+                      quota_type="time") >= 1
+    finally:
+        client.close()
+
+
+def test_subscriptions_expire_without_consumers(broker):
+    admin = broker.admin_url
+    ns = new_namespace(admin)
+    r = requests.post(f"{admin}/admin/v2/namespaces/{ns}/subscriptionExpirationTime", json=1,
+                      timeout=30)
+    assert r.status_code == 204
+    topic = f"persistent://{ns}/t"
+    client = pulsar.Client(broker.service_url, operation_timeout_seconds=10)
+    try:
+        client.subscribe(topic, "idle").close()
+        live = client.subscribe(topic, "live")
+        p = client.create_producer(topic)  # keeps the topic itself in use
+        subs_url = f"{admin}/admin/v2/persistent/{ns}/t/subscriptions"
+        assert set(requests.get(subs_url, timeout=30).json()) == {"idle", "live"}
+        assert wait_for(lambda: requests.get(subs_url, timeout=30).json() == ["live"], 150)
+        p.close()
+        live.close()
+    finally:
+        client.close()
