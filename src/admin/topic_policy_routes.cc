@@ -45,14 +45,14 @@ Validate intPolicy(const std::string& field) {
   return [field](json::value& v) { return nonNegativeInt(v, field + " must be 0 or more"); };
 }
 
-Fallback brokerSetting(const char* key, json::value dflt) {
+Fallback brokerSetting(const char* key, const json::value& dflt) {
   return [key, dflt](const AdminContext& ctx, const std::string&) {
     return setting(ctx, key, dflt);
   };
 }
 
 // The namespace's limit of that name when set, else the broker setting of the same name.
-Fallback namespaceLimit(const char* key, json::value dflt) {
+Fallback namespaceLimit(const char* key, const json::value& dflt) {
   return [key, dflt](const AdminContext& ctx, const std::string& ns) -> json::value {
     auto limits = ctx.service.policies().namespacePolicies(ns).limits;
     auto it = limits.find(key);
@@ -238,7 +238,7 @@ void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
   std::string path = kTopicPath + "/" + spec.name;
   addTopicRoute(r, "GET", path,
                 [ctx, spec](const HttpRequest& req, const PathParams&, const TopicName& name,
-                            Respond respond) {
+                            const Respond& respond) {
                   auto key = policyTarget(ctx, name, respond);
                   if (!key) return;
                   if (auto v = stored(ctx, *key, spec.name)) return respond(jsonResponse(*v));
@@ -249,7 +249,7 @@ void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
                 });
   addTopicRoute(r, "POST", path,
                 [ctx, spec](const HttpRequest& req, const PathParams&, const TopicName& name,
-                            Respond respond) {
+                            const Respond& respond) {
                   json::value v;
                   if (spec.name == "messageTTL") {
                     // Pulsar takes the topic TTL as ?messageTTL=N; without it the policy is
@@ -279,7 +279,7 @@ void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
                 });
   addTopicRoute(r, "DELETE", path,
                 [ctx, spec](const HttpRequest&, const PathParams&, const TopicName& name,
-                            Respond respond) {
+                            const Respond& respond) {
                   if (!policyTarget(ctx, name, respond)) return;
                   setPolicy(ctx, name, spec.name, std::nullopt);
                   respond(noContent());
@@ -293,7 +293,8 @@ const std::set<std::string> kQuotaPolicies = {"producer_request_hold", "producer
 void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "GET", kTopicPath + "/backlogQuotaMap",
-      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+            const Respond& respond) {
         auto key = policyTarget(ctx, name, respond);
         if (!key) return;
         json::object out;
@@ -319,7 +320,8 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
       });
   addTopicRoute(
       r, "POST", kTopicPath + "/backlogQuota",
-      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+            const Respond& respond) {
         std::string type = queryParam(req, "backlogQuotaType").value_or("destination_storage");
         if (!kQuotaTypes.count(type)) {
           return respond(HttpResponse::error(412, "Unknown backlogQuotaType: " + type));
@@ -342,17 +344,18 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
         setPolicy(ctx, name, "backlogQuota/" + type, std::move(*v));
         respond(noContent());
       });
-  addTopicRoute(
-      r, "DELETE", kTopicPath + "/backlogQuota",
-      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
-        std::string type = queryParam(req, "backlogQuotaType").value_or("destination_storage");
-        if (!kQuotaTypes.count(type)) {
-          return respond(HttpResponse::error(412, "Unknown backlogQuotaType: " + type));
-        }
-        if (!policyTarget(ctx, name, respond)) return;
-        setPolicy(ctx, name, "backlogQuota/" + type, std::nullopt);
-        respond(noContent());
-      });
+  addTopicRoute(r, "DELETE", kTopicPath + "/backlogQuota",
+                [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                      const Respond& respond) {
+                  std::string type =
+                      queryParam(req, "backlogQuotaType").value_or("destination_storage");
+                  if (!kQuotaTypes.count(type)) {
+                    return respond(HttpResponse::error(412, "Unknown backlogQuotaType: " + type));
+                  }
+                  if (!policyTarget(ctx, name, respond)) return;
+                  setPolicy(ctx, name, "backlogQuota/" + type, std::nullopt);
+                  respond(noContent());
+                });
 }
 
 // --- namespace routes ---------------------------------------------------------------------------
@@ -378,7 +381,7 @@ json::object autoTopicCreationJson(const broker::AutoTopicCreationOverride& a) {
 
 void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
   r.add("PUT", "/admin/v2/namespaces/{tenant}/{namespace}/unload",
-        [ctx](const HttpRequest&, const PathParams& p, Respond respond) {
+        [ctx](const HttpRequest&, const PathParams& p, const Respond& respond) {
           HttpResponse err;
           auto ns = namespaceFromParams(*ctx, p, &err);
           if (!ns) return respond(err);
@@ -387,7 +390,7 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
             if (t->name().namespaceName() == *ns) topics.push_back(t);
           }
           auto gather = Gather<int>::create(
-              topics.size(), [respond](std::vector<int>) { respond(noContent()); });
+              topics.size(), [respond](const std::vector<int>&) { respond(noContent()); });
           for (size_t i = 0; i < topics.size(); ++i) {
             auto t = topics[i];
             t->executor().execute([t, gather, i] {

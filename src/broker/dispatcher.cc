@@ -446,20 +446,19 @@ void Dispatcher::readRounds(bool allowReplay) {
     }
     readPending_ = true;
     uint64_t epoch = epoch_;
-    ledger_.asyncReadEntries(
-        readPosition_, static_cast<int>(batch), maxBytes,
-        [this, epoch](Status s, std::vector<Entry> entries) {
-          if (epoch != epoch_) return;  // rewound meanwhile
-          readPending_ = false;
-          if (!s.isOk()) {
-            MLOG_WARN("read failed on {}: {}", ledger_.name(), s.toString());
-            return;
-          }
-          if (entries.empty()) return;
-          readPosition_ = ledger_.nextValidPosition(entries.back().position);
-          dispatchEntries(entries, false);
-          readMoreEntries();
-        });
+    ledger_.asyncReadEntries(readPosition_, static_cast<int>(batch), maxBytes,
+                             [this, epoch](const Status& s, std::vector<Entry> entries) {
+                               if (epoch != epoch_) return;  // rewound meanwhile
+                               readPending_ = false;
+                               if (!s.isOk()) {
+                                 MLOG_WARN("read failed on {}: {}", ledger_.name(), s.toString());
+                                 return;
+                               }
+                               if (entries.empty()) return;
+                               readPosition_ = ledger_.nextValidPosition(entries.back().position);
+                               dispatchEntries(entries, false);
+                               readMoreEntries();
+                             });
     return;
   }
 }
@@ -478,7 +477,7 @@ bool Dispatcher::readCompacted(int64_t batch) {
   view->asyncReadEntries(
       fromStart ? Position{-1, -1} : readPosition_, static_cast<int>(batch),
       static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load()),
-      [this, epoch, view, first, fromStart](Status s, std::vector<Entry> entries) {
+      [this, epoch, view, first, fromStart](const Status& s, std::vector<Entry> entries) {
         if (epoch != epoch_) return;  // rewound meanwhile
         readPending_ = false;
         if (!s.isOk()) {
@@ -542,18 +541,19 @@ std::optional<bool> Dispatcher::readReplay(int64_t maxEntries, bool inlineAllowe
   auto results = std::make_shared<std::vector<Entry>>(std::move(found));
   auto remaining = std::make_shared<size_t>(missing.size());
   for (auto& p : missing) {
-    ledger_.asyncReadEntries(p, 1, 1, [this, epoch, p, first, results, remaining](
-                                          Status s, std::vector<Entry> entries) {
-      if (epoch != epoch_) return;
-      if (s.isOk() && !entries.empty() && entries.front().position == p) {
-        results->push_back(std::move(entries.front()));
-      }
-      if (--*remaining > 0) return;
-      readPending_ = false;
-      std::sort(results->begin(), results->end(),
-                [](const Entry& a, const Entry& b) { return a.position < b.position; });
-      readMoreEntries(/*allowReplay=*/replayDispatch(*results, first));
-    });
+    ledger_.asyncReadEntries(
+        p, 1, 1,
+        [this, epoch, p, first, results, remaining](const Status& s, std::vector<Entry> entries) {
+          if (epoch != epoch_) return;
+          if (s.isOk() && !entries.empty() && entries.front().position == p) {
+            results->push_back(std::move(entries.front()));
+          }
+          if (--*remaining > 0) return;
+          readPending_ = false;
+          std::sort(results->begin(), results->end(),
+                    [](const Entry& a, const Entry& b) { return a.position < b.position; });
+          readMoreEntries(/*allowReplay=*/replayDispatch(*results, first));
+        });
   }
   return std::nullopt;
 }

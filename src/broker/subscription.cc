@@ -64,7 +64,7 @@ void Subscription::acknowledge(Consumer* c, const std::vector<storage::Position>
   };
   auto join = std::make_shared<Join>();
   join->cb = std::move(cb);
-  auto part = [join](Status s) {
+  auto part = [join](const Status& s) {
     if (!s.isOk() && join->status.isOk()) join->status = s;
     if (--join->left == 0 && join->cb) join->cb(join->status);
   };
@@ -108,7 +108,7 @@ void Subscription::acknowledgeCumulative(Consumer* c, storage::Position pos,
 }
 
 void Subscription::resetCursor(storage::Position pos, storage::StatusCallback cb) {
-  cursor_.asyncResetCursor(pos, [this, cb = std::move(cb)](Status s) {
+  cursor_.asyncResetCursor(pos, [this, cb = std::move(cb)](const Status& s) {
     if (s.isOk() && dispatcher_) {
       dispatcher_->rewind();
       // Consumers that subscribed again while the reset was in flight read from the new position.
