@@ -4,8 +4,8 @@
 
 namespace magnetar::admin {
 
-void addBrokerConfigurationRoutes(Router& router,
-                                  std::shared_ptr<const config::ServiceConfiguration> config) {
+void addBrokerConfigurationRoutes(
+    Router& router, const std::shared_ptr<const config::ServiceConfiguration>& config) {
   router.addSync("GET", "/admin/v2/brokers/configuration/runtime",
                  [config](const HttpRequest&, const PathParams&) {
                    boost::json::object o;
@@ -31,7 +31,7 @@ void addHealthRoute(Router& router, std::function<bool()> ready) {
 }
 
 void addDynamicConfigurationRoutes(Router& router,
-                                   std::shared_ptr<config::ServiceConfiguration> config) {
+                                   const std::shared_ptr<config::ServiceConfiguration>& config) {
   router.addSync("POST", "/admin/v2/brokers/configuration/{key}/{value}",
                  [config](const HttpRequest&, const PathParams& p) {
                    Status s = config->updateDynamic(p.at("key"), p.at("value"));
@@ -57,7 +57,7 @@ void addDynamicConfigurationRoutes(Router& router,
 }
 
 void addBrokersListRoute(Router& router,
-                         std::shared_ptr<const config::ServiceConfiguration> config) {
+                         const std::shared_ptr<const config::ServiceConfiguration>& config) {
   router.addSync("GET", "/admin/v2/brokers/{cluster}",
                  [config](const HttpRequest& req, const PathParams& p) {
                    if (p.at("cluster") != config->clusterName()) {

@@ -13,8 +13,8 @@ namespace magnetar::admin {
 // as strings (Pulsar's shape; numIOThreads shows the resolved count).
 // GET /admin/v2/brokers/configuration: a JSON array of the keys that can change at run time
 // (Pulsar's "dynamic configuration names").
-void addBrokerConfigurationRoutes(Router& router,
-                                  std::shared_ptr<const config::ServiceConfiguration> config);
+void addBrokerConfigurationRoutes(
+    Router& router, const std::shared_ptr<const config::ServiceConfiguration>& config);
 
 // GET /admin/v2/brokers/health: 200 "ok" (text/plain) while ready() returns true, else 503
 // {"reason": ...}. ready() runs on an HTTP thread.
@@ -26,11 +26,11 @@ void addHealthRoute(Router& router, std::function<bool()> ready);
 // is accepted (settings.def declares the ones Magnetar does not enforce yet).
 // GET /admin/v2/brokers/configuration/values: the dynamic keys with their current values.
 void addDynamicConfigurationRoutes(Router& router,
-                                   std::shared_ptr<config::ServiceConfiguration> config);
+                                   const std::shared_ptr<config::ServiceConfiguration>& config);
 
 // GET /admin/v2/brokers/{cluster}: the active brokers' "host:webServicePort" (this one). Register
 // after the other /admin/v2/brokers/x routes (the pattern matches any one segment).
 void addBrokersListRoute(Router& router,
-                         std::shared_ptr<const config::ServiceConfiguration> config);
+                         const std::shared_ptr<const config::ServiceConfiguration>& config);
 
 }  // namespace magnetar::admin
