@@ -300,8 +300,8 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
         std::string sub = p.at("subscription");
         onEachTarget<Status>(
             ctx, name, false, Status::notFound(""), respond,
-            [sub, seconds](TopicPtr t, StatusCb reply) {
-              broker::expireByTime(std::move(t), sub, seconds, std::move(reply));
+            [sub, seconds](const TopicPtr& t, StatusCb reply) {
+              broker::expireByTime(t, sub, seconds, std::move(reply));
             },
             answerStatuses(respond, "Subscription not found"));
       });

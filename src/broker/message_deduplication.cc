@@ -21,7 +21,7 @@ struct ReplayScan : std::enable_shared_from_this<ReplayScan> {
       return;
     }
     auto self = shared_from_this();
-    ledger->asyncReadEntries(from, 1000, 16 << 20, [self](Status s, std::vector<storage::Entry> es) {
+    ledger->asyncReadEntries(from, 1000, 16 << 20, [self](const Status& s, std::vector<storage::Entry> es) {
       if (!s.isOk()) {
         self->done(s);
         return;
@@ -72,7 +72,7 @@ void MessageDeduplication::recover(storage::ManagedLedger& ledger,
                                           : md.sequenceId);
     apply(std::string(md.producerName), hi);
   };
-  scan->done = [this, &ledger, done = std::move(done)](Status s) {
+  scan->done = [this, &ledger, done = std::move(done)](const Status& s) {
     // Save what the replay found, so the next load starts after it.
     if (s.isOk() && entriesReplayed_ > 0) takeSnapshot(ledger.lastConfirmedEntry());
     done(s);
@@ -105,7 +105,7 @@ void MessageDeduplication::takeSnapshot(storage::Position pos) {
     if (static_cast<int>(snapshot.size()) >= options_.maxProducers) break;
     if (st.persisted >= 0) snapshot.emplace(producer, st.persisted);
   }
-  cursor_->asyncMarkDelete(pos, std::move(snapshot), [](Status s) {
+  cursor_->asyncMarkDelete(pos, std::move(snapshot), [](const Status& s) {
     if (!s.isOk()) MLOG_WARN("dedup snapshot failed: {}", s.toString());
   });
 }
