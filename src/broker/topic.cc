@@ -40,14 +40,14 @@ void PersistentTopic::initialize(std::function<void(Status)> done) {
   MAGNETAR_DCHECK_ON(executor_);
   loadSubscriptions();
   auto self = shared_from_this();
-  dedup_.recover(*ledger_, [self, done = std::move(done)](Status s) {
+  dedup_.recover(*ledger_, [self, done = std::move(done)](const Status& s) {
     if (self->dedup_.enabled()) {
       MLOG_INFO("{}: deduplication state of {} producers recovered, {} entries replayed",
                 self->name_.toString(), self->dedup_.producerCount(),
                 self->dedup_.entriesReplayed());
       self->scheduleDedupCheck();
     }
-    self->compactor_->initialize(self->compactedSeqs_, [self, s, done](Status cs) {
+    self->compactor_->initialize(self->compactedSeqs_, [self, s, done](const Status& cs) {
       if (!cs.isOk()) {
         MLOG_WARN("{}: compacted view not loaded: {}", self->name_.toString(), cs.toString());
       }
