@@ -605,7 +605,8 @@ void BrokerService::lastMessageId(
                                  -1};
     if (view->entries() == 0) return cb(none, md);
     view->asyncReadFromIndex(view->entries() - 1, 1, 1,
-                             [cb, md, none, partition](const Status& s, std::vector<storage::Entry> es) {
+                             [cb, md, none, partition](const Status& s,
+                                                       std::vector<storage::Entry> es) {
                                if (!s.isOk() || es.empty()) return cb(none, md);
                                protocol::WireMessageId out{
                                    static_cast<uint64_t>(es.front().position.ledgerId),

@@ -21,21 +21,22 @@ struct ReplayScan : std::enable_shared_from_this<ReplayScan> {
       return;
     }
     auto self = shared_from_this();
-    ledger->asyncReadEntries(from, 1000, 16 << 20, [self](const Status& s, std::vector<storage::Entry> es) {
-      if (!s.isOk()) {
-        self->done(s);
-        return;
-      }
-      if (es.empty()) {
-        self->done(Status::ok());
-        return;
-      }
-      for (auto& e : es) {
-        EntryMetadataPeek md;
-        if (peekEntryMetadata(e.data.view(), &md).isOk()) self->apply(md);
-      }
-      self->step(self->ledger->nextValidPosition(es.back().position));
-    });
+    ledger->asyncReadEntries(from, 1000, 16 << 20,
+                             [self](const Status& s, std::vector<storage::Entry> es) {
+                               if (!s.isOk()) {
+                                 self->done(s);
+                                 return;
+                               }
+                               if (es.empty()) {
+                                 self->done(Status::ok());
+                                 return;
+                               }
+                               for (auto& e : es) {
+                                 EntryMetadataPeek md;
+                                 if (peekEntryMetadata(e.data.view(), &md).isOk()) self->apply(md);
+                               }
+                               self->step(self->ledger->nextValidPosition(es.back().position));
+                             });
   }
 };
 

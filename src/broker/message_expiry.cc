@@ -22,19 +22,20 @@ struct ExpiryScan : std::enable_shared_from_this<ExpiryScan> {
     auto& ml = topic->ledger();
     if (from > ml.lastConfirmedEntry() || from.entryId < 0) return finish();
     auto self = shared_from_this();
-    ml.asyncReadEntries(from, 1000, 64 << 20, [self](const Status& s, std::vector<storage::Entry> es) {
-      if (!s.isOk()) return self->done(s);
-      if (es.empty()) return self->finish();
-      for (auto& e : es) {
-        EntryMetadataPeek md;
-        if (!peekEntryMetadata(e.data.view(), &md).isOk() ||
-            !isEntryExpired(md.publishTime, self->nowMs, self->ttlSeconds)) {
-          return self->finish();
-        }
-        self->lastExpired = e.position;
-      }
-      self->step(self->topic->ledger().nextValidPosition(es.back().position));
-    });
+    ml.asyncReadEntries(from, 1000, 64 << 20,
+                        [self](const Status& s, std::vector<storage::Entry> es) {
+                          if (!s.isOk()) return self->done(s);
+                          if (es.empty()) return self->finish();
+                          for (auto& e : es) {
+                            EntryMetadataPeek md;
+                            if (!peekEntryMetadata(e.data.view(), &md).isOk() ||
+                                !isEntryExpired(md.publishTime, self->nowMs, self->ttlSeconds)) {
+                              return self->finish();
+                            }
+                            self->lastExpired = e.position;
+                          }
+                          self->step(self->topic->ledger().nextValidPosition(es.back().position));
+                        });
   }
 
   void finish() {
