@@ -7,8 +7,9 @@
 #  2. clang-tidy (.clang-tidy, build/compile_commands.json) on the library sources under src/
 #     (not tests, tools or generated code) changed since the lint base, a changed header counting
 #     for the .cc of the same name; warnings are errors. Parsing dominates (10-20 s of CPU for a
-#     file that includes Boost.Asio/Beast), so all 81 library sources take ~7 min on 2 cores: the
-#     stage checks what changed, LINT_TIDY_ALL=1 checks all of them.
+#     file that includes Boost.Asio/Beast), so all ~100 library sources take ~10 min on 2 cores:
+#     the stage (and CI) checks what changed; LINT_TIDY_ALL=1 checks all of them (README.md,
+#     Developing).
 #  3. ruff (ruff.toml) on the Python under tests/ and tools/.
 #
 # The lint base, what "changed" is measured from:

@@ -74,7 +74,10 @@ void addBrokerRoutes(Router& r, const AdminContext* ctx) {
         json::object o;
         for (const auto& [ns, bundles] : ownedBundles(*ctx)) {
           for (const auto& b : bundles) {
-            o[ns + "/" + b] = json::object{
+            std::string key = ns;
+            key += '/';
+            key += b;
+            o[key] = json::object{
                 {"broker_assignment", "shared"}, {"is_controlled", false}, {"is_active", true}};
           }
         }
@@ -212,8 +215,8 @@ json::object loadReport(const AdminContext& ctx, const HttpRequest& req,
 
 void addStatsRoutes(Router& r, const AdminContext* ctx) {
   r.add("GET", "/admin/v2/broker-stats/topics",
-        [ctx](const HttpRequest&, const PathParams&, Respond respond) {
-          snapshotAll(ctx, [respond](std::vector<broker::TopicSnapshot> snaps) {
+        [ctx](const HttpRequest&, const PathParams&, const Respond& respond) {
+          snapshotAll(ctx, [respond](const std::vector<broker::TopicSnapshot>& snaps) {
             json::object out;
             for (const auto& s : snaps) {
               json::value& ns = out[s.namespaceName];
@@ -226,12 +229,12 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
           });
         });
   r.add("GET", "/admin/v2/broker-stats/metrics",
-        [ctx](const HttpRequest& req, const PathParams&, Respond respond) {
+        [ctx](const HttpRequest& req, const PathParams&, const Respond& respond) {
           std::string cluster = ctx->config->clusterName();
           std::string broker = brokerId(*ctx, req);
           int64_t connections = ctx->service.activeConnections();
           snapshotAll(ctx, [respond, cluster, broker,
-                            connections](std::vector<broker::TopicSnapshot> snaps) {
+                            connections](const std::vector<broker::TopicSnapshot>& snaps) {
             json::array out;
             // Broker-wide connection metrics (Pulsar's "connection" dimension set).
             out.emplace_back(json::object{
@@ -261,11 +264,11 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
           });
         });
   r.add("GET", "/admin/v2/broker-stats/load-report",
-        [ctx](const HttpRequest& req, const PathParams&, Respond respond) {
-          HttpRequest copy = req;
-          snapshotAll(ctx, [ctx, respond, copy](std::vector<broker::TopicSnapshot> snaps) {
-            respond(jsonResponse(loadReport(*ctx, copy, snaps)));
-          });
+        [ctx](const HttpRequest& req, const PathParams&, const Respond& respond) {
+          snapshotAll(ctx,
+                      [ctx, respond, copy = req](const std::vector<broker::TopicSnapshot>& snaps) {
+                        respond(jsonResponse(loadReport(*ctx, copy, snaps)));
+                      });
         });
 }
 

@@ -26,7 +26,8 @@ void addCompactionRoutes(Router& r, const AdminContext& ctx) {
   const AdminContext* c = &ctx;
   // A partitioned topic compacts each partition (Pulsar's internalTriggerCompaction).
   addTopicRoute(r, "PUT", kCompactionPath,
-                [c](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+                [c](const HttpRequest&, const PathParams&, const TopicName& name,
+                    const Respond& respond) {
                   onEachTarget<Status>(
                       c, name, false, Status::ok(), respond,
                       [](const TopicPtr& t, const std::function<void(Status)>& reply) {
@@ -43,7 +44,8 @@ void addCompactionRoutes(Router& r, const AdminContext& ctx) {
                       });
                 });
   addTopicRoute(r, "GET", kCompactionPath,
-                [c](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+                [c](const HttpRequest&, const PathParams&, const TopicName& name,
+                    const Respond& respond) {
                   withTopic(*c, name, respond, [respond](const TopicPtr& t) {
                     respond(jsonResponse(statusJson(t->compactor())));
                   });

@@ -36,8 +36,9 @@ bool refusePartitioned(const AdminContext* ctx, const TopicName& name, const cha
   return true;
 }
 
-std::function<void(std::vector<Status>)> answerStatuses(Respond respond, const char* notFound) {
-  return [respond, notFound](std::vector<Status> all) {
+std::function<void(std::vector<Status>)> answerStatuses(const Respond& respond,
+                                                        const char* notFound) {
+  return [respond, notFound](const std::vector<Status>& all) {
     Status s = combineStatuses(all);
     if (s.code() == StatusCode::kNotFound) return respond(HttpResponse::error(404, notFound));
     respond(s ? noContent() : errorResponse(s));
@@ -61,7 +62,8 @@ std::optional<Position> nthUnacked(storage::ManagedLedger& ml, storage::ManagedC
 void addPeekRoute(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "GET", kSubPath + "/position/{n}",
-      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+            const Respond& respond) {
         auto n = parseDecimal(p.at("n"));
         if (!n) return respond(HttpResponse::error(412, "Invalid message position: " + p.at("n")));
         if (!refusePartitioned(ctx, name, "Peek messages on a partitioned topic is not allowed",
@@ -70,13 +72,13 @@ void addPeekRoute(Router& r, const AdminContext* ctx) {
         }
         int64_t nth = std::max<int64_t>(1, *n);  // Pulsar treats positions below 1 as 1
         std::string sub = p.at("subscription");
-        withTopic(*ctx, name, respond, [respond, sub, nth](TopicPtr t) {
+        withTopic(*ctx, name, respond, [respond, sub, nth](const TopicPtr& t) {
           broker::Subscription* s = t->subscription(sub);
           if (!s) return respond(HttpResponse::error(404, "Subscription not found"));
           auto pos = nthUnacked(t->ledger(), s->cursor(), nth);
           if (!pos) return respond(HttpResponse::error(404, "Message not found"));
           t->ledger().asyncReadEntries(
-              *pos, 1, 1, [t, pos, respond](Status st, std::vector<storage::Entry> es) {
+              *pos, 1, 1, [t, pos, respond](const Status& st, std::vector<storage::Entry> es) {
                 if (!st.isOk()) return respond(errorResponse(st));
                 if (es.empty() || es.front().position != *pos) {
                   return respond(HttpResponse::error(404, "Message not found"));
@@ -119,13 +121,13 @@ json::object managedLedgerInfoJson(PersistentTopic& t) {
 void addInspectRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "GET", kTopicPath + "/internal-info",
-      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
         Result<int> n = ctx->service.partitionsOf(name, false);
         bool partitioned = n.isOk() && *n > 0;
         int count = partitioned ? *n : 0;
         onEachTarget<json::value>(
             ctx, name, false, json::value(nullptr), respond,
-            [](TopicPtr t, std::function<void(json::value)> reply) {
+            [](const TopicPtr& t, const std::function<void(json::value)>& reply) {
               reply(managedLedgerInfoJson(*t));
             },
             [respond, name, partitioned, count](std::vector<json::value> all) {
@@ -139,7 +141,8 @@ void addInspectRoutes(Router& r, const AdminContext* ctx) {
       });
   addTopicRoute(
       r, "GET", kTopicPath + "/messageid/{timestamp}",
-      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+            const Respond& respond) {
         auto ts = parseDecimal(p.at("timestamp"));
         if (!ts) {
           return respond(HttpResponse::error(412, "Invalid timestamp: " + p.at("timestamp")));
@@ -150,7 +153,7 @@ void addInspectRoutes(Router& r, const AdminContext* ctx) {
                                respond)) {
           return;
         }
-        withTopic(*ctx, name, respond, [ctx, respond, ts](TopicPtr t) {
+        withTopic(*ctx, name, respond, [ctx, respond, ts](const TopicPtr& t) {
           ctx->service.findPositionByPublishTime(
               t, static_cast<uint64_t>(*ts), [t, respond](Position pos) {
                 if (pos > t->ledger().lastConfirmedEntry() || pos.entryId < 0) {
@@ -164,7 +167,8 @@ void addInspectRoutes(Router& r, const AdminContext* ctx) {
       });
   addTopicRoute(
       r, "PUT", kTopicPath + "/backlogSize",
-      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+            const Respond& respond) {
         HttpResponse err;
         auto id = parseMessageIdBody(req, &err);
         if (!id) return respond(err);
@@ -173,17 +177,17 @@ void addInspectRoutes(Router& r, const AdminContext* ctx) {
           return;
         }
         Position from = id->position;
-        withTopic(*ctx, name, respond, [respond, from](TopicPtr t) {
+        withTopic(*ctx, name, respond, [respond, from](const TopicPtr& t) {
           respond(jsonResponse(estimatedBacklogSize(t->ledger().ledgerStats(), from)));
         });
       });
   addTopicRoute(
       r, "GET", kTopicPath + "/properties",
-      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
         Result<int> n = ctx->service.partitionsOf(name, false);
         if (n.isOk() && *n > 0) return respond(jsonResponse(json::object{}));
         // The properties given when the topic was created (kept with its topic policies).
-        withTopic(*ctx, name, respond, [ctx, name, respond](TopicPtr) {
+        withTopic(*ctx, name, respond, [ctx, name, respond](const TopicPtr&) {
           auto all = ctx->service.policies().topicPolicies(name.toString());
           auto it = all.find(broker::kTopicPropertiesKey);
           if (it == all.end()) return respond(jsonResponse(json::object{}));
@@ -212,19 +216,21 @@ struct BacklogScan : std::enable_shared_from_this<BacklogScan> {
     }
     auto self = shared_from_this();
     int batch = static_cast<int>(std::min<int64_t>(1000, broker::kMaxScannedEntries - entries));
-    ml.asyncReadEntries(from, batch, 64 << 20, [self](Status s, std::vector<storage::Entry> es) {
-      if (!s.isOk()) return self->respond(errorResponse(s));
-      if (es.empty()) return self->finish();
-      broker::Subscription* sub = self->topic->subscription(self->sub);
-      for (auto& e : es) {
-        if (sub && sub->cursor().isAcknowledged(e.position)) continue;
-        broker::EntryMetadataPeek md;
-        int n = broker::peekEntryMetadata(e.data.view(), &md).isOk() ? md.numMessagesInBatch : 1;
-        self->entries += 1;
-        self->messages += std::max(1, n);
-      }
-      self->step(self->topic->ledger().nextValidPosition(es.back().position));
-    });
+    ml.asyncReadEntries(
+        from, batch, 64 << 20, [self](const Status& s, std::vector<storage::Entry> es) {
+          if (!s.isOk()) return self->respond(errorResponse(s));
+          if (es.empty()) return self->finish();
+          broker::Subscription* sub = self->topic->subscription(self->sub);
+          for (auto& e : es) {
+            if (sub && sub->cursor().isAcknowledged(e.position)) continue;
+            broker::EntryMetadataPeek md;
+            int n =
+                broker::peekEntryMetadata(e.data.view(), &md).isOk() ? md.numMessagesInBatch : 1;
+            self->entries += 1;
+            self->messages += std::max(1, n);
+          }
+          self->step(self->topic->ledger().nextValidPosition(es.back().position));
+        });
   }
 
   void finish() {
@@ -244,7 +250,8 @@ struct BacklogScan : std::enable_shared_from_this<BacklogScan> {
 void addAnalyzeBacklogRoute(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "POST", kSubPath + "/analyzeBacklog",
-      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+            const Respond& respond) {
         std::optional<Position> start;
         if (!req.body.empty()) {
           HttpResponse err;
@@ -257,7 +264,7 @@ void addAnalyzeBacklogRoute(Router& r, const AdminContext* ctx) {
           return;
         }
         std::string sub = p.at("subscription");
-        withTopic(*ctx, name, respond, [respond, sub, start](TopicPtr t) {
+        withTopic(*ctx, name, respond, [respond, sub, start](const TopicPtr& t) {
           broker::Subscription* s = t->subscription(sub);
           if (!s) return respond(HttpResponse::error(404, "Subscription not found"));
           auto scan = std::make_shared<BacklogScan>();
@@ -282,7 +289,8 @@ std::vector<std::string> durableSubscriptions(PersistentTopic& t) {
 void addExpireRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "POST", kSubPath + "/expireMessages/{expireTimeInSeconds}",
-      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+            const Respond& respond) {
         auto ttl = parseDecimal(p.at("expireTimeInSeconds"));
         if (!ttl) {
           return respond(HttpResponse::error(
@@ -292,14 +300,15 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
         std::string sub = p.at("subscription");
         onEachTarget<Status>(
             ctx, name, false, Status::notFound(""), respond,
-            [sub, seconds](TopicPtr t, StatusCb reply) {
-              broker::expireByTime(t, sub, seconds, reply);
+            [sub, seconds](const TopicPtr& t, StatusCb reply) {
+              broker::expireByTime(t, sub, seconds, std::move(reply));
             },
             answerStatuses(respond, "Subscription not found"));
       });
   addTopicRoute(
       r, "POST", kSubPath + "/expireMessages",
-      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+            const Respond& respond) {
         HttpResponse err;
         auto id = parseMessageIdBody(req, &err);
         if (!id) return respond(err);
@@ -311,12 +320,12 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
         }
         std::string sub = p.at("subscription");
         MessageIdBody body = *id;
-        withTopic(*ctx, name, respond, [respond, sub, body](TopicPtr t) {
+        withTopic(*ctx, name, respond, [respond, sub, body](const TopicPtr& t) {
           Position upTo = body.position;
           if (body.isExcluded) {
             upTo = previousPosition(t->ledger().ledgerStats(), upTo);
           }
-          broker::expireUpTo(t, sub, upTo, [respond](Status s) {
+          broker::expireUpTo(t, sub, upTo, [respond](const Status& s) {
             if (s.code() == StatusCode::kNotFound) {
               return respond(HttpResponse::error(404, "Subscription not found"));
             }
@@ -326,7 +335,8 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
       });
   addTopicRoute(
       r, "POST", kTopicPath + "/all_subscription/expireMessages/{expireTimeInSeconds}",
-      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+            const Respond& respond) {
         auto ttl = parseDecimal(p.at("expireTimeInSeconds"));
         if (!ttl) {
           return respond(HttpResponse::error(
@@ -335,14 +345,14 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
         int64_t seconds = *ttl;
         onEachTarget<Status>(
             ctx, name, false, Status::ok(), respond,
-            [seconds](TopicPtr t, StatusCb reply) {
+            [seconds](const TopicPtr& t, const StatusCb& reply) {
               auto subs = durableSubscriptions(*t);
-              auto gather = Gather<Status>::create(subs.size(), [reply](std::vector<Status> all) {
-                reply(combineStatuses(all));
-              });
+              auto gather = Gather<Status>::create(
+                  subs.size(),
+                  [reply](const std::vector<Status>& all) { reply(combineStatuses(all)); });
               for (size_t i = 0; i < subs.size(); ++i) {
                 broker::expireByTime(t, subs[i], seconds,
-                                     [gather, i](Status s) { gather->set(i, s); });
+                                     [gather, i](const Status& s) { gather->set(i, s); });
               }
             },
             answerStatuses(respond, "Topic not found"));

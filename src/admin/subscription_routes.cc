@@ -37,7 +37,7 @@ void onPath(Router& r, const char* method, const std::string& pattern, TopicHand
 
 // Answers 204 when every target succeeded, else the first error (Pulsar's codes).
 std::function<void(std::vector<Status>)> answerStatuses(Respond respond, const char* notFound) {
-  return [respond, notFound](std::vector<Status> all) {
+  return [respond, notFound](const std::vector<Status>& all) {
     Status s = combineStatuses(all);
     if (s.code() == StatusCode::kNotFound) return respond(HttpResponse::error(404, notFound));
     respond(s ? noContent() : errorResponse(s));
@@ -55,10 +55,10 @@ void disconnectConsumers(PersistentTopic& t, const std::string& sub) {
 }
 
 // Moves sub's cursor so that `pos` is delivered next, then disconnects its consumers.
-void resetTo(TopicPtr t, const std::string& sub, Position pos, StatusCb cb) {
+void resetTo(const TopicPtr& t, const std::string& sub, Position pos, const StatusCb& cb) {
   broker::Subscription* s = t->subscription(sub);
   if (!s) return cb(Status::notFound("Subscription not found"));
-  s->resetCursor(pos, [t, sub, cb](Status st) {
+  s->resetCursor(pos, [t, sub, cb](const Status& st) {
     if (st) disconnectConsumers(*t, sub);
     cb(st);
   });
@@ -83,9 +83,9 @@ json::object messageIdJson(int64_t ledgerId, int64_t entryId, int32_t partition,
 }
 
 // Reads the entry at pos and answers with it; 404 when it is not stored.
-void answerEntry(TopicPtr t, Position pos, const Respond& respond) {
+void answerEntry(const TopicPtr& t, Position pos, const Respond& respond) {
   t->ledger().asyncReadEntries(pos, 1, 1,
-                               [t, pos, respond](Status s, std::vector<storage::Entry> es) {
+                               [t, pos, respond](const Status& s, std::vector<storage::Entry> es) {
                                  if (!s.isOk()) return respond(errorResponse(s));
                                  if (es.empty() || es.front().position != pos) {
                                    return respond(HttpResponse::error(404, "Message not found"));
@@ -108,28 +108,30 @@ std::optional<Position> nthPosition(storage::ManagedLedger& ml, bool fromLatest,
 }
 
 void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
-  onPath(r, "GET", std::string(kTopicPath) + "/subscriptions",
-         [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
-           onEachTarget<std::vector<std::string>>(
-               ctx, name, false, {}, respond,
-               [](TopicPtr t, std::function<void(std::vector<std::string>)> reply) {
-                 std::vector<std::string> names;
-                 for (const auto& [n, s] : t->subscriptions()) {
-                   if (s->durable()) names.push_back(n);
-                 }
-                 reply(std::move(names));
-               },
-               [respond](std::vector<std::vector<std::string>> all) {
-                 std::set<std::string> names;
-                 for (auto& v : all) names.insert(v.begin(), v.end());
-                 json::array a;
-                 for (auto& n : names) a.emplace_back(n);
-                 respond(jsonResponse(a));
-               });
-         });
+  onPath(
+      r, "GET", std::string(kTopicPath) + "/subscriptions",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+        onEachTarget<std::vector<std::string>>(
+            ctx, name, false, {}, respond,
+            [](const TopicPtr& t, const std::function<void(std::vector<std::string>)>& reply) {
+              std::vector<std::string> names;
+              for (const auto& [n, s] : t->subscriptions()) {
+                if (s->durable()) names.push_back(n);
+              }
+              reply(std::move(names));
+            },
+            [respond](const std::vector<std::vector<std::string>>& all) {
+              std::set<std::string> names;
+              for (auto& v : all) names.insert(v.begin(), v.end());
+              json::array a;
+              for (auto& n : names) a.emplace_back(n);
+              respond(jsonResponse(a));
+            });
+      });
   onPath(
       r, "PUT", kSubPath,
-      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+            const Respond& respond) {
         // Pulsar: no body means MessageId.earliest; the topic is created when auto-creation is on.
         std::optional<Position> start = Position{-1, -1};
         if (!req.body.empty()) {
@@ -152,14 +154,14 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
             (partitions.isOk() && *partitions > 0) || ctx->service.allowAutoTopicCreation(name);
         onEachTarget<Status>(
             ctx, name, create, Status::ok(), respond,
-            [ctx, sub, start](TopicPtr t, StatusCb reply) {
+            [ctx, sub, start](const TopicPtr& t, const StatusCb& reply) {
               Status s = t->createSubscription(sub, start && start->ledgerId < 0
                                                         ? storage::InitialPosition::kEarliest
                                                         : storage::InitialPosition::kLatest);
               if (!s || !start || start->ledgerId < 0) return reply(s);
               resetTo(t, sub, ctx->service.clampSeekPosition(*t, *start), reply);
             },
-            [respond](std::vector<Status> all) {
+            [respond](const std::vector<Status>& all) {
               Status s = combineStatuses(all);
               if (s.code() == StatusCode::kAlreadyExists) {
                 return respond(HttpResponse::error(409, "Subscription already exists for topic"));
@@ -167,29 +169,30 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
               respond(s ? noContent() : errorResponse(s));
             });
       });
-  onPath(
-      r, "DELETE", kSubPath,
-      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name, Respond respond) {
-        std::string sub = p.at("subscription");
-        bool force = queryFlag(req, "force");
-        onEachTarget<Status>(
-            ctx, name, false, Status::notFound(""), respond,
-            [sub, force](TopicPtr t, StatusCb reply) {
-              if (force) disconnectConsumers(*t, sub);
-              Status s = t->unsubscribe(sub, nullptr);
-              if (s.code() == StatusCode::kBusy) {
-                s = Status::busy("Subscription has active connected consumers");
-              }
-              reply(s);
-            },
-            answerStatuses(respond, "Subscription not found"));
-      });
+  onPath(r, "DELETE", kSubPath,
+         [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+               const Respond& respond) {
+           std::string sub = p.at("subscription");
+           bool force = queryFlag(req, "force");
+           onEachTarget<Status>(
+               ctx, name, false, Status::notFound(""), respond,
+               [sub, force](const TopicPtr& t, const StatusCb& reply) {
+                 if (force) disconnectConsumers(*t, sub);
+                 Status s = t->unsubscribe(sub, nullptr);
+                 if (s.code() == StatusCode::kBusy) {
+                   s = Status::busy("Subscription has active connected consumers");
+                 }
+                 reply(s);
+               },
+               answerStatuses(respond, "Subscription not found"));
+         });
 }
 
 void addCursorRoutes(Router& r, const AdminContext* ctx) {
   onPath(
       r, "POST", std::string(kSubPath) + "/skip/{n}",
-      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+            const Respond& respond) {
         const std::string& text = p.at("n");
         auto parsed = parseDecimal(text);
         if (!parsed) {
@@ -199,19 +202,24 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
         std::string sub = p.at("subscription");
         onEachTarget<Status>(
             ctx, name, false, Status::notFound(""), respond,
-            [sub, n](TopicPtr t, StatusCb reply) { skipEntries(*t, sub, n, reply); },
+            [sub, n](const TopicPtr& t, StatusCb reply) {
+              skipEntries(*t, sub, n, std::move(reply));
+            },
             answerStatuses(respond, "Subscription not found"));
       });
-  onPath(r, "POST", std::string(kSubPath) + "/skip_all",
-         [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
-           std::string sub = p.at("subscription");
-           onEachTarget<Status>(
-               ctx, name, false, Status::notFound(""), respond,
-               [sub](TopicPtr t, StatusCb reply) { clearBacklog(*t, sub, reply); },
-               answerStatuses(respond, "Subscription not found"));
-         });
+  onPath(
+      r, "POST", std::string(kSubPath) + "/skip_all",
+      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+            const Respond& respond) {
+        std::string sub = p.at("subscription");
+        onEachTarget<Status>(
+            ctx, name, false, Status::notFound(""), respond,
+            [sub](const TopicPtr& t, StatusCb reply) { clearBacklog(*t, sub, std::move(reply)); },
+            answerStatuses(respond, "Subscription not found"));
+      });
   onPath(r, "POST", std::string(kSubPath) + "/resetcursor/{timestamp}",
-         [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+         [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+               const Respond& respond) {
            const std::string& text = p.at("timestamp");
            auto parsed = parseDecimal(text);
            if (!parsed) return respond(HttpResponse::error(412, "Invalid timestamp: " + text));
@@ -219,7 +227,7 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
            std::string sub = p.at("subscription");
            onEachTarget<Status>(
                ctx, name, false, Status::notFound(""), respond,
-               [ctx, sub, ts](TopicPtr t, StatusCb reply) {
+               [ctx, sub, ts](const TopicPtr& t, const StatusCb& reply) {
                  if (!t->subscription(sub)) return reply(Status::notFound(""));
                  ctx->service.findPositionByPublishTime(
                      t, ts, [t, sub, reply](Position pos) { resetTo(t, sub, pos, reply); });
@@ -228,7 +236,8 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
          });
   onPath(
       r, "POST", std::string(kSubPath) + "/resetcursor",
-      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name, Respond respond) {
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+            const Respond& respond) {
         HttpResponse err;
         auto v = parseJsonBody(req, &err);
         if (!v) return respond(err);
@@ -252,7 +261,7 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
         std::string sub = p.at("subscription");
         onEachTarget<Status>(
             ctx, target, false, Status::notFound(""), respond,
-            [ctx, sub, pos, excluded](TopicPtr t, StatusCb reply) {
+            [ctx, sub, pos, excluded](const TopicPtr& t, const StatusCb& reply) {
               Position at = ctx->service.clampSeekPosition(*t, pos);
               if (excluded && at == pos) at = t->ledger().nextValidPosition(at);
               resetTo(t, sub, at, reply);
@@ -262,37 +271,40 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
 }
 
 void addTopicActions(Router& r, const AdminContext* ctx) {
-  onPath(r, "PUT", std::string(kTopicPath) + "/unload",
-         [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
-           onEachTarget<Status>(
-               ctx, name, false, Status::ok(), respond,
-               [](TopicPtr t, StatusCb reply) {
-                 t->disconnectClients();
-                 reply(Status::ok());
-               },
-               answerStatuses(respond, "Topic not found"));
-         });
+  onPath(
+      r, "PUT", std::string(kTopicPath) + "/unload",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+        onEachTarget<Status>(
+            ctx, name, false, Status::ok(), respond,
+            [](const TopicPtr& t, const StatusCb& reply) {
+              t->disconnectClients();
+              reply(Status::ok());
+            },
+            answerStatuses(respond, "Topic not found"));
+      });
   onPath(r, "POST", std::string(kTopicPath) + "/terminate",
-         [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+         [ctx](const HttpRequest&, const PathParams&, const TopicName& name,
+               const Respond& respond) {
            Result<int> n = ctx->service.partitionsOf(name, false);
            if (n.isOk() && *n > 0) {
              return respond(
                  HttpResponse::error(405, "Termination of a partitioned topic is not allowed"));
            }
-           withTopic(*ctx, name, respond, [respond](TopicPtr t) {
+           withTopic(*ctx, name, respond, [respond](const TopicPtr& t) {
              Position last = t->terminate();
              respond(jsonResponse(
                  messageIdJson(last.ledgerId, last.entryId, t->name().partitionIndex(), -1)));
            });
          });
   onPath(r, "GET", std::string(kTopicPath) + "/lastMessageId",
-         [ctx](const HttpRequest&, const PathParams&, const TopicName& name, Respond respond) {
+         [ctx](const HttpRequest&, const PathParams&, const TopicName& name,
+               const Respond& respond) {
            Result<int> n = ctx->service.partitionsOf(name, false);
            if (n.isOk() && *n > 0) {
              return respond(HttpResponse::error(
                  405, "Get Last Message Id is not allowed on a partitioned topic"));
            }
-           withTopic(*ctx, name, respond, [ctx, respond](TopicPtr t) {
+           withTopic(*ctx, name, respond, [ctx, respond](const TopicPtr& t) {
              ctx->service.lastMessageId(
                  t, "", false,
                  [respond](protocol::WireMessageId last, std::optional<protocol::WireMessageId>) {
@@ -303,7 +315,8 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
            });
          });
   onPath(r, "GET", std::string(kTopicPath) + "/examinemessage",
-         [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, Respond respond) {
+         [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+               const Respond& respond) {
            std::string initial = queryParam(req, "initialPosition").value_or("latest");
            std::string nText = queryParam(req, "messagePosition").value_or("1");
            auto parsed = parseDecimal(nText);
@@ -313,14 +326,15 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
            }
            int64_t n = *parsed;
            bool latest = initial == "latest";
-           withTopic(*ctx, name, respond, [respond, n, latest](TopicPtr t) {
+           withTopic(*ctx, name, respond, [respond, n, latest](const TopicPtr& t) {
              auto pos = nthPosition(t->ledger(), latest, n);
              if (!pos) return respond(HttpResponse::error(404, "Message not found"));
              answerEntry(t, *pos, respond);
            });
          });
   onPath(r, "GET", std::string(kTopicPath) + "/ledger/{ledgerId}/entry/{entryId}",
-         [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, Respond respond) {
+         [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+               const Respond& respond) {
            Position pos;
            try {
              pos = Position{std::stoll(p.at("ledgerId")), std::stoll(p.at("entryId"))};
@@ -328,7 +342,7 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
              return respond(HttpResponse::error(412, "Invalid message id"));
            }
            withTopic(*ctx, name, respond,
-                     [respond, pos](TopicPtr t) { answerEntry(t, pos, respond); });
+                     [respond, pos](const TopicPtr& t) { answerEntry(t, pos, respond); });
          });
 }
 

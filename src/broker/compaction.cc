@@ -233,7 +233,7 @@ void CompactedView::load(const std::function<void(Status)>& cb) {
 
 void CompactedView::loadFrom(Position from, const std::function<void(Status)>& cb) {
   ledger_->asyncReadEntries(from, kReadEntries, kReadBytes,
-                            [this, cb](Status s, std::vector<Entry> entries) {
+                            [this, cb](const Status& s, std::vector<Entry> entries) {
                               if (!s.isOk()) return cb(s);
                               if (entries.empty()) return cb(Status::ok());
                               for (auto& e : entries) {
@@ -251,18 +251,19 @@ void CompactedView::asyncReadFromIndex(size_t index, int maxEntries, size_t maxB
     ledger_->executor()->execute([cb = std::move(cb)] { cb(Status::ok(), {}); });
     return;
   }
-  ledger_->asyncReadEntries(index_[index].stored, maxEntries, maxBytes,
-                            [cb = std::move(cb)](Status s, std::vector<Entry> entries) {
-                              if (!s.isOk()) return cb(s, {});
-                              std::vector<Entry> out;
-                              out.reserve(entries.size());
-                              for (auto& e : entries) {
-                                auto d = decodeCompactedEntry(e.data);
-                                if (!d.isOk()) return cb(d.status(), {});
-                                out.push_back(std::move(d.value()));
-                              }
-                              cb(Status::ok(), std::move(out));
-                            });
+  ledger_->asyncReadEntries(
+      index_[index].stored, maxEntries, maxBytes,
+      [cb = std::move(cb)](const Status& s, const std::vector<Entry>& entries) {
+        if (!s.isOk()) return cb(s, {});
+        std::vector<Entry> out;
+        out.reserve(entries.size());
+        for (auto& e : entries) {
+          auto d = decodeCompactedEntry(e.data);
+          if (!d.isOk()) return cb(d.status(), {});
+          out.push_back(std::move(d.value()));
+        }
+        cb(Status::ok(), std::move(out));
+      });
 }
 
 void CompactedView::asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
@@ -329,7 +330,7 @@ void TopicCompactor::initialize(const std::vector<int64_t>& others,
     MLOG_INFO("{}: deleting compacted ledger {} left by an earlier run", ledger_->name(), seq);
     opener_(compactedLedgerName(ledger_->name(), seq),
             [](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-              if (r.isOk()) (*r)->asyncDelete([](Status) {});
+              if (r.isOk()) (*r)->asyncDelete([](const Status&) {});
             });
   }
   if (current < 0) return done(Status::ok());
@@ -339,7 +340,7 @@ void TopicCompactor::initialize(const std::vector<int64_t>& others,
           [self, horizon, current, done](Result<std::shared_ptr<storage::ManagedLedger>> r) {
             if (!r.isOk()) return done(r.status());
             auto view = std::make_shared<CompactedView>(*r, horizon, current);
-            view->load([self, view, done](Status s) {
+            view->load([self, view, done](const Status& s) {
               if (s.isOk()) {
                 self->view_ = view;
                 // A view loaded from storage counts as a past success (Pulsar reports
@@ -352,7 +353,7 @@ void TopicCompactor::initialize(const std::vector<int64_t>& others,
 
 void TopicCompactor::deleteView() {
   closed_ = true;
-  if (view_) view_->ledger()->asyncDelete([](Status) {});
+  if (view_) view_->ledger()->asyncDelete([](const Status&) {});
   view_.reset();
 }
 
@@ -400,21 +401,22 @@ void TopicCompactor::scan(const std::shared_ptr<Run>& run, bool phaseTwo) {
   auto self = shared_from_this();
   auto step = std::make_shared<std::function<void(size_t)>>();
   *step = [self, run, phaseTwo, topicStart, step](size_t index) {
-    run->old->asyncReadFromIndex(
-        index, kReadEntries, kReadBytes,
-        [self, run, phaseTwo, topicStart, step, index](Status s, std::vector<Entry> entries) {
-          if (self->closed_) return;
-          if (!s.isOk()) {
-            *step = nullptr;
-            return self->fail(run, s);
-          }
-          if (entries.empty()) {
-            *step = nullptr;
-            return self->scanTopic(run, phaseTwo, topicStart);
-          }
-          size_t nextIndex = index + entries.size();
-          self->onEntries(run, phaseTwo, entries, [step, nextIndex] { (*step)(nextIndex); });
-        });
+    run->old->asyncReadFromIndex(index, kReadEntries, kReadBytes,
+                                 [self, run, phaseTwo, topicStart, step, index](
+                                     const Status& s, std::vector<Entry> entries) {
+                                   if (self->closed_) return;
+                                   if (!s.isOk()) {
+                                     *step = nullptr;
+                                     return self->fail(run, s);
+                                   }
+                                   if (entries.empty()) {
+                                     *step = nullptr;
+                                     return self->scanTopic(run, phaseTwo, topicStart);
+                                   }
+                                   size_t nextIndex = index + entries.size();
+                                   self->onEntries(run, phaseTwo, entries,
+                                                   [step, nextIndex] { (*step)(nextIndex); });
+                                 });
   };
   (*step)(0);
 }
@@ -426,7 +428,8 @@ void TopicCompactor::scanTopic(const std::shared_ptr<Run>& run, bool phaseTwo, P
   }
   auto self = shared_from_this();
   ledger_->asyncReadEntries(
-      from, kReadEntries, kReadBytes, [self, run, phaseTwo](Status s, std::vector<Entry> entries) {
+      from, kReadEntries, kReadBytes,
+      [self, run, phaseTwo](const Status& s, std::vector<Entry> entries) {
         if (self->closed_) return;
         if (!s.isOk()) return self->fail(run, s);
         while (!entries.empty() && entries.back().position > run->horizon) entries.pop_back();
@@ -466,7 +469,7 @@ void TopicCompactor::onEntries(const std::shared_ptr<Run>& run, bool phaseTwo,
     batch->left++;
     Position original = e.position;
     run->next->ledger()->asyncAddEntry(encodeCompactedEntry(original, kept->view()),
-                                       [run, original, release](Status s, Position stored) {
+                                       [run, original, release](const Status& s, Position stored) {
                                          if (s.isOk()) {
                                            run->next->addIndex(original, stored);
                                          } else if (run->addStatus.isOk()) {
@@ -512,7 +515,7 @@ void TopicCompactor::commit(const std::shared_ptr<Run>& run) {
     run->closedOutput = true;
     auto self = shared_from_this();
     std::string name = compactedLedgerName(ledger_->name(), run->seq);
-    run->next->ledger()->asyncClose([self, run, name](Status s) {
+    run->next->ledger()->asyncClose([self, run, name](const Status& s) {
       if (!s.isOk()) return self->fail(run, s);
       self->opener_(name, [self, run](Result<std::shared_ptr<storage::ManagedLedger>> r) {
         if (!r.isOk()) return self->fail(run, r.status());
@@ -528,11 +531,11 @@ void TopicCompactor::commit(const std::shared_ptr<Run>& run) {
   auto self = shared_from_this();
   // The one durable switch: mark-delete and properties go in one write, so a crash leaves the
   // cursor naming either the old view or the new one.
-  run->cursor->asyncMarkDelete(run->horizon, props, [self, run, finish](Status s) {
+  run->cursor->asyncMarkDelete(run->horizon, props, [self, run, finish](const Status& s) {
     if (!s.isOk()) return self->fail(run, s);
     std::shared_ptr<CompactedView> old = self->view_;
     self->view_ = run->next;
-    if (old) old->ledger()->asyncDelete([](Status) {});
+    if (old) old->ledger()->asyncDelete([](const Status&) {});
     finish();
   });
 }
@@ -543,7 +546,7 @@ void TopicCompactor::fail(const std::shared_ptr<Run>& run, const Status& s) {
   lastError_ = s.message();
   record_.lastCompactionFailedTimestamp = wallClockMs();
   // The cursor still names the old view: the new ledger is garbage.
-  if (run->next) run->next->ledger()->asyncDelete([](Status) {});
+  if (run->next) run->next->ledger()->asyncDelete([](const Status&) {});
   if (run->done) run->done(s);
 }
 

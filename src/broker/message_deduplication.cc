@@ -21,21 +21,22 @@ struct ReplayScan : std::enable_shared_from_this<ReplayScan> {
       return;
     }
     auto self = shared_from_this();
-    ledger->asyncReadEntries(from, 1000, 16 << 20, [self](Status s, std::vector<storage::Entry> es) {
-      if (!s.isOk()) {
-        self->done(s);
-        return;
-      }
-      if (es.empty()) {
-        self->done(Status::ok());
-        return;
-      }
-      for (auto& e : es) {
-        EntryMetadataPeek md;
-        if (peekEntryMetadata(e.data.view(), &md).isOk()) self->apply(md);
-      }
-      self->step(self->ledger->nextValidPosition(es.back().position));
-    });
+    ledger->asyncReadEntries(from, 1000, 16 << 20,
+                             [self](const Status& s, std::vector<storage::Entry> es) {
+                               if (!s.isOk()) {
+                                 self->done(s);
+                                 return;
+                               }
+                               if (es.empty()) {
+                                 self->done(Status::ok());
+                                 return;
+                               }
+                               for (auto& e : es) {
+                                 EntryMetadataPeek md;
+                                 if (peekEntryMetadata(e.data.view(), &md).isOk()) self->apply(md);
+                               }
+                               self->step(self->ledger->nextValidPosition(es.back().position));
+                             });
   }
 };
 
@@ -72,7 +73,7 @@ void MessageDeduplication::recover(storage::ManagedLedger& ledger,
                                           : md.sequenceId);
     apply(std::string(md.producerName), hi);
   };
-  scan->done = [this, &ledger, done = std::move(done)](Status s) {
+  scan->done = [this, &ledger, done = std::move(done)](const Status& s) {
     // Save what the replay found, so the next load starts after it.
     if (s.isOk() && entriesReplayed_ > 0) takeSnapshot(ledger.lastConfirmedEntry());
     done(s);
@@ -105,7 +106,7 @@ void MessageDeduplication::takeSnapshot(storage::Position pos) {
     if (static_cast<int>(snapshot.size()) >= options_.maxProducers) break;
     if (st.persisted >= 0) snapshot.emplace(producer, st.persisted);
   }
-  cursor_->asyncMarkDelete(pos, std::move(snapshot), [](Status s) {
+  cursor_->asyncMarkDelete(pos, std::move(snapshot), [](const Status& s) {
     if (!s.isOk()) MLOG_WARN("dedup snapshot failed: {}", s.toString());
   });
 }

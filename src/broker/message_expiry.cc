@@ -22,19 +22,20 @@ struct ExpiryScan : std::enable_shared_from_this<ExpiryScan> {
     auto& ml = topic->ledger();
     if (from > ml.lastConfirmedEntry() || from.entryId < 0) return finish();
     auto self = shared_from_this();
-    ml.asyncReadEntries(from, 1000, 64 << 20, [self](Status s, std::vector<storage::Entry> es) {
-      if (!s.isOk()) return self->done(s);
-      if (es.empty()) return self->finish();
-      for (auto& e : es) {
-        EntryMetadataPeek md;
-        if (!peekEntryMetadata(e.data.view(), &md).isOk() ||
-            !isEntryExpired(md.publishTime, self->nowMs, self->ttlSeconds)) {
-          return self->finish();
-        }
-        self->lastExpired = e.position;
-      }
-      self->step(self->topic->ledger().nextValidPosition(es.back().position));
-    });
+    ml.asyncReadEntries(from, 1000, 64 << 20,
+                        [self](const Status& s, std::vector<storage::Entry> es) {
+                          if (!s.isOk()) return self->done(s);
+                          if (es.empty()) return self->finish();
+                          for (auto& e : es) {
+                            EntryMetadataPeek md;
+                            if (!peekEntryMetadata(e.data.view(), &md).isOk() ||
+                                !isEntryExpired(md.publishTime, self->nowMs, self->ttlSeconds)) {
+                              return self->finish();
+                            }
+                            self->lastExpired = e.position;
+                          }
+                          self->step(self->topic->ledger().nextValidPosition(es.back().position));
+                        });
   }
 
   void finish() {
@@ -45,7 +46,7 @@ struct ExpiryScan : std::enable_shared_from_this<ExpiryScan> {
 
 }  // namespace
 
-void expireByTime(std::shared_ptr<PersistentTopic> topic, const std::string& sub,
+void expireByTime(const std::shared_ptr<PersistentTopic>& topic, const std::string& sub,
                   int64_t ttlSeconds, std::function<void(Status)> cb) {
   Subscription* s = topic->subscription(sub);
   if (!s) return cb(Status::notFound("Subscription not found"));
@@ -60,15 +61,15 @@ void expireByTime(std::shared_ptr<PersistentTopic> topic, const std::string& sub
   scan->step(topic->ledger().nextValidPosition(s->cursor().markDeletedPosition()));
 }
 
-void expireUpTo(std::shared_ptr<PersistentTopic> topic, const std::string& sub,
-                storage::Position upTo, std::function<void(Status)> cb) {
+void expireUpTo(const std::shared_ptr<PersistentTopic>& topic, const std::string& sub,
+                storage::Position upTo, const std::function<void(Status)>& cb) {
   Subscription* s = topic->subscription(sub);
   if (!s) return cb(Status::notFound("Subscription not found"));
   Position lac = topic->ledger().lastConfirmedEntry();
   if (upTo > lac) upTo = lac;
   if (upTo.entryId < 0 || upTo <= s->cursor().markDeletedPosition()) return cb(Status::ok());
   int64_t before = s->msgBacklog();
-  s->cursor().asyncMarkDelete(upTo, [topic, sub, before, cb](Status st) {
+  s->cursor().asyncMarkDelete(upTo, [topic, sub, before, cb](const Status& st) {
     if (st.isOk()) {
       if (Subscription* s2 = topic->subscription(sub)) {
         int64_t after = s2->msgBacklog();

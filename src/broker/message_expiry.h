@@ -24,12 +24,12 @@ inline bool isEntryExpired(uint64_t publishTimeMs, int64_t nowMs, int64_t ttlSec
 // entry after the mark-delete position while entries are expired and mark-deletes up to the last
 // expired one. cb(status) on the topic's executor; kNotFound when the subscription is missing.
 // Thread: the topic's executor.
-void expireByTime(std::shared_ptr<PersistentTopic> topic, const std::string& sub,
+void expireByTime(const std::shared_ptr<PersistentTopic>& topic, const std::string& sub,
                   int64_t ttlSeconds, std::function<void(Status)> cb);
 
 // Expires the entries of `sub` up to and including `upTo` (clamped to the last entry).
 // Thread: the topic's executor.
-void expireUpTo(std::shared_ptr<PersistentTopic> topic, const std::string& sub,
-                storage::Position upTo, std::function<void(Status)> cb);
+void expireUpTo(const std::shared_ptr<PersistentTopic>& topic, const std::string& sub,
+                storage::Position upTo, const std::function<void(Status)>& cb);
 
 }  // namespace magnetar::broker

@@ -167,9 +167,9 @@ Buffer getSchemaResponse(BrokerService& service, const proto::CommandGetSchema& 
 }
 
 void getOrCreateSchema(BrokerService& service, const proto::CommandGetOrCreateSchema& c,
-                       std::function<void(Buffer)> send) {
+                       const std::function<void(Buffer)>& send) {
   uint64_t requestId = c.request_id();
-  std::string topicText = c.topic();
+  const std::string& topicText = c.topic();
   auto name = TopicName::parse(topicText);
   if (!name.isOk()) {
     send(Commands::newGetOrCreateSchemaErrorResponse(requestId, proto::TopicNotFound,

@@ -48,6 +48,6 @@ Buffer getSchemaResponse(BrokerService& service, const proto::CommandGetSchema& 
 // TopicNotFound "Topic not found <topic>" when it does not exist. `send` gets the response frame
 // on any thread.
 void getOrCreateSchema(BrokerService& service, const proto::CommandGetOrCreateSchema& c,
-                       std::function<void(Buffer)> send);
+                       const std::function<void(Buffer)>& send);
 
 }  // namespace magnetar::broker

@@ -74,7 +74,9 @@ Result<std::vector<std::string>> parseServiceUrl(std::string_view url) {
         host.empty()) {
       return Status::invalidArgument("bad host:port in service URL: " + std::string(hp));
     }
-    out.push_back(host + ":" + port);
+    host += ':';
+    host += port;
+    out.push_back(std::move(host));
   }
   if (out.empty()) return Status::invalidArgument("service URL has no host: " + std::string(url));
   return out;
@@ -210,11 +212,13 @@ void ClientImpl::getConnection(const std::string& address, int slot, ConnectionC
   net::EventLoop& loop = loopForSlot(slot);
   bool start = false;
   std::shared_ptr<ClientConnection> ready;
+  ConnectionCallback readyCb;  // cb when a connection is ready, else cb waits in the slot
   {
     MutexLock lock(mu_);
     Slot& s = pool_[key];
     if (s.cnx && !s.cnx->isClosed()) {
       ready = s.cnx;
+      readyCb = std::move(cb);
     } else {
       s.cnx.reset();
       s.waiters.push_back(std::move(cb));
@@ -225,7 +229,7 @@ void ClientImpl::getConnection(const std::string& address, int slot, ConnectionC
     }
   }
   if (ready) {
-    loop.dispatch([cb = std::move(cb), ready]() mutable { cb(std::move(ready)); });
+    loop.dispatch([cb = std::move(readyCb), ready]() mutable { cb(std::move(ready)); });
     return;
   }
   if (start) {
@@ -254,7 +258,7 @@ void ClientImpl::connect(const std::string& address, int slot) {
   resolver->async_resolve(
       host, port,
       [weak, key, resolver, socket, timer, &loop](const boost::system::error_code& ec,
-                                                  tcp::resolver::results_type results) {
+                                                  const tcp::resolver::results_type& results) {
         auto self = weak.lock();
         if (!self) return;
         if (ec) {

@@ -1,5 +1,5 @@
-// The durable ManagedLedger and ManagedCursor (internal to storage; users see the interfaces in
-// managed_ledger.h and open ledgers through DurableManagedLedgerFactory).
+// The durable ManagedLedger (internal to storage; users see the interfaces in managed_ledger.h and
+// open ledgers through DurableManagedLedgerFactory). Its cursor: managed_cursor_impl.h.
 //
 // Add path: asyncAddEntry assigns (ledger, entry) and queues the bytes to the journal; the journal
 // thread hands back ONE task per group for this ledger (JournalSink) that confirms the entries,
@@ -16,68 +16,11 @@
 #include <vector>
 
 #include "base/dcheck.h"
-#include "storage/cursor_state.h"
 #include "storage/durable_storage.h"
 #include "storage/ledger_set.h"
+#include "storage/managed_cursor_impl.h"
 
 namespace magnetar::storage {
-
-class ManagedLedgerImpl;
-
-class ManagedCursorImpl : public ManagedCursor {
- public:
-  ManagedCursorImpl(std::string name, ManagedLedgerImpl* ml, CursorState state)
-      : name_(std::move(name)),
-        ml_(ml),
-        state_(std::move(state)),
-        persisted_(state_.markDelete()) {}
-
-  const std::string& name() const override { return name_; }  // any thread
-  Position markDeletedPosition() const override {
-    MAGNETAR_DCHECK_ON(*executor());
-    return state_.markDelete();
-  }
-  void asyncMarkDelete(Position pos, StatusCallback cb) override;
-  void asyncMarkDelete(Position pos, CursorProperties properties, StatusCallback cb) override;
-  void asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet, StatusCallback cb) override;
-  const CursorProperties& properties() const override {
-    MAGNETAR_DCHECK_ON(*executor());
-    return state_.properties();
-  }
-  void asyncDelete(const std::vector<Position>& positions, StatusCallback cb) override;
-  void asyncDeleteBatchIndexes(const std::vector<std::pair<Position, AckSet>>& acks,
-                               StatusCallback cb) override;
-  const AckSet* batchDeletedIndexes(Position pos) const override {
-    MAGNETAR_DCHECK_ON(*executor());
-    return state_.batchAckSet(pos);
-  }
-  bool isAcknowledged(Position pos) const override {
-    MAGNETAR_DCHECK_ON(*executor());
-    return state_.isAcked(pos);
-  }
-  int64_t numberOfEntriesInBacklog() const override;
-  void asyncResetCursor(Position pos, StatusCallback cb) override;
-
-  // What is persisted: the mark-delete position, the first managedLedgerMaxUnackedRangesToPersist
-  // ranges and managedLedgerMaxBatchDeletedIndexToPersist ack sets, the properties.
-  CursorMeta snapshot(const StorageOptions& o) const;
-
- private:
-  friend class ManagedLedgerImpl;
-  // The owning ledger's executor (defined after ManagedLedgerImpl).
-  net::Executor* executor() const;
-  // Shared checks of the mutators: false (and cb failed) when the ledger is closed.
-  bool checkOpen(StatusCallback& cb);
-  std::string name_;
-  ManagedLedgerImpl* ml_;
-  CursorState state_;
-  bool dirty_ = false;
-  std::vector<StatusCallback> waiting_;  // callbacks that complete with the next flush
-  // The mark-delete position in the metadata store (the restored or initial one until the first
-  // write completes): trimming never goes past it, so a crash cannot leave a cursor pointing
-  // into ledgers that are gone while its own move was lost (e.g. a compaction's switch).
-  Position persisted_;
-};
 
 class ManagedLedgerImpl : public ManagedLedger,
                           public std::enable_shared_from_this<ManagedLedgerImpl> {
@@ -197,7 +140,5 @@ class ManagedLedgerImpl : public ManagedLedger,
   std::vector<StatusCallback> closeCbs_;
   size_t readKey_;
 };
-
-inline net::Executor* ManagedCursorImpl::executor() const { return ml_->executor(); }
 
 }  // namespace magnetar::storage
