@@ -72,6 +72,7 @@ Status DurableManagedLedgerFactory::recoverLedgerLists(Recovery& r) {
       st.ledgers[m.ledgerId].meta = m;
       r.owner[m.ledgerId] = &st;
       liveLedgers_.insert(m.ledgerId);
+      ledgerOwner_[m.ledgerId] = name;
       r.maxLedger = std::max(r.maxLedger, m.ledgerId);
     }
   }
@@ -161,10 +162,7 @@ Status DurableManagedLedgerFactory::finishRecovery(Recovery& r) {
   for (auto& [_, st] : dormant_) {
     for (auto& [id, l] : st.ledgers) {
       if (l.meta.closedAt >= 0) l.index.truncate(std::max<int64_t>(storedEntries(l), 0));
-      for (const JournalRun& run : l.index.runs()) {
-        segmentLedgers_[run.segment].insert(id);
-        ledgerSegments_[id].insert(run.segment);
-      }
+      for (const JournalRun& run : l.index.runs()) bgAddRun(run);
     }
   }
   knownSegments_.insert(r.segments.begin(), r.segments.end());
@@ -176,7 +174,15 @@ Status DurableManagedLedgerFactory::finishRecovery(Recovery& r) {
   // Everything is indexed now: replay will start in the new segment.
   r.ops.push_back(
       MetadataOp::put(kCheckpointKey, encodeCheckpoint(firstSegment_, kSegmentHeaderSize)));
-  return meta_->write(r.ops);
+  Status s = meta_->write(r.ops);
+  if (!s) {
+    // A full disk must not stop the start: serve reads, and write this with the first checkpoint
+    // (until then a restart replays from the old checkpoint again).
+    MLOG_WARN("storage: saving the recovered index failed ({}); retried at the next checkpoint",
+              s.toString());
+    failedOps_ = std::move(r.ops);
+  }
+  return Status::ok();
 }
 
 }  // namespace magnetar::storage
