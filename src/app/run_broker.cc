@@ -82,6 +82,8 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   broker::BrokerOptions o;
   o.bindAddress = cfg.bindAddress();
   o.advertisedAddress = cfg.advertisedAddress().empty() ? "localhost" : cfg.advertisedAddress();
+  o.defaultRetentionTimeInMinutes = cfg.defaultRetentionTimeInMinutes();
+  o.defaultRetentionSizeInMB = cfg.defaultRetentionSizeInMB();
   o.clusterName = cfg.clusterName();
   o.brokerServicePort = cfg.brokerServicePort();
   o.webServicePort = cfg.webServicePort();

@@ -60,6 +60,8 @@ struct TopicPolicyLimits {
   BacklogQuota backlogQuota;
   // delayedDelivery policy resolved topic > namespace > broker (delayedDelivery* settings).
   DelayedDeliveryPolicies delayedDelivery;
+  // Retention, topic > namespace; nullopt: the managed ledger's defaultRetention* settings.
+  std::optional<RetentionPolicy> retention;
 };
 
 // Counters for stats; executor thread.

@@ -39,7 +39,12 @@ Status Journal::start() {
   Status s = env_->createDirs(options_.directory);
   if (!s) return s;
   s = rollSegment();
-  if (!s) return s;
+  if (!s) {
+    // A full disk must not stop the start (reads are served): the first group tries again.
+    MLOG_WARN("journal: starting segment {} failed: {}", segment_.load(), s.toString());
+    noSpace_.store(s.code() == StatusCode::kNoSpace, std::memory_order_relaxed);
+    offset_ = kSegmentHeaderSize;
+  }
   checkpointSegment_ = segment_.load();
   checkpointOffset_ = offset_;
   lastCheckpoint_ = std::chrono::steady_clock::now();

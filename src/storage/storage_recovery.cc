@@ -150,8 +150,9 @@ Status DurableManagedLedgerFactory::replayJournal(Recovery& r) {
       MLOG_WARN("storage: cutting journal segment {} at {} ({} bytes of torn/corrupt tail)", seg,
                 *end, *size - *end);
       auto f = env_->openWritable(path);
-      if (!f) return f.status();
-      if (Status s = (*f)->truncate(*end); !s) return s;
+      Status s = f ? (*f)->truncate(*end) : f.status();
+      // Not fatal (e.g. a full disk): replay stops at the same place next time.
+      if (!s) MLOG_WARN("storage: cutting journal segment {} failed: {}", seg, s.toString());
     }
   }
   return Status::ok();

@@ -1,6 +1,7 @@
 // Data lifecycle of the durable storage: retention set per ledger, truncate, journal segment
 // compaction (space comes back from shared segments) and the low-disk watermark.
 #include <atomic>
+#include <cerrno>
 #include <thread>
 
 #include "storage/durable_storage.h"
@@ -252,6 +253,38 @@ TEST_F(LifecycleTest, FullJournalFailsPendingAddsAndResumes) {
   auto all = readAll(*ml, ex_);
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[1].data.view(), "resumed");
+  ml.reset();
+  close(f);
+}
+
+TEST_F(LifecycleTest, StartsOnAFullDiskAndServesReads) {
+  StorageOptions o = lifecycleOptions(dir_.path());
+  FaultEnv env;
+  o.env = &env;
+  MemoryMetadataStore store;
+  o.metadataStore = &store;
+  {
+    auto f = open(o);
+    auto ml = openLedger(*f, ex_, "t");
+    for (int i = 0; i < 5; i++) ASSERT_TRUE(addOne(*ml, ex_, "m" + std::to_string(i)).isOk());
+    ml.reset();
+    close(f);
+  }
+  env.writeErrno = ENOSPC;  // no new file, no byte written
+  env.availableBytes = 0;
+  auto f = open(o);
+  ASSERT_TRUE(f);
+  auto ml = openLedger(*f, ex_, "t");
+  auto all = readAll(*ml, ex_);
+  ASSERT_EQ(all.size(), 5u);
+  EXPECT_EQ(all[4].data.view(), "m4");
+  auto r = addOne(*ml, ex_, "refused");
+  EXPECT_EQ(r.status().code(), StatusCode::kNoSpace);
+  env.writeErrno = 0;
+  env.availableBytes = 1ll << 29;
+  ASSERT_TRUE(runUntil(ex_, [&] { return f->writeRefusal().isOk(); }));
+  EXPECT_TRUE(addOne(*ml, ex_, "resumed").isOk());
+  EXPECT_EQ(readAll(*ml, ex_).size(), 6u);
   ml.reset();
   close(f);
 }
