@@ -259,6 +259,8 @@ TEST_F(LifecycleTest, FullJournalFailsPendingAddsAndResumes) {
 
 TEST_F(LifecycleTest, StartsOnAFullDiskAndServesReads) {
   StorageOptions o = lifecycleOptions(dir_.path());
+  o.defaultRetentionTimeInMinutes = -1;  // no cursor: keep the closed ledgers
+  o.defaultRetentionSizeInMB = -1;
   FaultEnv env;
   o.env = &env;
   MemoryMetadataStore store;
