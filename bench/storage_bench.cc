@@ -35,7 +35,7 @@ std::string benchDir(const std::string& name) {
 // Counts completed appends; wait() blocks until `target` have completed.
 class Waiter : public JournalClient {
  public:
-  void onJournalWritten(Status s, std::vector<JournalRun>, size_t n) override {
+  void onJournalWritten(Status s, std::vector<JournalRun>, size_t n, bool) override {
     std::lock_guard lock(mu_);
     done_ += static_cast<int64_t>(n);
     if (!s) failed_ = true;

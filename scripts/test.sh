@@ -49,6 +49,7 @@ stage "Java compatibility suite (Pulsar's Java client, pulsar-admin, pulsar-clie
 
 stage "crash tests: SIGKILL at random moments (storage engine, then the whole broker)"
 "$PY" tests/crash/crash_test.py --kills "${CRASH_KILLS:-5}"
+"$PY" tests/crash/crash_test.py --compact --kills "${CRASH_KILLS:-5}"
 "$PY" tests/crash/crash_test.py --mode broker --kills "${CRASH_KILLS:-5}"
 
 stage "magnetar-perf: unit tests and the iot-telemetry-max-rate-small scenario end to end"

@@ -269,6 +269,35 @@ void writeStorageMetrics(PrometheusWriter& w, const std::string& cluster,
            "Journal reads (one pread each) for reads the entry cache did not answer");
   w.sample("magnetar_storage_disk_reads_total", {{"cluster", cluster}},
            static_cast<double>(s.diskReads));
+  const Labels l{{"cluster", cluster}};
+  auto one = [&](const char* name, MetricType type, const char* help, double v) {
+    w.family(name, type, help);
+    w.sample(name, l, v);
+  };
+  one("magnetar_storage_ledgers_deleted_total", MetricType::kCounter,
+      "Ledgers deleted by retention trimming, truncate and topic deletes",
+      static_cast<double>(s.ledgersDeleted));
+  one("magnetar_storage_segments_deleted_total", MetricType::kCounter,
+      "Journal segment files deleted (no live entry left)", static_cast<double>(s.segmentsDeleted));
+  one("magnetar_storage_segments_compacted_total", MetricType::kCounter,
+      "Journal segments compacted (live entries copied forward, minor/majorCompactionThreshold)",
+      static_cast<double>(s.segmentsCompacted));
+  one("magnetar_storage_compacted_bytes_total", MetricType::kCounter,
+      "Bytes of live journal records copied by compaction", static_cast<double>(s.compactedBytes));
+  one("magnetar_storage_journal_write_errors_total", MetricType::kCounter,
+      "Journal group writes that failed (ENOSPC, EIO); their adds failed with PersistenceError",
+      static_cast<double>(s.journalWriteErrors));
+  one("magnetar_storage_metadata_write_errors_total", MetricType::kCounter,
+      "Metadata store (RocksDB) writes that failed", static_cast<double>(s.metadataWriteErrors));
+  one("magnetar_storage_publish_refused_total", MetricType::kCounter,
+      "Adds refused at once: journal disk full, or usage above diskUsageThreshold",
+      static_cast<double>(s.publishesRefused));
+  one("magnetar_storage_writable", MetricType::kGauge,
+      "1 while publishes are accepted, 0 while the disk is full or above diskUsageThreshold",
+      s.writable ? 1 : 0);
+  one("magnetar_storage_disk_usage_ratio", MetricType::kGauge,
+      "Fraction in use of the fuller of the journal's and the metadata's file systems",
+      s.diskUsage);
 }
 
 void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerService& service) {

@@ -270,7 +270,34 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
       });
 }
 
+// Pulsar's truncate (PersistentTopic.truncate -> ManagedLedger.asyncTruncate): every durable
+// subscription's backlog cleared, then every ledger but the current one deleted.
+void truncateTopic(const TopicPtr& t, const StatusCb& reply) {
+  std::vector<std::string> subs;
+  for (const auto& [n, s] : t->subscriptions()) {
+    if (s->durable()) subs.push_back(n);
+  }
+  auto left = std::make_shared<size_t>(subs.size() + 1);
+  auto failed = std::make_shared<Status>();
+  auto next = [t, left, failed, reply](const Status& s) {
+    if (!s && failed->isOk()) *failed = s;
+    if (--*left > 0) return;
+    if (!failed->isOk()) return reply(*failed);
+    t->ledger().asyncTruncate(reply);
+  };
+  for (const std::string& sub : subs) clearBacklog(*t, sub, next);
+  next(Status::ok());
+}
+
 void addTopicActions(Router& r, const AdminContext* ctx) {
+  onPath(r, "DELETE", std::string(kTopicPath) + "/truncate",
+         [ctx](const HttpRequest&, const PathParams&, const TopicName& name,
+               const Respond& respond) {
+           onEachTarget<Status>(
+               ctx, name, false, Status::notFound(""), respond,
+               [](const TopicPtr& t, const StatusCb& reply) { truncateTopic(t, reply); },
+               answerStatuses(respond, "Topic not found"));
+         });
   onPath(
       r, "PUT", std::string(kTopicPath) + "/unload",
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {

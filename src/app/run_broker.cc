@@ -47,6 +47,15 @@ Result<storage::StorageOptions> storageOptionsFrom(const config::ServiceConfigur
   o.managedLedgerCacheSizeMB = cfg.managedLedgerCacheSizeMB();
   o.defaultRetentionTimeInMinutes = cfg.defaultRetentionTimeInMinutes();
   o.defaultRetentionSizeInMB = cfg.defaultRetentionSizeInMB();
+  o.retentionCheckIntervalInSeconds = cfg.retentionCheckIntervalInSeconds();
+  o.minorCompactionThreshold = cfg.minorCompactionThreshold();
+  o.minorCompactionInterval = cfg.minorCompactionInterval();
+  o.majorCompactionThreshold = cfg.majorCompactionThreshold();
+  o.majorCompactionInterval = cfg.majorCompactionInterval();
+  o.compactionRateByBytes = cfg.compactionRateByBytes();
+  o.diskUsageThreshold = cfg.diskUsageThreshold();
+  o.diskUsageLwmThreshold = cfg.diskUsageLwmThreshold();
+  o.diskCheckInterval = cfg.diskCheckInterval();
   o.numReadThreads = cfg.numReadWorkerThreads();
   // Test hook (docs/memory-limits.md): slowed storage for the flood tests.
   if (const char* delay = std::getenv("MAGNETAR_TEST_STORAGE_DELAY_MICROS")) {
@@ -73,6 +82,8 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   broker::BrokerOptions o;
   o.bindAddress = cfg.bindAddress();
   o.advertisedAddress = cfg.advertisedAddress().empty() ? "localhost" : cfg.advertisedAddress();
+  o.defaultRetentionTimeInMinutes = cfg.defaultRetentionTimeInMinutes();
+  o.defaultRetentionSizeInMB = cfg.defaultRetentionSizeInMB();
   o.clusterName = cfg.clusterName();
   o.brokerServicePort = cfg.brokerServicePort();
   o.webServicePort = cfg.webServicePort();

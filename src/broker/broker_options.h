@@ -98,6 +98,9 @@ struct BrokerOptions {
   // Backlog quota (destination_storage) for topics without a namespace or topic one: bytes
   // (-1: none) and what happens beyond it; checked on producer creation and every
   // backlogQuotaCheckIntervalInSeconds.
+  // Retention of topics without a namespace or topic policy (also the managed ledger's default).
+  int defaultRetentionTimeInMinutes = sd::defaultRetentionTimeInMinutes;
+  int64_t defaultRetentionSizeInMB = sd::defaultRetentionSizeInMB;
   bool backlogQuotaCheckEnabled = sd::backlogQuotaCheckEnabled;
   int backlogQuotaCheckIntervalInSeconds = sd::backlogQuotaCheckIntervalInSeconds;
   int64_t backlogQuotaDefaultLimitBytes = sd::backlogQuotaDefaultLimitBytes;

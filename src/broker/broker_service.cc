@@ -312,6 +312,8 @@ TopicPolicyLimits BrokerService::policyLimitsOf(const TopicName& name) const {
                                                 options_.delayedDeliveryTickTimeMillis,
                                                 options_.delayedDeliveryMaxDelayInMillis};
   }
+  l.retention = policies_.topicRetention(key);
+  if (!l.retention) l.retention = ns.retention;
   return l;
 }
 

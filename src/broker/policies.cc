@@ -402,6 +402,25 @@ std::optional<bool> PolicyRegistry::topicPolicyBool(const std::string& topic,
   return std::nullopt;
 }
 
+std::optional<RetentionPolicy> PolicyRegistry::topicRetention(const std::string& topic) const {
+  std::string text;
+  {
+    MutexLock lock(mu_);
+    auto it = topicPolicies_.find(topic);
+    if (it == topicPolicies_.end()) return std::nullopt;
+    auto p = it->second.find("retention");
+    if (p == it->second.end()) return std::nullopt;
+    text = p->second;
+  }
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(text, ec);
+  const boost::json::object* o = ec ? nullptr : v.if_object();
+  const auto* t = o ? o->if_contains("retentionTimeInMinutes") : nullptr;
+  const auto* s = o ? o->if_contains("retentionSizeInMB") : nullptr;
+  if (!t || !s || !t->is_number() || !s->is_number()) return std::nullopt;
+  return RetentionPolicy{t->to_number<int32_t>(), s->to_number<int64_t>()};
+}
+
 std::optional<DelayedDeliveryPolicies> PolicyRegistry::topicDelayedDelivery(
     const std::string& topic) const {
   std::string text;

@@ -157,6 +157,9 @@ class PolicyRegistry {
   std::optional<InactiveTopicPolicies> topicInactiveTopicPolicies(const std::string& topic) const;
   // The topic's delayedDelivery policy; nullopt when unset or unreadable.
   std::optional<DelayedDeliveryPolicies> topicDelayedDelivery(const std::string& topic) const;
+  // The topic's retention policy (retentionTimeInMinutes, retentionSizeInMB); nullopt when unset
+  // or unreadable.
+  std::optional<RetentionPolicy> topicRetention(const std::string& topic) const;
 
   // Loads what `store` holds (keys under /admin/magnetar/tenants/, .../policies/ and
   // .../topic-policies/, replacing

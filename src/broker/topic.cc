@@ -549,6 +549,13 @@ bool PersistentTopic::exceedsMaxDeliveryDelay(const Buffer& entry) const {
 void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
   MAGNETAR_DCHECK_ON(executor_);
   limits_ = limits;
+  if (limits_.retention) {
+    ledger_->setRetention(limits_.retention->retentionTimeInMinutes,
+                          limits_.retention->retentionSizeInMB);
+  } else {
+    ledger_->setRetention(options_.defaultRetentionTimeInMinutes,
+                          options_.defaultRetentionSizeInMB);
+  }
   for (auto& [n, sub] : subscriptions_) {
     sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
     sub->setDelayedDelivery(limits_.delayedDelivery);

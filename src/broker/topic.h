@@ -62,6 +62,8 @@ struct TopicPolicyLimits {
   BacklogQuota backlogQuotaTime;
   // delayedDelivery policy resolved topic > namespace > broker (delayedDelivery* settings).
   DelayedDeliveryPolicies delayedDelivery;
+  // Retention, topic > namespace; nullopt: the managed ledger's defaultRetention* settings.
+  std::optional<RetentionPolicy> retention;
 };
 
 // Counters for stats; executor thread.

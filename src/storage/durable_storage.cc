@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 #include "base/logging.h"
 #include "storage/managed_ledger_impl.h"
@@ -38,6 +39,10 @@ Result<std::unique_ptr<DurableManagedLedgerFactory>> DurableManagedLedgerFactory
   s = f->start();
   if (!s) return s;
   f->post([raw = f.get()] { raw->bgReclaim(); });
+  if ((options.minorCompactionThreshold > 0 && options.minorCompactionInterval > 0) ||
+      (options.majorCompactionThreshold > 0 && options.majorCompactionInterval > 0)) {
+    f->gc_ = std::thread([raw = f.get()] { raw->gcLoop(); });
+  }
   return f;
 }
 
@@ -76,6 +81,12 @@ void DurableManagedLedgerFactory::shutdown() {
     shutdown_ = true;
   }
   stopped_ = true;
+  {
+    std::lock_guard<std::mutex> lock(gcWaitMu_);
+    gcStop_ = true;
+  }
+  gcCv_.notify_all();
+  if (gc_.joinable()) gc_.join();
   if (journal_) journal_->stop();  // writes what is queued; the last checkpoint goes to bg
   if (bg_) bg_->stop();
   if (readPool_) readPool_->stop();
@@ -141,7 +152,7 @@ void DurableManagedLedgerFactory::bgOpen(
   for (const auto& [_, l] : state.ledgers) list.push_back(l.meta);
   std::vector<MetadataOp> ops{MetadataOp::put(mlKey(name), encodeLedgerList(list))};
   for (int64_t d : dropped) ops.push_back(MetadataOp::delPrefix(indexLedgerPrefix(d)));
-  Status s = bgWrite(std::move(ops), id);
+  Status s = bgWrite(std::move(ops), id, name);
   if (!s) {
     state.ledgers.erase(id);
     MutexLock lock(mu_);
@@ -182,7 +193,8 @@ void DurableManagedLedgerFactory::deleted(const std::string& name, ManagedLedger
   if (o != open_.end() && o->second.get() == ml) open_.erase(o);
 }
 
-Status DurableManagedLedgerFactory::bgWrite(std::vector<MetadataOp> ops, int64_t newLedgerId) {
+Status DurableManagedLedgerFactory::bgWrite(std::vector<MetadataOp> ops, int64_t newLedgerId,
+                                            const std::string& owner) {
   uint64_t next = persistedNextLedgerId_;
   if (newLedgerId >= 0 && static_cast<uint64_t>(newLedgerId) + 1 > next) {
     next = static_cast<uint64_t>(newLedgerId) + 1;
@@ -191,9 +203,19 @@ Status DurableManagedLedgerFactory::bgWrite(std::vector<MetadataOp> ops, int64_t
   Status s = meta_->write(ops);
   if (s) {
     persistedNextLedgerId_ = next;
-    if (newLedgerId >= 0) liveLedgers_.insert(newLedgerId);
+    if (newLedgerId >= 0) {
+      liveLedgers_.insert(newLedgerId);
+      ledgerOwner_[newLedgerId] = owner;
+    }
+  } else {
+    metadataWriteErrors_.fetch_add(1, std::memory_order_relaxed);
   }
   return s;
+}
+
+void DurableManagedLedgerFactory::bgAddRun(const JournalRun& r) {
+  segmentRuns_[r.segment][r.offset] = r;
+  ledgerSegments_[r.ledgerId].insert(r.segment);
 }
 
 void DurableManagedLedgerFactory::bgCheckpoint(JournalCheckpoint cp) {
@@ -201,21 +223,22 @@ void DurableManagedLedgerFactory::bgCheckpoint(JournalCheckpoint cp) {
     cp.runs.insert(cp.runs.begin(), failedRuns_.begin(), failedRuns_.end());
     failedRuns_.clear();
   }
-  std::vector<MetadataOp> ops;
+  std::vector<MetadataOp> ops = failedOps_;
   for (const JournalRun& r : cp.runs) {
     if (!liveLedgers_.count(r.ledgerId)) continue;  // deleted since it was written
     ops.push_back(MetadataOp::put(indexKey(r.ledgerId, r.firstEntryId), encodeRun(r)));
-    segmentLedgers_[r.segment].insert(r.ledgerId);
-    ledgerSegments_[r.ledgerId].insert(r.segment);
+    bgAddRun(r);
   }
   ops.push_back(MetadataOp::put(kCheckpointKey, encodeCheckpoint(cp.segment, cp.offset)));
   Status s = meta_->write(ops);
   if (!s) {
     // Keep the runs: the next checkpoint writes them (recovery replays from the old position).
+    metadataWriteErrors_.fetch_add(1, std::memory_order_relaxed);
     MLOG_WARN("storage: checkpoint failed: {}", s.toString());
     failedRuns_ = std::move(cp.runs);
     return;
   }
+  failedOps_.clear();
   uint64_t last = knownSegments_.empty() ? firstSegment_ : *knownSegments_.rbegin();
   for (uint64_t seg = last; seg <= cp.segment; seg++) knownSegments_.insert(seg);
   checkpointSegment_ = cp.segment;
@@ -225,19 +248,23 @@ void DurableManagedLedgerFactory::bgCheckpoint(JournalCheckpoint cp) {
 void DurableManagedLedgerFactory::bgForgetLedgers(const std::vector<int64_t>& ids) {
   for (int64_t id : ids) {
     if (!liveLedgers_.erase(id)) continue;
+    ledgerOwner_.erase(id);
     ledgersDeleted_.fetch_add(1, std::memory_order_relaxed);
     auto it = ledgerSegments_.find(id);
     if (it == ledgerSegments_.end()) continue;
-    for (uint64_t seg : it->second) segmentLedgers_[seg].erase(id);
+    for (uint64_t seg : it->second) {
+      auto& runs = segmentRuns_[seg];
+      std::erase_if(runs, [id](const auto& kv) { return kv.second.ledgerId == id; });
+    }
     ledgerSegments_.erase(it);
   }
 }
 
-// Deletes journal segments before the checkpoint whose ledgers are all gone.
+// Deletes journal segments before the checkpoint that hold no live run.
 void DurableManagedLedgerFactory::bgReclaim() {
   for (auto it = knownSegments_.begin(); it != knownSegments_.end() && *it < checkpointSegment_;) {
-    auto refs = segmentLedgers_.find(*it);
-    if (refs != segmentLedgers_.end() && !refs->second.empty()) {
+    auto refs = segmentRuns_.find(*it);
+    if ((refs != segmentRuns_.end() && !refs->second.empty()) || compacting_.count(*it)) {
       ++it;
       continue;
     }
@@ -249,13 +276,14 @@ void DurableManagedLedgerFactory::bgReclaim() {
       continue;
     }
     readPool_->forgetSegment(*it);
-    if (refs != segmentLedgers_.end()) segmentLedgers_.erase(refs);
+    if (refs != segmentRuns_.end()) segmentRuns_.erase(refs);
     segmentsDeleted_.fetch_add(1, std::memory_order_relaxed);
     it = knownSegments_.erase(it);
   }
 }
 
 void DurableManagedLedgerFactory::bgTick() {
+  bgCheckDisk();
   std::vector<std::shared_ptr<ManagedLedgerImpl>> live;
   {
     MutexLock lock(mu_);
@@ -264,6 +292,280 @@ void DurableManagedLedgerFactory::bgTick() {
   for (auto& ml : live) {
     ml->executor()->execute([ml] { ml->onTick(); });
   }
+}
+
+// The low-disk watermark: the fuller of the journal's and the metadata's file systems.
+void DurableManagedLedgerFactory::bgCheckDisk() {
+  auto now = std::chrono::steady_clock::now();
+  if (now < nextDiskCheck_) return;
+  nextDiskCheck_ = now + std::chrono::milliseconds(options_.diskCheckInterval);
+  double usage = 0;
+  for (const std::string* dir : {&options_.journalDirectory, &options_.metadataDirectory}) {
+    if (dir->empty()) continue;
+    auto d = env_->diskSpace(*dir);
+    if (!d || d->totalBytes == 0) continue;
+    usage = std::max(usage, 1.0 - static_cast<double>(d->availableBytes) /
+                                      static_cast<double>(d->totalBytes));
+  }
+  diskUsagePpm_.store(static_cast<int64_t>(usage * 1e6), std::memory_order_relaxed);
+  if (journal_->noSpace()) {
+    // Let the next add try again once there is room for a few groups.
+    auto d = env_->diskSpace(options_.journalDirectory);
+    if (d && static_cast<int64_t>(d->availableBytes) >=
+                 std::max<int64_t>(4 << 20, 2 * options_.journalMaxGroupBytes)) {
+      MLOG_INFO("storage: journal disk has room again: publishes accepted");
+      journal_->clearNoSpace();
+    }
+  }
+  if (options_.diskUsageThreshold >= 1) return;
+  bool above = aboveWatermark_.load();
+  if (!above && usage >= options_.diskUsageThreshold) {
+    MLOG_WARN("storage: disk usage {:.1f}% is above diskUsageThreshold {:.1f}%: publishes are "
+              "refused until it is below diskUsageLwmThreshold {:.1f}%",
+              usage * 100, options_.diskUsageThreshold * 100, options_.diskUsageLwmThreshold * 100);
+    aboveWatermark_ = true;
+  } else if (above && usage < std::min(options_.diskUsageLwmThreshold, options_.diskUsageThreshold)) {
+    MLOG_INFO("storage: disk usage {:.1f}% is below diskUsageLwmThreshold: publishes accepted",
+              usage * 100);
+    aboveWatermark_ = false;
+  }
+}
+
+Status DurableManagedLedgerFactory::writeRefusal() const {
+  if (aboveWatermark_.load(std::memory_order_relaxed)) {
+    return Status::noSpace("disk usage " +
+                           std::to_string(diskUsagePpm_.load(std::memory_order_relaxed) / 10000) +
+                           "% is above diskUsageThreshold: publishing refused until space is freed");
+  }
+  if (journal_ && journal_->noSpace()) {
+    // Retried by the next add once the disk check sees room again (it clears the flag).
+    return Status::noSpace("journal disk full: publishing refused until space is freed");
+  }
+  return Status::ok();
+}
+
+bool DurableManagedLedgerFactory::onBg(const std::function<void()>& fn) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> f = done->get_future();
+  post([fn, done] {
+    fn();
+    done->set_value();
+  });
+  while (f.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+    std::lock_guard<std::mutex> lock(gcWaitMu_);
+    if (gcStop_) return false;
+  }
+  return true;
+}
+
+void DurableManagedLedgerFactory::gcLoop() {
+  setThreadName("storage-gc");
+  using Clock = std::chrono::steady_clock;
+  auto nextMinor = Clock::now() + std::chrono::seconds(options_.minorCompactionInterval);
+  auto nextMajor = Clock::now() + std::chrono::seconds(options_.majorCompactionInterval);
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(gcWaitMu_);
+      gcCv_.wait_for(lock, std::chrono::seconds(1), [this] { return gcStop_; });
+      if (gcStop_) return;
+    }
+    auto now = Clock::now();
+    double threshold = 0;
+    if (options_.majorCompactionInterval > 0 && now >= nextMajor) {
+      threshold = options_.majorCompactionThreshold;
+      nextMajor = now + std::chrono::seconds(options_.majorCompactionInterval);
+      nextMinor = now + std::chrono::seconds(options_.minorCompactionInterval);
+    } else if (options_.minorCompactionInterval > 0 && now >= nextMinor) {
+      threshold = options_.minorCompactionThreshold;
+      nextMinor = now + std::chrono::seconds(options_.minorCompactionInterval);
+    }
+    if (threshold <= 0) continue;
+    auto n = compactSegments(threshold);
+    if (!n) MLOG_WARN("storage: journal compaction failed: {}", n.status().toString());
+  }
+}
+
+Result<int> DurableManagedLedgerFactory::compactSegments(double threshold) {
+  MutexLock one(gcMu_);
+  std::vector<std::pair<uint64_t, std::vector<JournalRun>>> todo;
+  bool ok = onBg([&] {
+    if (!failedRuns_.empty()) return;  // the index is behind the journal: wait
+    for (uint64_t seg : knownSegments_) {
+      if (seg >= checkpointSegment_ || seg >= journal_->currentSegment()) break;
+      auto size = env_->fileSize(journal_->segmentPath(seg));
+      if (!size || *size <= kSegmentHeaderSize) continue;
+      auto it = segmentRuns_.find(seg);
+      if (it == segmentRuns_.end() || it->second.empty()) continue;  // bgReclaim deletes it
+      uint64_t live = 0;
+      for (const auto& [_, r] : it->second) live += r.length;
+      if (static_cast<double>(live) >= threshold * static_cast<double>(*size)) continue;
+      std::vector<JournalRun> runs;
+      for (const auto& [_, r] : it->second) runs.push_back(r);
+      todo.emplace_back(seg, std::move(runs));
+      compacting_.insert(seg);
+    }
+  });
+  if (!ok) return Status::closed("storage shut down");
+  int done = 0;
+  Status result;
+  for (auto& [seg, runs] : todo) {
+    Status s = result ? compactSegment(seg, std::move(runs)) : result;
+    if (s) {
+      done++;
+    } else if (result) {
+      result = s;
+    }
+  }
+  if (!todo.empty()) {
+    // Reads that were given the old locations just before the switch finish first.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    onBg([&] {
+      for (auto& [seg, _] : todo) compacting_.erase(seg);
+      bgReclaim();
+    });
+  }
+  if (!result) return result;
+  return done;
+}
+
+// Copies a segment's live records to the journal's end in batches, each durable (fdatasync)
+// before the index names the copies (one synced metadata write) and the ledgers switch to them;
+// the segment is deleted by bgReclaim once no live run is left in it. A crash at any point
+// leaves every live entry in the old segment, the new one, or both.
+Status DurableManagedLedgerFactory::compactSegment(uint64_t segment, std::vector<JournalRun> runs) {
+  auto file = env_->openReadable(journal_->segmentPath(segment));
+  if (!file) return file.status();
+  std::sort(runs.begin(), runs.end(),
+            [](const JournalRun& a, const JournalRun& b) { return a.offset < b.offset; });
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t copied = 0;
+  size_t i = 0;
+  while (i < runs.size()) {
+    {
+      std::lock_guard<std::mutex> lock(gcWaitMu_);
+      if (gcStop_) return Status::closed("storage shut down");
+    }
+    // One batch: about 1 MiB of records.
+    std::vector<JournalRun> batch;
+    RelocatedRecords recs;
+    size_t bytes = 0;
+    while (i < runs.size() && (batch.empty() || bytes < (1u << 20))) {
+      const JournalRun& r = runs[i++];
+      std::string rec(r.length, '\0');
+      auto got = (*file)->readAt(r.offset, rec.data(), rec.size());
+      if (!got) return got.status();
+      JournalRun check;
+      if (*got != rec.size() ||
+          validRecordLength(reinterpret_cast<const uint8_t*>(rec.data()), rec.size()) !=
+              rec.size() ||
+          !decodeRunHeader(reinterpret_cast<const uint8_t*>(rec.data()), &check) ||
+          check.ledgerId != r.ledgerId || check.firstEntryId != r.firstEntryId) {
+        return Status::corruption("journal segment " + std::to_string(segment) +
+                                  ": bad record at " + std::to_string(r.offset));
+      }
+      bytes += rec.size();
+      recs.records.push_back(std::move(rec));
+      batch.push_back(r);
+    }
+    auto written = std::make_shared<std::promise<std::pair<Status, std::vector<Relocation>>>>();
+    auto fut = written->get_future();
+    recs.done = [written, batch](Status st, uint64_t seg, std::vector<uint64_t> offsets) {
+      std::vector<Relocation> moved;
+      if (st) {
+        for (size_t k = 0; k < batch.size(); k++) moved.push_back({batch[k], seg, offsets[k]});
+      }
+      written->set_value({st, std::move(moved)});
+    };
+    journal_->appendRelocated(std::move(recs));
+    auto [st, moved] = fut.get();
+    if (!st) return st;
+    // Index first (synced), then the ledgers in memory; retried while a ledger closes meanwhile.
+    std::vector<Relocation> pending = std::move(moved);
+    for (int attempt = 0; !pending.empty(); attempt++) {
+      if (attempt > 100) return Status::busy("ledgers kept closing during compaction");
+      std::vector<std::pair<std::shared_ptr<ManagedLedgerImpl>, std::vector<Relocation>>> open;
+      Status ms;
+      if (!onBg([&] { open = bgApplyRelocations(pending, &ms); })) {
+        return Status::closed("storage shut down");
+      }
+      if (!ms) return ms;
+      pending.clear();
+      for (auto& [ml, rel] : open) {
+        auto applied = std::make_shared<std::promise<bool>>();
+        auto af = applied->get_future();
+        ml->executor()->execute(
+            [ml = ml, rel = rel, applied] { applied->set_value(ml->relocateRuns(rel)); });
+        while (af.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+          std::lock_guard<std::mutex> lock(gcWaitMu_);
+          if (gcStop_) return Status::closed("storage shut down");
+        }
+        if (!af.get()) pending.insert(pending.end(), rel.begin(), rel.end());
+      }
+      if (!pending.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    copied += bytes;
+    compactedBytes_.fetch_add(bytes, std::memory_order_relaxed);
+    // Rate limit: no faster than compactionRateByBytes on average.
+    auto due = start + std::chrono::microseconds(static_cast<int64_t>(
+                           static_cast<double>(copied) * 1e6 /
+                           static_cast<double>(std::max<int64_t>(1, options_.compactionRateByBytes))));
+    std::this_thread::sleep_until(due);
+  }
+  segmentsCompacted_.fetch_add(1, std::memory_order_relaxed);
+  MLOG_INFO("storage: compacted journal segment {}: {} live bytes copied", segment, copied);
+  return Status::ok();
+}
+
+std::vector<std::pair<std::shared_ptr<ManagedLedgerImpl>,
+                      std::vector<DurableManagedLedgerFactory::Relocation>>>
+DurableManagedLedgerFactory::bgApplyRelocations(const std::vector<Relocation>& moved,
+                                                Status* status) {
+  std::vector<MetadataOp> ops;
+  std::vector<Relocation> live;
+  for (const Relocation& m : moved) {
+    if (!liveLedgers_.count(m.from.ledgerId)) continue;  // deleted meanwhile
+    JournalRun to = m.from;
+    to.segment = m.segment;
+    to.offset = m.offset;
+    ops.push_back(MetadataOp::put(indexKey(to.ledgerId, to.firstEntryId), encodeRun(to)));
+    live.push_back(m);
+  }
+  if (!ops.empty()) {
+    *status = meta_->write(ops);
+    if (*status) *status = meta_->syncWrites();
+    if (!*status) {
+      metadataWriteErrors_.fetch_add(1, std::memory_order_relaxed);
+      return {};
+    }
+  }
+  std::map<std::string, std::vector<Relocation>> byOwner;
+  for (const Relocation& m : live) {
+    auto& old = segmentRuns_[m.from.segment];
+    auto it = old.find(m.from.offset);
+    if (it != old.end() && it->second.ledgerId == m.from.ledgerId) old.erase(it);
+    JournalRun to = m.from;
+    to.segment = m.segment;
+    to.offset = m.offset;
+    bgAddRun(to);
+    auto o = ledgerOwner_.find(m.from.ledgerId);
+    if (o != ledgerOwner_.end()) byOwner[o->second].push_back(m);
+  }
+  std::vector<std::pair<std::shared_ptr<ManagedLedgerImpl>, std::vector<Relocation>>> open;
+  MutexLock lock(mu_);
+  for (auto& [name, rel] : byOwner) {
+    auto o = open_.find(name);
+    if (o != open_.end()) {
+      open.emplace_back(o->second, std::move(rel));
+      continue;
+    }
+    auto d = dormant_.find(name);
+    if (d == dormant_.end()) continue;
+    for (const Relocation& m : rel) {
+      auto l = d->second.ledgers.find(m.from.ledgerId);
+      if (l != d->second.ledgers.end()) l->second.index.relocate(m.from, m.segment, m.offset);
+    }
+  }
+  return open;
 }
 
 void DurableManagedLedgerFactory::setCacheSizeMB(int64_t mb) {
@@ -284,6 +586,13 @@ StorageStats DurableManagedLedgerFactory::stats() const {
   }
   s.segmentsDeleted = segmentsDeleted_.load();
   s.ledgersDeleted = ledgersDeleted_.load();
+  s.segmentsCompacted = segmentsCompacted_.load();
+  s.compactedBytes = compactedBytes_.load();
+  s.metadataWriteErrors = metadataWriteErrors_.load();
+  s.publishesRefused = writesRefused_.load();
+  if (journal_) s.journalWriteErrors = journal_->writeErrors();
+  s.writable = writeRefusal().isOk();
+  s.diskUsage = static_cast<double>(diskUsagePpm_.load()) / 1e6;
   return s;
 }
 

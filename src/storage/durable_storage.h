@@ -5,6 +5,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <thread>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -44,6 +48,12 @@ struct StorageStats {
   uint64_t diskReads = 0, cacheEvictions = 0;
   int64_t cacheBytes = 0;
   uint64_t segmentsDeleted = 0, ledgersDeleted = 0;
+  // Journal segment compaction: segments compacted, bytes of live records copied forward.
+  uint64_t segmentsCompacted = 0, compactedBytes = 0;
+  uint64_t journalWriteErrors = 0, metadataWriteErrors = 0;
+  uint64_t publishesRefused = 0;  // adds refused at once (disk full or above the watermark)
+  bool writable = true;           // publishes accepted now
+  double diskUsage = 0;           // fraction in use of the fuller of journal / metadata disks
 };
 
 // Thread: asyncOpen/ledgerNames/stats from any thread; shutdown() from the owner. Runs the threads
@@ -72,6 +82,15 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   void setCacheSizeMB(int64_t mb);
   // Journal segment files currently on disk (for tests and metrics).
   std::vector<uint64_t> segments() const;
+  // Compacts now every journal segment before the last checkpoint whose live fraction is below
+  // `threshold` (0..1): live records are copied to the journal's end, the index moved to them,
+  // then the segment is deleted. Blocking; rate-limited by compactionRateByBytes. Runs on the
+  // storage-gc thread at minor/majorCompactionInterval; tests call it directly. Thread: any
+  // except storage-bg and the ledgers' executors. Returns the number of segments compacted.
+  Result<int> compactSegments(double threshold);
+  // Ok, or why publishes are refused now (kNoSpace: the journal's disk is full, or fuller than
+  // diskUsageThreshold). Thread: any.
+  Status writeRefusal() const;
 
  private:
   friend class ManagedLedgerImpl;
@@ -97,8 +116,25 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   void bgForgetLedgers(const std::vector<int64_t>& ids);
   void bgReclaim();
   void bgTick();
-  // Writes ops; on success also records a new live ledger (newLedgerId >= 0).
-  Status bgWrite(std::vector<MetadataOp> ops, int64_t newLedgerId = -1);
+  void bgCheckDisk();
+  // Writes ops; on success also records a new live ledger (newLedgerId >= 0) of `owner`.
+  Status bgWrite(std::vector<MetadataOp> ops, int64_t newLedgerId = -1,
+                 const std::string& owner = {});
+  void bgAddRun(const JournalRun& r);
+
+  // Compaction (storage-gc thread, or a compactSegments caller).
+  struct Relocation {
+    JournalRun from;  // as indexed now
+    uint64_t segment = 0, offset = 0;
+  };
+  void gcLoop();
+  Status compactSegment(uint64_t segment, std::vector<JournalRun> runs);
+  // On storage-bg: saves the new locations, moves the segment references, relocates dormant
+  // ledgers' indexes; returns the open ledgers still to update with their relocations.
+  std::vector<std::pair<std::shared_ptr<ManagedLedgerImpl>, std::vector<Relocation>>>
+  bgApplyRelocations(const std::vector<Relocation>& moved, Status* status);
+  // Runs fn on storage-bg and waits for it (false if the factory stopped first).
+  bool onBg(const std::function<void()>& fn);
   void post(std::function<void()> t) { bg_->post(std::move(t)); }
 
   int64_t allocateLedgerId() { return nextLedgerId_.fetch_add(1); }
@@ -120,7 +156,10 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   // storage-bg only (and recovery, before the threads start).
   uint64_t persistedNextLedgerId_ = 0;
   std::set<int64_t> liveLedgers_;
-  std::map<uint64_t, std::set<int64_t>> segmentLedgers_;
+  std::map<uint64_t, std::map<uint64_t, JournalRun>> segmentRuns_;  // live runs by offset
+  std::map<int64_t, std::string> ledgerOwner_;                      // live ledger -> its ML
+  std::set<uint64_t> compacting_;  // not deleted by bgReclaim while being compacted
+  std::vector<MetadataOp> failedOps_;  // of a recovery whose final write failed (full disk)
   std::map<int64_t, std::set<uint64_t>> ledgerSegments_;
   std::set<uint64_t> knownSegments_;
   uint64_t checkpointSegment_ = 0;
@@ -133,6 +172,18 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   bool shutdown_ GUARDED_BY(mu_) = false;
   std::atomic<bool> stopped_{false};  // shutdown() began: ledgers refuse new work
   std::atomic<uint64_t> segmentsDeleted_{0}, ledgersDeleted_{0};
+  std::atomic<uint64_t> segmentsCompacted_{0}, compactedBytes_{0}, metadataWriteErrors_{0};
+  std::atomic<uint64_t> writesRefused_{0};
+  // Disk check (storage-bg writes, any thread reads): above the watermark, usage in 1e-6 units.
+  std::atomic<bool> aboveWatermark_{false};
+  std::atomic<int64_t> diskUsagePpm_{0};
+  std::chrono::steady_clock::time_point nextDiskCheck_;  // storage-bg
+
+  Mutex gcMu_;  // one compaction at a time
+  std::mutex gcWaitMu_;
+  std::condition_variable gcCv_;
+  bool gcStop_ = false;  // under gcWaitMu_
+  std::thread gc_;
 };
 
 }  // namespace magnetar::storage

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +16,13 @@ Status errnoStatus(int err, const std::string& what) {
   std::string msg = what + ": " + std::strerror(err);
   if (err == ENOSPC || err == EDQUOT) return Status::noSpace(msg);
   return Status::ioError(msg);
+}
+
+Result<DiskSpace> Env::diskSpace(const std::string& path) {
+  struct statvfs st{};
+  if (::statvfs(path.c_str(), &st) != 0) return errnoStatus(errno, "statvfs " + path);
+  return DiskSpace{static_cast<uint64_t>(st.f_blocks) * st.f_frsize,
+                   static_cast<uint64_t>(st.f_bavail) * st.f_frsize};
 }
 
 namespace {

@@ -32,6 +32,12 @@ class RandomAccessFile {
   virtual Result<size_t> readAt(uint64_t offset, void* dst, size_t n) const = 0;
 };
 
+// Size and free space of a file system (statvfs(2)).
+struct DiskSpace {
+  uint64_t totalBytes = 0;
+  uint64_t availableBytes = 0;  // for an unprivileged user (f_bavail)
+};
+
 // Thread: any.
 class Env {
  public:
@@ -48,6 +54,8 @@ class Env {
   virtual Status rename(const std::string& from, const std::string& to) = 0;
   // fsync(2) of a directory, making created/removed names durable.
   virtual Status syncDir(const std::string& path) = 0;
+  // The file system holding `path`. Default: statvfs(2).
+  virtual Result<DiskSpace> diskSpace(const std::string& path);
 
   // The process-wide POSIX implementation.
   static Env* posix();

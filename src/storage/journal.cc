@@ -9,10 +9,17 @@
 namespace magnetar::storage {
 
 // A client's share of one group, in submission order.
+// A stretch of a client's appends with one outcome: refused (status set), or written.
+struct Journal::Chunk {
+  Status status;
+  bool retryable = true;
+  size_t n = 0;
+};
 struct Journal::ClientGroup {
   std::shared_ptr<JournalClient> client;
-  std::vector<Request> reqs;
+  std::vector<Request> reqs;  // the written ones
   std::vector<JournalRun> runs;
+  std::vector<Chunk> chunks;  // all, in submission order
 };
 
 Journal::Journal(Env* env, JournalOptions options, uint64_t firstSegment,
@@ -32,7 +39,12 @@ Status Journal::start() {
   Status s = env_->createDirs(options_.directory);
   if (!s) return s;
   s = rollSegment();
-  if (!s) return s;
+  if (!s) {
+    // A full disk must not stop the start (reads are served): the first group tries again.
+    MLOG_WARN("journal: starting segment {} failed: {}", segment_.load(), s.toString());
+    noSpace_.store(s.code() == StatusCode::kNoSpace, std::memory_order_relaxed);
+    offset_ = kSegmentHeaderSize;
+  }
   checkpointSegment_ = segment_.load();
   checkpointOffset_ = offset_;
   lastCheckpoint_ = std::chrono::steady_clock::now();
@@ -56,6 +68,18 @@ void Journal::append(const std::shared_ptr<JournalClient>& client, int64_t ledge
   if (wake) cv_.notify_one();
 }
 
+void Journal::appendRelocated(RelocatedRecords r) {
+  {
+    MutexLock lock(mu_);
+    if (!stop_) {
+      relocated_.push_back(std::move(r));
+      cv_.notify_one();
+      return;
+    }
+  }
+  r.done(Status::closed("journal stopped"), 0, {});
+}
+
 void Journal::stop() {
   {
     MutexLock lock(mu_);
@@ -69,12 +93,15 @@ void Journal::stop() {
 void Journal::run() {
   setThreadName("journal");
   std::vector<Request> batch;
+  std::vector<RelocatedRecords> relocated;
   for (;;) {
     {
       UniqueLock lock(mu_);
       auto due = lastCheckpoint_ + std::chrono::milliseconds(options_.checkpointIntervalMs);
       waiting_ = true;
-      cv_.wait_until(lock.native(), due, [&]() REQUIRES(mu_) { return stop_ || !queue_.empty(); });
+      cv_.wait_until(lock.native(), due, [&]() REQUIRES(mu_) {
+        return stop_ || !queue_.empty() || !relocated_.empty();
+      });
       if (!queue_.empty() && options_.maxGroupWaitMs > 0 && !stop_) {
         auto until = firstArrival_ + std::chrono::milliseconds(options_.maxGroupWaitMs);
         cv_.wait_until(lock.native(), until, [&]() REQUIRES(mu_) {
@@ -83,10 +110,12 @@ void Journal::run() {
       }
       waiting_ = false;
       takeGroup(batch);
-      if (batch.empty() && stop_) break;
+      relocated.swap(relocated_);
+      if (batch.empty() && relocated.empty() && stop_) break;
     }
-    if (!batch.empty()) writeGroup(batch);
+    if (!batch.empty() || !relocated.empty()) writeGroup(batch, relocated);
     batch.clear();
+    relocated.clear();
     maybeCheckpoint(false);
   }
   maybeCheckpoint(true);
@@ -111,17 +140,33 @@ void Journal::takeGroup(std::vector<Request>& batch) {
   queuedBytes_ -= taken;
 }
 
-void Journal::writeGroup(std::vector<Request>& batch) {
-  // Group by client, keeping each client's order.
+void Journal::writeGroup(std::vector<Request>& batch, std::vector<RelocatedRecords>& relocated) {
+  // Group by client, keeping each client's order. Entries of a ledger whose write failed are
+  // refused until its retry (the first failed entry id) comes: nothing after a gap is written.
   std::vector<ClientGroup> groups;
   std::unordered_map<JournalClient*, size_t> index;
   for (Request& r : batch) {
     auto [it, fresh] = index.try_emplace(r.client.get(), groups.size());
-    if (fresh) groups.push_back(ClientGroup{r.client, {}, {}});
-    groups[it->second].reqs.push_back(std::move(r));
+    if (fresh) groups.push_back(ClientGroup{r.client, {}, {}, {}});
+    ClientGroup& g = groups[it->second];
+    auto f = failedLedgers_.find(r.ledgerId);
+    if (f != failedLedgers_.end()) {
+      if (f->second.first >= 0 && r.entryId == f->second.first) {
+        failedLedgers_.erase(f);
+      } else {
+        g.chunks.push_back(Chunk{f->second.second, f->second.first >= 0, 1});
+        continue;
+      }
+    }
+    if (g.chunks.empty() || !g.chunks.back().status) {
+      g.chunks.push_back(Chunk{Status::ok(), true, 0});
+    }
+    g.chunks.back().n++;
+    g.reqs.push_back(std::move(r));
   }
   // One record per run of consecutive entries of one ledger, capped at maxRecordBytes.
   buf_.clear();
+  size_t written = 0;
   for (ClientGroup& g : groups) {
     size_t i = 0;
     while (i < g.reqs.size()) {
@@ -145,19 +190,32 @@ void Journal::writeGroup(std::vector<Request>& batch) {
       g.runs.push_back(run);
       i = j;
     }
+    written += g.reqs.size();
+  }
+  // Records copied by compaction go after the entries, as they are.
+  std::vector<std::vector<uint64_t>> relocatedAt(relocated.size());
+  for (size_t k = 0; k < relocated.size(); k++) {
+    for (const std::string& rec : relocated[k].records) {
+      relocatedAt[k].push_back(buf_.size());
+      buf_.append(rec);
+    }
   }
 
   Status st;
-  if (segmentBroken_ || !haveFile_ ||
-      (offset_ > kSegmentHeaderSize &&
-       offset_ + buf_.size() > static_cast<uint64_t>(options_.segmentSizeBytes))) {
-    st = rollSegment();
+  if (!buf_.empty()) {
+    if (segmentBroken_ || !haveFile_ ||
+        (offset_ > kSegmentHeaderSize &&
+         offset_ + buf_.size() > static_cast<uint64_t>(options_.segmentSizeBytes))) {
+      st = rollSegment();
+    }
+    if (options_.testDelayMicrosPerGroup > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(options_.testDelayMicrosPerGroup));
+    }
+    if (st) st = file_->writeAt(offset_, buf_.data(), buf_.size());
+    // Copies must be on disk before the index points at them and the old segment goes.
+    if (st && (options_.syncData || !relocated.empty())) st = file_->sync();
   }
-  if (options_.testDelayMicrosPerGroup > 0) {
-    std::this_thread::sleep_for(std::chrono::microseconds(options_.testDelayMicrosPerGroup));
-  }
-  if (st) st = file_->writeAt(offset_, buf_.data(), buf_.size());
-  if (st && options_.syncData) st = file_->sync();
+  bool clean = true;
   if (st) {
     for (ClientGroup& g : groups) {
       for (JournalRun& r : g.runs) {
@@ -166,22 +224,44 @@ void Journal::writeGroup(std::vector<Request>& batch) {
         pendingRuns_.push_back(r);
       }
     }
+    for (auto& at : relocatedAt) {
+      for (uint64_t& o : at) o += offset_;
+    }
     offset_ += buf_.size();
     groups_.fetch_add(1, std::memory_order_relaxed);
-    entries_.fetch_add(batch.size(), std::memory_order_relaxed);
+    entries_.fetch_add(written, std::memory_order_relaxed);
     bytes_.fetch_add(buf_.size(), std::memory_order_relaxed);
+    if (!buf_.empty()) noSpace_.store(false, std::memory_order_relaxed);
   } else {
-    MLOG_WARN("journal: group of {} entries failed: {}", batch.size(), st.toString());
-    // Cut what may have reached the file; if that fails too, continue in a new segment.
-    if (haveFile_ && !file_->truncate(offset_)) segmentBroken_ = true;
+    MLOG_WARN("journal: group of {} entries failed: {}", written, st.toString());
+    writeErrors_.fetch_add(1, std::memory_order_relaxed);
+    noSpace_.store(st.code() == StatusCode::kNoSpace, std::memory_order_relaxed);
+    // Cut what may have reached the file; if that fails too, continue in a new segment, and the
+    // failed ledgers take no more writes (their bytes may be found at recovery).
+    if (haveFile_ && !file_->truncate(offset_)) {
+      segmentBroken_ = true;
+      clean = false;
+    }
+    for (ClientGroup& g : groups) {
+      for (const JournalRun& r : g.runs) {
+        failedLedgers_.try_emplace(r.ledgerId, clean ? r.firstEntryId : -1, st);
+      }
+    }
   }
   for (ClientGroup& g : groups) {
-    size_t n = g.reqs.size();
-    if (st) {
-      g.client->onJournalWritten(Status::ok(), std::move(g.runs), n);
-    } else {
-      g.client->onJournalWritten(st, {}, n);
+    for (Chunk& c : g.chunks) {
+      if (!c.status) {
+        g.client->onJournalWritten(c.status, {}, c.n, c.retryable);
+      } else if (st) {
+        g.client->onJournalWritten(Status::ok(), std::move(g.runs), c.n, true);
+        g.runs.clear();
+      } else {
+        g.client->onJournalWritten(st, {}, c.n, clean);
+      }
     }
+  }
+  for (size_t k = 0; k < relocated.size(); k++) {
+    relocated[k].done(st, segment_.load(), st ? std::move(relocatedAt[k]) : std::vector<uint64_t>{});
   }
 }
 

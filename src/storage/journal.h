@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "base/buffer.h"
@@ -29,7 +30,19 @@ class JournalClient {
   // The next `entries` appends of this client, in submission order, completed with `status`; on
   // success `runs` locate them. Called on the journal thread once per group: implementations hand
   // it to their own executor as one task and return.
-  virtual void onJournalWritten(Status status, std::vector<JournalRun> runs, size_t entries) = 0;
+  // On failure, `retryable` true means nothing of the failed appends is left in the journal: the
+  // client may append the first failed entry id again (the journal refuses every other entry of
+  // that ledger until it does). false: the ledger must not be written again (start a new one).
+  virtual void onJournalWritten(Status status, std::vector<JournalRun> runs, size_t entries,
+                                bool retryable) = 0;
+};
+
+// Journal records copied forward by segment compaction: whole records as read from a segment.
+struct RelocatedRecords {
+  std::vector<std::string> records;  // each a complete record (frame + payload)
+  // Called on the journal thread once they are written and synced (fdatasync, whatever
+  // journalSyncData says): the segment and the offset of each record, or the error.
+  std::function<void(Status, uint64_t segment, std::vector<uint64_t> offsets)> done;
 };
 
 struct JournalOptions {
@@ -67,6 +80,8 @@ class Journal {
   // Queues one entry. Entries of one ledger must be appended in entry-id order.
   void append(const std::shared_ptr<JournalClient>& client, int64_t ledgerId, int64_t entryId,
               Buffer data);
+  // Queues records copied by compaction; they go out with the next group. Thread: any.
+  void appendRelocated(RelocatedRecords r);
   // Writes what is queued, takes a last checkpoint and joins the thread.
   void stop();
 
@@ -78,6 +93,11 @@ class Journal {
   uint64_t groupsWritten() const { return groups_.load(std::memory_order_relaxed); }
   uint64_t entriesWritten() const { return entries_.load(std::memory_order_relaxed); }
   uint64_t bytesWritten() const { return bytes_.load(std::memory_order_relaxed); }
+  uint64_t writeErrors() const { return writeErrors_.load(std::memory_order_relaxed); }
+  // The last group write failed with kNoSpace (cleared by the next successful write).
+  bool noSpace() const { return noSpace_.load(std::memory_order_relaxed); }
+  // Forgets the last failure (space was freed): the next group is tried. Thread: any.
+  void clearNoSpace() { noSpace_.store(false, std::memory_order_relaxed); }
 
  private:
   struct Request {
@@ -86,11 +106,12 @@ class Journal {
     int64_t entryId;
     Buffer data;
   };
+  struct Chunk;
   struct ClientGroup;
 
   void run();
   void takeGroup(std::vector<Request>& batch) REQUIRES(mu_);
-  void writeGroup(std::vector<Request>& batch);
+  void writeGroup(std::vector<Request>& batch, std::vector<RelocatedRecords>& relocated);
   Status rollSegment();
   void maybeCheckpoint(bool force);
 
@@ -101,6 +122,7 @@ class Journal {
   Mutex mu_;
   std::condition_variable cv_;
   std::vector<Request> queue_ GUARDED_BY(mu_);
+  std::vector<RelocatedRecords> relocated_ GUARDED_BY(mu_);
   int64_t queuedBytes_ GUARDED_BY(mu_) = 0;
   std::chrono::steady_clock::time_point firstArrival_ GUARDED_BY(mu_);
   bool waiting_ GUARDED_BY(mu_) = false;  // journal thread asleep for work
@@ -114,10 +136,14 @@ class Journal {
   bool haveFile_ = false;
   std::string buf_;
   std::vector<JournalRun> pendingRuns_;
+  // Ledgers whose last write failed: the entry id the journal accepts next (a retry), or -1 when
+  // the failed bytes may still be in a segment and the ledger takes no more writes; and why.
+  std::unordered_map<int64_t, std::pair<int64_t, Status>> failedLedgers_;
   uint64_t checkpointSegment_ = 0, checkpointOffset_ = 0;
   std::chrono::steady_clock::time_point lastCheckpoint_;
 
-  std::atomic<uint64_t> groups_{0}, entries_{0}, bytes_{0};
+  std::atomic<uint64_t> groups_{0}, entries_{0}, bytes_{0}, writeErrors_{0};
+  std::atomic<bool> noSpace_{false};
   std::thread thread_;
 };
 

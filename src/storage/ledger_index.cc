@@ -10,6 +10,19 @@ int64_t LedgerIndex::dataBytes() const {
   return n;
 }
 
+bool LedgerIndex::relocate(const JournalRun& from, uint64_t segment, uint64_t offset) {
+  auto it = std::lower_bound(
+      runs_.begin(), runs_.end(), from.firstEntryId,
+      [](const JournalRun& r, int64_t e) { return r.firstEntryId < e; });
+  if (it == runs_.end() || it->firstEntryId != from.firstEntryId ||
+      it->segment != from.segment || it->offset != from.offset) {
+    return false;
+  }
+  it->segment = segment;
+  it->offset = offset;
+  return true;
+}
+
 std::vector<JournalRun> LedgerIndex::runsFrom(int64_t fromEntry, int64_t maxEntries,
                                               int64_t maxBytes) const {
   std::vector<JournalRun> out;

@@ -23,6 +23,9 @@ class LedgerIndex {
   // Runs holding entries from `fromEntry` on, until about maxBytes of entry data or maxEntries
   // entries are covered (at least one run).
   std::vector<JournalRun> runsFrom(int64_t fromEntry, int64_t maxEntries, int64_t maxBytes) const;
+  // Points the run that starts at from.firstEntryId and lies at from's segment and offset to
+  // (segment, offset) instead (a compaction copied it). False if there is no such run.
+  bool relocate(const JournalRun& from, uint64_t segment, uint64_t offset);
   // Keeps only entries < count (a ledger closed after a failed write).
   void truncate(int64_t count);
 

@@ -139,6 +139,15 @@ class ManagedLedger {
   virtual void asyncClose(StatusCallback cb) = 0;
   // Deletes all data and cursors of this ledger.
   virtual void asyncDelete(StatusCallback cb) = 0;
+  // This ledger's retention of consumed data (the namespace's or topic's policy; until called,
+  // defaultRetentionTimeInMinutes / defaultRetentionSizeInMB): minutes and MiB, -1 unlimited,
+  // 0 none. Consumed ledgers beyond it go at the next trim (at once here). Default: ignored.
+  virtual void setRetention(int32_t /*retentionTimeInMinutes*/, int64_t /*retentionSizeInMB*/) {}
+  // Pulsar's asyncTruncate: moves every cursor to the last entry, then deletes every ledger but
+  // the current one whatever the retention. cb on the executor. Default: kUnsupported.
+  virtual void asyncTruncate(StatusCallback cb) {
+    executor()->execute([cb = std::move(cb)] { cb(Status::unsupported("truncate")); });
+  }
 };
 
 // Opens ledgers by name (a topic's persistence name, e.g. "public/default/persistent/t1").

@@ -19,11 +19,13 @@ class JournalSink : public JournalClient {
  public:
   JournalSink(std::weak_ptr<ManagedLedgerImpl> ml, net::Executor* ex)
       : ml_(std::move(ml)), ex_(ex) {}
-  void onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n) override {
+  void onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n,
+                        bool retryable) override {
     if (auto ml = ml_.lock()) {
-      ex_->execute([ml = std::move(ml), s = std::move(s), runs = std::move(runs), n]() mutable {
-        ml->onJournalWritten(s, runs, n);
-      });
+      ex_->execute(
+          [ml = std::move(ml), s = std::move(s), runs = std::move(runs), n, retryable]() mutable {
+            ml->onJournalWritten(s, runs, n, retryable);
+          });
     }
   }
 
@@ -39,6 +41,8 @@ ManagedLedgerImpl::ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::
       name_(std::move(name)),
       executor_(executor),
       opts_(factory->options_),
+      retentionMinutes_(factory->options_.defaultRetentionTimeInMinutes),
+      retentionSizeMB_(factory->options_.defaultRetentionSizeInMB),
       readKey_(std::hash<std::string>()(name_)) {
   for (auto& ledger : state.ledgers) {
     const int64_t id = ledger.first;
@@ -83,6 +87,11 @@ void ManagedLedgerImpl::asyncAddEntry(Buffer data, AddEntryCallback cb) {
     executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed"), {}); });
     return;
   }
+  if (Status refused = factory_->writeRefusal(); !refused) {
+    factory_->writesRefused_.fetch_add(1, std::memory_order_relaxed);
+    executor_->execute([cb = std::move(cb), refused] { cb(refused, {}); });
+    return;
+  }
   queued_.emplace_back(std::move(data), std::move(cb));
   drainQueued();
 }
@@ -98,7 +107,7 @@ void ManagedLedgerImpl::drainQueued() {
     Position pos{curLedger_, curAssigned_++};
     curAssignedBytes_ += static_cast<int64_t>(data.size());
     factory_->journal_->append(sink_, pos.ledgerId, pos.entryId, data);
-    inflight_.push_back(PendingAdd{pos, std::move(data), std::move(cb)});
+    inflight_.push_back(PendingAdd{pos, std::move(data), std::move(cb), epoch_});
     queued_.pop_front();
   }
 }
@@ -130,7 +139,7 @@ void ManagedLedgerImpl::startRollover() {
   list.push_back(LedgerMeta{id, -1, created});
   std::vector<MetadataOp> ops{MetadataOp::put(mlKey(name_), encodeLedgerList(list))};
   factory_->post([f = factory_, ops = std::move(ops), id, created, self = shared_from_this()] {
-    Status s = f->bgWrite(ops, id);
+    Status s = f->bgWrite(ops, id, self->name_);
     self->executor_->execute([self, s, id, created] { self->onLedgerCreated(s, id, created); });
   });
 }
@@ -185,7 +194,7 @@ void ManagedLedgerImpl::fence(int64_t ledgerId, const Status& s) {
 }
 
 void ManagedLedgerImpl::onJournalWritten(const Status& s, const std::vector<JournalRun>& runs,
-                                         size_t n) {
+                                         size_t n, bool retryable) {
   MAGNETAR_DCHECK_ON(*executor_);
   if (s) {
     for (const JournalRun& r : runs) {
@@ -205,9 +214,21 @@ void ManagedLedgerImpl::onJournalWritten(const Status& s, const std::vector<Jour
         cache_->clear();  // the cache must stay a gap-free suffix of the log
       }
       a.cb(Status::ok(), a.pos);
+    } else if (s) {
+      a.cb(fenceStatus_, {});
     } else {
-      if (!s && fencedLedger_ != a.pos.ledgerId) fence(a.pos.ledgerId, s);
-      a.cb(s ? fenceStatus_ : s, {});
+      if (!retryable) {
+        if (fencedLedger_ != a.pos.ledgerId) fence(a.pos.ledgerId, s);
+      } else if (a.epoch == epoch_ && a.pos.ledgerId == curLedger_ &&
+                 fencedLedger_ != curLedger_) {
+        // Nothing of it is in the journal: the next add retries this entry id in this ledger
+        // (the journal refuses the later in-flight ones); no new ledger per failed write.
+        epoch_++;
+        curAssigned_ = a.pos.entryId;
+        const LedgerInfo* confirmed = ledgers_.find(curLedger_);
+        curAssignedBytes_ = confirmed ? confirmed->sizeBytes : 0;
+      }
+      a.cb(s, {});
     }
   }
   activateLedger();
@@ -418,11 +439,14 @@ Position ManagedLedgerImpl::minPersistedMarkDelete() const {
 
 // ---- housekeeping ----
 
-void ManagedLedgerImpl::maybeTrim() {
+void ManagedLedgerImpl::maybeTrim(bool truncate) {
   if (state_ == State::kClosed || closing_) return;
-  const int retMin = opts_.defaultRetentionTimeInMinutes;
-  const int64_t retBytes = opts_.defaultRetentionSizeInMB * (1ll << 20);
-  if (retMin < 0 && opts_.defaultRetentionSizeInMB < 0) return;
+  // Pulsar's rules: a ledger goes when every cursor is past it (with no cursor, every ledger but
+  // the current one is consumed) and it is older than the retention time or the consumed data
+  // kept would exceed the retention size; -1/-1 keeps everything.
+  const int retMin = retentionMinutes_;
+  const int64_t retMB = retentionSizeMB_;
+  if (!truncate && retMin < 0 && retMB < 0) return;
   Position mark = minPersistedMarkDelete();
   int64_t now = nowMs();
   int64_t remaining = ledgers_.totalBytes();
@@ -432,9 +456,8 @@ void ManagedLedgerImpl::maybeTrim() {
     bool consumed = info.entries == 0 || Position{id, info.entries - 1} <= mark;
     if (!consumed) break;
     bool expired = retMin == 0 || (retMin > 0 && now - info.createdMs >= int64_t{retMin} * 60000);
-    bool overSize = opts_.defaultRetentionSizeInMB == 0 ||
-                    (opts_.defaultRetentionSizeInMB > 0 && remaining > retBytes);
-    if (!expired && !overSize) break;
+    bool overSize = retMB == 0 || (retMB > 0 && remaining > retMB * (1ll << 20));
+    if (!truncate && !expired && !overSize) break;
     drop.push_back(id);
     remaining -= info.sizeBytes;
   }
@@ -468,7 +491,54 @@ void ManagedLedgerImpl::onTick() {
     startRollover();
   }
   cache_->evictUpTo(minMarkDelete());
+  // Time-based retention: consumed ledgers expire without any cursor moving.
+  int64_t now = nowMs();
+  if (opts_.retentionCheckIntervalInSeconds > 0 && now >= nextRetentionCheckMs_) {
+    nextRetentionCheckMs_ = now + int64_t{opts_.retentionCheckIntervalInSeconds} * 1000;
+    maybeTrim();
+  }
+}
+
+void ManagedLedgerImpl::setRetention(int32_t retentionTimeInMinutes, int64_t retentionSizeInMB) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (retentionMinutes_ == retentionTimeInMinutes && retentionSizeMB_ == retentionSizeInMB) return;
+  retentionMinutes_ = retentionTimeInMinutes;
+  retentionSizeMB_ = retentionSizeInMB;
   maybeTrim();
+}
+
+void ManagedLedgerImpl::asyncTruncate(StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (closing_ || state_ == State::kClosed) {
+    post(std::move(cb), Status::closed("managed ledger closed"));
+    return;
+  }
+  // Every cursor to the last entry (one metadata write for all), then the trim.
+  Position last = ledgers_.lastConfirmed();
+  auto left = std::make_shared<size_t>(cursors_.size() + 1);
+  auto first = std::make_shared<Status>();
+  auto finish = [self = shared_from_this(), left, first, cb = std::move(cb)](const Status& s) {
+    if (!s && first->isOk()) *first = s;
+    if (--*left > 0) return;
+    if (first->isOk()) self->maybeTrim(true);
+    if (cb) cb(*first);
+  };
+  for (auto& [_, c] : cursors_) {
+    bool moved = c->state_.markDeleteUpTo(last, ledgers_);
+    cursorChanged(c.get(), finish, moved);
+  }
+  finish(Status::ok());
+}
+
+bool ManagedLedgerImpl::relocateRuns(
+    const std::vector<DurableManagedLedgerFactory::Relocation>& moved) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (state_ == State::kClosed) return false;
+  for (const auto& m : moved) {
+    auto it = index_.find(m.from.ledgerId);
+    if (it != index_.end()) it->second.relocate(m.from, m.segment, m.offset);
+  }
+  return true;
 }
 
 // ---- close / delete ----

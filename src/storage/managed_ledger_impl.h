@@ -71,6 +71,11 @@ class ManagedLedgerImpl : public ManagedLedger,
   std::vector<ManagedCursor*> cursors() const override;
   void asyncClose(StatusCallback cb) override;
   void asyncDelete(StatusCallback cb) override;
+  void setRetention(int32_t retentionTimeInMinutes, int64_t retentionSizeInMB) override;
+  void asyncTruncate(StatusCallback cb) override;
+  // Compaction moved these runs: points the index at the copies. False when the ledger is closed
+  // (its state went back to the factory, which relocates it there).
+  bool relocateRuns(const std::vector<DurableManagedLedgerFactory::Relocation>& moved);
 
   // Thread: any.
   net::Executor* executor() const override { return executor_; }
@@ -79,7 +84,8 @@ class ManagedLedgerImpl : public ManagedLedger,
   // Periodic housekeeping (time-based rollover, retention, cache); posted by storage-bg.
   void onTick();
   // One group's outcome for this ledger's next `n` appends (posted by the journal sink).
-  void onJournalWritten(const Status& s, const std::vector<JournalRun>& runs, size_t n);
+  void onJournalWritten(const Status& s, const std::vector<JournalRun>& runs, size_t n,
+                        bool retryable);
 
  private:
   friend class ManagedCursorImpl;
@@ -88,6 +94,7 @@ class ManagedLedgerImpl : public ManagedLedger,
     Position pos;
     Buffer data;
     AddEntryCallback cb;
+    uint64_t epoch = 0;  // epoch_ when assigned: a failure rewinds once per epoch
   };
 
   void post(StatusCallback cb, Status s);
@@ -110,7 +117,9 @@ class ManagedLedgerImpl : public ManagedLedger,
   Position minMarkDelete() const;
   // As minMarkDelete, over the persisted mark-delete positions (what trimming may drop up to).
   Position minPersistedMarkDelete() const;
-  void maybeTrim();
+  // Deletes consumed ledgers that retention lets go (truncate: all before the current one that
+  // every cursor is past, whatever the retention).
+  void maybeTrim(bool truncate = false);
   void maybeFinishClose();
   ManagedLedgerState exportState();
 
@@ -131,6 +140,10 @@ class ManagedLedgerImpl : public ManagedLedger,
   int64_t curAssigned_ = 0;
   int64_t curAssignedBytes_ = 0;
   int64_t fencedLedger_ = -1;
+  int32_t retentionMinutes_;   // setRetention, else defaultRetentionTimeInMinutes
+  int64_t retentionSizeMB_;    // setRetention, else defaultRetentionSizeInMB
+  int64_t nextRetentionCheckMs_ = 0;
+  uint64_t epoch_ = 0;  // grows at each rewind after a retryable failed write
   Status fenceStatus_;
   std::deque<PendingAdd> inflight_;                         // in the journal, in order
   std::deque<std::pair<Buffer, AddEntryCallback>> queued_;  // waiting for a ledger

@@ -42,6 +42,8 @@ class MetadataStore {
   virtual Status remove(const std::string& key) = 0;
   // Applies all ops atomically, in order.
   virtual Status write(const std::vector<MetadataOp>& ops) = 0;
+  // Makes every completed write durable (when writes are not synced one by one). Default: ok.
+  virtual Status syncWrites() { return Status::ok(); }
   // All (key, value) pairs whose key starts with prefix, in key (byte) order.
   virtual Result<std::vector<std::pair<std::string, std::string>>> scan(
       const std::string& prefix) = 0;

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <set>
 
+#include "base/logging.h"
+
 namespace magnetar::storage {
 
 namespace {
@@ -55,7 +57,40 @@ Status RocksDbMetadataStore::remove(const std::string& key) {
   return write({MetadataOp::del(key)});
 }
 
+Status RocksDbMetadataStore::checkWritable() {
+  MutexLock lock(mu_);
+  if (error_.isOk()) return Status::ok();
+  auto now = std::chrono::steady_clock::now();
+  if (now < nextResume_) {
+    return Status::error(error_.code(), "metadata store refuses writes after: " + error_.message());
+  }
+  rocksdb::Status r = db_->Resume();
+  if (!r.ok()) {
+    nextResume_ = now + std::chrono::seconds(1);
+    return Status::error(error_.code(), "metadata store refuses writes after: " + error_.message());
+  }
+  MLOG_INFO("metadata store: writes resumed");
+  error_ = Status::ok();
+  return Status::ok();
+}
+
+void RocksDbMetadataStore::writeFailed(const Status& s) {
+  MutexLock lock(mu_);
+  if (error_.isOk()) MLOG_WARN("metadata store: write failed, refusing writes: {}", s.toString());
+  error_ = s;
+  nextResume_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+}
+
+Status RocksDbMetadataStore::syncWrites() {
+  if (Status s = checkWritable(); !s) return s;
+  if (sync_) return Status::ok();
+  Status s = toStatus(db_->SyncWAL());
+  if (!s) writeFailed(s);
+  return s;
+}
+
 Status RocksDbMetadataStore::write(const std::vector<MetadataOp>& ops) {
+  if (Status s = checkWritable(); !s) return s;
   rocksdb::WriteBatch batch;
   for (const auto& op : ops) {
     switch (op.kind) {
@@ -78,12 +113,9 @@ Status RocksDbMetadataStore::write(const std::vector<MetadataOp>& ops) {
   }
   rocksdb::WriteOptions wo;
   wo.sync = sync_;
-  rocksdb::Status s = db_->Write(wo, &batch);
-  if (!s.ok()) {
-    // RocksDB refuses writes after a background error (e.g. ENOSPC); resume for the next write.
-    (void)db_->Resume();
-  }
-  return toStatus(s);
+  Status s = toStatus(db_->Write(wo, &batch));
+  if (!s) writeFailed(s);
+  return s;
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> RocksDbMetadataStore::scan(

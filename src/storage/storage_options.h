@@ -56,6 +56,26 @@ struct StorageOptions {
   int defaultRetentionTimeInMinutes = setting_defaults::defaultRetentionTimeInMinutes;
   int64_t defaultRetentionSizeInMB = setting_defaults::defaultRetentionSizeInMB;
 
+  // Retention checked at most this often when nothing else triggers a trim
+  // (retentionCheckIntervalInSeconds; 0: only at rollover and cursor moves).
+  int retentionCheckIntervalInSeconds = setting_defaults::retentionCheckIntervalInSeconds;
+
+  // Segment compaction (BookKeeper's entry-log GC names): a segment whose live fraction is below
+  // the threshold is copied forward every interval; thresholds 0 or intervals 0 disable it.
+  double minorCompactionThreshold = setting_defaults::minorCompactionThreshold;
+  int64_t minorCompactionInterval = setting_defaults::minorCompactionInterval;  // seconds
+  double majorCompactionThreshold = setting_defaults::majorCompactionThreshold;
+  int64_t majorCompactionInterval = setting_defaults::majorCompactionInterval;  // seconds
+  // Bytes per second compaction copies at most (compactionRateByBytes).
+  int64_t compactionRateByBytes = setting_defaults::compactionRateByBytes;
+
+  // Low-disk watermark (BookKeeper's names): publishes are refused once the journal's or the
+  // metadata's file system is fuller than diskUsageThreshold (a fraction) until it is below
+  // diskUsageLwmThreshold; checked every diskCheckInterval ms. Threshold >= 1 disables it.
+  double diskUsageThreshold = setting_defaults::diskUsageThreshold;
+  double diskUsageLwmThreshold = setting_defaults::diskUsageLwmThreshold;
+  int diskCheckInterval = setting_defaults::diskCheckInterval;
+
   // Threads named storage-read-N for reads that miss the cache (numReadWorkerThreads).
   int numReadThreads = setting_defaults::numReadWorkerThreads;
   // A disk read fetches up to this many bytes of journal at once (catch-up batches).

@@ -72,6 +72,7 @@ Status DurableManagedLedgerFactory::recoverLedgerLists(Recovery& r) {
       st.ledgers[m.ledgerId].meta = m;
       r.owner[m.ledgerId] = &st;
       liveLedgers_.insert(m.ledgerId);
+      ledgerOwner_[m.ledgerId] = name;
       r.maxLedger = std::max(r.maxLedger, m.ledgerId);
     }
   }
@@ -149,8 +150,9 @@ Status DurableManagedLedgerFactory::replayJournal(Recovery& r) {
       MLOG_WARN("storage: cutting journal segment {} at {} ({} bytes of torn/corrupt tail)", seg,
                 *end, *size - *end);
       auto f = env_->openWritable(path);
-      if (!f) return f.status();
-      if (Status s = (*f)->truncate(*end); !s) return s;
+      Status s = f ? (*f)->truncate(*end) : f.status();
+      // Not fatal (e.g. a full disk): replay stops at the same place next time.
+      if (!s) MLOG_WARN("storage: cutting journal segment {} failed: {}", seg, s.toString());
     }
   }
   return Status::ok();
@@ -161,10 +163,7 @@ Status DurableManagedLedgerFactory::finishRecovery(Recovery& r) {
   for (auto& [_, st] : dormant_) {
     for (auto& [id, l] : st.ledgers) {
       if (l.meta.closedAt >= 0) l.index.truncate(std::max<int64_t>(storedEntries(l), 0));
-      for (const JournalRun& run : l.index.runs()) {
-        segmentLedgers_[run.segment].insert(id);
-        ledgerSegments_[id].insert(run.segment);
-      }
+      for (const JournalRun& run : l.index.runs()) bgAddRun(run);
     }
   }
   knownSegments_.insert(r.segments.begin(), r.segments.end());
@@ -176,7 +175,15 @@ Status DurableManagedLedgerFactory::finishRecovery(Recovery& r) {
   // Everything is indexed now: replay will start in the new segment.
   r.ops.push_back(
       MetadataOp::put(kCheckpointKey, encodeCheckpoint(firstSegment_, kSegmentHeaderSize)));
-  return meta_->write(r.ops);
+  Status s = meta_->write(r.ops);
+  if (!s) {
+    // A full disk must not stop the start: serve reads, and write this with the first checkpoint
+    // (until then a restart replays from the old checkpoint again).
+    MLOG_WARN("storage: saving the recovered index failed ({}); retried at the next checkpoint",
+              s.toString());
+    failedOps_ = std::move(r.ops);
+  }
+  return Status::ok();
 }
 
 }  // namespace magnetar::storage

@@ -9,11 +9,14 @@ mark-delete is persisted. After a random time (or a random number of acks) the t
 The next round's verification must show every acked sequence number stored (M >= last ack) and
 every cursor at or past its last persisted position. A final --verify-only run checks the end state.
 
+--compact adds a churn topic (consumed and trimmed as it is written) and runs journal compaction
+every second, so the kills also land while live records are copied forward and segments deleted.
+
 --mode broker runs the same idea end to end against `magnetar standalone` with the official
 Python client (see broker_crash.py); it needs the app to use the durable storage.
 
 Usage: crash_test.py [--mode storage|broker] [--kills N] [--tool PATH] [--topics N] [--seed S]
-                     [--keep]
+                     [--keep] [--compact]
 """
 
 import argparse
@@ -89,13 +92,14 @@ def check_verified(lines, acked, cursors, topics, round_no):
     return verified
 
 
-def run_round(tool, data_dir, topics, rng, acked, cursors, round_no, kill):
+def run_round(tool, data_dir, topics, rng, acked, cursors, round_no, kill, compact=False):
     lines = []
     stderr_path = os.path.join(data_dir, f"round{round_no}.stderr")
     with open(stderr_path, "wb") as err:
         proc = subprocess.Popen(
             [tool, "--dir", data_dir, "--topics", str(topics)]
-            + ([] if kill else ["--verify-only"]),
+            + ([] if kill else ["--verify-only"])
+            + (["--compact"] if compact else []),
             stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL,
         )
     killed = threading.Event()
@@ -154,6 +158,9 @@ def main():
     ap.add_argument("--tool")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--keep", action="store_true", help="keep the data directory")
+    ap.add_argument("--compact", action="store_true",
+                    help="storage mode: a churn topic and journal compaction every second, so "
+                         "the kills land while live records are copied forward")
     args = ap.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
@@ -174,10 +181,12 @@ def main():
             return 0
         tool = find_tool(args.tool)
         for k in range(args.kills):
-            n = run_round(tool, data_dir, args.topics, rng, acked, cursors, k, kill=True)
+            n = run_round(tool, data_dir, args.topics, rng, acked, cursors, k, kill=True,
+                          compact=args.compact)
             total += n
             print(f"crash_test: round {k}: {n} acked appends, then SIGKILL", flush=True)
-        run_round(tool, data_dir, args.topics, rng, acked, cursors, args.kills, kill=False)
+        run_round(tool, data_dir, args.topics, rng, acked, cursors, args.kills, kill=False,
+                  compact=args.compact)
         print(
             f"crash_test: PASS: {args.kills} kills, {total} acknowledged appends over "
             f"{args.topics} topics all recovered in order, byte for byte (seed {seed})"

@@ -25,6 +25,7 @@ StorageOptions testOptions(const std::string& dir) {
   o.tickIntervalMs = 50;
   o.checkpointIntervalMs = 50;
   o.numReadThreads = 2;
+  o.diskCheckInterval = 20;
   return o;
 }
 
@@ -317,19 +318,27 @@ void faultRoundTrip(DurableStorageTest* t, ManualExecutor& ex, const std::string
       ASSERT_TRUE(addOne(*ml, ex, "ok" + std::to_string(i)).isOk());
       acked.push_back("ok" + std::to_string(i));
     }
+    size_t ledgersBefore = ml->ledgerStats().size();
+    int64_t currentBefore = ml->lastConfirmedEntry().ledgerId;
     inject(env);
     for (int i = 0; i < 3; i++) {
       auto r = addOne(*ml, ex, "fail" + std::to_string(i));
       ASSERT_FALSE(r.isOk());
       EXPECT_EQ(r.status().code(), expected) << r.status().toString();
     }
+    // The failed bytes were cut: no new ledger per failed write.
+    EXPECT_EQ(ml->ledgerStats().size(), ledgersBefore);
     auto stored = readAll(*ml, ex);
     ASSERT_EQ(stored.size(), 5u);
     env.writeErrno = 0;
     env.syncErrno = 0;
     env.shortWrites = false;
+    // Writes resume without a restart (a full journal is retried once the disk check sees room).
+    ASSERT_TRUE(runUntil(ex, [&] { return (*f)->writeRefusal().isOk(); }));
     auto p = addOne(*ml, ex, "again");
     ASSERT_TRUE(p.isOk()) << p.status().toString();
+    EXPECT_EQ(p->ledgerId, currentBefore);  // the same ledger, retried at the failed entry id
+    EXPECT_EQ(p->entryId, 5);
     acked.push_back("again");
     ml.reset();
     (*f)->shutdown();

@@ -19,6 +19,7 @@ class FaultEnv : public Env {
   std::atomic<int> syncDelayUs{0};
   std::atomic<int> syncs{0};
   std::atomic<int> writes{0};
+  std::atomic<int64_t> availableBytes{-1};  // >= 0: diskSpace() reports this free of 1 GiB
 
   Result<std::unique_ptr<WritableFile>> openWritable(const std::string& path) override {
     if (int e = writeErrno.load()) return errnoStatus(e, "open " + path);
@@ -37,6 +38,12 @@ class FaultEnv : public Env {
   Status removeFile(const std::string& path) override { return base()->removeFile(path); }
   Status rename(const std::string& a, const std::string& b) override {
     return base()->rename(a, b);
+  }
+  Result<DiskSpace> diskSpace(const std::string& path) override {
+    if (int64_t a = availableBytes.load(); a >= 0) {
+      return DiskSpace{1ull << 30, static_cast<uint64_t>(a)};
+    }
+    return Env::diskSpace(path);
   }
   Status syncDir(const std::string& path) override {
     if (int e = syncErrno.load()) return errnoStatus(e, "fsync dir " + path);

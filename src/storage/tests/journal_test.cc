@@ -57,7 +57,7 @@ TEST(JournalFormatTest, SegmentNames) {
 // Counts group outcomes per client.
 class CountingClient : public JournalClient {
  public:
-  void onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n) override {
+  void onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n, bool) override {
     std::lock_guard lock(mu);
     calls++;
     entries += n;

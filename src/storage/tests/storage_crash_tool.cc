@@ -1,6 +1,6 @@
 // storage_crash_tool: the process tests/crash/crash_test.py kills with SIGKILL.
 //
-//   storage_crash_tool --dir D [--topics N] [--verify-only] [--seed S]
+//   storage_crash_tool --dir D [--topics N] [--verify-only] [--seed S] [--compact]
 //
 // At start it reopens the durable storage in D (journalSyncData=true, RocksDB metadata) and checks
 // every topic "crash/t<i>": its entries must be sequence numbers 0..M in order, each byte for byte
@@ -11,6 +11,9 @@
 // "sub" at the acked position and prints "CURSOR <topic> <ledger> <entry>" once that is persisted.
 // The driver checks that every ACK/CURSOR printed before the kill survives. Exit 2: verification
 // failed (the reason goes to stderr).
+// --compact: a topic "crash/churn" (no retention, its cursor always at the end) gets large
+// entries beside them, so most of each journal segment dies, and compaction runs every second
+// (threshold 0.9): the kills land while live records are copied forward and segments deleted.
 #include <unistd.h>
 
 #include <atomic>
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
   std::string dir;
   int topics = 4;
   bool verifyOnly = false;
+  bool compact = false;
   for (int i = 1; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--dir" && i + 1 < argc) {
@@ -100,6 +104,8 @@ int main(int argc, char** argv) {
       topics = std::stoi(argv[++i]);
     } else if (a == "--verify-only") {
       verifyOnly = true;
+    } else if (a == "--compact") {
+      compact = true;
     }
   }
   if (dir.empty()) {
@@ -119,6 +125,13 @@ int main(int argc, char** argv) {
   o.journalSegmentSizeBytes = 4 << 20;
   o.checkpointIntervalMs = 200;
   o.managedLedgerCacheSizeMB = 8;
+  if (compact) {
+    o.journalSegmentSizeBytes = 1 << 20;
+    o.minorCompactionThreshold = 0.9;
+    o.minorCompactionInterval = 1;
+    o.majorCompactionInterval = 0;
+    o.compactionRateByBytes = 64 << 20;
+  }
   auto f = DurableManagedLedgerFactory::open(o);
   if (!f) fail("open storage: " + f.status().toString());
   testing::ThreadExecutor ex;
@@ -148,6 +161,33 @@ int main(int argc, char** argv) {
     for (auto& t : ts) t.ml.reset();
     (*f)->shutdown();
     return 0;
+  }
+
+  // The churn topic: written and consumed at once, trimmed as it goes (its own retention: none).
+  std::shared_ptr<ManagedLedger> churn;
+  ManagedCursor* churnCursor = nullptr;
+  std::function<void()> churnNext;
+  if (compact) {
+    std::promise<Result<std::shared_ptr<ManagedLedger>>> opened;
+    (*f)->asyncOpen("crash/churn", &ex,
+                    [&](Result<std::shared_ptr<ManagedLedger>> r) { opened.set_value(r); });
+    auto r = opened.get_future().get();
+    if (!r) fail("open churn ledger: " + r.status().toString());
+    churn = *r;
+    churnCursor = *ex.sync([&] {
+      churn->setRetention(0, 0);
+      return churn->openCursor("sub", InitialPosition::kLatest);
+    });
+    churnNext = [&] {
+      churn->asyncAddEntry(Buffer::copyOf(std::string(20000, 'c')), [&](Status s, Position p) {
+        if (!s) fail("churn append failed: " + s.toString());
+        churnCursor->asyncMarkDelete(p, [](Status) {});
+        churnNext();
+      });
+    };
+    ex.execute([&] {
+      for (int k = 0; k < 8; k++) churnNext();
+    });
   }
 
   // Append forever (until killed), 64 in flight per topic.
