@@ -121,7 +121,6 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.backlogQuotaDefaultLimitBytes = cfg.backlogQuotaDefaultLimitBytes();
   o.backlogQuotaDefaultRetentionPolicy = cfg.backlogQuotaDefaultRetentionPolicy();
   o.backlogQuotaDefaultLimitSecond = cfg.backlogQuotaDefaultLimitSecond();
-  o.defaultRetentionTimeInMinutes = cfg.defaultRetentionTimeInMinutes();
   o.brokerDeleteInactiveTopicsFrequencySeconds = cfg.brokerDeleteInactiveTopicsFrequencySeconds();
   o.subscriptionExpirationTimeMinutes = cfg.subscriptionExpirationTimeMinutes();
   o.subscriptionExpiryCheckIntervalInMinutes = cfg.subscriptionExpiryCheckIntervalInMinutes();

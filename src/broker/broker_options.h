@@ -95,19 +95,18 @@ struct BrokerOptions {
   int64_t brokerServiceCompactionThresholdInBytes = sd::brokerServiceCompactionThresholdInBytes;
   int brokerServiceCompactionMonitorIntervalInSeconds =
       sd::brokerServiceCompactionMonitorIntervalInSeconds;
+  // Retention of topics without a namespace or topic policy (also the managed ledger's default),
+  // in minutes and MB (-1: forever / unlimited); an inactive topic is not deleted before the
+  // retention time passed.
+  int defaultRetentionTimeInMinutes = sd::defaultRetentionTimeInMinutes;
+  int64_t defaultRetentionSizeInMB = sd::defaultRetentionSizeInMB;
   // Backlog quota (destination_storage) for topics without a namespace or topic one: bytes
   // (-1: none) and what happens beyond it; checked on producer creation and every
   // backlogQuotaCheckIntervalInSeconds.
-  // Retention of topics without a namespace or topic policy (also the managed ledger's default).
-  int defaultRetentionTimeInMinutes = sd::defaultRetentionTimeInMinutes;
-  int64_t defaultRetentionSizeInMB = sd::defaultRetentionSizeInMB;
   bool backlogQuotaCheckEnabled = sd::backlogQuotaCheckEnabled;
   int backlogQuotaCheckIntervalInSeconds = sd::backlogQuotaCheckIntervalInSeconds;
   int64_t backlogQuotaDefaultLimitBytes = sd::backlogQuotaDefaultLimitBytes;
   std::string backlogQuotaDefaultRetentionPolicy{sd::backlogQuotaDefaultRetentionPolicy};
-  // Retention of a topic without a retention policy, in minutes (-1: forever); an inactive topic
-  // is not deleted before it passed.
-  int defaultRetentionTimeInMinutes = sd::defaultRetentionTimeInMinutes;
   // message_age backlog quota for topics without one: seconds (-1: none).
   int backlogQuotaDefaultLimitSecond = sd::backlogQuotaDefaultLimitSecond;
   // The inactive-topic check (pulsar-inactivity-monitor) runs this often, in seconds.
