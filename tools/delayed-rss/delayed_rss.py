@@ -141,15 +141,28 @@ def main() -> None:
         done = "" if s["msgDelayed"] >= args.messages else " (TIMED OUT)"
         print(f"messages={args.messages} sent_in={sent_s:.0f}s all_tracked_in={tracked_s:.0f}s "
               f"msgDelayed={s['msgDelayed']}{done}")
-        print(f"rss_before={base:.0f}MB rss_after={rss:.0f}MB peak={st.get('VmHWM', 0) / 1024:.0f}MB "
+        peak = st.get("VmHWM", 0) / 1024
+        print(f"rss_before={base:.0f}MB rss_after={rss:.0f}MB peak={peak:.0f}MB "
               f"managedLedgerCacheSizeMB={args.cache_mb} cache_used={cache:.0f}MB "
               f"tracker={tracker / MB:.1f}MB ({tracker / args.messages:.2f}B/msg)")
         other = rss - base - cache - tracker / MB
         print(f"rss - rss_before - cache_used - tracker = {other:.0f}MB "
               f"({other * MB / args.messages:.1f}B/msg)")
-        print("resident by mapping: " + " ".join(
-            f"{k}={v / 1024:.0f}MB" for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])) +
-            f" (RssAnon={st.get('RssAnon', 0) / 1024:.0f}MB RssFile={st.get('RssFile', 0) / 1024:.0f}MB)")
+        # pulsar_ml_cache_used_size counts entry bytes only; each cached entry also costs its
+        # Buffer block header (16 B), its deque slot (Position + pointer, 24 B) and malloc's
+        # chunk header and 16-byte rounding (~8-16 B). An estimate, from the mean entry size.
+        internal = requests.get(f"{ep.admin_url}/admin/v2/persistent/{path}/internalStats",
+                                timeout=30).json()
+        mean_entry = internal["totalSize"] / max(1, internal["numberOfEntries"])
+        cached = cache * MB / mean_entry if mean_entry else 0
+        per_entry = 16 + 24 + 8 + (-(16 + mean_entry + 8) % 16)
+        print(f"mean_entry={mean_entry:.0f}B cached_entries~{cached / 1e6:.2f}M "
+              f"cache_overhead~{cached * per_entry / MB:.0f}MB ({per_entry:.0f}B/entry); "
+              f"unexplained~{other - cached * per_entry / MB:.0f}MB")
+        by_kind = " ".join(f"{k}={v / 1024:.0f}MB"
+                           for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
+        print(f"resident by mapping: {by_kind} (RssAnon={st.get('RssAnon', 0) / 1024:.0f}MB "
+              f"RssFile={st.get('RssFile', 0) / 1024:.0f}MB)")
         consumer.close()
         client.close()
 
