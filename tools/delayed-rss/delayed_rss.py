@@ -1,10 +1,11 @@
 """Long run (not CI): N delayed messages on a Shared subscription. Waits until the subscription's
 msgDelayed reaches N (the dispatcher has read and tracked every one), then reports the broker's
 RSS next to the entry cache limit (managedLedgerCacheSizeMB) and use, the tracker's bytes
-(delayedMessageIndexSizeInBytes) and where the rest of the resident memory is.
+(delayedMessageIndexSizeInBytes) and where the rest of the resident memory is. With --restart it
+then restarts the broker, waits until the delayed entries are tracked again and reports the same.
 
   MAGNETAR_BIN=build/src/app/magnetar /work/main/.venv/bin/python tools/delayed-rss/delayed_rss.py \
-      --messages 10000000 --cache-mb 128
+      --messages 10000000 --cache-mb 128 --restart
 
 Delays are random over an hour after --min-delay-s, so nothing falls due during the run.
 """
@@ -86,6 +87,8 @@ def main() -> None:
     ap.add_argument("--min-delay-s", type=int, default=7200,
                     help="smallest delay; delays are spread over the hour after it")
     ap.add_argument("--progress-s", type=float, default=15, help="seconds between progress lines")
+    ap.add_argument("--restart", action="store_true",
+                    help="then restart the broker and measure again once all are tracked anew")
     args = ap.parse_args()
     settings = ["journalSyncData=false", f"managedLedgerCacheSizeMB={args.cache_mb}"]
     with MagnetarProcess(settings) as broker:
@@ -120,49 +123,73 @@ def main() -> None:
                 next_progress = time.time() + args.progress_s
         producer.flush()
         sent_s = time.time() - t0
-        deadline = time.time() + args.timeout_s
-        while True:
+        print(f"messages={args.messages} sent_in={sent_s:.0f}s")
+
+        def wait_and_report(label: str, t0: float) -> None:
+            deadline = time.time() + args.timeout_s
+            next_progress = time.time() + args.progress_s
+            while True:
+                s = sub_stats()
+                if s["msgDelayed"] >= args.messages or time.time() >= deadline:
+                    break
+                if time.time() >= next_progress:
+                    progress(f"{label} waiting", args.messages, t0)
+                    next_progress = time.time() + args.progress_s
+                time.sleep(1)
+            tracked_s = time.time() - t0
+            # Let consumed-entry eviction and the allocator settle before measuring.
+            time.sleep(5)
+            report(label, tracked_s)
+
+        def report(label: str, tracked_s: float) -> None:
             s = sub_stats()
-            if s["msgDelayed"] >= args.messages or time.time() >= deadline:
-                break
-            if time.time() >= next_progress:
-                progress("waiting", args.messages, t0)
-                next_progress = time.time() + args.progress_s
-            time.sleep(1)
-        tracked_s = time.time() - t0
-        # Let consumed-entry eviction and the allocator settle before measuring.
-        time.sleep(5)
-        s = sub_stats()
-        st = status_kb(broker.pid)
-        rss = st.get("VmRSS", 0) / 1024
-        kinds = smaps_by_kind(broker.pid)
-        cache = metric(ep.admin_url, "pulsar_ml_cache_used_size") / MB
-        tracker = s["delayedMessageIndexSizeInBytes"]
-        done = "" if s["msgDelayed"] >= args.messages else " (TIMED OUT)"
-        print(f"messages={args.messages} sent_in={sent_s:.0f}s all_tracked_in={tracked_s:.0f}s "
-              f"msgDelayed={s['msgDelayed']}{done}")
-        peak = st.get("VmHWM", 0) / 1024
-        print(f"rss_before={base:.0f}MB rss_after={rss:.0f}MB peak={peak:.0f}MB "
-              f"managedLedgerCacheSizeMB={args.cache_mb} cache_used={cache:.0f}MB "
-              f"tracker={tracker / MB:.1f}MB ({tracker / args.messages:.2f}B/msg)")
-        other = rss - base - cache - tracker / MB
-        print(f"rss - rss_before - cache_used - tracker = {other:.0f}MB "
-              f"({other * MB / args.messages:.1f}B/msg)")
-        # pulsar_ml_cache_used_size counts entry bytes only; each cached entry also costs its
-        # Buffer block header (16 B), its deque slot (Position + pointer, 24 B) and malloc's
-        # chunk header and 16-byte rounding (~8-16 B). An estimate, from the mean entry size.
-        internal = requests.get(f"{ep.admin_url}/admin/v2/persistent/{path}/internalStats",
-                                timeout=30).json()
-        mean_entry = internal["totalSize"] / max(1, internal["numberOfEntries"])
-        cached = cache * MB / mean_entry if mean_entry else 0
-        per_entry = 16 + 24 + 8 + (-(16 + mean_entry + 8) % 16)
-        print(f"mean_entry={mean_entry:.0f}B cached_entries~{cached / 1e6:.2f}M "
-              f"cache_overhead~{cached * per_entry / MB:.0f}MB ({per_entry:.0f}B/entry); "
-              f"unexplained~{other - cached * per_entry / MB:.0f}MB")
-        by_kind = " ".join(f"{k}={v / 1024:.0f}MB"
-                           for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
-        print(f"resident by mapping: {by_kind} (RssAnon={st.get('RssAnon', 0) / 1024:.0f}MB "
-              f"RssFile={st.get('RssFile', 0) / 1024:.0f}MB)")
+            st = status_kb(broker.pid)
+            rss = st.get("VmRSS", 0) / 1024
+            kinds = smaps_by_kind(broker.pid)
+            cache = metric(ep.admin_url, "pulsar_ml_cache_used_size") / MB
+            tracker = s["delayedMessageIndexSizeInBytes"]
+            done = "" if s["msgDelayed"] >= args.messages else " (TIMED OUT)"
+            print(f"{label}: all_tracked_in={tracked_s:.0f}s msgDelayed={s['msgDelayed']}{done}")
+            peak = st.get("VmHWM", 0) / 1024
+            print(f"{label}: rss_before={base:.0f}MB rss={rss:.0f}MB peak={peak:.0f}MB "
+                  f"managedLedgerCacheSizeMB={args.cache_mb} cache_used={cache:.0f}MB "
+                  f"tracker={tracker / MB:.1f}MB ({tracker / args.messages:.2f}B/msg)")
+            other = rss - base - cache - tracker / MB
+            print(f"{label}: rss - rss_before - cache_used - tracker = {other:.0f}MB "
+                  f"({other * MB / args.messages:.1f}B/msg)")
+            # pulsar_ml_cache_used_size counts entry bytes only; each cached entry also costs its
+            # Buffer block header (16 B), its deque slot (Position + pointer, 24 B) and malloc's
+            # chunk header and 16-byte rounding (~8-16 B). An estimate, from the mean entry size.
+            internal = requests.get(f"{ep.admin_url}/admin/v2/persistent/{path}/internalStats",
+                                    timeout=30).json()
+            mean_entry = internal["totalSize"] / max(1, internal["numberOfEntries"])
+            cached = cache * MB / mean_entry if mean_entry else 0
+            per_entry = 16 + 24 + 8 + (-(16 + mean_entry + 8) % 16)
+            print(f"{label}: mean_entry={mean_entry:.0f}B cached_entries~{cached / 1e6:.2f}M "
+                  f"cache_overhead~{cached * per_entry / MB:.0f}MB ({per_entry:.0f}B/entry); "
+                  f"unexplained~{other - cached * per_entry / MB:.0f}MB")
+            by_kind = " ".join(f"{k}={v / 1024:.0f}MB"
+                               for k, v in sorted(kinds.items(), key=lambda kv: -kv[1]))
+            print(f"{label}: resident by mapping: {by_kind} "
+                  f"(RssAnon={st.get('RssAnon', 0) / 1024:.0f}MB "
+                  f"RssFile={st.get('RssFile', 0) / 1024:.0f}MB)", flush=True)
+
+        wait_and_report("run", t0)
+        if args.restart:
+            # The tracker keeps nothing on disk: after the restart the dispatcher reads the
+            # backlog again and tracks every entry anew; none may be delivered early.
+            client.close()
+            t1 = time.time()
+            ep = broker.restart(port=broker.port)
+            base = rss_mb(broker.pid)
+            client = pulsar.Client(ep.service_url)
+            consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
+            wait_and_report("restart", t1)
+            try:
+                msg = consumer.receive(timeout_millis=2000)
+                print(f"restart: FAILED: message {msg.message_id()} delivered early")
+            except pulsar.Timeout:
+                print("restart: nothing delivered early")
         consumer.close()
         client.close()
 
