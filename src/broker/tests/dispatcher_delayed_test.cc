@@ -26,6 +26,13 @@ int64_t nowMs() {
       .count();
 }
 
+// Runs ex_ until it is idle; returns how many tasks (read rounds, with uncached reads) ran.
+size_t drainCounting(StepExecutor& ex) {
+  size_t n = 0;
+  while (ex.runOne()) ++n;
+  return n;
+}
+
 class DelayedDispatchTest : public ::testing::Test {
  protected:
   // cachedReads false: every read is a task on ex_ (a cache miss), so tasks count read rounds.
@@ -73,6 +80,8 @@ class DelayedDispatchTest : public ::testing::Test {
     ex_.drain();
   }
 
+  void checkReadAhead(CommandSubscribe::SubType type);
+
   StepExecutor ex_;
   std::unique_ptr<storage::MemoryManagedLedgerFactory> factory_;
   std::shared_ptr<storage::ManagedLedger> ml_;
@@ -107,18 +116,11 @@ TEST_F(DelayedDispatchTest, BatchWithDeliverAtTimeIsHeldUntilItsTime) {
   EXPECT_EQ(sub_->dispatcher()->delayedMessages(), 0);
 }
 
-// Runs ex_ until it is idle; returns how many tasks (read rounds, with uncached reads) ran.
-size_t drainCounting(StepExecutor& ex) {
-  size_t n = 0;
-  while (ex.runOne()) ++n;
-  return n;
-}
-
 // A consumer with one permit left still gets the dispatcher to read ahead of delayed entries a
 // full dispatcherMaxReadBatchSize at a time: 1000 delayed entries are tracked in about 1000 / 100
 // reads (not one read per permit), and the first entry that is not delayed goes out.
-TEST_F(DelayedDispatchTest, ReadsAheadOfDelayedEntriesInFullBatches) {
-  open(CommandSubscribe::Shared, /*cachedReads=*/false);
+void DelayedDispatchTest::checkReadAhead(CommandSubscribe::SubType type) {
+  open(type, /*cachedReads=*/false);
   const int kDelayed = 1000;
   const int64_t at = nowMs() + 3600 * 1000;
   for (int i = 0; i < kDelayed; ++i) publishBatch(1, at);
@@ -136,6 +138,14 @@ TEST_F(DelayedDispatchTest, ReadsAheadOfDelayedEntriesInFullBatches) {
   ex_.drain();
   EXPECT_EQ(sink_.entryIds, (std::vector<uint64_t>{1000, 1001}));
   EXPECT_EQ(sub_->dispatcher()->delayedMessages(), kDelayed);
+}
+
+TEST_F(DelayedDispatchTest, SharedReadsAheadOfDelayedEntriesInFullBatches) {
+  checkReadAhead(CommandSubscribe::Shared);
+}
+
+TEST_F(DelayedDispatchTest, KeySharedReadsAheadOfDelayedEntriesInFullBatches) {
+  checkReadAhead(CommandSubscribe::Key_Shared);
 }
 
 // Backpressure holds: without permits nothing is read, delayed entries included.
