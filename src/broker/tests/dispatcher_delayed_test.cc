@@ -42,9 +42,9 @@ class DelayedDispatchTest : public ::testing::Test {
     lo.cachedReads = cachedReads;
     factory_ = std::make_unique<storage::MemoryManagedLedgerFactory>(lo);
     factory_->asyncOpen("t/default/persistent/delayed", &ex_,
-                       [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-                         if (r.isOk()) ml_ = r.value();
-                       });
+                        [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+                          if (r.isOk()) ml_ = r.value();
+                        });
     ex_.drain();
     ASSERT_TRUE(ml_);
     auto cursor = ml_->openCursor("s", storage::InitialPosition::kEarliest);
