@@ -7,7 +7,9 @@ then restarts the broker, waits until the delayed entries are tracked again and 
   MAGNETAR_BIN=build/src/app/magnetar /work/main/.venv/bin/python tools/delayed-rss/delayed_rss.py \
       --messages 10000000 --cache-mb 128 --restart
 
-Delays are random over an hour after --min-delay-s, so nothing falls due during the run.
+Delays are random over an hour after --min-delay-s, so nothing falls due during the run. Exits 1
+when msgDelayed does not reach N within --timeout-s or a message is delivered early (CI runs a
+small form: scripts/test.sh).
 """
 
 import argparse
@@ -125,7 +127,7 @@ def main() -> None:
         sent_s = time.time() - t0
         print(f"messages={args.messages} sent_in={sent_s:.0f}s")
 
-        def wait_and_report(label: str, t0: float) -> None:
+        def wait_and_report(label: str, t0: float) -> bool:
             deadline = time.time() + args.timeout_s
             next_progress = time.time() + args.progress_s
             while True:
@@ -139,9 +141,9 @@ def main() -> None:
             tracked_s = time.time() - t0
             # Let consumed-entry eviction and the allocator settle before measuring.
             time.sleep(5)
-            report(label, tracked_s)
+            return report(label, tracked_s)
 
-        def report(label: str, tracked_s: float) -> None:
+        def report(label: str, tracked_s: float) -> bool:
             s = sub_stats()
             st = status_kb(broker.pid)
             rss = st.get("VmRSS", 0) / 1024
@@ -173,8 +175,9 @@ def main() -> None:
             print(f"{label}: resident by mapping: {by_kind} "
                   f"(RssAnon={st.get('RssAnon', 0) / 1024:.0f}MB "
                   f"RssFile={st.get('RssFile', 0) / 1024:.0f}MB)", flush=True)
+            return not done
 
-        wait_and_report("run", t0)
+        ok = wait_and_report("run", t0)
         if args.restart:
             # The tracker keeps nothing on disk: after the restart the dispatcher reads the
             # backlog again and tracks every entry anew; none may be delivered early.
@@ -184,14 +187,18 @@ def main() -> None:
             base = rss_mb(broker.pid)
             client = pulsar.Client(ep.service_url)
             consumer = client.subscribe(topic, "s", consumer_type=pulsar.ConsumerType.Shared)
-            wait_and_report("restart", t1)
+            ok = wait_and_report("restart", t1) and ok
             try:
                 msg = consumer.receive(timeout_millis=2000)
-                print(f"restart: FAILED: message {msg.message_id()} delivered early")
+                if time.time() - t0 < args.min_delay_s:
+                    print(f"restart: FAILED: message {msg.message_id()} delivered early")
+                    ok = False
             except pulsar.Timeout:
                 print("restart: nothing delivered early")
         consumer.close()
         client.close()
+    if not ok:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
