@@ -52,6 +52,9 @@ stage "crash tests: SIGKILL at random moments (storage engine, then the whole br
 "$PY" tests/crash/crash_test.py --compact --kills "${CRASH_KILLS:-5}"
 "$PY" tests/crash/crash_test.py --mode broker --kills "${CRASH_KILLS:-5}"
 
+stage "delayed delivery at scale, small form (10M: tools/delayed-rss/delayed_rss.py docstring)"
+"$PY" tools/delayed-rss/delayed_rss.py --messages 20000 --timeout-s 120 --restart
+
 stage "magnetar-perf: unit tests and the iot-telemetry-max-rate-small scenario end to end"
 "$PY" -m pytest -q tools/perf/tests
 PERF_OUT=$(mktemp -d)

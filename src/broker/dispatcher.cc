@@ -298,6 +298,7 @@ void Dispatcher::rewind() {
   MAGNETAR_DCHECK_ON(*ledger_.executor());
   ++epoch_;
   readPending_ = false;
+  readAhead_ = false;
   replay_.clear();
   if (keyShared_) keyShared_->replayCleared();
   // The entries are read again from the cursor on and tracked anew.
@@ -417,8 +418,8 @@ void Dispatcher::readRounds(bool allowReplay) {
     int64_t permits = availablePermits();
     if (permits <= 0) return;
     const bool inlineAllowed = round < kInlineReadRounds;
-    int64_t batch = std::min<int64_t>(
-        permits, std::max(1, options_.dynamic.dispatcherMaxReadBatchSize.load()));
+    const int64_t maxBatch = std::max(1, options_.dynamic.dispatcherMaxReadBatchSize.load());
+    int64_t batch = std::min<int64_t>(permits, maxBatch);
     // Due delayed entries join the replay set (Pulsar's getMessagesToReplayNow).
     if (allowReplay) pollDelayed(batch);
     if (allowReplay && !replay_.empty()) {
@@ -434,6 +435,10 @@ void Dispatcher::readRounds(bool allowReplay) {
     Position lac = ledger_.lastConfirmedEntry();
     if (lac.entryId < 0 && lac.ledgerId <= readPosition_.ledgerId) return;  // nothing stored yet
     if (readPosition_ > lac) return;  // tailing: wait for onNewEntries
+    // Read ahead of delayed entries: while the last read handed entries to the tracker, a read
+    // takes a full batch even when fewer permits are left (delayed entries take none), so a run
+    // of delayed entries costs one read per batch, not one per permit.
+    if (readAhead_) batch = maxBatch;
     const size_t maxBytes = static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load());
     std::vector<Entry> entries;
     if (inlineAllowed &&
@@ -583,6 +588,7 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
     return outs_.back().batch;
   };
   bool singleActive = isSingleActive(type_);
+  if (!fromReplay) readAhead_ = false;
   for (size_t i = 0; i < entries.size(); ++i) {
     Entry& e = entries[i];
     if (e.position >= ackCheckFrom && cursor_.isAcknowledged(e.position)) continue;
@@ -609,6 +615,7 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
     }
     // Held back until its deliver_at_time; a replayed entry was due (or dispatched) already.
     if (!fromReplay && md.hasDeliverAtTime && trackDelayedDelivery(e, md.deliverAtTime)) {
+      readAhead_ = true;
       continue;
     }
     Consumer* target = nullptr;

@@ -180,6 +180,9 @@ class Dispatcher {
   const TopicCompactor* compactor_ = nullptr;
   bool compactedStarted_ = false;  // a compacted read was issued since the last rewind
   bool readPending_ = false;
+  // The last read of new entries handed some to the tracker: the next one reads a full
+  // dispatcherMaxReadBatchSize whatever the permits (entries no consumer can take wait in replay_).
+  bool readAhead_ = false;
   uint64_t epoch_ = 0;  // bumped by rewind: reads issued before it are dropped
   // Positions to deliver again, in order, before new reads; with the entry's key hash (-1: none).
   std::map<storage::Position, int32_t> replay_;

@@ -26,14 +26,25 @@ int64_t nowMs() {
       .count();
 }
 
+// Runs ex_ until it is idle; returns how many tasks (read rounds, with uncached reads) ran.
+size_t drainCounting(StepExecutor& ex) {
+  size_t n = 0;
+  while (ex.runOne()) ++n;
+  return n;
+}
+
 class DelayedDispatchTest : public ::testing::Test {
  protected:
-  void open(CommandSubscribe::SubType type) {
+  // cachedReads false: every read is a task on ex_ (a cache miss), so tasks count read rounds.
+  void open(CommandSubscribe::SubType type, bool cachedReads = true) {
     options_.isDelayedDeliveryDeliverAtTimeStrict = true;  // no tick of slack in the checks
-    factory_.asyncOpen("t/default/persistent/delayed", &ex_,
-                       [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-                         if (r.isOk()) ml_ = r.value();
-                       });
+    storage::MemoryLedgerOptions lo;
+    lo.cachedReads = cachedReads;
+    factory_ = std::make_unique<storage::MemoryManagedLedgerFactory>(lo);
+    factory_->asyncOpen("t/default/persistent/delayed", &ex_,
+                        [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+                          if (r.isOk()) ml_ = r.value();
+                        });
     ex_.drain();
     ASSERT_TRUE(ml_);
     auto cursor = ml_->openCursor("s", storage::InitialPosition::kEarliest);
@@ -69,8 +80,10 @@ class DelayedDispatchTest : public ::testing::Test {
     ex_.drain();
   }
 
+  void checkReadAhead(CommandSubscribe::SubType type);
+
   StepExecutor ex_;
-  storage::MemoryManagedLedgerFactory factory_;
+  std::unique_ptr<storage::MemoryManagedLedgerFactory> factory_;
   std::shared_ptr<storage::ManagedLedger> ml_;
   BrokerOptions options_;
   std::unique_ptr<Subscription> sub_;
@@ -101,6 +114,59 @@ TEST_F(DelayedDispatchTest, BatchWithDeliverAtTimeIsHeldUntilItsTime) {
   ex_.drain();
   EXPECT_EQ(sink_.entryIds, (std::vector<uint64_t>{1, 2, 0}));
   EXPECT_EQ(sub_->dispatcher()->delayedMessages(), 0);
+}
+
+// A consumer with one permit left still gets the dispatcher to read ahead of delayed entries a
+// full dispatcherMaxReadBatchSize at a time: 1000 delayed entries are tracked in about 1000 / 100
+// reads (not one read per permit), and the first entry that is not delayed goes out.
+void DelayedDispatchTest::checkReadAhead(CommandSubscribe::SubType type) {
+  open(type, /*cachedReads=*/false);
+  const int kDelayed = 1000;
+  const int64_t at = nowMs() + 3600 * 1000;
+  for (int i = 0; i < kDelayed; ++i) publishBatch(1, at);
+  publishBatch(1, -1);  // entry 1000: now
+  publishBatch(1, -1);  // entry 1001: now, but no permit is left for it
+  ASSERT_EQ(options_.dynamic.dispatcherMaxReadBatchSize.load(), 100);
+  sub_->dispatcher()->flow(consumer_.get(), 1);
+  size_t reads = drainCounting(ex_);
+  EXPECT_EQ(sub_->dispatcher()->delayedMessages(), kDelayed);
+  EXPECT_EQ(sink_.entryIds, (std::vector<uint64_t>{1000}));
+  // One read of 1 entry (the permit), then batches of 100; a few spare for the end of the log.
+  EXPECT_LE(reads, static_cast<size_t>(kDelayed / 100 + 4));
+  // The entry that found no permit goes out with the next one.
+  sub_->dispatcher()->flow(consumer_.get(), 1);
+  ex_.drain();
+  EXPECT_EQ(sink_.entryIds, (std::vector<uint64_t>{1000, 1001}));
+  EXPECT_EQ(sub_->dispatcher()->delayedMessages(), kDelayed);
+}
+
+TEST_F(DelayedDispatchTest, SharedReadsAheadOfDelayedEntriesInFullBatches) {
+  checkReadAhead(CommandSubscribe::Shared);
+}
+
+TEST_F(DelayedDispatchTest, KeySharedReadsAheadOfDelayedEntriesInFullBatches) {
+  checkReadAhead(CommandSubscribe::Key_Shared);
+}
+
+// Backpressure holds: without permits nothing is read, delayed entries included.
+TEST_F(DelayedDispatchTest, NoReadsWithoutPermits) {
+  open(CommandSubscribe::Shared, /*cachedReads=*/false);
+  const int64_t at = nowMs() + 3600 * 1000;
+  for (int i = 0; i < 300; ++i) publishBatch(1, at);
+  sub_->dispatcher()->onNewEntries();
+  EXPECT_EQ(drainCounting(ex_), 0u);
+  EXPECT_EQ(sub_->dispatcher()->delayedMessages(), 0);
+  // Once the permits are used up by due entries, the read-ahead stops too.
+  publishBatch(1, -1);  // entry 300
+  publishBatch(1, -1);  // entry 301
+  sub_->dispatcher()->flow(consumer_.get(), 1);
+  ex_.drain();
+  EXPECT_EQ(sub_->dispatcher()->delayedMessages(), 300);
+  EXPECT_EQ(sink_.entryIds, (std::vector<uint64_t>{300}));
+  for (int i = 0; i < 300; ++i) publishBatch(1, at);  // entries 302..601
+  sub_->dispatcher()->onNewEntries();
+  ex_.drain();
+  EXPECT_EQ(sub_->dispatcher()->delayedMessages(), 300);
 }
 
 // Exclusive (and Failover) ignore deliver_at_time, as Pulsar.
