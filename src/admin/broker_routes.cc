@@ -4,8 +4,8 @@
 
 namespace magnetar::admin {
 
-void addBrokerConfigurationRoutes(Router& router,
-                                  const std::shared_ptr<const config::ServiceConfiguration>& config) {
+void addBrokerConfigurationRoutes(
+    Router& router, const std::shared_ptr<const config::ServiceConfiguration>& config) {
   router.addSync("GET", "/admin/v2/brokers/configuration/runtime",
                  [config](const HttpRequest&, const PathParams&) {
                    boost::json::object o;

@@ -13,8 +13,8 @@ namespace magnetar::admin {
 // as strings (Pulsar's shape; numIOThreads shows the resolved count).
 // GET /admin/v2/brokers/configuration: a JSON array of the keys that can change at run time
 // (Pulsar's "dynamic configuration names").
-void addBrokerConfigurationRoutes(Router& router,
-                                  const std::shared_ptr<const config::ServiceConfiguration>& config);
+void addBrokerConfigurationRoutes(
+    Router& router, const std::shared_ptr<const config::ServiceConfiguration>& config);
 
 // GET /admin/v2/brokers/health: 200 "ok" (text/plain) while ready() returns true, else 503
 // {"reason": ...}. ready() runs on an HTTP thread.

@@ -36,7 +36,8 @@ void onPath(Router& r, const char* method, const std::string& pattern, TopicHand
 }
 
 // Answers 204 when every target succeeded, else the first error (Pulsar's codes).
-std::function<void(std::vector<Status>)> answerStatuses(Respond respond, const char* notFound) {
+std::function<void(std::vector<Status>)> answerStatuses(const Respond& respond,
+                                                        const char* notFound) {
   return [respond, notFound](const std::vector<Status>& all) {
     Status s = combineStatuses(all);
     if (s.code() == StatusCode::kNotFound) return respond(HttpResponse::error(404, notFound));
@@ -290,14 +291,14 @@ void truncateTopic(const TopicPtr& t, const StatusCb& reply) {
 }
 
 void addTopicActions(Router& r, const AdminContext* ctx) {
-  onPath(r, "DELETE", std::string(kTopicPath) + "/truncate",
-         [ctx](const HttpRequest&, const PathParams&, const TopicName& name,
-               const Respond& respond) {
-           onEachTarget<Status>(
-               ctx, name, false, Status::notFound(""), respond,
-               [](const TopicPtr& t, const StatusCb& reply) { truncateTopic(t, reply); },
-               answerStatuses(respond, "Topic not found"));
-         });
+  onPath(
+      r, "DELETE", std::string(kTopicPath) + "/truncate",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+        onEachTarget<Status>(
+            ctx, name, false, Status::notFound(""), respond,
+            [](const TopicPtr& t, const StatusCb& reply) { truncateTopic(t, reply); },
+            answerStatuses(respond, "Topic not found"));
+      });
   onPath(
       r, "PUT", std::string(kTopicPath) + "/unload",
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {

@@ -293,7 +293,8 @@ const std::set<std::string> kQuotaPolicies = {"producer_request_hold", "producer
 void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "GET", kTopicPath + "/backlogQuotaMap",
-      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, const Respond& respond) {
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+            const Respond& respond) {
         auto key = policyTarget(ctx, name, respond);
         if (!key) return;
         json::object out;
@@ -319,7 +320,8 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
       });
   addTopicRoute(
       r, "POST", kTopicPath + "/backlogQuota",
-      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, const Respond& respond) {
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+            const Respond& respond) {
         std::string type = queryParam(req, "backlogQuotaType").value_or("destination_storage");
         // Not a BacklogQuotaType: 404, as JAX-RS answers a query parameter it cannot convert.
         if (!kQuotaTypes.count(type)) return respond(HttpResponse::error(404, "Not Found"));
@@ -341,16 +343,19 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
         setPolicy(ctx, name, "backlogQuota/" + type, std::move(*v));
         respond(noContent());
       });
-  addTopicRoute(
-      r, "DELETE", kTopicPath + "/backlogQuota",
-      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, const Respond& respond) {
-        std::string type = queryParam(req, "backlogQuotaType").value_or("destination_storage");
-        // Not a BacklogQuotaType: 404, as JAX-RS answers a query parameter it cannot convert.
-        if (!kQuotaTypes.count(type)) return respond(HttpResponse::error(404, "Not Found"));
-        if (!policyTarget(ctx, name, respond)) return;
-        setPolicy(ctx, name, "backlogQuota/" + type, std::nullopt);
-        respond(noContent());
-      });
+  addTopicRoute(r, "DELETE", kTopicPath + "/backlogQuota",
+                [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                      const Respond& respond) {
+                  std::string type =
+                      queryParam(req, "backlogQuotaType").value_or("destination_storage");
+                  // Not a BacklogQuotaType: 404, as JAX-RS answers a query parameter it cannot
+                  // convert.
+                  if (!kQuotaTypes.count(type))
+                    return respond(HttpResponse::error(404, "Not Found"));
+                  if (!policyTarget(ctx, name, respond)) return;
+                  setPolicy(ctx, name, "backlogQuota/" + type, std::nullopt);
+                  respond(noContent());
+                });
 }
 
 // --- namespace routes ---------------------------------------------------------------------------

@@ -9,6 +9,19 @@
 
 namespace magnetar::broker {
 
+namespace {
+// A stored policy number as T, or nullopt when it is not exactly representable (a value stored by
+// an older build or edited by hand must not throw on a topic's thread).
+template <class T>
+std::optional<T> exactNumber(const boost::json::value* v) {
+  if (!v || !v->is_number()) return std::nullopt;
+  boost::system::error_code ec;
+  T out = v->to_number<T>(ec);
+  if (ec) return std::nullopt;
+  return out;
+}
+}  // namespace
+
 PolicyRegistry::PolicyRegistry(std::string clusterName) {
   tenants_["public"] = TenantInfo{{}, {std::move(clusterName)}};
 }
@@ -417,8 +430,10 @@ std::optional<RetentionPolicy> PolicyRegistry::topicRetention(const std::string&
   const boost::json::object* o = ec ? nullptr : v.if_object();
   const auto* t = o ? o->if_contains("retentionTimeInMinutes") : nullptr;
   const auto* s = o ? o->if_contains("retentionSizeInMB") : nullptr;
-  if (!t || !s || !t->is_number() || !s->is_number()) return std::nullopt;
-  return RetentionPolicy{t->to_number<int32_t>(), s->to_number<int64_t>()};
+  auto time = exactNumber<int32_t>(t);
+  auto size = exactNumber<int64_t>(s);
+  if (!time || !size) return std::nullopt;
+  return RetentionPolicy{*time, *size};
 }
 
 std::optional<DelayedDeliveryPolicies> PolicyRegistry::topicDelayedDelivery(
@@ -438,12 +453,8 @@ std::optional<DelayedDeliveryPolicies> PolicyRegistry::topicDelayedDelivery(
   if (!o) return std::nullopt;
   DelayedDeliveryPolicies d;
   if (const auto* f = o->if_contains("active"); f && f->is_bool()) d.active = f->as_bool();
-  if (const auto* f = o->if_contains("tickTime"); f && f->is_number()) {
-    d.tickTime = f->to_number<int64_t>();
-  }
-  if (const auto* f = o->if_contains("maxDeliveryDelayInMillis"); f && f->is_number()) {
-    d.maxDeliveryDelayInMillis = f->to_number<int64_t>();
-  }
+  if (auto n = exactNumber<int64_t>(o->if_contains("tickTime"))) d.tickTime = *n;
+  if (auto n = exactNumber<int64_t>(o->if_contains("maxDeliveryDelayInMillis"))) d.maxDeliveryDelayInMillis = *n;
   return d;
 }
 
@@ -466,9 +477,7 @@ std::optional<InactiveTopicPolicies> PolicyRegistry::topicInactiveTopicPolicies(
   if (const auto* f = o->if_contains("inactiveTopicDeleteMode"); f && f->is_string()) {
     i.inactiveTopicDeleteMode = std::string(f->as_string());
   }
-  if (const auto* f = o->if_contains("maxInactiveDurationSeconds"); f && f->is_number()) {
-    i.maxInactiveDurationSeconds = f->to_number<int32_t>();
-  }
+  if (auto n = exactNumber<int32_t>(o->if_contains("maxInactiveDurationSeconds"))) i.maxInactiveDurationSeconds = *n;
   if (const auto* f = o->if_contains("deleteWhileInactive"); f && f->is_bool()) {
     i.deleteWhileInactive = f->as_bool();
   }
@@ -491,12 +500,8 @@ std::optional<BacklogQuota> PolicyRegistry::topicBacklogQuota(const std::string&
   const boost::json::object* o = ec ? nullptr : v.if_object();
   if (!o) return std::nullopt;
   BacklogQuota q;
-  if (const auto* f = o->if_contains("limitSize"); f && f->is_number()) {
-    q.limitSize = f->to_number<int64_t>();
-  }
-  if (const auto* f = o->if_contains("limitTime"); f && f->is_number()) {
-    q.limitTime = f->to_number<int32_t>();
-  }
+  if (auto n = exactNumber<int64_t>(o->if_contains("limitSize"))) q.limitSize = *n;
+  if (auto n = exactNumber<int32_t>(o->if_contains("limitTime"))) q.limitTime = *n;
   if (const auto* f = o->if_contains("policy"); f && f->is_string()) {
     q.policy = std::string(f->as_string());
   }

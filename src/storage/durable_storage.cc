@@ -304,8 +304,8 @@ void DurableManagedLedgerFactory::bgCheckDisk() {
     if (dir->empty()) continue;
     auto d = env_->diskSpace(*dir);
     if (!d || d->totalBytes == 0) continue;
-    usage = std::max(usage, 1.0 - static_cast<double>(d->availableBytes) /
-                                      static_cast<double>(d->totalBytes));
+    usage = std::max(
+        usage, 1.0 - static_cast<double>(d->availableBytes) / static_cast<double>(d->totalBytes));
   }
   diskUsagePpm_.store(static_cast<int64_t>(usage * 1e6), std::memory_order_relaxed);
   if (journal_->noSpace()) {
@@ -320,11 +320,13 @@ void DurableManagedLedgerFactory::bgCheckDisk() {
   if (options_.diskUsageThreshold >= 1) return;
   bool above = aboveWatermark_.load();
   if (!above && usage >= options_.diskUsageThreshold) {
-    MLOG_WARN("storage: disk usage {:.1f}% is above diskUsageThreshold {:.1f}%: publishes are "
-              "refused until it is below diskUsageLwmThreshold {:.1f}%",
-              usage * 100, options_.diskUsageThreshold * 100, options_.diskUsageLwmThreshold * 100);
+    MLOG_WARN(
+        "storage: disk usage {:.1f}% is above diskUsageThreshold {:.1f}%: publishes are "
+        "refused until it is below diskUsageLwmThreshold {:.1f}%",
+        usage * 100, options_.diskUsageThreshold * 100, options_.diskUsageLwmThreshold * 100);
     aboveWatermark_ = true;
-  } else if (above && usage < std::min(options_.diskUsageLwmThreshold, options_.diskUsageThreshold)) {
+  } else if (above &&
+             usage < std::min(options_.diskUsageLwmThreshold, options_.diskUsageThreshold)) {
     MLOG_INFO("storage: disk usage {:.1f}% is below diskUsageLwmThreshold: publishes accepted",
               usage * 100);
     aboveWatermark_ = false;
@@ -333,9 +335,9 @@ void DurableManagedLedgerFactory::bgCheckDisk() {
 
 Status DurableManagedLedgerFactory::writeRefusal() const {
   if (aboveWatermark_.load(std::memory_order_relaxed)) {
-    return Status::noSpace("disk usage " +
-                           std::to_string(diskUsagePpm_.load(std::memory_order_relaxed) / 10000) +
-                           "% is above diskUsageThreshold: publishing refused until space is freed");
+    return Status::noSpace(
+        "disk usage " + std::to_string(diskUsagePpm_.load(std::memory_order_relaxed) / 10000) +
+        "% is above diskUsageThreshold: publishing refused until space is freed");
   }
   if (journal_ && journal_->noSpace()) {
     // Retried by the next add once the disk check sees room again (it clears the flag).
@@ -469,9 +471,11 @@ Status DurableManagedLedgerFactory::compactSegment(uint64_t segment, std::vector
     }
     auto written = std::make_shared<std::promise<std::pair<Status, std::vector<Relocation>>>>();
     auto fut = written->get_future();
-    recs.done = [written, batch](Status st, uint64_t seg, std::vector<uint64_t> offsets) {
+    recs.done = [written, batch](const Status& st, uint64_t seg,
+                                 const std::vector<uint64_t>& offsets) {
       std::vector<Relocation> moved;
       if (st) {
+        moved.reserve(batch.size());
         for (size_t k = 0; k < batch.size(); k++) moved.push_back({batch[k], seg, offsets[k]});
       }
       written->set_value({st, std::move(moved)});
@@ -506,9 +510,10 @@ Status DurableManagedLedgerFactory::compactSegment(uint64_t segment, std::vector
     copied += bytes;
     compactedBytes_.fetch_add(bytes, std::memory_order_relaxed);
     // Rate limit: no faster than compactionRateByBytes on average.
-    auto due = start + std::chrono::microseconds(static_cast<int64_t>(
-                           static_cast<double>(copied) * 1e6 /
-                           static_cast<double>(std::max<int64_t>(1, options_.compactionRateByBytes))));
+    auto due =
+        start + std::chrono::microseconds(static_cast<int64_t>(
+                    static_cast<double>(copied) * 1e6 /
+                    static_cast<double>(std::max<int64_t>(1, options_.compactionRateByBytes))));
     std::this_thread::sleep_until(due);
   }
   segmentsCompacted_.fetch_add(1, std::memory_order_relaxed);

@@ -8,12 +8,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
-#include <thread>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/thread_annotations.h"
@@ -158,7 +158,7 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   std::set<int64_t> liveLedgers_;
   std::map<uint64_t, std::map<uint64_t, JournalRun>> segmentRuns_;  // live runs by offset
   std::map<int64_t, std::string> ledgerOwner_;                      // live ledger -> its ML
-  std::set<uint64_t> compacting_;  // not deleted by bgReclaim while being compacted
+  std::set<uint64_t> compacting_;      // not deleted by bgReclaim while being compacted
   std::vector<MetadataOp> failedOps_;  // of a recovery whose final write failed (full disk)
   std::map<int64_t, std::set<uint64_t>> ledgerSegments_;
   std::set<uint64_t> knownSegments_;

@@ -19,7 +19,7 @@ Status errnoStatus(int err, const std::string& what) {
 }
 
 Result<DiskSpace> Env::diskSpace(const std::string& path) {
-  struct statvfs st{};
+  struct statvfs st {};
   if (::statvfs(path.c_str(), &st) != 0) return errnoStatus(errno, "statvfs " + path);
   return DiskSpace{static_cast<uint64_t>(st.f_blocks) * st.f_frsize,
                    static_cast<uint64_t>(st.f_bavail) * st.f_frsize};

@@ -261,7 +261,8 @@ void Journal::writeGroup(std::vector<Request>& batch, std::vector<RelocatedRecor
     }
   }
   for (size_t k = 0; k < relocated.size(); k++) {
-    relocated[k].done(st, segment_.load(), st ? std::move(relocatedAt[k]) : std::vector<uint64_t>{});
+    relocated[k].done(st, segment_.load(),
+                      st ? std::move(relocatedAt[k]) : std::vector<uint64_t>{});
   }
 }
 

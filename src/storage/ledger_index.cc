@@ -11,11 +11,10 @@ int64_t LedgerIndex::dataBytes() const {
 }
 
 bool LedgerIndex::relocate(const JournalRun& from, uint64_t segment, uint64_t offset) {
-  auto it = std::lower_bound(
-      runs_.begin(), runs_.end(), from.firstEntryId,
-      [](const JournalRun& r, int64_t e) { return r.firstEntryId < e; });
-  if (it == runs_.end() || it->firstEntryId != from.firstEntryId ||
-      it->segment != from.segment || it->offset != from.offset) {
+  auto it = std::lower_bound(runs_.begin(), runs_.end(), from.firstEntryId,
+                             [](const JournalRun& r, int64_t e) { return r.firstEntryId < e; });
+  if (it == runs_.end() || it->firstEntryId != from.firstEntryId || it->segment != from.segment ||
+      it->offset != from.offset) {
     return false;
   }
   it->segment = segment;

@@ -19,13 +19,10 @@ class JournalSink : public JournalClient {
  public:
   JournalSink(std::weak_ptr<ManagedLedgerImpl> ml, net::Executor* ex)
       : ml_(std::move(ml)), ex_(ex) {}
-  void onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n,
-                        bool retryable) override {
+  void onJournalWritten(Status s, std::vector<JournalRun> runs, size_t n, bool retryable) override {
     if (auto ml = ml_.lock()) {
-      ex_->execute(
-          [ml = std::move(ml), s = std::move(s), runs = std::move(runs), n, retryable]() mutable {
-            ml->onJournalWritten(s, runs, n, retryable);
-          });
+      ex_->execute([ml = std::move(ml), s = std::move(s), runs = std::move(runs), n,
+                    retryable]() mutable { ml->onJournalWritten(s, runs, n, retryable); });
     }
   }
 
@@ -219,8 +216,7 @@ void ManagedLedgerImpl::onJournalWritten(const Status& s, const std::vector<Jour
     } else {
       if (!retryable) {
         if (fencedLedger_ != a.pos.ledgerId) fence(a.pos.ledgerId, s);
-      } else if (a.epoch == epoch_ && a.pos.ledgerId == curLedger_ &&
-                 fencedLedger_ != curLedger_) {
+      } else if (a.epoch == epoch_ && a.pos.ledgerId == curLedger_ && fencedLedger_ != curLedger_) {
         // Nothing of it is in the journal: the next add retries this entry id in this ledger
         // (the journal refuses the later in-flight ones); no new ledger per failed write.
         epoch_++;

@@ -140,8 +140,8 @@ class ManagedLedgerImpl : public ManagedLedger,
   int64_t curAssigned_ = 0;
   int64_t curAssignedBytes_ = 0;
   int64_t fencedLedger_ = -1;
-  int32_t retentionMinutes_;   // setRetention, else defaultRetentionTimeInMinutes
-  int64_t retentionSizeMB_;    // setRetention, else defaultRetentionSizeInMB
+  int32_t retentionMinutes_;  // setRetention, else defaultRetentionTimeInMinutes
+  int64_t retentionSizeMB_;   // setRetention, else defaultRetentionSizeInMB
   int64_t nextRetentionCheckMs_ = 0;
   uint64_t epoch_ = 0;  // grows at each rewind after a retryable failed write
   Status fenceStatus_;

@@ -52,7 +52,8 @@ class LifecycleTest : public ::testing::Test {
       out = f.compactSegments(threshold);
       done = true;
     });
-    EXPECT_TRUE(runUntil(ex_, [&] { return done.load(); }, 30000));
+    EXPECT_TRUE(runUntil(
+        ex_, [&] { return done.load(); }, 30000));
     t.join();
     return out;
   }
@@ -234,7 +235,8 @@ TEST_F(LifecycleTest, FullJournalFailsPendingAddsAndResumes) {
   for (int i = 0; i < 50; i++) {
     ml->asyncAddEntry(Buffer::copyOf("x"), [&](Status s, Position) { (s ? ok : failed)++; });
   }
-  ASSERT_TRUE(runUntil(ex_, [&] { return failed + ok == 50; }, 5000));
+  ASSERT_TRUE(runUntil(
+      ex_, [&] { return failed + ok == 50; }, 5000));
   EXPECT_EQ(failed, 50);
   EXPECT_EQ(ml->ledgerStats().size(), 1u);
   EXPECT_GE(f->stats().journalWriteErrors, 1u);
