@@ -3,6 +3,7 @@ package dev.magnetar.compat;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -17,6 +18,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.apache.pulsar.client.api.Consumer;
+import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.MessageIdAdv;
 import org.apache.pulsar.client.api.Producer;
@@ -320,6 +322,29 @@ class AdminCliTest {
         List<MessageId> more = produce(t, "after-unload-", 1);
         assertTrue(((MessageIdAdv) more.get(0)).compareTo(ids.get(9)) > 0);
         assertEquals(1, backlog(t, "sub"));
+    }
+
+    @Test
+    void topicsTruncate() throws Exception {
+        String t = Env.topic("admtrunc");
+        ok("topics", "create", t);
+        ok("topics", "create-subscription", "-s", "sub", t);
+        produce(t, "old-", 5);
+        awaitBacklog(t, "sub", 5);
+        // every durable subscription's backlog is cleared
+        ok("topics", "truncate", t);
+        awaitBacklog(t, "sub", 0);
+        // the topic still takes and delivers new messages
+        produce(t, "new-", 1);
+        awaitBacklog(t, "sub", 1);
+        try (Consumer<String> c = client.newConsumer(Schema.STRING).topic(t).subscriptionName("sub")
+                .subscribe()) {
+            Message<String> m = c.receive(10, TimeUnit.SECONDS);
+            assertNotNull(m, "the message produced after the truncate");
+            assertEquals("new-0", m.getValue());
+            c.acknowledge(m);
+        }
+        awaitBacklog(t, "sub", 0);
     }
 
     /** Whether pulsar-admin's printed message id (JSON or L:E[:P]) is id's ledger and entry. */
