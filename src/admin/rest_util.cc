@@ -69,18 +69,20 @@ std::optional<boost::json::value> parseJsonBody(const HttpRequest& req, HttpResp
   // Fields that are Java ints in Pulsar's policy classes: Jackson refuses a value out of range
   // with 400 instead of storing it.
   static const std::set<std::string, std::less<>> kIntFields = {
-      "retentionTimeInMinutes", "limitTime",          "maxInactiveDurationSeconds",
-      "bookkeeperEnsemble",     "bookkeeperWriteQuorum", "bookkeeperAckQuorum",
-      "ratePeriodInSecond",     "dispatchThrottlingRateInMsg", "publishThrottlingRateInMsg"};
+      "retentionTimeInMinutes",     "limitTime",
+      "maxInactiveDurationSeconds", "bookkeeperEnsemble",
+      "bookkeeperWriteQuorum",      "bookkeeperAckQuorum",
+      "ratePeriodInSecond",         "dispatchThrottlingRateInMsg",
+      "publishThrottlingRateInMsg"};
   if (const auto* o = v.if_object()) {
     for (const auto& [key, field] : *o) {
       if (!kIntFields.count(std::string_view(key))) continue;
-      bool inRange = (field.is_int64() && field.as_int64() >= INT32_MIN &&
-                      field.as_int64() <= INT32_MAX) ||
-                     (field.is_uint64() && field.as_uint64() <= INT32_MAX) || !field.is_number();
+      bool inRange =
+          (field.is_int64() && field.as_int64() >= INT32_MIN && field.as_int64() <= INT32_MAX) ||
+          (field.is_uint64() && field.as_uint64() <= INT32_MAX) || !field.is_number();
       if (!inRange) {
-        *error = HttpResponse::error(400, "Numeric value out of range of int: " +
-                                              std::string(std::string_view(key)));
+        *error = HttpResponse::error(
+            400, "Numeric value out of range of int: " + std::string(std::string_view(key)));
         return std::nullopt;
       }
     }

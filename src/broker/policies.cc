@@ -454,7 +454,8 @@ std::optional<DelayedDeliveryPolicies> PolicyRegistry::topicDelayedDelivery(
   DelayedDeliveryPolicies d;
   if (const auto* f = o->if_contains("active"); f && f->is_bool()) d.active = f->as_bool();
   if (auto n = exactNumber<int64_t>(o->if_contains("tickTime"))) d.tickTime = *n;
-  if (auto n = exactNumber<int64_t>(o->if_contains("maxDeliveryDelayInMillis"))) d.maxDeliveryDelayInMillis = *n;
+  if (auto n = exactNumber<int64_t>(o->if_contains("maxDeliveryDelayInMillis")))
+    d.maxDeliveryDelayInMillis = *n;
   return d;
 }
 
@@ -477,7 +478,8 @@ std::optional<InactiveTopicPolicies> PolicyRegistry::topicInactiveTopicPolicies(
   if (const auto* f = o->if_contains("inactiveTopicDeleteMode"); f && f->is_string()) {
     i.inactiveTopicDeleteMode = std::string(f->as_string());
   }
-  if (auto n = exactNumber<int32_t>(o->if_contains("maxInactiveDurationSeconds"))) i.maxInactiveDurationSeconds = *n;
+  if (auto n = exactNumber<int32_t>(o->if_contains("maxInactiveDurationSeconds")))
+    i.maxInactiveDurationSeconds = *n;
   if (const auto* f = o->if_contains("deleteWhileInactive"); f && f->is_bool()) {
     i.deleteWhileInactive = f->as_bool();
   }
