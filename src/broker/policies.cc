@@ -20,6 +20,15 @@ std::optional<T> exactNumber(const boost::json::value* v) {
   if (ec) return std::nullopt;
   return out;
 }
+
+// A stored policy's text parsed as a JSON object; nullopt when unset, unparsable or not an object.
+std::optional<boost::json::object> policyObject(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(*text, ec);
+  if (ec || !v.is_object()) return std::nullopt;
+  return std::move(v.as_object());
+}
 }  // namespace
 
 PolicyRegistry::PolicyRegistry(std::string clusterName) {
@@ -388,98 +397,70 @@ void PolicyRegistry::removeTopicPolicies(const std::string& topic) {
   if (topicPolicies_.erase(topic)) persistTopicPoliciesLocked(topic);
 }
 
-std::optional<int64_t> PolicyRegistry::topicPolicyInt(const std::string& topic,
-                                                      const std::string& policy) const {
-  MutexLock lock(mu_);
-  auto it = topicPolicies_.find(topic);
-  if (it == topicPolicies_.end()) return std::nullopt;
-  auto p = it->second.find(policy);
-  if (p == it->second.end() || p->second.empty()) return std::nullopt;
-  const std::string& v = p->second;
-  size_t start = v[0] == '-' ? 1 : 0;
-  if (start == v.size() || v.size() > 19 || v.find_first_not_of("0123456789", start) != v.npos) {
-    return std::nullopt;
-  }
-  return toInt(v, 0);
-}
-
-std::optional<bool> PolicyRegistry::topicPolicyBool(const std::string& topic,
-                                                    const std::string& policy) const {
+std::optional<std::string> PolicyRegistry::topicPolicyText(const std::string& topic,
+                                                           const std::string& policy) const {
   MutexLock lock(mu_);
   auto it = topicPolicies_.find(topic);
   if (it == topicPolicies_.end()) return std::nullopt;
   auto p = it->second.find(policy);
   if (p == it->second.end()) return std::nullopt;
-  if (p->second == "true") return true;
-  if (p->second == "false") return false;
+  return p->second;
+}
+
+std::optional<int64_t> PolicyRegistry::topicPolicyInt(const std::string& topic,
+                                                      const std::string& policy) const {
+  std::optional<std::string> v = topicPolicyText(topic, policy);
+  if (!v || v->empty()) return std::nullopt;
+  size_t start = (*v)[0] == '-' ? 1 : 0;
+  if (start == v->size() || v->size() > 19 ||
+      v->find_first_not_of("0123456789", start) != v->npos) {
+    return std::nullopt;
+  }
+  return toInt(*v, 0);
+}
+
+std::optional<bool> PolicyRegistry::topicPolicyBool(const std::string& topic,
+                                                    const std::string& policy) const {
+  std::optional<std::string> v = topicPolicyText(topic, policy);
+  if (v == "true") return true;
+  if (v == "false") return false;
   return std::nullopt;
 }
 
 std::optional<RetentionPolicy> PolicyRegistry::topicRetention(const std::string& topic) const {
-  std::string text;
-  {
-    MutexLock lock(mu_);
-    auto it = topicPolicies_.find(topic);
-    if (it == topicPolicies_.end()) return std::nullopt;
-    auto p = it->second.find("retention");
-    if (p == it->second.end()) return std::nullopt;
-    text = p->second;
-  }
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(text, ec);
-  const boost::json::object* o = ec ? nullptr : v.if_object();
-  const auto* t = o ? o->if_contains("retentionTimeInMinutes") : nullptr;
-  const auto* s = o ? o->if_contains("retentionSizeInMB") : nullptr;
-  auto time = exactNumber<int32_t>(t);
-  auto size = exactNumber<int64_t>(s);
+  std::optional<boost::json::object> o = policyObject(topicPolicyText(topic, "retention"));
+  if (!o) return std::nullopt;
+  auto time = exactNumber<int32_t>(o->if_contains("retentionTimeInMinutes"));
+  auto size = exactNumber<int64_t>(o->if_contains("retentionSizeInMB"));
   if (!time || !size) return std::nullopt;
   return RetentionPolicy{*time, *size};
 }
 
 std::optional<DelayedDeliveryPolicies> PolicyRegistry::topicDelayedDelivery(
     const std::string& topic) const {
-  std::string text;
-  {
-    MutexLock lock(mu_);
-    auto it = topicPolicies_.find(topic);
-    if (it == topicPolicies_.end()) return std::nullopt;
-    auto p = it->second.find("delayedDelivery");
-    if (p == it->second.end()) return std::nullopt;
-    text = p->second;
-  }
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(text, ec);
-  const boost::json::object* o = ec ? nullptr : v.if_object();
+  std::optional<boost::json::object> o = policyObject(topicPolicyText(topic, "delayedDelivery"));
   if (!o) return std::nullopt;
   DelayedDeliveryPolicies d;
   if (const auto* f = o->if_contains("active"); f && f->is_bool()) d.active = f->as_bool();
   if (auto n = exactNumber<int64_t>(o->if_contains("tickTime"))) d.tickTime = *n;
-  if (auto n = exactNumber<int64_t>(o->if_contains("maxDeliveryDelayInMillis")))
+  if (auto n = exactNumber<int64_t>(o->if_contains("maxDeliveryDelayInMillis"))) {
     d.maxDeliveryDelayInMillis = *n;
+  }
   return d;
 }
 
 std::optional<InactiveTopicPolicies> PolicyRegistry::topicInactiveTopicPolicies(
     const std::string& topic) const {
-  std::string text;
-  {
-    MutexLock lock(mu_);
-    auto it = topicPolicies_.find(topic);
-    if (it == topicPolicies_.end()) return std::nullopt;
-    auto p = it->second.find("inactiveTopicPolicies");
-    if (p == it->second.end()) return std::nullopt;
-    text = p->second;
-  }
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(text, ec);
-  const boost::json::object* o = ec ? nullptr : v.if_object();
+  std::optional<boost::json::object> o =
+      policyObject(topicPolicyText(topic, "inactiveTopicPolicies"));
   if (!o) return std::nullopt;
   InactiveTopicPolicies i;
   if (const auto* f = o->if_contains("inactiveTopicDeleteMode"); f && f->is_string()) {
     i.inactiveTopicDeleteMode = std::string(f->as_string());
   }
-  if (auto n = exactNumber<int32_t>(o->if_contains("maxInactiveDurationSeconds")))
+  if (auto n = exactNumber<int32_t>(o->if_contains("maxInactiveDurationSeconds"))) {
     i.maxInactiveDurationSeconds = *n;
+  }
   if (const auto* f = o->if_contains("deleteWhileInactive"); f && f->is_bool()) {
     i.deleteWhileInactive = f->as_bool();
   }
@@ -488,18 +469,8 @@ std::optional<InactiveTopicPolicies> PolicyRegistry::topicInactiveTopicPolicies(
 
 std::optional<BacklogQuota> PolicyRegistry::topicBacklogQuota(const std::string& topic,
                                                               const std::string& type) const {
-  std::string text;
-  {
-    MutexLock lock(mu_);
-    auto it = topicPolicies_.find(topic);
-    if (it == topicPolicies_.end()) return std::nullopt;
-    auto p = it->second.find("backlogQuota/" + type);
-    if (p == it->second.end()) return std::nullopt;
-    text = p->second;
-  }
-  boost::system::error_code ec;
-  boost::json::value v = boost::json::parse(text, ec);
-  const boost::json::object* o = ec ? nullptr : v.if_object();
+  std::optional<boost::json::object> o =
+      policyObject(topicPolicyText(topic, "backlogQuota/" + type));
   if (!o) return std::nullopt;
   BacklogQuota q;
   if (auto n = exactNumber<int64_t>(o->if_contains("limitSize"))) q.limitSize = *n;

@@ -42,7 +42,7 @@ struct BacklogQuota {
 // and defaultNumPartitions for the topics of one namespace.
 struct AutoTopicCreationOverride {
   bool allowAutoTopicCreation = true;
-  std::string topicType = "non-partitioned";  // "partitioned" | "non-partitioned"
+  std::string topicType = "non-partitioned";    // "partitioned" | "non-partitioned"
   std::optional<int32_t> defaultNumPartitions;  // set (>= 1) only with "partitioned"
 };
 
@@ -169,6 +169,9 @@ class PolicyRegistry {
   Status attachStore(storage::MetadataStore* store);
 
  private:
+  // A copy of one stored topic policy's text; nullopt when the topic or the policy is unset.
+  std::optional<std::string> topicPolicyText(const std::string& topic,
+                                             const std::string& policy) const;
   void persistTenantLocked(const std::string& name) REQUIRES(mu_);
   void persistPoliciesLocked(const std::string& ns) REQUIRES(mu_);
   void persistTopicPoliciesLocked(const std::string& topic) REQUIRES(mu_);

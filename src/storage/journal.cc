@@ -149,7 +149,8 @@ void Journal::writeGroup(std::vector<Request>& batch, std::vector<RelocatedRecor
     auto [it, fresh] = index.try_emplace(r.client.get(), groups.size());
     if (fresh) groups.push_back(ClientGroup{r.client, {}, {}, {}});
     ClientGroup& g = groups[it->second];
-    auto f = failedLedgers_.find(r.ledgerId);
+    // Almost always empty: no lookup per entry on the healthy path.
+    auto f = failedLedgers_.empty() ? failedLedgers_.end() : failedLedgers_.find(r.ledgerId);
     if (f != failedLedgers_.end()) {
       if (f->second.first >= 0 && r.entryId == f->second.first) {
         failedLedgers_.erase(f);
