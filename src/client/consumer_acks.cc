@@ -162,23 +162,30 @@ void ConsumerImpl::seek(Buffer frame, uint64_t requestId, StatusCallback cb) {
     }
     // Messages that arrive until the answer come from the old position: drop them (Pulsar's
     // duringSeek).
+    // Acks still grouped go first: sent after the seek they would ack the new position's
+    // messages (Pulsar's client flushes its ack tracker before a seek too).
+    self->flushAcks();
     self->seeking_ = true;
-    cnx->sendRequest(requestId, std::move(frame),
-                     [weak, cb = std::move(cb)](const Status& s, const proto::BaseCommand&) {
-                       auto self = weak.lock();
-                       if (!self) return;
-                       self->seeking_ = false;
-                       if (s.isOk()) {
-                         size_t cleared = self->queue_->removeFrom(self.get());
-                         self->acks_.clearBatches();
-                         self->nacks_.clear();
-                         if (cleared > 0) {
-                           self->messageProcessed(self->epoch_.load(),
-                                                  static_cast<uint32_t>(cleared));
-                         }
-                       }
-                       cb(s);
-                     });
+    const uint64_t epochAtSeek = self->epoch_.load();
+    cnx->sendRequest(
+        requestId, std::move(frame),
+        [weak, epochAtSeek, cb = std::move(cb)](const Status& s, const proto::BaseCommand&) {
+          auto self = weak.lock();
+          if (!self) return;
+          self->seeking_ = false;
+          // The broker closes the consumer on a seek, and the answer can come after
+          // the resubscription: then the queue already holds messages from the new
+          // position, which must stay.
+          if (s.isOk() && self->epoch_.load() == epochAtSeek) {
+            size_t cleared = self->queue_->removeFrom(self.get());
+            self->acks_.clearBatches();
+            self->nacks_.clear();
+            if (cleared > 0) {
+              self->messageProcessed(self->epoch_.load(), static_cast<uint32_t>(cleared));
+            }
+          }
+          cb(s);
+        });
   };
   client_->loopForSlot(slot_).execute(std::move(fn));
 }

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -47,22 +51,47 @@ TEST(ThreadCpu, UtilizationPerNameOverTheInterval) {
 }
 
 TEST(ThreadCpu, SeesABusyNamedThreadOfThisProcess) {
+  // The spinning thread reports its own CPU clock; the snapshots read /proc. Waiting for an
+  // amount of CPU (not of wall time) keeps the test exact on a loaded machine.
   std::atomic<bool> stop{false};
+  std::atomic<uint64_t> selfNs{0};
+  std::atomic<pid_t> tid{0};
   std::thread busy([&] {
     prctl(PR_SET_NAME, "cpu-test-busy");
-    volatile uint64_t x = 0;
-    while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+    tid = static_cast<pid_t>(syscall(SYS_gettid));
+    while (!stop.load(std::memory_order_relaxed)) {
+      timespec ts{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      selfNs =
+          static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+    }
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (tid.load() == 0) std::this_thread::yield();
   ThreadCpuSnapshot a = takeThreadCpuSnapshot();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const uint64_t from = selfNs.load();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (selfNs.load() < from + 100'000'000u && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   ThreadCpuSnapshot b = takeThreadCpuSnapshot();
+  const uint64_t to = selfNs.load();
   stop = true;
   busy.join();
+  ASSERT_GE(to, from + 100'000'000u) << "the spinning thread got no CPU in 30 s";
+  ASSERT_TRUE(a.byTid.count(tid.load()));
+  ASSERT_TRUE(b.byTid.count(tid.load()));
+  EXPECT_EQ(b.byTid[tid.load()].name, "cpu-test-busy");
+  // /proc saw at least the CPU the thread counted between the two snapshots' reads.
+  const uint64_t seen = b.byTid[tid.load()].cpuNs - a.byTid[tid.load()].cpuNs;
+  EXPECT_GE(seen + 10'000'000u, to - from);
   auto u = threadUtilization(a, b);
   ASSERT_TRUE(u.count("cpu-test-busy"));
-  EXPECT_GT(u["cpu-test-busy"], 0.2);  // a spinning thread, even on a loaded 2-core machine
+  EXPECT_GT(u["cpu-test-busy"], 0.0);
   EXPECT_LE(u["cpu-test-busy"], 1.0);
+  EXPECT_NEAR(
+      u["cpu-test-busy"],
+      std::min(1.0, static_cast<double>(seen) / static_cast<double>(b.monotonicNs - a.monotonicNs)),
+      1e-9);
 }
 
 }  // namespace
