@@ -23,20 +23,28 @@ constexpr size_t kMaxValueBytes = 1024 * 1024;  // ZooKeeper's jute.maxbuffer de
 
 Status zkStatus(int rc, const std::string& path) {
   switch (rc) {
-    case ZOK: return Status::ok();
-    case ZNONODE: return Status::notFound("node " + path + " does not exist");
-    case ZNODEEXISTS: return Status::badVersion("node " + path + " already exists");
-    case ZBADVERSION: return Status::badVersion("node " + path + " is at another version");
-    case ZNOTEMPTY: return Status::notAllowed("node " + path + " has children");
+    case ZOK:
+      return Status::ok();
+    case ZNONODE:
+      return Status::notFound("node " + path + " does not exist");
+    case ZNODEEXISTS:
+      return Status::badVersion("node " + path + " already exists");
+    case ZBADVERSION:
+      return Status::badVersion("node " + path + " is at another version");
+    case ZNOTEMPTY:
+      return Status::notAllowed("node " + path + " has children");
     case ZNOCHILDRENFOREPHEMERALS:
       return Status::notAllowed("the parent of " + path + " is ephemeral and cannot have children");
     case ZSESSIONEXPIRED:
     case ZCLOSING:
     case ZINVALIDSTATE:
       return Status::closed(std::string("ZooKeeper session lost (") + zerror(rc) + ") at " + path);
-    case ZOPERATIONTIMEOUT: return Status::error(StatusCode::kTimeout, "ZooKeeper operation timed out at " + path);
-    case ZBADARGUMENTS: return Status::invalidArgument("bad ZooKeeper arguments for " + path);
-    default: return Status::ioError("ZooKeeper error on " + path + ": " + zerror(rc));
+    case ZOPERATIONTIMEOUT:
+      return Status::error(StatusCode::kTimeout, "ZooKeeper operation timed out at " + path);
+    case ZBADARGUMENTS:
+      return Status::invalidArgument("bad ZooKeeper arguments for " + path);
+    default:
+      return Status::ioError("ZooKeeper error on " + path + ": " + zerror(rc));
   }
 }
 
@@ -188,7 +196,8 @@ void failOp(Op* op, const Status& s) {
   }
   if (op->getCb) finish(op->ex, std::move(op->getCb), Result<std::optional<GetResult>>(s));
   if (op->existsCb) finish(op->ex, std::move(op->existsCb), Result<bool>(s));
-  if (op->childrenCb) finish(op->ex, std::move(op->childrenCb), Result<std::vector<std::string>>(s));
+  if (op->childrenCb)
+    finish(op->ex, std::move(op->childrenCb), Result<std::vector<std::string>>(s));
   if (op->putCb) finish(op->ex, std::move(op->putCb), Result<Stat>(s));
   if (op->statusCb) finish(op->ex, std::move(op->statusCb), s);
   delete op;
@@ -365,7 +374,8 @@ class ZkStore : public Store {
     Op* op = newOp(path, ex);
     op->childrenCb = std::move(cb);
     submit(
-        op, [op](zhandle_t* zh) { return zoo_aget_children(zh, op->path.c_str(), 1, onChildren, op); },
+        op,
+        [op](zhandle_t* zh) { return zoo_aget_children(zh, op->path.c_str(), 1, onChildren, op); },
         [op](const Status& s) { failOp(op, s); });
   }
 
@@ -480,7 +490,8 @@ Result<std::string> parseZkUrl(const std::string& url) {
     chroot = s.substr(slash);
     Status v = validatePath(chroot);
     if (!v.isOk() || chroot == "/") {
-      if (chroot != "/") return Status::invalidArgument("bad chroot in ZooKeeper url '" + url + "'");
+      if (chroot != "/")
+        return Status::invalidArgument("bad chroot in ZooKeeper url '" + url + "'");
       chroot.clear();
     }
   }
@@ -488,8 +499,8 @@ Result<std::string> parseZkUrl(const std::string& url) {
   size_t start = 0;
   while (start <= hosts.size()) {
     size_t comma = hosts.find(',', start);
-    std::string hp = hosts.substr(start, comma == std::string::npos ? std::string::npos
-                                                                     : comma - start);
+    std::string hp =
+        hosts.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     auto colon = hp.rfind(':');
     if (hp.empty() || colon == std::string::npos || colon == 0) {
       return Status::invalidArgument("ZooKeeper server '" + hp + "' in '" + url +
@@ -529,8 +540,9 @@ Result<std::unique_ptr<Store>> openZkStore(const ZkConfig& config) {
       core->closed = true;
       lock.unlock();
       zookeeper_close(zh);
-      return Status::error(StatusCode::kTimeout, "ZooKeeper at " + *hosts + " did not answer within " +
-                             std::to_string(config.connectTimeoutMs) + " ms");
+      return Status::error(StatusCode::kTimeout,
+                           "ZooKeeper at " + *hosts + " did not answer within " +
+                               std::to_string(config.connectTimeoutMs) + " ms");
     }
   }
   return std::unique_ptr<Store>(new ZkStore(std::move(core)));

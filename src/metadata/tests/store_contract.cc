@@ -153,7 +153,8 @@ TEST_P(StoreContractTest, MissingParentsAreCreatedEmpty) {
 }
 
 TEST_P(StoreContractTest, ChildrenAreSortedAndEmptyForAMissingNode) {
-  for (const char* n : {"b", "a", "c-1", "c"}) ASSERT_TRUE(put(*store_, root_ + "/" + n, "").isOk());
+  for (const char* n : {"b", "a", "c-1", "c"})
+    ASSERT_TRUE(put(*store_, root_ + "/" + n, "").isOk());
   ASSERT_TRUE(put(*store_, root_ + "/a/deeper", "").isOk());
   EXPECT_EQ(children(*store_, root_).value(), (std::vector<std::string>{"a", "b", "c", "c-1"}));
   auto none = children(*store_, root_ + "/missing");
