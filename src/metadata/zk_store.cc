@@ -476,6 +476,16 @@ class ZkStore : public Store {
   std::shared_ptr<Core> core_;
 };
 
+Status badServer(const std::string& server, const std::string& url, const char* why) {
+  std::string m = "ZooKeeper server '";
+  m += server;
+  m += "' in '";
+  m += url;
+  m += "' ";
+  m += why;
+  return Status::invalidArgument(m);
+}
+
 }  // namespace
 
 Result<std::string> parseZkUrl(const std::string& url) {
@@ -503,14 +513,12 @@ Result<std::string> parseZkUrl(const std::string& url) {
         hosts.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     auto colon = hp.rfind(':');
     if (hp.empty() || colon == std::string::npos || colon == 0) {
-      return Status::invalidArgument("ZooKeeper server '" + hp + "' in '" + url +
-                                     "' is not host:port");
+      return badServer(hp, url, "is not host:port");
     }
     int port = 0;
     auto [p, ec] = std::from_chars(hp.data() + colon + 1, hp.data() + hp.size(), port);
     if (ec != std::errc() || p != hp.data() + hp.size() || port < 1 || port > 65535) {
-      return Status::invalidArgument("ZooKeeper server '" + hp + "' in '" + url +
-                                     "' has no valid port (1-65535)");
+      return badServer(hp, url, "has no valid port (1-65535)");
     }
     if (comma == std::string::npos) break;
     start = comma + 1;
