@@ -13,6 +13,7 @@ PKGS=(
   librocksdb-dev
   libspdlog-dev libfmt-dev
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
+  libzookeeper-mt-dev zookeeper
   libisal-dev libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev libssl-dev openssl libjwt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev clang-format-14 clang-tidy-14

@@ -18,6 +18,8 @@ std::string_view statusCodeName(StatusCode c) {
     case StatusCode::kUnsupported: return "Unsupported";
     case StatusCode::kInternal: return "Internal";
     case StatusCode::kNoSpace: return "NoSpace";
+    case StatusCode::kBadVersion:
+      return "BadVersion";
   }
   return "Unknown";
 }

@@ -19,7 +19,7 @@ enum class StatusCode : int {
   kAlreadyExists = 3,
   kIoError = 4,
   kCorruption = 5,
-  kBusy = 6,            // e.g. ProducerBusy / ConsumerBusy
+  kBusy = 6,  // e.g. ProducerBusy / ConsumerBusy
   kNotAllowed = 7,
   kTooLarge = 8,
   kClosed = 9,
@@ -27,6 +27,7 @@ enum class StatusCode : int {
   kUnsupported = 11,
   kInternal = 12,
   kNoSpace = 13,
+  kBadVersion = 14,  // a compare-and-set found another version (metadata stores)
 };
 
 // Success or an error code plus message. Thread: value type, no sharing.
@@ -47,6 +48,7 @@ class Status {
   static Status unsupported(std::string m) { return error(StatusCode::kUnsupported, std::move(m)); }
   static Status internal(std::string m) { return error(StatusCode::kInternal, std::move(m)); }
   static Status noSpace(std::string m) { return error(StatusCode::kNoSpace, std::move(m)); }
+  static Status badVersion(std::string m) { return error(StatusCode::kBadVersion, std::move(m)); }
 
   bool isOk() const { return rep_ == nullptr; }
   explicit operator bool() const { return isOk(); }

@@ -28,6 +28,8 @@ proto::ServerError toServerError(StatusCode code, ErrorContext ctx) {
         return E::InvalidTopicName;
       }
       return E::MetadataError;
+    case StatusCode::kBadVersion:
+      return E::MetadataError;
     case StatusCode::kClosed:
     case StatusCode::kTimeout:
       return E::ServiceNotReady;

@@ -1,0 +1,179 @@
+// ZkStore against a real ZooKeeper server started by scripts/zookeeper.sh (one per test binary,
+// tickTime 200 ms so that sessions can be short).
+#include "metadata/zk_store.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "metadata/tests/store_contract.h"
+
+namespace magnetar::metadata::testing {
+namespace {
+
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// The server for this binary: started by the first test that needs it (ctest runs each test in
+// a process of its own), stopped after the last test.
+struct ZkServer : public ::testing::Environment {
+  std::string dir;
+  int port = 0;
+  pid_t pid = 0;
+
+  static ZkServer& get() {
+    if (instance->port == 0) instance->start();
+    return *instance;
+  }
+  std::string url() const { return "zk:127.0.0.1:" + std::to_string(port); }
+
+  void start() {
+    char tmpl[] = "/tmp/magnetar-zk-XXXXXX";
+    dir = ::mkdtemp(tmpl);
+    port = freePort();
+    std::string cmd = "bash " MAGNETAR_SOURCE_DIR "/scripts/zookeeper.sh start -d " + dir + " -p " +
+                      std::to_string(port) + " --tick-ms 200 > " + dir + "/start.out";
+    if (std::system(cmd.c_str()) != 0) {
+      ADD_FAILURE() << "scripts/zookeeper.sh start failed (see " << dir << "/zookeeper.log)";
+      return;
+    }
+    std::ifstream pidf(dir + "/zookeeper.pid");
+    pidf >> pid;
+  }
+  void TearDown() override {
+    if (port == 0) return;
+    std::string stop = "bash " MAGNETAR_SOURCE_DIR "/scripts/zookeeper.sh stop -d " + dir;
+    EXPECT_EQ(std::system(stop.c_str()), 0);
+    std::string rm = "rm -rf " + dir;
+    (void)std::system(rm.c_str());
+  }
+
+  static ZkServer* instance;
+};
+ZkServer* ZkServer::instance =
+    static_cast<ZkServer*>(::testing::AddGlobalTestEnvironment(new ZkServer()));
+
+class ZkSource : public SessionSource {
+ public:
+  explicit ZkSource(int sessionTimeoutMs = 4000) : timeout_(sessionTimeoutMs) {}
+  std::unique_ptr<Store> openSession() override {
+    ZkConfig c;
+    c.url = ZkServer::get().url();
+    c.sessionTimeoutMs = timeout_;
+    c.connectTimeoutMs = 15000;
+    auto s = openZkStore(c);
+    EXPECT_TRUE(s.isOk()) << s.status().toString();
+    return s.isOk() ? std::move(s).value() : nullptr;
+  }
+
+ private:
+  int timeout_;
+};
+
+std::unique_ptr<SessionSource> makeZk() { return std::make_unique<ZkSource>(); }
+
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(ZooKeeper, StoreContractTest, ::testing::Values(SourceMaker(makeZk)));
+
+TEST(ZkUrl, ParsesPulsarsFormsAndRefusesBadOnes) {
+  EXPECT_EQ(parseZkUrl("zk:h1:2181,h2:2182/chroot/x").value(), "h1:2181,h2:2182/chroot/x");
+  EXPECT_EQ(parseZkUrl("zk://h1:2181").value(), "h1:2181");
+  EXPECT_EQ(parseZkUrl("127.0.0.1:2181").value(), "127.0.0.1:2181");
+  EXPECT_EQ(parseZkUrl("zk:h1:2181/").value(), "h1:2181");
+  for (const char* bad : {"zk:", "zk:host", "zk:host:0", "zk:host:70000", "zk:h:1,", "zk::2181",
+                          "zk:h:12x", "zk:h:2181//x"}) {
+    auto r = parseZkUrl(bad);
+    EXPECT_FALSE(r.isOk()) << bad;
+    if (!r.isOk()) {
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    }
+  }
+}
+
+TEST(ZkStoreOpen, NoServerIsATimeoutNamingTheServers) {
+  ZkConfig c;
+  c.url = "zk:127.0.0.1:" + std::to_string(freePort());
+  c.connectTimeoutMs = 1500;
+  auto t0 = std::chrono::steady_clock::now();
+  auto s = openZkStore(c);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.status().code(), StatusCode::kTimeout);
+  EXPECT_NE(s.status().message().find("127.0.0.1"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_EQ(openZkStore(ZkConfig{"zk:nohostport", 1000, 1000}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+// A server paused past the session timeout expires the session: listeners hear the connection
+// go, the session end and a new one start; the ephemeral node is gone; the store keeps working.
+TEST(ZkStoreSession, ExpiryEndsEphemeralNodesAndANewSessionFollows) {
+  ZkServer& server = ZkServer::get();
+  ASSERT_GT(server.pid, 0);
+  ZkSource source(/*sessionTimeoutMs=*/1000);
+  auto store = source.openSession();
+  auto watcher = source.openSession();
+  ASSERT_TRUE(store && watcher);
+  storage::testing::ManualExecutor ex;
+  std::vector<SessionEvent> events;
+  store->registerSessionListener([&](SessionEvent e) { events.push_back(e); }, &ex);
+
+  auto runUntil = [&](const std::function<bool()>& pred, int seconds) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (!pred() && std::chrono::steady_clock::now() < deadline) {
+      if (ex.runPending() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return pred();
+  };
+  std::string p = "/expiry-" + std::to_string(::getpid());
+  std::optional<Result<Stat>> made;
+  PutOptions eph;
+  eph.ephemeral = true;
+  store->put(p, "mine", eph, &ex, [&](Result<Stat> r) { made = std::move(r); });
+  ASSERT_TRUE(runUntil([&] { return made.has_value(); }, 10));
+  ASSERT_TRUE(made->isOk()) << made->status().toString();
+
+  ASSERT_EQ(::kill(server.pid, SIGSTOP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  ASSERT_EQ(::kill(server.pid, SIGCONT), 0);
+  auto has = [&](SessionEvent e) {
+    return std::find(events.begin(), events.end(), e) != events.end();
+  };
+  EXPECT_TRUE(runUntil([&] { return has(SessionEvent::kSessionReestablished); }, 30));
+  EXPECT_TRUE(has(SessionEvent::kConnectionLost));
+  EXPECT_TRUE(has(SessionEvent::kSessionLost));
+
+  std::optional<Result<std::optional<GetResult>>> after;
+  watcher->get(p, &ex, [&](Result<std::optional<GetResult>> r) { after = std::move(r); });
+  ASSERT_TRUE(runUntil([&] { return after.has_value(); }, 20));
+  // The watcher's own session may have expired too: then it is the new one that answers.
+  if (after->isOk()) {
+    EXPECT_FALSE(after->value().has_value());
+  }
+
+  std::optional<Result<Stat>> again;
+  store->put(p, "mine-again", eph, &ex, [&](Result<Stat> r) { again = std::move(r); });
+  ASSERT_TRUE(runUntil([&] { return again.has_value(); }, 10));
+  EXPECT_TRUE(again->isOk()) << again->status().toString();
+  store->close();
+  watcher->close();
+  ex.runPending();
+}
+
+}  // namespace magnetar::metadata::testing

@@ -1,0 +1,36 @@
+// ZkStore: metadata::Store on Apache ZooKeeper through libzookeeper-mt (Debian's
+// libzookeeper-mt-dev). One ZooKeeper session per ZkStore. The library runs the session on two
+// threads of its own (I/O and completion); every completion and watch is posted from there to the
+// executor the caller named, so no call blocks an event loop or ml-worker.
+//
+// Values and paths are written as they are: ZooKeeper's own data model, Pulsar's znode layout is
+// the caller's (docs/metadata-format.md). Watches are ZooKeeper's one-shot watches: each get,
+// exists and getChildren sets one (get on a missing node sets an exists watch, as Pulsar's
+// ZKMetadataStore does). When the session expires, its ephemeral nodes are gone: listeners get
+// kSessionLost, the store opens a new session and reports kSessionReestablished.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "metadata/store.h"
+
+namespace magnetar::metadata {
+
+struct ZkConfig {
+  // "host:port[,host:port...][/chroot]", with or without Pulsar's "zk:" prefix
+  // (metadataStoreUrl).
+  std::string url;
+  int sessionTimeoutMs = 30000;  // metadataStoreSessionTimeoutMillis (Pulsar's default)
+  int connectTimeoutMs = 30000;  // how long open() waits for the first session
+};
+
+// "zk:h1:2181,h2:2181/chroot" -> "h1:2181,h2:2181/chroot"; kInvalidArgument for an empty or
+// malformed host list (a host without a port, a port outside 1-65535).
+Result<std::string> parseZkUrl(const std::string& url);
+
+// Connects and waits for the session (up to connectTimeoutMs; kTimeout naming the servers when
+// ZooKeeper does not answer). Thread: any but an event loop (it blocks).
+Result<std::unique_ptr<Store>> openZkStore(const ZkConfig& config);
+
+}  // namespace magnetar::metadata
