@@ -1,6 +1,8 @@
 #include "broker/broker_service.h"
 
+#include <chrono>
 #include <functional>
+#include <thread>
 
 #include "base/logging.h"
 #include "broker/entry_metadata.h"
@@ -83,6 +85,7 @@ Status BrokerService::start() {
       "pulsar-compaction-monitor",
       std::chrono::seconds(std::max(1, options_.brokerServiceCompactionMonitorIntervalInSeconds)),
       [this] { checkCompaction(); });
+
   const int64_t share = publishBufferShare(options_.maxMessagePublishBufferSizeInMB);
   for (int i = 0; i < ioLoops_->size(); ++i) {
     throttles_.push_back(std::make_unique<PublishBufferThrottle>(ioLoops_->at(i), share));
@@ -135,6 +138,36 @@ void BrokerService::setMaxMessagePublishBufferSizeInMB(int mb) {
     PublishBufferThrottle* throttle = t.get();
     throttle->loop().execute([throttle, share] { throttle->setLimitBytes(share); });
   }
+}
+
+bool BrokerService::drainConnections(std::chrono::milliseconds timeout) {
+  if (server_) server_->stop();  // joins the acceptor: every registration is queued by now
+  if (tlsServer_) tlsServer_->stop();
+  if (!ioLoops_ || timeout.count() <= 0) return activeConnections() == 0;
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t open = activeConnections();
+  for (auto& t : throttles_) {
+    PublishBufferThrottle* throttle = t.get();
+    throttle->loop().execute([throttle] {
+      for (const auto& c : throttle->connections()) c->startShutdown();
+    });
+  }
+  const auto deadline = start + timeout;
+  while (activeConnections() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  const int64_t left = activeConnections();
+  if (left > 0) {
+    MLOG_WARN(
+        "Graceful shutdown: {} of {} connections still open after brokerShutdownTimeoutMs "
+        "({} ms); closing them",
+        left, open, timeout.count());
+  } else {
+    MLOG_INFO("Graceful shutdown: {} connections drained in {} ms", open, took.count());
+  }
+  return left == 0;
 }
 
 void BrokerService::stop() {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -52,6 +53,12 @@ class BrokerService {
   // connection's handshake on its own pulsar-io loop). Errors: kIoError when a port can't be
   // bound.
   Status start();
+  // Graceful shutdown of the binary protocol: stops accepting, then every connection stops
+  // reading, sends the receipts of the SENDs it read once they are persisted, CLOSE_PRODUCER
+  // and CLOSE_CONSUMER for what it has open, and closes (ServerCnx::startShutdown). Returns
+  // when all are closed or after `timeout` (brokerShutdownTimeoutMs; <= 0: at once), true
+  // when all closed. Call before stop(), from main.
+  bool drainConnections(std::chrono::milliseconds timeout);
   void stop();
 
   const BrokerOptions& options() const { return options_; }
