@@ -1,5 +1,7 @@
 #include "broker/broker_service.h"
 
+#include <malloc.h>
+
 #include <chrono>
 #include <functional>
 #include <thread>
@@ -86,6 +88,12 @@ Status BrokerService::start() {
       std::chrono::seconds(std::max(1, options_.brokerServiceCompactionMonitorIntervalInSeconds)),
       [this] { checkCompaction(); });
 
+  memoryTrimmer_ =
+      std::make_unique<PeriodicTask>("magnetar-memory-trim", kMemoryTrimPeriod, [this] {
+        if (closedSinceTrim_.load(std::memory_order_relaxed) < kMemoryTrimAfterCloses) return;
+        closedSinceTrim_.store(0, std::memory_order_relaxed);
+        malloc_trim(0);
+      });
   const int64_t share = publishBufferShare(options_.maxMessagePublishBufferSizeInMB);
   for (int i = 0; i < ioLoops_->size(); ++i) {
     throttles_.push_back(std::make_unique<PublishBufferThrottle>(ioLoops_->at(i), share));
@@ -171,6 +179,7 @@ bool BrokerService::drainConnections(std::chrono::milliseconds timeout) {
 }
 
 void BrokerService::stop() {
+  memoryTrimmer_.reset();
   expiryMonitor_.reset();
   backlogQuotaChecker_.reset();
   inactivityMonitor_.reset();
