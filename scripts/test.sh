@@ -55,6 +55,10 @@ stage "crash tests: SIGKILL at random moments (storage engine, then the whole br
 stage "delayed delivery at scale, small form (10M: tools/delayed-rss/delayed_rss.py docstring)"
 "$PY" tools/delayed-rss/delayed_rss.py --messages 20000 --timeout-s 120 --restart
 
+stage "memory: idle connections, small form (5,000: tools/memory/idle_connections.py docstring)"
+"$PY" tools/memory/idle_connections.py --connections 1000 --rounds 2 \
+  --max-kb-per-connection 12 --max-kb-after-close 8192
+
 stage "magnetar-perf: unit tests and the iot-telemetry-max-rate-small scenario end to end"
 "$PY" -m pytest -q tools/perf/tests
 PERF_OUT=$(mktemp -d)

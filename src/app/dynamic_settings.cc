@@ -58,6 +58,8 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
     case SettingId::managedLedgerCacheSizeMB:
       storage.setCacheSizeMB(cfg.managedLedgerCacheSizeMB());
       return true;
+    case SettingId::brokerShutdownTimeoutMs:  // read from cfg when the broker stops
+      return true;
     default:
       return false;
   }

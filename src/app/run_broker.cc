@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <boost/asio.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -315,6 +316,8 @@ int runBroker(const BrokerOptions& options) {
 
   MLOG_INFO("Stopping on signal {}", stopSignal);
   serving = false;
+  // Read now: the setting is dynamic.
+  service.drainConnections(std::chrono::milliseconds(cfg.brokerShutdownTimeoutMs()));
   if (webTls) webTls->stop();
   web.stop();
   service.stop();

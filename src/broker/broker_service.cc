@@ -1,6 +1,10 @@
 #include "broker/broker_service.h"
 
+#include <malloc.h>
+
+#include <chrono>
 #include <functional>
+#include <thread>
 
 #include "base/logging.h"
 #include "broker/entry_metadata.h"
@@ -83,6 +87,13 @@ Status BrokerService::start() {
       "pulsar-compaction-monitor",
       std::chrono::seconds(std::max(1, options_.brokerServiceCompactionMonitorIntervalInSeconds)),
       [this] { checkCompaction(); });
+
+  memoryTrimmer_ =
+      std::make_unique<PeriodicTask>("magnetar-memory-trim", kMemoryTrimPeriod, [this] {
+        if (closedSinceTrim_.load(std::memory_order_relaxed) < kMemoryTrimAfterCloses) return;
+        closedSinceTrim_.store(0, std::memory_order_relaxed);
+        malloc_trim(0);
+      });
   const int64_t share = publishBufferShare(options_.maxMessagePublishBufferSizeInMB);
   for (int i = 0; i < ioLoops_->size(); ++i) {
     throttles_.push_back(std::make_unique<PublishBufferThrottle>(ioLoops_->at(i), share));
@@ -137,7 +148,38 @@ void BrokerService::setMaxMessagePublishBufferSizeInMB(int mb) {
   }
 }
 
+bool BrokerService::drainConnections(std::chrono::milliseconds timeout) {
+  if (server_) server_->stop();  // joins the acceptor: every registration is queued by now
+  if (tlsServer_) tlsServer_->stop();
+  if (!ioLoops_ || timeout.count() <= 0) return activeConnections() == 0;
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t open = activeConnections();
+  for (auto& t : throttles_) {
+    PublishBufferThrottle* throttle = t.get();
+    throttle->loop().execute([throttle] {
+      for (const auto& c : throttle->connections()) c->startShutdown();
+    });
+  }
+  const auto deadline = start + timeout;
+  while (activeConnections() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  const int64_t left = activeConnections();
+  if (left > 0) {
+    MLOG_WARN(
+        "Graceful shutdown: {} of {} connections still open after brokerShutdownTimeoutMs "
+        "({} ms); closing them",
+        left, open, timeout.count());
+  } else {
+    MLOG_INFO("Graceful shutdown: {} connections drained in {} ms", open, took.count());
+  }
+  return left == 0;
+}
+
 void BrokerService::stop() {
+  memoryTrimmer_.reset();
   expiryMonitor_.reset();
   backlogQuotaChecker_.reset();
   inactivityMonitor_.reset();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -52,6 +53,12 @@ class BrokerService {
   // connection's handshake on its own pulsar-io loop). Errors: kIoError when a port can't be
   // bound.
   Status start();
+  // Graceful shutdown of the binary protocol: stops accepting, then every connection stops
+  // reading, sends the receipts of the SENDs it read once they are persisted, CLOSE_PRODUCER
+  // and CLOSE_CONSUMER for what it has open, and closes (ServerCnx::startShutdown). Returns
+  // when all are closed or after `timeout` (brokerShutdownTimeoutMs; <= 0: at once), true
+  // when all closed. Call before stop(), from main.
+  bool drainConnections(std::chrono::milliseconds timeout);
   void stop();
 
   const BrokerOptions& options() const { return options_; }
@@ -102,7 +109,10 @@ class BrokerService {
   std::string generateProducerName();
   // The publish buffer throttle of each pulsar-io loop, in loop order (metrics).
   std::vector<std::pair<std::string, PublishThrottleStats>> publishThrottleStats() const;
-  void connectionClosed() { activeConnections_--; }
+  void connectionClosed() {
+    activeConnections_--;
+    closedSinceTrim_.fetch_add(1, std::memory_order_relaxed);
+  }
   int64_t activeConnections() const { return activeConnections_.load(); }
 
   // Topic executor helpers for SEEK and GET_LAST_MESSAGE_ID.
@@ -238,6 +248,11 @@ class BrokerService {
   std::unique_ptr<PeriodicTask> inactivityMonitor_;
   std::unique_ptr<PeriodicTask> subscriptionExpiryMonitor_;
   std::unique_ptr<PeriodicTask> compactionMonitor_;
+  // Every kMemoryTrimPeriod, once kMemoryTrimAfterCloses or more connections closed since the
+  // last time: gives the heap's free pages back to the OS (malloc_trim), which glibc does not
+  // do by itself for memory freed below the top of its arenas.
+  std::unique_ptr<PeriodicTask> memoryTrimmer_;
+  std::atomic<int64_t> closedSinceTrim_{0};
   // Compacted ledgers found at start-up, by topic ledger name: their seqs (compactedLedgerName);
   // handed to the topic when it loads. Guarded by mu_.
   std::map<std::string, std::vector<int64_t>> compactedSeqs_;
@@ -255,6 +270,8 @@ class BrokerService {
   RateRegistry rates_;
   std::atomic<uint64_t> producerNameSeq_{0};
   std::atomic<int64_t> activeConnections_{0};
+  static constexpr std::chrono::seconds kMemoryTrimPeriod{5};
+  static constexpr int64_t kMemoryTrimAfterCloses = 100;
 };
 
 }  // namespace magnetar::broker

@@ -20,6 +20,15 @@ void PublishBufferThrottle::unregisterConnection(ServerCnx* c) {
                      connections_.end());
 }
 
+std::vector<std::shared_ptr<ServerCnx>> PublishBufferThrottle::connections() const {
+  std::vector<std::shared_ptr<ServerCnx>> out;
+  out.reserve(connections_.size());
+  for (const auto& w : connections_) {
+    if (auto c = w.lock()) out.push_back(std::move(c));
+  }
+  return out;
+}
+
 void PublishBufferThrottle::add(int64_t bytes) {
   int64_t now = pending_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   int64_t limit = limitBytes();

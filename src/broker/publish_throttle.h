@@ -36,6 +36,8 @@ class PublishBufferThrottle {
   net::EventLoop& loop() { return loop_; }
   void registerConnection(const std::shared_ptr<ServerCnx>& c);
   void unregisterConnection(ServerCnx* c);
+  // The connections of this loop still open. Loop thread.
+  std::vector<std::shared_ptr<ServerCnx>> connections() const;
   // A SEND of `bytes` was read (loop thread). Pauses reading when over the share.
   void add(int64_t bytes);
   // Publishes of `bytes` were persisted or failed (any thread). Resumes at half the share.

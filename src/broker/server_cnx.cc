@@ -102,6 +102,12 @@ void ServerCnx::flushSends() {
 void ServerCnx::publishCompleted(uint32_t n, uint64_t bytes) {
   throttle_.release(static_cast<int64_t>(bytes));
   int64_t left = pendingPublishes_.fetch_sub(n, std::memory_order_relaxed) - n;
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with startShutdown()
+  if (left <= 0 && shuttingDown_.load(std::memory_order_seq_cst)) {
+    auto me = self();
+    loop().execute([me] { me->maybeFinishShutdown(); });
+    return;
+  }
   int max = service_.options().maxPendingPublishRequestsPerConnection;
   if (max > 0 && left <= max / 2 && publishPaused_.load(std::memory_order_relaxed)) {
     auto me = self();
@@ -118,11 +124,33 @@ void ServerCnx::setThrottled(bool throttled) {
 }
 
 void ServerCnx::updateReadState() {
-  if (throttled_ || publishPaused_.load(std::memory_order_relaxed)) {
+  if (throttled_ || publishPaused_.load(std::memory_order_relaxed) ||
+      shuttingDown_.load(std::memory_order_relaxed)) {
     pauseRead();
   } else {
     resumeRead();
   }
+}
+
+void ServerCnx::startShutdown() {
+  MAGNETAR_DCHECK_ON(loop());
+  if (isClosed() || shuttingDown_.exchange(true, std::memory_order_seq_cst)) return;
+  updateReadState();
+  maybeFinishShutdown();
+}
+
+void ServerCnx::maybeFinishShutdown() {
+  MAGNETAR_DCHECK_ON(loop());
+  if (shutdownClosed_ || isClosed()) return;
+  // Else publishCompleted() calls again when the count reaches 0.
+  if (pendingPublishes_.load(std::memory_order_seq_cst) > 0) return;
+  shutdownClosed_ = true;
+  // Receipts were queued before the count fell, so they go out ahead of these.
+  for (const auto& [id, ref] : producers_) send(Commands::newCloseProducer(id, 0));
+  for (const auto& [id, ref] : consumers_) {
+    if (ref.ready) send(Commands::newCloseConsumer(id, 0));
+  }
+  close(/*graceful=*/true);
 }
 
 void ServerCnx::onClosed() {
@@ -164,7 +192,6 @@ Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
   MAGNETAR_DCHECK_ON(loop());
   using T = proto::BaseCommand;
   // Liveness counts complete frames only (Pulsar's messageReceived()), not bytes.
-  receivedSinceLastPing_ = true;
   waitingForPong_ = false;
   if (!connected_ && cmd.type() != T::CONNECT) {
     if (cmd.type() == T::PING) {
@@ -366,21 +393,20 @@ void ServerCnx::onKeepAliveTimer() {
     close();
     return;
   }
-  if (!receivedSinceLastPing_) {
-    // While reads are paused the answer may sit unread: wait (as Pulsar with auto-read off).
-    if (waitingForPong_ && !readPaused()) {
-      CnxErrorStats::record(ProtocolError::kKeepAliveTimeout);
-      closedByKeepAlive_ = true;
-      MLOG_WARN("[{}] closing connection: no keep-alive answer", peerAddress());
-      close();
-      return;
-    }
-    if (!waitingForPong_) {
-      waitingForPong_ = true;
-      send(Commands::newPing());
-    }
+  // While reads are paused the answer may sit unread: wait (as Pulsar with auto-read off).
+  if (waitingForPong_ && !readPaused()) {
+    CnxErrorStats::record(ProtocolError::kKeepAliveTimeout);
+    closedByKeepAlive_ = true;
+    MLOG_WARN("[{}] closing connection: no keep-alive answer", peerAddress());
+    close();
+    return;
   }
-  receivedSinceLastPing_ = false;
+  // Every tick probes, busy or idle, so a silent peer is closed at the second tick after it
+  // went quiet. PING/PONG came with protocol version 1.
+  if (protocolVersion_ >= 1) {
+    waitingForPong_ = true;
+    send(Commands::newPing());
+  }
   startKeepAlive();
 }
 

@@ -36,7 +36,7 @@ enum class ProtocolError {
   kUnknownId,         // producer/consumer id not open on the connection
   kInvalidName,       // topic or subscription name rejected (InvalidTopicName, MetadataError)
   kHandshakeTimeout,  // no CONNECT within keepAliveIntervalSeconds; closes
-  kKeepAliveTimeout,  // no complete frame nor PONG for two keep-alive intervals; closes
+  kKeepAliveTimeout,  // no complete frame since the previous tick's PING; closes
   kAuthentication,    // CONNECT / AUTH_RESPONSE credentials refused (ERROR AuthenticationError)
   kAuthRefresh,       // credentials expired and not refreshed in time; closes
   kCount
@@ -76,6 +76,12 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   // which reconnects. The topic has already dropped it. Any thread.
   void closeProducerFromBroker(uint64_t producerId);
 
+  // Graceful shutdown of this connection: reading stops (SENDs not read yet are not taken; the
+  // client sends them again after reconnecting), and once every SEND read has its receipt (or
+  // error) queued, each producer gets CLOSE_PRODUCER and each consumer CLOSE_CONSUMER, then the
+  // connection closes after flushing. Loop thread.
+  void startShutdown();
+
   int protocolVersion() const { return protocolVersion_; }
   // CONNECT's client_version ("" before CONNECT). Loop thread until CONNECT, then immutable.
   const std::string& clientVersion() const { return clientVersion_; }
@@ -83,11 +89,12 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   const std::string& authRole() const { return authRole_; }
 
   // Starts the keep-alive timer (Pulsar's PulsarHandler): every keepAliveIntervalSeconds the
-  // connection is closed when CONNECT has not arrived yet, or when a PING sent one interval
-  // earlier got no answer (no complete frame since) while reads were not paused; otherwise a
-  // PING is sent if no complete frame arrived in the interval. Partial frames do not count, so
-  // a peer that never finishes a frame is dropped within two or three intervals. Call once,
-  // on the loop thread, when the connection starts.
+  // connection is closed when CONNECT has not arrived yet (the handshake timeout is one
+  // interval, as Pulsar's), or when the PING of the previous tick got no complete frame back
+  // while reads were not paused; otherwise a PING is sent (peers of protocol version >= 1).
+  // A peer that goes silent is thus closed one to two intervals later; partial frames do not
+  // count, so a peer that never finishes a frame is dropped the same way. Call once, on the
+  // loop thread, when the connection starts.
   void startKeepAlive();
 
  protected:
@@ -159,6 +166,8 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void withConsumer(uint64_t consumerId, const std::function<void(ConsumerRef&)>& fn);
   void sendError(uint64_t requestId, proto::ServerError e, const std::string& msg);
   void onKeepAliveTimer();
+  // The last step of startShutdown(), once no SEND is pending. Loop thread.
+  void maybeFinishShutdown();
   void flushSends();
   // Reads stop while either limit holds (per-connection pending sends, the loop's buffer).
   void updateReadState();
@@ -190,10 +199,11 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   std::atomic<int64_t> pendingPublishes_{0};
   std::atomic<bool> publishPaused_{false};
   bool throttled_ = false;  // loop thread
+  std::atomic<bool> shuttingDown_{false};  // set on the loop thread, read by publishCompleted
+  bool shutdownClosed_ = false;            // loop thread: CLOSE_* sent
   PublishBufferThrottle& throttle_;
   boost::asio::steady_timer keepAliveTimer_;
   boost::asio::steady_timer authRefreshTimer_;  // every authenticationRefreshCheckSeconds
-  bool receivedSinceLastPing_ = true;
   bool waitingForPong_ = false;
   bool closedByKeepAlive_ = false;  // not counted as truncated then
 };

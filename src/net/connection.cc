@@ -13,7 +13,6 @@
 namespace magnetar::net {
 
 namespace {
-constexpr size_t kReadChunk = 64 * 1024;
 // Bounded work per readable event so one busy connection does not starve the loop's others.
 constexpr size_t kMaxReadPerEvent = 1024 * 1024;
 constexpr int kMaxIov = IOV_MAX;
@@ -32,7 +31,6 @@ Connection::Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket,
   socket_.set_option(boost::asio::ip::tcp::no_delay(true), ec);
   auto ep = socket_.remote_endpoint(ec);
   if (!ec) peer_ = ep.address().to_string() + ":" + std::to_string(ep.port());
-  readBuf_.resize(kReadChunk);
 }
 
 Connection::~Connection() = default;
@@ -116,18 +114,20 @@ void Connection::waitReadable() {
 void Connection::handleReadable() {
   MAGNETAR_DCHECK_ON(loop_);
   size_t total = 0;
+  uint8_t* buf = loop_.readBuffer();  // consumed by onData() before the next read
+  constexpr size_t kBufSize = EventLoop::kReadBufferSize;
   while (!readPaused_ && !closed_ && total < kMaxReadPerEvent) {
-    ssize_t n = ::read(fd_, readBuf_.data(), readBuf_.size());
+    ssize_t n = ::read(fd_, buf, kBufSize);
     if (n > 0) {
       total += static_cast<size_t>(n);
       stats_.bytesIn.fetch_add(n, std::memory_order_relaxed);
-      bool more = tls_ ? onTlsData(readBuf_.data(), static_cast<size_t>(n))
-                       : onData(readBuf_.data(), static_cast<size_t>(n));
+      bool more =
+          tls_ ? onTlsData(buf, static_cast<size_t>(n)) : onData(buf, static_cast<size_t>(n));
       if (!more) {
         onReadBatchDone();
         return;
       }
-      if (static_cast<size_t>(n) < readBuf_.size()) break;
+      if (static_cast<size_t>(n) < kBufSize) break;
     } else if (n == 0) {
       onReadBatchDone();
       doClose();

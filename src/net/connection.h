@@ -90,8 +90,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t pendingWriteBytes() const { return pendingBytes_.load(std::memory_order_relaxed); }
 
  protected:
-  // Bytes read from the socket, on the loop thread. Return false to stop reading (e.g. the
-  // subclass closed the connection).
+  // Bytes read from the socket, on the loop thread, in the loop's shared read buffer: consume
+  // or copy them before returning. Return false to stop reading (e.g. the subclass closed the
+  // connection).
   virtual bool onData(const uint8_t* data, size_t len) = 0;
   // Called once on the loop thread when the connection is closed (by either side).
   virtual void onClosed() = 0;
@@ -118,7 +119,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool readPaused_ = false;
   bool readWaiting_ = false;
   bool writeWaiting_ = false;
-  std::vector<uint8_t> readBuf_;
 
   Mutex writeMu_;
   FrameBatch pending_ GUARDED_BY(writeMu_);

@@ -41,6 +41,11 @@ void EventLoop::stop() {
   }
 }
 
+uint8_t* EventLoop::readBuffer() {
+  if (!readBuffer_) readBuffer_ = std::make_unique_for_overwrite<uint8_t[]>(kReadBufferSize);
+  return readBuffer_.get();
+}
+
 bool EventLoop::inExecutorThread() const { return std::this_thread::get_id() == threadId_; }
 
 void EventLoop::execute(Task t) {

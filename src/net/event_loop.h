@@ -6,6 +6,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -48,6 +49,12 @@ class EventLoop final : public Executor {
   const LoopStats& stats() const { return stats_; }
   // Linux thread id of the loop thread (for per-thread CPU), 0 before start.
   int tid() const { return tid_.load(); }
+  // The loop's socket read buffer (kReadBufferSize bytes, allocated on first use), shared by
+  // all connections of the loop: a read is consumed before the next one starts, so an idle
+  // connection holds no read buffer. Loop thread only; not for use across a callback that may
+  // read another socket.
+  static constexpr size_t kReadBufferSize = 64 * 1024;
+  uint8_t* readBuffer();
 
  private:
   void drain();
@@ -63,6 +70,7 @@ class EventLoop final : public Executor {
   std::vector<Task> inbox_ GUARDED_BY(mu_);
   bool drainScheduled_ GUARDED_BY(mu_) = false;
   std::vector<Task> running_;      // loop thread only
+  std::unique_ptr<uint8_t[]> readBuffer_;  // loop thread only
   LoopStats stats_;
 };
 

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from hostile_wire import (
+    CONNECTED,
     PING,
     CounterDelta,
     HostileBroker,
@@ -157,5 +158,50 @@ def test_connection_flood_beyond_the_fd_limit():
         c = WireClient(b.port)
         c.handshake()
         c.close()
+    finally:
+        b.close()
+
+
+def test_silent_peer_is_closed_at_two_intervals():
+    """Pulsar's rule, timed: every tick sends a PING, busy or idle, and the next tick closes a
+    connection that sent no complete frame since. A peer silent from its CONNECT on is closed at
+    the second tick (2 intervals after accept), one without CONNECT at the first. With an
+    interval of 2 s the windows are apart from what the old rule did (6 s: it pinged only
+    connections idle for a whole interval)."""
+    interval = 2
+    b = HostileBroker(settings=[f"keepAliveIntervalSeconds={interval}"])
+    b.start()
+    try:
+        start = time.time()
+        c = WireClient(b.port)
+        c.send(connect_frame())
+        got = c.recv_command()
+        assert got is not None and got[0] == CONNECTED
+        pings = 0
+        c.sock.settimeout(4 * interval)
+        while True:  # PINGs are read, never answered
+            got = c.recv_command()
+            if got is None:
+                break
+            pings += got[0] == PING
+        closed_after = time.time() - start
+        assert pings == 1, f"{pings} PINGs before the close"
+        assert 2 * interval - 0.5 <= closed_after <= 2 * interval + 1.0, closed_after
+        c.close()
+    finally:
+        b.close()
+
+
+def test_no_connect_is_closed_at_one_interval():
+    interval = 2
+    b = HostileBroker(settings=[f"keepAliveIntervalSeconds={interval}"])
+    b.start()
+    try:
+        start = time.time()
+        silent = socket.create_connection(("127.0.0.1", b.port))
+        assert closed_within(silent, 3 * interval)
+        elapsed = time.time() - start
+        assert interval - 0.5 <= elapsed <= interval + 1.0, elapsed
+        silent.close()
     finally:
         b.close()
