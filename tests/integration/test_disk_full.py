@@ -159,7 +159,8 @@ def _publish_failure_lines(log_path, topic):
 
 def test_full_disk_errors_promptly_and_resumes_after_a_delete():
     workdir = tempfile.mkdtemp(prefix="magnetar-diskfull-")
-    broker = TmpfsMagnetar(["journalMaxSizeMB=4", "diskUsageThreshold=1", "diskCheckInterval=200"], workdir)
+    broker = TmpfsMagnetar(["journalMaxSizeMB=4", "diskUsageThreshold=1", "diskCheckInterval=200"],
+                           workdir)
     try:
         ep = broker.start()
         client = pulsar.Client(ep.service_url, operation_timeout_seconds=10)
@@ -232,7 +233,8 @@ def test_full_disk_errors_promptly_and_resumes_after_a_delete():
         assert 'magnetar_storage_writable{cluster="standalone"} 0' in metrics
         # The failed publishes were logged once per topic per 10 s, not once each.
         lines = _publish_failure_lines(broker.log_path, filler)
-        assert 1 <= len(lines) <= 3, f"{len(lines)} publish-failure lines for {len(errors)} failures"
+        assert 1 <= len(lines) <= 3, \
+            f"{len(lines)} publish-failure lines for {len(errors)} failures"
         # Deleting the filler frees its segments; publishing resumes without a restart, on the
         # producer that was refused.
         before = broker.du_bytes()
