@@ -128,6 +128,13 @@ void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAd
           {});
     return;
   }
+  if (Status refused = ledger_->writeRefusal(); !refused) {
+    // A producer created (or re-created after the SEND_ERROR that closed its connection) on a
+    // full disk would only resend into the refusal: the Pulsar clients retry a PersistenceError
+    // at creation with backoff while their send timer fails the pending sends.
+    added(refused, proto::PersistenceError, {});
+    return;
+  }
   int maxProducers = limits_.maxProducers.value_or(options_.maxProducersPerTopic);
   if (maxProducers > 0 && producers_.size() >= static_cast<size_t>(maxProducers)) {
     added(Status::busy("Topic reached max producers limit"), proto::ProducerBusy, {});
@@ -325,7 +332,14 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
         queueReceipt(producer, {}, seq, pos, highest, bytes);
       } else {
         stats_.publishErrors++;
-        MLOG_WARN("publish to {} failed: {}", name_.toString(), st.toString());
+        if (int64_t suppressed = 0; publishErrorLog_.allow(&suppressed)) {
+          if (suppressed == 0) {
+            MLOG_WARN("publish to {} failed: {}", name_.toString(), st.toString());
+          } else {
+            MLOG_WARN("publish to {} failed: {} ({} more failed since the previous line)",
+                      name_.toString(), st.toString(), suppressed);
+          }
+        }
         queueReceipt(producer,
                      protocol::Commands::newSendError(producer->id(), seq,
                                                       proto::PersistenceError, st.message()),

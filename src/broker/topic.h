@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/log_rate_limiter.h"
 #include "broker/broker_options.h"
 #include "broker/compaction.h"
 #include "broker/consumer.h"
@@ -246,6 +247,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void closeAllProducers();
   std::map<std::string, std::unique_ptr<Subscription>> subscriptions_;
   TopicStats stats_;
+  // Failed publishes log one line per topic per 10 s (a full disk fails every add).
+  LogRateLimiter publishErrorLog_{std::chrono::seconds(10)};
   TopicPolicyLimits limits_;
   bool terminated_ = false;
   MessageDeduplication dedup_;

@@ -62,7 +62,10 @@ Status DurableManagedLedgerFactory::start() {
   readPool_ = std::make_unique<ReadPool>(
       env_, options_.numReadThreads, [this](uint64_t seg) { return journal_->segmentPath(seg); });
   knownSegments_.insert(firstSegment_);
-  bg_ = std::make_unique<TaskThread>("storage-bg", options_.tickIntervalMs, [this] { bgTick(); });
+  // Ticks at least every diskCheckInterval, so a fast writer cannot fill the disk between checks.
+  bg_ = std::make_unique<TaskThread>("storage-bg",
+                                     std::min(options_.tickIntervalMs, options_.diskCheckInterval),
+                                     [this] { bgTick(); });
   Status s = journal_->start();
   if (!s) {
     bg_->stop();
@@ -284,6 +287,9 @@ void DurableManagedLedgerFactory::bgReclaim() {
 
 void DurableManagedLedgerFactory::bgTick() {
   bgCheckDisk();
+  auto now = std::chrono::steady_clock::now();
+  if (now < nextLedgerTick_) return;
+  nextLedgerTick_ = now + std::chrono::milliseconds(options_.tickIntervalMs);
   std::vector<std::shared_ptr<ManagedLedgerImpl>> live;
   {
     MutexLock lock(mu_);

@@ -178,6 +178,7 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   std::atomic<bool> aboveWatermark_{false};
   std::atomic<int64_t> diskUsagePpm_{0};
   std::chrono::steady_clock::time_point nextDiskCheck_;  // storage-bg
+  std::chrono::steady_clock::time_point nextLedgerTick_;  // storage-bg: every tickIntervalMs
 
   Mutex gcMu_;  // one compaction at a time
   std::mutex gcWaitMu_;

@@ -107,6 +107,10 @@ class ManagedLedger {
   // (journalSyncData). Callbacks complete in append order. Errors: kIoError, kNoSpace (publish
   // fails with PersistenceError), kClosed.
   virtual void asyncAddEntry(Buffer data, AddEntryCallback cb) = 0;
+  // Ok, or why asyncAddEntry refuses adds at once now (kNoSpace: the disk is full or above
+  // diskUsageThreshold, until space is freed). The broker refuses new and reconnecting producers
+  // with it, so clients back off instead of resending into the refusal. Default: Ok.
+  virtual Status writeRefusal() const { return Status::ok(); }
   // Reads entries from `from` (inclusive; may name a position in a ledger that no longer has it:
   // reading continues at the next existing entry) up to maxEntries and about maxBytes (at least
   // one entry when any is available). Returns fewer, or none, at the end of the log.

@@ -93,6 +93,8 @@ void ManagedLedgerImpl::asyncAddEntry(Buffer data, AddEntryCallback cb) {
   drainQueued();
 }
 
+Status ManagedLedgerImpl::writeRefusal() const { return factory_->writeRefusal(); }
+
 void ManagedLedgerImpl::drainQueued() {
   while (!queued_.empty()) {
     if (state_ == State::kCreatingLedger || state_ == State::kClosed) return;

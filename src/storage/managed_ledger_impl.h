@@ -34,6 +34,7 @@ class ManagedLedgerImpl : public ManagedLedger,
 
   const std::string& name() const override { return name_; }  // any thread
   void asyncAddEntry(Buffer data, AddEntryCallback cb) override;
+  Status writeRefusal() const override;
   void asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
                         ReadEntriesCallback cb) override;
   bool readCachedEntries(Position from, int maxEntries, size_t maxBytes,

@@ -25,8 +25,10 @@ bool startsWith(const rocksdb::Slice& s, const std::string& prefix) {
 }  // namespace
 
 Result<std::unique_ptr<RocksDbMetadataStore>> RocksDbMetadataStore::open(const std::string& path,
-                                                                         bool syncWrites) {
+                                                                         bool syncWrites,
+                                                                         rocksdb::Env* env) {
   rocksdb::Options options;
+  if (env) options.env = env;
   options.create_if_missing = true;
   options.max_background_jobs = 1;
   options.keep_log_file_num = 3;

@@ -10,7 +10,8 @@
 
 namespace rocksdb {
 class DB;
-}
+class Env;
+}  // namespace rocksdb
 
 namespace magnetar::storage {
 
@@ -18,9 +19,11 @@ namespace magnetar::storage {
 class RocksDbMetadataStore : public MetadataStore {
  public:
   // Opens (creating if missing) the database in directory `path`. syncWrites: fsync RocksDB's WAL
-  // on every write (set it with journalSyncData).
+  // on every write (set it with journalSyncData). env: RocksDB's file access (tests inject faults
+  // with it; it must outlive the store); null: the default.
   static Result<std::unique_ptr<RocksDbMetadataStore>> open(const std::string& path,
-                                                            bool syncWrites);
+                                                            bool syncWrites,
+                                                            rocksdb::Env* env = nullptr);
   ~RocksDbMetadataStore() override;
 
   Result<std::string> get(const std::string& key) override;

@@ -2,17 +2,22 @@
 and mount namespace of its own (`unshare --user --map-root-user --mount`, no root needed; skipped
 where unprivileged user namespaces are off). The test reads the tmpfs through /proc/<pid>/root.
 
-- The journal and metadata fill up: every pending send gets an error within seconds, the broker
-  stays up, receipted messages stay readable, and publishing resumes once a topic is deleted.
+- The journal and metadata fill up: every pending send gets an error within seconds (the broker
+  answers SEND_ERROR PersistenceError, then refuses the producer's re-creation with
+  PersistenceError while the disk is full, so the client backs off and its send timer fails the
+  pending sends instead of resending in a reconnect loop), the broker stays up, receipted messages
+  stay readable, and publishing resumes, on the same producer, once a topic is deleted.
 - diskUsageThreshold refuses publishes before the disk is full; reads go on.
 (A start on a full disk is a unit test, LifecycleTest.StartsOnAFullDiskAndServesReads: the tmpfs
 does not outlive the broker process here.)
 """
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 
 import pulsar
@@ -22,23 +27,26 @@ import requests
 from harness.broker import MagnetarProcess
 
 TMPFS_MB = 48
+SEND_TIMEOUT_MS = 2000
 
 
-def _userns_ok() -> bool:
+def _userns_ok() -> tuple[bool, str]:
     if not shutil.which("unshare"):
-        return False
-    r = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "true"],
-                       capture_output=True)
-    return r.returncode == 0
+        return False, "no unshare(1)"
+    d = tempfile.mkdtemp(prefix="magnetar-userns-")
+    try:
+        r = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+                            'mount -t tmpfs -o size=1m tmpfs "$0"', d],
+                           capture_output=True, text=True, timeout=30)
+    finally:
+        os.rmdir(d)
+    if r.returncode != 0:
+        return False, f"no unprivileged user+mount namespace with tmpfs: {r.stderr.strip()}"
+    return True, ""
 
 
-# Opt-in (MAGNETAR_DISK_FULL_TEST=1): the official client answers SEND_ERROR by reconnecting and
-# resending, so its sends stay pending past their timeout until the broker ends that loop.
-pytestmark = [
-    pytest.mark.skipif(not _userns_ok(), reason="no unprivileged user namespaces"),
-    pytest.mark.skipif(os.environ.get("MAGNETAR_DISK_FULL_TEST") != "1",
-                       reason="set MAGNETAR_DISK_FULL_TEST=1 (a documented long run)"),
-]
+_OK, _WHY = _userns_ok()
+pytestmark = pytest.mark.skipif(not _OK, reason=_WHY)
 
 
 class TmpfsMagnetar(MagnetarProcess):
@@ -68,8 +76,9 @@ class TmpfsMagnetar(MagnetarProcess):
 
 def _fill(producer, size, limit_s=90.0):
     """Sends `size`-byte messages until a send fails; returns (receipted payloads, seconds from
-    the last receipt to the error). The official client reconnects and resends after a
-    SEND_ERROR, so the error the application sees is its send timeout."""
+    the last receipt to the error). The official client closes its connection on SEND_ERROR; the
+    broker then refuses the producer's re-creation, so the error the application sees is its send
+    timeout (Timeout), at most send_timeout_millis after the failed send."""
     ok = []
     deadline = time.time() + limit_s
     last_ok = time.time()
@@ -100,52 +109,151 @@ def _drain(client, topic, sub):
     return got
 
 
+class _Sends:
+    """send_async bookkeeping: per payload, when send_async returned (the message is queued:
+    with block_if_queue_full it blocks while the producer's queue is full) and
+    (result, completion time)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.sent = {}
+        self.done = {}
+        self.first_error = threading.Event()
+
+    def send(self, producer, payload):
+        def cb(res, _msg_id, p=payload):
+            with self.lock:
+                self.done[p] = (res, time.monotonic())
+            if res != pulsar.Result.Ok:
+                self.first_error.set()
+        producer.send_async(payload, cb)
+        with self.lock:
+            self.sent[payload] = time.monotonic()
+
+    def receipted(self):
+        with self.lock:
+            return [p for p in self.sent if self.done.get(p, (None,))[0] == pulsar.Result.Ok]
+
+    def pending(self):
+        with self.lock:
+            return [p for p in self.sent if p not in self.done]
+
+    def errors(self):
+        with self.lock:
+            return {p: d for p, d in self.done.items() if d[0] != pulsar.Result.Ok}
+
+
+def _wait(cond, timeout_s):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+def _publish_failure_lines(log_path, topic):
+    with open(log_path, errors="replace") as f:
+        return [ln for ln in f if re.search(rf"publish to {re.escape(topic)} failed", ln)]
+
+
 def test_full_disk_errors_promptly_and_resumes_after_a_delete():
     workdir = tempfile.mkdtemp(prefix="magnetar-diskfull-")
-    broker = TmpfsMagnetar(["journalMaxSizeMB=4", "diskUsageThreshold=1", "diskCheckInterval=200",
-                            "checkpointIntervalMs=500"], workdir)
+    broker = TmpfsMagnetar(["journalMaxSizeMB=4", "diskUsageThreshold=1", "diskCheckInterval=200"],
+                           workdir)
     try:
         ep = broker.start()
         client = pulsar.Client(ep.service_url, operation_timeout_seconds=10)
         keep = "persistent://public/default/keep"
         filler = "persistent://public/default/filler"
         client.subscribe(keep, "s").close()
-        kp = client.create_producer(keep, batching_enabled=False, send_timeout_millis=3000)
+        client.subscribe(filler, "s").close()
+        kp = client.create_producer(keep, batching_enabled=False,
+                                    send_timeout_millis=SEND_TIMEOUT_MS)
         kept = [b"keep-%d" % i for i in range(20)]
         for m in kept:
             kp.send(m)
-        fp = client.create_producer(filler, batching_enabled=False, send_timeout_millis=3000)
-        ok, error_s = _fill(fp, 64 * 1024)
-        print(f"disk full after {len(ok)} receipted 64 KB sends; the send error came "
-              f"{error_s:.2f} s after the last receipt")
-        assert error_s < 30
+        fp = client.create_producer(filler, batching_enabled=False,
+                                    send_timeout_millis=SEND_TIMEOUT_MS, max_pending_messages=32,
+                                    block_if_queue_full=True)
+        # Fill with up to 32 sends in flight, so that many are pending when the disk fills.
+        sends = _Sends()
+        i = 0
+        deadline = time.monotonic() + 90
+        while not sends.first_error.is_set():
+            assert time.monotonic() < deadline, "the disk never filled"
+            sends.send(fp, b"%08d" % i + os.urandom(64 * 1024 - 8))
+            i += 1
+        # More sends while the disk is full: each must fail too, none may stay pending.
+        burst_at = time.monotonic()
+        for j in range(50):
+            sends.send(fp, b"late-%04d" % j)
+        assert _wait(lambda: not sends.pending(), SEND_TIMEOUT_MS / 1000 + 3), \
+            f"{len(sends.pending())} sends still pending {SEND_TIMEOUT_MS / 1000 + 3} s on"
+        errors = sends.errors()
+        late = [p for p in sends.sent if p.startswith(b"late-")]
+        assert all(p in errors for p in late), "a send on the full disk was receipted"
+        receipted = sends.receipted()
+        # The disk filled while the first failed send was pending: time from its send to the
+        # first error the application saw, and the slowest error.
+        first_failed_sent = min(sends.sent[p] for p in errors)
+        first_error_at = min(t for _, t in errors.values())
+        slowest = max(max(0.0, t - sends.sent[p]) for p, (_, t) in errors.items())
+        print(f"disk full after {len(receipted)} receipted 64 KB sends; {len(errors)} sends failed "
+              f"({set(r for r, _ in errors.values())}); first error "
+              f"{first_error_at - first_failed_sent:.2f} s after the first failed send; every "
+              f"failed send had its error within {slowest:.2f} s; the 50 late sends were all "
+              f"answered {max(sends.done[p][1] for p in late) - burst_at:.2f} s after the burst")
+        assert first_error_at - first_failed_sent < SEND_TIMEOUT_MS / 1000 + 2
+        assert slowest < SEND_TIMEOUT_MS / 1000 + 2
         assert broker.running()
+        # A new producer is refused too, with an error, not a hang (the client retries the
+        # refusal until its operation timeout).
+        short = pulsar.Client(ep.service_url, operation_timeout_seconds=2)
+        t0 = time.monotonic()
+        with pytest.raises(pulsar.PulsarException):
+            short.create_producer(keep, send_timeout_millis=SEND_TIMEOUT_MS)
+        assert time.monotonic() - t0 < 10
+        short.close()
         # Reads and the receipted data survive the full disk.
+        consumer = client.subscribe(filler, "s")
+        got = []
+        while len(got) < len(receipted):
+            try:
+                got.append(consumer.receive(timeout_millis=5000).data())
+            except pulsar.Timeout:
+                break
+        consumer.close()
+        assert [p for p in got if p in set(receipted)] == receipted, "a receipted message was lost"
         assert _drain(client, keep, "s") == kept
-        try:
+        with pytest.raises(pulsar.PulsarException):
             kp.send(b"refused")
-            refused = False
-        except pulsar.PulsarException:
-            refused = True
-        assert refused, "a publish on the full disk must fail"
         metrics = requests.get(f"{ep.admin_url}/metrics", timeout=10).text
         assert "magnetar_storage_journal_write_errors_total" in metrics
-        # Deleting the filler frees its segments; publishing resumes without a restart.
+        assert 'magnetar_storage_writable{cluster="standalone"} 0' in metrics
+        # The failed publishes were logged once per topic per 10 s, not once each.
+        lines = _publish_failure_lines(broker.log_path, filler)
+        assert 1 <= len(lines) <= 3, \
+            f"{len(lines)} publish-failure lines for {len(errors)} failures"
+        # Deleting the filler frees its segments; publishing resumes without a restart, on the
+        # producer that was refused.
         before = broker.du_bytes()
         fp.close()
         r = requests.delete(f"{ep.admin_url}/admin/v2/persistent/public/default/filler",
                             params={"force": "true"}, timeout=30)
         assert r.status_code == 204, r.text
-        deadline = time.time() + 30
+        freed_at = time.monotonic()
         sent = None
-        while time.time() < deadline and sent is None:
+        while time.monotonic() < freed_at + 40 and sent is None:
             try:
                 sent = kp.send(b"after-delete")
             except pulsar.PulsarException:
-                time.sleep(0.5)
+                pass
         assert sent is not None, "publishing did not resume after the delete"
         after = broker.du_bytes()
-        print(f"du of the data tmpfs: {before} bytes full, {after} after deleting the filler")
+        print(f"du of the data tmpfs: {before} bytes full, {after} after deleting the filler; "
+              f"the refused producer published again {time.monotonic() - freed_at:.1f} s after "
+              f"the delete")
         assert after < before - 8 * 1024 * 1024
         client.close()
     finally:
