@@ -39,6 +39,7 @@ struct Spec {
   std::string name;
   Validate validate;
   Fallback fallback;
+  int invalidStatus = 412;  // the answer to a value `validate` refuses
 };
 
 Validate intPolicy(const std::string& field) {
@@ -88,14 +89,8 @@ const std::vector<Spec>& specs() {
        [](json::value& v) {
          std::string e = objectFields(v, {{"retentionTimeInMinutes", 0}, {"retentionSizeInMB", 0}});
          if (!e.empty()) return e;
-         int64_t t = v.at("retentionTimeInMinutes").to_number<int64_t>();
-         int64_t s = v.at("retentionSizeInMB").to_number<int64_t>();
-         if (t < -1 || s < -1 || (t == 0) != (s == 0)) {
-           return std::string(
-               "Invalid retention policy: size and time must both be zero or both non-zero "
-               "(-1: unlimited)");
-         }
-         return std::string();
+         return retentionPolicyError(v.at("retentionTimeInMinutes").to_number<int64_t>(),
+                                     v.at("retentionSizeInMB").to_number<int64_t>());
        },
        [](const AdminContext& ctx, const std::string& ns) -> json::value {
          if (auto r = ctx.service.policies().namespacePolicies(ns).retention) {
@@ -105,7 +100,8 @@ const std::vector<Spec>& specs() {
          return json::object{
              {"retentionTimeInMinutes", setting(ctx, "defaultRetentionTimeInMinutes", 0)},
              {"retentionSizeInMB", setting(ctx, "defaultRetentionSizeInMB", 0)}};
-       }},
+       },
+       400},
       {"messageTTL",
        [](json::value& v) { return nonNegativeInt(v, "Invalid value for message TTL"); },
        [](const AdminContext& ctx, const std::string& ns) -> json::value {
@@ -272,7 +268,7 @@ void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
                     v = std::move(*body);
                   }
                   std::string bad = spec.validate(v);
-                  if (!bad.empty()) return respond(HttpResponse::error(412, bad));
+                  if (!bad.empty()) return respond(HttpResponse::error(spec.invalidStatus, bad));
                   if (!policyTarget(ctx, name, respond)) return;
                   setPolicy(ctx, name, spec.name, std::move(v));
                   respond(noContent());
