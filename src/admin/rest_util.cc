@@ -70,7 +70,8 @@ std::string_view trimmed(std::string_view v) {
 
 bool equalsIgnoreCase(std::string_view a, std::string_view b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
   });
 }
 
@@ -104,9 +105,9 @@ bool isJsonMediaType(std::string_view contentType, bool anyJsonSubtype) {
   auto endsWith = [&](std::string_view tail) {
     return subtype.size() >= tail.size() && subtype.substr(subtype.size() - tail.size()) == tail;
   };
-  return !major.empty() && (equalsIgnoreCase(subtype, "json") || endsWith("+json") ||
-                            subtype == "javascript" || subtype == "x-javascript" ||
-                            subtype == "x-json");
+  return !major.empty() &&
+         (equalsIgnoreCase(subtype, "json") || endsWith("+json") || subtype == "javascript" ||
+          subtype == "x-javascript" || subtype == "x-json");
 }
 
 std::optional<boost::json::value> parseJsonBody(const HttpRequest& req, HttpResponse* error) {

@@ -137,8 +137,7 @@ void BrokerService::deleteInactivePartitionedMetadata(const TopicName& partition
     MLOG_INFO("{}: partitioned metadata deleted: every partition was deleted for inactivity",
               parent->toString());
   } else if (s.code() != StatusCode::kNotFound) {
-    MLOG_WARN("{}: deleting the partitioned metadata failed: {}", parent->toString(),
-              s.toString());
+    MLOG_WARN("{}: deleting the partitioned metadata failed: {}", parent->toString(), s.toString());
   }
 }
 

@@ -453,8 +453,8 @@ void ManagedLedgerImpl::maybeTrim(bool truncate) {
     bool consumed = info.entries == 0 || Position{id, info.entries - 1} <= mark;
     if (!consumed) break;
     auto m = meta_.find(id);
-    int64_t closedMs = m != meta_.end() && m->second.closedMs > 0 ? m->second.closedMs
-                                                                  : info.createdMs;
+    int64_t closedMs =
+        m != meta_.end() && m->second.closedMs > 0 ? m->second.closedMs : info.createdMs;
     bool expired = retMin == 0 || (retMin > 0 && now - closedMs >= int64_t{retMin} * 60000);
     bool overSize = retMB == 0 || (retMB > 0 && remaining > retMB * (1ll << 20));
     if (!truncate && !expired && !overSize) break;

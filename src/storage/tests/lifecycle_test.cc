@@ -2,8 +2,8 @@
 // compaction (space comes back from shared segments) and the low-disk watermark.
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <thread>
 
 #include "storage/durable_storage.h"
@@ -105,10 +105,9 @@ TEST_F(LifecycleTest, RetentionTimeCountsFromTheLedgersClose) {
   auto list = decodeLedgerList(*store.get(mlKey("t")));
   ASSERT_TRUE(list.has_value());
   ASSERT_GE(list->size(), 3u);
-  const int64_t now = static_cast<int64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  const int64_t now = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count());
   for (int i = 0; i < 2; i++) {
     EXPECT_GE((*list)[i].closedAt, 0);
     EXPECT_GE((*list)[i].closedMs, (*list)[i].createdMs);
