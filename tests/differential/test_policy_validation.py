@@ -99,14 +99,11 @@ def test_negative_quota_limits_and_inactive_durations_are_stored_as_given(bases)
         assert quotas["message_age"]["limitTime"] == -7
         assert quotas["message_age"]["policy"] == "producer_exception"
         for duration in (-5, 0):
-            r = requests.post(f"{base}/inactiveTopicPolicies", timeout=30,
-                              json={"inactiveTopicDeleteMode": "delete_when_subscriptions_caught_up",
-                                    "maxInactiveDurationSeconds": duration,
-                                    "deleteWhileInactive": False})
+            policy = {"inactiveTopicDeleteMode": "delete_when_subscriptions_caught_up",
+                      "maxInactiveDurationSeconds": duration, "deleteWhileInactive": False}
+            r = requests.post(f"{base}/inactiveTopicPolicies", json=policy, timeout=30)
             assert r.status_code == 204, r.text
-            assert requests.get(f"{base}/inactiveTopicPolicies", timeout=30).json() == {
-                "inactiveTopicDeleteMode": "delete_when_subscriptions_caught_up",
-                "maxInactiveDurationSeconds": duration, "deleteWhileInactive": False}
+            assert requests.get(f"{base}/inactiveTopicPolicies", timeout=30).json() == policy
         for quota_type in ("destination_storage", "message_age"):
             r = requests.delete(f"{base}/backlogQuota", params={"backlogQuotaType": quota_type},
                                 timeout=30)
