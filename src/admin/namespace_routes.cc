@@ -408,13 +408,9 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
                     400, "retentionTimeInMinutes and retentionSizeInMB are required");
               }
               broker::RetentionPolicy rp{static_cast<int32_t>(t->as_int64()), s->as_int64()};
-              if ((rp.retentionTimeInMinutes == 0) != (rp.retentionSizeInMB == 0) ||
-                  rp.retentionTimeInMinutes < -1 || rp.retentionSizeInMB < -1) {
-                return HttpResponse::error(
-                    412,
-                    "Invalid retention policy: size and time must both be zero "
-                    "or both non-zero (-1: unlimited)");
-              }
+              std::string bad =
+                  retentionPolicyError(rp.retentionTimeInMinutes, rp.retentionSizeInMB);
+              if (!bad.empty()) return HttpResponse::error(400, bad);
               reg.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p.retention = rp; });
               return noContent();
             });

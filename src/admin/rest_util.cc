@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <set>
 
@@ -59,7 +60,67 @@ HttpResponse errorResponse(const Status& s) {
   return HttpResponse::error(code, s.message());
 }
 
+namespace {
+
+std::string_view trimmed(std::string_view v) {
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
+bool equalsIgnoreCase(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+// The number's text as sent for top-level field `key` of a JSON object body ("" when not found).
+std::string_view numberText(std::string_view body, std::string_view key) {
+  std::string quoted = "\"" + std::string(key) + "\"";
+  for (size_t at = body.find(quoted); at != std::string_view::npos;
+       at = body.find(quoted, at + 1)) {
+    size_t i = at + quoted.size();
+    while (i < body.size() && std::isspace(static_cast<unsigned char>(body[i]))) ++i;
+    if (i >= body.size() || body[i] != ':') continue;
+    ++i;
+    while (i < body.size() && std::isspace(static_cast<unsigned char>(body[i]))) ++i;
+    size_t end = body.find_first_of(",} \t\r\n]", i);
+    return body.substr(i, end == std::string_view::npos ? body.size() - i : end - i);
+  }
+  return {};
+}
+
+}  // namespace
+
+bool isJsonMediaType(std::string_view contentType, bool anyJsonSubtype) {
+  std::string_view type = trimmed(contentType.substr(0, contentType.find(';')));
+  size_t slash = type.find('/');
+  if (slash == std::string_view::npos) return false;
+  std::string_view major = trimmed(type.substr(0, slash));
+  std::string_view subtype = trimmed(type.substr(slash + 1));
+  if (!anyJsonSubtype) {
+    return equalsIgnoreCase(major, "application") && equalsIgnoreCase(subtype, "json");
+  }
+  auto endsWith = [&](std::string_view tail) {
+    return subtype.size() >= tail.size() && subtype.substr(subtype.size() - tail.size()) == tail;
+  };
+  return !major.empty() &&
+         (equalsIgnoreCase(subtype, "json") || endsWith("+json") || subtype == "javascript" ||
+          subtype == "x-javascript" || subtype == "x-json");
+}
+
 std::optional<boost::json::value> parseJsonBody(const HttpRequest& req, HttpResponse* error) {
+  // Pulsar's resources consume application/json only (its topic resources: whatever its JSON
+  // reader takes); another media type, or a body without one (then application/octet-stream),
+  // is refused by JAX-RS before the handler runs.
+  bool topicResource = req.path.rfind("/admin/v2/persistent/", 0) == 0 ||
+                       req.path.rfind("/admin/v2/non-persistent/", 0) == 0;
+  if (!isJsonMediaType(req.contentType, topicResource) &&
+      (!req.contentType.empty() || !req.body.empty())) {
+    *error = HttpResponse::error(415, "Unsupported Media Type");
+    return std::nullopt;
+  }
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse(req.body, ec);
   if (ec) {
@@ -81,13 +142,28 @@ std::optional<boost::json::value> parseJsonBody(const HttpRequest& req, HttpResp
           (field.is_int64() && field.as_int64() >= INT32_MIN && field.as_int64() <= INT32_MAX) ||
           (field.is_uint64() && field.as_uint64() <= INT32_MAX) || !field.is_number();
       if (!inRange) {
-        *error = HttpResponse::error(
-            400, "Numeric value out of range of int: " + std::string(std::string_view(key)));
+        // Jackson's text, as Pulsar answers it (text/plain, no JSON reason).
+        std::string_view sent = numberText(req.body, key);
+        *error = HttpResponse::text(
+            fmt::format("Numeric value ({}) out of range of int (-2147483648 - 2147483647)",
+                        sent.empty() ? boost::json::serialize(field) : std::string(sent)),
+            400);
         return std::nullopt;
       }
     }
   }
   return v;
+}
+
+std::string retentionPolicyError(int64_t timeInMinutes, int64_t sizeInMB) {
+  if (sizeInMB < -1) return "Invalid retention policy: size limit must be >= -1";
+  if (timeInMinutes < -1) return "Invalid retention policy: time limit must be >= -1";
+  if ((timeInMinutes == 0) != (sizeInMB == 0)) {
+    return "Invalid retention policy: Setting a single time or size limit to 0 is invalid when "
+           "one of the limits has a non-zero value. Use the value of -1 instead of 0 to ignore a "
+           "specific limit. To disable retention both limits must be set to 0.";
+  }
+  return "";
 }
 
 std::string positionText(storage::Position p) {

@@ -48,8 +48,16 @@ boost::json::object permissionsJson(const std::map<std::string, std::set<std::st
 // A grant body: a JSON array of AuthAction names. nullopt with 400 in *error otherwise.
 std::optional<std::set<std::string>> parseAuthActions(const HttpRequest& req, HttpResponse* error);
 
-// Parses a JSON request body. On failure returns nullopt and sets *error to 400
-// ("Failed to parse the JSON body: ...").
+// Pulsar's retention policy check: "" when valid, else its text (answered with 400).
+std::string retentionPolicyError(int64_t timeInMinutes, int64_t sizeInMB);
+// True when a Content-Type header value names application/json (any case, parameters such as
+// charset ignored); with anyJsonSubtype, also what Pulsar's JSON reader takes on its topic
+// resources: any type with subtype json (any case), *+json, javascript, x-javascript or x-json.
+bool isJsonMediaType(std::string_view contentType, bool anyJsonSubtype = false);
+// Parses a JSON request body. On failure returns nullopt and sets *error: 415 when the
+// Content-Type is not application/json (or absent with a non-empty body), 400 when the body is
+// not JSON ("Failed to parse the JSON body: ...") or a Java-int policy field is out of int32
+// range (Jackson's text/plain "Numeric value (N) out of range of int ...").
 std::optional<boost::json::value> parseJsonBody(const HttpRequest& req, HttpResponse* error);
 
 // A path segment of decimal digits only (no sign), at most 18 of them so it fits int64_t;

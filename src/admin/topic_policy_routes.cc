@@ -39,6 +39,11 @@ struct Spec {
   std::string name;
   Validate validate;
   Fallback fallback;
+  int invalidStatus = 412;  // the answer to a value `validate` refuses
+  // Set from this query parameter rather than a body (Pulsar's topic messageTTL and
+  // subscriptionExpirationTime); a POST without it removes the policy. "" when set by body.
+  std::string queryParam = "";
+  std::string invalidQuery = "";  // the 412 text when the query parameter is not a number
 };
 
 Validate intPolicy(const std::string& field) {
@@ -88,14 +93,8 @@ const std::vector<Spec>& specs() {
        [](json::value& v) {
          std::string e = objectFields(v, {{"retentionTimeInMinutes", 0}, {"retentionSizeInMB", 0}});
          if (!e.empty()) return e;
-         int64_t t = v.at("retentionTimeInMinutes").to_number<int64_t>();
-         int64_t s = v.at("retentionSizeInMB").to_number<int64_t>();
-         if (t < -1 || s < -1 || (t == 0) != (s == 0)) {
-           return std::string(
-               "Invalid retention policy: size and time must both be zero or both non-zero "
-               "(-1: unlimited)");
-         }
-         return std::string();
+         return retentionPolicyError(v.at("retentionTimeInMinutes").to_number<int64_t>(),
+                                     v.at("retentionSizeInMB").to_number<int64_t>());
        },
        [](const AdminContext& ctx, const std::string& ns) -> json::value {
          if (auto r = ctx.service.policies().namespacePolicies(ns).retention) {
@@ -105,13 +104,26 @@ const std::vector<Spec>& specs() {
          return json::object{
              {"retentionTimeInMinutes", setting(ctx, "defaultRetentionTimeInMinutes", 0)},
              {"retentionSizeInMB", setting(ctx, "defaultRetentionSizeInMB", 0)}};
-       }},
+       },
+       400},
       {"messageTTL",
        [](json::value& v) { return nonNegativeInt(v, "Invalid value for message TTL"); },
        [](const AdminContext& ctx, const std::string& ns) -> json::value {
          if (auto t = ctx.service.policies().namespacePolicies(ns).messageTtlSeconds) return *t;
          return setting(ctx, "ttlDurationDefaultInSeconds", 0);
-       }},
+       },
+       412, "messageTTL", "Invalid value for message TTL"},
+      // Minutes; resolved topic > namespace > subscriptionExpirationTimeMinutes.
+      {"subscriptionExpirationTime",
+       [](json::value& v) {
+         return nonNegativeInt(v, "Invalid value for subscription expiration time");
+       },
+       [](const AdminContext& ctx, const std::string& ns) -> json::value {
+         auto p = ctx.service.policies().namespacePolicies(ns);
+         if (p.subscriptionExpirationTimeMinutes) return *p.subscriptionExpirationTimeMinutes;
+         return setting(ctx, "subscriptionExpirationTimeMinutes", 0);
+       },
+       412, "subscriptionExpirationTime", "Invalid value for subscription expiration time"},
       {"maxProducers", intPolicy("maxProducers"), namespaceLimit("maxProducersPerTopic", 0)},
       {"maxConsumers", intPolicy("maxConsumers"), namespaceLimit("maxConsumersPerTopic", 0)},
       {"maxConsumersPerSubscription", intPolicy("maxConsumersPerSubscription"),
@@ -251,10 +263,8 @@ void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
                 [ctx, spec](const HttpRequest& req, const PathParams&, const TopicName& name,
                             const Respond& respond) {
                   json::value v;
-                  if (spec.name == "messageTTL") {
-                    // Pulsar takes the topic TTL as ?messageTTL=N; without it the policy is
-                    // removed.
-                    auto q = queryParam(req, "messageTTL");
+                  if (!spec.queryParam.empty()) {
+                    auto q = queryParam(req, spec.queryParam);
                     if (!q) {
                       if (!policyTarget(ctx, name, respond)) return;
                       setPolicy(ctx, name, spec.name, std::nullopt);
@@ -262,9 +272,7 @@ void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
                     }
                     boost::system::error_code ec;
                     v = json::parse(*q, ec);
-                    if (ec) {
-                      return respond(HttpResponse::error(412, "Invalid value for message TTL"));
-                    }
+                    if (ec) return respond(HttpResponse::error(412, spec.invalidQuery));
                   } else {
                     HttpResponse err;
                     auto body = parseJsonBody(req, &err);
@@ -272,7 +280,7 @@ void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
                     v = std::move(*body);
                   }
                   std::string bad = spec.validate(v);
-                  if (!bad.empty()) return respond(HttpResponse::error(412, bad));
+                  if (!bad.empty()) return respond(HttpResponse::error(spec.invalidStatus, bad));
                   if (!policyTarget(ctx, name, respond)) return;
                   setPolicy(ctx, name, spec.name, std::move(v));
                   respond(noContent());

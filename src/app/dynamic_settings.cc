@@ -49,6 +49,10 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
       d.brokerDeleteInactiveTopicsMaxInactiveDurationSeconds.store(
           cfg.brokerDeleteInactiveTopicsMaxInactiveDurationSeconds().value_or(-1));
       return true;
+    case SettingId::brokerDeleteInactivePartitionedTopicMetadataEnabled:
+      d.brokerDeleteInactivePartitionedTopicMetadataEnabled.store(
+          cfg.brokerDeleteInactivePartitionedTopicMetadataEnabled());
+      return true;
     case SettingId::maxMessagePublishBufferSizeInMB:
       broker.setMaxMessagePublishBufferSizeInMB(cfg.maxMessagePublishBufferSizeInMB());
       return true;

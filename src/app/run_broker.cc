@@ -140,6 +140,8 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.dynamic.allowAutoTopicCreation.store(cfg.allowAutoTopicCreation());
   o.dynamic.brokerDeleteInactiveTopicsEnabled.store(cfg.brokerDeleteInactiveTopicsEnabled());
   o.dynamic.brokerDeleteInactiveTopicsMode.store(cfg.brokerDeleteInactiveTopicsMode());
+  o.dynamic.brokerDeleteInactivePartitionedTopicMetadataEnabled.store(
+      cfg.brokerDeleteInactivePartitionedTopicMetadataEnabled());
   o.dynamic.brokerDeleteInactiveTopicsMaxInactiveDurationSeconds.store(
       cfg.brokerDeleteInactiveTopicsMaxInactiveDurationSeconds().value_or(-1));
   o.dynamic.allowAutoTopicCreationType.store(cfg.allowAutoTopicCreationType());

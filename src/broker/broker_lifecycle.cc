@@ -105,7 +105,11 @@ void BrokerService::checkGC() {
       deleteTopic(name, false, [this, name](const Status& s) {
         if (s.isOk()) {
           MLOG_INFO("{}: topic deleted successfully due to inactivity", name.toString());
-          if (name.partitionIndex() < 0) policies_.removeTopicPolicies(name.toString());
+          if (name.partitionIndex() < 0) {
+            policies_.removeTopicPolicies(name.toString());
+          } else {
+            deleteInactivePartitionedMetadata(name);
+          }
         } else if (s.code() != StatusCode::kBusy && s.code() != StatusCode::kNotFound) {
           MLOG_WARN("{}: inactive topic deletion failed: {}", name.toString(), s.toString());
         }
@@ -114,11 +118,38 @@ void BrokerService::checkGC() {
   }
 }
 
+void BrokerService::deleteInactivePartitionedMetadata(const TopicName& partition) {
+  if (!options_.dynamic.brokerDeleteInactivePartitionedTopicMetadataEnabled.load()) return;
+  auto parent = TopicName::parse(partition.partitionedTopicName());
+  if (!parent.isOk()) return;
+  auto n = namespaces_.partitions(parent->toString());
+  if (!n) return;
+  {
+    MutexLock lock(mu_);
+    for (int i = 0; i < *n; ++i) {
+      TopicName p = parent->partition(i);
+      if (topics_.count(p.toString()) || storedLedgers_.count(p.persistenceName())) return;
+    }
+  }
+  Status s = removePartitionedTopic(*parent);
+  if (s.isOk()) {
+    policies_.removeTopicPolicies(parent->toString());
+    MLOG_INFO("{}: partitioned metadata deleted: every partition was deleted for inactivity",
+              parent->toString());
+  } else if (s.code() != StatusCode::kNotFound) {
+    MLOG_WARN("{}: deleting the partitioned metadata failed: {}", parent->toString(), s.toString());
+  }
+}
+
+int64_t BrokerService::subscriptionExpirationMinutesOf(const TopicName& name) const {
+  if (auto t = policies_.topicPolicyInt(policyKey(name), "subscriptionExpirationTime")) return *t;
+  auto ns = policies_.namespacePolicies(name.namespaceName());
+  return ns.subscriptionExpirationTimeMinutes.value_or(options_.subscriptionExpirationTimeMinutes);
+}
+
 void BrokerService::checkInactiveSubscriptions() {
   for (auto& t : topics()) {
-    auto ns = policies_.namespacePolicies(t->name().namespaceName());
-    int64_t minutes =
-        ns.subscriptionExpirationTimeMinutes.value_or(options_.subscriptionExpirationTimeMinutes);
+    int64_t minutes = subscriptionExpirationMinutesOf(t->name());
     if (minutes <= 0) continue;
     t->executor().execute([t, minutes] {
       for (const std::string& sub : t->expiredSubscriptions(minutes * 60 * 1000)) {

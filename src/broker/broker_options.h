@@ -43,6 +43,10 @@ struct BrokerDynamicOptions {
   DynamicSetting<std::string> brokerDeleteInactiveTopicsMode{
       std::string(sd::brokerDeleteInactiveTopicsMode)};
   DynamicSetting<int> brokerDeleteInactiveTopicsMaxInactiveDurationSeconds = -1;
+  // When the inactive-topic check has deleted every partition of a partitioned topic, its
+  // partitioned metadata (and topic policies) go too.
+  DynamicSetting<bool> brokerDeleteInactivePartitionedTopicMetadataEnabled =
+      sd::brokerDeleteInactivePartitionedTopicMetadataEnabled;
 };
 
 struct BrokerOptions {

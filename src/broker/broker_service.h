@@ -165,6 +165,10 @@ class BrokerService {
   // The message TTL of a topic in seconds: topic policy messageTTL > namespace
   // message_ttl_in_seconds > ttlDurationDefaultInSeconds (0: none). Thread: any.
   int64_t messageTtlOf(const TopicName& name) const;
+  // Minutes after which a durable subscription without consumers expires: the topic's
+  // subscriptionExpirationTime policy, else the namespace's subscription_expiration_time_minutes,
+  // else subscriptionExpirationTimeMinutes (0: never). Thread: any.
+  int64_t subscriptionExpirationMinutesOf(const TopicName& name) const;
   // The compaction threshold in bytes: topic policy compactionThreshold, else the namespace's,
   // else brokerServiceCompactionThresholdInBytes (0: no automatic compaction).
   int64_t compactionThresholdOf(const TopicName& name) const;
@@ -197,10 +201,15 @@ class BrokerService {
   // any; run every brokerDeleteInactiveTopicsFrequencySeconds by pulsar-inactivity-monitor.
   void checkGC();
   // One subscription-expiration pass (Pulsar's checkInactiveSubscriptions): durable
-  // subscriptions without consumers inactive for the namespace's subscription_expiration_time_
-  // minutes (else subscriptionExpirationTimeMinutes; 0: never) are deleted. Thread: any; run
+  // subscriptions without consumers inactive for subscriptionExpirationMinutesOf(topic)
+  // minutes (0: never) are deleted. Thread: any; run
   // every subscriptionExpiryCheckIntervalInMinutes.
   void checkInactiveSubscriptions();
+  // After the inactive-topic check deleted `partition`: with
+  // brokerDeleteInactivePartitionedTopicMetadataEnabled, once no partition of its partitioned
+  // topic is loaded or stored, the partitioned metadata and its topic policies are deleted.
+  // Thread: any.
+  void deleteInactivePartitionedMetadata(const TopicName& partition);
   // Creates "tenant/ns". Errors: kAlreadyExists.
   Status addNamespace(const std::string& ns);
   // Forgets the namespace, its partitioned-topic metadata and its policies (delete its topics

@@ -138,9 +138,13 @@ void DurableManagedLedgerFactory::bgOpen(
   }
   // Close the previous current ledger at what it holds, drop empty closed ledgers, add a new one.
   std::vector<int64_t> dropped;
+  const int64_t openedMs = nowMs();
   for (auto it = state.ledgers.begin(); it != state.ledgers.end();) {
     StoredLedger& l = it->second;
-    if (l.meta.closedAt < 0) l.meta.closedAt = l.index.entries();
+    if (l.meta.closedAt < 0) {
+      l.meta.closedAt = l.index.entries();
+      l.meta.closedMs = openedMs;
+    }
     if (std::min(l.meta.closedAt, l.index.entries()) == 0) {
       dropped.push_back(it->first);
       it = state.ledgers.erase(it);
@@ -149,8 +153,8 @@ void DurableManagedLedgerFactory::bgOpen(
     }
   }
   int64_t id = allocateLedgerId();
-  int64_t created = nowMs();
-  state.ledgers[id].meta = LedgerMeta{id, -1, created};
+  int64_t created = openedMs;
+  state.ledgers[id].meta = LedgerMeta{id, -1, created, 0};
   std::vector<LedgerMeta> list;
   for (const auto& [_, l] : state.ledgers) list.push_back(l.meta);
   std::vector<MetadataOp> ops{MetadataOp::put(mlKey(name), encodeLedgerList(list))};

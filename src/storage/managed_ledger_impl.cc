@@ -132,10 +132,11 @@ void ManagedLedgerImpl::startRollover() {
   const LedgerInfo* confirmed = ledgers_.find(curLedger_);
   meta_[curLedger_].closedAt =
       fencedLedger_ == curLedger_ ? (confirmed ? confirmed->entries : 0) : curAssigned_;
-  int64_t id = factory_->allocateLedgerId();
   int64_t created = nowMs();
+  meta_[curLedger_].closedMs = created;
+  int64_t id = factory_->allocateLedgerId();
   auto list = ledgerList();
-  list.push_back(LedgerMeta{id, -1, created});
+  list.push_back(LedgerMeta{id, -1, created, 0});
   std::vector<MetadataOp> ops{MetadataOp::put(mlKey(name_), encodeLedgerList(list))};
   factory_->post([f = factory_, ops = std::move(ops), id, created, self = shared_from_this()] {
     Status s = f->bgWrite(ops, id, self->name_);
@@ -153,7 +154,7 @@ void ManagedLedgerImpl::onLedgerCreated(const Status& s, int64_t ledgerId, int64
     maybeFinishClose();
     return;
   }
-  meta_[ledgerId] = LedgerMeta{ledgerId, -1, createdMs};
+  meta_[ledgerId] = LedgerMeta{ledgerId, -1, createdMs, 0};
   index_[ledgerId];
   curLedger_ = ledgerId;
   curAssigned_ = 0;
@@ -440,8 +441,8 @@ Position ManagedLedgerImpl::minPersistedMarkDelete() const {
 void ManagedLedgerImpl::maybeTrim(bool truncate) {
   if (state_ == State::kClosed || closing_) return;
   // Pulsar's rules: a ledger goes when every cursor is past it (with no cursor, every ledger but
-  // the current one is consumed) and it is older than the retention time or the consumed data
-  // kept would exceed the retention size; -1/-1 keeps everything.
+  // the current one is consumed) and it was closed longer than the retention time ago or the
+  // consumed data kept would exceed the retention size; -1/-1 keeps everything.
   const int retMin = retentionMinutes_;
   const int64_t retMB = retentionSizeMB_;
   if (!truncate && retMin < 0 && retMB < 0) return;
@@ -453,7 +454,10 @@ void ManagedLedgerImpl::maybeTrim(bool truncate) {
     if (id == ledgers_.currentLedgerId()) break;
     bool consumed = info.entries == 0 || Position{id, info.entries - 1} <= mark;
     if (!consumed) break;
-    bool expired = retMin == 0 || (retMin > 0 && now - info.createdMs >= int64_t{retMin} * 60000);
+    auto m = meta_.find(id);
+    int64_t closedMs =
+        m != meta_.end() && m->second.closedMs > 0 ? m->second.closedMs : info.createdMs;
+    bool expired = retMin == 0 || (retMin > 0 && now - closedMs >= int64_t{retMin} * 60000);
     bool overSize = retMB == 0 || (retMB > 0 && remaining > retMB * (1ll << 20));
     if (!truncate && !expired && !overSize) break;
     drop.push_back(id);
@@ -596,7 +600,10 @@ void ManagedLedgerImpl::maybeFinishClose() {
     for (int64_t id : ids) ops.push_back(MetadataOp::delPrefix(indexLedgerPrefix(id)));
   } else {
     const LedgerInfo* cur = ledgers_.current();
-    if (cur && meta_.count(cur->ledgerId)) meta_[cur->ledgerId].closedAt = cur->entries;
+    if (cur && meta_.count(cur->ledgerId)) {
+      meta_[cur->ledgerId].closedAt = cur->entries;
+      meta_[cur->ledgerId].closedMs = nowMs();
+    }
     ops.push_back(MetadataOp::put(mlKey(name_), encodeLedgerList(ledgerList())));
     for (auto& [cname, c] : cursors_) {
       ops.push_back(

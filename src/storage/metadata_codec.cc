@@ -10,6 +10,7 @@ namespace magnetar::storage {
 
 namespace {
 constexpr uint8_t kVersion = 1;
+constexpr uint8_t kLedgerListVersion = 2;
 constexpr uint8_t kCursorVersion = 2;  // 2: + batch ack sets and properties
 
 class Writer {
@@ -91,12 +92,13 @@ std::string indexKey(int64_t ledgerId, int64_t firstEntryId) {
 
 std::string encodeLedgerList(const std::vector<LedgerMeta>& ledgers) {
   Writer w;
-  w.u8(kVersion);
+  w.u8(kLedgerListVersion);
   w.u32(static_cast<uint32_t>(ledgers.size()));
   for (const auto& l : ledgers) {
     w.i64(l.ledgerId);
     w.i64(l.closedAt);
     w.i64(l.createdMs);
+    w.i64(l.closedMs);
   }
   return w.take();
 }
@@ -105,11 +107,17 @@ std::optional<std::vector<LedgerMeta>> decodeLedgerList(const std::string& v) {
   Reader r(v);
   uint8_t ver;
   uint32_t n;
-  // n comes from disk: at most what the value can hold (24 bytes each) before allocating.
-  if (!r.u8(&ver) || ver != kVersion || !r.u32(&n) || n > v.size() / 24) return std::nullopt;
+  if (!r.u8(&ver) || (ver != 1 && ver != kLedgerListVersion) || !r.u32(&n)) return std::nullopt;
+  // n comes from disk: at most what the value can hold (24 or 32 bytes each) before allocating.
+  if (n > v.size() / (ver == 1 ? 24 : 32)) return std::nullopt;
   std::vector<LedgerMeta> out(n);
   for (auto& l : out) {
     if (!r.i64(&l.ledgerId) || !r.i64(&l.closedAt) || !r.i64(&l.createdMs)) return std::nullopt;
+    if (ver == 1) {
+      l.closedMs = l.closedAt >= 0 ? l.createdMs : 0;
+    } else if (!r.i64(&l.closedMs)) {
+      return std::nullopt;
+    }
   }
   if (!r.done()) return std::nullopt;
   return out;

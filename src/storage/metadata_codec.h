@@ -1,6 +1,7 @@
 // Storage's records in the MetadataStore: keys and binary values (little-endian, each value starts
 // with a version byte; docs/storage-format.md has the layouts).
-//   /ml/<name>                         managed ledger: its ledgers (id, closed-at count, created)
+//   /ml/<name>                         managed ledger: its ledgers (id, closed-at count, created,
+//                                      closed time)
 //   /ml-cursors/<name>/<cursor>        cursor: mark-delete, acked ranges, batch ack sets, props
 //   /ml-index/<ledger %016x>/<first entry %016x>   one journal run (segment, offset, length, ...)
 //   /ml-meta/next-ledger-id            u64: ledger ids below it were handed out
@@ -29,6 +30,7 @@ struct LedgerMeta {
   int64_t ledgerId = -1;
   int64_t closedAt = -1;  // entry count when closed; -1 while open
   int64_t createdMs = 0;
+  int64_t closedMs = 0;  // wall clock when closed (retention counts from it); 0 while open
 };
 
 struct CursorMeta {
@@ -44,6 +46,8 @@ std::string cursorKey(const std::string& name, const std::string& cursor);
 std::string indexLedgerPrefix(int64_t ledgerId);  // "/ml-index/<ledger>/"
 std::string indexKey(int64_t ledgerId, int64_t firstEntryId);
 
+// Writes version 2; reads versions 1 (no close time: a closed ledger's is its creation time)
+// and 2.
 std::string encodeLedgerList(const std::vector<LedgerMeta>& ledgers);
 std::optional<std::vector<LedgerMeta>> decodeLedgerList(const std::string& v);
 // Writes version 2; reads versions 1 (no ack sets, no properties) and 2.

@@ -243,7 +243,7 @@ def test_topic_policies_stored_shown_removed(http, namespace, admin_url):
         "destination_storage": {"limitSize": 1024, "limitTime": -1,
                                 "policy": "producer_exception"}}
     assert_error(http("POST", f"{rest(topic)}/retention",
-                      json={"retentionTimeInMinutes": 0, "retentionSizeInMB": 5}), 412)
+                      json={"retentionTimeInMinutes": 0, "retentionSizeInMB": 5}), 400)
     assert_error(http("POST", f"{rest(topic)}/persistence",
                       json={"bookkeeperEnsemble": 1, "bookkeeperWriteQuorum": 2,
                             "bookkeeperAckQuorum": 1}), 412)

@@ -142,7 +142,7 @@ def test_retention_ttl_deduplication(http, namespace):
                                                        "retentionSizeInMB": 100}
     assert http("GET", base).json()["retention_policies"]["retentionSizeInMB"] == 100
     assert_error(http("POST", f"{base}/retention",
-                      json={"retentionTimeInMinutes": 10, "retentionSizeInMB": 0}), 412)
+                      json={"retentionTimeInMinutes": 10, "retentionSizeInMB": 0}), 400)
     assert_error(http("POST", f"{base}/retention", data="nope"), 400)
     assert http("DELETE", f"{base}/retention").status_code == 204
     assert http("GET", f"{base}/retention").status_code == 204

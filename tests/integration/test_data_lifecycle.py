@@ -1,7 +1,9 @@
 """Inactive topics and subscriptions (brokerDeleteInactiveTopics*, inactive-topic-policies,
 subscription-expiration-time) and the backlog-quota and TTL metrics, with the official client.
 
-The subscription-expiration case needs the 1-minute minimum check interval: ~2 minutes."""
+The subscription-expiration case needs the 1-minute minimum check interval: ~2 minutes; the
+partitioned-metadata case (brokerDeleteInactivePartitionedTopicMetadataEnabled) starts its own
+broker."""
 
 import time
 import uuid
@@ -146,22 +148,125 @@ def test_backlog_quota_and_expiry_metrics(broker):
         client.close()
 
 
+def set_topic_expiration(admin, topic, minutes):
+    url = f"{admin}/admin/v2/persistent/{topic[len('persistent://'):]}/subscriptionExpirationTime"
+    r = requests.post(url, params={"subscriptionExpirationTime": minutes}, timeout=30)
+    assert r.status_code == 204, r.text
+    return url
+
+
 def test_subscriptions_expire_without_consumers(broker):
+    """Topic policy > namespace policy > subscriptionExpirationTimeMinutes (0 here)."""
     admin = broker.admin_url
     ns = new_namespace(admin)
+    plain_ns = new_namespace(admin)
     r = requests.post(f"{admin}/admin/v2/namespaces/{ns}/subscriptionExpirationTime", json=1,
                       timeout=30)
     assert r.status_code == 204
-    topic = f"persistent://{ns}/t"
+    by_ns = f"persistent://{ns}/t"             # namespace: 1 minute
+    never = f"persistent://{ns}/never"         # topic policy 0 over the namespace's 1
+    by_topic = f"persistent://{plain_ns}/t"    # topic policy 1 over the broker's 0
+    untouched = f"persistent://{plain_ns}/u"   # broker default: never
     client = pulsar.Client(broker.service_url, operation_timeout_seconds=10)
     try:
-        client.subscribe(topic, "idle").close()
-        live = client.subscribe(topic, "live")
-        p = client.create_producer(topic)  # keeps the topic itself in use
-        subs_url = f"{admin}/admin/v2/persistent/{ns}/t/subscriptions"
-        assert set(requests.get(subs_url, timeout=30).json()) == {"idle", "live"}
-        assert wait_for(lambda: requests.get(subs_url, timeout=30).json() == ["live"], 150)
-        p.close()
-        live.close()
+        held = []
+        for topic in (by_ns, never, by_topic, untouched):
+            client.subscribe(topic, "idle").close()
+            held.append(client.subscribe(topic, "live"))
+            held.append(client.create_producer(topic))  # keeps the topic itself in use
+        url = set_topic_expiration(admin, never, 0)
+        assert requests.get(url, timeout=30).json() == 0
+        url = set_topic_expiration(admin, by_topic, 1)
+        assert requests.get(url, timeout=30).json() == 1
+        assert requests.get(url.replace(plain_ns, ns).replace("/t/", "/never/"),
+                            params={"applied": "true"}, timeout=30).json() == 0
+        r = requests.post(url, params={"subscriptionExpirationTime": -1}, timeout=30)
+        assert r.status_code == 412
+        assert r.json()["reason"] == "Invalid value for subscription expiration time"
+
+        def subs(topic):
+            r = requests.get(f"{admin}/admin/v2/persistent/{topic[len('persistent://'):]}"
+                             "/subscriptions", timeout=30)
+            return set(r.json())
+
+        assert subs(by_ns) == {"idle", "live"}
+        assert wait_for(lambda: subs(by_ns) == {"live"} and subs(by_topic) == {"live"}, 150)
+        assert subs(never) == {"idle", "live"}
+        assert subs(untouched) == {"idle", "live"}
+        for h in held:
+            h.close()
     finally:
         client.close()
+
+
+def partition_exists(admin, ns, name):
+    """The partition is stored or loaded (the namespace listing names every partition of the
+    partitioned metadata, as Pulsar's)."""
+    r = requests.get(f"{admin}/admin/v2/persistent/{ns}/{name}/internalStats", timeout=30)
+    assert r.status_code in (200, 404), r.text
+    return r.status_code == 200
+
+
+def test_inactive_partitions_keep_their_metadata_by_default(broker):
+    admin = broker.admin_url
+    ns = new_namespace(admin)
+    r = requests.put(f"{admin}/admin/v2/persistent/{ns}/p/partitions", json=2, timeout=30)
+    assert r.status_code == 204, r.text
+    client = pulsar.Client(broker.service_url, operation_timeout_seconds=10)
+    try:
+        produce(client, f"persistent://{ns}/p", 4)
+        assert partition_exists(admin, ns, "p-partition-0")
+        assert wait_for(lambda: not partition_exists(admin, ns, "p-partition-0")
+                        and not partition_exists(admin, ns, "p-partition-1"), 20)
+        time.sleep(2)
+        r = requests.get(f"{admin}/admin/v2/persistent/{ns}/partitioned", timeout=30)
+        assert r.json() == [f"persistent://{ns}/p"]
+    finally:
+        client.close()
+
+
+def test_inactive_partitioned_topic_metadata_is_deleted_when_enabled():
+    proc = MagnetarProcess(["brokerDeleteInactiveTopicsFrequencySeconds=1",
+                            "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds=2",
+                            "brokerDeleteInactivePartitionedTopicMetadataEnabled=true"])
+    try:
+        endpoint = proc.start()
+        admin = endpoint.admin_url
+        ns = new_namespace(admin)
+        for name, partitions in (("gone", 3), ("busy", 2)):
+            r = requests.put(f"{admin}/admin/v2/persistent/{ns}/{name}/partitions",
+                             json=partitions, timeout=30)
+            assert r.status_code == 204, r.text
+        r = requests.post(f"{admin}/admin/v2/persistent/{ns}/gone/retention", timeout=30,
+                          json={"retentionTimeInMinutes": 0, "retentionSizeInMB": 0})
+        assert r.status_code == 204, r.text
+        client = pulsar.Client(endpoint.service_url, operation_timeout_seconds=10)
+        try:
+            produce(client, f"persistent://{ns}/gone", 6)  # creates every partition
+            # One partition of "busy" stays in use: its metadata stays.
+            keep = client.subscribe(f"persistent://{ns}/busy-partition-0", "s")
+            produce(client, f"persistent://{ns}/busy", 4)
+
+            def partitioned():
+                r = requests.get(f"{admin}/admin/v2/persistent/{ns}/partitioned", timeout=30)
+                return set(r.json())
+
+            assert wait_for(lambda: partitioned() == {f"persistent://{ns}/busy"}, 30)
+            assert all(not partition_exists(admin, ns, f"gone-partition-{i}") for i in range(3))
+            assert wait_for(lambda: not partition_exists(admin, ns, "busy-partition-1"), 20)
+            time.sleep(2)
+            assert partitioned() == {f"persistent://{ns}/busy"}
+            assert partition_exists(admin, ns, "busy-partition-0")
+            r = requests.get(f"{admin}/admin/v2/persistent/{ns}/gone/partitions", timeout=30)
+            assert r.json()["partitions"] == 0
+            # The topic policies went with it.
+            r = requests.put(f"{admin}/admin/v2/persistent/{ns}/gone/partitions", json=1,
+                             timeout=30)
+            assert r.status_code == 204, r.text
+            r = requests.get(f"{admin}/admin/v2/persistent/{ns}/gone/retention", timeout=30)
+            assert r.status_code in (200, 204) and r.text in ("", "null"), r.text
+            keep.close()
+        finally:
+            client.close()
+    finally:
+        proc.close()

@@ -131,7 +131,10 @@ def test_invalid_json_on_policy_updates(broker):
             r = requests.post(broker.admin_url + POLICY, data=body, timeout=10,
                               headers={"Content-Type": "application/json"})
             assert r.status_code == 400, (body[:40], r.status_code, r.text[:200])
-            assert "reason" in r.json()
+            if r.headers.get("Content-Type", "").startswith("text/plain"):
+                assert "out of range of int" in r.text  # Jackson's text, as Pulsar
+            else:
+                assert "reason" in r.json()
         r = requests.put(broker.admin_url + "/admin/v2/tenants/hostile-tenant", data=b"{oops",
                          headers={"Content-Type": "application/json"}, timeout=10)
         assert r.status_code == 400

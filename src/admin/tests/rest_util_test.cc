@@ -43,12 +43,60 @@ TEST(RestUtil, StatusCodesAsPulsar) {
   EXPECT_TRUE(noContent().body.empty());
 
   HttpRequest bad;
+  bad.contentType = "application/json";
   bad.body = "{nope";
   HttpResponse err;
   EXPECT_FALSE(parseJsonBody(bad, &err));
   EXPECT_EQ(err.status, 400);
   bad.body = "[1, 2]";
   EXPECT_TRUE(parseJsonBody(bad, &err)->is_array());
+  bad.body = R"({"limitTime": 4294967306})";
+  EXPECT_FALSE(parseJsonBody(bad, &err));
+  EXPECT_EQ(err.status, 400);
+  EXPECT_EQ(err.body, "Numeric value (4294967306) out of range of int (-2147483648 - 2147483647)");
+  bad.body = R"({"retentionTimeInMinutes" :3e9})";
+  EXPECT_FALSE(parseJsonBody(bad, &err));
+  EXPECT_EQ(err.body, "Numeric value (3e9) out of range of int (-2147483648 - 2147483647)");
+}
+
+TEST(RestUtil, JsonBodiesNeedTheJsonMediaType) {
+  EXPECT_TRUE(isJsonMediaType("application/json"));
+  EXPECT_TRUE(isJsonMediaType("Application/JSON; charset=utf-8"));
+  EXPECT_TRUE(isJsonMediaType(" application/json "));
+  EXPECT_FALSE(isJsonMediaType("text/json"));
+  EXPECT_FALSE(isJsonMediaType("application/json-patch+json"));
+  EXPECT_FALSE(isJsonMediaType("*/*"));
+  EXPECT_FALSE(isJsonMediaType(""));
+  EXPECT_TRUE(isJsonMediaType("TEXT/JSON", true));
+  EXPECT_TRUE(isJsonMediaType("application/vnd.foo+json; q=1", true));
+  EXPECT_TRUE(isJsonMediaType("application/x-json", true));
+  EXPECT_FALSE(isJsonMediaType("application/JSON+Json", true));
+  EXPECT_FALSE(isJsonMediaType("text/plain", true));
+  EXPECT_FALSE(isJsonMediaType("*/*", true));
+  HttpRequest req;
+  req.body = "[1]";
+  HttpResponse err;
+  for (const char* type : {"", "text/plain", "application/x-www-form-urlencoded"}) {
+    req.contentType = type;
+    EXPECT_FALSE(parseJsonBody(req, &err)) << type;
+    EXPECT_EQ(err.status, 415) << type;
+  }
+  req.contentType = "application/json;charset=UTF-8";
+  EXPECT_TRUE(parseJsonBody(req, &err));
+  req.contentType = "text/json";
+  EXPECT_FALSE(parseJsonBody(req, &err));
+  req.path = "/admin/v2/persistent/public/default/t/retention";
+  EXPECT_TRUE(parseJsonBody(req, &err));
+}
+
+TEST(RestUtil, RetentionPolicyChecksAsPulsar) {
+  EXPECT_EQ(retentionPolicyError(0, 0), "");
+  EXPECT_EQ(retentionPolicyError(-1, -1), "");
+  EXPECT_EQ(retentionPolicyError(5, -1), "");
+  EXPECT_EQ(retentionPolicyError(-2, 5), "Invalid retention policy: time limit must be >= -1");
+  EXPECT_EQ(retentionPolicyError(5, -2), "Invalid retention policy: size limit must be >= -1");
+  EXPECT_NE(retentionPolicyError(5, 0).find("Setting a single time or size limit to 0"),
+            std::string::npos);
 }
 
 TEST(RestUtil, GatherCollectsInOrderFromAnyThread) {

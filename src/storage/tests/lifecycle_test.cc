@@ -1,7 +1,9 @@
 // Data lifecycle of the durable storage: retention set per ledger, truncate, journal segment
 // compaction (space comes back from shared segments) and the low-disk watermark.
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <thread>
 
 #include "storage/durable_storage.h"
@@ -76,6 +78,54 @@ TEST_F(LifecycleTest, SetRetentionReachesTheLedger) {
   ex_.runPending();
   EXPECT_LT(ml->numberOfEntries(), 50);
   EXPECT_EQ(ml->ledgerStats().size(), 1u);  // only the current ledger is left
+  ml.reset();
+  close(f);
+}
+
+// Retention time counts from a ledger's close, as Pulsar's ledger-info timestamp: a ledger
+// created long ago but closed just now stays; one closed long ago goes.
+TEST_F(LifecycleTest, RetentionTimeCountsFromTheLedgersClose) {
+  StorageOptions o = lifecycleOptions(dir_.path());
+  o.defaultRetentionTimeInMinutes = -1;
+  o.defaultRetentionSizeInMB = -1;
+  MemoryMetadataStore store;
+  o.metadataStore = &store;
+  auto f = open(o);
+  auto ml = openLedger(*f, ex_, "t");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  ASSERT_TRUE(c.isOk());
+  Position last;
+  for (int i = 0; i < 45; i++) last = *addOne(*ml, ex_, std::string(100, 'c'));
+  EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(last, cb); }));
+  ASSERT_EQ(ml->ledgerStats().size(), 3u);  // 20 + 20 + 5 entries, all consumed
+  ml.reset();
+  close(f);
+  // Both closed ledgers were created 10 minutes ago; the first was closed 5 minutes ago, the
+  // second just now.
+  auto list = decodeLedgerList(*store.get(mlKey("t")));
+  ASSERT_TRUE(list.has_value());
+  ASSERT_GE(list->size(), 3u);
+  const int64_t now = static_cast<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               std::chrono::system_clock::now().time_since_epoch())
+                                               .count());
+  for (int i = 0; i < 2; i++) {
+    EXPECT_GE((*list)[i].closedAt, 0);
+    EXPECT_GE((*list)[i].closedMs, (*list)[i].createdMs);
+    (*list)[i].createdMs = now - 10 * 60000;
+  }
+  (*list)[0].closedMs = now - 5 * 60000;
+  (*list)[1].closedMs = now;
+  const int64_t oldClosed = (*list)[0].ledgerId;
+  const int64_t newClosed = (*list)[1].ledgerId;
+  ASSERT_TRUE(store.write({MetadataOp::put(mlKey("t"), encodeLedgerList(*list))}).isOk());
+  f = open(o);
+  ml = openLedger(*f, ex_, "t");
+  ml->setRetention(1, -1);  // one minute
+  ex_.runPending();
+  std::vector<int64_t> ids;
+  for (const auto& l : ml->ledgerStats()) ids.push_back(l.ledgerId);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), oldClosed), 0);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), newClosed), 1);
   ml.reset();
   close(f);
 }

@@ -77,6 +77,22 @@ TEST(MetadataCodecTest, RoundTrips) {
   ASSERT_TRUE(l.has_value());
   EXPECT_EQ((*l)[1].ledgerId, 4);
   EXPECT_EQ((*l)[0].closedAt, 10);
+  ls[0].closedMs = 1500;
+  l = decodeLedgerList(encodeLedgerList(ls));
+  ASSERT_TRUE(l.has_value());
+  EXPECT_EQ((*l)[0].closedMs, 1500);
+  EXPECT_EQ((*l)[1].closedMs, 0);
+  // Version 1 has no close time: a closed ledger's is taken as its creation time.
+  std::string listV1("\x01\x01\x00\x00\x00", 5);
+  for (int64_t x : {int64_t{3}, int64_t{10}, int64_t{1000}}) {
+    for (int b = 0; b < 8; b++) listV1.push_back(static_cast<char>((x >> (8 * b)) & 0xff));
+  }
+  l = decodeLedgerList(listV1);
+  ASSERT_TRUE(l.has_value());
+  ASSERT_EQ(l->size(), 1u);
+  EXPECT_EQ((*l)[0].createdMs, 1000);
+  EXPECT_EQ((*l)[0].closedMs, 1000);
+  EXPECT_FALSE(decodeLedgerList(listV1.substr(0, listV1.size() - 1)));
   CursorMeta c{{3, 4}, {{{3, 6}, {3, 9}}, {{4, 0}, {4, 0}}}, {}, {}};
   auto c2 = decodeCursor(encodeCursor(c));
   ASSERT_TRUE(c2.has_value());
