@@ -137,10 +137,6 @@ int64_t BrokerService::publishBufferShare(int mb) const {
 
 void BrokerService::setMaxMessagePublishBufferSizeInMB(int mb) {
   if (!ioLoops_) return;
-  compactionMonitor_ = std::make_unique<PeriodicTask>(
-      "pulsar-compaction-monitor",
-      std::chrono::seconds(std::max(1, options_.brokerServiceCompactionMonitorIntervalInSeconds)),
-      [this] { checkCompaction(); });
   const int64_t share = publishBufferShare(mb);
   for (auto& t : throttles_) {
     PublishBufferThrottle* throttle = t.get();
