@@ -23,28 +23,6 @@ constexpr const char* kTopicPath = "/admin/v2/persistent/{tenant}/{namespace}/{t
 constexpr const char* kSubPath =
     "/admin/v2/persistent/{tenant}/{namespace}/{topic}/subscription/{subscription}";
 
-using TopicHandler =
-    std::function<void(const HttpRequest&, const PathParams&, const TopicName&, Respond)>;
-void onPath(Router& r, const char* method, const std::string& pattern, TopicHandler h) {
-  r.add(method, pattern,
-        [h = std::move(h)](const HttpRequest& req, const PathParams& p, Respond respond) {
-          HttpResponse err;
-          auto name = topicFromParams(p, &err);
-          if (!name) return respond(err);
-          h(req, p, *name, std::move(respond));
-        });
-}
-
-// Answers 204 when every target succeeded, else the first error (Pulsar's codes).
-std::function<void(std::vector<Status>)> answerStatuses(const Respond& respond,
-                                                        const char* notFound) {
-  return [respond, notFound](const std::vector<Status>& all) {
-    Status s = combineStatuses(all);
-    if (s.code() == StatusCode::kNotFound) return respond(HttpResponse::error(404, notFound));
-    respond(s ? noContent() : errorResponse(s));
-  };
-}
-
 // Closes every consumer of `sub` (they reconnect), as Pulsar does after a cursor reset.
 void disconnectConsumers(PersistentTopic& t, const std::string& sub) {
   broker::Subscription* s = t.subscription(sub);
@@ -109,7 +87,7 @@ std::optional<Position> nthPosition(storage::ManagedLedger& ml, bool fromLatest,
 }
 
 void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
-  onPath(
+  addTopicRoute(
       r, "GET", std::string(kTopicPath) + "/subscriptions",
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
         onEachTarget<std::vector<std::string>>(
@@ -129,7 +107,7 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
               respond(jsonResponse(a));
             });
       });
-  onPath(
+  addTopicRoute(
       r, "PUT", kSubPath,
       [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
             const Respond& respond) {
@@ -170,7 +148,7 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
               respond(s ? noContent() : errorResponse(s));
             });
       });
-  onPath(r, "DELETE", kSubPath,
+  addTopicRoute(r, "DELETE", kSubPath,
          [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
                const Respond& respond) {
            std::string sub = p.at("subscription");
@@ -190,7 +168,7 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
 }
 
 void addCursorRoutes(Router& r, const AdminContext* ctx) {
-  onPath(
+  addTopicRoute(
       r, "POST", std::string(kSubPath) + "/skip/{n}",
       [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
             const Respond& respond) {
@@ -208,7 +186,7 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
             },
             answerStatuses(respond, "Subscription not found"));
       });
-  onPath(
+  addTopicRoute(
       r, "POST", std::string(kSubPath) + "/skip_all",
       [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
             const Respond& respond) {
@@ -218,7 +196,7 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
             [sub](const TopicPtr& t, StatusCb reply) { clearBacklog(*t, sub, std::move(reply)); },
             answerStatuses(respond, "Subscription not found"));
       });
-  onPath(r, "POST", std::string(kSubPath) + "/resetcursor/{timestamp}",
+  addTopicRoute(r, "POST", std::string(kSubPath) + "/resetcursor/{timestamp}",
          [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
                const Respond& respond) {
            const std::string& text = p.at("timestamp");
@@ -235,7 +213,7 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
                },
                answerStatuses(respond, "Subscription not found"));
          });
-  onPath(
+  addTopicRoute(
       r, "POST", std::string(kSubPath) + "/resetcursor",
       [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
             const Respond& respond) {
@@ -291,7 +269,7 @@ void truncateTopic(const TopicPtr& t, const StatusCb& reply) {
 }
 
 void addTopicActions(Router& r, const AdminContext* ctx) {
-  onPath(
+  addTopicRoute(
       r, "DELETE", std::string(kTopicPath) + "/truncate",
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
         onEachTarget<Status>(
@@ -299,7 +277,7 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
             [](const TopicPtr& t, const StatusCb& reply) { truncateTopic(t, reply); },
             answerStatuses(respond, "Topic not found"));
       });
-  onPath(
+  addTopicRoute(
       r, "PUT", std::string(kTopicPath) + "/unload",
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
         onEachTarget<Status>(
@@ -310,7 +288,7 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
             },
             answerStatuses(respond, "Topic not found"));
       });
-  onPath(r, "POST", std::string(kTopicPath) + "/terminate",
+  addTopicRoute(r, "POST", std::string(kTopicPath) + "/terminate",
          [ctx](const HttpRequest&, const PathParams&, const TopicName& name,
                const Respond& respond) {
            Result<int> n = ctx->service.partitionsOf(name, false);
@@ -324,7 +302,7 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
                  messageIdJson(last.ledgerId, last.entryId, t->name().partitionIndex(), -1)));
            });
          });
-  onPath(r, "GET", std::string(kTopicPath) + "/lastMessageId",
+  addTopicRoute(r, "GET", std::string(kTopicPath) + "/lastMessageId",
          [ctx](const HttpRequest&, const PathParams&, const TopicName& name,
                const Respond& respond) {
            Result<int> n = ctx->service.partitionsOf(name, false);
@@ -342,7 +320,7 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
                  });
            });
          });
-  onPath(r, "GET", std::string(kTopicPath) + "/examinemessage",
+  addTopicRoute(r, "GET", std::string(kTopicPath) + "/examinemessage",
          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                const Respond& respond) {
            std::string initial = queryParam(req, "initialPosition").value_or("latest");
@@ -360,7 +338,7 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
              answerEntry(t, *pos, respond);
            });
          });
-  onPath(r, "GET", std::string(kTopicPath) + "/ledger/{ledgerId}/entry/{entryId}",
+  addTopicRoute(r, "GET", std::string(kTopicPath) + "/ledger/{ledgerId}/entry/{entryId}",
          [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
                const Respond& respond) {
            Position pos;
