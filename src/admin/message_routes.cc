@@ -281,8 +281,8 @@ std::vector<std::string> durableSubscriptions(PersistentTopic& t) {
 std::optional<int64_t> expireSeconds(const PathParams& p, const Respond& respond) {
   auto ttl = parseDecimal(p.at("expireTimeInSeconds"));
   if (!ttl) {
-    respond(HttpResponse::error(412,
-                                "Invalid expire time in seconds: " + p.at("expireTimeInSeconds")));
+    respond(
+        HttpResponse::error(412, "Invalid expire time in seconds: " + p.at("expireTimeInSeconds")));
   }
   return ttl;
 }

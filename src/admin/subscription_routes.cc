@@ -149,22 +149,22 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
             });
       });
   addTopicRoute(r, "DELETE", kSubPath,
-         [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
-               const Respond& respond) {
-           std::string sub = p.at("subscription");
-           bool force = queryFlag(req, "force");
-           onEachTarget<Status>(
-               ctx, name, false, Status::notFound(""), respond,
-               [sub, force](const TopicPtr& t, const StatusCb& reply) {
-                 if (force) disconnectConsumers(*t, sub);
-                 Status s = t->unsubscribe(sub, nullptr);
-                 if (s.code() == StatusCode::kBusy) {
-                   s = Status::busy("Subscription has active connected consumers");
-                 }
-                 reply(s);
-               },
-               answerStatuses(respond, "Subscription not found"));
-         });
+                [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+                      const Respond& respond) {
+                  std::string sub = p.at("subscription");
+                  bool force = queryFlag(req, "force");
+                  onEachTarget<Status>(
+                      ctx, name, false, Status::notFound(""), respond,
+                      [sub, force](const TopicPtr& t, const StatusCb& reply) {
+                        if (force) disconnectConsumers(*t, sub);
+                        Status s = t->unsubscribe(sub, nullptr);
+                        if (s.code() == StatusCode::kBusy) {
+                          s = Status::busy("Subscription has active connected consumers");
+                        }
+                        reply(s);
+                      },
+                      answerStatuses(respond, "Subscription not found"));
+                });
 }
 
 void addCursorRoutes(Router& r, const AdminContext* ctx) {
@@ -197,22 +197,23 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
             answerStatuses(respond, "Subscription not found"));
       });
   addTopicRoute(r, "POST", std::string(kSubPath) + "/resetcursor/{timestamp}",
-         [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
-               const Respond& respond) {
-           const std::string& text = p.at("timestamp");
-           auto parsed = parseDecimal(text);
-           if (!parsed) return respond(HttpResponse::error(412, "Invalid timestamp: " + text));
-           uint64_t ts = static_cast<uint64_t>(*parsed);
-           std::string sub = p.at("subscription");
-           onEachTarget<Status>(
-               ctx, name, false, Status::notFound(""), respond,
-               [ctx, sub, ts](const TopicPtr& t, const StatusCb& reply) {
-                 if (!t->subscription(sub)) return reply(Status::notFound(""));
-                 ctx->service.findPositionByPublishTime(
-                     t, ts, [t, sub, reply](Position pos) { resetTo(t, sub, pos, reply); });
-               },
-               answerStatuses(respond, "Subscription not found"));
-         });
+                [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+                      const Respond& respond) {
+                  const std::string& text = p.at("timestamp");
+                  auto parsed = parseDecimal(text);
+                  if (!parsed)
+                    return respond(HttpResponse::error(412, "Invalid timestamp: " + text));
+                  uint64_t ts = static_cast<uint64_t>(*parsed);
+                  std::string sub = p.at("subscription");
+                  onEachTarget<Status>(
+                      ctx, name, false, Status::notFound(""), respond,
+                      [ctx, sub, ts](const TopicPtr& t, const StatusCb& reply) {
+                        if (!t->subscription(sub)) return reply(Status::notFound(""));
+                        ctx->service.findPositionByPublishTime(
+                            t, ts, [t, sub, reply](Position pos) { resetTo(t, sub, pos, reply); });
+                      },
+                      answerStatuses(respond, "Subscription not found"));
+                });
   addTopicRoute(
       r, "POST", std::string(kSubPath) + "/resetcursor",
       [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
@@ -288,68 +289,68 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
             },
             answerStatuses(respond, "Topic not found"));
       });
-  addTopicRoute(r, "POST", std::string(kTopicPath) + "/terminate",
-         [ctx](const HttpRequest&, const PathParams&, const TopicName& name,
-               const Respond& respond) {
-           Result<int> n = ctx->service.partitionsOf(name, false);
-           if (n.isOk() && *n > 0) {
-             return respond(
-                 HttpResponse::error(405, "Termination of a partitioned topic is not allowed"));
-           }
-           withTopic(*ctx, name, respond, [respond](const TopicPtr& t) {
-             Position last = t->terminate();
-             respond(jsonResponse(
-                 messageIdJson(last.ledgerId, last.entryId, t->name().partitionIndex(), -1)));
-           });
-         });
-  addTopicRoute(r, "GET", std::string(kTopicPath) + "/lastMessageId",
-         [ctx](const HttpRequest&, const PathParams&, const TopicName& name,
-               const Respond& respond) {
-           Result<int> n = ctx->service.partitionsOf(name, false);
-           if (n.isOk() && *n > 0) {
-             return respond(HttpResponse::error(
-                 405, "Get Last Message Id is not allowed on a partitioned topic"));
-           }
-           withTopic(*ctx, name, respond, [ctx, respond](const TopicPtr& t) {
-             ctx->service.lastMessageId(
-                 t, "", false,
-                 [respond](protocol::WireMessageId last, std::optional<protocol::WireMessageId>) {
-                   respond(jsonResponse(messageIdJson(static_cast<int64_t>(last.ledgerId),
-                                                      static_cast<int64_t>(last.entryId),
-                                                      last.partition, last.batchIndex)));
-                 });
-           });
-         });
+  addTopicRoute(
+      r, "POST", std::string(kTopicPath) + "/terminate",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+        Result<int> n = ctx->service.partitionsOf(name, false);
+        if (n.isOk() && *n > 0) {
+          return respond(
+              HttpResponse::error(405, "Termination of a partitioned topic is not allowed"));
+        }
+        withTopic(*ctx, name, respond, [respond](const TopicPtr& t) {
+          Position last = t->terminate();
+          respond(jsonResponse(
+              messageIdJson(last.ledgerId, last.entryId, t->name().partitionIndex(), -1)));
+        });
+      });
+  addTopicRoute(
+      r, "GET", std::string(kTopicPath) + "/lastMessageId",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+        Result<int> n = ctx->service.partitionsOf(name, false);
+        if (n.isOk() && *n > 0) {
+          return respond(HttpResponse::error(
+              405, "Get Last Message Id is not allowed on a partitioned topic"));
+        }
+        withTopic(*ctx, name, respond, [ctx, respond](const TopicPtr& t) {
+          ctx->service.lastMessageId(
+              t, "", false,
+              [respond](protocol::WireMessageId last, std::optional<protocol::WireMessageId>) {
+                respond(jsonResponse(messageIdJson(static_cast<int64_t>(last.ledgerId),
+                                                   static_cast<int64_t>(last.entryId),
+                                                   last.partition, last.batchIndex)));
+              });
+        });
+      });
   addTopicRoute(r, "GET", std::string(kTopicPath) + "/examinemessage",
-         [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
-               const Respond& respond) {
-           std::string initial = queryParam(req, "initialPosition").value_or("latest");
-           std::string nText = queryParam(req, "messagePosition").value_or("1");
-           auto parsed = parseDecimal(nText);
-           if ((initial != "latest" && initial != "earliest") || !parsed || *parsed == 0) {
-             return respond(HttpResponse::error(
-                 412, "initialPosition must be latest or earliest, messagePosition >= 1"));
-           }
-           int64_t n = *parsed;
-           bool latest = initial == "latest";
-           withTopic(*ctx, name, respond, [respond, n, latest](const TopicPtr& t) {
-             auto pos = nthPosition(t->ledger(), latest, n);
-             if (!pos) return respond(HttpResponse::error(404, "Message not found"));
-             answerEntry(t, *pos, respond);
-           });
-         });
+                [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                      const Respond& respond) {
+                  std::string initial = queryParam(req, "initialPosition").value_or("latest");
+                  std::string nText = queryParam(req, "messagePosition").value_or("1");
+                  auto parsed = parseDecimal(nText);
+                  if ((initial != "latest" && initial != "earliest") || !parsed || *parsed == 0) {
+                    return respond(HttpResponse::error(
+                        412, "initialPosition must be latest or earliest, messagePosition >= 1"));
+                  }
+                  int64_t n = *parsed;
+                  bool latest = initial == "latest";
+                  withTopic(*ctx, name, respond, [respond, n, latest](const TopicPtr& t) {
+                    auto pos = nthPosition(t->ledger(), latest, n);
+                    if (!pos) return respond(HttpResponse::error(404, "Message not found"));
+                    answerEntry(t, *pos, respond);
+                  });
+                });
   addTopicRoute(r, "GET", std::string(kTopicPath) + "/ledger/{ledgerId}/entry/{entryId}",
-         [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
-               const Respond& respond) {
-           Position pos;
-           try {
-             pos = Position{std::stoll(p.at("ledgerId")), std::stoll(p.at("entryId"))};
-           } catch (const std::exception&) {
-             return respond(HttpResponse::error(412, "Invalid message id"));
-           }
-           withTopic(*ctx, name, respond,
-                     [respond, pos](const TopicPtr& t) { answerEntry(t, pos, respond); });
-         });
+                [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+                      const Respond& respond) {
+                  Position pos;
+                  try {
+                    pos = Position{std::stoll(p.at("ledgerId")), std::stoll(p.at("entryId"))};
+                  } catch (const std::exception&) {
+                    return respond(HttpResponse::error(412, "Invalid message id"));
+                  }
+                  withTopic(*ctx, name, respond,
+                            [respond, pos](const TopicPtr& t) { answerEntry(t, pos, respond); });
+                });
 }
 
 }  // namespace
