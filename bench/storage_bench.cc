@@ -54,6 +54,17 @@ class Waiter : public JournalClient {
   bool failed_ = false;
 };
 
+// Payload sizes 128 B and 8 KiB, without and with fsync; real time in ms.
+void sizeAndFsyncArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"size", "fsync"})
+      ->Args({128, 0})
+      ->Args({8192, 0})
+      ->Args({128, 1})
+      ->Args({8192, 1})
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+}
+
 // Journal alone: 8 topics (clients, one ledger each) appending, everything queued during one
 // write(+fdatasync) goes into the next group.
 void BM_JournalAppend(benchmark::State& state) {
@@ -92,14 +103,7 @@ void BM_JournalAppend(benchmark::State& state) {
   state.counters["groups"] = static_cast<double>(j.groupsWritten());
   fs::remove_all(dir);
 }
-BENCHMARK(BM_JournalAppend)
-    ->ArgNames({"size", "fsync"})
-    ->Args({128, 0})
-    ->Args({8192, 0})
-    ->Args({128, 1})
-    ->Args({8192, 1})
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_JournalAppend)->Apply(sizeAndFsyncArgs);
 
 // A thread running posted tasks: stands in for an ml-worker.
 class Worker : public net::Executor {
@@ -196,14 +200,7 @@ void BM_ManagedLedgerAdd(benchmark::State& state) {
   (*f)->shutdown();
   fs::remove_all(dir);
 }
-BENCHMARK(BM_ManagedLedgerAdd)
-    ->ArgNames({"size", "fsync"})
-    ->Args({128, 0})
-    ->Args({8192, 0})
-    ->Args({128, 1})
-    ->Args({8192, 1})
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ManagedLedgerAdd)->Apply(sizeAndFsyncArgs);
 
 // Catch-up: reads a 64 MiB backlog from the journal files (cache off) 1000 entries per call.
 void BM_SequentialRead(benchmark::State& state) {

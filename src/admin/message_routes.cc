@@ -36,15 +36,6 @@ bool refusePartitioned(const AdminContext* ctx, const TopicName& name, const cha
   return true;
 }
 
-std::function<void(std::vector<Status>)> answerStatuses(const Respond& respond,
-                                                        const char* notFound) {
-  return [respond, notFound](const std::vector<Status>& all) {
-    Status s = combineStatuses(all);
-    if (s.code() == StatusCode::kNotFound) return respond(HttpResponse::error(404, notFound));
-    respond(s ? noContent() : errorResponse(s));
-  };
-}
-
 // The n-th (1-based) entry after the mark-delete position that is not acknowledged (Pulsar's
 // asyncGetNthEntry with IndividualDeletedEntries.Exclude); nullopt past the end.
 std::optional<Position> nthUnacked(storage::ManagedLedger& ml, storage::ManagedCursor& cur,
@@ -286,16 +277,23 @@ std::vector<std::string> durableSubscriptions(PersistentTopic& t) {
   return out;
 }
 
+// The path's {expireTimeInSeconds}; nullopt after answering 412 when it is not a number.
+std::optional<int64_t> expireSeconds(const PathParams& p, const Respond& respond) {
+  auto ttl = parseDecimal(p.at("expireTimeInSeconds"));
+  if (!ttl) {
+    respond(
+        HttpResponse::error(412, "Invalid expire time in seconds: " + p.at("expireTimeInSeconds")));
+  }
+  return ttl;
+}
+
 void addExpireRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "POST", kSubPath + "/expireMessages/{expireTimeInSeconds}",
       [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
             const Respond& respond) {
-        auto ttl = parseDecimal(p.at("expireTimeInSeconds"));
-        if (!ttl) {
-          return respond(HttpResponse::error(
-              412, "Invalid expire time in seconds: " + p.at("expireTimeInSeconds")));
-        }
+        auto ttl = expireSeconds(p, respond);
+        if (!ttl) return;
         int64_t seconds = *ttl;
         std::string sub = p.at("subscription");
         onEachTarget<Status>(
@@ -337,11 +335,8 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
       r, "POST", kTopicPath + "/all_subscription/expireMessages/{expireTimeInSeconds}",
       [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
             const Respond& respond) {
-        auto ttl = parseDecimal(p.at("expireTimeInSeconds"));
-        if (!ttl) {
-          return respond(HttpResponse::error(
-              412, "Invalid expire time in seconds: " + p.at("expireTimeInSeconds")));
-        }
+        auto ttl = expireSeconds(p, respond);
+        if (!ttl) return;
         int64_t seconds = *ttl;
         onEachTarget<Status>(
             ctx, name, false, Status::ok(), respond,

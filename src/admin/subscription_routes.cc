@@ -23,28 +23,6 @@ constexpr const char* kTopicPath = "/admin/v2/persistent/{tenant}/{namespace}/{t
 constexpr const char* kSubPath =
     "/admin/v2/persistent/{tenant}/{namespace}/{topic}/subscription/{subscription}";
 
-using TopicHandler =
-    std::function<void(const HttpRequest&, const PathParams&, const TopicName&, Respond)>;
-void onPath(Router& r, const char* method, const std::string& pattern, TopicHandler h) {
-  r.add(method, pattern,
-        [h = std::move(h)](const HttpRequest& req, const PathParams& p, Respond respond) {
-          HttpResponse err;
-          auto name = topicFromParams(p, &err);
-          if (!name) return respond(err);
-          h(req, p, *name, std::move(respond));
-        });
-}
-
-// Answers 204 when every target succeeded, else the first error (Pulsar's codes).
-std::function<void(std::vector<Status>)> answerStatuses(const Respond& respond,
-                                                        const char* notFound) {
-  return [respond, notFound](const std::vector<Status>& all) {
-    Status s = combineStatuses(all);
-    if (s.code() == StatusCode::kNotFound) return respond(HttpResponse::error(404, notFound));
-    respond(s ? noContent() : errorResponse(s));
-  };
-}
-
 // Closes every consumer of `sub` (they reconnect), as Pulsar does after a cursor reset.
 void disconnectConsumers(PersistentTopic& t, const std::string& sub) {
   broker::Subscription* s = t.subscription(sub);
@@ -109,7 +87,7 @@ std::optional<Position> nthPosition(storage::ManagedLedger& ml, bool fromLatest,
 }
 
 void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
-  onPath(
+  addTopicRoute(
       r, "GET", std::string(kTopicPath) + "/subscriptions",
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
         onEachTarget<std::vector<std::string>>(
@@ -129,7 +107,7 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
               respond(jsonResponse(a));
             });
       });
-  onPath(
+  addTopicRoute(
       r, "PUT", kSubPath,
       [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
             const Respond& respond) {
@@ -170,27 +148,27 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
               respond(s ? noContent() : errorResponse(s));
             });
       });
-  onPath(r, "DELETE", kSubPath,
-         [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
-               const Respond& respond) {
-           std::string sub = p.at("subscription");
-           bool force = queryFlag(req, "force");
-           onEachTarget<Status>(
-               ctx, name, false, Status::notFound(""), respond,
-               [sub, force](const TopicPtr& t, const StatusCb& reply) {
-                 if (force) disconnectConsumers(*t, sub);
-                 Status s = t->unsubscribe(sub, nullptr);
-                 if (s.code() == StatusCode::kBusy) {
-                   s = Status::busy("Subscription has active connected consumers");
-                 }
-                 reply(s);
-               },
-               answerStatuses(respond, "Subscription not found"));
-         });
+  addTopicRoute(r, "DELETE", kSubPath,
+                [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+                      const Respond& respond) {
+                  std::string sub = p.at("subscription");
+                  bool force = queryFlag(req, "force");
+                  onEachTarget<Status>(
+                      ctx, name, false, Status::notFound(""), respond,
+                      [sub, force](const TopicPtr& t, const StatusCb& reply) {
+                        if (force) disconnectConsumers(*t, sub);
+                        Status s = t->unsubscribe(sub, nullptr);
+                        if (s.code() == StatusCode::kBusy) {
+                          s = Status::busy("Subscription has active connected consumers");
+                        }
+                        reply(s);
+                      },
+                      answerStatuses(respond, "Subscription not found"));
+                });
 }
 
 void addCursorRoutes(Router& r, const AdminContext* ctx) {
-  onPath(
+  addTopicRoute(
       r, "POST", std::string(kSubPath) + "/skip/{n}",
       [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
             const Respond& respond) {
@@ -208,7 +186,7 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
             },
             answerStatuses(respond, "Subscription not found"));
       });
-  onPath(
+  addTopicRoute(
       r, "POST", std::string(kSubPath) + "/skip_all",
       [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
             const Respond& respond) {
@@ -218,24 +196,25 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
             [sub](const TopicPtr& t, StatusCb reply) { clearBacklog(*t, sub, std::move(reply)); },
             answerStatuses(respond, "Subscription not found"));
       });
-  onPath(r, "POST", std::string(kSubPath) + "/resetcursor/{timestamp}",
-         [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
-               const Respond& respond) {
-           const std::string& text = p.at("timestamp");
-           auto parsed = parseDecimal(text);
-           if (!parsed) return respond(HttpResponse::error(412, "Invalid timestamp: " + text));
-           uint64_t ts = static_cast<uint64_t>(*parsed);
-           std::string sub = p.at("subscription");
-           onEachTarget<Status>(
-               ctx, name, false, Status::notFound(""), respond,
-               [ctx, sub, ts](const TopicPtr& t, const StatusCb& reply) {
-                 if (!t->subscription(sub)) return reply(Status::notFound(""));
-                 ctx->service.findPositionByPublishTime(
-                     t, ts, [t, sub, reply](Position pos) { resetTo(t, sub, pos, reply); });
-               },
-               answerStatuses(respond, "Subscription not found"));
-         });
-  onPath(
+  addTopicRoute(r, "POST", std::string(kSubPath) + "/resetcursor/{timestamp}",
+                [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+                      const Respond& respond) {
+                  const std::string& text = p.at("timestamp");
+                  auto parsed = parseDecimal(text);
+                  if (!parsed)
+                    return respond(HttpResponse::error(412, "Invalid timestamp: " + text));
+                  uint64_t ts = static_cast<uint64_t>(*parsed);
+                  std::string sub = p.at("subscription");
+                  onEachTarget<Status>(
+                      ctx, name, false, Status::notFound(""), respond,
+                      [ctx, sub, ts](const TopicPtr& t, const StatusCb& reply) {
+                        if (!t->subscription(sub)) return reply(Status::notFound(""));
+                        ctx->service.findPositionByPublishTime(
+                            t, ts, [t, sub, reply](Position pos) { resetTo(t, sub, pos, reply); });
+                      },
+                      answerStatuses(respond, "Subscription not found"));
+                });
+  addTopicRoute(
       r, "POST", std::string(kSubPath) + "/resetcursor",
       [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
             const Respond& respond) {
@@ -291,7 +270,7 @@ void truncateTopic(const TopicPtr& t, const StatusCb& reply) {
 }
 
 void addTopicActions(Router& r, const AdminContext* ctx) {
-  onPath(
+  addTopicRoute(
       r, "DELETE", std::string(kTopicPath) + "/truncate",
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
         onEachTarget<Status>(
@@ -299,7 +278,7 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
             [](const TopicPtr& t, const StatusCb& reply) { truncateTopic(t, reply); },
             answerStatuses(respond, "Topic not found"));
       });
-  onPath(
+  addTopicRoute(
       r, "PUT", std::string(kTopicPath) + "/unload",
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
         onEachTarget<Status>(
@@ -310,68 +289,68 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
             },
             answerStatuses(respond, "Topic not found"));
       });
-  onPath(r, "POST", std::string(kTopicPath) + "/terminate",
-         [ctx](const HttpRequest&, const PathParams&, const TopicName& name,
-               const Respond& respond) {
-           Result<int> n = ctx->service.partitionsOf(name, false);
-           if (n.isOk() && *n > 0) {
-             return respond(
-                 HttpResponse::error(405, "Termination of a partitioned topic is not allowed"));
-           }
-           withTopic(*ctx, name, respond, [respond](const TopicPtr& t) {
-             Position last = t->terminate();
-             respond(jsonResponse(
-                 messageIdJson(last.ledgerId, last.entryId, t->name().partitionIndex(), -1)));
-           });
-         });
-  onPath(r, "GET", std::string(kTopicPath) + "/lastMessageId",
-         [ctx](const HttpRequest&, const PathParams&, const TopicName& name,
-               const Respond& respond) {
-           Result<int> n = ctx->service.partitionsOf(name, false);
-           if (n.isOk() && *n > 0) {
-             return respond(HttpResponse::error(
-                 405, "Get Last Message Id is not allowed on a partitioned topic"));
-           }
-           withTopic(*ctx, name, respond, [ctx, respond](const TopicPtr& t) {
-             ctx->service.lastMessageId(
-                 t, "", false,
-                 [respond](protocol::WireMessageId last, std::optional<protocol::WireMessageId>) {
-                   respond(jsonResponse(messageIdJson(static_cast<int64_t>(last.ledgerId),
-                                                      static_cast<int64_t>(last.entryId),
-                                                      last.partition, last.batchIndex)));
-                 });
-           });
-         });
-  onPath(r, "GET", std::string(kTopicPath) + "/examinemessage",
-         [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
-               const Respond& respond) {
-           std::string initial = queryParam(req, "initialPosition").value_or("latest");
-           std::string nText = queryParam(req, "messagePosition").value_or("1");
-           auto parsed = parseDecimal(nText);
-           if ((initial != "latest" && initial != "earliest") || !parsed || *parsed == 0) {
-             return respond(HttpResponse::error(
-                 412, "initialPosition must be latest or earliest, messagePosition >= 1"));
-           }
-           int64_t n = *parsed;
-           bool latest = initial == "latest";
-           withTopic(*ctx, name, respond, [respond, n, latest](const TopicPtr& t) {
-             auto pos = nthPosition(t->ledger(), latest, n);
-             if (!pos) return respond(HttpResponse::error(404, "Message not found"));
-             answerEntry(t, *pos, respond);
-           });
-         });
-  onPath(r, "GET", std::string(kTopicPath) + "/ledger/{ledgerId}/entry/{entryId}",
-         [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
-               const Respond& respond) {
-           Position pos;
-           try {
-             pos = Position{std::stoll(p.at("ledgerId")), std::stoll(p.at("entryId"))};
-           } catch (const std::exception&) {
-             return respond(HttpResponse::error(412, "Invalid message id"));
-           }
-           withTopic(*ctx, name, respond,
-                     [respond, pos](const TopicPtr& t) { answerEntry(t, pos, respond); });
-         });
+  addTopicRoute(
+      r, "POST", std::string(kTopicPath) + "/terminate",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+        Result<int> n = ctx->service.partitionsOf(name, false);
+        if (n.isOk() && *n > 0) {
+          return respond(
+              HttpResponse::error(405, "Termination of a partitioned topic is not allowed"));
+        }
+        withTopic(*ctx, name, respond, [respond](const TopicPtr& t) {
+          Position last = t->terminate();
+          respond(jsonResponse(
+              messageIdJson(last.ledgerId, last.entryId, t->name().partitionIndex(), -1)));
+        });
+      });
+  addTopicRoute(
+      r, "GET", std::string(kTopicPath) + "/lastMessageId",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+        Result<int> n = ctx->service.partitionsOf(name, false);
+        if (n.isOk() && *n > 0) {
+          return respond(HttpResponse::error(
+              405, "Get Last Message Id is not allowed on a partitioned topic"));
+        }
+        withTopic(*ctx, name, respond, [ctx, respond](const TopicPtr& t) {
+          ctx->service.lastMessageId(
+              t, "", false,
+              [respond](protocol::WireMessageId last, std::optional<protocol::WireMessageId>) {
+                respond(jsonResponse(messageIdJson(static_cast<int64_t>(last.ledgerId),
+                                                   static_cast<int64_t>(last.entryId),
+                                                   last.partition, last.batchIndex)));
+              });
+        });
+      });
+  addTopicRoute(r, "GET", std::string(kTopicPath) + "/examinemessage",
+                [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                      const Respond& respond) {
+                  std::string initial = queryParam(req, "initialPosition").value_or("latest");
+                  std::string nText = queryParam(req, "messagePosition").value_or("1");
+                  auto parsed = parseDecimal(nText);
+                  if ((initial != "latest" && initial != "earliest") || !parsed || *parsed == 0) {
+                    return respond(HttpResponse::error(
+                        412, "initialPosition must be latest or earliest, messagePosition >= 1"));
+                  }
+                  int64_t n = *parsed;
+                  bool latest = initial == "latest";
+                  withTopic(*ctx, name, respond, [respond, n, latest](const TopicPtr& t) {
+                    auto pos = nthPosition(t->ledger(), latest, n);
+                    if (!pos) return respond(HttpResponse::error(404, "Message not found"));
+                    answerEntry(t, *pos, respond);
+                  });
+                });
+  addTopicRoute(r, "GET", std::string(kTopicPath) + "/ledger/{ledgerId}/entry/{entryId}",
+                [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+                      const Respond& respond) {
+                  Position pos;
+                  try {
+                    pos = Position{std::stoll(p.at("ledgerId")), std::stoll(p.at("entryId"))};
+                  } catch (const std::exception&) {
+                    return respond(HttpResponse::error(412, "Invalid message id"));
+                  }
+                  withTopic(*ctx, name, respond,
+                            [respond, pos](const TopicPtr& t) { answerEntry(t, pos, respond); });
+                });
 }
 
 }  // namespace

@@ -68,4 +68,15 @@ inline Status combineStatuses(const std::vector<Status>& all) {
   return Status::ok();
 }
 
+// A done callback for onEachTarget<Status>: 204 when every target succeeded, 404 with `notFound`
+// when all said kNotFound, else the first error (Pulsar's codes).
+inline std::function<void(std::vector<Status>)> answerStatuses(const Respond& respond,
+                                                               const char* notFound) {
+  return [respond, notFound](const std::vector<Status>& all) {
+    Status s = combineStatuses(all);
+    if (s.code() == StatusCode::kNotFound) return respond(HttpResponse::error(404, notFound));
+    respond(s ? noContent() : errorResponse(s));
+  };
+}
+
 }  // namespace magnetar::admin

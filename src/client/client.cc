@@ -14,6 +14,12 @@ namespace magnetar::client {
 
 namespace {
 
+// What the name accessors of an empty handle return.
+const std::string& emptyString() {
+  static const std::string kEmpty;
+  return kEmpty;
+}
+
 // Waits for an async call that reports through a callback taking T.
 template <typename T, typename Start>
 T await(Start&& start) {
@@ -210,10 +216,7 @@ void Producer::closeAsync(StatusCallback cb) {
   impl_->closeAsync(std::move(cb));
 }
 
-const std::string& Producer::topic() const {
-  static const std::string kEmpty;
-  return impl_ ? impl_->topic() : kEmpty;
-}
+const std::string& Producer::topic() const { return impl_ ? impl_->topic() : emptyString(); }
 std::string Producer::producerName() const { return impl_ ? impl_->producerName() : ""; }
 int64_t Producer::lastSequenceId() const { return impl_ ? impl_->lastSequenceId() : -1; }
 bool Producer::isConnected() const { return impl_ && impl_->isConnected(); }
@@ -287,17 +290,12 @@ void Consumer::closeAsync(StatusCallback cb) {
   impl_->closeAsync(std::move(cb));
 }
 
-const std::string& Consumer::topic() const {
-  static const std::string kEmpty;
-  return impl_ ? impl_->topic() : kEmpty;
-}
+const std::string& Consumer::topic() const { return impl_ ? impl_->topic() : emptyString(); }
 const std::string& Consumer::subscription() const {
-  static const std::string kEmpty;
-  return impl_ ? impl_->subscription() : kEmpty;
+  return impl_ ? impl_->subscription() : emptyString();
 }
 const std::string& Consumer::consumerName() const {
-  static const std::string kEmpty;
-  return impl_ ? impl_->consumerName() : kEmpty;
+  return impl_ ? impl_->consumerName() : emptyString();
 }
 bool Consumer::isConnected() const { return impl_ && impl_->isConnected(); }
 size_t Consumer::numMessagesInQueue() const { return impl_ ? impl_->numMessagesInQueue() : 0; }

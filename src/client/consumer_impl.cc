@@ -15,7 +15,6 @@ namespace magnetar::client {
 
 using protocol::Commands;
 using protocol::WireMessageId;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -94,10 +93,8 @@ void ConsumerImpl::start(StatusCallback cb) {
   {
     MutexLock lock(mu_);
     createCb_ = std::move(cb);
-    createDeadline_ = Clock::now() + client_->config().operationTimeout;
   }
-  auto self = shared_from_this();
-  client_->loopForSlot(slot_).execute([self] { self->grabConnection(); });
+  startConnecting();
 }
 
 bool ConsumerImpl::connecting() const {
@@ -185,7 +182,7 @@ void ConsumerImpl::connectFailed(const Status& s) {
   {
     MutexLock lock(mu_);
     if (state_ != State::kConnecting) return;
-    switch (afterFailure(s, everConnected_, createDeadline_)) {
+    switch (afterFailure(s, everConnected_)) {
       case AfterFailure::kRetry:
         retry = true;
         break;

@@ -138,7 +138,6 @@ class ConsumerImpl final : public ConsumerBase,
   std::shared_ptr<ClientConnection> cnx_ GUARDED_BY(mu_);
   bool everConnected_ GUARDED_BY(mu_) = false;
   StatusCallback createCb_ GUARDED_BY(mu_);
-  std::chrono::steady_clock::time_point createDeadline_;
   std::vector<StatusCallback> closeCbs_ GUARDED_BY(mu_);
 
   std::atomic<uint64_t> epoch_{0};          // bumped on each (re)subscribe

@@ -13,16 +13,20 @@ HandlerBase::HandlerBase(const std::shared_ptr<ClientImpl>& client, std::string 
       reconnectTimer_(client_->loopForSlot(slot_).context()),
       backoff_(client_->config().initialBackoff, client_->config().maxBackoff) {}
 
-HandlerBase::AfterFailure HandlerBase::afterFailure(
-    const Status& s, bool everConnected,
-    std::chrono::steady_clock::time_point createDeadline) const {
+HandlerBase::AfterFailure HandlerBase::afterFailure(const Status& s, bool everConnected) const {
   bool clientClosed = client_->closed();
   if (!everConnected) {
     bool final =
-        clientClosed || !isRetriable(s) || std::chrono::steady_clock::now() >= createDeadline;
+        clientClosed || !isRetriable(s) || std::chrono::steady_clock::now() >= createDeadline_;
     return final ? AfterFailure::kFailCreate : AfterFailure::kRetry;
   }
   return clientClosed || isFatalForReconnect(s) ? AfterFailure::kGiveUp : AfterFailure::kRetry;
+}
+
+void HandlerBase::startConnecting() {
+  createDeadline_ = std::chrono::steady_clock::now() + client_->config().operationTimeout;
+  auto self = weakHandler().lock();
+  client_->loopForSlot(slot_).execute([self] { self->grabConnection(); });
 }
 
 void HandlerBase::grabConnection() {

@@ -34,8 +34,12 @@ class HandlerBase {
     kFailCreate,  // never connected, and final (not retriable, client closed, deadline passed)
     kGiveUp,      // connected before, and fatal (isFatalForReconnect) or the client closed
   };
-  AfterFailure afterFailure(const Status& s, bool everConnected,
-                            std::chrono::steady_clock::time_point createDeadline) const;
+  // Never connected: the create deadline is startConnecting()'s.
+  AfterFailure afterFailure(const Status& s, bool everConnected) const;
+
+  // Sets the create deadline (now + operationTimeout) and posts the first grabConnection() to
+  // the home loop (the handler kept alive until it runs). Any thread; once, after construction.
+  void startConnecting();
 
   // Looks the topic's connection up and calls connectionReady or connectFailed on the home loop;
   // does nothing when connecting() is false. The client closed: connectFailed(kClosed).
@@ -57,6 +61,7 @@ class HandlerBase {
   const int slot_;
 
  private:
+  std::chrono::steady_clock::time_point createDeadline_;  // set before the first connect
   boost::asio::steady_timer reconnectTimer_;  // home loop
   Backoff backoff_;                           // home loop
 };

@@ -12,7 +12,6 @@
 namespace magnetar::client {
 
 using protocol::Commands;
-using Clock = std::chrono::steady_clock;
 
 ProducerImpl::ProducerImpl(const std::shared_ptr<ClientImpl>& client, std::string topic,
                            int partition, ProducerConfig config)
@@ -59,10 +58,8 @@ void ProducerImpl::start(StatusCallback cb) {
   {
     MutexLock lock(mu_);
     createCb_ = std::move(cb);
-    createDeadline_ = Clock::now() + client_->config().operationTimeout;
   }
-  auto self = shared_from_this();
-  client_->loopForSlot(slot_).execute([self] { self->grabConnection(); });
+  startConnecting();
 }
 
 // ---- Connecting ---------------------------------------------------------------------------
@@ -149,7 +146,7 @@ void ProducerImpl::connectFailed(const Status& s) {
   {
     MutexLock lock(mu_);
     if (state_ != State::kConnecting) return;
-    switch (afterFailure(s, everConnected_, createDeadline_)) {
+    switch (afterFailure(s, everConnected_)) {
       case AfterFailure::kRetry:
         retry = true;
         break;

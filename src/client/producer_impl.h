@@ -135,7 +135,6 @@ class ProducerImpl final : public ProducerBase,
   uint64_t epoch_ GUARDED_BY(mu_) = 0;
   bool everConnected_ GUARDED_BY(mu_) = false;
   StatusCallback createCb_ GUARDED_BY(mu_);
-  std::chrono::steady_clock::time_point createDeadline_;
   std::vector<StatusCallback> closeCbs_ GUARDED_BY(mu_);
   uint64_t nextSequenceId_ GUARDED_BY(mu_) = 0;
   int64_t lastSequenceReceipted_ GUARDED_BY(mu_) = -1;

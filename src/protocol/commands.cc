@@ -35,6 +35,25 @@ proto::BaseCommand make(Type type) {
   return cmd;
 }
 
+// request_id, response Failed, error and message of a failed lookup or partition-metadata response.
+template <typename Response>
+void fillFailed(Response* r, uint64_t requestId, proto::ServerError error,
+                std::string_view message) {
+  r->set_request_id(requestId);
+  r->set_response(Response::Failed);
+  r->set_error(error);
+  r->set_message(std::string(message));
+}
+
+// request_id, error_code and error_message of a failed schema or consumer-stats response.
+template <typename Response>
+void fillErrorCode(Response* r, uint64_t requestId, proto::ServerError error,
+                   std::string_view message) {
+  r->set_request_id(requestId);
+  r->set_error_code(error);
+  r->set_error_message(std::string(message));
+}
+
 // Writes [totalSize][cmdSize][cmd] at p (cmd's sizes cached); returns the end.
 uint8_t* writeCommand(uint8_t* p, const proto::BaseCommand& cmd, size_t cmdSize, size_t rest) {
   p = writeBE32(p, static_cast<uint32_t>(kSizeFieldLen + cmdSize + rest));
@@ -270,11 +289,7 @@ Buffer Commands::newLookupResponse(uint64_t requestId, std::string_view brokerSe
 Buffer Commands::newLookupErrorResponse(uint64_t requestId, proto::ServerError error,
                                         std::string_view message) {
   auto cmd = make(proto::BaseCommand::LOOKUP_RESPONSE);
-  auto* r = cmd.mutable_lookuptopicresponse();
-  r->set_request_id(requestId);
-  r->set_response(proto::CommandLookupTopicResponse::Failed);
-  r->set_error(error);
-  r->set_message(std::string(message));
+  fillFailed(cmd.mutable_lookuptopicresponse(), requestId, error, message);
   return serialize(cmd);
 }
 
@@ -290,11 +305,7 @@ Buffer Commands::newPartitionMetadataResponse(uint64_t requestId, uint32_t parti
 Buffer Commands::newPartitionMetadataErrorResponse(uint64_t requestId, proto::ServerError error,
                                                    std::string_view message) {
   auto cmd = make(proto::BaseCommand::PARTITIONED_METADATA_RESPONSE);
-  auto* r = cmd.mutable_partitionmetadataresponse();
-  r->set_request_id(requestId);
-  r->set_response(proto::CommandPartitionedTopicMetadataResponse::Failed);
-  r->set_error(error);
-  r->set_message(std::string(message));
+  fillFailed(cmd.mutable_partitionmetadataresponse(), requestId, error, message);
   return serialize(cmd);
 }
 
@@ -424,10 +435,7 @@ Buffer Commands::newGetSchemaResponse(uint64_t requestId, const proto::Schema& s
 Buffer Commands::newGetSchemaErrorResponse(uint64_t requestId, proto::ServerError error,
                                            std::string_view message) {
   auto cmd = make(proto::BaseCommand::GET_SCHEMA_RESPONSE);
-  auto* r = cmd.mutable_getschemaresponse();
-  r->set_request_id(requestId);
-  r->set_error_code(error);
-  r->set_error_message(std::string(message));
+  fillErrorCode(cmd.mutable_getschemaresponse(), requestId, error, message);
   return serialize(cmd);
 }
 
@@ -442,10 +450,7 @@ Buffer Commands::newGetOrCreateSchemaResponse(uint64_t requestId, std::string_vi
 Buffer Commands::newGetOrCreateSchemaErrorResponse(uint64_t requestId, proto::ServerError error,
                                                    std::string_view message) {
   auto cmd = make(proto::BaseCommand::GET_OR_CREATE_SCHEMA_RESPONSE);
-  auto* r = cmd.mutable_getorcreateschemaresponse();
-  r->set_request_id(requestId);
-  r->set_error_code(error);
-  r->set_error_message(std::string(message));
+  fillErrorCode(cmd.mutable_getorcreateschemaresponse(), requestId, error, message);
   return serialize(cmd);
 }
 
@@ -470,10 +475,7 @@ Buffer Commands::newAckResponse(uint64_t consumerId, uint64_t requestId,
 Buffer Commands::newConsumerStatsErrorResponse(uint64_t requestId, proto::ServerError error,
                                                std::string_view message) {
   auto cmd = make(proto::BaseCommand::CONSUMER_STATS_RESPONSE);
-  auto* r = cmd.mutable_consumerstatsresponse();
-  r->set_request_id(requestId);
-  r->set_error_code(error);
-  r->set_error_message(std::string(message));
+  fillErrorCode(cmd.mutable_consumerstatsresponse(), requestId, error, message);
   return serialize(cmd);
 }
 

@@ -8,20 +8,12 @@ import uuid
 import pulsar
 import pytest
 
+from harness.util import wait_for
+
 
 def assert_error(r, status):
     assert r.status_code == status, r.text
     assert isinstance(r.json().get("reason"), str) and r.json()["reason"]
-
-
-def wait_for(predicate, timeout_s=10.0, interval_s=0.2):
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval_s)
-    return predicate()
 
 
 def topic_in(namespace, prefix="t"):

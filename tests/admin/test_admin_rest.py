@@ -8,19 +8,11 @@ import pulsar
 import pytest
 from pulsar import ConsumerType
 
+from harness.util import wait_for
+
 
 def receive_n(consumer, n, timeout_ms=10000):
     return [consumer.receive(timeout_millis=timeout_ms) for _ in range(n)]
-
-
-def wait_for(predicate, timeout_s=10.0, interval_s=0.2):
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval_s)
-    return predicate()
 
 
 def assert_error(r, status):

@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from harness.broker import MagnetarProcess
+from harness.util import metric_sum
 
 
 @pytest.fixture(scope="module")
@@ -62,9 +63,7 @@ def settings(dyn_broker):
 
 def metric(admin_url, name):
     """Sum of the samples of `name` on /metrics (0 when there are none)."""
-    text = requests.get(admin_url + "/metrics", timeout=10).text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith(name + "{") or line.startswith(name + " "))
+    return metric_sum(requests.get(admin_url + "/metrics", timeout=10).text, name)
 
 
 def new_topic(prefix="dyn"):

@@ -2,7 +2,6 @@
 (prometheus_client): names, types, labels, and counters that move with traffic."""
 
 import socket
-import time
 import urllib.parse
 import uuid
 
@@ -12,6 +11,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness.broker import MagnetarProcess
+from harness.util import wait_for
 
 
 def scrape(admin_url):
@@ -32,16 +32,6 @@ def value(families, family, sample_name=None, **labels):
              and all(s.labels.get(k) == v for k, v in labels.items())]
     assert len(found) <= 1, f"{family} {labels}: {found}"
     return found[0] if found else None
-
-
-def wait_for(predicate, timeout_s=10.0):
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        v = predicate()
-        if v:
-            return v
-        time.sleep(0.3)
-    return predicate()
 
 
 def produce(service_url, topic, n, size=100):

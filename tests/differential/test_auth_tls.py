@@ -8,7 +8,6 @@ certificate, Pulsar's AuthActions in grants, and the refused certificates."""
 import re
 import shutil
 import tempfile
-import time
 import urllib.parse
 import uuid
 
@@ -19,6 +18,7 @@ import requests
 from harness.auth import new_secret_key, token_auth_settings
 from harness.broker import broker_process, free_port
 from harness.tls import connect_answer, generate_certs, tls_settings
+from harness.util import eventually, metric_sum
 
 TLS_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
@@ -45,25 +45,7 @@ class Env:
 
     def metric(self, name, **labels):
         text = requests.get(self.endpoint.admin_url + "/metrics", timeout=30).text
-        total = 0.0
-        for line in text.splitlines():
-            if re.match(rf"{name}[{{ ]", line) and all(f'{k}="{v}"' in line
-                                                       for k, v in labels.items()):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
-
-
-def eventually(check, timeout_s=20.0):
-    """check() until it returns without raising (grants reach Pulsar's policy cache
-    asynchronously); re-raises the last error after timeout_s."""
-    deadline = time.time() + timeout_s
-    while True:
-        try:
-            return check()
-        except Exception:
-            if time.time() >= deadline:
-                raise
-            time.sleep(0.5)
+        return metric_sum(text, name, **labels)
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ import requests
 
 from harness.auth import b64url, hs256_token, new_secret_key, role_token, token_auth_settings
 from harness.broker import BrokerEndpoint, broker_process
+from harness.util import eventually
 
 NS = "public/default"
 
@@ -83,19 +84,6 @@ def fresh_role():
     return f"role-{uuid.uuid4().hex[:8]}"
 
 
-def eventually(check, timeout_s=15.0):
-    """check() until it returns without raising (grants reach Pulsar's policy cache
-    asynchronously); re-raises the last error after timeout_s."""
-    deadline = time.time() + timeout_s
-    while True:
-        try:
-            return check()
-        except Exception:
-            if time.time() >= deadline:
-                raise
-            time.sleep(0.5)
-
-
 def test_super_user_produces_and_consumes(auth):
     c = auth.client(auth.admin)
     t = fresh_topic("super")
@@ -158,7 +146,7 @@ def test_namespace_grant_then_revoke(auth):
 
     c = auth.client(role_token(auth.key, role))
     t = fresh_topic("granted")
-    consumer = eventually(lambda: c.subscribe(t, "s"))
+    consumer = eventually(lambda: c.subscribe(t, "s"), 15.0)
     producer = c.create_producer(t)
     producer.send(b"granted")
     assert consumer.receive(10000).data() == b"granted"
@@ -175,7 +163,7 @@ def test_namespace_grant_then_revoke(auth):
                 c2.create_producer(fresh_topic("revoked"))
         finally:
             c2.close()
-    eventually(refused)
+    eventually(refused, 15.0)
 
 
 def test_topic_grant_then_revoke(auth):
@@ -192,7 +180,7 @@ def test_topic_grant_then_revoke(auth):
     assert r.json()[role] == ["consume"]
 
     c = auth.client(role_token(auth.key, role))
-    consumer = eventually(lambda: c.subscribe(t, "s"))
+    consumer = eventually(lambda: c.subscribe(t, "s"), 15.0)
     admin_producer.send(b"for the role")
     assert consumer.receive(10000).data() == b"for the role"
     # consume only: producing is still refused
@@ -207,7 +195,7 @@ def test_topic_grant_then_revoke(auth):
     def refused():
         with pytest.raises(pulsar.AuthorizationError):
             c.subscribe(t, "s2")
-    eventually(refused)
+    eventually(refused, 15.0)
     c.close()
     admin.close()
 

@@ -5,13 +5,13 @@ refusal of a delay over maxDeliveryDelayInMillis is in tests/java: the C++ clien
 after that SEND_ERROR forever)."""
 
 import time
-import uuid
 from datetime import timedelta
 
 import pulsar
 import pytest
 import requests
 
+from harness.util import temp_namespace, wait_for
 from helpers import assert_nothing, receive_n, texts
 
 
@@ -22,23 +22,9 @@ def stats(admin_url, topic):
     return r.json()
 
 
-def eventually(fn, timeout=20.0):
-    deadline = time.time() + timeout
-    while True:
-        v = fn()
-        if v or time.time() > deadline:
-            return v
-        time.sleep(0.2)
-
-
 @pytest.fixture
 def namespace(admin_url):
-    ns = f"public/delayed-{uuid.uuid4().hex[:8]}"
-    r = requests.put(f"{admin_url}/admin/v2/namespaces/{ns}", timeout=30)
-    assert r.status_code == 204, r.text
-    yield ns
-    requests.delete(f"{admin_url}/admin/v2/namespaces/{ns}", params={"force": "true"},
-                    timeout=60)
+    yield from temp_namespace(admin_url, "delayed")
 
 
 def test_shared_holds_exclusive_does_not(client, topic, admin_url):
@@ -53,8 +39,8 @@ def test_shared_holds_exclusive_does_not(client, topic, admin_url):
     assert texts(first) == ["now"]
     shared.acknowledge(first[0])
     # The client groups acks: wait until "now"'s ack is in too.
-    s = eventually(lambda: (lambda x: x if x["msgDelayed"] == 1 and x["msgBacklog"] == 1 else None)(
-        stats(admin_url, topic)["subscriptions"]["shared"]))
+    s = wait_for(lambda: (lambda x: x if x["msgDelayed"] == 1 and x["msgBacklog"] == 1 else None)(
+        stats(admin_url, topic)["subscriptions"]["shared"]), 20.0)
     assert s and s["msgDelayed"] == 1 and s["msgBacklog"] == 1 and s["msgBacklogNoDelayed"] == 0
     assert stats(admin_url, topic)["subscriptions"]["excl"]["msgDelayed"] == 0
     assert_nothing(shared, 1000)

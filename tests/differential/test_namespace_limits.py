@@ -2,12 +2,13 @@
 set-max-producers-per-topic` and friends): stored, shown in the policies, and enforced on the
 namespace's topics, with a topic policy taking precedence. Passes on Magnetar and Pulsar."""
 
-import time
 import uuid
 
 import pulsar
 import pytest
 import requests
+
+from harness.util import temp_namespace, wait_for
 
 LIMITS = {
     "maxProducersPerTopic": "max_producers_per_topic",
@@ -21,27 +22,12 @@ LIMITS = {
 
 @pytest.fixture
 def namespace(admin_url):
-    ns = f"public/lim-{uuid.uuid4().hex[:8]}"
-    r = requests.put(f"{admin_url}/admin/v2/namespaces/{ns}", timeout=30)
-    assert r.status_code == 204, r.text
-    yield ns
-    requests.delete(f"{admin_url}/admin/v2/namespaces/{ns}", params={"force": "true"},
-                    timeout=60)
+    yield from temp_namespace(admin_url, "lim")
 
 
 def set_limit(admin_url, ns, name, value):
     r = requests.post(f"{admin_url}/admin/v2/namespaces/{ns}/{name}", json=value, timeout=30)
     assert r.status_code == 204, (name, r.status_code, r.text)
-
-
-def eventually(fn, timeout=20.0):
-    """fn() until it returns a true value; policies reach Pulsar's topics asynchronously."""
-    deadline = time.time() + timeout
-    while True:
-        v = fn()
-        if v or time.time() > deadline:
-            return v
-        time.sleep(0.3)
 
 
 @pytest.mark.admin
@@ -82,7 +68,7 @@ def test_max_producers_per_topic_refuses_the_next_producer(client, admin_url, na
             return client.create_producer(topic)
         except pulsar.ProducerBusy:
             return None
-    second = eventually(second_admitted)
+    second = wait_for(second_admitted, 20.0)  # policies reach Pulsar's topics asynchronously
     assert second is not None
     with pytest.raises(pulsar.ProducerBusy):
         client.create_producer(topic)
@@ -90,7 +76,7 @@ def test_max_producers_per_topic_refuses_the_next_producer(client, admin_url, na
     r = requests.post(f"{admin_url}/admin/v2/persistent/{topic[len('persistent://'):]}/maxProducers",
                       json=3, timeout=30)
     assert r.status_code == 204, r.text
-    third = eventually(second_admitted)
+    third = wait_for(second_admitted, 20.0)
     assert third is not None
     for p in (first, second, third):
         p.close()
@@ -115,7 +101,7 @@ def test_max_consumers_per_subscription_and_per_topic(client, admin_url, namespa
             return client.subscribe(topic, "s3", consumer_type=shared)
         except pulsar.ConsumerBusy:
             return None
-    c = eventually(admitted)
+    c = wait_for(admitted, 20.0)
     assert c is not None
     for x in (a, b, c):
         x.close()

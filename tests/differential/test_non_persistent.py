@@ -13,6 +13,7 @@ import pytest
 import requests
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from harness.util import temp_namespace  # noqa: E402
 from hostile_wire import (  # noqa: E402
     ERROR,
     SUBSCRIBE,
@@ -30,12 +31,7 @@ PERSISTENT, NON_PERSISTENT, ALL = 0, 1, 2  # CommandGetTopicsOfNamespace.Mode
 
 @pytest.fixture
 def namespace(admin_url):
-    ns = f"public/np-{uuid.uuid4().hex[:8]}"
-    r = requests.put(f"{admin_url}/admin/v2/namespaces/{ns}", timeout=30)
-    assert r.status_code == 204, r.text
-    yield ns
-    requests.delete(f"{admin_url}/admin/v2/namespaces/{ns}", params={"force": "true"},
-                    timeout=60)
+    yield from temp_namespace(admin_url, "np")
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ certificate without a CN and one from another CA, and only the offending connect
 
 from __future__ import annotations
 
-import re
 import shutil
 import ssl
 import tempfile
@@ -18,6 +17,7 @@ import requests
 
 from harness.broker import MagnetarProcess
 from harness.tls import TlsCerts, connect_answer, generate_certs, tls_settings
+from harness.util import metric_sum
 
 TLS_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"
 ROLES = ("admin", "app-1", "app-2")
@@ -61,12 +61,7 @@ def rest(proc: MagnetarProcess, certs: TlsCerts, method: str, path: str, who: st
 
 def metric(proc: MagnetarProcess, name: str, **labels: str) -> float:
     text = requests.get(proc.endpoint.admin_url + "/metrics", timeout=10).text
-    total = 0.0
-    for line in text.splitlines():
-        if re.match(rf"{name}[{{ ]", line) and all(f'{k}="{v}"' in line
-                                                   for k, v in labels.items()):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+    return metric_sum(text, name, **labels)
 
 
 def fresh_topic(name: str) -> str:

@@ -16,6 +16,7 @@ import pytest
 import requests
 
 from harness.broker import MagnetarProcess, magnetar_bin
+from harness.util import metric_sum
 
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
 
@@ -71,14 +72,7 @@ def bearer(token):
 
 
 def metric(env, name, **labels):
-    text = requests.get(env["web"] + "/metrics", timeout=10).text
-    total = 0.0
-    for line in text.splitlines():
-        if not line.startswith(name + "{") and not line.startswith(name + " "):
-            continue
-        if all(f'{k}="{v}"' in line for k, v in labels.items()):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+    return metric_sum(requests.get(env["web"] + "/metrics", timeout=10).text, name, **labels)
 
 
 def topic(name):

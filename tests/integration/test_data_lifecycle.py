@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from harness.broker import MagnetarProcess
+from harness.util import wait_for
 
 
 @pytest.fixture(scope="module")
@@ -43,15 +44,6 @@ def produce(client, topic, n):
     for i in range(n):
         p.send(f"m-{i}".encode())
     p.close()
-
-
-def wait_for(cond, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if cond():
-            return True
-        time.sleep(0.5)
-    return cond()
 
 
 def test_inactive_topics_are_deleted_with_their_data(broker):

@@ -11,6 +11,7 @@ import pulsar
 import requests
 
 from harness.broker import restartable_magnetar
+from harness.util import wait_for
 
 TICK = ["delayedDeliveryTickTimeMillis=100"]
 
@@ -34,15 +35,6 @@ def sub_stats(admin, topic, sub):
     r = requests.get(f"{admin}/admin/v2/persistent/{path}/stats", timeout=10)
     r.raise_for_status()
     return r.json()["subscriptions"][sub]
-
-
-def wait_for(pred, timeout_s=10.0):
-    deadline = time.time() + timeout_s
-    while time.time() < deadline:
-        if pred():
-            return True
-        time.sleep(0.1)
-    return pred()
 
 
 def test_shared_holds_delayed_exclusive_does_not(magnetar):

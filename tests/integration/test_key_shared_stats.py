@@ -14,6 +14,7 @@ import pulsar
 from pulsar import ConsumerType
 
 from harness.broker import MagnetarProcess
+from harness.util import receive_for, wait_for
 
 KEYS = 200
 
@@ -22,30 +23,6 @@ def topic_stats(admin_url, topic):
     local = topic.split("://", 1)[1]
     with urllib.request.urlopen(f"{admin_url}/admin/v2/persistent/{local}/stats", timeout=10) as r:
         return json.load(r)
-
-
-def receive_all(consumer, seconds, ack):
-    out = []
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            m = consumer.receive(200)
-        except pulsar.Timeout:
-            continue
-        out.append(m)
-        if ack:
-            consumer.acknowledge(m)
-    return out
-
-
-def wait_for(predicate, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    return predicate()
 
 
 def test_draining_shows_in_subscription_stats():
@@ -60,7 +37,7 @@ def test_draining_shows_in_subscription_stats():
         for i in range(KEYS):
             producer.send_async(b"first-%d" % i, None, partition_key=f"key-{i}")
         producer.flush()
-        held = receive_all(slow, 2, ack=False)
+        held = receive_for(slow, 2, ack=False)
         assert len(held) == KEYS
 
         stats = topic_stats(endpoint.admin_url, topic)
@@ -78,7 +55,7 @@ def test_draining_shows_in_subscription_stats():
             producer.send_async(b"second-%d" % i, None, partition_key=f"key-{i}")
         producer.flush()
         # The joiner's keys drain at the slow consumer: none of their new messages may reach it.
-        early = receive_all(joiner, 2, ack=True)
+        early = receive_for(joiner, 2, ack=True)
         assert early == [], "a draining key was delivered before its previous messages were acked"
 
         stats = topic_stats(endpoint.admin_url, topic)
@@ -106,9 +83,9 @@ def test_draining_shows_in_subscription_stats():
 
         for m in held:
             slow.acknowledge(m)
-        later = receive_all(joiner, 3, ack=True)
+        later = receive_for(joiner, 3, ack=True)
         assert len(later) == blocked, "the joiner got the held-back messages once drained"
-        receive_all(slow, 1, ack=True)
+        receive_for(slow, 1, ack=True)
 
         def drained():
             sub = topic_stats(endpoint.admin_url, topic)["subscriptions"]["ks"]

@@ -8,22 +8,9 @@ import pulsar
 from pulsar import ConsumerType
 
 from harness.broker import MagnetarProcess
+from harness.util import receive_for
 
 LIMIT = 50
-
-
-def receive_for(consumer, seconds, ack):
-    out = []
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        try:
-            m = consumer.receive(200)
-        except pulsar.Timeout:
-            continue
-        out.append(m)
-        if ack:
-            consumer.acknowledge(m)
-    return out
 
 
 def metric(admin_url, name, labels=""):

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <thread>
 
+#include "storage/tests/durable_test_fixture.h"
 #include "storage/tests/fault_env.h"
 #include "storage/tests/ledger_contract.h"
-#include "storage/tests/ledger_test_util.h"
 
 namespace magnetar::storage::testing {
 namespace {
@@ -15,17 +15,10 @@ namespace {
 namespace fs = std::filesystem;
 
 StorageOptions testOptions(const std::string& dir) {
-  StorageOptions o;
-  o.journalDirectory = dir + "/journal";
-  o.metadataDirectory = dir + "/metadata";
-  o.journalSyncData = true;
-  o.journalMaxGroupWaitMSec = 0;
+  StorageOptions o = durableTestOptions(dir);
   o.managedLedgerMaxEntriesPerLedger = 10;
-  o.managedLedgerMinLedgerRolloverTimeMinutes = 0;
   o.tickIntervalMs = 50;
   o.checkpointIntervalMs = 50;
-  o.numReadThreads = 2;
-  o.diskCheckInterval = 20;
   return o;
 }
 
@@ -37,21 +30,7 @@ std::unique_ptr<ManagedLedgerFactory> makeDurable(const std::string& dir) {
 
 INSTANTIATE_TEST_SUITE_P(Durable, LedgerContractTest, ::testing::Values(FactoryMaker(makeDurable)));
 
-class DurableStorageTest : public ::testing::Test {
- protected:
-  std::unique_ptr<DurableManagedLedgerFactory> open(StorageOptions o) {
-    auto f = DurableManagedLedgerFactory::open(o);
-    EXPECT_TRUE(f.isOk()) << f.status().toString();
-    return f ? std::move(*f) : nullptr;
-  }
-  void close(std::unique_ptr<DurableManagedLedgerFactory>& f) {
-    f->shutdown();
-    ex_.runPending();
-    f.reset();
-  }
-  TempDir dir_;
-  ManualExecutor ex_;
-};
+class DurableStorageTest : public DurableFactoryTest {};
 
 // The ledger and its cursors belong to the executor they were opened on (here the test thread,
 // which drives ex_): a call from another thread aborts.

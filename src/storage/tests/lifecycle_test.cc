@@ -6,46 +6,28 @@
 #include <chrono>
 #include <thread>
 
-#include "storage/durable_storage.h"
+#include "storage/tests/durable_test_fixture.h"
 #include "storage/tests/fault_env.h"
-#include "storage/tests/ledger_test_util.h"
 
 namespace magnetar::storage::testing {
 namespace {
 
 StorageOptions lifecycleOptions(const std::string& dir) {
-  StorageOptions o;
-  o.journalDirectory = dir + "/journal";
-  o.metadataDirectory = dir + "/metadata";
-  o.journalSyncData = true;
-  o.journalMaxGroupWaitMSec = 0;
+  StorageOptions o = durableTestOptions(dir);
   o.journalSegmentSizeBytes = 64 << 10;  // many small segments
   o.managedLedgerMaxEntriesPerLedger = 20;
-  o.managedLedgerMinLedgerRolloverTimeMinutes = 0;
   o.defaultRetentionTimeInMinutes = 0;
   o.defaultRetentionSizeInMB = 0;
   o.tickIntervalMs = 20;
   o.checkpointIntervalMs = 20;
-  o.diskCheckInterval = 20;
-  o.numReadThreads = 2;
   o.minorCompactionInterval = 0;  // the tests compact by hand
   o.majorCompactionInterval = 0;
   o.compactionRateByBytes = 1ll << 30;
   return o;
 }
 
-class LifecycleTest : public ::testing::Test {
+class LifecycleTest : public DurableFactoryTest {
  protected:
-  std::unique_ptr<DurableManagedLedgerFactory> open(const StorageOptions& o) {
-    auto f = DurableManagedLedgerFactory::open(o);
-    EXPECT_TRUE(f.isOk()) << f.status().toString();
-    return f ? std::move(*f) : nullptr;
-  }
-  void close(std::unique_ptr<DurableManagedLedgerFactory>& f) {
-    f->shutdown();
-    ex_.runPending();
-    f.reset();
-  }
   // compactSegments blocks until the ledgers' executor (ex_, driven here) took the new index.
   Result<int> compact(DurableManagedLedgerFactory& f, double threshold) {
     std::atomic<bool> done{false};
@@ -59,8 +41,6 @@ class LifecycleTest : public ::testing::Test {
     t.join();
     return out;
   }
-  TempDir dir_;
-  ManualExecutor ex_;
 };
 
 TEST_F(LifecycleTest, SetRetentionReachesTheLedger) {

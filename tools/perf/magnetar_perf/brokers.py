@@ -21,6 +21,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 sys.path.insert(0, os.path.join(REPO, "tests"))
 from harness.broker import (  # noqa: E402
     PULSAR_SCRIPT,
+    BrokerEndpoint,
     BrokerError,
     MagnetarProcess,
     PulsarReferenceProcess,
@@ -88,6 +89,7 @@ class Broker:
     web_url: str | None = None
     tls_trust_certs: str | None = None  # broker.tls: the CA file the clients trust
     description = ""
+    cfg: dict[str, Any]  # the scenario's broker section (the brokers this tool starts)
 
     def start(self) -> None:
         pass
@@ -97,6 +99,17 @@ class Broker:
 
     def log_paths(self) -> list[str]:
         return []
+
+    def _take_endpoint(self, endpoint: BrokerEndpoint, pid: int | None) -> str:
+        """pid, service_url (the TLS one with broker.tls) and web_url of a started broker;
+        returns web_url."""
+        self.pid = pid
+        self.service_url = endpoint.service_url
+        if self.cfg.get("tls"):
+            self.service_url = _tls_url(endpoint.service_url_tls)
+        self.web_url = endpoint.admin_url
+        assert self.web_url
+        return self.web_url
 
 
 class ExternalBroker(Broker):
@@ -179,13 +192,7 @@ class MagnetarBroker(Broker):
         timeout_s = float(self.cfg.get("startTimeoutSeconds", 120))
         deadline = time.monotonic() + timeout_s
         endpoint = self.process.start(timeout_s=timeout_s)
-        self.pid = self.process.pid
-        self.service_url = endpoint.service_url
-        if self.cfg.get("tls"):
-            self.service_url = _tls_url(endpoint.service_url_tls)
-        self.web_url = endpoint.admin_url
-        assert self.web_url
-        wait_healthy(self.web_url, deadline)
+        wait_healthy(self._take_endpoint(endpoint, self.process.pid), deadline)
 
     def stop(self) -> None:
         self.exit_code = self.process.stop(timeout_s=30) if self.process else None
@@ -233,13 +240,8 @@ class PulsarBroker(Broker):
             cpus=self.cpus, start_log=os.path.join(self.workdir, "start.log"))
         self.description = " ".join(self.process.command(timeout_s))
         endpoint = self.process.start(timeout_s)
-        self.pid = self.process.pid
-        self.service_url = endpoint.service_url
-        if self.cfg.get("tls"):
-            self.service_url = _tls_url(endpoint.service_url_tls)
-        self.web_url = endpoint.admin_url
-        assert self.web_url
-        wait_namespace(self.web_url, self.namespace, time.monotonic() + timeout_s)
+        wait_namespace(self._take_endpoint(endpoint, self.process.pid), self.namespace,
+                       time.monotonic() + timeout_s)
 
     def stop(self) -> None:
         if self.process:

@@ -70,6 +70,22 @@ def percentile_axis(ax: Any) -> None:
     ax.set_xlabel("percentile")
 
 
+def finish_latency_chart(fig: Any, ax: Any, drew: bool, title: str, out_dir: str, name: str,
+                         caption: str, made: list[tuple[str, str]]) -> None:
+    """Percentile x axis, log ms y axis, grid and legend; saves the chart as `name` and adds
+    (name, caption) to `made` when a curve was drawn, else drops the figure."""
+    if not drew:
+        plt.close(fig)
+        return
+    percentile_axis(ax)
+    ax.set_yscale("log")
+    ax.set_ylabel("ms")
+    ax.set_title(title)
+    ax.grid(alpha=.3, which="both")
+    ax.legend(fontsize="small")
+    made.append((_save(fig, out_dir, name), caption))
+
+
 def latency_curve(ax: Any, rows: list[tuple[float, float, int]], label: str,
                   **kw: Any) -> bool:
     pts = [(1.0 / (1.0 - p), v) for v, p, _ in rows if p < 1.0]
@@ -143,16 +159,8 @@ def run_charts(out_dir: str, worker: Json | None, smp_rows: list[Json], topic_ro
     for a in apps or [a["name"] for a in summary.get("applications", [])]:
         drew |= latency_curve(ax, parse_hgrm(os.path.join(out_dir, "e2e-%s.hgrm" % a)),
                               "end-to-end %s" % a)
-    if drew:
-        percentile_axis(ax)
-        ax.set_yscale("log")
-        ax.set_ylabel("ms")
-        ax.set_title("Latency by percentile (measured phase)")
-        ax.grid(alpha=.3, which="both")
-        ax.legend(fontsize="small")
-        made.append((_save(fig, out_dir, "latency-percentiles.png"), "latency by percentile"))
-    else:
-        plt.close(fig)
+    finish_latency_chart(fig, ax, drew, "Latency by percentile (measured phase)", out_dir,
+                         "latency-percentiles.png", "latency by percentile", made)
 
     cpu = [r for r in smp_rows if r.get("broker_cpu_pct") not in (None, "")]
     if cpu:
@@ -228,16 +236,9 @@ def ab_charts(out_dir: str, variants: list[tuple[str, list[Json], list[str]]]
             latency_curve(ax, parse_hgrm(os.path.join(d, "publish.hgrm")),
                           vlabel + " publish" if j == 0 else None, color="C%d" % i, ls=":",
                           alpha=.8)
-    if drew:
-        percentile_axis(ax)
-        ax.set_yscale("log")
-        ax.set_ylabel("ms")
-        ax.set_title("Latency by percentile: end-to-end (solid), publish (dotted)")
-        ax.grid(alpha=.3, which="both")
-        ax.legend(fontsize="small")
-        made.append((_save(fig, out_dir, "ab-latency.png"), "latency by percentile, A/B"))
-    else:
-        plt.close(fig)
+    finish_latency_chart(fig, ax, drew,
+                         "Latency by percentile: end-to-end (solid), publish (dotted)", out_dir,
+                         "ab-latency.png", "latency by percentile, A/B", made)
 
     import json
     fig, ax = plt.subplots(figsize=(9, 4))

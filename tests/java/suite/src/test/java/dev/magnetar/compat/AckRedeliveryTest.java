@@ -10,32 +10,15 @@ import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.DeadLetterPolicy;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.Producer;
-import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.api.SubscriptionType;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** Negative acks, ack timeout, dead-letter and retry topics with Pulsar 4's names. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class AckRedeliveryTest {
-    static PulsarClient client;
-
-    @BeforeAll
-    static void setUp() throws Exception {
-        client = Env.client();
-    }
-
-    @AfterAll
-    static void tearDown() throws Exception {
-        if (client != null) {
-            client.close();
-        }
-    }
-
+class AckRedeliveryTest extends ClientTestBase {
     @Test
     void negativeAckRedeliversWithCount() throws Exception {
         String topic = Env.topic("nack");

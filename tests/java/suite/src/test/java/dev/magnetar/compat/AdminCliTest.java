@@ -22,38 +22,19 @@ import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.MessageIdAdv;
 import org.apache.pulsar.client.api.Producer;
-import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionType;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** Pulsar's own pulsar-admin (PulsarAdminTool) run as a subprocess against the broker. */
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
-class AdminCliTest {
+class AdminCliTest extends ClientTestBase {
     static final ObjectMapper JSON = new ObjectMapper();
-    static PulsarClient client;
-
-    @BeforeAll
-    static void setUp() throws Exception {
-        client = Env.client();
-    }
-
-    @AfterAll
-    static void tearDown() throws Exception {
-        if (client != null) {
-            client.close();
-        }
-    }
-
     /** pulsar-admin ARGS, which must exit 0; returns its stdout. */
     static String ok(String... args) throws Exception {
-        Env.CliResult r = Env.admin(args);
-        assertEquals(0, r.exitCode(), "pulsar-admin " + String.join(" ", args) + "\n" + r);
-        return r.stdout().trim();
+        return Env.adminOk(args);
     }
 
     /** pulsar-admin ARGS, which must fail; returns stdout + stderr. */

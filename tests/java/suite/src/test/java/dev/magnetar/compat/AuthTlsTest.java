@@ -56,13 +56,7 @@ class AuthTlsTest {
         assumeTrue(!ADMIN_TLS.isEmpty() && !CERTS.isEmpty(), "needs with_broker.py --auth-tls");
         admin = PulsarAdmin.builder().serviceHttpUrl(ADMIN_TLS).tlsTrustCertsFilePath(file("ca.pem"))
                 .authentication(tls("client-admin")).build();
-        assertTrue(Env.waitFor(120_000, () -> {
-            try {
-                return admin.namespaces().getNamespaces("public").contains("public/default");
-            } catch (PulsarAdminException e) {
-                return false;
-            }
-        }));
+        Env.waitForNamespace(admin, "public/default");
     }
 
     @AfterAll

@@ -50,14 +50,7 @@ class AuthTokenTest {
         adminToken = token("admin");
         admin = PulsarAdmin.builder().serviceHttpUrl(Env.ADMIN_URL)
                 .authentication(AuthenticationFactory.token(adminToken)).build();
-        // Pulsar creates public/default a little after it reports healthy.
-        assertTrue(Env.waitFor(120_000, () -> {
-            try {
-                return admin.namespaces().getNamespaces("public").contains(NS);
-            } catch (PulsarAdminException e) {
-                return false;
-            }
-        }));
+        Env.waitForNamespace(admin, NS);
     }
 
     @AfterAll

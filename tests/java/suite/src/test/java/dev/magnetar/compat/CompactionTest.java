@@ -13,12 +13,9 @@ import java.util.concurrent.TimeUnit;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.Producer;
-import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Reader;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.TableView;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -27,27 +24,7 @@ import org.junit.jupiter.api.Timeout;
  * TableView that loads from the compacted view.
  */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
-class CompactionTest {
-    static PulsarClient client;
-
-    @BeforeAll
-    static void setUp() throws Exception {
-        client = Env.client();
-    }
-
-    @AfterAll
-    static void tearDown() throws Exception {
-        if (client != null) {
-            client.close();
-        }
-    }
-
-    static String admin(String... args) throws Exception {
-        Env.CliResult r = Env.admin(args);
-        assertEquals(0, r.exitCode(), "pulsar-admin " + String.join(" ", args) + "\n" + r);
-        return r.stdout().trim();
-    }
-
+class CompactionTest extends ClientTestBase {
     /** key=value of every message a reader gets until none is available. */
     static List<String> readAll(String topic, boolean compacted) throws Exception {
         List<String> out = new ArrayList<>();
@@ -74,9 +51,9 @@ class CompactionTest {
             p.newMessage().key("k2").value(null).send();  // null value: removes k2
             p.newMessage().key("k1").value("v3").send();
 
-            assertTrue(admin("topics", "compaction-status", topic).contains("Compaction has not been run for " + topic));
-            assertTrue(admin("topics", "compact", topic).contains("Topic compaction requested"));
-            String status = admin("topics", "compaction-status", "-w", topic);
+            assertTrue(Env.adminOk("topics", "compaction-status", topic).contains("Compaction has not been run for " + topic));
+            assertTrue(Env.adminOk("topics", "compact", topic).contains("Topic compaction requested"));
+            String status = Env.adminOk("topics", "compaction-status", "-w", topic);
             assertTrue(status.contains("Compaction was a success"), status);
 
             p.newMessage().key("k4").value("v1").send();  // after the horizon: the live tail

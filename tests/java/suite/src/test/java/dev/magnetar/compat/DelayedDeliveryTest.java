@@ -10,33 +10,16 @@ import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.Producer;
-import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionType;
 import org.apache.pulsar.common.policies.data.DelayedDeliveryPolicies;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** deliverAfter on Shared and Exclusive subscriptions, and reconsumeLater through the retry topic. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class DelayedDeliveryTest {
-    static PulsarClient client;
-
-    @BeforeAll
-    static void setUp() throws Exception {
-        client = Env.client();
-    }
-
-    @AfterAll
-    static void tearDown() throws Exception {
-        if (client != null) {
-            client.close();
-        }
-    }
-
+class DelayedDeliveryTest extends ClientTestBase {
     @Test
     void deliverAfterHoldsSharedNotExclusive() throws Exception {
         String topic = Env.topic("delayed");

@@ -1,5 +1,8 @@
 package dev.magnetar.compat;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -16,6 +19,7 @@ import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.apache.pulsar.client.admin.PulsarAdmin;
+import org.apache.pulsar.client.admin.PulsarAdminException;
 import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.PulsarClientException;
 
@@ -71,6 +75,19 @@ public final class Env {
             Thread.sleep(100);
         }
         return cond.getAsBoolean();
+    }
+
+    /** Asserts that namespace ns (tenant/name) is listed within 120 s: Pulsar creates
+     * public/default a little after it reports healthy. */
+    public static void waitForNamespace(PulsarAdmin admin, String ns) throws InterruptedException {
+        String tenant = ns.substring(0, ns.indexOf('/'));
+        assertTrue(waitFor(120_000, () -> {
+            try {
+                return admin.namespaces().getNamespaces(tenant).contains(ns);
+            } catch (PulsarAdminException e) {
+                return false;
+            }
+        }), ns + " not listed");
     }
 
     // ---- plain HTTP (for what the admin client does not expose) ------------------------------
@@ -180,5 +197,12 @@ public final class Env {
         full[1] = ADMIN_URL;
         System.arraycopy(args, 0, full, 2, args.length);
         return runCli(60, PULSAR_ADMIN, full);
+    }
+
+    /** pulsar-admin ARGS, which must exit 0 (asserted); returns its trimmed stdout. */
+    public static String adminOk(String... args) throws IOException, InterruptedException {
+        CliResult r = admin(args);
+        assertEquals(0, r.exitCode(), "pulsar-admin " + String.join(" ", args) + "\n" + r);
+        return r.stdout().trim();
     }
 }

@@ -23,13 +23,10 @@ import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.MessageIdAdv;
 import org.apache.pulsar.client.api.Producer;
-import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.api.SubscriptionType;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -37,21 +34,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /** Producers and consumers of every subscription type, batching, compression, chunking. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class ProduceConsumeTest {
-    static PulsarClient client;
-
-    @BeforeAll
-    static void setUp() throws Exception {
-        client = Env.client();
-    }
-
-    @AfterAll
-    static void tearDown() throws Exception {
-        if (client != null) {
-            client.close();
-        }
-    }
-
+class ProduceConsumeTest extends ClientTestBase {
     static Producer<String> plainProducer(String topic) throws PulsarClientException {
         return client.newProducer(Schema.STRING).topic(topic).enableBatching(false).create();
     }

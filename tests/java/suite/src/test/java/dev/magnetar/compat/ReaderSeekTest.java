@@ -13,31 +13,14 @@ import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.Producer;
-import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Reader;
 import org.apache.pulsar.client.api.Schema;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** Readers (earliest, latest, from an id, inclusive), seek by message id and by publish time. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class ReaderSeekTest {
-    static PulsarClient client;
-
-    @BeforeAll
-    static void setUp() throws Exception {
-        client = Env.client();
-    }
-
-    @AfterAll
-    static void tearDown() throws Exception {
-        if (client != null) {
-            client.close();
-        }
-    }
-
+class ReaderSeekTest extends ClientTestBase {
     static List<MessageId> produce(String topic, int n, String prefix) throws Exception {
         List<MessageId> ids = new ArrayList<>();
         try (Producer<String> p = client.newProducer(Schema.STRING).topic(topic).enableBatching(false)

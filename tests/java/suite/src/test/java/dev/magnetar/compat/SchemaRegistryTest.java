@@ -7,29 +7,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
-import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.Producer;
-import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.api.schema.GenericRecord;
 import org.apache.pulsar.common.schema.SchemaInfo;
 import org.apache.pulsar.common.schema.SchemaType;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** The schema registry seen by the Java client: JSON POJOs, AUTO_CONSUME, AUTO_PRODUCE_BYTES,
  * an incompatible producer, the admin client and `pulsar-admin schemas`. */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
-class SchemaRegistryTest {
-    static PulsarClient client;
-    static PulsarAdmin admin;
-
+class SchemaRegistryTest extends ClientAdminTestBase {
     /** A JSON-schema POJO (Jackson and Avro reflection need the no-argument constructor). */
     public static class User {
         public String name;
@@ -40,22 +33,6 @@ class SchemaRegistryTest {
         User(String name, int age) {
             this.name = name;
             this.age = age;
-        }
-    }
-
-    @BeforeAll
-    static void setUp() throws Exception {
-        client = Env.client();
-        admin = Env.admin();
-    }
-
-    @AfterAll
-    static void tearDown() throws Exception {
-        if (client != null) {
-            client.close();
-        }
-        if (admin != null) {
-            admin.close();
         }
     }
 

@@ -10,44 +10,21 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
-import org.apache.pulsar.client.admin.PulsarAdmin;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.MessageIdAdv;
 import org.apache.pulsar.client.api.MessageRoutingMode;
 import org.apache.pulsar.client.api.Producer;
-import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionInitialPosition;
 import org.apache.pulsar.client.api.TableView;
 import org.apache.pulsar.client.api.TopicMessageId;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** Partitioned topics, regex (pattern) consumers that discover new topics, TableView. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class TopicsTest {
-    static PulsarClient client;
-    static PulsarAdmin admin;
-
-    @BeforeAll
-    static void setUp() throws Exception {
-        client = Env.client();
-        admin = Env.admin();
-    }
-
-    @AfterAll
-    static void tearDown() throws Exception {
-        if (client != null) {
-            client.close();
-        }
-        if (admin != null) {
-            admin.close();
-        }
-    }
-
+class TopicsTest extends ClientAdminTestBase {
     @Test
     void partitionedTopicProduceConsumeIdsCarryPartition() throws Exception {
         String topic = Env.topic("part");

@@ -1,0 +1,77 @@
+"""Small helpers the Python suites share: polling, receiving for a while, /metrics sums and
+throw-away namespaces over the admin REST API."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+import pulsar
+import requests
+
+T = TypeVar("T")
+
+
+def wait_for(predicate: Callable[[], T], timeout_s: float = 10.0, interval_s: float = 0.2) -> T:
+    """predicate() every interval_s until it returns a true value; after timeout_s, its last
+    value (false)."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval_s)
+    return predicate()
+
+
+def eventually(check: Callable[[], T], timeout_s: float = 20.0, interval_s: float = 0.5) -> T:
+    """check() until it returns without raising (e.g. grants reach Pulsar's policy cache
+    asynchronously); re-raises the last error after timeout_s."""
+    deadline = time.time() + timeout_s
+    while True:
+        try:
+            return check()
+        except Exception:
+            if time.time() >= deadline:
+                raise
+            time.sleep(interval_s)
+
+
+def receive_for(consumer: pulsar.Consumer, seconds: float, ack: bool) -> list[pulsar.Message]:
+    """Every message the consumer gets within `seconds` (acked when `ack`)."""
+    out = []
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            m = consumer.receive(200)
+        except pulsar.Timeout:
+            continue
+        out.append(m)
+        if ack:
+            consumer.acknowledge(m)
+    return out
+
+
+def metric_sum(text: str, name: str, **labels: str) -> float:
+    """Sum of the samples of `name` in Prometheus text whose labels include `labels` (0 when
+    there are none)."""
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def temp_namespace(admin_url: str, prefix: str) -> Iterator[str]:
+    """The body of a namespace fixture: creates public/PREFIX-<random>, yields its name, then
+    deletes it with force."""
+    ns = f"public/{prefix}-{uuid.uuid4().hex[:8]}"
+    r = requests.put(f"{admin_url}/admin/v2/namespaces/{ns}", timeout=30)
+    assert r.status_code == 204, r.text
+    yield ns
+    requests.delete(f"{admin_url}/admin/v2/namespaces/{ns}", params={"force": "true"},
+                    timeout=60)
