@@ -473,8 +473,24 @@ class ZkStore : public Store {
     return op;
   }
 
+  friend Status metadata::expireZkSessionForTesting(Store* store);
   std::shared_ptr<Core> core_;
 };
+
+struct TakeOver {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool connected = false;
+};
+
+void takeOverWatcher(zhandle_t* /*zh*/, int type, int state, const char* /*path*/, void* ctx) {
+  auto* t = static_cast<TakeOver*>(ctx);
+  if (type == ZOO_SESSION_EVENT && state == ZOO_CONNECTED_STATE) {
+    std::lock_guard lock(t->mu);
+    t->connected = true;
+    t->cv.notify_all();
+  }
+}
 
 Status badServer(const std::string& server, const std::string& url, const char* why) {
   std::string m = "ZooKeeper server '";
@@ -487,6 +503,30 @@ Status badServer(const std::string& server, const std::string& url, const char* 
 }
 
 }  // namespace
+
+Status expireZkSessionForTesting(Store* store) {
+  auto* zk = dynamic_cast<ZkStore*>(store);
+  if (!zk) return Status::invalidArgument("not a ZooKeeper store");
+  clientid_t id{};
+  std::string hosts;
+  {
+    MutexLock lock(zk->core_->mu);
+    if (!zk->core_->zh) return Status::closed("store is closed");
+    id = *zoo_client_id(zk->core_->zh);
+    hosts = zk->core_->hosts;
+  }
+  TakeOver t;
+  zhandle_t* other =
+      zookeeper_init(hosts.c_str(), takeOverWatcher, zk->core_->sessionTimeoutMs, &id, &t, 0);
+  if (!other) return Status::ioError("cannot connect a second ZooKeeper client");
+  bool ok = false;
+  {
+    std::unique_lock lock(t.mu);
+    ok = t.cv.wait_for(lock, std::chrono::seconds(10), [&] { return t.connected; });
+  }
+  zookeeper_close(other);  // closing the shared session ends it for the first connection too
+  return ok ? Status::ok() : Status::error(StatusCode::kTimeout, "no second connection in 10 s");
+}
 
 Result<std::string> parseZkUrl(const std::string& url) {
   std::string s = url;

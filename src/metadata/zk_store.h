@@ -33,4 +33,9 @@ Result<std::string> parseZkUrl(const std::string& url);
 // ZooKeeper does not answer). Thread: any but an event loop (it blocks).
 Result<std::unique_ptr<Store>> openZkStore(const ZkConfig& config);
 
+// Tests only: ends `store`'s session from a second connection that takes over its id and closes
+// (ZooKeeper's way to expire a session on demand); the store then sees kSessionLost and opens a
+// new session. kInvalidArgument when store is not a ZkStore. Blocks up to 10 s.
+Status expireZkSessionForTesting(Store* store);
+
 }  // namespace magnetar::metadata
