@@ -498,6 +498,11 @@ void ManagedLedgerImpl::onTick() {
   if (opts_.retentionCheckIntervalInSeconds > 0 && now >= nextRetentionCheckMs_) {
     nextRetentionCheckMs_ = now + int64_t{opts_.retentionCheckIntervalInSeconds} * 1000;
     maybeTrim();
+  } else if (cursors_.empty() && ledgers_.ledgers().size() > 1) {
+    // Without cursors nothing else moves after a rollover: the trim there may have come before
+    // the old ledger's last entries were written, so look again at each tick (stops at the
+    // first ledger retention keeps).
+    maybeTrim();
   }
 }
 
