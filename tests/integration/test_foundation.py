@@ -10,6 +10,7 @@ import pathlib
 import signal
 import socket
 import subprocess
+import time
 import urllib.error
 import urllib.request
 
@@ -61,7 +62,16 @@ class Broker(MagnetarProcess):
         return names
 
     def io_threads(self):
-        return sorted(n for n in self.thread_names() if n.startswith("pulsar-io-"))
+        """The pulsar-io thread names, once they are set and stable (the loops name themselves as
+        they start, which a sanitized build can make later than the ports file)."""
+        deadline = time.time() + 10
+        last = None
+        while True:
+            names = sorted(n for n in self.thread_names() if n.startswith("pulsar-io-"))
+            if (names and names == last) or time.time() > deadline:
+                return names
+            last = names
+            time.sleep(0.1)
 
 
 
