@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 REPO=$(pwd)
 export MAGNETAR_BIN="$REPO/build/src/app/magnetar"
 
-stage() { printf '\n=== %s ===\n' "$*"; }
+# Each stage line carries the minutes since the start, so a CI log shows where the time goes.
+stage() { printf '\n=== [%d:%02d] %s ===\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 stage "install dependencies"
 bash scripts/install-deps.sh
@@ -74,4 +75,4 @@ if [ "${MAGNETAR_CI_SANITIZERS:-1}" != "0" ]; then
 fi
 
 echo
-echo "all test stages passed"
+echo "all test stages passed in $((SECONDS / 60)) min $((SECONDS % 60)) s"
