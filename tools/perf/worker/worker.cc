@@ -145,7 +145,8 @@ void Worker::checkCatchUp(uint64_t now) {
     bool atTail = app.tracker().unique() >= dueThen;
     if (atTail || (fleet_.phaseDone() && app.reachedTarget())) {
       state_[a].caughtUpNs = now;
-      emit({{"event", "caught_up"}, {"application", app.name()},
+      emit({{"event", "caught_up"},
+            {"application", app.name()},
             {"catch_up_s", toSeconds(now - app.joinStartNs())}});
     }
   }
@@ -229,6 +230,7 @@ int Worker::run() {
     for (auto& app : apps_) app->setTarget(UINT64_MAX);
     cpuStart_ = processCpuSeconds();
     measuredStartNs_ = lastSampleNs_ = monotonicNs();
+    fleet_.startTimeline(measuredStartNs_);
     emit({{"event", "measured_start"}, {"measured_start_ns", measuredStartNs_}});
     for (auto& app : apps_) {
       if (app->joinSeconds() <= 0) continue;
@@ -243,7 +245,8 @@ int Worker::run() {
           errors_.push_back("join: " + js.toString());
           return;
         }
-        emit({{"event", "joined"}, {"application", raw->name()},
+        emit({{"event", "joined"},
+              {"application", raw->name()},
               {"join_s", toSeconds(raw->joinStartNs() - measuredStartNs_)},
               {"subscribe_s", toSeconds(raw->joinNs() - raw->joinStartNs())}});
       });

@@ -14,9 +14,12 @@ using nlohmann::json;
 
 json percentiles(const LatencyHistogram& h) {
   auto ms = [](uint64_t us) { return static_cast<double>(us) / 1000.0; };
-  return json{{"p50", ms(h.valueAtPercentile(50))},   {"p90", ms(h.valueAtPercentile(90))},
-              {"p99", ms(h.valueAtPercentile(99))},   {"p999", ms(h.valueAtPercentile(99.9))},
-              {"max", ms(h.max())},                   {"mean", h.mean() / 1000.0},
+  return json{{"p50", ms(h.valueAtPercentile(50))},
+              {"p90", ms(h.valueAtPercentile(90))},
+              {"p99", ms(h.valueAtPercentile(99))},
+              {"p999", ms(h.valueAtPercentile(99.9))},
+              {"max", ms(h.max())},
+              {"mean", h.mean() / 1000.0},
               {"count", h.count()}};
 }
 
@@ -44,8 +47,8 @@ json Worker::results() {
     errors = errors_;
   }
   if (fleet_.sendErrors() > 0) {
-    errors.push_back(fmt::format("{} sends failed, first: {}", fleet_.sendErrors(),
-                                 fleet_.firstSendError()));
+    errors.push_back(
+        fmt::format("{} sends failed, first: {}", fleet_.sendErrors(), fleet_.firstSendError()));
   }
   if (measuredStartNs_ == 0) errors.push_back("the measured phase did not start");
 
@@ -117,6 +120,11 @@ json Worker::results() {
   r["delivered_msgs_per_s"] = deliverS > 0 ? measured / deliverS : 0.0;
   r["drain_s"] = seconds(producersDone, measuredEndNs_);
   r["send_errors"] = fleet_.sendErrors();
+  r["dedup_receipts"] = fleet_.dedupReceipts();
+  if (config_.receiptTimeline) {
+    r["receipt_timeline_bucket_ms"] = GatewayFleet::kTimelineBucketMs;
+    r["receipt_timeline"] = fleet_.receiptTimeline();
+  }
   r["loadgen_cpu_s"] = cpu;
   r["loadgen_cpu_s_per_million"] = measured > 0 ? cpu / measured * 1e6 : 0.0;
   r["publish_latency_ms"] = percentiles(fleet_.publishLatencyUs());
