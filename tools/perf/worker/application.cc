@@ -80,9 +80,9 @@ Status Application::join() {
             if (consumer) {
               raw->consumers.push_back(*consumer);
             } else if (first.isOk()) {
-              first = Status::error(
-                  consumer.status().code(),
-                  fmt::format("{} on topic {}: {}", raw->name, t, consumer.status().message()));
+              first = Status::error(consumer.status().code(),
+                                    fmt::format("{} on topic {}: {}", raw->name, t,
+                                                consumer.status().message()));
             }
             if (--left == 0) cv.notify_all();
           });

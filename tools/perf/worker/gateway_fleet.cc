@@ -88,9 +88,9 @@ Status GatewayFleet::connect() {
     if (!concurrent) {
       for (uint32_t gw : order) {
         auto p = client_->createProducer(name, configFor(gw, topic));
-        if (!p)
-          return Status::error(p.status().code(), fmt::format("producer gw{}-t{}: {}", gw, topic,
-                                                              p.status().message()));
+        if (!p) return Status::error(p.status().code(),
+                                     fmt::format("producer gw{}-t{}: {}", gw, topic,
+                                                 p.status().message()));
         gateways_[gw * t + topic]->producer = *p;
       }
       continue;
@@ -120,7 +120,8 @@ Status GatewayFleet::connect() {
     int64_t last = gw->producer.lastSequenceId();
     gw->nextSequenceId = last < 0 ? 0 : static_cast<uint64_t>(last) + 1;
   }
-  connectSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  connectSeconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return Status::ok();
 }
 

@@ -81,7 +81,7 @@ class GatewayFleet {
     uint64_t sentAtNs = 0;
   };
   struct alignas(64) Gateway {
-    std::mutex mu;  // orders sequence id assignment with sendAsync
+    std::mutex mu;           // orders sequence id assignment with sendAsync
     uint64_t nextSequenceId = 0;
     client::Producer producer;
   };

@@ -50,8 +50,8 @@ size_t LatencyHistogram::indexOf(uint64_t value) {
   int top = 63 - std::countl_zero(value);  // >= 11
   int shift = top - kSubBucketBits;
   uint64_t sub = (value >> shift) - kSubBuckets;
-  return static_cast<size_t>(kLinearLimit +
-                             static_cast<uint64_t>(top - kSubBucketBits - 1) * kSubBuckets + sub);
+  return static_cast<size_t>(kLinearLimit + static_cast<uint64_t>(top - kSubBucketBits - 1) *
+                                                kSubBuckets + sub);
 }
 
 uint64_t LatencyHistogram::lowestOf(size_t index) {

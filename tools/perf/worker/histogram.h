@@ -20,7 +20,7 @@ namespace magnetar::perf {
 // allocation); snapshot()/reads from any thread see a consistent-enough view (counts may lag).
 class LatencyHistogram {
  public:
-  static constexpr int kSubBucketBits = 10;                         // 1024 sub-buckets per octave
+  static constexpr int kSubBucketBits = 10;                       // 1024 sub-buckets per octave
   static constexpr uint64_t kLinearLimit = 2ull << kSubBucketBits;  // 2048
   static constexpr int kMaxBits = 36;
   static constexpr uint64_t kMaxValue = (1ull << kMaxBits) - 1;

@@ -45,7 +45,9 @@ class SequenceTracker {
   uint64_t duplicates() const { return duplicates_.load(std::memory_order_relaxed); }
   uint64_t violations() const { return violations_.load(std::memory_order_relaxed); }
   uint64_t invalidCount() const { return invalid_.load(std::memory_order_relaxed); }
-  uint32_t expected(uint32_t device) const { return next_[device].load(std::memory_order_relaxed); }
+  uint32_t expected(uint32_t device) const {
+    return next_[device].load(std::memory_order_relaxed);
+  }
   uint32_t devices() const { return devices_; }
 
   // End-state comparison: for each device, produced[device] messages were acknowledged by the

@@ -145,8 +145,7 @@ void Worker::checkCatchUp(uint64_t now) {
     bool atTail = app.tracker().unique() >= dueThen;
     if (atTail || (fleet_.phaseDone() && app.reachedTarget())) {
       state_[a].caughtUpNs = now;
-      emit({{"event", "caught_up"},
-            {"application", app.name()},
+      emit({{"event", "caught_up"}, {"application", app.name()},
             {"catch_up_s", toSeconds(now - app.joinStartNs())}});
     }
   }
@@ -245,8 +244,7 @@ int Worker::run() {
           errors_.push_back("join: " + js.toString());
           return;
         }
-        emit({{"event", "joined"},
-              {"application", raw->name()},
+        emit({{"event", "joined"}, {"application", raw->name()},
               {"join_s", toSeconds(raw->joinStartNs() - measuredStartNs_)},
               {"subscribe_s", toSeconds(raw->joinNs() - raw->joinStartNs())}});
       });

@@ -5,9 +5,10 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "application.h"
 #include "gateway_fleet.h"
@@ -31,8 +32,8 @@ class Worker {
 
  private:
   struct AppState {
-    uint64_t base = 0;        // messages published before the subscription existed
-    uint64_t caughtUpNs = 0;  // late applications: when they first read at the tail
+    uint64_t base = 0;         // messages published before the subscription existed
+    uint64_t caughtUpNs = 0;   // late applications: when they first read at the tail
   };
   // Waits until the fleet's phase is done and every joined application reached its target;
   // samples each second when measuring. False on stall, timeout or error (errors_ says why).

@@ -14,12 +14,9 @@ using nlohmann::json;
 
 json percentiles(const LatencyHistogram& h) {
   auto ms = [](uint64_t us) { return static_cast<double>(us) / 1000.0; };
-  return json{{"p50", ms(h.valueAtPercentile(50))},
-              {"p90", ms(h.valueAtPercentile(90))},
-              {"p99", ms(h.valueAtPercentile(99))},
-              {"p999", ms(h.valueAtPercentile(99.9))},
-              {"max", ms(h.max())},
-              {"mean", h.mean() / 1000.0},
+  return json{{"p50", ms(h.valueAtPercentile(50))},   {"p90", ms(h.valueAtPercentile(90))},
+              {"p99", ms(h.valueAtPercentile(99))},   {"p999", ms(h.valueAtPercentile(99.9))},
+              {"max", ms(h.max())},                   {"mean", h.mean() / 1000.0},
               {"count", h.count()}};
 }
 
@@ -47,8 +44,8 @@ json Worker::results() {
     errors = errors_;
   }
   if (fleet_.sendErrors() > 0) {
-    errors.push_back(
-        fmt::format("{} sends failed, first: {}", fleet_.sendErrors(), fleet_.firstSendError()));
+    errors.push_back(fmt::format("{} sends failed, first: {}", fleet_.sendErrors(),
+                                 fleet_.firstSendError()));
   }
   if (measuredStartNs_ == 0) errors.push_back("the measured phase did not start");
 

@@ -23,30 +23,30 @@ struct WorkloadConfig {
   bool batching = false;
   uint32_t batchingMaxPublishDelayMs = 10;
   uint32_t maxOutstanding = 100000;
-  double rate = 0;                         // msg/s over all gateways, 0 = unlimited
+  double rate = 0;                        // msg/s over all gateways, 0 = unlimited
   std::string connectMode = "sequential";  // or "concurrent"
   uint32_t warmupRounds = 2;
-  uint64_t warmupMessages = 500000;  // per round
-  double warmupSeconds = 0;          // per round, instead of warmupMessages when > 0
+  uint64_t warmupMessages = 500000;       // per round
+  double warmupSeconds = 0;               // per round, instead of warmupMessages when > 0
   uint64_t measuredMessages = 4000000;
   uint32_t applications = 1;
   uint32_t pods = 20;
-  std::vector<double> joinSeconds;  // per application, from the measured phase's start
+  std::vector<double> joinSeconds;         // per application, from the measured phase's start
   std::string subscriptionPrefix = "iot-application-";
   uint32_t receiverQueueSize = 1000;
   // A late application reads "at the tail" once it got every message published more than this
   // long ago; catch-up time = join to that moment.
   double catchUpLagMs = 1000;
-  double timeoutSeconds = 600;  // whole run
-  double stallSeconds = 30;     // no progress for this long fails the phase
-  uint64_t seed = 1;            // random order of concurrent connects
+  double timeoutSeconds = 600;             // whole run
+  double stallSeconds = 30;                // no progress for this long fails the phase
+  uint64_t seed = 1;                       // random order of concurrent connects
   // Receipts counted per 10 ms of the measured phase (the launcher sets it for a reconnect
   // storm: the publish rate's dip and recovery at that resolution).
   bool receiptTimeline = false;
   // loadgen
   int producerIoThreads = 1;
-  int consumerIoThreads = 1;  // per application
-  int sendTimeoutMs = 0;      // 0: never time out (the broker bounds the wait)
+  int consumerIoThreads = 1;               // per application
+  int sendTimeoutMs = 0;                   // 0: never time out (the broker bounds the wait)
 
   // Parses the JSON text of the resolved scenario: {"serviceUrl":..., "workload":{...},
   // "loadgen":{...}}. Unknown keys are errors (kInvalidArgument), so typos do not pass silently.
