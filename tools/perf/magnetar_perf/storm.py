@@ -26,8 +26,8 @@ Json = dict[str, Any]
 # measured over RECOVERY_WINDOW_S so one 10 ms bucket's jitter does not count.
 PRE_WINDOW_S = 3.0
 RECOVERY_WINDOW_S = 0.2
-DIP_FRACTION = 0.5
 PRE_RATE_FRACTION = 0.9
+DIP_SEARCH_S = 10.0
 
 
 class Storm:
@@ -89,9 +89,10 @@ def recovery(timeline: list[int], bucket_ms: float, storm_offset_s: float) -> Js
     """How the publish rate fared around a storm at storm_offset_s (from the timeline's start).
 
     timeline: receipts per bucket_ms. Returns pre_rate (msg/s over the PRE_WINDOW_S before),
-    dip_rate (the lowest RECOVERY_WINDOW_S rate after it), recovery_s (storm to the end of the
-    first window at PRE_RATE_FRACTION of pre_rate after the dip; None if it never came back) and
-    dipped (False: the rate never fell below DIP_FRACTION of pre_rate, recovery_s is then 0)."""
+    dip_rate (the lowest RECOVERY_WINDOW_S rate in the DIP_SEARCH_S after the storm), dipped
+    (whether that is under PRE_RATE_FRACTION of pre_rate) and recovery_s: storm to the end of
+    the first window at PRE_RATE_FRACTION of pre_rate after the lowest one (0 without a dip;
+    None when the rate never came back)."""
     b = bucket_ms / 1000.0
     storm = int(storm_offset_s / b)
     win = max(1, int(round(RECOVERY_WINDOW_S / b)))
@@ -99,32 +100,22 @@ def recovery(timeline: list[int], bucket_ms: float, storm_offset_s: float) -> Js
     pre = timeline[pre_lo:storm]
     pre_rate = sum(pre) / (len(pre) * b) if pre else 0.0
     out: Json = {"pre_rate": pre_rate, "dip_rate": None, "recovery_s": None, "dipped": False}
-    if pre_rate <= 0 or storm >= len(timeline):
+    last = len(timeline) - win  # the last window that fits
+    if pre_rate <= 0 or storm > last:
         return out
 
     def rate(i: int) -> float:
-        chunk = timeline[i:i + win]
-        return sum(chunk) / (win * b)
+        return sum(timeline[i:i + win]) / (win * b)
 
-    # The dip: the first window after the storm under DIP_FRACTION (looked for over 10 s).
-    dip_at = None
-    lowest = None
-    for i in range(storm, min(len(timeline) - win + 1, storm + int(10.0 / b))):
-        r = rate(i)
-        lowest = r if lowest is None else min(lowest, r)
-        if r < DIP_FRACTION * pre_rate:
-            dip_at = i
-            break
-    if dip_at is None:
-        out.update(dip_rate=lowest, recovery_s=0.0)
+    low_at = min(range(storm, min(last, storm + int(DIP_SEARCH_S / b)) + 1), key=rate)
+    out["dip_rate"] = rate(low_at)
+    back = PRE_RATE_FRACTION * pre_rate
+    if out["dip_rate"] >= back:
+        out["recovery_s"] = 0.0
         return out
     out["dipped"] = True
-    i = dip_at
-    while i + win <= len(timeline):
-        r = rate(i)
-        out["dip_rate"] = r if out["dip_rate"] is None else min(out["dip_rate"], r)
-        if r >= PRE_RATE_FRACTION * pre_rate:
+    for i in range(low_at, last + 1):
+        if rate(i) >= back:
             out["recovery_s"] = (i + win) * b - storm_offset_s
             break
-        i += 1
     return out

@@ -240,6 +240,13 @@ def check(summary: dict[str, Any], require_valid: bool = True) -> list[str]:
         out.append("threads is empty")
     elif not all(isinstance(v, num) for v in summary["threads"].values()):
         out.append("threads holds non-numbers")
+    st = summary.get("storm")
+    if st is not None:
+        for k in ("offset_s", "unload_s", "pre_rate", "recovery_s"):
+            if not isinstance(st.get(k), num) or st.get(k) < 0:
+                out.append("storm.%s is not a non-negative number: %r" % (k, st.get(k)))
+        if not isinstance(st.get("dedup_receipts"), int):
+            out.append("storm.dedup_receipts is not an integer")
     apps = summary["applications"]
     if not isinstance(apps, list) or not apps:
         out.append("applications is empty")
