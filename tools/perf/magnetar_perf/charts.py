@@ -292,3 +292,39 @@ def sweep_charts(out_dir: str, points: list[tuple[str, list[Json]]], key: str
     for ax in list(axes.flat)[len(shown):]:
         ax.axis("off")
     return [(_save(fig, out_dir, "sweep.png"), "measures over %s" % key)]
+
+
+def seed_chart(out_dir: str, groups: list[tuple[str, list[tuple[str, Json | None]]]],
+               ylabel: str, name: str, title: str) -> str | None:
+    """Grouped bars on one axis: groups [(scenario, [(variant label, stats or None)])], each
+    bar the mean with its min-max as an error bar (the seed table's A/B throughput chart)."""
+    if not AVAILABLE or not groups:
+        return None
+    labels = [lbl for lbl, _ in groups[0][1]]
+    fig, ax = plt.subplots(figsize=(max(6, 2.2 * len(groups)), 4.5))
+    width = 0.8 / max(1, len(labels))
+    drew = False
+    for k, label in enumerate(labels):
+        xs, means, lo, hi = [], [], [], []
+        for g, (_, cells) in enumerate(groups):
+            st = dict(cells).get(label)
+            if not st:
+                continue
+            xs.append(g + (k - (len(labels) - 1) / 2) * width)
+            means.append(st["mean"])
+            lo.append(st["mean"] - st["min"])
+            hi.append(st["max"] - st["mean"])
+        if xs:
+            ax.bar(xs, means, width, yerr=[lo, hi], capsize=3, label=label)
+            drew = True
+    if not drew:
+        plt.close(fig)
+        return None
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels([g for g, _ in groups], rotation=15, ha="right")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.set_ylim(bottom=0)
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, out_dir, name)

@@ -121,12 +121,17 @@ def _cell(st: Json | None) -> str:
 
 
 def write_compare(out_dir: str, scenario_name: str, key: str, agg: list[Json], repeat: int,
-                  mode: str = "compare") -> tuple[Json, list[tuple[str, str]]]:
+                  mode: str = "compare", recommendation: Json | None = None
+                  ) -> tuple[Json, list[tuple[str, str]]]:
+    """compare.json / sweep.json and the report; recommendation: recommend.recommend() of a
+    sweep, written first in the report."""
     base = agg[0]
     comparisons = [{"variant": v["label"], "baseline": base["label"],
                     "rows": compare_measures(base["measures"], v["measures"])} for v in agg[1:]]
     doc_json = {"mode": mode, "scenario": scenario_name, "vary": key, "repeat": repeat,
                 "variants": agg, "comparisons": comparisons}
+    if recommendation is not None:
+        doc_json["recommendation"] = recommendation
     with open(os.path.join(out_dir, "compare.json" if mode == "compare" else "sweep.json"),
               "w") as f:
         json.dump(doc_json, f, indent=2)
@@ -152,6 +157,17 @@ def write_compare(out_dir: str, scenario_name: str, key: str, agg: list[Json], r
             for f in failed), strong=True)
     if any(not v["valid_runs"] for v in agg):
         doc.para("A variant has no valid run: the comparison is incomplete.", strong=True)
+    if recommendation is not None:
+        doc.heading("Recommendation")
+        for line in recommendation["text"].splitlines():
+            doc.para(line, strong=line.startswith("recommendation"))
+        doc.table(["numIOThreads", "valid runs", "delivered msg/s", "published msg/s",
+                   "broker CPU s per 1M", "busiest pulsar-io %", "consumers keep up",
+                   "floor rule broken"],
+                  [[r["value"], r["valid_runs"], r["delivered"], r["published"],
+                    r["broker_cpu_s_per_million"], r["busiest_io_pct"],
+                    "yes" if r["keeps_up"] else "no", "yes" if r["floor_rule"] else "no"]
+                   for r in recommendation["rows"]])
     doc.para("%d interleaved pass(es); each cell: mean (min-max) over the valid runs." % repeat)
     header = ["measure"] + [v["label"] for v in agg]
     rows = []

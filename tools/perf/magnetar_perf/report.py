@@ -57,7 +57,31 @@ def summary_rows(s: dict[str, Any]) -> list[list[Any]]:
         ["measured phase (s)", s.get("measured_s")],
         ["gateway connect time (s)", s.get("connect_s")],
         ["other processes' CPU, measured phase (% of a core)", s.get("other_processes_cpu_pct")],
-    ]
+    ] + memory_rows(s) + storm_rows(s)
+
+
+def memory_rows(s: dict[str, Any]) -> list[list[Any]]:
+    m = s.get("memory_limits_mb")
+    if not m:
+        return []
+    rows = [["configured memory limits (MB: publish buffer + entry cache)", m.get("sum_mb")],
+            ["broker peak RSS over the limits (MB)", m.get("peak_rss_over_limits_mb")]]
+    if m.get("bound_mb") is not None:
+        rows.append(["peak RSS bound (MB: limits + broker.rssBoundBaseMb)", m["bound_mb"]])
+    return rows
+
+
+def storm_rows(s: dict[str, Any]) -> list[list[Any]]:
+    st = s.get("storm")
+    if not st:
+        return []
+    return [["storm: mode, topics", "%s, %s" % (st.get("mode"), st.get("topics"))],
+            ["storm: at (s into the measured phase)", st.get("offset_s")],
+            ["storm: admin unload calls took (s)", st.get("unload_s")],
+            ["storm: publish rate before (msg/s)", st.get("pre_rate")],
+            ["storm: lowest rate after (msg/s, 200 ms windows)", st.get("dip_rate")],
+            ["storm: publish rate back after (s)", st.get("recovery_s")],
+            ["storm: receipts of sends deduplication dropped", st.get("dedup_receipts")]]
 
 
 def app_rows(s: dict[str, Any]) -> list[list[Any]]:

@@ -12,10 +12,12 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import brokers, procstat, report, sampler, summary
+from .storm import Storm
 
 if TYPE_CHECKING:
     from .scenario import Scenario
@@ -224,6 +226,8 @@ def run(scenario: Scenario, out_dir: str, broker_url: str | None = None,
     problems = []
     worker = None
     smp = None
+    storm = None
+    limits = None
     worker_exit = None
     t0 = time.monotonic()
     try:
@@ -245,12 +249,17 @@ def run(scenario: Scenario, out_dir: str, broker_url: str | None = None,
         topics = ["%s%d" % (scenario.data["workload"]["topicPrefix"], i)
                   for i in range(scenario.data["workload"]["topics"])]
         smp_holder = {}
+        limits = memory_limits(broker)
+        if scenario.data["storm"]["atSeconds"] > 0:
+            storm = Storm(scenario.data["storm"], broker.web_url, topics)
 
         def on_event(ev: Json) -> None:
             kind = ev.get("event")
             s = smp_holder.get("s")
             if s and kind in ("measured_start", "measured_end"):
                 s.snapshot(kind)
+            if storm and kind == "measured_start" and ev.get("measured_start_ns"):
+                storm.start(int(ev["measured_start_ns"]))
             _progress(ev, quiet)
 
         t0 = time.monotonic()
@@ -265,6 +274,9 @@ def run(scenario: Scenario, out_dir: str, broker_url: str | None = None,
         if worker_exit is None:
             problems.append("the load generator did not finish within %d s (killed)" % timeout)
         smp.stop()
+        if storm:
+            storm.join()
+            problems.extend(storm.errors)
         if broker.pid and isinstance(broker, brokers.MagnetarBroker) and \
                 broker.proc.poll() is not None:
             problems.append("the broker exited during the run (code %s)" % broker.proc.returncode)
@@ -291,12 +303,33 @@ def run(scenario: Scenario, out_dir: str, broker_url: str | None = None,
             worker_log = f.read()[-4000:]
     except OSError:
         worker_log = ""
-    s = summary.build(scenario, worker, smp, broker, worker_exit, problems, worker_log)
+    s = summary.build(scenario, worker, smp, broker, worker_exit, problems, worker_log,
+                      storm=storm, limits=limits)
     with open(os.path.join(out_dir, "summary.json"), "w") as f:
         json.dump(s, f, indent=2)
     write_data_files(out_dir, worker, smp, smp_t0(smp, worker, t0))
     report.write_run_report(out_dir, scenario, s, info, worker, smp)
     return s
+
+
+def memory_limits(broker: brokers.Broker) -> Json | None:
+    """The broker's configured memory limits (MB) from its runtime configuration
+    (GET /admin/v2/brokers/configuration/runtime), or None when it does not say."""
+    if not broker.web_url:
+        return None
+    try:
+        with urllib.request.urlopen(broker.web_url + "/admin/v2/brokers/configuration/runtime",
+                                    timeout=10) as r:
+            conf = json.loads(r.read().decode())
+    except Exception:  # noqa: BLE001 - reported as unknown
+        return None
+    out = {}
+    for key in summary.MEMORY_LIMIT_KEYS:
+        try:
+            out[key] = float(conf[key])
+        except (KeyError, TypeError, ValueError):
+            return None
+    return out
 
 
 def smp_t0(smp: sampler.Sampler, worker: Json | None, fallback: float) -> float:

@@ -16,11 +16,15 @@ if TYPE_CHECKING:
     from .brokers import Broker
 
 
-def topic_stats_url(web_url: str, topic: str) -> str:
-    """persistent://tenant/ns/name -> {web}/admin/v2/persistent/tenant/ns/name/stats."""
+def topic_rest_url(web_url: str, topic: str, action: str) -> str:
+    """persistent://tenant/ns/name -> {web}/admin/v2/persistent/tenant/ns/name/{action}."""
     rest = topic.split("://", 1)
     domain, path = (rest[0], rest[1]) if len(rest) == 2 else ("persistent", rest[0])
-    return "%s/admin/v2/%s/%s/stats" % (web_url, domain, path)
+    return "%s/admin/v2/%s/%s/%s" % (web_url, domain, path, action)
+
+
+def topic_stats_url(web_url: str, topic: str) -> str:
+    return topic_rest_url(web_url, topic, "stats")
 
 
 def flatten_topic_stats(topic: str, doc: dict[str, Any]) -> list[dict[str, Any]]:

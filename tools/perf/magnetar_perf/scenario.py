@@ -41,6 +41,9 @@ DEFAULTS = {
         "startTimeoutSeconds": 120,
         "javaOpts": "",             # pulsar only: extra JVM options
         "tls": False,               # clients on pulsar+ssl:// (brokerServicePortTls; test certs)
+        # Peak RSS allowed above maxMessagePublishBufferSizeInMB + managedLedgerCacheSizeMB (MB);
+        # None: reported only. A run whose broker exceeds it is invalid.
+        "rssBoundBaseMb": None,
     },
     "loadgen": {
         "cpuset": None,             # pin the worker
@@ -73,6 +76,13 @@ DEFAULTS = {
         "stallSeconds": 30,
         "seed": 1,
     },
+    # A reconnect storm: at atSeconds into the measured phase every gateway and pod is made to
+    # reconnect at once. mode unload: every topic is unloaded through the admin REST API (the
+    # broker closes its producers and consumers; the clients look up and reconnect).
+    "storm": {
+        "atSeconds": 0.0,           # 0: no storm
+        "mode": "unload",
+    },
     "sampling": {
         "intervalSeconds": 1.0,
         "topicStats": True,         # GET /admin/v2/persistent/{tenant}/{ns}/{topic}/stats
@@ -80,6 +90,7 @@ DEFAULTS = {
 }
 
 FREE_FORM = {("broker", "settings")}
+STORM_MODES = ("unload",)
 SECTIONS = [k for k, v in DEFAULTS.items() if isinstance(v, dict)]
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?\}$")
 
@@ -232,6 +243,11 @@ def validate(data: dict[str, Any], defaults: dict[str, Any] = DEFAULTS,
             raise ScenarioError("workload.joinSeconds has more entries than applications")
         if data.get("broker", {}).get("kind") not in ("magnetar", "pulsar"):
             raise ScenarioError("broker.kind must be magnetar or pulsar")
+        storm = data.get("storm", {})
+        if storm.get("mode") not in STORM_MODES:
+            raise ScenarioError("storm.mode must be one of %s" % ", ".join(STORM_MODES))
+        if storm.get("atSeconds", 0) < 0:
+            raise ScenarioError("storm.atSeconds must be >= 0")
 
 
 def normalize_ints(data: dict[str, Any], defaults: dict[str, Any] = DEFAULTS) -> None:
@@ -274,7 +290,10 @@ class Scenario:
     def worker_config(self, service_url: str, tls_trust_certs: str | None = None
                       ) -> dict[str, Any]:
         """The JSON document magnetar-perf-worker reads."""
-        cfg = {"serviceUrl": service_url, "workload": self.data["workload"],
+        workload = dict(self.data["workload"])
+        if self.data["storm"]["atSeconds"] > 0:
+            workload["receiptTimeline"] = True
+        cfg = {"serviceUrl": service_url, "workload": workload,
                "loadgen": {k: v for k, v in self.data["loadgen"].items() if k != "cpuset"}}
         if tls_trust_certs:
             cfg["tlsTrustCertsFilePath"] = tls_trust_certs

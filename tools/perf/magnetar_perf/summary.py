@@ -9,11 +9,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import procstat
+from . import storm as storm_mod
 
 if TYPE_CHECKING:
     from .brokers import Broker
     from .sampler import Sampler
     from .scenario import Scenario
+    from .storm import Storm
+
+# The broker settings that bound its memory (docs/memory-limits.md): their sum is the bound that
+# broker.rssBoundBaseMb is added to.
+MEMORY_LIMIT_KEYS = ("maxMessagePublishBufferSizeInMB", "managedLedgerCacheSizeMB")
 
 PERCENTILES = ("p50", "p90", "p99", "p999", "max")
 APP_KEYS = ("name", "unique", "duplicates", "ordering_violations", "invalid", "missing",
@@ -38,6 +44,7 @@ MEASURES = [
     ("e2e_latency_ms.p99", "end-to-end latency p99", "ms", "lower"),
     ("e2e_latency_ms.p999", "end-to-end latency p99.9", "ms", "lower"),
     ("other_processes_cpu_pct", "other processes' CPU (noise)", "% of a core", "lower"),
+    ("storm.recovery_s", "publish rate back after the storm", "s", "lower"),
 ]
 
 
@@ -54,10 +61,47 @@ def latency(doc: dict[str, Any] | None) -> dict[str, Any]:
     return {k: doc.get(k) for k in PERCENTILES} if doc else {k: None for k in PERCENTILES}
 
 
+def memory_summary(limits: dict[str, float] | None, peak_mb: float | None,
+                   base_mb: float | None) -> tuple[dict[str, Any] | None, str | None]:
+    """(memory_limits entry, problem or None): peak RSS against the configured limits."""
+    if not limits:
+        return None, None
+    total = sum(max(0.0, v) for v in limits.values())
+    out: dict[str, Any] = dict(limits, sum_mb=total)
+    if peak_mb is not None:
+        out["peak_rss_over_limits_mb"] = round(peak_mb - total, 1)
+    problem = None
+    if base_mb is not None:
+        out["bound_mb"] = total + base_mb
+        if limits.get("maxMessagePublishBufferSizeInMB", 0) < 0:
+            problem = "broker.rssBoundBaseMb needs a bounded maxMessagePublishBufferSizeInMB"
+        elif peak_mb is None:
+            problem = "broker peak RSS unknown, so broker.rssBoundBaseMb cannot be checked"
+        elif peak_mb > total + base_mb:
+            problem = ("broker peak RSS %.1f MB above its bound %.1f MB (limits %.1f + base %.1f)"
+                       % (peak_mb, total + base_mb, total, base_mb))
+    return out, problem
+
+
+def storm_summary(storm: Storm | None, worker: dict[str, Any]) -> dict[str, Any] | None:
+    """The storm's figures: when, how long the unloads took, the publish rate's recovery."""
+    if storm is None:
+        return None
+    out = storm.result(worker.get("measured_start_ns"))
+    out["dedup_receipts"] = worker.get("dedup_receipts")
+    timeline = worker.get("receipt_timeline")
+    if out.get("offset_s") is not None and timeline is not None:
+        out.update(storm_mod.recovery(timeline, worker.get("receipt_timeline_bucket_ms", 10),
+                                      out["offset_s"]))
+    return out
+
+
 def build(scenario: Scenario, worker: dict[str, Any] | None, sampler: Sampler, broker: Broker,
-          worker_exit: int | None, problems: list[str], worker_log: str = "") -> dict[str, Any]:
+          worker_exit: int | None, problems: list[str], worker_log: str = "",
+          storm: Storm | None = None, limits: dict[str, float] | None = None) -> dict[str, Any]:
     """The summary dict. worker: worker-result.json (None if missing); problems: launcher-side
-    reasons the run is invalid (list, extended here)."""
+    reasons the run is invalid (list, extended here); storm: the run's reconnect storm; limits:
+    the broker's MEMORY_LIMIT_KEYS (MB) when known."""
     problems = list(problems)
     if worker is None:
         last = [line for line in worker_log.splitlines() if line.strip()][-1:]
@@ -106,6 +150,16 @@ def build(scenario: Scenario, worker: dict[str, Any] | None, sampler: Sampler, b
         e2e_by_app[a.get("name")] = row["e2e_latency_ms"]
 
     peak_kb = sampler.peak_hwm_kb if sampler else 0
+    peak_mb = round(peak_kb / 1024.0, 1) if peak_kb else None
+    mem, mem_problem = memory_summary(limits, peak_mb, scenario.data["broker"]["rssBoundBaseMb"])
+    if mem_problem:
+        problems.append(mem_problem)
+    storm_doc = storm_summary(storm, worker)
+    if storm_doc is not None:
+        if not storm_doc["happened"]:
+            problems.append("the storm did not happen (the measured phase ended first?)")
+        elif storm_doc.get("recovery_s") is None:
+            problems.append("the publish rate did not recover after the storm")
     s = {
         "valid": not problems,
         "invalid_reasons": problems,
@@ -124,7 +178,10 @@ def build(scenario: Scenario, worker: dict[str, Any] | None, sampler: Sampler, b
         if broker_cpu is not None and measured else None,
         "broker_cpu_pct": (broker_cpu / measured_s * 100) if broker_cpu is not None and measured_s
         else None,
-        "broker_peak_rss_mb": round(peak_kb / 1024.0, 1) if peak_kb else None,
+        "broker_peak_rss_mb": peak_mb,
+        "memory_limits_mb": mem,
+        "storm": storm_doc,
+        "dedup_receipts": worker.get("dedup_receipts"),
         "loadgen_cpu_s": worker.get("loadgen_cpu_s"),
         "loadgen_cpu_s_per_million": worker.get("loadgen_cpu_s_per_million"),
         "publish_latency_ms": latency(worker.get("publish_latency_ms")),
@@ -183,6 +240,13 @@ def check(summary: dict[str, Any], require_valid: bool = True) -> list[str]:
         out.append("threads is empty")
     elif not all(isinstance(v, num) for v in summary["threads"].values()):
         out.append("threads holds non-numbers")
+    st = summary.get("storm")
+    if st is not None:
+        for k in ("offset_s", "unload_s", "pre_rate", "recovery_s"):
+            if not isinstance(st.get(k), num) or st.get(k) < 0:
+                out.append("storm.%s is not a non-negative number: %r" % (k, st.get(k)))
+        if not isinstance(st.get("dedup_receipts"), int):
+            out.append("storm.dedup_receipts is not an integer")
     apps = summary["applications"]
     if not isinstance(apps, list) or not apps:
         out.append("applications is empty")

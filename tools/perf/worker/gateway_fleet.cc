@@ -39,6 +39,10 @@ GatewayFleet::GatewayFleet(const WorkloadConfig& config)
       produced_(config.devices, 0) {
   for (uint32_t i = 0; i < laneCount_; ++i) lanes_[i].nextDevice = i;
   idle_.resize(laneCount_);
+  if (config_.receiptTimeline) {
+    timelineSize_ = static_cast<size_t>(config_.timeoutSeconds * 1000 / kTimelineBucketMs) + 1;
+    timeline_ = std::make_unique<std::atomic<uint32_t>[]>(timelineSize_);
+  }
   if (config_.rate > 0) {
     pacerRun_ = true;
     pacer_ = std::thread([this] { pacerLoop(); });
@@ -177,12 +181,12 @@ void GatewayFleet::issue(uint32_t laneIndex) {
   m.sequenceId = g.nextSequenceId++;
   l.sentAtNs = r.sendTimeNs = monotonicNs();
   encodeHeader(r, payload);
-  g.producer.sendAsync(m, [this, laneIndex](const Status& s, const client::MessageId&) {
-    onReceipt(laneIndex, s);
+  g.producer.sendAsync(m, [this, laneIndex](const Status& s, const client::MessageId& id) {
+    onReceipt(laneIndex, s, id);
   });
 }
 
-void GatewayFleet::onReceipt(uint32_t laneIndex, const Status& s) {
+void GatewayFleet::onReceipt(uint32_t laneIndex, const Status& s, const client::MessageId& id) {
   const uint64_t now = monotonicNs();
   Lane& l = lanes_[laneIndex];
   if (!s.isOk()) {
@@ -194,6 +198,14 @@ void GatewayFleet::onReceipt(uint32_t laneIndex, const Status& s) {
     return;
   }
   published_.fetch_add(1, std::memory_order_relaxed);
+  if (id.ledgerId < 0 && id.entryId < 0) dedupReceipts_.fetch_add(1, std::memory_order_relaxed);
+  if (timeline_) {
+    const uint64_t start = timelineStartNs_.load(std::memory_order_relaxed);
+    if (start != 0 && now >= start) {
+      const uint64_t bucket = (now - start) / (kTimelineBucketMs * 1000000);
+      if (bucket < timelineSize_) timeline_[bucket].fetch_add(1, std::memory_order_relaxed);
+    }
+  }
   if (!warmup_) publishUs_.record((now - l.sentAtNs) / 1000);
   if (--l.remaining == 0 || stop_.load(std::memory_order_relaxed)) {
     laneFinished();
@@ -212,6 +224,13 @@ void GatewayFleet::onReceipt(uint32_t laneIndex, const Status& s) {
     return;
   }
   issue(laneIndex);
+}
+
+std::vector<uint32_t> GatewayFleet::receiptTimeline() const {
+  std::vector<uint32_t> out;
+  for (size_t i = 0; i < timelineSize_; ++i) out.push_back(timeline_[i].load());
+  while (!out.empty() && out.back() == 0) out.pop_back();
+  return out;
 }
 
 void GatewayFleet::laneFinished() {

@@ -56,6 +56,15 @@ class GatewayFleet {
   // Messages with a successful receipt so far (all phases), and failed sends.
   uint64_t published() const { return published_.load(std::memory_order_relaxed); }
   uint64_t sendErrors() const { return sendErrors_.load(std::memory_order_relaxed); }
+  // Receipts with message id -1:-1: the broker's deduplication found the send already persisted
+  // (a resend after a reconnect), as Pulsar answers duplicates.
+  uint64_t dedupReceipts() const { return dedupReceipts_.load(std::memory_order_relaxed); }
+  // With receiptTimeline: receipts are counted per kTimelineBucketMs from startNs on (a
+  // CLOCK_MONOTONIC time, the measured phase's start) for timeoutSeconds.
+  static constexpr uint64_t kTimelineBucketMs = 10;
+  void startTimeline(uint64_t startNs) { timelineStartNs_.store(startNs); }
+  // Receipts per bucket, trailing empty buckets cut. REQUIRES: phaseDone().
+  std::vector<uint32_t> receiptTimeline() const;
   std::string firstSendError() const;
   // Messages produced per device so far (counters 0..n-1). REQUIRES: phaseDone().
   const std::vector<uint32_t>& produced() const { return produced_; }
@@ -78,7 +87,7 @@ class GatewayFleet {
   };
 
   void issue(uint32_t lane);
-  void onReceipt(uint32_t lane, const Status& s);
+  void onReceipt(uint32_t lane, const Status& s, const client::MessageId& id);
   void laneFinished();
   void pacerLoop();
   void pushIdleLocked(uint32_t lane);
@@ -98,6 +107,10 @@ class GatewayFleet {
   std::atomic<bool> stop_{false};
   alignas(64) std::atomic<uint64_t> published_{0};
   alignas(64) std::atomic<uint64_t> sendErrors_{0};
+  std::atomic<uint64_t> dedupReceipts_{0};
+  std::atomic<uint64_t> timelineStartNs_{0};
+  std::unique_ptr<std::atomic<uint32_t>[]> timeline_;  // receiptTimeline only
+  size_t timelineSize_ = 0;
   LatencyHistogram publishUs_;
 
   // Rate limit: idle lanes wait here for the pacer.

@@ -229,6 +229,7 @@ int Worker::run() {
     for (auto& app : apps_) app->setTarget(UINT64_MAX);
     cpuStart_ = processCpuSeconds();
     measuredStartNs_ = lastSampleNs_ = monotonicNs();
+    fleet_.startTimeline(measuredStartNs_);
     emit({{"event", "measured_start"}, {"measured_start_ns", measuredStartNs_}});
     for (auto& app : apps_) {
       if (app->joinSeconds() <= 0) continue;

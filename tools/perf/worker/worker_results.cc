@@ -117,6 +117,11 @@ json Worker::results() {
   r["delivered_msgs_per_s"] = deliverS > 0 ? measured / deliverS : 0.0;
   r["drain_s"] = seconds(producersDone, measuredEndNs_);
   r["send_errors"] = fleet_.sendErrors();
+  r["dedup_receipts"] = fleet_.dedupReceipts();
+  if (config_.receiptTimeline) {
+    r["receipt_timeline_bucket_ms"] = GatewayFleet::kTimelineBucketMs;
+    r["receipt_timeline"] = fleet_.receiptTimeline();
+  }
   r["loadgen_cpu_s"] = cpu;
   r["loadgen_cpu_s_per_million"] = measured > 0 ? cpu / measured * 1e6 : 0.0;
   r["publish_latency_ms"] = percentiles(fleet_.publishLatencyUs());

@@ -72,6 +72,7 @@ Result<WorkloadConfig> WorkloadConfig::fromJson(const std::string& text) {
       {"timeoutSeconds", to(&c.timeoutSeconds)},
       {"stallSeconds", to(&c.stallSeconds)},
       {"seed", to(&c.seed)},
+      {"receiptTimeline", to(&c.receiptTimeline)},
   };
   const std::map<std::string, Setter> loadgen = {
       {"producerIoThreads", to(&c.producerIoThreads)},

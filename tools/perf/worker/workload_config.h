@@ -40,6 +40,9 @@ struct WorkloadConfig {
   double timeoutSeconds = 600;             // whole run
   double stallSeconds = 30;                // no progress for this long fails the phase
   uint64_t seed = 1;                       // random order of concurrent connects
+  // Receipts counted per 10 ms of the measured phase (the launcher sets it for a reconnect
+  // storm: the publish rate's dip and recovery at that resolution).
+  bool receiptTimeline = false;
   // loadgen
   int producerIoThreads = 1;
   int consumerIoThreads = 1;               // per application
