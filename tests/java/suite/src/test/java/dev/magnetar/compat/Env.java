@@ -196,7 +196,7 @@ public final class Env {
         full[0] = "--admin-url";
         full[1] = ADMIN_URL;
         System.arraycopy(args, 0, full, 2, args.length);
-        return runCli(60, PULSAR_ADMIN, full);
+        return InProcessTool.ENABLED ? InProcessTool.admin(60, full) : runCli(60, PULSAR_ADMIN, full);
     }
 
     /** pulsar-admin ARGS, which must exit 0 (asserted); returns its trimmed stdout. */
