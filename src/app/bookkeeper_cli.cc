@@ -1,0 +1,241 @@
+#include "app/bookkeeper_cli.h"
+
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <memory>
+
+#include "bookkeeper/client.h"
+
+namespace magnetar::app {
+namespace {
+
+using bookkeeper::BkResult;
+using bookkeeper::BookKeeperClient;
+using bookkeeper::LedgerHandle;
+
+struct BkOptions {
+  std::string uri;
+  int ioThreads = 1;
+  int timeoutSec = 30;
+  // simpletest (SimpleTestCommand's flags and defaults)
+  int ensemble = 3;
+  int writeQuorum = 2;
+  int ackQuorum = 2;
+  int numEntries = 100;
+  bool keep = false;
+  // readledger / ledgermetadata
+  int64_t ledgerId = -1;
+  int64_t firstEntryId = 0;
+  int64_t lastEntryId = -1;
+  bool msg = false;
+  std::string dumpToFile;
+};
+
+template <typename T>
+std::pair<BkResult, T> await(std::function<void(std::function<void(BkResult, T)>)> start) {
+  auto p = std::make_shared<std::promise<std::pair<BkResult, T>>>();
+  auto f = p->get_future();
+  start([p](BkResult rc, T v) { p->set_value({rc, std::move(v)}); });
+  return f.get();
+}
+
+BkResult awaitDone(std::function<void(std::function<void(BkResult)>)> start) {
+  auto p = std::make_shared<std::promise<BkResult>>();
+  auto f = p->get_future();
+  start([p](BkResult rc) { p->set_value(rc); });
+  return f.get();
+}
+
+int fail(const std::string& what, BkResult rc) {
+  std::cerr << "bookkeeper: " << what << ": " << bookkeeper::bkResultName(rc) << "\n";
+  return 1;
+}
+
+std::unique_ptr<BookKeeperClient> connect(const BkOptions& o) {
+  bookkeeper::ClientConfig c;
+  c.metadataServiceUri = o.uri;
+  c.numIoThreads = o.ioThreads;
+  c.bookie.addTimeout = std::chrono::seconds(o.timeoutSec);
+  c.bookie.readTimeout = std::chrono::seconds(o.timeoutSec);
+  auto client = BookKeeperClient::open(c);
+  if (!client.isOk()) {
+    std::cerr << "bookkeeper: " << client.status().message() << "\n";
+    return nullptr;
+  }
+  return std::move(*client);
+}
+
+// Runs fn on the handle's loop and waits for it.
+template <typename T>
+std::pair<BkResult, T> onLoop(const std::shared_ptr<LedgerHandle>& h,
+                              std::function<void(std::function<void(BkResult, T)>)> start) {
+  return await<T>(
+      [&](std::function<void(BkResult, T)> cb) { h->loop().execute([start, cb] { start(cb); }); });
+}
+
+// SimpleTestCommand: creates a ledger (CRC32C, empty password, custom metadata Bookie=simpletest),
+// appends numEntries entries of 100 bytes, reads them back, closes the ledger, reads them again
+// and deletes the ledger (unless -keep, Magnetar's addition for interop checks).
+int simpleTest(const BkOptions& o) {
+  auto bk = connect(o);
+  if (!bk) return 1;
+  std::string data(100, 'A');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('A' + (i * 7 + 3) % 26);
+  auto [rc, h] = await<std::shared_ptr<LedgerHandle>>([&](auto cb) {
+    bk->createLedger(o.ensemble, o.writeQuorum, o.ackQuorum, {{"Bookie", "simpletest"}}, cb);
+  });
+  if (rc != BkResult::kOk) return fail("create ledger", rc);
+  int64_t id = h->id();
+  std::cout << "Ledger ID: " << id << std::endl;
+  Buffer payload = Buffer::copyOf(data);
+  auto [arc, last] = onLoop<int64_t>(h, [h, payload, n = o.numEntries](auto cb) {
+    // All adds in flight at once; the last completion reports (completions are in order).
+    if (n == 0) return cb(BkResult::kOk, -1);
+    auto firstError = std::make_shared<BkResult>(BkResult::kOk);
+    for (int i = 0; i < n; ++i) {
+      h->addEntry(payload, [cb, firstError, i, n](BkResult r, int64_t entryId) {
+        if (r != BkResult::kOk && *firstError == BkResult::kOk) *firstError = r;
+        if (i == n - 1) cb(*firstError, entryId);
+      });
+    }
+  });
+  if (arc != BkResult::kOk) return fail("add entry", arc);
+  std::cout << o.numEntries << " entries written to ledger " << id << ". Last entry Id " << last
+            << std::endl;
+  if (last != o.numEntries - 1) {
+    std::cerr << "bookkeeper: Last entry id doesn't match the expected value\n";
+    return 1;
+  }
+  auto check = [&](const std::shared_ptr<LedgerHandle>& handle) -> int {
+    if (last < 0) return 0;
+    auto [r, entries] = onLoop<std::vector<bookkeeper::LedgerEntry>>(
+        handle, [handle, last](auto cb) { handle->readEntries(0, last, cb); });
+    if (r != BkResult::kOk) return fail("read entries", r);
+    for (const auto& e : entries) {
+      if (e.payload != data) {
+        std::cerr << "bookkeeper: Read data doesn't match the data written.\n";
+        return 1;
+      }
+    }
+    return 0;
+  };
+  if (int c = check(h)) return c;
+  BkResult crc = awaitDone([&](auto cb) { h->loop().execute([h, cb] { h->close(cb); }); });
+  if (crc != BkResult::kOk) return fail("close ledger", crc);
+  auto [orc, reader] =
+      await<std::shared_ptr<LedgerHandle>>([&](auto cb) { bk->openLedger(id, cb); });
+  if (orc != BkResult::kOk) return fail("open ledger", orc);
+  if (int c = check(reader)) return c;
+  std::cout << o.numEntries << " entries read back from ledger " << id << std::endl;
+  if (!o.keep) {
+    BkResult drc = awaitDone([&](auto cb) { bk->deleteLedger(id, cb); });
+    if (drc != BkResult::kOk) return fail("delete ledger", drc);
+  }
+  bk->close();
+  return 0;
+}
+
+// ReadLedgerCommand: "--------- Lid=L, Eid=E, EntrySize=S ---------" per entry (S is the
+// entry's length field, the ledger's length up to it, as LedgerEntry.getLength()), then with
+// -msg the payload as text (StringEntryFormatter).
+int readLedger(const BkOptions& o) {
+  auto bk = connect(o);
+  if (!bk) return 1;
+  auto [rc, h] =
+      await<std::shared_ptr<LedgerHandle>>([&](auto cb) { bk->openLedger(o.ledgerId, cb); });
+  if (rc != BkResult::kOk) return fail("open ledger " + std::to_string(o.ledgerId), rc);
+  int64_t lac = h->lastAddConfirmed();
+  int64_t last = o.lastEntryId < 0 || o.lastEntryId > lac ? lac : o.lastEntryId;
+  if (last >= o.firstEntryId) {
+    auto [r, entries] = onLoop<std::vector<bookkeeper::LedgerEntry>>(
+        h, [h, first = o.firstEntryId, last](auto cb) { h->readEntries(first, last, cb); });
+    if (r != BkResult::kOk) return fail("read ledger " + std::to_string(o.ledgerId), r);
+    for (const auto& e : entries) {
+      std::cout << "--------- Lid=" << o.ledgerId << ", Eid=" << e.entryId
+                << ", EntrySize=" << e.length << " ---------\n";
+      if (o.msg) std::cout << e.payload << "\n";
+    }
+  }
+  std::cout.flush();
+  bk->close();
+  return 0;
+}
+
+// LedgerMetaDataCommand: "ledgerID: N" and LedgerMetadata.toString(); with -dumptofile the
+// znode's bytes are written to the file instead.
+int ledgerMetadata(const BkOptions& o) {
+  auto bk = connect(o);
+  if (!bk) return 1;
+  auto [rc, vm] = await<bookkeeper::VersionedMetadata>(
+      [&](auto cb) { bk->readLedgerMetadata(o.ledgerId, cb); });
+  if (rc != BkResult::kOk) return fail("ledger " + std::to_string(o.ledgerId), rc);
+  if (!o.dumpToFile.empty()) {
+    std::ofstream f(o.dumpToFile, std::ios::binary | std::ios::trunc);
+    f << bookkeeper::serializeLedgerMetadata(vm.metadata);
+    if (!f) {
+      std::cerr << "bookkeeper: cannot write " << o.dumpToFile << "\n";
+      return 1;
+    }
+  } else {
+    std::cout << "ledgerID: " << o.ledgerId << "\n"
+              << bookkeeper::ledgerMetadataToString(vm.metadata) << std::endl;
+  }
+  bk->close();
+  return 0;
+}
+
+}  // namespace
+
+void rewriteBookKeeperShellFlags(std::vector<std::string>& args) {
+  bool inBk = false;
+  for (auto& a : args) {
+    if (a == "bookkeeper") inBk = true;
+    if (inBk && a.size() > 2 && a[0] == '-' && a[1] != '-' && !std::isdigit(a[1])) {
+      a.insert(0, "-");
+    }
+  }
+}
+
+std::function<int()> addBookKeeperCommand(CLI::App& app) {
+  auto o = std::make_shared<BkOptions>();
+  auto* bk =
+      app.add_subcommand("bookkeeper", "BookKeeper shell commands on Magnetar's BookKeeper client");
+  bk->require_subcommand(1);
+  bk->add_option("--metadata-service-uri", o->uri,
+                 "BookKeeper metadataServiceUri, e.g. zk://127.0.0.1:2181/ledgers")
+      ->required();
+  bk->add_option("--num-io-threads", o->ioThreads, "bookkeeper-io threads")
+      ->check(CLI::Range(1, 64));
+  bk->add_option("--timeout-seconds", o->timeoutSec, "per-request timeout")
+      ->check(CLI::Range(1, 3600));
+
+  auto* simple = bk->add_subcommand(
+      "simpletest", "Create a ledger, write entries to it, read them back, delete it");
+  simple->add_option("--ensemble,--e", o->ensemble, "Ensemble size (default 3)");
+  simple->add_option("--writeQuorum,--w", o->writeQuorum, "Write quorum size (default 2)");
+  simple->add_option("--ackQuorum,--a", o->ackQuorum, "Ack quorum size (default 2)");
+  simple->add_option("--numEntries,--n", o->numEntries, "Entries to write (default 100)")
+      ->check(CLI::Range(0, 10000000));
+  simple->add_flag("--keep", o->keep, "Keep the ledger (Magnetar's addition)");
+
+  auto* read = bk->add_subcommand("readledger", "Read a range of entries from a ledger");
+  read->add_option("--ledgerid,--l", o->ledgerId, "Ledger ID")->required();
+  read->add_option("--firstentryid,--fe", o->firstEntryId, "First entry ID");
+  read->add_option("--lastentryid,--le", o->lastEntryId, "Last entry ID");
+  read->add_flag("--msg,--m", o->msg, "Print message body");
+
+  auto* meta = bk->add_subcommand("ledgermetadata", "Print the metadata of a ledger");
+  meta->add_option("--ledgerid,--l", o->ledgerId, "Ledger ID")->required();
+  meta->add_option("--dumptofile", o->dumpToFile, "Dump the metadata bytes to a file");
+
+  return [=]() -> int {
+    if (!bk->parsed()) return -1;
+    if (simple->parsed()) return simpleTest(*o);
+    if (read->parsed()) return readLedger(*o);
+    if (meta->parsed()) return ledgerMetadata(*o);
+    return 1;
+  };
+}
+
+}  // namespace magnetar::app
