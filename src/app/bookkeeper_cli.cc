@@ -29,7 +29,12 @@ struct BkOptions {
   int64_t firstEntryId = 0;
   int64_t lastEntryId = -1;
   bool msg = false;
+  bool forceRecovery = false;
   std::string dumpToFile;
+  // bench
+  int entrySize = 1024;
+  int outstanding = 100;
+  int progressEvery = 0;
 };
 
 template <typename T>
@@ -142,8 +147,8 @@ int simpleTest(const BkOptions& o) {
 int readLedger(const BkOptions& o) {
   auto bk = connect(o);
   if (!bk) return 1;
-  auto [rc, h] =
-      await<std::shared_ptr<LedgerHandle>>([&](auto cb) { bk->openLedger(o.ledgerId, cb); });
+  auto [rc, h] = await<std::shared_ptr<LedgerHandle>>(
+      [&](auto cb) { bk->openLedger(o.ledgerId, cb, o.forceRecovery); });
   if (rc != BkResult::kOk) return fail("open ledger " + std::to_string(o.ledgerId), rc);
   int64_t lac = h->lastAddConfirmed();
   int64_t last = o.lastEntryId < 0 || o.lastEntryId > lac ? lac : o.lastEntryId;
@@ -185,6 +190,92 @@ int ledgerMetadata(const BkOptions& o) {
   return 0;
 }
 
+// Writes numEntries entries of entrySize bytes ("entry-<i>-" then 'x's) with at most
+// `outstanding` in flight; prints the ledger id, progress, then adds/s and latency percentiles.
+// On an add failure: "error at entry E: <Result>" and "last acked entry N", exit 1.
+int benchAdds(const BkOptions& o) {
+  auto bk = connect(o);
+  if (!bk) return 1;
+  auto [rc, h] = await<std::shared_ptr<LedgerHandle>>([&](auto cb) {
+    bk->createLedger(o.ensemble, o.writeQuorum, o.ackQuorum, {{"application", "magnetar-bench"}},
+                     cb);
+  });
+  if (rc != BkResult::kOk) return fail("create ledger", rc);
+  std::cout << "Ledger ID: " << h->id() << std::endl;
+  struct Run {
+    std::vector<int64_t> latUs;
+    std::vector<std::chrono::steady_clock::time_point> started;
+    int64_t next = 0;
+    int64_t acked = -1;
+    BkResult error = BkResult::kOk;
+    int64_t errorEntry = -1;
+    std::promise<void> done;
+  };
+  auto run = std::make_shared<Run>();
+  run->started.resize(static_cast<size_t>(o.numEntries));
+  auto t0 = std::chrono::steady_clock::now();
+  auto entry = [size = o.entrySize](int64_t i) {
+    std::string s = "entry-" + std::to_string(i) + "-";
+    s.resize(static_cast<size_t>(size), 'x');
+    return Buffer::copyOf(s);
+  };
+  std::function<void()> pump;
+  pump = [&, run, h]() {
+    while (run->error == BkResult::kOk && run->next < o.numEntries &&
+           run->next - run->acked - 1 < o.outstanding) {
+      int64_t i = run->next++;
+      run->started[static_cast<size_t>(i)] = std::chrono::steady_clock::now();
+      h->addEntry(entry(i), [&, run, i](BkResult r, int64_t) {
+        if (r != BkResult::kOk) {
+          if (run->error == BkResult::kOk) {
+            run->error = r;
+            run->errorEntry = i;
+            run->done.set_value();
+          }
+          return;
+        }
+        run->acked = i;
+        run->latUs.push_back(
+            std::chrono::duration_cast<std::chrono::microseconds>(
+                std::chrono::steady_clock::now() - run->started[static_cast<size_t>(i)])
+                .count());
+        if (o.progressEvery > 0 && (i + 1) % o.progressEvery == 0) {
+          std::cout << "acked " << i << std::endl;
+        }
+        if (i == o.numEntries - 1) return run->done.set_value();
+        pump();
+      });
+    }
+  };
+  if (o.numEntries == 0) {
+    run->done.set_value();
+  } else {
+    h->loop().execute(pump);
+  }
+  run->done.get_future().wait();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (run->error != BkResult::kOk) {
+    std::promise<int64_t> lac;
+    h->loop().execute([h, &lac] { lac.set_value(h->lastAddConfirmed()); });
+    std::cout << "error at entry " << run->errorEntry << ": "
+              << bookkeeper::bkResultName(run->error) << "\nlast acked entry "
+              << lac.get_future().get() << std::endl;
+    return 1;
+  }
+  BkResult crc = awaitDone([&](auto cb) { h->loop().execute([h, cb] { h->close(cb); }); });
+  if (crc != BkResult::kOk) return fail("close ledger", crc);
+  auto lat = run->latUs;
+  std::sort(lat.begin(), lat.end());
+  auto pct = [&](double p) {
+    return lat.empty() ? 0 : lat[std::min(lat.size() - 1, static_cast<size_t>(p * lat.size()))];
+  };
+  std::cout << "entries " << o.numEntries << " size " << o.entrySize << " adds/s "
+            << static_cast<int64_t>(o.numEntries / secs) << " p50_us " << pct(0.5) << " p99_us "
+            << pct(0.99) << " max_us " << (lat.empty() ? 0 : lat.back()) << std::endl;
+  bk->close();
+  return 0;
+}
+
 }  // namespace
 
 void rewriteBookKeeperShellFlags(std::vector<std::string>& args) {
@@ -212,21 +303,36 @@ std::function<int()> addBookKeeperCommand(CLI::App& app) {
 
   auto* simple = bk->add_subcommand(
       "simpletest", "Create a ledger, write entries to it, read them back, delete it");
-  simple->add_option("--ensemble,--e", o->ensemble, "Ensemble size (default 3)");
-  simple->add_option("--writeQuorum,--w", o->writeQuorum, "Write quorum size (default 2)");
-  simple->add_option("--ackQuorum,--a", o->ackQuorum, "Ack quorum size (default 2)");
-  simple->add_option("--numEntries,--n", o->numEntries, "Entries to write (default 100)")
-      ->check(CLI::Range(0, 10000000));
+  auto quorumFlags = [&](CLI::App* c) {
+    c->add_option("-e,--ensemble", o->ensemble, "Ensemble size (default 3)");
+    c->add_option("-w,--writeQuorum", o->writeQuorum, "Write quorum size (default 2)");
+    c->add_option("-a,--ackQuorum", o->ackQuorum, "Ack quorum size (default 2)");
+    c->add_option("-n,--numEntries", o->numEntries, "Entries to write (default 100)")
+        ->check(CLI::Range(0, 100000000));
+  };
+  quorumFlags(simple);
   simple->add_flag("--keep", o->keep, "Keep the ledger (Magnetar's addition)");
 
   auto* read = bk->add_subcommand("readledger", "Read a range of entries from a ledger");
-  read->add_option("--ledgerid,--l", o->ledgerId, "Ledger ID")->required();
+  read->add_option("-l,--ledgerid", o->ledgerId, "Ledger ID")->required();
   read->add_option("--firstentryid,--fe", o->firstEntryId, "First entry ID");
   read->add_option("--lastentryid,--le", o->lastEntryId, "Last entry ID");
-  read->add_flag("--msg,--m", o->msg, "Print message body");
+  read->add_flag("-m,--msg", o->msg, "Print message body");
+  read->add_flag("-r,--force-recovery", o->forceRecovery,
+                 "Open the ledger with recovery first (fences its writer, closes it)");
+
+  auto* bench = bk->add_subcommand(
+      "bench", "Write entries to a new ledger and report adds/s and latency (Magnetar's)");
+  quorumFlags(bench);
+  bench->add_option("-s,--entrySize", o->entrySize, "Entry size in bytes (default 1024)")
+      ->check(CLI::Range(16, 5 * 1024 * 1024));
+  bench->add_option("--outstanding", o->outstanding, "Adds in flight at most (default 100)")
+      ->check(CLI::Range(1, 100000));
+  bench->add_option("--progress", o->progressEvery,
+                    "Print \"acked N\" every N completions (0: never)");
 
   auto* meta = bk->add_subcommand("ledgermetadata", "Print the metadata of a ledger");
-  meta->add_option("--ledgerid,--l", o->ledgerId, "Ledger ID")->required();
+  meta->add_option("-l,--ledgerid", o->ledgerId, "Ledger ID")->required();
   meta->add_option("--dumptofile", o->dumpToFile, "Dump the metadata bytes to a file");
 
   return [=]() -> int {
@@ -234,6 +340,7 @@ std::function<int()> addBookKeeperCommand(CLI::App& app) {
     if (simple->parsed()) return simpleTest(*o);
     if (read->parsed()) return readLedger(*o);
     if (meta->parsed()) return ledgerMetadata(*o);
+    if (bench->parsed()) return benchAdds(*o);
     return 1;
   };
 }

@@ -52,84 +52,6 @@ LedgerHandle::LedgerHandle(BookKeeperClient& client, net::EventLoop& loop, Booki
   }
 }
 
-void LedgerHandle::addEntry(Buffer payload, AddCallback cb) {
-  MAGNETAR_DCHECK_ON(loop_);
-  if (!writer_ || closed_) return cb(BkResult::kLedgerClosed, -1);
-  const auto& md = md_.metadata;
-  int64_t entryId = ++lastAddPushed_;
-  length_ += static_cast<int64_t>(payload.size());
-  PendingAdd add;
-  add.entryId = entryId;
-  add.payload = std::move(payload);
-  add.header = EntryHeader{ledgerId_, entryId, lastAddConfirmed_, length_};
-  add.cb = std::move(cb);
-  if (error_ != BkResult::kOk) {
-    // The handle failed: this add fails too, after those before it (order of callbacks).
-    add.done = true;
-    add.result = error_;
-    pending_.push_back(std::move(add));
-    return completeAdds();
-  }
-  pending_.push_back(std::move(add));
-  const PendingAdd& p = pending_.back();
-  const auto& ensemble = md.ensembleFor(entryId);
-  std::weak_ptr<LedgerHandle> weak = weak_from_this();
-  for (int i = 0; i < md.writeQuorumSize; ++i) {
-    const BookieId& b = ensemble[static_cast<size_t>((entryId + i) % md.ensembleSize)];
-    bookies_.addEntry(b, key_, p.header, p.payload, kFlagNone, [weak, entryId](BkResult rc) {
-      if (auto self = weak.lock()) self->onAddReply(entryId, rc);
-    });
-  }
-}
-
-void LedgerHandle::onAddReply(int64_t entryId, BkResult rc) {
-  MAGNETAR_DCHECK_ON(loop_);
-  if (pending_.empty() || entryId < pending_.front().entryId) return;  // already completed
-  auto idx = static_cast<size_t>(entryId - pending_.front().entryId);
-  if (idx >= pending_.size()) return;
-  PendingAdd& add = pending_[idx];
-  if (add.done) return;
-  const auto& md = md_.metadata;
-  if (rc == BkResult::kOk) {
-    if (++add.acks >= md.ackQuorumSize) add.done = true;
-  } else {
-    ++add.failures;
-    if (add.failures > md.writeQuorumSize - md.ackQuorumSize) {
-      // Qa can no longer be reached (no ensemble change yet): this add and all later ones fail.
-      MLOG_WARN("bookkeeper: ledger {} entry {}: {} from a bookie, failing the pending adds",
-                ledgerId_, entryId, bkResultName(rc));
-      error_ = rc;
-      for (size_t i = idx; i < pending_.size(); ++i) {
-        pending_[i].done = true;
-        pending_[i].result = rc;
-      }
-    }
-  }
-  completeAdds();
-}
-
-void LedgerHandle::completeAdds() {
-  auto self = shared_from_this();  // a callback may drop the caller's last reference
-  while (!pending_.empty() && pending_.front().done) {
-    PendingAdd add = std::move(pending_.front());
-    pending_.pop_front();
-    if (add.result == BkResult::kOk) {
-      lastAddConfirmed_ = add.entryId;
-      confirmedLength_ = add.header.length;
-    }
-    add.cb(add.result, add.entryId);
-  }
-}
-
-void LedgerHandle::failAllPending(BkResult rc) {
-  for (auto& p : pending_) {
-    p.done = true;
-    p.result = rc;
-  }
-  if (error_ == BkResult::kOk) error_ = rc;
-  completeAdds();
-}
-
 void LedgerHandle::readOne(int64_t entryId, int attempt,
                            std::function<void(BkResult, LedgerEntry)> cb) {
   const auto& md = md_.metadata;
@@ -163,26 +85,48 @@ void LedgerHandle::readEntries(int64_t first, int64_t last, ReadCallback cb) {
   if (last > lastAddConfirmed_) return cb(BkResult::kReadOutOfRange, {});
   struct Batch {
     std::vector<LedgerEntry> entries;
-    size_t remaining;
+    int64_t first = 0;
+    int64_t last = 0;
+    int64_t next = 0;  // next entry to request
+    size_t remaining = 0;
     BkResult rc = BkResult::kOk;
     ReadCallback cb;
   };
   auto batch = std::make_shared<Batch>();
   batch->entries.resize(static_cast<size_t>(last - first + 1));
+  batch->first = batch->next = first;
+  batch->last = last;
   batch->remaining = batch->entries.size();
   batch->cb = std::move(cb);
-  for (int64_t e = first; e <= last; ++e) {
-    readOne(e, 0, [batch, first, e](BkResult rc, LedgerEntry entry) {
-      auto& slot = batch->entries[static_cast<size_t>(e - first)];
-      slot = std::move(entry);
-      slot.entryId = e;
-      if (rc != BkResult::kOk && batch->rc == BkResult::kOk) batch->rc = rc;
-      if (--batch->remaining == 0) {
-        if (batch->rc != BkResult::kOk) return batch->cb(batch->rc, {});
-        batch->cb(BkResult::kOk, std::move(batch->entries));
-      }
-    });
-  }
+  // A window of reads in flight: a bookie refuses reads beyond its queue (TooManyRequests).
+  auto self = shared_from_this();
+  auto pump = std::make_shared<std::function<void()>>();
+  *pump = [self, batch, weakPump = std::weak_ptr<std::function<void()>>(pump)]() {
+    auto pumpFn = weakPump.lock();
+    while (batch->next <= batch->last && batch->rc == BkResult::kOk &&
+           batch->next - batch->first -
+                   static_cast<int64_t>(batch->entries.size() - batch->remaining) <
+               kMaxReadsInFlight) {
+      int64_t e = batch->next++;
+      self->readOne(e, 0, [batch, e, pumpFn](BkResult rc, LedgerEntry entry) {
+        auto& slot = batch->entries[static_cast<size_t>(e - batch->first)];
+        slot = std::move(entry);
+        slot.entryId = e;
+        if (rc != BkResult::kOk && batch->rc == BkResult::kOk) batch->rc = rc;
+        --batch->remaining;
+        bool issuedAll = batch->next > batch->last || batch->rc != BkResult::kOk;
+        size_t outstanding = static_cast<size_t>(batch->next - batch->first) -
+                             (batch->entries.size() - batch->remaining);
+        if (issuedAll && outstanding == 0) {
+          auto cb = std::move(batch->cb);
+          if (batch->rc != BkResult::kOk) return cb(batch->rc, {});
+          return cb(BkResult::kOk, std::move(batch->entries));
+        }
+        if (pumpFn) (*pumpFn)();
+      });
+    }
+  };
+  (*pump)();
 }
 
 void LedgerHandle::readLastAddConfirmed(std::function<void(BkResult, int64_t)> cb) {
@@ -254,7 +198,8 @@ void LedgerHandle::writeClosed(DoneCallback cb) {
                 self->md_ = std::move(cur);
                 return cb(BkResult::kOk);
               }
-              if (m.state != LedgerState::kOpen || m.ensembles != self->md_.metadata.ensembles) {
+              if (m.state != self->md_.metadata.state ||
+                  m.ensembles != self->md_.metadata.ensembles) {
                 return cb(BkResult::kMetadataVersion);
               }
               self->md_ = std::move(cur);
@@ -358,17 +303,23 @@ void BookKeeperClient::createLedger(int ensembleSize, int writeQuorum, int ackQu
   });
 }
 
-void BookKeeperClient::openLedger(int64_t ledgerId, HandleCallback cb) {
+void BookKeeperClient::openLedger(int64_t ledgerId, HandleCallback cb, bool recovery) {
   net::EventLoop* loop = &loopFor(ledgerId);
   if (closed_) return loop->execute([cb] { cb(BkResult::kClientClosed, nullptr); });
   ledgers_->readLedgerMetadata(
       ledgerId, loop,
-      [this, ledgerId, loop, cb = std::move(cb)](BkResult rc, VersionedMetadata vm) {
+      [this, ledgerId, loop, recovery, cb = std::move(cb)](BkResult rc, VersionedMetadata vm) {
         if (rc != BkResult::kOk) return cb(rc, nullptr);
         bool closedLedger = vm.metadata.state == LedgerState::kClosed;
         auto h = std::make_shared<LedgerHandle>(*this, *loop, bookiesOn(*loop), ledgerId,
                                                 std::move(vm), false);
         if (closedLedger) return cb(BkResult::kOk, std::move(h));
+        if (recovery) {
+          return h->recover([h, cb](BkResult rc) {
+            if (rc != BkResult::kOk) return cb(rc, nullptr);
+            cb(BkResult::kOk, h);
+          });
+        }
         h->readLastAddConfirmed([h, cb](BkResult rc, int64_t) {
           if (rc != BkResult::kOk) return cb(rc, nullptr);
           cb(BkResult::kOk, h);

@@ -54,14 +54,17 @@ class BookKeeperClient;
 // distribution schedule: bookies (entryId + i) % E, i < Qw, of the entry's ensemble) and completes
 // once Qa of them acknowledged AND every earlier add completed: callbacks strictly in entry order.
 // The LAC sent with each entry is the last entry completed so far (piggybacked LAC).
-// A bookie's error that leaves an add unable to reach Qa fails that add and every later pending
-// one with the bookie's result (LedgerFenced, Timeout, ...) and makes the handle unusable for
-// adds (no ensemble change yet).
+// A bookie that fails an add (error, timeout, lost connection) is replaced by a bookie from
+// /ledgers/available not in the ensemble (ensemble change: a new segment from LAC + 1 written by
+// CAS on the metadata), and the pending adds of its write sets are resent to the replacement.
+// LedgerFenced (a recovery by another client), no spare bookie (NotEnoughBookies) or a lost
+// metadata CAS fail every pending add and the handle's later adds, in entry order.
 class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
  public:
   using AddCallback = std::function<void(BkResult, int64_t entryId)>;
   using ReadCallback = std::function<void(BkResult, std::vector<LedgerEntry>)>;
   using DoneCallback = std::function<void(BkResult)>;
+  static constexpr int64_t kMaxReadsInFlight = 256;
 
   int64_t id() const { return ledgerId_; }
   net::EventLoop& loop() { return loop_; }
@@ -73,8 +76,9 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
 
   // Appends one entry (any size up to kMaxFrameSize - 64). Writer handles only. Loop thread.
   void addEntry(Buffer payload, AddCallback cb);
-  // Reads entries [first, last] (inclusive), verified (CRC32C, ids), in order. Each entry from
-  // the first bookie of its write set, then the next on an error. kReadOutOfRange when last is
+  // Reads entries [first, last] (inclusive), verified (CRC32C, ids), in order, at most
+  // kMaxReadsInFlight at a time. Each entry from the first bookie of its write set, then the
+  // next on an error. kReadOutOfRange when last is
   // past lastAddConfirmed(). Loop thread.
   void readEntries(int64_t first, int64_t last, ReadCallback cb);
   // Asks every bookie of the last ensemble for its last entry (READ of entry -1) and takes the
@@ -85,6 +89,13 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   // version (re-read and retried when only the version moved). Reader: releases the handle.
   void close(DoneCallback cb);
 
+  // Recovery (BookKeeper's LedgerRecoveryOp) of a ledger that is not CLOSED: metadata to
+  // IN_RECOVERY, fence on the last ensemble (a fenced bookie refuses the old writer's adds with
+  // LedgerFenced), read forward from the highest LAC reported and re-add what is found with the
+  // recovery flag, then CLOSED with the last entry recovered and its length. kOk at once for a
+  // CLOSED ledger. Loop thread. Used by openLedger(id, recovery=true).
+  void recover(DoneCallback cb);
+
   // Internal: use BookKeeperClient::createLedger / openLedger.
   LedgerHandle(BookKeeperClient& client, net::EventLoop& loop, BookieClient& bookies,
                int64_t ledgerId, VersionedMetadata md, bool writer);
@@ -94,14 +105,21 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
     int64_t entryId = 0;
     Buffer payload;
     EntryHeader header;
-    int acks = 0;
-    int failures = 0;
+    uint16_t flags = kFlagNone;
+    uint64_t acked = 0;               // ensemble indexes that acknowledged
+    bool sent = false;                // false while an ensemble change holds new adds back
     bool done = false;                // result known; completes once all before it did
     BkResult result = BkResult::kOk;  // when done
     AddCallback cb;
   };
-  void onAddReply(int64_t entryId, BkResult rc);
+  void pushAdd(int64_t entryId, int64_t length, Buffer payload, uint16_t flags, AddCallback cb);
+  void sendAdd(PendingAdd& p, uint64_t indexes);
+  void onAddReply(int64_t entryId, const BookieId& bookie, BkResult rc);
+  void changeEnsemble();
   void completeAdds();
+  void fence(DoneCallback cb);
+  void recoverFrom(int64_t entryId, DoneCallback cb);
+  void onRecoveryRead(int64_t entryId, bool found, LedgerEntry entry, int missing, DoneCallback cb);
   void failAllPending(BkResult rc);
   void readOne(int64_t entryId, int attempt, std::function<void(BkResult, LedgerEntry)> cb);
   void writeClosed(DoneCallback cb);
@@ -115,6 +133,9 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   bool writer_;
   bool closed_ = false;
   BkResult error_ = BkResult::kOk;  // sticky add failure
+  bool changingEnsemble_ = false;
+  uint64_t failedIndexes_ = 0;  // ensemble indexes of bookies that failed an add
+  int metadataRetries_ = 0;
   int64_t lastAddPushed_ = -1;
   int64_t lastAddConfirmed_ = -1;
   int64_t length_ = 0;              // bytes of all entries pushed
@@ -137,9 +158,11 @@ class BookKeeperClient {
   // 1 <= Qa <= Qw <= E (else kIllegalOp). Thread: any.
   void createLedger(int ensembleSize, int writeQuorum, int ackQuorum,
                     std::map<std::string, std::string> customMetadata, HandleCallback cb);
-  // A reader's handle (no recovery, no fencing): for a CLOSED ledger lastAddConfirmed() is its
-  // lastEntryId; otherwise the bookies' highest LAC. kNoSuchLedger when missing. Thread: any.
-  void openLedger(int64_t ledgerId, HandleCallback cb);
+  // A reader's handle. Without recovery: for a CLOSED ledger lastAddConfirmed() is its
+  // lastEntryId; otherwise the bookies' highest LAC (no fencing). With recovery: the ledger is
+  // recovered and closed first (LedgerHandle::recover), the writer fenced. kNoSuchLedger when
+  // missing. Thread: any.
+  void openLedger(int64_t ledgerId, HandleCallback cb, bool recovery = false);
   // Removes the ledger's metadata (the bookies garbage-collect its entries, as BookKeeper's
   // delete). kNoSuchLedger when missing. Thread: any.
   void deleteLedger(int64_t ledgerId, std::function<void(BkResult)> cb);

@@ -139,7 +139,7 @@ def test_bad_requests_get_named_errors(bk_cluster):
     rc, _, err = bk_cluster.magnetar("readledger", "-ledgerid", "999999")
     assert rc == 1 and "NoSuchLedgerExists" in err
     rc, _, err = bk_cluster.magnetar(
-        "simpletest", "-ensemble", "4", "-writeQuorum", "2", "-ackQuorum", "2", "-numEntries", "1"
+        "simpletest", "-ensemble", "9", "-writeQuorum", "2", "-ackQuorum", "2", "-numEntries", "1"
     )
     assert rc == 1 and "NotEnoughBookies" in err
     rc, _, err = bk_cluster.magnetar(
