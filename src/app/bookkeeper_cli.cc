@@ -38,14 +38,14 @@ struct BkOptions {
 };
 
 template <typename T>
-std::pair<BkResult, T> await(std::function<void(std::function<void(BkResult, T)>)> start) {
+std::pair<BkResult, T> await(const std::function<void(std::function<void(BkResult, T)>)>& start) {
   auto p = std::make_shared<std::promise<std::pair<BkResult, T>>>();
   auto f = p->get_future();
   start([p](BkResult rc, T v) { p->set_value({rc, std::move(v)}); });
   return f.get();
 }
 
-BkResult awaitDone(std::function<void(std::function<void(BkResult)>)> start) {
+BkResult awaitDone(const std::function<void(std::function<void(BkResult)>)>& start) {
   auto p = std::make_shared<std::promise<BkResult>>();
   auto f = p->get_future();
   start([p](BkResult rc) { p->set_value(rc); });
@@ -87,14 +87,16 @@ int simpleTest(const BkOptions& o) {
   if (!bk) return 1;
   std::string data(100, 'A');
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('A' + (i * 7 + 3) % 26);
-  auto [rc, h] = await<std::shared_ptr<LedgerHandle>>([&](auto cb) {
+  auto res1 = await<std::shared_ptr<LedgerHandle>>([&](auto cb) {
     bk->createLedger(o.ensemble, o.writeQuorum, o.ackQuorum, {{"Bookie", "simpletest"}}, cb);
   });
+  auto rc = res1.first;
+  auto h = std::move(res1.second);
   if (rc != BkResult::kOk) return fail("create ledger", rc);
   int64_t id = h->id();
   std::cout << "Ledger ID: " << id << std::endl;
   Buffer payload = Buffer::copyOf(data);
-  auto [arc, last] = onLoop<int64_t>(h, [h, payload, n = o.numEntries](auto cb) {
+  auto res2 = onLoop<int64_t>(h, [h, payload, n = o.numEntries](auto cb) {
     // All adds in flight at once; the last completion reports (completions are in order).
     if (n == 0) return cb(BkResult::kOk, -1);
     auto firstError = std::make_shared<BkResult>(BkResult::kOk);
@@ -105,6 +107,8 @@ int simpleTest(const BkOptions& o) {
       });
     }
   });
+  auto arc = res2.first;
+  auto last = res2.second;
   if (arc != BkResult::kOk) return fail("add entry", arc);
   std::cout << o.numEntries << " entries written to ledger " << id << ". Last entry Id " << last
             << std::endl;
@@ -114,8 +118,10 @@ int simpleTest(const BkOptions& o) {
   }
   auto check = [&](const std::shared_ptr<LedgerHandle>& handle) -> int {
     if (last < 0) return 0;
-    auto [r, entries] = onLoop<std::vector<bookkeeper::LedgerEntry>>(
+    auto res3 = onLoop<std::vector<bookkeeper::LedgerEntry>>(
         handle, [handle, last](auto cb) { handle->readEntries(0, last, cb); });
+    auto r = res3.first;
+    auto entries = std::move(res3.second);
     if (r != BkResult::kOk) return fail("read entries", r);
     for (const auto& e : entries) {
       if (e.payload != data) {
@@ -128,8 +134,9 @@ int simpleTest(const BkOptions& o) {
   if (int c = check(h)) return c;
   BkResult crc = awaitDone([&](auto cb) { h->loop().execute([h, cb] { h->close(cb); }); });
   if (crc != BkResult::kOk) return fail("close ledger", crc);
-  auto [orc, reader] =
-      await<std::shared_ptr<LedgerHandle>>([&](auto cb) { bk->openLedger(id, cb); });
+  auto res4 = await<std::shared_ptr<LedgerHandle>>([&](auto cb) { bk->openLedger(id, cb); });
+  auto orc = res4.first;
+  auto reader = std::move(res4.second);
   if (orc != BkResult::kOk) return fail("open ledger", orc);
   if (int c = check(reader)) return c;
   std::cout << o.numEntries << " entries read back from ledger " << id << std::endl;
@@ -147,14 +154,18 @@ int simpleTest(const BkOptions& o) {
 int readLedger(const BkOptions& o) {
   auto bk = connect(o);
   if (!bk) return 1;
-  auto [rc, h] = await<std::shared_ptr<LedgerHandle>>(
+  auto res5 = await<std::shared_ptr<LedgerHandle>>(
       [&](auto cb) { bk->openLedger(o.ledgerId, cb, o.forceRecovery); });
+  auto rc = res5.first;
+  auto h = std::move(res5.second);
   if (rc != BkResult::kOk) return fail("open ledger " + std::to_string(o.ledgerId), rc);
   int64_t lac = h->lastAddConfirmed();
   int64_t last = o.lastEntryId < 0 || o.lastEntryId > lac ? lac : o.lastEntryId;
   if (last >= o.firstEntryId) {
-    auto [r, entries] = onLoop<std::vector<bookkeeper::LedgerEntry>>(
+    auto res6 = onLoop<std::vector<bookkeeper::LedgerEntry>>(
         h, [h, first = o.firstEntryId, last](auto cb) { h->readEntries(first, last, cb); });
+    auto r = res6.first;
+    auto entries = std::move(res6.second);
     if (r != BkResult::kOk) return fail("read ledger " + std::to_string(o.ledgerId), r);
     for (const auto& e : entries) {
       std::cout << "--------- Lid=" << o.ledgerId << ", Eid=" << e.entryId
@@ -172,8 +183,10 @@ int readLedger(const BkOptions& o) {
 int ledgerMetadata(const BkOptions& o) {
   auto bk = connect(o);
   if (!bk) return 1;
-  auto [rc, vm] = await<bookkeeper::VersionedMetadata>(
+  auto res7 = await<bookkeeper::VersionedMetadata>(
       [&](auto cb) { bk->readLedgerMetadata(o.ledgerId, cb); });
+  auto rc = res7.first;
+  auto vm = std::move(res7.second);
   if (rc != BkResult::kOk) return fail("ledger " + std::to_string(o.ledgerId), rc);
   if (!o.dumpToFile.empty()) {
     std::ofstream f(o.dumpToFile, std::ios::binary | std::ios::trunc);
@@ -196,10 +209,12 @@ int ledgerMetadata(const BkOptions& o) {
 int benchAdds(const BkOptions& o) {
   auto bk = connect(o);
   if (!bk) return 1;
-  auto [rc, h] = await<std::shared_ptr<LedgerHandle>>([&](auto cb) {
+  auto res8 = await<std::shared_ptr<LedgerHandle>>([&](auto cb) {
     bk->createLedger(o.ensemble, o.writeQuorum, o.ackQuorum, {{"application", "magnetar-bench"}},
                      cb);
   });
+  auto rc = res8.first;
+  auto h = std::move(res8.second);
   if (rc != BkResult::kOk) return fail("create ledger", rc);
   std::cout << "Ledger ID: " << h->id() << std::endl;
   struct Run {

@@ -58,25 +58,26 @@ void LedgerHandle::readOne(int64_t entryId, int attempt,
   const auto& ensemble = md.ensembleFor(entryId);
   const BookieId& b = ensemble[static_cast<size_t>((entryId + attempt) % md.ensembleSize)];
   std::weak_ptr<LedgerHandle> weak = weak_from_this();
-  bookies_.readEntry(b, ledgerId_, entryId, kFlagNone, nullptr,
-                     [weak, entryId, attempt, cb = std::move(cb)](BkResult rc, std::string e) {
-                       auto self = weak.lock();
-                       if (!self) return cb(BkResult::kClientClosed, {});
-                       if (rc == BkResult::kOk) {
-                         auto v = verifyEntry(e, self->ledgerId_, entryId);
-                         if (v.isOk()) {
-                           return cb(BkResult::kOk, LedgerEntry{entryId, v->header.length,
-                                                                std::string(v->payload)});
-                         }
-                         MLOG_WARN("bookkeeper: ledger {} entry {}: {}", self->ledgerId_, entryId,
-                                   v.status().message());
-                         rc = BkResult::kDigestMismatch;
-                       }
-                       if (attempt + 1 < self->md_.metadata.writeQuorumSize) {
-                         return self->readOne(entryId, attempt + 1, cb);
-                       }
-                       cb(rc, {});
-                     });
+  bookies_.readEntry(
+      b, ledgerId_, entryId, kFlagNone, nullptr,
+      [weak, entryId, attempt, cb = std::move(cb)](BkResult rc, const std::string& e) {
+        auto self = weak.lock();
+        if (!self) return cb(BkResult::kClientClosed, {});
+        if (rc == BkResult::kOk) {
+          auto v = verifyEntry(e, self->ledgerId_, entryId);
+          if (v.isOk()) {
+            return cb(BkResult::kOk,
+                      LedgerEntry{entryId, v->header.length, std::string(v->payload)});
+          }
+          MLOG_WARN("bookkeeper: ledger {} entry {}: {}", self->ledgerId_, entryId,
+                    v.status().message());
+          rc = BkResult::kDigestMismatch;
+        }
+        if (attempt + 1 < self->md_.metadata.writeQuorumSize) {
+          return self->readOne(entryId, attempt + 1, cb);
+        }
+        cb(rc, {});
+      });
 }
 
 void LedgerHandle::readEntries(int64_t first, int64_t last, ReadCallback cb) {
@@ -144,7 +145,7 @@ void LedgerHandle::readLastAddConfirmed(std::function<void(BkResult, int64_t)> c
   std::weak_ptr<LedgerHandle> weak = weak_from_this();
   for (const auto& b : ensemble) {
     bookies_.readEntry(b, ledgerId_, kLastAddConfirmed, kFlagNone, nullptr,
-                       [weak, st](BkResult rc, std::string e) {
+                       [weak, st](BkResult rc, const std::string& e) {
                          auto self = weak.lock();
                          if (rc == BkResult::kOk && self) {
                            auto v = verifyEntry(e, self->ledgerId_, -1);

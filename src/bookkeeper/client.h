@@ -5,6 +5,8 @@
 // ledgerId % N for its life; ZooKeeper runs on libzookeeper-mt's own threads and its completions
 // are posted to the ledger's loop.
 //
+// Ledger handles must not outlive their BookKeeperClient (they refer to its loops and metadata).
+//
 // Every callback runs on the ledger's loop (for createLedger/openLedger/deleteLedger: the loop of
 // the ledger id, or loop 0 when no id was allocated). Callers hand results over to their own
 // executor.
@@ -119,7 +121,8 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   void completeAdds();
   void fence(DoneCallback cb);
   void recoverFrom(int64_t entryId, DoneCallback cb);
-  void onRecoveryRead(int64_t entryId, bool found, LedgerEntry entry, int missing, DoneCallback cb);
+  void onRecoveryRead(int64_t entryId, bool found, const LedgerEntry& entry, int missing,
+                      DoneCallback cb);
   void failAllPending(BkResult rc);
   void readOne(int64_t entryId, int attempt, std::function<void(BkResult, LedgerEntry)> cb);
   void writeClosed(DoneCallback cb);

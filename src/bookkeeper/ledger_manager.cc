@@ -1,3 +1,9 @@
+// GCC 12 -O2 reports a false maybe-uninitialized in the inlined destructor of the
+// Result<std::vector<std::string>> that std::function hands to the getChildren callback (in
+// <functional>, hence before the includes).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "bookkeeper/ledger_manager.h"
 
 #include <algorithm>
@@ -53,7 +59,7 @@ void LedgerManager::generateLedgerId(net::Executor* ex, IdCallback cb) {
                 } catch (...) {
                   return cb(BkResult::kMetadataError, -1);
                 }
-                store_->remove(path, std::nullopt, ex, [](Status) {});
+                store_->remove(path, std::nullopt, ex, [](const Status&) {});
                 if (id < 0 || id >= 0x7fffffffLL) return cb(BkResult::kMetadataError, -1);
                 cb(BkResult::kOk, id);
               });
@@ -109,10 +115,11 @@ void LedgerManager::writeLedgerMetadata(int64_t ledgerId, const LedgerMetadata& 
 }
 
 void LedgerManager::removeLedgerMetadata(int64_t ledgerId, net::Executor* ex, DoneCallback cb) {
-  store_->remove(ledgerPath(root_, ledgerId), std::nullopt, ex, [cb = std::move(cb)](Status s) {
-    if (s.isOk()) return cb(BkResult::kOk);
-    cb(s.code() == StatusCode::kNotFound ? BkResult::kNoSuchLedger : BkResult::kMetadataError);
-  });
+  store_->remove(
+      ledgerPath(root_, ledgerId), std::nullopt, ex, [cb = std::move(cb)](const Status& s) {
+        if (s.isOk()) return cb(BkResult::kOk);
+        cb(s.code() == StatusCode::kNotFound ? BkResult::kNoSuchLedger : BkResult::kMetadataError);
+      });
 }
 
 }  // namespace magnetar::bookkeeper

@@ -56,7 +56,7 @@ void LedgerHandle::fence(DoneCallback cb) {
   auto self = shared_from_this();
   for (size_t i = 0; i < ensemble.size(); ++i) {
     bookies_.readEntry(ensemble[i], ledgerId_, kLastAddConfirmed, kFlagDoFencing, &key_,
-                       [self, st, i](BkResult rc, std::string e) {
+                       [self, st, i](BkResult rc, const std::string& e) {
                          if (rc == BkResult::kOk) {
                            auto v = verifyEntry(e, self->ledgerId_, -1);
                            if (v.isOk()) {
@@ -90,7 +90,7 @@ void LedgerHandle::fence(DoneCallback cb) {
                            return self->recoverFrom(0, std::move(st->cb));
                          }
                          // The length up to the LAC is in the LAC entry itself.
-                         self->readOne(st->lac, 0, [self, st](BkResult rc2, LedgerEntry le) {
+                         self->readOne(st->lac, 0, [self, st](BkResult rc2, const LedgerEntry& le) {
                            if (rc2 != BkResult::kOk) return st->cb(rc2);
                            self->length_ = self->confirmedLength_ = le.length;
                            self->recoverFrom(st->lac + 1, std::move(st->cb));
@@ -116,7 +116,8 @@ void LedgerHandle::recoverFrom(int64_t entryId, DoneCallback cb) {
   for (int k = 0; k < md.writeQuorumSize; ++k) {
     const BookieId& b = ensemble[static_cast<size_t>((entryId + k) % md.ensembleSize)];
     bookies_.readEntry(
-        b, ledgerId_, entryId, kFlagNone, nullptr, [self, st, entryId](BkResult rc, std::string e) {
+        b, ledgerId_, entryId, kFlagNone, nullptr,
+        [self, st, entryId](BkResult rc, const std::string& e) {
           if (rc == BkResult::kOk && !st->found) {
             auto v = verifyEntry(e, self->ledgerId_, entryId);
             if (v.isOk()) {
@@ -127,14 +128,13 @@ void LedgerHandle::recoverFrom(int64_t entryId, DoneCallback cb) {
             ++st->missing;
           }
           if (--st->remaining > 0) return;
-          self->onRecoveryRead(entryId, st->found, std::move(st->entry), st->missing,
-                               std::move(st->cb));
+          self->onRecoveryRead(entryId, st->found, st->entry, st->missing, std::move(st->cb));
         });
   }
 }
 
-void LedgerHandle::onRecoveryRead(int64_t entryId, bool found, LedgerEntry entry, int missing,
-                                  DoneCallback cb) {
+void LedgerHandle::onRecoveryRead(int64_t entryId, bool found, const LedgerEntry& entry,
+                                  int missing, DoneCallback cb) {
   const auto& md = md_.metadata;
   if (!found) {
     // Absent from enough of its write set that it cannot have reached Qa: the end.

@@ -99,69 +99,71 @@ void LedgerHandle::changeEnsemble() {
   changingEnsemble_ = true;
   uint64_t failed = failedIndexes_;
   auto self = shared_from_this();
-  client_.ledgerManager().availableBookies(&loop_, [self, failed](BkResult rc,
-                                                                  std::vector<BookieId> avail) {
-    if (self->error_ != BkResult::kOk) {
-      self->changingEnsemble_ = false;
-      return;
-    }
-    if (rc != BkResult::kOk) return self->failAllPending(rc);
-    const auto& md = self->md_.metadata;
-    std::vector<BookieId> ensemble = md.ensembles.rbegin()->second;
-    std::vector<BookieId> spare;
-    for (auto& b : avail) {
-      if (std::find(ensemble.begin(), ensemble.end(), b) == ensemble.end()) spare.push_back(b);
-    }
-    thread_local std::mt19937_64 rng{std::random_device{}()};
-    std::shuffle(spare.begin(), spare.end(), rng);
-    size_t next = 0;
-    for (size_t i = 0; i < ensemble.size(); ++i) {
-      if ((failed & (uint64_t{1} << i)) == 0) continue;
-      if (next >= spare.size()) {
-        MLOG_WARN("bookkeeper: ledger {}: no bookie to replace {}", self->ledgerId_, ensemble[i]);
-        return self->failAllPending(BkResult::kNotEnoughBookies);
-      }
-      ensemble[i] = spare[next++];
-    }
-    LedgerMetadata updated = md;
-    updated.ensembles[self->lastAddConfirmed_ + 1] = ensemble;
-    self->client_.ledgerManager().writeLedgerMetadata(
-        self->ledgerId_, updated, self->md_.version, &self->loop_,
-        [self, failed](BkResult rc, VersionedMetadata written) {
-          if (rc == BkResult::kMetadataVersion) {
-            // Another writer of the znode: a recovery (state no longer OPEN) fences us.
-            return self->client_.ledgerManager().readLedgerMetadata(
-                self->ledgerId_, &self->loop_, [self](BkResult rc2, VersionedMetadata cur) {
-                  if (rc2 == BkResult::kOk && cur.metadata.state == LedgerState::kOpen &&
-                      cur.metadata.ensembles == self->md_.metadata.ensembles) {
-                    self->md_ = std::move(cur);
-                    return self->changeEnsemble();
-                  }
-                  self->failAllPending(rc2 == BkResult::kOk ? BkResult::kLedgerFenced : rc2);
-                });
-          }
-          if (rc != BkResult::kOk) return self->failAllPending(rc);
-          MLOG_INFO(
-              "bookkeeper: ledger {}: new ensemble from entry {}: {}", self->ledgerId_,
-              self->lastAddConfirmed_ + 1,
-              fmt::format("{}", fmt::join(written.metadata.ensembles.rbegin()->second, ", ")));
-          self->md_ = std::move(written);
-          self->failedIndexes_ &= ~failed;
+  client_.ledgerManager().availableBookies(
+      &loop_, [self, failed](BkResult rc, const std::vector<BookieId>& avail) {
+        if (self->error_ != BkResult::kOk) {
           self->changingEnsemble_ = false;
-          const auto& m = self->md_.metadata;
-          for (auto& p : self->pending_) {
-            if (p.done) continue;
-            if (!p.sent) {
-              self->sendAdd(p, ~uint64_t{0});
-              continue;
-            }
-            uint64_t resend = failed & writeSetMask(p.entryId, m.ensembleSize, m.writeQuorumSize);
-            p.acked &= ~resend;
-            if (resend != 0) self->sendAdd(p, resend);
+          return;
+        }
+        if (rc != BkResult::kOk) return self->failAllPending(rc);
+        const auto& md = self->md_.metadata;
+        std::vector<BookieId> ensemble = md.ensembles.rbegin()->second;
+        std::vector<BookieId> spare;
+        for (auto& b : avail) {
+          if (std::find(ensemble.begin(), ensemble.end(), b) == ensemble.end()) spare.push_back(b);
+        }
+        thread_local std::mt19937_64 rng{std::random_device{}()};
+        std::shuffle(spare.begin(), spare.end(), rng);
+        size_t next = 0;
+        for (size_t i = 0; i < ensemble.size(); ++i) {
+          if ((failed & (uint64_t{1} << i)) == 0) continue;
+          if (next >= spare.size()) {
+            MLOG_WARN("bookkeeper: ledger {}: no bookie to replace {}", self->ledgerId_,
+                      ensemble[i]);
+            return self->failAllPending(BkResult::kNotEnoughBookies);
           }
-          if (self->failedIndexes_ != 0) self->changeEnsemble();
-        });
-  });
+          ensemble[i] = spare[next++];
+        }
+        LedgerMetadata updated = md;
+        updated.ensembles[self->lastAddConfirmed_ + 1] = ensemble;
+        self->client_.ledgerManager().writeLedgerMetadata(
+            self->ledgerId_, updated, self->md_.version, &self->loop_,
+            [self, failed](BkResult rc, VersionedMetadata written) {
+              if (rc == BkResult::kMetadataVersion) {
+                // Another writer of the znode: a recovery (state no longer OPEN) fences us.
+                return self->client_.ledgerManager().readLedgerMetadata(
+                    self->ledgerId_, &self->loop_, [self](BkResult rc2, VersionedMetadata cur) {
+                      if (rc2 == BkResult::kOk && cur.metadata.state == LedgerState::kOpen &&
+                          cur.metadata.ensembles == self->md_.metadata.ensembles) {
+                        self->md_ = std::move(cur);
+                        return self->changeEnsemble();
+                      }
+                      self->failAllPending(rc2 == BkResult::kOk ? BkResult::kLedgerFenced : rc2);
+                    });
+              }
+              if (rc != BkResult::kOk) return self->failAllPending(rc);
+              MLOG_INFO(
+                  "bookkeeper: ledger {}: new ensemble from entry {}: {}", self->ledgerId_,
+                  self->lastAddConfirmed_ + 1,
+                  fmt::format("{}", fmt::join(written.metadata.ensembles.rbegin()->second, ", ")));
+              self->md_ = std::move(written);
+              self->failedIndexes_ &= ~failed;
+              self->changingEnsemble_ = false;
+              const auto& m = self->md_.metadata;
+              for (auto& p : self->pending_) {
+                if (p.done) continue;
+                if (!p.sent) {
+                  self->sendAdd(p, ~uint64_t{0});
+                  continue;
+                }
+                uint64_t resend =
+                    failed & writeSetMask(p.entryId, m.ensembleSize, m.writeQuorumSize);
+                p.acked &= ~resend;
+                if (resend != 0) self->sendAdd(p, resend);
+              }
+              if (self->failedIndexes_ != 0) self->changeEnsemble();
+            });
+      });
 }
 
 void LedgerHandle::completeAdds() {
