@@ -214,15 +214,22 @@ void LedgerHandle::writeClosed(DoneCallback cb) {
 Result<std::unique_ptr<BookKeeperClient>> BookKeeperClient::open(const ClientConfig& config) {
   auto parsed = parseMetadataServiceUri(config.metadataServiceUri);
   if (!parsed.isOk()) return parsed.status();
-  if (config.numIoThreads < 1) return Status::invalidArgument("numIoThreads must be >= 1");
-  std::unique_ptr<BookKeeperClient> c(new BookKeeperClient(config));
   metadata::ZkConfig zk;
   zk.url = parsed->first;
   zk.sessionTimeoutMs = config.zkSessionTimeoutMs;
   zk.connectTimeoutMs = config.zkSessionTimeoutMs;
   auto store = metadata::openZkStore(zk);
   if (!store.isOk()) return store.status();
-  c->store_ = std::move(*store);
+  return openWithStore(config, std::move(*store));
+}
+
+Result<std::unique_ptr<BookKeeperClient>> BookKeeperClient::openWithStore(
+    const ClientConfig& config, std::unique_ptr<metadata::Store> store) {
+  auto parsed = parseMetadataServiceUri(config.metadataServiceUri);
+  if (!parsed.isOk()) return parsed.status();
+  if (config.numIoThreads < 1) return Status::invalidArgument("numIoThreads must be >= 1");
+  std::unique_ptr<BookKeeperClient> c(new BookKeeperClient(config));
+  c->store_ = std::move(store);
   c->ledgers_ = std::make_unique<LedgerManager>(c->store_.get(), parsed->second);
   c->loops_ = std::make_unique<net::EventLoopGroup>("bookkeeper-io", config.numIoThreads);
   for (int i = 0; i < config.numIoThreads; ++i) {

@@ -154,6 +154,10 @@ class BookKeeperClient {
   // the session timeout): not on an event loop. kInvalidArgument for a bad URI; kIoError when the
   // cluster is not reachable or not initialised.
   static Result<std::unique_ptr<BookKeeperClient>> open(const ClientConfig& config);
+  // The same on a metadata store the caller opened (tests: a LocalStore); the URI gives the
+  // ledgers root only.
+  static Result<std::unique_ptr<BookKeeperClient>> openWithStore(
+      const ClientConfig& config, std::unique_ptr<metadata::Store> store);
   ~BookKeeperClient();
 
   // A new ledger: id from idgen, E bookies picked at random from /ledgers/available
