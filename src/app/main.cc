@@ -1,4 +1,5 @@
-// magnetar: the broker binary. Subcommands: standalone, broker, config show, config docs.
+// magnetar: the broker binary. Subcommands: standalone, broker, config show, config docs,
+// tokens, bookkeeper.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <csignal>
