@@ -6,7 +6,8 @@
 #  - tests/js/node_modules: pulsar-flex (pure JS client) from npm, pinned by tests/js/package-lock.json.
 #  - tests/java: the Java compatibility suite's Maven dependencies and plugins (Pulsar's Java
 #    client, admin client, pulsar-admin/pulsar-client/pulsar-perf) from Maven Central into ~/.m2,
-#    and tools/target/cli.classpath, so scripts/test.sh can run it offline (mvn -o).
+#    and tools/target/cli.classpath, so scripts/test.sh can run it offline (mvn -o);
+#  - tools/bookkeeper: BookKeeper 4.17's jars into ~/.m2 (scripts/bookies.sh, tests/bookkeeper).
 # Java/Maven deps of the reference Pulsar broker are NOT installed here: tools/pulsar-reference/
 # resolves them on demand (CI does not run Pulsar).
 set -euo pipefail
@@ -64,5 +65,15 @@ if [ ! -f "$JSTAMP" ] || [ "$(cat "$JSTAMP")" != "$jwant" ] || [ ! -s "$JAVA_DIR
   echo "$jwant" > "$JSTAMP"
 else
   echo "install-test-deps: tests/java dependencies up to date"
+fi
+
+# BookKeeper 4.17 (bookies, shell, Java client) for scripts/bookies.sh and tests/bookkeeper:
+# resolved into ~/.m2, classpath in tools/bookkeeper/target/bk.classpath (no jars in the tree).
+BK_DIR="$REPO/tools/bookkeeper"
+if [ ! -s "$BK_DIR/target/bk.classpath" ] || [ "$BK_DIR/pom.xml" -nt "$BK_DIR/target/bk.classpath" ]; then
+  echo "install-test-deps: resolving BookKeeper from Maven Central"
+  mvn -B -q -s "$JAVA_DIR/settings.xml" -f "$BK_DIR" package
+else
+  echo "install-test-deps: BookKeeper classpath up to date"
 fi
 echo "install-test-deps: done"

@@ -1,10 +1,12 @@
-// magnetar: the broker binary. Subcommands: standalone, broker, config show, config docs.
+// magnetar: the broker binary. Subcommands: standalone, broker, config show, config docs,
+// tokens, bookkeeper.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
 
+#include "app/bookkeeper_cli.h"
 #include "app/run_broker.h"
 #include "app/tokens_cli.h"
 #include "base/logging.h"
@@ -109,12 +111,14 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"conf", "markdown"}));
 
   auto runTokens = addTokensCommand(app);
+  auto runBookKeeper = addBookKeeperCommand(app);
 
   // Pulsar's tool spells some options "-sk", "-pk": CLI11 takes them as "--sk", "--pk".
   std::vector<std::string> args(argv + 1, argv + argc);
   for (auto& a : args) {
     if (a == "-sk" || a == "-pk" || a == "-hs") a.insert(0, "-");
   }
+  rewriteBookKeeperShellFlags(args);
   std::reverse(args.begin(), args.end());  // CLI11 takes the vector form reversed
   try {
     app.parse(args);
@@ -127,6 +131,7 @@ int run(int argc, char** argv) {
   if (show->parsed()) return configShow(showOpts);
   if (docs->parsed()) return configDocs(docsFormat);
   initLogging(logLevel);
+  if (int code = runBookKeeper(); code >= 0) return code;
   if (standalone->parsed()) return serve(standaloneOpts, true, portsFile);
   if (broker->parsed()) return serve(brokerOpts, false, portsFile);
   return kExitConfigError;

@@ -13,6 +13,8 @@ namespace {
 // The automatic size of a kThreads key for n available processors.
 int autoThreadCount(SettingId id, int n) {
   if (id == SettingId::numIOThreads) return defaultNumIOThreads(n);
+  // A few busy bookie connections coalesce best on a few loops (docs/cluster-threads.md).
+  if (id == SettingId::bookkeeperClientNumIoThreads) return std::clamp(n, 1, 4);
   return std::max(n, 1);  // Pulsar sizes its ml-worker and scheduler pools to the processors
 }
 

@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# A local Apache BookKeeper cluster for tests and development: one ZooKeeper (scripts/zookeeper.sh)
+# and N bookies of BookKeeper 4.17 (the Maven Central jars resolved by tools/bookkeeper/pom.xml into
+# ~/.m2; no binary distribution), all on 127.0.0.1 with free ports.
+#
+#   scripts/bookies.sh start [-n 3] [-d DIR] [--no-sync]   # prints the metadata service URI
+#   scripts/bookies.sh stop [-d DIR]
+#   scripts/bookies.sh shell [-d DIR] CMD ARGS...          # `bookkeeper shell CMD ARGS` on DIR's cluster
+#   scripts/bookies.sh kill9 [-d DIR] I                    # SIGKILL bookie I (0-based), for fault tests
+#   scripts/bookies.sh status [-d DIR]
+#
+# start: ZooKeeper under DIR/zk, cluster metadata initialised once (`bookkeeper shell initnewcluster`,
+# whose default layout is the hierarchical ledger manager), bookie I's journal and ledgers under
+# DIR/bookie-I (journalSyncData=true unless --no-sync), -Xmx256m each. Returns once every bookie is
+# registered under /ledgers/available, and prints `zk://127.0.0.1:PORT/ledgers` on stdout (only that).
+# DIR defaults to ./data/bookies. Needs Java 17 and Maven (scripts/install-test-deps.sh).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "$0")/.." && pwd)"
+cmd=${1:-}
+shift || true
+dir="$PWD/data/bookies" n=3 sync=true
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -d) dir=$2; shift 2 ;;
+    -n) n=$2; shift 2 ;;
+    --no-sync) sync=false; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+mkdir -p "$dir"
+dir="$(cd "$dir" && pwd)"
+
+log() { echo "bookies.sh: $*" >&2; }
+
+classpath() {  # the runtime classpath of bookkeeper-server 4.17 (resolved once, then offline)
+  local tools=$REPO/tools/bookkeeper cp=$REPO/tools/bookkeeper/target/bk.classpath
+  if [ ! -s "$cp" ] || [ "$tools/pom.xml" -nt "$cp" ]; then
+    log "resolving BookKeeper from Maven Central (first run only)"
+    (cd "$tools" && mvn -q -B -s "$REPO/tests/java/settings.xml" package >&2)
+  fi
+  cat "$cp"
+}
+
+jvm_opts=(-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k
+  -Dlog4j2.configurationFile="$dir/log4j2.properties" -Dbk.loglevel="${BK_LOGLEVEL:-warn}" -Djava.net.preferIPv4Stack=true)
+
+write_log4j() {
+  cat > "$dir/log4j2.properties" <<'CFG'
+status = error
+appender.out.type = Console
+appender.out.name = out
+appender.out.target = SYSTEM_ERR
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = %d{HH:mm:ss.SSS} %-5p [%t] %c{1} - %m%n
+rootLogger.level = ${sys:bk.loglevel:-warn}
+rootLogger.appenderRef.out.ref = out
+CFG
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+zk_port() { sed -n 's/^clientPort=//p' "$dir/zk/zoo.cfg"; }
+
+# Writes DIR/client.conf, the shell's configuration for this cluster.
+write_client_conf() {
+  cat > "$dir/client.conf" <<CFG
+metadataServiceUri=zk://127.0.0.1:$(zk_port)/ledgers
+zkTimeout=10000
+allowShadedLedgerManagerFactoryClass=false
+CFG
+}
+
+run_shell() {  # bookkeeper shell with DIR/client.conf; stdout and stderr as the tool writes them
+  java -Xmx256m "${jvm_opts[@]}" -cp "$(classpath)" org.apache.bookkeeper.bookie.BookieShell \
+    -conf "$dir/client.conf" "$@"
+}
+
+available_bookies() {  # number of children of /ledgers/available except "readonly"
+  local out
+  out=$(java -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+    -cp /usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/slf4j-api.jar \
+    org.apache.zookeeper.ZooKeeperMain -server "127.0.0.1:$(zk_port)" ls /ledgers/available \
+    2>/dev/null | grep '^\[' | tail -1 || true)
+  echo "$out" | tr -d '[] ' | tr ',' '\n' | grep -c ':' || true
+}
+
+bookie_running() { [ -f "$dir/bookie-$1/pid" ] && kill -0 "$(cat "$dir/bookie-$1/pid")" 2>/dev/null; }
+
+start_bookie() {  # I PORT
+  local i=$1 port=$2 b=$dir/bookie-$1
+  mkdir -p "$b/journal" "$b/ledgers"
+  cat > "$b/bookie.conf" <<CFG
+metadataServiceUri=zk://127.0.0.1:$(zk_port)/ledgers
+bookiePort=$port
+advertisedAddress=127.0.0.1
+listeningInterface=lo
+allowLoopback=true
+journalDirectories=$b/journal
+ledgerDirectories=$b/ledgers
+journalSyncData=$sync
+httpServerEnabled=false
+zkTimeout=10000
+diskUsageThreshold=0.99
+diskUsageWarnThreshold=0.98
+skipListSizeLimit=8388608
+skipListArenaChunkSize=1048576
+journalPreAllocSizeMB=4
+journalWriteBufferSizeKB=64
+numAddWorkerThreads=1
+numReadWorkerThreads=1
+numJournalCallbackThreads=1
+serverNumIOThreads=2
+CFG
+  echo "$port" > "$b/port"
+  nohup java -Xmx256m -XX:MaxDirectMemorySize=128m "${jvm_opts[@]}" -cp "$CP" \
+    org.apache.bookkeeper.server.Main --conf "$b/bookie.conf" > "$b/bookie.log" 2>&1 &
+  echo $! > "$b/pid"
+}
+
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+case "$cmd" in
+  start)
+    command -v java >/dev/null || { log "java not found (scripts/install-test-deps.sh)"; exit 1; }
+    CP=$(classpath)
+    write_log4j
+    if ! bash "$REPO/scripts/zookeeper.sh" status -d "$dir/zk" >/dev/null 2>&1; then
+      zkp=$(free_port)
+      [ -f "$dir/zk/zoo.cfg" ] && zkp=$(zk_port)  # a restart keeps the port in the saved URI
+      bash "$REPO/scripts/zookeeper.sh" start -d "$dir/zk" -p "$zkp" --tick-ms 500 >&2
+    fi
+    write_client_conf
+    if [ ! -f "$dir/zk/.bk-initialised" ]; then
+      run_shell initnewcluster > "$dir/initnewcluster.log" 2>&1 || {
+        log "initnewcluster failed; see $dir/initnewcluster.log"; exit 1; }
+      touch "$dir/zk/.bk-initialised"
+    fi
+    for i in $(seq 0 $((n - 1))); do
+      bookie_running "$i" && continue
+      port=$(cat "$dir/bookie-$i/port" 2>/dev/null || free_port)
+      start_bookie "$i" "$port"
+    done
+    # Ready when every bookie accepts connections and is registered under /ledgers/available.
+    for _ in $(seq 1 600); do
+      up=0
+      for i in $(seq 0 $((n - 1))); do
+        bookie_running "$i" || { log "bookie $i exited; see $dir/bookie-$i/bookie.log"; exit 1; }
+        listening "$(cat "$dir/bookie-$i/port")" && up=$((up + 1))
+      done
+      if [ "$up" = "$n" ] && [ "$(available_bookies)" -ge "$n" ]; then
+        echo "zk://127.0.0.1:$(zk_port)/ledgers"
+        exit 0
+      fi
+      sleep 0.2
+    done
+    log "bookies not registered after 120 s; see $dir/bookie-*/bookie.log"
+    exit 1
+    ;;
+  stop)
+    for p in "$dir"/bookie-*/pid; do
+      [ -f "$p" ] || continue
+      pid=$(cat "$p")
+      kill "$pid" 2>/dev/null || true
+    done
+    for p in "$dir"/bookie-*/pid; do
+      [ -f "$p" ] || continue
+      pid=$(cat "$p")
+      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+      rm -f "$p"
+    done
+    bash "$REPO/scripts/zookeeper.sh" stop -d "$dir/zk"
+    ;;
+  kill9)
+    i=${args[0]:?bookie index}
+    kill -9 "$(cat "$dir/bookie-$i/pid")"
+    rm -f "$dir/bookie-$i/pid"
+    ;;
+  shell)
+    [ -f "$dir/client.conf" ] || { log "no cluster in $dir"; exit 1; }
+    run_shell "${args[@]}"
+    ;;
+  status)
+    bash "$REPO/scripts/zookeeper.sh" status -d "$dir/zk"
+    for p in "$dir"/bookie-*/pid; do
+      [ -f "$p" ] || continue
+      i=$(basename "$(dirname "$p")")
+      kill -0 "$(cat "$p")" 2>/dev/null && echo "$i $(cat "$p") $(cat "$(dirname "$p")/port")"
+    done
+    echo "zk://127.0.0.1:$(zk_port)/ledgers"
+    ;;
+  *)
+    echo "usage: bookies.sh start|stop|status|shell|kill9 [-n N] [-d DIR] [--no-sync]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,363 @@
+#include "app/bookkeeper_cli.h"
+
+#include <fstream>
+#include <future>
+#include <iostream>
+#include <memory>
+
+#include "bookkeeper/client.h"
+
+namespace magnetar::app {
+namespace {
+
+using bookkeeper::BkResult;
+using bookkeeper::BookKeeperClient;
+using bookkeeper::LedgerHandle;
+
+struct BkOptions {
+  std::string uri;
+  int ioThreads = 1;
+  int timeoutSec = 30;
+  // simpletest (SimpleTestCommand's flags and defaults)
+  int ensemble = 3;
+  int writeQuorum = 2;
+  int ackQuorum = 2;
+  int numEntries = 100;
+  bool keep = false;
+  // readledger / ledgermetadata
+  int64_t ledgerId = -1;
+  int64_t firstEntryId = 0;
+  int64_t lastEntryId = -1;
+  bool msg = false;
+  bool forceRecovery = false;
+  std::string dumpToFile;
+  // bench
+  int entrySize = 1024;
+  int outstanding = 100;
+  int progressEvery = 0;
+};
+
+template <typename T>
+std::pair<BkResult, T> await(const std::function<void(std::function<void(BkResult, T)>)>& start) {
+  auto p = std::make_shared<std::promise<std::pair<BkResult, T>>>();
+  auto f = p->get_future();
+  start([p](BkResult rc, T v) { p->set_value({rc, std::move(v)}); });
+  return f.get();
+}
+
+BkResult awaitDone(const std::function<void(std::function<void(BkResult)>)>& start) {
+  auto p = std::make_shared<std::promise<BkResult>>();
+  auto f = p->get_future();
+  start([p](BkResult rc) { p->set_value(rc); });
+  return f.get();
+}
+
+int fail(const std::string& what, BkResult rc) {
+  std::cerr << "bookkeeper: " << what << ": " << bookkeeper::bkResultName(rc) << "\n";
+  return 1;
+}
+
+std::unique_ptr<BookKeeperClient> connect(const BkOptions& o) {
+  bookkeeper::ClientConfig c;
+  c.metadataServiceUri = o.uri;
+  c.numIoThreads = o.ioThreads;
+  c.bookie.addTimeout = std::chrono::seconds(o.timeoutSec);
+  c.bookie.readTimeout = std::chrono::seconds(o.timeoutSec);
+  auto client = BookKeeperClient::open(c);
+  if (!client.isOk()) {
+    std::cerr << "bookkeeper: " << client.status().message() << "\n";
+    return nullptr;
+  }
+  return std::move(*client);
+}
+
+// Runs fn on the handle's loop and waits for it.
+template <typename T>
+std::pair<BkResult, T> onLoop(const std::shared_ptr<LedgerHandle>& h,
+                              std::function<void(std::function<void(BkResult, T)>)> start) {
+  return await<T>(
+      [&](std::function<void(BkResult, T)> cb) { h->loop().execute([start, cb] { start(cb); }); });
+}
+
+// SimpleTestCommand: creates a ledger (CRC32C, empty password, custom metadata Bookie=simpletest),
+// appends numEntries entries of 100 bytes, reads them back, closes the ledger, reads them again
+// and deletes the ledger (unless -keep, Magnetar's addition for interop checks).
+int simpleTest(const BkOptions& o) {
+  auto bk = connect(o);
+  if (!bk) return 1;
+  std::string data(100, 'A');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>('A' + (i * 7 + 3) % 26);
+  auto res1 = await<std::shared_ptr<LedgerHandle>>([&](auto cb) {
+    bk->createLedger(o.ensemble, o.writeQuorum, o.ackQuorum, {{"Bookie", "simpletest"}}, cb);
+  });
+  auto rc = res1.first;
+  auto h = std::move(res1.second);
+  if (rc != BkResult::kOk) return fail("create ledger", rc);
+  int64_t id = h->id();
+  std::cout << "Ledger ID: " << id << std::endl;
+  Buffer payload = Buffer::copyOf(data);
+  auto res2 = onLoop<int64_t>(h, [h, payload, n = o.numEntries](auto cb) {
+    // All adds in flight at once; the last completion reports (completions are in order).
+    if (n == 0) return cb(BkResult::kOk, -1);
+    auto firstError = std::make_shared<BkResult>(BkResult::kOk);
+    for (int i = 0; i < n; ++i) {
+      h->addEntry(payload, [cb, firstError, i, n](BkResult r, int64_t entryId) {
+        if (r != BkResult::kOk && *firstError == BkResult::kOk) *firstError = r;
+        if (i == n - 1) cb(*firstError, entryId);
+      });
+    }
+  });
+  auto arc = res2.first;
+  auto last = res2.second;
+  if (arc != BkResult::kOk) return fail("add entry", arc);
+  std::cout << o.numEntries << " entries written to ledger " << id << ". Last entry Id " << last
+            << std::endl;
+  if (last != o.numEntries - 1) {
+    std::cerr << "bookkeeper: Last entry id doesn't match the expected value\n";
+    return 1;
+  }
+  auto check = [&](const std::shared_ptr<LedgerHandle>& handle) -> int {
+    if (last < 0) return 0;
+    auto res3 = onLoop<std::vector<bookkeeper::LedgerEntry>>(
+        handle, [handle, last](auto cb) { handle->readEntries(0, last, cb); });
+    auto r = res3.first;
+    auto entries = std::move(res3.second);
+    if (r != BkResult::kOk) return fail("read entries", r);
+    for (const auto& e : entries) {
+      if (e.payload != data) {
+        std::cerr << "bookkeeper: Read data doesn't match the data written.\n";
+        return 1;
+      }
+    }
+    return 0;
+  };
+  if (int c = check(h)) return c;
+  BkResult crc = awaitDone([&](auto cb) { h->loop().execute([h, cb] { h->close(cb); }); });
+  if (crc != BkResult::kOk) return fail("close ledger", crc);
+  auto res4 = await<std::shared_ptr<LedgerHandle>>([&](auto cb) { bk->openLedger(id, cb); });
+  auto orc = res4.first;
+  auto reader = std::move(res4.second);
+  if (orc != BkResult::kOk) return fail("open ledger", orc);
+  if (int c = check(reader)) return c;
+  std::cout << o.numEntries << " entries read back from ledger " << id << std::endl;
+  if (!o.keep) {
+    BkResult drc = awaitDone([&](auto cb) { bk->deleteLedger(id, cb); });
+    if (drc != BkResult::kOk) return fail("delete ledger", drc);
+  }
+  bk->close();
+  return 0;
+}
+
+// ReadLedgerCommand: "--------- Lid=L, Eid=E, EntrySize=S ---------" per entry (S is the
+// entry's length field, the ledger's length up to it, as LedgerEntry.getLength()), then with
+// -msg the payload as text (StringEntryFormatter).
+int readLedger(const BkOptions& o) {
+  auto bk = connect(o);
+  if (!bk) return 1;
+  auto res5 = await<std::shared_ptr<LedgerHandle>>(
+      [&](auto cb) { bk->openLedger(o.ledgerId, cb, o.forceRecovery); });
+  auto rc = res5.first;
+  auto h = std::move(res5.second);
+  if (rc != BkResult::kOk) return fail("open ledger " + std::to_string(o.ledgerId), rc);
+  int64_t lac = h->lastAddConfirmed();
+  int64_t last = o.lastEntryId < 0 || o.lastEntryId > lac ? lac : o.lastEntryId;
+  if (last >= o.firstEntryId) {
+    auto res6 = onLoop<std::vector<bookkeeper::LedgerEntry>>(
+        h, [h, first = o.firstEntryId, last](auto cb) { h->readEntries(first, last, cb); });
+    auto r = res6.first;
+    auto entries = std::move(res6.second);
+    if (r != BkResult::kOk) return fail("read ledger " + std::to_string(o.ledgerId), r);
+    for (const auto& e : entries) {
+      std::cout << "--------- Lid=" << o.ledgerId << ", Eid=" << e.entryId
+                << ", EntrySize=" << e.length << " ---------\n";
+      if (o.msg) std::cout << e.payload << "\n";
+    }
+  }
+  std::cout.flush();
+  bk->close();
+  return 0;
+}
+
+// LedgerMetaDataCommand: "ledgerID: N" and LedgerMetadata.toString(); with -dumptofile the
+// znode's bytes are written to the file instead.
+int ledgerMetadata(const BkOptions& o) {
+  auto bk = connect(o);
+  if (!bk) return 1;
+  auto res7 = await<bookkeeper::VersionedMetadata>(
+      [&](auto cb) { bk->readLedgerMetadata(o.ledgerId, cb); });
+  auto rc = res7.first;
+  auto vm = std::move(res7.second);
+  if (rc != BkResult::kOk) return fail("ledger " + std::to_string(o.ledgerId), rc);
+  if (!o.dumpToFile.empty()) {
+    std::ofstream f(o.dumpToFile, std::ios::binary | std::ios::trunc);
+    f << bookkeeper::serializeLedgerMetadata(vm.metadata);
+    if (!f) {
+      std::cerr << "bookkeeper: cannot write " << o.dumpToFile << "\n";
+      return 1;
+    }
+  } else {
+    std::cout << "ledgerID: " << o.ledgerId << "\n"
+              << bookkeeper::ledgerMetadataToString(vm.metadata) << std::endl;
+  }
+  bk->close();
+  return 0;
+}
+
+// Writes numEntries entries of entrySize bytes ("entry-<i>-" then 'x's) with at most
+// `outstanding` in flight; prints the ledger id, progress, then adds/s and latency percentiles.
+// On an add failure: "error at entry E: <Result>" and "last acked entry N", exit 1.
+int benchAdds(const BkOptions& o) {
+  auto bk = connect(o);
+  if (!bk) return 1;
+  auto res8 = await<std::shared_ptr<LedgerHandle>>([&](auto cb) {
+    bk->createLedger(o.ensemble, o.writeQuorum, o.ackQuorum, {{"application", "magnetar-bench"}},
+                     cb);
+  });
+  auto rc = res8.first;
+  auto h = std::move(res8.second);
+  if (rc != BkResult::kOk) return fail("create ledger", rc);
+  std::cout << "Ledger ID: " << h->id() << std::endl;
+  struct Run {
+    std::vector<int64_t> latUs;
+    std::vector<std::chrono::steady_clock::time_point> started;
+    int64_t next = 0;
+    int64_t acked = -1;
+    BkResult error = BkResult::kOk;
+    int64_t errorEntry = -1;
+    std::promise<void> done;
+  };
+  auto run = std::make_shared<Run>();
+  run->started.resize(static_cast<size_t>(o.numEntries));
+  auto t0 = std::chrono::steady_clock::now();
+  auto entry = [size = o.entrySize](int64_t i) {
+    std::string s = "entry-" + std::to_string(i) + "-";
+    s.resize(static_cast<size_t>(size), 'x');
+    return Buffer::copyOf(s);
+  };
+  std::function<void()> pump;
+  pump = [&, run, h]() {
+    while (run->error == BkResult::kOk && run->next < o.numEntries &&
+           run->next - run->acked - 1 < o.outstanding) {
+      int64_t i = run->next++;
+      run->started[static_cast<size_t>(i)] = std::chrono::steady_clock::now();
+      h->addEntry(entry(i), [&, run, i](BkResult r, int64_t) {
+        if (r != BkResult::kOk) {
+          if (run->error == BkResult::kOk) {
+            run->error = r;
+            run->errorEntry = i;
+            run->done.set_value();
+          }
+          return;
+        }
+        run->acked = i;
+        run->latUs.push_back(
+            std::chrono::duration_cast<std::chrono::microseconds>(
+                std::chrono::steady_clock::now() - run->started[static_cast<size_t>(i)])
+                .count());
+        if (o.progressEvery > 0 && (i + 1) % o.progressEvery == 0) {
+          std::cout << "acked " << i << std::endl;
+        }
+        if (i == o.numEntries - 1) return run->done.set_value();
+        pump();
+      });
+    }
+  };
+  if (o.numEntries == 0) {
+    run->done.set_value();
+  } else {
+    h->loop().execute(pump);
+  }
+  run->done.get_future().wait();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (run->error != BkResult::kOk) {
+    std::promise<int64_t> lac;
+    h->loop().execute([h, &lac] { lac.set_value(h->lastAddConfirmed()); });
+    std::cout << "error at entry " << run->errorEntry << ": "
+              << bookkeeper::bkResultName(run->error) << "\nlast acked entry "
+              << lac.get_future().get() << std::endl;
+    return 1;
+  }
+  BkResult crc = awaitDone([&](auto cb) { h->loop().execute([h, cb] { h->close(cb); }); });
+  if (crc != BkResult::kOk) return fail("close ledger", crc);
+  auto lat = run->latUs;
+  std::sort(lat.begin(), lat.end());
+  auto pct = [&](double p) {
+    return lat.empty() ? 0 : lat[std::min(lat.size() - 1, static_cast<size_t>(p * lat.size()))];
+  };
+  std::cout << "entries " << o.numEntries << " size " << o.entrySize << " adds/s "
+            << static_cast<int64_t>(o.numEntries / secs) << " p50_us " << pct(0.5) << " p99_us "
+            << pct(0.99) << " max_us " << (lat.empty() ? 0 : lat.back()) << std::endl;
+  bk->close();
+  return 0;
+}
+
+}  // namespace
+
+void rewriteBookKeeperShellFlags(std::vector<std::string>& args) {
+  bool inBk = false;
+  for (auto& a : args) {
+    if (a == "bookkeeper") inBk = true;
+    if (inBk && a.size() > 2 && a[0] == '-' && a[1] != '-' && !std::isdigit(a[1])) {
+      a.insert(0, "-");
+    }
+  }
+}
+
+std::function<int()> addBookKeeperCommand(CLI::App& app) {
+  auto o = std::make_shared<BkOptions>();
+  auto* bk =
+      app.add_subcommand("bookkeeper", "BookKeeper shell commands on Magnetar's BookKeeper client");
+  bk->require_subcommand(1);
+  bk->add_option("--metadata-service-uri", o->uri,
+                 "BookKeeper metadataServiceUri, e.g. zk://127.0.0.1:2181/ledgers")
+      ->required();
+  bk->add_option("--num-io-threads", o->ioThreads, "bookkeeper-io threads")
+      ->check(CLI::Range(1, 64));
+  bk->add_option("--timeout-seconds", o->timeoutSec, "per-request timeout")
+      ->check(CLI::Range(1, 3600));
+
+  auto* simple = bk->add_subcommand(
+      "simpletest", "Create a ledger, write entries to it, read them back, delete it");
+  auto quorumFlags = [&](CLI::App* c) {
+    c->add_option("-e,--ensemble", o->ensemble, "Ensemble size (default 3)");
+    c->add_option("-w,--writeQuorum", o->writeQuorum, "Write quorum size (default 2)");
+    c->add_option("-a,--ackQuorum", o->ackQuorum, "Ack quorum size (default 2)");
+    c->add_option("-n,--numEntries", o->numEntries, "Entries to write (default 100)")
+        ->check(CLI::Range(0, 100000000));
+  };
+  quorumFlags(simple);
+  simple->add_flag("--keep", o->keep, "Keep the ledger (Magnetar's addition)");
+
+  auto* read = bk->add_subcommand("readledger", "Read a range of entries from a ledger");
+  read->add_option("-l,--ledgerid", o->ledgerId, "Ledger ID")->required();
+  read->add_option("--firstentryid,--fe", o->firstEntryId, "First entry ID");
+  read->add_option("--lastentryid,--le", o->lastEntryId, "Last entry ID");
+  read->add_flag("-m,--msg", o->msg, "Print message body");
+  read->add_flag("-r,--force-recovery", o->forceRecovery,
+                 "Open the ledger with recovery first (fences its writer, closes it)");
+
+  auto* bench = bk->add_subcommand(
+      "bench", "Write entries to a new ledger and report adds/s and latency (Magnetar's)");
+  quorumFlags(bench);
+  bench->add_option("-s,--entrySize", o->entrySize, "Entry size in bytes (default 1024)")
+      ->check(CLI::Range(16, 5 * 1024 * 1024));
+  bench->add_option("--outstanding", o->outstanding, "Adds in flight at most (default 100)")
+      ->check(CLI::Range(1, 100000));
+  bench->add_option("--progress", o->progressEvery,
+                    "Print \"acked N\" every N completions (0: never)");
+
+  auto* meta = bk->add_subcommand("ledgermetadata", "Print the metadata of a ledger");
+  meta->add_option("-l,--ledgerid", o->ledgerId, "Ledger ID")->required();
+  meta->add_option("--dumptofile", o->dumpToFile, "Dump the metadata bytes to a file");
+
+  return [=]() -> int {
+    if (!bk->parsed()) return -1;
+    if (simple->parsed()) return simpleTest(*o);
+    if (read->parsed()) return readLedger(*o);
+    if (meta->parsed()) return ledgerMetadata(*o);
+    if (bench->parsed()) return benchAdds(*o);
+    return 1;
+  };
+}
+
+}  // namespace magnetar::app

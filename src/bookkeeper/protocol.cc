@@ -1,0 +1,302 @@
+#include "bookkeeper/protocol.h"
+
+#include <openssl/evp.h>
+
+#include <cstring>
+
+#include "base/crc32c.h"
+
+namespace magnetar::bookkeeper {
+namespace {
+
+void put32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+void put64(uint8_t* p, uint64_t v) {
+  put32(p, static_cast<uint32_t>(v >> 32));
+  put32(p + 4, static_cast<uint32_t>(v));
+}
+uint32_t get32(const char* s) {
+  auto* p = reinterpret_cast<const uint8_t*>(s);
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+uint64_t get64(const char* s) { return (uint64_t{get32(s)} << 32) | get32(s + 4); }
+
+// BookieProtocol.PacketHeader.toInt for version >= 1.
+uint32_t packetHeader(OpCode op, uint16_t flags) {
+  return (uint32_t{kProtocolVersion} << 24) | (uint32_t{static_cast<uint8_t>(op)} << 16) | flags;
+}
+
+void putHeader(uint8_t* p, const EntryHeader& h) {
+  put64(p, static_cast<uint64_t>(h.ledgerId));
+  put64(p + 8, static_cast<uint64_t>(h.entryId));
+  put64(p + 16, static_cast<uint64_t>(h.lastAddConfirmed));
+  put64(p + 24, static_cast<uint64_t>(h.length));
+}
+
+}  // namespace
+
+std::string_view bkResultName(BkResult r) {
+  switch (r) {
+    case BkResult::kOk:
+      return "OK";
+    case BkResult::kNoSuchLedger:
+      return "NoSuchLedgerExists";
+    case BkResult::kNoSuchEntry:
+      return "NoSuchEntry";
+    case BkResult::kLedgerFenced:
+      return "LedgerFenced";
+    case BkResult::kUnauthorizedAccess:
+      return "UnauthorizedAccess";
+    case BkResult::kBadVersion:
+      return "ProtocolVersion";
+    case BkResult::kWriteOnReadOnlyBookie:
+      return "WriteOnReadOnlyBookie";
+    case BkResult::kTooManyRequests:
+      return "TooManyRequests";
+    case BkResult::kLedgerUnknownState:
+      return "DataUnknown";
+    case BkResult::kBookieError:
+      return "BookieError";
+    case BkResult::kTimeout:
+      return "Timeout";
+    case BkResult::kBookieHandleNotAvailable:
+      return "BookieHandleNotAvailable";
+    case BkResult::kProtocolError:
+      return "ProtocolError";
+    case BkResult::kDigestMismatch:
+      return "DigestMatch";
+    case BkResult::kNotEnoughBookies:
+      return "NotEnoughBookies";
+    case BkResult::kLedgerClosed:
+      return "LedgerClosed";
+    case BkResult::kMetadataVersion:
+      return "MetadataVersion";
+    case BkResult::kMetadataError:
+      return "ZKException";
+    case BkResult::kIllegalOp:
+      return "IllegalOp";
+    case BkResult::kReadOutOfRange:
+      return "ReadOutOfRange";
+    case BkResult::kClientClosed:
+      return "ClientClosed";
+    case BkResult::kDuplicateEntryId:
+      return "DuplicateEntryId";
+  }
+  return "Unknown";
+}
+
+BkResult bkResultFromBookieRc(int32_t rc) {
+  switch (rc) {
+    case 0:
+      return BkResult::kOk;  // EOK
+    case 1:
+      return BkResult::kNoSuchLedger;  // ENOLEDGER
+    case 2:
+      return BkResult::kNoSuchEntry;  // ENOENTRY
+    case 102:
+      return BkResult::kUnauthorizedAccess;  // EUA
+    case 103:
+      return BkResult::kBadVersion;  // EBADVERSION
+    case 104:
+      return BkResult::kLedgerFenced;  // EFENCED
+    case 105:
+      return BkResult::kWriteOnReadOnlyBookie;  // EREADONLY
+    case 106:
+      return BkResult::kTooManyRequests;  // ETOOMANYREQUESTS
+    case 107:
+      return BkResult::kLedgerUnknownState;  // EUNKNOWNLEDGERSTATE
+    default:
+      return BkResult::kBookieError;  // EBADREQ (100), EIO (101), others
+  }
+}
+
+MasterKey masterKeyFor(std::string_view password) {
+  MasterKey key{};
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  unsigned int len = 0;
+  EVP_DigestInit_ex(ctx, EVP_sha1(), nullptr);
+  EVP_DigestUpdate(ctx, "ledger", 6);
+  EVP_DigestUpdate(ctx, password.data(), password.size());
+  EVP_DigestFinal_ex(ctx, key.data(), &len);
+  EVP_MD_CTX_free(ctx);
+  return key;
+}
+
+uint32_t entryDigest(const EntryHeader& h, std::string_view payload) {
+  uint8_t hdr[kEntryMetadataLength];
+  putHeader(hdr, h);
+  return crc32c(payload.data(), payload.size(), crc32c(hdr, sizeof(hdr)));
+}
+
+size_t encodeAddRequest(net::FrameBatch& out, const MasterKey& key, const EntryHeader& h,
+                        const Buffer& payload, uint16_t flags) {
+  constexpr size_t kHeaders = 4 + kMasterKeyLength + kEntryHeaderLength;
+  uint8_t* p = out.appendSpace(4 + kHeaders);
+  put32(p, static_cast<uint32_t>(kHeaders + payload.size()));
+  put32(p + 4, packetHeader(OpCode::kAddEntry, flags));
+  std::memcpy(p + 8, key.data(), kMasterKeyLength);
+  uint8_t* meta = p + 8 + kMasterKeyLength;
+  putHeader(meta, h);
+  uint32_t digest = crc32c(payload.data(), payload.size(), crc32c(meta, kEntryMetadataLength));
+  put32(meta + kEntryMetadataLength, digest);
+  out.appendBuffer(payload);
+  return 4 + kHeaders + payload.size();
+}
+
+size_t encodeReadRequest(net::FrameBatch& out, int64_t ledgerId, int64_t entryId, uint16_t flags,
+                         const MasterKey* key) {
+  bool withKey = (flags & kFlagDoFencing) != 0 && key != nullptr;
+  size_t body = 4 + 8 + 8 + (withKey ? kMasterKeyLength : 0);
+  uint8_t* p = out.appendSpace(4 + body);
+  put32(p, static_cast<uint32_t>(body));
+  put32(p + 4, packetHeader(OpCode::kReadEntry, flags));
+  put64(p + 8, static_cast<uint64_t>(ledgerId));
+  put64(p + 16, static_cast<uint64_t>(entryId));
+  if (withKey) std::memcpy(p + 24, key->data(), kMasterKeyLength);
+  return 4 + body;
+}
+
+Result<Request> decodeRequest(std::string_view f) {
+  if (f.size() < 4) return Status::corruption("bookie request shorter than its header");
+  uint32_t ph = get32(f.data());
+  Request r;
+  r.version = static_cast<uint8_t>(ph >> 24);
+  r.op = static_cast<OpCode>((ph >> 16) & 0xff);
+  r.flags = static_cast<uint16_t>(ph & 0xffff);
+  f.remove_prefix(4);
+  switch (r.op) {
+    case OpCode::kAddEntry: {
+      if (f.size() < kMasterKeyLength + kEntryHeaderLength) {
+        return Status::corruption("ADD request shorter than key and entry header");
+      }
+      MasterKey k;
+      std::memcpy(k.data(), f.data(), kMasterKeyLength);
+      r.masterKey = k;
+      r.entry = f.substr(kMasterKeyLength);
+      r.ledgerId = static_cast<int64_t>(get64(r.entry.data()));
+      r.entryId = static_cast<int64_t>(get64(r.entry.data() + 8));
+      return r;
+    }
+    case OpCode::kReadEntry: {
+      if (f.size() < 16) return Status::corruption("READ request shorter than 16 bytes");
+      r.ledgerId = static_cast<int64_t>(get64(f.data()));
+      r.entryId = static_cast<int64_t>(get64(f.data() + 8));
+      if ((r.flags & kFlagDoFencing) != 0) {
+        if (f.size() < 16 + kMasterKeyLength) {
+          return Status::corruption("fencing READ request without its master key");
+        }
+        MasterKey k;
+        std::memcpy(k.data(), f.data() + 16, kMasterKeyLength);
+        r.masterKey = k;
+      }
+      return r;
+    }
+    default:
+      return Status::corruption("unsupported bookie request op " +
+                                std::to_string(static_cast<int>(r.op)));
+  }
+}
+
+Result<Response> decodeResponse(std::string_view f) {
+  if (f.size() < kResponseHeaderLength) {
+    return Status::corruption("bookie response of " + std::to_string(f.size()) +
+                              " bytes, shorter than its 24-byte header");
+  }
+  uint32_t ph = get32(f.data());
+  Response r;
+  r.version = static_cast<uint8_t>(ph >> 24);
+  r.op = static_cast<OpCode>((ph >> 16) & 0xff);
+  r.rc = static_cast<int32_t>(get32(f.data() + 4));
+  r.ledgerId = static_cast<int64_t>(get64(f.data() + 8));
+  r.entryId = static_cast<int64_t>(get64(f.data() + 16));
+  if (r.version < 1 || r.version > 2) {
+    return Status::corruption("bookie response with protocol version " + std::to_string(r.version));
+  }
+  if (r.op == OpCode::kAddEntry) {
+    if (f.size() != kResponseHeaderLength) {
+      return Status::corruption("ADD response with trailing bytes");
+    }
+  } else if (r.op == OpCode::kReadEntry) {
+    r.body = f.substr(kResponseHeaderLength);
+  } else {
+    return Status::corruption("bookie response with unexpected op " +
+                              std::to_string(static_cast<int>(r.op)));
+  }
+  return r;
+}
+
+std::string encodeResponse(OpCode op, int32_t rc, int64_t ledgerId, int64_t entryId,
+                           std::string_view body) {
+  std::string s(4 + kResponseHeaderLength, '\0');
+  auto* p = reinterpret_cast<uint8_t*>(s.data());
+  put32(p, static_cast<uint32_t>(kResponseHeaderLength + body.size()));
+  put32(p + 4, packetHeader(op, 0));
+  put32(p + 8, static_cast<uint32_t>(rc));
+  put64(p + 12, static_cast<uint64_t>(ledgerId));
+  put64(p + 20, static_cast<uint64_t>(entryId));
+  s.append(body);
+  return s;
+}
+
+Result<VerifiedEntry> verifyEntry(std::string_view e, int64_t ledgerId, int64_t expectedEntryId) {
+  if (e.size() < kEntryHeaderLength) {
+    return Status::corruption("DigestMatch: entry of " + std::to_string(e.size()) +
+                              " bytes, shorter than its 36-byte header");
+  }
+  VerifiedEntry v;
+  v.header.ledgerId = static_cast<int64_t>(get64(e.data()));
+  v.header.entryId = static_cast<int64_t>(get64(e.data() + 8));
+  v.header.lastAddConfirmed = static_cast<int64_t>(get64(e.data() + 16));
+  v.header.length = static_cast<int64_t>(get64(e.data() + 24));
+  v.payload = e.substr(kEntryHeaderLength);
+  uint32_t want =
+      crc32c(v.payload.data(), v.payload.size(), crc32c(e.data(), kEntryMetadataLength));
+  if (get32(e.data() + kEntryMetadataLength) != want) {
+    return Status::corruption("DigestMatch: CRC32C mismatch in entry " +
+                              std::to_string(v.header.entryId));
+  }
+  if (v.header.ledgerId != ledgerId) {
+    return Status::corruption("DigestMatch: entry of ledger " + std::to_string(v.header.ledgerId) +
+                              ", expected " + std::to_string(ledgerId));
+  }
+  if (expectedEntryId >= 0 && v.header.entryId != expectedEntryId) {
+    return Status::corruption("DigestMatch: entry " + std::to_string(v.header.entryId) +
+                              ", expected " + std::to_string(expectedEntryId));
+  }
+  return v;
+}
+
+std::string packEntry(const EntryHeader& h, std::string_view payload) {
+  std::string s(kEntryHeaderLength, '\0');
+  auto* p = reinterpret_cast<uint8_t*>(s.data());
+  putHeader(p, h);
+  put32(p + kEntryMetadataLength, entryDigest(h, payload));
+  s.append(payload);
+  return s;
+}
+
+std::optional<std::string_view> FrameReader::next() {
+  if (!error_.isOk() || buf_.size() - pos_ < 4) return std::nullopt;
+  uint32_t len = get32(buf_.data() + pos_);
+  if (len == 0 || len > maxFrame_) {
+    error_ = Status::corruption("bookie frame length " + std::to_string(len) + " outside 1.." +
+                                std::to_string(maxFrame_));
+    return std::nullopt;
+  }
+  if (buf_.size() - pos_ - 4 < len) return std::nullopt;
+  std::string_view f(buf_.data() + pos_ + 4, len);
+  pos_ += 4 + len;
+  return f;
+}
+
+void FrameReader::compact() {
+  if (pos_ == 0) return;
+  buf_.erase(0, pos_);
+  pos_ = 0;
+}
+
+}  // namespace magnetar::bookkeeper

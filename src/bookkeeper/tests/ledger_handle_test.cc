@@ -1,0 +1,218 @@
+// BookKeeperClient and LedgerHandle on a LocalStore laid out as a BookKeeper cluster and fake
+// bookies on loopback: completions in entry order, ensemble change when a bookie fails, a fenced
+// ledger's adds, recovery, close and the metadata each writes.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "bookkeeper/client.h"
+#include "bookkeeper/tests/fake_bookie.h"
+#include "metadata/local_store.h"
+
+namespace magnetar::bookkeeper {
+namespace {
+
+class LedgerHandleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backend_ = metadata::LocalBackend::create();
+    admin_ = backend_->openSession();
+    put("/ledgers/LAYOUT", "2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1\n");
+  }
+  void TearDown() override {
+    if (bk_) bk_->close();
+  }
+  void put(const std::string& path, const std::string& value) {
+    std::promise<void> p;
+    admin_->put(path, value, {}, &inline_, [&](Result<metadata::Stat> r) {
+      EXPECT_TRUE(r.isOk()) << r.status().toString();
+      p.set_value();
+    });
+    p.get_future().wait();
+  }
+  void registerBookie(const FakeBookie& b) { put("/ledgers/available/" + b.id(), ""); }
+  void open() {
+    ClientConfig c;
+    c.metadataServiceUri = "zk://127.0.0.1:1/ledgers";
+    c.bookie.addTimeout = std::chrono::milliseconds(2000);
+    auto r = BookKeeperClient::openWithStore(c, backend_->openSession());
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    bk_ = std::move(*r);
+  }
+  std::shared_ptr<LedgerHandle> create(int e, int w, int a) {
+    std::promise<std::pair<BkResult, std::shared_ptr<LedgerHandle>>> p;
+    bk_->createLedger(e, w, a, {}, [&](BkResult rc, std::shared_ptr<LedgerHandle> h) {
+      p.set_value({rc, std::move(h)});
+    });
+    auto [rc, h] = p.get_future().get();
+    EXPECT_EQ(rc, BkResult::kOk);
+    return h;
+  }
+  // Adds n entries "e<i>" at once; the results in completion order. Each callback must run
+  // exactly once.
+  std::vector<std::pair<BkResult, int64_t>> addAll(const std::shared_ptr<LedgerHandle>& h, int n) {
+    auto p = std::make_shared<std::promise<std::vector<std::pair<BkResult, int64_t>>>>();
+    auto got = std::make_shared<std::vector<std::pair<BkResult, int64_t>>>();
+    h->loop().execute([p, h, got, n] {
+      for (int i = 0; i < n; ++i) {
+        h->addEntry(Buffer::copyOf("e" + std::to_string(i)), [p, got, n](BkResult rc, int64_t id) {
+          got->push_back({rc, id});
+          if (static_cast<int>(got->size()) == n) p->set_value(*got);
+          if (static_cast<int>(got->size()) > n) ADD_FAILURE() << "callback of " << id << " twice";
+        });
+      }
+    });
+    return p->get_future().get();
+  }
+  BkResult close(const std::shared_ptr<LedgerHandle>& h) {
+    std::promise<BkResult> p;
+    h->loop().execute([&, h] { h->close([&](BkResult rc) { p.set_value(rc); }); });
+    return p.get_future().get();
+  }
+  LedgerMetadata metadataOf(int64_t id) {
+    std::promise<LedgerMetadata> p;
+    bk_->readLedgerMetadata(id, [&](BkResult rc, VersionedMetadata vm) {
+      EXPECT_EQ(rc, BkResult::kOk);
+      p.set_value(vm.metadata);
+    });
+    return p.get_future().get();
+  }
+  std::vector<LedgerEntry> readAll(int64_t id, bool recovery) {
+    std::promise<std::shared_ptr<LedgerHandle>> opened;
+    bk_->openLedger(
+        id,
+        [&](BkResult rc, std::shared_ptr<LedgerHandle> h) {
+          EXPECT_EQ(rc, BkResult::kOk) << bkResultName(rc);
+          opened.set_value(std::move(h));
+        },
+        recovery);
+    auto h = opened.get_future().get();
+    if (!h || h->lastAddConfirmed() < 0) return {};
+    std::promise<std::vector<LedgerEntry>> p;
+    h->loop().execute([&, h] {
+      h->readEntries(0, h->lastAddConfirmed(), [&](BkResult rc, std::vector<LedgerEntry> e) {
+        EXPECT_EQ(rc, BkResult::kOk) << bkResultName(rc);
+        p.set_value(std::move(e));
+      });
+    });
+    return p.get_future().get();
+  }
+
+  struct Inline : net::Executor {
+    void execute(net::Task t) override { t(); }
+    bool inExecutorThread() const override { return true; }
+  } inline_;
+  std::shared_ptr<metadata::LocalBackend> backend_;
+  std::unique_ptr<metadata::LocalStore> admin_;
+  std::unique_ptr<BookKeeperClient> bk_;
+};
+
+TEST_F(LedgerHandleTest, CompletionsInEntryOrderWhileAnEarlierEntryIsSlow) {
+  // Qa = 1: entry 1 is acknowledged by one bookie while entry 0 waits 300 ms on every bookie;
+  // it must still complete after entry 0.
+  FakeBookie b0(Mode::kSlowEntry0), b1(Mode::kSlowEntry0), b2(Mode::kSlowEntry0);
+  for (auto* b : {&b0, &b1, &b2}) registerBookie(*b);
+  open();
+  auto h = create(3, 2, 1);
+  auto got = addAll(h, 20);
+  ASSERT_EQ(got.size(), 20u);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(got[static_cast<size_t>(i)].first, BkResult::kOk);
+    EXPECT_EQ(got[static_cast<size_t>(i)].second, i);
+  }
+  ASSERT_EQ(close(h), BkResult::kOk);
+  LedgerMetadata md = metadataOf(h->id());
+  EXPECT_EQ(md.state, LedgerState::kClosed);
+  EXPECT_EQ(md.lastEntryId, 19);
+  int64_t length = 0;
+  for (int i = 0; i < 20; ++i) length += static_cast<int64_t>(("e" + std::to_string(i)).size());
+  EXPECT_EQ(md.length, length);
+  auto entries = readAll(h->id(), false);
+  ASSERT_EQ(entries.size(), 20u);
+  EXPECT_EQ(entries[7].payload, "e7");
+}
+
+TEST_F(LedgerHandleTest, FailedBookieIsReplacedAndAddsContinue) {
+  FakeBookie good0(Mode::kGood), good1(Mode::kGood), bad(Mode::kCloseMidFrame);
+  for (auto* b : {&good0, &good1, &bad}) registerBookie(*b);
+  open();
+  auto h = create(3, 3, 3);  // every entry goes to the bad bookie too
+  FakeBookie spare(Mode::kGood);
+  registerBookie(spare);
+  auto got = addAll(h, 10);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(got[static_cast<size_t>(i)].first, BkResult::kOk) << i;
+    EXPECT_EQ(got[static_cast<size_t>(i)].second, i);
+  }
+  ASSERT_EQ(close(h), BkResult::kOk);
+  LedgerMetadata md = metadataOf(h->id());
+  // The bookie failed at entry 0: its segment is replaced (a new one would start at LAC + 1 = 0).
+  const auto& last = md.ensembles.rbegin()->second;
+  EXPECT_EQ(std::count(last.begin(), last.end(), bad.id()), 0);
+  EXPECT_EQ(std::count(last.begin(), last.end(), spare.id()), 1);
+  auto entries = readAll(h->id(), false);
+  ASSERT_EQ(entries.size(), 10u);
+  EXPECT_EQ(entries[9].payload, "e9");
+}
+
+TEST_F(LedgerHandleTest, NoSpareBookieIsNotEnoughBookies) {
+  FakeBookie good0(Mode::kGood), good1(Mode::kGood), bad(Mode::kCloseMidFrame);
+  for (auto* b : {&good0, &good1, &bad}) registerBookie(*b);
+  open();
+  auto h = create(3, 3, 3);
+  auto got = addAll(h, 3);
+  for (const auto& [rc, id] : got) EXPECT_EQ(rc, BkResult::kNotEnoughBookies) << id;
+}
+
+TEST_F(LedgerHandleTest, FencedBookiesFailEveryAddWithLedgerFenced) {
+  FakeBookie f0(Mode::kFenced), f1(Mode::kFenced), f2(Mode::kFenced);
+  for (auto* b : {&f0, &f1, &f2}) registerBookie(*b);
+  open();
+  auto h = create(3, 2, 2);
+  auto got = addAll(h, 5);
+  ASSERT_EQ(got.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(got[static_cast<size_t>(i)].first, BkResult::kLedgerFenced);
+    EXPECT_EQ(got[static_cast<size_t>(i)].second, i);  // still in entry order
+  }
+  // Later adds fail the same way.
+  auto again = addAll(h, 1);
+  EXPECT_EQ(again[0].first, BkResult::kLedgerFenced);
+}
+
+TEST_F(LedgerHandleTest, RecoveryClosesAnAbandonedLedgerWithItsEntries) {
+  FakeBookie b0(Mode::kGood), b1(Mode::kGood), b2(Mode::kGood);
+  for (auto* b : {&b0, &b1, &b2}) registerBookie(*b);
+  open();
+  auto h = create(3, 2, 2);
+  auto got = addAll(h, 12);
+  ASSERT_EQ(got.back().first, BkResult::kOk);
+  // The writer stops without closing: the metadata stays OPEN.
+  EXPECT_EQ(metadataOf(h->id()).state, LedgerState::kOpen);
+  auto entries = readAll(h->id(), /*recovery=*/true);
+  ASSERT_EQ(entries.size(), 12u);
+  EXPECT_EQ(entries[11].payload, "e11");
+  LedgerMetadata md = metadataOf(h->id());
+  EXPECT_EQ(md.state, LedgerState::kClosed);
+  EXPECT_EQ(md.lastEntryId, 11);
+}
+
+TEST_F(LedgerHandleTest, MissingLedgerAndBadQuorums) {
+  FakeBookie b0(Mode::kGood);
+  registerBookie(b0);
+  open();
+  std::promise<BkResult> p1;
+  bk_->openLedger(12345, [&](BkResult rc, std::shared_ptr<LedgerHandle>) { p1.set_value(rc); });
+  EXPECT_EQ(p1.get_future().get(), BkResult::kNoSuchLedger);
+  std::promise<BkResult> p2;
+  bk_->createLedger(3, 2, 2, {},
+                    [&](BkResult rc, std::shared_ptr<LedgerHandle>) { p2.set_value(rc); });
+  EXPECT_EQ(p2.get_future().get(), BkResult::kNotEnoughBookies);
+  std::promise<BkResult> p3;
+  bk_->createLedger(1, 2, 1, {},
+                    [&](BkResult rc, std::shared_ptr<LedgerHandle>) { p3.set_value(rc); });
+  EXPECT_EQ(p3.get_future().get(), BkResult::kIllegalOp);
+}
+
+}  // namespace
+}  // namespace magnetar::bookkeeper

@@ -1,0 +1,187 @@
+"""Faults on a real cluster: kill -9 of a bookie while a ledger is written (ensemble change, no
+acknowledged entry lost) and SIGSTOP of a writer while another client recovers its ledger (the
+writer is fenced; the recovered ledger holds every acknowledged entry, in order). The writer is
+`magnetar bookkeeper bench`, the reader `magnetar bookkeeper readledger` and BookKeeper's shell."""
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+from conftest import BOOKIES_SH, magnetar_bin
+
+ENTRY = re.compile(r"--------- Lid=(\d+), Eid=(\d+), EntrySize=(\d+) ---------")
+
+
+def start_bench(cluster, *args):
+    return subprocess.Popen(
+        [
+            magnetar_bin(),
+            "--log-level",
+            "warn",
+            "bookkeeper",
+            "--metadata-service-uri",
+            cluster.uri,
+            "bench",
+            *args,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def read_until(proc, pattern, timeout=60):
+    """Lines of proc's output up to the first matching `pattern` (returned last)."""
+    deadline = time.monotonic() + timeout
+    lines = []
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        assert line, "writer exited early: " + "".join(lines[-20:])
+        lines.append(line.rstrip("\n"))
+        if re.search(pattern, line):
+            return lines
+    raise AssertionError(f"no line matching {pattern!r} in {timeout} s")
+
+
+def check_entries(cluster, ledger_id, count, size):
+    rc, out, err = cluster.magnetar("readledger", "-ledgerid", str(ledger_id), "-msg")
+    assert rc == 0, err
+    lines = out.splitlines()
+    ids = []
+    for i, line in enumerate(lines):
+        m = ENTRY.search(line)
+        if m:
+            e = int(m.group(2))
+            ids.append(e)
+            assert int(m.group(3)) == size * (e + 1)
+            assert lines[i + 1] == (f"entry-{e}-" + "x" * size)[:size]
+    assert ids == list(range(count))
+
+
+def metadata_line(cluster, ledger_id):
+    rc, out, err = cluster.magnetar("ledgermetadata", "-ledgerid", str(ledger_id))
+    assert rc == 0, err
+    return out.splitlines()[1]
+
+
+def test_kill9_bookie_during_adds_changes_the_ensemble(bk_cluster):
+    # A fourth bookie, so that a replacement exists for E=3.
+    p = subprocess.run(
+        ["bash", BOOKIES_SH, "start", "-n", "4", "-d", bk_cluster.dir],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    writer = start_bench(
+        bk_cluster,
+        "-e",
+        "3",
+        "-w",
+        "2",
+        "-a",
+        "2",
+        "-n",
+        "6000",
+        "-s",
+        "256",
+        "--outstanding",
+        "5",
+        "--progress",
+        "500",
+    )
+    try:
+        ledger_id = int(read_until(writer, r"^Ledger ID: ")[-1].split()[-1])
+        read_until(writer, r"^acked 999$")
+        ensemble = re.search(r"ensembles=\{0=\[([^\]]*)\]", metadata_line(bk_cluster, ledger_id))
+        victim = ensemble.group(1).split(", ")[0]
+        port = victim.rsplit(":", 1)[1]
+        index = next(
+            i
+            for i in range(4)
+            if open(os.path.join(bk_cluster.dir, f"bookie-{i}", "port")).read().strip() == port
+        )
+        subprocess.run(["bash", BOOKIES_SH, "kill9", "-d", bk_cluster.dir, str(index)], check=True)
+        out, _ = writer.communicate(timeout=120)
+        assert writer.returncode == 0, out[-3000:]
+        assert re.search(r"^entries 6000 size 256 adds/s", out, re.M), out[-2000:]
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    md = metadata_line(bk_cluster, ledger_id)
+    assert "state=CLOSED, length=1536000, lastEntryId=5999" in md
+    segments = re.findall(r"(\d+)=\[([^\]]*)\]", md)
+    assert len(segments) == 2, md
+    assert victim in segments[0][1] and victim not in segments[1][1]
+    assert int(segments[1][0]) >= 1000
+    check_entries(bk_cluster, ledger_id, 6000, 256)
+    # BookKeeper's own reader sees the same ledger.
+    rc, out = bk_cluster.shell("readledger", "-ledgerid", str(ledger_id), "-firstentryid", "5990")
+    assert rc == 0, out[-2000:]
+    assert [int(m.group(2)) for m in ENTRY.finditer(out)] == list(range(5990, 6000))
+    # The killed bookie comes back for the other tests.
+    p = subprocess.run(
+        ["bash", BOOKIES_SH, "start", "-n", "4", "-d", bk_cluster.dir],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+
+
+def test_recovery_fences_a_stopped_writer(bk_cluster):
+    writer = start_bench(
+        bk_cluster,
+        "-e",
+        "3",
+        "-w",
+        "2",
+        "-a",
+        "2",
+        "-n",
+        "10000000",
+        "-s",
+        "100",
+        "--outstanding",
+        "20",
+        "--progress",
+        "100",
+    )
+    try:
+        ledger_id = int(read_until(writer, r"^Ledger ID: ")[-1].split()[-1])
+        read_until(writer, r"^acked 999$")
+        os.kill(writer.pid, signal.SIGSTOP)
+        # What the writer had acknowledged by now is at least what it printed.
+        rc, out, err = bk_cluster.magnetar(
+            "readledger",
+            "-ledgerid",
+            str(ledger_id),
+            "-r",
+            "-firstentryid",
+            "0",
+            "-lastentryid",
+            "0",
+        )
+        assert rc == 0, err
+        md = metadata_line(bk_cluster, ledger_id)
+        m = re.search(r"state=CLOSED, length=(\d+), lastEntryId=(\d+)", md)
+        assert m, md
+        recovered_last = int(m.group(2))
+        assert int(m.group(1)) == 100 * (recovered_last + 1)
+        os.kill(writer.pid, signal.SIGCONT)
+        out, _ = writer.communicate(timeout=60)
+    finally:
+        if writer.poll() is None:
+            os.kill(writer.pid, signal.SIGCONT)
+            writer.kill()
+    assert writer.returncode == 1, out[-2000:]
+    assert re.search(r"^error at entry \d+: LedgerFenced$", out, re.M), out[-2000:]
+    acked = int(re.search(r"^last acked entry (\d+)$", out, re.M).group(1))
+    # Every acknowledged entry is in the recovered ledger (it may hold a few more that reached
+    # the ack quorum without the writer hearing of it), in order and intact.
+    assert 999 <= acked <= recovered_last
+    check_entries(bk_cluster, ledger_id, recovered_last + 1, 100)
+    rc, out = bk_cluster.shell("ledgermetadata", "-ledgerid", str(ledger_id))
+    assert rc == 0 and f"lastEntryId={recovered_last}" in out, out[-2000:]
