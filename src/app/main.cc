@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "app/cluster_cli.h"
 #include "app/run_broker.h"
 #include "app/tokens_cli.h"
 #include "base/logging.h"
@@ -109,11 +110,15 @@ int run(int argc, char** argv) {
       ->check(CLI::IsMember({"conf", "markdown"}));
 
   auto runTokens = addTokensCommand(app);
+  auto runInitCluster = addInitializeClusterMetadataCommand(app);
 
   // Pulsar's tool spells some options "-sk", "-pk": CLI11 takes them as "--sk", "--pk".
   std::vector<std::string> args(argv + 1, argv + argc);
   for (auto& a : args) {
-    if (a == "-sk" || a == "-pk" || a == "-hs") a.insert(0, "-");
+    if (a == "-sk" || a == "-pk" || a == "-hs" || a == "-md" || a == "-cms" || a == "-uw" ||
+        a == "-tw" || a == "-ub" || a == "-tb" || a == "-bn") {
+      a.insert(0, "-");
+    }
   }
   std::reverse(args.begin(), args.end());  // CLI11 takes the vector form reversed
   try {
@@ -124,6 +129,7 @@ int run(int argc, char** argv) {
   }
 
   if (int code = runTokens(); code >= 0) return code;
+  if (int code = runInitCluster(); code >= 0) return code;
   if (show->parsed()) return configShow(showOpts);
   if (docs->parsed()) return configDocs(docsFormat);
   initLogging(logLevel);
