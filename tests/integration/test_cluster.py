@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 import uuid
+import zlib
 from collections import Counter
 
 import pulsar
@@ -232,5 +233,35 @@ def test_a_broker_paused_past_its_session_stops_serving_its_bundles(cluster: Clu
         assert m.data() == b"after-resume"
         # The resumed broker now names the new owner too.
         assert lookup(cluster.web_of(paused), topic) == other
+    finally:
+        client.close()
+
+
+def test_bundle_unload_redirects_to_the_owner_and_moves_the_bundle(cluster: Cluster) -> None:
+    brokers = sorted(cluster.brokers())
+    webs = {b: cluster.web_of(b) for b in brokers}
+    topic = f"public/default/unload-{uuid.uuid4().hex[:8]}"
+    owner = lookup(webs[brokers[0]], topic)
+    boundaries = requests.get(f"{webs[owner]}/admin/v2/namespaces/public/default/bundles",
+                              timeout=10).json()["boundaries"]
+    h = zlib.crc32(f"persistent://{topic}".encode())  # Pulsar's bundle hash
+    i = max(k for k in range(len(boundaries) - 1) if int(boundaries[k], 16) <= h)
+    bundle = f"{boundaries[i]}_{boundaries[i + 1]}"
+    other = next(b for b in brokers if b != owner)
+    path = f"/admin/v2/namespaces/public/default/{bundle}/unload"
+    r = requests.put(webs[other] + path, allow_redirects=False, timeout=10)
+    assert r.status_code == 307 and r.headers["Location"] == webs[owner] + path
+    assert requests.put(webs[other] + "/admin/v2/namespaces/public/default/0x1_0x0/unload",
+                        timeout=10).status_code == 412
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        producer = client.create_producer(f"persistent://{topic}")
+        producer.send(b"before")
+        assert requests.put(webs[owner] + path, timeout=10).status_code == 204
+        # Unowned now; the next lookup places it on the broker with fewer bundles, and the
+        # producer (closed by the unload) reconnects and sends there.
+        new_owner = lookup(webs[other], topic)
+        assert new_owner in brokers
+        producer.send(b"after")
     finally:
         client.close()
