@@ -81,7 +81,7 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
                            r.headers.emplace_back("Location", (*o)->urls.webServiceUrl + path);
                            return respond(std::move(r));
                          }
-                         nsp->unloadBundle(nsName, bundle, ex, [respond](Status s) {
+                         nsp->unloadBundle(nsName, bundle, ex, [respond](const Status& s) {
                            if (!s.isOk()) return respond(storeError(s));
                            respond(noContent());
                          });

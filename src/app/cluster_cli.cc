@@ -36,7 +36,7 @@ Result<bool> createIfAbsent(metadata::Store& store, net::Executor* ex, const std
   auto f = done->get_future();
   metadata::PutOptions o;
   o.expectedVersion = metadata::kNotExists;
-  store.put(path, value, o, ex, [done](Result<metadata::Stat> r) {
+  store.put(path, value, o, ex, [done](const Result<metadata::Stat>& r) {
     if (r.isOk()) return done->set_value(true);
     if (r.status().code() == StatusCode::kBadVersion) return done->set_value(false);
     done->set_value(r.status());

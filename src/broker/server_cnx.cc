@@ -438,7 +438,7 @@ void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
   if (auto* ownership = service_.topicOwnership()) {
     auto me = self();
     uint64_t requestId = c.request_id();
-    ownership->lookup(*name, c.authoritative(), &loop(), [me, requestId](LookupAnswer a) {
+    ownership->lookup(*name, c.authoritative(), &loop(), [me, requestId](const LookupAnswer& a) {
       if (!a.error.isOk()) {
         me->send(
             Commands::newLookupErrorResponse(requestId, proto::ServiceNotReady, a.error.message()));

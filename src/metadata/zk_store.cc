@@ -260,15 +260,15 @@ void armTimeout(Op* op) {
   std::function<void(Status)> fail;
   net::Executor* ex = op->ex;
   if (op->getCb) {
-    fail = [cb = op->getCb](Status s) { cb(Result<std::optional<GetResult>>(s)); };
+    fail = [cb = op->getCb](Status s) { cb(Result<std::optional<GetResult>>(std::move(s))); };
   } else if (op->existsCb) {
-    fail = [cb = op->existsCb](Status s) { cb(Result<bool>(s)); };
+    fail = [cb = op->existsCb](Status s) { cb(Result<bool>(std::move(s))); };
   } else if (op->childrenCb) {
-    fail = [cb = op->childrenCb](Status s) { cb(Result<std::vector<std::string>>(s)); };
+    fail = [cb = op->childrenCb](Status s) { cb(Result<std::vector<std::string>>(std::move(s))); };
   } else if (op->putCb) {
-    fail = [cb = op->putCb](Status s) { cb(Result<Stat>(s)); };
+    fail = [cb = op->putCb](Status s) { cb(Result<Stat>(std::move(s))); };
   } else if (op->statusCb) {
-    fail = [cb = op->statusCb](Status s) { cb(s); };
+    fail = [cb = op->statusCb](Status s) { cb(std::move(s)); };
   }
   if (!fail) return;
   op->timeoutId =

@@ -60,7 +60,8 @@ Status NamespaceService::start(const BrokerUrls& self) {
   }
   auto done = std::make_shared<std::promise<Status>>();
   auto registered = done->get_future();
-  loop_.execute([this, done] { registerSelf(30, [done](Status s) { done->set_value(s); }); });
+  loop_.execute(
+      [this, done] { registerSelf(30, [done](const Status& s) { done->set_value(s); }); });
   if (registered.wait_for(std::chrono::seconds(45)) != std::future_status::ready) {
     return Status::error(StatusCode::kTimeout, "broker registration in ZooKeeper took over 45 s");
   }
@@ -97,14 +98,14 @@ void NamespaceService::after(std::chrono::milliseconds delay, std::function<void
 
 // Creates the registration znode. A node left by an earlier process with the same id (killed,
 // its session not yet expired) is waited out, once a second, as Pulsar does.
-void NamespaceService::registerSelf(int triesLeft, std::function<void(Status)> done) {
+void NamespaceService::registerSelf(int triesLeft, const std::function<void(Status)>& done) {
   MAGNETAR_DCHECK_ON(loop_);
   std::string path = std::string(kBrokersRoot) + "/" + self_.brokerId;
   metadata::PutOptions o;
   o.ephemeral = true;
   o.expectedVersion = metadata::kNotExists;
   store_->put(path, localBrokerDataJson(self_, ownedBundles(), startMs_, nowMs()), o, &loop_,
-              [this, path, triesLeft, done](Result<metadata::Stat> r) {
+              [this, path, triesLeft, done](const Result<metadata::Stat>& r) {
                 if (r.isOk()) return done(Status::ok());
                 if (r.status().code() == StatusCode::kBadVersion && triesLeft > 0) {
                   MLOG_WARN("{} exists (an earlier broker's session?); waiting for it to expire",
@@ -169,7 +170,7 @@ std::vector<std::string> NamespaceService::bundlesOf(const std::string& ns) cons
 }
 
 void NamespaceService::getBoundaries(const std::string& ns,
-                                     std::function<void(Result<Boundaries>)> cb) {
+                                     const std::function<void(Result<Boundaries>)>& cb) {
   MAGNETAR_DCHECK_ON(loop_);
   std::optional<Boundaries> cached;
   {
@@ -201,7 +202,7 @@ void NamespaceService::getBoundaries(const std::string& ns,
 }
 
 void NamespaceService::lookupOnLoop(const TopicName& topic, bool authoritative,
-                                    std::function<void(LookupAnswer)> reply) {
+                                    const std::function<void(LookupAnswer)>& reply) {
   MAGNETAR_DCHECK_ON(loop_);
   std::string ns = topic.namespaceName();
   uint32_t hash = topicHash(topic.toString());
@@ -223,7 +224,7 @@ LookupAnswer NamespaceService::connectTo(const BrokerUrls& u) const {
 }
 
 void NamespaceService::resolveBundle(const std::string& key, bool authoritative,
-                                     std::function<void(LookupAnswer)> reply) {
+                                     const std::function<void(LookupAnswer)>& reply) {
   MAGNETAR_DCHECK_ON(loop_);
   {
     MutexLock lock(mu_);
@@ -263,14 +264,15 @@ void NamespaceService::resolveBundle(const std::string& key, bool authoritative,
       });
 }
 
-void NamespaceService::acquire(const std::string& key, std::function<void(LookupAnswer)> reply) {
+void NamespaceService::acquire(const std::string& key,
+                               const std::function<void(LookupAnswer)>& reply) {
   MAGNETAR_DCHECK_ON(loop_);
   std::string path = ownershipPath(key);
   metadata::PutOptions o;
   o.ephemeral = true;
   o.expectedVersion = metadata::kNotExists;
   store_->put(path, namespaceEphemeralDataJson(self_), o, &loop_,
-              [this, key, path, reply](Result<metadata::Stat> r) {
+              [this, key, path, reply](const Result<metadata::Stat>& r) {
                 if (r.isOk()) {
                   {
                     MutexLock lock(mu_);
@@ -279,7 +281,7 @@ void NamespaceService::acquire(const std::string& key, std::function<void(Lookup
                   MLOG_INFO("Took ownership of bundle {}", key);
                   publishRegistration();
                   // A watch on our own node: its deletion (admin unload elsewhere) releases it.
-                  store_->exists(path, &loop_, [](Result<bool>) {});
+                  store_->exists(path, &loop_, [](const Result<bool>&) {});
                   return reply(connectTo(self_));
                 }
                 if (r.status().code() == StatusCode::kBadVersion) {
@@ -290,7 +292,7 @@ void NamespaceService::acquire(const std::string& key, std::function<void(Lookup
 }
 
 void NamespaceService::assignAsLeader(const std::string& key,
-                                      std::function<void(LookupAnswer)> reply) {
+                                      const std::function<void(LookupAnswer)>& reply) {
   MAGNETAR_DCHECK_ON(loop_);
   store_->getChildren(
       kBrokersRoot, &loop_, [this, key, reply](Result<std::vector<std::string>> names) {
@@ -346,7 +348,7 @@ void NamespaceService::assignAsLeader(const std::string& key,
 }
 
 void NamespaceService::redirectToLeader(const std::string& key,
-                                        std::function<void(LookupAnswer)> reply) {
+                                        const std::function<void(LookupAnswer)>& reply) {
   MAGNETAR_DCHECK_ON(loop_);
   std::string path = std::string(kBrokersRoot) + "/" + leaderId_;
   store_->get(path, &loop_, [this, key, path, reply](Result<std::optional<metadata::GetResult>> r) {
@@ -366,7 +368,7 @@ void NamespaceService::publishRegistration() {
   metadata::PutOptions o;
   o.ephemeral = true;
   store_->put(path, localBrokerDataJson(self_, ownedBundles(), startMs_, nowMs()), o, &loop_,
-              [path](Result<metadata::Stat> r) {
+              [path](const Result<metadata::Stat>& r) {
                 if (!r.isOk()) MLOG_WARN("cannot update {}: {}", path, r.status().message());
               });
 }
@@ -376,42 +378,43 @@ void NamespaceService::elect() {
   metadata::PutOptions o;
   o.ephemeral = true;
   o.expectedVersion = metadata::kNotExists;
-  store_->put(kLeaderPath, leaderBrokerJson(self_), o, &loop_, [this](Result<metadata::Stat> r) {
-    if (r.isOk()) {
-      {
-        MutexLock lock(mu_);
-        leader_ = true;
-      }
-      leaderId_ = self_.brokerId;
-      MLOG_INFO("This broker ({}) is the leader", self_.brokerId);
-      return;
-    }
-    if (r.status().code() != StatusCode::kBadVersion) {
-      MLOG_WARN("leader election: {}; trying again in 1 s", r.status().message());
-      after(std::chrono::seconds(1), [this] { elect(); });
-      return;
-    }
-    // Someone leads: read who (and watch the node, to run again when it goes).
-    store_->get(kLeaderPath, &loop_, [this](Result<std::optional<metadata::GetResult>> g) {
-      if (!g.isOk()) {
-        after(std::chrono::seconds(1), [this] { elect(); });
-        return;
-      }
-      if (!g->has_value()) return elect();  // gone meanwhile
-      auto d = parseLeaderBroker((*g)->value, kLeaderPath);
-      if (!d.isOk()) {
-        MLOG_ERROR("{}", d.status().message());
-        return;
-      }
-      leaderId_ = d->brokerId;
-      bool mine = (*g)->stat.createdBySelf;
-      {
-        MutexLock lock(mu_);
-        leader_ = mine;
-      }
-      MLOG_INFO("Leader broker: {}", leaderId_);
-    });
-  });
+  store_->put(
+      kLeaderPath, leaderBrokerJson(self_), o, &loop_, [this](const Result<metadata::Stat>& r) {
+        if (r.isOk()) {
+          {
+            MutexLock lock(mu_);
+            leader_ = true;
+          }
+          leaderId_ = self_.brokerId;
+          MLOG_INFO("This broker ({}) is the leader", self_.brokerId);
+          return;
+        }
+        if (r.status().code() != StatusCode::kBadVersion) {
+          MLOG_WARN("leader election: {}; trying again in 1 s", r.status().message());
+          after(std::chrono::seconds(1), [this] { elect(); });
+          return;
+        }
+        // Someone leads: read who (and watch the node, to run again when it goes).
+        store_->get(kLeaderPath, &loop_, [this](Result<std::optional<metadata::GetResult>> g) {
+          if (!g.isOk()) {
+            after(std::chrono::seconds(1), [this] { elect(); });
+            return;
+          }
+          if (!g->has_value()) return elect();  // gone meanwhile
+          auto d = parseLeaderBroker((*g)->value, kLeaderPath);
+          if (!d.isOk()) {
+            MLOG_ERROR("{}", d.status().message());
+            return;
+          }
+          leaderId_ = d->brokerId;
+          bool mine = (*g)->stat.createdBySelf;
+          {
+            MutexLock lock(mu_);
+            leader_ = mine;
+          }
+          MLOG_INFO("Leader broker: {}", leaderId_);
+        });
+      });
 }
 
 void NamespaceService::onNotification(const metadata::Notification& n) {
@@ -467,7 +470,7 @@ void NamespaceService::onSession(metadata::SessionEvent e) {
       releaseAll("ZooKeeper session expired");
       break;
     case metadata::SessionEvent::kSessionReestablished:
-      registerSelf(60, [this](Status s) {
+      registerSelf(60, [this](const Status& s) {
         if (!s.isOk()) {
           MLOG_ERROR("{}", s.message());
           return;
@@ -524,7 +527,9 @@ void NamespaceService::ownerOf(const std::string& bundleKey, net::Executor* repl
 
 void NamespaceService::unloadBundle(const std::string& ns, const std::string& bundle,
                                     net::Executor* replyEx, std::function<void(Status)> cb) {
-  auto reply = [replyEx, cb = std::move(cb)](Status s) { replyEx->execute([cb, s] { cb(s); }); };
+  auto reply = [replyEx, cb = std::move(cb)](const Status& s) {
+    replyEx->execute([cb, s] { cb(s); });
+  };
   loop_.execute([this, ns, bundle, reply] {
     std::string key = ns + "/" + bundle;
     {
@@ -535,7 +540,7 @@ void NamespaceService::unloadBundle(const std::string& ns, const std::string& bu
     }
     MLOG_INFO("Unloading bundle {}", key);
     if (onLost_) onLost_();
-    store_->remove(ownershipPath(key), std::nullopt, &loop_, [this, reply](Status s) {
+    store_->remove(ownershipPath(key), std::nullopt, &loop_, [this, reply](const Status& s) {
       publishRegistration();
       reply(s.code() == StatusCode::kNotFound ? Status::ok() : s);
     });

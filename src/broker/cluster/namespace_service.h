@@ -91,15 +91,16 @@ class NamespaceService : public TopicOwnership {
 
  private:
   using Boundaries = std::vector<uint64_t>;
-  void getBoundaries(const std::string& ns, std::function<void(Result<Boundaries>)> cb);
+  void getBoundaries(const std::string& ns, const std::function<void(Result<Boundaries>)>& cb);
   void lookupOnLoop(const TopicName& topic, bool authoritative,
-                    std::function<void(LookupAnswer)> reply);
+                    const std::function<void(LookupAnswer)>& reply);
   void resolveBundle(const std::string& bundleKey, bool authoritative,
-                     std::function<void(LookupAnswer)> reply);
-  void acquire(const std::string& bundleKey, std::function<void(LookupAnswer)> reply);
-  void assignAsLeader(const std::string& bundleKey, std::function<void(LookupAnswer)> reply);
-  void redirectToLeader(const std::string& bundleKey, std::function<void(LookupAnswer)> reply);
-  void registerSelf(int triesLeft, std::function<void(Status)> done);
+                     const std::function<void(LookupAnswer)>& reply);
+  void acquire(const std::string& bundleKey, const std::function<void(LookupAnswer)>& reply);
+  void assignAsLeader(const std::string& bundleKey, const std::function<void(LookupAnswer)>& reply);
+  void redirectToLeader(const std::string& bundleKey,
+                        const std::function<void(LookupAnswer)>& reply);
+  void registerSelf(int triesLeft, const std::function<void(Status)>& done);
   void after(std::chrono::milliseconds delay, std::function<void()> fn);
   void publishRegistration();
   void elect();
