@@ -10,7 +10,7 @@
 #include <set>
 
 #include "admin/stats_json.h"
-#include "base/murmur3.h"
+#include "broker/cluster/bundles.h"
 
 namespace magnetar::admin {
 namespace {
@@ -275,8 +275,8 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
 }  // namespace
 
 std::string bundleOf(const std::string& fullTopicName) {
-  uint32_t h = murmur3_32(fullTopicName.data(), fullTopicName.size(), 0);
-  return kBundles[h >> 30];
+  // Pulsar's bundle hash (CRC32 of the name); with 4 equal bundles the top two bits pick one.
+  return kBundles[broker::cluster::topicHash(fullTopicName) >> 30];
 }
 
 void addBrokerInfoRoutes(Router& router, const AdminContext& ctx) {

@@ -25,7 +25,7 @@ void addBrokerInfoRoutes(Router& router, const AdminContext& ctx);
 void addBrokerStatsRoutes(Router& router, const AdminContext& ctx);
 
 // Pulsar's bundle of a topic among the default 4 bundles of a namespace
-// ("0x00000000_0x40000000", ...): Murmur3_32 (seed 0) of the full topic name.
+// ("0x00000000_0x40000000", ...): CRC32 of the full topic name (broker/cluster/bundles.h).
 std::string bundleOf(const std::string& fullTopicName);
 
 }  // namespace magnetar::admin

@@ -257,6 +257,31 @@ void addLookupRoute(Router& r, const AdminContext* ctx) {
           HttpResponse err;
           auto name = topicFromParams(p, &err);
           if (!name) return respond(err);
+          // Cluster mode: the owner's LookupData, or 307 to the broker to ask (Pulsar's
+          // TopicLookup: the redirect carries ?authoritative=).
+          if (auto* ownership = ctx->service.topicOwnership()) {
+            auto q = queryParam(req, "authoritative");
+            bool authoritative = q && *q == "true";
+            std::string path = req.path;
+            ownership->lookup(*name, authoritative, &ctx->service.ioLoops().next(),
+                              [respond, path](broker::LookupAnswer a) {
+                                if (!a.error.isOk())
+                                  return respond(HttpResponse::error(503, a.error.message()));
+                                if (a.redirect) {
+                                  HttpResponse r = HttpResponse::json("", 307);
+                                  r.headers.emplace_back("Location",
+                                                         a.httpUrl + path + "?authoritative=" +
+                                                             (a.authoritative ? "true" : "false"));
+                                  return respond(std::move(r));
+                                }
+                                respond(jsonResponse(json::object{{"brokerUrl", a.url},
+                                                                  {"brokerUrlTls", a.urlTls},
+                                                                  {"httpUrl", a.httpUrl},
+                                                                  {"httpUrlTls", a.httpUrlTls},
+                                                                  {"nativeUrl", a.url}}));
+                              });
+            return;
+          }
           if (!ctx->service.namespaceExists(name->namespaceName())) {
             return respond(HttpResponse::error(404, "Namespace does not exist"));
           }

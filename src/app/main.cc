@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "app/bookkeeper_cli.h"
+#include "app/cluster_cli.h"
 #include "app/run_broker.h"
 #include "app/tokens_cli.h"
 #include "base/logging.h"
@@ -112,11 +113,15 @@ int run(int argc, char** argv) {
 
   auto runTokens = addTokensCommand(app);
   auto runBookKeeper = addBookKeeperCommand(app);
+  auto runInitCluster = addInitializeClusterMetadataCommand(app);
 
   // Pulsar's tool spells some options "-sk", "-pk": CLI11 takes them as "--sk", "--pk".
   std::vector<std::string> args(argv + 1, argv + argc);
   for (auto& a : args) {
-    if (a == "-sk" || a == "-pk" || a == "-hs") a.insert(0, "-");
+    if (a == "-sk" || a == "-pk" || a == "-hs" || a == "-md" || a == "-cms" || a == "-uw" ||
+        a == "-tw" || a == "-ub" || a == "-tb" || a == "-bn") {
+      a.insert(0, "-");
+    }
   }
   rewriteBookKeeperShellFlags(args);
   std::reverse(args.begin(), args.end());  // CLI11 takes the vector form reversed
@@ -128,6 +133,7 @@ int run(int argc, char** argv) {
   }
 
   if (int code = runTokens(); code >= 0) return code;
+  if (int code = runInitCluster(); code >= 0) return code;
   if (show->parsed()) return configShow(showOpts);
   if (docs->parsed()) return configDocs(docsFormat);
   initLogging(logLevel);

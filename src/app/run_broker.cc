@@ -16,10 +16,13 @@
 
 #include "admin/broker_admin.h"
 #include "admin/broker_routes.h"
+#include "admin/cluster_routes.h"
 #include "admin/http_server.h"
 #include "app/dynamic_settings.h"
 #include "base/logging.h"
 #include "broker/broker_service.h"
+#include "broker/cluster/namespace_service.h"
+#include "metadata/zk_store.h"
 #include "storage/durable_storage.h"
 
 namespace magnetar::app {
@@ -27,6 +30,8 @@ namespace {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
+
+bool isZooKeeperUrl(const std::string& url) { return url.rfind("zk:", 0) == 0; }
 
 // The durable storage's settings, from the registry. Errors: kInvalidArgument for a
 // metadataStoreUrl this build cannot serve (only the embedded rocksdb: store so far).
@@ -67,6 +72,13 @@ Result<storage::StorageOptions> storageOptionsFrom(const config::ServiceConfigur
     }
   }
   std::string url = cfg.metadataStoreUrl();
+  if (isZooKeeperUrl(url)) {
+    // Cluster mode: ZooKeeper holds the cluster's metadata; the embedded ledgers' own keys
+    // (cursors, ledger lists) stay local, next to the journal (docs/cluster-mode.md).
+    auto parent = std::filesystem::path(cfg.journalDirectory()).parent_path();
+    o.metadataDirectory = (parent.empty() ? std::filesystem::path(".") : parent) / "metadata";
+    return o;
+  }
   constexpr std::string_view kRocks = "rocksdb:";
   if (url.rfind(kRocks, 0) != 0) {
     return Status::invalidArgument("metadataStoreUrl '" + url +
@@ -193,6 +205,31 @@ Status writePortsFile(const std::string& path, const BoundPorts& p) {
   return Status::ok();
 }
 
+// Opens a ZooKeeper session for `url`, retrying every 5 s while ZooKeeper does not answer (a
+// clear error each time) until it does or a stop signal arrives (polled on mainLoop). Errors:
+// kInvalidArgument for a bad url; kClosed when stopped first.
+Result<std::unique_ptr<metadata::Store>> openClusterStore(const std::string& url,
+                                                          const config::ServiceConfiguration& cfg,
+                                                          asio::io_context& mainLoop,
+                                                          const int& stopSignal) {
+  metadata::ZkConfig zc;
+  zc.url = url;
+  zc.sessionTimeoutMs = static_cast<int>(cfg.metadataStoreSessionTimeoutMillis());
+  zc.connectTimeoutMs = std::max(zc.sessionTimeoutMs, 5000);
+  zc.operationTimeoutMs = cfg.metadataStoreOperationTimeoutSeconds() * 1000;
+  for (;;) {
+    auto store = metadata::openZkStore(zc);
+    if (store.isOk() || store.status().code() == StatusCode::kInvalidArgument) return store;
+    MLOG_ERROR("ZooKeeper at {} is not reachable ({}); trying again in 5 s", url,
+               store.status().message());
+    for (int i = 0; i < 50; ++i) {
+      mainLoop.poll();
+      if (stopSignal) return Status::closed("stopped while waiting for ZooKeeper");
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+}
+
 }  // namespace
 
 int runBroker(const BrokerOptions& options) {
@@ -232,6 +269,44 @@ int runBroker(const BrokerOptions& options) {
   }
   brokerOptions.brokerServicePortTls = cfg.brokerServicePortTls();
   brokerOptions.tlsContext = tls;
+  // Cluster mode: `magnetar broker` with metadataStoreUrl=zk:... (docs/cluster-mode.md).
+  std::unique_ptr<metadata::Store> zk;
+  std::unique_ptr<metadata::Store> zkConfig;  // configurationMetadataStoreUrl, when another one
+  std::unique_ptr<broker::cluster::NamespaceService> namespaceService;
+  if (isZooKeeperUrl(cfg.metadataStoreUrl())) {
+    if (options.standalone) {
+      MLOG_ERROR(
+          "metadataStoreUrl={}: `magnetar standalone` keeps its metadata embedded; run "
+          "`magnetar broker` for cluster mode",
+          cfg.metadataStoreUrl());
+      return 2;
+    }
+    auto store = openClusterStore(cfg.metadataStoreUrl(), cfg, mainLoop, stopSignal);
+    if (!store.isOk()) {
+      MLOG_ERROR("metadataStoreUrl={}: {}", cfg.metadataStoreUrl(), store.status().message());
+      return store.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+    }
+    zk = std::move(*store);
+    std::string configUrl = cfg.configurationMetadataStoreUrl();
+    if (!configUrl.empty() && configUrl != cfg.metadataStoreUrl()) {
+      auto c = openClusterStore(configUrl, cfg, mainLoop, stopSignal);
+      if (!c.isOk()) {
+        MLOG_ERROR("configurationMetadataStoreUrl={}: {}", configUrl, c.status().message());
+        return c.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+      }
+      zkConfig = std::move(*c);
+    }
+    broker::cluster::NamespaceServiceOptions nso;
+    nso.clusterName = cfg.clusterName();
+    nso.defaultNumberOfNamespaceBundles = cfg.defaultNumberOfNamespaceBundles();
+    namespaceService = std::make_unique<broker::cluster::NamespaceService>(
+        zk.get(), zkConfig ? zkConfig.get() : zk.get(), nso);
+  }
+  auto stopCluster = [&] {
+    if (namespaceService) namespaceService->stop();
+    if (zkConfig) zkConfig->close();
+    if (zk) zk->close();  // ends the session: this broker's ephemeral znodes go at once
+  };
   auto opened = storage::DurableManagedLedgerFactory::open(*storageOptions);
   if (!opened.isOk()) {
     MLOG_ERROR("cannot open storage (journalDirectory={}, metadataStoreUrl={}): {}",
@@ -242,6 +317,17 @@ int runBroker(const BrokerOptions& options) {
   std::shared_ptr<storage::DurableManagedLedgerFactory> storageFactory = std::move(*opened);
   broker::BrokerService service(std::move(brokerOptions), storageFactory,
                                 storageFactory->metadataStore());
+  if (namespaceService) {
+    service.setTopicOwnership(namespaceService.get());
+    // Bundles lost (session expired, unloaded): the clients of their topics are closed, so they
+    // look the topics up again.
+    namespaceService->setOwnershipLostHandler([&service, ns = namespaceService.get()] {
+      for (auto& t : service.topics()) {
+        if (ns->owns(t->name())) continue;
+        t->executor().execute([t] { t->disconnectClients(); });
+      }
+    });
+  }
   broker::AuthenticationOptions authOptions;
   authOptions.authenticationEnabled = cfg.authenticationEnabled();
   authOptions.authenticationProviders = cfg.authenticationProviders();
@@ -267,6 +353,9 @@ int runBroker(const BrokerOptions& options) {
 
   std::atomic<bool> serving{false};
   auto router = std::make_shared<admin::Router>();
+  if (namespaceService) {
+    admin::addClusterRoutes(*router, *namespaceService, service, cfg.clusterName());
+  }
   admin::addHealthRoute(*router, [&serving] { return serving.load(); });
   admin::addBrokerConfigurationRoutes(*router, options.config);
   admin::BrokerAdmin::Options adminOptions;
@@ -310,6 +399,24 @@ int runBroker(const BrokerOptions& options) {
       return 1;
     }
   }
+  if (namespaceService) {
+    std::string host = service.options().advertisedAddress;
+    broker::cluster::BrokerUrls self;
+    self.brokerId = host + ":" + std::to_string(bound.web);
+    self.pulsarServiceUrl = service.brokerServiceUrl();
+    self.pulsarServiceUrlTls = service.brokerServiceUrlTls();
+    self.webServiceUrl = "http://" + self.brokerId;
+    if (bound.webTls)
+      self.webServiceUrlTls = "https://" + host + ":" + std::to_string(bound.webTls);
+    if (Status s = namespaceService->start(self); !s) {
+      MLOG_ERROR("cannot join the cluster: {}", s.message());
+      if (webTls) webTls->stop();
+      web.stop();
+      service.stop();
+      stopCluster();
+      return 1;
+    }
+  }
   serving = true;
   MLOG_INFO("{} broker serving (cluster {})", options.standalone ? "Standalone" : "The",
             cfg.clusterName());
@@ -320,6 +427,7 @@ int runBroker(const BrokerOptions& options) {
   serving = false;
   // Read now: the setting is dynamic.
   service.drainConnections(std::chrono::milliseconds(cfg.brokerShutdownTimeoutMs()));
+  stopCluster();
   if (webTls) webTls->stop();
   web.stop();
   service.stop();

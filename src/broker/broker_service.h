@@ -26,6 +26,7 @@
 #include "broker/topic.h"
 #include "broker/topic_list.h"
 #include "broker/topic_name.h"
+#include "broker/topic_ownership.h"
 #include "net/event_loop.h"
 #include "net/tcp_server.h"
 #include "protocol/commands.h"
@@ -62,6 +63,11 @@ class BrokerService {
   void stop();
 
   const BrokerOptions& options() const { return options_; }
+  // Cluster mode: who owns which topic (LOOKUP answers, PRODUCER/SUBSCRIBE refused with
+  // ServiceNotReady for a topic owned elsewhere). Null (standalone): every topic is served here.
+  // Set before start(); outlives the service.
+  void setTopicOwnership(TopicOwnership* ownership) { ownership_ = ownership; }
+  TopicOwnership* topicOwnership() const { return ownership_; }
   // The settings that may change at run time; the app stores new values here. Thread: any.
   BrokerDynamicOptions& dynamicOptions() { return options_.dynamic; }
   // maxMessagePublishBufferSizeInMB changed at run time (<= 0: off): each I/O loop gets its new
@@ -244,6 +250,7 @@ class BrokerService {
   // Bytes of maxMessagePublishBufferSizeInMB=mb for each I/O loop (0: off). REQUIRES: started.
   int64_t publishBufferShare(int mb) const;
   storage::MetadataStore* metadata_ = nullptr;
+  TopicOwnership* ownership_ = nullptr;
 
   BrokerOptions options_;
   std::shared_ptr<storage::ManagedLedgerFactory> factory_;

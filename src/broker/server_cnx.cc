@@ -410,6 +410,16 @@ void ServerCnx::onKeepAliveTimer() {
   startKeepAlive();
 }
 
+bool ServerCnx::servesTopic(const TopicName& name, uint64_t requestId) {
+  auto* ownership = service_.topicOwnership();
+  if (!ownership || ownership->owns(name)) return true;
+  // Pulsar's answer: the client looks the topic up again and goes to the owner.
+  sendError(requestId, proto::ServiceNotReady,
+            "Namespace bundle for topic (" + name.toString() +
+                ") not served by this instance. Please redo the lookup.");
+  return false;
+}
+
 void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
   MAGNETAR_DCHECK_ON(loop());
   auto name = TopicName::parse(c.topic());
@@ -422,6 +432,23 @@ void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
   if (!allowed(*name, TopicOperation::kLookup)) {
     send(Commands::newLookupErrorResponse(c.request_id(), proto::AuthorizationError,
                                           "Client is not authorized to Lookup"));
+    return;
+  }
+  // Cluster mode: the owner of the topic's bundle (Connect), or a broker to ask (Redirect).
+  if (auto* ownership = service_.topicOwnership()) {
+    auto me = self();
+    uint64_t requestId = c.request_id();
+    ownership->lookup(*name, c.authoritative(), &loop(), [me, requestId](const LookupAnswer& a) {
+      if (!a.error.isOk()) {
+        me->send(
+            Commands::newLookupErrorResponse(requestId, proto::ServiceNotReady, a.error.message()));
+        return;
+      }
+      me->send(Commands::newLookupResponse(requestId, a.url, a.urlTls, a.authoritative,
+                                           a.redirect
+                                               ? proto::CommandLookupTopicResponse::Redirect
+                                               : proto::CommandLookupTopicResponse::Connect));
+    });
     return;
   }
   // advertised_listener_name picks one of advertisedListeners (Pulsar's answer to an unknown
@@ -498,6 +525,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
     sendError(requestId, proto::AuthorizationError, "Client is not authorized to Produce");
     return;
   }
+  if (!servesTopic(*name, requestId)) return;
   std::string producerName =
       c.has_producer_name() && !c.producer_name().empty() ? c.producer_name()
                                                           : service_.generateProducerName();

@@ -128,6 +128,8 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void onAuthRefreshTimer();
   // Authorization of a topic operation for authRole_; counts a denial.
   bool allowed(const TopicName& topic, TopicOperation op);
+  // Cluster mode: false (after answering ServiceNotReady) when another broker owns the topic.
+  bool servesTopic(const TopicName& name, uint64_t requestId);
   void handleLookup(const proto::CommandLookupTopic& c);
   void handlePartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c);
   void handleProducer(const proto::CommandProducer& c);

@@ -25,6 +25,7 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
     sendError(c.request_id(), proto::AuthorizationError, "Client is not authorized to subscribe");
     return;
   }
+  if (!servesTopic(*name, c.request_id())) return;
   std::optional<SubscribeRequest> req = newSubscribeRequest(c);
   if (!req) return;
   uint64_t consumerId = c.consumer_id();

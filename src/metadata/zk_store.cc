@@ -3,6 +3,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
@@ -60,6 +61,83 @@ Stat toStat(const std::string& path, const ::Stat* s, int64_t self) {
   return out;
 }
 
+using Clock = std::chrono::steady_clock;
+
+// Deadlines of the operations in flight (metadataStoreOperationTimeoutSeconds): one thread of
+// its own fires an operation's timeout action unless the operation ended first (cancel).
+class Timeouts {
+ public:
+  explicit Timeouts(int timeoutMs) : timeoutMs_(timeoutMs) {
+    if (timeoutMs_ > 0) thread_ = std::thread([this] { run(); });
+  }
+  ~Timeouts() { stop(); }
+  // Returns an id for cancel(); 0 (nothing armed) when operation timeouts are off or stopped.
+  uint64_t arm(std::function<void()> onTimeout) {
+    if (timeoutMs_ <= 0) return 0;
+    std::lock_guard lock(mu_);
+    if (stopped_) return 0;
+    uint64_t id = next_++;
+    auto at = Clock::now() + std::chrono::milliseconds(timeoutMs_);
+    byId_[id] = Entry{at, std::move(onTimeout)};
+    byTime_.emplace(at, id);
+    cv_.notify_one();
+    return id;
+  }
+  void cancel(uint64_t id) {
+    if (id == 0) return;
+    std::lock_guard lock(mu_);
+    byId_.erase(id);  // its byTime_ entry is skipped when reached
+  }
+  void stop() {
+    {
+      std::lock_guard lock(mu_);
+      stopped_ = true;
+      byId_.clear();
+      byTime_.clear();
+      cv_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  struct Entry {
+    Clock::time_point at;
+    std::function<void()> fn;
+  };
+  void run() {
+    std::unique_lock lock(mu_);
+    while (!stopped_) {
+      if (byTime_.empty()) {
+        cv_.wait(lock);
+        continue;
+      }
+      auto first = byTime_.begin();
+      if (Clock::now() < first->first) {
+        cv_.wait_until(lock, first->first);
+        continue;
+      }
+      uint64_t id = first->second;
+      byTime_.erase(first);
+      auto it = byId_.find(id);
+      if (it == byId_.end()) continue;
+      auto fn = std::move(it->second.fn);
+      byId_.erase(it);
+      lock.unlock();
+      fn();
+      lock.lock();
+    }
+  }
+
+  const int timeoutMs_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+  uint64_t next_ = 1;
+  std::map<uint64_t, Entry> byId_;
+  std::multimap<Clock::time_point, uint64_t> byTime_;
+  std::thread thread_;
+};
+
 struct Listener {
   std::function<void(const Notification&)> fn;
   std::function<void(SessionEvent)> sessionFn;
@@ -70,6 +148,7 @@ struct Listener {
 struct Core {
   std::string hosts;
   int sessionTimeoutMs = 30000;
+  std::unique_ptr<Timeouts> timeouts;  // set before the first operation, stopped by close()
   Mutex mu;
   std::condition_variable cv;
   zhandle_t* zh GUARDED_BY(mu) = nullptr;
@@ -162,7 +241,45 @@ struct Op {
   Store::StatusCallback statusCb;
   // For creating a missing parent: the op to resume once the parent exists.
   Op* resume = nullptr;
+  // Set by whichever ends the call first: its completion or its timeout. Shared with the
+  // parent ops made for it and with the armed timeout.
+  std::shared_ptr<std::atomic<bool>> ended = std::make_shared<std::atomic<bool>>(false);
+  uint64_t timeoutId = 0;
 };
+
+// True for the first of completion and timeout; the caller then runs the callback.
+bool claim(Op* op) {
+  if (op->ended->exchange(true)) return false;
+  op->core->timeouts->cancel(op->timeoutId);
+  return true;
+}
+
+// Arms op's timeout: when it fires first, the callback gets kTimeout naming the path; the
+// completion that may still come from ZooKeeper is then dropped.
+void armTimeout(Op* op) {
+  std::function<void(Status)> fail;
+  net::Executor* ex = op->ex;
+  if (op->getCb) {
+    fail = [cb = op->getCb](Status s) { cb(Result<std::optional<GetResult>>(std::move(s))); };
+  } else if (op->existsCb) {
+    fail = [cb = op->existsCb](Status s) { cb(Result<bool>(std::move(s))); };
+  } else if (op->childrenCb) {
+    fail = [cb = op->childrenCb](Status s) { cb(Result<std::vector<std::string>>(std::move(s))); };
+  } else if (op->putCb) {
+    fail = [cb = op->putCb](Status s) { cb(Result<Stat>(std::move(s))); };
+  } else if (op->statusCb) {
+    fail = [cb = op->statusCb](Status s) { cb(std::move(s)); };
+  }
+  if (!fail) return;
+  op->timeoutId =
+      op->core->timeouts->arm([ended = op->ended, ex, fail = std::move(fail), path = op->path] {
+        if (ended->exchange(true)) return;
+        Status s = Status::error(
+            StatusCode::kTimeout,
+            "metadata operation on " + path + " timed out (metadataStoreOperationTimeoutSeconds)");
+        ex->execute([fail, s] { fail(s); });
+      });
+}
 
 template <typename Cb, typename T>
 void finish(net::Executor* ex, Cb cb, T value) {
@@ -194,6 +311,10 @@ void failOp(Op* op, const Status& s) {
     delete op;
     op = next;
   }
+  if (!claim(op)) {
+    delete op;
+    return;
+  }
   if (op->getCb) finish(op->ex, std::move(op->getCb), Result<std::optional<GetResult>>(s));
   if (op->existsCb) finish(op->ex, std::move(op->existsCb), Result<bool>(s));
   if (op->childrenCb)
@@ -212,7 +333,8 @@ void onExistsAfterMissingGet(int rc, const ::Stat* /*stat*/, const void* data) {
   auto* op = static_cast<Op*>(const_cast<void*>(data));
   if (rc == ZOK) return startGet(op);  // created meanwhile: read it
   if (rc == ZNONODE) {
-    finish(op->ex, std::move(op->getCb), Result<std::optional<GetResult>>(std::nullopt));
+    if (claim(op))
+      finish(op->ex, std::move(op->getCb), Result<std::optional<GetResult>>(std::nullopt));
     delete op;
     return;
   }
@@ -234,7 +356,8 @@ void onGet(int rc, const char* value, int len, const ::Stat* stat, const void* d
   GetResult r;
   if (value && len > 0) r.value.assign(value, static_cast<size_t>(len));
   r.stat = toStat(op->path, stat, selfOf(op));
-  finish(op->ex, std::move(op->getCb), Result<std::optional<GetResult>>(std::move(r)));
+  if (claim(op))
+    finish(op->ex, std::move(op->getCb), Result<std::optional<GetResult>>(std::move(r)));
   delete op;
 }
 
@@ -247,7 +370,7 @@ void startGet(Op* op) {
 void onExists(int rc, const ::Stat* /*stat*/, const void* data) {
   auto* op = static_cast<Op*>(const_cast<void*>(data));
   if (rc != ZOK && rc != ZNONODE) return failOp(op, zkStatus(rc, op->path));
-  finish(op->ex, std::move(op->existsCb), Result<bool>(rc == ZOK));
+  if (claim(op)) finish(op->ex, std::move(op->existsCb), Result<bool>(rc == ZOK));
   delete op;
 }
 
@@ -260,7 +383,8 @@ void onChildren(int rc, const struct String_vector* strings, const void* data) {
     for (int i = 0; i < strings->count; ++i) out.emplace_back(strings->data[i]);
   }
   std::sort(out.begin(), out.end());
-  finish(op->ex, std::move(op->childrenCb), Result<std::vector<std::string>>(std::move(out)));
+  if (claim(op))
+    finish(op->ex, std::move(op->childrenCb), Result<std::vector<std::string>>(std::move(out)));
   delete op;
 }
 
@@ -289,6 +413,7 @@ void createParent(Op* op) {
   parent->ex = op->ex;
   parent->path = parentPath(op->path);
   parent->resume = op;
+  parent->ended = op->ended;
   startParentCreate(parent);
 }
 
@@ -310,7 +435,7 @@ void onCreated(int rc, const char* created, const ::Stat* stat, const void* data
   }
   if (rc != ZOK) return failOp(op, zkStatus(rc, op->path));
   Stat st = toStat(created ? std::string(created) : op->path, stat, selfOf(op));
-  finish(op->ex, std::move(op->putCb), Result<Stat>(std::move(st)));
+  if (claim(op)) finish(op->ex, std::move(op->putCb), Result<Stat>(std::move(st)));
   delete op;
 }
 
@@ -331,7 +456,8 @@ void onSet(int rc, const ::Stat* stat, const void* data) {
   auto* op = static_cast<Op*>(const_cast<void*>(data));
   if (rc == ZNONODE && !op->opts.expectedVersion) return startCreate(op);
   if (rc != ZOK) return failOp(op, zkStatus(rc, op->path));
-  finish(op->ex, std::move(op->putCb), Result<Stat>(toStat(op->path, stat, selfOf(op))));
+  if (claim(op))
+    finish(op->ex, std::move(op->putCb), Result<Stat>(toStat(op->path, stat, selfOf(op))));
   delete op;
 }
 
@@ -349,7 +475,7 @@ void startSet(Op* op) {
 void onDeleted(int rc, const void* data) {
   auto* op = static_cast<Op*>(const_cast<void*>(data));
   if (rc != ZOK) return failOp(op, zkStatus(rc, op->path));
-  finish(op->ex, std::move(op->statusCb), Status::ok());
+  if (claim(op)) finish(op->ex, std::move(op->statusCb), Status::ok());
   delete op;
 }
 
@@ -365,6 +491,7 @@ class ZkStore : public Store {
     if (!v.isOk()) return finish(ex, std::move(cb), Result<std::optional<GetResult>>(v));
     Op* op = newOp(path, ex);
     op->getCb = std::move(cb);
+    armTimeout(op);
     startGet(op);
   }
 
@@ -373,6 +500,7 @@ class ZkStore : public Store {
     if (!v.isOk()) return finish(ex, std::move(cb), Result<std::vector<std::string>>(v));
     Op* op = newOp(path, ex);
     op->childrenCb = std::move(cb);
+    armTimeout(op);
     submit(
         op,
         [op](zhandle_t* zh) { return zoo_aget_children(zh, op->path.c_str(), 1, onChildren, op); },
@@ -384,6 +512,7 @@ class ZkStore : public Store {
     if (!v.isOk()) return finish(ex, std::move(cb), Result<bool>(v));
     Op* op = newOp(path, ex);
     op->existsCb = std::move(cb);
+    armTimeout(op);
     submit(
         op, [op](zhandle_t* zh) { return zoo_aexists(zh, op->path.c_str(), 1, onExists, op); },
         [op](const Status& s) { failOp(op, s); });
@@ -402,6 +531,7 @@ class ZkStore : public Store {
     op->value = value;
     op->opts = opts;
     op->putCb = std::move(cb);
+    armTimeout(op);
     if (opts.sequential || (opts.expectedVersion && *opts.expectedVersion == kNotExists)) {
       startCreate(op);
     } else {
@@ -416,6 +546,7 @@ class ZkStore : public Store {
     if (!v.isOk()) return finish(ex, std::move(cb), v);
     Op* op = newOp(path, ex);
     op->statusCb = std::move(cb);
+    armTimeout(op);
     int version = expectedVersion ? static_cast<int>(*expectedVersion) : -1;
     submit(
         op,
@@ -459,6 +590,7 @@ class ZkStore : public Store {
       reapers.swap(core_->reapers);
     }
     for (auto& t : reapers) t.join();
+    core_->timeouts->stop();
     // Ends the session (ZooKeeper removes its ephemeral nodes at once) and completes what is in
     // flight with ZCLOSING.
     if (zh) zookeeper_close(zh);
@@ -574,6 +706,7 @@ Result<std::unique_ptr<Store>> openZkStore(const ZkConfig& config) {
   auto core = std::make_shared<Core>();
   core->hosts = *hosts;
   core->sessionTimeoutMs = config.sessionTimeoutMs;
+  core->timeouts = std::make_unique<Timeouts>(config.operationTimeoutMs);
   {
     UniqueLock lock(core->mu);
     core->zh = connect(core.get());

@@ -23,6 +23,9 @@ struct ZkConfig {
   std::string url;
   int sessionTimeoutMs = 30000;  // metadataStoreSessionTimeoutMillis (Pulsar's default)
   int connectTimeoutMs = 30000;  // how long open() waits for the first session
+  // metadataStoreOperationTimeoutSeconds * 1000 (Pulsar's default 30 s): a call without an answer
+  // by then ends with kTimeout naming the path (a late answer is dropped); 0: no timeout.
+  int operationTimeoutMs = 30000;
 };
 
 // "zk:h1:2181,h2:2181/chroot" -> "h1:2181,h2:2181/chroot"; kInvalidArgument for an empty or

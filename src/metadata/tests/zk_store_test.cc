@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -70,12 +71,14 @@ ZkServer* ZkServer::instance =
 
 class ZkSource : public SessionSource {
  public:
-  explicit ZkSource(int sessionTimeoutMs = 4000) : timeout_(sessionTimeoutMs) {}
+  explicit ZkSource(int sessionTimeoutMs = 4000, int operationTimeoutMs = 30000)
+      : timeout_(sessionTimeoutMs), opTimeout_(operationTimeoutMs) {}
   std::unique_ptr<Store> openSession() override {
     ZkConfig c;
     c.url = ZkServer::get().url();
     c.sessionTimeoutMs = timeout_;
     c.connectTimeoutMs = 15000;
+    c.operationTimeoutMs = opTimeout_;
     auto s = openZkStore(c);
     EXPECT_TRUE(s.isOk()) << s.status().toString();
     return s.isOk() ? std::move(s).value() : nullptr;
@@ -83,6 +86,7 @@ class ZkSource : public SessionSource {
 
  private:
   int timeout_;
+  int opTimeout_;
 };
 
 std::unique_ptr<SessionSource> makeZk() { return std::make_unique<ZkSource>(); }
@@ -167,6 +171,60 @@ TEST(ZkStoreSession, ExpiryEndsEphemeralNodesAndANewSessionFollows) {
   EXPECT_TRUE(again->isOk()) << again->status().toString();
   store->close();
   watcher->close();
+  ex.runPending();
+}
+
+// metadataStoreOperationTimeoutSeconds: a call ZooKeeper does not answer (the server paused,
+// well inside the session timeout) ends with kTimeout naming the path, and the late answer after
+// the server resumes is dropped (the callback runs once).
+TEST(ZkStoreTimeout, AnUnansweredCallEndsWithTimeout) {
+  ZkServer& server = ZkServer::get();
+  ASSERT_GT(server.pid, 0);
+  ZkSource source(/*sessionTimeoutMs=*/4000, /*operationTimeoutMs=*/500);
+  auto store = source.openSession();
+  ASSERT_TRUE(store);
+  storage::testing::ManualExecutor ex;
+  auto runUntil = [&](const std::function<bool()>& pred, int ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (!pred() && std::chrono::steady_clock::now() < deadline) {
+      if (ex.runPending() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return pred();
+  };
+  // Answered in time: no timeout.
+  int calls = 0;
+  std::optional<Result<Stat>> made;
+  store->put("/timeout-" + std::to_string(::getpid()), "v", {}, &ex, [&](Result<Stat> r) {
+    made = std::move(r);
+    calls++;
+  });
+  ASSERT_TRUE(runUntil([&] { return made.has_value(); }, 5000));
+  ASSERT_TRUE(made->isOk()) << made->status().toString();
+
+  ASSERT_EQ(::kill(server.pid, SIGSTOP), 0);
+  std::vector<Result<std::optional<GetResult>>> got;
+  auto t0 = std::chrono::steady_clock::now();
+  store->get("/timeout-" + std::to_string(::getpid()), &ex,
+             [&](Result<std::optional<GetResult>> r) { got.push_back(std::move(r)); });
+  bool ended = runUntil([&] { return !got.empty(); }, 1800);
+  auto waited = std::chrono::steady_clock::now() - t0;
+  ::kill(server.pid, SIGCONT);
+  ASSERT_TRUE(ended) << "no kTimeout while ZooKeeper was paused";
+  EXPECT_GE(waited, std::chrono::milliseconds(450));
+  ASSERT_FALSE(got[0].isOk());
+  EXPECT_EQ(got[0].status().code(), StatusCode::kTimeout);
+  EXPECT_NE(got[0].status().message().find("/timeout-"), std::string::npos);
+  // The server answers once resumed; that late answer must not reach the callback again.
+  std::optional<Result<bool>> there;
+  store->exists("/timeout-" + std::to_string(::getpid()), &ex,
+                [&](Result<bool> r) { there = std::move(r); });
+  ASSERT_TRUE(runUntil([&] { return there.has_value(); }, 8000));
+  ASSERT_TRUE(there->isOk()) << there->status().toString();
+  EXPECT_TRUE(there->value());
+  runUntil([] { return false; }, 200);
+  EXPECT_EQ(got.size(), 1u);
+  EXPECT_EQ(calls, 1);
+  store->close();
   ex.runPending();
 }
 

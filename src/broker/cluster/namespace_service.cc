@@ -1,0 +1,550 @@
+#include "broker/cluster/namespace_service.h"
+
+#include <boost/asio/steady_timer.hpp>
+#include <future>
+#include <limits>
+
+#include "base/dcheck.h"
+#include "base/logging.h"
+#include "broker/cluster/bundles.h"
+
+namespace magnetar::broker::cluster {
+
+namespace {
+
+constexpr const char* kBrokersRoot = "/loadbalance/brokers";
+constexpr const char* kLeaderPath = "/loadbalance/leader";
+constexpr const char* kPoliciesRoot = "/admin/policies/";
+constexpr const char* kNamespaceRoot = "/namespace/";
+// The leader counts a bundle it handed out for this long, until the broker's report shows it.
+constexpr auto kRecentWindow = std::chrono::seconds(30);
+
+int64_t nowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+LookupAnswer failed(Status s) {
+  LookupAnswer a;
+  a.error = std::move(s);
+  return a;
+}
+
+std::string bundleKey(const std::string& ns, const std::vector<uint64_t>& b, size_t i) {
+  return ns + "/" + bundleName(b[i], b[i + 1]);
+}
+
+}  // namespace
+
+std::string ownershipPath(const std::string& bundleKey) { return kNamespaceRoot + bundleKey; }
+
+NamespaceService::NamespaceService(metadata::Store* store, metadata::Store* config,
+                                   NamespaceServiceOptions options)
+    : store_(store), config_(config), options_(std::move(options)) {}
+
+NamespaceService::~NamespaceService() { stop(); }
+
+Status NamespaceService::start(const BrokerUrls& self) {
+  self_ = self;
+  startMs_ = nowMs();
+  loop_.start();
+  listenerIds_.push_back(store_->registerListener(
+      [this](const metadata::Notification& n) { onNotification(n); }, &loop_));
+  listenerIds_.push_back(
+      store_->registerSessionListener([this](metadata::SessionEvent e) { onSession(e); }, &loop_));
+  if (config_ != store_) {
+    uint64_t id = config_->registerListener(
+        [this](const metadata::Notification& n) { onNotification(n); }, &loop_);
+    configListener_ = id;
+  }
+  auto done = std::make_shared<std::promise<Status>>();
+  auto registered = done->get_future();
+  loop_.execute(
+      [this, done] { registerSelf(30, [done](const Status& s) { done->set_value(s); }); });
+  if (registered.wait_for(std::chrono::seconds(45)) != std::future_status::ready) {
+    return Status::error(StatusCode::kTimeout, "broker registration in ZooKeeper took over 45 s");
+  }
+  Status s = registered.get();
+  if (!s.isOk()) return s;
+  {
+    MutexLock lock(mu_);
+    ready_ = true;
+  }
+  loop_.execute([this] { elect(); });
+  MLOG_INFO("Registered in the cluster as {} ({})", self_.brokerId, self_.pulsarServiceUrl);
+  return Status::ok();
+}
+
+void NamespaceService::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  for (uint64_t id : listenerIds_) store_->unregisterListener(id);
+  if (configListener_) config_->unregisterListener(*configListener_);
+  {
+    MutexLock lock(mu_);
+    ready_ = false;
+    owned_.clear();
+  }
+  loop_.stop();
+}
+
+void NamespaceService::after(std::chrono::milliseconds delay, std::function<void()> fn) {
+  auto timer = std::make_shared<boost::asio::steady_timer>(loop_.context(), delay);
+  timer->async_wait([timer, fn = std::move(fn)](boost::system::error_code ec) {
+    if (!ec) fn();
+  });
+}
+
+// Creates the registration znode. A node left by an earlier process with the same id (killed,
+// its session not yet expired) is waited out, once a second, as Pulsar does.
+void NamespaceService::registerSelf(int triesLeft, const std::function<void(Status)>& done) {
+  MAGNETAR_DCHECK_ON(loop_);
+  std::string path = std::string(kBrokersRoot) + "/" + self_.brokerId;
+  metadata::PutOptions o;
+  o.ephemeral = true;
+  o.expectedVersion = metadata::kNotExists;
+  store_->put(path, localBrokerDataJson(self_, ownedBundles(), startMs_, nowMs()), o, &loop_,
+              [this, path, triesLeft, done](const Result<metadata::Stat>& r) {
+                if (r.isOk()) return done(Status::ok());
+                if (r.status().code() == StatusCode::kBadVersion && triesLeft > 0) {
+                  MLOG_WARN("{} exists (an earlier broker's session?); waiting for it to expire",
+                            path);
+                  after(std::chrono::seconds(1),
+                        [this, triesLeft, done] { registerSelf(triesLeft - 1, done); });
+                  return;
+                }
+                done(Status::error(r.status().code(),
+                                   "cannot register " + path + ": " + r.status().message()));
+              });
+}
+
+void NamespaceService::lookup(const TopicName& topic, bool authoritative, net::Executor* replyEx,
+                              LookupCallback cb) {
+  auto reply = [replyEx, cb = std::move(cb)](LookupAnswer a) {
+    replyEx->execute([cb, a = std::move(a)] { cb(a); });
+  };
+  {
+    MutexLock lock(mu_);
+    if (!ready_) {
+      return reply(failed(Status::closed("the broker is not registered in the cluster (yet)")));
+    }
+  }
+  loop_.execute([this, topic, authoritative, reply] { lookupOnLoop(topic, authoritative, reply); });
+}
+
+bool NamespaceService::owns(const TopicName& topic) const {
+  std::string ns = topic.namespaceName();
+  MutexLock lock(mu_);
+  auto it = boundaries_.find(ns);
+  if (it == boundaries_.end() || owned_.empty()) return false;
+  size_t i = findBundle(it->second, topicHash(topic.toString()));
+  return owned_.count(bundleKey(ns, it->second, i)) > 0;
+}
+
+std::vector<std::string> NamespaceService::ownedBundles() const {
+  MutexLock lock(mu_);
+  return {owned_.begin(), owned_.end()};
+}
+
+bool NamespaceService::isLeader() const {
+  MutexLock lock(mu_);
+  return leader_;
+}
+
+std::vector<std::string> NamespaceService::bundlesOf(const std::string& ns) const {
+  Boundaries b;
+  {
+    MutexLock lock(mu_);
+    auto it = boundaries_.find(ns);
+    if (it != boundaries_.end()) b = it->second;
+  }
+  if (b.empty()) {
+    auto d = defaultBoundaries(options_.defaultNumberOfNamespaceBundles);
+    if (!d.isOk()) return {};
+    b = *d;
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i + 1 < b.size(); ++i) out.push_back(bundleName(b[i], b[i + 1]));
+  return out;
+}
+
+void NamespaceService::getBoundaries(const std::string& ns,
+                                     const std::function<void(Result<Boundaries>)>& cb) {
+  MAGNETAR_DCHECK_ON(loop_);
+  std::optional<Boundaries> cached;
+  {
+    MutexLock lock(mu_);
+    auto it = boundaries_.find(ns);
+    if (it != boundaries_.end()) cached = it->second;
+  }
+  if (cached) return cb(std::move(*cached));  // outside the lock: cb may take it
+  std::string path = kPoliciesRoot + ns;
+  config_->get(path, &loop_, [this, ns, path, cb](Result<std::optional<metadata::GetResult>> r) {
+    if (!r.isOk()) return cb(r.status());
+    Boundaries b;
+    if (r->has_value()) {
+      auto parsed = boundariesFromPolicies((*r)->value, path);
+      if (!parsed.isOk()) return cb(parsed.status());
+      if (parsed->has_value()) b = **parsed;
+    }
+    if (b.empty()) {
+      auto d = defaultBoundaries(options_.defaultNumberOfNamespaceBundles);
+      if (!d.isOk()) return cb(d.status());
+      b = std::move(*d);
+    }
+    {
+      MutexLock lock(mu_);
+      boundaries_[ns] = b;
+    }
+    cb(std::move(b));
+  });
+}
+
+void NamespaceService::lookupOnLoop(const TopicName& topic, bool authoritative,
+                                    const std::function<void(LookupAnswer)>& reply) {
+  MAGNETAR_DCHECK_ON(loop_);
+  std::string ns = topic.namespaceName();
+  uint32_t hash = topicHash(topic.toString());
+  getBoundaries(ns, [this, ns, hash, authoritative, reply](Result<Boundaries> b) {
+    if (!b.isOk()) return reply(failed(b.status()));
+    std::string key = bundleKey(ns, *b, findBundle(*b, hash));
+    resolveBundle(key, authoritative, reply);
+  });
+}
+
+LookupAnswer NamespaceService::connectTo(const BrokerUrls& u) const {
+  LookupAnswer a;
+  a.authoritative = true;
+  a.url = u.pulsarServiceUrl;
+  a.urlTls = u.pulsarServiceUrlTls;
+  a.httpUrl = u.webServiceUrl;
+  a.httpUrlTls = u.webServiceUrlTls;
+  return a;
+}
+
+void NamespaceService::resolveBundle(const std::string& key, bool authoritative,
+                                     const std::function<void(LookupAnswer)>& reply) {
+  MAGNETAR_DCHECK_ON(loop_);
+  {
+    MutexLock lock(mu_);
+    if (owned_.count(key)) return reply(connectTo(self_));
+  }
+  std::string path = ownershipPath(key);
+  store_->get(
+      path, &loop_,
+      [this, key, path, authoritative, reply](Result<std::optional<metadata::GetResult>> r) {
+        if (!r.isOk()) return reply(failed(r.status()));
+        if (r->has_value()) {
+          auto owner = parseNamespaceEphemeralData((*r)->value, path);
+          if (!owner.isOk()) return reply(failed(owner.status()));
+          if (owner->disabled) {
+            return reply(failed(Status::closed("Namespace bundle " + key + " is being unloaded")));
+          }
+          if ((*r)->stat.createdBySelf) {  // ours (this session): keep serving it
+            {
+              MutexLock lock(mu_);
+              owned_.insert(key);
+            }
+            return reply(connectTo(self_));
+          }
+          return reply(connectTo(owner->urls));
+        }
+        bool leader;
+        {
+          MutexLock lock(mu_);
+          leader = leader_;
+        }
+        if (authoritative) return acquire(key, reply);
+        if (leader) return assignAsLeader(key, reply);
+        if (!leaderId_.empty() && leaderId_ != self_.brokerId) {
+          return redirectToLeader(key, reply);
+        }
+        acquire(key, reply);
+      });
+}
+
+void NamespaceService::acquire(const std::string& key,
+                               const std::function<void(LookupAnswer)>& reply) {
+  MAGNETAR_DCHECK_ON(loop_);
+  std::string path = ownershipPath(key);
+  metadata::PutOptions o;
+  o.ephemeral = true;
+  o.expectedVersion = metadata::kNotExists;
+  store_->put(path, namespaceEphemeralDataJson(self_), o, &loop_,
+              [this, key, path, reply](const Result<metadata::Stat>& r) {
+                if (r.isOk()) {
+                  {
+                    MutexLock lock(mu_);
+                    owned_.insert(key);
+                  }
+                  MLOG_INFO("Took ownership of bundle {}", key);
+                  publishRegistration();
+                  // A watch on our own node: its deletion (admin unload elsewhere) releases it.
+                  store_->exists(path, &loop_, [](const Result<bool>&) {});
+                  return reply(connectTo(self_));
+                }
+                if (r.status().code() == StatusCode::kBadVersion) {
+                  return resolveBundle(key, false, reply);  // another broker won: its answer
+                }
+                reply(failed(r.status()));
+              });
+}
+
+void NamespaceService::assignAsLeader(const std::string& key,
+                                      const std::function<void(LookupAnswer)>& reply) {
+  MAGNETAR_DCHECK_ON(loop_);
+  store_->getChildren(
+      kBrokersRoot, &loop_, [this, key, reply](Result<std::vector<std::string>> names) {
+        if (!names.isOk() || names->empty()) return acquire(key, reply);
+        struct Gather {
+          std::map<std::string, BrokerReport> reports;
+          size_t pending = 0;
+        };
+        auto g = std::make_shared<Gather>();
+        g->pending = names->size();
+        for (const auto& name : *names) {
+          std::string path = std::string(kBrokersRoot) + "/" + name;
+          store_->get(
+              path, &loop_,
+              [this, g, name, path, key, reply](Result<std::optional<metadata::GetResult>> r) {
+                if (r.isOk() && r->has_value()) {
+                  auto rep = parseLocalBrokerData((*r)->value, path);
+                  if (rep.isOk()) {
+                    g->reports[name] = std::move(*rep);
+                  } else {
+                    MLOG_WARN("{}", rep.status().message());
+                  }
+                }
+                if (--g->pending > 0) return;
+                // Fewest bundles: reported ones plus those given out recently, ties by name.
+                auto now = std::chrono::steady_clock::now();
+                std::string best;
+                size_t bestCount = std::numeric_limits<size_t>::max();
+                for (auto& [id, rep] : g->reports) {
+                  std::set<std::string> counted(rep.bundles.begin(), rep.bundles.end());
+                  auto& recent = recent_[id];
+                  while (!recent.empty() && now - recent.front().first > kRecentWindow) {
+                    recent.pop_front();
+                  }
+                  for (auto& [at, b] : recent) counted.insert(b);
+                  if (counted.size() < bestCount) {
+                    bestCount = counted.size();
+                    best = id;
+                  }
+                }
+                if (best.empty()) return acquire(key, reply);
+                // Counted at once, so the assignments decided before the reports show them spread.
+                recent_[best].emplace_back(now, key);
+                if (best == self_.brokerId) return acquire(key, reply);
+                LookupAnswer a = connectTo(g->reports[best].urls);
+                a.redirect = true;
+                a.authoritative = true;
+                MLOG_DEBUG("Leader assigns bundle {} to {}", key, best);
+                reply(std::move(a));
+              });
+        }
+      });
+}
+
+void NamespaceService::redirectToLeader(const std::string& key,
+                                        const std::function<void(LookupAnswer)>& reply) {
+  MAGNETAR_DCHECK_ON(loop_);
+  std::string path = std::string(kBrokersRoot) + "/" + leaderId_;
+  store_->get(path, &loop_, [this, key, path, reply](Result<std::optional<metadata::GetResult>> r) {
+    if (!r.isOk() || !r->has_value()) return acquire(key, reply);
+    auto rep = parseLocalBrokerData((*r)->value, path);
+    if (!rep.isOk()) return acquire(key, reply);
+    LookupAnswer a = connectTo(rep->urls);
+    a.redirect = true;
+    a.authoritative = false;
+    reply(std::move(a));
+  });
+}
+
+void NamespaceService::publishRegistration() {
+  MAGNETAR_DCHECK_ON(loop_);
+  std::string path = std::string(kBrokersRoot) + "/" + self_.brokerId;
+  metadata::PutOptions o;
+  o.ephemeral = true;
+  store_->put(path, localBrokerDataJson(self_, ownedBundles(), startMs_, nowMs()), o, &loop_,
+              [path](const Result<metadata::Stat>& r) {
+                if (!r.isOk()) MLOG_WARN("cannot update {}: {}", path, r.status().message());
+              });
+}
+
+void NamespaceService::elect() {
+  MAGNETAR_DCHECK_ON(loop_);
+  metadata::PutOptions o;
+  o.ephemeral = true;
+  o.expectedVersion = metadata::kNotExists;
+  store_->put(
+      kLeaderPath, leaderBrokerJson(self_), o, &loop_, [this](const Result<metadata::Stat>& r) {
+        if (r.isOk()) {
+          {
+            MutexLock lock(mu_);
+            leader_ = true;
+          }
+          leaderId_ = self_.brokerId;
+          MLOG_INFO("This broker ({}) is the leader", self_.brokerId);
+          return;
+        }
+        if (r.status().code() != StatusCode::kBadVersion) {
+          MLOG_WARN("leader election: {}; trying again in 1 s", r.status().message());
+          after(std::chrono::seconds(1), [this] { elect(); });
+          return;
+        }
+        // Someone leads: read who (and watch the node, to run again when it goes).
+        store_->get(kLeaderPath, &loop_, [this](Result<std::optional<metadata::GetResult>> g) {
+          if (!g.isOk()) {
+            after(std::chrono::seconds(1), [this] { elect(); });
+            return;
+          }
+          if (!g->has_value()) return elect();  // gone meanwhile
+          auto d = parseLeaderBroker((*g)->value, kLeaderPath);
+          if (!d.isOk()) {
+            MLOG_ERROR("{}", d.status().message());
+            return;
+          }
+          leaderId_ = d->brokerId;
+          bool mine = (*g)->stat.createdBySelf;
+          {
+            MutexLock lock(mu_);
+            leader_ = mine;
+          }
+          MLOG_INFO("Leader broker: {}", leaderId_);
+        });
+      });
+}
+
+void NamespaceService::onNotification(const metadata::Notification& n) {
+  MAGNETAR_DCHECK_ON(loop_);
+  if (n.path == kLeaderPath && n.type == metadata::NotificationType::kDeleted) {
+    {
+      MutexLock lock(mu_);
+      if (!ready_) return;
+      leader_ = false;
+    }
+    leaderId_.clear();
+    elect();
+    return;
+  }
+  if (n.path.rfind(kNamespaceRoot, 0) == 0 && n.type == metadata::NotificationType::kDeleted) {
+    std::string key = n.path.substr(std::string(kNamespaceRoot).size());
+    bool was;
+    {
+      MutexLock lock(mu_);
+      was = owned_.erase(key) > 0;
+    }
+    if (was) {
+      MLOG_WARN("Ownership of bundle {} was removed: releasing it", key);
+      publishRegistration();
+      if (onLost_) onLost_();
+    }
+    return;
+  }
+  if (n.path.rfind(kPoliciesRoot, 0) == 0) {  // a namespace's bundles may have changed
+    MutexLock lock(mu_);
+    boundaries_.erase(n.path.substr(std::string(kPoliciesRoot).size()));
+  }
+}
+
+void NamespaceService::releaseAll(const char* why) {
+  MAGNETAR_DCHECK_ON(loop_);
+  size_t n;
+  {
+    MutexLock lock(mu_);
+    n = owned_.size();
+    owned_.clear();
+    leader_ = false;
+  }
+  leaderId_.clear();
+  MLOG_WARN("{}: released {} bundles", why, n);
+  if (onLost_) onLost_();
+}
+
+void NamespaceService::onSession(metadata::SessionEvent e) {
+  MAGNETAR_DCHECK_ON(loop_);
+  switch (e) {
+    case metadata::SessionEvent::kSessionLost:
+      releaseAll("ZooKeeper session expired");
+      break;
+    case metadata::SessionEvent::kSessionReestablished:
+      registerSelf(60, [this](const Status& s) {
+        if (!s.isOk()) {
+          MLOG_ERROR("{}", s.message());
+          return;
+        }
+        MLOG_INFO("Registered again as {} on the new ZooKeeper session", self_.brokerId);
+        elect();
+      });
+      break;
+    case metadata::SessionEvent::kConnectionLost:
+      MLOG_WARN("ZooKeeper connection lost; bundles kept until the session expires");
+      break;
+    case metadata::SessionEvent::kReconnected:
+      MLOG_INFO("ZooKeeper connection back, same session");
+      break;
+  }
+}
+
+void NamespaceService::activeBrokers(net::Executor* replyEx,
+                                     std::function<void(Result<std::vector<std::string>>)> cb) {
+  store_->getChildren(kBrokersRoot, replyEx, std::move(cb));
+}
+
+void NamespaceService::leaderBroker(net::Executor* replyEx,
+                                    std::function<void(Result<LeaderData>)> cb) {
+  store_->get(kLeaderPath, replyEx,
+              [cb = std::move(cb)](Result<std::optional<metadata::GetResult>> r) {
+                if (!r.isOk()) return cb(r.status());
+                if (!r->has_value()) return cb(Status::notFound("no leader broker"));
+                cb(parseLeaderBroker((*r)->value, kLeaderPath));
+              });
+}
+
+void NamespaceService::boundariesOf(const std::string& ns, net::Executor* replyEx,
+                                    std::function<void(Result<std::vector<uint64_t>>)> cb) {
+  loop_.execute([this, ns, replyEx, cb = std::move(cb)] {
+    getBoundaries(ns, [replyEx, cb](Result<Boundaries> b) {
+      replyEx->execute([cb, b = std::move(b)] { cb(b); });
+    });
+  });
+}
+
+void NamespaceService::ownerOf(const std::string& bundleKey, net::Executor* replyEx,
+                               std::function<void(Result<std::optional<OwnerData>>)> cb) {
+  std::string path = ownershipPath(bundleKey);
+  store_->get(path, replyEx,
+              [path, cb = std::move(cb)](Result<std::optional<metadata::GetResult>> r) {
+                if (!r.isOk()) return cb(r.status());
+                if (!r->has_value()) return cb(std::optional<OwnerData>());
+                auto d = parseNamespaceEphemeralData((*r)->value, path);
+                if (!d.isOk()) return cb(d.status());
+                cb(std::optional<OwnerData>(std::move(*d)));
+              });
+}
+
+void NamespaceService::unloadBundle(const std::string& ns, const std::string& bundle,
+                                    net::Executor* replyEx, std::function<void(Status)> cb) {
+  auto reply = [replyEx, cb = std::move(cb)](const Status& s) {
+    replyEx->execute([cb, s] { cb(s); });
+  };
+  loop_.execute([this, ns, bundle, reply] {
+    std::string key = ns + "/" + bundle;
+    {
+      MutexLock lock(mu_);
+      if (!owned_.erase(key)) {
+        return reply(Status::notFound("Bundle " + key + " is not owned by this broker"));
+      }
+    }
+    MLOG_INFO("Unloading bundle {}", key);
+    if (onLost_) onLost_();
+    store_->remove(ownershipPath(key), std::nullopt, &loop_, [this, reply](const Status& s) {
+      publishRegistration();
+      reply(s.code() == StatusCode::kNotFound ? Status::ok() : s);
+    });
+  });
+}
+
+}  // namespace magnetar::broker::cluster

@@ -1,0 +1,139 @@
+// NamespaceService: bundle ownership and lookups across brokers sharing a ZooKeeper (Pulsar's
+// NamespaceService + OwnershipCache + the modular load manager's registration and leader).
+//
+// - Registration: /loadbalance/brokers/{brokerId} (ephemeral, LocalBrokerData), rewritten when
+//   the owned bundles change.
+// - Leader: /loadbalance/leader (ephemeral, LeaderBroker); every broker tries to create it at
+//   start and whenever it is deleted.
+// - Ownership: /namespace/{tenant}/{ns}/{bundle} (ephemeral, NamespaceEphemeralData), created with
+//   "must not exist", so two brokers racing for a bundle end with one owner.
+// - Lookup (as Pulsar's findBrokerServiceUrl): an owned bundle -> Connect to its owner. An unowned
+//   one: an authoritative lookup takes it here; otherwise the leader picks the broker with the
+//   fewest bundles (its reported bundles plus what the leader gave it in the last 30 s) and
+//   takes it itself or redirects (authoritative) to that broker; a non-leader redirects to the
+//   leader (not authoritative). No leader known: this broker takes it.
+// - Session lost (ZooKeeper expired it): every bundle is released at once (owns() turns false,
+//   the ownershipLost handler closes their producers and consumers); on the new session the
+//   broker registers and runs for leader again. Its old znodes vanished with the old session, so
+//   the other brokers take the bundles at the next lookups.
+//
+// Thread: everything runs on the service's own loop `metadata-store`; lookup() and owns() may be
+// called from any thread.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/thread_annotations.h"
+#include "broker/cluster/cluster_metadata.h"
+#include "broker/topic_ownership.h"
+#include "metadata/store.h"
+#include "net/event_loop.h"
+
+namespace magnetar::broker::cluster {
+
+struct NamespaceServiceOptions {
+  std::string clusterName;
+  int defaultNumberOfNamespaceBundles = 4;  // defaultNumberOfNamespaceBundles
+};
+
+class NamespaceService : public TopicOwnership {
+ public:
+  // store: the local metadata store (ownership, registration, leader); config: the
+  // configuration store (namespace policies), may be the same. Both outlive this.
+  NamespaceService(metadata::Store* store, metadata::Store* config,
+                   NamespaceServiceOptions options);
+  ~NamespaceService() override;
+
+  // Registers as `self` and runs for leader; returns once registered (lookups answer
+  // ServiceNotReady until then). Errors: the store's (kTimeout, kClosed, kIoError), after 30 s
+  // at most. Thread: main.
+  Status start(const BrokerUrls& self);
+  // Stops the loop; the caller then closes the store (its ephemeral znodes go with the session).
+  void stop();
+
+  void lookup(const TopicName& topic, bool authoritative, net::Executor* replyEx,
+              LookupCallback cb) override;
+  bool owns(const TopicName& topic) const override;
+
+  // Called on the loop after bundles were lost (session expired, ownership node deleted); the
+  // handler closes the clients of the topics owns() no longer accepts. Set before start().
+  void setOwnershipLostHandler(std::function<void()> fn) { onLost_ = std::move(fn); }
+
+  // Admin views. Thread: any.
+  std::vector<std::string> ownedBundles() const;  // "tenant/ns/0x..._0x...", sorted
+  bool isLeader() const;
+  const BrokerUrls& self() const { return self_; }
+  // The bundle names of a namespace (as cached; the default cut when not looked up yet).
+  std::vector<std::string> bundlesOf(const std::string& ns) const;
+  // Registered brokers (children of /loadbalance/brokers, "host:webport"), sorted. cb on replyEx.
+  void activeBrokers(net::Executor* replyEx,
+                     std::function<void(Result<std::vector<std::string>>)> cb);
+  // The leader from /loadbalance/leader; kNotFound when none. cb on replyEx.
+  void leaderBroker(net::Executor* replyEx, std::function<void(Result<LeaderData>)> cb);
+  // The namespace's bundle boundaries (from its policies, else the default cut). cb on replyEx.
+  void boundariesOf(const std::string& ns, net::Executor* replyEx,
+                    std::function<void(Result<std::vector<uint64_t>>)> cb);
+  // The owner of a bundle, nullopt when unowned. cb on replyEx.
+  void ownerOf(const std::string& bundleKey, net::Executor* replyEx,
+               std::function<void(Result<std::optional<OwnerData>>)> cb);
+  // Releases an owned bundle (admin unload): deletes its ownership znode and closes its
+  // clients. cb on replyEx. Errors: kNotFound when not owned here.
+  void unloadBundle(const std::string& ns, const std::string& bundle, net::Executor* replyEx,
+                    std::function<void(Status)> cb);
+
+ private:
+  using Boundaries = std::vector<uint64_t>;
+  void getBoundaries(const std::string& ns, const std::function<void(Result<Boundaries>)>& cb);
+  void lookupOnLoop(const TopicName& topic, bool authoritative,
+                    const std::function<void(LookupAnswer)>& reply);
+  void resolveBundle(const std::string& bundleKey, bool authoritative,
+                     const std::function<void(LookupAnswer)>& reply);
+  void acquire(const std::string& bundleKey, const std::function<void(LookupAnswer)>& reply);
+  void assignAsLeader(const std::string& bundleKey, const std::function<void(LookupAnswer)>& reply);
+  void redirectToLeader(const std::string& bundleKey,
+                        const std::function<void(LookupAnswer)>& reply);
+  void registerSelf(int triesLeft, const std::function<void(Status)>& done);
+  void after(std::chrono::milliseconds delay, std::function<void()> fn);
+  void publishRegistration();
+  void elect();
+  void onNotification(const metadata::Notification& n);
+  void onSession(metadata::SessionEvent e);
+  void releaseAll(const char* why);
+  LookupAnswer connectTo(const BrokerUrls& u) const;
+
+  metadata::Store* store_;
+  metadata::Store* config_;
+  NamespaceServiceOptions options_;
+  BrokerUrls self_;
+  net::EventLoop loop_{"metadata-store"};
+  std::function<void()> onLost_;
+  std::vector<uint64_t> listenerIds_;
+  std::optional<uint64_t> configListener_;
+  bool stopped_ = false;
+  int64_t startMs_ = 0;
+
+  mutable Mutex mu_;
+  bool ready_ GUARDED_BY(mu_) = false;
+  bool leader_ GUARDED_BY(mu_) = false;
+  std::set<std::string> owned_ GUARDED_BY(mu_);                   // bundle keys
+  std::map<std::string, Boundaries> boundaries_ GUARDED_BY(mu_);  // by namespace
+
+  // Loop only.
+  std::string leaderId_;
+  // Leader: bundles given out recently, per broker, with when (not yet in their reports).
+  std::map<std::string, std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>>>
+      recent_;
+};
+
+// "/namespace/tenant/ns/0x..._0x..." for a bundle key "tenant/ns/0x..._0x...".
+std::string ownershipPath(const std::string& bundleKey);
+
+}  // namespace magnetar::broker::cluster

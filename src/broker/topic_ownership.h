@@ -1,0 +1,39 @@
+// TopicOwnership: which broker serves a topic (cluster mode). BrokerService holds one when the
+// broker runs in a cluster (src/broker/cluster/NamespaceService); without one (standalone) every
+// topic is served here and LOOKUP answers with this broker.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "base/status.h"
+#include "broker/topic_name.h"
+#include "net/executor.h"
+
+namespace magnetar::broker {
+
+// The answer to a lookup (Pulsar's LookupResult / CommandLookupTopicResponse).
+struct LookupAnswer {
+  Status error;           // not ok: the lookup failed (ServiceNotReady to the client)
+  bool redirect = false;  // false: Connect to url (the owner); true: ask url again
+  bool authoritative = false;
+  std::string url;         // pulsar://host:port
+  std::string urlTls;      // pulsar+ssl://host:port or ""
+  std::string httpUrl;     // the same broker's web service (admin redirects, HTTP lookup)
+  std::string httpUrlTls;  // or ""
+};
+
+class TopicOwnership {
+ public:
+  using LookupCallback = std::function<void(LookupAnswer)>;
+  virtual ~TopicOwnership() = default;
+  // Finds (or, when nobody owns it, gets assigned) the owner of the topic's bundle. cb runs on
+  // replyEx. authoritative: the client was redirected here to take the bundle (Pulsar's
+  // authoritative flag). Thread: any.
+  virtual void lookup(const TopicName& topic, bool authoritative, net::Executor* replyEx,
+                      LookupCallback cb) = 0;
+  // True while this broker owns the topic's bundle. Thread: any (a lock and a set lookup).
+  virtual bool owns(const TopicName& topic) const = 0;
+};
+
+}  // namespace magnetar::broker

@@ -1,0 +1,267 @@
+"""Cluster mode end to end: a real ZooKeeper (low tickTime) and 3 `magnetar broker` processes
+started by scripts/cluster.sh. Topics spread over every broker; two brokers racing for a bundle
+end with one owner; kill -9 of a broker moves its bundles to the others within 5 s of the session
+timeout while producers and consumers carry on. Prints the failover time and lookup latency."""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import threading
+import time
+import uuid
+import zlib
+from collections import Counter
+
+import pulsar
+import pytest
+import requests
+
+from harness.broker import magnetar_bin
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SESSION_TIMEOUT_MS = 4000
+
+
+class Cluster:
+    def __init__(self, directory: str) -> None:
+        self.dir = directory
+        self.env = dict(os.environ, MAGNETAR_BIN=magnetar_bin())
+        out = self._run("start", "--brokers", "3", "--tick-ms", "200",
+                        "--session-timeout-ms", str(SESSION_TIMEOUT_MS))
+        lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
+        self.service_url = lines["serviceUrl"]
+        self.web_urls = lines["webServiceUrls"].split()
+
+    def _run(self, *args: str) -> str:
+        p = subprocess.run(["bash", os.path.join(ROOT, "scripts", "cluster.sh"), args[0],
+                            "-d", self.dir, *args[1:]],
+                           env=self.env, capture_output=True, text=True, timeout=120)
+        if args[0] != "status":
+            assert p.returncode == 0, p.stdout + p.stderr
+        return p.stdout
+
+    def brokers(self) -> dict[str, int]:
+        """Live brokers: pulsar://127.0.0.1:port -> pid."""
+        out = {}
+        for line in self._run("status").splitlines():
+            kind, pid, port, _web = line.split()
+            if kind == "broker":
+                out[f"pulsar://127.0.0.1:{port}"] = int(pid)
+        return out
+
+    def web_of(self, broker_url: str) -> str:
+        port = broker_url.rsplit(":", 1)[1]
+        for line in self._run("status").splitlines():
+            kind, _pid, bport, web = line.split()
+            if kind == "broker" and bport == port:
+                return f"http://127.0.0.1:{web}"
+        raise KeyError(broker_url)
+
+    def stop(self) -> None:
+        self._run("stop")
+
+
+def lookup(web: str, topic: str, authoritative: bool = False) -> str:
+    """The owner's pulsar:// URL, by Pulsar's HTTP lookup (redirects followed)."""
+    r = requests.get(f"{web}/lookup/v2/topic/persistent/{topic}",
+                     params={"authoritative": "true"} if authoritative else None, timeout=10)
+    r.raise_for_status()
+    return r.json()["brokerUrl"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = Cluster(str(tmp_path_factory.mktemp("cluster")))
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def test_two_brokers_racing_for_a_bundle_get_one_owner(cluster: Cluster) -> None:
+    webs = [cluster.web_of(b) for b in sorted(cluster.brokers())]
+    assert len(webs) == 3
+    for i in range(8):
+        topic = f"race-{uuid.uuid4().hex[:8]}/ns/t{i}"
+        barrier = threading.Barrier(2)
+        answers: list[str] = [""] * 2
+
+        def ask(k: int, topic: str = topic, barrier: threading.Barrier = barrier,
+                answers: list[str] = answers) -> None:
+            barrier.wait()
+            answers[k] = lookup(webs[k], topic, authoritative=True)
+
+        threads = [threading.Thread(target=ask, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert answers[0] and answers[0] == answers[1], answers
+        # A third broker, not racing, names the same owner.
+        assert lookup(webs[2], topic) == answers[0]
+
+
+def test_topics_spread_and_survive_a_killed_broker(cluster: Cluster) -> None:
+    brokers = cluster.brokers()
+    assert len(brokers) == 3
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    run = uuid.uuid4().hex[:8]
+    names = [f"public/default/cl-{run}-{i}" for i in range(30)]
+    producers, consumers, create_s = [], [], []
+    try:
+        for n in names:
+            consumers.append(client.subscribe(
+                f"persistent://{n}", "sub",
+                initial_position=pulsar.InitialPosition.Earliest))
+            t0 = time.monotonic()
+            producers.append(client.create_producer(f"persistent://{n}",
+                                                    send_timeout_millis=60000))
+            create_s.append(time.monotonic() - t0)
+        for i, p in enumerate(producers):
+            p.send(f"m0-{i}".encode())
+        for i, c in enumerate(consumers):
+            m = c.receive(10000)
+            assert m.data() == f"m0-{i}".encode()
+            c.acknowledge(m)
+
+        web0 = cluster.web_urls[0]
+        owners = {n: lookup(web0, n) for n in names}
+        per_broker = Counter(owners.values())
+        assert set(per_broker) == set(brokers), per_broker  # every broker serves some topics
+
+        samples = []
+        for k in range(150):
+            t0 = time.perf_counter()
+            lookup(cluster.web_urls[k % 3], names[k % len(names)])
+            samples.append((time.perf_counter() - t0) * 1000)
+        samples.sort()
+        print(f"\nHTTP lookup of an owned topic: median {statistics.median(samples):.2f} ms, "
+              f"p99 {samples[int(len(samples) * 0.99) - 1]:.2f} ms (incl. 307 hops); "
+              f"producer create (lookup + connect + PRODUCER) median "
+              f"{statistics.median(create_s) * 1000:.1f} ms, max {max(create_s) * 1000:.1f} ms")
+
+        victim, _ = per_broker.most_common(1)[0]
+        moved = [n for n in names if owners[n] == victim]
+        survivors = [cluster.web_of(b) for b in brokers if b != victim]
+        t_kill = time.monotonic()
+        os.kill(brokers[victim], signal.SIGKILL)
+
+        def all_moved() -> bool:
+            for k, n in enumerate(moved):
+                try:
+                    if lookup(survivors[k % 2], n) == victim:
+                        return False
+                except requests.RequestException:
+                    return False
+            return True
+
+        deadline = t_kill + SESSION_TIMEOUT_MS / 1000 + 5
+        while not all_moved():
+            assert time.monotonic() < deadline, "bundles did not move within 5 s of the timeout"
+            time.sleep(0.05)
+        failover = time.monotonic() - t_kill
+        new_owners = {n: lookup(survivors[0], n) for n in moved}
+        assert victim not in new_owners.values()
+        print(f"failover: {len(moved)} topics of the killed broker owned elsewhere "
+              f"{failover:.2f} s after kill -9 (session timeout {SESSION_TIMEOUT_MS} ms)")
+
+        # Producers and consumers carry on, on the moved topics too.
+        t0 = time.monotonic()
+        for i, p in enumerate(producers):
+            p.send(f"m1-{i}".encode())
+        for i, c in enumerate(consumers):
+            m = c.receive(30000)
+            while m.data() == f"m0-{i}".encode():  # a redelivery of the first message
+                c.acknowledge(m)
+                m = c.receive(30000)
+            assert m.data() == f"m1-{i}".encode()
+            c.acknowledge(m)
+        print(f"all 30 producers sent and consumers received again "
+              f"{time.monotonic() - t0:.2f} s after the move")
+    finally:
+        client.close()
+
+
+def test_a_broker_paused_past_its_session_stops_serving_its_bundles(cluster: Cluster) -> None:
+    """SIGSTOP past the session timeout: another broker takes the bundle; once resumed, the
+    paused broker releases it (its session expired) and closes its clients, which move to the
+    new owner: what the producer sends then reaches the consumer through the new owner."""
+    brokers = cluster.brokers()
+    assert len(brokers) >= 2
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    topic = f"public/default/paused-{uuid.uuid4().hex[:8]}"
+    try:
+        consumer = client.subscribe(f"persistent://{topic}", "sub",
+                                    initial_position=pulsar.InitialPosition.Earliest)
+        producer = client.create_producer(f"persistent://{topic}", send_timeout_millis=60000)
+        paused = lookup(cluster.web_of(next(iter(brokers))), topic)
+        other = next(b for b in brokers if b != paused)
+        other_web = cluster.web_of(other)
+        paused_log = os.path.join(cluster.dir, next(
+            d for d in os.listdir(cluster.dir) if d.startswith("broker-")
+            and open(os.path.join(cluster.dir, d, "broker.pid")).read().strip()
+            == str(brokers[paused])), "broker.log")
+        os.kill(brokers[paused], signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            while True:
+                try:
+                    if lookup(other_web, topic) == other:
+                        break
+                except requests.RequestException:
+                    pass
+                assert time.monotonic() - t0 < SESSION_TIMEOUT_MS / 1000 + 5
+                time.sleep(0.05)
+            print(f"\npaused broker's bundle taken over {time.monotonic() - t0:.2f} s after "
+                  f"SIGSTOP (session timeout {SESSION_TIMEOUT_MS} ms)")
+        finally:
+            os.kill(brokers[paused], signal.SIGCONT)
+
+        def released() -> bool:
+            with open(paused_log) as f:
+                return "ZooKeeper session expired: released" in f.read()
+
+        deadline = time.monotonic() + 15
+        while not released():
+            assert time.monotonic() < deadline, "the resumed broker kept its bundles"
+            time.sleep(0.1)
+        producer.send(b"after-resume")
+        m = consumer.receive(30000)
+        assert m.data() == b"after-resume"
+        # The resumed broker now names the new owner too.
+        assert lookup(cluster.web_of(paused), topic) == other
+    finally:
+        client.close()
+
+
+def test_bundle_unload_redirects_to_the_owner_and_moves_the_bundle(cluster: Cluster) -> None:
+    brokers = sorted(cluster.brokers())
+    webs = {b: cluster.web_of(b) for b in brokers}
+    topic = f"public/default/unload-{uuid.uuid4().hex[:8]}"
+    owner = lookup(webs[brokers[0]], topic)
+    boundaries = requests.get(f"{webs[owner]}/admin/v2/namespaces/public/default/bundles",
+                              timeout=10).json()["boundaries"]
+    h = zlib.crc32(f"persistent://{topic}".encode())  # Pulsar's bundle hash
+    i = max(k for k in range(len(boundaries) - 1) if int(boundaries[k], 16) <= h)
+    bundle = f"{boundaries[i]}_{boundaries[i + 1]}"
+    other = next(b for b in brokers if b != owner)
+    path = f"/admin/v2/namespaces/public/default/{bundle}/unload"
+    r = requests.put(webs[other] + path, allow_redirects=False, timeout=10)
+    assert r.status_code == 307 and r.headers["Location"] == webs[owner] + path
+    assert requests.put(webs[other] + "/admin/v2/namespaces/public/default/0x1_0x0/unload",
+                        timeout=10).status_code == 412
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        producer = client.create_producer(f"persistent://{topic}")
+        producer.send(b"before")
+        assert requests.put(webs[owner] + path, timeout=10).status_code == 204
+        # Unowned now; the next lookup places it on the broker with fewer bundles, and the
+        # producer (closed by the unload) reconnects and sends there.
+        new_owner = lookup(webs[other], topic)
+        assert new_owner in brokers
+        producer.send(b"after")
+    finally:
+        client.close()
