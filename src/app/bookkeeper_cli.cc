@@ -328,6 +328,10 @@ int recover(const BkOptions& o) {
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
+  if (o.deleteCookie || o.replicationRate > 0) {
+    std::cerr << "bookkeeper: -deleteCookie and -replicationRate are not supported by Magnetar\n";
+    return 1;
+  }
   std::string list;
   for (const auto& b : bookies) list += (list.empty() ? "" : ", ") + b;
   if (!o.force) {
@@ -347,10 +351,6 @@ int recover(const BkOptions& o) {
       std::cout << "Give up!" << std::endl;
       return 1;
     }
-  }
-  if (o.deleteCookie || o.replicationRate > 0) {
-    std::cerr << "bookkeeper: -deleteCookie and -replicationRate are not supported by Magnetar\n";
-    return 1;
   }
   auto bk = connect(o);
   if (!bk) return 1;
