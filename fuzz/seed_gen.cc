@@ -1,9 +1,11 @@
 // fuzz_seed_gen <fuzz/corpus dir>: writes the seeds of fuzz_frames (client frame sequences built
 // with protocol::Commands, each behind a flags byte, see fuzz_frames.cc) and fuzz_journal (disk
-// images of a real DurableManagedLedgerFactory, see fuzz_util.h). Deterministic except for the
-// journal's timestamps. Run it again when the formats change; fuzz/README.md.
+// images of a real DurableManagedLedgerFactory, see fuzz_util.h) and fuzz_bk_codec (bookie reply
+// streams from the BookKeeper codec). Deterministic except for the journal's timestamps. Run it
+// again when the formats change; fuzz/README.md.
 #include <span>
 
+#include "bookkeeper/protocol.h"
 #include "fuzz_util.h"
 #include "manual_executor.h"
 #include "protocol/commands.h"
@@ -247,9 +249,8 @@ void journalSeeds(const std::string& dir, const std::string& prefix, int64_t ent
     }
   }
   bool acked = false;
-  (*cursor)->asyncMarkDelete(pos[1], [&](Status) {
-    (*cursor)->asyncDelete({pos[3]}, [&](Status) { acked = true; });
-  });
+  (*cursor)->asyncMarkDelete(
+      pos[1], [&](Status) { (*cursor)->asyncDelete({pos[3]}, [&](Status) { acked = true; }); });
   ex.runUntil([&] { return acked; }, "ack");
   std::string out = dir + "/fuzz_journal/";
   fuzz::writeFile(out + prefix + "_replay", image(meta, o.journalDirectory));
@@ -260,6 +261,43 @@ void journalSeeds(const std::string& dir, const std::string& prefix, int64_t ent
   }
   (*f)->shutdown();
   fuzz::writeFile(out + prefix + "_checkpointed", image(meta, o.journalDirectory));
+}
+
+// ---- fuzz_bk_codec ----------------------------------------------------------------------------
+
+void bkCodecSeeds(const std::string& dir) {
+  using bookkeeper::EntryHeader;
+  using bookkeeper::OpCode;
+  auto entry = [](int64_t ledger, int64_t id, int64_t lac, std::string_view payload,
+                  int64_t length) {
+    EntryHeader h;
+    h.ledgerId = ledger;
+    h.entryId = id;
+    h.lastAddConfirmed = lac;
+    h.length = length;
+    return bookkeeper::packEntry(h, payload);
+  };
+  std::string out = dir + "/fuzz_bk_codec/";
+  // Replies a BookieClient sees: ADD acks, READs with entries, errors, the LAC read (entry -1).
+  std::string replies;
+  replies += bookkeeper::encodeResponse(OpCode::kAddEntry, 0, 7, 0);
+  replies += bookkeeper::encodeResponse(OpCode::kAddEntry, 0, 7, 1);
+  replies +=
+      bookkeeper::encodeResponse(OpCode::kReadEntry, 0, 7, 0, entry(7, 0, -1, "hello bookie", 12));
+  replies += bookkeeper::encodeResponse(OpCode::kReadEntry, 0, 7, 1,
+                                        entry(7, 1, 0, std::string(100, 'A'), 112));
+  replies += bookkeeper::encodeResponse(OpCode::kReadEntry, 2, 7, 5);   // NoSuchEntry
+  replies += bookkeeper::encodeResponse(OpCode::kAddEntry, 104, 7, 2);  // fenced
+  replies += bookkeeper::encodeResponse(OpCode::kReadEntry, 0, 7, -1,
+                                        entry(7, 1, 1, std::string(100, 'A'), 112));
+  fuzz::writeFile(out + "replies", std::string(1, '\x00') + replies);
+  fuzz::writeFile(out + "replies_chunk3", std::string(1, '\x02') + replies);
+  // A reply split in the middle of a frame, and an oversized length.
+  std::string read =
+      bookkeeper::encodeResponse(OpCode::kReadEntry, 0, 9, 4, entry(9, 4, 3, "partial", 40));
+  fuzz::writeFile(out + "half_frame", std::string(1, '\x05') + read.substr(0, read.size() / 2));
+  fuzz::writeFile(out + "too_large",
+                  std::string(1, '\x10') + read + std::string("\x00\x01\x00\x01", 4) + "x");
 }
 
 }  // namespace
@@ -274,5 +312,6 @@ int main(int argc, char** argv) {
   framesSeeds(dir);
   journalSeeds(dir, "simple", 50000, 256ll << 20);
   journalSeeds(dir, "rolled", 2, 600);
+  bkCodecSeeds(dir);
   return 0;
 }

@@ -14,7 +14,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-ALL_TARGETS="fuzz_frames fuzz_http fuzz_config fuzz_journal"
+ALL_TARGETS="fuzz_frames fuzz_http fuzz_config fuzz_journal fuzz_bk_codec"
 
 usage() {
   sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'

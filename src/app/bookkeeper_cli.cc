@@ -1,10 +1,14 @@
 #include "app/bookkeeper_cli.h"
 
+#include <cctype>
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <set>
 
+#include "bookkeeper/bookie_recovery.h"
 #include "bookkeeper/client.h"
 
 namespace magnetar::app {
@@ -31,6 +35,15 @@ struct BkOptions {
   bool msg = false;
   bool forceRecovery = false;
   std::string dumpToFile;
+  // recover (BookieShell.RecoverCmd's flags)
+  std::vector<std::string> bookieSrc;
+  bool query = false;
+  bool dryRun = false;
+  bool force = false;
+  bool skipOpenLedgers = false;
+  bool skipUnrecoverableLedgers = false;
+  bool deleteCookie = false;
+  int replicationRate = -1;
   // bench
   int entrySize = 1024;
   int outstanding = 100;
@@ -291,6 +304,104 @@ int benchAdds(const BkOptions& o) {
   return 0;
 }
 
+// BookieShell "recover" (RecoverCommand): BOOKIE_ID[,BOOKIE_ID...]; without -force the shell asks
+// "Are you sure to recover them : (Y/N)" on stdin. -query lists the ledgers holding the bookies
+// (marked '*'); -dryrun prints the plan; otherwise BookKeeperAdmin.recoverBookieData (of -ledger
+// only, when given). Prints the lines the shell logs; exit 1 when the recovery failed.
+int recover(const BkOptions& o) {
+  std::set<bookkeeper::BookieId> bookies;
+  if (o.bookieSrc.size() > 1) {
+    std::cerr << "The provided bookie dest " << o.bookieSrc[1] << " will be ignored!\n";
+  }
+  const std::string& arg = o.bookieSrc.at(0);
+  for (size_t start = 0;;) {
+    size_t comma = arg.find(',', start);
+    std::string b =
+        arg.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    auto colon = b.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == b.size() ||
+        b.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
+      std::cerr << "bookkeeper: BookieSrcs has invalid bookie id format: " << b << "\n";
+      return 1;
+    }
+    bookies.insert(b);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (o.deleteCookie || o.replicationRate > 0) {
+    std::cerr << "bookkeeper: -deleteCookie and -replicationRate are not supported by Magnetar\n";
+    return 1;
+  }
+  std::string list;
+  for (const auto& b : bookies) list += (list.empty() ? "" : ", ") + b;
+  if (!o.force) {
+    std::cout << "Bookies : [" << list << "]\n";
+    // IOUtils.confirmPrompt: y/yes or n/no, any case; anything else asks again. EOF: no.
+    bool yes = false;
+    for (;;) {
+      std::cout << "Are you sure to recover them : (Y/N) (Y or N) " << std::flush;
+      std::string answer;
+      if (!std::getline(std::cin, answer)) break;
+      for (auto& c : answer) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (answer == "y" || answer == "yes") yes = true;
+      if (yes || answer == "n" || answer == "no") break;
+      std::cout << "Invalid input: " << answer << "\n";
+    }
+    if (!yes) {
+      std::cout << "Give up!" << std::endl;
+      return 1;
+    }
+  }
+  auto bk = connect(o);
+  if (!bk) return 1;
+  bookkeeper::BookieRecovery recovery(
+      *bk, [](const std::string& line) { std::cout << line << std::endl; });
+  int rc = 0;
+  if (o.query) {
+    std::map<int64_t, bookkeeper::LedgerMetadata> ledgers;
+    BkResult r = recovery.ledgersContaining(bookies, &ledgers);
+    if (r != BkResult::kOk) return fail("list ledgers", r);
+    std::cout << "NOTE: Bookies in inspection list are marked with '*'.\n";
+    for (const auto& [id, md] : ledgers) {
+      std::cout << "ledger " << id << " : " << bookkeeper::ledgerStateName(md.state) << "\n";
+      std::vector<std::pair<int64_t, int>> summary;
+      for (const auto& [first, ensemble] : md.ensembles) {
+        std::cout << first << ":\t" << bookkeeper::formatEnsemble(ensemble, bookies) << "\n";
+        int n = 0;
+        for (const auto& b : ensemble) n += bookies.count(b) > 0 ? 1 : 0;
+        summary.emplace_back(first, n);
+      }
+      std::cout << "summary: [";
+      for (const auto& [first, n] : summary) std::cout << first << "=" << n << ", ";
+      std::cout << "]\n\n";
+    }
+    std::cout << "Done" << std::endl;
+  } else {
+    bookkeeper::RecoverOptions ro;
+    ro.dryRun = o.dryRun;
+    ro.skipOpenLedgers = o.skipOpenLedgers;
+    ro.skipUnrecoverableLedgers = o.skipUnrecoverableLedgers;
+    BkResult r = o.ledgerId >= 0 ? recovery.recoverLedger(o.ledgerId, bookies, ro)
+                                 : recovery.recoverBookies(bookies, ro);
+    if (o.ledgerId >= 0) {
+      std::cout << "Recover bookie for " << o.ledgerId
+                << " completed with rc : " << bookkeeper::bkResultName(r) << "\n";
+    } else {
+      std::cout << "Recover bookie operation completed with rc: " << bookkeeper::bkResultName(r)
+                << "\n";
+    }
+    if (!o.dryRun) {
+      std::cout << "ledgers recovered " << recovery.ledgersRecovered() << ", fragments replaced "
+                << recovery.fragmentsReplaced() << ", entries copied " << recovery.entriesCopied()
+                << "\n";
+    }
+    std::cout.flush();
+    rc = r == BkResult::kOk ? 0 : 1;
+  }
+  bk->close();
+  return rc;
+}
+
 }  // namespace
 
 void rewriteBookKeeperShellFlags(std::vector<std::string>& args) {
@@ -350,12 +461,28 @@ std::function<int()> addBookKeeperCommand(CLI::App& app) {
   meta->add_option("-l,--ledgerid", o->ledgerId, "Ledger ID")->required();
   meta->add_option("--dumptofile", o->dumpToFile, "Dump the metadata bytes to a file");
 
+  auto* rec = bk->add_subcommand("recover", "Recover the ledger data for failed bookie");
+  rec->add_option("bookieSrc", o->bookieSrc, "Bookie id(s) to recover, host:port[,host:port]")
+      ->required();
+  rec->add_flag("-q,--query", o->query, "Query the ledgers that contain given bookies");
+  rec->add_flag("--dr,--dryrun", o->dryRun, "Printing the recovery plan w/o doing actual recovery");
+  rec->add_flag("-f,--force", o->force, "Force recovery without confirmation");
+  rec->add_option("-l,--ledger", o->ledgerId, "Recover a specific ledger");
+  rec->add_flag("--sk,--skipOpenLedgers", o->skipOpenLedgers, "Skip recovering open ledgers");
+  rec->add_flag("-d,--deleteCookie", o->deleteCookie,
+                "Delete cookie node for the bookie (not supported)");
+  rec->add_flag("--sku,--skipUnrecoverableLedgers", o->skipUnrecoverableLedgers,
+                "Skip unrecoverable ledgers.");
+  rec->add_option("--rate,--replicationRate", o->replicationRate,
+                  "Replication rate by bytes (not supported)");
+
   return [=]() -> int {
     if (!bk->parsed()) return -1;
     if (simple->parsed()) return simpleTest(*o);
     if (read->parsed()) return readLedger(*o);
     if (meta->parsed()) return ledgerMetadata(*o);
     if (bench->parsed()) return benchAdds(*o);
+    if (rec->parsed()) return recover(*o);
     return 1;
   };
 }

@@ -7,6 +7,8 @@
 #include "bookkeeper/ledger_manager.h"
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 
 #include "base/logging.h"
 
@@ -120,6 +122,66 @@ void LedgerManager::removeLedgerMetadata(int64_t ledgerId, net::Executor* ex, Do
         if (s.isOk()) return cb(BkResult::kOk);
         cb(s.code() == StatusCode::kNotFound ? BkResult::kNoSuchLedger : BkResult::kMetadataError);
       });
+}
+
+namespace {
+
+bool allDigits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// State of one listLedgers walk: directories still being listed, ids found, first error.
+struct LedgerWalk {
+  std::mutex mu;
+  int pending = 0;
+  bool failed = false;
+  std::vector<int64_t> ids;
+  std::function<void(BkResult, std::vector<int64_t>)> cb;
+};
+
+void walkLedgers(metadata::Store* store, net::Executor* ex, const std::string& path,
+                 const std::string& digits, const std::shared_ptr<LedgerWalk>& w) {
+  store->getChildren(path, ex, [store, ex, path, digits, w](Result<std::vector<std::string>> r) {
+    std::vector<std::pair<std::string, std::string>> dirs;
+    std::function<void(BkResult, std::vector<int64_t>)> done;
+    BkResult rc = BkResult::kOk;
+    std::vector<int64_t> ids;
+    {
+      std::lock_guard<std::mutex> l(w->mu);
+      if (!r.isOk() && r.status().code() != StatusCode::kNotFound) w->failed = true;
+      if (r.isOk() && !w->failed) {
+        for (const auto& c : r.value()) {
+          if (c.size() == 5 && c[0] == 'L' && allDigits(c.substr(1)) && !digits.empty()) {
+            w->ids.push_back(std::stoll(digits + c.substr(1)));
+          } else if (allDigits(c) && digits.size() + c.size() <= 15) {
+            std::string child = path;
+            child += '/';
+            child += c;
+            dirs.emplace_back(std::move(child), digits + c);
+          }
+        }
+      }
+      w->pending += static_cast<int>(dirs.size()) - 1;
+      if (w->pending == 0) {
+        done = std::move(w->cb);
+        rc = w->failed ? BkResult::kMetadataError : BkResult::kOk;
+        if (!w->failed) ids = std::move(w->ids);
+        std::sort(ids.begin(), ids.end());
+      }
+    }
+    if (done) return done(rc, std::move(ids));
+    for (const auto& [p, d] : dirs) walkLedgers(store, ex, p, d, w);
+  });
+}
+
+}  // namespace
+
+void LedgerManager::listLedgers(net::Executor* ex,
+                                std::function<void(BkResult, std::vector<int64_t>)> cb) {
+  auto w = std::make_shared<LedgerWalk>();
+  w->pending = 1;
+  w->cb = std::move(cb);
+  walkLedgers(store_, ex, root_, "", w);
 }
 
 }  // namespace magnetar::bookkeeper

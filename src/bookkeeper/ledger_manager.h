@@ -54,6 +54,11 @@ class LedgerManager {
                            net::Executor* ex, MetadataCallback cb);
   // Removes the znode (any version); kNoSuchLedger when missing.
   void removeLedgerMetadata(int64_t ledgerId, net::Executor* ex, DoneCallback cb);
+  // Every ledger id under <root>, sorted (HierarchicalLedgerManager's iterator): walks the
+  // all-digit directories ("00/0000", long layout "000/0000/0000/0000") down to the "L<4 digits>"
+  // leaves; the id is the concatenated digits. Other znodes (available, idgen, LAYOUT, cookies,
+  // underreplication, ...) are skipped. kMetadataError when ZooKeeper fails.
+  void listLedgers(net::Executor* ex, std::function<void(BkResult, std::vector<int64_t>)> cb);
 
  private:
   metadata::Store* store_;
