@@ -40,6 +40,11 @@ size_t FrameDecoder::bufferedBytes() const {
   return 0;
 }
 
+size_t FrameDecoder::remainingInFrame() const {
+  if (state_ == State::kHeader) return 0;
+  return size_t{totalSize_} + kSizeFieldLen - bufferedBytes();
+}
+
 Status FrameDecoder::fail(Status s) {
   error_ = s;
   return s;
@@ -125,6 +130,9 @@ Status FrameDecoder::feed(const uint8_t* p, size_t n, FrameHandler& handler) {
         headerFill_ = 0;
       }
       if (Status s = onHeader(h); !s.isOk()) return s;
+      if (n < size_t{totalSize_} - kSizeFieldLen) {
+        handler.onPartialFrameStart(size_t{totalSize_} + kSizeFieldLen);
+      }
     }
 
     if (state_ == State::kCommand) {
