@@ -19,6 +19,8 @@ constexpr size_t kMaxReadPerEvent = 1024 * 1024;
 constexpr int kMaxIov = IOV_MAX;
 // Plaintext encrypted per TLS flush pass: bounds the ciphertext buffered per connection.
 constexpr size_t kTlsPassBytes = 256 * 1024;
+// Decrypted bytes a TLS connection keeps capacity for between reads.
+constexpr size_t kKeptTlsPlainCapacity = 16 * 1024;
 }  // namespace
 
 Connection::Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket)
@@ -108,6 +110,8 @@ bool Connection::deliverTlsPlain() {
   if (tlsPlainOff_ >= tlsPlain_.size()) {
     tlsPlain_.clear();
     tlsPlainOff_ = 0;
+    // An idle TLS connection keeps no read-sized plaintext buffer (up to 64 KiB + a record).
+    if (tlsPlain_.capacity() > kKeptTlsPlainCapacity) std::string().swap(tlsPlain_);
   }
   return !closed_;
 }

@@ -20,6 +20,9 @@ std::string hex16(uint16_t v) {
   return s;
 }
 
+// Scratch bytes a decoder keeps between split commands.
+constexpr size_t kKeptCommandCapacity = 4096;
+
 bool isPayloadCommand(proto::BaseCommand::Type t) {
   return t == proto::BaseCommand::SEND || t == proto::BaseCommand::MESSAGE;
 }
@@ -148,6 +151,9 @@ Status FrameDecoder::feed(const uint8_t* p, size_t n, FrameHandler& handler) {
         if (cmdBuf_.size() < cmdSize_) return Status::ok();  // n == 0 here
         Status s = parseCommand(reinterpret_cast<const uint8_t*>(cmdBuf_.data()), cmdBuf_.size());
         cmdBuf_.clear();
+        // A large split command (up to maxFrameSize) would keep its capacity for the connection's
+        // life; small ones keep theirs for the next.
+        if (cmdBuf_.capacity() > kKeptCommandCapacity) std::string().swap(cmdBuf_);
         if (!s.isOk()) return s;
       }
       size_t entryLen = totalSize_ - kSizeFieldLen - cmdSize_;

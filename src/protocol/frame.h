@@ -92,6 +92,9 @@ class FrameDecoder {
   size_t remainingInFrame() const;
   // Frames delivered so far.
   uint64_t framesDecoded() const { return frames_; }
+  // Capacity of the scratch buffer kept for commands split across chunks (at most 4 KiB once a
+  // split command is done: a larger one is freed).
+  size_t scratchCapacity() const { return cmdBuf_.capacity(); }
   size_t maxFrameSize() const { return maxFrameSize_; }
   // Changes the limit for frames whose header has not been read yet.
   void setMaxFrameSize(size_t n) { maxFrameSize_ = n; }

@@ -360,6 +360,27 @@ TEST(FrameDecoderTest, OversizeFrameIsRefusedBeforeItIsAnnounced) {
   EXPECT_TRUE(r.events.empty());
 }
 
+TEST(FrameDecoderTest, LargeSplitCommandDoesNotKeepItsScratchBuffer) {
+  proto::BaseCommand cmd;
+  cmd.set_type(proto::BaseCommand::PRODUCER);
+  cmd.mutable_producer()->set_topic(std::string(100000, 't'));
+  cmd.mutable_producer()->set_producer_id(1);
+  cmd.mutable_producer()->set_request_id(2);
+  std::string frame = rawFrame(cmd.SerializeAsString());
+  FrameDecoder dec;
+  int frames = 0;
+  auto h = [&](const proto::BaseCommand& c, Buffer) {
+    EXPECT_EQ(c.producer().topic().size(), 100000u);
+    ++frames;
+  };
+  auto* p = reinterpret_cast<const uint8_t*>(frame.data());
+  ASSERT_TRUE(dec.feed(p, 50000, h).isOk());
+  EXPECT_GE(dec.scratchCapacity(), 50000u - kFrameHeaderLen);  // holding the first part
+  ASSERT_TRUE(dec.feed(p + 50000, frame.size() - 50000, h).isOk());
+  EXPECT_EQ(frames, 1);
+  EXPECT_LE(dec.scratchCapacity(), 4096u);
+}
+
 TEST(EntryTest, ChecksumDetectsEveryCorruptedByte) {
   std::string entry(Commands::newEntry(metadata(3), "checksummed payload").view());
   ASSERT_TRUE(verifyChecksum(entry).isOk());
