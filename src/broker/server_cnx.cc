@@ -128,7 +128,11 @@ void ServerCnx::updateReadState() {
   // A frame charged at its header is exempt from the two limits: it completes (reads are cut
   // at its end), then reading pauses. Pausing inside charged frames could leave every
   // connection paused with charges that never complete.
-  const bool limited = throttled_ || publishPaused_.load(std::memory_order_relaxed);
+  // The publish buffer pauses only connections with producers, as Pulsar pauses the ones that
+  // publish: a new connection's CONNECT, lookups and consumers' acks and permits still get read
+  // (else a client connecting while its loop is paused can time out).
+  const bool limited =
+      (throttled_ && !producers_.empty()) || publishPaused_.load(std::memory_order_relaxed);
   if ((limited && frameCharge_ == 0) || shuttingDown_.load(std::memory_order_relaxed)) {
     pauseRead();
   } else {
@@ -219,7 +223,8 @@ Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
   Status s = dispatchFrame(cmd, std::move(entry));
   // What handleSend() did not turn into the entry's charge (other commands, refused SENDs).
   if (int64_t left = std::exchange(frameCharge_, 0); left > 0) throttle_.release(left);
-  if (admitted && !isClosed()) updateReadState();  // the frame was exempt from a pause
+  // The frame was exempt from a pause, or it may have added the connection's first producer.
+  if ((admitted || throttled_) && !isClosed()) updateReadState();
   return s;
 }
 
@@ -582,6 +587,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
               return;
             }
             me->producers_[producerId] = ProducerRef{producer, topic, schemaVersion};
+            if (me->throttled_) me->updateReadState();  // now subject to the buffer
             me->send(Commands::newProducerSuccess(requestId, producer->name(), -1, schemaVersion,
                                                   false));
           });
@@ -607,6 +613,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
               return;
             }
             me->producers_[producerId] = ProducerRef{producer, topic, schemaVersion};
+            if (me->throttled_) me->updateReadState();  // now subject to the buffer
             me->send(Commands::newProducerSuccess(requestId, producer->name(), lastSequenceId,
                                                   schemaVersion, true, topicEpoch));
           });
