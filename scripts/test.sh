@@ -63,6 +63,15 @@ stage "memory: idle connections, small form (5,000: tools/memory/idle_connection
 "$PY" tools/memory/idle_connections.py --connections 1000 --rounds 2 \
   --max-kb-per-connection 12 --max-kb-after-close 8192
 
+stage "memory: big messages, small form (50 producers x 4.9 MB, 15 s at 64/32 MB; full form: tools/memory/big_messages.py docstring)"
+"$PY" tools/memory/big_messages.py --seconds 15 --limits 64/32
+
+stage "memory: producer/consumer churn, small form (100,000 cycles: tools/memory/churn.py docstring)"
+"$PY" tools/memory/churn.py --cycles 20000 --report-every 5000 --no-send \
+  --max-growth-bytes-per-cycle 32
+"$PY" tools/memory/churn.py --cycles 20000 --report-every 5000 --no-send --names distinct \
+  --max-growth-bytes-per-cycle 32
+
 stage "magnetar-perf: unit tests and the -small scenarios end to end"
 "$PY" -m pytest -q tools/perf/tests
 PERF_OUT=$(mktemp -d)

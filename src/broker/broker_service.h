@@ -288,6 +288,8 @@ class BrokerService {
   std::atomic<int64_t> activeConnections_{0};
   static constexpr std::chrono::seconds kMemoryTrimPeriod{5};
   static constexpr int64_t kMemoryTrimAfterCloses = 100;
+  // Heap blocks from this size on are mmapped on their own (mallopt M_MMAP_THRESHOLD, glibc).
+  static constexpr size_t kLargeAllocationBytes = 1024 * 1024;
 };
 
 }  // namespace magnetar::broker

@@ -1,8 +1,9 @@
 // PublishBufferThrottle: the per-I/O-thread share of maxMessagePublishBufferSizeInMB (Pulsar's
 // publish buffer limit). Each pulsar-io loop counts the bytes of publishes read on its
-// connections and not yet persisted; over its share the loop stops reading from all of its
-// connections, and resumes when the count falls to half. The total does not change with
-// numIOThreads; each loop's share does.
+// connections and not yet persisted (and frames still being read, charged at their header);
+// over its share it tells all of its connections (ServerCnx::setThrottled), and those with
+// producers stop reading at their next frame boundary; resumes when the count falls to half.
+// The total does not change with numIOThreads; each loop's share does.
 #pragma once
 
 #include <atomic>

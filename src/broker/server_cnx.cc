@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "base/dcheck.h"
 #include "base/logging.h"
@@ -124,8 +125,15 @@ void ServerCnx::setThrottled(bool throttled) {
 }
 
 void ServerCnx::updateReadState() {
-  if (throttled_ || publishPaused_.load(std::memory_order_relaxed) ||
-      shuttingDown_.load(std::memory_order_relaxed)) {
+  // A frame charged at its header is exempt from the two limits: it completes (reads are cut
+  // at its end), then reading pauses. Pausing inside charged frames could leave every
+  // connection paused with charges that never complete.
+  // The publish buffer pauses only connections with producers, as Pulsar pauses the ones that
+  // publish: a new connection's CONNECT, lookups and consumers' acks and permits still get read
+  // (else a client connecting while its loop is paused can time out).
+  const bool limited =
+      (throttled_ && !producers_.empty()) || publishPaused_.load(std::memory_order_relaxed);
+  if ((limited && frameCharge_ == 0) || shuttingDown_.load(std::memory_order_relaxed)) {
     pauseRead();
   } else {
     resumeRead();
@@ -161,6 +169,7 @@ void ServerCnx::onClosed() {
     CnxErrorStats::record(ProtocolError::kTruncated);
   }
   throttle_.unregisterConnection(this);
+  if (int64_t charge = std::exchange(frameCharge_, 0); charge > 0) throttle_.release(charge);
   for (auto& [topic, sends] : sendBatch_) {
     for (auto& ps : sends) throttle_.release(static_cast<int64_t>(ps.entry.size()));
   }
@@ -188,8 +197,38 @@ void ServerCnx::sendError(uint64_t requestId, proto::ServerError e, const std::s
   send(Commands::newError(requestId, e, msg));
 }
 
+void ServerCnx::onPartialFrameStart(size_t frameBytes) {
+  MAGNETAR_DCHECK_ON(loop());
+  MAGNETAR_DCHECK(frameCharge_ == 0);
+  // Admitted now, before its body is read: charged whole, so a connection receiving a large
+  // frame counts what it will hold. Over the share, the loop's other connections pause at
+  // their frame boundaries; this one finishes the frame (see maxNextDelivery()).
+  frameCharge_ = static_cast<int64_t>(frameBytes);
+  throttle_.add(frameCharge_);
+  // A limit may have paused reading earlier in this chunk: the frame is exempt from it.
+  if (readPaused()) updateReadState();
+}
+
+size_t ServerCnx::maxNextDelivery() const {
+  MAGNETAR_DCHECK_ON(loop());
+  if (frameCharge_ > 0 && (throttled_ || publishPaused_.load(std::memory_order_relaxed))) {
+    return decoder_.remainingInFrame();  // > 0: the charged frame is not complete yet
+  }
+  return SIZE_MAX;
+}
+
 Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
   MAGNETAR_DCHECK_ON(loop());
+  const bool admitted = frameCharge_ > 0;
+  Status s = dispatchFrame(cmd, std::move(entry));
+  // What handleSend() did not turn into the entry's charge (other commands, refused SENDs).
+  if (int64_t left = std::exchange(frameCharge_, 0); left > 0) throttle_.release(left);
+  // The frame was exempt from a pause, or it may have added the connection's first producer.
+  if ((admitted || throttled_) && !isClosed()) updateReadState();
+  return s;
+}
+
+Status ServerCnx::dispatchFrame(const proto::BaseCommand& cmd, Buffer entry) {
   using T = proto::BaseCommand;
   // Liveness counts complete frames only (Pulsar's messageReceived()), not bytes.
   waitingForPong_ = false;
@@ -576,6 +615,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
               return;
             }
             me->producers_[producerId] = ProducerRef{producer, topic, schemaVersion};
+            if (me->throttled_) me->updateReadState();  // now subject to the buffer
             me->send(Commands::newProducerSuccess(requestId, producer->name(), -1, schemaVersion,
                                                   false));
           });
@@ -601,6 +641,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
               return;
             }
             me->producers_[producerId] = ProducerRef{producer, topic, schemaVersion};
+            if (me->throttled_) me->updateReadState();  // now subject to the buffer
             me->send(Commands::newProducerSuccess(requestId, producer->name(), lastSequenceId,
                                                   schemaVersion, true, topicEpoch));
           });
@@ -637,7 +678,14 @@ void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
                                 "Message size is larger than the broker's maxMessageSize"));
     return;
   }
-  throttle_.add(static_cast<int64_t>(entry.size()));
+  // The entry stays charged until publishCompleted(); a frame admitted at its header already is
+  // (whole, command included), so only the difference moves.
+  const int64_t delta = static_cast<int64_t>(entry.size()) - std::exchange(frameCharge_, 0);
+  if (delta >= 0) {
+    throttle_.add(delta);
+  } else {
+    throttle_.release(-delta);
+  }
   PendingSend ps;
   ps.producer = it->second.producer;
   ps.sequenceId = c.sequence_id();

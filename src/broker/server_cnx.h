@@ -102,6 +102,10 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void onClosed() override;
   void onReadBatchDone() override;
   Status onFrame(const proto::BaseCommand& cmd, Buffer entry) override;
+  // Charges a frame whose body is still to be read to the loop's publish buffer share.
+  void onPartialFrameStart(size_t frameBytes) override;
+  // While reads are paused by a limit, the rest of a charged frame and nothing more.
+  size_t maxNextDelivery() const override;
 
  private:
   struct ProducerRef {
@@ -117,6 +121,8 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
     std::vector<std::function<void()>> waiting;  // commands that arrived before ready
   };
 
+  // onFrame() without the charge bookkeeping: answers one command.
+  Status dispatchFrame(const proto::BaseCommand& cmd, Buffer entry);
   void handleConnect(const proto::CommandConnect& c);
   void handleAuthResponse(const proto::CommandAuthResponse& c);
   // Checks credentials with the provider of authMethod_; true when accepted (role and expiry
@@ -201,6 +207,8 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   std::atomic<int64_t> pendingPublishes_{0};
   std::atomic<bool> publishPaused_{false};
   bool throttled_ = false;  // loop thread
+  // Bytes of the frame being read charged to throttle_ at its header (0 when none). Loop thread.
+  int64_t frameCharge_ = 0;
   std::atomic<bool> shuttingDown_{false};  // set on the loop thread, read by publishCompleted
   bool shutdownClosed_ = false;            // loop thread: CLOSE_* sent
   PublishBufferThrottle& throttle_;

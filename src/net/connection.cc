@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 
 #include "base/dcheck.h"
@@ -18,6 +19,8 @@ constexpr size_t kMaxReadPerEvent = 1024 * 1024;
 constexpr int kMaxIov = IOV_MAX;
 // Plaintext encrypted per TLS flush pass: bounds the ciphertext buffered per connection.
 constexpr size_t kTlsPassBytes = 256 * 1024;
+// Decrypted bytes a TLS connection keeps capacity for between reads.
+constexpr size_t kKeptTlsPlainCapacity = 16 * 1024;
 }  // namespace
 
 Connection::Connection(EventLoop& loop, boost::asio::ip::tcp::socket socket)
@@ -73,7 +76,7 @@ void Connection::startHandshakeTimer() {
 
 bool Connection::onTlsData(const uint8_t* data, size_t len) {
   const bool wasDone = tls_->handshakeDone();
-  tlsPlain_.clear();
+  MAGNETAR_DCHECK(tlsPlainOff_ == 0 && tlsPlain_.empty());  // delivered before reading more
   Status s = tls_->feed(data, len, tlsPlain_, tlsOut_);
   if (!s) {
     if (s.code() != StatusCode::kClosed) {
@@ -92,8 +95,25 @@ bool Connection::onTlsData(const uint8_t* data, size_t len) {
   // Handshake flights, or writes that waited for the handshake.
   if (tlsOutOff_ < tlsOut_.size() || (!wasDone && tls_->handshakeDone())) flush();
   if (closed_) return false;
-  if (tlsPlain_.empty()) return true;
-  return onData(reinterpret_cast<const uint8_t*>(tlsPlain_.data()), tlsPlain_.size());
+  return deliverTlsPlain();
+}
+
+bool Connection::deliverTlsPlain() {
+  while (tlsPlainOff_ < tlsPlain_.size() && !readPaused_ && !closed_) {
+    const size_t limit = maxNextDelivery();
+    MAGNETAR_DCHECK(limit > 0);
+    const size_t n = std::min(tlsPlain_.size() - tlsPlainOff_, std::max<size_t>(limit, 1));
+    const auto* p = reinterpret_cast<const uint8_t*>(tlsPlain_.data()) + tlsPlainOff_;
+    tlsPlainOff_ += n;
+    if (!onData(p, n)) return false;
+  }
+  if (tlsPlainOff_ >= tlsPlain_.size()) {
+    tlsPlain_.clear();
+    tlsPlainOff_ = 0;
+    // An idle TLS connection keeps no read-sized plaintext buffer (up to 64 KiB + a record).
+    if (tlsPlain_.capacity() > kKeptTlsPlainCapacity) std::string().swap(tlsPlain_);
+  }
+  return !closed_;
 }
 
 void Connection::waitReadable() {
@@ -117,7 +137,21 @@ void Connection::handleReadable() {
   uint8_t* buf = loop_.readBuffer();  // consumed by onData() before the next read
   constexpr size_t kBufSize = EventLoop::kReadBufferSize;
   while (!readPaused_ && !closed_ && total < kMaxReadPerEvent) {
-    ssize_t n = ::read(fd_, buf, kBufSize);
+    if (tls_ && tlsPlainOff_ < tlsPlain_.size()) {  // kept from before a pause
+      if (!deliverTlsPlain()) {
+        onReadBatchDone();
+        return;
+      }
+      continue;
+    }
+    // With TLS the plaintext is cut instead (a ciphertext read does not map to frame bytes).
+    size_t want = kBufSize;
+    if (!tls_) {
+      const size_t limit = maxNextDelivery();
+      MAGNETAR_DCHECK(limit > 0);
+      want = std::clamp<size_t>(limit, 1, kBufSize);
+    }
+    ssize_t n = ::read(fd_, buf, want);
     if (n > 0) {
       total += static_cast<size_t>(n);
       stats_.bytesIn.fetch_add(n, std::memory_order_relaxed);
@@ -127,7 +161,7 @@ void Connection::handleReadable() {
         onReadBatchDone();
         return;
       }
-      if (static_cast<size_t>(n) < kBufSize) break;
+      if (static_cast<size_t>(n) < want) break;
     } else if (n == 0) {
       onReadBatchDone();
       doClose();

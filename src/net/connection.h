@@ -8,6 +8,7 @@
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -79,6 +80,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool isClosed() const { return closed_.load(); }
 
   EventLoop& loop() { return loop_; }
+  const EventLoop& loop() const { return loop_; }
   const std::string& peerAddress() const { return peer_; }
   const ConnectionStats& stats() const { return stats_; }
   // Whether the connection carries TLS (fixed at construction; any thread).
@@ -99,6 +101,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Called on the loop thread after each socket read batch is processed (hook for flushing
   // per-pass state). Default: nothing.
   virtual void onReadBatchDone() {}
+  // At most how many bytes the next onData() may take (loop thread); must be > 0 while reading
+  // is not paused. A plaintext socket read asks for no more than this (the rest stays in the
+  // kernel); with TLS the decrypted plaintext beyond it is kept by the connection and delivered
+  // first when reading resumes. Lets a subclass finish a frame and stop at its end (the broker
+  // completes a frame already charged to its publish buffer, then pauses). Default: no limit.
+  virtual size_t maxNextDelivery() const { return SIZE_MAX; }
 
  private:
   void scheduleFlush();
@@ -109,6 +117,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void doClose();
   // TLS: decrypts `len` read bytes and passes the plaintext to onData(); false when closed.
   bool onTlsData(const uint8_t* data, size_t len);
+  // TLS: passes tlsPlain_[tlsPlainOff_..] to onData() in pieces of maxNextDelivery() until it
+  // is used up, reading pauses or the connection closes; false when closed or onData() said so.
+  bool deliverTlsPlain();
   void flushTls();
   void startHandshakeTimer();
 
@@ -137,7 +148,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // TLS state, loop thread only. tlsOut_[tlsOutOff_..] is ciphertext not yet written.
   std::unique_ptr<TlsSession> tls_;
-  std::string tlsPlain_;
+  std::string tlsPlain_;  // decrypted, tlsPlain_[tlsPlainOff_..] not yet delivered
+  size_t tlsPlainOff_ = 0;
   std::string tlsOut_;
   size_t tlsOutOff_ = 0;
   std::unique_ptr<boost::asio::steady_timer> handshakeTimer_;

@@ -20,6 +20,9 @@ std::string hex16(uint16_t v) {
   return s;
 }
 
+// Scratch bytes a decoder keeps between split commands.
+constexpr size_t kKeptCommandCapacity = 4096;
+
 bool isPayloadCommand(proto::BaseCommand::Type t) {
   return t == proto::BaseCommand::SEND || t == proto::BaseCommand::MESSAGE;
 }
@@ -38,6 +41,11 @@ size_t FrameDecoder::bufferedBytes() const {
       return kFrameHeaderLen + cmdSize_ + entryFill_;
   }
   return 0;
+}
+
+size_t FrameDecoder::remainingInFrame() const {
+  if (state_ == State::kHeader) return 0;
+  return size_t{totalSize_} + kSizeFieldLen - bufferedBytes();
 }
 
 Status FrameDecoder::fail(Status s) {
@@ -125,6 +133,9 @@ Status FrameDecoder::feed(const uint8_t* p, size_t n, FrameHandler& handler) {
         headerFill_ = 0;
       }
       if (Status s = onHeader(h); !s.isOk()) return s;
+      if (n < size_t{totalSize_} - kSizeFieldLen) {
+        handler.onPartialFrameStart(size_t{totalSize_} + kSizeFieldLen);
+      }
     }
 
     if (state_ == State::kCommand) {
@@ -140,6 +151,9 @@ Status FrameDecoder::feed(const uint8_t* p, size_t n, FrameHandler& handler) {
         if (cmdBuf_.size() < cmdSize_) return Status::ok();  // n == 0 here
         Status s = parseCommand(reinterpret_cast<const uint8_t*>(cmdBuf_.data()), cmdBuf_.size());
         cmdBuf_.clear();
+        // A large split command (up to maxFrameSize) would keep its capacity for the connection's
+        // life; small ones keep theirs for the next.
+        if (cmdBuf_.capacity() > kKeptCommandCapacity) std::string().swap(cmdBuf_);
         if (!s.isOk()) return s;
       }
       size_t entryLen = totalSize_ - kSizeFieldLen - cmdSize_;

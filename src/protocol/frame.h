@@ -27,6 +27,13 @@ class FrameHandler {
   // storage and MESSAGE frames can share it. The magic has been checked, the checksum has not
   // (see verifyChecksum). Returning a non-OK status stops decoding; feed() returns it.
   virtual Status onFrame(const proto::BaseCommand& cmd, Buffer entry) = 0;
+  // A frame's 8-byte header was read and the rest of the frame is not in the chunk being fed:
+  // the decoder is about to buffer a partial frame of `frameBytes` bytes (the whole frame, size
+  // field included). Called once per such frame, before any of its bytes past the header are
+  // buffered, and always followed by onFrame() for it unless decoding fails or stops. Frames
+  // that lie whole in one chunk are not announced. Default: nothing. (The broker charges the
+  // frame to its I/O thread's publish buffer here; see docs/memory-limits.md.)
+  virtual void onPartialFrameStart(size_t frameBytes) {}
 };
 
 // Incremental decoder of `[totalSize u32 BE][cmdSize u32 BE][BaseCommand][entry?]` frames from a
@@ -79,8 +86,15 @@ class FrameDecoder {
   bool idle() const { return state_ == State::kHeader && headerFill_ == 0; }
   // Bytes of the partial frame received so far (0 when idle()).
   size_t bufferedBytes() const;
+  // Bytes still missing from the partial frame whose header has been read (0 when idle() or
+  // while the 8-byte header itself is incomplete). Feeding exactly this many bytes completes
+  // the frame and leaves the decoder at a frame boundary.
+  size_t remainingInFrame() const;
   // Frames delivered so far.
   uint64_t framesDecoded() const { return frames_; }
+  // Capacity of the scratch buffer kept for commands split across chunks (at most 4 KiB once a
+  // split command is done: a larger one is freed).
+  size_t scratchCapacity() const { return cmdBuf_.capacity(); }
   size_t maxFrameSize() const { return maxFrameSize_; }
   // Changes the limit for frames whose header has not been read yet.
   void setMaxFrameSize(size_t n) { maxFrameSize_ = n; }

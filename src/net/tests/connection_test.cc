@@ -8,6 +8,7 @@
 #include <future>
 
 #include "net/tcp_server.h"
+#include "net/tests/stop_at_connection.h"
 
 namespace magnetar::net {
 
@@ -37,6 +38,20 @@ class EchoConnection : public Connection {
 };
 
 }  // namespace
+
+TEST(ConnectionTest, MaxNextDeliveryStopsReadsAtABoundary) {
+  EventLoopGroup loops("io", 1);
+  loops.start();
+  const size_t stopAt = 100003;  // not a multiple of the read size
+  expectStopsAtTheBoundary(
+      loops,
+      [&](EventLoop& l, tcp::socket s) {
+        return std::make_shared<StopAtConnection>(l, std::move(s), stopAt);
+      },
+      [](tcp::socket& c, const std::string& d) { boost::asio::write(c, boost::asio::buffer(d)); },
+      stopAt, 300000);
+  loops.stop();
+}
 
 TEST(ConnectionTest, EchoWithSharedBuffersAndCrossThreadWrites) {
   EventLoopGroup loops("io", 2);

@@ -13,6 +13,7 @@
 
 #include "net/connection.h"
 #include "net/tcp_server.h"
+#include "net/tests/stop_at_connection.h"
 
 namespace magnetar::net {
 namespace {
@@ -292,6 +293,38 @@ TEST_F(TlsTest, ConnectionEchoesOverTls) {
   sock.close();
   EXPECT_EQ(conn->closed.get_future().wait_for(std::chrono::seconds(5)), std::future_status::ready);
   server.stop();
+  loops.stop();
+}
+
+TEST_F(TlsTest, MaxNextDeliveryCutsDecryptedDataAndKeepsTheRestUntilResumed) {
+  auto ctx = TlsContext::create(brokerOptions());
+  ASSERT_TRUE(ctx.isOk());
+  EventLoopGroup loops("tls-io", 1);
+  loops.start();
+  const size_t stopAt = 100003;
+  expectStopsAtTheBoundary(
+      loops,
+      [&](EventLoop& l, tcp::socket s) {
+        return std::make_shared<StopAtConnection>(l, std::move(s), stopAt,
+                                                  std::make_unique<TlsSession>((*ctx)->current()));
+      },
+      [&](tcp::socket& sock, const std::string& data) {
+        TlsSession client(clientCtx(), true);
+        std::string out, plain;
+        ASSERT_TRUE(client.startHandshake(out).isOk());
+        std::vector<uint8_t> buf(65536);
+        while (!client.handshakeDone()) {
+          if (!out.empty()) boost::asio::write(sock, boost::asio::buffer(out));
+          out.clear();
+          size_t n = sock.read_some(boost::asio::buffer(buf));
+          ASSERT_TRUE(client.feed(buf.data(), n, plain, out).isOk());
+        }
+        std::pair<const uint8_t*, size_t> b{reinterpret_cast<const uint8_t*>(data.data()),
+                                            data.size()};
+        ASSERT_TRUE(client.encrypt(&b, 1, out).isOk());
+        boost::asio::write(sock, boost::asio::buffer(out));
+      },
+      stopAt, 300000);
   loops.stop();
 }
 

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "base/crc32c.h"
 #include "protocol/commands.h"
 #include "protocol/tests/test_util.h"
@@ -271,6 +273,112 @@ TEST(FrameDecoderTest, FrameHandlerInterface) {
                   .isOk());
   EXPECT_EQ(counter.sends, 2);
   EXPECT_GT(counter.entryBytes, 3000u);
+}
+
+// Records onPartialFrameStart() and onFrame() calls in order.
+struct AdmissionRecorder : FrameHandler {
+  std::vector<std::string> events;
+  Status onFrame(const proto::BaseCommand& cmd, Buffer entry) override {
+    events.push_back("frame " + proto::BaseCommand::Type_Name(cmd.type()));
+    return Status::ok();
+  }
+  void onPartialFrameStart(size_t frameBytes) override {
+    events.push_back("partial " + std::to_string(frameBytes));
+  }
+};
+
+TEST(FrameDecoderTest, WholeFramesInOneChunkAreNotAnnounced) {
+  std::string stream = mixedStream();
+  AdmissionRecorder r;
+  FrameDecoder dec;
+  ASSERT_TRUE(dec.feed(reinterpret_cast<const uint8_t*>(stream.data()), stream.size(), r).isOk());
+  ASSERT_EQ(r.events.size(), 5u);
+  for (const auto& e : r.events) EXPECT_EQ(e.rfind("frame ", 0), 0u) << e;
+}
+
+TEST(FrameDecoderTest, PartialFrameAnnouncedOnceWithItsFullSizeBeforeItsBody) {
+  std::string big(Commands::newSend(1, 2, 1, metadata(2), std::string(100000, 'b')).view());
+  std::string stream = big + std::string(Commands::newPing().view());
+  for (size_t chunk : {1u, 7u, 8u, 9u, 4096u, 65536u}) {
+    AdmissionRecorder r;
+    FrameDecoder dec;
+    auto* p = reinterpret_cast<const uint8_t*>(stream.data());
+    size_t fed = 0;
+    bool announcedBeforeBody = false;
+    while (fed < stream.size()) {
+      size_t n = std::min(chunk, stream.size() - fed);
+      ASSERT_TRUE(dec.feed(p + fed, n, r).isOk());
+      fed += n;
+      // Once more than the header is buffered, the frame has been announced.
+      if (fed > kFrameHeaderLen && fed < big.size()) {
+        ASSERT_FALSE(r.events.empty()) << "chunk " << chunk;
+        announcedBeforeBody = true;
+        // What is missing, fed exactly, completes the frame.
+        EXPECT_EQ(dec.remainingInFrame(), big.size() - fed) << "chunk " << chunk;
+      }
+    }
+    EXPECT_TRUE(announcedBeforeBody);
+    // In small chunks the PING may be a partial frame too (announced with its own size).
+    const std::string pingPartial = "partial " + std::to_string(stream.size() - big.size());
+    std::vector<std::string> want = {"partial " + std::to_string(big.size()), "frame SEND"};
+    if (r.events.size() == 4) want.push_back(pingPartial);
+    want.push_back("frame PING");
+    EXPECT_EQ(r.events, want) << "chunk " << chunk;
+    EXPECT_EQ(dec.remainingInFrame(), 0u);
+  }
+}
+
+TEST(FrameDecoderTest, FeedingExactlyTheRemainderStopsAtTheFrameBoundary) {
+  std::string first(Commands::newSend(1, 1, 1, metadata(1), std::string(5000, 'a')).view());
+  std::string second(Commands::newSend(1, 2, 1, metadata(2), std::string(5000, 'b')).view());
+  std::string stream = first + second;
+  auto* p = reinterpret_cast<const uint8_t*>(stream.data());
+  AdmissionRecorder r;
+  FrameDecoder dec;
+  ASSERT_TRUE(dec.feed(p, 100, r).isOk());
+  EXPECT_EQ(dec.remainingInFrame(), first.size() - 100);
+  ASSERT_TRUE(dec.feed(p + 100, dec.remainingInFrame(), r).isOk());
+  EXPECT_TRUE(dec.idle());
+  EXPECT_EQ(dec.remainingInFrame(), 0u);
+  ASSERT_EQ(r.events.size(), 2u);  // the second frame's header was not read
+  // A header split before its end announces nothing until it is complete.
+  ASSERT_TRUE(dec.feed(p + first.size(), kFrameHeaderLen - 1, r).isOk());
+  EXPECT_EQ(dec.remainingInFrame(), 0u);
+  EXPECT_EQ(r.events.size(), 2u);
+  ASSERT_TRUE(dec.feed(p + first.size() + kFrameHeaderLen - 1, 1, r).isOk());
+  ASSERT_EQ(r.events.size(), 3u);
+  EXPECT_EQ(r.events[2], "partial " + std::to_string(second.size()));
+  EXPECT_EQ(dec.remainingInFrame(), second.size() - kFrameHeaderLen);
+}
+
+TEST(FrameDecoderTest, OversizeFrameIsRefusedBeforeItIsAnnounced) {
+  std::string frame(Commands::newSend(1, 2, 1, metadata(2), std::string(1000, 'p')).view());
+  AdmissionRecorder r;
+  FrameDecoder dec(500);
+  Status s = dec.feed(reinterpret_cast<const uint8_t*>(frame.data()), 20, r);
+  EXPECT_EQ(s.code(), StatusCode::kTooLarge);
+  EXPECT_TRUE(r.events.empty());
+}
+
+TEST(FrameDecoderTest, LargeSplitCommandDoesNotKeepItsScratchBuffer) {
+  proto::BaseCommand cmd;
+  cmd.set_type(proto::BaseCommand::PRODUCER);
+  cmd.mutable_producer()->set_topic(std::string(100000, 't'));
+  cmd.mutable_producer()->set_producer_id(1);
+  cmd.mutable_producer()->set_request_id(2);
+  std::string frame = rawFrame(cmd.SerializeAsString());
+  FrameDecoder dec;
+  int frames = 0;
+  auto h = [&](const proto::BaseCommand& c, Buffer) {
+    EXPECT_EQ(c.producer().topic().size(), 100000u);
+    ++frames;
+  };
+  auto* p = reinterpret_cast<const uint8_t*>(frame.data());
+  ASSERT_TRUE(dec.feed(p, 50000, h).isOk());
+  EXPECT_GE(dec.scratchCapacity(), 50000u - kFrameHeaderLen);  // holding the first part
+  ASSERT_TRUE(dec.feed(p + 50000, frame.size() - 50000, h).isOk());
+  EXPECT_EQ(frames, 1);
+  EXPECT_LE(dec.scratchCapacity(), 4096u);
 }
 
 TEST(EntryTest, ChecksumDetectsEveryCorruptedByte) {
