@@ -647,17 +647,32 @@ Status expireZkSessionForTesting(Store* store) {
     id = *zoo_client_id(zk->core_->zh);
     hosts = zk->core_->hosts;
   }
-  TakeOver t;
-  zhandle_t* other =
-      zookeeper_init(hosts.c_str(), takeOverWatcher, zk->core_->sessionTimeoutMs, &id, &t, 0);
-  if (!other) return Status::ioError("cannot connect a second ZooKeeper client");
-  bool ok = false;
-  {
-    std::unique_lock lock(t.mu);
-    ok = t.cv.wait_for(lock, std::chrono::seconds(10), [&] { return t.connected; });
+  // The store's own connection reconnects as soon as the server drops it for the second one and
+  // may take the session back first; the second client's close then never reaches the server and
+  // the session lives on. So: retry until the store runs on another session.
+  auto moved = [&] {
+    MutexLock lock(zk->core_->mu);
+    return !zk->core_->zh || zoo_client_id(zk->core_->zh)->client_id != id.client_id;
+  };
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    TakeOver t;
+    zhandle_t* other =
+        zookeeper_init(hosts.c_str(), takeOverWatcher, zk->core_->sessionTimeoutMs, &id, &t, 0);
+    if (!other) return Status::ioError("cannot connect a second ZooKeeper client");
+    bool ok = false;
+    {
+      std::unique_lock lock(t.mu);
+      ok = t.cv.wait_for(lock, std::chrono::seconds(10), [&] { return t.connected; });
+    }
+    zookeeper_close(other);  // closing the shared session ends it for the first connection too
+    if (!ok) return Status::error(StatusCode::kTimeout, "no second connection in 10 s");
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (moved()) return Status::ok();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
-  zookeeper_close(other);  // closing the shared session ends it for the first connection too
-  return ok ? Status::ok() : Status::error(StatusCode::kTimeout, "no second connection in 10 s");
+  return Status::error(StatusCode::kTimeout, "the session did not end after 5 take-overs");
 }
 
 Result<std::string> parseZkUrl(const std::string& url) {

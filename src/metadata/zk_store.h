@@ -38,7 +38,8 @@ Result<std::unique_ptr<Store>> openZkStore(const ZkConfig& config);
 
 // Tests only: ends `store`'s session from a second connection that takes over its id and closes
 // (ZooKeeper's way to expire a session on demand); the store then sees kSessionLost and opens a
-// new session. kInvalidArgument when store is not a ZkStore. Blocks up to 10 s.
+// new session. kInvalidArgument when store is not a ZkStore. Blocks until the store runs on a new
+// session (retried up to 5 times: its own reconnect can win the race for the session).
 Status expireZkSessionForTesting(Store* store);
 
 }  // namespace magnetar::metadata
