@@ -113,7 +113,9 @@ class Timeouts {
       }
       auto first = byTime_.begin();
       if (Clock::now() < first->first) {
-        cv_.wait_until(lock, first->first);
+        // A copy: stop() or cancel() may free the node while the lock is released in the wait.
+        const Clock::time_point at = first->first;
+        cv_.wait_until(lock, at);
         continue;
       }
       uint64_t id = first->second;
