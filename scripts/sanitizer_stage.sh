@@ -71,9 +71,14 @@ case "$KIND" in
     # Deselected: tests asserting the broker's peak RSS; ASan's shadow memory and quarantine add
     # 100+ MB, so the bound says nothing here (the release stage checks it). MAGNETAR_SANITIZED
     # tells tests which build they run against.
+    # Also deselected: the cluster suite (3 brokers and ZooKeeper with a 4 s session timeout:
+    # its failover deadlines assume release-build speed; its code runs under ASan in ctest's
+    # cluster and metadata tests).
     timed "asan integration" sanitized_pytest tests/integration \
       --deselect tests/integration/test_publish_throttle.py::test_flood_with_small_publish_buffer_delivers_everything \
-      --deselect tests/integration/test_publish_flood.py::test_flood_into_slow_storage_keeps_rss_bounded
+      --deselect tests/integration/test_publish_flood.py::test_flood_into_slow_storage_keeps_rss_bounded \
+      --deselect tests/integration/test_big_frames.py::test_partial_big_frames_are_charged_and_rss_stays_bounded \
+      --deselect tests/integration/test_cluster.py
 
     # fuzz smoke runs (fuzz helper)
     if [ -f scripts/fuzz.sh ]; then
