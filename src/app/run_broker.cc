@@ -299,6 +299,9 @@ int runBroker(const BrokerOptions& options) {
     broker::cluster::NamespaceServiceOptions nso;
     nso.clusterName = cfg.clusterName();
     nso.defaultNumberOfNamespaceBundles = cfg.defaultNumberOfNamespaceBundles();
+    nso.distributeBundlesEvenly = [config = options.config] {
+      return config->loadBalancerDistributeBundlesEvenlyEnabled();
+    };
     namespaceService = std::make_unique<broker::cluster::NamespaceService>(
         zk.get(), zkConfig ? zkConfig.get() : zk.get(), nso);
   }

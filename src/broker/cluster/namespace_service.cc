@@ -1,5 +1,6 @@
 #include "broker/cluster/namespace_service.h"
 
+#include <algorithm>
 #include <boost/asio/steady_timer.hpp>
 #include <future>
 #include <limits>
@@ -38,6 +39,35 @@ std::string bundleKey(const std::string& ns, const std::vector<uint64_t>& b, siz
 }  // namespace
 
 std::string ownershipPath(const std::string& bundleKey) { return kNamespaceRoot + bundleKey; }
+
+std::string pickBroker(const std::map<std::string, std::set<std::string>>& brokers,
+                       const std::string& bundleKey, bool evenly) {
+  std::string prefix = bundleKey.substr(0, bundleKey.rfind('/') + 1);  // "tenant/ns/"
+  auto inNamespace = [&](const std::set<std::string>& bundles) {
+    size_t n = 0;
+    for (auto it = bundles.lower_bound(prefix);
+         it != bundles.end() && it->compare(0, prefix.size(), prefix) == 0; ++it) {
+      if (it->find('/', prefix.size()) == std::string::npos) ++n;
+    }
+    return n;
+  };
+  size_t leastInNamespace = std::numeric_limits<size_t>::max();
+  if (evenly) {
+    for (const auto& [id, bundles] : brokers) {
+      leastInNamespace = std::min(leastInNamespace, inNamespace(bundles));
+    }
+  }
+  std::string best;
+  size_t bestCount = std::numeric_limits<size_t>::max();
+  for (const auto& [id, bundles] : brokers) {  // sorted by id: the first of equals wins
+    if (evenly && inNamespace(bundles) > leastInNamespace) continue;
+    if (bundles.size() < bestCount) {
+      bestCount = bundles.size();
+      best = id;
+    }
+  }
+  return best;
+}
 
 NamespaceService::NamespaceService(metadata::Store* store, metadata::Store* config,
                                    NamespaceServiceOptions options)
@@ -317,22 +347,20 @@ void NamespaceService::assignAsLeader(const std::string& key,
                   }
                 }
                 if (--g->pending > 0) return;
-                // Fewest bundles: reported ones plus those given out recently, ties by name.
                 auto now = std::chrono::steady_clock::now();
-                std::string best;
-                size_t bestCount = std::numeric_limits<size_t>::max();
+                std::map<std::string, std::set<std::string>> counted;  // broker -> its bundles
                 for (auto& [id, rep] : g->reports) {
-                  std::set<std::string> counted(rep.bundles.begin(), rep.bundles.end());
+                  auto& c = counted[id];
+                  c.insert(rep.bundles.begin(), rep.bundles.end());
                   auto& recent = recent_[id];
                   while (!recent.empty() && now - recent.front().first > kRecentWindow) {
                     recent.pop_front();
                   }
-                  for (auto& [at, b] : recent) counted.insert(b);
-                  if (counted.size() < bestCount) {
-                    bestCount = counted.size();
-                    best = id;
-                  }
+                  for (auto& [at, b] : recent) c.insert(b);
                 }
+                std::string best = pickBroker(
+                    counted, key,
+                    !options_.distributeBundlesEvenly || options_.distributeBundlesEvenly());
                 if (best.empty()) return acquire(key, reply);
                 // Counted at once, so the assignments decided before the reports show them spread.
                 recent_[best].emplace_back(now, key);

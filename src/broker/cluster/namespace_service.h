@@ -42,7 +42,18 @@ namespace magnetar::broker::cluster {
 struct NamespaceServiceOptions {
   std::string clusterName;
   int defaultNumberOfNamespaceBundles = 4;  // defaultNumberOfNamespaceBundles
+  // loadBalancerDistributeBundlesEvenlyEnabled (dynamic: read at each assignment; unset: true).
+  std::function<bool()> distributeBundlesEvenly;
 };
+
+// The leader's choice for an unowned bundle `bundleKey` ("tenant/ns/0x..._0x..."), given each
+// registered broker's bundles (reported plus recently assigned): with `evenly`
+// (loadBalancerDistributeBundlesEvenlyEnabled, Pulsar's
+// LoadManagerShared.removeMostServicingBrokersForNamespace) only the brokers with the fewest
+// bundles of that namespace are candidates; of those, the one with the fewest bundles in all,
+// ties by broker id. "" when `brokers` is empty.
+std::string pickBroker(const std::map<std::string, std::set<std::string>>& brokers,
+                       const std::string& bundleKey, bool evenly);
 
 class NamespaceService : public TopicOwnership {
  public:
