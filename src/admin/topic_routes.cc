@@ -332,10 +332,13 @@ void addTopicPermissionRoutes(Router& r, const AdminContext* ctx) {
             auto actions = parseAuthActions(req, &err);
             if (!actions) return respond(err);
             std::string role = p.at("role");
-            ctx->service.policies().updateNamespacePolicies(
-                name.namespaceName(), [&](broker::NamespacePolicies& pol) {
-                  pol.topicPermissions[name.partitionedTopicName()][role] = *actions;
-                });
+            if (Status stored = ctx->service.policies().updateNamespacePolicies(
+                    name.namespaceName(),
+                    [&](broker::NamespacePolicies& pol) {
+                      pol.topicPermissions[name.partitionedTopicName()][role] = *actions;
+                    });
+                !stored)
+              return respond(errorResponse(stored));
             respond(noContent());
           });
   onTopic(
@@ -348,13 +351,16 @@ void addTopicPermissionRoutes(Router& r, const AdminContext* ctx) {
         std::string role = p.at("role");
         std::string topic = name.partitionedTopicName();
         bool found = false;
-        ctx->service.policies().updateNamespacePolicies(
-            name.namespaceName(), [&](broker::NamespacePolicies& pol) {
-              auto it = pol.topicPermissions.find(topic);
-              if (it == pol.topicPermissions.end()) return;
-              found = it->second.erase(role) > 0;
-              if (it->second.empty()) pol.topicPermissions.erase(it);
-            });
+        if (Status stored = ctx->service.policies().updateNamespacePolicies(
+                name.namespaceName(),
+                [&](broker::NamespacePolicies& pol) {
+                  auto it = pol.topicPermissions.find(topic);
+                  if (it == pol.topicPermissions.end()) return;
+                  found = it->second.erase(role) > 0;
+                  if (it->second.empty()) pol.topicPermissions.erase(it);
+                });
+            !stored)
+          return respond(errorResponse(stored));
         if (!found) {
           // Pulsar: revoking a role that has no topic-level grant.
           return respond(HttpResponse::error(412, "Permissions are not set at the topic level"));

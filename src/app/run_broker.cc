@@ -21,6 +21,7 @@
 #include "app/dynamic_settings.h"
 #include "base/logging.h"
 #include "broker/broker_service.h"
+#include "broker/cluster/configuration_store.h"
 #include "broker/cluster/namespace_service.h"
 #include "metadata/zk_store.h"
 #include "storage/durable_storage.h"
@@ -305,7 +306,9 @@ int runBroker(const BrokerOptions& options) {
     namespaceService = std::make_unique<broker::cluster::NamespaceService>(
         zk.get(), zkConfig ? zkConfig.get() : zk.get(), nso);
   }
+  std::unique_ptr<broker::cluster::ConfigurationStore> configurationStore;
   auto stopCluster = [&] {
+    if (configurationStore) configurationStore->stop();
     if (namespaceService) namespaceService->stop();
     if (zkConfig) zkConfig->close();
     if (zk) zk->close();  // ends the session: this broker's ephemeral znodes go at once
@@ -321,6 +324,14 @@ int runBroker(const BrokerOptions& options) {
   broker::BrokerService service(std::move(brokerOptions), storageFactory,
                                 storageFactory->metadataStore());
   if (namespaceService) {
+    // Tenants, namespaces, policies and partitioned topics: the configuration store's.
+    broker::cluster::ConfigurationStoreOptions cso;
+    cso.clusterName = cfg.clusterName();
+    cso.defaultNumberOfNamespaceBundles = cfg.defaultNumberOfNamespaceBundles();
+    cso.operationTimeoutMs = cfg.metadataStoreOperationTimeoutSeconds() * 1000;
+    configurationStore = std::make_unique<broker::cluster::ConfigurationStore>(
+        zkConfig ? zkConfig.get() : zk.get(), zk.get(), &service, cso);
+    service.setSharedConfig(configurationStore.get());
     service.setTopicOwnership(namespaceService.get());
     // Bundles lost (session expired, unloaded): the clients of their topics are closed, so they
     // look the topics up again.
@@ -347,6 +358,14 @@ int runBroker(const BrokerOptions& options) {
   if (Status s = service.start(); !s) {
     MLOG_ERROR("{}", s.message());
     return 1;
+  }
+  if (configurationStore) {
+    if (Status s = configurationStore->start(); !s) {
+      MLOG_ERROR("cannot load the cluster's tenants and namespaces: {}", s.message());
+      service.stop();
+      stopCluster();
+      return 1;
+    }
   }
   if (Status s = connectDynamicSettings(*options.config, service, *storageFactory); !s) {
     MLOG_ERROR("{}", s.message());

@@ -525,6 +525,22 @@ void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMe
         "Client is not authorized to Get Partition Metadata"));
     return;
   }
+  // Cluster mode: a partitioned topic (or namespace) created through another broker a moment
+  // ago is read from the configuration store first, so it is never mistaken for a new
+  // non-partitioned topic.
+  if (SharedConfig* shared = service_.sharedConfig()) {
+    auto me = self();
+    shared->refresh(*name, &loop(), [me, c, n = *name] { me->answerPartitionedMetadata(c, n); });
+    return;
+  }
+  answerPartitionedMetadata(c, *name);
+}
+
+void ServerCnx::answerPartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c,
+                                          const TopicName& topic) {
+  MAGNETAR_DCHECK_ON(loop());
+  if (isClosed()) return;
+  const TopicName* name = &topic;
   // Pulsar 4: without auto-creation (asked by the client, or refused by the broker) a topic
   // that does not exist is TopicNotFound, not 0 partitions. Clients rely on it, e.g. to name
   // retry and dead-letter topics "<topic>-<sub>-RETRY" rather than the legacy "<ns>/<sub>-RETRY".

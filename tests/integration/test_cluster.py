@@ -5,6 +5,7 @@ timeout while producers and consumers carry on. Prints the failover time and loo
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import statistics
@@ -20,6 +21,7 @@ import pytest
 import requests
 
 from harness.broker import magnetar_bin
+from harness.zk import ZkClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SESSION_TIMEOUT_MS = 4000
@@ -35,6 +37,7 @@ class Cluster:
         lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
         self.service_url = lines["serviceUrl"]
         self.web_urls = lines["webServiceUrls"].split()
+        self.zk_port = int(lines["metadataStoreUrl"].rsplit(":", 1)[1])
 
     def _run(self, *args: str) -> str:
         p = subprocess.run(["bash", os.path.join(ROOT, "scripts", "cluster.sh"), args[0],
@@ -63,6 +66,17 @@ class Cluster:
 
     def stop(self) -> None:
         self._run("stop")
+
+
+def wait_until(check, timeout_s: float = 5.0, what: str = "condition"):
+    """Polls check() until it returns a truthy value (a watch reaching another broker)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        v = check()
+        if v:
+            return v
+        assert time.monotonic() < deadline, f"{what} not seen within {timeout_s} s"
+        time.sleep(0.02)
 
 
 def lookup(web: str, topic: str, authoritative: bool = False) -> str:
@@ -103,6 +117,95 @@ def test_two_brokers_racing_for_a_bundle_get_one_owner(cluster: Cluster) -> None
         assert answers[0] and answers[0] == answers[1], answers
         # A third broker, not racing, names the same owner.
         assert lookup(webs[2], topic) == answers[0]
+
+
+def test_tenants_namespaces_policies_and_partitioned_topics_are_shared(cluster: Cluster) -> None:
+    """Created through one broker, seen by the others (read from ZooKeeper under Pulsar's paths
+    and JSON); a second create through another broker is refused (409) by ZooKeeper."""
+    a, b, c = cluster.web_urls
+    tenant = f"shared-{uuid.uuid4().hex[:8]}"
+    ns = f"{tenant}/ns1"
+    body = {"adminRoles": ["r1"], "allowedClusters": ["magnetar-cluster"]}
+    assert requests.put(f"{a}/admin/v2/tenants/{tenant}", json=body, timeout=10).status_code == 204
+    # Read on the next broker at once: an unknown tenant is read from ZooKeeper first.
+    r = requests.get(f"{b}/admin/v2/tenants/{tenant}", timeout=10)
+    assert r.status_code == 200 and r.json() == body, r.text
+    assert requests.put(f"{c}/admin/v2/tenants/{tenant}", json=body,
+                        timeout=10).status_code == 409
+    assert requests.put(f"{b}/admin/v2/namespaces/{ns}", json={"bundles": {"numBundles": 8}},
+                        timeout=10).status_code == 204
+    assert requests.put(f"{a}/admin/v2/namespaces/{ns}", timeout=10).status_code == 409
+    assert ns in wait_until(lambda: requests.get(f"{c}/admin/v2/namespaces/{tenant}",
+                                                 timeout=10).json(), what="namespace list")
+    bundles = requests.get(f"{c}/admin/v2/namespaces/{ns}/bundles", timeout=10).json()
+    assert bundles["numBundles"] == 8 and len(bundles["boundaries"]) == 9
+    # A policy set through one broker is enforced by the others' view.
+    assert requests.post(f"{a}/admin/v2/namespaces/{ns}/messageTTL", json=120,
+                         timeout=10).status_code == 204
+    wait_until(lambda: requests.get(f"{c}/admin/v2/namespaces/{ns}/messageTTL",
+                                    timeout=10).text == "120", what="messageTTL on broker c")
+    assert requests.post(f"{b}/admin/v2/namespaces/{ns}/retention",
+                         json={"retentionTimeInMinutes": 60, "retentionSizeInMB": 10},
+                         timeout=10).status_code == 204
+    # A partitioned topic created through a; b knows it at once (read-through) and a client with
+    # the multi-host URL produces to all its partitions.
+    pt = f"persistent://{ns}/pt"
+    assert requests.put(f"{a}/admin/v2/persistent/{ns}/pt/partitions", json=3,
+                        timeout=10).status_code == 204
+    assert requests.get(f"{b}/admin/v2/persistent/{ns}/pt/partitions",
+                        timeout=10).json()["partitions"] == 3
+    assert requests.put(f"{c}/admin/v2/persistent/{ns}/pt/partitions", json=3,
+                        timeout=10).status_code == 409
+
+    # What ZooKeeper holds: Pulsar's paths and field names.
+    with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+        assert json.loads(zk.get(f"/admin/policies/{tenant}")) == body
+        pol = json.loads(zk.get(f"/admin/policies/{ns}"))
+        assert list(pol)[:4] == ["auth_policies", "replication_clusters", "allowed_clusters",
+                                 "bundles"]
+        assert pol["replication_clusters"] == ["magnetar-cluster"]
+        assert pol["bundles"]["numBundles"] == 8
+        assert pol["message_ttl_in_seconds"] == 120
+        assert pol["retention_policies"] == {"retentionTimeInMinutes": 60,
+                                             "retentionSizeInMB": 10}
+        assert "deduplicationEnabled" not in pol  # null: left out, as Pulsar's mapper does
+        assert zk.get(f"/admin/partitioned-topics/{ns}/persistent/pt") == \
+            b'{"partitions":3,"deleted":false}'
+        assert zk.children(f"/admin/policies/{tenant}") == ["ns1"]
+
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        consumer = client.subscribe(pt, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = client.create_producer(pt, message_routing_mode=pulsar.PartitionsRoutingMode
+                                          .RoundRobinDistribution, batching_enabled=False)
+        for i in range(6):
+            producer.send(f"m{i}".encode())
+        got = []
+        partitions = set()
+        for _ in range(6):
+            m = consumer.receive(10000)
+            got.append(m.data())
+            partitions.add(m.topic_name())
+            consumer.acknowledge(m)
+        assert sorted(got) == [f"m{i}".encode() for i in range(6)]
+        assert partitions == {f"{pt}-partition-{i}" for i in range(3)}, partitions
+    finally:
+        client.close()
+
+    # Deletes reach every broker too.
+    r = requests.delete(f"{b}/admin/v2/persistent/{ns}/pt/partitions", params={"force": "true"},
+                        timeout=30)
+    assert r.status_code == 204, r.text
+    wait_until(lambda: requests.get(f"{c}/admin/v2/persistent/{ns}/partitioned",
+                                    timeout=10).json() == [], what="partitioned topic deleted")
+    r = requests.delete(f"{c}/admin/v2/namespaces/{ns}", params={"force": "true"}, timeout=30)
+    assert r.status_code == 204, r.text
+    assert requests.delete(f"{a}/admin/v2/tenants/{tenant}", timeout=10).status_code == 204
+    wait_until(lambda: requests.get(f"{b}/admin/v2/tenants/{tenant}",
+                                    timeout=10).status_code == 404, what="tenant deleted")
+    with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+        assert zk.get(f"/admin/policies/{tenant}") is None
+        assert zk.get(f"/admin/partitioned-topics/{ns}/persistent/pt") is None
 
 
 def test_topics_spread_and_survive_a_killed_broker(cluster: Cluster) -> None:
