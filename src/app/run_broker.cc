@@ -377,6 +377,7 @@ int runBroker(const BrokerOptions& options) {
   auto router = std::make_shared<admin::Router>();
   if (namespaceService) {
     admin::addClusterRoutes(*router, *namespaceService, service, cfg.clusterName());
+    admin::installTopicOwnershipGuard(*router, *namespaceService, service);
   }
   admin::addHealthRoute(*router, [&serving] { return serving.load(); });
   admin::addBrokerConfigurationRoutes(*router, options.config);

@@ -208,6 +208,59 @@ def test_tenants_namespaces_policies_and_partitioned_topics_are_shared(cluster: 
         assert zk.get(f"/admin/partitioned-topics/{ns}/persistent/pt") is None
 
 
+def test_topic_admin_routes_redirect_to_the_owner(cluster: Cluster) -> None:
+    """Pulsar's validateTopicOwnership: a topic route on a broker that does not own the topic's
+    bundle answers 307 to the owner (same path and query, authoritative=<leader?>); followed,
+    it acts on the owner's topic."""
+    brokers = sorted(cluster.brokers())
+    webs = {b: cluster.web_of(b) for b in brokers}
+    topic = f"public/default/redir-{uuid.uuid4().hex[:8]}"
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        consumer = client.subscribe(f"persistent://{topic}", "sub",
+                                    initial_position=pulsar.InitialPosition.Earliest)
+        producer = client.create_producer(f"persistent://{topic}", batching_enabled=False)
+        for i in range(5):
+            producer.send(f"m{i}".encode())
+        owner = lookup(webs[brokers[0]], topic)
+        other = next(b for b in brokers if b != owner)
+        leader = requests.get(f"{webs[other]}/admin/v2/brokers/leaderBroker",
+                              timeout=10).json()["serviceUrl"]
+        authoritative = "true" if leader == webs[other] else "false"
+        base = f"/admin/v2/persistent/{topic}"
+        for method, path in [("GET", "/stats"), ("GET", "/subscriptions"),
+                             ("GET", "/internalStats"), ("POST", "/subscription/sub/skip/2"),
+                             ("GET", "/lastMessageId")]:
+            r = requests.request(method, webs[other] + base + path + "?x=1",
+                                 allow_redirects=False, timeout=10)
+            assert r.status_code == 307, (path, r.status_code, r.text)
+            assert r.headers["Location"] == \
+                f"{webs[owner]}{base}{path}?x=1&authoritative={authoritative}", r.headers
+        # Followed (requests keeps the method on 307): the owner's topic answers.
+        stats = requests.get(webs[other] + base + "/stats", timeout=10).json()
+        assert len(stats["publishers"]) == 1 and stats["msgInCounter"] == 5, stats
+        assert requests.get(webs[other] + base + "/subscriptions", timeout=10).json() == ["sub"]
+        r = requests.post(webs[other] + base + "/subscription/sub/skip/2", timeout=10)
+        assert r.status_code == 204, r.text
+        stats = requests.get(webs[owner] + base + "/stats", timeout=10).json()
+        assert stats["subscriptions"]["sub"]["msgBacklog"] == 3, stats
+        # On the owner itself: no redirect.
+        assert requests.get(webs[owner] + base + "/stats", allow_redirects=False,
+                            timeout=10).status_code == 200
+        # Partitioned-topic metadata is served by any broker.
+        r = requests.get(webs[other] + base + "/partitions", allow_redirects=False, timeout=10)
+        assert r.status_code == 200 and r.json()["partitions"] == 0, r.text
+        # An unowned topic's admin call places its bundle as a lookup would, then is served.
+        fresh = f"public/default/redir-new-{uuid.uuid4().hex[:8]}"
+        r = requests.put(f"{webs[other]}/admin/v2/persistent/{fresh}", timeout=10)
+        assert r.status_code == 204, r.text
+        assert requests.get(f"{webs[lookup(webs[other], fresh)]}/admin/v2/persistent/{fresh}"
+                            "/stats", allow_redirects=False, timeout=10).status_code == 200
+        del consumer
+    finally:
+        client.close()
+
+
 def test_topics_spread_and_survive_a_killed_broker(cluster: Cluster) -> None:
     brokers = cluster.brokers()
     assert len(brokers) == 3
@@ -365,7 +418,11 @@ def test_bundle_unload_redirects_to_the_owner_and_moves_the_bundle(cluster: Clus
     other = next(b for b in brokers if b != owner)
     path = f"/admin/v2/namespaces/public/default/{bundle}/unload"
     r = requests.put(webs[other] + path, allow_redirects=False, timeout=10)
-    assert r.status_code == 307 and r.headers["Location"] == webs[owner] + path
+    leader = requests.get(f"{webs[other]}/admin/v2/brokers/leaderBroker",
+                          timeout=10).json()["serviceUrl"]
+    # Pulsar's redirect: same path, authoritative=<the redirecting broker is the leader>.
+    assert r.status_code == 307 and r.headers["Location"] == \
+        f"{webs[owner]}{path}?authoritative={'true' if leader == webs[other] else 'false'}"
     assert requests.put(webs[other] + "/admin/v2/namespaces/public/default/0x1_0x0/unload",
                         timeout=10).status_code == 412
     client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
