@@ -121,6 +121,70 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
                       const std::string& clusterName) {
   auto* nsp = &ns;
   auto* svc = &service;
+  auto namespaceExists = [svc](const std::string& name) {
+    if (svc->namespaceExists(name)) return true;
+    if (auto* shared = svc->sharedConfig()) shared->refreshNamespace(name);
+    return svc->namespaceExists(name);
+  };
+  // Namespace unload: every owned bundle released by its owner (Pulsar's internalUnloadNamespace).
+  r.add(
+      "PUT", "/admin/v2/namespaces/{tenant}/{namespace}/unload",
+      [nsp, svc, namespaceExists](const HttpRequest&, const PathParams& p, const Respond& respond) {
+        std::string nsName = p.at("tenant") + "/" + p.at("namespace");
+        if (!broker::isValidNamePart(p.at("tenant")) ||
+            !broker::isValidNamePart(p.at("namespace"))) {
+          return respond(HttpResponse::error(412, "Invalid namespace name: " + nsName));
+        }
+        if (!namespaceExists(nsName)) {
+          return respond(HttpResponse::error(404, "Namespace does not exist"));
+        }
+        nsp->unloadNamespace(nsName, &svc->ioLoops().next(), [respond](const Status& s) {
+          respond(s.isOk() ? noContent() : storeError(s));
+        });
+      });
+  // Bundle split on its owner (307 there from another broker), range_equally_divide.
+  r.add(
+      "PUT", "/admin/v2/namespaces/{tenant}/{namespace}/{bundle}/split",
+      [nsp, svc, namespaceExists](const HttpRequest& req, const PathParams& p,
+                                  const Respond& respond) {
+        std::string nsName = p.at("tenant") + "/" + p.at("namespace");
+        std::string bundle = p.at("bundle");
+        uint64_t lo = 0, hi = 0;
+        if (Status s = broker::cluster::parseBundleName(bundle, &lo, &hi); !s.isOk()) {
+          return respond(HttpResponse::error(412, s.message()));
+        }
+        if (!namespaceExists(nsName)) {
+          return respond(HttpResponse::error(404, "Namespace does not exist"));
+        }
+        auto algorithm = queryParam(req, "splitAlgorithmName");
+        if (algorithm && !algorithm->empty() && *algorithm != "range_equally_divide") {
+          return respond(HttpResponse::error(
+              412,
+              "Unsupported namespace bundle split algorithm, supported algorithms are "
+              "[range_equally_divide]"));
+        }
+        bool unload = queryFlag(req, "unload");
+        net::Executor* ex = &svc->ioLoops().next();
+        nsp->ownerOf(
+            nsName + "/" + bundle, ex,
+            [nsp, nsName, bundle, unload, req, ex,
+             respond](Result<std::optional<broker::cluster::OwnerData>> o) {
+              if (!o.isOk()) return respond(storeError(o.status()));
+              if (o->has_value() && (*o)->urls.webServiceUrl != nsp->self().webServiceUrl) {
+                return respond(redirectTo((*o)->urls.webServiceUrl, req, nsp->isLeader()));
+              }
+              nsp->splitBundle(nsName, bundle, unload, ex, [respond](const Status& s) {
+                if (s.isOk()) return respond(noContent());
+                if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kInvalidArgument) {
+                  return respond(HttpResponse::error(412, s.message()));
+                }
+                if (s.code() == StatusCode::kBusy) {
+                  return respond(HttpResponse::error(409, s.message()));
+                }
+                respond(storeError(s));
+              });
+            });
+      });
   r.add(
       "GET", "/admin/v2/brokers/leaderBroker",
       [nsp, svc](const HttpRequest&, const PathParams&, const Respond& respond) {

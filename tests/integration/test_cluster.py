@@ -261,6 +261,93 @@ def test_topic_admin_routes_redirect_to_the_owner(cluster: Cluster) -> None:
         client.close()
 
 
+def owned_bundles(cluster: Cluster, ns: str) -> dict[str, str]:
+    """bundle -> owner's pulsar:// URL, from the ownership znodes."""
+    out = {}
+    with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+        for b in zk.children(f"/namespace/{ns}"):
+            data = zk.get(f"/namespace/{ns}/{b}")
+            if data:
+                out[b] = json.loads(data)["nativeUrl"]
+    return out
+
+
+def test_namespace_unload_and_bundle_split(cluster: Cluster) -> None:
+    brokers = sorted(cluster.brokers())
+    webs = {b: cluster.web_of(b) for b in brokers}
+    a = webs[brokers[0]]
+    tenant = f"split-{uuid.uuid4().hex[:8]}"
+    ns = f"{tenant}/ns"
+    r = requests.put(f"{a}/admin/v2/tenants/{tenant}",
+                     json={"allowedClusters": ["magnetar-cluster"]}, timeout=10)
+    assert r.status_code == 204
+    assert requests.put(f"{a}/admin/v2/namespaces/{ns}", json={"bundles": {"numBundles": 2}},
+                        timeout=10).status_code == 204
+    topics = [f"persistent://{ns}/t{i}" for i in range(12)]
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        producers = [client.create_producer(t, batching_enabled=False) for t in topics]
+        consumers = [client.subscribe(t, "s", initial_position=pulsar.InitialPosition.Earliest)
+                     for t in topics]
+        owned = owned_bundles(cluster, ns)
+        assert set(owned) == {"0x00000000_0x80000000", "0x80000000_0xffffffff"}, owned
+
+        # Split the first bundle through a broker that does not own it: 307 to the owner,
+        # which cuts it in two (range_equally_divide) and keeps both halves.
+        bundle = "0x00000000_0x80000000"
+        owner = owned[bundle]
+        other = next(b for b in brokers if b != owner)
+        path = f"/admin/v2/namespaces/{ns}/{bundle}/split"
+        r = requests.put(webs[other] + path, allow_redirects=False, timeout=10)
+        assert r.status_code == 307 and r.headers["Location"].startswith(webs[owner] + path)
+        assert requests.put(webs[other] + path, timeout=30).status_code == 204
+        for w in webs.values():  # every broker's view of the bundles
+            wait_until(lambda w=w: requests.get(f"{w}/admin/v2/namespaces/{ns}/bundles",
+                                                timeout=10).json()["numBundles"] == 3,
+                       what="3 bundles")
+        boundaries = requests.get(f"{a}/admin/v2/namespaces/{ns}/bundles", timeout=10).json()
+        assert boundaries["boundaries"] == ["0x00000000", "0x40000000", "0x80000000",
+                                            "0xffffffff"]
+        owned = owned_bundles(cluster, ns)
+        assert owned.get("0x00000000_0x40000000") == owner
+        assert owned.get("0x40000000_0x80000000") == owner
+        assert bundle not in owned
+        with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+            local = json.loads(zk.get(f"/admin/local-policies/{ns}"))
+        assert local["bundles"]["numBundles"] == 3, local
+        # The topics stayed where they were: producers and consumers carry on untouched.
+        for i, p in enumerate(producers):
+            p.send(f"a{i}".encode())
+        for i, c in enumerate(consumers):
+            assert c.receive(10000).data() == f"a{i}".encode()
+        # Bad input: not a bundle of the namespace, an unknown algorithm.
+        assert requests.put(f"{webs[owner]}/admin/v2/namespaces/{ns}/0x00000000_0x00001000/split",
+                            timeout=10).status_code == 412
+        assert requests.put(f"{webs[owner]}/admin/v2/namespaces/{ns}/0x40000000_0x80000000/split",
+                            params={"splitAlgorithmName": "nope"}, timeout=10).status_code == 412
+
+        # Namespace unload through any broker: every bundle released by its owner; clients
+        # look up again and carry on.
+        t0 = time.monotonic()
+        r = requests.put(f"{webs[other]}/admin/v2/namespaces/{ns}/unload", timeout=30)
+        assert r.status_code == 204, r.text
+        unload_s = time.monotonic() - t0
+        assert owned_bundles(cluster, ns) == {}
+        print(f"\nnamespace unload of 3 bundles: {unload_s * 1000:.0f} ms")
+        for i, p in enumerate(producers):
+            p.send(f"b{i}".encode())
+        for i, c in enumerate(consumers):
+            m = c.receive(30000)
+            while m.data() == f"a{i}".encode():  # a redelivery from before
+                m = c.receive(30000)
+            assert m.data() == f"b{i}".encode()
+        assert len(owned_bundles(cluster, ns)) >= 1
+        assert requests.put(f"{a}/admin/v2/namespaces/{tenant}/nope/unload",
+                            timeout=10).status_code == 404
+    finally:
+        client.close()
+
+
 def test_topics_spread_and_survive_a_killed_broker(cluster: Cluster) -> None:
     brokers = cluster.brokers()
     assert len(brokers) == 3
