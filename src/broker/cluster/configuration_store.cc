@@ -22,6 +22,12 @@ constexpr int kCasAttempts = 16;
 
 const char* rootOf(int tree) { return tree == 0 ? kPoliciesRoot : kPartitionedRoot; }
 
+std::string childPath(const std::string& parent, const std::string& name) {
+  std::string out = parent;
+  out.append("/").append(name);
+  return out;
+}
+
 // The path's components below `root` ("/admin/policies/t/ns" -> {"t", "ns"}); nullopt when path
 // is not under root.
 std::optional<std::vector<std::string>> below(const std::string& path, const std::string& root) {
@@ -116,7 +122,7 @@ void ConfigurationStore::listChildren(Tree tree, const std::string& path, int de
     children_[path] = now;
     for (const auto& c : now) {
       if (old.count(c)) continue;
-      std::string child = path + "/" + c;
+      std::string child = childPath(path, c);
       int d = depth + 1;
       bool container = tree == Tree::kPolicies ? d < 2 : d < 4;
       bool data = tree == Tree::kPolicies ? d >= 1 : d == 4;
@@ -124,7 +130,7 @@ void ConfigurationStore::listChildren(Tree tree, const std::string& path, int de
       if (container) listChildren(tree, child, d);
     }
     for (const auto& c : old) {
-      if (!now.count(c)) forget(tree, path + "/" + c, depth + 1);
+      if (!now.count(c)) forget(tree, childPath(path, c), depth + 1);
     }
     end();
   });
@@ -203,7 +209,7 @@ void ConfigurationStore::forget(Tree tree, const std::string& path, int depth) {
   if (it != children_.end()) {
     std::set<std::string> kids = std::move(it->second);
     children_.erase(it);
-    for (const auto& k : kids) forget(tree, path + "/" + k, depth + 1);
+    for (const auto& k : kids) forget(tree, childPath(path, k), depth + 1);
   }
   auto c = below(path, rootOf(tree == Tree::kPolicies ? 0 : 1));
   if (!c || static_cast<int>(c->size()) != depth) return;
@@ -256,7 +262,8 @@ Result<std::optional<metadata::GetResult>> ConfigurationStore::getSync(metadata:
   MAGNETAR_DCHECK(!loop_.inExecutorThread());
   auto p = std::make_shared<std::promise<Result<std::optional<metadata::GetResult>>>>();
   auto f = p->get_future();
-  s->get(path, &loop_, [p](Result<std::optional<metadata::GetResult>> r) { p->set_value(r); });
+  s->get(path, &loop_,
+         [p](const Result<std::optional<metadata::GetResult>>& r) { p->set_value(r); });
   return waitFor(f, options_.operationTimeoutMs, path);
 }
 
@@ -268,7 +275,7 @@ Result<metadata::Stat> ConfigurationStore::putSync(metadata::Store* s, const std
   auto f = p->get_future();
   metadata::PutOptions o;
   o.expectedVersion = v;
-  s->put(path, value, o, &loop_, [p](Result<metadata::Stat> r) { p->set_value(r); });
+  s->put(path, value, o, &loop_, [p](const Result<metadata::Stat>& r) { p->set_value(r); });
   return waitFor(f, options_.operationTimeoutMs, path);
 }
 
@@ -289,7 +296,8 @@ Result<std::vector<std::string>> ConfigurationStore::childrenSync(metadata::Stor
   MAGNETAR_DCHECK(!loop_.inExecutorThread());
   auto p = std::make_shared<std::promise<Result<std::vector<std::string>>>>();
   auto f = p->get_future();
-  s->getChildren(path, &loop_, [p](Result<std::vector<std::string>> r) { p->set_value(r); });
+  s->getChildren(path, &loop_,
+                 [p](const Result<std::vector<std::string>>& r) { p->set_value(r); });
   return waitFor(f, options_.operationTimeoutMs, path);
 }
 
