@@ -35,7 +35,11 @@ cluster=magnetar-cluster
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
-alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# Alive and not a zombie (a killed broker not reaped yet still answers kill -0).
+alive() {
+  [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null &&
+    ! grep -q '^State:[[:space:]]*Z' "/proc/$(cat "$1")/status" 2>/dev/null
+}
 port_of() { sed -n "s/^$1=//p" "$2" 2>/dev/null; }
 
 status() {

@@ -298,6 +298,9 @@ void NamespaceService::resolveBundle(const std::string& key, bool authoritative,
     MutexLock lock(mu_);
     if (owned_.count(key)) return reply(connectTo(self_));
   }
+  // Another broker's bundle seen before (its znode watched since): answered without ZooKeeper,
+  // as Pulsar's ownership cache does, so lookups of owned bundles go on while ZooKeeper is away.
+  if (auto it = owners_.find(key); it != owners_.end()) return reply(connectTo(it->second));
   std::string path = ownershipPath(key);
   store_->get(
       path, &loop_,
@@ -316,6 +319,7 @@ void NamespaceService::resolveBundle(const std::string& key, bool authoritative,
             }
             return reply(connectTo(self_));
           }
+          owners_[key] = owner->urls;  // the read set a watch: a change drops it
           return reply(connectTo(owner->urls));
         }
         bool leader;
@@ -495,6 +499,9 @@ void NamespaceService::onNotification(const metadata::Notification& n) {
     elect();
     return;
   }
+  if (n.path.rfind(kNamespaceRoot, 0) == 0) {
+    owners_.erase(n.path.substr(std::string(kNamespaceRoot).size()));
+  }
   if (n.path.rfind(kNamespaceRoot, 0) == 0 && n.type == metadata::NotificationType::kModified) {
     // Marked disabled by another broker's namespace unload: release it (Pulsar's owner-side
     // unload).
@@ -557,6 +564,7 @@ void NamespaceService::releaseAll(const char* why) {
     leader_ = false;
   }
   leaderId_.clear();
+  owners_.clear();  // the session's watches are gone
   MLOG_WARN("{}: released {} bundles", why, n);
   if (onLost_) onLost_();
 }

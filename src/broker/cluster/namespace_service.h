@@ -166,6 +166,8 @@ class NamespaceService : public TopicOwnership {
 
   // Loop only.
   std::string leaderId_;
+  // Other brokers' bundles as last read (each znode watched): bundle key -> owner.
+  std::map<std::string, BrokerUrls> owners_;
   // Leader: bundles given out recently, per broker, with when (not yet in their reports).
   std::map<std::string, std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>>>
       recent_;
