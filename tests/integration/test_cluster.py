@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -346,6 +348,83 @@ def test_namespace_unload_and_bundle_split(cluster: Cluster) -> None:
                             timeout=10).status_code == 404
     finally:
         client.close()
+
+
+CLI_CLASSPATH = os.path.join(ROOT, "tests", "java", "tools", "target", "cli.classpath")
+
+
+def pulsar_admin(commands: list[list[str]], service_url: str, web: str) -> list[tuple[int, str]]:
+    """Runs Pulsar's pulsar-admin (Maven Central's, as tests/java runs it) once per command, all
+    in one JVM (tests/integration/pulsar_admin_batch.java): [(exit code, stdout)]."""
+    conf = tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False)
+    conf.write(f"webServiceUrl={web}/\nbrokerServiceUrl={service_url}\n")
+    conf.close()
+    cmds = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False)
+    cmds.write("\n".join("\t".join(c) for c in commands) + "\n")
+    cmds.close()
+    log4j = os.path.join(ROOT, "tests", "java", "suite", "src", "test", "resources",
+                         "cli-log4j2.xml")
+    with open(CLI_CLASSPATH) as f:
+        cp = f.read().strip()
+    p = subprocess.run(["java", f"-Dlog4j2.configurationFile={log4j}", "-cp", cp,
+                        os.path.join(ROOT, "tests", "integration", "pulsar_admin_batch.java"),
+                        conf.name, cmds.name], capture_output=True, text=True, timeout=300)
+    os.unlink(conf.name)
+    os.unlink(cmds.name)
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = []
+    for block in p.stdout.split("=== exit ")[1:]:
+        code, rest = block.split("\n", 1)
+        out.append((int(code), rest.split("--- stderr\n", 1)[0]))
+    assert len(out) == len(commands), p.stdout + p.stderr
+    return out
+
+
+@pytest.mark.skipif(not os.path.exists(CLI_CLASSPATH) or not shutil.which("java"),
+                    reason="pulsar-admin not installed (scripts/install-test-deps.sh)")
+def test_pulsar_admin_against_the_cluster(cluster: Cluster) -> None:
+    """Pulsar's own pulsar-admin, each command through another broker of the 3: brokers,
+    tenants, namespaces (create with bundles, list, bundles, split-bundle, unload), topics
+    (create, lookup, stats; the admin client follows the 307s)."""
+    brokers = sorted(cluster.brokers())
+    a, b, c = (cluster.web_of(x) for x in brokers)
+    run = uuid.uuid4().hex[:8]
+    t, ns, topic = f"cli-{run}", f"cli-{run}/ns", f"persistent://cli-{run}/ns/x"
+
+    def via(web: str, *args: str) -> list[str]:
+        return ["--admin-url", web, *args]
+
+    t0 = time.monotonic()
+    res = pulsar_admin([
+        via(a, "brokers", "list", "magnetar-cluster"),
+        via(a, "tenants", "create", t, "--allowed-clusters", "magnetar-cluster"),
+        via(b, "namespaces", "create", ns, "--bundles", "4"),
+        via(c, "namespaces", "list", t),
+        via(a, "namespaces", "bundles", ns),
+        via(b, "topics", "create", topic),
+        via(c, "topics", "lookup", topic),
+        via(a, "topics", "stats", topic),
+        via(b, "topics", "stats", topic),
+        via(a, "namespaces", "split-bundle", ns, "-b", "0x00000000_0x40000000"),
+        via(c, "namespaces", "bundles", ns),
+        via(c, "namespaces", "unload", ns),
+        via(b, "topics", "lookup", topic),
+    ], cluster.service_url, a)
+    print(f"\n13 pulsar-admin commands in one JVM: {time.monotonic() - t0:.1f} s")
+    codes = [code for code, _ in res]
+    assert codes == [0] * len(res), res
+    out = [o for _, o in res]
+    assert sorted(out[0].split()) == sorted(w.removeprefix("http://") for w in (a, b, c))
+    assert ns in out[3].split()
+    assert json.loads(out[4])["numBundles"] == 4
+    owner = out[6].strip()
+    assert owner in brokers, out[6]
+    for stats in (out[7], out[8]):  # through a non-owner too: the 307 is followed
+        assert json.loads(stats)["publishers"] == []
+    bundles = json.loads(out[10])
+    assert bundles["numBundles"] == 5 and bundles["boundaries"][:3] == \
+        ["0x00000000", "0x20000000", "0x40000000"], bundles
+    assert out[12].strip() in brokers
 
 
 def test_topics_spread_and_survive_a_killed_broker(cluster: Cluster) -> None:
