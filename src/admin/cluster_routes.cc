@@ -87,7 +87,7 @@ void installTopicOwnershipGuard(Router& r, NamespaceService& ns, broker::BrokerS
     if (broker::SharedConfig* shared = svc->sharedConfig()) {
       auto done = std::make_shared<std::promise<void>>();
       auto f = done->get_future();
-      shared->refresh(*name, &svc->ioLoops().next(), [done] { done->set_value(); });
+      shared->refresh(*name, &svc->ioLoops().next(), [done](const Status&) { done->set_value(); });
       f.wait_for(std::chrono::seconds(35));
     }
     if (servedByAnyBroker(pattern)) return std::nullopt;

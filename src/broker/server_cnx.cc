@@ -530,7 +530,16 @@ void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMe
   // non-partitioned topic.
   if (SharedConfig* shared = service_.sharedConfig()) {
     auto me = self();
-    shared->refresh(*name, &loop(), [me, c, n = *name] { me->answerPartitionedMetadata(c, n); });
+    shared->refresh(*name, &loop(), [me, c, n = *name](const Status& s) {
+      // Not known here and ZooKeeper unreachable: retryable, not "does not exist".
+      if (!s.isOk() && !me->service_.namespaceExists(n.namespaceName())) {
+        me->send(Commands::newPartitionMetadataErrorResponse(
+            c.request_id(), proto::ServiceNotReady,
+            "Cannot read the metadata of " + n.toString() + ": " + s.message()));
+        return;
+      }
+      me->answerPartitionedMetadata(c, n);
+    });
     return;
   }
   answerPartitionedMetadata(c, *name);

@@ -50,10 +50,11 @@ class SharedConfig {
   virtual void createPartitionedAsync(const std::string& topic, int partitions) = 0;
 
   // Non-blocking: reads the store's current namespace and partitioned metadata of `topic` into
-  // the broker's view (what a watch would bring a moment later), then runs done on ex. For the
-  // binary protocol's PARTITIONED_METADATA, so a topic just created through another broker is
-  // known. Errors are logged; done runs anyway.
-  virtual void refresh(const TopicName& topic, net::Executor* ex, std::function<void()> done) = 0;
+  // the broker's view (what a watch would bring a moment later), then runs done on ex with ok or
+  // the store's error (the view then stays as it was: ZooKeeper unreachable). For the binary
+  // protocol's PARTITIONED_METADATA, so a topic just created through another broker is known.
+  virtual void refresh(const TopicName& topic, net::Executor* ex,
+                       std::function<void(Status)> done) = 0;
   // Blocking form of refresh for one namespace (and its tenant): the admin routes' read-through
   // before answering 404.
   virtual void refreshNamespace(const std::string& ns) = 0;

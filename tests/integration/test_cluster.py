@@ -622,6 +622,8 @@ def test_zookeeper_lost_while_serving(cluster: Cluster) -> None:
                         json={"allowedClusters": ["magnetar-cluster"]}, timeout=10).ok
     assert requests.put(f"{web}/admin/v2/namespaces/zkl-{run}/ns",
                         json={"bundles": {"numBundles": 1}}, timeout=10).ok
+    for w in webs.values():  # every broker knows the namespace before ZooKeeper goes
+        assert requests.get(f"{w}/admin/v2/namespaces/zkl-{run}/ns", timeout=10).ok
     topic = f"persistent://public/default/zkl-{run}"
     client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
     try:

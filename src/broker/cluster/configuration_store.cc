@@ -446,14 +446,19 @@ void ConfigurationStore::createPartitionedAsync(const std::string& topic, int pa
 }
 
 void ConfigurationStore::refresh(const TopicName& topic, net::Executor* ex,
-                                 std::function<void()> done) {
+                                 std::function<void(Status)> done) {
   std::string ns = topic.namespaceName();
   std::string partitioned =
       topic.partitionIndex() >= 0 ? topic.partitionedTopicName() : topic.toString();
   loop_.execute([this, ns, partitioned, ex, done = std::move(done)] {
-    auto left = std::make_shared<int>(2);
-    auto finish = [left, ex, done] {
-      if (--*left == 0) ex->execute(done);
+    struct Pending {
+      int left = 2;
+      Status first;
+    };
+    auto p = std::make_shared<Pending>();
+    auto finish = [p, ex, done](const Status& s) {
+      if (!s.isOk() && p->first.isOk()) p->first = s;
+      if (--p->left == 0) ex->execute([done, s = p->first] { done(s); });
     };
     std::string nsPath = namespacePath(ns);
     config_->get(nsPath, &loop_,
@@ -463,7 +468,7 @@ void ConfigurationStore::refresh(const TopicName& topic, net::Executor* ex,
                      if (r->has_value()) v = (*r)->value;
                      applyNamespaceValue(ns, nsPath, v);
                    }
-                   finish();
+                   finish(r.status());
                  });
     std::string ptPath = partitionedTopicPath(partitioned);
     config_->get(ptPath, &loop_,
@@ -478,7 +483,7 @@ void ConfigurationStore::refresh(const TopicName& topic, net::Executor* ex,
                        MLOG_ERROR("{}", n.status().message());
                      }
                    }
-                   finish();
+                   finish(r.status());
                  });
   });
 }

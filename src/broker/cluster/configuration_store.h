@@ -65,7 +65,8 @@ class ConfigurationStore : public SharedConfig {
   Result<int> updatePartitioned(const std::string& topic, int partitions) override;
   Result<int> deletePartitioned(const std::string& topic) override;
   void createPartitionedAsync(const std::string& topic, int partitions) override;
-  void refresh(const TopicName& topic, net::Executor* ex, std::function<void()> done) override;
+  void refresh(const TopicName& topic, net::Executor* ex,
+               std::function<void(Status)> done) override;
   void refreshNamespace(const std::string& ns) override;
   void refreshTenant(const std::string& tenant) override;
 
