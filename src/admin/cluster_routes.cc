@@ -102,7 +102,7 @@ void installTopicOwnershipGuard(Router& r, NamespaceService& ns, broker::BrokerS
     auto q = queryParam(req, "authoritative");
     auto promise = std::make_shared<std::promise<broker::LookupAnswer>>();
     auto answer = promise->get_future();
-    nsp->lookup(*name, q && *q == "true", &svc->ioLoops().next(),
+    nsp->lookup(*name, q && *q == "true", "", &svc->ioLoops().next(),
                 [promise](broker::LookupAnswer a) { promise->set_value(std::move(a)); });
     if (answer.wait_for(std::chrono::seconds(35)) != std::future_status::ready) {
       return HttpResponse::error(500, "Finding owner for topic " + name->toString() + " timed out");

@@ -262,16 +262,20 @@ void addLookupRoute(Router& r, const AdminContext* ctx) {
           if (auto* ownership = ctx->service.topicOwnership()) {
             auto q = queryParam(req, "authoritative");
             bool authoritative = q && *q == "true";
+            // Pulsar's listenerName: the owner's address on that advertised listener.
+            std::string listener = queryParam(req, "listenerName").value_or("");
             std::string path = req.path;
-            ownership->lookup(*name, authoritative, &ctx->service.ioLoops().next(),
-                              [respond, path](broker::LookupAnswer a) {
+            ownership->lookup(*name, authoritative, listener, &ctx->service.ioLoops().next(),
+                              [respond, path, listener](broker::LookupAnswer a) {
                                 if (!a.error.isOk())
                                   return respond(HttpResponse::error(503, a.error.message()));
                                 if (a.redirect) {
                                   HttpResponse r = HttpResponse::json("", 307);
-                                  r.headers.emplace_back("Location",
-                                                         a.httpUrl + path + "?authoritative=" +
-                                                             (a.authoritative ? "true" : "false"));
+                                  r.headers.emplace_back(
+                                      "Location",
+                                      a.httpUrl + path +
+                                          "?authoritative=" + (a.authoritative ? "true" : "false") +
+                                          (listener.empty() ? "" : "&listenerName=" + listener));
                                   return respond(std::move(r));
                                 }
                                 respond(jsonResponse(json::object{{"brokerUrl", a.url},

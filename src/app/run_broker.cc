@@ -431,6 +431,9 @@ int runBroker(const BrokerOptions& options) {
     self.webServiceUrl = "http://" + self.brokerId;
     if (bound.webTls)
       self.webServiceUrlTls = "https://" + host + ":" + std::to_string(bound.webTls);
+    for (const auto& [name, l] : service.options().advertisedListeners.byName) {
+      self.listeners[name] = {l.brokerServiceUrl, l.brokerServiceUrlTls};
+    }
     if (Status s = namespaceService->start(self); !s) {
       MLOG_ERROR("cannot join the cluster: {}", s.message());
       if (webTls) webTls->stop();

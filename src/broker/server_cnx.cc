@@ -473,21 +473,24 @@ void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
                                           "Client is not authorized to Lookup"));
     return;
   }
-  // Cluster mode: the owner of the topic's bundle (Connect), or a broker to ask (Redirect).
+  // Cluster mode: the owner of the topic's bundle (Connect), or a broker to ask (Redirect); with
+  // advertised_listener_name, that broker's address on that listener.
   if (auto* ownership = service_.topicOwnership()) {
     auto me = self();
     uint64_t requestId = c.request_id();
-    ownership->lookup(*name, c.authoritative(), &loop(), [me, requestId](const LookupAnswer& a) {
-      if (!a.error.isOk()) {
-        me->send(
-            Commands::newLookupErrorResponse(requestId, proto::ServiceNotReady, a.error.message()));
-        return;
-      }
-      me->send(Commands::newLookupResponse(requestId, a.url, a.urlTls, a.authoritative,
-                                           a.redirect
-                                               ? proto::CommandLookupTopicResponse::Redirect
-                                               : proto::CommandLookupTopicResponse::Connect));
-    });
+    std::string listener = c.has_advertised_listener_name() ? c.advertised_listener_name() : "";
+    ownership->lookup(
+        *name, c.authoritative(), listener, &loop(), [me, requestId](const LookupAnswer& a) {
+          if (!a.error.isOk()) {
+            me->send(Commands::newLookupErrorResponse(requestId, proto::ServiceNotReady,
+                                                      a.error.message()));
+            return;
+          }
+          me->send(Commands::newLookupResponse(requestId, a.url, a.urlTls, a.authoritative,
+                                               a.redirect
+                                                   ? proto::CommandLookupTopicResponse::Redirect
+                                                   : proto::CommandLookupTopicResponse::Connect));
+        });
     return;
   }
   // advertised_listener_name picks one of advertisedListeners (Pulsar's answer to an unknown

@@ -6,9 +6,11 @@ timeout while producers and consumers carry on. Prints the failover time and loo
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import tempfile
@@ -31,11 +33,11 @@ TOPICS = 50
 
 
 class Cluster:
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, *extra: str, brokers: int = 3) -> None:
         self.dir = directory
         self.env = dict(os.environ, MAGNETAR_BIN=magnetar_bin())
-        out = self._run("start", "--brokers", "3", "--tick-ms", "200",
-                        "--session-timeout-ms", str(SESSION_TIMEOUT_MS))
+        out = self._run("start", "--brokers", str(brokers), "--tick-ms", "200",
+                        "--session-timeout-ms", str(SESSION_TIMEOUT_MS), *extra)
         lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
         self.service_url = lines["serviceUrl"]
         self.web_urls = lines["webServiceUrls"].split()
@@ -680,3 +682,95 @@ def test_zookeeper_lost_while_serving(cluster: Cluster) -> None:
             seen.append(consumer.receive(10000).data())
     finally:
         client.close()
+
+
+def free_port_run(n: int) -> int:
+    """The first of n consecutive free loopback ports (for brokers on fixed ports)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n > 65535:
+            continue
+        socks = []
+        try:
+            for p in range(base, base + n):
+                t = socket.socket()
+                socks.append(t)
+                t.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+        finally:
+            for t in socks:
+                t.close()
+    raise RuntimeError("no run of free ports")
+
+
+def test_advertised_listeners_in_lookups(tmp_path_factory) -> None:
+    """advertisedListeners in cluster mode: each broker publishes its listeners in its
+    ownership and registration znodes (Pulsar's advertisedListeners map), and a lookup naming a
+    listener (LOOKUP's advertised_listener_name, HTTP's listenerName) answers the owner's address
+    on it; a listener the owner lacks is refused with Pulsar's message."""
+    base = free_port_run(4)
+    c = Cluster(str(tmp_path_factory.mktemp("listeners")), "--port-base", str(base),
+                "--listeners", brokers=2)
+    try:
+        web = c.web_urls[0]
+        run = uuid.uuid4().hex[:8]
+        topics = [f"public/default/ls-{run}-{i}" for i in range(6)]
+        owners = {}
+        for t in topics:
+            internal = lookup(web, t)
+            r = requests.get(f"{web}/lookup/v2/topic/persistent/{t}",
+                             params={"listenerName": "external"}, timeout=10)
+            r.raise_for_status()
+            external = r.json()["brokerUrl"]
+            port = internal.rsplit(":", 1)[1]
+            assert internal == f"pulsar://127.0.0.1:{port}"
+            assert external == f"pulsar://localhost:{port}", (internal, external)
+            owners[t] = port
+        assert set(owners.values()) <= {str(base), str(base + 2)}
+        r = requests.get(f"{web}/lookup/v2/topic/persistent/{topics[0]}",
+                         params={"listenerName": "nope"}, timeout=10)
+        assert r.status_code == 503 and "do not have nope listener" in r.text, r.text
+
+        with ZkClient("127.0.0.1", c.zk_port) as zk:
+            bundle = zk.children("/namespace/public/default")[0]
+            own = json.loads(zk.get(f"/namespace/public/default/{bundle}"))
+            port = own["nativeUrl"].rsplit(":", 1)[1]
+            assert own["advertisedListeners"] == {
+                "external": {"brokerServiceUrl": f"pulsar://localhost:{port}",
+                             "brokerServiceUrlTls": None},
+                "internal": {"brokerServiceUrl": f"pulsar://127.0.0.1:{port}",
+                             "brokerServiceUrlTls": None}}
+            reg = json.loads(zk.get(f"/loadbalance/brokers/127.0.0.1:{base + 1}"))
+            assert reg["advertisedListeners"]["external"]["brokerServiceUrl"] == \
+                f"pulsar://localhost:{base}"
+
+        # The official client with listenerName: its lookups (binary) name the listener and it
+        # connects to the owners through their external addresses.
+        lines: list[str] = []
+
+        class Capture(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                lines.append(record.getMessage())
+
+        log = logging.getLogger(f"listeners-{run}")
+        log.setLevel(logging.INFO)
+        log.addHandler(Capture())
+        client = pulsar.Client(c.service_url, listener_name="external", logger=log,
+                               operation_timeout_seconds=30)
+        try:
+            for t in topics:
+                consumer = client.subscribe(f"persistent://{t}", "s",
+                                            initial_position=pulsar.InitialPosition.Earliest)
+                producer = client.create_producer(f"persistent://{t}")
+                producer.send(t.encode())
+                assert consumer.receive(10000).data() == t.encode()
+        finally:
+            client.close()
+        used = {p for p in set(owners.values()) if any(f"localhost:{p}" in x for x in lines)}
+        assert used == set(owners.values()), (owners, [x for x in lines if "localhost" in x][:5])
+    finally:
+        c.stop()

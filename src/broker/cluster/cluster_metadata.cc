@@ -47,6 +47,27 @@ json::array stringArray(const std::vector<std::string>& v) {
   return a;
 }
 
+json::object listenersJson(const std::map<std::string, ListenerUrls>& listeners) {
+  json::object o;
+  for (const auto& [name, l] : listeners) {
+    o[name] = json::object{{"brokerServiceUrl", orNull(l.brokerServiceUrl)},
+                           {"brokerServiceUrlTls", orNull(l.brokerServiceUrlTls)}};
+  }
+  return o;
+}
+
+std::map<std::string, ListenerUrls> listenersFrom(const json::object& o) {
+  std::map<std::string, ListenerUrls> out;
+  const json::value* v = o.if_contains("advertisedListeners");
+  if (!v || !v->is_object()) return out;
+  for (const auto& [name, l] : v->as_object()) {
+    if (!l.is_object()) continue;
+    out[std::string(name)] = ListenerUrls{str(l.as_object(), "brokerServiceUrl"),
+                                          str(l.as_object(), "brokerServiceUrlTls")};
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string namespaceEphemeralDataJson(const BrokerUrls& owner, bool disabled) {
@@ -56,7 +77,7 @@ std::string namespaceEphemeralDataJson(const BrokerUrls& owner, bool disabled) {
   o["httpUrl"] = owner.webServiceUrl;
   o["httpUrlTls"] = orNull(owner.webServiceUrlTls);
   o["disabled"] = disabled;
-  o["advertisedListeners"] = json::object();
+  o["advertisedListeners"] = listenersJson(owner.listeners);
   return json::serialize(o);
 }
 
@@ -72,6 +93,7 @@ Result<OwnerData> parseNamespaceEphemeralData(std::string_view text, const std::
     return missing(path, "NamespaceEphemeralData", "nativeUrl");
   }
   if (auto* v = o->if_contains("disabled"); v && v->is_bool()) d.disabled = v->as_bool();
+  d.urls.listeners = listenersFrom(*o);
   return d;
 }
 
@@ -110,7 +132,7 @@ std::string localBrokerDataJson(const BrokerUrls& self, const std::vector<std::s
   o["lastBundleLosses"] = json::array();
   o["brokerVersionString"] = "magnetar";
   o["protocols"] = json::object();
-  o["advertisedListeners"] = json::object();
+  o["advertisedListeners"] = listenersJson(self.listeners);
   o["loadManagerClassName"] = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl";
   o["startTimestamp"] = startTimestampMs;
   o["loadReportType"] = "LocalBrokerData";
@@ -128,6 +150,7 @@ Result<BrokerReport> parseLocalBrokerData(std::string_view text, const std::stri
   if (r.urls.pulsarServiceUrl.empty() && r.urls.pulsarServiceUrlTls.empty()) {
     return missing(path, "LocalBrokerData", "pulsarServiceUrl");
   }
+  r.urls.listeners = listenersFrom(*o);
   if (auto* b = o->if_contains("bundles"); b && b->is_array()) {
     for (const auto& e : b->as_array()) {
       if (e.is_string()) r.bundles.emplace_back(e.as_string());

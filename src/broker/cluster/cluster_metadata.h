@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,16 +24,27 @@
 namespace magnetar::broker::cluster {
 
 // How one broker is reached.
+// One of a broker's advertisedListeners (Pulsar's AdvertisedListener).
+struct ListenerUrls {
+  std::string brokerServiceUrl;     // pulsar://host:port or ""
+  std::string brokerServiceUrlTls;  // pulsar+ssl://host:port or ""
+  bool operator==(const ListenerUrls&) const = default;
+};
+
 struct BrokerUrls {
   std::string brokerId;             // "advertisedAddress:webServicePort" (Pulsar's lookup address)
   std::string pulsarServiceUrl;     // pulsar://host:port
   std::string pulsarServiceUrlTls;  // pulsar+ssl://host:port or ""
   std::string webServiceUrl;        // http://host:port
   std::string webServiceUrlTls;     // https://host:port or ""
+  // advertisedListeners by name (empty without them); written in NamespaceEphemeralData and
+  // LocalBrokerData as Pulsar's "advertisedListeners" map, so a lookup naming a listener gets
+  // the owner's address on it.
+  std::map<std::string, ListenerUrls> listeners;
 };
 
 // NamespaceEphemeralData: nativeUrl, nativeUrlTls, httpUrl, httpUrlTls, disabled,
-// advertisedListeners ({} here).
+// advertisedListeners ({name: {brokerServiceUrl, brokerServiceUrlTls}}).
 std::string namespaceEphemeralDataJson(const BrokerUrls& owner, bool disabled = false);
 struct OwnerData {
   BrokerUrls urls;  // brokerId empty

@@ -150,9 +150,19 @@ void NamespaceService::registerSelf(int triesLeft, const std::function<void(Stat
               });
 }
 
-void NamespaceService::lookup(const TopicName& topic, bool authoritative, net::Executor* replyEx,
+void NamespaceService::lookup(const TopicName& topic, bool authoritative,
+                              const std::string& listenerName, net::Executor* replyEx,
                               LookupCallback cb) {
-  auto reply = [replyEx, cb = std::move(cb)](LookupAnswer a) {
+  auto reply = [replyEx, listenerName, cb = std::move(cb)](LookupAnswer a) {
+    if (a.error.isOk() && !listenerName.empty()) {  // that listener's address on that broker
+      auto it = a.listeners.find(listenerName);
+      if (it == a.listeners.end()) {
+        a = failed(Status::closed("the broker do not have " + listenerName + " listener"));
+      } else {
+        a.url = it->second.first;
+        a.urlTls = it->second.second;
+      }
+    }
     replyEx->execute([cb, a = std::move(a)] { cb(a); });
   };
   {
@@ -288,6 +298,9 @@ LookupAnswer NamespaceService::connectTo(const BrokerUrls& u) const {
   a.urlTls = u.pulsarServiceUrlTls;
   a.httpUrl = u.webServiceUrl;
   a.httpUrlTls = u.webServiceUrlTls;
+  for (const auto& [name, l] : u.listeners) {
+    a.listeners[name] = {l.brokerServiceUrl, l.brokerServiceUrlTls};
+  }
   return a;
 }
 

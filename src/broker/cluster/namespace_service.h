@@ -70,8 +70,8 @@ class NamespaceService : public TopicOwnership {
   // Stops the loop; the caller then closes the store (its ephemeral znodes go with the session).
   void stop();
 
-  void lookup(const TopicName& topic, bool authoritative, net::Executor* replyEx,
-              LookupCallback cb) override;
+  void lookup(const TopicName& topic, bool authoritative, const std::string& listenerName,
+              net::Executor* replyEx, LookupCallback cb) override;
   bool owns(const TopicName& topic) const override;
 
   // Called on the loop after bundles were lost (session expired, ownership node deleted); the

@@ -14,7 +14,8 @@ namespace {
 namespace json = boost::json;
 
 BrokerUrls urls() {
-  return BrokerUrls{"127.0.0.1:8080", "pulsar://127.0.0.1:6650", "", "http://127.0.0.1:8080", ""};
+  return BrokerUrls{
+      "127.0.0.1:8080", "pulsar://127.0.0.1:6650", "", "http://127.0.0.1:8080", "", {}};
 }
 
 TEST(ClusterMetadata, NamespaceEphemeralDataHasPulsarsFields) {
@@ -225,6 +226,29 @@ TEST(ClusterMetadata, PartitionedTopicMetadataAndPaths) {
   EXPECT_EQ(
       localPoliciesJson(defaultBoundaries(1).value(), ""),
       R"({"bundles":{"boundaries":["0x00000000","0xffffffff"],"numBundles":1},"migrated":false})");
+}
+
+TEST(ClusterMetadata, AdvertisedListenersAreWrittenAndReadBack) {
+  BrokerUrls u = urls();
+  u.listeners["internal"] = ListenerUrls{"pulsar://10.0.0.1:6650", ""};
+  u.listeners["external"] = ListenerUrls{"pulsar://h.example:6650", "pulsar+ssl://h.example:6651"};
+  std::string own = namespaceEphemeralDataJson(u);
+  auto o = json::parse(own).as_object();
+  EXPECT_EQ(o.at("advertisedListeners").at("external").at("brokerServiceUrlTls").as_string(),
+            "pulsar+ssl://h.example:6651");
+  EXPECT_TRUE(o.at("advertisedListeners").at("internal").at("brokerServiceUrlTls").is_null());
+  auto back = parseNamespaceEphemeralData(own, "/namespace/t/n/0x00000000_0xffffffff");
+  ASSERT_TRUE(back.isOk());
+  EXPECT_EQ(back->urls.listeners, u.listeners);
+  auto rep = parseLocalBrokerData(localBrokerDataJson(u, {}, 1, 2), "/loadbalance/brokers/x");
+  ASSERT_TRUE(rep.isOk());
+  EXPECT_EQ(rep->urls.listeners, u.listeners);
+  // None: an empty map, as before.
+  EXPECT_TRUE(json::parse(namespaceEphemeralDataJson(urls()))
+                  .as_object()
+                  .at("advertisedListeners")
+                  .as_object()
+                  .empty());
 }
 
 }  // namespace
