@@ -87,7 +87,7 @@ class BookieChannel : public std::enable_shared_from_this<BookieChannel> {
   bool canSend(const OpenRequest& req) const;
   void send(OpenRequest req);
   void drainWaiting();
-  void requeue(OpenRequest req);
+  OpenRequest* nextToSend();
   void onTooManyRequests(OpenRequest req);
   void armTimer();
   void onTimer();
@@ -101,7 +101,8 @@ class BookieChannel : public std::enable_shared_from_this<BookieChannel> {
   std::map<RequestKey, std::deque<OpenRequest>> open_;
   size_t openCount_ = 0;
   size_t inFlightBytes_ = 0;
-  std::deque<OpenRequest> waiting_;  // by seq
+  std::deque<OpenRequest> waiting_;  // never sent, by seq
+  std::deque<OpenRequest> refused_;  // refused (ETOOMANYREQUESTS): sent again before waiting_
   uint64_t nextSeq_ = 0;
   uint64_t nextSendSeq_ = 0;
   // Count bound in force: maxInFlightRequestsPerBookie, less after refusals.
@@ -207,7 +208,7 @@ bool BookieChannel::canSend(const OpenRequest& req) const {
 void BookieChannel::submit(OpenRequest req) {
   req.seq = nextSeq_++;
   req.bytes = req.spec.frameBytes();
-  if (!waiting_.empty() || !canSend(req)) {
+  if (!waiting_.empty() || !refused_.empty() || !canSend(req)) {
     ++client_.stats_.waitedForRoom;
     waiting_.push_back(std::move(req));
     drainWaiting();  // arms the end of a pause, if that is what holds it
@@ -238,13 +239,21 @@ void BookieChannel::send(OpenRequest req) {
   armTimer();
 }
 
+OpenRequest* BookieChannel::nextToSend() {
+  if (!refused_.empty()) return &refused_.front();
+  if (!waiting_.empty()) return &waiting_.front();
+  return nullptr;
+}
+
 void BookieChannel::drainWaiting() {
-  while (!failed_ && !waiting_.empty() && canSend(waiting_.front())) {
-    OpenRequest r = std::move(waiting_.front());
-    waiting_.pop_front();
+  for (OpenRequest* next = nextToSend(); !failed_ && next != nullptr && canSend(*next);
+       next = nextToSend()) {
+    auto& q = refused_.empty() ? waiting_ : refused_;
+    OpenRequest r = std::move(q.front());
+    q.pop_front();
     send(std::move(r));
   }
-  if (failed_ || waiting_.empty() || pausedUntil_ <= Clock::now() || resumeArmed_) return;
+  if (failed_ || nextToSend() == nullptr || pausedUntil_ <= Clock::now() || resumeArmed_) return;
   // Paused after a refusal: resume at the end of the pause.
   resumeArmed_ = true;
   resumeTimer_.expires_at(pausedUntil_);
@@ -255,13 +264,6 @@ void BookieChannel::drainWaiting() {
     self->resumeArmed_ = false;
     if (!e) self->drainWaiting();
   });
-}
-
-// Back in the waiting queue at its submission place (refused requests are the oldest).
-void BookieChannel::requeue(OpenRequest req) {
-  auto it = std::find_if(waiting_.begin(), waiting_.end(),
-                         [&](const OpenRequest& w) { return w.seq > req.seq; });
-  waiting_.insert(it, std::move(req));
 }
 
 void BookieChannel::onTooManyRequests(OpenRequest req) {
@@ -285,7 +287,8 @@ void BookieChannel::onTooManyRequests(OpenRequest req) {
                bookie_, before, window_, backoff_.count());
     backoff_ = std::min(backoff_ * 2, client_.options().tooManyRequestsBackoffMax);
   }
-  requeue(std::move(req));
+  // Refusals come back in the order the requests were sent: the oldest go again first.
+  refused_.push_back(std::move(req));
 }
 
 bool BookieChannel::onFrame(std::string_view frame) {
@@ -354,6 +357,8 @@ void BookieChannel::fail(BkResult rc) {
   open_.clear();
   for (auto& w : waiting_) victims.push_back(std::move(w));
   waiting_.clear();
+  for (auto& w : refused_) victims.push_back(std::move(w));
+  refused_.clear();
   openCount_ = 0;
   inFlightBytes_ = 0;
   if (conn_) conn_->close();
