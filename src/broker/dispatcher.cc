@@ -152,8 +152,7 @@ bool Dispatcher::canTake(const Consumer* c) const {
 }
 
 void Dispatcher::refreshOutbound() {
-  const size_t passLimit =
-      static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load());
+  const size_t passLimit = static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load());
   for (auto& c : consumers_) {
     if (!c->cnx() || c->closed || c->permits <= 0) continue;
     bool full = false;
@@ -710,8 +709,8 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
     b.appendBuffer(e.data);
     // One pass gives a consumer at most dispatcherMaxReadSizeBytes (at least one entry): with
     // the high watermark this bounds what one connection holds queued.
-    if (target->cnx() && b.totalBytes() >= static_cast<size_t>(
-                             options_.dynamic.dispatcherMaxReadSizeBytes.load())) {
+    if (target->cnx() &&
+        b.totalBytes() >= static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load())) {
       target->outboundBlocked = true;
     }
   }
