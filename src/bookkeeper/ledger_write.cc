@@ -23,9 +23,10 @@ void LedgerHandle::addEntry(Buffer payload, AddCallback cb) {
   MAGNETAR_DCHECK_ON(loop_);
   if (!writer_ || closed_) return cb(BkResult::kLedgerClosed, -1);
   if (payload.size() > kMaxEntryPayload) {
-    MLOG_WARN("bookkeeper: ledger {}: an entry of {} bytes is over the bookies' frame limit "
-              "(nettyMaxFrameSizeBytes {}: at most {} bytes per entry)",
-              ledgerId_, payload.size(), kMaxFrameSize, kMaxEntryPayload);
+    MLOG_WARN(
+        "bookkeeper: ledger {}: an entry of {} bytes is over the bookies' frame limit "
+        "(nettyMaxFrameSizeBytes {}: at most {} bytes per entry)",
+        ledgerId_, payload.size(), kMaxFrameSize, kMaxEntryPayload);
     return cb(BkResult::kIllegalOp, -1);
   }
   int64_t entryId = lastAddPushed_ + 1;
@@ -97,8 +98,8 @@ void LedgerHandle::onAddReply(int64_t entryId, const BookieId& bookie, BkResult 
   // The bookie failed: replace it (BookKeeper's ensemble change) and resend to the new one. One
   // line per bookie, not one per add in flight to it.
   if (std::find(failedBookies_.begin(), failedBookies_.end(), bookie) == failedBookies_.end()) {
-    MLOG_WARN("bookkeeper: ledger {} entry {}: {} from bookie {}; changing the ensemble",
-              ledgerId_, entryId, bkResultName(rc), bookie);
+    MLOG_WARN("bookkeeper: ledger {} entry {}: {} from bookie {}; changing the ensemble", ledgerId_,
+              entryId, bkResultName(rc), bookie);
     failedBookies_.push_back(bookie);
   }
   failedIndexes_ |= uint64_t{1} << idx;

@@ -195,7 +195,9 @@ TEST_F(LedgerHandleTest, AnEntryOverTheFrameLimitIsIllegalOpAndTheHandleGoesOn) 
   std::promise<std::pair<BkResult, int64_t>> big;
   h->loop().execute([&, h] {
     h->addEntry(Buffer::copyOf(std::string(kMaxEntryPayload + 1, 'x')),
-                [&](BkResult rc, int64_t id) { big.set_value({rc, id}); });
+                [&](BkResult rc, int64_t id) {
+                  big.set_value({rc, id});
+                });
   });
   auto [rc, id] = big.get_future().get();
   EXPECT_EQ(rc, BkResult::kIllegalOp);
@@ -203,8 +205,9 @@ TEST_F(LedgerHandleTest, AnEntryOverTheFrameLimitIsIllegalOpAndTheHandleGoesOn) 
   // The largest payload still goes, and the handle numbers it 0.
   std::promise<std::pair<BkResult, int64_t>> max;
   h->loop().execute([&, h] {
-    h->addEntry(Buffer::copyOf(std::string(kMaxEntryPayload, 'y')),
-                [&](BkResult rc2, int64_t id2) { max.set_value({rc2, id2}); });
+    h->addEntry(Buffer::copyOf(std::string(kMaxEntryPayload, 'y')), [&](BkResult rc2, int64_t id2) {
+      max.set_value({rc2, id2});
+    });
   });
   auto [rc2, id2] = max.get_future().get();
   EXPECT_EQ(rc2, BkResult::kOk);
