@@ -46,8 +46,10 @@ dir="$PWD/data/bookies" n=3 sync=true
 args=() extra_conf=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    -d) dir=$2; shift 2 ;;
-    -n) n=$2; shift 2 ;;
+    -d | -n)
+      [ $# -ge 2 ] || { echo "bookies.sh: $1 needs a value" >&2; exit 2; }
+      if [ "$1" = -d ]; then dir=$2; else n=$2; fi
+      shift 2 ;;
     --no-sync) sync=false; shift ;;
     --conf)
       [[ ${2:-} == *=* ]] || { echo "bookies.sh: --conf needs KEY=VALUE" >&2; exit 2; }
@@ -150,6 +152,7 @@ numAddWorkerThreads=1
 numReadWorkerThreads=1
 numJournalCallbackThreads=1
 serverNumIOThreads=2
+nettyMaxFrameSizeBytes=5253120
 CFG
   [ -f "$dir/bookie-extra.conf" ] && cat "$dir/bookie-extra.conf" >> "$b/bookie.conf"
   echo "$port" > "$b/port"
@@ -216,7 +219,9 @@ case "$cmd" in
     bash "$REPO/scripts/zookeeper.sh" stop -d "$dir/zk"
     ;;
   kill9)
-    i=${args[0]:?bookie index}
+    i=${args[0]:-}
+    [[ $i =~ ^[0-9]+$ ]] || { echo "bookies.sh: kill9 needs a bookie index (0, 1, ...)" >&2; exit 2; }
+    [ -s "$dir/bookie-$i/pid" ] || { echo "bookies.sh: bookie $i is not running in $dir" >&2; exit 1; }
     kill -9 "$(cat "$dir/bookie-$i/pid")"
     rm -f "$dir/bookie-$i/pid"
     ;;

@@ -506,7 +506,7 @@ std::function<int()> addBookKeeperCommand(CLI::App& app) {
       "bench", "Write entries to a new ledger and report adds/s and latency (Magnetar's)");
   quorumFlags(bench);
   bench->add_option("-s,--entrySize", o->entrySize, "Entry size in bytes (default 1024)")
-      ->check(CLI::Range(16, 5 * 1024 * 1024));
+      ->check(CLI::Range(16, static_cast<int>(bookkeeper::kMaxEntryPayload)));
   bench->add_option("--outstanding", o->outstanding, "Adds in flight at most (default 100)")
       ->check(CLI::Range(1, 100000));
   bench->add_option("--progress", o->progressEvery,

@@ -85,7 +85,8 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   int64_t lastAddPushed() const { return lastAddPushed_; }
   int64_t length() const { return length_; }
 
-  // Appends one entry (any size up to kMaxFrameSize - 64). Writer handles only. Loop thread.
+  // Appends one entry. Writer handles only. Loop thread. A payload over kMaxEntryPayload fails at
+  // once with IllegalOp, and the handle stays usable (no bookie would take it).
   void addEntry(Buffer payload, AddCallback cb);
   // Reads entries [first, last] (inclusive), verified (CRC32C, ids), in order, at most
   // kMaxReadsInFlight at a time. Each entry from one bookie of its write set at a time, the next
@@ -165,6 +166,10 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   BkResult error_ = BkResult::kOk;  // sticky add failure
   bool changingEnsemble_ = false;
   uint64_t failedIndexes_ = 0;  // ensemble indexes of bookies that failed an add
+  // Bookies that failed an add of this handle: never chosen again as a replacement, so every
+  // ensemble change takes a fresh bookie and a fault that follows the entry (one no bookie
+  // accepts) ends in NotEnoughBookies instead of changing the ensemble forever.
+  std::vector<BookieId> failedBookies_;
   int metadataRetries_ = 0;
   int64_t lastAddPushed_ = -1;
   int64_t lastAddConfirmed_ = -1;

@@ -231,3 +231,16 @@ def test_reads_skip_a_stopped_bookie_after_one_timeout(bk_cluster):
     timed_out = sum(int(n) for n in re.findall(r"(\d+) request\(s\) timed out", err))
     assert 0 < timed_out <= 256, err[-2000:]
     assert elapsed < 10, f"{elapsed:.1f} s for one 2 s timeout"
+
+
+def test_the_largest_entry_goes_and_a_larger_one_is_refused_at_once(bk_cluster):
+    """bookies.sh runs the bookies with Pulsar's nettyMaxFrameSizeBytes (5 MiB + 10 KiB): a 5 MiB
+    entry (Pulsar's maxMessageSize) is stored; `bench` refuses a size over the frame limit (the
+    client itself answers IllegalOp for such an entry: LedgerHandleTest), where bookies would
+    drop the connection."""
+    rc, out, err = bk_cluster.magnetar("bench", "-n", "2", "-s", str(5 * 1024 * 1024),
+                                       "--outstanding", "1")
+    assert rc == 0, err
+    assert "adds/s" in out, out
+    rc, out, err = bk_cluster.magnetar("bench", "-n", "1", "-s", str(5 * 1024 * 1024 + 10 * 1024))
+    assert rc != 0 and "entrySize" in err, err

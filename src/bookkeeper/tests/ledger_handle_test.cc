@@ -171,6 +171,53 @@ TEST_F(LedgerHandleTest, NoSpareBookieIsNotEnoughBookies) {
   for (const auto& [rc, id] : got) EXPECT_EQ(rc, BkResult::kNotEnoughBookies) << id;
 }
 
+TEST_F(LedgerHandleTest, BookiesThatFailedAnAddAreNotTakenAgainSoTheChangesEnd) {
+  // Every bookie drops the connection on an add (as real bookies do with a frame over their
+  // limit): each ensemble change takes a bookie that has not failed yet, then NotEnoughBookies.
+  FakeBookie b0(Mode::kCloseMidFrame), b1(Mode::kCloseMidFrame), b2(Mode::kCloseMidFrame),
+      b3(Mode::kCloseMidFrame);
+  for (auto* b : {&b0, &b1, &b2, &b3}) registerBookie(*b);
+  open();
+  auto h = create(3, 2, 2);
+  auto done = std::async(std::launch::async, [&] { return addAll(h, 1); });
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "the ensemble kept changing";
+  auto got = done.get();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first, BkResult::kNotEnoughBookies);
+}
+
+TEST_F(LedgerHandleTest, AnEntryOverTheFrameLimitIsIllegalOpAndTheHandleGoesOn) {
+  FakeBookie b0(Mode::kGood), b1(Mode::kGood), b2(Mode::kGood);
+  for (auto* b : {&b0, &b1, &b2}) registerBookie(*b);
+  open();
+  auto h = create(3, 2, 2);
+  std::promise<std::pair<BkResult, int64_t>> big;
+  h->loop().execute([&, h] {
+    h->addEntry(Buffer::copyOf(std::string(kMaxEntryPayload + 1, 'x')),
+                [&](BkResult rc, int64_t id) {
+                  big.set_value({rc, id});
+                });
+  });
+  auto [rc, id] = big.get_future().get();
+  EXPECT_EQ(rc, BkResult::kIllegalOp);
+  EXPECT_EQ(id, -1);
+  // The largest payload still goes, and the handle numbers it 0.
+  std::promise<std::pair<BkResult, int64_t>> max;
+  h->loop().execute([&, h] {
+    h->addEntry(Buffer::copyOf(std::string(kMaxEntryPayload, 'y')), [&](BkResult rc2, int64_t id2) {
+      max.set_value({rc2, id2});
+    });
+  });
+  auto [rc2, id2] = max.get_future().get();
+  EXPECT_EQ(rc2, BkResult::kOk);
+  EXPECT_EQ(id2, 0);
+  ASSERT_EQ(close(h), BkResult::kOk);
+  auto entries = readAll(h->id(), false);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].payload.size(), kMaxEntryPayload);
+}
+
 TEST_F(LedgerHandleTest, FencedBookiesFailEveryAddWithLedgerFenced) {
   FakeBookie f0(Mode::kFenced), f1(Mode::kFenced), f2(Mode::kFenced);
   for (auto* b : {&f0, &f1, &f2}) registerBookie(*b);
