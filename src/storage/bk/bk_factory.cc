@@ -89,6 +89,10 @@ void BkManagedLedgerFactory::asyncOpen(
   {
     MutexLock lock(mu_);
     Slot& slot = open_[name];
+    if (slot.ml && slot.ready && slot.ml->isClosing()) {
+      slot.reopen.emplace_back(executor, std::move(cb));
+      return;
+    }
     if (slot.ml && slot.ready) {
       std::shared_ptr<ManagedLedger> ready = slot.ml;
       executor->execute([cb = std::move(cb), ready] { cb(ready); });
@@ -131,9 +135,25 @@ void BkManagedLedgerFactory::opened(const std::string& name, const Status& s) {
 }
 
 void BkManagedLedgerFactory::released(const std::string& name, const BkManagedLedger* ml) {
-  MutexLock lock(mu_);
-  auto it = open_.find(name);
-  if (it != open_.end() && it->second.ml.get() == ml) open_.erase(it);
+  std::shared_ptr<BkManagedLedger> next;
+  {
+    MutexLock lock(mu_);
+    auto it = open_.find(name);
+    if (it == open_.end() || it->second.ml.get() != ml) return;
+    if (it->second.reopen.empty() || stopped_) {
+      open_.erase(it);
+      return;
+    }
+    Slot& slot = it->second;
+    slot.waiters = std::move(slot.reopen);
+    slot.reopen.clear();
+    slot.ready = false;
+    slot.ml = std::make_shared<BkManagedLedger>(this, name, slot.waiters.front().first);
+    next = slot.ml;
+  }
+  gate_->wrap(next->executor())->execute([this, next, name] {
+    next->open([this, name](const Status& s) { opened(name, s); });
+  });
 }
 
 void BkManagedLedgerFactory::tick() {

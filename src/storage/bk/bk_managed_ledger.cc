@@ -556,6 +556,8 @@ Status BkManagedLedger::deleteCursor(const std::string& name) {
   MAGNETAR_DCHECK_ON(*executor_);
   auto it = cursors_.find(name);
   if (it == cursors_.end()) return Status::notFound("no cursor " + name);
+  // The cursor's znode and ledger are the new owner's now.
+  if (state_ == State::kFenced) return Status::fenced("managed ledger " + name_ + " fenced");
   std::shared_ptr<BkManagedCursor> c = std::move(it->second);
   cursors_.erase(it);
   for (auto& cb : c->waiting_) executor_->execute([cb = std::move(cb)] { cb(Status::ok()); });
@@ -718,6 +720,7 @@ void BkManagedLedger::asyncClose(StatusCallback cb) {
   closeCbs_.push_back(std::move(cb));
   if (closing_) return;
   closing_ = true;
+  closingFlag_ = true;
   failQueued(Status::closed("managed ledger " + name_ + " closed"));
   maybeFinishClose();
 }

@@ -109,6 +109,8 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   void onTick();
   // Factory shutdown: refuse new work. Thread: any.
   void markStopped() { stopped_ = true; }
+  // asyncClose or asyncDelete was called: a new open must wait for it to finish. Thread: any.
+  bool isClosing() const { return closingFlag_.load(); }
 
   const std::string& name() const override { return name_; }  // any thread
   net::Executor* executor() const override { return executor_; }
@@ -290,6 +292,7 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   bool closeStarted_ = false;
   std::vector<StatusCallback> closeCbs_;
   std::atomic<bool> stopped_{false};
+  std::atomic<bool> closingFlag_{false};  // closing_, for other threads
 };
 
 }  // namespace magnetar::storage::bk

@@ -109,12 +109,15 @@ class BkManagedLedgerFactory : public ManagedLedgerFactory {
 
  private:
   friend class BkManagedLedger;
+  using Waiter =
+      std::pair<net::Executor*, std::function<void(Result<std::shared_ptr<ManagedLedger>>)>>;
   struct Slot {
     std::shared_ptr<BkManagedLedger> ml;
     bool ready = false;
-    std::vector<
-        std::pair<net::Executor*, std::function<void(Result<std::shared_ptr<ManagedLedger>>)>>>
-        waiters;
+    std::vector<Waiter> waiters;
+    // Opens asked for while `ml` closes: a new instance opens for them once it has closed (its
+    // last cursor states written), never concurrently with the close.
+    std::vector<Waiter> reopen;
   };
   void opened(const std::string& name, const Status& s);
   // A ledger closed or was deleted: a later asyncOpen opens it anew.

@@ -371,5 +371,61 @@ TEST_P(BkStorageTest, DeleteRemovesZnodesAndLedgers) {
   EXPECT_TRUE(ledgerGone(cursorLedger));
 }
 
+TEST_P(BkStorageTest, OpenDuringCloseWaitsForTheClose) {
+  auto ml = open("t/reclose");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  ASSERT_TRUE(c.isOk());
+  auto pos = add(*ml, 3);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[1]}, cb); }));
+  bool closed = false;
+  ml->asyncClose([&](Status s) { closed = s.isOk(); });
+  // Asked before the close finished: answered with a new instance once the old one closed.
+  std::shared_ptr<ManagedLedger> again;
+  bool done = false;
+  factory_->asyncOpen("t/reclose", &ex_, [&](Result<std::shared_ptr<ManagedLedger>> r) {
+    EXPECT_TRUE(closed);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    again = *r;
+    done = true;
+  });
+  runUntil([&] { return done; });
+  ASSERT_NE(again, nullptr);
+  EXPECT_NE(again, ml);
+  EXPECT_EQ(again->numberOfEntries(), 3);
+  auto c2 = again->openCursor("s", InitialPosition::kLatest);
+  ASSERT_TRUE(c2.isOk());
+  EXPECT_TRUE((*c2)->isAcknowledged(pos[1]));
+  EXPECT_FALSE((*c2)->isAcknowledged(pos[0]));
+}
+
+TEST_P(BkStorageTest, RolloverBySize) {
+  auto o = options(dir_, 0);
+  o.managedLedgerMaxEntriesPerLedger = 1000;
+  o.managedLedgerMaxSizePerLedgerMbytes = 1;
+  factory_->shutdown();
+  ex_.runPending();
+  factory_ = std::make_unique<bk::BkManagedLedgerFactory>(o, BkCluster::get().bk.get(),
+                                                          BkCluster::get().zk.get());
+  auto ml = open("t/bysize");
+  ASSERT_TRUE(ml->openCursor("keep", InitialPosition::kEarliest).isOk());  // no trimming
+  std::vector<Position> pos;
+  for (int i = 0; i < 3; i++) {
+    ml->asyncAddEntry(Buffer::copyOf(std::string(600 << 10, static_cast<char>('a' + i))),
+                      [&](Status s, Position p) {
+                        EXPECT_TRUE(s.isOk()) << s.toString();
+                        pos.push_back(p);
+                      });
+  }
+  runUntil([&] { return pos.size() == 3; });
+  // 600 KiB + 600 KiB reach 1 MiB: the third entry starts a new ledger.
+  EXPECT_EQ(pos[1].ledgerId, pos[0].ledgerId);
+  EXPECT_GT(pos[2].ledgerId, pos[1].ledgerId);
+  EXPECT_EQ(pos[2].entryId, 0);
+  auto r = read(*ml, pos[0], 3, 4 << 20);  // from the bookies (no cache)
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[2].data.size(), 600u << 10);
+  EXPECT_EQ(r[2].data.view()[0], 'c');
+}
+
 }  // namespace
 }  // namespace magnetar::storage::testing
