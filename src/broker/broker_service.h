@@ -236,6 +236,13 @@ class BrokerService {
   // topic's schema, as Pulsar). Errors: kNotFound; kBusy
   // without `force` while producers or consumers are connected. cb on any thread.
   void deleteTopic(const TopicName& name, bool force, const std::function<void(Status)>& cb);
+  // Unloads a loaded topic: the broker forgets it, its clients are closed (they look it up
+  // again) and its managed ledger closed, its data kept. For a topic whose storage another broker
+  // took over (kFenced), topics of bundles this broker no longer owns, and at shutdown. done (if
+  // given) once the ledger closed, on the topic's executor (at once if the topic was gone).
+  // Thread: any.
+  void unloadTopic(const std::shared_ptr<PersistentTopic>& topic,
+                   std::function<void(Status)> done = {});
 
  private:
   struct TopicSlot {

@@ -344,6 +344,11 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
                      protocol::Commands::newSendError(producer->id(), seq,
                                                       proto::PersistenceError, st.message()),
                      seq, pos, highest, bytes);
+        if (st.code() == StatusCode::kFenced && onFenced_) {
+          auto fenced = std::move(onFenced_);
+          onFenced_ = nullptr;
+          fenced();
+        }
       }
     });
   }
@@ -575,6 +580,13 @@ void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
     sub->setDelayedDelivery(limits_.delayedDelivery);
     sub->setCompactor(compactor_.get());
   }
+}
+
+void PersistentTopic::closeLedger(storage::StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(executor_);
+  disconnectClients();
+  subscriptions_.clear();  // before the ledger closes the cursors they point to
+  ledger_->asyncClose(std::move(cb));
 }
 
 void PersistentTopic::deleteLedger(storage::StatusCallback cb) {
