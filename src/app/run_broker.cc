@@ -239,7 +239,7 @@ void unloadAll(broker::BrokerService& service, std::chrono::milliseconds timeout
   auto done = std::make_shared<std::promise<void>>();
   auto finished = done->get_future();
   for (auto& t : topics) {
-    service.unloadTopic(t, [left, done](const Status&) {
+    service.unloadTopic(t, /*release=*/false, [left, done](const Status&) {
       if (left->fetch_sub(1) == 1) done->set_value();
     });
   }
@@ -349,7 +349,8 @@ int runBroker(const BrokerOptions& options) {
           for (auto& t : service.topics()) {
             if (ns->owns(t->name())) continue;
             if (unload) {
-              service.unloadTopic(t);
+              // Another broker may own it already: give it up without writing.
+              service.unloadTopic(t, /*release=*/true);
             } else {
               t->executor().execute([t] { t->disconnectClients(); });
             }

@@ -285,7 +285,7 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
           if (auto t = weak.lock()) {
             MLOG_WARN("{}: its storage was taken over by another broker: unloading",
                       t->name().toString());
-            unloadTopic(t);
+            unloadTopic(t, /*release=*/true);
           }
         });
         topic->setPolicyLimits(policyLimitsOf(name));
@@ -726,7 +726,7 @@ Status BrokerService::removePartitionedTopic(const TopicName& name) {
   return Status::ok();
 }
 
-void BrokerService::unloadTopic(const std::shared_ptr<PersistentTopic>& topic,
+void BrokerService::unloadTopic(const std::shared_ptr<PersistentTopic>& topic, bool release,
                                 std::function<void(Status)> done) {
   {
     MutexLock lock(mu_);
@@ -737,11 +737,15 @@ void BrokerService::unloadTopic(const std::shared_ptr<PersistentTopic>& topic,
     }
     topics_.erase(it);
   }
-  topic->executor().execute([topic, done = std::move(done)] {
-    topic->closeLedger([topic, done](const Status& s) {
-      if (!s.isOk()) MLOG_WARN("{}: closing on unload: {}", topic->name().toString(), s.toString());
-      if (done) done(s);
-    });
+  topic->executor().execute([topic, release, done = std::move(done)] {
+    topic->closeLedger(
+        [topic, done](const Status& s) {
+          if (!s.isOk()) {
+            MLOG_WARN("{}: closing on unload: {}", topic->name().toString(), s.toString());
+          }
+          if (done) done(s);
+        },
+        release);
   });
 }
 

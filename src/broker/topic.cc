@@ -582,11 +582,15 @@ void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
   }
 }
 
-void PersistentTopic::closeLedger(storage::StatusCallback cb) {
+void PersistentTopic::closeLedger(storage::StatusCallback cb, bool release) {
   MAGNETAR_DCHECK_ON(executor_);
   disconnectClients();
   subscriptions_.clear();  // before the ledger closes the cursors they point to
-  ledger_->asyncClose(std::move(cb));
+  if (release) {
+    ledger_->asyncRelease(std::move(cb));
+  } else {
+    ledger_->asyncClose(std::move(cb));
+  }
 }
 
 void PersistentTopic::deleteLedger(storage::StatusCallback cb) {

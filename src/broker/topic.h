@@ -204,9 +204,10 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // cb on this executor. The topic is unusable afterwards (the broker has forgotten it).
   void deleteLedger(storage::StatusCallback cb);
   // Unload: closes every client, drops the subscriptions and closes the managed ledger (its data
-  // stays for the next owner). cb on this executor. The topic is unusable afterwards (the broker
-  // has forgotten it).
-  void closeLedger(storage::StatusCallback cb);
+  // stays for the next owner); with `release` the ledger is given up without further writes
+  // (ManagedLedger::asyncRelease: ownership lost). cb on this executor. The topic is unusable
+  // afterwards (the broker has forgotten it).
+  void closeLedger(storage::StatusCallback cb, bool release = false);
   // Called once, on this executor, when an add fails with kFenced: another broker took the
   // managed ledger over (BookKeeper storage), so this topic must be unloaded (Pulsar closes it).
   void setFencedHandler(std::function<void()> fn) { onFenced_ = std::move(fn); }

@@ -190,9 +190,9 @@ void BkManagedLedger::failAll(const Status& s) {
   failQueued(s);
 }
 
-void BkManagedLedger::fence(const std::string& why) {
+void BkManagedLedger::fence(const std::string& why, bool log) {
   if (state_ == State::kFenced) return;
-  MLOG_WARN("{}: fenced ({}); adds fail from now on, the topic must close", name_, why);
+  if (log) MLOG_WARN("{}: fenced ({}); adds fail from now on, the topic must close", name_, why);
   state_ = State::kFenced;
   failAll(Status::fenced("managed ledger " + name_ + " fenced: " + why));
   maybeFinishClose();
@@ -723,6 +723,14 @@ void BkManagedLedger::asyncClose(StatusCallback cb) {
   closingFlag_ = true;
   failQueued(Status::closed("managed ledger " + name_ + " closed"));
   maybeFinishClose();
+}
+
+void BkManagedLedger::asyncRelease(StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  // As a fenced ledger: adds fail, the close writes nothing (no BookKeeper close, no cursor
+  // znode), the new owner recovers what was last written.
+  fence("released: this broker no longer owns it", /*log=*/false);
+  asyncClose(std::move(cb));
 }
 
 void BkManagedLedger::asyncDelete(StatusCallback cb) {

@@ -152,6 +152,7 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   Status deleteCursor(const std::string& name) override;
   std::vector<ManagedCursor*> cursors() const override;
   void asyncClose(StatusCallback cb) override;
+  void asyncRelease(StatusCallback cb) override;
   void asyncDelete(StatusCallback cb) override;
   void setRetention(int32_t retentionTimeInMinutes, int64_t retentionSizeInMB) override;
   void asyncTruncate(StatusCallback cb) override;
@@ -194,7 +195,7 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   // The new ledger is in the znode: it becomes current.
   void activate(HandlePtr h, int64_t createdMs);
   void failQueued(const Status& s);
-  void fence(const std::string& why);
+  void fence(const std::string& why, bool log = true);
   // Every add in flight and queued fails with s.
   void failAll(const Status& s);
   void sendTo(const HandlePtr& h, std::vector<Buffer> data);

@@ -427,5 +427,32 @@ TEST_P(BkStorageTest, RolloverBySize) {
   EXPECT_EQ(r[2].data.view()[0], 'c');
 }
 
+TEST_P(BkStorageTest, ReleaseWritesNothingAndTheNextOwnerRecovers) {
+  auto ml = open("t/release");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  ASSERT_TRUE(c.isOk());
+  auto pos = add(*ml, 5);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[0], pos[2]}, cb); }));
+  const int64_t current = ml->ledgerStats().back().ledgerId;
+  auto cursorBefore = znode(rootFor(dir_) + "/t/release/s");
+  ASSERT_TRUE(cursorBefore.has_value());
+  EXPECT_TRUE(wait([&](StatusCallback cb) { ml->asyncRelease(cb); }));
+  EXPECT_FALSE(ml->writeRefusal().isOk());
+  // Nothing written: the ledger is still OPEN in BookKeeper, the cursor's znode as it was.
+  auto [rc, md] = ledgerMetadata(current);
+  ASSERT_EQ(rc, BkResult::kOk);
+  EXPECT_EQ(md.state, bookkeeper::LedgerState::kOpen);
+  EXPECT_EQ(znode(rootFor(dir_) + "/t/release/s"), cursorBefore);
+  // The next owner recovers the ledger and the cursor from its ledger.
+  auto again = open("t/release");
+  ASSERT_NE(again, ml);
+  EXPECT_EQ(again->numberOfEntries(), 5);
+  auto c2 = again->openCursor("s", InitialPosition::kLatest);
+  ASSERT_TRUE(c2.isOk());
+  EXPECT_EQ((*c2)->markDeletedPosition(), pos[0]);
+  EXPECT_TRUE((*c2)->isAcknowledged(pos[2]));
+  EXPECT_EQ((*c2)->numberOfEntriesInBacklog(), 3);
+}
+
 }  // namespace
 }  // namespace magnetar::storage::testing
