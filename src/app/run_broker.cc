@@ -118,6 +118,8 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.isDelayedDeliveryDeliverAtTimeStrict = cfg.isDelayedDeliveryDeliverAtTimeStrict();
   o.delayedDeliveryMaxDelayInMillis = cfg.delayedDeliveryMaxDelayInMillis();
   o.maxPendingPublishRequestsPerConnection = cfg.maxPendingPublishRequestsPerConnection();
+  o.pulsarChannelWriteBufferHighWaterMark = cfg.pulsarChannelWriteBufferHighWaterMark();
+  o.pulsarChannelWriteBufferLowWaterMark = cfg.pulsarChannelWriteBufferLowWaterMark();
   o.authenticationRefreshCheckSeconds = cfg.authenticationRefreshCheckSeconds();
   o.maxMessagePublishBufferSizeInMB = cfg.maxMessagePublishBufferSizeInMB();
   o.brokerDeduplicationEnabled = cfg.brokerDeduplicationEnabled();

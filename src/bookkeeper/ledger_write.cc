@@ -114,6 +114,10 @@ void LedgerHandle::changeEnsemble() {
         }
         thread_local std::mt19937_64 rng{std::random_device{}()};
         std::shuffle(spare.begin(), spare.end(), rng);
+        // Bookies that failed recently last (BookKeeper's quarantine).
+        std::stable_partition(spare.begin(), spare.end(), [&self](const BookieId& b) {
+          return !self->bookies_.failedRecently(b);
+        });
         size_t next = 0;
         for (size_t i = 0; i < ensemble.size(); ++i) {
           if ((failed & (uint64_t{1} << i)) == 0) continue;
