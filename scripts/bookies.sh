@@ -3,7 +3,7 @@
 # and N bookies of BookKeeper 4.17 (the Maven Central jars resolved by tools/bookkeeper/pom.xml into
 # ~/.m2; no binary distribution), all on 127.0.0.1 with free ports.
 #
-#   scripts/bookies.sh start [-n 3] [-d DIR] [--no-sync]   # prints the metadata service URI
+#   scripts/bookies.sh start [-n 3] [-d DIR] [--no-sync] [--conf KEY=VALUE]...  # prints the URI
 #   scripts/bookies.sh stop [-d DIR]
 #   scripts/bookies.sh shell [-d DIR] CMD ARGS...          # `bookkeeper shell CMD ARGS` on DIR's cluster
 #   scripts/bookies.sh kill9 [-d DIR] I                    # SIGKILL bookie I (0-based), for fault tests
@@ -11,25 +11,60 @@
 #
 # start: ZooKeeper under DIR/zk, cluster metadata initialised once (`bookkeeper shell initnewcluster`,
 # whose default layout is the hierarchical ledger manager), bookie I's journal and ledgers under
-# DIR/bookie-I (journalSyncData=true unless --no-sync), -Xmx256m each. Returns once every bookie is
-# registered under /ledgers/available, and prints `zk://127.0.0.1:PORT/ledgers` on stdout (only that).
-# DIR defaults to ./data/bookies. Needs Java 17 and Maven (scripts/install-test-deps.sh).
+# DIR/bookie-I (journalSyncData=true unless --no-sync), -Xmx256m each. --conf lines are added to
+# every bookie's configuration (kept in DIR/bookie-extra.conf for later starts of that cluster),
+# e.g. --conf maxPendingAddRequestsPerThread=1000. Returns once every bookie is registered under
+# /ledgers/available, and prints `zk://127.0.0.1:PORT/ledgers` on stdout (only that).
+# DIR defaults to ./data/bookies; only start creates it. Needs Java 17 and Maven
+# (scripts/install-test-deps.sh).
+# Log level of the JVMs (log4j2, to stderr): BK_LOGLEVEL, default warn for the bookies and info for
+# `shell` (BookKeeper's shell prints its results as INFO log lines).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
+
+usage() {
+  sed -n '6,10p' "$0" | sed 's/^# *//'
+  echo "BK_LOGLEVEL=trace|debug|info|warn|error: the JVMs' log level (default warn, info for shell)"
+}
+
 cmd=${1:-}
 shift || true
+case "$cmd" in
+  start | stop | status | shell | kill9) ;;
+  -h | --help | help)
+    usage
+    exit 0
+    ;;
+  *)
+    [ -n "$cmd" ] && echo "bookies.sh: unknown command '$cmd'" >&2
+    usage >&2
+    exit 2
+    ;;
+esac
 dir="$PWD/data/bookies" n=3 sync=true
-args=()
+args=() extra_conf=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    -d) dir=$2; shift 2 ;;
-    -n) n=$2; shift 2 ;;
+    -d | -n)
+      [ $# -ge 2 ] || { echo "bookies.sh: $1 needs a value" >&2; exit 2; }
+      if [ "$1" = -d ]; then dir=$2; else n=$2; fi
+      shift 2 ;;
     --no-sync) sync=false; shift ;;
+    --conf)
+      [[ ${2:-} == *=* ]] || { echo "bookies.sh: --conf needs KEY=VALUE" >&2; exit 2; }
+      extra_conf+=("$2"); shift 2 ;;
     *) args+=("$1"); shift ;;
   esac
 done
-mkdir -p "$dir"
+[[ $n =~ ^[1-9][0-9]*$ ]] || { echo "bookies.sh: -n needs a positive number" >&2; exit 2; }
+if [ "$cmd" = start ]; then
+  mkdir -p "$dir"
+elif [ ! -d "$dir" ]; then
+  echo "bookies.sh: no cluster in $dir" >&2
+  [ "$cmd" = stop ] && exit 0
+  exit 1
+fi
 dir="$(cd "$dir" && pwd)"
 
 log() { echo "bookies.sh: $*" >&2; }
@@ -43,8 +78,11 @@ classpath() {  # the runtime classpath of bookkeeper-server 4.17 (resolved once,
   cat "$cp"
 }
 
+default_level=warn
+[ "$cmd" = shell ] && default_level=info
 jvm_opts=(-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k
-  -Dlog4j2.configurationFile="$dir/log4j2.properties" -Dbk.loglevel="${BK_LOGLEVEL:-warn}" -Djava.net.preferIPv4Stack=true)
+  -Dlog4j2.configurationFile="$dir/log4j2.properties" -Dbk.loglevel="${BK_LOGLEVEL:-$default_level}"
+  -Djava.net.preferIPv4Stack=true)
 
 write_log4j() {
   cat > "$dir/log4j2.properties" <<'CFG'
@@ -114,7 +152,9 @@ numAddWorkerThreads=1
 numReadWorkerThreads=1
 numJournalCallbackThreads=1
 serverNumIOThreads=2
+nettyMaxFrameSizeBytes=5253120
 CFG
+  [ -f "$dir/bookie-extra.conf" ] && cat "$dir/bookie-extra.conf" >> "$b/bookie.conf"
   echo "$port" > "$b/port"
   nohup java -Xmx256m -XX:MaxDirectMemorySize=128m "${jvm_opts[@]}" -cp "$CP" \
     org.apache.bookkeeper.server.Main --conf "$b/bookie.conf" > "$b/bookie.log" 2>&1 &
@@ -128,6 +168,9 @@ case "$cmd" in
     command -v java >/dev/null || { log "java not found (scripts/install-test-deps.sh)"; exit 1; }
     CP=$(classpath)
     write_log4j
+    if [ ${#extra_conf[@]} -gt 0 ]; then
+      printf '%s\n' "${extra_conf[@]}" > "$dir/bookie-extra.conf"
+    fi
     if ! bash "$REPO/scripts/zookeeper.sh" status -d "$dir/zk" >/dev/null 2>&1; then
       zkp=$(free_port)
       [ -f "$dir/zk/zoo.cfg" ] && zkp=$(zk_port)  # a restart keeps the port in the saved URI
@@ -176,7 +219,9 @@ case "$cmd" in
     bash "$REPO/scripts/zookeeper.sh" stop -d "$dir/zk"
     ;;
   kill9)
-    i=${args[0]:?bookie index}
+    i=${args[0]:-}
+    [[ $i =~ ^[0-9]+$ ]] || { echo "bookies.sh: kill9 needs a bookie index (0, 1, ...)" >&2; exit 2; }
+    [ -s "$dir/bookie-$i/pid" ] || { echo "bookies.sh: bookie $i is not running in $dir" >&2; exit 1; }
     kill -9 "$(cat "$dir/bookie-$i/pid")"
     rm -f "$dir/bookie-$i/pid"
     ;;
@@ -192,9 +237,5 @@ case "$cmd" in
       kill -0 "$(cat "$p")" 2>/dev/null && echo "$i $(cat "$p") $(cat "$(dirname "$p")/port")"
     done
     echo "zk://127.0.0.1:$(zk_port)/ledgers"
-    ;;
-  *)
-    echo "usage: bookies.sh start|stop|status|shell|kill9 [-n N] [-d DIR] [--no-sync]" >&2
-    exit 2
     ;;
 esac

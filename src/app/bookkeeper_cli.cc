@@ -1,6 +1,7 @@
 #include "app/bookkeeper_cli.h"
 
 #include <cctype>
+#include <charconv>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -22,6 +23,7 @@ struct BkOptions {
   std::string uri;
   int ioThreads = 1;
   int timeoutSec = 30;
+  size_t maxRequestsPerBookie = bookkeeper::BookieClientOptions{}.maxInFlightRequestsPerBookie;
   // simpletest (SimpleTestCommand's flags and defaults)
   int ensemble = 3;
   int writeQuorum = 2;
@@ -48,6 +50,7 @@ struct BkOptions {
   int entrySize = 1024;
   int outstanding = 100;
   int progressEvery = 0;
+  bool noClose = false;
 };
 
 template <typename T>
@@ -70,12 +73,45 @@ int fail(const std::string& what, BkResult rc) {
   return 1;
 }
 
+// Bad -ensemble/-writeQuorum/-ackQuorum: IllegalOp (as the client answers) and why, before any
+// connection is made. 0 when they are fine.
+int badQuorums(const BkOptions& o) {
+  auto q = bookkeeper::checkQuorums(o.ensemble, o.writeQuorum, o.ackQuorum);
+  if (q.isOk()) return 0;
+  std::cerr << "bookkeeper: create ledger: IllegalOp (" << q.message() << ")\n";
+  return 1;
+}
+
+// A ledger or entry id flag: decimal digits only, within [min, INT64_MAX]. CLI11 2.1 parses
+// integers with strtoll, which saturates out-of-range values (and reads "010" as octal); the
+// shell's Long.parseLong rejects them, and so does this.
+CLI::Option* addIdOption(CLI::App* app, const std::string& names, const std::string& flag,
+                         int64_t& target, int64_t min, const std::string& desc) {
+  return app->add_option_function<std::string>(
+      names,
+      [&target, flag, min](const std::string& v) {
+        int64_t x = 0;
+        auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+        if (ec == std::errc::result_out_of_range || (ec == std::errc() && x < min)) {
+          throw CLI::ValidationError(flag, "'" + v + "' is out of range (" + std::to_string(min) +
+                                               " to 9223372036854775807)");
+        }
+        if (ec != std::errc() || p != v.data() + v.size()) {
+          throw CLI::ValidationError(flag, "'" + v + "' is not a decimal number");
+        }
+        target = x;
+      },
+      desc);
+}
+
 std::unique_ptr<BookKeeperClient> connect(const BkOptions& o) {
   bookkeeper::ClientConfig c;
   c.metadataServiceUri = o.uri;
   c.numIoThreads = o.ioThreads;
   c.bookie.addTimeout = std::chrono::seconds(o.timeoutSec);
   c.bookie.readTimeout = std::chrono::seconds(o.timeoutSec);
+  c.bookie.maxInFlightRequestsPerBookie = o.maxRequestsPerBookie;
+  c.zkConnectTimeoutMs = o.timeoutSec * 1000;
   auto client = BookKeeperClient::open(c);
   if (!client.isOk()) {
     std::cerr << "bookkeeper: " << client.status().message() << "\n";
@@ -96,6 +132,7 @@ std::pair<BkResult, T> onLoop(const std::shared_ptr<LedgerHandle>& h,
 // appends numEntries entries of 100 bytes, reads them back, closes the ledger, reads them again
 // and deletes the ledger (unless -keep, Magnetar's addition for interop checks).
 int simpleTest(const BkOptions& o) {
+  if (int q = badQuorums(o)) return q;
   auto bk = connect(o);
   if (!bk) return 1;
   std::string data(100, 'A');
@@ -217,9 +254,11 @@ int ledgerMetadata(const BkOptions& o) {
 }
 
 // Writes numEntries entries of entrySize bytes ("entry-<i>-" then 'x's) with at most
-// `outstanding` in flight; prints the ledger id, progress, then adds/s and latency percentiles.
+// `outstanding` in flight; prints the ledger id, progress, then adds/s and latency percentiles
+// and the bookie request counters; closes the ledger unless --no-close.
 // On an add failure: "error at entry E: <Result>" and "last acked entry N", exit 1.
 int benchAdds(const BkOptions& o) {
+  if (int q = badQuorums(o)) return q;
   auto bk = connect(o);
   if (!bk) return 1;
   auto res8 = await<std::shared_ptr<LedgerHandle>>([&](auto cb) {
@@ -290,8 +329,13 @@ int benchAdds(const BkOptions& o) {
               << lac.get_future().get() << std::endl;
     return 1;
   }
-  BkResult crc = awaitDone([&](auto cb) { h->loop().execute([h, cb] { h->close(cb); }); });
-  if (crc != BkResult::kOk) return fail("close ledger", crc);
+  if (!o.noClose) {
+    BkResult crc = awaitDone([&](auto cb) { h->loop().execute([h, cb] { h->close(cb); }); });
+    if (crc != BkResult::kOk) return fail("close ledger", crc);
+  }
+  std::promise<bookkeeper::BookieClientStats> stats;
+  h->loop().execute([&] { stats.set_value(bk->bookiesOn(h->loop()).stats()); });
+  auto st = stats.get_future().get();
   auto lat = run->latUs;
   std::sort(lat.begin(), lat.end());
   auto pct = [&](double p) {
@@ -300,6 +344,11 @@ int benchAdds(const BkOptions& o) {
   std::cout << "entries " << o.numEntries << " size " << o.entrySize << " adds/s "
             << static_cast<int64_t>(o.numEntries / secs) << " p50_us " << pct(0.5) << " p99_us "
             << pct(0.99) << " max_us " << (lat.empty() ? 0 : lat.back()) << std::endl;
+  // Bookie requests: frames written (retries included), requests that waited for room under
+  // the per-bookie bounds, ETOOMANYREQUESTS replies (each retried), timeouts.
+  std::cout << "bookie requests " << st.requestsSent << " waited " << st.waitedForRoom
+            << " TooManyRequests " << st.tooManyRequests << " timeouts " << st.timeouts
+            << std::endl;
   bk->close();
   return 0;
 }
@@ -424,8 +473,13 @@ std::function<int()> addBookKeeperCommand(CLI::App& app) {
       ->required();
   bk->add_option("--num-io-threads", o->ioThreads, "bookkeeper-io threads")
       ->check(CLI::Range(1, 64));
-  bk->add_option("--timeout-seconds", o->timeoutSec, "per-request timeout")
+  bk->add_option("--timeout-seconds", o->timeoutSec,
+                 "per-request timeout, also for connecting to ZooKeeper (default 30)")
       ->check(CLI::Range(1, 3600));
+  bk->add_option("--max-requests-per-bookie", o->maxRequestsPerBookie,
+                 "requests in flight per bookie at most; more wait (default 5000, below a "
+                 "bookie's maxPendingAddRequestsPerThread of 10000)")
+      ->check(CLI::Range(1, 1000000));
 
   auto* simple = bk->add_subcommand(
       "simpletest", "Create a ledger, write entries to it, read them back, delete it");
@@ -440,9 +494,10 @@ std::function<int()> addBookKeeperCommand(CLI::App& app) {
   simple->add_flag("--keep", o->keep, "Keep the ledger (Magnetar's addition)");
 
   auto* read = bk->add_subcommand("readledger", "Read a range of entries from a ledger");
-  read->add_option("-l,--ledgerid", o->ledgerId, "Ledger ID")->required();
-  read->add_option("--firstentryid,--fe", o->firstEntryId, "First entry ID");
-  read->add_option("--lastentryid,--le", o->lastEntryId, "Last entry ID");
+  addIdOption(read, "-l,--ledgerid", "-ledgerid", o->ledgerId, 0, "Ledger ID")->required();
+  addIdOption(read, "--firstentryid,--fe", "-firstentryid", o->firstEntryId, 0, "First entry ID");
+  addIdOption(read, "--lastentryid,--le", "-lastentryid", o->lastEntryId, -1,
+              "Last entry ID (-1: the last one)");
   read->add_flag("-m,--msg", o->msg, "Print message body");
   read->add_flag("-r,--force-recovery", o->forceRecovery,
                  "Open the ledger with recovery first (fences its writer, closes it)");
@@ -451,14 +506,16 @@ std::function<int()> addBookKeeperCommand(CLI::App& app) {
       "bench", "Write entries to a new ledger and report adds/s and latency (Magnetar's)");
   quorumFlags(bench);
   bench->add_option("-s,--entrySize", o->entrySize, "Entry size in bytes (default 1024)")
-      ->check(CLI::Range(16, 5 * 1024 * 1024));
+      ->check(CLI::Range(16, static_cast<int>(bookkeeper::kMaxEntryPayload)));
   bench->add_option("--outstanding", o->outstanding, "Adds in flight at most (default 100)")
       ->check(CLI::Range(1, 100000));
   bench->add_option("--progress", o->progressEvery,
                     "Print \"acked N\" every N completions (0: never)");
+  bench->add_flag("--no-close", o->noClose,
+                  "Leave the ledger OPEN, as a writer that crashed (to measure recovery)");
 
   auto* meta = bk->add_subcommand("ledgermetadata", "Print the metadata of a ledger");
-  meta->add_option("-l,--ledgerid", o->ledgerId, "Ledger ID")->required();
+  addIdOption(meta, "-l,--ledgerid", "-ledgerid", o->ledgerId, 0, "Ledger ID")->required();
   meta->add_option("--dumptofile", o->dumpToFile, "Dump the metadata bytes to a file");
 
   auto* rec = bk->add_subcommand("recover", "Recover the ledger data for failed bookie");
@@ -467,7 +524,7 @@ std::function<int()> addBookKeeperCommand(CLI::App& app) {
   rec->add_flag("-q,--query", o->query, "Query the ledgers that contain given bookies");
   rec->add_flag("--dr,--dryrun", o->dryRun, "Printing the recovery plan w/o doing actual recovery");
   rec->add_flag("-f,--force", o->force, "Force recovery without confirmation");
-  rec->add_option("-l,--ledger", o->ledgerId, "Recover a specific ledger");
+  addIdOption(rec, "-l,--ledger", "-ledger", o->ledgerId, 0, "Recover a specific ledger");
   rec->add_flag("--sk,--skipOpenLedgers", o->skipOpenLedgers, "Skip recovering open ledgers");
   rec->add_flag("-d,--deleteCookie", o->deleteCookie,
                 "Delete cookie node for the bookie (not supported)");

@@ -6,7 +6,7 @@ namespace magnetar::app {
 
 bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguration& cfg,
                          broker::BrokerService& broker,
-                         storage::DurableManagedLedgerFactory& storage) {
+                         const std::function<void(int64_t)>& setCacheSizeMB) {
   using config::SettingId;
   broker::BrokerDynamicOptions& d = broker.dynamicOptions();
   switch (id) {
@@ -60,7 +60,7 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
       broker.authorization().setSuperUserRoles(cfg.superUserRoles());
       return true;
     case SettingId::managedLedgerCacheSizeMB:
-      storage.setCacheSizeMB(cfg.managedLedgerCacheSizeMB());
+      setCacheSizeMB(cfg.managedLedgerCacheSizeMB());
       return true;
     case SettingId::brokerShutdownTimeoutMs:  // read from cfg when the broker stops
       return true;
@@ -72,11 +72,11 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
 }
 
 Status connectDynamicSettings(config::ServiceConfiguration& cfg, broker::BrokerService& broker,
-                              storage::DurableManagedLedgerFactory& storage) {
+                              std::function<void(int64_t)> setCacheSizeMB) {
   std::string missing;
   for (const auto& def : config::allSettings()) {
     // Applying the value the broker started with changes nothing; it proves a target exists.
-    if (def.dynamic && def.enforced && !applyDynamicSetting(def.id, cfg, broker, storage)) {
+    if (def.dynamic && def.enforced && !applyDynamicSetting(def.id, cfg, broker, setCacheSizeMB)) {
       missing += (missing.empty() ? "" : ", ") + def.name;
     }
   }
@@ -85,8 +85,9 @@ Status connectDynamicSettings(config::ServiceConfiguration& cfg, broker::BrokerS
                             "src/app/dynamic_settings.cc or declare it kStatic): " + missing);
   }
   const config::ServiceConfiguration* registry = &cfg;
-  cfg.addListener([registry, &broker, &storage](const config::SettingDef& def, const std::string&) {
-    applyDynamicSetting(def.id, *registry, broker, storage);
+  cfg.addListener([registry, &broker, setCacheSizeMB = std::move(setCacheSizeMB)](
+                      const config::SettingDef& def, const std::string&) {
+    applyDynamicSetting(def.id, *registry, broker, setCacheSizeMB);
   });
   return Status::ok();
 }

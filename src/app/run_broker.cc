@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <latch>
 #include <thread>
 #include <vector>
@@ -19,12 +20,12 @@
 #include "admin/cluster_routes.h"
 #include "admin/http_server.h"
 #include "app/dynamic_settings.h"
+#include "app/topic_storage.h"
 #include "base/logging.h"
 #include "broker/broker_service.h"
 #include "broker/cluster/configuration_store.h"
 #include "broker/cluster/namespace_service.h"
 #include "metadata/zk_store.h"
-#include "storage/durable_storage.h"
 
 namespace magnetar::app {
 namespace {
@@ -118,6 +119,8 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.isDelayedDeliveryDeliverAtTimeStrict = cfg.isDelayedDeliveryDeliverAtTimeStrict();
   o.delayedDeliveryMaxDelayInMillis = cfg.delayedDeliveryMaxDelayInMillis();
   o.maxPendingPublishRequestsPerConnection = cfg.maxPendingPublishRequestsPerConnection();
+  o.pulsarChannelWriteBufferHighWaterMark = cfg.pulsarChannelWriteBufferHighWaterMark();
+  o.pulsarChannelWriteBufferLowWaterMark = cfg.pulsarChannelWriteBufferLowWaterMark();
   o.authenticationRefreshCheckSeconds = cfg.authenticationRefreshCheckSeconds();
   o.maxMessagePublishBufferSizeInMB = cfg.maxMessagePublishBufferSizeInMB();
   o.brokerDeduplicationEnabled = cfg.brokerDeduplicationEnabled();
@@ -231,6 +234,23 @@ Result<std::unique_ptr<metadata::Store>> openClusterStore(const std::string& url
   }
 }
 
+// Unloads every topic and waits for their ledgers to close (at most `timeout`).
+void unloadAll(broker::BrokerService& service, std::chrono::milliseconds timeout) {
+  auto topics = service.topics();
+  if (topics.empty()) return;
+  auto left = std::make_shared<std::atomic<int>>(static_cast<int>(topics.size()));
+  auto done = std::make_shared<std::promise<void>>();
+  auto finished = done->get_future();
+  for (auto& t : topics) {
+    service.unloadTopic(t, /*release=*/false, [left, done](const Status&) {
+      if (left->fetch_sub(1) == 1) done->set_value();
+    });
+  }
+  if (finished.wait_for(timeout) != std::future_status::ready) {
+    MLOG_WARN("{} topic(s) not closed after {} ms; stopping anyway", left->load(), timeout.count());
+  }
+}
+
 }  // namespace
 
 int runBroker(const BrokerOptions& options) {
@@ -313,16 +333,20 @@ int runBroker(const BrokerOptions& options) {
     if (zkConfig) zkConfig->close();
     if (zk) zk->close();  // ends the session: this broker's ephemeral znodes go at once
   };
-  auto opened = storage::DurableManagedLedgerFactory::open(*storageOptions);
+  // Topics: the embedded journal, or BookKeeper in cluster mode with bookkeeperMetadataServiceUri.
+  auto opened = openTopicStorage(cfg, *storageOptions, zk.get());
   if (!opened.isOk()) {
-    MLOG_ERROR("cannot open storage (journalDirectory={}, metadataStoreUrl={}): {}",
-               storageOptions->journalDirectory, cfg.metadataStoreUrl(),
-               opened.status().toString());
-    return 1;
+    MLOG_ERROR(
+        "cannot open storage (journalDirectory={}, metadataStoreUrl={}, "
+        "bookkeeperMetadataServiceUri={}): {}",
+        storageOptions->journalDirectory, cfg.metadataStoreUrl(),
+        cfg.bookkeeperMetadataServiceUri(), opened.status().toString());
+    stopCluster();
+    return opened.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
   }
-  std::shared_ptr<storage::DurableManagedLedgerFactory> storageFactory = std::move(*opened);
-  broker::BrokerService service(std::move(brokerOptions), storageFactory,
-                                storageFactory->metadataStore());
+  TopicStorage topicStorage = std::move(*opened);
+  broker::BrokerService service(std::move(brokerOptions), topicStorage.factory,
+                                topicStorage.metadata);
   if (namespaceService) {
     // Tenants, namespaces, policies and partitioned topics: the configuration store's.
     broker::cluster::ConfigurationStoreOptions cso;
@@ -334,13 +358,20 @@ int runBroker(const BrokerOptions& options) {
     service.setSharedConfig(configurationStore.get());
     service.setTopicOwnership(namespaceService.get());
     // Bundles lost (session expired, unloaded): the clients of their topics are closed, so they
-    // look the topics up again.
-    namespaceService->setOwnershipLostHandler([&service, ns = namespaceService.get()] {
-      for (auto& t : service.topics()) {
-        if (ns->owns(t->name())) continue;
-        t->executor().execute([t] { t->disconnectClients(); });
-      }
-    });
+    // look the topics up again. On BookKeeper the topics are unloaded too (ledger closed, cursors
+    // written), so the next owner takes them over cleanly.
+    namespaceService->setOwnershipLostHandler(
+        [&service, ns = namespaceService.get(), unload = topicStorage.onBookKeeper] {
+          for (auto& t : service.topics()) {
+            if (ns->owns(t->name())) continue;
+            if (unload) {
+              // Another broker may own it already: give it up without writing.
+              service.unloadTopic(t, /*release=*/true);
+            } else {
+              t->executor().execute([t] { t->disconnectClients(); });
+            }
+          }
+        });
   }
   broker::AuthenticationOptions authOptions;
   authOptions.authenticationEnabled = cfg.authenticationEnabled();
@@ -367,7 +398,8 @@ int runBroker(const BrokerOptions& options) {
       return 1;
     }
   }
-  if (Status s = connectDynamicSettings(*options.config, service, *storageFactory); !s) {
+  if (Status s = connectDynamicSettings(*options.config, service, topicStorage.setCacheSizeMB);
+      !s) {
     MLOG_ERROR("{}", s.message());
     service.stop();
     return 1;
@@ -382,7 +414,7 @@ int runBroker(const BrokerOptions& options) {
   admin::addHealthRoute(*router, [&serving] { return serving.load(); });
   admin::addBrokerConfigurationRoutes(*router, options.config);
   admin::BrokerAdmin::Options adminOptions;
-  adminOptions.storageStats = [storageFactory] { return storageFactory->stats(); };
+  adminOptions.storageStats = topicStorage.stats;
   admin::BrokerAdmin brokerAdmin(service, options.config, adminOptions);
   brokerAdmin.addRoutes(*router);
   admin::HttpServer web(router, {cfg.bindAddress(), static_cast<uint16_t>(cfg.webServicePort()),
@@ -453,11 +485,17 @@ int runBroker(const BrokerOptions& options) {
   serving = false;
   // Read now: the setting is dynamic.
   service.drainConnections(std::chrono::milliseconds(cfg.brokerShutdownTimeoutMs()));
+  if (topicStorage.onBookKeeper) {
+    // Hand the topics over cleanly (as Pulsar unloads its bundles): ledgers closed, cursors
+    // written, before the ownership znodes go with the session.
+    unloadAll(service,
+              std::chrono::milliseconds(std::max<int64_t>(cfg.brokerShutdownTimeoutMs(), 5000)));
+  }
   stopCluster();
   if (webTls) webTls->stop();
   web.stop();
   service.stop();
-  storageFactory->shutdown();
+  topicStorage.shutdown();
   MLOG_INFO("Stopped");
   return 0;
 }

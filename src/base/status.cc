@@ -20,6 +20,8 @@ std::string_view statusCodeName(StatusCode c) {
     case StatusCode::kNoSpace: return "NoSpace";
     case StatusCode::kBadVersion:
       return "BadVersion";
+    case StatusCode::kFenced:
+      return "Fenced";
   }
   return "Unknown";
 }

@@ -28,6 +28,7 @@ enum class StatusCode : int {
   kInternal = 12,
   kNoSpace = 13,
   kBadVersion = 14,  // a compare-and-set found another version (metadata stores)
+  kFenced = 15,      // another owner took the resource over (Pulsar's ManagedLedgerFencedException)
 };
 
 // Success or an error code plus message. Thread: value type, no sharing.
@@ -49,6 +50,7 @@ class Status {
   static Status internal(std::string m) { return error(StatusCode::kInternal, std::move(m)); }
   static Status noSpace(std::string m) { return error(StatusCode::kNoSpace, std::move(m)); }
   static Status badVersion(std::string m) { return error(StatusCode::kBadVersion, std::move(m)); }
+  static Status fenced(std::string m) { return error(StatusCode::kFenced, std::move(m)); }
 
   bool isOk() const { return rep_ == nullptr; }
   explicit operator bool() const { return isOk(); }

@@ -1,5 +1,6 @@
 #include "bookkeeper/bookie_client.h"
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
@@ -16,10 +17,38 @@ using Clock = std::chrono::steady_clock;
 // (op, ledger, entry): how a v2 reply finds its request.
 using RequestKey = std::tuple<uint8_t, int64_t, int64_t>;
 
+// What encodes a request again when a bookie refused it (ETOOMANYREQUESTS).
+struct RequestSpec {
+  OpCode op = OpCode::kAddEntry;
+  uint16_t flags = kFlagNone;
+  EntryHeader header;  // ADD: the entry's header; READ: ledgerId and entryId
+  Buffer payload;      // ADD
+  bool withKey = false;
+  MasterKey key{};
+
+  RequestKey requestKey() const {
+    return RequestKey{static_cast<uint8_t>(op), header.ledgerId, header.entryId};
+  }
+  // Encodes the frame; returns its size including the length prefix.
+  size_t encode(net::FrameBatch& out) const {
+    if (op == OpCode::kAddEntry) return encodeAddRequest(out, key, header, payload, flags);
+    return encodeReadRequest(out, header.ledgerId, header.entryId, flags, withKey ? &key : nullptr);
+  }
+  size_t frameBytes() const {
+    if (op == OpCode::kAddEntry) return 8 + kMasterKeyLength + kEntryHeaderLength + payload.size();
+    return 8 + 16 + (withKey && (flags & kFlagDoFencing) != 0 ? kMasterKeyLength : 0);
+  }
+};
+
 struct OpenRequest {
-  uint64_t seq = 0;
-  Clock::time_point deadline;
+  uint64_t seq = 0;              // submission order: failures are reported in it
+  uint64_t sendSeq = 0;          // order of the latest send on the channel
+  Clock::time_point deadline;    // of the latest send
+  Clock::time_point retryUntil;  // first send + timeout: refusals are retried until then
+  std::chrono::milliseconds timeout{0};
+  bool sentOnce = false;
   size_t bytes = 0;
+  RequestSpec spec;
   BookieClient::AddCallback addCb;
   BookieClient::ReadCallback readCb;
 
@@ -35,23 +64,31 @@ struct OpenRequest {
 class BookieConnection;
 
 // One bookie on one loop: its connection (or the attempt to make one), the requests sent on it
-// and those waiting for in-flight room. Loop thread only.
+// and those waiting for room (count, bytes) or for the end of a pause after ETOOMANYREQUESTS.
+// Loop thread only.
 class BookieChannel : public std::enable_shared_from_this<BookieChannel> {
  public:
   BookieChannel(BookieClient& client, BookieId bookie)
-      : client_(client), bookie_(std::move(bookie)), timer_(client.loop().context()) {}
+      : client_(client),
+        bookie_(std::move(bookie)),
+        window_(std::max<size_t>(1, client.options().maxInFlightRequestsPerBookie)),
+        backoff_(client.options().tooManyRequestsBackoffMin),
+        timer_(client.loop().context()),
+        resumeTimer_(client.loop().context()) {}
 
   void connect();
-  void submit(RequestKey key, net::FrameBatch frame, size_t bytes, OpenRequest req,
-              std::chrono::milliseconds timeout);
+  void submit(OpenRequest req);
   bool onFrame(std::string_view frame);
   void onProtocolError(const Status& s);
   void fail(BkResult rc);
   void connectionClosed();
 
  private:
-  void send(RequestKey key, net::FrameBatch frame, OpenRequest req);
+  bool canSend(const OpenRequest& req) const;
+  void send(OpenRequest req);
   void drainWaiting();
+  OpenRequest* nextToSend();
+  void onTooManyRequests(OpenRequest req);
   void armTimer();
   void onTimer();
 
@@ -64,15 +101,21 @@ class BookieChannel : public std::enable_shared_from_this<BookieChannel> {
   std::map<RequestKey, std::deque<OpenRequest>> open_;
   size_t openCount_ = 0;
   size_t inFlightBytes_ = 0;
-  struct Waiting {
-    RequestKey key;
-    net::FrameBatch frame;
-    OpenRequest req;
-  };
-  std::deque<Waiting> waiting_;
+  std::deque<OpenRequest> waiting_;  // never sent, by seq
+  std::deque<OpenRequest> refused_;  // refused (ETOOMANYREQUESTS): sent again before waiting_
   uint64_t nextSeq_ = 0;
+  uint64_t nextSendSeq_ = 0;
+  // Count bound in force: maxInFlightRequestsPerBookie, less after refusals.
+  size_t window_;
+  // A refusal of a request sent before this send sequence number does not shrink the window
+  // again (one decrease per round of refusals).
+  uint64_t decreaseFromSendSeq_ = 0;
+  std::chrono::milliseconds backoff_;
+  Clock::time_point pausedUntil_{};
   asio::steady_timer timer_;
   bool timerArmed_ = false;
+  asio::steady_timer resumeTimer_;
+  bool resumeArmed_ = false;
 };
 
 class BookieConnection final : public net::Connection {
@@ -153,24 +196,41 @@ void BookieChannel::connect() {
       });
 }
 
-void BookieChannel::submit(RequestKey key, net::FrameBatch frame, size_t bytes, OpenRequest req,
-                           std::chrono::milliseconds timeout) {
-  req.seq = nextSeq_++;
-  req.deadline = Clock::now() + timeout;
-  req.bytes = bytes;
-  if (!waiting_.empty() || (inFlightBytes_ > 0 &&
-                            inFlightBytes_ + bytes > client_.options().maxInFlightBytesPerBookie)) {
-    waiting_.push_back(Waiting{key, std::move(frame), std::move(req)});
-    armTimer();
-    return;
+bool BookieChannel::canSend(const OpenRequest& req) const {
+  if (openCount_ >= window_) return false;
+  if (inFlightBytes_ > 0 &&
+      inFlightBytes_ + req.bytes > client_.options().maxInFlightBytesPerBookie) {
+    return false;
   }
-  send(key, std::move(frame), std::move(req));
+  return pausedUntil_ <= Clock::now();
 }
 
-void BookieChannel::send(RequestKey key, net::FrameBatch frame, OpenRequest req) {
+void BookieChannel::submit(OpenRequest req) {
+  req.seq = nextSeq_++;
+  req.bytes = req.spec.frameBytes();
+  if (!waiting_.empty() || !refused_.empty() || !canSend(req)) {
+    ++client_.stats_.waitedForRoom;
+    waiting_.push_back(std::move(req));
+    drainWaiting();  // arms the end of a pause, if that is what holds it
+    return;
+  }
+  send(std::move(req));
+}
+
+void BookieChannel::send(OpenRequest req) {
+  net::FrameBatch frame;
+  req.spec.encode(frame);
+  auto now = Clock::now();
+  req.deadline = now + req.timeout;
+  if (!req.sentOnce) {
+    req.sentOnce = true;
+    req.retryUntil = req.deadline;
+  }
+  req.sendSeq = nextSendSeq_++;
   inFlightBytes_ += req.bytes;
   ++openCount_;
-  open_[key].push_back(std::move(req));
+  ++client_.stats_.requestsSent;
+  open_[req.spec.requestKey()].push_back(std::move(req));
   if (connected_) {
     conn_->send(std::move(frame));
   } else {
@@ -179,14 +239,56 @@ void BookieChannel::send(RequestKey key, net::FrameBatch frame, OpenRequest req)
   armTimer();
 }
 
+OpenRequest* BookieChannel::nextToSend() {
+  if (!refused_.empty()) return &refused_.front();
+  if (!waiting_.empty()) return &waiting_.front();
+  return nullptr;
+}
+
 void BookieChannel::drainWaiting() {
-  while (!waiting_.empty() &&
-         (inFlightBytes_ == 0 || inFlightBytes_ + waiting_.front().req.bytes <=
-                                     client_.options().maxInFlightBytesPerBookie)) {
-    Waiting w = std::move(waiting_.front());
-    waiting_.pop_front();
-    send(w.key, std::move(w.frame), std::move(w.req));
+  for (OpenRequest* next = nextToSend(); !failed_ && next != nullptr && canSend(*next);
+       next = nextToSend()) {
+    auto& q = refused_.empty() ? waiting_ : refused_;
+    OpenRequest r = std::move(q.front());
+    q.pop_front();
+    send(std::move(r));
   }
+  if (failed_ || nextToSend() == nullptr || pausedUntil_ <= Clock::now() || resumeArmed_) return;
+  // Paused after a refusal: resume at the end of the pause.
+  resumeArmed_ = true;
+  resumeTimer_.expires_at(pausedUntil_);
+  std::weak_ptr<BookieChannel> weak = shared_from_this();
+  resumeTimer_.async_wait([weak](const boost::system::error_code& e) {
+    auto self = weak.lock();
+    if (!self) return;
+    self->resumeArmed_ = false;
+    if (!e) self->drainWaiting();
+  });
+}
+
+void BookieChannel::onTooManyRequests(OpenRequest req) {
+  ++client_.stats_.tooManyRequests;
+  auto now = Clock::now();
+  if (now >= req.retryUntil) {
+    MLOG_WARN(
+        "bookkeeper: bookie {} refused op {} ledger {} entry {} (TooManyRequests) until its "
+        "timeout",
+        bookie_, static_cast<int>(req.spec.op), req.spec.header.ledgerId, req.spec.header.entryId);
+    req.fail(BkResult::kTooManyRequests);
+    return;
+  }
+  if (req.sendSeq >= decreaseFromSendSeq_) {
+    // The first refusal of this round: fewer in flight, and a pause before sending again.
+    size_t before = window_;
+    window_ = std::max<size_t>(1, std::min(window_, openCount_ + 1) / 2);
+    decreaseFromSendSeq_ = nextSendSeq_;
+    pausedUntil_ = now + backoff_;
+    MLOG_DEBUG("bookkeeper: bookie {} is busy (TooManyRequests): {} -> {} in flight, pause {} ms",
+               bookie_, before, window_, backoff_.count());
+    backoff_ = std::min(backoff_ * 2, client_.options().tooManyRequestsBackoffMax);
+  }
+  // Refusals come back in the order the requests were sent: the oldest go again first.
+  refused_.push_back(std::move(req));
 }
 
 bool BookieChannel::onFrame(std::string_view frame) {
@@ -211,10 +313,20 @@ bool BookieChannel::onFrame(std::string_view frame) {
   inFlightBytes_ -= req.bytes;
   BkResult rc = bkResultFromBookieRc(r->rc);
   auto self = shared_from_this();  // a callback may close the client
-  if (req.addCb) {
-    req.addCb(rc);
-  } else if (req.readCb) {
-    req.readCb(rc, rc == BkResult::kOk ? std::string(r->body) : std::string());
+  if (rc == BkResult::kTooManyRequests) {
+    onTooManyRequests(std::move(req));
+  } else {
+    if (rc == BkResult::kOk) {
+      // +1 per OK reply back to the configured bound; the backoff starts over.
+      window_ = std::min(window_ + 1,
+                         std::max<size_t>(1, client_.options().maxInFlightRequestsPerBookie));
+      backoff_ = client_.options().tooManyRequestsBackoffMin;
+    }
+    if (req.addCb) {
+      req.addCb(rc);
+    } else if (req.readCb) {
+      req.readCb(rc, rc == BkResult::kOk ? std::string(r->body) : std::string());
+    }
   }
   if (!failed_) drainWaiting();
   return !failed_;
@@ -234,15 +346,19 @@ void BookieChannel::fail(BkResult rc) {
   if (failed_) return;
   failed_ = true;
   auto self = shared_from_this();
+  if (rc != BkResult::kClientClosed) client_.recordFailure(bookie_);
   client_.channelClosed(this);  // new requests get a new channel
   timer_.cancel();
+  resumeTimer_.cancel();
   std::vector<OpenRequest> victims;
   for (auto& [k, q] : open_) {
     for (auto& r : q) victims.push_back(std::move(r));
   }
   open_.clear();
-  for (auto& w : waiting_) victims.push_back(std::move(w.req));
+  for (auto& w : waiting_) victims.push_back(std::move(w));
   waiting_.clear();
+  for (auto& w : refused_) victims.push_back(std::move(w));
+  refused_.clear();
   openCount_ = 0;
   inFlightBytes_ = 0;
   if (conn_) conn_->close();
@@ -280,21 +396,19 @@ void BookieChannel::onTimer() {
     }
     it = q.empty() ? open_.erase(it) : std::next(it);
   }
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if (it->req.deadline <= now) {
-      expired.push_back(std::move(it->req));
-      it = waiting_.erase(it);
-    } else {
-      ++it;
-    }
-  }
+  // Waiting requests have no deadline yet: theirs starts when they are sent.
   auto self = shared_from_this();
+  if (!expired.empty()) {
+    client_.stats_.timeouts += expired.size();
+    client_.recordFailure(bookie_);
+    MLOG_WARN("bookkeeper: bookie {}: {} request(s) timed out", bookie_, expired.size());
+  }
   std::sort(expired.begin(), expired.end(),
             [](const OpenRequest& a, const OpenRequest& b) { return a.seq < b.seq; });
   for (auto& r : expired) r.fail(BkResult::kTimeout);
   if (failed_) return;
   drainWaiting();
-  if (openCount_ > 0 || !waiting_.empty()) armTimer();
+  if (openCount_ > 0) armTimer();
 }
 
 BookieClient::BookieClient(net::EventLoop& loop, BookieClientOptions options)
@@ -324,26 +438,58 @@ void BookieClient::addEntry(const BookieId& bookie, const MasterKey& key, const 
                             const Buffer& payload, uint16_t flags, AddCallback cb) {
   MAGNETAR_DCHECK_ON(loop_);
   if (closed_) return cb(BkResult::kClientClosed);
-  net::FrameBatch frame;
-  size_t bytes = encodeAddRequest(frame, key, h, payload, flags);
   OpenRequest req;
+  req.spec.op = OpCode::kAddEntry;
+  req.spec.flags = flags;
+  req.spec.header = h;
+  req.spec.payload = payload;
+  req.spec.withKey = true;
+  req.spec.key = key;
+  req.timeout = options_.addTimeout;
   req.addCb = std::move(cb);
   auto ch = channel(bookie).shared_from_this();
-  ch->submit(RequestKey{static_cast<uint8_t>(OpCode::kAddEntry), h.ledgerId, h.entryId},
-             std::move(frame), bytes, std::move(req), options_.addTimeout);
+  ch->submit(std::move(req));
 }
 
 void BookieClient::readEntry(const BookieId& bookie, int64_t ledgerId, int64_t entryId,
                              uint16_t flags, const MasterKey* key, ReadCallback cb) {
   MAGNETAR_DCHECK_ON(loop_);
   if (closed_) return cb(BkResult::kClientClosed, {});
-  net::FrameBatch frame;
-  size_t bytes = encodeReadRequest(frame, ledgerId, entryId, flags, key);
   OpenRequest req;
+  req.spec.op = OpCode::kReadEntry;
+  req.spec.flags = flags;
+  req.spec.header.ledgerId = ledgerId;
+  req.spec.header.entryId = entryId;
+  if (key != nullptr) {
+    req.spec.withKey = true;
+    req.spec.key = *key;
+  }
+  req.timeout = options_.readTimeout;
   req.readCb = std::move(cb);
   auto ch = channel(bookie).shared_from_this();
-  ch->submit(RequestKey{static_cast<uint8_t>(OpCode::kReadEntry), ledgerId, entryId},
-             std::move(frame), bytes, std::move(req), options_.readTimeout);
+  ch->submit(std::move(req));
+}
+
+std::optional<Clock::time_point> BookieClient::failedRecently(const BookieId& bookie) {
+  MAGNETAR_DCHECK_ON(loop_);
+  auto it = failures_.find(bookie);
+  if (it == failures_.end()) return std::nullopt;
+  if (Clock::now() - it->second >= options_.bookieFailureHistoryExpiration) {
+    failures_.erase(it);
+    return std::nullopt;
+  }
+  return it->second;
+}
+
+void BookieClient::recordFailure(const BookieId& bookie) {
+  MAGNETAR_DCHECK_ON(loop_);
+  if (!failures_.count(bookie)) {
+    MLOG_INFO(
+        "bookkeeper: bookie {} failed: reads try it last for {} s", bookie,
+        std::chrono::duration_cast<std::chrono::seconds>(options_.bookieFailureHistoryExpiration)
+            .count());
+  }
+  failures_[bookie] = Clock::now();
 }
 
 void BookieClient::close() {

@@ -11,6 +11,21 @@
 
 namespace magnetar::bookkeeper {
 
+Status checkQuorums(int ensembleSize, int writeQuorum, int ackQuorum) {
+  auto bad = [](const std::string& what) { return Status::invalidArgument(what); };
+  if (ackQuorum < 1) return bad("ackQuorum " + std::to_string(ackQuorum) + " < 1");
+  if (ackQuorum > writeQuorum) {
+    return bad("ackQuorum " + std::to_string(ackQuorum) + " > writeQuorum " +
+               std::to_string(writeQuorum));
+  }
+  if (writeQuorum > ensembleSize) {
+    return bad("writeQuorum " + std::to_string(writeQuorum) + " > ensemble " +
+               std::to_string(ensembleSize));
+  }
+  if (ensembleSize > 64) return bad("ensemble " + std::to_string(ensembleSize) + " > 64");
+  return Status::ok();
+}
+
 Result<std::pair<std::string, std::string>> parseMetadataServiceUri(const std::string& uri) {
   // BookKeeper's ZKMetadataDriverBase: scheme "zk" or "zk+<layout>", hosts separated by ';' (or
   // ','), then the ledgers root path.
@@ -52,15 +67,39 @@ LedgerHandle::LedgerHandle(BookKeeperClient& client, net::EventLoop& loop, Booki
   }
 }
 
-void LedgerHandle::readOne(int64_t entryId, int attempt,
-                           std::function<void(BkResult, LedgerEntry)> cb) {
+int LedgerHandle::nextReplica(int64_t entryId, uint64_t tried) {
   const auto& md = md_.metadata;
   const auto& ensemble = md.ensembleFor(entryId);
-  const BookieId& b = ensemble[static_cast<size_t>((entryId + attempt) % md.ensembleSize)];
+  int best = -1;
+  std::chrono::steady_clock::time_point bestFailure{};
+  for (int k = 0; k < md.writeQuorumSize; ++k) {
+    int idx = static_cast<int>((entryId + k) % md.ensembleSize);
+    if ((tried & (uint64_t{1} << idx)) != 0) continue;
+    auto failure = bookies_.failedRecently(ensemble[static_cast<size_t>(idx)]);
+    if (!failure) return idx;
+    if (best < 0 || *failure < bestFailure) {
+      best = idx;
+      bestFailure = *failure;
+    }
+  }
+  return best;
+}
+
+void LedgerHandle::readFrom(int64_t entryId, bool recovery, uint64_t tried, int missing,
+                            BkResult firstError, EntryCallback cb) {
+  int idx = nextReplica(entryId, tried);
+  if (idx < 0) {
+    // Every replica answered with an error (or did not answer).
+    return cb(firstError == BkResult::kOk ? BkResult::kNoSuchEntry : firstError, {});
+  }
+  BookieId b = md_.metadata.ensembleFor(entryId)[static_cast<size_t>(idx)];
+  tried |= uint64_t{1} << idx;
+  uint16_t flags = recovery ? (kFlagDoFencing | kFlagHighPriority) : kFlagNone;
   std::weak_ptr<LedgerHandle> weak = weak_from_this();
   bookies_.readEntry(
-      b, ledgerId_, entryId, kFlagNone, nullptr,
-      [weak, entryId, attempt, cb = std::move(cb)](BkResult rc, const std::string& e) {
+      b, ledgerId_, entryId, flags, recovery ? &key_ : nullptr,
+      [weak, entryId, recovery, tried, missing, firstError, b, cb = std::move(cb)](
+          BkResult rc, const std::string& e) mutable {
         auto self = weak.lock();
         if (!self) return cb(BkResult::kClientClosed, {});
         if (rc == BkResult::kOk) {
@@ -69,14 +108,22 @@ void LedgerHandle::readOne(int64_t entryId, int attempt,
             return cb(BkResult::kOk,
                       LedgerEntry{entryId, v->header.length, std::string(v->payload)});
           }
-          MLOG_WARN("bookkeeper: ledger {} entry {}: {}", self->ledgerId_, entryId,
-                    v.status().message());
+          MLOG_WARN("bookkeeper: ledger {} entry {} from bookie {}: {}", self->ledgerId_, entryId,
+                    b, v.status().message());
           rc = BkResult::kDigestMismatch;
         }
-        if (attempt + 1 < self->md_.metadata.writeQuorumSize) {
-          return self->readOne(entryId, attempt + 1, cb);
+        const auto& md = self->md_.metadata;
+        if (rc == BkResult::kNoSuchEntry || rc == BkResult::kNoSuchLedger) {
+          // Recovery: absent from Qw - Qa + 1 replicas, the entry cannot have been acknowledged.
+          if (recovery && ++missing >= md.writeQuorumSize - md.ackQuorumSize + 1) {
+            return cb(BkResult::kNoSuchEntry, {});
+          }
+          if (firstError == BkResult::kOk) firstError = rc;
+        } else if (firstError == BkResult::kOk || firstError == BkResult::kNoSuchEntry ||
+                   firstError == BkResult::kNoSuchLedger) {
+          firstError = rc;  // a real error says more than "not here"
         }
-        cb(rc, {});
+        self->readFrom(entryId, recovery, tried, missing, firstError, std::move(cb));
       });
 }
 
@@ -109,7 +156,7 @@ void LedgerHandle::readEntries(int64_t first, int64_t last, ReadCallback cb) {
                    static_cast<int64_t>(batch->entries.size() - batch->remaining) <
                kMaxReadsInFlight) {
       int64_t e = batch->next++;
-      self->readOne(e, 0, [batch, e, pumpFn](BkResult rc, LedgerEntry entry) {
+      self->readOne(e, [batch, e, pumpFn](BkResult rc, LedgerEntry entry) {
         auto& slot = batch->entries[static_cast<size_t>(e - batch->first)];
         slot = std::move(entry);
         slot.entryId = e;
@@ -217,9 +264,12 @@ Result<std::unique_ptr<BookKeeperClient>> BookKeeperClient::open(const ClientCon
   metadata::ZkConfig zk;
   zk.url = parsed->first;
   zk.sessionTimeoutMs = config.zkSessionTimeoutMs;
-  zk.connectTimeoutMs = config.zkSessionTimeoutMs;
+  zk.connectTimeoutMs = config.zkConnectTimeoutMs;
   auto store = metadata::openZkStore(zk);
-  if (!store.isOk()) return store.status();
+  if (!store.isOk()) {
+    return Status::error(store.status().code(), "metadata service " + config.metadataServiceUri +
+                                                    ": " + store.status().message());
+  }
   return openWithStore(config, std::move(*store));
 }
 
@@ -268,7 +318,8 @@ void BookKeeperClient::createLedger(int ensembleSize, int writeQuorum, int ackQu
                                     HandleCallback cb) {
   net::EventLoop* loop0 = &loops_->at(0);
   if (closed_) return loop0->execute([cb] { cb(BkResult::kClientClosed, nullptr); });
-  if (ackQuorum < 1 || ackQuorum > writeQuorum || writeQuorum > ensembleSize) {
+  if (auto q = checkQuorums(ensembleSize, writeQuorum, ackQuorum); !q.isOk()) {
+    MLOG_WARN("bookkeeper: create ledger: {}", q.message());
     return loop0->execute([cb] { cb(BkResult::kIllegalOp, nullptr); });
   }
   ledgers_->generateLedgerId(loop0, [this, ensembleSize, writeQuorum, ackQuorum,
@@ -285,9 +336,13 @@ void BookKeeperClient::createLedger(int ensembleSize, int writeQuorum, int ackQu
                   ensembleSize);
         return cb(BkResult::kNotEnoughBookies, nullptr);
       }
-      // DefaultEnsemblePlacementPolicy: a random choice among the writable bookies.
+      // DefaultEnsemblePlacementPolicy: a random choice among the writable bookies; those that
+      // failed recently only when the others are not enough (BookKeeper's quarantine).
       thread_local std::mt19937_64 rng{std::random_device{}()};
       std::shuffle(bookies.begin(), bookies.end(), rng);
+      BookieClient& bc = bookiesOn(*loop);
+      std::stable_partition(bookies.begin(), bookies.end(),
+                            [&bc](const BookieId& b) { return !bc.failedRecently(b); });
       bookies.resize(static_cast<size_t>(ensembleSize));
       LedgerMetadata md;
       md.ensembleSize = ensembleSize;

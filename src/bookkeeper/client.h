@@ -36,9 +36,18 @@ struct ClientConfig {
   std::string metadataServiceUri;
   int numIoThreads = 1;            // bookkeeperClientNumIoThreads
   int zkSessionTimeoutMs = 30000;  // zkTimeout
-  BookieClientOptions bookie;      // timeouts, in-flight bound
+  int zkConnectTimeoutMs = 30000;  // open() gives up when ZooKeeper has not answered by then
+  BookieClientOptions bookie;      // timeouts, in-flight bounds, failure history
   std::string password;            // Pulsar's: empty
+  // Open with recovery: entries past the LAC being read or re-added at most at a time (a sliding
+  // window). BookKeeper's recoveryReadBatchSize (default 1) names its batch of reads, re-adds
+  // pipelined behind them; Magnetar's window defaults to 64.
+  int recoveryReadBatchSize = 64;
 };
+
+// 1 <= ackQuorum <= writeQuorum <= ensembleSize <= 64, else kInvalidArgument saying which bound
+// fails, e.g. "ackQuorum 3 > writeQuorum 2" (createLedger answers kIllegalOp then).
+Status checkQuorums(int ensembleSize, int writeQuorum, int ackQuorum);
 
 // "zk://h1:2181;h2:2181/ledgers" -> {"h1:2181,h2:2181", "/ledgers"}; kInvalidArgument otherwise.
 Result<std::pair<std::string, std::string>> parseMetadataServiceUri(const std::string& uri);
@@ -76,12 +85,15 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   int64_t lastAddPushed() const { return lastAddPushed_; }
   int64_t length() const { return length_; }
 
-  // Appends one entry (any size up to kMaxFrameSize - 64). Writer handles only. Loop thread.
+  // Appends one entry. Writer handles only. Loop thread. A payload over kMaxEntryPayload fails at
+  // once with IllegalOp, and the handle stays usable (no bookie would take it).
   void addEntry(Buffer payload, AddCallback cb);
   // Reads entries [first, last] (inclusive), verified (CRC32C, ids), in order, at most
-  // kMaxReadsInFlight at a time. Each entry from the first bookie of its write set, then the
-  // next on an error. kReadOutOfRange when last is
-  // past lastAddConfirmed(). Loop thread.
+  // kMaxReadsInFlight at a time. Each entry from one bookie of its write set at a time, the next
+  // one on an error: bookies in write-set order, except that those with a recent failure
+  // (BookieClient::failedRecently: a timeout, a lost connection) come last, so a stalled bookie
+  // costs one timeout, not one per read (BookKeeper's reorderReadSequence). kReadOutOfRange when
+  // last is past lastAddConfirmed(). Loop thread.
   void readEntries(int64_t first, int64_t last, ReadCallback cb);
   // Asks every bookie of the last ensemble for its last entry (READ of entry -1) and takes the
   // highest LAC they report (ReadLastConfirmedOp). Updates lastAddConfirmed(). Loop thread.
@@ -93,9 +105,12 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
 
   // Recovery (BookKeeper's LedgerRecoveryOp) of a ledger that is not CLOSED: metadata to
   // IN_RECOVERY, fence on the last ensemble (a fenced bookie refuses the old writer's adds with
-  // LedgerFenced), read forward from the highest LAC reported and re-add what is found with the
-  // recovery flag, then CLOSED with the last entry recovered and its length. kOk at once for a
-  // CLOSED ledger. Loop thread. Used by openLedger(id, recovery=true).
+  // LedgerFenced), read forward from the highest LAC reported (at least the last segment's first
+  // entry - 1) and re-add what is found with the recovery flag, then CLOSED with the last entry
+  // recovered and its length. Reads and re-adds are pipelined: up to
+  // ClientConfig::recoveryReadBatchSize entries past the LAC in flight; an entry missing from
+  // Qw - Qa + 1 bookies of its write set ends the ledger before it. kOk at once for a CLOSED
+  // ledger. Loop thread. Used by openLedger(id, recovery=true).
   void recover(DoneCallback cb);
 
   // Internal: use BookKeeperClient::createLedger / openLedger.
@@ -119,12 +134,25 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   void onAddReply(int64_t entryId, const BookieId& bookie, BkResult rc);
   void changeEnsemble();
   void completeAdds();
+  using EntryCallback = std::function<void(BkResult, LedgerEntry)>;
+  struct RecoveryRun;
   void fence(DoneCallback cb);
   void recoverFrom(int64_t entryId, DoneCallback cb);
-  void onRecoveryRead(int64_t entryId, bool found, const LedgerEntry& entry, int missing,
-                      DoneCallback cb);
+  void pumpRecovery(const std::shared_ptr<RecoveryRun>& r);
+  void applyRecoveryReads(const std::shared_ptr<RecoveryRun>& r);
+  void finishRecovery(const std::shared_ptr<RecoveryRun>& r, BkResult rc);
   void failAllPending(BkResult rc);
-  void readOne(int64_t entryId, int attempt, std::function<void(BkResult, LedgerEntry)> cb);
+  // One entry from its write set, one replica at a time (nextReplica's order). Recovery reads
+  // fence (FLAG_DO_FENCING | FLAG_HIGH_PRIORITY with the master key, as LedgerRecoveryOp) and
+  // answer kNoSuchEntry once Qw - Qa + 1 replicas said they do not have the entry.
+  void readOne(int64_t entryId, EntryCallback cb) {
+    readFrom(entryId, false, 0, 0, BkResult::kOk, std::move(cb));
+  }
+  void readFrom(int64_t entryId, bool recovery, uint64_t tried, int missing, BkResult firstError,
+                EntryCallback cb);
+  // The ensemble index of entryId's write set to read from next, among those not in `tried`:
+  // the first without a recent failure, else the one whose failure is the oldest; -1 when none.
+  int nextReplica(int64_t entryId, uint64_t tried);
   void writeClosed(DoneCallback cb);
 
   BookKeeperClient& client_;
@@ -138,6 +166,10 @@ class LedgerHandle : public std::enable_shared_from_this<LedgerHandle> {
   BkResult error_ = BkResult::kOk;  // sticky add failure
   bool changingEnsemble_ = false;
   uint64_t failedIndexes_ = 0;  // ensemble indexes of bookies that failed an add
+  // Bookies that failed an add of this handle: never chosen again as a replacement, so every
+  // ensemble change takes a fresh bookie and a fault that follows the entry (one no bookie
+  // accepts) ends in NotEnoughBookies instead of changing the ensemble forever.
+  std::vector<BookieId> failedBookies_;
   int metadataRetries_ = 0;
   int64_t lastAddPushed_ = -1;
   int64_t lastAddConfirmed_ = -1;
@@ -162,7 +194,7 @@ class BookKeeperClient {
 
   // A new ledger: id from idgen, E bookies picked at random from /ledgers/available
   // (kNotEnoughBookies when fewer), metadata OPEN written, then a writer handle. Requires
-  // 1 <= Qa <= Qw <= E (else kIllegalOp). Thread: any.
+  // checkQuorums() (else kIllegalOp, the reason logged). Thread: any.
   void createLedger(int ensembleSize, int writeQuorum, int ackQuorum,
                     std::map<std::string, std::string> customMetadata, HandleCallback cb);
   // A reader's handle. Without recovery: for a CLOSED ledger lastAddConfirmed() is its

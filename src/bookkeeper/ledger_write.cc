@@ -22,6 +22,13 @@ uint64_t writeSetMask(int64_t entryId, int ensembleSize, int writeQuorum) {
 void LedgerHandle::addEntry(Buffer payload, AddCallback cb) {
   MAGNETAR_DCHECK_ON(loop_);
   if (!writer_ || closed_) return cb(BkResult::kLedgerClosed, -1);
+  if (payload.size() > kMaxEntryPayload) {
+    MLOG_WARN(
+        "bookkeeper: ledger {}: an entry of {} bytes is over the bookies' frame limit "
+        "(nettyMaxFrameSizeBytes {}: at most {} bytes per entry)",
+        ledgerId_, payload.size(), kMaxFrameSize, kMaxEntryPayload);
+    return cb(BkResult::kIllegalOp, -1);
+  }
   int64_t entryId = lastAddPushed_ + 1;
   int64_t length = length_ + static_cast<int64_t>(payload.size());
   pushAdd(entryId, length, std::move(payload), kFlagNone, std::move(cb));
@@ -88,9 +95,13 @@ void LedgerHandle::onAddReply(int64_t entryId, const BookieId& bookie, BkResult 
               bkResultName(rc), bookie);
     return failAllPending(rc);
   }
-  // The bookie failed: replace it (BookKeeper's ensemble change) and resend to the new one.
-  MLOG_WARN("bookkeeper: ledger {} entry {}: {} from bookie {}; changing the ensemble", ledgerId_,
-            entryId, bkResultName(rc), bookie);
+  // The bookie failed: replace it (BookKeeper's ensemble change) and resend to the new one. One
+  // line per bookie, not one per add in flight to it.
+  if (std::find(failedBookies_.begin(), failedBookies_.end(), bookie) == failedBookies_.end()) {
+    MLOG_WARN("bookkeeper: ledger {} entry {}: {} from bookie {}; changing the ensemble", ledgerId_,
+              entryId, bkResultName(rc), bookie);
+    failedBookies_.push_back(bookie);
+  }
   failedIndexes_ |= uint64_t{1} << idx;
   if (!changingEnsemble_) changeEnsemble();
 }
@@ -109,11 +120,19 @@ void LedgerHandle::changeEnsemble() {
         const auto& md = self->md_.metadata;
         std::vector<BookieId> ensemble = md.ensembles.rbegin()->second;
         std::vector<BookieId> spare;
+        const auto& failedHere = self->failedBookies_;
         for (auto& b : avail) {
-          if (std::find(ensemble.begin(), ensemble.end(), b) == ensemble.end()) spare.push_back(b);
+          if (std::find(ensemble.begin(), ensemble.end(), b) == ensemble.end() &&
+              std::find(failedHere.begin(), failedHere.end(), b) == failedHere.end()) {
+            spare.push_back(b);
+          }
         }
         thread_local std::mt19937_64 rng{std::random_device{}()};
         std::shuffle(spare.begin(), spare.end(), rng);
+        // Bookies that failed recently last (BookKeeper's quarantine).
+        std::stable_partition(spare.begin(), spare.end(), [&self](const BookieId& b) {
+          return !self->bookies_.failedRecently(b);
+        });
         size_t next = 0;
         for (size_t i = 0; i < ensemble.size(); ++i) {
           if ((failed & (uint64_t{1} << i)) == 0) continue;

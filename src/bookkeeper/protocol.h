@@ -49,9 +49,15 @@ inline constexpr size_t kEntryHeaderLength = kEntryMetadataLength + kCrc32cDiges
 // Response header after the length: packet header, rc, ledgerId, entryId
 // (ResponseEnDeCoderPreV3.RESPONSE_HEADERS_SIZE).
 inline constexpr size_t kResponseHeaderLength = 24;
-// Largest frame accepted from a bookie: BookKeeper's nettyMaxFrameSizeBytes default (5 MiB +
-// 10 KiB). A larger length prefix is a protocol error that closes the connection.
+// Largest frame either side takes: nettyMaxFrameSizeBytes as Pulsar's conf/bookkeeper.conf sets
+// it (5 MiB + 10 KiB; BookKeeper's own default is 5 MiB). A larger length prefix from a bookie is
+// a protocol error that closes the connection; a bookie closes the connection on a larger ADD.
 inline constexpr size_t kMaxFrameSize = 5 * 1024 * 1024 + 10 * 1024;
+// An ADD frame's bytes besides the payload, as the bookie's frame decoder counts them: length
+// prefix 4, header 4, master key 20, entry metadata 32, CRC32C digest 4.
+inline constexpr size_t kAddFrameOverhead = 64;
+// Largest entry payload an ADD can carry.
+inline constexpr size_t kMaxEntryPayload = kMaxFrameSize - kAddFrameOverhead;
 
 // Named results: BookKeeper's BKException codes that the v2 client can produce. Never renumber:
 // values appear in logs.

@@ -74,6 +74,9 @@ struct BrokerOptions {
   int maxUnackedMessagesPerConsumer = sd::maxUnackedMessagesPerConsumer;          // 0: off
   int maxUnackedMessagesPerSubscription = sd::maxUnackedMessagesPerSubscription;  // 0: off
   int maxPendingPublishRequestsPerConnection = sd::maxPendingPublishRequestsPerConnection;
+  // Outbound watermarks per connection, bytes (see net::Connection::setWriteWatermarks).
+  int pulsarChannelWriteBufferHighWaterMark = sd::pulsarChannelWriteBufferHighWaterMark;
+  int pulsarChannelWriteBufferLowWaterMark = sd::pulsarChannelWriteBufferLowWaterMark;
   bool delayedDeliveryEnabled = sd::delayedDeliveryEnabled;
   int64_t delayedDeliveryTickTimeMillis = sd::delayedDeliveryTickTimeMillis;  // ms
   bool isDelayedDeliveryDeliverAtTimeStrict = sd::isDelayedDeliveryDeliverAtTimeStrict;

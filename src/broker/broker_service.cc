@@ -286,6 +286,13 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
         }
         auto topic = std::make_shared<PersistentTopic>(name, *r, executor, options_,
                                                        deduplicationEnabledFor(name));
+        topic->setFencedHandler([this, weak = std::weak_ptr<PersistentTopic>(topic)] {
+          if (auto t = weak.lock()) {
+            MLOG_WARN("{}: its storage was taken over by another broker: unloading",
+                      t->name().toString());
+            unloadTopic(t, /*release=*/true);
+          }
+        });
         topic->setPolicyLimits(policyLimitsOf(name));
         std::vector<int64_t> seqs;
         {
@@ -796,6 +803,29 @@ Status BrokerService::removePartitionedTopic(const TopicName& name) {
   announcePartitions(name, 0, *partitions, false);
   (void)schemas_.deleteSchema(schemaIdOf(name), true);
   return Status::ok();
+}
+
+void BrokerService::unloadTopic(const std::shared_ptr<PersistentTopic>& topic, bool release,
+                                std::function<void(Status)> done) {
+  {
+    MutexLock lock(mu_);
+    auto it = topics_.find(topic->name().toString());
+    if (it == topics_.end() || it->second->topic != topic) {  // already gone
+      if (done) done(Status::ok());
+      return;
+    }
+    topics_.erase(it);
+  }
+  topic->executor().execute([topic, release, done = std::move(done)] {
+    topic->closeLedger(
+        [topic, done](const Status& s) {
+          if (!s.isOk()) {
+            MLOG_WARN("{}: closing on unload: {}", topic->name().toString(), s.toString());
+          }
+          if (done) done(s);
+        },
+        release);
+  });
 }
 
 void BrokerService::deleteTopic(const TopicName& name, bool force,

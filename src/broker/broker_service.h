@@ -254,6 +254,14 @@ class BrokerService {
   // topic's schema, as Pulsar). Errors: kNotFound; kBusy
   // without `force` while producers or consumers are connected. cb on any thread.
   void deleteTopic(const TopicName& name, bool force, const std::function<void(Status)>& cb);
+  // Unloads a loaded topic: the broker forgets it, its clients are closed (they look it up
+  // again) and its managed ledger closed, its data kept. `release`: the broker lost the topic
+  // (another broker took its storage over, kFenced, or its bundle is no longer owned here), so
+  // the ledger is given up without writing (ManagedLedger::asyncRelease); otherwise (shutdown)
+  // it closes cleanly. done (if given) once the ledger closed, on the topic's executor (at once
+  // if the topic was gone). Thread: any.
+  void unloadTopic(const std::shared_ptr<PersistentTopic>& topic, bool release,
+                   std::function<void(Status)> done = {});
 
  private:
   struct TopicSlot {

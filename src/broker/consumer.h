@@ -66,6 +66,10 @@ class Consumer {
   PendingAcks pendingAcks;
   int64_t unackedMessages = 0;
   bool blockedOnUnacked = false;
+  // Dispatch holds back: the connection's outbound queue is over
+  // pulsarChannelWriteBufferHighWaterMark, or this pass already gave the consumer
+  // dispatcherMaxReadSizeBytes. The connection's onWritable() resumes it.
+  bool outboundBlocked = false;
   bool closed = false;
   // Key_Shared: explicit hash ranges (STICKY mode); empty for AUTO_SPLIT.
   std::vector<std::pair<int32_t, int32_t>> stickyRanges;

@@ -148,7 +148,26 @@ void Dispatcher::updateActiveConsumer() {
 }
 
 bool Dispatcher::canTake(const Consumer* c) const {
-  return c->permits > 0 && !c->blockedOnUnacked && !c->closed;
+  return c->permits > 0 && !c->blockedOnUnacked && !c->closed && !c->outboundBlocked;
+}
+
+void Dispatcher::refreshOutbound() {
+  const size_t passLimit = static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load());
+  for (auto& c : consumers_) {
+    if (!c->cnx() || c->closed || c->permits <= 0) continue;
+    bool full = false;
+    for (auto& o : outs_) {
+      if (o.consumer == c.get()) full = o.batch.totalBytes() >= passLimit;
+    }
+    // isWritable() arms the connection's call back when it answers false.
+    c->outboundBlocked = full || !c->cnx()->isWritable();
+  }
+}
+
+void Dispatcher::consumerWritable(Consumer* c) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  if (c->closed) return;
+  readMoreEntries();
 }
 
 int64_t Dispatcher::availablePermits() const {
@@ -349,6 +368,7 @@ Consumer* Dispatcher::pickShared() {
 }
 
 void Dispatcher::readMoreEntries(bool allowReplay) {
+  refreshOutbound();
   readRounds(allowReplay);
   // One hand-over per consumer for everything this pass dispatched.
   flushOutput();
@@ -404,6 +424,8 @@ void Dispatcher::flushOutput() {
       o.consumer->sink()->send(std::move(o.batch));
     } else {
       o.consumer->cnx()->send(std::move(o.batch));
+      // Held back by this pass's limit: go on when the connection has written it.
+      if (o.consumer->outboundBlocked) o.consumer->cnx()->notifyWhenWritable();
     }
   }
   outs_.clear();
@@ -685,6 +707,12 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
         std::nullopt, partitionIndex_);
     b.trimBytes(maxHeader - used);
     b.appendBuffer(e.data);
+    // One pass gives a consumer at most dispatcherMaxReadSizeBytes (at least one entry): with
+    // the high watermark this bounds what one connection holds queued.
+    if (target->cnx() &&
+        b.totalBytes() >= static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load())) {
+      target->outboundBlocked = true;
+    }
   }
 }
 

@@ -80,6 +80,8 @@ class Dispatcher {
 
   // FLOW: the client can take `permits` more messages.
   void flow(Consumer* c, uint32_t permits);
+  // c's connection drained its outbound queue to the low watermark: dispatch goes on.
+  void consumerWritable(Consumer* c);
   // Acks from c (positions individually, or cumulative up to `upTo`). Frees unacked counts.
   void acked(Consumer* c, const std::vector<storage::Position>& positions);
   void ackedCumulative(Consumer* c, storage::Position upTo);
@@ -119,6 +121,9 @@ class Dispatcher {
   void readRounds(bool allowReplay);
   // Sends the MESSAGE frames collected in outs_, one batch per consumer.
   void flushOutput();
+  // Sets each consumer's outboundBlocked from its connection's queue and this pass's batch
+  // (arming the connection's onWritable() for those held back).
+  void refreshOutbound();
   // Key_Shared: the owner of `hash` can take a message now (permits, not draining elsewhere).
   bool replayableNow(int32_t hash) const;
   // Dispatches up to maxEntries replay positions: the next allowReplay when done at once (all

@@ -44,7 +44,10 @@ ServerCnx::ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket,
       decoder_(service.options().maxMessageSize + protocol::kFrameSizePadding),
       throttle_(throttle),
       keepAliveTimer_(loop.context()),
-      authRefreshTimer_(loop.context()) {}
+      authRefreshTimer_(loop.context()) {
+  setWriteWatermarks(static_cast<size_t>(service.options().pulsarChannelWriteBufferLowWaterMark),
+                     static_cast<size_t>(service.options().pulsarChannelWriteBufferHighWaterMark));
+}
 
 ServerCnx::~ServerCnx() = default;
 

@@ -106,6 +106,9 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void onPartialFrameStart(size_t frameBytes) override;
   // While reads are paused by a limit, the rest of a charged frame and nothing more.
   size_t maxNextDelivery() const override;
+  // The outbound queue fell to pulsarChannelWriteBufferLowWaterMark: each consumer's dispatcher
+  // goes on (it held back while the queue was over the high mark).
+  void onWritable() override;
 
  private:
   struct ProducerRef {

@@ -207,6 +207,21 @@ void ServerCnx::handleFlow(const proto::CommandFlow& c) {
   });
 }
 
+void ServerCnx::onWritable() {
+  MAGNETAR_DCHECK_ON(loop());
+  for (auto& [id, ref] : consumers_) {
+    if (!ref.ready) continue;
+    auto topic = ref.topic;
+    auto consumer = ref.consumer;
+    auto sub = ref.subscription;
+    topic->executor().execute([topic, consumer, sub] {
+      if (consumer->closed) return;
+      auto* s = topic->subscription(sub);
+      if (s && s->dispatcher()) s->dispatcher()->consumerWritable(consumer.get());
+    });
+  }
+}
+
 void ServerCnx::handleAck(const proto::CommandAck& c) {
   MAGNETAR_DCHECK_ON(loop());
   // Whole entries, and batch-index acks (PIP-54: ack_set bit i set = index i not yet acked).

@@ -344,6 +344,11 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
                      protocol::Commands::newSendError(producer->id(), seq,
                                                       proto::PersistenceError, st.message()),
                      seq, pos, highest, bytes);
+        if (st.code() == StatusCode::kFenced && onFenced_) {
+          auto fenced = std::move(onFenced_);
+          onFenced_ = nullptr;
+          fenced();
+        }
       }
     });
   }
@@ -574,6 +579,17 @@ void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
     sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
     sub->setDelayedDelivery(limits_.delayedDelivery);
     sub->setCompactor(compactor_.get());
+  }
+}
+
+void PersistentTopic::closeLedger(storage::StatusCallback cb, bool release) {
+  MAGNETAR_DCHECK_ON(executor_);
+  disconnectClients();
+  subscriptions_.clear();  // before the ledger closes the cursors they point to
+  if (release) {
+    ledger_->asyncRelease(std::move(cb));
+  } else {
+    ledger_->asyncClose(std::move(cb));
   }
 }
 

@@ -203,6 +203,14 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Admin delete: closes every client, drops the subscriptions and deletes the ledger's data.
   // cb on this executor. The topic is unusable afterwards (the broker has forgotten it).
   void deleteLedger(storage::StatusCallback cb);
+  // Unload: closes every client, drops the subscriptions and closes the managed ledger (its data
+  // stays for the next owner); with `release` the ledger is given up without further writes
+  // (ManagedLedger::asyncRelease: ownership lost). cb on this executor. The topic is unusable
+  // afterwards (the broker has forgotten it).
+  void closeLedger(storage::StatusCallback cb, bool release = false);
+  // Called once, on this executor, when an add fails with kFenced: another broker took the
+  // managed ledger over (BookKeeper storage), so this topic must be unloaded (Pulsar closes it).
+  void setFencedHandler(std::function<void()> fn) { onFenced_ = std::move(fn); }
 
  private:
   // Queues the answer to one SEND of `bytes` entry bytes (released from the publish buffer).
@@ -254,6 +262,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   MessageDeduplication dedup_;
   std::shared_ptr<TopicCompactor> compactor_;
   std::vector<int64_t> compactedSeqs_;
+  std::function<void()> onFenced_;  // setFencedHandler; cleared once called
   std::unique_ptr<boost::asio::steady_timer> dedupTimer_;
   MessageDeduplication::Clock::time_point nextPurge_{};
 

@@ -9,6 +9,8 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -181,8 +183,18 @@ struct Core {
 
 void watcher(zhandle_t* zh, int type, int state, const char* path, void* ctx);
 
+// libzookeeper's own log lines (one per connection attempt while a server refuses, ~60 before a
+// connect timeout): at debug level in our log. Our code reports what they mean (a connect
+// timeout, a lost connection, an expired session) once, at warn or as the caller's error.
+void zkLibraryLog(const char* message) {
+  std::string_view m(message ? message : "");
+  while (!m.empty() && (m.back() == '\n' || m.back() == '\r')) m.remove_suffix(1);
+  MLOG_DEBUG("zookeeper: {}", m);
+}
+
 zhandle_t* connect(Core* core) {
-  return zookeeper_init(core->hosts.c_str(), watcher, core->sessionTimeoutMs, nullptr, core, 0);
+  return zookeeper_init2(core->hosts.c_str(), watcher, core->sessionTimeoutMs, nullptr, core, 0,
+                         zkLibraryLog);
 }
 
 void watcher(zhandle_t* zh, int type, int state, const char* path, void* ctx) {
@@ -211,7 +223,10 @@ void watcher(zhandle_t* zh, int type, int state, const char* path, void* ctx) {
     core->connected = true;
     core->cv.notify_all();
   } else if (state == ZOO_CONNECTING_STATE) {
-    if (core->connected && !core->lost) core->fireSession(SessionEvent::kConnectionLost);
+    if (core->connected && !core->lost) {
+      MLOG_WARN("ZooKeeper connection to {} lost; reconnecting", core->hosts);
+      core->fireSession(SessionEvent::kConnectionLost);
+    }
     core->lost = true;
   } else if (state == ZOO_EXPIRED_SESSION_STATE) {
     MLOG_WARN("ZooKeeper session on {} expired: its ephemeral nodes are gone, opening a new one",
@@ -658,8 +673,8 @@ Status expireZkSessionForTesting(Store* store) {
   };
   for (int attempt = 0; attempt < 5; ++attempt) {
     TakeOver t;
-    zhandle_t* other =
-        zookeeper_init(hosts.c_str(), takeOverWatcher, zk->core_->sessionTimeoutMs, &id, &t, 0);
+    zhandle_t* other = zookeeper_init2(hosts.c_str(), takeOverWatcher, zk->core_->sessionTimeoutMs,
+                                       &id, &t, 0, zkLibraryLog);
     if (!other) return Status::ioError("cannot connect a second ZooKeeper client");
     bool ok = false;
     {

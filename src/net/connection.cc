@@ -226,9 +226,12 @@ void Connection::flush() {
       inflightSegOff_ = 0;
       MutexLock lock(writeMu_);
       flushScheduled_ = false;
-      if (pending_.empty()) break;
+      if (pending_.empty()) {
+        // Nothing queued (write() adds under this lock): the count is exactly zero.
+        pendingBytes_.store(0);
+        break;
+      }
       inflight_.swap(pending_);
-      pendingBytes_.fetch_add(inflight_.totalBytes(), std::memory_order_relaxed);
     }
     if (closed_) return;
     // Gather up to IOV_MAX segments into one writev.
@@ -255,7 +258,8 @@ void Connection::flush() {
       return;
     }
     stats_.bytesOut.fetch_add(n, std::memory_order_relaxed);
-    pendingBytes_.fetch_sub(n, std::memory_order_relaxed);
+    pendingBytes_.fetch_sub(static_cast<size_t>(n));
+    maybeNotifyWritable();
     size_t left = static_cast<size_t>(n);
     while (left > 0 && inflightSeg_ < segs.size()) {
       size_t rem = segs[inflightSeg_].length - inflightSegOff_;
@@ -269,6 +273,7 @@ void Connection::flush() {
       }
     }
   }
+  maybeNotifyWritable();
   if (closeAfterFlush_) doClose();
 }
 
@@ -290,7 +295,12 @@ void Connection::flushTls() {
         return;
       }
       stats_.bytesOut.fetch_add(n, std::memory_order_relaxed);
-      pendingBytes_.fetch_sub(std::min<size_t>(n, pendingBytes_.load()), std::memory_order_relaxed);
+      // Handshake records in tlsOut_ were never queued by write(): only counted bytes come off.
+      const size_t counted = std::min(static_cast<size_t>(n), tlsCounted_);
+      tlsCounted_ -= counted;
+      pendingBytes_.fetch_sub(counted);
+      maybeNotifyWritable();
+      if (closed_) return;
       tlsOutOff_ += static_cast<size_t>(n);
       continue;
     }
@@ -305,6 +315,8 @@ void Connection::flushTls() {
       MutexLock lock(writeMu_);
       if (pending_.empty()) {
         flushScheduled_ = false;
+        pendingBytes_.store(0);  // nothing queued, as above
+        tlsCounted_ = 0;
         break;
       }
       inflight_.swap(pending_);
@@ -326,9 +338,35 @@ void Connection::flushTls() {
       doClose();
       return;
     }
-    pendingBytes_.fetch_add(tlsOut_.size(), std::memory_order_relaxed);
+    // The plaintext left the queue; its ciphertext takes its place until written.
+    tlsCounted_ = tlsOut_.size();
+    pendingBytes_.fetch_add(tlsOut_.size());
+    pendingBytes_.fetch_sub(bytes);
   }
+  maybeNotifyWritable();
   if (closeAfterFlush_) doClose();
+}
+
+bool Connection::isWritable() {
+  if (pendingBytes_.load() <= highWater_) return true;
+  // Arm first, then look again: a flush that took the bytes off before the flag was seen by it
+  // leaves the second look at or below the mark (all seq_cst, so one side sees the other).
+  writableWanted_.store(true);
+  return pendingBytes_.load() <= highWater_;
+}
+
+void Connection::notifyWhenWritable() {
+  writableWanted_.store(true);
+  if (pendingBytes_.load() > lowWater_) return;  // the flush that takes it lower calls back
+  auto self = shared_from_this();
+  loop_.execute([self] { self->maybeNotifyWritable(); });
+}
+
+void Connection::maybeNotifyWritable() {
+  MAGNETAR_DCHECK_ON(loop_);
+  if (!writableWanted_.load() || pendingBytes_.load() > lowWater_) return;
+  if (!writableWanted_.exchange(false) || closed_) return;
+  onWritable();
 }
 
 void Connection::waitWritable() {
@@ -366,6 +404,7 @@ void Connection::doClose() {
     MutexLock lock(writeMu_);
     closed_ = true;
     pending_.clear();
+    pendingBytes_.store(0);
   }
   inflight_.clear();
   if (handshakeTimer_) handshakeTimer_->cancel();

@@ -57,7 +57,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     {
       MutexLock lock(writeMu_);
       if (closed_.load(std::memory_order_relaxed)) return;
+      const size_t before = pending_.totalBytes();
       fill(pending_);
+      pendingBytes_.fetch_add(pending_.totalBytes() - before);
       schedule = !flushScheduled_;
       flushScheduled_ = true;
     }
@@ -88,8 +90,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The TLS peer certificate's subject CN: set once the handshake is done and the client sent a
   // certificate the broker accepted (see TlsOptions); nullopt otherwise. Loop thread.
   std::optional<std::string> peerCommonName() const;
-  // Bytes queued and not yet written (approximate; any thread).
+  // Bytes queued by write()/send() and not yet written to the socket (with TLS, the plaintext
+  // not yet encrypted plus the ciphertext not yet written). Any thread; a snapshot.
   size_t pendingWriteBytes() const { return pendingBytes_.load(std::memory_order_relaxed); }
+
+  // Outbound watermarks in bytes (Pulsar's pulsarChannelWriteBufferHighWaterMark and
+  // ...LowWaterMark, i.e. Netty's channel writability). Set before start(); default 64 KiB and
+  // 32 KiB as Pulsar's. low <= high.
+  void setWriteWatermarks(size_t low, size_t high) {
+    lowWater_ = std::min(low, high);
+    highWater_ = high;
+  }
+  // Whether at most the high watermark of bytes is queued (any thread). When it answers false,
+  // onWritable() runs once on the loop when the queue falls to the low watermark (or the
+  // connection flushes everything), so a caller that held back is told to go on. A false answer
+  // always arms that call, so no wake-up is lost to a concurrent flush.
+  bool isWritable();
+  // Asks for onWritable() once the queue is at the low watermark; when it already is, the call
+  // comes on the next loop pass. Any thread.
+  void notifyWhenWritable();
 
  protected:
   // Bytes read from the socket, on the loop thread, in the loop's shared read buffer: consume
@@ -107,6 +126,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // first when reading resumes. Lets a subclass finish a frame and stop at its end (the broker
   // completes a frame already charged to its publish buffer, then pauses). Default: no limit.
   virtual size_t maxNextDelivery() const { return SIZE_MAX; }
+  // On the loop thread, once after isWritable() answered false, when the queued bytes fell to the
+  // low watermark. Not called after the connection closed. Default: nothing.
+  virtual void onWritable() {}
 
  private:
   void scheduleFlush();
@@ -122,6 +144,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool deliverTlsPlain();
   void flushTls();
   void startHandshakeTimer();
+  // Loop thread, after bytes left the queue: runs onWritable() when armed and at the low mark.
+  void maybeNotifyWritable();
 
   EventLoop& loop_;
   boost::asio::ip::tcp::socket socket_;
@@ -143,7 +167,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t inflightSeg_ = 0;
   size_t inflightSegOff_ = 0;
   std::vector<iovec> iov_;
+  // Bytes queued and not yet written. Added under writeMu_ in write(), taken off by the loop.
   std::atomic<size_t> pendingBytes_{0};
+  size_t lowWater_ = 32 * 1024;   // fixed before start()
+  size_t highWater_ = 64 * 1024;  // fixed before start()
+  // Set by isWritable() when over the high mark; cleared by the loop when it calls onWritable().
+  std::atomic<bool> writableWanted_{false};
   ConnectionStats stats_;
 
   // TLS state, loop thread only. tlsOut_[tlsOutOff_..] is ciphertext not yet written.
@@ -152,6 +181,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t tlsPlainOff_ = 0;
   std::string tlsOut_;
   size_t tlsOutOff_ = 0;
+  size_t tlsCounted_ = 0;  // bytes of tlsOut_ counted in pendingBytes_ (encrypted writes)
   std::unique_ptr<boost::asio::steady_timer> handshakeTimer_;
 };
 

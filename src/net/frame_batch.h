@@ -32,6 +32,7 @@ class FrameBatch {
   void trimBytes(size_t n) {
     bytes_.resize(bytes_.size() - n);
     segments_.back().length -= static_cast<uint32_t>(n);
+    totalBytes_ -= n;
   }
   void appendBuffer(Buffer b) {
     if (b.empty()) return;

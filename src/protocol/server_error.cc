@@ -32,6 +32,7 @@ proto::ServerError toServerError(StatusCode code, ErrorContext ctx) {
       return E::MetadataError;
     case StatusCode::kClosed:
     case StatusCode::kTimeout:
+    case StatusCode::kFenced:  // the topic moved to another owner: the client looks it up again
       return E::ServiceNotReady;
     case StatusCode::kOk:
     case StatusCode::kInternal:

@@ -141,6 +141,12 @@ class ManagedLedger {
   virtual std::vector<ManagedCursor*> cursors() const = 0;
   // First entry with publish time >= t is what seek-by-time needs; the broker scans entries itself.
   virtual void asyncClose(StatusCallback cb) = 0;
+  // Gives the ledger up after this broker lost it (ownership gone, or another owner fenced it):
+  // adds fail from now on and the ledger closes as asyncClose does, but nothing more is written
+  // to storage, since a new owner may already be recovering it (BookKeeper storage: the ledgers
+  // stay open for its recovery, the cursors as last written). cb on the executor.
+  // Default: asyncClose (local storage has no other owner).
+  virtual void asyncRelease(StatusCallback cb) { asyncClose(std::move(cb)); }
   // Deletes all data and cursors of this ledger.
   virtual void asyncDelete(StatusCallback cb) = 0;
   // This ledger's retention of consumed data (the namespace's or topic's policy; until called,

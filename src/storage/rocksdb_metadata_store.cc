@@ -32,6 +32,11 @@ Result<std::unique_ptr<RocksDbMetadataStore>> RocksDbMetadataStore::open(const s
   options.create_if_missing = true;
   options.max_background_jobs = 1;
   options.keep_log_file_num = 3;
+  // Memtables count in the broker's fixed memory base (docs/memory-limits.md): at most 2 x 8 MiB
+  // rather than RocksDB's 2 x 64 MiB default. Cursor and ledger records are small; a smaller
+  // memtable only flushes more often.
+  options.write_buffer_size = 8 * 1024 * 1024;
+  options.max_write_buffer_number = 2;
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(options, path, &raw);
   if (!s.ok()) return toStatus(s);

@@ -1,6 +1,8 @@
 """A real BookKeeper cluster for this directory's tests: one ZooKeeper and 3 bookies of BookKeeper
 4.17 (scripts/bookies.sh, jars from Maven Central via tools/bookkeeper/pom.xml), started once per
-test session on free loopback ports and stopped at the end."""
+test session on free loopback ports and stopped at the end. Its bookies queue at most
+BOOKIE_ADD_QUEUE ADDs (maxPendingAddRequestsPerThread, 10,000 by default) and refuse more with
+ETOOMANYREQUESTS, so that a burst of a few thousand adds meets that refusal for sure."""
 
 import os
 import shutil
@@ -12,6 +14,7 @@ import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BOOKIES_SH = os.path.join(REPO, "scripts", "bookies.sh")
+BOOKIE_ADD_QUEUE = 100
 
 
 def magnetar_bin() -> str:
@@ -44,8 +47,9 @@ class Cluster:
         return p.returncode, p.stdout, p.stderr
 
     def shell(self, *args: str, timeout: float = 120) -> tuple[int, str]:
-        """BookKeeper's own `bookkeeper shell ARGS` (INFO logs, where it prints): (rc, output)."""
-        env = dict(os.environ, BK_LOGLEVEL="info")
+        """BookKeeper's own `bookkeeper shell ARGS` (bookies.sh shows its INFO logs, where it
+        prints, by default): (rc, output)."""
+        env = {k: v for k, v in os.environ.items() if k != "BK_LOGLEVEL"}
         p = subprocess.run(
             ["bash", BOOKIES_SH, "shell", "-d", self.dir, *args],
             stdout=subprocess.PIPE,
@@ -95,7 +99,17 @@ def bk_cluster() -> Iterator[Cluster]:
         pytest.skip("java not installed (scripts/install-test-deps.sh)")
     directory = tempfile.mkdtemp(prefix="magnetar-bk-")
     p = subprocess.run(
-        ["bash", BOOKIES_SH, "start", "-n", "3", "-d", directory],
+        [
+            "bash",
+            BOOKIES_SH,
+            "start",
+            "-n",
+            "3",
+            "-d",
+            directory,
+            "--conf",
+            f"maxPendingAddRequestsPerThread={BOOKIE_ADD_QUEUE}",
+        ],
         capture_output=True,
         text=True,
         timeout=300,

@@ -185,3 +185,62 @@ def test_recovery_fences_a_stopped_writer(bk_cluster):
     check_entries(bk_cluster, ledger_id, recovered_last + 1, 100)
     rc, out = bk_cluster.shell("ledgermetadata", "-ledgerid", str(ledger_id))
     assert rc == 0 and f"lastEntryId={recovered_last}" in out, out[-2000:]
+
+
+def test_reads_skip_a_stopped_bookie_after_one_timeout(bk_cluster):
+    # A bookie that stops answering (SIGSTOP: its connections stay open) costs a reader one
+    # timeout: after it, the bookie is read from last (its failure is remembered), so the
+    # entries it is the first replica of go to their second replica at once.
+    rc, out, err = bk_cluster.magnetar(
+        "simpletest",
+        "-ensemble",
+        "3",
+        "-writeQuorum",
+        "2",
+        "-ackQuorum",
+        "2",
+        "-numEntries",
+        "6000",
+        "--keep",
+    )
+    assert rc == 0, err
+    ledger_id = int(re.search(r"^Ledger ID: (\d+)$", out, re.M).group(1))
+    ensemble = re.search(r"ensembles=\{0=\[([^\]]*)\]", metadata_line(bk_cluster, ledger_id))
+    port = ensemble.group(1).split(", ")[0].rsplit(":", 1)[1]
+    index = next(
+        i
+        for i in range(4)
+        if os.path.exists(os.path.join(bk_cluster.dir, f"bookie-{i}", "port"))
+        and open(os.path.join(bk_cluster.dir, f"bookie-{i}", "port")).read().strip() == port
+    )
+    pid = int(open(os.path.join(bk_cluster.dir, f"bookie-{index}", "pid")).read())
+    # Stopped for a few seconds only: well within the bookie's ZooKeeper session (10 s).
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        rc, out, err = bk_cluster.magnetar(
+            "--timeout-seconds", "2", "readledger", "-ledgerid", str(ledger_id), timeout=120
+        )
+        elapsed = time.monotonic() - t0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert rc == 0, err[-2000:]
+    assert [int(m.group(2)) for m in ENTRY.finditer(out)] == list(range(6000))
+    # Only the reads in flight when it stopped timed out (one window of 256 at most); without
+    # the failure history each window of reads would pay a timeout again (about 6000 / 3 of them).
+    timed_out = sum(int(n) for n in re.findall(r"(\d+) request\(s\) timed out", err))
+    assert 0 < timed_out <= 256, err[-2000:]
+    assert elapsed < 10, f"{elapsed:.1f} s for one 2 s timeout"
+
+
+def test_the_largest_entry_goes_and_a_larger_one_is_refused_at_once(bk_cluster):
+    """bookies.sh runs the bookies with Pulsar's nettyMaxFrameSizeBytes (5 MiB + 10 KiB): a 5 MiB
+    entry (Pulsar's maxMessageSize) is stored; `bench` refuses a size over the frame limit (the
+    client itself answers IllegalOp for such an entry: LedgerHandleTest), where bookies would
+    drop the connection."""
+    rc, out, err = bk_cluster.magnetar("bench", "-n", "2", "-s", str(5 * 1024 * 1024),
+                                       "--outstanding", "1")
+    assert rc == 0, err
+    assert "adds/s" in out, out
+    rc, out, err = bk_cluster.magnetar("bench", "-n", "1", "-s", str(5 * 1024 * 1024 + 10 * 1024))
+    assert rc != 0 and "entrySize" in err, err

@@ -1,9 +1,10 @@
 // A fake bookie for tests: a thread serving one connection at a time on 127.0.0.1:<free port>,
-// decoding v2 requests with the codec and answering as `Mode` says.
+// decoding v2 requests with the codec and answering as `Mode` says (changeable while it runs).
 #pragma once
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bookkeeper/protocol.h"
 
@@ -24,11 +26,18 @@ enum class Mode {
   kSilent,         // never answers
   kFenced,         // answers every ADD with EFENCED
   kSlowEntry0,     // as kGood, but holds its reply to entry 0 for 300 ms
+  kQueued,         // as kGood, but answers in batches: what arrived within 20 ms of the first
+                   // request held (a slow bookie: requests pile up), refusing with
+                   // ETOOMANYREQUESTS (106) a request that finds queueLimit held (as a bookie
+                   // with maxPendingAddRequestsPerThread = queueLimit)
 };
 
 class FakeBookie {
  public:
-  explicit FakeBookie(Mode mode) : mode_(mode) {
+  // rejectFirst: the first that many requests are answered with ETOOMANYREQUESTS (any mode but
+  // kSilent). queueLimit: kQueued's queue.
+  explicit FakeBookie(Mode mode, int rejectFirst = 0, size_t queueLimit = 1000000)
+      : mode_(mode), rejectFirst_(rejectFirst), queueLimit_(queueLimit) {
     lfd_ = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -49,6 +58,13 @@ class FakeBookie {
   }
   BookieId id() const { return "127.0.0.1:" + std::to_string(port_); }
   int requests() const { return requests_.load(); }
+  int reads() const { return reads_.load(); }
+  // ETOOMANYREQUESTS answers sent.
+  int rejected() const { return rejected_.load(); }
+  // kQueued: the most requests held at once (since resetMaxHeld()).
+  size_t maxHeld() const { return maxHeld_.load(); }
+  void resetMaxHeld() { maxHeld_ = 0; }
+  void setMode(Mode m) { mode_ = m; }
 
  private:
   void run() {
@@ -61,19 +77,53 @@ class FakeBookie {
       cfd_ = -1;
     }
   }
+  // The reply of a bookie that works: ADD stored, READ from what was stored.
+  std::string goodReply(const Request& req) {
+    if (req.op == OpCode::kAddEntry) {
+      entries_[{req.ledgerId, req.entryId}] = std::string(req.entry);
+      return encodeResponse(OpCode::kAddEntry, 0, req.ledgerId, req.entryId);
+    }
+    auto it = entries_.find({req.ledgerId, req.entryId});
+    return it == entries_.end()
+               ? encodeResponse(OpCode::kReadEntry, 2, req.ledgerId, req.entryId)
+               : encodeResponse(OpCode::kReadEntry, 0, req.ledgerId, req.entryId, it->second);
+  }
   void serve(int fd) {
     FrameReader reader;
     uint8_t buf[65536];
+    std::vector<std::string> held;  // kQueued: requests (frames) not answered yet
+    std::chrono::steady_clock::time_point answerAt;
     for (;;) {
+      if (mode_ == Mode::kQueued && !held.empty()) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            answerAt - std::chrono::steady_clock::now());
+        pollfd p{fd, POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) == 0) {
+          std::string out;
+          for (const auto& f : held) out += goodReply(*decodeRequest(f));
+          held.clear();
+          if (::write(fd, out.data(), out.size()) < 0) return;
+          continue;
+        }
+      }
       ssize_t n = ::read(fd, buf, sizeof buf);
       if (n <= 0) return;
       reader.append(buf, static_cast<size_t>(n));
+      std::string batch;  // replies to this read's requests, written together
       while (auto f = reader.next()) {
         ++requests_;
         auto req = decodeRequest(*f);
         if (!req.isOk()) return;
+        if (req->op == OpCode::kReadEntry) ++reads_;
+        Mode mode = mode_;
+        if (mode != Mode::kSilent && rejectFirst_ > 0) {
+          --rejectFirst_;
+          ++rejected_;
+          batch += encodeResponse(req->op, 106, req->ledgerId, req->entryId);
+          continue;
+        }
         std::string out;
-        switch (mode_) {
+        switch (mode) {
           case Mode::kSilent:
             continue;
           case Mode::kGarbage:
@@ -81,42 +131,51 @@ class FakeBookie {
             break;
           case Mode::kCloseMidFrame: {
             std::string full = encodeResponse(req->op, 0, req->ledgerId, req->entryId);
-            out = full.substr(0, 10);
+            out = batch + full.substr(0, 10);
             (void)::write(fd, out.data(), out.size());
             return;
           }
           case Mode::kFenced:
             out = encodeResponse(req->op, 104, req->ledgerId, req->entryId);
             break;
-          case Mode::kSlowEntry0:
-          case Mode::kGood:
-            if (mode_ == Mode::kSlowEntry0 && req->entryId == 0) {
-              std::this_thread::sleep_for(std::chrono::milliseconds(300));
-            }
-            if (req->op == OpCode::kAddEntry) {
-              entries_[{req->ledgerId, req->entryId}] = std::string(req->entry);
-              out = encodeResponse(OpCode::kAddEntry, 0, req->ledgerId, req->entryId);
+          case Mode::kQueued:
+            if (held.size() >= queueLimit_) {
+              ++rejected_;
+              out = encodeResponse(req->op, 106, req->ledgerId, req->entryId);
             } else {
-              auto it = entries_.find({req->ledgerId, req->entryId});
-              out = it == entries_.end()
-                        ? encodeResponse(OpCode::kReadEntry, 2, req->ledgerId, req->entryId)
-                        : encodeResponse(OpCode::kReadEntry, 0, req->ledgerId, req->entryId,
-                                         it->second);
+              if (held.empty()) {
+                answerAt = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+              }
+              held.emplace_back(*f);
+              if (held.size() > maxHeld_) maxHeld_ = held.size();
             }
             break;
+          case Mode::kSlowEntry0:
+          case Mode::kGood:
+            if (mode == Mode::kSlowEntry0 && req->entryId == 0) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            }
+            out = goodReply(*req);
+            break;
         }
-        if (::write(fd, out.data(), out.size()) < 0) return;
+        batch += out;
       }
       reader.compact();
+      if (!batch.empty() && ::write(fd, batch.data(), batch.size()) < 0) return;
     }
   }
 
-  Mode mode_;
+  std::atomic<Mode> mode_;
+  int rejectFirst_;
+  size_t queueLimit_;
   int lfd_ = -1;
   std::atomic<int> cfd_{-1};
   int port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> requests_{0};
+  std::atomic<int> reads_{0};
+  std::atomic<int> rejected_{0};
+  std::atomic<size_t> maxHeld_{0};
   std::map<std::pair<int64_t, int64_t>, std::string> entries_;
   std::thread thread_;
 };

@@ -31,10 +31,12 @@ class LedgerHandleTest : public ::testing::Test {
     p.get_future().wait();
   }
   void registerBookie(const FakeBookie& b) { put("/ledgers/available/" + b.id(), ""); }
-  void open() {
+  void open(std::chrono::milliseconds readTimeout = std::chrono::milliseconds(30000),
+            std::chrono::milliseconds addTimeout = std::chrono::milliseconds(2000)) {
     ClientConfig c;
     c.metadataServiceUri = "zk://127.0.0.1:1/ledgers";
-    c.bookie.addTimeout = std::chrono::milliseconds(2000);
+    c.bookie.addTimeout = addTimeout;
+    c.bookie.readTimeout = readTimeout;
     auto r = BookKeeperClient::openWithStore(c, backend_->openSession());
     ASSERT_TRUE(r.isOk()) << r.status().toString();
     bk_ = std::move(*r);
@@ -78,6 +80,9 @@ class LedgerHandleTest : public ::testing::Test {
     return p.get_future().get();
   }
   std::vector<LedgerEntry> readAll(int64_t id, bool recovery) {
+    return readAll(openLedger(id, recovery));
+  }
+  std::shared_ptr<LedgerHandle> openLedger(int64_t id, bool recovery) {
     std::promise<std::shared_ptr<LedgerHandle>> opened;
     bk_->openLedger(
         id,
@@ -86,7 +91,9 @@ class LedgerHandleTest : public ::testing::Test {
           opened.set_value(std::move(h));
         },
         recovery);
-    auto h = opened.get_future().get();
+    return opened.get_future().get();
+  }
+  std::vector<LedgerEntry> readAll(const std::shared_ptr<LedgerHandle>& h) {
     if (!h || h->lastAddConfirmed() < 0) return {};
     std::promise<std::vector<LedgerEntry>> p;
     h->loop().execute([&, h] {
@@ -164,6 +171,53 @@ TEST_F(LedgerHandleTest, NoSpareBookieIsNotEnoughBookies) {
   for (const auto& [rc, id] : got) EXPECT_EQ(rc, BkResult::kNotEnoughBookies) << id;
 }
 
+TEST_F(LedgerHandleTest, BookiesThatFailedAnAddAreNotTakenAgainSoTheChangesEnd) {
+  // Every bookie drops the connection on an add (as real bookies do with a frame over their
+  // limit): each ensemble change takes a bookie that has not failed yet, then NotEnoughBookies.
+  FakeBookie b0(Mode::kCloseMidFrame), b1(Mode::kCloseMidFrame), b2(Mode::kCloseMidFrame),
+      b3(Mode::kCloseMidFrame);
+  for (auto* b : {&b0, &b1, &b2, &b3}) registerBookie(*b);
+  open();
+  auto h = create(3, 2, 2);
+  auto done = std::async(std::launch::async, [&] { return addAll(h, 1); });
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "the ensemble kept changing";
+  auto got = done.get();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first, BkResult::kNotEnoughBookies);
+}
+
+TEST_F(LedgerHandleTest, AnEntryOverTheFrameLimitIsIllegalOpAndTheHandleGoesOn) {
+  FakeBookie b0(Mode::kGood), b1(Mode::kGood), b2(Mode::kGood);
+  for (auto* b : {&b0, &b1, &b2}) registerBookie(*b);
+  open();
+  auto h = create(3, 2, 2);
+  std::promise<std::pair<BkResult, int64_t>> big;
+  h->loop().execute([&, h] {
+    h->addEntry(Buffer::copyOf(std::string(kMaxEntryPayload + 1, 'x')),
+                [&](BkResult rc, int64_t id) {
+                  big.set_value({rc, id});
+                });
+  });
+  auto [rc, id] = big.get_future().get();
+  EXPECT_EQ(rc, BkResult::kIllegalOp);
+  EXPECT_EQ(id, -1);
+  // The largest payload still goes, and the handle numbers it 0.
+  std::promise<std::pair<BkResult, int64_t>> max;
+  h->loop().execute([&, h] {
+    h->addEntry(Buffer::copyOf(std::string(kMaxEntryPayload, 'y')), [&](BkResult rc2, int64_t id2) {
+      max.set_value({rc2, id2});
+    });
+  });
+  auto [rc2, id2] = max.get_future().get();
+  EXPECT_EQ(rc2, BkResult::kOk);
+  EXPECT_EQ(id2, 0);
+  ASSERT_EQ(close(h), BkResult::kOk);
+  auto entries = readAll(h->id(), false);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].payload.size(), kMaxEntryPayload);
+}
+
 TEST_F(LedgerHandleTest, FencedBookiesFailEveryAddWithLedgerFenced) {
   FakeBookie f0(Mode::kFenced), f1(Mode::kFenced), f2(Mode::kFenced);
   for (auto* b : {&f0, &f1, &f2}) registerBookie(*b);
@@ -212,6 +266,75 @@ TEST_F(LedgerHandleTest, MissingLedgerAndBadQuorums) {
   bk_->createLedger(1, 2, 1, {},
                     [&](BkResult rc, std::shared_ptr<LedgerHandle>) { p3.set_value(rc); });
   EXPECT_EQ(p3.get_future().get(), BkResult::kIllegalOp);
+}
+
+TEST_F(LedgerHandleTest, TooManyRequestsDoesNotChangeTheEnsemble) {
+  // Bookies that queue 4 requests and refuse more (ETOOMANYREQUESTS): the refused adds are sent
+  // again to the same bookies; no ensemble change (there is no spare: it would fail).
+  FakeBookie b0(Mode::kQueued, 0, 4), b1(Mode::kQueued, 0, 4), b2(Mode::kQueued, 0, 4);
+  for (auto* b : {&b0, &b1, &b2}) registerBookie(*b);
+  open(std::chrono::milliseconds(30000), std::chrono::milliseconds(30000));
+  auto h = create(3, 2, 2);
+  auto got = addAll(h, 200);
+  ASSERT_EQ(got.size(), 200u);
+  for (int i = 0; i < 200; ++i) {
+    EXPECT_EQ(got[static_cast<size_t>(i)].first, BkResult::kOk) << i;
+    EXPECT_EQ(got[static_cast<size_t>(i)].second, i);
+  }
+  EXPECT_GT(b0.rejected() + b1.rejected() + b2.rejected(), 0);
+  ASSERT_EQ(close(h), BkResult::kOk);
+  LedgerMetadata md = metadataOf(h->id());
+  EXPECT_EQ(md.ensembles.size(), 1u);
+  EXPECT_EQ(md.lastEntryId, 199);
+}
+
+TEST_F(LedgerHandleTest, ReadsSkipAStalledBookieAfterOneTimeout) {
+  FakeBookie b0(Mode::kGood), b1(Mode::kGood), b2(Mode::kGood);
+  for (auto* b : {&b0, &b1, &b2}) registerBookie(*b);
+  open(std::chrono::milliseconds(500));
+  auto h = create(3, 2, 2);
+  ASSERT_EQ(addAll(h, 30).back().first, BkResult::kOk);
+  ASSERT_EQ(close(h), BkResult::kOk);
+  const std::vector<BookieId> ensemble = metadataOf(h->id()).ensembles.at(0);
+  FakeBookie* first = nullptr;  // ensemble index 0: the first replica of entries 0, 3, 6, ...
+  for (auto* b : {&b0, &b1, &b2}) {
+    if (b->id() == ensemble[0]) first = b;
+  }
+  ASSERT_NE(first, nullptr);
+  first->setMode(Mode::kSilent);  // stalled: connected, never answers
+  auto reader = openLedger(h->id(), false);
+  int before = first->reads();
+  auto entries = readAll(reader);
+  ASSERT_EQ(entries.size(), 30u);
+  EXPECT_EQ(entries[27].payload, "e27");
+  // Ten entries asked it first, timed out and were read from their second replica.
+  EXPECT_EQ(first->reads() - before, 10);
+  // It is now known to fail: the next reads go to the other replica of each write set at once.
+  before = first->reads();
+  entries = readAll(reader);
+  ASSERT_EQ(entries.size(), 30u);
+  EXPECT_EQ(first->reads() - before, 0);
+}
+
+TEST_F(LedgerHandleTest, RecoveryReadsAndReAddsArePipelined) {
+  // Bookies answering in 20 ms batches: one entry at a time would keep one request per bookie
+  // in flight; the recovery window keeps many.
+  FakeBookie b0(Mode::kQueued), b1(Mode::kQueued), b2(Mode::kQueued);
+  for (auto* b : {&b0, &b1, &b2}) registerBookie(*b);
+  open();
+  auto h = create(3, 2, 2);
+  ASSERT_EQ(addAll(h, 100).back().first, BkResult::kOk);
+  for (auto* b : {&b0, &b1, &b2}) b->resetMaxHeld();
+  auto reader = openLedger(h->id(), /*recovery=*/true);
+  ASSERT_TRUE(reader);
+  size_t held = std::max({b0.maxHeld(), b1.maxHeld(), b2.maxHeld()});
+  EXPECT_GE(held, 10u);
+  LedgerMetadata md = metadataOf(h->id());
+  EXPECT_EQ(md.state, LedgerState::kClosed);
+  EXPECT_EQ(md.lastEntryId, 99);
+  auto entries = readAll(reader);
+  ASSERT_EQ(entries.size(), 100u);
+  EXPECT_EQ(entries[99].payload, "e99");
 }
 
 }  // namespace

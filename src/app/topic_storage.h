@@ -1,0 +1,52 @@
+// Where the broker's topics are stored: the embedded journal (standalone, and cluster mode without
+// bookkeeperMetadataServiceUri) or Apache BookKeeper in Pulsar's formats (cluster mode with it:
+// docs/managed-ledger-bookkeeper-format.md). Wiring only.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "base/status.h"
+#include "bookkeeper/client.h"
+#include "config/service_configuration.h"
+#include "metadata/store.h"
+#include "storage/bk/bk_storage.h"
+#include "storage/durable_storage.h"
+#include "storage/rocksdb_metadata_store.h"
+
+namespace magnetar::app {
+
+struct TopicStorage {
+  // What the broker opens topics with.
+  std::shared_ptr<storage::ManagedLedgerFactory> factory;
+  // The broker's own local metadata (RocksDB: namespaces, policies, schemas), either way.
+  storage::MetadataStore* metadata = nullptr;
+  // managedLedgerCacheSizeMB changed at run time.
+  std::function<void(int64_t mb)> setCacheSizeMB;
+  // The embedded storage's counters for /metrics; empty on BookKeeper.
+  std::function<storage::StorageStats()> stats;
+  bool onBookKeeper = false;
+
+  // Stops the factory (and the BookKeeper client). Thread: main, after the broker stopped.
+  void shutdown();
+
+  std::shared_ptr<storage::DurableManagedLedgerFactory> durable;
+  std::unique_ptr<bookkeeper::BookKeeperClient> bk;
+  std::unique_ptr<storage::RocksDbMetadataStore> localMetadata;
+  std::shared_ptr<storage::bk::BkManagedLedgerFactory> bkFactory;
+};
+
+// The BookKeeper backend's settings, from the registry (Pulsar's key names).
+storage::bk::BkStorageOptions bkStorageOptionsFrom(const config::ServiceConfiguration& cfg);
+
+// Opens the topics' storage. With bookkeeperMetadataServiceUri set (cluster mode: clusterStore
+// is the metadataStoreUrl session, which also holds /managed-ledgers) the BookKeeper client
+// connects (blocking, up to metadataStoreSessionTimeoutMillis) and the broker's local metadata
+// stays in RocksDB at durableOptions.metadataDirectory; otherwise the embedded storage opens.
+// Errors: kInvalidArgument for settings this build refuses (a digest other than CRC32C, the URI
+// without cluster mode), kIoError when BookKeeper or the disk cannot be reached.
+Result<TopicStorage> openTopicStorage(const config::ServiceConfiguration& cfg,
+                                      const storage::StorageOptions& durableOptions,
+                                      metadata::Store* clusterStore);
+
+}  // namespace magnetar::app

@@ -1,0 +1,349 @@
+// BkManagedCursor: the cursor's state (shared CursorState) and its persistence in Pulsar's form:
+// the ManagedCursorInfo znode plus a cursor ledger of PositionInfo entries (ManagedCursorImpl's
+// persistPositionToLedger, createNewMetadataLedger / switchToNewLedger, persistPositionMetaStore,
+// persistPositionWhenClosing).
+#include "base/logging.h"
+#include "storage/bk/bk_managed_ledger.h"
+
+namespace magnetar::storage::bk {
+
+BkManagedCursor::BkManagedCursor(std::string name, BkManagedLedger* ml, CursorState state)
+    : name_(std::move(name)),
+      ml_(ml),
+      state_(std::move(state)),
+      persisted_(state_.markDelete()),
+      lastActiveMs_(wallMs()) {}
+
+net::Executor* BkManagedCursor::executor() const { return ml_->executor_; }
+
+Position BkManagedCursor::markDeletedPosition() const {
+  MAGNETAR_DCHECK_ON(*executor());
+  return state_.markDelete();
+}
+
+const CursorProperties& BkManagedCursor::properties() const {
+  MAGNETAR_DCHECK_ON(*executor());
+  return state_.properties();
+}
+
+const AckSet* BkManagedCursor::batchDeletedIndexes(Position pos) const {
+  MAGNETAR_DCHECK_ON(*executor());
+  return state_.batchAckSet(pos);
+}
+
+bool BkManagedCursor::isAcknowledged(Position pos) const {
+  MAGNETAR_DCHECK_ON(*executor());
+  return state_.isAcked(pos);
+}
+
+int64_t BkManagedCursor::numberOfEntriesInBacklog() const {
+  MAGNETAR_DCHECK_ON(*executor());
+  return state_.backlog(ml_->ledgers_);
+}
+
+bool BkManagedCursor::checkOpen(StatusCallback& cb) {
+  if (ml_->state_ != BkManagedLedger::State::kClosed && !deleted_) return true;
+  executor()->execute([cb = std::move(cb)] {
+    if (cb) cb(Status::closed("managed ledger closed"));
+  });
+  return false;
+}
+
+void BkManagedCursor::asyncMarkDelete(Position pos, StatusCallback cb) {
+  asyncMarkDelete(pos, state_.properties(), std::move(cb));
+}
+
+void BkManagedCursor::asyncMarkDelete(Position pos, CursorProperties properties,
+                                      StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
+  if (!checkOpen(cb)) return;
+  if (pos > ml_->ledgers_.lastConfirmed()) {
+    executor()->execute([cb = std::move(cb)] {
+      if (cb) cb(Status::invalidArgument("mark-delete beyond last confirmed entry"));
+    });
+    return;
+  }
+  state_.setProperties(std::move(properties));
+  bool moved = state_.markDeleteUpTo(pos, ml_->ledgers_);
+  ml_->cursorChanged(this, std::move(cb), moved);
+}
+
+void BkManagedCursor::asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet,
+                                                StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
+  if (!checkOpen(cb)) return;
+  if (pos > ml_->ledgers_.lastConfirmed()) {
+    executor()->execute([cb = std::move(cb)] {
+      if (cb) cb(Status::invalidArgument("mark-delete beyond last confirmed entry"));
+    });
+    return;
+  }
+  Position before = state_.markDelete();
+  state_.markDeleteWithAckSet(pos, ackSet, ml_->ledgers_);
+  ml_->cursorChanged(this, std::move(cb), state_.markDelete() != before);
+}
+
+void BkManagedCursor::asyncDelete(const std::vector<Position>& positions, StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
+  if (!checkOpen(cb)) return;
+  Position before = state_.markDelete();
+  for (const Position& p : positions) state_.ack(p, ml_->ledgers_);
+  ml_->cursorChanged(this, std::move(cb), state_.markDelete() != before);
+}
+
+void BkManagedCursor::asyncDeleteBatchIndexes(const std::vector<std::pair<Position, AckSet>>& acks,
+                                              StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
+  if (!checkOpen(cb)) return;
+  Position before = state_.markDelete();
+  for (const auto& [p, set] : acks) state_.ackBatchIndexes(p, set, ml_->ledgers_);
+  ml_->cursorChanged(this, std::move(cb), state_.markDelete() != before);
+}
+
+void BkManagedCursor::asyncResetCursor(Position pos, StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
+  if (!checkOpen(cb)) return;
+  Position next = ml_->ledgers_.ceil(pos);
+  state_.reset(Position{next.ledgerId, next.entryId - 1});
+  ml_->cursorChanged(this, std::move(cb), true);
+}
+
+// ---- persistence ----
+
+std::string BkManagedCursor::positionInfoBytes() const {
+  return makePositionInfo(state_, ml_->ledgers_, ml_->limits()).SerializeAsString();
+}
+
+void BkManagedCursor::persist() {
+  MAGNETAR_DCHECK(!writing_);
+  writing_ = true;
+  dirty_ = false;
+  std::vector<StatusCallback> cbs = std::move(waiting_);
+  waiting_.clear();
+  if (ml_->state_ == BkManagedLedger::State::kFenced) {
+    return persisted(Status::fenced("managed ledger " + ml_->name_ + " fenced"),
+                     state_.markDelete(), cbs);
+  }
+  lastActiveMs_ = wallMs();
+  if (znodeVersion_ == metadata::kNotExists) {
+    return writeZnode(-1, true, std::move(cbs), nullptr);  // a new cursor: its znode first
+  }
+  const auto& o = ml_->opts_;
+  const bool rollover =
+      !ledger_ || ledgerEntries_ >= o.managedLedgerCursorMaxEntriesPerLedger ||
+      wallMs() - ledgerCreatedMs_ >= int64_t{o.managedLedgerCursorRolloverTimeInSeconds} * 1000;
+  if (rollover) {
+    switchLedger(std::move(cbs));
+  } else {
+    appendToLedger(std::move(cbs));
+  }
+}
+
+void BkManagedCursor::appendToLedger(std::vector<StatusCallback> cbs) {
+  const Position mark = state_.markDelete();
+  Buffer entry = Buffer::copyOf(positionInfoBytes());
+  HandlePtr h = ledger_;
+  auto self = shared_from_this();
+  auto ml = ml_->shared_from_this();
+  h->loop().execute([self, ml, h, entry, mark, cbs = std::move(cbs)]() mutable {
+    h->addEntry(std::move(entry), [self, ml, h, mark, cbs = std::move(cbs)](BkResult rc, int64_t) {
+      ml->gated_->execute([self, ml, h, rc, mark, cbs] {
+        if (rc == BkResult::kOk) {
+          self->ledgerEntries_++;
+          return self->persisted(Status::ok(), mark, cbs);
+        }
+        if (rc == BkResult::kLedgerFenced) {
+          self->ml_->fence("cursor ledger " + std::to_string(h->id()) + " of " + self->name_ +
+                           " was fenced");
+          return self->persisted(bkStatus(rc, "cursor " + self->name_), mark, cbs);
+        }
+        // Pulsar's persistPositionToMetaStore: the whole state into the znode, no ledger.
+        MLOG_WARN("{}: cursor {}: appending to ledger {}: {}; saving to the znode",
+                  self->ml_->name_, self->name_, h->id(), bookkeeper::bkResultName(rc));
+        if (self->ledger_ == h) self->ledger_ = nullptr;
+        self->writeZnode(-1, true, cbs, h);
+      });
+    });
+  });
+}
+
+void BkManagedCursor::switchLedger(std::vector<StatusCallback> cbs) {
+  const Position mark = state_.markDelete();
+  Buffer entry = Buffer::copyOf(positionInfoBytes());
+  auto self = shared_from_this();
+  auto ml = ml_->shared_from_this();
+  const auto& o = ml_->opts_;
+  ml_->bk_->createLedger(
+      o.managedLedgerDefaultEnsembleSize, o.managedLedgerDefaultWriteQuorum,
+      o.managedLedgerDefaultAckQuorum, cursorLedgerMetadata(ml_->pulsarName_, name_),
+      [self, ml, entry, mark, cbs = std::move(cbs)](BkResult rc, const HandlePtr& h) mutable {
+        if (rc != BkResult::kOk) {
+          ml->gated_->execute([self, ml, rc, cbs] {
+            MLOG_WARN("{}: cursor {}: creating a cursor ledger: {}; saving to the znode",
+                      self->ml_->name_, self->name_, bookkeeper::bkResultName(rc));
+            self->writeZnode(-1, true, cbs, nullptr);
+          });
+          return;
+        }
+        // On the new ledger's loop: its first entry, then the znode points at it.
+        h->addEntry(std::move(entry), [self, ml, h, mark, cbs](BkResult rc2, int64_t) {
+          ml->gated_->execute([self, ml, h, rc2, mark, cbs] {
+            if (rc2 != BkResult::kOk) {
+              MLOG_WARN("{}: cursor {}: first append to ledger {}: {}; saving to the znode",
+                        self->ml_->name_, self->name_, h->id(), bookkeeper::bkResultName(rc2));
+              return self->writeZnode(-1, true, cbs, h);
+            }
+            auto info =
+                makeCursorInfo(h->id(), self->state_, self->ml_->ledgers_, self->ml_->limits(),
+                               self->lastActiveMs_, false, self->cursorProperties_);
+            metadata::PutOptions po;
+            po.expectedVersion = self->znodeVersion_;
+            const std::string path =
+                cursorPath(self->ml_->opts_.root, self->ml_->name_, self->name_);
+            self->ml_->store_->put(
+                path, info.SerializeAsString(), po, self->ml_->gated_,
+                [self, ml, h, mark, cbs](Result<metadata::Stat> r) {
+                  if (!r.isOk()) {
+                    Status s = r.status();
+                    self->ml_->deleteLedgers({h->id()});
+                    if (s.code() == StatusCode::kBadVersion) {
+                      s = Status::fenced("cursor " + self->name_ + " was written by another owner");
+                      self->ml_->fence("the znode of cursor " + self->name_ + " changed");
+                    }
+                    return self->persisted(s, mark, cbs);
+                  }
+                  self->znodeVersion_ = r->version;
+                  std::vector<int64_t> old;
+                  if (self->ledger_) old.push_back(self->ledger_->id());
+                  if (self->staleLedgerId_ >= 0) old.push_back(self->staleLedgerId_);
+                  self->ml_->deleteLedgers(old);
+                  self->staleLedgerId_ = -1;
+                  self->ledger_ = h;
+                  self->ledgerEntries_ = 1;
+                  self->ledgerCreatedMs_ = wallMs();
+                  self->persisted(Status::ok(), mark, cbs);
+                });
+          });
+        });
+      });
+}
+
+// persistPositionMetaStore: the znode by CAS on its version (creating it for a new cursor). With
+// cursorsLedgerId -1 the position lives in the znode: the cursor ledgers go once it is written.
+void BkManagedCursor::writeZnode(int64_t cursorsLedgerId, bool withState,
+                                 std::vector<StatusCallback> cbs, const HandlePtr& dropLedger) {
+  const Position mark = state_.markDelete();
+  auto info = makeCursorInfo(cursorsLedgerId, state_, ml_->ledgers_, ml_->limits(), lastActiveMs_,
+                             withState, cursorProperties_);
+  metadata::PutOptions po;
+  po.expectedVersion = znodeVersion_;
+  auto self = shared_from_this();
+  auto ml = ml_->shared_from_this();  // keeps the gate (and gated_) alive until the answer
+  ml_->store_->put(
+      cursorPath(ml_->opts_.root, ml_->name_, name_), info.SerializeAsString(), po, ml_->gated_,
+      [self, ml, mark, cbs = std::move(cbs), dropLedger,
+       cursorsLedgerId](Result<metadata::Stat> r) {
+        if (!r.isOk()) {
+          Status s = r.status();
+          if (s.code() == StatusCode::kBadVersion) {
+            s = Status::fenced("cursor " + self->name_ + " was written by another owner");
+            self->ml_->fence("the znode of cursor " + self->name_ + " changed");
+          }
+          return self->persisted(s, mark, cbs);
+        }
+        self->znodeVersion_ = r->version;
+        std::vector<int64_t> drop;
+        if (dropLedger) drop.push_back(dropLedger->id());
+        if (cursorsLedgerId == -1) {
+          if (self->ledger_) drop.push_back(self->ledger_->id());
+          if (self->staleLedgerId_ >= 0) drop.push_back(self->staleLedgerId_);
+          self->ledger_ = nullptr;
+          self->staleLedgerId_ = -1;
+        }
+        self->ml_->deleteLedgers(drop);
+        self->persisted(Status::ok(), mark, cbs);
+      });
+}
+
+void BkManagedCursor::persisted(const Status& s, Position mark,
+                                const std::vector<StatusCallback>& cbs) {
+  writing_ = false;
+  if (s.isOk()) persisted_ = mark;
+  for (const auto& cb : cbs) {
+    if (cb) cb(s);
+  }
+  if (s.isOk() && !deleted_) ml_->cursorPersisted();
+  if (!idle_.empty()) {
+    auto idle = std::move(idle_);
+    idle_.clear();
+    for (auto& f : idle) f();
+    return;
+  }
+  if (!deleted_ && !closing_ && dirty_ && ml_->state_ != BkManagedLedger::State::kClosed) {
+    persist();
+  }
+}
+
+void BkManagedCursor::close(const StatusCallback& done) {
+  if (writing_) {
+    idle_.push_back([self = shared_from_this(), done] { self->close(done); });
+    return;
+  }
+  closing_ = true;
+  writing_ = true;
+  dirty_ = false;
+  std::vector<StatusCallback> cbs = std::move(waiting_);
+  waiting_.clear();
+  cbs.push_back(done);
+  lastActiveMs_ = wallMs();
+  const auto& o = ml_->opts_;
+  const bool toLedger = ledger_ && o.managedLedgerMaxUnackedRangesToPersist > 0 &&
+                        static_cast<int>(state_.ranges().size()) >
+                            o.managedLedgerMaxUnackedRangesToPersistInMetadataStore;
+  if (!toLedger) {
+    writeZnode(-1, true, std::move(cbs), nullptr);
+    return;
+  }
+  // Too many ranges for the znode: the last PositionInfo into the ledger, which is then closed.
+  const Position mark = state_.markDelete();
+  Buffer entry = Buffer::copyOf(positionInfoBytes());
+  HandlePtr h = ledger_;
+  auto self = shared_from_this();
+  auto ml = ml_->shared_from_this();
+  h->loop().execute([self, ml, h, entry, mark, cbs = std::move(cbs)]() mutable {
+    h->addEntry(std::move(entry), [self, ml, h, mark, cbs](BkResult rc, int64_t) {
+      h->close([self, ml, rc, mark, cbs](BkResult rc2) {
+        ml->gated_->execute([self, ml, rc, rc2, mark, cbs] {
+          Status s = rc != BkResult::kOk    ? bkStatus(rc, "cursor " + self->name_)
+                     : rc2 != BkResult::kOk ? bkStatus(rc2, "closing cursor ledger")
+                                            : Status::ok();
+          self->persisted(s, mark, cbs);
+        });
+      });
+    });
+  });
+}
+
+void BkManagedCursor::removeAll(const StatusCallback& done) {
+  deleted_ = true;
+  if (writing_) {
+    idle_.push_back([self = shared_from_this(), done] { self->removeAll(done); });
+    return;
+  }
+  std::vector<int64_t> drop;
+  if (ledger_) drop.push_back(ledger_->id());
+  if (staleLedgerId_ >= 0) drop.push_back(staleLedgerId_);
+  ledger_ = nullptr;
+  staleLedgerId_ = -1;
+  ml_->deleteLedgers(drop);
+  if (znodeVersion_ == metadata::kNotExists) {
+    executor()->execute([done] { done(Status::ok()); });
+    return;
+  }
+  ml_->store_->remove(cursorPath(ml_->opts_.root, ml_->name_, name_), std::nullopt, ml_->gated_,
+                      [ml = ml_->shared_from_this(), done](const Status& s) {
+                        done(s.code() == StatusCode::kNotFound ? Status::ok() : s);
+                      });
+}
+
+}  // namespace magnetar::storage::bk

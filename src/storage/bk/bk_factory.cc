@@ -1,0 +1,192 @@
+// BkManagedLedgerFactory: the open ledgers, the housekeeping tick, shutdown, ledgerNames.
+#include <future>
+
+#include "base/logging.h"
+#include "storage/bk/bk_managed_ledger.h"
+
+namespace magnetar::storage::bk {
+
+namespace {
+
+// Runs each task at once on the thread that hands it over: for the blocking ledgerNames walk,
+// whose waiting thread is not an executor.
+class InlineExecutor : public net::Executor {
+ public:
+  void execute(net::Task t) override { t(); }
+  bool inExecutorThread() const override { return true; }
+};
+
+Result<std::vector<std::string>> childrenOf(metadata::Store& store, const std::string& path) {
+  InlineExecutor ex;
+  std::promise<Result<std::vector<std::string>>> p;
+  store.getChildren(path, &ex,
+                    [&p](Result<std::vector<std::string>> r) { p.set_value(std::move(r)); });
+  return p.get_future().get();
+}
+
+Result<std::optional<metadata::GetResult>> valueOf(metadata::Store& store,
+                                                   const std::string& path) {
+  InlineExecutor ex;
+  std::promise<Result<std::optional<metadata::GetResult>>> p;
+  store.get(path, &ex,
+            [&p](Result<std::optional<metadata::GetResult>> r) { p.set_value(std::move(r)); });
+  return p.get_future().get();
+}
+
+// Collects the managed ledgers under `path`: a node whose value is a ManagedLedgerInfo with at
+// least one ledger is one (its children are cursors); other nodes are walked into.
+void walk(metadata::Store& store, const std::string& path, const std::string& rel,
+          std::vector<std::string>* out) {
+  auto children = childrenOf(store, path);
+  if (!children.isOk()) {
+    MLOG_WARN("listing managed ledgers under {}: {}", path, children.status().toString());
+    return;
+  }
+  for (const std::string& c : *children) {
+    std::string child = path;
+    child.append("/").append(c);
+    std::string childRel = rel;
+    if (!childRel.empty()) childRel += "/";
+    childRel += c;
+    auto v = valueOf(store, child);
+    if (v.isOk() && *v && !(*v)->value.empty()) {
+      auto info = parseManagedLedgerInfo((*v)->value);
+      if (info.isOk() && info->ledgerinfo_size() > 0) {
+        auto name = storageLedgerName(childRel);
+        if (name.isOk()) out->push_back(*name);
+        continue;
+      }
+    }
+    walk(store, child, childRel, out);
+  }
+}
+
+}  // namespace
+
+BkManagedLedgerFactory::BkManagedLedgerFactory(BkStorageOptions options,
+                                               bookkeeper::BookKeeperClient* bk,
+                                               metadata::Store* store)
+    : options_(std::move(options)),
+      bk_(bk),
+      store_(store),
+      gate_(std::make_shared<Gate>()),
+      cache_(std::make_shared<EntryCacheManager>(options_.managedLedgerCacheSizeMB << 20)) {
+  tick_ = std::make_unique<TaskThread>("bk-ml-tick", std::max(10, options_.tickIntervalMs),
+                                       [this] { tick(); });
+}
+
+BkManagedLedgerFactory::~BkManagedLedgerFactory() { shutdown(); }
+
+void BkManagedLedgerFactory::asyncOpen(
+    const std::string& name, net::Executor* executor,
+    std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) {
+  if (stopped_) {
+    executor->execute(
+        [cb = std::move(cb)] { cb(Status::closed("managed ledger factory stopped")); });
+    return;
+  }
+  std::shared_ptr<BkManagedLedger> ml;
+  {
+    MutexLock lock(mu_);
+    Slot& slot = open_[name];
+    if (slot.ml && slot.ready && slot.ml->isClosing()) {
+      slot.reopen.emplace_back(executor, std::move(cb));
+      return;
+    }
+    if (slot.ml && slot.ready) {
+      std::shared_ptr<ManagedLedger> ready = slot.ml;
+      executor->execute([cb = std::move(cb), ready] { cb(ready); });
+      return;
+    }
+    slot.waiters.emplace_back(executor, std::move(cb));
+    if (slot.ml) return;  // opening: answered with the others
+    slot.ml = std::make_shared<BkManagedLedger>(this, name, executor);
+    ml = slot.ml;
+  }
+  gate_->wrap(executor)->execute(
+      [this, ml, name] { ml->open([this, name](const Status& s) { opened(name, s); }); });
+}
+
+void BkManagedLedgerFactory::opened(const std::string& name, const Status& s) {
+  std::shared_ptr<BkManagedLedger> ml;
+  decltype(Slot::waiters) waiters;
+  {
+    MutexLock lock(mu_);
+    auto it = open_.find(name);
+    if (it == open_.end()) return;
+    ml = it->second.ml;
+    waiters = std::move(it->second.waiters);
+    it->second.waiters.clear();
+    if (s.isOk()) {
+      it->second.ready = true;
+    } else {
+      open_.erase(it);
+    }
+  }
+  if (!s.isOk()) MLOG_WARN("opening managed ledger {} failed: {}", name, s.toString());
+  for (auto& [ex, cb] : waiters) {
+    if (s.isOk()) {
+      std::shared_ptr<ManagedLedger> r = ml;
+      gate_->wrap(ex)->execute([cb = std::move(cb), r] { cb(r); });
+    } else {
+      gate_->wrap(ex)->execute([cb = std::move(cb), s] { cb(s); });
+    }
+  }
+}
+
+void BkManagedLedgerFactory::released(const std::string& name, const BkManagedLedger* ml) {
+  std::shared_ptr<BkManagedLedger> next;
+  {
+    MutexLock lock(mu_);
+    auto it = open_.find(name);
+    if (it == open_.end() || it->second.ml.get() != ml) return;
+    if (it->second.reopen.empty() || stopped_) {
+      open_.erase(it);
+      return;
+    }
+    Slot& slot = it->second;
+    slot.waiters = std::move(slot.reopen);
+    slot.reopen.clear();
+    slot.ready = false;
+    slot.ml = std::make_shared<BkManagedLedger>(this, name, slot.waiters.front().first);
+    next = slot.ml;
+  }
+  gate_->wrap(next->executor())->execute([this, next, name] {
+    next->open([this, name](const Status& s) { opened(name, s); });
+  });
+}
+
+void BkManagedLedgerFactory::tick() {
+  std::vector<std::shared_ptr<BkManagedLedger>> ready;
+  {
+    MutexLock lock(mu_);
+    for (auto& [_, slot] : open_) {
+      if (slot.ready) ready.push_back(slot.ml);
+    }
+  }
+  for (auto& ml : ready) {
+    gate_->wrap(ml->executor())->execute([ml] { ml->onTick(); });
+  }
+}
+
+std::vector<std::string> BkManagedLedgerFactory::ledgerNames() const {
+  std::vector<std::string> out;
+  walk(*store_, options_.root, "", &out);
+  return out;
+}
+
+void BkManagedLedgerFactory::shutdown() {
+  if (stopped_.exchange(true)) return;
+  if (tick_) tick_->stop();
+  std::map<std::string, Slot> slots;
+  {
+    MutexLock lock(mu_);
+    slots.swap(open_);
+  }
+  for (auto& [_, slot] : slots) {
+    if (slot.ml) slot.ml->markStopped();
+  }
+  gate_->close();
+}
+
+}  // namespace magnetar::storage::bk

@@ -1,0 +1,812 @@
+// BkManagedLedger: adds, rollover, the ManagedLedgerInfo znode, reads, cursors' scheduling,
+// trimming, close and delete. (Open: bk_ml_open.cc; cursors: bk_cursor.cc.)
+#include "storage/bk/bk_managed_ledger.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/logging.h"
+
+namespace magnetar::storage::bk {
+
+int64_t wallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Status bkStatus(BkResult rc, const std::string& what) {
+  std::string msg = what + ": " + std::string(bookkeeper::bkResultName(rc));
+  switch (rc) {
+    case BkResult::kLedgerFenced:
+      return Status::fenced(msg);
+    case BkResult::kNoSuchLedger:
+      return Status::notFound(msg);
+    case BkResult::kClientClosed:
+      return Status::closed(msg);
+    case BkResult::kTimeout:
+      return Status::error(StatusCode::kTimeout, msg);
+    default:
+      return Status::ioError(msg);
+  }
+}
+
+BkManagedLedger::BkManagedLedger(BkManagedLedgerFactory* factory, std::string name,
+                                 net::Executor* executor)
+    : factory_(factory),
+      opts_(factory->options_),
+      bk_(factory->bk_),
+      store_(factory->store_),
+      name_(std::move(name)),
+      pulsarName_(pulsarLedgerName(name_)),
+      path_(managedLedgerPath(opts_.root, name_)),
+      executor_(executor),
+      gate_(factory->gate_),
+      gated_(gate_->wrap(executor)),
+      cacheManager_(factory->cache_),
+      cache_(cacheManager_->newCache()),
+      retentionMinutes_(opts_.defaultRetentionTimeInMinutes),
+      retentionSizeMB_(opts_.defaultRetentionSizeInMB) {}
+
+BkManagedLedger::~BkManagedLedger() = default;
+
+// ---- adds ----
+
+Status BkManagedLedger::writeRefusal() const {
+  if (closing_ || state_ == State::kClosed || stopped_) {
+    return Status::closed("managed ledger " + name_ + " closed");
+  }
+  if (state_ == State::kFenced) {
+    return Status::fenced("managed ledger " + name_ + " fenced: another broker owns it now");
+  }
+  if (state_ == State::kTerminated) {
+    return Status::notAllowed("managed ledger " + name_ + " is terminated");
+  }
+  return Status::ok();
+}
+
+void BkManagedLedger::asyncAddEntry(Buffer data, AddEntryCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (Status refused = writeRefusal(); !refused.isOk()) {
+    executor_->execute([cb = std::move(cb), refused] { cb(refused, {}); });
+    return;
+  }
+  queued_.emplace_back(std::move(data), std::move(cb));
+  drainQueued();
+}
+
+void BkManagedLedger::drainQueued() {
+  while (!queued_.empty()) {
+    if (state_ == State::kNeedLedger) {
+      startRollover();
+      return;
+    }
+    if (state_ != State::kOpen) return;
+    if (needsRollover()) {
+      startRollover();
+      return;
+    }
+    auto& [data, cb] = queued_.front();
+    Position pos{current_->id(), curAssigned_++};
+    curAssignedBytes_ += static_cast<int64_t>(data.size());
+    toSend_.push_back(data);
+    inflight_.push_back(PendingAdd{pos, std::move(data), std::move(cb)});
+    queued_.pop_front();
+  }
+  // One hand-over to the ledger's loop per executor pass, with every add of the pass.
+  if (!toSend_.empty() && !sendScheduled_) {
+    sendScheduled_ = true;
+    gated_->execute([self = shared_from_this()] { self->flushSends(); });
+  }
+}
+
+void BkManagedLedger::flushSends() {
+  sendScheduled_ = false;
+  if (toSend_.empty() || !current_) return;
+  std::vector<Buffer> data = std::move(toSend_);
+  toSend_.clear();
+  sendTo(current_, std::move(data));
+}
+
+void BkManagedLedger::sendTo(const HandlePtr& h, std::vector<Buffer> data) {
+  std::shared_ptr<AddSink> sink = sink_;
+  h->loop().execute([self = shared_from_this(), h, sink, data = std::move(data)]() mutable {
+    const int64_t ledgerId = h->id();
+    net::EventLoop* loop = &h->loop();
+    for (Buffer& d : data) {
+      // Completions of one loop pass go back to the executor together.
+      h->addEntry(std::move(d), [self, loop, sink, ledgerId](BkResult rc, int64_t entryId) {
+        sink->done.emplace_back(entryId, rc);
+        if (sink->scheduled) return;
+        sink->scheduled = true;
+        loop->execute([self, sink, ledgerId] {
+          sink->scheduled = false;
+          std::vector<std::pair<int64_t, BkResult>> batch = std::move(sink->done);
+          sink->done.clear();
+          self->gated_->execute([self, ledgerId, batch = std::move(batch)] {
+            self->onAddsCompleted(ledgerId, batch);
+          });
+        });
+      });
+    }
+  });
+}
+
+void BkManagedLedger::onAddsCompleted(int64_t ledgerId,
+                                      const std::vector<std::pair<int64_t, BkResult>>& done) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  bool failed = false;
+  for (const auto& [entryId, result] : done) {
+    // Adds already failed (fencing) are gone from inflight_; their late results are ignored.
+    if (inflight_.empty() || inflight_.front().pos.ledgerId != ledgerId) continue;
+    BkResult rc = result;
+    PendingAdd a = std::move(inflight_.front());
+    inflight_.pop_front();
+    if (rc == BkResult::kOk && entryId != a.pos.entryId) {
+      MLOG_ERROR("{}: ledger {} confirmed entry {} where {} was expected", name_, ledgerId, entryId,
+                 a.pos.entryId);
+      rc = BkResult::kDuplicateEntryId;
+    }
+    if (rc == BkResult::kOk) {
+      ledgers_.addEntry(static_cast<int64_t>(a.data.size()));
+      if (!cursors_.empty()) {
+        cache_->insert(a.pos, a.data);
+      } else if (cache_->bytes() > 0) {
+        cache_->clear();  // the cache must stay a gap-free suffix of the log
+      }
+      a.cb(Status::ok(), a.pos);
+      continue;
+    }
+    Status s = bkStatus(rc, "adding to ledger " + std::to_string(ledgerId) + " of " + name_);
+    a.cb(s, {});
+    if (rc == BkResult::kLedgerFenced) {
+      fence("ledger " + std::to_string(ledgerId) + " was fenced by a recovery");
+      return;
+    }
+    failed = true;
+  }
+  // A failed add leaves the ledger unusable (later adds fail too): close it at its last
+  // confirmed entry and go on in a new one. Pulsar resends the failed adds; here they failed and
+  // the producers resend them (deduplication drops what was stored).
+  if (failed && state_ == State::kOpen && current_ && current_->id() == ledgerId) {
+    MLOG_WARN("{}: an add to ledger {} failed; rolling over to a new ledger", name_, ledgerId);
+    startRollover();
+  }
+  if (state_ == State::kRollover) closeOldLedgerIfDrained();
+  maybeFinishClose();
+}
+
+void BkManagedLedger::failQueued(const Status& s) {
+  auto q = std::move(queued_);
+  queued_.clear();
+  for (auto& [_, cb] : q) cb(s, {});
+}
+
+void BkManagedLedger::failAll(const Status& s) {
+  toSend_.clear();
+  auto in = std::move(inflight_);
+  inflight_.clear();
+  for (auto& a : in) a.cb(s, {});
+  failQueued(s);
+}
+
+void BkManagedLedger::fence(const std::string& why, bool log) {
+  if (state_ == State::kFenced) return;
+  if (log) MLOG_WARN("{}: fenced ({}); adds fail from now on, the topic must close", name_, why);
+  state_ = State::kFenced;
+  failAll(Status::fenced("managed ledger " + name_ + " fenced: " + why));
+  maybeFinishClose();
+}
+
+// ---- rollover ----
+
+bool BkManagedLedger::needsRollover() const {
+  if (curAssigned_ < opts_.managedLedgerMaxEntriesPerLedger &&
+      curAssignedBytes_ < opts_.managedLedgerMaxSizePerLedgerMbytes * (int64_t{1} << 20)) {
+    return false;
+  }
+  return wallMs() - curCreatedMs_ >=
+         int64_t{opts_.managedLedgerMinLedgerRolloverTimeMinutes} * 60000;
+}
+
+// Pulsar's order: the old ledger is closed once its adds completed, a new one is created, and the
+// ledger list with both goes to the znode (CAS) before adds resume in the new one. Here the
+// create runs while the old ledger drains.
+void BkManagedLedger::startRollover() {
+  if (state_ != State::kOpen && state_ != State::kNeedLedger) return;
+  flushSends();  // adds assigned to the current ledger leave before it closes
+  state_ = State::kRollover;
+  rolloverError_ = Status::ok();
+  rollingOld_ = current_;
+  oldCloseStarted_ = false;
+  if (current_) readers_[current_->id()] = current_;
+  current_ = nullptr;
+  rolloverSteps_ = rollingOld_ ? 2 : 1;
+  auto self = shared_from_this();
+  bk_->createLedger(opts_.managedLedgerDefaultEnsembleSize, opts_.managedLedgerDefaultWriteQuorum,
+                    opts_.managedLedgerDefaultAckQuorum, dataLedgerMetadata(pulsarName_),
+                    [self](BkResult rc, const HandlePtr& h) {
+                      self->gated_->execute([self, rc, h] { self->onNewLedger(rc, h); });
+                    });
+  closeOldLedgerIfDrained();
+}
+
+void BkManagedLedger::closeOldLedgerIfDrained() {
+  if (!rollingOld_ || oldCloseStarted_ || !inflight_.empty()) return;
+  oldCloseStarted_ = true;
+  HandlePtr old = rollingOld_;
+  auto self = shared_from_this();
+  old->loop().execute([self, old] {
+    old->close([self](BkResult rc) {
+      self->gated_->execute([self, rc] { self->onOldLedgerClosed(rc); });
+    });
+  });
+}
+
+void BkManagedLedger::onOldLedgerClosed(BkResult rc) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  --rolloverSteps_;
+  const int64_t id = rollingOld_->id();
+  rollingOld_ = nullptr;
+  if (rc == BkResult::kMetadataVersion || rc == BkResult::kLedgerFenced) {
+    fence("ledger " + std::to_string(id) + " was recovered by another client");
+  } else if (rc != BkResult::kOk) {
+    // As Pulsar: the list records what was confirmed; the next reader recovers the ledger.
+    MLOG_WARN("{}: closing ledger {}: {}", name_, id, bookkeeper::bkResultName(rc));
+  }
+  const LedgerInfo* li = ledgers_.find(id);
+  if (li && li->entries > 0) {
+    auto& info = info_[id];
+    info.set_entries(li->entries);
+    info.set_size(li->sizeBytes);
+    info.set_timestamp(wallMs());
+  } else if (state_ != State::kFenced) {
+    info_.erase(id);
+    ledgers_.removeLedger(id);
+    forgetReader(id);
+    emptyLedgers_.push_back(id);
+  }
+  maybeFinishRollover();
+}
+
+void BkManagedLedger::onNewLedger(BkResult rc, HandlePtr h) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  --rolloverSteps_;
+  if (rc == BkResult::kOk) {
+    rollingNew_ = std::move(h);
+  } else {
+    rolloverError_ = bkStatus(rc, "creating a ledger for " + name_);
+  }
+  maybeFinishRollover();
+}
+
+void BkManagedLedger::maybeFinishRollover() {
+  if (rolloverSteps_ > 0) return;
+  HandlePtr h = std::move(rollingNew_);
+  rollingNew_ = nullptr;
+  if (state_ != State::kRollover) {  // fenced meanwhile
+    if (h) deleteLedgers({h->id()});
+    maybeFinishClose();
+    return;
+  }
+  if (!rolloverError_.isOk()) {
+    MLOG_WARN("{}: {}", name_, rolloverError_.toString());
+    state_ = State::kNeedLedger;
+    failQueued(rolloverError_);
+    maybeFinishClose();
+    return;
+  }
+  const int64_t created = wallMs();
+  mledger::ManagedLedgerInfo::LedgerInfo li;
+  li.set_ledgerid(h->id());
+  li.set_timestamp(0);
+  info_[h->id()] = li;
+  writeInfo([self = shared_from_this(), h, created](const Status& s) {
+    if (!s.isOk()) {
+      self->info_.erase(h->id());
+      self->deleteLedgers({h->id()});
+      if (self->state_ == State::kRollover) {
+        self->state_ = State::kNeedLedger;
+        self->failQueued(s);
+      }
+      self->maybeFinishClose();
+      return;
+    }
+    self->activate(h, created);
+  });
+}
+
+void BkManagedLedger::activate(HandlePtr h, int64_t createdMs) {
+  current_ = std::move(h);
+  sink_ = std::make_shared<AddSink>();
+  curAssigned_ = 0;
+  curAssignedBytes_ = 0;
+  curCreatedMs_ = createdMs;
+  ledgers_.addLedger(current_->id(), createdMs);
+  deleteLedgers(emptyLedgers_);
+  emptyLedgers_.clear();
+  if (state_ == State::kInitializing) return;  // open() goes on with the cursors
+  state_ = State::kOpen;
+  maybeTrim();
+  if (closing_) {
+    maybeFinishClose();
+    return;
+  }
+  drainQueued();
+}
+
+void BkManagedLedger::deleteLedgers(const std::vector<int64_t>& ids) {
+  for (int64_t id : ids) {
+    bk_->deleteLedger(id, [name = name_, id](BkResult rc) {
+      if (rc != BkResult::kOk && rc != BkResult::kNoSuchLedger) {
+        MLOG_WARN("{}: deleting ledger {}: {}", name, id, bookkeeper::bkResultName(rc));
+      }
+    });
+  }
+}
+
+// ---- the ManagedLedgerInfo znode ----
+
+mledger::ManagedLedgerInfo BkManagedLedger::infoMessage() const {
+  mledger::ManagedLedgerInfo m = base_;
+  m.clear_ledgerinfo();
+  for (const auto& [_, li] : info_) *m.add_ledgerinfo() = li;
+  return m;
+}
+
+void BkManagedLedger::writeInfo(StatusCallback cb) {
+  infoWriters_.push_back(std::move(cb));
+  if (!infoWriting_) startInfoWrite();
+}
+
+void BkManagedLedger::startInfoWrite() {
+  infoWriting_ = true;
+  std::vector<StatusCallback> cbs = std::move(infoWriters_);
+  infoWriters_.clear();
+  metadata::PutOptions o;
+  o.expectedVersion = version_;
+  store_->put(path_, infoMessage().SerializeAsString(), o, gated_,
+              [self = shared_from_this(), cbs = std::move(cbs)](Result<metadata::Stat> r) {
+                self->infoWriting_ = false;
+                Status s = r.status();
+                if (r.isOk()) {
+                  self->version_ = r->version;
+                } else if (s.code() == StatusCode::kBadVersion) {
+                  s = Status::fenced(self->path_ + " was written by another owner");
+                  self->fence("its znode was written by another owner");
+                } else {
+                  MLOG_WARN("{}: writing {}: {}", self->name_, self->path_, s.toString());
+                }
+                for (const auto& cb : cbs) cb(s);
+                if (!self->infoWriters_.empty() && !self->infoWriting_) self->startInfoWrite();
+                self->maybeFinishClose();
+              });
+}
+
+// ---- reads ----
+
+void BkManagedLedger::asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
+                                       ReadEntriesCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (state_ == State::kClosed) {
+    executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed"), {}); });
+    return;
+  }
+  Position start = ledgers_.ceil(from);
+  std::vector<Entry> acc;
+  if (maxEntries <= 0 || !ledgers_.contains(start)) {
+    executor_->execute([cb = std::move(cb)] { cb(Status::ok(), {}); });
+    return;
+  }
+  if (cache_->read(start, maxEntries, maxBytes, &acc)) {
+    executor_->execute(
+        [cb = std::move(cb), acc = std::move(acc)]() mutable { cb(Status::ok(), std::move(acc)); });
+    return;
+  }
+  readFromBookies(start, maxEntries, maxBytes, std::move(acc), std::move(cb));
+}
+
+bool BkManagedLedger::readCachedEntries(Position from, int maxEntries, size_t maxBytes,
+                                        std::vector<Entry>* out) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (state_ == State::kClosed || maxEntries <= 0) return false;
+  Position start = ledgers_.ceil(from);
+  if (!ledgers_.contains(start)) return false;
+  return cache_->read(start, maxEntries, maxBytes, out);
+}
+
+void BkManagedLedger::readFromBookies(Position start, int maxEntries, size_t maxBytes,
+                                      std::vector<Entry> acc, ReadEntriesCallback cb) {
+  const LedgerInfo* info = ledgers_.find(start.ledgerId);
+  if (!info || start.entryId >= info->entries) {
+    executor_->execute(
+        [cb = std::move(cb), acc = std::move(acc)]() mutable { cb(Status::ok(), std::move(acc)); });
+    return;
+  }
+  size_t used = 0;
+  for (const Entry& e : acc) used += e.data.size();
+  // As many entries as the byte limit allows at the ledger's mean entry size (one more, cut
+  // after the read), never past the ledger's end.
+  const int64_t mean = std::max<int64_t>(1, info->sizeBytes / std::max<int64_t>(1, info->entries));
+  const int64_t byBytes = used >= maxBytes ? 1 : static_cast<int64_t>(maxBytes - used) / mean + 1;
+  const int64_t n = std::min({static_cast<int64_t>(maxEntries) - static_cast<int64_t>(acc.size()),
+                              byBytes, info->entries - start.entryId});
+  const int64_t first = start.entryId;
+  const int64_t last = first + std::max<int64_t>(n, 1) - 1;
+  const int64_t ledgerId = start.ledgerId;
+  auto self = shared_from_this();
+  withReadHandle(ledgerId, [self, ledgerId, first, last, maxEntries, maxBytes, acc = std::move(acc),
+                            cb = std::move(cb)](const Status& s, const HandlePtr& h) mutable {
+    if (!s.isOk()) {
+      cb(s, {});
+      return;
+    }
+    h->loop().execute([self, h, ledgerId, first, last, maxEntries, maxBytes, acc = std::move(acc),
+                       cb = std::move(cb)]() mutable {
+      h->readEntries(
+          first, last,
+          [self, ledgerId, maxEntries, maxBytes, acc = std::move(acc), cb = std::move(cb)](
+              BkResult rc, std::vector<bookkeeper::LedgerEntry> got) mutable {
+            self->gated_->execute([self, ledgerId, rc, got = std::move(got), maxEntries, maxBytes,
+                                   acc = std::move(acc), cb = std::move(cb)]() mutable {
+              if (rc != BkResult::kOk) {
+                cb(bkStatus(rc, "reading ledger " + std::to_string(ledgerId)), {});
+                return;
+              }
+              size_t bytes = 0;
+              for (const Entry& e : acc) bytes += e.data.size();
+              for (auto& e : got) {
+                if (!acc.empty() && bytes + e.payload.size() > maxBytes) {
+                  cb(Status::ok(), std::move(acc));
+                  return;
+                }
+                bytes += e.payload.size();
+                acc.push_back(Entry{Position{ledgerId, e.entryId}, Buffer::copyOf(e.payload)});
+              }
+              if (acc.empty()) {
+                cb(Status::ok(), std::move(acc));
+                return;
+              }
+              self->continueRead(std::move(acc), maxEntries, maxBytes, std::move(cb));
+            });
+          });
+    });
+  });
+}
+
+// After a read from the bookies: on into the next ledger (cache, then bookies) until the limits.
+void BkManagedLedger::continueRead(std::vector<Entry> acc, int maxEntries, size_t maxBytes,
+                                   ReadEntriesCallback cb) {
+  size_t bytes = 0;
+  for (const Entry& e : acc) bytes += e.data.size();
+  Position next = ledgers_.next(acc.back().position);
+  if (static_cast<int>(acc.size()) >= maxEntries || bytes >= maxBytes || !ledgers_.contains(next) ||
+      state_ == State::kClosed) {
+    cb(Status::ok(), std::move(acc));
+    return;
+  }
+  std::vector<Entry> more;
+  if (cache_->read(next, maxEntries - static_cast<int>(acc.size()), maxBytes - bytes, &more)) {
+    for (auto& e : more) {
+      if (bytes + e.data.size() > maxBytes) break;
+      bytes += e.data.size();
+      acc.push_back(std::move(e));
+    }
+    cb(Status::ok(), std::move(acc));
+    return;
+  }
+  readFromBookies(next, maxEntries, maxBytes, std::move(acc), std::move(cb));
+}
+
+void BkManagedLedger::withReadHandle(int64_t ledgerId, std::function<void(Status, HandlePtr)> fn) {
+  if (current_ && current_->id() == ledgerId) return fn(Status::ok(), current_);
+  if (auto it = readers_.find(ledgerId); it != readers_.end()) return fn(Status::ok(), it->second);
+  auto& waiters = openingReaders_[ledgerId];
+  waiters.push_back(std::move(fn));
+  if (waiters.size() > 1) return;
+  auto self = shared_from_this();
+  bk_->openLedger(
+      ledgerId,
+      [self, ledgerId](BkResult rc, const HandlePtr& h) {
+        self->gated_->execute([self, ledgerId, rc, h] {
+          auto w = std::move(self->openingReaders_[ledgerId]);
+          self->openingReaders_.erase(ledgerId);
+          Status s = rc == BkResult::kOk
+                         ? Status::ok()
+                         : bkStatus(rc, "opening ledger " + std::to_string(ledgerId));
+          if (s.isOk() && self->state_ != State::kClosed && self->ledgers_.find(ledgerId)) {
+            self->readers_[ledgerId] = h;
+          }
+          for (auto& f : w) f(s, h);
+        });
+      },
+      /*recovery=*/false);
+}
+
+void BkManagedLedger::forgetReader(int64_t ledgerId) { readers_.erase(ledgerId); }
+
+// ---- cursors ----
+
+CursorPersistLimits BkManagedLedger::limits() const {
+  return CursorPersistLimits{opts_.managedLedgerMaxUnackedRangesToPersist,
+                             opts_.managedLedgerMaxBatchDeletedIndexToPersist};
+}
+
+Result<ManagedCursor*> BkManagedLedger::openCursor(const std::string& name,
+                                                   InitialPosition initial) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (closing_ || state_ == State::kClosed) return Status::closed("managed ledger closed");
+  if (auto it = cursors_.find(name); it != cursors_.end()) {
+    return static_cast<ManagedCursor*>(it->second.get());
+  }
+  if (state_ == State::kFenced) return Status::fenced("managed ledger " + name_ + " fenced");
+  Position mark = ledgers_.lastConfirmed();
+  if (initial == InitialPosition::kEarliest) {
+    Position first = ledgers_.first();
+    mark = Position{first.ledgerId, first.entryId - 1};
+  }
+  auto c = std::make_shared<BkManagedCursor>(name, this, CursorState(mark));
+  BkManagedCursor* raw = c.get();
+  cursors_.emplace(name, std::move(c));
+  cursorChanged(raw, nullptr, false);  // its znode (Pulsar's ManagedCursorImpl.initialize)
+  return static_cast<ManagedCursor*>(raw);
+}
+
+Status BkManagedLedger::deleteCursor(const std::string& name) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  auto it = cursors_.find(name);
+  if (it == cursors_.end()) return Status::notFound("no cursor " + name);
+  // The cursor's znode and ledger are the new owner's now.
+  if (state_ == State::kFenced) return Status::fenced("managed ledger " + name_ + " fenced");
+  std::shared_ptr<BkManagedCursor> c = std::move(it->second);
+  cursors_.erase(it);
+  for (auto& cb : c->waiting_) executor_->execute([cb = std::move(cb)] { cb(Status::ok()); });
+  c->waiting_.clear();
+  c->removeAll([name = name_, cursor = name](const Status& s) {
+    if (!s.isOk()) MLOG_WARN("{}: deleting cursor {}: {}", name, cursor, s.toString());
+  });
+  maybeTrim();
+  return Status::ok();
+}
+
+std::vector<ManagedCursor*> BkManagedLedger::cursors() const {
+  MAGNETAR_DCHECK_ON(*executor_);
+  std::vector<ManagedCursor*> out;
+  for (const auto& [_, c] : cursors_) out.push_back(c.get());
+  return out;
+}
+
+void BkManagedLedger::cursorChanged(BkManagedCursor* c, StatusCallback cb, bool markDeleteMoved) {
+  c->dirty_ = true;
+  if (cb) c->waiting_.push_back(std::move(cb));
+  if (!flushScheduled_) {
+    flushScheduled_ = true;
+    gated_->execute([self = shared_from_this()] { self->flushCursors(); });
+  }
+  if (markDeleteMoved) cache_->evictUpTo(minMarkDelete());
+}
+
+void BkManagedLedger::flushCursors() {
+  flushScheduled_ = false;
+  for (auto& [_, c] : cursors_) {
+    if (c->dirty_ && !c->writing_ && !c->closing_) c->persist();
+  }
+}
+
+void BkManagedLedger::cursorPersisted() { maybeTrim(); }
+
+Position BkManagedLedger::minMarkDelete() const {
+  Position m = ledgers_.lastConfirmed();
+  for (const auto& [_, c] : cursors_) m = std::min(m, c->state_.markDelete());
+  return m;
+}
+
+Position BkManagedLedger::minPersistedMarkDelete() const {
+  Position m = ledgers_.lastConfirmed();
+  for (const auto& [_, c] : cursors_) m = std::min(m, c->persisted_);
+  return m;
+}
+
+// ---- housekeeping ----
+
+void BkManagedLedger::maybeTrim(bool truncate) {
+  if (state_ != State::kOpen || closing_ || trimming_) return;
+  // Pulsar's rules: a ledger goes when every cursor is past it (with no cursor, every ledger but
+  // the current one is consumed) and it closed longer than the retention time ago or the consumed
+  // data kept would exceed the retention size; -1/-1 keeps everything.
+  const int retMin = retentionMinutes_;
+  const int64_t retMB = retentionSizeMB_;
+  if (!truncate && retMin < 0 && retMB < 0) return;
+  const Position mark = minPersistedMarkDelete();
+  const int64_t now = wallMs();
+  int64_t remaining = ledgers_.totalBytes();
+  std::vector<int64_t> drop;
+  for (const auto& [id, li] : ledgers_.ledgers()) {
+    if (id == ledgers_.currentLedgerId()) break;
+    bool consumed = li.entries == 0 || Position{id, li.entries - 1} <= mark;
+    if (!consumed) break;
+    auto in = info_.find(id);
+    int64_t closedMs =
+        in != info_.end() && in->second.timestamp() > 0 ? in->second.timestamp() : li.createdMs;
+    bool expired = retMin == 0 || (retMin > 0 && now - closedMs >= int64_t{retMin} * 60000);
+    bool overSize = retMB == 0 || (retMB > 0 && remaining > retMB * (int64_t{1} << 20));
+    if (!truncate && !expired && !overSize) break;
+    drop.push_back(id);
+    remaining -= li.sizeBytes;
+  }
+  if (drop.empty()) return;
+  std::vector<mledger::ManagedLedgerInfo::LedgerInfo> removed;
+  for (int64_t id : drop) {
+    if (auto in = info_.find(id); in != info_.end()) {
+      removed.push_back(in->second);
+      info_.erase(in);
+    }
+  }
+  trimming_ = true;
+  writeInfo([self = shared_from_this(), drop, removed](const Status& s) {
+    self->trimming_ = false;
+    if (!s.isOk()) {
+      if (self->state_ != State::kFenced) {
+        for (const auto& li : removed) self->info_[li.ledgerid()] = li;
+      }
+      return;
+    }
+    for (int64_t id : drop) {
+      self->ledgers_.removeLedger(id);
+      self->forgetReader(id);
+    }
+    self->deleteLedgers(drop);
+    self->maybeTrim();  // what became consumed meanwhile
+  });
+}
+
+void BkManagedLedger::onTick() {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (state_ != State::kOpen || closing_) return;
+  const int maxMin = opts_.managedLedgerMaxLedgerRolloverTimeMinutes;
+  if (maxMin > 0 && curAssigned_ > 0 && wallMs() - curCreatedMs_ >= int64_t{maxMin} * 60000) {
+    startRollover();
+    return;
+  }
+  cache_->evictUpTo(minMarkDelete());
+  const int64_t now = wallMs();
+  if (opts_.retentionCheckIntervalInSeconds > 0 && now >= nextRetentionCheckMs_) {
+    nextRetentionCheckMs_ = now + int64_t{opts_.retentionCheckIntervalInSeconds} * 1000;
+    maybeTrim();
+  } else if (cursors_.empty() && ledgers_.ledgers().size() > 1) {
+    maybeTrim();
+  }
+}
+
+void BkManagedLedger::setRetention(int32_t retentionTimeInMinutes, int64_t retentionSizeInMB) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (retentionMinutes_ == retentionTimeInMinutes && retentionSizeMB_ == retentionSizeInMB) return;
+  retentionMinutes_ = retentionTimeInMinutes;
+  retentionSizeMB_ = retentionSizeInMB;
+  maybeTrim();
+}
+
+void BkManagedLedger::asyncTruncate(StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (closing_ || state_ == State::kClosed) {
+    executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed")); });
+    return;
+  }
+  // Every cursor to the last entry (persisted), then the trim whatever the retention.
+  Position last = ledgers_.lastConfirmed();
+  auto left = std::make_shared<size_t>(cursors_.size() + 1);
+  auto first = std::make_shared<Status>();
+  auto finish = [self = shared_from_this(), left, first, cb = std::move(cb)](const Status& s) {
+    if (!s.isOk() && first->isOk()) *first = s;
+    if (--*left > 0) return;
+    if (first->isOk()) self->maybeTrim(true);
+    if (cb) cb(*first);
+  };
+  for (auto& [_, c] : cursors_) {
+    bool moved = c->state_.markDeleteUpTo(last, ledgers_);
+    cursorChanged(c.get(), finish, moved);
+  }
+  finish(Status::ok());
+}
+
+// ---- close / delete ----
+
+void BkManagedLedger::asyncClose(StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (state_ == State::kClosed) {
+    executor_->execute([cb = std::move(cb)] { cb(Status::ok()); });
+    return;
+  }
+  closeCbs_.push_back(std::move(cb));
+  if (closing_) return;
+  closing_ = true;
+  closingFlag_ = true;
+  failQueued(Status::closed("managed ledger " + name_ + " closed"));
+  maybeFinishClose();
+}
+
+void BkManagedLedger::asyncRelease(StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  // As a fenced ledger: adds fail, the close writes nothing (no BookKeeper close, no cursor
+  // znode), the new owner recovers what was last written.
+  fence("released: this broker no longer owns it", /*log=*/false);
+  asyncClose(std::move(cb));
+}
+
+void BkManagedLedger::asyncDelete(StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  deleting_ = true;
+  asyncClose(std::move(cb));
+}
+
+void BkManagedLedger::maybeFinishClose() {
+  if (!closing_ || closeStarted_ || state_ == State::kClosed) return;
+  if (!inflight_.empty() || rolloverSteps_ > 0 || infoWriting_ || trimming_ ||
+      state_ == State::kInitializing) {
+    return;  // called again when they finish
+  }
+  closeStarted_ = true;
+  finishClose();
+}
+
+// The current ledger closed (BookKeeper CLOSED at its last entry), then each cursor's last state
+// written (or, when deleting, the cursors, ledgers and znode removed). A fenced ledger writes
+// nothing: the new owner has the ledger and the cursors.
+void BkManagedLedger::finishClose() {
+  auto self = shared_from_this();
+  auto left = std::make_shared<int>(1);
+  auto first = std::make_shared<Status>();
+  auto step = [self, left, first](const Status& s) {
+    if (!s.isOk() && first->isOk()) *first = s;
+    if (--*left > 0) return;
+    auto done = [self](const Status& result) {
+      self->state_ = State::kClosed;
+      self->cache_->clear();
+      self->readers_.clear();
+      self->factory_->released(self->name_, self.get());
+      auto cbs = std::move(self->closeCbs_);
+      self->closeCbs_.clear();
+      for (auto& cb : cbs) {
+        if (cb) cb(result);
+      }
+    };
+    if (!self->deleting_) return done(*first);
+    std::vector<int64_t> ids;
+    for (const auto& [id, _] : self->info_) ids.push_back(id);
+    self->deleteLedgers(ids);
+    self->store_->remove(self->path_, std::nullopt, self->gated_, [done, first](const Status& s) {
+      Status r = *first;
+      if (r.isOk() && !s.isOk() && s.code() != StatusCode::kNotFound) r = s;
+      done(r);
+    });
+  };
+  const bool fenced = state_ == State::kFenced;
+  if (fenced && deleting_) {  // the data is the new owner's now
+    deleting_ = false;
+    *first = Status::fenced("managed ledger " + name_ + " fenced: not deleted");
+  }
+  if (current_ && !fenced && !deleting_) {
+    ++*left;
+    HandlePtr h = current_;
+    h->loop().execute([self, h, step] {
+      h->close([self, step](BkResult rc) {
+        self->gated_->execute([step, rc] {
+          step(rc == BkResult::kOk ? Status::ok() : bkStatus(rc, "closing the current ledger"));
+        });
+      });
+    });
+  }
+  if (!fenced) {
+    for (auto& [_, c] : cursors_) {
+      ++*left;
+      if (deleting_) {
+        c->removeAll(step);
+      } else {
+        c->close(step);
+      }
+    }
+  }
+  step(Status::ok());
+}
+
+}  // namespace magnetar::storage::bk

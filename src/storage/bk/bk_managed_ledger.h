@@ -1,0 +1,299 @@
+// BkManagedLedger and BkManagedCursor (internal to storage/bk; users open them through
+// BkManagedLedgerFactory). Files: bk_managed_ledger.cc (adds, rollover, reads, trimming, close,
+// delete), bk_ml_open.cc (open: recovery of the last ledger, the new ledger, cursor recovery),
+// bk_cursor.cc (cursor state and its persistence).
+//
+// Thread: everything on the executor given at open (executor_), except what the comments say.
+// BookKeeper handles are used on their own loop (h->loop()); their completions, and the metadata
+// store's, come back through gated_ (see gate.h).
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/dcheck.h"
+#include "storage/bk/bk_storage.h"
+#include "storage/bk/gate.h"
+#include "storage/cursor_state.h"
+#include "storage/ledger_set.h"
+
+namespace magnetar::storage::bk {
+
+using bookkeeper::BkResult;
+using bookkeeper::LedgerHandle;
+using HandlePtr = std::shared_ptr<LedgerHandle>;
+
+// A named Status for a BookKeeper result: LedgerFenced -> kFenced, NoSuchLedger -> kNotFound,
+// ClientClosed -> kClosed, Timeout -> kTimeout, the rest kIoError; the message names `what`.
+Status bkStatus(BkResult rc, const std::string& what);
+int64_t wallMs();
+
+class BkManagedLedger;
+
+class BkManagedCursor : public ManagedCursor, public std::enable_shared_from_this<BkManagedCursor> {
+ public:
+  BkManagedCursor(std::string name, BkManagedLedger* ml, CursorState state);
+
+  const std::string& name() const override { return name_; }  // any thread
+  Position markDeletedPosition() const override;
+  void asyncMarkDelete(Position pos, StatusCallback cb) override;
+  void asyncMarkDelete(Position pos, CursorProperties properties, StatusCallback cb) override;
+  void asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet, StatusCallback cb) override;
+  const CursorProperties& properties() const override;
+  void asyncDelete(const std::vector<Position>& positions, StatusCallback cb) override;
+  void asyncDeleteBatchIndexes(const std::vector<std::pair<Position, AckSet>>& acks,
+                               StatusCallback cb) override;
+  const AckSet* batchDeletedIndexes(Position pos) const override;
+  bool isAcknowledged(Position pos) const override;
+  int64_t numberOfEntriesInBacklog() const override;
+  void asyncResetCursor(Position pos, StatusCallback cb) override;
+
+ private:
+  friend class BkManagedLedger;
+  // Pulsar's flow (ManagedCursorImpl): a new cursor's first write creates its znode (cursor ledger
+  // -1, the position in the znode); later writes append a PositionInfo to the cursor ledger,
+  // created on demand (and replaced after managedLedgerCursorMaxEntriesPerLedger entries or
+  // managedLedgerCursorRolloverTimeInSeconds) by: create, append, point the znode at it (CAS),
+  // delete the old one. An append that fails falls back to the znode (-1 and the whole state).
+  // One write in flight at a time; changes meanwhile go together in the next one.
+  void persist();
+  void appendToLedger(std::vector<StatusCallback> cbs);
+  void switchLedger(std::vector<StatusCallback> cbs);
+  void writeZnode(int64_t cursorsLedgerId, bool withState, std::vector<StatusCallback> cbs,
+                  const HandlePtr& dropLedger);
+  void persisted(const Status& s, Position mark, const std::vector<StatusCallback>& cbs);
+  // After the write in flight: the last state in the znode (or, with many ranges, in the ledger),
+  // the cursor ledger closed or deleted. done on the executor.
+  void close(const StatusCallback& done);
+  // Removes the znode and the cursor ledgers (deleteCursor, managed ledger delete).
+  void removeAll(const StatusCallback& done);
+  // The ledger's bytes for the current state.
+  std::string positionInfoBytes() const;
+  bool checkOpen(StatusCallback& cb);
+  net::Executor* executor() const;
+
+  std::string name_;
+  BkManagedLedger* ml_;
+  CursorState state_;
+  std::map<std::string, std::string> cursorProperties_;  // StringProperty, kept as read
+  metadata::Version znodeVersion_ = metadata::kNotExists;
+  HandlePtr ledger_;             // writable cursor ledger, or null
+  int64_t ledgerEntries_ = 0;    // entries appended to ledger_
+  int64_t ledgerCreatedMs_ = 0;  // when ledger_ was created
+  int64_t staleLedgerId_ = -1;   // a recovered (read-only) cursor ledger, deleted at the switch
+  bool dirty_ = false;           // changed since the last write started
+  bool writing_ = false;         // a write in flight
+  bool deleted_ = false;         // deleteCursor: the data goes once the write in flight ends
+  bool closing_ = false;         // the managed ledger closes: its last write is under way
+  std::vector<StatusCallback> waiting_;      // complete with the next write
+  std::vector<std::function<void()>> idle_;  // run when no write is in flight
+  Position persisted_;  // the mark-delete position stored (trimming never passes it)
+  int64_t lastActiveMs_ = 0;
+};
+
+class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_this<BkManagedLedger> {
+ public:
+  BkManagedLedger(BkManagedLedgerFactory* factory, std::string name, net::Executor* executor);
+  ~BkManagedLedger() override;
+
+  // The open sequence (bk_ml_open.cc). done on the executor.
+  void open(const StatusCallback& done);
+  // Housekeeping (posted by the factory's tick thread).
+  void onTick();
+  // Factory shutdown: refuse new work. Thread: any.
+  void markStopped() { stopped_ = true; }
+  // asyncClose or asyncDelete was called: a new open must wait for it to finish. Thread: any.
+  bool isClosing() const { return closingFlag_.load(); }
+
+  const std::string& name() const override { return name_; }  // any thread
+  net::Executor* executor() const override { return executor_; }
+  void asyncAddEntry(Buffer data, AddEntryCallback cb) override;
+  Status writeRefusal() const override;
+  void asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
+                        ReadEntriesCallback cb) override;
+  bool readCachedEntries(Position from, int maxEntries, size_t maxBytes,
+                         std::vector<Entry>* out) override;
+  Position lastConfirmedEntry() const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return ledgers_.lastConfirmed();
+  }
+  Position nextValidPosition(Position p) const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return ledgers_.next(p);
+  }
+  Position firstPosition() const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return ledgers_.first();
+  }
+  int64_t numberOfEntriesBetween(Position from, Position to) const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return ledgers_.count(from, to);
+  }
+  int64_t numberOfEntries() const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return ledgers_.totalEntries();
+  }
+  int64_t totalSizeBytes() const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return ledgers_.totalBytes();
+  }
+  std::vector<LedgerStats> ledgerStats() const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return ledgers_.stats();
+  }
+  Result<ManagedCursor*> openCursor(const std::string& name, InitialPosition initial) override;
+  Status deleteCursor(const std::string& name) override;
+  std::vector<ManagedCursor*> cursors() const override;
+  void asyncClose(StatusCallback cb) override;
+  void asyncRelease(StatusCallback cb) override;
+  void asyncDelete(StatusCallback cb) override;
+  void setRetention(int32_t retentionTimeInMinutes, int64_t retentionSizeInMB) override;
+  void asyncTruncate(StatusCallback cb) override;
+
+  // The BookKeeper ledger currently written (tests). Thread: executor.
+  int64_t currentLedgerId() const { return current_ ? current_->id() : -1; }
+
+ private:
+  friend class BkManagedCursor;
+  enum class State {
+    kInitializing,  // open() running
+    kOpen,          // adds go to current_
+    kRollover,      // closing the old ledger / creating the next one; adds queue
+    kNeedLedger,    // no ledger (creating one failed): the next add tries again
+    kFenced,        // another owner took over: adds fail with kFenced
+    kTerminated,    // the znode has terminatedPosition: no adds
+    kClosed,
+  };
+  struct PendingAdd {
+    Position pos;
+    Buffer data;
+    AddEntryCallback cb;
+  };
+  // Add completions of one ledger, collected on its loop and handed over once per loop pass.
+  struct AddSink {
+    std::vector<std::pair<int64_t, BkResult>> done;  // the loop's thread only
+    bool scheduled = false;                          // the loop's thread only
+  };
+
+  // ---- adds and rollover (bk_managed_ledger.cc) ----
+  void drainQueued();
+  void flushSends();
+  void onAddsCompleted(int64_t ledgerId, const std::vector<std::pair<int64_t, BkResult>>& done);
+  bool needsRollover() const;
+  void startRollover();
+  void closeOldLedgerIfDrained();
+  void onOldLedgerClosed(BkResult rc);
+  void onNewLedger(BkResult rc, HandlePtr h);
+  void maybeFinishRollover();
+  // The new ledger is in the znode: it becomes current.
+  void activate(HandlePtr h, int64_t createdMs);
+  void failQueued(const Status& s);
+  void fence(const std::string& why, bool log = true);
+  // Every add in flight and queued fails with s.
+  void failAll(const Status& s);
+  void sendTo(const HandlePtr& h, std::vector<Buffer> data);
+
+  // ---- ManagedLedgerInfo znode ----
+  mledger::ManagedLedgerInfo infoMessage() const;
+  // Writes infoMessage() by CAS on version_; serialised (a write asked for while one is in flight
+  // goes after it with the state of then). BadVersion fences the ledger. cb on the executor.
+  void writeInfo(StatusCallback cb);
+  void startInfoWrite();
+
+  // ---- reads ----
+  void readFromBookies(Position start, int maxEntries, size_t maxBytes, std::vector<Entry> acc,
+                       ReadEntriesCallback cb);
+  void continueRead(std::vector<Entry> acc, int maxEntries, size_t maxBytes,
+                    ReadEntriesCallback cb);
+  // A handle to read ledgerId from: the current writer's, a cached reader, or one opened now.
+  void withReadHandle(int64_t ledgerId, std::function<void(Status, HandlePtr)> fn);
+  void forgetReader(int64_t ledgerId);
+
+  // ---- cursors ----
+  void cursorChanged(BkManagedCursor* c, StatusCallback cb, bool markDeleteMoved);
+  void flushCursors();
+  void cursorPersisted();
+  Position minMarkDelete() const;
+  Position minPersistedMarkDelete() const;
+  CursorPersistLimits limits() const;
+
+  // ---- housekeeping ----
+  void maybeTrim(bool truncate = false);
+  void maybeFinishClose();
+  void finishClose();
+  void deleteLedgers(const std::vector<int64_t>& ids);
+
+  // ---- open (bk_ml_open.cc) ----
+  void loadInfo(const StatusCallback& done);
+  void recoverLastLedger(const StatusCallback& done);
+  void createFirstLedger(const StatusCallback& done);
+  void recoverCursors(const StatusCallback& done);
+  void recoverCursor(const std::string& cursor, const StatusCallback& done);
+  void addRecoveredCursor(const std::string& cursor, const CursorMeta& meta,
+                          const mledger::ManagedCursorInfo& info, metadata::Version version);
+
+  BkManagedLedgerFactory* factory_;
+  const BkStorageOptions& opts_;
+  bookkeeper::BookKeeperClient* bk_;
+  metadata::Store* store_;
+  const std::string name_;
+  const std::string pulsarName_;  // Pulsar's managed-ledger name (local name URL-encoded)
+  const std::string path_;        // its znode
+  net::Executor* const executor_;
+  std::shared_ptr<Gate> gate_;                       // keeps gated_ alive
+  GatedExecutor* gated_;                             // completions to executor_
+  std::shared_ptr<EntryCacheManager> cacheManager_;  // outlives cache_
+  std::shared_ptr<EntryCache> cache_;
+
+  State state_ = State::kInitializing;
+  LedgerSet ledgers_;  // confirmed entries of the ledgers in the znode
+  std::map<int64_t, mledger::ManagedLedgerInfo::LedgerInfo> info_;  // the znode's ledger list
+  mledger::ManagedLedgerInfo base_;  // the znode as read (properties, terminatedPosition)
+  metadata::Version version_ = 0;    // the znode's version
+  HandlePtr current_;                // the ledger adds go to
+  std::shared_ptr<AddSink> sink_;    // current_'s completions
+  int64_t curAssigned_ = 0;          // entries handed to current_
+  int64_t curAssignedBytes_ = 0;
+  int64_t curCreatedMs_ = 0;
+  std::deque<PendingAdd> inflight_;                         // sent, in entry order
+  std::deque<std::pair<Buffer, AddEntryCallback>> queued_;  // waiting for a ledger
+  std::vector<Buffer> toSend_;                              // for current_, sent once per pass
+  bool sendScheduled_ = false;
+  // Rollover: the ledger being closed and the one being created.
+  HandlePtr rollingOld_;
+  bool oldCloseStarted_ = false;
+  HandlePtr rollingNew_;
+  int rolloverSteps_ = 0;  // of {close old, create new} still running
+  Status rolloverError_;
+  std::vector<int64_t> emptyLedgers_;  // dropped from the list: deleted once the znode says so
+  // Znode writes.
+  bool infoWriting_ = false;
+  std::vector<StatusCallback> infoWriters_;  // waiting for the write after the one in flight
+  bool trimming_ = false;
+  // Reads.
+  std::map<int64_t, HandlePtr> readers_;
+  std::map<int64_t, std::vector<std::function<void(Status, HandlePtr)>>> openingReaders_;
+  // Cursors.
+  std::map<std::string, std::shared_ptr<BkManagedCursor>> cursors_;
+  bool flushScheduled_ = false;
+  // Retention.
+  int32_t retentionMinutes_;
+  int64_t retentionSizeMB_;
+  int64_t nextRetentionCheckMs_ = 0;
+  // Close / delete.
+  bool closing_ = false;
+  bool deleting_ = false;
+  bool closeStarted_ = false;
+  std::vector<StatusCallback> closeCbs_;
+  std::atomic<bool> stopped_{false};
+  std::atomic<bool> closingFlag_{false};  // closing_, for other threads
+};
+
+}  // namespace magnetar::storage::bk

@@ -1,0 +1,138 @@
+// Managed ledgers on Apache BookKeeper, in Pulsar's formats
+// (docs/managed-ledger-bookkeeper-format.md): a topic is the znode
+// /managed-ledgers/{tenant}/{ns}/persistent/{topic} (ManagedLedgerInfo: its BookKeeper ledgers) and
+// the ledgers themselves; each cursor is a ManagedCursorInfo znode under it plus a cursor ledger of
+// PositionInfo entries. A Pulsar broker and Magnetar read each other's.
+//
+// Ownership: opening a managed ledger recovers its last ledger (fencing a previous owner that may
+// still write) and starts a new one; the previous owner's next add then fails with kFenced and it
+// must close the topic. Receipts (add callbacks) go out once Qa bookies acknowledged.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/thread_annotations.h"
+#include "bookkeeper/client.h"
+#include "metadata/store.h"
+#include "setting_defaults.h"
+#include "storage/bk/ml_formats.h"
+#include "storage/entry_cache.h"
+#include "storage/managed_ledger.h"
+#include "storage/task_thread.h"
+
+namespace magnetar::storage::bk {
+
+class Gate;
+class BkManagedLedger;
+
+// Every knob, with Pulsar's key names; defaults are Pulsar's broker.conf defaults.
+struct BkStorageOptions {
+  // Ensemble, write and ack quorum of data and cursor ledgers (managedLedgerDefaultEnsembleSize,
+  // managedLedgerDefaultWriteQuorum, managedLedgerDefaultAckQuorum; Pulsar uses the same values
+  // for cursor ledgers). Digest: CRC32C (managedLedgerDigestType); the password
+  // (managedLedgerPassword) is the BookKeeper client's.
+  int managedLedgerDefaultEnsembleSize = 2;
+  int managedLedgerDefaultWriteQuorum = 2;
+  int managedLedgerDefaultAckQuorum = 2;
+  // Rollover: a ledger is closed and a new one started after this many entries or MiB, once it is
+  // at least the minimum age old; or, with entries, once it reaches the maximum age.
+  int64_t managedLedgerMaxEntriesPerLedger = setting_defaults::managedLedgerMaxEntriesPerLedger;
+  int64_t managedLedgerMaxSizePerLedgerMbytes =
+      setting_defaults::managedLedgerMaxSizePerLedgerMbytes;
+  int managedLedgerMinLedgerRolloverTimeMinutes =
+      setting_defaults::managedLedgerMinLedgerRolloverTimeMinutes;
+  int managedLedgerMaxLedgerRolloverTimeMinutes =
+      setting_defaults::managedLedgerMaxLedgerRolloverTimeMinutes;
+  // Cursors: ranges and batch ack sets saved per cursor; when closing, more ranges than
+  // ...InMetadataStore go to the cursor ledger instead of the znode. A cursor ledger is replaced
+  // after managedLedgerCursorMaxEntriesPerLedger entries or
+  // managedLedgerCursorRolloverTimeInSeconds.
+  int managedLedgerMaxUnackedRangesToPersist =
+      setting_defaults::managedLedgerMaxUnackedRangesToPersist;
+  int managedLedgerMaxUnackedRangesToPersistInMetadataStore =
+      setting_defaults::managedLedgerMaxUnackedRangesToPersistInMetadataStore;
+  int managedLedgerMaxBatchDeletedIndexToPersist =
+      setting_defaults::managedLedgerMaxBatchDeletedIndexToPersist;
+  int64_t managedLedgerCursorMaxEntriesPerLedger = 50000;
+  int managedLedgerCursorRolloverTimeInSeconds = 14400;
+  // Entry cache for tailing reads, all ledgers of the factory (managedLedgerCacheSizeMB).
+  int64_t managedLedgerCacheSizeMB = setting_defaults::managedLedgerCacheSizeMB;
+  // Retention of consumed ledgers: minutes and MiB, -1 unlimited, 0 none
+  // (defaultRetentionTimeInMinutes, defaultRetentionSizeInMB); checked at least every
+  // retentionCheckIntervalInSeconds.
+  int defaultRetentionTimeInMinutes = setting_defaults::defaultRetentionTimeInMinutes;
+  int64_t defaultRetentionSizeInMB = setting_defaults::defaultRetentionSizeInMB;
+  int retentionCheckIntervalInSeconds = setting_defaults::retentionCheckIntervalInSeconds;
+  // Period of housekeeping (time-based rollover, retention, cache eviction), ms.
+  int tickIntervalMs = 1000;
+  // Root of the managed-ledger znodes: Pulsar's, "/managed-ledgers". Tests give each factory its
+  // own root so that they do not see each other's ledgers.
+  std::string root = kManagedLedgersRoot;
+};
+
+// Thread: asyncOpen / ledgerNames / shutdown from any thread. A ledger lives on the executor of
+// its first asyncOpen; its BookKeeper work runs on the client's bookkeeper-io loops and ZooKeeper
+// calls on the store's threads, every completion handed back to that executor. Runs one thread,
+// `bk-ml-tick` (housekeeping ticks). `bk` and `store` must outlive the factory, and the factory
+// every ledger it opened.
+class BkManagedLedgerFactory : public ManagedLedgerFactory {
+ public:
+  // `store` holds /managed-ledgers (Pulsar's metadataStoreUrl; usually the ZooKeeper of `bk`).
+  BkManagedLedgerFactory(BkStorageOptions options, bookkeeper::BookKeeperClient* bk,
+                         metadata::Store* store);
+  ~BkManagedLedgerFactory() override;
+
+  // Opens or creates `name` ("tenant/ns/persistent/topic"; znode named with the local name
+  // URL-encoded, as Pulsar). Recovers the last ledger (fencing its writer), creates a new ledger,
+  // writes the ManagedLedgerInfo by version CAS and recovers the cursors. A ledger already open
+  // (or opening) in this factory is returned as is. cb on `executor`. Errors: kIoError (bookies,
+  // ZooKeeper), kCorruption (znodes that do not parse), kUnsupported (compressed znodes),
+  // kFenced (another owner wrote the znode meanwhile), kClosed (after shutdown).
+  void asyncOpen(const std::string& name, net::Executor* executor,
+                 std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) override;
+  // Storage names of the managed ledgers under the root that hold at least one ledger (walks the
+  // znode tree; blocks on ZooKeeper: not from an event loop that ZooKeeper completions need).
+  std::vector<std::string> ledgerNames() const override;
+  // Refuses new work and drops completions still to come (no callback runs after it returns);
+  // does not close the ledgers in BookKeeper (the next owner recovers them). Close ledgers first
+  // (asyncClose) for a clean handover.
+  void shutdown() override;
+
+  const BkStorageOptions& options() const { return options_; }
+  bookkeeper::BookKeeperClient& bookkeeper() const { return *bk_; }
+  metadata::Store& store() const { return *store_; }
+  EntryCacheManager& cacheManager() { return *cache_; }
+
+ private:
+  friend class BkManagedLedger;
+  using Waiter =
+      std::pair<net::Executor*, std::function<void(Result<std::shared_ptr<ManagedLedger>>)>>;
+  struct Slot {
+    std::shared_ptr<BkManagedLedger> ml;
+    bool ready = false;
+    std::vector<Waiter> waiters;
+    // Opens asked for while `ml` closes: a new instance opens for them once it has closed (its
+    // last cursor states written), never concurrently with the close.
+    std::vector<Waiter> reopen;
+  };
+  void opened(const std::string& name, const Status& s);
+  // A ledger closed or was deleted: a later asyncOpen opens it anew.
+  void released(const std::string& name, const BkManagedLedger* ml);
+  void tick();
+
+  BkStorageOptions options_;
+  bookkeeper::BookKeeperClient* bk_;
+  metadata::Store* store_;
+  std::shared_ptr<Gate> gate_;
+  std::shared_ptr<EntryCacheManager> cache_;  // shared with the ledgers' caches
+  mutable Mutex mu_;
+  std::map<std::string, Slot> open_ GUARDED_BY(mu_);
+  std::atomic<bool> stopped_{false};
+  std::unique_ptr<TaskThread> tick_;
+};
+
+}  // namespace magnetar::storage::bk

@@ -1,0 +1,458 @@
+// Managed ledgers on a real BookKeeper cluster: ZooKeeper and 3 bookies of BookKeeper 4.17
+// (scripts/bookies.sh), started once for this binary (or MAGNETAR_BK_URI=zk://host:port/ledgers).
+// The ledger contract (with and without the entry cache, so reads also come from the bookies),
+// then what is BookKeeper's own: the znodes and ledgers in Pulsar's formats, fencing of a previous
+// owner, cursor recovery from the cursor ledger after a crash, consumed ledgers deleted from
+// BookKeeper, delete.
+#include "storage/bk/bk_storage.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "metadata/zk_store.h"
+#include "storage/tests/ledger_contract.h"
+
+namespace magnetar::storage::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using bookkeeper::BkResult;
+using bookkeeper::BookKeeperClient;
+using HandlePtr = std::shared_ptr<bookkeeper::LedgerHandle>;
+
+// The cluster for this binary: started by the first test that needs it, stopped at the end.
+struct BkCluster : public ::testing::Environment {
+  std::string dir;
+  std::string uri;
+  bool owned = false;
+  std::unique_ptr<BookKeeperClient> bk;
+  std::unique_ptr<metadata::Store> zk;
+
+  static BkCluster& get() {
+    if (!instance->bk) instance->start();
+    return *instance;
+  }
+
+  void start() {
+    if (const char* u = std::getenv("MAGNETAR_BK_URI"); u && *u) {
+      uri = u;
+    } else {
+      char tmpl[] = "/tmp/magnetar-bk-XXXXXX";
+      dir = ::mkdtemp(tmpl);
+      owned = true;
+      std::string cmd = "bash " MAGNETAR_SOURCE_DIR "/scripts/bookies.sh start -n 3 -d " + dir +
+                        " --no-sync > " + dir + "/uri 2> " + dir + "/start.log";
+      if (std::system(cmd.c_str()) != 0) {
+        ADD_FAILURE() << "scripts/bookies.sh start failed (see " << dir << "/start.log)";
+        return;
+      }
+      std::ifstream f(dir + "/uri");
+      std::getline(f, uri);
+    }
+    bookkeeper::ClientConfig c;
+    c.metadataServiceUri = uri;
+    c.numIoThreads = 2;
+    c.zkSessionTimeoutMs = 10000;
+    auto client = BookKeeperClient::open(c);
+    ASSERT_TRUE(client.isOk()) << client.status().toString();
+    bk = std::move(*client);
+    auto hosts = bookkeeper::parseMetadataServiceUri(uri);
+    ASSERT_TRUE(hosts.isOk());
+    metadata::ZkConfig z;
+    z.url = hosts->first;
+    z.sessionTimeoutMs = 10000;
+    auto store = metadata::openZkStore(z);
+    ASSERT_TRUE(store.isOk()) << store.status().toString();
+    zk = std::move(*store);
+  }
+
+  void TearDown() override {
+    if (bk) bk->close();
+    if (zk) zk->close();
+    if (!owned) return;
+    std::string stop =
+        "bash " MAGNETAR_SOURCE_DIR "/scripts/bookies.sh stop -d " + dir + " > /dev/null 2>&1";
+    EXPECT_EQ(std::system(stop.c_str()), 0);
+    std::string rm = "rm -rf " + dir;
+    (void)std::system(rm.c_str());
+  }
+
+  static BkCluster* instance;
+};
+BkCluster* BkCluster::instance =
+    static_cast<BkCluster*>(::testing::AddGlobalTestEnvironment(new BkCluster()));
+
+// Each factory of a test gets the root of that test (the contract's fresh directory's name).
+std::string rootFor(const std::string& dir) {
+  return "/mlbk-test/" + fs::path(dir).filename().string() + "/managed-ledgers";
+}
+
+bk::BkStorageOptions options(const std::string& dir, int64_t cacheMB) {
+  bk::BkStorageOptions o;
+  o.managedLedgerDefaultEnsembleSize = 3;
+  o.managedLedgerDefaultWriteQuorum = 2;
+  o.managedLedgerDefaultAckQuorum = 2;
+  o.managedLedgerMaxEntriesPerLedger = 10;
+  o.managedLedgerMinLedgerRolloverTimeMinutes = 0;
+  o.defaultRetentionTimeInMinutes = 0;
+  o.defaultRetentionSizeInMB = 0;
+  o.managedLedgerCacheSizeMB = cacheMB;
+  o.tickIntervalMs = 200;
+  o.root = rootFor(dir);
+  return o;
+}
+
+std::unique_ptr<ManagedLedgerFactory> makeBk(const std::string& dir) {
+  auto& c = BkCluster::get();
+  return std::make_unique<bk::BkManagedLedgerFactory>(options(dir, 64), c.bk.get(), c.zk.get());
+}
+
+// No entry cache: every read goes to the bookies.
+std::unique_ptr<ManagedLedgerFactory> makeBkNoCache(const std::string& dir) {
+  auto& c = BkCluster::get();
+  return std::make_unique<bk::BkManagedLedgerFactory>(options(dir, 0), c.bk.get(), c.zk.get());
+}
+
+INSTANTIATE_TEST_SUITE_P(BookKeeper, LedgerContractTest, ::testing::Values(FactoryMaker(makeBk)));
+INSTANTIATE_TEST_SUITE_P(BookKeeperNoCache, LedgerContractTest,
+                         ::testing::Values(FactoryMaker(makeBkNoCache)));
+
+// Runs each task on the thread that hands it over (ZooKeeper's): for blocking checks.
+class InlineExecutor : public net::Executor {
+ public:
+  void execute(net::Task t) override { t(); }
+  bool inExecutorThread() const override { return true; }
+};
+
+std::optional<std::string> znode(const std::string& path) {
+  InlineExecutor ex;
+  std::promise<std::optional<std::string>> p;
+  BkCluster::get().zk->get(path, &ex, [&p](Result<std::optional<metadata::GetResult>> r) {
+    p.set_value(r.isOk() && *r ? std::optional<std::string>((*r)->value) : std::nullopt);
+  });
+  return p.get_future().get();
+}
+
+std::pair<BkResult, bookkeeper::LedgerMetadata> ledgerMetadata(int64_t id) {
+  std::promise<std::pair<BkResult, bookkeeper::LedgerMetadata>> p;
+  BkCluster::get().bk->readLedgerMetadata(id, [&p](BkResult rc, bookkeeper::VersionedMetadata m) {
+    p.set_value({rc, m.metadata});
+  });
+  return p.get_future().get();
+}
+
+// Entries [first, last] of a ledger, read directly (no recovery).
+std::vector<std::string> readLedger(int64_t id, int64_t first, int64_t last) {
+  std::promise<std::vector<std::string>> p;
+  BkCluster::get().bk->openLedger(id, [&p, first, last](BkResult rc, HandlePtr h) {
+    if (rc != BkResult::kOk) return p.set_value({});
+    h->readEntries(first, last, [&p, h](BkResult rc2, std::vector<bookkeeper::LedgerEntry> es) {
+      std::vector<std::string> out;
+      if (rc2 == BkResult::kOk) {
+        for (auto& e : es) out.push_back(e.payload);
+      }
+      p.set_value(out);
+    });
+  });
+  return p.get_future().get();
+}
+
+class BkStorageTest : public LedgerContractTest {
+ protected:
+  std::unique_ptr<ManagedLedgerFactory> secondFactory() { return makeBk(dir_); }
+  std::shared_ptr<ManagedLedger> openWith(ManagedLedgerFactory& f, const std::string& name) {
+    std::shared_ptr<ManagedLedger> ml;
+    bool done = false;
+    f.asyncOpen(name, &ex_, [&](Result<std::shared_ptr<ManagedLedger>> r) {
+      EXPECT_TRUE(r.isOk()) << r.status().toString();
+      if (r) ml = *r;
+      done = true;
+    });
+    runUntil([&] { return done; });
+    return ml;
+  }
+  Result<mledger::ManagedLedgerInfo> info(const std::string& pulsarName) {
+    auto v = znode(rootFor(dir_) + "/" + pulsarName);
+    if (!v) return Status::notFound(pulsarName);
+    return bk::parseManagedLedgerInfo(*v);
+  }
+  // Waits (up to 10 s) until the bookies no longer know the ledger.
+  bool ledgerGone(int64_t id) {
+    for (int i = 0; i < 100; ++i) {
+      if (ledgerMetadata(id).first == BkResult::kNoSuchLedger) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(BookKeeper, BkStorageTest, ::testing::Values(FactoryMaker(makeBk)));
+
+TEST_P(BkStorageTest, ZnodesAndLedgersAreInPulsarsFormats) {
+  auto ml = open("public/default/persistent/roll over");
+  ASSERT_TRUE(ml->openCursor("sub", InitialPosition::kEarliest).isOk());
+  auto pos = add(*ml, 25);
+  // The znode at Pulsar's path (local name URL-encoded): two closed ledgers and the current one.
+  auto mi = info("public/default/persistent/roll+over");
+  ASSERT_TRUE(mi.isOk()) << mi.status().toString();
+  ASSERT_EQ(mi->ledgerinfo_size(), 3);
+  EXPECT_EQ(mi->ledgerinfo(0).ledgerid(), pos[0].ledgerId);
+  EXPECT_EQ(mi->ledgerinfo(0).entries(), 10);
+  EXPECT_EQ(mi->ledgerinfo(0).size(), 20);  // "m0".."m9"
+  EXPECT_GT(mi->ledgerinfo(0).timestamp(), 0);
+  EXPECT_EQ(mi->ledgerinfo(1).ledgerid(), pos[10].ledgerId);
+  EXPECT_EQ(mi->ledgerinfo(1).size(), 30);  // "m10".."m19"
+  EXPECT_EQ(mi->ledgerinfo(2).ledgerid(), pos[24].ledgerId);
+  EXPECT_FALSE(mi->ledgerinfo(2).has_entries());  // the ledger being written
+  EXPECT_EQ(mi->ledgerinfo(2).timestamp(), 0);
+
+  // The first ledger: CLOSED at entry 9 by the rollover, E/Qw/Qa from the options, CRC32C,
+  // Pulsar's custom metadata, and the entries as they were added.
+  auto [rc, md] = ledgerMetadata(pos[0].ledgerId);
+  ASSERT_EQ(rc, BkResult::kOk);
+  EXPECT_EQ(md.state, bookkeeper::LedgerState::kClosed);
+  EXPECT_EQ(md.lastEntryId, 9);
+  EXPECT_EQ(md.length, 20);
+  EXPECT_EQ(md.ensembleSize, 3);
+  EXPECT_EQ(md.writeQuorumSize, 2);
+  EXPECT_EQ(md.ackQuorumSize, 2);
+  EXPECT_EQ(md.digestType, bookkeeper::DigestType::kCrc32c);
+  EXPECT_EQ(md.customMetadata,
+            (std::map<std::string, std::string>{
+                {"application", "pulsar"},
+                {"component", "managed-ledger"},
+                {"pulsar/managed-ledger", "public/default/persistent/roll+over"}}));
+  EXPECT_EQ(readLedger(pos[0].ledgerId, 0, 2), (std::vector<std::string>{"m0", "m1", "m2"}));
+
+  // The cursor: a znode under the ledger's; after an ack it points at a cursor ledger whose last
+  // entry is the PositionInfo.
+  EXPECT_TRUE(wait([&](StatusCallback cb) {
+    (*ml->openCursor("sub", InitialPosition::kEarliest))->asyncDelete({pos[3]}, cb);
+  }));
+  EXPECT_TRUE(wait([&](StatusCallback cb) {
+    (*ml->openCursor("sub", InitialPosition::kEarliest))->asyncMarkDelete(pos[1], cb);
+  }));
+  // A third write, so that the entry before it (mark-delete pos[1], (L:2, L:3] acked) is what a
+  // reader sees as the ledger's last confirmed entry (the writer's LAC rides on the next entry).
+  EXPECT_TRUE(wait([&](StatusCallback cb) {
+    (*ml->openCursor("sub", InitialPosition::kEarliest))->asyncDelete({pos[20]}, cb);
+  }));
+  auto cv = znode(rootFor(dir_) + "/public/default/persistent/roll+over/sub");
+  ASSERT_TRUE(cv.has_value());
+  auto ci = bk::parseManagedCursorInfo(*cv);
+  ASSERT_TRUE(ci.isOk());
+  ASSERT_GE(ci->cursorsledgerid(), 0);
+  auto [crc, cmd] = ledgerMetadata(ci->cursorsledgerid());
+  ASSERT_EQ(crc, BkResult::kOk);
+  EXPECT_EQ(cmd.customMetadata.at("pulsar/cursor"), "sub");
+  EXPECT_EQ(cmd.customMetadata.at("pulsar/managed-ledger"), "public/default/persistent/roll+over");
+  std::promise<int64_t> lacP;
+  BkCluster::get().bk->openLedger(ci->cursorsledgerid(), [&lacP](BkResult r, HandlePtr h) {
+    lacP.set_value(r == BkResult::kOk ? h->lastAddConfirmed() : -2);
+  });
+  int64_t lac = lacP.get_future().get();
+  ASSERT_GE(lac, 0);
+  auto last = readLedger(ci->cursorsledgerid(), lac, lac);
+  ASSERT_EQ(last.size(), 1u);
+  auto pi = bk::parsePositionInfo(last[0]);
+  ASSERT_TRUE(pi.isOk());
+  EXPECT_EQ(pi->ledgerid(), pos[0].ledgerId);
+  EXPECT_EQ(pi->entryid(), 1);
+  ASSERT_EQ(pi->individualdeletedmessages_size(), 1);
+  EXPECT_EQ(pi->individualdeletedmessages(0).lowerendpoint().entryid(), 2);  // (L:2, L:3]
+  EXPECT_EQ(pi->individualdeletedmessages(0).upperendpoint().entryid(), 3);
+}
+
+TEST_P(BkStorageTest, SecondOwnerFencesTheFirst) {
+  auto a = open("t/fence");
+  auto posA = add(*a, 3);
+  auto fb = secondFactory();
+  auto b = openWith(*fb, "t/fence");
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->numberOfEntries(), 3);
+  EXPECT_GT(b->lastConfirmedEntry().ledgerId, posA[2].ledgerId);
+  // The first owner's next add fails with the named error, and it refuses adds from then on.
+  Status st;
+  bool done = false;
+  a->asyncAddEntry(Buffer::copyOf("late"), [&](Status s, Position) {
+    st = s;
+    done = true;
+  });
+  runUntil([&] { return done; });
+  EXPECT_EQ(st.code(), StatusCode::kFenced) << st.toString();
+  EXPECT_EQ(a->writeRefusal().code(), StatusCode::kFenced);
+  // The second owner has every entry the first one acknowledged, and writes on.
+  auto r = read(*b, posA[0], 10, 1 << 20);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[2].data.view(), "m2");
+  auto posB = add(*b, 2, 3);
+  EXPECT_EQ(b->numberOfEntries(), 5);
+  EXPECT_EQ(read(*b, posA[0], 10, 1 << 20).back().data.view(), "m4");
+  EXPECT_TRUE(wait([&](StatusCallback cb) { b->asyncClose(cb); }));
+  fb->shutdown();
+  ex_.runPending();
+}
+
+TEST_P(BkStorageTest, CursorIsRecoveredFromItsLedgerAfterACrash) {
+  std::vector<Position> pos;
+  {
+    auto ml = open("t/crash");
+    auto c = ml->openCursor("s", InitialPosition::kEarliest);
+    ASSERT_TRUE(c.isOk());
+    pos = add(*ml, 12);  // ledgers of 10 and 2
+    EXPECT_TRUE(wait([&](StatusCallback cb) {
+      (*c)->asyncMarkDelete(pos[1], CursorProperties{{"dedup", 7}}, cb);
+    }));
+    EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[5], pos[6], pos[11]}, cb); }));
+    EXPECT_TRUE(wait([&](StatusCallback cb) {
+      (*c)->asyncDeleteBatchIndexes({{pos[8], AckSet{0b1010}}}, cb);
+    }));
+    // The state is in the cursor ledger (not only in the znode).
+    auto ci = bk::parseManagedCursorInfo(*znode(rootFor(dir_) + "/t/crash/s"));
+    ASSERT_TRUE(ci.isOk());
+    EXPECT_GE(ci->cursorsledgerid(), 0);
+    EXPECT_EQ(ci->individualdeletedmessages_size(), 0);
+    // Crash: the factory goes without closing anything (ledgers stay open in BookKeeper).
+    factory_->shutdown();
+    ex_.runPending();
+  }
+  factory_ = makeBk(dir_);
+  auto ml = open("t/crash");
+  EXPECT_EQ(ml->numberOfEntries(), 12);
+  auto c = ml->openCursor("s", InitialPosition::kLatest);
+  ASSERT_TRUE(c.isOk());
+  EXPECT_EQ((*c)->markDeletedPosition(), pos[1]);
+  EXPECT_EQ((*c)->properties().at("dedup"), 7);
+  EXPECT_TRUE((*c)->isAcknowledged(pos[5]));
+  EXPECT_TRUE((*c)->isAcknowledged(pos[6]));
+  EXPECT_TRUE((*c)->isAcknowledged(pos[11]));
+  EXPECT_FALSE((*c)->isAcknowledged(pos[7]));
+  ASSERT_NE((*c)->batchDeletedIndexes(pos[8]), nullptr);
+  EXPECT_EQ(*(*c)->batchDeletedIndexes(pos[8]), AckSet{0b1010});
+  EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 12 - 2 - 3);
+}
+
+TEST_P(BkStorageTest, ConsumedLedgersAreDeletedFromBookKeeper) {
+  auto ml = open("t/trimbk");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  ASSERT_TRUE(c.isOk());
+  auto pos = add(*ml, 25);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncMarkDelete(pos[14], cb); }));
+  runUntil([&] { return ml->numberOfEntries() == 15; });
+  EXPECT_TRUE(ledgerGone(pos[0].ledgerId));
+  EXPECT_EQ(ledgerMetadata(pos[10].ledgerId).first, BkResult::kOk);
+  auto mi = info("t/trimbk");
+  ASSERT_TRUE(mi.isOk());
+  ASSERT_EQ(mi->ledgerinfo_size(), 2);
+  EXPECT_EQ(mi->ledgerinfo(0).ledgerid(), pos[10].ledgerId);
+}
+
+TEST_P(BkStorageTest, DeleteRemovesZnodesAndLedgers) {
+  auto ml = open("t/gone");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  ASSERT_TRUE(c.isOk());
+  auto pos = add(*ml, 12);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[3]}, cb); }));
+  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[4]}, cb); }));
+  auto ci = bk::parseManagedCursorInfo(*znode(rootFor(dir_) + "/t/gone/s"));
+  ASSERT_TRUE(ci.isOk());
+  const int64_t cursorLedger = ci->cursorsledgerid();
+  ASSERT_GE(cursorLedger, 0);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { ml->asyncDelete(cb); }));
+  EXPECT_FALSE(znode(rootFor(dir_) + "/t/gone/s").has_value());
+  EXPECT_FALSE(znode(rootFor(dir_) + "/t/gone").has_value());
+  EXPECT_TRUE(ledgerGone(pos[0].ledgerId));
+  EXPECT_TRUE(ledgerGone(pos[11].ledgerId));
+  EXPECT_TRUE(ledgerGone(cursorLedger));
+}
+
+TEST_P(BkStorageTest, OpenDuringCloseWaitsForTheClose) {
+  auto ml = open("t/reclose");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  ASSERT_TRUE(c.isOk());
+  auto pos = add(*ml, 3);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[1]}, cb); }));
+  bool closed = false;
+  ml->asyncClose([&](Status s) { closed = s.isOk(); });
+  // Asked before the close finished: answered with a new instance once the old one closed.
+  std::shared_ptr<ManagedLedger> again;
+  bool done = false;
+  factory_->asyncOpen("t/reclose", &ex_, [&](Result<std::shared_ptr<ManagedLedger>> r) {
+    EXPECT_TRUE(closed);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    again = *r;
+    done = true;
+  });
+  runUntil([&] { return done; });
+  ASSERT_NE(again, nullptr);
+  EXPECT_NE(again, ml);
+  EXPECT_EQ(again->numberOfEntries(), 3);
+  auto c2 = again->openCursor("s", InitialPosition::kLatest);
+  ASSERT_TRUE(c2.isOk());
+  EXPECT_TRUE((*c2)->isAcknowledged(pos[1]));
+  EXPECT_FALSE((*c2)->isAcknowledged(pos[0]));
+}
+
+TEST_P(BkStorageTest, RolloverBySize) {
+  auto o = options(dir_, 0);
+  o.managedLedgerMaxEntriesPerLedger = 1000;
+  o.managedLedgerMaxSizePerLedgerMbytes = 1;
+  factory_->shutdown();
+  ex_.runPending();
+  factory_ = std::make_unique<bk::BkManagedLedgerFactory>(o, BkCluster::get().bk.get(),
+                                                          BkCluster::get().zk.get());
+  auto ml = open("t/bysize");
+  ASSERT_TRUE(ml->openCursor("keep", InitialPosition::kEarliest).isOk());  // no trimming
+  std::vector<Position> pos;
+  for (int i = 0; i < 3; i++) {
+    ml->asyncAddEntry(Buffer::copyOf(std::string(600 << 10, static_cast<char>('a' + i))),
+                      [&](Status s, Position p) {
+                        EXPECT_TRUE(s.isOk()) << s.toString();
+                        pos.push_back(p);
+                      });
+  }
+  runUntil([&] { return pos.size() == 3; });
+  // 600 KiB + 600 KiB reach 1 MiB: the third entry starts a new ledger.
+  EXPECT_EQ(pos[1].ledgerId, pos[0].ledgerId);
+  EXPECT_GT(pos[2].ledgerId, pos[1].ledgerId);
+  EXPECT_EQ(pos[2].entryId, 0);
+  auto r = read(*ml, pos[0], 3, 4 << 20);  // from the bookies (no cache)
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[2].data.size(), 600u << 10);
+  EXPECT_EQ(r[2].data.view()[0], 'c');
+}
+
+TEST_P(BkStorageTest, ReleaseWritesNothingAndTheNextOwnerRecovers) {
+  auto ml = open("t/release");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  ASSERT_TRUE(c.isOk());
+  auto pos = add(*ml, 5);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[0], pos[2]}, cb); }));
+  const int64_t current = ml->ledgerStats().back().ledgerId;
+  auto cursorBefore = znode(rootFor(dir_) + "/t/release/s");
+  ASSERT_TRUE(cursorBefore.has_value());
+  EXPECT_TRUE(wait([&](StatusCallback cb) { ml->asyncRelease(cb); }));
+  EXPECT_FALSE(ml->writeRefusal().isOk());
+  // Nothing written: the ledger is still OPEN in BookKeeper, the cursor's znode as it was.
+  auto [rc, md] = ledgerMetadata(current);
+  ASSERT_EQ(rc, BkResult::kOk);
+  EXPECT_EQ(md.state, bookkeeper::LedgerState::kOpen);
+  EXPECT_EQ(znode(rootFor(dir_) + "/t/release/s"), cursorBefore);
+  // The next owner recovers the ledger and the cursor from its ledger.
+  auto again = open("t/release");
+  ASSERT_NE(again, ml);
+  EXPECT_EQ(again->numberOfEntries(), 5);
+  auto c2 = again->openCursor("s", InitialPosition::kLatest);
+  ASSERT_TRUE(c2.isOk());
+  EXPECT_EQ((*c2)->markDeletedPosition(), pos[0]);
+  EXPECT_TRUE((*c2)->isAcknowledged(pos[2]));
+  EXPECT_EQ((*c2)->numberOfEntriesInBacklog(), 3);
+}
+
+}  // namespace
+}  // namespace magnetar::storage::testing
