@@ -27,7 +27,14 @@ done
 jars=/usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar
 pidfile=$dir/zookeeper.pid
 
-running() { [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; }
+# Alive and not a zombie (a killed server whose parent has not reaped it yet still answers
+# kill -0).
+running() {
+  [ -f "$pidfile" ] || return 1
+  local pid
+  pid=$(cat "$pidfile")
+  kill -0 "$pid" 2>/dev/null && ! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null
+}
 
 answers() {  # "ruok" -> "imok" on the client port
   local reply

@@ -14,4 +14,16 @@ namespace magnetar::admin {
 void addClusterRoutes(Router& r, broker::cluster::NamespaceService& ns,
                       broker::BrokerService& service, const std::string& clusterName);
 
+// Cluster mode, Pulsar's validateTopicOwnership on every topic-scoped admin route
+// (/admin/v2/persistent|non-persistent/{tenant}/{namespace}/{topic}...): first the topic's
+// namespace and partitioned metadata are read from the configuration store (changes made through
+// another broker); then, when this broker does not own the topic's bundle, the topic is looked
+// up (an unowned bundle is taken or placed as a client's lookup would) and the request answered
+// with 307 to the owner's web address, same path and query with authoritative=<this broker is
+// the leader>. Not redirected: partitioned-topic metadata and fan-out routes (partitions,
+// partitioned-stats, partitioned-internalStats), permissions, and a partitioned topic's own name.
+// Blocks the pulsar-web thread for the lookup. Thread: before serving.
+void installTopicOwnershipGuard(Router& r, broker::cluster::NamespaceService& ns,
+                                broker::BrokerService& service);
+
 }  // namespace magnetar::admin

@@ -23,9 +23,19 @@ std::vector<std::string> namespacesOf(const AdminContext& ctx, const std::string
   return out;
 }
 
-// A tenant exists when created through the API or implied by a stored namespace.
+// A tenant exists when created through the API or implied by a stored namespace. In cluster
+// mode one unknown here is read from the configuration store first (created through another
+// broker a moment ago).
 bool tenantExists(const AdminContext& ctx, const std::string& tenant) {
-  return ctx.service.policies().tenant(tenant).has_value() || !namespacesOf(ctx, tenant).empty();
+  auto known = [&] {
+    return ctx.service.policies().tenant(tenant).has_value() || !namespacesOf(ctx, tenant).empty();
+  };
+  if (known()) return true;
+  if (auto* shared = ctx.service.sharedConfig()) {
+    shared->refreshTenant(tenant);
+    return known();
+  }
+  return false;
 }
 
 json::array stringArray(const std::vector<std::string>& v) {
@@ -187,6 +197,27 @@ std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
   return "";
 }
 
+// The bundle count a create-namespace body asks for (Pulsar's BundlesData: numBundles, or the
+// count of its boundaries); 0 when it names none. "" or the error text (412, as Pulsar).
+std::string bundleCount(const json::value& body, int* n) {
+  const json::object* o = body.if_object();
+  const json::value* b = o ? o->if_contains("bundles") : nullptr;
+  if (!b || b->is_null()) return "";
+  if (!b->is_object()) return "Invalid bundles";
+  if (const json::value* bounds = b->as_object().if_contains("boundaries");
+      bounds && bounds->is_array() && !bounds->as_array().empty()) {
+    *n = static_cast<int>(bounds->as_array().size()) - 1;
+    return *n >= 1 ? "" : "Invalid bundles: fewer than 2 boundaries";
+  }
+  if (const json::value* num = b->as_object().if_contains("numBundles"); num && !num->is_null()) {
+    if (!num->is_int64() || num->as_int64() < 1 || num->as_int64() > 1 << 20) {
+      return "Invalid number of bundles";
+    }
+    *n = static_cast<int>(num->as_int64());
+  }
+  return "";
+}
+
 // PUT/POST tenant body -> TenantInfo; errors as Pulsar (400 bad JSON, 412 unknown cluster).
 std::optional<broker::TenantInfo> tenantInfoFrom(const AdminContext& ctx, const HttpRequest& req,
                                                  HttpResponse* error) {
@@ -244,9 +275,9 @@ void addTenantRoutes(Router& r, const AdminContext* ctx) {
   });
   r.addSync("GET", "/admin/v2/tenants/{tenant}", [ctx](const HttpRequest&, const PathParams& p) {
     const std::string& t = p.at("tenant");
+    if (!tenantExists(*ctx, t)) return HttpResponse::error(404, "Tenant does not exist");
     if (auto info = ctx->service.policies().tenant(t)) return jsonResponse(tenantJson(*info));
-    if (tenantExists(*ctx, t)) return jsonResponse(tenantJson({}));
-    return HttpResponse::error(404, "Tenant does not exist");
+    return jsonResponse(tenantJson({}));
   });
   r.addSync("PUT", "/admin/v2/tenants/{tenant}",
             [ctx](const HttpRequest& req, const PathParams& p) {
@@ -273,7 +304,9 @@ void addTenantRoutes(Router& r, const AdminContext* ctx) {
             });
   r.addSync("DELETE", "/admin/v2/tenants/{tenant}", [ctx](const HttpRequest&, const PathParams& p) {
     const std::string& t = p.at("tenant");
-    if (!namespacesOf(*ctx, t).empty()) {
+    // Cluster mode: ZooKeeper refuses to delete a tenant node that still has namespaces (this
+    // broker's view may lag another broker's change).
+    if (!ctx->service.sharedConfig() && !namespacesOf(*ctx, t).empty()) {
       return HttpResponse::error(409, "The tenant still has active namespaces");
     }
     Status s = ctx->service.policies().deleteTenant(t);
@@ -335,18 +368,18 @@ void addNamespaceLifecycleRoutes(Router& r, const AdminContext* ctx) {
               }
               if (!tenantExists(*ctx, t)) return HttpResponse::error(404, "Tenant does not exist");
               NamespacePolicies initial;
+              int numBundles = 0;  // pulsar-admin namespaces create --bundles N
               if (!req.body.empty()) {
                 HttpResponse err;
                 auto body = parseJsonBody(req, &err);
                 if (!body) return err;
                 std::string bad = initialPolicies(*body, &initial);
                 if (!bad.empty()) return HttpResponse::error(400, bad);
+                bad = bundleCount(*body, &numBundles);
+                if (!bad.empty()) return HttpResponse::error(412, bad);
               }
-              Status s = ctx->service.addNamespace(t + "/" + n);
-              if (!s) return errorResponse(s);
-              ctx->service.policies().updateNamespacePolicies(
-                  t + "/" + n, [&](NamespacePolicies& p) { p = initial; });
-              return noContent();
+              Status s = ctx->service.addNamespace(t + "/" + n, initial, numBundles);
+              return s ? noContent() : errorResponse(s);
             });
   r.add("DELETE", "/admin/v2/namespaces/{tenant}/{namespace}",
         [ctx](const HttpRequest& req, const PathParams& p, const Respond& respond) {
@@ -411,12 +444,18 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
               std::string bad =
                   retentionPolicyError(rp.retentionTimeInMinutes, rp.retentionSizeInMB);
               if (!bad.empty()) return HttpResponse::error(400, bad);
-              reg.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p.retention = rp; });
+              if (Status stored = reg.updateNamespacePolicies(
+                      ns, [&](NamespacePolicies& p) { p.retention = rp; });
+                  !stored)
+                return errorResponse(stored);
               return noContent();
             });
   addPolicy(r, ctx, "DELETE", "retention",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
-              reg.updateNamespacePolicies(ns, [](NamespacePolicies& p) { p.retention.reset(); });
+              if (Status stored = reg.updateNamespacePolicies(
+                      ns, [](NamespacePolicies& p) { p.retention.reset(); });
+                  !stored)
+                return errorResponse(stored);
               return noContent();
             });
   addPolicy(r, ctx, "GET", "messageTTL",
@@ -433,14 +472,18 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
                 return HttpResponse::error(412, "Invalid value for message TTL");
               }
               int32_t ttl = static_cast<int32_t>(v->as_int64());
-              reg.updateNamespacePolicies(ns,
-                                          [&](NamespacePolicies& p) { p.messageTtlSeconds = ttl; });
+              if (Status stored = reg.updateNamespacePolicies(
+                      ns, [&](NamespacePolicies& p) { p.messageTtlSeconds = ttl; });
+                  !stored)
+                return errorResponse(stored);
               return noContent();
             });
   addPolicy(r, ctx, "DELETE", "messageTTL",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
-              reg.updateNamespacePolicies(
-                  ns, [](NamespacePolicies& p) { p.messageTtlSeconds.reset(); });
+              if (Status stored = reg.updateNamespacePolicies(
+                      ns, [](NamespacePolicies& p) { p.messageTtlSeconds.reset(); });
+                  !stored)
+                return errorResponse(stored);
               return noContent();
             });
   // Pulsar's DelayedDeliveryPolicies; GET answers 200 with an empty body while unset, as Pulsar.
@@ -478,14 +521,19 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
                 }
                 d.maxDeliveryDelayInMillis = f->to_number<int64_t>();
               }
-              reg.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p.delayedDelivery = d; });
+              if (Status stored = reg.updateNamespacePolicies(
+                      ns, [&](NamespacePolicies& p) { p.delayedDelivery = d; });
+                  !stored)
+                return errorResponse(stored);
               ctx->service.onNamespacePoliciesChanged(ns);
               return noContent();
             });
   addPolicy(r, ctx, "DELETE", "delayedDelivery",
             [&reg, ctx](const HttpRequest&, const PathParams&, const std::string& ns) {
-              reg.updateNamespacePolicies(ns,
-                                          [](NamespacePolicies& p) { p.delayedDelivery.reset(); });
+              if (Status stored = reg.updateNamespacePolicies(
+                      ns, [](NamespacePolicies& p) { p.delayedDelivery.reset(); });
+                  !stored)
+                return errorResponse(stored);
               ctx->service.onNamespacePoliciesChanged(ns);
               return noContent();
             });
@@ -501,15 +549,19 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
               if (!v) return err;
               if (!v->is_bool()) return HttpResponse::error(400, "The body must be true or false");
               bool on = v->as_bool();
-              reg.updateNamespacePolicies(
-                  ns, [&](NamespacePolicies& p) { p.deduplicationEnabled = on; });
+              if (Status stored = reg.updateNamespacePolicies(
+                      ns, [&](NamespacePolicies& p) { p.deduplicationEnabled = on; });
+                  !stored)
+                return errorResponse(stored);
               ctx->service.onNamespacePoliciesChanged(ns);
               return noContent();
             });
   addPolicy(r, ctx, "DELETE", "deduplication",
             [&reg, ctx](const HttpRequest&, const PathParams&, const std::string& ns) {
-              reg.updateNamespacePolicies(
-                  ns, [](NamespacePolicies& p) { p.deduplicationEnabled.reset(); });
+              if (Status stored = reg.updateNamespacePolicies(
+                      ns, [](NamespacePolicies& p) { p.deduplicationEnabled.reset(); });
+                  !stored)
+                return errorResponse(stored);
               ctx->service.onNamespacePoliciesChanged(ns);
               return noContent();
             });
@@ -542,7 +594,10 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
         if (std::string e = backlogQuotaFrom(*v, &q); !e.empty()) {
           return HttpResponse::error(400, e);
         }
-        reg.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p.backlogQuotas[type] = q; });
+        if (Status stored = reg.updateNamespacePolicies(
+                ns, [&](NamespacePolicies& p) { p.backlogQuotas[type] = q; });
+            !stored)
+          return errorResponse(stored);
         ctx->service.onNamespacePoliciesChanged(ns);
         return noContent();
       });
@@ -551,7 +606,10 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
       [&reg, ctx, quotaType](const HttpRequest& req, const PathParams&, const std::string& ns) {
         std::string type = quotaType(req);
         if (!kBacklogQuotaTypes.count(type)) return HttpResponse::error(404, "Not Found");
-        reg.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p.backlogQuotas.erase(type); });
+        if (Status stored = reg.updateNamespacePolicies(
+                ns, [&](NamespacePolicies& p) { p.backlogQuotas.erase(type); });
+            !stored)
+          return errorResponse(stored);
         ctx->service.onNamespacePoliciesChanged(ns);
         return noContent();
       });
@@ -584,14 +642,18 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
               }
               if (max) p.maxInactiveDurationSeconds = static_cast<int32_t>(max->as_int64());
               if (del) p.deleteWhileInactive = del->as_bool();
-              reg.updateNamespacePolicies(
-                  ns, [&](NamespacePolicies& np) { np.inactiveTopicPolicies = p; });
+              if (Status stored = reg.updateNamespacePolicies(
+                      ns, [&](NamespacePolicies& np) { np.inactiveTopicPolicies = p; });
+                  !stored)
+                return errorResponse(stored);
               return noContent();
             });
   addPolicy(r, ctx, "DELETE", "inactiveTopicPolicies",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
-              reg.updateNamespacePolicies(
-                  ns, [](NamespacePolicies& np) { np.inactiveTopicPolicies.reset(); });
+              if (Status stored = reg.updateNamespacePolicies(
+                      ns, [](NamespacePolicies& np) { np.inactiveTopicPolicies.reset(); });
+                  !stored)
+                return errorResponse(stored);
               return noContent();
             });
 }
@@ -620,15 +682,19 @@ void addLimitRoutes(Router& r, const AdminContext* ctx) {
                 }
                 auto value = static_cast<int32_t>(v->to_number<double>());
                 if (value < 0) return HttpResponse::error(412, name + " must be 0 or more");
-                reg.updateNamespacePolicies(ns,
-                                            [&](NamespacePolicies& p) { p.limits[name] = value; });
+                if (Status stored = reg.updateNamespacePolicies(
+                        ns, [&](NamespacePolicies& p) { p.limits[name] = value; });
+                    !stored)
+                  return errorResponse(stored);
                 ctx->service.onNamespacePoliciesChanged(ns);
                 return noContent();
               });
     addPolicy(r, ctx, "DELETE", name,
               [&reg, ctx, name](const HttpRequest&, const PathParams&, const std::string& ns) {
-                reg.updateNamespacePolicies(ns,
-                                            [&](NamespacePolicies& p) { p.limits.erase(name); });
+                if (Status stored = reg.updateNamespacePolicies(
+                        ns, [&](NamespacePolicies& p) { p.limits.erase(name); });
+                    !stored)
+                  return errorResponse(stored);
                 ctx->service.onNamespacePoliciesChanged(ns);
                 return noContent();
               });
@@ -647,15 +713,19 @@ void addPermissionRoutes(Router& r, const AdminContext* ctx) {
               auto actions = parseAuthActions(req, &err);
               if (!actions) return err;
               std::string role = p.at("role");
-              reg.updateNamespacePolicies(
-                  ns, [&](NamespacePolicies& pol) { pol.permissions[role] = *actions; });
+              if (Status stored = reg.updateNamespacePolicies(
+                      ns, [&](NamespacePolicies& pol) { pol.permissions[role] = *actions; });
+                  !stored)
+                return errorResponse(stored);
               return noContent();
             });
   addPolicy(r, ctx, "DELETE", "permissions/{role}",
             [&reg](const HttpRequest&, const PathParams& p, const std::string& ns) {
               std::string role = p.at("role");
-              reg.updateNamespacePolicies(
-                  ns, [&](NamespacePolicies& pol) { pol.permissions.erase(role); });
+              if (Status stored = reg.updateNamespacePolicies(
+                      ns, [&](NamespacePolicies& pol) { pol.permissions.erase(role); });
+                  !stored)
+                return errorResponse(stored);
               return noContent();
             });
 }

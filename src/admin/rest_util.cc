@@ -308,6 +308,9 @@ std::optional<std::string> namespaceFromParams(const AdminContext& ctx, const Pa
     return std::nullopt;
   }
   std::string full = tenant + "/" + ns;
+  if (!ctx.service.namespaceExists(full) && ctx.service.sharedConfig()) {
+    ctx.service.sharedConfig()->refreshNamespace(full);  // created through another broker?
+  }
   if (!ctx.service.namespaceExists(full)) {
     *error = HttpResponse::error(404, "Namespace does not exist");
     return std::nullopt;

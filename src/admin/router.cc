@@ -138,6 +138,12 @@ void Router::dispatch(const HttpRequest& request, const Respond& respond) const 
       }
     }
     try {
+      if (guard_) {
+        if (auto answer = guard_(request, best->pattern, params)) {
+          respond(std::move(*answer));
+          return;
+        }
+      }
       best->handler(request, params, respond);
     } catch (const std::exception& e) {
       respond(HttpResponse::error(500, std::string("Internal error: ") + e.what()));

@@ -58,6 +58,10 @@ class Router {
   using Filter = std::function<std::optional<HttpResponse>(
       const HttpRequest&, const std::string& pattern, const PathParams&)>;
   void setFilter(Filter f) { filter_ = std::move(f); }
+  // Runs after the filter, before the handler of a matched route (never for 404/405): an answer
+  // stops the request there (cluster mode: 307 to the broker that owns the route's topic). May
+  // block the calling (pulsar-web) thread.
+  void setGuard(Filter g) { guard_ = std::move(g); }
 
   void add(std::string method, std::string_view pattern, Handler handler);
   void addSync(std::string method, std::string_view pattern, SyncHandler handler);
@@ -82,6 +86,7 @@ class Router {
   static bool moreSpecific(const Route& a, const Route& b);
   std::vector<Route> routes_;
   Filter filter_;
+  Filter guard_;
 };
 
 // Decodes %XX escapes (and '+' is kept as '+'). Returns the input unchanged if malformed.

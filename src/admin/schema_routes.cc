@@ -202,13 +202,17 @@ void addNamespaceSchemaRoutes(Router& r, const AdminContext* ctx) {
                           return HttpResponse::error(400,
                                                      "Invalid schema compatibility "
                                                      "strategy");
-                        reg.updateNamespacePolicies(ns, [&](broker::NamespacePolicies& p) {
-                          if (*s == SchemaCompatibilityStrategy::UNDEFINED) {
-                            p.schemaCompatibilityStrategy.reset();
-                          } else {
-                            p.schemaCompatibilityStrategy = broker::strategyName(*s);
-                          }
-                        });
+                        if (Status stored = reg.updateNamespacePolicies(
+                                ns,
+                                [&](broker::NamespacePolicies& p) {
+                                  if (*s == SchemaCompatibilityStrategy::UNDEFINED) {
+                                    p.schemaCompatibilityStrategy.reset();
+                                  } else {
+                                    p.schemaCompatibilityStrategy = broker::strategyName(*s);
+                                  }
+                                });
+                            !stored)
+                          return errorResponse(stored);
                         return noContent();
                       });
   }
@@ -234,7 +238,10 @@ void addNamespaceSchemaRoutes(Router& r, const AdminContext* ctx) {
           HttpResponse err;
           auto on = boolBody(req, &err);
           if (!on) return err;
-          reg.updateNamespacePolicies(ns, [&](broker::NamespacePolicies& p) { p.*b.field = *on; });
+          if (Status stored = reg.updateNamespacePolicies(
+                  ns, [&](broker::NamespacePolicies& p) { p.*b.field = *on; });
+              !stored)
+            return errorResponse(stored);
           return noContent();
         });
   }

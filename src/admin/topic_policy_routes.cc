@@ -426,18 +426,25 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
             return HttpResponse::error(412, "Invalid value for subscription expiration time");
           }
           int32_t minutes = static_cast<int32_t>(v->as_int64());
-          reg.updateNamespacePolicies(ns, [&](broker::NamespacePolicies& p) {
-            p.subscriptionExpirationTimeMinutes = minutes;
-          });
+          if (Status stored = reg.updateNamespacePolicies(ns,
+                                                          [&](broker::NamespacePolicies& p) {
+                                                            p.subscriptionExpirationTimeMinutes =
+                                                                minutes;
+                                                          });
+              !stored)
+            return errorResponse(stored);
           return noContent();
         });
-  addNs(r, ctx, "DELETE", "subscriptionExpirationTime",
-        [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
-          reg.updateNamespacePolicies(ns, [](broker::NamespacePolicies& p) {
-            p.subscriptionExpirationTimeMinutes.reset();
-          });
-          return noContent();
-        });
+  addNs(
+      r, ctx, "DELETE", "subscriptionExpirationTime",
+      [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+        if (Status stored = reg.updateNamespacePolicies(
+                ns,
+                [](broker::NamespacePolicies& p) { p.subscriptionExpirationTimeMinutes.reset(); });
+            !stored)
+          return errorResponse(stored);
+        return noContent();
+      });
   // Pulsar's compaction_threshold (bytes; 0 turns automatic compaction off for the namespace).
   addNs(r, ctx, "GET", "compactionThreshold",
         [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
@@ -453,14 +460,18 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
             return HttpResponse::error(412, "compactionThreshold must be 0 or more");
           }
           int64_t bytes = v->as_int64();
-          reg.updateNamespacePolicies(
-              ns, [&](broker::NamespacePolicies& p) { p.compactionThreshold = bytes; });
+          if (Status stored = reg.updateNamespacePolicies(
+                  ns, [&](broker::NamespacePolicies& p) { p.compactionThreshold = bytes; });
+              !stored)
+            return errorResponse(stored);
           return noContent();
         });
   addNs(r, ctx, "DELETE", "compactionThreshold",
         [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
-          reg.updateNamespacePolicies(
-              ns, [](broker::NamespacePolicies& p) { p.compactionThreshold.reset(); });
+          if (Status stored = reg.updateNamespacePolicies(
+                  ns, [](broker::NamespacePolicies& p) { p.compactionThreshold.reset(); });
+              !stored)
+            return errorResponse(stored);
           return noContent();
         });
   addNs(r, ctx, "GET", "autoTopicCreation",
@@ -479,14 +490,18 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
             return HttpResponse::error(
                 412, "Invalid configuration for autoTopicCreationOverride. the detail is " + bad);
           }
-          reg.updateNamespacePolicies(
-              ns, [&](broker::NamespacePolicies& p) { p.autoTopicCreation = a; });
+          if (Status stored = reg.updateNamespacePolicies(
+                  ns, [&](broker::NamespacePolicies& p) { p.autoTopicCreation = a; });
+              !stored)
+            return errorResponse(stored);
           return noContent();
         });
   addNs(r, ctx, "DELETE", "autoTopicCreation",
         [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
-          reg.updateNamespacePolicies(
-              ns, [](broker::NamespacePolicies& p) { p.autoTopicCreation.reset(); });
+          if (Status stored = reg.updateNamespacePolicies(
+                  ns, [](broker::NamespacePolicies& p) { p.autoTopicCreation.reset(); });
+              !stored)
+            return errorResponse(stored);
           return noContent();
         });
 }

@@ -262,16 +262,20 @@ void addLookupRoute(Router& r, const AdminContext* ctx) {
           if (auto* ownership = ctx->service.topicOwnership()) {
             auto q = queryParam(req, "authoritative");
             bool authoritative = q && *q == "true";
+            // Pulsar's listenerName: the owner's address on that advertised listener.
+            std::string listener = queryParam(req, "listenerName").value_or("");
             std::string path = req.path;
-            ownership->lookup(*name, authoritative, &ctx->service.ioLoops().next(),
-                              [respond, path](broker::LookupAnswer a) {
+            ownership->lookup(*name, authoritative, listener, &ctx->service.ioLoops().next(),
+                              [respond, path, listener](broker::LookupAnswer a) {
                                 if (!a.error.isOk())
                                   return respond(HttpResponse::error(503, a.error.message()));
                                 if (a.redirect) {
                                   HttpResponse r = HttpResponse::json("", 307);
-                                  r.headers.emplace_back("Location",
-                                                         a.httpUrl + path + "?authoritative=" +
-                                                             (a.authoritative ? "true" : "false"));
+                                  r.headers.emplace_back(
+                                      "Location",
+                                      a.httpUrl + path +
+                                          "?authoritative=" + (a.authoritative ? "true" : "false") +
+                                          (listener.empty() ? "" : "&listenerName=" + listener));
                                   return respond(std::move(r));
                                 }
                                 respond(jsonResponse(json::object{{"brokerUrl", a.url},
@@ -332,10 +336,13 @@ void addTopicPermissionRoutes(Router& r, const AdminContext* ctx) {
             auto actions = parseAuthActions(req, &err);
             if (!actions) return respond(err);
             std::string role = p.at("role");
-            ctx->service.policies().updateNamespacePolicies(
-                name.namespaceName(), [&](broker::NamespacePolicies& pol) {
-                  pol.topicPermissions[name.partitionedTopicName()][role] = *actions;
-                });
+            if (Status stored = ctx->service.policies().updateNamespacePolicies(
+                    name.namespaceName(),
+                    [&](broker::NamespacePolicies& pol) {
+                      pol.topicPermissions[name.partitionedTopicName()][role] = *actions;
+                    });
+                !stored)
+              return respond(errorResponse(stored));
             respond(noContent());
           });
   onTopic(
@@ -348,13 +355,16 @@ void addTopicPermissionRoutes(Router& r, const AdminContext* ctx) {
         std::string role = p.at("role");
         std::string topic = name.partitionedTopicName();
         bool found = false;
-        ctx->service.policies().updateNamespacePolicies(
-            name.namespaceName(), [&](broker::NamespacePolicies& pol) {
-              auto it = pol.topicPermissions.find(topic);
-              if (it == pol.topicPermissions.end()) return;
-              found = it->second.erase(role) > 0;
-              if (it->second.empty()) pol.topicPermissions.erase(it);
-            });
+        if (Status stored = ctx->service.policies().updateNamespacePolicies(
+                name.namespaceName(),
+                [&](broker::NamespacePolicies& pol) {
+                  auto it = pol.topicPermissions.find(topic);
+                  if (it == pol.topicPermissions.end()) return;
+                  found = it->second.erase(role) > 0;
+                  if (it->second.empty()) pol.topicPermissions.erase(it);
+                });
+            !stored)
+          return respond(errorResponse(stored));
         if (!found) {
           // Pulsar: revoking a role that has no topic-level grant.
           return respond(HttpResponse::error(412, "Permissions are not set at the topic level"));

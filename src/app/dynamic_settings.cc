@@ -64,6 +64,8 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
       return true;
     case SettingId::brokerShutdownTimeoutMs:  // read from cfg when the broker stops
       return true;
+    case SettingId::loadBalancerDistributeBundlesEvenlyEnabled:  // read at each assignment
+      return true;
     default:
       return false;
   }

@@ -23,6 +23,7 @@
 #include "app/topic_storage.h"
 #include "base/logging.h"
 #include "broker/broker_service.h"
+#include "broker/cluster/configuration_store.h"
 #include "broker/cluster/namespace_service.h"
 #include "metadata/zk_store.h"
 
@@ -319,10 +320,15 @@ int runBroker(const BrokerOptions& options) {
     broker::cluster::NamespaceServiceOptions nso;
     nso.clusterName = cfg.clusterName();
     nso.defaultNumberOfNamespaceBundles = cfg.defaultNumberOfNamespaceBundles();
+    nso.distributeBundlesEvenly = [config = options.config] {
+      return config->loadBalancerDistributeBundlesEvenlyEnabled();
+    };
     namespaceService = std::make_unique<broker::cluster::NamespaceService>(
         zk.get(), zkConfig ? zkConfig.get() : zk.get(), nso);
   }
+  std::unique_ptr<broker::cluster::ConfigurationStore> configurationStore;
   auto stopCluster = [&] {
+    if (configurationStore) configurationStore->stop();
     if (namespaceService) namespaceService->stop();
     if (zkConfig) zkConfig->close();
     if (zk) zk->close();  // ends the session: this broker's ephemeral znodes go at once
@@ -342,6 +348,14 @@ int runBroker(const BrokerOptions& options) {
   broker::BrokerService service(std::move(brokerOptions), topicStorage.factory,
                                 topicStorage.metadata);
   if (namespaceService) {
+    // Tenants, namespaces, policies and partitioned topics: the configuration store's.
+    broker::cluster::ConfigurationStoreOptions cso;
+    cso.clusterName = cfg.clusterName();
+    cso.defaultNumberOfNamespaceBundles = cfg.defaultNumberOfNamespaceBundles();
+    cso.operationTimeoutMs = cfg.metadataStoreOperationTimeoutSeconds() * 1000;
+    configurationStore = std::make_unique<broker::cluster::ConfigurationStore>(
+        zkConfig ? zkConfig.get() : zk.get(), zk.get(), &service, cso);
+    service.setSharedConfig(configurationStore.get());
     service.setTopicOwnership(namespaceService.get());
     // Bundles lost (session expired, unloaded): the clients of their topics are closed, so they
     // look the topics up again. On BookKeeper the topics are unloaded too (ledger closed, cursors
@@ -376,6 +390,14 @@ int runBroker(const BrokerOptions& options) {
     MLOG_ERROR("{}", s.message());
     return 1;
   }
+  if (configurationStore) {
+    if (Status s = configurationStore->start(); !s) {
+      MLOG_ERROR("cannot load the cluster's tenants and namespaces: {}", s.message());
+      service.stop();
+      stopCluster();
+      return 1;
+    }
+  }
   if (Status s = connectDynamicSettings(*options.config, service, topicStorage.setCacheSizeMB);
       !s) {
     MLOG_ERROR("{}", s.message());
@@ -387,6 +409,7 @@ int runBroker(const BrokerOptions& options) {
   auto router = std::make_shared<admin::Router>();
   if (namespaceService) {
     admin::addClusterRoutes(*router, *namespaceService, service, cfg.clusterName());
+    admin::installTopicOwnershipGuard(*router, *namespaceService, service);
   }
   admin::addHealthRoute(*router, [&serving] { return serving.load(); });
   admin::addBrokerConfigurationRoutes(*router, options.config);
@@ -440,6 +463,9 @@ int runBroker(const BrokerOptions& options) {
     self.webServiceUrl = "http://" + self.brokerId;
     if (bound.webTls)
       self.webServiceUrlTls = "https://" + host + ":" + std::to_string(bound.webTls);
+    for (const auto& [name, l] : service.options().advertisedListeners.byName) {
+      self.listeners[name] = {l.brokerServiceUrl, l.brokerServiceUrlTls};
+    }
     if (Status s = namespaceService->start(self); !s) {
       MLOG_ERROR("cannot join the cluster: {}", s.message());
       if (webTls) webTls->stop();

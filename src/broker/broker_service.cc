@@ -51,7 +51,12 @@ Status BrokerService::start() {
     auto b = a == std::string::npos ? a : n.find('/', a + 1);
     if (b != std::string::npos) initial.push_back(n.substr(0, b));
   }
-  namespaces_.load(metadata_, initial);
+  if (shared_) {
+    // Cluster mode: the configuration store's namespaces replace these (ConfigurationStore).
+    namespaces_.load(nullptr, {});
+  } else {
+    namespaces_.load(metadata_, initial);
+  }
   if (metadata_) {
     if (Status s = policies_.attachStore(metadata_); !s) {
       MLOG_WARN("tenants and namespace policies stay in memory: {}", s.toString());
@@ -526,6 +531,9 @@ Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) 
     if (!namespaces_.createPartitioned(name.toString(), n).isOk()) {
       return namespaces_.partitions(name.toString()).value_or(0);  // created meanwhile
     }
+    // Cluster mode: stored without waiting (this may be an I/O loop); a count another broker
+    // stored first replaces this one.
+    if (shared_) shared_->createPartitionedAsync(name.toString(), n);
     announcePartitions(name, 0, n, true);
     return n;
   }
@@ -540,9 +548,52 @@ Status BrokerService::createPartitionedTopic(const TopicName& name, int partitio
       return Status::alreadyExists("Topic " + name.toString() + " already exists");
     }
   }
+  if (shared_) {
+    if (Status s = shared_->createPartitioned(name.toString(), partitions); !s.isOk()) return s;
+    applySharedPartitioned(name.toString(), partitions);
+    return Status::ok();
+  }
   if (Status s = namespaces_.createPartitioned(name.toString(), partitions); !s.isOk()) return s;
   announcePartitions(name, 0, partitions, true);
   return Status::ok();
+}
+
+void BrokerService::setSharedConfig(SharedConfig* shared) {
+  shared_ = shared;
+  policies_.setShared(shared);
+}
+
+void BrokerService::applySharedTenant(const std::string& name,
+                                      const std::optional<TenantInfo>& info) {
+  policies_.applyTenant(name, info);
+}
+
+void BrokerService::applySharedNamespace(const std::string& ns,
+                                         const std::optional<NamespacePolicies>& p) {
+  if (!p) {
+    for (auto& [topic, n] : partitionedTopicsOf(ns, TopicDomain::kAll)) {
+      applySharedPartitioned(topic, std::nullopt);
+    }
+  }
+  namespaces_.applyNamespace(ns, p.has_value());
+  policies_.applyNamespacePolicies(ns, p);
+  if (p) onNamespacePoliciesChanged(ns);
+}
+
+void BrokerService::applySharedPartitioned(const std::string& topic,
+                                           std::optional<int> partitions) {
+  auto name = TopicName::parse(topic);
+  if (!name.isOk()) return;
+  std::optional<int> before = namespaces_.applyPartitioned(topic, partitions);
+  int from = before.value_or(0);
+  int to = partitions.value_or(0);
+  if (to > from) announcePartitions(*name, from, to, true);
+  if (to < from) announcePartitions(*name, to, from, false);
+}
+
+void BrokerService::clearShared() {
+  namespaces_.clear();
+  policies_.clearTenantsAndPolicies();
 }
 
 storage::Position BrokerService::clampSeekPosition(PersistentTopic& topic, storage::Position p) {
@@ -671,9 +722,24 @@ void BrokerService::lastMessageId(
   });
 }
 
-Status BrokerService::addNamespace(const std::string& ns) { return namespaces_.create(ns); }
+Status BrokerService::addNamespace(const std::string& ns, const NamespacePolicies& initial,
+                                   int numBundles) {
+  if (shared_) {
+    if (Status s = shared_->createNamespace(ns, initial, numBundles); !s.isOk()) return s;
+    namespaces_.applyNamespace(ns, true);
+    policies_.applyNamespacePolicies(ns, initial);
+    return Status::ok();
+  }
+  if (Status s = namespaces_.create(ns); !s.isOk()) return s;
+  return policies_.updateNamespacePolicies(ns, [&](NamespacePolicies& p) { p = initial; });
+}
 
 Status BrokerService::removeNamespace(const std::string& ns) {
+  if (shared_) {
+    if (Status s = shared_->deleteNamespace(ns); !s.isOk()) return s;
+    applySharedNamespace(ns, std::nullopt);
+    return Status::ok();
+  }
   if (Status s = namespaces_.remove(ns); !s.isOk()) return s;
   policies_.removeNamespace(ns);
   return Status::ok();
@@ -712,6 +778,12 @@ std::map<std::string, int> BrokerService::partitionedTopicsOf(const std::string&
 }
 
 Status BrokerService::updatePartitions(const TopicName& name, int partitions) {
+  if (shared_) {
+    Result<int> stored = shared_->updatePartitioned(name.toString(), partitions);
+    if (!stored.isOk()) return stored.status();
+    applySharedPartitioned(name.toString(), partitions);
+    return Status::ok();
+  }
   Result<int> before = namespaces_.updatePartitioned(name.toString(), partitions);
   if (!before.isOk()) return before.status();
   announcePartitions(name, *before, partitions, true);
@@ -719,6 +791,13 @@ Status BrokerService::updatePartitions(const TopicName& name, int partitions) {
 }
 
 Status BrokerService::removePartitionedTopic(const TopicName& name) {
+  if (shared_) {
+    Result<int> stored = shared_->deletePartitioned(name.toString());
+    if (!stored.isOk()) return stored.status();
+    applySharedPartitioned(name.toString(), std::nullopt);
+    (void)schemas_.deleteSchema(schemaIdOf(name), true);
+    return Status::ok();
+  }
   Result<int> partitions = namespaces_.removePartitioned(name.toString());
   if (!partitions.isOk()) return partitions.status();
   announcePartitions(name, 0, *partitions, false);

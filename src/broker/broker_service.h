@@ -22,6 +22,7 @@
 #include "broker/policies.h"
 #include "broker/publish_throttle.h"
 #include "broker/schema_registry.h"
+#include "broker/shared_config.h"
 #include "broker/stats.h"
 #include "broker/topic.h"
 #include "broker/topic_list.h"
@@ -68,6 +69,20 @@ class BrokerService {
   // Set before start(); outlives the service.
   void setTopicOwnership(TopicOwnership* ownership) { ownership_ = ownership; }
   TopicOwnership* topicOwnership() const { return ownership_; }
+  // Cluster mode: tenants, namespaces, their policies and partitioned-topic metadata are the
+  // configuration store's (shared_config.h); the mutators below write there first. Set before
+  // start(); outlives the service. Null (standalone): the embedded store keeps them.
+  void setSharedConfig(SharedConfig* shared);
+  SharedConfig* sharedConfig() const { return shared_; }
+  // The configuration store's state applied to the in-memory view (cluster::ConfigurationStore,
+  // at load and on its watches; nullopt: deleted). A namespace whose policies change has them
+  // re-applied to its loaded topics; partitions added or removed are announced to topic-list
+  // watchers. Thread: any.
+  void applySharedTenant(const std::string& name, const std::optional<TenantInfo>& info);
+  void applySharedNamespace(const std::string& ns, const std::optional<NamespacePolicies>& p);
+  void applySharedPartitioned(const std::string& topic, std::optional<int> partitions);
+  // Forgets tenants, namespaces, policies and partitioned topics (before a full load).
+  void clearShared();
   // The settings that may change at run time; the app stores new values here. Thread: any.
   BrokerDynamicOptions& dynamicOptions() { return options_.dynamic; }
   // maxMessagePublishBufferSizeInMB changed at run time (<= 0: off): each I/O loop gets its new
@@ -216,8 +231,11 @@ class BrokerService {
   // topic is loaded or stored, the partitioned metadata and its topic policies are deleted.
   // Thread: any.
   void deleteInactivePartitionedMetadata(const TopicName& partition);
-  // Creates "tenant/ns". Errors: kAlreadyExists.
-  Status addNamespace(const std::string& ns);
+  // Creates "tenant/ns" with its first policies (numBundles > 0: its bundle count in cluster
+  // mode, else defaultNumberOfNamespaceBundles). Errors: kAlreadyExists; in cluster mode the
+  // configuration store's (blocking: not on an I/O loop).
+  Status addNamespace(const std::string& ns, const NamespacePolicies& initial = {},
+                      int numBundles = 0);
   // Forgets the namespace, its partitioned-topic metadata and its policies (delete its topics
   // first). Errors: kNotFound.
   Status removeNamespace(const std::string& ns);
@@ -259,6 +277,7 @@ class BrokerService {
   int64_t publishBufferShare(int mb) const;
   storage::MetadataStore* metadata_ = nullptr;
   TopicOwnership* ownership_ = nullptr;
+  SharedConfig* shared_ = nullptr;
 
   BrokerOptions options_;
   std::shared_ptr<storage::ManagedLedgerFactory> factory_;

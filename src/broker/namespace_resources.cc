@@ -95,6 +95,42 @@ Status NamespaceResources::remove(const std::string& ns) {
   return Status::ok();
 }
 
+void NamespaceResources::applyNamespace(const std::string& ns, bool exists) {
+  MutexLock lock(mu_);
+  if (exists) {
+    namespaces_.insert(ns);
+    return;
+  }
+  namespaces_.erase(ns);
+  for (const char* domain : {"persistent://", "non-persistent://"}) {
+    std::string prefix = domain + ns + "/";
+    for (auto it = partitioned_.lower_bound(prefix);
+         it != partitioned_.end() && it->first.rfind(prefix, 0) == 0;) {
+      it = partitioned_.erase(it);
+    }
+  }
+}
+
+std::optional<int> NamespaceResources::applyPartitioned(const std::string& topic,
+                                                        std::optional<int> partitions) {
+  MutexLock lock(mu_);
+  std::optional<int> before;
+  auto it = partitioned_.find(topic);
+  if (it != partitioned_.end()) before = it->second;
+  if (partitions) {
+    partitioned_[topic] = *partitions;
+  } else if (it != partitioned_.end()) {
+    partitioned_.erase(it);
+  }
+  return before;
+}
+
+void NamespaceResources::clear() {
+  MutexLock lock(mu_);
+  namespaces_.clear();
+  partitioned_.clear();
+}
+
 std::vector<std::string> NamespaceResources::list() const {
   MutexLock lock(mu_);
   return {namespaces_.begin(), namespaces_.end()};

@@ -42,6 +42,13 @@ class NamespaceResources {
   Result<int> updatePartitioned(const std::string& topic, int n);
   // Forgets `topic`; returns its count. Errors: kNotFound.
   Result<int> removePartitioned(const std::string& topic);
+  // Cluster mode: the configuration store's state applied to this cache (not persisted here).
+  // applyNamespace(ns, false) also forgets its partitioned topics. applyPartitioned returns the
+  // count before (nullopt: it was not partitioned).
+  void applyNamespace(const std::string& ns, bool exists);
+  std::optional<int> applyPartitioned(const std::string& topic, std::optional<int> partitions);
+  void clear();
+
   // Partitioned topics whose full name starts with `prefix`: name -> partitions.
   std::map<std::string, int> partitionedWithPrefix(const std::string& prefix) const;
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/logging.h"
+#include "broker/shared_config.h"
 
 namespace magnetar::broker {
 
@@ -35,7 +36,39 @@ PolicyRegistry::PolicyRegistry(std::string clusterName) {
   tenants_["public"] = TenantInfo{{}, {std::move(clusterName)}};
 }
 
+void PolicyRegistry::setShared(SharedConfig* shared) { shared_ = shared; }
+
+void PolicyRegistry::applyTenant(const std::string& name, const std::optional<TenantInfo>& info) {
+  MutexLock lock(mu_);
+  if (info) {
+    tenants_[name] = *info;
+  } else {
+    tenants_.erase(name);
+  }
+}
+
+void PolicyRegistry::applyNamespacePolicies(const std::string& ns,
+                                            const std::optional<NamespacePolicies>& p) {
+  MutexLock lock(mu_);
+  if (p) {
+    policies_[ns] = *p;
+  } else {
+    policies_.erase(ns);
+  }
+}
+
+void PolicyRegistry::clearTenantsAndPolicies() {
+  MutexLock lock(mu_);
+  tenants_.clear();
+  policies_.clear();
+}
+
 Status PolicyRegistry::createTenant(const std::string& name, TenantInfo info) {
+  if (shared_) {
+    if (Status s = shared_->createTenant(name, info); !s.isOk()) return s;
+    applyTenant(name, info);
+    return Status::ok();
+  }
   MutexLock lock(mu_);
   if (!tenants_.emplace(name, std::move(info)).second) {
     return Status::alreadyExists("Tenant already exists");
@@ -45,6 +78,11 @@ Status PolicyRegistry::createTenant(const std::string& name, TenantInfo info) {
 }
 
 Status PolicyRegistry::updateTenant(const std::string& name, TenantInfo info) {
+  if (shared_) {
+    if (Status s = shared_->updateTenant(name, info); !s.isOk()) return s;
+    applyTenant(name, info);
+    return Status::ok();
+  }
   MutexLock lock(mu_);
   auto it = tenants_.find(name);
   if (it == tenants_.end()) return Status::notFound("Tenant does not exist");
@@ -54,6 +92,11 @@ Status PolicyRegistry::updateTenant(const std::string& name, TenantInfo info) {
 }
 
 Status PolicyRegistry::deleteTenant(const std::string& name) {
+  if (shared_) {
+    if (Status s = shared_->deleteTenant(name); !s.isOk()) return s;
+    applyTenant(name, std::nullopt);
+    return Status::ok();
+  }
   MutexLock lock(mu_);
   if (tenants_.erase(name) == 0) return Status::notFound("Tenant does not exist");
   persistTenantLocked(name);
@@ -80,11 +123,18 @@ NamespacePolicies PolicyRegistry::namespacePolicies(const std::string& ns) const
   return it == policies_.end() ? NamespacePolicies{} : it->second;
 }
 
-void PolicyRegistry::updateNamespacePolicies(
+Status PolicyRegistry::updateNamespacePolicies(
     const std::string& ns, const std::function<void(NamespacePolicies&)>& change) {
+  if (shared_) {
+    auto stored = shared_->updateNamespacePolicies(ns, change);
+    if (!stored.isOk()) return stored.status();
+    applyNamespacePolicies(ns, *stored);
+    return Status::ok();
+  }
   MutexLock lock(mu_);
   change(policies_[ns]);
   persistPoliciesLocked(ns);
+  return Status::ok();
 }
 
 void PolicyRegistry::removeNamespace(const std::string& ns) {
@@ -327,11 +377,15 @@ Status PolicyRegistry::attachStore(storage::MetadataStore* store) {
   auto topicPolicies = store->scan(kTopicPoliciesPrefix);
   if (!topicPolicies.isOk()) return topicPolicies.status();
   MutexLock lock(mu_);
+  if (shared_) {  // the configuration store's, not the embedded store's
+    tenants->clear();
+    policies->clear();
+  }
   for (const auto& [key, value] : *tenants) {
     tenants_[storage::unescapePathComponent(key.substr(strlen(kTenantsPrefix)))] =
         decodeTenant(value);
   }
-  policies_.clear();
+  if (!shared_) policies_.clear();
   for (const auto& [key, value] : *policies) {
     policies_[storage::unescapePathComponent(key.substr(strlen(kPoliciesPrefix)))] =
         decodePolicies(value);
@@ -346,7 +400,7 @@ Status PolicyRegistry::attachStore(storage::MetadataStore* store) {
 }
 
 void PolicyRegistry::persistTenantLocked(const std::string& name) {
-  if (!store_) return;
+  if (!store_ || shared_) return;
   std::string key = kTenantsPrefix + storage::escapePathComponent(name);
   auto it = tenants_.find(name);
   Status s =
@@ -355,7 +409,7 @@ void PolicyRegistry::persistTenantLocked(const std::string& name) {
 }
 
 void PolicyRegistry::persistPoliciesLocked(const std::string& ns) {
-  if (!store_) return;
+  if (!store_ || shared_) return;
   std::string key = kPoliciesPrefix + storage::escapePathComponent(ns);
   auto it = policies_.find(ns);
   Status s =

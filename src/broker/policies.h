@@ -18,6 +18,8 @@
 
 namespace magnetar::broker {
 
+class SharedConfig;
+
 // Pulsar's TenantInfo.
 struct TenantInfo {
   std::vector<std::string> adminRoles;
@@ -121,9 +123,20 @@ class PolicyRegistry {
   // Starts with tenant "public" (allowed cluster `clusterName`), as Pulsar standalone.
   explicit PolicyRegistry(std::string clusterName = "standalone");
 
-  // Errors: kAlreadyExists.
+  // Cluster mode: tenants and namespace policies live in `shared` (the configuration store);
+  // the mutators below write there first (blocking: not on an I/O loop) and this registry is its
+  // cache, kept current through the apply* calls. They are then not persisted in the embedded
+  // store (topic policies still are). Call before attachStore(). shared outlives this.
+  void setShared(SharedConfig* shared);
+  // Cache updates from the configuration store (nullopt: deleted). Thread: any.
+  void applyTenant(const std::string& name, const std::optional<TenantInfo>& info);
+  void applyNamespacePolicies(const std::string& ns, const std::optional<NamespacePolicies>& p);
+  // Forgets every tenant and namespace policy (before a full load from the configuration store).
+  void clearTenantsAndPolicies();
+
+  // Errors: kAlreadyExists; in cluster mode the configuration store's.
   Status createTenant(const std::string& name, TenantInfo info);
-  // Errors: kNotFound.
+  // Errors: kNotFound; in cluster mode the configuration store's.
   Status updateTenant(const std::string& name, TenantInfo info);
   Status deleteTenant(const std::string& name);
   std::optional<TenantInfo> tenant(const std::string& name) const;
@@ -131,8 +144,11 @@ class PolicyRegistry {
 
   // Policies of "tenant/ns" (defaults when never set). removeNamespace forgets them.
   NamespacePolicies namespacePolicies(const std::string& ns) const;
-  void updateNamespacePolicies(const std::string& ns,
-                               const std::function<void(NamespacePolicies&)>& change);
+  // Applies `change` to the namespace's policies. In cluster mode a read-modify-write of the
+  // configuration store's Policies (change may run more than once); errors: the store's
+  // (kNotFound when the namespace is gone). Always ok in standalone mode.
+  [[nodiscard]] Status updateNamespacePolicies(
+      const std::string& ns, const std::function<void(NamespacePolicies&)>& change);
   void removeNamespace(const std::string& ns);
 
   // The namespace's deduplication setting; nullopt when not set there (then the broker's
@@ -181,6 +197,7 @@ class PolicyRegistry {
   std::map<std::string, NamespacePolicies> policies_ GUARDED_BY(mu_);
   std::map<std::string, TopicPolicies> topicPolicies_ GUARDED_BY(mu_);
   storage::MetadataStore* store_ GUARDED_BY(mu_) = nullptr;
+  SharedConfig* shared_ = nullptr;  // set before use, then read-only
 };
 
 // The store's text form of a tenant / of namespace policies (exposed for tests). Lines of

@@ -476,21 +476,24 @@ void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
                                           "Client is not authorized to Lookup"));
     return;
   }
-  // Cluster mode: the owner of the topic's bundle (Connect), or a broker to ask (Redirect).
+  // Cluster mode: the owner of the topic's bundle (Connect), or a broker to ask (Redirect); with
+  // advertised_listener_name, that broker's address on that listener.
   if (auto* ownership = service_.topicOwnership()) {
     auto me = self();
     uint64_t requestId = c.request_id();
-    ownership->lookup(*name, c.authoritative(), &loop(), [me, requestId](const LookupAnswer& a) {
-      if (!a.error.isOk()) {
-        me->send(
-            Commands::newLookupErrorResponse(requestId, proto::ServiceNotReady, a.error.message()));
-        return;
-      }
-      me->send(Commands::newLookupResponse(requestId, a.url, a.urlTls, a.authoritative,
-                                           a.redirect
-                                               ? proto::CommandLookupTopicResponse::Redirect
-                                               : proto::CommandLookupTopicResponse::Connect));
-    });
+    std::string listener = c.has_advertised_listener_name() ? c.advertised_listener_name() : "";
+    ownership->lookup(
+        *name, c.authoritative(), listener, &loop(), [me, requestId](const LookupAnswer& a) {
+          if (!a.error.isOk()) {
+            me->send(Commands::newLookupErrorResponse(requestId, proto::ServiceNotReady,
+                                                      a.error.message()));
+            return;
+          }
+          me->send(Commands::newLookupResponse(requestId, a.url, a.urlTls, a.authoritative,
+                                               a.redirect
+                                                   ? proto::CommandLookupTopicResponse::Redirect
+                                                   : proto::CommandLookupTopicResponse::Connect));
+        });
     return;
   }
   // advertised_listener_name picks one of advertisedListeners (Pulsar's answer to an unknown
@@ -528,6 +531,31 @@ void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMe
         "Client is not authorized to Get Partition Metadata"));
     return;
   }
+  // Cluster mode: a partitioned topic (or namespace) created through another broker a moment
+  // ago is read from the configuration store first, so it is never mistaken for a new
+  // non-partitioned topic.
+  if (SharedConfig* shared = service_.sharedConfig()) {
+    auto me = self();
+    shared->refresh(*name, &loop(), [me, c, n = *name](const Status& s) {
+      // Not known here and ZooKeeper unreachable: retryable, not "does not exist".
+      if (!s.isOk() && !me->service_.namespaceExists(n.namespaceName())) {
+        me->send(Commands::newPartitionMetadataErrorResponse(
+            c.request_id(), proto::ServiceNotReady,
+            "Cannot read the metadata of " + n.toString() + ": " + s.message()));
+        return;
+      }
+      me->answerPartitionedMetadata(c, n);
+    });
+    return;
+  }
+  answerPartitionedMetadata(c, *name);
+}
+
+void ServerCnx::answerPartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c,
+                                          const TopicName& topic) {
+  MAGNETAR_DCHECK_ON(loop());
+  if (isClosed()) return;
+  const TopicName* name = &topic;
   // Pulsar 4: without auto-creation (asked by the client, or refused by the broker) a topic
   // that does not exist is TopicNotFound, not 0 partitions. Clients rely on it, e.g. to name
   // retry and dead-letter topics "<topic>-<sub>-RETRY" rather than the legacy "<ns>/<sub>-RETRY".

@@ -141,6 +141,10 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   bool servesTopic(const TopicName& name, uint64_t requestId);
   void handleLookup(const proto::CommandLookupTopic& c);
   void handlePartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c);
+  // The answer once the topic's metadata is current (cluster mode: after a read of the
+  // configuration store).
+  void answerPartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c,
+                                 const TopicName& name);
   void handleProducer(const proto::CommandProducer& c);
   void handleSend(const proto::CommandSend& c, Buffer entry);
   void handleSubscribe(const proto::CommandSubscribe& c);

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "base/status.h"
 #include "broker/topic_name.h"
@@ -21,6 +23,9 @@ struct LookupAnswer {
   std::string urlTls;      // pulsar+ssl://host:port or ""
   std::string httpUrl;     // the same broker's web service (admin redirects, HTTP lookup)
   std::string httpUrlTls;  // or ""
+  // The named broker's advertisedListeners: name -> (pulsar:// url, pulsar+ssl:// url); empty
+  // without them.
+  std::map<std::string, std::pair<std::string, std::string>> listeners;
 };
 
 class TopicOwnership {
@@ -29,9 +34,12 @@ class TopicOwnership {
   virtual ~TopicOwnership() = default;
   // Finds (or, when nobody owns it, gets assigned) the owner of the topic's bundle. cb runs on
   // replyEx. authoritative: the client was redirected here to take the bundle (Pulsar's
-  // authoritative flag). Thread: any.
-  virtual void lookup(const TopicName& topic, bool authoritative, net::Executor* replyEx,
-                      LookupCallback cb) = 0;
+  // authoritative flag). listenerName: one of the brokers' advertisedListeners (LOOKUP's
+  // advertised_listener_name, HTTP's listenerName): the answer's url/urlTls are that listener's
+  // on the broker named (an error "the broker do not have <name> listener" when it has none);
+  // "" for the brokers' own URLs. Thread: any.
+  virtual void lookup(const TopicName& topic, bool authoritative, const std::string& listenerName,
+                      net::Executor* replyEx, LookupCallback cb) = 0;
   // True while this broker owns the topic's bundle. Thread: any (a lock and a set lookup).
   virtual bool owns(const TopicName& topic) const = 0;
 };

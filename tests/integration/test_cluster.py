@@ -1,14 +1,19 @@
 """Cluster mode end to end: a real ZooKeeper (low tickTime) and 3 `magnetar broker` processes
-started by scripts/cluster.sh. Topics spread over every broker; two brokers racing for a bundle
+started by scripts/cluster.sh. 50 topics spread over every broker; two brokers racing for a bundle
 end with one owner; kill -9 of a broker moves its bundles to the others within 5 s of the session
 timeout while producers and consumers carry on. Prints the failover time and lookup latency."""
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import shutil
 import signal
+import socket
 import statistics
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -20,20 +25,23 @@ import pytest
 import requests
 
 from harness.broker import magnetar_bin
+from harness.zk import ZkClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SESSION_TIMEOUT_MS = 4000
+TOPICS = 50
 
 
 class Cluster:
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, *extra: str, brokers: int = 3) -> None:
         self.dir = directory
         self.env = dict(os.environ, MAGNETAR_BIN=magnetar_bin())
-        out = self._run("start", "--brokers", "3", "--tick-ms", "200",
-                        "--session-timeout-ms", str(SESSION_TIMEOUT_MS))
+        out = self._run("start", "--brokers", str(brokers), "--tick-ms", "200",
+                        "--session-timeout-ms", str(SESSION_TIMEOUT_MS), *extra)
         lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
         self.service_url = lines["serviceUrl"]
         self.web_urls = lines["webServiceUrls"].split()
+        self.zk_port = int(lines["metadataStoreUrl"].rsplit(":", 1)[1])
 
     def _run(self, *args: str) -> str:
         p = subprocess.run(["bash", os.path.join(ROOT, "scripts", "cluster.sh"), args[0],
@@ -62,6 +70,17 @@ class Cluster:
 
     def stop(self) -> None:
         self._run("stop")
+
+
+def wait_until(check, timeout_s: float = 5.0, what: str = "condition"):
+    """Polls check() until it returns a truthy value (a watch reaching another broker)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        v = check()
+        if v:
+            return v
+        assert time.monotonic() < deadline, f"{what} not seen within {timeout_s} s"
+        time.sleep(0.02)
 
 
 def lookup(web: str, topic: str, authoritative: bool = False) -> str:
@@ -104,12 +123,325 @@ def test_two_brokers_racing_for_a_bundle_get_one_owner(cluster: Cluster) -> None
         assert lookup(webs[2], topic) == answers[0]
 
 
+def test_tenants_namespaces_policies_and_partitioned_topics_are_shared(cluster: Cluster) -> None:
+    """Created through one broker, seen by the others (read from ZooKeeper under Pulsar's paths
+    and JSON); a second create through another broker is refused (409) by ZooKeeper."""
+    a, b, c = cluster.web_urls
+    tenant = f"shared-{uuid.uuid4().hex[:8]}"
+    ns = f"{tenant}/ns1"
+    body = {"adminRoles": ["r1"], "allowedClusters": ["magnetar-cluster"]}
+    assert requests.put(f"{a}/admin/v2/tenants/{tenant}", json=body, timeout=10).status_code == 204
+    # Read on the next broker at once: an unknown tenant is read from ZooKeeper first.
+    r = requests.get(f"{b}/admin/v2/tenants/{tenant}", timeout=10)
+    assert r.status_code == 200 and r.json() == body, r.text
+    assert requests.put(f"{c}/admin/v2/tenants/{tenant}", json=body,
+                        timeout=10).status_code == 409
+    assert requests.put(f"{b}/admin/v2/namespaces/{ns}", json={"bundles": {"numBundles": 8}},
+                        timeout=10).status_code == 204
+    assert requests.put(f"{a}/admin/v2/namespaces/{ns}", timeout=10).status_code == 409
+    assert ns in wait_until(lambda: requests.get(f"{c}/admin/v2/namespaces/{tenant}",
+                                                 timeout=10).json(), what="namespace list")
+    bundles = requests.get(f"{c}/admin/v2/namespaces/{ns}/bundles", timeout=10).json()
+    assert bundles["numBundles"] == 8 and len(bundles["boundaries"]) == 9
+    # A policy set through one broker is enforced by the others' view.
+    assert requests.post(f"{a}/admin/v2/namespaces/{ns}/messageTTL", json=120,
+                         timeout=10).status_code == 204
+    wait_until(lambda: requests.get(f"{c}/admin/v2/namespaces/{ns}/messageTTL",
+                                    timeout=10).text == "120", what="messageTTL on broker c")
+    assert requests.post(f"{b}/admin/v2/namespaces/{ns}/retention",
+                         json={"retentionTimeInMinutes": 60, "retentionSizeInMB": 10},
+                         timeout=10).status_code == 204
+    # A partitioned topic created through a; b knows it at once (read-through) and a client with
+    # the multi-host URL produces to all its partitions.
+    pt = f"persistent://{ns}/pt"
+    assert requests.put(f"{a}/admin/v2/persistent/{ns}/pt/partitions", json=3,
+                        timeout=10).status_code == 204
+    assert requests.get(f"{b}/admin/v2/persistent/{ns}/pt/partitions",
+                        timeout=10).json()["partitions"] == 3
+    assert requests.put(f"{c}/admin/v2/persistent/{ns}/pt/partitions", json=3,
+                        timeout=10).status_code == 409
+
+    # What ZooKeeper holds: Pulsar's paths and field names.
+    with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+        assert json.loads(zk.get(f"/admin/policies/{tenant}")) == body
+        pol = json.loads(zk.get(f"/admin/policies/{ns}"))
+        assert list(pol)[:4] == ["auth_policies", "replication_clusters", "allowed_clusters",
+                                 "bundles"]
+        assert pol["replication_clusters"] == ["magnetar-cluster"]
+        assert pol["bundles"]["numBundles"] == 8
+        assert pol["message_ttl_in_seconds"] == 120
+        assert pol["retention_policies"] == {"retentionTimeInMinutes": 60,
+                                             "retentionSizeInMB": 10}
+        assert "deduplicationEnabled" not in pol  # null: left out, as Pulsar's mapper does
+        assert zk.get(f"/admin/partitioned-topics/{ns}/persistent/pt") == \
+            b'{"partitions":3,"deleted":false}'
+        assert zk.children(f"/admin/policies/{tenant}") == ["ns1"]
+
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        consumer = client.subscribe(pt, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = client.create_producer(pt, message_routing_mode=pulsar.PartitionsRoutingMode
+                                          .RoundRobinDistribution, batching_enabled=False)
+        for i in range(6):
+            producer.send(f"m{i}".encode())
+        got = []
+        partitions = set()
+        for _ in range(6):
+            m = consumer.receive(10000)
+            got.append(m.data())
+            partitions.add(m.topic_name())
+            consumer.acknowledge(m)
+        assert sorted(got) == [f"m{i}".encode() for i in range(6)]
+        assert partitions == {f"{pt}-partition-{i}" for i in range(3)}, partitions
+    finally:
+        client.close()
+
+    # Deletes reach every broker too.
+    r = requests.delete(f"{b}/admin/v2/persistent/{ns}/pt/partitions", params={"force": "true"},
+                        timeout=30)
+    assert r.status_code == 204, r.text
+    wait_until(lambda: requests.get(f"{c}/admin/v2/persistent/{ns}/partitioned",
+                                    timeout=10).json() == [], what="partitioned topic deleted")
+    r = requests.delete(f"{c}/admin/v2/namespaces/{ns}", params={"force": "true"}, timeout=30)
+    assert r.status_code == 204, r.text
+    assert requests.delete(f"{a}/admin/v2/tenants/{tenant}", timeout=10).status_code == 204
+    wait_until(lambda: requests.get(f"{b}/admin/v2/tenants/{tenant}",
+                                    timeout=10).status_code == 404, what="tenant deleted")
+    with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+        assert zk.get(f"/admin/policies/{tenant}") is None
+        assert zk.get(f"/admin/partitioned-topics/{ns}/persistent/pt") is None
+
+
+def test_topic_admin_routes_redirect_to_the_owner(cluster: Cluster) -> None:
+    """Pulsar's validateTopicOwnership: a topic route on a broker that does not own the topic's
+    bundle answers 307 to the owner (same path and query, authoritative=<leader?>); followed,
+    it acts on the owner's topic."""
+    brokers = sorted(cluster.brokers())
+    webs = {b: cluster.web_of(b) for b in brokers}
+    topic = f"public/default/redir-{uuid.uuid4().hex[:8]}"
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        consumer = client.subscribe(f"persistent://{topic}", "sub",
+                                    initial_position=pulsar.InitialPosition.Earliest)
+        producer = client.create_producer(f"persistent://{topic}", batching_enabled=False)
+        for i in range(5):
+            producer.send(f"m{i}".encode())
+        owner = lookup(webs[brokers[0]], topic)
+        other = next(b for b in brokers if b != owner)
+        leader = requests.get(f"{webs[other]}/admin/v2/brokers/leaderBroker",
+                              timeout=10).json()["serviceUrl"]
+        authoritative = "true" if leader == webs[other] else "false"
+        base = f"/admin/v2/persistent/{topic}"
+        for method, path in [("GET", "/stats"), ("GET", "/subscriptions"),
+                             ("GET", "/internalStats"), ("POST", "/subscription/sub/skip/2"),
+                             ("GET", "/lastMessageId")]:
+            r = requests.request(method, webs[other] + base + path + "?x=1",
+                                 allow_redirects=False, timeout=10)
+            assert r.status_code == 307, (path, r.status_code, r.text)
+            assert r.headers["Location"] == \
+                f"{webs[owner]}{base}{path}?x=1&authoritative={authoritative}", r.headers
+        # Followed (requests keeps the method on 307): the owner's topic answers.
+        stats = requests.get(webs[other] + base + "/stats", timeout=10).json()
+        assert len(stats["publishers"]) == 1 and stats["msgInCounter"] == 5, stats
+        assert requests.get(webs[other] + base + "/subscriptions", timeout=10).json() == ["sub"]
+        r = requests.post(webs[other] + base + "/subscription/sub/skip/2", timeout=10)
+        assert r.status_code == 204, r.text
+        stats = requests.get(webs[owner] + base + "/stats", timeout=10).json()
+        assert stats["subscriptions"]["sub"]["msgBacklog"] == 3, stats
+        # On the owner itself: no redirect.
+        assert requests.get(webs[owner] + base + "/stats", allow_redirects=False,
+                            timeout=10).status_code == 200
+        # Partitioned-topic metadata is served by any broker.
+        r = requests.get(webs[other] + base + "/partitions", allow_redirects=False, timeout=10)
+        assert r.status_code == 200 and r.json()["partitions"] == 0, r.text
+        # An unowned topic's admin call places its bundle as a lookup would, then is served.
+        fresh = f"public/default/redir-new-{uuid.uuid4().hex[:8]}"
+        r = requests.put(f"{webs[other]}/admin/v2/persistent/{fresh}", timeout=10)
+        assert r.status_code == 204, r.text
+        assert requests.get(f"{webs[lookup(webs[other], fresh)]}/admin/v2/persistent/{fresh}"
+                            "/stats", allow_redirects=False, timeout=10).status_code == 200
+        del consumer
+    finally:
+        client.close()
+
+
+def owned_bundles(cluster: Cluster, ns: str) -> dict[str, str]:
+    """bundle -> owner's pulsar:// URL, from the ownership znodes."""
+    out = {}
+    with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+        for b in zk.children(f"/namespace/{ns}"):
+            data = zk.get(f"/namespace/{ns}/{b}")
+            if data:
+                out[b] = json.loads(data)["nativeUrl"]
+    return out
+
+
+def test_namespace_unload_and_bundle_split(cluster: Cluster) -> None:
+    brokers = sorted(cluster.brokers())
+    webs = {b: cluster.web_of(b) for b in brokers}
+    a = webs[brokers[0]]
+    tenant = f"split-{uuid.uuid4().hex[:8]}"
+    ns = f"{tenant}/ns"
+    r = requests.put(f"{a}/admin/v2/tenants/{tenant}",
+                     json={"allowedClusters": ["magnetar-cluster"]}, timeout=10)
+    assert r.status_code == 204
+    assert requests.put(f"{a}/admin/v2/namespaces/{ns}", json={"bundles": {"numBundles": 2}},
+                        timeout=10).status_code == 204
+    topics = [f"persistent://{ns}/t{i}" for i in range(12)]
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        producers = [client.create_producer(t, batching_enabled=False) for t in topics]
+        consumers = [client.subscribe(t, "s", initial_position=pulsar.InitialPosition.Earliest)
+                     for t in topics]
+        owned = owned_bundles(cluster, ns)
+        assert set(owned) == {"0x00000000_0x80000000", "0x80000000_0xffffffff"}, owned
+
+        # Split the first bundle through a broker that does not own it: 307 to the owner,
+        # which cuts it in two (range_equally_divide) and keeps both halves.
+        bundle = "0x00000000_0x80000000"
+        owner = owned[bundle]
+        other = next(b for b in brokers if b != owner)
+        path = f"/admin/v2/namespaces/{ns}/{bundle}/split"
+        r = requests.put(webs[other] + path, allow_redirects=False, timeout=10)
+        assert r.status_code == 307 and r.headers["Location"].startswith(webs[owner] + path)
+        assert requests.put(webs[other] + path, timeout=30).status_code == 204
+        for w in webs.values():  # every broker's view of the bundles
+            wait_until(lambda w=w: requests.get(f"{w}/admin/v2/namespaces/{ns}/bundles",
+                                                timeout=10).json()["numBundles"] == 3,
+                       what="3 bundles")
+        boundaries = requests.get(f"{a}/admin/v2/namespaces/{ns}/bundles", timeout=10).json()
+        assert boundaries["boundaries"] == ["0x00000000", "0x40000000", "0x80000000",
+                                            "0xffffffff"]
+        owned = owned_bundles(cluster, ns)
+        assert owned.get("0x00000000_0x40000000") == owner
+        assert owned.get("0x40000000_0x80000000") == owner
+        assert bundle not in owned
+        with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+            local = json.loads(zk.get(f"/admin/local-policies/{ns}"))
+        assert local["bundles"]["numBundles"] == 3, local
+        # The topics stayed where they were: producers and consumers carry on untouched.
+        for i, p in enumerate(producers):
+            p.send(f"a{i}".encode())
+        for i, c in enumerate(consumers):
+            assert c.receive(10000).data() == f"a{i}".encode()
+        # Bad input: not a bundle of the namespace, an unknown algorithm.
+        assert requests.put(f"{webs[owner]}/admin/v2/namespaces/{ns}/0x00000000_0x00001000/split",
+                            timeout=10).status_code == 412
+        assert requests.put(f"{webs[owner]}/admin/v2/namespaces/{ns}/0x40000000_0x80000000/split",
+                            params={"splitAlgorithmName": "nope"}, timeout=10).status_code == 412
+
+        # Namespace unload through any broker: every bundle released by its owner; clients
+        # look up again and carry on.
+        t0 = time.monotonic()
+        r = requests.put(f"{webs[other]}/admin/v2/namespaces/{ns}/unload", timeout=30)
+        assert r.status_code == 204, r.text
+        unload_s = time.monotonic() - t0
+        assert owned_bundles(cluster, ns) == {}
+        print(f"\nnamespace unload of 3 bundles: {unload_s * 1000:.0f} ms")
+        for i, p in enumerate(producers):
+            p.send(f"b{i}".encode())
+        for i, c in enumerate(consumers):
+            m = c.receive(30000)
+            while m.data() == f"a{i}".encode():  # a redelivery from before
+                m = c.receive(30000)
+            assert m.data() == f"b{i}".encode()
+        assert len(owned_bundles(cluster, ns)) >= 1
+        assert requests.put(f"{a}/admin/v2/namespaces/{tenant}/nope/unload",
+                            timeout=10).status_code == 404
+    finally:
+        client.close()
+
+
+CLI_CLASSPATH = os.path.join(ROOT, "tests", "java", "tools", "target", "cli.classpath")
+
+
+def pulsar_admin(commands: list[list[str]], service_url: str, web: str) -> list[tuple[int, str]]:
+    """Runs Pulsar's pulsar-admin (Maven Central's, as tests/java runs it) once per command, all
+    in one JVM (tests/integration/pulsar_admin_batch.java): [(exit code, stdout)]."""
+    conf = tempfile.NamedTemporaryFile("w", suffix=".conf", delete=False)
+    conf.write(f"webServiceUrl={web}/\nbrokerServiceUrl={service_url}\n")
+    conf.close()
+    cmds = tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False)
+    cmds.write("\n".join("\t".join(c) for c in commands) + "\n")
+    cmds.close()
+    log4j = os.path.join(ROOT, "tests", "java", "suite", "src", "test", "resources",
+                         "cli-log4j2.xml")
+    with open(CLI_CLASSPATH) as f:
+        cp = f.read().strip()
+    p = subprocess.run(["java", f"-Dlog4j2.configurationFile={log4j}", "-cp", cp,
+                        os.path.join(ROOT, "tests", "integration", "pulsar_admin_batch.java"),
+                        conf.name, cmds.name], capture_output=True, text=True, timeout=300)
+    os.unlink(conf.name)
+    os.unlink(cmds.name)
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = []
+    for block in p.stdout.split("=== exit ")[1:]:
+        code, rest = block.split("\n", 1)
+        out.append((int(code), rest.split("--- stderr\n", 1)[0]))
+    assert len(out) == len(commands), p.stdout + p.stderr
+    return out
+
+
+@pytest.mark.skipif(not os.path.exists(CLI_CLASSPATH) or not shutil.which("java"),
+                    reason="pulsar-admin not installed (scripts/install-test-deps.sh)")
+def test_pulsar_admin_against_the_cluster(cluster: Cluster) -> None:
+    """Pulsar's own pulsar-admin, each command through another broker of the 3: brokers,
+    tenants, namespaces (create with bundles, list, bundles, split-bundle, unload), topics
+    (create, lookup, stats; the admin client follows the 307s)."""
+    brokers = sorted(cluster.brokers())
+    a, b, c = (cluster.web_of(x) for x in brokers)
+    run = uuid.uuid4().hex[:8]
+    t, ns, topic = f"cli-{run}", f"cli-{run}/ns", f"persistent://cli-{run}/ns/x"
+
+    def via(web: str, *args: str) -> list[str]:
+        return ["--admin-url", web, *args]
+
+    t0 = time.monotonic()
+    res = pulsar_admin([
+        via(a, "brokers", "list", "magnetar-cluster"),
+        via(a, "tenants", "create", t, "--allowed-clusters", "magnetar-cluster"),
+        via(b, "namespaces", "create", ns, "--bundles", "4"),
+        via(c, "namespaces", "list", t),
+        via(a, "namespaces", "bundles", ns),
+        via(b, "topics", "create", topic),
+        via(c, "topics", "lookup", topic),
+        via(a, "topics", "stats", topic),
+        via(b, "topics", "stats", topic),
+        via(a, "namespaces", "split-bundle", ns, "-b", "0x00000000_0x40000000"),
+        via(c, "namespaces", "bundles", ns),
+        via(c, "namespaces", "unload", ns),
+        via(b, "topics", "lookup", topic),
+    ], cluster.service_url, a)
+    print(f"\n13 pulsar-admin commands in one JVM: {time.monotonic() - t0:.1f} s")
+    codes = [code for code, _ in res]
+    assert codes == [0] * len(res), res
+    out = [o for _, o in res]
+    assert sorted(out[0].split()) == sorted(w.removeprefix("http://") for w in (a, b, c))
+    assert ns in out[3].split()
+    assert json.loads(out[4])["numBundles"] == 4
+    owner = out[6].strip()
+    assert owner in brokers, out[6]
+    for stats in (out[7], out[8]):  # through a non-owner too: the 307 is followed
+        assert json.loads(stats)["publishers"] == []
+    bundles = json.loads(out[10])
+    assert bundles["numBundles"] == 5 and bundles["boundaries"][:3] == \
+        ["0x00000000", "0x20000000", "0x40000000"], bundles
+    assert out[12].strip() in brokers
+
+
 def test_topics_spread_and_survive_a_killed_broker(cluster: Cluster) -> None:
     brokers = cluster.brokers()
     assert len(brokers) == 3
-    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
     run = uuid.uuid4().hex[:8]
-    names = [f"public/default/cl-{run}-{i}" for i in range(30)]
+    # Skew: one broker takes 16 bundles of other namespaces first. Counting bundles of every
+    # namespace alike, the leader would then give it none of public/default's 16 (the 21/9/0
+    # CI run: the race test had given one broker most of its bundles).
+    skewed = sorted(brokers)[0]
+    for i in range(16):
+        assert lookup(cluster.web_of(skewed), f"skew-{run}-{i}/ns/t",
+                      authoritative=True) == skewed
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    names = [f"public/default/cl-{run}-{i}" for i in range(TOPICS)]
     producers, consumers, create_s = [], [], []
     try:
         for n in names:
@@ -130,12 +462,11 @@ def test_topics_spread_and_survive_a_killed_broker(cluster: Cluster) -> None:
         web0 = cluster.web_urls[0]
         owners = {n: lookup(web0, n) for n in names}
         per_broker = Counter(owners.values())
-        # Spread over more than one broker. Every broker serving some topics is the goal (issue 20),
-        # but in one clean-clone CI run at load one broker got none of the 30 (21 + 9 + 0): left
-        # open in the closing note until the leader's assignment explains it.
-        assert len(per_broker) >= 2 and set(per_broker) <= set(brokers), per_broker
-        if len(per_broker) < len(brokers):
-            print(f"\nWARNING: topics on {len(per_broker)} of {len(brokers)} brokers: {per_broker}")
+        # Every broker serves some: the leader spreads a namespace's bundles evenly
+        # (loadBalancerDistributeBundlesEvenlyEnabled), whatever bundles of other namespaces a
+        # broker already holds (the race test above gives them unevenly).
+        assert set(per_broker) == set(brokers), per_broker
+        print(f"\ntopics per broker: {sorted(per_broker.values())}")
 
         samples = []
         for k in range(150):
@@ -184,7 +515,7 @@ def test_topics_spread_and_survive_a_killed_broker(cluster: Cluster) -> None:
                 m = c.receive(30000)
             assert m.data() == f"m1-{i}".encode()
             c.acknowledge(m)
-        print(f"all 30 producers sent and consumers received again "
+        print(f"all {TOPICS} producers sent and consumers received again "
               f"{time.monotonic() - t0:.2f} s after the move")
     finally:
         client.close()
@@ -255,7 +586,11 @@ def test_bundle_unload_redirects_to_the_owner_and_moves_the_bundle(cluster: Clus
     other = next(b for b in brokers if b != owner)
     path = f"/admin/v2/namespaces/public/default/{bundle}/unload"
     r = requests.put(webs[other] + path, allow_redirects=False, timeout=10)
-    assert r.status_code == 307 and r.headers["Location"] == webs[owner] + path
+    leader = requests.get(f"{webs[other]}/admin/v2/brokers/leaderBroker",
+                          timeout=10).json()["serviceUrl"]
+    # Pulsar's redirect: same path, authoritative=<the redirecting broker is the leader>.
+    assert r.status_code == 307 and r.headers["Location"] == \
+        f"{webs[owner]}{path}?authoritative={'true' if leader == webs[other] else 'false'}"
     assert requests.put(webs[other] + "/admin/v2/namespaces/public/default/0x1_0x0/unload",
                         timeout=10).status_code == 412
     client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
@@ -270,3 +605,172 @@ def test_bundle_unload_redirects_to_the_owner_and_moves_the_bundle(cluster: Clus
         producer.send(b"after")
     finally:
         client.close()
+
+
+def test_zookeeper_lost_while_serving(cluster: Cluster) -> None:
+    """ZooKeeper killed and restarted within the session timeout (it keeps its sessions on
+    disk): existing producers and consumers go on throughout (the data path needs no
+    ZooKeeper, lookups of known bundles are answered from the ownership cache); metadata
+    writes fail at once naming the znode; a lookup that needs ZooKeeper waits for it; no bundle
+    is released."""
+    brokers = sorted(cluster.brokers())
+    webs = {b: cluster.web_of(b) for b in brokers}
+    web = webs[brokers[0]]
+    zk_pid = next(int(line.split()[1]) for line in cluster._run("status").splitlines()
+                  if line.startswith("zookeeper "))
+    run = uuid.uuid4().hex[:8]
+    # A namespace with one bundle nobody owns yet: its first lookup needs ZooKeeper.
+    assert requests.put(f"{web}/admin/v2/tenants/zkl-{run}",
+                        json={"allowedClusters": ["magnetar-cluster"]}, timeout=10).ok
+    assert requests.put(f"{web}/admin/v2/namespaces/zkl-{run}/ns",
+                        json={"bundles": {"numBundles": 1}}, timeout=10).ok
+    for w in webs.values():  # every broker knows the namespace before ZooKeeper goes
+        assert requests.get(f"{w}/admin/v2/namespaces/zkl-{run}/ns", timeout=10).ok
+    topic = f"persistent://public/default/zkl-{run}"
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        consumer = client.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        producer = client.create_producer(topic, batching_enabled=False)
+        producer.send(b"before")
+        assert consumer.receive(10000).data() == b"before"
+        owner = lookup(web, topic.removeprefix("persistent://"))
+
+        def expired_count() -> int:
+            return sum(open(os.path.join(cluster.dir, d, "broker.log")).read()
+                       .count("ZooKeeper session expired")
+                       for d in os.listdir(cluster.dir) if d.startswith("broker-"))
+
+        expired_before = expired_count()
+        os.kill(zk_pid, signal.SIGKILL)
+        t_kill = time.monotonic()
+        for i in range(5):
+            producer.send(f"during-{i}".encode())
+        for i in range(5):
+            assert consumer.receive(10000).data() == f"during-{i}".encode()
+        r = requests.put(f"{web}/admin/v2/tenants/zkl-{run}-2",
+                         json={"allowedClusters": ["magnetar-cluster"]}, timeout=30)
+        assert r.status_code == 500 and "/admin/policies/zkl-" in r.json()["reason"], r.text
+        served_s = time.monotonic() - t_kill
+
+        created: dict[str, float] = {}
+
+        def create() -> None:
+            client.create_producer(f"persistent://zkl-{run}/ns/t", batching_enabled=False)
+            created["at"] = time.monotonic()
+
+        th = threading.Thread(target=create)
+        th.start()
+        time.sleep(1.0)
+        assert not created, "a lookup needing ZooKeeper succeeded without it"
+        t_back = time.monotonic()
+        subprocess.run(["bash", os.path.join(ROOT, "scripts", "zookeeper.sh"), "start", "-d",
+                        os.path.join(cluster.dir, "zookeeper"), "-p", str(cluster.zk_port),
+                        "--tick-ms", "200"], check=True, capture_output=True, timeout=60)
+        th.join(30)
+        assert "at" in created, "the producer was not created once ZooKeeper was back"
+        print(f"\nZooKeeper down {t_back - t_kill:.1f} s: {served_s:.2f} s of produce/consume "
+              f"and a refused write during it; a new topic's producer created "
+              f"{created['at'] - t_back:.2f} s after the restart began")
+        # The sessions lived on: nothing expired, the owner is unchanged.
+        assert expired_count() == expired_before
+        assert lookup(web, topic.removeprefix("persistent://")) == owner
+        producer.send(b"after")
+        seen = [consumer.receive(10000).data()]
+        while seen[-1] != b"after":  # redeliveries of what was not acked before the reconnect
+            assert len(seen) < 10 and seen[-1] in {b"before"} | {
+                f"during-{i}".encode() for i in range(5)}, seen
+            seen.append(consumer.receive(10000).data())
+    finally:
+        client.close()
+
+
+def free_port_run(n: int) -> int:
+    """The first of n consecutive free loopback ports (for brokers on fixed ports)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n > 65535:
+            continue
+        socks = []
+        try:
+            for p in range(base, base + n):
+                t = socket.socket()
+                socks.append(t)
+                t.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+        finally:
+            for t in socks:
+                t.close()
+    raise RuntimeError("no run of free ports")
+
+
+def test_advertised_listeners_in_lookups(tmp_path_factory) -> None:
+    """advertisedListeners in cluster mode: each broker publishes its listeners in its
+    ownership and registration znodes (Pulsar's advertisedListeners map), and a lookup naming a
+    listener (LOOKUP's advertised_listener_name, HTTP's listenerName) answers the owner's address
+    on it; a listener the owner lacks is refused with Pulsar's message."""
+    base = free_port_run(4)
+    c = Cluster(str(tmp_path_factory.mktemp("listeners")), "--port-base", str(base),
+                "--listeners", brokers=2)
+    try:
+        web = c.web_urls[0]
+        run = uuid.uuid4().hex[:8]
+        topics = [f"public/default/ls-{run}-{i}" for i in range(6)]
+        owners = {}
+        for t in topics:
+            internal = lookup(web, t)
+            r = requests.get(f"{web}/lookup/v2/topic/persistent/{t}",
+                             params={"listenerName": "external"}, timeout=10)
+            r.raise_for_status()
+            external = r.json()["brokerUrl"]
+            port = internal.rsplit(":", 1)[1]
+            assert internal == f"pulsar://127.0.0.1:{port}"
+            assert external == f"pulsar://localhost:{port}", (internal, external)
+            owners[t] = port
+        assert set(owners.values()) <= {str(base), str(base + 2)}
+        r = requests.get(f"{web}/lookup/v2/topic/persistent/{topics[0]}",
+                         params={"listenerName": "nope"}, timeout=10)
+        assert r.status_code == 503 and "do not have nope listener" in r.text, r.text
+
+        with ZkClient("127.0.0.1", c.zk_port) as zk:
+            bundle = zk.children("/namespace/public/default")[0]
+            own = json.loads(zk.get(f"/namespace/public/default/{bundle}"))
+            port = own["nativeUrl"].rsplit(":", 1)[1]
+            assert own["advertisedListeners"] == {
+                "external": {"brokerServiceUrl": f"pulsar://localhost:{port}",
+                             "brokerServiceUrlTls": None},
+                "internal": {"brokerServiceUrl": f"pulsar://127.0.0.1:{port}",
+                             "brokerServiceUrlTls": None}}
+            reg = json.loads(zk.get(f"/loadbalance/brokers/127.0.0.1:{base + 1}"))
+            assert reg["advertisedListeners"]["external"]["brokerServiceUrl"] == \
+                f"pulsar://localhost:{base}"
+
+        # The official client with listenerName: its lookups (binary) name the listener and it
+        # connects to the owners through their external addresses.
+        lines: list[str] = []
+
+        class Capture(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                lines.append(record.getMessage())
+
+        log = logging.getLogger(f"listeners-{run}")
+        log.setLevel(logging.INFO)
+        log.addHandler(Capture())
+        client = pulsar.Client(c.service_url, listener_name="external", logger=log,
+                               operation_timeout_seconds=30)
+        try:
+            for t in topics:
+                consumer = client.subscribe(f"persistent://{t}", "s",
+                                            initial_position=pulsar.InitialPosition.Earliest)
+                producer = client.create_producer(f"persistent://{t}")
+                producer.send(t.encode())
+                assert consumer.receive(10000).data() == t.encode()
+        finally:
+            client.close()
+        used = {p for p in set(owners.values()) if any(f"localhost:{p}" in x for x in lines)}
+        assert used == set(owners.values()), (owners, [x for x in lines if "localhost" in x][:5])
+    finally:
+        c.stop()

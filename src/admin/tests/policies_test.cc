@@ -24,12 +24,13 @@ TEST(PolicyRegistry, Tenants) {
 TEST(PolicyRegistry, NamespacePoliciesAndTheDeduplicationGetter) {
   PolicyRegistry r;
   EXPECT_FALSE(r.deduplicationEnabled("t/ns"));  // unset: the broker default applies
-  r.updateNamespacePolicies("t/ns", [](NamespacePolicies& p) {
-    p.deduplicationEnabled = true;
-    p.retention = RetentionPolicy{60, 100};
-    p.backlogQuotas["destination_storage"] = BacklogQuota{1024, -1, "producer_exception"};
-    p.permissions["role"] = {"produce"};
-  });
+  EXPECT_TRUE(
+      r.updateNamespacePolicies("t/ns", [](NamespacePolicies& p) {
+         p.deduplicationEnabled = true;
+         p.retention = RetentionPolicy{60, 100};
+         p.backlogQuotas["destination_storage"] = BacklogQuota{1024, -1, "producer_exception"};
+         p.permissions["role"] = {"produce"};
+       }).isOk());
   EXPECT_EQ(r.deduplicationEnabled("t/ns"), true);
   auto p = r.namespacePolicies("t/ns");
   EXPECT_EQ(p.retention->retentionSizeInMB, 100);
@@ -88,11 +89,13 @@ TEST(PolicyRegistry, SurvivesARestartThroughTheMetadataStore) {
     ASSERT_TRUE(r.attachStore(&store));
     ASSERT_TRUE(r.createTenant("acme", {{"ops"}, {"standalone"}}));
     ASSERT_TRUE(r.createTenant("gone", {}));
-    r.updateNamespacePolicies("acme/a/b", [](NamespacePolicies& p) {
-      p.deduplicationEnabled = true;
-      p.messageTtlSeconds = 30;
-    });
-    r.updateNamespacePolicies("acme/x", [](NamespacePolicies& p) { p.messageTtlSeconds = 1; });
+    EXPECT_TRUE(r.updateNamespacePolicies("acme/a/b", [](NamespacePolicies& p) {
+                   p.deduplicationEnabled = true;
+                   p.messageTtlSeconds = 30;
+                 }).isOk());
+    EXPECT_TRUE(r.updateNamespacePolicies("acme/x", [](NamespacePolicies& p) {
+                   p.messageTtlSeconds = 1;
+                 }).isOk());
     ASSERT_TRUE(r.deleteTenant("gone"));
     r.removeNamespace("acme/x");
   }
@@ -119,12 +122,12 @@ TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
     r.setTopicPolicy(t, "deduplicationEnabled", "true");
     r.setTopicPolicy("persistent://acme/a/gone", "maxConsumers", "1");
     r.removeTopicPolicies("persistent://acme/a/gone");
-    r.updateNamespacePolicies("acme/a", [](NamespacePolicies& p) {
-      p.subscriptionExpirationTimeMinutes = 15;
-      p.autoTopicCreation = AutoTopicCreationOverride{true, "partitioned", 3};
-      p.limits["maxProducersPerTopic"] = 2;
-      p.limits["maxUnackedMessagesPerConsumer"] = 0;
-    });
+    EXPECT_TRUE(r.updateNamespacePolicies("acme/a", [](NamespacePolicies& p) {
+                   p.subscriptionExpirationTimeMinutes = 15;
+                   p.autoTopicCreation = AutoTopicCreationOverride{true, "partitioned", 3};
+                   p.limits["maxProducersPerTopic"] = 2;
+                   p.limits["maxUnackedMessagesPerConsumer"] = 0;
+                 }).isOk());
   }
   PolicyRegistry again;
   ASSERT_TRUE(again.attachStore(&store));

@@ -1,6 +1,12 @@
 #include "broker/cluster/cluster_metadata.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
+#include <map>
+#include <set>
 
 #include "broker/cluster/bundles.h"
 
@@ -41,6 +47,27 @@ json::array stringArray(const std::vector<std::string>& v) {
   return a;
 }
 
+json::object listenersJson(const std::map<std::string, ListenerUrls>& listeners) {
+  json::object o;
+  for (const auto& [name, l] : listeners) {
+    o[name] = json::object{{"brokerServiceUrl", orNull(l.brokerServiceUrl)},
+                           {"brokerServiceUrlTls", orNull(l.brokerServiceUrlTls)}};
+  }
+  return o;
+}
+
+std::map<std::string, ListenerUrls> listenersFrom(const json::object& o) {
+  std::map<std::string, ListenerUrls> out;
+  const json::value* v = o.if_contains("advertisedListeners");
+  if (!v || !v->is_object()) return out;
+  for (const auto& [name, l] : v->as_object()) {
+    if (!l.is_object()) continue;
+    out[std::string(name)] = ListenerUrls{str(l.as_object(), "brokerServiceUrl"),
+                                          str(l.as_object(), "brokerServiceUrlTls")};
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string namespaceEphemeralDataJson(const BrokerUrls& owner, bool disabled) {
@@ -50,7 +77,7 @@ std::string namespaceEphemeralDataJson(const BrokerUrls& owner, bool disabled) {
   o["httpUrl"] = owner.webServiceUrl;
   o["httpUrlTls"] = orNull(owner.webServiceUrlTls);
   o["disabled"] = disabled;
-  o["advertisedListeners"] = json::object();
+  o["advertisedListeners"] = listenersJson(owner.listeners);
   return json::serialize(o);
 }
 
@@ -66,6 +93,7 @@ Result<OwnerData> parseNamespaceEphemeralData(std::string_view text, const std::
     return missing(path, "NamespaceEphemeralData", "nativeUrl");
   }
   if (auto* v = o->if_contains("disabled"); v && v->is_bool()) d.disabled = v->as_bool();
+  d.urls.listeners = listenersFrom(*o);
   return d;
 }
 
@@ -104,7 +132,7 @@ std::string localBrokerDataJson(const BrokerUrls& self, const std::vector<std::s
   o["lastBundleLosses"] = json::array();
   o["brokerVersionString"] = "magnetar";
   o["protocols"] = json::object();
-  o["advertisedListeners"] = json::object();
+  o["advertisedListeners"] = listenersJson(self.listeners);
   o["loadManagerClassName"] = "org.apache.pulsar.broker.loadbalance.impl.ModularLoadManagerImpl";
   o["startTimestamp"] = startTimestampMs;
   o["loadReportType"] = "LocalBrokerData";
@@ -122,6 +150,7 @@ Result<BrokerReport> parseLocalBrokerData(std::string_view text, const std::stri
   if (r.urls.pulsarServiceUrl.empty() && r.urls.pulsarServiceUrlTls.empty()) {
     return missing(path, "LocalBrokerData", "pulsarServiceUrl");
   }
+  r.urls.listeners = listenersFrom(*o);
   if (auto* b = o->if_contains("bundles"); b && b->is_array()) {
     for (const auto& e : b->as_array()) {
       if (e.is_string()) r.bundles.emplace_back(e.as_string());
@@ -175,40 +204,455 @@ std::string tenantInfoJson(const std::vector<std::string>& adminRoles,
   return json::serialize(o);
 }
 
-std::string namespacePoliciesJson(const std::vector<std::string>& replicationClusters,
-                                  const std::vector<uint64_t>& boundaries) {
-  json::object auth;
-  auth["namespace_auth"] = json::object();
-  auth["destination_auth"] = json::object();
-  auth["subscription_auth_roles"] = json::object();
-  json::object bundles;
+namespace {
+
+// Pulsar's AuthAction enum order (a Set<AuthAction> is written in it).
+constexpr const char* kAuthActions[] = {"produce", "consume", "functions",
+                                        "sources", "sinks",   "packages"};
+
+json::object rolesJson(const std::map<std::string, std::set<std::string>>& roles) {
+  json::object o;
+  for (const auto& [role, actions] : roles) {
+    json::array a;
+    for (const char* x : kAuthActions) {
+      if (actions.count(x)) a.emplace_back(x);
+    }
+    for (const auto& x : actions) {  // names this build does not know, after Pulsar's
+      if (std::find(std::begin(kAuthActions), std::end(kAuthActions), x) ==
+          std::end(kAuthActions)) {
+        a.emplace_back(x);
+      }
+    }
+    o[role] = std::move(a);
+  }
+  return o;
+}
+
+std::map<std::string, std::set<std::string>> rolesFrom(const json::value* v) {
+  std::map<std::string, std::set<std::string>> out;
+  if (!v || !v->is_object()) return out;
+  for (const auto& [role, actions] : v->as_object()) {
+    auto& set = out[std::string(role)];
+    if (!actions.is_array()) continue;
+    for (const auto& a : actions.as_array()) {
+      if (a.is_string()) set.emplace(a.as_string());
+    }
+  }
+  return out;
+}
+
+template <class T>
+std::optional<T> number(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  if (!v || !v->is_number()) return std::nullopt;
+  boost::system::error_code ec;
+  T out = v->to_number<T>(ec);
+  if (ec) return std::nullopt;
+  return out;
+}
+
+std::optional<bool> boolean(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  if (!v || !v->is_bool()) return std::nullopt;
+  return v->as_bool();
+}
+
+const json::object* object(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  return v && v->is_object() ? &v->as_object() : nullptr;
+}
+
+json::value optionalValue(const std::optional<int32_t>& v) {
+  return v ? json::value(*v) : json::value(nullptr);
+}
+
+json::object bundlesJson(const std::vector<uint64_t>& boundaries) {
   json::array b;
   for (uint64_t v : boundaries) b.emplace_back(formatBoundary(v));
-  bundles["boundaries"] = std::move(b);
-  bundles["numBundles"] = static_cast<int64_t>(boundaries.size()) - 1;
   json::object o;
-  o["auth_policies"] = std::move(auth);
-  o["replication_clusters"] = stringArray(replicationClusters);
-  o["bundles"] = std::move(bundles);
-  o["backlog_quota_map"] = json::object();
-  o["clusterDispatchRate"] = json::object();
-  o["topicDispatchRate"] = json::object();
-  o["subscriptionDispatchRate"] = json::object();
-  o["replicatorDispatchRate"] = json::object();
-  o["clusterSubscribeRate"] = json::object();
-  o["publishMaxMessageRate"] = json::object();
-  o["latency_stats_sample_rate"] = json::object();
+  o["boundaries"] = std::move(b);
+  o["numBundles"] = static_cast<int64_t>(boundaries.size()) - 1;
+  return o;
+}
+
+// Pulsar's Policies fields in declaration order (Policies.java of Pulsar 4.2.4, checked with
+// javap), Jackson's output order.
+constexpr const char* kPoliciesFields[] = {
+    "auth_policies",
+    "replication_clusters",
+    "allowed_clusters",
+    "bundles",
+    "backlog_quota_map",
+    "clusterDispatchRate",
+    "topicDispatchRate",
+    "subscriptionDispatchRate",
+    "replicatorDispatchRate",
+    "clusterSubscribeRate",
+    "persistence",
+    "deduplicationEnabled",
+    "autoTopicCreationOverride",
+    "autoSubscriptionCreationOverride",
+    "publishMaxMessageRate",
+    "latency_stats_sample_rate",
+    "message_ttl_in_seconds",
+    "subscription_expiration_time_minutes",
+    "retention_policies",
+    "deleted",
+    "encryption_required",
+    "delayed_delivery_policies",
+    "inactive_topic_policies",
+    "subscription_auth_mode",
+    "max_producers_per_topic",
+    "max_consumers_per_topic",
+    "max_consumers_per_subscription",
+    "max_unacked_messages_per_consumer",
+    "max_unacked_messages_per_subscription",
+    "max_subscriptions_per_topic",
+    "compaction_threshold",
+    "offload_threshold",
+    "offload_threshold_in_seconds",
+    "offload_deletion_lag_ms",
+    "max_topics_per_namespace",
+    "schema_auto_update_compatibility_strategy",
+    "schema_compatibility_strategy",
+    "is_allow_auto_update_schema",
+    "schema_validation_enforced",
+    "offload_policies",
+    "deduplicationSnapshotIntervalSeconds",
+    "subscription_types_enabled",
+    "allowed_topic_property_keys_for_metrics",
+    "properties",
+    "resource_group_name",
+    "migrated",
+    "dispatcherPauseOnAckStatePersistentEnabled",
+    "entryFilters",
+};
+
+// The fields a new namespace's Policies has that Magnetar does not model (Pulsar's defaults for
+// non-null fields).
+json::object newNamespaceDefaults(const std::string& clusterName) {
+  json::object o;
+  o["replication_clusters"] = json::array{json::string(clusterName)};
+  o["allowed_clusters"] = json::array();
+  for (const char* m : {"clusterDispatchRate", "topicDispatchRate", "subscriptionDispatchRate",
+                        "replicatorDispatchRate", "clusterSubscribeRate", "publishMaxMessageRate",
+                        "latency_stats_sample_rate", "properties"}) {
+    o[m] = json::object();
+  }
   o["deleted"] = false;
   o["encryption_required"] = false;
   o["subscription_auth_mode"] = "None";
-  o["schema_auto_update_compatibility_strategy"] = "Full";
+  o["offload_threshold"] = -1;
+  o["offload_threshold_in_seconds"] = -1;
   o["schema_compatibility_strategy"] = "UNDEFINED";
-  o["is_allow_auto_update_schema"] = true;
   o["schema_validation_enforced"] = false;
   o["subscription_types_enabled"] = json::array();
-  o["properties"] = json::object();
+  o["migrated"] = false;
+  return o;
+}
+
+}  // namespace
+
+std::string policiesJson(const NamespacePolicies& p, const std::vector<uint64_t>& boundaries,
+                         const std::string& base, const std::string& clusterName) {
+  json::object from;
+  if (!base.empty()) {
+    boost::system::error_code ec;
+    json::value v = json::parse(base, ec);
+    if (!ec && v.is_object()) from = std::move(v.as_object());
+  }
+  if (base.empty()) from = newNamespaceDefaults(clusterName);
+  // The modeled fields; null ones are left out (NON_NULL).
+  json::object m;
+  json::object auth;
+  auth["namespace_auth"] = rolesJson(p.permissions);
+  json::object destination;
+  for (const auto& [topic, roles] : p.topicPermissions) destination[topic] = rolesJson(roles);
+  auth["destination_auth"] = std::move(destination);
+  const json::object* oldAuth = object(from, "auth_policies");
+  const json::value* subRoles = oldAuth ? oldAuth->if_contains("subscription_auth_roles") : nullptr;
+  auth["subscription_auth_roles"] = subRoles ? *subRoles : json::value(json::object());
+  m["auth_policies"] = std::move(auth);
+  if (!boundaries.empty()) m["bundles"] = bundlesJson(boundaries);
+  json::object quotas;
+  for (const auto& [type, q] : p.backlogQuotas) {
+    quotas[type] = json::object{{"limit", q.limitSize},
+                                {"limitSize", q.limitSize},
+                                {"limitTime", q.limitTime},
+                                {"policy", q.policy}};
+  }
+  m["backlog_quota_map"] = std::move(quotas);
+  m["deduplicationEnabled"] =
+      p.deduplicationEnabled ? json::value(*p.deduplicationEnabled) : json::value(nullptr);
+  if (const auto& a = p.autoTopicCreation) {
+    json::object o{{"allowAutoTopicCreation", a->allowAutoTopicCreation},
+                   {"topicType", a->topicType}};
+    if (a->defaultNumPartitions) o["defaultNumPartitions"] = *a->defaultNumPartitions;
+    m["autoTopicCreationOverride"] = std::move(o);
+  } else {
+    m["autoTopicCreationOverride"] = nullptr;
+  }
+  m["message_ttl_in_seconds"] = optionalValue(p.messageTtlSeconds);
+  m["subscription_expiration_time_minutes"] = optionalValue(p.subscriptionExpirationTimeMinutes);
+  if (const auto& r = p.retention) {
+    m["retention_policies"] = json::object{{"retentionTimeInMinutes", r->retentionTimeInMinutes},
+                                           {"retentionSizeInMB", r->retentionSizeInMB}};
+  } else {
+    m["retention_policies"] = nullptr;
+  }
+  if (const auto& d = p.delayedDelivery) {
+    m["delayed_delivery_policies"] =
+        json::object{{"tickTime", d->tickTime},
+                     {"active", d->active},
+                     {"maxDeliveryDelayInMillis", d->maxDeliveryDelayInMillis}};
+  } else {
+    m["delayed_delivery_policies"] = nullptr;
+  }
+  if (const auto& i = p.inactiveTopicPolicies) {
+    m["inactive_topic_policies"] =
+        json::object{{"inactiveTopicDeleteMode", i->inactiveTopicDeleteMode},
+                     {"maxInactiveDurationSeconds", i->maxInactiveDurationSeconds},
+                     {"deleteWhileInactive", i->deleteWhileInactive}};
+  } else {
+    m["inactive_topic_policies"] = nullptr;
+  }
+  for (const auto& l : kNamespaceLimits) {
+    auto it = p.limits.find(l.name);
+    m[l.policiesField] = it == p.limits.end() ? json::value(nullptr) : json::value(it->second);
+  }
+  m["compaction_threshold"] =
+      p.compactionThreshold ? json::value(*p.compactionThreshold) : json::value(nullptr);
+  if (p.schemaCompatibilityStrategy) {
+    m["schema_compatibility_strategy"] = *p.schemaCompatibilityStrategy;
+  } else {
+    m["schema_compatibility_strategy"] = "UNDEFINED";
+  }
+  m["is_allow_auto_update_schema"] =
+      p.isAllowAutoUpdateSchema ? json::value(*p.isAllowAutoUpdateSchema) : json::value(nullptr);
+  m["schema_validation_enforced"] = p.schemaValidationEnforced.value_or(false);
+
+  json::object out;
+  auto emit = [&](std::string_view key) {
+    if (const json::value* v = m.if_contains(key)) {
+      if (!v->is_null()) out[key] = *v;
+    } else if (const json::value* b = from.if_contains(key)) {
+      if (!b->is_null()) out[key] = *b;
+    }
+  };
+  for (const char* key : kPoliciesFields) emit(key);
+  for (const auto& [key, v] : from) {  // fields of a newer Pulsar, unchanged
+    if (!out.contains(key) && !m.contains(key) && !v.is_null()) out[key] = v;
+  }
+  return json::serialize(out);
+}
+
+Result<PoliciesDoc> parsePolicies(std::string_view text, const std::string& path) {
+  auto parsed = parseObject(text, path, "Policies");
+  if (!parsed.isOk()) return parsed.status();
+  const json::object& o = *parsed;
+  PoliciesDoc d;
+  d.raw = std::string(text);
+  NamespacePolicies& p = d.policies;
+  if (const json::object* auth = object(o, "auth_policies")) {
+    p.permissions = rolesFrom(auth->if_contains("namespace_auth"));
+    if (const json::object* dest = object(*auth, "destination_auth")) {
+      for (const auto& [topic, roles] : *dest) p.topicPermissions[topic] = rolesFrom(&roles);
+    }
+  }
+  if (const json::object* q = object(o, "backlog_quota_map")) {
+    for (const auto& [type, v] : *q) {
+      if (!v.is_object()) continue;
+      BacklogQuota bq;
+      const json::object& qo = v.as_object();
+      if (auto n = number<int64_t>(qo, "limitSize")) {
+        bq.limitSize = *n;
+      } else if (auto l = number<int64_t>(qo, "limit")) {
+        bq.limitSize = *l;
+      }
+      if (auto n = number<int32_t>(qo, "limitTime")) bq.limitTime = *n;
+      if (const auto* pol = qo.if_contains("policy"); pol && pol->is_string()) {
+        bq.policy = std::string(pol->as_string());
+      }
+      p.backlogQuotas[type] = bq;
+    }
+  }
+  p.deduplicationEnabled = boolean(o, "deduplicationEnabled");
+  if (const json::object* a = object(o, "autoTopicCreationOverride")) {
+    AutoTopicCreationOverride ov;
+    if (auto b = boolean(*a, "allowAutoTopicCreation")) ov.allowAutoTopicCreation = *b;
+    if (const auto* t = a->if_contains("topicType"); t && t->is_string()) {
+      ov.topicType = std::string(t->as_string());
+    }
+    ov.defaultNumPartitions = number<int32_t>(*a, "defaultNumPartitions");
+    p.autoTopicCreation = ov;
+  }
+  p.messageTtlSeconds = number<int32_t>(o, "message_ttl_in_seconds");
+  p.subscriptionExpirationTimeMinutes = number<int32_t>(o, "subscription_expiration_time_minutes");
+  if (const json::object* r = object(o, "retention_policies")) {
+    p.retention = RetentionPolicy{number<int32_t>(*r, "retentionTimeInMinutes").value_or(0),
+                                  number<int64_t>(*r, "retentionSizeInMB").value_or(0)};
+  }
+  if (const json::object* dd = object(o, "delayed_delivery_policies")) {
+    DelayedDeliveryPolicies v;
+    if (auto b = boolean(*dd, "active")) v.active = *b;
+    if (auto n = number<int64_t>(*dd, "tickTime")) v.tickTime = *n;
+    if (auto n = number<int64_t>(*dd, "maxDeliveryDelayInMillis")) v.maxDeliveryDelayInMillis = *n;
+    p.delayedDelivery = v;
+  }
+  if (const json::object* i = object(o, "inactive_topic_policies")) {
+    InactiveTopicPolicies v;
+    if (const auto* m = i->if_contains("inactiveTopicDeleteMode"); m && m->is_string()) {
+      v.inactiveTopicDeleteMode = std::string(m->as_string());
+    }
+    if (auto n = number<int32_t>(*i, "maxInactiveDurationSeconds")) {
+      v.maxInactiveDurationSeconds = *n;
+    }
+    if (auto b = boolean(*i, "deleteWhileInactive")) v.deleteWhileInactive = *b;
+    p.inactiveTopicPolicies = v;
+  }
+  for (const auto& l : kNamespaceLimits) {
+    if (auto n = number<int32_t>(o, l.policiesField)) p.limits[l.name] = *n;
+  }
+  p.compactionThreshold = number<int64_t>(o, "compaction_threshold");
+  if (const auto* s = o.if_contains("schema_compatibility_strategy");
+      s && s->is_string() && s->as_string() != "UNDEFINED") {
+    p.schemaCompatibilityStrategy = std::string(s->as_string());
+  }
+  p.isAllowAutoUpdateSchema = boolean(o, "is_allow_auto_update_schema");
+  if (auto b = boolean(o, "schema_validation_enforced"); b && *b) p.schemaValidationEnforced = true;
+  auto b = boundariesFromPolicies(text, path);
+  if (!b.isOk()) return b.status();
+  if (b->has_value()) d.boundaries = std::move(**b);
+  return d;
+}
+
+std::string namespacePoliciesJson(const std::vector<std::string>& replicationClusters,
+                                  const std::vector<uint64_t>& boundaries) {
+  json::object base = newNamespaceDefaults("");
+  base["replication_clusters"] = stringArray(replicationClusters);
+  return policiesJson(NamespacePolicies{}, boundaries, json::serialize(base), "");
+}
+
+Result<std::string> withBundles(const std::string& base, const std::vector<uint64_t>& boundaries,
+                                const std::string& path) {
+  auto o = parseObject(base, path, "Policies");
+  if (!o.isOk()) return o.status();
+  if (auto* b = o->if_contains("bundles")) {
+    *b = bundlesJson(boundaries);
+    return json::serialize(*o);
+  }
+  // No bundles yet: placed where Pulsar writes them (after replication_clusters).
+  json::object out;
+  bool placed = false;
+  for (auto& [k, v] : *o) {
+    if (!placed && k != "auth_policies" && k != "replication_clusters") {
+      out["bundles"] = bundlesJson(boundaries);
+      placed = true;
+    }
+    out[k] = v;
+  }
+  if (!placed) out["bundles"] = bundlesJson(boundaries);
+  return json::serialize(out);
+}
+
+std::string localPoliciesJson(const std::vector<uint64_t>& boundaries, const std::string& base) {
+  if (!base.empty()) {
+    auto w = withBundles(base, boundaries, "LocalPolicies");
+    if (w.isOk()) return *w;
+  }
+  json::object o;
+  o["bundles"] = bundlesJson(boundaries);
   o["migrated"] = false;
   return json::serialize(o);
+}
+
+Result<TenantInfo> parseTenantInfo(std::string_view text, const std::string& path) {
+  auto o = parseObject(text, path, "TenantInfo");
+  if (!o.isOk()) return o.status();
+  TenantInfo t;
+  for (auto [key, out] :
+       {std::pair{"adminRoles", &t.adminRoles}, std::pair{"allowedClusters", &t.allowedClusters}}) {
+    const json::value* v = o->if_contains(key);
+    if (!v || v->is_null()) continue;
+    if (!v->is_array()) return missing(path, "TenantInfo", key);
+    for (const auto& e : v->as_array()) {
+      if (e.is_string()) out->emplace_back(e.as_string());
+    }
+  }
+  return t;
+}
+
+std::string partitionedTopicMetadataJson(int partitions, const std::string& base) {
+  json::object o;
+  o["partitions"] = partitions;
+  o["deleted"] = false;
+  if (!base.empty()) {  // properties (and whatever a newer Pulsar adds) kept
+    boost::system::error_code ec;
+    json::value v = json::parse(base, ec);
+    if (!ec && v.is_object()) {
+      for (const auto& [k, val] : v.as_object()) {
+        if (k != "partitions" && !val.is_null()) o[k] = val;
+      }
+    }
+  }
+  return json::serialize(o);
+}
+
+Result<int> parsePartitionedTopicMetadata(std::string_view text, const std::string& path) {
+  auto o = parseObject(text, path, "PartitionedTopicMetadata");
+  if (!o.isOk()) return o.status();
+  auto n = number<int32_t>(*o, "partitions");
+  if (!n || *n < 1) return missing(path, "PartitionedTopicMetadata", "a positive partitions");
+  return *n;
+}
+
+std::string tenantPath(const std::string& tenant) { return "/admin/policies/" + tenant; }
+
+std::string namespacePath(const std::string& ns) { return "/admin/policies/" + ns; }
+
+std::string urlEncode(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '.' || c == '-' || c == '*' || c == '_') {
+      out += static_cast<char>(c);
+    } else if (c == ' ') {
+      out += '+';
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+std::string urlDecode(std::string_view s) {
+  auto hex = [](char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::string partitionedTopicPath(const std::string& fullTopicName) {
+  auto sep = fullTopicName.find("://");
+  std::string domain = fullTopicName.substr(0, sep);
+  std::string rest = fullTopicName.substr(sep + 3);  // tenant/ns/local
+  auto a = rest.find('/');
+  auto b = rest.find('/', a + 1);
+  return "/admin/partitioned-topics/" + rest.substr(0, b) + "/" + domain + "/" +
+         urlEncode(rest.substr(b + 1));
 }
 
 Result<std::optional<std::vector<uint64_t>>> boundariesFromPolicies(std::string_view text,

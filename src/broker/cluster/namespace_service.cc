@@ -1,5 +1,6 @@
 #include "broker/cluster/namespace_service.h"
 
+#include <algorithm>
 #include <boost/asio/steady_timer.hpp>
 #include <future>
 #include <limits>
@@ -15,6 +16,7 @@ namespace {
 constexpr const char* kBrokersRoot = "/loadbalance/brokers";
 constexpr const char* kLeaderPath = "/loadbalance/leader";
 constexpr const char* kPoliciesRoot = "/admin/policies/";
+constexpr const char* kLocalPoliciesRoot = "/admin/local-policies/";
 constexpr const char* kNamespaceRoot = "/namespace/";
 // The leader counts a bundle it handed out for this long, until the broker's report shows it.
 constexpr auto kRecentWindow = std::chrono::seconds(30);
@@ -38,6 +40,35 @@ std::string bundleKey(const std::string& ns, const std::vector<uint64_t>& b, siz
 }  // namespace
 
 std::string ownershipPath(const std::string& bundleKey) { return kNamespaceRoot + bundleKey; }
+
+std::string pickBroker(const std::map<std::string, std::set<std::string>>& brokers,
+                       const std::string& bundleKey, bool evenly) {
+  std::string prefix = bundleKey.substr(0, bundleKey.rfind('/') + 1);  // "tenant/ns/"
+  auto inNamespace = [&](const std::set<std::string>& bundles) {
+    size_t n = 0;
+    for (auto it = bundles.lower_bound(prefix);
+         it != bundles.end() && it->compare(0, prefix.size(), prefix) == 0; ++it) {
+      if (it->find('/', prefix.size()) == std::string::npos) ++n;
+    }
+    return n;
+  };
+  size_t leastInNamespace = std::numeric_limits<size_t>::max();
+  if (evenly) {
+    for (const auto& [id, bundles] : brokers) {
+      leastInNamespace = std::min(leastInNamespace, inNamespace(bundles));
+    }
+  }
+  std::string best;
+  size_t bestCount = std::numeric_limits<size_t>::max();
+  for (const auto& [id, bundles] : brokers) {  // sorted by id: the first of equals wins
+    if (evenly && inNamespace(bundles) > leastInNamespace) continue;
+    if (bundles.size() < bestCount) {
+      bestCount = bundles.size();
+      best = id;
+    }
+  }
+  return best;
+}
 
 NamespaceService::NamespaceService(metadata::Store* store, metadata::Store* config,
                                    NamespaceServiceOptions options)
@@ -119,9 +150,19 @@ void NamespaceService::registerSelf(int triesLeft, const std::function<void(Stat
               });
 }
 
-void NamespaceService::lookup(const TopicName& topic, bool authoritative, net::Executor* replyEx,
+void NamespaceService::lookup(const TopicName& topic, bool authoritative,
+                              const std::string& listenerName, net::Executor* replyEx,
                               LookupCallback cb) {
-  auto reply = [replyEx, cb = std::move(cb)](LookupAnswer a) {
+  auto reply = [replyEx, listenerName, cb = std::move(cb)](LookupAnswer a) {
+    if (a.error.isOk() && !listenerName.empty()) {  // that listener's address on that broker
+      auto it = a.listeners.find(listenerName);
+      if (it == a.listeners.end()) {
+        a = failed(Status::closed("the broker do not have " + listenerName + " listener"));
+      } else {
+        a.url = it->second.first;
+        a.urlTls = it->second.second;
+      }
+    }
     replyEx->execute([cb, a = std::move(a)] { cb(a); });
   };
   {
@@ -169,6 +210,9 @@ std::vector<std::string> NamespaceService::bundlesOf(const std::string& ns) cons
   return out;
 }
 
+// As Pulsar's NamespaceBundleFactory: the cut in the namespace's LocalPolicies (local store),
+// else its Policies' bundles (configuration store), copied to LocalPolicies at first use; a
+// namespace without policies gets the default cut (not stored).
 void NamespaceService::getBoundaries(const std::string& ns,
                                      const std::function<void(Result<Boundaries>)>& cb) {
   MAGNETAR_DCHECK_ON(loop_);
@@ -179,25 +223,59 @@ void NamespaceService::getBoundaries(const std::string& ns,
     if (it != boundaries_.end()) cached = it->second;
   }
   if (cached) return cb(std::move(*cached));  // outside the lock: cb may take it
-  std::string path = kPoliciesRoot + ns;
-  config_->get(path, &loop_, [this, ns, path, cb](Result<std::optional<metadata::GetResult>> r) {
+  loadBoundaries(ns, cb);
+}
+
+void NamespaceService::loadBoundaries(const std::string& ns,
+                                      const std::function<void(Result<Boundaries>)>& cb) {
+  MAGNETAR_DCHECK_ON(loop_);
+  std::string local = kLocalPoliciesRoot + ns;
+  store_->get(local, &loop_, [this, ns, local, cb](Result<std::optional<metadata::GetResult>> r) {
     if (!r.isOk()) return cb(r.status());
-    Boundaries b;
     if (r->has_value()) {
-      auto parsed = boundariesFromPolicies((*r)->value, path);
+      auto parsed = boundariesFromPolicies((*r)->value, local);
       if (!parsed.isOk()) return cb(parsed.status());
-      if (parsed->has_value()) b = **parsed;
+      if (parsed->has_value()) {
+        Boundaries b = **parsed;
+        {
+          MutexLock lock(mu_);
+          boundaries_[ns] = b;
+        }
+        return cb(std::move(b));
+      }
     }
-    if (b.empty()) {
-      auto d = defaultBoundaries(options_.defaultNumberOfNamespaceBundles);
-      if (!d.isOk()) return cb(d.status());
-      b = std::move(*d);
-    }
-    {
-      MutexLock lock(mu_);
-      boundaries_[ns] = b;
-    }
-    cb(std::move(b));
+    std::string path = kPoliciesRoot + ns;
+    config_->get(path, &loop_,
+                 [this, ns, path, local, cb](Result<std::optional<metadata::GetResult>> g) {
+                   if (!g.isOk()) return cb(g.status());
+                   Boundaries b;
+                   bool exists = g->has_value() && !(*g)->value.empty();
+                   if (exists) {
+                     auto parsed = boundariesFromPolicies((*g)->value, path);
+                     if (!parsed.isOk()) return cb(parsed.status());
+                     if (parsed->has_value()) b = **parsed;
+                   }
+                   if (b.empty()) {
+                     auto d = defaultBoundaries(options_.defaultNumberOfNamespaceBundles);
+                     if (!d.isOk()) return cb(d.status());
+                     b = std::move(*d);
+                   }
+                   if (exists) {
+                     metadata::PutOptions o;
+                     o.expectedVersion = metadata::kNotExists;
+                     store_->put(local, localPoliciesJson(b, ""), o, &loop_,
+                                 [local](const Result<metadata::Stat>& w) {
+                                   if (!w.isOk() && w.status().code() != StatusCode::kBadVersion) {
+                                     MLOG_WARN("cannot write {}: {}", local, w.status().message());
+                                   }
+                                 });
+                   }
+                   {
+                     MutexLock lock(mu_);
+                     boundaries_[ns] = b;
+                   }
+                   cb(std::move(b));
+                 });
   });
 }
 
@@ -220,6 +298,9 @@ LookupAnswer NamespaceService::connectTo(const BrokerUrls& u) const {
   a.urlTls = u.pulsarServiceUrlTls;
   a.httpUrl = u.webServiceUrl;
   a.httpUrlTls = u.webServiceUrlTls;
+  for (const auto& [name, l] : u.listeners) {
+    a.listeners[name] = {l.brokerServiceUrl, l.brokerServiceUrlTls};
+  }
   return a;
 }
 
@@ -230,6 +311,9 @@ void NamespaceService::resolveBundle(const std::string& key, bool authoritative,
     MutexLock lock(mu_);
     if (owned_.count(key)) return reply(connectTo(self_));
   }
+  // Another broker's bundle seen before (its znode watched since): answered without ZooKeeper,
+  // as Pulsar's ownership cache does, so lookups of owned bundles go on while ZooKeeper is away.
+  if (auto it = owners_.find(key); it != owners_.end()) return reply(connectTo(it->second));
   std::string path = ownershipPath(key);
   store_->get(
       path, &loop_,
@@ -248,6 +332,7 @@ void NamespaceService::resolveBundle(const std::string& key, bool authoritative,
             }
             return reply(connectTo(self_));
           }
+          owners_[key] = owner->urls;  // the read set a watch: a change drops it
           return reply(connectTo(owner->urls));
         }
         bool leader;
@@ -317,22 +402,20 @@ void NamespaceService::assignAsLeader(const std::string& key,
                   }
                 }
                 if (--g->pending > 0) return;
-                // Fewest bundles: reported ones plus those given out recently, ties by name.
                 auto now = std::chrono::steady_clock::now();
-                std::string best;
-                size_t bestCount = std::numeric_limits<size_t>::max();
+                std::map<std::string, std::set<std::string>> counted;  // broker -> its bundles
                 for (auto& [id, rep] : g->reports) {
-                  std::set<std::string> counted(rep.bundles.begin(), rep.bundles.end());
+                  auto& c = counted[id];
+                  c.insert(rep.bundles.begin(), rep.bundles.end());
                   auto& recent = recent_[id];
                   while (!recent.empty() && now - recent.front().first > kRecentWindow) {
                     recent.pop_front();
                   }
-                  for (auto& [at, b] : recent) counted.insert(b);
-                  if (counted.size() < bestCount) {
-                    bestCount = counted.size();
-                    best = id;
-                  }
+                  for (auto& [at, b] : recent) c.insert(b);
                 }
+                std::string best = pickBroker(
+                    counted, key,
+                    !options_.distributeBundlesEvenly || options_.distributeBundlesEvenly());
                 if (best.empty()) return acquire(key, reply);
                 // Counted at once, so the assignments decided before the reports show them spread.
                 recent_[best].emplace_back(now, key);
@@ -429,6 +512,28 @@ void NamespaceService::onNotification(const metadata::Notification& n) {
     elect();
     return;
   }
+  if (n.path.rfind(kNamespaceRoot, 0) == 0) {
+    owners_.erase(n.path.substr(std::string(kNamespaceRoot).size()));
+  }
+  if (n.path.rfind(kNamespaceRoot, 0) == 0 && n.type == metadata::NotificationType::kModified) {
+    // Marked disabled by another broker's namespace unload: release it (Pulsar's owner-side
+    // unload).
+    std::string key = n.path.substr(std::string(kNamespaceRoot).size());
+    {
+      MutexLock lock(mu_);
+      if (!owned_.count(key)) return;
+    }
+    store_->get(n.path, &loop_,
+                [this, key, path = n.path](Result<std::optional<metadata::GetResult>> r) {
+                  if (!r.isOk() || !r->has_value()) return;
+                  auto d = parseNamespaceEphemeralData((*r)->value, path);
+                  if (!d.isOk() || !d->disabled) return;
+                  release(key, [key](const Status& s) {
+                    if (!s.isOk()) MLOG_WARN("unloading bundle {}: {}", key, s.message());
+                  });
+                });
+    return;
+  }
   if (n.path.rfind(kNamespaceRoot, 0) == 0 && n.type == metadata::NotificationType::kDeleted) {
     std::string key = n.path.substr(std::string(kNamespaceRoot).size());
     bool was;
@@ -443,9 +548,22 @@ void NamespaceService::onNotification(const metadata::Notification& n) {
     }
     return;
   }
-  if (n.path.rfind(kPoliciesRoot, 0) == 0) {  // a namespace's bundles may have changed
-    MutexLock lock(mu_);
-    boundaries_.erase(n.path.substr(std::string(kPoliciesRoot).size()));
+  for (const char* root : {kPoliciesRoot, kLocalPoliciesRoot}) {
+    if (n.path.rfind(root, 0) != 0) continue;
+    // A namespace's bundles may have changed: read them again, keeping the known cut meanwhile
+    // (owns() must not refuse clients of owned bundles in between: a C++ client whose SUBSCRIBE
+    // gets ServiceNotReady right after its lookup waits for its operation timeout).
+    std::string ns = n.path.substr(std::string(root).size());
+    bool known;
+    {
+      MutexLock lock(mu_);
+      known = boundaries_.count(ns) > 0;
+    }
+    if (known) {
+      loadBoundaries(ns, [ns](const Result<Boundaries>& b) {
+        if (!b.isOk()) MLOG_WARN("bundles of {}: {}", ns, b.status().message());
+      });
+    }
   }
 }
 
@@ -459,6 +577,7 @@ void NamespaceService::releaseAll(const char* why) {
     leader_ = false;
   }
   leaderId_.clear();
+  owners_.clear();  // the session's watches are gone
   MLOG_WARN("{}: released {} bundles", why, n);
   if (onLost_) onLost_();
 }
@@ -525,25 +644,235 @@ void NamespaceService::ownerOf(const std::string& bundleKey, net::Executor* repl
               });
 }
 
+void NamespaceService::release(const std::string& key, const std::function<void(Status)>& done) {
+  MAGNETAR_DCHECK_ON(loop_);
+  {
+    MutexLock lock(mu_);
+    if (!owned_.erase(key)) {
+      return done(Status::notFound("Bundle " + key + " is not owned by this broker"));
+    }
+  }
+  MLOG_INFO("Unloading bundle {}", key);
+  if (onLost_) onLost_();
+  store_->remove(ownershipPath(key), std::nullopt, &loop_, [this, done](const Status& s) {
+    publishRegistration();
+    done(s.code() == StatusCode::kNotFound ? Status::ok() : s);
+  });
+}
+
 void NamespaceService::unloadBundle(const std::string& ns, const std::string& bundle,
                                     net::Executor* replyEx, std::function<void(Status)> cb) {
   auto reply = [replyEx, cb = std::move(cb)](const Status& s) {
     replyEx->execute([cb, s] { cb(s); });
   };
-  loop_.execute([this, ns, bundle, reply] {
-    std::string key = ns + "/" + bundle;
+  loop_.execute([this, ns, bundle, reply] { release(ns + "/" + bundle, reply); });
+}
+
+void NamespaceService::unloadElsewhere(const std::string& key,
+                                       const std::function<void(Status)>& done) {
+  MAGNETAR_DCHECK_ON(loop_);
+  std::string path = ownershipPath(key);
+  store_->get(path, &loop_, [this, key, path, done](Result<std::optional<metadata::GetResult>> r) {
+    if (!r.isOk()) return done(r.status());
+    if (!r->has_value()) return done(Status::ok());
+    if ((*r)->stat.createdBySelf) return release(key, done);
+    auto owner = parseNamespaceEphemeralData((*r)->value, path);
+    if (!owner.isOk()) return done(owner.status());
+    metadata::PutOptions o;
+    o.expectedVersion = (*r)->stat.version;
+    store_->put(path, namespaceEphemeralDataJson(owner->urls, true), o, &loop_,
+                [this, key, path, done](const Result<metadata::Stat>& w) {
+                  if (!w.isOk() && w.status().code() != StatusCode::kBadVersion &&
+                      w.status().code() != StatusCode::kNotFound) {
+                    return done(w.status());
+                  }
+                  // Wait for the owner to release it; past kUnloadWait delete it here.
+                  auto deadline = std::chrono::steady_clock::now() + kUnloadWait;
+                  auto poll = std::make_shared<std::function<void()>>();
+                  *poll = [this, path, deadline, done, poll] {
+                    store_->exists(
+                        path, &loop_, [this, path, deadline, done, poll](Result<bool> e) {
+                          if (e.isOk() && !*e) {
+                            *poll = nullptr;
+                            return done(Status::ok());
+                          }
+                          if (std::chrono::steady_clock::now() < deadline) {
+                            return after(std::chrono::milliseconds(50), [poll] {
+                              if (*poll) (*poll)();
+                            });
+                          }
+                          MLOG_WARN("{}: its owner did not release it within {} s; deleting it",
+                                    path, kUnloadWait.count());
+                          *poll = nullptr;
+                          store_->remove(path, std::nullopt, &loop_, [done](const Status& s) {
+                            done(s.code() == StatusCode::kNotFound ? Status::ok() : s);
+                          });
+                        });
+                  };
+                  (*poll)();
+                });
+  });
+}
+
+void NamespaceService::unloadNamespace(const std::string& ns, net::Executor* replyEx,
+                                       std::function<void(Status)> cb) {
+  auto reply = [replyEx, cb = std::move(cb)](const Status& s) {
+    replyEx->execute([cb, s] { cb(s); });
+  };
+  loop_.execute([this, ns, reply] {
+    getBoundaries(ns, [this, ns, reply](Result<Boundaries> b) {
+      if (!b.isOk()) return reply(b.status());
+      struct Pending {
+        size_t left = 0;
+        Status first;
+      };
+      auto p = std::make_shared<Pending>();
+      p->left = b->size() - 1;
+      for (size_t i = 0; i + 1 < b->size(); ++i) {
+        unloadElsewhere(bundleKey(ns, *b, i), [p, reply](const Status& s) {
+          if (!s.isOk() && p->first.isOk()) p->first = s;
+          if (--p->left == 0) reply(p->first);
+        });
+      }
+    });
+  });
+}
+
+void NamespaceService::splitBundle(const std::string& ns, const std::string& bundle, bool unload,
+                                   net::Executor* replyEx, std::function<void(Status)> cb) {
+  auto reply = [replyEx, cb = std::move(cb)](const Status& s) {
+    replyEx->execute([cb, s] { cb(s); });
+  };
+  loop_.execute([this, ns, bundle, unload, reply] { splitOwned(ns, bundle, unload, reply); });
+}
+
+void NamespaceService::splitOwned(const std::string& ns, const std::string& bundle, bool unload,
+                                  const std::function<void(Status)>& done) {
+  MAGNETAR_DCHECK_ON(loop_);
+  uint64_t lo = 0, hi = 0;
+  if (Status s = parseBundleName(bundle, &lo, &hi); !s.isOk()) return done(s);
+  std::string key = ns + "/" + bundle;
+  getBoundaries(ns, [this, ns, key, lo, hi, unload, done](Result<Boundaries> b) {
+    if (!b.isOk()) return done(b.status());
+    size_t i = 0;
+    while (i + 1 < b->size() && !((*b)[i] == lo && (*b)[i + 1] == hi)) ++i;
+    if (i + 1 >= b->size()) return done(Status::notFound("Bundle " + key + " not found"));
+    if (hi - lo <= 1) {
+      return done(Status::invalidArgument(key + " bundle can't be split further"));
+    }
+    // Owned here first (Pulsar's validateNamespaceBundleOwnership takes an unowned one).
+    auto split = [this, ns, key, lo, hi, unload, done, cut = *b, i] {
+      uint64_t mid = lo + (hi - lo) / 2;
+      Boundaries next = cut;
+      next.insert(next.begin() + static_cast<std::ptrdiff_t>(i) + 1, mid);
+      std::string a = bundleKey(ns, next, i);
+      std::string c = bundleKey(ns, next, i + 1);
+      metadata::PutOptions eph;
+      eph.ephemeral = true;
+      eph.expectedVersion = metadata::kNotExists;
+      std::string value = namespaceEphemeralDataJson(self_);
+      store_->put(
+          ownershipPath(a), value, eph, &loop_, [=, this](const Result<metadata::Stat>& ra) {
+            if (!ra.isOk()) return done(ra.status());
+            store_->put(
+                ownershipPath(c), value, eph, &loop_, [=, this](const Result<metadata::Stat>& rc) {
+                  auto undo = [this, a, c](bool both) {
+                    store_->remove(ownershipPath(a), std::nullopt, &loop_, [](const Status&) {});
+                    if (both)
+                      store_->remove(ownershipPath(c), std::nullopt, &loop_, [](const Status&) {});
+                  };
+                  if (!rc.isOk()) {
+                    undo(false);
+                    return done(rc.status());
+                  }
+                  // The new cut, in LocalPolicies (compare-and-set on what was read).
+                  std::string local = kLocalPoliciesRoot + ns;
+                  store_->get(
+                      local, &loop_, [=, this](Result<std::optional<metadata::GetResult>> cur) {
+                        if (!cur.isOk()) {
+                          undo(true);
+                          return done(cur.status());
+                        }
+                        metadata::PutOptions o;
+                        std::string text;
+                        if (cur->has_value()) {
+                          auto current = boundariesFromPolicies((*cur)->value, local);
+                          if (current.isOk() && current->has_value() && **current != cut) {
+                            undo(true);
+                            return done(
+                                Status::error(StatusCode::kBadVersion,
+                                              "the bundles of " + ns + " changed; try again"));
+                          }
+                          auto w = withBundles((*cur)->value, next, local);
+                          if (!w.isOk()) {
+                            undo(true);
+                            return done(w.status());
+                          }
+                          text = std::move(*w);
+                          o.expectedVersion = (*cur)->stat.version;
+                        } else {
+                          text = localPoliciesJson(next, "");
+                          o.expectedVersion = metadata::kNotExists;
+                        }
+                        store_->put(local, text, o, &loop_,
+                                    [=, this](const Result<metadata::Stat>& w) {
+                                      if (!w.isOk()) {
+                                        undo(true);
+                                        return done(w.status());
+                                      }
+                                      {
+                                        MutexLock lock(mu_);
+                                        owned_.erase(key);
+                                        owned_.insert(a);
+                                        owned_.insert(c);
+                                        boundaries_[ns] = next;
+                                      }
+                                      MLOG_INFO("Split bundle {} into {} and {}", key, a, c);
+                                      for (const std::string& k : {a, c}) {
+                                        store_->exists(ownershipPath(k), &loop_,
+                                                       [](const Result<bool>&) {});  // watch
+                                      }
+                                      store_->remove(ownershipPath(key), std::nullopt, &loop_,
+                                                     [=, this](const Status&) {
+                                                       publishRegistration();
+                                                       if (!unload) return done(Status::ok());
+                                                       release(a, [=, this](const Status& s1) {
+                                                         release(c, [done, s1](const Status& s2) {
+                                                           done(s1.isOk() ? s2 : s1);
+                                                         });
+                                                       });
+                                                     });
+                                    });
+                      });
+                });
+          });
+    };
+    bool owned;
     {
       MutexLock lock(mu_);
-      if (!owned_.erase(key)) {
-        return reply(Status::notFound("Bundle " + key + " is not owned by this broker"));
-      }
+      owned = owned_.count(key) > 0;
     }
-    MLOG_INFO("Unloading bundle {}", key);
-    if (onLost_) onLost_();
-    store_->remove(ownershipPath(key), std::nullopt, &loop_, [this, reply](const Status& s) {
-      publishRegistration();
-      reply(s.code() == StatusCode::kNotFound ? Status::ok() : s);
-    });
+    if (owned) return split();
+    std::string path = ownershipPath(key);
+    store_->get(path, &loop_,
+                [this, key, path, split, done](Result<std::optional<metadata::GetResult>> r) {
+                  if (!r.isOk()) return done(r.status());
+                  if (r->has_value() && !(*r)->stat.createdBySelf) {
+                    return done(Status::busy("Bundle " + key + " is owned by another broker"));
+                  }
+                  if (r->has_value()) {
+                    MutexLock lock(mu_);
+                    owned_.insert(key);
+                  }
+                  if (r->has_value()) return split();
+                  acquire(key, [this, split, done](const LookupAnswer& a) {
+                    if (!a.error.isOk()) return done(a.error);
+                    if (a.url != self_.pulsarServiceUrl) {
+                      return done(Status::busy("the bundle was taken by another broker"));
+                    }
+                    split();
+                  });
+                });
   });
 }
 

@@ -42,7 +42,18 @@ namespace magnetar::broker::cluster {
 struct NamespaceServiceOptions {
   std::string clusterName;
   int defaultNumberOfNamespaceBundles = 4;  // defaultNumberOfNamespaceBundles
+  // loadBalancerDistributeBundlesEvenlyEnabled (dynamic: read at each assignment; unset: true).
+  std::function<bool()> distributeBundlesEvenly;
 };
+
+// The leader's choice for an unowned bundle `bundleKey` ("tenant/ns/0x..._0x..."), given each
+// registered broker's bundles (reported plus recently assigned): with `evenly`
+// (loadBalancerDistributeBundlesEvenlyEnabled, Pulsar's
+// LoadManagerShared.removeMostServicingBrokersForNamespace) only the brokers with the fewest
+// bundles of that namespace are candidates; of those, the one with the fewest bundles in all,
+// ties by broker id. "" when `brokers` is empty.
+std::string pickBroker(const std::map<std::string, std::set<std::string>>& brokers,
+                       const std::string& bundleKey, bool evenly);
 
 class NamespaceService : public TopicOwnership {
  public:
@@ -59,8 +70,8 @@ class NamespaceService : public TopicOwnership {
   // Stops the loop; the caller then closes the store (its ephemeral znodes go with the session).
   void stop();
 
-  void lookup(const TopicName& topic, bool authoritative, net::Executor* replyEx,
-              LookupCallback cb) override;
+  void lookup(const TopicName& topic, bool authoritative, const std::string& listenerName,
+              net::Executor* replyEx, LookupCallback cb) override;
   bool owns(const TopicName& topic) const override;
 
   // Called on the loop after bundles were lost (session expired, ownership node deleted); the
@@ -88,10 +99,30 @@ class NamespaceService : public TopicOwnership {
   // clients. cb on replyEx. Errors: kNotFound when not owned here.
   void unloadBundle(const std::string& ns, const std::string& bundle, net::Executor* replyEx,
                     std::function<void(Status)> cb);
+  // Unloads every owned bundle of `ns` (Pulsar's namespace unload): this broker's are released
+  // here; another broker's ownership znode is marked disabled (NamespaceEphemeralData.disabled,
+  // as Pulsar marks a bundle being unloaded), which makes its owner close the bundle's clients
+  // and delete the znode; after kUnloadWait the znode is deleted here if still there (a dead or
+  // stuck owner). cb on replyEx once no bundle of ns is owned. Errors: the store's.
+  void unloadNamespace(const std::string& ns, net::Executor* replyEx,
+                       std::function<void(Status)> cb);
+  // Splits an owned bundle in two at the middle of its range (Pulsar's range_equally_divide):
+  // ownership of both halves is taken first, then the namespace's bundle cut is stored in its
+  // LocalPolicies (/admin/local-policies/{tenant}/{ns}, as Pulsar), then the old bundle's znode
+  // goes. Its topics stay on this broker, clients untouched; with `unload` both halves are then
+  // released. An unowned bundle is taken first. cb on replyEx. Errors: kNotFound (not a bundle
+  // of ns), kInvalidArgument (a range of 1, cannot split), kBusy (owned by another broker), the
+  // store's.
+  void splitBundle(const std::string& ns, const std::string& bundle, bool unload,
+                   net::Executor* replyEx, std::function<void(Status)> cb);
+  // How long unloadNamespace waits for other owners to release.
+  static constexpr std::chrono::seconds kUnloadWait{5};
 
  private:
   using Boundaries = std::vector<uint64_t>;
   void getBoundaries(const std::string& ns, const std::function<void(Result<Boundaries>)>& cb);
+  // Reads the cut from the stores (no cache) and caches it.
+  void loadBoundaries(const std::string& ns, const std::function<void(Result<Boundaries>)>& cb);
   void lookupOnLoop(const TopicName& topic, bool authoritative,
                     const std::function<void(LookupAnswer)>& reply);
   void resolveBundle(const std::string& bundleKey, bool authoritative,
@@ -107,6 +138,13 @@ class NamespaceService : public TopicOwnership {
   void onNotification(const metadata::Notification& n);
   void onSession(metadata::SessionEvent e);
   void releaseAll(const char* why);
+  // Releases an owned bundle: forgets it, closes its clients, deletes its znode. Loop only.
+  void release(const std::string& key, const std::function<void(Status)>& done);
+  // Marks another broker's bundle disabled and waits for its znode to go (deleting it after
+  // kUnloadWait). Loop only.
+  void unloadElsewhere(const std::string& key, const std::function<void(Status)>& done);
+  void splitOwned(const std::string& ns, const std::string& bundle, bool unload,
+                  const std::function<void(Status)>& done);
   LookupAnswer connectTo(const BrokerUrls& u) const;
 
   metadata::Store* store_;
@@ -128,6 +166,8 @@ class NamespaceService : public TopicOwnership {
 
   // Loop only.
   std::string leaderId_;
+  // Other brokers' bundles as last read (each znode watched): bundle key -> owner.
+  std::map<std::string, BrokerUrls> owners_;
   // Leader: bundles given out recently, per broker, with when (not yet in their reports).
   std::map<std::string, std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>>>
       recent_;

@@ -1,0 +1,118 @@
+// ConfigurationStore: tenants, namespaces (with their policies) and partitioned-topic metadata in
+// the configuration metadata store (ZooKeeper; configurationMetadataStoreUrl, else
+// metadataStoreUrl), under Pulsar's paths and JSON, so every broker of the cluster (and Pulsar's
+// own tools) sees one set:
+//   /admin/policies/{tenant}                                TenantInfo
+//   /admin/policies/{tenant}/{ns}                           Policies
+//   /admin/partitioned-topics/{tenant}/{ns}/{domain}/{enc}  PartitionedTopicMetadata
+// (docs/cluster-mode.md). The broker's own registries are the cache: start() loads everything into
+// them, watches keep them current (a change made through another broker reaches this one
+// milliseconds later), and every write goes to ZooKeeper first (BrokerService then applies it).
+// Deleting a namespace also deletes its /admin/local-policies node from the local store.
+//
+// Thread: its own loop `configuration-store` runs the watches and the loading; the blocking
+// SharedConfig calls wait on it from the caller's thread (not an I/O loop, never this loop).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "broker/shared_config.h"
+#include "metadata/store.h"
+#include "net/event_loop.h"
+
+namespace magnetar::broker {
+class BrokerService;
+}
+
+namespace magnetar::broker::cluster {
+
+struct ConfigurationStoreOptions {
+  std::string clusterName;
+  int defaultNumberOfNamespaceBundles = 4;  // defaultNumberOfNamespaceBundles
+  int operationTimeoutMs = 30000;           // metadataStoreOperationTimeoutSeconds * 1000
+};
+
+class ConfigurationStore : public SharedConfig {
+ public:
+  // config: the configuration store; local: the local metadata store (may be the same); both and
+  // `service` outlive this.
+  ConfigurationStore(metadata::Store* config, metadata::Store* local, BrokerService* service,
+                     ConfigurationStoreOptions options);
+  ~ConfigurationStore() override;
+
+  // Replaces the broker's tenants, namespaces, policies and partitioned topics with what the
+  // store holds and starts watching. Damaged znodes are logged (naming the path) and skipped.
+  // Blocks until loaded. Errors: the store's (kTimeout, kClosed, kIoError). Thread: main.
+  Status start();
+  void stop();
+
+  Status createTenant(const std::string& name, const TenantInfo& info) override;
+  Status updateTenant(const std::string& name, const TenantInfo& info) override;
+  Status deleteTenant(const std::string& name) override;
+  Status createNamespace(const std::string& ns, const NamespacePolicies& policies,
+                         int numBundles) override;
+  Result<NamespacePolicies> updateNamespacePolicies(
+      const std::string& ns, const std::function<void(NamespacePolicies&)>& change) override;
+  Status deleteNamespace(const std::string& ns) override;
+  Status createPartitioned(const std::string& topic, int partitions) override;
+  Result<int> updatePartitioned(const std::string& topic, int partitions) override;
+  Result<int> deletePartitioned(const std::string& topic) override;
+  void createPartitionedAsync(const std::string& topic, int partitions) override;
+  void refresh(const TopicName& topic, net::Executor* ex,
+               std::function<void(Status)> done) override;
+  void refreshNamespace(const std::string& ns) override;
+  void refreshTenant(const std::string& tenant) override;
+
+ private:
+  enum class Tree { kPolicies, kPartitioned };
+  // Loop only: lists `path`'s children (setting a child watch) and loads the new ones, forgets
+  // the gone ones. depth: of path below its tree's root (0 for the root).
+  void listChildren(Tree tree, const std::string& path, int depth);
+  // Loop only: (re)reads a data node (tenant, namespace, partitioned topic) and applies it.
+  void readNode(Tree tree, const std::string& path, int depth);
+  void forget(Tree tree, const std::string& path, int depth);
+  void onNotification(const metadata::Notification& n);
+  // Loop only: the start() bookkeeping of outstanding reads.
+  void begin();
+  void end();
+
+  // Blocking helpers: one store call, waited for (operationTimeoutMs + 5 s at most).
+  Result<std::optional<metadata::GetResult>> getSync(metadata::Store* s, const std::string& path);
+  Result<metadata::Stat> putSync(metadata::Store* s, const std::string& path,
+                                 const std::string& value, std::optional<metadata::Version> v);
+  Status removeSync(metadata::Store* s, const std::string& path,
+                    std::optional<metadata::Version> v);
+  Result<std::vector<std::string>> childrenSync(metadata::Store* s, const std::string& path);
+
+  // Applies a namespace znode's value (nullopt: deleted) to the broker. Thread: any.
+  void applyNamespaceValue(const std::string& ns, const std::string& path,
+                           const std::optional<std::string>& value);
+
+  metadata::Store* config_;
+  metadata::Store* local_;
+  BrokerService* service_;
+  ConfigurationStoreOptions options_;
+  net::EventLoop loop_{"configuration-store"};
+  std::optional<uint64_t> listener_;
+  bool stopped_ = false;
+
+  // Loop only: children last listed, by path.
+  std::map<std::string, std::set<std::string>> children_;
+  // The Policies text last applied per namespace (refreshes of unchanged ones cost nothing).
+  std::mutex appliedMu_;
+  std::map<std::string, std::string> applied_;
+  // start(): reads outstanding and the first error.
+  std::mutex loadMu_;
+  std::condition_variable loadCv_;
+  int loading_ = 0;
+  Status loadError_;
+};
+
+}  // namespace magnetar::broker::cluster
