@@ -291,16 +291,6 @@ Status ConfigurationStore::removeSync(metadata::Store* s, const std::string& pat
   return r.isOk() ? Status::ok() : r.status();
 }
 
-Result<std::vector<std::string>> ConfigurationStore::childrenSync(metadata::Store* s,
-                                                                  const std::string& path) {
-  MAGNETAR_DCHECK(!loop_.inExecutorThread());
-  auto p = std::make_shared<std::promise<Result<std::vector<std::string>>>>();
-  auto f = p->get_future();
-  s->getChildren(path, &loop_,
-                 [p](const Result<std::vector<std::string>>& r) { p->set_value(r); });
-  return waitFor(f, options_.operationTimeoutMs, path);
-}
-
 // --- SharedConfig ---
 
 Status ConfigurationStore::createTenant(const std::string& name, const TenantInfo& info) {

@@ -89,7 +89,6 @@ class ConfigurationStore : public SharedConfig {
                                  const std::string& value, std::optional<metadata::Version> v);
   Status removeSync(metadata::Store* s, const std::string& path,
                     std::optional<metadata::Version> v);
-  Result<std::vector<std::string>> childrenSync(metadata::Store* s, const std::string& path);
 
   // Applies a namespace znode's value (nullopt: deleted) to the broker. Thread: any.
   void applyNamespaceValue(const std::string& ns, const std::string& path,
