@@ -65,11 +65,7 @@ case "$KIND" in
     timed "asan build" cmake --build "$BUILD_DIR" -j "$JOBS"
 
     stage "ASan+UBSan: unit tests and client integration tests (ctest)"
-    # Excluded for now: storage_bk.bookies (managed ledgers on real bookies, new on 2026-12-02
-    # and not yet run under ASan; the release stage runs it). Run it by hand:
-    #   ctest --test-dir build-asan -R storage_bk.bookies --output-on-failure
-    timed "asan ctest" ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2 --timeout 600 \
-      -E '^storage_bk\.bookies$'
+    timed "asan ctest" ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2 --timeout 600
 
     stage "ASan+UBSan: integration tests (pytest, real broker process)"
     # Deselected: tests asserting the broker's peak RSS; ASan's shadow memory and quarantine add

@@ -8,6 +8,7 @@ by the 100 MB. When the client reads again, the queue drains below the low water
 goes on, and every message arrives once, in order. (Before, the broker queued all of them to the
 stalled socket.)"""
 
+import os
 import socket
 import struct
 import time
@@ -96,7 +97,10 @@ def test_stalled_consumer_socket_is_held_at_the_watermark_then_resumes():
         held = sub_stats(broker.admin_url, topic, "stalled")["msgOutCounter"]
         # Kernel buffers (a few MB on loopback) + 64 KB + one 5 MB pass: some tens of messages.
         assert held < 100, f"{held} of {MESSAGES} messages were dispatched to a stalled socket"
-        assert peak - rss_before < 60, f"RSS grew {peak - rss_before:.0f} MB"
+        # Under a sanitizer RSS says nothing (ASan's quarantine keeps up to 256 MB of freed
+        # blocks); the held count above is the check there.
+        if not os.environ.get("MAGNETAR_SANITIZED"):
+            assert peak - rss_before < 60, f"RSS grew {peak - rss_before:.0f} MB"
 
         # The client reads again: the rest follows, each message once and in order.
         slow.sock.settimeout(30)
