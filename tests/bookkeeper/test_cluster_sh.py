@@ -1,7 +1,7 @@
 """`scripts/cluster.sh start --bookies 3`: ZooKeeper, 3 bookies and 2 brokers whose topics are on
 the bookies (bookkeeperMetadataServiceUri); `status` lists `bookie pid port -`; `stop` ends every
-process. A cluster of its own (not conftest's), ports from MAGNETAR_CLUSTER_SH_PORT_BASE
-(default: free ones)."""
+process; the brokers' storage metrics are not zero on BookKeeper. A cluster of its own (not
+conftest's), ports from MAGNETAR_CLUSTER_SH_PORT_BASE (default: free ones)."""
 
 import base64
 import os
@@ -70,12 +70,21 @@ def test_cluster_sh_starts_bookies_and_brokers_store_topics_on_them():
         try:
             consumer = client.subscribe(topic, "s")
             client.create_producer(topic).send(b"on-bookies")
-            assert consumer.receive(timeout_millis=10000).data() == b"on-bookies"
+            assert consumer.receive(timeout_millis=10000).data() == b"on-bookies"  # not acked
+            web = out["webServiceUrls"].split()[0]
+            owner = requests.get(f"{web}/lookup/v2/topic/persistent/public/default/{name}",
+                                 timeout=10).json()["httpUrl"]
+            # The storage metrics of a broker on BookKeeper: the entry cache holds the unacked
+            # entry, the topic's stored bytes are counted.
+            metrics = requests.get(f"{owner}/metrics", timeout=10).text
+            cache = re.search(r"^pulsar_ml_cache_used_size\{[^}]*\} (\S+)$", metrics, re.M)
+            assert cache and float(cache.group(1)) > 0, metrics[-2000:]
+            size = re.search(rf'^pulsar_storage_size\{{[^}}]*topic="{topic}"[^}}]*\}} (\S+)$',
+                             metrics, re.M)
+            assert size and float(size.group(1)) > 0, [m for m in metrics.splitlines()
+                                                       if "pulsar_storage_size" in m]
         finally:
             client.close()
-        web = out["webServiceUrls"].split()[0]
-        owner = requests.get(f"{web}/lookup/v2/topic/persistent/public/default/{name}",
-                             timeout=10).json()["httpUrl"]
         stats = requests.get(f"{owner}/admin/v2/persistent/public/default/{name}/internalStats",
                              timeout=10).json()
         ledger = stats["ledgers"][-1]["ledgerId"]

@@ -691,6 +691,7 @@ void BkManagedLedger::maybeTrim(bool truncate) {
       self->forgetReader(id);
     }
     self->deleteLedgers(drop);
+    self->factory_->ledgersDeleted_.fetch_add(drop.size(), std::memory_order_relaxed);
     self->maybeTrim();  // what became consumed meanwhile
   });
 }
@@ -809,6 +810,7 @@ void BkManagedLedger::finishClose() {
     std::vector<int64_t> ids;
     for (const auto& [id, _] : self->info_) ids.push_back(id);
     self->deleteLedgers(ids);
+    self->factory_->ledgersDeleted_.fetch_add(ids.size(), std::memory_order_relaxed);
     self->store_->remove(self->path_, std::nullopt, self->gated_, [done, first](const Status& s) {
       Status r = *first;
       if (r.isOk() && !s.isOk() && s.code() != StatusCode::kNotFound) r = s;
