@@ -3,7 +3,7 @@
 # and N bookies of BookKeeper 4.17 (the Maven Central jars resolved by tools/bookkeeper/pom.xml into
 # ~/.m2; no binary distribution), all on 127.0.0.1 with free ports.
 #
-#   scripts/bookies.sh start [-n 3] [-d DIR] [--no-sync] [--conf KEY=VALUE]...  # prints the URI
+#   scripts/bookies.sh start [-n 3] [-d DIR] [--no-sync] [--port-base P] [--conf KEY=VALUE]...  # prints the URI
 #   scripts/bookies.sh stop [-d DIR]
 #   scripts/bookies.sh shell [-d DIR] CMD ARGS...          # `bookkeeper shell CMD ARGS` on DIR's cluster
 #   scripts/bookies.sh kill9 [-d DIR] I                    # SIGKILL bookie I (0-based), for fault tests
@@ -15,7 +15,9 @@
 # every bookie's configuration (kept in DIR/bookie-extra.conf for later starts of that cluster),
 # e.g. --conf maxPendingAddRequestsPerThread=1000. Returns once every bookie is registered under
 # /ledgers/available, and prints `zk://127.0.0.1:PORT/ledgers` on stdout (only that).
-# DIR defaults to ./data/bookies; only start creates it. Needs Java 17 and Maven
+# --port-base P: bookie I listens on P+I (default: free ports; a restart keeps a bookie's port).
+# A ZooKeeper already running under DIR/zk (scripts/cluster.sh --bookies starts its own there) is
+# used as it is. DIR defaults to ./data/bookies; only start creates it. Needs Java 17 and Maven
 # (scripts/install-test-deps.sh).
 # Log level of the JVMs (log4j2, to stderr): BK_LOGLEVEL, default warn for the bookies and info for
 # `shell` (BookKeeper's shell prints its results as INFO log lines).
@@ -42,7 +44,7 @@ case "$cmd" in
     exit 2
     ;;
 esac
-dir="$PWD/data/bookies" n=3 sync=true
+dir="$PWD/data/bookies" n=3 sync=true port_base=""
 args=() extra_conf=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -51,6 +53,9 @@ while [ $# -gt 0 ]; do
       if [ "$1" = -d ]; then dir=$2; else n=$2; fi
       shift 2 ;;
     --no-sync) sync=false; shift ;;
+    --port-base)
+      [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "bookies.sh: --port-base needs a port number" >&2; exit 2; }
+      port_base=$2; shift 2 ;;
     --conf)
       [[ ${2:-} == *=* ]] || { echo "bookies.sh: --conf needs KEY=VALUE" >&2; exit 2; }
       extra_conf+=("$2"); shift 2 ;;
@@ -184,7 +189,11 @@ case "$cmd" in
     fi
     for i in $(seq 0 $((n - 1))); do
       bookie_running "$i" && continue
-      port=$(cat "$dir/bookie-$i/port" 2>/dev/null || free_port)
+      if [ -n "$port_base" ]; then
+        port=$((port_base + i))
+      else
+        port=$(cat "$dir/bookie-$i/port" 2>/dev/null || free_port)
+      fi
       start_bookie "$i" "$port"
     done
     # Ready when every bookie accepts connections and is registered under /ledgers/available.

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# A local Magnetar cluster: one Apache ZooKeeper (scripts/zookeeper.sh) and N brokers
-# (`magnetar broker`, cluster mode), all on free loopback ports, state under DIR.
+# A local Magnetar cluster: one Apache ZooKeeper (scripts/zookeeper.sh), N brokers (`magnetar
+# broker`, cluster mode) and, with --bookies B, B BookKeeper bookies (scripts/bookies.sh) holding
+# the topics; all on loopback ports, state under DIR.
 #
-#   scripts/cluster.sh start [-d DIR] [--brokers N] [--session-timeout-ms MS] [--tick-ms MS]
-#                            [--port-base P [--listeners]]
+#   scripts/cluster.sh start [-d DIR] [--brokers N] [--bookies B] [--session-timeout-ms MS]
+#                            [--tick-ms MS] [--port-base P [--listeners]]
 #   scripts/cluster.sh stop [-d DIR]
 #   scripts/cluster.sh status [-d DIR]   # one line per process: kind pid binary-port web-port
+#                                        # (a bookie's line: bookie pid port -)
 #
 # start prints the binary service URL (pulsar://h:p1,h:p2,...) and the brokers' web URLs, after
 # `magnetar initialize-cluster-metadata` wrote the cluster "magnetar-cluster" (first start only).
@@ -15,17 +17,24 @@
 # advertises two listeners on its binary port, internal:pulsar://127.0.0.1:port (the
 # internalListenerName) and external:pulsar://localhost:port. MAGNETAR_BIN overrides build/src/app/magnetar;
 # extra broker settings: MAGNETAR_BROKER_ARGS="--set key=value ...".
+# --bookies B: the ZooKeeper (under DIR/bookies/zk) also holds BookKeeper's metadata
+# (/ledgers, `bookkeeper shell initnewcluster`), B bookies run from DIR/bookies/bookie-I (Java 17
+# and the jars of scripts/bookies.sh: scripts/install-test-deps.sh), with --port-base bookie I
+# (from 0) on P+100+I, and the brokers get bookkeeperMetadataServiceUri (topics on the bookies;
+# ensemble, write and ack quorum min(B, 2), Pulsar's default 2). start then also prints
+# `bookkeeperMetadataServiceUri zk://127.0.0.1:PORT/ledgers`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${MAGNETAR_BIN:-$root/build/src/app/magnetar}
 
 cmd=${1:-}
 shift || true
-dir=data/cluster brokers=3 session=30000 tick=2000 port_base="" listeners=0
+dir=data/cluster brokers=3 bookies=0 session=30000 tick=2000 port_base="" listeners=0
 while [ $# -gt 0 ]; do
   case "$1" in
     -d) dir=$2; shift 2 ;;
     --brokers) brokers=$2; shift 2 ;;
+    --bookies) bookies=${2:-}; shift 2 || { echo "cluster.sh: --bookies needs a count" >&2; exit 2; } ;;
     --session-timeout-ms) session=$2; shift 2 ;;
     --tick-ms) tick=$2; shift 2 ;;
     --port-base) port_base=$2; shift 2 ;;
@@ -34,6 +43,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$brokers" in ''|*[!0-9]*|0) echo "cluster.sh: --brokers needs a count >= 1" >&2; exit 2 ;; esac
+case "$bookies" in ''|*[!0-9]*) echo "cluster.sh: --bookies needs a count >= 0" >&2; exit 2 ;; esac
 case "$port_base" in ''|[1-9]*) ;; *) echo "cluster.sh: --port-base needs a port number" >&2; exit 2 ;; esac
 if [ "$listeners" = 1 ] && [ -z "$port_base" ]; then
   echo "cluster.sh: --listeners needs --port-base (listeners name fixed ports)" >&2; exit 2
@@ -51,10 +61,13 @@ alive() {
     ! grep -q '^State:[[:space:]]*Z' "/proc/$(cat "$1")/status" 2>/dev/null
 }
 port_of() { sed -n "s/^$1=//p" "$2" 2>/dev/null; }
+# The ZooKeeper's directory: inside the bookies' directory when the cluster has bookies, so that
+# scripts/bookies.sh uses it (and stops it).
+zk_dir() { if [ -d "$dir/bookies" ]; then echo "$dir/bookies/zk"; else echo "$dir/zookeeper"; fi; }
 
 status() {
   local any=1
-  if out=$(bash "$root/scripts/zookeeper.sh" status -d "$dir/zookeeper" 2>/dev/null); then
+  if out=$(bash "$root/scripts/zookeeper.sh" status -d "$(zk_dir)" 2>/dev/null); then
     set -- $out
     echo "zookeeper $2 $3 -"
     any=0
@@ -63,6 +76,13 @@ status() {
     [ -d "$b" ] || continue
     if alive "$b/broker.pid"; then
       echo "broker $(cat "$b/broker.pid") $(port_of brokerServicePort "$b/ports") $(port_of webServicePort "$b/ports")"
+      any=0
+    fi
+  done
+  for b in "$dir"/bookies/bookie-*; do
+    [ -d "$b" ] || continue
+    if alive "$b/pid"; then
+      echo "bookie $(cat "$b/pid") $(cat "$b/port") -"
       any=0
     fi
   done
@@ -80,7 +100,11 @@ stop() {
     fi
     rm -f "$b/broker.pid"
   done
-  bash "$root/scripts/zookeeper.sh" stop -d "$dir/zookeeper"
+  if [ -d "$dir/bookies" ]; then
+    bash "$root/scripts/bookies.sh" stop -d "$dir/bookies"  # the bookies, then the ZooKeeper
+  else
+    bash "$root/scripts/zookeeper.sh" stop -d "$dir/zookeeper"
+  fi
 }
 
 start() {
@@ -89,11 +113,31 @@ start() {
     echo "cluster.sh: already running in $dir (cluster.sh stop -d $dir first)" >&2
     exit 1
   fi
-  mkdir -p "$dir/zookeeper"
+  if [ "$bookies" -gt 0 ]; then
+    mkdir -p "$dir/bookies"
+  elif [ -d "$dir/bookies" ]; then
+    echo "cluster.sh: $dir was a cluster with bookies: use --bookies (or another -d)" >&2
+    exit 2
+  fi
+  mkdir -p "$(zk_dir)"
   zk_port=$(free_port)
-  bash "$root/scripts/zookeeper.sh" start -d "$dir/zookeeper" -p "$zk_port" --tick-ms "$tick" \
+  bash "$root/scripts/zookeeper.sh" start -d "$(zk_dir)" -p "$zk_port" --tick-ms "$tick" \
     > /dev/null
   zk=zk:127.0.0.1:$zk_port
+  bk_args=()
+  if [ "$bookies" -gt 0 ]; then
+    bport_args=()
+    [ -n "$port_base" ] && bport_args=(--port-base $((port_base + 100)))
+    bk_uri=$(bash "$root/scripts/bookies.sh" start -n "$bookies" -d "$dir/bookies" \
+      "${bport_args[@]}" 2> "$dir/bookies.log") || {
+      echo "cluster.sh: scripts/bookies.sh start failed; see $dir/bookies.log" >&2
+      stop; exit 1
+    }
+    q=$((bookies < 2 ? bookies : 2))
+    bk_args=(--set bookkeeperMetadataServiceUri="$bk_uri"
+             --set managedLedgerDefaultEnsembleSize=$q --set managedLedgerDefaultWriteQuorum=$q
+             --set managedLedgerDefaultAckQuorum=$q)
+  fi
   "$bin" initialize-cluster-metadata --cluster "$cluster" --metadata-store "$zk" \
     --web-service-url "http://127.0.0.1:8080" --broker-service-url "pulsar://127.0.0.1:6650" \
     > "$dir/initialize-cluster-metadata.log" 2>&1 || {
@@ -116,7 +160,7 @@ start() {
     nohup "$bin" broker --ports-file "$b/ports" \
       --set metadataStoreUrl="$zk" --set clusterName="$cluster" \
       --set advertisedAddress=127.0.0.1 --set bindAddress=127.0.0.1 \
-      --set brokerServicePort=$bport --set webServicePort=$wport "${extra[@]}" \
+      --set brokerServicePort=$bport --set webServicePort=$wport "${extra[@]}" "${bk_args[@]}" \
       --set journalDirectory="$b/data/journal" \
       --set metadataStoreSessionTimeoutMillis="$session" \
       ${MAGNETAR_BROKER_ARGS:-} > "$b/broker.log" 2>&1 &
@@ -139,11 +183,13 @@ start() {
   echo "serviceUrl pulsar://$urls"
   echo "webServiceUrls$web"
   echo "metadataStoreUrl $zk"
+  [ "$bookies" -gt 0 ] && echo "bookkeeperMetadataServiceUri $bk_uri"
+  return 0
 }
 
 case "$cmd" in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: cluster.sh start|stop|status [-d DIR] [--brokers N]" >&2; exit 2 ;;
+  *) echo "usage: cluster.sh start|stop|status [-d DIR] [--brokers N] [--bookies B]" >&2; exit 2 ;;
 esac

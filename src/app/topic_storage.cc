@@ -86,6 +86,7 @@ Result<TopicStorage> openTopicStorage(const config::ServiceConfiguration& cfg,
   t.bkFactory = std::make_shared<storage::bk::BkManagedLedgerFactory>(o, t.bk.get(), clusterStore);
   t.factory = t.bkFactory;
   t.setCacheSizeMB = [f = t.bkFactory](int64_t mb) { f->cacheManager().setMaxBytes(mb << 20); };
+  t.stats = [f = t.bkFactory] { return f->stats(); };  // pulsar_ml_cache_used_size, ...
   t.onBookKeeper = true;
   MLOG_INFO("topics on BookKeeper at {} (E={} Qw={} Qa={}, {} bookkeeper-io threads)", uri,
             o.managedLedgerDefaultEnsembleSize, o.managedLedgerDefaultWriteQuorum,

@@ -175,6 +175,13 @@ std::vector<std::string> BkManagedLedgerFactory::ledgerNames() const {
   return out;
 }
 
+StorageStats BkManagedLedgerFactory::stats() const {
+  StorageStats s;
+  s.cacheBytes = cache_->size();
+  s.ledgersDeleted = ledgersDeleted_.load(std::memory_order_relaxed);
+  return s;
+}
+
 void BkManagedLedgerFactory::shutdown() {
   if (stopped_.exchange(true)) return;
   if (tick_) tick_->stop();

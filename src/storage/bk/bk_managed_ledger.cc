@@ -137,17 +137,18 @@ void BkManagedLedger::onAddsCompleted(int64_t ledgerId,
   MAGNETAR_DCHECK_ON(*executor_);
   bool failed = false;
   for (const auto& [entryId, result] : done) {
-    // Adds already failed (fencing) are gone from inflight_; their late results are ignored.
+    // Adds already failed (fencing) or taken back for a resend are gone from inflight_; their
+    // late results are ignored.
     if (inflight_.empty() || inflight_.front().pos.ledgerId != ledgerId) continue;
     BkResult rc = result;
-    PendingAdd a = std::move(inflight_.front());
-    inflight_.pop_front();
-    if (rc == BkResult::kOk && entryId != a.pos.entryId) {
+    if (rc == BkResult::kOk && entryId != inflight_.front().pos.entryId) {
       MLOG_ERROR("{}: ledger {} confirmed entry {} where {} was expected", name_, ledgerId, entryId,
-                 a.pos.entryId);
+                 inflight_.front().pos.entryId);
       rc = BkResult::kDuplicateEntryId;
     }
     if (rc == BkResult::kOk) {
+      PendingAdd a = std::move(inflight_.front());
+      inflight_.pop_front();
       ledgers_.addEntry(static_cast<int64_t>(a.data.size()));
       if (!cursors_.empty()) {
         cache_->insert(a.pos, a.data);
@@ -158,22 +159,56 @@ void BkManagedLedger::onAddsCompleted(int64_t ledgerId,
       continue;
     }
     Status s = bkStatus(rc, "adding to ledger " + std::to_string(ledgerId) + " of " + name_);
-    a.cb(s, {});
     if (rc == BkResult::kLedgerFenced) {
+      PendingAdd a = std::move(inflight_.front());
+      inflight_.pop_front();
+      a.cb(s, {});
       fence("ledger " + std::to_string(ledgerId) + " was fenced by a recovery");
       return;
     }
     failed = true;
+    if (!resendable(rc)) {
+      PendingAdd a = std::move(inflight_.front());
+      inflight_.pop_front();
+      a.cb(s, {});
+      continue;
+    }
+    // The ledger is broken (BookKeeper fails every later add of the handle too): this add and
+    // every one after it go back to the head of the queue, in order, for the next ledger
+    // (Pulsar's ManagedLedgerImpl.ledgerClosed / createLedgerAfterClosed).
+    MLOG_WARN("{}: {}; resending {} add(s) in a new ledger", name_, s.toString(), inflight_.size());
+    requeueInflight();
+    break;
   }
-  // A failed add leaves the ledger unusable (later adds fail too): close it at its last
-  // confirmed entry and go on in a new one. Pulsar resends the failed adds; here they failed and
-  // the producers resend them (deduplication drops what was stored).
+  // A failed add leaves the ledger unusable: close it at its last confirmed entry and go on in a
+  // new one, where the taken-back adds are resent first.
   if (failed && state_ == State::kOpen && current_ && current_->id() == ledgerId) {
-    MLOG_WARN("{}: an add to ledger {} failed; rolling over to a new ledger", name_, ledgerId);
     startRollover();
   }
+  if (closing_) failQueued(Status::closed("managed ledger " + name_ + " closed"));
   if (state_ == State::kRollover) closeOldLedgerIfDrained();
   maybeFinishClose();
+}
+
+bool BkManagedLedger::resendable(BkResult rc) {
+  switch (rc) {
+    case BkResult::kLedgerFenced:      // another owner: the topic closes
+    case BkResult::kIllegalOp:         // the entry itself is refused (too large)
+    case BkResult::kDuplicateEntryId:  // stored at another id: a resend would duplicate it
+    case BkResult::kClientClosed:      // shutting down
+      return false;
+    default:
+      return true;
+  }
+}
+
+void BkManagedLedger::requeueInflight() {
+  toSend_.clear();  // assigned to the broken ledger and not sent yet: in inflight_ too
+  for (auto it = inflight_.rbegin(); it != inflight_.rend(); ++it) {
+    queued_.emplace_front(std::move(it->data), std::move(it->cb));
+  }
+  inflight_.clear();
+  ++resentLedgers_;
 }
 
 void BkManagedLedger::failQueued(const Status& s) {
@@ -656,6 +691,7 @@ void BkManagedLedger::maybeTrim(bool truncate) {
       self->forgetReader(id);
     }
     self->deleteLedgers(drop);
+    self->factory_->ledgersDeleted_.fetch_add(drop.size(), std::memory_order_relaxed);
     self->maybeTrim();  // what became consumed meanwhile
   });
 }
@@ -774,6 +810,7 @@ void BkManagedLedger::finishClose() {
     std::vector<int64_t> ids;
     for (const auto& [id, _] : self->info_) ids.push_back(id);
     self->deleteLedgers(ids);
+    self->factory_->ledgersDeleted_.fetch_add(ids.size(), std::memory_order_relaxed);
     self->store_->remove(self->path_, std::nullopt, self->gated_, [done, first](const Status& s) {
       Status r = *first;
       if (r.isOk() && !s.isOk() && s.code() != StatusCode::kNotFound) r = s;

@@ -159,6 +159,8 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
 
   // The BookKeeper ledger currently written (tests). Thread: executor.
   int64_t currentLedgerId() const { return current_ ? current_->id() : -1; }
+  // Times adds in flight were taken back from a broken ledger for a resend (tests). Executor.
+  int64_t resentLedgers() const { return resentLedgers_; }
 
  private:
   friend class BkManagedCursor;
@@ -186,6 +188,11 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   void drainQueued();
   void flushSends();
   void onAddsCompleted(int64_t ledgerId, const std::vector<std::pair<int64_t, BkResult>>& done);
+  // Whether an add that failed with rc goes to the next ledger (a broken ledger: bookie errors,
+  // NotEnoughBookies, timeouts) rather than failing (fenced, refused entry, client closed).
+  static bool resendable(BkResult rc);
+  // Every add in flight back to the head of queued_, in entry order.
+  void requeueInflight();
   bool needsRollover() const;
   void startRollover();
   void closeOldLedgerIfDrained();
@@ -266,6 +273,7 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   std::deque<std::pair<Buffer, AddEntryCallback>> queued_;  // waiting for a ledger
   std::vector<Buffer> toSend_;                              // for current_, sent once per pass
   bool sendScheduled_ = false;
+  int64_t resentLedgers_ = 0;
   // Rollover: the ledger being closed and the one being created.
   HandlePtr rollingOld_;
   bool oldCloseStarted_ = false;

@@ -20,6 +20,7 @@
 #include "metadata/store.h"
 #include "setting_defaults.h"
 #include "storage/bk/ml_formats.h"
+#include "storage/durable_storage.h"
 #include "storage/entry_cache.h"
 #include "storage/managed_ledger.h"
 #include "storage/task_thread.h"
@@ -106,6 +107,10 @@ class BkManagedLedgerFactory : public ManagedLedgerFactory {
   bookkeeper::BookKeeperClient& bookkeeper() const { return *bk_; }
   metadata::Store& store() const { return *store_; }
   EntryCacheManager& cacheManager() { return *cache_; }
+  // Counters for /metrics (the embedded storage's StorageStats; what BookKeeper has no use for
+  // stays 0, `writable` true): cacheBytes (pulsar_ml_cache_used_size), ledgersDeleted (ledgers
+  // removed by trimming, truncate and deletes). Thread: any.
+  StorageStats stats() const;
 
  private:
   friend class BkManagedLedger;
@@ -132,6 +137,7 @@ class BkManagedLedgerFactory : public ManagedLedgerFactory {
   mutable Mutex mu_;
   std::map<std::string, Slot> open_ GUARDED_BY(mu_);
   std::atomic<bool> stopped_{false};
+  std::atomic<uint64_t> ledgersDeleted_{0};
   std::unique_ptr<TaskThread> tick_;
 };
 

@@ -6,6 +6,7 @@
 // BookKeeper, delete.
 #include "storage/bk/bk_storage.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "metadata/zk_store.h"
+#include "storage/bk/bk_managed_ledger.h"
 #include "storage/tests/ledger_contract.h"
 
 namespace magnetar::storage::testing {
@@ -452,6 +454,77 @@ TEST_P(BkStorageTest, ReleaseWritesNothingAndTheNextOwnerRecovers) {
   EXPECT_EQ((*c2)->markDeletedPosition(), pos[0]);
   EXPECT_TRUE((*c2)->isAcknowledged(pos[2]));
   EXPECT_EQ((*c2)->numberOfEntriesInBacklog(), 3);
+}
+
+// A broken ledger (E=Qw=Qa=3 on 3 bookies, one stalled: its adds time out and no bookie can
+// replace it, NotEnoughBookies) is closed and the adds in flight are resent, in order, to the next
+// ledger (Pulsar's ledgerClosed / createLedgerAfterClosed): once the bookie is back every add
+// succeeds, and the log holds each entry once, in the order added, also for the next owner.
+TEST_P(BkStorageTest, AddsOnABrokenLedgerAreResentInTheNextLedger) {
+  auto& cluster = BkCluster::get();
+  if (!cluster.owned) GTEST_SKIP() << "needs the bookies this test started (pids)";
+  std::ifstream pidFile(cluster.dir + "/bookie-0/pid");
+  pid_t bookie = 0;
+  pidFile >> bookie;
+  ASSERT_GT(bookie, 0);
+  bookkeeper::ClientConfig cc;
+  cc.metadataServiceUri = cluster.uri;
+  cc.zkSessionTimeoutMs = 10000;
+  cc.bookie.addTimeout = std::chrono::milliseconds(800);
+  auto client = BookKeeperClient::open(cc);
+  ASSERT_TRUE(client.isOk()) << client.status().toString();
+  auto o = options(dir_, 64);
+  o.managedLedgerDefaultEnsembleSize = 3;
+  o.managedLedgerDefaultWriteQuorum = 3;
+  o.managedLedgerDefaultAckQuorum = 3;
+  o.managedLedgerMaxEntriesPerLedger = 1000;
+  auto f = std::make_unique<bk::BkManagedLedgerFactory>(o, client->get(), cluster.zk.get());
+  auto ml = openWith(*f, "t/resend");
+  ASSERT_NE(ml, nullptr);
+  ASSERT_TRUE(ml->openCursor("keep", InitialPosition::kEarliest).isOk());
+  auto before = add(*ml, 5);
+  const int64_t first = before[0].ledgerId;
+
+  ASSERT_EQ(::kill(bookie, SIGSTOP), 0);
+  std::vector<std::pair<Status, Position>> got;
+  const int n = 20;
+  for (int i = 0; i < n; i++) {
+    ml->asyncAddEntry(Buffer::copyOf("m" + std::to_string(5 + i)),
+                      [&](Status s, Position p) { got.emplace_back(s, p); });
+  }
+  auto resumeAt = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
+  runUntil([&] { return std::chrono::steady_clock::now() >= resumeAt; });
+  ::kill(bookie, SIGCONT);
+  EXPECT_TRUE(got.empty()) << "an add completed while a bookie of its write set was stopped";
+  runUntil([&] { return static_cast<int>(got.size()) == n; });
+
+  auto* bml = dynamic_cast<bk::BkManagedLedger*>(ml.get());
+  ASSERT_NE(bml, nullptr);
+  EXPECT_GE(bml->resentLedgers(), 1);  // the adds were taken back at least once
+  Position prev = before.back();
+  for (const auto& [s, p] : got) {
+    EXPECT_TRUE(s.isOk()) << s.toString();
+    EXPECT_GT(p.ledgerId, first);  // not in the broken ledger
+    EXPECT_GT(p, prev);            // in the order added
+    prev = p;
+  }
+  EXPECT_EQ(ml->numberOfEntries(), 5 + n);
+  auto expectLog = [&](ManagedLedger& l) {
+    auto r = read(l, before[0], 100, 1 << 20);
+    ASSERT_EQ(static_cast<int>(r.size()), 5 + n);
+    for (int i = 0; i < 5 + n; i++) EXPECT_EQ(r[i].data.view(), "m" + std::to_string(i));
+  };
+  expectLog(*ml);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { ml->asyncClose(cb); }));
+  // The next owner (a fresh open, ledgers read from the bookies): the same log, once each.
+  auto again = openWith(*f, "t/resend");
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->numberOfEntries(), 5 + n);
+  expectLog(*again);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { again->asyncClose(cb); }));
+  f->shutdown();
+  ex_.runPending();
+  (*client)->close();
 }
 
 }  // namespace
