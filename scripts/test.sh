@@ -30,7 +30,7 @@ PY="$REPO/.venv/bin/python"
 stage "integration tests (pytest, real broker process)"
 "$PY" -m pytest -q tests/integration
 
-stage "BookKeeper client against a real cluster (ZooKeeper + 3 bookies, BookKeeper's Java tools)"
+stage "BookKeeper client and topics against a real cluster (ZooKeeper + 3 bookies, BookKeeper's Java tools, an Apache Pulsar broker)"
 "$PY" -m pytest -q tests/bookkeeper
 
 stage "differential suite against Magnetar (official Python client; admin REST included)"
