@@ -7,9 +7,10 @@ authoritative lookup there), which serves every message under the same message i
 earliest, admin get-message-by-id), resumes the subscription at its cursor (acknowledged
 messages, holes, batch indexes and whole batches not delivered again, the others in order) and
 the producer's deduplication state. Both directions through unload, then Magnetar -> Pulsar
-through a SIGTERM of the Magnetar broker; one Pulsar start. Pulsar's PulsarClusterMetadataSetup
-followed by a Magnetar broker is the second test. Skipped when Java is missing or the Pulsar jars
-are absent and cannot be resolved (no Maven)."""
+through a SIGTERM of the Magnetar broker, then Pulsar -> a new Magnetar broker through a kill -9
+of the Pulsar broker (recovery of its open ledgers); one Pulsar start. Pulsar's
+PulsarClusterMetadataSetup followed by a Magnetar broker is the second test. Skipped when Java is
+missing or the Pulsar jars are absent and cannot be resolved (no Maven)."""
 
 import os
 import re
@@ -29,6 +30,7 @@ from conftest import BOOKIES_SH, REPO, magnetar_bin
 PULSAR_BROKER_SH = os.path.join(REPO, "tools", "pulsar-reference", "pulsar-broker.sh")
 PULSAR_LIB = os.path.join(REPO, "tools", "pulsar-reference", "lib", ".complete")
 CLUSTER = "interop"
+PULSAR_SESSION_TIMEOUT_MS = 5000
 # Both brokers: ledgers of 2 bookies written to 2, rolled over every 50 entries, so that each
 # side's topic spans several ledgers.
 LEDGER_SETTINGS = (
@@ -64,8 +66,8 @@ def read_ports(path: str) -> dict:
 
 
 class MagnetarBroker:
-    def __init__(self, base: str, meta: str, bk_uri: str, cluster: str) -> None:
-        self.dir = os.path.join(base, "magnetar")
+    def __init__(self, base: str, meta: str, bk_uri: str, cluster: str, name="magnetar") -> None:
+        self.dir = os.path.join(base, name)
         os.makedirs(self.dir, exist_ok=True)
         self.ports_file = os.path.join(self.dir, "ports")
         self.log_path = os.path.join(self.dir, "broker.log")
@@ -132,6 +134,10 @@ class PulsarBroker:
             # A closing cursor with acknowledgement holes writes them to its cursor ledger (not
             # into its znode), so Magnetar recovers Pulsar's PositionInfo from the ledger.
             "managedLedgerMaxUnackedRangesToPersistInMetadataStore=0",
+            # Every acknowledgement written at once (Pulsar's default: at most one mark-delete a
+            # second, the rest flushed within a minute), so a kill -9 loses none of them.
+            "managedLedgerDefaultMarkDeleteRateLimit=0",
+            f"metadataStoreSessionTimeoutMillis={PULSAR_SESSION_TIMEOUT_MS}",
         ]
         start = time.monotonic()
         p = subprocess.run(
@@ -168,6 +174,19 @@ class PulsarBroker:
             ["bash", PULSAR_BROKER_SH, "stop", "-d", self.dir], capture_output=True, timeout=60
         )
 
+    def kill(self) -> None:
+        """kill -9 of the broker's JVM; returns once it is gone."""
+        pid_file = os.path.join(self.dir, "pulsar.pid")
+        pid = int(open(pid_file).read())
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(100):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        os.remove(pid_file)
+
 
 def bundle_of(web: str, topic: str) -> str:
     """The bundle of `topic` in public/default: CRC32 of the name within the namespace's cut."""
@@ -186,6 +205,15 @@ def lookup(web: str, topic: str, authoritative: bool) -> str:
     )
     assert r.status_code == 200, (r.status_code, r.text)
     return r.json()["brokerUrl"]
+
+
+def lookup_or_none(web: str, topic: str):
+    """The owner's broker URL, or None while the lookup fails (a dead owner's znode not gone)."""
+    try:
+        r = requests.get(f"{web}/lookup/v2/topic/{topic.replace('://', '/')}", timeout=10)
+    except requests.RequestException:
+        return None
+    return r.json().get("brokerUrl") if r.status_code == 200 else None
 
 
 def topic_owned_by(broker, tag: str) -> str:
@@ -207,19 +235,26 @@ def mid(m) -> tuple:
 # batch-index acknowledgement, on in both brokers) and the whole batch m-70..m-79.
 SINGLE, BATCHED = 60, 30
 ACKED = set(range(20)) | {30, 31, 40, 65, 66} | set(range(70, 80))
+# Subscription -> (batch-index acks on, messages acknowledged). Without batch-index acks the
+# client holds back m-65/m-66 until their whole batch is acknowledged, so "holes" has no
+# batch-index state: a clean close writes it into its znode, "sub" into its cursor ledger.
+SUBSCRIPTIONS = {"sub": (True, ACKED), "holes": (False, ACKED - {65, 66})}
 
 
 def write_on(src, topic: str) -> list:
-    """Writes the messages through `src` (the owner), acknowledges ACKED on subscription "sub";
+    """Writes the messages through `src` (the owner), acknowledges on each of SUBSCRIPTIONS;
     returns the message ids the owner gave, in order."""
     client = pulsar.Client(src.url, operation_timeout_seconds=30)
     try:
-        consumer = client.subscribe(
-            topic,
-            "sub",
-            initial_position=pulsar.InitialPosition.Earliest,
-            batch_index_ack_enabled=True,
-        )
+        consumers = {
+            name: client.subscribe(
+                topic,
+                name,
+                initial_position=pulsar.InitialPosition.Earliest,
+                batch_index_ack_enabled=batch_acks,
+            )
+            for name, (batch_acks, _) in SUBSCRIPTIONS.items()
+        }
         producer = client.create_producer(
             topic, producer_name=f"{topic}-single", batching_enabled=False
         )
@@ -237,11 +272,12 @@ def write_on(src, topic: str) -> list:
         batcher.flush()
         ids += [mid(done[k]) for k in range(SINGLE, SINGLE + BATCHED)]
         assert len({i[:2] for i in ids}) == SINGLE + BATCHED // 10, ids  # 63 entries
-        for k in range(SINGLE + BATCHED):
-            m = consumer.receive(timeout_millis=10000)
-            assert m.data() == f"m-{k}".encode()
-            if k in ACKED:
-                consumer.acknowledge(m)
+        for name, consumer in consumers.items():
+            for k in range(SINGLE + BATCHED):
+                m = consumer.receive(timeout_millis=10000)
+                assert m.data() == f"m-{k}".encode()
+                if k in SUBSCRIPTIONS[name][1]:
+                    consumer.acknowledge(m)
         time.sleep(1)  # acknowledgements reach the broker (the client sends them on a timer)
     finally:
         client.close()
@@ -279,12 +315,13 @@ def check_served(dst, topic: str, ids: list) -> None:
             )
             assert r.status_code == 200 and r.content == f"m-{k}".encode(), (k, r.status_code)
 
-        consumer = client.subscribe(topic, "sub", batch_index_ack_enabled=True)
-        want = [f"m-{k}" for k in range(len(ids)) if k not in ACKED]
-        got = [consumer.receive(timeout_millis=30000).data().decode() for _ in want]
-        assert got == want, (dst.url, got)
-        with pytest.raises(pulsar.Timeout):
-            consumer.receive(timeout_millis=1000)  # nothing acknowledged comes again
+        for name, (batch_acks, acked) in SUBSCRIPTIONS.items():
+            consumer = client.subscribe(topic, name, batch_index_ack_enabled=batch_acks)
+            want = [f"m-{k}" for k in range(len(ids)) if k not in acked]
+            got = [consumer.receive(timeout_millis=30000).data().decode() for _ in want]
+            assert got == want, (dst.url, name, got)
+            with pytest.raises(pulsar.Timeout):
+                consumer.receive(timeout_millis=1000)  # nothing acknowledged comes again
 
         # The new owner writes on, in a ledger of its own. Deduplication (on in both brokers)
         # knows the producer's last sequence id from what the old owner stored ("pulsar.dedup"
@@ -348,6 +385,7 @@ def test_magnetar_and_pulsar_brokers_share_a_cluster_and_hand_topics_over(bk_clu
             for b in (magnetar, pulsar_broker)
         ]
         assert leaders[0] == leaders[1] and leaders[0] in ids, leaders
+        leader = "Magnetar" if leaders[0] == magnetar.web.removeprefix("http://") else "Pulsar"
 
         start = time.monotonic()
         for src, dst, tag in ((magnetar, pulsar_broker, "m2p"), (pulsar_broker, magnetar, "p2m")):
@@ -356,16 +394,33 @@ def test_magnetar_and_pulsar_brokers_share_a_cluster_and_hand_topics_over(bk_clu
             unload(src, dst, topic)
             check_served(dst, topic, ids_given)
         # Sequential handover: a Magnetar broker stopped with SIGTERM closes its topics (cursor
-        # state into the cursor znodes); the Pulsar broker, alone now, serves them.
+        # states into the cursor znode, or the cursor ledger with batch-index acks); the Pulsar
+        # broker, alone now, serves them.
         topic = topic_owned_by(magnetar, "m2p-stop")
         ids_given = write_on(magnetar, topic)
         magnetar.stop()
         assert lookup(pulsar_broker.web, topic, authoritative=False) == pulsar_broker.url
         check_served(pulsar_broker, topic, ids_given)
+
+        # Failover: the Pulsar broker killed (-9) while it owns a topic it wrote; a new Magnetar
+        # broker takes it once Pulsar's session expired, recovering (fencing) the open data
+        # ledger and the cursor ledger Pulsar was appending to.
+        magnetar = MagnetarBroker(base, meta, bk_cluster.uri, CLUSTER, name="magnetar-2")
+        magnetar.wait_registered()
+        topic = topic_owned_by(pulsar_broker, "p2m-kill")
+        ids_given = write_on(pulsar_broker, topic)
+        pulsar_broker.kill()
+        killed = time.monotonic()
+        while lookup_or_none(magnetar.web, topic) != magnetar.url:
+            assert time.monotonic() - killed < 60, "Pulsar's bundle not taken 60 s after the kill"
+            time.sleep(0.5)
+        took_over = time.monotonic() - killed
+        check_served(magnetar, topic, ids_given)
         print(
-            f"\nPulsar broker healthy {pulsar_broker.took:.0f} s after its start; both "
-            f"handovers checked in {time.monotonic() - start:.1f} s (leader {leaders[0]}: "
-            f"{'Magnetar' if leaders[0] == magnetar.web.removeprefix('http://') else 'Pulsar'})"
+            f"\nPulsar broker healthy {pulsar_broker.took:.0f} s after its start; after its kill "
+            f"-9 Magnetar served its topic in {took_over:.1f} s (session timeout "
+            f"{PULSAR_SESSION_TIMEOUT_MS / 1000:.0f} s); the four "
+            f"handovers checked in {time.monotonic() - start:.1f} s (leader at the start: {leader})"
         )
     finally:
         pulsar_broker.stop()
