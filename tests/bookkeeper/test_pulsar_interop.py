@@ -40,6 +40,8 @@ LEDGER_SETTINGS = (
     "managedLedgerMaxEntriesPerLedger=50",
     "managedLedgerMinLedgerRolloverTimeMinutes=0",
     "brokerDeduplicationEnabled=true",
+    # A deduplication snapshot (the "pulsar.dedup" cursor's properties) every 25 entries.
+    "brokerDeduplicationEntriesInterval=25",
     "acknowledgmentAtBatchIndexLevelEnabled=true",
 )
 
@@ -322,6 +324,17 @@ def check_served(dst, topic: str, ids: list) -> None:
             assert got == want, (dst.url, name, got)
             with pytest.raises(pulsar.Timeout):
                 consumer.receive(timeout_millis=1000)  # nothing acknowledged comes again
+
+        if isinstance(dst, PulsarBroker):
+            # Magnetar's deduplication snapshot, as Pulsar recovered it: the "pulsar.dedup"
+            # cursor's properties name the producer and a sequence id it sent. (Magnetar's
+            # internalStats lists subscriptions only, not this cursor.)
+            r = requests.get(
+                f"{dst.web}/admin/v2/persistent/public/default/{local}/internalStats", timeout=30
+            )
+            assert r.status_code == 200, r.text
+            snapshot = r.json()["cursors"]["pulsar.dedup"]["properties"]
+            assert 0 <= snapshot.get(f"{topic}-single", -1) < SINGLE, (dst.url, snapshot)
 
         # The new owner writes on, in a ledger of its own. Deduplication (on in both brokers)
         # knows the producer's last sequence id from what the old owner stored ("pulsar.dedup"
