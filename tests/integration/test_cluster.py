@@ -466,7 +466,10 @@ def test_partitioned_topic_admin_reaches_every_partition_owner(cluster: Cluster)
         asked = min(brokers, key=lambda b: sum(o == b for o in owners.values()))
         web = webs[brokers.index(asked)]
 
+        t0 = time.monotonic()
         stats = requests.get(web + base + "/partitioned-stats", timeout=30).json()
+        print(f"\npartitioned-stats of {n} partitions on {len(set(owners.values()))} brokers: "
+              f"{(time.monotonic() - t0) * 1000:.0f} ms")
         assert stats["metadata"]["partitions"] == n
         assert stats["msgInCounter"] == 3 * n, stats
         assert stats["subscriptions"]["s"]["msgBacklog"] == 3 * n, stats["subscriptions"]
