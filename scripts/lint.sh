@@ -100,12 +100,14 @@ tidy_sources() {
   fi
   echo "clang-tidy: ${#files[@]} library source(s), $JOBS jobs"
   [ "${#files[@]}" -gt 0 ] || return 0
-  # The compile database must exist and the generated protobuf header be there: configure as
+  # The compile database must exist and the generated protobuf headers be there: configure as
   # scripts/build.sh does (the build stage then reuses the directory) and generate only that.
   if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     cmake -S . -B "$BUILD_DIR" -G Ninja -DMAGNETAR_WERROR=ON >/dev/null
   fi
-  cmake --build "$BUILD_DIR" --target gen/protocol/pulsar_api.pb.h >/dev/null
+  local headers
+  mapfile -t headers < <(ninja -C "$BUILD_DIR" -t targets all | sed -n 's/^\(gen\/[^:]*\.pb\.h\): .*/\1/p')
+  cmake --build "$BUILD_DIR" --target "${headers[@]}" >/dev/null
   printf '%s\n' "${files[@]}" |
     xargs -P "$JOBS" -n 1 "$CLANG_TIDY" -p "$BUILD_DIR" --quiet --warnings-as-errors='*' \
       --extra-arg=-Wthread-safety \
