@@ -1,5 +1,6 @@
 """Brokers under test: Magnetar standalone (started here), Apache Pulsar standalone (through
-tools/pulsar-reference/pulsar-standalone.sh) or an external one (--broker-url)."""
+tools/pulsar-reference/pulsar-standalone.sh), Magnetar in cluster mode on a BookKeeper cluster
+started for the run (ZooKeeper + bookies, scripts/bookies.sh) or an external one (--broker-url)."""
 
 from __future__ import annotations
 
@@ -48,8 +49,11 @@ def _tls_url(url: str | None) -> str:
     assert url, "the broker has no TLS listener"
     return url.replace("://localhost:", "://127.0.0.1:")
 
-__all__ = ["PULSAR_SCRIPT", "REPO", "Broker", "BrokerError", "ExternalBroker", "MagnetarBroker",
-           "PulsarBroker"]
+__all__ = ["PULSAR_SCRIPT", "REPO", "BookKeeperCluster", "Broker", "BrokerError",
+           "ExternalBroker", "MagnetarBkBroker", "MagnetarBroker", "PulsarBroker"]
+
+SCRIPTS = os.path.join(REPO, "scripts")
+BK_CLUSTER_NAME = "magnetar-perf"
 
 
 def wait_healthy(web_url: str, deadline: float) -> None:
@@ -99,6 +103,11 @@ class Broker:
 
     def log_paths(self) -> list[str]:
         return []
+
+    def aux_pids(self) -> dict[str, list[int]]:
+        """Processes the run started besides the broker, by group ("bookies", "zookeeper"): the
+        sampler reports their CPU as their own measures, apart from the broker's."""
+        return {}
 
     def _take_endpoint(self, endpoint: BrokerEndpoint, pid: int | None) -> str:
         """pid, service_url (the TLS one with broker.tls) and web_url of a started broker;
@@ -252,3 +261,188 @@ class PulsarBroker(Broker):
 
     def log_paths(self) -> list[str]:
         return [os.path.join(self.workdir, "logs", "pulsar.log")]
+
+
+class BookKeeperCluster:
+    """ZooKeeper (scripts/zookeeper.sh) and N bookies (scripts/bookies.sh) under directory, for
+    one run; cfg is the scenario's broker.bookkeeper section. start() returns the
+    bookkeeperMetadataServiceUri; stop() stops the bookies, then ZooKeeper (idempotent)."""
+
+    def __init__(self, directory: str, cfg: dict[str, Any]) -> None:
+        self.dir = directory
+        self.cfg = cfg
+        self.uri: str | None = None
+        self.zk_port: int | None = None
+        self.started = False
+
+    def zk_command(self, port: int) -> list[str]:
+        return ["bash", os.path.join(SCRIPTS, "zookeeper.sh"), "start", "-d",
+                os.path.join(self.dir, "zk"), "-p", str(port)]
+
+    def bookies_command(self) -> list[str]:
+        cmd = ["bash", os.path.join(SCRIPTS, "bookies.sh"), "start", "-n",
+               str(self.cfg["bookies"]), "-d", self.dir]
+        if self.cfg.get("portBase") is not None:
+            cmd += ["--port-base", str(self.cfg["portBase"])]
+        if not self.cfg.get("journalSyncData", True):
+            cmd.append("--no-sync")
+        return cmd
+
+    @property
+    def metadata_store_url(self) -> str:
+        """The brokers' metadataStoreUrl (Pulsar's zk:host:port form)."""
+        assert self.zk_port, "the cluster is not started"
+        return "zk:127.0.0.1:%d" % self.zk_port
+
+    def start(self) -> str:
+        if shutil.which("java") is None:
+            raise BrokerError("java not found: the bookies need Java 17 "
+                              "(scripts/install-test-deps.sh)")
+        os.makedirs(self.dir, exist_ok=True)
+        base = self.cfg.get("portBase")
+        self.zk_port = base + 50 if base is not None else free_port()
+        timeout_s = float(self.cfg.get("startTimeoutSeconds", 300))
+        self.started = True
+        log = os.path.join(self.dir, "start.log")
+        with open(log, "ab") as f:
+            # ZooKeeper first, on the chosen port: bookies.sh uses one running under DIR/zk.
+            p = subprocess.run(self.zk_command(self.zk_port), stdout=f, stderr=f,
+                               timeout=timeout_s)
+            if p.returncode != 0:
+                raise BrokerError("zookeeper.sh start failed (%d); see %s" % (p.returncode, log))
+            p = subprocess.run(self.bookies_command(), stdout=subprocess.PIPE, stderr=f,
+                               timeout=timeout_s)
+        out = p.stdout.decode().strip().splitlines()
+        if p.returncode != 0 or not out or not out[-1].startswith("zk://"):
+            raise BrokerError("bookies.sh start failed (%d); see %s and %s/bookie-*/bookie.log"
+                              % (p.returncode, log, self.dir))
+        self.uri = out[-1]
+        return self.uri
+
+    def pids(self) -> dict[str, list[int]]:
+        """{"bookies": [pid, ...], "zookeeper": [pid]} of the running processes."""
+        out: dict[str, list[int]] = {"bookies": [], "zookeeper": []}
+        for i in range(int(self.cfg["bookies"])):
+            pid = _read_pid(os.path.join(self.dir, "bookie-%d" % i, "pid"))
+            if pid:
+                out["bookies"].append(pid)
+        pid = _read_pid(os.path.join(self.dir, "zk", "zookeeper.pid"))
+        if pid:
+            out["zookeeper"].append(pid)
+        return out
+
+    def stop(self) -> None:
+        if not self.started:
+            return
+        self.started = False
+        with open(os.path.join(self.dir, "start.log"), "ab") as f:
+            subprocess.run(["bash", os.path.join(SCRIPTS, "bookies.sh"), "stop", "-d", self.dir],
+                           stdout=f, stderr=f, timeout=120)
+            # bookies.sh stop also stops the ZooKeeper; this catches a start that failed before
+            # any bookie started.
+            subprocess.run(["bash", os.path.join(SCRIPTS, "zookeeper.sh"), "stop", "-d",
+                            os.path.join(self.dir, "zk")], stdout=f, stderr=f, timeout=60)
+
+    def remove_data(self) -> None:
+        """The journals, ledgers and ZooKeeper data (logs stay)."""
+        for name in os.listdir(self.dir) if os.path.isdir(self.dir) else []:
+            d = os.path.join(self.dir, name)
+            if name == "zk":
+                shutil.rmtree(os.path.join(d, "data"), ignore_errors=True)
+            elif name.startswith("bookie-"):
+                for sub in ("journal", "ledgers"):
+                    shutil.rmtree(os.path.join(d, sub), ignore_errors=True)
+
+
+def _read_pid(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def bk_broker_settings(bk: dict[str, Any], metadata_store_url: str, bk_uri: str) -> dict[str, Any]:
+    """The broker.conf keys of a broker of the run's BookKeeper cluster (Pulsar's names)."""
+    return {"metadataStoreUrl": metadata_store_url,
+            "clusterName": BK_CLUSTER_NAME,
+            "bookkeeperMetadataServiceUri": bk_uri,
+            "managedLedgerDefaultEnsembleSize": bk["ensembleSize"],
+            "managedLedgerDefaultWriteQuorum": bk["writeQuorum"],
+            "managedLedgerDefaultAckQuorum": bk["ackQuorum"]}
+
+
+class MagnetarBkBroker(MagnetarBroker):
+    """ZooKeeper + bookies (BookKeeperCluster), `magnetar initialize-cluster-metadata`, then one
+    `magnetar broker` in cluster mode storing its topics on the bookies. stop() stops all of it."""
+    kind = "magnetar-bk"
+
+    def __init__(self, binary: str, workdir: str, broker_cfg: dict[str, Any]) -> None:
+        super().__init__(binary, workdir, broker_cfg)
+        self.bk = BookKeeperCluster(os.path.join(workdir, "bookkeeper"),
+                                    broker_cfg["bookkeeper"])
+
+    def _ports(self) -> tuple[int, int]:
+        base = self.cfg["bookkeeper"].get("portBase")
+        return (base + 60, base + 61) if base is not None else (0, 0)
+
+    def _process(self) -> MagnetarProcess:
+        settings = dict(self.cfg.get("settings") or {})
+        if self.bk.uri:
+            for k, v in bk_broker_settings(self.cfg["bookkeeper"], self.bk.metadata_store_url,
+                                           self.bk.uri).items():
+                settings.setdefault(k, v)
+        settings.setdefault("advertisedAddress", "127.0.0.1")
+        settings.setdefault("bindAddress", "127.0.0.1")
+        settings.setdefault("webServicePort", self._ports()[1])
+        if self.cfg.get("tls"):
+            tls, self.tls_trust_certs = _tls_settings(self.workdir, 0)
+            settings.update(tls)
+        procs = self.cfg.get("availableProcessors") or (len(self.cpus) if self.cpus else None)
+        args = ["--available-processors", str(procs)] if procs else []
+        return MagnetarProcess(_settings(settings), workdir=self.workdir, binary=self.binary,
+                               mode="broker", data_in_workdir=False, args=args, cpus=self.cpus,
+                               log_name="broker.log")
+
+    def command(self) -> list[str]:
+        return self._process().command(self._ports()[0])
+
+    def init_command(self) -> list[str]:
+        return [self.binary, "initialize-cluster-metadata", "--cluster", BK_CLUSTER_NAME,
+                "--metadata-store", self.bk.metadata_store_url,
+                "--web-service-url", "http://127.0.0.1:8080",
+                "--broker-service-url", "pulsar://127.0.0.1:6650"]
+
+    def start(self) -> None:
+        if not self.binary or not os.access(self.binary, os.X_OK):
+            raise BrokerError("magnetar binary not found or not executable: %r" % self.binary)
+        os.makedirs(self.workdir, exist_ok=True)
+        self.bk.start()
+        log = os.path.join(self.workdir, "initialize-cluster-metadata.log")
+        with open(log, "wb") as f:
+            p = subprocess.run(self.init_command(), stdout=f, stderr=subprocess.STDOUT,
+                               timeout=120)
+        if p.returncode != 0:
+            raise BrokerError("initialize-cluster-metadata failed (%d); see %s"
+                              % (p.returncode, log))
+        self.process = self._process()
+        self.description = " ".join(self.process.command(self._ports()[0]))
+        timeout_s = float(self.cfg.get("startTimeoutSeconds", 120))
+        deadline = time.monotonic() + timeout_s
+        endpoint = self.process.start(port=self._ports()[0], timeout_s=timeout_s)
+        wait_healthy(self._take_endpoint(endpoint, self.process.pid), deadline)
+
+    def stop(self) -> None:
+        try:
+            super().stop()
+        finally:
+            self.bk.stop()
+            self.bk.remove_data()
+
+    def aux_pids(self) -> dict[str, list[int]]:
+        return self.bk.pids()
+
+    def log_paths(self) -> list[str]:
+        return super().log_paths() + [
+            os.path.join(self.bk.dir, "bookie-%d" % i, "bookie.log")
+            for i in range(int(self.cfg["bookkeeper"]["bookies"]))]

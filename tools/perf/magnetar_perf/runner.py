@@ -155,6 +155,12 @@ def make_broker(scenario: Scenario, out_dir: str, broker_url: str | None = None,
         prefix = scenario.data["workload"]["topicPrefix"].split("://", 1)[-1]
         namespace = "/".join(prefix.split("/")[:2])
         return brokers.PulsarBroker(os.path.join(out_dir, "broker"), cfg, namespace=namespace)
+    if cfg["kind"] == "magnetar-bk":
+        return brokers.MagnetarBkBroker(find_magnetar(cfg.get("binary") or magnetar_bin),
+                                        os.path.join(out_dir, "broker"), cfg)
+    if cfg["kind"] == "pulsar-bk":
+        raise brokers.BrokerError("broker.kind pulsar-bk needs tools/pulsar-reference/"
+                                  "pulsar-broker.sh, not in this tree yet")
     return brokers.MagnetarBroker(find_magnetar(cfg.get("binary") or magnetar_bin),
                                   os.path.join(out_dir, "broker"), cfg)
 
