@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -273,7 +274,20 @@ class BookKeeperCluster:
         self.cfg = cfg
         self.uri: str | None = None
         self.zk_port: int | None = None
+        self.bookie_base: int | None = None  # bookie I on bookie_base + I (None: free ports)
         self.started = False
+
+    def choose_ports(self) -> None:
+        """With portBase P: the bookies on the first N consecutive ports from P that are free
+        now, ZooKeeper on the first free one from P+50. The block P..P+99 lies in Linux's
+        ephemeral range, where client sockets of the run before may hold a port for a while."""
+        base = self.cfg.get("portBase")
+        if base is None:
+            self.bookie_base, self.zk_port = None, free_port()
+            return
+        n = int(self.cfg["bookies"])
+        self.bookie_base = first_free(base, base + 50, n)
+        self.zk_port = first_free(base + 50, base + 60, 1)
 
     def zk_command(self, port: int) -> list[str]:
         return ["bash", os.path.join(SCRIPTS, "zookeeper.sh"), "start", "-d",
@@ -282,8 +296,8 @@ class BookKeeperCluster:
     def bookies_command(self) -> list[str]:
         cmd = ["bash", os.path.join(SCRIPTS, "bookies.sh"), "start", "-n",
                str(self.cfg["bookies"]), "-d", self.dir]
-        if self.cfg.get("portBase") is not None:
-            cmd += ["--port-base", str(self.cfg["portBase"])]
+        if self.bookie_base is not None:
+            cmd += ["--port-base", str(self.bookie_base)]
         if not self.cfg.get("journalSyncData", True):
             cmd.append("--no-sync")
         return cmd
@@ -299,8 +313,8 @@ class BookKeeperCluster:
             raise BrokerError("java not found: the bookies need Java 17 "
                               "(scripts/install-test-deps.sh)")
         os.makedirs(self.dir, exist_ok=True)
-        base = self.cfg.get("portBase")
-        self.zk_port = base + 50 if base is not None else free_port()
+        self.choose_ports()
+        assert self.zk_port
         timeout_s = float(self.cfg.get("startTimeoutSeconds", 300))
         self.started = True
         log = os.path.join(self.dir, "start.log")
@@ -354,6 +368,25 @@ class BookKeeperCluster:
                     shutil.rmtree(os.path.join(d, sub), ignore_errors=True)
 
 
+def port_free(port: int) -> bool:
+    """Whether a server could bind 127.0.0.1:port now (no SO_REUSEADDR: a socket in TIME_WAIT
+    counts as busy, as it does for a server without that option)."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def first_free(lo: int, hi: int, count: int) -> int:
+    """The first p in [lo, hi) with p..p+count-1 all free (port_free); BrokerError if none."""
+    for p in range(lo, hi - count + 1):
+        if all(port_free(q) for q in range(p, p + count)):
+            return p
+    raise BrokerError("no %d free consecutive port(s) in %d-%d" % (count, lo, hi - 1))
+
+
 def _read_pid(path: str) -> int | None:
     try:
         with open(path) as f:
@@ -381,10 +414,18 @@ class MagnetarBkBroker(MagnetarBroker):
         super().__init__(binary, workdir, broker_cfg)
         self.bk = BookKeeperCluster(os.path.join(workdir, "bookkeeper"),
                                     broker_cfg["bookkeeper"])
+        self.ports_chosen: tuple[int, int] | None = None
 
     def _ports(self) -> tuple[int, int]:
-        base = self.cfg["bookkeeper"].get("portBase")
-        return (base + 60, base + 61) if base is not None else (0, 0)
+        """(binary, web) ports: with portBase P two free ones from P+60, else 0 (free)."""
+        if self.ports_chosen is None:
+            base = self.cfg["bookkeeper"].get("portBase")
+            if base is None:
+                self.ports_chosen = (0, 0)
+            else:
+                binary = first_free(base + 60, base + 100, 1)
+                self.ports_chosen = (binary, first_free(binary + 1, base + 100, 1))
+        return self.ports_chosen
 
     def _process(self) -> MagnetarProcess:
         settings = dict(self.cfg.get("settings") or {})

@@ -55,8 +55,9 @@ DEFAULTS = {
             "writeQuorum": 2,       # managedLedgerDefaultWriteQuorum
             "ackQuorum": 2,         # managedLedgerDefaultAckQuorum
             "journalSyncData": True,  # the bookies' (Pulsar's default); broker.fsync is not used
-            # Ports: bookie I on P+I, ZooKeeper on P+50, broker on P+60 (binary) and P+61 (web);
-            # None: free ports.
+            # Ports from the block P..P+99: the bookies on the first free consecutive ones from
+            # P, ZooKeeper on the first free one from P+50, the broker's two from P+60; None:
+            # ports the system picks.
             "portBase": None,
             "startTimeoutSeconds": 300,
         },
@@ -286,8 +287,8 @@ def check_bookkeeper(bk: dict[str, Any]) -> None:
                             % (e, bk.get("bookies", 3)))
     port = bk.get("portBase")
     if port is not None and (not isinstance(port, int) or isinstance(port, bool)
-                             or not 1024 <= port <= 65535 - 70):
-        raise ScenarioError("broker.bookkeeper.portBase must be a port in 1024-65465 or null, "
+                             or not 1024 <= port <= 65535 - 99):
+        raise ScenarioError("broker.bookkeeper.portBase must be a port in 1024-65436 or null, "
                             "got %r" % (port,))
 
 

@@ -43,25 +43,53 @@ def test_make_broker_builds_the_magnetar_bk_broker(tmp_path):
     assert b.bk.dir == os.path.join(str(tmp_path), "broker", "bookkeeper")
 
 
-def test_bookie_and_zookeeper_commands(tmp_path):
+def test_ports_skip_busy_ones(monkeypatch):
+    busy = {34000, 34002, 34050, 34060}
+    monkeypatch.setattr(brokers, "port_free", lambda p: p not in busy)
+    assert brokers.first_free(34000, 34050, 3) == 34003  # 3 consecutive free ones
+    assert brokers.first_free(34050, 34060, 1) == 34051
+    with pytest.raises(brokers.BrokerError, match="no 3 free consecutive port"):
+        brokers.first_free(34000, 34004, 3)
+    c = brokers.BookKeeperCluster("/nonexistent", {"bookies": 3, "portBase": 34000})
+    c.choose_ports()
+    assert (c.bookie_base, c.zk_port) == (34003, 34051)
+    b = brokers.MagnetarBkBroker("/bin/true", "/nonexistent",
+                                 {"bookkeeper": {"portBase": 34000}, "cpuset": None})
+    assert b._ports() == (34061, 34062)
+
+
+def test_real_port_check():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        assert brokers.port_free(s.getsockname()[1]) is False
+
+
+def test_bookie_and_zookeeper_commands(tmp_path, monkeypatch):
+    monkeypatch.setattr(brokers, "port_free", lambda p: True)
     cfg = bk_scenario("broker.bookkeeper.portBase=34000").data["broker"]["bookkeeper"]
     c = brokers.BookKeeperCluster(str(tmp_path), cfg)
+    c.choose_ports()
     cmd = c.bookies_command()
     assert cmd[1].endswith("scripts/bookies.sh") and cmd[2] == "start"
     assert cmd[cmd.index("-n") + 1] == "3" and cmd[cmd.index("-d") + 1] == str(tmp_path)
     assert cmd[cmd.index("--port-base") + 1] == "34000"
     assert "--no-sync" not in cmd  # journalSyncData on, as Pulsar's bookies
-    zk = c.zk_command(34050)
+    assert c.zk_port == 34050
+    zk = c.zk_command(c.zk_port)
     assert zk[1].endswith("scripts/zookeeper.sh") and zk[zk.index("-p") + 1] == "34050"
     assert zk[zk.index("-d") + 1] == os.path.join(str(tmp_path), "zk")
     c2 = brokers.BookKeeperCluster(str(tmp_path), dict(cfg, portBase=None, journalSyncData=False,
                                                        bookies=5))
+    c2.choose_ports()
     cmd2 = c2.bookies_command()
     assert "--no-sync" in cmd2 and "--port-base" not in cmd2
     assert cmd2[cmd2.index("-n") + 1] == "5"
 
 
-def test_cluster_mode_broker_command(tmp_path):
+def test_cluster_mode_broker_command(tmp_path, monkeypatch):
+    monkeypatch.setattr(brokers, "port_free", lambda p: True)
     data = bk_scenario("broker.bookkeeper.portBase=34000", "broker.bookkeeper.ensembleSize=3",
                        "broker.bookkeeper.writeQuorum=3",
                        "broker.settings.numIOThreads=4").data["broker"]
