@@ -51,7 +51,8 @@ def _tls_url(url: str | None) -> str:
     return url.replace("://localhost:", "://127.0.0.1:")
 
 __all__ = ["PULSAR_SCRIPT", "REPO", "BookKeeperCluster", "Broker", "BrokerError",
-           "ExternalBroker", "MagnetarBkBroker", "MagnetarBroker", "PulsarBroker"]
+           "ExternalBroker", "MagnetarBkBroker", "MagnetarBroker", "PulsarBkBroker",
+           "PulsarBroker"]
 
 SCRIPTS = os.path.join(REPO, "scripts")
 BK_CLUSTER_NAME = "magnetar-perf"
@@ -487,3 +488,20 @@ class MagnetarBkBroker(MagnetarBroker):
         return super().log_paths() + [
             os.path.join(self.bk.dir, "bookie-%d" % i, "bookie.log")
             for i in range(int(self.cfg["bookkeeper"]["bookies"]))]
+
+
+class PulsarBkBroker(Broker):
+    """Apache Pulsar's broker on the run's ZooKeeper + bookies: not available yet, it needs
+    tools/pulsar-reference/pulsar-broker.sh. start() fails, so a run or a variant with it is
+    reported invalid with that reason instead of stopping a comparison."""
+    kind = "pulsar-bk"
+    SCRIPT = os.path.join(os.path.dirname(PULSAR_SCRIPT), "pulsar-broker.sh")
+
+    def __init__(self, broker_cfg: dict[str, Any]) -> None:
+        self.cfg = broker_cfg
+
+    def start(self) -> None:
+        raise BrokerError("broker.kind pulsar-bk is not implemented yet: it needs %s (Apache "
+                          "Pulsar's broker in cluster mode)%s" % (
+                              os.path.relpath(self.SCRIPT, REPO),
+                              "" if os.path.exists(self.SCRIPT) else ", not in this tree"))

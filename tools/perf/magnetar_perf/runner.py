@@ -159,8 +159,7 @@ def make_broker(scenario: Scenario, out_dir: str, broker_url: str | None = None,
         return brokers.MagnetarBkBroker(find_magnetar(cfg.get("binary") or magnetar_bin),
                                         os.path.join(out_dir, "broker"), cfg)
     if cfg["kind"] == "pulsar-bk":
-        raise brokers.BrokerError("broker.kind pulsar-bk needs tools/pulsar-reference/"
-                                  "pulsar-broker.sh, not in this tree yet")
+        return brokers.PulsarBkBroker(cfg)
     return brokers.MagnetarBroker(find_magnetar(cfg.get("binary") or magnetar_bin),
                                   os.path.join(out_dir, "broker"), cfg)
 

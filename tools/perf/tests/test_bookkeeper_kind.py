@@ -146,3 +146,11 @@ def test_bookie_cpu_is_its_own_measure():
     assert "bookies_cpu_s_per_million" in paths and "zookeeper_cpu_s_per_million" in paths
     plain = summary.build(sc, worker_result(), FakeSampler(), FakeBroker(), 0, [])
     assert "bookies_cpu_s_per_million" not in plain
+
+
+def test_pulsar_bk_fails_its_run_with_a_reason(tmp_path):
+    sc = scen.resolve("iot-telemetry-max-rate-small", ["broker.kind=pulsar-bk"], env={})
+    b = runner.make_broker(sc, str(tmp_path))
+    assert b.kind == "pulsar-bk"
+    with pytest.raises(brokers.BrokerError, match="pulsar-broker.sh"):
+        b.start()
