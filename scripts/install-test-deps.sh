@@ -8,8 +8,8 @@
 #    client, admin client, pulsar-admin/pulsar-client/pulsar-perf) from Maven Central into ~/.m2,
 #    and tools/target/cli.classpath, so scripts/test.sh can run it offline (mvn -o);
 #  - tools/bookkeeper: BookKeeper 4.17's jars into ~/.m2 (scripts/bookies.sh, tests/bookkeeper).
-# Java/Maven deps of the reference Pulsar broker are NOT installed here: tools/pulsar-reference/
-# resolves them on demand (CI does not run Pulsar).
+#  - tools/pulsar-reference: Apache Pulsar 4.2.4's broker jars into tools/pulsar-reference/lib
+#    (tests/bookkeeper/test_pulsar_interop.py runs a Pulsar broker beside a Magnetar broker).
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="${VENV:-$REPO/.venv}"
@@ -76,4 +76,7 @@ if [ ! -s "$BK_DIR/target/bk.classpath" ] || [ "$BK_DIR/pom.xml" -nt "$BK_DIR/ta
 else
   echo "install-test-deps: BookKeeper classpath up to date"
 fi
+# Apache Pulsar 4.2.4 (the reference broker of tools/pulsar-reference) for the interop test of the
+# BookKeeper stage: lib/ resolved from Maven Central once (~250 MB), then up to date.
+bash "$REPO/tools/pulsar-reference/pulsar-standalone.sh" resolve
 echo "install-test-deps: done"

@@ -30,7 +30,7 @@ PY="$REPO/.venv/bin/python"
 stage "integration tests (pytest, real broker process)"
 "$PY" -m pytest -q tests/integration
 
-stage "BookKeeper client, topics on BookKeeper and their faults (ZooKeeper + 3 bookies, brokers, BookKeeper's Java tools)"
+stage "BookKeeper: client, topics on BookKeeper, their faults, interop with an Apache Pulsar broker (ZooKeeper + 3 bookies)"
 "$PY" -m pytest -q tests/bookkeeper
 
 stage "differential suite against Magnetar (official Python client; admin REST included)"

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -116,25 +117,30 @@ TEST_F(ClientIT, KeySharedSpreadsKeysAndKeepsEachKeyOnOneConsumerInOrder) {
   std::string t = topic("keyshared");
   constexpr int kConsumers = 3;
   constexpr int kCount = 3000;
-  std::mutex mu;
-  std::map<std::string, std::set<std::string>> consumersOfKey;
-  std::map<std::string, int> lastOfKey;
-  std::atomic<int> received{0}, outOfOrder{0};
+  // The listeners run on the client's I/O thread and may still be called after this body returns
+  // (a failed ASSERT, a redelivery): they own the state they touch.
+  struct State {
+    std::mutex mu;
+    std::map<std::string, std::set<std::string>> consumersOfKey;
+    std::map<std::string, int> lastOfKey;
+    std::atomic<int> received{0}, outOfOrder{0};
+  };
+  auto st = std::make_shared<State>();
   std::vector<Consumer> consumers;
   for (int i = 0; i < kConsumers; ++i) {
     ConsumerConfig cc;
     cc.subscriptionType = SubscriptionType::kKeyShared;
     cc.consumerName = "ks-" + std::to_string(i);
-    cc.messageListener = [&](Consumer& c, const Message& m) {
-      std::lock_guard<std::mutex> lock(mu);
-      consumersOfKey[m.key()].insert(c.consumerName());
-      auto [it, fresh] = lastOfKey.try_emplace(m.key(), indexOf(m));
+    cc.messageListener = [st](Consumer& c, const Message& m) {
+      std::lock_guard<std::mutex> lock(st->mu);
+      st->consumersOfKey[m.key()].insert(c.consumerName());
+      auto [it, fresh] = st->lastOfKey.try_emplace(m.key(), indexOf(m));
       if (!fresh) {
-        if (it->second >= indexOf(m)) outOfOrder++;
+        if (it->second >= indexOf(m)) st->outOfOrder++;
         it->second = indexOf(m);
       }
       c.acknowledge(m);
-      received++;
+      st->received++;
     };
     auto c = client_->subscribe(t, "sub", cc);
     ASSERT_TRUE(c.isOk()) << c.status().toString();
@@ -144,14 +150,14 @@ TEST_F(ClientIT, KeySharedSpreadsKeysAndKeepsEachKeyOnOneConsumerInOrder) {
   ASSERT_TRUE(p.isOk());
   produce(*p, 0, kCount, [](int i) { return "key-" + std::to_string(i % 50); });
   auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (received.load() < kCount && std::chrono::steady_clock::now() < deadline) {
+  while (st->received.load() < kCount && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(10ms);
   }
-  EXPECT_EQ(received.load(), kCount);
-  EXPECT_EQ(outOfOrder.load(), 0);
-  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(st->received.load(), kCount);
+  EXPECT_EQ(st->outOfOrder.load(), 0);
+  std::lock_guard<std::mutex> lock(st->mu);
   std::set<std::string> used;
-  for (const auto& [key, names] : consumersOfKey) {
+  for (const auto& [key, names] : st->consumersOfKey) {
     EXPECT_EQ(names.size(), 1u) << key << " went to several consumers";
     used.insert(names.begin(), names.end());
   }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -30,22 +31,26 @@ TEST_F(ClientIT, ManyProducersAndConsumersAtOnce) {
   constexpr int kConsumers = 4;
   std::string shared = topic("many-shared");
 
-  // Shared subscription with listener consumers.
-  std::mutex mu;
-  std::map<std::string, std::set<int>> seen;  // producer -> indexes
-  std::atomic<int> received{0}, duplicates{0};
+  // Shared subscription with listener consumers. The listeners run on the client's I/O threads
+  // and may be called after this body returns (a failed ASSERT): they own the state they touch.
+  struct State {
+    std::mutex mu;
+    std::map<std::string, std::set<int>> seen;  // producer -> indexes
+    std::atomic<int> received{0}, duplicates{0};
+  };
+  auto st = std::make_shared<State>();
   std::vector<Consumer> consumers;
   for (int i = 0; i < kConsumers; ++i) {
     ConsumerConfig cc;
     cc.subscriptionType = SubscriptionType::kShared;
     cc.receiverQueueSize = 100;
-    cc.messageListener = [&](Consumer& c, const Message& m) {
+    cc.messageListener = [st](Consumer& c, const Message& m) {
       {
-        std::lock_guard<std::mutex> lock(mu);
-        if (!seen[m.producerName()].insert(indexOf(m)).second) duplicates++;
+        std::lock_guard<std::mutex> lock(st->mu);
+        if (!st->seen[m.producerName()].insert(indexOf(m)).second) st->duplicates++;
       }
       c.acknowledge(m);
-      received++;
+      st->received++;
     };
     auto c = client.subscribe(shared, "sub", cc);
     ASSERT_TRUE(c.isOk()) << c.status().toString();
@@ -84,16 +89,18 @@ TEST_F(ClientIT, ManyProducersAndConsumersAtOnce) {
   }
   for (auto& th : threads) th.join();
   auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (received.load() < kProducers * kPerProducer &&
+  while (st->received.load() < kProducers * kPerProducer &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(20ms);
   }
-  EXPECT_EQ(received.load(), kProducers * kPerProducer);
-  EXPECT_EQ(duplicates.load(), 0);
-  std::lock_guard<std::mutex> lock(mu);
-  EXPECT_EQ(seen.size(), static_cast<size_t>(kProducers));
-  for (const auto& [name, idx] : seen) {
-    EXPECT_EQ(idx.size(), static_cast<size_t>(kPerProducer)) << name;
+  EXPECT_EQ(st->received.load(), kProducers * kPerProducer);
+  EXPECT_EQ(st->duplicates.load(), 0);
+  {
+    std::lock_guard<std::mutex> lock(st->mu);
+    EXPECT_EQ(st->seen.size(), static_cast<size_t>(kProducers));
+    for (const auto& [name, idx] : st->seen) {
+      EXPECT_EQ(idx.size(), static_cast<size_t>(kPerProducer)) << name;
+    }
   }
   EXPECT_GE(client.connectionCount(), 1u);
   // One per I/O thread to the service URL and to the lookup's advertised address (which is a

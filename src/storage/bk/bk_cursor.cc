@@ -297,9 +297,14 @@ void BkManagedCursor::close(const StatusCallback& done) {
   cbs.push_back(done);
   lastActiveMs_ = wallMs();
   const auto& o = ml_->opts_;
+  // Pulsar (4.2.4 ManagedCursorImpl.recover) restores batch-index acks only from a cursor
+  // ledger's PositionInfo, never from the znode, although it writes them there: partly
+  // acknowledged batches also send the last state to the ledger, so that a Pulsar broker taking
+  // the topic over does not deliver their acknowledged messages again.
   const bool toLedger = ledger_ && o.managedLedgerMaxUnackedRangesToPersist > 0 &&
-                        static_cast<int>(state_.ranges().size()) >
-                            o.managedLedgerMaxUnackedRangesToPersistInMetadataStore;
+                        (static_cast<int>(state_.ranges().size()) >
+                             o.managedLedgerMaxUnackedRangesToPersistInMetadataStore ||
+                         !state_.batchDeleted().empty());
   if (!toLedger) {
     writeZnode(-1, true, std::move(cbs), nullptr);
     return;

@@ -339,6 +339,48 @@ TEST_P(BkStorageTest, CursorIsRecoveredFromItsLedgerAfterACrash) {
   EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 12 - 2 - 3);
 }
 
+// Pulsar restores batch-index acks only from a cursor ledger, never from the znode: a clean close
+// with a partly acknowledged batch leaves the last state in the cursor ledger; a cursor without
+// one closes into its znode (cursorsLedgerId -1).
+TEST_P(BkStorageTest, CloseKeepsBatchIndexAcksInTheCursorLedger) {
+  auto ml = open("t/closebatch");
+  auto batch = ml->openCursor("batch", InitialPosition::kEarliest);
+  auto plain = ml->openCursor("plain", InitialPosition::kEarliest);
+  ASSERT_TRUE(batch.isOk() && plain.isOk());
+  auto pos = add(*ml, 5);
+  for (auto* c : {&*batch, &*plain}) {
+    EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncMarkDelete(pos[0], cb); }));
+    EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[3]}, cb); }));
+  }
+  EXPECT_TRUE(wait([&](StatusCallback cb) {
+    (*batch)->asyncDeleteBatchIndexes({{pos[2], AckSet{0b1010}}}, cb);
+  }));
+  EXPECT_TRUE(wait([&](StatusCallback cb) { ml->asyncClose(cb); }));
+
+  auto pi = bk::parseManagedCursorInfo(*znode(rootFor(dir_) + "/t/closebatch/plain"));
+  ASSERT_TRUE(pi.isOk());
+  EXPECT_EQ(pi->cursorsledgerid(), -1);
+  EXPECT_EQ(pi->individualdeletedmessages_size(), 1);
+
+  auto bi = bk::parseManagedCursorInfo(*znode(rootFor(dir_) + "/t/closebatch/batch"));
+  ASSERT_TRUE(bi.isOk());
+  ASSERT_GE(bi->cursorsledgerid(), 0);
+  std::promise<int64_t> lacP;
+  BkCluster::get().bk->openLedger(bi->cursorsledgerid(), [&lacP](BkResult r, HandlePtr h) {
+    lacP.set_value(r == BkResult::kOk ? h->lastAddConfirmed() : -2);
+  });
+  const int64_t lac = lacP.get_future().get();
+  ASSERT_GE(lac, 0);
+  auto last = readLedger(bi->cursorsledgerid(), lac, lac);
+  ASSERT_EQ(last.size(), 1u);
+  auto p = bk::parsePositionInfo(last[0]);
+  ASSERT_TRUE(p.isOk());
+  EXPECT_EQ(p->entryid(), pos[0].entryId);
+  EXPECT_EQ(p->individualdeletedmessages_size(), 1);
+  ASSERT_EQ(p->batchedentrydeletionindexinfo_size(), 1);
+  EXPECT_EQ(p->batchedentrydeletionindexinfo(0).position().entryid(), pos[2].entryId);
+}
+
 TEST_P(BkStorageTest, ConsumedLedgersAreDeletedFromBookKeeper) {
   auto ml = open("t/trimbk");
   auto c = ml->openCursor("s", InitialPosition::kEarliest);
