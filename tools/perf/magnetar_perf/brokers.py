@@ -490,18 +490,101 @@ class MagnetarBkBroker(MagnetarBroker):
             for i in range(int(self.cfg["bookkeeper"]["bookies"]))]
 
 
+
 class PulsarBkBroker(Broker):
-    """Apache Pulsar's broker on the run's ZooKeeper + bookies: not available yet, it needs
-    tools/pulsar-reference/pulsar-broker.sh. start() fails, so a run or a variant with it is
-    reported invalid with that reason instead of stopping a comparison."""
+    """Apache Pulsar's broker in cluster mode (tools/pulsar-reference/pulsar-broker.sh) on a
+    ZooKeeper + bookies started for the run (BookKeeperCluster), the cluster metadata written by
+    Pulsar's PulsarClusterMetadataSetup (`pulsar-broker.sh init-cluster`). stop() stops all of
+    it."""
     kind = "pulsar-bk"
     SCRIPT = os.path.join(os.path.dirname(PULSAR_SCRIPT), "pulsar-broker.sh")
 
-    def __init__(self, broker_cfg: dict[str, Any]) -> None:
+    def __init__(self, workdir: str, broker_cfg: dict[str, Any],
+                 namespace: str = "public/default") -> None:
+        self.workdir = workdir
         self.cfg = broker_cfg
+        self.namespace = namespace
+        self.run_dir = os.path.join(workdir, "pulsar")
+        self.bk = BookKeeperCluster(os.path.join(workdir, "bookkeeper"),
+                                    broker_cfg["bookkeeper"])
+        self.started = False
+
+    def _ports(self) -> tuple[int, int]:
+        base = self.cfg["bookkeeper"].get("portBase")
+        if base is None:
+            return (0, 0)  # the script picks free ones
+        binary = first_free(base + 60, base + 100, 1)
+        return (binary, first_free(binary + 1, base + 100, 1))
+
+    def init_command(self) -> list[str]:
+        return ["bash", self.SCRIPT, "init-cluster", "-m", self.bk.metadata_store_url,
+                "-c", BK_CLUSTER_NAME, "-b", self.bk.uri or "", "-d", self.run_dir]
+
+    def start_command(self, ports: tuple[int, int]) -> list[str]:
+        settings = dict(self.cfg.get("settings") or {})
+        for k, v in bk_broker_settings(self.cfg["bookkeeper"], self.bk.metadata_store_url,
+                                       self.bk.uri or "").items():
+            if k.startswith("managedLedger"):
+                settings.setdefault(k, v)
+        cmd = ["bash", self.SCRIPT, "start", "-m", self.bk.metadata_store_url,
+               "-c", BK_CLUSTER_NAME, "-b", self.bk.uri or "", "-d", self.run_dir,
+               "-p", str(ports[0]), "-w", str(ports[1]),
+               "--timeout", str(int(self.cfg.get("startTimeoutSeconds", 240)))]
+        for kv in _settings(settings):
+            cmd += ["--set", kv]
+        java_opts = self.cfg.get("javaOpts") or ""
+        if self.cfg.get("availableProcessors"):
+            java_opts += " -XX:ActiveProcessorCount=%d" % self.cfg["availableProcessors"]
+        if java_opts.strip():
+            cmd += ["--java-opts", java_opts.strip()]
+        return cmd
 
     def start(self) -> None:
-        raise BrokerError("broker.kind pulsar-bk is not implemented yet: it needs %s (Apache "
-                          "Pulsar's broker in cluster mode)%s" % (
-                              os.path.relpath(self.SCRIPT, REPO),
-                              "" if os.path.exists(self.SCRIPT) else ", not in this tree"))
+        if not os.path.exists(self.SCRIPT):
+            raise BrokerError("reference broker script missing: %s" % self.SCRIPT)
+        if self.cfg.get("tls") or self.cfg.get("cpuset") is not None:
+            raise BrokerError("broker.kind pulsar-bk does not support broker.tls or "
+                              "broker.cpuset yet")
+        os.makedirs(self.run_dir, exist_ok=True)
+        self.bk.start()
+        self.started = True
+        log = os.path.join(self.workdir, "pulsar-broker.log")
+        timeout_s = float(self.cfg.get("startTimeoutSeconds", 240)) + 60
+        with open(log, "ab") as f:
+            p = subprocess.run(self.init_command(), stdout=f, stderr=subprocess.STDOUT,
+                               timeout=timeout_s)
+            if p.returncode != 0:
+                raise BrokerError("pulsar-broker.sh init-cluster failed (%d); see %s and %s"
+                                  % (p.returncode, log, os.path.join(self.run_dir, "logs")))
+            cmd = self.start_command(self._ports())
+            self.description = " ".join(cmd)
+            p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout_s)
+        if p.returncode != 0:
+            raise BrokerError("pulsar-broker.sh start failed (%d); see %s and %s"
+                              % (p.returncode, log, os.path.join(self.run_dir, "logs")))
+        ports = {}
+        with open(os.path.join(self.run_dir, "ports")) as f:
+            for line in f:
+                k, _, v = line.strip().partition("=")
+                ports[k] = int(v)
+        self.pid = _read_pid(os.path.join(self.run_dir, "pulsar.pid"))
+        self.service_url = "pulsar://127.0.0.1:%d" % ports["brokerServicePort"]
+        self.web_url = "http://127.0.0.1:%d" % ports["webServicePort"]
+        wait_namespace(self.web_url, self.namespace, time.monotonic() + timeout_s)
+
+    def stop(self) -> None:
+        try:
+            if self.started and os.path.isdir(self.run_dir):
+                with open(os.path.join(self.workdir, "pulsar-broker.log"), "ab") as f:
+                    subprocess.run(["bash", self.SCRIPT, "stop", "-d", self.run_dir], stdout=f,
+                                   stderr=subprocess.STDOUT, timeout=120)
+        finally:
+            self.started = False
+            self.bk.stop()
+            self.bk.remove_data()
+
+    def aux_pids(self) -> dict[str, list[int]]:
+        return self.bk.pids()
+
+    def log_paths(self) -> list[str]:
+        return [os.path.join(self.run_dir, "logs", "pulsar.log")]

@@ -148,9 +148,27 @@ def test_bookie_cpu_is_its_own_measure():
     assert "bookies_cpu_s_per_million" not in plain
 
 
-def test_pulsar_bk_fails_its_run_with_a_reason(tmp_path):
-    sc = scen.resolve("iot-telemetry-max-rate-small", ["broker.kind=pulsar-bk"], env={})
+
+def test_pulsar_bk_commands(tmp_path, monkeypatch):
+    monkeypatch.setattr(brokers, "port_free", lambda p: True)
+    sc = scen.resolve("iot-telemetry-max-rate-small",
+                      ["broker.kind=pulsar-bk", "broker.bookkeeper.portBase=34000",
+                       "broker.bookkeeper.ackQuorum=1"], env={})
     b = runner.make_broker(sc, str(tmp_path))
-    assert b.kind == "pulsar-bk"
-    with pytest.raises(brokers.BrokerError, match="pulsar-broker.sh"):
-        b.start()
+    assert isinstance(b, brokers.PulsarBkBroker) and b.namespace == "public/default"
+    b.bk.zk_port = 34050
+    b.bk.uri = "zk://127.0.0.1:34050/ledgers"
+    init = b.init_command()
+    assert init[1].endswith("tools/pulsar-reference/pulsar-broker.sh") and init[2] == "init-cluster"
+    assert init[init.index("-m") + 1] == "zk:127.0.0.1:34050"
+    assert init[init.index("-b") + 1] == "zk://127.0.0.1:34050/ledgers"
+    cmd = b.start_command(b._ports())
+    assert cmd[2] == "start" and cmd[cmd.index("-c") + 1] == brokers.BK_CLUSTER_NAME
+    assert (cmd[cmd.index("-p") + 1], cmd[cmd.index("-w") + 1]) == ("34060", "34061")
+    sets = [cmd[i + 1] for i, a in enumerate(cmd) if a == "--set"]
+    assert "managedLedgerDefaultEnsembleSize=2" in sets
+    assert "managedLedgerDefaultAckQuorum=1" in sets
+    assert "brokerDeduplicationEnabled=true" in sets  # the scenario's broker.settings
+    # broker.conf.base and -m/-b/-c set these: not repeated
+    assert not any(kv.startswith(("metadataStoreUrl=", "clusterName=")) for kv in sets)
+    b.stop()  # nothing started: nothing to stop, no error
