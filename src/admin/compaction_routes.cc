@@ -26,10 +26,10 @@ void addCompactionRoutes(Router& r, const AdminContext& ctx) {
   const AdminContext* c = &ctx;
   // A partitioned topic compacts each partition (Pulsar's internalTriggerCompaction).
   addTopicRoute(r, "PUT", kCompactionPath,
-                [c](const HttpRequest&, const PathParams&, const TopicName& name,
+                [c](const HttpRequest& req, const PathParams&, const TopicName& name,
                     const Respond& respond) {
                   onEachTarget<Status>(
-                      c, name, false, Status::ok(), respond,
+                      c, req, name, false, Status::ok(), respond,
                       [](const TopicPtr& t, const std::function<void(Status)>& reply) {
                         reply(t->compactor().trigger());
                       },

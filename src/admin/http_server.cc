@@ -111,6 +111,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (auto it = req.find(http::field::authorization); it != req.end()) {
       r.authorization = std::string(it->value());
     }
+    if (auto it = req.find("X-Pulsar-ListenerName"); it != req.end()) {
+      r.listenerName = std::string(it->value());
+    }
     r.body = std::move(req.body());
     r.peerCommonName = peerCommonName_;
     auto self = this->shared_from_this();

@@ -110,26 +110,27 @@ json::object managedLedgerInfoJson(PersistentTopic& t) {
 }
 
 void addInspectRoutes(Router& r, const AdminContext* ctx) {
-  addTopicRoute(
-      r, "GET", kTopicPath + "/internal-info",
-      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
-        Result<int> n = ctx->service.partitionsOf(name, false);
-        bool partitioned = n.isOk() && *n > 0;
-        int count = partitioned ? *n : 0;
-        onEachTarget<json::value>(
-            ctx, name, false, json::value(nullptr), respond,
-            [](const TopicPtr& t, const std::function<void(json::value)>& reply) {
-              reply(managedLedgerInfoJson(*t));
-            },
-            [respond, name, partitioned, count](std::vector<json::value> all) {
-              if (!partitioned) return respond(jsonResponse(all.front()));
-              json::object parts;  // Pulsar: partition name -> its ManagedLedgerInfo
-              for (int i = 0; i < count; ++i) {
-                if (!all[i].is_null()) parts[name.partition(i).toString()] = std::move(all[i]);
-              }
-              respond(jsonResponse(parts));
-            });
-      });
+  addTopicRoute(r, "GET", kTopicPath + "/internal-info",
+                [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                      const Respond& respond) {
+                  Result<int> n = ctx->service.partitionsOf(name, false);
+                  bool partitioned = n.isOk() && *n > 0;
+                  int count = partitioned ? *n : 0;
+                  onEachTarget<json::value>(
+                      ctx, req, name, false, json::value(nullptr), respond,
+                      [](const TopicPtr& t, const std::function<void(json::value)>& reply) {
+                        reply(managedLedgerInfoJson(*t));
+                      },
+                      [respond, name, partitioned, count](std::vector<json::value> all) {
+                        if (!partitioned) return respond(jsonResponse(all.front()));
+                        json::object parts;  // Pulsar: partition name -> its ManagedLedgerInfo
+                        for (int i = 0; i < count; ++i) {
+                          if (!all[i].is_null())
+                            parts[name.partition(i).toString()] = std::move(all[i]);
+                        }
+                        respond(jsonResponse(parts));
+                      });
+                });
   addTopicRoute(
       r, "GET", kTopicPath + "/messageid/{timestamp}",
       [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
@@ -288,21 +289,20 @@ std::optional<int64_t> expireSeconds(const PathParams& p, const Respond& respond
 }
 
 void addExpireRoutes(Router& r, const AdminContext* ctx) {
-  addTopicRoute(
-      r, "POST", kSubPath + "/expireMessages/{expireTimeInSeconds}",
-      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
-            const Respond& respond) {
-        auto ttl = expireSeconds(p, respond);
-        if (!ttl) return;
-        int64_t seconds = *ttl;
-        std::string sub = p.at("subscription");
-        onEachTarget<Status>(
-            ctx, name, false, Status::notFound(""), respond,
-            [sub, seconds](const TopicPtr& t, StatusCb reply) {
-              broker::expireByTime(t, sub, seconds, std::move(reply));
-            },
-            answerStatuses(respond, "Subscription not found"));
-      });
+  addTopicRoute(r, "POST", kSubPath + "/expireMessages/{expireTimeInSeconds}",
+                [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+                      const Respond& respond) {
+                  auto ttl = expireSeconds(p, respond);
+                  if (!ttl) return;
+                  int64_t seconds = *ttl;
+                  std::string sub = p.at("subscription");
+                  onEachTarget<Status>(
+                      ctx, req, name, false, Status::notFound(""), respond,
+                      [sub, seconds](const TopicPtr& t, StatusCb reply) {
+                        broker::expireByTime(t, sub, seconds, std::move(reply));
+                      },
+                      answerStatuses(respond, "Subscription not found"));
+                });
   addTopicRoute(
       r, "POST", kSubPath + "/expireMessages",
       [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
@@ -333,13 +333,13 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
       });
   addTopicRoute(
       r, "POST", kTopicPath + "/all_subscription/expireMessages/{expireTimeInSeconds}",
-      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
             const Respond& respond) {
         auto ttl = expireSeconds(p, respond);
         if (!ttl) return;
         int64_t seconds = *ttl;
         onEachTarget<Status>(
-            ctx, name, false, Status::ok(), respond,
+            ctx, req, name, false, Status::ok(), respond,
             [seconds](const TopicPtr& t, const StatusCb& reply) {
               auto subs = durableSubscriptions(*t);
               auto gather = Gather<Status>::create(

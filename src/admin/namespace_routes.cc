@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <set>
 
+#include "broker/cluster/bundles.h"
+#include "broker/topic_ownership.h"
+
 namespace magnetar::admin {
 namespace {
 
@@ -351,14 +354,27 @@ void addNamespaceLifecycleRoutes(Router& r, const AdminContext* ctx) {
     if (!tenantExists(*ctx, t)) return HttpResponse::error(404, "Tenant does not exist");
     return jsonResponse(stringArray(namespacesOf(*ctx, t)));
   });
-  r.addSync(
-      "GET", "/admin/v2/namespaces/{tenant}/{namespace}",
-      [ctx](const HttpRequest&, const PathParams& p) {
-        HttpResponse err;
-        auto ns = namespaceFromParams(*ctx, p, &err);
-        if (!ns) return err;
-        return jsonResponse(policiesJson(*ctx, ctx->service.policies().namespacePolicies(*ns)));
-      });
+  r.add("GET", "/admin/v2/namespaces/{tenant}/{namespace}",
+        [ctx](const HttpRequest&, const PathParams& p, const Respond& respond) {
+          HttpResponse err;
+          auto ns = namespaceFromParams(*ctx, p, &err);
+          if (!ns) return respond(err);
+          json::object o = policiesJson(*ctx, ctx->service.policies().namespacePolicies(*ns));
+          broker::TopicOwnership* ownership = ctx->service.topicOwnership();
+          if (ownership == nullptr) return respond(jsonResponse(o));
+          // Cluster mode: the bundles as cut now (a split's LocalPolicies), as Pulsar's
+          // getNamespacePoliciesAsync replaces Policies.bundles with the bundle factory's.
+          ownership->boundariesOf(
+              *ns, &ctx->service.ioLoops().next(),
+              [respond, o = std::move(o)](Result<std::vector<uint64_t>> b) mutable {
+                if (!b.isOk()) return respond(errorResponse(b.status()));
+                json::array a;
+                for (uint64_t v : *b) a.emplace_back(broker::cluster::formatBoundary(v));
+                o["bundles"] = json::object{{"boundaries", std::move(a)},
+                                            {"numBundles", static_cast<int64_t>(b->size()) - 1}};
+                respond(jsonResponse(o));
+              });
+        });
   r.addSync("PUT", "/admin/v2/namespaces/{tenant}/{namespace}",
             [ctx](const HttpRequest& req, const PathParams& p) {
               const std::string& t = p.at("tenant");

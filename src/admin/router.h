@@ -21,6 +21,7 @@ struct HttpRequest {
   std::string body;
   std::string host = {};  // the Host header ("127.0.0.1:8080"); "" when absent
   std::optional<std::string> authorization = {};  // the Authorization header, when present
+  std::string listenerName = {};    // the X-Pulsar-ListenerName header (Pulsar's lookup); "" absent
   std::string peerCommonName = {};  // verified TLS client certificate CN; "" on plain HTTP
 };
 

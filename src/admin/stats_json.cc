@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <ctime>
+#include <functional>
+#include <initializer_list>
 #include <map>
 
 #include "admin/rest_util.h"
@@ -266,6 +268,135 @@ json::object partitionedStatsJson(const std::string& name, const std::vector<Top
   if (perPartition) {
     for (const auto& t : parts) per[t.name] = topicStatsJson(t);
   }
+  o["partitions"] = std::move(per);
+  return o;
+}
+
+namespace {
+
+// into[k] += from[k] for each numeric key present in from (int64 stays int64, else double).
+void sumFields(json::object& into, const json::object& from,
+               std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    const json::value* v = from.if_contains(k);
+    if (v == nullptr || !(v->is_number())) continue;
+    json::value& t = into[k];
+    bool intoInt = t.is_int64() || t.is_uint64() || t.is_null();
+    if (intoInt && (v->is_int64() || v->is_uint64())) {  // counters stay integers, their kind kept
+      int64_t sum = (t.is_null() ? 0 : t.to_number<int64_t>()) + v->to_number<int64_t>();
+      if (t.is_uint64()) {
+        t = static_cast<uint64_t>(sum);
+      } else {
+        t = sum;
+      }
+    } else {
+      double a = t.is_number() ? t.to_number<double>() : 0.0;
+      t = a + v->to_number<double>();
+    }
+  }
+}
+
+void orField(json::object& into, const json::object& from, const char* key) {
+  const json::value* v = from.if_contains(key);
+  if (v != nullptr && v->is_bool() && v->as_bool()) into[key] = true;
+}
+
+// Merges `from` into `into` by the string field `key` (publishers by producerName, consumers by
+// consumerName): a new name is appended, a known one gets merge(existing, new).
+void mergeByName(json::array& into, const json::array& from, const char* key,
+                 const std::function<void(json::object&, const json::object&)>& merge) {
+  for (const json::value& v : from) {
+    const json::object* o = v.if_object();
+    if (o == nullptr) continue;
+    const json::value* name = o->if_contains(key);
+    json::object* found = nullptr;
+    for (json::value& x : into) {
+      json::object* xo = x.if_object();
+      const json::value* xn = xo ? xo->if_contains(key) : nullptr;
+      if (name != nullptr && xn != nullptr && *xn == *name) {
+        found = xo;
+        break;
+      }
+    }
+    if (found == nullptr) {
+      into.push_back(*o);
+    } else {
+      merge(*found, *o);
+    }
+  }
+}
+
+void mergeConsumerJson(json::object& into, const json::object& c) {
+  sumFields(into, c,
+            {"availablePermits", "unackedMessages", "msgOutCounter", "bytesOutCounter",
+             "msgRateOut", "msgThroughputOut", "drainingHashesCount", "drainingHashesClearedTotal",
+             "drainingHashesUnackedMessages"});
+  orField(into, c, "blockedConsumerOnUnackedMsgs");
+}
+
+void mergeSubscriptionJson(json::object& into, const json::object& s) {
+  sumFields(
+      into, s,
+      {"msgBacklog", "backlogSize", "unackedMessages", "msgDelayed",
+       "delayedMessageIndexSizeInBytes", "msgOutCounter", "bytesOutCounter", "msgRedeliverCounter",
+       "msgRateOut", "msgThroughputOut", "msgRateRedeliver", "msgBacklogNoDelayed",
+       "drainingHashesCount", "drainingHashesClearedTotal", "drainingHashesUnackedMessages",
+       "drainingBlockedEntries", "drainingBlockedAttemptsTotal"});
+  orField(into, s, "blockedSubscriptionOnUnackedMsgs");
+  const json::value* type = s.if_contains("type");
+  if (type != nullptr && into["type"] == json::value("None")) into["type"] = *type;
+  const json::value* consumers = s.if_contains("consumers");
+  if (consumers != nullptr && consumers->is_array()) {
+    json::value& mine = into["consumers"];
+    if (!mine.is_array()) mine = json::array{};
+    mergeByName(mine.as_array(), consumers->as_array(), "consumerName", mergeConsumerJson);
+  }
+}
+
+void mergeTopicJson(json::object& into, const json::object& t) {
+  sumFields(into, t,
+            {"msgRateIn", "msgThroughputIn", "msgRateOut", "msgThroughputOut", "bytesInCounter",
+             "msgInCounter", "bytesOutCounter", "msgOutCounter", "storageSize", "backlogSize"});
+  if (const json::value* pubs = t.if_contains("publishers"); pubs && pubs->is_array()) {
+    mergeByName(
+        into["publishers"].as_array(), pubs->as_array(), "producerName",
+        [](json::object& a, const json::object& b) {
+          sumFields(a, b, {"msgInCounter", "bytesInCounter", "msgRateIn", "msgThroughputIn"});
+          a["averageMsgSize"] = averageSize(a["msgThroughputIn"].to_number<double>(),
+                                            a["msgRateIn"].to_number<double>());
+        });
+  }
+  if (const json::value* subs = t.if_contains("subscriptions"); subs && subs->is_object()) {
+    json::object& mine = into["subscriptions"].as_object();
+    for (const auto& [name, sub] : subs->as_object()) {
+      if (!sub.is_object()) continue;
+      if (json::value* have = mine.if_contains(name); have && have->is_object()) {
+        mergeSubscriptionJson(have->as_object(), sub.as_object());
+      } else {
+        mine[name] = sub;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+json::object partitionedStatsFromJson(const std::string& name,
+                                      const std::vector<std::string>& partitionNames,
+                                      const std::vector<json::value>& parts, bool perPartition) {
+  TopicSnapshot empty;
+  empty.name = name;
+  json::object o = topicStatsJson(empty);
+  json::object per;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const json::object* part = parts[i].if_object();
+    if (part == nullptr) continue;
+    mergeTopicJson(o, *part);
+    if (perPartition && i < partitionNames.size()) per[partitionNames[i]] = *part;
+  }
+  double rate = o["msgRateIn"].to_number<double>();
+  o["averageMsgSize"] = averageSize(o["msgThroughputIn"].to_number<double>(), rate);
+  o["metadata"] = json::object{{"partitions", static_cast<int64_t>(parts.size())}};
   o["partitions"] = std::move(per);
   return o;
 }

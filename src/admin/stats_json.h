@@ -24,6 +24,15 @@ boost::json::object partitionedStatsJson(const std::string& name,
                                          const std::vector<broker::TopicSnapshot>& parts,
                                          bool perPartition);
 
+// Pulsar's PartitionedTopicStats from each partition's TopicStats JSON (cluster mode: some came
+// from the partitions' owners over HTTP; a null part, a partition that could not be read, counts
+// as empty): the same sums and merges as mergeTopicSnapshots, done on the JSON fields (Pulsar's
+// PartitionedTopicStatsImpl.add), plus "metadata" and, with perPartition, "partitions".
+boost::json::object partitionedStatsFromJson(const std::string& name,
+                                             const std::vector<std::string>& partitionNames,
+                                             const std::vector<boost::json::value>& parts,
+                                             bool perPartition);
+
 // Pulsar's PersistentTopicInternalStats.
 boost::json::object internalStatsJson(const broker::InternalStatsSnapshot& s);
 

@@ -89,9 +89,10 @@ std::optional<Position> nthPosition(storage::ManagedLedger& ml, bool fromLatest,
 void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "GET", std::string(kTopicPath) + "/subscriptions",
-      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+            const Respond& respond) {
         onEachTarget<std::vector<std::string>>(
-            ctx, name, false, {}, respond,
+            ctx, req, name, false, {}, respond,
             [](const TopicPtr& t, const std::function<void(std::vector<std::string>)>& reply) {
               std::vector<std::string> names;
               for (const auto& [n, s] : t->subscriptions()) {
@@ -132,7 +133,7 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
         bool create =
             (partitions.isOk() && *partitions > 0) || ctx->service.allowAutoTopicCreation(name);
         onEachTarget<Status>(
-            ctx, name, create, Status::ok(), respond,
+            ctx, req, name, create, Status::ok(), respond,
             [ctx, sub, start](const TopicPtr& t, const StatusCb& reply) {
               Status s = t->createSubscription(sub, start && start->ledgerId < 0
                                                         ? storage::InitialPosition::kEarliest
@@ -154,7 +155,7 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
                   std::string sub = p.at("subscription");
                   bool force = queryFlag(req, "force");
                   onEachTarget<Status>(
-                      ctx, name, false, Status::notFound(""), respond,
+                      ctx, req, name, false, Status::notFound(""), respond,
                       [sub, force](const TopicPtr& t, const StatusCb& reply) {
                         if (force) disconnectConsumers(*t, sub);
                         Status s = t->unsubscribe(sub, nullptr);
@@ -170,7 +171,7 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
 void addCursorRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "POST", std::string(kSubPath) + "/skip/{n}",
-      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
             const Respond& respond) {
         const std::string& text = p.at("n");
         auto parsed = parseDecimal(text);
@@ -180,7 +181,7 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
         int64_t n = *parsed;
         std::string sub = p.at("subscription");
         onEachTarget<Status>(
-            ctx, name, false, Status::notFound(""), respond,
+            ctx, req, name, false, Status::notFound(""), respond,
             [sub, n](const TopicPtr& t, StatusCb reply) {
               skipEntries(*t, sub, n, std::move(reply));
             },
@@ -188,16 +189,16 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
       });
   addTopicRoute(
       r, "POST", std::string(kSubPath) + "/skip_all",
-      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
             const Respond& respond) {
         std::string sub = p.at("subscription");
         onEachTarget<Status>(
-            ctx, name, false, Status::notFound(""), respond,
+            ctx, req, name, false, Status::notFound(""), respond,
             [sub](const TopicPtr& t, StatusCb reply) { clearBacklog(*t, sub, std::move(reply)); },
             answerStatuses(respond, "Subscription not found"));
       });
   addTopicRoute(r, "POST", std::string(kSubPath) + "/resetcursor/{timestamp}",
-                [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+                [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
                       const Respond& respond) {
                   const std::string& text = p.at("timestamp");
                   auto parsed = parseDecimal(text);
@@ -206,7 +207,7 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
                   uint64_t ts = static_cast<uint64_t>(*parsed);
                   std::string sub = p.at("subscription");
                   onEachTarget<Status>(
-                      ctx, name, false, Status::notFound(""), respond,
+                      ctx, req, name, false, Status::notFound(""), respond,
                       [ctx, sub, ts](const TopicPtr& t, const StatusCb& reply) {
                         if (!t->subscription(sub)) return reply(Status::notFound(""));
                         ctx->service.findPositionByPublishTime(
@@ -240,7 +241,7 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
         Position pos{l->as_int64(), e->as_int64()};
         std::string sub = p.at("subscription");
         onEachTarget<Status>(
-            ctx, target, false, Status::notFound(""), respond,
+            ctx, req, target, false, Status::notFound(""), respond,
             [ctx, sub, pos, excluded](const TopicPtr& t, const StatusCb& reply) {
               Position at = ctx->service.clampSeekPosition(*t, pos);
               if (excluded && at == pos) at = t->ledger().nextValidPosition(at);
@@ -270,25 +271,25 @@ void truncateTopic(const TopicPtr& t, const StatusCb& reply) {
 }
 
 void addTopicActions(Router& r, const AdminContext* ctx) {
-  addTopicRoute(
-      r, "DELETE", std::string(kTopicPath) + "/truncate",
-      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
-        onEachTarget<Status>(
-            ctx, name, false, Status::notFound(""), respond,
-            [](const TopicPtr& t, const StatusCb& reply) { truncateTopic(t, reply); },
-            answerStatuses(respond, "Topic not found"));
-      });
-  addTopicRoute(
-      r, "PUT", std::string(kTopicPath) + "/unload",
-      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
-        onEachTarget<Status>(
-            ctx, name, false, Status::ok(), respond,
-            [](const TopicPtr& t, const StatusCb& reply) {
-              t->disconnectClients();
-              reply(Status::ok());
-            },
-            answerStatuses(respond, "Topic not found"));
-      });
+  addTopicRoute(r, "DELETE", std::string(kTopicPath) + "/truncate",
+                [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                      const Respond& respond) {
+                  onEachTarget<Status>(
+                      ctx, req, name, false, Status::notFound(""), respond,
+                      [](const TopicPtr& t, const StatusCb& reply) { truncateTopic(t, reply); },
+                      answerStatuses(respond, "Topic not found"));
+                });
+  addTopicRoute(r, "PUT", std::string(kTopicPath) + "/unload",
+                [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                      const Respond& respond) {
+                  onEachTarget<Status>(
+                      ctx, req, name, false, Status::ok(), respond,
+                      [](const TopicPtr& t, const StatusCb& reply) {
+                        t->disconnectClients();
+                        reply(Status::ok());
+                      },
+                      answerStatuses(respond, "Topic not found"));
+                });
   addTopicRoute(
       r, "POST", std::string(kTopicPath) + "/terminate",
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {

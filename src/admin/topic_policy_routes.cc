@@ -239,11 +239,14 @@ std::optional<json::value> stored(const AdminContext* ctx, const std::string& to
   return v;
 }
 
-void setPolicy(const AdminContext* ctx, const TopicName& name, const std::string& policy,
-               std::optional<json::value> v) {
-  ctx->service.policies().setTopicPolicy(
+// Stores the policy (cluster mode: in the configuration store first) and applies it; the
+// answer to send (204, or the store's error).
+HttpResponse setPolicy(const AdminContext* ctx, const TopicName& name, const std::string& policy,
+                       std::optional<json::value> v) {
+  Status s = ctx->service.policies().setTopicPolicy(
       name.toString(), policy, v ? std::optional(json::serialize(*v)) : std::nullopt);
   ctx->service.onTopicPoliciesChanged(name);
+  return s ? noContent() : errorResponse(s);
 }
 
 void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
@@ -267,8 +270,7 @@ void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
                     auto q = queryParam(req, spec.queryParam);
                     if (!q) {
                       if (!policyTarget(ctx, name, respond)) return;
-                      setPolicy(ctx, name, spec.name, std::nullopt);
-                      return respond(noContent());
+                      return respond(setPolicy(ctx, name, spec.name, std::nullopt));
                     }
                     boost::system::error_code ec;
                     v = json::parse(*q, ec);
@@ -282,15 +284,13 @@ void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
                   std::string bad = spec.validate(v);
                   if (!bad.empty()) return respond(HttpResponse::error(spec.invalidStatus, bad));
                   if (!policyTarget(ctx, name, respond)) return;
-                  setPolicy(ctx, name, spec.name, std::move(v));
-                  respond(noContent());
+                  respond(setPolicy(ctx, name, spec.name, std::move(v)));
                 });
   addTopicRoute(r, "DELETE", path,
                 [ctx, spec](const HttpRequest&, const PathParams&, const TopicName& name,
                             const Respond& respond) {
                   if (!policyTarget(ctx, name, respond)) return;
-                  setPolicy(ctx, name, spec.name, std::nullopt);
-                  respond(noContent());
+                  respond(setPolicy(ctx, name, spec.name, std::nullopt));
                 });
 }
 
@@ -348,8 +348,7 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
         }
         if (!bad.empty()) return respond(HttpResponse::error(412, bad));
         if (!policyTarget(ctx, name, respond)) return;
-        setPolicy(ctx, name, "backlogQuota/" + type, std::move(*v));
-        respond(noContent());
+        respond(setPolicy(ctx, name, "backlogQuota/" + type, std::move(*v)));
       });
   addTopicRoute(r, "DELETE", kTopicPath + "/backlogQuota",
                 [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
@@ -361,8 +360,7 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
                   if (!kQuotaTypes.count(type))
                     return respond(HttpResponse::error(404, "Not Found"));
                   if (!policyTarget(ctx, name, respond)) return;
-                  setPolicy(ctx, name, "backlogQuota/" + type, std::nullopt);
-                  respond(noContent());
+                  respond(setPolicy(ctx, name, "backlogQuota/" + type, std::nullopt));
                 });
 }
 

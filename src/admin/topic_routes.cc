@@ -64,8 +64,8 @@ void addListRoutes(Router& r, const AdminContext* ctx) {
             });
 }
 
-void deletePartitioned(const AdminContext* ctx, const TopicName& name, bool force,
-                       const Respond& respond) {
+void deletePartitioned(const AdminContext* ctx, const HttpRequest& req, const TopicName& name,
+                       bool force, const Respond& respond) {
   Result<int> n = ctx->service.partitionsOf(name, false);
   if (!n.isOk() || *n == 0) {
     respond(HttpResponse::error(404, "Partitioned topic does not exist"));
@@ -80,6 +80,12 @@ void deletePartitioned(const AdminContext* ctx, const TopicName& name, bool forc
     respond(s ? noContent() : errorResponse(s));
   });
   for (int i = 0; i < *n; ++i) {
+    if (ownedElsewhere(*ctx, name.partition(i))) {  // cluster mode: its owner deletes it
+      callPartitionOwner(
+          *ctx, req, name.partition(i),
+          [gather, i](const Result<HttpClientResponse>& r) { gather->set(i, remoteStatus(r)); });
+      continue;
+    }
     ctx->service.deleteTopic(name.partition(i), force,
                              [gather, i](const Status& s) { gather->set(i, s); });
   }
@@ -126,7 +132,7 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
                 const Respond& respond) {
             bool force = queryFlag(req, "force");
             Result<int> n = ctx->service.partitionsOf(name, false);
-            if (n.isOk() && *n > 0) return deletePartitioned(ctx, name, force, respond);
+            if (n.isOk() && *n > 0) return deletePartitioned(ctx, req, name, force, respond);
             ctx->service.deleteTopic(name, force, [ctx, name, respond](const Status& s) {
               if (s) ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
               respond(s ? noContent() : errorResponse(s));
@@ -170,7 +176,7 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
   onTopic(r, "DELETE", "/partitions",
           [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                 const Respond& respond) {
-            deletePartitioned(ctx, name, queryFlag(req, "force"), respond);
+            deletePartitioned(ctx, req, name, queryFlag(req, "force"), respond);
           });
 }
 
@@ -179,6 +185,42 @@ void snapshotOp(const AdminContext* ctx, const TopicPtr& t,
                 const std::function<void(broker::TopicSnapshot)>& cb) {
   auto rates = ctx->rates.find(t->name().toString());
   cb(broker::snapshotTopic(*t, rates.get()));
+}
+
+// Cluster mode's partitioned-stats: each partition's TopicStats from here when owned here, else
+// from its owner (GET .../{partition}/stats there), merged as Pulsar's
+// PartitionedTopicStatsImpl; a partition that cannot be read counts as empty.
+void clusterPartitionedStats(const AdminContext* ctx, const HttpRequest& req, const TopicName& name,
+                             int n, bool perPartition, const Respond& respond) {
+  std::vector<std::string> names;
+  names.reserve(n);
+  for (int i = 0; i < n; ++i) names.push_back(name.partition(i).toString());
+  auto gather =
+      Gather<json::value>::create(n, [respond, full = name.toString(), names,
+                                      perPartition](const std::vector<json::value>& parts) {
+        respond(jsonResponse(partitionedStatsFromJson(full, names, parts, perPartition)));
+      });
+  for (int i = 0; i < n; ++i) {
+    TopicName part = name.partition(i);
+    if (ownedElsewhere(*ctx, part)) {
+      callPartitionOwner(*ctx, req, part, [gather, i](const Result<HttpClientResponse>& r) {
+        gather->set(i, remoteJson(r, nullptr));
+      });
+      continue;
+    }
+    ctx->service.getOrCreateTopic(part, false, [ctx, gather, i, part](Result<TopicPtr> t) {
+      if (!t.isOk()) {
+        broker::TopicSnapshot empty;
+        empty.name = part.toString();
+        empty.namespaceName = part.namespaceName();
+        gather->set(i, topicStatsJson(empty));
+        return;
+      }
+      snapshotOp(ctx, *t, [gather, i](const broker::TopicSnapshot& s) {
+        gather->set(i, topicStatsJson(s));
+      });
+    });
+  }
 }
 
 void addStatsRoutes(Router& r, const AdminContext* ctx) {
@@ -201,6 +243,9 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
         }
         bool perPartition = queryParam(req, "perPartition").value_or("true") != "false";
         const std::string& full = name.toString();
+        if (ctx->service.topicOwnership() != nullptr) {
+          return clusterPartitionedStats(ctx, req, name, *n, perPartition, respond);
+        }
         auto gather = Gather<broker::TopicSnapshot>::create(
             *n, [respond, full, perPartition](const std::vector<broker::TopicSnapshot>& parts) {
               respond(jsonResponse(partitionedStatsJson(full, parts, perPartition)));
@@ -229,14 +274,15 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
       });
   onTopic(
       r, "GET", "/partitioned-internalStats",
-      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+            const Respond& respond) {
         Result<int> n = ctx->service.partitionsOf(name, false);
         if (!n.isOk() || *n == 0) {
           return respond(HttpResponse::error(404, "Partitioned topic not found"));
         }
         int count = *n;
         onEachTarget<json::value>(
-            ctx, name, false, json::value(nullptr), respond,
+            ctx, req, name, false, json::value(nullptr), respond,
             [](const TopicPtr& t, const std::function<void(json::value)>& reply) {
               reply(internalStatsJson(broker::snapshotInternalStats(*t)));
             },
@@ -262,13 +308,20 @@ void addLookupRoute(Router& r, const AdminContext* ctx) {
           if (auto* ownership = ctx->service.topicOwnership()) {
             auto q = queryParam(req, "authoritative");
             bool authoritative = q && *q == "true";
-            // Pulsar's listenerName: the owner's address on that advertised listener.
+            // Pulsar's listenerName: the owner's address on that advertised listener; the
+            // X-Pulsar-ListenerName header when the query has none (TopicLookup).
             std::string listener = queryParam(req, "listenerName").value_or("");
+            if (listener.empty()) listener = req.listenerName;
             std::string path = req.path;
             ownership->lookup(*name, authoritative, listener, &ctx->service.ioLoops().next(),
                               [respond, path, listener](broker::LookupAnswer a) {
-                                if (!a.error.isOk())
-                                  return respond(HttpResponse::error(503, a.error.message()));
+                                if (!a.error.isOk()) {
+                                  // Pulsar: an unknown listener is a PulsarServerException,
+                                  // answered 500; no owner reachable 503.
+                                  int code =
+                                      a.error.code() == StatusCode::kInvalidArgument ? 500 : 503;
+                                  return respond(HttpResponse::error(code, a.error.message()));
+                                }
                                 if (a.redirect) {
                                   HttpResponse r = HttpResponse::json("", 307);
                                   r.headers.emplace_back(

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "admin/remote_partition.h"
 #include "admin/rest_util.h"
 
 namespace magnetar::admin {
@@ -18,12 +19,15 @@ using TopicOp =
     std::function<void(std::shared_ptr<broker::PersistentTopic>, std::function<void(T)>)>;
 
 // For a partitioned topic, runs op on each partition's executor (loading it; with `create`
-// also creating partitions never used yet; a missing partition yields `ifMissing`). For a plain
-// topic runs op once (with `create` creating the topic); a missing topic or namespace answers 404
-// itself. done(results) runs once, on any thread, with one result per target in partition order.
+// also creating partitions never used yet; a missing partition yields `ifMissing`); in cluster
+// mode a partition another broker owns gets `req` from its owner instead (callPartitionOwner,
+// its answer read by fromRemote<T>). For a plain topic runs op once (with `create` creating the
+// topic); a missing topic or namespace answers 404 itself. done(results) runs once, on any
+// thread, with one result per target in partition order.
 template <typename T>
-void onEachTarget(const AdminContext* ctx, const broker::TopicName& name, bool create, T ifMissing,
-                  const Respond& respond, TopicOp<T> op, std::function<void(std::vector<T>)> done) {
+void onEachTarget(const AdminContext* ctx, const HttpRequest& req, const broker::TopicName& name,
+                  bool create, T ifMissing, const Respond& respond, TopicOp<T> op,
+                  std::function<void(std::vector<T>)> done) {
   Result<int> partitions = ctx->service.partitionsOf(name, false);
   if (!partitions.isOk()) {
     respond(HttpResponse::error(404, partitions.status().message()));
@@ -42,6 +46,13 @@ void onEachTarget(const AdminContext* ctx, const broker::TopicName& name, bool c
   }
   auto gather = Gather<T>::create(static_cast<size_t>(n), std::move(done));
   for (int i = 0; i < n; ++i) {
+    if (ownedElsewhere(*ctx, name.partition(i))) {
+      callPartitionOwner(*ctx, req, name.partition(i),
+                         [gather, i, ifMissing](const Result<HttpClientResponse>& r) {
+                           gather->set(i, fromRemote<T>(r, ifMissing));
+                         });
+      continue;
+    }
     ctx->service.getOrCreateTopic(
         name.partition(i), create,
         [gather, op, i, ifMissing](Result<std::shared_ptr<broker::PersistentTopic>> r) {

@@ -25,6 +25,7 @@
 #include "broker/broker_service.h"
 #include "broker/cluster/configuration_store.h"
 #include "broker/cluster/namespace_service.h"
+#include "broker/cluster/shared_records.h"
 #include "metadata/zk_store.h"
 
 namespace magnetar::app {
@@ -327,7 +328,10 @@ int runBroker(const BrokerOptions& options) {
         zk.get(), zkConfig ? zkConfig.get() : zk.get(), nso);
   }
   std::unique_ptr<broker::cluster::ConfigurationStore> configurationStore;
+  // Topic policies and schemas, shared through the configuration store (SharedRecords).
+  std::unique_ptr<broker::cluster::SharedRecords> sharedRecords;
   auto stopCluster = [&] {
+    if (sharedRecords) sharedRecords->stop();
     if (configurationStore) configurationStore->stop();
     if (namespaceService) namespaceService->stop();
     if (zkConfig) zkConfig->close();
@@ -356,6 +360,10 @@ int runBroker(const BrokerOptions& options) {
     configurationStore = std::make_unique<broker::cluster::ConfigurationStore>(
         zkConfig ? zkConfig.get() : zk.get(), zk.get(), &service, cso);
     service.setSharedConfig(configurationStore.get());
+    sharedRecords = std::make_unique<broker::cluster::SharedRecords>(
+        zkConfig ? zkConfig.get() : zk.get(), cso.operationTimeoutMs);
+    sharedRecords->start();
+    service.setSharedRecords(sharedRecords.get());
     service.setTopicOwnership(namespaceService.get());
     // Bundles lost (session expired, unloaded): the clients of their topics are closed, so they
     // look the topics up again. On BookKeeper the topics are unloaded too (ledger closed, cursors
@@ -397,6 +405,16 @@ int runBroker(const BrokerOptions& options) {
       stopCluster();
       return 1;
     }
+    // Changes made through other brokers reach this one's caches (docs/cluster-mode.md).
+    sharedRecords->watch(
+        broker::kTopicPoliciesRoot,
+        [&service](const std::string& name, const std::optional<std::string>& value) {
+          service.applySharedTopicPolicies(storage::unescapePathComponent(name), value);
+        });
+    sharedRecords->watch(broker::kSchemasRoot, [&service](const std::string& name,
+                                                          const std::optional<std::string>& value) {
+      service.schemas().applyRecord(storage::unescapePathComponent(name), value);
+    });
   }
   if (Status s = connectDynamicSettings(*options.config, service, topicStorage.setCacheSizeMB);
       !s) {

@@ -57,11 +57,14 @@ Status BrokerService::start() {
   } else {
     namespaces_.load(metadata_, initial);
   }
-  if (metadata_) {
-    if (Status s = policies_.attachStore(metadata_); !s) {
+  if (sharedRecords_) policies_.setTopicPolicyStore(sharedRecords_);
+  if (storage::MetadataStore* policyStore = metadata_ ? metadata_ : sharedRecords_) {
+    if (Status s = policies_.attachStore(policyStore); !s) {
       MLOG_WARN("tenants and namespace policies stay in memory: {}", s.toString());
     }
-    if (Status s = schemas_.attachStore(metadata_); !s) {
+  }
+  if (storage::MetadataStore* schemaStore = sharedRecords_ ? sharedRecords_ : metadata_) {
+    if (Status s = schemas_.attachStore(schemaStore); !s) {
       MLOG_WARN("schemas stay in memory: {}", s.toString());
     }
   }
@@ -408,6 +411,13 @@ void BrokerService::checkCompaction() {
 void BrokerService::onTopicPoliciesChanged(const TopicName& name) {
   std::string key = policyKey(name);
   reapplyPolicies([&](const TopicName& t) { return policyKey(t) == key; });
+}
+
+void BrokerService::applySharedTopicPolicies(const std::string& topic,
+                                             const std::optional<std::string>& text) {
+  policies_.applyTopicPoliciesRecord(topic, text);
+  auto name = TopicName::parse(topic);
+  if (name.isOk()) onTopicPoliciesChanged(*name);
 }
 
 void BrokerService::onNamespacePoliciesChanged(const std::string& ns) {

@@ -74,6 +74,13 @@ class BrokerService {
   // start(); outlives the service. Null (standalone): the embedded store keeps them.
   void setSharedConfig(SharedConfig* shared);
   SharedConfig* sharedConfig() const { return shared_; }
+  // Cluster mode: topic policies and schemas are kept in `records` (cluster::SharedRecords, the
+  // configuration store) instead of the embedded store, so every broker sees them. Set before
+  // start(); outlives the service.
+  void setSharedRecords(storage::MetadataStore* records) { sharedRecords_ = records; }
+  // A topic's policies record changed through another broker (nullopt: removed): cached and
+  // re-applied to its loaded partitions. topic: "persistent://t/ns/x". Thread: any.
+  void applySharedTopicPolicies(const std::string& topic, const std::optional<std::string>& text);
   // The configuration store's state applied to the in-memory view (cluster::ConfigurationStore,
   // at load and on its watches; nullopt: deleted). A namespace whose policies change has them
   // re-applied to its loaded topics; partitions added or removed are announced to topic-list
@@ -278,6 +285,7 @@ class BrokerService {
   storage::MetadataStore* metadata_ = nullptr;
   TopicOwnership* ownership_ = nullptr;
   SharedConfig* shared_ = nullptr;
+  storage::MetadataStore* sharedRecords_ = nullptr;
 
   BrokerOptions options_;
   std::shared_ptr<storage::ManagedLedgerFactory> factory_;

@@ -374,7 +374,7 @@ Status PolicyRegistry::attachStore(storage::MetadataStore* store) {
   if (!tenants.isOk()) return tenants.status();
   auto policies = store->scan(kPoliciesPrefix);
   if (!policies.isOk()) return policies.status();
-  auto topicPolicies = store->scan(kTopicPoliciesPrefix);
+  auto topicPolicies = (sharedTopicStore_ ? sharedTopicStore_ : store)->scan(kTopicPoliciesPrefix);
   if (!topicPolicies.isOk()) return topicPolicies.status();
   MutexLock lock(mu_);
   if (shared_) {  // the configuration store's, not the embedded store's
@@ -396,7 +396,23 @@ Status PolicyRegistry::attachStore(storage::MetadataStore* store) {
         decodeTopicPolicies(value);
   }
   store_ = store;
+  topicStore_ = sharedTopicStore_ ? sharedTopicStore_ : store;
   return Status::ok();
+}
+
+void PolicyRegistry::setTopicPolicyStore(storage::MetadataStore* store) {
+  sharedTopicStore_ = store;
+}
+
+void PolicyRegistry::applyTopicPoliciesRecord(const std::string& topic,
+                                              const std::optional<std::string>& text) {
+  MutexLock lock(mu_);
+  TopicPolicies p = text ? decodeTopicPolicies(*text) : TopicPolicies{};
+  if (p.empty()) {
+    topicPolicies_.erase(topic);
+  } else {
+    topicPolicies_[topic] = std::move(p);
+  }
 }
 
 void PolicyRegistry::persistTenantLocked(const std::string& name) {
@@ -417,13 +433,14 @@ void PolicyRegistry::persistPoliciesLocked(const std::string& ns) {
   if (!s.isOk()) MLOG_WARN("cannot persist policies of {}: {}", ns, s.toString());
 }
 
-void PolicyRegistry::persistTopicPoliciesLocked(const std::string& topic) {
-  if (!store_) return;
+Status PolicyRegistry::persistTopicPoliciesLocked(const std::string& topic) {
+  if (!topicStore_) return Status::ok();
   std::string key = kTopicPoliciesPrefix + storage::escapePathComponent(topic);
   auto it = topicPolicies_.find(topic);
-  Status s = it == topicPolicies_.end() ? store_->remove(key)
-                                        : store_->put(key, encodeTopicPolicies(it->second));
+  Status s = it == topicPolicies_.end() ? topicStore_->remove(key)
+                                        : topicStore_->put(key, encodeTopicPolicies(it->second));
   if (!s.isOk()) MLOG_WARN("cannot persist topic policies of {}: {}", topic, s.toString());
+  return s;
 }
 
 TopicPolicies PolicyRegistry::topicPolicies(const std::string& topic) const {
@@ -432,23 +449,23 @@ TopicPolicies PolicyRegistry::topicPolicies(const std::string& topic) const {
   return it == topicPolicies_.end() ? TopicPolicies{} : it->second;
 }
 
-void PolicyRegistry::setTopicPolicy(const std::string& topic, const std::string& policy,
-                                    std::optional<std::string> jsonValue) {
+Status PolicyRegistry::setTopicPolicy(const std::string& topic, const std::string& policy,
+                                      std::optional<std::string> jsonValue) {
   MutexLock lock(mu_);
   if (jsonValue) {
     topicPolicies_[topic][policy] = std::move(*jsonValue);
   } else {
     auto it = topicPolicies_.find(topic);
-    if (it == topicPolicies_.end()) return;
+    if (it == topicPolicies_.end()) return Status::ok();
     it->second.erase(policy);
     if (it->second.empty()) topicPolicies_.erase(it);
   }
-  persistTopicPoliciesLocked(topic);
+  return persistTopicPoliciesLocked(topic);
 }
 
 void PolicyRegistry::removeTopicPolicies(const std::string& topic) {
   MutexLock lock(mu_);
-  if (topicPolicies_.erase(topic)) persistTopicPoliciesLocked(topic);
+  if (topicPolicies_.erase(topic)) (void)persistTopicPoliciesLocked(topic);
 }
 
 std::optional<std::string> PolicyRegistry::topicPolicyText(const std::string& topic,

@@ -117,6 +117,10 @@ using TopicPolicies = std::map<std::string, std::string>;
 // was created); no Pulsar policy has this name.
 inline constexpr const char* kTopicPropertiesKey = "__properties";
 
+// The node under which topic policies are stored, one child per topic (its full name escaped by
+// storage::escapePathComponent); docs/broker-metadata-format.md.
+inline constexpr const char* kTopicPoliciesRoot = "/admin/magnetar/topic-policies";
+
 // Thread-safe (one mutex); any thread.
 class PolicyRegistry {
  public:
@@ -158,9 +162,17 @@ class PolicyRegistry {
   // Topic policies of a topic ("persistent://t/ns/x"; a partition uses its partitioned topic's).
   // Empty when none is set. removeTopicPolicies forgets all of them (topic deleted).
   TopicPolicies topicPolicies(const std::string& topic) const;
-  // Sets (value non-empty) or removes (nullopt) one policy.
-  void setTopicPolicy(const std::string& topic, const std::string& policy,
-                      std::optional<std::string> jsonValue);
+  // Sets (value non-empty) or removes (nullopt) one policy. Errors: the topic-policy store's
+  // (the change then stays in memory only); always ok without a store.
+  Status setTopicPolicy(const std::string& topic, const std::string& policy,
+                        std::optional<std::string> jsonValue);
+  // Cluster mode: topic policies are read from and written to `store` (SharedRecords, shared by
+  // every broker) instead of the store given to attachStore(). Call before attachStore(); store
+  // outlives this.
+  void setTopicPolicyStore(storage::MetadataStore* store);
+  // A change of one topic's policies made through another broker (the store's record; nullopt:
+  // removed), applied to the cache without writing. Thread: any.
+  void applyTopicPoliciesRecord(const std::string& topic, const std::optional<std::string>& text);
   void removeTopicPolicies(const std::string& topic);
   // A policy stored as a JSON integer / boolean; nullopt when unset or of another type.
   std::optional<int64_t> topicPolicyInt(const std::string& topic, const std::string& policy) const;
@@ -190,13 +202,16 @@ class PolicyRegistry {
                                              const std::string& policy) const;
   void persistTenantLocked(const std::string& name) REQUIRES(mu_);
   void persistPoliciesLocked(const std::string& ns) REQUIRES(mu_);
-  void persistTopicPoliciesLocked(const std::string& topic) REQUIRES(mu_);
+  Status persistTopicPoliciesLocked(const std::string& topic) REQUIRES(mu_);
 
   mutable Mutex mu_;
   std::map<std::string, TenantInfo> tenants_ GUARDED_BY(mu_);
   std::map<std::string, NamespacePolicies> policies_ GUARDED_BY(mu_);
   std::map<std::string, TopicPolicies> topicPolicies_ GUARDED_BY(mu_);
   storage::MetadataStore* store_ GUARDED_BY(mu_) = nullptr;
+  // Where topic policies go: store_, or the shared one (setTopicPolicyStore).
+  storage::MetadataStore* topicStore_ GUARDED_BY(mu_) = nullptr;
+  storage::MetadataStore* sharedTopicStore_ = nullptr;  // set before use, then read-only
   SharedConfig* shared_ = nullptr;  // set before use, then read-only
 };
 

@@ -161,6 +161,17 @@ Status SchemaRegistry::attachStore(storage::MetadataStore* store) {
   return Status::ok();
 }
 
+void SchemaRegistry::applyRecord(const std::string& id, const std::optional<std::string>& text) {
+  MutexLock lock(mu_);
+  std::vector<StoredSchema> versions =
+      text ? decodeSchemaRecord(*text) : std::vector<StoredSchema>{};
+  if (versions.empty()) {
+    schemas_.erase(id);
+  } else {
+    schemas_[id] = std::move(versions);
+  }
+}
+
 std::vector<const StoredSchema*> SchemaRegistry::liveLocked(const std::string& id) const {
   std::vector<const StoredSchema*> out;
   auto it = schemas_.find(id);

@@ -36,6 +36,10 @@ std::optional<int64_t> decodeSchemaVersion(const std::string& bytes);
 // Pulsar's schema id of a topic: "tenant/ns/topic" of its partitioned (base) topic.
 std::string schemaIdOf(const TopicName& name);
 
+// The node under which schemas are stored, one child per schema id (escaped by
+// storage::escapePathComponent); docs/broker-metadata-format.md.
+inline constexpr const char* kSchemasRoot = "/admin/magnetar/schemas";
+
 // Thread-safe (one mutex); any thread, but the mutators write through to the store
 // synchronously: call them off the I/O threads (topic executors, admin threads).
 class SchemaRegistry {
@@ -43,6 +47,9 @@ class SchemaRegistry {
   // Loads every /admin/magnetar/schemas/ record of `store` and writes later changes to it.
   // store outlives this. Errors: the store's (the registry stays in memory only).
   Status attachStore(storage::MetadataStore* store);
+  // Cluster mode: one schema id's record as another broker stored it (nullopt: removed),
+  // applied to the cache without writing. Thread: any.
+  void applyRecord(const std::string& id, const std::optional<std::string>& text);
 
   // The latest version (nullopt when none or deleted), or `version` among the live versions.
   std::optional<StoredSchema> getSchema(const std::string& id,

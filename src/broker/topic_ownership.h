@@ -3,10 +3,12 @@
 // topic is served here and LOOKUP answers with this broker.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "base/status.h"
 #include "broker/topic_name.h"
@@ -42,6 +44,12 @@ class TopicOwnership {
                       net::Executor* replyEx, LookupCallback cb) = 0;
   // True while this broker owns the topic's bundle. Thread: any (a lock and a set lookup).
   virtual bool owns(const TopicName& topic) const = 0;
+  // The bundle boundaries of namespace "tenant/ns" (ascending, first 0, last 0xffffffff): its
+  // LocalPolicies' cut (written by a split), else its Policies', else the default cut, as
+  // Pulsar's NamespaceBundleFactory. cb runs on replyEx. Errors: the metadata store's.
+  // Thread: any.
+  virtual void boundariesOf(const std::string& ns, net::Executor* replyEx,
+                            std::function<void(Result<std::vector<uint64_t>>)> cb) = 0;
 };
 
 }  // namespace magnetar::broker

@@ -295,6 +295,8 @@ def test_namespace_unload_and_bundle_split(cluster: Cluster) -> None:
                      for t in topics]
         owned = owned_bundles(cluster, ns)
         assert set(owned) == {"0x00000000_0x80000000", "0x80000000_0xffffffff"}, owned
+        assert requests.get(f"{a}/admin/v2/namespaces/{ns}", timeout=10).json()["bundles"] == {
+            "boundaries": ["0x00000000", "0x80000000", "0xffffffff"], "numBundles": 2}
 
         # Split the first bundle through a broker that does not own it: 307 to the owner,
         # which cuts it in two (range_equally_divide) and keeps both halves.
@@ -309,6 +311,12 @@ def test_namespace_unload_and_bundle_split(cluster: Cluster) -> None:
             wait_until(lambda w=w: requests.get(f"{w}/admin/v2/namespaces/{ns}/bundles",
                                                 timeout=10).json()["numBundles"] == 3,
                        what="3 bundles")
+            # The namespace's policies show the cut as split (Pulsar's getNamespacePolicies
+            # takes the bundles from the bundle factory, i.e. LocalPolicies).
+            policies = requests.get(f"{w}/admin/v2/namespaces/{ns}", timeout=10).json()
+            assert policies["bundles"] == {
+                "boundaries": ["0x00000000", "0x40000000", "0x80000000", "0xffffffff"],
+                "numBundles": 3}, policies["bundles"]
         boundaries = requests.get(f"{a}/admin/v2/namespaces/{ns}/bundles", timeout=10).json()
         assert boundaries["boundaries"] == ["0x00000000", "0x40000000", "0x80000000",
                                             "0xffffffff"]
@@ -411,8 +419,9 @@ def test_pulsar_admin_against_the_cluster(cluster: Cluster) -> None:
         via(c, "namespaces", "bundles", ns),
         via(c, "namespaces", "unload", ns),
         via(b, "topics", "lookup", topic),
+        via(b, "namespaces", "policies", ns),
     ], cluster.service_url, a)
-    print(f"\n13 pulsar-admin commands in one JVM: {time.monotonic() - t0:.1f} s")
+    print(f"\n14 pulsar-admin commands in one JVM: {time.monotonic() - t0:.1f} s")
     codes = [code for code, _ in res]
     assert codes == [0] * len(res), res
     out = [o for _, o in res]
@@ -427,6 +436,143 @@ def test_pulsar_admin_against_the_cluster(cluster: Cluster) -> None:
     assert bundles["numBundles"] == 5 and bundles["boundaries"][:3] == \
         ["0x00000000", "0x20000000", "0x40000000"], bundles
     assert out[12].strip() in brokers
+    assert json.loads(out[13])["bundles"] == bundles  # the split cut, as Pulsar shows it
+
+
+def test_partitioned_topic_admin_reaches_every_partition_owner(cluster: Cluster) -> None:
+    """An admin call on a partitioned topic's own name covers every partition, wherever it is
+    owned: the broker asked calls each partition's owner (Pulsar's fan-out through its admin
+    client) for partitioned-stats, partitioned-internalStats, skip-all, expire on all
+    subscriptions, and delete with force."""
+    brokers = sorted(cluster.brokers())
+    webs = [cluster.web_of(b) for b in brokers]
+    n = 8
+    local = f"fan-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://public/default/{local}"
+    base = f"/admin/v2/persistent/public/default/{local}"
+    r = requests.put(webs[0] + base + "/partitions", json=n, timeout=10)
+    assert r.status_code == 204, r.text
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        consumer = client.subscribe(topic, "s", initial_position=pulsar.InitialPosition.Earliest)
+        for i in range(n):  # 3 messages on each partition, through its owner
+            producer = client.create_producer(f"{topic}-partition-{i}", batching_enabled=False)
+            for k in range(3):
+                producer.send(f"{i}-{k}".encode())
+            producer.close()
+        owners = {i: lookup(webs[0], f"public/default/{local}-partition-{i}") for i in range(n)}
+        assert len(set(owners.values())) >= 2, owners  # spread (16 bundles, 3 brokers)
+        # Ask the broker owning the fewest partitions.
+        asked = min(brokers, key=lambda b: sum(o == b for o in owners.values()))
+        web = webs[brokers.index(asked)]
+
+        t0 = time.monotonic()
+        stats = requests.get(web + base + "/partitioned-stats", timeout=30).json()
+        print(f"\npartitioned-stats of {n} partitions on {len(set(owners.values()))} brokers: "
+              f"{(time.monotonic() - t0) * 1000:.0f} ms")
+        assert stats["metadata"]["partitions"] == n
+        assert stats["msgInCounter"] == 3 * n, stats
+        assert stats["subscriptions"]["s"]["msgBacklog"] == 3 * n, stats["subscriptions"]
+        assert len(stats["partitions"]) == n
+        assert all(p["msgInCounter"] == 3 for p in stats["partitions"].values()), stats
+        internal = requests.get(web + base + "/partitioned-internalStats", timeout=30).json()
+        assert len(internal["partitions"]) == n, internal
+        assert all(p["entriesAddedCounter"] == 3 for p in internal["partitions"].values())
+
+        r = requests.post(web + base + "/subscription/s/skip_all", timeout=30)
+        assert r.status_code == 204, r.text
+        stats = requests.get(web + base + "/partitioned-stats", timeout=30).json()
+        assert stats["subscriptions"]["s"]["msgBacklog"] == 0, stats["subscriptions"]
+        assert requests.post(webs[0] + base + "/subscription/nope/skip_all",
+                             timeout=30).status_code == 404
+
+        # Expire on all subscriptions: a new backlog older than 1 s goes.
+        requests.put(web + base + "/subscription/s2", timeout=30).raise_for_status()
+        producer = client.create_producer(topic, batching_enabled=False)
+        for k in range(2 * n):
+            producer.send(f"late-{k}".encode())
+        producer.close()
+        time.sleep(1.2)
+        r = requests.post(web + base + "/all_subscription/expireMessages/1", timeout=30)
+        assert r.status_code == 204, r.text
+        subs = requests.get(web + base + "/partitioned-stats", timeout=30).json()["subscriptions"]
+        assert subs["s"]["msgBacklog"] == 0 and subs["s2"]["msgBacklog"] == 0, subs
+
+        consumer.close()
+        r = requests.delete(web + base + "/partitions", params={"force": "true"}, timeout=30)
+        assert r.status_code == 204, r.text
+        for i, owner in owners.items():  # each partition is gone from its owner
+            w = webs[brokers.index(owner)]
+            r = requests.get(f"{w}{base}-partition-{i}/stats", timeout=10)
+            assert r.status_code == 404, (i, r.status_code, r.text)
+        r = requests.get(web + base + "/partitions", timeout=10)
+        assert r.status_code == 404 or r.json()["partitions"] == 0, r.text
+    finally:
+        client.close()
+
+
+def bundle_of(web: str, ns: str, topic: str) -> str:
+    """The bundle of `topic` (a full name) as Pulsar computes it (CRC32 of the name)."""
+    b = requests.get(f"{web}/admin/v2/namespaces/{ns}/bundles", timeout=10).json()["boundaries"]
+    h = zlib.crc32(topic.encode()) & 0xffffffff
+    for lo, hi in zip(b, b[1:]):
+        if int(lo, 16) <= h < int(hi, 16) or (hi == b[-1] and h == 0xffffffff):
+            return f"{lo}_{hi}"
+    raise AssertionError(h)
+
+
+def test_topic_policies_and_schemas_follow_the_topic(cluster: Cluster) -> None:
+    """Topic policies and schemas live in the configuration store (/admin/magnetar/...): set
+    through one broker, a new owner after an unload enforces them, and every broker returns
+    them. (A partitioned topic of one partition: its metadata is shared, so the topic exists
+    on every broker while storage stays local to each in this suite.)"""
+    brokers = sorted(cluster.brokers())
+    webs = {b: cluster.web_of(b) for b in brokers}
+    local = f"follow-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://public/default/{local}"
+    rest = f"/admin/v2/persistent/public/default/{local}"
+    r = requests.put(webs[brokers[0]] + rest + "/partitions", json=1, timeout=10)
+    assert r.status_code == 204, r.text
+    part = f"public/default/{local}-partition-0"
+    first = lookup(webs[brokers[0]], part, authoritative=True)
+    other = next(b for b in brokers if b != first)
+    r = requests.post(webs[other] + rest + "/maxProducers", json=1, timeout=10)
+    assert r.status_code == 204, r.text
+    definition = json.dumps({"type": "record", "name": "U", "namespace": "t",
+                             "fields": [{"name": "a", "type": "int"}]})
+    r = requests.post(f"{webs[other]}/admin/v2/schemas/public/default/{local}/schema",
+                      json={"type": "JSON", "schema": definition, "properties": {}}, timeout=10)
+    assert r.status_code == 200, r.text
+    with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+        names = zk.children("/admin/magnetar/topic-policies")
+        assert any(local in n for n in names), names
+        assert any(local in n for n in zk.children("/admin/magnetar/schemas"))
+    # Move the partition: unload its bundle, then another broker takes it (authoritative).
+    bundle = bundle_of(webs[first], "public/default", f"persistent://{part}")
+    r = requests.put(f"{webs[first]}/admin/v2/namespaces/public/default/{bundle}/unload",
+                     timeout=30)
+    assert r.status_code == 204, r.text
+    assert lookup(webs[other], part, authoritative=True) == other
+    for w in webs.values():  # every broker answers both (from its watched cache)
+        wait_until(lambda w=w: requests.get(
+            f"{w}/admin/v2/schemas/public/default/{local}/schema", timeout=10).status_code == 200,
+            what="the schema on every broker")
+        got = requests.get(f"{w}/admin/v2/schemas/public/default/{local}/schema",
+                           timeout=10).json()
+        assert (got["version"], got["type"], got["data"]) == (0, "JSON", definition), got
+        wait_until(lambda w=w: requests.get(w + rest + "/maxProducers", timeout=10).text == "1",
+                   what="maxProducers on every broker")
+    # The new owner enforces both.
+    client = pulsar.Client(other, operation_timeout_seconds=30)
+    try:
+        with pytest.raises(pulsar.exceptions.IncompatibleSchema):
+            client.create_producer(topic, schema=pulsar.schema.StringSchema())
+        p1 = client.create_producer(topic)
+        with pytest.raises(pulsar.exceptions.ProducerBusy):
+            client.create_producer(topic)
+        p1.close()
+    finally:
+        client.close()
 
 
 def test_topics_spread_and_survive_a_killed_broker(cluster: Cluster) -> None:
@@ -731,9 +877,24 @@ def test_advertised_listeners_in_lookups(tmp_path_factory) -> None:
             assert external == f"pulsar://localhost:{port}", (internal, external)
             owners[t] = port
         assert set(owners.values()) <= {str(base), str(base + 2)}
+        # Pulsar's X-Pulsar-ListenerName header names the listener when the query does not
+        # (through a redirect too: the 307 carries listenerName).
+        for t in topics[:2]:
+            for w in c.web_urls:
+                r = requests.get(f"{w}/lookup/v2/topic/persistent/{t}",
+                                 headers={"X-Pulsar-ListenerName": "external"}, timeout=10)
+                r.raise_for_status()
+                assert r.json()["brokerUrl"] == f"pulsar://localhost:{owners[t]}", r.json()
+                assert r.json()["httpUrl"] == f"http://127.0.0.1:{int(owners[t]) + 1}"
         r = requests.get(f"{web}/lookup/v2/topic/persistent/{topics[0]}",
-                         params={"listenerName": "nope"}, timeout=10)
-        assert r.status_code == 503 and "do not have nope listener" in r.text, r.text
+                         params={"listenerName": "internal"},
+                         headers={"X-Pulsar-ListenerName": "external"}, timeout=10)
+        assert r.json()["brokerUrl"] == f"pulsar://127.0.0.1:{owners[topics[0]]}", r.json()
+        # A listener the broker lacks: Pulsar's PulsarServerException, answered 500.
+        for how in ({"params": {"listenerName": "nope"}},
+                    {"headers": {"X-Pulsar-ListenerName": "nope"}}):
+            r = requests.get(f"{web}/lookup/v2/topic/persistent/{topics[0]}", timeout=10, **how)
+            assert r.status_code == 500 and "do not have nope listener" in r.text, r.text
 
         with ZkClient("127.0.0.1", c.zk_port) as zk:
             bundle = zk.children("/namespace/public/default")[0]

@@ -4,8 +4,25 @@
 
 #include <thread>
 
+#include "admin/remote_partition.h"
+
 namespace magnetar::admin {
 namespace {
+
+// Cluster mode's fan-out: a partitioned topic's route as the partition's own route.
+TEST(RestUtil, PartitionPath) {
+  EXPECT_EQ(partitionPath("/admin/v2/persistent/t/ns/x/subscription/s/skip_all", 3),
+            "/admin/v2/persistent/t/ns/x-partition-3/subscription/s/skip_all");
+  EXPECT_EQ(partitionPath("/admin/v2/persistent/t/ns/x/partitioned-stats", 0),
+            "/admin/v2/persistent/t/ns/x-partition-0/stats");
+  EXPECT_EQ(partitionPath("/admin/v2/non-persistent/t/ns/a%20b/partitioned-internalStats", 1),
+            "/admin/v2/non-persistent/t/ns/a%20b-partition-1/internalStats");
+  EXPECT_EQ(partitionPath("/admin/v2/persistent/t/ns/x/partitions", 2),
+            "/admin/v2/persistent/t/ns/x-partition-2");
+  EXPECT_EQ(partitionPath("/admin/v2/persistent/t/ns/x", 2),
+            "/admin/v2/persistent/t/ns/x-partition-2");
+  EXPECT_EQ(partitionPath("/admin/v2/persistent/t/ns", 2), "");
+}
 
 TEST(RestUtil, QueryParameters) {
   HttpRequest r;

@@ -64,6 +64,28 @@ TEST(StatsJson, MergesPartitions) {
   EXPECT_TRUE(partitionedStatsJson("x", parts, false)["partitions"].as_object().empty());
 }
 
+// Cluster mode merges the partitions' TopicStats JSON (some from other brokers): the same
+// answer as the merge of snapshots.
+TEST(StatsJson, MergesPartitionJsonAsSnapshots) {
+  std::vector<TopicSnapshot> parts{partition(0, 1), partition(1, 2), partition(2, 3)};
+  std::vector<json::value> jsons;
+  std::vector<std::string> names;
+  for (const auto& p : parts) {
+    jsons.emplace_back(topicStatsJson(p));
+    names.push_back(p.name);
+  }
+  json::object fromJson = partitionedStatsFromJson("persistent://t/ns/p", names, jsons, true);
+  json::object fromSnapshots = partitionedStatsJson("persistent://t/ns/p", parts, true);
+  EXPECT_EQ(json::serialize(fromJson), json::serialize(fromSnapshots));
+  // A partition that could not be read (null) counts as empty; its name is left out.
+  jsons[1] = nullptr;
+  json::object partial = partitionedStatsFromJson("persistent://t/ns/p", names, jsons, true);
+  EXPECT_EQ(partial["msgInCounter"].as_uint64(), 20u);
+  EXPECT_EQ(partial["subscriptions"].as_object()["sub"].as_object()["msgBacklog"].as_int64(), 4);
+  EXPECT_EQ(partial["partitions"].as_object().size(), 2u);
+  EXPECT_EQ(partial["metadata"].as_object()["partitions"].as_int64(), 3);
+}
+
 TEST(StatsJson, TopicStatsFieldNames) {
   json::object o = topicStatsJson(partition(1, 4));
   for (const char* f :

@@ -157,7 +157,7 @@ void NamespaceService::lookup(const TopicName& topic, bool authoritative,
     if (a.error.isOk() && !listenerName.empty()) {  // that listener's address on that broker
       auto it = a.listeners.find(listenerName);
       if (it == a.listeners.end()) {
-        a = failed(Status::closed("the broker do not have " + listenerName + " listener"));
+        a = failed(Status::invalidArgument("the broker do not have " + listenerName + " listener"));
       } else {
         a.url = it->second.first;
         a.urlTls = it->second.second;

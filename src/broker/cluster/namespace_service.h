@@ -91,7 +91,7 @@ class NamespaceService : public TopicOwnership {
   void leaderBroker(net::Executor* replyEx, std::function<void(Result<LeaderData>)> cb);
   // The namespace's bundle boundaries (from its policies, else the default cut). cb on replyEx.
   void boundariesOf(const std::string& ns, net::Executor* replyEx,
-                    std::function<void(Result<std::vector<uint64_t>>)> cb);
+                    std::function<void(Result<std::vector<uint64_t>>)> cb) override;
   // The owner of a bundle, nullopt when unowned. cb on replyEx.
   void ownerOf(const std::string& bundleKey, net::Executor* replyEx,
                std::function<void(Result<std::optional<OwnerData>>)> cb);
