@@ -1,11 +1,13 @@
 """Brokers under test: Magnetar standalone (started here), Apache Pulsar standalone (through
-tools/pulsar-reference/pulsar-standalone.sh) or an external one (--broker-url)."""
+tools/pulsar-reference/pulsar-standalone.sh), Magnetar in cluster mode on a BookKeeper cluster
+started for the run (ZooKeeper + bookies, scripts/bookies.sh) or an external one (--broker-url)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -48,8 +50,12 @@ def _tls_url(url: str | None) -> str:
     assert url, "the broker has no TLS listener"
     return url.replace("://localhost:", "://127.0.0.1:")
 
-__all__ = ["PULSAR_SCRIPT", "REPO", "Broker", "BrokerError", "ExternalBroker", "MagnetarBroker",
+__all__ = ["PULSAR_SCRIPT", "REPO", "BookKeeperCluster", "Broker", "BrokerError",
+           "ExternalBroker", "MagnetarBkBroker", "MagnetarBroker", "PulsarBkBroker",
            "PulsarBroker"]
+
+SCRIPTS = os.path.join(REPO, "scripts")
+BK_CLUSTER_NAME = "magnetar-perf"
 
 
 def wait_healthy(web_url: str, deadline: float) -> None:
@@ -99,6 +105,11 @@ class Broker:
 
     def log_paths(self) -> list[str]:
         return []
+
+    def aux_pids(self) -> dict[str, list[int]]:
+        """Processes the run started besides the broker, by group ("bookies", "zookeeper"): the
+        sampler reports their CPU as their own measures, apart from the broker's."""
+        return {}
 
     def _take_endpoint(self, endpoint: BrokerEndpoint, pid: int | None) -> str:
         """pid, service_url (the TLS one with broker.tls) and web_url of a started broker;
@@ -252,3 +263,328 @@ class PulsarBroker(Broker):
 
     def log_paths(self) -> list[str]:
         return [os.path.join(self.workdir, "logs", "pulsar.log")]
+
+
+class BookKeeperCluster:
+    """ZooKeeper (scripts/zookeeper.sh) and N bookies (scripts/bookies.sh) under directory, for
+    one run; cfg is the scenario's broker.bookkeeper section. start() returns the
+    bookkeeperMetadataServiceUri; stop() stops the bookies, then ZooKeeper (idempotent)."""
+
+    def __init__(self, directory: str, cfg: dict[str, Any]) -> None:
+        self.dir = directory
+        self.cfg = cfg
+        self.uri: str | None = None
+        self.zk_port: int | None = None
+        self.bookie_base: int | None = None  # bookie I on bookie_base + I (None: free ports)
+        self.started = False
+
+    def choose_ports(self) -> None:
+        """With portBase P: the bookies on the first N consecutive ports from P that are free
+        now, ZooKeeper on the first free one from P+50. The block P..P+99 lies in Linux's
+        ephemeral range, where client sockets of the run before may hold a port for a while."""
+        base = self.cfg.get("portBase")
+        if base is None:
+            self.bookie_base, self.zk_port = None, free_port()
+            return
+        n = int(self.cfg["bookies"])
+        self.bookie_base = first_free(base, base + 50, n)
+        self.zk_port = first_free(base + 50, base + 60, 1)
+
+    def zk_command(self, port: int) -> list[str]:
+        return ["bash", os.path.join(SCRIPTS, "zookeeper.sh"), "start", "-d",
+                os.path.join(self.dir, "zk"), "-p", str(port)]
+
+    def bookies_command(self) -> list[str]:
+        cmd = ["bash", os.path.join(SCRIPTS, "bookies.sh"), "start", "-n",
+               str(self.cfg["bookies"]), "-d", self.dir]
+        if self.bookie_base is not None:
+            cmd += ["--port-base", str(self.bookie_base)]
+        if not self.cfg.get("journalSyncData", True):
+            cmd.append("--no-sync")
+        return cmd
+
+    @property
+    def metadata_store_url(self) -> str:
+        """The brokers' metadataStoreUrl (Pulsar's zk:host:port form)."""
+        assert self.zk_port, "the cluster is not started"
+        return "zk:127.0.0.1:%d" % self.zk_port
+
+    def start(self) -> str:
+        if shutil.which("java") is None:
+            raise BrokerError("java not found: the bookies need Java 17 "
+                              "(scripts/install-test-deps.sh)")
+        os.makedirs(self.dir, exist_ok=True)
+        self.choose_ports()
+        assert self.zk_port
+        timeout_s = float(self.cfg.get("startTimeoutSeconds", 300))
+        self.started = True
+        log = os.path.join(self.dir, "start.log")
+        with open(log, "ab") as f:
+            # ZooKeeper first, on the chosen port: bookies.sh uses one running under DIR/zk.
+            p = subprocess.run(self.zk_command(self.zk_port), stdout=f, stderr=f,
+                               timeout=timeout_s)
+            if p.returncode != 0:
+                raise BrokerError("zookeeper.sh start failed (%d); see %s" % (p.returncode, log))
+            p = subprocess.run(self.bookies_command(), stdout=subprocess.PIPE, stderr=f,
+                               timeout=timeout_s)
+        out = p.stdout.decode().strip().splitlines()
+        if p.returncode != 0 or not out or not out[-1].startswith("zk://"):
+            raise BrokerError("bookies.sh start failed (%d); see %s and %s/bookie-*/bookie.log"
+                              % (p.returncode, log, self.dir))
+        self.uri = out[-1]
+        return self.uri
+
+    def pids(self) -> dict[str, list[int]]:
+        """{"bookies": [pid, ...], "zookeeper": [pid]} of the running processes."""
+        out: dict[str, list[int]] = {"bookies": [], "zookeeper": []}
+        for i in range(int(self.cfg["bookies"])):
+            pid = _read_pid(os.path.join(self.dir, "bookie-%d" % i, "pid"))
+            if pid:
+                out["bookies"].append(pid)
+        pid = _read_pid(os.path.join(self.dir, "zk", "zookeeper.pid"))
+        if pid:
+            out["zookeeper"].append(pid)
+        return out
+
+    def stop(self) -> None:
+        if not self.started:
+            return
+        self.started = False
+        with open(os.path.join(self.dir, "start.log"), "ab") as f:
+            subprocess.run(["bash", os.path.join(SCRIPTS, "bookies.sh"), "stop", "-d", self.dir],
+                           stdout=f, stderr=f, timeout=120)
+            # bookies.sh stop also stops the ZooKeeper; this catches a start that failed before
+            # any bookie started.
+            subprocess.run(["bash", os.path.join(SCRIPTS, "zookeeper.sh"), "stop", "-d",
+                            os.path.join(self.dir, "zk")], stdout=f, stderr=f, timeout=60)
+
+    def remove_data(self) -> None:
+        """The journals, ledgers and ZooKeeper data (logs stay)."""
+        for name in os.listdir(self.dir) if os.path.isdir(self.dir) else []:
+            d = os.path.join(self.dir, name)
+            if name == "zk":
+                shutil.rmtree(os.path.join(d, "data"), ignore_errors=True)
+            elif name.startswith("bookie-"):
+                for sub in ("journal", "ledgers"):
+                    shutil.rmtree(os.path.join(d, sub), ignore_errors=True)
+
+
+def port_free(port: int) -> bool:
+    """Whether a server could bind 127.0.0.1:port now (no SO_REUSEADDR: a socket in TIME_WAIT
+    counts as busy, as it does for a server without that option)."""
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def first_free(lo: int, hi: int, count: int) -> int:
+    """The first p in [lo, hi) with p..p+count-1 all free (port_free); BrokerError if none."""
+    for p in range(lo, hi - count + 1):
+        if all(port_free(q) for q in range(p, p + count)):
+            return p
+    raise BrokerError("no %d free consecutive port(s) in %d-%d" % (count, lo, hi - 1))
+
+
+def _read_pid(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def bk_broker_settings(bk: dict[str, Any], metadata_store_url: str, bk_uri: str) -> dict[str, Any]:
+    """The broker.conf keys of a broker of the run's BookKeeper cluster (Pulsar's names)."""
+    return {"metadataStoreUrl": metadata_store_url,
+            "clusterName": BK_CLUSTER_NAME,
+            "bookkeeperMetadataServiceUri": bk_uri,
+            "managedLedgerDefaultEnsembleSize": bk["ensembleSize"],
+            "managedLedgerDefaultWriteQuorum": bk["writeQuorum"],
+            "managedLedgerDefaultAckQuorum": bk["ackQuorum"]}
+
+
+class MagnetarBkBroker(MagnetarBroker):
+    """ZooKeeper + bookies (BookKeeperCluster), `magnetar initialize-cluster-metadata`, then one
+    `magnetar broker` in cluster mode storing its topics on the bookies. stop() stops all of it."""
+    kind = "magnetar-bk"
+
+    def __init__(self, binary: str, workdir: str, broker_cfg: dict[str, Any]) -> None:
+        super().__init__(binary, workdir, broker_cfg)
+        self.bk = BookKeeperCluster(os.path.join(workdir, "bookkeeper"),
+                                    broker_cfg["bookkeeper"])
+        self.ports_chosen: tuple[int, int] | None = None
+
+    def _ports(self) -> tuple[int, int]:
+        """(binary, web) ports: with portBase P two free ones from P+60, else 0 (free)."""
+        if self.ports_chosen is None:
+            base = self.cfg["bookkeeper"].get("portBase")
+            if base is None:
+                self.ports_chosen = (0, 0)
+            else:
+                binary = first_free(base + 60, base + 100, 1)
+                self.ports_chosen = (binary, first_free(binary + 1, base + 100, 1))
+        return self.ports_chosen
+
+    def _process(self) -> MagnetarProcess:
+        settings = dict(self.cfg.get("settings") or {})
+        if self.bk.uri:
+            for k, v in bk_broker_settings(self.cfg["bookkeeper"], self.bk.metadata_store_url,
+                                           self.bk.uri).items():
+                settings.setdefault(k, v)
+        settings.setdefault("advertisedAddress", "127.0.0.1")
+        settings.setdefault("bindAddress", "127.0.0.1")
+        settings.setdefault("webServicePort", self._ports()[1])
+        if self.cfg.get("tls"):
+            tls, self.tls_trust_certs = _tls_settings(self.workdir, 0)
+            settings.update(tls)
+        procs = self.cfg.get("availableProcessors") or (len(self.cpus) if self.cpus else None)
+        args = ["--available-processors", str(procs)] if procs else []
+        return MagnetarProcess(_settings(settings), workdir=self.workdir, binary=self.binary,
+                               mode="broker", data_in_workdir=False, args=args, cpus=self.cpus,
+                               log_name="broker.log")
+
+    def command(self) -> list[str]:
+        return self._process().command(self._ports()[0])
+
+    def init_command(self) -> list[str]:
+        return [self.binary, "initialize-cluster-metadata", "--cluster", BK_CLUSTER_NAME,
+                "--metadata-store", self.bk.metadata_store_url,
+                "--web-service-url", "http://127.0.0.1:8080",
+                "--broker-service-url", "pulsar://127.0.0.1:6650"]
+
+    def start(self) -> None:
+        if not self.binary or not os.access(self.binary, os.X_OK):
+            raise BrokerError("magnetar binary not found or not executable: %r" % self.binary)
+        os.makedirs(self.workdir, exist_ok=True)
+        self.bk.start()
+        log = os.path.join(self.workdir, "initialize-cluster-metadata.log")
+        with open(log, "wb") as f:
+            p = subprocess.run(self.init_command(), stdout=f, stderr=subprocess.STDOUT,
+                               timeout=120)
+        if p.returncode != 0:
+            raise BrokerError("initialize-cluster-metadata failed (%d); see %s"
+                              % (p.returncode, log))
+        self.process = self._process()
+        self.description = " ".join(self.process.command(self._ports()[0]))
+        timeout_s = float(self.cfg.get("startTimeoutSeconds", 120))
+        deadline = time.monotonic() + timeout_s
+        endpoint = self.process.start(port=self._ports()[0], timeout_s=timeout_s)
+        wait_healthy(self._take_endpoint(endpoint, self.process.pid), deadline)
+
+    def stop(self) -> None:
+        try:
+            super().stop()
+        finally:
+            self.bk.stop()
+            self.bk.remove_data()
+
+    def aux_pids(self) -> dict[str, list[int]]:
+        return self.bk.pids()
+
+    def log_paths(self) -> list[str]:
+        return super().log_paths() + [
+            os.path.join(self.bk.dir, "bookie-%d" % i, "bookie.log")
+            for i in range(int(self.cfg["bookkeeper"]["bookies"]))]
+
+
+
+class PulsarBkBroker(Broker):
+    """Apache Pulsar's broker in cluster mode (tools/pulsar-reference/pulsar-broker.sh) on a
+    ZooKeeper + bookies started for the run (BookKeeperCluster), the cluster metadata written by
+    Pulsar's PulsarClusterMetadataSetup (`pulsar-broker.sh init-cluster`). stop() stops all of
+    it."""
+    kind = "pulsar-bk"
+    SCRIPT = os.path.join(os.path.dirname(PULSAR_SCRIPT), "pulsar-broker.sh")
+
+    def __init__(self, workdir: str, broker_cfg: dict[str, Any],
+                 namespace: str = "public/default") -> None:
+        self.workdir = workdir
+        self.cfg = broker_cfg
+        self.namespace = namespace
+        self.run_dir = os.path.join(workdir, "pulsar")
+        self.bk = BookKeeperCluster(os.path.join(workdir, "bookkeeper"),
+                                    broker_cfg["bookkeeper"])
+        self.started = False
+
+    def _ports(self) -> tuple[int, int]:
+        base = self.cfg["bookkeeper"].get("portBase")
+        if base is None:
+            return (0, 0)  # the script picks free ones
+        binary = first_free(base + 60, base + 100, 1)
+        return (binary, first_free(binary + 1, base + 100, 1))
+
+    def init_command(self) -> list[str]:
+        return ["bash", self.SCRIPT, "init-cluster", "-m", self.bk.metadata_store_url,
+                "-c", BK_CLUSTER_NAME, "-b", self.bk.uri or "", "-d", self.run_dir]
+
+    def start_command(self, ports: tuple[int, int]) -> list[str]:
+        settings = dict(self.cfg.get("settings") or {})
+        for k, v in bk_broker_settings(self.cfg["bookkeeper"], self.bk.metadata_store_url,
+                                       self.bk.uri or "").items():
+            if k.startswith("managedLedger"):
+                settings.setdefault(k, v)
+        cmd = ["bash", self.SCRIPT, "start", "-m", self.bk.metadata_store_url,
+               "-c", BK_CLUSTER_NAME, "-b", self.bk.uri or "", "-d", self.run_dir,
+               "-p", str(ports[0]), "-w", str(ports[1]),
+               "--timeout", str(int(self.cfg.get("startTimeoutSeconds", 240)))]
+        for kv in _settings(settings):
+            cmd += ["--set", kv]
+        java_opts = self.cfg.get("javaOpts") or ""
+        if self.cfg.get("availableProcessors"):
+            java_opts += " -XX:ActiveProcessorCount=%d" % self.cfg["availableProcessors"]
+        if java_opts.strip():
+            cmd += ["--java-opts", java_opts.strip()]
+        return cmd
+
+    def start(self) -> None:
+        if not os.path.exists(self.SCRIPT):
+            raise BrokerError("reference broker script missing: %s" % self.SCRIPT)
+        if self.cfg.get("tls") or self.cfg.get("cpuset") is not None:
+            raise BrokerError("broker.kind pulsar-bk does not support broker.tls or "
+                              "broker.cpuset yet")
+        os.makedirs(self.run_dir, exist_ok=True)
+        self.bk.start()
+        self.started = True
+        log = os.path.join(self.workdir, "pulsar-broker.log")
+        timeout_s = float(self.cfg.get("startTimeoutSeconds", 240)) + 60
+        with open(log, "ab") as f:
+            p = subprocess.run(self.init_command(), stdout=f, stderr=subprocess.STDOUT,
+                               timeout=timeout_s)
+            if p.returncode != 0:
+                raise BrokerError("pulsar-broker.sh init-cluster failed (%d); see %s and %s"
+                                  % (p.returncode, log, os.path.join(self.run_dir, "logs")))
+            cmd = self.start_command(self._ports())
+            self.description = " ".join(cmd)
+            p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=timeout_s)
+        if p.returncode != 0:
+            raise BrokerError("pulsar-broker.sh start failed (%d); see %s and %s"
+                              % (p.returncode, log, os.path.join(self.run_dir, "logs")))
+        ports = {}
+        with open(os.path.join(self.run_dir, "ports")) as f:
+            for line in f:
+                k, _, v = line.strip().partition("=")
+                ports[k] = int(v)
+        self.pid = _read_pid(os.path.join(self.run_dir, "pulsar.pid"))
+        self.service_url = "pulsar://127.0.0.1:%d" % ports["brokerServicePort"]
+        self.web_url = "http://127.0.0.1:%d" % ports["webServicePort"]
+        wait_namespace(self.web_url, self.namespace, time.monotonic() + timeout_s)
+
+    def stop(self) -> None:
+        try:
+            if self.started and os.path.isdir(self.run_dir):
+                with open(os.path.join(self.workdir, "pulsar-broker.log"), "ab") as f:
+                    subprocess.run(["bash", self.SCRIPT, "stop", "-d", self.run_dir], stdout=f,
+                                   stderr=subprocess.STDOUT, timeout=120)
+        finally:
+            self.started = False
+            self.bk.stop()
+            self.bk.remove_data()
+
+    def aux_pids(self) -> dict[str, list[int]]:
+        return self.bk.pids()
+
+    def log_paths(self) -> list[str]:
+        return [os.path.join(self.run_dir, "logs", "pulsar.log")]

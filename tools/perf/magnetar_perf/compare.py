@@ -29,10 +29,11 @@ def parse_vary(text: str) -> tuple[str, list[str]]:
 
 
 def variant_sets(key: str, value: str) -> list[str]:
-    """The --set entries of one variant. broker=magnetar|pulsar picks the broker kind;
-    broker=PATH a magnetar binary; anything else a scenario path or broker setting."""
+    """The --set entries of one variant. broker=magnetar|pulsar|magnetar-bk|pulsar-bk picks the
+    broker kind; broker=PATH a magnetar binary; anything else a scenario path or broker
+    setting."""
     if key == "broker":
-        if value in ("magnetar", "pulsar"):
+        if value in scen.BROKER_KINDS:
             return ["broker.kind=%s" % value]
         return ["broker.kind=magnetar", "broker.binary=%s" % os.path.abspath(value)]
     return ["%s=%s" % (key, value)]

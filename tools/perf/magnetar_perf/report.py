@@ -57,7 +57,18 @@ def summary_rows(s: dict[str, Any]) -> list[list[Any]]:
         ["measured phase (s)", s.get("measured_s")],
         ["gateway connect time (s)", s.get("connect_s")],
         ["other processes' CPU, measured phase (% of a core)", s.get("other_processes_cpu_pct")],
-    ] + memory_rows(s) + storm_rows(s)
+    ] + aux_rows(s) + memory_rows(s) + storm_rows(s)
+
+
+def aux_rows(s: dict[str, Any]) -> list[list[Any]]:
+    """The CPU of the broker's helper processes (magnetar-bk: bookies, ZooKeeper), when sampled."""
+    rows = []
+    for group, name in (("bookies", "bookies' (all)"), ("zookeeper", "ZooKeeper")):
+        if s.get("%s_cpu_s_per_million" % group) is not None:
+            rows.append(["%s CPU per 1M messages (s)" % name, s["%s_cpu_s_per_million" % group]])
+            rows.append(["%s CPU, measured phase (%% of a core)" % name,
+                         s.get("%s_cpu_pct" % group)])
+    return rows
 
 
 def memory_rows(s: dict[str, Any]) -> list[list[Any]]:

@@ -151,10 +151,14 @@ def make_broker(scenario: Scenario, out_dir: str, broker_url: str | None = None,
     cfg = scenario.data["broker"]
     if broker_url:
         return brokers.ExternalBroker(broker_url, web_url, broker_pid)
-    if cfg["kind"] == "pulsar":
+    if cfg["kind"] == "magnetar-bk":
+        return brokers.MagnetarBkBroker(find_magnetar(cfg.get("binary") or magnetar_bin),
+                                        os.path.join(out_dir, "broker"), cfg)
+    if cfg["kind"] in ("pulsar", "pulsar-bk"):
         prefix = scenario.data["workload"]["topicPrefix"].split("://", 1)[-1]
         namespace = "/".join(prefix.split("/")[:2])
-        return brokers.PulsarBroker(os.path.join(out_dir, "broker"), cfg, namespace=namespace)
+        cls = brokers.PulsarBroker if cfg["kind"] == "pulsar" else brokers.PulsarBkBroker
+        return cls(os.path.join(out_dir, "broker"), cfg, namespace=namespace)
     return brokers.MagnetarBroker(find_magnetar(cfg.get("binary") or magnetar_bin),
                                   os.path.join(out_dir, "broker"), cfg)
 

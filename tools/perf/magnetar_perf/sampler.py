@@ -50,6 +50,8 @@ class Sampler:
         self.interval = interval
         self.topic_stats = topic_stats and broker.web_url is not None
         self.worker_pid = worker_pid
+        # The broker's helper processes by group (bookies, ZooKeeper), sampled apart from it.
+        self.aux_pids = broker.aux_pids() if hasattr(broker, "aux_pids") else {}
         self.samples = []        # {t, cpu_s, rss_kb, hwm_kb, worker_cpu_s}
         self.topic_rows = []     # {t, topic, subscription, ...}
         self.thread_series = []  # (t, {tid: (name, ticks)}) of the broker, each interval
@@ -91,9 +93,23 @@ class Sampler:
                 snap["worker_threads"] = procstat.thread_cpu_ticks(self.worker_pid)
             except OSError:
                 pass
+        aux = self._aux_cpu()
+        if aux:
+            snap["aux_cpu_s"] = aux
         with self._lock:
             self.snapshots[label] = snap
         return snap
+
+    def _aux_cpu(self) -> dict[str, float]:
+        """CPU seconds of each group of helper processes (a group whose process is gone is
+        left out, so its CPU of the phase is not counted wrong)."""
+        out = {}
+        for group, pids in self.aux_pids.items():
+            try:
+                out[group] = sum(procstat.process_cpu_seconds(p) for p in pids)
+            except OSError:
+                continue
+        return out
 
     def _sample_process(self, now: float) -> None:
         pid = self.broker.pid
@@ -116,6 +132,9 @@ class Sampler:
                 row["worker_cpu_s"] = procstat.process_cpu_seconds(self.worker_pid)
             except OSError:
                 pass
+        aux = self._aux_cpu()
+        if aux:
+            row["aux_cpu_s"] = aux
         with self._lock:
             self.samples.append(row)
 

@@ -30,7 +30,10 @@ DEFAULTS = {
     "name": "",
     "description": "",
     "broker": {
-        # magnetar: start `magnetar standalone`; pulsar: tools/pulsar-reference/pulsar-standalone.sh
+        # magnetar: start `magnetar standalone`; pulsar: tools/pulsar-reference/
+        # pulsar-standalone.sh; magnetar-bk: ZooKeeper + bookies (broker.bookkeeper) and one
+        # `magnetar broker` in cluster mode storing its topics on them; pulsar-bk: the same with
+        # Apache Pulsar's broker (tools/pulsar-reference/pulsar-broker.sh)
         "kind": "magnetar",
         "binary": None,             # None: --magnetar-bin, $MAGNETAR_BIN, build dir
         "settings": {},             # broker.conf keys passed as --set key=value
@@ -44,6 +47,20 @@ DEFAULTS = {
         # Peak RSS allowed above maxMessagePublishBufferSizeInMB + managedLedgerCacheSizeMB (MB);
         # None: reported only. A run whose broker exceeds it is invalid.
         "rssBoundBaseMb": None,
+        # magnetar-bk / pulsar-bk only: the BookKeeper cluster started for the run
+        # (scripts/zookeeper.sh + scripts/bookies.sh) and the broker's managed-ledger quorums.
+        "bookkeeper": {
+            "bookies": 3,
+            "ensembleSize": 2,      # managedLedgerDefaultEnsembleSize
+            "writeQuorum": 2,       # managedLedgerDefaultWriteQuorum
+            "ackQuorum": 2,         # managedLedgerDefaultAckQuorum
+            "journalSyncData": True,  # the bookies' (Pulsar's default); broker.fsync is not used
+            # Ports from the block P..P+99: the bookies on the first free consecutive ones from
+            # P, ZooKeeper on the first free one from P+50, the broker's two from P+60; None:
+            # ports the system picks.
+            "portBase": None,
+            "startTimeoutSeconds": 300,
+        },
     },
     "loadgen": {
         "cpuset": None,             # pin the worker
@@ -90,6 +107,8 @@ DEFAULTS = {
 }
 
 FREE_FORM = {("broker", "settings")}
+BROKER_KINDS = ("magnetar", "pulsar", "magnetar-bk", "pulsar-bk")
+BOOKKEEPER_KINDS = ("magnetar-bk", "pulsar-bk")
 STORM_MODES = ("unload",)
 SECTIONS = [k for k, v in DEFAULTS.items() if isinstance(v, dict)]
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?\}$")
@@ -241,13 +260,36 @@ def validate(data: dict[str, Any], defaults: dict[str, Any] = DEFAULTS,
         joins = wl.get("joinSeconds", [])
         if len(joins) > wl.get("applications", 1):
             raise ScenarioError("workload.joinSeconds has more entries than applications")
-        if data.get("broker", {}).get("kind") not in ("magnetar", "pulsar"):
-            raise ScenarioError("broker.kind must be magnetar or pulsar")
+        if data.get("broker", {}).get("kind") not in BROKER_KINDS:
+            raise ScenarioError("broker.kind must be one of %s" % ", ".join(BROKER_KINDS))
+        bk = data.get("broker", {}).get("bookkeeper", {})
+        if bk:
+            check_bookkeeper(bk)
         storm = data.get("storm", {})
         if storm.get("mode") not in STORM_MODES:
             raise ScenarioError("storm.mode must be one of %s" % ", ".join(STORM_MODES))
         if storm.get("atSeconds", 0) < 0:
             raise ScenarioError("storm.atSeconds must be >= 0")
+
+
+def check_bookkeeper(bk: dict[str, Any]) -> None:
+    """broker.bookkeeper: counts >= 1 and ensemble >= write quorum >= ack quorum, as BookKeeper
+    requires, and no more bookies needed than started."""
+    for k in ("bookies", "ensembleSize", "writeQuorum", "ackQuorum"):
+        if bk.get(k, 1) < 1:
+            raise ScenarioError("broker.bookkeeper.%s must be >= 1, got %r" % (k, bk.get(k)))
+    e, w, a = bk.get("ensembleSize", 2), bk.get("writeQuorum", 2), bk.get("ackQuorum", 2)
+    if not e >= w >= a:
+        raise ScenarioError("broker.bookkeeper needs ensembleSize >= writeQuorum >= ackQuorum, "
+                            "got %d/%d/%d" % (e, w, a))
+    if e > bk.get("bookies", 3):
+        raise ScenarioError("broker.bookkeeper.ensembleSize %d is more than its %d bookies"
+                            % (e, bk.get("bookies", 3)))
+    port = bk.get("portBase")
+    if port is not None and (not isinstance(port, int) or isinstance(port, bool)
+                             or not 1024 <= port <= 65535 - 99):
+        raise ScenarioError("broker.bookkeeper.portBase must be a port in 1024-65436 or null, "
+                            "got %r" % (port,))
 
 
 def normalize_ints(data: dict[str, Any], defaults: dict[str, Any] = DEFAULTS) -> None:

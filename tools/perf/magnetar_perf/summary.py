@@ -37,6 +37,8 @@ MEASURES = [
     ("broker_cpu_s_per_million", "broker CPU per 1M msgs", "s", "lower"),
     ("broker_cpu_pct", "broker CPU", "% of a core", "lower"),
     ("broker_peak_rss_mb", "broker peak RSS", "MB", "lower"),
+    ("bookies_cpu_s_per_million", "bookies' CPU per 1M msgs", "s", "lower"),
+    ("zookeeper_cpu_s_per_million", "ZooKeeper CPU per 1M msgs", "s", "lower"),
     ("loadgen_cpu_s_per_million", "load generator CPU per 1M msgs", "s", "lower"),
     ("publish_latency_ms.p50", "publish latency p50", "ms", "lower"),
     ("publish_latency_ms.p99", "publish latency p99", "ms", "lower"),
@@ -83,6 +85,18 @@ def memory_summary(limits: dict[str, float] | None, peak_mb: float | None,
     return out, problem
 
 
+def aux_measures(aux_cpu: dict[str, float], measured: int,
+                 measured_s: float | None) -> dict[str, Any]:
+    """{group}_cpu_s, {group}_cpu_s_per_million and {group}_cpu_pct of each helper process group
+    (bookies, zookeeper) over the measured phase."""
+    out: dict[str, Any] = {}
+    for group, cpu in sorted(aux_cpu.items()):
+        out["%s_cpu_s" % group] = cpu
+        out["%s_cpu_s_per_million" % group] = cpu / measured * 1e6 if measured else None
+        out["%s_cpu_pct" % group] = cpu / measured_s * 100 if measured_s else None
+    return out
+
+
 def storm_summary(storm: Storm | None, worker: dict[str, Any]) -> dict[str, Any] | None:
     """The storm's figures: when, how long the unloads took, the publish rate's recovery."""
     if storm is None:
@@ -125,12 +139,16 @@ def build(scenario: Scenario, worker: dict[str, Any] | None, sampler: Sampler, b
     threads = {}
     if "threads" in start and "threads" in end and measured_s:
         threads = procstat.thread_cpu_by_name(start["threads"], end["threads"], measured_s)
+    # The broker's helper processes (magnetar-bk: bookies, ZooKeeper), apart from its own CPU.
+    aux_cpu = {g: end["aux_cpu_s"][g] - v for g, v in start.get("aux_cpu_s", {}).items()
+               if g in end.get("aux_cpu_s", {})}
     other_pct = None
     if "machine_busy_s" in start and "machine_busy_s" in end and measured_s:
         other = end["machine_busy_s"] - start["machine_busy_s"]
         other -= broker_cpu or 0.0
         if "worker_cpu_s" in start and "worker_cpu_s" in end:
             other -= end["worker_cpu_s"] - start["worker_cpu_s"]
+        other -= sum(aux_cpu.values())
         other_pct = max(0.0, other / measured_s * 100)
     loadgen_threads = {}
     if "worker_threads" in start and "worker_threads" in end and measured_s:
@@ -180,6 +198,7 @@ def build(scenario: Scenario, worker: dict[str, Any] | None, sampler: Sampler, b
         else None,
         "broker_peak_rss_mb": peak_mb,
         "memory_limits_mb": mem,
+        **aux_measures(aux_cpu, measured, measured_s),
         "storm": storm_doc,
         "dedup_receipts": worker.get("dedup_receipts"),
         "loadgen_cpu_s": worker.get("loadgen_cpu_s"),
