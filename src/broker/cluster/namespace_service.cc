@@ -1,5 +1,7 @@
 #include "broker/cluster/namespace_service.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdlib>
@@ -492,8 +494,9 @@ void NamespaceService::acquire(const std::string& key,
             uint64_t l = 0, h = 0;
             if (prefix + n == key || !parseBundleName(n, &l, &h).isOk()) continue;
             if (l < hi && lo < h) {
-              return reply(failed(Status::closed("Bundle " + key + " overlaps owned bundle " +
-                                                 prefix + n + ": the bundles are changing")));
+              return reply(failed(Status::closed(
+                  fmt::format("Bundle {} overlaps owned bundle {}{}: the bundles are changing", key,
+                              prefix, n))));
             }
           }
           createOwnership(key, reply);
