@@ -7,7 +7,8 @@
 #                            [--tick-ms MS] [--port-base P [--listeners]]
 #   scripts/cluster.sh stop [-d DIR]
 #   scripts/cluster.sh status [-d DIR]   # one line per process: kind pid binary-port web-port
-#                                        # (a bookie's line: bookie pid port -)
+#                                        # (a bookie's line: bookie pid port -); exit 1 when
+#                                        # nothing runs or DIR does not exist (not created)
 #
 # start prints the binary service URL (pulsar://h:p1,h:p2,...) and the brokers' web URLs, after
 # `magnetar initialize-cluster-metadata` wrote the cluster "magnetar-cluster" (first start only).
@@ -48,7 +49,13 @@ case "$port_base" in ''|[1-9]*) ;; *) echo "cluster.sh: --port-base needs a port
 if [ "$listeners" = 1 ] && [ -z "$port_base" ]; then
   echo "cluster.sh: --listeners needs --port-base (listeners name fixed ports)" >&2; exit 2
 fi
-mkdir -p "$dir"
+# Only start creates DIR: status and stop of a directory that does not exist say so.
+if [ "$cmd" = start ]; then
+  mkdir -p "$dir"
+elif [ ! -d "$dir" ]; then
+  echo "cluster.sh: no cluster in $dir (no such directory)" >&2
+  exit 1
+fi
 dir=$(cd "$dir" && pwd)
 cluster=magnetar-cluster
 

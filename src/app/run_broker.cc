@@ -84,8 +84,10 @@ Result<storage::StorageOptions> storageOptionsFrom(const config::ServiceConfigur
   }
   constexpr std::string_view kRocks = "rocksdb:";
   if (url.rfind(kRocks, 0) != 0) {
-    return Status::invalidArgument("metadataStoreUrl '" + url +
-                                   "': only rocksdb:<directory> is supported by this build");
+    return Status::invalidArgument(
+        "metadataStoreUrl '" + url +
+        "': accepted forms are rocksdb:<directory> (the embedded store) and "
+        "zk:host:port[,host:port...][/chroot] (ZooKeeper, cluster mode: `magnetar broker`)");
   }
   std::string dir = url.substr(kRocks.size());
   if (dir.rfind("//", 0) == 0) dir = dir.substr(2);
@@ -210,9 +212,39 @@ Status writePortsFile(const std::string& path, const BoundPorts& p) {
   return Status::ok();
 }
 
-// Opens a ZooKeeper session for `url`, retrying every 5 s while ZooKeeper does not answer (a
-// clear error each time) until it does or a stop signal arrives (polled on mainLoop). Errors:
-// kInvalidArgument for a bad url; kClosed when stopped first.
+// Whether any "host:port" of a ZooKeeper host list ("h1:p1,h2:p2[/chroot]") accepts a TCP
+// connection within 1 s.
+bool anyZkServerAccepts(const std::string& hosts) {
+  std::string list = hosts.substr(0, hosts.find('/'));
+  asio::io_context io;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    std::string hp = list.substr(pos, comma - pos);
+    pos = comma + 1;
+    size_t colon = hp.rfind(':');
+    if (colon == std::string::npos) continue;
+    boost::system::error_code ec;
+    tcp::resolver resolver(io);
+    auto endpoints = resolver.resolve(hp.substr(0, colon), hp.substr(colon + 1), ec);
+    if (ec) continue;
+    tcp::socket sock(io);
+    bool connected = false;
+    asio::async_connect(sock, endpoints,
+                        [&](boost::system::error_code e, const tcp::endpoint&) { connected = !e; });
+    io.restart();
+    io.run_for(std::chrono::seconds(1));
+    if (connected) return true;
+  }
+  return false;
+}
+
+// Opens a ZooKeeper session for `url`. While no server of the list accepts connections, logs
+// "not reachable" at once and tries again every 5 s (kZkRetry), polling mainLoop for a stop
+// signal every 100 ms, so SIGTERM ends the wait at once. Errors: kInvalidArgument for a bad url;
+// kClosed when stopped first.
+constexpr std::chrono::seconds kZkRetry{5};
 Result<std::unique_ptr<metadata::Store>> openClusterStore(const std::string& url,
                                                           const config::ServiceConfiguration& cfg,
                                                           asio::io_context& mainLoop,
@@ -222,16 +254,34 @@ Result<std::unique_ptr<metadata::Store>> openClusterStore(const std::string& url
   zc.sessionTimeoutMs = static_cast<int>(cfg.metadataStoreSessionTimeoutMillis());
   zc.connectTimeoutMs = std::max(zc.sessionTimeoutMs, 5000);
   zc.operationTimeoutMs = cfg.metadataStoreOperationTimeoutSeconds() * 1000;
-  for (;;) {
-    auto store = metadata::openZkStore(zc);
-    if (store.isOk() || store.status().code() == StatusCode::kInvalidArgument) return store;
-    MLOG_ERROR("ZooKeeper at {} is not reachable ({}); trying again in 5 s", url,
-               store.status().message());
-    for (int i = 0; i < 50; ++i) {
+  auto hosts = metadata::parseZkUrl(url);
+  if (!hosts.isOk()) return hosts.status();
+  auto waitRetry = [&]() -> bool {  // false: stopped
+    auto until = std::chrono::steady_clock::now() + kZkRetry;
+    while (std::chrono::steady_clock::now() < until) {
       mainLoop.poll();
-      if (stopSignal) return Status::closed("stopped while waiting for ZooKeeper");
+      if (stopSignal) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
+    mainLoop.poll();
+    return !stopSignal;
+  };
+  for (;;) {
+    mainLoop.poll();
+    if (stopSignal) return Status::closed("stopped while waiting for ZooKeeper");
+    if (!anyZkServerAccepts(*hosts)) {
+      MLOG_ERROR(
+          "ZooKeeper at {} is not reachable (no server accepts connections); trying again "
+          "in {} s",
+          url, kZkRetry.count());
+      if (!waitRetry()) return Status::closed("stopped while waiting for ZooKeeper");
+      continue;
+    }
+    auto store = metadata::openZkStore(zc);
+    if (store.isOk() || store.status().code() == StatusCode::kInvalidArgument) return store;
+    MLOG_ERROR("ZooKeeper at {} is not reachable ({}); trying again in {} s", url,
+               store.status().message(), kZkRetry.count());
+    if (!waitRetry()) return Status::closed("stopped while waiting for ZooKeeper");
   }
 }
 
@@ -320,6 +370,7 @@ int runBroker(const BrokerOptions& options) {
     }
     broker::cluster::NamespaceServiceOptions nso;
     nso.clusterName = cfg.clusterName();
+    nso.sessionTimeoutMs = static_cast<int>(cfg.metadataStoreSessionTimeoutMillis());
     nso.defaultNumberOfNamespaceBundles = cfg.defaultNumberOfNamespaceBundles();
     nso.distributeBundlesEvenly = [config = options.config] {
       return config->loadBalancerDistributeBundlesEvenlyEnabled();
@@ -490,8 +541,9 @@ int runBroker(const BrokerOptions& options) {
       web.stop();
       service.stop();
       stopCluster();
-      return 1;
+      return s.code() == StatusCode::kInvalidArgument ? 2 : 1;
     }
+    service.setProducerNameGeneratorId(namespaceService->producerNameGeneratorId());
   }
   serving = true;
   MLOG_INFO("{} broker serving (cluster {})", options.standalone ? "Standalone" : "The",

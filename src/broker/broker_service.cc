@@ -235,7 +235,8 @@ std::vector<std::pair<std::string, PublishThrottleStats>> BrokerService::publish
 }
 
 std::string BrokerService::generateProducerName() {
-  return options_.clusterName + "-0-" + std::to_string(producerNameSeq_.fetch_add(1));
+  return options_.clusterName + "-" + std::to_string(producerNameGeneratorId_.load()) + "-" +
+         std::to_string(producerNameSeq_.fetch_add(1));
 }
 
 void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCallback cb) {

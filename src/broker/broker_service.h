@@ -134,7 +134,11 @@ class BrokerService {
   void createNamespace(const std::string& ns);
   bool namespaceExists(const std::string& ns) const;
 
+  // "{clusterName}-{generatorId}-{counter}" (Pulsar's DistributedIdGenerator names). Thread: any.
   std::string generateProducerName();
+  // Cluster mode: this broker's generator id from /counters/producer-name (unique among the
+  // brokers of the metadata store); standalone keeps 0. Thread: any, before producers connect.
+  void setProducerNameGeneratorId(int64_t id) { producerNameGeneratorId_.store(id); }
   // The publish buffer throttle of each pulsar-io loop, in loop order (metrics).
   std::vector<std::pair<std::string, PublishThrottleStats>> publishThrottleStats() const;
   void connectionClosed() {
@@ -320,6 +324,7 @@ class BrokerService {
   TopicEventListeners topicListeners_;
   RateRegistry rates_;
   std::atomic<uint64_t> producerNameSeq_{0};
+  std::atomic<int64_t> producerNameGeneratorId_{0};
   std::atomic<int64_t> activeConnections_{0};
   static constexpr std::chrono::seconds kMemoryTrimPeriod{5};
   static constexpr int64_t kMemoryTrimAfterCloses = 100;

@@ -231,6 +231,16 @@ Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
   return s;
 }
 
+Status ServerCnx::checkWritable() {
+  auto* ownership = service_.topicOwnership();
+  if (ownership == nullptr || ownership->writable()) return Status::ok();
+  // Its bundles may be another broker's by now (a pause past the ZooKeeper session): nothing is
+  // written or acknowledged; the client reconnects, looks up and sends again.
+  return Status::notAllowed(
+      "no confirmed ZooKeeper contact within the session timeout: refusing writes until there "
+      "is (the bundles may have moved)");
+}
+
 Status ServerCnx::dispatchFrame(const proto::BaseCommand& cmd, Buffer entry) {
   using T = proto::BaseCommand;
   // Liveness counts complete frames only (Pulsar's messageReceived()), not bytes.
@@ -253,10 +263,16 @@ Status ServerCnx::dispatchFrame(const proto::BaseCommand& cmd, Buffer entry) {
     case T::LOOKUP: handleLookup(cmd.lookuptopic()); break;
     case T::PARTITIONED_METADATA: handlePartitionedMetadata(cmd.partitionmetadata()); break;
     case T::PRODUCER: handleProducer(cmd.producer()); break;
-    case T::SEND: handleSend(cmd.send(), std::move(entry)); break;
+    case T::SEND:
+      if (Status w = checkWritable(); !w.isOk()) return w;
+      handleSend(cmd.send(), std::move(entry));
+      break;
     case T::SUBSCRIBE: handleSubscribe(cmd.subscribe()); break;
     case T::FLOW: handleFlow(cmd.flow()); break;
-    case T::ACK: handleAck(cmd.ack()); break;
+    case T::ACK:
+      if (Status w = checkWritable(); !w.isOk()) return w;
+      handleAck(cmd.ack());
+      break;
     case T::REDELIVER_UNACKNOWLEDGED_MESSAGES: handleRedeliver(cmd.redeliverunacknowledgedmessages()); break;
     case T::CLOSE_PRODUCER: handleCloseProducer(cmd.close_producer()); break;
     case T::CLOSE_CONSUMER: handleCloseConsumer(cmd.close_consumer()); break;

@@ -102,6 +102,9 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void onClosed() override;
   void onReadBatchDone() override;
   Status onFrame(const proto::BaseCommand& cmd, Buffer entry) override;
+  // ok, or kNotAllowed (the connection closes) while the broker's ownership lease is not
+  // confirmed (TopicOwnership::writable()).
+  Status checkWritable();
   // Charges a frame whose body is still to be read to the loop's publish buffer share.
   void onPartialFrameStart(size_t frameBytes) override;
   // While reads are paused by a limit, the rest of a charged frame and nothing more.

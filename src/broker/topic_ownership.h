@@ -50,6 +50,11 @@ class TopicOwnership {
   // Thread: any.
   virtual void boundariesOf(const std::string& ns, net::Executor* replyEx,
                             std::function<void(Result<std::vector<uint64_t>>)> cb) = 0;
+  // False while this broker may have lost its bundles without knowing yet (cluster mode: no
+  // confirmed contact with ZooKeeper for most of the session timeout, or the session is lost):
+  // publishes and acks must then not be written or acknowledged. Thread: any; one relaxed
+  // atomic load and a coarse clock read (cheap enough for every SEND).
+  virtual bool writable() const { return true; }
 };
 
 }  // namespace magnetar::broker

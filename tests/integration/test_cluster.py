@@ -667,31 +667,49 @@ def test_topics_spread_and_survive_a_killed_broker(cluster: Cluster) -> None:
         client.close()
 
 
+def topic_in_messages(web: str, topic: str) -> float:
+    """pulsar_in_messages_total of topic on the broker at web (0 when not listed)."""
+    text = requests.get(f"{web}/metrics", timeout=10).text
+    for line in text.splitlines():
+        if line.startswith("pulsar_in_messages_total{") and f'topic="{topic}"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
 def test_a_broker_paused_past_its_session_stops_serving_its_bundles(cluster: Cluster) -> None:
-    """SIGSTOP past the session timeout: another broker takes the bundle; once resumed, the
-    paused broker releases it (its session expired) and closes its clients, which move to the
-    new owner: what the producer sends then reaches the consumer through the new owner."""
+    """SIGSTOP past the session timeout: another broker takes the bundle. What the producer sent
+    during the pause sits in the paused broker's socket: once resumed, that broker must neither
+    write it nor acknowledge it (its ownership lease ran out), so the client sends it again to
+    the new owner, where it lands once. Then the paused broker releases the bundle (its session
+    expired) and its clients move to the new owner."""
     brokers = cluster.brokers()
     assert len(brokers) >= 2
     client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
     topic = f"public/default/paused-{uuid.uuid4().hex[:8]}"
+    full = f"persistent://{topic}"
     try:
-        consumer = client.subscribe(f"persistent://{topic}", "sub",
-                                    initial_position=pulsar.InitialPosition.Earliest)
-        producer = client.create_producer(f"persistent://{topic}", send_timeout_millis=60000)
+        consumer = client.subscribe(full, "sub", initial_position=pulsar.InitialPosition.Earliest)
+        producer = client.create_producer(full, send_timeout_millis=60000,
+                                          batching_enabled=False)
         paused = lookup(cluster.web_of(next(iter(brokers))), topic)
-        other = next(b for b in brokers if b != paused)
-        other_web = cluster.web_of(other)
-        paused_log = os.path.join(cluster.dir, next(
-            d for d in os.listdir(cluster.dir) if d.startswith("broker-")
-            and open(os.path.join(cluster.dir, d, "broker.pid")).read().strip()
-            == str(brokers[paused])), "broker.log")
+        paused_web = cluster.web_of(paused)
+        producer.send(b"before")
+        assert consumer.receive(10000).data() == b"before"
+        assert topic_in_messages(paused_web, full) == 1
+        asked = cluster.web_of(next(b for b in brokers if b != paused))
+        paused_log = broker_log(cluster, brokers[paused])
+        results: list[bool] = []
         os.kill(brokers[paused], signal.SIGSTOP)
         try:
+            for i in range(5):
+                producer.send_async(f"paused-{i}".encode(),
+                                    lambda res, _id: results.append(res == pulsar.Result.Ok))
             t0 = time.monotonic()
+            other = ""
             while True:
                 try:
-                    if lookup(other_web, topic) == other:
+                    other = lookup(asked, topic)
+                    if other != paused:
                         break
                 except requests.RequestException:
                     pass
@@ -701,6 +719,7 @@ def test_a_broker_paused_past_its_session_stops_serving_its_bundles(cluster: Clu
                   f"SIGSTOP (session timeout {SESSION_TIMEOUT_MS} ms)")
         finally:
             os.kill(brokers[paused], signal.SIGCONT)
+        other_web = cluster.web_of(other)
 
         def released() -> bool:
             with open(paused_log) as f:
@@ -710,13 +729,123 @@ def test_a_broker_paused_past_its_session_stops_serving_its_bundles(cluster: Clu
         while not released():
             assert time.monotonic() < deadline, "the resumed broker kept its bundles"
             time.sleep(0.1)
+        producer.flush()
+        assert results == [True] * 5, results
+        got = [consumer.receive(30000).data() for _ in range(5)]
+        assert got == [f"paused-{i}".encode() for i in range(5)], got
+        with pytest.raises(Exception):  # noqa: B017 (the client's Timeout)
+            consumer.receive(500)  # once each
+        # The resumed broker wrote none of them.
+        assert topic_in_messages(paused_web, full) == 1
+        assert topic_in_messages(other_web, full) == 5
         producer.send(b"after-resume")
-        m = consumer.receive(30000)
-        assert m.data() == b"after-resume"
+        assert consumer.receive(30000).data() == b"after-resume"
         # The resumed broker now names the new owner too.
-        assert lookup(cluster.web_of(paused), topic) == other
+        assert lookup(paused_web, topic) == other
     finally:
         client.close()
+
+
+def test_producer_names_are_unique_across_brokers(cluster: Cluster) -> None:
+    """Pulsar's DistributedIdGenerator: each broker's generator id is the number of its
+    ephemeral sequential znode under /counters/producer-name, names are
+    {clusterName}-{generatorId}-{counter}: two brokers never hand out the same name."""
+    brokers = sorted(cluster.brokers())
+    webs = {b: cluster.web_of(b) for b in brokers}
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        names: dict[str, str] = {}  # owner -> a generated producer name
+        for i in range(60):
+            topic = f"public/default/pname-{uuid.uuid4().hex[:8]}-{i}"
+            owner = lookup(webs[brokers[0]], topic)
+            if owner in names:
+                continue
+            p = client.create_producer(f"persistent://{topic}")
+            names[owner] = p.producer_name()
+            p.close()
+            if len(names) == len(brokers):
+                break
+        assert len(names) >= 2, names
+        generators = {n.rsplit("-", 2)[1] for n in names.values()}
+        assert all(n.startswith("magnetar-cluster-") for n in names.values()), names
+        assert len(generators) == len(names), names
+        with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+            children = zk.children("/counters/producer-name")
+        # Ephemeral: a broker whose session expired keeps its id, its znode is gone (as Pulsar);
+        # the sequence never hands the id out again.
+        assert children and all(c.startswith("-") and c[1:].isdigit() for c in children), children
+        assert all(g.isdigit() for g in generators), names
+    finally:
+        client.close()
+
+
+def broker_log(cluster: Cluster, pid: int) -> str:
+    """The broker.log of the broker process pid."""
+    return os.path.join(cluster.dir, next(
+        d for d in os.listdir(cluster.dir) if d.startswith("broker-")
+        and open(os.path.join(cluster.dir, d, "broker.pid")).read().strip() == str(pid)),
+        "broker.log")
+
+
+def pause_past_session(cluster: Cluster, pid: int) -> None:
+    """SIGSTOP pid past its ZooKeeper session, SIGCONT, and wait until it runs on a new session."""
+    log = broker_log(cluster, pid)
+
+    def registered_again() -> int:
+        with open(log) as f:
+            return f.read().count("Registered again as")
+
+    before = registered_again()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(SESSION_TIMEOUT_MS / 1000 + 2)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    wait_until(lambda: registered_again() > before, 15, "registration on a new session")
+
+
+def test_a_new_session_rereads_the_configuration_store(cluster: Cluster) -> None:
+    """After its session expired, a broker must see what changed in ZooKeeper since (a split,
+    tenants created and deleted): its old watches died with the session. Else it takes a
+    pre-split bundle and two brokers own one topic."""
+    brokers = cluster.brokers()
+    webs = {b: cluster.web_of(b) for b in brokers}
+    urls = sorted(brokers)
+    a, paused = urls[0], urls[-1]
+    run = uuid.uuid4().hex[:8]
+    tenant, gone, ns = f"ses-{run}", f"ses-{run}-gone", f"ses-{run}/ns"
+    for t in (tenant, gone):
+        assert requests.put(f"{webs[a]}/admin/v2/tenants/{t}",
+                            json={"allowedClusters": ["magnetar-cluster"]}, timeout=10).ok
+    assert requests.put(f"{webs[a]}/admin/v2/namespaces/{ns}",
+                        json={"bundles": {"numBundles": 2}}, timeout=10).ok
+    for w in webs.values():  # every broker has the 2-bundle cut cached
+        wait_until(lambda w=w: requests.get(f"{w}/admin/v2/namespaces/{ns}/bundles",
+                                            timeout=10).ok, what="the namespace")
+        assert requests.get(f"{w}/admin/v2/namespaces/{ns}/bundles",
+                            timeout=10).json()["numBundles"] == 2
+    pause_past_session(cluster, brokers[paused])
+    # Changes made through another broker after the new session began.
+    assert requests.put(f"{webs[a]}/admin/v2/namespaces/{ns}/0x00000000_0x80000000/split",
+                        timeout=30).status_code == 204
+    assert requests.delete(f"{webs[a]}/admin/v2/tenants/{gone}", timeout=10).status_code == 204
+    fresh = f"ses-{run}-new"
+    assert requests.put(f"{webs[a]}/admin/v2/tenants/{fresh}",
+                        json={"allowedClusters": ["magnetar-cluster"]}, timeout=10).ok
+    pw = webs[paused]
+    wait_until(lambda: fresh in requests.get(f"{pw}/admin/v2/tenants", timeout=10).json()
+               and gone not in requests.get(f"{pw}/admin/v2/tenants", timeout=10).json(),
+               what="the tenant changes on the resumed broker")
+    wait_until(lambda: requests.get(f"{pw}/admin/v2/namespaces/{ns}/bundles",
+                                    timeout=10).json()["numBundles"] == 3,
+               what="the split on the resumed broker")
+    # An authoritative lookup there of a topic of the first quarter takes the new bundle only.
+    name = next(f"{ns}/t{i}" for i in range(1000)
+                if zlib.crc32(f"persistent://{ns}/t{i}".encode()) < 0x40000000)
+    assert lookup(pw, name, authoritative=True)
+    owned = owned_bundles(cluster, ns)
+    assert "0x00000000_0x80000000" not in owned, owned
+    assert "0x00000000_0x40000000" in owned, owned
 
 
 def test_bundle_unload_redirects_to_the_owner_and_moves_the_bundle(cluster: Cluster) -> None:
@@ -828,6 +957,79 @@ def test_zookeeper_lost_while_serving(cluster: Cluster) -> None:
             seen.append(consumer.receive(10000).data())
     finally:
         client.close()
+
+
+def start_lone_broker(tmp: str, *settings: str) -> subprocess.Popen:
+    """`magnetar broker` on free ports with data under tmp; its output in tmp/broker.log."""
+    log = open(os.path.join(tmp, "broker.log"), "w")  # noqa: SIM115 (kept open by the child)
+    args = [magnetar_bin(), "broker", "--set", "brokerServicePort=0", "--set", "webServicePort=0",
+            "--set", "bindAddress=127.0.0.1", "--set", "advertisedAddress=127.0.0.1",
+            "--set", f"journalDirectory={tmp}/data/journal"]
+    for kv in settings:
+        args += ["--set", kv]
+    return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
+
+
+def test_a_broker_of_an_unknown_cluster_refuses_to_start(cluster: Cluster, tmp_path) -> None:
+    """clusterName not under /admin/clusters (or not set: the default "standalone"): exit 2 with
+    a clear error, before it registers; no broker joins the cluster's pool."""
+    before = cluster.brokers()
+    for settings in ([f"clusterName=other-{uuid.uuid4().hex[:6]}"], []):
+        d = tmp_path / f"b{len(settings)}"
+        d.mkdir()
+        p = start_lone_broker(str(d), f"metadataStoreUrl=zk:127.0.0.1:{cluster.zk_port}",
+                              *settings)
+        try:
+            assert p.wait(30) == 2
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        out = (d / "broker.log").read_text()
+        assert "is not a cluster of this metadata store" in out, out
+        assert "magnetar-cluster" in out, out
+        if not settings:
+            assert "clusterName=standalone (the default: is clusterName set?)" in out, out
+    with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+        assert len(zk.children("/loadbalance/brokers")) == len(before)
+
+
+def test_zookeeper_down_at_start_and_bad_urls(tmp_path) -> None:
+    """No ZooKeeper: "not reachable" is logged at once and SIGTERM ends the wait at once;
+    metadataStoreUrl=zookeeper:... is refused naming the accepted forms."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed
+    p = start_lone_broker(str(tmp_path), f"metadataStoreUrl=zk:127.0.0.1:{port}",
+                          "clusterName=magnetar-cluster")
+    log = tmp_path / "broker.log"
+    try:
+        t0 = time.monotonic()
+        wait_until(lambda: "is not reachable" in log.read_text(), 3, "the first not-reachable")
+        first = time.monotonic() - t0
+        time.sleep(0.5)
+        p.send_signal(signal.SIGTERM)
+        t1 = time.monotonic()
+        rc = p.wait(5)
+        stopped = time.monotonic() - t1
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert rc != 0 and stopped < 2, (rc, stopped)
+    print(f"\nZooKeeper down at start: first error after {first:.2f} s, exit {stopped:.2f} s "
+          "after SIGTERM")
+    d = tmp_path / "bad"
+    d.mkdir()
+    p = start_lone_broker(str(d), f"metadataStoreUrl=zookeeper:127.0.0.1:{port}")
+    try:
+        assert p.wait(20) == 2
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    out = (d / "broker.log").read_text()
+    assert "zk:host:port" in out and "rocksdb:" in out, out
 
 
 def free_port_run(n: int) -> int:

@@ -61,6 +61,7 @@ void ConfigurationStore::stop() {
   if (stopped_) return;
   stopped_ = true;
   if (listener_) config_->unregisterListener(*listener_);
+  if (sessionListener_) config_->unregisterListener(*sessionListener_);
   loop_.stop();
 }
 
@@ -78,6 +79,11 @@ Status ConfigurationStore::start() {
   loop_.start();
   listener_ = config_->registerListener(
       [this](const metadata::Notification& n) { onNotification(n); }, &loop_);
+  sessionListener_ = config_->registerSessionListener(
+      [this](metadata::SessionEvent e) {
+        if (e == metadata::SessionEvent::kSessionReestablished) resync();
+      },
+      &loop_);
   // The roots exist (initialize-cluster-metadata writes /admin/policies; a child watch needs the
   // node).
   for (const char* root : {kPoliciesRoot, kPartitionedRoot}) {
@@ -105,35 +111,46 @@ Status ConfigurationStore::start() {
   return Status::ok();
 }
 
-void ConfigurationStore::listChildren(Tree tree, const std::string& path, int depth) {
+void ConfigurationStore::resync() {
+  MAGNETAR_DCHECK_ON(loop_);
+  if (stopped_) return;
+  MLOG_INFO(
+      "Configuration store: new ZooKeeper session; reading tenants, namespaces and "
+      "partitioned topics again");
+  listChildren(Tree::kPolicies, kPoliciesRoot, 0, true);
+  listChildren(Tree::kPartitioned, kPartitionedRoot, 0, true);
+}
+
+void ConfigurationStore::listChildren(Tree tree, const std::string& path, int depth, bool all) {
   MAGNETAR_DCHECK_ON(loop_);
   begin();
-  config_->getChildren(path, &loop_, [this, tree, path, depth](Result<std::vector<std::string>> r) {
-    if (!r.isOk()) {
-      MLOG_WARN("configuration store: cannot list {}: {}", path, r.status().message());
-      {
-        std::lock_guard<std::mutex> lock(loadMu_);
-        if (loadError_.isOk()) loadError_ = r.status();
-      }
-      return end();
-    }
-    std::set<std::string> now(r->begin(), r->end());
-    std::set<std::string> old = children_[path];
-    children_[path] = now;
-    for (const auto& c : now) {
-      if (old.count(c)) continue;
-      std::string child = childPath(path, c);
-      int d = depth + 1;
-      bool container = tree == Tree::kPolicies ? d < 2 : d < 4;
-      bool data = tree == Tree::kPolicies ? d >= 1 : d == 4;
-      if (data) readNode(tree, child, d);
-      if (container) listChildren(tree, child, d);
-    }
-    for (const auto& c : old) {
-      if (!now.count(c)) forget(tree, childPath(path, c), depth + 1);
-    }
-    end();
-  });
+  config_->getChildren(
+      path, &loop_, [this, tree, path, depth, all](Result<std::vector<std::string>> r) {
+        if (!r.isOk()) {
+          MLOG_WARN("configuration store: cannot list {}: {}", path, r.status().message());
+          {
+            std::lock_guard<std::mutex> lock(loadMu_);
+            if (loadError_.isOk()) loadError_ = r.status();
+          }
+          return end();
+        }
+        std::set<std::string> now(r->begin(), r->end());
+        std::set<std::string> old = children_[path];
+        children_[path] = now;
+        for (const auto& c : now) {
+          if (old.count(c) && !all) continue;
+          std::string child = childPath(path, c);
+          int d = depth + 1;
+          bool container = tree == Tree::kPolicies ? d < 2 : d < 4;
+          bool data = tree == Tree::kPolicies ? d >= 1 : d == 4;
+          if (data) readNode(tree, child, d);
+          if (container) listChildren(tree, child, d, all);
+        }
+        for (const auto& c : old) {
+          if (!now.count(c)) forget(tree, childPath(path, c), depth + 1);
+        }
+        end();
+      });
 }
 
 void ConfigurationStore::readNode(Tree tree, const std::string& path, int depth) {
@@ -216,7 +233,7 @@ void ConfigurationStore::forget(Tree tree, const std::string& path, int depth) {
   if (tree == Tree::kPolicies && depth == 1) {
     service_->applySharedTenant((*c)[0], std::nullopt);
   } else if (tree == Tree::kPolicies && depth == 2) {
-    service_->applySharedNamespace((*c)[0] + "/" + (*c)[1], std::nullopt);
+    applyNamespaceValue((*c)[0] + "/" + (*c)[1], path, std::nullopt);  // forgets its text too
   } else if (tree == Tree::kPartitioned && depth == 4) {
     service_->applySharedPartitioned(topicOf(*c), std::nullopt);
   }

@@ -10,6 +10,10 @@
 // milliseconds later), and every write goes to ZooKeeper first (BrokerService then applies it).
 // Deleting a namespace also deletes its /admin/local-policies node from the local store.
 //
+// A new ZooKeeper session (the old one expired) has none of the old one's watches: on
+// kSessionReestablished every node is listed and read again (watches set anew), what went meanwhile
+// is forgotten (as Pulsar's metadata caches invalidate everything on SessionReestablished).
+//
 // Thread: its own loop `configuration-store` runs the watches and the loading; the blocking
 // SharedConfig calls wait on it from the caller's thread (not an I/O loop, never this loop).
 #pragma once
@@ -73,8 +77,11 @@ class ConfigurationStore : public SharedConfig {
  private:
   enum class Tree { kPolicies, kPartitioned };
   // Loop only: lists `path`'s children (setting a child watch) and loads the new ones, forgets
-  // the gone ones. depth: of path below its tree's root (0 for the root).
-  void listChildren(Tree tree, const std::string& path, int depth);
+  // the gone ones. depth: of path below its tree's root (0 for the root). all: read and list
+  // every child again, not only the new ones (a new session: the watches must be set again).
+  void listChildren(Tree tree, const std::string& path, int depth, bool all = false);
+  // Loop only: on a new session, lists and reads everything again.
+  void resync();
   // Loop only: (re)reads a data node (tenant, namespace, partitioned topic) and applies it.
   void readNode(Tree tree, const std::string& path, int depth);
   void forget(Tree tree, const std::string& path, int depth);
@@ -100,6 +107,7 @@ class ConfigurationStore : public SharedConfig {
   ConfigurationStoreOptions options_;
   net::EventLoop loop_{"configuration-store"};
   std::optional<uint64_t> listener_;
+  std::optional<uint64_t> sessionListener_;
   bool stopped_ = false;
 
   // Loop only: children last listed, by path.

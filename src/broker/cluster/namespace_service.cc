@@ -1,7 +1,11 @@
 #include "broker/cluster/namespace_service.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <boost/asio/steady_timer.hpp>
+#include <cstdlib>
+#include <ctime>
 #include <future>
 #include <limits>
 
@@ -15,11 +19,20 @@ namespace {
 
 constexpr const char* kBrokersRoot = "/loadbalance/brokers";
 constexpr const char* kLeaderPath = "/loadbalance/leader";
+// Pulsar's BrokerService.PRODUCER_NAME_GENERATOR_PATH.
+constexpr const char* kProducerNameCounter = "/counters/producer-name";
 constexpr const char* kPoliciesRoot = "/admin/policies/";
 constexpr const char* kLocalPoliciesRoot = "/admin/local-policies/";
 constexpr const char* kNamespaceRoot = "/namespace/";
 // The leader counts a bundle it handed out for this long, until the broker's report shows it.
 constexpr auto kRecentWindow = std::chrono::seconds(30);
+
+// The lease's clock: CLOCK_MONOTONIC_COARSE (a few ns to read, ms resolution), in ns.
+int64_t coarseNowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 int64_t nowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -88,7 +101,39 @@ Status NamespaceService::start(const BrokerUrls& self) {
     uint64_t id = config_->registerListener(
         [this](const metadata::Notification& n) { onNotification(n); }, &loop_);
     configListener_ = id;
+    configSessionListener_ = config_->registerSessionListener(
+        [this](metadata::SessionEvent e) { onConfigSession(e); }, &loop_);
   }
+  int64_t registeringNs = coarseNowNs();
+  // clusterName must be a cluster of this configuration store (initialize-cluster-metadata):
+  // a broker of another (or no) cluster would share the brokers and bundles of this one.
+  auto known = std::make_shared<std::promise<Status>>();
+  auto checked = known->get_future();
+  loop_.execute([this, known] {
+    config_->getChildren(
+        "/admin/clusters", &loop_, [this, known](const Result<std::vector<std::string>>& r) {
+          if (!r.isOk()) return known->set_value(r.status());
+          if (std::find(r->begin(), r->end(), options_.clusterName) != r->end()) {
+            return known->set_value(Status::ok());
+          }
+          std::string list;
+          for (const auto& c : *r) {
+            if (c == "global") continue;
+            list += (list.empty() ? "" : ", ") + c;
+          }
+          known->set_value(Status::invalidArgument(
+              "clusterName=" + options_.clusterName +
+              (options_.clusterName == "standalone" ? " (the default: is clusterName set?)" : "") +
+              " is not a cluster of this metadata store (/admin/clusters has: " +
+              (list.empty() ? "none" : list) +
+              "); set clusterName, or run `magnetar initialize-cluster-metadata --cluster " +
+              options_.clusterName + "` first"));
+        });
+  });
+  if (checked.wait_for(std::chrono::seconds(45)) != std::future_status::ready) {
+    return Status::error(StatusCode::kTimeout, "no answer for /admin/clusters in 45 s");
+  }
+  if (Status c = checked.get(); !c.isOk()) return c;
   auto done = std::make_shared<std::promise<Status>>();
   auto registered = done->get_future();
   loop_.execute(
@@ -98,11 +143,27 @@ Status NamespaceService::start(const BrokerUrls& self) {
   }
   Status s = registered.get();
   if (!s.isOk()) return s;
+  auto gen = std::make_shared<std::promise<Result<int64_t>>>();
+  auto generated = gen->get_future();
+  loop_.execute(
+      [this, gen] { takeGeneratorId([gen](const Result<int64_t>& r) { gen->set_value(r); }); });
+  if (generated.wait_for(std::chrono::seconds(45)) != std::future_status::ready) {
+    return Status::error(StatusCode::kTimeout, "no answer for /counters/producer-name in 45 s");
+  }
+  auto id = generated.get();
+  if (!id.isOk()) return id.status();
+  generatorId_ = *id;
+  // The registration was answered: the lease runs from its sending.
+  leaseUntilNs_.store(registeringNs + static_cast<int64_t>(options_.sessionTimeoutMs) * 750000,
+                      std::memory_order_relaxed);
   {
     MutexLock lock(mu_);
     ready_ = true;
   }
-  loop_.execute([this] { elect(); });
+  loop_.execute([this] {
+    elect();
+    renewLease();
+  });
   MLOG_INFO("Registered in the cluster as {} ({})", self_.brokerId, self_.pulsarServiceUrl);
   return Status::ok();
 }
@@ -112,6 +173,7 @@ void NamespaceService::stop() {
   stopped_ = true;
   for (uint64_t id : listenerIds_) store_->unregisterListener(id);
   if (configListener_) config_->unregisterListener(*configListener_);
+  if (configSessionListener_) config_->unregisterListener(*configSessionListener_);
   {
     MutexLock lock(mu_);
     ready_ = false;
@@ -150,6 +212,34 @@ void NamespaceService::registerSelf(int triesLeft, const std::function<void(Stat
               });
 }
 
+void NamespaceService::takeGeneratorId(const std::function<void(Result<int64_t>)>& done) {
+  MAGNETAR_DCHECK_ON(loop_);
+  metadata::PutOptions base;
+  base.expectedVersion = metadata::kNotExists;
+  store_->put(
+      kProducerNameCounter, "", base, &loop_, [this, done](const Result<metadata::Stat>& r) {
+        if (!r.isOk() && r.status().code() != StatusCode::kBadVersion) return done(r.status());
+        metadata::PutOptions o;
+        o.ephemeral = true;
+        o.sequential = true;
+        o.expectedVersion = metadata::kNotExists;
+        store_->put(std::string(kProducerNameCounter) + "/-", "", o, &loop_,
+                    [done](const Result<metadata::Stat>& c) {
+                      if (!c.isOk()) return done(c.status());
+                      const std::string& path = c->path;
+                      std::string seq = path.substr(path.rfind('-') + 1);
+                      char* end = nullptr;
+                      long long n = std::strtoll(seq.c_str(), &end, 10);
+                      if (seq.empty() || *end != '\0') {
+                        return done(Status::ioError("unexpected sequential node " + path));
+                      }
+                      MLOG_INFO("Created sequential node at {}: producer-name generator id {}",
+                                path, n);
+                      done(static_cast<int64_t>(n));
+                    });
+      });
+}
+
 void NamespaceService::lookup(const TopicName& topic, bool authoritative,
                               const std::string& listenerName, net::Executor* replyEx,
                               LookupCallback cb) {
@@ -172,6 +262,26 @@ void NamespaceService::lookup(const TopicName& topic, bool authoritative,
     }
   }
   loop_.execute([this, topic, authoritative, reply] { lookupOnLoop(topic, authoritative, reply); });
+}
+
+bool NamespaceService::writable() const {
+  return coarseNowNs() < leaseUntilNs_.load(std::memory_order_relaxed);
+}
+
+void NamespaceService::renewLease() {
+  MAGNETAR_DCHECK_ON(loop_);
+  if (stopped_) return;
+  int64_t sentNs = coarseNowNs();
+  uint64_t generation = sessionGeneration_;
+  store_->exists(kBrokersRoot, &loop_, [this, sentNs, generation](const Result<bool>& r) {
+    if (!r.isOk() || generation != sessionGeneration_) return;  // no contact, or an old session
+    int64_t until = sentNs + static_cast<int64_t>(options_.sessionTimeoutMs) * 750000;
+    if (until > leaseUntilNs_.load(std::memory_order_relaxed)) {
+      leaseUntilNs_.store(until, std::memory_order_relaxed);
+    }
+  });
+  after(std::chrono::milliseconds(std::max(options_.sessionTimeoutMs / 4, 50)),
+        [this] { renewLease(); });
 }
 
 bool NamespaceService::owns(const TopicName& topic) const {
@@ -287,7 +397,7 @@ void NamespaceService::lookupOnLoop(const TopicName& topic, bool authoritative,
   getBoundaries(ns, [this, ns, hash, authoritative, reply](Result<Boundaries> b) {
     if (!b.isOk()) return reply(failed(b.status()));
     std::string key = bundleKey(ns, *b, findBundle(*b, hash));
-    resolveBundle(key, authoritative, reply);
+    resolveBundle(key, authoritative, reply, hash);
   });
 }
 
@@ -305,7 +415,8 @@ LookupAnswer NamespaceService::connectTo(const BrokerUrls& u) const {
 }
 
 void NamespaceService::resolveBundle(const std::string& key, bool authoritative,
-                                     const std::function<void(LookupAnswer)>& reply) {
+                                     const std::function<void(LookupAnswer)>& reply,
+                                     std::optional<uint32_t> hash) {
   MAGNETAR_DCHECK_ON(loop_);
   {
     MutexLock lock(mu_);
@@ -317,7 +428,7 @@ void NamespaceService::resolveBundle(const std::string& key, bool authoritative,
   std::string path = ownershipPath(key);
   store_->get(
       path, &loop_,
-      [this, key, path, authoritative, reply](Result<std::optional<metadata::GetResult>> r) {
+      [this, key, path, authoritative, reply, hash](Result<std::optional<metadata::GetResult>> r) {
         if (!r.isOk()) return reply(failed(r.status()));
         if (r->has_value()) {
           auto owner = parseNamespaceEphemeralData((*r)->value, path);
@@ -340,17 +451,61 @@ void NamespaceService::resolveBundle(const std::string& key, bool authoritative,
           MutexLock lock(mu_);
           leader = leader_;
         }
-        if (authoritative) return acquire(key, reply);
-        if (leader) return assignAsLeader(key, reply);
+        if (authoritative) return acquire(key, reply, hash);
+        if (leader) return assignAsLeader(key, reply, hash);
         if (!leaderId_.empty() && leaderId_ != self_.brokerId) {
-          return redirectToLeader(key, reply);
+          return redirectToLeader(key, reply, hash);
         }
-        acquire(key, reply);
+        acquire(key, reply, hash);
       });
 }
 
 void NamespaceService::acquire(const std::string& key,
-                               const std::function<void(LookupAnswer)>& reply) {
+                               const std::function<void(LookupAnswer)>& reply,
+                               std::optional<uint32_t> hash) {
+  MAGNETAR_DCHECK_ON(loop_);
+  // Pulsar reads the bundles from LocalPolicies when it takes one: never from a cache here, which
+  // may predate a split made through another broker (a missed watch: two owners of one topic).
+  size_t slash = key.rfind('/');
+  std::string ns = key.substr(0, slash);
+  uint64_t lo = 0, hi = 0;
+  if (Status s = parseBundleName(key.substr(slash + 1), &lo, &hi); !s.isOk()) {
+    return reply(failed(s));
+  }
+  loadBoundaries(ns, [this, key, ns, lo, hi, hash, reply](Result<Boundaries> b) {
+    if (!b.isOk()) return reply(failed(b.status()));
+    size_t i = 0;
+    while (i + 1 < b->size() && !((*b)[i] == lo && (*b)[i + 1] == hi)) ++i;
+    if (i + 1 >= b->size()) {
+      if (!hash) {
+        return reply(failed(Status::notFound("Bundle " + key + " is not a bundle of " + ns +
+                                             " (its bundles changed)")));
+      }
+      MLOG_INFO("Bundle {} is no longer a bundle of {} (split): looking up again", key, ns);
+      return resolveBundle(bundleKey(ns, *b, findBundle(*b, *hash)), true, reply, hash);
+    }
+    // No other owned bundle may overlap it (a split in progress elsewhere).
+    std::string dir = kNamespaceRoot + ns;
+    store_->getChildren(
+        dir, &loop_, [this, key, lo, hi, reply](Result<std::vector<std::string>> names) {
+          if (!names.isOk()) return reply(failed(names.status()));
+          std::string prefix = key.substr(0, key.rfind('/') + 1);
+          for (const auto& n : *names) {
+            uint64_t l = 0, h = 0;
+            if (prefix + n == key || !parseBundleName(n, &l, &h).isOk()) continue;
+            if (l < hi && lo < h) {
+              return reply(failed(Status::closed(
+                  fmt::format("Bundle {} overlaps owned bundle {}{}: the bundles are changing", key,
+                              prefix, n))));
+            }
+          }
+          createOwnership(key, reply);
+        });
+  });
+}
+
+void NamespaceService::createOwnership(const std::string& key,
+                                       const std::function<void(LookupAnswer)>& reply) {
   MAGNETAR_DCHECK_ON(loop_);
   std::string path = ownershipPath(key);
   metadata::PutOptions o;
@@ -377,11 +532,12 @@ void NamespaceService::acquire(const std::string& key,
 }
 
 void NamespaceService::assignAsLeader(const std::string& key,
-                                      const std::function<void(LookupAnswer)>& reply) {
+                                      const std::function<void(LookupAnswer)>& reply,
+                                      std::optional<uint32_t> hash) {
   MAGNETAR_DCHECK_ON(loop_);
   store_->getChildren(
-      kBrokersRoot, &loop_, [this, key, reply](Result<std::vector<std::string>> names) {
-        if (!names.isOk() || names->empty()) return acquire(key, reply);
+      kBrokersRoot, &loop_, [this, key, reply, hash](Result<std::vector<std::string>> names) {
+        if (!names.isOk() || names->empty()) return acquire(key, reply, hash);
         struct Gather {
           std::map<std::string, BrokerReport> reports;
           size_t pending = 0;
@@ -392,7 +548,8 @@ void NamespaceService::assignAsLeader(const std::string& key,
           std::string path = std::string(kBrokersRoot) + "/" + name;
           store_->get(
               path, &loop_,
-              [this, g, name, path, key, reply](Result<std::optional<metadata::GetResult>> r) {
+              [this, g, name, path, key, reply,
+               hash](Result<std::optional<metadata::GetResult>> r) {
                 if (r.isOk() && r->has_value()) {
                   auto rep = parseLocalBrokerData((*r)->value, path);
                   if (rep.isOk()) {
@@ -416,10 +573,10 @@ void NamespaceService::assignAsLeader(const std::string& key,
                 std::string best = pickBroker(
                     counted, key,
                     !options_.distributeBundlesEvenly || options_.distributeBundlesEvenly());
-                if (best.empty()) return acquire(key, reply);
+                if (best.empty()) return acquire(key, reply, hash);
                 // Counted at once, so the assignments decided before the reports show them spread.
                 recent_[best].emplace_back(now, key);
-                if (best == self_.brokerId) return acquire(key, reply);
+                if (best == self_.brokerId) return acquire(key, reply, hash);
                 LookupAnswer a = connectTo(g->reports[best].urls);
                 a.redirect = true;
                 a.authoritative = true;
@@ -431,18 +588,20 @@ void NamespaceService::assignAsLeader(const std::string& key,
 }
 
 void NamespaceService::redirectToLeader(const std::string& key,
-                                        const std::function<void(LookupAnswer)>& reply) {
+                                        const std::function<void(LookupAnswer)>& reply,
+                                        std::optional<uint32_t> hash) {
   MAGNETAR_DCHECK_ON(loop_);
   std::string path = std::string(kBrokersRoot) + "/" + leaderId_;
-  store_->get(path, &loop_, [this, key, path, reply](Result<std::optional<metadata::GetResult>> r) {
-    if (!r.isOk() || !r->has_value()) return acquire(key, reply);
-    auto rep = parseLocalBrokerData((*r)->value, path);
-    if (!rep.isOk()) return acquire(key, reply);
-    LookupAnswer a = connectTo(rep->urls);
-    a.redirect = true;
-    a.authoritative = false;
-    reply(std::move(a));
-  });
+  store_->get(path, &loop_,
+              [this, key, path, reply, hash](Result<std::optional<metadata::GetResult>> r) {
+                if (!r.isOk() || !r->has_value()) return acquire(key, reply, hash);
+                auto rep = parseLocalBrokerData((*r)->value, path);
+                if (!rep.isOk()) return acquire(key, reply, hash);
+                LookupAnswer a = connectTo(rep->urls);
+                a.redirect = true;
+                a.authoritative = false;
+                reply(std::move(a));
+              });
 }
 
 void NamespaceService::publishRegistration() {
@@ -586,9 +745,21 @@ void NamespaceService::onSession(metadata::SessionEvent e) {
   MAGNETAR_DCHECK_ON(loop_);
   switch (e) {
     case metadata::SessionEvent::kSessionLost:
+      // No write from here until a request of the new session is answered (after the release).
+      leaseUntilNs_.store(0, std::memory_order_relaxed);
+      ++sessionGeneration_;
       releaseAll("ZooKeeper session expired");
+      {
+        // The cuts' watches went with the session: read them again at the next use.
+        MutexLock lock(mu_);
+        boundaries_.clear();
+      }
       break;
-    case metadata::SessionEvent::kSessionReestablished:
+    case metadata::SessionEvent::kSessionReestablished: {
+      MutexLock lock(mu_);
+      boundaries_.clear();
+    }
+      owners_.clear();
       registerSelf(60, [this](const Status& s) {
         if (!s.isOk()) {
           MLOG_ERROR("{}", s.message());
@@ -604,6 +775,22 @@ void NamespaceService::onSession(metadata::SessionEvent e) {
     case metadata::SessionEvent::kReconnected:
       MLOG_INFO("ZooKeeper connection back, same session");
       break;
+  }
+}
+
+void NamespaceService::onConfigSession(metadata::SessionEvent e) {
+  MAGNETAR_DCHECK_ON(loop_);
+  if (e != metadata::SessionEvent::kSessionReestablished) return;
+  std::vector<std::string> known;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [ns, b] : boundaries_) known.push_back(ns);
+  }
+  // Kept meanwhile: owns() must not refuse the clients of owned bundles in between.
+  for (const auto& ns : known) {
+    loadBoundaries(ns, [ns](const Result<Boundaries>& b) {
+      if (!b.isOk()) MLOG_WARN("bundles of {}: {}", ns, b.status().message());
+    });
   }
 }
 

@@ -13,14 +13,21 @@
 //   takes it itself or redirects (authoritative) to that broker; a non-leader redirects to the
 //   leader (not authoritative). No leader known: this broker takes it.
 // - Session lost (ZooKeeper expired it): every bundle is released at once (owns() turns false,
-//   the ownershipLost handler closes their producers and consumers); on the new session the
-//   broker registers and runs for leader again. Its old znodes vanished with the old session, so
-//   the other brokers take the bundles at the next lookups.
+//   the ownershipLost handler closes their producers and consumers) and every cached bundle cut
+//   and owner is dropped (their watches went with the session: Pulsar's caches invalidate all on
+//   a new session); on the new session the broker registers and runs for leader again. Its old
+//   znodes vanished with the old session, so the other brokers take the bundles at the next
+//   lookups.
+// - Ownership lease (writable()): a cheap exists() every sessionTimeout/4; writes (SEND, ACK) are
+//   refused, closing the connection, unless a request sent less than 3/4 of the session timeout
+//   ago was answered on the current session. A broker resumed from a pause past its session thus
+//   writes nothing for the bundles it lost before its session-expiry event arrives.
 //
 // Thread: everything runs on the service's own loop `metadata-store`; lookup() and owns() may be
 // called from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -41,6 +48,9 @@ namespace magnetar::broker::cluster {
 
 struct NamespaceServiceOptions {
   std::string clusterName;
+  // metadataStoreSessionTimeoutMillis: the ownership lease (writable()) lasts 3/4 of it from the
+  // sending of the last request ZooKeeper answered; a cheap request goes every quarter of it.
+  int sessionTimeoutMs = 30000;
   int defaultNumberOfNamespaceBundles = 4;  // defaultNumberOfNamespaceBundles
   // loadBalancerDistributeBundlesEvenlyEnabled (dynamic: read at each assignment; unset: true).
   std::function<bool()> distributeBundlesEvenly;
@@ -67,12 +77,16 @@ class NamespaceService : public TopicOwnership {
   // ServiceNotReady until then). Errors: the store's (kTimeout, kClosed, kIoError), after 30 s
   // at most. Thread: main.
   Status start(const BrokerUrls& self);
+  // This broker's producer-name generator id (Pulsar's DistributedIdGenerator): the sequence
+  // number of the ephemeral sequential znode /counters/producer-name/-NNNNNNNNNN start() made.
+  int64_t producerNameGeneratorId() const { return generatorId_; }
   // Stops the loop; the caller then closes the store (its ephemeral znodes go with the session).
   void stop();
 
   void lookup(const TopicName& topic, bool authoritative, const std::string& listenerName,
               net::Executor* replyEx, LookupCallback cb) override;
   bool owns(const TopicName& topic) const override;
+  bool writable() const override;
 
   // Called on the loop after bundles were lost (session expired, ownership node deleted); the
   // handler closes the clients of the topics owns() no longer accepts. Set before start().
@@ -125,18 +139,38 @@ class NamespaceService : public TopicOwnership {
   void loadBoundaries(const std::string& ns, const std::function<void(Result<Boundaries>)>& cb);
   void lookupOnLoop(const TopicName& topic, bool authoritative,
                     const std::function<void(LookupAnswer)>& reply);
+  // hash: the looked-up topic's bundle hash (nullopt: a bundle named by the admin), so that a
+  // bundle cut changed meanwhile leads to the topic's bundle in the new cut.
   void resolveBundle(const std::string& bundleKey, bool authoritative,
-                     const std::function<void(LookupAnswer)>& reply);
-  void acquire(const std::string& bundleKey, const std::function<void(LookupAnswer)>& reply);
-  void assignAsLeader(const std::string& bundleKey, const std::function<void(LookupAnswer)>& reply);
+                     const std::function<void(LookupAnswer)>& reply,
+                     std::optional<uint32_t> hash = std::nullopt);
+  // Takes an unowned bundle. First the namespace's cut is read from the stores (not the cache)
+  // and the namespace's ownership znodes listed: a bundle not in the cut (split meanwhile: looked
+  // up again in the new cut when hash is known) or overlapping another owned bundle is not
+  // taken (kBadVersion), so a stale cut never makes two owners of one topic.
+  void acquire(const std::string& bundleKey, const std::function<void(LookupAnswer)>& reply,
+               std::optional<uint32_t> hash = std::nullopt);
+  void createOwnership(const std::string& bundleKey,
+                       const std::function<void(LookupAnswer)>& reply);
+  void assignAsLeader(const std::string& bundleKey, const std::function<void(LookupAnswer)>& reply,
+                      std::optional<uint32_t> hash);
   void redirectToLeader(const std::string& bundleKey,
-                        const std::function<void(LookupAnswer)>& reply);
+                        const std::function<void(LookupAnswer)>& reply,
+                        std::optional<uint32_t> hash);
+  // A new session of the configuration store (when it is not the local store): the cached cuts
+  // are read again (their watches went with the old session).
+  void onConfigSession(metadata::SessionEvent e);
   void registerSelf(int triesLeft, const std::function<void(Status)>& done);
+  // Creates /counters/producer-name (persistent) and an ephemeral sequential child; its number.
+  void takeGeneratorId(const std::function<void(Result<int64_t>)>& done);
   void after(std::chrono::milliseconds delay, std::function<void()> fn);
   void publishRegistration();
   void elect();
   void onNotification(const metadata::Notification& n);
   void onSession(metadata::SessionEvent e);
+  // The lease: an exists() on /loadbalance/brokers every sessionTimeout/4; its answer (on the
+  // same session) extends leaseUntilNs_ to its sending time + 3/4 of the session timeout.
+  void renewLease();
   void releaseAll(const char* why);
   // Releases an owned bundle: forgets it, closes its clients, deletes its znode. Loop only.
   void release(const std::string& key, const std::function<void(Status)>& done);
@@ -155,8 +189,13 @@ class NamespaceService : public TopicOwnership {
   std::function<void()> onLost_;
   std::vector<uint64_t> listenerIds_;
   std::optional<uint64_t> configListener_;
+  std::optional<uint64_t> configSessionListener_;
   bool stopped_ = false;
   int64_t startMs_ = 0;
+  int64_t generatorId_ = 0;  // set by start()
+  // CLOCK_MONOTONIC_COARSE ns until which writes are allowed (0: none). Written on the loop.
+  std::atomic<int64_t> leaseUntilNs_{0};
+  uint64_t sessionGeneration_ = 0;  // loop only: +1 at every session loss
 
   mutable Mutex mu_;
   bool ready_ GUARDED_BY(mu_) = false;

@@ -43,6 +43,12 @@ void SharedRecords::start() {
   watchLoop_.start();
   listener_ = store_->registerListener(
       [this](const metadata::Notification& n) { onNotification(n); }, &watchLoop_);
+  sessionListener_ = store_->registerSessionListener(
+      [this](metadata::SessionEvent e) {
+        if (e != metadata::SessionEvent::kSessionReestablished || !started_) return;
+        for (const auto& [root, fn] : roots_) list(root, true);
+      },
+      &watchLoop_);
 }
 
 void SharedRecords::stop() {
@@ -50,6 +56,8 @@ void SharedRecords::stop() {
   started_ = false;
   if (listener_) store_->unregisterListener(*listener_);
   listener_.reset();
+  if (sessionListener_) store_->unregisterListener(*sessionListener_);
+  sessionListener_.reset();
   watchLoop_.stop();
   loop_.stop();
 }
@@ -150,24 +158,25 @@ void SharedRecords::watch(const std::string& root, RecordFn fn) {
   });
 }
 
-void SharedRecords::list(const std::string& root) {
+void SharedRecords::list(const std::string& root, bool all) {
   MAGNETAR_DCHECK_ON(watchLoop_);
-  store_->getChildren(root, &watchLoop_, [this, root](const Result<std::vector<std::string>>& r) {
-    if (!r.isOk()) {
-      MLOG_WARN("shared records: cannot list {}: {}", root, r.status().message());
-      return;
-    }
-    std::set<std::string> now(r->begin(), r->end());
-    std::set<std::string> old = std::move(children_[root]);
-    children_[root] = now;
-    for (const auto& c : now) {
-      if (!old.count(c)) read(root, c);
-    }
-    auto fn = roots_.find(root);
-    for (const auto& c : old) {
-      if (!now.count(c) && fn != roots_.end()) fn->second(c, std::nullopt);
-    }
-  });
+  store_->getChildren(
+      root, &watchLoop_, [this, root, all](const Result<std::vector<std::string>>& r) {
+        if (!r.isOk()) {
+          MLOG_WARN("shared records: cannot list {}: {}", root, r.status().message());
+          return;
+        }
+        std::set<std::string> now(r->begin(), r->end());
+        std::set<std::string> old = std::move(children_[root]);
+        children_[root] = now;
+        for (const auto& c : now) {
+          if (all || !old.count(c)) read(root, c);
+        }
+        auto fn = roots_.find(root);
+        for (const auto& c : old) {
+          if (!now.count(c) && fn != roots_.end()) fn->second(c, std::nullopt);
+        }
+      });
 }
 
 void SharedRecords::read(const std::string& root, const std::string& name) {

@@ -6,7 +6,8 @@
 //   /admin/magnetar/topic-policies/{escaped full topic name}   TopicPolicies record
 //   /admin/magnetar/schemas/{escaped schema id}                schema versions record
 // watch() keeps a cache current: each child of a root is read (and watched) and every change
-// made through any broker is handed to the callback milliseconds later.
+// made through any broker is handed to the callback milliseconds later. On a new ZooKeeper session
+// (the old one expired, and its watches with it) every root is listed and read again.
 //
 // Thread: its loop `shared-records` completes the blocking MetadataStore calls (they wait on it
 // from the caller's thread, at most metadataStoreOperationTimeoutSeconds + 5 s); a second loop
@@ -56,7 +57,9 @@ class SharedRecords : public storage::MetadataStore {
   void watch(const std::string& root, RecordFn fn);
 
  private:
-  void list(const std::string& root);                           // watch loop only
+  // Watch loop only. all: read every child again, not only the new ones (a new session: its
+  // watches must be set again, as Pulsar's caches invalidate all on SessionReestablished).
+  void list(const std::string& root, bool all = false);
   void read(const std::string& root, const std::string& name);  // watch loop only
   void onNotification(const metadata::Notification& n);         // watch loop only
 
@@ -65,6 +68,7 @@ class SharedRecords : public storage::MetadataStore {
   net::EventLoop loop_{"shared-records"};
   net::EventLoop watchLoop_{"shared-watch"};
   std::optional<uint64_t> listener_;
+  std::optional<uint64_t> sessionListener_;
   bool started_ = false;
   // Watch loop only: watched roots, their callbacks and children last listed.
   std::map<std::string, RecordFn> roots_;
