@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -85,7 +86,7 @@ bool Connection::onTlsData(const uint8_t* data, size_t len) {
       // Best effort: the alert that tells the peer why.
       if (tlsOutOff_ < tlsOut_.size()) {
         [[maybe_unused]] ssize_t n =
-            ::write(fd_, tlsOut_.data() + tlsOutOff_, tlsOut_.size() - tlsOutOff_);
+            ::send(fd_, tlsOut_.data() + tlsOutOff_, tlsOut_.size() - tlsOutOff_, MSG_NOSIGNAL);
       }
     }
     doClose();

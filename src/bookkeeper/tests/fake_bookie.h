@@ -102,7 +102,7 @@ class FakeBookie {
           std::string out;
           for (const auto& f : held) out += goodReply(*decodeRequest(f));
           held.clear();
-          if (::write(fd, out.data(), out.size()) < 0) return;
+          if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) < 0) return;
           continue;
         }
       }
@@ -132,7 +132,7 @@ class FakeBookie {
           case Mode::kCloseMidFrame: {
             std::string full = encodeResponse(req->op, 0, req->ledgerId, req->entryId);
             out = batch + full.substr(0, 10);
-            (void)::write(fd, out.data(), out.size());
+            (void)::send(fd, out.data(), out.size(), MSG_NOSIGNAL);
             return;
           }
           case Mode::kFenced:
@@ -161,7 +161,7 @@ class FakeBookie {
         batch += out;
       }
       reader.compact();
-      if (!batch.empty() && ::write(fd, batch.data(), batch.size()) < 0) return;
+      if (!batch.empty() && ::send(fd, batch.data(), batch.size(), MSG_NOSIGNAL) < 0) return;
     }
   }
 
