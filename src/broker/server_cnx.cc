@@ -468,14 +468,24 @@ void ServerCnx::onKeepAliveTimer() {
   startKeepAlive();
 }
 
-bool ServerCnx::servesTopic(const TopicName& name, uint64_t requestId) {
+bool ServerCnx::servesTopic(const TopicName& name) const {
   auto* ownership = service_.topicOwnership();
-  if (!ownership || ownership->owns(name)) return true;
-  // Pulsar's answer: the client looks the topic up again and goes to the owner.
-  sendError(requestId, proto::ServiceNotReady,
-            "Namespace bundle for topic (" + name.toString() +
-                ") not served by this instance. Please redo the lookup.");
-  return false;
+  return !ownership || ownership->owns(name);
+}
+
+void ServerCnx::confirmOwnership(const TopicName& name, uint64_t requestId,
+                                 std::function<void()> again) {
+  auto me = self();
+  service_.topicOwnership()->confirmOwned(name, &loop(), [me, name, requestId, again](bool owned) {
+    MAGNETAR_DCHECK_ON(me->loop());
+    if (me->isClosed()) return;
+    if (owned) return again();
+    MLOG_DEBUG("[{}] {} is not served here: ServiceNotReady", me->peerAddress(), name.toString());
+    // Pulsar's answer: the client looks the topic up again and goes to the owner.
+    me->sendError(requestId, proto::ServiceNotReady,
+                  "Namespace bundle for topic (" + name.toString() +
+                      ") not served by this instance. Please redo the lookup.");
+  });
 }
 
 void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
@@ -590,7 +600,7 @@ void ServerCnx::answerPartitionedMetadata(const proto::CommandPartitionedTopicMe
   send(Commands::newPartitionMetadataResponse(c.request_id(), static_cast<uint32_t>(*n)));
 }
 
-void ServerCnx::handleProducer(const proto::CommandProducer& c) {
+void ServerCnx::handleProducer(const proto::CommandProducer& c, bool ownershipConfirmed) {
   MAGNETAR_DCHECK_ON(loop());
   uint64_t producerId = c.producer_id();
   uint64_t requestId = c.request_id();
@@ -611,7 +621,9 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c) {
     sendError(requestId, proto::AuthorizationError, "Client is not authorized to Produce");
     return;
   }
-  if (!servesTopic(*name, requestId)) return;
+  if (!ownershipConfirmed && !servesTopic(*name)) {
+    return confirmOwnership(*name, requestId, [me = self(), c] { me->handleProducer(c, true); });
+  }
   std::string producerName =
       c.has_producer_name() && !c.producer_name().empty() ? c.producer_name()
                                                           : service_.generateProducerName();

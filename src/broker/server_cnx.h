@@ -140,17 +140,22 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void onAuthRefreshTimer();
   // Authorization of a topic operation for authRole_; counts a denial.
   bool allowed(const TopicName& topic, TopicOperation op);
-  // Cluster mode: false (after answering ServiceNotReady) when another broker owns the topic.
-  bool servesTopic(const TopicName& name, uint64_t requestId);
+  // Cluster mode: true when this broker owns the topic's bundle (always true standalone).
+  bool servesTopic(const TopicName& name) const;
+  // After servesTopic() said no: the ownership is confirmed through ZooKeeper
+  // (TopicOwnership::confirmOwned); `again` runs on this loop if the bundle is ours after all,
+  // else ServiceNotReady is answered.
+  void confirmOwnership(const TopicName& name, uint64_t requestId, std::function<void()> again);
   void handleLookup(const proto::CommandLookupTopic& c);
   void handlePartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c);
   // The answer once the topic's metadata is current (cluster mode: after a read of the
   // configuration store).
   void answerPartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c,
                                  const TopicName& name);
-  void handleProducer(const proto::CommandProducer& c);
+  // ownershipConfirmed: called again by servesTopic() (the check is not repeated).
+  void handleProducer(const proto::CommandProducer& c, bool ownershipConfirmed = false);
   void handleSend(const proto::CommandSend& c, Buffer entry);
-  void handleSubscribe(const proto::CommandSubscribe& c);
+  void handleSubscribe(const proto::CommandSubscribe& c, bool ownershipConfirmed = false);
   // SUBSCRIBE, in steps (loop thread): validateSubscribe answers a repeated command or a bad
   // topic/subscription name and returns nullopt, else the topic name; newSubscribeRequest creates
   // the consumer (nullopt after answering a bad Key_Shared STICKY meta); onSubscribed is the

@@ -17,7 +17,7 @@ using protocol::Commands;
 using protocol::ErrorContext;
 using protocol::toServerError;
 
-void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
+void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c, bool ownershipConfirmed) {
   MAGNETAR_DCHECK_ON(loop());
   std::optional<TopicName> name = validateSubscribe(c);
   if (!name) return;
@@ -25,7 +25,10 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c) {
     sendError(c.request_id(), proto::AuthorizationError, "Client is not authorized to subscribe");
     return;
   }
-  if (!servesTopic(*name, c.request_id())) return;
+  if (!ownershipConfirmed && !servesTopic(*name)) {
+    return confirmOwnership(*name, c.request_id(),
+                            [me = self(), c] { me->handleSubscribe(c, true); });
+  }
   std::optional<SubscribeRequest> req = newSubscribeRequest(c);
   if (!req) return;
   uint64_t consumerId = c.consumer_id();

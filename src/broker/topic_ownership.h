@@ -44,6 +44,13 @@ class TopicOwnership {
                       net::Executor* replyEx, LookupCallback cb) = 0;
   // True while this broker owns the topic's bundle. Thread: any (a lock and a set lookup).
   virtual bool owns(const TopicName& topic) const = 0;
+  // The slow form of owns(), for a PRODUCER or SUBSCRIBE that owns() refused: true when the
+  // bundle's ownership znode is this session's, even if the completion of its creation has not
+  // run yet (a lookup on another broker can see the znode first; Pulsar's ownership cache makes
+  // such a client wait for the acquisition instead of refusing it). cb runs on replyEx; false on
+  // any error. Thread: any.
+  virtual void confirmOwned(const TopicName& topic, net::Executor* replyEx,
+                            std::function<void(bool)> cb) = 0;
   // The bundle boundaries of namespace "tenant/ns" (ascending, first 0, last 0xffffffff): its
   // LocalPolicies' cut (written by a split), else its Policies', else the default cut, as
   // Pulsar's NamespaceBundleFactory. cb runs on replyEx. Errors: the metadata store's.

@@ -511,6 +511,43 @@ def test_partitioned_topic_admin_reaches_every_partition_owner(cluster: Cluster)
         client.close()
 
 
+def test_new_partitions_subscribed_at_once_while_their_bundles_are_taken(cluster: Cluster) -> None:
+    """A consumer of many partitions in a namespace nobody serves yet: every partition's lookup
+    makes a broker take a bundle, and another lookup can see the new ownership znode before the
+    taking broker has finished. Its SUBSCRIBE must then wait for the taking, not get
+    ServiceNotReady: the C++ client (the Python client's) does not look up again after that
+    answer and waits for its whole operation timeout."""
+    brokers = sorted(cluster.brokers())
+    web = cluster.web_of(brokers[0])
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        for _ in range(4):
+            ns = f"public/race-{uuid.uuid4().hex[:8]}"
+            r = requests.put(f"{web}/admin/v2/namespaces/{ns}",
+                             json={"bundles": {"numBundles": 16}}, timeout=10)
+            assert r.status_code == 204, r.text
+            topic = f"persistent://{ns}/t"
+            r = requests.put(f"{web}/admin/v2/persistent/{ns}/t/partitions", json=32, timeout=10)
+            assert r.status_code == 204, r.text
+            t0 = time.monotonic()
+            consumer = client.subscribe(topic, "s",
+                                        initial_position=pulsar.InitialPosition.Earliest)
+            took = time.monotonic() - t0
+            assert took < 10, f"subscribing to 32 new partitions took {took:.1f} s"
+            assert len(set(owned_bundles(cluster, ns).values())) >= 2
+            producer = client.create_producer(
+                topic, batching_enabled=False,
+                message_routing_mode=pulsar.PartitionsRoutingMode.RoundRobinDistribution)
+            for i in range(32):
+                producer.send(f"m{i}".encode())
+            got = {consumer.receive(10000).data() for _ in range(32)}
+            assert got == {f"m{i}".encode() for i in range(32)}
+            producer.close()
+            consumer.close()
+    finally:
+        client.close()
+
+
 def bundle_of(web: str, ns: str, topic: str) -> str:
     """The bundle of `topic` (a full name) as Pulsar computes it (CRC32 of the name)."""
     b = requests.get(f"{web}/admin/v2/namespaces/{ns}/bundles", timeout=10).json()["boundaries"]

@@ -293,6 +293,44 @@ bool NamespaceService::owns(const TopicName& topic) const {
   return owned_.count(bundleKey(ns, it->second, i)) > 0;
 }
 
+void NamespaceService::confirmOwned(const TopicName& topic, net::Executor* replyEx,
+                                    std::function<void(bool)> cb) {
+  auto reply = [replyEx, cb = std::move(cb)](bool owned) {
+    replyEx->execute([cb, owned] { cb(owned); });
+  };
+  {
+    MutexLock lock(mu_);
+    if (!ready_) return reply(false);
+  }
+  loop_.execute([this, ns = topic.namespaceName(), hash = topicHash(topic.toString()), reply] {
+    getBoundaries(ns, [this, ns, hash, reply](Result<Boundaries> b) {
+      if (!b.isOk()) return reply(false);
+      std::string key = bundleKey(ns, *b, findBundle(*b, hash));
+      {
+        MutexLock lock(mu_);
+        if (owned_.count(key)) return reply(true);
+      }
+      // ZooKeeper answers a session in order: this read's completion runs after the one of our
+      // own create of the znode, if there was one.
+      std::string path = ownershipPath(key);
+      store_->get(path, &loop_,
+                  [this, key, path, reply](Result<std::optional<metadata::GetResult>> r) {
+                    if (!r.isOk() || !r->has_value() || !(*r)->stat.createdBySelf) {
+                      return reply(false);
+                    }
+                    auto owner = parseNamespaceEphemeralData((*r)->value, path);
+                    if (!owner.isOk() || owner->disabled) return reply(false);
+                    bool owned;
+                    {
+                      MutexLock lock(mu_);
+                      owned = owned_.count(key) > 0;
+                    }
+                    reply(owned);
+                  });
+    });
+  });
+}
+
 std::vector<std::string> NamespaceService::ownedBundles() const {
   MutexLock lock(mu_);
   return {owned_.begin(), owned_.end()};

@@ -86,6 +86,8 @@ class NamespaceService : public TopicOwnership {
   void lookup(const TopicName& topic, bool authoritative, const std::string& listenerName,
               net::Executor* replyEx, LookupCallback cb) override;
   bool owns(const TopicName& topic) const override;
+  void confirmOwned(const TopicName& topic, net::Executor* replyEx,
+                    std::function<void(bool)> cb) override;
   bool writable() const override;
 
   // Called on the loop after bundles were lost (session expired, ownership node deleted); the
