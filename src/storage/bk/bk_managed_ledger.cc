@@ -3,6 +3,7 @@
 #include "storage/bk/bk_managed_ledger.h"
 
 #include <algorithm>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 
 #include "base/logging.h"
@@ -147,6 +148,7 @@ void BkManagedLedger::onAddsCompleted(int64_t ledgerId,
       rc = BkResult::kDuplicateEntryId;
     }
     if (rc == BkResult::kOk) {
+      brokenStreak_ = 0;
       PendingAdd a = std::move(inflight_.front());
       inflight_.pop_front();
       ledgers_.addEntry(static_cast<int64_t>(a.data.size()));
@@ -183,6 +185,7 @@ void BkManagedLedger::onAddsCompleted(int64_t ledgerId,
   // A failed add leaves the ledger unusable: close it at its last confirmed entry and go on in a
   // new one, where the taken-back adds are resent first.
   if (failed && state_ == State::kOpen && current_ && current_->id() == ledgerId) {
+    ++brokenStreak_;
     startRollover();
   }
   if (closing_) failQueued(Status::closed("managed ledger " + name_ + " closed"));
@@ -257,13 +260,45 @@ void BkManagedLedger::startRollover() {
   if (current_) readers_[current_->id()] = current_;
   current_ = nullptr;
   rolloverSteps_ = rollingOld_ ? 2 : 1;
+  std::chrono::milliseconds wait = rolloverBackoff(brokenStreak_);
+  if (wait.count() == 0) {
+    createNextLedger();
+  } else {
+    MLOG_WARN("{}: {} ledgers broke in a row; the next one in {} ms", name_, brokenStreak_,
+              wait.count());
+    // The executor has no timer: a bookkeeper-io loop's, then back through gated_.
+    net::EventLoop& loop = bk_->loopFor(rollingOld_ ? rollingOld_->id() : 0);
+    loop.execute([self = shared_from_this(), &loop, wait] {
+      auto timer = std::make_shared<boost::asio::steady_timer>(loop.context(), wait);
+      timer->async_wait([self, timer](const boost::system::error_code&) {
+        self->gated_->execute([self] { self->createNextLedger(); });
+      });
+    });
+  }
+  closeOldLedgerIfDrained();
+}
+
+std::chrono::milliseconds BkManagedLedger::rolloverBackoff(int streak) {
+  if (streak <= 1) return std::chrono::milliseconds(0);
+  int64_t ms = int64_t{100} << std::min(streak - 2, 6);  // 100, 200, ... 6400
+  return std::chrono::milliseconds(std::min<int64_t>(ms, 5000));
+}
+
+void BkManagedLedger::createNextLedger() {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (state_ == State::kRollover && closing_) {  // closing meanwhile: no new ledger
+    rolloverError_ = Status::closed("managed ledger " + name_ + " closed");
+  }
+  if (state_ != State::kRollover || closing_) {  // fenced meanwhile: maybeFinishRollover ends it
+    --rolloverSteps_;
+    return maybeFinishRollover();
+  }
   auto self = shared_from_this();
   bk_->createLedger(opts_.managedLedgerDefaultEnsembleSize, opts_.managedLedgerDefaultWriteQuorum,
                     opts_.managedLedgerDefaultAckQuorum, dataLedgerMetadata(pulsarName_),
                     [self](BkResult rc, const HandlePtr& h) {
                       self->gated_->execute([self, rc, h] { self->onNewLedger(rc, h); });
                     });
-  closeOldLedgerIfDrained();
 }
 
 void BkManagedLedger::closeOldLedgerIfDrained() {
@@ -326,6 +361,7 @@ void BkManagedLedger::maybeFinishRollover() {
   }
   if (!rolloverError_.isOk()) {
     MLOG_WARN("{}: {}", name_, rolloverError_.toString());
+    ++brokenStreak_;
     state_ = State::kNeedLedger;
     failQueued(rolloverError_);
     maybeFinishClose();

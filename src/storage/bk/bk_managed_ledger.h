@@ -161,6 +161,13 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   int64_t currentLedgerId() const { return current_ ? current_->id() : -1; }
   // Times adds in flight were taken back from a broken ledger for a resend (tests). Executor.
   int64_t resentLedgers() const { return resentLedgers_; }
+  // The wait before creating the next ledger after `streak` ledgers in a row broke (an add
+  // failed, or creating the ledger did) with no add confirmed since: none for the first, then
+  // 100 ms doubling up to 5 s. Without it, bookies that are registered but down make a topic
+  // create and drop ledgers as fast as the failures come back (hundreds a second, each resending
+  // every add in flight). Our choice: Pulsar has no such wait, its BookKeeper client quarantines
+  // the bookies instead (ours does too, but only picks them last).
+  static std::chrono::milliseconds rolloverBackoff(int streak);
 
  private:
   friend class BkManagedCursor;
@@ -195,6 +202,8 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   void requeueInflight();
   bool needsRollover() const;
   void startRollover();
+  // The create step of a rollover (after rolloverBackoff()).
+  void createNextLedger();
   void closeOldLedgerIfDrained();
   void onOldLedgerClosed(BkResult rc);
   void onNewLedger(BkResult rc, HandlePtr h);
@@ -274,6 +283,7 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   std::vector<Buffer> toSend_;                              // for current_, sent once per pass
   bool sendScheduled_ = false;
   int64_t resentLedgers_ = 0;
+  int brokenStreak_ = 0;  // ledgers broken in a row (rolloverBackoff), 0 once an add confirms
   // Rollover: the ledger being closed and the one being created.
   HandlePtr rollingOld_;
   bool oldCloseStarted_ = false;

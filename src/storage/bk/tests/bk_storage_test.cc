@@ -569,5 +569,93 @@ TEST_P(BkStorageTest, AddsOnABrokenLedgerAreResentInTheNextLedger) {
   (*client)->close();
 }
 
+TEST(BkRolloverBackoff, NoneForTheFirstBrokenLedgerThenDoublingTo5s) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(bk::BkManagedLedger::rolloverBackoff(0), milliseconds(0));
+  EXPECT_EQ(bk::BkManagedLedger::rolloverBackoff(1), milliseconds(0));
+  EXPECT_EQ(bk::BkManagedLedger::rolloverBackoff(2), milliseconds(100));
+  EXPECT_EQ(bk::BkManagedLedger::rolloverBackoff(3), milliseconds(200));
+  EXPECT_EQ(bk::BkManagedLedger::rolloverBackoff(7), milliseconds(3200));
+  EXPECT_EQ(bk::BkManagedLedger::rolloverBackoff(8), milliseconds(5000));
+  EXPECT_EQ(bk::BkManagedLedger::rolloverBackoff(1000), milliseconds(5000));
+}
+
+// A bookie registered in /ledgers/available but down (nothing listens on its port) in every
+// ensemble (E = 4 of 3 real bookies and it): each new ledger breaks at its first add. The topic
+// waits longer and longer between ledgers instead of churning through them; a close during the
+// wait ends it and fails the adds waiting for a ledger.
+TEST_P(BkStorageTest, LedgersBrokenInARowAreCreatedWithGrowingWaits) {
+  auto& cluster = BkCluster::get();
+  bookkeeper::ClientConfig cc;
+  cc.metadataServiceUri = cluster.uri;
+  cc.zkSessionTimeoutMs = 10000;
+  auto client = BookKeeperClient::open(cc);
+  ASSERT_TRUE(client.isOk()) << client.status().toString();
+  auto o = options(dir_, 64);
+  o.managedLedgerDefaultEnsembleSize = 3;
+  o.managedLedgerDefaultWriteQuorum = 3;
+  o.managedLedgerDefaultAckQuorum = 3;
+  auto f = std::make_unique<bk::BkManagedLedgerFactory>(o, client->get(), cluster.zk.get());
+  auto ml = openWith(*f, "t/broken");
+  ASSERT_NE(ml, nullptr);
+  add(*ml, 2);  // the first ledger works (3 real bookies)
+  auto* bml = dynamic_cast<bk::BkManagedLedger*>(ml.get());
+  ASSERT_NE(bml, nullptr);
+
+  // The dead bookie: a ledger of another topic with an ensemble of 4 takes it.
+  const std::string dead =
+      bookkeeper::parseMetadataServiceUri(cluster.uri)->second + "/available/127.0.0.1:1";
+  InlineExecutor inl;
+  std::promise<bool> put;
+  metadata::PutOptions po;
+  po.ephemeral = true;
+  cluster.zk->put(dead, "", po, &inl,
+                  [&put](const Result<metadata::Stat>& r) { put.set_value(r.isOk()); });
+  ASSERT_TRUE(put.get_future().get());
+  auto o4 = o;
+  o4.managedLedgerDefaultEnsembleSize = 4;
+  o4.managedLedgerDefaultWriteQuorum = 4;
+  o4.managedLedgerDefaultAckQuorum = 4;
+  auto f4 = std::make_unique<bk::BkManagedLedgerFactory>(o4, client->get(), cluster.zk.get());
+  auto broken = openWith(*f4, "t/broken4");
+  ASSERT_NE(broken, nullptr);
+  auto* b4 = dynamic_cast<bk::BkManagedLedger*>(broken.get());
+  ASSERT_NE(b4, nullptr);
+  std::vector<Status> got;
+  for (int i = 0; i < 5; i++) {
+    broken->asyncAddEntry(Buffer::copyOf("x" + std::to_string(i)),
+                          [&](Status s, Position) { got.push_back(s); });
+  }
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(3000);
+  runUntil([&] { return std::chrono::steady_clock::now() >= until; });
+  // 0 + 0 + 100 + 200 + 400 + 800 + 1600 ms of waits: about 7 ledgers in 3 s (hundreds without).
+  EXPECT_GE(b4->resentLedgers(), 3);
+  EXPECT_LE(b4->resentLedgers(), 12);
+  EXPECT_TRUE(got.empty()) << "adds waiting for a working ledger must not fail meanwhile";
+
+  Status closed = Status::ok();
+  bool closeDone = false;
+  broken->asyncClose([&](Status s) {
+    closed = s;
+    closeDone = true;
+  });
+  runUntil([&] { return closeDone; });
+  ASSERT_EQ(static_cast<int>(got.size()), 5);
+  for (const auto& s : got) EXPECT_FALSE(s.isOk());  // failed, never confirmed
+
+  std::promise<bool> removed;
+  cluster.zk->remove(dead, std::nullopt, &inl,
+                     [&removed](const Status& s) { removed.set_value(s.isOk()); });
+  EXPECT_TRUE(removed.get_future().get());
+  // The other topic, whose ledger has 3 real bookies, is untouched.
+  auto more = add(*ml, 2, 2);
+  EXPECT_EQ(more.size(), 2u);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { ml->asyncClose(cb); }));
+  f4->shutdown();
+  f->shutdown();
+  ex_.runPending();
+  (*client)->close();
+}
+
 }  // namespace
 }  // namespace magnetar::storage::testing
