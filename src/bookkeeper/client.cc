@@ -29,13 +29,28 @@ Status checkQuorums(int ensembleSize, int writeQuorum, int ackQuorum) {
 Result<std::pair<std::string, std::string>> parseMetadataServiceUri(const std::string& uri) {
   // BookKeeper's ZKMetadataDriverBase: scheme "zk" or "zk+<layout>", hosts separated by ';' (or
   // ','), then the ledgers root path.
-  size_t sep = uri.find("://");
-  std::string scheme = sep == std::string::npos ? "" : uri.substr(0, sep);
-  if (scheme != "zk" && scheme.rfind("zk+", 0) != 0) {
-    return Status::invalidArgument("metadata service URI '" + uri +
-                                   "': expected zk://host:port[;host:port]/ledgers");
+  std::string rest;
+  if (constexpr std::string_view kPulsar = "metadata-store:"; uri.rfind(kPulsar, 0) == 0) {
+    // Pulsar's driver: the rest is a metadata store URL whose path is the ledgers root.
+    rest = uri.substr(kPulsar.size());
+    if (rest.rfind("zk://", 0) == 0) {
+      rest = rest.substr(5);
+    } else if (rest.rfind("zk:", 0) == 0) {
+      rest = rest.substr(3);
+    } else {
+      return Status::invalidArgument("metadata service URI '" + uri +
+                                     "': only ZooKeeper (metadata-store:zk:host:port/ledgers)");
+    }
+  } else {
+    size_t sep = uri.find("://");
+    std::string scheme = sep == std::string::npos ? "" : uri.substr(0, sep);
+    if (scheme != "zk" && scheme.rfind("zk+", 0) != 0) {
+      return Status::invalidArgument(
+          "metadata service URI '" + uri +
+          "': expected zk://host:port[;host:port]/ledgers or metadata-store:zk:host:port/ledgers");
+    }
+    rest = uri.substr(sep + 3);
   }
-  std::string rest = uri.substr(sep + 3);
   size_t slash = rest.find('/');
   if (slash == std::string::npos || slash == 0 || slash + 1 >= rest.size()) {
     return Status::invalidArgument("metadata service URI '" + uri +

@@ -49,7 +49,10 @@ struct ClientConfig {
 // fails, e.g. "ackQuorum 3 > writeQuorum 2" (createLedger answers kIllegalOp then).
 Status checkQuorums(int ensembleSize, int writeQuorum, int ackQuorum);
 
-// "zk://h1:2181;h2:2181/ledgers" -> {"h1:2181,h2:2181", "/ledgers"}; kInvalidArgument otherwise.
+// "zk://h1:2181;h2:2181/ledgers" -> {"h1:2181,h2:2181", "/ledgers"} (BookKeeper's form), and
+// "metadata-store:zk:h1:2181,h2:2181/ledgers" the same (Pulsar's form, its default for
+// bookkeeperMetadataServiceUri: PulsarMetadataClientDriver over a ZooKeeper metadata store).
+// kInvalidArgument otherwise (another metadata store than ZooKeeper, no ledgers root).
 Result<std::pair<std::string, std::string>> parseMetadataServiceUri(const std::string& uri);
 
 struct LedgerEntry {

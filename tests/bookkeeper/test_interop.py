@@ -5,6 +5,7 @@ ledger metadata; bad requests get named errors."""
 import re
 
 import pytest
+from conftest import Cluster
 
 ENTRY_LINE = re.compile(r"--------- Lid=(\d+), Eid=(\d+), EntrySize=(\d+) ---------")
 METADATA = re.compile(r"(LedgerMetadata\{.*\})")
@@ -133,6 +134,18 @@ def test_simpletest_deletes_its_ledger(bk_cluster):
     ledger_id = int(re.search(r"^Ledger ID: (\d+)$", out, re.M).group(1))
     rc, _, err = bk_cluster.magnetar("ledgermetadata", "-ledgerid", str(ledger_id))
     assert rc == 1 and "NoSuchLedgerExists" in err
+
+
+def test_pulsars_metadata_store_uri_form_reaches_the_same_cluster(bk_cluster):
+    """Pulsar's default bookkeeperMetadataServiceUri form, metadata-store:zk:host:port/ledgers,
+    names the same cluster as zk://host:port/ledgers."""
+    pulsar_form = Cluster(bk_cluster.dir, "metadata-store:zk:" + bk_cluster.uri[len("zk://"):])
+    rc, out, err = pulsar_form.magnetar("simpletest", "-numEntries", "3")
+    assert rc == 0, err
+    assert re.search(r"^Ledger ID: \d+$", out, re.M), out
+    other = Cluster(bk_cluster.dir, "metadata-store:etcd:127.0.0.1:2379/ledgers")
+    rc, _, err = other.magnetar("ledgermetadata", "-ledgerid", "1")
+    assert rc != 0 and "only ZooKeeper" in err, err
 
 
 def test_bad_requests_get_named_errors(bk_cluster):

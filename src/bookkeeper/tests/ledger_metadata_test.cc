@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "bookkeeper/client.h"
+
 namespace magnetar::bookkeeper {
 namespace {
 
@@ -18,6 +20,30 @@ LedgerMetadata sample() {
   md.customMetadata["application"] = "pulsar";
   md.ctimeMs = 1700000000000;
   return md;
+}
+
+TEST(BkMetadataServiceUri, BookKeepersAndPulsarsForms) {
+  auto bk = parseMetadataServiceUri("zk://h1:2181;h2:2182/ledgers");
+  ASSERT_TRUE(bk.isOk()) << bk.status().toString();
+  EXPECT_EQ(bk->first, "h1:2181,h2:2182");
+  EXPECT_EQ(bk->second, "/ledgers");
+  auto layout = parseMetadataServiceUri("zk+hierarchical://h1:2181/ledgers/");
+  ASSERT_TRUE(layout.isOk());
+  EXPECT_EQ(layout->second, "/ledgers");
+  for (const char* pulsar : {"metadata-store:zk:h1:2181,h2:2182/ledgers",
+                             "metadata-store:zk://h1:2181,h2:2182/ledgers"}) {
+    auto p = parseMetadataServiceUri(pulsar);
+    ASSERT_TRUE(p.isOk()) << pulsar << ": " << p.status().toString();
+    EXPECT_EQ(p->first, "h1:2181,h2:2182");
+    EXPECT_EQ(p->second, "/ledgers");
+  }
+  for (const char* bad :
+       {"", "h1:2181/ledgers", "etcd://h1:2379/ledgers", "zk://h1:2181", "zk:///ledgers",
+        "metadata-store:etcd:h1:2379/ledgers", "metadata-store:zk:h1:2181", "metadata-store:"}) {
+    auto r = parseMetadataServiceUri(bad);
+    ASSERT_FALSE(r.isOk()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
 }
 
 TEST(BkLedgerMetadata, HeaderAndRoundTrip) {
