@@ -436,8 +436,8 @@ json::object internalStatsJson(const broker::InternalStatsSnapshot& s) {
     co["waitingReadOp"] = false;
     co["pendingReadOps"] = 0;
     co["messagesConsumedCounter"] = c.messagesConsumedCounter;
-    co["cursorLedger"] = -1;
-    co["cursorLedgerLastEntry"] = -1;
+    co["cursorLedger"] = c.cursorLedger;
+    co["cursorLedgerLastEntry"] = c.cursorLedgerLastEntry;
     co["individuallyDeletedMessages"] = ranges;
     co["lastLedgerSwitchTimestamp"] = "";
     co["state"] = "Open";

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <tuple>
 
 #include "broker/server_cnx.h"
 #include "broker/topic.h"
@@ -317,6 +318,7 @@ InternalStatsSnapshot snapshotInternalStats(PersistentTopic& topic) {
     c.messagesConsumedCounter =
         static_cast<int64_t>(s.entriesAddedCounter) - static_cast<int64_t>(c.backlog);
     c.active = sub->consumerCount() > 0;
+    std::tie(c.cursorLedger, c.cursorLedgerLastEntry) = cur.cursorLedger();
     s.cursors.push_back(std::move(c));
   }
   for (auto* cur : ml.cursors()) {
@@ -328,6 +330,7 @@ InternalStatsSnapshot snapshotInternalStats(PersistentTopic& topic) {
     c.readPosition = ml.nextValidPosition(c.markDeletePosition);
     c.messagesConsumedCounter =
         static_cast<int64_t>(s.entriesAddedCounter) - static_cast<int64_t>(c.backlog);
+    std::tie(c.cursorLedger, c.cursorLedgerLastEntry) = cur->cursorLedger();
     s.cursors.push_back(std::move(c));
   }
   if (auto view = topic.compactor().view()) {

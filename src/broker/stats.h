@@ -137,6 +137,8 @@ struct CursorSnapshot {
   // after kMaxScannedEntries entries.
   std::vector<std::pair<storage::Position, storage::Position>> individuallyDeleted;
   bool active = false;  // a consumer is connected
+  int64_t cursorLedger = -1;  // ManagedCursor::cursorLedger()
+  int64_t cursorLedgerLastEntry = -1;
 };
 
 struct InternalStatsSnapshot {

@@ -93,6 +93,10 @@ class ManagedCursor {
   // Moves the mark-delete position so that the next unacked entry is `pos` (seek / reset-cursor);
   // clears individual acks. Persisted; cb on the ledger's executor.
   virtual void asyncResetCursor(Position pos, StatusCallback cb) = 0;
+  // The ledger the cursor's state is appended to and its last entry written (Pulsar's internal
+  // stats cursorLedger / cursorLedgerLastEntry); {-1, -1} while the state is only in the
+  // metadata store, and always for storage without cursor ledgers (the embedded journal).
+  virtual std::pair<int64_t, int64_t> cursorLedger() const { return {-1, -1}; }
 };
 
 // A topic's log. Thread: all calls on the executor given at open; all callbacks run there too.

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import uuid
 
 import pulsar
@@ -83,6 +84,25 @@ def test_cluster_sh_starts_bookies_and_brokers_store_topics_on_them():
                              metrics, re.M)
             assert size and float(size.group(1)) > 0, [m for m in metrics.splitlines()
                                                        if "pulsar_storage_size" in m]
+            # Acks go to the cursor's own ledger after the first (Pulsar's flow), which
+            # internalStats names with its last entry, and which carries Pulsar's metadata.
+            producer = client.create_producer(topic, batching_enabled=False)
+            internal = f"{owner}/admin/v2/persistent/public/default/{name}/internalStats"
+            deadline = time.monotonic() + 20
+            cursor = {}
+            while time.monotonic() < deadline:
+                producer.send(b"acked")
+                consumer.acknowledge(consumer.receive(timeout_millis=10000))
+                cursor = requests.get(internal, timeout=10).json()["cursors"]["s"]
+                if cursor["cursorLedger"] >= 0:
+                    break
+                time.sleep(0.2)
+            assert cursor["cursorLedger"] >= 0 and cursor["cursorLedgerLastEntry"] >= 0, cursor
+            p = subprocess.run([magnetar_bin(), "--log-level", "warn", "bookkeeper",
+                                "--metadata-service-uri", bk_uri, "ledgermetadata", "-ledgerid",
+                                str(cursor["cursorLedger"])],
+                               capture_output=True, text=True, timeout=60)
+            assert p.returncode == 0 and "pulsar/cursor=" in p.stdout, p.stdout + p.stderr
         finally:
             client.close()
         stats = requests.get(f"{owner}/admin/v2/persistent/public/default/{name}/internalStats",

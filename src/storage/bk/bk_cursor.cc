@@ -139,6 +139,12 @@ void BkManagedCursor::persist() {
   }
 }
 
+std::pair<int64_t, int64_t> BkManagedCursor::cursorLedger() const {
+  MAGNETAR_DCHECK_ON(*executor());
+  if (!ledger_) return {-1, -1};
+  return {ledger_->id(), ledgerEntries_ - 1};
+}
+
 void BkManagedCursor::appendToLedger(std::vector<StatusCallback> cbs) {
   const Position mark = state_.markDelete();
   Buffer entry = Buffer::copyOf(positionInfoBytes());

@@ -54,6 +54,7 @@ class BkManagedCursor : public ManagedCursor, public std::enable_shared_from_thi
   bool isAcknowledged(Position pos) const override;
   int64_t numberOfEntriesInBacklog() const override;
   void asyncResetCursor(Position pos, StatusCallback cb) override;
+  std::pair<int64_t, int64_t> cursorLedger() const override;
 
  private:
   friend class BkManagedLedger;
