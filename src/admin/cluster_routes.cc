@@ -223,31 +223,75 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
         });
   // Unload one bundle: here when owned here; 307 to the owner otherwise (Pulsar's
   // validateNamespaceBundleOwnership redirect); nothing to do when unowned.
-  r.add("PUT", "/admin/v2/namespaces/{tenant}/{namespace}/{bundle}/unload",
-        [nsp, svc](const HttpRequest& req, const PathParams& p, const Respond& respond) {
-          std::string nsName = p.at("tenant") + "/" + p.at("namespace");
-          std::string bundle = p.at("bundle");
-          uint64_t lo = 0, hi = 0;
-          if (Status s = broker::cluster::parseBundleName(bundle, &lo, &hi); !s.isOk()) {
-            return respond(HttpResponse::error(412, s.message()));
-          }
-          std::string key = nsName + "/" + bundle;
-          net::Executor* ex = &svc->ioLoops().next();
-          nsp->ownerOf(key, ex,
-                       [nsp, nsName, bundle, req, ex,
-                        respond](Result<std::optional<broker::cluster::OwnerData>> o) {
-                         if (!o.isOk()) return respond(storeError(o.status()));
-                         if (!o->has_value()) return respond(noContent());
-                         if ((*o)->urls.webServiceUrl != nsp->self().webServiceUrl) {
-                           return respond(
-                               redirectTo((*o)->urls.webServiceUrl, req, nsp->isLeader()));
-                         }
-                         nsp->unloadBundle(nsName, bundle, ex, [respond](const Status& s) {
-                           if (!s.isOk()) return respond(storeError(s));
-                           respond(noContent());
-                         });
-                       });
-        });
+  r.add(
+      "PUT", "/admin/v2/namespaces/{tenant}/{namespace}/{bundle}/unload",
+      [nsp, svc, namespaceExists](const HttpRequest& req, const PathParams& p,
+                                  const Respond& respond) {
+        std::string nsName = p.at("tenant") + "/" + p.at("namespace");
+        std::string bundle = p.at("bundle");
+        uint64_t lo = 0, hi = 0;
+        if (Status s = broker::cluster::parseBundleName(bundle, &lo, &hi); !s.isOk()) {
+          return respond(HttpResponse::error(412, s.message()));
+        }
+        if (!namespaceExists(nsName)) {
+          return respond(HttpResponse::error(404, "Namespace does not exist"));
+        }
+        std::string key = nsName + "/" + bundle;
+        net::Executor* ex = &svc->ioLoops().next();
+        // Pulsar's validateNamespaceBundleRange: a range that is not one of the namespace's
+        // bundles is refused (412), not "unloaded".
+        nsp->boundariesOf(
+            nsName, ex,
+            [nsp, nsName, bundle, key, lo, hi, req, ex, respond](Result<std::vector<uint64_t>> b) {
+              if (!b.isOk()) return respond(storeError(b.status()));
+              bool isBundle = false;
+              for (size_t i = 0; i + 1 < b->size(); ++i) {
+                isBundle = isBundle || ((*b)[i] == lo && (*b)[i + 1] == hi);
+              }
+              if (!isBundle) {
+                return respond(HttpResponse::error(
+                    412, "Bundle " + bundle + " is not a bundle of namespace " + nsName));
+              }
+              nsp->ownerOf(
+                  key, ex,
+                  [nsp, nsName, bundle, req, ex,
+                   respond](Result<std::optional<broker::cluster::OwnerData>> o) {
+                    if (!o.isOk()) return respond(storeError(o.status()));
+                    if (!o->has_value()) return respond(noContent());
+                    if ((*o)->urls.webServiceUrl != nsp->self().webServiceUrl) {
+                      return respond(redirectTo((*o)->urls.webServiceUrl, req, nsp->isLeader()));
+                    }
+                    nsp->unloadBundle(nsName, bundle, ex, [respond](const Status& s) {
+                      if (!s.isOk()) return respond(storeError(s));
+                      respond(noContent());
+                    });
+                  });
+            });
+      });
+  // The bundle a topic belongs to (Pulsar's TopicLookup getNamespaceBundle, `pulsar-admin
+  // topics bundle-range`): its range as text, from the namespace's current cut.
+  r.add(
+      "GET", "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle",
+      [nsp, svc, namespaceExists](const HttpRequest&, const PathParams& p, const Respond& respond) {
+        const std::string& domain = p.at("domain");
+        if (domain != "persistent" && domain != "non-persistent") {
+          return respond(HttpResponse::error(404, "Not found"));
+        }
+        HttpResponse err;
+        auto name = topicFromParams(p, &err);
+        if (!name) return respond(err);
+        std::string nsName = name->namespaceName();
+        if (!namespaceExists(nsName)) {
+          return respond(HttpResponse::error(404, "Namespace does not exist"));
+        }
+        uint32_t hash = broker::cluster::topicHash(name->toString());
+        nsp->boundariesOf(
+            nsName, &svc->ioLoops().next(), [respond, hash](Result<std::vector<uint64_t>> b) {
+              if (!b.isOk()) return respond(storeError(b.status()));
+              size_t i = broker::cluster::findBundle(*b, hash);
+              respond(HttpResponse::text(broker::cluster::bundleName((*b)[i], (*b)[i + 1])));
+            });
+      });
 }
 
 }  // namespace magnetar::admin

@@ -905,6 +905,20 @@ def test_bundle_unload_redirects_to_the_owner_and_moves_the_bundle(cluster: Clus
         f"{webs[owner]}{path}?authoritative={'true' if leader == webs[other] else 'false'}"
     assert requests.put(webs[other] + "/admin/v2/namespaces/public/default/0x1_0x0/unload",
                         timeout=10).status_code == 412
+    # A well-formed range that is not a bundle of the namespace, or a namespace that does not
+    # exist: refused, not "unloaded" (Pulsar's validateNamespaceBundleRange).
+    r = requests.put(webs[other] + "/admin/v2/namespaces/public/default/0x00000000_0x00001000"
+                     "/unload", timeout=10)
+    assert r.status_code == 412 and "not a bundle" in r.json()["reason"], r.text
+    r = requests.put(f"{webs[other]}/admin/v2/namespaces/public/nope-{uuid.uuid4().hex[:6]}/"
+                     f"{bundle}/unload", timeout=10)
+    assert r.status_code == 404, r.text
+    # The topic's bundle, as `pulsar-admin topics bundle-range` asks any broker for it.
+    for w in webs.values():
+        r = requests.get(f"{w}/lookup/v2/topic/persistent/{topic}/bundle", timeout=10)
+        assert r.status_code == 200 and r.text == bundle, (r.status_code, r.text, bundle)
+    assert requests.get(f"{webs[other]}/lookup/v2/topic/persistent/public/nope-x/t/bundle",
+                        timeout=10).status_code == 404
     client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
     try:
         producer = client.create_producer(f"persistent://{topic}")
