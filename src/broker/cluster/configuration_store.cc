@@ -1,5 +1,7 @@
 #include "broker/cluster/configuration_store.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <future>
 #include <vector>
@@ -397,10 +399,11 @@ Status ConfigurationStore::deleteNamespace(const std::string& ns) {
   // deleted their partitions), its containers, the bundle cut.
   std::string pt = std::string(kPartitionedRoot) + "/" + ns;
   for (const char* d : {"/persistent", "/non-persistent"}) {
-    if (auto children = childrenSync(config_, pt + d); children.isOk()) {
-      for (const auto& c : *children) (void)removeSync(config_, pt + d + "/" + c, std::nullopt);
+    const std::string dir = pt + d;
+    if (auto children = childrenSync(config_, dir); children.isOk()) {
+      for (const auto& c : *children) (void)removeSync(config_, fmt::format("{}/{}", dir, c), {});
     }
-    (void)removeSync(config_, pt + d, std::nullopt);
+    (void)removeSync(config_, dir, std::nullopt);
   }
   (void)removeSync(config_, pt, std::nullopt);
   (void)removeSync(local_, kLocalPoliciesRoot + ns, std::nullopt);
