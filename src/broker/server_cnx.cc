@@ -41,7 +41,7 @@ ServerCnx::ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket,
                      std::unique_ptr<net::TlsSession> tls)
     : net::Connection(loop, std::move(socket), std::move(tls)),
       service_(service),
-      decoder_(service.options().maxMessageSize + protocol::kFrameSizePadding),
+      decoder_(kMaxFrameBeforeConnect),
       throttle_(throttle),
       keepAliveTimer_(loop.context()),
       authRefreshTimer_(loop.context()) {
@@ -331,6 +331,7 @@ void ServerCnx::handleConnect(const proto::CommandConnect& c) {
 }
 
 void ServerCnx::sendConnected() {
+  decoder_.setMaxFrameSize(service_.options().maxMessageSize + protocol::kFrameSizePadding);
   // Features this broker serves, as Pulsar advertises them in CONNECTED.
   proto::FeatureFlags features;
   features.set_supports_topic_watchers(service_.options().enableBrokerTopicListWatcher &&
@@ -474,7 +475,7 @@ bool ServerCnx::servesTopic(const TopicName& name) const {
 }
 
 void ServerCnx::confirmOwnership(const TopicName& name, uint64_t requestId,
-                                 std::function<void()> again) {
+                                 const std::function<void()>& again) {
   auto me = self();
   service_.topicOwnership()->confirmOwned(name, &loop(), [me, name, requestId, again](bool owned) {
     MAGNETAR_DCHECK_ON(me->loop());

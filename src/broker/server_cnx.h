@@ -145,7 +145,8 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   // After servesTopic() said no: the ownership is confirmed through ZooKeeper
   // (TopicOwnership::confirmOwned); `again` runs on this loop if the bundle is ours after all,
   // else ServiceNotReady is answered.
-  void confirmOwnership(const TopicName& name, uint64_t requestId, std::function<void()> again);
+  void confirmOwnership(const TopicName& name, uint64_t requestId,
+                        const std::function<void()>& again);
   void handleLookup(const proto::CommandLookupTopic& c);
   void handlePartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c);
   // The answer once the topic's metadata is current (cluster mode: after a read of the
@@ -199,6 +200,11 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   }
 
   BrokerService& service_;
+  // Bound on a frame before CONNECT was answered (CONNECT and AUTH_RESPONSE are small; 256 KiB
+  // leaves room for big tokens): a
+  // connection that has not said who it is cannot make the broker buffer a message-sized frame
+  // (docs/memory-limits.md). Magnetar's; Pulsar's decoder takes maxMessageSize from the start.
+  static constexpr size_t kMaxFrameBeforeConnect = 256 * 1024;
   protocol::FrameDecoder decoder_;
   bool connected_ = false;
   int protocolVersion_ = 0;

@@ -106,6 +106,40 @@ def test_bad_sizes_close_the_connection(broker):
             assert closed_by_broker(broker.port, data), name
 
 
+def test_big_frame_before_connect_is_refused_at_its_header(broker):
+    """Before CONNECT is answered a frame may be 256 KiB (CONNECT and AUTH_RESPONSE are small): a
+    connection that has not said who it is cannot make the broker buffer a message-sized frame.
+    After CONNECT the same frame is within the limit (maxMessageSize + padding)."""
+    topic = topic_name("early")
+    big = send_frame(1, 0, entry("early", 0, b"x" * (1024 * 1024)))
+    with bystander(broker.endpoint, "early"):
+        d = CounterDelta(lambda: protocol_errors(broker.admin_url, "frame_too_large"))
+        c = WireClient(broker.port)
+        try:
+            c.send(big[:8])  # the header alone is enough to refuse it
+            assert c.wait_closed(5)
+        finally:
+            c.close()
+        assert d.moved(), "magnetar_protocol_errors_total{error=frame_too_large}"
+        # Just under the bound, before CONNECT: read, then refused as a command out of turn.
+        c = WireClient(broker.port)
+        try:
+            c.send(send_frame(1, 0, entry("early", 0, b"x" * (250 * 1024))))
+            assert c.wait_closed(5)
+        finally:
+            c.close()
+        c = WireClient(broker.port)
+        try:
+            c.handshake()
+            c.send(producer_frame(topic, 1, 1, name="early"))
+            c.expect(PRODUCER_SUCCESS)
+            c.send(big)  # after CONNECT: within the limit, stored
+            c.expect(SEND_RECEIPT)
+            assert c.alive()
+        finally:
+            c.close()
+
+
 def test_valid_frames_truncated_at_every_byte(broker):
     """CONNECT + PRODUCER + SEND cut after every byte, then the client closes: each cut inside
     a frame counts as truncated; producers created on the way are all released."""
