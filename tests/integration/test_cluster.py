@@ -202,8 +202,15 @@ def test_tenants_namespaces_policies_and_partitioned_topics_are_shared(cluster: 
     assert r.status_code == 204, r.text
     wait_until(lambda: requests.get(f"{c}/admin/v2/persistent/{ns}/partitioned",
                                     timeout=10).json() == [], what="partitioned topic deleted")
+    # A forced namespace delete takes the partitioned topics still in it along (their metadata
+    # too, not only the partitions), so the tenant can go next.
+    assert requests.put(f"{a}/admin/v2/persistent/{ns}/left/partitions", json=2,
+                        timeout=10).status_code == 204
     r = requests.delete(f"{c}/admin/v2/namespaces/{ns}", params={"force": "true"}, timeout=30)
     assert r.status_code == 204, r.text
+    with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+        assert zk.get(f"/admin/partitioned-topics/{ns}/persistent/left") is None
+        assert zk.get(f"/admin/partitioned-topics/{ns}") is None
     assert requests.delete(f"{a}/admin/v2/tenants/{tenant}", timeout=10).status_code == 204
     wait_until(lambda: requests.get(f"{b}/admin/v2/tenants/{tenant}",
                                     timeout=10).status_code == 404, what="tenant deleted")

@@ -1,5 +1,7 @@
 #include "broker/cluster/configuration_store.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <future>
 #include <vector>
@@ -308,6 +310,15 @@ Status ConfigurationStore::removeSync(metadata::Store* s, const std::string& pat
   return r.isOk() ? Status::ok() : r.status();
 }
 
+Result<std::vector<std::string>> ConfigurationStore::childrenSync(metadata::Store* s,
+                                                                  const std::string& path) {
+  MAGNETAR_DCHECK(!loop_.inExecutorThread());
+  auto p = std::make_shared<std::promise<Result<std::vector<std::string>>>>();
+  auto f = p->get_future();
+  s->getChildren(path, &loop_, [p](const Result<std::vector<std::string>>& r) { p->set_value(r); });
+  return waitFor(f, options_.operationTimeoutMs, path);
+}
+
 // --- SharedConfig ---
 
 Status ConfigurationStore::createTenant(const std::string& name, const TenantInfo& info) {
@@ -384,9 +395,16 @@ Status ConfigurationStore::deleteNamespace(const std::string& ns) {
   Status s = removeSync(config_, namespacePath(ns), std::nullopt);
   if (s.code() == StatusCode::kNotFound) return Status::notFound("Namespace does not exist");
   if (!s.isOk()) return s;
-  // What Pulsar removes with it (best effort: empty containers, the bundle cut).
+  // What Pulsar removes with it (best effort): the partitioned topics' metadata (a forced delete
+  // deleted their partitions), its containers, the bundle cut.
   std::string pt = std::string(kPartitionedRoot) + "/" + ns;
-  for (const char* d : {"/persistent", "/non-persistent"}) (void)removeSync(config_, pt + d, {});
+  for (const char* d : {"/persistent", "/non-persistent"}) {
+    const std::string dir = pt + d;
+    if (auto children = childrenSync(config_, dir); children.isOk()) {
+      for (const auto& c : *children) (void)removeSync(config_, fmt::format("{}/{}", dir, c), {});
+    }
+    (void)removeSync(config_, dir, std::nullopt);
+  }
   (void)removeSync(config_, pt, std::nullopt);
   (void)removeSync(local_, kLocalPoliciesRoot + ns, std::nullopt);
   return Status::ok();

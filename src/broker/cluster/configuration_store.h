@@ -94,6 +94,7 @@ class ConfigurationStore : public SharedConfig {
   Result<std::optional<metadata::GetResult>> getSync(metadata::Store* s, const std::string& path);
   Result<metadata::Stat> putSync(metadata::Store* s, const std::string& path,
                                  const std::string& value, std::optional<metadata::Version> v);
+  Result<std::vector<std::string>> childrenSync(metadata::Store* s, const std::string& path);
   Status removeSync(metadata::Store* s, const std::string& path,
                     std::optional<metadata::Version> v);
 
