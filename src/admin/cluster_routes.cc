@@ -4,7 +4,12 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
+#include <set>
+#include <utility>
 
+#include "admin/http_client.h"
+#include "admin/remote_partition.h"
 #include "admin/rest_util.h"
 #include "broker/cluster/bundles.h"
 
@@ -72,6 +77,111 @@ bool isTopicPattern(const std::string& pattern) {
   return false;
 }
 
+// The query parameter that marks a broker's call to another for its own topic list (the
+// answer is that broker's view only, no fan-out again).
+constexpr const char* kLocalListParam = "magnetarLocalList";
+
+HttpResponse topicListResponse(const std::set<std::string>& topics) {
+  json::array a;
+  for (const auto& t : topics) a.emplace_back(t);
+  return jsonResponse(a);
+}
+
+// Local storage: this broker's topics plus each other registered broker's (GET of the same path
+// there, marked kLocalListParam); any broker that does not answer fails the list (500, naming
+// it), as Pulsar's fan-out of a non-persistent list over the bundles' owners does.
+void unionOfBrokers(NamespaceService* nsp, broker::BrokerService* svc, const HttpRequest& req,
+                    std::set<std::string> local, const Respond& respond) {
+  net::EventLoop* loop = &svc->ioLoops().next();
+  HttpClientRequest call;
+  call.authorization = req.authorization;
+  std::string target =
+      req.path + "?" + (req.query.empty() ? "" : req.query + "&") + kLocalListParam + "=true";
+  nsp->activeBrokers(loop, [nsp, loop, call, target, local = std::move(local),
+                            respond](Result<std::vector<std::string>> brokers) mutable {
+    if (!brokers.isOk()) {
+      return respond(HttpResponse::error(
+          500, "Failed to list the registered brokers: " + brokers.status().message()));
+    }
+    std::vector<std::string> others;
+    for (const auto& b : *brokers) {
+      if (b != nsp->self().brokerId) others.push_back(b);
+    }
+    using Answer = std::pair<std::string, Result<HttpClientResponse>>;
+    auto gather = Gather<std::optional<Answer>>::create(
+        others.size(),
+        [local = std::move(local), respond](const std::vector<std::optional<Answer>>& all) {
+          std::set<std::string> topics = local;
+          for (const auto& a : all) {
+            const Result<HttpClientResponse>& r = a->second;
+            if (!r.isOk() || r->status != 200) {
+              return respond(HttpResponse::error(
+                  500, "Failed to list the topics of broker " + a->first + ": " +
+                           (r.isOk() ? remoteStatus(r).message() : r.status().message())));
+            }
+            for (auto& t : remoteStrings(r, {})) topics.insert(std::move(t));
+          }
+          respond(topicListResponse(topics));
+        });
+    for (size_t i = 0; i < others.size(); ++i) {
+      HttpClientRequest one = call;
+      one.url = "http://" + others[i] + target;
+      one.timeoutMs = 10000;
+      httpCall(*loop, std::move(one), [gather, i, b = others[i]](Result<HttpClientResponse> r) {
+        gather->set(i, Answer(b, std::move(r)));
+      });
+    }
+  });
+}
+
+// Cluster mode's topic list of a namespace, as Pulsar's (NamespaceService.getListOfTopics reads
+// the metadata store, not the loaded topics): on BookKeeper the topics the storage holds
+// (/managed-ledgers/{t}/{ns}/{domain}) plus this broker's view (loaded topics, partitions of the
+// partitioned topics); with each broker's own local storage the union of every registered
+// broker's view (unionOfBrokers).
+void clusterTopicList(NamespaceService* nsp, broker::BrokerService* svc, const HttpRequest& req,
+                      const std::string& ns, broker::TopicDomain domain, const Respond& respond) {
+  std::vector<std::string> mine = listTopics(*svc, ns, domain);
+  std::set<std::string> local(mine.begin(), mine.end());
+  if (svc->storageShared()) {
+    svc->sharedStoredTopicsOf(
+        ns, domain, &svc->ioLoops().next(),
+        [ns, local = std::move(local), respond](Result<std::vector<std::string>> stored) mutable {
+          if (!stored.isOk()) {
+            return respond(HttpResponse::error(
+                500, "Failed to list the topics of " + ns + ": " + stored.status().message()));
+          }
+          local.insert(stored->begin(), stored->end());
+          respond(topicListResponse(local));
+        });
+    return;
+  }
+  if (queryFlag(req, kLocalListParam)) return respond(topicListResponse(local));
+  unionOfBrokers(nsp, svc, req, std::move(local), respond);
+}
+
+// On the topic's owner, before a topic route runs: with shared storage, a topic this broker does
+// not know (created through another broker since it started) is looked up in the storage, so
+// that the routes' existence checks (topic policies, create's 409) see it. Blocks the pulsar-web
+// thread for one ZooKeeper read; an error there answers 500.
+std::optional<HttpResponse> checkStoredTopic(broker::BrokerService& svc,
+                                             const broker::TopicName& name) {
+  if (!svc.storageShared() || svc.topicExists(name)) return std::nullopt;
+  auto promise = std::make_shared<std::promise<Result<bool>>>();
+  auto answer = promise->get_future();
+  svc.checkStoredTopic(name, &svc.ioLoops().next(),
+                       [promise](Result<bool> r) { promise->set_value(std::move(r)); });
+  if (answer.wait_for(std::chrono::seconds(35)) != std::future_status::ready) {
+    return HttpResponse::error(500, "Checking whether " + name.toString() + " exists timed out");
+  }
+  Result<bool> exists = answer.get();
+  if (!exists.isOk()) {
+    return HttpResponse::error(500, "Failed to check whether " + name.toString() +
+                                        " exists: " + exists.status().message());
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void installTopicOwnershipGuard(Router& r, NamespaceService& ns, broker::BrokerService& service) {
@@ -91,12 +201,12 @@ void installTopicOwnershipGuard(Router& r, NamespaceService& ns, broker::BrokerS
       f.wait_for(std::chrono::seconds(35));
     }
     if (servedByAnyBroker(pattern)) return std::nullopt;
-    if (nsp->owns(*name)) return std::nullopt;
     if (!svc->namespaceExists(name->namespaceName())) return std::nullopt;  // the handler's 404
     if (name->partitionIndex() < 0) {
       auto n = svc->partitionsOf(*name, false);
       if (n.isOk() && *n > 0) return std::nullopt;  // a partitioned topic: fanned out here
     }
+    if (nsp->owns(*name)) return checkStoredTopic(*svc, *name);
     // Pulsar's validateTopicOwnership: look the topic up (taking or placing its bundle when
     // unowned) and serve it here if this broker owns it now, else redirect to the owner.
     auto q = queryParam(req, "authoritative");
@@ -112,7 +222,7 @@ void installTopicOwnershipGuard(Router& r, NamespaceService& ns, broker::BrokerS
       return HttpResponse::error(
           503, "Failed to find ownership for topic:" + name->toString() + ": " + a.error.message());
     }
-    if (!a.redirect && a.url == nsp->self().pulsarServiceUrl) return std::nullopt;
+    if (!a.redirect && a.url == nsp->self().pulsarServiceUrl) return checkStoredTopic(*svc, *name);
     return redirectTo(a.httpUrl, req, nsp->isLeader());
   });
 }
@@ -126,6 +236,46 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
     if (auto* shared = svc->sharedConfig()) shared->refreshNamespace(name);
     return svc->namespaceExists(name);
   };
+  // The namespace's topics (also /admin/v2/non-persistent/..., whose alias runs this handler,
+  // and pulsar-admin namespaces topics with its ?mode=).
+  auto validNamespace = [namespaceExists](const PathParams& p, HttpResponse* err) {
+    std::string nsName = p.at("tenant") + "/" + p.at("namespace");
+    if (!broker::isValidNamePart(p.at("tenant")) || !broker::isValidNamePart(p.at("namespace"))) {
+      *err = HttpResponse::error(412, "Invalid namespace name: " + nsName);
+      return std::optional<std::string>();
+    }
+    if (!namespaceExists(nsName)) {
+      *err = HttpResponse::error(404, "Namespace does not exist");
+      return std::optional<std::string>();
+    }
+    return std::optional<std::string>(nsName);
+  };
+  r.add("GET", "/admin/v2/persistent/{tenant}/{namespace}",
+        [nsp, svc, validNamespace](const HttpRequest& req, const PathParams& p,
+                                   const Respond& respond) {
+          HttpResponse err;
+          auto nsName = validNamespace(p, &err);
+          if (!nsName) return respond(err);
+          clusterTopicList(nsp, svc, req, *nsName, domainFromParams(p), respond);
+        });
+  r.add("GET", "/admin/v2/namespaces/{tenant}/{namespace}/topics",
+        [nsp, svc, validNamespace](const HttpRequest& req, const PathParams& p,
+                                   const Respond& respond) {
+          HttpResponse err;
+          auto nsName = validNamespace(p, &err);
+          if (!nsName) return respond(err);
+          // Pulsar's ?mode=PERSISTENT (default) | NON_PERSISTENT | ALL.
+          std::string mode = queryParam(req, "mode").value_or("PERSISTENT");
+          broker::TopicDomain domain = broker::TopicDomain::kPersistent;
+          if (mode == "NON_PERSISTENT") {
+            domain = broker::TopicDomain::kNonPersistent;
+          } else if (mode == "ALL") {
+            domain = broker::TopicDomain::kAll;
+          } else if (mode != "PERSISTENT") {
+            return respond(HttpResponse::error(400, "Unknown mode: " + mode));
+          }
+          clusterTopicList(nsp, svc, req, *nsName, domain, respond);
+        });
   // Namespace unload: every owned bundle released by its owner (Pulsar's internalUnloadNamespace).
   r.add(
       "PUT", "/admin/v2/namespaces/{tenant}/{namespace}/unload",

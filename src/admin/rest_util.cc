@@ -357,22 +357,29 @@ void withTopic(const AdminContext& ctx, const broker::TopicName& name, const Res
   }
   ctx.service.getOrCreateTopic(
       name, create,
-      [respond, fn = std::move(fn)](Result<std::shared_ptr<broker::PersistentTopic>> r) {
+      [name, respond, fn = std::move(fn)](Result<std::shared_ptr<broker::PersistentTopic>> r) {
         if (!r.isOk()) {
-          respond(HttpResponse::error(404, "Topic not found"));
+          StatusCode c = r.status().code();
+          if (c == StatusCode::kNotFound || c == StatusCode::kNotAllowed ||
+              c == StatusCode::kInvalidArgument) {
+            respond(HttpResponse::error(404, "Topic not found"));
+          } else {  // the storage could not say or open it (ZooKeeper, bookies, disk)
+            respond(HttpResponse::error(
+                500, "Failed to load topic " + name.toString() + ": " + r.status().message()));
+          }
           return;
         }
         fn(*r);
       });
 }
 
-std::vector<std::string> listTopics(const AdminContext& ctx, const std::string& ns,
+std::vector<std::string> listTopics(const broker::BrokerService& service, const std::string& ns,
                                     broker::TopicDomain domain) {
   std::set<std::string> out;
-  for (auto& t : ctx.service.topicsOfNamespace(ns, domain)) out.insert(t);
+  for (auto& t : service.topicsOfNamespace(ns, domain)) out.insert(t);
   if (domain == broker::TopicDomain::kNonPersistent) return {out.begin(), out.end()};
   for (const auto& [name, partitions] :
-       ctx.service.partitionedTopicsOf(ns, broker::TopicDomain::kPersistent)) {
+       service.partitionedTopicsOf(ns, broker::TopicDomain::kPersistent)) {
     for (int i = 0; i < partitions; ++i) out.insert(fmt::format("{}-partition-{}", name, i));
   }
   return {out.begin(), out.end()};

@@ -112,15 +112,22 @@ struct MessageIdBody {
 std::optional<MessageIdBody> parseMessageIdBody(const HttpRequest& req, HttpResponse* error);
 
 // Loads an existing topic (with `create`: creates it if missing) and runs fn(topic) on its
-// executor; answers 404 "Topic not found" (or the namespace error) itself when it does not exist.
+// executor; answers 404 "Topic not found" (or the namespace error) itself when it does not exist,
+// 500 naming the topic when the storage could not be read (ZooKeeper, bookies, disk).
 void withTopic(const AdminContext& ctx, const broker::TopicName& name, const Respond& respond,
                std::function<void(std::shared_ptr<broker::PersistentTopic>)> fn,
                bool create = false);
 
 // Topics of "tenant/ns" in `domain`, sorted: loaded and stored ones plus, for persistent
 // topics, every partition of its partitioned topics (as Pulsar lists them).
-std::vector<std::string> listTopics(const AdminContext& ctx, const std::string& ns,
+// In cluster mode this is this broker's view only (cluster_routes.h lists the cluster's).
+std::vector<std::string> listTopics(const broker::BrokerService& service, const std::string& ns,
                                     broker::TopicDomain domain = broker::TopicDomain::kPersistent);
+inline std::vector<std::string> listTopics(
+    const AdminContext& ctx, const std::string& ns,
+    broker::TopicDomain domain = broker::TopicDomain::kPersistent) {
+  return listTopics(ctx.service, ns, domain);
+}
 
 // Collects one result per task from several threads and calls done(results) once, on the thread
 // that adds the last one (or at once for zero tasks). Results keep task order.

@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <thread>
@@ -240,6 +241,11 @@ std::string BrokerService::generateProducerName() {
 }
 
 void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCallback cb) {
+  loadTopic(name, create, false, std::move(cb));
+}
+
+void BrokerService::loadTopic(const TopicName& name, bool create, bool inSharedStorage,
+                              TopicCallback cb) {
   std::shared_ptr<TopicSlot> slot;
   {
     UniqueLock lock(mu_);
@@ -254,7 +260,23 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
       }
       return;
     }
-    bool stored = storedLedgers_.count(name.persistenceName()) > 0;
+    // Shared storage (BookKeeper): whether a topic not loaded here exists is the storage's
+    // answer, not the names seen at start (another broker may have created or deleted it since),
+    // as Pulsar's BrokerService.getTopicIfExists. Never created here without `create`.
+    if (!create && !inSharedStorage && factory_->sharedBetweenBrokers() &&
+        namespaces_.exists(name.namespaceName()) && !namespaces_.partitions(name.toString())) {
+      lock.unlock();
+      net::EventLoop& executor = mlWorkers_->forKey(std::hash<std::string>{}(name.toString()));
+      checkStoredTopic(
+          name, &executor, [this, name, cb = std::move(cb)](Result<bool> exists) mutable {
+            if (!exists.isOk()) return cb(exists.status());
+            if (!*exists)
+              return cb(Status::notFound("Topic " + name.toString() + " does not exist"));
+            loadTopic(name, false, true, std::move(cb));
+          });
+      return;
+    }
+    bool stored = inSharedStorage || storedLedgers_.count(name.persistenceName()) > 0;
     if (!stored) {
       Status s = canCreateLocked(name, create);
       if (!s.isOk()) {
@@ -495,6 +517,58 @@ std::vector<std::string> BrokerService::topicsOfNamespace(const std::string& ns,
     }
   }
   return out;
+}
+
+void BrokerService::checkStoredTopic(const TopicName& name, net::Executor* ex,
+                                     std::function<void(Result<bool>)> cb) {
+  factory_->asyncExists(name.persistenceName(), ex,
+                        [this, name, cb = std::move(cb)](Result<bool> exists) {
+                          if (exists.isOk()) {
+                            MutexLock lock(mu_);
+                            if (*exists) {
+                              storedLedgers_.emplace(name.persistenceName(), true);
+                            } else {
+                              storedLedgers_.erase(name.persistenceName());
+                            }
+                          }
+                          cb(std::move(exists));
+                        });
+}
+
+namespace {
+// The topics of `ns` stored under domains[i..] appended to `acc`, then cb(acc) (sorted).
+void storedTopicsFrom(storage::ManagedLedgerFactory* factory, const std::string& ns,
+                      std::vector<std::string> domains, size_t i, std::vector<std::string> acc,
+                      net::Executor* ex, std::function<void(Result<std::vector<std::string>>)> cb) {
+  if (i == domains.size()) {
+    std::sort(acc.begin(), acc.end());
+    return cb(std::move(acc));
+  }
+  std::string d = domains[i];
+  factory->asyncLedgerNamesUnder(
+      ns + "/" + d, ex,
+      [factory, ns, d, domains = std::move(domains), i, acc = std::move(acc), ex,
+       cb = std::move(cb)](Result<std::vector<std::string>> names) mutable {
+        if (!names.isOk()) return cb(names.status());
+        const std::string stored = ns + "/" + d + "/";  // tenant/ns/<domain>/local
+        for (const std::string& n : *names) {
+          if (n.rfind(stored, 0) == 0)
+            acc.push_back(
+                std::string(d).append("://").append(ns).append("/").append(n, stored.size()));
+        }
+        storedTopicsFrom(factory, ns, std::move(domains), i + 1, std::move(acc), ex, std::move(cb));
+      });
+}
+}  // namespace
+
+void BrokerService::sharedStoredTopicsOf(const std::string& ns, TopicDomain domain,
+                                         net::Executor* ex,
+                                         std::function<void(Result<std::vector<std::string>>)> cb) {
+  if (!factory_->sharedBetweenBrokers()) {
+    ex->execute([cb = std::move(cb)] { cb(Status::unsupported("storage not shared")); });
+    return;
+  }
+  storedTopicsFrom(factory_.get(), ns, domainsOf(domain), 0, {}, ex, std::move(cb));
 }
 
 Status BrokerService::canCreateLocked(const TopicName& name, bool create) {

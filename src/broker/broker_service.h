@@ -107,8 +107,11 @@ class BrokerService {
   net::EventLoopGroup& mlWorkers() { return *mlWorkers_; }
 
   // Finds or opens the topic; creates it when `create` (allowAutoTopicCreation) or when it was
-  // stored before. cb runs on the topic's executor on success; on any thread with an error
-  // (kNotFound -> TopicNotFound).
+  // stored before. On storage shared by the brokers (BookKeeper) a topic not loaded here is
+  // opened without `create` only when the storage has it (Pulsar's getTopicIfExists: a topic
+  // another broker created, or one moved here by a failover or an unload), kNotFound otherwise.
+  // cb runs on the topic's executor on success; on any thread with an error (kNotFound ->
+  // TopicNotFound; the storage's error when it could not be asked).
   void getOrCreateTopic(const TopicName& name, bool create, TopicCallback cb);
   // All loaded topics (snapshot).
   std::vector<std::shared_ptr<PersistentTopic>> topics() const;
@@ -117,6 +120,21 @@ class BrokerService {
   // partition of its partitioned topics ("...-partition-N").
   std::vector<std::string> topicsOfNamespace(const std::string& ns,
                                              TopicDomain domain = TopicDomain::kPersistent) const;
+  // True when the topics' storage is shared by the brokers (cluster mode on BookKeeper): a topic
+  // may exist that this broker never loaded.
+  bool storageShared() const { return factory_->sharedBetweenBrokers(); }
+  // Shared storage: the topics of "tenant/ns" in `domain` the storage holds, whichever broker
+  // created them and loaded or not (Pulsar's TopicResources.listPersistentTopicsAsync: the
+  // children of /managed-ledgers/{tenant}/{ns}/{domain}, URL-decoded), full names, sorted. cb on
+  // ex. Errors: kUnsupported when the storage is not shared; the metadata store's. Thread: any.
+  void sharedStoredTopicsOf(const std::string& ns, TopicDomain domain, net::Executor* ex,
+                            std::function<void(Result<std::vector<std::string>>)> cb);
+  // Shared storage: asks the storage whether it has the topic (another broker may have created
+  // or deleted it; a partitioned topic's own name is not a stored topic) and records the answer,
+  // so that topicExists() says so until the next change. cb on ex. Errors: kUnsupported when the
+  // storage is not shared; the metadata store's. Thread: any.
+  void checkStoredTopic(const TopicName& name, net::Executor* ex,
+                        std::function<void(Result<bool>)> cb) EXCLUDES(mu_);
   // Topic created/deleted events of a namespace (topic-list watchers). Fired for a topic opened
   // for the first time, every partition of a partitioned topic created or grown, and a deleted
   // topic or partition. Thread: any.
@@ -280,6 +298,9 @@ class BrokerService {
     std::vector<TopicCallback> waiters;
   };
 
+  // getOrCreateTopic; inSharedStorage: the shared storage was asked and has the topic.
+  void loadTopic(const TopicName& name, bool create, bool inSharedStorage, TopicCallback cb)
+      EXCLUDES(mu_);
   // kNotFound (no namespace, or !create), kNotAllowed (a partition of a non-partitioned topic).
   Status canCreateLocked(const TopicName& name, bool create) REQUIRES(mu_);
   // Reports partitions [from, to) of a partitioned topic created or deleted.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <utility>
 
 #include "base/dcheck.h"
@@ -477,16 +478,18 @@ bool ServerCnx::servesTopic(const TopicName& name) const {
 void ServerCnx::confirmOwnership(const TopicName& name, uint64_t requestId,
                                  const std::function<void()>& again) {
   auto me = self();
-  service_.topicOwnership()->confirmOwned(name, &loop(), [me, name, requestId, again](bool owned) {
-    MAGNETAR_DCHECK_ON(me->loop());
-    if (me->isClosed()) return;
-    if (owned) return again();
-    MLOG_DEBUG("[{}] {} is not served here: ServiceNotReady", me->peerAddress(), name.toString());
-    // Pulsar's answer: the client looks the topic up again and goes to the owner.
-    me->sendError(requestId, proto::ServiceNotReady,
-                  "Namespace bundle for topic (" + name.toString() +
-                      ") not served by this instance. Please redo the lookup.");
-  });
+  service_.topicOwnership()->confirmOwned(
+      name, &loop(), [me, name, requestId, again = std::move(again)](bool owned) {
+        MAGNETAR_DCHECK_ON(me->loop());
+        if (me->isClosed()) return;
+        if (owned) return again();
+        MLOG_DEBUG("[{}] {} is not served here: ServiceNotReady", me->peerAddress(),
+                   name.toString());
+        // Pulsar's answer: the client looks the topic up again and goes to the owner.
+        me->sendError(requestId, proto::ServiceNotReady,
+                      "Namespace bundle for topic (" + name.toString() +
+                          ") not served by this instance. Please redo the lookup.");
+      });
 }
 
 void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
@@ -589,9 +592,35 @@ void ServerCnx::answerPartitionedMetadata(const proto::CommandPartitionedTopicMe
   bool autoCreate = (!c.has_metadata_auto_creation_enabled() || c.metadata_auto_creation_enabled()) &&
                     service_.allowAutoTopicCreation(*name);
   if (!autoCreate && !service_.topicExists(*name)) {
-    send(Commands::newPartitionMetadataErrorResponse(c.request_id(), proto::TopicNotFound, ""));
+    if (!service_.storageShared()) {
+      send(Commands::newPartitionMetadataErrorResponse(c.request_id(), proto::TopicNotFound, ""));
+      return;
+    }
+    // Shared storage (BookKeeper): a topic another broker created since this one started exists
+    // too; the storage says (Pulsar reads the metadata store).
+    auto me = self();
+    service_.checkStoredTopic(*name, &loop(), [me, c, n = *name](const Result<bool>& exists) {
+      if (me->isClosed()) return;
+      if (!exists.isOk()) {
+        me->send(Commands::newPartitionMetadataErrorResponse(
+            c.request_id(), proto::ServiceNotReady,
+            "Cannot read the metadata of " + n.toString() + ": " + exists.status().message()));
+      } else if (!*exists) {
+        me->send(
+            Commands::newPartitionMetadataErrorResponse(c.request_id(), proto::TopicNotFound, ""));
+      } else {
+        me->sendPartitionCount(c, n, false);
+      }
+    });
     return;
   }
+  sendPartitionCount(c, *name, autoCreate);
+}
+
+void ServerCnx::sendPartitionCount(const proto::CommandPartitionedTopicMetadata& c,
+                                   const TopicName& topic, bool autoCreate) {
+  MAGNETAR_DCHECK_ON(loop());
+  const TopicName* name = &topic;
   auto n = service_.partitionsOf(*name, autoCreate);
   if (!n.isOk()) {
     send(Commands::newPartitionMetadataErrorResponse(
@@ -813,6 +842,32 @@ void ServerCnx::handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamesp
     return;
   }
   std::vector<std::string> topics = service_.topicsOfNamespace(c.namespace_(), domain);
+  if (service_.storageShared()) {
+    // Cluster mode on BookKeeper: the storage's list (every broker's topics, loaded or not), as
+    // Pulsar's getListOfUserTopics reads the metadata store, plus this broker's own view.
+    auto me = self();
+    service_.sharedStoredTopicsOf(
+        c.namespace_(), domain, &loop(),
+        [me, c, topics = std::move(topics)](Result<std::vector<std::string>> stored) mutable {
+          if (me->isClosed()) return;
+          if (!stored.isOk()) {
+            me->sendError(
+                c.request_id(), proto::MetadataError,
+                "Cannot list the topics of " + c.namespace_() + ": " + stored.status().message());
+            return;
+          }
+          std::set<std::string> all(topics.begin(), topics.end());
+          all.insert(stored->begin(), stored->end());
+          me->answerTopicsOfNamespace(c, {all.begin(), all.end()});
+        });
+    return;
+  }
+  answerTopicsOfNamespace(c, std::move(topics));
+}
+
+void ServerCnx::answerTopicsOfNamespace(const proto::CommandGetTopicsOfNamespace& c,
+                                        std::vector<std::string> topics) {
+  MAGNETAR_DCHECK_ON(loop());
   // Pulsar's broker-side pattern evaluation: filter when the pattern is short enough, answer
   // the hash of what is sent, and nothing but "unchanged" when the client's hash is current.
   const auto& o = service_.options();

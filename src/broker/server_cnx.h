@@ -153,6 +153,12 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   // configuration store).
   void answerPartitionedMetadata(const proto::CommandPartitionedTopicMetadata& c,
                                  const TopicName& name);
+  // The topic list (hash, pattern filter) of a GET_TOPICS_OF_NAMESPACE.
+  void answerTopicsOfNamespace(const proto::CommandGetTopicsOfNamespace& c,
+                               std::vector<std::string> topics);
+  // The partition count (0: not partitioned) once the topic is known to exist or may be created.
+  void sendPartitionCount(const proto::CommandPartitionedTopicMetadata& c, const TopicName& name,
+                          bool autoCreate);
   // ownershipConfirmed: called again by servesTopic() (the check is not repeated).
   void handleProducer(const proto::CommandProducer& c, bool ownershipConfirmed = false);
   void handleSend(const proto::CommandSend& c, Buffer entry);

@@ -174,6 +174,27 @@ class ManagedLedgerFactory {
   // Names of all ledgers that exist (to restore topics at start-up).
   virtual std::vector<std::string> ledgerNames() const = 0;
   virtual void shutdown() = 0;
+
+  // True when several brokers share these ledgers (BookKeeper, cluster mode): a ledger may exist
+  // that this process did not create and did not see at start-up, so the two calls below ask the
+  // storage itself. False (the embedded storage): ledgerNames() at start plus the ledgers opened
+  // since are all there is.
+  virtual bool sharedBetweenBrokers() const { return false; }
+  // Whether ledger `name` exists, without opening or creating it (Pulsar's
+  // TopicResources.persistentTopicExists: its managed-ledger znode exists). cb on `executor`.
+  // Errors: the store's. Default: kUnsupported.
+  virtual void asyncExists(const std::string& /*name*/, net::Executor* executor,
+                           std::function<void(Result<bool>)> cb) {
+    executor->execute([cb = std::move(cb)] { cb(Status::unsupported("asyncExists")); });
+  }
+  // Names of the ledgers directly under `prefix` ("tenant/ns/persistent": a namespace's topics of
+  // one domain), as storage names ("tenant/ns/persistent/local"), sorted; empty when there are
+  // none (Pulsar's TopicResources.listPersistentTopicsAsync). cb on `executor`. Errors: the
+  // store's. Default: kUnsupported.
+  virtual void asyncLedgerNamesUnder(const std::string& /*prefix*/, net::Executor* executor,
+                                     std::function<void(Result<std::vector<std::string>>)> cb) {
+    executor->execute([cb = std::move(cb)] { cb(Status::unsupported("asyncLedgerNamesUnder")); });
+  }
 };
 
 }  // namespace magnetar::storage

@@ -272,6 +272,44 @@ def test_topic_admin_routes_redirect_to_the_owner(cluster: Cluster) -> None:
         client.close()
 
 
+def test_namespace_topic_list_is_every_brokers(cluster: Cluster) -> None:
+    """Local storage: a namespace's topic list is the union of every registered broker's own
+    (the broker asked calls the others, marked so that they answer their own list only), as
+    Pulsar lists the whole namespace. A read of a topic that never existed is 404 and creates
+    nothing."""
+    brokers = sorted(cluster.brokers())
+    webs = [cluster.web_of(b) for b in brokers]
+    ns = f"public/list-{uuid.uuid4().hex[:8]}"
+    r = requests.put(f"{webs[0]}/admin/v2/namespaces/{ns}", json={"bundles": {"numBundles": 8}},
+                     timeout=10)
+    assert r.status_code == 204, r.text
+    topics = sorted(f"persistent://{ns}/t-{i}" for i in range(6))
+    for i, t in enumerate(topics):  # through each broker in turn (307 to the owner)
+        r = requests.put(f"{webs[i % 3]}/admin/v2/persistent/{t[len('persistent://'):]}",
+                         timeout=10)
+        assert r.status_code == 204, r.text
+    own = {}
+    for w in webs:
+        r = requests.get(f"{w}/admin/v2/persistent/{ns}", params={"magnetarLocalList": "true"},
+                         timeout=10)
+        assert r.status_code == 200, r.text
+        own[w] = r.json()
+    assert sorted(t for mine in own.values() for t in mine) == topics, own
+    assert sum(1 for mine in own.values() if mine) >= 2, own  # spread, so the union matters
+    for w in webs:
+        r = requests.get(f"{w}/admin/v2/persistent/{ns}", timeout=10)
+        assert r.status_code == 200 and r.json() == topics, (w, r.text)
+        r = requests.get(f"{w}/admin/v2/namespaces/{ns}/topics", timeout=10)
+        assert r.status_code == 200 and r.json() == topics, (w, r.text)
+        r = requests.get(f"{w}/admin/v2/non-persistent/{ns}", timeout=10)
+        assert r.status_code == 200 and r.json() == [], (w, r.text)
+    missing = f"{ns}/never-{uuid.uuid4().hex[:6]}"
+    for w in webs:
+        r = requests.get(f"{w}/admin/v2/persistent/{missing}/stats", timeout=10)
+        assert r.status_code == 404, r.text
+    assert requests.get(f"{webs[1]}/admin/v2/persistent/{ns}", timeout=10).json() == topics
+
+
 def owned_bundles(cluster: Cluster, ns: str) -> dict[str, str]:
     """bundle -> owner's pulsar:// URL, from the ownership znodes."""
     out = {}

@@ -1,4 +1,5 @@
 // BkManagedLedgerFactory: the open ledgers, the housekeeping tick, shutdown, ledgerNames.
+#include <algorithm>
 #include <future>
 
 #include "base/logging.h"
@@ -173,6 +174,44 @@ std::vector<std::string> BkManagedLedgerFactory::ledgerNames() const {
   std::vector<std::string> out;
   walk(*store_, options_.root, "", &out);
   return out;
+}
+
+void BkManagedLedgerFactory::asyncExists(const std::string& name, net::Executor* executor,
+                                         std::function<void(Result<bool>)> cb) {
+  if (stopped_) {
+    executor->execute(
+        [cb = std::move(cb)] { cb(Status::closed("managed ledger factory stopped")); });
+    return;
+  }
+  store_->exists(managedLedgerPath(options_.root, name), gate_->wrap(executor), std::move(cb));
+}
+
+void BkManagedLedgerFactory::asyncLedgerNamesUnder(
+    const std::string& prefix, net::Executor* executor,
+    std::function<void(Result<std::vector<std::string>>)> cb) {
+  if (stopped_) {
+    executor->execute(
+        [cb = std::move(cb)] { cb(Status::closed("managed ledger factory stopped")); });
+    return;
+  }
+  // The prefix ("tenant/ns/persistent") has no local name: its path is the plain one.
+  store_->getChildren(options_.root + "/" + prefix, gate_->wrap(executor),
+                      [prefix, cb = std::move(cb)](Result<std::vector<std::string>> children) {
+                        if (!children.isOk()) return cb(children.status());
+                        std::vector<std::string> out;
+                        out.reserve(children->size());
+                        for (const std::string& c : *children) {
+                          auto name = storageLedgerName(std::string(prefix).append("/").append(c));
+                          if (!name.isOk()) {
+                            MLOG_WARN("managed ledger {}/{}: {}", prefix, c,
+                                      name.status().toString());
+                            continue;
+                          }
+                          out.push_back(std::move(*name));
+                        }
+                        std::sort(out.begin(), out.end());
+                        cb(std::move(out));
+                      });
 }
 
 StorageStats BkManagedLedgerFactory::stats() const {

@@ -98,6 +98,15 @@ class BkManagedLedgerFactory : public ManagedLedgerFactory {
   // Storage names of the managed ledgers under the root that hold at least one ledger (walks the
   // znode tree; blocks on ZooKeeper: not from an event loop that ZooKeeper completions need).
   std::vector<std::string> ledgerNames() const override;
+  bool sharedBetweenBrokers() const override { return true; }
+  // The managed-ledger znode exists (any value: Pulsar creates it empty first). Errors:
+  // ZooKeeper's; kClosed after shutdown.
+  void asyncExists(const std::string& name, net::Executor* executor,
+                   std::function<void(Result<bool>)> cb) override;
+  // The children of <root>/<prefix> URL-decoded (a child that does not decode is skipped with a
+  // warning). Errors: ZooKeeper's; kClosed after shutdown.
+  void asyncLedgerNamesUnder(const std::string& prefix, net::Executor* executor,
+                             std::function<void(Result<std::vector<std::string>>)> cb) override;
   // Refuses new work and drops completions still to come (no callback runs after it returns);
   // does not close the ledgers in BookKeeper (the next owner recovers them). Close ledgers first
   // (asyncClose) for a clean handover.

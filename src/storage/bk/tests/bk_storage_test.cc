@@ -13,7 +13,9 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "metadata/zk_store.h"
 #include "storage/bk/bk_managed_ledger.h"
@@ -655,6 +657,43 @@ TEST_P(BkStorageTest, LedgersBrokenInARowAreCreatedWithGrowingWaits) {
   f->shutdown();
   ex_.runPending();
   (*client)->close();
+}
+
+// What a broker that did not open a topic learns from the znodes (Pulsar's
+// persistentTopicExists and listPersistentTopicsAsync): another factory sees the ledgers, local
+// names URL-decoded, and asking creates nothing.
+TEST_P(BkStorageTest, AnotherFactorySeesLedgersItDidNotOpen) {
+  ASSERT_NE(open("public/default/persistent/roll over"), nullptr);
+  ASSERT_NE(open("public/default/persistent/a"), nullptr);
+  auto other = secondFactory();
+  ASSERT_TRUE(other->sharedBetweenBrokers());
+  auto exists = [&](const std::string& name) {
+    std::optional<Result<bool>> answer;
+    other->asyncExists(name, &ex_, [&](Result<bool> r) { answer = std::move(r); });
+    runUntil([&] { return answer.has_value(); });
+    EXPECT_TRUE(answer->isOk()) << answer->status().toString();
+    return answer->isOk() && **answer;
+  };
+  EXPECT_TRUE(exists("public/default/persistent/roll over"));
+  EXPECT_TRUE(exists("public/default/persistent/a"));
+  EXPECT_FALSE(exists("public/default/persistent/nope"));
+  EXPECT_FALSE(znode(rootFor(dir_) + "/public/default/persistent/nope").has_value());
+
+  auto namesUnder = [&](const std::string& prefix) {
+    std::optional<Result<std::vector<std::string>>> answer;
+    other->asyncLedgerNamesUnder(
+        prefix, &ex_, [&](Result<std::vector<std::string>> r) { answer = std::move(r); });
+    runUntil([&] { return answer.has_value(); });
+    EXPECT_TRUE(answer->isOk()) << answer->status().toString();
+    return answer->isOk() ? **answer : std::vector<std::string>{};
+  };
+  EXPECT_EQ(namesUnder("public/default/persistent"),
+            (std::vector<std::string>{"public/default/persistent/a",
+                                      "public/default/persistent/roll over"}));
+  EXPECT_TRUE(namesUnder("public/default/non-persistent").empty());
+  EXPECT_TRUE(namesUnder("public/nothing/persistent").empty());
+  other->shutdown();
+  ex_.runPending();
 }
 
 }  // namespace
