@@ -478,18 +478,16 @@ bool ServerCnx::servesTopic(const TopicName& name) const {
 void ServerCnx::confirmOwnership(const TopicName& name, uint64_t requestId,
                                  const std::function<void()>& again) {
   auto me = self();
-  service_.topicOwnership()->confirmOwned(
-      name, &loop(), [me, name, requestId, again = std::move(again)](bool owned) {
-        MAGNETAR_DCHECK_ON(me->loop());
-        if (me->isClosed()) return;
-        if (owned) return again();
-        MLOG_DEBUG("[{}] {} is not served here: ServiceNotReady", me->peerAddress(),
-                   name.toString());
-        // Pulsar's answer: the client looks the topic up again and goes to the owner.
-        me->sendError(requestId, proto::ServiceNotReady,
-                      "Namespace bundle for topic (" + name.toString() +
-                          ") not served by this instance. Please redo the lookup.");
-      });
+  service_.topicOwnership()->confirmOwned(name, &loop(), [me, name, requestId, again](bool owned) {
+    MAGNETAR_DCHECK_ON(me->loop());
+    if (me->isClosed()) return;
+    if (owned) return again();
+    MLOG_DEBUG("[{}] {} is not served here: ServiceNotReady", me->peerAddress(), name.toString());
+    // Pulsar's answer: the client looks the topic up again and goes to the owner.
+    me->sendError(requestId, proto::ServiceNotReady,
+                  "Namespace bundle for topic (" + name.toString() +
+                      ") not served by this instance. Please redo the lookup.");
+  });
 }
 
 void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
