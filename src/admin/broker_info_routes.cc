@@ -235,8 +235,7 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
             for (const auto& s : snaps) {
               json::value& ns = out[s.namespaceName];
               if (!ns.is_object()) ns = json::object{};
-              json::value& bundle =
-                  ns.as_object()[bundleOfTopic(*ctx, s.namespaceName, s.name)];
+              json::value& bundle = ns.as_object()[bundleOfTopic(*ctx, s.namespaceName, s.name)];
               if (!bundle.is_object()) bundle = json::object{{"persistent", json::object{}}};
               bundle.as_object()["persistent"].as_object()[s.name] = topicStatsJson(s);
             }

@@ -97,7 +97,8 @@ void unionWithOtherBrokers(NamespaceService* nsp, net::EventLoop* loop,
   HttpClientRequest call;
   call.authorization = authorization;
   nsp->activeBrokers(loop, [nsp, loop, call, target, local = std::move(local),
-                            done = std::move(done)](Result<std::vector<std::string>> brokers) mutable {
+                            done =
+                                std::move(done)](Result<std::vector<std::string>> brokers) mutable {
     if (!brokers.isOk()) {
       return done(Status::error(brokers.status().code(), "Failed to list the registered brokers: " +
                                                              brokers.status().message()));
@@ -114,10 +115,10 @@ void unionWithOtherBrokers(NamespaceService* nsp, net::EventLoop* loop,
           for (const auto& a : all) {
             const Result<HttpClientResponse>& r = a->second;
             if (!r.isOk() || r->status != 200) {
-              return done(Status::error(
-                  StatusCode::kIoError,
-                  "Failed to list the topics of broker " + a->first + ": " +
-                      (r.isOk() ? remoteStatus(r).message() : r.status().message())));
+              return done(
+                  Status::error(StatusCode::kIoError,
+                                "Failed to list the topics of broker " + a->first + ": " +
+                                    (r.isOk() ? remoteStatus(r).message() : r.status().message())));
             }
             for (auto& t : remoteStrings(r, {})) topics.insert(std::move(t));
           }
@@ -222,8 +223,7 @@ std::optional<std::string> clusterDataFrom(const HttpRequest& req, HttpResponse*
     urls[i] = std::string(u->as_string());
   }
   json::object out =
-      json::parse(broker::cluster::clusterDataJson(urls[0], urls[1], urls[2], urls[3]))
-          .as_object();
+      json::parse(broker::cluster::clusterDataJson(urls[0], urls[1], urls[2], urls[3])).as_object();
   for (const auto& [k, val] : body) {
     if (!val.is_null()) out[k] = val;
   }
@@ -235,16 +235,16 @@ void addClusterDataRoutes(Router& r, NamespaceService* nsp, broker::BrokerServic
   metadata::Store* config = nsp->configStore();
   r.add("GET", "/admin/v2/clusters",
         [config, svc](const HttpRequest&, const PathParams&, const Respond& respond) {
-          config->getChildren(
-              "/admin/clusters", &svc->ioLoops().next(),
-              [respond](const Result<std::vector<std::string>>& names) {
-                if (!names.isOk()) return respond(storeError(names.status()));
-                json::array a;
-                for (const auto& n : *names) {
-                  if (n != "global") a.emplace_back(n);  // Pulsar's GLOBAL_CLUSTER is not listed
-                }
-                respond(jsonResponse(a));
-              });
+          config->getChildren("/admin/clusters", &svc->ioLoops().next(),
+                              [respond](const Result<std::vector<std::string>>& names) {
+                                if (!names.isOk()) return respond(storeError(names.status()));
+                                json::array a;
+                                for (const auto& n : *names) {
+                                  if (n != "global")
+                                    a.emplace_back(n);  // Pulsar's GLOBAL_CLUSTER is not listed
+                                }
+                                respond(jsonResponse(a));
+                              });
         });
   r.add("GET", "/admin/v2/clusters/{cluster}",
         [config, svc](const HttpRequest&, const PathParams& p, const Respond& respond) {
@@ -268,44 +268,44 @@ void addClusterDataRoutes(Router& r, NamespaceService* nsp, broker::BrokerServic
   // createCluster and updateCluster.
   for (const char* method : {"PUT", "POST"}) {
     bool create = std::string(method) == "PUT";
-    r.add(method, "/admin/v2/clusters/{cluster}",
-          [config, svc, create](const HttpRequest& req, const PathParams& p,
-                                const Respond& respond) {
-            const std::string& cluster = p.at("cluster");
-            if (!broker::isValidNamePart(cluster)) {
-              return respond(HttpResponse::error(412, "Cluster name is not valid"));
-            }
-            HttpResponse err;
-            auto data = clusterDataFrom(req, &err);
-            if (!data) return respond(err);
-            std::string path = clusterPath(cluster);
-            net::Executor* ex = &svc->ioLoops().next();
-            auto put = [config, ex, path, data = *data, create,
-                        respond](std::optional<metadata::Version> version) {
-              metadata::PutOptions o;
-              o.expectedVersion = version;
-              config->put(path, data, o, ex, [create, respond](const Result<metadata::Stat>& w) {
-                if (w.isOk()) return respond(noContent());
-                if (w.status().code() == StatusCode::kBadVersion) {
-                  return respond(create ? HttpResponse::error(409, "Cluster already exists")
-                                        : HttpResponse::error(409, "Cluster changed meanwhile"));
-                }
-                if (w.status().code() == StatusCode::kNotFound) {
-                  return respond(HttpResponse::error(404, "Cluster does not exist"));
-                }
-                respond(storeError(w.status()));
-              });
-            };
-            if (create) return put(metadata::kNotExists);
-            config->get(path, ex,
-                        [put, respond](const Result<std::optional<metadata::GetResult>>& d) {
-                          if (!d.isOk()) return respond(storeError(d.status()));
-                          if (!d->has_value()) {
-                            return respond(HttpResponse::error(404, "Cluster does not exist"));
-                          }
-                          put((*d)->stat.version);
-                        });
-          });
+    r.add(
+        method, "/admin/v2/clusters/{cluster}",
+        [config, svc, create](const HttpRequest& req, const PathParams& p, const Respond& respond) {
+          const std::string& cluster = p.at("cluster");
+          if (!broker::isValidNamePart(cluster)) {
+            return respond(HttpResponse::error(412, "Cluster name is not valid"));
+          }
+          HttpResponse err;
+          auto data = clusterDataFrom(req, &err);
+          if (!data) return respond(err);
+          std::string path = clusterPath(cluster);
+          net::Executor* ex = &svc->ioLoops().next();
+          auto put = [config, ex, path, data = *data, create,
+                      respond](std::optional<metadata::Version> version) {
+            metadata::PutOptions o;
+            o.expectedVersion = version;
+            config->put(path, data, o, ex, [create, respond](const Result<metadata::Stat>& w) {
+              if (w.isOk()) return respond(noContent());
+              if (w.status().code() == StatusCode::kBadVersion) {
+                return respond(create ? HttpResponse::error(409, "Cluster already exists")
+                                      : HttpResponse::error(409, "Cluster changed meanwhile"));
+              }
+              if (w.status().code() == StatusCode::kNotFound) {
+                return respond(HttpResponse::error(404, "Cluster does not exist"));
+              }
+              respond(storeError(w.status()));
+            });
+          };
+          if (create) return put(metadata::kNotExists);
+          config->get(path, ex,
+                      [put, respond](const Result<std::optional<metadata::GetResult>>& d) {
+                        if (!d.isOk()) return respond(storeError(d.status()));
+                        if (!d->has_value()) {
+                          return respond(HttpResponse::error(404, "Cluster does not exist"));
+                        }
+                        put((*d)->stat.version);
+                      });
+        });
   }
 }
 
@@ -366,8 +366,8 @@ void clusterTopicsOfNamespace(NamespaceService& ns, broker::BrokerService& servi
   const char* mode = domain == broker::TopicDomain::kNonPersistent ? "NON_PERSISTENT"
                      : domain == broker::TopicDomain::kAll         ? "ALL"
                                                                    : "PERSISTENT";
-  std::string target = "/admin/v2/namespaces/" + nsName + "/topics?mode=" + mode + "&" +
-                       kLocalListParam + "=true";
+  std::string target =
+      "/admin/v2/namespaces/" + nsName + "/topics?mode=" + mode + "&" + kLocalListParam + "=true";
   unionWithOtherBrokers(&ns, &service.ioLoops().next(), authorization, target,
                         std::set<std::string>(mine.begin(), mine.end()),
                         [done = std::move(done)](Result<std::set<std::string>> topics) {

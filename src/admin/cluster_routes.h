@@ -27,9 +27,8 @@ void addClusterRoutes(Router& r, broker::cluster::NamespaceService& ns,
 // `authorization` as its Authorization header), sorted: GET_TOPICS_OF_NAMESPACE's answer, the
 // same list as the admin route's. done runs on one of the service's I/O loops. Errors: a broker
 // that does not answer 200 (kIoError, naming it); the metadata store's. Thread: any.
-void clusterTopicsOfNamespace(broker::cluster::NamespaceService& ns,
-                              broker::BrokerService& service, const std::string& nsName,
-                              broker::TopicDomain domain,
+void clusterTopicsOfNamespace(broker::cluster::NamespaceService& ns, broker::BrokerService& service,
+                              const std::string& nsName, broker::TopicDomain domain,
                               const std::optional<std::string>& authorization,
                               std::function<void(Result<std::vector<std::string>>)> done);
 

@@ -594,9 +594,10 @@ bool BrokerService::namespaceExists(const std::string& ns) const { return namesp
 
 Status BrokerService::checkLocalCluster(const std::string& ns) const {
   if (!shared_) return Status::ok();
-  std::optional<std::vector<std::string>> clusters = policies_.namespacePolicies(ns).replicationClusters;
-  if (!clusters || std::find(clusters->begin(), clusters->end(), options_.clusterName) !=
-                       clusters->end()) {
+  std::optional<std::vector<std::string>> clusters =
+      policies_.namespacePolicies(ns).replicationClusters;
+  if (!clusters ||
+      std::find(clusters->begin(), clusters->end(), options_.clusterName) != clusters->end()) {
     return Status::ok();
   }
   // Java's Set.toString: "[a, b]".

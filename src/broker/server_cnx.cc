@@ -872,19 +872,18 @@ void ServerCnx::handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamesp
     auto me = self();
     std::optional<std::string> authorization;
     if (!authToken_.empty()) authorization = "Bearer " + authToken_;
-    lister(c.namespace_(), domain, authorization,
-           [me, c](Result<std::vector<std::string>> all) {
-             me->loop().execute([me, c, all = std::move(all)]() mutable {
-               if (me->isClosed()) return;
-               if (!all.isOk()) {
-                 me->sendError(
-                     c.request_id(), proto::MetadataError,
-                     "Cannot list the topics of " + c.namespace_() + ": " + all.status().message());
-                 return;
-               }
-               me->answerTopicsOfNamespace(c, std::move(*all));
-             });
-           });
+    lister(c.namespace_(), domain, authorization, [me, c](Result<std::vector<std::string>> all) {
+      me->loop().execute([me, c, all = std::move(all)]() mutable {
+        if (me->isClosed()) return;
+        if (!all.isOk()) {
+          me->sendError(
+              c.request_id(), proto::MetadataError,
+              "Cannot list the topics of " + c.namespace_() + ": " + all.status().message());
+          return;
+        }
+        me->answerTopicsOfNamespace(c, std::move(*all));
+      });
+    });
     return;
   }
   answerTopicsOfNamespace(c, std::move(topics));

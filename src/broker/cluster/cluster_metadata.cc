@@ -482,23 +482,22 @@ Status checkFieldTypes(const json::object& o, const std::string& path, const cha
 
 Status checkPoliciesTypes(const json::object& o, const std::string& path) {
   using enum JsonType;
-  Status s = checkFieldTypes(
-      o, path, "",
-      {{"auth_policies", kObject},
-       {"replication_clusters", kArray},
-       {"bundles", kObject},
-       {"backlog_quota_map", kObject},
-       {"deduplicationEnabled", kBool},
-       {"autoTopicCreationOverride", kObject},
-       {"message_ttl_in_seconds", kNumber},
-       {"subscription_expiration_time_minutes", kNumber},
-       {"retention_policies", kObject},
-       {"delayed_delivery_policies", kObject},
-       {"inactive_topic_policies", kObject},
-       {"compaction_threshold", kNumber},
-       {"schema_compatibility_strategy", kString},
-       {"is_allow_auto_update_schema", kBool},
-       {"schema_validation_enforced", kBool}});
+  Status s = checkFieldTypes(o, path, "",
+                             {{"auth_policies", kObject},
+                              {"replication_clusters", kArray},
+                              {"bundles", kObject},
+                              {"backlog_quota_map", kObject},
+                              {"deduplicationEnabled", kBool},
+                              {"autoTopicCreationOverride", kObject},
+                              {"message_ttl_in_seconds", kNumber},
+                              {"subscription_expiration_time_minutes", kNumber},
+                              {"retention_policies", kObject},
+                              {"delayed_delivery_policies", kObject},
+                              {"inactive_topic_policies", kObject},
+                              {"compaction_threshold", kNumber},
+                              {"schema_compatibility_strategy", kString},
+                              {"is_allow_auto_update_schema", kBool},
+                              {"schema_validation_enforced", kBool}});
   for (const auto& l : kNamespaceLimits) {
     if (s.isOk()) s = checkFieldTypes(o, path, "", {{l.policiesField, kNumber}});
   }

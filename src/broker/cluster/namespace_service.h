@@ -124,10 +124,11 @@ class NamespaceService : public TopicOwnership {
   void unloadBundle(const std::string& ns, const std::string& bundle, net::Executor* replyEx,
                     std::function<void(Status)> cb);
   // Unloads every owned bundle of `ns` (Pulsar's namespace unload): this broker's are released
-  // here; an unreadable ownership znode is deleted (as unloadBundle); another broker's ownership znode is marked disabled (NamespaceEphemeralData.disabled,
-  // as Pulsar marks a bundle being unloaded), which makes its owner close the bundle's clients
-  // and delete the znode; after kUnloadWait the znode is deleted here if still there (a dead or
-  // stuck owner). cb on replyEx once no bundle of ns is owned. Errors: the store's.
+  // here; an unreadable ownership znode is deleted (as unloadBundle); another broker's ownership
+  // znode is marked disabled (NamespaceEphemeralData.disabled, as Pulsar marks a bundle being
+  // unloaded), which makes its owner close the bundle's clients and delete the znode; after
+  // kUnloadWait the znode is deleted here if still there (a dead or stuck owner). cb on replyEx
+  // once no bundle of ns is owned. Errors: the store's.
   void unloadNamespace(const std::string& ns, net::Executor* replyEx,
                        std::function<void(Status)> cb);
   // Splits an owned bundle in two at the middle of its range (Pulsar's range_equally_divide):
