@@ -1022,19 +1022,20 @@ def test_owned_namespaces_and_broker_stats_show_the_real_bundles(cluster: Cluste
 def test_cluster_data_is_the_stored_one(cluster: Cluster) -> None:
     """GET /admin/v2/clusters/{c} answers the ClusterData in ZooKeeper (cluster.sh wrote the
     first broker's URLs), the same through every broker; PUT creates, POST updates."""
-    first_web = cluster.web_urls[0]
+    first_web = cluster.web_urls[0]  # as started (a broker restarted since may have moved)
     first_native = cluster.service_url[len("pulsar://"):].split(",")[0]
+    live = [cluster.web_of(b) for b in sorted(cluster.brokers())]
     with ZkClient("127.0.0.1", cluster.zk_port) as zk:
         stored = json.loads(zk.get("/admin/clusters/magnetar-cluster"))
     assert stored["serviceUrl"] == first_web, stored
     assert stored["brokerServiceUrl"] == f"pulsar://{first_native}", stored
-    for w in cluster.web_urls:
+    for w in live:
         r = requests.get(f"{w}/admin/v2/clusters/magnetar-cluster", timeout=10)
         assert r.status_code == 200 and r.json() == stored, (w, r.text)
         assert "magnetar-cluster" in requests.get(f"{w}/admin/v2/clusters", timeout=10).json()
         assert requests.get(f"{w}/admin/v2/clusters/nope-{uuid.uuid4().hex[:6]}",
                             timeout=10).status_code == 404
-    a, b = cluster.web_urls[1], cluster.web_urls[2]
+    a, b = live[0], live[-1]
     body = {"serviceUrl": first_web, "brokerServiceUrl": f"pulsar://{first_native}"}
     assert requests.put(f"{a}/admin/v2/clusters/magnetar-cluster", json=body,
                         timeout=10).status_code == 409
@@ -1059,7 +1060,7 @@ def test_cluster_data_is_the_stored_one(cluster: Cluster) -> None:
 def test_corrupt_policies_znode_fails_updates_and_loses_nothing(cluster: Cluster) -> None:
     """A Policies znode that does not hold Pulsar's Policies (not JSON, or a field of the wrong
     type) makes a policy update fail naming the znode, and the znode keeps its bytes."""
-    w = cluster.web_urls[0]
+    w = cluster.web_of(sorted(cluster.brokers())[0])
     ns = f"public/corrupt-{uuid.uuid4().hex[:8]}"
     assert requests.put(f"{w}/admin/v2/namespaces/{ns}", timeout=10).status_code == 204
     with ZkClient("127.0.0.1", cluster.zk_port) as zk:
@@ -1115,7 +1116,8 @@ def test_unreadable_ownership_znode_is_unloaded_and_the_bundle_taken_again(
 def test_namespace_without_the_local_cluster_is_refused(cluster: Cluster) -> None:
     """A namespace whose replication_clusters do not name this cluster: lookups (HTTP 412,
     binary MetadataError) and topic admin routes (412) fail with Pulsar's reason."""
-    w = cluster.web_urls[0]
+    live = [cluster.web_of(b) for b in sorted(cluster.brokers())]
+    w = live[0]
     ns = f"public/elsewhere-{uuid.uuid4().hex[:8]}"
     assert requests.put(f"{w}/admin/v2/namespaces/{ns}", timeout=10).status_code == 204
     with ZkClient("127.0.0.1", cluster.zk_port) as zk:
@@ -1124,7 +1126,7 @@ def test_namespace_without_the_local_cluster_is_refused(cluster: Cluster) -> Non
                json.dumps(dict(json.loads(good), replication_clusters=["far"])).encode())
     reason = "Namespace missing local cluster name in clusters list: " \
              f"local_cluster=magnetar-cluster ns={ns} clusters=[far]"
-    for web in cluster.web_urls:
+    for web in live:
         def refused(web=web):
             r = requests.get(f"{web}/lookup/v2/topic/persistent/{ns}/t", timeout=10)
             return r.status_code == 412 and r.json()["reason"] == reason
@@ -1166,7 +1168,8 @@ def test_pattern_consumer_finds_every_brokers_topics(cluster: Cluster) -> None:
     assert r.status_code == 204, r.text
     topics = sorted(f"persistent://{ns}/t-{i}" for i in range(6))
     for i, t in enumerate(topics):
-        r = requests.put(f"{webs[brokers[i % 3]]}/admin/v2/persistent/{t[len('persistent://'):]}",
+        r = requests.put(f"{webs[brokers[i % len(brokers)]]}/admin/v2/persistent/"
+                         f"{t[len('persistent://'):]}",
                          timeout=10)
         assert r.status_code == 204, r.text
     own = {b: requests.get(f"{webs[b]}/admin/v2/persistent/{ns}",
