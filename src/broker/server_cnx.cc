@@ -578,6 +578,13 @@ void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMe
             "Cannot read the metadata of " + n.toString() + ": " + s.message()));
         return;
       }
+      // Pulsar's checkLocalOrGetPeerReplicationCluster: a namespace not replicated here (412
+      // there, MetadataError on the binary protocol).
+      if (Status local = me->service_.checkLocalCluster(n.namespaceName()); !local.isOk()) {
+        me->send(Commands::newPartitionMetadataErrorResponse(c.request_id(), proto::MetadataError,
+                                                             local.message()));
+        return;
+      }
       me->answerPartitionedMetadata(c, n);
     });
     return;

@@ -1148,6 +1148,9 @@ def test_namespace_without_the_local_cluster_is_refused(cluster: Cluster) -> Non
     try:
         with pytest.raises(pulsar.Timeout):
             client.create_producer(f"persistent://{ns}/t")
+        # PARTITIONED_METADATA too (Pulsar fails it so that the client fails early).
+        with pytest.raises(Exception):  # noqa: B017 (MetadataError, or the retries' Timeout)
+            client.get_topic_partitions(f"persistent://{ns}/t")
     finally:
         client.close()
     assert any("BrokerMetadataError" in line and reason in line for line in lines), lines[-5:]
