@@ -11,7 +11,8 @@
 #                                        # nothing runs or DIR does not exist (not created)
 #
 # start prints the binary service URL (pulsar://h:p1,h:p2,...) and the brokers' web URLs, after
-# `magnetar initialize-cluster-metadata` wrote the cluster "magnetar-cluster" (first start only).
+# `magnetar initialize-cluster-metadata` wrote the cluster "magnetar-cluster" (first start only)
+# with the first broker's URLs as its ClusterData (broker 1's ports are chosen free up front).
 # Defaults: DIR=data/cluster, 3 brokers, ZooKeeper tickTime 2000 ms and Pulsar's 30 s session
 # timeout (tests use a low tick and timeout). --port-base P: broker i (from 1) listens on
 # P+2(i-1) (binary) and P+2(i-1)+1 (web) instead of free ports; with --listeners each broker also
@@ -145,8 +146,17 @@ start() {
              --set managedLedgerDefaultEnsembleSize=$q --set managedLedgerDefaultWriteQuorum=$q
              --set managedLedgerDefaultAckQuorum=$q)
   fi
+  # The cluster's URLs are its first broker's (Pulsar's initialize-cluster-metadata
+  # --web-service-url --broker-service-url): its ports are chosen here when not fixed.
+  if [ -n "$port_base" ]; then
+    first_bport=$port_base first_wport=$((port_base + 1))
+  else
+    first_bport=$(free_port) first_wport=$(free_port)
+    while [ "$first_wport" = "$first_bport" ]; do first_wport=$(free_port); done
+  fi
   "$bin" initialize-cluster-metadata --cluster "$cluster" --metadata-store "$zk" \
-    --web-service-url "http://127.0.0.1:8080" --broker-service-url "pulsar://127.0.0.1:6650" \
+    --web-service-url "http://127.0.0.1:$first_wport" \
+    --broker-service-url "pulsar://127.0.0.1:$first_bport" \
     > "$dir/initialize-cluster-metadata.log" 2>&1 || {
     echo "cluster.sh: initialize-cluster-metadata failed; see $dir/initialize-cluster-metadata.log" >&2
     stop; exit 1
@@ -158,6 +168,8 @@ start() {
     bport=0 wport=0 extra=()
     if [ -n "$port_base" ]; then
       bport=$((port_base + 2 * (i - 1))) wport=$((port_base + 2 * (i - 1) + 1))
+    elif [ "$i" = 1 ]; then
+      bport=$first_bport wport=$first_wport
     fi
     if [ "$listeners" = 1 ]; then
       extra=(--set "advertisedListeners=internal:pulsar://127.0.0.1:$bport,external:pulsar://localhost:$bport"
@@ -187,6 +199,22 @@ start() {
     urls="$urls${urls:+,}127.0.0.1:$(port_of brokerServicePort "$b/ports")"
     web="$web http://127.0.0.1:$(port_of webServicePort "$b/ports")"
   done
+  if grep -q "^exists  /admin/clusters/$cluster\$" "$dir/initialize-cluster-metadata.log"; then
+    # Started again: the ClusterData of the first start named broker 1's old ports; updated as
+    # `pulsar-admin clusters update` does.
+    b1=$dir/broker-1
+    python3 - "http://127.0.0.1:$(port_of webServicePort "$b1/ports")" \
+      "pulsar://127.0.0.1:$(port_of brokerServicePort "$b1/ports")" "$cluster" <<'PY' || {
+import json, sys, urllib.request
+web, native, cluster = sys.argv[1:4]
+req = urllib.request.Request(f"{web}/admin/v2/clusters/{cluster}", method="POST",
+                             data=json.dumps({"serviceUrl": web, "brokerServiceUrl": native}).encode(),
+                             headers={"Content-Type": "application/json"})
+urllib.request.urlopen(req, timeout=10)
+PY
+      echo "cluster.sh: could not update the ClusterData of $cluster" >&2; stop; exit 1
+    }
+  fi
   echo "serviceUrl pulsar://$urls"
   echo "webServiceUrls$web"
   echo "metadataStoreUrl $zk"

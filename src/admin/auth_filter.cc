@@ -98,6 +98,20 @@ std::optional<HttpResponse> checkHttpAccess(const AdminContext& ctx, const HttpR
   if (authz.isSuperUser(role)) return std::nullopt;
   // Listing the clusters needs only an authenticated role.
   if (req.method == "GET" && pattern == "/admin/v2/clusters") return std::nullopt;
+  // A namespace's topic lists: Pulsar's NamespaceOperation.GET_TOPICS, which produce or consume
+  // granted on the namespace allows too (as GET_TOPICS_OF_NAMESPACE; cluster mode's brokers
+  // ask each other these lists with the client's credentials).
+  if (req.method == "GET" && (pattern == "/admin/v2/namespaces/{tenant}/{namespace}/topics" ||
+                              pattern == "/admin/v2/persistent/{tenant}/{namespace}" ||
+                              pattern == "/admin/v2/non-persistent/{tenant}/{namespace}")) {
+    const std::string ns = params.at("tenant") + "/" + params.at("namespace");
+    broker::NamespacePolicies p = ctx.service.policies().namespacePolicies(ns);
+    auto grant = p.permissions.find(role);
+    if (grant != p.permissions.end() &&
+        (grant->second.count("produce") || grant->second.count("consume"))) {
+      return std::nullopt;
+    }
+  }
   if (params.count("topic")) return checkTopic(ctx, req, pattern, params, role);
   auto tenant = params.find("tenant");
   if (pattern.rfind("/admin/v2/tenants", 0) == 0) {

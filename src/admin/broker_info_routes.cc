@@ -27,11 +27,23 @@ std::string brokerId(const AdminContext& ctx, const HttpRequest& req) {
   return url.substr(std::string("http://").size());
 }
 
+// The bundle of a loaded topic: in cluster mode by its namespace's real cut (a split's halves
+// included), else the default 4-bundle cut.
+std::string bundleOfTopic(const AdminContext& ctx, const std::string& ns,
+                          const std::string& fullTopicName) {
+  if (const broker::TopicOwnership* o = ctx.service.topicOwnership()) {
+    std::string b = o->bundleOf(ns, fullTopicName);
+    if (!b.empty()) return b;
+  }
+  return bundleOf(fullTopicName);
+}
+
 // Loaded topics' namespaces and bundles (namespace -> bundles).
 std::map<std::string, std::set<std::string>> ownedBundles(const AdminContext& ctx) {
   std::map<std::string, std::set<std::string>> out;
   for (const auto& t : ctx.service.topics()) {
-    out[t->name().namespaceName()].insert(bundleOf(t->name().toString()));
+    std::string ns = t->name().namespaceName();
+    out[ns].insert(bundleOfTopic(ctx, ns, t->name().toString()));
   }
   return out;
 }
@@ -158,7 +170,9 @@ json::object loadReport(const AdminContext& ctx, const HttpRequest& req,
   auto totals = totalsByNamespace(snaps);
   NamespaceTotals all;
   std::set<std::string> bundles;
-  for (const auto& s : snaps) bundles.insert(s.namespaceName + "/" + bundleOf(s.name));
+  for (const auto& s : snaps) {
+    bundles.insert(s.namespaceName + "/" + bundleOfTopic(ctx, s.namespaceName, s.name));
+  }
   for (const auto& [ns, n] : totals) {
     all.rateIn += n.rateIn;
     all.rateOut += n.rateOut;
@@ -216,12 +230,12 @@ json::object loadReport(const AdminContext& ctx, const HttpRequest& req,
 void addStatsRoutes(Router& r, const AdminContext* ctx) {
   r.add("GET", "/admin/v2/broker-stats/topics",
         [ctx](const HttpRequest&, const PathParams&, const Respond& respond) {
-          snapshotAll(ctx, [respond](const std::vector<broker::TopicSnapshot>& snaps) {
+          snapshotAll(ctx, [ctx, respond](const std::vector<broker::TopicSnapshot>& snaps) {
             json::object out;
             for (const auto& s : snaps) {
               json::value& ns = out[s.namespaceName];
               if (!ns.is_object()) ns = json::object{};
-              json::value& bundle = ns.as_object()[bundleOf(s.name)];
+              json::value& bundle = ns.as_object()[bundleOfTopic(*ctx, s.namespaceName, s.name)];
               if (!bundle.is_object()) bundle = json::object{{"persistent", json::object{}}};
               bundle.as_object()["persistent"].as_object()[s.name] = topicStatsJson(s);
             }

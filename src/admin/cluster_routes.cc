@@ -87,21 +87,21 @@ HttpResponse topicListResponse(const std::set<std::string>& topics) {
   return jsonResponse(a);
 }
 
-// Local storage: this broker's topics plus each other registered broker's (GET of the same path
-// there, marked kLocalListParam); any broker that does not answer fails the list (500, naming
-// it), as Pulsar's fan-out of a non-persistent list over the bundles' owners does.
-void unionOfBrokers(NamespaceService* nsp, broker::BrokerService* svc, const HttpRequest& req,
-                    std::set<std::string> local, const Respond& respond) {
-  net::EventLoop* loop = &svc->ioLoops().next();
+// Local storage: `local` plus the topics of each other registered broker (GET of `target`
+// there, a path marked kLocalListParam); any broker that does not answer fails the list (naming
+// it), as Pulsar's fan-out of a non-persistent list over the bundles' owners does. done on loop.
+void unionWithOtherBrokers(NamespaceService* nsp, net::EventLoop* loop,
+                           const std::optional<std::string>& authorization,
+                           const std::string& target, std::set<std::string> local,
+                           std::function<void(Result<std::set<std::string>>)> done) {
   HttpClientRequest call;
-  call.authorization = req.authorization;
-  std::string target =
-      req.path + "?" + (req.query.empty() ? "" : req.query + "&") + kLocalListParam + "=true";
+  call.authorization = authorization;
   nsp->activeBrokers(loop, [nsp, loop, call, target, local = std::move(local),
-                            respond](Result<std::vector<std::string>> brokers) mutable {
+                            done =
+                                std::move(done)](Result<std::vector<std::string>> brokers) mutable {
     if (!brokers.isOk()) {
-      return respond(HttpResponse::error(
-          500, "Failed to list the registered brokers: " + brokers.status().message()));
+      return done(Status::error(brokers.status().code(), "Failed to list the registered brokers: " +
+                                                             brokers.status().message()));
     }
     std::vector<std::string> others;
     for (const auto& b : *brokers) {
@@ -110,18 +110,19 @@ void unionOfBrokers(NamespaceService* nsp, broker::BrokerService* svc, const Htt
     using Answer = std::pair<std::string, Result<HttpClientResponse>>;
     auto gather = Gather<std::optional<Answer>>::create(
         others.size(),
-        [local = std::move(local), respond](const std::vector<std::optional<Answer>>& all) {
+        [local = std::move(local), done](const std::vector<std::optional<Answer>>& all) {
           std::set<std::string> topics = local;
           for (const auto& a : all) {
             const Result<HttpClientResponse>& r = a->second;
             if (!r.isOk() || r->status != 200) {
-              return respond(HttpResponse::error(
-                  500, "Failed to list the topics of broker " + a->first + ": " +
-                           (r.isOk() ? remoteStatus(r).message() : r.status().message())));
+              return done(
+                  Status::error(StatusCode::kIoError,
+                                "Failed to list the topics of broker " + a->first + ": " +
+                                    (r.isOk() ? remoteStatus(r).message() : r.status().message())));
             }
             for (auto& t : remoteStrings(r, {})) topics.insert(std::move(t));
           }
-          respond(topicListResponse(topics));
+          done(std::move(topics));
         });
     for (size_t i = 0; i < others.size(); ++i) {
       HttpClientRequest one = call;
@@ -132,6 +133,19 @@ void unionOfBrokers(NamespaceService* nsp, broker::BrokerService* svc, const Htt
       });
     }
   });
+}
+
+void unionOfBrokers(NamespaceService* nsp, broker::BrokerService* svc, const HttpRequest& req,
+                    std::set<std::string> local, const Respond& respond) {
+  std::string target =
+      req.path + "?" + (req.query.empty() ? "" : req.query + "&") + kLocalListParam + "=true";
+  unionWithOtherBrokers(nsp, &svc->ioLoops().next(), req.authorization, target, std::move(local),
+                        [respond](Result<std::set<std::string>> topics) {
+                          if (!topics.isOk()) {
+                            return respond(HttpResponse::error(500, topics.status().message()));
+                          }
+                          respond(topicListResponse(*topics));
+                        });
 }
 
 // Cluster mode's topic list of a namespace, as Pulsar's (NamespaceService.getListOfTopics reads
@@ -182,6 +196,119 @@ std::optional<HttpResponse> checkStoredTopic(broker::BrokerService& svc,
   return std::nullopt;
 }
 
+// Pulsar's ClusterData znode of a cluster in the configuration store.
+std::string clusterPath(const std::string& cluster) { return "/admin/clusters/" + cluster; }
+
+// The ClusterData a PUT/POST body describes, as Pulsar stores it (ClusterDataImpl through
+// Jackson): the URLs given, then Pulsar's defaults of the fields not given, then every other
+// field of the body as given. nullopt with a 400 on a body that is not a ClusterData object.
+std::optional<std::string> clusterDataFrom(const HttpRequest& req, HttpResponse* error) {
+  auto v = parseJsonBody(req, error);
+  if (!v) return std::nullopt;
+  if (!v->is_object()) {
+    *error = HttpResponse::error(400, "ClusterData must be a JSON object");
+    return std::nullopt;
+  }
+  const json::object& body = v->as_object();
+  std::string urls[4];
+  const char* kUrlFields[4] = {"serviceUrl", "serviceUrlTls", "brokerServiceUrl",
+                               "brokerServiceUrlTls"};
+  for (int i = 0; i < 4; ++i) {
+    const json::value* u = body.if_contains(kUrlFields[i]);
+    if (!u || u->is_null()) continue;
+    if (!u->is_string()) {
+      *error = HttpResponse::error(400, std::string(kUrlFields[i]) + " must be a string");
+      return std::nullopt;
+    }
+    urls[i] = std::string(u->as_string());
+  }
+  json::object out =
+      json::parse(broker::cluster::clusterDataJson(urls[0], urls[1], urls[2], urls[3])).as_object();
+  for (const auto& [k, val] : body) {
+    if (!val.is_null()) out[k] = val;
+  }
+  return json::serialize(out);
+}
+
+// GET/PUT/POST of Pulsar's ClustersBase, on the configuration store's /admin/clusters.
+void addClusterDataRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* svc) {
+  metadata::Store* config = nsp->configStore();
+  r.add("GET", "/admin/v2/clusters",
+        [config, svc](const HttpRequest&, const PathParams&, const Respond& respond) {
+          config->getChildren("/admin/clusters", &svc->ioLoops().next(),
+                              [respond](const Result<std::vector<std::string>>& names) {
+                                if (!names.isOk()) return respond(storeError(names.status()));
+                                json::array a;
+                                for (const auto& n : *names) {
+                                  if (n != "global")
+                                    a.emplace_back(n);  // Pulsar's GLOBAL_CLUSTER is not listed
+                                }
+                                respond(jsonResponse(a));
+                              });
+        });
+  r.add("GET", "/admin/v2/clusters/{cluster}",
+        [config, svc](const HttpRequest&, const PathParams& p, const Respond& respond) {
+          std::string path = clusterPath(p.at("cluster"));
+          config->get(path, &svc->ioLoops().next(),
+                      [path, respond](const Result<std::optional<metadata::GetResult>>& d) {
+                        if (!d.isOk()) return respond(storeError(d.status()));
+                        if (!d->has_value()) {
+                          return respond(HttpResponse::error(404, "Cluster does not exist"));
+                        }
+                        boost::system::error_code ec;
+                        json::value v = json::parse((*d)->value, ec);
+                        if (ec || !v.is_object()) {
+                          return respond(HttpResponse::error(
+                              500, "znode " + path + " does not hold ClusterData JSON"));
+                        }
+                        respond(jsonResponse(v));
+                      });
+        });
+  // PUT creates (409 when it exists), POST replaces (404 when it does not), as Pulsar's
+  // createCluster and updateCluster.
+  for (const char* method : {"PUT", "POST"}) {
+    bool create = std::string(method) == "PUT";
+    r.add(
+        method, "/admin/v2/clusters/{cluster}",
+        [config, svc, create](const HttpRequest& req, const PathParams& p, const Respond& respond) {
+          const std::string& cluster = p.at("cluster");
+          if (!broker::isValidNamePart(cluster)) {
+            return respond(HttpResponse::error(412, "Cluster name is not valid"));
+          }
+          HttpResponse err;
+          auto data = clusterDataFrom(req, &err);
+          if (!data) return respond(err);
+          std::string path = clusterPath(cluster);
+          net::Executor* ex = &svc->ioLoops().next();
+          auto put = [config, ex, path, data = *data, create,
+                      respond](std::optional<metadata::Version> version) {
+            metadata::PutOptions o;
+            o.expectedVersion = version;
+            config->put(path, data, o, ex, [create, respond](const Result<metadata::Stat>& w) {
+              if (w.isOk()) return respond(noContent());
+              if (w.status().code() == StatusCode::kBadVersion) {
+                return respond(create ? HttpResponse::error(409, "Cluster already exists")
+                                      : HttpResponse::error(409, "Cluster changed meanwhile"));
+              }
+              if (w.status().code() == StatusCode::kNotFound) {
+                return respond(HttpResponse::error(404, "Cluster does not exist"));
+              }
+              respond(storeError(w.status()));
+            });
+          };
+          if (create) return put(metadata::kNotExists);
+          config->get(path, ex,
+                      [put, respond](const Result<std::optional<metadata::GetResult>>& d) {
+                        if (!d.isOk()) return respond(storeError(d.status()));
+                        if (!d->has_value()) {
+                          return respond(HttpResponse::error(404, "Cluster does not exist"));
+                        }
+                        put((*d)->stat.version);
+                      });
+        });
+  }
+}
+
 }  // namespace
 
 void installTopicOwnershipGuard(Router& r, NamespaceService& ns, broker::BrokerService& service) {
@@ -200,8 +327,12 @@ void installTopicOwnershipGuard(Router& r, NamespaceService& ns, broker::BrokerS
       shared->refresh(*name, &svc->ioLoops().next(), [done](const Status&) { done->set_value(); });
       f.wait_for(std::chrono::seconds(35));
     }
-    if (servedByAnyBroker(pattern)) return std::nullopt;
     if (!svc->namespaceExists(name->namespaceName())) return std::nullopt;  // the handler's 404
+    // Pulsar's validateGlobalNamespaceOwnership: a namespace not replicated to this cluster.
+    if (Status s = svc->checkLocalCluster(name->namespaceName()); !s.isOk()) {
+      return HttpResponse::error(412, s.message());
+    }
+    if (servedByAnyBroker(pattern)) return std::nullopt;
     if (name->partitionIndex() < 0) {
       auto n = svc->partitionsOf(*name, false);
       if (n.isOk() && *n > 0) return std::nullopt;  // a partitioned topic: fanned out here
@@ -225,6 +356,24 @@ void installTopicOwnershipGuard(Router& r, NamespaceService& ns, broker::BrokerS
     if (!a.redirect && a.url == nsp->self().pulsarServiceUrl) return checkStoredTopic(*svc, *name);
     return redirectTo(a.httpUrl, req, nsp->isLeader());
   });
+}
+
+void clusterTopicsOfNamespace(NamespaceService& ns, broker::BrokerService& service,
+                              const std::string& nsName, broker::TopicDomain domain,
+                              const std::optional<std::string>& authorization,
+                              std::function<void(Result<std::vector<std::string>>)> done) {
+  std::vector<std::string> mine = listTopics(service, nsName, domain);
+  const char* mode = domain == broker::TopicDomain::kNonPersistent ? "NON_PERSISTENT"
+                     : domain == broker::TopicDomain::kAll         ? "ALL"
+                                                                   : "PERSISTENT";
+  std::string target =
+      "/admin/v2/namespaces/" + nsName + "/topics?mode=" + mode + "&" + kLocalListParam + "=true";
+  unionWithOtherBrokers(&ns, &service.ioLoops().next(), authorization, target,
+                        std::set<std::string>(mine.begin(), mine.end()),
+                        [done = std::move(done)](Result<std::set<std::string>> topics) {
+                          if (!topics.isOk()) return done(topics.status());
+                          done(std::vector<std::string>(topics->begin(), topics->end()));
+                        });
 }
 
 void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& service,
@@ -335,6 +484,32 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
               });
             });
       });
+  addClusterDataRoutes(r, nsp, svc);
+  // The bundles this broker owns (Pulsar's getOwnedNameSpacesStatus: every owned bundle, by the
+  // namespace's real cut); another broker named: 307 there (Pulsar's validateBrokerName).
+  r.add("GET", "/admin/v2/brokers/{cluster}/{broker}/ownedNamespaces",
+        [nsp, clusterName](const HttpRequest& req, const PathParams& p, const Respond& respond) {
+          if (p.at("cluster") != clusterName) {
+            return respond(HttpResponse::error(404, "Cluster does not exist"));
+          }
+          const std::string& broker = p.at("broker");
+          if (broker != nsp->self().brokerId) {
+            if (broker.find(':') == std::string::npos) {
+              return respond(HttpResponse::error(412, "Invalid broker url " + broker));
+            }
+            HttpResponse redirect = HttpResponse::json("", 307);
+            redirect.headers.emplace_back(
+                "Location",
+                "http://" + broker + req.path + (req.query.empty() ? "" : "?" + req.query));
+            return respond(redirect);
+          }
+          json::object o;
+          for (const auto& key : nsp->ownedBundles()) {
+            o[key] = json::object{
+                {"broker_assignment", "shared"}, {"is_controlled", false}, {"is_active", true}};
+          }
+          respond(jsonResponse(o));
+        });
   r.add(
       "GET", "/admin/v2/brokers/leaderBroker",
       [nsp, svc](const HttpRequest&, const PathParams&, const Respond& respond) {
@@ -406,6 +581,13 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
                   key, ex,
                   [nsp, nsName, bundle, req, ex,
                    respond](Result<std::optional<broker::cluster::OwnerData>> o) {
+                    if (!o.isOk() && o.status().code() == StatusCode::kCorruption) {
+                      // An ownership znode naming no broker: removed here (unloadBundle), so
+                      // the bundle is placed again at the next lookup.
+                      return nsp->unloadBundle(nsName, bundle, ex, [respond](const Status& s) {
+                        respond(s.isOk() ? noContent() : storeError(s));
+                      });
+                    }
                     if (!o.isOk()) return respond(storeError(o.status()));
                     if (!o->has_value()) return respond(noContent());
                     if ((*o)->urls.webServiceUrl != nsp->self().webServiceUrl) {

@@ -1,8 +1,15 @@
 // Admin REST routes of cluster mode (Pulsar's paths and JSON), answered from ZooKeeper through
 // the NamespaceService: active brokers, the leader, a namespace's bundles, bundle unload (307 to
-// the owner when another broker owns it). Added before the standalone routes of the same paths,
+// the owner when another broker owns it), this broker's owned bundles (ownedNamespaces), the
+// clusters' ClusterData (/admin/clusters/{c} in the configuration store: GET, PUT creates, POST
+// updates). Added before the standalone routes of the same paths,
 // which they replace (the router keeps the first of equally specific routes).
 #pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "admin/router.h"
 #include "broker/broker_service.h"
@@ -13,6 +20,17 @@ namespace magnetar::admin {
 // ns and service outlive the router. Thread: before serving.
 void addClusterRoutes(Router& r, broker::cluster::NamespaceService& ns,
                       broker::BrokerService& service, const std::string& clusterName);
+
+// Cluster mode on each broker's local storage: the topics of namespace `nsName` in `domain`
+// that any registered broker has (this broker's, plus each other's answer to GET
+// /admin/v2/namespaces/{nsName}/topics?mode=...&magnetarLocalList=true, sent with
+// `authorization` as its Authorization header), sorted: GET_TOPICS_OF_NAMESPACE's answer, the
+// same list as the admin route's. done runs on one of the service's I/O loops. Errors: a broker
+// that does not answer 200 (kIoError, naming it); the metadata store's. Thread: any.
+void clusterTopicsOfNamespace(broker::cluster::NamespaceService& ns, broker::BrokerService& service,
+                              const std::string& nsName, broker::TopicDomain domain,
+                              const std::optional<std::string>& authorization,
+                              std::function<void(Result<std::vector<std::string>>)> done);
 
 // Cluster mode, Pulsar's validateTopicOwnership on every topic-scoped admin route
 // (/admin/v2/persistent|non-persistent/{tenant}/{namespace}/{topic}...): first the topic's

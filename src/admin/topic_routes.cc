@@ -306,6 +306,10 @@ void addLookupRoute(Router& r, const AdminContext* ctx) {
           // Cluster mode: the owner's LookupData, or 307 to the broker to ask (Pulsar's
           // TopicLookup: the redirect carries ?authoritative=).
           if (auto* ownership = ctx->service.topicOwnership()) {
+            // Pulsar's validateGlobalNamespaceOwnership: 412 for a namespace not replicated here.
+            if (Status s = ctx->service.checkLocalCluster(name->namespaceName()); !s.isOk()) {
+              return respond(HttpResponse::error(412, s.message()));
+            }
             auto q = queryParam(req, "authoritative");
             bool authoritative = q && *q == "true";
             // Pulsar's listenerName: the owner's address on that advertised listener; the

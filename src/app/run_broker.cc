@@ -416,6 +416,15 @@ int runBroker(const BrokerOptions& options) {
     sharedRecords->start();
     service.setSharedRecords(sharedRecords.get());
     service.setTopicOwnership(namespaceService.get());
+    if (!topicStorage.onBookKeeper) {
+      // Each broker's own storage: GET_TOPICS_OF_NAMESPACE lists every broker's topics.
+      service.setClusterTopicLister([&service, ns = namespaceService.get()](
+                                        const std::string& nsName, broker::TopicDomain domain,
+                                        const std::optional<std::string>& authorization,
+                                        std::function<void(Result<std::vector<std::string>>)> cb) {
+        admin::clusterTopicsOfNamespace(*ns, service, nsName, domain, authorization, std::move(cb));
+      });
+    }
     // Bundles lost (session expired, unloaded): the clients of their topics are closed, so they
     // look the topics up again. On BookKeeper the topics are unloaded too (ledger closed, cursors
     // written), so the next owner takes them over cleanly.

@@ -1,5 +1,6 @@
 #include "broker/broker_service.h"
 
+#include <fmt/format.h>
 #include <malloc.h>
 
 #include <algorithm>
@@ -590,6 +591,22 @@ Status BrokerService::canCreateLocked(const TopicName& name, bool create) {
 void BrokerService::createNamespace(const std::string& ns) { namespaces_.ensure(ns); }
 
 bool BrokerService::namespaceExists(const std::string& ns) const { return namespaces_.exists(ns); }
+
+Status BrokerService::checkLocalCluster(const std::string& ns) const {
+  if (!shared_) return Status::ok();
+  std::optional<std::vector<std::string>> clusters =
+      policies_.namespacePolicies(ns).replicationClusters;
+  if (!clusters ||
+      std::find(clusters->begin(), clusters->end(), options_.clusterName) != clusters->end()) {
+    return Status::ok();
+  }
+  // Java's Set.toString: "[a, b]".
+  std::string list;
+  for (const auto& c : *clusters) list += (list.empty() ? "" : ", ") + c;
+  return Status::invalidArgument(fmt::format(
+      "Namespace missing local cluster name in clusters list: local_cluster={} ns={} clusters=[{}]",
+      options_.clusterName, ns, list));
+}
 
 Result<int> BrokerService::partitionsOf(const TopicName& name, bool autoCreate) {
   if (!namespaces_.exists(name.namespaceName())) {

@@ -69,6 +69,16 @@ class BrokerService {
   // Set before start(); outlives the service.
   void setTopicOwnership(TopicOwnership* ownership) { ownership_ = ownership; }
   TopicOwnership* topicOwnership() const { return ownership_; }
+  // Cluster mode on each broker's local storage: lists the topics of namespace `ns` in `domain`
+  // that any broker of the cluster has (admin::clusterTopicsOfNamespace asks the others over
+  // HTTP, with `authorization` as the Authorization header); cb on any thread.
+  using ClusterTopicLister = std::function<void(
+      const std::string& ns, TopicDomain domain, const std::optional<std::string>& authorization,
+      std::function<void(Result<std::vector<std::string>>)> cb)>;
+  // Set before start(); unset (standalone, shared storage): GET_TOPICS_OF_NAMESPACE answers the
+  // topics this broker knows.
+  void setClusterTopicLister(ClusterTopicLister lister) { clusterTopicLister_ = std::move(lister); }
+  const ClusterTopicLister& clusterTopicLister() const { return clusterTopicLister_; }
   // Cluster mode: tenants, namespaces, their policies and partitioned-topic metadata are the
   // configuration store's (shared_config.h); the mutators below write there first. Set before
   // start(); outlives the service. Null (standalone): the embedded store keeps them.
@@ -151,6 +161,13 @@ class BrokerService {
   // need the namespace created first (admin API), else TopicNotFound as in Pulsar.
   void createNamespace(const std::string& ns);
   bool namespaceExists(const std::string& ns) const;
+  // Cluster mode, Pulsar's checkLocalOrGetPeerReplicationCluster (no peer clusters here): a
+  // namespace whose Policies' replication_clusters do not name clusterName is not served in this
+  // cluster; kInvalidArgument with Pulsar's "Namespace missing local cluster name in clusters
+  // list: ..." (lookups fail with it: binary MetadataError, HTTP 412). Ok in standalone, for a
+  // namespace whose Policies have no replication_clusters field, and for an unknown namespace.
+  // Thread: any.
+  Status checkLocalCluster(const std::string& ns) const;
 
   // "{clusterName}-{generatorId}-{counter}" (Pulsar's DistributedIdGenerator names). Thread: any.
   std::string generateProducerName();
@@ -309,6 +326,7 @@ class BrokerService {
   int64_t publishBufferShare(int mb) const;
   storage::MetadataStore* metadata_ = nullptr;
   TopicOwnership* ownership_ = nullptr;
+  ClusterTopicLister clusterTopicLister_;
   SharedConfig* shared_ = nullptr;
   storage::MetadataStore* sharedRecords_ = nullptr;
 

@@ -91,6 +91,9 @@ struct NamespacePolicies {
   std::optional<DelayedDeliveryPolicies> delayedDelivery;
   // Pulsar's compaction_threshold: bytes; 0 disables automatic compaction.
   std::optional<int64_t> compactionThreshold;
+  // Cluster mode, read only: the Policies' replication_clusters (nullopt when the field is
+  // absent). Written back as read (the Policies JSON's own field), never from here.
+  std::optional<std::vector<std::string>> replicationClusters;
 };
 
 // The namespace limits: admin path segment (also the broker setting's name) and the field of

@@ -370,6 +370,7 @@ bool ServerCnx::authenticate(const std::string& authData) {
   }
   authRole_ = r->role;
   authExpiresAtMs_ = r->expiresAtMs;
+  authToken_ = authMethod_ == "token" ? authData : "";
   return true;
 }
 
@@ -507,6 +508,11 @@ void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
   // Cluster mode: the owner of the topic's bundle (Connect), or a broker to ask (Redirect); with
   // advertised_listener_name, that broker's address on that listener.
   if (auto* ownership = service_.topicOwnership()) {
+    // Pulsar's lookupTopicAsync step (3): a namespace not replicated to this cluster.
+    if (Status s = service_.checkLocalCluster(name->namespaceName()); !s.isOk()) {
+      send(Commands::newLookupErrorResponse(c.request_id(), proto::MetadataError, s.message()));
+      return;
+    }
     auto me = self();
     uint64_t requestId = c.request_id();
     std::string listener = c.has_advertised_listener_name() ? c.advertised_listener_name() : "";
@@ -570,6 +576,13 @@ void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMe
         me->send(Commands::newPartitionMetadataErrorResponse(
             c.request_id(), proto::ServiceNotReady,
             "Cannot read the metadata of " + n.toString() + ": " + s.message()));
+        return;
+      }
+      // Pulsar's checkLocalOrGetPeerReplicationCluster: a namespace not replicated here (412
+      // there, MetadataError on the binary protocol).
+      if (Status local = me->service_.checkLocalCluster(n.namespaceName()); !local.isOk()) {
+        me->send(Commands::newPartitionMetadataErrorResponse(c.request_id(), proto::MetadataError,
+                                                             local.message()));
         return;
       }
       me->answerPartitionedMetadata(c, n);
@@ -858,6 +871,26 @@ void ServerCnx::handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamesp
           all.insert(stored->begin(), stored->end());
           me->answerTopicsOfNamespace(c, {all.begin(), all.end()});
         });
+    return;
+  }
+  if (const auto& lister = service_.clusterTopicLister()) {
+    // Cluster mode on local storage: every broker's topics, as the admin list (each broker
+    // asked over HTTP).
+    auto me = self();
+    std::optional<std::string> authorization;
+    if (!authToken_.empty()) authorization = "Bearer " + authToken_;
+    lister(c.namespace_(), domain, authorization, [me, c](Result<std::vector<std::string>> all) {
+      me->loop().execute([me, c, all = std::move(all)]() mutable {
+        if (me->isClosed()) return;
+        if (!all.isOk()) {
+          me->sendError(
+              c.request_id(), proto::MetadataError,
+              "Cannot list the topics of " + c.namespace_() + ": " + all.status().message());
+          return;
+        }
+        me->answerTopicsOfNamespace(c, std::move(*all));
+      });
+    });
     return;
   }
   answerTopicsOfNamespace(c, std::move(topics));

@@ -218,6 +218,9 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   // Authentication state (loop thread).
   std::string authMethod_;
   std::string authRole_;
+  // The last accepted credentials when authMethod_ is "token" (the JWT), passed on as a Bearer
+  // Authorization when this broker asks the others for a namespace's topics; "" otherwise.
+  std::string authToken_;
   std::optional<int64_t> authExpiresAtMs_;
   bool supportsAuthRefresh_ = false;
   bool pendingAuthChallenge_ = false;

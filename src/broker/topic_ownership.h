@@ -57,6 +57,12 @@ class TopicOwnership {
   // Thread: any.
   virtual void boundariesOf(const std::string& ns, net::Executor* replyEx,
                             std::function<void(Result<std::vector<uint64_t>>)> cb) = 0;
+  // The name ("0x..._0x...") of the bundle of a topic of namespace `ns` ("tenant/ns") by the cut
+  // this broker knows (cluster mode: the namespace's real bundles, a split's halves included);
+  // "" when there is no such cut (standalone: the default 4-bundle cut applies). Thread: any.
+  virtual std::string bundleOf(const std::string& ns, const std::string& fullTopicName) const {
+    return "";
+  }
   // False while this broker may have lost its bundles without knowing yet (cluster mode: no
   // confirmed contact with ZooKeeper for most of the session timeout, or the session is lost):
   // publishes and acks must then not be written or acknowledged. Thread: any; one relaxed

@@ -1,6 +1,6 @@
 """A minimal ZooKeeper client for tests: reads znodes over ZooKeeper's own wire protocol (jute),
 so a test can check what the brokers wrote without a JVM. Only what tests need: a session,
-getData, getChildren, and close. Not for production use."""
+getData, setData, getChildren, and close. Not for production use."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import socket
 import struct
 
 _GET_DATA = 4
+_SET_DATA = 5
 _GET_CHILDREN = 8
 _CLOSE = -11
 _NO_NODE = -101
@@ -66,6 +67,13 @@ class ZkClient:
             raise ZkError(f"getData {path}: error {err}")
         (n,) = struct.unpack(">i", rest[:4])
         return b"" if n < 0 else rest[4:4 + n]
+
+    def set(self, path: str, data: bytes, version: int = -1) -> None:
+        """Overwrites the node's data (version -1: whatever its version); ZkError when missing."""
+        body = self._string(path) + struct.pack(">i", len(data)) + data + struct.pack(">i", version)
+        err, _ = self._call(_SET_DATA, body)
+        if err != 0:
+            raise ZkError(f"setData {path}: error {err}")
 
     def children(self, path: str) -> list[str]:
         """Sorted child names; [] when the node does not exist."""

@@ -203,3 +203,29 @@ def test_expired_token_without_refresh_closes_connection(env):
     with pytest.raises(pulsar.PulsarException):
         producer.send(b"too late")
     c.close()
+
+
+def test_topic_lists_need_get_topics(env):
+    """A namespace's REST topic lists are Pulsar's NamespaceOperation.GET_TOPICS: a role with
+    produce or consume granted on the namespace may list it, as over the binary protocol."""
+    web = env["web"]
+    bob = tokens("create", "--secret-key", env["key_url"], "--subject", "bob")
+    lists = [web + "/admin/v2/namespaces/public/default/topics",
+             web + "/admin/v2/persistent/public/default",
+             web + "/admin/v2/non-persistent/public/default"]
+    for url in lists:
+        assert requests.get(url, headers=bearer(bob), timeout=10).status_code == 403
+    grant = web + "/admin/v2/namespaces/public/default/permissions/bob"
+    r = requests.post(grant, json=["consume"], headers=bearer(env["admin"]), timeout=10)
+    assert r.status_code == 204, r.text
+    try:
+        for url in lists:
+            r = requests.get(url, headers=bearer(bob), timeout=10)
+            assert r.status_code == 200, (url, r.text)
+        # Only the lists: other namespace routes stay the tenant admin's.
+        r = requests.get(web + "/admin/v2/namespaces/public/default/permissions",
+                         headers=bearer(bob), timeout=10)
+        assert r.status_code == 403
+    finally:
+        requests.delete(grant, headers=bearer(env["admin"]), timeout=10)
+    assert requests.get(lists[0], headers=bearer(bob), timeout=10).status_code == 403

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -974,6 +975,220 @@ def test_bundle_unload_redirects_to_the_owner_and_moves_the_bundle(cluster: Clus
         new_owner = lookup(webs[other], topic)
         assert new_owner in brokers
         producer.send(b"after")
+    finally:
+        client.close()
+
+
+def test_owned_namespaces_and_broker_stats_show_the_real_bundles(cluster: Cluster) -> None:
+    """ownedNamespaces and broker-stats name the namespace's own bundles (a split's halves),
+    not the default 4-bundle cut; ownedNamespaces of another broker redirects there."""
+    brokers = sorted(cluster.brokers())
+    webs = {b: cluster.web_of(b) for b in brokers}
+    ns = f"public/owned-{uuid.uuid4().hex[:8]}"
+    r = requests.put(f"{webs[brokers[0]]}/admin/v2/namespaces/{ns}",
+                     json={"bundles": {"numBundles": 2}}, timeout=10)
+    assert r.status_code == 204, r.text
+    topic = f"persistent://{ns}/t"
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        client.create_producer(topic).send(b"x")
+        bundle = bundle_of(webs[brokers[0]], ns, topic)
+        owner = owned_bundles(cluster, ns)[bundle]
+        web = webs[owner]
+        broker_id = web[len("http://"):]
+        path = f"/admin/v2/namespaces/{ns}/{bundle}/split"
+        assert requests.put(web + path, timeout=30).status_code == 204
+        half = bundle_of(web, ns, topic)
+        assert half != bundle and half in owned_bundles(cluster, ns)
+        owned_path = f"/admin/v2/brokers/magnetar-cluster/{broker_id}/ownedNamespaces"
+        owned = requests.get(web + owned_path, timeout=10).json()
+        mine = sorted(k for k in owned if k.startswith(ns + "/"))
+        assert f"{ns}/{half}" in mine and f"{ns}/{bundle}" not in mine, mine
+        assert sorted(f"{ns}/{b}" for b, o in owned_bundles(cluster, ns).items()
+                      if o == owner) == mine
+        stats = requests.get(f"{web}/admin/v2/broker-stats/topics", timeout=10).json()
+        assert list(stats[ns]) == [half], stats[ns]
+        assert topic in stats[ns][half]["persistent"]
+        report = requests.get(f"{web}/admin/v2/broker-stats/load-report", timeout=10).json()
+        assert f"{ns}/{half}" in report["bundles"], report["bundles"]
+        # Another broker asked about this one: 307 to it (Pulsar's validateBrokerName).
+        other = webs[next(b for b in brokers if b != owner)]
+        r = requests.get(other + owned_path, allow_redirects=False, timeout=10)
+        assert r.status_code == 307 and r.headers["Location"] == web + owned_path, r.headers
+    finally:
+        client.close()
+
+
+def test_cluster_data_is_the_stored_one(cluster: Cluster) -> None:
+    """GET /admin/v2/clusters/{c} answers the ClusterData in ZooKeeper (cluster.sh wrote the
+    first broker's URLs), the same through every broker; PUT creates, POST updates."""
+    first_web = cluster.web_urls[0]  # as started (a broker restarted since may have moved)
+    first_native = cluster.service_url[len("pulsar://"):].split(",")[0]
+    live = [cluster.web_of(b) for b in sorted(cluster.brokers())]
+    with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+        stored = json.loads(zk.get("/admin/clusters/magnetar-cluster"))
+    assert stored["serviceUrl"] == first_web, stored
+    assert stored["brokerServiceUrl"] == f"pulsar://{first_native}", stored
+    for w in live:
+        r = requests.get(f"{w}/admin/v2/clusters/magnetar-cluster", timeout=10)
+        assert r.status_code == 200 and r.json() == stored, (w, r.text)
+        assert "magnetar-cluster" in requests.get(f"{w}/admin/v2/clusters", timeout=10).json()
+        assert requests.get(f"{w}/admin/v2/clusters/nope-{uuid.uuid4().hex[:6]}",
+                            timeout=10).status_code == 404
+    a, b = live[0], live[-1]
+    body = {"serviceUrl": first_web, "brokerServiceUrl": f"pulsar://{first_native}"}
+    assert requests.put(f"{a}/admin/v2/clusters/magnetar-cluster", json=body,
+                        timeout=10).status_code == 409
+    name = f"other-{uuid.uuid4().hex[:6]}"
+    assert requests.post(f"{a}/admin/v2/clusters/{name}", json=body,
+                         timeout=10).status_code == 404
+    assert requests.put(f"{a}/admin/v2/clusters/{name}", json={"serviceUrl": "http://h:1"},
+                        timeout=10).status_code == 204
+    r = requests.post(f"{a}/admin/v2/clusters/{name}",
+                      json={"serviceUrl": "http://h:2", "brokerServiceUrl": "pulsar://h:3"},
+                      timeout=10)
+    assert r.status_code == 204, r.text
+    got = requests.get(f"{b}/admin/v2/clusters/{name}", timeout=10).json()
+    assert got["serviceUrl"] == "http://h:2" and got["brokerServiceUrl"] == "pulsar://h:3", got
+    assert name in requests.get(f"{b}/admin/v2/clusters", timeout=10).json()
+    assert "global" not in requests.get(f"{b}/admin/v2/clusters", timeout=10).json()
+    assert requests.put(f"{a}/admin/v2/clusters/{name}x", data="[1]",
+                        headers={"Content-Type": "application/json"},
+                        timeout=10).status_code == 400
+
+
+def test_corrupt_policies_znode_fails_updates_and_loses_nothing(cluster: Cluster) -> None:
+    """A Policies znode that does not hold Pulsar's Policies (not JSON, or a field of the wrong
+    type) makes a policy update fail naming the znode, and the znode keeps its bytes."""
+    w = cluster.web_of(sorted(cluster.brokers())[0])
+    ns = f"public/corrupt-{uuid.uuid4().hex[:8]}"
+    assert requests.put(f"{w}/admin/v2/namespaces/{ns}", timeout=10).status_code == 204
+    with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+        good = json.loads(zk.get(f"/admin/policies/{ns}"))
+        wrong_type = dict(good, message_ttl_in_seconds="soon")
+        for bad in (b"{not json", json.dumps(wrong_type).encode()):
+            zk.set(f"/admin/policies/{ns}", bad)
+            for path, payload in (("retention", {"retentionTimeInMinutes": 5,
+                                                 "retentionSizeInMB": 10}),
+                                  ("messageTTL", 30)):
+                r = requests.post(f"{w}/admin/v2/namespaces/{ns}/{path}", json=payload,
+                                  timeout=10)
+                assert r.status_code == 500, (bad, path, r.status_code, r.text)
+                assert f"/admin/policies/{ns}" in r.json()["reason"], r.text
+                assert zk.get(f"/admin/policies/{ns}") == bad
+        zk.set(f"/admin/policies/{ns}", json.dumps(good).encode())
+    r = requests.post(f"{w}/admin/v2/namespaces/{ns}/messageTTL", json=30, timeout=10)
+    assert r.status_code == 204, r.text
+
+
+def test_unreadable_ownership_znode_is_unloaded_and_the_bundle_taken_again(
+        cluster: Cluster) -> None:
+    """An ownership znode whose data is not NamespaceEphemeralData: bundle unload (through any
+    broker) deletes it, the owner lets the bundle go, and a lookup places it again."""
+    brokers = sorted(cluster.brokers())
+    webs = {b: cluster.web_of(b) for b in brokers}
+    ns = f"public/own-{uuid.uuid4().hex[:8]}"
+    assert requests.put(f"{webs[brokers[0]]}/admin/v2/namespaces/{ns}",
+                        timeout=10).status_code == 204
+    topic = f"persistent://{ns}/t"
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
+    try:
+        producer = client.create_producer(topic)
+        producer.send(b"before")
+        bundle = bundle_of(webs[brokers[0]], ns, topic)
+        owner = owned_bundles(cluster, ns)[bundle]
+        other = next(b for b in brokers if b != owner)
+        with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+            zk.set(f"/namespace/{ns}/{bundle}", b"garbage")
+            r = requests.put(f"{webs[other]}/admin/v2/namespaces/{ns}/{bundle}/unload",
+                             timeout=10)
+            assert r.status_code == 204, r.text
+            data = zk.get(f"/namespace/{ns}/{bundle}")
+            assert data is None or json.loads(data)["nativeUrl"] in brokers, data
+        new_owner = lookup(webs[other], topic[len("persistent://"):])
+        assert new_owner in brokers
+        assert owned_bundles(cluster, ns)[bundle] == new_owner
+        producer.send(b"after")  # the producer looked the topic up again
+    finally:
+        client.close()
+
+
+def test_namespace_without_the_local_cluster_is_refused(cluster: Cluster) -> None:
+    """A namespace whose replication_clusters do not name this cluster: lookups (HTTP 412,
+    binary MetadataError) and topic admin routes (412) fail with Pulsar's reason."""
+    live = [cluster.web_of(b) for b in sorted(cluster.brokers())]
+    w = live[0]
+    ns = f"public/elsewhere-{uuid.uuid4().hex[:8]}"
+    assert requests.put(f"{w}/admin/v2/namespaces/{ns}", timeout=10).status_code == 204
+    with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+        good = zk.get(f"/admin/policies/{ns}")
+        zk.set(f"/admin/policies/{ns}",
+               json.dumps(dict(json.loads(good), replication_clusters=["far"])).encode())
+    reason = "Namespace missing local cluster name in clusters list: " \
+             f"local_cluster=magnetar-cluster ns={ns} clusters=[far]"
+    for web in live:
+        def refused(web=web):
+            r = requests.get(f"{web}/lookup/v2/topic/persistent/{ns}/t", timeout=10)
+            return r.status_code == 412 and r.json()["reason"] == reason
+        wait_until(refused, what="412 for the lookup")
+        r = requests.put(f"{web}/admin/v2/persistent/{ns}/t", timeout=10)
+        assert r.status_code == 412 and r.json()["reason"] == reason, r.text
+    # The binary LOOKUP answers MetadataError with the reason; the client retries it until its
+    # operation timeout.
+    lines: list[str] = []
+
+    class Capture(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            lines.append(record.getMessage())
+
+    log = logging.getLogger(f"elsewhere-{ns}")
+    log.setLevel(logging.INFO)
+    log.addHandler(Capture())
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=3, logger=log)
+    try:
+        with pytest.raises(pulsar.Timeout):
+            client.create_producer(f"persistent://{ns}/t")
+        # PARTITIONED_METADATA too (Pulsar fails it so that the client fails early).
+        with pytest.raises(Exception):  # noqa: B017 (MetadataError, or the retries' Timeout)
+            client.get_topic_partitions(f"persistent://{ns}/t")
+    finally:
+        client.close()
+    assert any("BrokerMetadataError" in line and reason in line for line in lines), lines[-5:]
+    with ZkClient("127.0.0.1", cluster.zk_port) as zk:
+        zk.set(f"/admin/policies/{ns}", good)
+    wait_until(lambda: requests.get(f"{w}/lookup/v2/topic/persistent/{ns}/t",
+                                    timeout=10).status_code == 200, what="lookup after repair")
+
+
+def test_pattern_consumer_finds_every_brokers_topics(cluster: Cluster) -> None:
+    """Local storage: GET_TOPICS_OF_NAMESPACE answers every broker's topics (as the admin
+    list), so a pattern consumer connected to one broker subscribes to all of them."""
+    brokers = sorted(cluster.brokers())
+    webs = {b: cluster.web_of(b) for b in brokers}
+    ns = f"public/pattern-{uuid.uuid4().hex[:8]}"
+    r = requests.put(f"{webs[brokers[0]]}/admin/v2/namespaces/{ns}",
+                     json={"bundles": {"numBundles": 8}}, timeout=10)
+    assert r.status_code == 204, r.text
+    topics = sorted(f"persistent://{ns}/t-{i}" for i in range(6))
+    for i, t in enumerate(topics):
+        r = requests.put(f"{webs[brokers[i % len(brokers)]]}/admin/v2/persistent/"
+                         f"{t[len('persistent://'):]}",
+                         timeout=10)
+        assert r.status_code == 204, r.text
+    own = {b: requests.get(f"{webs[b]}/admin/v2/persistent/{ns}",
+                           params={"magnetarLocalList": "true"}, timeout=10).json()
+           for b in brokers}
+    # A broker that lacks some of the topics answers the client's GET_TOPICS_OF_NAMESPACE.
+    asked = min(brokers, key=lambda b: len(own[b]))
+    assert len(own[asked]) < len(topics), own
+    client = pulsar.Client(asked, operation_timeout_seconds=30)
+    try:
+        consumer = client.subscribe(re.compile(f"persistent://{ns}/t-.*"), "pattern",
+                                    initial_position=pulsar.InitialPosition.Earliest)
+        for t in topics:
+            client.create_producer(t).send(t.encode())
+        got = sorted(consumer.receive(timeout_millis=15000).data().decode() for _ in topics)
+        assert got == topics
     finally:
         client.close()
 

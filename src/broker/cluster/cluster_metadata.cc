@@ -446,10 +446,97 @@ std::string policiesJson(const NamespacePolicies& p, const std::vector<uint64_t>
   return json::serialize(out);
 }
 
+namespace {
+
+enum class JsonType { kNumber, kBool, kString, kObject, kArray };
+
+bool hasType(const json::value& v, JsonType t) {
+  switch (t) {
+    case JsonType::kNumber:
+      return v.is_number();
+    case JsonType::kBool:
+      return v.is_bool();
+    case JsonType::kString:
+      return v.is_string();
+    case JsonType::kObject:
+      return v.is_object();
+    case JsonType::kArray:
+      return v.is_array();
+  }
+  return false;
+}
+
+// A field Magnetar reads holding a value of another JSON type (null is "unset") fails the read,
+// as Pulsar's Jackson mapper fails to deserialize it: dropping it instead would make the next
+// update write the namespace's Policies back without it.
+Status checkFieldTypes(const json::object& o, const std::string& path, const char* where,
+                       std::initializer_list<std::pair<const char*, JsonType>> fields) {
+  for (const auto& [key, type] : fields) {
+    const json::value* v = o.if_contains(key);
+    if (!v || v->is_null() || hasType(*v, type)) continue;
+    return Status::corruption("znode " + path + " does not hold valid Policies JSON: " + where +
+                              key + " has a value of the wrong type: " + json::serialize(*v));
+  }
+  return Status::ok();
+}
+
+Status checkPoliciesTypes(const json::object& o, const std::string& path) {
+  using enum JsonType;
+  Status s = checkFieldTypes(o, path, "",
+                             {{"auth_policies", kObject},
+                              {"replication_clusters", kArray},
+                              {"bundles", kObject},
+                              {"backlog_quota_map", kObject},
+                              {"deduplicationEnabled", kBool},
+                              {"autoTopicCreationOverride", kObject},
+                              {"message_ttl_in_seconds", kNumber},
+                              {"subscription_expiration_time_minutes", kNumber},
+                              {"retention_policies", kObject},
+                              {"delayed_delivery_policies", kObject},
+                              {"inactive_topic_policies", kObject},
+                              {"compaction_threshold", kNumber},
+                              {"schema_compatibility_strategy", kString},
+                              {"is_allow_auto_update_schema", kBool},
+                              {"schema_validation_enforced", kBool}});
+  for (const auto& l : kNamespaceLimits) {
+    if (s.isOk()) s = checkFieldTypes(o, path, "", {{l.policiesField, kNumber}});
+  }
+  if (!s.isOk()) return s;
+  if (const json::object* r = object(o, "retention_policies")) {
+    s = checkFieldTypes(*r, path, "retention_policies.",
+                        {{"retentionTimeInMinutes", kNumber}, {"retentionSizeInMB", kNumber}});
+  }
+  if (const json::object* a = object(o, "auth_policies"); a && s.isOk()) {
+    s = checkFieldTypes(*a, path, "auth_policies.",
+                        {{"namespace_auth", kObject}, {"destination_auth", kObject}});
+  }
+  if (const json::object* d = object(o, "delayed_delivery_policies"); d && s.isOk()) {
+    s = checkFieldTypes(
+        *d, path, "delayed_delivery_policies.",
+        {{"active", kBool}, {"tickTime", kNumber}, {"maxDeliveryDelayInMillis", kNumber}});
+  }
+  if (const json::object* i = object(o, "inactive_topic_policies"); i && s.isOk()) {
+    s = checkFieldTypes(*i, path, "inactive_topic_policies.",
+                        {{"inactiveTopicDeleteMode", kString},
+                         {"maxInactiveDurationSeconds", kNumber},
+                         {"deleteWhileInactive", kBool}});
+  }
+  if (const json::object* a = object(o, "autoTopicCreationOverride"); a && s.isOk()) {
+    s = checkFieldTypes(*a, path, "autoTopicCreationOverride.",
+                        {{"allowAutoTopicCreation", kBool},
+                         {"topicType", kString},
+                         {"defaultNumPartitions", kNumber}});
+  }
+  return s;
+}
+
+}  // namespace
+
 Result<PoliciesDoc> parsePolicies(std::string_view text, const std::string& path) {
   auto parsed = parseObject(text, path, "Policies");
   if (!parsed.isOk()) return parsed.status();
   const json::object& o = *parsed;
+  if (Status s = checkPoliciesTypes(o, path); !s.isOk()) return s;
   PoliciesDoc d;
   d.raw = std::string(text);
   NamespacePolicies& p = d.policies;
@@ -475,6 +562,13 @@ Result<PoliciesDoc> parsePolicies(std::string_view text, const std::string& path
       }
       p.backlogQuotas[type] = bq;
     }
+  }
+  if (const json::value* rc = o.if_contains("replication_clusters"); rc && rc->is_array()) {
+    std::vector<std::string> clusters;
+    for (const auto& c : rc->as_array()) {
+      if (c.is_string()) clusters.emplace_back(c.as_string());
+    }
+    p.replicationClusters = std::move(clusters);
   }
   p.deduplicationEnabled = boolean(o, "deduplicationEnabled");
   if (const json::object* a = object(o, "autoTopicCreationOverride")) {

@@ -341,6 +341,33 @@ bool NamespaceService::isLeader() const {
   return leader_;
 }
 
+std::string NamespaceService::bundleOf(const std::string& ns,
+                                       const std::string& fullTopicName) const {
+  uint32_t hash = topicHash(fullTopicName);
+  std::string prefix = ns + "/";
+  Boundaries b;
+  {
+    MutexLock lock(mu_);
+    // An owned bundle holding the topic: the cut this broker serves it by.
+    for (auto it = owned_.lower_bound(prefix);
+         it != owned_.end() && it->compare(0, prefix.size(), prefix) == 0; ++it) {
+      uint64_t lo = 0, hi = 0;
+      std::string name = it->substr(prefix.size());
+      if (!parseBundleName(name, &lo, &hi).isOk()) continue;
+      if (lo <= hash && (hash < hi || (hi == 0xffffffffULL && hash == 0xffffffffU))) return name;
+    }
+    auto it = boundaries_.find(ns);
+    if (it != boundaries_.end()) b = it->second;
+  }
+  if (b.empty()) {
+    auto d = defaultBoundaries(options_.defaultNumberOfNamespaceBundles);
+    if (!d.isOk()) return "";
+    b = *d;
+  }
+  size_t i = findBundle(b, hash);
+  return bundleName(b[i], b[i + 1]);
+}
+
 std::vector<std::string> NamespaceService::bundlesOf(const std::string& ns) const {
   Boundaries b;
   {
@@ -890,7 +917,39 @@ void NamespaceService::unloadBundle(const std::string& ns, const std::string& bu
   auto reply = [replyEx, cb = std::move(cb)](const Status& s) {
     replyEx->execute([cb, s] { cb(s); });
   };
-  loop_.execute([this, ns, bundle, reply] { release(ns + "/" + bundle, reply); });
+  loop_.execute([this, ns, bundle, reply] {
+    std::string key = ns + "/" + bundle;
+    bool mine = false;
+    {
+      MutexLock lock(mu_);
+      mine = owned_.count(key) > 0;
+    }
+    if (mine) return release(key, reply);
+    removeUnreadableOwnership(key, reply);
+  });
+}
+
+void NamespaceService::removeUnreadableOwnership(const std::string& key,
+                                                 const std::function<void(Status)>& done) {
+  MAGNETAR_DCHECK_ON(loop_);
+  std::string path = ownershipPath(key);
+  store_->get(path, &loop_, [this, key, path, done](Result<std::optional<metadata::GetResult>> r) {
+    if (!r.isOk()) return done(r.status());
+    if (!r->has_value()) return done(Status::ok());
+    if ((*r)->stat.createdBySelf) return release(key, done);
+    auto owner = parseNamespaceEphemeralData((*r)->value, path);
+    if (owner.isOk()) {
+      return done(Status::notFound("Bundle " + key + " is not owned by this broker"));
+    }
+    // Names no broker: nobody can serve or release the bundle through it. Deleted at the version
+    // read (a valid owner written meanwhile stays); its creator, if alive, sees the deletion and
+    // closes the bundle's clients; the next lookup places the bundle again.
+    MLOG_WARN("Unloading bundle {}: deleting its unreadable ownership znode ({})", key,
+              owner.status().message());
+    store_->remove(path, (*r)->stat.version, &loop_, [done](const Status& s) {
+      done(s.code() == StatusCode::kNotFound ? Status::ok() : s);
+    });
+  });
 }
 
 void NamespaceService::unloadElsewhere(const std::string& key,
@@ -902,7 +961,7 @@ void NamespaceService::unloadElsewhere(const std::string& key,
     if (!r->has_value()) return done(Status::ok());
     if ((*r)->stat.createdBySelf) return release(key, done);
     auto owner = parseNamespaceEphemeralData((*r)->value, path);
-    if (!owner.isOk()) return done(owner.status());
+    if (!owner.isOk()) return removeUnreadableOwnership(key, done);
     metadata::PutOptions o;
     o.expectedVersion = (*r)->stat.version;
     store_->put(path, namespaceEphemeralDataJson(owner->urls, true), o, &loop_,

@@ -98,6 +98,11 @@ class NamespaceService : public TopicOwnership {
   std::vector<std::string> ownedBundles() const;  // "tenant/ns/0x..._0x...", sorted
   bool isLeader() const;
   const BrokerUrls& self() const { return self_; }
+  // The bundle of a topic of namespace `ns` ("tenant/ns"): the owned bundle holding it, else
+  // the one of the cached cut (the default cut when not looked up yet).
+  std::string bundleOf(const std::string& ns, const std::string& fullTopicName) const override;
+  // The configuration store (ClusterData, Policies); outlives this.
+  metadata::Store* configStore() const { return config_; }
   // The bundle names of a namespace (as cached; the default cut when not looked up yet).
   std::vector<std::string> bundlesOf(const std::string& ns) const;
   // Registered brokers (children of /loadbalance/brokers, "host:webport"), sorted. cb on replyEx.
@@ -112,14 +117,18 @@ class NamespaceService : public TopicOwnership {
   void ownerOf(const std::string& bundleKey, net::Executor* replyEx,
                std::function<void(Result<std::optional<OwnerData>>)> cb);
   // Releases an owned bundle (admin unload): deletes its ownership znode and closes its
-  // clients. cb on replyEx. Errors: kNotFound when not owned here.
+  // clients. An ownership znode that does not parse as NamespaceEphemeralData (it names no
+  // broker that could release it) is deleted at the version read, whoever made it; its creator
+  // sees the deletion and closes the bundle's clients, and the next lookup places the bundle
+  // again. cb on replyEx. Errors: kNotFound when owned by another broker (readable znode).
   void unloadBundle(const std::string& ns, const std::string& bundle, net::Executor* replyEx,
                     std::function<void(Status)> cb);
   // Unloads every owned bundle of `ns` (Pulsar's namespace unload): this broker's are released
-  // here; another broker's ownership znode is marked disabled (NamespaceEphemeralData.disabled,
-  // as Pulsar marks a bundle being unloaded), which makes its owner close the bundle's clients
-  // and delete the znode; after kUnloadWait the znode is deleted here if still there (a dead or
-  // stuck owner). cb on replyEx once no bundle of ns is owned. Errors: the store's.
+  // here; an unreadable ownership znode is deleted (as unloadBundle); another broker's ownership
+  // znode is marked disabled (NamespaceEphemeralData.disabled, as Pulsar marks a bundle being
+  // unloaded), which makes its owner close the bundle's clients and delete the znode; after
+  // kUnloadWait the znode is deleted here if still there (a dead or stuck owner). cb on replyEx
+  // once no bundle of ns is owned. Errors: the store's.
   void unloadNamespace(const std::string& ns, net::Executor* replyEx,
                        std::function<void(Status)> cb);
   // Splits an owned bundle in two at the middle of its range (Pulsar's range_equally_divide):
@@ -176,6 +185,9 @@ class NamespaceService : public TopicOwnership {
   void releaseAll(const char* why);
   // Releases an owned bundle: forgets it, closes its clients, deletes its znode. Loop only.
   void release(const std::string& key, const std::function<void(Status)>& done);
+  // unloadBundle() of a bundle not owned here: deletes its ownership znode when it does not
+  // parse (or is this session's). Loop only.
+  void removeUnreadableOwnership(const std::string& key, const std::function<void(Status)>& done);
   // Marks another broker's bundle disabled and waits for its znode to go (deleting it after
   // kUnloadWait). Loop only.
   void unloadElsewhere(const std::string& key, const std::function<void(Status)>& done);

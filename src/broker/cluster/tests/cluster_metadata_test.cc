@@ -209,6 +209,26 @@ TEST(ClusterMetadata, DamagedPoliciesNameTheZnode) {
   EXPECT_EQ(ok->adminRoles, std::vector<std::string>{"a"});
 }
 
+TEST(ClusterMetadata, PoliciesFieldsOfTheWrongTypeFailTheRead) {
+  // Pulsar's Jackson mapper fails on them; dropping them would lose them at the next update.
+  for (const char* text :
+       {R"({"message_ttl_in_seconds":"soon"})", R"({"retention_policies":[1]})",
+        R"({"retention_policies":{"retentionTimeInMinutes":"x","retentionSizeInMB":1}})",
+        R"({"deduplicationEnabled":"yes"})", R"({"max_producers_per_topic":{}})",
+        R"({"replication_clusters":"c"})", R"({"auth_policies":{"namespace_auth":[]}})"}) {
+    auto bad = parsePolicies(text, "/admin/policies/t/n");
+    EXPECT_EQ(bad.status().code(), StatusCode::kCorruption) << text;
+    EXPECT_NE(bad.status().message().find("/admin/policies/t/n"), std::string::npos) << text;
+  }
+  // null is unset; unknown fields are kept, whatever they hold.
+  auto ok = parsePolicies(R"({"message_ttl_in_seconds":null,"someday":"x",)"
+                          R"("replication_clusters":["a","b"]})",
+                          "/admin/policies/t/n");
+  ASSERT_TRUE(ok.isOk()) << ok.status().message();
+  EXPECT_FALSE(ok->policies.messageTtlSeconds.has_value());
+  EXPECT_EQ(ok->policies.replicationClusters, (std::vector<std::string>{"a", "b"}));
+}
+
 TEST(ClusterMetadata, PartitionedTopicMetadataAndPaths) {
   EXPECT_EQ(partitionedTopicMetadataJson(3), R"({"partitions":3,"deleted":false})");
   EXPECT_EQ(
