@@ -13,11 +13,15 @@
 # whose default layout is the hierarchical ledger manager), bookie I's journal and ledgers under
 # DIR/bookie-I (journalSyncData=true unless --no-sync), -Xmx256m each. --conf lines are added to
 # every bookie's configuration (kept in DIR/bookie-extra.conf for later starts of that cluster),
-# e.g. --conf maxPendingAddRequestsPerThread=1000. Returns once every bookie is registered under
-# /ledgers/available, and prints `zk://127.0.0.1:PORT/ledgers` on stdout (only that).
-# --port-base P: bookie I listens on P+I (default: free ports; a restart keeps a bookie's port).
-# A ZooKeeper already running under DIR/zk (scripts/cluster.sh --bookies starts its own there) is
-# used as it is. DIR defaults to ./data/bookies; only start creates it. Needs Java 17 and Maven
+# e.g. --conf maxPendingAddRequestsPerThread=1000. Returns once every bookie it started is
+# registered, writable (under /ledgers/available) or read-only (/ledgers/available/readonly: a
+# full disk, forceReadOnlyBookie), naming on stderr each read-only one, and prints
+# `zk://127.0.0.1:PORT/ledgers` on stdout (only that).
+# --port-base P: bookie I listens on P+I and a ZooKeeper started here on P-1 (default: free
+# ports; a restart keeps a bookie's and the ZooKeeper's port). A ZooKeeper already running under
+# DIR/zk (scripts/cluster.sh --bookies starts its own there) is used as it is.
+# status: the ZooKeeper's line, then `bookie-I PID PORT STATE` per running bookie, STATE writable,
+# read-only or unregistered (not in /ledgers/available), then the URI. DIR defaults to ./data/bookies; only start creates it. Needs Java 17 and Maven
 # (scripts/install-test-deps.sh).
 # Log level of the JVMs (log4j2, to stderr): BK_LOGLEVEL, default warn for the bookies and info for
 # `shell` (BookKeeper's shell prints its results as INFO log lines).
@@ -122,13 +126,27 @@ run_shell() {  # bookkeeper shell with DIR/client.conf; stdout and stderr as the
     -conf "$dir/client.conf" "$@"
 }
 
-available_bookies() {  # number of children of /ledgers/available except "readonly"
+zk_ls() {  # the children of PATH on this cluster's ZooKeeper, one a line (none if it has none)
   local out
   out=$(java -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
     -cp /usr/share/java/zookeeper.jar:/usr/share/java/zookeeper-jute.jar:/usr/share/java/slf4j-api.jar \
-    org.apache.zookeeper.ZooKeeperMain -server "127.0.0.1:$(zk_port)" ls /ledgers/available \
+    org.apache.zookeeper.ZooKeeperMain -server "127.0.0.1:$(zk_port)" ls "$1" \
     2>/dev/null | grep '^\[' | tail -1 || true)
-  echo "$out" | tr -d '[] ' | tr ',' '\n' | grep -c ':' || true
+  echo "$out" | tr -d '[] ' | tr ',' '\n' | grep . || true
+}
+
+# "ADDRESS STATE" per registered bookie, STATE writable (a child of /ledgers/available) or
+# read-only (a child of /ledgers/available/readonly, where BookKeeper registers a bookie that
+# takes no new entries).
+registered_bookies() {
+  zk_ls /ledgers/available | grep ':' | sed 's/$/ writable/' || true
+  zk_ls /ledgers/available/readonly | grep ':' | sed 's/$/ read-only/' || true
+}
+
+state_of() {  # PORT REGISTERED-LINES -> writable | read-only | unregistered
+  local s
+  s=$(echo "$2" | awk -v a="127.0.0.1:$1" '$1 == a { print $2; exit }')
+  echo "${s:-unregistered}"
 }
 
 bookie_running() { [ -f "$dir/bookie-$1/pid" ] && kill -0 "$(cat "$dir/bookie-$1/pid")" 2>/dev/null; }
@@ -178,6 +196,7 @@ case "$cmd" in
     fi
     if ! bash "$REPO/scripts/zookeeper.sh" status -d "$dir/zk" >/dev/null 2>&1; then
       zkp=$(free_port)
+      [ -n "$port_base" ] && zkp=$((port_base - 1))
       [ -f "$dir/zk/zoo.cfg" ] && zkp=$(zk_port)  # a restart keeps the port in the saved URI
       bash "$REPO/scripts/zookeeper.sh" start -d "$dir/zk" -p "$zkp" --tick-ms 500 >&2
     fi
@@ -196,16 +215,31 @@ case "$cmd" in
       fi
       start_bookie "$i" "$port"
     done
-    # Ready when every bookie accepts connections and is registered under /ledgers/available.
+    # Ready when every bookie started accepts connections and is registered, writable or
+    # read-only (a read-only bookie is up but takes no new ledgers: said on stderr).
     for _ in $(seq 1 600); do
       up=0
       for i in $(seq 0 $((n - 1))); do
         bookie_running "$i" || { log "bookie $i exited; see $dir/bookie-$i/bookie.log"; exit 1; }
         listening "$(cat "$dir/bookie-$i/port")" && up=$((up + 1))
       done
-      if [ "$up" = "$n" ] && [ "$(available_bookies)" -ge "$n" ]; then
-        echo "zk://127.0.0.1:$(zk_port)/ledgers"
-        exit 0
+      if [ "$up" = "$n" ]; then
+        registered=$(registered_bookies)
+        unregistered=0 ro=()
+        for i in $(seq 0 $((n - 1))); do
+          case $(state_of "$(cat "$dir/bookie-$i/port")" "$registered") in
+            unregistered) unregistered=$((unregistered + 1)) ;;
+            read-only) ro+=("$i") ;;
+          esac
+        done
+        if [ "$unregistered" = 0 ]; then
+          for i in "${ro[@]}"; do
+            log "bookie $i (127.0.0.1:$(cat "$dir/bookie-$i/port")) is read-only (under" \
+              "/ledgers/available/readonly): it takes no new ledgers; see $dir/bookie-$i/bookie.log"
+          done
+          echo "zk://127.0.0.1:$(zk_port)/ledgers"
+          exit 0
+        fi
       fi
       sleep 0.2
     done
@@ -240,10 +274,13 @@ case "$cmd" in
     ;;
   status)
     bash "$REPO/scripts/zookeeper.sh" status -d "$dir/zk"
+    registered=$(registered_bookies)
     for p in "$dir"/bookie-*/pid; do
       [ -f "$p" ] || continue
       i=$(basename "$(dirname "$p")")
-      kill -0 "$(cat "$p")" 2>/dev/null && echo "$i $(cat "$p") $(cat "$(dirname "$p")/port")"
+      port=$(cat "$(dirname "$p")/port")
+      kill -0 "$(cat "$p")" 2>/dev/null &&
+        echo "$i $(cat "$p") $port $(state_of "$port" "$registered")"
     done
     echo "zk://127.0.0.1:$(zk_port)/ledgers"
     ;;

@@ -14,15 +14,17 @@
 # `magnetar initialize-cluster-metadata` wrote the cluster "magnetar-cluster" (first start only)
 # with the first broker's URLs as its ClusterData (broker 1's ports are chosen free up front).
 # Defaults: DIR=data/cluster, 3 brokers, ZooKeeper tickTime 2000 ms and Pulsar's 30 s session
-# timeout (tests use a low tick and timeout). --port-base P: broker i (from 1) listens on
-# P+2(i-1) (binary) and P+2(i-1)+1 (web) instead of free ports; with --listeners each broker also
+# timeout (tests use a low tick and timeout). --port-base P: every port follows P instead of being
+# a free one: broker i (from 1) listens on P+2(i-1) (binary) and P+2(i-1)+1 (web), ZooKeeper on
+# P+99 and bookie I (from 0) on P+100+I, so that clusters with bases 200 apart do not meet (at most
+# 49 brokers then); with --listeners each broker also
 # advertises two listeners on its binary port, internal:pulsar://127.0.0.1:port (the
 # internalListenerName) and external:pulsar://localhost:port. MAGNETAR_BIN overrides build/src/app/magnetar;
 # extra broker settings: MAGNETAR_BROKER_ARGS="--set key=value ...".
 # --bookies B: the ZooKeeper (under DIR/bookies/zk) also holds BookKeeper's metadata
 # (/ledgers, `bookkeeper shell initnewcluster`), B bookies run from DIR/bookies/bookie-I (Java 17
-# and the jars of scripts/bookies.sh: scripts/install-test-deps.sh), with --port-base bookie I
-# (from 0) on P+100+I, and the brokers get bookkeeperMetadataServiceUri (topics on the bookies;
+# and the jars of scripts/bookies.sh: scripts/install-test-deps.sh), and the brokers get
+# bookkeeperMetadataServiceUri (topics on the bookies;
 # ensemble, write and ack quorum min(B, 2), Pulsar's default 2). start then also prints
 # `bookkeeperMetadataServiceUri zk://127.0.0.1:PORT/ledgers`.
 set -euo pipefail
@@ -46,7 +48,11 @@ while [ $# -gt 0 ]; do
 done
 case "$brokers" in ''|*[!0-9]*|0) echo "cluster.sh: --brokers needs a count >= 1" >&2; exit 2 ;; esac
 case "$bookies" in ''|*[!0-9]*) echo "cluster.sh: --bookies needs a count >= 0" >&2; exit 2 ;; esac
-case "$port_base" in ''|[1-9]*) ;; *) echo "cluster.sh: --port-base needs a port number" >&2; exit 2 ;; esac
+case "$port_base" in '') ;; 0*|*[!0-9]*) echo "cluster.sh: --port-base needs a port number" >&2; exit 2 ;; esac
+if [ -n "$port_base" ] && { [ "$brokers" -gt 49 ] || [ $((port_base + 100 + bookies)) -gt 65535 ]; }; then
+  echo "cluster.sh: --port-base P takes ports P to P+99+bookies: at most 49 brokers, P+100+bookies <= 65535" >&2
+  exit 2
+fi
 if [ "$listeners" = 1 ] && [ -z "$port_base" ]; then
   echo "cluster.sh: --listeners needs --port-base (listeners name fixed ports)" >&2; exit 2
 fi
@@ -129,8 +135,9 @@ start() {
   fi
   mkdir -p "$(zk_dir)"
   zk_port=$(free_port)
+  [ -n "$port_base" ] && zk_port=$((port_base + 99))
   bash "$root/scripts/zookeeper.sh" start -d "$(zk_dir)" -p "$zk_port" --tick-ms "$tick" \
-    > /dev/null
+    > /dev/null || { echo "cluster.sh: ZooKeeper did not start on port $zk_port; see $(zk_dir)/zookeeper.log" >&2; exit 1; }
   zk=zk:127.0.0.1:$zk_port
   bk_args=()
   if [ "$bookies" -gt 0 ]; then

@@ -174,13 +174,14 @@ void clusterTopicList(NamespaceService* nsp, broker::BrokerService* svc, const H
   unionOfBrokers(nsp, svc, req, std::move(local), respond);
 }
 
-// On the topic's owner, before a topic route runs: with shared storage, a topic this broker does
-// not know (created through another broker since it started) is looked up in the storage, so
-// that the routes' existence checks (topic policies, create's 409) see it. Blocks the pulsar-web
-// thread for one ZooKeeper read; an error there answers 500.
+// On the topic's owner, before a topic route runs: with shared storage, a topic not loaded here
+// is looked up in the storage every time (created or deleted through another broker since this
+// one last looked), so that the routes' existence checks (topic policies, create's 409) see the
+// storage's answer. Blocks the pulsar-web thread for one ZooKeeper read; an error there answers
+// 500.
 std::optional<HttpResponse> checkStoredTopic(broker::BrokerService& svc,
                                              const broker::TopicName& name) {
-  if (!svc.storageShared() || svc.topicExists(name)) return std::nullopt;
+  if (!svc.storageShared() || svc.topicLoadedOrPartitioned(name)) return std::nullopt;
   auto promise = std::make_shared<std::promise<Result<bool>>>();
   auto answer = promise->get_future();
   svc.checkStoredTopic(name, &svc.ioLoops().next(),

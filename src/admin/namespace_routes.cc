@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <future>
+#include <memory>
 #include <set>
 
 #include "broker/cluster/bundles.h"
@@ -317,10 +320,38 @@ void addTenantRoutes(Router& r, const AdminContext* ctx) {
   });
 }
 
-// Deletes every topic of ns (force), then the namespace itself.
+void deleteNamespaceTopics(const AdminContext* ctx, const std::string& ns, bool force,
+                           const std::vector<std::string>& topics, const Respond& respond);
+
+// Deletes every topic of ns (force), then the namespace itself. On shared storage (BookKeeper)
+// the topics are the storage's too, not only those this broker has loaded (one ZooKeeper read,
+// waited for on the pulsar-web thread).
 void deleteNamespace(const AdminContext* ctx, const std::string& ns, bool force,
                      const Respond& respond) {
   std::vector<std::string> topics = listTopics(*ctx, ns, broker::TopicDomain::kAll);
+  if (ctx->service.storageShared()) {
+    auto promise = std::make_shared<std::promise<Result<std::vector<std::string>>>>();
+    auto answer = promise->get_future();
+    ctx->service.sharedStoredTopicsOf(
+        ns, broker::TopicDomain::kAll, &ctx->service.ioLoops().next(),
+        [promise](Result<std::vector<std::string>> r) { promise->set_value(std::move(r)); });
+    if (answer.wait_for(std::chrono::seconds(35)) != std::future_status::ready) {
+      return respond(HttpResponse::error(500, "Listing the topics of " + ns + " timed out"));
+    }
+    auto stored = answer.get();
+    if (!stored.isOk()) {
+      return respond(HttpResponse::error(
+          500, "Failed to list the topics of " + ns + ": " + stored.status().message()));
+    }
+    std::set<std::string> all(topics.begin(), topics.end());
+    all.insert(stored->begin(), stored->end());
+    topics.assign(all.begin(), all.end());
+  }
+  deleteNamespaceTopics(ctx, ns, force, topics, respond);
+}
+
+void deleteNamespaceTopics(const AdminContext* ctx, const std::string& ns, bool force,
+                           const std::vector<std::string>& topics, const Respond& respond) {
   if ((!topics.empty() ||
        !ctx->service.partitionedTopicsOf(ns, broker::TopicDomain::kAll).empty()) &&
       !force) {

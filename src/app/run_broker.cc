@@ -212,34 +212,6 @@ Status writePortsFile(const std::string& path, const BoundPorts& p) {
   return Status::ok();
 }
 
-// Whether any "host:port" of a ZooKeeper host list ("h1:p1,h2:p2[/chroot]") accepts a TCP
-// connection within 1 s.
-bool anyZkServerAccepts(const std::string& hosts) {
-  std::string list = hosts.substr(0, hosts.find('/'));
-  asio::io_context io;
-  size_t pos = 0;
-  while (pos <= list.size()) {
-    size_t comma = list.find(',', pos);
-    if (comma == std::string::npos) comma = list.size();
-    std::string hp = list.substr(pos, comma - pos);
-    pos = comma + 1;
-    size_t colon = hp.rfind(':');
-    if (colon == std::string::npos) continue;
-    boost::system::error_code ec;
-    tcp::resolver resolver(io);
-    auto endpoints = resolver.resolve(hp.substr(0, colon), hp.substr(colon + 1), ec);
-    if (ec) continue;
-    tcp::socket sock(io);
-    bool connected = false;
-    asio::async_connect(sock, endpoints,
-                        [&](boost::system::error_code e, const tcp::endpoint&) { connected = !e; });
-    io.restart();
-    io.run_for(std::chrono::seconds(1));
-    if (connected) return true;
-  }
-  return false;
-}
-
 // Opens a ZooKeeper session for `url`. While no server of the list accepts connections, logs
 // "not reachable" at once and tries again every 5 s (kZkRetry), polling mainLoop for a stop
 // signal every 100 ms, so SIGTERM ends the wait at once. Errors: kInvalidArgument for a bad url;

@@ -1,10 +1,78 @@
 #include "app/topic_storage.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/asio.hpp>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "base/logging.h"
 
 namespace magnetar::app {
+
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+// Waits until a server of BookKeeper's ZooKeeper ("h1:p1,h2:p2") accepts connections or
+// `deadline` passes (false then): says at once what it waits for, then every 5 s, trying again
+// every 500 ms, as the BookKeeper client's ZooKeeper keeps reconnecting within its zkTimeout.
+bool waitForBookKeeperZk(const std::string& uri, const std::string& hosts, int timeoutMs,
+                         std::chrono::steady_clock::time_point deadline) {
+  using Clock = std::chrono::steady_clock;
+  if (anyZkServerAccepts(hosts)) return true;
+  MLOG_WARN(
+      "waiting for BookKeeper's ZooKeeper at {} (bookkeeperMetadataServiceUri={}): no server "
+      "accepts connections; trying again for up to {} ms (metadataStoreSessionTimeoutMillis)",
+      hosts, uri, timeoutMs);
+  auto nextLog = Clock::now() + std::chrono::seconds(5);
+  while (Clock::now() < deadline) {
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(std::chrono::milliseconds(500), deadline - Clock::now()));
+    if (anyZkServerAccepts(hosts, 500)) {
+      MLOG_INFO("BookKeeper's ZooKeeper at {} accepts connections", hosts);
+      return true;
+    }
+    if (Clock::now() >= nextLog && Clock::now() < deadline) {
+      MLOG_WARN(
+          "still waiting for BookKeeper's ZooKeeper at {} ({} ms left)", hosts,
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count());
+      nextLog += std::chrono::seconds(5);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool anyZkServerAccepts(const std::string& hosts, int timeoutMs) {
+  std::string list = hosts.substr(0, hosts.find('/'));
+  asio::io_context io;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    std::string hp = list.substr(pos, comma - pos);
+    pos = comma + 1;
+    size_t colon = hp.rfind(':');
+    if (colon == std::string::npos) continue;
+    boost::system::error_code ec;
+    tcp::resolver resolver(io);
+    auto endpoints = resolver.resolve(hp.substr(0, colon), hp.substr(colon + 1), ec);
+    if (ec) continue;
+    tcp::socket sock(io);
+    bool connected = false;
+    asio::async_connect(sock, endpoints,
+                        [&](boost::system::error_code e, const tcp::endpoint&) { connected = !e; });
+    io.restart();
+    io.run_for(std::chrono::milliseconds(timeoutMs));
+    if (connected) return true;
+  }
+  return false;
+}
 
 void TopicStorage::shutdown() {
   if (durable) durable->shutdown();
@@ -70,8 +138,29 @@ Result<TopicStorage> openTopicStorage(const config::ServiceConfiguration& cfg,
   bc.numIoThreads = cfg.bookkeeperClientNumIoThreads();
   bc.zkSessionTimeoutMs = static_cast<int>(cfg.metadataStoreSessionTimeoutMillis());
   bc.password = cfg.managedLedgerPassword();
+  auto parsed = bookkeeper::parseMetadataServiceUri(uri);
+  if (!parsed.isOk()) return parsed.status();
+  // Pulsar's broker gives its BookKeeper client zkTimeout = metadataStoreSessionTimeoutMillis, and
+  // the client waits that long for its ZooKeeper session (reconnecting meanwhile), then fails
+  // the broker's start.
+  const std::string& hosts = parsed->first;
+  const int timeoutMs = std::max(1000, bc.zkSessionTimeoutMs);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  const Status unreachable = Status::error(
+      StatusCode::kTimeout,
+      fmt::format("BookKeeper's ZooKeeper at {} (bookkeeperMetadataServiceUri={}) did not answer "
+                  "within {} ms (metadataStoreSessionTimeoutMillis)",
+                  hosts, uri, timeoutMs));
+  if (!waitForBookKeeperZk(uri, hosts, timeoutMs, deadline)) return unreachable;
+  bc.zkConnectTimeoutMs =
+      std::max<int>(1000, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               deadline - std::chrono::steady_clock::now())
+                                               .count()));
   auto client = bookkeeper::BookKeeperClient::open(bc);
-  if (!client.isOk()) return client.status();
+  if (!client.isOk()) {
+    if (client.status().code() == StatusCode::kTimeout) return unreachable;
+    return client.status();
+  }
   t.bk = std::move(*client);
   std::error_code ec;
   std::filesystem::create_directories(durableOptions.metadataDirectory, ec);

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "base/status.h"
 #include "bookkeeper/client.h"
@@ -36,15 +37,22 @@ struct TopicStorage {
   std::shared_ptr<storage::bk::BkManagedLedgerFactory> bkFactory;
 };
 
+// Whether any "host:port" of a ZooKeeper host list ("h1:p1,h2:p2[/chroot]") accepts a TCP
+// connection within timeoutMs (each server tried in turn).
+bool anyZkServerAccepts(const std::string& hosts, int timeoutMs = 1000);
+
 // The BookKeeper backend's settings, from the registry (Pulsar's key names).
 storage::bk::BkStorageOptions bkStorageOptionsFrom(const config::ServiceConfiguration& cfg);
 
 // Opens the topics' storage. With bookkeeperMetadataServiceUri set (cluster mode: clusterStore
 // is the metadataStoreUrl session, which also holds /managed-ledgers) the BookKeeper client
-// connects (blocking, up to metadataStoreSessionTimeoutMillis) and the broker's local metadata
-// stays in RocksDB at durableOptions.metadataDirectory; otherwise the embedded storage opens.
-// Errors: kInvalidArgument for settings this build refuses (a digest other than CRC32C, the URI
-// without cluster mode), kIoError when BookKeeper or the disk cannot be reached.
+// connects and the broker's local metadata stays in RocksDB at durableOptions.metadataDirectory;
+// otherwise the embedded storage opens. The BookKeeper client waits for its ZooKeeper up to
+// metadataStoreSessionTimeoutMillis (Pulsar's zkTimeout of the broker's BookKeeper client),
+// saying at once which servers it waits for when none accepts connections, and trying them
+// again until then (blocking). Errors: kInvalidArgument for settings this build refuses (a digest
+// other than CRC32C, the URI without cluster mode), kTimeout naming the servers when BookKeeper's
+// ZooKeeper never answered, kIoError when BookKeeper or the disk cannot be reached.
 Result<TopicStorage> openTopicStorage(const config::ServiceConfiguration& cfg,
                                       const storage::StorageOptions& durableOptions,
                                       metadata::Store* clusterStore);

@@ -1,5 +1,6 @@
 // BrokerService's periodic data-lifecycle checks: message TTL, backlog quotas, inactive topics
 // and expired subscriptions (Pulsar's BrokerService monitors of the same names).
+#include <algorithm>
 #include <boost/json.hpp>
 
 #include "base/logging.h"
@@ -131,13 +132,38 @@ void BrokerService::deleteInactivePartitionedMetadata(const TopicName& partition
       if (topics_.count(p.toString()) || storedLedgers_.count(p.persistenceName())) return;
     }
   }
-  Status s = removePartitionedTopic(*parent);
+  if (factory_->sharedBetweenBrokers()) {
+    // Shared storage: partitions stored (loaded by another broker or none) are the storage's to
+    // say, not this broker's view.
+    const int partitions = *n;
+    TopicName topic = *parent;
+    sharedStoredTopicsOf(
+        topic.namespaceName(), TopicDomain::kPersistent, &mlWorkers_->next(),
+        [this, topic, partitions](Result<std::vector<std::string>> stored) {
+          if (!stored.isOk()) {
+            MLOG_WARN("{}: partitioned metadata kept: listing the stored topics failed: {}",
+                      topic.toString(), stored.status().toString());
+            return;
+          }
+          for (int i = 0; i < partitions; ++i) {
+            if (std::binary_search(stored->begin(), stored->end(), topic.partition(i).toString()))
+              return;
+          }
+          removeInactivePartitionedMetadata(topic);
+        });
+    return;
+  }
+  removeInactivePartitionedMetadata(*parent);
+}
+
+void BrokerService::removeInactivePartitionedMetadata(const TopicName& parent) {
+  Status s = removePartitionedTopic(parent);
   if (s.isOk()) {
-    policies_.removeTopicPolicies(parent->toString());
+    policies_.removeTopicPolicies(parent.toString());
     MLOG_INFO("{}: partitioned metadata deleted: every partition was deleted for inactivity",
-              parent->toString());
+              parent.toString());
   } else if (s.code() != StatusCode::kNotFound) {
-    MLOG_WARN("{}: deleting the partitioned metadata failed: {}", parent->toString(), s.toString());
+    MLOG_WARN("{}: deleting the partitioned metadata failed: {}", parent.toString(), s.toString());
   }
 }
 

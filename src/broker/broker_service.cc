@@ -48,7 +48,9 @@ Status BrokerService::start() {
       compactedSeqs_[compactedTopic].push_back(seq);
       continue;
     }
-    storedLedgers_[n] = true;
+    // Shared storage: which topics exist is the storage's answer when asked (another broker may
+    // delete one any time); names seen now would stay listed and "existing" after that.
+    if (!factory_->sharedBetweenBrokers()) storedLedgers_[n] = true;
     auto a = n.find('/');
     auto b = a == std::string::npos ? a : n.find('/', a + 1);
     if (b != std::string::npos) initial.push_back(n.substr(0, b));
@@ -297,18 +299,28 @@ void BrokerService::loadTopic(const TopicName& name, bool create, bool inSharedS
     topics_[name.toString()] = slot;
   }
   net::EventLoop& executor = mlWorkers_->forKey(std::hash<std::string>{}(name.toString()));
-  factory_->asyncOpen(
-      name.persistenceName(), &executor,
-      [this, name, slot, &executor](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+  auto opened =
+      [this, name, slot, &executor,
+       existingOnly = inSharedStorage](Result<std::shared_ptr<storage::ManagedLedger>> r) {
         if (!r.isOk()) {
           std::vector<TopicCallback> waiters;
+          // Deleted through another broker since the storage said it exists: not re-created.
+          const bool deleted = existingOnly && r.status().code() == StatusCode::kNotFound;
           {
             MutexLock lock(mu_);
             waiters = std::move(slot->waiters);
-            topics_.erase(name.toString());
+            auto it = topics_.find(name.toString());
+            if (it != topics_.end() && it->second == slot) topics_.erase(it);
+            if (deleted) storedLedgers_.erase(name.persistenceName());
           }
-          MLOG_WARN("cannot open topic {}: {}", name.toString(), r.status().toString());
-          for (auto& w : waiters) w(r.status());
+          Status s = r.status();
+          if (deleted) {
+            MLOG_INFO("{}: deleted through another broker before it opened here", name.toString());
+            s = Status::notFound("Topic " + name.toString() + " does not exist");
+          } else {
+            MLOG_WARN("cannot open topic {}: {}", name.toString(), r.status().toString());
+          }
+          for (auto& w : waiters) w(s);
           return;
         }
         auto topic = std::make_shared<PersistentTopic>(name, *r, executor, options_,
@@ -359,7 +371,14 @@ void BrokerService::loadTopic(const TopicName& name, bool create, bool inSharedS
           if (created) topicListeners_.notify(name.namespaceName(), name.toString(), true);
           for (auto& w : waiters) w(topic);
         });
-      });
+      };
+  // A topic the shared storage said exists is opened without creating (Pulsar's
+  // getTopicIfExists: createIfMissing=false), so a delete racing the check is not undone.
+  if (inSharedStorage) {
+    factory_->asyncOpenExisting(name.persistenceName(), &executor, std::move(opened));
+  } else {
+    factory_->asyncOpen(name.persistenceName(), &executor, std::move(opened));
+  }
 }
 
 std::string policyKey(const TopicName& name) {
@@ -502,7 +521,10 @@ std::vector<std::string> BrokerService::topicsOfNamespace(const std::string& ns,
     // persistence name: tenant/ns/<domain>/local
     std::string stored = ns;
     stored.append("/").append(d).append("/");
+    // Shared storage: the storage's own list is the stored topics (sharedStoredTopicsOf); what
+    // this broker once read or opened may have been deleted through another broker since.
     for (auto& [n, _] : storedLedgers_) {
+      if (factory_->sharedBetweenBrokers()) break;
       if (n.rfind(stored, 0) != 0) continue;
       std::string full = prefix + n.substr(stored.size());
       if (!topics_.count(full)) out.push_back(full);
@@ -852,9 +874,15 @@ std::vector<std::string> BrokerService::namespaces() const { return namespaces_.
 bool BrokerService::topicExists(const TopicName& name) const {
   {
     MutexLock lock(mu_);
-    if (topics_.count(name.toString()) || storedLedgers_.count(name.persistenceName())) {
-      return true;
-    }
+    if (storedLedgers_.count(name.persistenceName())) return true;
+  }
+  return topicLoadedOrPartitioned(name);
+}
+
+bool BrokerService::topicLoadedOrPartitioned(const TopicName& name) const {
+  {
+    MutexLock lock(mu_);
+    if (topics_.count(name.toString())) return true;
   }
   if (namespaces_.partitions(name.toString())) return true;
   if (name.partitionIndex() < 0) return false;

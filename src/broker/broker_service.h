@@ -127,7 +127,8 @@ class BrokerService {
   std::vector<std::shared_ptr<PersistentTopic>> topics() const;
   // Topics of "tenant/ns" in `domain` as Pulsar lists them for GET_TOPICS_OF_NAMESPACE (whose
   // modes PERSISTENT / NON_PERSISTENT / ALL these are): loaded and stored topics, plus every
-  // partition of its partitioned topics ("...-partition-N").
+  // partition of its partitioned topics ("...-partition-N"). On shared storage the stored ones
+  // are not in it (this broker's view of them may be stale): add sharedStoredTopicsOf's.
   std::vector<std::string> topicsOfNamespace(const std::string& ns,
                                              TopicDomain domain = TopicDomain::kPersistent) const;
   // True when the topics' storage is shared by the brokers (cluster mode on BookKeeper): a topic
@@ -286,8 +287,13 @@ class BrokerService {
   // first). Errors: kNotFound.
   Status removeNamespace(const std::string& ns);
   std::vector<std::string> namespaces() const;  // sorted
-  // Loaded, stored, or partitioned.
+  // Loaded, stored, or partitioned. On shared storage "stored" is what this broker opened or
+  // last read from the storage (checkStoredTopic), not the names it saw at start: ask the storage
+  // (checkStoredTopic) about a topic not loaded here first.
   bool topicExists(const TopicName& name) const;
+  // Loaded here (or loading), or partitioned metadata says it exists (a partitioned topic, or a
+  // partition of one): what topicExists knows without the storage.
+  bool topicLoadedOrPartitioned(const TopicName& name) const;
   // Partitioned topics of "tenant/ns": full name -> partitions.
   std::map<std::string, int> partitionedTopicsOf(
       const std::string& ns, TopicDomain domain = TopicDomain::kPersistent) const;
@@ -315,7 +321,10 @@ class BrokerService {
     std::vector<TopicCallback> waiters;
   };
 
-  // getOrCreateTopic; inSharedStorage: the shared storage was asked and has the topic.
+  // Removes a partitioned topic's metadata and policies once no partition is left.
+  void removeInactivePartitionedMetadata(const TopicName& parent);
+  // getOrCreateTopic; inSharedStorage: the shared storage was asked and has the topic (it is
+  // then opened without creating: kNotFound if deleted meanwhile).
   void loadTopic(const TopicName& name, bool create, bool inSharedStorage, TopicCallback cb)
       EXCLUDES(mu_);
   // kNotFound (no namespace, or !create), kNotAllowed (a partition of a non-partitioned topic).

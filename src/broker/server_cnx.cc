@@ -602,7 +602,11 @@ void ServerCnx::answerPartitionedMetadata(const proto::CommandPartitionedTopicMe
   // retry and dead-letter topics "<topic>-<sub>-RETRY" rather than the legacy "<ns>/<sub>-RETRY".
   bool autoCreate = (!c.has_metadata_auto_creation_enabled() || c.metadata_auto_creation_enabled()) &&
                     service_.allowAutoTopicCreation(*name);
-  if (!autoCreate && !service_.topicExists(*name)) {
+  // Shared storage: a topic not loaded here is the storage's to say (created or deleted through
+  // another broker since this one last looked).
+  const bool known = service_.storageShared() ? service_.topicLoadedOrPartitioned(*name)
+                                              : service_.topicExists(*name);
+  if (!autoCreate && !known) {
     if (!service_.storageShared()) {
       send(Commands::newPartitionMetadataErrorResponse(c.request_id(), proto::TopicNotFound, ""));
       return;

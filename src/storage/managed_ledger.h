@@ -171,6 +171,14 @@ class ManagedLedgerFactory {
   virtual ~ManagedLedgerFactory() = default;
   virtual void asyncOpen(const std::string& name, net::Executor* executor,
                          std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) = 0;
+  // asyncOpen, but only a ledger that exists: kNotFound and nothing created otherwise (Pulsar's
+  // ManagedLedgerConfig.setCreateIfMissing(false), as BrokerService.getTopicIfExists opens). For
+  // shared storage, where another broker may delete the ledger between an existence check and
+  // the open. Default: asyncOpen (the process's own ledgers: its caller's check is current).
+  virtual void asyncOpenExisting(const std::string& name, net::Executor* executor,
+                                 std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) {
+    asyncOpen(name, executor, std::move(cb));
+  }
   // Names of all ledgers that exist (to restore topics at start-up).
   virtual std::vector<std::string> ledgerNames() const = 0;
   virtual void shutdown() = 0;

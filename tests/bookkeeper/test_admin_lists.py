@@ -167,3 +167,37 @@ def test_reads_of_a_missing_topic_answer_404_and_create_nothing(brokers, namespa
         assert zk.children(f"/managed-ledgers/{namespace}/persistent") == sorted(
             t.rsplit("/", 1)[1] for t in before)
         assert zk.get(f"/managed-ledgers/{namespace}/persistent/{path.rsplit('/', 1)[1]}") is None
+
+
+def test_a_topic_deleted_after_a_broker_started_is_not_listed_by_it(brokers, namespace, bk_cluster):
+    # A broker started while the topic existed (it saw the managed-ledger znode at start), then
+    # the topic deleted through its owner: the late broker lists the storage's topics, not the
+    # names it saw at start.
+    topic = f"persistent://{namespace}/deleted-{uuid.uuid4().hex[:6]}"
+    path = topic[len("persistent://"):]
+    r = requests.put(f"{brokers[0].web}/admin/v2/persistent/{path}", timeout=30)
+    assert r.status_code == 204, r.text
+    base = tempfile.mkdtemp(prefix="magnetar-bk-late-")
+    late = Broker(base, 9, bk_cluster.uri)
+    try:
+        late.wait_registered()
+        assert topic in topic_list(late.web, namespace)
+        r = requests.delete(f"{brokers[1].web}/admin/v2/persistent/{path}", timeout=60)
+        assert r.status_code == 204, r.text
+        for b in [*brokers, late]:
+            assert topic not in topic_list(b.web, namespace), b.web
+            r = requests.get(f"{b.web}/admin/v2/namespaces/{namespace}/topics", timeout=30)
+            assert r.status_code == 200 and topic not in r.json(), (b.web, r.text)
+        # A pattern consumer through the late broker (GET_TOPICS_OF_NAMESPACE) does not get it.
+        client = pulsar.Client(late.url, operation_timeout_seconds=30, logger=QUIET)
+        try:
+            consumer = client.subscribe(re.compile(f"persistent://{namespace}/deleted-.*"), "p")
+            consumer.close()
+        finally:
+            client.close()
+        r = requests.get(f"{late.web}/admin/v2/persistent/{path}/stats", timeout=60)
+        assert r.status_code == 404, r.text
+        assert topic not in topic_list(late.web, namespace)
+    finally:
+        late.stop()
+        shutil.rmtree(base, ignore_errors=True)

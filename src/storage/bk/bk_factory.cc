@@ -81,6 +81,18 @@ BkManagedLedgerFactory::~BkManagedLedgerFactory() { shutdown(); }
 void BkManagedLedgerFactory::asyncOpen(
     const std::string& name, net::Executor* executor,
     std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) {
+  open(name, executor, std::move(cb), true);
+}
+
+void BkManagedLedgerFactory::asyncOpenExisting(
+    const std::string& name, net::Executor* executor,
+    std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) {
+  open(name, executor, std::move(cb), false);
+}
+
+void BkManagedLedgerFactory::open(const std::string& name, net::Executor* executor,
+                                  std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb,
+                                  bool create) {
   if (stopped_) {
     executor->execute(
         [cb = std::move(cb)] { cb(Status::closed("managed ledger factory stopped")); });
@@ -91,7 +103,7 @@ void BkManagedLedgerFactory::asyncOpen(
     MutexLock lock(mu_);
     Slot& slot = open_[name];
     if (slot.ml && slot.ready && slot.ml->isClosing()) {
-      slot.reopen.emplace_back(executor, std::move(cb));
+      slot.reopen.push_back(Waiter{executor, std::move(cb), create});
       return;
     }
     if (slot.ml && slot.ready) {
@@ -99,9 +111,9 @@ void BkManagedLedgerFactory::asyncOpen(
       executor->execute([cb = std::move(cb), ready] { cb(ready); });
       return;
     }
-    slot.waiters.emplace_back(executor, std::move(cb));
+    slot.waiters.push_back(Waiter{executor, std::move(cb), create});
     if (slot.ml) return;  // opening: answered with the others
-    slot.ml = std::make_shared<BkManagedLedger>(this, name, executor);
+    slot.ml = std::make_shared<BkManagedLedger>(this, name, executor, create);
     ml = slot.ml;
   }
   gate_->wrap(executor)->execute(
@@ -124,13 +136,17 @@ void BkManagedLedgerFactory::opened(const std::string& name, const Status& s) {
       open_.erase(it);
     }
   }
-  if (!s.isOk()) MLOG_WARN("opening managed ledger {} failed: {}", name, s.toString());
-  for (auto& [ex, cb] : waiters) {
+  const bool missing = !s.isOk() && s.code() == StatusCode::kNotFound && !ml->createsIfMissing();
+  if (!s.isOk() && !missing) MLOG_WARN("opening managed ledger {} failed: {}", name, s.toString());
+  for (auto& w : waiters) {
     if (s.isOk()) {
       std::shared_ptr<ManagedLedger> r = ml;
-      gate_->wrap(ex)->execute([cb = std::move(cb), r] { cb(r); });
+      gate_->wrap(w.executor)->execute([cb = std::move(w.cb), r] { cb(r); });
+    } else if (missing && w.create) {
+      // Joined an open that would not create: this caller creates.
+      open(name, w.executor, std::move(w.cb), true);
     } else {
-      gate_->wrap(ex)->execute([cb = std::move(cb), s] { cb(s); });
+      gate_->wrap(w.executor)->execute([cb = std::move(w.cb), s] { cb(s); });
     }
   }
 }
@@ -149,7 +165,10 @@ void BkManagedLedgerFactory::released(const std::string& name, const BkManagedLe
     slot.waiters = std::move(slot.reopen);
     slot.reopen.clear();
     slot.ready = false;
-    slot.ml = std::make_shared<BkManagedLedger>(this, name, slot.waiters.front().first);
+    // A deleted ledger is not created again for callers that asked for an existing one.
+    bool create = std::any_of(slot.waiters.begin(), slot.waiters.end(),
+                              [](const Waiter& w) { return w.create; });
+    slot.ml = std::make_shared<BkManagedLedger>(this, name, slot.waiters.front().executor, create);
     next = slot.ml;
   }
   gate_->wrap(next->executor())->execute([this, next, name] {

@@ -33,7 +33,7 @@ Status bkStatus(BkResult rc, const std::string& what) {
 }
 
 BkManagedLedger::BkManagedLedger(BkManagedLedgerFactory* factory, std::string name,
-                                 net::Executor* executor)
+                                 net::Executor* executor, bool createIfMissing)
     : factory_(factory),
       opts_(factory->options_),
       bk_(factory->bk_),
@@ -42,6 +42,7 @@ BkManagedLedger::BkManagedLedger(BkManagedLedgerFactory* factory, std::string na
       pulsarName_(pulsarLedgerName(name_)),
       path_(managedLedgerPath(opts_.root, name_)),
       executor_(executor),
+      createIfMissing_(createIfMissing),
       gate_(factory->gate_),
       gated_(gate_->wrap(executor)),
       cacheManager_(factory->cache_),

@@ -101,7 +101,10 @@ class BkManagedCursor : public ManagedCursor, public std::enable_shared_from_thi
 
 class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_this<BkManagedLedger> {
  public:
-  BkManagedLedger(BkManagedLedgerFactory* factory, std::string name, net::Executor* executor);
+  // createIfMissing false: open() fails with kNotFound, writing nothing, when the znode does not
+  // exist (Pulsar's ManagedLedgerConfig.createIfMissing).
+  BkManagedLedger(BkManagedLedgerFactory* factory, std::string name, net::Executor* executor,
+                  bool createIfMissing = true);
   ~BkManagedLedger() override;
 
   // The open sequence (bk_ml_open.cc). done on the executor.
@@ -112,6 +115,7 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   void markStopped() { stopped_ = true; }
   // asyncClose or asyncDelete was called: a new open must wait for it to finish. Thread: any.
   bool isClosing() const { return closingFlag_.load(); }
+  bool createsIfMissing() const { return createIfMissing_; }
 
   const std::string& name() const override { return name_; }  // any thread
   net::Executor* executor() const override { return executor_; }
@@ -264,6 +268,7 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   const std::string pulsarName_;  // Pulsar's managed-ledger name (local name URL-encoded)
   const std::string path_;        // its znode
   net::Executor* const executor_;
+  const bool createIfMissing_;
   std::shared_ptr<Gate> gate_;                       // keeps gated_ alive
   GatedExecutor* gated_;                             // completions to executor_
   std::shared_ptr<EntryCacheManager> cacheManager_;  // outlives cache_

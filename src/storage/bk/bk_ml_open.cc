@@ -55,6 +55,10 @@ void BkManagedLedger::loadInfo(const StatusCallback& done) {
   store_->get(path_, gated_, [self, done](Result<std::optional<metadata::GetResult>> r) {
     if (!r.isOk()) return done(r.status());
     if (!*r) {
+      // ManagedLedgerImpl.initialize with createIfMissing=false: ManagedLedgerNotFoundException.
+      if (!self->createIfMissing_) {
+        return done(Status::notFound("managed ledger " + self->name_ + " does not exist"));
+      }
       // As MetaStoreImpl.getManagedLedgerInfo: the node is created empty ("must not exist").
       metadata::PutOptions o;
       o.expectedVersion = metadata::kNotExists;

@@ -95,6 +95,12 @@ class BkManagedLedgerFactory : public ManagedLedgerFactory {
   // kFenced (another owner wrote the znode meanwhile), kClosed (after shutdown).
   void asyncOpen(const std::string& name, net::Executor* executor,
                  std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) override;
+  // asyncOpen without creating: when the managed-ledger znode does not exist (never created, or
+  // deleted through another broker after the caller checked), kNotFound and no znode written
+  // (Pulsar's createIfMissing=false). A ledger open (or opening) here is returned as asyncOpen
+  // does; an asyncOpen that joins an opening that finds nothing opens again, creating.
+  void asyncOpenExisting(const std::string& name, net::Executor* executor,
+                         std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) override;
   // Storage names of the managed ledgers under the root that hold at least one ledger (walks the
   // znode tree; blocks on ZooKeeper: not from an event loop that ZooKeeper completions need).
   std::vector<std::string> ledgerNames() const override;
@@ -123,8 +129,11 @@ class BkManagedLedgerFactory : public ManagedLedgerFactory {
 
  private:
   friend class BkManagedLedger;
-  using Waiter =
-      std::pair<net::Executor*, std::function<void(Result<std::shared_ptr<ManagedLedger>>)>>;
+  struct Waiter {
+    net::Executor* executor;
+    std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb;
+    bool create;  // asyncOpen (true) or asyncOpenExisting
+  };
   struct Slot {
     std::shared_ptr<BkManagedLedger> ml;
     bool ready = false;
@@ -133,6 +142,8 @@ class BkManagedLedgerFactory : public ManagedLedgerFactory {
     // last cursor states written), never concurrently with the close.
     std::vector<Waiter> reopen;
   };
+  void open(const std::string& name, net::Executor* executor,
+            std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb, bool create);
   void opened(const std::string& name, const Status& s);
   // A ledger closed or was deleted: a later asyncOpen opens it anew.
   void released(const std::string& name, const BkManagedLedger* ml);

@@ -696,5 +696,52 @@ TEST_P(BkStorageTest, AnotherFactorySeesLedgersItDidNotOpen) {
   ex_.runPending();
 }
 
+// Pulsar's getTopicIfExists opens with createIfMissing=false: a ledger deleted through another
+// broker after an existence check is not created again by the open that follows.
+TEST_P(BkStorageTest, OpenExistingDoesNotCreateADeletedLedger) {
+  auto openExisting = [&](ManagedLedgerFactory& f, const std::string& name) {
+    std::optional<Result<std::shared_ptr<ManagedLedger>>> answer;
+    f.asyncOpenExisting(name, &ex_,
+                        [&](Result<std::shared_ptr<ManagedLedger>> r) { answer = std::move(r); });
+    runUntil([&] { return answer.has_value(); });
+    return std::move(*answer);
+  };
+  const std::string path = rootFor(dir_) + "/public/default/persistent/gone";
+  // Never created: kNotFound, no znode written.
+  auto none = openExisting(*factory_, "public/default/persistent/nope");
+  ASSERT_FALSE(none.isOk());
+  EXPECT_EQ(none.status().code(), StatusCode::kNotFound) << none.status().toString();
+  EXPECT_FALSE(znode(rootFor(dir_) + "/public/default/persistent/nope").has_value());
+
+  // Created and written by one broker; another sees it, then the first deletes it: the second's
+  // open finds nothing and leaves nothing.
+  auto ml = open("public/default/persistent/gone");
+  ASSERT_NE(ml, nullptr);
+  add(*ml, 3);
+  auto other = secondFactory();
+  std::optional<Result<bool>> exists;
+  other->asyncExists("public/default/persistent/gone", &ex_,
+                     [&](Result<bool> r) { exists = std::move(r); });
+  runUntil([&] { return exists.has_value(); });
+  ASSERT_TRUE(exists->isOk() && **exists);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { ml->asyncDelete(cb); }));
+  ASSERT_FALSE(znode(path).has_value());
+  auto late = openExisting(*other, "public/default/persistent/gone");
+  ASSERT_FALSE(late.isOk());
+  EXPECT_EQ(late.status().code(), StatusCode::kNotFound) << late.status().toString();
+  EXPECT_FALSE(znode(path).has_value());
+
+  // An existing ledger opens as with asyncOpen (its entries there), and a plain asyncOpen that
+  // joins nothing creates as before.
+  auto again = open("public/default/persistent/again");
+  ASSERT_NE(again, nullptr);
+  add(*again, 2);
+  auto opened = openExisting(*other, "public/default/persistent/again");
+  ASSERT_TRUE(opened.isOk()) << opened.status().toString();
+  EXPECT_EQ((*opened)->numberOfEntries(), 2);
+  other->shutdown();
+  ex_.runPending();
+}
+
 }  // namespace
 }  // namespace magnetar::storage::testing
