@@ -118,7 +118,8 @@ void LedgerHandle::readFrom(int64_t entryId, bool recovery, uint64_t tried, int 
         auto self = weak.lock();
         if (!self) return cb(BkResult::kClientClosed, {});
         if (rc == BkResult::kOk) {
-          auto v = verifyEntry(e, self->ledgerId_, entryId);
+          auto v = verifyEntry(e, self->ledgerId_, entryId,
+                               entryDigestOf(self->md_.metadata.digestType));
           if (v.isOk()) {
             return cb(BkResult::kOk,
                       LedgerEntry{entryId, v->header.length, std::string(v->payload)});
@@ -210,7 +211,8 @@ void LedgerHandle::readLastAddConfirmed(std::function<void(BkResult, int64_t)> c
                        [weak, st](BkResult rc, const std::string& e) {
                          auto self = weak.lock();
                          if (rc == BkResult::kOk && self) {
-                           auto v = verifyEntry(e, self->ledgerId_, -1);
+                           auto v = verifyEntry(e, self->ledgerId_, -1,
+                               entryDigestOf(self->md_.metadata.digestType));
                            if (v.isOk()) {
                              ++st->answered;
                              st->lac = std::max(st->lac, v->header.lastAddConfirmed);

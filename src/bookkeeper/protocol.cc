@@ -242,22 +242,53 @@ std::string encodeResponse(OpCode op, int32_t rc, int64_t ledgerId, int64_t entr
   return s;
 }
 
-Result<VerifiedEntry> verifyEntry(std::string_view e, int64_t ledgerId, int64_t expectedEntryId) {
-  if (e.size() < kEntryHeaderLength) {
+uint32_t crc32Ieee(const void* data, size_t size, uint32_t crc) {
+  static const auto kTable = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) != 0 ? 0xEDB88320U ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint32_t c = ~crc;
+  for (size_t i = 0; i < size; ++i) c = kTable[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+  return ~c;
+}
+
+Result<VerifiedEntry> verifyEntry(std::string_view e, int64_t ledgerId, int64_t expectedEntryId,
+                                  EntryDigest digest) {
+  size_t digestLength = digest == EntryDigest::kCrc32c ? kCrc32cDigestLength
+                        : digest == EntryDigest::kCrc32 ? 8
+                                                         : 0;
+  size_t headerLength = kEntryMetadataLength + digestLength;
+  if (e.size() < headerLength) {
     return Status::corruption("DigestMatch: entry of " + std::to_string(e.size()) +
-                              " bytes, shorter than its 36-byte header");
+                              " bytes, shorter than its " + std::to_string(headerLength) +
+                              "-byte header");
   }
   VerifiedEntry v;
   v.header.ledgerId = static_cast<int64_t>(get64(e.data()));
   v.header.entryId = static_cast<int64_t>(get64(e.data() + 8));
   v.header.lastAddConfirmed = static_cast<int64_t>(get64(e.data() + 16));
   v.header.length = static_cast<int64_t>(get64(e.data() + 24));
-  v.payload = e.substr(kEntryHeaderLength);
-  uint32_t want =
-      crc32c(v.payload.data(), v.payload.size(), crc32c(e.data(), kEntryMetadataLength));
-  if (get32(e.data() + kEntryMetadataLength) != want) {
-    return Status::corruption("DigestMatch: CRC32C mismatch in entry " +
-                              std::to_string(v.header.entryId));
+  v.payload = e.substr(headerLength);
+  if (digest == EntryDigest::kCrc32c) {
+    uint32_t want =
+        crc32c(v.payload.data(), v.payload.size(), crc32c(e.data(), kEntryMetadataLength));
+    if (get32(e.data() + kEntryMetadataLength) != want) {
+      return Status::corruption("DigestMatch: CRC32C mismatch in entry " +
+                                std::to_string(v.header.entryId));
+    }
+  } else if (digest == EntryDigest::kCrc32) {
+    uint64_t want = crc32Ieee(v.payload.data(), v.payload.size(),
+                              crc32Ieee(e.data(), kEntryMetadataLength));
+    if (get64(e.data() + kEntryMetadataLength) != want) {
+      return Status::corruption("DigestMatch: CRC32 mismatch in entry " +
+                                std::to_string(v.header.entryId));
+    }
   }
   if (v.header.ledgerId != ledgerId) {
     return Status::corruption("DigestMatch: entry of ledger " + std::to_string(v.header.ledgerId) +

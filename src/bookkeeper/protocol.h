@@ -151,11 +151,18 @@ struct VerifiedEntry {
   EntryHeader header;
   std::string_view payload;
 };
+// How a ledger's entries are checked (its metadata's digestType): CRC32C (4 bytes, what Magnetar
+// writes), CRC32 (CRC32DigestManager: java.util.zip.CRC32 stored as a big-endian int64, 8 bytes;
+// what Pulsar's compactor writes, Compactor.COMPACTED_TOPIC_LEDGER_DIGEST_TYPE) or DUMMY (none).
+enum class EntryDigest { kCrc32c, kCrc32, kDummy };
 // kDigestMismatch (as kCorruption with the name in the message) when the entry is shorter than
-// 36 bytes, its CRC32C differs, its ledger id is not `ledgerId`, or (expectedEntryId >= 0) its
-// entry id differs.
+// its 32-byte header and digest, its digest differs, its ledger id is not `ledgerId`, or
+// (expectedEntryId >= 0) its entry id differs.
 Result<VerifiedEntry> verifyEntry(std::string_view entry, int64_t ledgerId,
-                                  int64_t expectedEntryId);
+                                  int64_t expectedEntryId,
+                                  EntryDigest digest = EntryDigest::kCrc32c);
+// java.util.zip.CRC32 (IEEE 802.3, reflected) of data, continuing from crc (0 to start).
+uint32_t crc32Ieee(const void* data, size_t size, uint32_t crc = 0);
 // The stored entry bytes an ADD carries: header, digest, payload (for fake bookies and tests).
 std::string packEntry(const EntryHeader& h, std::string_view payload);
 

@@ -348,7 +348,7 @@ void BrokerService::loadTopic(const TopicName& name, bool create, bool inSharedS
                 std::function<void(Result<std::shared_ptr<storage::ManagedLedger>>)> opened) {
               factory->asyncOpen(ledgerName, exec, std::move(opened));
             },
-            std::move(seqs));
+            std::move(seqs), factory_->compactedLedgerStore());
         // The topic serves once its subscriptions and dedup state are loaded; until then new
         // callers queue on the slot too.
         topic->initialize([this, name, slot, topic](const Status& s) {

@@ -216,61 +216,180 @@ std::optional<Buffer> CompactionKeyMap::retain(const Entry& e) {
 
 // ---- CompactedView -------------------------------------------------------------------------
 
-CompactedView::CompactedView(std::shared_ptr<storage::ManagedLedger> ledger, Position horizon,
-                             int64_t seq)
-    : ledger_(std::move(ledger)), horizon_(horizon), seq_(seq) {}
-
-int64_t CompactedView::ledgerId() const {
-  auto ledgers = ledger_->ledgerStats();
-  if (!index_.empty()) return index_.front().stored.ledgerId;
-  return ledgers.empty() ? ledger_->lastConfirmedEntry().ledgerId : ledgers.front().ledgerId;
-}
+CompactedView::CompactedView(std::shared_ptr<storage::CompactedLedger> ledger, Position horizon)
+    : ledger_(std::move(ledger)), horizon_(horizon) {}
 
 void CompactedView::load(const std::function<void(Status)>& cb) {
   index_.clear();
-  loadFrom(ledger_->firstPosition(), cb);
+  loadFrom(0, cb);
 }
 
-void CompactedView::loadFrom(Position from, const std::function<void(Status)>& cb) {
-  ledger_->asyncReadEntries(from, kReadEntries, kReadBytes,
-                            [this, cb](const Status& s, std::vector<Entry> entries) {
-                              if (!s.isOk()) return cb(s);
-                              if (entries.empty()) return cb(Status::ok());
-                              for (auto& e : entries) {
-                                auto d = decodeCompactedEntry(e.data);
-                                if (!d.isOk()) return cb(d.status());
-                                index_.push_back({d->position, e.position});
-                              }
-                              loadFrom(ledger_->nextValidPosition(entries.back().position), cb);
-                            });
+void CompactedView::loadFrom(size_t index, const std::function<void(Status)>& cb) {
+  ledger_->asyncRead(static_cast<int64_t>(index), kReadEntries, kReadBytes,
+                     [this, index, cb](const Status& s, const std::vector<Entry>& entries) {
+                       if (!s.isOk()) return cb(s);
+                       if (entries.empty()) return cb(Status::ok());
+                       for (const auto& e : entries) index_.push_back(e.position);
+                       loadFrom(index + entries.size(), cb);
+                     });
 }
 
 void CompactedView::asyncReadFromIndex(size_t index, int maxEntries, size_t maxBytes,
                                        storage::ReadEntriesCallback cb) const {
-  if (index >= index_.size()) {
-    ledger_->executor()->execute([cb = std::move(cb)] { cb(Status::ok(), {}); });
-    return;
-  }
-  ledger_->asyncReadEntries(
-      index_[index].stored, maxEntries, maxBytes,
-      [cb = std::move(cb)](const Status& s, const std::vector<Entry>& entries) {
-        if (!s.isOk()) return cb(s, {});
-        std::vector<Entry> out;
-        out.reserve(entries.size());
-        for (auto& e : entries) {
-          auto d = decodeCompactedEntry(e.data);
-          if (!d.isOk()) return cb(d.status(), {});
-          out.push_back(std::move(d.value()));
-        }
-        cb(Status::ok(), std::move(out));
-      });
+  // Past the end the ledger answers empty (on the topic's executor).
+  ledger_->asyncRead(static_cast<int64_t>(std::min(index, index_.size())), maxEntries, maxBytes,
+                     std::move(cb));
 }
 
 void CompactedView::asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
                                      storage::ReadEntriesCallback cb) const {
-  auto it = std::lower_bound(index_.begin(), index_.end(), from,
-                             [](const Slot& s, Position p) { return s.original < p; });
+  auto it = std::lower_bound(index_.begin(), index_.end(), from);
   asyncReadFromIndex(static_cast<size_t>(it - index_.begin()), maxEntries, maxBytes, std::move(cb));
+}
+
+// ---- ManagedLedgerCompactedStore -----------------------------------------------------------
+
+namespace {
+
+// A compacted managed ledger. Entry i's stored position is learned when it is added or first
+// read in order (the view's load reads 0, 1, ... once), so reads by index need no second scan.
+class ManagedCompactedLedger : public storage::CompactedLedger,
+                               public std::enable_shared_from_this<ManagedCompactedLedger> {
+ public:
+  ManagedCompactedLedger(std::shared_ptr<storage::ManagedLedger> ml, std::string name,
+                         int64_t seq, LedgerOpener opener, int64_t entries)
+      : ml_(std::move(ml)),
+        name_(std::move(name)),
+        seq_(seq),
+        opener_(std::move(opener)),
+        entries_(entries) {}
+
+  int64_t ledgerId() const override {
+    if (!stored_.empty()) return stored_.front().ledgerId;
+    auto ledgers = ml_->ledgerStats();
+    return ledgers.empty() ? ml_->lastConfirmedEntry().ledgerId : ledgers.front().ledgerId;
+  }
+  int64_t numberOfEntries() const override { return entries_; }
+  int64_t sizeBytes() const override { return ml_->totalSizeBytes(); }
+
+  void asyncAdd(Position original, Buffer entry, storage::StatusCallback cb) override {
+    auto index = static_cast<size_t>(entries_++);
+    auto self = shared_from_this();
+    ml_->asyncAddEntry(encodeCompactedEntry(original, entry.view()),
+                       [self, index, cb = std::move(cb)](const Status& s, Position stored) {
+                         if (s.isOk() && self->stored_.size() == index) {
+                           self->stored_.push_back(stored);
+                         }
+                         cb(s);
+                       });
+  }
+
+  void asyncRead(int64_t first, int maxEntries, size_t maxBytes,
+                 storage::ReadEntriesCallback cb) const override {
+    if (first >= entries_) {
+      ml_->executor()->execute([cb = std::move(cb)] { cb(Status::ok(), {}); });
+      return;
+    }
+    auto index = static_cast<size_t>(first);
+    Position from;
+    if (index < stored_.size()) {
+      from = stored_[index];
+    } else if (index == stored_.size()) {
+      from = stored_.empty() ? ml_->firstPosition() : ml_->nextValidPosition(stored_.back());
+    } else {
+      ml_->executor()->execute([cb = std::move(cb)] {
+        cb(Status::internal("compacted ledger read out of order"), {});
+      });
+      return;
+    }
+    auto self = std::const_pointer_cast<ManagedCompactedLedger>(shared_from_this());
+    ml_->asyncReadEntries(
+        from, maxEntries, maxBytes,
+        [self, index, cb = std::move(cb)](const Status& s, const std::vector<Entry>& entries) {
+          if (!s.isOk()) return cb(s, {});
+          std::vector<Entry> out;
+          out.reserve(entries.size());
+          for (size_t k = 0; k < entries.size(); ++k) {
+            auto d = decodeCompactedEntry(entries[k].data);
+            if (!d.isOk()) return cb(d.status(), {});
+            if (index + k == self->stored_.size()) self->stored_.push_back(entries[k].position);
+            out.push_back(std::move(d.value()));
+          }
+          cb(Status::ok(), std::move(out));
+        });
+  }
+
+  void asyncClose(storage::StatusCallback cb) override {
+    // Closing persists the ledger's metadata before the cursor names it; it is then reopened
+    // for reads.
+    auto self = shared_from_this();
+    ml_->asyncClose([self, cb = std::move(cb)](const Status& s) {
+      if (!s.isOk()) return cb(s);
+      self->opener_(self->name_,
+                    [self, cb](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+                      if (!r.isOk()) return cb(r.status());
+                      self->ml_ = *r;
+                      cb(Status::ok());
+                    });
+    });
+  }
+
+  void asyncDelete(storage::StatusCallback cb) override { ml_->asyncDelete(std::move(cb)); }
+
+  void describe(storage::CursorProperties* properties) const override {
+    (*properties)[kCompactedTopicLedgerProperty] = ledgerId();
+    (*properties)[kCompactedLedgerSeqProperty] = seq_;
+  }
+
+ private:
+  std::shared_ptr<storage::ManagedLedger> ml_;
+  std::string name_;
+  int64_t seq_;
+  LedgerOpener opener_;
+  int64_t entries_;
+  mutable std::vector<Position> stored_;
+};
+
+}  // namespace
+
+void ManagedLedgerCompactedStore::asyncCreate(const std::string& topic, Position /*horizon*/,
+                                              net::Executor* /*executor*/,
+                                              storage::CompactedLedgerCallback cb) {
+  int64_t seq = std::max<int64_t>(wallClockMs(), lastSeq_ + 1);
+  lastSeq_ = seq;
+  std::string name = compactedLedgerName(topic, seq);
+  LedgerOpener opener = opener_;
+  opener_(name, [name, seq, opener, cb = std::move(cb)](
+                    Result<std::shared_ptr<storage::ManagedLedger>> r) {
+    if (!r.isOk()) return cb(r.status());
+    // Never moves: storage keeps every ledger of the compacted view.
+    auto hold = (*r)->openCursor(kHoldCursor, storage::InitialPosition::kEarliest);
+    if (!hold.isOk()) return cb(hold.status());
+    cb(std::shared_ptr<storage::CompactedLedger>(
+        std::make_shared<ManagedCompactedLedger>(*r, name, seq, opener, 0)));
+  });
+}
+
+void ManagedLedgerCompactedStore::asyncOpen(const std::string& topic,
+                                            const storage::CursorProperties& properties,
+                                            net::Executor* executor,
+                                            storage::CompactedLedgerCallback cb) {
+  auto it = properties.find(kCompactedLedgerSeqProperty);
+  if (it == properties.end()) {
+    executor->execute([cb = std::move(cb)] { cb(std::shared_ptr<storage::CompactedLedger>()); });
+    return;
+  }
+  int64_t seq = it->second;
+  lastSeq_ = std::max(lastSeq_, seq);
+  std::string name = compactedLedgerName(topic, seq);
+  LedgerOpener opener = opener_;
+  opener_(name, [name, seq, opener, cb = std::move(cb)](
+                    Result<std::shared_ptr<storage::ManagedLedger>> r) {
+    if (!r.isOk()) return cb(r.status());
+    int64_t entries = (*r)->numberOfEntries();
+    cb(std::shared_ptr<storage::CompactedLedger>(
+        std::make_shared<ManagedCompactedLedger>(*r, name, seq, opener, entries)));
+  });
 }
 
 const char* compactionStatusName(CompactionStatus s) {
@@ -295,7 +414,6 @@ struct TopicCompactor::Run {
   storage::ManagedCursor* cursor = nullptr;
   CompactionKeyMap keys;
   std::shared_ptr<CompactedView> next;
-  int64_t seq = 0;
   std::function<void(Status)> done;
   std::chrono::steady_clock::time_point start;
   int64_t pendingAdds = 0;
@@ -304,7 +422,14 @@ struct TopicCompactor::Run {
 };
 
 TopicCompactor::TopicCompactor(std::shared_ptr<storage::ManagedLedger> ledger, LedgerOpener opener)
-    : ledger_(std::move(ledger)), opener_(std::move(opener)) {}
+    : ledger_(std::move(ledger)) {
+  setOpener(std::move(opener));
+}
+
+void TopicCompactor::setOpener(LedgerOpener opener) {
+  opener_ = std::move(opener);
+  store_ = opener_ ? std::make_shared<ManagedLedgerCompactedStore>(opener_) : nullptr;
+}
 
 namespace {
 storage::ManagedCursor* findCursor(storage::ManagedLedger& ledger, const std::string& name) {
@@ -317,38 +442,39 @@ storage::ManagedCursor* findCursor(storage::ManagedLedger& ledger, const std::st
 
 void TopicCompactor::initialize(const std::vector<int64_t>& others,
                                 const std::function<void(Status)>& done) {
-  if (!opener_) return done(Status::ok());
+  if (!store_) return done(Status::ok());
   storage::ManagedCursor* cursor = findCursor(*ledger_, kCompactionCursorName);
+  storage::CursorProperties props;
+  if (cursor) props = cursor->properties();
   int64_t current = -1;
-  if (cursor) {
-    auto it = cursor->properties().find(kCompactedLedgerSeqProperty);
-    if (it != cursor->properties().end()) current = it->second;
-  }
-  // Ledgers of a compaction that did not commit, or whose successor committed before the delete.
+  auto seqIt = props.find(kCompactedLedgerSeqProperty);
+  if (seqIt != props.end()) current = seqIt->second;
+  // Managed ledgers of a compaction that did not commit, or whose successor committed before
+  // the delete.
   for (int64_t seq : others) {
-    if (seq == current) continue;
+    if (seq == current || !opener_) continue;
     MLOG_INFO("{}: deleting compacted ledger {} left by an earlier run", ledger_->name(), seq);
     opener_(compactedLedgerName(ledger_->name(), seq),
             [](Result<std::shared_ptr<storage::ManagedLedger>> r) {
               if (r.isOk()) (*r)->asyncDelete([](const Status&) {});
             });
   }
-  if (current < 0) return done(Status::ok());
+  if (!cursor) return done(Status::ok());
   Position horizon = cursor->markDeletedPosition();
   auto self = shared_from_this();
-  opener_(compactedLedgerName(ledger_->name(), current),
-          [self, horizon, current, done](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-            if (!r.isOk()) return done(r.status());
-            auto view = std::make_shared<CompactedView>(*r, horizon, current);
-            view->load([self, view, done](const Status& s) {
-              if (s.isOk()) {
-                self->view_ = view;
-                // A view loaded from storage counts as a past success (Pulsar reports
-                // NOT_RUN until this broker compacts; the view is what matters to readers).
-              }
-              done(s);
-            });
-          });
+  store_->asyncOpen(
+      ledger_->name(), props, ledger_->executor(),
+      [self, horizon, done](Result<std::shared_ptr<storage::CompactedLedger>> r) {
+        if (!r.isOk()) return done(r.status());
+        if (!*r) return done(Status::ok());
+        auto view = std::make_shared<CompactedView>(*r, horizon);
+        view->load([self, view, done](const Status& s) {
+          // A view loaded from storage does not change status() (Pulsar reports NOT_RUN until
+          // this broker compacts; the view is what matters to readers).
+          if (s.isOk()) self->view_ = view;
+          done(s);
+        });
+      });
 }
 
 void TopicCompactor::deleteView() {
@@ -370,7 +496,7 @@ Status TopicCompactor::trigger(const std::function<void(Status)>& done) {
   if (status_ == CompactionStatus::kRunning) {
     return Status::busy("Compaction already in progress");
   }
-  if (!opener_) return Status::unsupported("compaction is not available on this topic");
+  if (!store_) return Status::unsupported("compaction is not available on this topic");
   auto cursor = ledger_->openCursor(kCompactionCursorName, storage::InitialPosition::kEarliest);
   if (!cursor.isOk()) return cursor.status();
   auto run = std::make_shared<Run>();
@@ -379,7 +505,6 @@ Status TopicCompactor::trigger(const std::function<void(Status)>& done) {
   run->horizon = ledger_->lastConfirmedEntry();
   run->done = done;
   run->start = std::chrono::steady_clock::now();
-  run->seq = std::max<int64_t>(wallClockMs(), view_ ? view_->seq() + 1 : 0);
   status_ = CompactionStatus::kRunning;
   lastError_.clear();
   if (ledger_->numberOfEntries() == 0 || (view_ && run->horizon <= view_->horizon())) {
@@ -468,31 +593,28 @@ void TopicCompactor::onEntries(const std::shared_ptr<Run>& run, bool phaseTwo,
     if (!kept) continue;
     batch->left++;
     Position original = e.position;
-    run->next->ledger()->asyncAddEntry(encodeCompactedEntry(original, kept->view()),
-                                       [run, original, release](const Status& s, Position stored) {
-                                         if (s.isOk()) {
-                                           run->next->addIndex(original, stored);
-                                         } else if (run->addStatus.isOk()) {
-                                           run->addStatus = s;
-                                         }
-                                         release();
-                                       });
+    run->next->addIndex(original);
+    run->next->ledger()->asyncAdd(original, std::move(*kept), [run, release](const Status& s) {
+      if (!s.isOk() && run->addStatus.isOk()) run->addStatus = s;
+      release();
+    });
   }
   release();
 }
 
 void TopicCompactor::finishPhaseOne(const std::shared_ptr<Run>& run) {
   auto self = shared_from_this();
-  std::string name = compactedLedgerName(ledger_->name(), run->seq);
-  opener_(name, [self, run](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-    if (self->closed_) return;
-    if (!r.isOk()) return self->fail(run, r.status());
-    // Never moves: storage keeps every ledger of the compacted view.
-    auto hold = (*r)->openCursor(kHoldCursor, storage::InitialPosition::kEarliest);
-    if (!hold.isOk()) return self->fail(run, hold.status());
-    run->next = std::make_shared<CompactedView>(*r, run->horizon, run->seq);
-    self->scan(run, true);
-  });
+  store_->asyncCreate(
+      ledger_->name(), run->horizon, ledger_->executor(),
+      [self, run](Result<std::shared_ptr<storage::CompactedLedger>> r) {
+        if (self->closed_) {
+          if (r.isOk()) (*r)->asyncDelete([](const Status&) {});
+          return;
+        }
+        if (!r.isOk()) return self->fail(run, r.status());
+        run->next = std::make_shared<CompactedView>(*r, run->horizon);
+        self->scan(run, true);
+      });
 }
 
 void TopicCompactor::commit(const std::shared_ptr<Run>& run) {
@@ -510,24 +632,18 @@ void TopicCompactor::commit(const std::shared_ptr<Run>& run) {
   };
   if (!run->next) return finish();
   if (!run->closedOutput) {
-    // Closing persists the compacted ledger's metadata before the cursor names it; it is then
-    // reopened for reads.
+    // Closing makes the compacted ledger durable (and readable by others) before the cursor
+    // names it.
     run->closedOutput = true;
     auto self = shared_from_this();
-    std::string name = compactedLedgerName(ledger_->name(), run->seq);
-    run->next->ledger()->asyncClose([self, run, name](const Status& s) {
+    run->next->ledger()->asyncClose([self, run](const Status& s) {
       if (!s.isOk()) return self->fail(run, s);
-      self->opener_(name, [self, run](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-        if (!r.isOk()) return self->fail(run, r.status());
-        run->next->rebind(*r);
-        self->commit(run);
-      });
+      self->commit(run);
     });
     return;
   }
   storage::CursorProperties props = run->cursor->properties();
-  props[kCompactedTopicLedgerProperty] = run->next->ledgerId();
-  props[kCompactedLedgerSeqProperty] = run->seq;
+  run->next->ledger()->describe(&props);
   auto self = shared_from_this();
   // The one durable switch: mark-delete and properties go in one write, so a crash leaves the
   // cursor naming either the old view or the new one.

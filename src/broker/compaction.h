@@ -1,6 +1,8 @@
 // Topic compaction as Pulsar's TwoPhaseCompactor and CompactedTopicImpl: the latest message per
 // key, up to a horizon, written to a compacted ledger that read_compacted consumers read before
-// the live tail. Format of the compacted ledger and the cursor properties: docs/storage-format.md.
+// the live tail. Where the compacted ledger lives is the storage's (storage/compacted_ledger.h):
+// on BookKeeper Pulsar's compacted ledger (docs/managed-ledger-bookkeeper-format.md); else a
+// managed ledger of the topic's factory (ManagedLedgerCompactedStore, docs/storage-format.md).
 #pragma once
 
 #include <cstdint>
@@ -14,16 +16,17 @@
 
 #include "base/buffer.h"
 #include "base/status.h"
+#include "storage/compacted_ledger.h"
 #include "storage/managed_ledger.h"
 
 namespace magnetar::broker {
 
 // Pulsar's Compactor.COMPACTION_SUBSCRIPTION: the durable cursor that marks the horizon.
 inline constexpr char kCompactionCursorName[] = "__compaction";
-// Pulsar's Compactor.COMPACTED_TOPIC_LEDGER_PROPERTY: the compacted ledger's (first) ledger id.
-inline constexpr char kCompactedTopicLedgerProperty[] = "CompactedTopicLedger";
-// Magnetar: the sequence number naming the compacted managed ledger (compactedLedgerName).
-inline constexpr char kCompactedLedgerSeqProperty[] = "magnetar.compactedLedgerSeq";
+// Pulsar's Compactor.COMPACTED_TOPIC_LEDGER_PROPERTY, and the embedded storage's sequence number
+// naming the compacted managed ledger (compactedLedgerName).
+using storage::kCompactedLedgerSeqProperty;
+using storage::kCompactedTopicLedgerProperty;
 
 // The managed ledger holding compaction number `seq` of the topic whose ledger is `topicLedger`:
 // "__compacted/<topicLedger>/<seq>". Such names are never topics (isCompactedLedgerName).
@@ -74,46 +77,56 @@ class CompactionKeyMap {
   int64_t removed_ = 0;
 };
 
-// A topic's compacted view: the compacted managed ledger and, per compacted entry, its original
-// position (an in-memory index of 32 bytes per entry, loaded by scanning the ledger).
+// A topic's compacted view: the compacted ledger and, per compacted entry, its original position
+// (an in-memory index of 16 bytes per entry, loaded by scanning the ledger).
 // Thread: the topic's executor.
 class CompactedView {
  public:
-  CompactedView(std::shared_ptr<storage::ManagedLedger> ledger, storage::Position horizon,
-                int64_t seq);
-  // Scans the compacted ledger to build the index; cb(status) on the ledger's executor.
+  CompactedView(std::shared_ptr<storage::CompactedLedger> ledger, storage::Position horizon);
+  // Scans the compacted ledger to build the index; cb(status) on the topic's executor.
   void load(const std::function<void(Status)>& cb);
   // Entries whose original position is >= from, up to maxEntries / about maxBytes (at least one),
   // as Entry{original position, original-format bytes}; empty when none is left. cb on the
-  // ledger's executor.
+  // topic's executor.
   void asyncReadEntries(storage::Position from, int maxEntries, size_t maxBytes,
                         storage::ReadEntriesCallback cb) const;
   // For load/scan by the compactor: entries index i.. (i from 0).
   void asyncReadFromIndex(size_t index, int maxEntries, size_t maxBytes,
                           storage::ReadEntriesCallback cb) const;
   storage::Position horizon() const { return horizon_; }
-  int64_t seq() const { return seq_; }
-  int64_t ledgerId() const;
+  int64_t ledgerId() const { return ledger_->ledgerId(); }
   size_t entries() const { return index_.size(); }
-  int64_t sizeBytes() const { return ledger_->totalSizeBytes(); }
-  const std::shared_ptr<storage::ManagedLedger>& ledger() const { return ledger_; }
-  // The same view on the ledger reopened after its close (index kept).
-  void rebind(std::shared_ptr<storage::ManagedLedger> ledger) { ledger_ = std::move(ledger); }
-  // Appended by the compactor while it writes the view (in order).
-  void addIndex(storage::Position original, storage::Position stored) {
-    index_.push_back({original, stored});
-  }
+  int64_t sizeBytes() const { return ledger_->sizeBytes(); }
+  const std::shared_ptr<storage::CompactedLedger>& ledger() const { return ledger_; }
+  // Appended by the compactor as it adds entries to the view (in order).
+  void addIndex(storage::Position original) { index_.push_back(original); }
 
  private:
-  struct Slot {
-    storage::Position original;
-    storage::Position stored;
-  };
-  void loadFrom(storage::Position from, const std::function<void(Status)>& cb);
-  std::shared_ptr<storage::ManagedLedger> ledger_;
+  void loadFrom(size_t index, const std::function<void(Status)>& cb);
+  std::shared_ptr<storage::CompactedLedger> ledger_;
   storage::Position horizon_;
-  int64_t seq_;
-  std::vector<Slot> index_;
+  std::vector<storage::Position> index_;  // original positions, by entry index
+};
+
+// Opens a managed ledger by name on the topic's executor (the broker's factory).
+using LedgerOpener = std::function<void(
+    const std::string& name, std::function<void(Result<std::shared_ptr<storage::ManagedLedger>>)>)>;
+
+// The embedded storage's compacted ledgers: managed ledgers "__compacted/<topic>/<seq>" of the
+// topic's factory (through `opener`, on the topic's executor), entries encodeCompactedEntry, the
+// cursor naming them by kCompactedLedgerSeqProperty (docs/storage-format.md). One per topic.
+// Thread: the topic's executor.
+class ManagedLedgerCompactedStore : public storage::CompactedLedgerStore {
+ public:
+  explicit ManagedLedgerCompactedStore(LedgerOpener opener) : opener_(std::move(opener)) {}
+  void asyncCreate(const std::string& topic, storage::Position horizon, net::Executor* executor,
+                   storage::CompactedLedgerCallback cb) override;
+  void asyncOpen(const std::string& topic, const storage::CursorProperties& properties,
+                 net::Executor* executor, storage::CompactedLedgerCallback cb) override;
+
+ private:
+  LedgerOpener opener_;
+  int64_t lastSeq_ = 0;
 };
 
 // Pulsar's LongRunningProcessStatus.Status.
@@ -128,20 +141,21 @@ struct CompactionRecord {
   int64_t lastCompactionDurationTimeInMills = 0;
 };
 
-// Opens a managed ledger by name on the topic's executor (the broker's factory).
-using LedgerOpener = std::function<void(
-    const std::string& name, std::function<void(Result<std::shared_ptr<storage::ManagedLedger>>)>)>;
-
 // Runs one topic's compactions and owns its current compacted view.
 // Thread: the topic's executor (the topic ledger's), for every method and callback.
 class TopicCompactor : public std::enable_shared_from_this<TopicCompactor> {
  public:
-  // Without an opener (unit tests of other parts) trigger() answers kUnsupported.
+  // Without an opener (unit tests of other parts) trigger() answers kUnsupported. With one, the
+  // compacted ledgers are managed ledgers (ManagedLedgerCompactedStore) unless setStore names
+  // the storage's own store.
   TopicCompactor(std::shared_ptr<storage::ManagedLedger> ledger, LedgerOpener opener);
-  void setOpener(LedgerOpener opener) { opener_ = std::move(opener); }
+  void setOpener(LedgerOpener opener);
+  // The storage's compacted ledgers (ManagedLedgerFactory::compactedLedgerStore); after
+  // setOpener.
+  void setStore(std::shared_ptr<storage::CompactedLedgerStore> store) { store_ = std::move(store); }
 
   // Loads the view named by the __compaction cursor's properties (if any) and deletes the
-  // compacted ledgers in `others` (seqs of this topic left by an interrupted compaction).
+  // compacted managed ledgers in `others` (seqs of this topic left by an interrupted compaction).
   void initialize(const std::vector<int64_t>& others, const std::function<void(Status)>& done);
   // Starts a compaction (Pulsar's triggerCompaction). kBusy ("Compaction already in progress")
   // when one runs. done (optional) runs when it ends.
@@ -171,6 +185,7 @@ class TopicCompactor : public std::enable_shared_from_this<TopicCompactor> {
 
   std::shared_ptr<storage::ManagedLedger> ledger_;
   LedgerOpener opener_;
+  std::shared_ptr<storage::CompactedLedgerStore> store_;
   std::shared_ptr<CompactedView> view_;
   CompactionStatus status_ = CompactionStatus::kNotRun;
   std::string lastError_;

@@ -89,10 +89,13 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   net::EventLoop& executor() const { return executor_; }  // any thread
   storage::ManagedLedger& ledger() { return *ledger_; }
 
-  // Compaction storage: how to open the compacted ledgers, and the seqs of this topic's
-  // compacted ledgers found at start-up (all but the current one are deleted). Before initialize.
-  void setCompaction(LedgerOpener opener, std::vector<int64_t> storedSeqs) {
+  // Compaction storage: how to open managed ledgers, the storage's own compacted-ledger store
+  // (null: compacted managed ledgers), and the seqs of this topic's compacted managed ledgers
+  // found at start-up (all but the current one are deleted). Before initialize.
+  void setCompaction(LedgerOpener opener, std::vector<int64_t> storedSeqs,
+                     std::shared_ptr<storage::CompactedLedgerStore> store = nullptr) {
     compactor_->setOpener(std::move(opener));
+    if (store) compactor_->setStore(std::move(store));
     compactedSeqs_ = std::move(storedSeqs);
   }
   TopicCompactor& compactor() { return *compactor_; }

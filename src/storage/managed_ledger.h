@@ -166,6 +166,8 @@ class ManagedLedger {
 
 // Opens ledgers by name (a topic's persistence name, e.g. "public/default/persistent/t1").
 // Thread: any; the ledger is then used on the given executor.
+class CompactedLedgerStore;
+
 class ManagedLedgerFactory {
  public:
   virtual ~ManagedLedgerFactory() = default;
@@ -203,6 +205,10 @@ class ManagedLedgerFactory {
                                      std::function<void(Result<std::vector<std::string>>)> cb) {
     executor->execute([cb = std::move(cb)] { cb(Status::unsupported("asyncLedgerNamesUnder")); });
   }
+  // Where compacted views go when this storage has its own format for them (BookKeeper: Pulsar's
+  // compacted ledgers, storage/compacted_ledger.h). Null: the broker keeps them in managed
+  // ledgers of this factory (the embedded storage's format, docs/storage-format.md).
+  virtual std::shared_ptr<CompactedLedgerStore> compactedLedgerStore() { return nullptr; }
 };
 
 }  // namespace magnetar::storage

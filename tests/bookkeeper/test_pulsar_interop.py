@@ -488,3 +488,114 @@ def test_pulsar_cluster_metadata_setup_then_magnetar_broker(bk_cluster):
             client.close()
         magnetar.stop()
         shutil.rmtree(base, ignore_errors=True)
+
+
+# Compacted views: key -> values in the order sent; k3's last value is empty (deleted).
+COMPACT_SENDS = [
+    ("k0", "a"), ("k1", "a"), ("k2", "a"), ("k3", "a"), ("k0", "b"), ("k1", "b"),
+    ("k3", "b"), ("k0", "c"), ("k3", ""), ("k4", "a"),
+]  # fmt: skip
+# Sent in one batch after the singles: k5 twice inside the batch, k1 once more.
+COMPACT_BATCH = [("k5", "a"), ("k5", "b"), ("k1", "c"), ("k6", "a")]
+
+
+def compact_expected() -> dict:
+    latest = {}
+    for k, v in COMPACT_SENDS + COMPACT_BATCH:
+        latest[k] = v
+    return {k: v for k, v in latest.items() if v}
+
+
+def write_keys(src, topic: str) -> None:
+    client = pulsar.Client(src.url, operation_timeout_seconds=30)
+    try:
+        producer = client.create_producer(topic, batching_enabled=False)
+        for k, v in COMPACT_SENDS:
+            producer.send(v.encode(), partition_key=k)
+        batcher = client.create_producer(
+            topic, batching_enabled=True, batching_max_messages=len(COMPACT_BATCH),
+            batching_max_publish_delay_ms=1000,
+        )  # fmt: skip
+        for k, v in COMPACT_BATCH:
+            batcher.send_async(v.encode(), lambda res, m: None, partition_key=k)
+        batcher.flush()
+    finally:
+        client.close()
+
+
+def compact_on(owner, topic: str) -> None:
+    """Compacts `topic` on its owner and waits for SUCCESS."""
+    path = f"{owner.web}/admin/v2/persistent/public/default/{topic.rsplit('/', 1)[1]}/compaction"
+    r = requests.put(path, timeout=30)
+    assert r.status_code in (200, 204), (r.status_code, r.text)
+    for _ in range(300):
+        status = requests.get(path, timeout=10).json()
+        if status.get("status") == "SUCCESS":
+            return
+        assert status.get("status") != "ERROR", status
+        time.sleep(0.1)
+    raise AssertionError(f"compaction of {topic} on {owner.url} did not end: {status}")
+
+
+def read_compacted(dst, topic: str) -> list:
+    """(key, value) of everything a read_compacted reader from earliest gets on `dst`."""
+    client = pulsar.Client(dst.url, operation_timeout_seconds=60)
+    try:
+        reader = client.create_reader(topic, pulsar.MessageId.earliest, is_read_compacted=True)
+        got = []
+        while True:
+            try:
+                m = reader.read_next(timeout_millis=5000)
+            except pulsar.Timeout:
+                return got
+            got.append((m.partition_key(), m.data().decode()))
+    finally:
+        client.close()
+
+
+def test_compacted_views_are_shared_with_pulsar(bk_cluster):
+    """Magnetar compacts, Pulsar serves the topic: a read_compacted reader on Pulsar gets the
+    latest value per key (Pulsar reads Magnetar's compacted ledger); and the reverse."""
+    restart_bookies(bk_cluster)
+    meta = f"zk:{zk_host(bk_cluster.uri)}/compact-{uuid.uuid4().hex[:8]}"
+    init = subprocess.run(
+        [
+            magnetar_bin(), "initialize-cluster-metadata", "--cluster", CLUSTER,
+            "--metadata-store", meta, "--web-service-url", "http://127.0.0.1:8080",
+            "--broker-service-url", "pulsar://127.0.0.1:6650",
+        ],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert init.returncode == 0, init.stdout + init.stderr
+    base = tempfile.mkdtemp(prefix="magnetar-pulsar-compact-")
+    magnetar = MagnetarBroker(base, meta, bk_cluster.uri, CLUSTER)
+    pulsar_broker = PulsarBroker(base, meta, bk_cluster.uri)
+    want = compact_expected()
+    try:
+        magnetar.wait_registered()
+        pulsar_broker.start()
+        for src, dst, tag in ((magnetar, pulsar_broker, "cm2p"), (pulsar_broker, magnetar, "cp2m")):
+            topic = topic_owned_by(src, tag)
+            write_keys(src, topic)
+            compact_on(src, topic)
+            before = read_compacted(src, topic)
+            assert dict(before) == want and len(before) == len(want), (src.url, before)
+            unload(src, dst, topic)
+            got = read_compacted(dst, topic)
+            # Exactly the latest value of each live key: the view, not the uncompacted log.
+            assert dict(got) == want and len(got) == len(want), (tag, dst.url, got)
+            # The new owner compacts on after what it wrote: the view it writes now is its own
+            # format, read by the first owner after a second handover.
+            client = pulsar.Client(dst.url, operation_timeout_seconds=30)
+            try:
+                client.create_producer(topic, batching_enabled=False).send(b"z", partition_key="k0")
+            finally:
+                client.close()
+            compact_on(dst, topic)
+            unload(dst, src, topic)
+            got = read_compacted(src, topic)
+            assert dict(got) == {**want, "k0": "z"} and len(got) == len(want), (tag, src.url, got)
+    finally:
+        pulsar_broker.stop()
+        magnetar.stop()
+        shutil.rmtree(base, ignore_errors=True)

@@ -145,6 +145,29 @@ TEST(BkProtocol, VerifyEntryRejectsCorruption) {
   EXPECT_FALSE(verifyEntry(e.substr(0, 35), 5, 6).isOk());
 }
 
+// CRC32DigestManager (Pulsar's compacted ledgers): java.util.zip.CRC32 over the 32-byte header
+// and the payload, as a big-endian int64 after the header.
+TEST(BkProtocol, VerifyEntryReadsCrc32Digests) {
+  EXPECT_EQ(crc32Ieee("123456789", 9), 0xCBF43926U);  // the check value of CRC-32/ISO-HDLC
+  std::string c = packEntry(EntryHeader{5, 6, 5, 100}, "payload");
+  std::string header = c.substr(0, 32);
+  uint32_t crc = crc32Ieee("payload", 7, crc32Ieee(header.data(), header.size()));
+  std::string e = header + std::string(4, '\0');
+  for (int i = 3; i >= 0; --i) e.push_back(static_cast<char>(crc >> (8 * i)));
+  e += "payload";
+  auto v = verifyEntry(e, 5, 6, EntryDigest::kCrc32);
+  ASSERT_TRUE(v.isOk()) << v.status().toString();
+  EXPECT_EQ(v->payload, "payload");
+  EXPECT_EQ(v->header.length, 100);
+  for (size_t i = 0; i < e.size(); ++i) {
+    std::string bad = e;
+    bad[i] ^= 0x01;
+    EXPECT_FALSE(verifyEntry(bad, 5, 6, EntryDigest::kCrc32).isOk()) << "flipped byte " << i;
+  }
+  EXPECT_FALSE(verifyEntry(e, 5, 6).isOk());  // read as CRC32C
+  EXPECT_FALSE(verifyEntry(e.substr(0, 39), 5, 6, EntryDigest::kCrc32).isOk());
+}
+
 TEST(BkProtocol, BadResponsesAreErrors) {
   EXPECT_FALSE(decodeResponse("short").isOk());
   std::string add = encodeResponse(OpCode::kAddEntry, 0, 5, 6);

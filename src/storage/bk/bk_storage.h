@@ -20,6 +20,7 @@
 #include "metadata/store.h"
 #include "setting_defaults.h"
 #include "storage/bk/ml_formats.h"
+#include "storage/compacted_ledger.h"
 #include "storage/durable_storage.h"
 #include "storage/entry_cache.h"
 #include "storage/managed_ledger.h"
@@ -117,6 +118,9 @@ class BkManagedLedgerFactory : public ManagedLedgerFactory {
   // does not close the ledgers in BookKeeper (the next owner recovers them). Close ledgers first
   // (asyncClose) for a clean handover.
   void shutdown() override;
+  // Pulsar's compacted ledgers (plain BookKeeper ledgers of RawMessage entries,
+  // bk_compacted_ledger.cc), for the broker's compactor. Created once, lives as the factory.
+  std::shared_ptr<CompactedLedgerStore> compactedLedgerStore() override;
 
   const BkStorageOptions& options() const { return options_; }
   bookkeeper::BookKeeperClient& bookkeeper() const { return *bk_; }
@@ -156,6 +160,7 @@ class BkManagedLedgerFactory : public ManagedLedgerFactory {
   std::shared_ptr<EntryCacheManager> cache_;  // shared with the ledgers' caches
   mutable Mutex mu_;
   std::map<std::string, Slot> open_ GUARDED_BY(mu_);
+  std::shared_ptr<CompactedLedgerStore> compacted_ GUARDED_BY(mu_);
   std::atomic<bool> stopped_{false};
   std::atomic<uint64_t> ledgersDeleted_{0};
   std::unique_ptr<TaskThread> tick_;

@@ -1,6 +1,7 @@
 #include "storage/bk/ml_formats.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace magnetar::storage::bk {
@@ -173,6 +174,148 @@ std::map<std::string, std::string> cursorLedgerMetadata(std::string_view pulsarN
   auto m = dataLedgerMetadata(pulsarName);
   m["pulsar/cursor"] = std::string(cursor);
   return m;
+}
+
+std::string pulsarTopicName(std::string_view name) {
+  // tenant/ns/domain/local
+  size_t a = name.find('/');
+  size_t b = a == std::string_view::npos ? a : name.find('/', a + 1);
+  size_t c = b == std::string_view::npos ? b : name.find('/', b + 1);
+  if (c == std::string_view::npos) return std::string(name);
+  std::string out(name.substr(b + 1, c - b - 1));
+  out.append("://");
+  out.append(name.substr(0, b));
+  out.push_back('/');
+  out.append(name.substr(c + 1));
+  return out;
+}
+
+namespace {
+
+void putVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7F) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+bool getVarint(std::string_view* in, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (in->empty()) return false;
+    auto b = static_cast<uint8_t>(in->front());
+    in->remove_prefix(1);
+    *v |= static_cast<uint64_t>(b & 0x7F) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+uint32_t getBE32(const char* p) {
+  const auto* u = reinterpret_cast<const uint8_t*>(p);
+  return (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) | (uint32_t{u[2]} << 8) | u[3];
+}
+
+void putBE32(uint32_t v, uint8_t* p) {
+  p[0] = static_cast<uint8_t>(v >> 24);
+  p[1] = static_cast<uint8_t>(v >> 16);
+  p[2] = static_cast<uint8_t>(v >> 8);
+  p[3] = static_cast<uint8_t>(v);
+}
+
+}  // namespace
+
+std::string messageIdDataBytes(Position id) {
+  std::string s;
+  s.push_back(0x08);  // field 1 (ledgerId), varint
+  putVarint(static_cast<uint64_t>(id.ledgerId), &s);
+  s.push_back(0x10);  // field 2 (entryId), varint
+  putVarint(static_cast<uint64_t>(id.entryId), &s);
+  return s;
+}
+
+Result<Position> parseMessageIdData(std::string_view in) {
+  Position p;
+  bool ledger = false;
+  bool entry = false;
+  while (!in.empty()) {
+    uint64_t tag = 0;
+    if (!getVarint(&in, &tag)) return Status::corruption("MessageIdData: truncated tag");
+    uint64_t v = 0;
+    switch (tag & 7) {
+      case 0:
+        if (!getVarint(&in, &v)) return Status::corruption("MessageIdData: truncated varint");
+        if (tag >> 3 == 1) {
+          p.ledgerId = static_cast<int64_t>(v);
+          ledger = true;
+        } else if (tag >> 3 == 2) {
+          p.entryId = static_cast<int64_t>(v);
+          entry = true;
+        }
+        break;
+      case 1:
+      case 5: {
+        size_t n = (tag & 7) == 1 ? 8 : 4;
+        if (in.size() < n) return Status::corruption("MessageIdData: truncated fixed field");
+        in.remove_prefix(n);
+        break;
+      }
+      case 2:
+        if (!getVarint(&in, &v) || v > in.size()) {
+          return Status::corruption("MessageIdData: truncated length-delimited field");
+        }
+        in.remove_prefix(static_cast<size_t>(v));
+        break;
+      default:
+        return Status::corruption("MessageIdData: wire type " + std::to_string(tag & 7));
+    }
+  }
+  if (!ledger || !entry) return Status::corruption("MessageIdData without ledgerId or entryId");
+  return p;
+}
+
+Buffer encodeRawMessage(Position id, std::string_view entry) {
+  std::string idBytes = messageIdDataBytes(id);
+  Buffer b = Buffer::allocate(8 + idBytes.size() + entry.size());
+  uint8_t* p = b.mutableData();
+  putBE32(static_cast<uint32_t>(idBytes.size()), p);
+  std::memcpy(p + 4, idBytes.data(), idBytes.size());
+  putBE32(static_cast<uint32_t>(entry.size()), p + 4 + idBytes.size());
+  if (!entry.empty()) std::memcpy(p + 8 + idBytes.size(), entry.data(), entry.size());
+  return b;
+}
+
+Result<Entry> parseRawMessage(std::string_view in) {
+  if (in.size() < 4) return Status::corruption("RawMessage: shorter than its id size");
+  uint32_t idSize = getBE32(in.data());
+  in.remove_prefix(4);
+  if (idSize > in.size()) {
+    return Status::corruption("RawMessage: id size " + std::to_string(idSize) + " past the end (" +
+                              std::to_string(in.size()) + " bytes left)");
+  }
+  auto id = parseMessageIdData(in.substr(0, idSize));
+  if (!id.isOk()) return Status::corruption("RawMessage: " + id.status().message());
+  in.remove_prefix(idSize);
+  if (in.size() < 4) return Status::corruption("RawMessage: no payload size after the id");
+  uint32_t size = getBE32(in.data());
+  in.remove_prefix(4);
+  if (size > in.size()) {
+    return Status::corruption("RawMessage: payload size " + std::to_string(size) + " past the end (" +
+                              std::to_string(in.size()) + " bytes left)");
+  }
+  Entry e;
+  e.position = *id;
+  e.data = Buffer::copyOf(in.data(), size);
+  return e;
+}
+
+std::map<std::string, std::string> compactedLedgerMetadata(std::string_view pulsarTopic,
+                                                           Position horizon) {
+  return {{"application", "pulsar"},
+          {"component", "compacted-ledger"},
+          {"pulsar/compactedTopic", std::string(pulsarTopic)},
+          {"pulsar/compactedTo", messageIdDataBytes(horizon)}};
 }
 
 Result<mledger::ManagedLedgerInfo> parseManagedLedgerInfo(std::string_view bytes) {

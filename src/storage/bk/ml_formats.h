@@ -9,10 +9,12 @@
 #include <string>
 #include <string_view>
 
+#include "base/buffer.h"
 #include "base/status.h"
 #include "storage/bk/ml_data_formats.pb.h"
 #include "storage/cursor_state.h"
 #include "storage/ledger_set.h"
+#include "storage/managed_ledger.h"
 #include "storage/metadata_codec.h"
 
 namespace magnetar::storage::bk {
@@ -44,6 +46,30 @@ std::map<std::string, std::string> dataLedgerMetadata(std::string_view pulsarNam
 // (buildAdditionalMetadataForCursor, merged as ManagedLedgerImpl.asyncCreateLedger does).
 std::map<std::string, std::string> cursorLedgerMetadata(std::string_view pulsarName,
                                                         std::string_view cursor);
+
+// ---- Compacted ledgers (Pulsar's TwoPhaseCompactor / CompactedTopicImpl) ----
+
+// Pulsar's topic name of a storage ledger name: "tenant/ns/persistent/local" ->
+// "persistent://tenant/ns/local". Names of another shape are returned as they are.
+std::string pulsarTopicName(std::string_view name);
+// A MessageIdData (PulsarApi.proto) with ledgerId (1) and entryId (2) only, as Pulsar's
+// MessageIdImpl.toByteArray writes a non-batch id without a partition.
+std::string messageIdDataBytes(Position id);
+// ledgerId and entryId of a MessageIdData; other fields skipped. kCorruption when it does not
+// parse or lacks either.
+Result<Position> parseMessageIdData(std::string_view bytes);
+// RawMessageImpl.serialize: [u32 BE idSize][MessageIdData][u32 BE size][entry bytes], the entry as
+// stored in the topic (metadata and payload).
+Buffer encodeRawMessage(Position id, std::string_view entry);
+// RawMessageImpl.deserializeFrom: the id's position and the entry bytes (a copy). kCorruption,
+// saying what, when a size runs past the end or the id does not parse (bytes after the entry are
+// ignored, as Pulsar's slice does).
+Result<Entry> parseRawMessage(std::string_view bytes);
+// Custom metadata of a compacted ledger (LedgerMetadataUtils.buildMetadataForCompactedLedger):
+// application=pulsar, component=compacted-ledger, pulsar/compactedTopic=<Pulsar topic name>,
+// pulsar/compactedTo=<MessageIdData of the horizon>.
+std::map<std::string, std::string> compactedLedgerMetadata(std::string_view pulsarTopic,
+                                                           Position horizon);
 
 // A ManagedLedgerInfo znode's value. Empty bytes (what Pulsar writes when it creates the node) is
 // an empty info. kUnsupported for a compressed value (magic 0x4778:

@@ -182,3 +182,66 @@ TEST(MlFormatsTest, CursorInfoHoldsTheStateOnlyWhenAsked) {
 
 }  // namespace
 }  // namespace magnetar::storage::bk
+
+namespace magnetar::storage::bk {
+namespace {
+
+std::string bytesOf(std::initializer_list<int> bs) {
+  std::string s;
+  for (int b : bs) s.push_back(static_cast<char>(b));
+  return s;
+}
+
+// RawMessageImpl.serialize: [u32 BE idSize][MessageIdData][u32 BE size][entry].
+TEST(CompactedLedgerFormatTest, RawMessageBytesArePulsars) {
+  Buffer raw = encodeRawMessage({5, 300}, "abc");
+  EXPECT_EQ(std::string(raw.view()),
+            bytesOf({0, 0, 0, 5, 0x08, 0x05, 0x10, 0xAC, 0x02, 0, 0, 0, 3, 'a', 'b', 'c'}));
+  auto e = parseRawMessage(raw.view());
+  ASSERT_TRUE(e.isOk()) << e.status().toString();
+  EXPECT_EQ(e->position, (Position{5, 300}));
+  EXPECT_EQ(e->data.view(), "abc");
+  EXPECT_EQ(messageIdDataBytes({5, 300}), bytesOf({0x08, 0x05, 0x10, 0xAC, 0x02}));
+}
+
+TEST(CompactedLedgerFormatTest, RawMessageIdWithOtherFieldsParses) {
+  // ledgerId 5, entryId 7, partition -1 (a 10-byte varint), batch_index 2, ack_set packed [1].
+  std::string id = bytesOf({0x08, 0x05, 0x10, 0x07, 0x18, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                            0xFF, 0xFF, 0x01, 0x20, 0x02, 0x2A, 0x01, 0x01});
+  std::string raw = bytesOf({0, 0, 0, static_cast<int>(id.size())}) + id + bytesOf({0, 0, 0, 1}) + "x";
+  auto e = parseRawMessage(raw);
+  ASSERT_TRUE(e.isOk()) << e.status().toString();
+  EXPECT_EQ(e->position, (Position{5, 7}));
+  EXPECT_EQ(e->data.view(), "x");
+}
+
+TEST(CompactedLedgerFormatTest, BadRawMessagesSayWhat) {
+  std::string good(encodeRawMessage({5, 300}, "abc").view());
+  auto expectError = [](std::string_view in, std::string_view what) {
+    auto e = parseRawMessage(in);
+    ASSERT_FALSE(e.isOk()) << "parsed: " << testing::PrintToString(std::string(in));
+    EXPECT_EQ(e.status().code(), StatusCode::kCorruption);
+    EXPECT_NE(e.status().message().find(what), std::string::npos) << e.status().message();
+  };
+  expectError("", "shorter than its id size");
+  expectError(good.substr(0, 3), "shorter than its id size");
+  expectError(good.substr(0, 7), "id size 5 past the end");
+  expectError(good.substr(0, 9), "no payload size");
+  expectError(good.substr(0, 15), "payload size 3 past the end");
+  // An id without its entryId, and one cut inside a varint.
+  expectError(bytesOf({0, 0, 0, 2, 0x08, 0x05, 0, 0, 0, 0}), "without ledgerId or entryId");
+  expectError(bytesOf({0, 0, 0, 2, 0x08, 0x85, 0, 0, 0, 0}), "truncated varint");
+}
+
+TEST(CompactedLedgerFormatTest, CompactedLedgerMetadataIsPulsars) {
+  EXPECT_EQ(pulsarTopicName("public/default/persistent/a/b"), "persistent://public/default/a/b");
+  auto m = compactedLedgerMetadata("persistent://public/default/t", {5, 300});
+  EXPECT_EQ(m.size(), 4u);
+  EXPECT_EQ(m.at("application"), "pulsar");
+  EXPECT_EQ(m.at("component"), "compacted-ledger");
+  EXPECT_EQ(m.at("pulsar/compactedTopic"), "persistent://public/default/t");
+  EXPECT_EQ(m.at("pulsar/compactedTo"), messageIdDataBytes({5, 300}));
+}
+
+}  // namespace
+}  // namespace magnetar::storage::bk
