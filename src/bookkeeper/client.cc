@@ -212,7 +212,7 @@ void LedgerHandle::readLastAddConfirmed(std::function<void(BkResult, int64_t)> c
                          auto self = weak.lock();
                          if (rc == BkResult::kOk && self) {
                            auto v = verifyEntry(e, self->ledgerId_, -1,
-                               entryDigestOf(self->md_.metadata.digestType));
+                                                entryDigestOf(self->md_.metadata.digestType));
                            if (v.isOk()) {
                              ++st->answered;
                              st->lac = std::max(st->lac, v->header.lastAddConfirmed);

@@ -22,7 +22,7 @@ enum class DigestType : int { kCrc32 = 1, kHmac = 2, kCrc32c = 3, kDummy = 4 };
 // How entries of a ledger with this digest type are checked (kDummy for DUMMY; MAC is not
 // supported and reads as CRC32C, so its entries fail the check).
 inline EntryDigest entryDigestOf(DigestType d) {
-  return d == DigestType::kCrc32 ? EntryDigest::kCrc32
+  return d == DigestType::kCrc32   ? EntryDigest::kCrc32
          : d == DigestType::kDummy ? EntryDigest::kDummy
                                    : EntryDigest::kCrc32c;
 }

@@ -260,9 +260,9 @@ uint32_t crc32Ieee(const void* data, size_t size, uint32_t crc) {
 
 Result<VerifiedEntry> verifyEntry(std::string_view e, int64_t ledgerId, int64_t expectedEntryId,
                                   EntryDigest digest) {
-  size_t digestLength = digest == EntryDigest::kCrc32c ? kCrc32cDigestLength
+  size_t digestLength = digest == EntryDigest::kCrc32c  ? kCrc32cDigestLength
                         : digest == EntryDigest::kCrc32 ? 8
-                                                         : 0;
+                                                        : 0;
   size_t headerLength = kEntryMetadataLength + digestLength;
   if (e.size() < headerLength) {
     return Status::corruption("DigestMatch: entry of " + std::to_string(e.size()) +
@@ -283,8 +283,8 @@ Result<VerifiedEntry> verifyEntry(std::string_view e, int64_t ledgerId, int64_t 
                                 std::to_string(v.header.entryId));
     }
   } else if (digest == EntryDigest::kCrc32) {
-    uint64_t want = crc32Ieee(v.payload.data(), v.payload.size(),
-                              crc32Ieee(e.data(), kEntryMetadataLength));
+    uint64_t want =
+        crc32Ieee(v.payload.data(), v.payload.size(), crc32Ieee(e.data(), kEntryMetadataLength));
     if (get64(e.data() + kEntryMetadataLength) != want) {
       return Status::corruption("DigestMatch: CRC32 mismatch in entry " +
                                 std::to_string(v.header.entryId));

@@ -158,8 +158,7 @@ enum class EntryDigest { kCrc32c, kCrc32, kDummy };
 // kDigestMismatch (as kCorruption with the name in the message) when the entry is shorter than
 // its 32-byte header and digest, its digest differs, its ledger id is not `ledgerId`, or
 // (expectedEntryId >= 0) its entry id differs.
-Result<VerifiedEntry> verifyEntry(std::string_view entry, int64_t ledgerId,
-                                  int64_t expectedEntryId,
+Result<VerifiedEntry> verifyEntry(std::string_view entry, int64_t ledgerId, int64_t expectedEntryId,
                                   EntryDigest digest = EntryDigest::kCrc32c);
 // java.util.zip.CRC32 (IEEE 802.3, reflected) of data, continuing from crc (0 to start).
 uint32_t crc32Ieee(const void* data, size_t size, uint32_t crc = 0);

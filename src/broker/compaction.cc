@@ -256,8 +256,8 @@ namespace {
 class ManagedCompactedLedger : public storage::CompactedLedger,
                                public std::enable_shared_from_this<ManagedCompactedLedger> {
  public:
-  ManagedCompactedLedger(std::shared_ptr<storage::ManagedLedger> ml, std::string name,
-                         int64_t seq, LedgerOpener opener, int64_t entries)
+  ManagedCompactedLedger(std::shared_ptr<storage::ManagedLedger> ml, std::string name, int64_t seq,
+                         LedgerOpener opener, int64_t entries)
       : ml_(std::move(ml)),
         name_(std::move(name)),
         seq_(seq),
@@ -297,9 +297,8 @@ class ManagedCompactedLedger : public storage::CompactedLedger,
     } else if (index == stored_.size()) {
       from = stored_.empty() ? ml_->firstPosition() : ml_->nextValidPosition(stored_.back());
     } else {
-      ml_->executor()->execute([cb = std::move(cb)] {
-        cb(Status::internal("compacted ledger read out of order"), {});
-      });
+      ml_->executor()->execute(
+          [cb = std::move(cb)] { cb(Status::internal("compacted ledger read out of order"), {}); });
       return;
     }
     auto self = std::const_pointer_cast<ManagedCompactedLedger>(shared_from_this());
@@ -325,12 +324,11 @@ class ManagedCompactedLedger : public storage::CompactedLedger,
     auto self = shared_from_this();
     ml_->asyncClose([self, cb = std::move(cb)](const Status& s) {
       if (!s.isOk()) return cb(s);
-      self->opener_(self->name_,
-                    [self, cb](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-                      if (!r.isOk()) return cb(r.status());
-                      self->ml_ = *r;
-                      cb(Status::ok());
-                    });
+      self->opener_(self->name_, [self, cb](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+        if (!r.isOk()) return cb(r.status());
+        self->ml_ = *r;
+        cb(Status::ok());
+      });
     });
   }
 
@@ -359,8 +357,8 @@ void ManagedLedgerCompactedStore::asyncCreate(const std::string& topic, Position
   lastSeq_ = seq;
   std::string name = compactedLedgerName(topic, seq);
   LedgerOpener opener = opener_;
-  opener_(name, [name, seq, opener, cb = std::move(cb)](
-                    Result<std::shared_ptr<storage::ManagedLedger>> r) {
+  opener_(name, [name, seq, opener,
+                 cb = std::move(cb)](Result<std::shared_ptr<storage::ManagedLedger>> r) {
     if (!r.isOk()) return cb(r.status());
     // Never moves: storage keeps every ledger of the compacted view.
     auto hold = (*r)->openCursor(kHoldCursor, storage::InitialPosition::kEarliest);
@@ -383,8 +381,8 @@ void ManagedLedgerCompactedStore::asyncOpen(const std::string& topic,
   lastSeq_ = std::max(lastSeq_, seq);
   std::string name = compactedLedgerName(topic, seq);
   LedgerOpener opener = opener_;
-  opener_(name, [name, seq, opener, cb = std::move(cb)](
-                    Result<std::shared_ptr<storage::ManagedLedger>> r) {
+  opener_(name, [name, seq, opener,
+                 cb = std::move(cb)](Result<std::shared_ptr<storage::ManagedLedger>> r) {
     if (!r.isOk()) return cb(r.status());
     int64_t entries = (*r)->numberOfEntries();
     cb(std::shared_ptr<storage::CompactedLedger>(
@@ -462,19 +460,18 @@ void TopicCompactor::initialize(const std::vector<int64_t>& others,
   if (!cursor) return done(Status::ok());
   Position horizon = cursor->markDeletedPosition();
   auto self = shared_from_this();
-  store_->asyncOpen(
-      ledger_->name(), props, ledger_->executor(),
-      [self, horizon, done](Result<std::shared_ptr<storage::CompactedLedger>> r) {
-        if (!r.isOk()) return done(r.status());
-        if (!*r) return done(Status::ok());
-        auto view = std::make_shared<CompactedView>(*r, horizon);
-        view->load([self, view, done](const Status& s) {
-          // A view loaded from storage does not change status() (Pulsar reports NOT_RUN until
-          // this broker compacts; the view is what matters to readers).
-          if (s.isOk()) self->view_ = view;
-          done(s);
-        });
-      });
+  store_->asyncOpen(ledger_->name(), props, ledger_->executor(),
+                    [self, horizon, done](Result<std::shared_ptr<storage::CompactedLedger>> r) {
+                      if (!r.isOk()) return done(r.status());
+                      if (!*r) return done(Status::ok());
+                      auto view = std::make_shared<CompactedView>(*r, horizon);
+                      view->load([self, view, done](const Status& s) {
+                        // A view loaded from storage does not change status() (Pulsar reports
+                        // NOT_RUN until this broker compacts; the view is what matters to readers).
+                        if (s.isOk()) self->view_ = view;
+                        done(s);
+                      });
+                    });
 }
 
 void TopicCompactor::deleteView() {
@@ -604,17 +601,16 @@ void TopicCompactor::onEntries(const std::shared_ptr<Run>& run, bool phaseTwo,
 
 void TopicCompactor::finishPhaseOne(const std::shared_ptr<Run>& run) {
   auto self = shared_from_this();
-  store_->asyncCreate(
-      ledger_->name(), run->horizon, ledger_->executor(),
-      [self, run](Result<std::shared_ptr<storage::CompactedLedger>> r) {
-        if (self->closed_) {
-          if (r.isOk()) (*r)->asyncDelete([](const Status&) {});
-          return;
-        }
-        if (!r.isOk()) return self->fail(run, r.status());
-        run->next = std::make_shared<CompactedView>(*r, run->horizon);
-        self->scan(run, true);
-      });
+  store_->asyncCreate(ledger_->name(), run->horizon, ledger_->executor(),
+                      [self, run](Result<std::shared_ptr<storage::CompactedLedger>> r) {
+                        if (self->closed_) {
+                          if (r.isOk()) (*r)->asyncDelete([](const Status&) {});
+                          return;
+                        }
+                        if (!r.isOk()) return self->fail(run, r.status());
+                        run->next = std::make_shared<CompactedView>(*r, run->horizon);
+                        self->scan(run, true);
+                      });
 }
 
 void TopicCompactor::commit(const std::shared_ptr<Run>& run) {

@@ -235,7 +235,8 @@ TEST_F(TopicCompactorTest, CompactsTwiceAndRecordsTheHorizonOnTheCursor) {
     int64_t seq = -1;
     runSync([&](auto done) {
       for (auto* c : ledger_->cursors()) {
-        if (c->name() == kCompactionCursorName) seq = c->properties().at(kCompactedLedgerSeqProperty);
+        if (c->name() == kCompactionCursorName)
+          seq = c->properties().at(kCompactedLedgerSeqProperty);
       }
       done();
     });

@@ -71,31 +71,28 @@ class BkCompactedLedger : public CompactedLedger,
     auto* exec = exec_;
     int64_t id = id_;
     h->loop().execute([h, first, last, exec, id, cb = std::move(cb)]() mutable {
-      h->readEntries(first, last,
-                     [exec, id, cb = std::move(cb)](BkResult rc,
-                                                    std::vector<bookkeeper::LedgerEntry> es) {
-                       Status s = Status::ok();
-                       std::vector<Entry> out;
-                       if (rc != BkResult::kOk) {
-                         s = bkStatus(rc, "reading compacted ledger " + std::to_string(id));
-                       } else {
-                         out.reserve(es.size());
-                         for (auto& e : es) {
-                           auto m = parseRawMessage(e.payload);
-                           if (!m.isOk()) {
-                             s = Status::corruption("compacted ledger " + std::to_string(id) +
-                                                    " entry " + std::to_string(e.entryId) + ": " +
-                                                    m.status().message());
-                             out.clear();
-                             break;
-                           }
-                           out.push_back(std::move(m.value()));
-                         }
-                       }
-                       exec->execute([s, out = std::move(out), cb]() mutable {
-                         cb(s, std::move(out));
-                       });
-                     });
+      h->readEntries(
+          first, last,
+          [exec, id, cb = std::move(cb)](BkResult rc, std::vector<bookkeeper::LedgerEntry> es) {
+            Status s = Status::ok();
+            std::vector<Entry> out;
+            if (rc != BkResult::kOk) {
+              s = bkStatus(rc, "reading compacted ledger " + std::to_string(id));
+            } else {
+              out.reserve(es.size());
+              for (auto& e : es) {
+                auto m = parseRawMessage(e.payload);
+                if (!m.isOk()) {
+                  s = Status::corruption("compacted ledger " + std::to_string(id) + " entry " +
+                                         std::to_string(e.entryId) + ": " + m.status().message());
+                  out.clear();
+                  break;
+                }
+                out.push_back(std::move(m.value()));
+              }
+            }
+            exec->execute([s, out = std::move(out), cb]() mutable { cb(s, std::move(out)); });
+          });
     });
   }
 
@@ -176,9 +173,8 @@ class BkCompactedLedgerStore : public CompactedLedgerStore {
         compactedLedgerMetadata(pulsarTopicName(topic), horizon),
         [bk, gate, exec, executor, topic, cb = std::move(cb)](BkResult rc, const HandlePtr& h) {
           if (rc != BkResult::kOk) {
-            return exec->execute([rc, topic, cb] {
-              cb(bkStatus(rc, topic + ": creating a compacted ledger"));
-            });
+            return exec->execute(
+                [rc, topic, cb] { cb(bkStatus(rc, topic + ": creating a compacted ledger")); });
           }
           std::shared_ptr<CompactedLedger> l =
               std::make_shared<BkCompactedLedger>(bk, gate, executor, h, 0, 0, true);
@@ -197,9 +193,10 @@ class BkCompactedLedgerStore : public CompactedLedgerStore {
     if (properties.count(kCompactedLedgerSeqProperty) != 0) {
       // A view an earlier Magnetar kept in a managed ledger: not a compacted ledger Pulsar (or
       // this store) can read. The next compaction writes one.
-      MLOG_WARN("{}: compacted view in Magnetar's old managed-ledger format ignored; it is "
-                "rewritten by the next compaction",
-                topic);
+      MLOG_WARN(
+          "{}: compacted view in Magnetar's old managed-ledger format ignored; it is "
+          "rewritten by the next compaction",
+          topic);
       exec->execute([cb = std::move(cb)] { cb(std::shared_ptr<CompactedLedger>()); });
       return;
     }

@@ -301,8 +301,8 @@ Result<Entry> parseRawMessage(std::string_view in) {
   uint32_t size = getBE32(in.data());
   in.remove_prefix(4);
   if (size > in.size()) {
-    return Status::corruption("RawMessage: payload size " + std::to_string(size) + " past the end (" +
-                              std::to_string(in.size()) + " bytes left)");
+    return Status::corruption("RawMessage: payload size " + std::to_string(size) +
+                              " past the end (" + std::to_string(in.size()) + " bytes left)");
   }
   Entry e;
   e.position = *id;

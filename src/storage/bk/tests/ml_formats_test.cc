@@ -206,9 +206,10 @@ TEST(CompactedLedgerFormatTest, RawMessageBytesArePulsars) {
 
 TEST(CompactedLedgerFormatTest, RawMessageIdWithOtherFieldsParses) {
   // ledgerId 5, entryId 7, partition -1 (a 10-byte varint), batch_index 2, ack_set packed [1].
-  std::string id = bytesOf({0x08, 0x05, 0x10, 0x07, 0x18, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
-                            0xFF, 0xFF, 0x01, 0x20, 0x02, 0x2A, 0x01, 0x01});
-  std::string raw = bytesOf({0, 0, 0, static_cast<int>(id.size())}) + id + bytesOf({0, 0, 0, 1}) + "x";
+  std::string id = bytesOf({0x08, 0x05, 0x10, 0x07, 0x18, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                            0xFF, 0xFF, 0xFF, 0xFF, 0x01, 0x20, 0x02, 0x2A, 0x01, 0x01});
+  std::string raw =
+      bytesOf({0, 0, 0, static_cast<int>(id.size())}) + id + bytesOf({0, 0, 0, 1}) + "x";
   auto e = parseRawMessage(raw);
   ASSERT_TRUE(e.isOk()) << e.status().toString();
   EXPECT_EQ(e->position, (Position{5, 7}));
