@@ -73,7 +73,8 @@ class BkCompactedLedger : public CompactedLedger,
     h->loop().execute([h, first, last, exec, id, cb = std::move(cb)]() mutable {
       h->readEntries(
           first, last,
-          [exec, id, cb = std::move(cb)](BkResult rc, std::vector<bookkeeper::LedgerEntry> es) {
+          [exec, id, cb = std::move(cb)](BkResult rc,
+                                         const std::vector<bookkeeper::LedgerEntry>& es) {
             Status s = Status::ok();
             std::vector<Entry> out;
             if (rc != BkResult::kOk) {
