@@ -417,6 +417,86 @@ TEST_P(BkStorageTest, DeleteRemovesZnodesAndLedgers) {
   EXPECT_TRUE(ledgerGone(cursorLedger));
 }
 
+// Pulsar's compacted ledger: a plain ledger with the compacted-ledger metadata and RawMessage
+// entries, found again through the cursor property; closed, deleted on request.
+TEST_P(BkStorageTest, CompactedLedgersAreInPulsarsFormat) {
+  auto store = factory_->compactedLedgerStore();
+  ASSERT_TRUE(store);
+  std::shared_ptr<CompactedLedger> written;
+  bool done = false;
+  store->asyncCreate("public/default/persistent/ct", {7, 3}, &ex_,
+                     [&](Result<std::shared_ptr<CompactedLedger>> r) {
+                       EXPECT_TRUE(r.isOk()) << r.status().toString();
+                       if (r) written = *r;
+                       done = true;
+                     });
+  runUntil([&] { return done; });
+  ASSERT_TRUE(written);
+  EXPECT_TRUE(wait([&](StatusCallback cb) {
+    written->asyncAdd({5, 1}, Buffer::copyOf("one"), [](const Status& s) { EXPECT_TRUE(s); });
+    written->asyncAdd({7, 3}, Buffer::copyOf("three"), cb);
+  }));
+  EXPECT_TRUE(wait([&](StatusCallback cb) { written->asyncClose(cb); }));
+  const int64_t id = written->ledgerId();
+  CursorProperties props{{kCompactedLedgerSeqProperty, 9}};
+  written->describe(&props);
+  EXPECT_EQ(props, (CursorProperties{{kCompactedTopicLedgerProperty, id}}));
+
+  auto [rc, md] = ledgerMetadata(id);
+  ASSERT_EQ(rc, BkResult::kOk);
+  EXPECT_EQ(md.state, bookkeeper::LedgerState::kClosed);
+  EXPECT_EQ(md.lastEntryId, 1);
+  EXPECT_EQ(md.customMetadata, (std::map<std::string, std::string>{
+                                   {"application", "pulsar"},
+                                   {"component", "compacted-ledger"},
+                                   {"pulsar/compactedTopic", "persistent://public/default/ct"},
+                                   {"pulsar/compactedTo", bk::messageIdDataBytes({7, 3})}}));
+  EXPECT_EQ(readLedger(id, 0, 1),
+            (std::vector<std::string>{std::string(bk::encodeRawMessage({5, 1}, "one").view()),
+                                      std::string(bk::encodeRawMessage({7, 3}, "three").view())}));
+
+  // Opened again from the cursor's properties (as at topic load), read by index.
+  std::shared_ptr<CompactedLedger> opened;
+  done = false;
+  store->asyncOpen("public/default/persistent/ct", props, &ex_,
+                   [&](Result<std::shared_ptr<CompactedLedger>> r) {
+                     EXPECT_TRUE(r.isOk()) << r.status().toString();
+                     if (r) opened = *r;
+                     done = true;
+                   });
+  runUntil([&] { return done; });
+  ASSERT_TRUE(opened);
+  EXPECT_EQ(opened->numberOfEntries(), 2);
+  std::vector<Entry> got;
+  done = false;
+  opened->asyncRead(1, 10, 1 << 20, [&](const Status& s, std::vector<Entry> es) {
+    EXPECT_TRUE(s) << s.toString();
+    got = std::move(es);
+    done = true;
+  });
+  runUntil([&] { return done; });
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].position, (Position{7, 3}));
+  EXPECT_EQ(got[0].data.view(), "three");
+
+  // Properties that name no compacted ledger, or the embedded format's view: no ledger.
+  for (const CursorProperties& p :
+       {CursorProperties{},
+        CursorProperties{{kCompactedTopicLedgerProperty, id}, {kCompactedLedgerSeqProperty, 9}}}) {
+    done = false;
+    store->asyncOpen("public/default/persistent/ct", p, &ex_,
+                     [&](Result<std::shared_ptr<CompactedLedger>> r) {
+                       EXPECT_TRUE(r.isOk());
+                       EXPECT_FALSE(r.isOk() && *r);
+                       done = true;
+                     });
+    runUntil([&] { return done; });
+  }
+
+  EXPECT_TRUE(wait([&](StatusCallback cb) { opened->asyncDelete(cb); }));
+  EXPECT_TRUE(ledgerGone(id));
+}
+
 TEST_P(BkStorageTest, OpenDuringCloseWaitsForTheClose) {
   auto ml = open("t/reclose");
   auto c = ml->openCursor("s", InitialPosition::kEarliest);
