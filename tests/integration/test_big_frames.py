@@ -147,7 +147,7 @@ def test_frames_of_connections_without_producers_wait_at_their_header():
             closed = []
             errors = []
 
-            def run(c):
+            def run(c, errors=errors):
                 try:
                     c.sock.settimeout(120)
                     c.send(big[:part])
