@@ -298,6 +298,9 @@ void writeStorageMetrics(PrometheusWriter& w, const std::string& cluster,
   one("magnetar_storage_disk_usage_ratio", MetricType::kGauge,
       "Fraction in use of the fuller of the journal's and the metadata's file systems",
       s.diskUsage);
+  one("magnetar_storage_index_runs", MetricType::kGauge,
+      "Journal records of live ledgers located in memory (about 160 bytes each)",
+      static_cast<double>(s.indexRuns));
 }
 
 void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerService& service) {
@@ -314,6 +317,17 @@ void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerServic
     w.sample("magnetar_io_thread_read_paused_total", l, static_cast<double>(s.pausedTotal));
     w.sample("magnetar_io_thread_read_paused_seconds_total", l, s.pausedSeconds);
   }
+  const auto& a = service.frameAdmission();
+  w.family("magnetar_publish_buffer_pending_bytes", MetricType::kGauge,
+           "Bytes charged to maxMessagePublishBufferSizeInMB by all I/O threads (publishes not "
+           "yet persisted and frames being read)");
+  w.sample("magnetar_publish_buffer_pending_bytes", {}, static_cast<double>(a.pendingBytes()));
+  w.family("magnetar_publish_frames_waiting", MetricType::kGauge,
+           "Connections holding a frame header until the publish buffer has room for the frame");
+  w.sample("magnetar_publish_frames_waiting", {}, static_cast<double>(a.waiting()));
+  w.family("magnetar_publish_frames_waited_total", MetricType::kCounter,
+           "Frames that waited at their header for room in the publish buffer");
+  w.sample("magnetar_publish_frames_waited_total", {}, static_cast<double>(a.waitedTotal()));
 }
 
 void writeProtocolErrorMetrics(PrometheusWriter& w) {

@@ -113,8 +113,10 @@ Status BrokerService::start() {
         malloc_trim(0);
       });
   const int64_t share = publishBufferShare(options_.maxMessagePublishBufferSizeInMB);
+  admission_.setLimitBytes(publishBufferBytes(options_.maxMessagePublishBufferSizeInMB));
   for (int i = 0; i < ioLoops_->size(); ++i) {
-    throttles_.push_back(std::make_unique<PublishBufferThrottle>(ioLoops_->at(i), share));
+    throttles_.push_back(
+        std::make_unique<PublishBufferThrottle>(ioLoops_->at(i), share, admission_));
   }
   // tls: the context of the TLS port (the certificates current at accept time), else null.
   auto factory = [this](const std::shared_ptr<net::TlsContext>& tls) {
@@ -148,13 +150,18 @@ Status BrokerService::start() {
   return s;
 }
 
+int64_t BrokerService::publishBufferBytes(int mb) {
+  return mb > 0 ? static_cast<int64_t>(mb) << 20 : 0;
+}
+
 // maxMessagePublishBufferSizeInMB divided between the I/O threads (Pulsar's publish buffer).
 int64_t BrokerService::publishBufferShare(int mb) const {
-  return mb > 0 ? (static_cast<int64_t>(mb) << 20) / ioLoops_->size() : 0;
+  return publishBufferBytes(mb) / ioLoops_->size();
 }
 
 void BrokerService::setMaxMessagePublishBufferSizeInMB(int mb) {
   if (!ioLoops_) return;
+  admission_.setLimitBytes(publishBufferBytes(mb));
   const int64_t share = publishBufferShare(mb);
   for (auto& t : throttles_) {
     PublishBufferThrottle* throttle = t.get();

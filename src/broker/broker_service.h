@@ -177,6 +177,8 @@ class BrokerService {
   void setProducerNameGeneratorId(int64_t id) { producerNameGeneratorId_.store(id); }
   // The publish buffer throttle of each pulsar-io loop, in loop order (metrics).
   std::vector<std::pair<std::string, PublishThrottleStats>> publishThrottleStats() const;
+  // Frames admitted at their header against the whole publish buffer (metrics). Thread: any.
+  const FrameAdmission& frameAdmission() const { return admission_; }
   void connectionClosed() {
     activeConnections_--;
     closedSinceTrim_.fetch_add(1, std::memory_order_relaxed);
@@ -333,6 +335,8 @@ class BrokerService {
   void announcePartitions(const TopicName& name, int from, int to, bool created) EXCLUDES(mu_);
   // Bytes of maxMessagePublishBufferSizeInMB=mb for each I/O loop (0: off). REQUIRES: started.
   int64_t publishBufferShare(int mb) const;
+  // maxMessagePublishBufferSizeInMB=mb in bytes (0: off).
+  static int64_t publishBufferBytes(int mb);
   storage::MetadataStore* metadata_ = nullptr;
   TopicOwnership* ownership_ = nullptr;
   ClusterTopicLister clusterTopicLister_;
@@ -359,6 +363,8 @@ class BrokerService {
   // Compacted ledgers found at start-up, by topic ledger name: their seqs (compactedLedgerName);
   // handed to the topic when it loads. Guarded by mu_.
   std::map<std::string, std::vector<int64_t>> compactedSeqs_;
+  // maxMessagePublishBufferSizeInMB whole, for frames admitted at their header.
+  FrameAdmission admission_{0};
   std::vector<std::unique_ptr<PublishBufferThrottle>> throttles_;  // one per pulsar-io loop
 
   mutable Mutex mu_;

@@ -29,7 +29,77 @@ std::vector<std::shared_ptr<ServerCnx>> PublishBufferThrottle::connections() con
   return out;
 }
 
+bool FrameAdmission::tryCharge(int64_t bytes) {
+  const int64_t limit = limitBytes_.load(std::memory_order_relaxed);
+  int64_t p = pending_.load(std::memory_order_relaxed);
+  while (limit <= 0 || p == 0 || p + bytes <= limit) {
+    if (pending_.compare_exchange_weak(p, p + bytes, std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
+bool FrameAdmission::admitOrQueue(const std::shared_ptr<ServerCnx>& cnx, int64_t bytes) {
+  // Nobody overtakes a waiter: with a queue, the frame joins it.
+  if (waiting_.load(std::memory_order_relaxed) == 0 && tryCharge(bytes)) return true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(Waiter{cnx, cnx.get(), bytes});
+    waiting_.fetch_add(1, std::memory_order_relaxed);
+  }
+  waitedTotal_.fetch_add(1, std::memory_order_relaxed);
+  drain();  // charges may have come back since the check
+  return false;
+}
+
+void FrameAdmission::release(int64_t bytes) {
+  pending_.fetch_sub(bytes, std::memory_order_relaxed);
+  if (waiting_.load(std::memory_order_relaxed) > 0) drain();
+}
+
+void FrameAdmission::cancel(const ServerCnx* cnx) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (it->id == cnx) {
+      it = queue_.erase(it);
+      waiting_.fetch_sub(1, std::memory_order_relaxed);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void FrameAdmission::setLimitBytes(int64_t limitBytes) {
+  limitBytes_.store(limitBytes, std::memory_order_relaxed);
+  drain();
+}
+
+void FrameAdmission::drain() {
+  std::vector<std::pair<std::shared_ptr<ServerCnx>, int64_t>> admitted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (!queue_.empty()) {
+      Waiter& w = queue_.front();
+      auto cnx = w.cnx.lock();
+      if (cnx && !tryCharge(w.bytes)) break;  // in order: the head waits for room
+      if (cnx) admitted.emplace_back(std::move(cnx), w.bytes);
+      queue_.pop_front();
+      waiting_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  for (auto& [cnx, bytes] : admitted) {
+    ServerCnx* c = cnx.get();
+    c->loop().execute([cnx = std::move(cnx), bytes = bytes] { cnx->frameAdmitted(bytes); });
+  }
+}
+
+void PublishBufferThrottle::addAdmitted(int64_t bytes) {
+  int64_t now = pending_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  int64_t limit = limitBytes();
+  if (limit > 0 && now > limit && !paused_.load(std::memory_order_relaxed)) pauseAll();
+}
+
 void PublishBufferThrottle::add(int64_t bytes) {
+  unflushed_ += bytes;
   int64_t now = pending_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
   int64_t limit = limitBytes();
   if (limit > 0 && now > limit && !paused_.load(std::memory_order_relaxed)) pauseAll();
@@ -37,6 +107,7 @@ void PublishBufferThrottle::add(int64_t bytes) {
 
 void PublishBufferThrottle::release(int64_t bytes) {
   int64_t now = pending_.fetch_sub(bytes, std::memory_order_relaxed) - bytes;
+  admission_.release(bytes);
   if (now <= limitBytes() / 2 && paused_.load(std::memory_order_relaxed) &&
       !resumeQueued_.exchange(true)) {
     loop_.execute([this] { resumeAll(); });

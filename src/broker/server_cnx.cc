@@ -76,6 +76,11 @@ const char* CnxErrorStats::label(ProtocolError e) {
 bool ServerCnx::onData(const uint8_t* data, size_t len) {
   MAGNETAR_DCHECK_ON(loop());
   Status s = decoder_.feed(data, len, static_cast<protocol::FrameHandler&>(*this));
+  if (s.isOk() && decoder_.lastFeedConsumed() < len) {
+    // A frame waits for admission at its header: keep the rest of this read for then.
+    const size_t used = decoder_.lastFeedConsumed();
+    heldBytes_.assign(reinterpret_cast<const char*>(data) + used, len - used);
+  }
   if (!s.isOk()) {
     // Commands before CONNECT are counted where they are refused (onFrame).
     if (s.code() == StatusCode::kTooLarge) {
@@ -96,6 +101,7 @@ void ServerCnx::onReadBatchDone() {
 }
 
 void ServerCnx::flushSends() {
+  throttle_.flushAdmission();
   for (auto& [topic, sends] : sendBatch_) {
     topic->executor().execute([topic = topic, batch = std::move(sends)]() mutable {
       topic->publish(batch);
@@ -128,7 +134,29 @@ void ServerCnx::setThrottled(bool throttled) {
   updateReadState();
 }
 
+void ServerCnx::frameAdmitted(int64_t bytes) {
+  MAGNETAR_DCHECK_ON(loop());
+  if (isClosed() || frameWaiting_ != bytes) {
+    throttle_.admission().release(bytes);  // it left the queue in between
+    return;
+  }
+  frameWaiting_ = 0;
+  frameCharge_ = bytes;
+  throttle_.addAdmitted(bytes);
+  if (!heldBytes_.empty()) {
+    std::string held;
+    held.swap(heldBytes_);
+    // Part of the admitted frame only (the rest of it was not in that read): no new header.
+    if (!onData(reinterpret_cast<const uint8_t*>(held.data()), held.size())) return;
+  }
+  updateReadState();
+}
+
 void ServerCnx::updateReadState() {
+  if (frameWaiting_ > 0) {  // until frameAdmitted()
+    pauseRead();
+    return;
+  }
   // A frame charged at its header is exempt from the two limits: it completes (reads are cut
   // at its end), then reading pauses. Pausing inside charged frames could leave every
   // connection paused with charges that never complete.
@@ -173,6 +201,9 @@ void ServerCnx::onClosed() {
     CnxErrorStats::record(ProtocolError::kTruncated);
   }
   throttle_.unregisterConnection(this);
+  throttle_.flushAdmission();
+  if (std::exchange(frameWaiting_, 0) > 0) throttle_.admission().cancel(this);
+  heldBytes_.clear();
   if (int64_t charge = std::exchange(frameCharge_, 0); charge > 0) throttle_.release(charge);
   for (auto& [topic, sends] : sendBatch_) {
     for (auto& ps : sends) throttle_.release(static_cast<int64_t>(ps.entry.size()));
@@ -201,24 +232,38 @@ void ServerCnx::sendError(uint64_t requestId, proto::ServerError e, const std::s
   send(Commands::newError(requestId, e, msg));
 }
 
-void ServerCnx::onPartialFrameStart(size_t frameBytes) {
+bool ServerCnx::onPartialFrameStart(size_t frameBytes) {
   MAGNETAR_DCHECK_ON(loop());
-  MAGNETAR_DCHECK(frameCharge_ == 0);
-  // Admitted now, before its body is read: charged whole, so a connection receiving a large
-  // frame counts what it will hold. Over the share, the loop's other connections pause at
-  // their frame boundaries; this one finishes the frame (see maxNextDelivery()).
-  frameCharge_ = static_cast<int64_t>(frameBytes);
-  throttle_.add(frameCharge_);
+  MAGNETAR_DCHECK(frameCharge_ == 0 && frameWaiting_ == 0);
+  // Admitted before its body is read and charged whole, so a connection receiving a large frame
+  // counts what it will hold; over the broker's whole limit it waits here, holding its header.
+  const auto bytes = static_cast<int64_t>(frameBytes);
+  throttle_.flushAdmission();  // this loop's SENDs so far count in the decision
+  if (!throttle_.admission().admitOrQueue(self(), bytes)) {
+    frameWaiting_ = bytes;
+    pauseRead();
+    return false;
+  }
+  frameCharge_ = bytes;
+  // Over the loop's share, its other connections with producers pause at their frame
+  // boundaries; this one finishes the frame (see maxNextDelivery()).
+  throttle_.addAdmitted(bytes);
   // A limit may have paused reading earlier in this chunk: the frame is exempt from it.
   if (readPaused()) updateReadState();
+  return true;
 }
 
 size_t ServerCnx::maxNextDelivery() const {
   MAGNETAR_DCHECK_ON(loop());
-  if (frameCharge_ > 0 && (throttled_ || publishPaused_.load(std::memory_order_relaxed))) {
+  const bool tight = throttle_.admission().tight();
+  if (frameCharge_ > 0 && (tight || throttled_ || publishPaused_.load(std::memory_order_relaxed))) {
     return decoder_.remainingInFrame();  // > 0: the charged frame is not complete yet
   }
-  return SIZE_MAX;
+  if (!tight) return SIZE_MAX;
+  // Frames wait for admission: read up to the end of the next header and no further, so a frame
+  // that must wait holds its header only.
+  if (size_t rest = decoder_.remainingInFrame(); rest > 0) return rest;
+  return protocol::kFrameHeaderLen - decoder_.bufferedBytes();
 }
 
 Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {

@@ -70,6 +70,9 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void publishCompleted(uint32_t n, uint64_t bytes);
   // The loop's publish buffer is over its share (or back under half). Loop thread.
   void setThrottled(bool throttled);
+  // The frame that waited at its header was admitted (FrameAdmission, which charged `bytes`
+  // already): it is read on. Loop thread.
+  void frameAdmitted(int64_t bytes);
   // The broker closed this consumer/producer (topic deleted, seek, ...). Any thread.
   void closeConsumerFromBroker(uint64_t consumerId);
   // The broker closed this producer (topic terminated or unloaded): CLOSE_PRODUCER to the client,
@@ -105,9 +108,10 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   // ok, or kNotAllowed (the connection closes) while the broker's ownership lease is not
   // confirmed (TopicOwnership::writable()).
   Status checkWritable();
-  // Charges a frame whose body is still to be read to the loop's publish buffer share.
-  void onPartialFrameStart(size_t frameBytes) override;
-  // While reads are paused by a limit, the rest of a charged frame and nothing more.
+  // Admits a frame whose body is still to be read against the publish buffer (FrameAdmission)
+  // and charges it; false when it must wait: reading stops after its header.
+  bool onPartialFrameStart(size_t frameBytes) override;
+  // While a limit holds: the rest of a charged frame, else up to the end of the next header.
   size_t maxNextDelivery() const override;
   // The outbound queue fell to pulsarChannelWriteBufferLowWaterMark: each consumer's dispatcher
   // goes on (it held back while the queue was over the high mark).
@@ -239,6 +243,10 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   bool throttled_ = false;  // loop thread
   // Bytes of the frame being read charged to throttle_ at its header (0 when none). Loop thread.
   int64_t frameCharge_ = 0;
+  // Bytes of the frame waiting for admission at its header (0 when none; reading is paused),
+  // and what came after its header in the same read (its body's first bytes). Loop thread.
+  int64_t frameWaiting_ = 0;
+  std::string heldBytes_;
   std::atomic<bool> shuttingDown_{false};  // set on the loop thread, read by publishCompleted
   bool shutdownClosed_ = false;            // loop thread: CLOSE_* sent
   PublishBufferThrottle& throttle_;

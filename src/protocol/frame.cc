@@ -99,7 +99,15 @@ Status FrameDecoder::finishFrame(FrameHandler& handler, Buffer entry) {
 }
 
 Status FrameDecoder::feed(const uint8_t* p, size_t n, FrameHandler& handler) {
+  lastConsumed_ = 0;
   if (!error_.isOk()) return error_;
+  const size_t len = n;
+  Status s = feedSome(p, n, handler);
+  lastConsumed_ = len - n;
+  return s;
+}
+
+Status FrameDecoder::feedSome(const uint8_t*& p, size_t& n, FrameHandler& handler) {
   while (n > 0) {
     if (state_ == State::kHeader) {
       const uint8_t* h;
@@ -133,8 +141,9 @@ Status FrameDecoder::feed(const uint8_t* p, size_t n, FrameHandler& handler) {
         headerFill_ = 0;
       }
       if (Status s = onHeader(h); !s.isOk()) return s;
-      if (n < size_t{totalSize_} - kSizeFieldLen) {
-        handler.onPartialFrameStart(size_t{totalSize_} + kSizeFieldLen);
+      if (n < size_t{totalSize_} - kSizeFieldLen &&
+          !handler.onPartialFrameStart(size_t{totalSize_} + kSizeFieldLen)) {
+        return Status::ok();  // deferred: the caller keeps the n bytes left
       }
     }
 

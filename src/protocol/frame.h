@@ -31,9 +31,11 @@ class FrameHandler {
   // the decoder is about to buffer a partial frame of `frameBytes` bytes (the whole frame, size
   // field included). Called once per such frame, before any of its bytes past the header are
   // buffered, and always followed by onFrame() for it unless decoding fails or stops. Frames
-  // that lie whole in one chunk are not announced. Default: nothing. (The broker charges the
-  // frame to its I/O thread's publish buffer here; see docs/memory-limits.md.)
-  virtual void onPartialFrameStart(size_t frameBytes) {}
+  // that lie whole in one chunk are not announced. Return false to defer the frame: feed()
+  // stops right after its header (see FrameDecoder::lastFeedConsumed()) and the frame continues
+  // with the next feed(), without a second call. Default: true. (The broker admits the frame
+  // against its publish buffer here; see docs/memory-limits.md.)
+  virtual bool onPartialFrameStart(size_t frameBytes) { return true; }
 };
 
 // Incremental decoder of `[totalSize u32 BE][cmdSize u32 BE][BaseCommand][entry?]` frames from a
@@ -59,7 +61,9 @@ class FrameDecoder {
   FrameDecoder& operator=(const FrameDecoder&) = delete;
 
   // Consumes all `len` bytes, calling handler.onFrame() for each frame completed by them (in
-  // order). Returns the first decode error or the first non-OK status of the handler.
+  // order), unless handler.onPartialFrameStart() defers a frame: then it stops after that
+  // frame's header (lastFeedConsumed() < len). Returns the first decode error or the first
+  // non-OK status of the handler.
   Status feed(const uint8_t* data, size_t len, FrameHandler& handler);
 
   // Same with a callable: `Status f(const proto::BaseCommand&, Buffer)` or
@@ -92,6 +96,9 @@ class FrameDecoder {
   size_t remainingInFrame() const;
   // Frames delivered so far.
   uint64_t framesDecoded() const { return frames_; }
+  // Bytes the last feed() took: its `len`, or fewer when a frame was deferred at its header (the
+  // caller keeps the rest and feeds it when it lets the frame go on) or decoding failed.
+  size_t lastFeedConsumed() const { return lastConsumed_; }
   // Capacity of the scratch buffer kept for commands split across chunks (at most 4 KiB once a
   // split command is done: a larger one is freed).
   size_t scratchCapacity() const { return cmdBuf_.capacity(); }
@@ -108,6 +115,8 @@ class FrameDecoder {
   Status onHeader(const uint8_t* h);
   Status parseCommand(const uint8_t* p, size_t n);
   Status finishFrame(FrameHandler& handler, Buffer entry);
+  // feed()'s loop; advances p and n past what it took.
+  Status feedSome(const uint8_t*& p, size_t& n, FrameHandler& handler);
 
   size_t maxFrameSize_;
   State state_ = State::kHeader;
@@ -120,6 +129,7 @@ class FrameDecoder {
   size_t entryFill_ = 0;
   proto::BaseCommand cmd_;  // reused for every frame
   uint64_t frames_ = 0;
+  size_t lastConsumed_ = 0;
   Status error_;
 };
 

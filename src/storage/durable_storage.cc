@@ -221,7 +221,9 @@ Status DurableManagedLedgerFactory::bgWrite(std::vector<MetadataOp> ops, int64_t
 }
 
 void DurableManagedLedgerFactory::bgAddRun(const JournalRun& r) {
-  segmentRuns_[r.segment][r.offset] = r;
+  if (segmentRuns_[r.segment].insert_or_assign(r.offset, r).second) {
+    liveRuns_.fetch_add(1, std::memory_order_relaxed);
+  }
   ledgerSegments_[r.ledgerId].insert(r.segment);
 }
 
@@ -261,7 +263,9 @@ void DurableManagedLedgerFactory::bgForgetLedgers(const std::vector<int64_t>& id
     if (it == ledgerSegments_.end()) continue;
     for (uint64_t seg : it->second) {
       auto& runs = segmentRuns_[seg];
-      std::erase_if(runs, [id](const auto& kv) { return kv.second.ledgerId == id; });
+      const auto gone =
+          std::erase_if(runs, [id](const auto& kv) { return kv.second.ledgerId == id; });
+      liveRuns_.fetch_sub(static_cast<int64_t>(gone), std::memory_order_relaxed);
     }
     ledgerSegments_.erase(it);
   }
@@ -557,7 +561,10 @@ DurableManagedLedgerFactory::bgApplyRelocations(const std::vector<Relocation>& m
   for (const Relocation& m : live) {
     auto& old = segmentRuns_[m.from.segment];
     auto it = old.find(m.from.offset);
-    if (it != old.end() && it->second.ledgerId == m.from.ledgerId) old.erase(it);
+    if (it != old.end() && it->second.ledgerId == m.from.ledgerId) {
+      old.erase(it);
+      liveRuns_.fetch_sub(1, std::memory_order_relaxed);
+    }
     JournalRun to = m.from;
     to.segment = m.segment;
     to.offset = m.offset;
@@ -600,6 +607,7 @@ StorageStats DurableManagedLedgerFactory::stats() const {
     s.cacheEvictions = cache_->evictions();
   }
   s.segmentsDeleted = segmentsDeleted_.load();
+  s.indexRuns = liveRuns_.load(std::memory_order_relaxed);
   s.ledgersDeleted = ledgersDeleted_.load();
   s.segmentsCompacted = segmentsCompacted_.load();
   s.compactedBytes = compactedBytes_.load();

@@ -54,6 +54,9 @@ struct StorageStats {
   uint64_t publishesRefused = 0;  // adds refused at once (disk full or above the watermark)
   bool writable = true;           // publishes accepted now
   double diskUsage = 0;           // fraction in use of the fuller of journal / metadata disks
+  // Journal records of live ledgers whose location is held in memory (a record holds the entries
+  // of one ledger written together; about 160 B each, docs/memory-limits.md).
+  int64_t indexRuns = 0;
 };
 
 // Thread: asyncOpen/ledgerNames/stats from any thread; shutdown() from the owner. Runs the threads
@@ -172,6 +175,7 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   bool shutdown_ GUARDED_BY(mu_) = false;
   std::atomic<bool> stopped_{false};  // shutdown() began: ledgers refuse new work
   std::atomic<uint64_t> segmentsDeleted_{0}, ledgersDeleted_{0};
+  std::atomic<int64_t> liveRuns_{0};  // entries of segmentRuns_
   std::atomic<uint64_t> segmentsCompacted_{0}, compactedBytes_{0}, metadataWriteErrors_{0};
   std::atomic<uint64_t> writesRefused_{0};
   // Disk check (storage-bg writes, any thread reads): above the watermark, usage in 1e-6 units.

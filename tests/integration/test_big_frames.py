@@ -18,6 +18,7 @@ import pulsar
 
 from harness.broker import MagnetarProcess
 from harness.util import metric_sum
+from hostile_wire import WireClient, entry, send_frame
 
 DELAY_ENV = "MAGNETAR_TEST_STORAGE_DELAY_MICROS"
 PRODUCERS = 40
@@ -92,8 +93,13 @@ def test_partial_big_frames_are_charged_and_rss_stays_bounded():
         cclient.close()
         assert errors == []
         assert len(seen) == PRODUCERS * PER_PRODUCER, "every message arrives once"
-        assert metric_sum(text, "magnetar_io_thread_read_paused_total") > 0, \
-            "the I/O thread never had to stop reading"
+        # Reading stopped: at a frame boundary over the thread's share, or at a frame's header
+        # while the broker's whole publish buffer was full (one thread: the same bound).
+        assert metric_sum(text, "magnetar_io_thread_read_paused_total") + \
+            metric_sum(text, "magnetar_publish_frames_waited_total") > 0, \
+            "the broker never had to stop reading"
+        assert metric_sum(text, "magnetar_publish_buffer_pending_bytes") == 0, \
+            "every admitted frame is released"
         assert metric_sum(text, "magnetar_io_thread_publish_pending_bytes") == 0, \
             "every charge, partial frames included, is released"
         if not sanitized(pid):
@@ -103,5 +109,108 @@ def test_partial_big_frames_are_charged_and_rss_stays_bounded():
             bound = BUFFER_MB + CACHE_MB + 3 * MESSAGE_BYTES / 2**20 + 32
             print(f"idle {idle_mb:.0f} MB, peak {peak_mb:.0f} MB, bound +{bound:.0f} MB")
             assert peak_mb - idle_mb < bound, (peak_mb, idle_mb, bound)
+    finally:
+        broker.close()
+
+
+WAITERS = 60
+WAITER_FRAME_BYTES = 4 * 1024 * 1024
+WAITER_BUFFER_MB = 16
+
+
+def test_frames_of_connections_without_producers_wait_at_their_header():
+    """60 connected clients without a producer each start a 4 MB frame (a SEND for a producer
+    they never created: read whole, then refused). Only what fits in the whole publish buffer
+    (16 MB: 4 frames) is admitted and read; the others hold their 8-byte header and wait in one
+    queue, on any number of I/O threads. As refused frames give their charge back, the waiters
+    are admitted in turn: every frame is read and answered, and the charges come back to 0.
+    (Before, each connection read its frame at once: 60 x 4 MB held together.)"""
+    for io_threads in (2, 16):
+        _frames_wait_at_their_header(io_threads)
+
+
+def _frames_wait_at_their_header(io_threads):
+    broker = MagnetarProcess([
+        f"numIOThreads={io_threads}", f"maxMessagePublishBufferSizeInMB={WAITER_BUFFER_MB}",
+        "managedLedgerCacheSizeMB=8"])
+    endpoint = broker.start()
+    try:
+        pid = broker.pid
+        idle_mb = status_kb(pid, "VmRSS") / 1024
+        big = send_frame(1, 0, entry("none", 0, os.urandom(WAITER_FRAME_BYTES - 100)))
+        clients = []
+        for _ in range(WAITERS):
+            c = WireClient(endpoint.port, timeout=120)
+            c.handshake()
+            clients.append(c)
+        # Each sends 3/4 of its frame, then the rest: the sender blocks while its
+        # connection waits (the kernel's buffers hold the bytes, not the broker).
+        part = 3 * len(big) // 4
+        first_done = threading.Barrier(WAITERS + 1, timeout=120)
+        go_on = threading.Event()
+        closed = []
+        errors = []
+
+        def run(c):
+            try:
+                c.sock.settimeout(120)
+                c.send(big[:part])
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"first part: {e}")
+            try:
+                first_done.wait()
+            except threading.BrokenBarrierError:
+                pass
+            go_on.wait(120)
+            try:
+                c.send(big[part:])
+                closed.append(c.wait_closed(120))
+            except (BrokenPipeError, ConnectionResetError):
+                closed.append(True)
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"rest: {e}")
+
+        threads = [threading.Thread(target=run, args=(c,)) for c in clients]
+        for t in threads:
+            t.start()
+
+        def metrics():
+            text = urllib.request.urlopen(endpoint.admin_url + "/metrics",
+                                          timeout=10).read().decode()
+            return (metric_sum(text, "magnetar_publish_frames_waiting"),
+                    metric_sum(text, "magnetar_publish_buffer_pending_bytes"),
+                    metric_sum(text, "magnetar_publish_frames_waited_total"))
+
+        deadline = time.time() + 60
+        waiting, pending, _ = metrics()
+        while waiting < WAITERS - 5 and time.time() < deadline:
+            time.sleep(0.2)
+            waiting, pending, _ = metrics()
+        time.sleep(1)  # what was admitted has been read by now
+        waiting, pending, _ = metrics()
+        held_mb = status_kb(pid, "VmRSS") / 1024 - idle_mb
+        limit = WAITER_BUFFER_MB << 20
+        assert waiting >= WAITERS - 5, (io_threads, waiting)
+        assert pending <= limit, (io_threads, pending)
+        go_on.set()
+        try:
+            first_done.wait()
+        except threading.BrokenBarrierError:
+            pass
+        for t in threads:
+            t.join(timeout=180)
+        waiting, pending, waited = metrics()
+        peak_mb = status_kb(pid, "VmHWM") / 1024 - idle_mb
+        assert errors == [], errors
+        assert len(closed) == WAITERS and all(closed), "every frame was read and answered"
+        assert waited >= WAITERS - 5
+        assert waiting == 0 and pending == 0, (waiting, pending)
+        if not sanitized(pid):
+            # The buffer, one frame more and 32 MB for the rest (60 x 3 MB = 180 MB
+            # before).
+            bound = WAITER_BUFFER_MB + WAITER_FRAME_BYTES / 2**20 + 32
+            print(f"numIOThreads={io_threads}: {held_mb:.0f} MB held while waiting, "
+                  f"peak +{peak_mb:.0f} MB, bound +{bound:.0f} MB")
+            assert held_mb < bound and peak_mb < bound, (held_mb, peak_mb, bound)
     finally:
         broker.close()

@@ -69,6 +69,41 @@ def test_inactive_topics_are_deleted_with_their_data(broker):
         client.close()
 
 
+def index_runs(admin):
+    text = requests.get(f"{admin}/metrics/", timeout=30).text
+    return sum(float(line.split()[-1]) for line in text.splitlines()
+               if line.startswith("magnetar_storage_index_runs"))
+
+
+def test_location_state_is_counted_and_freed_with_its_data(broker):
+    """Each journal record of undeleted data is located in memory (docs/memory-limits.md,
+    Churn): 300 messages sent one at a time are 300 records more on
+    magnetar_storage_index_runs, and deleting the topic's data gives them back."""
+    admin = broker.admin_url
+    ns = new_namespace(admin)
+    topic = f"persistent://{ns}/located"
+    client = pulsar.Client(broker.service_url, operation_timeout_seconds=10)
+    try:
+        before = index_runs(admin)
+        produce(client, topic, 300)  # synchronous sends: one record each
+        # Runs reach the in-memory index at the journal's next checkpoint, taken by a write at
+        # least checkpointIntervalMs (5 s) after the last one: keep writing elsewhere until then.
+        side = client.create_producer(f"persistent://{ns}/side")
+
+        def checkpointed():
+            side.send(b"tick")
+            return index_runs(admin) - before >= 300
+        assert wait_for(checkpointed, 30), index_runs(admin) - before
+        side.close()
+        grown = index_runs(admin) - before
+        # No subscription: the topic and its ledgers are deleted once idle for 2 s.
+        assert wait_for(lambda: topic not in topics_of(admin, ns), 20)
+        assert wait_for(lambda: index_runs(admin) <= before + grown - 300, 20), \
+            (before, grown, index_runs(admin))
+    finally:
+        client.close()
+
+
 def test_namespace_inactive_topic_policies(broker):
     admin = broker.admin_url
     caught_up, never = new_namespace(admin), new_namespace(admin)

@@ -282,9 +282,11 @@ struct AdmissionRecorder : FrameHandler {
     events.push_back("frame " + proto::BaseCommand::Type_Name(cmd.type()));
     return Status::ok();
   }
-  void onPartialFrameStart(size_t frameBytes) override {
+  bool onPartialFrameStart(size_t frameBytes) override {
     events.push_back("partial " + std::to_string(frameBytes));
+    return !deferNext;
   }
+  bool deferNext = false;
 };
 
 TEST(FrameDecoderTest, WholeFramesInOneChunkAreNotAnnounced) {
@@ -349,6 +351,37 @@ TEST(FrameDecoderTest, FeedingExactlyTheRemainderStopsAtTheFrameBoundary) {
   ASSERT_EQ(r.events.size(), 3u);
   EXPECT_EQ(r.events[2], "partial " + std::to_string(second.size()));
   EXPECT_EQ(dec.remainingInFrame(), second.size() - kFrameHeaderLen);
+}
+
+TEST(FrameDecoderTest, DeferredFrameStopsAtItsHeaderAndGoesOnWithTheNextFeed) {
+  std::string small(Commands::newPing().view());
+  std::string big(Commands::newSend(1, 2, 1, metadata(2), std::string(100000, 'b')).view());
+  std::string stream = small + big + small;
+  auto* p = reinterpret_cast<const uint8_t*>(stream.data());
+  AdmissionRecorder r;
+  r.deferNext = true;
+  FrameDecoder dec;
+  // A chunk with the PING, the SEND's header and 1000 bytes of its body.
+  const size_t first = small.size() + kFrameHeaderLen + 1000;
+  ASSERT_TRUE(dec.feed(p, first, r).isOk());
+  EXPECT_EQ(dec.lastFeedConsumed(), small.size() + kFrameHeaderLen);  // nothing of the body
+  EXPECT_EQ(dec.bufferedBytes(), kFrameHeaderLen);
+  EXPECT_EQ(dec.remainingInFrame(), big.size() - kFrameHeaderLen);
+  EXPECT_EQ(r.events,
+            (std::vector<std::string>{"frame PING", "partial " + std::to_string(big.size())}));
+  // The caller lets it go on: the rest of the chunk, then the rest of the stream. The frame is
+  // not announced a second time.
+  r.deferNext = false;
+  size_t fed = dec.lastFeedConsumed();
+  ASSERT_TRUE(dec.feed(p + fed, first - fed, r).isOk());
+  EXPECT_EQ(dec.lastFeedConsumed(), first - fed);
+  fed = first;
+  ASSERT_TRUE(dec.feed(p + fed, stream.size() - fed, r).isOk());
+  EXPECT_EQ(dec.lastFeedConsumed(), stream.size() - fed);
+  EXPECT_EQ(r.events,
+            (std::vector<std::string>{"frame PING", "partial " + std::to_string(big.size()),
+                                      "frame SEND", "frame PING"}));
+  EXPECT_TRUE(dec.idle());
 }
 
 TEST(FrameDecoderTest, OversizeFrameIsRefusedBeforeItIsAnnounced) {
