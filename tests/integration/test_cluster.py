@@ -27,8 +27,14 @@ import requests
 
 from harness.broker import magnetar_bin
 from harness.zk import ZkClient
-from hostile_wire import PRODUCER_SUCCESS, SEND_RECEIPT, WireClient, entry, producer_frame, \
-    send_frame
+from hostile_wire import (
+    PRODUCER_SUCCESS,
+    SEND_RECEIPT,
+    WireClient,
+    entry,
+    producer_frame,
+    send_frame,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SESSION_TIMEOUT_MS = 4000
