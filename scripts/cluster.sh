@@ -56,6 +56,8 @@ fi
 if [ "$listeners" = 1 ] && [ -z "$port_base" ]; then
   echo "cluster.sh: --listeners needs --port-base (listeners name fixed ports)" >&2; exit 2
 fi
+usage="usage: cluster.sh start|stop|status [-d DIR] [--brokers N] [--bookies B]"
+case "$cmd" in start|stop|status) ;; -h|--help) echo "$usage"; exit 0 ;; *) echo "$usage" >&2; exit 2 ;; esac
 # Only start creates DIR: status and stop of a directory that does not exist say so.
 if [ "$cmd" = start ]; then
   mkdir -p "$dir"
@@ -233,5 +235,5 @@ case "$cmd" in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: cluster.sh start|stop|status [-d DIR] [--brokers N] [--bookies B]" >&2; exit 2 ;;
+  *) echo "$usage" >&2; exit 2 ;;
 esac

@@ -237,6 +237,12 @@ bool ServerCnx::onPartialFrameStart(size_t frameBytes) {
   MAGNETAR_DCHECK(frameCharge_ == 0 && frameWaiting_ == 0);
   // Admitted before its body is read and charged whole, so a connection receiving a large frame
   // counts what it will hold; over the broker's whole limit it waits here, holding its header.
+  // A frame of at most one read is not queued: small commands (CONNECT, PING, FLOW, ACK,
+  // lookups, small SENDs) are read whatever waits, as Pulsar reads every connection but the
+  // publishing ones; what such a frame holds is at most one read, in the base
+  // (docs/memory-limits.md). Before CONNECT no frame is bigger (kMaxFrameBeforeConnect), so a
+  // connection that has not said who it is cannot hold a claim that makes others wait.
+  if (frameBytes <= kMaxUnqueuedFrame) return true;
   const auto bytes = static_cast<int64_t>(frameBytes);
   throttle_.flushAdmission();  // this loop's SENDs so far count in the decision
   if (!throttle_.admission().admitOrQueue(self(), bytes)) {
@@ -261,7 +267,7 @@ size_t ServerCnx::maxNextDelivery() const {
   }
   if (!tight) return SIZE_MAX;
   // Frames wait for admission: read up to the end of the next header and no further, so a frame
-  // that must wait holds its header only.
+  // that must wait holds its header only (a small one that is not queued reads its rest next).
   if (size_t rest = decoder_.remainingInFrame(); rest > 0) return rest;
   return protocol::kFrameHeaderLen - decoder_.bufferedBytes();
 }

@@ -108,8 +108,9 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   // ok, or kNotAllowed (the connection closes) while the broker's ownership lease is not
   // confirmed (TopicOwnership::writable()).
   Status checkWritable();
-  // Admits a frame whose body is still to be read against the publish buffer (FrameAdmission)
-  // and charges it; false when it must wait: reading stops after its header.
+  // A frame bigger than kMaxUnqueuedFrame whose body is still to be read is admitted against the
+  // publish buffer (FrameAdmission) and charged; false when it must wait: reading stops after
+  // its header. Smaller frames: true at once, uncharged.
   bool onPartialFrameStart(size_t frameBytes) override;
   // While a limit holds: the rest of a charged frame, else up to the end of the next header.
   size_t maxNextDelivery() const override;
@@ -210,11 +211,14 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   }
 
   BrokerService& service_;
-  // Bound on a frame before CONNECT was answered (CONNECT and AUTH_RESPONSE are small; 256 KiB
-  // leaves room for big tokens): a
-  // connection that has not said who it is cannot make the broker buffer a message-sized frame
-  // (docs/memory-limits.md). Magnetar's; Pulsar's decoder takes maxMessageSize from the start.
-  static constexpr size_t kMaxFrameBeforeConnect = 256 * 1024;
+  // Frames up to this size (one socket read) are read without FrameAdmission; bigger ones are
+  // admitted at their header (onPartialFrameStart). Magnetar's.
+  static constexpr size_t kMaxUnqueuedFrame = net::EventLoop::kReadBufferSize;
+  // Bound on a frame before CONNECT was answered (CONNECT and AUTH_RESPONSE are small; 64 KiB
+  // leaves room for big tokens): a connection that has not said who it is holds at most one
+  // read and never waits for admission (docs/memory-limits.md). Magnetar's; Pulsar's decoder
+  // takes maxMessageSize from the start.
+  static constexpr size_t kMaxFrameBeforeConnect = kMaxUnqueuedFrame;
   protocol::FrameDecoder decoder_;
   bool connected_ = false;
   int protocolVersion_ = 0;

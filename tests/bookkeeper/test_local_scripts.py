@@ -118,3 +118,18 @@ def test_two_clusters_side_by_side_every_port_follows_the_base():
             subprocess.run(["bash", CLUSTER_SH, "stop", "-d", d], capture_output=True,
                            timeout=120)
             shutil.rmtree(d, ignore_errors=True)
+
+
+def test_cluster_sh_checks_the_command_before_the_directory(tmp_path):
+    """No command, --help and an unknown command answer the usage, not "no cluster in ..." (a
+    first run's `cluster.sh` or `cluster.sh --help` named a directory the user never gave)."""
+    d = tmp_path / "not-made"
+    for args, rc in (([], 2), (["--help"], 0), (["bogus", "-d", str(d)], 2)):
+        p = subprocess.run(["bash", CLUSTER_SH, *args], capture_output=True, text=True, timeout=30)
+        usage = "usage: cluster.sh start|stop|status" in p.stdout + p.stderr
+        assert p.returncode == rc and usage, (args, p.returncode, p.stderr)
+        assert "no cluster in" not in p.stderr
+    p = subprocess.run(["bash", CLUSTER_SH, "status", "-d", str(d)], capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 1 and "no cluster in" in p.stderr
+    assert not os.path.exists(d)

@@ -27,6 +27,14 @@ import requests
 
 from harness.broker import magnetar_bin
 from harness.zk import ZkClient
+from hostile_wire import (
+    PRODUCER_SUCCESS,
+    SEND_RECEIPT,
+    WireClient,
+    entry,
+    producer_frame,
+    send_frame,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SESSION_TIMEOUT_MS = 4000
@@ -825,6 +833,29 @@ def test_a_broker_paused_past_its_session_stops_serving_its_bundles(cluster: Clu
         assert consumer.receive(30000).data() == b"after-resume"
         # The resumed broker now names the new owner too.
         assert lookup(paused_web, topic) == other
+        # Registered again on a new session: the lease runs from that registration, so a bundle
+        # placed there at once takes writes at once (before: refused with NotAllowed until the
+        # next lease renewal, up to SESSION_TIMEOUT_MS / 4 later).
+        wait_until(lambda: "Registered again" in open(paused_log).read(), 15, "re-registration")
+        answers = []
+        for i in range(40):
+            fresh = f"public/default/lease-{uuid.uuid4().hex[:8]}-{i}"
+            if lookup(paused_web, fresh, authoritative=True) != paused:
+                continue
+            w = WireClient(int(paused.rsplit(":", 1)[1]), timeout=10)
+            try:
+                w.handshake()
+                w.send(producer_frame(f"persistent://{fresh}", 1, 1, name=f"lease-{i}"))
+                got = w.recv_command()
+                if got is not None and got[0] == PRODUCER_SUCCESS:
+                    w.send(send_frame(1, 0, entry(f"lease-{i}", 0, b"x")))
+                    got = w.recv_command()
+                answers.append(got[0] if got else None)
+            finally:
+                w.close()
+            if len(answers) == 3:
+                break
+        assert answers and all(a == SEND_RECEIPT for a in answers), answers
     finally:
         client.close()
 

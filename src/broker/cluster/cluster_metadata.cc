@@ -37,6 +37,11 @@ Result<json::object> parseObject(std::string_view text, const std::string& path,
   return std::move(v.as_object());
 }
 
+// The cut lives in LocalPolicies (/admin/local-policies/...) or in Policies: name the one read.
+const char* policiesKind(const std::string& path) {
+  return path.find("/local-policies/") != std::string::npos ? "LocalPolicies" : "Policies";
+}
+
 Status missing(const std::string& path, const char* what, const char* field) {
   return Status::corruption(std::string("znode ") + path + ": " + what + " without " + field);
 }
@@ -629,7 +634,7 @@ std::string namespacePoliciesJson(const std::vector<std::string>& replicationClu
 
 Result<std::string> withBundles(const std::string& base, const std::vector<uint64_t>& boundaries,
                                 const std::string& path) {
-  auto o = parseObject(base, path, "Policies");
+  auto o = parseObject(base, path, policiesKind(path));
   if (!o.isOk()) return o.status();
   if (auto* b = o->if_contains("bundles")) {
     *b = bundlesJson(boundaries);
@@ -751,7 +756,7 @@ std::string partitionedTopicPath(const std::string& fullTopicName) {
 
 Result<std::optional<std::vector<uint64_t>>> boundariesFromPolicies(std::string_view text,
                                                                     const std::string& path) {
-  auto o = parseObject(text, path, "Policies");
+  auto o = parseObject(text, path, policiesKind(path));
   if (!o.isOk()) return o.status();
   auto* bundles = o->if_contains("bundles");
   if (!bundles || !bundles->is_object()) return std::optional<std::vector<uint64_t>>();

@@ -825,10 +825,22 @@ void NamespaceService::onSession(metadata::SessionEvent e) {
       boundaries_.clear();
     }
       owners_.clear();
-      registerSelf(60, [this](const Status& s) {
+      registerSelf(60, [this, registeringNs = coarseNowNs(),
+                        generation = sessionGeneration_](const Status& s) {
+        MAGNETAR_DCHECK_ON(loop_);
         if (!s.isOk()) {
           MLOG_ERROR("{}", s.message());
           return;
+        }
+        // The new session answered: the lease runs from the registration's sending, as at start
+        // (else writes wait for the next renewLease() tick, up to sessionTimeoutMs / 4, while
+        // bundles are placed here again).
+        if (generation == sessionGeneration_) {
+          const int64_t until =
+              registeringNs + static_cast<int64_t>(options_.sessionTimeoutMs) * 750000;
+          if (until > leaseUntilNs_.load(std::memory_order_relaxed)) {
+            leaseUntilNs_.store(until, std::memory_order_relaxed);
+          }
         }
         MLOG_INFO("Registered again as {} on the new ZooKeeper session", self_.brokerId);
         elect();

@@ -57,6 +57,14 @@ TEST(ClusterMetadata, ForeignOrDamagedDataNamesThePath) {
                                     "/admin/policies/t/ns");
   ASSERT_FALSE(pol.isOk());
   EXPECT_NE(pol.status().message().find("/admin/policies/t/ns"), std::string::npos);
+  // Garbage names the document kind the path holds.
+  auto local = boundariesFromPolicies("not json", "/admin/local-policies/t/ns");
+  ASSERT_FALSE(local.isOk());
+  EXPECT_NE(local.status().message().find("does not hold LocalPolicies JSON"), std::string::npos)
+      << local.status().message();
+  auto global = boundariesFromPolicies("not json", "/admin/policies/t/ns");
+  ASSERT_FALSE(global.isOk());
+  EXPECT_NE(global.status().message().find("does not hold Policies JSON"), std::string::npos);
 }
 
 TEST(ClusterMetadata, RegistrationLeaderAndPoliciesRoundTrip) {
