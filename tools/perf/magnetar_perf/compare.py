@@ -71,11 +71,16 @@ def compare_measures(base: Json, other: Json) -> list[Json]:
 def run_variants(scenario_ref: str, key: str, values: list[str], repeat: int,
                  sets: Iterable[str], out_dir: str, args: Json,
                  quiet: bool = False) -> list[tuple[str, list[tuple[str, Json]]]]:
-    """Interleaved passes (A B A B ...). Returns [(label, [(run_dir, summary)])]."""
+    """Interleaved passes, every other one in reverse (A B C, C B A, A B C ...), so that a
+    machine's load drifting over the passes does not line up with the values' order. Returns
+    [(label, [(run_dir, summary)])] in the values' order."""
     labels = ["%s=%s" % (key, v) for v in values]
     results = {label: [] for label in labels}
     for r in range(repeat):
-        for value, label in zip(values, labels):
+        order = list(zip(values, labels))
+        if r % 2 == 1:
+            order.reverse()
+        for value, label in order:
             run_dir = os.path.join(out_dir, "%s-r%d" % (slug(label), r + 1))
             sc = scen.resolve(scenario_ref, list(sets) + variant_sets(key, value))
             if not quiet:

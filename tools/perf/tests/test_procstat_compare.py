@@ -81,3 +81,22 @@ def test_magnetar_command_pins_and_derives_available_processors(tmp_path):
     cmd2 = brokers.MagnetarBroker("/bin/true", str(tmp_path), cfg2).command()
     assert cmd2[cmd2.index("--available-processors") + 1] == "4"
     assert "journalSyncData=false" in cmd2
+
+
+def test_passes_alternate_direction(monkeypatch, tmp_path):
+    """Every other pass runs the values in reverse (A B C, C B A, A B C), so load drifting over
+    the passes does not line up with the values' order; results stay in the values' order."""
+    order = []
+    monkeypatch.setattr(compare.scen, "resolve", lambda ref, sets: sets[-1])
+    monkeypatch.setattr(compare, "variant_sets", lambda key, value: [value])
+
+    def fake_run(sc, run_dir, **kw):
+        order.append(sc)
+        return {"valid": True, "invalid_reasons": [], "n": len(order)}
+
+    monkeypatch.setattr(compare.runner, "run", fake_run)
+    out = compare.run_variants("x", "numIOThreads", ["1", "2", "4"], 3, [], str(tmp_path), {},
+                               quiet=True)
+    assert order == ["1", "2", "4", "4", "2", "1", "1", "2", "4"]
+    assert [label for label, _ in out] == ["numIOThreads=1", "numIOThreads=2", "numIOThreads=4"]
+    assert [s["n"] for _, s in out[0][1]] == [1, 6, 7]
