@@ -1,10 +1,19 @@
 #include "broker/draining_hashes.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 
 #include "broker/consumer.h"
 
 namespace magnetar::broker {
+
+PendingTable::PendingTable()
+    : slots_(static_cast<PendingSlot*>(std::calloc(kKeySharedRangeSize, sizeof(PendingSlot)))) {
+  if (!slots_) throw std::bad_alloc();
+}
+
+void PendingTable::Free::operator()(PendingSlot* p) const { std::free(p); }
 
 void DrainingHashes::rescan(const PendingTable& pending, const KeySharedSelector& selector) {
   std::unordered_map<int32_t, uint32_t> next;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -23,15 +24,39 @@ struct DrainingHashInfo {
   uint32_t blockedAttempts = 0;
 };
 
+// One slot of PendingTable: the consumer holding unacked entries of the hash, and how many.
+// All-zero bytes are the empty slot (nullptr, 0).
+struct PendingSlot {
+  Consumer* holder;
+  int count;
+};
+
+// hash -> PendingSlot, kKeySharedRangeSize (65536) slots of 16 bytes: flat, so no allocation or
+// hashing per message. Zeroed by calloc (large blocks come as fresh zero pages), so only the
+// pages holding the hashes in use get resident: a subscription with a few keys costs a few KiB,
+// not 1 MiB (1,000 Key_Shared subscriptions held 1 GB with a zero-filled vector). Thread: its
+// owner's.
+class PendingTable {
+ public:
+  PendingTable();
+  PendingSlot& operator[](size_t hash) { return slots_.get()[hash]; }
+  const PendingSlot& operator[](size_t hash) const { return slots_.get()[hash]; }
+  static constexpr size_t size() { return kKeySharedRangeSize; }
+
+ private:
+  struct Free {
+    void operator()(PendingSlot* p) const;
+  };
+  std::unique_ptr<PendingSlot, Free> slots_;
+};
+
 // Thread: the topic's executor only.
 class DrainingHashes {
  public:
-  // pending: the dispatcher's per-hash (holder, pending entries) table of 65536 slots.
-  using PendingTable = std::vector<std::pair<Consumer*, int>>;
-
   // After the selector changed (a consumer joined or left): a hash drains when entries of it are
-  // pending at a consumer that no longer owns it. Keeps the blocked counts of hashes that still
-  // drain. Scans the table (65536 slots), so only on consumer changes.
+  // pending at a consumer that no longer owns it (`pending`: the dispatcher's table). Keeps the
+  // blocked counts of hashes that still drain. Scans the table (65536 slots, reading untouched
+  // pages maps no memory), so only on consumer changes.
   void rescan(const PendingTable& pending, const KeySharedSelector& selector);
   // A message of `hash` was held back because the hash drains.
   void blocked(int32_t hash) {

@@ -7,8 +7,7 @@ namespace magnetar::broker {
 KeySharedState::KeySharedState(const BrokerOptions& options)
     : options_(options),
       selector_(std::max(1, options.subscriptionKeySharedConsistentHashingReplicaPoints),
-                options.subscriptionKeySharedUseConsistentHashing),
-      pending_(kKeySharedRangeSize, {nullptr, 0}) {}
+                options.subscriptionKeySharedUseConsistentHashing) {}
 
 int32_t KeySharedState::hashOf(const EntryMetadataPeek& md) const {
   if (md.hasOrderingKey) return selector_.hashOf(md.orderingKey);
@@ -24,9 +23,9 @@ Status KeySharedState::addConsumer(Consumer* c) {
 
 bool KeySharedState::released(int32_t hash) {
   auto& h = pending_[static_cast<size_t>(hash)];
-  if (h.second == 0 || --h.second > 0) return false;
-  if (!draining_.empty()) draining_.released(hash, h.first);
-  h.first = nullptr;
+  if (h.count == 0 || --h.count > 0) return false;
+  if (!draining_.empty()) draining_.released(hash, h.holder);
+  h.holder = nullptr;
   return true;
 }
 

@@ -42,15 +42,15 @@ class KeySharedState {
   // Messages of `hash` are unacked at a consumer other than `owner` (Pulsar 4's draining).
   bool drainingElsewhere(int32_t hash, const Consumer* owner) const {
     const auto& ph = pending_[static_cast<size_t>(hash)];
-    return ph.second > 0 && ph.first != owner;
+    return ph.count > 0 && ph.holder != owner;
   }
   // An entry of `hash` was held back because the hash drains (stats).
   void blocked(int32_t hash) { draining_.blocked(hash); }
   // An entry of `hash` went to `target`.
   void dispatched(int32_t hash, Consumer* target) {
     auto& ph = pending_[static_cast<size_t>(hash)];
-    ph.first = target;
-    ph.second++;
+    ph.holder = target;
+    ph.count++;
   }
   // One pending entry of `hash` was acked or put back; true when the hash has none left.
   bool released(int32_t hash);
@@ -75,9 +75,8 @@ class KeySharedState {
  private:
   const BrokerOptions& options_;
   KeySharedSelector selector_;
-  // hash -> (the consumer holding its unacked messages, how many). A flat table of 65536 slots
-  // (no allocation or hashing per message).
-  std::vector<std::pair<Consumer*, int>> pending_;
+  // hash -> (the consumer holding its unacked messages, how many).
+  PendingTable pending_;
   DrainingHashes draining_;                        // for stats (re-derived when consumers change)
   std::unordered_map<int32_t, int> replayHashes_;  // hash -> entries in the replay set
 };
