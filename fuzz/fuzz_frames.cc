@@ -165,7 +165,7 @@ class Session {
         o, std::make_shared<storage::MemoryManagedLedgerFactory>(mo));
     if (!service_->start().isOk()) fuzz::fail("broker start");
     net::EventLoop& loop = service_->ioLoops().at(0);
-    throttle_ = std::make_unique<broker::PublishBufferThrottle>(loop, 1 << 20);
+    throttle_ = std::make_unique<broker::PublishBufferThrottle>(loop, 1 << 20, admission_);
     auto [c, s] = tcpPair();
     client_ = c;
     boost::asio::ip::tcp::socket sock(loop.context());
@@ -308,6 +308,7 @@ class Session {
   }
 
   uint8_t flags_;
+  broker::FrameAdmission admission_{1 << 20};                // outlives throttle_
   std::unique_ptr<broker::PublishBufferThrottle> throttle_;  // outlives the service's loops
   std::unique_ptr<broker::BrokerService> service_;
   std::shared_ptr<broker::ServerCnx> cnx_;
