@@ -235,5 +235,4 @@ case "$cmd" in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  *) echo "$usage" >&2; exit 2 ;;
 esac

@@ -83,7 +83,6 @@ case "$KIND" in
       --deselect tests/integration/test_publish_flood.py::test_flood_into_slow_storage_keeps_rss_bounded \
       --deselect tests/integration/test_big_frames.py::test_partial_big_frames_are_charged_and_rss_stays_bounded \
       --deselect tests/integration/test_admission_hostile.py::test_tls_connections_waiting_at_a_header_hold_no_read \
-      --deselect tests/integration/test_key_shared.py::test_a_key_shared_subscription_with_few_keys_costs_little_memory \
       --deselect tests/integration/test_cluster.py
 
     # fuzz smoke runs (fuzz helper)

@@ -75,3 +75,12 @@ def temp_namespace(admin_url: str, prefix: str) -> Iterator[str]:
     yield ns
     requests.delete(f"{admin_url}/admin/v2/namespaces/{ns}", params={"force": "true"},
                     timeout=60)
+
+
+def proc_status_kb(pid: int, field: str) -> int:
+    """A kB field of /proc/PID/status (VmRSS, VmHWM, ...); 0 when absent."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0

@@ -29,18 +29,11 @@ import pytest
 
 from harness.broker import MagnetarProcess
 from harness.tls import tls_certs, tls_settings  # noqa: F401 (fixture)
+from harness.util import proc_status_kb
 from hostile_wire import PONG, WireClient, entry, metric, ping_frame, send_frame
 
 BUFFER_MB = 16
 QUIET = pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull)
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def unfinished_frame(frame_bytes: int) -> bytes:
@@ -200,7 +193,7 @@ def test_tls_connections_waiting_at_a_header_hold_no_read(tls_certs):  # noqa: F
         refused = []
 
         def open_tls(n: int, send: bool) -> float:
-            before = rss_mb(broker.pid)
+            before = proc_status_kb(broker.pid, "VmRSS") / 1024
             for _ in range(n):
                 s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", tls_port), timeout=30),
                                     server_hostname="localhost")
@@ -211,7 +204,7 @@ def test_tls_connections_waiting_at_a_header_hold_no_read(tls_certs):  # noqa: F
                         refused.append(s)
                 conns.append(s)
             time.sleep(2)
-            return (rss_mb(broker.pid) - before) * 1024 / n
+            return (proc_status_kb(broker.pid, "VmRSS") / 1024 - before) * 1024 / n
 
         idle_kb = open_tls(500, send=False)
         waiting_kb = open_tls(1000, send=True)

@@ -17,7 +17,7 @@ import urllib.request
 import pulsar
 
 from harness.broker import MagnetarProcess
-from harness.util import metric_sum
+from harness.util import metric_sum, proc_status_kb
 from hostile_wire import WireClient, entry, send_frame
 
 DELAY_ENV = "MAGNETAR_TEST_STORAGE_DELAY_MICROS"
@@ -26,14 +26,6 @@ PER_PRODUCER = 3
 MESSAGE_BYTES = 4 * 1024 * 1024
 BUFFER_MB = 16
 CACHE_MB = 8
-
-
-def status_kb(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def sanitized(pid):
@@ -54,7 +46,7 @@ def test_partial_big_frames_are_charged_and_rss_stays_bounded():
         os.environ.pop(DELAY_ENV, None)
     try:
         pid = broker.pid
-        idle_mb = status_kb(pid, "VmRSS") / 1024
+        idle_mb = proc_status_kb(pid, "VmRSS") / 1024
         topic = f"persistent://public/default/big-frames-{int(time.time() * 1000)}"
         cclient = pulsar.Client(endpoint.service_url, operation_timeout_seconds=120)
         consumer = cclient.subscribe(topic, "sub", receiver_queue_size=2)
@@ -88,7 +80,7 @@ def test_partial_big_frames_are_charged_and_rss_stays_bounded():
             consumer.acknowledge(m)
         for t in threads:
             t.join(timeout=60)
-        peak_mb = status_kb(pid, "VmHWM") / 1024
+        peak_mb = proc_status_kb(pid, "VmHWM") / 1024
         text = urllib.request.urlopen(endpoint.admin_url + "/metrics", timeout=10).read().decode()
         cclient.close()
         assert errors == []
@@ -136,7 +128,7 @@ def _frames_wait_at_their_header(io_threads):
     endpoint = broker.start()
     try:
         pid = broker.pid
-        idle_mb = status_kb(pid, "VmRSS") / 1024
+        idle_mb = proc_status_kb(pid, "VmRSS") / 1024
         big = send_frame(1, 0, entry("none", 0, os.urandom(WAITER_FRAME_BYTES - 100)))
         clients = []
         for _ in range(WAITERS):
@@ -188,7 +180,7 @@ def _frames_wait_at_their_header(io_threads):
             waiting, pending, _ = metrics()
         time.sleep(1)  # what was admitted has been read by now
         waiting, pending, _ = metrics()
-        held_mb = status_kb(pid, "VmRSS") / 1024 - idle_mb
+        held_mb = proc_status_kb(pid, "VmRSS") / 1024 - idle_mb
         limit = WAITER_BUFFER_MB << 20
         assert waiting >= WAITERS - 5, (io_threads, waiting)
         assert pending <= limit, (io_threads, pending)
@@ -200,7 +192,7 @@ def _frames_wait_at_their_header(io_threads):
         for t in threads:
             t.join(timeout=180)
         waiting, pending, waited = metrics()
-        peak_mb = status_kb(pid, "VmHWM") / 1024 - idle_mb
+        peak_mb = proc_status_kb(pid, "VmHWM") / 1024 - idle_mb
         assert errors == [], errors
         assert len(closed) == WAITERS and all(closed), "every frame was read and answered"
         assert waited >= WAITERS - 5

@@ -17,6 +17,7 @@ import pytest
 from pulsar import ConsumerType
 
 from harness.broker import MagnetarProcess
+from harness.util import proc_status_kb
 
 KEYS = 200
 PER_KEY = 60
@@ -162,14 +163,6 @@ def _sticky_hash(key: bytes) -> int:
     return (murmur3_32(key) & 0x7FFFFFFF) % 65536
 
 
-def _rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
-
-
 @pytest.mark.skipif(bool(os.environ.get("MAGNETAR_SANITIZED")),
                     reason="RSS says nothing under a sanitizer (shadow memory, zeroing allocator)")
 def test_a_key_shared_subscription_with_few_keys_costs_little_memory():
@@ -183,7 +176,7 @@ def test_a_key_shared_subscription_with_few_keys_costs_little_memory():
     try:
         topics = [f"persistent://public/default/ks-rss-{time.time_ns()}-{i}" for i in range(300)]
         client.subscribe(topics[0], "s", consumer_type=ConsumerType.KeyShared)
-        before = _rss_mb(broker.pid)
+        before = proc_status_kb(broker.pid, "VmRSS") / 1024
         consumers = [client.subscribe(t, "s", consumer_type=ConsumerType.KeyShared)
                      for t in topics[1:]]
         for t in topics[1:]:
@@ -193,7 +186,7 @@ def test_a_key_shared_subscription_with_few_keys_costs_little_memory():
             p.flush()
             p.close()
         assert consumers[-1].receive(10000).data() == b"x"  # dispatched: the tables are in use
-        grown = _rss_mb(broker.pid) - before
+        grown = proc_status_kb(broker.pid, "VmRSS") / 1024 - before
         assert grown < 100, f"RSS grew {grown:.0f} MB for 299 Key_Shared subscriptions"
     finally:
         client.close()

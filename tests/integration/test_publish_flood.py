@@ -22,16 +22,9 @@ import urllib.request
 import pulsar
 
 from harness.broker import MagnetarProcess
+from harness.util import proc_status_kb
 
 DELAY_ENV = "MAGNETAR_TEST_STORAGE_DELAY_MICROS"
-
-
-def proc_status_kb(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
 
 
 def sanitized(pid):

@@ -153,9 +153,7 @@ Status NamespaceService::start(const BrokerUrls& self) {
   auto id = generated.get();
   if (!id.isOk()) return id.status();
   generatorId_ = *id;
-  // The registration was answered: the lease runs from its sending.
-  leaseUntilNs_.store(registeringNs + static_cast<int64_t>(options_.sessionTimeoutMs) * 750000,
-                      std::memory_order_relaxed);
+  extendLease(registeringNs);  // the registration was answered: the lease runs from its sending
   {
     MutexLock lock(mu_);
     ready_ = true;
@@ -268,6 +266,13 @@ bool NamespaceService::writable() const {
   return coarseNowNs() < leaseUntilNs_.load(std::memory_order_relaxed);
 }
 
+void NamespaceService::extendLease(int64_t sentNs) {
+  const int64_t until = sentNs + static_cast<int64_t>(options_.sessionTimeoutMs) * 750000;
+  if (until > leaseUntilNs_.load(std::memory_order_relaxed)) {
+    leaseUntilNs_.store(until, std::memory_order_relaxed);
+  }
+}
+
 void NamespaceService::renewLease() {
   MAGNETAR_DCHECK_ON(loop_);
   if (stopped_) return;
@@ -275,10 +280,7 @@ void NamespaceService::renewLease() {
   uint64_t generation = sessionGeneration_;
   store_->exists(kBrokersRoot, &loop_, [this, sentNs, generation](const Result<bool>& r) {
     if (!r.isOk() || generation != sessionGeneration_) return;  // no contact, or an old session
-    int64_t until = sentNs + static_cast<int64_t>(options_.sessionTimeoutMs) * 750000;
-    if (until > leaseUntilNs_.load(std::memory_order_relaxed)) {
-      leaseUntilNs_.store(until, std::memory_order_relaxed);
-    }
+    extendLease(sentNs);
   });
   after(std::chrono::milliseconds(std::max(options_.sessionTimeoutMs / 4, 50)),
         [this] { renewLease(); });
@@ -835,13 +837,7 @@ void NamespaceService::onSession(metadata::SessionEvent e) {
         // The new session answered: the lease runs from the registration's sending, as at start
         // (else writes wait for the next renewLease() tick, up to sessionTimeoutMs / 4, while
         // bundles are placed here again).
-        if (generation == sessionGeneration_) {
-          const int64_t until =
-              registeringNs + static_cast<int64_t>(options_.sessionTimeoutMs) * 750000;
-          if (until > leaseUntilNs_.load(std::memory_order_relaxed)) {
-            leaseUntilNs_.store(until, std::memory_order_relaxed);
-          }
-        }
+        if (generation == sessionGeneration_) extendLease(registeringNs);
         MLOG_INFO("Registered again as {} on the new ZooKeeper session", self_.brokerId);
         elect();
       });

@@ -182,6 +182,9 @@ class NamespaceService : public TopicOwnership {
   // The lease: an exists() on /loadbalance/brokers every sessionTimeout/4; its answer (on the
   // same session) extends leaseUntilNs_ to its sending time + 3/4 of the session timeout.
   void renewLease();
+  // A request sent at sentNs (coarseNowNs) was answered on the current session: the lease runs
+  // to sentNs + 3/4 of the session timeout, unless it already runs longer. Any thread.
+  void extendLease(int64_t sentNs);
   void releaseAll(const char* why);
   // Releases an owned bundle: forgets it, closes its clients, deletes its znode. Loop only.
   void release(const std::string& key, const std::function<void(Status)>& done);
