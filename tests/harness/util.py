@@ -3,6 +3,7 @@ throw-away namespaces over the admin REST API."""
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -84,3 +85,15 @@ def proc_status_kb(pid: int, field: str) -> int:
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def sanitized(pid: int | None = None) -> bool:
+    """True when the broker under test runs with a sanitizer (its RSS says nothing then).
+    scripts/sanitizer_stage.sh sets MAGNETAR_SANITIZED; clang links its sanitizer runtime
+    statically, so /proc/<pid>/maps alone does not tell (GCC's shows libasan)."""
+    if os.environ.get("MAGNETAR_SANITIZED"):
+        return True
+    if pid is None:
+        return False
+    with open(f"/proc/{pid}/maps") as f:
+        return any(lib in line for line in f for lib in ("libasan", "libtsan", "libubsan"))

@@ -17,7 +17,7 @@ import urllib.request
 import pulsar
 
 from harness.broker import MagnetarProcess
-from harness.util import metric_sum, proc_status_kb
+from harness.util import metric_sum, proc_status_kb, sanitized
 from hostile_wire import WireClient, entry, send_frame
 
 DELAY_ENV = "MAGNETAR_TEST_STORAGE_DELAY_MICROS"
@@ -26,11 +26,6 @@ PER_PRODUCER = 3
 MESSAGE_BYTES = 4 * 1024 * 1024
 BUFFER_MB = 16
 CACHE_MB = 8
-
-
-def sanitized(pid):
-    with open(f"/proc/{pid}/maps") as f:
-        return any(lib in line for line in f for lib in ("libasan", "libtsan", "libubsan"))
 
 
 def test_partial_big_frames_are_charged_and_rss_stays_bounded():

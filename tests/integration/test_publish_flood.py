@@ -22,15 +22,9 @@ import urllib.request
 import pulsar
 
 from harness.broker import MagnetarProcess
-from harness.util import proc_status_kb
+from harness.util import proc_status_kb, sanitized
 
 DELAY_ENV = "MAGNETAR_TEST_STORAGE_DELAY_MICROS"
-
-
-def sanitized(pid):
-    """True when the broker runs with a sanitizer runtime (its RSS says nothing then)."""
-    with open(f"/proc/{pid}/maps") as f:
-        return any(lib in line for line in f for lib in ("libasan", "libtsan", "libubsan"))
 
 
 def metric_sum(admin_url, name):
