@@ -193,7 +193,9 @@ TEST_F(DurableStorageTest, IndexRebuiltFromCheckpointPlusJournalTail) {
   o.defaultRetentionSizeInMB = -1;
   MemoryMetadataStore store;
   o.metadataStore = &store;
-  o.checkpointIntervalMs = 20;
+  // One checkpoint a second: the 15 appends after the first one go in well before the next one,
+  // even under TSan (at 20 ms a slow run had them all checkpointed before the snapshot).
+  o.checkpointIntervalMs = 1000;
   Snapshot snap;
   {
     auto f = open(o);
