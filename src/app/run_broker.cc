@@ -54,6 +54,7 @@ Result<storage::StorageOptions> storageOptionsFrom(const config::ServiceConfigur
   o.managedLedgerMaxUnackedRangesToPersist = cfg.managedLedgerMaxUnackedRangesToPersist();
   o.managedLedgerMaxBatchDeletedIndexToPersist = cfg.managedLedgerMaxBatchDeletedIndexToPersist();
   o.managedLedgerCacheSizeMB = cfg.managedLedgerCacheSizeMB();
+  o.managedLedgerDefaultMarkDeleteRateLimit = cfg.managedLedgerDefaultMarkDeleteRateLimit();
   o.defaultRetentionTimeInMinutes = cfg.defaultRetentionTimeInMinutes();
   o.defaultRetentionSizeInMB = cfg.defaultRetentionSizeInMB();
   o.retentionCheckIntervalInSeconds = cfg.retentionCheckIntervalInSeconds();

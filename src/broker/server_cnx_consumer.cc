@@ -257,22 +257,22 @@ void ServerCnx::handleAck(const proto::CommandAck& c) {
     auto sub = ref.subscription;
     topic->executor().execute([=] {
       auto* s = topic->subscription(sub);
-      auto done = [=](const Status& st) {
-        if (!wantResponse) return;
-        if (st.isOk()) {
-          me->send(Commands::newAckResponse(consumerId, requestId));
-        } else {
-          me->send(Commands::newAckResponse(consumerId, requestId,
-                                            toServerError(st, ErrorContext::kSubscription),
-                                            st.message()));
-        }
-      };
-      if (!s) {
-        done(Status::notFound("Subscription not found"));
-        return;
+      // No callback without a receipt to send: the cursor write need not be waited for (it
+      // falls under managedLedgerDefaultMarkDeleteRateLimit).
+      storage::StatusCallback done;
+      if (wantResponse) {
+        done = [=](const Status& st) {
+          if (st.isOk()) {
+            me->send(Commands::newAckResponse(consumerId, requestId));
+          } else {
+            me->send(Commands::newAckResponse(consumerId, requestId,
+                                              toServerError(st, ErrorContext::kSubscription),
+                                              st.message()));
+          }
+        };
       }
-      if (positions.empty() && partial.empty()) {
-        done(Status::ok());
+      if (!s || (positions.empty() && partial.empty())) {
+        if (done) done(s ? Status::ok() : Status::notFound("Subscription not found"));
         return;
       }
       if (cumulative) {
