@@ -12,6 +12,12 @@
 namespace magnetar::storage {
 namespace {
 
+std::vector<std::pair<Position, CursorState::Range>> rangesOf(const CursorState& c) {
+  std::vector<std::pair<Position, CursorState::Range>> out;
+  c.forEachRange([&](Position first, const CursorState::Range& r) { out.emplace_back(first, r); });
+  return out;
+}
+
 class CursorStateTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -28,18 +34,19 @@ TEST_F(CursorStateTest, IndividualAcksMergeAndCollapse) {
   EXPECT_EQ(c_.backlog(ledgers_), 10);
   EXPECT_TRUE(c_.ack(Position{1, 2}, ledgers_));
   EXPECT_TRUE(c_.ack(Position{1, 4}, ledgers_));
-  EXPECT_EQ(c_.ranges().size(), 2u);
+  EXPECT_EQ(c_.rangeCount(), 2u);
   EXPECT_TRUE(c_.ack(Position{1, 3}, ledgers_));
-  EXPECT_EQ(c_.ranges().size(), 1u);  // [1:2, 1:4]
+  EXPECT_EQ(c_.rangeCount(), 1u);  // [1:2, 1:4]
   EXPECT_EQ(c_.backlog(ledgers_), 7);
   EXPECT_TRUE(c_.ack(Position{2, 0}, ledgers_));  // adjacent across the ledger boundary
-  EXPECT_EQ(c_.ranges().size(), 1u);
-  EXPECT_EQ(c_.ranges().begin()->second.last, (Position{2, 0}));
+  EXPECT_EQ(c_.rangeCount(), 1u);
+  EXPECT_EQ(rangesOf(c_).front().second.last, (Position{2, 0}));
   EXPECT_TRUE(c_.ack(Position{1, 0}, ledgers_));
   EXPECT_EQ(c_.markDelete(), (Position{1, 0}));
   EXPECT_TRUE(c_.ack(Position{1, 1}, ledgers_));
   EXPECT_EQ(c_.markDelete(), (Position{2, 0}));
-  EXPECT_TRUE(c_.ranges().empty());
+  EXPECT_EQ(c_.rangeCount(), 0u);
+  EXPECT_TRUE(rangesOf(c_).empty());
   EXPECT_EQ(c_.individuallyAcked(), 0);
   EXPECT_EQ(c_.backlog(ledgers_), 4);
 }
@@ -81,8 +88,10 @@ TEST(CursorStateModelTest, RandomAckOrdersMatchASetModel) {
           runs.push_back({all[j], CursorState::Range{all[j], 1}});
         }
       }
-      ASSERT_EQ(c.ranges().size(), runs.size());
-      auto it = c.ranges().begin();
+      ASSERT_EQ(c.rangeCount(), runs.size());
+      const auto ranges = rangesOf(c);
+      ASSERT_EQ(ranges.size(), runs.size());
+      auto it = ranges.begin();
       for (auto& [first, r] : runs) {
         ASSERT_EQ(it->first, first);
         ASSERT_EQ(it->second.last, r.last);
@@ -114,7 +123,7 @@ TEST_F(CursorStateTest, MarkDeleteAbsorbsRanges) {
   // Cumulative ack into the middle of the first range: the mark jumps to the range's end.
   c_.markDeleteUpTo(Position{1, 2}, ledgers_);
   EXPECT_EQ(c_.markDelete(), (Position{1, 3}));
-  EXPECT_EQ(c_.ranges().size(), 1u);
+  EXPECT_EQ(c_.rangeCount(), 1u);
   c_.markDeleteUpTo(Position{2, 0}, ledgers_);
   EXPECT_EQ(c_.markDelete(), (Position{2, 1}));  // 2:1 was acked, folds in
   EXPECT_EQ(c_.backlog(ledgers_), 3);
