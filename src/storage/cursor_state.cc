@@ -326,6 +326,17 @@ int64_t CursorState::LedgerAcks::clearThrough(int64_t upTo, int64_t* ends, Spare
   return cleared;
 }
 
+size_t CursorState::memoryBytes() const {
+  size_t bytes = spares_.size() * sizeof(Chunk) + ledgerAcks_.capacity() * sizeof(LedgerAcks);
+  for (const auto& acks : ledgerAcks_) {
+    bytes += acks.chunks.slotBytes();
+    for (size_t i = 0; i < acks.chunks.size(); ++i) {
+      if (acks.chunks[i] != nullptr) bytes += sizeof(Chunk);
+    }
+  }
+  return bytes;
+}
+
 const CursorState::LedgerAcks* CursorState::findLedger(int64_t ledgerId) const {
   auto it = std::lower_bound(ledgerAcks_.begin(), ledgerAcks_.end(), ledgerId,
                              [](const LedgerAcks& a, int64_t id) { return a.ledgerId < id; });

@@ -58,6 +58,8 @@ class CursorState {
       }
     }
   }
+  // Bytes held for the individually acked entries (chunks, slots, spare chunks); O(chunks).
+  size_t memoryBytes() const;
   // Number of stored entries that are individually acked (inside ranges).
   int64_t individuallyAcked() const { return acked_; }
   // Partly acked entries after the mark-delete position and their ack sets (bit set = unacked).
@@ -113,6 +115,7 @@ class CursorState {
     void emplace_back() { slots_.emplace_back(); }
     void emplace_front();
     void pop_front();
+    size_t slotBytes() const { return slots_.capacity() * sizeof(slots_[0]); }
 
    private:
     std::vector<std::unique_ptr<Chunk>> slots_;
