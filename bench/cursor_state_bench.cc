@@ -96,9 +96,9 @@ void BM_CursorAckKeyShared(benchmark::State& state) {
     ++s;
   }
   state.SetItemsProcessed(state.iterations());
-  state.counters["lag"] = static_cast<double>(kInFlight + s - 1 -
-                                              (c.markDelete().ledgerId - 1) * kEntriesPerLedger -
-                                              c.markDelete().entryId);
+  state.counters["lag"] =
+      static_cast<double>(kInFlight + s - 1 - (c.markDelete().ledgerId - 1) * kEntriesPerLedger -
+                          c.markDelete().entryId);
 }
 BENCHMARK(BM_CursorAckKeyShared)->ArgName("consumers")->Arg(20)->Arg(1);
 

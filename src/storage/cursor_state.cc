@@ -97,8 +97,8 @@ bool CursorState::ack(Position p, const LedgerSet& ledgers) {
   if (acks.setRange(p.entryId, p.entryId, spares_) == 0) return false;  // already acked
   // Merges: the ranges ending right before p and starting right after it become one.
   const bool joinsBefore = p.entryId > 0 ? acks.test(p.entryId - 1) : testBit(acks.prevLast);
-  const bool joinsAfter = p.entryId + 1 < info->entries ? acks.test(p.entryId + 1)
-                                                        : testBit(ledgers.next(p));
+  const bool joinsAfter =
+      p.entryId + 1 < info->entries ? acks.test(p.entryId + 1) : testBit(ledgers.next(p));
   rangeCount_ = rangeCount_ + 1 - (joinsBefore ? 1 : 0) - (joinsAfter ? 1 : 0);
   acked_++;
   if (!batchDeleted_.empty()) batchDeleted_.erase(p);
@@ -152,8 +152,8 @@ void CursorState::restore(Position markDelete,
     for (auto it = ledgers.ledgers().lower_bound(f.ledgerId);
          it != ledgers.ledgers().end() && it->first <= last.ledgerId; ++it) {
       const int64_t lo = std::max<int64_t>(it->first == f.ledgerId ? f.entryId : 0, 0);
-      const int64_t hi = std::min<int64_t>(
-          it->first == last.ledgerId ? last.entryId : INT64_MAX, it->second.entries - 1);
+      const int64_t hi = std::min<int64_t>(it->first == last.ledgerId ? last.entryId : INT64_MAX,
+                                           it->second.entries - 1);
       if (lo > hi) continue;
       acked_ += ledgerAcks(it->first, ledgers).setRange(lo, hi, spares_);
     }
@@ -238,8 +238,8 @@ int64_t CursorState::LedgerAcks::setRange(int64_t lo, int64_t hi, Spares& spares
     }
     const int64_t bit = e & (kChunkBits - 1);
     const int64_t wordEnd = std::min<int64_t>(hi, e | 63);
-    const uint64_t mask =
-        bitsBetween(static_cast<int>(bit & 63), static_cast<int>(bit & 63) + static_cast<int>(wordEnd - e));
+    const uint64_t mask = bitsBetween(static_cast<int>(bit & 63),
+                                      static_cast<int>(bit & 63) + static_cast<int>(wordEnd - e));
     uint64_t& word = slot->words[static_cast<size_t>(bit >> 6)];
     added += std::popcount(mask & ~word);
     word |= mask;

@@ -176,8 +176,7 @@ TEST(CursorStateModelTest, RandomAcksAndMarkDeletesAcrossChunksMatchASetModel) {
         ASSERT_EQ(ranges[j].second.count, runs[j].second.count);
       }
       ASSERT_EQ(c.individuallyAcked(), static_cast<int64_t>(acked.size()));
-      ASSERT_EQ(c.backlog(ledgers),
-                static_cast<int64_t>(all.size() - index(md) - acked.size()));
+      ASSERT_EQ(c.backlog(ledgers), static_cast<int64_t>(all.size() - index(md) - acked.size()));
       for (size_t j = index(md); j < all.size(); j += 7) {
         ASSERT_EQ(c.isAcked(all[j]), acked.count(all[j]) > 0);
       }
