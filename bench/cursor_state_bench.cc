@@ -3,6 +3,8 @@
 // keys hashed to consumers, each acking its own interleaved subsequence in order, ~100k entries in
 // flight; every step dispatches one entry (isAcked) and acks one (ack). Ledgers roll over every
 // 50000 entries (managedLedgerMaxEntriesPerLedger). Reported as ns per step (ack + isAcked).
+// On the 2-core dev VM (median of 5): Key_Shared/20 270 ns with the std::map of ranges, 44 ns
+// with the per-ledger bitsets; in order 66 ns and 19 ns.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
