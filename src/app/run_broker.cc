@@ -543,6 +543,12 @@ int runBroker(const BrokerOptions& options) {
     unloadAll(service,
               std::chrono::milliseconds(std::max<int64_t>(cfg.brokerShutdownTimeoutMs(), 5000)));
   }
+  if (topicStorage.durable) {
+    // Acks the mark-delete rate limit held back reach the disk before the workers stop.
+    if (!topicStorage.durable->flushCursors(std::chrono::milliseconds(5000))) {
+      MLOG_WARN("cursor writes not finished after 5000 ms; stopping anyway");
+    }
+  }
   stopCluster();
   if (webTls) webTls->stop();
   web.stop();

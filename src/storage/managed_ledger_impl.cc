@@ -398,6 +398,27 @@ void ManagedLedgerImpl::cursorChanged(ManagedCursorImpl* c, StatusCallback cb,
   if (markDeleteMoved) cache_->evictUpTo(minMarkDelete());
 }
 
+void ManagedLedgerImpl::flushDeferredCursors(StatusCallback done) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (state_ == State::kClosed || closing_ || !cursorFlushDeferred_) {
+    done(Status::ok());
+    return;
+  }
+  ManagedCursorImpl* dirty = nullptr;
+  for (auto& [_, c] : cursors_) {
+    if (c->dirty_) {
+      dirty = c.get();
+      break;
+    }
+  }
+  if (!dirty) {
+    done(Status::ok());
+    return;
+  }
+  dirty->waiting_.push_back(std::move(done));  // run after the write (flushCursors)
+  flushCursors();
+}
+
 void ManagedLedgerImpl::scheduleCursorFlush() {
   if (flushScheduled_) return;
   flushScheduled_ = true;

@@ -80,6 +80,9 @@ class ManagedLedgerImpl : public ManagedLedger,
 
   // Thread: any.
   net::Executor* executor() const override { return executor_; }
+  // Writes what the mark-delete rate limit held back now; done after the write (at once when
+  // nothing is held back or the ledger is closed). Thread: the executor.
+  void flushDeferredCursors(StatusCallback done);
   bool closing() const { return closing_.load(); }
 
   // Periodic housekeeping (time-based rollover, retention, cache); posted by storage-bg.

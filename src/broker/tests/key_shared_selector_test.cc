@@ -63,8 +63,8 @@ TEST(KeySharedSelectorTest, ConsistentHashingSelectMatchesTheRingRanges) {
         }
       }
       for (int32_t h = 1; h < kKeySharedRangeSize; ++h) {
-        ASSERT_EQ(sel.select(h), owner[h]) << "hash " << h << ", " << consumers << " consumers x "
-                                           << replicaPoints << " points";
+        ASSERT_EQ(sel.select(h), owner[h])
+            << "hash " << h << ", " << consumers << " consumers x " << replicaPoints << " points";
       }
       // After a leave the index is rebuilt too.
       sel.removeConsumer(cs.front().get());

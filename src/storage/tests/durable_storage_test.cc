@@ -1,8 +1,8 @@
 #include "storage/durable_storage.h"
 
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
