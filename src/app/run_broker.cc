@@ -54,6 +54,7 @@ Result<storage::StorageOptions> storageOptionsFrom(const config::ServiceConfigur
   o.managedLedgerMaxUnackedRangesToPersist = cfg.managedLedgerMaxUnackedRangesToPersist();
   o.managedLedgerMaxBatchDeletedIndexToPersist = cfg.managedLedgerMaxBatchDeletedIndexToPersist();
   o.managedLedgerCacheSizeMB = cfg.managedLedgerCacheSizeMB();
+  o.managedLedgerDefaultMarkDeleteRateLimit = cfg.managedLedgerDefaultMarkDeleteRateLimit();
   o.defaultRetentionTimeInMinutes = cfg.defaultRetentionTimeInMinutes();
   o.defaultRetentionSizeInMB = cfg.defaultRetentionSizeInMB();
   o.retentionCheckIntervalInSeconds = cfg.retentionCheckIntervalInSeconds();
@@ -541,6 +542,12 @@ int runBroker(const BrokerOptions& options) {
     // written, before the ownership znodes go with the session.
     unloadAll(service,
               std::chrono::milliseconds(std::max<int64_t>(cfg.brokerShutdownTimeoutMs(), 5000)));
+  }
+  if (topicStorage.durable) {
+    // Acks the mark-delete rate limit held back reach the disk before the workers stop.
+    if (!topicStorage.durable->flushCursors(std::chrono::milliseconds(5000))) {
+      MLOG_WARN("cursor writes not finished after 5000 ms; stopping anyway");
+    }
   }
   stopCluster();
   if (webTls) webTls->stop();

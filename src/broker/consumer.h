@@ -78,6 +78,8 @@ class Consumer {
   bool autoConsumeSchema = false;
   // SUBSCRIBE read_compacted: reads the topic's compacted view first (Exclusive/Failover).
   bool readCompacted = false;
+  // TopicOwnership::ownershipEpoch() before this consumer's topic was found owned here.
+  uint64_t ownershipEpoch = 0;
   // Stats.
   uint64_t msgOutCounter = 0;
   uint64_t bytesOutCounter = 0;
@@ -116,6 +118,8 @@ class Producer {
   // reads): as Pulsar, the client is not told; its next SEND closes the connection.
   std::atomic<bool> fenced{false};
   const int64_t connectedSinceMs = wallClockMs();  // creation time, for stats
+  // TopicOwnership::ownershipEpoch() before this producer's topic was found owned here.
+  uint64_t ownershipEpoch = 0;
 
  private:
   const uint64_t id_;

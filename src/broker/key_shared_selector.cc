@@ -133,6 +133,12 @@ void KeySharedSelector::rebuildPoints() {
     points_.push_back(p);
     owners_.push_back(v.front());
   }
+  bucketStart_.assign(kBuckets, 0);
+  size_t i = 0;
+  for (int32_t b = 0; b < kBuckets; ++b) {
+    while (i < points_.size() && points_[i] < b * kBucketHashes) ++i;
+    bucketStart_[b] = static_cast<uint32_t>(i);
+  }
 }
 
 int32_t KeySharedSelector::hashOf(std::string_view key) const {
@@ -152,11 +158,16 @@ Consumer* KeySharedSelector::select(int32_t hash) const {
     // The range whose end is the first at or above hash % 65536 (Pulsar's ceilingEntry).
     return splitRanges_.lower_bound(hash % kKeySharedRangeSize)->second;
   }
-  if (points_.empty()) return nullptr;
-  // The first point at or after the hash (Pulsar's ceilingEntry), wrapping to the first point.
-  auto it = std::lower_bound(points_.begin(), points_.end(), hash);
-  size_t i = it == points_.end() ? 0 : static_cast<size_t>(it - points_.begin());
-  return owners_[i];
+  if (points_.empty() || hash < 0 || hash >= kKeySharedRangeSize) {
+    if (points_.empty()) return nullptr;
+    auto it = std::lower_bound(points_.begin(), points_.end(), hash);
+    return owners_[it == points_.end() ? 0 : static_cast<size_t>(it - points_.begin())];
+  }
+  // The first point at or after the hash (Pulsar's ceilingEntry), wrapping to the first point;
+  // the search starts at the first point of the hash's bucket (bucketStart_).
+  size_t i = bucketStart_[hash / kBucketHashes];
+  while (i < points_.size() && points_[i] < hash) ++i;
+  return owners_[i == points_.size() ? 0 : i];
 }
 
 std::vector<std::pair<int32_t, int32_t>> KeySharedSelector::rangesOf(const Consumer* c) const {

@@ -283,9 +283,33 @@ Status ServerCnx::onFrame(const proto::BaseCommand& cmd, Buffer entry) {
   return s;
 }
 
-Status ServerCnx::checkWritable() {
+uint64_t ServerCnx::producerEpoch(uint64_t producerId) const {
+  auto it = producers_.find(producerId);
+  return it == producers_.end() ? currentOwnershipEpoch() : it->second.producer->ownershipEpoch;
+}
+
+uint64_t ServerCnx::consumerEpoch(uint64_t consumerId) const {
+  auto it = consumers_.find(consumerId);
+  return it == consumers_.end() || !it->second.consumer ? currentOwnershipEpoch()
+                                                        : it->second.consumer->ownershipEpoch;
+}
+
+uint64_t ServerCnx::currentOwnershipEpoch() const {
   auto* ownership = service_.topicOwnership();
-  if (ownership == nullptr || ownership->writable()) return Status::ok();
+  return ownership ? ownership->ownershipEpoch() : 0;
+}
+
+Status ServerCnx::checkWritable(uint64_t createdEpoch) {
+  auto* ownership = service_.topicOwnership();
+  if (ownership == nullptr) return Status::ok();
+  if (createdEpoch != ownership->ownershipEpoch()) {
+    // Created before a lost session: the bundle was released (its clients are being closed)
+    // and may be another broker's, even though a new session made this broker writable again.
+    return Status::notAllowed(
+        "the producer or consumer was created before the ZooKeeper session was lost: refusing "
+        "its writes (the bundle may have moved)");
+  }
+  if (ownership->writable()) return Status::ok();
   // Its bundles may be another broker's by now (a pause past the ZooKeeper session): nothing is
   // written or acknowledged; the client reconnects, looks up and sends again.
   return Status::notAllowed(
@@ -316,13 +340,13 @@ Status ServerCnx::dispatchFrame(const proto::BaseCommand& cmd, Buffer entry) {
     case T::PARTITIONED_METADATA: handlePartitionedMetadata(cmd.partitionmetadata()); break;
     case T::PRODUCER: handleProducer(cmd.producer()); break;
     case T::SEND:
-      if (Status w = checkWritable(); !w.isOk()) return w;
+      if (Status w = checkWritable(producerEpoch(cmd.send().producer_id())); !w.isOk()) return w;
       handleSend(cmd.send(), std::move(entry));
       break;
     case T::SUBSCRIBE: handleSubscribe(cmd.subscribe()); break;
     case T::FLOW: handleFlow(cmd.flow()); break;
     case T::ACK:
-      if (Status w = checkWritable(); !w.isOk()) return w;
+      if (Status w = checkWritable(consumerEpoch(cmd.ack().consumer_id())); !w.isOk()) return w;
       handleAck(cmd.ack());
       break;
     case T::REDELIVER_UNACKNOWLEDGED_MESSAGES: handleRedeliver(cmd.redeliverunacknowledgedmessages()); break;
@@ -696,7 +720,8 @@ void ServerCnx::sendPartitionCount(const proto::CommandPartitionedTopicMetadata&
   send(Commands::newPartitionMetadataResponse(c.request_id(), static_cast<uint32_t>(*n)));
 }
 
-void ServerCnx::handleProducer(const proto::CommandProducer& c, bool ownershipConfirmed) {
+void ServerCnx::handleProducer(const proto::CommandProducer& c,
+                               std::optional<uint64_t> confirmedEpoch) {
   MAGNETAR_DCHECK_ON(loop());
   uint64_t producerId = c.producer_id();
   uint64_t requestId = c.request_id();
@@ -717,8 +742,12 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c, bool ownershipCo
     sendError(requestId, proto::AuthorizationError, "Client is not authorized to Produce");
     return;
   }
-  if (!ownershipConfirmed && !servesTopic(*name)) {
-    return confirmOwnership(*name, requestId, [me = self(), c] { me->handleProducer(c, true); });
+  // Read before the ownership check.
+  const uint64_t ownershipEpoch = confirmedEpoch.value_or(currentOwnershipEpoch());
+  if (!confirmedEpoch && !servesTopic(*name)) {
+    return confirmOwnership(*name, requestId, [me = self(), c, ownershipEpoch] {
+      me->handleProducer(c, ownershipEpoch);
+    });
   }
   std::string producerName =
       c.has_producer_name() && !c.producer_name().empty() ? c.producer_name()
@@ -728,6 +757,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c, bool ownershipCo
   std::optional<uint64_t> epoch;
   if (c.has_topic_epoch()) epoch = c.topic_epoch();
   auto producer = std::make_shared<Producer>(producerId, producerName, self(), mode, epoch);
+  producer->ownershipEpoch = ownershipEpoch;
   const std::string& initialSubscription = c.initial_subscription_name();
   std::optional<proto::Schema> schema;
   if (c.has_schema()) schema = c.schema();

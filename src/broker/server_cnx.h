@@ -107,7 +107,15 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   Status onFrame(const proto::BaseCommand& cmd, Buffer entry) override;
   // ok, or kNotAllowed (the connection closes) while the broker's ownership lease is not
   // confirmed (TopicOwnership::writable()).
-  Status checkWritable();
+  // SEND/ACK gate (cluster mode): OK when the lease holds (TopicOwnership::writable()) and the
+  // producer/consumer was created under the current ownershipEpoch(); else kNotAllowed (the
+  // connection closes, the client looks the topic up again). Loop only.
+  Status checkWritable(uint64_t createdEpoch);
+  // The ownershipEpoch of a producer/consumer of this connection; the current one when there is
+  // none by that id (the command's own handler reports it). Loop only.
+  uint64_t producerEpoch(uint64_t producerId) const;
+  uint64_t consumerEpoch(uint64_t consumerId) const;
+  uint64_t currentOwnershipEpoch() const;
   // A frame bigger than kMaxUnqueuedFrame whose body is still to be read is admitted against the
   // publish buffer (FrameAdmission) and charged; false when it must wait: reading stops after
   // its header. Smaller frames: true at once, uncharged.
@@ -164,10 +172,13 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   // The partition count (0: not partitioned) once the topic is known to exist or may be created.
   void sendPartitionCount(const proto::CommandPartitionedTopicMetadata& c, const TopicName& name,
                           bool autoCreate);
-  // ownershipConfirmed: called again by servesTopic() (the check is not repeated).
-  void handleProducer(const proto::CommandProducer& c, bool ownershipConfirmed = false);
+  // confirmedEpoch: called again by confirmOwnership() (the check is not repeated), with the
+  // ownershipEpoch() read before that check.
+  void handleProducer(const proto::CommandProducer& c,
+                      std::optional<uint64_t> confirmedEpoch = std::nullopt);
   void handleSend(const proto::CommandSend& c, Buffer entry);
-  void handleSubscribe(const proto::CommandSubscribe& c, bool ownershipConfirmed = false);
+  void handleSubscribe(const proto::CommandSubscribe& c,
+                       std::optional<uint64_t> confirmedEpoch = std::nullopt);
   // SUBSCRIBE, in steps (loop thread): validateSubscribe answers a repeated command or a bad
   // topic/subscription name and returns nullopt, else the topic name; newSubscribeRequest creates
   // the consumer (nullopt after answering a bad Key_Shared STICKY meta); onSubscribed is the

@@ -17,7 +17,8 @@ using protocol::Commands;
 using protocol::ErrorContext;
 using protocol::toServerError;
 
-void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c, bool ownershipConfirmed) {
+void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c,
+                                std::optional<uint64_t> confirmedEpoch) {
   MAGNETAR_DCHECK_ON(loop());
   std::optional<TopicName> name = validateSubscribe(c);
   if (!name) return;
@@ -25,12 +26,16 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c, bool ownership
     sendError(c.request_id(), proto::AuthorizationError, "Client is not authorized to subscribe");
     return;
   }
-  if (!ownershipConfirmed && !servesTopic(*name)) {
-    return confirmOwnership(*name, c.request_id(),
-                            [me = self(), c] { me->handleSubscribe(c, true); });
+  // Read before the ownership check.
+  const uint64_t ownershipEpoch = confirmedEpoch.value_or(currentOwnershipEpoch());
+  if (!confirmedEpoch && !servesTopic(*name)) {
+    return confirmOwnership(*name, c.request_id(), [me = self(), c, ownershipEpoch] {
+      me->handleSubscribe(c, ownershipEpoch);
+    });
   }
   std::optional<SubscribeRequest> req = newSubscribeRequest(c);
   if (!req) return;
+  req->consumer->ownershipEpoch = ownershipEpoch;
   uint64_t consumerId = c.consumer_id();
   uint64_t requestId = c.request_id();
   consumers_[consumerId] = ConsumerRef{req->consumer, nullptr, c.subscription(), false, {}};
@@ -257,22 +262,22 @@ void ServerCnx::handleAck(const proto::CommandAck& c) {
     auto sub = ref.subscription;
     topic->executor().execute([=] {
       auto* s = topic->subscription(sub);
-      auto done = [=](const Status& st) {
-        if (!wantResponse) return;
-        if (st.isOk()) {
-          me->send(Commands::newAckResponse(consumerId, requestId));
-        } else {
-          me->send(Commands::newAckResponse(consumerId, requestId,
-                                            toServerError(st, ErrorContext::kSubscription),
-                                            st.message()));
-        }
-      };
-      if (!s) {
-        done(Status::notFound("Subscription not found"));
-        return;
+      // No callback without a receipt to send: the cursor write need not be waited for (it
+      // falls under managedLedgerDefaultMarkDeleteRateLimit).
+      storage::StatusCallback done;
+      if (wantResponse) {
+        done = [=](const Status& st) {
+          if (st.isOk()) {
+            me->send(Commands::newAckResponse(consumerId, requestId));
+          } else {
+            me->send(Commands::newAckResponse(consumerId, requestId,
+                                              toServerError(st, ErrorContext::kSubscription),
+                                              st.message()));
+          }
+        };
       }
-      if (positions.empty() && partial.empty()) {
-        done(Status::ok());
+      if (!s || (positions.empty() && partial.empty())) {
+        if (done) done(s ? Status::ok() : Status::notFound("Subscription not found"));
         return;
       }
       if (cumulative) {

@@ -103,12 +103,12 @@ void Subscription::acknowledgeCumulative(Consumer* c, storage::Position pos,
   markActive();
   if (dispatcher_ && (dispatcher_->type() == proto::CommandSubscribe::Shared ||
                       dispatcher_->type() == proto::CommandSubscribe::Key_Shared)) {
-    cb(Status::notAllowed("Cumulative ack is not supported for Shared subscription"));
+    if (cb) cb(Status::notAllowed("Cumulative ack is not supported for Shared subscription"));
     return;
   }
   if (!ackSet.empty()) {
     if (pos <= cursor_.markDeletedPosition()) {
-      cb(Status::ok());
+      if (cb) cb(Status::ok());
       return;
     }
     cursor_.asyncMarkDeleteWithAckSet(pos, ackSet, std::move(cb));
@@ -120,7 +120,7 @@ void Subscription::acknowledgeCumulative(Consumer* c, storage::Position pos,
   }
   if (dispatcher_) dispatcher_->ackedCumulative(c, pos);
   if (pos <= cursor_.markDeletedPosition()) {
-    cb(Status::ok());
+    if (cb) cb(Status::ok());
     return;
   }
   cursor_.asyncMarkDelete(pos, std::move(cb));

@@ -68,6 +68,10 @@ class TopicOwnership {
   // publishes and acks must then not be written or acknowledged. Thread: any; one relaxed
   // atomic load and a coarse clock read (cheap enough for every SEND).
   virtual bool writable() const { return true; }
+  // Sessions lost so far (cluster mode; 0 otherwise), raised before their bundles are released.
+  // A producer or consumer created under an older value must not write: its bundle may be
+  // another broker's even once a new session restores writable(). Thread: any (relaxed load).
+  virtual uint64_t ownershipEpoch() const { return 0; }
 };
 
 }  // namespace magnetar::broker

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 
 #include "base/logging.h"
 #include "storage/managed_ledger_impl.h"
@@ -93,6 +95,34 @@ void DurableManagedLedgerFactory::shutdown() {
   if (journal_) journal_->stop();  // writes what is queued; the last checkpoint goes to bg
   if (bg_) bg_->stop();
   if (readPool_) readPool_->stop();
+}
+
+bool DurableManagedLedgerFactory::flushCursors(std::chrono::milliseconds timeout) {
+  std::vector<std::shared_ptr<ManagedLedgerImpl>> ledgers;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [_, ml] : open_) {
+      if (ml) ledgers.push_back(ml);
+    }
+  }
+  if (ledgers.empty()) return true;
+  struct Wait {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t left;
+  };
+  auto w = std::make_shared<Wait>();
+  w->left = ledgers.size();
+  for (auto& ml : ledgers) {
+    ml->executor()->execute([ml, w] {
+      ml->flushDeferredCursors([w](const Status&) {
+        std::lock_guard<std::mutex> lock(w->mu);
+        if (--w->left == 0) w->cv.notify_all();
+      });
+    });
+  }
+  std::unique_lock<std::mutex> lock(w->mu);
+  return w->cv.wait_for(lock, timeout, [&] { return w->left == 0; });
 }
 
 void DurableManagedLedgerFactory::asyncOpen(

@@ -76,6 +76,10 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   std::vector<std::string> ledgerNames() const override;
   // Flushes the journal, takes a checkpoint and stops the threads. Ledgers must not be used after.
   void shutdown() override;
+  // Writes the cursor state of every open ledger that managedLedgerDefaultMarkDeleteRateLimit held
+  // back and waits for the writes, at most `timeout`; false when some did not finish in time. For
+  // a clean stop, before the ledgers' executors stop (they run the flush). Thread: any other.
+  bool flushCursors(std::chrono::milliseconds timeout);
 
   // The metadata store (also the broker's, for tenants/namespaces/topics). Thread: any.
   MetadataStore* metadataStore() const { return meta_; }

@@ -84,10 +84,11 @@ CursorMeta ManagedCursorImpl::snapshot(const StorageOptions& o) const {
   MAGNETAR_DCHECK_ON(*executor());
   CursorMeta m;
   m.markDelete = state_.markDelete();
-  for (const auto& [first, r] : state_.ranges()) {
-    if (static_cast<int>(m.ranges.size()) >= o.managedLedgerMaxUnackedRangesToPersist) break;
+  state_.forEachRange([&](Position first, const CursorState::Range& r) {
+    if (static_cast<int>(m.ranges.size()) >= o.managedLedgerMaxUnackedRangesToPersist) return false;
     m.ranges.emplace_back(first, r.last);
-  }
+    return true;
+  });
   for (const auto& [p, set] : state_.batchDeleted()) {
     if (static_cast<int>(m.batchDeleted.size()) >= o.managedLedgerMaxBatchDeletedIndexToPersist) {
       break;

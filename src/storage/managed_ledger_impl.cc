@@ -13,6 +13,12 @@ int64_t nowMs() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
+// For intervals (the mark-delete rate limit): immune to wall-clock steps.
+int64_t steadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // Hands a group's outcome to the ledger's executor as one task.
 class JournalSink : public JournalClient {
@@ -378,17 +384,51 @@ std::vector<ManagedCursor*> ManagedLedgerImpl::cursors() const {
 void ManagedLedgerImpl::cursorChanged(ManagedCursorImpl* c, StatusCallback cb,
                                       bool markDeleteMoved) {
   c->dirty_ = true;
+  const bool waited = static_cast<bool>(cb);
   if (cb) c->waiting_.push_back(std::move(cb));
-  if (!flushScheduled_) {
-    flushScheduled_ = true;
-    executor_->execute([self = shared_from_this()] { self->flushCursors(); });
+  // managedLedgerDefaultMarkDeleteRateLimit: without a waiter, a write inside the interval is
+  // left to the next allowed one (onTick at the latest).
+  const double rate = opts_.managedLedgerDefaultMarkDeleteRateLimit;
+  if (!waited && rate > 0 && steadyMs() - lastCursorFlushMs_ < static_cast<int64_t>(1000 / rate)) {
+    cursorFlushDeferred_ = true;
+  } else {
+    scheduleCursorFlush();
   }
   // Trimming waits for the write (cursorsPersisted).
   if (markDeleteMoved) cache_->evictUpTo(minMarkDelete());
 }
 
+void ManagedLedgerImpl::flushDeferredCursors(StatusCallback done) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (state_ == State::kClosed || closing_ || !cursorFlushDeferred_) {
+    done(Status::ok());
+    return;
+  }
+  ManagedCursorImpl* dirty = nullptr;
+  for (auto& [_, c] : cursors_) {
+    if (c->dirty_) {
+      dirty = c.get();
+      break;
+    }
+  }
+  if (!dirty) {
+    done(Status::ok());
+    return;
+  }
+  dirty->waiting_.push_back(std::move(done));  // run after the write (flushCursors)
+  flushCursors();
+}
+
+void ManagedLedgerImpl::scheduleCursorFlush() {
+  if (flushScheduled_) return;
+  flushScheduled_ = true;
+  executor_->execute([self = shared_from_this()] { self->flushCursors(); });
+}
+
 void ManagedLedgerImpl::flushCursors() {
   flushScheduled_ = false;
+  cursorFlushDeferred_ = false;
+  lastCursorFlushMs_ = steadyMs();
   std::vector<MetadataOp> ops;
   std::vector<StatusCallback> cbs;
   std::vector<std::pair<std::string, Position>> written;
@@ -493,6 +533,11 @@ void ManagedLedgerImpl::onTick() {
     startRollover();
   }
   cache_->evictUpTo(minMarkDelete());
+  const double rate = opts_.managedLedgerDefaultMarkDeleteRateLimit;
+  if (cursorFlushDeferred_ &&
+      (rate <= 0 || steadyMs() - lastCursorFlushMs_ >= static_cast<int64_t>(1000 / rate))) {
+    scheduleCursorFlush();
+  }
   // Time-based retention: consumed ledgers expire without any cursor moving.
   int64_t now = nowMs();
   if (opts_.retentionCheckIntervalInSeconds > 0 && now >= nextRetentionCheckMs_) {

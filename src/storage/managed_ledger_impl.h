@@ -80,6 +80,9 @@ class ManagedLedgerImpl : public ManagedLedger,
 
   // Thread: any.
   net::Executor* executor() const override { return executor_; }
+  // Writes what the mark-delete rate limit held back now; done after the write (at once when
+  // nothing is held back or the ledger is closed). Thread: the executor.
+  void flushDeferredCursors(StatusCallback done);
   bool closing() const { return closing_.load(); }
 
   // Periodic housekeeping (time-based rollover, retention, cache); posted by storage-bg.
@@ -112,6 +115,8 @@ class ManagedLedgerImpl : public ManagedLedger,
   void continueRead(std::vector<Entry> acc, int maxEntries, size_t maxBytes,
                     ReadEntriesCallback cb);
   void cursorChanged(ManagedCursorImpl* c, StatusCallback cb, bool markDeleteMoved);
+  // Queues flushCursors() for this executor pass unless one is queued.
+  void scheduleCursorFlush();
   void flushCursors();
   // A flush's write completed: the cursors' persisted positions move, trimming may follow.
   void cursorsPersisted(const std::vector<std::pair<std::string, Position>>& written);
@@ -149,6 +154,10 @@ class ManagedLedgerImpl : public ManagedLedger,
   std::deque<PendingAdd> inflight_;                         // in the journal, in order
   std::deque<std::pair<Buffer, AddEntryCallback>> queued_;  // waiting for a ledger
   bool flushScheduled_ = false;
+  // Dirty cursors left to a later write by the mark-delete rate limit, and when the last write
+  // was taken (steady clock, ms).
+  bool cursorFlushDeferred_ = false;
+  int64_t lastCursorFlushMs_ = INT64_MIN / 2;
   std::atomic<bool> closing_{false};
   bool deleting_ = false;
   std::vector<StatusCallback> closeCbs_;

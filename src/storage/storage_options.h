@@ -48,6 +48,14 @@ struct StorageOptions {
   // (managedLedgerMaxBatchDeletedIndexToPersist); later ones come back whole after a restart.
   int managedLedgerMaxBatchDeletedIndexToPersist =
       setting_defaults::managedLedgerMaxBatchDeletedIndexToPersist;
+  // Cursor persists per second per managed ledger when no caller waits for one
+  // (managedLedgerDefaultMarkDeleteRateLimit; 0: every executor pass). An acknowledgement that
+  // waits for its receipt is written in the pass it arrives in; the others are written with the
+  // next allowed write, at the latest on the housekeeping tick after the interval (tickIntervalMs),
+  // and at close. After a kill -9, the acks of that last interval may be delivered again, as with
+  // Pulsar's limiter.
+  double managedLedgerDefaultMarkDeleteRateLimit =
+      setting_defaults::managedLedgerDefaultMarkDeleteRateLimit;
   // Entry cache for tailing reads, all topics together (managedLedgerCacheSizeMB), at start-up;
   // DurableManagedLedgerFactory::setCacheSizeMB() changes it at run time.
   int64_t managedLedgerCacheSizeMB = setting_defaults::managedLedgerCacheSizeMB;

@@ -814,6 +814,8 @@ void NamespaceService::onSession(metadata::SessionEvent e) {
     case metadata::SessionEvent::kSessionLost:
       // No write from here until a request of the new session is answered (after the release).
       leaseUntilNs_.store(0, std::memory_order_relaxed);
+      // Clients of the old session's bundles never write again, whatever the new session owns.
+      ownershipEpoch_.fetch_add(1, std::memory_order_acq_rel);
       ++sessionGeneration_;
       releaseAll("ZooKeeper session expired");
       {

@@ -89,6 +89,9 @@ class NamespaceService : public TopicOwnership {
   void confirmOwned(const TopicName& topic, net::Executor* replyEx,
                     std::function<void(bool)> cb) override;
   bool writable() const override;
+  uint64_t ownershipEpoch() const override {
+    return ownershipEpoch_.load(std::memory_order_acquire);
+  }
 
   // Called on the loop after bundles were lost (session expired, ownership node deleted); the
   // handler closes the clients of the topics owns() no longer accepts. Set before start().
@@ -212,6 +215,7 @@ class NamespaceService : public TopicOwnership {
   int64_t generatorId_ = 0;  // set by start()
   // CLOCK_MONOTONIC_COARSE ns until which writes are allowed (0: none). Written on the loop.
   std::atomic<int64_t> leaseUntilNs_{0};
+  std::atomic<uint64_t> ownershipEpoch_{0};  // sessions lost (ownershipEpoch())
   uint64_t sessionGeneration_ = 0;  // loop only: +1 at every session loss
 
   mutable Mutex mu_;

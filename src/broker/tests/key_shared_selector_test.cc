@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "base/murmur3.h"
 #include "broker/consumer.h"
@@ -39,6 +42,43 @@ TEST(KeySharedSelectorTest, AutoSplitCoversEveryHashAndIsStable) {
   for (int n : counts) EXPECT_GT(n, 0);
   sel.removeConsumer(c.get());
   for (auto& [h, owner] : before) EXPECT_EQ(sel.select(h), owner);
+}
+
+// select() searches from a per-bucket start; every hash must land where the ring's ranges (as
+// rangesOf reports them, from the sorted points alone) say, for small and large rings, including
+// the hashes after the last point (they wrap to the first).
+TEST(KeySharedSelectorTest, ConsistentHashingSelectMatchesTheRingRanges) {
+  for (int replicaPoints : {1, 3, 100, 500}) {
+    for (int consumers : {1, 2, 7, 20}) {
+      KeySharedSelector sel(replicaPoints);
+      std::vector<std::shared_ptr<Consumer>> cs;
+      for (int i = 0; i < consumers; ++i) {
+        cs.push_back(makeConsumer(static_cast<uint64_t>(i + 1), "pod-" + std::to_string(i)));
+        ASSERT_TRUE(sel.addConsumer(cs.back().get()).isOk());
+      }
+      std::vector<Consumer*> owner(kKeySharedRangeSize, nullptr);
+      for (auto& c : cs) {
+        for (auto [start, end] : sel.rangesOf(c.get())) {
+          for (int32_t h = start; h <= end; ++h) owner[h] = c.get();
+        }
+      }
+      for (int32_t h = 1; h < kKeySharedRangeSize; ++h) {
+        ASSERT_EQ(sel.select(h), owner[h])
+            << "hash " << h << ", " << consumers << " consumers x " << replicaPoints << " points";
+      }
+      // After a leave the index is rebuilt too.
+      sel.removeConsumer(cs.front().get());
+      for (int32_t h = 1; h < kKeySharedRangeSize; h += 13) {
+        Consumer* now = sel.select(h);
+        if (consumers == 1) {
+          ASSERT_EQ(now, nullptr);
+        } else {
+          ASSERT_NE(now, nullptr);
+          ASSERT_NE(now, cs.front().get());
+        }
+      }
+    }
+  }
 }
 
 TEST(KeySharedSelectorTest, StickyRangesRejectOverlap) {

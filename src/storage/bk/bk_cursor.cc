@@ -308,7 +308,7 @@ void BkManagedCursor::close(const StatusCallback& done) {
   // acknowledged batches also send the last state to the ledger, so that a Pulsar broker taking
   // the topic over does not deliver their acknowledged messages again.
   const bool toLedger = ledger_ && o.managedLedgerMaxUnackedRangesToPersist > 0 &&
-                        (static_cast<int>(state_.ranges().size()) >
+                        (static_cast<int>(state_.rangeCount()) >
                              o.managedLedgerMaxUnackedRangesToPersistInMetadataStore ||
                          !state_.batchDeleted().empty());
   if (!toLedger) {

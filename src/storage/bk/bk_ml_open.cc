@@ -243,7 +243,7 @@ void BkManagedLedger::addRecoveredCursor(const std::string& cursor, const Cursor
   for (const auto& p : info.cursorproperties()) c->cursorProperties_[p.name()] = p.value();
   MLOG_INFO("{}: cursor {} recovered at {}:{} ({} acked ranges)", name_, cursor,
             c->state_.markDelete().ledgerId, c->state_.markDelete().entryId,
-            c->state_.ranges().size());
+            c->state_.rangeCount());
   cursors_[cursor] = std::move(c);
 }
 

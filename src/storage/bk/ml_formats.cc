@@ -49,19 +49,20 @@ void addPosition(mledger::NestedPositionInfo* p, int64_t ledgerId, int64_t entry
 // Our closed ranges as Pulsar's open-closed ranges, one per ledger (its range set is per ledger).
 template <typename Ranges>
 void appendRanges(const CursorState& s, const LedgerSet& ledgers, int maxRanges, Ranges* out) {
-  for (const auto& [first, r] : s.ranges()) {
+  s.forEachRange([&](Position first, const CursorState::Range& r) {
     for (auto it = ledgers.ledgers().lower_bound(first.ledgerId);
          it != ledgers.ledgers().end() && it->first <= r.last.ledgerId; ++it) {
       const int64_t id = it->first;
       int64_t lo = id == first.ledgerId ? first.entryId : 0;
       int64_t hi = id == r.last.ledgerId ? r.last.entryId : it->second.entries - 1;
       if (hi < lo) continue;
-      if (out->size() >= maxRanges) return;
+      if (out->size() >= maxRanges) return false;
       auto* m = out->Add();
       addPosition(m->mutable_lowerendpoint(), id, lo - 1);
       addPosition(m->mutable_upperendpoint(), id, hi);
     }
-  }
+    return true;
+  });
 }
 
 template <typename Batches>

@@ -12,6 +12,12 @@
 namespace magnetar::storage {
 namespace {
 
+std::vector<std::pair<Position, CursorState::Range>> rangesOf(const CursorState& c) {
+  std::vector<std::pair<Position, CursorState::Range>> out;
+  c.forEachRange([&](Position first, const CursorState::Range& r) { out.emplace_back(first, r); });
+  return out;
+}
+
 class CursorStateTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -28,18 +34,19 @@ TEST_F(CursorStateTest, IndividualAcksMergeAndCollapse) {
   EXPECT_EQ(c_.backlog(ledgers_), 10);
   EXPECT_TRUE(c_.ack(Position{1, 2}, ledgers_));
   EXPECT_TRUE(c_.ack(Position{1, 4}, ledgers_));
-  EXPECT_EQ(c_.ranges().size(), 2u);
+  EXPECT_EQ(c_.rangeCount(), 2u);
   EXPECT_TRUE(c_.ack(Position{1, 3}, ledgers_));
-  EXPECT_EQ(c_.ranges().size(), 1u);  // [1:2, 1:4]
+  EXPECT_EQ(c_.rangeCount(), 1u);  // [1:2, 1:4]
   EXPECT_EQ(c_.backlog(ledgers_), 7);
   EXPECT_TRUE(c_.ack(Position{2, 0}, ledgers_));  // adjacent across the ledger boundary
-  EXPECT_EQ(c_.ranges().size(), 1u);
-  EXPECT_EQ(c_.ranges().begin()->second.last, (Position{2, 0}));
+  EXPECT_EQ(c_.rangeCount(), 1u);
+  EXPECT_EQ(rangesOf(c_).front().second.last, (Position{2, 0}));
   EXPECT_TRUE(c_.ack(Position{1, 0}, ledgers_));
   EXPECT_EQ(c_.markDelete(), (Position{1, 0}));
   EXPECT_TRUE(c_.ack(Position{1, 1}, ledgers_));
   EXPECT_EQ(c_.markDelete(), (Position{2, 0}));
-  EXPECT_TRUE(c_.ranges().empty());
+  EXPECT_EQ(c_.rangeCount(), 0u);
+  EXPECT_TRUE(rangesOf(c_).empty());
   EXPECT_EQ(c_.individuallyAcked(), 0);
   EXPECT_EQ(c_.backlog(ledgers_), 4);
 }
@@ -81,8 +88,10 @@ TEST(CursorStateModelTest, RandomAckOrdersMatchASetModel) {
           runs.push_back({all[j], CursorState::Range{all[j], 1}});
         }
       }
-      ASSERT_EQ(c.ranges().size(), runs.size());
-      auto it = c.ranges().begin();
+      ASSERT_EQ(c.rangeCount(), runs.size());
+      const auto ranges = rangesOf(c);
+      ASSERT_EQ(ranges.size(), runs.size());
+      auto it = ranges.begin();
       for (auto& [first, r] : runs) {
         ASSERT_EQ(it->first, first);
         ASSERT_EQ(it->second.last, r.last);
@@ -92,6 +101,123 @@ TEST(CursorStateModelTest, RandomAckOrdersMatchASetModel) {
       for (const Position& p : all) ASSERT_EQ(c.isAcked(p), acked.count(p) > 0);
     }
   }
+}
+
+// Random acks and cumulative acks over ledgers wider than a bitset chunk (4096 entries), with an
+// empty ledger and chunk-straddling boundaries, against a set model; restore() of what
+// forEachRange() yields (what gets persisted) gives the same state back.
+TEST(CursorStateModelTest, RandomAcksAndMarkDeletesAcrossChunksMatchASetModel) {
+  LedgerSet ledgers;
+  std::vector<Position> all;
+  const int64_t sizes[] = {5000, 0, 9000, 3, 4097, 1};
+  for (int64_t l = 0; l < 6; ++l) {
+    ledgers.addLedger(l + 1, 0);
+    for (int64_t e = 0; e < sizes[l]; ++e) {
+      ledgers.addEntry(1);
+      all.push_back(Position{l + 1, e});
+    }
+  }
+  const auto index = [&](Position p) {  // first index of `all` with a position > p
+    return static_cast<size_t>(std::upper_bound(all.begin(), all.end(), p) - all.begin());
+  };
+  std::mt19937 rng(11);
+  size_t mostRanges = 0;
+  for (int round = 0; round < 12; ++round) {
+    CursorState c{Position{1, -1}};
+    Position md{1, -1};
+    std::set<Position> acked;  // after md
+    const auto collapse = [&] {
+      for (size_t k = index(md); k < all.size() && acked.erase(all[k]); ++k) md = all[k];
+    };
+    for (int op = 0; op < 6000; ++op) {
+      const size_t from = index(md);
+      const uint32_t kind = rng() % 100;
+      if (kind < 1) {
+        // Cumulative ack: a stored position, or one past a ledger's end (not stored).
+        Position p = all[std::min(all.size() - 1, from + rng() % 400)];
+        if (rng() % 4 == 0) p.entryId = sizes[p.ledgerId - 1] + 5;
+        const bool moves = md < p;
+        ASSERT_EQ(c.markDeleteUpTo(p, ledgers), moves);
+        if (moves) {
+          md = p;
+          acked.erase(acked.begin(), acked.upper_bound(md));
+          collapse();
+        }
+      } else {
+        const size_t span = kind < 30 ? 8 : 9000;
+        const Position p = all[std::min(all.size() - 1, from + rng() % span)];
+        const bool fresh = md < p && !acked.count(p);
+        ASSERT_EQ(c.ack(p, ledgers), fresh) << p.ledgerId << ":" << p.entryId;
+        if (fresh) {
+          acked.insert(p);
+          collapse();
+        }
+      }
+      ASSERT_EQ(c.markDelete(), md);
+      if (index(md) == all.size()) break;  // all acked
+      if (op % 50 != 0) continue;
+      std::vector<std::pair<Position, CursorState::Range>> runs;
+      for (size_t j = index(md); j < all.size(); ++j) {
+        if (!acked.count(all[j])) continue;
+        if (!runs.empty() && runs.back().second.last == all[j - 1]) {
+          runs.back().second.last = all[j];
+          runs.back().second.count++;
+        } else {
+          runs.push_back({all[j], CursorState::Range{all[j], 1}});
+        }
+      }
+      const auto ranges = rangesOf(c);
+      ASSERT_EQ(c.rangeCount(), runs.size());
+      ASSERT_EQ(ranges.size(), runs.size());
+      mostRanges = std::max(mostRanges, runs.size());
+      for (size_t j = 0; j < runs.size(); ++j) {
+        ASSERT_EQ(ranges[j].first, runs[j].first);
+        ASSERT_EQ(ranges[j].second.last, runs[j].second.last);
+        ASSERT_EQ(ranges[j].second.count, runs[j].second.count);
+      }
+      ASSERT_EQ(c.individuallyAcked(), static_cast<int64_t>(acked.size()));
+      ASSERT_EQ(c.backlog(ledgers), static_cast<int64_t>(all.size() - index(md) - acked.size()));
+      for (size_t j = index(md); j < all.size(); j += 7) {
+        ASSERT_EQ(c.isAcked(all[j]), acked.count(all[j]) > 0);
+      }
+      std::vector<std::pair<Position, Position>> persisted;
+      for (const auto& [first, r] : ranges) persisted.emplace_back(first, r.last);
+      CursorState restored;
+      restored.restore(md, persisted, ledgers);
+      ASSERT_EQ(restored.markDelete(), md);
+      ASSERT_EQ(restored.rangeCount(), runs.size());
+      ASSERT_EQ(restored.individuallyAcked(), c.individuallyAcked());
+    }
+    EXPECT_GT(index(md), all.size() / 4) << "round " << round;
+  }
+  EXPECT_GT(mostRanges, 500u);  // the state got fragmented
+}
+
+// One ack far ahead of mark-delete allocates one chunk and a slot per 4096 entries, not a bit per
+// entry of the gap; the memory goes when the mark passes it.
+TEST(CursorStateMemoryTest, AHugeGapCostsSlotsNotBits) {
+  LedgerSet ledgers;
+  ledgers.addLedger(LedgerInfo{1, 20'000'000, 20'000'000, 0});
+  ledgers.addLedger(LedgerInfo{2, 10, 10, 0});
+  CursorState c{Position{1, -1}};
+  ASSERT_TRUE(c.ack(Position{1, 10'000'000}, ledgers));
+  ASSERT_TRUE(c.ack(Position{1, 19'999'999}, ledgers));
+  ASSERT_TRUE(c.ack(Position{2, 0}, ledgers));  // continues the range across the ledgers
+  EXPECT_LT(c.memoryBytes(), 64u * 1024);
+  EXPECT_TRUE(c.isAcked(Position{1, 10'000'000}));
+  EXPECT_FALSE(c.isAcked(Position{1, 9'999'999}));
+  ASSERT_EQ(c.rangeCount(), 2u);
+  const auto ranges = rangesOf(c);
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[1].first, (Position{1, 19'999'999}));
+  EXPECT_EQ(ranges[1].second.last, (Position{2, 0}));
+  EXPECT_EQ(ranges[1].second.count, 2);
+  EXPECT_EQ(c.backlog(ledgers), 20'000'010 - 3);
+  c.markDeleteUpTo(Position{1, 19'999'998}, ledgers);
+  EXPECT_EQ(c.markDelete(), (Position{2, 0}));
+  EXPECT_EQ(c.rangeCount(), 0u);
+  EXPECT_EQ(c.individuallyAcked(), 0);
+  EXPECT_LT(c.memoryBytes(), 16u * 1024);
 }
 
 TEST_F(CursorStateTest, IgnoresDuplicatesOldAndMissing) {
@@ -114,7 +240,7 @@ TEST_F(CursorStateTest, MarkDeleteAbsorbsRanges) {
   // Cumulative ack into the middle of the first range: the mark jumps to the range's end.
   c_.markDeleteUpTo(Position{1, 2}, ledgers_);
   EXPECT_EQ(c_.markDelete(), (Position{1, 3}));
-  EXPECT_EQ(c_.ranges().size(), 1u);
+  EXPECT_EQ(c_.rangeCount(), 1u);
   c_.markDeleteUpTo(Position{2, 0}, ledgers_);
   EXPECT_EQ(c_.markDelete(), (Position{2, 1}));  // 2:1 was acked, folds in
   EXPECT_EQ(c_.backlog(ledgers_), 3);

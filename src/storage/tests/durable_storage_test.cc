@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
@@ -547,6 +548,77 @@ TEST_F(DurableStorageTest, TrimWaitsForTheMarkDeleteWrite) {
   EXPECT_EQ(ml->firstPosition(), pos[10]);
   ml.reset();
   close(f);
+}
+
+// Counts the writes of cursor "c" of ledger "t" and keeps the last mark-delete written.
+class CursorWriteStore : public MemoryMetadataStore {
+ public:
+  Status write(const std::vector<MetadataOp>& ops) override {
+    Status s = MemoryMetadataStore::write(ops);
+    for (const auto& op : ops) {
+      if (op.key != cursorKey("t", "c")) continue;
+      writes++;
+      if (auto c = decodeCursor(*get(op.key))) {
+        lastMark = c->markDelete.entryId;
+        lastRanges = static_cast<int>(c->ranges.size());
+      }
+    }
+    return s;
+  }
+  std::atomic<int> writes{0};
+  std::atomic<int64_t> lastMark{-2};
+  std::atomic<int> lastRanges{-1};
+};
+
+// managedLedgerDefaultMarkDeleteRateLimit: acks nobody waits for are written at most `rate` times
+// a second; what was held back is written on a later tick; an ack that waits for its write (an ack
+// receipt) is written in its own pass; 0 writes in every pass.
+TEST_F(DurableStorageTest, MarkDeleteRateLimitHoldsBackUnwaitedCursorWrites) {
+  for (double rate : {1.0, 0.0}) {
+    SCOPED_TRACE(rate);
+    TempDir dir;
+    StorageOptions o = testOptions(dir.path());
+    o.managedLedgerMaxEntriesPerLedger = 1000;
+    o.managedLedgerDefaultMarkDeleteRateLimit = rate;
+    CursorWriteStore store;
+    o.metadataStore = &store;
+    auto f = open(o);
+    auto ml = openLedger(*f, ex_, "t");
+    auto c = ml->openCursor("c", InitialPosition::kEarliest);
+    ASSERT_TRUE(c.isOk());
+    std::vector<Position> pos;
+    for (int i = 0; i < 60; i++) {
+      auto p = addOne(*ml, ex_, "e" + std::to_string(i));
+      ASSERT_TRUE(p.isOk());
+      pos.push_back(*p);
+    }
+    ASSERT_TRUE(runUntil(ex_, [&] { return store.writes.load() >= 1; }));  // the cursor's creation
+    const int before = store.writes.load();
+    // 20 acks of every other entry, each in a pass of its own, nobody waiting.
+    for (int i = 1; i < 40; i += 2) {
+      (*c)->asyncDelete({pos[i]}, nullptr);
+      ex_.runPending();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ex_.runPending();
+    const int unwaited = store.writes.load() - before;
+    if (rate > 0) {
+      EXPECT_LE(unwaited, 1) << "written " << unwaited << " times within the interval";
+      // The held-back state goes out on a tick once the interval is over.
+      ASSERT_TRUE(runUntil(ex_, [&] { return store.lastRanges.load() == 20; }));
+    } else {
+      ASSERT_TRUE(runUntil(ex_, [&] { return store.writes.load() - before == 20; }))
+          << "written " << store.writes.load() - before << " times for 20 passes";
+      EXPECT_EQ(store.lastRanges.load(), 20);
+    }
+    // A waited-for ack is written at once, whatever the interval.
+    const int beforeWaited = store.writes.load();
+    EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncDelete({pos[0]}, cb); }));
+    EXPECT_EQ(store.writes.load(), beforeWaited + 1);
+    EXPECT_EQ(store.lastMark.load(), pos[1].entryId);
+    ml.reset();
+    close(f);
+  }
 }
 
 }  // namespace
