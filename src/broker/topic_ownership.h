@@ -68,9 +68,10 @@ class TopicOwnership {
   // publishes and acks must then not be written or acknowledged. Thread: any; one relaxed
   // atomic load and a coarse clock read (cheap enough for every SEND).
   virtual bool writable() const { return true; }
-  // Sessions lost so far (cluster mode; 0 otherwise), raised before their bundles are released.
-  // A producer or consumer created under an older value must not write: its bundle may be
-  // another broker's even once a new session restores writable(). Thread: any (relaxed load).
+  // Raised each time every bundle is released at once (a lost session; cluster mode, else 0),
+  // after the release. A producer or consumer whose topic was found owned under an older value
+  // must not write: its bundle may be another broker's even once a new session restores
+  // writable(). Read it before owns(). Thread: any.
   virtual uint64_t ownershipEpoch() const { return 0; }
 };
 

@@ -1,5 +1,6 @@
 #include "storage/managed_ledger_impl.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "base/dcheck.h"
@@ -12,6 +13,12 @@ int64_t nowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+// managedLedgerDefaultMarkDeleteRateLimit as an interval in ms; 0 for no limit. Clamped to a
+// day, so a tiny positive rate cannot overflow.
+int64_t markDeleteIntervalMs(double rate) {
+  if (rate <= 0) return 0;
+  return static_cast<int64_t>(std::min(1000.0 / rate, 86400000.0));
 }
 // For intervals (the mark-delete rate limit): immune to wall-clock steps.
 int64_t steadyMs() {
@@ -355,6 +362,9 @@ Result<ManagedCursor*> ManagedLedgerImpl::openCursor(const std::string& name,
   ManagedCursorImpl* raw = c.get();
   cursors_.emplace(name, std::move(c));
   cursorChanged(raw, nullptr, false);
+  // A new cursor (a new subscription) is written in this pass, whatever the rate limit: lost in
+  // a crash, a Latest subscription made again would skip what was published meanwhile.
+  scheduleCursorFlush();
   return static_cast<ManagedCursor*>(raw);
 }
 
@@ -388,8 +398,8 @@ void ManagedLedgerImpl::cursorChanged(ManagedCursorImpl* c, StatusCallback cb,
   if (cb) c->waiting_.push_back(std::move(cb));
   // managedLedgerDefaultMarkDeleteRateLimit: without a waiter, a write inside the interval is
   // left to the next allowed one (onTick at the latest).
-  const double rate = opts_.managedLedgerDefaultMarkDeleteRateLimit;
-  if (!waited && rate > 0 && steadyMs() - lastCursorFlushMs_ < static_cast<int64_t>(1000 / rate)) {
+  const int64_t interval = markDeleteIntervalMs(opts_.managedLedgerDefaultMarkDeleteRateLimit);
+  if (!waited && interval > 0 && steadyMs() - lastCursorFlushMs_ < interval) {
     cursorFlushDeferred_ = true;
   } else {
     scheduleCursorFlush();
@@ -525,7 +535,14 @@ void ManagedLedgerImpl::maybeTrim(bool truncate) {
 
 void ManagedLedgerImpl::onTick() {
   MAGNETAR_DCHECK_ON(*executor_);
-  if (state_ != State::kOpen || closing_) return;
+  if (state_ == State::kClosed || closing_) return;
+  // Held-back cursor state goes out in every open state (also while a new ledger is pending).
+  if (cursorFlushDeferred_ &&
+      steadyMs() - lastCursorFlushMs_ >=
+          markDeleteIntervalMs(opts_.managedLedgerDefaultMarkDeleteRateLimit)) {
+    scheduleCursorFlush();
+  }
+  if (state_ != State::kOpen) return;
   int maxMin = opts_.managedLedgerMaxLedgerRolloverTimeMinutes;
   auto it = meta_.find(curLedger_);
   if (maxMin > 0 && curAssigned_ > 0 && it != meta_.end() &&
@@ -533,11 +550,6 @@ void ManagedLedgerImpl::onTick() {
     startRollover();
   }
   cache_->evictUpTo(minMarkDelete());
-  const double rate = opts_.managedLedgerDefaultMarkDeleteRateLimit;
-  if (cursorFlushDeferred_ &&
-      (rate <= 0 || steadyMs() - lastCursorFlushMs_ >= static_cast<int64_t>(1000 / rate))) {
-    scheduleCursorFlush();
-  }
   // Time-based retention: consumed ledgers expire without any cursor moving.
   int64_t now = nowMs();
   if (opts_.retentionCheckIntervalInSeconds > 0 && now >= nextRetentionCheckMs_) {

@@ -800,6 +800,9 @@ void NamespaceService::releaseAll(const char* why) {
     MutexLock lock(mu_);
     n = owned_.size();
     owned_.clear();
+    // Their clients never write again, whatever a new session owns. Raised after the clear, under
+    // the lock owns() takes: a producer that read the new epoch cannot have seen these bundles.
+    ownershipEpoch_.fetch_add(1, std::memory_order_acq_rel);
     leader_ = false;
   }
   leaderId_.clear();
@@ -814,8 +817,6 @@ void NamespaceService::onSession(metadata::SessionEvent e) {
     case metadata::SessionEvent::kSessionLost:
       // No write from here until a request of the new session is answered (after the release).
       leaseUntilNs_.store(0, std::memory_order_relaxed);
-      // Clients of the old session's bundles never write again, whatever the new session owns.
-      ownershipEpoch_.fetch_add(1, std::memory_order_acq_rel);
       ++sessionGeneration_;
       releaseAll("ZooKeeper session expired");
       {

@@ -584,15 +584,21 @@ TEST_F(DurableStorageTest, MarkDeleteRateLimitHoldsBackUnwaitedCursorWrites) {
     o.metadataStore = &store;
     auto f = open(o);
     auto ml = openLedger(*f, ex_, "t");
+    // Another cursor's write opens the interval; a new cursor is written at once all the same.
+    ASSERT_TRUE(ml->openCursor("other", InitialPosition::kEarliest).isOk());
+    ex_.runPending();
     auto c = ml->openCursor("c", InitialPosition::kEarliest);
     ASSERT_TRUE(c.isOk());
+    ex_.runPending();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_EQ(store.writes.load(), 1) << "the new cursor waited for the rate limit";
     std::vector<Position> pos;
     for (int i = 0; i < 60; i++) {
       auto p = addOne(*ml, ex_, "e" + std::to_string(i));
       ASSERT_TRUE(p.isOk());
       pos.push_back(*p);
     }
-    ASSERT_TRUE(runUntil(ex_, [&] { return store.writes.load() >= 1; }));  // the cursor's creation
+    ASSERT_TRUE(runUntil(ex_, [&] { return store.writes.load() >= 1; }));
     const int before = store.writes.load();
     // 20 acks of every other entry, each in a pass of its own, nobody waiting.
     for (int i = 1; i < 40; i += 2) {
