@@ -1,30 +1,78 @@
 #include "broker/draining_hashes.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <new>
+#include <bit>
 
+#include "base/dcheck.h"
 #include "broker/consumer.h"
 
 namespace magnetar::broker {
 
-PendingTable::PendingTable()
-    : slots_(static_cast<PendingSlot*>(std::calloc(kKeySharedRangeSize, sizeof(PendingSlot)))) {
-  if (!slots_) throw std::bad_alloc();
+const PendingSlot* PendingTable::find(int32_t hash) const {
+  for (size_t i = home(hash);; i = (i + 1) & mask_) {
+    const PendingSlot& s = slots_[i];
+    if (s.hash == hash) return &s;
+    if (s.hash == kEmpty) return nullptr;
+  }
 }
 
-void PendingTable::Free::operator()(PendingSlot* p) const { std::free(p); }
+PendingSlot& PendingTable::insert(int32_t hash) {
+  MAGNETAR_DCHECK(hash >= 0 && static_cast<size_t>(hash) < kKeySharedRangeSize);
+  if ((size_ + 1) * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
+  for (size_t i = home(hash);; i = (i + 1) & mask_) {
+    PendingSlot& s = slots_[i];
+    if (s.hash == hash) return s;
+    if (s.hash == kEmpty) {
+      s.hash = hash;
+      ++size_;
+      return s;
+    }
+  }
+}
+
+void PendingTable::erase(int32_t hash) {
+  size_t i = home(hash);
+  for (;; i = (i + 1) & mask_) {
+    if (slots_[i].hash == hash) break;
+    if (slots_[i].hash == kEmpty) return;
+  }
+  // Backward-shift deletion: move up each later entry of the run that may sit at the hole.
+  for (size_t j = (i + 1) & mask_;; j = (j + 1) & mask_) {
+    if (slots_[j].hash == kEmpty) break;
+    const size_t h = home(slots_[j].hash);
+    // j's entry can move to i when its home is not in the cyclic range (i, j].
+    if (((j - h) & mask_) >= ((j - i) & mask_)) {
+      slots_[i] = slots_[j];
+      i = j;
+    }
+  }
+  slots_[i] = PendingSlot{};
+  --size_;
+  if (slots_.size() > kMinCapacity && size_ * 8 < slots_.size()) rehash(slots_.size() / 2);
+}
+
+void PendingTable::rehash(size_t capacity) {
+  std::vector<PendingSlot> old(capacity);
+  old.swap(slots_);
+  mask_ = capacity - 1;
+  shift_ = 32 - std::countr_zero(capacity);
+  size_ = 0;
+  for (const PendingSlot& s : old) {
+    if (s.hash == kEmpty) continue;
+    size_t i = home(s.hash);
+    while (slots_[i].hash != kEmpty) i = (i + 1) & mask_;
+    slots_[i] = s;
+    ++size_;
+  }
+}
 
 void DrainingHashes::rescan(const PendingTable& pending, const KeySharedSelector& selector) {
   std::unordered_map<int32_t, uint32_t> next;
-  for (size_t h = 0; h < pending.size(); ++h) {
-    const auto& [holder, count] = pending[h];
-    if (count <= 0 || holder == nullptr) continue;
-    int32_t hash = static_cast<int32_t>(h);
-    if (selector.select(hash) == holder) continue;
+  pending.forEach([&](int32_t hash, const PendingSlot& s) {
+    if (s.count <= 0 || s.holder == nullptr || selector.select(hash) == s.holder) return;
     auto it = hashes_.find(hash);
     next.emplace(hash, it == hashes_.end() ? 0 : it->second);
-  }
+  });
   hashes_ = std::move(next);
 }
 
@@ -40,9 +88,9 @@ std::vector<DrainingHashInfo> DrainingHashes::snapshot(const PendingTable& pendi
                                                        const KeySharedSelector& selector) const {
   std::vector<DrainingHashInfo> out;
   for (const auto& [hash, blocked] : hashes_) {
-    const auto& [holder, count] = pending[static_cast<size_t>(hash)];
-    if (count <= 0 || holder == nullptr || selector.select(hash) == holder) continue;
-    out.push_back(DrainingHashInfo{hash, holder, count, blocked});
+    const PendingSlot* s = pending.find(hash);
+    if (!s || s->count <= 0 || s->holder == nullptr || selector.select(hash) == s->holder) continue;
+    out.push_back(DrainingHashInfo{hash, s->holder, s->count, blocked});
   }
   std::sort(out.begin(), out.end(),
             [](const DrainingHashInfo& a, const DrainingHashInfo& b) { return a.hash < b.hash; });

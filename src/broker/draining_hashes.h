@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -24,30 +23,55 @@ struct DrainingHashInfo {
   uint32_t blockedAttempts = 0;
 };
 
-// One slot of PendingTable: the consumer holding unacked entries of the hash, and how many.
-// All-zero bytes are the empty slot (nullptr, 0).
+// One entry of PendingTable: the consumer holding unacked entries of the hash, and how many.
 struct PendingSlot {
-  Consumer* holder;
-  int count;
+  Consumer* holder = nullptr;
+  int count = 0;
+  int32_t hash = -1;  // the table's key; -1: an empty slot
 };
 
-// hash -> PendingSlot, kKeySharedRangeSize (65536) slots of 16 bytes: flat, so no allocation or
-// hashing per message. Zeroed by calloc (large blocks come as fresh zero pages), so only the
-// pages holding the hashes in use get resident: a subscription with a few keys costs a few KiB,
-// not 1 MiB (1,000 Key_Shared subscriptions held 1 GB with a zero-filled vector). Thread: its
-// owner's.
+// hash (0..kKeySharedRangeSize-1) -> PendingSlot for the hashes with entries pending: an
+// open-addressing table with linear probing, sized by the hashes in use (at most 3/4 full, at
+// least 1/8 once above the minimum), 16 bytes per slot. A subscription with a few hundred
+// messages in flight keeps its table in a few KiB of cache; a dense 65,536-slot array cost one
+// cache and TLB miss per dispatch and per ack (docs/perf.md, issue 26). Pointers returned stay
+// valid until the next insert() or erase(). Thread: its owner's.
 class PendingTable {
  public:
-  PendingTable();
-  PendingSlot& operator[](size_t hash) { return slots_.get()[hash]; }
-  const PendingSlot& operator[](size_t hash) const { return slots_.get()[hash]; }
-  static constexpr size_t size() { return kKeySharedRangeSize; }
+  PendingTable() { rehash(kMinCapacity); }
+  // The hash's entry, or nullptr when none of its entries is pending.
+  PendingSlot* find(int32_t hash) {
+    return const_cast<PendingSlot*>(std::as_const(*this).find(hash));
+  }
+  const PendingSlot* find(int32_t hash) const;
+  // The hash's entry, added as (nullptr, 0) when absent. hash must be in [0, 65536).
+  PendingSlot& insert(int32_t hash);
+  // Removes the hash's entry (no-op when absent).
+  void erase(int32_t hash);
+  // Hashes with an entry; capacity() slots allocated.
+  size_t size() const { return size_; }
+  size_t capacity() const { return slots_.size(); }
+  // Calls f(hash, const PendingSlot&) for every entry, in no particular order.
+  template <typename F>
+  void forEach(F&& f) const {
+    for (const PendingSlot& s : slots_) {
+      if (s.hash != kEmpty) f(s.hash, s);
+    }
+  }
 
  private:
-  struct Free {
-    void operator()(PendingSlot* p) const;
-  };
-  std::unique_ptr<PendingSlot, Free> slots_;
+  static constexpr int32_t kEmpty = -1;
+  static constexpr size_t kMinCapacity = 16;
+  size_t home(int32_t hash) const {
+    // Fibonacci hashing: Key_Shared hashes are uniform, but a sticky range need not be.
+    return (static_cast<uint32_t>(hash) * 2654435769u) >> shift_;
+  }
+  void rehash(size_t capacity);
+
+  std::vector<PendingSlot> slots_;
+  size_t size_ = 0;
+  size_t mask_ = 0;
+  int shift_ = 32;
 };
 
 // Thread: the topic's executor only.
@@ -55,8 +79,8 @@ class DrainingHashes {
  public:
   // After the selector changed (a consumer joined or left): a hash drains when entries of it are
   // pending at a consumer that no longer owns it (`pending`: the dispatcher's table). Keeps the
-  // blocked counts of hashes that still drain. Scans the table (65536 slots, reading untouched
-  // pages maps no memory), so only on consumer changes.
+  // blocked counts of hashes that still drain. Scans the whole table, so only on consumer
+  // changes.
   void rescan(const PendingTable& pending, const KeySharedSelector& selector);
   // A message of `hash` was held back because the hash drains.
   void blocked(int32_t hash) {

@@ -22,10 +22,11 @@ Status KeySharedState::addConsumer(Consumer* c) {
 }
 
 bool KeySharedState::released(int32_t hash) {
-  auto& h = pending_[static_cast<size_t>(hash)];
-  if (h.count == 0 || --h.count > 0) return false;
-  if (!draining_.empty()) draining_.released(hash, h.holder);
-  h.holder = nullptr;
+  PendingSlot* h = pending_.find(hash);
+  if (!h || h->count == 0 || --h->count > 0) return false;
+  Consumer* holder = h->holder;
+  pending_.erase(hash);
+  if (!draining_.empty()) draining_.released(hash, holder);
   return true;
 }
 

@@ -41,14 +41,14 @@ class KeySharedState {
 
   // Messages of `hash` are unacked at a consumer other than `owner` (Pulsar 4's draining).
   bool drainingElsewhere(int32_t hash, const Consumer* owner) const {
-    const auto& ph = pending_[static_cast<size_t>(hash)];
-    return ph.count > 0 && ph.holder != owner;
+    const PendingSlot* ph = pending_.find(hash);
+    return ph && ph->count > 0 && ph->holder != owner;
   }
   // An entry of `hash` was held back because the hash drains (stats).
   void blocked(int32_t hash) { draining_.blocked(hash); }
   // An entry of `hash` went to `target`.
   void dispatched(int32_t hash, Consumer* target) {
-    auto& ph = pending_[static_cast<size_t>(hash)];
+    PendingSlot& ph = pending_.insert(hash);
     ph.holder = target;
     ph.count++;
   }
@@ -75,7 +75,7 @@ class KeySharedState {
  private:
   const BrokerOptions& options_;
   KeySharedSelector selector_;
-  // hash -> (the consumer holding its unacked messages, how many).
+  // hash -> (the consumer holding its unacked messages, how many), for hashes with any.
   PendingTable pending_;
   DrainingHashes draining_;                        // for stats (re-derived when consumers change)
   std::unordered_map<int32_t, int> replayHashes_;  // hash -> entries in the replay set
