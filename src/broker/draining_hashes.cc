@@ -9,6 +9,7 @@
 namespace magnetar::broker {
 
 const PendingSlot* PendingTable::find(int32_t hash) const {
+  MAGNETAR_DCHECK(hash >= 0 && static_cast<size_t>(hash) < kKeySharedRangeSize);
   for (size_t i = home(hash);; i = (i + 1) & mask_) {
     const PendingSlot& s = slots_[i];
     if (s.hash == hash) return &s;
@@ -18,6 +19,7 @@ const PendingSlot* PendingTable::find(int32_t hash) const {
 
 PendingSlot& PendingTable::insert(int32_t hash) {
   MAGNETAR_DCHECK(hash >= 0 && static_cast<size_t>(hash) < kKeySharedRangeSize);
+  if (PendingSlot* s = find(hash)) return *s;  // present: no growth, pointers stay valid
   if ((size_ + 1) * 4 > slots_.size() * 3) rehash(slots_.size() * 2);
   for (size_t i = home(hash);; i = (i + 1) & mask_) {
     PendingSlot& s = slots_[i];
@@ -31,6 +33,7 @@ PendingSlot& PendingTable::insert(int32_t hash) {
 }
 
 void PendingTable::erase(int32_t hash) {
+  MAGNETAR_DCHECK(hash >= 0 && static_cast<size_t>(hash) < kKeySharedRangeSize);
   size_t i = home(hash);
   for (;; i = (i + 1) & mask_) {
     if (slots_[i].hash == hash) break;

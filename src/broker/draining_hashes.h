@@ -35,10 +35,12 @@ struct PendingSlot {
 // least 1/8 once above the minimum), 16 bytes per slot. A subscription with a few hundred
 // messages in flight keeps its table in a few KiB of cache; a dense 65,536-slot array cost one
 // cache and TLB miss per dispatch and per ack (docs/perf.md, issue 26). Pointers returned stay
-// valid until the next insert() or erase(). Thread: its owner's.
+// valid until the next insert() of an absent hash or erase(). Thread: its owner's.
 class PendingTable {
  public:
   PendingTable() { rehash(kMinCapacity); }
+  PendingTable(const PendingTable&) = delete;
+  PendingTable& operator=(const PendingTable&) = delete;
   // The hash's entry, or nullptr when none of its entries is pending.
   PendingSlot* find(int32_t hash) {
     return const_cast<PendingSlot*>(std::as_const(*this).find(hash));
@@ -70,8 +72,8 @@ class PendingTable {
 
   std::vector<PendingSlot> slots_;
   size_t size_ = 0;
-  size_t mask_ = 0;
-  int shift_ = 32;
+  size_t mask_ = kMinCapacity - 1;
+  int shift_ = 28;  // 32 - log2(capacity); set by rehash()
 };
 
 // Thread: the topic's executor only.

@@ -54,6 +54,19 @@ TEST(PendingTable, InsertReturnsTheSameEntryAgain) {
   EXPECT_EQ(t.size(), 0u);
 }
 
+TEST(PendingTable, InsertOfAPresentHashAtTheLimitDoesNotGrow) {
+  PendingTable t;
+  const size_t cap = t.capacity();
+  for (int32_t h = 0; static_cast<size_t>(h) * 4 < cap * 3; ++h) t.insert(h).count = 1;
+  ASSERT_EQ(t.capacity(), cap);  // exactly 3/4 full
+  PendingSlot* before = t.find(0);
+  EXPECT_EQ(&t.insert(0), before);
+  EXPECT_EQ(t.capacity(), cap);
+  t.insert(1000);  // a new hash grows it
+  EXPECT_EQ(t.capacity(), cap * 2);
+  EXPECT_EQ(t.find(0)->count, 1);
+}
+
 TEST(PendingTable, RandomOpsMatchAMap) {
   for (int range : {64, 4096, 65536}) {  // dense collisions, then sparse
     PendingTable t;
