@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 REPO=$(pwd)
 export MAGNETAR_BIN="$REPO/build/src/app/magnetar"
 
-# Each stage line carries the minutes since the start, so a CI log shows where the time goes.
+# Each stage line carries the minutes since the start, and the longest pytest suites list their
+# slowest tests (--durations), so a CI log shows where the time goes.
 stage() { printf '\n=== [%d:%02d] %s ===\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 stage "install dependencies"
@@ -28,13 +29,13 @@ ctest --test-dir build --output-on-failure -j 2 --timeout 300
 
 PY="$REPO/.venv/bin/python"
 stage "integration tests (pytest, real broker process)"
-"$PY" -m pytest -q tests/integration
+"$PY" -m pytest -q --durations=10 tests/integration
 
 stage "BookKeeper: client, topics on BookKeeper, their faults, interop with an Apache Pulsar broker (ZooKeeper + 3 bookies)"
-"$PY" -m pytest -q tests/bookkeeper
+"$PY" -m pytest -q --durations=5 tests/bookkeeper
 
 stage "differential suite against Magnetar (official Python client; admin REST included)"
-"$PY" -m pytest -q tests/differential --broker=magnetar
+"$PY" -m pytest -q --durations=5 tests/differential --broker=magnetar
 
 stage "admin REST, /metrics and magnetar-admin against a real broker"
 "$PY" -m pytest -q tests/admin
