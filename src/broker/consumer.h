@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/message_deduplication.h"
 #include "broker/pending_acks.h"
 #include "net/frame_batch.h"
 #include "protocol/pulsar_api.pb.h"
@@ -120,6 +121,8 @@ class Producer {
   const int64_t connectedSinceMs = wallClockMs();  // creation time, for stats
   // TopicOwnership::ownershipEpoch() before this producer's topic was found owned here.
   uint64_t ownershipEpoch = 0;
+  // Its place in the topic's dedup table (topic executor only).
+  MessageDeduplication::ProducerRef dedupRef;
 
  private:
   const uint64_t id_;

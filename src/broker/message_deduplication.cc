@@ -94,6 +94,7 @@ void MessageDeduplication::setEnabled(bool enabled, storage::ManagedLedger& ledg
   for (auto it = state_.begin(); it != state_.end();) {
     it = it->second.waiters.empty() ? state_.erase(it) : std::next(it);
   }
+  ++epoch_;
   recover(ledger, std::move(done));
 }
 
@@ -134,7 +135,10 @@ void MessageDeduplication::purgeInactiveProducers(Clock::time_point now) {
       continue;
     }
     auto st = state_.find(it->first);
-    if (st != state_.end() && st->second.waiters.empty()) state_.erase(st);
+    if (st != state_.end() && st->second.waiters.empty()) {
+      state_.erase(st);
+      ++epoch_;
+    }
     it = inactive_.erase(it);
   }
 }
@@ -147,24 +151,30 @@ void MessageDeduplication::apply(const std::string& producer, int64_t highest) {
 
 MessageDeduplication::Verdict MessageDeduplication::check(const std::string& producer,
                                                           int64_t sequenceId,
-                                                          int64_t highestSequenceId) {
+                                                          int64_t highestSequenceId,
+                                                          ProducerRef* ref) {
   if (!enabled_) return Verdict::kNew;
-  auto it = state_.find(producer);
-  if (it == state_.end()) {
-    if (options_.maxProducers > 0 && static_cast<int>(state_.size()) >= options_.maxProducers) {
-      // Over brokerDeduplicationMaxNumberOfProducers: forget producers with nothing in flight.
-      for (auto i = state_.begin(); i != state_.end();) {
-        i = i->second.pushed == i->second.persisted && i->second.waiters.empty() ? state_.erase(i)
-                                                                                  : std::next(i);
+  ProducerState* st = cached(ref);
+  if (!st) {
+    auto it = state_.find(producer);
+    if (it == state_.end()) {
+      if (options_.maxProducers > 0 && static_cast<int>(state_.size()) >= options_.maxProducers) {
+        // Over brokerDeduplicationMaxNumberOfProducers: forget producers with nothing in flight.
+        for (auto i = state_.begin(); i != state_.end();) {
+          i = i->second.pushed == i->second.persisted && i->second.waiters.empty() ? state_.erase(i)
+                                                                                   : std::next(i);
+        }
+        ++epoch_;
       }
+      it = state_.emplace(producer, ProducerState{}).first;
     }
-    it = state_.emplace(producer, ProducerState{}).first;
+    st = &it->second;
+    remember(ref, st);
   }
-  auto& st = it->second;
-  if (sequenceId <= st.pushed) {
-    return sequenceId <= st.persisted ? Verdict::kDuplicate : Verdict::kInFlight;
+  if (sequenceId <= st->pushed) {
+    return sequenceId <= st->persisted ? Verdict::kDuplicate : Verdict::kInFlight;
   }
-  st.pushed = std::max(sequenceId, highestSequenceId);
+  st->pushed = std::max(sequenceId, highestSequenceId);
   return Verdict::kNew;
 }
 
@@ -173,25 +183,30 @@ void MessageDeduplication::waitFor(const std::string& producer, Waiter w) {
 }
 
 void MessageDeduplication::completed(const std::string& producer, int64_t highestSequenceId,
-                                     const Status& status, storage::Position pos) {
+                                     const Status& status, storage::Position pos,
+                                     ProducerRef* ref) {
   if (!enabled_ && state_.empty()) return;  // off (waiters of a switch-off still get answers)
   if (enabled_ && status.isOk() && pos.entryId >= 0) {
     lastPersisted_ = pos;
     ++sinceSnapshot_;
   }
-  auto it = state_.find(producer);
-  if (it == state_.end()) return;
-  auto& st = it->second;
+  ProducerState* st = cached(ref);
+  if (!st) {
+    auto it = state_.find(producer);
+    if (it == state_.end()) return;
+    st = &it->second;
+    remember(ref, st);
+  }
   if (status.isOk()) {
-    st.persisted = std::max(st.persisted, highestSequenceId);
+    st->persisted = std::max(st->persisted, highestSequenceId);
     if (enabled_ && sinceSnapshot_ >= options_.entriesInterval) takeSnapshot(pos);
   } else {
-    st.pushed = st.persisted;
+    st->pushed = st->persisted;
   }
-  if (st.waiters.empty()) return;
+  if (st->waiters.empty()) return;
   std::vector<Waiter> keep;
-  auto waiters = std::move(st.waiters);
-  st.waiters.clear();
+  auto waiters = std::move(st->waiters);
+  st->waiters.clear();
   for (auto& w : waiters) {
     if (w.sequenceId <= highestSequenceId) {
       w.done(status);

@@ -45,6 +45,15 @@ class MessageDeduplication {
     std::function<void(Status)> done;  // OK: persisted; else the original failed
   };
   using Clock = std::chrono::steady_clock;
+  // A producer's remembered place in this table (each Producer keeps one), so check() and
+  // completed() skip the name lookup. Stale, and refilled by a lookup, once any producer's state
+  // was dropped since it was filled. Thread: the topic's executor.
+  class ProducerRef {
+    friend class MessageDeduplication;
+    const MessageDeduplication* owner_ = nullptr;
+    void* state_ = nullptr;  // ProducerState*
+    uint64_t epoch_ = 0;
+  };
 
   MessageDeduplication(bool enabled, DedupOptions options)
       : enabled_(enabled), options_(options) {}
@@ -61,15 +70,17 @@ class MessageDeduplication {
   int64_t entriesReplayed() const { return entriesReplayed_; }
 
   // Checks one publish. sequenceId is the first id of the entry, highestSequenceId its last
-  // (batches). For kNew the pushed id moves to highestSequenceId.
-  Verdict check(const std::string& producer, int64_t sequenceId, int64_t highestSequenceId);
+  // (batches). For kNew the pushed id moves to highestSequenceId. ref: the producer's cache, or
+  // nullptr.
+  Verdict check(const std::string& producer, int64_t sequenceId, int64_t highestSequenceId,
+                ProducerRef* ref = nullptr);
   // Queues a waiter for a kInFlight publish.
   void waitFor(const std::string& producer, Waiter w);
   // The publish of [.., highestSequenceId] completed (ok or not) at pos. On failure the pushed id
   // goes back to the persisted one so the client's resend is stored (Pulsar resets it too). A
   // success may take a snapshot (every entriesInterval entries).
   void completed(const std::string& producer, int64_t highestSequenceId, const Status& status,
-                 storage::Position pos = {});
+                 storage::Position pos = {}, ProducerRef* ref = nullptr);
 
   // Producer connect/disconnect: a producer gone for producerInactivityTimeoutMinutes is
   // forgotten by purgeInactiveProducers().
@@ -92,12 +103,24 @@ class MessageDeduplication {
     std::vector<Waiter> waiters;
   };
   void apply(const std::string& producer, int64_t highest);
+  ProducerState* cached(const ProducerRef* ref) const {
+    return ref && ref->owner_ == this && ref->epoch_ == epoch_
+               ? static_cast<ProducerState*>(ref->state_)
+               : nullptr;
+  }
+  void remember(ProducerRef* ref, ProducerState* st) const {
+    if (!ref) return;
+    ref->owner_ = this;
+    ref->state_ = st;
+    ref->epoch_ = epoch_;
+  }
   void takeSnapshot(storage::Position pos);
 
   bool enabled_;
   DedupOptions options_;
   storage::ManagedCursor* cursor_ = nullptr;
   std::unordered_map<std::string, ProducerState> state_;
+  uint64_t epoch_ = 1;  // bumped whenever an entry of state_ is erased (ProducerRef)
   std::unordered_map<std::string, Clock::time_point> inactive_;  // disconnected since
   storage::Position lastPersisted_;
   int64_t sinceSnapshot_ = 0;  // entries persisted since the last snapshot

@@ -116,6 +116,43 @@ TEST_F(MessageDeduplicationTest, InactiveProducersArePurgedAfterTheTimeout) {
   EXPECT_EQ(d.lastSequenceId("back"), 5);
 }
 
+TEST_F(MessageDeduplicationTest, ProducerRefSkipsTheLookupAndGoesStaleWhenStateIsDropped) {
+  using V = MessageDeduplication::Verdict;
+  options_.producerInactivityTimeoutMinutes = 10;
+  MessageDeduplication d(true, options_);
+  ASSERT_TRUE(recover(d).isOk());
+  MessageDeduplication::ProducerRef ref;
+  // Through the ref, the same verdicts as by name.
+  EXPECT_EQ(d.check("p", 1, 1, &ref), V::kNew);
+  EXPECT_EQ(d.check("p", 1, 1), V::kInFlight);
+  EXPECT_EQ(d.check("p", 1, 1, &ref), V::kInFlight);
+  d.completed("p", 1, Status::ok(), {}, &ref);
+  EXPECT_EQ(d.check("p", 1, 1, &ref), V::kDuplicate);
+  EXPECT_EQ(d.lastSequenceId("p"), 1);
+  // A failed write resets the pushed id, through the ref too: the resend is stored.
+  EXPECT_EQ(d.check("p", 2, 2, &ref), V::kNew);
+  d.completed("p", 2, Status::internal("disk"), {}, &ref);
+  EXPECT_EQ(d.check("p", 2, 2, &ref), V::kNew);
+  d.completed("p", 2, Status::ok(), {}, &ref);
+  EXPECT_EQ(d.lastSequenceId("p"), 2);
+
+  // The producer's state is purged: the ref must not reach the freed entry (ASan would report
+  // it) and its next check starts from scratch, as a lookup by name does.
+  auto t0 = MessageDeduplication::Clock::now();
+  d.producerRemoved("p", t0);
+  d.purgeInactiveProducers(t0 + std::chrono::minutes(11));
+  EXPECT_EQ(d.lastSequenceId("p"), -1);
+  EXPECT_EQ(d.check("p", 1, 1, &ref), V::kNew);
+  d.completed("p", 1, Status::ok(), {}, &ref);
+  EXPECT_EQ(d.lastSequenceId("p"), 1);
+
+  // A ref filled by another table is ignored there.
+  MessageDeduplication other(true, options_);
+  EXPECT_EQ(other.check("p", 1, 1, &ref), V::kNew);
+  EXPECT_EQ(d.check("p", 1, 1, &ref), V::kDuplicate);
+  EXPECT_EQ(other.check("p", 1, 1, &ref), V::kInFlight);
+}
+
 TEST_F(MessageDeduplicationTest, TimeBasedSnapshotAndSwitchingOff) {
   options_.entriesInterval = 1000;
   options_.snapshotIntervalSeconds = 60;
