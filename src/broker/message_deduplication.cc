@@ -1,7 +1,9 @@
 #include "broker/message_deduplication.h"
 
 #include <algorithm>
+#include <atomic>
 
+#include "base/dcheck.h"
 #include "base/logging.h"
 #include "broker/entry_metadata.h"
 
@@ -40,7 +42,27 @@ struct ReplayScan : std::enable_shared_from_this<ReplayScan> {
   }
 };
 
+// Epoch ranges handed out to tables: 2^32 erasures each before two could meet.
+std::atomic<uint64_t> nextEpochBase{1};
+
 }  // namespace
+
+MessageDeduplication::MessageDeduplication(bool enabled, DedupOptions options)
+    : enabled_(enabled),
+      options_(options),
+      epoch_(nextEpochBase.fetch_add(uint64_t{1} << 32, std::memory_order_relaxed)) {}
+
+MessageDeduplication::ProducerState* MessageDeduplication::cached(const std::string& producer,
+                                                                  const ProducerSlot* ref) const {
+  if (!ref || ref->owner_ != this || ref->epoch_ != epoch_) return nullptr;
+#ifndef NDEBUG
+  auto it = state_.find(producer);
+  MAGNETAR_DCHECK(it != state_.end() && &it->second == ref->state_);
+#else
+  (void)producer;
+#endif
+  return ref->state_;
+}
 
 void MessageDeduplication::recover(storage::ManagedLedger& ledger,
                                    std::function<void(Status)> done) {
@@ -152,9 +174,9 @@ void MessageDeduplication::apply(const std::string& producer, int64_t highest) {
 MessageDeduplication::Verdict MessageDeduplication::check(const std::string& producer,
                                                           int64_t sequenceId,
                                                           int64_t highestSequenceId,
-                                                          ProducerRef* ref) {
+                                                          ProducerSlot* ref) {
   if (!enabled_) return Verdict::kNew;
-  ProducerState* st = cached(ref);
+  ProducerState* st = cached(producer, ref);
   if (!st) {
     auto it = state_.find(producer);
     if (it == state_.end()) {
@@ -184,13 +206,13 @@ void MessageDeduplication::waitFor(const std::string& producer, Waiter w) {
 
 void MessageDeduplication::completed(const std::string& producer, int64_t highestSequenceId,
                                      const Status& status, storage::Position pos,
-                                     ProducerRef* ref) {
+                                     ProducerSlot* ref) {
   if (!enabled_ && state_.empty()) return;  // off (waiters of a switch-off still get answers)
   if (enabled_ && status.isOk() && pos.entryId >= 0) {
     lastPersisted_ = pos;
     ++sinceSnapshot_;
   }
-  ProducerState* st = cached(ref);
+  ProducerState* st = cached(producer, ref);
   if (!st) {
     auto it = state_.find(producer);
     if (it == state_.end()) return;

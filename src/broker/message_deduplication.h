@@ -34,6 +34,8 @@ struct DedupOptions {
 
 // Thread: the topic's executor only.
 class MessageDeduplication {
+  struct ProducerState;
+
  public:
   enum class Verdict {
     kNew,        // store it
@@ -47,16 +49,19 @@ class MessageDeduplication {
   using Clock = std::chrono::steady_clock;
   // A producer's remembered place in this table (each Producer keeps one), so check() and
   // completed() skip the name lookup. Stale, and refilled by a lookup, once any producer's state
-  // was dropped since it was filled. Thread: the topic's executor.
-  class ProducerRef {
+  // was dropped since it was filled (or when filled by another table). Thread: the topic's
+  // executor.
+  class ProducerSlot {
     friend class MessageDeduplication;
     const MessageDeduplication* owner_ = nullptr;
-    void* state_ = nullptr;  // ProducerState*
+    ProducerState* state_ = nullptr;
     uint64_t epoch_ = 0;
   };
 
-  MessageDeduplication(bool enabled, DedupOptions options)
-      : enabled_(enabled), options_(options) {}
+  MessageDeduplication(bool enabled, DedupOptions options);
+  // Not copyable or movable: a ProducerSlot names its table by address.
+  MessageDeduplication(const MessageDeduplication&) = delete;
+  MessageDeduplication& operator=(const MessageDeduplication&) = delete;
   bool enabled() const { return enabled_; }
 
   // Opens the dedup cursor (created at the log's start the first time), loads its snapshot and
@@ -73,14 +78,14 @@ class MessageDeduplication {
   // (batches). For kNew the pushed id moves to highestSequenceId. ref: the producer's cache, or
   // nullptr.
   Verdict check(const std::string& producer, int64_t sequenceId, int64_t highestSequenceId,
-                ProducerRef* ref = nullptr);
+                ProducerSlot* ref = nullptr);
   // Queues a waiter for a kInFlight publish.
   void waitFor(const std::string& producer, Waiter w);
   // The publish of [.., highestSequenceId] completed (ok or not) at pos. On failure the pushed id
   // goes back to the persisted one so the client's resend is stored (Pulsar resets it too). A
   // success may take a snapshot (every entriesInterval entries).
   void completed(const std::string& producer, int64_t highestSequenceId, const Status& status,
-                 storage::Position pos = {}, ProducerRef* ref = nullptr);
+                 storage::Position pos = {}, ProducerSlot* ref = nullptr);
 
   // Producer connect/disconnect: a producer gone for producerInactivityTimeoutMinutes is
   // forgotten by purgeInactiveProducers().
@@ -103,12 +108,9 @@ class MessageDeduplication {
     std::vector<Waiter> waiters;
   };
   void apply(const std::string& producer, int64_t highest);
-  ProducerState* cached(const ProducerRef* ref) const {
-    return ref && ref->owner_ == this && ref->epoch_ == epoch_
-               ? static_cast<ProducerState*>(ref->state_)
-               : nullptr;
-  }
-  void remember(ProducerRef* ref, ProducerState* st) const {
+  // The slot's entry when still valid (checked against a lookup by name in debug builds).
+  ProducerState* cached(const std::string& producer, const ProducerSlot* ref) const;
+  void remember(ProducerSlot* ref, ProducerState* st) {
     if (!ref) return;
     ref->owner_ = this;
     ref->state_ = st;
@@ -120,7 +122,9 @@ class MessageDeduplication {
   DedupOptions options_;
   storage::ManagedCursor* cursor_ = nullptr;
   std::unordered_map<std::string, ProducerState> state_;
-  uint64_t epoch_ = 1;  // bumped whenever an entry of state_ is erased (ProducerRef)
+  // Bumped whenever an entry of state_ is erased (ProducerSlot); starts unique per table, so a
+  // table at a reused address does not accept an old slot.
+  uint64_t epoch_;
   std::unordered_map<std::string, Clock::time_point> inactive_;  // disconnected since
   storage::Position lastPersisted_;
   int64_t sinceSnapshot_ = 0;  // entries persisted since the last snapshot

@@ -116,12 +116,12 @@ TEST_F(MessageDeduplicationTest, InactiveProducersArePurgedAfterTheTimeout) {
   EXPECT_EQ(d.lastSequenceId("back"), 5);
 }
 
-TEST_F(MessageDeduplicationTest, ProducerRefSkipsTheLookupAndGoesStaleWhenStateIsDropped) {
+TEST_F(MessageDeduplicationTest, ProducerSlotSkipsTheLookupAndGoesStaleWhenStateIsDropped) {
   using V = MessageDeduplication::Verdict;
   options_.producerInactivityTimeoutMinutes = 10;
   MessageDeduplication d(true, options_);
   ASSERT_TRUE(recover(d).isOk());
-  MessageDeduplication::ProducerRef ref;
+  MessageDeduplication::ProducerSlot ref;
   // Through the ref, the same verdicts as by name.
   EXPECT_EQ(d.check("p", 1, 1, &ref), V::kNew);
   EXPECT_EQ(d.check("p", 1, 1), V::kInFlight);
@@ -136,8 +136,9 @@ TEST_F(MessageDeduplicationTest, ProducerRefSkipsTheLookupAndGoesStaleWhenStateI
   d.completed("p", 2, Status::ok(), {}, &ref);
   EXPECT_EQ(d.lastSequenceId("p"), 2);
 
-  // The producer's state is purged: the ref must not reach the freed entry (ASan would report
-  // it) and its next check starts from scratch, as a lookup by name does.
+  // The producer's state is purged: the slot must not reach the freed entry. Without the epoch
+  // bump the completed() below would write into the freed entry and lastSequenceId stay -1 (ASan
+  // also reports it).
   auto t0 = MessageDeduplication::Clock::now();
   d.producerRemoved("p", t0);
   d.purgeInactiveProducers(t0 + std::chrono::minutes(11));
@@ -151,6 +152,34 @@ TEST_F(MessageDeduplicationTest, ProducerRefSkipsTheLookupAndGoesStaleWhenStateI
   EXPECT_EQ(other.check("p", 1, 1, &ref), V::kNew);
   EXPECT_EQ(d.check("p", 1, 1, &ref), V::kDuplicate);
   EXPECT_EQ(other.check("p", 1, 1, &ref), V::kInFlight);
+}
+
+TEST_F(MessageDeduplicationTest, ProducerSlotGoesStaleOnEvictionAndSwitchingOff) {
+  using V = MessageDeduplication::Verdict;
+  options_.maxProducers = 1;
+  MessageDeduplication d(true, options_);
+  ASSERT_TRUE(recover(d).isOk());
+  MessageDeduplication::ProducerSlot a, b;
+  EXPECT_EQ(d.check("a", 5, 5, &a), V::kNew);
+  d.completed("a", 5, Status::ok(), {}, &a);   // nothing in flight: evictable
+  EXPECT_EQ(d.check("b", 1, 1, &b), V::kNew);  // over maxProducers: "a" is forgotten
+  EXPECT_EQ(d.producerCount(), 1u);
+  EXPECT_EQ(d.check("a", 1, 1, &a), V::kNew);  // a lookup again (a stale slot would insert nothing)
+  EXPECT_EQ(d.producerCount(), 2u);
+  EXPECT_EQ(d.lastSequenceId("b"), -1);
+
+  // Off and on again over an empty log: all state dropped, the slot refilled by name.
+  MessageDeduplication e(true, DedupOptions{});
+  ASSERT_TRUE(recover(e).isOk());
+  MessageDeduplication::ProducerSlot p;
+  EXPECT_EQ(e.check("p", 1, 1, &p), V::kNew);
+  e.completed("p", 1, Status::ok(), {}, &p);
+  e.setEnabled(false, *ledger_, [](Status) {});
+  e.setEnabled(true, *ledger_, [](Status) {});
+  ex_.runPending();
+  EXPECT_EQ(e.producerCount(), 0u);
+  EXPECT_EQ(e.check("p", 1, 1, &p), V::kNew);
+  EXPECT_EQ(e.producerCount(), 1u);
 }
 
 TEST_F(MessageDeduplicationTest, TimeBasedSnapshotAndSwitchingOff) {
