@@ -4,6 +4,7 @@ throw-away namespaces over the admin REST API."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -97,3 +98,24 @@ def sanitized(pid: int | None = None) -> bool:
         return False
     with open(f"/proc/{pid}/maps") as f:
         return any(lib in line for line in f for lib in ("libasan", "libtsan", "libubsan"))
+
+
+def stop_process(pid: int, timeout_s: float = 5.0) -> None:
+    """SIGSTOP pid and return once every thread of it is stopped. kill() returns when the signal
+    is queued; a thread running meanwhile goes on until the thread that takes the signal is
+    scheduled, milliseconds on a loaded machine (a broker then still reads what a test sends
+    right after the kill). AssertionError after timeout_s."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        states = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except (FileNotFoundError, ProcessLookupError):
+                continue  # a thread that just ended
+        if states and all(s in ("T", "t", "Z", "X") for s in states):
+            return
+        assert time.monotonic() < deadline, f"pid {pid} not stopped after {timeout_s} s: {states}"
+        time.sleep(0.001)

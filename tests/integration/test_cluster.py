@@ -26,6 +26,7 @@ import pytest
 import requests
 
 from harness.broker import magnetar_bin
+from harness.util import stop_process
 from harness.zk import ZkClient
 from hostile_wire import (
     LOOKUP_RESPONSE,
@@ -793,7 +794,8 @@ def test_a_broker_paused_past_its_session_stops_serving_its_bundles(cluster: Clu
         asked = cluster.web_of(next(b for b in brokers if b != paused))
         paused_log = broker_log(cluster, brokers[paused])
         results: list[bool] = []
-        os.kill(brokers[paused], signal.SIGSTOP)
+        # Stopped for sure before the sends below: else it may still take them in, with its lease.
+        stop_process(brokers[paused])
         try:
             for i in range(5):
                 producer.send_async(f"paused-{i}".encode(),
