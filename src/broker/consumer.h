@@ -122,7 +122,7 @@ class Producer {
   // TopicOwnership::ownershipEpoch() before this producer's topic was found owned here.
   uint64_t ownershipEpoch = 0;
   // Its place in the topic's dedup table (topic executor only).
-  MessageDeduplication::ProducerSlot dedupRef;
+  MessageDeduplication::ProducerSlot dedupSlot;
 
  private:
   const uint64_t id_;

@@ -52,16 +52,19 @@ MessageDeduplication::MessageDeduplication(bool enabled, DedupOptions options)
       options_(options),
       epoch_(nextEpochBase.fetch_add(uint64_t{1} << 32, std::memory_order_relaxed)) {}
 
-MessageDeduplication::ProducerState* MessageDeduplication::cached(const std::string& producer,
-                                                                  const ProducerSlot* ref) const {
-  if (!ref || ref->owner_ != this || ref->epoch_ != epoch_) return nullptr;
+MessageDeduplication::ProducerState* MessageDeduplication::find(const std::string& producer,
+                                                                ProducerSlot* slot) {
+  if (slot && slot->owner_ == this && slot->epoch_ == epoch_) {
 #ifndef NDEBUG
-  auto it = state_.find(producer);
-  MAGNETAR_DCHECK(it != state_.end() && &it->second == ref->state_);
-#else
-  (void)producer;
+    auto it = state_.find(producer);
+    MAGNETAR_DCHECK(it != state_.end() && &it->second == slot->state_);
 #endif
-  return ref->state_;
+    return slot->state_;
+  }
+  auto it = state_.find(producer);
+  if (it == state_.end()) return nullptr;
+  remember(slot, &it->second);
+  return &it->second;
 }
 
 void MessageDeduplication::recover(storage::ManagedLedger& ledger,
@@ -174,24 +177,21 @@ void MessageDeduplication::apply(const std::string& producer, int64_t highest) {
 MessageDeduplication::Verdict MessageDeduplication::check(const std::string& producer,
                                                           int64_t sequenceId,
                                                           int64_t highestSequenceId,
-                                                          ProducerSlot* ref) {
+                                                          ProducerSlot* slot) {
   if (!enabled_) return Verdict::kNew;
-  ProducerState* st = cached(producer, ref);
+  ProducerState* st = find(producer, slot);
   if (!st) {
-    auto it = state_.find(producer);
-    if (it == state_.end()) {
-      if (options_.maxProducers > 0 && static_cast<int>(state_.size()) >= options_.maxProducers) {
-        // Over brokerDeduplicationMaxNumberOfProducers: forget producers with nothing in flight.
-        for (auto i = state_.begin(); i != state_.end();) {
-          i = i->second.pushed == i->second.persisted && i->second.waiters.empty() ? state_.erase(i)
-                                                                                   : std::next(i);
-        }
-        ++epoch_;
+    if (options_.maxProducers > 0 && static_cast<int>(state_.size()) >= options_.maxProducers) {
+      // Over brokerDeduplicationMaxNumberOfProducers: forget producers with nothing in flight.
+      const size_t before = state_.size();
+      for (auto i = state_.begin(); i != state_.end();) {
+        i = i->second.pushed == i->second.persisted && i->second.waiters.empty() ? state_.erase(i)
+                                                                                 : std::next(i);
       }
-      it = state_.emplace(producer, ProducerState{}).first;
+      if (state_.size() != before) ++epoch_;
     }
-    st = &it->second;
-    remember(ref, st);
+    st = &state_.emplace(producer, ProducerState{}).first->second;
+    remember(slot, st);
   }
   if (sequenceId <= st->pushed) {
     return sequenceId <= st->persisted ? Verdict::kDuplicate : Verdict::kInFlight;
@@ -206,19 +206,14 @@ void MessageDeduplication::waitFor(const std::string& producer, Waiter w) {
 
 void MessageDeduplication::completed(const std::string& producer, int64_t highestSequenceId,
                                      const Status& status, storage::Position pos,
-                                     ProducerSlot* ref) {
+                                     ProducerSlot* slot) {
   if (!enabled_ && state_.empty()) return;  // off (waiters of a switch-off still get answers)
   if (enabled_ && status.isOk() && pos.entryId >= 0) {
     lastPersisted_ = pos;
     ++sinceSnapshot_;
   }
-  ProducerState* st = cached(producer, ref);
-  if (!st) {
-    auto it = state_.find(producer);
-    if (it == state_.end()) return;
-    st = &it->second;
-    remember(ref, st);
-  }
+  ProducerState* st = find(producer, slot);
+  if (!st) return;
   if (status.isOk()) {
     st->persisted = std::max(st->persisted, highestSequenceId);
     if (enabled_ && sinceSnapshot_ >= options_.entriesInterval) takeSnapshot(pos);

@@ -75,17 +75,17 @@ class MessageDeduplication {
   int64_t entriesReplayed() const { return entriesReplayed_; }
 
   // Checks one publish. sequenceId is the first id of the entry, highestSequenceId its last
-  // (batches). For kNew the pushed id moves to highestSequenceId. ref: the producer's cache, or
-  // nullptr.
+  // (batches). For kNew the pushed id moves to highestSequenceId. slot: the producer's cache,
+  // or nullptr.
   Verdict check(const std::string& producer, int64_t sequenceId, int64_t highestSequenceId,
-                ProducerSlot* ref = nullptr);
+                ProducerSlot* slot = nullptr);
   // Queues a waiter for a kInFlight publish.
   void waitFor(const std::string& producer, Waiter w);
   // The publish of [.., highestSequenceId] completed (ok or not) at pos. On failure the pushed id
   // goes back to the persisted one so the client's resend is stored (Pulsar resets it too). A
   // success may take a snapshot (every entriesInterval entries).
   void completed(const std::string& producer, int64_t highestSequenceId, const Status& status,
-                 storage::Position pos = {}, ProducerSlot* ref = nullptr);
+                 storage::Position pos = {}, ProducerSlot* slot = nullptr);
 
   // Producer connect/disconnect: a producer gone for producerInactivityTimeoutMinutes is
   // forgotten by purgeInactiveProducers().
@@ -108,13 +108,14 @@ class MessageDeduplication {
     std::vector<Waiter> waiters;
   };
   void apply(const std::string& producer, int64_t highest);
-  // The slot's entry when still valid (checked against a lookup by name in debug builds).
-  ProducerState* cached(const std::string& producer, const ProducerSlot* ref) const;
-  void remember(ProducerSlot* ref, ProducerState* st) {
-    if (!ref) return;
-    ref->owner_ = this;
-    ref->state_ = st;
-    ref->epoch_ = epoch_;
+  // producer's entry, or nullptr: from the slot while it is valid (checked against a lookup by
+  // name in debug builds), else by name, refilling the slot.
+  ProducerState* find(const std::string& producer, ProducerSlot* slot);
+  void remember(ProducerSlot* slot, ProducerState* st) {
+    if (!slot) return;
+    slot->owner_ = this;
+    slot->state_ = st;
+    slot->epoch_ = epoch_;
   }
   void takeSnapshot(storage::Position pos);
 

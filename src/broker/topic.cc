@@ -296,7 +296,7 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
     }
     if (dedup_.enabled()) {
       auto verdict = dedup_.check(producer->name(), static_cast<int64_t>(seq),
-                                  static_cast<int64_t>(highest), &producer->dedupRef);
+                                  static_cast<int64_t>(highest), &producer->dedupSlot);
       if (verdict == MessageDeduplication::Verdict::kDuplicate) {
         // Pulsar answers a duplicate with a receipt for message id -1:-1 and stores nothing.
         queueReceipt(producer, {}, seq, {-1, -1}, highest, bytes);
@@ -322,7 +322,7 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
     ledger_->asyncAddEntry(std::move(s.entry), [this, producer, seq, highest, n, bytes](
                                                    const Status& st, storage::Position pos) {
       dedup_.completed(producer->name(), static_cast<int64_t>(highest), st, pos,
-                       &producer->dedupRef);
+                       &producer->dedupSlot);
       if (st.isOk()) {
         stats_.msgInCounter += n;
         stats_.bytesInCounter += bytes;
