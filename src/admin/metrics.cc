@@ -246,6 +246,10 @@ void writeLoopMetrics(PrometheusWriter& w, const std::string& kind, net::EventLo
            "Wake-ups of the thread for handed-over tasks (coalesced: at most one pending)");
   w.family("magnetar_handover_passes_total", MetricType::kCounter,
            "Passes of the thread over its hand-over inbox");
+  w.family("magnetar_handover_held_tasks_total", MetricType::kCounter,
+           "Tasks handed over to the thread at the end of another thread's pass, batched");
+  w.family("magnetar_handover_held_batches_total", MetricType::kCounter,
+           "End-of-pass hand-overs to the thread (one lock, one wake-up at most each)");
   w.family("magnetar_writev_calls_total", MetricType::kCounter,
            "writev() calls of the connections served by the thread");
   for (int i = 0; i < group.size(); ++i) {
@@ -254,6 +258,9 @@ void writeLoopMetrics(PrometheusWriter& w, const std::string& kind, net::EventLo
     w.sample("magnetar_handover_tasks_total", l, static_cast<double>(s.tasks.load()));
     w.sample("magnetar_handover_wakeups_total", l, static_cast<double>(s.wakeups.load()));
     w.sample("magnetar_handover_passes_total", l, static_cast<double>(s.passes.load()));
+    w.sample("magnetar_handover_held_tasks_total", l, static_cast<double>(s.heldTasks.load()));
+    w.sample("magnetar_handover_held_batches_total", l,
+             static_cast<double>(s.heldHandovers.load()));
     if (kind == "pulsar-io") {
       w.sample("magnetar_writev_calls_total", l, static_cast<double>(s.writevCalls.load()));
     }

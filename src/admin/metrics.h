@@ -36,7 +36,8 @@ void writeTopicMetrics(PrometheusWriter& w, const std::vector<broker::TopicSnaps
 // magnetar_thread_cpu_utilization{thread} (0..1 per thread over the last scrape interval).
 void writeThreadCpuMetrics(PrometheusWriter& w, const std::map<std::string, double>& byThread);
 
-// magnetar_handover_tasks_total, magnetar_handover_wakeups_total, magnetar_handover_passes_total
+// magnetar_handover_tasks_total, magnetar_handover_wakeups_total, magnetar_handover_passes_total,
+// magnetar_handover_held_tasks_total, magnetar_handover_held_batches_total
 // and magnetar_writev_calls_total, labelled kind (pulsar-io, ml-worker) and thread (the target
 // loop's name).
 void writeLoopMetrics(PrometheusWriter& w, const std::string& kind, net::EventLoopGroup& group);

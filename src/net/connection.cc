@@ -209,7 +209,9 @@ void Connection::scheduleFlush() {
     boost::asio::post(loop_.context(), [self] { self->flush(); });
   } else {
     stats_.flushWakeups.fetch_add(1, std::memory_order_relaxed);
-    loop_.execute([self] { self->flush(); });
+    // flush() acts on the state it finds when it runs, so it may wait for the end of the
+    // caller's pass: one hand-over per io loop per pass, however many connections it fed.
+    loop_.executeAfterPass([self] { self->flush(); });
   }
 }
 

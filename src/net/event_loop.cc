@@ -5,9 +5,15 @@
 
 #include <boost/asio/post.hpp>
 
+#include "base/dcheck.h"
 #include "base/logging.h"
 
 namespace magnetar::net {
+
+namespace {
+// The loop whose inbox pass is running on this thread; nullptr outside drain().
+thread_local EventLoop* tDraining = nullptr;
+}  // namespace
 
 EventLoop::EventLoop(std::string name) : name_(std::move(name)), work_(ctx_.get_executor()) {}
 
@@ -63,6 +69,51 @@ void EventLoop::execute(Task t) {
   }
 }
 
+void EventLoop::executeAfterPass(Task t) {
+  EventLoop* current = tDraining;
+  if (current == nullptr || current == this) {
+    execute(std::move(t));
+    return;
+  }
+  current->hold(*this, std::move(t));
+}
+
+void EventLoop::hold(EventLoop& target, Task t) {
+  MAGNETAR_DCHECK(tDraining == this);
+  for (auto& h : held_) {
+    if (h.target == &target) {
+      h.tasks.push_back(std::move(t));
+      return;
+    }
+  }
+  held_.push_back(Held{&target, {}});
+  held_.back().tasks.push_back(std::move(t));
+}
+
+void EventLoop::executeAll(std::vector<Task>& ts) {
+  if (ts.empty()) return;
+  const size_t n = ts.size();
+  bool wake;
+  {
+    MutexLock lock(mu_);
+    for (auto& t : ts) inbox_.push_back(std::move(t));
+    wake = !drainScheduled_;
+    drainScheduled_ = true;
+  }
+  ts.clear();
+  stats_.tasks.fetch_add(n, std::memory_order_relaxed);
+  stats_.heldTasks.fetch_add(n, std::memory_order_relaxed);
+  stats_.heldHandovers.fetch_add(1, std::memory_order_relaxed);
+  if (wake) {
+    stats_.wakeups.fetch_add(1, std::memory_order_relaxed);
+    boost::asio::post(ctx_, [this] { drain(); });
+  }
+}
+
+void EventLoop::releaseHeld() {
+  for (auto& h : held_) h.target->executeAll(h.tasks);
+}
+
 void EventLoop::drain() {
   stats_.passes.fetch_add(1, std::memory_order_relaxed);
   {
@@ -70,8 +121,21 @@ void EventLoop::drain() {
     running_.swap(inbox_);
     drainScheduled_ = false;
   }
-  for (auto& t : running_) t();
+  EventLoop* outer = tDraining;
+  tDraining = this;
+  for (auto& t : running_) {
+    // A task must not throw; if one does, say so and run the rest of the pass.
+    try {
+      t();
+    } catch (const std::exception& e) {
+      MLOG_ERROR("{}: uncaught exception in task: {}", name_, e.what());
+    } catch (...) {
+      MLOG_ERROR("{}: uncaught non-standard exception in task", name_);
+    }
+  }
   running_.clear();
+  tDraining = outer;
+  releaseHeld();
 }
 
 EventLoopGroup::EventLoopGroup(const std::string& prefix, int count) {

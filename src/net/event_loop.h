@@ -22,6 +22,10 @@ struct LoopStats {
   std::atomic<uint64_t> tasks{0};       // tasks handed over through execute()
   std::atomic<uint64_t> wakeups{0};     // inbox drains scheduled (one eventfd write at most each)
   std::atomic<uint64_t> passes{0};      // inbox drains run
+  // Of `tasks`: those held back by executeAfterPass() and handed over at the end of the caller's
+  // pass, and the number of such end-of-pass hand-overs (each one lock, one wake-up at most).
+  std::atomic<uint64_t> heldTasks{0};
+  std::atomic<uint64_t> heldHandovers{0};
   // writev() calls of the connections on this loop (bumped by Connection through stats()).
   mutable std::atomic<uint64_t> writevCalls{0};
 };
@@ -42,6 +46,12 @@ class EventLoop final : public Executor {
   // Queues t. Wake-ups coalesce: if a drain is already pending, no new wake-up is posted, so a
   // burst of hand-overs from one source costs one eventfd write and one pass.
   void execute(Task t) override;
+  // As execute(), but when called from a task of another loop's inbox pass, t is held until that
+  // pass ends; then all tasks held for this loop are queued together (one lock, one wake-up at
+  // most) in call order. Called outside a pass, or from this loop's own pass, it is execute().
+  // Only for tasks that may run after anything else the caller hands over in the same pass
+  // (e.g. a flush that reads the state it finds). Thread: any.
+  void executeAfterPass(Task t);
   bool inExecutorThread() const override;
 
   boost::asio::io_context& context() { return ctx_; }
@@ -58,6 +68,11 @@ class EventLoop final : public Executor {
 
  private:
   void drain();
+  // Holds t for `target` until the end of this loop's pass. Loop thread, inside drain() only.
+  void hold(EventLoop& target, Task t);
+  // Queues ts (moved from, left empty) with one lock and at most one wake-up.
+  void executeAll(std::vector<Task>& ts);
+  void releaseHeld();
 
   std::string name_;
   boost::asio::io_context ctx_{1};
@@ -70,6 +85,11 @@ class EventLoop final : public Executor {
   std::vector<Task> inbox_ GUARDED_BY(mu_);
   bool drainScheduled_ GUARDED_BY(mu_) = false;
   std::vector<Task> running_;      // loop thread only
+  struct Held {
+    EventLoop* target;
+    std::vector<Task> tasks;  // emptied at each pass end; capacity kept
+  };
+  std::vector<Held> held_;                 // loop thread only; one entry per target loop seen
   std::unique_ptr<uint8_t[]> readBuffer_;  // loop thread only
   LoopStats stats_;
 };

@@ -69,6 +69,8 @@ EXPECTED_TYPES = {
     "magnetar_handover_tasks": "counter",
     "magnetar_handover_wakeups": "counter",
     "magnetar_handover_passes": "counter",
+    "magnetar_handover_held_tasks": "counter",
+    "magnetar_handover_held_batches": "counter",
     "magnetar_writev_calls": "counter",
     "magnetar_protocol_errors": "counter",
 }
@@ -109,6 +111,7 @@ def test_counters_and_rates_move_with_traffic(broker):
         assert value(before, "pulsar_out_messages", "pulsar_out_messages_total", **labels) == 50
         tasks_before = sum(s.value for s in before["magnetar_handover_tasks"].samples)
         writev_before = sum(s.value for s in before["magnetar_writev_calls"].samples)
+        held_before = sum(s.value for s in before["magnetar_handover_held_tasks"].samples)
 
         produce(broker.service_url, topic, 30)
         for _ in range(30):
@@ -122,6 +125,11 @@ def test_counters_and_rates_move_with_traffic(broker):
         tasks = {s.labels["thread"]: s.value for s in after["magnetar_handover_tasks"].samples}
         for s in after["magnetar_handover_wakeups"].samples:
             assert s.value <= tasks[s.labels["thread"]]
+        # Flushes requested by an ml-worker pass reach the io loops as end-of-pass batches.
+        held = {s.labels["thread"]: s.value for s in after["magnetar_handover_held_tasks"].samples}
+        assert sum(held.values()) > held_before
+        for s in after["magnetar_handover_held_batches"].samples:
+            assert s.value <= held[s.labels["thread"]] <= tasks[s.labels["thread"]]
         assert value(after, "pulsar_consumers_count", **labels) == 1
 
         produce(broker.service_url, topic, 200)

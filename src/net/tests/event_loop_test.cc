@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <future>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace magnetar::net {
@@ -52,6 +56,85 @@ TEST(EventLoopTest, WakeupsCoalesceWhileABurstIsPending) {
   EXPECT_LE(loop.stats().wakeups.load() - wakeupsBefore, 1u);
   EXPECT_GE(loop.stats().tasks.load(), 502u);
   loop.stop();
+}
+
+TEST(EventLoopTest, HeldTasksGoOutTogetherInOrderAfterThePass) {
+  EventLoop a("test-a");
+  EventLoop b("test-b");
+  a.start();
+  b.start();
+  std::atomic<bool> passOver{false};
+  std::atomic<int> ranEarly{0};
+  std::vector<int> seen;  // b's thread only
+  std::promise<void> done;
+  const uint64_t wakeupsBefore = b.stats().wakeups.load();
+  a.execute([&] {
+    for (int i = 0; i < 100; ++i) {
+      b.executeAfterPass([&, i] {
+        EXPECT_TRUE(b.inExecutorThread());
+        if (!passOver.load()) ranEarly++;
+        seen.push_back(i);
+        if (i == 99) done.set_value();
+      });
+    }
+    // Handed over at once, b (idle) would run them during this sleep.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    passOver = true;
+  });
+  done.get_future().wait();
+  EXPECT_EQ(ranEarly.load(), 0);
+  ASSERT_EQ(seen.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(seen[i], i);
+  EXPECT_EQ(b.stats().heldTasks.load(), 100u);
+  EXPECT_EQ(b.stats().heldHandovers.load(), 1u);
+  EXPECT_EQ(b.stats().wakeups.load() - wakeupsBefore, 1u);
+  EXPECT_EQ(a.stats().heldTasks.load(), 0u);
+  a.stop();
+  b.stop();
+}
+
+TEST(EventLoopTest, ExecuteAfterPassOutsideAPassOrToItselfIsExecute) {
+  EventLoop a("test-a");
+  a.start();
+  std::promise<void> fromOutside;
+  a.executeAfterPass([&] { fromOutside.set_value(); });
+  fromOutside.get_future().wait();
+  std::promise<void> toItself;
+  a.execute([&] { a.executeAfterPass([&] { toItself.set_value(); }); });
+  toItself.get_future().wait();
+  EXPECT_EQ(a.stats().heldTasks.load(), 0u);
+  EXPECT_EQ(a.stats().heldHandovers.load(), 0u);
+  a.stop();
+}
+
+TEST(EventLoopTest, ATaskThatThrowsDoesNotStopThePassOrLoseHeldTasks) {
+  EventLoop a("test-a");
+  EventLoop b("test-b");
+  a.start();
+  b.start();
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  std::promise<void> blocked;
+  a.execute([&] {
+    blocked.set_value();
+    released.wait();
+  });
+  blocked.get_future().wait();
+  // These three land in one pass of a.
+  std::promise<void> heldRan;
+  a.execute([&] { b.executeAfterPass([&] { heldRan.set_value(); }); });
+  a.execute([] { throw std::runtime_error("task failed"); });
+  std::promise<void> afterRan;
+  a.execute([&] { afterRan.set_value(); });
+  release.set_value();
+  EXPECT_EQ(afterRan.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(heldRan.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  // The loop still takes work.
+  std::promise<void> later;
+  a.execute([&] { later.set_value(); });
+  EXPECT_EQ(later.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  a.stop();
+  b.stop();
 }
 
 TEST(EventLoopGroupTest, RoundRobinAndKeyed) {
