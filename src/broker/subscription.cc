@@ -74,21 +74,28 @@ void Subscription::acknowledge(Consumer* c, const std::vector<storage::Position>
     cursor_.asyncDelete(positions, std::move(cb));
     return;
   }
-  // Two cursor updates; cb once both are persisted, with the first error.
-  struct Join {
-    int left = 2;
-    Status status;
-    storage::StatusCallback cb;
-  };
-  auto join = std::make_shared<Join>();
-  join->cb = std::move(cb);
-  auto part = [join](const Status& s) {
-    if (!s.isOk() && join->status.isOk()) join->status = s;
-    if (--join->left == 0 && join->cb) join->cb(join->status);
-  };
   if (dispatcher_) dispatcher_->acked(c, positions);
-  cursor_.asyncDelete(positions, part);
-  cursor_.asyncDeleteBatchIndexes(batchIndexes, part);
+  if (!cb) {
+    // Nobody waits: no callback, so the cursor writes keep managedLedgerDefaultMarkDeleteRateLimit
+    // (a callback asks for a write in this pass).
+    cursor_.asyncDelete(positions, nullptr);
+    cursor_.asyncDeleteBatchIndexes(batchIndexes, nullptr);
+  } else {
+    // Two cursor updates; cb once both are persisted, with the first error.
+    struct Join {
+      int left = 2;
+      Status status;
+      storage::StatusCallback cb;
+    };
+    auto join = std::make_shared<Join>();
+    join->cb = std::move(cb);
+    auto part = [join](const Status& s) {
+      if (!s.isOk() && join->status.isOk()) join->status = s;
+      if (--join->left == 0) join->cb(join->status);
+    };
+    cursor_.asyncDelete(positions, part);
+    cursor_.asyncDeleteBatchIndexes(batchIndexes, part);
+  }
   if (dispatcher_) {
     std::vector<storage::Position> touched;
     touched.reserve(batchIndexes.size());

@@ -437,6 +437,9 @@ void ManagedLedgerImpl::scheduleCursorFlush() {
 
 void ManagedLedgerImpl::flushCursors() {
   flushScheduled_ = false;
+  // Closed: the close wrote every cursor (or, for a delete, removed them all) and took the
+  // waiting callbacks; a flush queued before it must not write a cursor back.
+  if (state_ == State::kClosed) return;
   cursorFlushDeferred_ = false;
   lastCursorFlushMs_ = steadyMs();
   std::vector<MetadataOp> ops;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "storage/metadata_codec.h"
 #include "storage/tests/durable_test_fixture.h"
 #include "storage/tests/fault_env.h"
 #include "storage/tests/ledger_contract.h"
@@ -97,6 +98,38 @@ TEST_F(DurableStorageTest, RestartKeepsEntriesAndCursors) {
   ASSERT_TRUE(p.isOk());
   EXPECT_EQ(ml->nextValidPosition(pos[24]), *p);
   ml.reset();
+  close(f);
+}
+
+// A cursor write still queued on the executor when the ledger is deleted must not write the
+// cursor back: the topic made again under the same name starts with no subscription.
+TEST_F(DurableStorageTest, DeleteWithACursorWriteQueuedLeavesNoCursorBehind) {
+  StorageOptions o = testOptions(dir_.path());
+  const std::string name = "public/default/persistent/gone";
+  auto f = open(o);
+  auto ml = openLedger(*f, ex_, name);
+  ASSERT_TRUE(addOne(*ml, ex_, "x").isOk());
+  // A new cursor queues its write on ex_; the delete below runs before that task.
+  ASSERT_TRUE(ml->openCursor("sub", InitialPosition::kEarliest).isOk());
+  bool done = false;
+  Status st = Status::internal("not run");
+  ml->asyncDelete([&](Status s) {
+    st = s;
+    done = true;
+  });
+  ASSERT_TRUE(runUntil(ex_, [&] { return done; }));
+  EXPECT_TRUE(st.isOk()) << st.toString();
+  ml.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // background writes
+  ex_.runPending();
+  auto left = f->metadataStore()->scan(cursorPrefix(name));
+  ASSERT_TRUE(left.isOk());
+  EXPECT_TRUE(left->empty()) << left->size() << " cursor key(s) left, first "
+                             << left->front().first;
+  // The topic made again under the name has no subscription.
+  auto again = openLedger(*f, ex_, name);
+  EXPECT_TRUE(again->cursors().empty());
+  again.reset();
   close(f);
 }
 
