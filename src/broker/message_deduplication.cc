@@ -132,9 +132,10 @@ void MessageDeduplication::takeSnapshot(storage::Position pos) {
     if (static_cast<int>(snapshot.size()) >= options_.maxProducers) break;
     if (st.persisted >= 0) snapshot.emplace(producer, st.persisted);
   }
-  cursor_->asyncMarkDelete(pos, std::move(snapshot), [](const Status& s) {
-    if (!s.isOk()) MLOG_WARN("dedup snapshot failed: {}", s.toString());
-  });
+  // No callback: like any mark-delete, the write keeps managedLedgerDefaultMarkDeleteRateLimit
+  // (Pulsar completes a rate-limited mark-delete at once and writes it later). A snapshot lost
+  // to a crash costs only a longer replay at the next load; a failed write is logged by storage.
+  cursor_->asyncMarkDelete(pos, std::move(snapshot), nullptr);
 }
 
 void MessageDeduplication::checkSnapshot(Clock::time_point now) {

@@ -4,7 +4,8 @@
 //
 // Durability as Pulsar: every brokerDeduplicationEntriesInterval persisted entries (and, when
 // entries arrived, every brokerDeduplicationSnapshotIntervalSeconds) the persisted ids are saved
-// as the properties of the ledger's "pulsar.dedup" cursor, marked at the snapshot's entry. That
+// as the properties of the ledger's "pulsar.dedup" cursor, marked at the snapshot's entry (the
+// write keeps managedLedgerDefaultMarkDeleteRateLimit, as Pulsar's rate-limited mark-delete). That
 // cursor keeps the entries after the snapshot from being trimmed; at load the state is the
 // snapshot plus a replay of only those entries.
 #pragma once

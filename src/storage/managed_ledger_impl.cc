@@ -459,7 +459,12 @@ void ManagedLedgerImpl::flushCursors() {
                   written = std::move(written), cbs = std::move(cbs)]() mutable {
     Status s = f->bgWrite(std::move(ops));
     self->executor_->execute([self, s, written = std::move(written), cbs = std::move(cbs)] {
-      if (s) self->cursorsPersisted(written);
+      if (s) {
+        self->cursorsPersisted(written);
+      } else {
+        // Logged here: rate-limited writes (no callback) have nobody else to report to.
+        MLOG_WARN("{}: cursor write failed: {}", self->name_, s.toString());
+      }
       for (const auto& cb : cbs) cb(s);
     });
   });

@@ -45,7 +45,10 @@ def test_restart_replays_only_the_tail_after_the_snapshot(broker):
     producer = client.create_producer(topic, producer_name="gw-snap", batching_enabled=False)
     for i in range(55):
         producer.send(b"%d" % i, sequence_id=i)
-    time.sleep(0.5)  # the snapshot at entry 50 reaches the metadata store
+    # The snapshot at entry 50 reaches the metadata store: a mark-delete keeps
+    # managedLedgerDefaultMarkDeleteRateLimit (1/s), so it is written within the interval plus
+    # the storage tick (1 s each).
+    time.sleep(2.5)
     client.close()
     broker.kill()
 
@@ -81,9 +84,14 @@ def test_snapshot_keeps_producers_whose_entries_are_gone(broker):
     for i in range(12):
         new.send(b"new-%d" % i, sequence_id=i)
     assert len(drain(consumer)) == 32
-    time.sleep(1.0)
-    stats = requests.get(f"{web_url(broker)}/admin/v2/persistent/public/default/dedup-snap-trim/"
-                         f"internalStats", timeout=10).json()
+    # Trimming waits for the cursors' writes, rate-limited to one a second.
+    deadline = time.time() + 10
+    while True:
+        stats = requests.get(f"{web_url(broker)}/admin/v2/persistent/public/default/"
+                             f"dedup-snap-trim/internalStats", timeout=10).json()
+        if stats["numberOfEntries"] < 32 or time.time() > deadline:
+            break
+        time.sleep(0.2)
     assert stats["numberOfEntries"] < 32, "consumed ledgers were trimmed"
     client.close()
     broker.stop()

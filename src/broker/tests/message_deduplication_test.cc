@@ -2,8 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "protocol/commands.h"
+#include "storage/durable_storage.h"
 #include "storage/memory_managed_ledger.h"
+#include "storage/metadata_codec.h"
+#include "storage/tests/durable_test_fixture.h"
 #include "storage/tests/test_executor.h"
 
 namespace magnetar::broker {
@@ -203,6 +210,100 @@ TEST_F(MessageDeduplicationTest, TimeBasedSnapshotAndSwitchingOff) {
   EXPECT_EQ(dedupCursor(), nullptr);
   EXPECT_EQ(d.check("a", 9, 9), MessageDeduplication::Verdict::kNew);
   EXPECT_EQ(d.lastSequenceId("a"), -1);
+}
+
+// Counts the writes of the dedup cursor of ledger "t".
+class DedupCursorWriteCounter : public storage::MemoryMetadataStore {
+ public:
+  Status write(const std::vector<storage::MetadataOp>& ops) override {
+    Status s = MemoryMetadataStore::write(ops);
+    for (const auto& op : ops) {
+      if (op.key == storage::cursorKey("t", kDedupCursorName)) writes++;
+    }
+    return s;
+  }
+  std::atomic<int> writes{0};
+};
+
+// A snapshot is a mark-delete like any other: it keeps managedLedgerDefaultMarkDeleteRateLimit
+// (each one was written at once, a cursor write per brokerDeduplicationEntriesInterval entries),
+// and the last one is what a restart reads.
+TEST(DedupSnapshotRateTest, SnapshotsKeepTheMarkDeleteRateLimit) {
+  storage::testing::TempDir dir;
+  storage::StorageOptions o = storage::testing::durableTestOptions(dir.path());
+  o.managedLedgerDefaultMarkDeleteRateLimit = 1.0;  // one unwaited write a second
+  o.tickIntervalMs = 60000;                         // no tick writes during the test
+  DedupCursorWriteCounter store;
+  o.metadataStore = &store;
+  storage::testing::ManualExecutor ex;
+  auto f = storage::DurableManagedLedgerFactory::open(o);
+  ASSERT_TRUE(f.isOk()) << f.status().toString();
+  auto ml = storage::testing::openLedger(**f, ex, "t");
+  DedupOptions opts;
+  opts.entriesInterval = 3;
+  MessageDeduplication d(true, opts);
+  bool recovered = false;
+  d.recover(*ml, [&](const Status& s) {
+    EXPECT_TRUE(s.isOk()) << s.toString();
+    recovered = true;
+  });
+  ASSERT_TRUE(storage::testing::runUntil(ex, [&] { return recovered; }));
+  // The new cursor is written at once; that write opens the interval.
+  ASSERT_TRUE(storage::testing::runUntil(ex, [&] { return store.writes.load() == 1; }));
+  Position last;
+  for (int64_t seq = 0; seq < 9; seq++) {
+    ASSERT_EQ(d.check("gw", seq, seq), MessageDeduplication::Verdict::kNew);
+    proto::MessageMetadata md;
+    md.set_producer_name("gw");
+    md.set_sequence_id(static_cast<uint64_t>(seq));
+    md.set_publish_time(1);
+    bool added = false;
+    ml->asyncAddEntry(protocol::Commands::newEntry(md, "x"), [&](Status s, Position pos) {
+      d.completed("gw", seq, s, pos);
+      last = pos;
+      added = true;
+    });
+    ASSERT_TRUE(storage::testing::runUntil(ex, [&] { return added; }));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ex.runPending();
+  // Three snapshots taken (in memory: the cursor is at the 9th entry), none written yet.
+  storage::ManagedCursor* cursor = nullptr;
+  for (auto* c : ml->cursors()) {
+    if (c->name() == kDedupCursorName) cursor = c;
+  }
+  ASSERT_NE(cursor, nullptr);
+  EXPECT_EQ(cursor->markDeletedPosition(), last);
+  EXPECT_EQ(cursor->properties().at("gw"), 8);
+  EXPECT_EQ(store.writes.load(), 1) << "snapshots were written inside the rate-limit interval";
+
+  // Closing writes the held-back snapshot: the next load replays nothing.
+  bool closed = false;
+  ml->asyncClose([&](const Status& s) {
+    EXPECT_TRUE(s.isOk()) << s.toString();
+    closed = true;
+  });
+  ASSERT_TRUE(storage::testing::runUntil(ex, [&] { return closed; }));
+  ml.reset();
+  (*f)->shutdown();
+  ex.runPending();
+  f->reset();
+  EXPECT_EQ(store.writes.load(), 2);
+  auto g = storage::DurableManagedLedgerFactory::open(o);
+  ASSERT_TRUE(g.isOk()) << g.status().toString();
+  auto again = storage::testing::openLedger(**g, ex, "t");
+  MessageDeduplication e(true, opts);
+  recovered = false;
+  e.recover(*again, [&](const Status& s) {
+    EXPECT_TRUE(s.isOk()) << s.toString();
+    recovered = true;
+  });
+  ASSERT_TRUE(storage::testing::runUntil(ex, [&] { return recovered; }));
+  EXPECT_EQ(e.entriesReplayed(), 0);
+  EXPECT_EQ(e.lastSequenceId("gw"), 8);
+  again.reset();
+  (*g)->shutdown();
+  ex.runPending();
 }
 
 }  // namespace
