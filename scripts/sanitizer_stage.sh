@@ -4,7 +4,9 @@
 #                                                integration suite, then the fuzz smoke runs
 #   scripts/sanitizer_stage.sh tsan [BUILD_DIR]  clang TSan: net/storage/broker unit tests and a
 #                                                small integration subset
-# BUILD_DIR defaults to build-asan / build-tsan in the repository. Reports from broker processes
+# BUILD_DIR defaults to build-asan / build-tsan in the repository. MAGNETAR_SANITIZER_STEPS=build
+# only builds, =test only tests an existing build (scripts/test.sh builds early, in the background,
+# while the release stages mostly wait on sockets and timers); unset does both. Reports from broker processes
 # started by pytest go to files under a temporary directory; tests/harness/sanitizer_reports.py
 # fails the test during which one appears. Suppressions (third-party code only) live in
 # scripts/sanitizers/.
@@ -15,6 +17,13 @@ KIND=${1:?usage: sanitizer_stage.sh asan|tsan [build-dir]}
 BUILD_DIR=${2:-build-$KIND}
 case "$BUILD_DIR" in /*) ;; *) BUILD_DIR="$REPO/$BUILD_DIR" ;; esac
 JOBS=${JOBS:-$(nproc)}
+STEPS=${MAGNETAR_SANITIZER_STEPS:-all}
+case "$STEPS" in all | build | test) ;; *)
+  echo "MAGNETAR_SANITIZER_STEPS must be build, test or all, not '$STEPS'" >&2
+  exit 2
+  ;;
+esac
+want() { [ "$STEPS" = all ] || [ "$STEPS" = "$1" ]; }
 PY="$REPO/.venv/bin/python"
 SUPP="$REPO/scripts/sanitizers"
 
@@ -60,9 +69,12 @@ sanitized_pytest() {
 
 case "$KIND" in
   asan)
-    stage "ASan+UBSan: build ($BUILD_DIR)"
-    configure
-    timed "asan build" cmake --build "$BUILD_DIR" -j "$JOBS"
+    if want build; then
+      stage "ASan+UBSan: build ($BUILD_DIR)"
+      configure
+      timed "asan build" cmake --build "$BUILD_DIR" -j "$JOBS"
+    fi
+    want test || exit 0
 
     stage "ASan+UBSan: unit tests and client integration tests (ctest)"
     timed "asan ctest" ctest --test-dir "$BUILD_DIR" --output-on-failure -j 2 --timeout 600
@@ -94,9 +106,12 @@ case "$KIND" in
     ;;
   tsan)
     TSAN_UNIT=(net_test storage_test broker_test)
-    stage "TSan: build ($BUILD_DIR: broker and ${TSAN_UNIT[*]})"
-    configure
-    timed "tsan build" cmake --build "$BUILD_DIR" -j "$JOBS" --target magnetar "${TSAN_UNIT[@]}"
+    if want build; then
+      stage "TSan: build ($BUILD_DIR: broker and ${TSAN_UNIT[*]})"
+      configure
+      timed "tsan build" cmake --build "$BUILD_DIR" -j "$JOBS" --target magnetar "${TSAN_UNIT[@]}"
+    fi
+    want test || exit 0
 
     stage "TSan: net, storage and broker unit tests"
     start=$SECONDS

@@ -3,7 +3,9 @@
 // task by task so a consumer can leave while a read is in flight.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -207,6 +209,68 @@ TEST_F(CachedReadDispatchTest, ReplayOfOthersIsNotStalledByAConsumerWithoutPermi
   std::vector<uint64_t> all;
   for (uint64_t i = 0; i < 20; ++i) all.push_back(i);
   EXPECT_EQ(sinkA.entryIds, all);
+}
+
+// The replay set is walked per owning consumer; when consumers join or leave, its entries follow
+// their keys to the new owners. A's entries wait in the replay set (no permits) while B takes all
+// of its own; C joins and takes over part of both ranges; B leaves, its unacked entries come back.
+// Every entry reaches the consumer owning its key when it is sent, each key in order.
+TEST_F(CachedReadDispatchTest, ReplayedEntriesFollowTheirKeysWhenConsumersChange) {
+  RecordingSink sinkA, sinkB, sinkC;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::vector<std::string> keysA, keysB;
+  const KeySharedSelector* sel = sub_->dispatcher()->keySharedSelector();
+  for (int i = 0; i < 2000 && (keysA.size() < 8 || keysB.size() < 8); ++i) {
+    std::string key = "key-" + std::to_string(i);
+    auto* owner = sel->select(sel->hashOf(key));
+    auto& keys = owner == a.get() ? keysA : keysB;
+    if (keys.size() < 8) keys.push_back(key);
+  }
+  ASSERT_EQ(keysA.size(), 8u);
+  ASSERT_EQ(keysB.size(), 8u);
+  // Entry id = round * 16 + 2k (keysA[k]) or + 2k + 1 (keysB[k]).
+  auto keyOf = [&](uint64_t id) { return (id % 2 == 0 ? keysA : keysB)[(id % 16) / 2]; };
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < 8; ++k) {
+      publish(keysA[k], 1);
+      publish(keysB[k], 1);
+    }
+  }
+  sub_->dispatcher()->flow(b.get(), 24);
+  ex_.drain();
+  ASSERT_EQ(sinkB.entryIds.size(), 24u);
+  ASSERT_EQ(sub_->dispatcher()->replayBacklog(), 24u);  // all of A's
+
+  auto c = addConsumer(3, "c", &sinkC);
+  sub_->dispatcher()->flow(c.get(), 100);
+  ex_.drain();
+  for (uint64_t id : sinkC.entryIds) {
+    EXPECT_EQ(sel->select(sel->hashOf(keyOf(id))), c.get()) << "entry " << id;
+  }
+  sub_->removeConsumer(b.get());
+  sub_->dispatcher()->flow(a.get(), 100);
+  ex_.drain();
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+  std::vector<uint64_t> got = sinkA.entryIds;
+  got.insert(got.end(), sinkC.entryIds.begin(), sinkC.entryIds.end());
+  std::sort(got.begin(), got.end());
+  std::vector<uint64_t> all(48);
+  for (uint64_t i = 0; i < 48; ++i) all[i] = i;
+  EXPECT_EQ(got, all) << "A and C together get every entry once (B's come back)";
+  for (uint64_t id : sinkA.entryIds) {
+    EXPECT_EQ(sel->select(sel->hashOf(keyOf(id))), a.get()) << "entry " << id;
+  }
+  for (const auto* sink : {&sinkA, &sinkC}) {
+    std::map<std::string, uint64_t> last;
+    for (uint64_t id : sink->entryIds) {
+      auto [it, fresh] = last.emplace(keyOf(id), id);
+      if (!fresh) {
+        EXPECT_LT(it->second, id) << "key " << keyOf(id) << " out of order";
+        it->second = id;
+      }
+    }
+  }
 }
 
 // Seek and unload take every consumer off the subscription one by one: what the first one held
