@@ -127,8 +127,11 @@ class Dispatcher {
   // Key_Shared: the owner of `hash` can take a message now (permits, not draining elsewhere).
   bool replayableNow(int32_t hash) const;
   // Dispatches up to maxEntries replay positions: the next allowReplay when done at once (all
-  // cached), nullopt when reads are in flight (their callback goes on).
+  // cached), nullopt when reads are in flight or, past the inline rounds, the batch is queued as
+  // one task on the ledger's executor (their callback goes on).
   std::optional<bool> readReplay(int64_t maxEntries, bool inlineAllowed);
+  // Reads `want` (ascending, taken out of replay_) and dispatches it: as readReplay, for one batch.
+  std::optional<bool> readReplayed(const std::vector<storage::Position>& want);
   // Dispatches read replay entries (sorted); whether to replay again next.
   bool replayDispatch(std::vector<storage::Entry>& entries, storage::Position first);
 

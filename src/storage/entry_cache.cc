@@ -32,6 +32,29 @@ bool EntryCache::read(Position from, int maxEntries, size_t maxBytes,
   return true;
 }
 
+void EntryCache::readPositions(const std::vector<Position>& sorted, std::vector<Entry>* found,
+                               std::vector<Position>* uncached) const {
+  MutexLock lock(mu_);
+  auto it = entries_.begin();
+  for (const Position& p : sorted) {
+    if (entries_.empty() || p < entries_.front().position) {
+      uncached->push_back(p);
+      continue;
+    }
+    // Replayed positions are often a few entries apart: step first, search when far.
+    int steps = 0;
+    while (it != entries_.end() && it->position < p && steps < 8) {
+      ++it;
+      ++steps;
+    }
+    if (it != entries_.end() && it->position < p) {
+      it = std::lower_bound(it, entries_.end(), p,
+                            [](const Entry& e, Position q) { return e.position < q; });
+    }
+    if (it != entries_.end() && it->position == p) found->push_back(*it);
+  }
+}
+
 void EntryCache::evictUpTo(Position p) {
   int64_t freed = 0;
   {

@@ -28,6 +28,11 @@ class EntryCache {
   // If `from` is not before the first cached entry, appends the cached entries from there
   // (up to maxEntries / about maxBytes, at least one) to out and returns true.
   bool read(Position from, int maxEntries, size_t maxBytes, std::vector<Entry>* out) const;
+  // Looks up each of `sorted` (ascending, no repeats) under one lock: a cached one is appended to
+  // *found (in order); one before the first cached entry to *uncached (read it from storage);
+  // one inside the cached range but not cached is not in the log and goes to neither.
+  void readPositions(const std::vector<Position>& sorted, std::vector<Entry>* found,
+                     std::vector<Position>* uncached) const;
   // Drops entries <= p.
   void evictUpTo(Position p);
   // Drops the oldest entries until at least `bytes` are freed.

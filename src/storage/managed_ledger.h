@@ -125,6 +125,22 @@ class ManagedLedger {
   // (use asyncReadEntries). Lets a tailing dispatcher go on without a task per read.
   virtual bool readCachedEntries(Position from, int maxEntries, size_t maxBytes,
                                  std::vector<Entry>* out) = 0;
+  // Single positions answered from the entry cache at once (a Key_Shared replay): each of
+  // `sorted` (ascending, no repeats) the cache holds is appended to *found, in order; each it
+  // cannot answer to *uncached (read those with asyncReadEntries); a position no longer in the
+  // log goes to neither. The default asks readCachedEntries once per position.
+  virtual void readCachedPositions(const std::vector<Position>& sorted, std::vector<Entry>* found,
+                                   std::vector<Position>* uncached) {
+    std::vector<Entry> one;
+    for (const Position& p : sorted) {
+      one.clear();
+      if (!readCachedEntries(p, 1, 1, &one)) {
+        uncached->push_back(p);
+      } else if (!one.empty() && one.front().position == p) {
+        found->push_back(std::move(one.front()));
+      }
+    }
+  }
   // Last entry whose add completed; {currentLedger, -1} when the current ledger is empty.
   virtual Position lastConfirmedEntry() const = 0;
   // The position right after p (the first entry of the next ledger if p is a ledger's last).

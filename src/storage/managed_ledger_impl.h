@@ -39,6 +39,8 @@ class ManagedLedgerImpl : public ManagedLedger,
                         ReadEntriesCallback cb) override;
   bool readCachedEntries(Position from, int maxEntries, size_t maxBytes,
                          std::vector<Entry>* out) override;
+  void readCachedPositions(const std::vector<Position>& sorted, std::vector<Entry>* found,
+                           std::vector<Position>* uncached) override;
   Position lastConfirmedEntry() const override {
     MAGNETAR_DCHECK_ON(*executor_);
     return ledgers_.lastConfirmed();

@@ -184,6 +184,31 @@ TEST_F(CachedReadDispatchTest, ReplayFromCacheIsInlineAndInOrder) {
   EXPECT_EQ(ex_.pending(), 0u);
 }
 
+// Replay batches past kInlineReadRounds go through the executor as one task per batch, not one
+// per position, and keep their order.
+TEST_F(CachedReadDispatchTest, ReplayPastTheInlineRoundsIsOneTaskPerBatch) {
+  options_.dynamic.dispatcherMaxReadBatchSize.store(10);
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::string keyA = keyOwnedBy(a.get());
+  publish(keyA, 100);
+  sub_->dispatcher()->flow(a.get(), 1);   // A takes entry 0
+  sub_->dispatcher()->flow(b.get(), 10);  // 1..99 are read and wait for A in the replay set
+  ex_.drain();
+  ASSERT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0}));
+  ASSERT_EQ(sub_->dispatcher()->replayBacklog(), 99u);
+  sub_->dispatcher()->flow(a.get(), 200);
+  EXPECT_EQ(sinkA.entryIds.size(), 1u + 10 * Dispatcher::kInlineReadRounds);
+  EXPECT_EQ(ex_.pending(), 1u);  // the next replay batch (10 positions), one task
+  ex_.drain();
+  std::vector<uint64_t> all(100);
+  for (uint64_t i = 0; i < 100; ++i) all[i] = i;
+  EXPECT_EQ(sinkA.entryIds, all);
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+  EXPECT_TRUE(sinkB.entryIds.empty());
+}
+
 // Entries waiting in the replay set for a consumer that takes nothing (no permits) must not hide
 // the entries behind them that other consumers can take.
 TEST_F(CachedReadDispatchTest, ReplayOfOthersIsNotStalledByAConsumerWithoutPermits) {

@@ -47,6 +47,35 @@ TEST(PendingAcksTest, TakeRemovesOnceAndFindStopsSeeingIt) {
   EXPECT_EQ(p.size(), 5u);
 }
 
+// Lookups near the front (the usual in-order ack) and far from it give the same answers: every
+// held position is found, every gap between or around them is not, and adds into gaps land in
+// order.
+TEST(PendingAcksTest, LookupsNearAndFarFromTheFrontAgree) {
+  PendingAcks p;
+  for (int64_t e = 2; e <= 40; e += 2) p.add({1, e}, PendingAck{1, static_cast<int32_t>(e), 1});
+  for (int64_t e = 0; e <= 42; ++e) {
+    PendingAck* a = p.find({1, e});
+    if (e % 2 == 0 && e >= 2 && e <= 40) {
+      ASSERT_NE(a, nullptr) << e;
+      EXPECT_EQ(a->keyHash, e);
+    } else {
+      EXPECT_EQ(a, nullptr) << e;
+    }
+  }
+  EXPECT_EQ(p.find({0, 99}), nullptr);
+  EXPECT_EQ(p.find({2, 0}), nullptr);
+  p.add({1, 5}, PendingAck{1, 5, 1});
+  p.add({1, 13}, PendingAck{1, 13, 1});
+  PendingAck out;
+  EXPECT_TRUE(p.take({1, 2}, &out));
+  EXPECT_TRUE(p.take({1, 13}, &out));
+  EXPECT_EQ(out.keyHash, 13);
+  EXPECT_FALSE(p.take({1, 3}, &out));
+  std::vector<int64_t> want{4, 5, 6, 8, 10, 12};
+  for (int64_t e = 14; e <= 40; e += 2) want.push_back(e);
+  EXPECT_EQ(entryIds(p), want);
+}
+
 TEST(PendingAcksTest, TakeUpToIsCumulativeAndInOrder) {
   PendingAcks p;
   for (int64_t e = 0; e < 10; ++e) p.add({1, e}, PendingAck{});

@@ -487,6 +487,19 @@ bool BkManagedLedger::readCachedEntries(Position from, int maxEntries, size_t ma
   return cache_->read(start, maxEntries, maxBytes, out);
 }
 
+void BkManagedLedger::readCachedPositions(const std::vector<Position>& sorted,
+                                          std::vector<Entry>* found,
+                                          std::vector<Position>* uncached) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (state_ == State::kClosed) {
+    uncached->insert(uncached->end(), sorted.begin(), sorted.end());
+    return;
+  }
+  // The cache holds a gap-free suffix of the log, all in stored ledgers (it is evicted up to the
+  // slowest mark-delete, below which ledgers are trimmed), so a cached position needs no check.
+  cache_->readPositions(sorted, found, uncached);
+}
+
 void BkManagedLedger::readFromBookies(Position start, int maxEntries, size_t maxBytes,
                                       std::vector<Entry> acc, ReadEntriesCallback cb) {
   const LedgerInfo* info = ledgers_.find(start.ledgerId);

@@ -28,6 +28,34 @@ TEST(EntryCacheTest, ServesSuffixAndEvictsConsumed) {
   EXPECT_EQ(out.size(), 5u);
 }
 
+// Positions before the cached suffix are left to storage; those in its range that it lacks are
+// not in the log (neither found nor left); far and near positions are both found.
+TEST(EntryCacheTest, ReadPositionsSplitsCachedFromUncached) {
+  EntryCacheManager m(1 << 20);
+  auto c = m.newCache();
+  for (int i = 0; i < 100; i++) c->insert(Position{1, i}, Buffer::copyOf(std::to_string(i)));
+  for (int i = 0; i < 5; i++) c->insert(Position{3, i}, Buffer::copyOf("n" + std::to_string(i)));
+  c->evictUpTo(Position{1, 9});
+  std::vector<Position> want{{1, 2},   {1, 9}, {1, 10}, {1, 11}, {1, 60}, {1, 99},
+                             {1, 100}, {2, 0}, {3, 0},  {3, 4},  {3, 5}};
+  std::vector<Entry> found;
+  std::vector<Position> uncached;
+  c->readPositions(want, &found, &uncached);
+  EXPECT_EQ(uncached, (std::vector<Position>{{1, 2}, {1, 9}}));
+  std::vector<Position> got;
+  for (const Entry& e : found) got.push_back(e.position);
+  EXPECT_EQ(got, (std::vector<Position>{{1, 10}, {1, 11}, {1, 60}, {1, 99}, {3, 0}, {3, 4}}));
+  EXPECT_EQ(found[2].data.view(), "60");
+  EXPECT_EQ(found[5].data.view(), "n4");
+  found.clear();
+  uncached.clear();
+  EntryCacheManager off(0);
+  auto empty = off.newCache();
+  empty->readPositions(want, &found, &uncached);
+  EXPECT_TRUE(found.empty());
+  EXPECT_EQ(uncached, want);
+}
+
 TEST(EntryCacheTest, GlobalLimitEvictsOldestAcrossCaches) {
   EntryCacheManager m(1000);
   auto a = m.newCache();

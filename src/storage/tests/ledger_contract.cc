@@ -1,6 +1,7 @@
 #include "storage/tests/ledger_contract.h"
 
 #include <filesystem>
+#include <map>
 #include <random>
 
 namespace magnetar::storage::testing {
@@ -130,6 +131,38 @@ TEST_P(LedgerContractTest, ReadsHonourLimits) {
   auto r = read(*ml, Position{pos[9].ledgerId, 50}, 1, 1000);
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].position, pos[10]);
+}
+
+// Single positions from the entry cache (Key_Shared replays): each position of the log asked for
+// is found, in order and with its data, or left for asyncReadEntries; one not in the log is never
+// found.
+TEST_P(LedgerContractTest, CachedPositionsAreFoundOrLeftForReads) {
+  auto ml = open("t/positions");
+  ASSERT_TRUE(ml->openCursor("keep", InitialPosition::kEarliest).isOk());
+  auto pos = add(*ml, 25);
+  const std::vector<int> idx{0, 3, 9, 10, 17, 24};
+  const Position gone{pos[9].ledgerId, 50};  // past the end of the first ledger
+  std::vector<Position> asked{pos[0], pos[3], pos[9], gone, pos[10], pos[17], pos[24]};
+  std::vector<Entry> found;
+  std::vector<Position> uncached;
+  ml->readCachedPositions(asked, &found, &uncached);
+  std::map<Position, std::string> got;
+  for (size_t i = 0; i < found.size(); i++) {
+    if (i > 0) {
+      EXPECT_LT(found[i - 1].position, found[i].position);
+    }
+    EXPECT_NE(found[i].position, gone);
+    got[found[i].position] = std::string(found[i].data.view());
+  }
+  for (const Position& p : uncached) {
+    if (p == gone) continue;
+    auto r = read(*ml, p, 1, 1);
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].position, p);
+    EXPECT_TRUE(got.emplace(p, std::string(r[0].data.view())).second) << "found and uncached";
+  }
+  ASSERT_EQ(got.size(), idx.size());
+  for (int i : idx) EXPECT_EQ(got[pos[i]], "m" + std::to_string(i));
 }
 
 TEST_P(LedgerContractTest, CursorBacklogAcksAndReset) {
