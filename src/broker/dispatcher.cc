@@ -43,7 +43,7 @@ Dispatcher::Dispatcher(SubType type, storage::ManagedLedger& ledger,
 }
 
 // The timer's pending handler runs with operation_aborted and touches nothing.
-Dispatcher::~Dispatcher() = default;
+Dispatcher::~Dispatcher() { *alive_ = false; }
 
 Status Dispatcher::addConsumer(const std::shared_ptr<Consumer>& c) {
   MAGNETAR_DCHECK_ON(*ledger_.executor());
@@ -473,19 +473,20 @@ void Dispatcher::readRounds(bool allowReplay) {
     }
     readPending_ = true;
     uint64_t epoch = epoch_;
-    ledger_.asyncReadEntries(readPosition_, static_cast<int>(batch), maxBytes,
-                             [this, epoch](const Status& s, std::vector<Entry> entries) {
-                               if (epoch != epoch_) return;  // rewound meanwhile
-                               readPending_ = false;
-                               if (!s.isOk()) {
-                                 MLOG_WARN("read failed on {}: {}", ledger_.name(), s.toString());
-                                 return;
-                               }
-                               if (entries.empty()) return;
-                               readPosition_ = ledger_.nextValidPosition(entries.back().position);
-                               dispatchEntries(entries, false);
-                               readMoreEntries();
-                             });
+    ledger_.asyncReadEntries(
+        readPosition_, static_cast<int>(batch), maxBytes,
+        [this, alive = alive_, epoch](const Status& s, std::vector<Entry> entries) {
+          if (!*alive || epoch != epoch_) return;  // gone, or rewound
+          readPending_ = false;
+          if (!s.isOk()) {
+            MLOG_WARN("read failed on {}: {}", ledger_.name(), s.toString());
+            return;
+          }
+          if (entries.empty()) return;
+          readPosition_ = ledger_.nextValidPosition(entries.back().position);
+          dispatchEntries(entries, false);
+          readMoreEntries();
+        });
     return;
   }
 }
@@ -506,8 +507,9 @@ bool Dispatcher::readCompacted(int64_t batch) {
   view->asyncReadEntries(
       fromStart ? Position{-1, -1} : readPosition_, static_cast<int>(batch),
       static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load()),
-      [this, epoch, view, first, fromStart](const Status& s, std::vector<Entry> entries) {
-        if (epoch != epoch_) return;  // rewound meanwhile
+      [this, alive = alive_, epoch, view, first, fromStart](const Status& s,
+                                                            std::vector<Entry> entries) {
+        if (!*alive || epoch != epoch_) return;  // gone, or rewound meanwhile
         readPending_ = false;
         if (!s.isOk()) {
           MLOG_WARN("compacted read failed on {}: {}", ledger_.name(), s.toString());
@@ -553,8 +555,8 @@ std::optional<bool> Dispatcher::readReplay(int64_t maxEntries, bool inlineAllowe
   // get their turn first (one task per position cost ~10 % of a busy ml-worker at max rate).
   readPending_ = true;
   uint64_t epoch = epoch_;
-  ledger_.executor()->execute([this, epoch, want = std::move(want)] {
-    if (epoch != epoch_) return;  // rewound meanwhile
+  ledger_.executor()->execute([this, alive = alive_, epoch, want = std::move(want)] {
+    if (!*alive || epoch != epoch_) return;  // gone, or rewound meanwhile
     readPending_ = false;
     std::optional<bool> next = readReplayed(want);
     if (next) readMoreEntries(/*allowReplay=*/*next);
@@ -578,8 +580,9 @@ std::optional<bool> Dispatcher::readReplayed(const std::vector<Position>& want) 
   for (auto& p : missing) {
     ledger_.asyncReadEntries(
         p, 1, 1,
-        [this, epoch, p, first, results, remaining](const Status& s, std::vector<Entry> entries) {
-          if (epoch != epoch_) return;
+        [this, alive = alive_, epoch, p, first, results, remaining](const Status& s,
+                                                                    std::vector<Entry> entries) {
+          if (!*alive || epoch != epoch_) return;
           if (s.isOk() && !entries.empty() && entries.front().position == p) {
             results->push_back(std::move(entries.front()));
           }

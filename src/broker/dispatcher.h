@@ -192,6 +192,9 @@ class Dispatcher {
   // dispatcherMaxReadBatchSize whatever the permits (entries no consumer can take wait in replay_).
   bool readAhead_ = false;
   uint64_t epoch_ = 0;  // bumped by rewind: reads issued before it are dropped
+  // False once this dispatcher is gone (its subscription removed, e.g. an unsubscribe, with a read
+  // or replay task still queued): their completions check it before touching the dispatcher.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   // Positions to deliver again, in order, before new reads; with the entry's key hash (-1: none).
   std::map<storage::Position, int32_t> replay_;
   std::unordered_map<int64_t, int32_t> redeliveryCount_;  // packed position -> count

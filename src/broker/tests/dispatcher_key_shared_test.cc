@@ -146,6 +146,19 @@ TEST_F(KeySharedDispatchTest, KeyOrderKeptWhenOwnerLeavesDuringReplayRead) {
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
 }
 
+// A subscription removed while its read is in flight (an unsubscribe, the last consumer of a
+// non-durable one leaving): the read's completion finds the dispatcher gone and touches nothing.
+TEST_F(KeySharedDispatchTest, ReadCompletingAfterTheSubscriptionWentIsDropped) {
+  RecordingSink sinkA;
+  auto a = addConsumer(1, "a", &sinkA);
+  publish("k", 5);
+  sub_->dispatcher()->flow(a.get(), 10);
+  ASSERT_EQ(ex_.pending(), 1u);  // the read, in flight
+  sub_.reset();
+  ex_.drain();
+  EXPECT_TRUE(sinkA.entryIds.empty());
+}
+
 // Reads the cache answers are dispatched in the caller's pass, kInlineReadRounds batches at most;
 // the rest goes through the executor.
 TEST_F(CachedReadDispatchTest, TailingReadsDispatchInlineThenThroughTheExecutor) {
@@ -207,6 +220,24 @@ TEST_F(CachedReadDispatchTest, ReplayPastTheInlineRoundsIsOneTaskPerBatch) {
   EXPECT_EQ(sinkA.entryIds, all);
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
   EXPECT_TRUE(sinkB.entryIds.empty());
+}
+
+// The same for a replay batch queued past the inline rounds.
+TEST_F(CachedReadDispatchTest, ReplayTaskAfterTheSubscriptionWentIsDropped) {
+  options_.dynamic.dispatcherMaxReadBatchSize.store(10);
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  publish(keyOwnedBy(a.get()), 100);
+  sub_->dispatcher()->flow(a.get(), 1);
+  sub_->dispatcher()->flow(b.get(), 10);
+  ex_.drain();
+  sub_->dispatcher()->flow(a.get(), 200);
+  const size_t before = sinkA.entryIds.size();
+  ASSERT_EQ(ex_.pending(), 1u);  // the next replay batch
+  sub_.reset();
+  ex_.drain();
+  EXPECT_EQ(sinkA.entryIds.size(), before);
 }
 
 // Entries waiting in the replay set for a consumer that takes nothing (no permits) must not hide
