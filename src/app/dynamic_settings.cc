@@ -66,6 +66,8 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
       return true;
     case SettingId::loadBalancerDistributeBundlesEvenlyEnabled:  // read at each assignment
       return true;
+    case SettingId::namespaceBundleUnloadingTimeoutMs:  // read at each bundle release
+      return true;
     default:
       return false;
   }

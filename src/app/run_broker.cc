@@ -345,6 +345,9 @@ int runBroker(const BrokerOptions& options) {
     nso.clusterName = cfg.clusterName();
     nso.sessionTimeoutMs = static_cast<int>(cfg.metadataStoreSessionTimeoutMillis());
     nso.defaultNumberOfNamespaceBundles = cfg.defaultNumberOfNamespaceBundles();
+    nso.bundleUnloadingTimeoutMs = [config = options.config] {
+      return config->namespaceBundleUnloadingTimeoutMs();
+    };
     nso.distributeBundlesEvenly = [config = options.config] {
       return config->loadBalancerDistributeBundlesEvenlyEnabled();
     };
@@ -411,6 +414,28 @@ int runBroker(const BrokerOptions& options) {
             } else {
               t->executor().execute([t] { t->disconnectClients(); });
             }
+          }
+        });
+    // A voluntary release: on BookKeeper the bundle's topics close cleanly (cursors written,
+    // ledgers closed) before the ownership znode goes, so the next owner starts from their last
+    // state; the namespace service waits for `closed` (namespaceBundleUnloadingTimeoutMs).
+    namespaceService->setBundleReleaseHandler(
+        [&service, ns = namespaceService.get(), unload = topicStorage.onBookKeeper](
+            const std::string& bundle, const std::function<void()>& closed) {
+          std::vector<std::shared_ptr<broker::PersistentTopic>> gone;
+          for (auto& t : service.topics()) {
+            if (!ns->owns(t->name())) gone.push_back(t);
+          }
+          if (!unload || gone.empty()) {
+            for (auto& t : gone) t->executor().execute([t] { t->disconnectClients(); });
+            return closed();
+          }
+          MLOG_INFO("Unloading bundle {}: closing {} topic(s)", bundle, gone.size());
+          auto left = std::make_shared<std::atomic<size_t>>(gone.size());
+          for (auto& t : gone) {
+            service.unloadTopic(t, /*release=*/false, [left, closed](const Status&) {
+              if (left->fetch_sub(1) == 1) closed();
+            });
           }
         });
   }

@@ -95,6 +95,7 @@ storage::bk::BkStorageOptions bkStorageOptionsFrom(const config::ServiceConfigur
   o.managedLedgerMaxBatchDeletedIndexToPersist = cfg.managedLedgerMaxBatchDeletedIndexToPersist();
   o.managedLedgerCursorMaxEntriesPerLedger = cfg.managedLedgerCursorMaxEntriesPerLedger();
   o.managedLedgerCursorRolloverTimeInSeconds = cfg.managedLedgerCursorRolloverTimeInSeconds();
+  o.managedLedgerDefaultMarkDeleteRateLimit = cfg.managedLedgerDefaultMarkDeleteRateLimit();
   o.managedLedgerCacheSizeMB = cfg.managedLedgerCacheSizeMB();
   o.defaultRetentionTimeInMinutes = cfg.defaultRetentionTimeInMinutes();
   o.defaultRetentionSizeInMB = cfg.defaultRetentionSizeInMB();

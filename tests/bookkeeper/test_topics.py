@@ -137,7 +137,10 @@ def test_killed_owner_loses_no_acknowledged_message(bk_cluster):
             producer.send(m)  # returns once the owner acknowledged it: Qa bookies have it
         for _ in range(20):  # the subscription acknowledges the first 20
             consumer.acknowledge(consumer.receive(timeout_millis=10000))
-        time.sleep(1)  # acknowledgements reach the broker (the client sends them on a timer)
+        # Acknowledgements reach the broker (the client sends them on a timer) and the bookies:
+        # without a receipt asked, a cursor writes at most once a second
+        # (managedLedgerDefaultMarkDeleteRateLimit), the rest on the next 1 s tick after that.
+        time.sleep(3)
         client.close()
         client = None
 

@@ -489,6 +489,9 @@ void NamespaceService::resolveBundle(const std::string& key, bool authoritative,
     MutexLock lock(mu_);
     if (owned_.count(key)) return reply(connectTo(self_));
   }
+  if (releasing_.count(key)) {
+    return reply(failed(Status::closed("Namespace bundle " + key + " is being unloaded")));
+  }
   // Another broker's bundle seen before (its znode watched since): answered without ZooKeeper,
   // as Pulsar's ownership cache does, so lookups of owned bundles go on while ZooKeeper is away.
   if (auto it = owners_.find(key); it != owners_.end()) return reply(connectTo(it->second));
@@ -807,6 +810,7 @@ void NamespaceService::releaseAll(const char* why) {
   }
   leaderId_.clear();
   owners_.clear();  // the session's watches are gone
+  releasing_.clear();  // their znodes went with the session
   MLOG_WARN("{}: released {} bundles", why, n);
   if (onLost_) onLost_();
 }
@@ -916,11 +920,37 @@ void NamespaceService::release(const std::string& key, const std::function<void(
     }
   }
   MLOG_INFO("Unloading bundle {}", key);
-  if (onLost_) onLost_();
-  store_->remove(ownershipPath(key), std::nullopt, &loop_, [this, done](const Status& s) {
-    publishRegistration();
-    done(s.code() == StatusCode::kNotFound ? Status::ok() : s);
-  });
+  auto removeOwnership = [this, key, done, generation = sessionGeneration_] {
+    MAGNETAR_DCHECK_ON(loop_);
+    if (generation != sessionGeneration_) {
+      // The session was lost meanwhile: its znode went with it, and one this broker made since
+      // on the new session is not this release's to delete.
+      return done(Status::ok());
+    }
+    releasing_.erase(key);
+    store_->remove(ownershipPath(key), std::nullopt, &loop_, [this, done](const Status& s) {
+      publishRegistration();
+      done(s.code() == StatusCode::kNotFound ? Status::ok() : s);
+    });
+  };
+  if (!onRelease_) {
+    if (onLost_) onLost_();
+    return removeOwnership();
+  }
+  // The znode stays until the bundle's topics closed: no other broker takes them meanwhile.
+  releasing_.insert(key);
+  auto once = std::make_shared<bool>(false);
+  auto finish = [once, removeOwnership](bool timedOut, const std::string& key) {
+    if (*once) return;
+    *once = true;
+    if (timedOut) MLOG_WARN("Unloading bundle {}: topics not closed in time; releasing it", key);
+    removeOwnership();
+  };
+  int64_t timeoutMs =
+      options_.bundleUnloadingTimeoutMs ? options_.bundleUnloadingTimeoutMs() : 60000;
+  after(std::chrono::milliseconds(std::max<int64_t>(timeoutMs, 0)),
+        [finish, key] { finish(true, key); });
+  onRelease_(key, [this, finish, key] { loop_.execute([finish, key] { finish(false, key); }); });
 }
 
 void NamespaceService::unloadBundle(const std::string& ns, const std::string& bundle,

@@ -54,6 +54,10 @@ struct NamespaceServiceOptions {
   int defaultNumberOfNamespaceBundles = 4;  // defaultNumberOfNamespaceBundles
   // loadBalancerDistributeBundlesEvenlyEnabled (dynamic: read at each assignment; unset: true).
   std::function<bool()> distributeBundlesEvenly;
+  // namespaceBundleUnloadingTimeoutMs: how long a voluntary release waits for the bundle's
+  // topics to close (the release handler) before it deletes the ownership znode anyway.
+  // Dynamic: read at each release; unset: 60000.
+  std::function<int64_t()> bundleUnloadingTimeoutMs;
 };
 
 // The leader's choice for an unowned bundle `bundleKey` ("tenant/ns/0x..._0x..."), given each
@@ -96,6 +100,17 @@ class NamespaceService : public TopicOwnership {
   // Called on the loop after bundles were lost (session expired, ownership node deleted); the
   // handler closes the clients of the topics owns() no longer accepts. Set before start().
   void setOwnershipLostHandler(std::function<void()> fn) { onLost_ = std::move(fn); }
+  // A voluntary release (admin bundle or namespace unload, a split with unload, another broker's
+  // namespace unload): called on the loop once owns() turned false for `bundleKey`, before its
+  // ownership znode is deleted, so the handler can close the bundle's topics (cursors written,
+  // ledgers closed) while no other broker can take them (Pulsar's OwnedBundle.handleUnloadRequest
+  // closes the topics, then removes the ownership). It calls `closed` once, on any thread; the
+  // znode goes then, or after bundleUnloadingTimeoutMs. Lookups meanwhile answer ServiceNotReady
+  // ("being unloaded"). Unset: the ownership-lost handler runs and the znode goes at once. A lost
+  // session never waits. Set before start().
+  using ReleaseHandler =
+      std::function<void(const std::string& bundleKey, std::function<void()> closed)>;
+  void setBundleReleaseHandler(ReleaseHandler fn) { onRelease_ = std::move(fn); }
 
   // Admin views. Thread: any.
   std::vector<std::string> ownedBundles() const;  // "tenant/ns/0x..._0x...", sorted
@@ -189,7 +204,8 @@ class NamespaceService : public TopicOwnership {
   // to sentNs + 3/4 of the session timeout, unless it already runs longer. Any thread.
   void extendLease(int64_t sentNs);
   void releaseAll(const char* why);
-  // Releases an owned bundle: forgets it, closes its clients, deletes its znode. Loop only.
+  // Releases an owned bundle: forgets it, closes its topics (onRelease_, waited for at most
+  // bundleUnloadingTimeoutMs) or their clients (onLost_), then deletes its znode. Loop only.
   void release(const std::string& key, const std::function<void(Status)>& done);
   // unloadBundle() of a bundle not owned here: deletes its ownership znode when it does not
   // parse (or is this session's). Loop only.
@@ -207,6 +223,8 @@ class NamespaceService : public TopicOwnership {
   BrokerUrls self_;
   net::EventLoop loop_{"metadata-store"};
   std::function<void()> onLost_;
+  ReleaseHandler onRelease_;
+  std::set<std::string> releasing_;  // loop only: bundles whose topics are closing (release())
   std::vector<uint64_t> listenerIds_;
   std::optional<uint64_t> configListener_;
   std::optional<uint64_t> configSessionListener_;

@@ -114,9 +114,17 @@ std::string BkManagedCursor::positionInfoBytes() const {
   return makePositionInfo(state_, ml_->ledgers_, ml_->limits()).SerializeAsString();
 }
 
+bool BkManagedCursor::writeDue(int64_t nowSteadyMs) const {
+  const double rate = ml_->opts_.managedLedgerDefaultMarkDeleteRateLimit;
+  if (!waiting_.empty() || rate <= 0) return true;
+  const auto interval = static_cast<int64_t>(std::min(1000.0 / rate, 86400000.0));
+  return nowSteadyMs - lastWriteMs_ >= interval;
+}
+
 void BkManagedCursor::persist() {
   MAGNETAR_DCHECK(!writing_);
   writing_ = true;
+  lastWriteMs_ = steadyMs();
   dirty_ = false;
   std::vector<StatusCallback> cbs = std::move(waiting_);
   waiting_.clear();
@@ -285,7 +293,8 @@ void BkManagedCursor::persisted(const Status& s, Position mark,
     for (auto& f : idle) f();
     return;
   }
-  if (!deleted_ && !closing_ && dirty_ && ml_->state_ != BkManagedLedger::State::kClosed) {
+  if (!deleted_ && !closing_ && dirty_ && ml_->state_ != BkManagedLedger::State::kClosed &&
+      writeDue(steadyMs())) {
     persist();
   }
 }
@@ -295,6 +304,20 @@ void BkManagedCursor::close(const StatusCallback& done) {
     idle_.push_back([self = shared_from_this(), done] { self->close(done); });
     return;
   }
+  const auto& o = ml_->opts_;
+  const bool ledgerState = o.managedLedgerMaxUnackedRangesToPersist > 0 &&
+                           (static_cast<int>(state_.rangeCount()) >
+                                o.managedLedgerMaxUnackedRangesToPersistInMetadataStore ||
+                            !state_.batchDeleted().empty());
+  if (ledgerState && !ledger_ && !closeMadeLedger_ && znodeVersion_ != metadata::kNotExists &&
+      ml_->state_ != BkManagedLedger::State::kFenced) {
+    // No cursor ledger yet (the mark-delete rate limit held every write since the znode's):
+    // one is made first, as a regular write would, and closed below with the last state.
+    closeMadeLedger_ = true;
+    idle_.push_back([self = shared_from_this(), done] { self->close(done); });
+    persist();
+    return;
+  }
   closing_ = true;
   writing_ = true;
   dirty_ = false;
@@ -302,15 +325,11 @@ void BkManagedCursor::close(const StatusCallback& done) {
   waiting_.clear();
   cbs.push_back(done);
   lastActiveMs_ = wallMs();
-  const auto& o = ml_->opts_;
   // Pulsar (4.2.4 ManagedCursorImpl.recover) restores batch-index acks only from a cursor
   // ledger's PositionInfo, never from the znode, although it writes them there: partly
   // acknowledged batches also send the last state to the ledger, so that a Pulsar broker taking
   // the topic over does not deliver their acknowledged messages again.
-  const bool toLedger = ledger_ && o.managedLedgerMaxUnackedRangesToPersist > 0 &&
-                        (static_cast<int>(state_.rangeCount()) >
-                             o.managedLedgerMaxUnackedRangesToPersistInMetadataStore ||
-                         !state_.batchDeleted().empty());
+  const bool toLedger = ledger_ && ledgerState;
   if (!toLedger) {
     writeZnode(-1, true, std::move(cbs), nullptr);
     return;

@@ -16,6 +16,12 @@ int64_t wallMs() {
       .count();
 }
 
+int64_t steadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 Status bkStatus(BkResult rc, const std::string& what) {
   std::string msg = what + ": " + std::string(bookkeeper::bkResultName(rc));
   switch (rc) {
@@ -664,7 +670,8 @@ std::vector<ManagedCursor*> BkManagedLedger::cursors() const {
 void BkManagedLedger::cursorChanged(BkManagedCursor* c, StatusCallback cb, bool markDeleteMoved) {
   c->dirty_ = true;
   if (cb) c->waiting_.push_back(std::move(cb));
-  if (!flushScheduled_) {
+  // Held back by the rate limit: the next allowed write (onTick at the latest) takes it.
+  if (!flushScheduled_ && !c->writing_ && c->writeDue(steadyMs())) {
     flushScheduled_ = true;
     gated_->execute([self = shared_from_this()] { self->flushCursors(); });
   }
@@ -673,8 +680,9 @@ void BkManagedLedger::cursorChanged(BkManagedCursor* c, StatusCallback cb, bool 
 
 void BkManagedLedger::flushCursors() {
   flushScheduled_ = false;
+  const int64_t now = steadyMs();
   for (auto& [_, c] : cursors_) {
-    if (c->dirty_ && !c->writing_ && !c->closing_) c->persist();
+    if (c->dirty_ && !c->writing_ && !c->closing_ && c->writeDue(now)) c->persist();
   }
 }
 
@@ -748,7 +756,9 @@ void BkManagedLedger::maybeTrim(bool truncate) {
 
 void BkManagedLedger::onTick() {
   MAGNETAR_DCHECK_ON(*executor_);
-  if (state_ != State::kOpen || closing_) return;
+  if (closing_ || state_ == State::kClosed || state_ == State::kInitializing) return;
+  flushCursors();  // what the mark-delete rate limit held back
+  if (state_ != State::kOpen) return;
   const int maxMin = opts_.managedLedgerMaxLedgerRolloverTimeMinutes;
   if (maxMin > 0 && curAssigned_ > 0 && wallMs() - curCreatedMs_ >= int64_t{maxMin} * 60000) {
     startRollover();

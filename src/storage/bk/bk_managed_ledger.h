@@ -34,6 +34,7 @@ using HandlePtr = std::shared_ptr<LedgerHandle>;
 // ClientClosed -> kClosed, Timeout -> kTimeout, the rest kIoError; the message names `what`.
 Status bkStatus(BkResult rc, const std::string& what);
 int64_t wallMs();
+int64_t steadyMs();  // for intervals (the mark-delete rate limit): immune to wall-clock steps
 
 class BkManagedLedger;
 
@@ -78,6 +79,9 @@ class BkManagedCursor : public ManagedCursor, public std::enable_shared_from_thi
   // The ledger's bytes for the current state.
   std::string positionInfoBytes() const;
   bool checkOpen(StatusCallback& cb);
+  // A write may start now: someone waits for it, or the rate limit's interval since the last
+  // write passed (managedLedgerDefaultMarkDeleteRateLimit).
+  bool writeDue(int64_t nowSteadyMs) const;
   net::Executor* executor() const;
 
   std::string name_;
@@ -97,6 +101,8 @@ class BkManagedCursor : public ManagedCursor, public std::enable_shared_from_thi
   std::vector<std::function<void()>> idle_;  // run when no write is in flight
   Position persisted_;  // the mark-delete position stored (trimming never passes it)
   int64_t lastActiveMs_ = 0;
+  int64_t lastWriteMs_ = 0;       // steady clock, when the last write started
+  bool closeMadeLedger_ = false;  // close() started a cursor ledger for the last state
 };
 
 class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_this<BkManagedLedger> {

@@ -60,6 +60,14 @@ struct BkStorageOptions {
   int managedLedgerMaxBatchDeletedIndexToPersist =
       setting_defaults::managedLedgerMaxBatchDeletedIndexToPersist;
   int64_t managedLedgerCursorMaxEntriesPerLedger = 50000;
+  // Cursor writes per second per cursor when no caller waits for one
+  // (managedLedgerDefaultMarkDeleteRateLimit, Pulsar's per-cursor limiter; 0: no limit). A change
+  // with a waiter (an ack asking for its receipt, a reset, a truncate) is written at once; the
+  // others go with the next allowed write, at the latest on the tick after the interval, and at
+  // close (an unload, a graceful bundle release). A killed owner's successor may deliver again
+  // the acks of that last interval, as with Pulsar.
+  double managedLedgerDefaultMarkDeleteRateLimit =
+      setting_defaults::managedLedgerDefaultMarkDeleteRateLimit;
   int managedLedgerCursorRolloverTimeInSeconds = 14400;
   // Entry cache for tailing reads, all ledgers of the factory (managedLedgerCacheSizeMB).
   int64_t managedLedgerCacheSizeMB = setting_defaults::managedLedgerCacheSizeMB;

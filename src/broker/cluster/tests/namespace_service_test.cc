@@ -1,13 +1,21 @@
 // The leader's placement of unowned bundles (pickBroker): with
 // loadBalancerDistributeBundlesEvenlyEnabled a namespace's bundles spread over every broker even
-// when one broker already holds many bundles of other namespaces.
+// when one broker already holds many bundles of other namespaces. A voluntary release keeps the
+// ownership znode until the bundle's topics closed (on the in-process metadata store).
 #include "broker/cluster/namespace_service.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
+
+#include "metadata/local_store.h"
+#include "net/event_loop.h"
 
 namespace magnetar::broker::cluster {
 namespace {
@@ -68,6 +76,124 @@ TEST(PickBroker, EvenSpreadBreaksNamespaceTiesByTotalBundles) {
   // A namespace whose name is a prefix of another's is not mixed up with it.
   Brokers p{{"a:1", {"t/n/b1"}}, {"b:1", {"t/nn/b1", "t/nn/b2"}}};
   EXPECT_EQ(pickBroker(p, "t/nn/b3", true), "a:1");
+}
+
+// One broker on an in-process metadata store, with a release handler that records its calls.
+class ReleaseTest : public ::testing::Test {
+ protected:
+  void SetUp() override { replies_.start(); }
+  void TearDown() override {
+    if (ns_) ns_->stop();
+    replies_.stop();
+  }
+
+  void startBroker(int64_t unloadTimeoutMs, bool withHandler) {
+    std::promise<bool> made;  // the cluster, as initialize-cluster-metadata writes it
+    store_->put("/admin/clusters/c", "{}", {}, &replies_,
+                [&made](const Result<metadata::Stat>& r) { made.set_value(r.isOk()); });
+    ASSERT_TRUE(made.get_future().get());
+    NamespaceServiceOptions o;
+    o.clusterName = "c";
+    o.bundleUnloadingTimeoutMs = [unloadTimeoutMs] { return unloadTimeoutMs; };
+    ns_ = std::make_unique<NamespaceService>(store_.get(), store_.get(), o);
+    ns_->setOwnershipLostHandler([this] { lostCalls_++; });
+    if (withHandler) {
+      ns_->setBundleReleaseHandler([this](const std::string& key, std::function<void()> closed) {
+        released_.set_value({key, std::move(closed)});
+      });
+    }
+    ASSERT_TRUE(
+        ns_->start(
+               {"127.0.0.1:8080", "pulsar://127.0.0.1:6650", "", "http://127.0.0.1:8080", "", {}})
+            .isOk());
+  }
+
+  LookupAnswer lookup() {
+    std::promise<LookupAnswer> p;
+    ns_->lookup(topic_, false, "", &replies_, [&p](LookupAnswer a) { p.set_value(a); });
+    auto f = p.get_future();
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    return f.get();
+  }
+
+  std::optional<OwnerData> ownerOf(const std::string& key) {
+    std::promise<Result<std::optional<OwnerData>>> p;
+    ns_->ownerOf(key, &replies_, [&p](Result<std::optional<OwnerData>> r) { p.set_value(r); });
+    auto r = p.get_future().get();
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    return r.isOk() ? *r : std::nullopt;
+  }
+
+  // Takes the topic's bundle and starts its admin unload; returns the bundle and the reply.
+  std::pair<std::string, std::future<Status>> takeAndUnload() {
+    LookupAnswer a = lookup();
+    EXPECT_TRUE(a.error.isOk()) << a.error.toString();
+    EXPECT_EQ(a.url, "pulsar://127.0.0.1:6650");
+    auto owned = ns_->ownedBundles();
+    EXPECT_EQ(owned.size(), 1u);
+    std::string key = owned.empty() ? "" : owned[0];
+    auto done = std::make_shared<std::promise<Status>>();
+    ns_->unloadBundle("public/default", key.substr(key.rfind('/') + 1), &replies_,
+                      [done](Status s) { done->set_value(s); });
+    return {key, done->get_future()};
+  }
+
+  std::shared_ptr<metadata::LocalBackend> backend_ = metadata::LocalBackend::create();
+  std::unique_ptr<metadata::LocalStore> store_ = backend_->openSession();
+  net::EventLoop replies_{"test-replies"};
+  std::unique_ptr<NamespaceService> ns_;
+  TopicName topic_ = *TopicName::parse("persistent://public/default/t");
+  std::promise<std::pair<std::string, std::function<void()>>> released_;
+  std::atomic<int> lostCalls_{0};
+};
+
+TEST_F(ReleaseTest, AdminUnloadKeepsTheOwnershipUntilTheTopicsClosed) {
+  startBroker(60000, true);
+  auto [key, unloaded] = takeAndUnload();
+  auto call = released_.get_future();
+  ASSERT_EQ(call.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  auto [releasedKey, closed] = call.get();
+  EXPECT_EQ(releasedKey, key);
+  EXPECT_FALSE(ns_->owns(topic_));
+  EXPECT_EQ(lostCalls_.load(), 0);
+  // Topics still closing: the znode stays (no other broker takes them), lookups wait.
+  EXPECT_EQ(unloaded.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  EXPECT_TRUE(ownerOf(key).has_value());
+  LookupAnswer during = lookup();
+  EXPECT_FALSE(during.error.isOk());
+  EXPECT_NE(during.error.message().find("being unloaded"), std::string::npos);
+  EXPECT_FALSE(ns_->owns(topic_));
+  closed();
+  ASSERT_EQ(unloaded.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(unloaded.get().isOk());
+  EXPECT_FALSE(ownerOf(key).has_value());
+  // Free again: the next lookup takes it.
+  EXPECT_TRUE(lookup().error.isOk());
+  EXPECT_TRUE(ns_->owns(topic_));
+}
+
+TEST_F(ReleaseTest, TopicsNotClosedInTimeDoNotHoldTheBundle) {
+  startBroker(200, true);
+  auto [key, unloaded] = takeAndUnload();
+  ASSERT_EQ(unloaded.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(unloaded.get().isOk());
+  EXPECT_FALSE(ownerOf(key).has_value());
+  // A late `closed` changes nothing.
+  auto call = released_.get_future();
+  ASSERT_EQ(call.wait_for(std::chrono::seconds(1)), std::future_status::ready);
+  call.get().second();
+  EXPECT_TRUE(lookup().error.isOk());
+  EXPECT_TRUE(ns_->owns(topic_));
+  EXPECT_TRUE(ownerOf(key).has_value());
+}
+
+TEST_F(ReleaseTest, WithoutAReleaseHandlerTheLostHandlerRunsAndTheOwnershipGoesAtOnce) {
+  startBroker(60000, false);
+  auto [key, unloaded] = takeAndUnload();
+  ASSERT_EQ(unloaded.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(unloaded.get().isOk());
+  EXPECT_EQ(lostCalls_.load(), 1);
+  EXPECT_FALSE(ownerOf(key).has_value());
 }
 
 }  // namespace

@@ -341,6 +341,47 @@ TEST_P(BkStorageTest, CursorIsRecoveredFromItsLedgerAfterACrash) {
   EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 12 - 2 - 3);
 }
 
+// managedLedgerDefaultMarkDeleteRateLimit (1/s here): acks nobody waits for are written at most
+// once a second per cursor, the last state on the tick after the interval; an ack that waits is
+// written at once.
+TEST_P(BkStorageTest, CursorWritesWithoutWaitersKeepTheMarkDeleteRateLimit) {
+  auto ml = open("t/ratelimit");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  ASSERT_TRUE(c.isOk());
+  auto pos = add(*ml, 30);
+  auto runFor = [&](std::chrono::milliseconds d) {
+    auto until = std::chrono::steady_clock::now() + d;
+    runUntil([&] { return std::chrono::steady_clock::now() >= until; });
+  };
+  // Two waited acks: the second starts the cursor ledger (the first writes the znode).
+  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[0]}, cb); }));
+  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[1]}, cb); }));
+  auto [ledger, lastEntry] = (*c)->cursorLedger();
+  ASSERT_GE(ledger, 0);
+  // 20 acks 25 ms apart, each long enough for a write to land: one write at most in 0.5 s.
+  for (int i = 2; i < 22; ++i) {
+    (*c)->asyncDelete({pos[i]}, nullptr);
+    runFor(std::chrono::milliseconds(25));
+  }
+  EXPECT_LE((*c)->cursorLedger().second - lastEntry, 1);
+  // The held-back state goes out on a tick after the interval.
+  runUntil([&] { return (*c)->cursorLedger().second > lastEntry; });
+  runFor(std::chrono::milliseconds(1500));
+  const int64_t afterTick = (*c)->cursorLedger().second;
+  EXPECT_LE(afterTick - lastEntry, 3);
+  // A waited ack is not held back, however recent the last write.
+  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[22]}, cb); }));
+  EXPECT_EQ((*c)->cursorLedger().second, afterTick + 1);
+  // Crash (nothing closed): the next owner finds every ack of that state.
+  factory_->shutdown();
+  ex_.runPending();
+  factory_ = makeBk(dir_);
+  auto again = open("t/ratelimit");
+  auto c2 = again->openCursor("s", InitialPosition::kLatest);
+  ASSERT_TRUE(c2.isOk());
+  EXPECT_EQ((*c2)->markDeletedPosition(), pos[22]);
+}
+
 // Pulsar restores batch-index acks only from a cursor ledger, never from the znode: a clean close
 // with a partly acknowledged batch leaves the last state in the cursor ledger; a cursor without
 // one closes into its znode (cursorsLedgerId -1).
@@ -379,6 +420,37 @@ TEST_P(BkStorageTest, CloseKeepsBatchIndexAcksInTheCursorLedger) {
   ASSERT_TRUE(p.isOk());
   EXPECT_EQ(p->entryid(), pos[0].entryId);
   EXPECT_EQ(p->individualdeletedmessages_size(), 1);
+  ASSERT_EQ(p->batchedentrydeletionindexinfo_size(), 1);
+  EXPECT_EQ(p->batchedentrydeletionindexinfo(0).position().entryid(), pos[2].entryId);
+}
+
+// Every ack held back by the rate limit (no cursor ledger yet) when the ledger closes: the close
+// makes the cursor ledger, so that batch-index acks still reach a Pulsar broker taking over.
+TEST_P(BkStorageTest, CloseMakesTheCursorLedgerForHeldBackBatchIndexAcks) {
+  auto ml = open("t/heldbatch");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  ASSERT_TRUE(c.isOk());
+  auto pos = add(*ml, 5);
+  // The znode's write (at open) was just now: these wait for the next allowed write.
+  (*c)->asyncDelete({pos[0]}, nullptr);
+  (*c)->asyncDeleteBatchIndexes({{pos[2], AckSet{0b0110}}}, nullptr);
+  ex_.runPending();
+  EXPECT_EQ((*c)->cursorLedger().first, -1);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { ml->asyncClose(cb); }));
+  auto ci = bk::parseManagedCursorInfo(*znode(rootFor(dir_) + "/t/heldbatch/s"));
+  ASSERT_TRUE(ci.isOk());
+  ASSERT_GE(ci->cursorsledgerid(), 0);
+  std::promise<int64_t> lacP;
+  BkCluster::get().bk->openLedger(ci->cursorsledgerid(), [&lacP](BkResult r, HandlePtr h) {
+    lacP.set_value(r == BkResult::kOk ? h->lastAddConfirmed() : -2);
+  });
+  const int64_t lac = lacP.get_future().get();
+  ASSERT_GE(lac, 0);
+  auto last = readLedger(ci->cursorsledgerid(), lac, lac);
+  ASSERT_EQ(last.size(), 1u);
+  auto p = bk::parsePositionInfo(last[0]);
+  ASSERT_TRUE(p.isOk());
+  EXPECT_EQ(p->entryid(), pos[0].entryId);
   ASSERT_EQ(p->batchedentrydeletionindexinfo_size(), 1);
   EXPECT_EQ(p->batchedentrydeletionindexinfo(0).position().entryid(), pos[2].entryId);
 }
