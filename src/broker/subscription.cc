@@ -133,8 +133,11 @@ void Subscription::acknowledgeCumulative(Consumer* c, storage::Position pos,
   cursor_.asyncMarkDelete(pos, std::move(cb));
 }
 
+Subscription::~Subscription() { *alive_ = false; }
+
 void Subscription::resetCursor(storage::Position pos, storage::StatusCallback cb) {
-  cursor_.asyncResetCursor(pos, [this, cb = std::move(cb)](const Status& s) {
+  cursor_.asyncResetCursor(pos, [this, alive = alive_, cb = std::move(cb)](const Status& s) {
+    if (!*alive) return cb(s);  // unsubscribed while the reset was in flight
     if (s.isOk() && dispatcher_) {
       dispatcher_->rewind();
       // Consumers that subscribed again while the reset was in flight read from the new position.

@@ -16,6 +16,9 @@ class Subscription {
   Subscription(std::string name, storage::ManagedLedger& ledger, storage::ManagedCursor& cursor,
                const BrokerOptions& options, std::string topicName, int partitionIndex,
                bool durable = true);
+  ~Subscription();
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
   // A reader's subscription: removed when its consumer leaves.
   bool durable() const { return durable_; }
 
@@ -43,6 +46,7 @@ class Subscription {
   void acknowledgeCumulative(Consumer* c, storage::Position pos, storage::StatusCallback cb,
                              const storage::AckSet& ackSet = {});
   // Seek: moves the cursor so that `pos` is the next entry delivered, rewinds the dispatcher.
+  // cb runs even when the subscription was removed meanwhile (then nothing else is touched).
   void resetCursor(storage::Position pos, storage::StatusCallback cb);
 
   int64_t msgBacklog() const { return cursor_.numberOfEntriesInBacklog(); }
@@ -97,6 +101,9 @@ class Subscription {
   std::optional<int> maxUnackedPerConsumer_;
   std::optional<int> maxUnackedPerSubscription_;
   std::optional<DelayedDeliveryPolicies> delayedDelivery_;
+  // False once destroyed: a cursor completion queued before then (a reset) checks it first.
+  // Topic executor only.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace magnetar::broker

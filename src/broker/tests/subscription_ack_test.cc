@@ -1,10 +1,12 @@
 // Subscription acks on the embedded durable storage: what reaches the cursor and how often the
-// cursor is written (managedLedgerDefaultMarkDeleteRateLimit).
+// cursor is written (managedLedgerDefaultMarkDeleteRateLimit); a reset outliving its subscription.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
+#include <vector>
 
 #include "broker/subscription.h"
 #include "storage/durable_storage.h"
@@ -82,6 +84,43 @@ TEST(SubscriptionAckTest, BatchIndexAcksWithoutAReceiptKeepTheMarkDeleteRateLimi
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   ex.runPending();
   EXPECT_EQ(called, 1);
+
+  ml.reset();
+  (*f)->shutdown();
+  ex.runPending();
+}
+
+// A reset in flight when its subscription goes (an unsubscribe): the completion still answers its
+// caller and touches nothing of the freed subscription (ASan: a use-after-free on the old code).
+TEST(SubscriptionResetTest, ResetCompletingAfterTheSubscriptionWentOnlyRunsItsCallback) {
+  storage::testing::TempDir dir;
+  storage::StorageOptions o = storage::testing::durableTestOptions(dir.path());
+  ManualExecutor ex;
+  auto f = storage::DurableManagedLedgerFactory::open(o);
+  ASSERT_TRUE(f.isOk()) << f.status().toString();
+  auto ml = storage::testing::openLedger(**f, ex, "t");
+  auto c = ml->openCursor("s", storage::InitialPosition::kEarliest);
+  ASSERT_TRUE(c.isOk());
+  std::vector<storage::Position> pos;
+  for (int i = 0; i < 3; i++) {
+    auto p = storage::testing::addOne(*ml, ex, "m-" + std::to_string(i));
+    ASSERT_TRUE(p.isOk());
+    pos.push_back(*p);
+  }
+  BrokerOptions bo;
+  auto sub = std::make_unique<Subscription>("s", *ml, **c, bo, "persistent://public/default/t", -1);
+  int called = 0;
+  Status st = Status::internal("not called");
+  sub->resetCursor(pos[1], [&](const Status& s) {
+    called++;
+    st = s;
+  });
+  EXPECT_EQ(called, 0) << "the reset completes in a later executor pass";
+  sub.reset();
+  ASSERT_TRUE(storage::testing::runUntil(ex, [&] { return called > 0; }));
+  EXPECT_EQ(called, 1);
+  EXPECT_TRUE(st.isOk()) << st.toString();
+  EXPECT_EQ((*c)->markDeletedPosition(), pos[0]);
 
   ml.reset();
   (*f)->shutdown();
