@@ -356,8 +356,9 @@ TEST_P(BkStorageTest, CursorWritesWithoutWaitersKeepTheMarkDeleteRateLimit) {
   // Two waited acks: the second starts the cursor ledger (the first writes the znode).
   EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[0]}, cb); }));
   EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[1]}, cb); }));
-  auto [ledger, lastEntry] = (*c)->cursorLedger();
+  const auto [ledger, entry] = (*c)->cursorLedger();
   ASSERT_GE(ledger, 0);
+  const int64_t lastEntry = entry;  // a plain variable: lambdas below capture it
   // 20 acks 25 ms apart, each long enough for a write to land: one write at most in 0.5 s.
   for (int i = 2; i < 22; ++i) {
     (*c)->asyncDelete({pos[i]}, nullptr);
