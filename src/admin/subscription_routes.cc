@@ -284,9 +284,11 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
                       const Respond& respond) {
                   onEachTarget<Status>(
                       ctx, req, name, false, Status::ok(), respond,
-                      [](const TopicPtr& t, const StatusCb& reply) {
-                        t->disconnectClients();
-                        reply(Status::ok());
+                      [ctx](const TopicPtr& t, const StatusCb& reply) {
+                        // As Pulsar's unload: the topic closes (cursors written, ledger closed)
+                        // and the broker forgets it; the next client or admin call reopens it
+                        // on a new ledger.
+                        ctx->service.unloadTopic(t, /*release=*/false, reply);
                       },
                       answerStatuses(respond, "Topic not found"));
                 });

@@ -398,11 +398,9 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
           auto gather = Gather<int>::create(
               topics.size(), [respond](const std::vector<int>&) { respond(noContent()); });
           for (size_t i = 0; i < topics.size(); ++i) {
-            auto t = topics[i];
-            t->executor().execute([t, gather, i] {
-              t->disconnectClients();
-              gather->set(i, 0);
-            });
+            // Each topic as the topic unload: closed, forgotten, reopened on its next use.
+            ctx->service.unloadTopic(topics[i], /*release=*/false,
+                                     [gather, i](const Status&) { gather->set(i, 0); });
           }
         });
   addNs(r, ctx, "GET", "replication",

@@ -789,18 +789,8 @@ void BrokerService::lastMessageId(
     const std::function<void(protocol::WireMessageId, std::optional<protocol::WireMessageId>)>&
         cb) {
   auto& ml = topic->ledger();
-  storage::Position lac = ml.lastConfirmedEntry();
-  if (lac.entryId < 0 && ml.numberOfEntries() > 0) {
-    // The current ledger is empty (a restart or rollover began a new one): the last message is
-    // the last entry of the newest ledger that has any.
-    auto ledgers = ml.ledgerStats();
-    for (auto it = ledgers.rbegin(); it != ledgers.rend(); ++it) {
-      if (it->entries > 0) {
-        lac = {it->ledgerId, it->entries - 1};
-        break;
-      }
-    }
-  }
+  // The current ledger may be empty (a restart, an unload or a rollover began a new one).
+  storage::Position lac = ml.lastWrittenEntry();
   std::optional<protocol::WireMessageId> md;
   if (auto* s = topic->subscription(sub)) {
     auto p = s->cursor().markDeletedPosition();

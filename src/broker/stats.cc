@@ -299,7 +299,7 @@ InternalStatsSnapshot snapshotInternalStats(PersistentTopic& topic) {
   s.entriesAddedCounter = topic.stats().entriesAddedCounter;
   s.numberOfEntries = ml.numberOfEntries();
   s.totalSize = ml.totalSizeBytes();
-  s.lastConfirmedEntry = ml.lastConfirmedEntry();
+  s.lastConfirmedEntry = ml.lastWrittenEntry();
   s.state = topic.isTerminated() ? "Terminated" : "LedgerOpened";
   s.ledgers = ml.ledgerStats();
   if (!s.ledgers.empty()) {

@@ -525,7 +525,7 @@ storage::Position PersistentTopic::terminate() {
     terminated_ = true;
     closeAllProducers();
   }
-  return ledger_->lastConfirmedEntry();
+  return ledger_->lastWrittenEntry();
 }
 
 void PersistentTopic::disconnectClients() {

@@ -194,7 +194,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
 
   // Admin terminate: later publishes fail with TopicTerminatedError, new producers are refused
   // with TopicTerminatedError, and the connected producers are closed (Pulsar closes them too).
-  // Returns the last entry's position ({ledger, -1} when empty). Idempotent. Not persisted yet.
+  // Returns the last entry's position (ManagedLedger::lastWrittenEntry). Idempotent. Not
+  // persisted yet.
   storage::Position terminate();
   bool isTerminated() const { return terminated_; }
   // Admin unload: closes every producer and consumer (CLOSE_PRODUCER / CLOSE_CONSUMER), so the

@@ -153,6 +153,19 @@ class ManagedLedger {
   virtual int64_t totalSizeBytes() const = 0;
   // The stored ledgers, oldest first (admin internalStats). Default: none known.
   virtual std::vector<LedgerStats> ledgerStats() const { return {}; }
+  // The last entry written, as Pulsar's lastConfirmedEntry reads after a reopen or a rollover:
+  // lastConfirmedEntry(), or while the current ledger is empty the last entry of the newest
+  // ledger that has any ({currentLedger, -1} when none has). For admin and lookups (it lists the
+  // ledgers when the current one is empty). Thread: the ledger's executor.
+  Position lastWrittenEntry() const {
+    Position lac = lastConfirmedEntry();
+    if (lac.entryId >= 0 || numberOfEntries() == 0) return lac;
+    std::vector<LedgerStats> ledgers = ledgerStats();
+    for (auto it = ledgers.rbegin(); it != ledgers.rend(); ++it) {
+      if (it->entries > 0) return Position{it->ledgerId, it->entries - 1};
+    }
+    return lac;
+  }
 
   // Opens (creating if needed, at `initial`) the named durable cursor. The pointer is valid until
   // deleteCursor or the ledger closes.

@@ -10,6 +10,7 @@ import pytest
 import requests
 from pulsar import ConsumerType
 
+from harness.util import wait_for
 from helpers import receive_n
 
 pytestmark = pytest.mark.admin
@@ -241,6 +242,39 @@ def test_last_message_id_terminate_and_unload(http, client, namespace):
     assert set(r.json()) >= {"ledgerId", "entryId"}
     with pytest.raises(pulsar.TopicTerminated):
         producer.send(b"after-terminate")
+
+
+def test_unload_closes_the_topic_and_reopens_it_on_a_new_ledger(http, client, namespace):
+    """Pulsar's unload closes the topic (its cursors written) and forgets it; the clients
+    reconnect and the reopened topic writes to a new ledger."""
+    topic = f"persistent://{namespace}/reopen"
+    base = f"/admin/v2/persistent/{namespace}/reopen"
+    consumer = client.subscribe(topic, "sub", consumer_type=ConsumerType.Shared)
+    producer = client.create_producer(topic, batching_enabled=False)
+    ids = [producer.send(f"m-{i}".encode()) for i in range(3)]
+    got = receive_n(consumer, 3)
+    consumer.acknowledge(got[0])
+    assert wait_for(lambda: http("GET", f"{base}/stats").json()["subscriptions"]["sub"][
+        "msgBacklog"] == 2)
+    before = http("GET", f"{base}/internalStats").json()
+
+    assert http("PUT", f"{base}/unload").status_code == 204
+    after = http("GET", f"{base}/internalStats").json()
+    assert len(after["ledgers"]) == len(before["ledgers"]) + 1, (before, after)
+    assert after["ledgers"][-1]["ledgerId"] > ids[-1].ledger_id()
+    assert after["currentLedgerEntries"] == 0
+    # The last message is still the last one written, in the ledger before.
+    r = http("GET", f"{base}/lastMessageId").json()
+    assert (r["ledgerId"], r["entryId"]) == (ids[-1].ledger_id(), ids[-1].entry_id()), r
+    assert after["lastConfirmedEntry"] == f"{ids[-1].ledger_id()}:{ids[-1].entry_id()}", after
+    # The ack made before the unload was written at the close.
+    first = f"{ids[0].ledger_id()}:{ids[0].entry_id()}"
+    assert after["cursors"]["sub"]["markDeletePosition"] == first, after["cursors"]["sub"]
+    # The producer came back by itself, on the new ledger; the unacked two come again.
+    assert producer.send(b"after").ledger_id() == after["ledgers"][-1]["ledgerId"]
+    again = sorted(m.data() for m in receive_n(consumer, 3))
+    assert again == [b"after", b"m-1", b"m-2"], again
+    assert http("PUT", f"/admin/v2/persistent/{namespace}/missing/unload").status_code == 404
 
 
 def test_http_lookup(http, broker):
