@@ -147,6 +147,7 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.subscriptionExpiryCheckIntervalInMinutes = cfg.subscriptionExpiryCheckIntervalInMinutes();
   o.brokerDeduplicationMaxNumberOfProducers = cfg.brokerDeduplicationMaxNumberOfProducers();
   o.brokerDeduplicationEntriesInterval = cfg.brokerDeduplicationEntriesInterval();
+  o.managedLedgerDefaultMarkDeleteRateLimit = cfg.managedLedgerDefaultMarkDeleteRateLimit();
   o.brokerDeduplicationSnapshotIntervalSeconds = cfg.brokerDeduplicationSnapshotIntervalSeconds();
   o.brokerDeduplicationSnapshotFrequencyInSeconds =
       cfg.brokerDeduplicationSnapshotFrequencyInSeconds();

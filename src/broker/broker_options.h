@@ -126,6 +126,9 @@ struct BrokerOptions {
   bool brokerDeduplicationEnabled = sd::brokerDeduplicationEnabled;
   int brokerDeduplicationMaxNumberOfProducers = sd::brokerDeduplicationMaxNumberOfProducers;
   int brokerDeduplicationEntriesInterval = sd::brokerDeduplicationEntriesInterval;
+  // Cursor writes per second that storage allows (0: no limit); dedup snapshots by entry count
+  // are taken no more often than that (DedupOptions::minSnapshotIntervalMs).
+  double managedLedgerDefaultMarkDeleteRateLimit = sd::managedLedgerDefaultMarkDeleteRateLimit;
   int brokerDeduplicationSnapshotIntervalSeconds = sd::brokerDeduplicationSnapshotIntervalSeconds;
   int brokerDeduplicationSnapshotFrequencyInSeconds =
       sd::brokerDeduplicationSnapshotFrequencyInSeconds;

@@ -116,6 +116,7 @@ void MessageDeduplication::setEnabled(bool enabled, storage::ManagedLedger& ledg
   cursor_ = nullptr;
   inactive_.clear();
   sinceSnapshot_ = 0;
+  deferred_ = false;
   for (auto it = state_.begin(); it != state_.end();) {
     it = it->second.waiters.empty() ? state_.erase(it) : std::next(it);
   }
@@ -125,6 +126,7 @@ void MessageDeduplication::setEnabled(bool enabled, storage::ManagedLedger& ledg
 
 void MessageDeduplication::takeSnapshot(storage::Position pos) {
   sinceSnapshot_ = 0;
+  deferred_ = false;
   lastSnapshot_ = Clock::now();
   if (!cursor_ || pos.entryId < 0 || pos <= cursor_->markDeletedPosition()) return;
   storage::CursorProperties snapshot;
@@ -136,6 +138,16 @@ void MessageDeduplication::takeSnapshot(storage::Position pos) {
   // (Pulsar completes a rate-limited mark-delete at once and writes it later). A snapshot lost
   // to a crash costs only a longer replay at the next load; a failed write is logged by storage.
   cursor_->asyncMarkDelete(pos, std::move(snapshot), nullptr);
+}
+
+bool MessageDeduplication::countSnapshotAllowed() const {
+  if (options_.minSnapshotIntervalMs <= 0) return true;
+  if (sinceSnapshot_ % options_.entriesInterval != 0) return false;
+  return Clock::now() - lastSnapshot_ >= std::chrono::milliseconds(options_.minSnapshotIntervalMs);
+}
+
+void MessageDeduplication::takeDeferredSnapshot() {
+  if (enabled_ && deferred_) takeSnapshot(lastPersisted_);
 }
 
 void MessageDeduplication::checkSnapshot(Clock::time_point now) {
@@ -217,7 +229,13 @@ void MessageDeduplication::completed(const std::string& producer, int64_t highes
   if (!st) return;
   if (status.isOk()) {
     st->persisted = std::max(st->persisted, highestSequenceId);
-    if (enabled_ && sinceSnapshot_ >= options_.entriesInterval) takeSnapshot(pos);
+    if (enabled_ && sinceSnapshot_ >= options_.entriesInterval) {
+      if (countSnapshotAllowed()) {
+        takeSnapshot(pos);
+      } else {
+        deferred_ = true;
+      }
+    }
   } else {
     st->pushed = st->persisted;
   }

@@ -5,9 +5,10 @@
 // Durability as Pulsar: every brokerDeduplicationEntriesInterval persisted entries (and, when
 // entries arrived, every brokerDeduplicationSnapshotIntervalSeconds) the persisted ids are saved
 // as the properties of the ledger's "pulsar.dedup" cursor, marked at the snapshot's entry (the
-// write keeps managedLedgerDefaultMarkDeleteRateLimit, as Pulsar's rate-limited mark-delete). That
-// cursor keeps the entries after the snapshot from being trimmed; at load the state is the
-// snapshot plus a replay of only those entries.
+// write keeps managedLedgerDefaultMarkDeleteRateLimit, as Pulsar's rate-limited mark-delete, and
+// the count-based snapshots are not taken more often than it writes them). That cursor keeps the
+// entries after the snapshot from being trimmed; at load the state is the snapshot plus a replay of
+// only those entries.
 #pragma once
 
 #include <chrono>
@@ -29,6 +30,12 @@ inline constexpr char kDedupCursorName[] = "pulsar.dedup";
 struct DedupOptions {
   int maxProducers = 10000;               // brokerDeduplicationMaxNumberOfProducers
   int entriesInterval = 1000;             // brokerDeduplicationEntriesInterval
+  // Snapshots by entry count are taken at most this often, in ms (0: every entriesInterval).
+  // The cursor writes a mark-delete at most managedLedgerDefaultMarkDeleteRateLimit times a
+  // second (1000 / rate here) and a newer one replaces a held one unwritten, so building more
+  // is wasted (Pulsar builds them anyway). A count-based snapshot refused by it comes at the
+  // next multiple of entriesInterval after the interval (or the time-based check).
+  int64_t minSnapshotIntervalMs = 0;
   int snapshotIntervalSeconds = 120;      // brokerDeduplicationSnapshotIntervalSeconds (0: off)
   int producerInactivityTimeoutMinutes = 360;  // brokerDeduplicationProducerInactivityTimeoutMinutes
 };
@@ -94,6 +101,14 @@ class MessageDeduplication {
   void producerRemoved(const std::string& producer, Clock::time_point now = Clock::now());
   // Forgets producers disconnected for longer than the timeout (Pulsar checks every third of it).
   void purgeInactiveProducers(Clock::time_point now = Clock::now());
+  // A count-based snapshot came due but minSnapshotIntervalMs refused it: the owner calls
+  // takeDeferredSnapshot() at deferredSnapshotAt() (else it comes with later entries).
+  bool snapshotDeferred() const { return deferred_; }
+  Clock::time_point deferredSnapshotAt() const {
+    return lastSnapshot_ + std::chrono::milliseconds(options_.minSnapshotIntervalMs);
+  }
+  // Takes the deferred snapshot, at the last persisted entry (nothing when none is deferred).
+  void takeDeferredSnapshot();
   // Takes a time-based snapshot when entries were persisted since the last one and
   // snapshotIntervalSeconds passed (Pulsar's checkDeduplicationSnapshot).
   void checkSnapshot(Clock::time_point now = Clock::now());
@@ -119,6 +134,9 @@ class MessageDeduplication {
     slot->epoch_ = epoch_;
   }
   void takeSnapshot(storage::Position pos);
+  // A count-based snapshot may be taken now (entriesInterval reached; minSnapshotIntervalMs
+  // checked at each multiple of it, so the clock is read once per entriesInterval entries).
+  bool countSnapshotAllowed() const;
 
   bool enabled_;
   DedupOptions options_;
@@ -130,6 +148,7 @@ class MessageDeduplication {
   std::unordered_map<std::string, Clock::time_point> inactive_;  // disconnected since
   storage::Position lastPersisted_;
   int64_t sinceSnapshot_ = 0;  // entries persisted since the last snapshot
+  bool deferred_ = false;      // a count-based snapshot waits for minSnapshotIntervalMs
   Clock::time_point lastSnapshot_ = Clock::now();
   int64_t entriesReplayed_ = 0;
 };

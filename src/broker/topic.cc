@@ -19,6 +19,8 @@ DedupOptions dedupOptions(const BrokerOptions& o) {
   DedupOptions d;
   d.maxProducers = o.brokerDeduplicationMaxNumberOfProducers;
   d.entriesInterval = std::max(1, o.brokerDeduplicationEntriesInterval);
+  const double rate = o.managedLedgerDefaultMarkDeleteRateLimit;
+  d.minSnapshotIntervalMs = rate > 0 ? static_cast<int64_t>(1000.0 / rate) : 0;
   d.snapshotIntervalSeconds = o.brokerDeduplicationSnapshotIntervalSeconds;
   d.producerInactivityTimeoutMinutes = o.brokerDeduplicationProducerInactivityTimeoutMinutes;
   return d;
@@ -89,6 +91,22 @@ void PersistentTopic::scheduleDedupCheck() {
       self->nextPurge_ = now + std::chrono::seconds(purgeSeconds);
     }
     self->scheduleDedupCheck();
+  });
+}
+
+void PersistentTopic::armDeferredDedupSnapshot() {
+  MAGNETAR_DCHECK_ON(executor_);
+  dedupSnapshotArmed_ = true;
+  if (!dedupSnapshotTimer_) {
+    dedupSnapshotTimer_ = std::make_unique<boost::asio::steady_timer>(executor_.context());
+  }
+  dedupSnapshotTimer_->expires_at(dedup_.deferredSnapshotAt());
+  std::weak_ptr<PersistentTopic> weak = weak_from_this();
+  dedupSnapshotTimer_->async_wait([weak](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self) return;
+    self->dedupSnapshotArmed_ = false;
+    self->dedup_.takeDeferredSnapshot();
   });
 }
 
@@ -323,6 +341,7 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
                                                    const Status& st, storage::Position pos) {
       dedup_.completed(producer->name(), static_cast<int64_t>(highest), st, pos,
                        &producer->dedupSlot);
+      if (dedup_.snapshotDeferred() && !dedupSnapshotArmed_) armDeferredDedupSnapshot();
       if (st.isOk()) {
         stats_.msgInCounter += n;
         stats_.bytesInCounter += bytes;
@@ -585,6 +604,9 @@ void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
 
 void PersistentTopic::closeLedger(storage::StatusCallback cb, bool release) {
   MAGNETAR_DCHECK_ON(executor_);
+  if (dedupSnapshotTimer_) dedupSnapshotTimer_->cancel();
+  // A clean close writes the cursors, a deferred dedup snapshot with them.
+  if (!release) dedup_.takeDeferredSnapshot();
   disconnectClients();
   subscriptions_.clear();  // before the ledger closes the cursors they point to
   if (release) {
@@ -596,6 +618,7 @@ void PersistentTopic::closeLedger(storage::StatusCallback cb, bool release) {
 
 void PersistentTopic::deleteLedger(storage::StatusCallback cb) {
   MAGNETAR_DCHECK_ON(executor_);
+  if (dedupSnapshotTimer_) dedupSnapshotTimer_->cancel();
   disconnectClients();
   subscriptions_.clear();  // before the ledger drops the cursors they point to
   compactor_->deleteView();

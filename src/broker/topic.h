@@ -225,6 +225,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   bool exceedsMaxDeliveryDelay(const Buffer& entry) const;
   // Periodic dedup work (time-based snapshots, inactive producers) on the topic's loop.
   void scheduleDedupCheck();
+  // Takes a count-based dedup snapshot that minSnapshotIntervalMs deferred, once it is allowed.
+  void armDeferredDedupSnapshot();
 
   // Handles the exceeded quotas after checkBacklogQuota() read the backlog age.
   void enforceBacklogQuota();
@@ -268,6 +270,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   std::vector<int64_t> compactedSeqs_;
   std::function<void()> onFenced_;  // setFencedHandler; cleared once called
   std::unique_ptr<boost::asio::steady_timer> dedupTimer_;
+  std::unique_ptr<boost::asio::steady_timer> dedupSnapshotTimer_;
+  bool dedupSnapshotArmed_ = false;
   MessageDeduplication::Clock::time_point nextPurge_{};
 
   // Receipts completed in this pass, per connection, and whether a flush task is queued.

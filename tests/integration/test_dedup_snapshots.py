@@ -43,12 +43,15 @@ def test_restart_replays_only_the_tail_after_the_snapshot(broker):
     client = pulsar.Client(url, operation_timeout_seconds=30)
     client.subscribe(topic, "sub").close()
     producer = client.create_producer(topic, producer_name="gw-snap", batching_enabled=False)
-    for i in range(55):
+    for i in range(50):
         producer.send(b"%d" % i, sequence_id=i)
-    # The snapshot at entry 50 reaches the metadata store: a mark-delete keeps
-    # managedLedgerDefaultMarkDeleteRateLimit (1/s), so it is written within the interval plus
-    # the storage tick (1 s each).
+    # Count-based snapshots are taken no more often than the cursor writes them
+    # (managedLedgerDefaultMarkDeleteRateLimit, 1/s): the one due in this burst comes once the
+    # second has passed, at the last entry (50), and is written within the interval plus the
+    # storage tick (1 s each).
     time.sleep(2.5)
+    for i in range(50, 55):
+        producer.send(b"%d" % i, sequence_id=i)
     client.close()
     broker.kill()
 

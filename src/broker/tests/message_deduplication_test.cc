@@ -212,6 +212,53 @@ TEST_F(MessageDeduplicationTest, TimeBasedSnapshotAndSwitchingOff) {
   EXPECT_EQ(d.lastSequenceId("a"), -1);
 }
 
+// Count-based snapshots are not taken more often than the cursor writes them
+// (minSnapshotIntervalMs, from managedLedgerDefaultMarkDeleteRateLimit): a refused one comes at
+// the next multiple of entriesInterval once the interval passed.
+TEST_F(MessageDeduplicationTest, CountSnapshotsWaitForTheMinimumInterval) {
+  options_.minSnapshotIntervalMs = 300;
+  MessageDeduplication d(true, options_);
+  ASSERT_TRUE(recover(d).isOk());
+  ASSERT_NE(dedupCursor(), nullptr);
+  const Position start = dedupCursor()->markDeletedPosition();
+  const auto t0 = MessageDeduplication::Clock::now();
+  for (int64_t seq = 0; seq < 9; seq++) publish(d, "a", seq);  // three multiples of 3, too soon
+  EXPECT_EQ(dedupCursor()->markDeletedPosition(), start);
+  EXPECT_TRUE(d.snapshotDeferred());
+  EXPECT_GT(d.deferredSnapshotAt(), t0);
+  EXPECT_LE(d.deferredSnapshotAt(), t0 + std::chrono::milliseconds(300));
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  publish(d, "a", 9);
+  publish(d, "a", 10);  // 11 entries since the last snapshot: not a multiple of 3
+  EXPECT_EQ(dedupCursor()->markDeletedPosition(), start);
+  Position p = publish(d, "a", 11);
+  ex_.runPending();
+  EXPECT_EQ(dedupCursor()->markDeletedPosition(), p);
+  EXPECT_EQ(dedupCursor()->properties().at("a"), 11);
+  EXPECT_FALSE(d.snapshotDeferred());
+  Position last;
+  for (int64_t seq = 12; seq < 18; seq++) last = publish(d, "a", seq);  // the interval again
+  ex_.runPending();
+  EXPECT_EQ(dedupCursor()->markDeletedPosition(), p);
+  // The owner's timer takes the deferred one, at the last persisted entry.
+  ASSERT_TRUE(d.snapshotDeferred());
+  d.takeDeferredSnapshot();
+  ex_.runPending();
+  EXPECT_EQ(dedupCursor()->markDeletedPosition(), last);
+  EXPECT_EQ(dedupCursor()->properties().at("a"), 17);
+  EXPECT_FALSE(d.snapshotDeferred());
+
+  // Without the minimum, every third entry.
+  options_.minSnapshotIntervalMs = 0;
+  MessageDeduplication e(true, options_);
+  ASSERT_TRUE(recover(e).isOk());
+  publish(e, "b", 0);
+  publish(e, "b", 1);
+  Position q = publish(e, "b", 2);
+  ex_.runPending();
+  EXPECT_EQ(dedupCursor()->markDeletedPosition(), q);
+}
+
 // Counts the writes of the dedup cursor of ledger "t".
 class DedupCursorWriteCounter : public storage::MemoryMetadataStore {
  public:
