@@ -115,6 +115,10 @@ class Producer {
   uint64_t msgInCounter = 0;
   uint64_t bytesInCounter = 0;
   bool closed = false;
+  // SENDs taken by PersistentTopic::publish and not answered yet (topic executor).
+  int64_t inFlight = 0;
+  // Closed by the broker with publishes in flight: CLOSE_PRODUCER after their answers.
+  bool closeWhenAnswered = false;
   // Fenced out by an ExclusiveWithFencing producer (topic executor writes, the connection's loop
   // reads): as Pulsar, the client is not told; its next SEND closes the connection.
   std::atomic<bool> fenced{false};

@@ -725,6 +725,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
   MAGNETAR_DCHECK_ON(loop());
   uint64_t producerId = c.producer_id();
   uint64_t requestId = c.request_id();
+  std::erase(recentlyClosedProducers_, producerId);  // the id is in use again
   auto existing = producers_.find(producerId);
   if (existing != producers_.end()) {
     // A retry of a create that already succeeded: answer the same way again.
@@ -839,6 +840,10 @@ void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
   MAGNETAR_DCHECK_ON(loop());
   auto it = producers_.find(c.producer_id());
   if (it == producers_.end()) {
+    if (std::find(recentlyClosedProducers_.begin(), recentlyClosedProducers_.end(),
+                  c.producer_id()) != recentlyClosedProducers_.end()) {
+      return;  // sent before the client saw CLOSE_PRODUCER; it sends it again
+    }
     CnxErrorStats::record(ProtocolError::kUnknownId);
     MLOG_WARN("[{}] SEND for unknown producer {}; closing connection", peerAddress(),
               c.producer_id());
@@ -920,7 +925,13 @@ void ServerCnx::handleCloseProducer(const proto::CommandCloseProducer& c) {
 void ServerCnx::closeProducerFromBroker(uint64_t producerId) {
   auto me = self();
   loop().execute([me, producerId] {
-    if (me->producers_.erase(producerId)) me->send(Commands::newCloseProducer(producerId, 0));
+    if (!me->producers_.erase(producerId)) return;
+    // Pulsar keeps them for a while (recentlyClosedProducers); a bounded list does here.
+    constexpr size_t kRecentlyClosedProducers = 1024;
+    auto& recent = me->recentlyClosedProducers_;
+    if (recent.size() >= kRecentlyClosedProducers) recent.pop_front();
+    recent.push_back(producerId);
+    me->send(Commands::newCloseProducer(producerId, 0));
   });
 }
 

@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <boost/asio/steady_timer.hpp>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -76,7 +77,9 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   // The broker closed this consumer/producer (topic deleted, seek, ...). Any thread.
   void closeConsumerFromBroker(uint64_t consumerId);
   // The broker closed this producer (topic terminated or unloaded): CLOSE_PRODUCER to the client,
-  // which reconnects. The topic has already dropped it. Any thread.
+  // which reconnects. The topic has already dropped it. Any thread; sent after whatever send()
+  // queued before the call. SENDs the client had already sent for that id are then ignored, as
+  // Pulsar's recentlyClosedProducers (the client sends them again), not a reason to close.
   void closeProducerFromBroker(uint64_t producerId);
 
   // Graceful shutdown of this connection: reading stops (SENDs not read yet are not taken; the
@@ -244,6 +247,8 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   bool supportsAuthRefresh_ = false;
   bool pendingAuthChallenge_ = false;
   std::unordered_map<uint64_t, ProducerRef> producers_;
+  // Producer ids the broker closed lately, oldest first (at most kRecentlyClosedProducers).
+  std::deque<uint64_t> recentlyClosedProducers_;
   std::unordered_map<uint64_t, ConsumerRef> consumers_;
   struct TopicListWatcher {
     TopicPattern pattern;

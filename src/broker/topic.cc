@@ -249,7 +249,7 @@ void PersistentTopic::closeAllProducers() {
   for (auto& [n, p] : current) {
     dedup_.producerRemoved(n);
     p->closed = true;
-    if (p->cnx()) p->cnx()->closeProducerFromBroker(p->id());
+    queueCloseProducer(p);
   }
   hasExclusiveProducer_ = false;
   exclusiveProducerName_.clear();
@@ -294,6 +294,13 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
     uint64_t seq = s.sequenceId;
     uint64_t highest = s.highestSequenceId;
     int32_t n = s.numMessages;
+    if (producer->closed && !producer->fenced.load(std::memory_order_relaxed)) {
+      // Closed by the broker (or by its client) while this SEND was on its way. (A fenced-out
+      // producer's SENDs already here are still taken: its next one closes its connection.)
+      queueUnanswered(producer, bytes);
+      continue;
+    }
+    producer->inFlight++;
     if (terminated_) {
       queueReceipt(producer,
                    protocol::Commands::newSendError(producer->id(), seq,
@@ -337,8 +344,11 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
         continue;
       }
     }
-    ledger_->asyncAddEntry(std::move(s.entry), [this, producer, seq, highest, n, bytes](
-                                                   const Status& st, storage::Position pos) {
+    // The callback holds the topic: a refused add completes in a task of its own, which may run
+    // after the connection dropped the last other reference (an unload).
+    ledger_->asyncAddEntry(std::move(s.entry), [self = shared_from_this(), this, producer, seq,
+                                                highest, n,
+                                                bytes](const Status& st, storage::Position pos) {
       dedup_.completed(producer->name(), static_cast<int64_t>(highest), st, pos,
                        &producer->dedupSlot);
       if (dedup_.snapshotDeferred() && !dedupSnapshotArmed_) armDeferredDedupSnapshot();
@@ -351,6 +361,11 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
         newEntries_ = true;
         queueReceipt(producer, {}, seq, pos, highest, bytes);
       } else {
+        if (producer->closed && !producer->fenced.load(std::memory_order_relaxed)) {
+          // Not stored, and its client resends it after CLOSE_PRODUCER (an unload, a release).
+          queueReceipt(producer, {}, seq, pos, highest, bytes, /*silent=*/true);
+          return;
+        }
         stats_.publishErrors++;
         if (int64_t suppressed = 0; publishErrorLog_.allow(&suppressed)) {
           if (suppressed == 0) {
@@ -374,42 +389,71 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
   }
 }
 
-void PersistentTopic::queueReceipt(const std::shared_ptr<Producer>& p, Buffer frame, uint64_t seq,
-                                   storage::Position pos, uint64_t highestSeq, size_t bytes) {
+PersistentTopic::CnxOut& PersistentTopic::cnxOut(const std::shared_ptr<ServerCnx>& cnx) {
   CnxOut* out = nullptr;
   for (auto& o : receipts_) {
-    if (o.cnx == p->cnx()) {
+    if (o.cnx == cnx) {
       out = &o;
       break;
     }
   }
   if (!out) {
-    receipts_.push_back(CnxOut{p->cnx(), {}, 0, 0});
+    receipts_.push_back(CnxOut{cnx, {}, 0, 0, {}});
     out = &receipts_.back();
   }
-  if (frame) {
-    out->batch.appendBuffer(std::move(frame));
-  } else {
-    uint8_t* dst = out->batch.appendSpace(protocol::kMaxSendReceiptSize);
-    size_t used = protocol::Commands::writeSendReceipt(
-        dst, p->id(), seq, static_cast<uint64_t>(pos.ledgerId), static_cast<uint64_t>(pos.entryId),
-        highestSeq);
-    out->batch.trimBytes(protocol::kMaxSendReceiptSize - used);
-  }
-  out->completed++;
-  out->completedBytes += bytes;
   if (!flushQueued_) {
     flushQueued_ = true;
     auto self = shared_from_this();
     executor_.execute([self] { self->flushPass(); });
   }
+  return *out;
+}
+
+void PersistentTopic::queueReceipt(const std::shared_ptr<Producer>& p, Buffer frame, uint64_t seq,
+                                   storage::Position pos, uint64_t highestSeq, size_t bytes,
+                                   bool silent) {
+  CnxOut& out = cnxOut(p->cnx());
+  if (!silent && frame) {
+    out.batch.appendBuffer(std::move(frame));
+  } else if (!silent) {
+    uint8_t* dst = out.batch.appendSpace(protocol::kMaxSendReceiptSize);
+    size_t used =
+        protocol::Commands::writeSendReceipt(dst, p->id(), seq, static_cast<uint64_t>(pos.ledgerId),
+                                             static_cast<uint64_t>(pos.entryId), highestSeq);
+    out.batch.trimBytes(protocol::kMaxSendReceiptSize - used);
+  }
+  out.completed++;
+  out.completedBytes += bytes;
+  MAGNETAR_DCHECK(p->inFlight > 0);
+  if (--p->inFlight == 0 && p->closeWhenAnswered) {
+    p->closeWhenAnswered = false;
+    out.closeAfter.push_back(p->id());
+  }
+}
+
+void PersistentTopic::queueUnanswered(const std::shared_ptr<Producer>& p, size_t bytes) {
+  CnxOut& out = cnxOut(p->cnx());
+  out.completed++;
+  out.completedBytes += bytes;
+}
+
+void PersistentTopic::queueCloseProducer(const std::shared_ptr<Producer>& p) {
+  if (p->inFlight > 0) {
+    p->closeWhenAnswered = true;  // queueReceipt adds it behind the last answer
+    return;
+  }
+  cnxOut(p->cnx()).closeAfter.push_back(p->id());
 }
 
 void PersistentTopic::flushPass() {
   flushQueued_ = false;
   for (auto& o : receipts_) {
-    o.cnx->send(std::move(o.batch));
-    o.cnx->publishCompleted(o.completed, o.completedBytes);
+    if (!o.cnx) continue;  // a producer without a connection (unit tests)
+    if (!o.batch.empty()) o.cnx->send(std::move(o.batch));
+    if (o.completed > 0) o.cnx->publishCompleted(o.completed, o.completedBytes);
+    // After the answers: the connection writes what send() queued before anything it is asked
+    // later (ServerCnx::closeProducerFromBroker posts to its loop).
+    for (uint64_t id : o.closeAfter) o.cnx->closeProducerFromBroker(id);
   }
   receipts_.clear();
   if (newEntries_) {

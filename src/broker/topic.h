@@ -217,9 +217,18 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void setFencedHandler(std::function<void()> fn) { onFenced_ = std::move(fn); }
 
  private:
-  // Queues the answer to one SEND of `bytes` entry bytes (released from the publish buffer).
+  // Queues the answer to one SEND of `bytes` entry bytes (released from the publish buffer) that
+  // publish() counted in p->inFlight: `frame` (SEND_ERROR), else a SEND_RECEIPT for `pos`; with
+  // `silent`, no answer (the client sends it again after CLOSE_PRODUCER). The producer's last one
+  // after the broker closed it queues its CLOSE_PRODUCER behind it.
   void queueReceipt(const std::shared_ptr<Producer>& p, Buffer frame, uint64_t seq,
-                    storage::Position pos, uint64_t highestSeq, size_t bytes);
+                    storage::Position pos, uint64_t highestSeq, size_t bytes, bool silent = false);
+  // Releases a SEND that was neither stored nor counted in p->inFlight, answering nothing.
+  void queueUnanswered(const std::shared_ptr<Producer>& p, size_t bytes);
+  // CLOSE_PRODUCER for p, sent after every answer queued so far for its connection.
+  void queueCloseProducer(const std::shared_ptr<Producer>& p);
+  struct CnxOut;
+  CnxOut& cnxOut(const std::shared_ptr<ServerCnx>& cnx);
   void flushPass();
   // deliver_at_time - publish_time is over the delayedDelivery policy's maxDeliveryDelayInMillis.
   bool exceedsMaxDeliveryDelay(const Buffer& entry) const;
@@ -257,7 +266,11 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Fails the waiting producers (ProducerFenced "Fenced out") and fences the others out:
   // ExclusiveWithFencing.
   void fenceOtherProducers();
-  // Closes every producer, waiting ones included (CLOSE_PRODUCER): terminate, unload.
+  // Closes every producer, waiting ones included (CLOSE_PRODUCER): terminate, unload, backlog
+  // quota. A producer's CLOSE_PRODUCER goes after the answers to all of its publishes in flight
+  // (as Pulsar's Producer.close waits for pendingPublishAcks), so its client does not send again
+  // what was stored; SENDs reaching the topic after this are not stored and get no answer (Pulsar's
+  // TopicClosedException path): the client sends them again after reconnecting.
   void closeAllProducers();
   std::map<std::string, std::unique_ptr<Subscription>> subscriptions_;
   TopicStats stats_;
@@ -274,12 +287,14 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   bool dedupSnapshotArmed_ = false;
   MessageDeduplication::Clock::time_point nextPurge_{};
 
-  // Receipts completed in this pass, per connection, and whether a flush task is queued.
+  // Receipts completed in this pass, per connection, and whether a flush task is queued;
+  // closeAfter: producer ids whose CLOSE_PRODUCER follows the batch.
   struct CnxOut {
     std::shared_ptr<ServerCnx> cnx;
     net::FrameBatch batch;
     uint32_t completed = 0;
     uint64_t completedBytes = 0;
+    std::vector<uint64_t> closeAfter;
   };
   std::vector<CnxOut> receipts_;
   bool flushQueued_ = false;

@@ -241,15 +241,22 @@ class MagnetarProcess:
         return self.start(**start_args)  # type: ignore[arg-type]
 
     def close(self) -> None:
-        """Stops the broker, removes a working directory made here; raises BrokerError if the
-        log holds a sanitizer report (ASan/UBSan/TSan builds)."""
+        """Stops the broker with SIGTERM, removes a working directory made here; raises
+        BrokerError if the log holds a sanitizer report (ASan/UBSan/TSan builds), or if that
+        SIGTERM did not end in a clean exit 0 (every thread joined; a heap corrupted earlier
+        in the run aborts at thread exit) within the stop timeout."""
+        exit_code = None
         if self.running():
-            self.stop()
+            exit_code = self.stop(timeout_s=60.0)
         report = sanitizer_report(self.log_path)
+        log_tail = tail(self.log_path, 20) if exit_code not in (None, 0) else ""
         if self.owns_workdir and not os.environ.get("KEEP_BROKER_DIR"):
             shutil.rmtree(self.workdir, ignore_errors=True)
         if report:
             raise BrokerError(f"sanitizer report in the broker's log:\n{report}")
+        if exit_code not in (None, 0):
+            raise BrokerError(f"magnetar exited with {exit_code} on SIGTERM (0 expected):\n"
+                              f"{log_tail}")
 
     def __enter__(self) -> MagnetarProcess:
         return self
