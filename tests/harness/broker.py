@@ -122,6 +122,12 @@ def _preexec(nofile: int | None, cpus: set[int] | None) -> Callable[[], None] | 
     return setup
 
 
+# Whether MagnetarProcess.close() requires its SIGTERM to end in exit code 0. The integration
+# suite turns it on (tests/integration/conftest.py); suites that pause or cut a broker off from
+# ZooKeeper on purpose leave it off.
+check_clean_exit = False
+
+
 class MagnetarProcess:
     """`magnetar standalone` (or another mode) writing its ports to a file, in a working directory
     that outlives one process, so a test can stop, SIGKILL and start it again on the same data.
@@ -242,9 +248,9 @@ class MagnetarProcess:
 
     def close(self) -> None:
         """Stops the broker with SIGTERM, removes a working directory made here; raises
-        BrokerError if the log holds a sanitizer report (ASan/UBSan/TSan builds), or if that
-        SIGTERM did not end in a clean exit 0 (every thread joined; a heap corrupted earlier
-        in the run aborts at thread exit) within the stop timeout."""
+        BrokerError if the log holds a sanitizer report (ASan/UBSan/TSan builds), or, with
+        check_clean_exit, if that SIGTERM did not end in a clean exit 0 (every thread joined; a
+        heap corrupted earlier in the run aborts at thread exit) within the stop timeout."""
         exit_code = None
         if self.running():
             exit_code = self.stop(timeout_s=60.0)
@@ -254,7 +260,7 @@ class MagnetarProcess:
             shutil.rmtree(self.workdir, ignore_errors=True)
         if report:
             raise BrokerError(f"sanitizer report in the broker's log:\n{report}")
-        if exit_code not in (None, 0):
+        if check_clean_exit and exit_code not in (None, 0):
             raise BrokerError(f"magnetar exited with {exit_code} on SIGTERM (0 expected):\n"
                               f"{log_tail}")
 

@@ -5,4 +5,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import harness.broker  # noqa: E402
 from harness.fixtures import magnetar  # noqa: E402, F401 (fixture)
+
+# Every broker this suite stops with SIGTERM must exit 0 (issue 52).
+harness.broker.check_clean_exit = True
