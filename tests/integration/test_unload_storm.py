@@ -14,7 +14,8 @@ What must hold:
   "tcache_thread_shutdown(): unaligned tcache chunk detected").
 
 The sanitizer CI stage runs this module on the ASan build with shorter storms; the long form is
-`STORM_SECONDS=40 .venv/bin/python -m pytest tests/integration/test_unload_storm.py`.
+`STORM_SECONDS=40 .venv/bin/python -m pytest tests/integration/test_unload_storm.py`. The TSan
+subset runs its plain form.
 """
 
 from __future__ import annotations
@@ -87,13 +88,20 @@ def test_unload_storm_loses_nothing_stores_nothing_twice_and_stops_cleanly(
         if live is not None:
             threads.append(threading.Thread(target=live_consumers,
                                             args=(client, topic, live, stop, live_got)))
-        for t in threads:
-            t.start()
         producer = client.create_producer(
             topic, batching_enabled=batching, send_timeout_millis=0, block_if_queue_full=True,
             max_pending_messages=500)
+        # The storm starts after the first receipt: the official C++ client (under the Python
+        # one) restarts its sequence ids at PRODUCER_SUCCESS.last_sequence_id + 1 on every
+        # reconnection until it has had a receipt, although its pending messages already hold
+        # those ids; with deduplication the new messages are then answered as duplicates and
+        # lost (ProducerImpl::handleCreateProducer; the Java client resets only before its first
+        # message). Not the broker's doing: the last persisted id is Pulsar's answer.
+        producer.send(b"first", partition_key="first")
+        for t in threads:
+            t.start()
         lock = threading.Lock()
-        receipted: set[bytes] = set()
+        receipted: set[bytes] = {b"first"}
         failed: list[str] = []
 
         def done(payload: bytes):
@@ -106,8 +114,10 @@ def test_unload_storm_loses_nothing_stores_nothing_twice_and_stops_cleanly(
             return cb
 
         sent = 0
+        # At least STORM_S, and at least 3 unload rounds (a slow sanitized broker), 120 s at most.
         end = time.time() + STORM_S
-        while time.time() < end:
+        cap = time.time() + 120
+        while time.time() < cap and (time.time() < end or unloads[0] < 3):
             payload = b"%d" % sent
             producer.send_async(payload, done(payload), partition_key=str(sent % 64))
             sent += 1
@@ -118,13 +128,13 @@ def test_unload_storm_loses_nothing_stores_nothing_twice_and_stops_cleanly(
         producer.close()
         assert unloads[0] >= 3, f"only {unloads[0]} unload rounds"
         assert not failed, failed[:5]
-        assert len(receipted) == sent
+        assert len(receipted) == sent + 1
 
         consumer = client.subscribe(topic, "check", receiver_queue_size=5000)
         seen: list[bytes] = []
         while True:
             try:
-                m = consumer.receive(3000 if len(seen) >= sent else 20000)
+                m = consumer.receive(3000 if len(seen) > sent else 20000)
             except pulsar.Timeout:
                 break
             seen.append(m.data())
