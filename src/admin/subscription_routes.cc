@@ -301,9 +301,14 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
               HttpResponse::error(405, "Termination of a partitioned topic is not allowed"));
         }
         withTopic(*ctx, name, respond, [respond](const TopicPtr& t) {
-          Position last = t->terminate();
-          respond(jsonResponse(
-              messageIdJson(last.ledgerId, last.entryId, t->name().partitionIndex(), -1)));
+          // Answered once the terminated position is stored (Pulsar's asyncTerminate).
+          t->terminate([respond, t](const Status& s, Position last) {
+            if (!s.isOk()) {
+              return respond(HttpResponse::error(500, "Failed to terminate: " + s.message()));
+            }
+            respond(jsonResponse(
+                messageIdJson(last.ledgerId, last.entryId, t->name().partitionIndex(), -1)));
+          });
         });
       });
   addTopicRoute(

@@ -42,6 +42,7 @@ PersistentTopic::PersistentTopic(TopicName name, std::shared_ptr<storage::Manage
 
 void PersistentTopic::initialize(std::function<void(Status)> done) {
   MAGNETAR_DCHECK_ON(executor_);
+  terminated_ = ledger_->isTerminated();  // as stored by an earlier terminate
   loadSubscriptions();
   auto self = shared_from_this();
   dedup_.recover(*ledger_, [self, done = std::move(done)](const Status& s) {
@@ -582,13 +583,16 @@ Status PersistentTopic::unsubscribe(const std::string& name, Consumer* requester
   return s;
 }
 
-storage::Position PersistentTopic::terminate() {
+void PersistentTopic::terminate(std::function<void(Status, storage::Position)> done) {
   MAGNETAR_DCHECK_ON(executor_);
   if (!terminated_) {
     terminated_ = true;
     closeAllProducers();
   }
-  return ledger_->lastWrittenEntry();
+  auto self = shared_from_this();
+  ledger_->asyncTerminate([self, done = std::move(done)](const Status& s, storage::Position) {
+    if (done) done(s, self->ledger_->lastWrittenEntry());
+  });
 }
 
 void PersistentTopic::disconnectClients() {

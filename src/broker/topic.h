@@ -194,9 +194,10 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
 
   // Admin terminate: later publishes fail with TopicTerminatedError, new producers are refused
   // with TopicTerminatedError, and the connected producers are closed (Pulsar closes them too).
-  // Returns the last entry's position (ManagedLedger::lastWrittenEntry). Idempotent. Not
-  // persisted yet.
-  storage::Position terminate();
+  // The managed ledger stores the termination (ManagedLedger::asyncTerminate), so the topic
+  // stays terminated across unload, restart and a new owner. done(status, the last entry's
+  // position: ManagedLedger::lastWrittenEntry) on this executor once it is stored. Idempotent.
+  void terminate(std::function<void(Status, storage::Position)> done);
   bool isTerminated() const { return terminated_; }
   // Admin unload: closes every producer and consumer (CLOSE_PRODUCER / CLOSE_CONSUMER), so the
   // clients reconnect; the topic itself stays loaded.

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -40,6 +41,7 @@ struct StoredLedger {
 struct ManagedLedgerState {
   std::map<int64_t, StoredLedger> ledgers;
   std::map<std::string, CursorMeta> cursors;
+  std::optional<Position> terminatedAt;  // asyncTerminate's position (/ml-terminated/<name>)
 };
 
 // Storage counters (any thread), for /metrics.
@@ -110,6 +112,7 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   Status recover() NO_THREAD_SAFETY_ANALYSIS;
   Status recoverCheckpoint(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;   // checkpoint, next ledger id
   Status recoverLedgerLists(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;  // managed ledgers' ledgers
+  Status recoverTerminations(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;  // asyncTerminate's keys
   Status recoverCursors(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;
   Status recoverIndexRuns(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;  // saved by checkpoints
   Status replayJournal(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;     // after the checkpoint

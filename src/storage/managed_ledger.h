@@ -186,6 +186,17 @@ class ManagedLedger {
   // defaultRetentionTimeInMinutes / defaultRetentionSizeInMB): minutes and MiB, -1 unlimited,
   // 0 none. Consumed ledgers beyond it go at the next trim (at once here). Default: ignored.
   virtual void setRetention(int32_t /*retentionTimeInMinutes*/, int64_t /*retentionSizeInMB*/) {}
+  // Pulsar's asyncTerminate: adds are refused from now on (kNotAllowed); once the adds already
+  // taken complete, the last confirmed entry is stored as the ledger's terminated position (the
+  // embedded store's /ml-terminated key, BookKeeper's ManagedLedgerInfo.terminatedPosition), so
+  // a reopen, a restart or another owner keeps the ledger terminated. cb(status, that position)
+  // on the executor; a second call answers the stored position. Errors: kClosed, the metadata
+  // write's. Default: kUnsupported.
+  virtual void asyncTerminate(std::function<void(Status, Position)> cb) {
+    executor()->execute([cb = std::move(cb)] { cb(Status::unsupported("terminate"), {}); });
+  }
+  // Terminated (asyncTerminate completed, or as stored). Thread: the executor.
+  virtual bool isTerminated() const { return false; }
   // Pulsar's asyncTruncate: moves every cursor to the last entry, then deletes every ledger but
   // the current one whatever the retention. cb on the executor. Default: kUnsupported.
   virtual void asyncTruncate(StatusCallback cb) {

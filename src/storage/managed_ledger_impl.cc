@@ -67,6 +67,7 @@ ManagedLedgerImpl::ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::
     index_[id] = std::move(l.index);
   }
   curLedger_ = ledgers_.currentLedgerId();
+  terminatedAt_ = state.terminatedAt;
   cache_ = factory_->cache_->newCache();
   // Previous runs may have persisted a cursor ahead of what survived (journalSyncData=false).
   Position lac = ledgers_.lastConfirmed();
@@ -95,6 +96,12 @@ void ManagedLedgerImpl::asyncAddEntry(Buffer data, AddEntryCallback cb) {
   MAGNETAR_DCHECK_ON(*executor_);
   if (closing_ || state_ == State::kClosed || factory_->stopped_) {
     executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed"), {}); });
+    return;
+  }
+  if (terminating_ || terminatedAt_) {
+    executor_->execute([cb = std::move(cb), n = name_] {
+      cb(Status::notAllowed("managed ledger " + n + " is terminated"), {});
+    });
     return;
   }
   if (Status refused = factory_->writeRefusal(); !refused) {
@@ -642,6 +649,41 @@ void ManagedLedgerImpl::asyncClose(StatusCallback cb) {
   maybeFinishClose();
 }
 
+void ManagedLedgerImpl::asyncTerminate(std::function<void(Status, Position)> cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (closing_ || state_ == State::kClosed) {
+    executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed"), {}); });
+    return;
+  }
+  if (terminatedAt_) {
+    executor_->execute([cb = std::move(cb), p = *terminatedAt_] { cb(Status::ok(), p); });
+    return;
+  }
+  terminating_ = true;
+  terminateCbs_.push_back(std::move(cb));
+  maybeFinishTerminate();
+}
+
+void ManagedLedgerImpl::maybeFinishTerminate() {
+  if (!terminating_ || terminatedAt_ || !inflight_.empty() || !queued_.empty() ||
+      state_ == State::kCreatingLedger || terminateCbs_.empty()) {
+    return;
+  }
+  Position at = ledgers_.lastConfirmed();
+  terminatedAt_ = at;
+  terminating_ = false;
+  auto cbs = std::move(terminateCbs_);
+  terminateCbs_.clear();
+  std::vector<MetadataOp> ops{MetadataOp::put(terminatedKey(name_), encodeTerminated(at))};
+  factory_->post([f = factory_, self = shared_from_this(), ops = std::move(ops), at,
+                  cbs = std::move(cbs)]() mutable {
+    Status s = f->bgWrite(std::move(ops));
+    self->executor_->execute([s, at, cbs = std::move(cbs)] {
+      for (auto& cb : cbs) cb(s, at);
+    });
+  });
+}
+
 void ManagedLedgerImpl::asyncDelete(StatusCallback cb) {
   MAGNETAR_DCHECK_ON(*executor_);
   deleting_ = true;
@@ -650,6 +692,7 @@ void ManagedLedgerImpl::asyncDelete(StatusCallback cb) {
 
 ManagedLedgerState ManagedLedgerImpl::exportState() {
   ManagedLedgerState st;
+  st.terminatedAt = terminatedAt_;
   for (auto& [id, m] : meta_) {
     if (!ledgers_.find(id)) continue;  // created but never activated: empty
     StoredLedger& l = st.ledgers[id];
@@ -663,6 +706,7 @@ ManagedLedgerState ManagedLedgerImpl::exportState() {
 }
 
 void ManagedLedgerImpl::maybeFinishClose() {
+  maybeFinishTerminate();
   if (!closing_ || state_ == State::kClosed || state_ == State::kCreatingLedger ||
       !inflight_.empty()) {
     return;
@@ -679,6 +723,7 @@ void ManagedLedgerImpl::maybeFinishClose() {
   for (const auto& [id, _] : meta_) ids.push_back(id);
   if (deleting_) {
     ops.push_back(MetadataOp::del(mlKey(name_)));
+    ops.push_back(MetadataOp::del(terminatedKey(name_)));
     ops.push_back(MetadataOp::delPrefix(cursorPrefix(name_)));
     for (int64_t id : ids) ops.push_back(MetadataOp::delPrefix(indexLedgerPrefix(id)));
   } else {

@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,11 @@ class ManagedLedgerImpl : public ManagedLedger,
   void asyncDelete(StatusCallback cb) override;
   void setRetention(int32_t retentionTimeInMinutes, int64_t retentionSizeInMB) override;
   void asyncTruncate(StatusCallback cb) override;
+  void asyncTerminate(std::function<void(Status, Position)> cb) override;
+  bool isTerminated() const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return terminatedAt_.has_value();
+  }
   // Compaction moved these runs: points the index at the copies. False when the ledger is closed
   // (its state went back to the factory, which relocates it there).
   bool relocateRuns(const std::vector<DurableManagedLedgerFactory::Relocation>& moved);
@@ -129,6 +135,8 @@ class ManagedLedgerImpl : public ManagedLedger,
   // every cursor is past, whatever the retention).
   void maybeTrim(bool truncate = false);
   void maybeFinishClose();
+  // asyncTerminate's second half, once the adds it waits for completed: stores the position.
+  void maybeFinishTerminate();
   ManagedLedgerState exportState();
 
   DurableManagedLedgerFactory* factory_;
@@ -163,6 +171,10 @@ class ManagedLedgerImpl : public ManagedLedger,
   std::atomic<bool> closing_{false};
   bool deleting_ = false;
   std::vector<StatusCallback> closeCbs_;
+  // asyncTerminate: adds refused from the call on; the position once stored (or as recovered).
+  bool terminating_ = false;
+  std::optional<Position> terminatedAt_;
+  std::vector<std::function<void(Status, Position)>> terminateCbs_;
   size_t readKey_;
 };
 

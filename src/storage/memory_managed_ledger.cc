@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 
 #include "storage/cursor_state.h"
 #include "storage/ledger_set.h"
@@ -26,6 +27,8 @@ struct MemoryLedgerData {
   std::map<std::string, std::unique_ptr<MemoryCursor>> cursors;
   int64_t nextLedgerId = 1;
   net::Executor* executor = nullptr;
+  bool terminating = false;              // asyncTerminate called: adds refused
+  std::optional<Position> terminatedAt;  // its position, kept across reopens
 
   void post(StatusCallback cb, Status s) {
     if (cb) executor->execute([cb = std::move(cb), s = std::move(s)] { cb(s); });
@@ -138,6 +141,11 @@ class MemoryManagedLedger : public ManagedLedger {
       d_->executor->execute([cb = std::move(cb)] { cb(Status::closed("ledger closed"), {}); });
       return;
     }
+    if (d_->terminating || d_->terminatedAt) {
+      d_->executor->execute(
+          [cb = std::move(cb)] { cb(Status::notAllowed("managed ledger is terminated"), {}); });
+      return;
+    }
     // The entry becomes visible (and gets its position) when the posted task runs, as a real
     // journal completion would: LAC moves right before the callback.
     d_->executor->execute([d = d_, data = std::move(data), cb = std::move(cb)]() mutable {
@@ -217,6 +225,20 @@ class MemoryManagedLedger : public ManagedLedger {
     for (const auto& [_, c] : d_->cursors) out.push_back(c.get());
     return out;
   }
+
+  // Runs after the adds already posted, so the position is the last of them.
+  void asyncTerminate(std::function<void(Status, Position)> cb) override {
+    if (closed_) {
+      d_->executor->execute([cb = std::move(cb)] { cb(Status::closed("ledger closed"), {}); });
+      return;
+    }
+    d_->terminating = true;
+    d_->executor->execute([d = d_, cb = std::move(cb)] {
+      if (!d->terminatedAt) d->terminatedAt = d->ledgers.lastConfirmed();
+      cb(Status::ok(), *d->terminatedAt);
+    });
+  }
+  bool isTerminated() const override { return d_->terminatedAt.has_value(); }
 
   void asyncClose(StatusCallback cb) override {
     closed_ = true;

@@ -11,6 +11,7 @@ namespace magnetar::storage {
 namespace {
 constexpr uint8_t kVersion = 1;
 constexpr uint8_t kLedgerListVersion = 2;
+constexpr uint8_t kTerminatedVersion = 1;
 constexpr uint8_t kCursorVersion = 2;  // 2: + batch ack sets and properties
 
 class Writer {
@@ -88,6 +89,29 @@ std::string cursorKey(const std::string& name, const std::string& cursor) {
 std::string indexLedgerPrefix(int64_t ledgerId) { return kIndexPrefix + hex16(ledgerId) + "/"; }
 std::string indexKey(int64_t ledgerId, int64_t firstEntryId) {
   return indexLedgerPrefix(ledgerId) + hex16(firstEntryId);
+}
+
+std::string terminatedKey(const std::string& name) {
+  return kTerminatedPrefix + escapePathComponent(name);
+}
+
+std::string encodeTerminated(Position p) {
+  Writer w;
+  w.u8(kTerminatedVersion);
+  w.i64(p.ledgerId);
+  w.i64(p.entryId);
+  return w.take();
+}
+
+std::optional<Position> decodeTerminated(const std::string& v) {
+  Reader r(v);
+  uint8_t ver;
+  Position p;
+  if (!r.u8(&ver) || ver != kTerminatedVersion || !r.i64(&p.ledgerId) || !r.i64(&p.entryId) ||
+      !r.done()) {
+    return std::nullopt;
+  }
+  return p;
 }
 
 std::string encodeLedgerList(const std::vector<LedgerMeta>& ledgers) {

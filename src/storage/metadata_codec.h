@@ -23,6 +23,7 @@ namespace magnetar::storage {
 inline constexpr char kMlPrefix[] = "/ml/";
 inline constexpr char kCursorPrefix[] = "/ml-cursors/";
 inline constexpr char kIndexPrefix[] = "/ml-index/";
+inline constexpr char kTerminatedPrefix[] = "/ml-terminated/";
 inline constexpr char kNextLedgerIdKey[] = "/ml-meta/next-ledger-id";
 inline constexpr char kCheckpointKey[] = "/ml-meta/checkpoint";
 
@@ -45,6 +46,10 @@ std::string cursorPrefix(const std::string& name);  // "/ml-cursors/<name>/"
 std::string cursorKey(const std::string& name, const std::string& cursor);
 std::string indexLedgerPrefix(int64_t ledgerId);  // "/ml-index/<ledger>/"
 std::string indexKey(int64_t ledgerId, int64_t firstEntryId);
+std::string terminatedKey(const std::string& name);  // "/ml-terminated/<name>"
+// A terminated managed ledger's position: version 1, i64 ledger id, i64 entry id.
+std::string encodeTerminated(Position p);
+std::optional<Position> decodeTerminated(const std::string& v);
 
 // Writes version 2; reads versions 1 (no close time: a closed ledger's is its creation time)
 // and 2.

@@ -34,6 +34,7 @@ Status DurableManagedLedgerFactory::recover() {
   for (auto phase :
        {&DurableManagedLedgerFactory::recoverCheckpoint,
         &DurableManagedLedgerFactory::recoverLedgerLists,
+        &DurableManagedLedgerFactory::recoverTerminations,
         &DurableManagedLedgerFactory::recoverCursors,
         &DurableManagedLedgerFactory::recoverIndexRuns, &DurableManagedLedgerFactory::replayJournal,
         &DurableManagedLedgerFactory::finishRecovery}) {
@@ -75,6 +76,19 @@ Status DurableManagedLedgerFactory::recoverLedgerLists(Recovery& r) {
       ledgerOwner_[m.ledgerId] = name;
       r.maxLedger = std::max(r.maxLedger, m.ledgerId);
     }
+  }
+  return Status::ok();
+}
+
+Status DurableManagedLedgerFactory::recoverTerminations(Recovery& /*r*/) {
+  auto terminated = meta_->scan(kTerminatedPrefix);
+  if (!terminated) return terminated.status();
+  for (const auto& [key, value] : *terminated) {
+    std::string name = unescapePathComponent(key.substr(sizeof(kTerminatedPrefix) - 1));
+    auto pos = decodeTerminated(value);
+    if (!pos) return Status::corruption("bad terminated position for " + name);
+    auto it = dormant_.find(name);
+    if (it != dormant_.end()) it->second.terminatedAt = *pos;  // else its ledger list is gone
   }
   return Status::ok();
 }

@@ -244,6 +244,33 @@ def test_last_message_id_terminate_and_unload(http, client, namespace):
         producer.send(b"after-terminate")
 
 
+def test_termination_is_kept_across_an_unload(http, client, namespace):
+    """Pulsar stores the terminated position in the managed ledger's metadata: after an unload
+    the reopened topic is still terminated (new producers get TopicTerminated), its messages
+    are still there, and a second terminate answers the same last message."""
+    topic = f"persistent://{namespace}/term-unload"
+    base = f"/admin/v2/persistent/{namespace}/term-unload"
+    consumer = client.subscribe(topic, "sub")
+    producer = client.create_producer(topic, batching_enabled=False)
+    last = [producer.send(f"m-{i}".encode()) for i in range(3)][-1]
+    r = http("POST", f"{base}/terminate")
+    assert r.status_code == 200, r.text
+    assert (r.json()["ledgerId"], r.json()["entryId"]) == (last.ledger_id(), last.entry_id())
+    producer.close()
+    consumer.close()
+
+    assert http("PUT", f"{base}/unload").status_code == 204
+    with pytest.raises(pulsar.TopicTerminated):
+        client.create_producer(topic)
+    consumer = client.subscribe(topic, "sub")
+    assert [m.data() for m in receive_n(consumer, 3)] == [b"m-0", b"m-1", b"m-2"]
+    again = http("POST", f"{base}/terminate")
+    assert again.status_code == 200, again.text
+    assert (again.json()["ledgerId"], again.json()["entryId"]) == (last.ledger_id(),
+                                                                   last.entry_id())
+    consumer.close()
+
+
 def test_unload_closes_the_topic_and_reopens_it_on_a_new_ledger(http, client, namespace):
     """Pulsar's unload closes the topic (its cursors written) and forgets it; the clients
     reconnect and the reopened topic writes to a new ledger."""

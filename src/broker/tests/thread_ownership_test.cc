@@ -49,7 +49,7 @@ class ThreadOwnershipDeathTest : public ::testing::Test {
 
 TEST_F(ThreadOwnershipDeathTest, TopicCalledOffItsExecutorAborts) {
   EXPECT_FALSE(loop_.inExecutorThread());
-  EXPECT_DEATH(topic_->terminate(), "topic\\.cc:[0-9]+: terminate: DCHECK failed");
+  EXPECT_DEATH(topic_->terminate(nullptr), "topic\\.cc:[0-9]+: terminate: DCHECK failed");
   EXPECT_DEATH(topic_->createSubscription("s", storage::InitialPosition::kEarliest),
                "createSubscription: DCHECK failed");
 }
@@ -61,7 +61,7 @@ TEST_F(ThreadOwnershipDeathTest, TopicCalledOnItsExecutorRuns) {
   EXPECT_TRUE(created.isOk()) << created.toString();
   bool terminated = false;
   runOnLoop([&] {
-    topic_->terminate();
+    topic_->terminate(nullptr);
     terminated = topic_->isTerminated();
   });
   EXPECT_TRUE(terminated);

@@ -67,7 +67,7 @@ Status BkManagedLedger::writeRefusal() const {
   if (state_ == State::kFenced) {
     return Status::fenced("managed ledger " + name_ + " fenced: another broker owns it now");
   }
-  if (state_ == State::kTerminated) {
+  if (state_ == State::kTerminated || terminating_) {
     return Status::notAllowed("managed ledger " + name_ + " is terminated");
   }
   return Status::ok();
@@ -835,7 +835,50 @@ void BkManagedLedger::asyncDelete(StatusCallback cb) {
   asyncClose(std::move(cb));
 }
 
+void BkManagedLedger::asyncTerminate(std::function<void(Status, Position)> cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (Status refused = writeRefusal();
+      !refused.isOk() && state_ != State::kTerminated && !terminating_) {
+    executor_->execute([cb = std::move(cb), refused] { cb(refused, {}); });
+    return;
+  }
+  if (state_ == State::kTerminated) {
+    const auto& tp = base_.terminatedposition();
+    Position at{tp.ledgerid(), tp.entryid()};
+    executor_->execute([cb = std::move(cb), at] { cb(Status::ok(), at); });
+    return;
+  }
+  terminating_ = true;
+  terminateCbs_.push_back(std::move(cb));
+  maybeFinishTerminate();
+}
+
+void BkManagedLedger::maybeFinishTerminate() {
+  if (!terminating_ || terminateCbs_.empty() || !inflight_.empty() || !queued_.empty() ||
+      rolloverSteps_ > 0 || state_ == State::kInitializing) {
+    return;
+  }
+  terminating_ = false;
+  auto cbs = std::move(terminateCbs_);
+  terminateCbs_.clear();
+  if (state_ == State::kFenced || state_ == State::kClosed) {
+    Status s = state_ == State::kFenced ? Status::fenced("managed ledger " + name_ + " fenced")
+                                        : Status::closed("managed ledger " + name_ + " closed");
+    for (auto& cb : cbs) cb(s, {});
+    return;
+  }
+  Position at = lastConfirmedEntry();
+  state_ = State::kTerminated;
+  auto* tp = base_.mutable_terminatedposition();
+  tp->set_ledgerid(at.ledgerId);
+  tp->set_entryid(at.entryId);
+  writeInfo([cbs = std::move(cbs), at](const Status& s) {
+    for (const auto& cb : cbs) cb(s, at);
+  });
+}
+
 void BkManagedLedger::maybeFinishClose() {
+  maybeFinishTerminate();
   if (!closing_ || closeStarted_ || state_ == State::kClosed) return;
   if (!inflight_.empty() || rolloverSteps_ > 0 || infoWriting_ || trimming_ ||
       state_ == State::kInitializing) {

@@ -169,6 +169,13 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   void asyncDelete(StatusCallback cb) override;
   void setRetention(int32_t retentionTimeInMinutes, int64_t retentionSizeInMB) override;
   void asyncTruncate(StatusCallback cb) override;
+  // Pulsar's asyncTerminate: the adds taken complete, then the znode gets terminatedPosition
+  // (the last confirmed entry); adds are refused from the call on.
+  void asyncTerminate(std::function<void(Status, Position)> cb) override;
+  bool isTerminated() const override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    return state_ == State::kTerminated;
+  }
 
   // The BookKeeper ledger currently written (tests). Thread: executor.
   int64_t currentLedgerId() const { return current_ ? current_->id() : -1; }
@@ -256,6 +263,7 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   // ---- housekeeping ----
   void maybeTrim(bool truncate = false);
   void maybeFinishClose();
+  void maybeFinishTerminate();
   void finishClose();
   void deleteLedgers(const std::vector<int64_t>& ids);
 
@@ -319,6 +327,9 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   int32_t retentionMinutes_;
   int64_t retentionSizeMB_;
   int64_t nextRetentionCheckMs_ = 0;
+  // Terminate: adds refused from the call on; the callbacks wait for the adds taken.
+  bool terminating_ = false;
+  std::vector<std::function<void(Status, Position)>> terminateCbs_;
   // Close / delete.
   bool closing_ = false;
   bool deleting_ = false;

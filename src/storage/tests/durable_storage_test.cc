@@ -101,6 +101,45 @@ TEST_F(DurableStorageTest, RestartKeepsEntriesAndCursors) {
   close(f);
 }
 
+// The terminated position is stored (/ml-terminated/<name>): a restart keeps the ledger
+// terminated; deleting the ledger removes it, so a ledger made again under the name is not.
+TEST_F(DurableStorageTest, TerminationSurvivesARestartAndGoesWithTheLedger) {
+  StorageOptions o = testOptions(dir_.path());
+  Position last;
+  {
+    auto f = open(o);
+    auto ml = openLedger(*f, ex_, "public/default/persistent/term");
+    auto p = addOne(*ml, ex_, "only");
+    ASSERT_TRUE(p.isOk());
+    last = *p;
+    bool done = false;
+    ml->asyncTerminate([&](Status s, Position at) {
+      EXPECT_TRUE(s.isOk()) << s.toString();
+      EXPECT_EQ(at, last);
+      done = true;
+    });
+    EXPECT_TRUE(runUntil(ex_, [&] { return done; }));
+    ml.reset();
+    close(f);  // no asyncClose: a stop without unloading topics
+  }
+  {
+    auto f = open(o);
+    auto ml = openLedger(*f, ex_, "public/default/persistent/term");
+    EXPECT_TRUE(ml->isTerminated());
+    auto refused = addOne(*ml, ex_, "after restart");
+    EXPECT_EQ(refused.status().code(), StatusCode::kNotAllowed);
+    EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { ml->asyncDelete(cb); }));
+    ml.reset();
+    close(f);
+  }
+  auto f = open(o);
+  auto ml = openLedger(*f, ex_, "public/default/persistent/term");
+  EXPECT_FALSE(ml->isTerminated());
+  EXPECT_TRUE(addOne(*ml, ex_, "new life").isOk());
+  ml.reset();
+  close(f);
+}
+
 // A cursor write still queued on the executor when the ledger is deleted must not write the
 // cursor back: the topic made again under the same name starts with no subscription.
 TEST_F(DurableStorageTest, DeleteWithACursorWriteQueuedLeavesNoCursorBehind) {

@@ -262,6 +262,62 @@ TEST_P(LedgerContractTest, ReopenKeepsDataAndCursorsInANewLedger) {
   EXPECT_NE(std::find(names.begin(), names.end(), "t/reopen"), names.end());
 }
 
+// Pulsar's asyncTerminate: the adds taken before it complete and set the position; adds after
+// it are refused; a reopen keeps the ledger terminated (the position is in its metadata).
+TEST_P(LedgerContractTest, TerminateWaitsForAddsRefusesMoreAndOutlivesAReopen) {
+  std::vector<Position> pos;
+  {
+    auto ml = open("t/terminate");
+    pos = add(*ml, 3);
+    EXPECT_FALSE(ml->isTerminated());
+    int completed = 0;
+    Position inFlight;
+    ml->asyncAddEntry(Buffer::copyOf("in flight"), [&](Status s, Position p) {
+      EXPECT_TRUE(s.isOk()) << s.toString();
+      inFlight = p;
+      completed++;
+    });
+    Status st = Status::internal("not called");
+    Position at;
+    ml->asyncTerminate([&](Status s, Position p) {
+      st = s;
+      at = p;
+      completed++;
+    });
+    ml->asyncAddEntry(Buffer::copyOf("too late"), [&](Status s, Position) {
+      EXPECT_EQ(s.code(), StatusCode::kNotAllowed) << s.toString();
+      completed++;
+    });
+    runUntil([&] { return completed == 3; });
+    ASSERT_TRUE(st.isOk()) << st.toString();
+    EXPECT_EQ(at, inFlight);
+    EXPECT_GT(inFlight, pos[2]);
+    EXPECT_TRUE(ml->isTerminated());
+    Position again;
+    bool answered = false;
+    ml->asyncTerminate([&](Status s, Position p) {
+      EXPECT_TRUE(s.isOk()) << s.toString();
+      again = p;
+      answered = true;
+    });
+    runUntil([&] { return answered; });
+    EXPECT_EQ(again, at);
+    EXPECT_TRUE(wait([&](StatusCallback cb) { ml->asyncClose(cb); }));
+  }
+  auto ml = open("t/terminate");
+  EXPECT_TRUE(ml->isTerminated());
+  EXPECT_EQ(ml->numberOfEntries(), 4);
+  bool refused = false;
+  ml->asyncAddEntry(Buffer::copyOf("after reopen"), [&](Status s, Position) {
+    EXPECT_EQ(s.code(), StatusCode::kNotAllowed) << s.toString();
+    refused = true;
+  });
+  runUntil([&] { return refused; });
+  auto all = read(*ml, pos[0], 100, 1 << 20);
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[3].data.view(), "in flight");
+}
+
 TEST_P(LedgerContractTest, DeleteRemovesLedger) {
   auto ml = open("t/del");
   add(*ml, 3);
