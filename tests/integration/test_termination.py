@@ -45,7 +45,13 @@ def test_termination_survives_a_restart_and_goes_with_the_topic(stop_signal):
             # reconnection refused (it gives the producer up): not stored either way.
             with pytest.raises((pulsar.TopicTerminated, pulsar.AlreadyClosed)):
                 producer.send(b"refused")
-            client.close()
+            # Once the client has given the terminated producer up, closing it (and the client
+            # holding it) answers AlreadyClosed: nothing to check there.
+            for close in (producer.close, client.close):
+                try:
+                    close()
+                except pulsar.AlreadyClosed:
+                    pass
             broker.stop(stop_signal)
 
             ep = broker.start(port=broker.port)
