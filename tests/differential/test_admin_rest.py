@@ -244,19 +244,26 @@ def test_last_message_id_terminate_and_unload(http, client, namespace):
         producer.send(b"after-terminate")
 
 
-def test_termination_is_kept_across_an_unload(http, client, namespace):
+def test_termination_is_kept_across_an_unload(http, broker, client, namespace):
     """Pulsar stores the terminated position in the managed ledger's metadata: after an unload
     the reopened topic is still terminated (new producers get TopicTerminated), its messages
     are still there, and a second terminate answers the same last message."""
     topic = f"persistent://{namespace}/term-unload"
     base = f"/admin/v2/persistent/{namespace}/term-unload"
     consumer = client.subscribe(topic, "sub")
-    producer = client.create_producer(topic, batching_enabled=False)
+    # A client of its own for the producer the terminate closes: once the client has given it
+    # up, closing it answers AlreadyClosed (both brokers).
+    writer = pulsar.Client(broker.service_url, operation_timeout_seconds=15)
+    producer = writer.create_producer(topic, batching_enabled=False)
     last = [producer.send(f"m-{i}".encode()) for i in range(3)][-1]
     r = http("POST", f"{base}/terminate")
     assert r.status_code == 200, r.text
     assert (r.json()["ledgerId"], r.json()["entryId"]) == (last.ledger_id(), last.entry_id())
-    producer.close()
+    for close in (producer.close, writer.close):
+        try:
+            close()
+        except pulsar.AlreadyClosed:
+            pass
     consumer.close()
 
     assert http("PUT", f"{base}/unload").status_code == 204
