@@ -224,6 +224,10 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // after the broker closed it queues its CLOSE_PRODUCER behind it.
   void queueReceipt(const std::shared_ptr<Producer>& p, Buffer frame, uint64_t seq,
                     storage::Position pos, uint64_t highestSeq, size_t bytes, bool silent = false);
+  // An add's completion that found the topic gone (its alive token false): releases the SEND
+  // from the connection's counts and sends the CLOSE_PRODUCER that waited for it. The topic's
+  // executor, with no topic.
+  static void answeredAfterTopic(Producer& p, size_t bytes);
   // Releases a SEND that was neither stored nor counted in p->inFlight, answering nothing.
   void queueUnanswered(const std::shared_ptr<Producer>& p, size_t bytes);
   // CLOSE_PRODUCER for p, sent after every answer queued so far for its connection.
@@ -299,6 +303,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   };
   std::vector<CnxOut> receipts_;
   bool flushQueued_ = false;
+  // False once destroyed: add callbacks check it (publish()).
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   bool newEntries_ = false;
 };
 
