@@ -252,6 +252,11 @@ void ServerCnx::handleAck(const proto::CommandAck& c) {
     }
   }
   bool cumulative = c.ack_type() == proto::CommandAck::Cumulative;
+  // Pulsar's Consumer.messageAcked ignores a cumulative ack of more than one id (and answers Ok).
+  if (cumulative && c.message_id_size() != 1) {
+    positions.clear();
+    partial.clear();
+  }
   bool wantResponse = c.has_request_id();
   uint64_t requestId = c.request_id();
   uint64_t consumerId = c.consumer_id();
@@ -262,33 +267,27 @@ void ServerCnx::handleAck(const proto::CommandAck& c) {
     auto sub = ref.subscription;
     topic->executor().execute([=] {
       auto* s = topic->subscription(sub);
-      // No callback without a receipt to send: the cursor write need not be waited for (it
-      // falls under managedLedgerDefaultMarkDeleteRateLimit).
-      storage::StatusCallback done;
-      if (wantResponse) {
-        done = [=](const Status& st) {
-          if (st.isOk()) {
-            me->send(Commands::newAckResponse(consumerId, requestId));
+      // The ack is applied here, in memory; its cursor write follows under
+      // managedLedgerDefaultMarkDeleteRateLimit. The receipt says "applied", not "persisted":
+      // Pulsar's Consumer.messageAcked completes a non-transactional ack at once.
+      if (s && !(positions.empty() && partial.empty())) {
+        if (cumulative) {
+          if (!partial.empty()) {
+            s->acknowledgeCumulative(consumer.get(), partial.back().first, nullptr,
+                                     partial.back().second);
           } else {
-            me->send(Commands::newAckResponse(consumerId, requestId,
-                                              toServerError(st, ErrorContext::kSubscription),
-                                              st.message()));
+            s->acknowledgeCumulative(consumer.get(), positions.back(), nullptr);
           }
-        };
-      }
-      if (!s || (positions.empty() && partial.empty())) {
-        if (done) done(s ? Status::ok() : Status::notFound("Subscription not found"));
-        return;
-      }
-      if (cumulative) {
-        if (!partial.empty()) {
-          s->acknowledgeCumulative(consumer.get(), partial.back().first, done,
-                                   partial.back().second);
         } else {
-          s->acknowledgeCumulative(consumer.get(), positions.back(), done);
+          s->acknowledge(consumer.get(), positions, nullptr, partial);
         }
+      }
+      if (!wantResponse) return;
+      if (s) {
+        me->send(Commands::newAckResponse(consumerId, requestId));
       } else {
-        s->acknowledge(consumer.get(), positions, done, partial);
+        me->send(Commands::newAckResponse(consumerId, requestId, proto::ServerError::MetadataError,
+                                          "Subscription not found"));
       }
     });
   });
@@ -306,7 +305,8 @@ void ServerCnx::handleRedeliver(const proto::CommandRedeliverUnacknowledgedMessa
     auto sub = ref.subscription;
     topic->executor().execute([=] {
       auto* s = topic->subscription(sub);
-      if (s && s->dispatcher() && !consumer->closed) s->dispatcher()->redeliver(consumer.get(), positions);
+      if (s && s->dispatcher() && !consumer->closed)
+        s->dispatcher()->redeliver(consumer.get(), positions);
     });
   });
 }
@@ -384,7 +384,8 @@ void ServerCnx::handleSeek(const proto::CommandSeek& c) {
     return;
   }
   if (!c.has_message_id() && !c.has_message_publish_time()) {
-    sendError(requestId, proto::MetadataError, "Message id and message publish time were not present");
+    sendError(requestId, proto::MetadataError,
+              "Message id and message publish time were not present");
     return;
   }
   auto topic = it->second.topic;
@@ -413,8 +414,7 @@ void ServerCnx::handleSeek(const proto::CommandSeek& c) {
       s->resetCursor(target, [=](const Status& st) {
         me->loop().execute([=] {
           if (!st.isOk()) {
-            me->sendError(requestId, toServerError(st, ErrorContext::kSubscription),
-                          st.message());
+            me->sendError(requestId, toServerError(st, ErrorContext::kSubscription), st.message());
           } else {
             me->send(Commands::newSuccess(requestId));
           }

@@ -36,8 +36,8 @@ Status Subscription::addConsumer(const std::shared_ptr<Consumer>& c) {
     dispatcher_.reset();
   }
   if (!dispatcher_) {
-    dispatcher_ = std::make_unique<Dispatcher>(c->subType(), ledger_, cursor_, options_,
-                                               topicName_, partitionIndex_);
+    dispatcher_ = std::make_unique<Dispatcher>(c->subType(), ledger_, cursor_, options_, topicName_,
+                                               partitionIndex_);
     dispatcher_->setUnackedLimits(maxUnackedPerConsumer_, maxUnackedPerSubscription_);
     if (delayedDelivery_) dispatcher_->setDelayedDelivery(*delayedDelivery_);
     dispatcher_->setCompactor(compactor_);
@@ -110,7 +110,8 @@ void Subscription::acknowledgeCumulative(Consumer* c, storage::Position pos,
   markActive();
   if (dispatcher_ && (dispatcher_->type() == proto::CommandSubscribe::Shared ||
                       dispatcher_->type() == proto::CommandSubscribe::Key_Shared)) {
-    if (cb) cb(Status::notAllowed("Cumulative ack is not supported for Shared subscription"));
+    // Pulsar's Consumer.messageAcked: "Received cumulative ack on shared subscription, ignoring".
+    if (cb) cb(Status::ok());
     return;
   }
   if (!ackSet.empty()) {

@@ -36,13 +36,14 @@ class Subscription {
   size_t consumerCount() const;
 
   // Individual ack of whole entries and of batch indexes (entry, ack set with bit i set = index
-  // i still unacked; PIP-54). cb once persisted.
+  // i still unacked; PIP-54). cb (optional) once persisted; the ack is applied in memory before
+  // this returns.
   using BatchIndexAcks = std::vector<std::pair<storage::Position, storage::AckSet>>;
   void acknowledge(Consumer* c, const std::vector<storage::Position>& positions,
                    storage::StatusCallback cb, const BatchIndexAcks& batchIndexes = {});
   // Cumulative ack up to pos; with a non-empty ackSet pos itself is a batch acked up to some
   // index (everything before pos is acked, pos keeps the ack set).
-  // Errors: kNotAllowed for Shared/Key_Shared ("Cumulative ack is not supported").
+  // On Shared/Key_Shared it is ignored and cb gets Ok (Pulsar's Consumer.messageAcked).
   void acknowledgeCumulative(Consumer* c, storage::Position pos, storage::StatusCallback cb,
                              const storage::AckSet& ackSet = {});
   // Seek: moves the cursor so that `pos` is the next entry delivered, rewinds the dispatcher.
