@@ -160,9 +160,15 @@ void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAd
   }
   if (Status refused = ledger_->writeRefusal(); !refused) {
     // A producer created (or re-created after the SEND_ERROR that closed its connection) on a
-    // full disk would only resend into the refusal: the Pulsar clients retry a PersistenceError
-    // at creation with backoff while their send timer fails the pending sends.
-    added(refused, proto::PersistenceError, {});
+    // full disk would only resend into the refusal. For a full disk the answer is the backlog
+    // quota's ProducerBlockedQuotaExceededException: the Java and C++ clients fail their pending
+    // sends on it at once (the application sees the error, also with send timeout 0) and keep
+    // retrying the producer with backoff. Other refusals (closed, fenced) are PersistenceError,
+    // which the clients retry while their send timer runs.
+    added(refused,
+          refused.code() == StatusCode::kNoSpace ? proto::ProducerBlockedQuotaExceededException
+                                                 : proto::PersistenceError,
+          {});
     return;
   }
   int maxProducers = limits_.maxProducers.value_or(options_.maxProducersPerTopic);
@@ -314,11 +320,11 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
     }
     producer->inFlight++;
     if (terminated_) {
-      queueReceipt(producer,
-                   protocol::Commands::newSendError(producer->id(), seq,
-                                                    proto::TopicTerminatedError,
-                                                    "Topic was already terminated"),
-                   seq, {}, highest, bytes);
+      queueReceipt(
+          producer,
+          protocol::Commands::newSendError(producer->id(), seq, proto::TopicTerminatedError,
+                                           "Topic was already terminated"),
+          seq, {}, highest, bytes);
       continue;
     }
     if (exceedsMaxDeliveryDelay(s.entry)) {
@@ -331,6 +337,19 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
                    seq, {}, highest, bytes);
       continue;
     }
+    if (Status refused = ledger_->writeRefusal(); refused.code() == StatusCode::kNoSpace) {
+      // The disk is full or above diskUsageThreshold: answered at once, nothing written. The
+      // Java client fails that send with NotAllowedException; the C++ client closes its
+      // connection and, re-creating the producer, gets ProducerBlockedQuotaExceededException
+      // (addProducer), on which it fails its pending sends.
+      stats_.publishErrors++;
+      logPublishFailure(refused);
+      queueReceipt(producer,
+                   protocol::Commands::newSendError(producer->id(), seq, proto::NotAllowedError,
+                                                    refused.message()),
+                   seq, {}, highest, bytes);
+      continue;
+    }
     if (dedup_.enabled()) {
       auto verdict = dedup_.check(producer->name(), static_cast<int64_t>(seq),
                                   static_cast<int64_t>(highest), &producer->dedupSlot);
@@ -340,19 +359,18 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
         continue;
       }
       if (verdict == MessageDeduplication::Verdict::kInFlight) {
-        dedup_.waitFor(producer->name(),
-                       {static_cast<int64_t>(seq),
-                        [this, producer, seq, highest, bytes](const Status& st) {
-                          if (st.isOk()) {
-                            queueReceipt(producer, {}, seq, {-1, -1}, highest, bytes);
-                          } else {
-                            queueReceipt(producer,
-                                         protocol::Commands::newSendError(
-                                             producer->id(), seq, proto::PersistenceError,
-                                             st.message()),
-                                         seq, {}, highest, bytes);
-                          }
-                        }});
+        dedup_.waitFor(
+            producer->name(),
+            {static_cast<int64_t>(seq), [this, producer, seq, highest, bytes](const Status& st) {
+               if (st.isOk()) {
+                 queueReceipt(producer, {}, seq, {-1, -1}, highest, bytes);
+               } else {
+                 queueReceipt(producer,
+                              protocol::Commands::newSendError(
+                                  producer->id(), seq, proto::PersistenceError, st.message()),
+                              seq, {}, highest, bytes);
+               }
+             }});
         continue;
       }
     }
@@ -383,17 +401,10 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
           return;
         }
         stats_.publishErrors++;
-        if (int64_t suppressed = 0; publishErrorLog_.allow(&suppressed)) {
-          if (suppressed == 0) {
-            MLOG_WARN("publish to {} failed: {}", name_.toString(), st.toString());
-          } else {
-            MLOG_WARN("publish to {} failed: {} ({} more failed since the previous line)",
-                      name_.toString(), st.toString(), suppressed);
-          }
-        }
+        logPublishFailure(st);
         queueReceipt(producer,
-                     protocol::Commands::newSendError(producer->id(), seq,
-                                                      proto::PersistenceError, st.message()),
+                     protocol::Commands::newSendError(producer->id(), seq, proto::PersistenceError,
+                                                      st.message()),
                      seq, pos, highest, bytes);
         if (st.code() == StatusCode::kFenced && onFenced_) {
           auto fenced = std::move(onFenced_);
@@ -402,6 +413,17 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
         }
       }
     });
+  }
+}
+
+void PersistentTopic::logPublishFailure(const Status& st) {
+  if (int64_t suppressed = 0; publishErrorLog_.allow(&suppressed)) {
+    if (suppressed == 0) {
+      MLOG_WARN("publish to {} failed: {}", name_.toString(), st.toString());
+    } else {
+      MLOG_WARN("publish to {} failed: {} ({} more failed since the previous line)",
+                name_.toString(), st.toString(), suppressed);
+    }
   }
 }
 
@@ -522,12 +544,12 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
     cb(cursor.status());
     return;
   }
-  auto* sub = subscriptions_
-                  .emplace(req.subscription,
-                           std::make_unique<Subscription>(req.subscription, *ledger_, **cursor,
-                                                          options_, name_.toString(),
-                                                          name_.partitionIndex(), req.durable))
-                  .first->second.get();
+  auto* sub =
+      subscriptions_
+          .emplace(req.subscription, std::make_unique<Subscription>(
+                                         req.subscription, *ledger_, **cursor, options_,
+                                         name_.toString(), name_.partitionIndex(), req.durable))
+          .first->second.get();
   sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
   sub->setDelayedDelivery(limits_.delayedDelivery);
   sub->setCompactor(compactor_.get());
@@ -630,11 +652,11 @@ Status PersistentTopic::createSubscription(const std::string& name,
   if (subscriptions_.count(name)) return Status::alreadyExists("Subscription already exists");
   auto cursor = ledger_->openCursor(name, initial);
   if (!cursor.isOk()) return cursor.status();
-  auto it = subscriptions_
-                .emplace(name, std::make_unique<Subscription>(name, *ledger_, **cursor, options_,
-                                                              name_.toString(),
-                                                              name_.partitionIndex()))
-                .first;
+  auto it =
+      subscriptions_
+          .emplace(name, std::make_unique<Subscription>(name, *ledger_, **cursor, options_,
+                                                        name_.toString(), name_.partitionIndex()))
+          .first;
   it->second->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
   it->second->setDelayedDelivery(limits_.delayedDelivery);
   return Status::ok();

@@ -85,7 +85,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
                   std::optional<bool> dedupPolicy = std::nullopt);
   ~PersistentTopic();
 
-  const TopicName& name() const { return name_; }  // any thread
+  const TopicName& name() const { return name_; }         // any thread
   net::EventLoop& executor() const { return executor_; }  // any thread
   storage::ManagedLedger& ledger() { return *ledger_; }
 
@@ -281,6 +281,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   TopicStats stats_;
   // Failed publishes log one line per topic per 10 s (a full disk fails every add).
   LogRateLimiter publishErrorLog_{std::chrono::seconds(10)};
+  // "publish to ... failed" at most once per 10 s per topic, with the count suppressed since.
+  void logPublishFailure(const Status& st);
   TopicPolicyLimits limits_;
   bool terminated_ = false;
   MessageDeduplication dedup_;

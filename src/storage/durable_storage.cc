@@ -352,15 +352,7 @@ void DurableManagedLedgerFactory::bgCheckDisk() {
         usage, 1.0 - static_cast<double>(d->availableBytes) / static_cast<double>(d->totalBytes));
   }
   diskUsagePpm_.store(static_cast<int64_t>(usage * 1e6), std::memory_order_relaxed);
-  if (journal_->noSpace()) {
-    // Let the next add try again once there is room for a few groups.
-    auto d = env_->diskSpace(options_.journalDirectory);
-    if (d && static_cast<int64_t>(d->availableBytes) >=
-                 std::max<int64_t>(4 << 20, 2 * options_.journalMaxGroupBytes)) {
-      MLOG_INFO("storage: journal disk has room again: publishes accepted");
-      journal_->clearNoSpace();
-    }
-  }
+  if (journal_->noSpace()) journalHasRoomAgain();
   if (options_.diskUsageThreshold >= 1) return;
   bool above = aboveWatermark_.load();
   if (!above && usage >= options_.diskUsageThreshold) {
@@ -377,6 +369,20 @@ void DurableManagedLedgerFactory::bgCheckDisk() {
   }
 }
 
+bool DurableManagedLedgerFactory::journalHasRoomAgain() const {
+  // Room for a few groups: the next add tries again.
+  auto d = env_->diskSpace(options_.journalDirectory);
+  if (!d || static_cast<int64_t>(d->availableBytes) <
+                std::max<int64_t>(4 << 20, 2 * options_.journalMaxGroupBytes)) {
+    return false;
+  }
+  if (journal_->noSpace()) {
+    journal_->clearNoSpace();
+    MLOG_INFO("storage: journal disk has room again: publishes accepted");
+  }
+  return true;
+}
+
 Status DurableManagedLedgerFactory::writeRefusal() const {
   if (aboveWatermark_.load(std::memory_order_relaxed)) {
     return Status::noSpace(
@@ -384,8 +390,16 @@ Status DurableManagedLedgerFactory::writeRefusal() const {
         "% is above diskUsageThreshold: publishing refused until space is freed");
   }
   if (journal_ && journal_->noSpace()) {
-    // Retried by the next add once the disk check sees room again (it clears the flag).
-    return Status::noSpace("journal disk full: publishing refused until space is freed");
+    const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+    int64_t last = lastNoSpaceCheck_.load(std::memory_order_relaxed);
+    const int64_t every =
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(kNoSpaceRecheck).count();
+    // One caller per interval looks (the others keep refusing); the bg disk check looks too.
+    if (now - last < every ||
+        !lastNoSpaceCheck_.compare_exchange_strong(last, now, std::memory_order_relaxed) ||
+        !journalHasRoomAgain()) {
+      return Status::noSpace("journal disk full: publishing refused until space is freed");
+    }
   }
   return Status::ok();
 }

@@ -98,8 +98,10 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   // except storage-bg and the ledgers' executors. Returns the number of segments compacted.
   Result<int> compactSegments(double threshold);
   // Ok, or why publishes are refused now (kNoSpace: the journal's disk is full, or fuller than
-  // diskUsageThreshold). Thread: any.
+  // diskUsageThreshold). While the journal's disk is full it looks again (statvfs) at most every
+  // kNoSpaceRecheck, so writes resume within that of space coming back. Thread: any.
   Status writeRefusal() const;
+  static constexpr std::chrono::milliseconds kNoSpaceRecheck{100};
 
  private:
   friend class ManagedLedgerImpl;
@@ -110,8 +112,8 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   // the phases in order; each returns the store's or the environment's error, or kCorruption.
   struct Recovery;
   Status recover() NO_THREAD_SAFETY_ANALYSIS;
-  Status recoverCheckpoint(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;   // checkpoint, next ledger id
-  Status recoverLedgerLists(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;  // managed ledgers' ledgers
+  Status recoverCheckpoint(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;    // checkpoint, next ledger id
+  Status recoverLedgerLists(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;   // managed ledgers' ledgers
   Status recoverTerminations(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;  // asyncTerminate's keys
   Status recoverCursors(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;
   Status recoverIndexRuns(Recovery& r) NO_THREAD_SAFETY_ANALYSIS;  // saved by checkpoints
@@ -127,6 +129,9 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   void bgReclaim();
   void bgTick();
   void bgCheckDisk();
+  // The journal's disk has room for a few groups again: clears the journal's no-space state.
+  // Thread: any.
+  bool journalHasRoomAgain() const;
   // Writes ops; on success also records a new live ledger (newLedgerId >= 0) of `owner`.
   Status bgWrite(std::vector<MetadataOp> ops, int64_t newLedgerId = -1,
                  const std::string& owner = {});
@@ -189,6 +194,8 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   std::atomic<bool> aboveWatermark_{false};
   std::atomic<int64_t> diskUsagePpm_{0};
   std::chrono::steady_clock::time_point nextDiskCheck_;  // storage-bg
+  // writeRefusal's last look at a full journal disk (steady_clock ticks); any thread.
+  mutable std::atomic<int64_t> lastNoSpaceCheck_{0};
   std::chrono::steady_clock::time_point nextLedgerTick_;  // storage-bg: every tickIntervalMs
 
   Mutex gcMu_;  // one compaction at a time

@@ -289,6 +289,33 @@ TEST_F(LifecycleTest, FullJournalFailsPendingAddsAndResumes) {
   close(f);
 }
 
+// Space coming back is seen by the next add within kNoSpaceRecheck, not only by the periodic
+// disk check (here never due), so writes resume within that of the disk having room again.
+TEST_F(LifecycleTest, FullJournalResumesOnTheNextAddWithoutTheDiskCheck) {
+  StorageOptions o = lifecycleOptions(dir_.path());
+  o.managedLedgerMaxEntriesPerLedger = 100000;
+  o.diskCheckInterval = 600000;
+  o.tickIntervalMs = 600000;
+  FaultEnv env;
+  o.env = &env;
+  auto f = open(o);
+  auto ml = openLedger(*f, ex_, "t");
+  ASSERT_TRUE(addOne(*ml, ex_, "ok").isOk());
+  env.writeErrno = ENOSPC;
+  env.availableBytes = 0;
+  EXPECT_EQ(addOne(*ml, ex_, "fails").status().code(), StatusCode::kNoSpace);
+  EXPECT_EQ(addOne(*ml, ex_, "refused").status().code(), StatusCode::kNoSpace);
+  env.writeErrno = 0;
+  env.availableBytes = 1ll << 29;
+  std::this_thread::sleep_for(DurableManagedLedgerFactory::kNoSpaceRecheck +
+                              std::chrono::milliseconds(20));
+  EXPECT_TRUE(f->writeRefusal().isOk());
+  auto p = addOne(*ml, ex_, "resumed");
+  ASSERT_TRUE(p.isOk()) << p.status().toString();
+  ml.reset();
+  close(f);
+}
+
 TEST_F(LifecycleTest, StartsOnAFullDiskAndServesReads) {
   StorageOptions o = lifecycleOptions(dir_.path());
   o.defaultRetentionTimeInMinutes = -1;  // no cursor: keep the closed ledgers
