@@ -166,6 +166,29 @@ Status checkAvro(const std::vector<const SchemaData*>& existing, const SchemaDat
   return Status::ok();
 }
 
+// Pulsar's ProtobufNativeSchemaCompatibilityCheck, the default checker for PROTOBUF_NATIVE: under
+// every strategy but ALWAYS_COMPATIBLE (accepted earlier) and ALWAYS_INCOMPATIBLE (no case of its
+// switch) the root message's full name must stay the same; fields are not compared.
+Status checkProtobufNative(const std::vector<const SchemaData*>& existing,
+                           const SchemaData& candidate, SchemaCompatibilityStrategy strategy) {
+  if (strategy == SchemaCompatibilityStrategy::ALWAYS_INCOMPATIBLE) {
+    return Status::notAllowed("Unknown SchemaCompatibilityStrategy.");
+  }
+  auto to = protobufNativeRootMessageName(candidate.data);
+  if (!to.isOk()) return Status::notAllowed(to.status().message());
+  for (const SchemaData* e : existing) {
+    auto from = protobufNativeRootMessageName(e->data);
+    if (!from.isOk()) return Status::notAllowed(from.status().message());
+    if (*from != *to) {
+      return Status::notAllowed(
+          fmt::format("Protobuf root message change is not allowed under the '{}' strategy. "
+                      "Original message name: '{}', new message name: '{}'.",
+                      strategyName(strategy), *from, *to));
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 bool sameSchema(const SchemaData& a, const SchemaData& b) {
@@ -208,6 +231,11 @@ Status checkCompatibility(const std::vector<const SchemaData*>& existingLatestFi
     }
     return checkAvro(from, candidate, strategy);
   }
+  if (candidate.type == SchemaType::PROTOBUF_NATIVE) {
+    return checkProtobufNative(from, candidate, strategy);
+  }
+  // Pulsar's default checker (SchemaCompatibilityCheck.DEFAULT), also for PROTOBUF: its
+  // ProtobufSchemaCompatibilityCheck is not in the default schemaRegistryCompatibilityCheckers.
   if (strategy == SchemaCompatibilityStrategy::ALWAYS_INCOMPATIBLE) {
     return Status::notAllowed("Schema compatibility strategy is ALWAYS_INCOMPATIBLE");
   }

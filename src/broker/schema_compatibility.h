@@ -1,7 +1,7 @@
 // Schema types, compatibility strategies and Pulsar's compatibility checks: Avro schema
 // resolution (avro_schema.h) for AVRO and JSON definitions (what Pulsar's
-// AvroSchemaBasedCompatibilityCheck asks of Avro's SchemaValidator), the type check and the
-// ALWAYS_INCOMPATIBLE rule for the other types.
+// AvroSchemaBasedCompatibilityCheck asks of Avro's SchemaValidator), the root message rule for
+// PROTOBUF_NATIVE, the type check and the ALWAYS_INCOMPATIBLE rule for the other types.
 // Pure functions; any thread.
 #pragma once
 
@@ -83,6 +83,10 @@ struct SchemaData {
 // under `strategy`, as Pulsar's SchemaRegistryServiceImpl: a non-transitive strategy looks at the
 // latest only; ALWAYS_COMPATIBLE accepts everything; a different type is refused ("Incompatible
 // schema: exists schema type X, new schema type Y"); an identical definition is accepted.
+// PROTOBUF_NATIVE must keep its root message's full name (Pulsar's
+// ProtobufNativeSchemaCompatibilityCheck; "Unknown SchemaCompatibilityStrategy." under
+// ALWAYS_INCOMPATIBLE); PROTOBUF and the other types are refused only under ALWAYS_INCOMPATIBLE
+// (Pulsar's default schemaRegistryCompatibilityCheckers have no PROTOBUF checker).
 // Errors: kNotAllowed with Pulsar's IncompatibleSchemaException message.
 Status checkCompatibility(const std::vector<const SchemaData*>& existingLatestFirst,
                           const SchemaData& candidate, SchemaCompatibilityStrategy strategy);

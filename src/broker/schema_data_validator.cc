@@ -8,6 +8,7 @@
 #include <set>
 
 #include "broker/auth_token.h"
+#include "broker/java_json.h"
 #include "broker/schema_compatibility.h"
 #include "protocol/byte_order.h"
 
@@ -198,16 +199,22 @@ Status validateKeyValueSchemaData(const SchemaData& s) {
 }
 
 Result<std::string> keyValueDataFromJson(std::string_view text) {
-  boost::system::error_code ec;
-  json::value v = json::parse(text, ec);
-  const json::object* o = ec ? nullptr : v.if_object();
-  const json::value* key = o ? o->if_contains("key") : nullptr;
-  const json::value* value = o ? o->if_contains("value") : nullptr;
+  auto members = rewriteJsonObjectMembersAsJava(text, JavaJsonStyle::kGson);
+  const std::string* key = nullptr;
+  const std::string* value = nullptr;
+  if (members.isOk()) {
+    for (const auto& [name, v] : *members) {
+      if (name == "key") key = &v;
+      if (name == "value") value = &v;
+    }
+  }
   if (!key || !value) {
     return Status::invalidArgument(
         "KEY_VALUE schema data must be a JSON object with \"key\" and \"value\"");
   }
-  return encodeKeyValueSchemaData(json::serialize(*key), json::serialize(*value));
+  // Pulsar's getKeyOrValueSchemaBytes: a part written "" is stored empty (a primitive type).
+  auto bytes = [](const std::string& part) { return part == "\"\"" ? std::string() : part; };
+  return encodeKeyValueSchemaData(bytes(*key), bytes(*value));
 }
 
 std::string keyValueDataToJson(const SchemaData& s) {
@@ -215,17 +222,16 @@ std::string keyValueDataToJson(const SchemaData& s) {
   auto keyType = partType(s, kKeyTypeProperty);
   auto valueType = partType(s, kValueTypeProperty);
   if (!parts || !keyType || !valueType) return s.data;
-  auto render = [](SchemaType t, const std::string& data) -> json::value {
-    if (isPrimitive(t)) return json::string();
-    boost::system::error_code ec;
-    json::value v = json::parse(data, ec);
-    return ec ? json::value(json::string(data)) : v;
+  auto render = [](SchemaType t, const std::string& data) -> std::string {
+    if (isPrimitive(t)) return "\"\"";
+    auto text = rewriteJsonAsJava(data, JavaJsonStyle::kJackson);
+    return text.isOk() ? *text : json::serialize(json::string(data));
   };
-  return json::serialize(json::object{{"key", render(*keyType, parts->first)},
-                                      {"value", render(*valueType, parts->second)}});
+  return "{\"key\":" + render(*keyType, parts->first) +
+         ",\"value\":" + render(*valueType, parts->second) + "}";
 }
 
-Status validateProtobufNativeSchema(std::string_view text) {
+Result<std::string> protobufNativeRootMessageName(std::string_view text) {
   auto failed = [] { return Status::invalidArgument("deserialize ProtobufNative Schema failed"); };
   boost::system::error_code ec;
   json::value v = json::parse(text, ec);
@@ -248,7 +254,11 @@ Status validateProtobufNativeSchema(std::string_view text) {
         "protobuf root message descriptor is null, please recheck rootMessageTypeName or "
         "rootFileDescriptorName conf. ");
   }
-  return Status::ok();
+  return d->full_name();
+}
+
+Status validateProtobufNativeSchema(std::string_view text) {
+  return protobufNativeRootMessageName(text).status();
 }
 
 }  // namespace magnetar::broker

@@ -30,12 +30,14 @@ std::optional<std::pair<std::string, std::string>> decodeKeyValueSchemaData(std:
 // kInternal when a type property names no schema type (Pulsar's unexpected error).
 Status validateKeyValueSchemaData(const SchemaData& s);
 // The admin REST form of a KEY_VALUE definition, {"key": K, "value": V} (K, V JSON values),
-// to the stored data (K and V in compact JSON, Pulsar's convertKeyValueDataStringToSchemaInfo-
-// Schema). kInvalidArgument when `text` is not an object with both members.
+// to the stored data: K and V as Gson writes them (numbers as given, java_json.h), a part ""
+// stored empty (Pulsar's convertKeyValueDataStringToSchemaInfoSchema). kInvalidArgument when
+// `text` is not an object with both members.
 Result<std::string> keyValueDataFromJson(std::string_view text);
 // Stored KEY_VALUE data back to the REST form (Pulsar's convertKeyValueSchemaInfoDataToString):
-// {"key":K,"value":V}, "" for a part of a primitive type; the data itself when it does not
-// decode.
+// {"key":K,"value":V}, each part as Jackson writes its parsed tree (java_json.h), "" for a part
+// of a primitive type, a JSON string for a part that is not JSON; the data itself when it does
+// not decode.
 std::string keyValueDataToJson(const SchemaData& s);
 
 // A PROTOBUF_NATIVE definition: JSON {"fileDescriptorSet": base64 FileDescriptorSet,
@@ -43,5 +45,8 @@ std::string keyValueDataToJson(const SchemaData& s);
 // kInvalidArgument with Pulsar's messages ("deserialize ProtobufNative Schema failed", "protobuf
 // root message descriptor is null, ...").
 Status validateProtobufNativeSchema(std::string_view text);
+// The full name of that root message (Pulsar's ProtobufNativeSchemaUtils.deserialize(..)
+// .getFullName()), the same errors.
+Result<std::string> protobufNativeRootMessageName(std::string_view text);
 
 }  // namespace magnetar::broker

@@ -506,3 +506,118 @@ def test_protobuf_native_definitions(admin_url):
                    protobuf_native(file_descriptor_set(), root="pkg.Nope")):
         r = upload(admin_url, {"type": "PROTOBUF_NATIVE", "schema": schema})
         assert r.status_code == 422, (schema, r.text)
+
+
+def proto_file(*messages):
+    """A FileDescriptorSet with m.proto (package pkg) holding `messages`, each (name, [int32
+    field names]) numbered from 1."""
+    body = b""
+    for name, fields in messages:
+        body += fb(4, fb(1, name) + b"".join(
+            fb(2, fb(1, f) + fv(3, i + 1) + fv(4, 1) + fv(5, 5)) for i, f in enumerate(fields)))
+    return fb(1, fb(1, "m.proto") + fb(2, "pkg") + body)
+
+
+PROTOBUF, PROTOBUF_NATIVE = 3, 20
+
+
+def test_protobuf_native_compatibility_is_the_root_message(broker, admin_url):
+    # Pulsar's default ProtobufNativeSchemaCompatibilityCheck (FULL): the root message's full
+    # name may not change; its fields are not compared.
+    local = f"schema-pbn-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://public/default/{local}"
+    v1 = protobuf_native(proto_file(("Msg", ["a"]), ("Other", ["a"])))
+    more_fields = protobuf_native(proto_file(("Msg", ["b", "c"]), ("Other", ["a"])))
+    other_root = protobuf_native(proto_file(("Msg", ["a"]), ("Other", ["a"])), root="pkg.Other")
+    c = connect(broker)
+    lookup(c, topic)
+    t, body = create_producer(c, topic, 1, schema_body(v1, PROTOBUF_NATIVE))
+    assert t == PRODUCER_SUCCESS and body[4] == [version_bytes(0)]
+    t, body = create_producer(c, topic, 2, schema_body(more_fields, PROTOBUF_NATIVE))
+    assert t == PRODUCER_SUCCESS and body[4] == [version_bytes(1)]
+    why = ("Protobuf root message change is not allowed under the 'FULL' strategy. Original "
+           "message name: 'pkg.Msg', new message name: 'pkg.Other'.")
+    t, body = create_producer(c, topic, 3, schema_body(other_root, PROTOBUF_NATIVE))
+    assert t == ERROR and body[2] == [INCOMPATIBLE_SCHEMA]
+    assert body[3][0].decode() == PREFIX + why + " caused by " + PREFIX + why
+    c.close()
+    # The admin API answers as for an incompatible Avro schema.
+    base = f"{admin_url}/admin/v2/schemas/public/default/{local}"
+    other = {"type": "PROTOBUF_NATIVE", "schema": other_root}
+    r = requests.post(base + "/compatibility", json=other, timeout=30)
+    assert r.status_code == 500 and why in r.json()["reason"], r.text
+    assert requests.post(base + "/schema", json=other, timeout=30).status_code == 409
+
+
+def test_protobuf_is_not_checked_as_avro(broker):
+    # PROTOBUF definitions are Avro schemas, but Pulsar's default checkers have no PROTOBUF one:
+    # only a type change is refused (AVRO_V2_NO_DEFAULT is refused for AVRO under FULL).
+    topic = f"persistent://public/default/schema-pb-{uuid.uuid4().hex[:8]}"
+    c = connect(broker)
+    lookup(c, topic)
+    for producer_id, (definition, version) in enumerate(
+            [(AVRO_V1, 0), (AVRO_V2_NO_DEFAULT, 1), (AVRO_V1, 0)], start=1):
+        t, body = create_producer(c, topic, producer_id, schema_body(definition, PROTOBUF))
+        assert t == PRODUCER_SUCCESS and body[4] == [version_bytes(version)], body
+    t, body = create_producer(c, topic, 9, schema_body(AVRO_V1, AVRO))
+    assert t == ERROR and body[2] == [INCOMPATIBLE_SCHEMA]
+    c.close()
+
+
+def key_value_data(key, value):
+    k, v = key.encode(), value.encode()
+    return len(k).to_bytes(4, "big") + k + len(v).to_bytes(4, "big") + v
+
+
+# Written as a client sends it: numbers and escapes in forms Java's JSON libraries print otherwise.
+KV_KEY = ('{"type":"record","name":"K","fields":['
+          '{"name":"a","type":"double","default":1e2},{"name":"b","type":"double","default":2.50},'
+          '{"name":"c","type":"double","default":0.0001},{"name":"d","type":"long","default":-0},'
+          '{"name":"s","type":"string","default":"\\u2028\\u001f\\/"}]}')
+KV_CPX = ('{"type":"record","name":"cpx","fields":[{"name":"re","type":"double"},'
+          '{"name":"im","type":"double"}]}')
+
+
+def test_key_value_schema_over_http_is_pulsars_text(broker, admin_url):
+    # GET answers each part as Jackson prints its tree (Pulsar's
+    # convertKeyValueSchemaInfoDataToString); GET_SCHEMA answers the stored bytes.
+    local = f"schema-kv-http-{uuid.uuid4().hex[:8]}"
+    topic = f"persistent://public/default/{local}"
+    props = [("key.schema.type", "JSON"), ("value.schema.type", "JSON")]
+    stored = key_value_data(KV_KEY, KV_CPX)
+    c = connect(broker)
+    lookup(c, topic)
+    t, body = create_producer(c, topic, 1, schema_body(stored, 15, props))
+    assert t == PRODUCER_SUCCESS, body
+    got = requests.get(f"{admin_url}/admin/v2/schemas/public/default/{local}/schema",
+                       timeout=30).json()
+    assert got["data"] == (
+        '{"key":{"type":"record","name":"K","fields":['
+        '{"name":"a","type":"double","default":100.0},'
+        '{"name":"b","type":"double","default":2.5},'
+        '{"name":"c","type":"double","default":1.0E-4},'
+        '{"name":"d","type":"long","default":0},'
+        '{"name":"s","type":"string","default":"\u2028\\u001F/"}]},'
+        '"value":' + KV_CPX + '}')
+    t, body = get_schema(c, topic, 7)
+    assert t == GET_SCHEMA_RESPONSE and parse_fields(body[4][0])[3] == [stored]
+    c.close()
+
+
+def test_key_value_upload_stores_pulsars_text(broker, admin_url):
+    # The REST form's parts are stored as Gson prints them (Pulsar's
+    # convertKeyValueDataStringToSchemaInfoSchema): numbers as written, its escapes; "" empty.
+    local = f"schema-kv-up-{uuid.uuid4().hex[:8]}"
+    body = {"type": "KEY_VALUE",
+            "properties": {"key.schema.type": "STRING", "value.schema.type": "JSON"},
+            "schema": '{"key": "", "value": ' + KV_KEY.replace(",", ", ") + '}'}
+    r = requests.post(f"{admin_url}/admin/v2/schemas/public/default/{local}/schema", json=body,
+                      timeout=30)
+    assert r.status_code == 200, r.text
+    c = connect(broker)
+    topic = f"persistent://public/default/{local}"
+    lookup(c, topic)
+    t, got = get_schema(c, topic, 7)
+    assert t == GET_SCHEMA_RESPONSE
+    assert parse_fields(got[4][0])[3] == [key_value_data("", KV_KEY.replace("\\/", "/"))]
+    c.close()

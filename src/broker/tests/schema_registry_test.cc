@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "broker/auth_token.h"
+#include "broker/java_json.h"
 #include "broker/schema_compatibility.h"
 #include "broker/schema_data_validator.h"
 #include "storage/metadata_store.h"
@@ -336,6 +337,81 @@ TEST(SchemaDataValidator, ProtobufNativeDescriptors) {
   EXPECT_FALSE(check(R"({"fileDescriptorSet":"!!!!","rootMessageTypeName":"a",)"
                      R"("rootFileDescriptorName":"b"})")
                    .isOk());
+}
+
+TEST(SchemaCompatibility, ProtobufNativeKeepsTheRootMessage) {
+  google::protobuf::FileDescriptorSet set;
+  auto* file = set.add_file();
+  file->set_name("m.proto");
+  file->set_package("pkg");
+  file->add_message_type()->set_name("Msg");
+  file->add_message_type()->set_name("Other");
+  SchemaData v1{SchemaType::PROTOBUF_NATIVE, protobufNative(set, "pkg.Msg", "m.proto"), {}};
+  auto* field = file->mutable_message_type(0)->add_field();
+  field->set_name("a");
+  field->set_number(1);
+  field->set_label(google::protobuf::FieldDescriptorProto::LABEL_OPTIONAL);
+  field->set_type(google::protobuf::FieldDescriptorProto::TYPE_INT32);
+  SchemaData newField{SchemaType::PROTOBUF_NATIVE, protobufNative(set, "pkg.Msg", "m.proto"), {}};
+  SchemaData otherRoot{
+      SchemaType::PROTOBUF_NATIVE, protobufNative(set, "pkg.Other", "m.proto"), {}};
+  // Fields are not compared (Pulsar's ProtobufNativeSchemaCompatibilityCheck).
+  EXPECT_TRUE(checkCompatibility({&v1}, newField, S::FULL).isOk());
+  EXPECT_EQ(checkCompatibility({&v1}, otherRoot, S::BACKWARD).message(),
+            "Protobuf root message change is not allowed under the 'BACKWARD' strategy. Original "
+            "message name: 'pkg.Msg', new message name: 'pkg.Other'.");
+  EXPECT_TRUE(checkCompatibility({&v1}, otherRoot, S::ALWAYS_COMPATIBLE).isOk());
+  // Transitive strategies look at every version, the others at the latest only.
+  EXPECT_TRUE(checkCompatibility({&otherRoot, &v1}, otherRoot, S::FULL).isOk());
+  EXPECT_FALSE(checkCompatibility({&otherRoot, &v1}, otherRoot, S::FULL_TRANSITIVE).isOk());
+  EXPECT_EQ(checkCompatibility({&v1}, newField, S::ALWAYS_INCOMPATIBLE).message(),
+            "Unknown SchemaCompatibilityStrategy.");
+  // PROTOBUF has no checker of its own: an Avro-incompatible change is accepted.
+  SchemaData pb1{SchemaType::PROTOBUF, R"({"type":"record","name":"R","fields":[]})", {}};
+  SchemaData pb2{SchemaType::PROTOBUF,
+                 R"({"type":"record","name":"R","fields":[{"name":"a","type":"int"}]})",
+                 {}};
+  EXPECT_TRUE(checkCompatibility({&pb1}, pb2, S::FULL).isOk());
+}
+
+TEST(JavaJson, DoubleToStringAsJava17) {
+  // Values printed by OpenJDK 17's Double.toString.
+  EXPECT_EQ(javaDoubleToString(1.0), "1.0");
+  EXPECT_EQ(javaDoubleToString(100.0), "100.0");
+  EXPECT_EQ(javaDoubleToString(1.5e10), "1.5E10");
+  EXPECT_EQ(javaDoubleToString(0.1), "0.1");
+  EXPECT_EQ(javaDoubleToString(-0.0), "-0.0");
+  EXPECT_EQ(javaDoubleToString(1e-7), "1.0E-7");
+  EXPECT_EQ(javaDoubleToString(0.001), "0.001");
+  EXPECT_EQ(javaDoubleToString(0.0001), "1.0E-4");
+  EXPECT_EQ(javaDoubleToString(9999999.0), "9999999.0");
+  EXPECT_EQ(javaDoubleToString(1e7), "1.0E7");
+  EXPECT_EQ(javaDoubleToString(123456789.125), "1.23456789125E8");
+  EXPECT_EQ(javaDoubleToString(1e300), "1.0E300");
+  EXPECT_EQ(javaDoubleToString(-4.446421636188976E-28), "-4.446421636188976E-28");
+  // Integer-valued doubles below 2^63 come from the exact value, not the shortest digits.
+  EXPECT_EQ(javaDoubleToString(4.633992710283451E17), "4.6339927102834509E17");
+  EXPECT_EQ(javaDoubleToString(1.328425050680555E18), "1.32842505068055501E18");
+}
+
+TEST(JavaJson, JacksonAndGsonText) {
+  const std::string text =
+      R"( {"d":[1e2, 2.50, -0, 12345678901234567890123], "s":"\u00e9/\/\u2028\u001f\n",)"
+      R"( "d":1, "e":{}, "t":[true,false,null]} trailing)";
+  EXPECT_EQ(*rewriteJsonAsJava(text, JavaJsonStyle::kJackson),
+            "{\"d\":1,\"s\":\"\xc3\xa9//\xe2\x80\xa8\\u001F\\n\",\"e\":{},"
+            "\"t\":[true,false,null]}");
+  EXPECT_EQ(
+      *rewriteJsonAsJava(R"([1e2,2.50,-0,12345678901234567890123,1e400])", JavaJsonStyle::kJackson),
+      R"([100.0,2.5,0,12345678901234567890123,"Infinity"])");
+  EXPECT_EQ(*rewriteJsonAsJava(R"([1e2,2.50,-0,"\u2028\u001f\ud800"])", JavaJsonStyle::kGson),
+            R"([1e2,2.50,-0,"\u2028\u001f?"])");
+  EXPECT_FALSE(rewriteJsonAsJava("{\"a\":01}", JavaJsonStyle::kGson).isOk());
+  EXPECT_FALSE(rewriteJsonAsJava("[1,]", JavaJsonStyle::kGson).isOk());
+  EXPECT_FALSE(rewriteJsonAsJava("", JavaJsonStyle::kGson).isOk());
+  // The admin REST form keeps the parts' numbers; a part "" is stored empty.
+  EXPECT_EQ(*keyValueDataFromJson(R"({"key": "", "value": {"default": 1e2}})"),
+            encodeKeyValueSchemaData("", R"({"default":1e2})"));
 }
 
 }  // namespace
