@@ -55,7 +55,12 @@ Status Dispatcher::addConsumer(const std::shared_ptr<Consumer>& c) {
     if (!s.isOk()) return s;
   }
   consumers_.push_back(c);
-  if (isSingleActive(type_)) updateActiveConsumer();
+  // Pulsar (AbstractDispatcherSingleActiveConsumer.addConsumer): when the active consumer stays,
+  // only the newcomer is told (that it is inactive); others hear nothing.
+  if (isSingleActive(type_) && !updateActiveConsumer() && active_ != c.get() &&
+      type_ == proto::CommandSubscribe::Failover) {
+    notifyActiveConsumerChange(c.get());
+  }
   readMoreEntries();
   return Status::ok();
 }
@@ -93,10 +98,11 @@ Consumer* Dispatcher::activeConsumer() const {
   return active_;
 }
 
-void Dispatcher::updateActiveConsumer() {
+bool Dispatcher::updateActiveConsumer() {
   if (consumers_.empty()) {
+    bool changed = active_ != nullptr;
     active_ = nullptr;
-    return;
+    return changed;
   }
   // Pulsar (AbstractDispatcherSingleActiveConsumer): among the consumers of the best (lowest)
   // priority level, sorted by name, a partition picks partitionIndex % count; a non-partitioned
@@ -135,15 +141,20 @@ void Dispatcher::updateActiveConsumer() {
     rewind();
   }
   active_ = next;
-  if (type_ == proto::CommandSubscribe::Failover) {
-    for (auto& c : consumers_) {
-      Buffer frame = protocol::Commands::newActiveConsumerChange(c->id(), c.get() == active_);
-      if (c->sink()) {
-        c->sink()->sendFrame(frame);
-      } else {
-        c->cnx()->sendFrame(frame);
-      }
-    }
+  // Only a change is told, to every consumer; a consumer removed or added without changing the
+  // active one tells the others nothing (Pulsar).
+  if (changed && type_ == proto::CommandSubscribe::Failover) {
+    for (auto& c : consumers_) notifyActiveConsumerChange(c.get());
+  }
+  return changed;
+}
+
+void Dispatcher::notifyActiveConsumerChange(Consumer* c) {
+  if (c->sink()) {
+    c->sink()->sendFrame(protocol::Commands::newActiveConsumerChange(c->id(), c == active_));
+  } else {
+    // Held by the connection until the consumer's SUBSCRIBE is answered.
+    c->cnx()->sendActiveConsumerChange(c, c == active_);
   }
 }
 

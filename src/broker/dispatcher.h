@@ -153,7 +153,11 @@ class Dispatcher {
   Consumer* pickShared();
   void putBackForRedelivery(Consumer* c, bool all, const std::vector<storage::Position>& which,
                             bool countRedelivery);
-  void updateActiveConsumer();
+  // Picks the active consumer (single-active types). On Failover, when it changed, every
+  // consumer is told its state (Pulsar's notifyActiveConsumerChanged). True when it changed.
+  bool updateActiveConsumer();
+  // ACTIVE_CONSUMER_CHANGE to c (is_active = c is the active consumer).
+  void notifyActiveConsumerChange(Consumer* c);
   void addToReplay(storage::Position p, int32_t keyHash);
   // Key_Shared: an entry of `hash` before p waits in replay_.
   bool olderInReplay(int32_t hash, storage::Position p) const;

@@ -76,6 +76,10 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void frameAdmitted(int64_t bytes);
   // The broker closed this consumer/producer (topic deleted, seek, ...). Any thread.
   void closeConsumerFromBroker(uint64_t consumerId);
+  // ACTIVE_CONSUMER_CHANGE for `consumer` of this connection (Failover). Any thread; sent in
+  // call order, and for a consumer whose SUBSCRIBE is not answered yet only after its SUCCESS
+  // (the latest state; the Go client drops one that comes first). Dropped once it is closed.
+  void sendActiveConsumerChange(const Consumer* consumer, bool isActive);
   // The broker closed this producer (topic terminated or unloaded): CLOSE_PRODUCER to the client,
   // which reconnects. The topic has already dropped it. Any thread; sent after whatever send()
   // queued before the call. SENDs the client had already sent for that id are then ignored, as
@@ -141,6 +145,7 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
     std::string subscription;
     bool ready = false;
     std::vector<std::function<void()>> waiting;  // commands that arrived before ready
+    std::optional<bool> pendingActive;           // ACTIVE_CONSUMER_CHANGE held until ready
   };
 
   // onFrame() without the charge bookkeeping: answers one command.

@@ -2,6 +2,7 @@
 // CLOSE_CONSUMER, UNSUBSCRIBE, SEEK and GET_LAST_MESSAGE_ID (the class is in server_cnx.h).
 #include <algorithm>
 #include <optional>
+#include <utility>
 
 #include "base/dcheck.h"
 #include "base/logging.h"
@@ -38,7 +39,7 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c,
   req->consumer->ownershipEpoch = ownershipEpoch;
   uint64_t consumerId = c.consumer_id();
   uint64_t requestId = c.request_id();
-  consumers_[consumerId] = ConsumerRef{req->consumer, nullptr, c.subscription(), false, {}};
+  consumers_[consumerId] = ConsumerRef{req->consumer, nullptr, c.subscription(), false, {}, {}};
   bool createTopic = service_.allowAutoTopicCreation(*name) &&
                      (!c.has_force_topic_creation() || c.force_topic_creation());
   std::optional<proto::Schema> schema;
@@ -178,6 +179,9 @@ void ServerCnx::onSubscribed(const std::shared_ptr<PersistentTopic>& topic,
   it->second.topic = topic;
   it->second.ready = true;
   send(Commands::newSuccess(requestId));
+  if (auto active = std::exchange(it->second.pendingActive, std::nullopt)) {
+    send(Commands::newActiveConsumerChange(consumerId, *active));
+  }
   auto waiting = std::move(it->second.waiting);
   for (auto& w : waiting) w();
 }
@@ -340,6 +344,21 @@ void ServerCnx::closeConsumerFromBroker(uint64_t consumerId) {
   auto me = self();
   loop().execute([me, consumerId] {
     if (me->consumers_.erase(consumerId)) me->send(Commands::newCloseConsumer(consumerId, 0));
+  });
+}
+
+void ServerCnx::sendActiveConsumerChange(const Consumer* consumer, bool isActive) {
+  auto me = self();
+  uint64_t id = consumer->id();
+  // `consumer` only identifies the entry (never dereferenced on the loop).
+  loop().execute([me, consumer, id, isActive] {
+    auto it = me->consumers_.find(id);
+    if (it == me->consumers_.end() || it->second.consumer.get() != consumer) return;  // gone
+    if (!it->second.ready) {
+      it->second.pendingActive = isActive;  // sent after the SUBSCRIBE's SUCCESS
+      return;
+    }
+    me->send(Commands::newActiveConsumerChange(id, isActive));
   });
 }
 

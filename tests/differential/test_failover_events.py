@@ -1,0 +1,129 @@
+"""ACTIVE_CONSUMER_CHANGE on a Failover subscription of a non-partitioned topic, on raw frames:
+who is told what, how many times, and in which order with the SUBSCRIBE's SUCCESS (issue 53
+item 6, issue 43). Which consumer is active comes from Pulsar's ring (helpers)."""
+
+import os
+import socket
+import sys
+import time
+import uuid
+
+import pytest
+
+from helpers import predicted_failover_active
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from hostile_wire import (  # noqa: E402
+    LOOKUP_RESPONSE,
+    PING,
+    PONG,
+    SUCCESS,
+    WireClient,
+    base_command,
+    close_consumer_frame,
+    fb,
+    frame,
+    fv,
+    lookup_frame,
+)
+
+SUBSCRIBE, ACTIVE_CONSUMER_CHANGE = 4, 31
+EXCLUSIVE, FAILOVER = 0, 2
+# Pulsar tells of a change from its delayed read task, activeConsumerFailoverDelayTimeMillis
+# (1 s) after it; "nothing (more) comes" waits past that.
+QUIET_S = 1.5
+
+
+def subscribe_frame(topic: str, name: str, consumer_id: int, request_id: int,
+                    sub_type: int = FAILOVER) -> bytes:
+    body = (fb(1, topic) + fb(2, "s") + fv(3, sub_type) + fv(4, consumer_id)
+            + fv(5, request_id) + fb(6, name))
+    return frame(base_command(SUBSCRIBE, body))
+
+
+def commands(c: WireClient, want: int, quiet_s: float = 0.3) -> list[tuple]:
+    """What the broker sends: ("SUCCESS", request id), ("ACC", consumer id, is_active); read until
+    `want` came (5 s at most), then until nothing more comes for quiet_s."""
+    out = []
+    deadline = time.monotonic() + 5
+    while True:
+        wait = deadline - time.monotonic() if len(out) < want else quiet_s
+        if wait <= 0:
+            return out
+        c.sock.settimeout(wait)
+        try:
+            got = c.recv_command()
+        except socket.timeout:
+            if len(out) >= want:
+                return out
+            continue
+        if got is None:
+            return out
+        ctype, body = got
+        if ctype == PING:
+            c.send(frame(base_command(PONG, b"")))
+        elif ctype == SUCCESS:
+            out.append(("SUCCESS", body[1][0]))
+        elif ctype == ACTIVE_CONSUMER_CHANGE:
+            out.append(("ACC", body[1][0], bool(body.get(2, [0])[0])))
+        else:
+            out.append((ctype,))
+
+
+def connect(broker, topic: str) -> WireClient:
+    c = WireClient(int(broker.service_url.rsplit(":", 1)[1]), timeout=15)
+    c.handshake()
+    c.send(lookup_frame(topic, 1))  # Pulsar serves a topic once its bundle is looked up
+    c.expect(LOOKUP_RESPONSE)
+    return c
+
+
+def failover_topic(c2_takes_over: bool) -> str:
+    while True:
+        topic = f"persistent://public/default/fo-events-{uuid.uuid4().hex[:8]}"
+        if (predicted_failover_active(topic, ["c1", "c2"]) == "c2") == c2_takes_over:
+            return topic
+
+
+@pytest.mark.parametrize("c2_takes_over", [False, True], ids=["standby", "takeover"])
+def test_active_consumer_change_whom_how_often_and_after_success(broker, c2_takes_over):
+    topic = failover_topic(c2_takes_over)
+    a, b = connect(broker, topic), connect(broker, topic)
+
+    # The first consumer becomes active: SUCCESS, then it is told once.
+    a.send(subscribe_frame(topic, "c1", 1, 10))
+    assert commands(a, 2) == [("SUCCESS", 10), ("ACC", 1, True)]
+
+    b.send(subscribe_frame(topic, "c2", 2, 20))
+    if c2_takes_over:
+        # The active consumer changed: each consumer is told once, the newcomer after SUCCESS.
+        assert commands(b, 2) == [("SUCCESS", 20), ("ACC", 2, True)]
+        assert commands(a, 1) == [("ACC", 1, False)]
+    else:
+        # Unchanged: only the newcomer is told (inactive); c1 hears nothing again.
+        got_b = commands(b, 2)
+        if broker.kind != "magnetar":
+            # Pulsar 4.2 sends this one from addConsumer, before the SUCCESS (a client that only
+            # knows the consumer after SUCCESS, as the Go client, drops it); Magnetar sends it
+            # after, as every other ACTIVE_CONSUMER_CHANGE.
+            assert sorted(got_b) == sorted([("SUCCESS", 20), ("ACC", 2, False)])
+        else:
+            assert got_b == [("SUCCESS", 20), ("ACC", 2, False)]
+        assert commands(a, 0, QUIET_S) == []
+
+    # c1 leaves: c2 is told it is active only if it was not already.
+    a.send(close_consumer_frame(1, 11))
+    assert commands(a, 1) == [("SUCCESS", 11)]
+    if c2_takes_over:
+        assert commands(b, 0, QUIET_S) == []
+    else:
+        assert commands(b, 1) == [("ACC", 2, True)]
+    a.close()
+    b.close()
+
+
+def test_no_active_consumer_change_on_exclusive(broker, topic):
+    c = connect(broker, topic)
+    c.send(subscribe_frame(topic, "c1", 1, 10, sub_type=EXCLUSIVE))
+    assert commands(c, 1, QUIET_S) == [("SUCCESS", 10)]
+    c.close()
