@@ -81,9 +81,14 @@ bool isTopicPattern(const std::string& pattern) {
 // answer is that broker's view only, no fan-out again).
 constexpr const char* kLocalListParam = "magnetarLocalList";
 
+// Sorted, the persistent topics before the non-persistent ones (Pulsar's order for mode ALL).
 HttpResponse topicListResponse(const std::set<std::string>& topics) {
   json::array a;
-  for (const auto& t : topics) a.emplace_back(t);
+  for (bool persistent : {true, false}) {
+    for (const auto& t : topics) {
+      if ((t.rfind("persistent://", 0) == 0) == persistent) a.emplace_back(t);
+    }
+  }
   return jsonResponse(a);
 }
 
@@ -422,7 +427,7 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
           } else if (mode == "ALL") {
             domain = broker::TopicDomain::kAll;
           } else if (mode != "PERSISTENT") {
-            return respond(HttpResponse::error(400, "Unknown mode: " + mode));
+            return respond(HttpResponse::error(404, "Unknown mode: " + mode));  // as JAX-RS
           }
           clusterTopicList(nsp, svc, req, *nsName, domain, respond);
         });

@@ -440,17 +440,21 @@ void addNamespaceLifecycleRoutes(Router& r, const AdminContext* ctx) {
               HttpResponse err;
               auto ns = namespaceFromParams(*ctx, p, &err);
               if (!ns) return err;
-              // Pulsar's ?mode=PERSISTENT (default) | NON_PERSISTENT | ALL.
+              // Pulsar's ?mode=PERSISTENT (default) | NON_PERSISTENT | ALL; another value is
+              // not a Mode, which JAX-RS answers 404. ALL: the persistent topics, then the
+              // non-persistent ones (Pulsar's order), each sorted.
               std::string mode = queryParam(req, "mode").value_or("PERSISTENT");
-              broker::TopicDomain domain = broker::TopicDomain::kPersistent;
-              if (mode == "NON_PERSISTENT") {
-                domain = broker::TopicDomain::kNonPersistent;
-              } else if (mode == "ALL") {
-                domain = broker::TopicDomain::kAll;
-              } else if (mode != "PERSISTENT") {
-                return HttpResponse::error(400, "Unknown mode: " + mode);
+              std::vector<std::string> topics;
+              if (mode == "PERSISTENT" || mode == "ALL") {
+                topics = listTopics(*ctx, *ns, broker::TopicDomain::kPersistent);
+              } else if (mode != "NON_PERSISTENT") {
+                return HttpResponse::error(404, "Unknown mode: " + mode);
               }
-              return jsonResponse(stringArray(listTopics(*ctx, *ns, domain)));
+              if (mode != "PERSISTENT") {
+                auto np = listTopics(*ctx, *ns, broker::TopicDomain::kNonPersistent);
+                topics.insert(topics.end(), np.begin(), np.end());
+              }
+              return jsonResponse(stringArray(topics));
             });
 }
 

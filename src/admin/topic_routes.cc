@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "admin/broker_info_routes.h"
 #include "admin/stats_json.h"
 #include "admin/topic_targets.h"
 
@@ -39,6 +40,24 @@ std::optional<int> partitionCount(const HttpRequest& req, HttpResponse* error) {
     return std::nullopt;
   }
   return static_cast<int>(v->as_int64());
+}
+
+// Pulsar's reason for a missing namespace (or tenant) on the lookup routes.
+constexpr const char* kNamespaceNotFound = "Namespace not found";
+
+// Whether a topic exists for the lookup routes' "not found" answers: loaded here, stored, or
+// partitioned metadata; on storage shared by the brokers the storage is asked. In cluster mode
+// on storage of each broker's own, a topic loaded by another broker is not seen here, so it
+// counts as existing (as before). cb runs once, on this thread or an I/O loop.
+void checkTopicExists(const AdminContext* ctx, const TopicName& name,
+                      const std::function<void(bool)>& cb) {
+  if (ctx->service.topicExists(name)) return cb(true);
+  if (name.isPersistent() && ctx->service.storageShared()) {
+    ctx->service.checkStoredTopic(name, &ctx->service.ioLoops().next(),
+                                  [cb](Result<bool> r) { cb(!r.isOk() || *r); });
+    return;
+  }
+  cb(ctx->service.topicOwnership() != nullptr);
 }
 
 void addListRoutes(Router& r, const AdminContext* ctx) {
@@ -153,14 +172,30 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
             Status s = ctx->service.createPartitionedTopic(name, *n);
             respond(s ? noContent() : errorResponse(s));
           });
-  onTopic(r, "GET", "/partitions",
-          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
-                const Respond& respond) {
-            Result<int> n =
-                ctx->service.partitionsOf(name, queryFlag(req, "checkAllowAutoCreation"));
-            if (!n.isOk()) return respond(HttpResponse::error(404, n.status().message()));
-            respond(jsonResponse(json::object{{"partitions", *n}, {"deleted", false}}));
-          });
+  // Pulsar's getPartitionedMetadata (the HTTP lookup's first call, with
+  // ?checkAllowAutoCreation=true): 404 "Namespace not found" for a missing namespace; a topic
+  // with no partitions answers 404 "Topic ... not found" unless it exists or the client may
+  // auto-create it (checkAllowAutoCreation and auto-creation allowed).
+  onTopic(
+      r, "GET", "/partitions",
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+            const Respond& respond) {
+        HttpResponse err;
+        if (!namespaceFromParams(*ctx, p, &err)) {
+          return respond(err.status == 404 ? HttpResponse::error(404, kNamespaceNotFound) : err);
+        }
+        bool check = queryFlag(req, "checkAllowAutoCreation");
+        Result<int> n = ctx->service.partitionsOf(name, check);
+        if (!n.isOk()) return respond(HttpResponse::error(404, kNamespaceNotFound));
+        json::object body{{"partitions", *n}, {"deleted", false}};
+        if (*n > 0 || (check && ctx->service.allowAutoTopicCreation(name))) {
+          return respond(jsonResponse(body));
+        }
+        checkTopicExists(ctx, name, [respond, name, body](bool exists) {
+          respond(exists ? jsonResponse(body)
+                         : HttpResponse::error(404, "Topic " + name.toString() + " not found"));
+        });
+      });
   onTopic(r, "POST", "/partitions",
           [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                 const Respond& respond) {
@@ -297,66 +332,136 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
       });
 }
 
+// Pulsar's LookupData as Jackson writes it: the TLS URLs left out when there are none (null in
+// Pulsar), nativeUrl = brokerUrl, and the legacy "brokerUrlSsl", always "" (older C++ clients
+// fail a lookup without it).
+json::object lookupDataJson(const std::string& url, const std::string& urlTls,
+                            const std::string& httpUrl, const std::string& httpUrlTls) {
+  json::object o;
+  o["brokerUrl"] = url;
+  if (!urlTls.empty()) o["brokerUrlTls"] = urlTls;
+  o["httpUrl"] = httpUrl;
+  if (!httpUrlTls.empty()) o["httpUrlTls"] = httpUrlTls;
+  o["nativeUrl"] = url;
+  o["brokerUrlSsl"] = "";
+  return o;
+}
+
+// The owner's LookupData, or (cluster mode) 307 to the broker to ask.
+void answerLookup(const AdminContext* ctx, const HttpRequest& req, const TopicName& name,
+                  const Respond& respond) {
+  // Pulsar's listenerName: the owner's address on that advertised listener; the
+  // X-Pulsar-ListenerName header when the query has none (TopicLookup).
+  std::string listener = queryParam(req, "listenerName").value_or("");
+  if (listener.empty()) listener = req.listenerName;
+  // Cluster mode: Pulsar's TopicLookup redirect carries ?authoritative=.
+  if (auto* ownership = ctx->service.topicOwnership()) {
+    auto q = queryParam(req, "authoritative");
+    bool authoritative = q && *q == "true";
+    std::string path = req.path;
+    ownership->lookup(
+        name, authoritative, listener, &ctx->service.ioLoops().next(),
+        [respond, path, listener](const broker::LookupAnswer& a) {
+          if (!a.error.isOk()) {
+            // Pulsar: an unknown listener is a PulsarServerException, answered 500; no owner
+            // reachable 503.
+            int code = a.error.code() == StatusCode::kInvalidArgument ? 500 : 503;
+            return respond(HttpResponse::error(code, a.error.message()));
+          }
+          if (a.redirect) {
+            HttpResponse r = HttpResponse::json("", 307);
+            r.headers.emplace_back("Location",
+                                   a.httpUrl + path +
+                                       "?authoritative=" + (a.authoritative ? "true" : "false") +
+                                       (listener.empty() ? "" : "&listenerName=" + listener));
+            return respond(std::move(r));
+          }
+          respond(jsonResponse(lookupDataJson(a.url, a.urlTls, a.httpUrl, a.httpUrlTls)));
+        });
+    return;
+  }
+  // Standalone: this broker, on the named listener (500 for one it does not have, as Pulsar's
+  // PulsarServerException), else the internal listener when advertisedListeners is set, else
+  // the host the client reached us at.
+  const broker::AdvertisedListeners& listeners = ctx->service.options().advertisedListeners;
+  std::string broker;
+  std::string brokerTls;
+  if (!listener.empty()) {
+    auto it = listeners.byName.find(listener);
+    if (it == listeners.byName.end()) {
+      return respond(HttpResponse::error(500, "the broker do not have " + listener + " listener"));
+    }
+    broker = it->second.brokerServiceUrl;
+    brokerTls = it->second.brokerServiceUrlTls;
+  } else if (!listeners.byName.empty()) {
+    broker = ctx->service.brokerServiceUrl();
+    brokerTls = ctx->service.brokerServiceUrlTls();
+  } else {
+    std::string host = advertisedHost(*ctx, req);
+    broker = fmt::format("pulsar://{}:{}", host, ctx->service.brokerServicePort());
+    if (int tlsPort = ctx->service.brokerServicePortTls(); tlsPort > 0) {
+      brokerTls = fmt::format("pulsar+ssl://{}:{}", host, tlsPort);
+    }
+  }
+  respond(jsonResponse(
+      lookupDataJson(broker, brokerTls, webServiceUrl(*ctx, req), webServiceUrlTls(*ctx, req))));
+}
+
+// GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}, Pulsar's TopicLookup for both
+// domains (the HTTP lookup of clients given an http:// service URL, after the partitioned
+// metadata).
 void addLookupRoute(Router& r, const AdminContext* ctx) {
-  r.add("GET", "/lookup/v2/topic/persistent/{tenant}/{namespace}/{topic}",
+  r.add("GET", "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",
         [ctx](const HttpRequest& req, const PathParams& p, const Respond& respond) {
+          // Pulsar's TopicName.get throws on a bad domain or name: 500 there.
+          const std::string& domain = p.at("domain");
+          if (domain != "persistent" && domain != "non-persistent") {
+            return respond(HttpResponse::error(500, "Invalid topic domain: " + domain));
+          }
           HttpResponse err;
           auto name = topicFromParams(p, &err);
-          if (!name) return respond(err);
-          // Cluster mode: the owner's LookupData, or 307 to the broker to ask (Pulsar's
-          // TopicLookup: the redirect carries ?authoritative=).
-          if (auto* ownership = ctx->service.topicOwnership()) {
-            // Pulsar's validateGlobalNamespaceOwnership: 412 for a namespace not replicated here.
-            if (Status s = ctx->service.checkLocalCluster(name->namespaceName()); !s.isOk()) {
-              return respond(HttpResponse::error(412, s.message()));
+          if (!name) {
+            err.status = 500;
+            return respond(err);
+          }
+          // Pulsar's validateGlobalNamespaceOwnership: 412 for a namespace not replicated here.
+          if (Status s = ctx->service.checkLocalCluster(name->namespaceName()); !s.isOk()) {
+            return respond(HttpResponse::error(412, s.message()));
+          }
+          // Standalone: 404 for a namespace that does not exist. Cluster mode's lookups (HTTP
+          // and binary) place the bundle of any namespace, as before.
+          if (ctx->service.topicOwnership() == nullptr && !namespaceFromParams(*ctx, p, &err)) {
+            return respond(err.status == 404 ? HttpResponse::error(404, kNamespaceNotFound) : err);
+          }
+          // Pulsar's internalLookupTopicAsync: without auto-creation a persistent topic must
+          // exist (a non-persistent one lives only in a broker, so it is not checked).
+          if (!name->isPersistent() || ctx->service.allowAutoTopicCreation(*name)) {
+            return answerLookup(ctx, req, *name, respond);
+          }
+          checkTopicExists(ctx, *name, [ctx, req, name = *name, respond](bool exists) {
+            if (!exists) {
+              return respond(HttpResponse::error(404, "Topic not found " + name.toString()));
             }
-            auto q = queryParam(req, "authoritative");
-            bool authoritative = q && *q == "true";
-            // Pulsar's listenerName: the owner's address on that advertised listener; the
-            // X-Pulsar-ListenerName header when the query has none (TopicLookup).
-            std::string listener = queryParam(req, "listenerName").value_or("");
-            if (listener.empty()) listener = req.listenerName;
-            std::string path = req.path;
-            ownership->lookup(*name, authoritative, listener, &ctx->service.ioLoops().next(),
-                              [respond, path, listener](broker::LookupAnswer a) {
-                                if (!a.error.isOk()) {
-                                  // Pulsar: an unknown listener is a PulsarServerException,
-                                  // answered 500; no owner reachable 503.
-                                  int code =
-                                      a.error.code() == StatusCode::kInvalidArgument ? 500 : 503;
-                                  return respond(HttpResponse::error(code, a.error.message()));
-                                }
-                                if (a.redirect) {
-                                  HttpResponse r = HttpResponse::json("", 307);
-                                  r.headers.emplace_back(
-                                      "Location",
-                                      a.httpUrl + path +
-                                          "?authoritative=" + (a.authoritative ? "true" : "false") +
-                                          (listener.empty() ? "" : "&listenerName=" + listener));
-                                  return respond(std::move(r));
-                                }
-                                respond(jsonResponse(json::object{{"brokerUrl", a.url},
-                                                                  {"brokerUrlTls", a.urlTls},
-                                                                  {"httpUrl", a.httpUrl},
-                                                                  {"httpUrlTls", a.httpUrlTls},
-                                                                  {"nativeUrl", a.url}}));
-                              });
-            return;
+            answerLookup(ctx, req, name, respond);
+          });
+        });
+  // Standalone's GET .../{topic}/bundle (Pulsar's getNamespaceBundle, `pulsar-admin topics
+  // bundle-range`): the range as text from the default 4-bundle cut; Pulsar answers the whole
+  // range for a namespace it does not know. Cluster mode registers its own route first.
+  r.add("GET", "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle",
+        [ctx](const HttpRequest&, const PathParams& p, const Respond& respond) {
+          const std::string& domain = p.at("domain");
+          if (domain != "persistent" && domain != "non-persistent") {
+            return respond(HttpResponse::error(500, "Invalid topic domain: " + domain));
           }
-          if (!ctx->service.namespaceExists(name->namespaceName())) {
-            return respond(HttpResponse::error(404, "Namespace does not exist"));
+          HttpResponse err;
+          auto name = topicFromParams(p, &err);
+          if (!name) {
+            err.status = 500;
+            return respond(err);
           }
-          std::string broker = fmt::format("pulsar://{}:{}", advertisedHost(*ctx, req),
-                                           ctx->service.brokerServicePort());
-          std::string brokerTls;
-          if (int tlsPort = ctx->service.brokerServicePortTls(); tlsPort > 0) {
-            brokerTls = fmt::format("pulsar+ssl://{}:{}", advertisedHost(*ctx, req), tlsPort);
-          }
-          respond(jsonResponse(json::object{{"brokerUrl", broker},
-                                            {"brokerUrlTls", brokerTls},
-                                            {"httpUrl", webServiceUrl(*ctx, req)},
-                                            {"httpUrlTls", webServiceUrlTls(*ctx, req)},
-                                            {"nativeUrl", broker}}));
+          bool known = ctx->service.namespaceExists(name->namespaceName());
+          respond(HttpResponse::json(known ? bundleOf(name->toString()) : "0x00000000_0xffffffff"));
         });
 }
 

@@ -10,7 +10,9 @@ namespace magnetar::admin {
 // /admin/v2/persistent/{tenant}/{namespace}: GET list, GET .../partitioned;
 // .../{topic}: PUT create, DELETE; .../{topic}/partitions: PUT, GET, POST, DELETE;
 // GET .../{topic}/stats, partitioned-stats, internalStats, partitioned-internalStats;
-// GET /lookup/v2/topic/persistent/{tenant}/{namespace}/{topic}.
+// GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic} (Pulsar's TopicLookup: LookupData,
+// 404 for a missing namespace or, without auto-creation, a missing persistent topic) and its
+// .../bundle (standalone; cluster mode registers its own first).
 void addTopicRoutes(Router& router, const AdminContext& ctx);
 
 // .../{topic}/subscriptions (GET), .../subscription/{sub} (PUT, DELETE), .../skip/{n},
