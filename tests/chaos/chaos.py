@@ -1,0 +1,490 @@
+#!/usr/bin/env python3
+"""Fault injection with a checker, in the spirit of Jepsen: the official Python client produces
+(with and without deduplication) and consumes with every subscription type while a nemesis,
+at random under a seed, injects faults; then everything is read back and checked (checker.py).
+
+Deployment `standalone`: one `magnetar standalone` on the embedded storage, its data on a tmpfs
+that a holder process keeps mounted across restarts (an unprivileged user and mount namespace:
+`unshare`, entered with `nsenter`), clients reaching it only through a loopback proxy (proxy.py;
+the broker advertises the proxy). Faults:
+
+  kill9      SIGKILL of the broker, started again at once on the same data (journalSyncData)
+  pause      SIGSTOP for 1-5 s, then SIGCONT
+  restart    SIGTERM (graceful shutdown), started again
+  unload     admin unload of one of the topics
+  fulldisk   a ballast file fills the tmpfs for 1-4 s, then is removed
+  partition  the proxy drops every byte both ways for 1-4 s, then resets the connections
+  stall      the proxy forwards nothing for 1-4 s (a long delay), streams intact
+
+Checked (checker.py): no receipted message lost, every send answered, no duplicate stored where
+deduplication is on (counted where it is off), per-producer order of what is stored, every
+stored message delivered on every subscription, per-key order of first deliveries on Key_Shared
+and Exclusive, and per fault kind how long publishing was unavailable (fault start to the next
+receipt).
+
+Usage:
+  chaos.py [--seed N] [--duration S] [--faults kill9,pause,...] [--rate MSG_PER_S]
+           [--report FILE] [--keep]
+Short form (CI): tests/chaos/test_chaos.py. Long form: `chaos.py --duration 3600 --seed 1`.
+Exit status 0 when no violation, 1 otherwise; the report (JSON) is printed and written to --report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "tests"))
+
+import pulsar  # noqa: E402
+import requests  # noqa: E402
+from checker import Fault, Send, check  # noqa: E402
+from proxy import Proxy  # noqa: E402
+
+from harness.broker import MagnetarProcess, free_port  # noqa: E402
+
+ALL_FAULTS = ["kill9", "pause", "restart", "unload", "fulldisk", "partition", "stall"]
+KEYS = 8
+SUB_TYPES = {
+    "exclusive": (pulsar.ConsumerType.Exclusive, 1),
+    "shared": (pulsar.ConsumerType.Shared, 2),
+    "failover": (pulsar.ConsumerType.Failover, 2),
+    "keyshared": (pulsar.ConsumerType.KeyShared, 2),
+}
+KEY_ORDERED = {"exclusive", "keyshared"}
+
+
+def log(msg: str) -> None:
+    print(f"[chaos {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# --- the deployment ------------------------------------------------------------------------------
+
+class Standalone:
+    """magnetar standalone on a tmpfs kept by a holder namespace, behind a proxy."""
+
+    def __init__(self, workdir: str, tmpfs_mb: int, settings: list[str]) -> None:
+        self.workdir = workdir
+        self.data = os.path.join(workdir, "data")
+        os.makedirs(self.data, exist_ok=True)
+        self.holder = subprocess.Popen(
+            ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
+             f'mount -t tmpfs -o size={tmpfs_mb}m tmpfs "$0" && echo mounted && exec sleep 1000000',
+             self.data], stdout=subprocess.PIPE, text=True)
+        if self.holder.stdout.readline().strip() != "mounted":
+            raise RuntimeError("could not mount a tmpfs in a user namespace (unshare)")
+        self.port = free_port()
+        self.web_port = free_port()
+        self.proxy = Proxy(self.port).start()
+        holder = self.holder.pid
+        data = self.data
+
+        class Proc(MagnetarProcess):
+            def command(self, port: int = 0, extra: Iterable[str] = ()) -> list[str]:
+                cmd = super().command(port, extra)
+                return ["nsenter", "-t", str(holder), "-U", "-m", "--preserve-credentials",
+                        "--", *cmd]
+
+        self.broker = Proc([
+            f"webServicePort={self.web_port}",
+            f"journalDirectory={data}/journal",
+            f"metadataStoreUrl=rocksdb:{data}/metadata",
+            "journalSyncData=true",
+            f"advertisedListeners=internal:pulsar://127.0.0.1:{self.proxy.port}",
+            "journalMaxSizeMB=8",
+            "diskUsageThreshold=1",
+            "brokerShutdownTimeoutMs=10000",
+            *settings], workdir=workdir, data_in_workdir=False)
+        self.paused = False
+        self.ballast = os.path.join(f"/proc/{holder}/root{data}", "ballast")
+
+    @property
+    def service_url(self) -> str:
+        return f"pulsar://127.0.0.1:{self.proxy.port}"
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://127.0.0.1:{self.web_port}"
+
+    def start(self) -> None:
+        self.broker.start(port=self.port, timeout_s=60)
+
+    def kill9(self) -> None:
+        self.broker.kill()
+        self.start()
+
+    def pause(self, seconds: float) -> None:
+        os.kill(self.broker.pid, signal.SIGSTOP)
+        self.paused = True
+        time.sleep(seconds)
+        os.kill(self.broker.pid, signal.SIGCONT)
+        self.paused = False
+
+    def restart(self) -> None:
+        code = self.broker.stop(timeout_s=60)
+        if code != 0:
+            raise RuntimeError(f"graceful stop exited with {code}")
+        self.start()
+
+    def fill_disk(self, seconds: float) -> float:
+        """Fills the tmpfs, keeps it full for `seconds`, frees it; returns when it was full."""
+        st = os.statvfs(os.path.dirname(self.ballast))
+        free = st.f_bavail * st.f_frsize
+        with open(self.ballast, "wb") as f:
+            try:
+                f.truncate(0)
+                chunk = b"\0" * (1 << 20)
+                for _ in range(free // len(chunk) + 1):
+                    f.write(chunk)
+            except OSError:
+                pass  # full
+        full_at = time.monotonic()
+        time.sleep(seconds)
+        os.remove(self.ballast)
+        return full_at
+
+    def heal(self) -> None:
+        if self.paused:
+            os.kill(self.broker.pid, signal.SIGCONT)
+            self.paused = False
+        if os.path.exists(self.ballast):
+            os.remove(self.ballast)
+        if not self.broker.running():
+            self.start()
+
+    def close(self) -> int | None:
+        code = self.broker.stop(timeout_s=60)
+        self.proxy.stop()
+        self.holder.kill()
+        self.holder.wait()
+        return code
+
+
+# --- the workload --------------------------------------------------------------------------------
+
+class Workload:
+    def __init__(self, service_url: str, topics: list[str], rate: float, seed: int,
+                 log_file: str) -> None:
+        self.topics = topics
+        self.rate = rate
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.sends: dict[tuple[str, str, int], Send] = {}
+        self.deliveries: list = []
+        self.delivery_info: list = []  # per delivery: redelivery count, ledger, entry, batch
+        self.stop = threading.Event()
+        logger = pulsar.FileLogger(pulsar.LoggerLevel.Warn, log_file)
+        kw = dict(operation_timeout_seconds=30, logger=logger)
+        self.pclient = pulsar.Client(service_url, **kw)
+        self.cclient = pulsar.Client(service_url, message_listener_threads=4, **kw)
+        self.consumers = []
+        self.producers = []
+        self.threads: list[threading.Thread] = []
+
+    def subscribe(self) -> None:
+        for topic in self.topics:
+            for sub, (ctype, n) in SUB_TYPES.items():
+                for i in range(n):
+                    name = f"{sub}-{i}"
+                    self.consumers.append(self.cclient.subscribe(
+                        topic, sub, consumer_type=ctype, consumer_name=name,
+                        initial_position=pulsar.InitialPosition.Earliest,
+                        message_listener=self._listener(topic, sub, name)))
+
+    def _listener(self, topic: str, sub: str, name: str) -> Callable[[Any, Any], None]:
+        def on_message(consumer: pulsar.Consumer, msg: pulsar.Message) -> None:
+            producer, seq, key = msg.data().decode().split("|")
+            mid = msg.message_id()
+            with self.lock:
+                self.deliveries.append((topic, sub, name, (producer, int(seq), key),
+                                        time.monotonic()))
+                self.delivery_info.append((msg.redelivery_count(), mid.ledger_id(),
+                                           mid.entry_id(), mid.batch_index()))
+            try:
+                consumer.acknowledge(msg)
+            except pulsar.PulsarException:
+                pass  # redelivered later
+        return on_message
+
+    def start_producers(self) -> None:
+        for topic in self.topics:
+            for j, batched in enumerate((False, True)):
+                name = f"{topic.rsplit('/', 1)[1]}-p{j}"
+                p = self.pclient.create_producer(
+                    topic, producer_name=name, send_timeout_millis=0,
+                    batching_enabled=batched, batching_max_publish_delay_ms=5,
+                    # One key per batch: Key_Shared dispatches a batch by its key, so a mixed
+                    # batch would carry other keys' messages to that key's consumer (Pulsar's
+                    # advice for Key_Shared: key-based batching).
+                    batching_type=pulsar.BatchingType.KeyBased,
+                    block_if_queue_full=False, max_pending_messages=2000)
+                self.producers.append(p)
+                t = threading.Thread(target=self._produce, args=(topic, name, p), daemon=True)
+                self.threads.append(t)
+                t.start()
+
+    def _produce(self, topic: str, name: str, producer: pulsar.Producer) -> None:
+        rng = random.Random(self.rng.random())
+        per_producer = self.rate / max(1, 2 * len(self.topics))
+        seq = 0
+        next_at = time.monotonic()
+        while not self.stop.is_set():
+            key = f"k{rng.randrange(KEYS)}"
+            ident = (topic, name, seq)
+            s = Send(key=key, sent_at=time.monotonic())
+            with self.lock:
+                self.sends[ident] = s
+            try:
+                producer.send_async(f"{name}|{seq}|{key}".encode(), self._answer(s),
+                                    partition_key=key)
+            except pulsar.PulsarException as e:  # refused by the client itself (queue full)
+                with self.lock:
+                    s.result, s.answered_at = f"local:{type(e).__name__}", time.monotonic()
+            seq += 1
+            next_at += 1.0 / per_producer
+            delay = next_at - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            else:
+                next_at = time.monotonic()
+
+    def _answer(self, s: Send) -> Callable[[Any, Any], None]:
+        def cb(res: Any, _msg_id: Any) -> None:
+            with self.lock:
+                s.result = "Ok" if res == pulsar.Result.Ok else str(res)
+                s.answered_at = time.monotonic()
+        return cb
+
+    def first_receipts(self, timeout_s: float) -> bool:
+        """Every producer has a receipt (the C++ client restarts its sequence ids on a
+        reconnection before its first receipt; with deduplication that drops messages)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self.lock:
+                got = {(t, p) for (t, p, _q), s in self.sends.items() if s.result == "Ok"}
+            if len(got) == 2 * len(self.topics):
+                return True
+            time.sleep(0.1)
+        return False
+
+    def stop_producing(self) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(30)
+
+    def unanswered(self) -> int:
+        with self.lock:
+            return sum(1 for s in self.sends.values() if s.result is None)
+
+
+def read_stored(service_url: str, topic: str, log_file: str) -> list:
+    client = pulsar.Client(service_url, operation_timeout_seconds=30,
+                           logger=pulsar.FileLogger(pulsar.LoggerLevel.Warn, log_file))
+    try:
+        reader = client.create_reader(topic, pulsar.MessageId.earliest)
+        out = []
+        while True:
+            try:
+                m = reader.read_next(timeout_millis=5000)
+            except pulsar.Timeout:
+                break
+            producer, seq, key = m.data().decode().split("|")
+            out.append((producer, int(seq), key))
+        return out
+    finally:
+        client.close()
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+def run(args: argparse.Namespace) -> dict:
+    rng = random.Random(args.seed)
+    faults_enabled = args.faults.split(",") if args.faults else ALL_FAULTS
+    for f in faults_enabled:
+        if f not in ALL_FAULTS:
+            raise SystemExit(f"unknown fault {f!r}; known: {','.join(ALL_FAULTS)}")
+    workdir = tempfile.mkdtemp(prefix="magnetar-chaos-")
+    dep = Standalone(workdir, args.tmpfs_mb, args.set or [])
+    run_id = f"{args.seed}-{int(time.time())}"
+    topics = {f"persistent://public/chaos-dedup/t-{run_id}": True,
+              f"persistent://public/chaos-plain/t-{run_id}": False}
+    faults: list[Fault] = []
+    wl = None
+    exit_code = None
+    try:
+        dep.start()
+        log(f"broker up (binary port {dep.port}, proxy {dep.proxy.port}); workdir {workdir}")
+        for ns, dedup in (("public/chaos-dedup", True), ("public/chaos-plain", False)):
+            r = requests.put(f"{dep.admin_url}/admin/v2/namespaces/{ns}", timeout=30)
+            assert r.status_code in (204, 409), r.text
+            r = requests.post(f"{dep.admin_url}/admin/v2/namespaces/{ns}/deduplication",
+                              json=dedup, timeout=30)
+            assert r.status_code == 204, r.text
+            # Everything stays readable for the checker's reader.
+            r = requests.post(f"{dep.admin_url}/admin/v2/namespaces/{ns}/retention",
+                              json={"retentionTimeInMinutes": -1, "retentionSizeInMB": -1},
+                              timeout=30)
+            assert r.status_code == 204, r.text
+        wl = Workload(dep.service_url, list(topics), args.rate, args.seed,
+                      os.path.join(workdir, "client.log"))
+        wl.subscribe()
+        wl.start_producers()
+        if not wl.first_receipts(60):
+            raise RuntimeError("a producer got no first receipt within 60 s")
+        log(f"load running at {args.rate} msg/s on {len(topics)} topics; faults "
+            f"{','.join(faults_enabled)} for {args.duration} s (seed {args.seed})")
+        end = time.monotonic() + args.duration
+        while time.monotonic() < end:
+            time.sleep(rng.uniform(args.min_gap, args.max_gap))
+            if time.monotonic() >= end:
+                break
+            kind = rng.choice(faults_enabled)
+            length = rng.uniform(1.0, 4.0)
+            start = time.monotonic()
+            detail = ""
+            if kind == "kill9":
+                dep.kill9()
+            elif kind == "pause":
+                dep.pause(length + 1)
+                detail = f"{length + 1:.1f} s"
+            elif kind == "restart":
+                dep.restart()
+            elif kind == "unload":
+                topic = rng.choice(list(topics))
+                requests.put(f"{dep.admin_url}/admin/v2/persistent/"
+                             f"{topic.split('://', 1)[1]}/unload", timeout=30)
+                detail = topic
+            elif kind == "fulldisk":
+                start = dep.fill_disk(length)
+                detail = f"{length:.1f} s"
+            elif kind == "partition":
+                dep.proxy.partition(length)
+                time.sleep(length)
+                detail = f"{length:.1f} s"
+            elif kind == "stall":
+                dep.proxy.stall(length)
+                time.sleep(length)
+                detail = f"{length:.1f} s"
+            faults.append(Fault(kind, start, time.monotonic(), detail))
+            log(f"fault {kind} {detail} ({time.monotonic() - start:.1f} s)")
+        dep.heal()
+        wl.stop_producing()
+        deadline = time.monotonic() + args.grace
+        while wl.unanswered() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        log(f"producers stopped; {wl.unanswered()} sends unanswered after "
+            f"{args.grace - max(0, deadline - time.monotonic()):.0f} s")
+        stored = {t: read_stored(dep.service_url, t, os.path.join(workdir, "client.log"))
+                  for t in topics}
+        subscriptions = [(t, s) for t in topics for s in SUB_TYPES]
+        want = {t: {(p, q) for p, q, _ in stored[t]} for t in topics}
+        deadline = time.monotonic() + args.grace
+        while time.monotonic() < deadline:
+            with wl.lock:
+                seen = {}
+                for t, s, _c, (p, q, _k), _ts in wl.deliveries:
+                    seen.setdefault((t, s), set()).add((p, q))
+            if all(want[t] <= seen.get((t, s), set()) for t, s in subscriptions):
+                break
+            time.sleep(0.5)
+        with wl.lock:
+            sends = dict(wl.sends)
+            deliveries = list(wl.deliveries)
+            info = list(wl.delivery_info)
+        if args.history:
+            with open(args.history, "w") as f:
+                t0 = min(s.sent_at for s in sends.values())
+                for fl in faults:
+                    f.write(json.dumps({"fault": fl.kind, "start": fl.start - t0,
+                                        "end": fl.end - t0, "detail": fl.detail}) + "\n")
+                for (t, p, q), s in sends.items():
+                    f.write(json.dumps({"send": [t, p, q, s.key], "at": s.sent_at - t0,
+                                        "result": s.result,
+                                        "answered": (s.answered_at or t0) - t0}) + "\n")
+                for t, msgs in stored.items():
+                    f.write(json.dumps({"stored": t, "messages": msgs}) + "\n")
+                for d, i in zip(deliveries, info):
+                    f.write(json.dumps({"delivery": d[:4], "at": d[4] - t0, "redelivery": i[0],
+                                        "id": i[1:]}) + "\n")
+        report = check(sends, stored, deliveries, faults,
+                       dedup_topics={t for t, d in topics.items() if d},
+                       key_ordered_subs={(t, s) for t in topics for s in KEY_ORDERED},
+                       subscriptions=subscriptions,
+                       key_batched={p for (_t, p, _q) in sends if p.endswith("-p1")})
+        for c in wl.consumers:
+            try:
+                c.close()
+            except pulsar.PulsarException:
+                pass
+        wl.pclient.close()
+        wl.cclient.close()
+        exit_code = dep.close()
+        violations = report.violations({t for t, d in topics.items() if d})
+        if exit_code != 0:
+            violations.append(f"the broker exited with {exit_code} on SIGTERM")
+        result = {
+            "deployment": "standalone", "seed": args.seed, "duration_s": args.duration,
+            "rate": args.rate, "faults_injected": len(faults), "sends": report.sends,
+            "receipted": report.receipted, "failed": report.failed,
+            "unanswered": len(report.unanswered), "lost": len(report.lost),
+            "stored": report.stored, "duplicates": report.duplicates,
+            "deliveries": report.deliveries, "undelivered": report.undelivered,
+            "producer_order_violations": len(report.producer_order),
+            "key_order_violations": len(report.key_order),
+            "unavailability": report.faults, "violations": violations,
+        }
+        return result
+    finally:
+        if exit_code is None:
+            try:
+                dep.close()
+            except Exception:  # noqa: BLE001 (already failing)
+                pass
+        if args.keep:
+            log(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--duration", type=float, default=60, help="seconds of faults")
+    ap.add_argument("--faults", default="", help=f"comma list of {','.join(ALL_FAULTS)}")
+    ap.add_argument("--rate", type=float, default=400, help="messages per second, all producers")
+    ap.add_argument("--min-gap", type=float, default=1.0, help="seconds between faults, at least")
+    ap.add_argument("--max-gap", type=float, default=4.0)
+    ap.add_argument("--grace", type=float, default=60,
+                    help="seconds to wait for answers and deliveries")
+    ap.add_argument("--tmpfs-mb", type=int, default=256)
+    ap.add_argument("--set", action="append", help="broker setting KEY=VALUE (repeatable)")
+    ap.add_argument("--report", help="write the JSON report here")
+    ap.add_argument("--keep", action="store_true", help="keep the working directory")
+    ap.add_argument("--history", help="write every send, fault, stored message and delivery "
+                    "here (JSON lines)")
+    args = ap.parse_args(argv)
+    result = run(args)
+    text = json.dumps(result, indent=2, default=str)
+    print(text)
+    if args.report:
+        with open(args.report, "w") as f:
+            f.write(text + "\n")
+    return 1 if result["violations"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

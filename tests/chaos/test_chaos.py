@@ -1,0 +1,27 @@
+"""The chaos suite's short form (CI): 40 s of every standalone fault under a fixed seed, then the
+checker (chaos.py). The long form is one command: `tests/chaos/chaos.py --duration 3600`."""
+
+import os
+import shutil
+import subprocess
+
+import chaos
+import pytest
+
+
+def _userns_ok() -> bool:
+    if not shutil.which("unshare") or not shutil.which("nsenter"):
+        return False
+    r = subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "true"],
+                       capture_output=True, timeout=30)
+    return r.returncode == 0
+
+
+@pytest.mark.skipif(not _userns_ok(), reason="no unprivileged user+mount namespace (unshare)")
+def test_standalone_under_every_fault(tmp_path):
+    seed = int(os.environ.get("CHAOS_SEED", "7"))
+    report = tmp_path / "report.json"
+    code = chaos.main(["--seed", str(seed), "--duration", os.environ.get("CHAOS_DURATION", "40"),
+                       "--rate", "300", "--report", str(report),
+                       "--history", str(tmp_path / "history.jsonl")])
+    assert code == 0, report.read_text()
