@@ -16,6 +16,11 @@ the broker advertises the proxy). Faults:
   partition  the proxy drops every byte both ways for 1-4 s, then resets the connections
   stall      the proxy forwards nothing for 1-4 s (a long delay), streams intact
 
+Deployment `cluster`: ZooKeeper + 3 bookies (scripts/bookies.sh) + 3 `magnetar broker`, each
+behind a proxy of its own; faults kill9, pause (within the session), zksession (paused past it:
+ownership moves), restart, unload, bookie (kill -9 and restart of a bookie), partition, stall
+(one broker's proxy). See README.md.
+
 Checked (checker.py): no receipted message lost, every send answered, no duplicate stored where
 deduplication is on (counted where it is off), per-producer order of what is stored, every
 stored message delivered on every subscription, per-key order of first deliveries on Key_Shared
@@ -23,9 +28,11 @@ and Exclusive, and per fault kind how long publishing was unavailable (fault sta
 receipt).
 
 Usage:
-  chaos.py [--seed N] [--duration S] [--faults kill9,pause,...] [--rate MSG_PER_S]
+  chaos.py [--deployment standalone|cluster] [--seed N] [--duration S] [--faults kill9,...]
+           [--rate MSG_PER_S]
            [--report FILE] [--keep]
-Short form (CI): tests/chaos/test_chaos.py. Long form: `chaos.py --duration 3600 --seed 1`.
+Short form (CI): tests/chaos/test_chaos.py. Long form: `chaos.py --duration 3600 --seed 1`
+(and the same with `--deployment cluster --rate 200`).
 Exit status 0 when no violation, 1 otherwise; the report (JSON) is printed and written to --report.
 """
 
@@ -55,9 +62,9 @@ import requests  # noqa: E402
 from checker import Fault, Send, check  # noqa: E402
 from proxy import Proxy  # noqa: E402
 
-from harness.broker import MagnetarProcess, free_port  # noqa: E402
+from harness.broker import MagnetarProcess, free_port, magnetar_bin  # noqa: E402
 
-ALL_FAULTS = ["kill9", "pause", "restart", "unload", "fulldisk", "partition", "stall"]
+BOOKIES_SH = os.path.join(REPO, "scripts", "bookies.sh")
 KEYS = 8
 SUB_TYPES = {
     "exclusive": (pulsar.ConsumerType.Exclusive, 1),
@@ -123,22 +130,30 @@ class Standalone:
     def start(self) -> None:
         self.broker.start(port=self.port, timeout_s=60)
 
-    def kill9(self) -> None:
+    faults = ["kill9", "pause", "restart", "unload", "fulldisk", "partition", "stall"]
+
+    def kill9(self, rng: random.Random) -> str:
         self.broker.kill()
         self.start()
+        return ""
 
-    def pause(self, seconds: float) -> None:
+    def pause(self, rng: random.Random, seconds: float) -> str:
         os.kill(self.broker.pid, signal.SIGSTOP)
         self.paused = True
         time.sleep(seconds)
         os.kill(self.broker.pid, signal.SIGCONT)
         self.paused = False
+        return f"{seconds:.1f} s"
 
-    def restart(self) -> None:
+    def restart(self, rng: random.Random) -> str:
         code = self.broker.stop(timeout_s=60)
         if code != 0:
             raise RuntimeError(f"graceful stop exited with {code}")
         self.start()
+        return ""
+
+    def proxy_for(self, rng: random.Random) -> Proxy:
+        return self.proxy
 
     def fill_disk(self, seconds: float) -> float:
         """Fills the tmpfs, keeps it full for `seconds`, frees it; returns when it was full."""
@@ -172,6 +187,147 @@ class Standalone:
         self.holder.kill()
         self.holder.wait()
         return code
+
+
+class Cluster:
+    """ZooKeeper + 3 bookies (scripts/bookies.sh) + 3 `magnetar broker` processes on them
+    (E=Qw=Qa=2, a 4 s metadata session), each behind a proxy of its own that it advertises."""
+
+    faults = ["kill9", "pause", "zksession", "restart", "unload", "bookie", "partition", "stall"]
+    SESSION_TIMEOUT_MS = 4000
+    CLUSTER = "chaos"
+
+    def __init__(self, workdir: str, settings: list[str], brokers: int = 3) -> None:
+        self.workdir = workdir
+        self.settings = settings
+        self.bk_dir = os.path.join(workdir, "bk")
+        p = subprocess.run(["bash", BOOKIES_SH, "start", "-n", "3", "-d", self.bk_dir],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise RuntimeError(f"bookies.sh start failed: {p.stderr[-2000:]}")
+        self.uri = p.stdout.strip().splitlines()[-1]
+        self.zk = "zk:" + self.uri[len("zk://"):].split("/", 1)[0]
+        init = subprocess.run(
+            [magnetar_bin(), "initialize-cluster-metadata", "--cluster", self.CLUSTER,
+             "--metadata-store", self.zk, "--web-service-url", "http://127.0.0.1:8080",
+             "--broker-service-url", "pulsar://127.0.0.1:6650"],
+            capture_output=True, text=True, timeout=60)
+        if init.returncode != 0:
+            raise RuntimeError(init.stdout + init.stderr)
+        self.brokers = []
+        for i in range(brokers):
+            port, web = free_port(), free_port()
+            proxy = Proxy(port).start()
+            proc = MagnetarProcess([
+                f"metadataStoreUrl={self.zk}", f"clusterName={self.CLUSTER}",
+                "advertisedAddress=127.0.0.1", "bindAddress=127.0.0.1",
+                f"webServicePort={web}",
+                f"advertisedListeners=internal:pulsar://127.0.0.1:{proxy.port}",
+                f"journalDirectory={workdir}/broker-{i}/journal",
+                f"metadataStoreSessionTimeoutMillis={self.SESSION_TIMEOUT_MS}",
+                f"bookkeeperMetadataServiceUri={self.uri}",
+                "managedLedgerDefaultEnsembleSize=2", "managedLedgerDefaultWriteQuorum=2",
+                "managedLedgerDefaultAckQuorum=2", "managedLedgerMaxEntriesPerLedger=1000",
+                "managedLedgerMinLedgerRolloverTimeMinutes=0",
+                "brokerShutdownTimeoutMs=10000", *settings],
+                workdir=os.path.join(workdir, f"broker-{i}"), data_in_workdir=False,
+                mode="broker", log_name="broker.log")
+            os.makedirs(proc.workdir, exist_ok=True)
+            self.brokers.append({"port": port, "web": web, "proxy": proxy, "proc": proc,
+                                 "paused": False})
+
+    @property
+    def service_url(self) -> str:
+        return "pulsar://" + ",".join(f"127.0.0.1:{b['proxy'].port}" for b in self.brokers)
+
+    @property
+    def admin_url(self) -> str:
+        live = [b for b in self.brokers if b["proc"].running() and not b["paused"]]
+        return f"http://127.0.0.1:{(live or self.brokers)[0]['web']}"
+
+    def _start(self, b: dict) -> None:
+        log_path = b["proc"].log_path
+        offset = os.path.getsize(log_path) if os.path.exists(log_path) else 0
+        b["proc"].start(port=b["port"], timeout_s=120)
+        deadline = time.monotonic() + 120
+
+        def joined() -> bool:
+            with open(log_path, errors="replace") as f:
+                f.seek(offset)
+                return "Registered in the cluster" in f.read()
+        while not joined():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"broker on {b['port']} did not join the cluster")
+            time.sleep(0.1)
+
+    def start(self) -> None:
+        for b in self.brokers:
+            self._start(b)
+
+    def kill9(self, rng: random.Random) -> str:
+        i = rng.randrange(len(self.brokers))
+        self.brokers[i]["proc"].kill()
+        self._start(self.brokers[i])
+        return f"broker {i}"
+
+    def _pause(self, i: int, seconds: float) -> None:
+        b = self.brokers[i]
+        os.kill(b["proc"].pid, signal.SIGSTOP)
+        b["paused"] = True
+        time.sleep(seconds)
+        os.kill(b["proc"].pid, signal.SIGCONT)
+        b["paused"] = False
+
+    def pause(self, rng: random.Random, seconds: float) -> str:
+        """Shorter than the metadata session: the broker keeps its topics."""
+        i = rng.randrange(len(self.brokers))
+        seconds = min(seconds, self.SESSION_TIMEOUT_MS / 1000 * 0.6)
+        self._pause(i, seconds)
+        return f"broker {i} {seconds:.1f} s"
+
+    def zksession(self, rng: random.Random) -> str:
+        """Paused past its metadata session: another broker takes its topics over."""
+        i = rng.randrange(len(self.brokers))
+        seconds = self.SESSION_TIMEOUT_MS / 1000 + rng.uniform(1.5, 4)
+        self._pause(i, seconds)
+        return f"broker {i} {seconds:.1f} s"
+
+    def restart(self, rng: random.Random) -> str:
+        i = rng.randrange(len(self.brokers))
+        code = self.brokers[i]["proc"].stop(timeout_s=60)
+        if code != 0:
+            raise RuntimeError(f"graceful stop of broker {i} exited with {code}")
+        self._start(self.brokers[i])
+        return f"broker {i}"
+
+    def bookie(self, rng: random.Random) -> str:
+        i = rng.randrange(3)
+        subprocess.run(["bash", BOOKIES_SH, "kill9", "-d", self.bk_dir, str(i)],
+                       capture_output=True, timeout=60, check=True)
+        time.sleep(rng.uniform(0.5, 3))
+        subprocess.run(["bash", BOOKIES_SH, "start", "-n", "3", "-d", self.bk_dir],
+                       capture_output=True, timeout=300, check=True)
+        return f"bookie {i}"
+
+    def proxy_for(self, rng: random.Random) -> Proxy:
+        return self.brokers[rng.randrange(len(self.brokers))]["proxy"]
+
+    def heal(self) -> None:
+        for b in self.brokers:
+            if b["paused"]:
+                os.kill(b["proc"].pid, signal.SIGCONT)
+                b["paused"] = False
+            if not b["proc"].running():
+                self._start(b)
+
+    def close(self) -> int | None:
+        codes = [b["proc"].stop(timeout_s=60) for b in self.brokers]
+        for b in self.brokers:
+            b["proxy"].stop()
+        subprocess.run(["bash", BOOKIES_SH, "stop", "-d", self.bk_dir], capture_output=True,
+                       timeout=120)
+        bad = [c for c in codes if c != 0]
+        return bad[0] if bad else 0
 
 
 # --- the workload --------------------------------------------------------------------------------
@@ -313,12 +469,17 @@ def read_stored(service_url: str, topic: str, log_file: str) -> list:
 
 def run(args: argparse.Namespace) -> dict:
     rng = random.Random(args.seed)
-    faults_enabled = args.faults.split(",") if args.faults else ALL_FAULTS
+    kinds = Standalone.faults if args.deployment == "standalone" else Cluster.faults
+    faults_enabled = args.faults.split(",") if args.faults else kinds
     for f in faults_enabled:
-        if f not in ALL_FAULTS:
-            raise SystemExit(f"unknown fault {f!r}; known: {','.join(ALL_FAULTS)}")
+        if f not in kinds:
+            raise SystemExit(f"unknown fault {f!r} for {args.deployment}; known: "
+                             f"{','.join(kinds)}")
     workdir = tempfile.mkdtemp(prefix="magnetar-chaos-")
-    dep = Standalone(workdir, args.tmpfs_mb, args.set or [])
+    if args.deployment == "standalone":
+        dep = Standalone(workdir, args.tmpfs_mb, args.set or [])
+    else:
+        dep = Cluster(workdir, args.set or [])
     run_id = f"{args.seed}-{int(time.time())}"
     topics = {f"persistent://public/chaos-dedup/t-{run_id}": True,
               f"persistent://public/chaos-plain/t-{run_id}": False}
@@ -327,7 +488,7 @@ def run(args: argparse.Namespace) -> dict:
     exit_code = None
     try:
         dep.start()
-        log(f"broker up (binary port {dep.port}, proxy {dep.proxy.port}); workdir {workdir}")
+        log(f"{args.deployment} up ({dep.service_url}); workdir {workdir}")
         for ns, dedup in (("public/chaos-dedup", True), ("public/chaos-plain", False)):
             r = requests.put(f"{dep.admin_url}/admin/v2/namespaces/{ns}", timeout=30)
             assert r.status_code in (204, 409), r.text
@@ -357,12 +518,15 @@ def run(args: argparse.Namespace) -> dict:
             start = time.monotonic()
             detail = ""
             if kind == "kill9":
-                dep.kill9()
+                detail = dep.kill9(rng)
             elif kind == "pause":
-                dep.pause(length + 1)
-                detail = f"{length + 1:.1f} s"
+                detail = dep.pause(rng, length + 1)
+            elif kind == "zksession":
+                detail = dep.zksession(rng)
             elif kind == "restart":
-                dep.restart()
+                detail = dep.restart(rng)
+            elif kind == "bookie":
+                detail = dep.bookie(rng)
             elif kind == "unload":
                 topic = rng.choice(list(topics))
                 requests.put(f"{dep.admin_url}/admin/v2/persistent/"
@@ -372,11 +536,11 @@ def run(args: argparse.Namespace) -> dict:
                 start = dep.fill_disk(length)
                 detail = f"{length:.1f} s"
             elif kind == "partition":
-                dep.proxy.partition(length)
+                dep.proxy_for(rng).partition(length)
                 time.sleep(length)
                 detail = f"{length:.1f} s"
             elif kind == "stall":
-                dep.proxy.stall(length)
+                dep.proxy_for(rng).stall(length)
                 time.sleep(length)
                 detail = f"{length:.1f} s"
             faults.append(Fault(kind, start, time.monotonic(), detail))
@@ -437,7 +601,7 @@ def run(args: argparse.Namespace) -> dict:
         if exit_code != 0:
             violations.append(f"the broker exited with {exit_code} on SIGTERM")
         result = {
-            "deployment": "standalone", "seed": args.seed, "duration_s": args.duration,
+            "deployment": args.deployment, "seed": args.seed, "duration_s": args.duration,
             "rate": args.rate, "faults_injected": len(faults), "sends": report.sends,
             "receipted": report.receipted, "failed": report.failed,
             "unanswered": len(report.unanswered), "lost": len(report.lost),
@@ -462,9 +626,12 @@ def run(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--deployment", choices=["standalone", "cluster"], default="standalone")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--duration", type=float, default=60, help="seconds of faults")
-    ap.add_argument("--faults", default="", help=f"comma list of {','.join(ALL_FAULTS)}")
+    ap.add_argument("--faults", default="",
+                    help=f"comma list; standalone: {','.join(Standalone.faults)}; cluster: "
+                    f"{','.join(Cluster.faults)}")
     ap.add_argument("--rate", type=float, default=400, help="messages per second, all producers")
     ap.add_argument("--min-gap", type=float, default=1.0, help="seconds between faults, at least")
     ap.add_argument("--max-gap", type=float, default=4.0)

@@ -141,20 +141,27 @@ def check(sends: dict[Ident, Send], stored: dict[str, list[tuple[str, int, str]]
                 latest[key] = (pos, ident)
 
     # Unavailability: from a fault's start to the first receipt of a send made after it (a
-    # receipt already on its way when the fault began says nothing).
-    by_sent = sorted((s.sent_at, s.answered_at) for s in sends.values() if s.result == "Ok")
-    sent_times = [x[0] for x in by_sent]
-    # suffix minimum of answer times: the earliest receipt among sends made at or after i
-    suffix_min = [0.0] * len(by_sent)
-    best = float("inf")
-    for i in range(len(by_sent) - 1, -1, -1):
-        best = min(best, by_sent[i][1])
-        suffix_min[i] = best
+    # receipt already on its way when the fault began says nothing), on the topic that waited
+    # longest (a fault may hit one broker's topics only).
+    streams = []
+    for topic in {t for (t, _p, _q) in sends}:
+        by_sent = sorted((s.sent_at, s.answered_at) for (t, _p, _q), s in sends.items()
+                         if t == topic and s.result == "Ok")
+        # suffix minimum of answer times: the earliest receipt among sends made at or after i
+        suffix_min = [0.0] * len(by_sent)
+        best = float("inf")
+        for i in range(len(by_sent) - 1, -1, -1):
+            best = min(best, by_sent[i][1])
+            suffix_min[i] = best
+        streams.append(([x[0] for x in by_sent], suffix_min))
     per_kind: dict[str, list[float]] = defaultdict(list)
     for f in faults:
-        i = _index_after(sent_times, f.start)
-        nxt = suffix_min[i] if i < len(by_sent) else None
-        per_kind[f.kind].append(nxt - f.start if nxt is not None else float("inf"))
+        worst: float | None = None
+        for sent_times, suffix_min in streams:
+            i = _index_after(sent_times, f.start)
+            nxt = suffix_min[i] if i < len(sent_times) else float("inf")
+            worst = nxt if worst is None else max(worst, nxt)
+        per_kind[f.kind].append(worst - f.start if worst is not None else float("inf"))
     for kind, gaps in per_kind.items():
         finite = [g for g in gaps if g != float("inf")]
         r.faults[kind] = {
