@@ -78,9 +78,9 @@ stage "Java compatibility suite (Pulsar's Java client, pulsar-admin, pulsar-clie
   mvn -B -o -q -f tests/java test -Dtest=AuthTokenTest,AuthTlsTest
 
 stage "crash tests: SIGKILL at random moments (storage engine, then the whole broker)"
-"$PY" tests/crash/crash_test.py --kills "${CRASH_KILLS:-5}"
-"$PY" tests/crash/crash_test.py --compact --kills "${CRASH_KILLS:-5}"
-"$PY" tests/crash/crash_test.py --mode broker --kills "${CRASH_KILLS:-5}"
+"$PY" tests/crash/crash_test.py --kills "${CRASH_KILLS:-3}"
+"$PY" tests/crash/crash_test.py --compact --kills "${CRASH_KILLS:-3}"
+"$PY" tests/crash/crash_test.py --mode broker --kills "${CRASH_KILLS:-3}"
 
 stage "delayed delivery at scale, small form (10M: tools/delayed-rss/delayed_rss.py docstring)"
 "$PY" tools/delayed-rss/delayed_rss.py --messages 20000 --timeout-s 120 --restart
