@@ -310,7 +310,7 @@ void NamespaceService::confirmOwned(const TopicName& topic, net::Executor* reply
       std::string key = bundleKey(ns, *b, findBundle(*b, hash));
       {
         MutexLock lock(mu_);
-        if (owned_.count(key)) return reply(true);
+        if (owned_.count(key) && writable()) return reply(true);  // else the znode decides
       }
       // ZooKeeper answers a session in order: this read's completion runs after the one of our
       // own create of the znode, if there was one.
@@ -486,8 +486,11 @@ void NamespaceService::resolveBundle(const std::string& key, bool authoritative,
                                      std::optional<uint32_t> hash) {
   MAGNETAR_DCHECK_ON(loop_);
   {
+    // Past the lease (no answer from ZooKeeper for 3/4 of the session timeout: a pause past the
+    // session) the bundle may be another broker's although the session-expiry event has not come
+    // in yet: its znode, read below on the session ZooKeeper answers now, decides.
     MutexLock lock(mu_);
-    if (owned_.count(key)) return reply(connectTo(self_));
+    if (owned_.count(key) && writable()) return reply(connectTo(self_));
   }
   if (releasing_.count(key)) {
     return reply(failed(Status::closed("Namespace bundle " + key + " is being unloaded")));
@@ -809,7 +812,7 @@ void NamespaceService::releaseAll(const char* why) {
     leader_ = false;
   }
   leaderId_.clear();
-  owners_.clear();  // the session's watches are gone
+  owners_.clear();     // the session's watches are gone
   releasing_.clear();  // their znodes went with the session
   MLOG_WARN("{}: released {} bundles", why, n);
   if (onLost_) onLost_();

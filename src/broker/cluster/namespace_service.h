@@ -21,7 +21,11 @@
 // - Ownership lease (writable()): a cheap exists() every sessionTimeout/4; writes (SEND, ACK) are
 //   refused, closing the connection, unless a request sent less than 3/4 of the session timeout
 //   ago was answered on the current session. A broker resumed from a pause past its session thus
-//   writes nothing for the bundles it lost before its session-expiry event arrives.
+//   writes nothing for the bundles it lost before its session-expiry event arrives. Past the
+//   lease, lookups and confirmOwned() do not answer from the owned set either: the ownership
+//   znode is read again (the session ZooKeeper answers now decides, or the lookup fails
+//   ServiceNotReady), so a resumed broker does not send clients to itself for a bundle another
+//   broker has taken.
 //
 // Thread: everything runs on the service's own loop `metadata-store`; lookup() and owns() may be
 // called from any thread.
@@ -234,7 +238,7 @@ class NamespaceService : public TopicOwnership {
   // CLOCK_MONOTONIC_COARSE ns until which writes are allowed (0: none). Written on the loop.
   std::atomic<int64_t> leaseUntilNs_{0};
   std::atomic<uint64_t> ownershipEpoch_{0};  // sessions lost (ownershipEpoch())
-  uint64_t sessionGeneration_ = 0;  // loop only: +1 at every session loss
+  uint64_t sessionGeneration_ = 0;           // loop only: +1 at every session loss
 
   mutable Mutex mu_;
   bool ready_ GUARDED_BY(mu_) = false;

@@ -1,19 +1,26 @@
 // The leader's placement of unowned bundles (pickBroker): with
 // loadBalancerDistributeBundlesEvenlyEnabled a namespace's bundles spread over every broker even
 // when one broker already holds many bundles of other namespaces. A voluntary release keeps the
-// ownership znode until the bundle's topics closed (on the in-process metadata store).
+// ownership znode until the bundle's topics closed (on the in-process metadata store). A broker
+// whose ZooKeeper contact lapsed (a pause past its session) does not answer lookups of its bundles
+// from memory.
 #include "broker/cluster/namespace_service.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <deque>
 #include <future>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
+#include <utility>
 
+#include "base/thread_annotations.h"
+#include "broker/cluster/cluster_metadata.h"
 #include "metadata/local_store.h"
 #include "net/event_loop.h"
 
@@ -194,6 +201,143 @@ TEST_F(ReleaseTest, WithoutAReleaseHandlerTheLostHandlerRunsAndTheOwnershipGoesA
   EXPECT_TRUE(unloaded.get().isOk());
   EXPECT_EQ(lostCalls_.load(), 1);
   EXPECT_FALSE(ownerOf(key).has_value());
+}
+
+// A session whose ZooKeeper falls silent on demand, as seen by a broker resumed from a SIGSTOP
+// past its session: nothing it asked for is answered and no watch or session event has arrived
+// yet. Requests made meanwhile go out (in order) at speak().
+class SilentStore : public metadata::Store {
+ public:
+  explicit SilentStore(std::unique_ptr<metadata::LocalStore> inner) : inner_(std::move(inner)) {}
+  void silence() {
+    MutexLock lock(mu_);
+    silent_ = true;
+  }
+  void speak() {
+    std::deque<std::function<void()>> held;
+    {
+      MutexLock lock(mu_);
+      silent_ = false;
+      held.swap(held_);
+    }
+    for (auto& f : held) f();
+  }
+  void get(const std::string& path, net::Executor* ex, GetCallback cb) override {
+    run([=, this] { inner_->get(path, ex, cb); });
+  }
+  void getChildren(const std::string& path, net::Executor* ex, ChildrenCallback cb) override {
+    run([=, this] { inner_->getChildren(path, ex, cb); });
+  }
+  void exists(const std::string& path, net::Executor* ex, ExistsCallback cb) override {
+    run([=, this] { inner_->exists(path, ex, cb); });
+  }
+  void put(const std::string& path, const std::string& value, const metadata::PutOptions& opts,
+           net::Executor* ex, PutCallback cb) override {
+    run([=, this] { inner_->put(path, value, opts, ex, cb); });
+  }
+  void remove(const std::string& path, std::optional<metadata::Version> v, net::Executor* ex,
+              StatusCallback cb) override {
+    run([=, this] { inner_->remove(path, v, ex, cb); });
+  }
+  uint64_t registerListener(std::function<void(const metadata::Notification&)> fn,
+                            net::Executor* ex) override {
+    return inner_->registerListener(
+        [this, fn, ex](const metadata::Notification& n) {
+          run([fn, ex, n] { ex->execute([fn, n] { fn(n); }); });
+        },
+        ex);
+  }
+  uint64_t registerSessionListener(std::function<void(metadata::SessionEvent)> fn,
+                                   net::Executor* ex) override {
+    return inner_->registerSessionListener(fn, ex);
+  }
+  void unregisterListener(uint64_t id) override { inner_->unregisterListener(id); }
+  void close() override { inner_->close(); }
+
+ private:
+  void run(std::function<void()> f) {
+    {
+      MutexLock lock(mu_);
+      if (silent_) return held_.push_back(std::move(f));
+    }
+    f();
+  }
+  std::unique_ptr<metadata::LocalStore> inner_;
+  Mutex mu_;
+  bool silent_ GUARDED_BY(mu_) = false;
+  std::deque<std::function<void()>> held_ GUARDED_BY(mu_);
+};
+
+// The race behind test_paused_owner_is_fenced_and_acknowledges_nothing_more's failures: a broker
+// resumed after its session expired and another broker took its bundle answered a lookup from its
+// in-memory ownership ("connect here") before its ZooKeeper client told it the session was gone.
+// The client then subscribed there and was refused; the C++ client ignores its own reconnection
+// after a refused SUBSCRIBE on a connection it got from a lookup ("already connected") and
+// create_reader timed out. Past its lease (3/4 of the session timeout without an answer from
+// ZooKeeper) the broker must read the ownership znode again before naming itself.
+TEST(OwnershipLease, ALookupPastTheLeaseAsksZooKeeperWhoOwnsTheBundle) {
+  auto backend = metadata::LocalBackend::create();
+  auto silent = std::make_unique<SilentStore>(backend->openSession());
+  auto other = backend->openSession();  // the broker that takes the bundle over
+  net::EventLoop replies{"test-replies"};
+  replies.start();
+  std::promise<bool> made;
+  other->put("/admin/clusters/c", "{}", {}, &replies,
+             [&made](const Result<metadata::Stat>& r) { made.set_value(r.isOk()); });
+  ASSERT_TRUE(made.get_future().get());
+  NamespaceServiceOptions o;
+  o.clusterName = "c";
+  o.sessionTimeoutMs = 400;  // lease 300 ms, renewed every 100 ms
+  NamespaceService ns(silent.get(), silent.get(), o);
+  ASSERT_TRUE(
+      ns.start({"127.0.0.1:8080", "pulsar://127.0.0.1:6650", "", "http://127.0.0.1:8080", "", {}})
+          .isOk());
+  TopicName topic = *TopicName::parse("persistent://public/default/t");
+  auto lookup = [&] {
+    auto p = std::make_shared<std::promise<LookupAnswer>>();
+    ns.lookup(topic, false, "", &replies, [p](LookupAnswer a) { p->set_value(a); });
+    return p->get_future();
+  };
+  LookupAnswer mine = lookup().get();
+  ASSERT_TRUE(mine.error.isOk()) << mine.error.toString();
+  ASSERT_EQ(mine.url, "pulsar://127.0.0.1:6650");
+  ASSERT_EQ(ns.ownedBundles().size(), 1u);
+  std::string key = ns.ownedBundles()[0];
+  EXPECT_TRUE(ns.writable());
+
+  // Paused: no answer from ZooKeeper; the session expires and another broker takes the bundle.
+  silent->silence();
+  std::promise<bool> taken;
+  other->remove(ownershipPath(key), std::nullopt, &replies, [&](const Status& s) {
+    if (!s.isOk()) return taken.set_value(false);
+    metadata::PutOptions eph;
+    eph.ephemeral = true;
+    eph.expectedVersion = metadata::kNotExists;
+    other->put(
+        ownershipPath(key),
+        namespaceEphemeralDataJson(
+            {"127.0.0.1:8081", "pulsar://127.0.0.1:6651", "", "http://127.0.0.1:8081", "", {}}),
+        eph, &replies, [&taken](const Result<metadata::Stat>& r) { taken.set_value(r.isOk()); });
+  });
+  ASSERT_TRUE(taken.get_future().get());
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_FALSE(ns.writable());  // the lease lapsed
+
+  // Resumed: a lookup read from its socket before ZooKeeper's answers and events come in.
+  auto during = lookup();
+  if (during.wait_for(std::chrono::milliseconds(300)) == std::future_status::ready) {
+    LookupAnswer a = during.get();
+    EXPECT_NE(a.url, "pulsar://127.0.0.1:6650") << "answered from memory past the lease";
+  } else {
+    silent->speak();  // ZooKeeper answers: the bundle is the other broker's
+    ASSERT_EQ(during.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    LookupAnswer a = during.get();
+    ASSERT_TRUE(a.error.isOk()) << a.error.toString();
+    EXPECT_EQ(a.url, "pulsar://127.0.0.1:6651");
+  }
+  silent->speak();
+  ns.stop();
+  replies.stop();
 }
 
 }  // namespace
