@@ -14,7 +14,7 @@ PKGS=(
   libspdlog-dev libfmt-dev
   libcli11-dev libyaml-cpp-dev nlohmann-json3-dev
   libzookeeper-mt-dev zookeeper
-  libisal-dev libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev libssl-dev openssl libjwt-dev
+  libisal-dev libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev libssl-dev openssl libjwt-dev libcrypt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev clang-format-14 clang-tidy-14
   python3 python3-venv python3-pip python3-matplotlib python3-yaml

@@ -73,9 +73,10 @@ stage "pulsar-flex suite against Magnetar"
 stage "Java compatibility suite (Pulsar's Java client, pulsar-admin, pulsar-client, pulsar-perf)"
 "$PY" tests/harness/with_broker.py --broker magnetar -- \
   mvn -B -o -q -f tests/java test -Dperf.duration="${JAVA_PERF_DURATION:-5}"
-# --auth-tls is --auth-token plus TLS ports and AuthenticationProviderTls: one broker for both.
-"$PY" tests/harness/with_broker.py --broker magnetar --auth-tls -- \
-  mvn -B -o -q -f tests/java test -Dtest=AuthTokenTest,AuthTlsTest
+# --auth-tls is --auth-token plus TLS ports and AuthenticationProviderTls, --auth-basic adds
+# AuthenticationProviderBasic: one broker for the three.
+"$PY" tests/harness/with_broker.py --broker magnetar --auth-tls --auth-basic -- \
+  mvn -B -o -q -f tests/java test -Dtest=AuthTokenTest,AuthTlsTest,AuthBasicTest
 
 stage "crash tests: SIGKILL at random moments (storage engine, then the whole broker)"
 "$PY" tests/crash/crash_test.py --kills "${CRASH_KILLS:-3}"

@@ -446,6 +446,7 @@ int runBroker(const BrokerOptions& options) {
   authOptions.anonymousUserRole = cfg.anonymousUserRole();
   authOptions.token = {cfg.tokenSecretKey(), cfg.tokenPublicKey(), cfg.tokenAuthClaim(),
                        cfg.tokenAudienceClaim(), cfg.tokenAudience()};
+  authOptions.basicAuthConf = cfg.basicAuthConf();
   auto authentication = broker::AuthenticationService::create(authOptions);
   if (!authentication.isOk()) {
     MLOG_ERROR("Authentication: {}", authentication.status().message());

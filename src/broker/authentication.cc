@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "broker/authentication_provider_basic.h"
 #include "broker/authentication_provider_tls.h"
 
 namespace magnetar::broker {
@@ -142,6 +143,10 @@ Result<std::unique_ptr<AuthenticationService>> AuthenticationService::create(
       auto p = AuthenticationProviderToken::create(o.token);
       if (!p) return p.status();
       s->providers_.push_back(std::move(*p));
+    } else if (cls == kAuthenticationProviderBasicClass) {
+      auto p = AuthenticationProviderBasic::create(o.basicAuthConf);
+      if (!p) return p.status();
+      s->providers_.push_back(std::move(*p));
     } else if (cls == kAuthenticationProviderTlsClass) {
       s->providers_.push_back(std::make_unique<AuthenticationProviderTls>());
     } else {
@@ -165,8 +170,8 @@ Result<AuthenticationResult> AuthenticationService::authenticateHttp(
   data.peerCommonName = peerCommonName;
   std::string lastError = "Authentication required";
   for (const auto& p : providers_) {
-    // A token provider needs the header; without one it is not tried (nor counted).
-    if (p->authMethodName() == "token" && !authorization) continue;
+    // Token and basic providers need the header; without one they are not tried (nor counted).
+    if (p->authMethodName() != "tls" && !authorization) continue;
     if (p->authMethodName() == "tls" && peerCommonName.empty()) continue;
     std::string reason;
     auto r = p->authenticate(data, &reason);

@@ -109,6 +109,7 @@ struct AuthenticationOptions {
   std::vector<std::string> authenticationProviders;  // Pulsar's class names
   std::string anonymousUserRole;                     // empty: none
   TokenProviderOptions token;
+  std::string basicAuthConf;  // AuthenticationProviderBasic's htpasswd file, URL or base64
 };
 
 class AuthenticationService {
@@ -122,8 +123,9 @@ class AuthenticationService {
   const std::string& anonymousUserRole() const { return anonymousUserRole_; }
 
   // An HTTP request's role (Pulsar's authenticateHttpRequest): the Authorization header checked
-  // by each provider in turn; without the header, the anonymous role if any. Errors:
-  // kNotAllowed (the caller answers 401 "Authentication required").
+  // by each provider in turn (token and basic need the header, tls a client certificate); without
+  // the header, the anonymous role if any. Errors: kNotAllowed (the caller answers 401
+  // "Authentication required").
   Result<AuthenticationResult> authenticateHttp(const std::optional<std::string>& authorization,
                                                 const std::string& peerCommonName) const;
 

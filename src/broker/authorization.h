@@ -39,6 +39,11 @@ class AuthorizationService {
   void setSuperUserRoles(std::vector<std::string> roles);
 
   bool isSuperUser(const std::string& role) const;
+  // Whether the tenant exists (Pulsar answers a refused role on a missing tenant with 404 /
+  // TopicNotFound rather than AuthorizationError).
+  bool tenantExists(const std::string& tenant) const {
+    return policies_.tenant(tenant).has_value();
+  }
   // Super-user, or one of the tenant's adminRoles.
   bool isTenantAdmin(const std::string& tenant, const std::string& role) const;
   // Pulsar's allowTopicOperation: true when authorization is off, for super-users and tenant

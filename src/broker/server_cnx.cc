@@ -500,6 +500,14 @@ void ServerCnx::handleAuthResponse(const proto::CommandAuthResponse& c) {
   }
 }
 
+std::string ServerCnx::notAuthorizedMessage(const TopicName& topic, const char* what) const {
+  // Pulsar's validateTenantAdminAccess throws a 404 RestException for a missing tenant.
+  if (!service_.authorization().tenantExists(topic.tenant())) {
+    return "org.apache.pulsar.common.util.RestException: HTTP 404 Not Found";
+  }
+  return std::string("Client is not authorized to ") + what;
+}
+
 bool ServerCnx::allowed(const TopicName& topic, TopicOperation op) {
   if (service_.authorization().allowTopicOperation(topic, authRole_, op)) return true;
   AuthorizationStats::record(op);
@@ -576,8 +584,12 @@ void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
     return;
   }
   if (!allowed(*name, TopicOperation::kLookup)) {
-    send(Commands::newLookupErrorResponse(c.request_id(), proto::AuthorizationError,
-                                          "Client is not authorized to Lookup"));
+    // Pulsar: a role that is refused on a missing tenant fails in validateTenantAdminAccess.
+    send(Commands::newLookupErrorResponse(
+        c.request_id(), proto::AuthorizationError,
+        service_.authorization().tenantExists(name->tenant())
+            ? "Client is not authorized to Lookup"
+            : "Exception occurred while trying to authorize lookup"));
     return;
   }
   // Cluster mode: the owner of the topic's bundle (Connect), or a broker to ask (Redirect); with
@@ -635,6 +647,13 @@ void ServerCnx::handlePartitionedMetadata(const proto::CommandPartitionedTopicMe
     return;
   }
   if (!allowed(*name, TopicOperation::kLookup)) {
+    // Pulsar: a missing tenant is TopicNotFound here for any role (clients ask this first).
+    if (!service_.authorization().tenantExists(name->tenant())) {
+      send(Commands::newPartitionMetadataErrorResponse(
+          c.request_id(), proto::TopicNotFound,
+          "Tenant or namespace or topic does not exist: " + name->namespaceName()));
+      return;
+    }
     send(Commands::newPartitionMetadataErrorResponse(
         c.request_id(), proto::AuthorizationError,
         "Client is not authorized to Get Partition Metadata"));
@@ -740,7 +759,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
     return;
   }
   if (!allowed(*name, TopicOperation::kProduce)) {
-    sendError(requestId, proto::AuthorizationError, "Client is not authorized to Produce");
+    sendError(requestId, proto::AuthorizationError, notAuthorizedMessage(*name, "Produce"));
     return;
   }
   // Read before the ownership check.

@@ -161,6 +161,9 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   void onAuthRefreshTimer();
   // Authorization of a topic operation for authRole_; counts a denial.
   bool allowed(const TopicName& topic, TopicOperation op);
+  // The ERROR message of a refused PRODUCER/SUBSCRIBE: Pulsar's "Client is not authorized to
+  // <what>", or its 404 RestException text when the topic's tenant does not exist.
+  std::string notAuthorizedMessage(const TopicName& topic, const char* what) const;
   // Cluster mode: true when this broker owns the topic's bundle (always true standalone).
   bool servesTopic(const TopicName& name) const;
   // After servesTopic() said no: the ownership is confirmed through ZooKeeper

@@ -24,7 +24,7 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c,
   std::optional<TopicName> name = validateSubscribe(c);
   if (!name) return;
   if (!allowed(*name, TopicOperation::kConsume)) {
-    sendError(c.request_id(), proto::AuthorizationError, "Client is not authorized to subscribe");
+    sendError(c.request_id(), proto::AuthorizationError, notAuthorizedMessage(*name, "subscribe"));
     return;
   }
   // Read before the ownership check.

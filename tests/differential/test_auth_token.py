@@ -9,6 +9,8 @@ of its tokenSecretKey (started with harness.auth.token_auth_settings, superUserR
 
 import base64
 import os
+import socket
+import sys
 import time
 import uuid
 
@@ -19,6 +21,25 @@ import requests
 from harness.auth import b64url, hs256_token, new_secret_key, role_token, token_auth_settings
 from harness.broker import BrokerEndpoint, broker_process
 from harness.util import eventually
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
+from hostile_wire import (  # noqa: E402
+    CONNECT,
+    CONNECTED,
+    ERROR,
+    LOOKUP_RESPONSE,
+    PARTITIONED_METADATA,
+    PARTITIONED_METADATA_RESPONSE,
+    WireClient,
+    base_command,
+    error_name,
+    fb,
+    frame,
+    fv,
+    lookup_frame,
+    producer_frame,
+    subscribe_frame,
+)
 
 NS = "public/default"
 
@@ -241,3 +262,106 @@ def test_rest_authentication_and_authorization(auth):
     # /metrics is open (authenticateMetricsEndpoint defaults to false).
     assert auth.rest("GET", "/metrics/").status_code == 200
     admin.close()
+
+
+# --- what a refused CONNECT gets, frame by frame ------------------------------------------------
+
+def connect_with(auth, method, data):
+    """A raw CONNECT with auth_method_name `method` and auth_data `data`; the WireClient."""
+    w = WireClient(int(auth.url.rsplit(":", 1)[1]))
+    w.send(frame(base_command(CONNECT, fb(1, "raw") + fv(4, 21) + fb(5, method) + fb(3, data))))
+    return w
+
+
+@pytest.mark.parametrize("kind", ["wrong_key", "expired", "alg_none", "forged", "newline"])
+def test_bad_token_gets_authentication_error_then_close(auth, kind):
+    # Both brokers (Pulsar's ServerCnx.authenticationFailed): ERROR with request_id -1 (all 64
+    # bits set), AuthenticationError and the fixed message, then the connection closes. A token
+    # with a trailing newline (the C++/Python client sends a token file as it is; Pulsar's Java
+    # client and pulsar-admin trim it) is not a valid token on either broker.
+    token = role_token(auth.key, "admin") + "\n" if kind == "newline" else bad_token(auth, kind)
+    w = connect_with(auth, "token", token)
+    got = w.recv_command()
+    assert got is not None and got[0] == ERROR, got
+    assert got[1] == {1: [2**64 - 1], 2: [3], 3: [b"Failed to authenticate"]}
+    assert error_name(got[1], 2) == "AuthenticationError"
+    assert w.wait_closed(10.0)
+    w.close()
+
+
+def test_http_bearer_with_trailing_whitespace_is_accepted(auth):
+    # The header value's trailing spaces and tabs are not part of the token (HTTP's OWS).
+    port = int(auth.web.rsplit(":", 1)[1])
+    for suffix in (" ", "\t", " \t "):
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall((f"GET /admin/v2/tenants HTTP/1.1\r\nHost: localhost\r\n"
+                       f"Authorization: Bearer {auth.admin}{suffix}\r\n"
+                       "Connection: close\r\n\r\n").encode())
+            head = s.recv(4096).split(b"\r\n", 1)[0]
+        assert head == b"HTTP/1.1 200 OK", (suffix, head)
+
+
+# --- topics of a tenant or namespace that does not exist ----------------------------------------
+
+def make_tenant(auth, admin_role):
+    tenant = f"tenant-{uuid.uuid4().hex[:8]}"
+    r = auth.rest("PUT", f"/admin/v2/tenants/{tenant}", auth.admin,
+                  json={"adminRoles": [admin_role], "allowedClusters": ["standalone"]})
+    assert r.status_code == 204, r.text
+    return tenant
+
+
+def outcome(auth, role, topic):
+    """What the official client gets for a producer and a consumer of `topic` as `role`."""
+    c = auth.client(role_token(auth.key, role), operation_timeout_s=10)
+    got = []
+    for make in (lambda: c.create_producer(topic), lambda: c.subscribe(topic, "s")):
+        try:
+            make()
+            got.append("ok")
+        except pulsar.PulsarException as e:
+            got.append(type(e).__name__)
+    c.close()
+    return got
+
+
+def test_missing_tenant_or_namespace_is_topic_not_found(auth):
+    # Pulsar: a role that may act on the topic (super-user, tenant admin) gets TopicNotFound for a
+    # missing namespace or tenant; a role refused on a missing tenant gets TopicNotFound as well
+    # (its check of the tenant admins finds no tenant: 404), on an existing tenant
+    # AuthorizationError.
+    tenant_admin = fresh_role()
+    tenant = make_tenant(auth, tenant_admin)
+    missing_tenant = f"persistent://nosuch-{uuid.uuid4().hex[:8]}/ns/t"
+    missing_ns = f"persistent://{tenant}/nosuch/t"
+    nf = ["TopicNotFound", "TopicNotFound"]
+    assert outcome(auth, "admin", missing_tenant) == nf
+    assert outcome(auth, "admin", missing_ns) == nf
+    assert outcome(auth, tenant_admin, missing_ns) == nf
+    assert outcome(auth, tenant_admin, missing_tenant) == nf
+    assert outcome(auth, fresh_role(), missing_tenant) == nf
+    assert outcome(auth, fresh_role(), missing_ns) == ["AuthorizationError"] * 2
+
+
+def test_missing_tenant_answers_per_command(auth):
+    # Each command's answer to a role refused on a missing tenant, as Pulsar gives them.
+    ns = f"nosuch-{uuid.uuid4().hex[:8]}/ns"
+    topic = f"persistent://{ns}/t"
+    w = connect_with(auth, "token", role_token(auth.key, fresh_role()))
+    w.expect(CONNECTED)
+    w.send(frame(base_command(PARTITIONED_METADATA, fb(1, topic) + fv(2, 1))))
+    b = w.expect(PARTITIONED_METADATA_RESPONSE)
+    assert (error_name(b, 4), b[5]) == (
+        "TopicNotFound", [f"Tenant or namespace or topic does not exist: {ns}".encode()])
+    w.send(lookup_frame(topic, 2))
+    b = w.expect(LOOKUP_RESPONSE)
+    assert (error_name(b, 6), b[7]) == (
+        "AuthorizationError", [b"Exception occurred while trying to authorize lookup"])
+    rest_404 = [b"org.apache.pulsar.common.util.RestException: HTTP 404 Not Found"]
+    w.send(producer_frame(topic, 1, 3))
+    b = w.expect(ERROR)
+    assert (error_name(b, 2), b[3]) == ("AuthorizationError", rest_404)
+    w.send(subscribe_frame(topic, "s", 1, 4))
+    b = w.expect(ERROR)
+    assert (error_name(b, 2), b[3]) == ("AuthorizationError", rest_404)
+    w.close()

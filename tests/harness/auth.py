@@ -1,6 +1,7 @@
-"""Token authentication for tests: HS256 secret keys and tokens made here (no broker tool
-needed), and the broker settings that turn Pulsar's token authentication and authorization on,
-the same list for Magnetar and the reference Pulsar. Standard library only.
+"""Token and basic authentication for tests: HS256 secret keys and tokens made here (no broker
+tool needed), htpasswd entries with known hashes, and the broker settings that turn Pulsar's
+token (and basic) authentication and authorization on, the same list for Magnetar and the
+reference Pulsar. Standard library only.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
 TLS_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"
+BASIC_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderBasic"
 CLIENT_TOKEN_PLUGIN = "org.apache.pulsar.client.impl.auth.AuthenticationToken"
 SUPER_USER = "admin"
 
@@ -57,3 +59,34 @@ def token_auth_settings(key: bytes, super_user: str = SUPER_USER) -> list[str]:
         f"brokerClientAuthenticationPlugin={CLIENT_TOKEN_PLUGIN}",
         f"brokerClientAuthenticationParameters=token:{role_token(key, super_user)}",
     ]
+
+
+# htpasswd entries (user -> (password, hash)) with hashes from independent tools: DES crypt from
+# commons-codec's UnixCrypt tests, apr1 from `openssl passwd -apr1`, bcrypt and "$1$" from
+# libxcrypt. Pulsar's AuthenticationProviderBasic checks only apr1 and DES crypt.
+BASIC_USERS = {
+    "des-user": ("secret", "xxWAum7tHdIUw"),
+    "apr-user": ("aprpass", "$apr1$saltsalt$bc5FE0MgRXNeJx79BzzAm."),
+    "basic-admin": ("averyveryverylongpassword-over-16", "$apr1$12345678$8DKUXkk4pQvkz7.BPuwte0"),
+    "bcrypt-user": ("secret", "$2b$04$J5pqmmwsqzOaJMxxhbxX/.E3l8hQri8fiHicWQKvpnUVFS3QkNfSu"),
+    "md5-user": ("secret", "$1$saltsalt$9xy1btjgzLYfb7hivXtC//"),
+}
+
+
+def write_htpasswd(path: str, users: dict[str, tuple[str, str]] = BASIC_USERS) -> str:
+    """Writes `user:hash` lines to `path`; returns the path."""
+    with open(path, "w") as f:
+        f.write("".join(f"{u}:{h}\n" for u, (_, h) in users.items()))
+    return path
+
+
+def basic_and_token_settings(key_url: str, key: bytes, basic_conf: str,
+                             super_users: str = f"{SUPER_USER},basic-admin") -> list[str]:
+    """token_auth_settings with `key_url` as tokenSecretKey (`key` its bytes, for the broker's own
+    client token), plus AuthenticationProviderBasic with basicAuthConf=`basic_conf`."""
+    settings = [s for s in token_auth_settings(key)
+                if not s.startswith(("authenticationProviders=", "tokenSecretKey=",
+                                     "superUserRoles="))]
+    return settings + [f"authenticationProviders={TOKEN_PROVIDER},{BASIC_PROVIDER}",
+                       f"tokenSecretKey={key_url}", f"basicAuthConf={basic_conf}",
+                       f"superUserRoles={super_users}"]

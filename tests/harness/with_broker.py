@@ -12,6 +12,9 @@ TLS_CERTS_DIR (ca.pem, client.pem, client.key, ...).
 --auth-token starts the broker with token authentication and authorization on (a fresh HS256 key,
 superUserRoles=admin; harness/auth.py) and adds AUTH_SECRET_KEY (the key, base64) and
 AUTH_SUPER_USER_TOKEN (a token of role admin without expiry).
+--auth-basic is --auth-token with AuthenticationProviderBasic beside the token provider:
+basicAuthConf=file:///... of harness.auth.BASIC_USERS (superUserRoles=admin,basic-admin), and the
+command gets AUTH_BASIC_CONF (that file's path).
 --auth-tls is --tls and --auth-token with webServicePortTls too and AuthenticationProviderTls
 beside the token provider: TLS_CERTS_DIR also has client-ROLE.pem/.key (CN=ROLE) for the roles
 admin (the super-user), app-1 and app-2, and ADMIN_URL_TLS is https://localhost:N.
@@ -28,12 +31,14 @@ import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from harness.auth import (  # noqa: E402
+    BASIC_PROVIDER,
     SUPER_USER,
     TLS_PROVIDER,
     TOKEN_PROVIDER,
     new_secret_key,
     role_token,
     token_auth_settings,
+    write_htpasswd,
 )
 from harness.broker import broker_process, tail  # noqa: E402
 
@@ -46,6 +51,9 @@ def main() -> int:
                         help="broker setting (repeatable)")
     parser.add_argument("--auth-token", action="store_true",
                         help="token authentication and authorization on (AUTH_* in the env)")
+    parser.add_argument("--auth-basic", action="store_true",
+                        help="--auth-token plus AuthenticationProviderBasic (harness.auth."
+                             "BASIC_USERS; AUTH_BASIC_CONF in the env)")
     parser.add_argument("--tls", action="store_true",
                         help="also a TLS listener with certificates made now "
                              "(tests/harness/tls.py); sets BROKER_URL_TLS and TLS_CERTS_DIR")
@@ -67,7 +75,8 @@ def main() -> int:
         certs = generate_certs(certs_dir, client_roles=("admin", "app-1", "app-2"))
         settings = tls_settings(certs, broker_port=free_port(),
                                 web_port=free_port() if args.auth_tls else None) + settings
-    if args.auth_token or args.auth_tls:
+    basic_dir = None
+    if args.auth_token or args.auth_tls or args.auth_basic:
         key = new_secret_key()
         auth = token_auth_settings(key)
         if args.auth_tls:
@@ -76,6 +85,17 @@ def main() -> int:
         settings = auth + settings
         auth_env = {"AUTH_SECRET_KEY": base64.b64encode(key).decode(),
                     "AUTH_SUPER_USER_TOKEN": role_token(key, SUPER_USER)}
+        if args.auth_basic:
+            basic_dir = tempfile.mkdtemp(prefix="with-broker-basic-")
+            conf = write_htpasswd(os.path.join(basic_dir, "htpasswd"))
+            settings = [s for s in settings if not s.startswith(
+                ("authenticationProviders=", "superUserRoles="))]
+            providers = f"{TOKEN_PROVIDER},{BASIC_PROVIDER}"
+            if args.auth_tls:
+                providers += f",{TLS_PROVIDER}"
+            settings += [f"authenticationProviders={providers}", f"basicAuthConf=file://{conf}",
+                         f"superUserRoles={SUPER_USER},basic-admin"]
+            auth_env["AUTH_BASIC_CONF"] = conf
     proc = broker_process(args.broker, settings)
     endpoint = proc.start()
     try:
@@ -96,6 +116,8 @@ def main() -> int:
         proc.close()
         if certs_dir:
             shutil.rmtree(certs_dir, ignore_errors=True)
+        if basic_dir:
+            shutil.rmtree(basic_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

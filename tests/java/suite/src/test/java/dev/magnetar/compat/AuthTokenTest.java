@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Base64;
 import java.util.EnumSet;
 import java.util.Map;
@@ -90,6 +92,29 @@ class AuthTokenTest {
              Producer<String> producer = c.newProducer(Schema.STRING).topic(topic).create()) {
             producer.send("hello");
             assertEquals("hello", consumer.receive(10, TimeUnit.SECONDS).getValue());
+        }
+    }
+
+    @Test
+    void tokenFileWithTrailingNewline() throws Exception {
+        // "file:" token parameters: the Java client and PulsarAdmin trim what they read.
+        Path f = Files.createTempFile("admin-token", ".txt");
+        try {
+            Files.writeString(f, adminToken + "\n");
+            String params = "file://" + f;
+            String topic = Env.topic("auth-token-file");
+            try (PulsarClient c = PulsarClient.builder().serviceUrl(Env.BROKER_URL)
+                            .authentication(AuthenticationFactory.create(TOKEN_PLUGIN, params))
+                            .operationTimeout(10, TimeUnit.SECONDS).build();
+                    Producer<byte[]> p = c.newProducer().topic(topic).create()) {
+                p.send("from a token file".getBytes(StandardCharsets.UTF_8));
+            }
+            try (PulsarAdmin fileAdmin = PulsarAdmin.builder().serviceHttpUrl(Env.ADMIN_URL)
+                    .authentication(AuthenticationFactory.create(TOKEN_PLUGIN, params)).build()) {
+                assertTrue(fileAdmin.tenants().getTenants().contains("public"));
+            }
+        } finally {
+            Files.deleteIfExists(f);
         }
     }
 
