@@ -89,9 +89,10 @@ json::object managedLedgerInfoJson(PersistentTopic& t) {
   };
   json::array ledgers;
   for (const auto& l : s.ledgers) {
-    ledgers.emplace_back(json::object{
-        {"ledgerId", l.ledgerId}, {"entries", l.entries}, {"size", l.sizeBytes},
-        {"isOffloaded", false}});
+    ledgers.emplace_back(json::object{{"ledgerId", l.ledgerId},
+                                      {"entries", l.entries},
+                                      {"size", l.sizeBytes},
+                                      {"isOffloaded", false}});
   }
   json::object cursors;
   for (const auto& c : s.cursors) {
@@ -103,7 +104,8 @@ json::object managedLedgerInfoJson(PersistentTopic& t) {
                                    {"individualDeletedMessages", std::move(ranges)},
                                    {"properties", json::object{}}};
   }
-  json::object o{{"ledgers", std::move(ledgers)}, {"cursors", std::move(cursors)},
+  json::object o{{"ledgers", std::move(ledgers)},
+                 {"cursors", std::move(cursors)},
                  {"properties", json::object{}}};
   if (t.isTerminated()) o["terminatedPosition"] = pos(s.lastConfirmedEntry);
   return o;
@@ -176,17 +178,20 @@ void addInspectRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "GET", kTopicPath + "/properties",
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
-        Result<int> n = ctx->service.partitionsOf(name, false);
-        if (n.isOk() && *n > 0) return respond(jsonResponse(json::object{}));
-        // The properties given when the topic was created (kept with its topic policies).
-        withTopic(*ctx, name, respond, [ctx, name, respond](const TopicPtr&) {
+        // The properties given when the topic was created (kept with its topic policies; a
+        // partitioned topic's under its own name).
+        auto answer = [ctx, name, respond] {
           auto all = ctx->service.policies().topicPolicies(name.toString());
           auto it = all.find(broker::kTopicPropertiesKey);
           if (it == all.end()) return respond(jsonResponse(json::object{}));
           boost::system::error_code ec;
           auto v = json::parse(it->second, ec);
-          respond(ec ? HttpResponse::error(500, "stored properties are not JSON") : jsonResponse(v));
-        });
+          respond(ec ? HttpResponse::error(500, "stored properties are not JSON")
+                     : jsonResponse(v));
+        };
+        Result<int> n = ctx->service.partitionsOf(name, false);
+        if (n.isOk() && *n > 0) return answer();
+        withTopic(*ctx, name, respond, [answer](const TopicPtr&) { answer(); });
       });
 }
 
@@ -251,8 +256,8 @@ void addAnalyzeBacklogRoute(Router& r, const AdminContext* ctx) {
           if (!id) return respond(err);
           start = id->position;
         }
-        if (!refusePartitioned(ctx, name,
-                               "Analyze backlog on a partitioned topic is not allowed", respond)) {
+        if (!refusePartitioned(ctx, name, "Analyze backlog on a partitioned topic is not allowed",
+                               respond)) {
           return;
         }
         std::string sub = p.at("subscription");
@@ -303,55 +308,54 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
                       },
                       answerStatuses(respond, "Subscription not found"));
                 });
-  addTopicRoute(
-      r, "POST", kSubPath + "/expireMessages",
-      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
-            const Respond& respond) {
-        HttpResponse err;
-        auto id = parseMessageIdBody(req, &err);
-        if (!id) return respond(err);
-        if (!refusePartitioned(ctx, name,
-                               "Expire message at given position is not supported for "
-                               "partitioned-topic",
-                               respond)) {
-          return;
-        }
-        std::string sub = p.at("subscription");
-        MessageIdBody body = *id;
-        withTopic(*ctx, name, respond, [respond, sub, body](const TopicPtr& t) {
-          Position upTo = body.position;
-          if (body.isExcluded) {
-            upTo = previousPosition(t->ledger().ledgerStats(), upTo);
-          }
-          broker::expireUpTo(t, sub, upTo, [respond](const Status& s) {
-            if (s.code() == StatusCode::kNotFound) {
-              return respond(HttpResponse::error(404, "Subscription not found"));
-            }
-            respond(s ? noContent() : errorResponse(s));
-          });
-        });
-      });
-  addTopicRoute(
-      r, "POST", kTopicPath + "/all_subscription/expireMessages/{expireTimeInSeconds}",
-      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
-            const Respond& respond) {
-        auto ttl = expireSeconds(p, respond);
-        if (!ttl) return;
-        int64_t seconds = *ttl;
-        onEachTarget<Status>(
-            ctx, req, name, false, Status::ok(), respond,
-            [seconds](const TopicPtr& t, const StatusCb& reply) {
-              auto subs = durableSubscriptions(*t);
-              auto gather = Gather<Status>::create(
-                  subs.size(),
-                  [reply](const std::vector<Status>& all) { reply(combineStatuses(all)); });
-              for (size_t i = 0; i < subs.size(); ++i) {
-                broker::expireByTime(t, subs[i], seconds,
-                                     [gather, i](const Status& s) { gather->set(i, s); });
-              }
-            },
-            answerStatuses(respond, "Topic not found"));
-      });
+  addTopicRoute(r, "POST", kSubPath + "/expireMessages",
+                [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+                      const Respond& respond) {
+                  HttpResponse err;
+                  auto id = parseMessageIdBody(req, &err);
+                  if (!id) return respond(err);
+                  if (!refusePartitioned(ctx, name,
+                                         "Expire message at given position is not supported for "
+                                         "partitioned-topic",
+                                         respond)) {
+                    return;
+                  }
+                  std::string sub = p.at("subscription");
+                  MessageIdBody body = *id;
+                  withTopic(*ctx, name, respond, [respond, sub, body](const TopicPtr& t) {
+                    Position upTo = body.position;
+                    if (body.isExcluded) {
+                      upTo = previousPosition(t->ledger().ledgerStats(), upTo);
+                    }
+                    broker::expireUpTo(t, sub, upTo, [respond](const Status& s) {
+                      if (s.code() == StatusCode::kNotFound) {
+                        return respond(HttpResponse::error(404, "Subscription not found"));
+                      }
+                      respond(s ? noContent() : errorResponse(s));
+                    });
+                  });
+                });
+  addTopicRoute(r, "POST", kTopicPath + "/all_subscription/expireMessages/{expireTimeInSeconds}",
+                [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+                      const Respond& respond) {
+                  auto ttl = expireSeconds(p, respond);
+                  if (!ttl) return;
+                  int64_t seconds = *ttl;
+                  onEachTarget<Status>(
+                      ctx, req, name, false, Status::ok(), respond,
+                      [seconds](const TopicPtr& t, const StatusCb& reply) {
+                        auto subs = durableSubscriptions(*t);
+                        auto gather = Gather<Status>::create(
+                            subs.size(), [reply](const std::vector<Status>& all) {
+                              reply(combineStatuses(all));
+                            });
+                        for (size_t i = 0; i < subs.size(); ++i) {
+                          broker::expireByTime(t, subs[i], seconds,
+                                               [gather, i](const Status& s) { gather->set(i, s); });
+                        }
+                      },
+                      answerStatuses(respond, "Topic not found"));
+                });
 }
 
 }  // namespace
@@ -362,8 +366,8 @@ int64_t estimatedBacklogSize(const std::vector<storage::LedgerStats>& ledgers, P
     if (l.ledgerId > from.ledgerId) {
       total += l.sizeBytes;
     } else if (l.ledgerId == from.ledgerId && l.entries > 0) {
-      int64_t remaining = std::clamp<int64_t>(l.entries - std::max<int64_t>(0, from.entryId), 0,
-                                              l.entries);
+      int64_t remaining =
+          std::clamp<int64_t>(l.entries - std::max<int64_t>(0, from.entryId), 0, l.entries);
       total += l.sizeBytes * remaining / l.entries;
     }
   }

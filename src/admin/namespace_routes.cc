@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <future>
 #include <memory>
 #include <set>
+#include <tuple>
 
+#include "admin/topic_policy_routes.h"
 #include "broker/cluster/bundles.h"
+#include "broker/schema_compatibility.h"
 #include "broker/topic_ownership.h"
 
 namespace magnetar::admin {
@@ -80,13 +84,17 @@ std::string backlogQuotaFrom(const json::value& v, broker::BacklogQuota* q) {
   if (!size) size = o->if_contains("limit");
   const json::value* time = o->if_contains("limitTime");
   const json::value* policy = o->if_contains("policy");
-  if ((size && !size->is_int64()) || (time && !time->is_int64()) ||
-      (policy && !policy->is_string())) {
-    return "Bad backlog quota fields";
-  }
-  if (size) q->limitSize = size->as_int64();
-  if (time) q->limitTime = static_cast<int32_t>(time->as_int64());
-  if (policy) q->policy = std::string(policy->as_string());
+  // Jackson's coercions: "2000" and 1e3 are numbers, a policy given as any scalar is its text.
+  std::optional<int64_t> sizeValue = size && !size->is_null() ? javaInteger(*size, false) : 0;
+  std::optional<int64_t> timeValue = time && !time->is_null() ? javaInteger(*time, true) : 0;
+  std::optional<std::string> policyValue =
+      policy && !policy->is_null() ? javaString(*policy) : std::optional<std::string>(q->policy);
+  if (!sizeValue) return "Cannot deserialize value of type `long` for limitSize";
+  if (!timeValue) return "Cannot deserialize value of type `int` for limitTime";
+  if (!policyValue) return "Cannot deserialize the backlog quota policy";
+  if (size && !size->is_null()) q->limitSize = *sizeValue;
+  if (time && !time->is_null()) q->limitTime = static_cast<int32_t>(*timeValue);
+  q->policy = *policyValue;
   if (!kBacklogPolicies.count(q->policy)) return "Unknown backlog quota policy: " + q->policy;
   return "";
 }
@@ -96,6 +104,22 @@ json::object retentionJson(const broker::RetentionPolicy& r) {
           {"retentionSizeInMB", r.retentionSizeInMB}};
 }
 
+// Pulsar's RetentionPolicies from JSON (Jackson: missing fields 0, numbers as strings taken);
+// nullopt when not one.
+std::optional<broker::RetentionPolicy> retentionFrom(const json::value& v) {
+  const json::object* o = v.if_object();
+  if (!o) return std::nullopt;
+  std::optional<int64_t> t = 0, sz = 0;
+  if (const json::value* f = o->if_contains("retentionTimeInMinutes"); f && !f->is_null()) {
+    t = javaInteger(*f, true);
+  }
+  if (const json::value* f = o->if_contains("retentionSizeInMB"); f && !f->is_null()) {
+    sz = javaInteger(*f, false);
+  }
+  if (!t || !sz) return std::nullopt;
+  return broker::RetentionPolicy{static_cast<int32_t>(*t), *sz};
+}
+
 // Pulsar's Policies object (the fields Magnetar knows; the rest at Pulsar's defaults).
 json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
   json::object o;
@@ -103,23 +127,46 @@ json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
   for (const auto& [topic, roles] : p.topicPermissions) {
     destinationAuth[topic] = permissionsJson(roles);
   }
-  o["auth_policies"] = json::object{{"namespace_auth", permissionsJson(p.permissions)},
-                                    {"destination_auth", std::move(destinationAuth)},
-                                    {"subscription_auth_roles", json::object{}}};
-  o["replication_clusters"] = json::array{json::string(ctx.config->clusterName())};
-  o["bundles"] = json::object{{"boundaries", json::array{"0x00000000", "0x40000000", "0x80000000",
+  // A field kept as given at creation (keptFields), else `dflt`.
+  auto kept = [&p](const char* field, json::value dflt) {
+    auto it = p.keptFields.find(field);
+    if (it == p.keptFields.end()) return dflt;
+    boost::system::error_code ec;
+    json::value v = json::parse(it->second, ec);
+    return ec ? dflt : v;
+  };
+  o["auth_policies"] =
+      json::object{{"namespace_auth", permissionsJson(p.permissions)},
+                   {"destination_auth", std::move(destinationAuth)},
+                   {"subscription_auth_roles", kept("subscription_auth_roles", json::object{})}};
+  o["replication_clusters"] =
+      p.replicationClusters && !p.replicationClusters->empty()
+          ? json::value(stringArray(*p.replicationClusters))
+          : json::value(json::array{json::string(ctx.config->clusterName())});
+  o["bundles"] = kept(
+      "bundles", json::object{{"boundaries", json::array{"0x00000000", "0x40000000", "0x80000000",
                                                          "0xc0000000", "0xffffffff"}},
-                              {"numBundles", 4}};
+                              {"numBundles", 4}});
   json::object quotas;
   for (const auto& [type, q] : p.backlogQuotas) quotas[type] = backlogQuotaJson(q);
   o["backlog_quota_map"] = std::move(quotas);
-  o["clusterDispatchRate"] = json::object{};
-  o["topicDispatchRate"] = json::object{};
-  o["subscriptionDispatchRate"] = json::object{};
-  o["replicatorDispatchRate"] = json::object{};
-  o["clusterSubscribeRate"] = json::object{};
-  o["publishMaxMessageRate"] = json::object{};
-  o["latency_stats_sample_rate"] = json::object{};
+  for (const char* m : {"clusterDispatchRate", "topicDispatchRate", "subscriptionDispatchRate",
+                        "replicatorDispatchRate", "clusterSubscribeRate", "publishMaxMessageRate",
+                        "latency_stats_sample_rate"}) {
+    o[m] = kept(m, json::object{});
+  }
+  if (const auto& a = p.autoTopicCreation) {
+    json::object ao{{"allowAutoTopicCreation", a->allowAutoTopicCreation},
+                    {"topicType", a->topicType}};
+    if (a->defaultNumPartitions) ao["defaultNumPartitions"] = *a->defaultNumPartitions;
+    o["autoTopicCreationOverride"] = std::move(ao);
+  }
+  if (const auto& d = p.delayedDelivery) {
+    o["delayed_delivery_policies"] =
+        json::object{{"tickTime", d->tickTime},
+                     {"active", d->active},
+                     {"maxDeliveryDelayInMillis", d->maxDeliveryDelayInMillis}};
+  }
   o["deduplicationEnabled"] =
       p.deduplicationEnabled ? json::value(*p.deduplicationEnabled) : json::value(nullptr);
   o["message_ttl_in_seconds"] =
@@ -137,28 +184,213 @@ json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
   }
   if (p.compactionThreshold) o["compaction_threshold"] = *p.compactionThreshold;
   o["deleted"] = false;
-  o["encryption_required"] = false;
-  o["subscription_auth_mode"] = "None";
-  o["offload_threshold"] = -1;
+  o["encryption_required"] = kept("encryption_required", false);
+  o["subscription_auth_mode"] = kept("subscription_auth_mode", "None");
+  o["offload_threshold"] = kept("offload_threshold", -1);
   o["schema_compatibility_strategy"] = p.schemaCompatibilityStrategy.value_or("UNDEFINED");
   o["is_allow_auto_update_schema"] = p.isAllowAutoUpdateSchema.value_or(true);
   o["schema_validation_enforced"] = p.schemaValidationEnforced.value_or(false);
-  o["properties"] = json::object{};
+  o["properties"] = kept("properties", json::object{});
+  // The other kept fields (persistence, offload_policies, ...), as given.
+  for (const auto& [field, text] : p.keptFields) {
+    if (o.contains(field) || field == "subscription_auth_roles") continue;
+    o[field] = kept(field.c_str(), nullptr);
+  }
   return o;
 }
 
-// The policies given in a create-namespace body (Pulsar's Policies JSON): the max_* limits,
-// deduplicationEnabled, message_ttl_in_seconds, retention_policies, backlog_quota_map and
-// subscription_expiration_time_minutes; the other fields are accepted and left at their
-// defaults. "" or the error text (a 400, as Pulsar's JSON mapping errors).
+// role -> AuthAction names (Pulsar's namespace_auth / destination_auth maps); false when not one.
+bool readPermissions(const json::value& v, std::map<std::string, std::set<std::string>>* out) {
+  if (v.is_null()) return true;
+  if (!v.is_object()) return false;
+  for (const auto& [role, actions] : v.as_object()) {
+    if (!actions.is_array()) return false;
+    std::set<std::string>& set = (*out)[std::string(role)];
+    for (const auto& a : actions.as_array()) {
+      const auto& all = authActions();
+      if (!a.is_string() || std::find(all.begin(), all.end(), a.as_string()) == all.end()) {
+        return false;
+      }
+      set.emplace(a.as_string());
+    }
+  }
+  return true;
+}
+
+// Policies fields Magnetar keeps as given but does not act on, with the Java type Jackson reads
+// them as ("" for an object or array, kept as it came).
+const std::map<std::string, std::string>& keptPolicyFields() {
+  static const std::map<std::string, std::string> kFields = {
+      {"clusterDispatchRate", ""},
+      {"topicDispatchRate", ""},
+      {"subscriptionDispatchRate", ""},
+      {"replicatorDispatchRate", ""},
+      {"clusterSubscribeRate", ""},
+      {"publishMaxMessageRate", ""},
+      {"latency_stats_sample_rate", ""},
+      {"persistence", ""},
+      {"autoSubscriptionCreationOverride", ""},
+      {"offload_policies", ""},
+      {"subscription_types_enabled", ""},
+      {"encryption_required", "boolean"},
+      {"subscription_auth_mode", "String"},
+      {"offload_threshold", "long"},
+      {"offload_deletion_lag_ms", "long"},
+      {"max_topics_per_namespace", "int"},
+      {"deduplicationSnapshotIntervalSeconds", "int"},
+      {"resource_group_name", "String"},
+      {"properties", "map"},
+  };
+  return kFields;
+}
+
+// The policies given in a create-namespace body (Pulsar's Policies JSON), with Jackson's
+// coercions ("30" for a number, "true" for a boolean): auth_policies (namespace_auth and
+// destination_auth are the namespace's and topics' grants), replication_clusters, the max_*
+// limits, deduplicationEnabled, message_ttl_in_seconds, retention_policies, backlog_quota_map,
+// subscription_expiration_time_minutes, inactive_topic_policies, delayed_delivery_policies,
+// autoTopicCreationOverride, compaction_threshold, the schema policies; the fields of
+// keptPolicyFields() and auth_policies.subscription_auth_roles are kept as given (GET shows
+// them); unknown fields are ignored, as Pulsar's mapper does. "" or the error text (a 400, as
+// Pulsar's JSON mapping errors).
 std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
   const json::object* o = body.if_object();
   if (!o) return "The body must be a Policies JSON object";
+  if (const json::value* a = o->if_contains("auth_policies"); a && !a->is_null()) {
+    const json::object* ao = a->if_object();
+    if (!ao) return "Invalid auth_policies";
+    if (const json::value* n = ao->if_contains("namespace_auth");
+        n && !readPermissions(*n, &out->permissions)) {
+      return "Invalid auth_policies.namespace_auth";
+    }
+    if (const json::value* d = ao->if_contains("destination_auth"); d && !d->is_null()) {
+      if (!d->is_object()) return "Invalid auth_policies.destination_auth";
+      for (const auto& [topic, roles] : d->as_object()) {
+        if (!readPermissions(roles, &out->topicPermissions[std::string(topic)])) {
+          return "Invalid auth_policies.destination_auth";
+        }
+      }
+    }
+    if (const json::value* r = ao->if_contains("subscription_auth_roles"); r && !r->is_null()) {
+      json::object roles;
+      if (!r->is_object()) return "Invalid auth_policies.subscription_auth_roles";
+      for (const auto& [sub, list] : r->as_object()) {
+        std::vector<std::string> names;
+        if (!readStrings(&list, &names)) return "Invalid auth_policies.subscription_auth_roles";
+        roles[sub] = stringArray(names);
+      }
+      if (!roles.empty()) out->keptFields["subscription_auth_roles"] = json::serialize(roles);
+    }
+  }
+  if (const json::value* rc = o->if_contains("replication_clusters"); rc && !rc->is_null()) {
+    std::vector<std::string> clusters;
+    if (!readStrings(rc, &clusters)) return "Invalid replication_clusters";
+    if (!clusters.empty()) out->replicationClusters = std::move(clusters);
+  }
+  for (const auto& [field, type] : keptPolicyFields()) {
+    const json::value* f = o->if_contains(field);
+    if (!f || f->is_null()) continue;
+    json::value v = *f;
+    if (type == "boolean") {
+      auto b = javaBoolean(*f);
+      if (!b) return "Invalid " + field;
+      v = *b;
+    } else if (type == "long" || type == "int") {
+      auto n = javaInteger(*f, type == "int");
+      if (!n) return "Invalid " + field;
+      v = *n;
+    } else if (type == "String") {
+      auto t = javaString(*f);
+      if (!t) return "Invalid " + field;
+      v = json::string(*t);
+    } else if (type == "map") {
+      auto m = javaStringMap(*f);
+      if (!m) return "Invalid " + field;
+      json::object mo;
+      for (const auto& [k, val] : *m) mo[k] = val;
+      v = std::move(mo);
+    }
+    out->keptFields[field] = json::serialize(v);
+  }
+  if (const json::value* i = o->if_contains("inactive_topic_policies"); i && !i->is_null()) {
+    const json::object* io = i->if_object();
+    if (!io) return "Invalid inactive_topic_policies";
+    broker::InactiveTopicPolicies p{"delete_when_no_subscriptions", 0, false};
+    if (const json::value* m = io->if_contains("inactiveTopicDeleteMode"); m && !m->is_null()) {
+      if (!m->is_string() || (m->as_string() != "delete_when_no_subscriptions" &&
+                              m->as_string() != "delete_when_subscriptions_caught_up")) {
+        return "Invalid inactive_topic_policies";
+      }
+      p.inactiveTopicDeleteMode = std::string(m->as_string());
+    }
+    if (const json::value* m = io->if_contains("maxInactiveDurationSeconds"); m && !m->is_null()) {
+      auto n = javaInteger(*m, true);
+      if (!n) return "Invalid inactive_topic_policies";
+      p.maxInactiveDurationSeconds = static_cast<int32_t>(*n);
+    }
+    if (const json::value* d = io->if_contains("deleteWhileInactive"); d && !d->is_null()) {
+      auto b = javaBoolean(*d);
+      if (!b) return "Invalid inactive_topic_policies";
+      p.deleteWhileInactive = *b;
+    }
+    out->inactiveTopicPolicies = p;
+  }
+  if (const json::value* d = o->if_contains("delayed_delivery_policies"); d && !d->is_null()) {
+    const json::object* dobj = d->if_object();
+    if (!dobj) return "Invalid delayed_delivery_policies";
+    broker::DelayedDeliveryPolicies dd;
+    dd.active = false;  // Java's defaults for fields left out
+    dd.tickTime = 0;
+    if (const json::value* f = dobj->if_contains("active"); f && !f->is_null()) {
+      auto b = javaBoolean(*f);
+      if (!b) return "Invalid delayed_delivery_policies";
+      dd.active = *b;
+    }
+    for (auto [name, field] :
+         {std::pair{"tickTime", &dd.tickTime},
+          std::pair{"maxDeliveryDelayInMillis", &dd.maxDeliveryDelayInMillis}}) {
+      if (const json::value* f = dobj->if_contains(name); f && !f->is_null()) {
+        auto n = javaInteger(*f, false);
+        if (!n) return "Invalid delayed_delivery_policies";
+        *field = *n;
+      }
+    }
+    out->delayedDelivery = dd;
+  }
+  if (const json::value* a = o->if_contains("autoTopicCreationOverride"); a && !a->is_null()) {
+    broker::AutoTopicCreationOverride ov;
+    std::string bad = validateAutoTopicCreation(*a, &ov);
+    if (!bad.empty()) return "Invalid autoTopicCreationOverride: " + bad;
+    out->autoTopicCreation = ov;
+  }
+  if (const json::value* c = o->if_contains("compaction_threshold"); c && !c->is_null()) {
+    auto n = javaInteger(*c, false);
+    if (!n) return "Invalid compaction_threshold";
+    out->compactionThreshold = *n;
+  }
+  if (const json::value* c = o->if_contains("schema_compatibility_strategy"); c && !c->is_null()) {
+    if (!c->is_string() || !broker::strategyFromName(c->as_string())) {
+      return "Invalid schema_compatibility_strategy";
+    }
+    if (c->as_string() != "UNDEFINED")
+      out->schemaCompatibilityStrategy = std::string(c->as_string());
+  }
+  if (const json::value* b = o->if_contains("is_allow_auto_update_schema"); b && !b->is_null()) {
+    auto v = javaBoolean(*b);
+    if (!v) return "Invalid is_allow_auto_update_schema";
+    out->isAllowAutoUpdateSchema = *v;
+  }
+  if (const json::value* b = o->if_contains("schema_validation_enforced"); b && !b->is_null()) {
+    auto v = javaBoolean(*b);
+    if (!v) return "Invalid schema_validation_enforced";
+    if (*v) out->schemaValidationEnforced = true;
+  }
   auto intField = [&](const char* field, std::optional<int32_t>* v) -> bool {
     const json::value* f = o->if_contains(field);
     if (!f || f->is_null()) return true;
-    if (!f->is_int64() || f->as_int64() < 0 || f->as_int64() > INT32_MAX) return false;
-    *v = static_cast<int32_t>(f->as_int64());
+    auto n = javaInteger(*f, true);
+    if (!n || *n < 0) return false;
+    *v = static_cast<int32_t>(*n);
     return true;
   };
   for (const auto& l : broker::kNamespaceLimits) {
@@ -170,15 +402,14 @@ std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
     return "Invalid message_ttl_in_seconds";
   }
   if (const json::value* d = o->if_contains("deduplicationEnabled"); d && !d->is_null()) {
-    if (!d->is_bool()) return "Invalid deduplicationEnabled";
-    out->deduplicationEnabled = d->as_bool();
+    auto b = javaBoolean(*d);
+    if (!b) return "Invalid deduplicationEnabled";
+    out->deduplicationEnabled = *b;
   }
   if (const json::value* r = o->if_contains("retention_policies"); r && !r->is_null()) {
-    const json::object* ro = r->if_object();
-    const json::value* t = ro ? ro->if_contains("retentionTimeInMinutes") : nullptr;
-    const json::value* sz = ro ? ro->if_contains("retentionSizeInMB") : nullptr;
-    if (!t || !sz || !t->is_int64() || !sz->is_int64()) return "Invalid retention_policies";
-    out->retention = broker::RetentionPolicy{static_cast<int32_t>(t->as_int64()), sz->as_int64()};
+    auto rp = retentionFrom(*r);
+    if (!rp) return "Invalid retention_policies";
+    out->retention = *rp;
   }
   if (const json::value* m = o->if_contains("backlog_quota_map"); m && !m->is_null()) {
     if (!m->is_object()) return "Invalid backlog_quota_map";
@@ -188,6 +419,7 @@ std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
       if (!kBacklogQuotaTypes.count(t)) return "Invalid backlog_quota_map: unknown type " + t;
       broker::BacklogQuota quota;
       // Pulsar's BacklogQuotaImpl defaults when a field is left out of the Policies JSON.
+      quota.limitSize = 0;
       quota.limitTime = 0;
       if (std::string e = backlogQuotaFrom(q, &quota); !e.empty()) {
         return "Invalid backlog_quota_map: " + e;
@@ -216,12 +448,16 @@ std::string bundleCount(const json::value& body, int* n) {
     return *n >= 1 ? "" : "Invalid bundles: fewer than 2 boundaries";
   }
   if (const json::value* num = b->as_object().if_contains("numBundles"); num && !num->is_null()) {
-    if (!num->is_int64() || num->as_int64() < 1 || num->as_int64() > 1 << 20) {
-      return "Invalid number of bundles";
-    }
-    *n = static_cast<int>(num->as_int64());
+    auto count = javaInteger(*num, true);
+    if (!count || *count < 1 || *count > 1 << 20) return "Invalid number of bundles";
+    *n = static_cast<int>(*count);
   }
   return "";
+}
+
+// Whether `cluster` exists: the local one or one created through PUT clusters.
+bool clusterExists(const AdminContext& ctx, const std::string& cluster) {
+  return cluster == ctx.config->clusterName() || ctx.service.policies().cluster(cluster);
 }
 
 // PUT/POST tenant body -> TenantInfo; errors as Pulsar (400 bad JSON, 412 unknown cluster).
@@ -242,7 +478,7 @@ std::optional<broker::TenantInfo> tenantInfoFrom(const AdminContext& ctx, const 
     return std::nullopt;
   }
   for (const auto& c : info.allowedClusters) {
-    if (c != ctx.config->clusterName()) {
+    if (!clusterExists(ctx, c)) {
       *error = HttpResponse::error(412, "Clusters do not exist: " + c);
       return std::nullopt;
     }
@@ -255,21 +491,165 @@ json::object tenantJson(const broker::TenantInfo& t) {
           {"allowedClusters", stringArray(t.allowedClusters)}};
 }
 
+// Pulsar's ClusterData from a PUT/POST body as its ClusterDataImpl keeps it (Jackson: unknown
+// fields ignored, booleans from "true"/1, strings from numbers; the three TLS booleans default to
+// false, null fields left out) and its URL checks. nullopt with 400 in *error.
+std::optional<json::object> clusterDataFromBody(const HttpRequest& req, HttpResponse* error) {
+  auto v = parseJsonBody(req, error);
+  if (!v) return std::nullopt;
+  if (v->is_null() || (req.body.empty())) {
+    *error = HttpResponse::error(400, "cluster data is required");
+    return std::nullopt;
+  }
+  if (!v->is_object()) {
+    *error = jacksonError("org.apache.pulsar.common.policies.data.ClusterDataImpl", *v);
+    return std::nullopt;
+  }
+  static const char* kStrings[] = {"serviceUrl",
+                                   "serviceUrlTls",
+                                   "brokerServiceUrl",
+                                   "brokerServiceUrlTls",
+                                   "proxyServiceUrl",
+                                   "authenticationPlugin",
+                                   "authenticationParameters",
+                                   "proxyProtocol",
+                                   "brokerClientTlsTrustStoreType",
+                                   "brokerClientTlsTrustStore",
+                                   "brokerClientTlsTrustStorePassword",
+                                   "brokerClientTlsKeyStoreType",
+                                   "brokerClientTlsKeyStore",
+                                   "brokerClientTlsKeyStorePassword",
+                                   "brokerClientTrustCertsFilePath",
+                                   "brokerClientKeyFilePath",
+                                   "brokerClientCertificateFilePath",
+                                   "listenerName",
+                                   "brokerClientSslFactoryPlugin",
+                                   "brokerClientSslFactoryPluginParams"};
+  static const char* kBooleans[] = {"brokerClientTlsEnabled", "tlsAllowInsecureConnection",
+                                    "brokerClientTlsEnabledWithKeyStore"};
+  const json::object& body = v->as_object();
+  json::object out;
+  for (const char* f : kStrings) {
+    const json::value* x = body.if_contains(f);
+    if (!x || x->is_null()) continue;
+    auto text = javaString(*x);
+    if (!text) {
+      *error = jacksonError("java.lang.String", *x, f);
+      return std::nullopt;
+    }
+    out[f] = *text;
+  }
+  for (const char* f : kBooleans) {
+    const json::value* x = body.if_contains(f);
+    auto b = x && !x->is_null() ? javaBoolean(*x) : std::optional<bool>(false);
+    if (!b) {
+      *error = jacksonError("boolean", *x, f);
+      return std::nullopt;
+    }
+    out[f] = *b;
+  }
+  for (const char* f : {"peerClusterNames"}) {  // a set of names, kept as given
+    if (const json::value* x = body.if_contains(f); x && !x->is_null()) {
+      std::vector<std::string> names;
+      if (!readStrings(x, &names)) {
+        *error = jacksonError("java.util.LinkedHashSet", *x, f);
+        return std::nullopt;
+      }
+      out[f] = stringArray(names);
+    }
+  }
+  // Pulsar's ClusterDataImpl.checkPropertiesIfPresent: each URL given has its scheme.
+  static const std::tuple<const char*, const char*, const char*> kUrls[] = {
+      {"serviceUrl", "http://", "Illegal service url, example: http://pulsar.example.com:8080"},
+      {"serviceUrlTls", "https://",
+       "Illegal service tls url, example: https://pulsar.example.com:8443"},
+      {"brokerServiceUrl", "pulsar://",
+       "Illegal broker service url, example: pulsar://pulsar.example.com:6650"},
+      {"brokerServiceUrlTls", "pulsar+ssl://",
+       "Illegal broker service tls url, example: pulsar+ssl://pulsar.example.com:6651"}};
+  for (const auto& [field, scheme, message] : kUrls) {
+    const json::value* u = out.if_contains(field);
+    if (!u || u->as_string().empty()) continue;
+    if (u->as_string().size() <= strlen(scheme) || u->as_string().find(scheme) != 0) {
+      *error = HttpResponse::error(400, message);
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+// Standalone's clusters: the local one (built from this broker's URLs unless a stored
+// ClusterData replaces it) and those created through PUT (broker::PolicyRegistry, persisted).
+// Pulsar answers PUT and POST with 200 and no body.
 void addClusterRoutes(Router& r, const AdminContext* ctx) {
-  r.addSync("GET", "/admin/v2/clusters", [ctx](const HttpRequest&, const PathParams&) {
-    return jsonResponse(json::array{json::string(ctx->config->clusterName())});
+  auto& reg = ctx->service.policies();
+  r.addSync("GET", "/admin/v2/clusters", [ctx, &reg](const HttpRequest&, const PathParams&) {
+    std::set<std::string> names{ctx->config->clusterName()};
+    for (auto& c : reg.clusters()) names.insert(c);
+    return jsonResponse(stringArray({names.begin(), names.end()}));
   });
-  r.addSync(
-      "GET", "/admin/v2/clusters/{cluster}", [ctx](const HttpRequest& req, const PathParams& p) {
-        if (p.at("cluster") != ctx->config->clusterName()) {
-          return HttpResponse::error(404, "Cluster does not exist");
-        }
-        std::string host = advertisedHost(*ctx, req);
-        return jsonResponse(
-            json::object{{"serviceUrl", webServiceUrl(*ctx, req)},
-                         {"brokerServiceUrl",
-                          fmt::format("pulsar://{}:{}", host, ctx->service.brokerServicePort())}});
-      });
+  r.addSync("GET", "/admin/v2/clusters/{cluster}",
+            [ctx, &reg](const HttpRequest& req, const PathParams& p) {
+              const std::string& name = p.at("cluster");
+              if (auto stored = reg.cluster(name)) {
+                boost::system::error_code ec;
+                json::value v = json::parse(*stored, ec);
+                if (!ec) return jsonResponse(v);
+                return HttpResponse::error(500, "stored ClusterData of " + name + " is not JSON");
+              }
+              if (name != ctx->config->clusterName()) {
+                return HttpResponse::error(404, "Cluster does not exist");
+              }
+              std::string host = advertisedHost(*ctx, req);
+              return jsonResponse(json::object{
+                  {"serviceUrl", webServiceUrl(*ctx, req)},
+                  {"brokerServiceUrl",
+                   fmt::format("pulsar://{}:{}", host, ctx->service.brokerServicePort())},
+                  {"brokerClientTlsEnabled", false},
+                  {"tlsAllowInsecureConnection", false},
+                  {"brokerClientTlsEnabledWithKeyStore", false}});
+            });
+  r.addSync("PUT", "/admin/v2/clusters/{cluster}",
+            [ctx, &reg](const HttpRequest& req, const PathParams& p) {
+              const std::string& name = p.at("cluster");
+              if (!broker::isValidNamePart(name)) {
+                return HttpResponse::error(412, "Cluster name is not valid");
+              }
+              HttpResponse err;
+              auto data = clusterDataFromBody(req, &err);
+              if (!data) return err;
+              if (name == ctx->config->clusterName() || reg.cluster(name)) {
+                return HttpResponse::error(409, "Cluster already exists");
+              }
+              Status s = reg.createCluster(name, json::serialize(*data));
+              return s ? HttpResponse{200, "", "", {}} : errorResponse(s);
+            });
+  r.addSync("POST", "/admin/v2/clusters/{cluster}",
+            [ctx, &reg](const HttpRequest& req, const PathParams& p) {
+              const std::string& name = p.at("cluster");
+              HttpResponse err;
+              auto data = clusterDataFromBody(req, &err);
+              if (!data) return err;
+              Status s = reg.updateCluster(name, json::serialize(*data));
+              if (s.code() == StatusCode::kNotFound && name == ctx->config->clusterName()) {
+                s = reg.createCluster(name, json::serialize(*data));  // the local one, replaced
+              }
+              return s ? HttpResponse{200, "", "", {}} : errorResponse(s);
+            });
+  // The local cluster is refused (412): Pulsar deletes it, leaving its standalone serving
+  // namespaces of a cluster that no longer exists.
+  r.addSync("DELETE", "/admin/v2/clusters/{cluster}",
+            [ctx, &reg](const HttpRequest& req, const PathParams& p) {
+              if (ctx->service.sharedConfig()) {  // cluster mode: cluster_routes.h's, no DELETE
+                return HttpResponse::error(405, "Method DELETE not allowed on " + req.path);
+              }
+              const std::string& name = p.at("cluster");
+              if (name == ctx->config->clusterName()) {
+                return HttpResponse::error(412, "Cannot delete the cluster this broker serves");
+              }
+              Status s = reg.deleteCluster(name);
+              return s ? noContent() : errorResponse(s);
+            });
 }
 
 void addTenantRoutes(Router& r, const AdminContext* ctx) {
@@ -420,10 +800,40 @@ void addNamespaceLifecycleRoutes(Router& r, const AdminContext* ctx) {
                 HttpResponse err;
                 auto body = parseJsonBody(req, &err);
                 if (!body) return err;
-                std::string bad = initialPolicies(*body, &initial);
-                if (!bad.empty()) return HttpResponse::error(400, bad);
-                bad = bundleCount(*body, &numBundles);
-                if (!bad.empty()) return HttpResponse::error(412, bad);
+                if (!body->is_null()) {  // null: no policies, as Pulsar
+                  std::string bad = initialPolicies(*body, &initial);
+                  if (!bad.empty()) return HttpResponse::error(400, bad);
+                  bad = bundleCount(*body, &numBundles);
+                  if (!bad.empty()) return HttpResponse::error(412, bad);
+                }
+              }
+              // Pulsar's validatePolicies: each replication cluster must be one the tenant may
+              // use (403).
+              if (initial.replicationClusters) {
+                auto info = ctx->service.policies().tenant(t);
+                for (const auto& c : *initial.replicationClusters) {
+                  bool allowed =
+                      info && !info->allowedClusters.empty()
+                          ? std::find(info->allowedClusters.begin(), info->allowedClusters.end(),
+                                      c) != info->allowedClusters.end()
+                          : c == ctx->config->clusterName();
+                  if (!allowed) {
+                    return HttpResponse::error(
+                        403, fmt::format("Cluster [{}] is not in the list of allowed clusters "
+                                         "list for tenant [{}]",
+                                         c, t));
+                  }
+                }
+              }
+              if (numBundles > 0 && !ctx->service.sharedConfig()) {
+                // Standalone serves every namespace itself; the bundles asked for are kept as
+                // Pulsar shows them (evenly cut, as its NamespaceBundleFactory).
+                auto b = broker::cluster::defaultBoundaries(numBundles);
+                if (!b.isOk()) return HttpResponse::error(412, b.status().message());
+                json::array a;
+                for (uint64_t v : *b) a.emplace_back(broker::cluster::formatBoundary(v));
+                initial.keptFields["bundles"] = json::serialize(
+                    json::object{{"boundaries", std::move(a)}, {"numBundles", numBundles}});
               }
               Status s = ctx->service.addNamespace(t + "/" + n, initial, numBundles);
               return s ? noContent() : errorResponse(s);
@@ -484,14 +894,9 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
               HttpResponse err;
               auto v = parseJsonBody(req, &err);
               if (!v) return err;
-              const json::object* o = v->if_object();
-              const json::value* t = o ? o->if_contains("retentionTimeInMinutes") : nullptr;
-              const json::value* s = o ? o->if_contains("retentionSizeInMB") : nullptr;
-              if (!t || !s || !t->is_int64() || !s->is_int64()) {
-                return HttpResponse::error(
-                    400, "retentionTimeInMinutes and retentionSizeInMB are required");
-              }
-              broker::RetentionPolicy rp{static_cast<int32_t>(t->as_int64()), s->as_int64()};
+              auto parsed = retentionFrom(*v);
+              if (!parsed) return jacksonError("RetentionPolicies", *v);
+              broker::RetentionPolicy rp = *parsed;
               std::string bad =
                   retentionPolicyError(rp.retentionTimeInMinutes, rp.retentionSizeInMB);
               if (!bad.empty()) return HttpResponse::error(400, bad);
@@ -519,10 +924,14 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
               HttpResponse err;
               auto v = parseJsonBody(req, &err);
               if (!v) return err;
-              if (!v->is_int64() || v->as_int64() < 0 || v->as_int64() > INT32_MAX) {
-                return HttpResponse::error(412, "Invalid value for message TTL");
+              // An Integer: null clears it, "30" and 30.5 are 30, a non-number is a 400.
+              std::optional<int32_t> ttl;
+              if (!v->is_null()) {
+                auto n = javaInteger(*v, true);
+                if (!n) return jacksonError("int", *v);
+                if (*n < 0) return HttpResponse::error(412, "Invalid value for message TTL");
+                ttl = static_cast<int32_t>(*n);
               }
-              int32_t ttl = static_cast<int32_t>(v->as_int64());
               if (Status stored = reg.updateNamespacePolicies(
                       ns, [&](NamespacePolicies& p) { p.messageTtlSeconds = ttl; });
                   !stored)
@@ -559,18 +968,19 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
               d.active = false;
               d.tickTime = 0;
               if (const auto* f = o->if_contains("active"); f && !f->is_null()) {
-                if (!f->is_bool()) return HttpResponse::error(400, "Invalid value for active");
-                d.active = f->as_bool();
+                auto b = javaBoolean(*f);
+                if (!b) return jacksonError("boolean", *f, "active");
+                d.active = *b;
               }
               if (const auto* f = o->if_contains("tickTime"); f && !f->is_null()) {
-                if (!f->is_number()) return HttpResponse::error(400, "Invalid value for tickTime");
-                d.tickTime = f->to_number<int64_t>();
+                auto n = javaInteger(*f, false);
+                if (!n) return jacksonError("long", *f, "tickTime");
+                d.tickTime = *n;
               }
               if (const auto* f = o->if_contains("maxDeliveryDelayInMillis"); f && !f->is_null()) {
-                if (!f->is_number()) {
-                  return HttpResponse::error(400, "Invalid value for maxDeliveryDelayInMillis");
-                }
-                d.maxDeliveryDelayInMillis = f->to_number<int64_t>();
+                auto n = javaInteger(*f, false);
+                if (!n) return jacksonError("long", *f, "maxDeliveryDelayInMillis");
+                d.maxDeliveryDelayInMillis = *n;
               }
               if (Status stored = reg.updateNamespacePolicies(
                       ns, [&](NamespacePolicies& p) { p.delayedDelivery = d; });
@@ -598,8 +1008,9 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
               HttpResponse err;
               auto v = parseJsonBody(req, &err);
               if (!v) return err;
-              if (!v->is_bool()) return HttpResponse::error(400, "The body must be true or false");
-              bool on = v->as_bool();
+              auto b = javaBoolean(*v);  // "true", 1: Jackson's coercions
+              if (!b) return jacksonError("boolean", *v);
+              bool on = *b;
               if (Status stored = reg.updateNamespacePolicies(
                       ns, [&](NamespacePolicies& p) { p.deduplicationEnabled = on; });
                   !stored)
@@ -642,6 +1053,15 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
         auto v = parseJsonBody(req, &err);
         if (!v) return err;
         broker::BacklogQuota q;
+        q.limitSize = 0;  // Java's defaults for the fields left out, as Pulsar's JSON binding
+        q.limitTime = 0;
+        const json::value* policy = v->is_object() ? v->as_object().if_contains("policy") : nullptr;
+        if (v->is_object() && (!policy || policy->is_null())) {
+          return HttpResponse::error(
+              400, "Set namespace[" + ns +
+                       "] backlog quota failed because the data validation failed. the "
+                       "attribute policy cannot be null");
+        }
         if (std::string e = backlogQuotaFrom(*v, &q); !e.empty()) {
           return HttpResponse::error(400, e);
         }
@@ -682,8 +1102,10 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
               const json::value* mode = o->if_contains("inactiveTopicDeleteMode");
               const json::value* max = o->if_contains("maxInactiveDurationSeconds");
               const json::value* del = o->if_contains("deleteWhileInactive");
-              if ((mode && !mode->is_string() && !mode->is_null()) || (max && !max->is_int64()) ||
-                  (del && !del->is_bool())) {
+              std::optional<int64_t> maxValue =
+                  max && !max->is_null() ? javaInteger(*max, true) : 0;
+              std::optional<bool> delValue = del && !del->is_null() ? javaBoolean(*del) : false;
+              if ((mode && !mode->is_string() && !mode->is_null()) || !maxValue || !delValue) {
                 return HttpResponse::error(400, "Bad inactive topic policies fields");
               }
               if (mode && mode->is_string()) p.inactiveTopicDeleteMode = mode->as_string();
@@ -691,8 +1113,10 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
                   p.inactiveTopicDeleteMode != "delete_when_subscriptions_caught_up") {
                 return HttpResponse::error(400, "Invalid inactiveTopicDeleteMode");
               }
-              if (max) p.maxInactiveDurationSeconds = static_cast<int32_t>(max->as_int64());
-              if (del) p.deleteWhileInactive = del->as_bool();
+              if (max && !max->is_null()) {
+                p.maxInactiveDurationSeconds = static_cast<int32_t>(*maxValue);
+              }
+              if (del && !del->is_null()) p.deleteWhileInactive = *delValue;
               if (Status stored = reg.updateNamespacePolicies(
                       ns, [&](NamespacePolicies& np) { np.inactiveTopicPolicies = p; });
                   !stored)
@@ -727,11 +1151,11 @@ void addLimitRoutes(Router& r, const AdminContext* ctx) {
                 HttpResponse err;
                 auto v = parseJsonBody(req, &err);
                 if (!v) return err;
-                // Pulsar's JSON mapping: a non-number is a 400, a fraction is truncated.
-                if (!v->is_number() || v->to_number<double>() > INT32_MAX) {
-                  return HttpResponse::error(400, "Cannot deserialize value of type `int`");
-                }
-                auto value = static_cast<int32_t>(v->to_number<double>());
+                // Pulsar's JSON mapping: a non-number is a 400, a fraction is truncated, "5"
+                // is 5.
+                auto n = javaInteger(*v, true);
+                if (!n) return jacksonError("int", *v);
+                auto value = static_cast<int32_t>(*n);
                 if (value < 0) return HttpResponse::error(412, name + " must be 0 or more");
                 if (Status stored = reg.updateNamespacePolicies(
                         ns, [&](NamespacePolicies& p) { p.limits[name] = value; });

@@ -128,7 +128,7 @@ std::optional<boost::json::value> parseJsonBody(const HttpRequest& req, HttpResp
     return std::nullopt;
   }
   // Fields that are Java ints in Pulsar's policy classes: Jackson refuses a value out of range
-  // with 400 instead of storing it.
+  // with 400 instead of storing it (a float in range is truncated later).
   static const std::set<std::string, std::less<>> kIntFields = {
       "retentionTimeInMinutes",     "limitTime",
       "maxInactiveDurationSeconds", "bookkeeperEnsemble",
@@ -138,9 +138,7 @@ std::optional<boost::json::value> parseJsonBody(const HttpRequest& req, HttpResp
   if (const auto* o = v.if_object()) {
     for (const auto& [key, field] : *o) {
       if (!kIntFields.count(std::string_view(key))) continue;
-      bool inRange =
-          (field.is_int64() && field.as_int64() >= INT32_MIN && field.as_int64() <= INT32_MAX) ||
-          (field.is_uint64() && field.as_uint64() <= INT32_MAX) || !field.is_number();
+      bool inRange = !field.is_number() || javaInteger(field, true).has_value();
       if (!inRange) {
         // Jackson's text, as Pulsar answers it (text/plain, no JSON reason).
         std::string_view sent = numberText(req.body, key);
@@ -153,6 +151,105 @@ std::optional<boost::json::value> parseJsonBody(const HttpRequest& req, HttpResp
     }
   }
   return v;
+}
+
+namespace {
+
+std::string_view trimmedBlanks(std::string_view v) {
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+  return v;
+}
+
+std::string jsonKind(const boost::json::value& v) {
+  switch (v.kind()) {
+    case boost::json::kind::object:
+      return "Object value";
+    case boost::json::kind::array:
+      return "Array value";
+    case boost::json::kind::bool_:
+      return "Boolean value";
+    case boost::json::kind::double_:
+      return "Floating-point value";
+    case boost::json::kind::string:
+      return fmt::format("String \"{}\"", std::string(v.get_string()));
+    case boost::json::kind::null:
+      return "null value";
+    default:
+      return "Integer value";
+  }
+}
+
+}  // namespace
+
+std::optional<int64_t> javaInteger(const boost::json::value& v, bool int32) {
+  int64_t lo = int32 ? INT32_MIN : INT64_MIN;
+  int64_t hi = int32 ? INT32_MAX : INT64_MAX;
+  if (v.is_int64()) {
+    if (v.get_int64() < lo || v.get_int64() > hi) return std::nullopt;
+    return v.get_int64();
+  }
+  if (v.is_uint64()) {
+    if (v.get_uint64() > static_cast<uint64_t>(hi)) return std::nullopt;
+    return static_cast<int64_t>(v.get_uint64());
+  }
+  if (v.is_double()) {  // ACCEPT_FLOAT_AS_INT: truncated
+    double d = v.get_double();
+    if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi))) return std::nullopt;
+    return static_cast<int64_t>(d);
+  }
+  if (!v.is_string()) return std::nullopt;
+  std::string_view t = trimmedBlanks(v.get_string());
+  if (t.empty()) return 0;
+  bool negative = t.front() == '-';
+  if (t.front() == '-' || t.front() == '+') t.remove_prefix(1);
+  if (t.empty() || t.size() > 19 || t.find_first_not_of("0123456789") != t.npos) {
+    return std::nullopt;
+  }
+  uint64_t n = 0;
+  for (char ch : t) n = n * 10 + static_cast<uint64_t>(ch - '0');
+  uint64_t limit = negative ? static_cast<uint64_t>(hi) + 1 : static_cast<uint64_t>(hi);
+  if (n > limit) return std::nullopt;
+  return negative ? static_cast<int64_t>(0 - n) : static_cast<int64_t>(n);
+}
+
+std::optional<bool> javaBoolean(const boost::json::value& v) {
+  if (v.is_bool()) return v.get_bool();
+  if (v.is_int64()) return v.get_int64() != 0;
+  if (v.is_uint64()) return v.get_uint64() != 0;
+  if (!v.is_string()) return std::nullopt;
+  std::string_view t = trimmedBlanks(v.get_string());
+  if (t == "true" || t == "True" || t == "TRUE") return true;
+  if (t.empty() || t == "false" || t == "False" || t == "FALSE") return false;
+  return std::nullopt;
+}
+
+std::optional<std::string> javaString(const boost::json::value& v) {
+  if (v.is_string()) return std::string(v.get_string());
+  if (v.is_bool()) return v.get_bool() ? "true" : "false";
+  if (v.is_int64()) return std::to_string(v.get_int64());
+  if (v.is_uint64()) return std::to_string(v.get_uint64());
+  if (v.is_double()) return fmt::format("{}", v.get_double());
+  return std::nullopt;
+}
+
+std::optional<std::map<std::string, std::string>> javaStringMap(const boost::json::value& v) {
+  if (!v.is_object()) return std::nullopt;
+  std::map<std::string, std::string> out;
+  for (const auto& [k, val] : v.get_object()) {
+    auto s = javaString(val);
+    if (!s) return std::nullopt;
+    out[std::string(k)] = std::move(*s);
+  }
+  return out;
+}
+
+HttpResponse jacksonError(std::string_view javaType, const boost::json::value& v,
+                          std::string_view field) {
+  std::string text =
+      fmt::format("Cannot deserialize value of type `{}` from {}", javaType, jsonKind(v));
+  if (!field.empty()) text += fmt::format(" (field \"{}\")", field);
+  return HttpResponse::error(400, text);
 }
 
 std::string retentionPolicyError(int64_t timeInMinutes, int64_t sizeInMB) {
@@ -334,17 +431,19 @@ std::optional<MessageIdBody> parseMessageIdBody(const HttpRequest& req, HttpResp
   const boost::json::object* o = v->if_object();
   const boost::json::value* l = o ? o->if_contains("ledgerId") : nullptr;
   const boost::json::value* e = o ? o->if_contains("entryId") : nullptr;
-  if (!l || !e || !l->is_int64() || !e->is_int64()) {
+  auto ledger = l ? javaInteger(*l, false) : std::nullopt;  // "12" too, as Jackson
+  auto entry = e ? javaInteger(*e, false) : std::nullopt;
+  if (!ledger || !entry) {
     *error = HttpResponse::error(412, "The body must be a message id {ledgerId, entryId}");
     return std::nullopt;
   }
   MessageIdBody out;
-  out.position = storage::Position{l->as_int64(), e->as_int64()};
-  if (const boost::json::value* pi = o->if_contains("partitionIndex"); pi && pi->is_int64()) {
-    out.partitionIndex = static_cast<int32_t>(pi->as_int64());
+  out.position = storage::Position{*ledger, *entry};
+  if (const boost::json::value* pi = o->if_contains("partitionIndex")) {
+    if (auto n = javaInteger(*pi, true)) out.partitionIndex = static_cast<int32_t>(*n);
   }
-  if (const boost::json::value* x = o->if_contains("isExcluded"); x && x->is_bool()) {
-    out.isExcluded = x->as_bool();
+  if (const boost::json::value* x = o->if_contains("isExcluded")) {
+    out.isExcluded = javaBoolean(*x).value_or(false);
   }
   return out;
 }

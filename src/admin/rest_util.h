@@ -60,6 +60,26 @@ bool isJsonMediaType(std::string_view contentType, bool anyJsonSubtype = false);
 // range (Jackson's text/plain "Numeric value (N) out of range of int ...").
 std::optional<boost::json::value> parseJsonBody(const HttpRequest& req, HttpResponse* error);
 
+// Jackson's reading of one JSON value into a Java field, as Pulsar's ObjectMapper does with its
+// default coercions (source: Jackson StdDeserializer, checked against Pulsar 4.2.4). nullopt when
+// Jackson refuses the value (Pulsar answers 400); a JSON null is refused here too, callers that
+// take null (a wrapper type) check it first.
+// int/long (int32 for a Java int): an integer in range; a float, truncated (1e3, 3.7 -> 3); a
+// string of an optionally signed integer, blanks around it ignored (" 40 ", "+41"; "" is 0;
+// "1.5" and "1e2" are refused).
+std::optional<int64_t> javaInteger(const boost::json::value& v, bool int32);
+// boolean: true/false; an integer (0 false, else true); the strings "true"/"True"/"TRUE",
+// "false"/"False"/"FALSE" (blanks ignored), "" false. Floats are refused.
+std::optional<bool> javaBoolean(const boost::json::value& v);
+// String: a string; a number or boolean as its JSON text (1 -> "1", 1.5 -> "1.5", true -> "true").
+std::optional<std::string> javaString(const boost::json::value& v);
+// A Map<String,String> body or field (topic properties): an object whose values javaString
+// takes. nullopt when it is not one.
+std::optional<std::map<std::string, std::string>> javaStringMap(const boost::json::value& v);
+// 400 with Jackson's kind of text ("Cannot deserialize value of type `int` from ...").
+HttpResponse jacksonError(std::string_view javaType, const boost::json::value& v,
+                          std::string_view field = "");
+
 // A path segment of decimal digits only (no sign), at most 18 of them so it fits int64_t;
 // nullopt otherwise (callers answer 412 as Pulsar does).
 std::optional<int64_t> parseDecimal(std::string_view text);
@@ -98,8 +118,8 @@ std::optional<std::string> namespaceFromParams(const AdminContext& ctx, const Pa
 
 // Registers `method pattern` (with {tenant}, {namespace}, {topic}) with the topic name parsed as
 // persistent://tenant/namespace/topic (412 on a bad name before h runs).
-using TopicHandler = std::function<void(const HttpRequest&, const PathParams&,
-                                        const broker::TopicName&, Respond)>;
+using TopicHandler =
+    std::function<void(const HttpRequest&, const PathParams&, const broker::TopicName&, Respond)>;
 void addTopicRoute(Router& r, const char* method, const std::string& pattern, TopicHandler h);
 
 // Parses a Pulsar MessageId / ResetCursorData JSON body ({"ledgerId","entryId"[,"partitionIndex",

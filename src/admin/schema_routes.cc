@@ -44,7 +44,7 @@ std::optional<SchemaData> parsePayload(const HttpRequest& req, HttpResponse* err
   }
   if (const json::value* p = o->if_contains("properties"); p && p->is_object()) {
     for (const auto& [k, val] : p->as_object()) {
-      if (val.is_string()) d.properties[std::string(k)] = std::string(val.as_string());
+      if (auto text = javaString(val)) d.properties[std::string(k)] = std::move(*text);
     }
   }
   if (d.type == broker::SchemaType::KEY_VALUE) {
@@ -175,11 +175,9 @@ void addNamespaceRoute(Router& r, const AdminContext* ctx, const char* method,
 std::optional<bool> boolBody(const HttpRequest& req, HttpResponse* error) {
   auto v = parseJsonBody(req, error);
   if (!v) return std::nullopt;
-  if (!v->is_bool()) {
-    *error = HttpResponse::error(400, "The body must be true or false");
-    return std::nullopt;
-  }
-  return v->as_bool();
+  auto b = javaBoolean(*v);  // "true", 1: Jackson's coercions
+  if (!b) *error = jacksonError("boolean", *v);
+  return b;
 }
 
 void addNamespaceSchemaRoutes(Router& r, const AdminContext* ctx) {
@@ -233,17 +231,17 @@ void addNamespaceSchemaRoutes(Router& r, const AdminContext* ctx) {
                             ctx->service.options().dynamic.isAllowAutoUpdateSchemaEnabled.load();
                         return jsonResponse(json::value(v.value_or(dflt)));
                       });
-    addNamespaceRoute(
-        r, ctx, "POST", b.suffix, [&reg, b](const HttpRequest& req, const std::string& ns) {
-          HttpResponse err;
-          auto on = boolBody(req, &err);
-          if (!on) return err;
-          if (Status stored = reg.updateNamespacePolicies(
-                  ns, [&](broker::NamespacePolicies& p) { p.*b.field = *on; });
-              !stored)
-            return errorResponse(stored);
-          return noContent();
-        });
+    addNamespaceRoute(r, ctx, "POST", b.suffix,
+                      [&reg, b](const HttpRequest& req, const std::string& ns) {
+                        HttpResponse err;
+                        auto on = boolBody(req, &err);
+                        if (!on) return err;
+                        if (Status stored = reg.updateNamespacePolicies(
+                                ns, [&](broker::NamespacePolicies& p) { p.*b.field = *on; });
+                            !stored)
+                          return errorResponse(stored);
+                        return noContent();
+                      });
   }
 }
 

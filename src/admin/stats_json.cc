@@ -20,6 +20,13 @@ using broker::TopicSnapshot;
 
 double averageSize(double bytes, double msgs) { return msgs > 0 ? bytes / msgs : 0; }
 
+// A producer's or consumer's metadata (the client's properties), as Pulsar's stats show it.
+json::object metadataJson(const std::map<std::string, std::string>& m) {
+  json::object o;
+  for (const auto& [k, v] : m) o[k] = v;
+  return o;
+}
+
 json::object publisherJson(const PublisherSnapshot& p) {
   json::object o;
   o["accessMode"] = p.accessMode;
@@ -35,7 +42,7 @@ json::object publisherJson(const PublisherSnapshot& p) {
   if (!p.clientVersion.empty()) o["clientVersion"] = p.clientVersion;
   o["msgInCounter"] = p.msgInCounter;
   o["bytesInCounter"] = p.bytesInCounter;
-  o["metadata"] = json::object{};
+  o["metadata"] = metadataJson(p.metadata);
   return o;
 }
 
@@ -71,13 +78,12 @@ json::object consumerJson(const ConsumerSnapshot& c) {
     o["drainingHashesUnackedMessages"] = c.drainingHashesUnackedMessages;
     json::array draining;
     for (const auto& h : c.drainingHashes) {
-      draining.push_back(json::object{{"hash", h.hash},
-                                      {"unackMsgs", h.unackMsgs},
-                                      {"blockedAttempts", h.blockedAttempts}});
+      draining.push_back(json::object{
+          {"hash", h.hash}, {"unackMsgs", h.unackMsgs}, {"blockedAttempts", h.blockedAttempts}});
     }
     o["drainingHashes"] = std::move(draining);
   }
-  o["metadata"] = json::object{};
+  o["metadata"] = metadataJson(c.metadata);
   return o;
 }
 
@@ -260,9 +266,31 @@ TopicSnapshot mergeTopicSnapshots(const std::string& name,
   return m;
 }
 
+// Pulsar's merged publishers and consumers (PublisherStatsImpl.add, ConsumerStatsImpl.add) carry
+// no metadata; each partition's do.
+static void dropMergedMetadata(json::object& o) {
+  if (json::array* pubs = o["publishers"].if_array()) {
+    for (json::value& p : *pubs) {
+      if (json::object* po = p.if_object()) po->erase("metadata");
+    }
+  }
+  if (json::object* subs = o["subscriptions"].if_object()) {
+    for (auto& [name, sub] : *subs) {
+      json::object* so = sub.if_object();
+      json::value* cv = so ? so->if_contains("consumers") : nullptr;
+      json::array* consumers = cv ? cv->if_array() : nullptr;
+      if (consumers == nullptr) continue;
+      for (json::value& c : *consumers) {
+        if (json::object* co = c.if_object()) co->erase("metadata");
+      }
+    }
+  }
+}
+
 json::object partitionedStatsJson(const std::string& name, const std::vector<TopicSnapshot>& parts,
                                   bool perPartition) {
   json::object o = topicStatsJson(mergeTopicSnapshots(name, parts));
+  dropMergedMetadata(o);
   o["metadata"] = json::object{{"partitions", static_cast<int64_t>(parts.size())}};
   json::object per;
   if (perPartition) {
@@ -394,6 +422,7 @@ json::object partitionedStatsFromJson(const std::string& name,
     mergeTopicJson(o, *part);
     if (perPartition && i < partitionNames.size()) per[partitionNames[i]] = *part;
   }
+  dropMergedMetadata(o);
   double rate = o["msgRateIn"].to_number<double>();
   o["averageMsgSize"] = averageSize(o["msgThroughputIn"].to_number<double>(), rate);
   o["metadata"] = json::object{{"partitions", static_cast<int64_t>(parts.size())}};

@@ -121,12 +121,14 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
           const json::object* o = v->if_object();
           const json::value* l = o ? o->if_contains("ledgerId") : nullptr;
           const json::value* e = o ? o->if_contains("entryId") : nullptr;
-          if (!l || !e || !l->is_int64() || !e->is_int64()) {
+          // Longs as Jackson reads them ("12" too).
+          auto ledger = l ? javaInteger(*l, false) : std::nullopt;
+          auto entry = e ? javaInteger(*e, false) : std::nullopt;
+          if (!ledger || !entry) {
             return respond(HttpResponse::error(412, "The body must be a message id"));
           }
-          start = l->as_int64() == INT64_MAX
-                      ? std::nullopt
-                      : std::optional(Position{l->as_int64(), e->as_int64()});
+          Position at{ledger.value_or(0), entry.value_or(0)};
+          start = at.ledgerId == INT64_MAX ? std::nullopt : std::optional(at);
         }
         std::string sub = p.at("subscription");
         Result<int> partitions = ctx->service.partitionsOf(name, false);
@@ -215,40 +217,42 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
                       },
                       answerStatuses(respond, "Subscription not found"));
                 });
-  addTopicRoute(
-      r, "POST", std::string(kSubPath) + "/resetcursor",
-      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
-            const Respond& respond) {
-        HttpResponse err;
-        auto v = parseJsonBody(req, &err);
-        if (!v) return respond(err);
-        const json::object* o = v->if_object();
-        const json::value* l = o ? o->if_contains("ledgerId") : nullptr;
-        const json::value* e = o ? o->if_contains("entryId") : nullptr;
-        if (!l || !e || !l->is_int64() || !e->is_int64()) {
-          return respond(
-              HttpResponse::error(412, "The body must be a message id {ledgerId, entryId}"));
-        }
-        const json::value* ex = o->if_contains("isExcluded");
-        bool excluded = ex && ex->is_bool() && ex->as_bool();
-        const json::value* pi = o->if_contains("partitionIndex");
-        TopicName target = name;
-        if (pi && pi->is_int64() && pi->as_int64() >= 0 && name.partitionIndex() < 0) {
-          Result<int> n = ctx->service.partitionsOf(name, false);
-          if (n.isOk() && pi->as_int64() < *n)
-            target = name.partition(static_cast<int>(pi->as_int64()));
-        }
-        Position pos{l->as_int64(), e->as_int64()};
-        std::string sub = p.at("subscription");
-        onEachTarget<Status>(
-            ctx, req, target, false, Status::notFound(""), respond,
-            [ctx, sub, pos, excluded](const TopicPtr& t, const StatusCb& reply) {
-              Position at = ctx->service.clampSeekPosition(*t, pos);
-              if (excluded && at == pos) at = t->ledger().nextValidPosition(at);
-              resetTo(t, sub, at, reply);
-            },
-            answerStatuses(respond, "Subscription not found"));
-      });
+  addTopicRoute(r, "POST", std::string(kSubPath) + "/resetcursor",
+                [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+                      const Respond& respond) {
+                  HttpResponse err;
+                  auto v = parseJsonBody(req, &err);
+                  if (!v) return respond(err);
+                  const json::object* o = v->if_object();
+                  const json::value* l = o ? o->if_contains("ledgerId") : nullptr;
+                  const json::value* e = o ? o->if_contains("entryId") : nullptr;
+                  // Jackson's coercions: "12" for a long, "true" or 1 for a boolean.
+                  auto ledger = l ? javaInteger(*l, false) : std::nullopt;
+                  auto entry = e ? javaInteger(*e, false) : std::nullopt;
+                  if (!ledger || !entry) {
+                    return respond(HttpResponse::error(
+                        412, "The body must be a message id {ledgerId, entryId}"));
+                  }
+                  const json::value* ex = o->if_contains("isExcluded");
+                  bool excluded = ex && javaBoolean(*ex).value_or(false);
+                  const json::value* pi = o->if_contains("partitionIndex");
+                  int64_t index = pi ? javaInteger(*pi, true).value_or(-1) : -1;
+                  TopicName target = name;
+                  if (index >= 0 && name.partitionIndex() < 0) {
+                    Result<int> n = ctx->service.partitionsOf(name, false);
+                    if (n.isOk() && index < *n) target = name.partition(static_cast<int>(index));
+                  }
+                  Position pos{ledger.value_or(0), entry.value_or(0)};
+                  std::string sub = p.at("subscription");
+                  onEachTarget<Status>(
+                      ctx, req, target, false, Status::notFound(""), respond,
+                      [ctx, sub, pos, excluded](const TopicPtr& t, const StatusCb& reply) {
+                        Position at = ctx->service.clampSeekPosition(*t, pos);
+                        if (excluded && at == pos) at = t->ledger().nextValidPosition(at);
+                        resetTo(t, sub, at, reply);
+                      },
+                      answerStatuses(respond, "Subscription not found"));
+                });
 }
 
 // Pulsar's truncate (PersistentTopic.truncate -> ManagedLedger.asyncTruncate): every durable

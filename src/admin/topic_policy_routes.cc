@@ -24,12 +24,13 @@ json::value setting(const AdminContext& ctx, const char* key, json::value fallba
   return json::value(*v);
 }
 
-bool isInt(const json::value& v) { return v.is_int64() || v.is_uint64(); }
-
-// "" when v is a JSON integer >= 0, else `message`.
-std::string nonNegativeInt(const json::value& v, const std::string& message) {
-  return isInt(v) && v.to_number<int64_t>() >= 0 && v.to_number<int64_t>() <= INT32_MAX ? ""
-                                                                                        : message;
+// "" when v is a Java int >= 0 as Jackson reads one ("5", 5.5 -> 5), v made that integer;
+// else `message`.
+std::string nonNegativeInt(json::value& v, const std::string& message) {
+  auto n = javaInteger(v, true);
+  if (!n || *n < 0) return message;
+  v = *n;
+  return "";
 }
 
 using Validate = std::function<std::string(json::value&)>;  // may normalize the value
@@ -51,9 +52,8 @@ Validate intPolicy(const std::string& field) {
 }
 
 Fallback brokerSetting(const char* key, const json::value& dflt) {
-  return [key, dflt](const AdminContext& ctx, const std::string&) {
-    return setting(ctx, key, dflt);
-  };
+  return
+      [key, dflt](const AdminContext& ctx, const std::string&) { return setting(ctx, key, dflt); };
 }
 
 // The namespace's limit of that name when set, else the broker setting of the same name.
@@ -66,9 +66,15 @@ Fallback namespaceLimit(const char* key, const json::value& dflt) {
   };
 }
 
+// Fields of Pulsar's policy classes that are Java ints (the others are longs).
+const std::set<std::string> kIntFields = {
+    "retentionTimeInMinutes",      "maxInactiveDurationSeconds", "bookkeeperEnsemble",
+    "bookkeeperWriteQuorum",       "bookkeeperAckQuorum",        "ratePeriodInSecond",
+    "dispatchThrottlingRateInMsg", "publishThrottlingRateInMsg", "limitTime"};
+
 // Reads an object body's fields with defaults; error text when a field has the wrong type.
-std::string objectFields(json::value& v, const std::vector<std::pair<std::string, json::value>>&
-                                             fields) {
+std::string objectFields(json::value& v,
+                         const std::vector<std::pair<std::string, json::value>>& fields) {
   if (!v.is_object()) return "The body must be a JSON object";
   json::object out;
   for (const auto& [name, dflt] : fields) {
@@ -77,11 +83,27 @@ std::string objectFields(json::value& v, const std::vector<std::pair<std::string
       out[name] = dflt;
       continue;
     }
-    bool ok = dflt.is_bool() ? f->is_bool() : dflt.is_double() ? f->is_number()
-                             : dflt.is_string() || dflt.is_null() ? f->is_string() || f->is_number()
-                                                                  : isInt(*f);
-    if (!ok) return "Invalid value for field " + name;
-    out[name] = dflt.is_double() ? json::value(f->to_number<double>()) : *f;
+    // Jackson's coercions: "100" for a number, "true" or 1 for a boolean, 2.5 truncated
+    // for an integer.
+    json::value value;
+    if (dflt.is_bool()) {
+      if (auto b = javaBoolean(*f)) value = *b;
+    } else if (dflt.is_double()) {
+      if (f->is_number()) {
+        value = f->to_number<double>();
+      } else if (f->is_string()) {
+        std::string text(f->as_string());
+        char* end = nullptr;
+        double d = std::strtod(text.c_str(), &end);
+        if (!text.empty() && end != nullptr && *end == '\0') value = d;
+      }
+    } else if (dflt.is_string() || dflt.is_null()) {
+      if (f->is_string() || f->is_number()) value = *f;
+    } else if (auto n = javaInteger(*f, kIntFields.count(name) > 0)) {
+      value = *n;
+    }
+    if (value.is_null()) return "Invalid value for field " + name;
+    out[name] = std::move(value);
   }
   v = std::move(out);
   return "";
@@ -135,15 +157,20 @@ const std::vector<Spec>& specs() {
       {"maxSubscriptionsPerTopic", intPolicy("maxSubscriptionsPerTopic"),
        namespaceLimit("maxSubscriptionsPerTopic", 0)},
       {"deduplicationEnabled",
-       [](json::value& v) { return v.is_bool() ? "" : "The body must be true or false"; },
+       [](json::value& v) -> std::string {
+         auto b = javaBoolean(v);  // "true", 1: Jackson's coercions
+         if (!b) return "The body must be true or false";
+         v = *b;
+         return "";
+       },
        [](const AdminContext& ctx, const std::string& ns) -> json::value {
          if (auto d = ctx.service.policies().deduplicationEnabled(ns)) return *d;
          return setting(ctx, "brokerDeduplicationEnabled", false);
        }},
       {"delayedDelivery",
        [](json::value& v) {
-         return objectFields(v, {{"tickTime", 1000}, {"active", true},
-                                 {"maxDeliveryDelayInMillis", 0}});
+         return objectFields(
+             v, {{"tickTime", 1000}, {"active", true}, {"maxDeliveryDelayInMillis", 0}});
        },
        [](const AdminContext& ctx, const std::string&) -> json::value {
          return json::object{
@@ -153,8 +180,10 @@ const std::vector<Spec>& specs() {
        }},
       {"compactionThreshold",
        [](json::value& v) {
-         return isInt(v) && v.to_number<int64_t>() >= 0 ? ""
-                                                        : "compactionThreshold must be 0 or more";
+         auto n = javaInteger(v, false);
+         if (!n || *n < 0) return "compactionThreshold must be 0 or more";
+         v = *n;
+         return "";
        },
        brokerSetting("brokerServiceCompactionThresholdInBytes", 0)},
       {"inactiveTopicPolicies",
@@ -310,9 +339,8 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
           if (auto v = stored(ctx, *key, "backlogQuota/" + type)) out[type] = *v;
         }
         if (out.empty() && queryFlag(req, "applied")) {
-          for (const auto& [type, q] : ctx->service.policies()
-                                           .namespacePolicies(name.namespaceName())
-                                           .backlogQuotas) {
+          for (const auto& [type, q] :
+               ctx->service.policies().namespacePolicies(name.namespaceName()).backlogQuotas) {
             out[type] = json::object{
                 {"limitSize", q.limitSize}, {"limitTime", q.limitTime}, {"policy", q.policy}};
           }
@@ -404,8 +432,15 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
           }
         });
   addNs(r, ctx, "GET", "replication",
-        [ctx](const HttpRequest&, const PathParams&, const std::string&) {
-          return jsonResponse(json::array{json::string(ctx->config->clusterName())});
+        [ctx](const HttpRequest&, const PathParams&, const std::string& ns) {
+          auto clusters = ctx->service.policies().namespacePolicies(ns).replicationClusters;
+          json::array a;
+          if (clusters && !clusters->empty()) {
+            for (const auto& c : *clusters) a.emplace_back(c);
+          } else {
+            a.emplace_back(ctx->config->clusterName());
+          }
+          return jsonResponse(a);
         });
   auto& reg = ctx->service.policies();
   addNs(r, ctx, "GET", "subscriptionExpirationTime",
@@ -418,10 +453,11 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
           HttpResponse err;
           auto v = parseJsonBody(req, &err);
           if (!v) return err;
-          if (!v->is_int64() || v->as_int64() < 0 || v->as_int64() > INT32_MAX) {
+          auto n = javaInteger(*v, true);  // "30", 30.5: Jackson's coercions
+          if (!n || *n < 0) {
             return HttpResponse::error(412, "Invalid value for subscription expiration time");
           }
-          int32_t minutes = static_cast<int32_t>(v->as_int64());
+          int32_t minutes = static_cast<int32_t>(*n);
           if (Status stored = reg.updateNamespacePolicies(ns,
                                                           [&](broker::NamespacePolicies& p) {
                                                             p.subscriptionExpirationTimeMinutes =
@@ -452,10 +488,10 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
           HttpResponse err;
           auto v = parseJsonBody(req, &err);
           if (!v) return err;
-          if (!v->is_int64() || v->as_int64() < 0) {
+          auto n = javaInteger(*v, false);  // "1000", 1e3: Jackson's coercions
+          if (!n || *n < 0)
             return HttpResponse::error(412, "compactionThreshold must be 0 or more");
-          }
-          int64_t bytes = v->as_int64();
+          int64_t bytes = *n;
           if (Status stored = reg.updateNamespacePolicies(
                   ns, [&](broker::NamespacePolicies& p) { p.compactionThreshold = bytes; });
               !stored)
@@ -511,12 +547,13 @@ std::string validateAutoTopicCreation(const json::value& body,
   const json::value* allow = o->if_contains("allowAutoTopicCreation");
   const json::value* type = o->if_contains("topicType");
   const json::value* parts = o->if_contains("defaultNumPartitions");
-  if (!allow || !allow->is_bool()) return "allowAutoTopicCreation must be true or false";
-  out->allowAutoTopicCreation = allow->as_bool();
+  std::optional<bool> allowValue = allow ? javaBoolean(*allow) : std::nullopt;
+  if (!allowValue) return "allowAutoTopicCreation must be true or false";
+  out->allowAutoTopicCreation = *allowValue;
   bool hasType = type && !type->is_null();
   bool hasParts = parts && !parts->is_null();
-  if (hasType && (!type->is_string() || (type->as_string() != "partitioned" &&
-                                          type->as_string() != "non-partitioned"))) {
+  if (hasType && (!type->is_string() ||
+                  (type->as_string() != "partitioned" && type->as_string() != "non-partitioned"))) {
     return "Unknown topic type " + (type->is_string() ? std::string(type->as_string()) : "");
   }
   if (!out->allowAutoTopicCreation) {
@@ -527,10 +564,11 @@ std::string validateAutoTopicCreation(const json::value& body,
   out->topicType = std::string(type->as_string());
   if (out->topicType == "partitioned") {
     if (!hasParts) return "Missing defaultNumPartitions for partitioned topic";
-    if (!parts->is_int64() || parts->as_int64() <= 0 || parts->as_int64() > 100000) {
+    auto n = javaInteger(*parts, true);
+    if (!n || *n <= 0 || *n > 100000) {
       return "defaultNumPartitions cannot be less than 1 for partitioned topic";
     }
-    out->defaultNumPartitions = static_cast<int32_t>(parts->as_int64());
+    out->defaultNumPartitions = static_cast<int32_t>(*n);
   } else if (hasParts) {
     return "Field defaultNumPartitions must be null for non-partitioned topic";
   }

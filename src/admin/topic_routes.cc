@@ -31,15 +31,48 @@ void onTopic(Router& r, const char* method, const std::string& suffix, TopicHand
         });
 }
 
-// A positive partition count from the body; 400 bad JSON, 412 not a positive number.
-std::optional<int> partitionCount(const HttpRequest& req, HttpResponse* error) {
+// The body of PUT/POST .../partitions: an int (Jackson-coerced: "3", 3.7), or with the content
+// type application/vnd.partitioned-topic-metadata+json (Pulsar's admin clients) also the
+// PartitionedTopicMetadata object {"partitions":N,"properties":{...}}. 400 when Jackson would
+// refuse it, 406 for fewer than 1 partition (Pulsar's text).
+struct PartitionsBody {
+  int partitions = 0;
+  std::map<std::string, std::string> properties;
+};
+std::optional<PartitionsBody> partitionsBody(const HttpRequest& req, HttpResponse* error,
+                                             bool create) {
   auto v = parseJsonBody(req, error);
   if (!v) return std::nullopt;
-  if (!v->is_int64() || v->as_int64() < 1 || v->as_int64() > 100000) {
-    *error = HttpResponse::error(412, "Number of partitions should be more than 0");
+  PartitionsBody out;
+  const json::value* count = &*v;
+  std::string_view type = req.contentType;
+  type = type.substr(0, type.find(';'));
+  bool metadataType = type.find("vnd.partitioned-topic-metadata+json") != std::string_view::npos;
+  if (create && metadataType && v->is_object()) {
+    const json::object& o = v->as_object();
+    static const json::value kZero = 0;
+    count = o.if_contains("partitions");
+    if (count == nullptr || count->is_null()) count = &kZero;
+    if (const json::value* props = o.if_contains("properties"); props && !props->is_null()) {
+      auto m = javaStringMap(*props);
+      if (!m) {
+        *error = jacksonError("java.util.Map", *props, "properties");
+        return std::nullopt;
+      }
+      out.properties = std::move(*m);
+    }
+  }
+  auto n = javaInteger(*count, true);
+  if (!n) {
+    *error = jacksonError("int", *count);
     return std::nullopt;
   }
-  return static_cast<int>(v->as_int64());
+  if (*n > 100000 || (create && *n < 1)) {  // an update below the current count: 422 later
+    *error = HttpResponse::error(406, "Number of partitions should be more than 0");
+    return std::nullopt;
+  }
+  out.partitions = static_cast<int>(*n);
+  return out;
 }
 
 // Pulsar's reason for a missing namespace (or tenant) on the lookup routes.
@@ -120,22 +153,24 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
             if (ctx->service.topicExists(name)) {
               return respond(HttpResponse::error(409, "This topic already exists"));
             }
-            // An optional body of topic properties (pulsar-admin topics create -m k=v): a JSON
-            // object of strings, kept with the topic (GET .../properties).
+            // An optional body of topic properties (pulsar-admin topics create -m k=v): Pulsar's
+            // Map<String, String>, so null or no body is none and numbers/booleans are kept as
+            // their text; kept with the topic (GET .../properties).
             std::optional<std::string> properties;
             if (!req.body.empty()) {
               HttpResponse err;
               auto v = parseJsonBody(req, &err);
               if (!v) return respond(err);
-              if (!v->is_object())
-                return respond(HttpResponse::error(400, "Properties must be a JSON object"));
-              for (const auto& [k, val] : v->as_object()) {
-                if (!val.is_string()) {
-                  return respond(HttpResponse::error(400, "Property '" + std::string(k) +
-                                                              "' must be a string"));
+              if (!v->is_null()) {
+                auto m = javaStringMap(*v);
+                if (!m) {
+                  return respond(jacksonError(
+                      "java.util.LinkedHashMap<java.lang.String,java.lang.String>", *v));
                 }
+                json::object props;
+                for (const auto& [k, val] : *m) props[k] = val;
+                if (!props.empty()) properties = json::serialize(props);
               }
-              if (!v->as_object().empty()) properties = boost::json::serialize(*v);
             }
             ctx->service.getOrCreateTopic(
                 name, true, [ctx, name, properties, respond](const Result<TopicPtr>& t) {
@@ -161,15 +196,21 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
           [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                 const Respond& respond) {
             HttpResponse err;
-            auto n = partitionCount(req, &err);
-            if (!n) return respond(err);
+            auto body = partitionsBody(req, &err, true);
+            if (!body) return respond(err);
             if (!ctx->service.namespaceExists(name.namespaceName())) {
               return respond(HttpResponse::error(404, "Namespace does not exist"));
             }
             if (ctx->service.topicExists(name)) {
               return respond(HttpResponse::error(409, "This topic already exists"));
             }
-            Status s = ctx->service.createPartitionedTopic(name, *n);
+            Status s = ctx->service.createPartitionedTopic(name, body->partitions);
+            if (s && !body->properties.empty()) {  // kept as a non-partitioned topic's are
+              json::object props;
+              for (const auto& [k, v] : body->properties) props[k] = v;
+              ctx->service.policies().setTopicPolicy(name.toString(), broker::kTopicPropertiesKey,
+                                                     json::serialize(props));
+            }
             respond(s ? noContent() : errorResponse(s));
           });
   // Pulsar's getPartitionedMetadata (the HTTP lookup's first call, with
@@ -188,6 +229,13 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
         Result<int> n = ctx->service.partitionsOf(name, check);
         if (!n.isOk()) return respond(HttpResponse::error(404, kNamespaceNotFound));
         json::object body{{"partitions", *n}, {"deleted", false}};
+        if (*n > 0) {  // the properties given at creation, as Pulsar shows them
+          auto all = ctx->service.policies().topicPolicies(name.toString());
+          auto it = all.find(broker::kTopicPropertiesKey);
+          boost::system::error_code ec;
+          json::value props = it == all.end() ? json::value() : json::parse(it->second, ec);
+          if (!ec && props.is_object() && !props.as_object().empty()) body["properties"] = props;
+        }
         if (*n > 0 || (check && ctx->service.allowAutoTopicCreation(name))) {
           return respond(jsonResponse(body));
         }
@@ -200,9 +248,9 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
           [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                 const Respond& respond) {
             HttpResponse err;
-            auto n = partitionCount(req, &err);
-            if (!n) return respond(err);
-            Status s = ctx->service.updatePartitions(name, *n);
+            auto body = partitionsBody(req, &err, false);
+            if (!body) return respond(err);
+            Status s = ctx->service.updatePartitions(name, body->partitions);
             if (s.code() == StatusCode::kInvalidArgument) {
               return respond(HttpResponse::error(422, s.message()));
             }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,6 +87,9 @@ class Consumer {
   uint64_t bytesOutCounter = 0;
   const int64_t connectedSinceMs = wallClockMs();  // creation time, for stats
   uint64_t drainingHashesClearedTotal = 0;  // Key_Shared: draining hashes of this consumer done
+  // CommandSubscribe.metadata (the client's consumer properties), shown in stats as Pulsar's
+  // ConsumerStats.metadata. Set before the consumer is added, then read-only.
+  std::map<std::string, std::string> metadata;
 
  private:
   const uint64_t id_;
@@ -123,6 +127,9 @@ class Producer {
   // reads): as Pulsar, the client is not told; its next SEND closes the connection.
   std::atomic<bool> fenced{false};
   const int64_t connectedSinceMs = wallClockMs();  // creation time, for stats
+  // CommandProducer.metadata (the client's producer properties), shown in stats as Pulsar's
+  // PublisherStats.metadata. Set before the producer is added, then read-only.
+  std::map<std::string, std::string> metadata;
   // TopicOwnership::ownershipEpoch() before this producer's topic was found owned here.
   uint64_t ownershipEpoch = 0;
   // Its place in the topic's dedup table (topic executor only).

@@ -117,6 +117,45 @@ std::vector<std::string> PolicyRegistry::tenants() const {
   return out;
 }
 
+Status PolicyRegistry::createCluster(const std::string& name, std::string clusterData) {
+  MutexLock lock(mu_);
+  if (!clusters_.emplace(name, std::move(clusterData)).second) {
+    return Status::alreadyExists("Cluster already exists");
+  }
+  persistClusterLocked(name);
+  return Status::ok();
+}
+
+Status PolicyRegistry::updateCluster(const std::string& name, std::string clusterData) {
+  MutexLock lock(mu_);
+  auto it = clusters_.find(name);
+  if (it == clusters_.end()) return Status::notFound("Cluster does not exist");
+  it->second = std::move(clusterData);
+  persistClusterLocked(name);
+  return Status::ok();
+}
+
+Status PolicyRegistry::deleteCluster(const std::string& name) {
+  MutexLock lock(mu_);
+  if (clusters_.erase(name) == 0) return Status::notFound("Cluster does not exist");
+  persistClusterLocked(name);
+  return Status::ok();
+}
+
+std::optional<std::string> PolicyRegistry::cluster(const std::string& name) const {
+  MutexLock lock(mu_);
+  auto it = clusters_.find(name);
+  if (it == clusters_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> PolicyRegistry::clusters() const {
+  MutexLock lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, data] : clusters_) out.push_back(name);
+  return out;
+}
+
 NamespacePolicies PolicyRegistry::namespacePolicies(const std::string& ns) const {
   MutexLock lock(mu_);
   auto it = policies_.find(ns);
@@ -152,6 +191,7 @@ std::optional<bool> PolicyRegistry::deduplicationEnabled(const std::string& ns) 
 namespace {
 
 constexpr const char* kTenantsPrefix = "/admin/magnetar/tenants/";
+constexpr const char* kClustersPrefix = "/admin/magnetar/clusters/";
 constexpr const char* kPoliciesPrefix = "/admin/magnetar/policies/";
 constexpr const char* kTopicPoliciesPrefix = "/admin/magnetar/topic-policies/";
 
@@ -305,6 +345,11 @@ std::string encodePolicies(const NamespacePolicies& p) {
     out += fmt::format("inactiveTopicPolicies={},{},{}\n", escapeField(i->inactiveTopicDeleteMode),
                        i->maxInactiveDurationSeconds, i->deleteWhileInactive ? 1 : 0);
   }
+  if (p.replicationClusters)
+    out += "replicationClusters=" + joinFields(*p.replicationClusters) + "\n";
+  for (const auto& [name, value] : p.keptFields) {
+    out += "kept=" + joinFields({name, value}) + "\n";
+  }
   return out;
 }
 
@@ -361,6 +406,10 @@ NamespacePolicies decodePolicies(const std::string& text) {
       p.schemaValidationEnforced = f[0] == "1";
     } else if (key == "delayedDelivery" && f.size() == 3) {
       p.delayedDelivery = DelayedDeliveryPolicies{f[0] == "1", toInt(f[1], 1000), toInt(f[2], 0)};
+    } else if (key == "replicationClusters") {
+      p.replicationClusters = std::vector<std::string>(f.begin(), f.end());
+    } else if (key == "kept" && f.size() == 2) {
+      p.keptFields[f[0]] = f[1];
     } else if (key == "inactiveTopicPolicies" && f.size() == 3) {
       p.inactiveTopicPolicies =
           InactiveTopicPolicies{f[0], static_cast<int32_t>(toInt(f[1], 0)), f[2] == "1"};
@@ -374,6 +423,8 @@ Status PolicyRegistry::attachStore(storage::MetadataStore* store) {
   if (!tenants.isOk()) return tenants.status();
   auto policies = store->scan(kPoliciesPrefix);
   if (!policies.isOk()) return policies.status();
+  auto clusters = store->scan(kClustersPrefix);
+  if (!clusters.isOk()) return clusters.status();
   auto topicPolicies = (sharedTopicStore_ ? sharedTopicStore_ : store)->scan(kTopicPoliciesPrefix);
   if (!topicPolicies.isOk()) return topicPolicies.status();
   MutexLock lock(mu_);
@@ -384,6 +435,9 @@ Status PolicyRegistry::attachStore(storage::MetadataStore* store) {
   for (const auto& [key, value] : *tenants) {
     tenants_[storage::unescapePathComponent(key.substr(strlen(kTenantsPrefix)))] =
         decodeTenant(value);
+  }
+  for (const auto& [key, value] : *clusters) {
+    clusters_[storage::unescapePathComponent(key.substr(strlen(kClustersPrefix)))] = value;
   }
   if (!shared_) policies_.clear();
   for (const auto& [key, value] : *policies) {
@@ -422,6 +476,14 @@ void PolicyRegistry::persistTenantLocked(const std::string& name) {
   Status s =
       it == tenants_.end() ? store_->remove(key) : store_->put(key, encodeTenant(it->second));
   if (!s.isOk()) MLOG_WARN("cannot persist tenant {}: {}", name, s.toString());
+}
+
+void PolicyRegistry::persistClusterLocked(const std::string& name) {
+  if (!store_ || shared_) return;
+  std::string key = kClustersPrefix + storage::escapePathComponent(name);
+  auto it = clusters_.find(name);
+  Status s = it == clusters_.end() ? store_->remove(key) : store_->put(key, it->second);
+  if (!s.isOk()) MLOG_WARN("cannot persist cluster {}: {}", name, s.toString());
 }
 
 void PolicyRegistry::persistPoliciesLocked(const std::string& ns) {

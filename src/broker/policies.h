@@ -91,9 +91,15 @@ struct NamespacePolicies {
   std::optional<DelayedDeliveryPolicies> delayedDelivery;
   // Pulsar's compaction_threshold: bytes; 0 disables automatic compaction.
   std::optional<int64_t> compactionThreshold;
-  // Cluster mode, read only: the Policies' replication_clusters (nullopt when the field is
-  // absent). Written back as read (the Policies JSON's own field), never from here.
+  // The Policies' replication_clusters (nullopt when absent: the local cluster). Standalone: as
+  // given at creation. Cluster mode, read only: written back as read (the Policies JSON's own
+  // field), never from here.
   std::optional<std::vector<std::string>> replicationClusters;
+  // Standalone: Policies fields Magnetar keeps as given at creation but does not act on
+  // (auth_policies.subscription_auth_roles as "subscription_auth_roles", encryption_required,
+  // subscription_auth_mode, offload_threshold, properties, the rate maps, persistence, bundles,
+  // ...): field name -> its JSON text, shown by GET namespaces/{t}/{ns} as Pulsar stores them.
+  std::map<std::string, std::string> keptFields;
 };
 
 // The namespace limits: admin path segment (also the broker setting's name) and the field of
@@ -149,6 +155,16 @@ class PolicyRegistry {
   std::optional<TenantInfo> tenant(const std::string& name) const;
   std::vector<std::string> tenants() const;  // sorted
 
+  // Standalone: clusters created through the admin API (Pulsar's ClusterData JSON text, as the
+  // admin route built it), persisted under /admin/magnetar/clusters/. The local cluster is not
+  // among them unless stored (then its stored ClusterData replaces the built-in one).
+  // Errors: createCluster kAlreadyExists, updateCluster/deleteCluster kNotFound.
+  Status createCluster(const std::string& name, std::string clusterData);
+  Status updateCluster(const std::string& name, std::string clusterData);
+  Status deleteCluster(const std::string& name);
+  std::optional<std::string> cluster(const std::string& name) const;
+  std::vector<std::string> clusters() const;  // sorted
+
   // Policies of "tenant/ns" (defaults when never set). removeNamespace forgets them.
   NamespacePolicies namespacePolicies(const std::string& ns) const;
   // Applies `change` to the namespace's policies. In cluster mode a read-modify-write of the
@@ -192,7 +208,7 @@ class PolicyRegistry {
   // or unreadable.
   std::optional<RetentionPolicy> topicRetention(const std::string& topic) const;
 
-  // Loads what `store` holds (keys under /admin/magnetar/tenants/, .../policies/ and
+  // Loads what `store` holds (keys under /admin/magnetar/tenants/, .../clusters/, .../policies/ and
   // .../topic-policies/, replacing
   // the in-memory state except the built-in "public" tenant) and writes every later change
   // through to it (synchronously: call the mutators off the I/O threads). store outlives this.
@@ -204,18 +220,20 @@ class PolicyRegistry {
   std::optional<std::string> topicPolicyText(const std::string& topic,
                                              const std::string& policy) const;
   void persistTenantLocked(const std::string& name) REQUIRES(mu_);
+  void persistClusterLocked(const std::string& name) REQUIRES(mu_);
   void persistPoliciesLocked(const std::string& ns) REQUIRES(mu_);
   Status persistTopicPoliciesLocked(const std::string& topic) REQUIRES(mu_);
 
   mutable Mutex mu_;
   std::map<std::string, TenantInfo> tenants_ GUARDED_BY(mu_);
+  std::map<std::string, std::string> clusters_ GUARDED_BY(mu_);  // name -> ClusterData JSON
   std::map<std::string, NamespacePolicies> policies_ GUARDED_BY(mu_);
   std::map<std::string, TopicPolicies> topicPolicies_ GUARDED_BY(mu_);
   storage::MetadataStore* store_ GUARDED_BY(mu_) = nullptr;
   // Where topic policies go: store_, or the shared one (setTopicPolicyStore).
   storage::MetadataStore* topicStore_ GUARDED_BY(mu_) = nullptr;
   storage::MetadataStore* sharedTopicStore_ = nullptr;  // set before use, then read-only
-  SharedConfig* shared_ = nullptr;  // set before use, then read-only
+  SharedConfig* shared_ = nullptr;                      // set before use, then read-only
 };
 
 // The store's text form of a tenant / of namespace policies (exposed for tests). Lines of

@@ -778,6 +778,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
   if (c.has_topic_epoch()) epoch = c.topic_epoch();
   auto producer = std::make_shared<Producer>(producerId, producerName, self(), mode, epoch);
   producer->ownershipEpoch = ownershipEpoch;
+  for (const auto& kv : c.metadata()) producer->metadata[kv.key()] = kv.value();
   const std::string& initialSubscription = c.initial_subscription_name();
   std::optional<proto::Schema> schema;
   if (c.has_schema()) schema = c.schema();

@@ -115,6 +115,7 @@ std::optional<SubscribeRequest> ServerCnx::newSubscribeRequest(const proto::Comm
                                  : service_.generateProducerName();
   auto consumer = std::make_shared<Consumer>(c.consumer_id(), consumerName, self(), c.subtype(),
                                              c.has_priority_level() ? c.priority_level() : 0);
+  for (const auto& kv : c.metadata()) consumer->metadata[kv.key()] = kv.value();
   if (c.has_keysharedmeta()) {
     const auto& ks = c.keysharedmeta();
     if (ks.keysharedmode() == proto::STICKY) {

@@ -33,6 +33,7 @@ ConsumerSnapshot snapshotConsumer(const Consumer& c, const Dispatcher& d, const 
   s.address = c.cnx() ? c.cnx()->peerAddress() : "";
   s.clientVersion = c.cnx() ? c.cnx()->clientVersion() : "";
   s.connectedSinceMs = c.connectedSinceMs;
+  s.metadata = c.metadata;
   s.priorityLevel = c.priorityLevel();
   s.availablePermits = c.permits;
   s.unackedMessages = c.unackedMessages;
@@ -272,6 +273,7 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
     ps.address = p->cnx() ? p->cnx()->peerAddress() : "";
     ps.clientVersion = p->cnx() ? p->cnx()->clientVersion() : "";
     ps.connectedSinceMs = p->connectedSinceMs;
+    ps.metadata = p->metadata;
     ps.accessMode = proto::ProducerAccessMode_Name(p->accessMode());
     ps.msgInCounter = p->msgInCounter;
     ps.bytesInCounter = p->bytesInCounter;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -36,6 +37,7 @@ struct PublisherSnapshot {
   uint64_t msgInCounter = 0;
   uint64_t bytesInCounter = 0;
   RateValue rateIn;
+  std::map<std::string, std::string> metadata;  // CommandProducer.metadata
 };
 
 // A Key_Shared hash waiting for its previous consumer's acks (Pulsar's DrainingHash).
@@ -65,6 +67,7 @@ struct ConsumerSnapshot {
   uint64_t drainingHashesClearedTotal = 0;
   int32_t drainingHashesUnackedMessages = 0;
   std::vector<DrainingHashSnapshot> drainingHashes;
+  std::map<std::string, std::string> metadata;  // CommandSubscribe.metadata
 };
 
 struct SubscriptionSnapshot {
@@ -82,7 +85,7 @@ struct SubscriptionSnapshot {
   uint64_t msgRedeliverCounter = 0;
   RateValue rateOut;
   double msgRateRedeliver = 0;
-  uint64_t totalMsgExpired = 0;  // entries expired by admin expire-messages
+  uint64_t totalMsgExpired = 0;     // entries expired by admin expire-messages
   int64_t lastExpireTimestamp = 0;  // epoch ms of the last expiry, 0: never
   double msgRateExpired = 0;
   std::string activeConsumerName;  // Exclusive/Failover
@@ -105,9 +108,9 @@ struct TopicSnapshot {
   uint64_t msgOutCounter = 0;  // sum over subscriptions
   uint64_t bytesOutCounter = 0;
   RateValue rateIn;
-  RateValue rateOut;        // sum over subscriptions
-  int64_t storageSize = 0;  // bytes stored
-  int64_t backlogSize = 0;  // bytes not yet acked by the slowest subscription (estimate)
+  RateValue rateOut;                   // sum over subscriptions
+  int64_t storageSize = 0;             // bytes stored
+  int64_t backlogSize = 0;             // bytes not yet acked by the slowest subscription (estimate)
   int64_t backlogQuotaLimitSize = -1;  // the topic's destination_storage quota, bytes (-1: none)
   int64_t backlogQuotaLimitTime = -1;  // its message_age quota, seconds (-1: none)
   // Age of the oldest unacked message of the durable subscriptions as the last backlog quota
@@ -118,7 +121,7 @@ struct TopicSnapshot {
   // pulsar_storage_backlog_quota_exceeded_evictions_total quota_type size / time).
   uint64_t sizeBacklogEvictions = 0;
   uint64_t timeBacklogEvictions = 0;
-  int64_t msgBacklog = 0;   // entries, the sum over subscriptions (Pulsar's pulsar_msg_backlog)
+  int64_t msgBacklog = 0;  // entries, the sum over subscriptions (Pulsar's pulsar_msg_backlog)
   int64_t numberOfEntries = 0;
   bool terminated = false;
   bool deduplicationEnabled = false;  // Pulsar's deduplicationStatus "Enabled"/"Disabled"
@@ -136,7 +139,7 @@ struct CursorSnapshot {
   // Acked ranges after the mark-delete position, (from, to] as Pulsar prints them; the scan stops
   // after kMaxScannedEntries entries.
   std::vector<std::pair<storage::Position, storage::Position>> individuallyDeleted;
-  bool active = false;  // a consumer is connected
+  bool active = false;        // a consumer is connected
   int64_t cursorLedger = -1;  // ManagedCursor::cursorLedger()
   int64_t cursorLedgerLastEntry = -1;
 };

@@ -111,6 +111,34 @@ TEST(PolicyRegistry, SurvivesARestartThroughTheMetadataStore) {
   EXPECT_FALSE(again.namespacePolicies("acme/x").messageTtlSeconds);
 }
 
+TEST(PolicyRegistry, ClustersAndKeptPolicyFieldsSurviveARestart) {
+  storage::MemoryMetadataStore store;
+  {
+    PolicyRegistry r;
+    ASSERT_TRUE(r.attachStore(&store));
+    ASSERT_TRUE(r.createCluster("c2", R"({"serviceUrl":"http://c2:8080"})"));
+    EXPECT_EQ(r.createCluster("c2", "{}").code(), StatusCode::kAlreadyExists);
+    ASSERT_TRUE(r.createCluster("c3", "{}"));
+    ASSERT_TRUE(r.updateCluster("c3", R"({"serviceUrl":"http://c3:8080"})"));
+    EXPECT_EQ(r.updateCluster("c4", "{}").code(), StatusCode::kNotFound);
+    ASSERT_TRUE(r.createCluster("gone", "{}"));
+    ASSERT_TRUE(r.deleteCluster("gone"));
+    EXPECT_EQ(r.deleteCluster("gone").code(), StatusCode::kNotFound);
+    EXPECT_TRUE(r.updateNamespacePolicies("acme/a", [](NamespacePolicies& p) {
+                   p.replicationClusters = std::vector<std::string>{"standalone", "c2"};
+                   p.keptFields["properties"] = R"({"k":"v,=%"})";
+                 }).isOk());
+  }
+  PolicyRegistry again;
+  ASSERT_TRUE(again.attachStore(&store));
+  EXPECT_EQ(again.clusters(), (std::vector<std::string>{"c2", "c3"}));
+  EXPECT_EQ(again.cluster("c3"), R"({"serviceUrl":"http://c3:8080"})");
+  EXPECT_FALSE(again.cluster("gone"));
+  NamespacePolicies p = again.namespacePolicies("acme/a");
+  EXPECT_EQ(p.replicationClusters, (std::vector<std::string>{"standalone", "c2"}));
+  EXPECT_EQ(p.keptFields.at("properties"), R"({"k":"v,=%"})");
+}
+
 TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
   storage::MemoryMetadataStore store;
   const std::string t = "persistent://acme/a/odd,name=x%y";

@@ -106,6 +106,46 @@ TEST(RestUtil, JsonBodiesNeedTheJsonMediaType) {
   EXPECT_TRUE(parseJsonBody(req, &err));
 }
 
+TEST(RestUtil, JavaValuesAsJacksonReadsThem) {
+  namespace json = boost::json;
+  EXPECT_EQ(javaInteger(json::parse("30"), true), 30);
+  EXPECT_EQ(javaInteger(json::parse("\"30\""), true), 30);
+  EXPECT_EQ(javaInteger(json::parse("\" -40 \""), true), -40);
+  EXPECT_EQ(javaInteger(json::parse("\"+41\""), true), 41);
+  EXPECT_EQ(javaInteger(json::parse("\"\""), true), 0);
+  EXPECT_EQ(javaInteger(json::parse("2.9"), true), 2);
+  EXPECT_EQ(javaInteger(json::parse("1e3"), false), 1000);
+  EXPECT_EQ(javaInteger(json::parse("\"-2147483648\""), true), INT32_MIN);
+  EXPECT_FALSE(javaInteger(json::parse("\"2147483648\""), true));
+  EXPECT_EQ(javaInteger(json::parse("\"2147483648\""), false), 2147483648LL);
+  EXPECT_EQ(javaInteger(json::parse("\"-9223372036854775808\""), false), INT64_MIN);
+  EXPECT_FALSE(javaInteger(json::parse("\"9223372036854775808\""), false));
+  for (const char* bad :
+       {"\"1e2\"", "\"2.5\"", "\"x\"", "true", "null", "{}", "[]", "99999999999", "1e300"}) {
+    EXPECT_FALSE(javaInteger(json::parse(bad), true)) << bad;
+  }
+  EXPECT_EQ(javaBoolean(json::parse("true")), true);
+  EXPECT_EQ(javaBoolean(json::parse("\"True\"")), true);
+  EXPECT_EQ(javaBoolean(json::parse("\" TRUE\"")), true);
+  EXPECT_EQ(javaBoolean(json::parse("\"false\"")), false);
+  EXPECT_EQ(javaBoolean(json::parse("\"\"")), false);
+  EXPECT_EQ(javaBoolean(json::parse("0")), false);
+  EXPECT_EQ(javaBoolean(json::parse("2")), true);
+  for (const char* bad : {"1.0", "\"yes\"", "\"tRue\"", "null", "{}"}) {
+    EXPECT_FALSE(javaBoolean(json::parse(bad))) << bad;
+  }
+  EXPECT_EQ(javaString(json::parse("1")), "1");
+  EXPECT_EQ(javaString(json::parse("1.5")), "1.5");
+  EXPECT_EQ(javaString(json::parse("false")), "false");
+  EXPECT_FALSE(javaString(json::parse("{}")));
+  auto m = javaStringMap(json::parse(R"({"a":1,"b":"x","c":true})"));
+  ASSERT_TRUE(m);
+  EXPECT_EQ(*m, (std::map<std::string, std::string>{{"a", "1"}, {"b", "x"}, {"c", "true"}}));
+  EXPECT_FALSE(javaStringMap(json::parse(R"({"a":{"b":1}})")));
+  EXPECT_FALSE(javaStringMap(json::parse("[]")));
+  EXPECT_EQ(jacksonError("int", json::parse("true")).status, 400);
+}
+
 TEST(RestUtil, RetentionPolicyChecksAsPulsar) {
   EXPECT_EQ(retentionPolicyError(0, 0), "");
   EXPECT_EQ(retentionPolicyError(-1, -1), "");
