@@ -123,6 +123,9 @@ class Producer {
   int64_t inFlight = 0;
   // Closed by the broker with publishes in flight: CLOSE_PRODUCER after their answers.
   bool closeWhenAnswered = false;
+  // Closed by its client with publishes in flight: the request_id whose SUCCESS follows their
+  // answers.
+  std::optional<uint64_t> successWhenAnswered;
   // Fenced out by an ExclusiveWithFencing producer (topic executor writes, the connection's loop
   // reads): as Pulsar, the client is not told; its next SEND closes the connection.
   std::atomic<bool> fenced{false};

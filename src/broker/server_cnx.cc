@@ -924,6 +924,9 @@ void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
 
 void ServerCnx::handleCloseProducer(const proto::CommandCloseProducer& c) {
   MAGNETAR_DCHECK_ON(loop());
+  // The SENDs read before it go to their topics first: they are stored and answered, then the
+  // SUCCESS (Pulsar's Producer.close waits for the pending publish acks).
+  flushSends();
   auto it = producers_.find(c.producer_id());
   if (it == producers_.end()) {
     // Pulsar answers success for an unknown producer id (already closed).
@@ -935,11 +938,7 @@ void ServerCnx::handleCloseProducer(const proto::CommandCloseProducer& c) {
   auto p = it->second.producer;
   producers_.erase(it);
   uint64_t requestId = c.request_id();
-  auto me = self();
-  topic->executor().execute([topic, p, me, requestId] {
-    topic->removeProducer(p.get());
-    me->send(Commands::newSuccess(requestId));
-  });
+  topic->executor().execute([topic, p, requestId] { topic->closeProducerByClient(p, requestId); });
 }
 
 void ServerCnx::closeProducerFromBroker(uint64_t producerId) {

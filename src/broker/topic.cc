@@ -118,7 +118,10 @@ void PersistentTopic::answeredAfterTopic(Producer& p, size_t bytes) {
   // last one that close waited for (the topic that would have queued it is gone).
   if (!p.cnx()) return;
   p.cnx()->publishCompleted(1, bytes);
-  if (--p.inFlight == 0 && p.closeWhenAnswered) {
+  if (--p.inFlight == 0 && p.successWhenAnswered) {
+    p.cnx()->send(protocol::Commands::newSuccess(*std::exchange(p.successWhenAnswered, {})));
+  }
+  if (p.inFlight == 0 && p.closeWhenAnswered) {
     p.closeWhenAnswered = false;
     p.cnx()->closeProducerFromBroker(p.id());
   }
@@ -463,7 +466,11 @@ void PersistentTopic::queueReceipt(const std::shared_ptr<Producer>& p, Buffer fr
   out.completed++;
   out.completedBytes += bytes;
   MAGNETAR_DCHECK(p->inFlight > 0);
-  if (--p->inFlight == 0 && p->closeWhenAnswered) {
+  if (--p->inFlight == 0 && p->successWhenAnswered) {
+    out.batch.appendBuffer(
+        protocol::Commands::newSuccess(*std::exchange(p->successWhenAnswered, {})));
+  }
+  if (p->inFlight == 0 && p->closeWhenAnswered) {
     p->closeWhenAnswered = false;
     out.closeAfter.push_back(p->id());
   }
@@ -473,6 +480,17 @@ void PersistentTopic::queueUnanswered(const std::shared_ptr<Producer>& p, size_t
   CnxOut& out = cnxOut(p->cnx());
   out.completed++;
   out.completedBytes += bytes;
+}
+
+void PersistentTopic::closeProducerByClient(const std::shared_ptr<Producer>& p,
+                                            uint64_t requestId) {
+  MAGNETAR_DCHECK_ON(executor_);
+  removeProducer(p.get());
+  if (p->inFlight > 0) {
+    p->successWhenAnswered = requestId;  // queueReceipt adds it behind the last answer
+    return;
+  }
+  cnxOut(p->cnx()).batch.appendBuffer(protocol::Commands::newSuccess(requestId));
 }
 
 void PersistentTopic::queueCloseProducer(const std::shared_ptr<Producer>& p) {

@@ -129,6 +129,11 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Removes a connected or waiting producer; an exclusive one leaving admits the next waiting
   // producer.
   void removeProducer(Producer* p);
+  // A client's CLOSE_PRODUCER (request_id `requestId`): removes p and answers SUCCESS after the
+  // answers to p's publishes in flight, behind every answer queued for its connection (Pulsar's
+  // ServerCnx.handleCloseProducer answers once Producer.close has waited for the pending publish
+  // acks). This executor; p must have a connection.
+  void closeProducerByClient(const std::shared_ptr<Producer>& p, uint64_t requestId);
 
   // Appends the sends in order and answers each with SEND_RECEIPT/SEND_ERROR; all receipts for
   // one connection produced in one executor pass go out as one hand-over.
