@@ -486,6 +486,7 @@ def run(args: argparse.Namespace) -> dict:
     faults: list[Fault] = []
     wl = None
     exit_code = None
+    failed = True  # until the run gets to its report
     try:
         dep.start()
         log(f"{args.deployment} up ({dep.service_url}); workdir {workdir}")
@@ -611,6 +612,7 @@ def run(args: argparse.Namespace) -> dict:
             "key_order_violations": len(report.key_order),
             "unavailability": report.faults, "violations": violations,
         }
+        failed = bool(violations)
         return result
     finally:
         if exit_code is None:
@@ -618,7 +620,7 @@ def run(args: argparse.Namespace) -> dict:
                 dep.close()
             except Exception:  # noqa: BLE001 (already failing)
                 pass
-        if args.keep:
+        if args.keep or failed:  # a failed run keeps its logs
             log(f"kept {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
