@@ -419,10 +419,12 @@ class Workload:
                 next_at = time.monotonic()
 
     def _answer(self, s: Send) -> Callable[[Any, Any], None]:
-        def cb(res: Any, _msg_id: Any) -> None:
+        def cb(res: Any, msg_id: Any) -> None:
             with self.lock:
                 s.result = "Ok" if res == pulsar.Result.Ok else str(res)
                 s.answered_at = time.monotonic()
+                if res == pulsar.Result.Ok:
+                    s.msg_id = (msg_id.ledger_id(), msg_id.entry_id())
         return cb
 
     def first_receipts(self, timeout_s: float) -> bool:
@@ -578,7 +580,7 @@ def run(args: argparse.Namespace) -> dict:
                                         "end": fl.end - t0, "detail": fl.detail}) + "\n")
                 for (t, p, q), s in sends.items():
                     f.write(json.dumps({"send": [t, p, q, s.key], "at": s.sent_at - t0,
-                                        "result": s.result,
+                                        "result": s.result, "id": s.msg_id,
                                         "answered": (s.answered_at or t0) - t0}) + "\n")
                 for t, msgs in stored.items():
                     f.write(json.dumps({"stored": t, "messages": msgs}) + "\n")

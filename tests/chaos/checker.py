@@ -29,6 +29,7 @@ class Send:
     sent_at: float
     result: str | None = None  # "Ok", an error name, or None (no answer)
     answered_at: float | None = None
+    msg_id: tuple | None = None  # (ledger, entry) of the receipt; (-1, -1): a duplicate
 
 
 @dataclass

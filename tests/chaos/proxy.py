@@ -7,7 +7,9 @@ through here. Faults:
   buffers, as on a link with a long delay); then everything flows again, streams intact.
 - partition(seconds): bytes are dropped both ways and new connections are accepted but get
   nothing; when it ends every connection that lived through it is reset, as a partition ends
-  with the peers' timeouts.
+  with the peers' timeouts. A connection that lost bytes never forwards another one: TCP
+  delivers a stream whole or not at all, and forwarding after a gap would splice frames (a
+  SEND's command with a later message's payload) that no real network makes.
 - reset(): every open connection is closed at once.
 
 Thread: start()/stop() and the fault calls from any thread; the proxy runs its own asyncio loop
@@ -94,14 +96,16 @@ class Proxy:
             return
         pair = (client_w, broker_w)
         self._conns.add(pair)
-        await asyncio.gather(self._pump(client_r, broker_w, pair),
-                             self._pump(broker_r, client_w, pair), return_exceptions=True)
+        lost = [False]  # bytes dropped on this connection (either way)
+        await asyncio.gather(self._pump(client_r, broker_w, pair, lost),
+                             self._pump(broker_r, client_w, pair, lost), return_exceptions=True)
         self._conns.discard(pair)
         for w in pair:
             w.transport.abort()
 
     async def _pump(self, r: asyncio.StreamReader, w: asyncio.StreamWriter,
-                    pair: tuple[asyncio.StreamWriter, asyncio.StreamWriter]) -> None:
+                    pair: tuple[asyncio.StreamWriter, asyncio.StreamWriter],
+                    lost: list[bool]) -> None:
         while True:
             now = time.monotonic()
             if now < self._stall_until:
@@ -111,7 +115,10 @@ class Proxy:
             if not data:
                 break
             if time.monotonic() < self._drop_until:
-                continue  # lost on the way
+                lost[0] = True  # lost on the way
+                continue
+            if lost[0]:
+                continue  # nothing after a gap: the reset at the partition's end closes it
             w.write(data)
             await w.drain()
         for x in pair:
