@@ -133,7 +133,8 @@ def test_cumulative_ack_on_shared_is_ignored_and_answered(broker, client, topic)
         ["ack", "last-id"]
     c.close()
     # Nothing was acknowledged: a new consumer gets all four again.
-    consumer = client.subscribe(topic, "shared-cumulative", consumer_type=pulsar.ConsumerType.Shared)
+    consumer = client.subscribe(topic, "shared-cumulative",
+                                consumer_type=pulsar.ConsumerType.Shared)
     got = sorted(m.data().decode() for m in receive_n(consumer, 4))
     assert got == [f"m-{i}" for i in range(4)]
     consumer.close()

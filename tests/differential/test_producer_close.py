@@ -7,8 +7,6 @@ after 50 batched sendAsync calls and expects all 50 messages on its consumer."""
 import os
 import sys
 
-import pulsar
-
 from helpers import receive_n
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
