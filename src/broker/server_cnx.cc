@@ -779,6 +779,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
   auto producer = std::make_shared<Producer>(producerId, producerName, self(), mode, epoch);
   producer->ownershipEpoch = ownershipEpoch;
   for (const auto& kv : c.metadata()) producer->metadata[kv.key()] = kv.value();
+  creatingProducers_[producerId] = producer;
   const std::string& initialSubscription = c.initial_subscription_name();
   std::optional<proto::Schema> schema;
   if (c.has_schema()) schema = c.schema();
@@ -788,18 +789,23 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
       [me, producer, requestId, producerId, initialSubscription,
        schema](Result<std::shared_ptr<PersistentTopic>> r) {
         if (!r.isOk()) {
+          me->creationDone(producerId, producer);
           me->sendError(requestId, toServerError(r.status(), ErrorContext::kProducer),
                         r.status().message());
           return;
         }
         auto topic = *r;
         SchemaAnswer sa = addProducerSchema(me->service_, *topic, schema ? &*schema : nullptr);
-        if (!sa.ok) return me->sendError(requestId, sa.error, sa.message);
+        if (!sa.ok) {
+          me->creationDone(producerId, producer);
+          return me->sendError(requestId, sa.error, sa.message);
+        }
         std::string schemaVersion = sa.version;
         // The dead-letter producer's subscription exists before its first message (Pulsar
         // creates it at Earliest, when auto subscription creation is allowed).
         if (!initialSubscription.empty() && !topic->subscription(initialSubscription)) {
           if (!me->service_.options().dynamic.allowAutoSubscriptionCreation.load()) {
+            me->creationDone(producerId, producer);
             me->sendError(requestId, proto::NotAllowedError,
                           "Could not create the initial subscription due to the auto "
                           "subscription creation is not allowed.");
@@ -807,6 +813,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
           }
           Status s = topic->createSubscription(initialSubscription, storage::InitialPosition::kEarliest);
           if (!s.isOk() && s.code() != StatusCode::kAlreadyExists) {
+            me->creationDone(producerId, producer);
             me->sendError(requestId, toServerError(s, ErrorContext::kProducer),
                           "Failed to create the initial subscription: " + s.message());
             return;
@@ -816,10 +823,11 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
           // WaitForExclusive behind other producers: "created, not ready" (Pulsar sends
           // PRODUCER_SUCCESS with producer_ready=false, then again once admitted).
           me->loop().execute([me, topic, producer, requestId, producerId, schemaVersion] {
-            if (me->isClosed()) {
+            if (me->isClosed() || !me->creationDone(producerId, producer)) {
               topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
               return;
             }
+            me->creatingProducers_[producerId] = producer;  // still waiting for its turn
             me->producers_[producerId] = ProducerRef{producer, topic, schemaVersion};
             if (me->throttled_) me->updateReadState();  // now subject to the buffer
             me->send(Commands::newProducerSuccess(requestId, producer->name(), -1, schemaVersion,
@@ -832,6 +840,8 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
           int64_t lastSequenceId = s.isOk() ? topic->lastSequenceId(producer->name()) : -1;
           me->loop().execute([me, topic, producer, requestId, producerId, s, err, lastSequenceId,
                               topicEpoch, schemaVersion] {
+            const bool closedWhileCreated =
+                !me->creationDone(producerId, producer) && !me->producers_.count(producerId);
             if (!s.isOk()) {
               auto it = me->producers_.find(producerId);
               if (it != me->producers_.end() && it->second.producer == producer) {
@@ -842,7 +852,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
             }
             auto it = me->producers_.find(producerId);
             bool otherWithSameId = it != me->producers_.end() && it->second.producer != producer;
-            if (me->isClosed() || otherWithSameId) {
+            if (me->isClosed() || otherWithSameId || closedWhileCreated) {
               topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
               return;
             }
@@ -854,6 +864,14 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
         };
         topic->addProducer(producer, std::move(added), std::move(queued));
       });
+}
+
+bool ServerCnx::creationDone(uint64_t producerId, const std::shared_ptr<Producer>& producer) {
+  MAGNETAR_DCHECK_ON(loop());
+  auto it = creatingProducers_.find(producerId);
+  if (it == creatingProducers_.end() || it->second != producer) return false;
+  creatingProducers_.erase(it);
+  return true;
 }
 
 void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
@@ -929,6 +947,11 @@ void ServerCnx::handleCloseProducer(const proto::CommandCloseProducer& c) {
   flushSends();
   auto it = producers_.find(c.producer_id());
   if (it == producers_.end()) {
+    if (creatingProducers_.erase(c.producer_id())) {
+      // Closed while being created: the creation's completion takes it off the topic again.
+      send(Commands::newSuccess(c.request_id()));
+      return;
+    }
     // Pulsar answers success for an unknown producer id (already closed).
     CnxErrorStats::record(ProtocolError::kUnknownId);
     send(Commands::newSuccess(c.request_id()));
@@ -937,6 +960,10 @@ void ServerCnx::handleCloseProducer(const proto::CommandCloseProducer& c) {
   auto topic = it->second.topic;
   auto p = it->second.producer;
   producers_.erase(it);
+  if (auto w = creatingProducers_.find(c.producer_id());
+      w != creatingProducers_.end() && w->second == p) {
+    creatingProducers_.erase(w);  // waiting for an exclusive turn: not admitted later
+  }
   uint64_t requestId = c.request_id();
   topic->executor().execute([topic, p, requestId] { topic->closeProducerByClient(p, requestId); });
 }

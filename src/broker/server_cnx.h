@@ -257,6 +257,12 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   std::unordered_map<uint64_t, ProducerRef> producers_;
   // Producer ids the broker closed lately, oldest first (at most kRecentlyClosedProducers).
   std::deque<uint64_t> recentlyClosedProducers_;
+  // PRODUCERs not answered yet. A CLOSE_PRODUCER for one of them removes it here: once the topic
+  // adds it, it is removed again and not answered (Pulsar's "closed while being created").
+  std::unordered_map<uint64_t, std::shared_ptr<Producer>> creatingProducers_;
+  // Ends `producer`'s creation: true when it was still being created (not closed meanwhile).
+  // Thread: the connection's loop.
+  bool creationDone(uint64_t producerId, const std::shared_ptr<Producer>& producer);
   std::unordered_map<uint64_t, ConsumerRef> consumers_;
   struct TopicListWatcher {
     TopicPattern pattern;

@@ -160,6 +160,9 @@ void ServerCnx::onSubscribed(const std::shared_ptr<PersistentTopic>& topic,
                              const Status& s) {
   MAGNETAR_DCHECK_ON(loop());
   auto it = consumers_.find(consumerId);
+  // The entry may be a later SUBSCRIBE's with the same id (this one was closed meanwhile and the
+  // id reused): then it is not this consumer's to answer or remove.
+  if (it != consumers_.end() && it->second.consumer != req.consumer) it = consumers_.end();
   if (!s.isOk()) {
     if (it != consumers_.end()) consumers_.erase(it);
     proto::ServerError e = toServerError(s, ErrorContext::kConsumer);

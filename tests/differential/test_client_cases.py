@@ -18,6 +18,7 @@ from hostile_wire import (  # noqa: E402
     LOOKUP,
     LOOKUP_RESPONSE,
     MESSAGE,
+    PRODUCER_SUCCESS,
     SUCCESS,
     WireClient,
     base_command,
@@ -26,6 +27,7 @@ from hostile_wire import (  # noqa: E402
     flow_frame,
     frame,
     fv,
+    producer_frame,
     subscribe_frame,
 )
 
@@ -304,3 +306,80 @@ def test_closing_every_consumer_of_a_connection_answers_each_and_sends_nothing_a
     assert c.alive()
     c.close()
     producer.close()
+
+
+def _drain(c, seconds):
+    """Commands arriving within `seconds` (PINGs answered)."""
+    got = []
+    c.sock.settimeout(seconds)
+    try:
+        while True:
+            r = c.recv_command()
+            if r is None:
+                break
+            if r[0] == 18:
+                c.send(frame(base_command(19, b"")))
+                continue
+            got.append(r)
+    except OSError:
+        pass
+    c.sock.settimeout(15)
+    return got
+
+
+def _lookup(c, topic):
+    """A LOOKUP first: Pulsar takes the topic's bundle on it (raw commands need an owner)."""
+    c.send(frame(base_command(LOOKUP, fb(1, topic) + fv(2, 99))))
+    r = c.recv_command()
+    while r[0] == 18:
+        r = c.recv_command()
+    assert r[0] == LOOKUP_RESPONSE, r
+
+
+def test_a_consumer_closed_before_its_subscribe_completes_is_not_left_behind(broker, topic):
+    """SUBSCRIBE, CLOSE_CONSUMER and SUBSCRIBE again with the same consumer id in one write, then
+    the connection closes: no consumer is left on the subscription, so another Exclusive consumer
+    gets it (Magnetar's first subscribe adopted the second's entry and its consumer stayed, so
+    every later subscriber got ConsumerBusy)."""
+    close_consumer = 16
+    port = int(broker.service_url.rsplit(":", 1)[1])
+    c = WireClient(port, timeout=15)
+    c.handshake()
+    _lookup(c, topic)
+    c.send(subscribe_frame(topic, "ex", 5, 1, sub_type=0)
+           + frame(base_command(close_consumer, fv(1, 5) + fv(2, 2)))
+           + subscribe_frame(topic, "ex", 5, 3, sub_type=0))
+    _drain(c, 3)
+    c.close()
+    time.sleep(1)
+    d = WireClient(port, timeout=15)
+    d.handshake()
+    d.send(subscribe_frame(topic, "ex", 1, 1, sub_type=0))
+    r = d.recv_command()
+    while r[0] == 18:
+        r = d.recv_command()
+    assert r[0] == SUCCESS, f"a consumer was left behind: {r}"
+    d.close()
+
+
+def test_a_producer_closed_before_its_creation_completes_is_not_left_behind(broker, topic):
+    """PRODUCER then CLOSE_PRODUCER in one write: the close is answered and no producer stays
+    registered, so another connection gets the same producer name (Pulsar's "closed while being
+    created"; Magnetar answered PRODUCER_SUCCESS after the close and kept the producer)."""
+    port = int(broker.service_url.rsplit(":", 1)[1])
+    c = WireClient(port, timeout=15)
+    c.handshake()
+    _lookup(c, topic)
+    c.send(producer_frame(topic, 1, 1, name="gp")
+           + frame(base_command(15, fv(1, 1) + fv(2, 2))))  # CLOSE_PRODUCER
+    got = _drain(c, 3)
+    assert (SUCCESS, 2) in [(t, b.get(1, [None])[0]) for t, b in got], got
+    d = WireClient(port, timeout=15)
+    d.handshake()
+    d.send(producer_frame(topic, 1, 1, name="gp"))
+    r = d.recv_command()
+    while r[0] == 18:
+        r = d.recv_command()
+    assert r[0] == PRODUCER_SUCCESS, f"the closed producer is still registered: {r}"
+    d.close()
+    c.close()

@@ -168,7 +168,11 @@ def test_full_disk_errors_promptly_and_resumes_after_a_delete():
         # Space to give back later without the broker's help.
         with open(os.path.join(broker.view(), "ballast"), "wb") as f:
             f.write(b"\0" * (8 << 20))
-        client = pulsar.Client(ep.service_url, operation_timeout_seconds=10)
+        # 120 s: the C++ client's creation timer (operation timeout) is not cancelled when a
+        # producer is created on the caller's thread, and when it fires it cancels the
+        # producer's pending reconnection for good (HandlerBase::start), so the refused `keep`
+        # producer never came back within a 10 s timeout (2 runs in 22).
+        client = pulsar.Client(ep.service_url, operation_timeout_seconds=120)
         keep = "persistent://public/default/keep"
         filler = "persistent://public/default/filler"
         client.subscribe(keep, "s").close()
