@@ -196,6 +196,8 @@ std::optional<int64_t> javaInteger(const boost::json::value& v, bool int32) {
   if (v.is_double()) {  // ACCEPT_FLOAT_AS_INT: truncated
     double d = v.get_double();
     if (!(d >= static_cast<double>(lo) && d <= static_cast<double>(hi))) return std::nullopt;
+    // (double)INT64_MAX is 2^63, which int64 cannot hold: Java's (long) cast saturates there.
+    if (d >= 9223372036854775808.0) return hi;
     return static_cast<int64_t>(d);
   }
   if (!v.is_string()) return std::nullopt;

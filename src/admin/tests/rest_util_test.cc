@@ -120,6 +120,10 @@ TEST(RestUtil, JavaValuesAsJacksonReadsThem) {
   EXPECT_EQ(javaInteger(json::parse("\"2147483648\""), false), 2147483648LL);
   EXPECT_EQ(javaInteger(json::parse("\"-9223372036854775808\""), false), INT64_MIN);
   EXPECT_FALSE(javaInteger(json::parse("\"9223372036854775808\""), false));
+  // 2^63 as a float is (double)Long.MAX_VALUE: Java's (long) cast gives Long.MAX_VALUE.
+  EXPECT_EQ(javaInteger(json::parse("9.223372036854775807e18"), false), INT64_MAX);
+  EXPECT_EQ(javaInteger(json::parse("-9.223372036854775808e18"), false), INT64_MIN);
+  EXPECT_FALSE(javaInteger(json::parse("1e19"), false));
   for (const char* bad :
        {"\"1e2\"", "\"2.5\"", "\"x\"", "true", "null", "{}", "[]", "99999999999", "1e300"}) {
     EXPECT_FALSE(javaInteger(json::parse(bad), true)) << bad;
