@@ -789,7 +789,8 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
       [me, producer, requestId, producerId, initialSubscription,
        schema](Result<std::shared_ptr<PersistentTopic>> r) {
         if (!r.isOk()) {
-          me->creationDone(producerId, producer);
+          me->loop().execute(
+              [me, producerId, producer] { me->creationDone(producerId, producer); });
           me->sendError(requestId, toServerError(r.status(), ErrorContext::kProducer),
                         r.status().message());
           return;
@@ -797,7 +798,8 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
         auto topic = *r;
         SchemaAnswer sa = addProducerSchema(me->service_, *topic, schema ? &*schema : nullptr);
         if (!sa.ok) {
-          me->creationDone(producerId, producer);
+          me->loop().execute(
+              [me, producerId, producer] { me->creationDone(producerId, producer); });
           return me->sendError(requestId, sa.error, sa.message);
         }
         std::string schemaVersion = sa.version;
@@ -805,7 +807,8 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
         // creates it at Earliest, when auto subscription creation is allowed).
         if (!initialSubscription.empty() && !topic->subscription(initialSubscription)) {
           if (!me->service_.options().dynamic.allowAutoSubscriptionCreation.load()) {
-            me->creationDone(producerId, producer);
+            me->loop().execute(
+                [me, producerId, producer] { me->creationDone(producerId, producer); });
             me->sendError(requestId, proto::NotAllowedError,
                           "Could not create the initial subscription due to the auto "
                           "subscription creation is not allowed.");
@@ -813,7 +816,8 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
           }
           Status s = topic->createSubscription(initialSubscription, storage::InitialPosition::kEarliest);
           if (!s.isOk() && s.code() != StatusCode::kAlreadyExists) {
-            me->creationDone(producerId, producer);
+            me->loop().execute(
+                [me, producerId, producer] { me->creationDone(producerId, producer); });
             me->sendError(requestId, toServerError(s, ErrorContext::kProducer),
                           "Failed to create the initial subscription: " + s.message());
             return;
