@@ -1,10 +1,11 @@
 """Every send is answered when BookKeeper cannot take writes (issue 44): one `magnetar broker` on
 this directory's ZooKeeper and bookies (E=Qw=Qa=2), a raw-wire producer (so every answer the
-broker gives is seen, not hidden by a client's resends), and two of the three bookies killed:
+broker gives is seen, not hidden by a client's resends), and every bookie but one killed:
 each SEND in flight and each one sent while too few bookies are up gets SEND_ERROR
 (PersistenceError, Pulsar's answer to a failed add) or a receipt, promptly; nothing receipted is
 lost; once the bookies are back, the same producer's next send is receipted."""
 
+import glob
 import os
 import subprocess
 import sys
@@ -46,7 +47,8 @@ def _answers(raw: wire.WireClient, want: set[int], timeout_s: float) -> dict[int
 
 
 def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
-    subprocess.run(["bash", BOOKIES_SH, "start", "-n", "3", "-d", bk_cluster.dir],
+    bookies = max(3, len(glob.glob(os.path.join(bk_cluster.dir, "bookie-*"))))
+    subprocess.run(["bash", BOOKIES_SH, "start", "-n", str(bookies), "-d", bk_cluster.dir],
                    check=True, capture_output=True, timeout=180)
     init = subprocess.run(
         [magnetar_bin(), "initialize-cluster-metadata", "--cluster", CLUSTER, "--metadata-store",
@@ -77,7 +79,8 @@ def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
         before = _answers(raw, set(range(5)), ANSWER_S)
         assert all(a[0] == wire.SEND_RECEIPT for a in before.values()), before
 
-        for i in (0, 1):
+        # Every bookie but one (an earlier test may have added a fourth).
+        for i in range(bookies - 1):
             subprocess.run(["bash", BOOKIES_SH, "kill9", "-d", bk_cluster.dir, str(i)],
                            check=True, capture_output=True, timeout=60)
         # Sends after the loss, a few at a time: every one answered within ANSWER_S.
@@ -92,13 +95,13 @@ def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
             assert batch <= set(answers), f"unanswered within {ANSWER_S} s: " \
                 f"{sorted(batch - set(answers))}"
         errors = {s: a for s, a in answers.items() if a[0] == wire.SEND_ERROR}
-        assert errors, "with one bookie of three up (ensemble 2) some send must fail"
+        assert errors, "with one bookie up (ensemble 2) some send must fail"
         assert {a[2] for a in errors.values()} == {"PersistenceError"}, errors
         slowest = max(a[1] for a in answers.values())
         receipted = sorted(s for s, a in answers.items() if a[0] == wire.SEND_RECEIPT)
 
         # The bookies come back: the same producer's next send is receipted.
-        subprocess.run(["bash", BOOKIES_SH, "start", "-n", "3", "-d", bk_cluster.dir],
+        subprocess.run(["bash", BOOKIES_SH, "start", "-n", str(bookies), "-d", bk_cluster.dir],
                        check=True, capture_output=True, timeout=180)
         back_at = time.monotonic()
         resumed = None
@@ -109,8 +112,9 @@ def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
                 resumed = time.monotonic() - back_at
             seq += 1
         assert resumed is not None, "no receipt within 60 s of the bookies coming back"
-        print(f"\n2 of 3 bookies killed: {len(answers)} sends answered, {len(errors)} with "
-              f"PersistenceError, {len(receipted)} receipted, slowest answer {slowest:.1f} s; "
+        print(f"\n{bookies - 1} of {bookies} bookies killed: {len(answers)} sends answered, "
+              f"{len(errors)} with PersistenceError, {len(receipted)} receipted, "
+              f"slowest answer {slowest:.1f} s; "
               f"receipts again {resumed:.1f} s after the bookies were back")
         # Nothing receipted is lost: the subscription reads every receipted message.
         client = pulsar.Client(broker.url, operation_timeout_seconds=30)
@@ -130,5 +134,5 @@ def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
         if raw:
             raw.close()
         broker.stop()
-        subprocess.run(["bash", BOOKIES_SH, "start", "-n", "3", "-d", bk_cluster.dir],
+        subprocess.run(["bash", BOOKIES_SH, "start", "-n", str(bookies), "-d", bk_cluster.dir],
                        capture_output=True, timeout=180)
