@@ -183,8 +183,13 @@ bool verifyBasicPassword(const std::string& password, const std::string& hash) {
   // a two-character setting of salt characters the same way and fails on any other.
   if (!isSaltChar(hash[0]) || !isSaltChar(hash[1])) return false;
   std::string setting = hash.substr(0, 2);
+  // UnixCrypt's key is the password's first 8 bytes, a NUL byte among them taken as key byte 0
+  // (bytes after it count); crypt(3) stops at a NUL. Each byte is shifted left by one, so 0x80
+  // is the same key byte as NUL: NULs are passed as 0x80.
+  std::string key = password.substr(0, 8);
+  std::replace(key.begin(), key.end(), '\0', '\x80');
   crypt_data data{};
-  const char* out = crypt_rn(password.c_str(), setting.c_str(), &data, sizeof(data));
+  const char* out = crypt_rn(key.c_str(), setting.c_str(), &data, sizeof(data));
   return out != nullptr && out[0] != '*' && hash == out;
 }
 

@@ -39,7 +39,8 @@ Result<std::string> apr1Crypt(const std::string& password, const std::string& sa
 
 // Whether `password` matches `hash` as Pulsar checks it: "$apr1..." hashes must have exactly
 // four '$'-separated fields and equal apr1Crypt(password, field 3); any other hash must equal
-// DES crypt(3) of the password with the hash's first two characters as salt (libxcrypt).
+// DES crypt(3) of the password with the hash's first two characters as salt (libxcrypt), keyed
+// as commons-codec's UnixCrypt: the first 8 bytes, NUL bytes included (crypt(3) stops at one).
 bool verifyBasicPassword(const std::string& password, const std::string& hash);
 
 // Pulsar's AuthenticationProviderBasic. Thread: built at start-up, then read-only.

@@ -149,6 +149,20 @@ def test_bad_basic_credentials_refused(basic, user, password):
     assert http_get(basic, "/admin/v2/tenants", auth=(user, password)).status_code == 401
 
 
+@pytest.mark.parametrize("password,ok", [
+    ("ab\0cd", True), ("ab\0cd\0\0\0more", True), ("ab", False), ("ab\0ce", False),
+])
+def test_des_password_with_a_nul_byte(basic, password, ok):
+    # commons-codec's UnixCrypt keys DES with the password's first 8 bytes, a NUL among them
+    # included (crypt(3) would stop at it), on the binary protocol and over HTTP.
+    got, closed = basic.connect("basic", f"des-nul:{password}")
+    assert got is not None and got[0] == (CONNECTED if ok else ERROR), got
+    assert closed != ok
+    # Authenticated but not allowed: 403; not authenticated: 401.
+    r = http_get(basic, f"/admin/v2/namespaces/{NS}/permissions", auth=("des-nul", password))
+    assert r.status_code == (403 if ok else 401), r.text
+
+
 def test_bad_basic_credentials_are_a_timeout_for_the_python_client(basic):
     # The C++ client retries a refused CONNECT until its operation timeout, on both brokers.
     c = pulsar.Client(basic.url, authentication=pulsar.AuthenticationBasic("des-user", "wrong"),

@@ -70,6 +70,9 @@ BASIC_USERS = {
     "basic-admin": ("averyveryverylongpassword-over-16", "$apr1$12345678$8DKUXkk4pQvkz7.BPuwte0"),
     "bcrypt-user": ("secret", "$2b$04$J5pqmmwsqzOaJMxxhbxX/.E3l8hQri8fiHicWQKvpnUVFS3QkNfSu"),
     "md5-user": ("secret", "$1$saltsalt$9xy1btjgzLYfb7hivXtC//"),
+    # DES crypt keyed with the bytes a, b, NUL, c, d (commons-codec's UnixCrypt keys the first 8
+    # bytes, a NUL included; crypt(3) stops at it): libxcrypt with 0x80, the same key byte.
+    "des-nul": ("ab\0cd", "xxGJcYGy81PmQ"),
 }
 
 

@@ -41,6 +41,17 @@ TEST(AuthenticationProviderBasic, DesCryptKnownVectors) {
   EXPECT_TRUE(verifyBasicPassword("despassXXX", "abIr308D/PFqA"));
 }
 
+// A NUL byte is key byte 0 and the bytes after it count, as UnixCrypt keys "ab\0cd" (accepted
+// by Apache Pulsar, tests/differential/test_auth_basic.py); crypt(3) alone would key "ab".
+TEST(AuthenticationProviderBasic, DesCryptKeepsBytesAfterNul) {
+  const std::string withNul("ab\0cd", 5);
+  EXPECT_TRUE(verifyBasicPassword(withNul, "xxGJcYGy81PmQ"));
+  EXPECT_TRUE(verifyBasicPassword(withNul + std::string("\0\0\0tail", 7), "xxGJcYGy81PmQ"));
+  EXPECT_FALSE(verifyBasicPassword("ab", "xxGJcYGy81PmQ"));
+  EXPECT_TRUE(verifyBasicPassword("ab", "xxtgEQpXoxEO."));
+  EXPECT_FALSE(verifyBasicPassword(withNul, "xxtgEQpXoxEO."));
+}
+
 TEST(AuthenticationProviderBasic, FormatsPulsarDoesNotCheckNeverMatch) {
   // Pulsar passes "$1", "$2", "$5", "$6" as a DES salt, which commons-codec rejects.
   EXPECT_FALSE(verifyBasicPassword("secret", "$1$saltsalt$qjXMvbEw8oaL.CzflDugX/"));
