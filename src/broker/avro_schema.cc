@@ -244,8 +244,11 @@ class AvroParser {
   std::string error_;
 };
 
-// Avro's SchemaCompatibility rules between two schema graphs. Pairs under examination count as
-// compatible (recursive types).
+// Avro's Resolver (what Pulsar's SchemaValidator runs through ResolvingGrammarGenerator) between
+// two schema graphs: a record matches a record whatever their names, an enum or a fixed needs
+// the same simple name (or a reader alias of the writer's full name), a reader union takes the
+// branch ReaderUnion.firstMatchingBranch picks. Pairs under examination count as compatible
+// (recursive types).
 class Resolver {
  public:
   Resolver(const AvroSchema& reader, const AvroSchema& writer) : r_(reader), w_(writer) {}
@@ -268,10 +271,43 @@ class Resolver {
     }
     return false;
   }
+  static bool fullNameMatches(const AvroNode& r, const AvroNode& w) {
+    if (r.fullName == w.fullName) return true;
+    for (const auto& a : r.aliases) {
+      if (a == w.fullName) return true;
+    }
+    return false;
+  }
+  static bool isNamed(AvroKind k) {
+    return k == AvroKind::kRecord || k == AvroKind::kEnum || k == AvroKind::kFixed;
+  }
+  // Avro's Promote: int -> long -> float -> double, string <-> bytes.
+  static bool promotes(AvroKind r, AvroKind w) {
+    switch (r) {
+      case AvroKind::kLong:
+        return w == AvroKind::kInt;
+      case AvroKind::kFloat:
+        return w == AvroKind::kInt || w == AvroKind::kLong;
+      case AvroKind::kDouble:
+        return w == AvroKind::kInt || w == AvroKind::kLong || w == AvroKind::kFloat;
+      case AvroKind::kBytes:
+        return w == AvroKind::kString;
+      case AvroKind::kString:
+        return w == AvroKind::kBytes;
+      default:
+        return false;
+    }
+  }
 
   bool compute(int ri, int wi) {
     const AvroNode& r = r_.nodes[ri];
     const AvroNode& w = w_.nodes[wi];
+    if (w.kind == AvroKind::kUnion) {  // Avro's WriterUnion: every branch must resolve
+      for (int wb : w.branches) {
+        if (!canRead(ri, wb)) return false;
+      }
+      return true;
+    }
     if (r.kind == w.kind) {
       switch (r.kind) {
         case AvroKind::kArray:
@@ -290,61 +326,101 @@ class Resolver {
         }
         case AvroKind::kRecord:
           return recordCompatible(r, w);
-        case AvroKind::kUnion: {
-          for (int wb : w.branches) {
-            if (!readerUnionReads(r, wb)) return false;
-          }
-          return true;
-        }
         default:
           return true;  // same primitive
       }
     }
-    if (w.kind == AvroKind::kUnion) {
-      for (int wb : w.branches) {
-        if (!canRead(ri, wb)) return false;
-      }
-      return true;
+    if (r.kind == AvroKind::kUnion) {
+      int j = firstMatchingBranch(r, wi);
+      return j >= 0 && canRead(r.branches[static_cast<size_t>(j)], wi);
     }
-    switch (r.kind) {
-      case AvroKind::kLong:
-        return w.kind == AvroKind::kInt;
-      case AvroKind::kFloat:
-        return w.kind == AvroKind::kInt || w.kind == AvroKind::kLong;
-      case AvroKind::kDouble:
-        return w.kind == AvroKind::kInt || w.kind == AvroKind::kLong || w.kind == AvroKind::kFloat;
-      case AvroKind::kBytes:
-        return w.kind == AvroKind::kString;
-      case AvroKind::kString:
-        return w.kind == AvroKind::kBytes;
-      case AvroKind::kUnion:
-        return readerUnionReads(r, wi);
-      default:
-        return false;
-    }
+    return promotes(r.kind, w.kind);
   }
 
-  bool readerUnionReads(const AvroNode& r, int wi) {
-    for (int rb : r.branches) {
-      if (canRead(rb, wi)) return true;
+  // Avro's ReaderUnion.firstMatchingBranch for writer node wi (not a union): the first branch of
+  // its type (of a named type: of its full name); else, for a record, a branch that matches it
+  // shallowly (the last of its simple name, else the first); else the first a promotion reaches.
+  int firstMatchingBranch(const AvroNode& r, int wi) {
+    const AvroNode& w = w_.nodes[wi];
+    int structureMatch = -1;
+    for (size_t j = 0; j < r.branches.size(); ++j) {
+      const AvroNode& b = r_.nodes[r.branches[j]];
+      if (b.kind != w.kind) continue;
+      if (!isNamed(w.kind) || fullNameMatches(b, w)) return static_cast<int>(j);
+      if (w.kind == AvroKind::kRecord && !recordMatchError(r.branches[j], wi) &&
+          (structureMatch < 0 || b.name == w.name)) {
+        structureMatch = static_cast<int>(j);
+      }
     }
-    return false;
+    if (structureMatch >= 0) return structureMatch;
+    for (size_t j = 0; j < r.branches.size(); ++j) {
+      if (promotes(r_.nodes[r.branches[j]].kind, w.kind)) return static_cast<int>(j);
+    }
+    return -1;
+  }
+
+  // Avro's hasMatchError(RecordAdjust.resolve(writer, reader)): a reader field without default
+  // is missing, or a field's own resolution fails at its top (errorAction).
+  bool recordMatchError(int ri, int wi) {
+    auto key = std::make_pair(ri, wi);
+    if (!shallowSeen_.insert(key).second) return false;  // under examination: a placeholder
+    const AvroNode& r = r_.nodes[ri];
+    const AvroNode& w = w_.nodes[wi];
+    bool error = false;
+    for (const auto& rf : r.fields) {
+      const AvroField* match = writerField(rf, w);
+      if (!match ? !rf.hasDefault : errorAction(rf.type, match->type)) {
+        error = true;
+        break;
+      }
+    }
+    shallowSeen_.erase(key);
+    return error;
+  }
+
+  // Whether Avro's Resolver.resolve(writer, reader) is an ErrorAction itself (not one nested in
+  // a record's fields, a container's element or a union's branch).
+  bool errorAction(int ri, int wi) {
+    const AvroNode& r = r_.nodes[ri];
+    const AvroNode& w = w_.nodes[wi];
+    if (w.kind == AvroKind::kUnion) return false;
+    if (r.kind == w.kind) {
+      switch (r.kind) {
+        case AvroKind::kFixed:
+          return !nameMatches(r, w) || r.size != w.size;
+        case AvroKind::kEnum:
+          return !nameMatches(r, w);
+        case AvroKind::kRecord:
+          for (const auto& rf : r.fields) {
+            if (!writerField(rf, w) && !rf.hasDefault) return true;
+          }
+          return false;
+        default:
+          return false;
+      }
+    }
+    if (r.kind == AvroKind::kUnion) return firstMatchingBranch(r, wi) < 0;
+    return !promotes(r.kind, w.kind);
+  }
+
+  // The writer's field a reader field reads: by name, else by one of its aliases.
+  static const AvroField* writerField(const AvroField& rf, const AvroNode& w) {
+    for (const auto& wf : w.fields) {
+      if (wf.name == rf.name) return &wf;
+    }
+    for (const auto& alias : rf.aliases) {
+      for (const auto& wf : w.fields) {
+        if (wf.name == alias) return &wf;
+      }
+    }
+    return nullptr;
   }
 
   bool recordCompatible(const AvroNode& r, const AvroNode& w) {
-    if (!nameMatches(r, w)) return false;
     for (const auto& rf : r.fields) {
-      const AvroField* match = nullptr;
-      for (const auto& wf : w.fields) {
-        if (wf.name == rf.name) match = &wf;
-      }
-      for (size_t a = 0; !match && a < rf.aliases.size(); ++a) {
-        for (const auto& wf : w.fields) {
-          if (wf.name == rf.aliases[a]) match = &wf;
-        }
-      }
+      const AvroField* match = writerField(rf, w);
       if (!match) {
-        if (!rf.hasDefault) return false;  // READER_FIELD_MISSING_DEFAULT_VALUE
+        if (!rf.hasDefault) return false;  // MISSING_REQUIRED_FIELD
       } else if (!canRead(rf.type, match->type)) {
         return false;
       }
@@ -355,6 +431,7 @@ class Resolver {
   const AvroSchema& r_;
   const AvroSchema& w_;
   std::map<std::pair<int, int>, bool> memo_;
+  std::set<std::pair<int, int>> shallowSeen_;
 };
 
 // Jackson's DefaultPrettyPrinter: objects one entry per line ("key" : value, two spaces per

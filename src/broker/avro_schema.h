@@ -18,10 +18,12 @@ class AvroSchema;
 // kInvalidArgument with the reason when `text` is not an Avro schema (bad JSON, unknown type
 // name, record without fields, redefined name, ...).
 Result<std::shared_ptr<const AvroSchema>> parseAvroSchema(std::string_view text);
-// Avro schema resolution: whether data written with `writer` can be read with `reader` (names
-// and aliases, fields with defaults, enum symbols and defaults, fixed sizes, unions, the
-// int->long->float->double and string<->bytes promotions). Logical types and docs are ignored,
-// as Avro does.
+// Avro schema resolution as Avro 1.12's Resolver does it (what Pulsar's SchemaValidator checks):
+// whether data written with `writer` can be read with `reader`. Records match whatever their
+// names (a rename alone is compatible); enums and fixeds need the same simple name or a reader
+// alias of the writer's full name; fields with defaults and aliases, enum symbols and defaults,
+// fixed sizes, unions (the reader's branch chosen as ReaderUnion.firstMatchingBranch does), the
+// int->long->float->double and string<->bytes promotions. Logical types and docs are ignored.
 bool canRead(const AvroSchema& reader, const AvroSchema& writer);
 // The schema in Avro's pretty form (Schema.toString(true): Jackson's default pretty printer) of
 // the definition as given.

@@ -621,3 +621,67 @@ def test_key_value_upload_stores_pulsars_text(broker, admin_url):
     assert t == GET_SCHEMA_RESPONSE
     assert parse_fields(got[4][0])[3] == [key_value_data("", KV_KEY.replace("\\/", "/"))]
     c.close()
+
+
+# --- Avro record names (Pulsar's SchemaValidator runs Avro's Resolver, not SchemaCompatibility) --
+
+def _wrap(field_type, name="Outer"):
+    return {"type": "record", "name": name, "fields": [{"name": "x", "type": field_type}]}
+
+
+_REC = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "int"}]}
+_ENUM = {"type": "enum", "name": "E", "symbols": ["A", "B"]}
+# (old, new, compatible under the checking strategies): a record renamed alone matches.
+_RENAMES = {
+    "record": (_REC, dict(_REC, name="S"), True),
+    "namespace": (dict(_REC, namespace="a"), dict(_REC, namespace="b"), True),
+    "name_and_namespace": (dict(_REC, namespace="a"), dict(_REC, name="S", namespace="b"), True),
+    "nested_record": (_wrap(dict(_REC, name="In")), _wrap(dict(_REC, name="In2")), True),
+    "record_in_union": (_wrap(["null", dict(_REC, name="In")]),
+                        _wrap(["null", dict(_REC, name="In2")]), True),
+    # Enums keep their simple name (a namespace change is accepted).
+    "enum": (_wrap(_ENUM), _wrap(dict(_ENUM, name="F")), False),
+    "enum_namespace": (_wrap(dict(_ENUM, namespace="a")), _wrap(dict(_ENUM, namespace="b")), True),
+}
+_STRATEGIES = ["BACKWARD", "FORWARD", "FULL", "BACKWARD_TRANSITIVE", "FORWARD_TRANSITIVE",
+               "FULL_TRANSITIVE", "ALWAYS_COMPATIBLE", "ALWAYS_INCOMPATIBLE"]
+
+
+@pytest.mark.parametrize("strategy", _STRATEGIES)
+def test_avro_record_rename_is_compatible(admin_url, namespace, strategy):
+    r = requests.put(f"{admin_url}/admin/v2/namespaces/{namespace}/schemaCompatibilityStrategy",
+                     json=strategy, timeout=10)
+    assert r.status_code == 204, r.text
+    for case, (old, new, compatible) in _RENAMES.items():
+        ok = strategy == "ALWAYS_COMPATIBLE" or (compatible and strategy != "ALWAYS_INCOMPATIBLE")
+        base = f"{admin_url}/admin/v2/schemas/{namespace}/rename-{uuid.uuid4().hex[:8]}"
+        first = requests.post(base + "/schema", json={"type": "AVRO", "schema": json.dumps(old)},
+                              timeout=30)
+        assert first.status_code == 200, (case, first.text)
+        body = {"type": "AVRO", "schema": json.dumps(new)}
+        check = requests.post(base + "/compatibility", json=body, timeout=30)
+        put = requests.post(base + "/schema", json=body, timeout=30)
+        if ok:
+            assert check.status_code == 202 and check.json() == {
+                "schemaCompatibilityStrategy": strategy, "compatibility": True}, (case, check.text)
+            assert put.status_code == 200 and put.json() == {"version": {"version": 1}}, (
+                case, put.text)
+        else:
+            assert check.status_code == 500, (case, check.status_code)
+            assert put.status_code == 409, (case, put.status_code)
+            versions = requests.get(base + "/schemas", timeout=30).json()["getSchemaResponses"]
+            assert len(versions) == 1, case  # the refused one left nothing behind
+
+
+def test_avro_producer_with_a_renamed_record(broker):
+    # A producer whose Avro record has another name and namespace (same fields) registers a new
+    # version under the default FULL strategy (raw frames: the venv's client has no fastavro).
+    topic = f"persistent://public/default/schema-rename-{uuid.uuid4().hex[:8]}"
+    renamed = json.dumps(dict(json.loads(AVRO_V1), name="Renamed", namespace="other"))
+    c = connect(broker)
+    lookup(c, topic)
+    for producer_id, (definition, version) in enumerate(
+            [(AVRO_V1, 0), (renamed, 1), (AVRO_V1, 0)], start=1):
+        t, body = create_producer(c, topic, producer_id, schema_body(definition, AVRO))
+        assert t == PRODUCER_SUCCESS and body[4] == [version_bytes(version)], body
+    c.close()

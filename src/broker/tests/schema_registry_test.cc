@@ -52,11 +52,45 @@ TEST(AvroResolution, PromotionsAndNames) {
   EXPECT_FALSE(reads(rec("\"boolean\""), rec("\"int\"")));
   // A logical type annotates its base type.
   EXPECT_TRUE(reads(rec(R"({"type":"long","logicalType":"timestamp-millis"})"), rec("\"long\"")));
-  // Record names must match unless the reader has the writer's name as an alias.
-  EXPECT_FALSE(reads(R"({"type":"record","name":"Other","fields":[]})",
-                     R"({"type":"record","name":"R","fields":[]})"));
+  // Avro's Resolver (Pulsar's SchemaValidator) does not compare record names; enums and fixeds
+  // keep their simple names unless the reader has the writer's full name as an alias.
+  EXPECT_TRUE(reads(R"({"type":"record","name":"Other","namespace":"b","fields":[]})",
+                    R"({"type":"record","name":"R","namespace":"a","fields":[]})"));
   EXPECT_TRUE(reads(R"({"type":"record","name":"Other","aliases":["R"],"fields":[]})",
                     R"({"type":"record","name":"R","fields":[]})"));
+  auto named = [&](const std::string& t) { return rec(t); };
+  EXPECT_FALSE(reads(named(R"({"type":"enum","name":"F","symbols":["A"]})"),
+                     named(R"({"type":"enum","name":"E","symbols":["A"]})")));
+  EXPECT_TRUE(reads(named(R"({"type":"enum","name":"E","namespace":"b","symbols":["A"]})"),
+                    named(R"({"type":"enum","name":"E","namespace":"a","symbols":["A"]})")));
+  EXPECT_TRUE(reads(named(R"({"type":"enum","name":"F","aliases":["E"],"symbols":["A"]})"),
+                    named(R"({"type":"enum","name":"E","symbols":["A"]})")));
+  EXPECT_FALSE(reads(named(R"({"type":"fixed","name":"Y","size":4})"),
+                     named(R"({"type":"fixed","name":"X","size":4})")));
+}
+
+TEST(AvroResolution, ReaderUnionBranchChoice) {
+  auto rec = [](const std::string& type) {
+    return R"({"type":"record","name":"R","fields":[{"name":"x","type":)" + type + "}]}";
+  };
+  const std::string in = R"({"type":"record","name":"In","fields":[{"name":"a","type":"int"}]})";
+  const std::string in2 = R"({"type":"record","name":"In2","fields":[{"name":"a","type":"int"}]})";
+  // A renamed record in a union: the branch that matches it field by field.
+  EXPECT_TRUE(reads(rec(R"(["null",)" + in2 + "]"), rec(R"(["null",)" + in + "]")));
+  // No structural match (reader field b has no default): no branch.
+  const std::string inB =
+      R"({"type":"record","name":"In2","fields":[{"name":"b","type":"string"}]})";
+  EXPECT_FALSE(reads(rec(R"(["null",)" + inB + "]"), rec(R"(["null",)" + in + "]")));
+  // The branch of the writer's full name is taken even when another would read it.
+  const std::string inStr =
+      R"({"type":"record","name":"In","fields":[{"name":"a","type":"string"}]})";
+  EXPECT_FALSE(reads(rec("[" + in2 + "," + inStr + "]"), rec(in)));
+  // An enum in a union needs its full name: a namespace change finds no branch.
+  EXPECT_FALSE(
+      reads(rec(R"(["null",{"type":"enum","name":"E","namespace":"b","symbols":["A"]}])"),
+            rec(R"(["null",{"type":"enum","name":"E","namespace":"a","symbols":["A"]}])")));
+  // A promotion reaches a branch when no branch has the writer's type.
+  EXPECT_TRUE(reads(rec(R"(["null","double"])"), rec("\"int\"")));
 }
 
 TEST(AvroResolution, UnionsEnumsArraysRecursion) {
