@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <future>
@@ -398,8 +399,11 @@ std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
     if (!intField(l.policiesField, &v)) return std::string("Invalid ") + l.policiesField;
     if (v) out->limits[l.name] = *v;
   }
-  if (!intField("message_ttl_in_seconds", &out->messageTtlSeconds)) {
-    return "Invalid message_ttl_in_seconds";
+  // A negative TTL is read; the create route refuses it as Pulsar's validatePolicies (412).
+  if (const json::value* f = o->if_contains("message_ttl_in_seconds"); f && !f->is_null()) {
+    auto n = javaInteger(*f, true);
+    if (!n) return "Invalid message_ttl_in_seconds";
+    out->messageTtlSeconds = static_cast<int32_t>(*n);
   }
   if (const json::value* d = o->if_contains("deduplicationEnabled"); d && !d->is_null()) {
     auto b = javaBoolean(*d);
@@ -435,24 +439,84 @@ std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
   return "";
 }
 
-// The bundle count a create-namespace body asks for (Pulsar's BundlesData: numBundles, or the
-// count of its boundaries); 0 when it names none. "" or the error text (412, as Pulsar).
-std::string bundleCount(const json::value& body, int* n) {
+// Java's Long.decode: an optional sign, then "0x", "0X" or "#" (hex), "0" and more digits
+// (octal) or decimal digits, within a long; nullopt where it throws NumberFormatException.
+std::optional<int64_t> javaLongDecode(std::string_view s) {
+  size_t i = 0;
+  bool negative = false;
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
+    negative = s[0] == '-';
+    i = 1;
+  }
+  int radix = 10;
+  if (s.substr(i, 2) == "0x" || s.substr(i, 2) == "0X") {
+    radix = 16;
+    i += 2;
+  } else if (s.substr(i, 1) == "#") {
+    radix = 16;
+    i += 1;
+  } else if (s.substr(i, 1) == "0" && s.size() > i + 1) {
+    radix = 8;
+    i += 1;
+  }
+  std::string_view digits = s.substr(std::min(i, s.size()));
+  if (digits.empty() || digits[0] == '-' || digits[0] == '+') return std::nullopt;
+  uint64_t magnitude = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, radix);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  const uint64_t limit = uint64_t{INT64_MAX} + (negative ? 1 : 0);
+  if (magnitude > limit) return std::nullopt;
+  return negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
+}
+
+// The bundles a create-namespace body asks for, as Pulsar's validatePolicies: with numBundles
+// of 1 or more, its boundaries when it gives any (each read by Long.decode and printed
+// "0x%08x", sorted as text without duplicates, from 0x00000000 to 0xffffffff: else 400; a
+// boundary Long.decode refuses is Pulsar's 500), else numBundles cut evenly; otherwise the
+// default bundles (*numBundles 0). *boundaries: the given ones, or empty.
+std::optional<HttpResponse> createBundles(const json::value& body, int* numBundles,
+                                          std::vector<std::string>* boundaries) {
   const json::object* o = body.if_object();
   const json::value* b = o ? o->if_contains("bundles") : nullptr;
-  if (!b || b->is_null()) return "";
-  if (!b->is_object()) return "Invalid bundles";
-  if (const json::value* bounds = b->as_object().if_contains("boundaries");
-      bounds && bounds->is_array() && !bounds->as_array().empty()) {
-    *n = static_cast<int>(bounds->as_array().size()) - 1;
-    return *n >= 1 ? "" : "Invalid bundles: fewer than 2 boundaries";
-  }
+  if (!b || b->is_null()) return std::nullopt;
+  if (!b->is_object()) return jacksonError("BundlesData", *b, "bundles");
+  int64_t count = 0;
   if (const json::value* num = b->as_object().if_contains("numBundles"); num && !num->is_null()) {
-    auto count = javaInteger(*num, true);
-    if (!count || *count < 1 || *count > 1 << 20) return "Invalid number of bundles";
-    *n = static_cast<int>(*count);
+    auto n = javaInteger(*num, true);
+    if (!n) return jacksonError("int", *num, "numBundles");
+    count = *n;
   }
-  return "";
+  std::vector<std::string> given;
+  if (const json::value* bounds = b->as_object().if_contains("boundaries");
+      bounds && !bounds->is_null()) {
+    if (!bounds->is_array()) return jacksonError("java.util.ArrayList", *bounds, "boundaries");
+    for (const auto& v : bounds->as_array()) {
+      auto text = javaString(v);
+      if (!text) return jacksonError("java.lang.String", v, "boundaries");
+      given.push_back(*text);
+    }
+  }
+  if (count <= 0) return std::nullopt;  // Pulsar: the default bundles
+  if (given.empty()) {
+    // Pulsar cuts any count; Magnetar bounds the boundaries it makes.
+    if (count > 1 << 20) return HttpResponse::error(412, "Invalid number of bundles");
+    *numBundles = static_cast<int>(count);
+    return std::nullopt;
+  }
+  std::set<std::string> sorted;
+  for (const auto& g : given) {
+    auto v = javaLongDecode(g);
+    if (!v) return HttpResponse::error(500, fmt::format("For input string: \"{}\"", g));
+    sorted.insert(fmt::format("0x{:08x}", static_cast<uint64_t>(*v)));
+  }
+  if (*sorted.begin() != "0x00000000" || *sorted.rbegin() != "0xffffffff") {
+    return HttpResponse::error(
+        400, fmt::format("Input bundles do not cover the whole hash range. first:{}, last:{}",
+                         *sorted.begin(), *sorted.rbegin()));
+  }
+  boundaries->assign(sorted.begin(), sorted.end());
+  *numBundles = static_cast<int>(sorted.size()) - 1;
+  return std::nullopt;
 }
 
 // Whether `cluster` exists: the local one or one created through PUT clusters.
@@ -795,16 +859,15 @@ void addNamespaceLifecycleRoutes(Router& r, const AdminContext* ctx) {
               }
               if (!tenantExists(*ctx, t)) return HttpResponse::error(404, "Tenant does not exist");
               NamespacePolicies initial;
-              int numBundles = 0;  // pulsar-admin namespaces create --bundles N
+              json::value body;  // null: no policies, as Pulsar
               if (!req.body.empty()) {
                 HttpResponse err;
-                auto body = parseJsonBody(req, &err);
-                if (!body) return err;
-                if (!body->is_null()) {  // null: no policies, as Pulsar
-                  std::string bad = initialPolicies(*body, &initial);
+                auto parsed = parseJsonBody(req, &err);
+                if (!parsed) return err;
+                body = std::move(*parsed);
+                if (!body.is_null()) {
+                  std::string bad = initialPolicies(body, &initial);
                   if (!bad.empty()) return HttpResponse::error(400, bad);
-                  bad = bundleCount(*body, &numBundles);
-                  if (!bad.empty()) return HttpResponse::error(412, bad);
                 }
               }
               // Pulsar's validatePolicies: each replication cluster must be one the tenant may
@@ -825,13 +888,31 @@ void addNamespaceLifecycleRoutes(Router& r, const AdminContext* ctx) {
                   }
                 }
               }
+              // The rest of Pulsar's validatePolicies, in its order; nothing is stored on a
+              // refusal.
+              if (initial.messageTtlSeconds && *initial.messageTtlSeconds < 0) {
+                return HttpResponse::error(412, "Invalid value for message TTL");
+              }
+              int numBundles = 0;  // pulsar-admin namespaces create --bundles N
+              std::vector<std::string> boundaries;
+              if (auto bad = createBundles(body, &numBundles, &boundaries)) return *bad;
+              if (initial.retention) {
+                std::string bad = retentionPolicyError(initial.retention->retentionTimeInMinutes,
+                                                       initial.retention->retentionSizeInMB);
+                if (!bad.empty()) return HttpResponse::error(400, bad);
+              }
               if (numBundles > 0 && !ctx->service.sharedConfig()) {
                 // Standalone serves every namespace itself; the bundles asked for are kept as
-                // Pulsar shows them (evenly cut, as its NamespaceBundleFactory).
-                auto b = broker::cluster::defaultBoundaries(numBundles);
-                if (!b.isOk()) return HttpResponse::error(412, b.status().message());
+                // Pulsar shows them (the given boundaries, else evenly cut as its
+                // NamespaceBundleFactory).
                 json::array a;
-                for (uint64_t v : *b) a.emplace_back(broker::cluster::formatBoundary(v));
+                if (boundaries.empty()) {
+                  auto b = broker::cluster::defaultBoundaries(numBundles);
+                  if (!b.isOk()) return HttpResponse::error(412, b.status().message());
+                  for (uint64_t v : *b) a.emplace_back(broker::cluster::formatBoundary(v));
+                } else {
+                  for (const auto& v : boundaries) a.emplace_back(v);
+                }
                 initial.keptFields["bundles"] = json::serialize(
                     json::object{{"boundaries", std::move(a)}, {"numBundles", numBundles}});
               }

@@ -146,3 +146,71 @@ def test_bodies_must_be_application_json(bases, admin_url):
                      data=b'{"allowedClusters": []}', headers={"Content-Type": "text/plain"})
     assert r.status_code == 415, r.text
     assert requests.get(f"{admin_url}/admin/v2/tenants/{tenant}", timeout=30).status_code == 404
+
+
+BAD_RETENTION = {"retentionTimeInMinutes": -5, "retentionSizeInMB": 10}
+CREATE_REFUSED = [
+    # Pulsar's validatePolicies, in its order: message TTL (412), bundles, then retention (400).
+    ({"retention_policies": BAD_RETENTION}, 400,
+     "Invalid retention policy: time limit must be >= -1"),
+    ({"retention_policies": {"retentionTimeInMinutes": 0, "retentionSizeInMB": 10}}, 400,
+     RETENTION_CASES[3][1]),
+    ({"message_ttl_in_seconds": -5, "retention_policies": BAD_RETENTION}, 412,
+     "Invalid value for message TTL"),
+    ({"message_ttl_in_seconds": "-1"}, 412, "Invalid value for message TTL"),
+    ({"bundles": {"numBundles": 2, "boundaries": ["0x00000000", "0x7fffffff"]},
+      "retention_policies": BAD_RETENTION}, 400,
+     "Input bundles do not cover the whole hash range. first:0x00000000, last:0x7fffffff"),
+    ({"bundles": {"numBundles": 1, "boundaries": ["0x00000000", "-0x1", "0xffffffff"]}}, 400,
+     "Input bundles do not cover the whole hash range. first:0x00000000, "
+     "last:0xffffffffffffffff"),
+    ({"bundles": {"numBundles": 1, "boundaries": ["0x00000000"]}}, 400,
+     "Input bundles do not cover the whole hash range. first:0x00000000, last:0x00000000"),
+    # Long.decode refuses the boundary: Pulsar's 500 (its text is a stack trace).
+    ({"bundles": {"numBundles": 2, "boundaries": ["0x00000000", "zz", "0xffffffff"]}}, 500,
+     None),
+]
+DEFAULT_BUNDLES = {"boundaries": ["0x00000000", "0x40000000", "0x80000000", "0xc0000000",
+                                  "0xffffffff"], "numBundles": 4}
+CREATE_BUNDLES = [
+    # numBundles below 1 (boundaries or not): the default bundles.
+    ({"numBundles": 0}, DEFAULT_BUNDLES),
+    ({"numBundles": -3}, DEFAULT_BUNDLES),
+    ({"boundaries": ["0x00000000", "0x10000000", "0xffffffff"]}, DEFAULT_BUNDLES),
+    # Given boundaries: read by Long.decode, printed 0x%08x, sorted as text, duplicates dropped;
+    # numBundles is their count.
+    ({"numBundles": 9, "boundaries": ["0x00000000", "0x80000000", "0x70000000", "0x70000000",
+                                      "0xffffffff"]},
+     {"boundaries": ["0x00000000", "0x70000000", "0x80000000", "0xffffffff"], "numBundles": 3}),
+    ({"numBundles": 2, "boundaries": ["0", "#80", "2147483648", "0XFFFFFFFF"]},
+     {"boundaries": ["0x00000000", "0x00000080", "0x80000000", "0xffffffff"], "numBundles": 3}),
+    ({"numBundles": 2}, {"boundaries": ["0x00000000", "0x80000000", "0xffffffff"],
+                         "numBundles": 2}),
+]
+
+
+@pytest.mark.admin
+@pytest.mark.parametrize("body,status,reason", CREATE_REFUSED)
+def test_namespace_created_with_invalid_policies_is_refused(admin_url, body, status, reason):
+    # Nothing is stored on a refusal: the namespace does not exist after it.
+    ns = f"public/pv-{uuid.uuid4().hex[:8]}"
+    r = requests.put(f"{admin_url}/admin/v2/namespaces/{ns}", json=body, timeout=30)
+    assert r.status_code == status, r.text
+    if reason is not None:
+        assert r.json()["reason"] == reason
+    assert requests.get(f"{admin_url}/admin/v2/namespaces/{ns}", timeout=30).status_code == 404
+    assert ns not in requests.get(f"{admin_url}/admin/v2/namespaces/public", timeout=30).json()
+
+
+@pytest.mark.admin
+@pytest.mark.parametrize("bundles,shown", CREATE_BUNDLES)
+def test_namespace_created_with_bundles_shows_pulsars_bundles(admin_url, bundles, shown):
+    ns = f"public/pv-{uuid.uuid4().hex[:8]}"
+    r = requests.put(f"{admin_url}/admin/v2/namespaces/{ns}", json={"bundles": bundles},
+                     timeout=30)
+    assert r.status_code == 204, r.text
+    try:
+        got = requests.get(f"{admin_url}/admin/v2/namespaces/{ns}", timeout=30).json()["bundles"]
+        assert got == shown
+    finally:
+        requests.delete(f"{admin_url}/admin/v2/namespaces/{ns}", timeout=30)
