@@ -27,6 +27,11 @@ struct TopicCheck {
 TopicCheck topicCheckOf(const HttpRequest& req, const std::string& pattern) {
   const std::string& m = req.method;
   if (pattern.rfind("/lookup/", 0) == 0) return {"LOOKUP", TopicOperation::kLookup};
+  // Pulsar's getPartitionedMetadata checks LOOKUP.
+  if (m == "GET" && pattern.size() >= 11 &&
+      pattern.compare(pattern.size() - 11, 11, "/partitions") == 0) {
+    return {"LOOKUP", TopicOperation::kLookup};
+  }
   if (contains(pattern, "/subscription")) {
     if (contains(pattern, "resetcursor")) return {"RESET_CURSOR", TopicOperation::kConsume};
     if (contains(pattern, "/skip")) return {"SKIP", TopicOperation::kConsume};
@@ -55,7 +60,16 @@ std::optional<HttpResponse> checkTopic(const AdminContext& ctx, const HttpReques
   auto name = topicFromParams(params, &err);
   if (!name) return std::nullopt;  // the handler answers the bad name
   auto& authz = ctx.service.authorization();
+  // Standalone: Pulsar's HTTP lookup looks the namespace up before it authorizes, so any role
+  // gets its 404 "Namespace not found" (the route answers it).
+  if (pattern == "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}" &&
+      ctx.service.topicOwnership() == nullptr &&
+      !ctx.service.namespaceExists(name->namespaceName())) {
+    return std::nullopt;
+  }
+  // Pulsar's check of the tenant's admins finds no tenant: 404 for a role that is not one.
   TopicCheck c = topicCheckOf(req, pattern);
+  if (!authz.tenantExists(name->tenant())) return deny(c.op, 404, "Tenant does not exist");
   if (c.op == TopicOperation::kAdmin || contains(pattern, "/permissions")) {
     if (authz.isTenantAdmin(name->tenant(), role)) return std::nullopt;
     // Pulsar answers its tenant-admin check on topic permissions with 401, the namespace

@@ -500,6 +500,15 @@ void ServerCnx::handleAuthResponse(const proto::CommandAuthResponse& c) {
   }
 }
 
+bool ServerCnx::refuseMissingNamespace(const TopicName& topic, uint64_t requestId) {
+  if (service_.topicOwnership() || service_.namespaceExists(topic.namespaceName())) return false;
+  // Pulsar: no broker owns a bundle of a namespace that does not exist (the whole range).
+  sendError(requestId, proto::ServiceNotReady,
+            "Namespace bundle (" + topic.namespaceName() + "/0x00000000_0xffffffff) for topic (" +
+                topic.toString() + ") not served by this instance. Please redo the lookup.");
+  return true;
+}
+
 std::string ServerCnx::notAuthorizedMessage(const TopicName& topic, const char* what) const {
   // Pulsar's validateTenantAdminAccess throws a 404 RestException for a missing tenant.
   if (!service_.authorization().tenantExists(topic.tenant())) {
@@ -590,6 +599,13 @@ void ServerCnx::handleLookup(const proto::CommandLookupTopic& c) {
         service_.authorization().tenantExists(name->tenant())
             ? "Client is not authorized to Lookup"
             : "Exception occurred while trying to authorize lookup"));
+    return;
+  }
+  // Standalone: a namespace that does not exist (Pulsar's lookup finds no policies). Cluster
+  // mode places the bundle of any namespace, as before.
+  if (!service_.topicOwnership() && !service_.namespaceExists(name->namespaceName())) {
+    send(Commands::newLookupErrorResponse(c.request_id(), proto::TopicNotFound,
+                                          "Namespace not found"));
     return;
   }
   // Cluster mode: the owner of the topic's bundle (Connect), or a broker to ask (Redirect); with
@@ -691,6 +707,12 @@ void ServerCnx::answerPartitionedMetadata(const proto::CommandPartitionedTopicMe
   MAGNETAR_DCHECK_ON(loop());
   if (isClosed()) return;
   const TopicName* name = &topic;
+  // Pulsar's answer for a role that may look the topic up in a namespace that does not exist.
+  if (!service_.namespaceExists(name->namespaceName())) {
+    send(Commands::newPartitionMetadataErrorResponse(c.request_id(), proto::TopicNotFound,
+                                                     "Namespace not found"));
+    return;
+  }
   // Pulsar 4: without auto-creation (asked by the client, or refused by the broker) a topic
   // that does not exist is TopicNotFound, not 0 partitions. Clients rely on it, e.g. to name
   // retry and dead-letter topics "<topic>-<sub>-RETRY" rather than the legacy "<ns>/<sub>-RETRY".
@@ -762,6 +784,7 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
     sendError(requestId, proto::AuthorizationError, notAuthorizedMessage(*name, "Produce"));
     return;
   }
+  if (refuseMissingNamespace(*name, requestId)) return;
   // Read before the ownership check.
   const uint64_t ownershipEpoch = confirmedEpoch.value_or(currentOwnershipEpoch());
   if (!confirmedEpoch && !servesTopic(*name)) {

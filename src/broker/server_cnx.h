@@ -164,6 +164,9 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
   // The ERROR message of a refused PRODUCER/SUBSCRIBE: Pulsar's "Client is not authorized to
   // <what>", or its 404 RestException text when the topic's tenant does not exist.
   std::string notAuthorizedMessage(const TopicName& topic, const char* what) const;
+  // Standalone, the topic's namespace missing: answers PRODUCER/SUBSCRIBE `requestId` with
+  // ServiceNotReady, as Pulsar (its bundle is served by no broker), and returns true.
+  bool refuseMissingNamespace(const TopicName& topic, uint64_t requestId);
   // Cluster mode: true when this broker owns the topic's bundle (always true standalone).
   bool servesTopic(const TopicName& name) const;
   // After servesTopic() said no: the ownership is confirmed through ZooKeeper

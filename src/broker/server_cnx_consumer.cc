@@ -27,6 +27,7 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c,
     sendError(c.request_id(), proto::AuthorizationError, notAuthorizedMessage(*name, "subscribe"));
     return;
   }
+  if (refuseMissingNamespace(*name, c.request_id())) return;
   // Read before the ownership check.
   const uint64_t ownershipEpoch = confirmedEpoch.value_or(currentOwnershipEpoch());
   if (!confirmedEpoch && !servesTopic(*name)) {

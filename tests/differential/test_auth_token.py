@@ -365,3 +365,92 @@ def test_missing_tenant_answers_per_command(auth):
     b = w.expect(ERROR)
     assert (error_name(b, 2), b[3]) == ("AuthorizationError", rest_404)
     w.close()
+
+
+def raw_answers(auth, role, topic):
+    """(ServerError name, message) of PARTITIONED_METADATA, LOOKUP, PRODUCER and SUBSCRIBE for
+    `topic` as `role` on raw frames ("ok" for a success)."""
+    w = connect_with(auth, "token", role_token(auth.key, role))
+    w.expect(CONNECTED)
+    got = []
+    w.send(frame(base_command(PARTITIONED_METADATA, fb(1, topic) + fv(2, 1))))
+    b = w.expect(PARTITIONED_METADATA_RESPONSE)
+    got.append((error_name(b, 4), b[5][0].decode()) if 4 in b else "ok")
+    w.send(lookup_frame(topic, 2))
+    b = w.expect(LOOKUP_RESPONSE)
+    got.append((error_name(b, 6), b[7][0].decode()) if 6 in b else "ok")
+    for request in (producer_frame(topic, 1, 3), subscribe_frame(topic, "s", 1, 4)):
+        w.send(request)
+        cmd, b = w.recv_command()
+        got.append((error_name(b, 2), b[3][0].decode()) if cmd == ERROR else "ok")
+    w.close()
+    return got
+
+
+@pytest.mark.parametrize("domain", ["persistent", "non-persistent"])
+def test_missing_namespace_answers_per_command_for_allowed_roles(auth, domain):
+    # A super-user, or a tenant admin on its tenant, is past authorization: PARTITIONED_METADATA
+    # and LOOKUP are TopicNotFound "Namespace not found"; PRODUCER and SUBSCRIBE sent without a
+    # lookup are ServiceNotReady (no broker serves a bundle of a namespace that does not exist).
+    # A role granted produce/consume on another namespace of the tenant is refused.
+    tenant_admin, granted = fresh_role(), fresh_role()
+    tenant = make_tenant(auth, tenant_admin)
+    assert auth.rest("PUT", f"/admin/v2/namespaces/{tenant}/ns1", auth.admin).status_code == 204
+    r = auth.rest("POST", f"/admin/v2/namespaces/{tenant}/ns1/permissions/{granted}", auth.admin,
+                  json=["produce", "consume"])
+    assert r.status_code == 204, r.text
+    cases = [("admin", f"{domain}://nosuch-{uuid.uuid4().hex[:8]}/ns/t"),
+             ("admin", f"{domain}://{tenant}/nosuch/t"),
+             (tenant_admin, f"{domain}://{tenant}/nosuch/t")]
+    for role, topic in cases:
+        ns = topic.split("://")[1].rsplit("/", 1)[0]
+        not_served = (f"Namespace bundle ({ns}/0x00000000_0xffffffff) for topic ({topic}) not "
+                      "served by this instance")
+        got = raw_answers(auth, role, topic)
+        assert got[:2] == [("TopicNotFound", "Namespace not found")] * 2, (role, topic, got)
+        for name, message in got[2:]:
+            assert name == "ServiceNotReady" and message.startswith(not_served), (role, got)
+    topic = f"{domain}://{tenant}/nosuch/t"
+
+    def granted_on_ns1():  # a grant reaches Pulsar's policy cache asynchronously
+        got = raw_answers(auth, granted, f"{domain}://{tenant}/ns1/t")
+        assert got == ["ok"] * 4, got
+    eventually(granted_on_ns1, 15.0)
+    assert raw_answers(auth, granted, topic) == [
+        ("AuthorizationError", "Client is not authorized to Get Partition Metadata"),
+        ("AuthorizationError", "Client is not authorized to Lookup"),
+        ("AuthorizationError", "Client is not authorized to Produce"),
+        ("AuthorizationError", "Client is not authorized to subscribe")]
+
+
+def test_missing_tenant_or_namespace_over_http_lookup(auth):
+    # The HTTP lookup service's two requests. The lookup checks the namespace before the role:
+    # 404 "Namespace not found" for any role. The partitioned metadata (TopicOperation LOOKUP):
+    # a role refused on a missing tenant gets 404 "Tenant does not exist", on a missing
+    # namespace of an existing tenant 401.
+    tenant_admin, granted, other = fresh_role(), fresh_role(), fresh_role()
+    tenant = make_tenant(auth, tenant_admin)
+    assert auth.rest("PUT", f"/admin/v2/namespaces/{tenant}/ns1", auth.admin).status_code == 204
+    r = auth.rest("POST", f"/admin/v2/namespaces/{tenant}/ns1/permissions/{granted}", auth.admin,
+                  json=["produce", "consume"])
+    assert r.status_code == 204, r.text
+    missing_tenant = f"nosuch-{uuid.uuid4().hex[:8]}/ns/t"
+    missing_ns = f"{tenant}/nosuch/t"
+
+    def answer(role, path):
+        r = auth.rest("GET", path, role_token(auth.key, role))
+        return r.status_code, r.json().get("reason")
+
+    not_found = (404, "Namespace not found")
+    for role in ("admin", tenant_admin, granted, other):
+        for t in (missing_tenant, missing_ns):
+            assert answer(role, f"/lookup/v2/topic/persistent/{t}") == not_found, (role, t)
+    for role, t in [("admin", missing_tenant), ("admin", missing_ns), (tenant_admin, missing_ns)]:
+        assert answer(role, f"/admin/v2/persistent/{t}/partitions") == not_found, (role, t)
+    for role in (tenant_admin, granted, other):
+        assert answer(role, f"/admin/v2/persistent/{missing_tenant}/partitions") == (
+            404, "Tenant does not exist"), role
+    for role in (granted, other):
+        assert answer(role, f"/admin/v2/persistent/{missing_ns}/partitions") == (
+            401, "Unauthorized to validateTopicOperation for operation [LOOKUP] on topic "
+            f"[persistent://{missing_ns}]"), role
