@@ -28,6 +28,8 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 constexpr auto kIdleTimeout = std::chrono::seconds(60);
+// Beast's default header limit (8 KB, Pulsar's httpMaxRequestHeaderSize default).
+constexpr size_t kMaxHeaderBytes = 8192;
 
 using PlainStream = beast::tcp_stream;
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
@@ -87,6 +89,46 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     parser_.emplace();
     parser_->body_limit(maxBody_);
     lowest().expires_after(kIdleTimeout);
+    readHeader();
+  }
+
+  // Reads until the buffer holds the request's header section, puts a CR before each bare LF
+  // in it (Jetty takes a bare LF as a line end; Beast does not), refuses a folded line (400, as
+  // Jetty), then lets Beast parse the request from the buffer. A header that does not end within
+  // kMaxHeaderBytes is Beast's to refuse (header_limit).
+  void readHeader() {
+    const std::string_view bytes(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    if (auto end = headerSectionEnd(bytes)) {
+      std::string header = withCrlfLineEnds(bytes.substr(0, *end));
+      // Jetty refuses an obsolete line folding (a line starting with a space or tab); Beast
+      // would join it to the line before.
+      if (header.find("\n ") != std::string::npos || header.find("\n\t") != std::string::npos) {
+        HttpServerStats::record(HttpBadRequest::kMalformed);
+        keepAlive_ = false;
+        return write(HttpResponse::error(400, "Bad request: obsolete line folding"));
+      }
+      if (header.size() != *end) {
+        std::string rest(bytes.substr(*end));
+        buffer_.consume(buffer_.size());
+        for (const std::string* part : {&header, &rest}) {
+          buffer_.commit(asio::buffer_copy(buffer_.prepare(part->size()), asio::buffer(*part)));
+        }
+      }
+      return parseRequest();
+    }
+    if (buffer_.size() >= kMaxHeaderBytes) return parseRequest();
+    stream_.async_read_some(
+        buffer_.prepare(4096), [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+          self->buffer_.commit(n);
+          if (!ec) return self->readHeader();
+          if (ec == beast::error::timeout && self->buffer_.size() > 0) {
+            HttpServerStats::record(HttpBadRequest::kTimeout);
+          }
+          self->onReadError(ec == beast::error::timeout ? ec : http::error::end_of_stream);
+        });
+  }
+
+  void parseRequest() {
     http::async_read(
         stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code ec, size_t) { self->onRead(ec); });
@@ -209,6 +251,24 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 };
 
 }  // namespace
+
+std::optional<size_t> headerSectionEnd(std::string_view bytes) {
+  for (size_t i = bytes.find('\n'); i != std::string_view::npos; i = bytes.find('\n', i + 1)) {
+    if (i + 1 < bytes.size() && bytes[i + 1] == '\n') return i + 2;
+    if (i + 2 < bytes.size() && bytes[i + 1] == '\r' && bytes[i + 2] == '\n') return i + 3;
+  }
+  return std::nullopt;
+}
+
+std::string withCrlfLineEnds(std::string_view header) {
+  std::string out;
+  out.reserve(header.size() + 16);
+  for (size_t i = 0; i < header.size(); ++i) {
+    if (header[i] == '\n' && (i == 0 || header[i - 1] != '\r')) out += '\r';
+    out += header[i];
+  }
+  return out;
+}
 
 const char* HttpServerStats::label(HttpBadRequest e) {
   switch (e) {

@@ -5,7 +5,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "admin/router.h"
 #include "base/status.h"
@@ -34,6 +36,13 @@ struct HttpServerStats {
   // The metric label value ("malformed", "header_too_large", ...).
   static const char* label(HttpBadRequest e);
 };
+
+// Where the header section at the start of `bytes` ends (the offset after its empty line), a
+// line ending in LF or CRLF, as Jetty (Pulsar's HTTP server) reads lines and RFC 9112 2.2
+// allows; nullopt while no empty line has come.
+std::optional<size_t> headerSectionEnd(std::string_view bytes);
+// `header` with a CR put before each LF that has none (Boost.Beast's parser wants CRLF).
+std::string withCrlfLineEnds(std::string_view header);
 
 // Serves HTTP/1.1 (keep-alive) on its own threads, named `pulsar-web` (numThreads == 1) or
 // `pulsar-web-<i>` (`pulsar-web-tls...` for HTTPS). Each request goes to the Router; a handler's

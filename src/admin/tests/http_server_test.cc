@@ -136,5 +136,59 @@ TEST(HttpServer, PassesTheHostHeaderAndSendsExtraHeaders) {
   EXPECT_EQ(gone[0].count(http::field::content_type), 0u);
 }
 
+// Sends `raw` on a new connection, reads until the server closes; the bytes received.
+std::string exchangeRaw(uint16_t port, const std::string& raw) {
+  asio::io_context ioc;
+  tcp::socket sock(ioc);
+  sock.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  asio::write(sock, asio::buffer(raw));
+  std::string out;
+  beast::error_code ec;
+  char buf[4096];
+  while (!ec) out.append(buf, sock.read_some(asio::buffer(buf), ec));
+  return out;
+}
+
+size_t countOf(const std::string& s, const std::string& part) {
+  size_t n = 0;
+  for (size_t i = s.find(part); i != std::string::npos; i = s.find(part, i + 1)) ++n;
+  return n;
+}
+
+TEST(HttpServer, HeaderSectionEndsWithAnEmptyLineOfLfOrCrlf) {
+  EXPECT_EQ(headerSectionEnd("GET / HTTP/1.1\r\nHost: x\r\n\r\nbody"), 27u);
+  EXPECT_EQ(headerSectionEnd("GET / HTTP/1.1\nHost: x\n\nbody"), 24u);
+  EXPECT_EQ(headerSectionEnd("GET / HTTP/1.1\r\nHost: x\r\n\nbody"), 26u);
+  EXPECT_EQ(headerSectionEnd("GET / HTTP/1.1\nHost: x\n\r\nbody"), 25u);
+  EXPECT_EQ(headerSectionEnd("GET / HTTP/1.1\r\nHost: x\r\n"), std::nullopt);
+  EXPECT_EQ(headerSectionEnd("GET / HTTP/1.1\r\nHost: x\r\n\r"), std::nullopt);
+  EXPECT_EQ(withCrlfLineEnds("a\nb\r\nc\r\r\n\n"), "a\r\nb\r\nc\r\r\n\r\n");
+}
+
+// Jetty (Pulsar's HTTP server) takes a bare LF as a line end in the request line and header
+// (tests/differential/test_http_line_ends.py); a bare CR stays a 400 on both.
+TEST(HttpServer, BareLfLineEndsAreAccepted) {
+  HttpServer server(testRouter(), {"127.0.0.1", 0, 1, 1024});
+  ASSERT_TRUE(server.start());
+  std::string got = exchangeRaw(server.port(),
+                                "GET /hello/lf HTTP/1.1\nHost: x\n\n"
+                                "POST /echo HTTP/1.1\nHost: x\nContent-Length: 5\r\n\nab\ncd"
+                                "GET /hello/crlf HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\n");
+  EXPECT_EQ(countOf(got, "HTTP/1.1 200 OK\r\n"), 2u) << got;
+  EXPECT_EQ(countOf(got, "HTTP/1.1 201 Created\r\n"), 1u) << got;
+  EXPECT_NE(got.find("hello lf"), std::string::npos);
+  EXPECT_NE(got.find("ab\ncd"), std::string::npos);  // the body is not touched
+  EXPECT_NE(got.find("hello crlf"), std::string::npos);
+  got = exchangeRaw(server.port(), "GET /hello/cr HTTP/1.1\rHost: x\r\n\r\n");
+  EXPECT_EQ(got.rfind("HTTP/1.1 400 ", 0), 0u) << got;
+  // An obsolete line folding is refused (Jetty), with CRLF or LF.
+  for (const char* fold : {"\r\n ", "\r\n\t", "\n "}) {
+    got = exchangeRaw(server.port(), std::string("GET /hello/fold HTTP/1.1\r\nHost: x\r\nX-A: a") +
+                                         fold + "b\r\n\r\n");
+    EXPECT_EQ(got.rfind("HTTP/1.1 400 ", 0), 0u) << got;
+  }
+  server.stop();
+}
+
 }  // namespace
 }  // namespace magnetar::admin
