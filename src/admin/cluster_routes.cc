@@ -236,9 +236,58 @@ std::optional<std::string> clusterDataFrom(const HttpRequest& req, HttpResponse*
   return json::serialize(out);
 }
 
-// GET/PUT/POST of Pulsar's ClustersBase, on the configuration store's /admin/clusters.
+// Removes `path` and every node under it, children first; cb gets kNotFound when `path` does
+// not exist. Runs on ex.
+void removeTree(metadata::Store* config, const std::string& path, net::Executor* ex,
+                std::function<void(const Status&)> cb) {
+  config->getChildren(
+      path, ex,
+      [config, path, ex, cb = std::move(cb)](const Result<std::vector<std::string>>& children) {
+        if (!children.isOk()) return cb(children.status());
+        auto left = std::make_shared<size_t>(children->size());
+        auto failed = std::make_shared<Status>(Status::ok());
+        auto removeSelf = [config, path, ex, cb, failed] {
+          if (!failed->isOk()) return cb(*failed);
+          config->remove(path, std::nullopt, ex, cb);
+        };
+        if (*left == 0) return removeSelf();
+        for (const auto& child : *children) {  // the callbacks run on ex, one at a time
+          removeTree(config, path + "/" + child, ex, [left, failed, removeSelf](const Status& s) {
+            if (!s.isOk() && s.code() != StatusCode::kNotFound) *failed = s;
+            if (--*left == 0) removeSelf();
+          });
+        }
+      });
+}
+
+// GET/PUT/POST/DELETE of Pulsar's ClustersBase, on the configuration store's /admin/clusters.
 void addClusterDataRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* svc) {
   metadata::Store* config = nsp->configStore();
+  // Pulsar's deleteCluster removes the cluster with its failure domains and isolation policies
+  // (the znodes under it); 404 when it does not exist. The cluster the brokers serve is refused
+  // (412, as in standalone): each broker checks it at start.
+  r.add(
+      "DELETE", "/admin/v2/clusters/{cluster}",
+      [config, svc, local = svc->options().clusterName](const HttpRequest&, const PathParams& p,
+                                                        const Respond& respond) {
+        const std::string& cluster = p.at("cluster");
+        if (cluster == local) {
+          return respond(HttpResponse::error(412, "Cannot delete the cluster this broker serves"));
+        }
+        std::string path = clusterPath(cluster);
+        net::Executor* ex = &svc->ioLoops().next();
+        config->exists(path, ex, [config, path, ex, respond](const auto& found) {
+          if (!found.isOk()) return respond(storeError(found.status()));
+          if (!*found) return respond(HttpResponse::error(404, "Cluster does not exist"));
+          removeTree(config, path, ex, [respond](const Status& s) {
+            if (s.isOk()) return respond(noContent());
+            if (s.code() == StatusCode::kNotFound) {
+              return respond(HttpResponse::error(404, "Cluster does not exist"));
+            }
+            respond(storeError(s));
+          });
+        });
+      });
   r.add("GET", "/admin/v2/clusters",
         [config, svc](const HttpRequest&, const PathParams&, const Respond& respond) {
           config->getChildren("/admin/clusters", &svc->ioLoops().next(),

@@ -704,7 +704,7 @@ void addClusterRoutes(Router& r, const AdminContext* ctx) {
   // namespaces of a cluster that no longer exists.
   r.addSync("DELETE", "/admin/v2/clusters/{cluster}",
             [ctx, &reg](const HttpRequest& req, const PathParams& p) {
-              if (ctx->service.sharedConfig()) {  // cluster mode: cluster_routes.h's, no DELETE
+              if (ctx->service.sharedConfig()) {  // cluster mode: cluster_routes.cc's answers
                 return HttpResponse::error(405, "Method DELETE not allowed on " + req.path);
               }
               const std::string& name = p.at("cluster");

@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import struct
 
+_CREATE = 1
 _GET_DATA = 4
 _SET_DATA = 5
 _GET_CHILDREN = 8
@@ -74,6 +75,16 @@ class ZkClient:
         err, _ = self._call(_SET_DATA, body)
         if err != 0:
             raise ZkError(f"setData {path}: error {err}")
+
+    def create(self, path: str, data: bytes) -> None:
+        """Creates a persistent node open to all (OPEN_ACL_UNSAFE); ZkError when it exists or
+        its parent does not."""
+        acl = struct.pack(">ii", 1, 31) + self._string("world") + self._string("anyone")
+        body = (self._string(path) + struct.pack(">i", len(data)) + data + acl
+                + struct.pack(">i", 0))
+        err, _ = self._call(_CREATE, body)
+        if err != 0:
+            raise ZkError(f"create {path}: error {err}")
 
     def children(self, path: str) -> list[str]:
         """Sorted child names; [] when the node does not exist."""
