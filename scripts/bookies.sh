@@ -25,6 +25,8 @@
 # (scripts/install-test-deps.sh).
 # Log level of the JVMs (log4j2, to stderr): BK_LOGLEVEL, default warn for the bookies and info for
 # `shell` (BookKeeper's shell prints its results as INFO log lines).
+# BK_FAULTSHIM=LIB (tests/chaos): bookie I's JVM runs with LD_PRELOAD=LIB and
+# MAGNETAR_FAULTSHIM_CTL=DIR/bookie-I/faultshim.ctl, its slow-disk and clock control file.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
@@ -179,7 +181,11 @@ nettyMaxFrameSizeBytes=5253120
 CFG
   [ -f "$dir/bookie-extra.conf" ] && cat "$dir/bookie-extra.conf" >> "$b/bookie.conf"
   echo "$port" > "$b/port"
-  nohup java -Xmx256m -XX:MaxDirectMemorySize=128m "${jvm_opts[@]}" -cp "$CP" \
+  local shim=()
+  if [ -n "${BK_FAULTSHIM:-}" ]; then
+    shim=(env "LD_PRELOAD=$BK_FAULTSHIM" "MAGNETAR_FAULTSHIM_CTL=$b/faultshim.ctl")
+  fi
+  nohup "${shim[@]}" java -Xmx256m -XX:MaxDirectMemorySize=128m "${jvm_opts[@]}" -cp "$CP" \
     org.apache.bookkeeper.server.Main --conf "$b/bookie.conf" > "$b/bookie.log" 2>&1 &
   echo $! > "$b/pid"
 }

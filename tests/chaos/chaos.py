@@ -15,11 +15,19 @@ the broker advertises the proxy). Faults:
   fulldisk   a ballast file fills the tmpfs for 1-4 s, then is removed
   partition  the proxy drops every byte both ways for 1-4 s, then resets the connections
   stall      the proxy forwards nothing for 1-4 s (a long delay), streams intact
+  slowdisk   every sync (fsync, fdatasync, ...) of the broker waits 20-200 ms first, for 2-6 s
+  clockjump  the broker's wall clock steps +/-30 s..10 min for 2-6 s and back, or (1 in 3)
+             +/-0.05-2 s for good (an NTP step); its monotonic clock does not move
+
+slowdisk and clockjump go through faultshim.c, an LD_PRELOAD library built at start (cc) whose
+control file the nemesis writes while the process runs; a second nemesis injects them, one at a
+time, concurrently with the other faults.
 
 Deployment `cluster`: ZooKeeper + 3 bookies (scripts/bookies.sh) + 3 `magnetar broker`, each
 behind a proxy of its own; faults kill9, pause (within the session), zksession (paused past it:
 ownership moves), restart, unload, bookie (kill -9 and restart of a bookie), partition, stall
-(one broker's proxy). See README.md.
+(one broker's proxy), slowdisk (a bookie's, 1 in 4 a broker's), clockjump (a broker's). See
+README.md.
 
 Checked (checker.py): no receipted message lost, every send answered, no duplicate stored where
 deduplication is on (counted where it is off), per-producer order of what is stored, every
@@ -57,6 +65,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "tests"))
 
+import faultshim  # noqa: E402
 import pulsar  # noqa: E402
 import requests  # noqa: E402
 from checker import Fault, Send, check  # noqa: E402
@@ -73,6 +82,10 @@ SUB_TYPES = {
     "keyshared": (pulsar.ConsumerType.KeyShared, 2),
 }
 KEY_ORDERED = {"exclusive", "keyshared"}
+# Faults that are a state of a process (its disk, its clock) rather than an event: a nemesis of
+# their own injects them concurrently with the others (a slow disk during a failover, a clock
+# step during a restart), each through the process's faultshim control file.
+CONDITIONS = ("slowdisk", "clockjump")
 
 
 def log(msg: str) -> None:
@@ -81,12 +94,68 @@ def log(msg: str) -> None:
 
 # --- the deployment ------------------------------------------------------------------------------
 
+def with_shim(cmd: list[str], so: str, ctl: faultshim.Control) -> list[str]:
+    """cmd run with the fault shim preloaded, controlled by ctl (`env` execs: same pid)."""
+    return ["env", *(f"{k}={v}" for k, v in faultshim.env(so, ctl.path).items()), *cmd]
+
+
+def hold(stop: threading.Event, seconds: float) -> float:
+    """Waits `seconds` or until the run stops; returns how long it waited."""
+    t = time.monotonic()
+    stop.wait(seconds)
+    return time.monotonic() - t
+
+
+def slow_disk(rng: random.Random, stop: threading.Event, name: str,
+              ctl: faultshim.Control) -> str:
+    """20-200 ms before every sync of one process for 2-6 s, then none."""
+    delay = rng.uniform(0.02, 0.2)
+    before = ctl.counters()["delayed"]
+    ctl.set_sync_delay(delay)
+    held = hold(stop, rng.uniform(2, 6))
+    ctl.set_sync_delay(0)
+    delayed = ctl.counters()["delayed"] - before
+    return f"{name} {delay * 1000:.0f} ms per sync for {held:.1f} s ({delayed} syncs delayed)"
+
+
+# A clock stepped in production: an NTP step after drift (under a few seconds, kept: ntpd and
+# chrony step once the offset is over 128 ms / their makestep limit), or a wrong time source (a
+# host resumed from suspend, a bad NTP server, an operator's `date -s`) seen for seconds, then
+# stepped back when corrected.
+MAX_DRIFT_S = 5.0
+
+
+def clock_jump(rng: random.Random, stop: threading.Event, name: str,
+               ctl: faultshim.Control, base: dict) -> str:
+    """Steps one process's wall clock: 2 in 3 a wrong clock (+/-30 s to 10 min) held 2-6 s
+    and stepped back; else a small step (+/-0.05-2 s) that stays. base[name]: the kept offset."""
+    kept = base.get(name, 0.0)
+    sign = rng.choice((-1, 1))
+    if rng.random() < 2 / 3:
+        jump = sign * rng.uniform(30, 600)
+        ctl.set_clock_offset(kept + jump)
+        held = hold(stop, rng.uniform(2, 6))
+        ctl.set_clock_offset(kept)
+        return f"{name} {jump:+.1f} s for {held:.1f} s, then back"
+    step = sign * rng.uniform(0.05, 2)
+    if abs(kept + step) > MAX_DRIFT_S:
+        step = -step
+    base[name] = kept + step
+    ctl.set_clock_offset(base[name])
+    return f"{name} {step:+.2f} s, kept (offset now {base[name]:+.2f} s)"
+
+
 class Standalone:
     """magnetar standalone on a tmpfs kept by a holder namespace, behind a proxy."""
 
     def __init__(self, workdir: str, tmpfs_mb: int, settings: list[str]) -> None:
         self.workdir = workdir
         self.data = os.path.join(workdir, "data")
+        so = faultshim.build(workdir)
+        # Outside the tmpfs: the same file seen from the broker's mount namespace.
+        self.ctl = faultshim.Control(os.path.join(workdir, "faultshim.ctl"))
+        self.clock_base: dict = {}
+        ctl = self.ctl
         os.makedirs(self.data, exist_ok=True)
         self.holder = subprocess.Popen(
             ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c",
@@ -104,7 +173,7 @@ class Standalone:
             def command(self, port: int = 0, extra: Iterable[str] = ()) -> list[str]:
                 cmd = super().command(port, extra)
                 return ["nsenter", "-t", str(holder), "-U", "-m", "--preserve-credentials",
-                        "--", *cmd]
+                        "--", *with_shim(cmd, so, ctl)]
 
         self.broker = Proc([
             f"webServicePort={self.web_port}",
@@ -130,12 +199,23 @@ class Standalone:
     def start(self) -> None:
         self.broker.start(port=self.port, timeout_s=60)
 
-    faults = ["kill9", "pause", "restart", "unload", "fulldisk", "partition", "stall"]
+    faults = ["kill9", "pause", "restart", "unload", "fulldisk", "partition", "stall",
+              "slowdisk", "clockjump"]
 
     def kill9(self, rng: random.Random) -> str:
         self.broker.kill()
         self.start()
         return ""
+
+    def slowdisk(self, rng: random.Random, stop: threading.Event) -> str:
+        """The broker's journal and RocksDB syncs (its only disk)."""
+        return slow_disk(rng, stop, "broker", self.ctl)
+
+    def clockjump(self, rng: random.Random, stop: threading.Event) -> str:
+        return clock_jump(rng, stop, "broker", self.ctl, self.clock_base)
+
+    def shim_counters(self) -> dict:
+        return {"broker": self.ctl.counters()}
 
     def pause(self, rng: random.Random, seconds: float) -> str:
         os.kill(self.broker.pid, signal.SIGSTOP)
@@ -159,7 +239,8 @@ class Standalone:
         """Fills the tmpfs, keeps it full for `seconds`, frees it; returns when it was full."""
         st = os.statvfs(os.path.dirname(self.ballast))
         free = st.f_bavail * st.f_frsize
-        with open(self.ballast, "wb") as f:
+        # Unbuffered: a buffered file's flush at close would raise ENOSPC outside the try.
+        with open(self.ballast, "wb", buffering=0) as f:
             try:
                 f.truncate(0)
                 chunk = b"\0" * (1 << 20)
@@ -173,6 +254,8 @@ class Standalone:
         return full_at
 
     def heal(self) -> None:
+        self.ctl.set_sync_delay(0)
+        self.ctl.set_clock_offset(0)
         if self.paused:
             os.kill(self.broker.pid, signal.SIGCONT)
             self.paused = False
@@ -193,16 +276,29 @@ class Cluster:
     """ZooKeeper + 3 bookies (scripts/bookies.sh) + 3 `magnetar broker` processes on them
     (E=Qw=Qa=2, a 4 s metadata session), each behind a proxy of its own that it advertises."""
 
-    faults = ["kill9", "pause", "zksession", "restart", "unload", "bookie", "partition", "stall"]
+    faults = ["kill9", "pause", "zksession", "restart", "unload", "bookie", "partition", "stall",
+              "slowdisk", "clockjump"]
     SESSION_TIMEOUT_MS = 4000
     CLUSTER = "chaos"
+    BOOKIES = 3
 
     def __init__(self, workdir: str, settings: list[str], brokers: int = 3) -> None:
         self.workdir = workdir
         self.settings = settings
         self.bk_dir = os.path.join(workdir, "bk")
-        p = subprocess.run(["bash", BOOKIES_SH, "start", "-n", "3", "-d", self.bk_dir],
-                           capture_output=True, text=True, timeout=300)
+        so = faultshim.build(workdir)
+        # Each bookie's JVM preloads the shim with BK_DIR/bookie-I/faultshim.ctl (bookies.sh):
+        # its journal's fdatasync is what a bookie acknowledges an add after.
+        self.bk_env = dict(os.environ, BK_FAULTSHIM=so)
+        self.bookie_ctls = []
+        for i in range(self.BOOKIES):
+            os.makedirs(os.path.join(self.bk_dir, f"bookie-{i}"), exist_ok=True)
+            self.bookie_ctls.append(faultshim.Control(
+                os.path.join(self.bk_dir, f"bookie-{i}", "faultshim.ctl")))
+        self.clock_base: dict = {}
+        p = subprocess.run(["bash", BOOKIES_SH, "start", "-n", str(self.BOOKIES),
+                            "-d", self.bk_dir], capture_output=True, text=True, timeout=300,
+                           env=self.bk_env)
         if p.returncode != 0:
             raise RuntimeError(f"bookies.sh start failed: {p.stderr[-2000:]}")
         self.uri = p.stdout.strip().splitlines()[-1]
@@ -215,10 +311,17 @@ class Cluster:
         if init.returncode != 0:
             raise RuntimeError(init.stdout + init.stderr)
         self.brokers = []
+
+        class Proc(MagnetarProcess):
+            ctl: faultshim.Control
+
+            def command(self, port: int = 0, extra: Iterable[str] = ()) -> list[str]:
+                return with_shim(super().command(port, extra), so, self.ctl)
+
         for i in range(brokers):
             port, web = free_port(), free_port()
             proxy = Proxy(port).start()
-            proc = MagnetarProcess([
+            proc = Proc([
                 f"metadataStoreUrl={self.zk}", f"clusterName={self.CLUSTER}",
                 "advertisedAddress=127.0.0.1", "bindAddress=127.0.0.1",
                 f"webServicePort={web}",
@@ -233,6 +336,7 @@ class Cluster:
                 workdir=os.path.join(workdir, f"broker-{i}"), data_in_workdir=False,
                 mode="broker", log_name="broker.log")
             os.makedirs(proc.workdir, exist_ok=True)
+            proc.ctl = faultshim.Control(os.path.join(proc.workdir, "faultshim.ctl"))
             self.brokers.append({"port": port, "web": web, "proxy": proxy, "proc": proc,
                                  "paused": False})
 
@@ -301,18 +405,41 @@ class Cluster:
         return f"broker {i}"
 
     def bookie(self, rng: random.Random) -> str:
-        i = rng.randrange(3)
+        i = rng.randrange(self.BOOKIES)
         subprocess.run(["bash", BOOKIES_SH, "kill9", "-d", self.bk_dir, str(i)],
                        capture_output=True, timeout=60, check=True)
         time.sleep(rng.uniform(0.5, 3))
-        subprocess.run(["bash", BOOKIES_SH, "start", "-n", "3", "-d", self.bk_dir],
-                       capture_output=True, timeout=300, check=True)
+        subprocess.run(["bash", BOOKIES_SH, "start", "-n", str(self.BOOKIES), "-d", self.bk_dir],
+                       capture_output=True, timeout=300, check=True, env=self.bk_env)
         return f"bookie {i}"
+
+    def slowdisk(self, rng: random.Random, stop: threading.Event) -> str:
+        """A bookie's disk (its journal's fdatasync holds every add it acknowledges) or, 1 in
+        4, a broker's (its local journal)."""
+        if rng.random() < 0.75:
+            i = rng.randrange(self.BOOKIES)
+            return slow_disk(rng, stop, f"bookie {i}", self.bookie_ctls[i])
+        i = rng.randrange(len(self.brokers))
+        return slow_disk(rng, stop, f"broker {i}", self.brokers[i]["proc"].ctl)
+
+    def clockjump(self, rng: random.Random, stop: threading.Event) -> str:
+        """One broker's wall clock (the bookies' and ZooKeeper's are left alone)."""
+        i = rng.randrange(len(self.brokers))
+        return clock_jump(rng, stop, f"broker {i}", self.brokers[i]["proc"].ctl,
+                          self.clock_base)
+
+    def shim_counters(self) -> dict:
+        out = {f"bookie {i}": c.counters() for i, c in enumerate(self.bookie_ctls)}
+        out.update({f"broker {i}": b["proc"].ctl.counters() for i, b in enumerate(self.brokers)})
+        return out
 
     def proxy_for(self, rng: random.Random) -> Proxy:
         return self.brokers[rng.randrange(len(self.brokers))]["proxy"]
 
     def heal(self) -> None:
+        for ctl in self.bookie_ctls + [b["proc"].ctl for b in self.brokers]:
+            ctl.set_sync_delay(0)
+            ctl.set_clock_offset(0)
         for b in self.brokers:
             if b["paused"]:
                 os.kill(b["proc"].pid, signal.SIGCONT)
@@ -512,11 +639,38 @@ def run(args: argparse.Namespace) -> dict:
         log(f"load running at {args.rate} msg/s on {len(topics)} topics; faults "
             f"{','.join(faults_enabled)} for {args.duration} s (seed {args.seed})")
         end = time.monotonic() + args.duration
+        events = [f for f in faults_enabled if f not in CONDITIONS]
+        conditions = [f for f in faults_enabled if f in CONDITIONS]
+        stop_conditions = threading.Event()
+        cond_errors: list[BaseException] = []
+
+        def condition_nemesis() -> None:
+            """Slow disks and clock steps, one at a time, concurrent with the events: each
+            round injects every enabled kind once, in a seeded order."""
+            crng = random.Random(f"{args.seed}-conditions")
+            try:
+                while True:
+                    for kind in crng.sample(conditions, len(conditions)):
+                        if stop_conditions.wait(crng.uniform(args.min_gap, args.max_gap)):
+                            return
+                        start = time.monotonic()
+                        detail = getattr(dep, kind)(crng, stop_conditions)
+                        faults.append(Fault(kind, start, time.monotonic(), detail))
+                        log(f"fault {kind} {detail} ({time.monotonic() - start:.1f} s)")
+            except BaseException as e:  # noqa: BLE001 (re-raised by the run)
+                cond_errors.append(e)
+
+        cond_thread = threading.Thread(target=condition_nemesis, daemon=True)
+        if conditions:
+            cond_thread.start()
         while time.monotonic() < end:
+            if not events:
+                time.sleep(max(0.0, min(1.0, end - time.monotonic())))
+                continue
             time.sleep(rng.uniform(args.min_gap, args.max_gap))
             if time.monotonic() >= end:
                 break
-            kind = rng.choice(faults_enabled)
+            kind = rng.choice(events)
             length = rng.uniform(1.0, 4.0)
             start = time.monotonic()
             detail = ""
@@ -548,6 +702,11 @@ def run(args: argparse.Namespace) -> dict:
                 detail = f"{length:.1f} s"
             faults.append(Fault(kind, start, time.monotonic(), detail))
             log(f"fault {kind} {detail} ({time.monotonic() - start:.1f} s)")
+        stop_conditions.set()
+        if conditions:
+            cond_thread.join(120)
+        if cond_errors:
+            raise cond_errors[0]
         dep.heal()
         wl.stop_producing()
         deadline = time.monotonic() + args.grace
@@ -575,7 +734,7 @@ def run(args: argparse.Namespace) -> dict:
         if args.history:
             with open(args.history, "w") as f:
                 t0 = min(s.sent_at for s in sends.values())
-                for fl in faults:
+                for fl in sorted(faults, key=lambda x: x.start):
                     f.write(json.dumps({"fault": fl.kind, "start": fl.start - t0,
                                         "end": fl.end - t0, "detail": fl.detail}) + "\n")
                 for (t, p, q), s in sends.items():
@@ -599,6 +758,7 @@ def run(args: argparse.Namespace) -> dict:
                 pass
         wl.pclient.close()
         wl.cclient.close()
+        syncs = dep.shim_counters()
         exit_code = dep.close()
         violations = report.violations({t for t, d in topics.items() if d})
         if exit_code != 0:
@@ -612,7 +772,9 @@ def run(args: argparse.Namespace) -> dict:
             "deliveries": report.deliveries, "undelivered": report.undelivered,
             "producer_order_violations": len(report.producer_order),
             "key_order_violations": len(report.key_order),
-            "unavailability": report.faults, "violations": violations,
+            "unavailability": report.faults,
+            "syncs": syncs,  # per process, from the fault shim: calls seen, calls delayed
+            "violations": violations,
         }
         failed = bool(violations)
         return result
@@ -635,7 +797,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--duration", type=float, default=60, help="seconds of faults")
     ap.add_argument("--faults", default="",
                     help=f"comma list; standalone: {','.join(Standalone.faults)}; cluster: "
-                    f"{','.join(Cluster.faults)}")
+                    f"{','.join(Cluster.faults)} (default: all; {' and '.join(CONDITIONS)} are "
+                    "injected by a nemesis of their own, concurrently, through an LD_PRELOAD "
+                    "shim)")
     ap.add_argument("--rate", type=float, default=400, help="messages per second, all producers")
     ap.add_argument("--min-gap", type=float, default=1.0, help="seconds between faults, at least")
     ap.add_argument("--max-gap", type=float, default=4.0)

@@ -10,7 +10,8 @@ Inputs (plain data, so the checker is tested on its own in test_checker.py):
   reader from the earliest position, after the run).
 - deliveries: [(topic, subscription, consumer, (producer, seq, key), time)]: what each consumer
   handed to the application, in the order each consumer saw it.
-- faults: [Fault]: what the nemesis did, and when.
+- faults: [Fault]: what the nemeses did, and when (monotonic start and end; slow disks and clock
+  steps may overlap the other faults).
 - dedup_topics: topics with deduplication on (a duplicate there is an error, elsewhere counted).
 - key_ordered_subs: {(topic, subscription)} whose deliveries must keep per-key order (Key_Shared).
 - key_batched: producers with key-based batching: their order is checked per key.
@@ -155,21 +156,33 @@ def check(sends: dict[Ident, Send], stored: dict[str, list[tuple[str, int, str]]
             best = min(best, by_sent[i][1])
             suffix_min[i] = best
         streams.append(([x[0] for x in by_sent], suffix_min))
+    # A fault is "alone" when no other fault was under way from its start to the end of its
+    # unavailability (or its own end, if later): slow disks and clock steps are injected
+    # concurrently with the other faults, so the figures over all of a kind mix in the others'.
     per_kind: dict[str, list[float]] = defaultdict(list)
+    alone: dict[str, list[float]] = defaultdict(list)
     for f in faults:
         worst: float | None = None
         for sent_times, suffix_min in streams:
             i = _index_after(sent_times, f.start)
             nxt = suffix_min[i] if i < len(sent_times) else float("inf")
             worst = nxt if worst is None else max(worst, nxt)
-        per_kind[f.kind].append(worst - f.start if worst is not None else float("inf"))
+        gap = worst - f.start if worst is not None else float("inf")
+        per_kind[f.kind].append(gap)
+        until = max(f.end, f.start + gap)
+        if not any(g is not f and g.start < until and g.end > f.start for g in faults):
+            alone[f.kind].append(gap)
     for kind, gaps in per_kind.items():
         finite = [g for g in gaps if g != float("inf")]
+        lone = [g for g in alone[kind] if g != float("inf")]
         r.faults[kind] = {
             "count": len(gaps),
             "unavailable_median_s": round(statistics.median(finite), 3) if finite else None,
             "unavailable_max_s": round(max(finite), 3) if finite else None,
             "no_receipt_after": len(gaps) - len(finite),
+            "alone": len(alone[kind]),
+            "alone_unavailable_median_s": round(statistics.median(lone), 3) if lone else None,
+            "alone_unavailable_max_s": round(max(lone), 3) if lone else None,
         }
     return r
 

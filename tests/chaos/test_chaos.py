@@ -1,5 +1,6 @@
-"""The chaos suite's short form (CI): 20 s of every fault under a fixed seed on each deployment,
-then the checker (chaos.py). The long form is one command per deployment:
+"""The chaos suite's short form (CI): 20 s of every fault under a fixed seed on each deployment
+(a slow disk and a clock step among them, injected concurrently with the others), then the
+checker (chaos.py). The long form is one command per deployment:
 `tests/chaos/chaos.py --duration 3600 [--deployment cluster]`."""
 
 import os

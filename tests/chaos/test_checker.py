@@ -65,3 +65,17 @@ def test_key_batched_producers_keep_order_per_key_only():
     stored[T][0], stored[T][2] = stored[T][2], stored[T][0]  # k0: 2 before 0
     r = check(sends, stored, deliveries, [], {T}, {(T, "ks")}, SUBS, key_batched={"p"})
     assert r.producer_order == [(T, "p", 2, 0)]
+
+
+def test_unavailability_of_overlapping_faults_is_also_given_alone():
+    sends, stored, deliveries = _clean()
+    # A slow disk from 0.2 to 2.0 overlaps the kill9 at 1.2: neither is alone; the unload at
+    # 3.1 is (its unavailability ends with the receipt at 4.5).
+    faults = [Fault("slowdisk", 0.2, 2.0), Fault("kill9", 1.2, 1.3), Fault("unload", 3.1, 3.2)]
+    r = _run(sends, stored, deliveries, faults=faults)
+    assert r.faults["slowdisk"]["unavailable_max_s"] == 1.3  # send 1.0, receipt 1.5
+    assert r.faults["slowdisk"]["alone"] == 0
+    assert r.faults["slowdisk"]["alone_unavailable_max_s"] is None
+    assert r.faults["kill9"]["alone"] == 0
+    assert r.faults["unload"]["alone"] == 1
+    assert r.faults["unload"]["alone_unavailable_max_s"] == 1.4
