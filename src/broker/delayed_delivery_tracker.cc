@@ -125,17 +125,27 @@ void EntryIdRuns::rebuild(const std::vector<int64_t>& ids) {
   for (int64_t id : ids) add(id);
 }
 
-DelayedDeliveryTracker::DelayedDeliveryTracker(int64_t tickTimeMs, bool strict)
-    : tickTimeMs_(std::max<int64_t>(1, tickTimeMs)), strict_(strict), bucketBits_(0) {
-  while ((int64_t{2} << bucketBits_) <= tickTimeMs_) ++bucketBits_;
+DelayedDeliveryTracker::DelayedDeliveryTracker(int64_t precisionTickMs, bool strict)
+    : tickTimeMs_(std::max<int64_t>(0, precisionTickMs)), strict_(strict), bucketBits_(0) {
+  while ((int64_t{2} << bucketBits_) <= precisionTickMs) ++bucketBits_;
+}
+
+int64_t DelayedDeliveryTracker::bucketDueAt(int64_t index) const {
+  if (index > (INT64_MAX >> bucketBits_)) return INT64_MAX;  // rounded up past the last ms
+  const int64_t start = index << bucketBits_;
+  // Not strict: due when start <= now + T - W + 1 (Pulsar's getBucketCutoffTime).
+  return strict_ ? start : start - tickTimeMs_ + (int64_t{1} << bucketBits_) - 1;
 }
 
 bool DelayedDeliveryTracker::addMessage(storage::Position p, int64_t deliverAtMs, int64_t nowMs) {
   if (deliverAtMs < 0 || deliverAtMs <= cutoff(nowMs)) return false;
-  // Rounded up: a bucket is due when its start is, so no entry goes out before its time.
+  // Pulsar's roundTimestamp: strict rounds up (a bucket due at its start holds nothing later),
+  // else down (its due rule covers the bucket's last millisecond).
   const int64_t width = int64_t{1} << bucketBits_;
-  int64_t index = (deliverAtMs + width - 1) >> bucketBits_;
+  int64_t index = strict_ ? (deliverAtMs >> bucketBits_) + ((deliverAtMs & (width - 1)) != 0)
+                          : deliverAtMs >> bucketBits_;
   Bucket& b = buckets_[index];
+  b.minDeliverAt = std::min(b.minDeliverAt, deliverAtMs);
   if (p.ledgerId >= 0 && p.ledgerId < kMaxPackedLedger && p.entryId >= 0 &&
       p.entryId < (int64_t{1} << kEntryBits)) {
     if (b.packed.add(p.ledgerId << kEntryBits | p.entryId)) ++count_;
@@ -151,13 +161,13 @@ bool DelayedDeliveryTracker::addMessage(storage::Position p, int64_t deliverAtMs
 
 std::optional<int64_t> DelayedDeliveryTracker::nextDueTime() const {
   if (buckets_.empty()) return std::nullopt;
-  int64_t at = buckets_.begin()->first << bucketBits_;
-  return strict_ ? at : at - tickTimeMs_;
+  const auto& [index, bucket] = *buckets_.begin();
+  int64_t due = bucketDueAt(index);
+  return strict_ ? due : std::max(due, bucket.minDeliverAt);
 }
 
 bool DelayedDeliveryTracker::hasMessageAvailable(int64_t nowMs) const {
-  auto due = nextDueTime();
-  return due && *due <= nowMs;
+  return !buckets_.empty() && bucketDueAt(buckets_.begin()->first) <= nowMs;
 }
 
 size_t DelayedDeliveryTracker::getScheduledMessages(int64_t nowMs, size_t maxEntries,

@@ -389,9 +389,12 @@ void Dispatcher::readMoreEntries(bool allowReplay) {
 bool Dispatcher::trackDelayedDelivery(const Entry& e, int64_t deliverAtMs) {
   if (!delayed_.active || isSingleActive(type_)) return false;
   if (!tracker_) {
+    // The bucket width comes from the broker's tick, the tick from the policy (Pulsar's factory
+    // and resetTickTime).
     tracker_ = std::make_unique<DelayedDeliveryTracker>(
-        delayed_.tickTime, options_.isDelayedDeliveryDeliverAtTimeStrict);
+        options_.delayedDeliveryTickTimeMillis, options_.isDelayedDeliveryDeliverAtTimeStrict);
   }
+  tracker_->resetTickTime(delayed_.tickTime);
   return tracker_->addMessage(e.position, deliverAtMs, wallClockMs());
 }
 
@@ -423,7 +426,10 @@ void Dispatcher::scheduleDelayedTimer() {
   delayedTimer_->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, at - now)));
   delayedTimer_->async_wait([this](const boost::system::error_code& ec) {
     if (ec) return;  // re-armed or destroyed
+    const int64_t deadline = timerDeadlineMs_;
     timerDeadlineMs_ = -1;
+    // The steady clock ran ahead of the wall clock: wait out the rest rather than a whole tick.
+    if (wallClockMs() < deadline) return scheduleDelayedTimer();
     lastTickMs_ = wallClockMs();
     readMoreEntries();
   });

@@ -58,8 +58,9 @@ class Dispatcher {
   // Delayed delivery (Pulsar's rule: Shared and Key_Shared only): while p.active, entries whose
   // deliver_at_time is later than now (plus one tick unless isDelayedDeliveryDeliverAtTimeStrict)
   // go to the DelayedDeliveryTracker instead of a consumer and come back through the replay set
-  // when due; the entries behind them are not held up. The tracker's bucket width is fixed by
-  // the tick time in force when it was created. Default: the broker's delayedDelivery* settings.
+  // when due; the entries behind them are not held up. The tracker's bucket width comes from the
+  // broker's delayedDeliveryTickTimeMillis, its tick from p (Pulsar's resetTickTime at each
+  // add). Default: the broker's delayedDelivery* settings.
   void setDelayedDelivery(const DelayedDeliveryPolicies& p) { delayed_ = p; }
   // Entries held back now (stats msgDelayed, metric pulsar_subscription_delayed).
   int64_t delayedMessages() const { return tracker_ ? tracker_->getNumberOfDelayedMessages() : 0; }

@@ -103,6 +103,39 @@ TEST(DelayedDeliveryTrackerTest, NotStrictMayDeliverOneTickEarly) {
   EXPECT_TRUE(t.hasMessageAvailable(now + 4000 + 512));
 }
 
+TEST(DelayedDeliveryTrackerTest, NotStrictWakesAtTheFirstDeliverAtAndIsAtMostOneTickEarly) {
+  // Pulsar 4.2's rules for a 1000 ms tick (bucket width 512): buckets rounded down, due when
+  // start <= now + 1000 - 511.
+  DelayedDeliveryTracker t(1000, /*strict=*/false);
+  const int64_t now = 1'000'000;
+  const int64_t first = now + 3300;  // not on a bucket boundary
+  ASSERT_NE(first % 512, 0);
+  EXPECT_TRUE(t.addMessage({1, 1}, first, now));
+  EXPECT_TRUE(t.addMessage({1, 2}, first + 200, now));
+  EXPECT_TRUE(t.addMessage({1, 3}, first + 5000, now));
+  // The timer wakes at the first entry's own time, not a tick (or a bucket) before it.
+  ASSERT_TRUE(t.nextDueTime().has_value());
+  EXPECT_EQ(*t.nextDueTime(), first);
+  EXPECT_TRUE(t.hasMessageAvailable(first));
+  // Pulsar's due rule (a read for another reason): every entry of a due bucket has
+  // deliverAt <= now + tick.
+  const int64_t start = first / 512 * 512;
+  EXPECT_FALSE(t.hasMessageAvailable(start - 1000 + 511 - 1));
+  EXPECT_TRUE(t.hasMessageAvailable(start - 1000 + 511));
+  std::vector<Position> out;
+  const int64_t at = start - 1000 + 511;
+  t.getScheduledMessages(at, 10, &out);
+  EXPECT_EQ(out, (std::vector<Position>{{1, 1}, {1, 2}}));  // same bucket
+  EXPECT_GE(first + 200, at);
+  EXPECT_LE(first + 200 - at, 1000);
+  EXPECT_EQ(*t.nextDueTime(), first + 5000);
+  // A policy tick below the bucket width: the wake-up waits until the bucket is due.
+  t.resetTickTime(100);
+  EXPECT_EQ(*t.nextDueTime(), (first + 5000) / 512 * 512 - 100 + 511);
+  EXPECT_TRUE(t.hasMessageAvailable(*t.nextDueTime()));
+  EXPECT_FALSE(t.hasMessageAvailable(*t.nextDueTime() - 1));
+}
+
 TEST(DelayedDeliveryTrackerTest, PollsByBucketThenPositionAcrossLedgersWithALimit) {
   DelayedDeliveryTracker t(1, /*strict=*/true);
   const int64_t now = 0;

@@ -38,6 +38,7 @@ class DelayedDispatchTest : public ::testing::Test {
   // cachedReads false: every read is a task on ex_ (a cache miss), so tasks count read rounds.
   void open(CommandSubscribe::SubType type, bool cachedReads = true) {
     options_.isDelayedDeliveryDeliverAtTimeStrict = true;  // no tick of slack in the checks
+    options_.delayedDeliveryTickTimeMillis = 10;           // the bucket width (8 ms) comes from it
     storage::MemoryLedgerOptions lo;
     lo.cachedReads = cachedReads;
     factory_ = std::make_unique<storage::MemoryManagedLedgerFactory>(lo);
