@@ -10,6 +10,10 @@
 #  - tools/bookkeeper: BookKeeper 4.17's jars into ~/.m2 (scripts/bookies.sh, tests/bookkeeper).
 #  - tools/pulsar-reference: Apache Pulsar 4.2.4's broker jars into tools/pulsar-reference/lib
 #    (tests/bookkeeper/test_pulsar_interop.py runs a Pulsar broker beside a Magnetar broker).
+#  - tests/go: the official Go client (github.com/apache/pulsar-client-go, the version pinned in
+#    tests/go/run_suite.py) and its dependencies from the Go module proxy into the Go module cache
+#    (go env GOMODCACHE), with the machine's Go (/usr/local/go); a writable copy in .deps/go
+#    (git-ignored), where tests/go/run_suite.py builds and runs its tests.
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="${VENV:-$REPO/.venv}"
@@ -79,4 +83,12 @@ fi
 # Apache Pulsar 4.2.4 (the reference broker of tools/pulsar-reference) for the interop test of the
 # BookKeeper stage: lib/ resolved from Maven Central once (~250 MB), then up to date.
 bash "$REPO/tools/pulsar-reference/pulsar-standalone.sh" resolve
+
+# The Go client's suite: its module and dependencies (go mod download), idempotent (the copy is made
+# again only when the pinned version changes).
+if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
+  echo "install-test-deps: no Go toolchain (PATH or /usr/local/go/bin); tests/go needs Go >= 1.24" >&2
+  exit 1
+fi
+"$VENV/bin/python" "$REPO/tests/go/run_suite.py" --prepare
 echo "install-test-deps: done"

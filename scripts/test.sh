@@ -2,7 +2,8 @@
 # One command from a fresh Debian 12 machine to a passing test run: installs every dependency
 # (Debian packages; PyPI and npm test clients), lints (scripts/lint.sh), builds, and runs the unit
 # tests, the integration tests against a real broker process, and the real-client suites (official
-# Python client, pulsar-flex, Pulsar's Java client and CLI tools), then the same under ASan+UBSan
+# Python client, pulsar-flex, the Go client's own tests (a subset), Pulsar's Java client and CLI
+# tools), then the same under ASan+UBSan
 # and TSan (MAGNETAR_CI_SANITIZERS=0 skips those).
 # Exits non-zero on the first failing stage.
 set -euo pipefail
@@ -69,6 +70,9 @@ stage "pulsar-flex suite against Magnetar"
 "$PY" tests/harness/with_broker.py --broker magnetar -- node --test tests/js/
 "$PY" tests/harness/with_broker.py --broker magnetar --auth-token -- \
   node --test tests/js/pulsar_flex_auth.test.js
+
+stage "Go client's own test suite against Magnetar, CI's form (tests/go/ci_tests.txt; the whole suite: tests/go/README.md)"
+"$PY" tests/go/run_suite.py --broker magnetar --ci
 
 stage "Java compatibility suite (Pulsar's Java client, pulsar-admin, pulsar-client, pulsar-perf)"
 "$PY" tests/harness/with_broker.py --broker magnetar -- \

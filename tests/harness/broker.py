@@ -275,12 +275,18 @@ class PulsarReferenceProcess:
     """Apache Pulsar standalone started by tools/pulsar-reference/pulsar-standalone.sh.
 
     workdir: the run directory (kept), else a fresh temporary one close() removes. java_opts: JVM
-    options; cpus: the CPU affinity of the script and, once started, of all the JVM's threads."""
+    options; cpus: the CPU affinity of the script and, once started, of all the JVM's threads.
+    broker_port, web_port: fixed ports (0: free ones). health_token: the super-user token of the
+    start script's health check when authorization is on and the broker's own client has none."""
 
     def __init__(self, settings: Iterable[str] = (), *, workdir: str | None = None,
                  java_opts: str = "", cpus: set[int] | None = None,
-                 start_log: str | None = None) -> None:
+                 start_log: str | None = None, broker_port: int = 0, web_port: int = 0,
+                 health_token: str | None = None) -> None:
         self.settings = list(settings)
+        self.broker_port = broker_port
+        self.web_port = web_port
+        self.health_token = health_token
         self.java_opts = java_opts
         self.cpus = cpus
         self.owns_workdir = workdir is None
@@ -292,8 +298,10 @@ class PulsarReferenceProcess:
         self.endpoint: BrokerEndpoint | None = None
 
     def command(self, timeout_s: float) -> list[str]:
-        cmd = ["bash", PULSAR_SCRIPT, "start", "-d", self.workdir, "-p", "0", "-w", "0", "--wipe",
-               "--timeout", str(int(timeout_s))]
+        cmd = ["bash", PULSAR_SCRIPT, "start", "-d", self.workdir, "-p", str(self.broker_port),
+               "-w", str(self.web_port), "--wipe", "--timeout", str(int(timeout_s))]
+        if self.health_token:
+            cmd += ["--health-token", self.health_token]
         for kv in self.settings:
             cmd += ["--set", kv]
         if self.java_opts.strip():

@@ -4,6 +4,7 @@
 #
 #   pulsar-standalone.sh start  [-d RUN_DIR] [-p BROKER_PORT] [-w WEB_PORT] [--set key=value]...
 #                               [--wipe] [--timeout SECONDS] [--java-opts "..."]
+#                               [--health-token TOKEN]
 #   pulsar-standalone.sh stop   [-d RUN_DIR]
 #   pulsar-standalone.sh status [-d RUN_DIR]
 #   pulsar-standalone.sh resolve          (only fetch the jars into lib/)
@@ -15,14 +16,16 @@
 # ZooKeeper); one embedded bookie stores the ledgers; functions worker and stream storage are off.
 # Heap: -Xms1g -Xmx2g, direct memory 2g (sized for the 2-core, 24 GiB machine); PULSAR_JAVA_OPTS or
 # --java-opts add JVM options (e.g. -XX:ActiveProcessorCount=2).
-# start returns once GET /admin/v2/brokers/health answers "ok" (exit 0) or fails (exit 1).
+# start returns once GET /admin/v2/brokers/health answers "ok" (exit 0) or fails (exit 1); with
+# authorization on, that check (super-user only) sends --health-token, else the token of
+# brokerClientAuthenticationParameters=token:... .
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 LIB="$HERE/lib"
 MAIN_CLASS=org.apache.pulsar.PulsarStandaloneStarter
 
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
 
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
@@ -42,7 +45,7 @@ pid_alive() { [ -f "$1/pulsar.pid" ] && kill -0 "$(cat "$1/pulsar.pid")" 2>/dev/
 
 cmd=${1:-}; [ -n "$cmd" ] || usage; shift
 RUN_DIR="$HERE/run"; BROKER_PORT=6650; WEB_PORT=8080; TIMEOUT=240; WIPE=0
-EXTRA_OPTS="${PULSAR_JAVA_OPTS:-}"; SETS=()
+EXTRA_OPTS="${PULSAR_JAVA_OPTS:-}"; SETS=(); HEALTH_TOKEN=""
 while [ $# -gt 0 ]; do
   case "$1" in
     -d|--run-dir) RUN_DIR="$2"; shift 2 ;;
@@ -52,6 +55,7 @@ while [ $# -gt 0 ]; do
     --wipe) WIPE=1; shift ;;
     --timeout) TIMEOUT="$2"; shift 2 ;;
     --java-opts) EXTRA_OPTS="$EXTRA_OPTS $2"; shift 2 ;;
+    --health-token) HEALTH_TOKEN="$2"; shift 2 ;;
     -h|--help) usage ;;
     *) echo "pulsar-standalone: unknown argument $1" >&2; usage ;;
   esac
@@ -112,6 +116,7 @@ case "$cmd" in
           HEALTH_AUTH=(-H "Authorization: Bearer ${kv#brokerClientAuthenticationParameters=token:}") ;;
       esac
     done
+    if [ -n "$HEALTH_TOKEN" ]; then HEALTH_AUTH=(-H "Authorization: Bearer $HEALTH_TOKEN"); fi
 
     # Module opens that Pulsar's own launcher passes on Java 17 (netty, bookkeeper, metrics).
     JVM_OPENS=(
