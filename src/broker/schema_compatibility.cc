@@ -216,6 +216,53 @@ Status checkCompatibility(const std::vector<const SchemaData*>& existingLatestFi
   }
   // Non-transitive: the same definition as the latest needs no check (Pulsar's SchemaHash).
   if (!isTransitive(strategy) && from[0]->data == candidate.data) return Status::ok();
+  return checkByType(from, candidate, strategy);
+}
+
+namespace {
+
+// Pulsar's KeyValueSchemaCompatibilityCheck: the key and value types must stay ("Key schemas or
+// Value schemas are different schema type, ..."), then the key parts are checked by the key
+// type's checker and the value parts by the value type's.
+Status checkKeyValue(const std::vector<const SchemaData*>& from, const SchemaData& candidate,
+                     SchemaCompatibilityStrategy strategy) {
+  auto [toKeyName, toValueName] = keyValuePartTypeNames(candidate);
+  auto toParts = decodeKeyValueSchemaData(candidate.data);
+  if (!toParts) return Status::notAllowed("Invalid schema definition data for KEY_VALUE schema");
+  std::vector<SchemaData> keys, values;
+  for (const SchemaData* e : from) {
+    auto [keyName, valueName] = keyValuePartTypeNames(*e);
+    if (keyName != toKeyName || valueName != toValueName) {
+      return Status::notAllowed(fmt::format(
+          "Key schemas or Value schemas are different schema type, from key schema type is {} "
+          "and to key schema is {}, from value schema is {} and to value schema is {}",
+          keyName, toKeyName, valueName, toValueName));
+    }
+    auto parts = decodeKeyValueSchemaData(e->data);
+    if (!parts) return Status::notAllowed("Invalid schema definition data for KEY_VALUE schema");
+    keys.push_back(SchemaData{SchemaType::NONE, std::move(parts->first), {}});
+    values.push_back(SchemaData{SchemaType::NONE, std::move(parts->second), {}});
+  }
+  // A type Magnetar does not know (EXTERNAL) gets Pulsar's default checker, as BYTES does.
+  SchemaType keyType = schemaTypeFromName(toKeyName).value_or(SchemaType::BYTES);
+  SchemaType valueType = schemaTypeFromName(toValueName).value_or(SchemaType::BYTES);
+  auto check = [&](std::vector<SchemaData>& parts, SchemaType type, std::string data) {
+    std::vector<const SchemaData*> ptrs;
+    for (auto& p : parts) {
+      p.type = type;
+      ptrs.push_back(&p);
+    }
+    return checkByType(ptrs, SchemaData{type, std::move(data), {}}, strategy);
+  };
+  if (Status k = check(keys, keyType, toParts->first); !k) return k;
+  return check(values, valueType, toParts->second);
+}
+
+}  // namespace
+
+Status checkByType(const std::vector<const SchemaData*>& from, const SchemaData& candidate,
+                   SchemaCompatibilityStrategy strategy) {
+  if (strategy == SchemaCompatibilityStrategy::ALWAYS_COMPATIBLE) return Status::ok();
   if (candidate.type == SchemaType::AVRO) return checkAvro(from, candidate, strategy);
   if (candidate.type == SchemaType::JSON) {
     // Pulsar's JsonSchemaCompatibilityCheck: Avro rules when the definitions are Avro; a
@@ -234,6 +281,7 @@ Status checkCompatibility(const std::vector<const SchemaData*>& existingLatestFi
   if (candidate.type == SchemaType::PROTOBUF_NATIVE) {
     return checkProtobufNative(from, candidate, strategy);
   }
+  if (candidate.type == SchemaType::KEY_VALUE) return checkKeyValue(from, candidate, strategy);
   // Pulsar's default checker (SchemaCompatibilityCheck.DEFAULT), also for PROTOBUF: its
   // ProtobufSchemaCompatibilityCheck is not in the default schemaRegistryCompatibilityCheckers.
   if (strategy == SchemaCompatibilityStrategy::ALWAYS_INCOMPATIBLE) {

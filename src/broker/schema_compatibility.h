@@ -88,8 +88,15 @@ struct SchemaData {
 // ALWAYS_INCOMPATIBLE); PROTOBUF and the other types are refused only under ALWAYS_INCOMPATIBLE
 // (Pulsar's default schemaRegistryCompatibilityCheckers have no PROTOBUF checker).
 // Errors: kNotAllowed with Pulsar's IncompatibleSchemaException message.
+// KEY_VALUE: Pulsar's KeyValueSchemaCompatibilityCheck (the key and value types must stay,
+// "Key schemas or Value schemas are different schema type, ..."; then each part by its type's
+// checker).
 Status checkCompatibility(const std::vector<const SchemaData*>& existingLatestFirst,
                           const SchemaData& candidate, SchemaCompatibilityStrategy strategy);
+// The type's checker alone, `from` already of candidate's type and chosen for the strategy
+// (the latest or all), no shortcut for an identical definition (KEY_VALUE parts). Same errors.
+Status checkByType(const std::vector<const SchemaData*>& from, const SchemaData& candidate,
+                   SchemaCompatibilityStrategy strategy);
 
 // Whether two schemas are the same for registration (Pulsar's getSchemaVersionBySchemaData):
 // same type and bytes, or for AVRO/JSON/PROTOBUF the same parsed Avro schema.

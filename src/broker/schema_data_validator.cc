@@ -185,9 +185,33 @@ std::optional<std::pair<std::string, std::string>> decodeKeyValueSchemaData(std:
   return std::make_pair(std::move(parts[0]), std::move(parts[1]));
 }
 
+std::pair<std::string, std::string> keyValuePartTypeNames(const SchemaData& s) {
+  auto name = [&](const char* property) {
+    auto it = s.properties.find(property);
+    return it == s.properties.end() ? std::string("BYTES") : it->second;
+  };
+  return {name(kKeyTypeProperty), name(kValueTypeProperty)};
+}
+
 Status validateKeyValueSchemaData(const SchemaData& s) {
   auto parts = decodeKeyValueSchemaData(s.data);
   if (!parts) return Status::invalidArgument("Invalid schema definition data for KEY_VALUE schema");
+  // Types of Pulsar's SchemaType that Magnetar's has not: AUTO and AUTO_PUBLISH are client-side
+  // (refused as AUTO_CONSUME is, 422), EXTERNAL is not looked into (Pulsar's SchemaDataValidator).
+  auto [keyName, valueName] = keyValuePartTypeNames(s);
+  for (const std::string* name : {&keyName, &valueName}) {
+    if (*name == "AUTO" || *name == "AUTO_PUBLISH") {
+      return Status::invalidArgument("Schema " + *name + " is a client-side schema type");
+    }
+  }
+  if (keyName == "EXTERNAL" || valueName == "EXTERNAL") {
+    auto other = schemaTypeFromName(keyName == "EXTERNAL" ? valueName : keyName);
+    if (keyName == valueName) return Status::ok();
+    if (!other)
+      return Status::internal("Invalid key/value schema type in the KEY_VALUE properties");
+    return validateSchemaData(
+        SchemaData{*other, keyName == "EXTERNAL" ? parts->second : parts->first, {}});
+  }
   auto keyType = partType(s, kKeyTypeProperty);
   auto valueType = partType(s, kValueTypeProperty);
   if (!keyType || !valueType) {

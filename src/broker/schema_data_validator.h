@@ -26,9 +26,14 @@ Status validateAvroNames(std::string_view text);
 std::string encodeKeyValueSchemaData(std::string_view key, std::string_view value);
 // The key and value data; nullopt when the lengths do not fit the data.
 std::optional<std::pair<std::string, std::string>> decodeKeyValueSchemaData(std::string_view data);
-// Validates both parts with validateSchemaData. kInvalidArgument when the data does not decode,
+// Validates both parts with validateSchemaData. kInvalidArgument when the data does not decode
+// or a part's type is client-side (AUTO, AUTO_PUBLISH, AUTO_CONSUME: "Schema AUTO is a
+// client-side schema type", Pulsar's SchemaDataValidator); an EXTERNAL part is not looked into;
 // kInternal when a type property names no schema type (Pulsar's unexpected error).
 Status validateKeyValueSchemaData(const SchemaData& s);
+// The key and value type names of KEY_VALUE schema data as its properties give them ("BYTES"
+// when absent), unchecked.
+std::pair<std::string, std::string> keyValuePartTypeNames(const SchemaData& s);
 // The admin REST form of a KEY_VALUE definition, {"key": K, "value": V} (K, V JSON values),
 // to the stored data: K and V as Gson writes them (numbers as given, java_json.h), a part ""
 // stored empty (Pulsar's convertKeyValueDataStringToSchemaInfoSchema). kInvalidArgument when

@@ -227,6 +227,8 @@ std::vector<const SchemaData*> latestFirst(const std::vector<const StoredSchema*
 
 Status SchemaRegistry::checkCompatible(const std::string& id, const SchemaData& schema,
                                        SchemaCompatibilityStrategy strategy) const {
+  // Pulsar validates the definition first, with or without a schema to compare with.
+  if (Status v = validateSchemaData(schema); !v) return v;
   MutexLock lock(mu_);
   return checkCompatibility(latestFirst(liveLocked(id)), schema, strategy);
 }

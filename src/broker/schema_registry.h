@@ -65,7 +65,8 @@ class SchemaRegistry {
                                     SchemaCompatibilityStrategy strategy);
   // The version of an identical live schema, or -1.
   int64_t findSchemaVersion(const std::string& id, const SchemaData& schema) const;
-  // Whether `schema` could be added under `strategy` (nothing stored). Errors: kNotAllowed.
+  // Whether `schema` could be added under `strategy` (nothing stored). Errors: kNotAllowed, or
+  // validateSchemaData's (the definition is validated first, as Pulsar does).
   Status checkCompatible(const std::string& id, const SchemaData& schema,
                          SchemaCompatibilityStrategy strategy) const;
   // Pulsar's checkConsumerCompatibility: a consumer's schema must be readable against the

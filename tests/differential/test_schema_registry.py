@@ -685,3 +685,54 @@ def test_avro_producer_with_a_renamed_record(broker):
         t, body = create_producer(c, topic, producer_id, schema_body(definition, AVRO))
         assert t == PRODUCER_SUCCESS and body[4] == [version_bytes(version)], body
     c.close()
+
+
+def test_key_value_upload_refusals_keep_the_schema(admin_url):
+    # Pulsar's KeyValueSchemaCompatibilityCheck (each part by its type's checker, the part types
+    # fixed) and SchemaDataValidator (client-side part types: 422); nothing refused is stored.
+    avro = {"key.schema.type": "AVRO", "value.schema.type": "AVRO"}
+    v1, no_default, with_default = (json.loads(d) for d in (AVRO_V1, AVRO_V2_NO_DEFAULT,
+                                                            AVRO_V2_DEFAULT))
+
+    def kv(key, value, props=avro):
+        return {"type": "KEY_VALUE", "properties": props,
+                "schema": json.dumps({"key": key, "value": value})}
+
+    base = f"{admin_url}/admin/v2/schemas/public/default/schema-kv-keep-{uuid.uuid4().hex[:8]}"
+    r = requests.post(base + "/schema", json=kv(v1, v1), timeout=30)
+    assert r.status_code == 200 and r.json() == {"version": {"version": 0}}, r.text
+
+    def versions():
+        return len(requests.get(base + "/schemas", timeout=30).json()["getSchemaResponses"])
+
+    # FULL: a value field without default is refused, 409 on upload, 500 on /compatibility.
+    r = requests.post(base + "/schema", json=kv(v1, no_default), timeout=30)
+    assert r.status_code == 409 and "Error during schema compatibility check" in r.text, r.text
+    assert requests.post(base + "/compatibility", json=kv(v1, no_default),
+                         timeout=30).status_code == 500
+    # A part's type may not change.
+    bytes_key = kv("", v1, {"key.schema.type": "BYTES", "value.schema.type": "AVRO"})
+    why = ("Key schemas or Value schemas are different schema type, from key schema type is AVRO "
+           "and to key schema is BYTES, from value schema is AVRO and to value schema is AVRO")
+    r = requests.post(base + "/schema", json=bytes_key, timeout=30)
+    assert r.status_code == 409 and why in r.text, r.text
+    # Client-side part types are invalid data (Magnetar answered 500 for AUTO, AUTO_PUBLISH).
+    for t in ("AUTO", "AUTO_PUBLISH", "AUTO_CONSUME"):
+        r = requests.post(base + "/schema", json=kv(v1, "", {"key.schema.type": "AVRO",
+                                                             "value.schema.type": t}), timeout=30)
+        assert r.status_code == 422 and f"Schema {t} is a client-side schema type" in r.text, (
+            t, r.text)
+    # /compatibility validates the definition first (Pulsar: 500 with the validator's message).
+    r = requests.post(base + "/compatibility", json=kv(v1, "garbage", {
+        "key.schema.type": "AVRO", "value.schema.type": "JSON"}), timeout=30)
+    assert r.status_code == 500 and "Invalid schema definition data for JSON schema" in r.text, (
+        r.text)
+    assert versions() == 1
+    got = requests.get(base + "/schema", timeout=30).json()
+    assert got["version"] == 0 and json.loads(got["data"]) == {"key": v1, "value": v1}
+    # A compatible value change is a new version.
+    assert requests.post(base + "/compatibility", json=kv(v1, with_default),
+                         timeout=30).status_code == 202
+    r = requests.post(base + "/schema", json=kv(v1, with_default), timeout=30)
+    assert r.status_code == 200 and r.json() == {"version": {"version": 1}}, r.text
+    assert versions() == 2

@@ -325,6 +325,49 @@ TEST(SchemaDataValidator, KeyValueParts) {
   EXPECT_EQ(*stored, encodeKeyValueSchemaData(R"({"type":"string"})", "1"));
   EXPECT_FALSE(keyValueDataFromJson("garbage").isOk());
   EXPECT_FALSE(keyValueDataFromJson(R"({"key":{}})").isOk());
+  // Client-side part types are refused as Pulsar's SchemaDataValidator refuses them (422).
+  kv.data = encodeKeyValueSchemaData("", "");
+  for (const char* t : {"AUTO", "AUTO_PUBLISH", "AUTO_CONSUME"}) {
+    kv.properties = {{"key.schema.type", "STRING"}, {"value.schema.type", t}};
+    Status st = validateSchemaData(kv);
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << t;
+    EXPECT_EQ(st.message(), std::string("Schema ") + t + " is a client-side schema type");
+  }
+  kv.properties = {{"key.schema.type", "EXTERNAL"}, {"value.schema.type", "STRING"}};
+  EXPECT_TRUE(validateSchemaData(kv).isOk());
+}
+
+TEST(SchemaCompatibility, KeyValueChecksEachPartByItsType) {
+  using S = SchemaCompatibilityStrategy;
+  std::map<std::string, std::string> avroBoth{{"key.schema.type", "AVRO"},
+                                              {"value.schema.type", "AVRO"}};
+  auto kv = [&](const std::string& key, const std::string& value,
+                std::map<std::string, std::string> props) {
+    return SchemaData{SchemaType::KEY_VALUE, encodeKeyValueSchemaData(key, value),
+                      std::move(props)};
+  };
+  SchemaData v1 = kv(kV1, kV1, avroBoth);
+  SchemaData newFieldNoDefault = kv(kV1, kV2NoDefault, avroBoth);
+  SchemaData newFieldDefault = kv(kV1, kV2Default, avroBoth);
+  EXPECT_EQ(checkCompatibility({&v1}, newFieldNoDefault, S::FULL).code(), StatusCode::kNotAllowed);
+  EXPECT_TRUE(checkCompatibility({&v1}, newFieldNoDefault, S::FORWARD).isOk());
+  EXPECT_TRUE(checkCompatibility({&v1}, newFieldDefault, S::FULL).isOk());
+  EXPECT_TRUE(checkCompatibility({&v1}, newFieldNoDefault, S::ALWAYS_COMPATIBLE).isOk());
+  // A part's type may not change.
+  SchemaData bytesKey = kv("", kV1, {{"key.schema.type", "BYTES"}, {"value.schema.type", "AVRO"}});
+  Status st = checkCompatibility({&v1}, bytesKey, S::FULL);
+  EXPECT_EQ(st.message(),
+            "Key schemas or Value schemas are different schema type, from key schema type is "
+            "AVRO and to key schema is BYTES, from value schema is AVRO and to value schema is "
+            "AVRO");
+  // ALWAYS_INCOMPATIBLE: the key part alone, identical, is refused already (Pulsar's
+  // NeverSchemaValidator on the key).
+  EXPECT_FALSE(checkCompatibility({&v1}, newFieldDefault, S::ALWAYS_INCOMPATIBLE).isOk());
+  // Transitive: every live version's parts (latest first).
+  EXPECT_TRUE(checkCompatibility({&newFieldDefault, &v1}, newFieldNoDefault, S::BACKWARD).isOk());
+  EXPECT_FALSE(
+      checkCompatibility({&newFieldDefault, &v1}, newFieldNoDefault, S::BACKWARD_TRANSITIVE)
+          .isOk());
 }
 
 // {"fileDescriptorSet": base64, "rootMessageTypeName", "rootFileDescriptorName"}.
