@@ -3,10 +3,11 @@
 # and N bookies of BookKeeper 4.17 (the Maven Central jars resolved by tools/bookkeeper/pom.xml into
 # ~/.m2; no binary distribution), all on 127.0.0.1 with free ports.
 #
-#   scripts/bookies.sh start [-n 3] [-d DIR] [--no-sync] [--port-base P] [--conf KEY=VALUE]...  # prints the URI
+#   scripts/bookies.sh start [-n 3] [-d DIR] [--no-sync] [--port-base P] [--conf KEY=VALUE]... [--http]
 #   scripts/bookies.sh stop [-d DIR]
 #   scripts/bookies.sh shell [-d DIR] CMD ARGS...          # `bookkeeper shell CMD ARGS` on DIR's cluster
 #   scripts/bookies.sh kill9 [-d DIR] I                    # SIGKILL bookie I (0-based), for fault tests
+#   scripts/bookies.sh readonly|writable [-d DIR] I        # turn running bookie I read-only / writable
 #   scripts/bookies.sh status [-d DIR]
 #
 # start: ZooKeeper under DIR/zk, cluster metadata initialised once (`bookkeeper shell initnewcluster`,
@@ -17,6 +18,13 @@
 # registered, writable (under /ledgers/available) or read-only (/ledgers/available/readonly: a
 # full disk, forceReadOnlyBookie), naming on stderr each read-only one, and prints
 # `zk://127.0.0.1:PORT/ledgers` on stdout (only that).
+# --http: each bookie also serves BookKeeper's admin REST API (httpServerEnabled, Vert.x) on
+# 127.0.0.1 and a free port (also with --port-base) kept in DIR/bookie-I/http-port; kept for later
+# starts of that cluster (DIR/bookies-http), as --conf lines are. readonly and writable need it.
+# readonly / writable: BookKeeper's `PUT /api/v1/bookie/state/readonly` with {"readOnly":true}
+# or false on bookie I's HTTP port; returns once the bookie re-registered under
+# /ledgers/available/readonly (it answers adds with EREADONLY, serves reads) or back under
+# /ledgers/available. A restart of the bookie forgets it (persistBookieStatusEnabled=false).
 # --port-base P: bookie I listens on P+I and a ZooKeeper started here on P-1 (default: free
 # ports; a restart keeps a bookie's and the ZooKeeper's port). A ZooKeeper already running under
 # DIR/zk (scripts/cluster.sh --bookies starts its own there) is used as it is.
@@ -32,14 +40,14 @@ set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 
 usage() {
-  sed -n '6,10p' "$0" | sed 's/^# *//'
+  sed -n '6,11p' "$0" | sed 's/^# *//'
   echo "BK_LOGLEVEL=trace|debug|info|warn|error: the JVMs' log level (default warn, info for shell)"
 }
 
 cmd=${1:-}
 shift || true
 case "$cmd" in
-  start | stop | status | shell | kill9) ;;
+  start | stop | status | shell | kill9 | readonly | writable) ;;
   -h | --help | help)
     usage
     exit 0
@@ -50,7 +58,7 @@ case "$cmd" in
     exit 2
     ;;
 esac
-dir="$PWD/data/bookies" n=3 sync=true port_base=""
+dir="$PWD/data/bookies" n=3 sync=true port_base="" http=false
 args=() extra_conf=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -59,6 +67,7 @@ while [ $# -gt 0 ]; do
       if [ "$1" = -d ]; then dir=$2; else n=$2; fi
       shift 2 ;;
     --no-sync) sync=false; shift ;;
+    --http) http=true; shift ;;
     --port-base)
       [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "bookies.sh: --port-base needs a port number" >&2; exit 2; }
       port_base=$2; shift 2 ;;
@@ -153,8 +162,8 @@ state_of() {  # PORT REGISTERED-LINES -> writable | read-only | unregistered
 
 bookie_running() { [ -f "$dir/bookie-$1/pid" ] && kill -0 "$(cat "$dir/bookie-$1/pid")" 2>/dev/null; }
 
-start_bookie() {  # I PORT
-  local i=$1 port=$2 b=$dir/bookie-$1
+start_bookie() {  # I PORT HTTP-PORT
+  local i=$1 port=$2 http_port=$3 b=$dir/bookie-$1
   mkdir -p "$b/journal" "$b/ledgers"
   cat > "$b/bookie.conf" <<CFG
 metadataServiceUri=zk://127.0.0.1:$(zk_port)/ledgers
@@ -165,7 +174,7 @@ allowLoopback=true
 journalDirectories=$b/journal
 ledgerDirectories=$b/ledgers
 journalSyncData=$sync
-httpServerEnabled=false
+httpServerEnabled=$([ -n "$http_port" ] && echo true || echo false)
 zkTimeout=10000
 diskUsageThreshold=0.99
 diskUsageWarnThreshold=0.98
@@ -180,6 +189,16 @@ serverNumIOThreads=2
 nettyMaxFrameSizeBytes=5253120
 CFG
   [ -f "$dir/bookie-extra.conf" ] && cat "$dir/bookie-extra.conf" >> "$b/bookie.conf"
+  if [ -n "$http_port" ]; then
+    cat >> "$b/bookie.conf" <<CFG
+httpServerClass=org.apache.bookkeeper.http.vertx.VertxHttpServer
+httpServerHost=127.0.0.1
+httpServerPort=$http_port
+CFG
+    echo "$http_port" > "$b/http-port"
+  else
+    rm -f "$b/http-port"
+  fi
   echo "$port" > "$b/port"
   local shim=()
   if [ -n "${BK_FAULTSHIM:-}" ]; then
@@ -200,6 +219,7 @@ case "$cmd" in
     if [ ${#extra_conf[@]} -gt 0 ]; then
       printf '%s\n' "${extra_conf[@]}" > "$dir/bookie-extra.conf"
     fi
+    [ "$http" = true ] && touch "$dir/bookies-http"
     if ! bash "$REPO/scripts/zookeeper.sh" status -d "$dir/zk" >/dev/null 2>&1; then
       zkp=$(free_port)
       [ -n "$port_base" ] && zkp=$((port_base - 1))
@@ -219,7 +239,11 @@ case "$cmd" in
       else
         port=$(cat "$dir/bookie-$i/port" 2>/dev/null || free_port)
       fi
-      start_bookie "$i" "$port"
+      http_port=""
+      if [ -f "$dir/bookies-http" ]; then
+        http_port=$(cat "$dir/bookie-$i/http-port" 2>/dev/null || free_port)
+      fi
+      start_bookie "$i" "$port" "$http_port"
     done
     # Ready when every bookie started accepts connections and is registered, writable or
     # read-only (a read-only bookie is up but takes no new ledgers: said on stderr).
@@ -227,7 +251,11 @@ case "$cmd" in
       up=0
       for i in $(seq 0 $((n - 1))); do
         bookie_running "$i" || { log "bookie $i exited; see $dir/bookie-$i/bookie.log"; exit 1; }
-        listening "$(cat "$dir/bookie-$i/port")" && up=$((up + 1))
+        # With --http the admin port too (Vert.x starts after the bookie registered).
+        if listening "$(cat "$dir/bookie-$i/port")" &&
+          { [ ! -s "$dir/bookie-$i/http-port" ] || listening "$(cat "$dir/bookie-$i/http-port")"; }; then
+          up=$((up + 1))
+        fi
       done
       if [ "$up" = "$n" ]; then
         registered=$(registered_bookies)
@@ -273,6 +301,38 @@ case "$cmd" in
     [ -s "$dir/bookie-$i/pid" ] || { echo "bookies.sh: bookie $i is not running in $dir" >&2; exit 1; }
     kill -9 "$(cat "$dir/bookie-$i/pid")"
     rm -f "$dir/bookie-$i/pid"
+    ;;
+  readonly | writable)
+    i=${args[0]:-}
+    [[ $i =~ ^[0-9]+$ ]] || { echo "bookies.sh: $cmd needs a bookie index (0, 1, ...)" >&2; exit 2; }
+    bookie_running "$i" || { echo "bookies.sh: bookie $i is not running in $dir" >&2; exit 1; }
+    [ -s "$dir/bookie-$i/http-port" ] || {
+      log "bookie $i has no HTTP admin port: start the cluster with --http (then restart it)"; exit 1; }
+    want=false state=writable
+    [ "$cmd" = readonly ] && want=true state=read-only
+    url="http://127.0.0.1:$(cat "$dir/bookie-$i/http-port")/api/v1/bookie/state/readonly"
+    if ! out=$(python3 - "$url" "$want" 2>&1 <<'PY'
+import sys, urllib.request
+body = ('{"readOnly":%s}' % sys.argv[2]).encode()
+req = urllib.request.Request(sys.argv[1], data=body, method="PUT",
+                             headers={"Content-Type": "application/json"})
+try:
+    urllib.request.urlopen(req, timeout=30).read()
+except Exception as e:  # HTTPError (with the bookie's reason), connection refused, timeout
+    detail = e.read().decode(errors="replace") if hasattr(e, "read") else ""
+    sys.exit(f"{e} {detail}".strip())
+PY
+    ); then
+      log "bookie $i: PUT $url failed: $out"; exit 1
+    fi
+    port=$(cat "$dir/bookie-$i/port")
+    deadline=$((SECONDS + 20))
+    while [ "$SECONDS" -lt "$deadline" ]; do
+      [ "$(state_of "$port" "$(registered_bookies)")" = "$state" ] && exit 0
+      sleep 0.2
+    done
+    log "bookie $i answered the state change but is not registered $state after 20 s"
+    exit 1
     ;;
   shell)
     [ -f "$dir/client.conf" ] || { log "no cluster in $dir"; exit 1; }

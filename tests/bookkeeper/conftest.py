@@ -2,7 +2,9 @@
 4.17 (scripts/bookies.sh, jars from Maven Central via tools/bookkeeper/pom.xml), started once per
 test session on free loopback ports and stopped at the end. Its bookies queue at most
 BOOKIE_ADD_QUEUE ADDs (maxPendingAddRequestsPerThread, 10,000 by default) and refuse more with
-ETOOMANYREQUESTS, so that a burst of a few thousand adds meets that refusal for sure."""
+ETOOMANYREQUESTS, so that a burst of a few thousand adds meets that refusal for sure. They serve
+BookKeeper's admin REST API (--http), so that a test can turn one read-only (`bookies.sh
+readonly I`)."""
 
 import os
 import shutil
@@ -109,6 +111,7 @@ def bk_cluster() -> Iterator[Cluster]:
             directory,
             "--conf",
             f"maxPendingAddRequestsPerThread={BOOKIE_ADD_QUEUE}",
+            "--http",
         ],
         capture_output=True,
         text=True,

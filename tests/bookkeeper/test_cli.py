@@ -70,3 +70,11 @@ def test_bookies_sh_checks_the_command_before_touching_the_directory(tmp_path):
     assert not os.path.exists(d)
     p = subprocess.run(["bash", BOOKIES_SH, "--help"], capture_output=True, text=True, timeout=30)
     assert p.returncode == 0 and "BK_LOGLEVEL" in p.stdout and "info for shell" in p.stdout
+    assert "readonly|writable" in p.stdout
+    # readonly / writable name the bookie by its index, and it must be running.
+    for args, rc, says in ((["readonly", "x"], 2, "readonly needs a bookie index"),
+                           (["writable"], 2, "writable needs a bookie index"),
+                           (["readonly", "0"], 1, "bookie 0 is not running")):
+        p = subprocess.run(["bash", BOOKIES_SH, args[0], "-d", str(tmp_path), *args[1:]],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == rc and says in p.stderr, (args, p.returncode, p.stderr)

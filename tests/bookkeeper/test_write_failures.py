@@ -1,12 +1,21 @@
 """Every send is answered when BookKeeper cannot take writes (issue 44): one `magnetar broker` on
-this directory's ZooKeeper and bookies (E=Qw=Qa=2), a raw-wire producer (so every answer the
-broker gives is seen, not hidden by a client's resends), and every bookie but one killed:
-each SEND in flight and each one sent while too few bookies are up gets SEND_ERROR
-(PersistenceError, Pulsar's answer to a failed add) or a receipt, promptly; nothing receipted is
-lost; once the bookies are back, the same producer's next send is receipted."""
+this directory's ZooKeeper and bookies (E=Qw=Qa=2) and a raw-wire producer (so every answer the
+broker gives is seen, not hidden by a client's resends).
+
+- Every bookie but one killed: each SEND in flight and each one sent while too few bookies are up
+  gets SEND_ERROR (PersistenceError, Pulsar's answer to a failed add) or a receipt, promptly;
+  nothing receipted is lost; once the bookies are back, the same producer's next send is
+  receipted.
+- Bookies turned read-only (BookKeeper's admin REST call, `bookies.sh readonly`): a bookie of the
+  ledger's ensemble answers adds with EREADONLY and re-registers under
+  /ledgers/available/readonly; the ensemble changes away from it (as BookKeeper's PendingAddOp
+  and placement, which takes writable bookies only) and every send is receipted; with every
+  bookie but one read-only each send gets PersistenceError; once the first is writable again it
+  is chosen for the next ledger and sends are receipted; nothing receipted is lost."""
 
 import glob
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -46,37 +55,75 @@ def _answers(raw: wire.WireClient, want: set[int], timeout_s: float) -> dict[int
     return got
 
 
-def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
-    bookies = max(3, len(glob.glob(os.path.join(bk_cluster.dir, "bookie-*"))))
-    subprocess.run(["bash", BOOKIES_SH, "start", "-n", str(bookies), "-d", bk_cluster.dir],
+def _bookies(bk_cluster) -> int:
+    """The session cluster's bookies, all started (test_faults.py may have added a fourth).
+    bookie-N directories only: DIR/bookie-extra.conf matches bookie-* too."""
+    n = max(3, len(glob.glob(os.path.join(bk_cluster.dir, "bookie-[0-9]*"))))
+    subprocess.run(["bash", BOOKIES_SH, "start", "-n", str(n), "-d", bk_cluster.dir],
                    check=True, capture_output=True, timeout=180)
+    return n
+
+
+def _open(bk_cluster, name: str) -> tuple[Broker, wire.WireClient, str]:
+    """A broker on the cluster owning a new topic with a subscription `check` (which keeps every
+    entry for the read-back) and a raw-wire producer (id 1) on it: (broker, raw, topic). The
+    caller stops the broker and closes raw."""
     init = subprocess.run(
         [magnetar_bin(), "initialize-cluster-metadata", "--cluster", CLUSTER, "--metadata-store",
          zk_url(bk_cluster.uri), "--web-service-url", "http://127.0.0.1:8080",
          "--broker-service-url", "pulsar://127.0.0.1:6650"],
         capture_output=True, text=True, timeout=60)
     assert init.returncode == 0, init.stdout + init.stderr
-    base = tempfile.mkdtemp(prefix="magnetar-bk-writes-")
-    broker = Broker(base, 0, bk_cluster.uri)
-    raw = None
+    broker = Broker(tempfile.mkdtemp(prefix=f"magnetar-{name}-"), 0, bk_cluster.uri)
     try:
         broker.wait_registered()
-        topic = f"persistent://public/default/bk-writes-{uuid.uuid4().hex[:8]}"
+        topic = f"persistent://public/default/{name}-{uuid.uuid4().hex[:8]}"
         r = requests.get(f"{broker.web}/lookup/v2/topic/{topic.replace('://', '/')}",
                          timeout=30)  # the broker takes the bundle
         assert r.status_code == 200 and r.json()["brokerUrl"] == broker.url, r.text
-        # A subscription keeps every entry for the check at the end.
         r = requests.put(f"{broker.web}/admin/v2/persistent/{topic.split('://', 1)[1]}"
                          "/subscription/check", timeout=30)
         assert r.status_code == 204, r.text
-        port = int(broker.url.rsplit(":", 1)[1])
-        raw = wire.WireClient(port, timeout=10)
+        raw = wire.WireClient(int(broker.url.rsplit(":", 1)[1]), timeout=10)
         raw.handshake()
-        raw.send(wire.producer_frame(topic, 1, 1, name="bk-writes"))
+        raw.send(wire.producer_frame(topic, 1, 1, name=name))
         raw.expect(wire.PRODUCER_SUCCESS)
-        for seq in range(5):
-            raw.send(wire.send_frame(1, seq, wire.entry("bk-writes", seq, b"before-%d" % seq)))
-        before = _answers(raw, set(range(5)), ANSWER_S)
+    except BaseException:
+        broker.stop()
+        raise
+    return broker, raw, topic
+
+
+def _send(raw: wire.WireClient, name: str, seqs: range, tag: bytes) -> dict[int, tuple]:
+    """SENDs seqs (payload TAG-SEQ) at once; their answers (see _answers) within ANSWER_S."""
+    for s in seqs:
+        raw.send(wire.send_frame(1, s, wire.entry(name, s, tag + b"-%d" % s)))
+    got = _answers(raw, set(seqs), ANSWER_S)
+    assert set(seqs) <= set(got), f"unanswered within {ANSWER_S} s: {sorted(set(seqs) - set(got))}"
+    return got
+
+
+def _stored(broker: Broker, topic: str) -> set[bytes]:
+    """Every message the subscription `check` reads."""
+    client = pulsar.Client(broker.url, operation_timeout_seconds=30)
+    try:
+        consumer = client.subscribe(topic, "check")
+        stored = set()
+        while True:
+            try:
+                stored.add(consumer.receive(timeout_millis=5000).data())
+            except pulsar.Timeout:
+                return stored
+    finally:
+        client.close()
+
+
+def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
+    bookies = _bookies(bk_cluster)
+    broker = raw = None
+    try:
+        broker, raw, topic = _open(bk_cluster, "bk-writes")
+        before = _send(raw, "bk-writes", range(5), b"before")
         assert all(a[0] == wire.SEND_RECEIPT for a in before.values()), before
 
         # Every bookie but one (an earlier test may have added a fourth).
@@ -85,15 +132,9 @@ def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
                            check=True, capture_output=True, timeout=60)
         # Sends after the loss, a few at a time: every one answered within ANSWER_S.
         answers = {}
-        seq = 5
-        for _ in range(2):
-            batch = set(range(seq, seq + 5))
-            for s in sorted(batch):
-                raw.send(wire.send_frame(1, s, wire.entry("bk-writes", s, b"during-%d" % s)))
-            seq += 5
-            answers.update(_answers(raw, batch, ANSWER_S))
-            assert batch <= set(answers), f"unanswered within {ANSWER_S} s: " \
-                f"{sorted(batch - set(answers))}"
+        answers.update(_send(raw, "bk-writes", range(5, 10), b"during"))
+        answers.update(_send(raw, "bk-writes", range(10, 15), b"during"))
+        seq = 15
         errors = {s: a for s, a in answers.items() if a[0] == wire.SEND_ERROR}
         assert errors, "with one bookie up (ensemble 2) some send must fail"
         assert {a[2] for a in errors.values()} == {"PersistenceError"}, errors
@@ -117,22 +158,120 @@ def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
               f"slowest answer {slowest:.1f} s; "
               f"receipts again {resumed:.1f} s after the bookies were back")
         # Nothing receipted is lost: the subscription reads every receipted message.
-        client = pulsar.Client(broker.url, operation_timeout_seconds=30)
-        try:
-            consumer = client.subscribe(topic, "check")
-            stored = set()
-            while True:
-                try:
-                    stored.add(consumer.receive(timeout_millis=5000).data())
-                except pulsar.Timeout:
-                    break
-        finally:
-            client.close()
         want = {b"before-%d" % i for i in range(5)} | {b"during-%d" % i for i in receipted}
+        stored = _stored(broker, topic)
         assert want <= stored, sorted(want - stored)
     finally:
         if raw:
             raw.close()
-        broker.stop()
+        if broker:
+            broker.stop()
         subprocess.run(["bash", BOOKIES_SH, "start", "-n", str(bookies), "-d", bk_cluster.dir],
                        capture_output=True, timeout=180)
+
+
+def _bookie_index(bk_cluster) -> dict[str, int]:
+    """Bookie address (127.0.0.1:PORT) -> its index in bookies.sh."""
+    out = {}
+    for d in glob.glob(os.path.join(bk_cluster.dir, "bookie-[0-9]*")):
+        with open(os.path.join(d, "port")) as f:
+            out[f"127.0.0.1:{f.read().strip()}"] = int(d.rsplit("-", 1)[1])
+    return out
+
+
+def _set_read_only(bk_cluster, i: int, read_only: bool) -> None:
+    p = subprocess.run(["bash", BOOKIES_SH, "readonly" if read_only else "writable", "-d",
+                        bk_cluster.dir, str(i)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+
+
+def _current_ensembles(bk_cluster, broker: Broker, topic: str) -> tuple[int, list[list[str]]]:
+    """The topic's current (last) ledger and its ensembles, segment by segment, as its
+    metadata in ZooKeeper says."""
+    r = requests.get(f"{broker.web}/admin/v2/persistent/{topic.split('://', 1)[1]}/internalStats",
+                     timeout=30)
+    assert r.status_code == 200, r.text
+    ledger = r.json()["ledgers"][-1]["ledgerId"]
+    rc, out, err = bk_cluster.magnetar("ledgermetadata", "-ledgerid", str(ledger))
+    assert rc == 0, err
+    segments = re.findall(r"(\d+)=\[([^\]]*)\]", out)
+    assert segments, out
+    return ledger, [[b.strip() for b in bookies.split(",")] for _, bookies in segments]
+
+
+def test_every_send_is_answered_when_bookies_turn_read_only(bk_cluster):
+    bookies = _bookies(bk_cluster)
+    index = _bookie_index(bk_cluster)
+    read_only: set[int] = set()
+    broker = raw = None
+    name = "bk-readonly"
+    try:
+        broker, raw, topic = _open(bk_cluster, name)
+        before = _send(raw, name, range(5), b"before")
+        assert all(a[0] == wire.SEND_RECEIPT for a in before.values()), before
+        ledger, ensembles = _current_ensembles(bk_cluster, broker, topic)
+        x = ensembles[-1][0]  # a bookie of the ensemble taking the next adds
+
+        # x turns read-only: it answers the next adds with EREADONLY, the ensemble changes away
+        # from it, and every send is receipted.
+        _set_read_only(bk_cluster, index[x], True)
+        read_only.add(index[x])
+        answers = _send(raw, name, range(5, 10), b"ro")
+        answers.update(_send(raw, name, range(10, 15), b"ro"))
+        assert all(a[0] == wire.SEND_RECEIPT for a in answers.values()), answers
+        slowest_change = max(a[1] for a in answers.values())
+        ledger_after, ensembles_after = _current_ensembles(bk_cluster, broker, topic)
+        assert x not in ensembles_after[-1], (x, ledger_after, ensembles_after)
+        changed = ledger_after == ledger and len(ensembles_after) > len(ensembles)
+        assert changed, ("no ensemble change in the ledger", ledger, ensembles, ledger_after,
+                         ensembles_after)
+
+        # Every bookie but one (z, of the current ensemble) read-only: no ensemble of 2 remains,
+        # each send gets PersistenceError (or a receipt), promptly.
+        z = ensembles_after[-1][0]
+        for addr, i in sorted(index.items(), key=lambda kv: kv[1]):
+            if addr != z and i not in read_only:
+                _set_read_only(bk_cluster, i, True)
+                read_only.add(i)
+        failing = _send(raw, name, range(15, 20), b"none")
+        failing.update(_send(raw, name, range(20, 25), b"none"))
+        errors = {s: a for s, a in failing.items() if a[0] == wire.SEND_ERROR}
+        assert errors, "with one writable bookie (ensemble 2) some send must fail"
+        assert {a[2] for a in errors.values()} == {"PersistenceError"}, errors
+        slowest_error = max(a[1] for a in failing.values())
+        receipted = sorted(s for s, a in failing.items() if a[0] == wire.SEND_RECEIPT)
+
+        # x writable again: with z, the only ensemble of 2, so the next ledger takes x again.
+        _set_read_only(bk_cluster, index[x], False)
+        read_only.discard(index[x])
+        back_at = time.monotonic()
+        resumed = None
+        seq = 25
+        while resumed is None and time.monotonic() < back_at + 60:
+            a = _send(raw, name, range(seq, seq + 1), b"after")
+            if a[seq][0] == wire.SEND_RECEIPT:
+                resumed = time.monotonic() - back_at
+            seq += 1
+        assert resumed is not None, "no receipt within 60 s of the bookie turning writable"
+        last_ledger, last_ensembles = _current_ensembles(bk_cluster, broker, topic)
+        assert sorted(last_ensembles[-1]) == sorted([x, z]), (x, z, last_ledger, last_ensembles)
+        print(f"\nbookie {x} of ledger {ledger}'s ensemble read-only: 10 of 10 sends "
+              f"receipted, slowest {slowest_change:.2f} s, ensembles {ensembles} -> "
+              f"{ensembles_after}; {bookies - 1} of {bookies} read-only: {len(errors)} of "
+              f"{len(failing)} PersistenceError, slowest answer {slowest_error:.2f} s; "
+              f"{x} writable again: receipts after {resumed:.1f} s, ledger {last_ledger} on "
+              f"{last_ensembles[-1]}")
+
+        # Nothing receipted is lost.
+        want = ({b"before-%d" % i for i in range(5)} | {b"ro-%d" % i for i in range(5, 15)}
+                | {b"none-%d" % i for i in receipted} | {b"after-%d" % (seq - 1)})
+        stored = _stored(broker, topic)
+        assert want <= stored, sorted(want - stored)
+    finally:
+        if raw:
+            raw.close()
+        if broker:
+            broker.stop()
+        for i in sorted(read_only):  # later tests see every bookie writable
+            subprocess.run(["bash", BOOKIES_SH, "writable", "-d", bk_cluster.dir, str(i)],
+                           capture_output=True, timeout=120)

@@ -25,6 +25,7 @@ enum class Mode {
   kCloseMidFrame,  // writes half a reply and closes the connection
   kSilent,         // never answers
   kFenced,         // answers every ADD with EFENCED
+  kReadOnly,       // answers every ADD with EREADONLY (a read-only bookie), READs as kGood
   kSlowEntry0,     // as kGood, but holds its reply to entry 0 for 300 ms
   kQueued,         // as kGood, but answers in batches: what arrived within 20 ms of the first
                    // request held (a slow bookie: requests pile up), refusing with
@@ -137,6 +138,11 @@ class FakeBookie {
           }
           case Mode::kFenced:
             out = encodeResponse(req->op, 104, req->ledgerId, req->entryId);
+            break;
+          case Mode::kReadOnly:
+            out = req->op == OpCode::kAddEntry
+                      ? encodeResponse(req->op, 105, req->ledgerId, req->entryId)
+                      : goodReply(*req);
             break;
           case Mode::kQueued:
             if (held.size() >= queueLimit_) {

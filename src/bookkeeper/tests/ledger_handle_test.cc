@@ -3,6 +3,7 @@
 // ledger's adds, recovery, close and the metadata each writes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 
 #include "bookkeeper/client.h"
@@ -31,6 +32,30 @@ class LedgerHandleTest : public ::testing::Test {
     p.get_future().wait();
   }
   void registerBookie(const FakeBookie& b) { put("/ledgers/available/" + b.id(), ""); }
+  // As BookKeeper's ZKRegistrationManager on a bookie's state change: read-only registers
+  // /ledgers/available/readonly/<id> and removes /ledgers/available/<id>; writable the reverse.
+  void setReadOnly(FakeBookie& b, bool readOnly) {
+    b.setMode(readOnly ? Mode::kReadOnly : Mode::kGood);
+    std::string writable = "/ledgers/available/" + b.id();
+    std::string ro = "/ledgers/available/readonly/" + b.id();
+    put(readOnly ? ro : writable, "");
+    std::promise<void> p;
+    admin_->remove(readOnly ? writable : ro, std::nullopt, &inline_, [&](const Status& s) {
+      EXPECT_TRUE(s.isOk()) << s.toString();
+      p.set_value();
+    });
+    p.get_future().wait();
+  }
+  // createLedger's result and, when kOk, the ledger's ensemble.
+  std::pair<BkResult, std::vector<BookieId>> tryCreate(int e, int w, int a) {
+    std::promise<std::pair<BkResult, std::vector<BookieId>>> p;
+    bk_->createLedger(e, w, a, {}, [&](BkResult rc, std::shared_ptr<LedgerHandle> h) {
+      std::vector<BookieId> ensemble;
+      if (h) ensemble = h->metadata().ensembles.rbegin()->second;
+      p.set_value({rc, std::move(ensemble)});
+    });
+    return p.get_future().get();
+  }
   void open(std::chrono::milliseconds readTimeout = std::chrono::milliseconds(30000),
             std::chrono::milliseconds addTimeout = std::chrono::milliseconds(2000)) {
     ClientConfig c;
@@ -185,6 +210,49 @@ TEST_F(LedgerHandleTest, BookiesThatFailedAnAddAreNotTakenAgainSoTheChangesEnd) 
   auto got = done.get();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].first, BkResult::kNotEnoughBookies);
+}
+
+TEST_F(LedgerHandleTest, AReadOnlyBookieIsReplacedAndTakenAgainOnceWritable) {
+  // A bookie of the ensemble turns read-only (EREADONLY to adds, re-registered under
+  // /ledgers/available/readonly): its adds go to a writable spare by an ensemble change, as
+  // BookKeeper's PendingAddOp (WriteOnReadOnlyBookie is not a permanent failure); new ledgers take
+  // writable bookies only, none when too few remain; writable again, it is taken again.
+  FakeBookie a(Mode::kGood), b(Mode::kGood), c(Mode::kGood);
+  registerBookie(a);
+  registerBookie(b);
+  open();
+  auto h = create(2, 2, 2);  // {a, b}: the only two
+  ASSERT_EQ(addAll(h, 3).back().first, BkResult::kOk);
+  registerBookie(c);
+  setReadOnly(a, true);
+  auto got = addAll(h, 10);
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(got[static_cast<size_t>(i)].first, BkResult::kOk) << i;
+    EXPECT_EQ(got[static_cast<size_t>(i)].second, i + 3);
+  }
+  ASSERT_EQ(close(h), BkResult::kOk);
+  LedgerMetadata md = metadataOf(h->id());
+  ASSERT_EQ(md.ensembles.size(), 2u);
+  EXPECT_EQ(md.ensembles.rbegin()->first, 3);  // the new segment starts at LAC + 1
+  std::vector<BookieId> want = {b.id(), c.id()};
+  std::vector<BookieId> last = md.ensembles.rbegin()->second;
+  std::sort(last.begin(), last.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(last, want);
+  EXPECT_EQ(readAll(h->id(), false).size(), 13u);  // the first 3 read from a, read-only
+
+  // New ledgers: b and c, never a, while it is read-only.
+  for (int i = 0; i < 5; ++i) {
+    auto [rc, ensemble] = tryCreate(2, 2, 2);
+    ASSERT_EQ(rc, BkResult::kOk);
+    EXPECT_EQ(std::count(ensemble.begin(), ensemble.end(), a.id()), 0);
+  }
+  setReadOnly(c, true);  // one writable bookie left
+  EXPECT_EQ(tryCreate(2, 2, 2).first, BkResult::kNotEnoughBookies);
+  setReadOnly(a, false);  // a and b writable: a is taken again
+  auto [rc, ensemble] = tryCreate(2, 2, 2);
+  ASSERT_EQ(rc, BkResult::kOk);
+  EXPECT_EQ(std::count(ensemble.begin(), ensemble.end(), a.id()), 1);
 }
 
 TEST_F(LedgerHandleTest, AnEntryOverTheFrameLimitIsIllegalOpAndTheHandleGoesOn) {
