@@ -253,6 +253,10 @@ void MessageDeduplication::completed(const std::string& producer, int64_t highes
   state_[producer].waiters = std::move(keep);
 }
 
+void MessageDeduplication::resetPushed() {
+  for (auto& [name, st] : state_) st.pushed = st.persisted;
+}
+
 int64_t MessageDeduplication::lastSequenceId(const std::string& producer) const {
   auto it = state_.find(producer);
   return it == state_.end() ? -1 : it->second.persisted;

@@ -113,6 +113,10 @@ class MessageDeduplication {
   // snapshotIntervalSeconds passed (Pulsar's checkDeduplicationSnapshot).
   void checkSnapshot(Clock::time_point now = Clock::now());
 
+  // Every producer's pushed id back to its persisted one, once no publish is in flight (Pulsar's
+  // resetHighestSequenceIdPushed when a topic fenced by a failed write is unfenced).
+  void resetPushed();
+
   // For PRODUCER_SUCCESS.last_sequence_id: the highest persisted id, or -1.
   int64_t lastSequenceId(const std::string& producer) const;
   size_t producerCount() const { return state_.size(); }

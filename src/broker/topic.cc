@@ -148,6 +148,11 @@ void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAd
     added(Status::notAllowed("Topic was already terminated"), proto::TopicTerminatedError, {});
     return;
   }
+  if (publishFenced_) {
+    // Pulsar: TopicFencedException, ServiceNotReady; the client retries.
+    added(Status::busy("Topic is temporarily unavailable"), proto::ServiceNotReady, {});
+    return;
+  }
   if (producers_.count(p->name())) {
     added(Status::busy("Producer with name '" + p->name() + "' is already connected to topic"),
           proto::ProducerBusy, {});
@@ -330,6 +335,13 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
           seq, {}, highest, bytes);
       continue;
     }
+    if (publishFenced_) {
+      queueReceipt(
+          producer,
+          protocol::Commands::newSendError(producer->id(), seq, proto::ServiceNotReady, "fenced"),
+          seq, {}, highest, bytes);
+      continue;
+    }
     if (exceedsMaxDeliveryDelay(s.entry)) {
       // Pulsar's PersistentTopic.publishMessage (isExceedMaximumDeliveryDelay).
       queueReceipt(producer,
@@ -380,12 +392,14 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
     // A refused add completes in a task of its own, which may run after the connection dropped
     // the last other reference to an unloaded topic: the alive token says so (holding the topic
     // here instead cost 4 % broker CPU at max rate: its count is shared with the I/O loops).
+    pendingWrites_++;
     ledger_->asyncAddEntry(std::move(s.entry), [this, alive = alive_, producer, seq, highest, n,
                                                 bytes](const Status& st, storage::Position pos) {
       if (!*alive) {
         answeredAfterTopic(*producer, bytes);
         return;
       }
+      pendingWrites_--;
       dedup_.completed(producer->name(), static_cast<int64_t>(highest), st, pos,
                        &producer->dedupSlot);
       if (dedup_.snapshotDeferred() && !dedupSnapshotArmed_) armDeferredDedupSnapshot();
@@ -397,26 +411,48 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
         producer->bytesInCounter += bytes;
         newEntries_ = true;
         queueReceipt(producer, {}, seq, pos, highest, bytes);
+      } else if (producer->closed && !producer->fenced.load(std::memory_order_relaxed) &&
+                 !publishFenced_) {
+        // Not stored, and its client resends it after CLOSE_PRODUCER (an unload, a release).
+        // (The writes that fail behind a failed write get their SEND_ERROR, as on Pulsar.)
+        queueReceipt(producer, {}, seq, pos, highest, bytes, /*silent=*/true);
+        if (st.code() != StatusCode::kFenced) fenceAfterFailedWrite(st);
       } else {
-        if (producer->closed && !producer->fenced.load(std::memory_order_relaxed)) {
-          // Not stored, and its client resends it after CLOSE_PRODUCER (an unload, a release).
-          queueReceipt(producer, {}, seq, pos, highest, bytes, /*silent=*/true);
-          return;
-        }
         stats_.publishErrors++;
         logPublishFailure(st);
         queueReceipt(producer,
                      protocol::Commands::newSendError(producer->id(), seq, proto::PersistenceError,
                                                       st.message()),
                      seq, pos, highest, bytes);
-        if (st.code() == StatusCode::kFenced && onFenced_) {
-          auto fenced = std::move(onFenced_);
-          onFenced_ = nullptr;
-          fenced();
+        if (st.code() == StatusCode::kFenced) {
+          if (onFenced_) std::exchange(onFenced_, nullptr)();
+        } else {
+          fenceAfterFailedWrite(st);
         }
       }
+      if (pendingWrites_ == 0) unfenceWhenDrained();
     });
   }
+}
+
+void PersistentTopic::fenceAfterFailedWrite(const Status& st) {
+  MAGNETAR_DCHECK_ON(executor_);
+  // A closed ledger takes no later write either (the topic is closing): nothing to fence.
+  if (publishFenced_ || st.code() == StatusCode::kClosed) return;
+  publishFenced_ = true;
+  MLOG_WARN(
+      "{}: a write failed ({}): producers closed, publishing fenced until the {} writes in "
+      "flight complete",
+      name_.toString(), st.toString(), pendingWrites_);
+  closeAllProducers();
+}
+
+void PersistentTopic::unfenceWhenDrained() {
+  MAGNETAR_DCHECK_ON(executor_);
+  if (!publishFenced_ || pendingWrites_ > 0) return;
+  dedup_.resetPushed();
+  publishFenced_ = false;
+  MLOG_INFO("{}: publishing unfenced", name_.toString());
 }
 
 void PersistentTopic::logPublishFailure(const Status& st) {

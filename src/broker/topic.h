@@ -282,6 +282,16 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // what was stored; SENDs reaching the topic after this are not stored and get no answer (Pulsar's
   // TopicClosedException path): the client sends them again after reconnecting.
   void closeAllProducers();
+  // A failed write (not a fenced ledger) fences publishing, as Pulsar's PersistentTopic.addFailed:
+  // every producer is closed (its client resends what was not stored), new producers and
+  // publishes get ServiceNotReady, and once the writes in flight have completed the dedup pushed
+  // ids go back to the persisted ones and publishing resumes. Without it a later send could be
+  // stored before the failed ones were resent, and dedup would take those resends for
+  // duplicates (lost), or, without dedup, store them out of order.
+  void fenceAfterFailedWrite(const Status& st);
+  void unfenceWhenDrained();
+  bool publishFenced_ = false;
+  int64_t pendingWrites_ = 0;  // adds given to the ledger and not completed
   std::map<std::string, std::unique_ptr<Subscription>> subscriptions_;
   TopicStats stats_;
   // Failed publishes log one line per topic per 10 s (a full disk fails every add).

@@ -149,6 +149,11 @@ class MemoryManagedLedger : public ManagedLedger {
     // The entry becomes visible (and gets its position) when the posted task runs, as a real
     // journal completion would: LAC moves right before the callback.
     d_->executor->execute([d = d_, data = std::move(data), cb = std::move(cb)]() mutable {
+      if (auto& fail = *d->options.failAdds; fail.load() > 0) {
+        fail.fetch_sub(1);
+        cb(Status::ioError("injected add failure"), {});
+        return;
+      }
       const LedgerInfo* cur = d->ledgers.current();
       if (cur->entries >= d->options.maxEntriesPerLedger) {
         d->ledgers.addLedger(d->nextLedgerId++, nowMs());

@@ -3,6 +3,7 @@
 // one factory (a reopen starts a new ledger id, as a broker restart does), never a process restart.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,9 @@ struct MemoryLedgerOptions {
   // readCachedEntries answers every read at once (an entry cache holding everything); false: it
   // answers none, so every read goes through the executor as a cache miss does (tests).
   bool cachedReads = true;
+  // Tests: while positive, each add fails with kIoError (as a journal or bookie write failure) and
+  // takes one off. Shared, so a test sets it while ledgers are open; read on their executors.
+  std::shared_ptr<std::atomic<int>> failAdds = std::make_shared<std::atomic<int>>(0);
 };
 
 struct MemoryLedgerData;

@@ -4,8 +4,9 @@ broker gives is seen, not hidden by a client's resends).
 
 - Every bookie but one killed: each SEND in flight and each one sent while too few bookies are up
   gets SEND_ERROR (PersistenceError, Pulsar's answer to a failed add) or a receipt, promptly;
-  nothing receipted is lost; once the bookies are back, the same producer's next send is
-  receipted.
+  a failed add closes the producer (Pulsar's PersistentTopic.addFailed fences the topic and
+  disconnects its producers), which the client creates again; nothing receipted is lost; once the
+  bookies are back, the producer's next send is receipted.
 - Bookies turned read-only (BookKeeper's admin REST call, `bookies.sh readonly`): a bookie of the
   ledger's ensemble answers adds with EREADONLY and re-registers under
   /ledgers/available/readonly; the ensemble changes away from it (as BookKeeper's PendingAddOp
@@ -34,25 +35,78 @@ import hostile_wire as wire  # noqa: E402
 ANSWER_S = 30  # bound for each answer: the BookKeeper client's connect and ensemble-change time
 
 
-def _answers(raw: wire.WireClient, want: set[int], timeout_s: float) -> dict[int, tuple]:
-    """seq -> (command type, seconds from now) for the SENDs in `want`."""
-    got: dict[int, tuple] = {}
-    t0 = time.monotonic()
-    raw.sock.settimeout(1.0)
-    while want - set(got) and time.monotonic() < t0 + timeout_s:
+class RawProducer:
+    """A raw-wire producer that acts on CLOSE_PRODUCER as the official clients do: it creates the
+    producer again (a new id; ServiceNotReady, Pulsar's answer while a topic is fenced after a
+    failed write, is retried) and sends again what was not answered. Each answer is recorded once
+    per sequence id: (command type, seconds from its send, error name or None)."""
+
+    def __init__(self, raw: wire.WireClient, topic: str, name: str) -> None:
+        self.raw, self.topic, self.name = raw, topic, name
+        self.pid = 0
+        self.req = 0
+        self.recreated = 0
+        self.pending: dict[int, tuple[bytes, float]] = {}  # seq -> (payload, sent at)
+        self.answers: dict[int, tuple] = {}
+        self._closed = False
+        self._create(ANSWER_S)
+
+    def _pump(self) -> tuple | None:
+        """Handles one command (None after a 1 s timeout); returns it."""
+        self.raw.sock.settimeout(1.0)
         try:
-            r = raw.recv_command()
+            r = self.raw.recv_command()
         except OSError:
-            continue
-        assert r is not None, f"connection closed with {sorted(want - set(got))} unanswered"
+            return None
+        assert r is not None, f"connection closed with {sorted(self.pending)} unanswered"
         ctype, body = r
         if ctype == wire.PING:
-            raw.send(wire.frame(wire.base_command(wire.PONG, b"")))
+            self.raw.send(wire.frame(wire.base_command(wire.PONG, b"")))
         elif ctype in (wire.SEND_RECEIPT, wire.SEND_ERROR):
             seq = body[2][0]
-            err = wire.error_name(body, 3) if ctype == wire.SEND_ERROR else None
-            got[seq] = (ctype, time.monotonic() - t0, err)
-    return got
+            if seq in self.pending and seq not in self.answers:
+                err = wire.error_name(body, 3) if ctype == wire.SEND_ERROR else None
+                self.answers[seq] = (ctype, time.monotonic() - self.pending.pop(seq)[1], err)
+        elif ctype == wire.CLOSE_PRODUCER and body[1][0] == self.pid:
+            self._closed = True
+        return r
+
+    def _create(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self.pid += 1
+            self.req += 1
+            self.raw.send(wire.producer_frame(self.topic, self.pid, self.req, name=self.name))
+            while time.monotonic() < deadline:
+                r = self._pump()
+                if r is None or r[1].get(1, [None])[0] != self.req:
+                    continue
+                if r[0] == wire.PRODUCER_SUCCESS:
+                    self._closed = False
+                    return
+                if r[0] == wire.ERROR:
+                    assert wire.error_name(r[1], 2) == "ServiceNotReady", r
+                    time.sleep(0.1)
+                    break
+        raise AssertionError(f"producer not created again within {timeout_s} s")
+
+    def send(self, seqs: range, tag: bytes) -> dict[int, tuple]:
+        """SENDs seqs (payload TAG-SEQ) at once; their answers within ANSWER_S, each."""
+        for s in seqs:
+            payload = wire.entry(self.name, s, tag + b"-%d" % s)
+            self.pending[s] = (payload, time.monotonic())
+            self.raw.send(wire.send_frame(self.pid, s, payload))
+        deadline = time.monotonic() + ANSWER_S
+        while set(seqs) - set(self.answers) and time.monotonic() < deadline:
+            self._pump()
+            if self._closed:
+                self.recreated += 1
+                self._create(deadline - time.monotonic())
+                for s, (payload, _) in sorted(self.pending.items()):
+                    self.raw.send(wire.send_frame(self.pid, s, payload))
+        missing = sorted(set(seqs) - set(self.answers))
+        assert not missing, f"unanswered within {ANSWER_S} s: {missing}"
+        return {s: self.answers[s] for s in seqs}
 
 
 def _bookies(bk_cluster) -> int:
@@ -64,10 +118,10 @@ def _bookies(bk_cluster) -> int:
     return n
 
 
-def _open(bk_cluster, name: str) -> tuple[Broker, wire.WireClient, str]:
+def _open(bk_cluster, name: str) -> tuple[Broker, RawProducer, str]:
     """A broker on the cluster owning a new topic with a subscription `check` (which keeps every
-    entry for the read-back) and a raw-wire producer (id 1) on it: (broker, raw, topic). The
-    caller stops the broker and closes raw."""
+    entry for the read-back) and a raw-wire producer on it: (broker, producer, topic). The
+    caller stops the broker and closes producer.raw."""
     init = subprocess.run(
         [magnetar_bin(), "initialize-cluster-metadata", "--cluster", CLUSTER, "--metadata-store",
          zk_url(bk_cluster.uri), "--web-service-url", "http://127.0.0.1:8080",
@@ -86,21 +140,11 @@ def _open(bk_cluster, name: str) -> tuple[Broker, wire.WireClient, str]:
         assert r.status_code == 204, r.text
         raw = wire.WireClient(int(broker.url.rsplit(":", 1)[1]), timeout=10)
         raw.handshake()
-        raw.send(wire.producer_frame(topic, 1, 1, name=name))
-        raw.expect(wire.PRODUCER_SUCCESS)
+        producer = RawProducer(raw, topic, name)
     except BaseException:
         broker.stop()
         raise
-    return broker, raw, topic
-
-
-def _send(raw: wire.WireClient, name: str, seqs: range, tag: bytes) -> dict[int, tuple]:
-    """SENDs seqs (payload TAG-SEQ) at once; their answers (see _answers) within ANSWER_S."""
-    for s in seqs:
-        raw.send(wire.send_frame(1, s, wire.entry(name, s, tag + b"-%d" % s)))
-    got = _answers(raw, set(seqs), ANSWER_S)
-    assert set(seqs) <= set(got), f"unanswered within {ANSWER_S} s: {sorted(set(seqs) - set(got))}"
-    return got
+    return broker, producer, topic
 
 
 def _stored(broker: Broker, topic: str) -> set[bytes]:
@@ -120,10 +164,10 @@ def _stored(broker: Broker, topic: str) -> set[bytes]:
 
 def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
     bookies = _bookies(bk_cluster)
-    broker = raw = None
+    broker = producer = None
     try:
-        broker, raw, topic = _open(bk_cluster, "bk-writes")
-        before = _send(raw, "bk-writes", range(5), b"before")
+        broker, producer, topic = _open(bk_cluster, "bk-writes")
+        before = producer.send(range(5), b"before")
         assert all(a[0] == wire.SEND_RECEIPT for a in before.values()), before
 
         # Every bookie but one (an earlier test may have added a fourth).
@@ -132,8 +176,8 @@ def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
                            check=True, capture_output=True, timeout=60)
         # Sends after the loss, a few at a time: every one answered within ANSWER_S.
         answers = {}
-        answers.update(_send(raw, "bk-writes", range(5, 10), b"during"))
-        answers.update(_send(raw, "bk-writes", range(10, 15), b"during"))
+        answers.update(producer.send(range(5, 10), b"during"))
+        answers.update(producer.send(range(10, 15), b"during"))
         seq = 15
         errors = {s: a for s, a in answers.items() if a[0] == wire.SEND_ERROR}
         assert errors, "with one bookie up (ensemble 2) some send must fail"
@@ -141,29 +185,30 @@ def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
         slowest = max(a[1] for a in answers.values())
         receipted = sorted(s for s, a in answers.items() if a[0] == wire.SEND_RECEIPT)
 
-        # The bookies come back: the same producer's next send is receipted.
+        assert producer.recreated >= 1, "a failed add closes the producer (Pulsar's addFailed)"
+        # The bookies come back: the producer's next send is receipted.
         subprocess.run(["bash", BOOKIES_SH, "start", "-n", str(bookies), "-d", bk_cluster.dir],
                        check=True, capture_output=True, timeout=180)
         back_at = time.monotonic()
         resumed = None
         while resumed is None and time.monotonic() < back_at + 60:
-            raw.send(wire.send_frame(1, seq, wire.entry("bk-writes", seq, b"after-%d" % seq)))
-            a = _answers(raw, {seq}, ANSWER_S)
-            if a.get(seq, (None,))[0] == wire.SEND_RECEIPT:
+            a = producer.send(range(seq, seq + 1), b"after")
+            if a[seq][0] == wire.SEND_RECEIPT:
                 resumed = time.monotonic() - back_at
             seq += 1
         assert resumed is not None, "no receipt within 60 s of the bookies coming back"
         print(f"\n{bookies - 1} of {bookies} bookies killed: {len(answers)} sends answered, "
               f"{len(errors)} with PersistenceError, {len(receipted)} receipted, "
-              f"slowest answer {slowest:.1f} s; "
+              f"slowest answer {slowest:.1f} s, producer created again {producer.recreated} "
+              f"times; "
               f"receipts again {resumed:.1f} s after the bookies were back")
         # Nothing receipted is lost: the subscription reads every receipted message.
         want = {b"before-%d" % i for i in range(5)} | {b"during-%d" % i for i in receipted}
         stored = _stored(broker, topic)
         assert want <= stored, sorted(want - stored)
     finally:
-        if raw:
-            raw.close()
+        if producer:
+            producer.raw.close()
         if broker:
             broker.stop()
         subprocess.run(["bash", BOOKIES_SH, "start", "-n", str(bookies), "-d", bk_cluster.dir],
@@ -203,11 +248,11 @@ def test_every_send_is_answered_when_bookies_turn_read_only(bk_cluster):
     bookies = _bookies(bk_cluster)
     index = _bookie_index(bk_cluster)
     read_only: set[int] = set()
-    broker = raw = None
+    broker = producer = None
     name = "bk-readonly"
     try:
-        broker, raw, topic = _open(bk_cluster, name)
-        before = _send(raw, name, range(5), b"before")
+        broker, producer, topic = _open(bk_cluster, name)
+        before = producer.send(range(5), b"before")
         assert all(a[0] == wire.SEND_RECEIPT for a in before.values()), before
         ledger, ensembles = _current_ensembles(bk_cluster, broker, topic)
         x = ensembles[-1][0]  # a bookie of the ensemble taking the next adds
@@ -216,8 +261,8 @@ def test_every_send_is_answered_when_bookies_turn_read_only(bk_cluster):
         # from it, and every send is receipted.
         _set_read_only(bk_cluster, index[x], True)
         read_only.add(index[x])
-        answers = _send(raw, name, range(5, 10), b"ro")
-        answers.update(_send(raw, name, range(10, 15), b"ro"))
+        answers = producer.send(range(5, 10), b"ro")
+        answers.update(producer.send(range(10, 15), b"ro"))
         assert all(a[0] == wire.SEND_RECEIPT for a in answers.values()), answers
         slowest_change = max(a[1] for a in answers.values())
         ledger_after, ensembles_after = _current_ensembles(bk_cluster, broker, topic)
@@ -233,8 +278,8 @@ def test_every_send_is_answered_when_bookies_turn_read_only(bk_cluster):
             if addr != z and i not in read_only:
                 _set_read_only(bk_cluster, i, True)
                 read_only.add(i)
-        failing = _send(raw, name, range(15, 20), b"none")
-        failing.update(_send(raw, name, range(20, 25), b"none"))
+        failing = producer.send(range(15, 20), b"none")
+        failing.update(producer.send(range(20, 25), b"none"))
         errors = {s: a for s, a in failing.items() if a[0] == wire.SEND_ERROR}
         assert errors, "with one writable bookie (ensemble 2) some send must fail"
         assert {a[2] for a in errors.values()} == {"PersistenceError"}, errors
@@ -248,7 +293,7 @@ def test_every_send_is_answered_when_bookies_turn_read_only(bk_cluster):
         resumed = None
         seq = 25
         while resumed is None and time.monotonic() < back_at + 60:
-            a = _send(raw, name, range(seq, seq + 1), b"after")
+            a = producer.send(range(seq, seq + 1), b"after")
             if a[seq][0] == wire.SEND_RECEIPT:
                 resumed = time.monotonic() - back_at
             seq += 1
@@ -268,8 +313,8 @@ def test_every_send_is_answered_when_bookies_turn_read_only(bk_cluster):
         stored = _stored(broker, topic)
         assert want <= stored, sorted(want - stored)
     finally:
-        if raw:
-            raw.close()
+        if producer:
+            producer.raw.close()
         if broker:
             broker.stop()
         for i in sorted(read_only):  # later tests see every bookie writable
