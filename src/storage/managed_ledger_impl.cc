@@ -136,9 +136,13 @@ bool ManagedLedgerImpl::needsRollover() const {
       curAssignedBytes_ < opts_.managedLedgerMaxSizePerLedgerMbytes * (1ll << 20)) {
     return false;
   }
+  // Pulsar's currentLedgerIsFull: the age (wall clock, as Pulsar) only counts when a minimum is
+  // set; with none, a wall clock stepped back must not hold the rollover.
+  const int64_t minMs = int64_t{opts_.managedLedgerMinLedgerRolloverTimeMinutes} * 60000;
+  if (minMs <= 0) return true;
   auto it = meta_.find(curLedger_);
   int64_t age = it == meta_.end() ? 0 : nowMs() - it->second.createdMs;
-  return age >= int64_t{opts_.managedLedgerMinLedgerRolloverTimeMinutes} * 60000;
+  return age >= minMs;
 }
 
 std::vector<LedgerMeta> ManagedLedgerImpl::ledgerList() const {
@@ -579,7 +583,9 @@ void ManagedLedgerImpl::onTick() {
   }
   cache_->evictUpTo(minMarkDelete());
   // Time-based retention: consumed ledgers expire without any cursor moving.
-  int64_t now = nowMs();
+  // Scheduled on the monotonic clock, as Pulsar's scheduleAtFixedRate (a wall clock step back
+  // would pause it).
+  const int64_t now = steadyMs();
   if (opts_.retentionCheckIntervalInSeconds > 0 && now >= nextRetentionCheckMs_) {
     nextRetentionCheckMs_ = now + int64_t{opts_.retentionCheckIntervalInSeconds} * 1000;
     maybeTrim();

@@ -250,8 +250,10 @@ bool BkManagedLedger::needsRollover() const {
       curAssignedBytes_ < opts_.managedLedgerMaxSizePerLedgerMbytes * (int64_t{1} << 20)) {
     return false;
   }
-  return wallMs() - curCreatedMs_ >=
-         int64_t{opts_.managedLedgerMinLedgerRolloverTimeMinutes} * 60000;
+  // Pulsar's currentLedgerIsFull: the age (wall clock, as Pulsar) only counts when a minimum is
+  // set; with none, a wall clock stepped back must not hold the rollover.
+  const int64_t minMs = int64_t{opts_.managedLedgerMinLedgerRolloverTimeMinutes} * 60000;
+  return minMs <= 0 || wallMs() - curCreatedMs_ >= minMs;
 }
 
 // Pulsar's order: the old ledger is closed once its adds completed, a new one is created, and the
@@ -765,7 +767,9 @@ void BkManagedLedger::onTick() {
     return;
   }
   cache_->evictUpTo(minMarkDelete());
-  const int64_t now = wallMs();
+  // Scheduled on the monotonic clock, as Pulsar's scheduleAtFixedRate (a wall clock step back
+  // would pause it).
+  const int64_t now = steadyMs();
   if (opts_.retentionCheckIntervalInSeconds > 0 && now >= nextRetentionCheckMs_) {
     nextRetentionCheckMs_ = now + int64_t{opts_.retentionCheckIntervalInSeconds} * 1000;
     maybeTrim();
