@@ -117,6 +117,20 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       return parseRequest();
     }
     if (buffer_.size() >= kMaxHeaderBytes) return parseRequest();
+    if (!bytes.empty()) {
+      // Bytes that already break the request (a TLS hello on the plain port, a bad method) are
+      // answered at once, as Jetty answers them, not after the idle timeout: a scratch parser
+      // sees what Beast will.
+      http::request_parser<http::empty_body> probe;
+      beast::error_code ec;
+      const std::string sofar = withCrlfLineEnds(bytes);
+      probe.put(asio::buffer(sofar), ec);
+      if (ec && ec != http::error::need_more && ec != http::error::header_limit) {
+        HttpServerStats::record(HttpBadRequest::kMalformed);
+        keepAlive_ = false;
+        return write(HttpResponse::error(400, "Bad request: " + ec.message()));
+      }
+    }
     stream_.async_read_some(
         buffer_.prepare(4096), [self = this->shared_from_this()](beast::error_code ec, size_t n) {
           self->buffer_.commit(n);
