@@ -118,6 +118,7 @@ broker::BrokerOptions brokerOptionsFrom(const config::ServiceConfiguration& cfg)
   o.enableBrokerTopicListWatcher = cfg.enableBrokerTopicListWatcher();
   o.maxUnackedMessagesPerConsumer = cfg.maxUnackedMessagesPerConsumer();
   o.maxUnackedMessagesPerSubscription = cfg.maxUnackedMessagesPerSubscription();
+  o.activeConsumerFailoverDelayTimeMillis = cfg.activeConsumerFailoverDelayTimeMillis();
   o.delayedDeliveryEnabled = cfg.delayedDeliveryEnabled();
   o.delayedDeliveryTickTimeMillis = cfg.delayedDeliveryTickTimeMillis();
   o.isDelayedDeliveryDeliverAtTimeStrict = cfg.isDelayedDeliveryDeliverAtTimeStrict();

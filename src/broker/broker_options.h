@@ -77,6 +77,8 @@ struct BrokerOptions {
   // Outbound watermarks per connection, bytes (see net::Connection::setWriteWatermarks).
   int pulsarChannelWriteBufferHighWaterMark = sd::pulsarChannelWriteBufferHighWaterMark;
   int pulsarChannelWriteBufferLowWaterMark = sd::pulsarChannelWriteBufferLowWaterMark;
+  // Failover: ms before a newly active consumer is told and read for (Dispatcher::holdActivation).
+  int64_t activeConsumerFailoverDelayTimeMillis = sd::activeConsumerFailoverDelayTimeMillis;
   bool delayedDeliveryEnabled = sd::delayedDeliveryEnabled;
   int64_t delayedDeliveryTickTimeMillis = sd::delayedDeliveryTickTimeMillis;  // ms
   bool isDelayedDeliveryDeliverAtTimeStrict = sd::isDelayedDeliveryDeliverAtTimeStrict;

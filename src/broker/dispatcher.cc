@@ -143,10 +143,30 @@ bool Dispatcher::updateActiveConsumer() {
   active_ = next;
   // Only a change is told, to every consumer; a consumer removed or added without changing the
   // active one tells the others nothing (Pulsar).
-  if (changed && type_ == proto::CommandSubscribe::Failover) {
+  if (changed && type_ == proto::CommandSubscribe::Failover && !holdActivation()) {
     for (auto& c : consumers_) notifyActiveConsumerChange(c.get());
   }
   return changed;
+}
+
+bool Dispatcher::holdActivation() {
+  if (activationHeld_) return true;  // the armed timer tells the consumer active by then
+  const int64_t delayMs = options_.activeConsumerFailoverDelayTimeMillis;
+  auto* loop = dynamic_cast<net::EventLoop*>(ledger_.executor());
+  if (delayMs <= 0 || !loop) return false;
+  if (!activationTimer_)
+    activationTimer_ = std::make_unique<boost::asio::steady_timer>(loop->context());
+  activationHeld_ = true;
+  activationTimer_->expires_after(std::chrono::milliseconds(delayMs));
+  activationTimer_->async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;  // destroyed
+    activationHeld_ = false;
+    if (active_) {
+      for (auto& c : consumers_) notifyActiveConsumerChange(c.get());
+    }
+    readMoreEntries();
+  });
+  return true;
 }
 
 void Dispatcher::notifyActiveConsumerChange(Consumer* c) {
@@ -379,6 +399,7 @@ Consumer* Dispatcher::pickShared() {
 }
 
 void Dispatcher::readMoreEntries(bool allowReplay) {
+  if (activationHeld_) return;  // holdActivation's timer reads
   refreshOutbound();
   readRounds(allowReplay);
   // One hand-over per consumer for everything this pass dispatched.

@@ -186,6 +186,14 @@ class Dispatcher {
   // On the ledger's executor when it is an EventLoop (the broker); without one (unit tests) due
   // entries are polled at each dispatch pass only.
   std::unique_ptr<boost::asio::steady_timer> delayedTimer_;
+  // Failover: a newly active consumer is told (every consumer is), and read for, only
+  // activeConsumerFailoverDelayTimeMillis after the change, as Pulsar's
+  // scheduleReadOnActiveConsumer (the official Go client drops a notice that comes right after
+  // its SUBSCRIBE's SUCCESS). Held: nothing is dispatched until the timer fires. holdActivation
+  // returns false when there is no delay or no event loop (unit tests): tell at once.
+  bool holdActivation();
+  bool activationHeld_ = false;
+  std::unique_ptr<boost::asio::steady_timer> activationTimer_;
   int64_t timerDeadlineMs_ = -1;  // when the armed timer fires, -1: not armed
   int64_t lastTickMs_ = 0;
 

@@ -122,6 +122,30 @@ def test_active_consumer_change_whom_how_often_and_after_success(broker, c2_take
     b.close()
 
 
+def test_a_new_active_consumer_is_told_after_the_failover_delay(broker):
+    """Pulsar tells a consumer that became active from its delayed read task,
+    activeConsumerFailoverDelayTimeMillis (1 s by default) after the change, so well after the
+    SUBSCRIBE's SUCCESS (the Go client's TestPartitionTopic_ActiveConsumerChanged needs the gap)."""
+    topic = f"persistent://public/default/fo-delay-{uuid.uuid4().hex[:8]}"
+    a = connect(broker, topic)
+    a.send(subscribe_frame(topic, "c1", 1, 10))
+    a.sock.settimeout(5)
+    at = {}
+    while len(at) < 2:
+        got = a.recv_command()
+        assert got is not None, at
+        if got[0] == SUCCESS:
+            at["SUCCESS"] = time.monotonic()
+        elif got[0] == ACTIVE_CONSUMER_CHANGE:
+            assert bool(got[1].get(2, [0])[0]), got
+            at["ACC"] = time.monotonic()
+        elif got[0] == PING:
+            a.send(frame(base_command(PONG, b"")))
+    a.close()
+    gap = at["ACC"] - at["SUCCESS"]
+    assert 0.5 <= gap <= 3.0, f"active-consumer notice {gap:.3f} s after SUCCESS"
+
+
 def test_no_active_consumer_change_on_exclusive(broker, topic):
     c = connect(broker, topic)
     c.send(subscribe_frame(topic, "c1", 1, 10, sub_type=EXCLUSIVE))
