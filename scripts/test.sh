@@ -60,7 +60,7 @@ stage "BookKeeper: client, topics on BookKeeper, their faults, interop with an A
 stage "differential suite against Magnetar (official Python client; admin REST included)"
 "$PY" -m pytest -q --durations=5 tests/differential --broker=magnetar
 
-stage "chaos suite, short form: 40 s of every standalone fault under seed 7, then the checker (long form: tests/chaos/README.md)"
+stage "chaos suite, short form: 20 s per deployment (standalone, then cluster) under seed 7, every fault kind enabled, then the checker (long form: docs/fault-injection.md)"
 "$PY" -m pytest -q tests/chaos
 
 stage "admin REST, /metrics and magnetar-admin against a real broker"

@@ -39,8 +39,9 @@ Usage:
   chaos.py [--deployment standalone|cluster] [--seed N] [--duration S] [--faults kill9,...]
            [--rate MSG_PER_S]
            [--report FILE] [--keep]
-Short form (CI): tests/chaos/test_chaos.py. Long form: `chaos.py --duration 3600 --seed 1`
-(and the same with `--deployment cluster --rate 200`).
+Short form (CI): tests/chaos/test_chaos.py. Long form:
+`.venv/bin/python tests/chaos/chaos.py --duration 3600 --seed 1` (and the same with
+`--deployment cluster --rate 200`).
 Exit status 0 when no violation, 1 otherwise; the report (JSON) is printed and written to --report.
 """
 

@@ -1,7 +1,7 @@
-"""The chaos suite's short form (CI): 20 s of every fault under a fixed seed on each deployment
-(a slow disk and a clock step among them, injected concurrently with the others), then the
-checker (chaos.py). The long form is one command per deployment:
-`tests/chaos/chaos.py --duration 3600 [--deployment cluster]`."""
+"""The chaos suite's short form (CI): 20 s on each deployment under a fixed seed with every fault
+kind enabled (what fits in 20 s is injected; a slow disk and a clock step always, concurrently
+with the others), then the checker (chaos.py). The long form is one command per deployment:
+`.venv/bin/python tests/chaos/chaos.py --duration 3600 [--deployment cluster]`."""
 
 import os
 import shutil
