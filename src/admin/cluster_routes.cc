@@ -252,7 +252,9 @@ void removeTree(metadata::Store* config, const std::string& path, net::Executor*
         };
         if (*left == 0) return removeSelf();
         for (const auto& child : *children) {  // the callbacks run on ex, one at a time
-          removeTree(config, path + "/" + child, ex, [left, failed, removeSelf](const Status& s) {
+          std::string childPath = path;
+          childPath.append("/").append(child);
+          removeTree(config, childPath, ex, [left, failed, removeSelf](const Status& s) {
             if (!s.isOk() && s.code() != StatusCode::kNotFound) *failed = s;
             if (--*left == 0) removeSelf();
           });

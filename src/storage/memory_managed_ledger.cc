@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <optional>
+#include <utility>
 
 #include "storage/cursor_state.h"
 #include "storage/ledger_set.h"
@@ -278,7 +279,7 @@ class MemoryManagedLedger : public ManagedLedger {
 };
 
 MemoryManagedLedgerFactory::MemoryManagedLedgerFactory(MemoryLedgerOptions options)
-    : options_(options) {}
+    : options_(std::move(options)) {}
 
 MemoryManagedLedgerFactory::~MemoryManagedLedgerFactory() = default;
 
