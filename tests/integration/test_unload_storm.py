@@ -146,6 +146,8 @@ def test_unload_storm_loses_nothing_stores_nothing_twice_and_stops_cleanly(
         assert not lost, f"{len(lost)} of {sent} receipted messages never read"
         assert duplicates == 0, (f"{duplicates} of {sent} stored twice over {unloads[0]} "
                                  f"unload rounds")
+        print(f"\n{sent + 1} sent, {len(set(seen))} read back, 0 lost, 0 stored twice, over "
+              f"{unloads[0]} unload rounds")
         log = open(broker.log_path, errors="replace").read()
         assert "SEND for unknown producer" not in log
         assert broker.stop(timeout_s=60) == 0, "SIGTERM did not end in exit code 0"
