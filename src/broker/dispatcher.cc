@@ -158,8 +158,9 @@ bool Dispatcher::holdActivation() {
     activationTimer_ = std::make_unique<boost::asio::steady_timer>(loop->context());
   activationHeld_ = true;
   activationTimer_->expires_after(std::chrono::milliseconds(delayMs));
-  activationTimer_->async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;  // destroyed
+  // A handler already queued when the dispatcher goes runs without an error: the alive token.
+  activationTimer_->async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (ec || !*alive) return;  // destroyed
     activationHeld_ = false;
     if (active_) {
       for (auto& c : consumers_) notifyActiveConsumerChange(c.get());
@@ -445,8 +446,8 @@ void Dispatcher::scheduleDelayedTimer() {
   int64_t now = wallClockMs();
   timerDeadlineMs_ = at;
   delayedTimer_->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, at - now)));
-  delayedTimer_->async_wait([this](const boost::system::error_code& ec) {
-    if (ec) return;  // re-armed or destroyed
+  delayedTimer_->async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (ec || !*alive) return;  // re-armed or destroyed (a handler queued before: the token)
     const int64_t deadline = timerDeadlineMs_;
     timerDeadlineMs_ = -1;
     // The steady clock ran ahead of the wall clock: wait out the rest rather than a whole tick.
