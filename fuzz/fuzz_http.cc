@@ -6,7 +6,7 @@
 // and everything the server answers is read until it closes. Invariants: the server closes the
 // connection within 10 s (no handler forgets to answer), the answer is a sequence of well-formed
 // HTTP responses, and no route answers 500 (a 500 means a handler threw or hit an internal error
-// on client input).
+// on client input), except the client-input 500s Pulsar itself answers (kPulsarClientInput500).
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -77,6 +77,24 @@ std::string exchange(int fd, const uint8_t* p, size_t n) {
   }
 }
 
+// Reasons of the 500s Pulsar answers for bad client input, which Magnetar matches on purpose
+// (tests/differential/test_http_lookup.py checks them on both): TopicDomain.getEnum's
+// and TopicName.get's IllegalArgumentException in TopicLookup, Long.decode's NumberFormatException on a bundle
+// boundary, PulsarServerException for an unknown listenerName.
+constexpr const char* kPulsarClientInput500[] = {
+    "{\"reason\":\"Invalid topic domain: ",
+    "{\"reason\":\"Invalid topic name: ",
+    "{\"reason\":\"For input string: ",
+    "{\"reason\":\"the broker do not have ",
+};
+
+bool isPulsarClientInput500(const std::string& body) {
+  for (const char* prefix : kPulsarClientInput500) {
+    if (body.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
 // Parses the server's output as consecutive HTTP responses.
 void checkResponses(const std::string& out) {
   boost::beast::flat_buffer buf;
@@ -95,7 +113,7 @@ void checkResponses(const std::string& out) {
       fprintf(stderr, "<- %d %s\n", status, parser.get().body().substr(0, 200).c_str());
     }
     fuzz::check(status >= 100 && status < 600, "bad status");
-    if (status == 500) fuzz::fail("a route answered 500: " + parser.get().body());
+    if (status == 500 && !isPulsarClientInput500(parser.get().body())) fuzz::fail("a route answered 500: " + parser.get().body());
   }
 }
 
