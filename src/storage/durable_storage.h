@@ -105,7 +105,6 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
 
  private:
   friend class ManagedLedgerImpl;
-  friend class ManagedCursorImpl;
   explicit DurableManagedLedgerFactory(const StorageOptions& options);
 
   // storage_recovery.cc; runs before the ledgers are shared, so mu_ is not taken. recover() runs

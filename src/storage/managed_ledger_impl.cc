@@ -9,24 +9,6 @@
 namespace magnetar::storage {
 
 namespace {
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-// managedLedgerDefaultMarkDeleteRateLimit as an interval in ms; 0 for no limit. Clamped to a
-// day, so a tiny positive rate cannot overflow.
-int64_t markDeleteIntervalMs(double rate) {
-  if (rate <= 0) return 0;
-  return static_cast<int64_t>(std::min(1000.0 / rate, 86400000.0));
-}
-// For intervals (the mark-delete rate limit): immune to wall-clock steps.
-int64_t steadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // Hands a group's outcome to the ledger's executor as one task.
 class JournalSink : public JournalClient {
  public:
@@ -47,12 +29,10 @@ class JournalSink : public JournalClient {
 
 ManagedLedgerImpl::ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::string name,
                                      net::Executor* executor, ManagedLedgerState state)
-    : factory_(factory),
-      name_(std::move(name)),
-      executor_(executor),
+    : ManagedLedgerCore(std::move(name), executor, factory->options_, nullptr,
+                        factory->cache_->newCache()),
+      factory_(factory),
       opts_(factory->options_),
-      retentionMinutes_(factory->options_.defaultRetentionTimeInMinutes),
-      retentionSizeMB_(factory->options_.defaultRetentionSizeInMB),
       readKey_(std::hash<std::string>()(name_)) {
   for (auto& ledger : state.ledgers) {
     const int64_t id = ledger.first;
@@ -68,7 +48,6 @@ ManagedLedgerImpl::ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::
   }
   curLedger_ = ledgers_.currentLedgerId();
   terminatedAt_ = state.terminatedAt;
-  cache_ = factory_->cache_->newCache();
   // Previous runs may have persisted a cursor ahead of what survived (journalSyncData=false).
   Position lac = ledgers_.lastConfirmed();
   for (auto& [cname, cm] : state.cursors) {
@@ -76,7 +55,7 @@ ManagedLedgerImpl::ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::
     cs.restore(std::min(cm.markDelete, lac), cm.ranges, ledgers_);
     cs.restoreBatchDeleted(cm.batchDeleted, ledgers_);
     cs.setProperties(cm.properties);
-    cursors_.emplace(cname, std::make_unique<ManagedCursorImpl>(cname, this, std::move(cs)));
+    cursors_.emplace(cname, std::make_shared<CoreCursor>(cname, this, std::move(cs)));
   }
 }
 
@@ -132,17 +111,8 @@ void ManagedLedgerImpl::drainQueued() {
 }
 
 bool ManagedLedgerImpl::needsRollover() const {
-  if (curAssigned_ < opts_.managedLedgerMaxEntriesPerLedger &&
-      curAssignedBytes_ < opts_.managedLedgerMaxSizePerLedgerMbytes * (1ll << 20)) {
-    return false;
-  }
-  // Pulsar's currentLedgerIsFull: the age (wall clock, as Pulsar) only counts when a minimum is
-  // set; with none, a wall clock stepped back must not hold the rollover.
-  const int64_t minMs = int64_t{opts_.managedLedgerMinLedgerRolloverTimeMinutes} * 60000;
-  if (minMs <= 0) return true;
   auto it = meta_.find(curLedger_);
-  int64_t age = it == meta_.end() ? 0 : nowMs() - it->second.createdMs;
-  return age >= minMs;
+  return ledgerFull(curAssigned_, curAssignedBytes_, it == meta_.end() ? 0 : it->second.createdMs);
 }
 
 std::vector<LedgerMeta> ManagedLedgerImpl::ledgerList() const {
@@ -156,7 +126,7 @@ void ManagedLedgerImpl::startRollover() {
   const LedgerInfo* confirmed = ledgers_.find(curLedger_);
   meta_[curLedger_].closedAt =
       fencedLedger_ == curLedger_ ? (confirmed ? confirmed->entries : 0) : curAssigned_;
-  int64_t created = nowMs();
+  int64_t created = wallClockMs();
   meta_[curLedger_].closedMs = created;
   int64_t id = factory_->allocateLedgerId();
   auto list = ledgerList();
@@ -185,7 +155,7 @@ void ManagedLedgerImpl::onLedgerCreated(const Status& s, int64_t ledgerId, int64
   curAssignedBytes_ = 0;
   state_ = State::kOpen;
   activateLedger();
-  maybeTrim();
+  trimConsumedLedgers();
   if (closing_) {
     maybeFinishClose();
     return;
@@ -260,51 +230,8 @@ void ManagedLedgerImpl::onJournalWritten(const Status& s, const std::vector<Jour
 
 // ---- reads ----
 
-void ManagedLedgerImpl::asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
-                                         ReadEntriesCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (state_ == State::kClosed) {
-    executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed"), {}); });
-    return;
-  }
-  std::vector<Entry> acc;
-  Position start = ledgers_.ceil(from);
-  if (maxEntries <= 0 || !ledgers_.contains(start)) {
-    executor_->execute([cb = std::move(cb)] { cb(Status::ok(), {}); });
-    return;
-  }
-  if (cache_->read(start, maxEntries, maxBytes, &acc)) {
-    executor_->execute(
-        [cb = std::move(cb), acc = std::move(acc)]() mutable { cb(Status::ok(), std::move(acc)); });
-    return;
-  }
-  readFromDisk(start, maxEntries, maxBytes, std::move(acc), std::move(cb));
-}
-
-bool ManagedLedgerImpl::readCachedEntries(Position from, int maxEntries, size_t maxBytes,
-                                          std::vector<Entry>* out) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (state_ == State::kClosed || maxEntries <= 0) return false;
-  Position start = ledgers_.ceil(from);
-  if (!ledgers_.contains(start)) return false;
-  return cache_->read(start, maxEntries, maxBytes, out);
-}
-
-void ManagedLedgerImpl::readCachedPositions(const std::vector<Position>& sorted,
-                                            std::vector<Entry>* found,
-                                            std::vector<Position>* uncached) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (state_ == State::kClosed) {
-    uncached->insert(uncached->end(), sorted.begin(), sorted.end());
-    return;
-  }
-  // The cache holds a gap-free suffix of the log, all in stored ledgers (it is evicted up to the
-  // slowest mark-delete, below which ledgers are trimmed), so a cached position needs no check.
-  cache_->readPositions(sorted, found, uncached);
-}
-
-void ManagedLedgerImpl::readFromDisk(Position start, int maxEntries, size_t maxBytes,
-                                     std::vector<Entry> acc, ReadEntriesCallback cb) {
+void ManagedLedgerImpl::readFromBackend(Position start, int maxEntries, size_t maxBytes,
+                                        std::vector<Entry> acc, ReadEntriesCallback cb) {
   const LedgerInfo* info = ledgers_.find(start.ledgerId);
   int wantEntries = maxEntries - static_cast<int>(acc.size());
   auto idx = index_.find(start.ledgerId);
@@ -345,100 +272,31 @@ void ManagedLedgerImpl::readFromDisk(Position start, int maxEntries, size_t maxB
       });
 }
 
-// After a disk read of one ledger: continue into the next ledger (cache or disk) until the limits.
-void ManagedLedgerImpl::continueRead(std::vector<Entry> acc, int maxEntries, size_t maxBytes,
-                                     ReadEntriesCallback cb) {
-  size_t bytes = 0;
-  for (const Entry& e : acc) bytes += e.data.size();
-  Position next = ledgers_.next(acc.back().position);
-  if (static_cast<int>(acc.size()) >= maxEntries || bytes >= maxBytes || !ledgers_.contains(next) ||
-      state_ == State::kClosed) {
-    cb(Status::ok(), std::move(acc));
-    return;
-  }
-  std::vector<Entry> more;
-  if (cache_->read(next, maxEntries - static_cast<int>(acc.size()), maxBytes - bytes, &more)) {
-    for (auto& e : more) {
-      if (bytes + e.data.size() > maxBytes) break;
-      bytes += e.data.size();
-      acc.push_back(std::move(e));
-    }
-    cb(Status::ok(), std::move(acc));
-    return;
-  }
-  readFromDisk(next, maxEntries, maxBytes, std::move(acc), std::move(cb));
-}
-
 // ---- cursors ----
 
-Result<ManagedCursor*> ManagedLedgerImpl::openCursor(const std::string& name,
-                                                     InitialPosition initial) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (closing_ || state_ == State::kClosed) return Status::closed("managed ledger closed");
-  auto it = cursors_.find(name);
-  if (it != cursors_.end()) return static_cast<ManagedCursor*>(it->second.get());
-  Position mark = ledgers_.lastConfirmed();
-  if (initial == InitialPosition::kEarliest) {
-    Position first = ledgers_.first();
-    mark = Position{first.ledgerId, first.entryId - 1};
-  }
-  auto c = std::make_unique<ManagedCursorImpl>(name, this, CursorState(mark));
-  ManagedCursorImpl* raw = c.get();
-  cursors_.emplace(name, std::move(c));
-  cursorChanged(raw, nullptr, false);
-  // A new cursor (a new subscription) is written in this pass, whatever the rate limit: lost in
-  // a crash, a Latest subscription made again would skip what was published meanwhile.
-  scheduleCursorFlush();
-  return static_cast<ManagedCursor*>(raw);
+std::shared_ptr<CoreCursor> ManagedLedgerImpl::makeCursor(const std::string& name,
+                                                          CursorState state) {
+  return std::make_shared<CoreCursor>(name, this, std::move(state));
 }
 
-Status ManagedLedgerImpl::deleteCursor(const std::string& name) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  auto it = cursors_.find(name);
-  if (it == cursors_.end()) return Status::notFound("no cursor " + name);
-  for (auto& cb : it->second->waiting_) post(std::move(cb), Status::ok());
-  cursors_.erase(it);
-  factory_->post([f = factory_, key = cursorKey(name_, name)] {
+void ManagedLedgerImpl::postTask(std::function<void()> fn) {
+  executor_->execute([self = shared_from_this(), fn = std::move(fn)] { fn(); });
+}
+
+void ManagedLedgerImpl::removeCursorData(std::shared_ptr<CoreCursor> c) {
+  factory_->post([f = factory_, key = cursorKey(name_, c->name())] {
     Status s = f->bgWrite({MetadataOp::del(key)});
     if (!s) MLOG_WARN("deleting cursor {} failed: {}", key, s.toString());
   });
-  maybeTrim();
-  return Status::ok();
-}
-
-std::vector<ManagedCursor*> ManagedLedgerImpl::cursors() const {
-  MAGNETAR_DCHECK_ON(*executor_);
-  std::vector<ManagedCursor*> out;
-  for (const auto& [_, c] : cursors_) out.push_back(c.get());
-  return out;
-}
-
-// A cursor's state changed: persist it with the other changes of this executor pass (one metadata
-// write), then run cb.
-void ManagedLedgerImpl::cursorChanged(ManagedCursorImpl* c, StatusCallback cb,
-                                      bool markDeleteMoved) {
-  c->dirty_ = true;
-  const bool waited = static_cast<bool>(cb);
-  if (cb) c->waiting_.push_back(std::move(cb));
-  // managedLedgerDefaultMarkDeleteRateLimit: without a waiter, a write inside the interval is
-  // left to the next allowed one (onTick at the latest).
-  const int64_t interval = markDeleteIntervalMs(opts_.managedLedgerDefaultMarkDeleteRateLimit);
-  if (!waited && interval > 0 && steadyMs() - lastCursorFlushMs_ < interval) {
-    cursorFlushDeferred_ = true;
-  } else {
-    scheduleCursorFlush();
-  }
-  // Trimming waits for the write (cursorsPersisted).
-  if (markDeleteMoved) cache_->evictUpTo(minMarkDelete());
 }
 
 void ManagedLedgerImpl::flushDeferredCursors(StatusCallback done) {
   MAGNETAR_DCHECK_ON(*executor_);
-  if (state_ == State::kClosed || closing_ || !cursorFlushDeferred_) {
+  if (state_ == State::kClosed || closing_) {
     done(Status::ok());
     return;
   }
-  ManagedCursorImpl* dirty = nullptr;
+  CoreCursor* dirty = nullptr;
   for (auto& [_, c] : cursors_) {
     if (c->dirty_) {
       dirty = c.get();
@@ -449,36 +307,26 @@ void ManagedLedgerImpl::flushDeferredCursors(StatusCallback done) {
     done(Status::ok());
     return;
   }
-  dirty->waiting_.push_back(std::move(done));  // run after the write (flushCursors)
-  flushCursors();
+  dirty->waiting_.push_back(std::move(done));  // run after the write (persistCursors)
+  flushCursors(/*all=*/true);
 }
 
-void ManagedLedgerImpl::scheduleCursorFlush() {
-  if (flushScheduled_) return;
-  flushScheduled_ = true;
-  executor_->execute([self = shared_from_this()] { self->flushCursors(); });
-}
-
-void ManagedLedgerImpl::flushCursors() {
-  flushScheduled_ = false;
-  // Closed: the close wrote every cursor (or, for a delete, removed them all) and took the
-  // waiting callbacks; a flush queued before it must not write a cursor back.
-  if (state_ == State::kClosed) return;
-  cursorFlushDeferred_ = false;
-  lastCursorFlushMs_ = steadyMs();
+// One metadata write for every cursor due (Pulsar writes each cursor on its own; the keys are
+// ours, docs/storage-format.md).
+void ManagedLedgerImpl::persistCursors(const std::vector<CoreCursor*>& due) {
+  const int64_t now = steadyClockMs();
   std::vector<MetadataOp> ops;
   std::vector<StatusCallback> cbs;
   std::vector<std::pair<std::string, Position>> written;
-  for (auto& [cname, c] : cursors_) {
-    if (!c->dirty_) continue;
+  for (CoreCursor* c : due) {
     c->dirty_ = false;
-    CursorMeta m = c->snapshot(opts_);
-    written.emplace_back(cname, m.markDelete);
-    ops.push_back(MetadataOp::put(cursorKey(name_, cname), encodeCursor(m)));
+    c->lastWriteMs_ = now;
+    CursorMeta m = c->snapshot();
+    written.emplace_back(c->name(), m.markDelete);
+    ops.push_back(MetadataOp::put(cursorKey(name_, c->name()), encodeCursor(m)));
     for (auto& cb : c->waiting_) cbs.push_back(std::move(cb));
     c->waiting_.clear();
   }
-  if (ops.empty()) return;
   factory_->post([f = factory_, self = shared_from_this(), ops = std::move(ops),
                   written = std::move(written), cbs = std::move(cbs)]() mutable {
     Status s = f->bgWrite(std::move(ops));
@@ -489,7 +337,9 @@ void ManagedLedgerImpl::flushCursors() {
         // Logged here: rate-limited writes (no callback) have nobody else to report to.
         MLOG_WARN("{}: cursor write failed: {}", self->name_, s.toString());
       }
-      for (const auto& cb : cbs) cb(s);
+      for (const auto& cb : cbs) {
+        if (cb) cb(s);
+      }
     });
   });
 }
@@ -503,48 +353,19 @@ void ManagedLedgerImpl::cursorsPersisted(
     it->second->persisted_ = mark;
     moved = true;
   }
-  if (moved) maybeTrim();
-}
-
-Position ManagedLedgerImpl::minMarkDelete() const {
-  Position m = ledgers_.lastConfirmed();
-  for (const auto& [_, c] : cursors_) m = std::min(m, c->markDeletedPosition());
-  return m;
-}
-
-Position ManagedLedgerImpl::minPersistedMarkDelete() const {
-  Position m = ledgers_.lastConfirmed();
-  for (const auto& [_, c] : cursors_) m = std::min(m, c->persisted_);
-  return m;
+  if (moved) trimConsumedLedgers();
 }
 
 // ---- housekeeping ----
 
-void ManagedLedgerImpl::maybeTrim(bool truncate) {
+int64_t ManagedLedgerImpl::ledgerClosedMs(int64_t id) const {
+  auto m = meta_.find(id);
+  return m != meta_.end() && m->second.closedMs > 0 ? m->second.closedMs : 0;
+}
+
+void ManagedLedgerImpl::trimConsumedLedgers(bool truncate) {
   if (state_ == State::kClosed || closing_) return;
-  // Pulsar's rules: a ledger goes when every cursor is past it (with no cursor, every ledger but
-  // the current one is consumed) and it was closed longer than the retention time ago or the
-  // consumed data kept would exceed the retention size; -1/-1 keeps everything.
-  const int retMin = retentionMinutes_;
-  const int64_t retMB = retentionSizeMB_;
-  if (!truncate && retMin < 0 && retMB < 0) return;
-  Position mark = minPersistedMarkDelete();
-  int64_t now = nowMs();
-  int64_t remaining = ledgers_.totalBytes();
-  std::vector<int64_t> drop;
-  for (const auto& [id, info] : ledgers_.ledgers()) {
-    if (id == ledgers_.currentLedgerId()) break;
-    bool consumed = info.entries == 0 || Position{id, info.entries - 1} <= mark;
-    if (!consumed) break;
-    auto m = meta_.find(id);
-    int64_t closedMs =
-        m != meta_.end() && m->second.closedMs > 0 ? m->second.closedMs : info.createdMs;
-    bool expired = retMin == 0 || (retMin > 0 && now - closedMs >= int64_t{retMin} * 60000);
-    bool overSize = retMB == 0 || (retMB > 0 && remaining > retMB * (1ll << 20));
-    if (!truncate && !expired && !overSize) break;
-    drop.push_back(id);
-    remaining -= info.sizeBytes;
-  }
+  std::vector<int64_t> drop = consumedLedgersToDrop(truncate);
   if (drop.empty()) return;
   std::vector<MetadataOp> ops;
   for (int64_t id : drop) {
@@ -569,63 +390,11 @@ void ManagedLedgerImpl::onTick() {
   MAGNETAR_DCHECK_ON(*executor_);
   if (state_ == State::kClosed || closing_) return;
   // Held-back cursor state goes out in every open state (also while a new ledger is pending).
-  if (cursorFlushDeferred_ &&
-      steadyMs() - lastCursorFlushMs_ >=
-          markDeleteIntervalMs(opts_.managedLedgerDefaultMarkDeleteRateLimit)) {
-    scheduleCursorFlush();
-  }
+  flushCursors();
   if (state_ != State::kOpen) return;
-  int maxMin = opts_.managedLedgerMaxLedgerRolloverTimeMinutes;
   auto it = meta_.find(curLedger_);
-  if (maxMin > 0 && curAssigned_ > 0 && it != meta_.end() &&
-      nowMs() - it->second.createdMs >= int64_t{maxMin} * 60000) {
-    startRollover();
-  }
-  cache_->evictUpTo(minMarkDelete());
-  // Time-based retention: consumed ledgers expire without any cursor moving.
-  // Scheduled on the monotonic clock, as Pulsar's scheduleAtFixedRate (a wall clock step back
-  // would pause it).
-  const int64_t now = steadyMs();
-  if (opts_.retentionCheckIntervalInSeconds > 0 && now >= nextRetentionCheckMs_) {
-    nextRetentionCheckMs_ = now + int64_t{opts_.retentionCheckIntervalInSeconds} * 1000;
-    maybeTrim();
-  } else if (cursors_.empty() && ledgers_.ledgers().size() > 1) {
-    // Without cursors nothing else moves after a rollover: the trim there may have come before
-    // the old ledger's last entries were written, so look again at each tick (stops at the
-    // first ledger retention keeps).
-    maybeTrim();
-  }
-}
-
-void ManagedLedgerImpl::setRetention(int32_t retentionTimeInMinutes, int64_t retentionSizeInMB) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (retentionMinutes_ == retentionTimeInMinutes && retentionSizeMB_ == retentionSizeInMB) return;
-  retentionMinutes_ = retentionTimeInMinutes;
-  retentionSizeMB_ = retentionSizeInMB;
-  maybeTrim();
-}
-
-void ManagedLedgerImpl::asyncTruncate(StatusCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (closing_ || state_ == State::kClosed) {
-    post(std::move(cb), Status::closed("managed ledger closed"));
-    return;
-  }
-  // Every cursor to the last entry (one metadata write for all), then the trim.
-  Position last = ledgers_.lastConfirmed();
-  auto left = std::make_shared<size_t>(cursors_.size() + 1);
-  auto first = std::make_shared<Status>();
-  auto finish = [self = shared_from_this(), left, first, cb = std::move(cb)](const Status& s) {
-    if (!s && first->isOk()) *first = s;
-    if (--*left > 0) return;
-    if (first->isOk()) self->maybeTrim(true);
-    if (cb) cb(*first);
-  };
-  for (auto& [_, c] : cursors_) {
-    bool moved = c->state_.markDeleteUpTo(last, ledgers_);
-    cursorChanged(c.get(), finish, moved);
-  }
-  finish(Status::ok());
+  if (it != meta_.end() && ledgerTooOld(curAssigned_, it->second.createdMs)) startRollover();
+  tickCacheAndRetention();
 }
 
 bool ManagedLedgerImpl::relocateRuns(
@@ -706,7 +475,7 @@ ManagedLedgerState ManagedLedgerImpl::exportState() {
     l.index = std::move(index_[id]);
   }
   for (auto& [cname, c] : cursors_) {
-    st.cursors[cname] = c->snapshot(opts_);
+    st.cursors[cname] = c->snapshot();
   }
   return st;
 }
@@ -736,13 +505,11 @@ void ManagedLedgerImpl::maybeFinishClose() {
     const LedgerInfo* cur = ledgers_.current();
     if (cur && meta_.count(cur->ledgerId)) {
       meta_[cur->ledgerId].closedAt = cur->entries;
-      meta_[cur->ledgerId].closedMs = nowMs();
+      meta_[cur->ledgerId].closedMs = wallClockMs();
     }
     ops.push_back(MetadataOp::put(mlKey(name_), encodeLedgerList(ledgerList())));
     for (auto& [cname, c] : cursors_) {
-      ops.push_back(
-          MetadataOp::put(cursorKey(name_, cname),
-                          encodeCursor(c->snapshot(opts_))));
+      ops.push_back(MetadataOp::put(cursorKey(name_, cname), encodeCursor(c->snapshot())));
     }
   }
   ManagedLedgerState st = deleting_ ? ManagedLedgerState{} : exportState();

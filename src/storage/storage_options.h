@@ -7,13 +7,16 @@
 #include <string>
 
 #include "setting_defaults.h"
+#include "storage/managed_ledger_config.h"
 
 namespace magnetar::storage {
 
 class Env;
 class MetadataStore;
 
-struct StorageOptions {
+// The managed-ledger settings (rollover, cursors, cache, retention, tick) are
+// ManagedLedgerConfig's.
+struct StorageOptions : ManagedLedgerConfig {
   // Directory of the journal segments (journalDirectory); may sit on tmpfs.
   std::string journalDirectory{setting_defaults::journalDirectory};
   // true: fdatasync before completing adds; false: written to the OS only (journalSyncData;
@@ -30,43 +33,6 @@ struct StorageOptions {
   // Index checkpoint interval: the index and checkpoint position are saved to the metadata store
   // at most this often (and at shutdown); recovery replays the journal after the checkpoint.
   int checkpointIntervalMs = 5000;
-
-  // Rollover (managedLedgerMaxEntriesPerLedger, managedLedgerMaxSizePerLedgerMbytes,
-  // managedLedgerMinLedgerRolloverTimeMinutes, managedLedgerMaxLedgerRolloverTimeMinutes).
-  int64_t managedLedgerMaxEntriesPerLedger = setting_defaults::managedLedgerMaxEntriesPerLedger;
-  int64_t managedLedgerMaxSizePerLedgerMbytes =
-      setting_defaults::managedLedgerMaxSizePerLedgerMbytes;
-  int managedLedgerMinLedgerRolloverTimeMinutes =
-      setting_defaults::managedLedgerMinLedgerRolloverTimeMinutes;
-  int managedLedgerMaxLedgerRolloverTimeMinutes =
-      setting_defaults::managedLedgerMaxLedgerRolloverTimeMinutes;
-  // Individually acked ranges saved per cursor (managedLedgerMaxUnackedRangesToPersist); acks in
-  // ranges beyond are lost at restart (the entries are redelivered).
-  int managedLedgerMaxUnackedRangesToPersist =
-      setting_defaults::managedLedgerMaxUnackedRangesToPersist;
-  // Partly acked batch entries whose ack sets are saved per cursor
-  // (managedLedgerMaxBatchDeletedIndexToPersist); later ones come back whole after a restart.
-  int managedLedgerMaxBatchDeletedIndexToPersist =
-      setting_defaults::managedLedgerMaxBatchDeletedIndexToPersist;
-  // Cursor persists per second per managed ledger when no caller waits for one
-  // (managedLedgerDefaultMarkDeleteRateLimit; 0: every executor pass). An acknowledgement that
-  // waits for its receipt is written in the pass it arrives in; the others are written with the
-  // next allowed write, at the latest on the housekeeping tick after the interval (tickIntervalMs),
-  // and at close. After a kill -9, the acks of that last interval may be delivered again, as with
-  // Pulsar's limiter.
-  double managedLedgerDefaultMarkDeleteRateLimit =
-      setting_defaults::managedLedgerDefaultMarkDeleteRateLimit;
-  // Entry cache for tailing reads, all topics together (managedLedgerCacheSizeMB), at start-up;
-  // DurableManagedLedgerFactory::setCacheSizeMB() changes it at run time.
-  int64_t managedLedgerCacheSizeMB = setting_defaults::managedLedgerCacheSizeMB;
-  // Retention of consumed data: -1 infinite, 0 none (defaultRetentionTimeInMinutes,
-  // defaultRetentionSizeInMB).
-  int defaultRetentionTimeInMinutes = setting_defaults::defaultRetentionTimeInMinutes;
-  int64_t defaultRetentionSizeInMB = setting_defaults::defaultRetentionSizeInMB;
-
-  // Retention checked at most this often when nothing else triggers a trim
-  // (retentionCheckIntervalInSeconds; 0: only at rollover and cursor moves).
-  int retentionCheckIntervalInSeconds = setting_defaults::retentionCheckIntervalInSeconds;
 
   // Segment compaction (BookKeeper's entry-log GC names): a segment whose live fraction is below
   // the threshold is copied forward every interval; thresholds 0 or intervals 0 disable it.
@@ -88,8 +54,6 @@ struct StorageOptions {
   int numReadThreads = setting_defaults::numReadWorkerThreads;
   // A disk read fetches up to this many bytes of journal at once (catch-up batches).
   int64_t readBatchBytes = 4 << 20;
-  // Period of housekeeping: time-based rollover, retention, cache eviction.
-  int tickIntervalMs = 1000;
 
   // Metadata store (RocksDB) directory, used when `metadataStore` is null (the directory of
   // metadataStoreUrl=rocksdb:<directory>; the app fills it).

@@ -31,8 +31,9 @@ namespace magnetar::storage::bk {
 class Gate;
 class BkManagedLedger;
 
-// Every knob, with Pulsar's key names; defaults are Pulsar's broker.conf defaults.
-struct BkStorageOptions {
+// Every knob, with Pulsar's key names; defaults are Pulsar's broker.conf defaults. The
+// managed-ledger settings (rollover, cursors, cache, retention, tick) are ManagedLedgerConfig's.
+struct BkStorageOptions : ManagedLedgerConfig {
   // Ensemble, write and ack quorum of data and cursor ledgers (managedLedgerDefaultEnsembleSize,
   // managedLedgerDefaultWriteQuorum, managedLedgerDefaultAckQuorum; Pulsar uses the same values
   // for cursor ledgers). Digest: CRC32C (managedLedgerDigestType); the password
@@ -40,45 +41,13 @@ struct BkStorageOptions {
   int managedLedgerDefaultEnsembleSize = 2;
   int managedLedgerDefaultWriteQuorum = 2;
   int managedLedgerDefaultAckQuorum = 2;
-  // Rollover: a ledger is closed and a new one started after this many entries or MiB, once it is
-  // at least the minimum age old; or, with entries, once it reaches the maximum age.
-  int64_t managedLedgerMaxEntriesPerLedger = setting_defaults::managedLedgerMaxEntriesPerLedger;
-  int64_t managedLedgerMaxSizePerLedgerMbytes =
-      setting_defaults::managedLedgerMaxSizePerLedgerMbytes;
-  int managedLedgerMinLedgerRolloverTimeMinutes =
-      setting_defaults::managedLedgerMinLedgerRolloverTimeMinutes;
-  int managedLedgerMaxLedgerRolloverTimeMinutes =
-      setting_defaults::managedLedgerMaxLedgerRolloverTimeMinutes;
-  // Cursors: ranges and batch ack sets saved per cursor; when closing, more ranges than
-  // ...InMetadataStore go to the cursor ledger instead of the znode. A cursor ledger is replaced
-  // after managedLedgerCursorMaxEntriesPerLedger entries or
-  // managedLedgerCursorRolloverTimeInSeconds.
-  int managedLedgerMaxUnackedRangesToPersist =
-      setting_defaults::managedLedgerMaxUnackedRangesToPersist;
+  // Cursors: when closing, more ranges than ...InMetadataStore go to the cursor ledger instead
+  // of the znode. A cursor ledger is replaced after managedLedgerCursorMaxEntriesPerLedger entries
+  // or managedLedgerCursorRolloverTimeInSeconds.
   int managedLedgerMaxUnackedRangesToPersistInMetadataStore =
       setting_defaults::managedLedgerMaxUnackedRangesToPersistInMetadataStore;
-  int managedLedgerMaxBatchDeletedIndexToPersist =
-      setting_defaults::managedLedgerMaxBatchDeletedIndexToPersist;
   int64_t managedLedgerCursorMaxEntriesPerLedger = 50000;
-  // Cursor writes per second per cursor when no caller waits for one
-  // (managedLedgerDefaultMarkDeleteRateLimit, Pulsar's per-cursor limiter; 0: no limit). A change
-  // with a waiter (an ack asking for its receipt, a reset, a truncate) is written at once; the
-  // others go with the next allowed write, at the latest on the tick after the interval, and at
-  // close (an unload, a graceful bundle release). A killed owner's successor may deliver again
-  // the acks of that last interval, as with Pulsar.
-  double managedLedgerDefaultMarkDeleteRateLimit =
-      setting_defaults::managedLedgerDefaultMarkDeleteRateLimit;
   int managedLedgerCursorRolloverTimeInSeconds = 14400;
-  // Entry cache for tailing reads, all ledgers of the factory (managedLedgerCacheSizeMB).
-  int64_t managedLedgerCacheSizeMB = setting_defaults::managedLedgerCacheSizeMB;
-  // Retention of consumed ledgers: minutes and MiB, -1 unlimited, 0 none
-  // (defaultRetentionTimeInMinutes, defaultRetentionSizeInMB); checked at least every
-  // retentionCheckIntervalInSeconds.
-  int defaultRetentionTimeInMinutes = setting_defaults::defaultRetentionTimeInMinutes;
-  int64_t defaultRetentionSizeInMB = setting_defaults::defaultRetentionSizeInMB;
-  int retentionCheckIntervalInSeconds = setting_defaults::retentionCheckIntervalInSeconds;
-  // Period of housekeeping (time-based rollover, retention, cache eviction), ms.
-  int tickIntervalMs = 1000;
   // Root of the managed-ledger znodes: Pulsar's, "/managed-ledgers". Tests give each factory its
   // own root so that they do not see each other's ledgers.
   std::string root = kManagedLedgersRoot;

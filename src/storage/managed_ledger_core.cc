@@ -1,0 +1,447 @@
+// ManagedLedgerCore and CoreCursor: the managed-ledger behaviour both backends share.
+#include "storage/managed_ledger_core.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace magnetar::storage {
+
+int64_t wallClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t steadyClockMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+// managedLedgerDefaultMarkDeleteRateLimit as an interval in ms; 0 for no limit. Clamped to a
+// day, so a tiny positive rate cannot overflow.
+int64_t markDeleteIntervalMs(double rate) {
+  if (rate <= 0) return 0;
+  return static_cast<int64_t>(std::min(1000.0 / rate, 86400000.0));
+}
+}  // namespace
+
+// ---- CoreCursor ----
+
+CoreCursor::CoreCursor(std::string name, ManagedLedgerCore* ml, CursorState state)
+    : state_(std::move(state)),
+      persisted_(state_.markDelete()),
+      name_(std::move(name)),
+      core_(ml) {}
+
+net::Executor* CoreCursor::executor() const { return core_->executor_; }
+
+bool CoreCursor::checkOpen(StatusCallback& cb) {
+  if (!core_->isClosed() && !deleted_) return true;
+  executor()->execute([cb = std::move(cb)] {
+    if (cb) cb(Status::closed("managed ledger closed"));
+  });
+  return false;
+}
+
+bool CoreCursor::checkMarkDelete(Position pos, StatusCallback& cb) {
+  if (pos <= core_->ledgers_.lastConfirmed()) return true;
+  executor()->execute([cb = std::move(cb)] {
+    if (cb) cb(Status::invalidArgument("mark-delete beyond last confirmed entry"));
+  });
+  return false;
+}
+
+Position CoreCursor::markDeletedPosition() const {
+  MAGNETAR_DCHECK_ON(*executor());
+  return state_.markDelete();
+}
+
+const CursorProperties& CoreCursor::properties() const {
+  MAGNETAR_DCHECK_ON(*executor());
+  return state_.properties();
+}
+
+const AckSet* CoreCursor::batchDeletedIndexes(Position pos) const {
+  MAGNETAR_DCHECK_ON(*executor());
+  return state_.batchAckSet(pos);
+}
+
+bool CoreCursor::isAcknowledged(Position pos) const {
+  MAGNETAR_DCHECK_ON(*executor());
+  return state_.isAcked(pos);
+}
+
+int64_t CoreCursor::numberOfEntriesInBacklog() const {
+  MAGNETAR_DCHECK_ON(*executor());
+  return state_.backlog(core_->ledgers_);
+}
+
+void CoreCursor::asyncMarkDelete(Position pos, StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
+  if (!checkOpen(cb) || !checkMarkDelete(pos, cb)) return;
+  bool moved = state_.markDeleteUpTo(pos, core_->ledgers_);
+  core_->cursorChanged(this, std::move(cb), moved);
+}
+
+void CoreCursor::asyncMarkDelete(Position pos, CursorProperties properties, StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
+  if (!checkOpen(cb) || !checkMarkDelete(pos, cb)) return;
+  state_.setProperties(std::move(properties));
+  bool moved = state_.markDeleteUpTo(pos, core_->ledgers_);
+  core_->cursorChanged(this, std::move(cb), moved);
+}
+
+void CoreCursor::asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet, StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
+  if (!checkOpen(cb) || !checkMarkDelete(pos, cb)) return;
+  Position before = state_.markDelete();
+  state_.markDeleteWithAckSet(pos, ackSet, core_->ledgers_);
+  core_->cursorChanged(this, std::move(cb), state_.markDelete() != before);
+}
+
+void CoreCursor::asyncDelete(const std::vector<Position>& positions, StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
+  if (!checkOpen(cb)) return;
+  Position before = state_.markDelete();
+  for (const Position& p : positions) state_.ack(p, core_->ledgers_);
+  core_->cursorChanged(this, std::move(cb), state_.markDelete() != before);
+}
+
+void CoreCursor::asyncDeleteBatchIndexes(const std::vector<std::pair<Position, AckSet>>& acks,
+                                         StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
+  if (!checkOpen(cb)) return;
+  Position before = state_.markDelete();
+  for (const auto& [p, set] : acks) state_.ackBatchIndexes(p, set, core_->ledgers_);
+  core_->cursorChanged(this, std::move(cb), state_.markDelete() != before);
+}
+
+void CoreCursor::asyncResetCursor(Position pos, StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor());
+  if (!checkOpen(cb)) return;
+  Position next = core_->ledgers_.ceil(pos);
+  state_.reset(Position{next.ledgerId, next.entryId - 1});
+  core_->cursorChanged(this, std::move(cb), true);
+}
+
+CursorMeta CoreCursor::snapshot() const {
+  MAGNETAR_DCHECK_ON(*executor());
+  const ManagedLedgerConfig& o = core_->config_;
+  CursorMeta m;
+  m.markDelete = state_.markDelete();
+  state_.forEachRange([&](Position first, const CursorState::Range& r) {
+    if (static_cast<int>(m.ranges.size()) >= o.managedLedgerMaxUnackedRangesToPersist) return false;
+    m.ranges.emplace_back(first, r.last);
+    return true;
+  });
+  for (const auto& [p, set] : state_.batchDeleted()) {
+    if (static_cast<int>(m.batchDeleted.size()) >= o.managedLedgerMaxBatchDeletedIndexToPersist) {
+      break;
+    }
+    m.batchDeleted.emplace_back(p, set);
+  }
+  m.properties = state_.properties();
+  return m;
+}
+
+bool CoreCursor::writeDue(int64_t nowSteadyMs) const {
+  const int64_t interval =
+      markDeleteIntervalMs(core_->config_.managedLedgerDefaultMarkDeleteRateLimit);
+  if (!waiting_.empty() || interval == 0) return true;
+  return nowSteadyMs - lastWriteMs_ >= interval;
+}
+
+// ---- ManagedLedgerCore: state and reads ----
+
+ManagedLedgerCore::ManagedLedgerCore(std::string name, net::Executor* executor,
+                                     const ManagedLedgerConfig& config,
+                                     std::shared_ptr<EntryCacheManager> cacheManager,
+                                     std::shared_ptr<EntryCache> cache)
+    : name_(std::move(name)),
+      executor_(executor),
+      config_(config),
+      cacheManager_(std::move(cacheManager)),
+      cache_(std::move(cache)),
+      retentionMinutes_(config.defaultRetentionTimeInMinutes),
+      retentionSizeMB_(config.defaultRetentionSizeInMB) {}
+
+ManagedLedgerCore::~ManagedLedgerCore() {
+  cursors_.clear();
+  cache_.reset();  // before the manager it belongs to
+}
+
+Position ManagedLedgerCore::lastConfirmedEntry() const {
+  MAGNETAR_DCHECK_ON(*executor_);
+  return ledgers_.lastConfirmed();
+}
+
+Position ManagedLedgerCore::nextValidPosition(Position p) const {
+  MAGNETAR_DCHECK_ON(*executor_);
+  return ledgers_.next(p);
+}
+
+Position ManagedLedgerCore::firstPosition() const {
+  MAGNETAR_DCHECK_ON(*executor_);
+  return ledgers_.first();
+}
+
+int64_t ManagedLedgerCore::numberOfEntriesBetween(Position from, Position to) const {
+  MAGNETAR_DCHECK_ON(*executor_);
+  return ledgers_.count(from, to);
+}
+
+int64_t ManagedLedgerCore::numberOfEntries() const {
+  MAGNETAR_DCHECK_ON(*executor_);
+  return ledgers_.totalEntries();
+}
+
+int64_t ManagedLedgerCore::totalSizeBytes() const {
+  MAGNETAR_DCHECK_ON(*executor_);
+  return ledgers_.totalBytes();
+}
+
+std::vector<LedgerStats> ManagedLedgerCore::ledgerStats() const {
+  MAGNETAR_DCHECK_ON(*executor_);
+  return ledgers_.stats();
+}
+
+void ManagedLedgerCore::asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
+                                         ReadEntriesCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (isClosed()) {
+    executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed"), {}); });
+    return;
+  }
+  std::vector<Entry> acc;
+  Position start = ledgers_.ceil(from);
+  if (maxEntries <= 0 || !ledgers_.contains(start)) {
+    executor_->execute([cb = std::move(cb)] { cb(Status::ok(), {}); });
+    return;
+  }
+  if (cache_->read(start, maxEntries, maxBytes, &acc)) {
+    executor_->execute(
+        [cb = std::move(cb), acc = std::move(acc)]() mutable { cb(Status::ok(), std::move(acc)); });
+    return;
+  }
+  readFromBackend(start, maxEntries, maxBytes, std::move(acc), std::move(cb));
+}
+
+bool ManagedLedgerCore::readCachedEntries(Position from, int maxEntries, size_t maxBytes,
+                                          std::vector<Entry>* out) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (isClosed() || maxEntries <= 0) return false;
+  Position start = ledgers_.ceil(from);
+  if (!ledgers_.contains(start)) return false;
+  return cache_->read(start, maxEntries, maxBytes, out);
+}
+
+void ManagedLedgerCore::readCachedPositions(const std::vector<Position>& sorted,
+                                            std::vector<Entry>* found,
+                                            std::vector<Position>* uncached) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (isClosed()) {
+    uncached->insert(uncached->end(), sorted.begin(), sorted.end());
+    return;
+  }
+  // The cache holds a gap-free suffix of the log, all in stored ledgers (it is evicted up to the
+  // slowest mark-delete, below which ledgers are trimmed), so a cached position needs no check.
+  cache_->readPositions(sorted, found, uncached);
+}
+
+void ManagedLedgerCore::continueRead(std::vector<Entry> acc, int maxEntries, size_t maxBytes,
+                                     ReadEntriesCallback cb) {
+  size_t bytes = 0;
+  for (const Entry& e : acc) bytes += e.data.size();
+  Position next = ledgers_.next(acc.back().position);
+  if (static_cast<int>(acc.size()) >= maxEntries || bytes >= maxBytes || !ledgers_.contains(next) ||
+      isClosed()) {
+    cb(Status::ok(), std::move(acc));
+    return;
+  }
+  std::vector<Entry> more;
+  if (cache_->read(next, maxEntries - static_cast<int>(acc.size()), maxBytes - bytes, &more)) {
+    for (auto& e : more) {
+      if (bytes + e.data.size() > maxBytes) break;
+      bytes += e.data.size();
+      acc.push_back(std::move(e));
+    }
+    cb(Status::ok(), std::move(acc));
+    return;
+  }
+  readFromBackend(next, maxEntries, maxBytes, std::move(acc), std::move(cb));
+}
+
+// ---- cursors ----
+
+Result<ManagedCursor*> ManagedLedgerCore::openCursor(const std::string& name,
+                                                     InitialPosition initial) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (isClosing() || isClosed()) return Status::closed("managed ledger closed");
+  if (auto it = cursors_.find(name); it != cursors_.end()) {
+    return static_cast<ManagedCursor*>(it->second.get());
+  }
+  if (Status refused = cursorChangeRefusal(); !refused.isOk()) return refused;
+  Position mark = ledgers_.lastConfirmed();
+  if (initial == InitialPosition::kEarliest) {
+    Position first = ledgers_.first();
+    mark = Position{first.ledgerId, first.entryId - 1};
+  }
+  std::shared_ptr<CoreCursor> c = makeCursor(name, CursorState(mark));
+  CoreCursor* raw = c.get();
+  cursors_.emplace(name, std::move(c));
+  // Never written: due whatever the rate limit (lastWriteMs_ is long past).
+  cursorChanged(raw, nullptr, false);
+  return static_cast<ManagedCursor*>(raw);
+}
+
+Status ManagedLedgerCore::deleteCursor(const std::string& name) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  auto it = cursors_.find(name);
+  if (it == cursors_.end()) return Status::notFound("no cursor " + name);
+  if (Status refused = cursorChangeRefusal(); !refused.isOk()) return refused;
+  std::shared_ptr<CoreCursor> c = std::move(it->second);
+  cursors_.erase(it);
+  for (auto& cb : c->waiting_) {
+    executor_->execute([cb = std::move(cb)] {
+      if (cb) cb(Status::ok());
+    });
+  }
+  c->waiting_.clear();
+  removeCursorData(std::move(c));
+  trimConsumedLedgers();
+  return Status::ok();
+}
+
+std::vector<ManagedCursor*> ManagedLedgerCore::cursors() const {
+  MAGNETAR_DCHECK_ON(*executor_);
+  std::vector<ManagedCursor*> out;
+  for (const auto& [_, c] : cursors_) out.push_back(c.get());
+  return out;
+}
+
+void ManagedLedgerCore::cursorChanged(CoreCursor* c, StatusCallback cb, bool markDeleteMoved) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  c->dirty_ = true;
+  if (cb) c->waiting_.push_back(std::move(cb));
+  if (!flushScheduled_ && c->canWrite() && c->writeDue(steadyClockMs())) {
+    flushScheduled_ = true;
+    postTask([this] { flushCursors(); });
+  }
+  // Trimming waits for the write (the backend's persisted_ move).
+  if (markDeleteMoved) cache_->evictUpTo(minMarkDelete());
+}
+
+void ManagedLedgerCore::flushCursors(bool all) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  flushScheduled_ = false;
+  if (!cursorsWritable()) return;
+  const int64_t now = steadyClockMs();
+  std::vector<CoreCursor*> due;
+  for (auto& [_, c] : cursors_) {
+    if (c->dirty_ && c->canWrite() && (all || c->writeDue(now))) due.push_back(c.get());
+  }
+  if (!due.empty()) persistCursors(due);
+}
+
+Position ManagedLedgerCore::minMarkDelete() const {
+  Position m = ledgers_.lastConfirmed();
+  for (const auto& [_, c] : cursors_) m = std::min(m, c->state_.markDelete());
+  return m;
+}
+
+Position ManagedLedgerCore::minPersistedMarkDelete() const {
+  Position m = ledgers_.lastConfirmed();
+  for (const auto& [_, c] : cursors_) m = std::min(m, c->persisted_);
+  return m;
+}
+
+// ---- trimming, retention, rollover rules ----
+
+std::vector<int64_t> ManagedLedgerCore::consumedLedgersToDrop(bool truncate) const {
+  const int retMin = retentionMinutes_;
+  const int64_t retMB = retentionSizeMB_;
+  if (!truncate && retMin < 0 && retMB < 0) return {};
+  const Position mark = minPersistedMarkDelete();
+  const int64_t now = wallClockMs();
+  int64_t remaining = ledgers_.totalBytes();
+  std::vector<int64_t> drop;
+  for (const auto& [id, info] : ledgers_.ledgers()) {
+    if (id == ledgers_.currentLedgerId()) break;
+    bool consumed = info.entries == 0 || Position{id, info.entries - 1} <= mark;
+    if (!consumed) break;
+    const int64_t closed = ledgerClosedMs(id);
+    const int64_t closedMs = closed > 0 ? closed : info.createdMs;
+    bool expired = retMin == 0 || (retMin > 0 && now - closedMs >= int64_t{retMin} * 60000);
+    bool overSize = retMB == 0 || (retMB > 0 && remaining > retMB * (int64_t{1} << 20));
+    if (!truncate && !expired && !overSize) break;
+    drop.push_back(id);
+    remaining -= info.sizeBytes;
+  }
+  return drop;
+}
+
+bool ManagedLedgerCore::ledgerFull(int64_t entries, int64_t bytes, int64_t createdMs) const {
+  if (entries < config_.managedLedgerMaxEntriesPerLedger &&
+      bytes < config_.managedLedgerMaxSizePerLedgerMbytes * (int64_t{1} << 20)) {
+    return false;
+  }
+  // The age (wall clock, as Pulsar) only counts when a minimum is set.
+  const int64_t minMs = int64_t{config_.managedLedgerMinLedgerRolloverTimeMinutes} * 60000;
+  return minMs <= 0 || wallClockMs() - createdMs >= minMs;
+}
+
+bool ManagedLedgerCore::ledgerTooOld(int64_t entries, int64_t createdMs) const {
+  const int maxMin = config_.managedLedgerMaxLedgerRolloverTimeMinutes;
+  return maxMin > 0 && entries > 0 && wallClockMs() - createdMs >= int64_t{maxMin} * 60000;
+}
+
+void ManagedLedgerCore::tickCacheAndRetention() {
+  cache_->evictUpTo(minMarkDelete());
+  const int64_t now = steadyClockMs();
+  if (config_.retentionCheckIntervalInSeconds > 0 && now >= nextRetentionCheckMs_) {
+    nextRetentionCheckMs_ = now + int64_t{config_.retentionCheckIntervalInSeconds} * 1000;
+    trimConsumedLedgers();
+  } else if (cursors_.empty() && ledgers_.ledgers().size() > 1) {
+    // Without cursors nothing else moves after a rollover: the trim there may have come before
+    // the old ledger's last entries were written, so look again at each tick (stops at the
+    // first ledger retention keeps).
+    trimConsumedLedgers();
+  }
+}
+
+void ManagedLedgerCore::setRetention(int32_t retentionTimeInMinutes, int64_t retentionSizeInMB) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (retentionMinutes_ == retentionTimeInMinutes && retentionSizeMB_ == retentionSizeInMB) return;
+  retentionMinutes_ = retentionTimeInMinutes;
+  retentionSizeMB_ = retentionSizeInMB;
+  trimConsumedLedgers();
+}
+
+void ManagedLedgerCore::asyncTruncate(StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (isClosing() || isClosed()) {
+    executor_->execute([cb = std::move(cb)] {
+      if (cb) cb(Status::closed("managed ledger closed"));
+    });
+    return;
+  }
+  // Every cursor to the last entry (stored), then the trim whatever the retention.
+  Position last = ledgers_.lastConfirmed();
+  auto left = std::make_shared<size_t>(cursors_.size() + 1);
+  auto first = std::make_shared<Status>();
+  auto finish = [self = coreSelf(), left, first, cb = std::move(cb)](const Status& s) {
+    if (!s.isOk() && first->isOk()) *first = s;
+    if (--*left > 0) return;
+    if (first->isOk()) self->trimConsumedLedgers(true);
+    if (cb) cb(*first);
+  };
+  for (auto& [_, c] : cursors_) {
+    bool moved = c->state_.markDeleteUpTo(last, ledgers_);
+    cursorChanged(c.get(), finish, moved);
+  }
+  finish(Status::ok());
+}
+
+}  // namespace magnetar::storage

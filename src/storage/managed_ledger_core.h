@@ -1,0 +1,225 @@
+// The managed-ledger core: what a ManagedLedger does the same way on every backend, written once
+// (Pulsar's ManagedLedgerImpl / ManagedCursorImpl over BookKeeper's LedgerHandle is the shape):
+// the ledger list and its position arithmetic, the entry cache, the read path (cache, then the
+// backend, across ledgers up to the limits), the cursors (their state, the mark-delete rate limit
+// per cursor, when their state is written), trimming of consumed ledgers under retention,
+// truncation and the housekeeping tick's share of it.
+//
+// A backend (the embedded journal's ManagedLedgerImpl, BookKeeper's bk::BkManagedLedger) derives
+// from ManagedLedgerCore and implements the LedgerBackend hooks below: reading a ledger's
+// entries, storing cursor state, dropping ledgers, and its ledger states (open, closed, fenced).
+// Its adds, rollover, open/recovery, close and delete are still its own (issue 46: the next step
+// moves them here behind the same hooks).
+//
+// Thread: everything on the executor given at construction (MAGNETAR_DCHECK_ON), except what the
+// comments say. Callbacks run there too.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/dcheck.h"
+#include "storage/cursor_state.h"
+#include "storage/entry_cache.h"
+#include "storage/ledger_set.h"
+#include "storage/managed_ledger.h"
+#include "storage/managed_ledger_config.h"
+#include "storage/metadata_codec.h"
+
+namespace magnetar::storage {
+
+class ManagedLedgerCore;
+
+// Milliseconds since the epoch (wall clock): ledger ages and retention, as Pulsar.
+int64_t wallClockMs();
+// Milliseconds of the monotonic clock: intervals (rate limit, retention schedule), immune to
+// wall-clock steps.
+int64_t steadyClockMs();
+
+// A cursor of the core: its CursorState and the ManagedCursor API, written once. How its state is
+// stored is the backend's (a subclass adds what it needs, e.g. BookKeeper's cursor ledger).
+// Thread: the owning ledger's executor.
+class CoreCursor : public ManagedCursor {
+ public:
+  CoreCursor(std::string name, ManagedLedgerCore* ml, CursorState state);
+
+  const std::string& name() const override { return name_; }  // any thread
+  Position markDeletedPosition() const override;
+  void asyncMarkDelete(Position pos, StatusCallback cb) override;
+  void asyncMarkDelete(Position pos, CursorProperties properties, StatusCallback cb) override;
+  void asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet, StatusCallback cb) override;
+  const CursorProperties& properties() const override;
+  void asyncDelete(const std::vector<Position>& positions, StatusCallback cb) override;
+  void asyncDeleteBatchIndexes(const std::vector<std::pair<Position, AckSet>>& acks,
+                               StatusCallback cb) override;
+  const AckSet* batchDeletedIndexes(Position pos) const override;
+  bool isAcknowledged(Position pos) const override;
+  int64_t numberOfEntriesInBacklog() const override;
+  void asyncResetCursor(Position pos, StatusCallback cb) override;
+
+  // What is stored: the mark-delete position, the first managedLedgerMaxUnackedRangesToPersist
+  // ranges and managedLedgerMaxBatchDeletedIndexToPersist ack sets, the properties.
+  CursorMeta snapshot() const;
+  // The rate limit lets a write start at `nowSteadyMs`: someone waits for one, no limit is set,
+  // or managedLedgerDefaultMarkDeleteRateLimit's interval passed since this cursor's last write
+  // (Pulsar's per-cursor markDeleteLimiter).
+  bool writeDue(int64_t nowSteadyMs) const;
+  // The backend may start a write of this cursor now (false while one is in flight).
+  virtual bool canWrite() const { return true; }
+
+  // ---- persistence state: the ledger and its backend only ----
+  CursorState state_;
+  bool dirty_ = false;                   // changed since the last write started
+  bool deleted_ = false;                 // deleteCursor ran: refuses changes
+  std::vector<StatusCallback> waiting_;  // complete with the next write
+  // The mark-delete position stored (the restored or initial one until the first write
+  // completes): trimming never passes it, so a crash cannot leave a cursor before data that is
+  // gone while its own move was lost (e.g. a compaction's switch).
+  Position persisted_;
+  int64_t lastWriteMs_ = INT64_MIN / 2;  // steady clock, when the last write started
+
+ protected:
+  // The owning ledger's executor.
+  net::Executor* executor() const;
+  // Fails cb (kClosed, on the executor) and returns false when the ledger is closed or the cursor
+  // deleted.
+  bool checkOpen(StatusCallback& cb);
+  // Fails cb (kInvalidArgument) and returns false when pos is past the last confirmed entry.
+  bool checkMarkDelete(Position pos, StatusCallback& cb);
+
+  std::string name_;
+  ManagedLedgerCore* core_;
+};
+
+// The hooks a backend gives the core. Thread: the ledger's executor.
+class LedgerBackend {
+ public:
+  virtual ~LedgerBackend() = default;
+
+ protected:
+  // Reads from ledger start.ledgerId, beginning at `start` (an entry the ledger list holds), up
+  // to maxEntries - acc.size() entries and about maxBytes counting acc's; appends them to acc and
+  // goes on with ManagedLedgerCore::continueRead (or cb(status, {}) on a read error: kIoError,
+  // kNotFound, kTimeout). Runs cb on the executor.
+  virtual void readFromBackend(Position start, int maxEntries, size_t maxBytes,
+                               std::vector<Entry> acc, ReadEntriesCallback cb) = 0;
+  // Starts writing these cursors' state (each dirty, canWrite() and due; at least one): the
+  // backend clears dirty_, sets lastWriteMs_, takes waiting_, runs those callbacks once stored and
+  // moves persisted_ (then ManagedLedgerCore::trimConsumedLedgers).
+  virtual void persistCursors(const std::vector<CoreCursor*>& due) = 0;
+  // deleteCursor removed `c` from the core: the backend deletes its stored state.
+  virtual void removeCursorData(std::shared_ptr<CoreCursor> c) = 0;
+  // Makes a cursor of this backend's kind (openCursor).
+  virtual std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) = 0;
+  // Deletes consumed ledgers: consumedLedgersToDrop(truncate) from the ledger list and the store,
+  // when the ledger's state allows.
+  virtual void trimConsumedLedgers(bool truncate = false) = 0;
+  // When ledger `id` closed (wall ms), 0 when not known (its creation time counts then).
+  virtual int64_t ledgerClosedMs(int64_t id) const = 0;
+  // The ledger is closed: reads and cursor changes are refused.
+  virtual bool isClosed() const = 0;
+  // asyncClose or asyncDelete is under way (or done).
+  virtual bool isClosing() const = 0;
+  // Why no cursor may be created or deleted now besides closing (BookKeeper: kFenced, another
+  // owner has them); Ok otherwise.
+  virtual Status cursorChangeRefusal() const { return Status::ok(); }
+  // Cursor writes may start (the embedded store: not once closed).
+  virtual bool cursorsWritable() const { return true; }
+  // Runs fn on the executor in a later pass, keeping the ledger alive until then.
+  virtual void postTask(std::function<void()> fn) = 0;
+  // The ledger itself, to keep it alive in callbacks.
+  virtual std::shared_ptr<ManagedLedgerCore> coreSelf() = 0;
+};
+
+class ManagedLedgerCore : public ManagedLedger, protected LedgerBackend {
+ public:
+  // `cacheManager` (may be null when it outlives the ledger anyway) is kept until `cache` goes.
+  ManagedLedgerCore(std::string name, net::Executor* executor, const ManagedLedgerConfig& config,
+                    std::shared_ptr<EntryCacheManager> cacheManager,
+                    std::shared_ptr<EntryCache> cache);
+  ~ManagedLedgerCore() override;
+
+  const std::string& name() const override { return name_; }      // any thread
+  net::Executor* executor() const override { return executor_; }  // any thread
+  const ManagedLedgerConfig& config() const { return config_; }   // any thread
+  const LedgerSet& ledgers() const { return ledgers_; }
+
+  // Reads: the entry cache, else the backend, ledger after ledger (ManagedLedger's contract).
+  void asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
+                        ReadEntriesCallback cb) override;
+  bool readCachedEntries(Position from, int maxEntries, size_t maxBytes,
+                         std::vector<Entry>* out) override;
+  void readCachedPositions(const std::vector<Position>& sorted, std::vector<Entry>* found,
+                           std::vector<Position>* uncached) override;
+  Position lastConfirmedEntry() const override;
+  Position nextValidPosition(Position p) const override;
+  Position firstPosition() const override;
+  int64_t numberOfEntriesBetween(Position from, Position to) const override;
+  int64_t numberOfEntries() const override;
+  int64_t totalSizeBytes() const override;
+  std::vector<LedgerStats> ledgerStats() const override;
+
+  // Cursors. A new cursor's first state is written at once (lost in a crash, a Latest
+  // subscription made again would skip what was published meanwhile).
+  Result<ManagedCursor*> openCursor(const std::string& name, InitialPosition initial) override;
+  Status deleteCursor(const std::string& name) override;
+  std::vector<ManagedCursor*> cursors() const override;
+  // Retention of consumed ledgers (ManagedLedger's contract); trims at once.
+  void setRetention(int32_t retentionTimeInMinutes, int64_t retentionSizeInMB) override;
+  // Pulsar's asyncTruncate: every cursor to the last entry (stored), then every ledger but the
+  // current one deleted whatever the retention. Errors: kClosed, the cursor writes'.
+  void asyncTruncate(StatusCallback cb) override;
+
+  // A cursor's state changed: its write starts in a later pass of this executor when due (a
+  // waiter, or the rate limit's interval passed), else on a later tick (flushCursors); cb runs
+  // once it is stored. A moved mark-delete evicts the cache up to the slowest cursor.
+  void cursorChanged(CoreCursor* c, StatusCallback cb, bool markDeleteMoved);
+  // Starts the writes of the dirty cursors that are due, or (all) of every dirty one.
+  void flushCursors(bool all = false);
+
+ protected:
+  // A backend's disk or bookie read went as far as one ledger: on into the next ledger (cache,
+  // then the backend) until the limits, else cb(ok, acc).
+  void continueRead(std::vector<Entry> acc, int maxEntries, size_t maxBytes,
+                    ReadEntriesCallback cb);
+  Position minMarkDelete() const;
+  // As minMarkDelete, over the stored mark-delete positions (what trimming may drop up to).
+  Position minPersistedMarkDelete() const;
+  // Pulsar's rules: a ledger goes when every cursor is past it (with no cursor, every ledger but
+  // the current one is consumed) and it closed longer than the retention time ago or the
+  // consumed data kept would exceed the retention size; -1/-1 keeps everything; truncate: every
+  // consumed ledger. Oldest first; never the current ledger.
+  std::vector<int64_t> consumedLedgersToDrop(bool truncate) const;
+  // Pulsar's currentLedgerIsFull for a ledger with `entries` entries and `bytes` bytes created at
+  // `createdMs` (wall): full by entries or size, once the minimum age passed (no minimum: at
+  // once, so a wall clock stepped back cannot hold the rollover).
+  bool ledgerFull(int64_t entries, int64_t bytes, int64_t createdMs) const;
+  // The maximum age (managedLedgerMaxLedgerRolloverTimeMinutes) of a non-empty ledger passed.
+  bool ledgerTooOld(int64_t entries, int64_t createdMs) const;
+  // The tick's cache and retention share: evicts the cache up to the slowest cursor, trims on
+  // retentionCheckIntervalInSeconds (monotonic, as Pulsar's scheduleAtFixedRate), or at every
+  // tick while there is no cursor and more than one ledger.
+  void tickCacheAndRetention();
+
+  const std::string name_;
+  net::Executor* const executor_;
+  const ManagedLedgerConfig& config_;
+  std::shared_ptr<EntryCacheManager> cacheManager_;  // outlives cache_
+  std::shared_ptr<EntryCache> cache_;
+  LedgerSet ledgers_;  // confirmed entries of the active ledgers
+  std::map<std::string, std::shared_ptr<CoreCursor>> cursors_;
+  int32_t retentionMinutes_;  // setRetention, else defaultRetentionTimeInMinutes
+  int64_t retentionSizeMB_;   // setRetention, else defaultRetentionSizeInMB
+
+ private:
+  friend class CoreCursor;
+  bool flushScheduled_ = false;
+  int64_t nextRetentionCheckMs_ = 0;
+};
+
+}  // namespace magnetar::storage
