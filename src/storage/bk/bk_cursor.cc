@@ -8,117 +8,12 @@
 namespace magnetar::storage::bk {
 
 BkManagedCursor::BkManagedCursor(std::string name, BkManagedLedger* ml, CursorState state)
-    : name_(std::move(name)),
-      ml_(ml),
-      state_(std::move(state)),
-      persisted_(state_.markDelete()),
-      lastActiveMs_(wallMs()) {}
-
-net::Executor* BkManagedCursor::executor() const { return ml_->executor_; }
-
-Position BkManagedCursor::markDeletedPosition() const {
-  MAGNETAR_DCHECK_ON(*executor());
-  return state_.markDelete();
-}
-
-const CursorProperties& BkManagedCursor::properties() const {
-  MAGNETAR_DCHECK_ON(*executor());
-  return state_.properties();
-}
-
-const AckSet* BkManagedCursor::batchDeletedIndexes(Position pos) const {
-  MAGNETAR_DCHECK_ON(*executor());
-  return state_.batchAckSet(pos);
-}
-
-bool BkManagedCursor::isAcknowledged(Position pos) const {
-  MAGNETAR_DCHECK_ON(*executor());
-  return state_.isAcked(pos);
-}
-
-int64_t BkManagedCursor::numberOfEntriesInBacklog() const {
-  MAGNETAR_DCHECK_ON(*executor());
-  return state_.backlog(ml_->ledgers_);
-}
-
-bool BkManagedCursor::checkOpen(StatusCallback& cb) {
-  if (ml_->state_ != BkManagedLedger::State::kClosed && !deleted_) return true;
-  executor()->execute([cb = std::move(cb)] {
-    if (cb) cb(Status::closed("managed ledger closed"));
-  });
-  return false;
-}
-
-void BkManagedCursor::asyncMarkDelete(Position pos, StatusCallback cb) {
-  asyncMarkDelete(pos, state_.properties(), std::move(cb));
-}
-
-void BkManagedCursor::asyncMarkDelete(Position pos, CursorProperties properties,
-                                      StatusCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor());
-  if (!checkOpen(cb)) return;
-  if (pos > ml_->ledgers_.lastConfirmed()) {
-    executor()->execute([cb = std::move(cb)] {
-      if (cb) cb(Status::invalidArgument("mark-delete beyond last confirmed entry"));
-    });
-    return;
-  }
-  state_.setProperties(std::move(properties));
-  bool moved = state_.markDeleteUpTo(pos, ml_->ledgers_);
-  ml_->cursorChanged(this, std::move(cb), moved);
-}
-
-void BkManagedCursor::asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet,
-                                                StatusCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor());
-  if (!checkOpen(cb)) return;
-  if (pos > ml_->ledgers_.lastConfirmed()) {
-    executor()->execute([cb = std::move(cb)] {
-      if (cb) cb(Status::invalidArgument("mark-delete beyond last confirmed entry"));
-    });
-    return;
-  }
-  Position before = state_.markDelete();
-  state_.markDeleteWithAckSet(pos, ackSet, ml_->ledgers_);
-  ml_->cursorChanged(this, std::move(cb), state_.markDelete() != before);
-}
-
-void BkManagedCursor::asyncDelete(const std::vector<Position>& positions, StatusCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor());
-  if (!checkOpen(cb)) return;
-  Position before = state_.markDelete();
-  for (const Position& p : positions) state_.ack(p, ml_->ledgers_);
-  ml_->cursorChanged(this, std::move(cb), state_.markDelete() != before);
-}
-
-void BkManagedCursor::asyncDeleteBatchIndexes(const std::vector<std::pair<Position, AckSet>>& acks,
-                                              StatusCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor());
-  if (!checkOpen(cb)) return;
-  Position before = state_.markDelete();
-  for (const auto& [p, set] : acks) state_.ackBatchIndexes(p, set, ml_->ledgers_);
-  ml_->cursorChanged(this, std::move(cb), state_.markDelete() != before);
-}
-
-void BkManagedCursor::asyncResetCursor(Position pos, StatusCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor());
-  if (!checkOpen(cb)) return;
-  Position next = ml_->ledgers_.ceil(pos);
-  state_.reset(Position{next.ledgerId, next.entryId - 1});
-  ml_->cursorChanged(this, std::move(cb), true);
-}
+    : CoreCursor(std::move(name), ml, std::move(state)), ml_(ml), lastActiveMs_(wallMs()) {}
 
 // ---- persistence ----
 
 std::string BkManagedCursor::positionInfoBytes() const {
   return makePositionInfo(state_, ml_->ledgers_, ml_->limits()).SerializeAsString();
-}
-
-bool BkManagedCursor::writeDue(int64_t nowSteadyMs) const {
-  const double rate = ml_->opts_.managedLedgerDefaultMarkDeleteRateLimit;
-  if (!waiting_.empty() || rate <= 0) return true;
-  const auto interval = static_cast<int64_t>(std::min(1000.0 / rate, 86400000.0));
-  return nowSteadyMs - lastWriteMs_ >= interval;
 }
 
 void BkManagedCursor::persist() {

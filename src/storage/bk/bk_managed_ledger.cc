@@ -10,18 +10,6 @@
 
 namespace magnetar::storage::bk {
 
-int64_t wallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t steadyMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 Status bkStatus(BkResult rc, const std::string& what) {
   std::string msg = what + ": " + std::string(bookkeeper::bkResultName(rc));
   switch (rc) {
@@ -40,21 +28,17 @@ Status bkStatus(BkResult rc, const std::string& what) {
 
 BkManagedLedger::BkManagedLedger(BkManagedLedgerFactory* factory, std::string name,
                                  net::Executor* executor, bool createIfMissing)
-    : factory_(factory),
+    : ManagedLedgerCore(std::move(name), executor, factory->options_, factory->cache_,
+                        factory->cache_->newCache()),
+      factory_(factory),
       opts_(factory->options_),
       bk_(factory->bk_),
       store_(factory->store_),
-      name_(std::move(name)),
       pulsarName_(pulsarLedgerName(name_)),
       path_(managedLedgerPath(opts_.root, name_)),
-      executor_(executor),
       createIfMissing_(createIfMissing),
       gate_(factory->gate_),
-      gated_(gate_->wrap(executor)),
-      cacheManager_(factory->cache_),
-      cache_(cacheManager_->newCache()),
-      retentionMinutes_(opts_.defaultRetentionTimeInMinutes),
-      retentionSizeMB_(opts_.defaultRetentionSizeInMB) {}
+      gated_(gate_->wrap(executor)) {}
 
 BkManagedLedger::~BkManagedLedger() = default;
 
@@ -246,14 +230,7 @@ void BkManagedLedger::fence(const std::string& why, bool log) {
 // ---- rollover ----
 
 bool BkManagedLedger::needsRollover() const {
-  if (curAssigned_ < opts_.managedLedgerMaxEntriesPerLedger &&
-      curAssignedBytes_ < opts_.managedLedgerMaxSizePerLedgerMbytes * (int64_t{1} << 20)) {
-    return false;
-  }
-  // Pulsar's currentLedgerIsFull: the age (wall clock, as Pulsar) only counts when a minimum is
-  // set; with none, a wall clock stepped back must not hold the rollover.
-  const int64_t minMs = int64_t{opts_.managedLedgerMinLedgerRolloverTimeMinutes} * 60000;
-  return minMs <= 0 || wallMs() - curCreatedMs_ >= minMs;
+  return ledgerFull(curAssigned_, curAssignedBytes_, curCreatedMs_);
 }
 
 // Pulsar's order: the old ledger is closed once its adds completed, a new one is created, and the
@@ -407,7 +384,7 @@ void BkManagedLedger::activate(HandlePtr h, int64_t createdMs) {
   emptyLedgers_.clear();
   if (state_ == State::kInitializing) return;  // open() goes on with the cursors
   state_ = State::kOpen;
-  maybeTrim();
+  trimConsumedLedgers();
   if (closing_) {
     maybeFinishClose();
     return;
@@ -465,50 +442,7 @@ void BkManagedLedger::startInfoWrite() {
 
 // ---- reads ----
 
-void BkManagedLedger::asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
-                                       ReadEntriesCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (state_ == State::kClosed) {
-    executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed"), {}); });
-    return;
-  }
-  Position start = ledgers_.ceil(from);
-  std::vector<Entry> acc;
-  if (maxEntries <= 0 || !ledgers_.contains(start)) {
-    executor_->execute([cb = std::move(cb)] { cb(Status::ok(), {}); });
-    return;
-  }
-  if (cache_->read(start, maxEntries, maxBytes, &acc)) {
-    executor_->execute(
-        [cb = std::move(cb), acc = std::move(acc)]() mutable { cb(Status::ok(), std::move(acc)); });
-    return;
-  }
-  readFromBookies(start, maxEntries, maxBytes, std::move(acc), std::move(cb));
-}
-
-bool BkManagedLedger::readCachedEntries(Position from, int maxEntries, size_t maxBytes,
-                                        std::vector<Entry>* out) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (state_ == State::kClosed || maxEntries <= 0) return false;
-  Position start = ledgers_.ceil(from);
-  if (!ledgers_.contains(start)) return false;
-  return cache_->read(start, maxEntries, maxBytes, out);
-}
-
-void BkManagedLedger::readCachedPositions(const std::vector<Position>& sorted,
-                                          std::vector<Entry>* found,
-                                          std::vector<Position>* uncached) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (state_ == State::kClosed) {
-    uncached->insert(uncached->end(), sorted.begin(), sorted.end());
-    return;
-  }
-  // The cache holds a gap-free suffix of the log, all in stored ledgers (it is evicted up to the
-  // slowest mark-delete, below which ledgers are trimmed), so a cached position needs no check.
-  cache_->readPositions(sorted, found, uncached);
-}
-
-void BkManagedLedger::readFromBookies(Position start, int maxEntries, size_t maxBytes,
+void BkManagedLedger::readFromBackend(Position start, int maxEntries, size_t maxBytes,
                                       std::vector<Entry> acc, ReadEntriesCallback cb) {
   const LedgerInfo* info = ledgers_.find(start.ledgerId);
   if (!info || start.entryId >= info->entries) {
@@ -567,30 +501,6 @@ void BkManagedLedger::readFromBookies(Position start, int maxEntries, size_t max
   });
 }
 
-// After a read from the bookies: on into the next ledger (cache, then bookies) until the limits.
-void BkManagedLedger::continueRead(std::vector<Entry> acc, int maxEntries, size_t maxBytes,
-                                   ReadEntriesCallback cb) {
-  size_t bytes = 0;
-  for (const Entry& e : acc) bytes += e.data.size();
-  Position next = ledgers_.next(acc.back().position);
-  if (static_cast<int>(acc.size()) >= maxEntries || bytes >= maxBytes || !ledgers_.contains(next) ||
-      state_ == State::kClosed) {
-    cb(Status::ok(), std::move(acc));
-    return;
-  }
-  std::vector<Entry> more;
-  if (cache_->read(next, maxEntries - static_cast<int>(acc.size()), maxBytes - bytes, &more)) {
-    for (auto& e : more) {
-      if (bytes + e.data.size() > maxBytes) break;
-      bytes += e.data.size();
-      acc.push_back(std::move(e));
-    }
-    cb(Status::ok(), std::move(acc));
-    return;
-  }
-  readFromBookies(next, maxEntries, maxBytes, std::move(acc), std::move(cb));
-}
-
 void BkManagedLedger::withReadHandle(int64_t ledgerId, std::function<void(Status, HandlePtr)> fn) {
   if (current_ && current_->id() == ledgerId) return fn(Status::ok(), current_);
   if (auto it = readers_.find(ledgerId); it != readers_.end()) return fn(Status::ok(), it->second);
@@ -625,110 +535,44 @@ CursorPersistLimits BkManagedLedger::limits() const {
                              opts_.managedLedgerMaxBatchDeletedIndexToPersist};
 }
 
-Result<ManagedCursor*> BkManagedLedger::openCursor(const std::string& name,
-                                                   InitialPosition initial) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (closing_ || state_ == State::kClosed) return Status::closed("managed ledger closed");
-  if (auto it = cursors_.find(name); it != cursors_.end()) {
-    return static_cast<ManagedCursor*>(it->second.get());
-  }
-  if (state_ == State::kFenced) return Status::fenced("managed ledger " + name_ + " fenced");
-  Position mark = ledgers_.lastConfirmed();
-  if (initial == InitialPosition::kEarliest) {
-    Position first = ledgers_.first();
-    mark = Position{first.ledgerId, first.entryId - 1};
-  }
-  auto c = std::make_shared<BkManagedCursor>(name, this, CursorState(mark));
-  BkManagedCursor* raw = c.get();
-  cursors_.emplace(name, std::move(c));
-  cursorChanged(raw, nullptr, false);  // its znode (Pulsar's ManagedCursorImpl.initialize)
-  return static_cast<ManagedCursor*>(raw);
+std::shared_ptr<CoreCursor> BkManagedLedger::makeCursor(const std::string& name,
+                                                        CursorState state) {
+  // Its first write makes its znode (Pulsar's ManagedCursorImpl.initialize).
+  return std::make_shared<BkManagedCursor>(name, this, std::move(state));
 }
 
-Status BkManagedLedger::deleteCursor(const std::string& name) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  auto it = cursors_.find(name);
-  if (it == cursors_.end()) return Status::notFound("no cursor " + name);
-  // The cursor's znode and ledger are the new owner's now.
+Status BkManagedLedger::cursorChangeRefusal() const {
+  // The cursors' znodes and ledgers are the new owner's now.
   if (state_ == State::kFenced) return Status::fenced("managed ledger " + name_ + " fenced");
-  std::shared_ptr<BkManagedCursor> c = std::move(it->second);
-  cursors_.erase(it);
-  for (auto& cb : c->waiting_) executor_->execute([cb = std::move(cb)] { cb(Status::ok()); });
-  c->waiting_.clear();
-  c->removeAll([name = name_, cursor = name](const Status& s) {
-    if (!s.isOk()) MLOG_WARN("{}: deleting cursor {}: {}", name, cursor, s.toString());
-  });
-  maybeTrim();
   return Status::ok();
 }
 
-std::vector<ManagedCursor*> BkManagedLedger::cursors() const {
-  MAGNETAR_DCHECK_ON(*executor_);
-  std::vector<ManagedCursor*> out;
-  for (const auto& [_, c] : cursors_) out.push_back(c.get());
-  return out;
+void BkManagedLedger::removeCursorData(std::shared_ptr<CoreCursor> c) {
+  bkCursor(c)->removeAll([name = name_, cursor = c->name()](const Status& s) {
+    if (!s.isOk()) MLOG_WARN("{}: deleting cursor {}: {}", name, cursor, s.toString());
+  });
 }
 
-void BkManagedLedger::cursorChanged(BkManagedCursor* c, StatusCallback cb, bool markDeleteMoved) {
-  c->dirty_ = true;
-  if (cb) c->waiting_.push_back(std::move(cb));
-  // Held back by the rate limit: the next allowed write (onTick at the latest) takes it.
-  if (!flushScheduled_ && !c->writing_ && c->writeDue(steadyMs())) {
-    flushScheduled_ = true;
-    gated_->execute([self = shared_from_this()] { self->flushCursors(); });
-  }
-  if (markDeleteMoved) cache_->evictUpTo(minMarkDelete());
+void BkManagedLedger::postTask(std::function<void()> fn) {
+  gated_->execute([self = shared_from_this(), fn = std::move(fn)] { fn(); });
 }
 
-void BkManagedLedger::flushCursors() {
-  flushScheduled_ = false;
-  const int64_t now = steadyMs();
-  for (auto& [_, c] : cursors_) {
-    if (c->dirty_ && !c->writing_ && !c->closing_ && c->writeDue(now)) c->persist();
-  }
+void BkManagedLedger::persistCursors(const std::vector<CoreCursor*>& due) {
+  for (CoreCursor* c : due) static_cast<BkManagedCursor*>(c)->persist();
 }
 
-void BkManagedLedger::cursorPersisted() { maybeTrim(); }
-
-Position BkManagedLedger::minMarkDelete() const {
-  Position m = ledgers_.lastConfirmed();
-  for (const auto& [_, c] : cursors_) m = std::min(m, c->state_.markDelete());
-  return m;
-}
-
-Position BkManagedLedger::minPersistedMarkDelete() const {
-  Position m = ledgers_.lastConfirmed();
-  for (const auto& [_, c] : cursors_) m = std::min(m, c->persisted_);
-  return m;
-}
+void BkManagedLedger::cursorPersisted() { trimConsumedLedgers(); }
 
 // ---- housekeeping ----
 
-void BkManagedLedger::maybeTrim(bool truncate) {
+int64_t BkManagedLedger::ledgerClosedMs(int64_t id) const {
+  auto in = info_.find(id);
+  return in != info_.end() && in->second.timestamp() > 0 ? in->second.timestamp() : 0;
+}
+
+void BkManagedLedger::trimConsumedLedgers(bool truncate) {
   if (state_ != State::kOpen || closing_ || trimming_) return;
-  // Pulsar's rules: a ledger goes when every cursor is past it (with no cursor, every ledger but
-  // the current one is consumed) and it closed longer than the retention time ago or the consumed
-  // data kept would exceed the retention size; -1/-1 keeps everything.
-  const int retMin = retentionMinutes_;
-  const int64_t retMB = retentionSizeMB_;
-  if (!truncate && retMin < 0 && retMB < 0) return;
-  const Position mark = minPersistedMarkDelete();
-  const int64_t now = wallMs();
-  int64_t remaining = ledgers_.totalBytes();
-  std::vector<int64_t> drop;
-  for (const auto& [id, li] : ledgers_.ledgers()) {
-    if (id == ledgers_.currentLedgerId()) break;
-    bool consumed = li.entries == 0 || Position{id, li.entries - 1} <= mark;
-    if (!consumed) break;
-    auto in = info_.find(id);
-    int64_t closedMs =
-        in != info_.end() && in->second.timestamp() > 0 ? in->second.timestamp() : li.createdMs;
-    bool expired = retMin == 0 || (retMin > 0 && now - closedMs >= int64_t{retMin} * 60000);
-    bool overSize = retMB == 0 || (retMB > 0 && remaining > retMB * (int64_t{1} << 20));
-    if (!truncate && !expired && !overSize) break;
-    drop.push_back(id);
-    remaining -= li.sizeBytes;
-  }
+  std::vector<int64_t> drop = consumedLedgersToDrop(truncate);
   if (drop.empty()) return;
   std::vector<mledger::ManagedLedgerInfo::LedgerInfo> removed;
   for (int64_t id : drop) {
@@ -752,7 +596,7 @@ void BkManagedLedger::maybeTrim(bool truncate) {
     }
     self->deleteLedgers(drop);
     self->factory_->ledgersDeleted_.fetch_add(drop.size(), std::memory_order_relaxed);
-    self->maybeTrim();  // what became consumed meanwhile
+    self->trimConsumedLedgers();  // what became consumed meanwhile
   });
 }
 
@@ -761,52 +605,11 @@ void BkManagedLedger::onTick() {
   if (closing_ || state_ == State::kClosed || state_ == State::kInitializing) return;
   flushCursors();  // what the mark-delete rate limit held back
   if (state_ != State::kOpen) return;
-  const int maxMin = opts_.managedLedgerMaxLedgerRolloverTimeMinutes;
-  if (maxMin > 0 && curAssigned_ > 0 && wallMs() - curCreatedMs_ >= int64_t{maxMin} * 60000) {
+  if (ledgerTooOld(curAssigned_, curCreatedMs_)) {
     startRollover();
     return;
   }
-  cache_->evictUpTo(minMarkDelete());
-  // Scheduled on the monotonic clock, as Pulsar's scheduleAtFixedRate (a wall clock step back
-  // would pause it).
-  const int64_t now = steadyMs();
-  if (opts_.retentionCheckIntervalInSeconds > 0 && now >= nextRetentionCheckMs_) {
-    nextRetentionCheckMs_ = now + int64_t{opts_.retentionCheckIntervalInSeconds} * 1000;
-    maybeTrim();
-  } else if (cursors_.empty() && ledgers_.ledgers().size() > 1) {
-    maybeTrim();
-  }
-}
-
-void BkManagedLedger::setRetention(int32_t retentionTimeInMinutes, int64_t retentionSizeInMB) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (retentionMinutes_ == retentionTimeInMinutes && retentionSizeMB_ == retentionSizeInMB) return;
-  retentionMinutes_ = retentionTimeInMinutes;
-  retentionSizeMB_ = retentionSizeInMB;
-  maybeTrim();
-}
-
-void BkManagedLedger::asyncTruncate(StatusCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (closing_ || state_ == State::kClosed) {
-    executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed")); });
-    return;
-  }
-  // Every cursor to the last entry (persisted), then the trim whatever the retention.
-  Position last = ledgers_.lastConfirmed();
-  auto left = std::make_shared<size_t>(cursors_.size() + 1);
-  auto first = std::make_shared<Status>();
-  auto finish = [self = shared_from_this(), left, first, cb = std::move(cb)](const Status& s) {
-    if (!s.isOk() && first->isOk()) *first = s;
-    if (--*left > 0) return;
-    if (first->isOk()) self->maybeTrim(true);
-    if (cb) cb(*first);
-  };
-  for (auto& [_, c] : cursors_) {
-    bool moved = c->state_.markDeleteUpTo(last, ledgers_);
-    cursorChanged(c.get(), finish, moved);
-  }
-  finish(Status::ok());
+  tickCacheAndRetention();
 }
 
 // ---- close / delete ----
@@ -944,9 +747,9 @@ void BkManagedLedger::finishClose() {
     for (auto& [_, c] : cursors_) {
       ++*left;
       if (deleting_) {
-        c->removeAll(step);
+        bkCursor(c)->removeAll(step);
       } else {
-        c->close(step);
+        bkCursor(c)->close(step);
       }
     }
   }

@@ -23,6 +23,7 @@
 #include "storage/bk/gate.h"
 #include "storage/cursor_state.h"
 #include "storage/ledger_set.h"
+#include "storage/managed_ledger_core.h"
 
 namespace magnetar::storage::bk {
 
@@ -33,29 +34,19 @@ using HandlePtr = std::shared_ptr<LedgerHandle>;
 // A named Status for a BookKeeper result: LedgerFenced -> kFenced, NoSuchLedger -> kNotFound,
 // ClientClosed -> kClosed, Timeout -> kTimeout, the rest kIoError; the message names `what`.
 Status bkStatus(BkResult rc, const std::string& what);
-int64_t wallMs();
-int64_t steadyMs();  // for intervals (the mark-delete rate limit): immune to wall-clock steps
+inline int64_t wallMs() { return wallClockMs(); }
+inline int64_t steadyMs() { return steadyClockMs(); }  // intervals: immune to wall-clock steps
 
 class BkManagedLedger;
 
-class BkManagedCursor : public ManagedCursor, public std::enable_shared_from_this<BkManagedCursor> {
+// The core's cursor (CoreCursor: state, ManagedCursor API, rate limit) with Pulsar's persistence.
+class BkManagedCursor : public CoreCursor, public std::enable_shared_from_this<BkManagedCursor> {
  public:
   BkManagedCursor(std::string name, BkManagedLedger* ml, CursorState state);
 
-  const std::string& name() const override { return name_; }  // any thread
-  Position markDeletedPosition() const override;
-  void asyncMarkDelete(Position pos, StatusCallback cb) override;
-  void asyncMarkDelete(Position pos, CursorProperties properties, StatusCallback cb) override;
-  void asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet, StatusCallback cb) override;
-  const CursorProperties& properties() const override;
-  void asyncDelete(const std::vector<Position>& positions, StatusCallback cb) override;
-  void asyncDeleteBatchIndexes(const std::vector<std::pair<Position, AckSet>>& acks,
-                               StatusCallback cb) override;
-  const AckSet* batchDeletedIndexes(Position pos) const override;
-  bool isAcknowledged(Position pos) const override;
-  int64_t numberOfEntriesInBacklog() const override;
-  void asyncResetCursor(Position pos, StatusCallback cb) override;
   std::pair<int64_t, int64_t> cursorLedger() const override;
+  // No write in flight, not closing.
+  bool canWrite() const override { return !writing_ && !closing_; }
 
  private:
   friend class BkManagedLedger;
@@ -78,34 +69,25 @@ class BkManagedCursor : public ManagedCursor, public std::enable_shared_from_thi
   void removeAll(const StatusCallback& done);
   // The ledger's bytes for the current state.
   std::string positionInfoBytes() const;
-  bool checkOpen(StatusCallback& cb);
-  // A write may start now: someone waits for it, or the rate limit's interval since the last
-  // write passed (managedLedgerDefaultMarkDeleteRateLimit).
-  bool writeDue(int64_t nowSteadyMs) const;
-  net::Executor* executor() const;
 
-  std::string name_;
   BkManagedLedger* ml_;
-  CursorState state_;
   std::map<std::string, std::string> cursorProperties_;  // StringProperty, kept as read
   metadata::Version znodeVersion_ = metadata::kNotExists;
   HandlePtr ledger_;             // writable cursor ledger, or null
   int64_t ledgerEntries_ = 0;    // entries appended to ledger_
   int64_t ledgerCreatedMs_ = 0;  // when ledger_ was created
   int64_t staleLedgerId_ = -1;   // a recovered (read-only) cursor ledger, deleted at the switch
-  bool dirty_ = false;           // changed since the last write started
   bool writing_ = false;         // a write in flight
-  bool deleted_ = false;         // deleteCursor: the data goes once the write in flight ends
   bool closing_ = false;         // the managed ledger closes: its last write is under way
-  std::vector<StatusCallback> waiting_;      // complete with the next write
   std::vector<std::function<void()>> idle_;  // run when no write is in flight
-  Position persisted_;  // the mark-delete position stored (trimming never passes it)
   int64_t lastActiveMs_ = 0;
-  int64_t lastWriteMs_ = 0;       // steady clock, when the last write started
   bool closeMadeLedger_ = false;  // close() started a cursor ledger for the last state
 };
 
-class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_this<BkManagedLedger> {
+// BookKeeper's backend of the managed-ledger core (managed_ledger_core.h): the core owns the
+// ledger list, cache, cursors, reads, trimming rules and retention.
+class BkManagedLedger : public ManagedLedgerCore,
+                        public std::enable_shared_from_this<BkManagedLedger> {
  public:
   // createIfMissing false: open() fails with kNotFound, writing nothing, when the znode does not
   // exist (Pulsar's ManagedLedgerConfig.createIfMissing).
@@ -120,55 +102,14 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   // Factory shutdown: refuse new work. Thread: any.
   void markStopped() { stopped_ = true; }
   // asyncClose or asyncDelete was called: a new open must wait for it to finish. Thread: any.
-  bool isClosing() const { return closingFlag_.load(); }
+  bool isClosing() const override { return closingFlag_.load(); }
   bool createsIfMissing() const { return createIfMissing_; }
 
-  const std::string& name() const override { return name_; }  // any thread
-  net::Executor* executor() const override { return executor_; }
   void asyncAddEntry(Buffer data, AddEntryCallback cb) override;
   Status writeRefusal() const override;
-  void asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
-                        ReadEntriesCallback cb) override;
-  bool readCachedEntries(Position from, int maxEntries, size_t maxBytes,
-                         std::vector<Entry>* out) override;
-  void readCachedPositions(const std::vector<Position>& sorted, std::vector<Entry>* found,
-                           std::vector<Position>* uncached) override;
-  Position lastConfirmedEntry() const override {
-    MAGNETAR_DCHECK_ON(*executor_);
-    return ledgers_.lastConfirmed();
-  }
-  Position nextValidPosition(Position p) const override {
-    MAGNETAR_DCHECK_ON(*executor_);
-    return ledgers_.next(p);
-  }
-  Position firstPosition() const override {
-    MAGNETAR_DCHECK_ON(*executor_);
-    return ledgers_.first();
-  }
-  int64_t numberOfEntriesBetween(Position from, Position to) const override {
-    MAGNETAR_DCHECK_ON(*executor_);
-    return ledgers_.count(from, to);
-  }
-  int64_t numberOfEntries() const override {
-    MAGNETAR_DCHECK_ON(*executor_);
-    return ledgers_.totalEntries();
-  }
-  int64_t totalSizeBytes() const override {
-    MAGNETAR_DCHECK_ON(*executor_);
-    return ledgers_.totalBytes();
-  }
-  std::vector<LedgerStats> ledgerStats() const override {
-    MAGNETAR_DCHECK_ON(*executor_);
-    return ledgers_.stats();
-  }
-  Result<ManagedCursor*> openCursor(const std::string& name, InitialPosition initial) override;
-  Status deleteCursor(const std::string& name) override;
-  std::vector<ManagedCursor*> cursors() const override;
   void asyncClose(StatusCallback cb) override;
   void asyncRelease(StatusCallback cb) override;
   void asyncDelete(StatusCallback cb) override;
-  void setRetention(int32_t retentionTimeInMinutes, int64_t retentionSizeInMB) override;
-  void asyncTruncate(StatusCallback cb) override;
   // Pulsar's asyncTerminate: the adds taken complete, then the znode gets terminatedPosition
   // (the last confirmed entry); adds are refused from the call on.
   void asyncTerminate(std::function<void(Status, Position)> cb) override;
@@ -191,6 +132,26 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
 
  private:
   friend class BkManagedCursor;
+  // ---- LedgerBackend ----
+  // Reads from the bookies (the writer's handle, or a reader handle kept per ledger), as many
+  // entries as maxBytes allows at the ledger's mean entry size.
+  void readFromBackend(Position start, int maxEntries, size_t maxBytes, std::vector<Entry> acc,
+                       ReadEntriesCallback cb) override;
+  // Each cursor's own write (BkManagedCursor::persist).
+  void persistCursors(const std::vector<CoreCursor*>& due) override;
+  void removeCursorData(std::shared_ptr<CoreCursor> c) override;
+  std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) override;
+  // The ledger list without them (znode CAS), then the ledgers deleted from BookKeeper.
+  void trimConsumedLedgers(bool truncate = false) override;
+  int64_t ledgerClosedMs(int64_t id) const override;
+  bool isClosed() const override { return state_ == State::kClosed; }
+  Status cursorChangeRefusal() const override;
+  void postTask(std::function<void()> fn) override;
+  std::shared_ptr<ManagedLedgerCore> coreSelf() override { return shared_from_this(); }
+  static BkManagedCursor* bkCursor(const std::shared_ptr<CoreCursor>& c) {
+    return static_cast<BkManagedCursor*>(c.get());
+  }
+
   enum class State {
     kInitializing,  // open() running
     kOpen,          // adds go to current_
@@ -244,24 +205,15 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   void startInfoWrite();
 
   // ---- reads ----
-  void readFromBookies(Position start, int maxEntries, size_t maxBytes, std::vector<Entry> acc,
-                       ReadEntriesCallback cb);
-  void continueRead(std::vector<Entry> acc, int maxEntries, size_t maxBytes,
-                    ReadEntriesCallback cb);
   // A handle to read ledgerId from: the current writer's, a cached reader, or one opened now.
   void withReadHandle(int64_t ledgerId, std::function<void(Status, HandlePtr)> fn);
   void forgetReader(int64_t ledgerId);
 
   // ---- cursors ----
-  void cursorChanged(BkManagedCursor* c, StatusCallback cb, bool markDeleteMoved);
-  void flushCursors();
   void cursorPersisted();
-  Position minMarkDelete() const;
-  Position minPersistedMarkDelete() const;
   CursorPersistLimits limits() const;
 
   // ---- housekeeping ----
-  void maybeTrim(bool truncate = false);
   void maybeFinishClose();
   void maybeFinishTerminate();
   void finishClose();
@@ -280,18 +232,13 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   const BkStorageOptions& opts_;
   bookkeeper::BookKeeperClient* bk_;
   metadata::Store* store_;
-  const std::string name_;
   const std::string pulsarName_;  // Pulsar's managed-ledger name (local name URL-encoded)
   const std::string path_;        // its znode
-  net::Executor* const executor_;
   const bool createIfMissing_;
-  std::shared_ptr<Gate> gate_;                       // keeps gated_ alive
-  GatedExecutor* gated_;                             // completions to executor_
-  std::shared_ptr<EntryCacheManager> cacheManager_;  // outlives cache_
-  std::shared_ptr<EntryCache> cache_;
+  std::shared_ptr<Gate> gate_;  // keeps gated_ alive
+  GatedExecutor* gated_;        // completions to executor_
 
   State state_ = State::kInitializing;
-  LedgerSet ledgers_;  // confirmed entries of the ledgers in the znode
   std::map<int64_t, mledger::ManagedLedgerInfo::LedgerInfo> info_;  // the znode's ledger list
   mledger::ManagedLedgerInfo base_;  // the znode as read (properties, terminatedPosition)
   metadata::Version version_ = 0;    // the znode's version
@@ -320,13 +267,6 @@ class BkManagedLedger : public ManagedLedger, public std::enable_shared_from_thi
   // Reads.
   std::map<int64_t, HandlePtr> readers_;
   std::map<int64_t, std::vector<std::function<void(Status, HandlePtr)>>> openingReaders_;
-  // Cursors.
-  std::map<std::string, std::shared_ptr<BkManagedCursor>> cursors_;
-  bool flushScheduled_ = false;
-  // Retention.
-  int32_t retentionMinutes_;
-  int64_t retentionSizeMB_;
-  int64_t nextRetentionCheckMs_ = 0;
   // Terminate: adds refused from the call on; the callbacks wait for the adds taken.
   bool terminating_ = false;
   std::vector<std::function<void(Status, Position)>> terminateCbs_;
