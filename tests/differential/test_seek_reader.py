@@ -12,17 +12,29 @@ from helpers import assert_nothing, ids_tuple, receive_all, receive_n, texts
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hostile_wire import (  # noqa: E402
+    CLOSE_CONSUMER,
+    ERROR,
+    PING,
+    PONG,
     PRODUCER_SUCCESS,
+    SEEK,
     SEND,
     SEND_RECEIPT,
+    SUBSCRIBE,
+    SUCCESS,
     WireClient,
     base_command,
     crc32c,
+    decode,
+    error_name,
     fb,
     frame,
     fv,
+    message_id,
     producer_frame,
 )
+
+GET_LAST_MESSAGE_ID, GET_LAST_MESSAGE_ID_RESPONSE = 29, 30
 
 
 def produce_spaced(client, topic, n, batching=False):
@@ -183,4 +195,60 @@ def test_seek_with_a_chunked_message_half_received_loses_it_in_the_cpp_client(br
     send(None, 0, 1, b"after", 0)
     got = receive_all(consumer)
     assert [m.data() for m in got] == [b"after"], "X lost by the client on either broker"
+    w.close()
+
+
+def _until_answer(w, request_id):
+    """The commands up to the SUCCESS or ERROR of request_id (PINGs answered, MESSAGEs kept),
+    as (type, body, monotonic seconds)."""
+    got = []
+    while True:
+        cmd = w.recv_command()
+        assert cmd is not None, "connection closed"
+        if cmd[0] == PING:
+            w.send(frame(base_command(PONG, b"")))
+            continue
+        got.append((cmd[0], cmd[1], time.monotonic()))
+        if cmd[0] in (SUCCESS, ERROR) and cmd[1].get(1, [None])[0] == request_id:
+            return got
+
+
+def test_seek_closes_the_consumer_before_answering_and_its_id_is_gone_until_it_subscribes(
+        broker, client, topic):
+    """Issue 43 (the Go client's TestReaderWithSeekByID, flaky on both brokers). A reader from the
+    latest message, inclusive, as the Go client makes it: non-durable SUBSCRIBE from latest,
+    GET_LAST_MESSAGE_ID, SEEK to that id. The broker closes the consumer (CLOSE_CONSUMER) first
+    and answers the SEEK after (Pulsar's PersistentSubscription.resetCursor disconnects the
+    consumers, then resets the cursor, then completes); the connection then knows the consumer id
+    no more, so a SEEK on it before the client subscribes again gets MetadataError "Consumer not
+    found" on both brokers. The Go client's events loop picks at random between that
+    resubscription and an application's Seek queued meanwhile, hence the flaky test."""
+    _, ids = produce_spaced(client, topic, 3)
+    w = WireClient(int(broker.service_url.rsplit(":", 1)[1]), timeout=15)
+    w.handshake()
+    latest = fb(9, fv(1, 2**63 - 1) + fv(2, 2**63 - 1))
+    sub = fb(1, topic) + fb(2, "reader-sub") + fv(3, 0) + fv(4, 1) + fv(8, 0)
+    w.send(frame(base_command(SUBSCRIBE, sub + fv(5, 1) + latest)))
+    assert [c[0] for c in _until_answer(w, 1)] == [SUCCESS]
+    w.send(frame(base_command(GET_LAST_MESSAGE_ID, fv(1, 1) + fv(2, 2))))
+    last = decode(w.expect(GET_LAST_MESSAGE_ID_RESPONSE)[1][0])
+    assert (last[1][0], last[2][0]) == ids_tuple(ids[-1])[:2]
+    last_id = message_id(last[1][0], last[2][0])
+
+    w.send(frame(base_command(SEEK, fv(1, 1) + fv(2, 3) + fb(3, last_id))))
+    got = _until_answer(w, 3)
+    assert [c[0] for c in got] == [CLOSE_CONSUMER, SUCCESS], got
+    assert got[0][1][1] == [1]  # the reader's consumer id
+
+    w.send(frame(base_command(SEEK, fv(1, 1) + fv(2, 4) + fb(3, last_id))))
+    got = _until_answer(w, 4)
+    assert [c[0] for c in got] == [ERROR], got
+    assert error_name(got[0][1], 2) == "MetadataError"
+    assert got[0][1][3] == [b"Consumer not found"]
+
+    # Subscribed again (from the id sought, as the Go client does), the id seeks again.
+    w.send(frame(base_command(SUBSCRIBE, sub + fv(5, 5) + fb(9, last_id))))
+    assert [c[0] for c in _until_answer(w, 5)] == [SUCCESS]
+    w.send(frame(base_command(SEEK, fv(1, 1) + fv(2, 6) + fb(3, last_id))))
+    assert [c[0] for c in _until_answer(w, 6)] == [CLOSE_CONSUMER, SUCCESS]
     w.close()

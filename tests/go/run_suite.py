@@ -2,6 +2,7 @@
 """The official Go client's own test suite (github.com/apache/pulsar-client-go) against a broker.
 
   run_suite.py --broker magnetar|pulsar [--ci] [--run REGEX] [--json FILE] [--log-dir DIR]
+               [--repeat N] [--with-excluded]
   run_suite.py --prepare            (download the module and its dependencies; install-test-deps)
   run_suite.py --compare A.json B.json
 
@@ -387,6 +388,10 @@ def main() -> int:
                              "removed after a run without failures)")
     parser.add_argument("--work-dir", default=DEFAULT_WORK,
                         help="where the module is copied and built (default .deps/go)")
+    parser.add_argument("--with-excluded", action="store_true",
+                        help="run the tests of excluded.txt too (with --run: a flaky one's rate)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="run each chosen test N times, one broker start (a flaky test's rate)")
     parser.add_argument("--test-timeout", type=int, default=300, metavar="S",
                         help="per-test timeout in seconds (default 300)")
     parser.add_argument("--prepare", action="store_true",
@@ -394,6 +399,8 @@ def main() -> int:
     parser.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
                         help="print the tests whose result differs, then exit")
     args = parser.parse_args()
+    if args.repeat < 1:
+        sys.exit("run_suite: --repeat must be at least 1")
     if args.compare:
         return compare(*args.compare)
     if args.prepare:
@@ -417,7 +424,7 @@ def main() -> int:
     results, skipped_by_list = [], []
     to_run = []
     for pkg, name in tests:
-        reason = matches(excluded, pkg, name)
+        reason = None if args.with_excluded else matches(excluded, pkg, name)
         if reason is not None:
             skipped_by_list.append({"package": pkg, "name": name, "reason": reason})
             continue
@@ -426,6 +433,7 @@ def main() -> int:
         if args.run and not re.search(args.run, f"{pkg}.{name}"):
             continue
         to_run.append((pkg, name))
+    to_run = [t for t in to_run for _ in range(args.repeat)]
 
     log_dir = args.log_dir or tempfile.mkdtemp(prefix=f"go-suite-{args.broker}-")
     os.makedirs(os.path.join(log_dir, "tests"), exist_ok=True)
@@ -436,7 +444,9 @@ def main() -> int:
     try:
         broker.start()
         for i, (pkg, name) in enumerate(to_run, 1):
-            log_path = os.path.join(log_dir, "tests", f"{pkg.replace('/', '_')}.{name}.log")
+            suffix = f".{(i - 1) % args.repeat + 1}" if args.repeat > 1 else ""
+            log_path = os.path.join(log_dir, "tests",
+                                    f"{pkg.replace('/', '_')}.{name}{suffix}.log")
             status, seconds = run_test(module, pkg, binaries[pkg], name, log_path,
                                        args.test_timeout)
             note = ""
