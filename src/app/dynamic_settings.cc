@@ -2,57 +2,21 @@
 
 #include <string>
 
+#include "app/option_bindings.h"
+
 namespace magnetar::app {
 
 bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguration& cfg,
                          broker::BrokerService& broker,
                          const std::function<void(int64_t)>& setCacheSizeMB) {
   using config::SettingId;
-  broker::BrokerDynamicOptions& d = broker.dynamicOptions();
+  // BrokerOptions::dynamic: the same bindings that gave the start-up values.
+  for (const auto& b : brokerDynamicOptionBindings()) {
+    if (b.id != id) continue;
+    b.apply(cfg, broker.dynamicOptions());
+    return true;
+  }
   switch (id) {
-    case SettingId::allowAutoTopicCreation:
-      d.allowAutoTopicCreation.store(cfg.allowAutoTopicCreation());
-      return true;
-    case SettingId::allowAutoTopicCreationType:
-      d.allowAutoTopicCreationType.store(cfg.allowAutoTopicCreationType());
-      return true;
-    case SettingId::defaultNumPartitions:
-      d.defaultNumPartitions.store(cfg.defaultNumPartitions());
-      return true;
-    case SettingId::allowAutoSubscriptionCreation:
-      d.allowAutoSubscriptionCreation.store(cfg.allowAutoSubscriptionCreation());
-      return true;
-    case SettingId::dispatcherMaxReadBatchSize:
-      d.dispatcherMaxReadBatchSize.store(cfg.dispatcherMaxReadBatchSize());
-      return true;
-    case SettingId::dispatcherMaxReadSizeBytes:
-      d.dispatcherMaxReadSizeBytes.store(cfg.dispatcherMaxReadSizeBytes());
-      return true;
-    case SettingId::keySharedLookAheadMsgInReplayThresholdPerConsumer:
-      d.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(
-          cfg.keySharedLookAheadMsgInReplayThresholdPerConsumer());
-      return true;
-    case SettingId::keySharedLookAheadMsgInReplayThresholdPerSubscription:
-      d.keySharedLookAheadMsgInReplayThresholdPerSubscription.store(
-          cfg.keySharedLookAheadMsgInReplayThresholdPerSubscription());
-      return true;
-    case SettingId::isAllowAutoUpdateSchemaEnabled:
-      d.isAllowAutoUpdateSchemaEnabled.store(cfg.isAllowAutoUpdateSchemaEnabled());
-      return true;
-    case SettingId::brokerDeleteInactiveTopicsEnabled:
-      d.brokerDeleteInactiveTopicsEnabled.store(cfg.brokerDeleteInactiveTopicsEnabled());
-      return true;
-    case SettingId::brokerDeleteInactiveTopicsMode:
-      d.brokerDeleteInactiveTopicsMode.store(cfg.brokerDeleteInactiveTopicsMode());
-      return true;
-    case SettingId::brokerDeleteInactiveTopicsMaxInactiveDurationSeconds:
-      d.brokerDeleteInactiveTopicsMaxInactiveDurationSeconds.store(
-          cfg.brokerDeleteInactiveTopicsMaxInactiveDurationSeconds().value_or(-1));
-      return true;
-    case SettingId::brokerDeleteInactivePartitionedTopicMetadataEnabled:
-      d.brokerDeleteInactivePartitionedTopicMetadataEnabled.store(
-          cfg.brokerDeleteInactivePartitionedTopicMetadataEnabled());
-      return true;
     case SettingId::maxMessagePublishBufferSizeInMB:
       broker.setMaxMessagePublishBufferSizeInMB(cfg.maxMessagePublishBufferSizeInMB());
       return true;
@@ -83,8 +47,10 @@ Status connectDynamicSettings(config::ServiceConfiguration& cfg, broker::BrokerS
     }
   }
   if (!missing.empty()) {
-    return Status::internal("dynamic settings without a run-time target (give each one in "
-                            "src/app/dynamic_settings.cc or declare it kStatic): " + missing);
+    return Status::internal(
+        "dynamic settings without a run-time target (give each one in "
+        "src/app/dynamic_settings.cc or declare it kStatic): " +
+        missing);
   }
   const config::ServiceConfiguration* registry = &cfg;
   cfg.addListener([registry, &broker, setCacheSizeMB = std::move(setCacheSizeMB)](

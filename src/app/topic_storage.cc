@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "app/option_bindings.h"
 #include "base/logging.h"
 
 namespace magnetar::app {
@@ -80,70 +81,50 @@ void TopicStorage::shutdown() {
   if (bk) bk->close();
 }
 
-storage::bk::BkStorageOptions bkStorageOptionsFrom(const config::ServiceConfiguration& cfg) {
-  storage::bk::BkStorageOptions o;
-  o.managedLedgerDefaultEnsembleSize = cfg.managedLedgerDefaultEnsembleSize();
-  o.managedLedgerDefaultWriteQuorum = cfg.managedLedgerDefaultWriteQuorum();
-  o.managedLedgerDefaultAckQuorum = cfg.managedLedgerDefaultAckQuorum();
-  o.managedLedgerMaxEntriesPerLedger = cfg.managedLedgerMaxEntriesPerLedger();
-  o.managedLedgerMaxSizePerLedgerMbytes = cfg.managedLedgerMaxSizePerLedgerMbytes();
-  o.managedLedgerMinLedgerRolloverTimeMinutes = cfg.managedLedgerMinLedgerRolloverTimeMinutes();
-  o.managedLedgerMaxLedgerRolloverTimeMinutes = cfg.managedLedgerMaxLedgerRolloverTimeMinutes();
-  o.managedLedgerMaxUnackedRangesToPersist = cfg.managedLedgerMaxUnackedRangesToPersist();
-  o.managedLedgerMaxUnackedRangesToPersistInMetadataStore =
-      cfg.managedLedgerMaxUnackedRangesToPersistInMetadataStore();
-  o.managedLedgerMaxBatchDeletedIndexToPersist = cfg.managedLedgerMaxBatchDeletedIndexToPersist();
-  o.managedLedgerCursorMaxEntriesPerLedger = cfg.managedLedgerCursorMaxEntriesPerLedger();
-  o.managedLedgerCursorRolloverTimeInSeconds = cfg.managedLedgerCursorRolloverTimeInSeconds();
-  o.managedLedgerDefaultMarkDeleteRateLimit = cfg.managedLedgerDefaultMarkDeleteRateLimit();
-  o.managedLedgerCacheSizeMB = cfg.managedLedgerCacheSizeMB();
-  o.defaultRetentionTimeInMinutes = cfg.defaultRetentionTimeInMinutes();
-  o.defaultRetentionSizeInMB = cfg.defaultRetentionSizeInMB();
-  o.retentionCheckIntervalInSeconds = cfg.retentionCheckIntervalInSeconds();
-  return o;
+namespace {
+
+Result<TopicStorage> openEmbedded(const storage::StorageOptions& options) {
+  TopicStorage t;
+  auto opened = storage::DurableManagedLedgerFactory::open(options);
+  if (!opened.isOk()) return opened.status();
+  t.durable = std::move(*opened);
+  t.factory = t.durable;
+  t.metadata = t.durable->metadataStore();
+  t.setCacheSizeMB = [d = t.durable](int64_t mb) { d->setCacheSizeMB(mb); };
+  t.stats = [d = t.durable] { return d->stats(); };
+  return t;
 }
 
-Result<TopicStorage> openTopicStorage(const config::ServiceConfiguration& cfg,
-                                      const storage::StorageOptions& durableOptions,
-                                      metadata::Store* clusterStore) {
-  TopicStorage t;
-  const std::string uri = cfg.bookkeeperMetadataServiceUri();
-  if (uri.empty()) {
-    auto opened = storage::DurableManagedLedgerFactory::open(durableOptions);
-    if (!opened.isOk()) return opened.status();
-    t.durable = std::move(*opened);
-    t.factory = t.durable;
-    t.metadata = t.durable->metadataStore();
-    t.setCacheSizeMB = [d = t.durable](int64_t mb) { d->setCacheSizeMB(mb); };
-    t.stats = [d = t.durable] { return d->stats(); };
-    return t;
-  }
-  if (!clusterStore) {
-    return Status::invalidArgument("bookkeeperMetadataServiceUri=" + uri +
-                                   ": topics on BookKeeper need cluster mode (`magnetar broker` "
-                                   "with metadataStoreUrl=zk:...)");
+// The settings the BookKeeper back end refuses. Errors: kInvalidArgument naming them.
+Status checkBookKeeperSettings(const config::ServiceConfiguration& cfg,
+                               const storage::bk::BkStorageOptions& o, bool clusterMode) {
+  if (!clusterMode) {
+    return Status::invalidArgument(
+        "bookkeeperMetadataServiceUri=" + cfg.bookkeeperMetadataServiceUri() +
+        ": topics on BookKeeper need cluster mode (`magnetar broker` "
+        "with metadataStoreUrl=zk:...)");
   }
   if (cfg.managedLedgerDigestType() != "CRC32C") {
     return Status::invalidArgument("managedLedgerDigestType=" + cfg.managedLedgerDigestType() +
                                    ": Magnetar writes BookKeeper entries with CRC32C only");
   }
-  auto o = bkStorageOptionsFrom(cfg);
   if (o.managedLedgerDefaultAckQuorum > o.managedLedgerDefaultWriteQuorum ||
       o.managedLedgerDefaultWriteQuorum > o.managedLedgerDefaultEnsembleSize) {
     return Status::invalidArgument(
         "managedLedgerDefaultAckQuorum <= managedLedgerDefaultWriteQuorum <= "
         "managedLedgerDefaultEnsembleSize is required");
   }
-  bookkeeper::ClientConfig bc;
-  bc.metadataServiceUri = uri;
-  bc.numIoThreads = cfg.bookkeeperClientNumIoThreads();
-  bc.zkSessionTimeoutMs = static_cast<int>(cfg.metadataStoreSessionTimeoutMillis());
-  bc.password = cfg.managedLedgerPassword();
+  return Status::ok();
+}
+
+// Pulsar's broker gives its BookKeeper client zkTimeout = metadataStoreSessionTimeoutMillis, and
+// the client waits that long for its ZooKeeper session (reconnecting meanwhile), then fails the
+// broker's start. Errors: kTimeout naming the servers, the client's.
+Result<std::unique_ptr<bookkeeper::BookKeeperClient>> connectBookKeeper(
+    bookkeeper::ClientConfig bc) {
+  const std::string& uri = bc.metadataServiceUri;
   auto parsed = bookkeeper::parseMetadataServiceUri(uri);
   if (!parsed.isOk()) return parsed.status();
-  // Pulsar's broker gives its BookKeeper client zkTimeout = metadataStoreSessionTimeoutMillis, and
-  // the client waits that long for its ZooKeeper session (reconnecting meanwhile), then fails
-  // the broker's start.
   const std::string& hosts = parsed->first;
   const int timeoutMs = std::max(1000, bc.zkSessionTimeoutMs);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
@@ -158,10 +139,19 @@ Result<TopicStorage> openTopicStorage(const config::ServiceConfiguration& cfg,
                                                deadline - std::chrono::steady_clock::now())
                                                .count()));
   auto client = bookkeeper::BookKeeperClient::open(bc);
-  if (!client.isOk()) {
-    if (client.status().code() == StatusCode::kTimeout) return unreachable;
-    return client.status();
-  }
+  if (!client.isOk() && client.status().code() == StatusCode::kTimeout) return unreachable;
+  return client;
+}
+
+Result<TopicStorage> openOnBookKeeper(const config::ServiceConfiguration& cfg,
+                                      const storage::StorageOptions& durableOptions,
+                                      metadata::Store* clusterStore) {
+  auto o = bkStorageOptionsFrom(cfg);
+  if (Status s = checkBookKeeperSettings(cfg, o, clusterStore != nullptr); !s) return s;
+  bookkeeper::ClientConfig bc = bookKeeperClientConfigFrom(cfg);
+  auto client = connectBookKeeper(bc);
+  if (!client.isOk()) return client.status();
+  TopicStorage t;
   t.bk = std::move(*client);
   std::error_code ec;
   std::filesystem::create_directories(durableOptions.metadataDirectory, ec);
@@ -178,10 +168,19 @@ Result<TopicStorage> openTopicStorage(const config::ServiceConfiguration& cfg,
   t.setCacheSizeMB = [f = t.bkFactory](int64_t mb) { f->cacheManager().setMaxBytes(mb << 20); };
   t.stats = [f = t.bkFactory] { return f->stats(); };  // pulsar_ml_cache_used_size, ...
   t.onBookKeeper = true;
-  MLOG_INFO("topics on BookKeeper at {} (E={} Qw={} Qa={}, {} bookkeeper-io threads)", uri,
-            o.managedLedgerDefaultEnsembleSize, o.managedLedgerDefaultWriteQuorum,
-            o.managedLedgerDefaultAckQuorum, bc.numIoThreads);
+  MLOG_INFO("topics on BookKeeper at {} (E={} Qw={} Qa={}, {} bookkeeper-io threads)",
+            bc.metadataServiceUri, o.managedLedgerDefaultEnsembleSize,
+            o.managedLedgerDefaultWriteQuorum, o.managedLedgerDefaultAckQuorum, bc.numIoThreads);
   return t;
+}
+
+}  // namespace
+
+Result<TopicStorage> openTopicStorage(const config::ServiceConfiguration& cfg,
+                                      const storage::StorageOptions& durableOptions,
+                                      metadata::Store* clusterStore) {
+  if (cfg.bookkeeperMetadataServiceUri().empty()) return openEmbedded(durableOptions);
+  return openOnBookKeeper(cfg, durableOptions, clusterStore);
 }
 
 }  // namespace magnetar::app

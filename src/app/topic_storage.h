@@ -41,9 +41,6 @@ struct TopicStorage {
 // connection within timeoutMs (each server tried in turn).
 bool anyZkServerAccepts(const std::string& hosts, int timeoutMs = 1000);
 
-// The BookKeeper backend's settings, from the registry (Pulsar's key names).
-storage::bk::BkStorageOptions bkStorageOptionsFrom(const config::ServiceConfiguration& cfg);
-
 // Opens the topics' storage. With bookkeeperMetadataServiceUri set (cluster mode: clusterStore
 // is the metadataStoreUrl session, which also holds /managed-ledgers) the BookKeeper client
 // connects and the broker's local metadata stays in RocksDB at durableOptions.metadataDirectory;

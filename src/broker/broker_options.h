@@ -1,5 +1,5 @@
 // BrokerOptions: the settings the broker module reads, filled by the app from the config registry
-// (src/app/run_broker.cc). Comments name the broker.conf key; a field's default is that key's
+// (one binding per field: src/app/option_bindings.cc). Comments name the broker.conf key; a field's default is that key's
 // default in settings.def (setting_defaults.h, generated from it).
 #pragma once
 

@@ -1,0 +1,420 @@
+#include "app/option_bindings.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <utility>
+
+#include "base/dynamic_setting.h"
+#include "base/logging.h"
+
+namespace magnetar::app {
+namespace {
+
+// Conversions from a setting's value to its field's.
+constexpr auto same = [](auto v) { return v; };
+constexpr auto mebibytesToBytes = [](int64_t mb) { return mb << 20; };
+constexpr auto secondsToMs = [](int32_t s) { return s * 1000; };
+// journalBufferedWritesThreshold 0: no byte threshold; a group still holds 4 MiB at most.
+constexpr auto groupBytes = [](int64_t b) { return b > 0 ? b : int64_t{4} << 20; };
+// advertisedAddress empty: this host, given to clients as "localhost".
+constexpr auto orLocalhost = [](std::string a) { return a.empty() ? std::string("localhost") : a; };
+// An unset OptInt as -1.
+constexpr auto orMinusOne = [](std::optional<int32_t> v) { return v.value_or(-1); };
+
+template <class F, class V>
+void setField(F& field, V v) {
+  field = static_cast<F>(std::move(v));
+}
+template <class T, class V>
+void setField(DynamicSetting<T>& field, V v) {
+  field.store(static_cast<T>(std::move(v)));
+}
+template <class F, class V>
+bool fieldIs(const F& field, const V& v) {
+  return field == static_cast<F>(v);
+}
+template <class T, class V>
+bool fieldIs(const DynamicSetting<T>& field, const V& v) {
+  return field.load() == static_cast<T>(v);
+}
+
+// A binding of setting `key` to field `field` of the table's struct `O`, through `convert`.
+// config_test's enforced check counts MAGNETAR_BIND(key, ...) as reading `key`.
+#define MAGNETAR_BIND_AS(key, field, convert)                                                     \
+  SettingBinding<O> {                                                                             \
+    config::SettingId::key,                                                                       \
+        [](const config::ServiceConfiguration& c, O& o) { setField(o.field, convert(c.key())); }, \
+        [](const config::ServiceConfiguration& c, const O& o) {                                   \
+          return fieldIs(o.field, convert(c.key()));                                              \
+        }                                                                                         \
+  }
+#define MAGNETAR_BIND(key, field) MAGNETAR_BIND_AS(key, field, same)
+
+bool isZooKeeperUrl(const std::string& url) { return url.rfind("zk:", 0) == 0; }
+
+// Where the embedded store keeps its metadata. Errors: kInvalidArgument for a metadataStoreUrl
+// this build cannot serve (only the embedded rocksdb: store and ZooKeeper so far).
+Result<std::string> metadataDirectoryFrom(const config::ServiceConfiguration& cfg) {
+  std::string url = cfg.metadataStoreUrl();
+  if (isZooKeeperUrl(url)) {
+    // Cluster mode: ZooKeeper holds the cluster's metadata; the embedded ledgers' own keys
+    // (cursors, ledger lists) stay local, next to the journal (docs/cluster-mode.md).
+    auto parent = std::filesystem::path(cfg.journalDirectory()).parent_path();
+    return ((parent.empty() ? std::filesystem::path(".") : parent) / "metadata").string();
+  }
+  constexpr std::string_view kRocks = "rocksdb:";
+  if (url.rfind(kRocks, 0) != 0) {
+    return Status::invalidArgument(
+        "metadataStoreUrl '" + url +
+        "': accepted forms are rocksdb:<directory> (the embedded store) and "
+        "zk:host:port[,host:port...][/chroot] (ZooKeeper, cluster mode: `magnetar broker`)");
+  }
+  std::string dir = url.substr(kRocks.size());
+  if (dir.rfind("//", 0) == 0) dir = dir.substr(2);
+  return dir;
+}
+
+// Test hook (docs/memory-limits.md): slowed storage for the flood tests.
+int64_t testJournalDelayMicros() {
+  const char* delay = std::getenv("MAGNETAR_TEST_STORAGE_DELAY_MICROS");
+  if (!delay) return 0;
+  int64_t micros = std::strtoll(delay, nullptr, 10);
+  if (micros > 0) {
+    MLOG_WARN(
+        "test hook: every journal group commit sleeps {} us "
+        "(MAGNETAR_TEST_STORAGE_DELAY_MICROS)",
+        micros);
+  }
+  return micros;
+}
+
+}  // namespace
+
+const SettingBindings<storage::StorageOptions>& storageOptionBindings() {
+  using O = storage::StorageOptions;
+  static const SettingBindings<O> kBindings{
+      MAGNETAR_BIND(journalDirectory, journalDirectory),
+      MAGNETAR_BIND(journalSyncData, journalSyncData),
+      MAGNETAR_BIND(journalMaxGroupWaitMSec, journalMaxGroupWaitMSec),
+      MAGNETAR_BIND_AS(journalBufferedWritesThreshold, journalMaxGroupBytes, groupBytes),
+      MAGNETAR_BIND_AS(journalMaxSizeMB, journalSegmentSizeBytes, mebibytesToBytes),
+      MAGNETAR_BIND(managedLedgerMaxEntriesPerLedger, managedLedgerMaxEntriesPerLedger),
+      MAGNETAR_BIND(managedLedgerMaxSizePerLedgerMbytes, managedLedgerMaxSizePerLedgerMbytes),
+      MAGNETAR_BIND(managedLedgerMinLedgerRolloverTimeMinutes,
+                    managedLedgerMinLedgerRolloverTimeMinutes),
+      MAGNETAR_BIND(managedLedgerMaxLedgerRolloverTimeMinutes,
+                    managedLedgerMaxLedgerRolloverTimeMinutes),
+      MAGNETAR_BIND(managedLedgerMaxUnackedRangesToPersist, managedLedgerMaxUnackedRangesToPersist),
+      MAGNETAR_BIND(managedLedgerMaxBatchDeletedIndexToPersist,
+                    managedLedgerMaxBatchDeletedIndexToPersist),
+      MAGNETAR_BIND(managedLedgerCacheSizeMB, managedLedgerCacheSizeMB),
+      MAGNETAR_BIND(managedLedgerDefaultMarkDeleteRateLimit,
+                    managedLedgerDefaultMarkDeleteRateLimit),
+      MAGNETAR_BIND(defaultRetentionTimeInMinutes, defaultRetentionTimeInMinutes),
+      MAGNETAR_BIND(defaultRetentionSizeInMB, defaultRetentionSizeInMB),
+      MAGNETAR_BIND(retentionCheckIntervalInSeconds, retentionCheckIntervalInSeconds),
+      MAGNETAR_BIND(minorCompactionThreshold, minorCompactionThreshold),
+      MAGNETAR_BIND(minorCompactionInterval, minorCompactionInterval),
+      MAGNETAR_BIND(majorCompactionThreshold, majorCompactionThreshold),
+      MAGNETAR_BIND(majorCompactionInterval, majorCompactionInterval),
+      MAGNETAR_BIND(compactionRateByBytes, compactionRateByBytes),
+      MAGNETAR_BIND(diskUsageThreshold, diskUsageThreshold),
+      MAGNETAR_BIND(diskUsageLwmThreshold, diskUsageLwmThreshold),
+      MAGNETAR_BIND(diskCheckInterval, diskCheckInterval),
+      MAGNETAR_BIND(numReadWorkerThreads, numReadThreads),
+  };
+  return kBindings;
+}
+
+const SettingBindings<storage::bk::BkStorageOptions>& bkStorageOptionBindings() {
+  using O = storage::bk::BkStorageOptions;
+  static const SettingBindings<O> kBindings{
+      MAGNETAR_BIND(managedLedgerDefaultEnsembleSize, managedLedgerDefaultEnsembleSize),
+      MAGNETAR_BIND(managedLedgerDefaultWriteQuorum, managedLedgerDefaultWriteQuorum),
+      MAGNETAR_BIND(managedLedgerDefaultAckQuorum, managedLedgerDefaultAckQuorum),
+      MAGNETAR_BIND(managedLedgerMaxEntriesPerLedger, managedLedgerMaxEntriesPerLedger),
+      MAGNETAR_BIND(managedLedgerMaxSizePerLedgerMbytes, managedLedgerMaxSizePerLedgerMbytes),
+      MAGNETAR_BIND(managedLedgerMinLedgerRolloverTimeMinutes,
+                    managedLedgerMinLedgerRolloverTimeMinutes),
+      MAGNETAR_BIND(managedLedgerMaxLedgerRolloverTimeMinutes,
+                    managedLedgerMaxLedgerRolloverTimeMinutes),
+      MAGNETAR_BIND(managedLedgerMaxUnackedRangesToPersist, managedLedgerMaxUnackedRangesToPersist),
+      MAGNETAR_BIND(managedLedgerMaxUnackedRangesToPersistInMetadataStore,
+                    managedLedgerMaxUnackedRangesToPersistInMetadataStore),
+      MAGNETAR_BIND(managedLedgerMaxBatchDeletedIndexToPersist,
+                    managedLedgerMaxBatchDeletedIndexToPersist),
+      MAGNETAR_BIND(managedLedgerCursorMaxEntriesPerLedger, managedLedgerCursorMaxEntriesPerLedger),
+      MAGNETAR_BIND(managedLedgerCursorRolloverTimeInSeconds,
+                    managedLedgerCursorRolloverTimeInSeconds),
+      MAGNETAR_BIND(managedLedgerDefaultMarkDeleteRateLimit,
+                    managedLedgerDefaultMarkDeleteRateLimit),
+      MAGNETAR_BIND(managedLedgerCacheSizeMB, managedLedgerCacheSizeMB),
+      MAGNETAR_BIND(defaultRetentionTimeInMinutes, defaultRetentionTimeInMinutes),
+      MAGNETAR_BIND(defaultRetentionSizeInMB, defaultRetentionSizeInMB),
+      MAGNETAR_BIND(retentionCheckIntervalInSeconds, retentionCheckIntervalInSeconds),
+  };
+  return kBindings;
+}
+
+const SettingBindings<broker::BrokerOptions>& brokerOptionBindings() {
+  using O = broker::BrokerOptions;
+  static const SettingBindings<O> kBindings{
+      MAGNETAR_BIND(bindAddress, bindAddress),
+      MAGNETAR_BIND_AS(advertisedAddress, advertisedAddress, orLocalhost),
+      MAGNETAR_BIND(clusterName, clusterName),
+      MAGNETAR_BIND(brokerServicePort, brokerServicePort),
+      MAGNETAR_BIND(brokerServicePortTls, brokerServicePortTls),
+      MAGNETAR_BIND(webServicePort, webServicePort),
+      MAGNETAR_BIND(numIOThreads, numIOThreads),
+      MAGNETAR_BIND(managedLedgerNumWorkerThreads, managedLedgerNumWorkerThreads),
+      MAGNETAR_BIND(maxMessageSize, maxMessageSize),
+      MAGNETAR_BIND(keepAliveIntervalSeconds, keepAliveIntervalSeconds),
+      MAGNETAR_BIND(enableBrokerSideSubscriptionPatternEvaluation,
+                    enableBrokerSideSubscriptionPatternEvaluation),
+      MAGNETAR_BIND(subscriptionPatternMaxLength, subscriptionPatternMaxLength),
+      MAGNETAR_BIND(enableBrokerTopicListWatcher, enableBrokerTopicListWatcher),
+      MAGNETAR_BIND(maxUnackedMessagesPerConsumer, maxUnackedMessagesPerConsumer),
+      MAGNETAR_BIND(maxUnackedMessagesPerSubscription, maxUnackedMessagesPerSubscription),
+      MAGNETAR_BIND(maxPendingPublishRequestsPerConnection, maxPendingPublishRequestsPerConnection),
+      MAGNETAR_BIND(pulsarChannelWriteBufferHighWaterMark, pulsarChannelWriteBufferHighWaterMark),
+      MAGNETAR_BIND(pulsarChannelWriteBufferLowWaterMark, pulsarChannelWriteBufferLowWaterMark),
+      MAGNETAR_BIND(activeConsumerFailoverDelayTimeMillis, activeConsumerFailoverDelayTimeMillis),
+      MAGNETAR_BIND(delayedDeliveryEnabled, delayedDeliveryEnabled),
+      MAGNETAR_BIND(delayedDeliveryTickTimeMillis, delayedDeliveryTickTimeMillis),
+      MAGNETAR_BIND(isDelayedDeliveryDeliverAtTimeStrict, isDelayedDeliveryDeliverAtTimeStrict),
+      MAGNETAR_BIND(delayedDeliveryMaxDelayInMillis, delayedDeliveryMaxDelayInMillis),
+      MAGNETAR_BIND(authenticationRefreshCheckSeconds, authenticationRefreshCheckSeconds),
+      MAGNETAR_BIND(maxMessagePublishBufferSizeInMB, maxMessagePublishBufferSizeInMB),
+      MAGNETAR_BIND(maxProducersPerTopic, maxProducersPerTopic),
+      MAGNETAR_BIND(maxConsumersPerTopic, maxConsumersPerTopic),
+      MAGNETAR_BIND(maxConsumersPerSubscription, maxConsumersPerSubscription),
+      MAGNETAR_BIND(maxSubscriptionsPerTopic, maxSubscriptionsPerTopic),
+      MAGNETAR_BIND(ttlDurationDefaultInSeconds, ttlDurationDefaultInSeconds),
+      MAGNETAR_BIND(messageExpiryCheckIntervalInMinutes, messageExpiryCheckIntervalInMinutes),
+      MAGNETAR_BIND(brokerServiceCompactionThresholdInBytes,
+                    brokerServiceCompactionThresholdInBytes),
+      MAGNETAR_BIND(brokerServiceCompactionMonitorIntervalInSeconds,
+                    brokerServiceCompactionMonitorIntervalInSeconds),
+      MAGNETAR_BIND(defaultRetentionTimeInMinutes, defaultRetentionTimeInMinutes),
+      MAGNETAR_BIND(defaultRetentionSizeInMB, defaultRetentionSizeInMB),
+      MAGNETAR_BIND(backlogQuotaCheckEnabled, backlogQuotaCheckEnabled),
+      MAGNETAR_BIND(backlogQuotaCheckIntervalInSeconds, backlogQuotaCheckIntervalInSeconds),
+      MAGNETAR_BIND(backlogQuotaDefaultLimitBytes, backlogQuotaDefaultLimitBytes),
+      MAGNETAR_BIND(backlogQuotaDefaultRetentionPolicy, backlogQuotaDefaultRetentionPolicy),
+      MAGNETAR_BIND(backlogQuotaDefaultLimitSecond, backlogQuotaDefaultLimitSecond),
+      MAGNETAR_BIND(brokerDeleteInactiveTopicsFrequencySeconds,
+                    brokerDeleteInactiveTopicsFrequencySeconds),
+      MAGNETAR_BIND(subscriptionExpirationTimeMinutes, subscriptionExpirationTimeMinutes),
+      MAGNETAR_BIND(subscriptionExpiryCheckIntervalInMinutes,
+                    subscriptionExpiryCheckIntervalInMinutes),
+      MAGNETAR_BIND(brokerDeduplicationEnabled, brokerDeduplicationEnabled),
+      MAGNETAR_BIND(brokerDeduplicationMaxNumberOfProducers,
+                    brokerDeduplicationMaxNumberOfProducers),
+      MAGNETAR_BIND(brokerDeduplicationEntriesInterval, brokerDeduplicationEntriesInterval),
+      MAGNETAR_BIND(managedLedgerDefaultMarkDeleteRateLimit,
+                    managedLedgerDefaultMarkDeleteRateLimit),
+      MAGNETAR_BIND(brokerDeduplicationSnapshotIntervalSeconds,
+                    brokerDeduplicationSnapshotIntervalSeconds),
+      MAGNETAR_BIND(brokerDeduplicationSnapshotFrequencyInSeconds,
+                    brokerDeduplicationSnapshotFrequencyInSeconds),
+      MAGNETAR_BIND(brokerDeduplicationProducerInactivityTimeoutMinutes,
+                    brokerDeduplicationProducerInactivityTimeoutMinutes),
+      MAGNETAR_BIND(acknowledgmentAtBatchIndexLevelEnabled, acknowledgmentAtBatchIndexLevelEnabled),
+      MAGNETAR_BIND(subscriptionKeySharedUseConsistentHashing,
+                    subscriptionKeySharedUseConsistentHashing),
+      MAGNETAR_BIND(subscriptionKeySharedConsistentHashingReplicaPoints,
+                    subscriptionKeySharedConsistentHashingReplicaPoints),
+      MAGNETAR_BIND(schemaCompatibilityStrategy, schemaCompatibilityStrategy),
+      MAGNETAR_BIND(isSchemaValidationEnforced, isSchemaValidationEnforced),
+  };
+  return kBindings;
+}
+
+const SettingBindings<broker::BrokerDynamicOptions>& brokerDynamicOptionBindings() {
+  using O = broker::BrokerDynamicOptions;
+  static const SettingBindings<O> kBindings{
+      MAGNETAR_BIND(allowAutoTopicCreation, allowAutoTopicCreation),
+      MAGNETAR_BIND(allowAutoTopicCreationType, allowAutoTopicCreationType),
+      MAGNETAR_BIND(defaultNumPartitions, defaultNumPartitions),
+      MAGNETAR_BIND(allowAutoSubscriptionCreation, allowAutoSubscriptionCreation),
+      MAGNETAR_BIND(dispatcherMaxReadBatchSize, dispatcherMaxReadBatchSize),
+      MAGNETAR_BIND(dispatcherMaxReadSizeBytes, dispatcherMaxReadSizeBytes),
+      MAGNETAR_BIND(keySharedLookAheadMsgInReplayThresholdPerConsumer,
+                    keySharedLookAheadMsgInReplayThresholdPerConsumer),
+      MAGNETAR_BIND(keySharedLookAheadMsgInReplayThresholdPerSubscription,
+                    keySharedLookAheadMsgInReplayThresholdPerSubscription),
+      MAGNETAR_BIND(isAllowAutoUpdateSchemaEnabled, isAllowAutoUpdateSchemaEnabled),
+      MAGNETAR_BIND(brokerDeleteInactiveTopicsEnabled, brokerDeleteInactiveTopicsEnabled),
+      MAGNETAR_BIND(brokerDeleteInactiveTopicsMode, brokerDeleteInactiveTopicsMode),
+      MAGNETAR_BIND_AS(brokerDeleteInactiveTopicsMaxInactiveDurationSeconds,
+                       brokerDeleteInactiveTopicsMaxInactiveDurationSeconds, orMinusOne),
+      MAGNETAR_BIND(brokerDeleteInactivePartitionedTopicMetadataEnabled,
+                    brokerDeleteInactivePartitionedTopicMetadataEnabled),
+  };
+  return kBindings;
+}
+
+const SettingBindings<net::TlsOptions>& tlsOptionBindings() {
+  using O = net::TlsOptions;
+  static const SettingBindings<O> kBindings{
+      MAGNETAR_BIND(tlsCertificateFilePath, certificateFilePath),
+      MAGNETAR_BIND(tlsKeyFilePath, keyFilePath),
+      MAGNETAR_BIND(tlsTrustCertsFilePath, trustCertsFilePath),
+      MAGNETAR_BIND(tlsAllowInsecureConnection, allowInsecureConnection),
+      MAGNETAR_BIND(tlsRequireTrustedClientCertOnConnect, requireTrustedClientCertOnConnect),
+      MAGNETAR_BIND(tlsProtocols, protocols),
+      MAGNETAR_BIND(tlsCiphers, ciphers),
+      MAGNETAR_BIND(tlsCertRefreshCheckDurationSec, certRefreshCheckDurationSec),
+  };
+  return kBindings;
+}
+
+const SettingBindings<broker::AuthenticationOptions>& authenticationOptionBindings() {
+  using O = broker::AuthenticationOptions;
+  static const SettingBindings<O> kBindings{
+      MAGNETAR_BIND(authenticationEnabled, authenticationEnabled),
+      MAGNETAR_BIND(authenticationProviders, authenticationProviders),
+      MAGNETAR_BIND(anonymousUserRole, anonymousUserRole),
+      MAGNETAR_BIND(tokenSecretKey, token.tokenSecretKey),
+      MAGNETAR_BIND(tokenPublicKey, token.tokenPublicKey),
+      MAGNETAR_BIND(tokenAuthClaim, token.tokenAuthClaim),
+      MAGNETAR_BIND(tokenAudienceClaim, token.tokenAudienceClaim),
+      MAGNETAR_BIND(tokenAudience, token.tokenAudience),
+      MAGNETAR_BIND(basicAuthConf, basicAuthConf),
+  };
+  return kBindings;
+}
+
+const SettingBindings<bookkeeper::ClientConfig>& bookKeeperClientBindings() {
+  using O = bookkeeper::ClientConfig;
+  static const SettingBindings<O> kBindings{
+      MAGNETAR_BIND(bookkeeperMetadataServiceUri, metadataServiceUri),
+      MAGNETAR_BIND(bookkeeperClientNumIoThreads, numIoThreads),
+      // Pulsar gives its BookKeeper client zkTimeout = metadataStoreSessionTimeoutMillis.
+      MAGNETAR_BIND(metadataStoreSessionTimeoutMillis, zkSessionTimeoutMs),
+      MAGNETAR_BIND(managedLedgerPassword, password),
+  };
+  return kBindings;
+}
+
+const SettingBindings<metadata::ZkConfig>& zkConfigBindings() {
+  using O = metadata::ZkConfig;
+  static const SettingBindings<O> kBindings{
+      MAGNETAR_BIND(metadataStoreSessionTimeoutMillis, sessionTimeoutMs),
+      MAGNETAR_BIND_AS(metadataStoreOperationTimeoutSeconds, operationTimeoutMs, secondsToMs),
+  };
+  return kBindings;
+}
+
+const SettingBindings<broker::cluster::NamespaceServiceOptions>& namespaceServiceBindings() {
+  using O = broker::cluster::NamespaceServiceOptions;
+  static const SettingBindings<O> kBindings{
+      MAGNETAR_BIND(clusterName, clusterName),
+      MAGNETAR_BIND(metadataStoreSessionTimeoutMillis, sessionTimeoutMs),
+      MAGNETAR_BIND(defaultNumberOfNamespaceBundles, defaultNumberOfNamespaceBundles),
+  };
+  return kBindings;
+}
+
+const SettingBindings<broker::cluster::ConfigurationStoreOptions>& configurationStoreBindings() {
+  using O = broker::cluster::ConfigurationStoreOptions;
+  static const SettingBindings<O> kBindings{
+      MAGNETAR_BIND(clusterName, clusterName),
+      MAGNETAR_BIND(defaultNumberOfNamespaceBundles, defaultNumberOfNamespaceBundles),
+      MAGNETAR_BIND_AS(metadataStoreOperationTimeoutSeconds, operationTimeoutMs, secondsToMs),
+  };
+  return kBindings;
+}
+
+const SettingBindings<admin::HttpServer::Options>& httpServerBindings() {
+  using O = admin::HttpServer::Options;
+  static const SettingBindings<O> kBindings{
+      MAGNETAR_BIND(bindAddress, bindAddress),
+      MAGNETAR_BIND(webServicePort, port),
+      MAGNETAR_BIND(numHttpServerThreads, numThreads),
+  };
+  return kBindings;
+}
+
+#undef MAGNETAR_BIND
+#undef MAGNETAR_BIND_AS
+
+Result<storage::StorageOptions> storageOptionsFrom(const config::ServiceConfiguration& cfg) {
+  storage::StorageOptions o;
+  applyBindings(storageOptionBindings(), cfg, o);
+  auto dir = metadataDirectoryFrom(cfg);
+  if (!dir.isOk()) return dir.status();
+  o.metadataDirectory = std::move(*dir);
+  o.testJournalDelayMicros = testJournalDelayMicros();
+  return o;
+}
+
+storage::bk::BkStorageOptions bkStorageOptionsFrom(const config::ServiceConfiguration& cfg) {
+  storage::bk::BkStorageOptions o;
+  applyBindings(bkStorageOptionBindings(), cfg, o);
+  return o;
+}
+
+Result<broker::BrokerOptions> brokerOptionsFrom(const config::ServiceConfiguration& cfg) {
+  broker::BrokerOptions o;
+  applyBindings(brokerOptionBindings(), cfg, o);
+  // The dynamic ones take their start-up values here, later ones from connectDynamicSettings().
+  applyBindings(brokerDynamicOptionBindings(), cfg, o.dynamic);
+  auto listeners =
+      broker::parseAdvertisedListeners(cfg.advertisedListeners(), cfg.internalListenerName());
+  if (!listeners.isOk()) return listeners.status();
+  o.advertisedListeners = std::move(*listeners);
+  return o;
+}
+
+net::TlsOptions tlsOptionsFrom(const config::ServiceConfiguration& cfg) {
+  net::TlsOptions o;
+  applyBindings(tlsOptionBindings(), cfg, o);
+  return o;
+}
+
+broker::AuthenticationOptions authenticationOptionsFrom(const config::ServiceConfiguration& cfg) {
+  broker::AuthenticationOptions o;
+  applyBindings(authenticationOptionBindings(), cfg, o);
+  return o;
+}
+
+bookkeeper::ClientConfig bookKeeperClientConfigFrom(const config::ServiceConfiguration& cfg) {
+  bookkeeper::ClientConfig o;
+  applyBindings(bookKeeperClientBindings(), cfg, o);
+  return o;
+}
+
+metadata::ZkConfig zkConfigFrom(const config::ServiceConfiguration& cfg, const std::string& url) {
+  metadata::ZkConfig o;
+  applyBindings(zkConfigBindings(), cfg, o);
+  o.url = url;
+  o.connectTimeoutMs = std::max(o.sessionTimeoutMs, 5000);
+  return o;
+}
+
+broker::cluster::NamespaceServiceOptions namespaceServiceOptionsFrom(
+    std::shared_ptr<const config::ServiceConfiguration> cfg) {
+  broker::cluster::NamespaceServiceOptions o;
+  applyBindings(namespaceServiceBindings(), *cfg, o);
+  o.bundleUnloadingTimeoutMs = [cfg] { return cfg->namespaceBundleUnloadingTimeoutMs(); };
+  o.distributeBundlesEvenly = [cfg] { return cfg->loadBalancerDistributeBundlesEvenlyEnabled(); };
+  return o;
+}
+
+broker::cluster::ConfigurationStoreOptions configurationStoreOptionsFrom(
+    const config::ServiceConfiguration& cfg) {
+  broker::cluster::ConfigurationStoreOptions o;
+  applyBindings(configurationStoreBindings(), cfg, o);
+  return o;
+}
+
+admin::HttpServer::Options httpServerOptionsFrom(const config::ServiceConfiguration& cfg) {
+  admin::HttpServer::Options o;
+  applyBindings(httpServerBindings(), cfg, o);
+  return o;
+}
+
+}  // namespace magnetar::app
