@@ -149,7 +149,7 @@ void DurableManagedLedgerFactory::bgOpen(
     auto o = open_.find(name);
     if (o != open_.end()) {
       if (auto ml = o->second) {
-        if (!ml->closing()) {
+        if (!ml->isClosing()) {
           executor->execute([cb = std::move(cb), ml] { cb(std::shared_ptr<ManagedLedger>(ml)); });
           return;
         }

@@ -172,6 +172,91 @@ ManagedLedgerCore::~ManagedLedgerCore() {
   cache_.reset();  // before the manager it belongs to
 }
 
+// ---- adds, close, terminate ----
+
+void ManagedLedgerCore::asyncAddEntry(Buffer data, AddEntryCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (Status refused = addRefusal(); !refused.isOk()) {
+    executor_->execute([cb = std::move(cb), refused] { cb(refused, {}); });
+    return;
+  }
+  queued_.emplace_back(std::move(data), std::move(cb));
+  drainQueued();
+}
+
+void ManagedLedgerCore::failQueued(const Status& s) {
+  auto q = std::move(queued_);
+  queued_.clear();
+  for (auto& [_, cb] : q) cb(s, {});
+}
+
+void ManagedLedgerCore::entryConfirmed(Position pos, const Buffer& data) {
+  ledgers_.addEntry(static_cast<int64_t>(data.size()));
+  if (!cursors_.empty()) {
+    cache_->insert(pos, data);
+  } else if (cache_->bytes() > 0) {
+    cache_->clear();
+  }
+}
+
+void ManagedLedgerCore::asyncClose(StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (isClosed()) {
+    executor_->execute([cb = std::move(cb)] {
+      if (cb) cb(Status::ok());
+    });
+    return;
+  }
+  closeCbs_.push_back(std::move(cb));
+  if (closing_.exchange(true)) return;
+  failQueued(Status::closed("managed ledger " + name_ + " closed"));
+  maybeFinishClose();
+}
+
+void ManagedLedgerCore::asyncDelete(StatusCallback cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  deleting_ = true;
+  asyncClose(std::move(cb));
+}
+
+bool ManagedLedgerCore::isTerminated() const {
+  MAGNETAR_DCHECK_ON(*executor_);
+  return terminatedAt_.has_value();
+}
+
+void ManagedLedgerCore::asyncTerminate(std::function<void(Status, Position)> cb) {
+  MAGNETAR_DCHECK_ON(*executor_);
+  if (Status refused = terminateRefusal(); !refused.isOk()) {
+    executor_->execute([cb = std::move(cb), refused] { cb(refused, {}); });
+    return;
+  }
+  if (terminatedAt_) {
+    executor_->execute([cb = std::move(cb), at = *terminatedAt_] { cb(Status::ok(), at); });
+    return;
+  }
+  terminating_ = true;
+  terminateCbs_.push_back(std::move(cb));
+  maybeFinishTerminate();
+}
+
+void ManagedLedgerCore::maybeFinishTerminate() {
+  if (!terminating_ || terminatedAt_ || terminateCbs_.empty() || addsPending()) return;
+  terminating_ = false;
+  auto cbs = std::move(terminateCbs_);
+  terminateCbs_.clear();
+  if (Status refused = terminateFinishRefusal(); !refused.isOk()) {
+    for (auto& cb : cbs) cb(refused, {});
+    return;
+  }
+  const Position at = ledgers_.lastConfirmed();
+  terminatedAt_ = at;
+  storeTerminated(at, [cbs = std::move(cbs), at](const Status& s) {
+    for (const auto& cb : cbs) cb(s, at);
+  });
+}
+
+// ---- reads ----
+
 Position ManagedLedgerCore::lastConfirmedEntry() const {
   MAGNETAR_DCHECK_ON(*executor_);
   return ledgers_.lastConfirmed();

@@ -5,20 +5,28 @@
 // per cursor, when their state is written), trimming of consumed ledgers under retention,
 // truncation and the housekeeping tick's share of it.
 //
+// It also takes adds (the queue of adds waiting for a ledger, the refusals), starts closes and
+// deletes (the adds waiting fail, the close callbacks wait), and terminates (Pulsar's
+// asyncTerminate: the adds taken complete, then the position is stored).
+//
 // A backend (the embedded journal's ManagedLedgerImpl, BookKeeper's bk::BkManagedLedger) derives
-// from ManagedLedgerCore and implements the LedgerBackend hooks below: reading a ledger's
-// entries, storing cursor state, dropping ledgers, and its ledger states (open, closed, fenced).
-// Its adds, rollover, open/recovery, close and delete are still its own (issue 46: the next step
-// moves them here behind the same hooks).
+// from ManagedLedgerCore and implements the LedgerBackend hooks below: writing the queued adds to
+// its ledgers, reading a ledger's entries, storing cursor state and the terminated position,
+// dropping ledgers, finishing a close, and its ledger states (open, closed, fenced). Its ledger
+// creation and rollover mechanics, open/recovery and the close's final writes are its own
+// (issue 46: the next step moves them here behind the same kind of hooks).
 //
 // Thread: everything on the executor given at construction (MAGNETAR_DCHECK_ON), except what the
 // comments say. Callbacks run there too.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -123,8 +131,25 @@ class LedgerBackend {
   virtual int64_t ledgerClosedMs(int64_t id) const = 0;
   // The ledger is closed: reads and cursor changes are refused.
   virtual bool isClosed() const = 0;
-  // asyncClose or asyncDelete is under way (or done).
-  virtual bool isClosing() const = 0;
+  // Why asyncAddEntry refuses an add now (kClosed, kNotAllowed when terminated, kFenced, the
+  // disk's kNoSpace), Ok to queue it.
+  virtual Status addRefusal() = 0;
+  // Assigns the queued adds (queued_) to the current ledger and writes them, or starts a new
+  // ledger when there is none or it is full.
+  virtual void drainQueued() = 0;
+  // A close is under way: finishes it once nothing is in flight (the last writes, then
+  // closeCbs_), and calls maybeFinishTerminate first.
+  virtual void maybeFinishClose() = 0;
+  // Why asyncTerminate refuses now (kClosed, kFenced), Ok otherwise.
+  virtual Status terminateRefusal() const = 0;
+  // Adds taken and not completed, or a ledger change under way (terminate waits for them).
+  virtual bool addsPending() const = 0;
+  // Why a terminate that waited for the adds fails after all (BookKeeper: fenced or closed
+  // meanwhile), Ok otherwise.
+  virtual Status terminateFinishRefusal() const { return Status::ok(); }
+  // Stores `at` as the terminated position (Pulsar's ManagedLedgerInfo.terminatedPosition, the
+  // embedded /ml-terminated key); done on the executor with the store's status.
+  virtual void storeTerminated(Position at, StatusCallback done) = 0;
   // Why no cursor may be created or deleted now besides closing (BookKeeper: kFenced, another
   // owner has them); Ok otherwise.
   virtual Status cursorChangeRefusal() const { return Status::ok(); }
@@ -144,10 +169,24 @@ class ManagedLedgerCore : public ManagedLedger, protected LedgerBackend {
                     std::shared_ptr<EntryCache> cache);
   ~ManagedLedgerCore() override;
 
-  const std::string& name() const override { return name_; }      // any thread
+  const std::string& name() const override { return name_; }  // any thread
+  // asyncClose or asyncDelete was called. Thread: any.
+  bool isClosing() const { return closing_.load(); }
   net::Executor* executor() const override { return executor_; }  // any thread
   const ManagedLedgerConfig& config() const { return config_; }   // any thread
   const LedgerSet& ledgers() const { return ledgers_; }
+
+  // Adds: refused at once (addRefusal), else queued and drained by the backend. Callbacks in
+  // add order on the executor (ManagedLedger's contract).
+  void asyncAddEntry(Buffer data, AddEntryCallback cb) override;
+  // The adds waiting for a ledger fail (kClosed); closeCbs_ run when the backend finished.
+  void asyncClose(StatusCallback cb) override;
+  // As asyncClose, then everything of the ledger is deleted.
+  void asyncDelete(StatusCallback cb) override;
+  // Pulsar's asyncTerminate (ManagedLedger's contract): refused per terminateRefusal; once the
+  // adds taken completed, the last confirmed entry is stored (storeTerminated).
+  void asyncTerminate(std::function<void(Status, Position)> cb) override;
+  bool isTerminated() const override;
 
   // Reads: the entry cache, else the backend, ledger after ledger (ManagedLedger's contract).
   void asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
@@ -183,6 +222,13 @@ class ManagedLedgerCore : public ManagedLedger, protected LedgerBackend {
   void flushCursors(bool all = false);
 
  protected:
+  // Every add waiting for a ledger fails with s, in order.
+  void failQueued(const Status& s);
+  // The add at `pos` (the current ledger's next entry) completed: counts it and caches it while
+  // some cursor may read it (else the cache is emptied: it must stay a gap-free suffix of the log).
+  void entryConfirmed(Position pos, const Buffer& data);
+  // Terminate's second half once nothing is pending: stores the position, runs the callbacks.
+  void maybeFinishTerminate();
   // A backend's disk or bookie read went as far as one ledger: on into the next ledger (cache,
   // then the backend) until the limits, else cb(ok, acc).
   void continueRead(std::vector<Entry> acc, int maxEntries, size_t maxBytes,
@@ -215,6 +261,14 @@ class ManagedLedgerCore : public ManagedLedger, protected LedgerBackend {
   std::map<std::string, std::shared_ptr<CoreCursor>> cursors_;
   int32_t retentionMinutes_;  // setRetention, else defaultRetentionTimeInMinutes
   int64_t retentionSizeMB_;   // setRetention, else defaultRetentionSizeInMB
+  std::deque<std::pair<Buffer, AddEntryCallback>> queued_;  // waiting for a ledger
+  std::atomic<bool> closing_{false};  // asyncClose/asyncDelete called (read on any thread)
+  bool deleting_ = false;
+  std::vector<StatusCallback> closeCbs_;
+  // asyncTerminate: adds refused from the call on; the position once stored (or as recovered).
+  bool terminating_ = false;
+  std::optional<Position> terminatedAt_;
+  std::vector<std::function<void(Status, Position)>> terminateCbs_;
 
  private:
   friend class CoreCursor;

@@ -65,31 +65,18 @@ void ManagedLedgerImpl::init() {
   sink_ = std::make_shared<JournalSink>(weak_from_this(), executor_);
 }
 
-void ManagedLedgerImpl::post(StatusCallback cb, Status s) {
-  if (cb) executor_->execute([cb = std::move(cb), s = std::move(s)] { cb(s); });
-}
-
 // ---- adds ----
 
-void ManagedLedgerImpl::asyncAddEntry(Buffer data, AddEntryCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor_);
+Status ManagedLedgerImpl::addRefusal() {
   if (closing_ || state_ == State::kClosed || factory_->stopped_) {
-    executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed"), {}); });
-    return;
+    return Status::closed("managed ledger closed");
   }
   if (terminating_ || terminatedAt_) {
-    executor_->execute([cb = std::move(cb), n = name_] {
-      cb(Status::notAllowed("managed ledger " + n + " is terminated"), {});
-    });
-    return;
+    return Status::notAllowed("managed ledger " + name_ + " is terminated");
   }
-  if (Status refused = factory_->writeRefusal(); !refused) {
-    factory_->writesRefused_.fetch_add(1, std::memory_order_relaxed);
-    executor_->execute([cb = std::move(cb), refused] { cb(refused, {}); });
-    return;
-  }
-  queued_.emplace_back(std::move(data), std::move(cb));
-  drainQueued();
+  Status refused = factory_->writeRefusal();
+  if (!refused) factory_->writesRefused_.fetch_add(1, std::memory_order_relaxed);
+  return refused;
 }
 
 Status ManagedLedgerImpl::writeRefusal() const { return factory_->writeRefusal(); }
@@ -142,9 +129,7 @@ void ManagedLedgerImpl::onLedgerCreated(const Status& s, int64_t ledgerId, int64
   if (!s) {
     MLOG_WARN("{}: creating ledger {} failed: {}", name_, ledgerId, s.toString());
     state_ = State::kNeedLedger;
-    auto q = std::move(queued_);
-    queued_.clear();
-    for (auto& [_, cb] : q) cb(s, {});
+    failQueued(s);
     maybeFinishClose();
     return;
   }
@@ -195,18 +180,12 @@ void ManagedLedgerImpl::onJournalWritten(const Status& s, const std::vector<Jour
       if (r.ledgerId != fencedLedger_) index_[r.ledgerId].add(r);
     }
   }
-  bool cacheIt = !cursors_.empty();
   for (size_t i = 0; i < n && !inflight_.empty(); i++) {
     PendingAdd a = std::move(inflight_.front());
     inflight_.pop_front();
     if (s && a.pos.ledgerId != fencedLedger_) {
       activateUpTo(a.pos.ledgerId);
-      ledgers_.addEntry(static_cast<int64_t>(a.data.size()));
-      if (cacheIt) {
-        cache_->insert(a.pos, a.data);
-      } else if (cache_->bytes() > 0) {
-        cache_->clear();  // the cache must stay a gap-free suffix of the log
-      }
+      entryConfirmed(a.pos, a.data);
       a.cb(Status::ok(), a.pos);
     } else if (s) {
       a.cb(fenceStatus_, {});
@@ -410,59 +389,22 @@ bool ManagedLedgerImpl::relocateRuns(
 
 // ---- close / delete ----
 
-void ManagedLedgerImpl::asyncClose(StatusCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (state_ == State::kClosed) {
-    post(std::move(cb), Status::ok());
-    return;
-  }
-  closeCbs_.push_back(std::move(cb));
-  if (closing_.exchange(true)) return;
-  auto q = std::move(queued_);
-  queued_.clear();
-  for (auto& [_, qcb] : q) qcb(Status::closed("managed ledger closed"), {});
-  maybeFinishClose();
+Status ManagedLedgerImpl::terminateRefusal() const {
+  if (closing_ || state_ == State::kClosed) return Status::closed("managed ledger closed");
+  return Status::ok();
 }
 
-void ManagedLedgerImpl::asyncTerminate(std::function<void(Status, Position)> cb) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (closing_ || state_ == State::kClosed) {
-    executor_->execute([cb = std::move(cb)] { cb(Status::closed("managed ledger closed"), {}); });
-    return;
-  }
-  if (terminatedAt_) {
-    executor_->execute([cb = std::move(cb), p = *terminatedAt_] { cb(Status::ok(), p); });
-    return;
-  }
-  terminating_ = true;
-  terminateCbs_.push_back(std::move(cb));
-  maybeFinishTerminate();
+bool ManagedLedgerImpl::addsPending() const {
+  return !inflight_.empty() || !queued_.empty() || state_ == State::kCreatingLedger;
 }
 
-void ManagedLedgerImpl::maybeFinishTerminate() {
-  if (!terminating_ || terminatedAt_ || !inflight_.empty() || !queued_.empty() ||
-      state_ == State::kCreatingLedger || terminateCbs_.empty()) {
-    return;
-  }
-  Position at = ledgers_.lastConfirmed();
-  terminatedAt_ = at;
-  terminating_ = false;
-  auto cbs = std::move(terminateCbs_);
-  terminateCbs_.clear();
+void ManagedLedgerImpl::storeTerminated(Position at, StatusCallback done) {
   std::vector<MetadataOp> ops{MetadataOp::put(terminatedKey(name_), encodeTerminated(at))};
-  factory_->post([f = factory_, self = shared_from_this(), ops = std::move(ops), at,
-                  cbs = std::move(cbs)]() mutable {
+  factory_->post([f = factory_, self = shared_from_this(), ops = std::move(ops),
+                  done = std::move(done)]() mutable {
     Status s = f->bgWrite(std::move(ops));
-    self->executor_->execute([s, at, cbs = std::move(cbs)] {
-      for (auto& cb : cbs) cb(s, at);
-    });
+    self->executor_->execute([s, done = std::move(done)] { done(s); });
   });
-}
-
-void ManagedLedgerImpl::asyncDelete(StatusCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  deleting_ = true;
-  asyncClose(std::move(cb));
 }
 
 ManagedLedgerState ManagedLedgerImpl::exportState() {

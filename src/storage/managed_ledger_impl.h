@@ -35,15 +35,7 @@ class ManagedLedgerImpl : public ManagedLedgerCore,
   // Completes construction (needs shared_from_this). Thread: any, before the ledger is shared.
   void init();
 
-  void asyncAddEntry(Buffer data, AddEntryCallback cb) override;
   Status writeRefusal() const override;
-  void asyncClose(StatusCallback cb) override;
-  void asyncDelete(StatusCallback cb) override;
-  void asyncTerminate(std::function<void(Status, Position)> cb) override;
-  bool isTerminated() const override {
-    MAGNETAR_DCHECK_ON(*executor_);
-    return terminatedAt_.has_value();
-  }
   // Compaction moved these runs: points the index at the copies. False when the ledger is closed
   // (its state went back to the factory, which relocates it there).
   bool relocateRuns(const std::vector<DurableManagedLedgerFactory::Relocation>& moved);
@@ -51,7 +43,6 @@ class ManagedLedgerImpl : public ManagedLedgerCore,
   // Writes what the mark-delete rate limit held back now; done after the write (at once when
   // nothing is held back or the ledger is closed). Thread: the executor.
   void flushDeferredCursors(StatusCallback done);
-  bool closing() const { return closing_.load(); }
 
   // Periodic housekeeping (time-based rollover, retention, cache); posted by storage-bg.
   void onTick();
@@ -79,13 +70,19 @@ class ManagedLedgerImpl : public ManagedLedgerCore,
   void trimConsumedLedgers(bool truncate = false) override;
   int64_t ledgerClosedMs(int64_t id) const override;
   bool isClosed() const override { return state_ == State::kClosed; }
-  bool isClosing() const override { return closing_.load(); }
+  Status addRefusal() override;
+  void drainQueued() override;
+  // Once the adds in flight completed and no ledger is being created: the ledger list and the
+  // cursors written (or everything removed when deleting), the state handed to the factory.
+  void maybeFinishClose() override;
+  Status terminateRefusal() const override;
+  bool addsPending() const override;
+  // The /ml-terminated key (storage-bg).
+  void storeTerminated(Position at, StatusCallback done) override;
   bool cursorsWritable() const override { return state_ != State::kClosed; }
   void postTask(std::function<void()> fn) override;
   std::shared_ptr<ManagedLedgerCore> coreSelf() override { return shared_from_this(); }
 
-  void post(StatusCallback cb, Status s);
-  void drainQueued();
   bool needsRollover() const;
   void startRollover();
   void onLedgerCreated(const Status& s, int64_t ledgerId, int64_t createdMs);
@@ -95,9 +92,6 @@ class ManagedLedgerImpl : public ManagedLedgerCore,
   std::vector<LedgerMeta> ledgerList() const;
   // A cursor write completed: the cursors' persisted positions move, trimming may follow.
   void cursorsPersisted(const std::vector<std::pair<std::string, Position>>& written);
-  void maybeFinishClose();
-  // asyncTerminate's second half, once the adds it waits for completed: stores the position.
-  void maybeFinishTerminate();
   ManagedLedgerState exportState();
 
   DurableManagedLedgerFactory* factory_;
@@ -114,15 +108,7 @@ class ManagedLedgerImpl : public ManagedLedgerCore,
   int64_t fencedLedger_ = -1;
   uint64_t epoch_ = 0;  // grows at each rewind after a retryable failed write
   Status fenceStatus_;
-  std::deque<PendingAdd> inflight_;                         // in the journal, in order
-  std::deque<std::pair<Buffer, AddEntryCallback>> queued_;  // waiting for a ledger
-  std::atomic<bool> closing_{false};
-  bool deleting_ = false;
-  std::vector<StatusCallback> closeCbs_;
-  // asyncTerminate: adds refused from the call on; the position once stored (or as recovered).
-  bool terminating_ = false;
-  std::optional<Position> terminatedAt_;
-  std::vector<std::function<void(Status, Position)>> terminateCbs_;
+  std::deque<PendingAdd> inflight_;  // in the journal, in order
   size_t readKey_;
 };
 

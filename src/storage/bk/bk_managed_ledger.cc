@@ -57,15 +57,7 @@ Status BkManagedLedger::writeRefusal() const {
   return Status::ok();
 }
 
-void BkManagedLedger::asyncAddEntry(Buffer data, AddEntryCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (Status refused = writeRefusal(); !refused.isOk()) {
-    executor_->execute([cb = std::move(cb), refused] { cb(refused, {}); });
-    return;
-  }
-  queued_.emplace_back(std::move(data), std::move(cb));
-  drainQueued();
-}
+Status BkManagedLedger::addRefusal() { return writeRefusal(); }
 
 void BkManagedLedger::drainQueued() {
   while (!queued_.empty()) {
@@ -142,12 +134,7 @@ void BkManagedLedger::onAddsCompleted(int64_t ledgerId,
       brokenStreak_ = 0;
       PendingAdd a = std::move(inflight_.front());
       inflight_.pop_front();
-      ledgers_.addEntry(static_cast<int64_t>(a.data.size()));
-      if (!cursors_.empty()) {
-        cache_->insert(a.pos, a.data);
-      } else if (cache_->bytes() > 0) {
-        cache_->clear();  // the cache must stay a gap-free suffix of the log
-      }
+      entryConfirmed(a.pos, a.data);
       a.cb(Status::ok(), a.pos);
       continue;
     }
@@ -203,12 +190,6 @@ void BkManagedLedger::requeueInflight() {
   }
   inflight_.clear();
   ++resentLedgers_;
-}
-
-void BkManagedLedger::failQueued(const Status& s) {
-  auto q = std::move(queued_);
-  queued_.clear();
-  for (auto& [_, cb] : q) cb(s, {});
 }
 
 void BkManagedLedger::failAll(const Status& s) {
@@ -614,20 +595,6 @@ void BkManagedLedger::onTick() {
 
 // ---- close / delete ----
 
-void BkManagedLedger::asyncClose(StatusCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (state_ == State::kClosed) {
-    executor_->execute([cb = std::move(cb)] { cb(Status::ok()); });
-    return;
-  }
-  closeCbs_.push_back(std::move(cb));
-  if (closing_) return;
-  closing_ = true;
-  closingFlag_ = true;
-  failQueued(Status::closed("managed ledger " + name_ + " closed"));
-  maybeFinishClose();
-}
-
 void BkManagedLedger::asyncRelease(StatusCallback cb) {
   MAGNETAR_DCHECK_ON(*executor_);
   // As a fenced ledger: adds fail, the close writes nothing (no BookKeeper close, no cursor
@@ -636,52 +603,28 @@ void BkManagedLedger::asyncRelease(StatusCallback cb) {
   asyncClose(std::move(cb));
 }
 
-void BkManagedLedger::asyncDelete(StatusCallback cb) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  deleting_ = true;
-  asyncClose(std::move(cb));
+Status BkManagedLedger::terminateRefusal() const {
+  if (state_ == State::kTerminated || terminating_) return Status::ok();
+  return writeRefusal();
 }
 
-void BkManagedLedger::asyncTerminate(std::function<void(Status, Position)> cb) {
-  MAGNETAR_DCHECK_ON(*executor_);
-  if (Status refused = writeRefusal();
-      !refused.isOk() && state_ != State::kTerminated && !terminating_) {
-    executor_->execute([cb = std::move(cb), refused] { cb(refused, {}); });
-    return;
-  }
-  if (state_ == State::kTerminated) {
-    const auto& tp = base_.terminatedposition();
-    Position at{tp.ledgerid(), tp.entryid()};
-    executor_->execute([cb = std::move(cb), at] { cb(Status::ok(), at); });
-    return;
-  }
-  terminating_ = true;
-  terminateCbs_.push_back(std::move(cb));
-  maybeFinishTerminate();
+bool BkManagedLedger::addsPending() const {
+  return !inflight_.empty() || !queued_.empty() || rolloverSteps_ > 0 ||
+         state_ == State::kInitializing;
 }
 
-void BkManagedLedger::maybeFinishTerminate() {
-  if (!terminating_ || terminateCbs_.empty() || !inflight_.empty() || !queued_.empty() ||
-      rolloverSteps_ > 0 || state_ == State::kInitializing) {
-    return;
-  }
-  terminating_ = false;
-  auto cbs = std::move(terminateCbs_);
-  terminateCbs_.clear();
-  if (state_ == State::kFenced || state_ == State::kClosed) {
-    Status s = state_ == State::kFenced ? Status::fenced("managed ledger " + name_ + " fenced")
-                                        : Status::closed("managed ledger " + name_ + " closed");
-    for (auto& cb : cbs) cb(s, {});
-    return;
-  }
-  Position at = lastConfirmedEntry();
+Status BkManagedLedger::terminateFinishRefusal() const {
+  if (state_ == State::kFenced) return Status::fenced("managed ledger " + name_ + " fenced");
+  if (state_ == State::kClosed) return Status::closed("managed ledger " + name_ + " closed");
+  return Status::ok();
+}
+
+void BkManagedLedger::storeTerminated(Position at, StatusCallback done) {
   state_ = State::kTerminated;
   auto* tp = base_.mutable_terminatedposition();
   tp->set_ledgerid(at.ledgerId);
   tp->set_entryid(at.entryId);
-  writeInfo([cbs = std::move(cbs), at](const Status& s) {
-    for (const auto& cb : cbs) cb(s, at);
-  });
+  writeInfo(std::move(done));
 }
 
 void BkManagedLedger::maybeFinishClose() {

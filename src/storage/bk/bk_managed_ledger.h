@@ -101,22 +101,10 @@ class BkManagedLedger : public ManagedLedgerCore,
   void onTick();
   // Factory shutdown: refuse new work. Thread: any.
   void markStopped() { stopped_ = true; }
-  // asyncClose or asyncDelete was called: a new open must wait for it to finish. Thread: any.
-  bool isClosing() const override { return closingFlag_.load(); }
   bool createsIfMissing() const { return createIfMissing_; }
 
-  void asyncAddEntry(Buffer data, AddEntryCallback cb) override;
   Status writeRefusal() const override;
-  void asyncClose(StatusCallback cb) override;
   void asyncRelease(StatusCallback cb) override;
-  void asyncDelete(StatusCallback cb) override;
-  // Pulsar's asyncTerminate: the adds taken complete, then the znode gets terminatedPosition
-  // (the last confirmed entry); adds are refused from the call on.
-  void asyncTerminate(std::function<void(Status, Position)> cb) override;
-  bool isTerminated() const override {
-    MAGNETAR_DCHECK_ON(*executor_);
-    return state_ == State::kTerminated;
-  }
 
   // The BookKeeper ledger currently written (tests). Thread: executor.
   int64_t currentLedgerId() const { return current_ ? current_->id() : -1; }
@@ -148,6 +136,14 @@ class BkManagedLedger : public ManagedLedgerCore,
   Status cursorChangeRefusal() const override;
   void postTask(std::function<void()> fn) override;
   std::shared_ptr<ManagedLedgerCore> coreSelf() override { return shared_from_this(); }
+  Status addRefusal() override;
+  void drainQueued() override;
+  void maybeFinishClose() override;
+  Status terminateRefusal() const override;
+  bool addsPending() const override;
+  Status terminateFinishRefusal() const override;
+  // terminatedPosition in the ManagedLedgerInfo znode (writeInfo).
+  void storeTerminated(Position at, StatusCallback done) override;
   static BkManagedCursor* bkCursor(const std::shared_ptr<CoreCursor>& c) {
     return static_cast<BkManagedCursor*>(c.get());
   }
@@ -173,7 +169,6 @@ class BkManagedLedger : public ManagedLedgerCore,
   };
 
   // ---- adds and rollover (bk_managed_ledger.cc) ----
-  void drainQueued();
   void flushSends();
   void onAddsCompleted(int64_t ledgerId, const std::vector<std::pair<int64_t, BkResult>>& done);
   // Whether an add that failed with rc goes to the next ledger (a broken ledger: bookie errors,
@@ -191,7 +186,6 @@ class BkManagedLedger : public ManagedLedgerCore,
   void maybeFinishRollover();
   // The new ledger is in the znode: it becomes current.
   void activate(HandlePtr h, int64_t createdMs);
-  void failQueued(const Status& s);
   void fence(const std::string& why, bool log = true);
   // Every add in flight and queued fails with s.
   void failAll(const Status& s);
@@ -214,8 +208,6 @@ class BkManagedLedger : public ManagedLedgerCore,
   CursorPersistLimits limits() const;
 
   // ---- housekeeping ----
-  void maybeFinishClose();
-  void maybeFinishTerminate();
   void finishClose();
   void deleteLedgers(const std::vector<int64_t>& ids);
 
@@ -247,9 +239,8 @@ class BkManagedLedger : public ManagedLedgerCore,
   int64_t curAssigned_ = 0;          // entries handed to current_
   int64_t curAssignedBytes_ = 0;
   int64_t curCreatedMs_ = 0;
-  std::deque<PendingAdd> inflight_;                         // sent, in entry order
-  std::deque<std::pair<Buffer, AddEntryCallback>> queued_;  // waiting for a ledger
-  std::vector<Buffer> toSend_;                              // for current_, sent once per pass
+  std::deque<PendingAdd> inflight_;  // sent, in entry order
+  std::vector<Buffer> toSend_;       // for current_, sent once per pass
   bool sendScheduled_ = false;
   int64_t resentLedgers_ = 0;
   int brokenStreak_ = 0;  // ledgers broken in a row (rolloverBackoff), 0 once an add confirms
@@ -267,16 +258,9 @@ class BkManagedLedger : public ManagedLedgerCore,
   // Reads.
   std::map<int64_t, HandlePtr> readers_;
   std::map<int64_t, std::vector<std::function<void(Status, HandlePtr)>>> openingReaders_;
-  // Terminate: adds refused from the call on; the callbacks wait for the adds taken.
-  bool terminating_ = false;
-  std::vector<std::function<void(Status, Position)>> terminateCbs_;
   // Close / delete.
-  bool closing_ = false;
-  bool deleting_ = false;
   bool closeStarted_ = false;
-  std::vector<StatusCallback> closeCbs_;
   std::atomic<bool> stopped_{false};
-  std::atomic<bool> closingFlag_{false};  // closing_, for other threads
 };
 
 }  // namespace magnetar::storage::bk

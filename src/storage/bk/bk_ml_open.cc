@@ -43,6 +43,8 @@ void BkManagedLedger::open(const StatusCallback& done) {
       };
       if (self->base_.has_terminatedposition()) {
         self->state_ = State::kTerminated;  // no new ledger: no more adds
+        const auto& tp = self->base_.terminatedposition();
+        self->terminatedAt_ = Position{tp.ledgerid(), tp.entryid()};
         return cursors(Status::ok());
       }
       self->createFirstLedger(cursors);

@@ -45,7 +45,7 @@ TEST_F(DurableStorageTest, LedgerCalledOffItsExecutorAborts) {
   ASSERT_TRUE(c.isOk());
   auto offThread = [](auto fn) { std::thread(fn).join(); };
   EXPECT_DEATH(offThread([&] { ml->asyncAddEntry(Buffer::copyOf("x"), [](Status, Position) {}); }),
-               "managed_ledger_impl\\.cc:[0-9]+: asyncAddEntry: DCHECK failed");
+               "managed_ledger_core\\.cc:[0-9]+: asyncAddEntry: DCHECK failed");
   EXPECT_DEATH(offThread([&] {
                  c.value()->asyncMarkDelete(Position{0, 0}, [](Status) {});
                }),
