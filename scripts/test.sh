@@ -13,7 +13,20 @@ export MAGNETAR_BIN="$REPO/build/src/app/magnetar"
 
 # Each stage line carries the minutes since the start, and the longest pytest suites list their
 # slowest tests (--durations), so a CI log shows where the time goes.
-stage() { printf '\n=== [%d:%02d] %s ===\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
+# On exit (also a failing one) the list of stages with their start times is printed again, so
+# the tail of a CI log shows where the time went.
+STAGES=()
+stage() {
+  STAGES+=("$(printf '[%d:%02d] %s' $((SECONDS / 60)) $((SECONDS % 60)) "${*:0:60}")")
+  printf '\n=== [%d:%02d] %s ===\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"
+}
+stage_summary() {
+  echo
+  echo "stages (start times; ended at $((SECONDS / 60)):$(printf %02d $((SECONDS % 60)))):"
+  printf '  %s\n' "${STAGES[@]}"
+}
+
+trap stage_summary EXIT
 
 stage "install dependencies"
 bash scripts/install-deps.sh
@@ -47,10 +60,16 @@ if [ "$SAN" != "0" ]; then
     for child in $(cat /proc/"$1"/task/*/children 2>/dev/null); do kill_tree "$child"; done
     kill "$1" 2>/dev/null || true
   }
-  trap '[ -z "$SAN_PID" ] || kill_tree "$SAN_PID"' EXIT
+  trap 'stage_summary; [ -z "$SAN_PID" ] || kill_tree "$SAN_PID"' EXIT
 fi
 
 PY="$REPO/.venv/bin/python"
+# The Go client's test binaries (about 200 s of CPU with an empty Go build cache) compile in the
+# background too, at the same priority; the Go stage below then only links them.
+GO_LOG=$(mktemp --suffix=-go-compile.log)
+nice -n 19 "$PY" tests/go/run_suite.py --ci --compile-only >"$GO_LOG" 2>&1 &
+GO_PID=$!
+
 stage "integration tests (pytest, real broker process)"
 "$PY" -m pytest -q --durations=10 tests/integration
 
@@ -72,6 +91,11 @@ stage "pulsar-flex suite against Magnetar"
   node --test tests/js/pulsar_flex_auth.test.js
 
 stage "Go client's own test suite against Magnetar, CI's form (tests/go/ci_tests.txt; the whole suite: tests/go/README.md)"
+if ! wait "$GO_PID"; then
+  cat "$GO_LOG"
+  echo "compiling the Go client's tests failed" >&2
+  exit 1
+fi
 "$PY" tests/go/run_suite.py --broker magnetar --ci
 
 stage "Java compatibility suite (Pulsar's Java client, pulsar-admin, pulsar-client, pulsar-perf)"
@@ -127,7 +151,9 @@ for sc in max-rate max-rate-tls high-rate-tls max-rate-128k many-connections man
 done
 
 if [ "$SAN" != "0" ]; then
+  stage "ASan+UBSan tests (scripts/sanitizer_stage.sh asan)"
   MAGNETAR_SANITIZER_STEPS=test bash scripts/sanitizer_stage.sh asan
+  stage "TSan tests (scripts/sanitizer_stage.sh tsan)"
   MAGNETAR_SANITIZER_STEPS=test bash scripts/sanitizer_stage.sh tsan
 fi
 

@@ -396,6 +396,10 @@ def main() -> int:
                         help="per-test timeout in seconds (default 300)")
     parser.add_argument("--prepare", action="store_true",
                         help="download the module and its dependencies, then exit")
+    parser.add_argument("--compile-only", action="store_true",
+                        help="compile the test binaries (of --ci's list with --ci), then exit: "
+                             "fills the Go build cache ahead of a run (scripts/test.sh does it "
+                             "in the background)")
     parser.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"),
                         help="print the tests whose result differs, then exit")
     args = parser.parse_args()
@@ -411,9 +415,12 @@ def main() -> int:
     module = work_copy(args.work_dir, offline=True)
     excluded = read_name_list(EXCLUDED_FILE)
     chosen = read_name_list(CI_FILE) if args.ci else None
-    check_ports_free()
     # --ci compiles only the packages its list names (the pattern before the test name's dot).
     only = sorted({p.rsplit(".", 1)[0] for p, _ in chosen}) if chosen is not None else None
+    if args.compile_only:
+        build(module, os.path.join(args.work_dir, "bin-prebuilt"), only)
+        return 0
+    check_ports_free()
     binaries = build(module, os.path.join(args.work_dir, "bin"), only)
     tests = list_tests(module, binaries)
     if chosen is not None:
