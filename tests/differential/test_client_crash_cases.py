@@ -30,6 +30,12 @@ sequence, the same on Magnetar and on Apache Pulsar 4.2.4. Both crashes are the 
    meanwhile) testClose/2 segfaults with the same frames on both: 5 of 5 runs on each. The broker
    side is pinned by test_unsubscribe_and_close_are_answered_once_each: one answer per request, no
    CLOSE_CONSUMER or other frame for an unsubscribed or closed consumer.
+
+The client's own frames in both tests (strace of pulsar-tests: ShutdownTest.testClose/2 and
+testAckMsgListWithMultiConsumer/0_0, 0_1, 100_1, one run each per broker) carry the same
+requests, each answered by the same command type, the same MESSAGEs and SEND_RECEIPTs and nothing
+else from either broker; the one difference is a second connection on Pulsar, whose lookups
+answer its advertisedAddress 127.0.0.1 (tools/pulsar-reference) where Magnetar's answer localhost.
 """
 
 import os
