@@ -253,34 +253,22 @@ int ledgerMetadata(const BkOptions& o) {
   return 0;
 }
 
-// Writes numEntries entries of entrySize bytes ("entry-<i>-" then 'x's) with at most
-// `outstanding` in flight; prints the ledger id, progress, then adds/s and latency percentiles
-// and the bookie request counters; closes the ledger unless --no-close.
-// On an add failure: "error at entry E: <Result>" and "last acked entry N", exit 1.
-int benchAdds(const BkOptions& o) {
-  if (int q = badQuorums(o)) return q;
-  auto bk = connect(o);
-  if (!bk) return 1;
-  auto res8 = await<std::shared_ptr<LedgerHandle>>([&](auto cb) {
-    bk->createLedger(o.ensemble, o.writeQuorum, o.ackQuorum, {{"application", "magnetar-bench"}},
-                     cb);
-  });
-  auto rc = res8.first;
-  auto h = std::move(res8.second);
-  if (rc != BkResult::kOk) return fail("create ledger", rc);
-  std::cout << "Ledger ID: " << h->id() << std::endl;
-  struct Run {
-    std::vector<int64_t> latUs;
-    std::vector<std::chrono::steady_clock::time_point> started;
-    int64_t next = 0;
-    int64_t acked = -1;
-    BkResult error = BkResult::kOk;
-    int64_t errorEntry = -1;
-    std::promise<void> done;
-  };
-  auto run = std::make_shared<Run>();
-  run->started.resize(static_cast<size_t>(o.numEntries));
-  auto t0 = std::chrono::steady_clock::now();
+// One bench run's state, on the ledger's loop until `done`.
+struct BenchRun {
+  std::vector<int64_t> latUs;
+  std::vector<std::chrono::steady_clock::time_point> started;
+  int64_t next = 0;
+  int64_t acked = -1;
+  BkResult error = BkResult::kOk;
+  int64_t errorEntry = -1;
+  std::promise<void> done;
+};
+
+// Adds o.numEntries entries with at most o.outstanding in flight, from the ledger's loop, and
+// returns when `run` is done (at the last ack or the first error). REQUIRES: run->started sized.
+void runAdds(const BkOptions& o, const std::shared_ptr<LedgerHandle>& h,
+             const std::shared_ptr<BenchRun>& run) {
+  if (o.numEntries == 0) return run->done.set_value();
   auto entry = [size = o.entrySize](int64_t i) {
     std::string s = "entry-" + std::to_string(i) + "-";
     s.resize(static_cast<size_t>(size), 'x');
@@ -314,12 +302,48 @@ int benchAdds(const BkOptions& o) {
       });
     }
   };
-  if (o.numEntries == 0) {
-    run->done.set_value();
-  } else {
-    h->loop().execute(pump);
-  }
-  run->done.get_future().wait();
+  h->loop().execute(pump);
+  run->done.get_future().wait();  // `pump` and `o` live until here
+}
+
+// adds/s and latency percentiles, then the bookie request counters.
+void printBench(const BkOptions& o, const BenchRun& run, double secs,
+                const bookkeeper::BookieClientStats& st) {
+  auto lat = run.latUs;
+  std::sort(lat.begin(), lat.end());
+  auto pct = [&](double p) {
+    return lat.empty() ? 0 : lat[std::min(lat.size() - 1, static_cast<size_t>(p * lat.size()))];
+  };
+  std::cout << "entries " << o.numEntries << " size " << o.entrySize << " adds/s "
+            << static_cast<int64_t>(o.numEntries / secs) << " p50_us " << pct(0.5) << " p99_us "
+            << pct(0.99) << " max_us " << (lat.empty() ? 0 : lat.back()) << std::endl;
+  // Bookie requests: frames written (retries included), requests that waited for room under
+  // the per-bookie bounds, ETOOMANYREQUESTS replies (each retried), timeouts.
+  std::cout << "bookie requests " << st.requestsSent << " waited " << st.waitedForRoom
+            << " TooManyRequests " << st.tooManyRequests << " timeouts " << st.timeouts
+            << std::endl;
+}
+
+// Writes numEntries entries of entrySize bytes ("entry-<i>-" then 'x's) with at most
+// `outstanding` in flight; prints the ledger id, progress, then adds/s and latency percentiles
+// and the bookie request counters; closes the ledger unless --no-close.
+// On an add failure: "error at entry E: <Result>" and "last acked entry N", exit 1.
+int benchAdds(const BkOptions& o) {
+  if (int q = badQuorums(o)) return q;
+  auto bk = connect(o);
+  if (!bk) return 1;
+  auto res8 = await<std::shared_ptr<LedgerHandle>>([&](auto cb) {
+    bk->createLedger(o.ensemble, o.writeQuorum, o.ackQuorum, {{"application", "magnetar-bench"}},
+                     cb);
+  });
+  auto rc = res8.first;
+  auto h = std::move(res8.second);
+  if (rc != BkResult::kOk) return fail("create ledger", rc);
+  std::cout << "Ledger ID: " << h->id() << std::endl;
+  auto run = std::make_shared<BenchRun>();
+  run->started.resize(static_cast<size_t>(o.numEntries));
+  auto t0 = std::chrono::steady_clock::now();
+  runAdds(o, h, run);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (run->error != BkResult::kOk) {
     std::promise<int64_t> lac;
@@ -335,30 +359,13 @@ int benchAdds(const BkOptions& o) {
   }
   std::promise<bookkeeper::BookieClientStats> stats;
   h->loop().execute([&] { stats.set_value(bk->bookiesOn(h->loop()).stats()); });
-  auto st = stats.get_future().get();
-  auto lat = run->latUs;
-  std::sort(lat.begin(), lat.end());
-  auto pct = [&](double p) {
-    return lat.empty() ? 0 : lat[std::min(lat.size() - 1, static_cast<size_t>(p * lat.size()))];
-  };
-  std::cout << "entries " << o.numEntries << " size " << o.entrySize << " adds/s "
-            << static_cast<int64_t>(o.numEntries / secs) << " p50_us " << pct(0.5) << " p99_us "
-            << pct(0.99) << " max_us " << (lat.empty() ? 0 : lat.back()) << std::endl;
-  // Bookie requests: frames written (retries included), requests that waited for room under
-  // the per-bookie bounds, ETOOMANYREQUESTS replies (each retried), timeouts.
-  std::cout << "bookie requests " << st.requestsSent << " waited " << st.waitedForRoom
-            << " TooManyRequests " << st.tooManyRequests << " timeouts " << st.timeouts
-            << std::endl;
+  printBench(o, *run, secs, stats.get_future().get());
   bk->close();
   return 0;
 }
 
-// BookieShell "recover" (RecoverCommand): BOOKIE_ID[,BOOKIE_ID...]; without -force the shell asks
-// "Are you sure to recover them : (Y/N)" on stdin. -query lists the ledgers holding the bookies
-// (marked '*'); -dryrun prints the plan; otherwise BookKeeperAdmin.recoverBookieData (of -ledger
-// only, when given). Prints the lines the shell logs; exit 1 when the recovery failed.
-int recover(const BkOptions& o) {
-  std::set<bookkeeper::BookieId> bookies;
+// BOOKIE_ID[,BOOKIE_ID...] of -bookieSrc into `out`; false (said on stderr) for a bad id.
+bool parseBookieSrc(const BkOptions& o, std::set<bookkeeper::BookieId>* out) {
   if (o.bookieSrc.size() > 1) {
     std::cerr << "The provided bookie dest " << o.bookieSrc[1] << " will be ignored!\n";
   }
@@ -371,82 +378,100 @@ int recover(const BkOptions& o) {
     if (colon == std::string::npos || colon == 0 || colon + 1 == b.size() ||
         b.find_first_not_of("0123456789", colon + 1) != std::string::npos) {
       std::cerr << "bookkeeper: BookieSrcs has invalid bookie id format: " << b << "\n";
-      return 1;
+      return false;
     }
-    bookies.insert(b);
-    if (comma == std::string::npos) break;
+    out->insert(b);
+    if (comma == std::string::npos) return true;
     start = comma + 1;
   }
+}
+
+// The shell's question on stdin (IOUtils.confirmPrompt: y/yes or n/no, any case; anything else
+// asks again; EOF: no). Prints "Give up!" on no.
+bool confirmRecovery(const std::set<bookkeeper::BookieId>& bookies) {
+  std::string list;
+  for (const auto& b : bookies) list += (list.empty() ? "" : ", ") + b;
+  std::cout << "Bookies : [" << list << "]\n";
+  bool yes = false;
+  for (;;) {
+    std::cout << "Are you sure to recover them : (Y/N) (Y or N) " << std::flush;
+    std::string answer;
+    if (!std::getline(std::cin, answer)) break;
+    for (auto& c : answer) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (answer == "y" || answer == "yes") yes = true;
+    if (yes || answer == "n" || answer == "no") break;
+    std::cout << "Invalid input: " << answer << "\n";
+  }
+  if (!yes) std::cout << "Give up!" << std::endl;
+  return yes;
+}
+
+// -query: the ledgers holding the bookies, each ensemble with them marked '*'.
+int queryRecovery(bookkeeper::BookieRecovery& recovery,
+                  const std::set<bookkeeper::BookieId>& bookies) {
+  std::map<int64_t, bookkeeper::LedgerMetadata> ledgers;
+  BkResult r = recovery.ledgersContaining(bookies, &ledgers);
+  if (r != BkResult::kOk) return fail("list ledgers", r);
+  std::cout << "NOTE: Bookies in inspection list are marked with '*'.\n";
+  for (const auto& [id, md] : ledgers) {
+    std::cout << "ledger " << id << " : " << bookkeeper::ledgerStateName(md.state) << "\n";
+    std::vector<std::pair<int64_t, int>> summary;
+    for (const auto& [first, ensemble] : md.ensembles) {
+      std::cout << first << ":\t" << bookkeeper::formatEnsemble(ensemble, bookies) << "\n";
+      int n = 0;
+      for (const auto& b : ensemble) n += bookies.count(b) > 0 ? 1 : 0;
+      summary.emplace_back(first, n);
+    }
+    std::cout << "summary: [";
+    for (const auto& [first, n] : summary) std::cout << first << "=" << n << ", ";
+    std::cout << "]\n\n";
+  }
+  std::cout << "Done" << std::endl;
+  return 0;
+}
+
+// BookKeeperAdmin.recoverBookieData (of -ledger only, when given), or its plan with -dryrun.
+int runRecovery(bookkeeper::BookieRecovery& recovery, const std::set<bookkeeper::BookieId>& bookies,
+                const BkOptions& o) {
+  bookkeeper::RecoverOptions ro;
+  ro.dryRun = o.dryRun;
+  ro.skipOpenLedgers = o.skipOpenLedgers;
+  ro.skipUnrecoverableLedgers = o.skipUnrecoverableLedgers;
+  BkResult r = o.ledgerId >= 0 ? recovery.recoverLedger(o.ledgerId, bookies, ro)
+                               : recovery.recoverBookies(bookies, ro);
+  if (o.ledgerId >= 0) {
+    std::cout << "Recover bookie for " << o.ledgerId
+              << " completed with rc : " << bookkeeper::bkResultName(r) << "\n";
+  } else {
+    std::cout << "Recover bookie operation completed with rc: " << bookkeeper::bkResultName(r)
+              << "\n";
+  }
+  if (!o.dryRun) {
+    std::cout << "ledgers recovered " << recovery.ledgersRecovered() << ", fragments replaced "
+              << recovery.fragmentsReplaced() << ", entries copied " << recovery.entriesCopied()
+              << "\n";
+  }
+  std::cout.flush();
+  return r == BkResult::kOk ? 0 : 1;
+}
+
+// BookieShell "recover" (RecoverCommand): BOOKIE_ID[,BOOKIE_ID...]; without -force the shell asks
+// "Are you sure to recover them : (Y/N)" on stdin. -query lists the ledgers holding the bookies
+// (marked '*'); -dryrun prints the plan; otherwise BookKeeperAdmin.recoverBookieData (of -ledger
+// only, when given). Prints the lines the shell logs; exit 1 when the recovery failed.
+int recover(const BkOptions& o) {
+  std::set<bookkeeper::BookieId> bookies;
+  if (!parseBookieSrc(o, &bookies)) return 1;
   if (o.deleteCookie || o.replicationRate > 0) {
     std::cerr << "bookkeeper: -deleteCookie and -replicationRate are not supported by Magnetar\n";
     return 1;
   }
-  std::string list;
-  for (const auto& b : bookies) list += (list.empty() ? "" : ", ") + b;
-  if (!o.force) {
-    std::cout << "Bookies : [" << list << "]\n";
-    // IOUtils.confirmPrompt: y/yes or n/no, any case; anything else asks again. EOF: no.
-    bool yes = false;
-    for (;;) {
-      std::cout << "Are you sure to recover them : (Y/N) (Y or N) " << std::flush;
-      std::string answer;
-      if (!std::getline(std::cin, answer)) break;
-      for (auto& c : answer) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (answer == "y" || answer == "yes") yes = true;
-      if (yes || answer == "n" || answer == "no") break;
-      std::cout << "Invalid input: " << answer << "\n";
-    }
-    if (!yes) {
-      std::cout << "Give up!" << std::endl;
-      return 1;
-    }
-  }
+  if (!o.force && !confirmRecovery(bookies)) return 1;
   auto bk = connect(o);
   if (!bk) return 1;
   bookkeeper::BookieRecovery recovery(
       *bk, [](const std::string& line) { std::cout << line << std::endl; });
-  int rc = 0;
-  if (o.query) {
-    std::map<int64_t, bookkeeper::LedgerMetadata> ledgers;
-    BkResult r = recovery.ledgersContaining(bookies, &ledgers);
-    if (r != BkResult::kOk) return fail("list ledgers", r);
-    std::cout << "NOTE: Bookies in inspection list are marked with '*'.\n";
-    for (const auto& [id, md] : ledgers) {
-      std::cout << "ledger " << id << " : " << bookkeeper::ledgerStateName(md.state) << "\n";
-      std::vector<std::pair<int64_t, int>> summary;
-      for (const auto& [first, ensemble] : md.ensembles) {
-        std::cout << first << ":\t" << bookkeeper::formatEnsemble(ensemble, bookies) << "\n";
-        int n = 0;
-        for (const auto& b : ensemble) n += bookies.count(b) > 0 ? 1 : 0;
-        summary.emplace_back(first, n);
-      }
-      std::cout << "summary: [";
-      for (const auto& [first, n] : summary) std::cout << first << "=" << n << ", ";
-      std::cout << "]\n\n";
-    }
-    std::cout << "Done" << std::endl;
-  } else {
-    bookkeeper::RecoverOptions ro;
-    ro.dryRun = o.dryRun;
-    ro.skipOpenLedgers = o.skipOpenLedgers;
-    ro.skipUnrecoverableLedgers = o.skipUnrecoverableLedgers;
-    BkResult r = o.ledgerId >= 0 ? recovery.recoverLedger(o.ledgerId, bookies, ro)
-                                 : recovery.recoverBookies(bookies, ro);
-    if (o.ledgerId >= 0) {
-      std::cout << "Recover bookie for " << o.ledgerId
-                << " completed with rc : " << bookkeeper::bkResultName(r) << "\n";
-    } else {
-      std::cout << "Recover bookie operation completed with rc: " << bookkeeper::bkResultName(r)
-                << "\n";
-    }
-    if (!o.dryRun) {
-      std::cout << "ledgers recovered " << recovery.ledgersRecovered() << ", fragments replaced "
-                << recovery.fragmentsReplaced() << ", entries copied " << recovery.entriesCopied()
-                << "\n";
-    }
-    std::cout.flush();
-    rc = r == BkResult::kOk ? 0 : 1;
-  }
+  int rc = o.query ? queryRecovery(recovery, bookies) : runRecovery(recovery, bookies, o);
   bk->close();
   return rc;
 }
