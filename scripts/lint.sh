@@ -11,6 +11,10 @@
 #     the stage (and CI) checks what changed; LINT_TIDY_ALL=1 checks all of them (README.md,
 #     Developing).
 #  3. ruff (ruff.toml) on the Python under tests/ and tools/.
+#  4. Function length on the whole of src/ (tests excluded): lizard (pinned in
+#     tests/differential/requirements.txt) counts each function's lines, the lambdas inside it
+#     included; every function over 80 lines must be named in scripts/function_length_exceptions.txt
+#     (with its reason), and every name there must still be over 80 lines. ~3 s.
 #
 # The lint base, what "changed" is measured from:
 #  - $MAGNETAR_LINT_BASE when set (a commit);
@@ -22,7 +26,7 @@
 #
 # Whole tree (tests and tools too), e.g. before a release:
 #   run-clang-tidy-14 -p build -j 2 -quiet '/(src|tools)/'
-# Environment: BUILD_DIR (build), JOBS (2), CLANG_FORMAT, CLANG_TIDY, RUFF; LINT_SKIP_TIDY=1 skips
+# Environment: BUILD_DIR (build), JOBS (2), CLANG_FORMAT, CLANG_TIDY, RUFF, LIZARD; LINT_SKIP_TIDY=1 skips
 # clang-tidy (a quick local check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +36,8 @@ JOBS=${JOBS:-2}
 CLANG_FORMAT=${CLANG_FORMAT:-clang-format-14}
 CLANG_TIDY=${CLANG_TIDY:-clang-tidy-14}
 RUFF=${RUFF:-$REPO/.venv/bin/ruff}
+LIZARD=${LIZARD:-$REPO/.venv/bin/lizard}
+MAX_FUNCTION_LINES=80
 
 timed() {
   local name=$1 start=$SECONDS
@@ -114,7 +120,52 @@ tidy_sources() {
       2> >(grep -v -e 'warnings generated' -e '^Suppressed ' -e '^Use -header-filter' >&2)
 }
 
-for tool in "$CLANG_FORMAT" "$CLANG_TIDY" "$RUFF"; do
+# Every function under src/ (not tests) over $MAX_FUNCTION_LINES lines, as lizard counts them
+# (first line to closing brace, lambdas inside included), must be in the exceptions file; an
+# exception no longer over the limit must leave it.
+function_length() {
+  local exceptions=scripts/function_length_exceptions.txt out
+  # Only the length threshold matters: CCN and parameter thresholds out of reach.
+  out=$("$LIZARD" -L "$MAX_FUNCTION_LINES" -C 1000000 -a 1000 -w src --exclude '*/tests/*' || true)
+  # lizard: "src/x.cc:12: warning: ns::Class::fn has 90 NLOC, ... 95 length, ..."; an exception
+  # "src/x.cc:Class::fn # reason" names the function without its namespaces.
+  awk -v limit="$MAX_FUNCTION_LINES" -v file="$exceptions" '
+    FNR == NR {
+      sub(/#.*/, ""); gsub(/[ \t]+/, "")
+      if ($0 != "") { allowed[$0] = 1 }
+      next
+    }
+    / warning: / {
+      split($1, loc, ":"); name = $3; length_ = $(NF - 3)
+      found = ""
+      for (key in allowed) {
+        path = substr(key, 1, index(key, ":") - 1); fn = substr(key, index(key, ":") + 1)
+        if (path == loc[1] && (name == fn || substr(name, length(name) - length(fn) - 1) == "::" fn)) {
+          found = key
+        }
+      }
+      if (found != "") { seen[found] = 1; next }
+      printf "function length: %s:%s: %s is %s lines (over %d): split it, or name it in %s\n",
+        loc[1], loc[2], name, length_, limit, file
+      failed = 1
+    }
+    END {
+      for (key in allowed) {
+        if (!(key in seen)) {
+          printf "function length: %s is in %s but not over %d lines (or not found): remove it\n",
+            key, file, limit
+          failed = 1
+        }
+      }
+      exit failed
+    }' "$exceptions" - <<<"$out" || {
+    echo "function length: over $MAX_FUNCTION_LINES lines, see above" >&2
+    return 1
+  }
+  echo "function length: no function in src/ over $MAX_FUNCTION_LINES lines outside $(grep -c '^src/' "$exceptions") named exception(s)"
+}
+
+for tool in "$CLANG_FORMAT" "$CLANG_TIDY" "$RUFF" "$LIZARD"; do
   if ! command -v "$tool" >/dev/null 2>&1; then
     echo "lint: $tool not found (scripts/install-deps.sh and scripts/install-test-deps.sh)" >&2
     exit 1
@@ -125,6 +176,7 @@ start=$SECONDS
 base=$(lint_base)
 timed "clang-format" format_changed "$base"
 timed "ruff" "$RUFF" check --quiet .
+timed "function length" function_length
 if [ "${LINT_SKIP_TIDY:-0}" != "1" ]; then
   timed "clang-tidy" tidy_sources "$base"
 fi
