@@ -30,6 +30,7 @@
 #include "broker/shared_config.h"
 #include "metadata/store.h"
 #include "net/event_loop.h"
+#include "setting_defaults.h"
 
 namespace magnetar::broker {
 class BrokerService;
@@ -39,8 +40,8 @@ namespace magnetar::broker::cluster {
 
 struct ConfigurationStoreOptions {
   std::string clusterName;
-  int defaultNumberOfNamespaceBundles = 4;  // defaultNumberOfNamespaceBundles
-  int operationTimeoutMs = 30000;           // metadataStoreOperationTimeoutSeconds * 1000
+  int defaultNumberOfNamespaceBundles = setting_defaults::defaultNumberOfNamespaceBundles;
+  int operationTimeoutMs = setting_defaults::metadataStoreOperationTimeoutSeconds * 1000;
 };
 
 class ConfigurationStore : public SharedConfig {

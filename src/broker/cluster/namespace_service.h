@@ -47,6 +47,7 @@
 #include "broker/topic_ownership.h"
 #include "metadata/store.h"
 #include "net/event_loop.h"
+#include "setting_defaults.h"
 
 namespace magnetar::broker::cluster {
 
@@ -54,8 +55,8 @@ struct NamespaceServiceOptions {
   std::string clusterName;
   // metadataStoreSessionTimeoutMillis: the ownership lease (writable()) lasts 3/4 of it from the
   // sending of the last request ZooKeeper answered; a cheap request goes every quarter of it.
-  int sessionTimeoutMs = 30000;
-  int defaultNumberOfNamespaceBundles = 4;  // defaultNumberOfNamespaceBundles
+  int sessionTimeoutMs = static_cast<int>(setting_defaults::metadataStoreSessionTimeoutMillis);
+  int defaultNumberOfNamespaceBundles = setting_defaults::defaultNumberOfNamespaceBundles;
   // loadBalancerDistributeBundlesEvenlyEnabled (dynamic: read at each assignment; unset: true).
   std::function<bool()> distributeBundlesEvenly;
   // namespaceBundleUnloadingTimeoutMs: how long a voluntary release waits for the bundle's
