@@ -165,11 +165,16 @@ ManagedLedgerCore::ManagedLedgerCore(std::string name, net::Executor* executor,
       cacheManager_(std::move(cacheManager)),
       cache_(std::move(cache)),
       retentionMinutes_(config.defaultRetentionTimeInMinutes),
-      retentionSizeMB_(config.defaultRetentionSizeInMB) {}
+      retentionSizeMB_(config.defaultRetentionSizeInMB),
+      tasks_(executor) {}
 
 ManagedLedgerCore::~ManagedLedgerCore() {
   cursors_.clear();
   cache_.reset();  // before the manager it belongs to
+}
+
+void ManagedLedgerCore::postTask(std::function<void()> fn) {
+  tasks_->execute([self = shared_from_this(), fn = std::move(fn)] { fn(); });
 }
 
 // ---- adds, close, terminate ----
@@ -516,7 +521,7 @@ void ManagedLedgerCore::asyncTruncate(StatusCallback cb) {
   Position last = ledgers_.lastConfirmed();
   auto left = std::make_shared<size_t>(cursors_.size() + 1);
   auto first = std::make_shared<Status>();
-  auto finish = [self = coreSelf(), left, first, cb = std::move(cb)](const Status& s) {
+  auto finish = [self = shared_from_this(), left, first, cb = std::move(cb)](const Status& s) {
     if (!s.isOk() && first->isOk()) *first = s;
     if (--*left > 0) return;
     if (first->isOk()) self->trimConsumedLedgers(true);

@@ -155,13 +155,12 @@ class LedgerBackend {
   virtual Status cursorChangeRefusal() const { return Status::ok(); }
   // Cursor writes may start (the embedded store: not once closed).
   virtual bool cursorsWritable() const { return true; }
-  // Runs fn on the executor in a later pass, keeping the ledger alive until then.
-  virtual void postTask(std::function<void()> fn) = 0;
-  // The ledger itself, to keep it alive in callbacks.
-  virtual std::shared_ptr<ManagedLedgerCore> coreSelf() = 0;
 };
 
-class ManagedLedgerCore : public ManagedLedger, protected LedgerBackend {
+// Owned by shared_ptr (enable_shared_from_this: callbacks keep the ledger alive).
+class ManagedLedgerCore : public ManagedLedger,
+                          protected LedgerBackend,
+                          public std::enable_shared_from_this<ManagedLedgerCore> {
  public:
   // `cacheManager` (may be null when it outlives the ledger anyway) is kept until `cache` goes.
   ManagedLedgerCore(std::string name, net::Executor* executor, const ManagedLedgerConfig& config,
@@ -222,6 +221,17 @@ class ManagedLedgerCore : public ManagedLedger, protected LedgerBackend {
   void flushCursors(bool all = false);
 
  protected:
+  // The ledger as its backend's type, to keep it alive in callbacks.
+  template <class Backend>
+  std::shared_ptr<Backend> selfAs() {
+    return std::static_pointer_cast<Backend>(shared_from_this());
+  }
+  // Where postTask runs tasks: the executor, or a wrapper of it that drops tasks after the
+  // backend's shutdown (BookKeeper's GatedExecutor). Thread: the constructor.
+  void setTaskExecutor(net::Executor* tasks) { tasks_ = tasks; }
+  // Runs fn on the executor in a later pass (through the task executor), keeping the ledger
+  // alive until then.
+  void postTask(std::function<void()> fn);
   // Every add waiting for a ledger fails with s, in order.
   void failQueued(const Status& s);
   // The add at `pos` (the current ledger's next entry) completed: counts it and caches it while
@@ -272,6 +282,7 @@ class ManagedLedgerCore : public ManagedLedger, protected LedgerBackend {
 
  private:
   friend class CoreCursor;
+  net::Executor* tasks_;  // executor_ unless setTaskExecutor
   bool flushScheduled_ = false;
   int64_t nextRetentionCheckMs_ = 0;
 };

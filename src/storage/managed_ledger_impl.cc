@@ -62,7 +62,7 @@ ManagedLedgerImpl::ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::
 ManagedLedgerImpl::~ManagedLedgerImpl() = default;
 
 void ManagedLedgerImpl::init() {
-  sink_ = std::make_shared<JournalSink>(weak_from_this(), executor_);
+  sink_ = std::make_shared<JournalSink>(std::weak_ptr<ManagedLedgerImpl>(selfPtr()), executor_);
 }
 
 // ---- adds ----
@@ -119,7 +119,7 @@ void ManagedLedgerImpl::startRollover() {
   auto list = ledgerList();
   list.push_back(LedgerMeta{id, -1, created, 0});
   std::vector<MetadataOp> ops{MetadataOp::put(mlKey(name_), encodeLedgerList(list))};
-  factory_->post([f = factory_, ops = std::move(ops), id, created, self = shared_from_this()] {
+  factory_->post([f = factory_, ops = std::move(ops), id, created, self = selfPtr()] {
     Status s = f->bgWrite(ops, id, self->name_);
     self->executor_->execute([self, s, id, created] { self->onLedgerCreated(s, id, created); });
   });
@@ -228,8 +228,8 @@ void ManagedLedgerImpl::readFromBackend(Position start, int maxEntries, size_t m
   factory_->readPool_->read(
       readKey_, std::move(runs), start.entryId, info->entries - 1, wantEntries,
       acc.empty() ? maxBytes : std::max<size_t>(wantBytes, 1),
-      [self = shared_from_this(), ledgerId, maxEntries, maxBytes, acc = std::move(acc),
-       cb = std::move(cb)](Status s, std::vector<std::pair<int64_t, Buffer>> got) mutable {
+      [self = selfPtr(), ledgerId, maxEntries, maxBytes, acc = std::move(acc), cb = std::move(cb)](
+          Status s, std::vector<std::pair<int64_t, Buffer>> got) mutable {
         self->executor_->execute([self, s = std::move(s), got = std::move(got), ledgerId,
                                   maxEntries, maxBytes, acc = std::move(acc),
                                   cb = std::move(cb)]() mutable {
@@ -256,10 +256,6 @@ void ManagedLedgerImpl::readFromBackend(Position start, int maxEntries, size_t m
 std::shared_ptr<CoreCursor> ManagedLedgerImpl::makeCursor(const std::string& name,
                                                           CursorState state) {
   return std::make_shared<CoreCursor>(name, this, std::move(state));
-}
-
-void ManagedLedgerImpl::postTask(std::function<void()> fn) {
-  executor_->execute([self = shared_from_this(), fn = std::move(fn)] { fn(); });
 }
 
 void ManagedLedgerImpl::removeCursorData(std::shared_ptr<CoreCursor> c) {
@@ -306,7 +302,7 @@ void ManagedLedgerImpl::persistCursors(const std::vector<CoreCursor*>& due) {
     for (auto& cb : c->waiting_) cbs.push_back(std::move(cb));
     c->waiting_.clear();
   }
-  factory_->post([f = factory_, self = shared_from_this(), ops = std::move(ops),
+  factory_->post([f = factory_, self = selfPtr(), ops = std::move(ops),
                   written = std::move(written), cbs = std::move(cbs)]() mutable {
     Status s = f->bgWrite(std::move(ops));
     self->executor_->execute([self, s, written = std::move(written), cbs = std::move(cbs)] {
@@ -400,11 +396,11 @@ bool ManagedLedgerImpl::addsPending() const {
 
 void ManagedLedgerImpl::storeTerminated(Position at, StatusCallback done) {
   std::vector<MetadataOp> ops{MetadataOp::put(terminatedKey(name_), encodeTerminated(at))};
-  factory_->post([f = factory_, self = shared_from_this(), ops = std::move(ops),
-                  done = std::move(done)]() mutable {
-    Status s = f->bgWrite(std::move(ops));
-    self->executor_->execute([s, done = std::move(done)] { done(s); });
-  });
+  factory_->post(
+      [f = factory_, self = selfPtr(), ops = std::move(ops), done = std::move(done)]() mutable {
+        Status s = f->bgWrite(std::move(ops));
+        self->executor_->execute([s, done = std::move(done)] { done(s); });
+      });
 }
 
 ManagedLedgerState ManagedLedgerImpl::exportState() {
@@ -455,8 +451,8 @@ void ManagedLedgerImpl::maybeFinishClose() {
     }
   }
   ManagedLedgerState st = deleting_ ? ManagedLedgerState{} : exportState();
-  factory_->post([f = factory_, self = shared_from_this(), ops = std::move(ops), ids,
-                  st = std::move(st), cbs = std::move(cbs), del = deleting_]() mutable {
+  factory_->post([f = factory_, self = selfPtr(), ops = std::move(ops), ids, st = std::move(st),
+                  cbs = std::move(cbs), del = deleting_]() mutable {
     Status s = f->bgWrite(std::move(ops));
     if (del) {
       if (s) {

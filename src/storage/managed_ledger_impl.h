@@ -25,8 +25,7 @@
 
 namespace magnetar::storage {
 
-class ManagedLedgerImpl : public ManagedLedgerCore,
-                          public std::enable_shared_from_this<ManagedLedgerImpl> {
+class ManagedLedgerImpl : public ManagedLedgerCore {
  public:
   // `state` already holds the new current ledger (the last one, empty).
   ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::string name, net::Executor* executor,
@@ -59,30 +58,14 @@ class ManagedLedgerImpl : public ManagedLedgerCore,
     uint64_t epoch = 0;  // epoch_ when assigned: a failure rewinds once per epoch
   };
 
-  // ---- LedgerBackend ----
-  // Reads one ledger's entries from the journal on a storage-read-N thread.
-  void readFromBackend(Position start, int maxEntries, size_t maxBytes, std::vector<Entry> acc,
-                       ReadEntriesCallback cb) override;
-  // One metadata write (storage-bg) for all of them.
-  void persistCursors(const std::vector<CoreCursor*>& due) override;
-  void removeCursorData(std::shared_ptr<CoreCursor> c) override;
-  std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) override;
-  void trimConsumedLedgers(bool truncate = false) override;
-  int64_t ledgerClosedMs(int64_t id) const override;
-  bool isClosed() const override { return state_ == State::kClosed; }
-  Status addRefusal() override;
-  void drainQueued() override;
-  // Once the adds in flight completed and no ledger is being created: the ledger list and the
-  // cursors written (or everything removed when deleting), the state handed to the factory.
-  void maybeFinishClose() override;
-  Status terminateRefusal() const override;
-  bool addsPending() const override;
-  // The /ml-terminated key (storage-bg).
-  void storeTerminated(Position at, StatusCallback done) override;
-  bool cursorsWritable() const override { return state_ != State::kClosed; }
-  void postTask(std::function<void()> fn) override;
-  std::shared_ptr<ManagedLedgerCore> coreSelf() override { return shared_from_this(); }
+  std::shared_ptr<ManagedLedgerImpl> selfPtr() { return selfAs<ManagedLedgerImpl>(); }
 
+  // ---- adds and rollover (LedgerBackend: addRefusal, drainQueued, isClosed) ----
+  // Closed, stopped, terminated, or the journal's disk refusing writes (counted).
+  Status addRefusal() override;
+  // Assigns the queued adds to curLedger_ and appends them to the journal.
+  void drainQueued() override;
+  bool isClosed() const override { return state_ == State::kClosed; }
   bool needsRollover() const;
   void startRollover();
   void onLedgerCreated(const Status& s, int64_t ledgerId, int64_t createdMs);
@@ -90,9 +73,38 @@ class ManagedLedgerImpl : public ManagedLedgerCore,
   void activateLedger();
   void fence(int64_t ledgerId, const Status& s);
   std::vector<LedgerMeta> ledgerList() const;
+
+  // ---- reads (LedgerBackend) ----
+  // One ledger's entries from the journal, on a storage-read-N thread.
+  void readFromBackend(Position start, int maxEntries, size_t maxBytes, std::vector<Entry> acc,
+                       ReadEntriesCallback cb) override;
+
+  // ---- cursors (LedgerBackend) ----
+  // The cursors of this backend are the core's own.
+  std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) override;
+  // One metadata write (storage-bg) for all of them.
+  void persistCursors(const std::vector<CoreCursor*>& due) override;
+  // The cursor's key, deleted on storage-bg.
+  void removeCursorData(std::shared_ptr<CoreCursor> c) override;
+  bool cursorsWritable() const override { return state_ != State::kClosed; }
   // A cursor write completed: the cursors' persisted positions move, trimming may follow.
   void cursorsPersisted(const std::vector<std::pair<std::string, Position>>& written);
+
+  // ---- trimming (LedgerBackend) ----
+  // The ledger list without them and their index runs, in one metadata write; then the journal
+  // segments they leave unused are reclaimed.
+  void trimConsumedLedgers(bool truncate = false) override;
+  int64_t ledgerClosedMs(int64_t id) const override;
+
+  // ---- close and terminate (LedgerBackend) ----
+  // Once the adds in flight completed and no ledger is being created: the ledger list and the
+  // cursors written (or everything removed when deleting), the state handed to the factory.
+  void maybeFinishClose() override;
   ManagedLedgerState exportState();
+  Status terminateRefusal() const override;
+  bool addsPending() const override;
+  // The /ml-terminated key (storage-bg).
+  void storeTerminated(Position at, StatusCallback done) override;
 
   DurableManagedLedgerFactory* factory_;
   const StorageOptions& opts_;

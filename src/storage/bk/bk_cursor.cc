@@ -53,7 +53,7 @@ void BkManagedCursor::appendToLedger(std::vector<StatusCallback> cbs) {
   Buffer entry = Buffer::copyOf(positionInfoBytes());
   HandlePtr h = ledger_;
   auto self = shared_from_this();
-  auto ml = ml_->shared_from_this();
+  auto ml = ml_->selfPtr();
   h->loop().execute([self, ml, h, entry, mark, cbs = std::move(cbs)]() mutable {
     h->addEntry(std::move(entry), [self, ml, h, mark, cbs = std::move(cbs)](BkResult rc, int64_t) {
       ml->gated_->execute([self, ml, h, rc, mark, cbs] {
@@ -80,7 +80,7 @@ void BkManagedCursor::switchLedger(std::vector<StatusCallback> cbs) {
   const Position mark = state_.markDelete();
   Buffer entry = Buffer::copyOf(positionInfoBytes());
   auto self = shared_from_this();
-  auto ml = ml_->shared_from_this();
+  auto ml = ml_->selfPtr();
   const auto& o = ml_->opts_;
   ml_->bk_->createLedger(
       o.managedLedgerDefaultEnsembleSize, o.managedLedgerDefaultWriteQuorum,
@@ -147,7 +147,7 @@ void BkManagedCursor::writeZnode(int64_t cursorsLedgerId, bool withState,
   metadata::PutOptions po;
   po.expectedVersion = znodeVersion_;
   auto self = shared_from_this();
-  auto ml = ml_->shared_from_this();  // keeps the gate (and gated_) alive until the answer
+  auto ml = ml_->selfPtr();  // keeps the gate (and gated_) alive until the answer
   ml_->store_->put(
       cursorPath(ml_->opts_.root, ml_->name_, name_), info.SerializeAsString(), po, ml_->gated_,
       [self, ml, mark, cbs = std::move(cbs), dropLedger,
@@ -234,7 +234,7 @@ void BkManagedCursor::close(const StatusCallback& done) {
   Buffer entry = Buffer::copyOf(positionInfoBytes());
   HandlePtr h = ledger_;
   auto self = shared_from_this();
-  auto ml = ml_->shared_from_this();
+  auto ml = ml_->selfPtr();
   h->loop().execute([self, ml, h, entry, mark, cbs = std::move(cbs)]() mutable {
     h->addEntry(std::move(entry), [self, ml, h, mark, cbs](BkResult rc, int64_t) {
       h->close([self, ml, rc, mark, cbs](BkResult rc2) {
@@ -266,7 +266,7 @@ void BkManagedCursor::removeAll(const StatusCallback& done) {
     return;
   }
   ml_->store_->remove(cursorPath(ml_->opts_.root, ml_->name_, name_), std::nullopt, ml_->gated_,
-                      [ml = ml_->shared_from_this(), done](const Status& s) {
+                      [ml = ml_->selfPtr(), done](const Status& s) {
                         done(s.code() == StatusCode::kNotFound ? Status::ok() : s);
                       });
 }

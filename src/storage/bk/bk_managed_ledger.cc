@@ -38,7 +38,9 @@ BkManagedLedger::BkManagedLedger(BkManagedLedgerFactory* factory, std::string na
       path_(managedLedgerPath(opts_.root, name_)),
       createIfMissing_(createIfMissing),
       gate_(factory->gate_),
-      gated_(gate_->wrap(executor)) {}
+      gated_(gate_->wrap(executor)) {
+  setTaskExecutor(gated_);
+}
 
 BkManagedLedger::~BkManagedLedger() = default;
 
@@ -80,7 +82,7 @@ void BkManagedLedger::drainQueued() {
   // One hand-over to the ledger's loop per executor pass, with every add of the pass.
   if (!toSend_.empty() && !sendScheduled_) {
     sendScheduled_ = true;
-    gated_->execute([self = shared_from_this()] { self->flushSends(); });
+    gated_->execute([self = selfPtr()] { self->flushSends(); });
   }
 }
 
@@ -94,7 +96,7 @@ void BkManagedLedger::flushSends() {
 
 void BkManagedLedger::sendTo(const HandlePtr& h, std::vector<Buffer> data) {
   std::shared_ptr<AddSink> sink = sink_;
-  h->loop().execute([self = shared_from_this(), h, sink, data = std::move(data)]() mutable {
+  h->loop().execute([self = selfPtr(), h, sink, data = std::move(data)]() mutable {
     const int64_t ledgerId = h->id();
     net::EventLoop* loop = &h->loop();
     for (Buffer& d : data) {
@@ -235,7 +237,7 @@ void BkManagedLedger::startRollover() {
               wait.count());
     // The executor has no timer: a bookkeeper-io loop's, then back through gated_.
     net::EventLoop& loop = bk_->loopFor(rollingOld_ ? rollingOld_->id() : 0);
-    loop.execute([self = shared_from_this(), &loop, wait] {
+    loop.execute([self = selfPtr(), &loop, wait] {
       auto timer = std::make_shared<boost::asio::steady_timer>(loop.context(), wait);
       timer->async_wait([self, timer](const boost::system::error_code&) {
         self->gated_->execute([self] { self->createNextLedger(); });
@@ -260,7 +262,7 @@ void BkManagedLedger::createNextLedger() {
     --rolloverSteps_;
     return maybeFinishRollover();
   }
-  auto self = shared_from_this();
+  auto self = selfPtr();
   bk_->createLedger(opts_.managedLedgerDefaultEnsembleSize, opts_.managedLedgerDefaultWriteQuorum,
                     opts_.managedLedgerDefaultAckQuorum, dataLedgerMetadata(pulsarName_),
                     [self](BkResult rc, const HandlePtr& h) {
@@ -272,7 +274,7 @@ void BkManagedLedger::closeOldLedgerIfDrained() {
   if (!rollingOld_ || oldCloseStarted_ || !inflight_.empty()) return;
   oldCloseStarted_ = true;
   HandlePtr old = rollingOld_;
-  auto self = shared_from_this();
+  auto self = selfPtr();
   old->loop().execute([self, old] {
     old->close([self](BkResult rc) {
       self->gated_->execute([self, rc] { self->onOldLedgerClosed(rc); });
@@ -339,7 +341,7 @@ void BkManagedLedger::maybeFinishRollover() {
   li.set_ledgerid(h->id());
   li.set_timestamp(0);
   info_[h->id()] = li;
-  writeInfo([self = shared_from_this(), h, created](const Status& s) {
+  writeInfo([self = selfPtr(), h, created](const Status& s) {
     if (!s.isOk()) {
       self->info_.erase(h->id());
       self->deleteLedgers({h->id()});
@@ -404,7 +406,7 @@ void BkManagedLedger::startInfoWrite() {
   metadata::PutOptions o;
   o.expectedVersion = version_;
   store_->put(path_, infoMessage().SerializeAsString(), o, gated_,
-              [self = shared_from_this(), cbs = std::move(cbs)](Result<metadata::Stat> r) {
+              [self = selfPtr(), cbs = std::move(cbs)](Result<metadata::Stat> r) {
                 self->infoWriting_ = false;
                 Status s = r.status();
                 if (r.isOk()) {
@@ -442,7 +444,7 @@ void BkManagedLedger::readFromBackend(Position start, int maxEntries, size_t max
   const int64_t first = start.entryId;
   const int64_t last = first + std::max<int64_t>(n, 1) - 1;
   const int64_t ledgerId = start.ledgerId;
-  auto self = shared_from_this();
+  auto self = selfPtr();
   withReadHandle(ledgerId, [self, ledgerId, first, last, maxEntries, maxBytes, acc = std::move(acc),
                             cb = std::move(cb)](const Status& s, const HandlePtr& h) mutable {
     if (!s.isOk()) {
@@ -488,7 +490,7 @@ void BkManagedLedger::withReadHandle(int64_t ledgerId, std::function<void(Status
   auto& waiters = openingReaders_[ledgerId];
   waiters.push_back(std::move(fn));
   if (waiters.size() > 1) return;
-  auto self = shared_from_this();
+  auto self = selfPtr();
   bk_->openLedger(
       ledgerId,
       [self, ledgerId](BkResult rc, const HandlePtr& h) {
@@ -534,10 +536,6 @@ void BkManagedLedger::removeCursorData(std::shared_ptr<CoreCursor> c) {
   });
 }
 
-void BkManagedLedger::postTask(std::function<void()> fn) {
-  gated_->execute([self = shared_from_this(), fn = std::move(fn)] { fn(); });
-}
-
 void BkManagedLedger::persistCursors(const std::vector<CoreCursor*>& due) {
   for (CoreCursor* c : due) static_cast<BkManagedCursor*>(c)->persist();
 }
@@ -563,7 +561,7 @@ void BkManagedLedger::trimConsumedLedgers(bool truncate) {
     }
   }
   trimming_ = true;
-  writeInfo([self = shared_from_this(), drop, removed](const Status& s) {
+  writeInfo([self = selfPtr(), drop, removed](const Status& s) {
     self->trimming_ = false;
     if (!s.isOk()) {
       if (self->state_ != State::kFenced) {
@@ -642,7 +640,7 @@ void BkManagedLedger::maybeFinishClose() {
 // written (or, when deleting, the cursors, ledgers and znode removed). A fenced ledger writes
 // nothing: the new owner has the ledger and the cursors.
 void BkManagedLedger::finishClose() {
-  auto self = shared_from_this();
+  auto self = selfPtr();
   auto left = std::make_shared<int>(1);
   auto first = std::make_shared<Status>();
   auto step = [self, left, first](const Status& s) {

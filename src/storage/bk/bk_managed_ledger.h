@@ -86,8 +86,7 @@ class BkManagedCursor : public CoreCursor, public std::enable_shared_from_this<B
 
 // BookKeeper's backend of the managed-ledger core (managed_ledger_core.h): the core owns the
 // ledger list, cache, cursors, reads, trimming rules and retention.
-class BkManagedLedger : public ManagedLedgerCore,
-                        public std::enable_shared_from_this<BkManagedLedger> {
+class BkManagedLedger : public ManagedLedgerCore {
  public:
   // createIfMissing false: open() fails with kNotFound, writing nothing, when the znode does not
   // exist (Pulsar's ManagedLedgerConfig.createIfMissing).
@@ -120,30 +119,7 @@ class BkManagedLedger : public ManagedLedgerCore,
 
  private:
   friend class BkManagedCursor;
-  // ---- LedgerBackend ----
-  // Reads from the bookies (the writer's handle, or a reader handle kept per ledger), as many
-  // entries as maxBytes allows at the ledger's mean entry size.
-  void readFromBackend(Position start, int maxEntries, size_t maxBytes, std::vector<Entry> acc,
-                       ReadEntriesCallback cb) override;
-  // Each cursor's own write (BkManagedCursor::persist).
-  void persistCursors(const std::vector<CoreCursor*>& due) override;
-  void removeCursorData(std::shared_ptr<CoreCursor> c) override;
-  std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) override;
-  // The ledger list without them (znode CAS), then the ledgers deleted from BookKeeper.
-  void trimConsumedLedgers(bool truncate = false) override;
-  int64_t ledgerClosedMs(int64_t id) const override;
-  bool isClosed() const override { return state_ == State::kClosed; }
-  Status cursorChangeRefusal() const override;
-  void postTask(std::function<void()> fn) override;
-  std::shared_ptr<ManagedLedgerCore> coreSelf() override { return shared_from_this(); }
-  Status addRefusal() override;
-  void drainQueued() override;
-  void maybeFinishClose() override;
-  Status terminateRefusal() const override;
-  bool addsPending() const override;
-  Status terminateFinishRefusal() const override;
-  // terminatedPosition in the ManagedLedgerInfo znode (writeInfo).
-  void storeTerminated(Position at, StatusCallback done) override;
+  std::shared_ptr<BkManagedLedger> selfPtr() { return selfAs<BkManagedLedger>(); }
   static BkManagedCursor* bkCursor(const std::shared_ptr<CoreCursor>& c) {
     return static_cast<BkManagedCursor*>(c.get());
   }
@@ -168,7 +144,12 @@ class BkManagedLedger : public ManagedLedgerCore,
     bool scheduled = false;                          // the loop's thread only
   };
 
-  // ---- adds and rollover (bk_managed_ledger.cc) ----
+  // ---- adds and rollover (bk_managed_ledger.cc; LedgerBackend: addRefusal, drainQueued) ----
+  // writeRefusal().
+  Status addRefusal() override;
+  // Assigns the queued adds to current_; one hand-over per pass to its loop (flushSends).
+  void drainQueued() override;
+  bool isClosed() const override { return state_ == State::kClosed; }
   void flushSends();
   void onAddsCompleted(int64_t ledgerId, const std::vector<std::pair<int64_t, BkResult>>& done);
   // Whether an add that failed with rc goes to the next ledger (a broken ledger: bookie errors,
@@ -198,18 +179,42 @@ class BkManagedLedger : public ManagedLedgerCore,
   void writeInfo(StatusCallback cb);
   void startInfoWrite();
 
-  // ---- reads ----
+  // ---- reads (LedgerBackend) ----
+  // Reads from the bookies (the writer's handle, or a reader handle kept per ledger), as many
+  // entries as maxBytes allows at the ledger's mean entry size.
+  void readFromBackend(Position start, int maxEntries, size_t maxBytes, std::vector<Entry> acc,
+                       ReadEntriesCallback cb) override;
   // A handle to read ledgerId from: the current writer's, a cached reader, or one opened now.
   void withReadHandle(int64_t ledgerId, std::function<void(Status, HandlePtr)> fn);
   void forgetReader(int64_t ledgerId);
 
-  // ---- cursors ----
+  // ---- cursors (bk_cursor.cc's persistence; LedgerBackend) ----
+  // BkManagedCursor: a CoreCursor with a znode and a cursor ledger.
+  std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) override;
+  // Each cursor's own write (BkManagedCursor::persist).
+  void persistCursors(const std::vector<CoreCursor*>& due) override;
+  // Its znode and cursor ledgers (BkManagedCursor::removeAll).
+  void removeCursorData(std::shared_ptr<CoreCursor> c) override;
+  // kFenced once another owner took the ledger over.
+  Status cursorChangeRefusal() const override;
   void cursorPersisted();
   CursorPersistLimits limits() const;
 
-  // ---- housekeeping ----
+  // ---- trimming, close and terminate (LedgerBackend) ----
+  // The ledger list without them (znode CAS), then the ledgers deleted from BookKeeper.
+  void trimConsumedLedgers(bool truncate = false) override;
+  int64_t ledgerClosedMs(int64_t id) const override;
+  // Once nothing is in flight (adds, rollover, znode writes, a trim): finishClose.
+  void maybeFinishClose() override;
   void finishClose();
   void deleteLedgers(const std::vector<int64_t>& ids);
+  // writeRefusal() unless terminated or terminating.
+  Status terminateRefusal() const override;
+  bool addsPending() const override;
+  // kFenced or kClosed when that happened while the adds completed.
+  Status terminateFinishRefusal() const override;
+  // terminatedPosition in the ManagedLedgerInfo znode (writeInfo).
+  void storeTerminated(Position at, StatusCallback done) override;
 
   // ---- open (bk_ml_open.cc) ----
   void loadInfo(const StatusCallback& done);

@@ -9,7 +9,7 @@ namespace magnetar::storage::bk {
 
 void BkManagedLedger::open(const StatusCallback& done) {
   MAGNETAR_DCHECK_ON(*executor_);
-  auto self = shared_from_this();
+  auto self = selfPtr();
   auto fail = [self, done](const Status& s) {
     self->state_ = State::kClosed;
     done(s);
@@ -53,7 +53,7 @@ void BkManagedLedger::open(const StatusCallback& done) {
 }
 
 void BkManagedLedger::loadInfo(const StatusCallback& done) {
-  auto self = shared_from_this();
+  auto self = selfPtr();
   store_->get(path_, gated_, [self, done](Result<std::optional<metadata::GetResult>> r) {
     if (!r.isOk()) return done(r.status());
     if (!*r) {
@@ -99,7 +99,7 @@ void BkManagedLedger::loadInfo(const StatusCallback& done) {
 void BkManagedLedger::recoverLastLedger(const StatusCallback& done) {
   if (info_.empty()) return done(Status::ok());
   const int64_t id = info_.rbegin()->first;
-  auto self = shared_from_this();
+  auto self = selfPtr();
   bk_->openLedger(
       id,
       [self, id, done](BkResult rc, const HandlePtr& h) {
@@ -125,7 +125,7 @@ void BkManagedLedger::recoverLastLedger(const StatusCallback& done) {
 }
 
 void BkManagedLedger::createFirstLedger(const StatusCallback& done) {
-  auto self = shared_from_this();
+  auto self = selfPtr();
   bk_->createLedger(opts_.managedLedgerDefaultEnsembleSize, opts_.managedLedgerDefaultWriteQuorum,
                     opts_.managedLedgerDefaultAckQuorum, dataLedgerMetadata(pulsarName_),
                     [self, done](BkResult rc, const HandlePtr& h) {
@@ -151,7 +151,7 @@ void BkManagedLedger::createFirstLedger(const StatusCallback& done) {
 }
 
 void BkManagedLedger::recoverCursors(const StatusCallback& done) {
-  auto self = shared_from_this();
+  auto self = selfPtr();
   store_->getChildren(path_, gated_, [self, done](Result<std::vector<std::string>> r) {
     if (!r.isOk()) return done(r.status());
     if (r->empty()) return done(Status::ok());
@@ -170,7 +170,7 @@ void BkManagedLedger::recoverCursors(const StatusCallback& done) {
 // entry of the cursor ledger, opened with recovery. A ledger or entry that is gone rolls the
 // cursor back to the znode's snapshot (getRollbackPosition).
 void BkManagedLedger::recoverCursor(const std::string& cursor, const StatusCallback& done) {
-  auto self = shared_from_this();
+  auto self = selfPtr();
   const std::string path = cursorPath(opts_.root, name_, cursor);
   store_->get(
       path, gated_, [self, cursor, path, done](Result<std::optional<metadata::GetResult>> r) {
