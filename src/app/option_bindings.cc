@@ -13,15 +13,18 @@ namespace magnetar::app {
 namespace {
 
 // Conversions from a setting's value to its field's.
-constexpr auto same = [](auto v) { return v; };
-constexpr auto mebibytesToBytes = [](int64_t mb) { return mb << 20; };
-constexpr auto secondsToMs = [](int32_t s) { return s * 1000; };
+template <class T>
+T same(T v) {
+  return v;
+}
+int64_t mebibytesToBytes(int64_t mb) { return mb << 20; }
+int32_t secondsToMs(int32_t s) { return s * 1000; }
 // journalBufferedWritesThreshold 0: no byte threshold; a group still holds 4 MiB at most.
-constexpr auto groupBytes = [](int64_t b) { return b > 0 ? b : int64_t{4} << 20; };
+int64_t groupBytes(int64_t b) { return b > 0 ? b : int64_t{4} << 20; }
 // advertisedAddress empty: this host, given to clients as "localhost".
-constexpr auto orLocalhost = [](std::string a) { return a.empty() ? std::string("localhost") : a; };
+std::string orLocalhost(const std::string& a) { return a.empty() ? std::string("localhost") : a; }
 // An unset OptInt as -1.
-constexpr auto orMinusOne = [](std::optional<int32_t> v) { return v.value_or(-1); };
+int32_t orMinusOne(std::optional<int32_t> v) { return v.value_or(-1); }
 
 template <class F, class V>
 void setField(F& field, V v) {
@@ -396,7 +399,7 @@ metadata::ZkConfig zkConfigFrom(const config::ServiceConfiguration& cfg, const s
 }
 
 broker::cluster::NamespaceServiceOptions namespaceServiceOptionsFrom(
-    std::shared_ptr<const config::ServiceConfiguration> cfg) {
+    const std::shared_ptr<const config::ServiceConfiguration>& cfg) {
   broker::cluster::NamespaceServiceOptions o;
   applyBindings(namespaceServiceBindings(), *cfg, o);
   o.bundleUnloadingTimeoutMs = [cfg] { return cfg->namespaceBundleUnloadingTimeoutMs(); };

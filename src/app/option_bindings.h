@@ -77,7 +77,7 @@ metadata::ZkConfig zkConfigFrom(const config::ServiceConfiguration& cfg, const s
 // The dynamic keys (loadBalancerDistributeBundlesEvenlyEnabled,
 // namespaceBundleUnloadingTimeoutMs) are read from `cfg` at each use.
 broker::cluster::NamespaceServiceOptions namespaceServiceOptionsFrom(
-    std::shared_ptr<const config::ServiceConfiguration> cfg);
+    const std::shared_ptr<const config::ServiceConfiguration>& cfg);
 broker::cluster::ConfigurationStoreOptions configurationStoreOptionsFrom(
     const config::ServiceConfiguration& cfg);
 // The plain listener (webServicePort); the caller sets port to webServicePortTls for HTTPS.
