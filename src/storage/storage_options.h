@@ -1,6 +1,6 @@
 // StorageOptions: every knob of the durable managed-ledger storage, as a plain struct. The app
-// fills it from the config registry (src/app/run_broker.cc); the key of each field is noted, and
-// its default is that key's default in settings.def (setting_defaults.h, generated from it).
+// fills it from the config registry (src/app/option_bindings.cc); the key of each field is noted,
+// and its default is that key's default in settings.def (setting_defaults.h, generated from it).
 #pragma once
 
 #include <cstdint>

@@ -38,16 +38,18 @@ struct BkStorageOptions : ManagedLedgerConfig {
   // managedLedgerDefaultWriteQuorum, managedLedgerDefaultAckQuorum; Pulsar uses the same values
   // for cursor ledgers). Digest: CRC32C (managedLedgerDigestType); the password
   // (managedLedgerPassword) is the BookKeeper client's.
-  int managedLedgerDefaultEnsembleSize = 2;
-  int managedLedgerDefaultWriteQuorum = 2;
-  int managedLedgerDefaultAckQuorum = 2;
+  int managedLedgerDefaultEnsembleSize = setting_defaults::managedLedgerDefaultEnsembleSize;
+  int managedLedgerDefaultWriteQuorum = setting_defaults::managedLedgerDefaultWriteQuorum;
+  int managedLedgerDefaultAckQuorum = setting_defaults::managedLedgerDefaultAckQuorum;
   // Cursors: when closing, more ranges than ...InMetadataStore go to the cursor ledger instead
   // of the znode. A cursor ledger is replaced after managedLedgerCursorMaxEntriesPerLedger entries
   // or managedLedgerCursorRolloverTimeInSeconds.
   int managedLedgerMaxUnackedRangesToPersistInMetadataStore =
       setting_defaults::managedLedgerMaxUnackedRangesToPersistInMetadataStore;
-  int64_t managedLedgerCursorMaxEntriesPerLedger = 50000;
-  int managedLedgerCursorRolloverTimeInSeconds = 14400;
+  int64_t managedLedgerCursorMaxEntriesPerLedger =
+      setting_defaults::managedLedgerCursorMaxEntriesPerLedger;
+  int managedLedgerCursorRolloverTimeInSeconds =
+      setting_defaults::managedLedgerCursorRolloverTimeInSeconds;
   // Root of the managed-ledger znodes: Pulsar's, "/managed-ledgers". Tests give each factory its
   // own root so that they do not see each other's ledgers.
   std::string root = kManagedLedgersRoot;
