@@ -29,7 +29,7 @@ void disconnectConsumers(PersistentTopic& t, const std::string& sub) {
   if (!s || !s->dispatcher()) return;
   for (auto& c : s->dispatcher()->takeConsumers()) {
     t.removeConsumer(c.get(), sub);
-    c->cnx()->closeConsumerFromBroker(c->id());
+    c->sink()->closeConsumerFromBroker(c->id());
   }
 }
 

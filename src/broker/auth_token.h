@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "broker/base64.h"
 
 namespace magnetar::broker {
 
@@ -16,10 +17,6 @@ namespace magnetar::broker {
 // existing file, or else the base64 text itself. Returns the raw key bytes.
 // Errors: kNotFound (missing file or variable), kInvalidArgument (bad base64).
 Result<std::string> readKeyFromUrl(const std::string& url);
-
-// Standard base64 (with padding) of bytes, and back. decode: nullopt on bad input.
-std::string base64Encode(const std::string& bytes);
-std::optional<std::string> base64Decode(const std::string& text);
 
 // A new HS256 secret key: 32 random bytes (Pulsar's `tokens create-secret-key`).
 Result<std::string> createSecretKey();

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -13,20 +12,23 @@
 
 #include "broker/message_deduplication.h"
 #include "broker/pending_acks.h"
+#include "broker/wall_clock.h"
 #include "net/frame_batch.h"
 #include "protocol/pulsar_api.pb.h"
 #include "storage/managed_ledger.h"
 
 namespace magnetar::broker {
 
-class ServerCnx;
+class Consumer;
 class Subscription;
 class PersistentTopic;
 
 using SubType = proto::CommandSubscribe::SubType;
 
-// Where a consumer's frames go when it has no connection: the seam that lets benchmarks and unit
-// tests drive a Dispatcher without sockets. Thread: the topic's executor.
+// Where a consumer's frames go: its connection (ServerCnx, service part) or, in benchmarks and
+// unit tests, a sink without sockets. The topic part reaches a client only through this and
+// ProducerSink. Thread: called on the topic's executor; an implementation hands over to its own
+// thread (ServerCnx: its pulsar-io loop).
 class ConsumerSink {
  public:
   virtual ~ConsumerSink() = default;
@@ -34,30 +36,62 @@ class ConsumerSink {
   virtual void send(net::FrameBatch&& frames) = 0;
   // A single command frame (e.g. ACTIVE_CONSUMER_CHANGE).
   virtual void sendFrame(const Buffer& frame) = 0;
+  // ACTIVE_CONSUMER_CHANGE for `consumer` (Failover). Default: sendFrame at once; a connection
+  // holds it until the consumer's SUBSCRIBE is answered.
+  virtual void sendActiveConsumerChange(const Consumer* consumer, bool isActive);
+  // Whether the dispatcher bounds what it queues here (pulsarChannelWriteBufferHighWaterMark, and
+  // dispatcherMaxReadSizeBytes per pass): true for a connection; a sink without one takes all.
+  virtual bool limitsOutbound() const { return false; }
+  // Asked only when limitsOutbound(): false when the queued bytes are over the high watermark
+  // (the connection then calls Dispatcher::consumerWritable once they fall); notifyWhenWritable()
+  // asks for that call after a pass held back by its own limit.
+  virtual bool isWritable() { return true; }
+  virtual void notifyWhenWritable() {}
+  // The broker closed this consumer (topic deleted, seek, ...): CLOSE_CONSUMER to the client.
+  virtual void closeConsumerFromBroker(uint64_t /*consumerId*/) {}
+  // For stats ("" without a connection).
+  virtual const std::string& peerAddress() const;
+  virtual const std::string& clientVersion() const;
+};
+
+// Where a producer's answers go: its connection (ServerCnx); null in unit tests without one.
+// Thread: called on the topic's executor; the implementation hands over to its own thread.
+class ProducerSink {
+ public:
+  virtual ~ProducerSink() = default;
+  // SEND_RECEIPTs (and SUCCESS answers) of one pass, in order.
+  virtual void send(net::FrameBatch&& frames) = 0;
+  // A single command frame (the SUCCESS answering a CLOSE_PRODUCER).
+  virtual void sendFrame(const Buffer& frame) = 0;
+  // `n` SENDs of `bytes` entry bytes were answered: releases them from the connection's pending
+  // publish count and its loop's publish buffer share.
+  virtual void publishCompleted(uint32_t n, uint64_t bytes) = 0;
+  // The broker closed this producer: CLOSE_PRODUCER, after whatever send() queued before.
+  virtual void closeProducerFromBroker(uint64_t producerId) = 0;
+  // For stats.
+  virtual const std::string& peerAddress() const = 0;
+  virtual const std::string& clientVersion() const = 0;
 };
 
 // Thread: identity fields are immutable; the rest belongs to the topic's executor.
-// Milliseconds since the Unix epoch (stats timestamps such as connectedSince).
-inline int64_t wallClockMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 class Consumer {
  public:
-  Consumer(uint64_t id, std::string name, std::shared_ptr<ServerCnx> cnx, SubType type,
+  // `sink`: the consumer's connection (owned with the connection).
+  Consumer(uint64_t id, std::string name, std::shared_ptr<ConsumerSink> sink, SubType type,
            int priorityLevel)
-      : id_(id), name_(std::move(name)), cnx_(std::move(cnx)), type_(type),
+      : id_(id),
+        name_(std::move(name)),
+        sink_(std::move(sink)),
+        type_(type),
         priorityLevel_(priorityLevel) {}
-  // A consumer without a connection whose frames go to `sink` (benchmarks, tests); cnx() is null.
+  // A consumer whose frames go to a sink the caller keeps alive (benchmarks, tests).
   Consumer(uint64_t id, std::string name, ConsumerSink* sink, SubType type, int priorityLevel)
-      : id_(id), name_(std::move(name)), sink_(sink), type_(type), priorityLevel_(priorityLevel) {}
+      : Consumer(id, std::move(name), std::shared_ptr<ConsumerSink>(std::shared_ptr<void>(), sink),
+                 type, priorityLevel) {}
 
   uint64_t id() const { return id_; }
   const std::string& name() const { return name_; }
-  const std::shared_ptr<ServerCnx>& cnx() const { return cnx_; }
-  ConsumerSink* sink() const { return sink_; }
+  ConsumerSink* sink() const { return sink_.get(); }
   SubType subType() const { return type_; }
   int priorityLevel() const { return priorityLevel_; }
 
@@ -94,8 +128,7 @@ class Consumer {
  private:
   const uint64_t id_;
   const std::string name_;
-  const std::shared_ptr<ServerCnx> cnx_;
-  ConsumerSink* const sink_ = nullptr;
+  const std::shared_ptr<ConsumerSink> sink_;
   const SubType type_;
   const int priorityLevel_;
 };
@@ -104,14 +137,18 @@ class Consumer {
 class Producer {
  public:
   // topicEpoch: the epoch a reconnecting exclusive producer had (CommandProducer.topic_epoch).
-  Producer(uint64_t id, std::string name, std::shared_ptr<ServerCnx> cnx,
+  // sink: the producer's connection (null in unit tests without one).
+  Producer(uint64_t id, std::string name, std::shared_ptr<ProducerSink> sink,
            proto::ProducerAccessMode accessMode = proto::Shared,
            std::optional<uint64_t> topicEpoch = std::nullopt)
-      : id_(id), name_(std::move(name)), cnx_(std::move(cnx)), accessMode_(accessMode),
+      : id_(id),
+        name_(std::move(name)),
+        sink_(std::move(sink)),
+        accessMode_(accessMode),
         topicEpoch_(topicEpoch) {}
   uint64_t id() const { return id_; }
   const std::string& name() const { return name_; }
-  const std::shared_ptr<ServerCnx>& cnx() const { return cnx_; }
+  const std::shared_ptr<ProducerSink>& sink() const { return sink_; }
   proto::ProducerAccessMode accessMode() const { return accessMode_; }
   bool exclusive() const { return accessMode_ != proto::Shared; }
   const std::optional<uint64_t>& topicEpoch() const { return topicEpoch_; }
@@ -141,7 +178,7 @@ class Producer {
  private:
   const uint64_t id_;
   const std::string name_;
-  const std::shared_ptr<ServerCnx> cnx_;
+  const std::shared_ptr<ProducerSink> sink_;
   const proto::ProducerAccessMode accessMode_;
   const std::optional<uint64_t> topicEpoch_;
 };

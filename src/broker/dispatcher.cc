@@ -7,7 +7,6 @@
 #include "base/dcheck.h"
 #include "base/logging.h"
 #include "base/murmur3.h"
-#include "broker/server_cnx.h"
 #include "net/event_loop.h"
 #include "protocol/commands.h"
 
@@ -171,12 +170,8 @@ bool Dispatcher::holdActivation() {
 }
 
 void Dispatcher::notifyActiveConsumerChange(Consumer* c) {
-  if (c->sink()) {
-    c->sink()->sendFrame(protocol::Commands::newActiveConsumerChange(c->id(), c == active_));
-  } else {
-    // Held by the connection until the consumer's SUBSCRIBE is answered.
-    c->cnx()->sendActiveConsumerChange(c, c == active_);
-  }
+  // A connection holds it until the consumer's SUBSCRIBE is answered.
+  c->sink()->sendActiveConsumerChange(c, c == active_);
 }
 
 bool Dispatcher::canTake(const Consumer* c) const {
@@ -186,13 +181,13 @@ bool Dispatcher::canTake(const Consumer* c) const {
 void Dispatcher::refreshOutbound() {
   const size_t passLimit = static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load());
   for (auto& c : consumers_) {
-    if (!c->cnx() || c->closed || c->permits <= 0) continue;
+    if (!c->sink()->limitsOutbound() || c->closed || c->permits <= 0) continue;
     bool full = false;
     for (auto& o : outs_) {
       if (o.consumer == c.get()) full = o.batch.totalBytes() >= passLimit;
     }
     // isWritable() arms the connection's call back when it answers false.
-    c->outboundBlocked = full || !c->cnx()->isWritable();
+    c->outboundBlocked = full || !c->sink()->isWritable();
   }
 }
 
@@ -459,13 +454,10 @@ void Dispatcher::scheduleDelayedTimer() {
 
 void Dispatcher::flushOutput() {
   for (auto& o : outs_) {
-    if (o.consumer->sink()) {
-      o.consumer->sink()->send(std::move(o.batch));
-    } else {
-      o.consumer->cnx()->send(std::move(o.batch));
-      // Held back by this pass's limit: go on when the connection has written it.
-      if (o.consumer->outboundBlocked) o.consumer->cnx()->notifyWhenWritable();
-    }
+    ConsumerSink* sink = o.consumer->sink();
+    sink->send(std::move(o.batch));
+    // Held back by this pass's limit: go on when the connection has written it.
+    if (o.consumer->outboundBlocked) sink->notifyWhenWritable();
   }
   outs_.clear();
 }
@@ -757,7 +749,7 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
     b.appendBuffer(e.data);
     // One pass gives a consumer at most dispatcherMaxReadSizeBytes (at least one entry): with
     // the high watermark this bounds what one connection holds queued.
-    if (target->cnx() &&
+    if (target->sink()->limitsOutbound() &&
         b.totalBytes() >= static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load())) {
       target->outboundBlocked = true;
     }

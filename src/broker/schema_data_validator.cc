@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "broker/auth_token.h"
+#include "broker/base64.h"
 #include "broker/java_json.h"
 #include "broker/schema_compatibility.h"
 #include "protocol/byte_order.h"

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "base/logging.h"
-#include "broker/consumer.h"
+#include "broker/wall_clock.h"
 
 namespace magnetar::broker {
 

@@ -56,35 +56,45 @@ struct CnxErrorStats {
 };
 
 // Thread: lives on its pulsar-io loop; send()/sendFrame()/publishCompleted() from any thread.
-class ServerCnx final : public net::Connection, public protocol::FrameHandler {
+// The topic part reaches it only as its consumers' ConsumerSink and producers' ProducerSink.
+class ServerCnx final : public net::Connection,
+                        public protocol::FrameHandler,
+                        public ConsumerSink,
+                        public ProducerSink {
  public:
   // tls: the session of a connection accepted on brokerServicePortTls, else null.
   ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket, BrokerService& service,
             PublishBufferThrottle& throttle, std::unique_ptr<net::TlsSession> tls = {});
   ~ServerCnx() override;
 
-  void sendFrame(const Buffer& frame) { send(frame); }
+  void sendFrame(const Buffer& frame) override { net::Connection::send(frame); }
   using net::Connection::send;
+  void send(net::FrameBatch&& frames) override { net::Connection::send(std::move(frames)); }
+  // ConsumerSink: the dispatcher bounds what it queues here (net::Connection's watermarks).
+  bool limitsOutbound() const override { return true; }
+  bool isWritable() override { return net::Connection::isWritable(); }
+  void notifyWhenWritable() override { net::Connection::notifyWhenWritable(); }
+  const std::string& peerAddress() const override { return net::Connection::peerAddress(); }
   // `n` SENDs of `bytes` entry bytes were answered (topic thread). Resumes reading at half of
   // maxPendingPublishRequestsPerConnection, and releases the bytes from the loop's publish
   // buffer share.
-  void publishCompleted(uint32_t n, uint64_t bytes);
+  void publishCompleted(uint32_t n, uint64_t bytes) override;
   // The loop's publish buffer is over its share (or back under half). Loop thread.
   void setThrottled(bool throttled);
   // The frame that waited at its header was admitted (FrameAdmission, which charged `bytes`
   // already): it is read on. Loop thread.
   void frameAdmitted(int64_t bytes);
   // The broker closed this consumer/producer (topic deleted, seek, ...). Any thread.
-  void closeConsumerFromBroker(uint64_t consumerId);
+  void closeConsumerFromBroker(uint64_t consumerId) override;
   // ACTIVE_CONSUMER_CHANGE for `consumer` of this connection (Failover). Any thread; sent in
   // call order, and for a consumer whose SUBSCRIBE is not answered yet only after its SUCCESS
   // (the latest state; the Go client drops one that comes first). Dropped once it is closed.
-  void sendActiveConsumerChange(const Consumer* consumer, bool isActive);
+  void sendActiveConsumerChange(const Consumer* consumer, bool isActive) override;
   // The broker closed this producer (topic terminated or unloaded): CLOSE_PRODUCER to the client,
   // which reconnects. The topic has already dropped it. Any thread; sent after whatever send()
   // queued before the call. SENDs the client had already sent for that id are then ignored, as
   // Pulsar's recentlyClosedProducers (the client sends them again), not a reason to close.
-  void closeProducerFromBroker(uint64_t producerId);
+  void closeProducerFromBroker(uint64_t producerId) override;
 
   // Graceful shutdown of this connection: reading stops (SENDs not read yet are not taken; the
   // client sends them again after reconnecting), and once every SEND read has its receipt (or
@@ -94,7 +104,7 @@ class ServerCnx final : public net::Connection, public protocol::FrameHandler {
 
   int protocolVersion() const { return protocolVersion_; }
   // CONNECT's client_version ("" before CONNECT). Loop thread until CONNECT, then immutable.
-  const std::string& clientVersion() const { return clientVersion_; }
+  const std::string& clientVersion() const override { return clientVersion_; }
   // The authenticated role ("" with authentication off). Loop thread.
   const std::string& authRole() const { return authRole_; }
 

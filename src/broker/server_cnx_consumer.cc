@@ -432,7 +432,7 @@ void ServerCnx::handleSeek(const proto::CommandSeek& c) {
       if (s->dispatcher()) {
         for (auto& c2 : s->dispatcher()->takeConsumers()) {
           s->removeConsumer(c2.get());
-          c2->cnx()->closeConsumerFromBroker(c2->id());
+          c2->sink()->closeConsumerFromBroker(c2->id());
         }
       }
       s->resetCursor(target, [=](const Status& st) {

@@ -6,7 +6,6 @@
 #include <ctime>
 #include <tuple>
 
-#include "broker/server_cnx.h"
 #include "broker/topic.h"
 
 namespace magnetar::broker {
@@ -30,8 +29,8 @@ ConsumerSnapshot snapshotConsumer(const Consumer& c, const Dispatcher& d, const 
   ConsumerSnapshot s;
   s.consumerName = c.name();
   s.consumerId = c.id();
-  s.address = c.cnx() ? c.cnx()->peerAddress() : "";
-  s.clientVersion = c.cnx() ? c.cnx()->clientVersion() : "";
+  s.address = c.sink() ? c.sink()->peerAddress() : "";
+  s.clientVersion = c.sink() ? c.sink()->clientVersion() : "";
   s.connectedSinceMs = c.connectedSinceMs;
   s.metadata = c.metadata;
   s.priorityLevel = c.priorityLevel();
@@ -270,8 +269,8 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
     PublisherSnapshot ps;
     ps.producerName = name;
     ps.producerId = p->id();
-    ps.address = p->cnx() ? p->cnx()->peerAddress() : "";
-    ps.clientVersion = p->cnx() ? p->cnx()->clientVersion() : "";
+    ps.address = p->sink() ? p->sink()->peerAddress() : "";
+    ps.clientVersion = p->sink() ? p->sink()->clientVersion() : "";
     ps.connectedSinceMs = p->connectedSinceMs;
     ps.metadata = p->metadata;
     ps.accessMode = proto::ProducerAccessMode_Name(p->accessMode());

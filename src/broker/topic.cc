@@ -7,7 +7,6 @@
 #include "base/dcheck.h"
 #include "base/logging.h"
 #include "broker/entry_metadata.h"
-#include "broker/server_cnx.h"
 #include "protocol/commands.h"
 #include "protocol/server_error.h"
 
@@ -116,14 +115,14 @@ PersistentTopic::~PersistentTopic() { *alive_ = false; }
 void PersistentTopic::answeredAfterTopic(Producer& p, size_t bytes) {
   // Not stored; the client sends it again after the CLOSE_PRODUCER it gets here if it was the
   // last one that close waited for (the topic that would have queued it is gone).
-  if (!p.cnx()) return;
-  p.cnx()->publishCompleted(1, bytes);
+  if (!p.sink()) return;
+  p.sink()->publishCompleted(1, bytes);
   if (--p.inFlight == 0 && p.successWhenAnswered) {
-    p.cnx()->send(protocol::Commands::newSuccess(*std::exchange(p.successWhenAnswered, {})));
+    p.sink()->sendFrame(protocol::Commands::newSuccess(*std::exchange(p.successWhenAnswered, {})));
   }
   if (p.inFlight == 0 && p.closeWhenAnswered) {
     p.closeWhenAnswered = false;
-    p.cnx()->closeProducerFromBroker(p.id());
+    p.sink()->closeProducerFromBroker(p.id());
   }
 }
 
@@ -268,7 +267,7 @@ void PersistentTopic::closeAllProducers() {
   waitingExclusive_.clear();
   for (auto& [w, added] : waiting) {
     w->closed = true;
-    if (w->cnx()) w->cnx()->closeProducerFromBroker(w->id());
+    if (w->sink()) w->sink()->closeProducerFromBroker(w->id());
   }
   auto current = std::move(producers_);
   producers_.clear();
@@ -466,7 +465,7 @@ void PersistentTopic::logPublishFailure(const Status& st) {
   }
 }
 
-PersistentTopic::CnxOut& PersistentTopic::cnxOut(const std::shared_ptr<ServerCnx>& cnx) {
+PersistentTopic::CnxOut& PersistentTopic::cnxOut(const std::shared_ptr<ProducerSink>& cnx) {
   CnxOut* out = nullptr;
   for (auto& o : receipts_) {
     if (o.cnx == cnx) {
@@ -489,7 +488,7 @@ PersistentTopic::CnxOut& PersistentTopic::cnxOut(const std::shared_ptr<ServerCnx
 void PersistentTopic::queueReceipt(const std::shared_ptr<Producer>& p, Buffer frame, uint64_t seq,
                                    storage::Position pos, uint64_t highestSeq, size_t bytes,
                                    bool silent) {
-  CnxOut& out = cnxOut(p->cnx());
+  CnxOut& out = cnxOut(p->sink());
   if (!silent && frame) {
     out.batch.appendBuffer(std::move(frame));
   } else if (!silent) {
@@ -513,7 +512,7 @@ void PersistentTopic::queueReceipt(const std::shared_ptr<Producer>& p, Buffer fr
 }
 
 void PersistentTopic::queueUnanswered(const std::shared_ptr<Producer>& p, size_t bytes) {
-  CnxOut& out = cnxOut(p->cnx());
+  CnxOut& out = cnxOut(p->sink());
   out.completed++;
   out.completedBytes += bytes;
 }
@@ -526,7 +525,7 @@ void PersistentTopic::closeProducerByClient(const std::shared_ptr<Producer>& p,
     p->successWhenAnswered = requestId;  // queueReceipt adds it behind the last answer
     return;
   }
-  cnxOut(p->cnx()).batch.appendBuffer(protocol::Commands::newSuccess(requestId));
+  cnxOut(p->sink()).batch.appendBuffer(protocol::Commands::newSuccess(requestId));
 }
 
 void PersistentTopic::queueCloseProducer(const std::shared_ptr<Producer>& p) {
@@ -534,7 +533,7 @@ void PersistentTopic::queueCloseProducer(const std::shared_ptr<Producer>& p) {
     p->closeWhenAnswered = true;  // queueReceipt adds it behind the last answer
     return;
   }
-  cnxOut(p->cnx()).closeAfter.push_back(p->id());
+  cnxOut(p->sink()).closeAfter.push_back(p->id());
 }
 
 void PersistentTopic::flushPass() {
@@ -696,7 +695,7 @@ void PersistentTopic::disconnectClients() {
   }
   for (auto& [sub, c] : consumers) {
     removeConsumer(c.get(), sub);
-    c->cnx()->closeConsumerFromBroker(c->id());
+    c->sink()->closeConsumerFromBroker(c->id());
   }
 }
 

@@ -238,7 +238,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // CLOSE_PRODUCER for p, sent after every answer queued so far for its connection.
   void queueCloseProducer(const std::shared_ptr<Producer>& p);
   struct CnxOut;
-  CnxOut& cnxOut(const std::shared_ptr<ServerCnx>& cnx);
+  CnxOut& cnxOut(const std::shared_ptr<ProducerSink>& cnx);
   void flushPass();
   // deliver_at_time - publish_time is over the delayedDelivery policy's maxDeliveryDelayInMillis.
   bool exceedsMaxDeliveryDelay(const Buffer& entry) const;
@@ -312,7 +312,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Receipts completed in this pass, per connection, and whether a flush task is queued;
   // closeAfter: producer ids whose CLOSE_PRODUCER follows the batch.
   struct CnxOut {
-    std::shared_ptr<ServerCnx> cnx;
+    std::shared_ptr<ProducerSink> cnx;
     net::FrameBatch batch;
     uint32_t completed = 0;
     uint64_t completedBytes = 0;
