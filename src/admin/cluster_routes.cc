@@ -262,9 +262,8 @@ void removeTree(metadata::Store* config, const std::string& path, net::Executor*
       });
 }
 
-// GET/PUT/POST/DELETE of Pulsar's ClustersBase, on the configuration store's /admin/clusters.
-void addClusterDataRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* svc) {
-  metadata::Store* config = nsp->configStore();
+// DELETE of Pulsar's ClustersBase, on the configuration store's /admin/clusters.
+void addClusterDeleteRoute(Router& r, metadata::Store* config, broker::BrokerService* svc) {
   // Pulsar's deleteCluster removes the cluster with its failure domains and isolation policies
   // (the znodes under it); 404 when it does not exist. The cluster the brokers serve is refused
   // (412, as in standalone): each broker checks it at start.
@@ -290,6 +289,10 @@ void addClusterDataRoutes(Router& r, NamespaceService* nsp, broker::BrokerServic
           });
         });
       });
+}
+
+// GET of Pulsar's ClustersBase: the cluster names, one cluster's ClusterData.
+void addClusterGetRoutes(Router& r, metadata::Store* config, broker::BrokerService* svc) {
   r.add("GET", "/admin/v2/clusters",
         [config, svc](const HttpRequest&, const PathParams&, const Respond& respond) {
           config->getChildren("/admin/clusters", &svc->ioLoops().next(),
@@ -321,8 +324,11 @@ void addClusterDataRoutes(Router& r, NamespaceService* nsp, broker::BrokerServic
                         respond(jsonResponse(v));
                       });
         });
-  // PUT creates (409 when it exists), POST replaces (404 when it does not), as Pulsar's
-  // createCluster and updateCluster.
+}
+
+// PUT creates (409 when it exists), POST replaces (404 when it does not), as Pulsar's
+// createCluster and updateCluster.
+void addClusterWriteRoutes(Router& r, metadata::Store* config, broker::BrokerService* svc) {
   for (const char* method : {"PUT", "POST"}) {
     bool create = std::string(method) == "PUT";
     r.add(
@@ -364,6 +370,14 @@ void addClusterDataRoutes(Router& r, NamespaceService* nsp, broker::BrokerServic
                       });
         });
   }
+}
+
+// GET/PUT/POST/DELETE of Pulsar's ClustersBase, on the configuration store's /admin/clusters.
+void addClusterDataRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* svc) {
+  metadata::Store* config = nsp->configStore();
+  addClusterDeleteRoute(r, config, svc);
+  addClusterGetRoutes(r, config, svc);
+  addClusterWriteRoutes(r, config, svc);
 }
 
 }  // namespace
@@ -433,42 +447,44 @@ void clusterTopicsOfNamespace(NamespaceService& ns, broker::BrokerService& servi
                         });
 }
 
-void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& service,
-                      const std::string& clusterName) {
-  auto* nsp = &ns;
-  auto* svc = &service;
-  auto namespaceExists = [svc](const std::string& name) {
-    if (svc->namespaceExists(name)) return true;
-    if (auto* shared = svc->sharedConfig()) shared->refreshNamespace(name);
-    return svc->namespaceExists(name);
-  };
-  // The namespace's topics (also /admin/v2/non-persistent/..., whose alias runs this handler,
-  // and pulsar-admin namespaces topics with its ?mode=).
-  auto validNamespace = [namespaceExists](const PathParams& p, HttpResponse* err) {
-    std::string nsName = p.at("tenant") + "/" + p.at("namespace");
-    if (!broker::isValidNamePart(p.at("tenant")) || !broker::isValidNamePart(p.at("namespace"))) {
-      *err = HttpResponse::error(412, "Invalid namespace name: " + nsName);
-      return std::optional<std::string>();
-    }
-    if (!namespaceExists(nsName)) {
-      *err = HttpResponse::error(404, "Namespace does not exist");
-      return std::optional<std::string>();
-    }
-    return std::optional<std::string>(nsName);
-  };
+namespace {
+
+// Whether the namespace exists, asking the shared configuration again when not known here.
+bool namespaceKnown(broker::BrokerService* svc, const std::string& name) {
+  if (svc->namespaceExists(name)) return true;
+  if (auto* shared = svc->sharedConfig()) shared->refreshNamespace(name);
+  return svc->namespaceExists(name);
+}
+
+// The path's tenant/namespace when valid (412) and existing (404), else nullopt and *err.
+std::optional<std::string> validNamespace(broker::BrokerService* svc, const PathParams& p,
+                                          HttpResponse* err) {
+  std::string nsName = p.at("tenant") + "/" + p.at("namespace");
+  if (!broker::isValidNamePart(p.at("tenant")) || !broker::isValidNamePart(p.at("namespace"))) {
+    *err = HttpResponse::error(412, "Invalid namespace name: " + nsName);
+    return std::nullopt;
+  }
+  if (!namespaceKnown(svc, nsName)) {
+    *err = HttpResponse::error(404, "Namespace does not exist");
+    return std::nullopt;
+  }
+  return nsName;
+}
+
+// The namespace's topics (also /admin/v2/non-persistent/..., whose alias runs this handler,
+// and pulsar-admin namespaces topics with its ?mode=).
+void addNamespaceTopicListRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* svc) {
   r.add("GET", "/admin/v2/persistent/{tenant}/{namespace}",
-        [nsp, svc, validNamespace](const HttpRequest& req, const PathParams& p,
-                                   const Respond& respond) {
+        [nsp, svc](const HttpRequest& req, const PathParams& p, const Respond& respond) {
           HttpResponse err;
-          auto nsName = validNamespace(p, &err);
+          auto nsName = validNamespace(svc, p, &err);
           if (!nsName) return respond(err);
           clusterTopicList(nsp, svc, req, *nsName, domainFromParams(p), respond);
         });
   r.add("GET", "/admin/v2/namespaces/{tenant}/{namespace}/topics",
-        [nsp, svc, validNamespace](const HttpRequest& req, const PathParams& p,
-                                   const Respond& respond) {
+        [nsp, svc](const HttpRequest& req, const PathParams& p, const Respond& respond) {
           HttpResponse err;
-          auto nsName = validNamespace(p, &err);
+          auto nsName = validNamespace(svc, p, &err);
           if (!nsName) return respond(err);
           // Pulsar's ?mode=PERSISTENT (default) | NON_PERSISTENT | ALL.
           std::string mode = queryParam(req, "mode").value_or("PERSISTENT");
@@ -482,16 +498,19 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
           }
           clusterTopicList(nsp, svc, req, *nsName, domain, respond);
         });
+}
+
+void addNamespaceUnloadSplitRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* svc) {
   // Namespace unload: every owned bundle released by its owner (Pulsar's internalUnloadNamespace).
   r.add(
       "PUT", "/admin/v2/namespaces/{tenant}/{namespace}/unload",
-      [nsp, svc, namespaceExists](const HttpRequest&, const PathParams& p, const Respond& respond) {
+      [nsp, svc](const HttpRequest&, const PathParams& p, const Respond& respond) {
         std::string nsName = p.at("tenant") + "/" + p.at("namespace");
         if (!broker::isValidNamePart(p.at("tenant")) ||
             !broker::isValidNamePart(p.at("namespace"))) {
           return respond(HttpResponse::error(412, "Invalid namespace name: " + nsName));
         }
-        if (!namespaceExists(nsName)) {
+        if (!namespaceKnown(svc, nsName)) {
           return respond(HttpResponse::error(404, "Namespace does not exist"));
         }
         nsp->unloadNamespace(nsName, &svc->ioLoops().next(), [respond](const Status& s) {
@@ -501,15 +520,14 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
   // Bundle split on its owner (307 there from another broker), range_equally_divide.
   r.add(
       "PUT", "/admin/v2/namespaces/{tenant}/{namespace}/{bundle}/split",
-      [nsp, svc, namespaceExists](const HttpRequest& req, const PathParams& p,
-                                  const Respond& respond) {
+      [nsp, svc](const HttpRequest& req, const PathParams& p, const Respond& respond) {
         std::string nsName = p.at("tenant") + "/" + p.at("namespace");
         std::string bundle = p.at("bundle");
         uint64_t lo = 0, hi = 0;
         if (Status s = broker::cluster::parseBundleName(bundle, &lo, &hi); !s.isOk()) {
           return respond(HttpResponse::error(412, s.message()));
         }
-        if (!namespaceExists(nsName)) {
+        if (!namespaceKnown(svc, nsName)) {
           return respond(HttpResponse::error(404, "Namespace does not exist"));
         }
         auto algorithm = queryParam(req, "splitAlgorithmName");
@@ -541,7 +559,10 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
               });
             });
       });
-  addClusterDataRoutes(r, nsp, svc);
+}
+
+void addBrokerRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* svc,
+                     const std::string& clusterName) {
   // The bundles this broker owns (Pulsar's getOwnedNameSpacesStatus: every owned bundle, by the
   // namespace's real cut); another broker named: 307 there (Pulsar's validateBrokerName).
   r.add("GET", "/admin/v2/brokers/{cluster}/{broker}/ownedNamespaces",
@@ -589,6 +610,9 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
                                respond(jsonResponse(a));
                              });
         });
+}
+
+void addBundleRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* svc) {
   r.add("GET", "/admin/v2/namespaces/{tenant}/{namespace}/bundles",
         [nsp, svc](const HttpRequest&, const PathParams& p, const Respond& respond) {
           nsp->boundariesOf(p.at("tenant") + "/" + p.at("namespace"), &svc->ioLoops().next(),
@@ -607,15 +631,14 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
   // validateNamespaceBundleOwnership redirect); nothing to do when unowned.
   r.add(
       "PUT", "/admin/v2/namespaces/{tenant}/{namespace}/{bundle}/unload",
-      [nsp, svc, namespaceExists](const HttpRequest& req, const PathParams& p,
-                                  const Respond& respond) {
+      [nsp, svc](const HttpRequest& req, const PathParams& p, const Respond& respond) {
         std::string nsName = p.at("tenant") + "/" + p.at("namespace");
         std::string bundle = p.at("bundle");
         uint64_t lo = 0, hi = 0;
         if (Status s = broker::cluster::parseBundleName(bundle, &lo, &hi); !s.isOk()) {
           return respond(HttpResponse::error(412, s.message()));
         }
-        if (!namespaceExists(nsName)) {
+        if (!namespaceKnown(svc, nsName)) {
           return respond(HttpResponse::error(404, "Namespace does not exist"));
         }
         std::string key = nsName + "/" + bundle;
@@ -657,11 +680,14 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
                   });
             });
       });
+}
+
+void addTopicBundleRoute(Router& r, NamespaceService* nsp, broker::BrokerService* svc) {
   // The bundle a topic belongs to (Pulsar's TopicLookup getNamespaceBundle, `pulsar-admin
   // topics bundle-range`): its range as text, from the namespace's current cut.
   r.add(
       "GET", "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle",
-      [nsp, svc, namespaceExists](const HttpRequest&, const PathParams& p, const Respond& respond) {
+      [nsp, svc](const HttpRequest&, const PathParams& p, const Respond& respond) {
         const std::string& domain = p.at("domain");
         if (domain != "persistent" && domain != "non-persistent") {
           return respond(HttpResponse::error(404, "Not found"));
@@ -670,7 +696,7 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
         auto name = topicFromParams(p, &err);
         if (!name) return respond(err);
         std::string nsName = name->namespaceName();
-        if (!namespaceExists(nsName)) {
+        if (!namespaceKnown(svc, nsName)) {
           return respond(HttpResponse::error(404, "Namespace does not exist"));
         }
         uint32_t hash = broker::cluster::topicHash(name->toString());
@@ -681,6 +707,20 @@ void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& se
               respond(HttpResponse::text(broker::cluster::bundleName((*b)[i], (*b)[i + 1])));
             });
       });
+}
+
+}  // namespace
+
+void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& service,
+                      const std::string& clusterName) {
+  auto* nsp = &ns;
+  auto* svc = &service;
+  addNamespaceTopicListRoutes(r, nsp, svc);
+  addNamespaceUnloadSplitRoutes(r, nsp, svc);
+  addClusterDataRoutes(r, nsp, svc);
+  addBrokerRoutes(r, nsp, svc, clusterName);
+  addBundleRoutes(r, nsp, svc);
+  addTopicBundleRoute(r, nsp, svc);
 }
 
 }  // namespace magnetar::admin
