@@ -245,18 +245,8 @@ const std::map<std::string, std::string>& keptPolicyFields() {
   return kFields;
 }
 
-// The policies given in a create-namespace body (Pulsar's Policies JSON), with Jackson's
-// coercions ("30" for a number, "true" for a boolean): auth_policies (namespace_auth and
-// destination_auth are the namespace's and topics' grants), replication_clusters, the max_*
-// limits, deduplicationEnabled, message_ttl_in_seconds, retention_policies, backlog_quota_map,
-// subscription_expiration_time_minutes, inactive_topic_policies, delayed_delivery_policies,
-// autoTopicCreationOverride, compaction_threshold, the schema policies; the fields of
-// keptPolicyFields() and auth_policies.subscription_auth_roles are kept as given (GET shows
-// them); unknown fields are ignored, as Pulsar's mapper does. "" or the error text (a 400, as
-// Pulsar's JSON mapping errors).
-std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
-  const json::object* o = body.if_object();
-  if (!o) return "The body must be a Policies JSON object";
+// Policies.auth_policies: namespace_auth, destination_auth, subscription_auth_roles (kept).
+std::string readAuthPolicies(const json::object* o, NamespacePolicies* out) {
   if (const json::value* a = o->if_contains("auth_policies"); a && !a->is_null()) {
     const json::object* ao = a->if_object();
     if (!ao) return "Invalid auth_policies";
@@ -283,6 +273,11 @@ std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
       if (!roles.empty()) out->keptFields["subscription_auth_roles"] = json::serialize(roles);
     }
   }
+  return "";
+}
+
+// replication_clusters and the fields of keptPolicyFields(), kept as given.
+std::string readKeptFields(const json::object* o, NamespacePolicies* out) {
   if (const json::value* rc = o->if_contains("replication_clusters"); rc && !rc->is_null()) {
     std::vector<std::string> clusters;
     if (!readStrings(rc, &clusters)) return "Invalid replication_clusters";
@@ -313,6 +308,11 @@ std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
     }
     out->keptFields[field] = json::serialize(v);
   }
+  return "";
+}
+
+// inactive_topic_policies, with Pulsar's defaults for fields left out.
+std::string readInactiveTopicPolicies(const json::object* o, NamespacePolicies* out) {
   if (const json::value* i = o->if_contains("inactive_topic_policies"); i && !i->is_null()) {
     const json::object* io = i->if_object();
     if (!io) return "Invalid inactive_topic_policies";
@@ -336,6 +336,11 @@ std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
     }
     out->inactiveTopicPolicies = p;
   }
+  return "";
+}
+
+// delayed_delivery_policies, with Java's defaults for fields left out.
+std::string readDelayedDelivery(const json::object* o, NamespacePolicies* out) {
   if (const json::value* d = o->if_contains("delayed_delivery_policies"); d && !d->is_null()) {
     const json::object* dobj = d->if_object();
     if (!dobj) return "Invalid delayed_delivery_policies";
@@ -358,6 +363,11 @@ std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
     }
     out->delayedDelivery = dd;
   }
+  return "";
+}
+
+// autoTopicCreationOverride, compaction_threshold and the schema policies.
+std::string readTopicCreationAndSchema(const json::object* o, NamespacePolicies* out) {
   if (const json::value* a = o->if_contains("autoTopicCreationOverride"); a && !a->is_null()) {
     broker::AutoTopicCreationOverride ov;
     std::string bad = validateAutoTopicCreation(*a, &ov);
@@ -386,17 +396,26 @@ std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
     if (!v) return "Invalid schema_validation_enforced";
     if (*v) out->schemaValidationEnforced = true;
   }
-  auto intField = [&](const char* field, std::optional<int32_t>* v) -> bool {
-    const json::value* f = o->if_contains(field);
-    if (!f || f->is_null()) return true;
-    auto n = javaInteger(*f, true);
-    if (!n || *n < 0) return false;
-    *v = static_cast<int32_t>(*n);
-    return true;
-  };
+  return "";
+}
+
+// The int field when present: false when not a non-negative int (Java's Integer).
+bool readNonNegativeInt(const json::object* o, const char* field, std::optional<int32_t>* v) {
+  const json::value* f = o->if_contains(field);
+  if (!f || f->is_null()) return true;
+  auto n = javaInteger(*f, true);
+  if (!n || *n < 0) return false;
+  *v = static_cast<int32_t>(*n);
+  return true;
+}
+
+// The max_* limits, message_ttl_in_seconds and deduplicationEnabled.
+std::string readLimitsTtlDedup(const json::object* o, NamespacePolicies* out) {
   for (const auto& l : broker::kNamespaceLimits) {
     std::optional<int32_t> v;
-    if (!intField(l.policiesField, &v)) return std::string("Invalid ") + l.policiesField;
+    if (!readNonNegativeInt(o, l.policiesField, &v)) {
+      return std::string("Invalid ") + l.policiesField;
+    }
     if (v) out->limits[l.name] = *v;
   }
   // A negative TTL is read; the create route refuses it as Pulsar's validatePolicies (412).
@@ -410,6 +429,11 @@ std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
     if (!b) return "Invalid deduplicationEnabled";
     out->deduplicationEnabled = *b;
   }
+  return "";
+}
+
+// retention_policies, backlog_quota_map, subscription_expiration_time_minutes.
+std::string readRetentionBacklogExpiration(const json::object* o, NamespacePolicies* out) {
   if (const json::value* r = o->if_contains("retention_policies"); r && !r->is_null()) {
     auto rp = retentionFrom(*r);
     if (!rp) return "Invalid retention_policies";
@@ -432,10 +456,30 @@ std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
     }
   }
   std::optional<int32_t> expiration;
-  if (!intField("subscription_expiration_time_minutes", &expiration)) {
+  if (!readNonNegativeInt(o, "subscription_expiration_time_minutes", &expiration)) {
     return "Invalid subscription_expiration_time_minutes";
   }
   out->subscriptionExpirationTimeMinutes = expiration;
+  return "";
+}
+
+// The policies given in a create-namespace body (Pulsar's Policies JSON), with Jackson's
+// coercions ("30" for a number, "true" for a boolean): auth_policies (namespace_auth and
+// destination_auth are the namespace's and topics' grants), replication_clusters, the max_*
+// limits, deduplicationEnabled, message_ttl_in_seconds, retention_policies, backlog_quota_map,
+// subscription_expiration_time_minutes, inactive_topic_policies, delayed_delivery_policies,
+// autoTopicCreationOverride, compaction_threshold, the schema policies; the fields of
+// keptPolicyFields() and auth_policies.subscription_auth_roles are kept as given (GET shows
+// them); unknown fields are ignored, as Pulsar's mapper does. "" or the error text (a 400, as
+// Pulsar's JSON mapping errors).
+std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
+  const json::object* o = body.if_object();
+  if (!o) return "The body must be a Policies JSON object";
+  for (auto read :
+       {readAuthPolicies, readKeptFields, readInactiveTopicPolicies, readDelayedDelivery,
+        readTopicCreationAndSchema, readLimitsTtlDedup, readRetentionBacklogExpiration}) {
+    if (std::string e = read(o, out); !e.empty()) return e;
+  }
   return "";
 }
 
@@ -555,6 +599,28 @@ json::object tenantJson(const broker::TenantInfo& t) {
           {"allowedClusters", stringArray(t.allowedClusters)}};
 }
 
+// Pulsar's ClusterDataImpl.checkPropertiesIfPresent: each URL given has its scheme; false with
+// 400 in *error when not.
+bool clusterUrlsValid(const json::object& out, HttpResponse* error) {
+  static const std::tuple<const char*, const char*, const char*> kUrls[] = {
+      {"serviceUrl", "http://", "Illegal service url, example: http://pulsar.example.com:8080"},
+      {"serviceUrlTls", "https://",
+       "Illegal service tls url, example: https://pulsar.example.com:8443"},
+      {"brokerServiceUrl", "pulsar://",
+       "Illegal broker service url, example: pulsar://pulsar.example.com:6650"},
+      {"brokerServiceUrlTls", "pulsar+ssl://",
+       "Illegal broker service tls url, example: pulsar+ssl://pulsar.example.com:6651"}};
+  for (const auto& [field, scheme, message] : kUrls) {
+    const json::value* u = out.if_contains(field);
+    if (!u || u->as_string().empty()) continue;
+    if (u->as_string().size() <= strlen(scheme) || u->as_string().find(scheme) != 0) {
+      *error = HttpResponse::error(400, message);
+      return false;
+    }
+  }
+  return true;
+}
+
 // Pulsar's ClusterData from a PUT/POST body as its ClusterDataImpl keeps it (Jackson: unknown
 // fields ignored, booleans from "true"/1, strings from numbers; the three TLS booleans default to
 // false, null fields left out) and its URL checks. nullopt with 400 in *error.
@@ -622,23 +688,7 @@ std::optional<json::object> clusterDataFromBody(const HttpRequest& req, HttpResp
       out[f] = stringArray(names);
     }
   }
-  // Pulsar's ClusterDataImpl.checkPropertiesIfPresent: each URL given has its scheme.
-  static const std::tuple<const char*, const char*, const char*> kUrls[] = {
-      {"serviceUrl", "http://", "Illegal service url, example: http://pulsar.example.com:8080"},
-      {"serviceUrlTls", "https://",
-       "Illegal service tls url, example: https://pulsar.example.com:8443"},
-      {"brokerServiceUrl", "pulsar://",
-       "Illegal broker service url, example: pulsar://pulsar.example.com:6650"},
-      {"brokerServiceUrlTls", "pulsar+ssl://",
-       "Illegal broker service tls url, example: pulsar+ssl://pulsar.example.com:6651"}};
-  for (const auto& [field, scheme, message] : kUrls) {
-    const json::value* u = out.if_contains(field);
-    if (!u || u->as_string().empty()) continue;
-    if (u->as_string().size() <= strlen(scheme) || u->as_string().find(scheme) != 0) {
-      *error = HttpResponse::error(400, message);
-      return std::nullopt;
-    }
-  }
+  if (!clusterUrlsValid(out, error)) return std::nullopt;
   return out;
 }
 
@@ -823,6 +873,80 @@ void deleteNamespaceTopics(const AdminContext* ctx, const std::string& ns, bool 
   }
 }
 
+// Pulsar's validatePolicies: each replication cluster must be one the tenant may use (403).
+std::optional<HttpResponse> clusterNotAllowed(const AdminContext& ctx, const std::string& t,
+                                              const NamespacePolicies& initial) {
+  if (!initial.replicationClusters) return std::nullopt;
+  auto info = ctx.service.policies().tenant(t);
+  for (const auto& c : *initial.replicationClusters) {
+    bool allowed = info && !info->allowedClusters.empty()
+                       ? std::find(info->allowedClusters.begin(), info->allowedClusters.end(), c) !=
+                             info->allowedClusters.end()
+                       : c == ctx.config->clusterName();
+    if (!allowed) {
+      return HttpResponse::error(403,
+                                 fmt::format("Cluster [{}] is not in the list of allowed clusters "
+                                             "list for tenant [{}]",
+                                             c, t));
+    }
+  }
+  return std::nullopt;
+}
+
+// PUT /admin/v2/namespaces/{tenant}/{namespace}: Pulsar's createNamespace, with the policies
+// of the body (initialPolicies) checked as its validatePolicies.
+HttpResponse createNamespace(const AdminContext& ctx, const HttpRequest& req, const PathParams& p) {
+  const std::string& t = p.at("tenant");
+  const std::string& n = p.at("namespace");
+  if (!broker::isValidNamePart(t) || !broker::isValidNamePart(n)) {
+    return HttpResponse::error(412, "Namespace name is not valid: " + t + "/" + n);
+  }
+  if (!tenantExists(ctx, t)) return HttpResponse::error(404, "Tenant does not exist");
+  NamespacePolicies initial;
+  json::value body;  // null: no policies, as Pulsar
+  if (!req.body.empty()) {
+    HttpResponse err;
+    auto parsed = parseJsonBody(req, &err);
+    if (!parsed) return err;
+    body = std::move(*parsed);
+    if (!body.is_null()) {
+      std::string bad = initialPolicies(body, &initial);
+      if (!bad.empty()) return HttpResponse::error(400, bad);
+    }
+  }
+  if (auto refused = clusterNotAllowed(ctx, t, initial)) return *refused;
+  // The rest of Pulsar's validatePolicies, in its order; nothing is stored on a
+  // refusal.
+  if (initial.messageTtlSeconds && *initial.messageTtlSeconds < 0) {
+    return HttpResponse::error(412, "Invalid value for message TTL");
+  }
+  int numBundles = 0;  // pulsar-admin namespaces create --bundles N
+  std::vector<std::string> boundaries;
+  if (auto bad = createBundles(body, &numBundles, &boundaries)) return *bad;
+  if (initial.retention) {
+    std::string bad = retentionPolicyError(initial.retention->retentionTimeInMinutes,
+                                           initial.retention->retentionSizeInMB);
+    if (!bad.empty()) return HttpResponse::error(400, bad);
+  }
+  if (numBundles > 0 && !ctx.service.sharedConfig()) {
+    // Standalone serves every namespace itself; the bundles asked for are kept as
+    // Pulsar shows them (the given boundaries, else evenly cut as its
+    // NamespaceBundleFactory).
+    json::array a;
+    if (boundaries.empty()) {
+      auto b = broker::cluster::defaultBoundaries(numBundles);
+      if (!b.isOk()) return HttpResponse::error(412, b.status().message());
+      for (uint64_t v : *b) a.emplace_back(broker::cluster::formatBoundary(v));
+    } else {
+      for (const auto& v : boundaries) a.emplace_back(v);
+    }
+    initial.keptFields["bundles"] =
+        json::serialize(json::object{{"boundaries", std::move(a)}, {"numBundles", numBundles}});
+  }
+  Status s = ctx.service.addNamespace(t + "/" + n, initial, numBundles);
+  return s ? noContent() : errorResponse(s);
+}
+
 void addNamespaceLifecycleRoutes(Router& r, const AdminContext* ctx) {
   r.addSync("GET", "/admin/v2/namespaces/{tenant}", [ctx](const HttpRequest&, const PathParams& p) {
     const std::string& t = p.at("tenant");
@@ -850,75 +974,9 @@ void addNamespaceLifecycleRoutes(Router& r, const AdminContext* ctx) {
                 respond(jsonResponse(o));
               });
         });
-  r.addSync("PUT", "/admin/v2/namespaces/{tenant}/{namespace}",
-            [ctx](const HttpRequest& req, const PathParams& p) {
-              const std::string& t = p.at("tenant");
-              const std::string& n = p.at("namespace");
-              if (!broker::isValidNamePart(t) || !broker::isValidNamePart(n)) {
-                return HttpResponse::error(412, "Namespace name is not valid: " + t + "/" + n);
-              }
-              if (!tenantExists(*ctx, t)) return HttpResponse::error(404, "Tenant does not exist");
-              NamespacePolicies initial;
-              json::value body;  // null: no policies, as Pulsar
-              if (!req.body.empty()) {
-                HttpResponse err;
-                auto parsed = parseJsonBody(req, &err);
-                if (!parsed) return err;
-                body = std::move(*parsed);
-                if (!body.is_null()) {
-                  std::string bad = initialPolicies(body, &initial);
-                  if (!bad.empty()) return HttpResponse::error(400, bad);
-                }
-              }
-              // Pulsar's validatePolicies: each replication cluster must be one the tenant may
-              // use (403).
-              if (initial.replicationClusters) {
-                auto info = ctx->service.policies().tenant(t);
-                for (const auto& c : *initial.replicationClusters) {
-                  bool allowed =
-                      info && !info->allowedClusters.empty()
-                          ? std::find(info->allowedClusters.begin(), info->allowedClusters.end(),
-                                      c) != info->allowedClusters.end()
-                          : c == ctx->config->clusterName();
-                  if (!allowed) {
-                    return HttpResponse::error(
-                        403, fmt::format("Cluster [{}] is not in the list of allowed clusters "
-                                         "list for tenant [{}]",
-                                         c, t));
-                  }
-                }
-              }
-              // The rest of Pulsar's validatePolicies, in its order; nothing is stored on a
-              // refusal.
-              if (initial.messageTtlSeconds && *initial.messageTtlSeconds < 0) {
-                return HttpResponse::error(412, "Invalid value for message TTL");
-              }
-              int numBundles = 0;  // pulsar-admin namespaces create --bundles N
-              std::vector<std::string> boundaries;
-              if (auto bad = createBundles(body, &numBundles, &boundaries)) return *bad;
-              if (initial.retention) {
-                std::string bad = retentionPolicyError(initial.retention->retentionTimeInMinutes,
-                                                       initial.retention->retentionSizeInMB);
-                if (!bad.empty()) return HttpResponse::error(400, bad);
-              }
-              if (numBundles > 0 && !ctx->service.sharedConfig()) {
-                // Standalone serves every namespace itself; the bundles asked for are kept as
-                // Pulsar shows them (the given boundaries, else evenly cut as its
-                // NamespaceBundleFactory).
-                json::array a;
-                if (boundaries.empty()) {
-                  auto b = broker::cluster::defaultBoundaries(numBundles);
-                  if (!b.isOk()) return HttpResponse::error(412, b.status().message());
-                  for (uint64_t v : *b) a.emplace_back(broker::cluster::formatBoundary(v));
-                } else {
-                  for (const auto& v : boundaries) a.emplace_back(v);
-                }
-                initial.keptFields["bundles"] = json::serialize(
-                    json::object{{"boundaries", std::move(a)}, {"numBundles", numBundles}});
-              }
-              Status s = ctx->service.addNamespace(t + "/" + n, initial, numBundles);
-              return s ? noContent() : errorResponse(s);
-            });
+  r.addSync(
+      "PUT", "/admin/v2/namespaces/{tenant}/{namespace}",
+      [ctx](const HttpRequest& req, const PathParams& p) { return createNamespace(*ctx, req, p); });
   r.add("DELETE", "/admin/v2/namespaces/{tenant}/{namespace}",
         [ctx](const HttpRequest& req, const PathParams& p, const Respond& respond) {
           HttpResponse err;
@@ -963,7 +1021,7 @@ void addPolicy(Router& r, const AdminContext* ctx, const char* method, const std
             });
 }
 
-void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
+void addRetentionRoutes(Router& r, const AdminContext* ctx) {
   auto& reg = ctx->service.policies();
   addPolicy(r, ctx, "GET", "retention",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
@@ -995,6 +1053,10 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
                 return errorResponse(stored);
               return noContent();
             });
+}
+
+void addMessageTtlRoutes(Router& r, const AdminContext* ctx) {
+  auto& reg = ctx->service.policies();
   addPolicy(r, ctx, "GET", "messageTTL",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
               auto p = reg.namespacePolicies(ns);
@@ -1027,6 +1089,10 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
                 return errorResponse(stored);
               return noContent();
             });
+}
+
+void addDelayedDeliveryRoutes(Router& r, const AdminContext* ctx) {
+  auto& reg = ctx->service.policies();
   // Pulsar's DelayedDeliveryPolicies; GET answers 200 with an empty body while unset, as Pulsar.
   addPolicy(r, ctx, "GET", "delayedDelivery",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
@@ -1079,6 +1145,10 @@ void addRetentionTtlDedupRoutes(Router& r, const AdminContext* ctx) {
               ctx->service.onNamespacePoliciesChanged(ns);
               return noContent();
             });
+}
+
+void addDeduplicationRoutes(Router& r, const AdminContext* ctx) {
+  auto& reg = ctx->service.policies();
   addPolicy(r, ctx, "GET", "deduplication",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
               auto d = reg.deduplicationEnabled(ns);
@@ -1165,6 +1235,10 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
         ctx->service.onNamespacePoliciesChanged(ns);
         return noContent();
       });
+}
+
+void addInactiveTopicPolicyRoutes(Router& r, const AdminContext* ctx) {
+  auto& reg = ctx->service.policies();
   // Pulsar's InactiveTopicPolicies; GET answers 200 with an empty body while unset.
   addPolicy(r, ctx, "GET", "inactiveTopicPolicies",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
@@ -1292,8 +1366,12 @@ void addNamespaceRoutes(Router& router, const AdminContext& ctx) {
   addClusterRoutes(router, &ctx);
   addTenantRoutes(router, &ctx);
   addNamespaceLifecycleRoutes(router, &ctx);
-  addRetentionTtlDedupRoutes(router, &ctx);
+  addRetentionRoutes(router, &ctx);
+  addMessageTtlRoutes(router, &ctx);
+  addDelayedDeliveryRoutes(router, &ctx);
+  addDeduplicationRoutes(router, &ctx);
   addBacklogQuotaRoutes(router, &ctx);
+  addInactiveTopicPolicyRoutes(router, &ctx);
   addPermissionRoutes(router, &ctx);
   addLimitRoutes(router, &ctx);
 }
