@@ -109,25 +109,84 @@ std::string objectFields(json::value& v,
   return "";
 }
 
+Spec retentionSpec() {
+  return {
+      "retention",
+      [](json::value& v) {
+        std::string e = objectFields(v, {{"retentionTimeInMinutes", 0}, {"retentionSizeInMB", 0}});
+        if (!e.empty()) return e;
+        return retentionPolicyError(v.at("retentionTimeInMinutes").to_number<int64_t>(),
+                                    v.at("retentionSizeInMB").to_number<int64_t>());
+      },
+      [](const AdminContext& ctx, const std::string& ns) -> json::value {
+        if (auto r = ctx.service.policies().namespacePolicies(ns).retention) {
+          return json::object{{"retentionTimeInMinutes", r->retentionTimeInMinutes},
+                              {"retentionSizeInMB", r->retentionSizeInMB}};
+        }
+        return json::object{
+            {"retentionTimeInMinutes", setting(ctx, "defaultRetentionTimeInMinutes", 0)},
+            {"retentionSizeInMB", setting(ctx, "defaultRetentionSizeInMB", 0)}};
+      },
+      400};
+}
+
+Spec inactiveTopicPoliciesSpec() {
+  return {"inactiveTopicPolicies",
+          [](json::value& v) {
+            std::string e =
+                objectFields(v, {{"inactiveTopicDeleteMode", "delete_when_no_subscriptions"},
+                                 {"maxInactiveDurationSeconds", 0},
+                                 {"deleteWhileInactive", false}});
+            if (!e.empty()) return e;
+            static const std::set<std::string> kModes = {"delete_when_no_subscriptions",
+                                                         "delete_when_subscriptions_caught_up"};
+            const json::value& m = v.at("inactiveTopicDeleteMode");
+            if (!m.is_string() || !kModes.count(std::string(m.as_string()))) {
+              return std::string("Invalid inactiveTopicDeleteMode");
+            }
+            return std::string();
+          },
+          [](const AdminContext& ctx, const std::string&) -> json::value {
+            return json::object{
+                {"inactiveTopicDeleteMode",
+                 setting(ctx, "brokerDeleteInactiveTopicsMode", "delete_when_no_subscriptions")},
+                {"maxInactiveDurationSeconds",
+                 setting(ctx, "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds",
+                         setting(ctx, "brokerDeleteInactiveTopicsFrequencySeconds", 60))},
+                {"deleteWhileInactive", setting(ctx, "brokerDeleteInactiveTopicsEnabled", true)}};
+          }};
+}
+
+Spec persistenceSpec() {
+  return {"persistence",
+          [](json::value& v) {
+            std::string e = objectFields(v, {{"bookkeeperEnsemble", 0},
+                                             {"bookkeeperWriteQuorum", 0},
+                                             {"bookkeeperAckQuorum", 0},
+                                             {"managedLedgerMaxMarkDeleteRate", 0.0}});
+            if (!e.empty()) return e;
+            int64_t en = v.at("bookkeeperEnsemble").to_number<int64_t>();
+            int64_t w = v.at("bookkeeperWriteQuorum").to_number<int64_t>();
+            int64_t a = v.at("bookkeeperAckQuorum").to_number<int64_t>();
+            if (en <= 0 || w <= 0 || a <= 0 || en < w || w < a) {
+              return fmt::format("Bookkeeper Ensemble ({}) >= WriteQuorum ({}) >= AckQuoru ({})",
+                                 en, w, a);
+            }
+            return std::string();
+          },
+          [](const AdminContext& ctx, const std::string&) -> json::value {
+            return json::object{
+                {"bookkeeperEnsemble", setting(ctx, "managedLedgerDefaultEnsembleSize", 2)},
+                {"bookkeeperWriteQuorum", setting(ctx, "managedLedgerDefaultWriteQuorum", 2)},
+                {"bookkeeperAckQuorum", setting(ctx, "managedLedgerDefaultAckQuorum", 2)},
+                {"managedLedgerMaxMarkDeleteRate",
+                 setting(ctx, "managedLedgerDefaultMarkDeleteRateLimit", 1.0)}};
+          }};
+}
+
 const std::vector<Spec>& specs() {
   static const std::vector<Spec> kSpecs = {
-      {"retention",
-       [](json::value& v) {
-         std::string e = objectFields(v, {{"retentionTimeInMinutes", 0}, {"retentionSizeInMB", 0}});
-         if (!e.empty()) return e;
-         return retentionPolicyError(v.at("retentionTimeInMinutes").to_number<int64_t>(),
-                                     v.at("retentionSizeInMB").to_number<int64_t>());
-       },
-       [](const AdminContext& ctx, const std::string& ns) -> json::value {
-         if (auto r = ctx.service.policies().namespacePolicies(ns).retention) {
-           return json::object{{"retentionTimeInMinutes", r->retentionTimeInMinutes},
-                               {"retentionSizeInMB", r->retentionSizeInMB}};
-         }
-         return json::object{
-             {"retentionTimeInMinutes", setting(ctx, "defaultRetentionTimeInMinutes", 0)},
-             {"retentionSizeInMB", setting(ctx, "defaultRetentionSizeInMB", 0)}};
-       },
-       400},
+      retentionSpec(),
       {"messageTTL",
        [](json::value& v) { return nonNegativeInt(v, "Invalid value for message TTL"); },
        [](const AdminContext& ctx, const std::string& ns) -> json::value {
@@ -186,54 +245,8 @@ const std::vector<Spec>& specs() {
          return "";
        },
        brokerSetting("brokerServiceCompactionThresholdInBytes", 0)},
-      {"inactiveTopicPolicies",
-       [](json::value& v) {
-         std::string e =
-             objectFields(v, {{"inactiveTopicDeleteMode", "delete_when_no_subscriptions"},
-                              {"maxInactiveDurationSeconds", 0},
-                              {"deleteWhileInactive", false}});
-         if (!e.empty()) return e;
-         static const std::set<std::string> kModes = {"delete_when_no_subscriptions",
-                                                      "delete_when_subscriptions_caught_up"};
-         const json::value& m = v.at("inactiveTopicDeleteMode");
-         if (!m.is_string() || !kModes.count(std::string(m.as_string()))) {
-           return std::string("Invalid inactiveTopicDeleteMode");
-         }
-         return std::string();
-       },
-       [](const AdminContext& ctx, const std::string&) -> json::value {
-         return json::object{
-             {"inactiveTopicDeleteMode",
-              setting(ctx, "brokerDeleteInactiveTopicsMode", "delete_when_no_subscriptions")},
-             {"maxInactiveDurationSeconds",
-              setting(ctx, "brokerDeleteInactiveTopicsMaxInactiveDurationSeconds",
-                      setting(ctx, "brokerDeleteInactiveTopicsFrequencySeconds", 60))},
-             {"deleteWhileInactive", setting(ctx, "brokerDeleteInactiveTopicsEnabled", true)}};
-       }},
-      {"persistence",
-       [](json::value& v) {
-         std::string e = objectFields(v, {{"bookkeeperEnsemble", 0},
-                                          {"bookkeeperWriteQuorum", 0},
-                                          {"bookkeeperAckQuorum", 0},
-                                          {"managedLedgerMaxMarkDeleteRate", 0.0}});
-         if (!e.empty()) return e;
-         int64_t en = v.at("bookkeeperEnsemble").to_number<int64_t>();
-         int64_t w = v.at("bookkeeperWriteQuorum").to_number<int64_t>();
-         int64_t a = v.at("bookkeeperAckQuorum").to_number<int64_t>();
-         if (en <= 0 || w <= 0 || a <= 0 || en < w || w < a) {
-           return fmt::format("Bookkeeper Ensemble ({}) >= WriteQuorum ({}) >= AckQuoru ({})", en,
-                              w, a);
-         }
-         return std::string();
-       },
-       [](const AdminContext& ctx, const std::string&) -> json::value {
-         return json::object{
-             {"bookkeeperEnsemble", setting(ctx, "managedLedgerDefaultEnsembleSize", 2)},
-             {"bookkeeperWriteQuorum", setting(ctx, "managedLedgerDefaultWriteQuorum", 2)},
-             {"bookkeeperAckQuorum", setting(ctx, "managedLedgerDefaultAckQuorum", 2)},
-             {"managedLedgerMaxMarkDeleteRate",
-              setting(ctx, "managedLedgerDefaultMarkDeleteRateLimit", 1.0)}};
-       }},
+      inactiveTopicPoliciesSpec(),
+      persistenceSpec(),
   };
   return kSpecs;
 }
@@ -413,7 +426,7 @@ json::object autoTopicCreationJson(const broker::AutoTopicCreationOverride& a) {
   return o;
 }
 
-void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
+void addNamespaceUnloadReplicationRoutes(Router& r, const AdminContext* ctx) {
   r.add("PUT", "/admin/v2/namespaces/{tenant}/{namespace}/unload",
         [ctx](const HttpRequest&, const PathParams& p, const Respond& respond) {
           HttpResponse err;
@@ -442,6 +455,9 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
           }
           return jsonResponse(a);
         });
+}
+
+void addSubscriptionExpirationRoutes(Router& r, const AdminContext* ctx) {
   auto& reg = ctx->service.policies();
   addNs(r, ctx, "GET", "subscriptionExpirationTime",
         [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
@@ -477,6 +493,10 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
           return errorResponse(stored);
         return noContent();
       });
+}
+
+void addCompactionThresholdRoutes(Router& r, const AdminContext* ctx) {
+  auto& reg = ctx->service.policies();
   // Pulsar's compaction_threshold (bytes; 0 turns automatic compaction off for the namespace).
   addNs(r, ctx, "GET", "compactionThreshold",
         [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
@@ -506,6 +526,10 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
             return errorResponse(stored);
           return noContent();
         });
+}
+
+void addAutoTopicCreationRoutes(Router& r, const AdminContext* ctx) {
+  auto& reg = ctx->service.policies();
   addNs(r, ctx, "GET", "autoTopicCreation",
         [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
           auto a = reg.namespacePolicies(ns).autoTopicCreation;
@@ -536,6 +560,13 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
             return errorResponse(stored);
           return noContent();
         });
+}
+
+void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
+  addNamespaceUnloadReplicationRoutes(r, ctx);
+  addSubscriptionExpirationRoutes(r, ctx);
+  addCompactionThresholdRoutes(r, ctx);
+  addAutoTopicCreationRoutes(r, ctx);
 }
 
 }  // namespace
