@@ -143,7 +143,8 @@ void deletePartitioned(const AdminContext* ctx, const HttpRequest& req, const To
   }
 }
 
-void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
+// PUT and DELETE of a (non-partitioned) topic.
+void addTopicCreateDeleteRoutes(Router& r, const AdminContext* ctx) {
   onTopic(r, "PUT", "",
           [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                 const Respond& respond) {
@@ -192,6 +193,10 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
               respond(s ? noContent() : errorResponse(s));
             });
           });
+}
+
+// PUT/GET/POST/DELETE of a partitioned topic's /partitions.
+void addPartitionedTopicRoutes(Router& r, const AdminContext* ctx) {
   onTopic(r, "PUT", "/partitions",
           [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                 const Respond& respond) {
@@ -261,6 +266,11 @@ void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
                 const Respond& respond) {
             deletePartitioned(ctx, req, name, queryFlag(req, "force"), respond);
           });
+}
+
+void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
+  addTopicCreateDeleteRoutes(r, ctx);
+  addPartitionedTopicRoutes(r, ctx);
 }
 
 // Snapshot of one topic with its rates (executor thread).
