@@ -111,7 +111,7 @@ json::object managedLedgerInfoJson(PersistentTopic& t) {
   return o;
 }
 
-void addInspectRoutes(Router& r, const AdminContext* ctx) {
+void addInternalInfoRoute(Router& r, const AdminContext* ctx) {
   addTopicRoute(r, "GET", kTopicPath + "/internal-info",
                 [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                       const Respond& respond) {
@@ -133,6 +133,9 @@ void addInspectRoutes(Router& r, const AdminContext* ctx) {
                         respond(jsonResponse(parts));
                       });
                 });
+}
+
+void addInspectRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "GET", kTopicPath + "/messageid/{timestamp}",
       [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
@@ -386,6 +389,7 @@ Position previousPosition(const std::vector<storage::LedgerStats>& ledgers, Posi
 
 void addMessageRoutes(Router& router, const AdminContext& ctx) {
   addPeekRoute(router, &ctx);
+  addInternalInfoRoute(router, &ctx);
   addInspectRoutes(router, &ctx);
   addAnalyzeBacklogRoute(router, &ctx);
   addExpireRoutes(router, &ctx);

@@ -73,7 +73,7 @@ void addSchemaRoute(Router& r, const char* method, const std::string& suffix, Sc
             });
 }
 
-void addTopicSchemaRoutes(Router& r, const AdminContext* ctx) {
+void addTopicSchemaReadDeleteRoutes(Router& r, const AdminContext* ctx) {
   auto& reg = ctx->service.schemas();
   addSchemaRoute(r, "GET", "/schema",
                  [&reg](const HttpRequest&, const PathParams&, const broker::TopicName&,
@@ -105,6 +105,10 @@ void addTopicSchemaRoutes(Router& r, const AdminContext* ctx) {
                    if (!v.isOk()) return errorResponse(v.status());
                    return jsonResponse(json::object{{"version", *v}});
                  });
+}
+
+void addTopicSchemaWriteRoutes(Router& r, const AdminContext* ctx) {
+  auto& reg = ctx->service.schemas();
   addSchemaRoute(r, "POST", "/schema",
                  [&reg, ctx](const HttpRequest& req, const PathParams&,
                              const broker::TopicName& name, const std::string& id) {
@@ -248,7 +252,8 @@ void addNamespaceSchemaRoutes(Router& r, const AdminContext* ctx) {
 }  // namespace
 
 void addSchemaRoutes(Router& router, const AdminContext& ctx) {
-  addTopicSchemaRoutes(router, &ctx);
+  addTopicSchemaReadDeleteRoutes(router, &ctx);
+  addTopicSchemaWriteRoutes(router, &ctx);
   addNamespaceSchemaRoutes(router, &ctx);
 }
 

@@ -86,7 +86,7 @@ std::optional<Position> nthPosition(storage::ManagedLedger& ml, bool fromLatest,
   return p;
 }
 
-void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
+void addSubscriptionListRoute(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "GET", std::string(kTopicPath) + "/subscriptions",
       [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
@@ -108,6 +108,9 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
               respond(jsonResponse(a));
             });
       });
+}
+
+void addSubscriptionCreateDeleteRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "PUT", kSubPath,
       [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
@@ -170,7 +173,7 @@ void addSubscriptionLifecycle(Router& r, const AdminContext* ctx) {
                 });
 }
 
-void addCursorRoutes(Router& r, const AdminContext* ctx) {
+void addSkipRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "POST", std::string(kSubPath) + "/skip/{n}",
       [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
@@ -199,6 +202,9 @@ void addCursorRoutes(Router& r, const AdminContext* ctx) {
             [sub](const TopicPtr& t, StatusCb reply) { clearBacklog(*t, sub, std::move(reply)); },
             answerStatuses(respond, "Subscription not found"));
       });
+}
+
+void addResetCursorRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(r, "POST", std::string(kSubPath) + "/resetcursor/{timestamp}",
                 [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
                       const Respond& respond) {
@@ -274,7 +280,7 @@ void truncateTopic(const TopicPtr& t, const StatusCb& reply) {
   next(Status::ok());
 }
 
-void addTopicActions(Router& r, const AdminContext* ctx) {
+void addTruncateUnloadTerminateRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(r, "DELETE", std::string(kTopicPath) + "/truncate",
                 [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                       const Respond& respond) {
@@ -315,6 +321,9 @@ void addTopicActions(Router& r, const AdminContext* ctx) {
           });
         });
       });
+}
+
+void addMessageReadRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(
       r, "GET", std::string(kTopicPath) + "/lastMessageId",
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
@@ -411,9 +420,12 @@ HttpResponse messageResponse(const storage::Entry& e) {
 }
 
 void addSubscriptionRoutes(Router& router, const AdminContext& ctx) {
-  addSubscriptionLifecycle(router, &ctx);
-  addCursorRoutes(router, &ctx);
-  addTopicActions(router, &ctx);
+  addSubscriptionListRoute(router, &ctx);
+  addSubscriptionCreateDeleteRoutes(router, &ctx);
+  addSkipRoutes(router, &ctx);
+  addResetCursorRoutes(router, &ctx);
+  addTruncateUnloadTerminateRoutes(router, &ctx);
+  addMessageReadRoutes(router, &ctx);
 }
 
 }  // namespace magnetar::admin
