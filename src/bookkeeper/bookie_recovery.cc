@@ -175,6 +175,11 @@ BkResult BookieRecovery::recoverLedgerOnce(int64_t ledgerId, const std::set<Book
     return BkResult::kOk;
   }
 
+  return recoverFragments(ledgerId, bookies, options, fenceRequired);
+}
+
+BkResult BookieRecovery::recoverFragments(int64_t ledgerId, const std::set<BookieId>& bookies,
+                                          const RecoverOptions& options, bool fenceRequired) {
   auto opened = await<std::shared_ptr<LedgerHandle>>(
       [&](auto cb) { client_.openLedger(ledgerId, cb, /*recovery=*/false); });
   BkResult orc = opened.first;
@@ -189,11 +194,6 @@ BkResult BookieRecovery::recoverLedgerOnce(int64_t ledgerId, const std::set<Book
   auto [hmd, lac] = snap.get_future().get();
 
   // Fragments [first, last] whose ensemble holds a lost bookie; the last one ends at the LAC.
-  struct Fragment {
-    int64_t first;
-    int64_t last;
-    std::vector<BookieId> ensemble;
-  };
   std::vector<Fragment> fragments;
   for (auto it = hmd.ensembles.begin(); it != hmd.ensembles.end(); ++it) {
     auto next = std::next(it);
@@ -220,54 +220,8 @@ BkResult BookieRecovery::recoverLedgerOnce(int64_t ledgerId, const std::set<Book
   std::mt19937_64 rng(std::random_device{}());
   BkResult result = BkResult::kOk;
   for (const auto& f : fragments) {
-    std::string range = "[" + std::to_string(f.first) + " - " + std::to_string(f.last) + "]";
-    // getReplacementBookies: per lost index a bookie outside the ensemble and the lost set.
-    std::vector<BookieId> candidates;
-    for (const auto& b : available) {
-      if (bookies.count(b) == 0 &&
-          std::find(f.ensemble.begin(), f.ensemble.end(), b) == f.ensemble.end()) {
-        candidates.push_back(b);
-      }
-    }
-    std::shuffle(candidates.begin(), candidates.end(), rng);
-    std::map<int, BookieId> replacements;  // ensemble index -> new bookie
-    std::map<BookieId, BookieId> oldToNew;
-    bool enough = true;
-    for (size_t i = 0; i < f.ensemble.size(); ++i) {
-      if (bookies.count(f.ensemble[i]) == 0) continue;
-      if (candidates.empty()) {
-        enough = false;
-        break;
-      }
-      replacements[static_cast<int>(i)] = candidates.back();
-      oldToNew[f.ensemble[i]] = candidates.back();
-      candidates.pop_back();
-    }
-    if (!enough) {
-      if (options.dryRun) {
-        out_("  Fragment " + range + " : Not enough non-faulty bookies available");
-      } else if (result == BkResult::kOk) {
-        result = BkResult::kNotEnoughBookies;
-      }
-      continue;
-    }
-    std::vector<BookieId> newEnsemble = f.ensemble;
-    for (const auto& [i, b] : replacements) newEnsemble[static_cast<size_t>(i)] = b;
-    if (options.dryRun) {
-      out_("  Fragment " + range + " : ");
-      out_("    old ensemble : " + formatEnsemble(f.ensemble, bookies));
-      out_("    new ensemble : " + formatEnsemble(newEnsemble, bookies));
-      continue;
-    }
-    BkResult r = copyFragment(h, f.first, f.last, replacements, options.entriesPerBatch);
-    if (r == BkResult::kOk) r = updateEnsemble(ledgerId, f.first, oldToNew);
-    if (r == BkResult::kOk) {
-      ++fragmentsReplaced_;
-      out_("Updated ZK to point ledger fragments from old bookies to new bookies: " +
-           mapToString(oldToNew));
-    } else if (result == BkResult::kOk) {
-      result = r;
-    }
+    BkResult r = recoverFragment(h, ledgerId, f, available, bookies, options, rng);
+    if (r != BkResult::kOk && result == BkResult::kOk) result = r;
   }
   closeHandle();
   if (!options.dryRun) {
@@ -279,6 +233,56 @@ BkResult BookieRecovery::recoverLedgerOnce(int64_t ledgerId, const std::set<Book
     }
   }
   return result;
+}
+
+BkResult BookieRecovery::recoverFragment(const std::shared_ptr<LedgerHandle>& h, int64_t ledgerId,
+                                         const Fragment& f, const std::vector<BookieId>& available,
+                                         const std::set<BookieId>& bookies,
+                                         const RecoverOptions& options, std::mt19937_64& rng) {
+  std::string range = "[" + std::to_string(f.first) + " - " + std::to_string(f.last) + "]";
+  // getReplacementBookies: per lost index a bookie outside the ensemble and the lost set.
+  std::vector<BookieId> candidates;
+  for (const auto& b : available) {
+    if (bookies.count(b) == 0 &&
+        std::find(f.ensemble.begin(), f.ensemble.end(), b) == f.ensemble.end()) {
+      candidates.push_back(b);
+    }
+  }
+  std::shuffle(candidates.begin(), candidates.end(), rng);
+  std::map<int, BookieId> replacements;  // ensemble index -> new bookie
+  std::map<BookieId, BookieId> oldToNew;
+  bool enough = true;
+  for (size_t i = 0; i < f.ensemble.size(); ++i) {
+    if (bookies.count(f.ensemble[i]) == 0) continue;
+    if (candidates.empty()) {
+      enough = false;
+      break;
+    }
+    replacements[static_cast<int>(i)] = candidates.back();
+    oldToNew[f.ensemble[i]] = candidates.back();
+    candidates.pop_back();
+  }
+  if (!enough) {
+    if (!options.dryRun) return BkResult::kNotEnoughBookies;
+    out_("  Fragment " + range + " : Not enough non-faulty bookies available");
+    return BkResult::kOk;
+  }
+  std::vector<BookieId> newEnsemble = f.ensemble;
+  for (const auto& [i, b] : replacements) newEnsemble[static_cast<size_t>(i)] = b;
+  if (options.dryRun) {
+    out_("  Fragment " + range + " : ");
+    out_("    old ensemble : " + formatEnsemble(f.ensemble, bookies));
+    out_("    new ensemble : " + formatEnsemble(newEnsemble, bookies));
+    return BkResult::kOk;
+  }
+  BkResult r = copyFragment(h, f.first, f.last, replacements, options.entriesPerBatch);
+  if (r == BkResult::kOk) r = updateEnsemble(ledgerId, f.first, oldToNew);
+  if (r == BkResult::kOk) {
+    ++fragmentsReplaced_;
+    out_("Updated ZK to point ledger fragments from old bookies to new bookies: " +
+         mapToString(oldToNew));
+  }
+  return r;
 }
 
 BkResult BookieRecovery::copyFragment(const std::shared_ptr<LedgerHandle>& h, int64_t first,

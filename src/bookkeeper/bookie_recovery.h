@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <string_view>
@@ -67,8 +69,23 @@ class BookieRecovery {
   int64_t ledgersRecovered() const { return ledgersRecovered_; }
 
  private:
+  // Entries [first, last] of a ledger written to `ensemble`, which holds a lost bookie.
+  struct Fragment {
+    int64_t first;
+    int64_t last;
+    std::vector<BookieId> ensemble;
+  };
   BkResult recoverLedgerOnce(int64_t ledgerId, const std::set<BookieId>& bookies,
                              const RecoverOptions& options, bool* retry);
+  // The fragments of a ledger not to be fenced first, read through an opened handle: each
+  // copied to replacement bookies and the ensemble updated (printed only on a dry run).
+  BkResult recoverFragments(int64_t ledgerId, const std::set<BookieId>& bookies,
+                            const RecoverOptions& options, bool fenceRequired);
+  // One fragment onto replacements drawn from `available` (kNotEnoughBookies when too few).
+  BkResult recoverFragment(const std::shared_ptr<LedgerHandle>& h, int64_t ledgerId,
+                           const Fragment& f, const std::vector<BookieId>& available,
+                           const std::set<BookieId>& bookies, const RecoverOptions& options,
+                           std::mt19937_64& rng);
   BkResult copyFragment(const std::shared_ptr<LedgerHandle>& h, int64_t first, int64_t last,
                         const std::map<int, BookieId>& replacements, int batch);
   BkResult updateEnsemble(int64_t ledgerId, int64_t firstEntry,
