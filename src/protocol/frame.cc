@@ -107,6 +107,30 @@ Status FrameDecoder::feed(const uint8_t* p, size_t n, FrameHandler& handler) {
   return s;
 }
 
+Status FrameDecoder::failFrameSize(uint32_t total) {
+  if (total < kSizeFieldLen) {
+    return fail(
+        Status::corruption("frame size " + std::to_string(total) + " is below the minimum of 4"));
+  }
+  return fail(Status::tooLarge("frame of " + std::to_string(size_t{total} + 4) +
+                               " bytes exceeds the limit of " + std::to_string(maxFrameSize_)));
+}
+
+Status FrameDecoder::appendSplitCommand(const uint8_t*& p, size_t& n, bool* complete) {
+  size_t take = std::min<size_t>(n, cmdSize_ - cmdBuf_.size());
+  cmdBuf_.append(reinterpret_cast<const char*>(p), take);
+  p += take;
+  n -= take;
+  if (cmdBuf_.size() < cmdSize_) return Status::ok();
+  *complete = true;
+  Status s = parseCommand(reinterpret_cast<const uint8_t*>(cmdBuf_.data()), cmdBuf_.size());
+  cmdBuf_.clear();
+  // A large split command (up to maxFrameSize) would keep its capacity for the connection's
+  // life; small ones keep theirs for the next.
+  if (cmdBuf_.capacity() > kKeptCommandCapacity) std::string().swap(cmdBuf_);
+  return s;
+}
+
 Status FrameDecoder::feedSome(const uint8_t*& p, size_t& n, FrameHandler& handler) {
   while (n > 0) {
     if (state_ == State::kHeader) {
@@ -126,14 +150,8 @@ Status FrameDecoder::feedSome(const uint8_t*& p, size_t& n, FrameHandler& handle
       if (headerFill_ == 0 || headerFill_ >= kSizeFieldLen) {
         // totalSize is known: check it before waiting for more bytes.
         uint32_t total = readBE32(h);
-        if (total < kSizeFieldLen) {
-          return fail(Status::corruption("frame size " + std::to_string(total) +
-                                         " is below the minimum of 4"));
-        }
-        if (size_t{total} + kSizeFieldLen > maxFrameSize_) {
-          return fail(Status::tooLarge("frame of " + std::to_string(size_t{total} + 4) +
-                                       " bytes exceeds the limit of " +
-                                       std::to_string(maxFrameSize_)));
+        if (total < kSizeFieldLen || size_t{total} + kSizeFieldLen > maxFrameSize_) {
+          return failFrameSize(total);
         }
       }
       if (headerFill_ != 0) {
@@ -153,17 +171,9 @@ Status FrameDecoder::feedSome(const uint8_t*& p, size_t& n, FrameHandler& handle
         p += cmdSize_;
         n -= cmdSize_;
       } else {
-        size_t take = std::min<size_t>(n, cmdSize_ - cmdBuf_.size());
-        cmdBuf_.append(reinterpret_cast<const char*>(p), take);
-        p += take;
-        n -= take;
-        if (cmdBuf_.size() < cmdSize_) return Status::ok();  // n == 0 here
-        Status s = parseCommand(reinterpret_cast<const uint8_t*>(cmdBuf_.data()), cmdBuf_.size());
-        cmdBuf_.clear();
-        // A large split command (up to maxFrameSize) would keep its capacity for the connection's
-        // life; small ones keep theirs for the next.
-        if (cmdBuf_.capacity() > kKeptCommandCapacity) std::string().swap(cmdBuf_);
-        if (!s.isOk()) return s;
+        bool complete = false;
+        if (Status s = appendSplitCommand(p, n, &complete); !s.isOk()) return s;
+        if (!complete) return Status::ok();  // n == 0 here
       }
       size_t entryLen = totalSize_ - kSizeFieldLen - cmdSize_;
       if (entryLen == 0) {

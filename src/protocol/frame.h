@@ -114,6 +114,10 @@ class FrameDecoder {
   Status fail(Status s);
   Status onHeader(const uint8_t* h);
   Status parseCommand(const uint8_t* p, size_t n);
+  // The error for a frame's totalSize below 4 or over maxFrameSize (the cold path of feedSome).
+  Status failFrameSize(uint32_t total);
+  // Appends a command split across reads to cmdBuf_ and parses it once whole (*complete).
+  Status appendSplitCommand(const uint8_t*& p, size_t& n, bool* complete);
   Status finishFrame(FrameHandler& handler, Buffer entry);
   // feed()'s loop; advances p and n past what it took.
   Status feedSome(const uint8_t*& p, size_t& n, FrameHandler& handler);
