@@ -702,5 +702,41 @@ TEST_F(DurableStorageTest, MarkDeleteRateLimitHoldsBackUnwaitedCursorWrites) {
   }
 }
 
+// The limit is per cursor, as Pulsar's ManagedCursorImpl.markDeleteLimiter: a cursor whose own
+// interval has passed is written at once, whatever another cursor wrote just before (with the
+// limit per topic, it waited for the topic's interval).
+TEST_F(DurableStorageTest, MarkDeleteRateLimitIsPerCursor) {
+  TempDir dir;
+  StorageOptions o = testOptions(dir.path());
+  o.managedLedgerMaxEntriesPerLedger = 1000;
+  o.managedLedgerDefaultMarkDeleteRateLimit = 5.0;  // one unwaited write per 200 ms
+  o.tickIntervalMs = 60000;                         // no tick writes during the test
+  CursorWriteStore store;
+  o.metadataStore = &store;
+  auto f = open(o);
+  auto ml = openLedger(*f, ex_, "t");
+  auto c = ml->openCursor("c", InitialPosition::kEarliest);
+  auto other = ml->openCursor("other", InitialPosition::kEarliest);
+  ASSERT_TRUE(c.isOk() && other.isOk());
+  ASSERT_TRUE(runUntil(ex_, [&] { return store.writes.load() == 1; }));
+  std::vector<Position> pos;
+  for (int i = 0; i < 2; i++) {
+    auto p = addOne(*ml, ex_, "e" + std::to_string(i));
+    ASSERT_TRUE(p.isOk());
+    pos.push_back(*p);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // both intervals are over
+  (*other)->asyncDelete({pos[0]}, nullptr);
+  ex_.runPending();
+  (*c)->asyncDelete({pos[1]}, nullptr);
+  ex_.runPending();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ex_.runPending();
+  EXPECT_EQ(store.writes.load(), 2) << "c waited for the interval another cursor's write opened";
+  EXPECT_EQ(store.lastRanges.load(), 1);
+  ml.reset();
+  close(f);
+}
+
 }  // namespace
 }  // namespace magnetar::storage::testing
