@@ -501,31 +501,12 @@ Status DurableManagedLedgerFactory::compactSegment(uint64_t segment, std::vector
   uint64_t copied = 0;
   size_t i = 0;
   while (i < runs.size()) {
-    {
-      std::lock_guard<std::mutex> lock(gcWaitMu_);
-      if (gcStop_) return Status::closed("storage shut down");
-    }
-    // One batch: about 1 MiB of records.
+    if (gcStopping()) return Status::closed("storage shut down");
     std::vector<JournalRun> batch;
     RelocatedRecords recs;
     size_t bytes = 0;
-    while (i < runs.size() && (batch.empty() || bytes < (1u << 20))) {
-      const JournalRun& r = runs[i++];
-      std::string rec(r.length, '\0');
-      auto got = (*file)->readAt(r.offset, rec.data(), rec.size());
-      if (!got) return got.status();
-      JournalRun check;
-      if (*got != rec.size() ||
-          validRecordLength(reinterpret_cast<const uint8_t*>(rec.data()), rec.size()) !=
-              rec.size() ||
-          !decodeRunHeader(reinterpret_cast<const uint8_t*>(rec.data()), &check) ||
-          check.ledgerId != r.ledgerId || check.firstEntryId != r.firstEntryId) {
-        return Status::corruption("journal segment " + std::to_string(segment) +
-                                  ": bad record at " + std::to_string(r.offset));
-      }
-      bytes += rec.size();
-      recs.records.push_back(std::move(rec));
-      batch.push_back(r);
+    if (Status s = readCompactionBatch(**file, segment, runs, &i, &batch, &recs, &bytes); !s) {
+      return s;
     }
     auto written = std::make_shared<std::promise<std::pair<Status, std::vector<Relocation>>>>();
     auto fut = written->get_future();
@@ -541,30 +522,7 @@ Status DurableManagedLedgerFactory::compactSegment(uint64_t segment, std::vector
     journal_->appendRelocated(std::move(recs));
     auto [st, moved] = fut.get();
     if (!st) return st;
-    // Index first (synced), then the ledgers in memory; retried while a ledger closes meanwhile.
-    std::vector<Relocation> pending = std::move(moved);
-    for (int attempt = 0; !pending.empty(); attempt++) {
-      if (attempt > 100) return Status::busy("ledgers kept closing during compaction");
-      std::vector<std::pair<std::shared_ptr<ManagedLedgerImpl>, std::vector<Relocation>>> open;
-      Status ms;
-      if (!onBg([&] { open = bgApplyRelocations(pending, &ms); })) {
-        return Status::closed("storage shut down");
-      }
-      if (!ms) return ms;
-      pending.clear();
-      for (auto& [ml, rel] : open) {
-        auto applied = std::make_shared<std::promise<bool>>();
-        auto af = applied->get_future();
-        ml->executor()->execute(
-            [ml = ml, rel = rel, applied] { applied->set_value(ml->relocateRuns(rel)); });
-        while (af.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
-          std::lock_guard<std::mutex> lock(gcWaitMu_);
-          if (gcStop_) return Status::closed("storage shut down");
-        }
-        if (!af.get()) pending.insert(pending.end(), rel.begin(), rel.end());
-      }
-      if (!pending.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    if (Status s = applyRelocations(std::move(moved)); !s) return s;
     copied += bytes;
     compactedBytes_.fetch_add(bytes, std::memory_order_relaxed);
     // Rate limit: no faster than compactionRateByBytes on average.
@@ -576,6 +534,64 @@ Status DurableManagedLedgerFactory::compactSegment(uint64_t segment, std::vector
   }
   segmentsCompacted_.fetch_add(1, std::memory_order_relaxed);
   MLOG_INFO("storage: compacted journal segment {}: {} live bytes copied", segment, copied);
+  return Status::ok();
+}
+
+bool DurableManagedLedgerFactory::gcStopping() {
+  std::lock_guard<std::mutex> lock(gcWaitMu_);
+  return gcStop_;
+}
+
+Status DurableManagedLedgerFactory::readCompactionBatch(RandomAccessFile& file, uint64_t segment,
+                                                        const std::vector<JournalRun>& runs,
+                                                        size_t* next,
+                                                        std::vector<JournalRun>* batch,
+                                                        RelocatedRecords* recs, size_t* bytes) {
+  size_t& i = *next;
+  while (i < runs.size() && (batch->empty() || *bytes < (1u << 20))) {
+    const JournalRun& r = runs[i++];
+    std::string rec(r.length, '\0');
+    auto got = file.readAt(r.offset, rec.data(), rec.size());
+    if (!got) return got.status();
+    JournalRun check;
+    if (*got != rec.size() ||
+        validRecordLength(reinterpret_cast<const uint8_t*>(rec.data()), rec.size()) != rec.size() ||
+        !decodeRunHeader(reinterpret_cast<const uint8_t*>(rec.data()), &check) ||
+        check.ledgerId != r.ledgerId || check.firstEntryId != r.firstEntryId) {
+      return Status::corruption("journal segment " + std::to_string(segment) + ": bad record at " +
+                                std::to_string(r.offset));
+    }
+    *bytes += rec.size();
+    recs->records.push_back(std::move(rec));
+    batch->push_back(r);
+  }
+  return Status::ok();
+}
+
+Status DurableManagedLedgerFactory::applyRelocations(std::vector<Relocation> moved) {
+  // Index first (synced), then the ledgers in memory; retried while a ledger closes meanwhile.
+  std::vector<Relocation> pending = std::move(moved);
+  for (int attempt = 0; !pending.empty(); attempt++) {
+    if (attempt > 100) return Status::busy("ledgers kept closing during compaction");
+    std::vector<std::pair<std::shared_ptr<ManagedLedgerImpl>, std::vector<Relocation>>> open;
+    Status ms;
+    if (!onBg([&] { open = bgApplyRelocations(pending, &ms); })) {
+      return Status::closed("storage shut down");
+    }
+    if (!ms) return ms;
+    pending.clear();
+    for (auto& [ml, rel] : open) {
+      auto applied = std::make_shared<std::promise<bool>>();
+      auto af = applied->get_future();
+      ml->executor()->execute(
+          [ml = ml, rel = rel, applied] { applied->set_value(ml->relocateRuns(rel)); });
+      while (af.wait_for(std::chrono::milliseconds(100)) != std::future_status::ready) {
+        if (gcStopping()) return Status::closed("storage shut down");
+      }
+      if (!af.get()) pending.insert(pending.end(), rel.begin(), rel.end());
+    }
+    if (!pending.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   return Status::ok();
 }
 

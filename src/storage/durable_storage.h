@@ -143,6 +143,17 @@ class DurableManagedLedgerFactory : public ManagedLedgerFactory {
   };
   void gcLoop();
   Status compactSegment(uint64_t segment, std::vector<JournalRun> runs);
+  // compactSegment's steps. Reads runs[*next...] (about 1 MiB of whole records, each checked:
+  // length, CRC-32C, run header) into *recs and *batch, adds their size to *bytes.
+  // Errors: the file's, kCorruption.
+  Status readCompactionBatch(RandomAccessFile& file, uint64_t segment,
+                             const std::vector<JournalRun>& runs, size_t* next,
+                             std::vector<JournalRun>* batch, RelocatedRecords* recs, size_t* bytes);
+  // Points the index (one synced metadata write) and then the open ledgers at the copies;
+  // again for the ledgers that closed meanwhile (at most 100 times: kBusy). kClosed at shutdown.
+  Status applyRelocations(std::vector<Relocation> moved);
+  // True (and the caller returns kClosed) once the factory stops compaction.
+  bool gcStopping();
   // On storage-bg: saves the new locations, moves the segment references, relocates dormant
   // ledgers' indexes; returns the open ledgers still to update with their relocations.
   std::vector<std::pair<std::shared_ptr<ManagedLedgerImpl>, std::vector<Relocation>>>
