@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "broker/delayed_delivery_tracker.h"
+#include "broker/topic/delayed_delivery_tracker.h"
 
 namespace magnetar {
 namespace {

@@ -12,7 +12,6 @@
 // into the read+dispatch pass and the ack+FLOW pass (thread CPU time, so other processes on a
 // shared box do not inflate them).
 #include <benchmark/benchmark.h>
-
 #include <time.h>
 
 #include <deque>
@@ -20,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "broker/subscription.h"
+#include "broker/topic/subscription.h"
 #include "protocol/commands.h"
 #include "storage/memory_managed_ledger.h"
 

@@ -3,9 +3,9 @@
 // Two passes per input:
 // 1. The decoder alone (protocol/frame.h): the stream fed whole and fed in small chunks must give
 //    the same frames and the same error; every entry goes through the entry parsers.
-// 2. A real ServerCnx (broker/server_cnx.h) of a fresh in-memory BrokerService, over a connected
-//    loopback TCP pair: the fuzz thread writes the stream one frame at a time and waits after each
-//    until the broker has read it and its loops and ml-workers are idle, so replies to
+// 2. A real ServerCnx (broker/service/server_cnx.h) of a fresh in-memory BrokerService, over a
+//    connected loopback TCP pair: the fuzz thread writes the stream one frame at a time and waits
+//    after each until the broker has read it and its loops and ml-workers are idle, so replies to
 //    PRODUCER/SUBSCRIBE arrive before the next frame as with a real client. Everything the broker
 //    sends back must decode as frames; at the end the client half-closes and the broker must
 //    close the connection.
@@ -27,8 +27,8 @@
 #include <thread>
 
 #include "base/crc32c.h"
-#include "broker/broker_service.h"
-#include "broker/server_cnx.h"
+#include "broker/service/broker_service.h"
+#include "broker/service/server_cnx.h"
 #include "fuzz_util.h"
 #include "protocol/byte_order.h"
 #include "protocol/frame.h"

@@ -22,7 +22,7 @@
 #include "admin/broker_admin.h"
 #include "admin/broker_routes.h"
 #include "admin/http_server.h"
-#include "broker/broker_service.h"
+#include "broker/service/broker_service.h"
 #include "fuzz_util.h"
 #include "storage/memory_managed_ledger.h"
 

@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "admin/router.h"
-#include "broker/broker_service.h"
+#include "broker/service/broker_service.h"
 #include "config/service_configuration.h"
 #include "storage/durable_storage.h"
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "admin/router.h"
-#include "broker/broker_service.h"
 #include "broker/cluster/namespace_service.h"
+#include "broker/service/broker_service.h"
 
 namespace magnetar::admin {
 

@@ -2,7 +2,7 @@
 
 #include "admin/topic_routes.h"
 #include "admin/topic_targets.h"
-#include "broker/compaction.h"
+#include "broker/compaction/compaction.h"
 
 namespace magnetar::admin {
 namespace {

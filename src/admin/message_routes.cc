@@ -8,8 +8,8 @@
 #include "admin/stats_json.h"
 #include "admin/topic_routes.h"
 #include "admin/topic_targets.h"
-#include "broker/entry_metadata.h"
-#include "broker/message_expiry.h"
+#include "broker/topic/entry_metadata.h"
+#include "broker/topic/message_expiry.h"
 
 namespace magnetar::admin {
 namespace {

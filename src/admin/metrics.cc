@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "admin/http_server.h"
-#include "broker/server_cnx.h"
+#include "broker/service/server_cnx.h"
 
 namespace magnetar::admin {
 namespace {

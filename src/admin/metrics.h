@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "admin/prometheus.h"
-#include "broker/broker_service.h"
-#include "broker/stats.h"
+#include "broker/service/broker_service.h"
+#include "broker/topic/stats.h"
 #include "net/event_loop.h"
 #include "storage/durable_storage.h"
 

@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "broker/topic_ownership.h"
+#include "broker/service/topic_ownership.h"
 
 namespace magnetar::admin {
 

@@ -16,8 +16,8 @@
 
 #include "admin/router.h"
 #include "base/status.h"
-#include "broker/broker_service.h"
-#include "broker/stats.h"
+#include "broker/service/broker_service.h"
+#include "broker/topic/stats.h"
 #include "config/service_configuration.h"
 
 namespace magnetar::admin {

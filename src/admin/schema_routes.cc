@@ -1,7 +1,7 @@
 #include "admin/schema_routes.h"
 
-#include "broker/schema_data_validator.h"
-#include "broker/schema_registry.h"
+#include "broker/schema/schema_data_validator.h"
+#include "broker/schema/schema_registry.h"
 
 namespace magnetar::admin {
 namespace {

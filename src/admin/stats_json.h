@@ -1,12 +1,12 @@
-// Topic stats snapshots (src/broker/stats.h) as Pulsar's JSON: TopicStats, PartitionedTopicStats,
-// PersistentTopicInternalStats, with Pulsar's field names.
+// Topic stats snapshots (src/broker/topic/stats.h) as Pulsar's JSON: TopicStats,
+// PartitionedTopicStats, PersistentTopicInternalStats, with Pulsar's field names.
 #pragma once
 
 #include <boost/json.hpp>
 #include <string>
 #include <vector>
 
-#include "broker/stats.h"
+#include "broker/topic/stats.h"
 
 namespace magnetar::admin {
 

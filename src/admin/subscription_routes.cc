@@ -6,7 +6,7 @@
 #include "admin/stats_json.h"
 #include "admin/topic_routes.h"
 #include "admin/topic_targets.h"
-#include "broker/server_cnx.h"
+#include "broker/service/server_cnx.h"
 #include "protocol/frame.h"
 
 namespace magnetar::admin {

@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "base/status.h"
-#include "broker/broker_service.h"
+#include "broker/service/broker_service.h"
 #include "config/service_configuration.h"
 
 namespace magnetar::app {

@@ -20,10 +20,10 @@
 #include "app/option_bindings.h"
 #include "app/topic_storage.h"
 #include "base/logging.h"
-#include "broker/broker_service.h"
 #include "broker/cluster/configuration_store.h"
 #include "broker/cluster/namespace_service.h"
 #include "broker/cluster/shared_records.h"
+#include "broker/service/broker_service.h"
 #include "metadata/zk_store.h"
 
 namespace magnetar::app {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <sstream>
 
-#include "broker/auth_token.h"
+#include "broker/auth/auth_token.h"
 
 namespace magnetar::app {
 namespace {

@@ -1,5 +1,5 @@
 """Hostile reproductions for the frame admission of issue 25 (FrameAdmission,
-src/broker/publish_throttle.h): frames whose body is still to be read are charged whole at their
+src/broker/service/publish_throttle.h): frames whose body is still to be read are charged whole at their
 8-byte header against maxMessagePublishBufferSizeInMB, and while anything waits every connection
 reads one header at a time.
 

@@ -4,7 +4,7 @@
 #include "admin/broker_info_routes.h"
 #include "admin/topic_policy_routes.h"
 #include "admin/topic_routes.h"
-#include "broker/message_expiry.h"
+#include "broker/topic/message_expiry.h"
 
 namespace magnetar::admin {
 namespace {

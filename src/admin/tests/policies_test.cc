@@ -1,5 +1,5 @@
 // broker::PolicyRegistry (tenants and namespace policies behind the admin routes).
-#include "broker/policies.h"
+#include "broker/policies/policies.h"
 
 #include <gtest/gtest.h>
 

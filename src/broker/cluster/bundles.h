@@ -10,6 +10,10 @@
 // Pulsar's default bundle hash).
 #pragma once
 
+#if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_CLUSTER)
+#error "broker/cluster is not below this broker part (src/broker/README.md)"
+#endif
+
 #include <cstdint>
 #include <string>
 #include <string_view>

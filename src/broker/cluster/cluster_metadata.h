@@ -11,6 +11,10 @@
 // that matters (foreign or damaged data).
 #pragma once
 
+#if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_CLUSTER)
+#error "broker/cluster is not below this broker part (src/broker/README.md)"
+#endif
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -19,7 +23,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "broker/policies.h"
+#include "broker/policies/policies.h"
 
 namespace magnetar::broker::cluster {
 

@@ -8,9 +8,9 @@
 
 #include "base/dcheck.h"
 #include "base/logging.h"
-#include "broker/broker_service.h"
 #include "broker/cluster/bundles.h"
 #include "broker/cluster/cluster_metadata.h"
+#include "broker/service/broker_service.h"
 
 namespace magnetar::broker::cluster {
 

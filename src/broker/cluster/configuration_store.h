@@ -18,6 +18,10 @@
 // SharedConfig calls wait on it from the caller's thread (not an I/O loop, never this loop).
 #pragma once
 
+#if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_CLUSTER)
+#error "broker/cluster is not below this broker part (src/broker/README.md)"
+#endif
+
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -27,7 +31,7 @@
 #include <set>
 #include <string>
 
-#include "broker/shared_config.h"
+#include "broker/policies/shared_config.h"
 #include "metadata/store.h"
 #include "net/event_loop.h"
 #include "setting_defaults.h"

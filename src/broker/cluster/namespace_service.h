@@ -31,6 +31,10 @@
 // called from any thread.
 #pragma once
 
+#if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_CLUSTER)
+#error "broker/cluster is not below this broker part (src/broker/README.md)"
+#endif
+
 #include <atomic>
 #include <chrono>
 #include <deque>
@@ -44,7 +48,7 @@
 
 #include "base/thread_annotations.h"
 #include "broker/cluster/cluster_metadata.h"
-#include "broker/topic_ownership.h"
+#include "broker/service/topic_ownership.h"
 #include "metadata/store.h"
 #include "net/event_loop.h"
 #include "setting_defaults.h"

@@ -15,6 +15,10 @@
 // registry's lock never stalls the completion that the lock's holder (a writer) waits for.
 #pragma once
 
+#if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_CLUSTER)
+#error "broker/cluster is not below this broker part (src/broker/README.md)"
+#endif
+
 #include <functional>
 #include <map>
 #include <optional>

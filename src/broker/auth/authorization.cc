@@ -1,0 +1,76 @@
+#include "broker/auth/authorization.h"
+
+#include <algorithm>
+
+namespace magnetar::broker {
+
+const char* AuthorizationStats::label(size_t i) {
+  switch (i) {
+    case static_cast<size_t>(TopicOperation::kLookup):
+      return "lookup";
+    case static_cast<size_t>(TopicOperation::kProduce):
+      return "produce";
+    case static_cast<size_t>(TopicOperation::kConsume):
+      return "consume";
+    case static_cast<size_t>(TopicOperation::kAdmin):
+      return "topic_admin";
+    default:
+      return "admin";
+  }
+}
+
+AuthorizationService::AuthorizationService(PolicyRegistry& policies, bool enabled,
+                                           std::vector<std::string> superUserRoles)
+    : policies_(policies), enabled_(enabled), superUserRoles_(std::move(superUserRoles)) {}
+
+void AuthorizationService::setSuperUserRoles(std::vector<std::string> roles) {
+  MutexLock lock(mu_);
+  superUserRoles_ = std::move(roles);
+}
+
+bool AuthorizationService::isSuperUser(const std::string& role) const {
+  MutexLock lock(mu_);
+  return std::find(superUserRoles_.begin(), superUserRoles_.end(), role) != superUserRoles_.end();
+}
+
+bool AuthorizationService::isTenantAdmin(const std::string& tenant, const std::string& role) const {
+  if (isSuperUser(role)) return true;
+  auto t = policies_.tenant(tenant);
+  if (!t) return false;
+  return std::find(t->adminRoles.begin(), t->adminRoles.end(), role) != t->adminRoles.end();
+}
+
+bool AuthorizationService::hasAction(const TopicName& topic, const std::string& role,
+                                     const char* action) const {
+  NamespacePolicies p = policies_.namespacePolicies(topic.namespaceName());
+  auto granted = [&](const std::map<std::string, std::set<std::string>>& roles) {
+    auto it = roles.find(role);
+    return it != roles.end() && it->second.count(action) > 0;
+  };
+  if (granted(p.permissions)) return true;
+  for (const std::string& name : {topic.toString(), topic.partitionedTopicName()}) {
+    auto it = p.topicPermissions.find(name);
+    if (it != p.topicPermissions.end() && granted(it->second)) return true;
+  }
+  return false;
+}
+
+bool AuthorizationService::allowTopicOperation(const TopicName& topic, const std::string& role,
+                                               TopicOperation op) const {
+  if (!enabled_) return true;
+  if (isTenantAdmin(topic.tenant(), role)) return true;
+  switch (op) {
+    case TopicOperation::kProduce:
+      return hasAction(topic, role, "produce");
+    case TopicOperation::kConsume:
+      return hasAction(topic, role, "consume");
+    case TopicOperation::kLookup:
+      return hasAction(topic, role, "produce") || hasAction(topic, role, "consume");
+    case TopicOperation::kAdmin:
+    case TopicOperation::kCount:
+      break;
+  }
+  return false;
+}
+
+}  // namespace magnetar::broker

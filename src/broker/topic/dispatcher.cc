@@ -1,0 +1,768 @@
+#include "broker/topic/dispatcher.h"
+
+#include <algorithm>
+#include <chrono>
+#include <span>
+
+#include "base/dcheck.h"
+#include "base/logging.h"
+#include "base/murmur3.h"
+#include "broker/topic/internal/key_shared_state.h"
+#include "net/event_loop.h"
+#include "protocol/commands.h"
+
+namespace magnetar::broker {
+
+using storage::Entry;
+using storage::Position;
+
+namespace {
+
+int64_t packPosition(Position p) { return (p.ledgerId << 32) ^ p.entryId; }
+
+bool isSingleActive(SubType t) {
+  return t == proto::CommandSubscribe::Exclusive || t == proto::CommandSubscribe::Failover;
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(SubType type, storage::ManagedLedger& ledger,
+                       storage::ManagedCursor& cursor, const BrokerOptions& options,
+                       std::string topicName, int partitionIndex)
+    : type_(type), ledger_(ledger), cursor_(cursor), options_(options),
+      topicName_(std::move(topicName)), partitionIndex_(partitionIndex),
+      maxUnackedPerConsumer_(options.maxUnackedMessagesPerConsumer),
+      maxUnackedPerSubscription_(options.maxUnackedMessagesPerSubscription) {
+  if (type_ == proto::CommandSubscribe::Key_Shared) {
+    keyShared_ = std::make_unique<KeySharedState>(options_);
+  }
+  readPosition_ = ledger_.nextValidPosition(cursor_.markDeletedPosition());
+  delayed_ = DelayedDeliveryPolicies{options_.delayedDeliveryEnabled,
+                                     options_.delayedDeliveryTickTimeMillis,
+                                     options_.delayedDeliveryMaxDelayInMillis};
+}
+
+// The timer's pending handler runs with operation_aborted and touches nothing.
+Dispatcher::~Dispatcher() { *alive_ = false; }
+
+Status Dispatcher::addConsumer(const std::shared_ptr<Consumer>& c) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  if (type_ == proto::CommandSubscribe::Exclusive && !consumers_.empty()) {
+    return Status::busy("Exclusive consumer is already connected");
+  }
+  if (keyShared_) {
+    Status s = keyShared_->addConsumer(c.get());
+    if (!s.isOk()) return s;
+  }
+  consumers_.push_back(c);
+  // Pulsar (AbstractDispatcherSingleActiveConsumer.addConsumer): when the active consumer stays,
+  // only the newcomer is told (that it is inactive); others hear nothing.
+  if (isSingleActive(type_) && !updateActiveConsumer() && active_ != c.get() &&
+      type_ == proto::CommandSubscribe::Failover) {
+    notifyActiveConsumerChange(c.get());
+  }
+  readMoreEntries();
+  return Status::ok();
+}
+
+void Dispatcher::removeConsumer(Consumer* c) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  auto it = std::find_if(consumers_.begin(), consumers_.end(),
+                         [c](const auto& p) { return p.get() == c; });
+  if (it == consumers_.end()) return;
+  std::shared_ptr<Consumer> keep = *it;
+  consumers_.erase(it);
+  c->closed = true;
+  if (keyShared_) keyShared_->removeConsumer(c);
+  if (isSingleActive(type_)) {
+    bool wasActive = active_ == c;
+    clearPending(c);
+    if (wasActive) {
+      // Rewind so the next active consumer gets everything not acked, in order.
+      active_ = nullptr;
+      rewind();
+    }
+    updateActiveConsumer();
+  } else {
+    // Closing is not a redelivery request: counts stay as they are (Pulsar).
+    putBackForRedelivery(c, true, {}, /*countRedelivery=*/false);
+  }
+  // Pulsar keeps redelivery counts only while the subscription has consumers.
+  if (consumers_.empty()) redeliveryCount_.clear();
+  if (keyShared_) keyShared_->consumersChanged();
+  readMoreEntries();
+}
+
+Consumer* Dispatcher::activeConsumer() const {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  return active_;
+}
+
+bool Dispatcher::updateActiveConsumer() {
+  if (consumers_.empty()) {
+    bool changed = active_ != nullptr;
+    active_ = nullptr;
+    return changed;
+  }
+  // Pulsar (AbstractDispatcherSingleActiveConsumer): among the consumers of the best (lowest)
+  // priority level, sorted by name, a partition picks partitionIndex % count; a non-partitioned
+  // topic puts 100 points per consumer on a ring at hash(name + j) (later consumers win ties)
+  // and takes the first point at or after hash(topic name), wrapping around.
+  int best = consumers_.front()->priorityLevel();
+  for (auto& c : consumers_) best = std::min(best, c->priorityLevel());
+  std::vector<Consumer*> sorted;
+  for (auto& c : consumers_) {
+    if (c->priorityLevel() == best) sorted.push_back(c.get());
+  }
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](Consumer* a, Consumer* b) { return a->name() < b->name(); });
+  Consumer* next;
+  if (partitionIndex_ >= 0) {
+    next = sorted[static_cast<size_t>(partitionIndex_) % sorted.size()];
+  } else {
+    std::map<uint32_t, size_t> ring;
+    for (size_t i = 0; i < sorted.size(); ++i) {
+      for (int j = 0; j < 100; ++j) {
+        std::string key = sorted[i]->name() + std::to_string(j);
+        ring[murmur3_32(key.data(), key.size(), 0) & 0x7fffffffu] = i;
+      }
+    }
+    uint32_t h = murmur3_32(topicName_.data(), topicName_.size(), 0) & 0x7fffffffu;
+    auto it = ring.lower_bound(h);
+    if (it == ring.end()) it = ring.begin();
+    next = sorted[it->second];
+  }
+  bool changed = next != active_;
+  if (changed && active_ != nullptr) {
+    // The old active consumer's unacked messages go to the new one, from the cursor on.
+    Consumer* old = active_;
+    clearPending(old);
+    active_ = next;
+    rewind();
+  }
+  active_ = next;
+  // Only a change is told, to every consumer; a consumer removed or added without changing the
+  // active one tells the others nothing (Pulsar).
+  if (changed && type_ == proto::CommandSubscribe::Failover && !holdActivation()) {
+    for (auto& c : consumers_) notifyActiveConsumerChange(c.get());
+  }
+  return changed;
+}
+
+bool Dispatcher::holdActivation() {
+  if (activationHeld_) return true;  // the armed timer tells the consumer active by then
+  const int64_t delayMs = options_.activeConsumerFailoverDelayTimeMillis;
+  auto* loop = dynamic_cast<net::EventLoop*>(ledger_.executor());
+  if (delayMs <= 0 || !loop) return false;
+  if (!activationTimer_)
+    activationTimer_ = std::make_unique<boost::asio::steady_timer>(loop->context());
+  activationHeld_ = true;
+  activationTimer_->expires_after(std::chrono::milliseconds(delayMs));
+  // A handler already queued when the dispatcher goes runs without an error: the alive token.
+  activationTimer_->async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (ec || !*alive) return;  // destroyed
+    activationHeld_ = false;
+    if (active_) {
+      for (auto& c : consumers_) notifyActiveConsumerChange(c.get());
+    }
+    readMoreEntries();
+  });
+  return true;
+}
+
+const KeySharedSelector* Dispatcher::keySharedSelector() const {
+  return keyShared_ ? &keyShared_->selector() : nullptr;
+}
+
+uint64_t Dispatcher::drainingHashesClearedTotal() const {
+  return keyShared_ ? keyShared_->drainingHashesClearedTotal() : 0;
+}
+
+void Dispatcher::notifyActiveConsumerChange(Consumer* c) {
+  // A connection holds it until the consumer's SUBSCRIBE is answered.
+  c->sink()->sendActiveConsumerChange(c, c == active_);
+}
+
+bool Dispatcher::canTake(const Consumer* c) const {
+  return c->permits > 0 && !c->blockedOnUnacked && !c->closed && !c->outboundBlocked;
+}
+
+void Dispatcher::refreshOutbound() {
+  const size_t passLimit = static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load());
+  for (auto& c : consumers_) {
+    if (!c->sink()->limitsOutbound() || c->closed || c->permits <= 0) continue;
+    bool full = false;
+    for (auto& o : outs_) {
+      if (o.consumer == c.get()) full = o.batch.totalBytes() >= passLimit;
+    }
+    // isWritable() arms the connection's call back when it answers false.
+    c->outboundBlocked = full || !c->sink()->isWritable();
+  }
+}
+
+void Dispatcher::consumerWritable(Consumer* c) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  if (c->closed) return;
+  readMoreEntries();
+}
+
+int64_t Dispatcher::availablePermits() const {
+  if (blockedOnUnacked_) return 0;
+  if (isSingleActive(type_)) return active_ && canTake(active_) ? active_->permits : 0;
+  int64_t total = 0;
+  for (auto& c : consumers_) {
+    if (canTake(c.get())) total += c->permits;
+  }
+  return total;
+}
+
+void Dispatcher::flow(Consumer* c, uint32_t permits) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  c->permits += permits;
+  readMoreEntries();
+}
+
+void Dispatcher::trackUnacked(Consumer* c, int64_t delta) {
+  c->unackedMessages += delta;
+  unackedMessages_ += delta;
+  int maxC = maxUnackedPerConsumer_;
+  if (maxC > 0 && type_ != proto::CommandSubscribe::Exclusive &&
+      type_ != proto::CommandSubscribe::Failover) {
+    if (!c->blockedOnUnacked && c->unackedMessages >= maxC) {
+      c->blockedOnUnacked = true;
+    } else if (c->blockedOnUnacked && c->unackedMessages <= maxC / 2) {
+      c->blockedOnUnacked = false;
+    }
+  }
+  int maxS = maxUnackedPerSubscription_;
+  if (maxS > 0 && !isSingleActive(type_)) {
+    if (!blockedOnUnacked_ && unackedMessages_ >= maxS) {
+      blockedOnUnacked_ = true;
+    } else if (blockedOnUnacked_ && unackedMessages_ <= maxS / 2) {
+      blockedOnUnacked_ = false;
+    }
+  }
+}
+
+void Dispatcher::acked(Consumer* c, const std::vector<Position>& positions) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
+  bool hashFreed = false;
+  for (auto& p : positions) {
+    Consumer::PendingAck pending;
+    if (c->pendingAcks.take(p, &pending)) hashFreed |= releasePending(c, pending);
+    if (!redeliveryCount_.empty()) redeliveryCount_.erase(packPosition(p));
+  }
+  if ((wasBlocked && !(c->blockedOnUnacked || blockedOnUnacked_)) ||
+      (hashFreed && !replay_.empty())) {
+    readMoreEntries();
+  }
+}
+
+void Dispatcher::ackedCumulative(Consumer* c, Position upTo) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
+  c->pendingAcks.takeUpTo(upTo, [&](Position p, const Consumer::PendingAck& pending) {
+    releasePending(c, pending);
+    if (!redeliveryCount_.empty()) redeliveryCount_.erase(packPosition(p));
+  });
+  if (wasBlocked && !(c->blockedOnUnacked || blockedOnUnacked_)) readMoreEntries();
+}
+
+void Dispatcher::batchIndexesAcked(Consumer* c, const std::vector<Position>& positions) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  bool wasBlocked = c->blockedOnUnacked || blockedOnUnacked_;
+  bool hashFreed = false;
+  for (auto& p : positions) {
+    Consumer::PendingAck* pending = c->pendingAcks.find(p);
+    if (!pending) continue;
+    if (cursor_.isAcknowledged(p)) {
+      Consumer::PendingAck done;
+      c->pendingAcks.take(p, &done);
+      hashFreed |= releasePending(c, done);
+      if (!redeliveryCount_.empty()) redeliveryCount_.erase(packPosition(p));
+      continue;
+    }
+    const storage::AckSet* set = cursor_.batchDeletedIndexes(p);
+    if (!set) continue;
+    // Pulsar counts acked batch indexes off the consumer's unacked messages one by one.
+    int32_t left = storage::ackSetCardinality(*set, pending->batchSize);
+    if (left < pending->messages) {
+      trackUnacked(c, left - pending->messages);
+      pending->messages = left;
+    }
+  }
+  if ((wasBlocked && !(c->blockedOnUnacked || blockedOnUnacked_)) ||
+      (hashFreed && !replay_.empty())) {
+    readMoreEntries();
+  }
+}
+
+void Dispatcher::redeliver(Consumer* c, const std::vector<Position>& positions) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  if (isSingleActive(type_)) {
+    // Pulsar rewinds the cursor to the first unacked entry for Exclusive/Failover on any
+    // redeliver request (nack included); the tail comes back in order, counts unchanged.
+    rewind();
+  } else {
+    putBackForRedelivery(c, positions.empty(), positions, /*countRedelivery=*/true);
+  }
+  readMoreEntries();
+}
+
+void Dispatcher::putBackForRedelivery(Consumer* c, bool all, const std::vector<Position>& which,
+                                      bool countRedelivery) {
+  auto putBack = [&](Position p, const Consumer::PendingAck& pending) {
+    releasePending(c, pending);
+    if (countRedelivery) redeliveryCount_[packPosition(p)]++;
+    stats_.msgRedeliverCounter += pending.messages;
+    // Keep the key's hash so newer messages of that key wait behind the redelivery.
+    addToReplay(p, pending.keyHash);
+  };
+  if (all) {
+    c->pendingAcks.takeAll(putBack);
+  } else {
+    for (auto& p : which) {
+      Consumer::PendingAck pending;
+      if (c->pendingAcks.take(p, &pending)) putBack(p, pending);
+    }
+  }
+}
+
+void Dispatcher::addToReplay(Position p, int32_t keyHash) {
+  auto [it, inserted] = replay_.emplace(p, keyHash);
+  if (inserted && keyHash >= 0) keyShared_->replayAdded(keyHash);
+}
+
+bool Dispatcher::olderInReplay(int32_t hash, Position p) const {
+  if (!keyShared_->waitingInReplay(hash)) return false;
+  // Replay batches are taken from the front, so the entries before p are only the few put back
+  // or held since this batch was taken.
+  for (auto it = replay_.begin(); it != replay_.end() && it->first < p; ++it) {
+    if (it->second == hash) return true;
+  }
+  return false;
+}
+
+void Dispatcher::onNewEntries() {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  readMoreEntries();
+}
+
+void Dispatcher::rewind() {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  ++epoch_;
+  readPending_ = false;
+  readAhead_ = false;
+  replay_.clear();
+  if (keyShared_) keyShared_->replayCleared();
+  // The entries are read again from the cursor on and tracked anew.
+  if (tracker_) tracker_->clear();
+  for (auto& c : consumers_) clearPending(c.get());
+  readPosition_ = ledger_.nextValidPosition(cursor_.markDeletedPosition());
+  compactedStarted_ = false;
+}
+
+bool Dispatcher::releasePending(Consumer* c, const Consumer::PendingAck& p) {
+  trackUnacked(c, -p.messages);
+  if (p.keyHash < 0) return false;  // only Key_Shared entries carry a hash
+  return keyShared_->released(p.keyHash);
+}
+
+void Dispatcher::clearPending(Consumer* c) {
+  c->pendingAcks.takeAll([&](Position, const Consumer::PendingAck& p) { releasePending(c, p); });
+}
+
+std::vector<DrainingHashInfo> Dispatcher::drainingHashes() const {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  if (!keyShared_) return {};
+  return keyShared_->drainingHashes();
+}
+
+int64_t Dispatcher::entriesBlockedByDraining(const std::vector<DrainingHashInfo>& draining) const {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  return keyShared_ ? keyShared_->entriesBlockedByDraining(draining) : 0;
+}
+
+std::vector<std::shared_ptr<Consumer>> Dispatcher::takeConsumers() {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  // All are about to be removed: none may be handed the others' messages meanwhile.
+  for (auto& c : consumers_) c->closed = true;
+  return consumers_;
+}
+
+Consumer* Dispatcher::pickShared() {
+  size_t n = consumers_.size();
+  for (size_t i = 0; i < n; ++i) {
+    Consumer* c = consumers_[(rrIndex_ + i) % n].get();
+    if (canTake(c)) {
+      rrIndex_ = (rrIndex_ + i + 1) % n;
+      return c;
+    }
+  }
+  return nullptr;
+}
+
+void Dispatcher::readMoreEntries(bool allowReplay) {
+  if (activationHeld_) return;  // holdActivation's timer reads
+  refreshOutbound();
+  readRounds(allowReplay);
+  // One hand-over per consumer for everything this pass dispatched.
+  flushOutput();
+  scheduleDelayedTimer();
+}
+
+bool Dispatcher::trackDelayedDelivery(const Entry& e, int64_t deliverAtMs) {
+  if (!delayed_.active || isSingleActive(type_)) return false;
+  if (!tracker_) {
+    // The bucket width comes from the broker's tick, the tick from the policy (Pulsar's factory
+    // and resetTickTime).
+    tracker_ = std::make_unique<DelayedDeliveryTracker>(
+        options_.delayedDeliveryTickTimeMillis, options_.isDelayedDeliveryDeliverAtTimeStrict);
+  }
+  tracker_->resetTickTime(delayed_.tickTime);
+  return tracker_->addMessage(e.position, deliverAtMs, wallClockMs());
+}
+
+void Dispatcher::pollDelayed(int64_t room) {
+  if (!tracker_ || tracker_->getNumberOfDelayedMessages() == 0) return;
+  int64_t free = room - static_cast<int64_t>(replay_.size());
+  if (free <= 0) return;
+  int64_t now = wallClockMs();
+  if (!tracker_->hasMessageAvailable(now)) return;
+  std::vector<Position> due;
+  tracker_->getScheduledMessages(now, static_cast<size_t>(free), &due);
+  // No key hash yet: dispatchEntries reads it from the entry (Key_Shared).
+  for (auto& p : due) addToReplay(p, -1);
+}
+
+void Dispatcher::scheduleDelayedTimer() {
+  if (!tracker_ || consumers_.empty()) return;
+  std::optional<int64_t> due = tracker_->nextDueTime();
+  if (!due) return;
+  int64_t at = std::max(*due, lastTickMs_ + std::max<int64_t>(1, delayed_.tickTime));
+  if (timerDeadlineMs_ >= 0 && timerDeadlineMs_ <= at) return;  // armed early enough
+  if (!delayedTimer_) {
+    auto* loop = dynamic_cast<net::EventLoop*>(ledger_.executor());
+    if (!loop) return;
+    delayedTimer_ = std::make_unique<boost::asio::steady_timer>(loop->context());
+  }
+  int64_t now = wallClockMs();
+  timerDeadlineMs_ = at;
+  delayedTimer_->expires_after(std::chrono::milliseconds(std::max<int64_t>(0, at - now)));
+  delayedTimer_->async_wait([this, alive = alive_](const boost::system::error_code& ec) {
+    if (ec || !*alive) return;  // re-armed or destroyed (a handler queued before: the token)
+    const int64_t deadline = timerDeadlineMs_;
+    timerDeadlineMs_ = -1;
+    // The steady clock ran ahead of the wall clock: wait out the rest rather than a whole tick.
+    if (wallClockMs() < deadline) return scheduleDelayedTimer();
+    lastTickMs_ = wallClockMs();
+    readMoreEntries();
+  });
+}
+
+void Dispatcher::flushOutput() {
+  for (auto& o : outs_) {
+    ConsumerSink* sink = o.consumer->sink();
+    sink->send(std::move(o.batch));
+    // Held back by this pass's limit: go on when the connection has written it.
+    if (o.consumer->outboundBlocked) sink->notifyWhenWritable();
+  }
+  outs_.clear();
+}
+
+void Dispatcher::readRounds(bool allowReplay) {
+  // Reads the entry cache answers at once are dispatched here, round after round, so a tailing
+  // subscription costs no task per read; after kInlineReadRounds (or on a cache miss) the read
+  // goes through the executor, so publishes and acks queued meanwhile get their turn.
+  for (int round = 0;; ++round) {
+    if (readPending_ || consumers_.empty()) return;
+    int64_t permits = availablePermits();
+    if (permits <= 0) return;
+    const bool inlineAllowed = round < kInlineReadRounds;
+    const int64_t maxBatch = std::max(1, options_.dynamic.dispatcherMaxReadBatchSize.load());
+    int64_t batch = std::min<int64_t>(permits, maxBatch);
+    // Due delayed entries join the replay set (Pulsar's getMessagesToReplayNow).
+    if (allowReplay) pollDelayed(batch);
+    if (allowReplay && !replay_.empty()) {
+      std::optional<bool> next = readReplay(batch, inlineAllowed);
+      if (!next) return;  // reads in flight; their callback goes on
+      allowReplay = *next;
+      continue;
+    }
+    if (keyShared_ && keyShared_->lookAheadLimitReached(consumers_.size(), replay_.size())) {
+      return;  // the replay set drains first
+    }
+    if (readCompacted(batch)) return;
+    Position lac = ledger_.lastConfirmedEntry();
+    if (lac.entryId < 0 && lac.ledgerId <= readPosition_.ledgerId) return;  // nothing stored yet
+    if (readPosition_ > lac) return;  // tailing: wait for onNewEntries
+    // Read ahead of delayed entries: while the last read handed entries to the tracker, a read
+    // takes a full batch even when fewer permits are left (delayed entries take none), so a run
+    // of delayed entries costs one read per batch, not one per permit.
+    if (readAhead_) batch = maxBatch;
+    const size_t maxBytes = static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load());
+    std::vector<Entry> entries;
+    if (inlineAllowed &&
+        ledger_.readCachedEntries(readPosition_, static_cast<int>(batch), maxBytes, &entries)) {
+      if (entries.empty()) return;
+      readPosition_ = ledger_.nextValidPosition(entries.back().position);
+      dispatchEntries(entries, false);
+      allowReplay = true;
+      continue;
+    }
+    readPending_ = true;
+    uint64_t epoch = epoch_;
+    ledger_.asyncReadEntries(
+        readPosition_, static_cast<int>(batch), maxBytes,
+        [this, alive = alive_, epoch](const Status& s, std::vector<Entry> entries) {
+          if (!*alive || epoch != epoch_) return;  // gone, or rewound
+          readPending_ = false;
+          if (!s.isOk()) {
+            MLOG_WARN("read failed on {}: {}", ledger_.name(), s.toString());
+            return;
+          }
+          if (entries.empty()) return;
+          readPosition_ = ledger_.nextValidPosition(entries.back().position);
+          dispatchEntries(entries, false);
+          readMoreEntries();
+        });
+    return;
+  }
+}
+
+bool Dispatcher::readCompacted(int64_t batch) {
+  if (!compactor_ || !active_ || !active_->readCompacted) return false;
+  std::shared_ptr<const CompactedView> view = compactor_->view();
+  if (!view) return false;
+  // A cursor at the start of the log reads the whole view (Pulsar's readFromEarliest), also the
+  // keys whose ledgers were trimmed after the compaction: then the log may start after the
+  // horizon.
+  const Position first = ledger_.firstPosition();
+  const bool fromStart = !compactedStarted_ && readPosition_ <= first;
+  if (!fromStart && readPosition_ > view->horizon()) return false;
+  compactedStarted_ = true;
+  readPending_ = true;
+  uint64_t epoch = epoch_;
+  view->asyncReadEntries(
+      fromStart ? Position{-1, -1} : readPosition_, static_cast<int>(batch),
+      static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load()),
+      [this, alive = alive_, epoch, view, first, fromStart](const Status& s,
+                                                            std::vector<Entry> entries) {
+        if (!*alive || epoch != epoch_) return;  // gone, or rewound meanwhile
+        readPending_ = false;
+        if (!s.isOk()) {
+          MLOG_WARN("compacted read failed on {}: {}", ledger_.name(), s.toString());
+          return;
+        }
+        if (entries.empty()) {
+          // The view is done: the live tail follows its horizon.
+          readPosition_ = Position{view->horizon().ledgerId, view->horizon().entryId + 1};
+        } else {
+          const Position last = entries.back().position;
+          readPosition_ = Position{last.ledgerId, last.entryId + 1};
+          dispatchEntries(entries, false, fromStart ? first : Position{-1, -1});
+        }
+        readMoreEntries();
+      });
+  return true;
+}
+
+bool Dispatcher::replayableNow(int32_t hash) const {
+  Consumer* owner = keyShared_->owner(hash);
+  if (!owner || !canTake(owner)) return false;
+  return owner->allowOutOfOrderDelivery || !keyShared_->drainingElsewhere(hash, owner);
+}
+
+std::optional<bool> Dispatcher::readReplay(int64_t maxEntries, bool inlineAllowed) {
+  // Take up to maxEntries positions from the front of the replay set and dispatch them together,
+  // in position order. Key_Shared skips entries whose key's consumer can take nothing now (as
+  // Pulsar 4 filters its replay reads), so a consumer holding its messages does not stall the
+  // others' redeliveries. Entries of one key are skipped or taken together, so their order holds.
+  std::vector<Position> want;
+  for (auto it = replay_.begin(); it != replay_.end() && static_cast<int64_t>(want.size()) < maxEntries;) {
+    if (keyShared_ && it->second >= 0 && !replayableNow(it->second)) {
+      ++it;
+      continue;
+    }
+    want.push_back(it->first);
+    if (it->second >= 0) keyShared_->replayTaken(it->second);
+    it = replay_.erase(it);
+  }
+  if (want.empty()) return false;  // nothing replayable now: read new entries
+  if (inlineAllowed) return readReplayed(want);
+  // Past the inline rounds: the whole batch in one task, so publishes and acks queued meanwhile
+  // get their turn first (one task per position cost ~10 % of a busy ml-worker at max rate).
+  readPending_ = true;
+  uint64_t epoch = epoch_;
+  ledger_.executor()->execute([this, alive = alive_, epoch, want = std::move(want)] {
+    if (!*alive || epoch != epoch_) return;  // gone, or rewound meanwhile
+    readPending_ = false;
+    std::optional<bool> next = readReplayed(want);
+    if (next) readMoreEntries(/*allowReplay=*/*next);
+  });
+  return std::nullopt;
+}
+
+std::optional<bool> Dispatcher::readReplayed(const std::vector<Position>& want) {
+  // The entry cache answers at once, under one lock; the rest (redeliveries after a cache
+  // eviction, the uncommon path) are read one by one through the ledger.
+  const Position first = want.front();
+  std::vector<Entry> found;
+  found.reserve(want.size());
+  std::vector<Position> missing;
+  ledger_.readCachedPositions(want, &found, &missing);
+  if (missing.empty()) return replayDispatch(found, first);
+  readPending_ = true;
+  uint64_t epoch = epoch_;
+  auto results = std::make_shared<std::vector<Entry>>(std::move(found));
+  auto remaining = std::make_shared<size_t>(missing.size());
+  for (auto& p : missing) {
+    ledger_.asyncReadEntries(
+        p, 1, 1,
+        [this, alive = alive_, epoch, p, first, results, remaining](const Status& s,
+                                                                    std::vector<Entry> entries) {
+          if (!*alive || epoch != epoch_) return;
+          if (s.isOk() && !entries.empty() && entries.front().position == p) {
+            results->push_back(std::move(entries.front()));
+          }
+          if (--*remaining > 0) return;
+          readPending_ = false;
+          std::sort(results->begin(), results->end(),
+                    [](const Entry& a, const Entry& b) { return a.position < b.position; });
+          readMoreEntries(/*allowReplay=*/replayDispatch(*results, first));
+        });
+  }
+  return std::nullopt;
+}
+
+bool Dispatcher::replayDispatch(std::vector<Entry>& entries, Position first) {
+  size_t before = replay_.size();
+  dispatchEntries(entries, true);
+  // When nothing of the replay could go out (no permits for those keys), read new entries for
+  // the other consumers rather than loop on the replay.
+  bool progressed = replay_.size() < before + entries.size();
+  // Entries older than this batch went back for redelivery while it was read (a consumer left):
+  // replay again, they come first.
+  bool olderPutBack = !replay_.empty() && replay_.begin()->first < first;
+  return progressed || olderPutBack;
+}
+
+void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
+                                 Position ackCheckFrom) {
+  // Frames collect in outs_ until the pass ends (flushOutput).
+  auto batchFor = [&](Consumer* c) -> net::FrameBatch& {
+    for (auto& o : outs_) {
+      if (o.consumer == c) return o.batch;
+    }
+    outs_.push_back(Out{c, {}});
+    return outs_.back().batch;
+  };
+  bool singleActive = isSingleActive(type_);
+  if (!fromReplay) readAhead_ = false;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    Entry& e = entries[i];
+    if (e.position >= ackCheckFrom && cursor_.isAcknowledged(e.position)) continue;
+    EntryMetadataPeek md;
+    if (!peekEntryMetadata(e.data.view(), &md).isOk()) {
+      MLOG_WARN("{}: skipping unreadable entry {}:{}", ledger_.name(), e.position.ledgerId,
+                e.position.entryId);
+      continue;
+    }
+    const int32_t batchSize = std::max(1, md.numMessagesInBatch);
+    int32_t n = batchSize;
+    // A partly acked batch goes out with its ack set so the client skips the acked indexes;
+    // permits and unacked counts cover only the rest (Pulsar's EntryBatchIndexesAcks).
+    const storage::AckSet* ackSet =
+        options_.acknowledgmentAtBatchIndexLevelEnabled ? cursor_.batchDeletedIndexes(e.position)
+                                                        : nullptr;
+    if (ackSet) {
+      n = storage::ackSetCardinality(*ackSet, batchSize);
+      if (n == 0) {
+        // Only bits past the batch's end were left: every message is acked.
+        cursor_.asyncDelete({e.position}, nullptr);
+        continue;
+      }
+    }
+    // Held back until its deliver_at_time; a replayed entry was due (or dispatched) already.
+    if (!fromReplay && md.hasDeliverAtTime && trackDelayedDelivery(e, md.deliverAtTime)) {
+      readAhead_ = true;
+      continue;
+    }
+    Consumer* target = nullptr;
+    int32_t hash = -1;
+    if (singleActive) {
+      target = active_ && canTake(active_) && !blockedOnUnacked_ ? active_ : nullptr;
+      if (!target) {
+        if (!fromReplay) {
+          // Re-read from here later, keeping order.
+          readPosition_ = e.position;
+        } else {
+          addToReplay(e.position, -1);
+        }
+        if (!fromReplay) break;
+        continue;
+      }
+    } else if (keyShared_ && !md.hasOrderingKey && !md.hasPartitionKey) {
+      // Messages without a key carry no ordering promise: Pulsar 4 spreads them over the
+      // consumers rather than pinning them to the owner of one hash.
+      target = blockedOnUnacked_ ? nullptr : pickShared();
+    } else if (keyShared_) {
+      hash = keyShared_->hashOf(md);
+      Consumer* owner = keyShared_->owner(hash);
+      // Draining (Pulsar 4): while messages of this hash are unacked at another consumer (the
+      // hash moved on a join/leave), new ones wait, so a key is outstanding at one consumer.
+      bool draining =
+          owner && !owner->allowOutOfOrderDelivery && keyShared_->drainingElsewhere(hash, owner);
+      if (draining) {
+        stats_.blockedByDraining++;
+        keyShared_->blocked(hash);
+      }
+      bool ready = owner && canTake(owner) && !draining && !blockedOnUnacked_;
+      // An older entry of the hash waits for redelivery: this one must not overtake it. For a
+      // replayed entry, that is one put back while its read was in flight (a consumer left) or
+      // one held earlier in this pass.
+      bool keyWaiting =
+          fromReplay ? ready && olderInReplay(hash, e.position) : keyShared_->waitingInReplay(hash);
+      if (ready && !keyWaiting) target = owner;
+    } else {
+      target = blockedOnUnacked_ ? nullptr : pickShared();
+    }
+    if (!target) {
+      addToReplay(e.position, hash);
+      continue;
+    }
+    target->permits -= n;
+    target->pendingAcks.add(e.position, Consumer::PendingAck{n, hash, batchSize});
+    trackUnacked(target, n);
+    if (hash >= 0) keyShared_->dispatched(hash, target);
+    target->msgOutCounter += n;
+    target->bytesOutCounter += e.data.size();
+    stats_.msgOutCounter += n;
+    stats_.bytesOutCounter += e.data.size();
+    uint32_t redeliveries = 0;
+    if (!redeliveryCount_.empty()) {
+      auto rc = redeliveryCount_.find(packPosition(e.position));
+      if (rc != redeliveryCount_.end()) redeliveries = static_cast<uint32_t>(rc->second);
+    }
+    net::FrameBatch& b = batchFor(target);
+    std::span<const int64_t> ackWords;
+    if (ackSet) ackWords = std::span<const int64_t>(ackSet->data(), ackSet->size());
+    const size_t maxHeader = protocol::maxMessageHeaderSize(ackWords.size());
+    uint8_t* dst = b.appendSpace(maxHeader);
+    size_t used = protocol::Commands::writeMessageHeader(
+        dst, target->id(), static_cast<uint64_t>(e.position.ledgerId),
+        static_cast<uint64_t>(e.position.entryId), redeliveries, e.data.size(), ackWords,
+        std::nullopt, partitionIndex_);
+    b.trimBytes(maxHeader - used);
+    b.appendBuffer(e.data);
+    // One pass gives a consumer at most dispatcherMaxReadSizeBytes (at least one entry): with
+    // the high watermark this bounds what one connection holds queued.
+    if (target->sink()->limitsOutbound() &&
+        b.totalBytes() >= static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load())) {
+      target->outboundBlocked = true;
+    }
+  }
+}
+
+}  // namespace magnetar::broker

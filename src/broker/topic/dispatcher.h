@@ -1,0 +1,229 @@
+// Dispatcher: moves a subscription's entries to its consumers within their permits.
+// One class for every subscription type; the type decides which consumer gets an entry:
+// Exclusive/Failover: the single active consumer; Shared: round-robin over consumers with permits;
+// Key_Shared: the consumer owning the entry's sticky-key hash (its state: KeySharedState).
+#pragma once
+
+#if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_TOPIC)
+#error "broker/topic is not below this broker part (src/broker/README.md)"
+#endif
+
+#include <boost/asio/steady_timer.hpp>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "broker/common/broker_options.h"
+#include "broker/compaction/compaction.h"
+#include "broker/policies/policies.h"
+#include "broker/topic/consumer.h"
+#include "broker/topic/delayed_delivery_tracker.h"
+#include "net/frame_batch.h"
+#include "storage/managed_ledger.h"
+
+namespace magnetar::broker {
+
+class KeySharedSelector;
+class KeySharedState;
+struct DrainingHashInfo;
+
+struct DispatcherStats {
+  uint64_t msgOutCounter = 0;
+  uint64_t bytesOutCounter = 0;
+  uint64_t msgRedeliverCounter = 0;
+  uint64_t blockedByDraining = 0;  // Key_Shared entries held back because their hash drains
+};
+
+// Thread: the topic's executor only.
+class Dispatcher {
+ public:
+  // Read batches served by the entry cache that one dispatch pass sends before the next read goes
+  // through the executor (so publishes and acks queued meanwhile get their turn).
+  static constexpr int kInlineReadRounds = 8;
+
+  // topicName: the full name (Failover's active-consumer ring hashes it); partitionIndex -1 for
+  // a non-partitioned topic.
+  Dispatcher(SubType type, storage::ManagedLedger& ledger, storage::ManagedCursor& cursor,
+             const BrokerOptions& options, std::string topicName, int partitionIndex);
+  ~Dispatcher();
+
+  SubType type() const { return type_; }
+  // The topic's compactor (outlives the dispatcher): an Exclusive/Failover active consumer that
+  // subscribed with read_compacted reads its compacted view up to the horizon, then the tail.
+  void setCompactor(const TopicCompactor* compactor) { compactor_ = compactor; }
+  // Overrides maxUnackedMessagesPerConsumer / ...PerSubscription (topic policies
+  // maxUnackedMessagesOnConsumer / OnSubscription; 0: no limit). nullopt: the broker's value.
+  void setUnackedLimits(std::optional<int> perConsumer, std::optional<int> perSubscription) {
+    maxUnackedPerConsumer_ = perConsumer.value_or(options_.maxUnackedMessagesPerConsumer);
+    maxUnackedPerSubscription_ =
+        perSubscription.value_or(options_.maxUnackedMessagesPerSubscription);
+  }
+  // Delayed delivery (Pulsar's rule: Shared and Key_Shared only): while p.active, entries whose
+  // deliver_at_time is later than now (plus one tick unless isDelayedDeliveryDeliverAtTimeStrict)
+  // go to the DelayedDeliveryTracker instead of a consumer and come back through the replay set
+  // when due; the entries behind them are not held up. The tracker's bucket width comes from the
+  // broker's delayedDeliveryTickTimeMillis, its tick from p (Pulsar's resetTickTime at each
+  // add). Default: the broker's delayedDelivery* settings.
+  void setDelayedDelivery(const DelayedDeliveryPolicies& p) { delayed_ = p; }
+  // Entries held back now (stats msgDelayed, metric pulsar_subscription_delayed).
+  int64_t delayedMessages() const { return tracker_ ? tracker_->getNumberOfDelayedMessages() : 0; }
+  // Bytes the delayed-delivery tracker holds (0 when it has none).
+  size_t delayedTrackerBytes() const { return tracker_ ? tracker_->memoryBytes() : 0; }
+  // Forgets the held entries (clear-backlog: they are acked anyway).
+  void clearDelayedMessages() {
+    if (tracker_) tracker_->clear();
+  }
+
+  // Errors: kBusy (ConsumerBusy) when an Exclusive subscription already has a consumer;
+  // kInvalidArgument (ConsumerAssignError) for overlapping Key_Shared sticky ranges.
+  Status addConsumer(const std::shared_ptr<Consumer>& c);
+  // Removes c; its unacked messages go back for redelivery (count unchanged, as Pulsar).
+  void removeConsumer(Consumer* c);
+  const std::vector<std::shared_ptr<Consumer>>& consumers() const { return consumers_; }
+  Consumer* activeConsumer() const;
+
+  // FLOW: the client can take `permits` more messages.
+  void flow(Consumer* c, uint32_t permits);
+  // c's connection drained its outbound queue to the low watermark: dispatch goes on.
+  void consumerWritable(Consumer* c);
+  // Acks from c (positions individually, or cumulative up to `upTo`). Frees unacked counts.
+  void acked(Consumer* c, const std::vector<storage::Position>& positions);
+  void ackedCumulative(Consumer* c, storage::Position upTo);
+  // Batch-index acks from c were applied to the cursor for these entries: their pending message
+  // counts drop to what the cursor still has unacked (the whole entry is freed when none is left).
+  void batchIndexesAcked(Consumer* c, const std::vector<storage::Position>& positions);
+  // REDELIVER_UNACKNOWLEDGED_MESSAGES: the given positions of c (all of c's when empty).
+  void redeliver(Consumer* c, const std::vector<storage::Position>& positions);
+  // New entries were appended to the ledger.
+  void onNewEntries();
+  // Seek/reset: drop all in-flight state and read from the cursor's position again.
+  void rewind();
+  // Disconnect every consumer (after seek, as Pulsar does); they reconnect. Marks them closed
+  // first, so removing them one by one dispatches nothing to the ones still listed.
+  std::vector<std::shared_ptr<Consumer>> takeConsumers();
+
+  const DispatcherStats& stats() const { return stats_; }
+  int64_t unackedMessages() const { return unackedMessages_; }
+  size_t replayBacklog() const { return replay_.size(); }
+  const KeySharedSelector* keySharedSelector() const;
+  // Key_Shared: the draining hashes now, sorted by hash (empty for other types).
+  std::vector<DrainingHashInfo> drainingHashes() const;
+  // Key_Shared: draining hashes that finished over the subscription's life.
+  uint64_t drainingHashesClearedTotal() const;
+  // Key_Shared: entries waiting for redelivery whose hash is in `draining` (from drainingHashes()).
+  int64_t entriesBlockedByDraining(const std::vector<DrainingHashInfo>& draining) const;
+  // maxUnackedMessagesPerSubscription holds dispatch (set at the limit, cleared at half).
+  bool blockedOnUnacked() const { return blockedOnUnacked_; }
+
+ private:
+  // Dispatches what the permits allow, then hands the frames over (flushOutput).
+  void readMoreEntries(bool allowReplay = true);
+  void readRounds(bool allowReplay);
+  // Sends the MESSAGE frames collected in outs_, one batch per consumer.
+  void flushOutput();
+  // Sets each consumer's outboundBlocked from its connection's queue and this pass's batch
+  // (arming the connection's onWritable() for those held back).
+  void refreshOutbound();
+  // Key_Shared: the owner of `hash` can take a message now (permits, not draining elsewhere).
+  bool replayableNow(int32_t hash) const;
+  // Dispatches up to maxEntries replay positions: the next allowReplay when done at once (all
+  // cached), nullopt when reads are in flight or, past the inline rounds, the batch is queued as
+  // one task on the ledger's executor (their callback goes on).
+  std::optional<bool> readReplay(int64_t maxEntries, bool inlineAllowed);
+  // Reads `want` (ascending, taken out of replay_) and dispatches it: as readReplay, for one batch.
+  std::optional<bool> readReplayed(const std::vector<storage::Position>& want);
+  // Dispatches read replay entries (sorted); whether to replay again next.
+  bool replayDispatch(std::vector<storage::Entry>& entries, storage::Position first);
+
+  // Entries before ackCheckFrom skip the cursor's acked check (compacted entries of ledgers the
+  // log no longer has).
+  void dispatchEntries(std::vector<storage::Entry>& entries, bool fromReplay,
+                       storage::Position ackCheckFrom = {-1, -1});
+  // read_compacted: reads the compacted view when the read position is at or before its
+  // horizon; false when the view does not apply (read the ledger).
+  bool readCompacted(int64_t batch);
+  // Delayed delivery: true when the entry was handed to the tracker (not dispatched now).
+  bool trackDelayedDelivery(const storage::Entry& e, int64_t deliverAtMs);
+  // Moves due tracked entries into the replay set, up to `room` replay entries in all.
+  void pollDelayed(int64_t room);
+  // Arms the timer for the next due bucket (at most one run per tick, as Pulsar).
+  void scheduleDelayedTimer();
+  int64_t availablePermits() const;
+  bool canTake(const Consumer* c) const;
+  Consumer* pickShared();
+  void putBackForRedelivery(Consumer* c, bool all, const std::vector<storage::Position>& which,
+                            bool countRedelivery);
+  // Picks the active consumer (single-active types). On Failover, when it changed, every
+  // consumer is told its state (Pulsar's notifyActiveConsumerChanged). True when it changed.
+  bool updateActiveConsumer();
+  // ACTIVE_CONSUMER_CHANGE to c (is_active = c is the active consumer).
+  void notifyActiveConsumerChange(Consumer* c);
+  void addToReplay(storage::Position p, int32_t keyHash);
+  // Key_Shared: an entry of `hash` before p waits in replay_.
+  bool olderInReplay(int32_t hash, storage::Position p) const;
+  void trackUnacked(Consumer* c, int64_t delta);
+  // Forgets one pending entry of c (unacked counts, hash ownership); true when its hash has no
+  // pending message left anywhere.
+  bool releasePending(Consumer* c, const Consumer::PendingAck& p);
+  void clearPending(Consumer* c);
+
+  const SubType type_;
+  storage::ManagedLedger& ledger_;
+  storage::ManagedCursor& cursor_;
+  const BrokerOptions& options_;
+  const std::string topicName_;
+  const int partitionIndex_;
+  int maxUnackedPerConsumer_;      // messages, 0: no limit
+  int maxUnackedPerSubscription_;  // messages, 0: no limit
+
+  std::vector<std::shared_ptr<Consumer>> consumers_;
+  Consumer* active_ = nullptr;  // Exclusive/Failover
+  size_t rrIndex_ = 0;          // Shared
+  std::unique_ptr<KeySharedState> keyShared_;  // Key_Shared only
+  DelayedDeliveryPolicies delayed_;
+  std::unique_ptr<DelayedDeliveryTracker> tracker_;  // Shared/Key_Shared, created on first use
+  // On the ledger's executor when it is an EventLoop (the broker); without one (unit tests) due
+  // entries are polled at each dispatch pass only.
+  std::unique_ptr<boost::asio::steady_timer> delayedTimer_;
+  // Failover: a newly active consumer is told (every consumer is), and read for, only
+  // activeConsumerFailoverDelayTimeMillis after the change, as Pulsar's
+  // scheduleReadOnActiveConsumer (the official Go client drops a notice that comes right after
+  // its SUBSCRIBE's SUCCESS). Held: nothing is dispatched until the timer fires. holdActivation
+  // returns false when there is no delay or no event loop (unit tests): tell at once.
+  bool holdActivation();
+  bool activationHeld_ = false;
+  std::unique_ptr<boost::asio::steady_timer> activationTimer_;
+  int64_t timerDeadlineMs_ = -1;  // when the armed timer fires, -1: not armed
+  int64_t lastTickMs_ = 0;
+
+  storage::Position readPosition_;
+  const TopicCompactor* compactor_ = nullptr;
+  bool compactedStarted_ = false;  // a compacted read was issued since the last rewind
+  bool readPending_ = false;
+  // The last read of new entries handed some to the tracker: the next one reads a full
+  // dispatcherMaxReadBatchSize whatever the permits (entries no consumer can take wait in replay_).
+  bool readAhead_ = false;
+  uint64_t epoch_ = 0;  // bumped by rewind: reads issued before it are dropped
+  // False once this dispatcher is gone (its subscription removed, e.g. an unsubscribe, with a read
+  // or replay task still queued): their completions check it before touching the dispatcher.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // Positions to deliver again, in order, before new reads; with the entry's key hash (-1: none).
+  std::map<storage::Position, int32_t> replay_;
+  std::unordered_map<int64_t, int32_t> redeliveryCount_;  // packed position -> count
+  int64_t unackedMessages_ = 0;
+  bool blockedOnUnacked_ = false;
+  DispatcherStats stats_;
+  // MESSAGE frames dispatched in this pass and not yet handed over, per consumer. Always empty
+  // between tasks: every pass ends in flushOutput, before any consumer can leave.
+  struct Out {
+    Consumer* consumer;
+    net::FrameBatch batch;
+  };
+  std::vector<Out> outs_;
+};
+
+}  // namespace magnetar::broker

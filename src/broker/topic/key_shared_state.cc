@@ -1,0 +1,59 @@
+#include "broker/topic/internal/key_shared_state.h"
+
+#include <algorithm>
+
+namespace magnetar::broker {
+
+KeySharedState::KeySharedState(const BrokerOptions& options)
+    : options_(options),
+      selector_(std::max(1, options.subscriptionKeySharedConsistentHashingReplicaPoints),
+                options.subscriptionKeySharedUseConsistentHashing) {}
+
+int32_t KeySharedState::hashOf(const EntryMetadataPeek& md) const {
+  if (md.hasOrderingKey) return selector_.hashOf(md.orderingKey);
+  if (md.hasPartitionKey) return selector_.hashOf(md.partitionKey);
+  return selector_.hashOf("NONE_KEY");
+}
+
+Status KeySharedState::addConsumer(Consumer* c) {
+  Status s = selector_.addConsumer(c);
+  if (s.isOk()) consumersChanged();
+  return s;
+}
+
+bool KeySharedState::released(int32_t hash) {
+  PendingSlot* h = pending_.find(hash);
+  if (!h || h->count == 0 || --h->count > 0) return false;
+  Consumer* holder = h->holder;
+  pending_.erase(hash);
+  if (!draining_.empty()) draining_.released(hash, holder);
+  return true;
+}
+
+void KeySharedState::replayTaken(int32_t hash) {
+  auto h = replayHashes_.find(hash);
+  if (h != replayHashes_.end() && --h->second == 0) replayHashes_.erase(h);
+}
+
+bool KeySharedState::lookAheadLimitReached(size_t consumers, size_t replaySize) const {
+  const BrokerDynamicOptions& d = options_.dynamic;
+  const int64_t perConsumer = d.keySharedLookAheadMsgInReplayThresholdPerConsumer.load();
+  const int64_t perSubscription = d.keySharedLookAheadMsgInReplayThresholdPerSubscription.load();
+  int64_t limit = -1;
+  if (perConsumer > 0) limit = perConsumer * static_cast<int64_t>(consumers);
+  if (perSubscription > 0) limit = limit < 0 ? perSubscription : std::min(limit, perSubscription);
+  return limit >= 0 && static_cast<int64_t>(replaySize) >= limit;
+}
+
+int64_t KeySharedState::entriesBlockedByDraining(
+    const std::vector<DrainingHashInfo>& draining) const {
+  if (replayHashes_.empty()) return 0;
+  int64_t n = 0;
+  for (const auto& d : draining) {
+    auto it = replayHashes_.find(d.hash);
+    if (it != replayHashes_.end()) n += it->second;
+  }
+  return n;
+}
+
+}  // namespace magnetar::broker

@@ -1,0 +1,66 @@
+// Helpers of the dispatcher tests: an executor the test runs task by task and a ConsumerSink that
+// decodes the MESSAGE frames it is sent.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "broker/topic/consumer.h"
+#include "net/executor.h"
+#include "protocol/frame.h"
+
+namespace magnetar::broker {
+
+// The topic's executor: tasks run only when the test says so.
+class StepExecutor : public net::Executor {
+ public:
+  void execute(net::Task t) override { tasks_.push_back(std::move(t)); }
+  bool inExecutorThread() const override { return true; }
+  bool runOne() {
+    if (tasks_.empty()) return false;
+    net::Task t = std::move(tasks_.front());
+    tasks_.pop_front();
+    t();
+    return true;
+  }
+  void drain() {
+    while (runOne()) {
+    }
+  }
+  size_t pending() const { return tasks_.size(); }
+
+ private:
+  std::deque<net::Task> tasks_;
+};
+
+// Decodes the MESSAGE frames a consumer is sent and records their entry ids in arrival order.
+class RecordingSink : public ConsumerSink {
+ public:
+  void send(net::FrameBatch&& frames) override {
+    std::string bytes;
+    for (const auto& seg : frames.segments()) {
+      if (seg.buffer) {
+        bytes.append(seg.buffer.view());
+      } else {
+        bytes.append(frames.bytes(), seg.offset, seg.length);
+      }
+    }
+    Status s = decoder_.feed(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                             [this](const proto::BaseCommand& cmd, Buffer) {
+                               if (cmd.type() == proto::BaseCommand::MESSAGE) {
+                                 entryIds.push_back(cmd.message().message_id().entryid());
+                               }
+                             });
+    EXPECT_TRUE(s.isOk()) << s.toString();
+  }
+  void sendFrame(const Buffer&) override {}
+  std::vector<uint64_t> entryIds;
+
+ private:
+  protocol::FrameDecoder decoder_;
+};
+
+}  // namespace magnetar::broker

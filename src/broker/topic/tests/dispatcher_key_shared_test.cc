@@ -1,0 +1,392 @@
+// Key_Shared dispatch order when consumers leave: a Dispatcher over the in-memory managed ledger,
+// consumers behind ConsumerSinks whose MESSAGE frames are decoded, and an executor the test runs
+// task by task so a consumer can leave while a read is in flight.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "broker/topic/internal/key_shared_selector.h"
+#include "broker/topic/subscription.h"
+#include "broker/topic/tests/dispatch_test_util.h"
+#include "protocol/commands.h"
+#include "protocol/frame.h"
+#include "storage/memory_managed_ledger.h"
+
+namespace magnetar::broker {
+namespace {
+
+using proto::CommandSubscribe;
+
+// kCachedReads: whether the ledger answers reads at once from its cache (the tailing case) or
+// only through the executor (a cache miss), so a test can act while a read is in flight.
+template <bool kCachedReads>
+class DispatchFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    factory_.asyncOpen("t/default/persistent/ks", &ex_,
+                       [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+                         if (r.isOk()) ml_ = r.value();
+                       });
+    ex_.drain();
+    ASSERT_TRUE(ml_);
+    auto cursor = ml_->openCursor("ks", storage::InitialPosition::kEarliest);
+    ASSERT_TRUE(cursor.isOk());
+    sub_ = std::make_unique<Subscription>("ks", *ml_, *cursor.value(), options_,
+                                          "persistent://t/default/ks", -1);
+  }
+
+  std::shared_ptr<Consumer> addConsumer(uint64_t id, const std::string& name,
+                                        RecordingSink* sink) {
+    auto c = std::make_shared<Consumer>(id, name, sink, CommandSubscribe::Key_Shared, 0);
+    EXPECT_TRUE(sub_->addConsumer(c).isOk());
+    return c;
+  }
+
+  void publish(const std::string& key, int count) {
+    for (int i = 0; i < count; ++i) {
+      proto::MessageMetadata md;
+      md.set_producer_name("p");
+      md.set_sequence_id(static_cast<uint64_t>(seq_++));
+      md.set_publish_time(1700000000000);
+      md.set_partition_key(key);
+      ml_->asyncAddEntry(protocol::Commands::newEntry(md, "x"), [](Status, storage::Position) {});
+    }
+    ex_.drain();
+  }
+
+  // A key whose hash `owner` owns now.
+  std::string keyOwnedBy(const Consumer* owner) {
+    const KeySharedSelector* sel = sub_->dispatcher()->keySharedSelector();
+    for (int i = 0; i < 10000; ++i) {
+      std::string key = "key-" + std::to_string(i);
+      if (sel->select(sel->hashOf(key)) == owner) return key;
+    }
+    ADD_FAILURE() << "no key owned by " << owner->name();
+    return {};
+  }
+
+  StepExecutor ex_;
+  storage::MemoryManagedLedgerFactory factory_{
+      storage::MemoryLedgerOptions{.cachedReads = kCachedReads}};
+  std::shared_ptr<storage::ManagedLedger> ml_;
+  BrokerOptions options_;
+  std::unique_ptr<Subscription> sub_;
+  int seq_ = 0;
+};
+
+using KeySharedDispatchTest = DispatchFixture<false>;
+using CachedReadDispatchTest = DispatchFixture<true>;
+
+// A owns the key and takes its first message (entry 0), then has no permits: entry 1 waits for
+// redelivery. A gets one more permit, so the dispatcher reads entry 1 again (a replay read). A
+// leaves while that read is in flight: entry 0 goes back for redelivery. B now owns the key and
+// must get entry 0 before entry 1, although entry 1's read completes first.
+TEST_F(KeySharedDispatchTest, ReplayReadInFlightDoesNotOvertakeEntriesOfLeavingConsumer) {
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::string key = keyOwnedBy(a.get());
+  ASSERT_FALSE(key.empty());
+  publish(key, 2);
+
+  sub_->dispatcher()->flow(a.get(), 1);
+  ex_.drain();
+  ASSERT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0}));
+
+  sub_->dispatcher()->flow(b.get(), 10);
+  ASSERT_TRUE(ex_.runOne());  // the read of entry 1: A has no permits, so it waits in replay
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 1u);
+  EXPECT_EQ(ex_.pending(), 0u);  // no replay read while A can take nothing
+  sub_->dispatcher()->flow(a.get(), 1);
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);  // taken out by the replay read
+  ASSERT_EQ(ex_.pending(), 1u);                        // that replay read is in flight
+  EXPECT_TRUE(sinkB.entryIds.empty());
+
+  sub_->removeConsumer(a.get());  // entry 0 goes back for redelivery, the hash moves to B
+  ex_.drain();
+
+  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{0, 1}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+  EXPECT_EQ(b->pendingAcks.size(), 2u);
+}
+
+// Same race with several entries of the key on both sides and a second key that is not involved:
+// B receives the key's entries in publish order and the other key's entries are not held back.
+TEST_F(KeySharedDispatchTest, KeyOrderKeptWhenOwnerLeavesDuringReplayRead) {
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::string key = keyOwnedBy(a.get());
+  std::string other = keyOwnedBy(b.get());
+  ASSERT_FALSE(key.empty());
+  ASSERT_FALSE(other.empty());
+  publish(key, 3);    // entries 0..2
+  publish(other, 1);  // entry 3
+  publish(key, 3);    // entries 4..6
+
+  sub_->dispatcher()->flow(a.get(), 3);
+  ex_.drain();
+  ASSERT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0, 1, 2}));
+
+  sub_->dispatcher()->flow(b.get(), 10);
+  ASSERT_TRUE(ex_.runOne());  // entries 3..6 read: 3 to B, 4..6 wait (A has no permits)
+  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{3}));
+  EXPECT_EQ(ex_.pending(), 0u);
+  sub_->dispatcher()->flow(a.get(), 3);
+  ASSERT_GE(ex_.pending(), 1u);  // the replay reads of 4..6
+
+  sub_->removeConsumer(a.get());
+  ex_.drain();
+
+  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{3, 0, 1, 2, 4, 5, 6}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+}
+
+// A subscription removed while its read is in flight (an unsubscribe, the last consumer of a
+// non-durable one leaving): the read's completion finds the dispatcher gone and touches nothing.
+TEST_F(KeySharedDispatchTest, ReadCompletingAfterTheSubscriptionWentIsDropped) {
+  RecordingSink sinkA;
+  auto a = addConsumer(1, "a", &sinkA);
+  publish("k", 5);
+  sub_->dispatcher()->flow(a.get(), 10);
+  ASSERT_EQ(ex_.pending(), 1u);  // the read, in flight
+  sub_.reset();
+  ex_.drain();
+  EXPECT_TRUE(sinkA.entryIds.empty());
+}
+
+// Reads the cache answers are dispatched in the caller's pass, kInlineReadRounds batches at most;
+// the rest goes through the executor.
+TEST_F(CachedReadDispatchTest, TailingReadsDispatchInlineThenThroughTheExecutor) {
+  options_.dynamic.dispatcherMaxReadBatchSize.store(10);
+  RecordingSink sinkA;
+  auto a = addConsumer(1, "a", &sinkA);
+  publish("k", 100);
+  sub_->dispatcher()->flow(a.get(), 100);
+  std::vector<uint64_t> first;
+  for (uint64_t i = 0; i < 10 * Dispatcher::kInlineReadRounds; ++i) first.push_back(i);
+  EXPECT_EQ(sinkA.entryIds, first);
+  EXPECT_EQ(ex_.pending(), 1u);  // the next read, queued behind other work
+  ex_.drain();
+  ASSERT_EQ(sinkA.entryIds.size(), 100u);
+  for (uint64_t i = 0; i < 100; ++i) EXPECT_EQ(sinkA.entryIds[i], i);
+}
+
+// Entries held for a consumer without permits are replayed from the cache at once, in order,
+// when it sends FLOW.
+TEST_F(CachedReadDispatchTest, ReplayFromCacheIsInlineAndInOrder) {
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::string keyA = keyOwnedBy(a.get());
+  std::string keyB = keyOwnedBy(b.get());
+  publish(keyA, 2);  // 0, 1
+  publish(keyB, 2);  // 2, 3
+  publish(keyA, 2);  // 4, 5
+  sub_->dispatcher()->flow(a.get(), 10);
+  EXPECT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0, 1, 4, 5}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 2u);
+  EXPECT_EQ(ex_.pending(), 0u);
+  sub_->dispatcher()->flow(b.get(), 10);
+  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{2, 3}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+  EXPECT_EQ(ex_.pending(), 0u);
+}
+
+// Replay batches past kInlineReadRounds go through the executor as one task per batch, not one
+// per position, and keep their order.
+TEST_F(CachedReadDispatchTest, ReplayPastTheInlineRoundsIsOneTaskPerBatch) {
+  options_.dynamic.dispatcherMaxReadBatchSize.store(10);
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::string keyA = keyOwnedBy(a.get());
+  publish(keyA, 100);
+  sub_->dispatcher()->flow(a.get(), 1);   // A takes entry 0
+  sub_->dispatcher()->flow(b.get(), 10);  // 1..99 are read and wait for A in the replay set
+  ex_.drain();
+  ASSERT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0}));
+  ASSERT_EQ(sub_->dispatcher()->replayBacklog(), 99u);
+  sub_->dispatcher()->flow(a.get(), 200);
+  EXPECT_EQ(sinkA.entryIds.size(), 1u + 10 * Dispatcher::kInlineReadRounds);
+  EXPECT_EQ(ex_.pending(), 1u);  // the next replay batch (10 positions), one task
+  ex_.drain();
+  std::vector<uint64_t> all(100);
+  for (uint64_t i = 0; i < 100; ++i) all[i] = i;
+  EXPECT_EQ(sinkA.entryIds, all);
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+  EXPECT_TRUE(sinkB.entryIds.empty());
+}
+
+// The same for a replay batch queued past the inline rounds.
+TEST_F(CachedReadDispatchTest, ReplayTaskAfterTheSubscriptionWentIsDropped) {
+  options_.dynamic.dispatcherMaxReadBatchSize.store(10);
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  publish(keyOwnedBy(a.get()), 100);
+  sub_->dispatcher()->flow(a.get(), 1);
+  sub_->dispatcher()->flow(b.get(), 10);
+  ex_.drain();
+  sub_->dispatcher()->flow(a.get(), 200);
+  const size_t before = sinkA.entryIds.size();
+  ASSERT_EQ(ex_.pending(), 1u);  // the next replay batch
+  sub_.reset();
+  ex_.drain();
+  EXPECT_EQ(sinkA.entryIds.size(), before);
+}
+
+// Entries waiting in the replay set for a consumer that takes nothing (no permits) must not hide
+// the entries behind them that other consumers can take.
+TEST_F(CachedReadDispatchTest, ReplayOfOthersIsNotStalledByAConsumerWithoutPermits) {
+  RecordingSink sinkA, sinkB, sinkC;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  auto c = addConsumer(3, "c", &sinkC);
+  std::string keyA = keyOwnedBy(a.get());
+  std::string keyB = keyOwnedBy(b.get());
+  std::string keyC = keyOwnedBy(c.get());
+  publish(keyA, 20);  // 0..19
+  publish(keyC, 5);   // 20..24
+  publish(keyB, 5);   // 25..29
+  sub_->dispatcher()->flow(a.get(), 1);  // A takes 0 and then holds everything else of its key
+  sub_->dispatcher()->flow(b.get(), 10);  // 1..24 wait in the replay set, B gets 25..29
+  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{25, 26, 27, 28, 29}));
+  sub_->dispatcher()->flow(c.get(), 10);
+  ex_.drain();
+  EXPECT_EQ(sinkC.entryIds, (std::vector<uint64_t>{20, 21, 22, 23, 24}));
+  EXPECT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 19u);
+  sub_->dispatcher()->flow(a.get(), 100);  // A's key comes back in order
+  std::vector<uint64_t> all;
+  for (uint64_t i = 0; i < 20; ++i) all.push_back(i);
+  EXPECT_EQ(sinkA.entryIds, all);
+}
+
+// The replay set is walked per owning consumer; when consumers join or leave, its entries follow
+// their keys to the new owners. A's entries wait in the replay set (no permits) while B takes all
+// of its own; C joins and takes over part of both ranges; B leaves, its unacked entries come back.
+// Every entry reaches the consumer owning its key when it is sent, each key in order.
+TEST_F(CachedReadDispatchTest, ReplayedEntriesFollowTheirKeysWhenConsumersChange) {
+  RecordingSink sinkA, sinkB, sinkC;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::vector<std::string> keysA, keysB;
+  const KeySharedSelector* sel = sub_->dispatcher()->keySharedSelector();
+  for (int i = 0; i < 2000 && (keysA.size() < 8 || keysB.size() < 8); ++i) {
+    std::string key = "key-" + std::to_string(i);
+    auto* owner = sel->select(sel->hashOf(key));
+    auto& keys = owner == a.get() ? keysA : keysB;
+    if (keys.size() < 8) keys.push_back(key);
+  }
+  ASSERT_EQ(keysA.size(), 8u);
+  ASSERT_EQ(keysB.size(), 8u);
+  // Entry id = round * 16 + 2k (keysA[k]) or + 2k + 1 (keysB[k]).
+  auto keyOf = [&](uint64_t id) { return (id % 2 == 0 ? keysA : keysB)[(id % 16) / 2]; };
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < 8; ++k) {
+      publish(keysA[k], 1);
+      publish(keysB[k], 1);
+    }
+  }
+  sub_->dispatcher()->flow(b.get(), 24);
+  ex_.drain();
+  ASSERT_EQ(sinkB.entryIds.size(), 24u);
+  ASSERT_EQ(sub_->dispatcher()->replayBacklog(), 24u);  // all of A's
+
+  auto c = addConsumer(3, "c", &sinkC);
+  sub_->dispatcher()->flow(c.get(), 100);
+  ex_.drain();
+  for (uint64_t id : sinkC.entryIds) {
+    EXPECT_EQ(sel->select(sel->hashOf(keyOf(id))), c.get()) << "entry " << id;
+  }
+  sub_->removeConsumer(b.get());
+  sub_->dispatcher()->flow(a.get(), 100);
+  ex_.drain();
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+  std::vector<uint64_t> got = sinkA.entryIds;
+  got.insert(got.end(), sinkC.entryIds.begin(), sinkC.entryIds.end());
+  std::sort(got.begin(), got.end());
+  std::vector<uint64_t> all(48);
+  for (uint64_t i = 0; i < 48; ++i) all[i] = i;
+  EXPECT_EQ(got, all) << "A and C together get every entry once (B's come back)";
+  for (uint64_t id : sinkA.entryIds) {
+    EXPECT_EQ(sel->select(sel->hashOf(keyOf(id))), a.get()) << "entry " << id;
+  }
+  for (const auto* sink : {&sinkA, &sinkC}) {
+    std::map<std::string, uint64_t> last;
+    for (uint64_t id : sink->entryIds) {
+      auto [it, fresh] = last.emplace(keyOf(id), id);
+      if (!fresh) {
+        EXPECT_LT(it->second, id) << "key " << keyOf(id) << " out of order";
+        it->second = id;
+      }
+    }
+  }
+}
+
+// Seek and unload take every consumer off the subscription one by one: what the first one held
+// must not be handed to the others in between (they are about to be closed too).
+TEST_F(CachedReadDispatchTest, TakingAllConsumersDispatchesNothingWhileTheyAreRemoved) {
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  publish(keyOwnedBy(a.get()), 3);
+  sub_->dispatcher()->flow(a.get(), 10);
+  sub_->dispatcher()->flow(b.get(), 10);
+  ASSERT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0, 1, 2}));
+  auto all = sub_->dispatcher()->takeConsumers();
+  ASSERT_EQ(all.size(), 2u);
+  for (auto& c : all) sub_->removeConsumer(c.get());
+  ex_.drain();
+  EXPECT_TRUE(sinkB.entryIds.empty());
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 3u);  // kept for whoever subscribes next
+}
+
+// Key_Shared look-ahead: while a consumer without permits holds min(perConsumer * consumers,
+// perSubscription) entries in the replay set, no new entries are read (Pulsar 4's rule).
+TEST_F(CachedReadDispatchTest, ReplaySetStopsNewReadsAtTheLookAheadThreshold) {
+  options_.dynamic.dispatcherMaxReadBatchSize.store(2);
+  options_.dynamic.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(2);  // 2 consumers: 4 entries
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::string keyA = keyOwnedBy(a.get());
+  std::string keyB = keyOwnedBy(b.get());
+  publish(keyB, 10);  // 0..9 for B, which has no permits yet
+  publish(keyA, 5);   // 10..14 for A
+  sub_->dispatcher()->flow(a.get(), 100);
+  ex_.drain();
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 4u);
+  EXPECT_TRUE(sinkA.entryIds.empty());  // A's entries are behind the limit
+  sub_->dispatcher()->flow(b.get(), 100);
+  ex_.drain();
+  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(sinkA.entryIds, (std::vector<uint64_t>{10, 11, 12, 13, 14}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+}
+
+TEST_F(CachedReadDispatchTest, LookAheadLimitOffReadsPastTheBlockedConsumer) {
+  options_.dynamic.dispatcherMaxReadBatchSize.store(2);
+  options_.dynamic.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(0);
+  options_.dynamic.keySharedLookAheadMsgInReplayThresholdPerSubscription.store(0);
+  RecordingSink sinkA, sinkB;
+  auto a = addConsumer(1, "a", &sinkA);
+  auto b = addConsumer(2, "b", &sinkB);
+  std::string keyA = keyOwnedBy(a.get());
+  std::string keyB = keyOwnedBy(b.get());
+  publish(keyB, 10);
+  publish(keyA, 5);
+  sub_->dispatcher()->flow(a.get(), 100);
+  ex_.drain();
+  EXPECT_EQ(sinkA.entryIds, (std::vector<uint64_t>{10, 11, 12, 13, 14}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 10u);
+}
+
+}  // namespace
+}  // namespace magnetar::broker
