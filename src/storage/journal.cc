@@ -141,8 +141,59 @@ void Journal::takeGroup(std::vector<Request>& batch) {
 }
 
 void Journal::writeGroup(std::vector<Request>& batch, std::vector<RelocatedRecords>& relocated) {
-  // Group by client, keeping each client's order. Entries of a ledger whose write failed are
-  // refused until its retry (the first failed entry id) comes: nothing after a gap is written.
+  std::vector<ClientGroup> groups = groupByClient(batch);
+  buf_.clear();
+  const size_t written = encodeRuns(groups);
+  // Records copied by compaction go after the entries, as they are.
+  std::vector<std::vector<uint64_t>> relocatedAt(relocated.size());
+  for (size_t k = 0; k < relocated.size(); k++) {
+    for (const std::string& rec : relocated[k].records) {
+      relocatedAt[k].push_back(buf_.size());
+      buf_.append(rec);
+    }
+  }
+  Status st = writeBuffer(!relocated.empty());
+  bool clean = true;
+  if (st) {
+    for (ClientGroup& g : groups) {
+      for (JournalRun& r : g.runs) {
+        r.segment = segment_.load();
+        r.offset += offset_;
+        pendingRuns_.push_back(r);
+      }
+    }
+    for (auto& at : relocatedAt) {
+      for (uint64_t& o : at) o += offset_;
+    }
+    offset_ += buf_.size();
+    groups_.fetch_add(1, std::memory_order_relaxed);
+    entries_.fetch_add(written, std::memory_order_relaxed);
+    bytes_.fetch_add(buf_.size(), std::memory_order_relaxed);
+    if (!buf_.empty()) noSpace_.store(false, std::memory_order_relaxed);
+  } else {
+    clean = groupFailed(groups, st, written);
+  }
+  for (ClientGroup& g : groups) {
+    for (Chunk& c : g.chunks) {
+      if (!c.status) {
+        g.client->onJournalWritten(c.status, {}, c.n, c.retryable);
+      } else if (st) {
+        g.client->onJournalWritten(Status::ok(), std::move(g.runs), c.n, true);
+        g.runs.clear();
+      } else {
+        g.client->onJournalWritten(st, {}, c.n, clean);
+      }
+    }
+  }
+  for (size_t k = 0; k < relocated.size(); k++) {
+    relocated[k].done(st, segment_.load(),
+                      st ? std::move(relocatedAt[k]) : std::vector<uint64_t>{});
+  }
+}
+
+std::vector<Journal::ClientGroup> Journal::groupByClient(std::vector<Request>& batch) {
+  // Entries of a ledger whose write failed are refused until its retry (the first failed entry
+  // id) comes: nothing after a gap is written.
   std::vector<ClientGroup> groups;
   std::unordered_map<JournalClient*, size_t> index;
   for (Request& r : batch) {
@@ -165,8 +216,10 @@ void Journal::writeGroup(std::vector<Request>& batch, std::vector<RelocatedRecor
     g.chunks.back().n++;
     g.reqs.push_back(std::move(r));
   }
-  // One record per run of consecutive entries of one ledger, capped at maxRecordBytes.
-  buf_.clear();
+  return groups;
+}
+
+size_t Journal::encodeRuns(std::vector<ClientGroup>& groups) {
   size_t written = 0;
   for (ClientGroup& g : groups) {
     size_t i = 0;
@@ -193,78 +246,44 @@ void Journal::writeGroup(std::vector<Request>& batch, std::vector<RelocatedRecor
     }
     written += g.reqs.size();
   }
-  // Records copied by compaction go after the entries, as they are.
-  std::vector<std::vector<uint64_t>> relocatedAt(relocated.size());
-  for (size_t k = 0; k < relocated.size(); k++) {
-    for (const std::string& rec : relocated[k].records) {
-      relocatedAt[k].push_back(buf_.size());
-      buf_.append(rec);
-    }
-  }
+  return written;
+}
 
+Status Journal::writeBuffer(bool relocating) {
+  if (buf_.empty()) return Status::ok();
   Status st;
-  if (!buf_.empty()) {
-    if (segmentBroken_ || !haveFile_ ||
-        (offset_ > kSegmentHeaderSize &&
-         offset_ + buf_.size() > static_cast<uint64_t>(options_.segmentSizeBytes))) {
-      st = rollSegment();
-    }
-    if (options_.testDelayMicrosPerGroup > 0) {
-      std::this_thread::sleep_for(std::chrono::microseconds(options_.testDelayMicrosPerGroup));
-    }
-    if (st) st = file_->writeAt(offset_, buf_.data(), buf_.size());
-    // Copies must be on disk before the index points at them and the old segment goes.
-    if (st && (options_.syncData || !relocated.empty())) st = file_->sync();
+  if (segmentBroken_ || !haveFile_ ||
+      (offset_ > kSegmentHeaderSize &&
+       offset_ + buf_.size() > static_cast<uint64_t>(options_.segmentSizeBytes))) {
+    st = rollSegment();
   }
+  if (options_.testDelayMicrosPerGroup > 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(options_.testDelayMicrosPerGroup));
+  }
+  if (st) st = file_->writeAt(offset_, buf_.data(), buf_.size());
+  // Copies must be on disk before the index points at them and the old segment goes.
+  if (st && (options_.syncData || relocating)) st = file_->sync();
+  return st;
+}
+
+bool Journal::groupFailed(const std::vector<ClientGroup>& groups, const Status& st,
+                          size_t written) {
+  MLOG_WARN("journal: group of {} entries failed: {}", written, st.toString());
+  writeErrors_.fetch_add(1, std::memory_order_relaxed);
+  noSpace_.store(st.code() == StatusCode::kNoSpace, std::memory_order_relaxed);
+  // Cut what may have reached the file; if that fails too, continue in a new segment, and the
+  // failed ledgers take no more writes (their bytes may be found at recovery).
   bool clean = true;
-  if (st) {
-    for (ClientGroup& g : groups) {
-      for (JournalRun& r : g.runs) {
-        r.segment = segment_.load();
-        r.offset += offset_;
-        pendingRuns_.push_back(r);
-      }
-    }
-    for (auto& at : relocatedAt) {
-      for (uint64_t& o : at) o += offset_;
-    }
-    offset_ += buf_.size();
-    groups_.fetch_add(1, std::memory_order_relaxed);
-    entries_.fetch_add(written, std::memory_order_relaxed);
-    bytes_.fetch_add(buf_.size(), std::memory_order_relaxed);
-    if (!buf_.empty()) noSpace_.store(false, std::memory_order_relaxed);
-  } else {
-    MLOG_WARN("journal: group of {} entries failed: {}", written, st.toString());
-    writeErrors_.fetch_add(1, std::memory_order_relaxed);
-    noSpace_.store(st.code() == StatusCode::kNoSpace, std::memory_order_relaxed);
-    // Cut what may have reached the file; if that fails too, continue in a new segment, and the
-    // failed ledgers take no more writes (their bytes may be found at recovery).
-    if (haveFile_ && !file_->truncate(offset_)) {
-      segmentBroken_ = true;
-      clean = false;
-    }
-    for (ClientGroup& g : groups) {
-      for (const JournalRun& r : g.runs) {
-        failedLedgers_.try_emplace(r.ledgerId, clean ? r.firstEntryId : -1, st);
-      }
+  if (haveFile_ && !file_->truncate(offset_)) {
+    segmentBroken_ = true;
+    clean = false;
+  }
+  for (const ClientGroup& g : groups) {
+    for (const JournalRun& r : g.runs) {
+      failedLedgers_.try_emplace(r.ledgerId, clean ? r.firstEntryId : -1, st);
     }
   }
-  for (ClientGroup& g : groups) {
-    for (Chunk& c : g.chunks) {
-      if (!c.status) {
-        g.client->onJournalWritten(c.status, {}, c.n, c.retryable);
-      } else if (st) {
-        g.client->onJournalWritten(Status::ok(), std::move(g.runs), c.n, true);
-        g.runs.clear();
-      } else {
-        g.client->onJournalWritten(st, {}, c.n, clean);
-      }
-    }
-  }
-  for (size_t k = 0; k < relocated.size(); k++) {
-    relocated[k].done(st, segment_.load(),
-                      st ? std::move(relocatedAt[k]) : std::vector<uint64_t>{});
-  }
+  return clean;
 }
 
 Status Journal::rollSegment() {

@@ -112,6 +112,18 @@ class Journal {
   void run();
   void takeGroup(std::vector<Request>& batch) REQUIRES(mu_);
   void writeGroup(std::vector<Request>& batch, std::vector<RelocatedRecords>& relocated);
+  // writeGroup's steps, on the journal thread. Groups the batch by client in submission order;
+  // entries of a ledger whose write failed are refused (a chunk of their own) until its retry.
+  std::vector<ClientGroup> groupByClient(std::vector<Request>& batch);
+  // Encodes into buf_ one record per run of consecutive entries of one ledger (at most
+  // maxRecordBytes); returns the entries encoded.
+  size_t encodeRuns(std::vector<ClientGroup>& groups);
+  // Writes buf_ at offset_ (a new segment first when needed), synced with journalSyncData or
+  // when it carries relocated records. Errors: the file's.
+  Status writeBuffer(bool relocating);
+  // The write failed: cuts the file back to offset_ (else the segment is broken) and refuses the
+  // ledgers' later entries until their retry. Returns whether the cut worked (retry possible).
+  bool groupFailed(const std::vector<ClientGroup>& groups, const Status& st, size_t written);
   Status rollSegment();
   void maybeCheckpoint(bool force);
 
