@@ -13,8 +13,8 @@
 
 #include "admin/topic_policy_routes.h"
 #include "broker/cluster/bundles.h"
+#include "broker/common/topic_ownership.h"
 #include "broker/schema/schema_compatibility.h"
-#include "broker/service/topic_ownership.h"
 
 namespace magnetar::admin {
 namespace {

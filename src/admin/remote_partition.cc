@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "broker/service/topic_ownership.h"
+#include "broker/common/topic_ownership.h"
 
 namespace magnetar::admin {
 

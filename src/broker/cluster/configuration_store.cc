@@ -10,7 +10,6 @@
 #include "base/logging.h"
 #include "broker/cluster/bundles.h"
 #include "broker/cluster/cluster_metadata.h"
-#include "broker/service/broker_service.h"
 
 namespace magnetar::broker::cluster {
 
@@ -54,7 +53,7 @@ std::string topicOf(const std::vector<std::string>& c) {
 }  // namespace
 
 ConfigurationStore::ConfigurationStore(metadata::Store* config, metadata::Store* local,
-                                       BrokerService* service, ConfigurationStoreOptions options)
+                                       SharedConfigView* service, ConfigurationStoreOptions options)
     : config_(config), local_(local), service_(service), options_(std::move(options)) {}
 
 ConfigurationStore::~ConfigurationStore() { stop(); }
@@ -108,8 +107,8 @@ Status ConfigurationStore::start() {
                          "configuration store timed out");
   }
   if (!loadError_.isOk()) return loadError_;
-  MLOG_INFO("Configuration store: {} tenants, {} namespaces loaded",
-            service_->policies().tenants().size(), service_->namespaces().size());
+  MLOG_INFO("Configuration store: {} tenants, {} namespaces loaded", service_->sharedTenantCount(),
+            service_->sharedNamespaceCount());
   return Status::ok();
 }
 

@@ -36,10 +36,6 @@
 #include "net/event_loop.h"
 #include "setting_defaults.h"
 
-namespace magnetar::broker {
-class BrokerService;
-}
-
 namespace magnetar::broker::cluster {
 
 struct ConfigurationStoreOptions {
@@ -51,8 +47,8 @@ struct ConfigurationStoreOptions {
 class ConfigurationStore : public SharedConfig {
  public:
   // config: the configuration store; local: the local metadata store (may be the same); both and
-  // `service` outlive this.
-  ConfigurationStore(metadata::Store* config, metadata::Store* local, BrokerService* service,
+  // `service` (the broker's view: BrokerService) outlive this.
+  ConfigurationStore(metadata::Store* config, metadata::Store* local, SharedConfigView* service,
                      ConfigurationStoreOptions options);
   ~ConfigurationStore() override;
 
@@ -109,7 +105,7 @@ class ConfigurationStore : public SharedConfig {
 
   metadata::Store* config_;
   metadata::Store* local_;
-  BrokerService* service_;
+  SharedConfigView* service_;
   ConfigurationStoreOptions options_;
   net::EventLoop loop_{"configuration-store"};
   std::optional<uint64_t> listener_;

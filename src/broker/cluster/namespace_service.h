@@ -48,7 +48,7 @@
 
 #include "base/thread_annotations.h"
 #include "broker/cluster/cluster_metadata.h"
-#include "broker/service/topic_ownership.h"
+#include "broker/common/topic_ownership.h"
 #include "metadata/store.h"
 #include "net/event_loop.h"
 #include "setting_defaults.h"

@@ -15,7 +15,9 @@
 #error "broker/policies is not below this broker part (src/broker/README.md)"
 #endif
 
+#include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
@@ -63,6 +65,26 @@ class SharedConfig {
   // before answering 404.
   virtual void refreshNamespace(const std::string& ns) = 0;
   virtual void refreshTenant(const std::string& tenant) = 0;
+};
+
+// The broker's in-memory view that the configuration store applies its state to, at load and on
+// its watches (nullopt: deleted). BrokerService implements it; cluster::ConfigurationStore calls
+// it, so the cluster part does not depend on the service part. Thread: any.
+class SharedConfigView {
+ public:
+  virtual ~SharedConfigView() = default;
+  // A namespace whose policies change has them re-applied to its loaded topics; partitions added
+  // or removed are announced to topic-list watchers.
+  virtual void applySharedTenant(const std::string& name,
+                                 const std::optional<TenantInfo>& info) = 0;
+  virtual void applySharedNamespace(const std::string& ns,
+                                    const std::optional<NamespacePolicies>& p) = 0;
+  virtual void applySharedPartitioned(const std::string& topic, std::optional<int> partitions) = 0;
+  // Forgets tenants, namespaces, policies and partitioned topics (before a full load).
+  virtual void clearShared() = 0;
+  // What the view holds (the load's log line).
+  virtual size_t sharedTenantCount() const = 0;
+  virtual size_t sharedNamespaceCount() const = 0;
 };
 
 }  // namespace magnetar::broker

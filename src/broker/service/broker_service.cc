@@ -868,6 +868,10 @@ Status BrokerService::removeNamespace(const std::string& ns) {
 
 std::vector<std::string> BrokerService::namespaces() const { return namespaces_.list(); }
 
+size_t BrokerService::sharedTenantCount() const { return policies_.tenants().size(); }
+
+size_t BrokerService::sharedNamespaceCount() const { return namespaces_.list().size(); }
+
 bool BrokerService::topicExists(const TopicName& name) const {
   {
     MutexLock lock(mu_);

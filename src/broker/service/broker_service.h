@@ -23,13 +23,13 @@
 #include "broker/common/broker_options.h"
 #include "broker/common/periodic_task.h"
 #include "broker/common/topic_name.h"
+#include "broker/common/topic_ownership.h"
 #include "broker/policies/namespace_resources.h"
 #include "broker/policies/policies.h"
 #include "broker/policies/shared_config.h"
 #include "broker/schema/schema_registry.h"
 #include "broker/service/publish_throttle.h"
 #include "broker/service/topic_list.h"
-#include "broker/service/topic_ownership.h"
 #include "broker/topic/stats.h"
 #include "broker/topic/topic.h"
 #include "net/event_loop.h"
@@ -47,12 +47,12 @@ using TopicCallback = std::function<void(Result<std::shared_ptr<PersistentTopic>
 std::string policyKey(const TopicName& name);
 
 // Thread: start/stop from main; the rest from any thread unless noted.
-class BrokerService {
+class BrokerService final : public SharedConfigView {
  public:
   // metadata: where namespaces and partitioned-topic metadata persist (null: memory only).
   BrokerService(BrokerOptions options, std::shared_ptr<storage::ManagedLedgerFactory> factory,
                 storage::MetadataStore* metadata = nullptr);
-  ~BrokerService();
+  ~BrokerService() override;
 
   // Starts numIOThreads `pulsar-io-N` loops, managedLedgerNumWorkerThreads `ml-worker-N`
   // executors, and listens on brokerServicePort (and brokerServicePortTls when set, each
@@ -95,15 +95,18 @@ class BrokerService {
   // A topic's policies record changed through another broker (nullopt: removed): cached and
   // re-applied to its loaded partitions. topic: "persistent://t/ns/x". Thread: any.
   void applySharedTopicPolicies(const std::string& topic, const std::optional<std::string>& text);
-  // The configuration store's state applied to the in-memory view (cluster::ConfigurationStore,
-  // at load and on its watches; nullopt: deleted). A namespace whose policies change has them
-  // re-applied to its loaded topics; partitions added or removed are announced to topic-list
-  // watchers. Thread: any.
-  void applySharedTenant(const std::string& name, const std::optional<TenantInfo>& info);
-  void applySharedNamespace(const std::string& ns, const std::optional<NamespacePolicies>& p);
-  void applySharedPartitioned(const std::string& topic, std::optional<int> partitions);
+  // SharedConfigView: the configuration store's state applied to the in-memory view
+  // (cluster::ConfigurationStore, at load and on its watches; nullopt: deleted). A namespace whose
+  // policies change has them re-applied to its loaded topics; partitions added or removed are
+  // announced to topic-list watchers. Thread: any.
+  void applySharedTenant(const std::string& name, const std::optional<TenantInfo>& info) override;
+  void applySharedNamespace(const std::string& ns,
+                            const std::optional<NamespacePolicies>& p) override;
+  void applySharedPartitioned(const std::string& topic, std::optional<int> partitions) override;
   // Forgets tenants, namespaces, policies and partitioned topics (before a full load).
-  void clearShared();
+  void clearShared() override;
+  size_t sharedTenantCount() const override;
+  size_t sharedNamespaceCount() const override;
   // The settings that may change at run time; the app stores new values here. Thread: any.
   BrokerDynamicOptions& dynamicOptions() { return options_.dynamic; }
   // maxMessagePublishBufferSizeInMB changed at run time (<= 0: off): each I/O loop gets its new

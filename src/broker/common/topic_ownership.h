@@ -3,8 +3,8 @@
 // topic is served here and LOOKUP answers with this broker.
 #pragma once
 
-#if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_SERVICE)
-#error "broker/service is not below this broker part (src/broker/README.md)"
+#if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_COMMON)
+#error "broker/common is not below this broker part (src/broker/README.md)"
 #endif
 
 #include <cstdint>
