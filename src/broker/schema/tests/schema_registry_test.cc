@@ -3,7 +3,7 @@
 #include <google/protobuf/descriptor.pb.h>
 #include <gtest/gtest.h>
 
-#include "broker/auth/auth_token.h"
+#include "broker/common/base64.h"
 #include "broker/schema/internal/java_json.h"
 #include "broker/schema/schema_compatibility.h"
 #include "broker/schema/schema_data_validator.h"
