@@ -648,16 +648,71 @@ bool Dispatcher::replayDispatch(std::vector<Entry>& entries, Position first) {
   return progressed || olderPutBack;
 }
 
+Consumer* Dispatcher::keySharedTarget(const EntryMetadataPeek& md, Position pos, bool fromReplay,
+                                      int32_t& hash) {
+  hash = keyShared_->hashOf(md);
+  Consumer* owner = keyShared_->owner(hash);
+  // Draining (Pulsar 4): while messages of this hash are unacked at another consumer (the
+  // hash moved on a join/leave), new ones wait, so a key is outstanding at one consumer.
+  bool draining =
+      owner && !owner->allowOutOfOrderDelivery && keyShared_->drainingElsewhere(hash, owner);
+  if (draining) {
+    stats_.blockedByDraining++;
+    keyShared_->blocked(hash);
+  }
+  bool ready = owner && canTake(owner) && !draining && !blockedOnUnacked_;
+  // An older entry of the hash waits for redelivery: this one must not overtake it. For a
+  // replayed entry, that is one put back while its read was in flight (a consumer left) or
+  // one held earlier in this pass.
+  bool keyWaiting =
+      fromReplay ? ready && olderInReplay(hash, pos) : keyShared_->waitingInReplay(hash);
+  return ready && !keyWaiting ? owner : nullptr;
+}
+
+void Dispatcher::deliver(Consumer* target, const Entry& e, int32_t n, int32_t hash,
+                         int32_t batchSize, const storage::AckSet* ackSet) {
+  target->permits -= n;
+  target->pendingAcks.add(e.position, Consumer::PendingAck{n, hash, batchSize});
+  trackUnacked(target, n);
+  if (hash >= 0) keyShared_->dispatched(hash, target);
+  target->msgOutCounter += n;
+  target->bytesOutCounter += e.data.size();
+  stats_.msgOutCounter += n;
+  stats_.bytesOutCounter += e.data.size();
+  uint32_t redeliveries = 0;
+  if (!redeliveryCount_.empty()) {
+    auto rc = redeliveryCount_.find(packPosition(e.position));
+    if (rc != redeliveryCount_.end()) redeliveries = static_cast<uint32_t>(rc->second);
+  }
+  net::FrameBatch& b = batchFor(target);
+  std::span<const int64_t> ackWords;
+  if (ackSet) ackWords = std::span<const int64_t>(ackSet->data(), ackSet->size());
+  const size_t maxHeader = protocol::maxMessageHeaderSize(ackWords.size());
+  uint8_t* dst = b.appendSpace(maxHeader);
+  size_t used = protocol::Commands::writeMessageHeader(
+      dst, target->id(), static_cast<uint64_t>(e.position.ledgerId),
+      static_cast<uint64_t>(e.position.entryId), redeliveries, e.data.size(), ackWords,
+      std::nullopt, partitionIndex_);
+  b.trimBytes(maxHeader - used);
+  b.appendBuffer(e.data);
+  // One pass gives a consumer at most dispatcherMaxReadSizeBytes (at least one entry): with
+  // the high watermark this bounds what one connection holds queued.
+  if (target->sink()->limitsOutbound() &&
+      b.totalBytes() >= static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load())) {
+    target->outboundBlocked = true;
+  }
+}
+
+net::FrameBatch& Dispatcher::batchFor(Consumer* c) {
+  for (auto& o : outs_) {
+    if (o.consumer == c) return o.batch;
+  }
+  outs_.push_back(Out{c, {}});
+  return outs_.back().batch;
+}
+
 void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
                                  Position ackCheckFrom) {
-  // Frames collect in outs_ until the pass ends (flushOutput).
-  auto batchFor = [&](Consumer* c) -> net::FrameBatch& {
-    for (auto& o : outs_) {
-      if (o.consumer == c) return o.batch;
-    }
-    outs_.push_back(Out{c, {}});
-    return outs_.back().batch;
-  };
   bool singleActive = isSingleActive(type_);
   if (!fromReplay) readAhead_ = false;
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -708,23 +763,7 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
       // consumers rather than pinning them to the owner of one hash.
       target = blockedOnUnacked_ ? nullptr : pickShared();
     } else if (keyShared_) {
-      hash = keyShared_->hashOf(md);
-      Consumer* owner = keyShared_->owner(hash);
-      // Draining (Pulsar 4): while messages of this hash are unacked at another consumer (the
-      // hash moved on a join/leave), new ones wait, so a key is outstanding at one consumer.
-      bool draining =
-          owner && !owner->allowOutOfOrderDelivery && keyShared_->drainingElsewhere(hash, owner);
-      if (draining) {
-        stats_.blockedByDraining++;
-        keyShared_->blocked(hash);
-      }
-      bool ready = owner && canTake(owner) && !draining && !blockedOnUnacked_;
-      // An older entry of the hash waits for redelivery: this one must not overtake it. For a
-      // replayed entry, that is one put back while its read was in flight (a consumer left) or
-      // one held earlier in this pass.
-      bool keyWaiting =
-          fromReplay ? ready && olderInReplay(hash, e.position) : keyShared_->waitingInReplay(hash);
-      if (ready && !keyWaiting) target = owner;
+      target = keySharedTarget(md, e.position, fromReplay, hash);
     } else {
       target = blockedOnUnacked_ ? nullptr : pickShared();
     }
@@ -732,36 +771,7 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
       addToReplay(e.position, hash);
       continue;
     }
-    target->permits -= n;
-    target->pendingAcks.add(e.position, Consumer::PendingAck{n, hash, batchSize});
-    trackUnacked(target, n);
-    if (hash >= 0) keyShared_->dispatched(hash, target);
-    target->msgOutCounter += n;
-    target->bytesOutCounter += e.data.size();
-    stats_.msgOutCounter += n;
-    stats_.bytesOutCounter += e.data.size();
-    uint32_t redeliveries = 0;
-    if (!redeliveryCount_.empty()) {
-      auto rc = redeliveryCount_.find(packPosition(e.position));
-      if (rc != redeliveryCount_.end()) redeliveries = static_cast<uint32_t>(rc->second);
-    }
-    net::FrameBatch& b = batchFor(target);
-    std::span<const int64_t> ackWords;
-    if (ackSet) ackWords = std::span<const int64_t>(ackSet->data(), ackSet->size());
-    const size_t maxHeader = protocol::maxMessageHeaderSize(ackWords.size());
-    uint8_t* dst = b.appendSpace(maxHeader);
-    size_t used = protocol::Commands::writeMessageHeader(
-        dst, target->id(), static_cast<uint64_t>(e.position.ledgerId),
-        static_cast<uint64_t>(e.position.entryId), redeliveries, e.data.size(), ackWords,
-        std::nullopt, partitionIndex_);
-    b.trimBytes(maxHeader - used);
-    b.appendBuffer(e.data);
-    // One pass gives a consumer at most dispatcherMaxReadSizeBytes (at least one entry): with
-    // the high watermark this bounds what one connection holds queued.
-    if (target->sink()->limitsOutbound() &&
-        b.totalBytes() >= static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load())) {
-      target->outboundBlocked = true;
-    }
+    deliver(target, e, n, hash, batchSize, ackSet);
   }
 }
 

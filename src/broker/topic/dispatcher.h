@@ -30,6 +30,7 @@ namespace magnetar::broker {
 class KeySharedSelector;
 class KeySharedState;
 struct DrainingHashInfo;
+struct EntryMetadataPeek;
 
 struct DispatcherStats {
   uint64_t msgOutCounter = 0;
@@ -143,6 +144,17 @@ class Dispatcher {
   // log no longer has).
   void dispatchEntries(std::vector<storage::Entry>& entries, bool fromReplay,
                        storage::Position ackCheckFrom = {-1, -1});
+  // dispatchEntries' steps per entry, plain calls (no allocation, no virtual call):
+  // keySharedTarget picks the owner of a keyed entry's hash (set in `hash`) if it may take it
+  // now (not draining elsewhere, no older entry of the hash waiting), else null; deliver hands
+  // the entry (n messages of batchSize unacked, ackSet for a partly acked batch) to target:
+  // permits, pending acks, counters and its MESSAGE frame in this pass's batch.
+  Consumer* keySharedTarget(const EntryMetadataPeek& md, storage::Position pos, bool fromReplay,
+                            int32_t& hash);
+  void deliver(Consumer* target, const storage::Entry& e, int32_t n, int32_t hash,
+               int32_t batchSize, const storage::AckSet* ackSet);
+  // The frames of this pass for c (outs_), added on first use; handed over by flushOutput.
+  net::FrameBatch& batchFor(Consumer* c);
   // read_compacted: reads the compacted view when the read position is at or before its
   // horizon; false when the view does not apply (read the ledger).
   bool readCompacted(int64_t batch);

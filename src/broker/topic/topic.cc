@@ -140,22 +140,20 @@ void PersistentTopic::loadSubscriptions() {
   }
 }
 
-void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAdded added,
-                                  const std::function<void()>& queued) {
-  MAGNETAR_DCHECK_ON(executor_);
+bool PersistentTopic::refuseProducer(const Producer& p, const ProducerAdded& added) {
   if (terminated_) {
     added(Status::notAllowed("Topic was already terminated"), proto::TopicTerminatedError, {});
-    return;
+    return true;
   }
   if (publishFenced_) {
     // Pulsar: TopicFencedException, ServiceNotReady; the client retries.
     added(Status::busy("Topic is temporarily unavailable"), proto::ServiceNotReady, {});
-    return;
+    return true;
   }
-  if (producers_.count(p->name())) {
-    added(Status::busy("Producer with name '" + p->name() + "' is already connected to topic"),
+  if (producers_.count(p.name())) {
+    added(Status::busy("Producer with name '" + p.name() + "' is already connected to topic"),
           proto::ProducerBusy, {});
-    return;
+    return true;
   }
   if (auto blocking = producerBlockingPolicy()) {
     // Pulsar's codes: the client holds its sends on ...Error, fails them on ...Exception.
@@ -163,7 +161,7 @@ void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAd
           *blocking == "producer_exception" ? proto::ProducerBlockedQuotaExceededException
                                             : proto::ProducerBlockedQuotaExceededError,
           {});
-    return;
+    return true;
   }
   if (Status refused = ledger_->writeRefusal(); !refused) {
     // A producer created (or re-created after the SEND_ERROR that closed its connection) on a
@@ -176,13 +174,20 @@ void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAd
           refused.code() == StatusCode::kNoSpace ? proto::ProducerBlockedQuotaExceededException
                                                  : proto::PersistenceError,
           {});
-    return;
+    return true;
   }
   int maxProducers = limits_.maxProducers.value_or(options_.maxProducersPerTopic);
   if (maxProducers > 0 && producers_.size() >= static_cast<size_t>(maxProducers)) {
     added(Status::busy("Topic reached max producers limit"), proto::ProducerBusy, {});
-    return;
+    return true;
   }
+  return false;
+}
+
+void PersistentTopic::addProducer(const std::shared_ptr<Producer>& p, ProducerAdded added,
+                                  const std::function<void()>& queued) {
+  MAGNETAR_DCHECK_ON(executor_);
+  if (refuseProducer(*p, added)) return;
   const std::string existingExclusive =
       "Topic has an existing exclusive producer: " + exclusiveProducerName_;
   auto epochMoved = [&]() -> std::optional<std::string> {
@@ -326,44 +331,7 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
       continue;
     }
     producer->inFlight++;
-    if (terminated_) {
-      queueReceipt(
-          producer,
-          protocol::Commands::newSendError(producer->id(), seq, proto::TopicTerminatedError,
-                                           "Topic was already terminated"),
-          seq, {}, highest, bytes);
-      continue;
-    }
-    if (publishFenced_) {
-      queueReceipt(
-          producer,
-          protocol::Commands::newSendError(producer->id(), seq, proto::ServiceNotReady, "fenced"),
-          seq, {}, highest, bytes);
-      continue;
-    }
-    if (exceedsMaxDeliveryDelay(s.entry)) {
-      // Pulsar's PersistentTopic.publishMessage (isExceedMaximumDeliveryDelay).
-      queueReceipt(producer,
-                   protocol::Commands::newSendError(
-                       producer->id(), seq, proto::NotAllowedError,
-                       fmt::format("Exceeds max allowed delivery delay of {} milliseconds",
-                                   limits_.delayedDelivery.maxDeliveryDelayInMillis)),
-                   seq, {}, highest, bytes);
-      continue;
-    }
-    if (Status refused = ledger_->writeRefusal(); refused.code() == StatusCode::kNoSpace) {
-      // The disk is full or above diskUsageThreshold: answered at once, nothing written. The
-      // Java client fails that send with NotAllowedException; the C++ client closes its
-      // connection and, re-creating the producer, gets ProducerBlockedQuotaExceededException
-      // (addProducer), on which it fails its pending sends.
-      stats_.publishErrors++;
-      logPublishFailure(refused);
-      queueReceipt(producer,
-                   protocol::Commands::newSendError(producer->id(), seq, proto::NotAllowedError,
-                                                    refused.message()),
-                   seq, {}, highest, bytes);
-      continue;
-    }
+    if (refuseSend(producer, s, bytes)) continue;
     if (dedup_.enabled()) {
       auto verdict = dedup_.check(producer->name(), static_cast<int64_t>(seq),
                                   static_cast<int64_t>(highest), &producer->dedupSlot);
@@ -410,27 +378,78 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
         producer->bytesInCounter += bytes;
         newEntries_ = true;
         queueReceipt(producer, {}, seq, pos, highest, bytes);
-      } else if (producer->closed && !producer->fenced.load(std::memory_order_relaxed) &&
-                 !publishFenced_) {
-        // Not stored, and its client resends it after CLOSE_PRODUCER (an unload, a release).
-        // (The writes that fail behind a failed write get their SEND_ERROR, as on Pulsar.)
-        queueReceipt(producer, {}, seq, pos, highest, bytes, /*silent=*/true);
-        if (st.code() != StatusCode::kFenced) fenceAfterFailedWrite(st);
       } else {
-        stats_.publishErrors++;
-        logPublishFailure(st);
-        queueReceipt(producer,
-                     protocol::Commands::newSendError(producer->id(), seq, proto::PersistenceError,
-                                                      st.message()),
-                     seq, pos, highest, bytes);
-        if (st.code() == StatusCode::kFenced) {
-          if (onFenced_) std::exchange(onFenced_, nullptr)();
-        } else {
-          fenceAfterFailedWrite(st);
-        }
+        writeFailed(producer, seq, pos, highest, bytes, st);
       }
       if (pendingWrites_ == 0) unfenceWhenDrained();
     });
+  }
+}
+
+bool PersistentTopic::refuseSend(const std::shared_ptr<Producer>& producer, const PendingSend& s,
+                                 size_t bytes) {
+  const uint64_t seq = s.sequenceId;
+  const uint64_t highest = s.highestSequenceId;
+  if (terminated_) {
+    queueReceipt(producer,
+                 protocol::Commands::newSendError(producer->id(), seq, proto::TopicTerminatedError,
+                                                  "Topic was already terminated"),
+                 seq, {}, highest, bytes);
+    return true;
+  }
+  if (publishFenced_) {
+    queueReceipt(
+        producer,
+        protocol::Commands::newSendError(producer->id(), seq, proto::ServiceNotReady, "fenced"),
+        seq, {}, highest, bytes);
+    return true;
+  }
+  if (exceedsMaxDeliveryDelay(s.entry)) {
+    // Pulsar's PersistentTopic.publishMessage (isExceedMaximumDeliveryDelay).
+    queueReceipt(producer,
+                 protocol::Commands::newSendError(
+                     producer->id(), seq, proto::NotAllowedError,
+                     fmt::format("Exceeds max allowed delivery delay of {} milliseconds",
+                                 limits_.delayedDelivery.maxDeliveryDelayInMillis)),
+                 seq, {}, highest, bytes);
+    return true;
+  }
+  if (Status refused = ledger_->writeRefusal(); refused.code() == StatusCode::kNoSpace) {
+    // The disk is full or above diskUsageThreshold: answered at once, nothing written. The
+    // Java client fails that send with NotAllowedException; the C++ client closes its
+    // connection and, re-creating the producer, gets ProducerBlockedQuotaExceededException
+    // (addProducer), on which it fails its pending sends.
+    stats_.publishErrors++;
+    logPublishFailure(refused);
+    queueReceipt(producer,
+                 protocol::Commands::newSendError(producer->id(), seq, proto::NotAllowedError,
+                                                  refused.message()),
+                 seq, {}, highest, bytes);
+    return true;
+  }
+  return false;
+}
+
+void PersistentTopic::writeFailed(const std::shared_ptr<Producer>& producer, uint64_t seq,
+                                  storage::Position pos, uint64_t highest, size_t bytes,
+                                  const Status& st) {
+  if (producer->closed && !producer->fenced.load(std::memory_order_relaxed) && !publishFenced_) {
+    // Not stored, and its client resends it after CLOSE_PRODUCER (an unload, a release).
+    // (The writes that fail behind a failed write get their SEND_ERROR, as on Pulsar.)
+    queueReceipt(producer, {}, seq, pos, highest, bytes, /*silent=*/true);
+    if (st.code() != StatusCode::kFenced) fenceAfterFailedWrite(st);
+  } else {
+    stats_.publishErrors++;
+    logPublishFailure(st);
+    queueReceipt(producer,
+                 protocol::Commands::newSendError(producer->id(), seq, proto::PersistenceError,
+                                                  st.message()),
+                 seq, pos, highest, bytes);
+    if (st.code() == StatusCode::kFenced) {
+      if (onFenced_) std::exchange(onFenced_, nullptr)();
+    } else {
+      fenceAfterFailedWrite(st);
+    }
   }
 }
 
@@ -610,6 +629,11 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
     cb(sub->addConsumer(req.consumer));
     return;
   }
+  startReader(*sub, req, cb);
+}
+
+void PersistentTopic::startReader(Subscription& sub, const SubscribeRequest& req,
+                                  const std::function<void(Status)>& cb) {
   // A reader starts at the message id it gave (inclusive; the client drops it when it asked
   // for exclusive). Earliest (-1) and latest (Long.MAX) fall outside the log and are clamped.
   storage::Position start = req.startPosition;
@@ -622,7 +646,7 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
   auto self = shared_from_this();
   std::string name = req.subscription;
   auto consumer = req.consumer;
-  sub->resetCursor(start, [self, name, consumer, cb](Status s) {
+  sub.resetCursor(start, [self, name, consumer, cb](Status s) {
     auto* sub2 = self->subscription(name);
     if (!sub2) {
       cb(Status::closed("Subscription removed"));

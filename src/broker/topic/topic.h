@@ -277,6 +277,9 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Makes p the exclusive producer and returns the new topic epoch.
   uint64_t takeExclusive(const Producer& p);
   void admitProducer(const std::shared_ptr<Producer>& p);
+  // addProducer's checks before the access mode (terminated, fenced, name taken, backlog quota,
+  // storage refusal, maxProducersPerTopic): true when one refused p and `added` was called.
+  bool refuseProducer(const Producer& p, const ProducerAdded& added);
   // Fails the waiting producers (ProducerFenced "Fenced out") and fences the others out:
   // ExclusiveWithFencing.
   void fenceOtherProducers();
@@ -294,8 +297,21 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // duplicates (lost), or, without dedup, store them out of order.
   void fenceAfterFailedWrite(const Status& st);
   void unfenceWhenDrained();
+  // publish's refusals before dedup and the write (terminated, publishing fenced, delivery delay
+  // over the limit, a full disk): true when one answered the SEND with its SEND_ERROR. A plain
+  // call per SEND: no allocation on the accepted path.
+  bool refuseSend(const std::shared_ptr<Producer>& producer, const PendingSend& s, size_t bytes);
+  // A write of publish failed: answered silently for a producer the broker closed (its client
+  // resends), else SEND_ERROR PersistenceError; a fenced ledger calls onFenced_, another
+  // failure fences publishing (fenceAfterFailedWrite).
+  void writeFailed(const std::shared_ptr<Producer>& producer, uint64_t seq, storage::Position pos,
+                   uint64_t highest, size_t bytes, const Status& st);
   bool publishFenced_ = false;
   int64_t pendingWrites_ = 0;  // adds given to the ledger and not completed
+  // subscribe's reader path: moves the new non-durable `sub`'s cursor to req.startPosition
+  // (clamped to the log), then adds the consumer; on failure the subscription goes again.
+  void startReader(Subscription& sub, const SubscribeRequest& req,
+                   const std::function<void(Status)>& cb);
   std::map<std::string, std::unique_ptr<Subscription>> subscriptions_;
   TopicStats stats_;
   // Failed publishes log one line per topic per 10 s (a full disk fails every add).
