@@ -36,7 +36,7 @@ void BrokerService::configureSecurity(std::unique_ptr<AuthenticationService> aut
 
 BrokerService::~BrokerService() { stop(); }
 
-Status BrokerService::start() {
+void BrokerService::loadNamespacesAndStores() {
   // Pulsar standalone creates public/default at first start; the rest comes from the store, and
   // the namespace of every stored ledger (tenant/ns/persistent/local) exists.
   std::vector<std::string> initial{"public/default"};
@@ -72,11 +72,9 @@ Status BrokerService::start() {
       MLOG_WARN("schemas stay in memory: {}", s.toString());
     }
   }
-  ioLoops_ = std::make_unique<net::EventLoopGroup>("pulsar-io", std::max(1, options_.numIOThreads));
-  mlWorkers_ = std::make_unique<net::EventLoopGroup>(
-      "ml-worker", std::max(1, options_.managedLedgerNumWorkerThreads));
-  ioLoops_->start();
-  mlWorkers_->start();
+}
+
+void BrokerService::startMonitors() {
   expiryMonitor_ = std::make_unique<PeriodicTask>(
       "pulsar-msg-expiry-monitor",
       std::chrono::minutes(std::max(1, options_.messageExpiryCheckIntervalInMinutes)),
@@ -99,6 +97,16 @@ Status BrokerService::start() {
       "pulsar-compaction-monitor",
       std::chrono::seconds(std::max(1, options_.brokerServiceCompactionMonitorIntervalInSeconds)),
       [this] { checkCompaction(); });
+}
+
+Status BrokerService::start() {
+  loadNamespacesAndStores();
+  ioLoops_ = std::make_unique<net::EventLoopGroup>("pulsar-io", std::max(1, options_.numIOThreads));
+  mlWorkers_ = std::make_unique<net::EventLoopGroup>(
+      "ml-worker", std::max(1, options_.managedLedgerNumWorkerThreads));
+  ioLoops_->start();
+  mlWorkers_->start();
+  startMonitors();
 
   // Entries of kLargeAllocationBytes or more (big messages) get their own mappings, returned to
   // the OS when freed. glibc would otherwise raise its mmap threshold to the size of the first
@@ -310,74 +318,10 @@ void BrokerService::loadTopic(const TopicName& name, bool create, bool inSharedS
       [this, name, slot, &executor,
        existingOnly = inSharedStorage](Result<std::shared_ptr<storage::ManagedLedger>> r) {
         if (!r.isOk()) {
-          std::vector<TopicCallback> waiters;
-          // Deleted through another broker since the storage said it exists: not re-created.
-          const bool deleted = existingOnly && r.status().code() == StatusCode::kNotFound;
-          {
-            MutexLock lock(mu_);
-            waiters = std::move(slot->waiters);
-            auto it = topics_.find(name.toString());
-            if (it != topics_.end() && it->second == slot) topics_.erase(it);
-            if (deleted) storedLedgers_.erase(name.persistenceName());
-          }
-          Status s = r.status();
-          if (deleted) {
-            MLOG_INFO("{}: deleted through another broker before it opened here", name.toString());
-            s = Status::notFound("Topic " + name.toString() + " does not exist");
-          } else {
-            MLOG_WARN("cannot open topic {}: {}", name.toString(), r.status().toString());
-          }
-          for (auto& w : waiters) w(s);
+          topicOpenFailed(name, slot, existingOnly, r.status());
           return;
         }
-        auto topic = std::make_shared<PersistentTopic>(name, *r, executor, options_,
-                                                       deduplicationEnabledFor(name));
-        topic->setFencedHandler([this, weak = std::weak_ptr<PersistentTopic>(topic)] {
-          if (auto t = weak.lock()) {
-            MLOG_WARN("{}: its storage was taken over by another broker: unloading",
-                      t->name().toString());
-            unloadTopic(t, /*release=*/true);
-          }
-        });
-        topic->setPolicyLimits(policyLimitsOf(name));
-        std::vector<int64_t> seqs;
-        {
-          MutexLock lock(mu_);
-          auto c = compactedSeqs_.find(name.persistenceName());
-          if (c != compactedSeqs_.end()) {
-            seqs = std::move(c->second);
-            compactedSeqs_.erase(c);
-          }
-        }
-        topic->setCompaction(
-            [factory = factory_, exec = &executor](
-                const std::string& ledgerName,
-                std::function<void(Result<std::shared_ptr<storage::ManagedLedger>>)> opened) {
-              factory->asyncOpen(ledgerName, exec, std::move(opened));
-            },
-            std::move(seqs), factory_->compactedLedgerStore());
-        // The topic serves once its subscriptions and dedup state are loaded; until then new
-        // callers queue on the slot too.
-        topic->initialize([this, name, slot, topic](const Status& s) {
-          if (!s.isOk()) {
-            MLOG_WARN("{}: dedup replay failed: {}", name.toString(), s.toString());
-          }
-          std::vector<TopicCallback> waiters;
-          bool created = false;
-          {
-            MutexLock lock(mu_);
-            waiters = std::move(slot->waiters);
-            slot->topic = topic;
-            created = storedLedgers_.emplace(name.persistenceName(), true).second;
-            // A partition of a partitioned topic was listed (and announced) with it already.
-            if (created && name.partitionIndex() >= 0) {
-              auto n = namespaces_.partitions(name.partitionedTopicName());
-              created = !n || name.partitionIndex() >= *n;
-            }
-          }
-          if (created) topicListeners_.notify(name.namespaceName(), name.toString(), true);
-          for (auto& w : waiters) w(topic);
-        });
+        startTopic(name, slot, executor, *r);
       };
   // A topic the shared storage said exists is opened without creating (Pulsar's
   // getTopicIfExists: createIfMissing=false), so a delete racing the check is not undone.
@@ -386,6 +330,81 @@ void BrokerService::loadTopic(const TopicName& name, bool create, bool inSharedS
   } else {
     factory_->asyncOpen(name.persistenceName(), &executor, std::move(opened));
   }
+}
+
+void BrokerService::topicOpenFailed(const TopicName& name, const std::shared_ptr<TopicSlot>& slot,
+                                    bool existingOnly, const Status& st) {
+  std::vector<TopicCallback> waiters;
+  // Deleted through another broker since the storage said it exists: not re-created.
+  const bool deleted = existingOnly && st.code() == StatusCode::kNotFound;
+  {
+    MutexLock lock(mu_);
+    waiters = std::move(slot->waiters);
+    auto it = topics_.find(name.toString());
+    if (it != topics_.end() && it->second == slot) topics_.erase(it);
+    if (deleted) storedLedgers_.erase(name.persistenceName());
+  }
+  Status s = st;
+  if (deleted) {
+    MLOG_INFO("{}: deleted through another broker before it opened here", name.toString());
+    s = Status::notFound("Topic " + name.toString() + " does not exist");
+  } else {
+    MLOG_WARN("cannot open topic {}: {}", name.toString(), st.toString());
+  }
+  for (auto& w : waiters) w(s);
+}
+
+void BrokerService::startTopic(const TopicName& name, const std::shared_ptr<TopicSlot>& slot,
+                               net::EventLoop& executor,
+                               const std::shared_ptr<storage::ManagedLedger>& ledger) {
+  auto topic = std::make_shared<PersistentTopic>(name, ledger, executor, options_,
+                                                 deduplicationEnabledFor(name));
+  topic->setFencedHandler([this, weak = std::weak_ptr<PersistentTopic>(topic)] {
+    if (auto t = weak.lock()) {
+      MLOG_WARN("{}: its storage was taken over by another broker: unloading",
+                t->name().toString());
+      unloadTopic(t, /*release=*/true);
+    }
+  });
+  topic->setPolicyLimits(policyLimitsOf(name));
+  std::vector<int64_t> seqs;
+  {
+    MutexLock lock(mu_);
+    auto c = compactedSeqs_.find(name.persistenceName());
+    if (c != compactedSeqs_.end()) {
+      seqs = std::move(c->second);
+      compactedSeqs_.erase(c);
+    }
+  }
+  topic->setCompaction(
+      [factory = factory_, exec = &executor](
+          const std::string& ledgerName,
+          std::function<void(Result<std::shared_ptr<storage::ManagedLedger>>)> opened) {
+        factory->asyncOpen(ledgerName, exec, std::move(opened));
+      },
+      std::move(seqs), factory_->compactedLedgerStore());
+  // The topic serves once its subscriptions and dedup state are loaded; until then new
+  // callers queue on the slot too.
+  topic->initialize([this, name, slot, topic](const Status& s) {
+    if (!s.isOk()) {
+      MLOG_WARN("{}: dedup replay failed: {}", name.toString(), s.toString());
+    }
+    std::vector<TopicCallback> waiters;
+    bool created = false;
+    {
+      MutexLock lock(mu_);
+      waiters = std::move(slot->waiters);
+      slot->topic = topic;
+      created = storedLedgers_.emplace(name.persistenceName(), true).second;
+      // A partition of a partitioned topic was listed (and announced) with it already.
+      if (created && name.partitionIndex() >= 0) {
+        auto n = namespaces_.partitions(name.partitionedTopicName());
+        created = !n || name.partitionIndex() >= *n;
+      }
+    }
+    if (created) topicListeners_.notify(name.namespaceName(), name.toString(), true);
+    for (auto& w : waiters) w(topic);
+  });
 }
 
 std::string policyKey(const TopicName& name) {

@@ -325,6 +325,12 @@ class BrokerService final : public SharedConfigView {
                    std::function<void(Status)> done = {});
 
  private:
+  // start's first step: the namespaces (public/default and those of the stored ledgers, or none
+  // in cluster mode), the compacted ledgers found, the policy and schema stores.
+  void loadNamespacesAndStores() EXCLUDES(mu_);
+  // start's periodic checks: message expiry, backlog quota, inactive topics and subscriptions,
+  // compaction. REQUIRES: the loops started.
+  void startMonitors();
   struct TopicSlot {
     std::shared_ptr<PersistentTopic> topic;
     std::vector<TopicCallback> waiters;
@@ -335,6 +341,15 @@ class BrokerService final : public SharedConfigView {
   // getOrCreateTopic; inSharedStorage: the shared storage was asked and has the topic (it is
   // then opened without creating: kNotFound if deleted meanwhile).
   void loadTopic(const TopicName& name, bool create, bool inSharedStorage, TopicCallback cb)
+      EXCLUDES(mu_);
+  // loadTopic's ledger failed to open: the slot goes and its waiters get the error (kNotFound
+  // when existingOnly and the ledger was deleted meanwhile through another broker).
+  void topicOpenFailed(const TopicName& name, const std::shared_ptr<TopicSlot>& slot,
+                       bool existingOnly, const Status& st) EXCLUDES(mu_);
+  // loadTopic's ledger opened: makes the topic on `executor` (fencing handler, policy limits,
+  // compacted views) and hands it to the slot's waiters once initialized.
+  void startTopic(const TopicName& name, const std::shared_ptr<TopicSlot>& slot,
+                  net::EventLoop& executor, const std::shared_ptr<storage::ManagedLedger>& ledger)
       EXCLUDES(mu_);
   // kNotFound (no namespace, or !create), kNotAllowed (a partition of a non-partitioned topic).
   Status canCreateLocked(const TopicName& name, bool create) REQUIRES(mu_);

@@ -818,79 +818,92 @@ void ServerCnx::handleProducer(const proto::CommandProducer& c,
                         r.status().message());
           return;
         }
-        auto topic = *r;
-        SchemaAnswer sa = addProducerSchema(me->service_, *topic, schema ? &*schema : nullptr);
-        if (!sa.ok) {
-          me->loop().execute(
-              [me, producerId, producer] { me->creationDone(producerId, producer); });
-          return me->sendError(requestId, sa.error, sa.message);
-        }
-        std::string schemaVersion = sa.version;
-        // The dead-letter producer's subscription exists before its first message (Pulsar
-        // creates it at Earliest, when auto subscription creation is allowed).
-        if (!initialSubscription.empty() && !topic->subscription(initialSubscription)) {
-          if (!me->service_.options().dynamic.allowAutoSubscriptionCreation.load()) {
-            me->loop().execute(
-                [me, producerId, producer] { me->creationDone(producerId, producer); });
-            me->sendError(requestId, proto::NotAllowedError,
-                          "Could not create the initial subscription due to the auto "
-                          "subscription creation is not allowed.");
-            return;
-          }
-          Status s = topic->createSubscription(initialSubscription, storage::InitialPosition::kEarliest);
-          if (!s.isOk() && s.code() != StatusCode::kAlreadyExists) {
-            me->loop().execute(
-                [me, producerId, producer] { me->creationDone(producerId, producer); });
-            me->sendError(requestId, toServerError(s, ErrorContext::kProducer),
-                          "Failed to create the initial subscription: " + s.message());
-            return;
-          }
-        }
-        auto queued = [me, topic, producer, requestId, producerId, schemaVersion] {
-          // WaitForExclusive behind other producers: "created, not ready" (Pulsar sends
-          // PRODUCER_SUCCESS with producer_ready=false, then again once admitted).
-          me->loop().execute([me, topic, producer, requestId, producerId, schemaVersion] {
-            if (me->isClosed() || !me->creationDone(producerId, producer)) {
-              topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
-              return;
-            }
-            me->creatingProducers_[producerId] = producer;  // still waiting for its turn
-            me->producers_[producerId] = ProducerRef{producer, topic, schemaVersion};
-            if (me->throttled_) me->updateReadState();  // now subject to the buffer
-            me->send(Commands::newProducerSuccess(requestId, producer->name(), -1, schemaVersion,
-                                                  false));
-          });
-        };
-        auto added = [me, topic, producer, requestId, producerId, schemaVersion](
-                         const Status& s, proto::ServerError err,
-                         std::optional<uint64_t> topicEpoch) {
-          int64_t lastSequenceId = s.isOk() ? topic->lastSequenceId(producer->name()) : -1;
-          me->loop().execute([me, topic, producer, requestId, producerId, s, err, lastSequenceId,
-                              topicEpoch, schemaVersion] {
-            const bool closedWhileCreated =
-                !me->creationDone(producerId, producer) && !me->producers_.count(producerId);
-            if (!s.isOk()) {
-              auto it = me->producers_.find(producerId);
-              if (it != me->producers_.end() && it->second.producer == producer) {
-                me->producers_.erase(it);
-              }
-              me->sendError(requestId, err, s.message());
-              return;
-            }
-            auto it = me->producers_.find(producerId);
-            bool otherWithSameId = it != me->producers_.end() && it->second.producer != producer;
-            if (me->isClosed() || otherWithSameId || closedWhileCreated) {
-              topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
-              return;
-            }
-            me->producers_[producerId] = ProducerRef{producer, topic, schemaVersion};
-            if (me->throttled_) me->updateReadState();  // now subject to the buffer
-            me->send(Commands::newProducerSuccess(requestId, producer->name(), lastSequenceId,
-                                                  schemaVersion, true, topicEpoch));
-          });
-        };
-        topic->addProducer(producer, std::move(added), std::move(queued));
+        me->addProducerToTopic(*r, producer, requestId, producerId, initialSubscription,
+                               schema ? &*schema : nullptr);
       });
+}
+
+// The dead-letter producer's subscription exists before its first message (Pulsar creates it at
+// Earliest, when auto subscription creation is allowed).
+bool ServerCnx::refuseInitialSubscription(PersistentTopic& topic,
+                                          const std::string& initialSubscription,
+                                          uint64_t requestId, uint64_t producerId,
+                                          const std::shared_ptr<Producer>& producer) {
+  if (initialSubscription.empty() || topic.subscription(initialSubscription)) return false;
+  auto me = self();
+  if (!service_.options().dynamic.allowAutoSubscriptionCreation.load()) {
+    loop().execute([me, producerId, producer] { me->creationDone(producerId, producer); });
+    sendError(requestId, proto::NotAllowedError,
+              "Could not create the initial subscription due to the auto "
+              "subscription creation is not allowed.");
+    return true;
+  }
+  Status s = topic.createSubscription(initialSubscription, storage::InitialPosition::kEarliest);
+  if (!s.isOk() && s.code() != StatusCode::kAlreadyExists) {
+    loop().execute([me, producerId, producer] { me->creationDone(producerId, producer); });
+    sendError(requestId, toServerError(s, ErrorContext::kProducer),
+              "Failed to create the initial subscription: " + s.message());
+    return true;
+  }
+  return false;
+}
+
+void ServerCnx::addProducerToTopic(const std::shared_ptr<PersistentTopic>& topic,
+                                   const std::shared_ptr<Producer>& producer, uint64_t requestId,
+                                   uint64_t producerId, const std::string& initialSubscription,
+                                   const proto::Schema* schema) {
+  auto me = self();
+  SchemaAnswer sa = addProducerSchema(service_, *topic, schema);
+  if (!sa.ok) {
+    me->loop().execute([me, producerId, producer] { me->creationDone(producerId, producer); });
+    return me->sendError(requestId, sa.error, sa.message);
+  }
+  std::string schemaVersion = sa.version;
+  if (refuseInitialSubscription(*topic, initialSubscription, requestId, producerId, producer)) {
+    return;
+  }
+  auto queued = [me, topic, producer, requestId, producerId, schemaVersion] {
+    // WaitForExclusive behind other producers: "created, not ready" (Pulsar sends
+    // PRODUCER_SUCCESS with producer_ready=false, then again once admitted).
+    me->loop().execute([me, topic, producer, requestId, producerId, schemaVersion] {
+      if (me->isClosed() || !me->creationDone(producerId, producer)) {
+        topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
+        return;
+      }
+      me->creatingProducers_[producerId] = producer;  // still waiting for its turn
+      me->producers_[producerId] = ProducerRef{producer, topic, schemaVersion};
+      if (me->throttled_) me->updateReadState();  // now subject to the buffer
+      me->send(Commands::newProducerSuccess(requestId, producer->name(), -1, schemaVersion, false));
+    });
+  };
+  auto added = [me, topic, producer, requestId, producerId, schemaVersion](
+                   const Status& s, proto::ServerError err, std::optional<uint64_t> topicEpoch) {
+    int64_t lastSequenceId = s.isOk() ? topic->lastSequenceId(producer->name()) : -1;
+    me->loop().execute([me, topic, producer, requestId, producerId, s, err, lastSequenceId,
+                        topicEpoch, schemaVersion] {
+      const bool closedWhileCreated =
+          !me->creationDone(producerId, producer) && !me->producers_.count(producerId);
+      if (!s.isOk()) {
+        auto it = me->producers_.find(producerId);
+        if (it != me->producers_.end() && it->second.producer == producer) {
+          me->producers_.erase(it);
+        }
+        me->sendError(requestId, err, s.message());
+        return;
+      }
+      auto it = me->producers_.find(producerId);
+      bool otherWithSameId = it != me->producers_.end() && it->second.producer != producer;
+      if (me->isClosed() || otherWithSameId || closedWhileCreated) {
+        topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
+        return;
+      }
+      me->producers_[producerId] = ProducerRef{producer, topic, schemaVersion};
+      if (me->throttled_) me->updateReadState();  // now subject to the buffer
+      me->send(Commands::newProducerSuccess(requestId, producer->name(), lastSequenceId,
+                                            schemaVersion, true, topicEpoch));
+    });
+  };
+  topic->addProducer(producer, std::move(added), std::move(queued));
 }
 
 bool ServerCnx::creationDone(uint64_t producerId, const std::shared_ptr<Producer>& producer) {

@@ -204,6 +204,17 @@ class ServerCnx final : public net::Connection,
   // ownershipEpoch() read before that check.
   void handleProducer(const proto::CommandProducer& c,
                       std::optional<uint64_t> confirmedEpoch = std::nullopt);
+  // PRODUCER, once its topic is loaded (on the topic's executor): the schema, the initial
+  // subscription, then PersistentTopic::addProducer, answered on the loop.
+  void addProducerToTopic(const std::shared_ptr<PersistentTopic>& topic,
+                          const std::shared_ptr<Producer>& producer, uint64_t requestId,
+                          uint64_t producerId, const std::string& initialSubscription,
+                          const proto::Schema* schema);
+  // Creates the PRODUCER's initial_subscription_name (Earliest) if missing; true when that was
+  // refused (allowAutoSubscriptionCreation off, or the create failed) and answered.
+  bool refuseInitialSubscription(PersistentTopic& topic, const std::string& initialSubscription,
+                                 uint64_t requestId, uint64_t producerId,
+                                 const std::shared_ptr<Producer>& producer);
   void handleSend(const proto::CommandSend& c, Buffer entry);
   void handleSubscribe(const proto::CommandSubscribe& c,
                        std::optional<uint64_t> confirmedEpoch = std::nullopt);
