@@ -356,19 +356,8 @@ json::object newNamespaceDefaults(const std::string& clusterName) {
   return o;
 }
 
-}  // namespace
-
-std::string policiesJson(const NamespacePolicies& p, const std::vector<uint64_t>& boundaries,
-                         const std::string& base, const std::string& clusterName) {
-  json::object from;
-  if (!base.empty()) {
-    boost::system::error_code ec;
-    json::value v = json::parse(base, ec);
-    if (!ec && v.is_object()) from = std::move(v.as_object());
-  }
-  if (base.empty()) from = newNamespaceDefaults(clusterName);
-  // The modeled fields; null ones are left out (NON_NULL).
-  json::object m;
+// auth_policies of p; subscription_auth_roles (not modeled) kept from the stored `from`.
+json::object authPoliciesJson(const NamespacePolicies& p, const json::object& from) {
   json::object auth;
   auth["namespace_auth"] = rolesJson(p.permissions);
   json::object destination;
@@ -377,18 +366,11 @@ std::string policiesJson(const NamespacePolicies& p, const std::vector<uint64_t>
   const json::object* oldAuth = object(from, "auth_policies");
   const json::value* subRoles = oldAuth ? oldAuth->if_contains("subscription_auth_roles") : nullptr;
   auth["subscription_auth_roles"] = subRoles ? *subRoles : json::value(json::object());
-  m["auth_policies"] = std::move(auth);
-  if (!boundaries.empty()) m["bundles"] = bundlesJson(boundaries);
-  json::object quotas;
-  for (const auto& [type, q] : p.backlogQuotas) {
-    quotas[type] = json::object{{"limit", q.limitSize},
-                                {"limitSize", q.limitSize},
-                                {"limitTime", q.limitTime},
-                                {"policy", q.policy}};
-  }
-  m["backlog_quota_map"] = std::move(quotas);
-  m["deduplicationEnabled"] =
-      p.deduplicationEnabled ? json::value(*p.deduplicationEnabled) : json::value(nullptr);
+  return auth;
+}
+
+// The policies held as objects (null when unset), with TTL and subscription expiry.
+void putStructuredPolicies(const NamespacePolicies& p, json::object& m) {
   if (const auto& a = p.autoTopicCreation) {
     json::object o{{"allowAutoTopicCreation", a->allowAutoTopicCreation},
                    {"topicType", a->topicType}};
@@ -421,6 +403,34 @@ std::string policiesJson(const NamespacePolicies& p, const std::vector<uint64_t>
   } else {
     m["inactive_topic_policies"] = nullptr;
   }
+}
+
+}  // namespace
+
+std::string policiesJson(const NamespacePolicies& p, const std::vector<uint64_t>& boundaries,
+                         const std::string& base, const std::string& clusterName) {
+  json::object from;
+  if (!base.empty()) {
+    boost::system::error_code ec;
+    json::value v = json::parse(base, ec);
+    if (!ec && v.is_object()) from = std::move(v.as_object());
+  }
+  if (base.empty()) from = newNamespaceDefaults(clusterName);
+  // The modeled fields; null ones are left out (NON_NULL).
+  json::object m;
+  m["auth_policies"] = authPoliciesJson(p, from);
+  if (!boundaries.empty()) m["bundles"] = bundlesJson(boundaries);
+  json::object quotas;
+  for (const auto& [type, q] : p.backlogQuotas) {
+    quotas[type] = json::object{{"limit", q.limitSize},
+                                {"limitSize", q.limitSize},
+                                {"limitTime", q.limitTime},
+                                {"policy", q.policy}};
+  }
+  m["backlog_quota_map"] = std::move(quotas);
+  m["deduplicationEnabled"] =
+      p.deduplicationEnabled ? json::value(*p.deduplicationEnabled) : json::value(nullptr);
+  putStructuredPolicies(p, m);
   for (const auto& l : kNamespaceLimits) {
     auto it = p.limits.find(l.name);
     m[l.policiesField] = it == p.limits.end() ? json::value(nullptr) : json::value(it->second);
@@ -535,22 +545,7 @@ Status checkPoliciesTypes(const json::object& o, const std::string& path) {
   return s;
 }
 
-}  // namespace
-
-Result<PoliciesDoc> parsePolicies(std::string_view text, const std::string& path) {
-  auto parsed = parseObject(text, path, "Policies");
-  if (!parsed.isOk()) return parsed.status();
-  const json::object& o = *parsed;
-  if (Status s = checkPoliciesTypes(o, path); !s.isOk()) return s;
-  PoliciesDoc d;
-  d.raw = std::string(text);
-  NamespacePolicies& p = d.policies;
-  if (const json::object* auth = object(o, "auth_policies")) {
-    p.permissions = rolesFrom(auth->if_contains("namespace_auth"));
-    if (const json::object* dest = object(*auth, "destination_auth")) {
-      for (const auto& [topic, roles] : *dest) p.topicPermissions[topic] = rolesFrom(&roles);
-    }
-  }
+void readBacklogQuotas(const json::object& o, NamespacePolicies& p) {
   if (const json::object* q = object(o, "backlog_quota_map")) {
     for (const auto& [type, v] : *q) {
       if (!v.is_object()) continue;
@@ -568,14 +563,10 @@ Result<PoliciesDoc> parsePolicies(std::string_view text, const std::string& path
       p.backlogQuotas[type] = bq;
     }
   }
-  if (const json::value* rc = o.if_contains("replication_clusters"); rc && rc->is_array()) {
-    std::vector<std::string> clusters;
-    for (const auto& c : rc->as_array()) {
-      if (c.is_string()) clusters.emplace_back(c.as_string());
-    }
-    p.replicationClusters = std::move(clusters);
-  }
-  p.deduplicationEnabled = boolean(o, "deduplicationEnabled");
+}
+
+// The policies held as objects, with TTL and subscription expiry (putStructuredPolicies' fields).
+void readStructuredPolicies(const json::object& o, NamespacePolicies& p) {
   if (const json::object* a = object(o, "autoTopicCreationOverride")) {
     AutoTopicCreationOverride ov;
     if (auto b = boolean(*a, "allowAutoTopicCreation")) ov.allowAutoTopicCreation = *b;
@@ -609,6 +600,34 @@ Result<PoliciesDoc> parsePolicies(std::string_view text, const std::string& path
     if (auto b = boolean(*i, "deleteWhileInactive")) v.deleteWhileInactive = *b;
     p.inactiveTopicPolicies = v;
   }
+}
+
+}  // namespace
+
+Result<PoliciesDoc> parsePolicies(std::string_view text, const std::string& path) {
+  auto parsed = parseObject(text, path, "Policies");
+  if (!parsed.isOk()) return parsed.status();
+  const json::object& o = *parsed;
+  if (Status s = checkPoliciesTypes(o, path); !s.isOk()) return s;
+  PoliciesDoc d;
+  d.raw = std::string(text);
+  NamespacePolicies& p = d.policies;
+  if (const json::object* auth = object(o, "auth_policies")) {
+    p.permissions = rolesFrom(auth->if_contains("namespace_auth"));
+    if (const json::object* dest = object(*auth, "destination_auth")) {
+      for (const auto& [topic, roles] : *dest) p.topicPermissions[topic] = rolesFrom(&roles);
+    }
+  }
+  readBacklogQuotas(o, p);
+  if (const json::value* rc = o.if_contains("replication_clusters"); rc && rc->is_array()) {
+    std::vector<std::string> clusters;
+    for (const auto& c : rc->as_array()) {
+      if (c.is_string()) clusters.emplace_back(c.as_string());
+    }
+    p.replicationClusters = std::move(clusters);
+  }
+  p.deduplicationEnabled = boolean(o, "deduplicationEnabled");
+  readStructuredPolicies(o, p);
   for (const auto& l : kNamespaceLimits) {
     if (auto n = number<int32_t>(o, l.policiesField)) p.limits[l.name] = *n;
   }

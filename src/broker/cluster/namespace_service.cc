@@ -1088,93 +1088,18 @@ void NamespaceService::splitOwned(const std::string& ns, const std::string& bund
     if (hi - lo <= 1) {
       return done(Status::invalidArgument(key + " bundle can't be split further"));
     }
+    auto sp = std::make_shared<BundleSplit>();
+    sp->ns = ns;
+    sp->key = key;
+    sp->unload = unload;
+    sp->done = done;
+    sp->cut = *b;
+    sp->next = *b;
+    sp->next.insert(sp->next.begin() + static_cast<std::ptrdiff_t>(i) + 1, lo + (hi - lo) / 2);
+    sp->a = bundleKey(ns, sp->next, i);
+    sp->c = bundleKey(ns, sp->next, i + 1);
     // Owned here first (Pulsar's validateNamespaceBundleOwnership takes an unowned one).
-    auto split = [this, ns, key, lo, hi, unload, done, cut = *b, i] {
-      uint64_t mid = lo + (hi - lo) / 2;
-      Boundaries next = cut;
-      next.insert(next.begin() + static_cast<std::ptrdiff_t>(i) + 1, mid);
-      std::string a = bundleKey(ns, next, i);
-      std::string c = bundleKey(ns, next, i + 1);
-      metadata::PutOptions eph;
-      eph.ephemeral = true;
-      eph.expectedVersion = metadata::kNotExists;
-      std::string value = namespaceEphemeralDataJson(self_);
-      store_->put(
-          ownershipPath(a), value, eph, &loop_, [=, this](const Result<metadata::Stat>& ra) {
-            if (!ra.isOk()) return done(ra.status());
-            store_->put(
-                ownershipPath(c), value, eph, &loop_, [=, this](const Result<metadata::Stat>& rc) {
-                  auto undo = [this, a, c](bool both) {
-                    store_->remove(ownershipPath(a), std::nullopt, &loop_, [](const Status&) {});
-                    if (both)
-                      store_->remove(ownershipPath(c), std::nullopt, &loop_, [](const Status&) {});
-                  };
-                  if (!rc.isOk()) {
-                    undo(false);
-                    return done(rc.status());
-                  }
-                  // The new cut, in LocalPolicies (compare-and-set on what was read).
-                  std::string local = kLocalPoliciesRoot + ns;
-                  store_->get(
-                      local, &loop_, [=, this](Result<std::optional<metadata::GetResult>> cur) {
-                        if (!cur.isOk()) {
-                          undo(true);
-                          return done(cur.status());
-                        }
-                        metadata::PutOptions o;
-                        std::string text;
-                        if (cur->has_value()) {
-                          auto current = boundariesFromPolicies((*cur)->value, local);
-                          if (current.isOk() && current->has_value() && **current != cut) {
-                            undo(true);
-                            return done(
-                                Status::error(StatusCode::kBadVersion,
-                                              "the bundles of " + ns + " changed; try again"));
-                          }
-                          auto w = withBundles((*cur)->value, next, local);
-                          if (!w.isOk()) {
-                            undo(true);
-                            return done(w.status());
-                          }
-                          text = std::move(*w);
-                          o.expectedVersion = (*cur)->stat.version;
-                        } else {
-                          text = localPoliciesJson(next, "");
-                          o.expectedVersion = metadata::kNotExists;
-                        }
-                        store_->put(local, text, o, &loop_,
-                                    [=, this](const Result<metadata::Stat>& w) {
-                                      if (!w.isOk()) {
-                                        undo(true);
-                                        return done(w.status());
-                                      }
-                                      {
-                                        MutexLock lock(mu_);
-                                        owned_.erase(key);
-                                        owned_.insert(a);
-                                        owned_.insert(c);
-                                        boundaries_[ns] = next;
-                                      }
-                                      MLOG_INFO("Split bundle {} into {} and {}", key, a, c);
-                                      for (const std::string& k : {a, c}) {
-                                        store_->exists(ownershipPath(k), &loop_,
-                                                       [](const Result<bool>&) {});  // watch
-                                      }
-                                      store_->remove(ownershipPath(key), std::nullopt, &loop_,
-                                                     [=, this](const Status&) {
-                                                       publishRegistration();
-                                                       if (!unload) return done(Status::ok());
-                                                       release(a, [=, this](const Status& s1) {
-                                                         release(c, [done, s1](const Status& s2) {
-                                                           done(s1.isOk() ? s2 : s1);
-                                                         });
-                                                       });
-                                                     });
-                                    });
-                      });
-                });
-          });
-    };
+    auto split = [this, sp] { claimSplitHalves(sp); };
     bool owned;
     {
       MutexLock lock(mu_);
@@ -1202,6 +1127,88 @@ void NamespaceService::splitOwned(const std::string& ns, const std::string& bund
                   });
                 });
   });
+}
+
+void NamespaceService::claimSplitHalves(const std::shared_ptr<const BundleSplit>& sp) {
+  metadata::PutOptions eph;
+  eph.ephemeral = true;
+  eph.expectedVersion = metadata::kNotExists;
+  std::string value = namespaceEphemeralDataJson(self_);
+  store_->put(ownershipPath(sp->a), value, eph, &loop_,
+              [this, sp, value, eph](const Result<metadata::Stat>& ra) {
+                if (!ra.isOk()) return sp->done(ra.status());
+                store_->put(ownershipPath(sp->c), value, eph, &loop_,
+                            [this, sp](const Result<metadata::Stat>& rc) {
+                              if (!rc.isOk()) {
+                                undoSplit(*sp, false);
+                                return sp->done(rc.status());
+                              }
+                              writeSplitBoundaries(sp);
+                            });
+              });
+}
+
+void NamespaceService::writeSplitBoundaries(const std::shared_ptr<const BundleSplit>& sp) {
+  std::string local = kLocalPoliciesRoot + sp->ns;
+  store_->get(local, &loop_, [this, sp, local](Result<std::optional<metadata::GetResult>> cur) {
+    if (!cur.isOk()) {
+      undoSplit(*sp, true);
+      return sp->done(cur.status());
+    }
+    metadata::PutOptions o;
+    std::string text;
+    if (cur->has_value()) {
+      auto current = boundariesFromPolicies((*cur)->value, local);
+      if (current.isOk() && current->has_value() && **current != sp->cut) {
+        undoSplit(*sp, true);
+        return sp->done(Status::error(StatusCode::kBadVersion,
+                                      "the bundles of " + sp->ns + " changed; try again"));
+      }
+      auto w = withBundles((*cur)->value, sp->next, local);
+      if (!w.isOk()) {
+        undoSplit(*sp, true);
+        return sp->done(w.status());
+      }
+      text = std::move(*w);
+      o.expectedVersion = (*cur)->stat.version;
+    } else {
+      text = localPoliciesJson(sp->next, "");
+      o.expectedVersion = metadata::kNotExists;
+    }
+    store_->put(local, text, o, &loop_, [this, sp](const Result<metadata::Stat>& w) {
+      if (!w.isOk()) {
+        undoSplit(*sp, true);
+        return sp->done(w.status());
+      }
+      finishSplit(sp);
+    });
+  });
+}
+
+void NamespaceService::finishSplit(const std::shared_ptr<const BundleSplit>& sp) {
+  {
+    MutexLock lock(mu_);
+    owned_.erase(sp->key);
+    owned_.insert(sp->a);
+    owned_.insert(sp->c);
+    boundaries_[sp->ns] = sp->next;
+  }
+  MLOG_INFO("Split bundle {} into {} and {}", sp->key, sp->a, sp->c);
+  for (const std::string& k : {sp->a, sp->c}) {
+    store_->exists(ownershipPath(k), &loop_, [](const Result<bool>&) {});  // watch
+  }
+  store_->remove(ownershipPath(sp->key), std::nullopt, &loop_, [this, sp](const Status&) {
+    publishRegistration();
+    if (!sp->unload) return sp->done(Status::ok());
+    release(sp->a, [this, sp](const Status& s1) {
+      release(sp->c, [sp, s1](const Status& s2) { sp->done(s1.isOk() ? s2 : s1); });
+    });
+  });
+}
+
+void NamespaceService::undoSplit(const BundleSplit& sp, bool both) {
+  store_->remove(ownershipPath(sp.a), std::nullopt, &loop_, [](const Status&) {});
+  if (both) store_->remove(ownershipPath(sp.c), std::nullopt, &loop_, [](const Status&) {});
 }
 
 }  // namespace magnetar::broker::cluster

@@ -224,6 +224,25 @@ class NamespaceService : public TopicOwnership {
   void unloadElsewhere(const std::string& key, const std::function<void(Status)>& done);
   void splitOwned(const std::string& ns, const std::string& bundle, bool unload,
                   const std::function<void(Status)>& done);
+  // One split in progress, splitOwned's steps in order (loop only): claimSplitHalves creates the
+  // halves' ownership znodes, writeSplitBoundaries writes the new cut to LocalPolicies
+  // (compare-and-set on what was read; kBadVersion if the bundles changed since `cut`),
+  // finishSplit owns the halves, drops the old bundle's znode and releases the halves if
+  // `unload`. A failing step removes the halves' znodes (undoSplit) and calls `done`.
+  struct BundleSplit {
+    std::string ns;
+    std::string key;  // ns/bundle being split
+    bool unload = false;
+    std::function<void(Status)> done;
+    Boundaries cut;   // the namespace's boundaries when the split began
+    Boundaries next;  // cut with the new boundary in the middle of the bundle
+    std::string a;    // the halves' bundle keys
+    std::string c;
+  };
+  void claimSplitHalves(const std::shared_ptr<const BundleSplit>& sp);
+  void writeSplitBoundaries(const std::shared_ptr<const BundleSplit>& sp);
+  void finishSplit(const std::shared_ptr<const BundleSplit>& sp);
+  void undoSplit(const BundleSplit& sp, bool both);
   LookupAnswer connectTo(const BrokerUrls& u) const;
 
   metadata::Store* store_;
