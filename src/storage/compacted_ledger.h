@@ -1,9 +1,10 @@
 // Where a topic's compacted view is stored (Pulsar's compacted ledger, written by
 // TwoPhaseCompactor and read by CompactedTopicImpl): entries 0, 1, ... in the order of the
 // original positions, each the original position plus the entry bytes as stored in the topic.
-// The broker's compactor (broker/compaction.h) decides what goes in; a storage backend that has
-// its own format offers a CompactedLedgerStore (ManagedLedgerFactory::compactedLedgerStore):
-// BookKeeper writes Pulsar's (docs/managed-ledger-bookkeeper-format.md, "Compacted ledgers").
+// The broker's compactor (broker/compaction/compaction.h) decides what goes in; a storage backend
+// that has its own format offers a CompactedLedgerStore (ManagedLedgerFactory::
+// compactedLedgerStore): BookKeeper writes Pulsar's (docs/managed-ledger-bookkeeper-format.md,
+// "Compacted ledgers").
 #pragma once
 
 #include <cstdint>

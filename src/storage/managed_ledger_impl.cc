@@ -32,7 +32,6 @@ ManagedLedgerImpl::ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::
     : ManagedLedgerCore(std::move(name), executor, factory->options_, nullptr,
                         factory->cache_->newCache()),
       factory_(factory),
-      opts_(factory->options_),
       readKey_(std::hash<std::string>()(name_)) {
   for (auto& ledger : state.ledgers) {
     const int64_t id = ledger.first;

@@ -107,7 +107,6 @@ class ManagedLedgerImpl : public ManagedLedgerCore {
   void storeTerminated(Position at, StatusCallback done) override;
 
   DurableManagedLedgerFactory* factory_;
-  const StorageOptions& opts_;
   std::shared_ptr<JournalClient> sink_;
 
   std::map<int64_t, LedgerMeta> meta_;  // every ledger, including one not yet activated
