@@ -1,8 +1,8 @@
 """When acknowledgements reach the disk (managedLedgerDefaultMarkDeleteRateLimit, default 1 a
-second per cursor, as Pulsar): acks nobody waits for are written at the next allowed write, at the latest on
-the housekeeping tick after the interval, and at a clean shutdown. After a kill -9 only the acks of
-that last interval may come again (at-least-once, as Pulsar's limiter); with the limit at 0 every
-ack is written in the pass it arrives in."""
+second per cursor, as Pulsar): acks nobody waits for are written at the next allowed write, at the
+latest on the housekeeping tick after the interval, and at a clean shutdown. After a kill -9 only
+the acks of that last interval may come again (at-least-once, as Pulsar's limiter); with the limit
+at 0 every ack is written in the pass it arrives in."""
 
 import tempfile
 import time

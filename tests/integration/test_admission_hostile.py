@@ -1,7 +1,7 @@
 """Hostile reproductions for the frame admission of issue 25 (FrameAdmission,
-src/broker/service/publish_throttle.h): frames whose body is still to be read are charged whole at their
-8-byte header against maxMessagePublishBufferSizeInMB, and while anything waits every connection
-reads one header at a time.
+src/broker/service/publish_throttle.h): frames whose body is still to be read are charged whole at
+their 8-byte header against maxMessagePublishBufferSizeInMB, and while anything waits every
+connection reads one header at a time.
 
 Each test failed on the admission as first merged (d825645), which queued every frame:
 
