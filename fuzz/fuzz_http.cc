@@ -79,8 +79,8 @@ std::string exchange(int fd, const uint8_t* p, size_t n) {
 
 // Reasons of the 500s Pulsar answers for bad client input, which Magnetar matches on purpose
 // (tests/differential/test_http_lookup.py checks them on both): TopicDomain.getEnum's
-// and TopicName.get's IllegalArgumentException in TopicLookup, Long.decode's NumberFormatException on a bundle
-// boundary, PulsarServerException for an unknown listenerName.
+// and TopicName.get's IllegalArgumentException in TopicLookup, Long.decode's NumberFormatException
+// on a bundle boundary, PulsarServerException for an unknown listenerName.
 constexpr const char* kPulsarClientInput500[] = {
     "{\"reason\":\"Invalid topic domain: ",
     "{\"reason\":\"Invalid topic name: ",
@@ -113,7 +113,8 @@ void checkResponses(const std::string& out) {
       fprintf(stderr, "<- %d %s\n", status, parser.get().body().substr(0, 200).c_str());
     }
     fuzz::check(status >= 100 && status < 600, "bad status");
-    if (status == 500 && !isPulsarClientInput500(parser.get().body())) fuzz::fail("a route answered 500: " + parser.get().body());
+    if (status == 500 && !isPulsarClientInput500(parser.get().body()))
+      fuzz::fail("a route answered 500: " + parser.get().body());
   }
 }
 

@@ -1,6 +1,6 @@
 // BrokerOptions: the settings the broker module reads, filled by the app from the config registry
-// (one binding per field: src/app/option_bindings.cc). Comments name the broker.conf key; a field's default is that key's
-// default in settings.def (setting_defaults.h, generated from it).
+// (one binding per field: src/app/option_bindings.cc). Comments name the broker.conf key; a field's
+// default is that key's default in settings.def (setting_defaults.h, generated from it).
 #pragma once
 
 #if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_COMMON)
@@ -54,13 +54,13 @@ struct BrokerDynamicOptions {
 };
 
 struct BrokerOptions {
-  std::string bindAddress{sd::bindAddress};        // bindAddress
+  std::string bindAddress{sd::bindAddress};  // bindAddress
   // advertisedAddress; the registry's empty value (this host) is passed as "localhost".
   std::string advertisedAddress = "localhost";
-  std::string clusterName{sd::clusterName};        // clusterName
-  AdvertisedListeners advertisedListeners;         // advertisedListeners, internalListenerName
-  int brokerServicePort = sd::brokerServicePort;   // brokerServicePort (0: pick a free port)
-  int webServicePort = sd::webServicePort;         // webServicePort, for lookup answers
+  std::string clusterName{sd::clusterName};       // clusterName
+  AdvertisedListeners advertisedListeners;        // advertisedListeners, internalListenerName
+  int brokerServicePort = sd::brokerServicePort;  // brokerServicePort (0: pick a free port)
+  int webServicePort = sd::webServicePort;        // webServicePort, for lookup answers
   // brokerServicePortTls (unset: no TLS listener; 0: a free port), served with tlsContext (the
   // tls* settings, loaded by the app). Both or neither.
   std::optional<int> brokerServicePortTls;
@@ -69,7 +69,7 @@ struct BrokerOptions {
   // depend on the processors); these values only serve code that builds options without it.
   int numIOThreads = 8;
   int managedLedgerNumWorkerThreads = 2;
-  uint32_t maxMessageSize = sd::maxMessageSize;    // maxMessageSize, bytes
+  uint32_t maxMessageSize = sd::maxMessageSize;  // maxMessageSize, bytes
   int keepAliveIntervalSeconds = sd::keepAliveIntervalSeconds;
   bool enableBrokerSideSubscriptionPatternEvaluation =
       sd::enableBrokerSideSubscriptionPatternEvaluation;

@@ -42,8 +42,10 @@ Result<AdvertisedListeners> parseAdvertisedListeners(const std::string& value,
                                      "' is neither pulsar:// nor pulsar+ssl://");
     }
     if (!slot->empty()) {
-      return Status::invalidArgument("advertisedListeners: there are redundant configs for the "
-                                     "listener `" + name + "`");
+      return Status::invalidArgument(
+          "advertisedListeners: there are redundant configs for the "
+          "listener `" +
+          name + "`");
     }
     std::string hostPort = url.substr(url.find("://") + 3);
     size_t portSep = hostPort.rfind(':');
@@ -64,7 +66,8 @@ Result<AdvertisedListeners> parseAdvertisedListeners(const std::string& value,
   if (!out.byName.count(out.internalListenerName)) {
     return Status::invalidArgument(
         "the `advertisedListeners` configuration does not contain the `internalListenerName` "
-        "entry '" + out.internalListenerName + "'");
+        "entry '" +
+        out.internalListenerName + "'");
   }
   return out;
 }

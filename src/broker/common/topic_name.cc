@@ -60,9 +60,11 @@ Result<TopicName> TopicName::parse(std::string_view name) {
     }
     rest = name.substr(sep + 3);
     auto a = rest.find('/');
-    if (a == std::string_view::npos) return Status::invalidArgument("Invalid topic name: " + std::string(name));
+    if (a == std::string_view::npos)
+      return Status::invalidArgument("Invalid topic name: " + std::string(name));
     auto b = rest.find('/', a + 1);
-    if (b == std::string_view::npos) return Status::invalidArgument("Invalid topic name: " + std::string(name));
+    if (b == std::string_view::npos)
+      return Status::invalidArgument("Invalid topic name: " + std::string(name));
     t.tenant_ = std::string(rest.substr(0, a));
     t.ns_ = std::string(rest.substr(a + 1, b - a - 1));
     t.local_ = std::string(rest.substr(b + 1));
@@ -70,8 +72,8 @@ Result<TopicName> TopicName::parse(std::string_view name) {
   if (!isValidNamePart(t.tenant_) || !isValidNamePart(t.ns_) || !validLocal(t.local_)) {
     return Status::invalidArgument("Invalid topic name: " + std::string(name));
   }
-  t.full_ = std::string(t.persistent_ ? "persistent" : "non-persistent") + "://" + t.tenant_ +
-            "/" + t.ns_ + "/" + t.local_;
+  t.full_ = std::string(t.persistent_ ? "persistent" : "non-persistent") + "://" + t.tenant_ + "/" +
+            t.ns_ + "/" + t.local_;
   auto p = t.local_.rfind(kPartitionSuffix);
   if (p != std::string::npos) {
     std::string_view idx = std::string_view(t.local_).substr(p + kPartitionSuffix.size());

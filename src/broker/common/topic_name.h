@@ -1,6 +1,7 @@
 // TopicName: Pulsar's topic naming. "persistent://tenant/namespace/local" is the full form;
-// "local" means persistent://public/default/local and "tenant/ns/local" persistent://tenant/ns/local
-// (Pulsar's TopicName short forms). A partition is "<topic>-partition-<i>".
+// "local" means persistent://public/default/local and "tenant/ns/local"
+// persistent://tenant/ns/local (Pulsar's TopicName short forms). A partition is
+// "<topic>-partition-<i>".
 #pragma once
 
 #if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_COMMON)
