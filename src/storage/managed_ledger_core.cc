@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 namespace magnetar::storage {
 
@@ -24,6 +25,13 @@ namespace {
 int64_t markDeleteIntervalMs(double rate) {
   if (rate <= 0) return 0;
   return static_cast<int64_t>(std::min(1000.0 / rate, 86400000.0));
+}
+
+// A size in MiB as bytes, saturated at INT64_MAX: a retention size of 2^43 MiB or more means
+// no size limit (Java's long arithmetic in Pulsar would wrap; here it would be undefined).
+int64_t mebibytesSaturated(int64_t mb) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  return mb > (kMax >> 20) ? kMax : mb << 20;
 }
 }  // namespace
 
@@ -464,7 +472,7 @@ std::vector<int64_t> ManagedLedgerCore::consumedLedgersToDrop(bool truncate) con
     const int64_t closed = ledgerClosedMs(id);
     const int64_t closedMs = closed > 0 ? closed : info.createdMs;
     bool expired = retMin == 0 || (retMin > 0 && now - closedMs >= int64_t{retMin} * 60000);
-    bool overSize = retMB == 0 || (retMB > 0 && remaining > retMB * (int64_t{1} << 20));
+    bool overSize = retMB == 0 || (retMB > 0 && remaining > mebibytesSaturated(retMB));
     if (!truncate && !expired && !overSize) break;
     drop.push_back(id);
     remaining -= info.sizeBytes;

@@ -97,6 +97,17 @@ TEST(ParseValue, ErrorsNameKeyValueAndSource) {
   EXPECT_EQ(*parseValue(io, " +16 ", "")->number, 16);
 }
 
+// Settings a binding multiplies into bytes or milliseconds stop where the product still fits
+// (journalMaxSizeMB << 20 in 64 bits, metadataStoreOperationTimeoutSeconds * 1000 in 32 bits).
+TEST(ParseValue, ScaledSettingsStopWhereTheProductFits) {
+  const SettingDef& journal = *findSetting("journalMaxSizeMB");
+  EXPECT_TRUE(parseValue(journal, "8796093022207", "").isOk());
+  EXPECT_FALSE(parseValue(journal, "8796093022208", "").isOk());
+  const SettingDef& timeout = *findSetting("metadataStoreOperationTimeoutSeconds");
+  EXPECT_TRUE(parseValue(timeout, "2147483", "").isOk());
+  EXPECT_FALSE(parseValue(timeout, "2147484", "").isOk());
+}
+
 TEST(ParseValue, BoundsAndTypes) {
   const SettingDef& port = *findSetting("brokerServicePort");
   EXPECT_TRUE(parseValue(port, "0", "").isOk());

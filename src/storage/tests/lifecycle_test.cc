@@ -62,6 +62,26 @@ TEST_F(LifecycleTest, SetRetentionReachesTheLedger) {
   close(f);
 }
 
+// A retention size too big for bytes in 64 bits (2^43 MiB, which the admin API accepts) keeps
+// everything: it once overflowed and dropped every consumed ledger (found by a breaker).
+TEST_F(LifecycleTest, HugeRetentionSizeKeepsConsumedLedgers) {
+  StorageOptions o = lifecycleOptions(dir_.path());
+  o.defaultRetentionTimeInMinutes = -1;
+  o.defaultRetentionSizeInMB = -1;
+  auto f = open(o);
+  auto ml = openLedger(*f, ex_, "t");
+  auto c = ml->openCursor("s", InitialPosition::kEarliest);
+  Position last;
+  for (int i = 0; i < 50; i++) last = *addOne(*ml, ex_, std::string(100, 'h'));
+  EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(last, cb); }));
+  ml->setRetention(600, int64_t{1} << 43);
+  ex_.runPending();
+  EXPECT_EQ(ml->numberOfEntries(), 50);
+  EXPECT_GT(ml->ledgerStats().size(), 1u);
+  ml.reset();
+  close(f);
+}
+
 // Retention time counts from a ledger's close, as Pulsar's ledger-info timestamp: a ledger
 // created long ago but closed just now stays; one closed long ago goes.
 TEST_F(LifecycleTest, RetentionTimeCountsFromTheLedgersClose) {
