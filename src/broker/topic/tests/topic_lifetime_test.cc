@@ -7,45 +7,14 @@
 #include <memory>
 #include <vector>
 
-#include "broker/topic/topic.h"
-#include "storage/memory_managed_ledger.h"
+#include "broker/topic/tests/topic_fixture.h"
 
 namespace magnetar::broker {
 namespace {
 
-class TopicLifetimeTest : public ::testing::Test {
+class TopicLifetimeTest : public LoopTopicTest<> {
  protected:
-  void SetUp() override {
-    loop_.start();
-    std::promise<std::shared_ptr<storage::ManagedLedger>> opened;
-    factory_.asyncOpen("public/default/persistent/lifetime", &loop_,
-                       [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-                         opened.set_value(r.isOk() ? r.value() : nullptr);
-                       });
-    auto ml = opened.get_future().get();
-    ASSERT_TRUE(ml);
-    auto name = TopicName::parse("persistent://public/default/lifetime");
-    ASSERT_TRUE(name.isOk());
-    topic_ = std::make_shared<PersistentTopic>(name.value(), ml, loop_, options_);
-  }
-  void TearDown() override {
-    runOnLoop([this] { topic_.reset(); });
-    loop_.stop();
-  }
-  template <typename F>
-  void runOnLoop(F f) {
-    std::promise<void> done;
-    loop_.execute([&] {
-      f();
-      done.set_value();
-    });
-    done.get_future().get();
-  }
-
-  net::EventLoop loop_{"topic-loop"};
-  storage::MemoryManagedLedgerFactory factory_;
-  BrokerOptions options_;
-  std::shared_ptr<PersistentTopic> topic_;
+  void SetUp() override { openTopic("lifetime"); }
 };
 
 // Issue 52: before the fix the refused add's callback ran on the freed PersistentTopic

@@ -11,43 +11,18 @@
 #include <string>
 #include <vector>
 
-#include "broker/topic/topic.h"
-#include "storage/memory_managed_ledger.h"
+#include "broker/topic/tests/topic_fixture.h"
 
 namespace magnetar::broker {
 namespace {
 
-class TopicWriteFailureTest : public ::testing::TestWithParam<bool> {
+class TopicWriteFailureTest : public LoopTopicTest<::testing::TestWithParam<bool>> {
  protected:
   void SetUp() override {
-    loop_.start();
-    std::promise<std::shared_ptr<storage::ManagedLedger>> opened;
-    factory_.asyncOpen("public/default/persistent/write-failure", &loop_,
-                       [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-                         opened.set_value(r.isOk() ? r.value() : nullptr);
-                       });
-    ledger_ = opened.get_future().get();
-    ASSERT_TRUE(ledger_);
-    auto name = TopicName::parse("persistent://public/default/write-failure");
-    ASSERT_TRUE(name.isOk());
-    topic_ = std::make_shared<PersistentTopic>(name.value(), ledger_, loop_, options_,
-                                               /*dedupPolicy=*/GetParam());
+    openTopic("write-failure", /*dedupPolicy=*/GetParam());
     std::promise<Status> ready;
     runOnLoop([&] { topic_->initialize([&](const Status& s) { ready.set_value(s); }); });
     ASSERT_TRUE(ready.get_future().get().isOk());
-  }
-  void TearDown() override {
-    runOnLoop([this] { topic_.reset(); });
-    loop_.stop();
-  }
-  template <typename F>
-  void runOnLoop(F f) {
-    std::promise<void> done;
-    loop_.execute([&] {
-      f();
-      done.set_value();
-    });
-    done.get_future().get();
   }
   // Lets the posted add completions and the topic's flush run.
   void drain() {
@@ -90,13 +65,6 @@ class TopicWriteFailureTest : public ::testing::TestWithParam<bool> {
     });
     return r.get_future().get();
   }
-
-  net::EventLoop loop_{"topic-loop"};
-  storage::MemoryLedgerOptions ledgerOptions_;
-  storage::MemoryManagedLedgerFactory factory_{ledgerOptions_};
-  BrokerOptions options_;
-  std::shared_ptr<storage::ManagedLedger> ledger_;
-  std::shared_ptr<PersistentTopic> topic_;
 };
 
 TEST_P(TopicWriteFailureTest, LaterSendsAreNotStoredBeforeTheFailedOnesAreSentAgain) {
