@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "config/service_configuration.h"
 #include "config/tests/test_util.h"
 
@@ -80,78 +85,76 @@ TEST(CombineProcessorLimits, QuotaRoundsUpAndNeverExceedsAffinity) {
   EXPECT_EQ(combineProcessorLimits(0, std::nullopt), 1);
 }
 
-TEST(CgroupCpuLimit, V2RootQuota) {
+// A cgroup tree (files under the mount root), /proc/self/cgroup, and the limit read from them.
+struct CgroupCase {
+  const char* name;
+  std::vector<std::pair<std::string, std::string>> files;
+  const char* procSelfCgroup;
+  std::optional<double> limit;
+  // When set: the processor count the limit is combined with, and the result.
+  std::optional<std::pair<int, int>> combined = std::nullopt;
+};
+
+class CgroupCpuLimit : public ::testing::TestWithParam<CgroupCase> {};
+
+TEST_P(CgroupCpuLimit, ReadsTheQuotaOfTheProcessCgroup) {
+  const CgroupCase& c = GetParam();
   TempDir d;
-  d.write("cgroup.controllers", "cpuset cpu io memory pids\n");
-  d.write("cpu.max", "250000 100000\n");
-  auto limit = cgroupCpuLimit(d.path().string(), "0::/\n");
-  ASSERT_TRUE(limit.has_value());
-  EXPECT_DOUBLE_EQ(*limit, 2.5);
-  EXPECT_EQ(combineProcessorLimits(16, limit), 3);
+  for (const auto& [file, content] : c.files) d.write(file, content);
+  auto limit = cgroupCpuLimit(d.path().string(), c.procSelfCgroup);
+  ASSERT_EQ(limit.has_value(), c.limit.has_value());
+  if (limit) {
+    EXPECT_DOUBLE_EQ(*limit, *c.limit);
+  }
+  if (c.combined) {
+    EXPECT_EQ(combineProcessorLimits(c.combined->first, limit), c.combined->second);
+  }
 }
 
-TEST(CgroupCpuLimit, V2MaxMeansNoLimit) {
-  TempDir d;
-  d.write("cgroup.controllers", "cpu\n");
-  d.write("cpu.max", "max 100000\n");
-  EXPECT_FALSE(cgroupCpuLimit(d.path().string(), "0::/\n").has_value());
-}
-
-TEST(CgroupCpuLimit, V2NestedTakesSmallestOnThePathToRoot) {
-  TempDir d;
-  d.write("cgroup.controllers", "cpu\n");
-  d.write("kubepods/cpu.max", "150000 100000\n");
-  d.write("kubepods/pod1/cpu.max", "max 100000\n");
-  d.write("kubepods/pod1/c1/cpu.max", "400000 100000\n");
-  auto limit = cgroupCpuLimit(d.path().string(), "0::/kubepods/pod1/c1\n");
-  ASSERT_TRUE(limit.has_value());
-  EXPECT_DOUBLE_EQ(*limit, 1.5);
-}
-
-TEST(CgroupCpuLimit, V2PathMissingUnderRootReadsTheRoot) {
-  // Inside a container with its own cgroup namespace view the host path does not exist.
-  TempDir d;
-  d.write("cgroup.controllers", "cpu\n");
-  d.write("cpu.max", "100000 100000\n");
-  auto limit = cgroupCpuLimit(d.path().string(), "0::/docker/abcdef\n");
-  ASSERT_TRUE(limit.has_value());
-  EXPECT_DOUBLE_EQ(*limit, 1.0);
-}
-
-TEST(CgroupCpuLimit, V1Quota) {
-  TempDir d;
-  d.write("cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "300000\n");
-  d.write("cpu,cpuacct/docker/abc/cpu.cfs_period_us", "100000\n");
-  d.write("cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
-  d.write("cpu,cpuacct/cpu.cfs_period_us", "100000\n");
-  const char* kProc = "12:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n";
-  auto limit = cgroupCpuLimit(d.path().string(), kProc);
-  ASSERT_TRUE(limit.has_value());
-  EXPECT_DOUBLE_EQ(*limit, 3.0);
-}
-
-TEST(CgroupCpuLimit, V1UnlimitedQuota) {
-  TempDir d;
-  d.write("cpu/cpu.cfs_quota_us", "-1\n");
-  d.write("cpu/cpu.cfs_period_us", "100000\n");
-  EXPECT_FALSE(cgroupCpuLimit(d.path().string(), "1:cpu:/\n2:cpuacct:/\n").has_value());
-}
-
-TEST(CgroupCpuLimit, V1SeparateCpuMount) {
-  TempDir d;
-  d.write("cpu/cpu.cfs_quota_us", "50000\n");
-  d.write("cpu/cpu.cfs_period_us", "100000\n");
-  auto limit = cgroupCpuLimit(d.path().string(), "1:cpu:/\n");
-  ASSERT_TRUE(limit.has_value());
-  EXPECT_DOUBLE_EQ(*limit, 0.5);
-  EXPECT_EQ(combineProcessorLimits(8, limit), 1);
-}
-
-TEST(CgroupCpuLimit, NoCgroupFilesMeansNoLimit) {
-  TempDir d;
-  EXPECT_FALSE(cgroupCpuLimit(d.path().string(), "0::/\n").has_value());
-  EXPECT_FALSE(cgroupCpuLimit(d.path().string(), "").has_value());
-}
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CgroupCpuLimit,
+    ::testing::Values(
+        CgroupCase{
+            "V2RootQuota",
+            {{"cgroup.controllers", "cpuset cpu io memory pids\n"}, {"cpu.max", "250000 100000\n"}},
+            "0::/\n",
+            2.5,
+            std::pair{16, 3}},
+        CgroupCase{"V2MaxMeansNoLimit",
+                   {{"cgroup.controllers", "cpu\n"}, {"cpu.max", "max 100000\n"}},
+                   "0::/\n",
+                   std::nullopt},
+        CgroupCase{"V2NestedTakesSmallestOnThePathToRoot",
+                   {{"cgroup.controllers", "cpu\n"},
+                    {"kubepods/cpu.max", "150000 100000\n"},
+                    {"kubepods/pod1/cpu.max", "max 100000\n"},
+                    {"kubepods/pod1/c1/cpu.max", "400000 100000\n"}},
+                   "0::/kubepods/pod1/c1\n",
+                   1.5},
+        // Inside a container with its own cgroup namespace view the host path does not exist.
+        CgroupCase{"V2PathMissingUnderRootReadsTheRoot",
+                   {{"cgroup.controllers", "cpu\n"}, {"cpu.max", "100000 100000\n"}},
+                   "0::/docker/abcdef\n",
+                   1.0},
+        CgroupCase{"V1Quota",
+                   {{"cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "300000\n"},
+                    {"cpu,cpuacct/docker/abc/cpu.cfs_period_us", "100000\n"},
+                    {"cpu,cpuacct/cpu.cfs_quota_us", "-1\n"},
+                    {"cpu,cpuacct/cpu.cfs_period_us", "100000\n"}},
+                   "12:memory:/docker/abc\n4:cpu,cpuacct:/docker/abc\n0::/\n",
+                   3.0},
+        CgroupCase{"V1UnlimitedQuota",
+                   {{"cpu/cpu.cfs_quota_us", "-1\n"}, {"cpu/cpu.cfs_period_us", "100000\n"}},
+                   "1:cpu:/\n2:cpuacct:/\n",
+                   std::nullopt},
+        CgroupCase{"V1SeparateCpuMount",
+                   {{"cpu/cpu.cfs_quota_us", "50000\n"}, {"cpu/cpu.cfs_period_us", "100000\n"}},
+                   "1:cpu:/\n",
+                   0.5,
+                   std::pair{8, 1}},
+        CgroupCase{"NoCgroupFilesMeansNoLimit", {}, "0::/\n", std::nullopt},
+        CgroupCase{"NoCgroupFilesNorProcEntryMeansNoLimit", {}, "", std::nullopt}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 TEST(AvailableProcessors, WithinAffinityAndStable) {
   int n = availableProcessors();
