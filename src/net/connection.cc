@@ -248,22 +248,11 @@ void Connection::flush() {
       size_t skip = (i == inflightSeg_) ? inflightSegOff_ : 0;
       iov_.push_back(iovec{const_cast<char*>(p) + skip, s.length - skip});
     }
-    ssize_t n = ::writev(fd_, iov_.data(), static_cast<int>(iov_.size()));
-    stats_.writevCalls.fetch_add(1, std::memory_order_relaxed);
-    loop_.stats().writevCalls.fetch_add(1, std::memory_order_relaxed);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        waitWritable();
-        return;
-      }
-      doClose();
-      return;
-    }
-    stats_.bytesOut.fetch_add(n, std::memory_order_relaxed);
-    pendingBytes_.fetch_sub(static_cast<size_t>(n));
+    std::optional<size_t> n = writeSome(iov_.data(), static_cast<int>(iov_.size()));
+    if (!n) return;
+    pendingBytes_.fetch_sub(*n);
     maybeNotifyWritable();
-    size_t left = static_cast<size_t>(n);
+    size_t left = *n;
     while (left > 0 && inflightSeg_ < segs.size()) {
       size_t rem = segs[inflightSeg_].length - inflightSegOff_;
       if (left >= rem) {
@@ -280,31 +269,39 @@ void Connection::flush() {
   if (closeAfterFlush_) doClose();
 }
 
+std::optional<size_t> Connection::writeSome(const iovec* iov, int count) {
+  for (;;) {
+    ssize_t n = ::writev(fd_, iov, count);
+    stats_.writevCalls.fetch_add(1, std::memory_order_relaxed);
+    loop_.stats().writevCalls.fetch_add(1, std::memory_order_relaxed);
+    if (n >= 0) {
+      stats_.bytesOut.fetch_add(n, std::memory_order_relaxed);
+      return static_cast<size_t>(n);
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      waitWritable();
+    } else {
+      doClose();
+    }
+    return std::nullopt;
+  }
+}
+
 void Connection::flushTls() {
   for (;;) {
     if (closed_) return;
     if (tlsOutOff_ < tlsOut_.size()) {
       iovec iov{tlsOut_.data() + tlsOutOff_, tlsOut_.size() - tlsOutOff_};
-      ssize_t n = ::writev(fd_, &iov, 1);
-      stats_.writevCalls.fetch_add(1, std::memory_order_relaxed);
-      loop_.stats().writevCalls.fetch_add(1, std::memory_order_relaxed);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-          waitWritable();
-          return;
-        }
-        doClose();
-        return;
-      }
-      stats_.bytesOut.fetch_add(n, std::memory_order_relaxed);
+      std::optional<size_t> n = writeSome(&iov, 1);
+      if (!n) return;
       // Handshake records in tlsOut_ were never queued by write(): only counted bytes come off.
-      const size_t counted = std::min(static_cast<size_t>(n), tlsCounted_);
+      const size_t counted = std::min(*n, tlsCounted_);
       tlsCounted_ -= counted;
       pendingBytes_.fetch_sub(counted);
       maybeNotifyWritable();
       if (closed_) return;
-      tlsOutOff_ += static_cast<size_t>(n);
+      tlsOutOff_ += *n;
       continue;
     }
     tlsOut_.clear();

@@ -143,6 +143,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // is used up, reading pauses or the connection closes; false when closed or onData() said so.
   bool deliverTlsPlain();
   void flushTls();
+  // writev() of iov[0, count) on the loop, retried on EINTR, counted in the stats. Returns the
+  // bytes written, or nullopt when the socket is full (waitWritable() armed) or failed (closed).
+  std::optional<size_t> writeSome(const iovec* iov, int count);
   void startHandshakeTimer();
   // Loop thread, after bytes left the queue: runs onWritable() when armed and at the low mark.
   void maybeNotifyWritable();

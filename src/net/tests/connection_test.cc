@@ -148,8 +148,7 @@ TEST(ConnectionTest, EchoWithSharedBuffersAndCrossThreadWrites) {
   ASSERT_GT(srv.boundPort(), 0);
 
   boost::asio::io_context ctx;
-  tcp::socket client(ctx);
-  client.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), srv.boundPort()));
+  tcp::socket client = connectLocal(ctx, srv.boundPort());
   accepted.get_future().wait();
   boost::asio::write(client, boost::asio::buffer(std::string("abc")));
   std::string got(4, '\0');

@@ -11,6 +11,28 @@
 
 namespace magnetar::net {
 
+namespace {
+
+// Holds a started loop busy in one task until release(): what is handed to it meanwhile queues.
+class LoopBlocker {
+ public:
+  explicit LoopBlocker(EventLoop& loop) {
+    std::promise<void> blocked;
+    loop.execute([&blocked, released = released_] {
+      blocked.set_value();
+      released.wait();
+    });
+    blocked.get_future().wait();
+  }
+  void release() { release_.set_value(); }
+
+ private:
+  std::promise<void> release_;
+  std::shared_future<void> released_ = release_.get_future().share();
+};
+
+}  // namespace
+
 TEST(EventLoopTest, RunsTasksInOrderOnItsThread) {
   EventLoop loop("test-loop");
   loop.start();
@@ -34,14 +56,7 @@ TEST(EventLoopTest, WakeupsCoalesceWhileABurstIsPending) {
   EventLoop loop("test-loop");
   loop.start();
   // Block the loop so that a burst of hand-overs piles up behind one wake-up.
-  std::promise<void> release;
-  auto released = release.get_future().share();
-  std::promise<void> blocked;
-  loop.execute([&] {
-    blocked.set_value();
-    released.wait();
-  });
-  blocked.get_future().wait();
+  LoopBlocker blocker(loop);
   uint64_t wakeupsBefore = loop.stats().wakeups.load();
   std::atomic<int> ran{0};
   for (int i = 0; i < 500; ++i) loop.execute([&] { ran++; });
@@ -49,7 +64,7 @@ TEST(EventLoopTest, WakeupsCoalesceWhileABurstIsPending) {
   // inbox drained and rightly need a wake-up of its own.
   std::promise<void> done;
   loop.execute([&] { done.set_value(); });
-  release.set_value();
+  blocker.release();
   done.get_future().wait();
   EXPECT_EQ(ran.load(), 500);
   // 501 tasks were handed over while the loop was busy: at most one more wake-up for all of them.
@@ -112,21 +127,14 @@ TEST(EventLoopTest, ATaskThatThrowsDoesNotStopThePassOrLoseHeldTasks) {
   EventLoop b("test-b");
   a.start();
   b.start();
-  std::promise<void> release;
-  auto released = release.get_future().share();
-  std::promise<void> blocked;
-  a.execute([&] {
-    blocked.set_value();
-    released.wait();
-  });
-  blocked.get_future().wait();
+  LoopBlocker blocker(a);
   // These three land in one pass of a.
   std::promise<void> heldRan;
   a.execute([&] { b.executeAfterPass([&] { heldRan.set_value(); }); });
   a.execute([] { throw std::runtime_error("task failed"); });
   std::promise<void> afterRan;
   a.execute([&] { afterRan.set_value(); });
-  release.set_value();
+  blocker.release();
   EXPECT_EQ(afterRan.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   EXPECT_EQ(heldRan.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   // The loop still takes work.

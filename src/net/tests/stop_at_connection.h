@@ -1,5 +1,6 @@
-// Test helper: a Connection that cuts its reads at a byte count with maxNextDelivery() and
-// pauses there, and a check that it stops exactly there (plaintext and TLS tests).
+// Test helpers: a Connection that cuts its reads at a byte count with maxNextDelivery() and
+// pauses there, and a check that it stops exactly there (plaintext and TLS tests); a blocking
+// client socket.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,6 +22,13 @@
 namespace magnetar::net {
 
 using boost::asio::ip::tcp;
+
+// A blocking client socket on `io`, connected to 127.0.0.1:port.
+inline tcp::socket connectLocal(boost::asio::io_context& io, int port) {
+  tcp::socket s(io);
+  s.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(port)));
+  return s;
+}
 
 // Collects what it reads; cuts deliveries at `stopAt` bytes with maxNextDelivery() and pauses
 // there, as the broker does at the end of a frame charged to its publish buffer.
@@ -74,8 +82,7 @@ inline void expectStopsAtTheBoundary(
   });
   ASSERT_TRUE(srv.start("127.0.0.1", 0).isOk());
   boost::asio::io_context ctx;
-  tcp::socket client(ctx);
-  client.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), srv.boundPort()));
+  tcp::socket client = connectLocal(ctx, srv.boundPort());
   auto conn = made.get_future().get();
   std::string data(total, '\0');
   for (size_t i = 0; i < total; ++i) data[i] = static_cast<char>(i * 7);

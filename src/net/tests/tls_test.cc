@@ -254,6 +254,37 @@ class TlsEcho : public Connection {
   void onClosed() override { closed.set_value(); }
 };
 
+// The client end of a TLS connection over a blocking socket.
+struct BlockingTlsClient {
+  BlockingTlsClient(tcp::socket& s, const std::shared_ptr<ssl_ctx_st>& ctx)
+      : sock(s), session(ctx, /*client=*/true) {}
+  // Sends what the session has for the server.
+  void flush() {
+    if (!out.empty()) boost::asio::write(sock, boost::asio::buffer(out));
+    out.clear();
+  }
+  // flush(), then reads one chunk back and feeds it to the session (plaintext to `plain`).
+  void pump() {
+    flush();
+    size_t n = sock.read_some(boost::asio::buffer(buf));
+    ASSERT_TRUE(session.feed(buf.data(), n, plain, out).isOk());
+  }
+  void handshake() {
+    ASSERT_TRUE(session.startHandshake(out).isOk());
+    while (!session.handshakeDone() && !::testing::Test::HasFatalFailure()) pump();
+  }
+  // Encrypts `data` for the next flush().
+  void queue(const std::string& data) {
+    std::pair<const uint8_t*, size_t> b{reinterpret_cast<const uint8_t*>(data.data()), data.size()};
+    ASSERT_TRUE(session.encrypt(&b, 1, out).isOk());
+  }
+
+  tcp::socket& sock;
+  TlsSession session;
+  std::string out, plain;
+  std::vector<uint8_t> buf = std::vector<uint8_t>(65536);
+};
+
 TEST_F(TlsTest, ConnectionEchoesOverTls) {
   auto ctx = TlsContext::create(brokerOptions());
   ASSERT_TRUE(ctx.isOk());
@@ -269,24 +300,13 @@ TEST_F(TlsTest, ConnectionEchoesOverTls) {
   ASSERT_TRUE(server.start("127.0.0.1", 0).isOk());
 
   boost::asio::io_context io;
-  tcp::socket sock(io);
-  sock.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), server.boundPort()));
-  TlsSession client(clientCtx("client"), true);
-  std::string out, plain;
-  ASSERT_TRUE(client.startHandshake(out).isOk());
-  std::vector<uint8_t> buf(65536);
-  auto pump = [&] {  // send what the client has, read one chunk back
-    if (!out.empty()) boost::asio::write(sock, boost::asio::buffer(out));
-    out.clear();
-    size_t n = sock.read_some(boost::asio::buffer(buf));
-    ASSERT_TRUE(client.feed(buf.data(), n, plain, out).isOk());
-  };
-  while (!client.handshakeDone()) pump();
+  tcp::socket sock = connectLocal(io, server.boundPort());
+  BlockingTlsClient client(sock, clientCtx("client"));
+  client.handshake();
   std::string msg = "hello over tls";
-  std::pair<const uint8_t*, size_t> b{reinterpret_cast<const uint8_t*>(msg.data()), msg.size()};
-  ASSERT_TRUE(client.encrypt(&b, 1, out).isOk());
-  while (plain.size() < msg.size() + 1) pump();
-  EXPECT_EQ(plain, msg + "!");
+  client.queue(msg);
+  while (client.plain.size() < msg.size() + 1 && !HasFatalFailure()) client.pump();
+  EXPECT_EQ(client.plain, msg + "!");
   auto conn = made.get_future().get();
   EXPECT_TRUE(conn->isTls());
   EXPECT_EQ(conn->cn.get_future().get(), "tls-client");
@@ -309,20 +329,10 @@ TEST_F(TlsTest, MaxNextDeliveryCutsDecryptedDataAndKeepsTheRestUntilResumed) {
                                                   std::make_unique<TlsSession>((*ctx)->current()));
       },
       [&](tcp::socket& sock, const std::string& data) {
-        TlsSession client(clientCtx(), true);
-        std::string out, plain;
-        ASSERT_TRUE(client.startHandshake(out).isOk());
-        std::vector<uint8_t> buf(65536);
-        while (!client.handshakeDone()) {
-          if (!out.empty()) boost::asio::write(sock, boost::asio::buffer(out));
-          out.clear();
-          size_t n = sock.read_some(boost::asio::buffer(buf));
-          ASSERT_TRUE(client.feed(buf.data(), n, plain, out).isOk());
-        }
-        std::pair<const uint8_t*, size_t> b{reinterpret_cast<const uint8_t*>(data.data()),
-                                            data.size()};
-        ASSERT_TRUE(client.encrypt(&b, 1, out).isOk());
-        boost::asio::write(sock, boost::asio::buffer(out));
+        BlockingTlsClient client(sock, clientCtx());
+        client.handshake();
+        client.queue(data);
+        client.flush();
       },
       stopAt, 300000);
   loops.stop();
@@ -345,8 +355,7 @@ TEST_F(TlsTest, GarbageOnTheTlsPortClosesOnlyThatConnection) {
   ASSERT_TRUE(server.start("127.0.0.1", 0).isOk());
   uint64_t before = TlsErrorStats::get(TlsError::kHandshakeFailed);
   boost::asio::io_context io;
-  tcp::socket sock(io);
-  sock.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), server.boundPort()));
+  tcp::socket sock = connectLocal(io, server.boundPort());
   std::string garbage(300, '\x17');
   boost::asio::write(sock, boost::asio::buffer(garbage));
   std::vector<uint8_t> buf(4096);
