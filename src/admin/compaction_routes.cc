@@ -1,5 +1,6 @@
 // Topic compaction routes of /admin/v2/persistent (Pulsar's compact and compaction-status).
 
+#include "admin/topic_route_util.h"
 #include "admin/topic_routes.h"
 #include "admin/topic_targets.h"
 #include "broker/compaction/compaction.h"
@@ -7,12 +8,7 @@
 namespace magnetar::admin {
 namespace {
 
-namespace json = boost::json;
-using broker::PersistentTopic;
-using broker::TopicName;
-using TopicPtr = std::shared_ptr<PersistentTopic>;
-
-const std::string kCompactionPath = "/admin/v2/persistent/{tenant}/{namespace}/{topic}/compaction";
+const std::string kCompactionPath = kTopicPath + "/compaction";
 
 // Pulsar's LongRunningProcessStatus JSON.
 json::object statusJson(const broker::TopicCompactor& c) {
@@ -43,13 +39,13 @@ void addCompactionRoutes(Router& r, const AdminContext& ctx) {
                         respond(s ? noContent() : errorResponse(s));
                       });
                 });
-  addTopicRoute(r, "GET", kCompactionPath,
-                [c](const HttpRequest&, const PathParams&, const TopicName& name,
-                    const Respond& respond) {
-                  withTopic(*c, name, respond, [respond](const TopicPtr& t) {
-                    respond(jsonResponse(statusJson(t->compactor())));
-                  });
-                });
+  addTopicRoute(
+      r, "GET", kCompactionPath,
+      [c](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+        withTopic(*c, name, respond, [respond](const TopicPtr& t) {
+          respond(jsonResponse(statusJson(t->compactor())));
+        });
+      });
 }
 
 }  // namespace magnetar::admin

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "admin/stats_json.h"
+#include "admin/topic_route_util.h"
 #include "admin/topic_routes.h"
 #include "admin/topic_targets.h"
 #include "broker/topic/entry_metadata.h"
@@ -14,27 +15,7 @@
 namespace magnetar::admin {
 namespace {
 
-namespace json = boost::json;
 using broker::PersistentTopic;
-using broker::TopicName;
-using storage::Position;
-using TopicPtr = std::shared_ptr<PersistentTopic>;
-using StatusCb = std::function<void(Status)>;
-
-const std::string kTopicPath = "/admin/v2/persistent/{tenant}/{namespace}/{topic}";
-const std::string kSubPath = kTopicPath + "/subscription/{subscription}";
-
-// 405 with `message` when `name` is a partitioned topic (Pulsar refuses these per partition
-// operations there); true when the caller may go on.
-bool refusePartitioned(const AdminContext* ctx, const TopicName& name, const char* message,
-                       const Respond& respond) {
-  Result<int> n = ctx->service.partitionsOf(name, false);
-  if (n.isOk() && *n > 0) {
-    respond(HttpResponse::error(405, message));
-    return false;
-  }
-  return true;
-}
 
 // The n-th (1-based) entry after the mark-delete position that is not acknowledged (Pulsar's
 // asyncGetNthEntry with IndividualDeletedEntries.Exclude); nullopt past the end.
@@ -51,31 +32,22 @@ std::optional<Position> nthUnacked(storage::ManagedLedger& ml, storage::ManagedC
 }
 
 void addPeekRoute(Router& r, const AdminContext* ctx) {
-  addTopicRoute(
-      r, "GET", kSubPath + "/position/{n}",
-      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+  addNumberedTopicRoute(
+      r, "GET", kSubPath + "/position/{n}", "n", "Invalid message position",
+      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, int64_t n,
             const Respond& respond) {
-        auto n = parseDecimal(p.at("n"));
-        if (!n) return respond(HttpResponse::error(412, "Invalid message position: " + p.at("n")));
-        if (!refusePartitioned(ctx, name, "Peek messages on a partitioned topic is not allowed",
+        if (refusedPartitioned(ctx, name, "Peek messages on a partitioned topic is not allowed",
                                respond)) {
           return;
         }
-        int64_t nth = std::max<int64_t>(1, *n);  // Pulsar treats positions below 1 as 1
+        int64_t nth = std::max<int64_t>(1, n);  // Pulsar treats positions below 1 as 1
         std::string sub = p.at("subscription");
         withTopic(*ctx, name, respond, [respond, sub, nth](const TopicPtr& t) {
           broker::Subscription* s = t->subscription(sub);
           if (!s) return respond(HttpResponse::error(404, "Subscription not found"));
           auto pos = nthUnacked(t->ledger(), s->cursor(), nth);
           if (!pos) return respond(HttpResponse::error(404, "Message not found"));
-          t->ledger().asyncReadEntries(
-              *pos, 1, 1, [t, pos, respond](const Status& st, std::vector<storage::Entry> es) {
-                if (!st.isOk()) return respond(errorResponse(st));
-                if (es.empty() || es.front().position != *pos) {
-                  return respond(HttpResponse::error(404, "Message not found"));
-                }
-                respond(messageResponse(es.front()));
-              });
+          answerEntry(t, *pos, respond);
         });
       });
 }
@@ -136,15 +108,11 @@ void addInternalInfoRoute(Router& r, const AdminContext* ctx) {
 }
 
 void addInspectRoutes(Router& r, const AdminContext* ctx) {
-  addTopicRoute(
-      r, "GET", kTopicPath + "/messageid/{timestamp}",
-      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+  addNumberedTopicRoute(
+      r, "GET", kTopicPath + "/messageid/{timestamp}", "timestamp", "Invalid timestamp",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, int64_t ts,
             const Respond& respond) {
-        auto ts = parseDecimal(p.at("timestamp"));
-        if (!ts) {
-          return respond(HttpResponse::error(412, "Invalid timestamp: " + p.at("timestamp")));
-        }
-        if (!refusePartitioned(ctx, name,
+        if (refusedPartitioned(ctx, name,
                                "Get message ID by timestamp on a partitioned topic is not allowed, "
                                "please try do it on specific topic partition",
                                respond)) {
@@ -152,7 +120,7 @@ void addInspectRoutes(Router& r, const AdminContext* ctx) {
         }
         withTopic(*ctx, name, respond, [ctx, respond, ts](const TopicPtr& t) {
           ctx->service.findPositionByPublishTime(
-              t, static_cast<uint64_t>(*ts), [t, respond](Position pos) {
+              t, static_cast<uint64_t>(ts), [t, respond](Position pos) {
                 if (pos > t->ledger().lastConfirmedEntry() || pos.entryId < 0) {
                   return respond(HttpResponse::error(404, "Message ID not found"));
                 }
@@ -162,18 +130,15 @@ void addInspectRoutes(Router& r, const AdminContext* ctx) {
               });
         });
       });
-  addTopicRoute(
+  addMessageIdTopicRoute(
       r, "PUT", kTopicPath + "/backlogSize",
-      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const MessageIdBody& id,
             const Respond& respond) {
-        HttpResponse err;
-        auto id = parseMessageIdBody(req, &err);
-        if (!id) return respond(err);
-        if (!refusePartitioned(ctx, name, "Get backlog size is not allowed on a partitioned topic.",
+        if (refusedPartitioned(ctx, name, "Get backlog size is not allowed on a partitioned topic.",
                                respond)) {
           return;
         }
-        Position from = id->position;
+        Position from = id.position;
         withTopic(*ctx, name, respond, [respond, from](const TopicPtr& t) {
           respond(jsonResponse(estimatedBacklogSize(t->ledger().ledgerStats(), from)));
         });
@@ -259,7 +224,7 @@ void addAnalyzeBacklogRoute(Router& r, const AdminContext* ctx) {
           if (!id) return respond(err);
           start = id->position;
         }
-        if (!refusePartitioned(ctx, name, "Analyze backlog on a partitioned topic is not allowed",
+        if (refusedPartitioned(ctx, name, "Analyze backlog on a partitioned topic is not allowed",
                                respond)) {
           return;
         }
@@ -286,79 +251,64 @@ std::vector<std::string> durableSubscriptions(PersistentTopic& t) {
   return out;
 }
 
-// The path's {expireTimeInSeconds}; nullopt after answering 412 when it is not a number.
-std::optional<int64_t> expireSeconds(const PathParams& p, const Respond& respond) {
-  auto ttl = parseDecimal(p.at("expireTimeInSeconds"));
-  if (!ttl) {
-    respond(
-        HttpResponse::error(412, "Invalid expire time in seconds: " + p.at("expireTimeInSeconds")));
-  }
-  return ttl;
-}
+// Pulsar's 412 text for an {expireTimeInSeconds} that is not a number.
+constexpr const char* kInvalidExpireTime = "Invalid expire time in seconds";
 
 void addExpireRoutes(Router& r, const AdminContext* ctx) {
-  addTopicRoute(r, "POST", kSubPath + "/expireMessages/{expireTimeInSeconds}",
-                [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
-                      const Respond& respond) {
-                  auto ttl = expireSeconds(p, respond);
-                  if (!ttl) return;
-                  int64_t seconds = *ttl;
-                  std::string sub = p.at("subscription");
-                  onEachTarget<Status>(
-                      ctx, req, name, false, Status::notFound(""), respond,
-                      [sub, seconds](const TopicPtr& t, StatusCb reply) {
-                        broker::expireByTime(t, sub, seconds, std::move(reply));
-                      },
-                      answerStatuses(respond, "Subscription not found"));
-                });
-  addTopicRoute(r, "POST", kSubPath + "/expireMessages",
-                [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
-                      const Respond& respond) {
-                  HttpResponse err;
-                  auto id = parseMessageIdBody(req, &err);
-                  if (!id) return respond(err);
-                  if (!refusePartitioned(ctx, name,
-                                         "Expire message at given position is not supported for "
-                                         "partitioned-topic",
-                                         respond)) {
-                    return;
-                  }
-                  std::string sub = p.at("subscription");
-                  MessageIdBody body = *id;
-                  withTopic(*ctx, name, respond, [respond, sub, body](const TopicPtr& t) {
-                    Position upTo = body.position;
-                    if (body.isExcluded) {
-                      upTo = previousPosition(t->ledger().ledgerStats(), upTo);
-                    }
-                    broker::expireUpTo(t, sub, upTo, [respond](const Status& s) {
-                      if (s.code() == StatusCode::kNotFound) {
-                        return respond(HttpResponse::error(404, "Subscription not found"));
-                      }
-                      respond(s ? noContent() : errorResponse(s));
-                    });
-                  });
-                });
-  addTopicRoute(r, "POST", kTopicPath + "/all_subscription/expireMessages/{expireTimeInSeconds}",
-                [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
-                      const Respond& respond) {
-                  auto ttl = expireSeconds(p, respond);
-                  if (!ttl) return;
-                  int64_t seconds = *ttl;
-                  onEachTarget<Status>(
-                      ctx, req, name, false, Status::ok(), respond,
-                      [seconds](const TopicPtr& t, const StatusCb& reply) {
-                        auto subs = durableSubscriptions(*t);
-                        auto gather = Gather<Status>::create(
-                            subs.size(), [reply](const std::vector<Status>& all) {
-                              reply(combineStatuses(all));
-                            });
-                        for (size_t i = 0; i < subs.size(); ++i) {
-                          broker::expireByTime(t, subs[i], seconds,
-                                               [gather, i](const Status& s) { gather->set(i, s); });
-                        }
-                      },
-                      answerStatuses(respond, "Topic not found"));
-                });
+  addNumberedTopicRoute(r, "POST", kSubPath + "/expireMessages/{expireTimeInSeconds}",
+                        "expireTimeInSeconds", kInvalidExpireTime,
+                        [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+                              int64_t seconds, const Respond& respond) {
+                          onEachSubscriptionTarget(
+                              ctx, req, p, name, respond,
+                              [seconds](const TopicPtr& t, const std::string& sub, StatusCb reply) {
+                                broker::expireByTime(t, sub, seconds, std::move(reply));
+                              });
+                        });
+  addMessageIdTopicRoute(
+      r, "POST", kSubPath + "/expireMessages",
+      [ctx](const HttpRequest&, const PathParams& p, const TopicName& name, const MessageIdBody& id,
+            const Respond& respond) {
+        if (refusedPartitioned(ctx, name,
+                               "Expire message at given position is not supported for "
+                               "partitioned-topic",
+                               respond)) {
+          return;
+        }
+        std::string sub = p.at("subscription");
+        MessageIdBody body = id;
+        withTopic(*ctx, name, respond, [respond, sub, body](const TopicPtr& t) {
+          Position upTo = body.position;
+          if (body.isExcluded) {
+            upTo = previousPosition(t->ledger().ledgerStats(), upTo);
+          }
+          broker::expireUpTo(t, sub, upTo, [respond](const Status& s) {
+            if (s.code() == StatusCode::kNotFound) {
+              return respond(HttpResponse::error(404, "Subscription not found"));
+            }
+            respond(s ? noContent() : errorResponse(s));
+          });
+        });
+      });
+  addNumberedTopicRoute(
+      r, "POST", kTopicPath + "/all_subscription/expireMessages/{expireTimeInSeconds}",
+      "expireTimeInSeconds", kInvalidExpireTime,
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name, int64_t seconds,
+            const Respond& respond) {
+        onEachTarget<Status>(
+            ctx, req, name, false, Status::ok(), respond,
+            [seconds](const TopicPtr& t, const StatusCb& reply) {
+              auto subs = durableSubscriptions(*t);
+              auto gather = Gather<Status>::create(
+                  subs.size(),
+                  [reply](const std::vector<Status>& all) { reply(combineStatuses(all)); });
+              for (size_t i = 0; i < subs.size(); ++i) {
+                broker::expireByTime(t, subs[i], seconds,
+                                     [gather, i](const Status& s) { gather->set(i, s); });
+              }
+            },
+            answerStatuses(respond, "Topic not found"));
+      });
 }
 
 }  // namespace
@@ -388,11 +338,9 @@ Position previousPosition(const std::vector<storage::LedgerStats>& ledgers, Posi
 }
 
 void addMessageRoutes(Router& router, const AdminContext& ctx) {
-  addPeekRoute(router, &ctx);
-  addInternalInfoRoute(router, &ctx);
-  addInspectRoutes(router, &ctx);
-  addAnalyzeBacklogRoute(router, &ctx);
-  addExpireRoutes(router, &ctx);
+  addRouteGroups(router, ctx,
+                 {addPeekRoute, addInternalInfoRoute, addInspectRoutes, addAnalyzeBacklogRoute,
+                  addExpireRoutes});
 }
 
 }  // namespace magnetar::admin

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "admin/stats_json.h"
+#include "admin/topic_route_util.h"
 #include "admin/topic_routes.h"
 #include "admin/topic_targets.h"
 #include "broker/service/server_cnx.h"
@@ -12,16 +13,7 @@
 namespace magnetar::admin {
 namespace {
 
-namespace json = boost::json;
 using broker::PersistentTopic;
-using broker::TopicName;
-using storage::Position;
-using TopicPtr = std::shared_ptr<PersistentTopic>;
-using StatusCb = std::function<void(Status)>;
-
-constexpr const char* kTopicPath = "/admin/v2/persistent/{tenant}/{namespace}/{topic}";
-constexpr const char* kSubPath =
-    "/admin/v2/persistent/{tenant}/{namespace}/{topic}/subscription/{subscription}";
 
 // Closes every consumer of `sub` (they reconnect), as Pulsar does after a cursor reset.
 void disconnectConsumers(PersistentTopic& t, const std::string& sub) {
@@ -55,22 +47,22 @@ void clearBacklog(PersistentTopic& t, const std::string& sub, StatusCb cb) {
   s->clearBacklog(std::move(cb));
 }
 
+// {"ledgerId", "entryId"} of a message id body, longs as Jackson reads them ("12" too); nullopt
+// when v is not an object or either is missing or not a long.
+std::optional<Position> ledgerEntryOf(const json::value& v) {
+  const json::object* o = v.if_object();
+  const json::value* l = o ? o->if_contains("ledgerId") : nullptr;
+  const json::value* e = o ? o->if_contains("entryId") : nullptr;
+  auto ledger = l ? javaInteger(*l, false) : std::nullopt;
+  auto entry = e ? javaInteger(*e, false) : std::nullopt;
+  if (!ledger || !entry) return std::nullopt;
+  return Position{*ledger, *entry};
+}
+
 json::object messageIdJson(int64_t ledgerId, int64_t entryId, int32_t partition, int32_t batch) {
   json::object o{{"ledgerId", ledgerId}, {"entryId", entryId}, {"partitionIndex", partition}};
   if (batch >= 0) o["batchIndex"] = batch;
   return o;
-}
-
-// Reads the entry at pos and answers with it; 404 when it is not stored.
-void answerEntry(const TopicPtr& t, Position pos, const Respond& respond) {
-  t->ledger().asyncReadEntries(pos, 1, 1,
-                               [t, pos, respond](const Status& s, std::vector<storage::Entry> es) {
-                                 if (!s.isOk()) return respond(errorResponse(s));
-                                 if (es.empty() || es.front().position != pos) {
-                                   return respond(HttpResponse::error(404, "Message not found"));
-                                 }
-                                 respond(messageResponse(es.front()));
-                               });
 }
 
 // The position of the n-th message (1-based) from the start ("earliest") or end ("latest").
@@ -88,7 +80,7 @@ std::optional<Position> nthPosition(storage::ManagedLedger& ml, bool fromLatest,
 
 void addSubscriptionListRoute(Router& r, const AdminContext* ctx) {
   addTopicRoute(
-      r, "GET", std::string(kTopicPath) + "/subscriptions",
+      r, "GET", kTopicPath + "/subscriptions",
       [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
             const Respond& respond) {
         onEachTarget<std::vector<std::string>>(
@@ -121,17 +113,9 @@ void addSubscriptionCreateDeleteRoutes(Router& r, const AdminContext* ctx) {
           HttpResponse err;
           auto v = parseJsonBody(req, &err);
           if (!v) return respond(err);
-          const json::object* o = v->if_object();
-          const json::value* l = o ? o->if_contains("ledgerId") : nullptr;
-          const json::value* e = o ? o->if_contains("entryId") : nullptr;
-          // Longs as Jackson reads them ("12" too).
-          auto ledger = l ? javaInteger(*l, false) : std::nullopt;
-          auto entry = e ? javaInteger(*e, false) : std::nullopt;
-          if (!ledger || !entry) {
-            return respond(HttpResponse::error(412, "The body must be a message id"));
-          }
-          Position at{ledger.value_or(0), entry.value_or(0)};
-          start = at.ledgerId == INT64_MAX ? std::nullopt : std::optional(at);
+          auto at = ledgerEntryOf(*v);
+          if (!at) return respond(HttpResponse::error(412, "The body must be a message id"));
+          start = at->ledgerId == INT64_MAX ? std::nullopt : at;
         }
         std::string sub = p.at("subscription");
         Result<int> partitions = ctx->service.partitionsOf(name, false);
@@ -157,108 +141,74 @@ void addSubscriptionCreateDeleteRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(r, "DELETE", kSubPath,
                 [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
                       const Respond& respond) {
-                  std::string sub = p.at("subscription");
                   bool force = queryFlag(req, "force");
-                  onEachTarget<Status>(
-                      ctx, req, name, false, Status::notFound(""), respond,
-                      [sub, force](const TopicPtr& t, const StatusCb& reply) {
+                  onEachSubscriptionTarget(
+                      ctx, req, p, name, respond,
+                      [force](const TopicPtr& t, const std::string& sub, const StatusCb& reply) {
                         if (force) disconnectConsumers(*t, sub);
                         Status s = t->unsubscribe(sub, nullptr);
                         if (s.code() == StatusCode::kBusy) {
                           s = Status::busy("Subscription has active connected consumers");
                         }
                         reply(s);
-                      },
-                      answerStatuses(respond, "Subscription not found"));
+                      });
                 });
 }
 
 void addSkipRoutes(Router& r, const AdminContext* ctx) {
-  addTopicRoute(
-      r, "POST", std::string(kSubPath) + "/skip/{n}",
-      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+  addNumberedTopicRoute(
+      r, "POST", kSubPath + "/skip/{n}", "n", "Invalid number of messages to skip",
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name, int64_t n,
             const Respond& respond) {
-        const std::string& text = p.at("n");
-        auto parsed = parseDecimal(text);
-        if (!parsed) {
-          return respond(HttpResponse::error(412, "Invalid number of messages to skip: " + text));
-        }
-        int64_t n = *parsed;
-        std::string sub = p.at("subscription");
-        onEachTarget<Status>(
-            ctx, req, name, false, Status::notFound(""), respond,
-            [sub, n](const TopicPtr& t, StatusCb reply) {
-              skipEntries(*t, sub, n, std::move(reply));
-            },
-            answerStatuses(respond, "Subscription not found"));
+        onEachSubscriptionTarget(ctx, req, p, name, respond,
+                                 [n](const TopicPtr& t, const std::string& sub, StatusCb reply) {
+                                   skipEntries(*t, sub, n, std::move(reply));
+                                 });
       });
-  addTopicRoute(
-      r, "POST", std::string(kSubPath) + "/skip_all",
-      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
-            const Respond& respond) {
-        std::string sub = p.at("subscription");
-        onEachTarget<Status>(
-            ctx, req, name, false, Status::notFound(""), respond,
-            [sub](const TopicPtr& t, StatusCb reply) { clearBacklog(*t, sub, std::move(reply)); },
-            answerStatuses(respond, "Subscription not found"));
-      });
+  addTopicRoute(r, "POST", kSubPath + "/skip_all",
+                [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+                      const Respond& respond) {
+                  onEachSubscriptionTarget(
+                      ctx, req, p, name, respond,
+                      [](const TopicPtr& t, const std::string& sub, StatusCb reply) {
+                        clearBacklog(*t, sub, std::move(reply));
+                      });
+                });
 }
 
 void addResetCursorRoutes(Router& r, const AdminContext* ctx) {
-  addTopicRoute(r, "POST", std::string(kSubPath) + "/resetcursor/{timestamp}",
-                [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
-                      const Respond& respond) {
-                  const std::string& text = p.at("timestamp");
-                  auto parsed = parseDecimal(text);
-                  if (!parsed)
-                    return respond(HttpResponse::error(412, "Invalid timestamp: " + text));
-                  uint64_t ts = static_cast<uint64_t>(*parsed);
-                  std::string sub = p.at("subscription");
-                  onEachTarget<Status>(
-                      ctx, req, name, false, Status::notFound(""), respond,
-                      [ctx, sub, ts](const TopicPtr& t, const StatusCb& reply) {
-                        if (!t->subscription(sub)) return reply(Status::notFound(""));
-                        ctx->service.findPositionByPublishTime(
-                            t, ts, [t, sub, reply](Position pos) { resetTo(t, sub, pos, reply); });
-                      },
-                      answerStatuses(respond, "Subscription not found"));
-                });
-  addTopicRoute(r, "POST", std::string(kSubPath) + "/resetcursor",
-                [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
-                      const Respond& respond) {
-                  HttpResponse err;
-                  auto v = parseJsonBody(req, &err);
-                  if (!v) return respond(err);
-                  const json::object* o = v->if_object();
-                  const json::value* l = o ? o->if_contains("ledgerId") : nullptr;
-                  const json::value* e = o ? o->if_contains("entryId") : nullptr;
-                  // Jackson's coercions: "12" for a long, "true" or 1 for a boolean.
-                  auto ledger = l ? javaInteger(*l, false) : std::nullopt;
-                  auto entry = e ? javaInteger(*e, false) : std::nullopt;
-                  if (!ledger || !entry) {
-                    return respond(HttpResponse::error(
-                        412, "The body must be a message id {ledgerId, entryId}"));
-                  }
-                  const json::value* ex = o->if_contains("isExcluded");
-                  bool excluded = ex && javaBoolean(*ex).value_or(false);
-                  const json::value* pi = o->if_contains("partitionIndex");
-                  int64_t index = pi ? javaInteger(*pi, true).value_or(-1) : -1;
-                  TopicName target = name;
-                  if (index >= 0 && name.partitionIndex() < 0) {
-                    Result<int> n = ctx->service.partitionsOf(name, false);
-                    if (n.isOk() && index < *n) target = name.partition(static_cast<int>(index));
-                  }
-                  Position pos{ledger.value_or(0), entry.value_or(0)};
-                  std::string sub = p.at("subscription");
-                  onEachTarget<Status>(
-                      ctx, req, target, false, Status::notFound(""), respond,
-                      [ctx, sub, pos, excluded](const TopicPtr& t, const StatusCb& reply) {
-                        Position at = ctx->service.clampSeekPosition(*t, pos);
-                        if (excluded && at == pos) at = t->ledger().nextValidPosition(at);
-                        resetTo(t, sub, at, reply);
-                      },
-                      answerStatuses(respond, "Subscription not found"));
-                });
+  addNumberedTopicRoute(
+      r, "POST", kSubPath + "/resetcursor/{timestamp}", "timestamp", "Invalid timestamp",
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name, int64_t timestamp,
+            const Respond& respond) {
+        uint64_t ts = static_cast<uint64_t>(timestamp);
+        onEachSubscriptionTarget(
+            ctx, req, p, name, respond,
+            [ctx, ts](const TopicPtr& t, const std::string& sub, const StatusCb& reply) {
+              if (!t->subscription(sub)) return reply(Status::notFound(""));
+              ctx->service.findPositionByPublishTime(
+                  t, ts, [t, sub, reply](Position pos) { resetTo(t, sub, pos, reply); });
+            });
+      });
+  addMessageIdTopicRoute(
+      r, "POST", kSubPath + "/resetcursor",
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+            const MessageIdBody& id, const Respond& respond) {
+        int32_t index = id.partitionIndex;
+        TopicName target = name;
+        if (index >= 0 && name.partitionIndex() < 0) {
+          Result<int> n = ctx->service.partitionsOf(name, false);
+          if (n.isOk() && index < *n) target = name.partition(index);
+        }
+        onEachSubscriptionTarget(
+            ctx, req, p, target, respond,
+            [ctx, pos = id.position, excluded = id.isExcluded](
+                const TopicPtr& t, const std::string& sub, const StatusCb& reply) {
+              Position at = ctx->service.clampSeekPosition(*t, pos);
+              if (excluded && at == pos) at = t->ledger().nextValidPosition(at);
+              resetTo(t, sub, at, reply);
+            });
+      });
 }
 
 // Pulsar's truncate (PersistentTopic.truncate -> ManagedLedger.asyncTruncate): every durable
@@ -281,7 +231,7 @@ void truncateTopic(const TopicPtr& t, const StatusCb& reply) {
 }
 
 void addTruncateUnloadTerminateRoutes(Router& r, const AdminContext* ctx) {
-  addTopicRoute(r, "DELETE", std::string(kTopicPath) + "/truncate",
+  addTopicRoute(r, "DELETE", kTopicPath + "/truncate",
                 [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                       const Respond& respond) {
                   onEachTarget<Status>(
@@ -289,7 +239,7 @@ void addTruncateUnloadTerminateRoutes(Router& r, const AdminContext* ctx) {
                       [](const TopicPtr& t, const StatusCb& reply) { truncateTopic(t, reply); },
                       answerStatuses(respond, "Topic not found"));
                 });
-  addTopicRoute(r, "PUT", std::string(kTopicPath) + "/unload",
+  addTopicRoute(r, "PUT", kTopicPath + "/unload",
                 [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                       const Respond& respond) {
                   onEachTarget<Status>(
@@ -303,12 +253,11 @@ void addTruncateUnloadTerminateRoutes(Router& r, const AdminContext* ctx) {
                       answerStatuses(respond, "Topic not found"));
                 });
   addTopicRoute(
-      r, "POST", std::string(kTopicPath) + "/terminate",
+      r, "POST", kTopicPath + "/terminate",
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
-        Result<int> n = ctx->service.partitionsOf(name, false);
-        if (n.isOk() && *n > 0) {
-          return respond(
-              HttpResponse::error(405, "Termination of a partitioned topic is not allowed"));
+        if (refusedPartitioned(ctx, name, "Termination of a partitioned topic is not allowed",
+                               respond)) {
+          return;
         }
         withTopic(*ctx, name, respond, [respond](const TopicPtr& t) {
           // Answered once the terminated position is stored (Pulsar's asyncTerminate).
@@ -325,12 +274,11 @@ void addTruncateUnloadTerminateRoutes(Router& r, const AdminContext* ctx) {
 
 void addMessageReadRoutes(Router& r, const AdminContext* ctx) {
   addTopicRoute(
-      r, "GET", std::string(kTopicPath) + "/lastMessageId",
+      r, "GET", kTopicPath + "/lastMessageId",
       [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
-        Result<int> n = ctx->service.partitionsOf(name, false);
-        if (n.isOk() && *n > 0) {
-          return respond(HttpResponse::error(
-              405, "Get Last Message Id is not allowed on a partitioned topic"));
+        if (refusedPartitioned(
+                ctx, name, "Get Last Message Id is not allowed on a partitioned topic", respond)) {
+          return;
         }
         withTopic(*ctx, name, respond, [ctx, respond](const TopicPtr& t) {
           ctx->service.lastMessageId(
@@ -342,7 +290,7 @@ void addMessageReadRoutes(Router& r, const AdminContext* ctx) {
               });
         });
       });
-  addTopicRoute(r, "GET", std::string(kTopicPath) + "/examinemessage",
+  addTopicRoute(r, "GET", kTopicPath + "/examinemessage",
                 [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                       const Respond& respond) {
                   std::string initial = queryParam(req, "initialPosition").value_or("latest");
@@ -360,7 +308,7 @@ void addMessageReadRoutes(Router& r, const AdminContext* ctx) {
                     answerEntry(t, *pos, respond);
                   });
                 });
-  addTopicRoute(r, "GET", std::string(kTopicPath) + "/ledger/{ledgerId}/entry/{entryId}",
+  addTopicRoute(r, "GET", kTopicPath + "/ledger/{ledgerId}/entry/{entryId}",
                 [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
                       const Respond& respond) {
                   Position pos;
@@ -420,12 +368,9 @@ HttpResponse messageResponse(const storage::Entry& e) {
 }
 
 void addSubscriptionRoutes(Router& router, const AdminContext& ctx) {
-  addSubscriptionListRoute(router, &ctx);
-  addSubscriptionCreateDeleteRoutes(router, &ctx);
-  addSkipRoutes(router, &ctx);
-  addResetCursorRoutes(router, &ctx);
-  addTruncateUnloadTerminateRoutes(router, &ctx);
-  addMessageReadRoutes(router, &ctx);
+  addRouteGroups(router, ctx,
+                 {addSubscriptionListRoute, addSubscriptionCreateDeleteRoutes, addSkipRoutes,
+                  addResetCursorRoutes, addTruncateUnloadTerminateRoutes, addMessageReadRoutes});
 }
 
 }  // namespace magnetar::admin

@@ -6,29 +6,27 @@
 
 #include "admin/broker_info_routes.h"
 #include "admin/stats_json.h"
+#include "admin/topic_route_util.h"
 #include "admin/topic_targets.h"
 
 namespace magnetar::admin {
 namespace {
 
-namespace json = boost::json;
-using broker::PersistentTopic;
-using broker::TopicName;
-using TopicPtr = std::shared_ptr<PersistentTopic>;
-
-constexpr const char* kTopicPath = "/admin/v2/persistent/{tenant}/{namespace}/{topic}";
-
 // Registers `method kTopicPath + suffix` with the topic name parsed (412 on a bad name).
-using TopicHandler =
-    std::function<void(const HttpRequest&, const PathParams&, const TopicName&, Respond)>;
 void onTopic(Router& r, const char* method, const std::string& suffix, TopicHandler h) {
-  r.add(method, kTopicPath + suffix,
-        [h = std::move(h)](const HttpRequest& req, const PathParams& p, Respond respond) {
-          HttpResponse err;
-          auto name = topicFromParams(p, &err);
-          if (!name) return respond(err);
-          h(req, p, *name, std::move(respond));
-        });
+  addTopicRoute(r, method, kTopicPath + suffix, std::move(h));
+}
+
+// Registers `GET kTopicPath + suffix` running fn(topic, respond) on the executor of the existing
+// topic (withTopic answers 404 or 500 itself when it cannot be loaded).
+using LoadedTopicHandler = std::function<void(const TopicPtr&, const Respond&)>;
+void onLoadedTopicGet(Router& r, const AdminContext* ctx, const std::string& suffix,
+                      LoadedTopicHandler fn) {
+  onTopic(r, "GET", suffix,
+          [ctx, fn = std::move(fn)](const HttpRequest&, const PathParams&, const TopicName& name,
+                                    const Respond& respond) {
+            withTopic(*ctx, name, respond, [fn, respond](const TopicPtr& t) { fn(t, respond); });
+          });
 }
 
 // The body of PUT/POST .../partitions: an int (Jackson-coerced: "3", 3.7), or with the content
@@ -75,6 +73,21 @@ std::optional<PartitionsBody> partitionsBody(const HttpRequest& req, HttpRespons
   return out;
 }
 
+// Registers `method .../{topic}/partitions` with its body read by partitionsBody (its error
+// answered before h runs).
+using PartitionsHandler =
+    std::function<void(const TopicName&, const PartitionsBody&, const Respond&)>;
+void onPartitionsBody(Router& r, const char* method, bool create, PartitionsHandler h) {
+  onTopic(r, method, "/partitions",
+          [create, h = std::move(h)](const HttpRequest& req, const PathParams&,
+                                     const TopicName& name, const Respond& respond) {
+            HttpResponse err;
+            auto body = partitionsBody(req, &err, create);
+            if (!body) return respond(err);
+            h(name, *body, respond);
+          });
+}
+
 // Pulsar's reason for a missing namespace (or tenant) on the lookup routes.
 constexpr const char* kNamespaceNotFound = "Namespace not found";
 
@@ -93,27 +106,36 @@ void checkTopicExists(const AdminContext* ctx, const TopicName& name,
   cb(ctx->service.topicOwnership() != nullptr);
 }
 
+// Registers GET `pattern` ({tenant}/{namespace}) answering the JSON array of
+// names(namespace, domain); 412/404 for a bad or missing namespace (namespaceFromParams).
+using NamespaceLister =
+    std::function<std::vector<std::string>(const std::string& ns, broker::TopicDomain domain)>;
+void addNamespaceList(Router& r, const AdminContext* ctx, const char* pattern,
+                      NamespaceLister names) {
+  r.addSync("GET", pattern,
+            [ctx, names = std::move(names)](const HttpRequest&, const PathParams& p) {
+              HttpResponse err;
+              auto ns = namespaceFromParams(*ctx, p, &err);
+              if (!ns) return err;
+              json::array a;
+              for (auto& name : names(*ns, domainFromParams(p))) a.emplace_back(name);
+              return jsonResponse(a);
+            });
+}
+
 void addListRoutes(Router& r, const AdminContext* ctx) {
-  r.addSync("GET", "/admin/v2/persistent/{tenant}/{namespace}",
-            [ctx](const HttpRequest&, const PathParams& p) {
-              HttpResponse err;
-              auto ns = namespaceFromParams(*ctx, p, &err);
-              if (!ns) return err;
-              json::array a;
-              for (auto& t : listTopics(*ctx, *ns, domainFromParams(p))) a.emplace_back(t);
-              return jsonResponse(a);
-            });
-  r.addSync("GET", "/admin/v2/persistent/{tenant}/{namespace}/partitioned",
-            [ctx](const HttpRequest&, const PathParams& p) {
-              HttpResponse err;
-              auto ns = namespaceFromParams(*ctx, p, &err);
-              if (!ns) return err;
-              json::array a;
-              for (auto& [name, n] : ctx->service.partitionedTopicsOf(*ns, domainFromParams(p))) {
-                a.emplace_back(name);
-              }
-              return jsonResponse(a);
-            });
+  addNamespaceList(r, ctx, "/admin/v2/persistent/{tenant}/{namespace}",
+                   [ctx](const std::string& ns, broker::TopicDomain domain) {
+                     return listTopics(*ctx, ns, domain);
+                   });
+  addNamespaceList(r, ctx, "/admin/v2/persistent/{tenant}/{namespace}/partitioned",
+                   [ctx](const std::string& ns, broker::TopicDomain domain) {
+                     std::vector<std::string> names;
+                     for (auto& [name, n] : ctx->service.partitionedTopicsOf(ns, domain)) {
+                       names.push_back(name);
+                     }
+                     return names;
+                   });
 }
 
 void deletePartitioned(const AdminContext* ctx, const HttpRequest& req, const TopicName& name,
@@ -197,27 +219,24 @@ void addTopicCreateDeleteRoutes(Router& r, const AdminContext* ctx) {
 
 // PUT/GET/POST/DELETE of a partitioned topic's /partitions.
 void addPartitionedTopicRoutes(Router& r, const AdminContext* ctx) {
-  onTopic(r, "PUT", "/partitions",
-          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
-                const Respond& respond) {
-            HttpResponse err;
-            auto body = partitionsBody(req, &err, true);
-            if (!body) return respond(err);
-            if (!ctx->service.namespaceExists(name.namespaceName())) {
-              return respond(HttpResponse::error(404, "Namespace does not exist"));
-            }
-            if (ctx->service.topicExists(name)) {
-              return respond(HttpResponse::error(409, "This topic already exists"));
-            }
-            Status s = ctx->service.createPartitionedTopic(name, body->partitions);
-            if (s && !body->properties.empty()) {  // kept as a non-partitioned topic's are
-              json::object props;
-              for (const auto& [k, v] : body->properties) props[k] = v;
-              ctx->service.policies().setTopicPolicy(name.toString(), broker::kTopicPropertiesKey,
-                                                     json::serialize(props));
-            }
-            respond(s ? noContent() : errorResponse(s));
-          });
+  onPartitionsBody(
+      r, "PUT", true,
+      [ctx](const TopicName& name, const PartitionsBody& body, const Respond& respond) {
+        if (!ctx->service.namespaceExists(name.namespaceName())) {
+          return respond(HttpResponse::error(404, "Namespace does not exist"));
+        }
+        if (ctx->service.topicExists(name)) {
+          return respond(HttpResponse::error(409, "This topic already exists"));
+        }
+        Status s = ctx->service.createPartitionedTopic(name, body.partitions);
+        if (s && !body.properties.empty()) {  // kept as a non-partitioned topic's are
+          json::object props;
+          for (const auto& [k, v] : body.properties) props[k] = v;
+          ctx->service.policies().setTopicPolicy(name.toString(), broker::kTopicPropertiesKey,
+                                                 json::serialize(props));
+        }
+        respond(s ? noContent() : errorResponse(s));
+      });
   // Pulsar's getPartitionedMetadata (the HTTP lookup's first call, with
   // ?checkAllowAutoCreation=true): 404 "Namespace not found" for a missing namespace; a topic
   // with no partitions answers 404 "Topic ... not found" unless it exists or the client may
@@ -249,28 +268,20 @@ void addPartitionedTopicRoutes(Router& r, const AdminContext* ctx) {
                          : HttpResponse::error(404, "Topic " + name.toString() + " not found"));
         });
       });
-  onTopic(r, "POST", "/partitions",
-          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
-                const Respond& respond) {
-            HttpResponse err;
-            auto body = partitionsBody(req, &err, false);
-            if (!body) return respond(err);
-            Status s = ctx->service.updatePartitions(name, body->partitions);
-            if (s.code() == StatusCode::kInvalidArgument) {
-              return respond(HttpResponse::error(422, s.message()));
-            }
-            respond(s ? noContent() : errorResponse(s));
-          });
+  onPartitionsBody(
+      r, "POST", false,
+      [ctx](const TopicName& name, const PartitionsBody& body, const Respond& respond) {
+        Status s = ctx->service.updatePartitions(name, body.partitions);
+        if (s.code() == StatusCode::kInvalidArgument) {
+          return respond(HttpResponse::error(422, s.message()));
+        }
+        respond(s ? noContent() : errorResponse(s));
+      });
   onTopic(r, "DELETE", "/partitions",
           [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                 const Respond& respond) {
             deletePartitioned(ctx, req, name, queryFlag(req, "force"), respond);
           });
-}
-
-void addLifecycleRoutes(Router& r, const AdminContext* ctx) {
-  addTopicCreateDeleteRoutes(r, ctx);
-  addPartitionedTopicRoutes(r, ctx);
 }
 
 // Snapshot of one topic with its rates (executor thread).
@@ -316,34 +327,42 @@ void clusterPartitionedStats(const AdminContext* ctx, const HttpRequest& req, co
   }
 }
 
-void addStatsRoutes(Router& r, const AdminContext* ctx) {
-  onTopic(
-      r, "GET", "/stats",
-      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
-        withTopic(*ctx, name, respond, [ctx, respond](const TopicPtr& t) {
-          snapshotOp(ctx, t, [respond](const broker::TopicSnapshot& s) {
-            respond(jsonResponse(topicStatsJson(s)));
+// Registers `GET kTopicPath + suffix` for a partitioned topic: h(req, name, partitions, respond);
+// 404 "Partitioned topic not found" for a topic without partitions.
+using PartitionedHandler =
+    std::function<void(const HttpRequest&, const TopicName&, int, const Respond&)>;
+void onPartitionedTopicGet(Router& r, const AdminContext* ctx, const std::string& suffix,
+                           PartitionedHandler h) {
+  onTopic(r, "GET", suffix,
+          [ctx, h = std::move(h)](const HttpRequest& req, const PathParams&, const TopicName& name,
+                                  const Respond& respond) {
+            Result<int> n = ctx->service.partitionsOf(name, false);
+            if (!n.isOk() || *n == 0) {
+              return respond(HttpResponse::error(404, "Partitioned topic not found"));
+            }
+            h(req, name, *n, respond);
           });
-        });
-      });
-  onTopic(
-      r, "GET", "/partitioned-stats",
-      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
-            const Respond& respond) {
-        Result<int> n = ctx->service.partitionsOf(name, false);
-        if (!n.isOk() || *n == 0) {
-          return respond(HttpResponse::error(404, "Partitioned topic not found"));
-        }
+}
+
+void addStatsRoutes(Router& r, const AdminContext* ctx) {
+  onLoadedTopicGet(r, ctx, "/stats", [ctx](const TopicPtr& t, const Respond& respond) {
+    snapshotOp(ctx, t, [respond](const broker::TopicSnapshot& s) {
+      respond(jsonResponse(topicStatsJson(s)));
+    });
+  });
+  onPartitionedTopicGet(
+      r, ctx, "/partitioned-stats",
+      [ctx](const HttpRequest& req, const TopicName& name, int n, const Respond& respond) {
         bool perPartition = queryParam(req, "perPartition").value_or("true") != "false";
         const std::string& full = name.toString();
         if (ctx->service.topicOwnership() != nullptr) {
-          return clusterPartitionedStats(ctx, req, name, *n, perPartition, respond);
+          return clusterPartitionedStats(ctx, req, name, n, perPartition, respond);
         }
         auto gather = Gather<broker::TopicSnapshot>::create(
-            *n, [respond, full, perPartition](const std::vector<broker::TopicSnapshot>& parts) {
+            n, [respond, full, perPartition](const std::vector<broker::TopicSnapshot>& parts) {
               respond(jsonResponse(partitionedStatsJson(full, parts, perPartition)));
             });
-        for (int i = 0; i < *n; ++i) {
+        for (int i = 0; i < n; ++i) {
           TopicName part = name.partition(i);
           ctx->service.getOrCreateTopic(part, false, [ctx, gather, i, part](Result<TopicPtr> t) {
             if (!t.isOk()) {
@@ -358,22 +377,12 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
           });
         }
       });
-  onTopic(
-      r, "GET", "/internalStats",
-      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
-        withTopic(*ctx, name, respond, [respond](const TopicPtr& t) {
-          respond(jsonResponse(internalStatsJson(broker::snapshotInternalStats(*t))));
-        });
-      });
-  onTopic(
-      r, "GET", "/partitioned-internalStats",
-      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
-            const Respond& respond) {
-        Result<int> n = ctx->service.partitionsOf(name, false);
-        if (!n.isOk() || *n == 0) {
-          return respond(HttpResponse::error(404, "Partitioned topic not found"));
-        }
-        int count = *n;
+  onLoadedTopicGet(r, ctx, "/internalStats", [](const TopicPtr& t, const Respond& respond) {
+    respond(jsonResponse(internalStatsJson(broker::snapshotInternalStats(*t))));
+  });
+  onPartitionedTopicGet(
+      r, ctx, "/partitioned-internalStats",
+      [ctx](const HttpRequest& req, const TopicName& name, int count, const Respond& respond) {
         onEachTarget<json::value>(
             ctx, req, name, false, json::value(nullptr), respond,
             [](const TopicPtr& t, const std::function<void(json::value)>& reply) {
@@ -465,29 +474,38 @@ void answerLookup(const AdminContext* ctx, const HttpRequest& req, const TopicNa
       lookupDataJson(broker, brokerTls, webServiceUrl(*ctx, req), webServiceUrlTls(*ctx, req))));
 }
 
+// The topic of a /lookup/v2/topic/{domain}/... path; nullopt after answering 500 for a bad domain
+// or name (Pulsar's TopicName.get throws there).
+std::optional<TopicName> lookupTopic(const PathParams& p, const Respond& respond) {
+  const std::string& domain = p.at("domain");
+  if (domain != "persistent" && domain != "non-persistent") {
+    respond(HttpResponse::error(500, "Invalid topic domain: " + domain));
+    return std::nullopt;
+  }
+  HttpResponse err;
+  auto name = topicFromParams(p, &err);
+  if (!name) {
+    err.status = 500;
+    respond(err);
+  }
+  return name;
+}
+
 // GET /lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}, Pulsar's TopicLookup for both
 // domains (the HTTP lookup of clients given an http:// service URL, after the partitioned
 // metadata).
 void addLookupRoute(Router& r, const AdminContext* ctx) {
   r.add("GET", "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}",
         [ctx](const HttpRequest& req, const PathParams& p, const Respond& respond) {
-          // Pulsar's TopicName.get throws on a bad domain or name: 500 there.
-          const std::string& domain = p.at("domain");
-          if (domain != "persistent" && domain != "non-persistent") {
-            return respond(HttpResponse::error(500, "Invalid topic domain: " + domain));
-          }
-          HttpResponse err;
-          auto name = topicFromParams(p, &err);
-          if (!name) {
-            err.status = 500;
-            return respond(err);
-          }
+          auto name = lookupTopic(p, respond);
+          if (!name) return;
           // Pulsar's validateGlobalNamespaceOwnership: 412 for a namespace not replicated here.
           if (Status s = ctx->service.checkLocalCluster(name->namespaceName()); !s.isOk()) {
             return respond(HttpResponse::error(412, s.message()));
           }
           // Standalone: 404 for a namespace that does not exist. Cluster mode's lookups (HTTP
           // and binary) place the bundle of any namespace, as before.
+          HttpResponse err;
           if (ctx->service.topicOwnership() == nullptr && !namespaceFromParams(*ctx, p, &err)) {
             return respond(err.status == 404 ? HttpResponse::error(404, kNamespaceNotFound) : err);
           }
@@ -508,16 +526,8 @@ void addLookupRoute(Router& r, const AdminContext* ctx) {
   // range for a namespace it does not know. Cluster mode registers its own route first.
   r.add("GET", "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle",
         [ctx](const HttpRequest&, const PathParams& p, const Respond& respond) {
-          const std::string& domain = p.at("domain");
-          if (domain != "persistent" && domain != "non-persistent") {
-            return respond(HttpResponse::error(500, "Invalid topic domain: " + domain));
-          }
-          HttpResponse err;
-          auto name = topicFromParams(p, &err);
-          if (!name) {
-            err.status = 500;
-            return respond(err);
-          }
+          auto name = lookupTopic(p, respond);
+          if (!name) return;
           bool known = ctx->service.namespaceExists(name->namespaceName());
           respond(HttpResponse::json(known ? bundleOf(name->toString()) : "0x00000000_0xffffffff"));
         });
@@ -596,11 +606,9 @@ void addTopicPermissionRoutes(Router& r, const AdminContext* ctx) {
 }  // namespace
 
 void addTopicRoutes(Router& router, const AdminContext& ctx) {
-  addTopicPermissionRoutes(router, &ctx);
-  addListRoutes(router, &ctx);
-  addLifecycleRoutes(router, &ctx);
-  addStatsRoutes(router, &ctx);
-  addLookupRoute(router, &ctx);
+  addRouteGroups(router, ctx,
+                 {addTopicPermissionRoutes, addListRoutes, addTopicCreateDeleteRoutes,
+                  addPartitionedTopicRoutes, addStatsRoutes, addLookupRoute});
 }
 
 }  // namespace magnetar::admin
