@@ -8,21 +8,42 @@ conftest.py imports the ones it uses (and defines its session `broker` with sess
                 (magnetar where the suite has no such option), stopped after the test
   magnetar      magnetar([k=v, ...], **MagnetarProcess args) -> a started MagnetarProcess,
                 closed after the test (restart/kill it in between)
+  admin_http    an AdminHttp on `broker`'s admin URL: admin_http("GET", "/admin/v2/clusters")
+  tenant        a fresh tenant (allowed on `standalone`, admin role role-a), deleted with its
+                namespaces after the test
+  namespace     TENANT/ns of that tenant, created (a module may override it)
+  restartable   restartable([k=v, ...]) -> restartable_magnetar() on a directory under tmp_path,
+                not started; closed after the test
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
 
 import pulsar
 import pytest
 import requests
 
-from harness.broker import BrokerEndpoint, MagnetarProcess, PulsarReferenceProcess, broker_process
+from harness.broker import (
+    BrokerEndpoint,
+    MagnetarProcess,
+    PulsarReferenceProcess,
+    broker_process,
+    restartable_magnetar,
+)
+from harness.util import eventually
+
+T = TypeVar("T")
+P = TypeVar("P", MagnetarProcess, PulsarReferenceProcess)
+R = TypeVar("R")
 
 
 def add_broker_options(parser: pytest.Parser, group_name: str) -> None:
@@ -69,6 +90,32 @@ def wait_namespace(admin_url: str, namespace: str = "public/default",
     return False
 
 
+def own_broker(config: pytest.Config, settings: list[str], wrap: Callable[[BrokerEndpoint], T],
+               list_public: Callable[[T], requests.Response], skip_reason: str,
+               workdir: str | None = None) -> Iterator[T]:
+    """The body of a module fixture for a broker with settings of its own (authentication, TLS):
+    skips with --broker-url (skip_reason), starts a broker of the --broker kind, yields
+    wrap(endpoint) once list_public(wrapped) (GET /admin/v2/namespaces/public as a super-user)
+    answers 200 with public/default (within 120 s); then stops it and removes `workdir`."""
+    try:
+        if config.getoption("--broker-url", None):
+            pytest.skip(skip_reason)
+        proc = broker_process(config.getoption("--broker", "magnetar"), settings)
+        try:
+            env = wrap(proc.start())
+
+            def ready() -> None:
+                r = list_public(env)
+                assert r.status_code == 200 and "public/default" in r.json(), r.text
+            eventually(ready, 120.0)
+            yield env
+        finally:
+            proc.close()
+    finally:
+        if workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
 @pytest.fixture
 def client(broker: BrokerEndpoint) -> Iterator[pulsar.Client]:
     c = pulsar.Client(broker.service_url, operation_timeout_seconds=15,
@@ -91,6 +138,78 @@ def admin_url(broker: BrokerEndpoint) -> str:
     return broker.admin_url
 
 
+class AdminHttp:
+    """A requests.Session bound to an admin URL: http("GET", "/admin/v2/clusters"). A json or
+    data (raw text) body goes with Content-Type application/json unless `headers` name one."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.session = requests.Session()
+
+    def __call__(self, method: str, path: str, json: Any = None, data: Any = None,
+                 headers: dict[str, str] | None = None) -> requests.Response:
+        h = dict(headers or {})
+        if json is not None or data is not None:
+            h.setdefault("Content-Type", "application/json")
+        return self.session.request(method, self.base + path, json=json, data=data, headers=h,
+                                    timeout=30)
+
+
+@pytest.fixture
+def admin_http(admin_url: str) -> Iterator[AdminHttp]:
+    http = AdminHttp(admin_url)
+    yield http
+    http.session.close()
+
+
+@pytest.fixture
+def tenant(admin_http: AdminHttp) -> Iterator[str]:
+    """t-<random>, allowed on the `standalone` cluster with admin role role-a; after the test its
+    namespaces are force-deleted, then it (best effort)."""
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    r = admin_http("PUT", f"/admin/v2/tenants/{name}",
+                   json={"allowedClusters": ["standalone"], "adminRoles": ["role-a"]})
+    assert r.status_code == 204, r.text
+    yield name
+    for ns in admin_http("GET", f"/admin/v2/namespaces/{name}").json():
+        admin_http("DELETE", f"/admin/v2/namespaces/{ns}?force=true")
+    admin_http("DELETE", f"/admin/v2/tenants/{name}")
+
+
+@pytest.fixture
+def namespace(admin_http: AdminHttp, tenant: str) -> str:
+    """TENANT/ns, created with an empty body (deleted with the tenant)."""
+    ns = f"{tenant}/ns"
+    r = admin_http("PUT", f"/admin/v2/namespaces/{ns}")
+    assert r.status_code == 204, r.text
+    return ns
+
+
+def closed_after(make: Callable[..., P], then: Callable[[P], R]) -> Iterator[Callable[..., R]]:
+    """The body of a factory fixture: yields f(*args) = then(make(*args)); everything made is
+    closed after the test (also when `then`, e.g. its start, failed)."""
+    made: list[P] = []
+
+    def call(*args: Any, **kwargs: Any) -> R:
+        made.append(make(*args, **kwargs))
+        return then(made[-1])
+    yield call
+    for obj in made:
+        obj.close()
+
+
+def _serving(proc: MagnetarProcess | PulsarReferenceProcess) -> BrokerEndpoint:
+    endpoint = proc.start()
+    assert endpoint.admin_url
+    wait_namespace(endpoint.admin_url)
+    return endpoint
+
+
+def _started(proc: MagnetarProcess) -> MagnetarProcess:
+    proc.start()
+    return proc
+
+
 @pytest.fixture
 def start_broker(request: pytest.FixtureRequest
                  ) -> Iterator[Callable[[list[str]], BrokerEndpoint]]:
@@ -100,31 +219,21 @@ def start_broker(request: pytest.FixtureRequest
     if request.config.getoption("--broker-url", None):
         pytest.skip("needs a broker this suite starts (not --broker-url)")
     kind = request.config.getoption("--broker", "magnetar")
-    started: list[MagnetarProcess | PulsarReferenceProcess] = []
-
-    def start(settings: list[str]) -> BrokerEndpoint:
-        proc = broker_process(kind, settings)
-        started.append(proc)
-        endpoint = proc.start()
-        assert endpoint.admin_url
-        wait_namespace(endpoint.admin_url)
-        return endpoint
-    yield start
-    for proc in started:
-        proc.close()
+    yield from closed_after(lambda settings: broker_process(kind, settings), _serving)
 
 
 @pytest.fixture
 def magnetar() -> Iterator[Callable[..., MagnetarProcess]]:
     """magnetar(settings, **kwargs): a started MagnetarProcess(settings, **kwargs), closed (and
     checked for sanitizer reports) after the test."""
-    started: list[MagnetarProcess] = []
+    yield from closed_after(MagnetarProcess, _started)
 
-    def start(settings: list[str] | tuple[str, ...] = (), **kwargs: object) -> MagnetarProcess:
-        proc = MagnetarProcess(settings, **kwargs)  # type: ignore[arg-type]
-        started.append(proc)
-        proc.start()
-        return proc
-    yield start
-    for proc in started:
-        proc.close()
+
+@pytest.fixture
+def restartable(tmp_path: Path) -> Iterator[Callable[..., MagnetarProcess]]:
+    """restartable(settings): restartable_magnetar(dir, settings) on a fresh directory under the
+    test's tmp_path, not started (call start(), kill() and start() again); closed after the
+    test."""
+    yield from closed_after(
+        lambda settings=(): restartable_magnetar(tempfile.mkdtemp(dir=tmp_path), settings),
+        lambda proc: proc)

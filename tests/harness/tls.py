@@ -17,6 +17,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.protobuf import Fields, decode, fb, fv
+
 GEN_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gen_tls_certs.sh")
 
 
@@ -74,59 +76,9 @@ def tls_settings(certs: TlsCerts, broker_port: int | None = 0, web_port: int | N
     return s
 
 
-def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | 0x80 if n else b)
-        if not n:
-            return bytes(out)
-
-
-def _fields(buf: bytes) -> dict[int, list[object]]:
-    """A protobuf message's fields (varints as int, length-delimited as bytes)."""
-    out: dict[int, list[object]] = {}
-    pos = 0
-    while pos < len(buf):
-        key, shift, pos0 = 0, 0, pos
-        while True:
-            b = buf[pos]
-            pos += 1
-            key |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            v, shift = 0, 0
-            while True:
-                b = buf[pos]
-                pos += 1
-                v |= (b & 0x7F) << shift
-                shift += 7
-                if not b & 0x80:
-                    break
-            out.setdefault(num, []).append(v)
-        elif wt == 2:
-            n, shift = 0, 0
-            while True:
-                b = buf[pos]
-                pos += 1
-                n |= (b & 0x7F) << shift
-                shift += 7
-                if not b & 0x80:
-                    break
-            out.setdefault(num, []).append(buf[pos:pos + n])
-            pos += n
-        else:
-            raise ValueError(f"wire type {wt} at {pos0}")
-    return out
-
-
 def connect_answer(host: str, port: int, auth_method: str, ca: str | None = None,
                    cert: tuple[str, str] | None = None, timeout_s: float = 10.0
-                   ) -> tuple[int, dict[int, list[object]]]:
+                   ) -> tuple[int, Fields]:
     """Sends one CONNECT (client_version, protocol_version 21, auth_method_name) on
     pulsar+ssl:// when `ca` is given (the broker verified against it, host name not checked;
     `cert`: the client's (cert, key)), else on plaintext; returns the first answer's
@@ -135,9 +87,8 @@ def connect_answer(host: str, port: int, auth_method: str, ca: str | None = None
     import socket
     import ssl
     import struct
-    body = (b"\x0a" + _varint(8) + b"raw-test" + b"\x20" + _varint(21) +
-            b"\x2a" + _varint(len(auth_method)) + auth_method.encode())
-    cmd = b"\x08" + _varint(2) + b"\x12" + _varint(len(body)) + body
+    body = fb(1, "raw-test") + fv(4, 21) + fb(5, auth_method)
+    cmd = fv(1, 2) + fb(2, body)
     sock: socket.socket = socket.create_connection((host, port), timeout=timeout_s)
     if ca is not None:
         ctx = ssl.create_default_context(cafile=ca)
@@ -154,9 +105,8 @@ def connect_answer(host: str, port: int, auth_method: str, ca: str | None = None
                 raise ConnectionError(f"closed without an answer ({len(buf)} bytes)")
             buf += chunk
         size = struct.unpack(">I", buf[4:8])[0]
-        fields = _fields(buf[8:8 + size])
-        ctype = int(fields[1][0])  # type: ignore[call-overload]
-        inner = fields.get(ctype, [b""])[0]
-        return ctype, _fields(inner)  # type: ignore[arg-type]
+        fields = decode(buf[8:8 + size])
+        ctype = int(fields[1][0])
+        return ctype, decode(fields.get(ctype, [b""])[0])
     finally:
         sock.close()

@@ -4,10 +4,12 @@ throw-away namespaces over the admin REST API."""
 from __future__ import annotations
 
 import os
+import re
 import signal
+import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 import pulsar
@@ -54,6 +56,65 @@ def receive_for(consumer: pulsar.Consumer, seconds: float, ack: bool) -> list[pu
         if ack:
             consumer.acknowledge(m)
     return out
+
+
+def round_trip(client: pulsar.Client, topic: str, payload: bytes = b"hello",
+               subscription: str = "s", timeout_ms: int = 10_000
+               ) -> tuple[pulsar.Consumer, pulsar.Producer]:
+    """Subscribes, creates a producer, sends `payload` and checks that the consumer receives it
+    within timeout_ms; returns both (open)."""
+    consumer = client.subscribe(topic, subscription)
+    producer = client.create_producer(topic)
+    producer.send(payload)
+    assert consumer.receive(timeout_ms).data() == payload
+    return consumer, producer
+
+
+class Receipts:
+    """Callbacks for Producer.send_async that record, thread-safe, the messages the broker
+    receipted (`ok`) and the failures (`failed`, "KEY: result"):
+    producer.send_async(payload, receipts.callback(key))."""
+
+    def __init__(self, initial: Iterable[object] = ()) -> None:
+        self.lock = threading.Lock()
+        self.ok: set[object] = set(initial)
+        self.failed: list[str] = []
+
+    def callback(self, key: object) -> Callable[[pulsar.Result, pulsar.MessageId], None]:
+        def cb(res: pulsar.Result, _msg_id: pulsar.MessageId) -> None:
+            with self.lock:
+                if res == pulsar.Result.Ok:
+                    self.ok.add(key)
+                else:
+                    self.failed.append(f"{key!r}: {res}")
+        return cb
+
+    def snapshot(self) -> set[object]:
+        with self.lock:
+            return set(self.ok)
+
+
+def check_pattern_consumer(client: pulsar.Client, namespace: str, topics: list[str],
+                           timeout_ms: int = 15_000) -> None:
+    """A consumer of persistent://NAMESPACE/t-.* (from the earliest message; the client asks for
+    the namespace's topics) gets the message then sent to each of `topics` (sorted names of
+    that form), each within timeout_ms."""
+    consumer = client.subscribe(re.compile(f"persistent://{namespace}/t-.*"), "pattern",
+                                initial_position=pulsar.InitialPosition.Earliest)
+    for t in topics:
+        client.create_producer(t).send(t.encode())
+    got = sorted(consumer.receive(timeout_millis=timeout_ms).data().decode() for _ in topics)
+    assert got == topics
+
+
+def receive_all(consumer: pulsar.Consumer, idle_ms: int = 1500) -> list[pulsar.Message]:
+    """Receives until nothing arrives for idle_ms (no acks)."""
+    out = []
+    while True:
+        try:
+            out.append(consumer.receive(idle_ms))
+        except pulsar.Timeout:
+            return out
 
 
 def metric_sum(text: str, name: str, **labels: str) -> float:

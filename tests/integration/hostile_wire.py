@@ -1,7 +1,7 @@
 """Helpers of the hostile-input suite (tests/integration/test_hostile_*.py).
 
-A hand-written encoder/decoder for the few Pulsar commands the suite needs (field numbers from
-src/protocol/pulsar_api.proto; no protobuf package in the venv), a raw socket client that speaks
+Frames of the few Pulsar commands the suite needs (the protobuf wire format is
+tests/harness/protobuf.py, re-exported here), a raw socket client that speaks
 them, a bystander producer+consumer on the official client that must stay unaffected, and
 /metrics readers.
 """
@@ -22,9 +22,8 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness.broker import BrokerEndpoint, MagnetarProcess, tail
+from harness.protobuf import Fields, decode, fb, fv, read_varint, varint  # noqa: F401 (re-exported)
 
-# A decoded message: field number -> values (varints as int, length-delimited as bytes).
-Fields = dict[int, list[Any]]
 T = TypeVar("T")
 
 # BaseCommand.Type values and the BaseCommand field that carries each command.
@@ -44,66 +43,6 @@ SERVER_ERRORS = [
     "ConsumerAssignError", "TransactionCoordinatorNotFound", "InvalidTxnStatus",
     "NotAllowedError", "TransactionConflict", "TransactionNotFound", "ProducerFenced",
 ]
-
-
-# --- protobuf wire format -----------------------------------------------------------------------
-
-def varint(n: int) -> bytes:
-    n &= (1 << 64) - 1  # negative int32/int64 are 10-byte two's complement
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def fv(num: int, value: int) -> bytes:
-    """A varint field (uint64, int32, bool, enum)."""
-    return varint(num << 3) + varint(int(value))
-
-
-def fb(num: int, data: str | bytes) -> bytes:
-    """A length-delimited field (string, bytes, message)."""
-    if isinstance(data, str):
-        data = data.encode()
-    return varint((num << 3) | 2) + varint(len(data)) + data
-
-
-def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return result, pos
-
-
-def decode(buf: bytes) -> Fields:
-    """Message bytes -> {field number: [values]} (varints as int, length-delimited as bytes)."""
-    fields = {}
-    pos = 0
-    while pos < len(buf):
-        key, pos = read_varint(buf, pos)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            v, pos = read_varint(buf, pos)
-        elif wt == 2:
-            n, pos = read_varint(buf, pos)
-            v, pos = bytes(buf[pos:pos + n]), pos + n
-        elif wt == 1:
-            v, pos = buf[pos:pos + 8], pos + 8
-        elif wt == 5:
-            v, pos = buf[pos:pos + 4], pos + 4
-        else:
-            raise ValueError(f"wire type {wt}")
-        fields.setdefault(num, []).append(v)
-    return fields
 
 
 # --- frames -------------------------------------------------------------------------------------
@@ -211,6 +150,13 @@ class WireClient:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.buf = b""
 
+    @classmethod
+    def connected(cls, port: int, timeout: float = 5.0) -> WireClient:
+        """A WireClient past its CONNECT/CONNECTED handshake."""
+        c = cls(port, timeout)
+        c.handshake()
+        return c
+
     def close(self) -> None:
         self.sock.close()
 
@@ -241,14 +187,42 @@ class WireClient:
         body = decode(cmd[ctype][0]) if ctype in cmd else {}
         return ctype, body
 
-    def expect(self, ctype: int) -> Fields:
-        """Next command that is not a PING (answered), which must be `ctype`."""
+    def next_command(self, waiting_for: str = "a command") -> tuple[int, Fields]:
+        """The next command that is not a PING (answered with a PONG); AssertionError (naming
+        `waiting_for`) when the broker closed the connection."""
         while True:
             got = self.recv_command()
-            assert got is not None, f"connection closed while waiting for command {ctype}"
-            if got[0] == PING:
-                self.send(frame(base_command(PONG, b"")))
-                continue
+            assert got is not None, f"connection closed while waiting for {waiting_for}"
+            if got[0] != PING:
+                return got
+            self.send(frame(base_command(PONG, b"")))
+
+    def commands_within(self, seconds: float) -> list[tuple[int | str, Fields]]:
+        """Every command but PINGs (answered) until `seconds` pass without one, then
+        ("closed", {}) when the broker closed the connection; the socket timeout is restored."""
+        got: list[tuple[int | str, Fields]] = []
+        timeout = self.sock.gettimeout()
+        self.sock.settimeout(seconds)
+        try:
+            while True:
+                r = self.recv_command()
+                if r is None:
+                    got.append(("closed", {}))
+                    break
+                if r[0] == PING:
+                    self.send(frame(base_command(PONG, b"")))
+                    continue
+                got.append(r)
+        except OSError:
+            pass
+        self.sock.settimeout(timeout)
+        return got
+
+    def expect(self, ctype: int) -> Fields:
+        """Next command that is not a PING (answered) nor a MESSAGE (unless ctype is MESSAGE),
+        which must be `ctype`."""
+        while True:
+            got = self.next_command(f"command {ctype}")
             if got[0] == MESSAGE and ctype != MESSAGE:
                 continue  # deliveries to a raw consumer are not what the tests look at
             assert got[0] == ctype, f"expected command {ctype}, got {got}"
