@@ -11,17 +11,9 @@ import pulsar
 import pytest
 
 from harness.broker import restartable_magnetar
+from harness.util import receive_all
 
 TOPIC = "persistent://public/default/ack-persistence"
-
-
-def receive_all(consumer, idle_ms=1500):
-    out = []
-    while True:
-        try:
-            out.append(consumer.receive(idle_ms))
-        except pulsar.Timeout:
-            return out
 
 
 def publish_and_consume(url, acks_then_wait):

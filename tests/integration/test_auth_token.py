@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from harness.broker import MagnetarProcess, magnetar_bin
-from harness.util import metric_sum
+from harness.util import metric_sum, round_trip
 
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
 
@@ -81,11 +81,7 @@ def topic(name):
 
 def test_superuser_token_produces_and_consumes(env):
     c = client(env, env["admin"])
-    t = topic("admin")
-    consumer = c.subscribe(t, "s")
-    producer = c.create_producer(t)
-    producer.send(b"hello")
-    assert consumer.receive(5000).data() == b"hello"
+    round_trip(c, topic("admin"), timeout_ms=5000)
     c.close()
 
 

@@ -3,7 +3,6 @@ client against a real broker process: a partly acked batch comes back with only 
 messages (after a redelivery, a reconnect and a broker restart), and compressed payloads are stored
 and delivered untouched."""
 
-import tempfile
 import time
 import zlib
 
@@ -11,15 +10,13 @@ import pulsar
 import pytest
 import requests
 
-from harness.broker import restartable_magnetar
+from harness.protobuf import read_varint
+from harness.util import receive_all
 
 
 @pytest.fixture
-def broker():
-    with tempfile.TemporaryDirectory(prefix="magnetar-batch-") as d:
-        b = restartable_magnetar(d)
-        yield b
-        b.close()
+def broker(restartable):
+    return restartable()
 
 
 def batch_producer(client, topic, n=10, **kw):
@@ -43,15 +40,6 @@ def send_batch(producer, payloads):
     return [m for _, m in done]
 
 
-def receive_all(consumer, idle_ms=1500):
-    out = []
-    while True:
-        try:
-            out.append(consumer.receive(idle_ms))
-        except pulsar.Timeout:
-            return out
-
-
 def ack_and_wait(consumer, msgs):
     for m in msgs:
         consumer.acknowledge(m)
@@ -60,18 +48,30 @@ def ack_and_wait(consumer, msgs):
 
 
 PAYLOADS = [f"m-{i}".encode() for i in range(10)]
+SHARED, EXCLUSIVE = pulsar.ConsumerType.Shared, pulsar.ConsumerType.Exclusive
+
+
+def subscribe(client, topic, sub_type):
+    return client.subscribe(topic, "sub", consumer_type=sub_type, batch_index_ack_enabled=True)
+
+
+def connect(broker, extra=()):
+    url = broker.start(extra=extra).service_url
+    return pulsar.Client(url, operation_timeout_seconds=10)
+
+
+def batch_received(broker, topic, sub_type, extra=()):
+    """Starts the broker (extra: more settings), subscribes `sub` (batch-index acks on), sends
+    PAYLOADS as one batch; returns the client, the consumer and what it received."""
+    client = connect(broker, extra)
+    consumer = subscribe(client, topic, sub_type)
+    send_batch(batch_producer(client, topic), PAYLOADS)
+    return client, consumer, receive_all(consumer)
 
 
 def test_partly_acked_batch_redelivers_only_unacked(broker):
-    url = broker.start().service_url
-    client = pulsar.Client(url, operation_timeout_seconds=10)
     topic = "persistent://public/default/batch-acks-shared"
-    consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
-                                batch_index_ack_enabled=True)
-    producer = batch_producer(client, topic)
-    send_batch(producer, PAYLOADS)
-
-    got = receive_all(consumer)
+    client, consumer, got = batch_received(broker, topic, SHARED)
     assert sorted(m.data() for m in got) == sorted(PAYLOADS)
     evens = [m for m in got if int(m.data().split(b"-")[1]) % 2 == 0]
     odds = sorted(m.data() for m in got if int(m.data().split(b"-")[1]) % 2 == 1)
@@ -86,8 +86,7 @@ def test_partly_acked_batch_redelivers_only_unacked(broker):
 
     # A new consumer of the subscription gets the same five.
     consumer.close()
-    consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
-                                batch_index_ack_enabled=True)
+    consumer = subscribe(client, topic, SHARED)
     assert sorted(m.data() for m in receive_all(consumer)) == odds
 
     # Backlog counts entries: the partly acked batch is still one.
@@ -98,10 +97,8 @@ def test_partly_acked_batch_redelivers_only_unacked(broker):
 
     # The acked indexes survive a crash (persisted in the cursor).
     broker.kill()
-    url = broker.start().service_url
-    client = pulsar.Client(url, operation_timeout_seconds=10)
-    consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
-                                batch_index_ack_enabled=True)
+    client = connect(broker)
+    consumer = subscribe(client, topic, SHARED)
     back = receive_all(consumer)
     assert sorted(m.data() for m in back) == odds
     # Acking the rest completes the entry: nothing comes back and the backlog is empty.
@@ -115,38 +112,25 @@ def test_partly_acked_batch_redelivers_only_unacked(broker):
 
 
 def test_cumulative_ack_inside_a_batch(broker):
-    url = broker.start().service_url
-    client = pulsar.Client(url, operation_timeout_seconds=10)
     topic = "persistent://public/default/batch-acks-cumulative"
-    consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Exclusive,
-                                batch_index_ack_enabled=True)
-    producer = batch_producer(client, topic)
-    send_batch(producer, PAYLOADS)
-    got = receive_all(consumer)
+    client, consumer, got = batch_received(broker, topic, EXCLUSIVE)
     assert [m.data() for m in got] == PAYLOADS
     consumer.acknowledge_cumulative(got[3])
     time.sleep(1.0)
     consumer.close()
-    consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Exclusive,
-                                batch_index_ack_enabled=True)
+    consumer = subscribe(client, topic, EXCLUSIVE)
     assert [m.data() for m in receive_all(consumer)] == PAYLOADS[4:]
     client.close()
 
 
 def test_batch_index_acks_off_redelivers_whole_batch(broker):
     # acknowledgmentAtBatchIndexLevelEnabled=false (Pulsar before 4.1): partial acks are ignored.
-    url = broker.start(extra=("acknowledgmentAtBatchIndexLevelEnabled=false",)).service_url
-    client = pulsar.Client(url, operation_timeout_seconds=10)
     topic = "persistent://public/default/batch-acks-off"
-    consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
-                                batch_index_ack_enabled=True)
-    producer = batch_producer(client, topic)
-    send_batch(producer, PAYLOADS)
-    got = receive_all(consumer)
+    client, consumer, got = batch_received(broker, topic, SHARED,
+                                           ["acknowledgmentAtBatchIndexLevelEnabled=false"])
     ack_and_wait(consumer, got[:5])
     consumer.close()
-    consumer = client.subscribe(topic, "sub", consumer_type=pulsar.ConsumerType.Shared,
-                                batch_index_ack_enabled=True)
+    consumer = subscribe(client, topic, SHARED)
     assert sorted(m.data() for m in receive_all(consumer)) == sorted(PAYLOADS)
     client.close()
 
@@ -159,21 +143,12 @@ def _check_stored(kind, stored, original):
         assert stored[:4] == b"\x28\xb5\x2f\xfd"  # zstd frame magic
     elif kind == "SNAPPY":
         # A raw snappy block starts with the uncompressed length as a varint.
-        n, shift, i = 0, 0, 0
-        while True:
-            b = stored[i]
-            n |= (b & 0x7F) << shift
-            i += 1
-            shift += 7
-            if not b & 0x80:
-                break
-        assert n == len(original)
+        assert read_varint(stored, 0)[0] == len(original)
 
 
 @pytest.mark.parametrize("kind", ["LZ4", "ZLIB", "ZSTD", "SNAPPY"])
 def test_compressed_payloads_pass_through(broker, kind):
-    url = broker.start().service_url
-    client = pulsar.Client(url, operation_timeout_seconds=10)
+    client = connect(broker)
     ctype = getattr(pulsar.CompressionType, "ZLib" if kind == "ZLIB" else kind)
     topic = f"persistent://public/default/compressed-{kind.lower()}"
     consumer = client.subscribe(topic, "sub")

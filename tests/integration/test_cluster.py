@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import shutil
 import signal
 import socket
@@ -20,13 +19,14 @@ import time
 import uuid
 import zlib
 from collections import Counter
+from pathlib import Path
 
 import pulsar
 import pytest
 import requests
 
 from harness.broker import magnetar_bin
-from harness.util import stop_process
+from harness.util import check_pattern_consumer, stop_process
 from harness.zk import ZkClient
 from hostile_wire import (
     LOOKUP_RESPONSE,
@@ -80,6 +80,14 @@ class Cluster:
             if kind == "broker" and bport == port:
                 return f"http://127.0.0.1:{web}"
         raise KeyError(broker_url)
+
+    def new_namespace(self, prefix: str, bundles: int) -> str:
+        """public/PREFIX-<random> with `bundles` bundles, created through the first broker."""
+        ns = f"public/{prefix}-{uuid.uuid4().hex[:8]}"
+        r = requests.put(f"{self.web_of(sorted(self.brokers())[0])}/admin/v2/namespaces/{ns}",
+                         json={"bundles": {"numBundles": bundles}}, timeout=10)
+        assert r.status_code == 204, r.text
+        return ns
 
     def stop(self) -> None:
         self._run("stop")
@@ -292,10 +300,7 @@ def test_namespace_topic_list_is_every_brokers(cluster: Cluster) -> None:
     nothing."""
     brokers = sorted(cluster.brokers())
     webs = [cluster.web_of(b) for b in brokers]
-    ns = f"public/list-{uuid.uuid4().hex[:8]}"
-    r = requests.put(f"{webs[0]}/admin/v2/namespaces/{ns}", json={"bundles": {"numBundles": 8}},
-                     timeout=10)
-    assert r.status_code == 204, r.text
+    ns = cluster.new_namespace("list", 8)
     topics = sorted(f"persistent://{ns}/t-{i}" for i in range(6))
     for i, t in enumerate(topics):  # through each broker in turn (307 to the owner)
         r = requests.put(f"{webs[i % 3]}/admin/v2/persistent/{t[len('persistent://'):]}",
@@ -580,10 +585,7 @@ def test_new_partitions_subscribed_at_once_while_their_bundles_are_taken(cluster
     client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
     try:
         for _ in range(4):
-            ns = f"public/race-{uuid.uuid4().hex[:8]}"
-            r = requests.put(f"{web}/admin/v2/namespaces/{ns}",
-                             json={"bundles": {"numBundles": 16}}, timeout=10)
-            assert r.status_code == 204, r.text
+            ns = cluster.new_namespace("race", 16)
             topic = f"persistent://{ns}/t"
             r = requests.put(f"{web}/admin/v2/persistent/{ns}/t/partitions", json=32, timeout=10)
             assert r.status_code == 204, r.text
@@ -1020,10 +1022,7 @@ def test_owned_namespaces_and_broker_stats_show_the_real_bundles(cluster: Cluste
     not the default 4-bundle cut; ownedNamespaces of another broker redirects there."""
     brokers = sorted(cluster.brokers())
     webs = {b: cluster.web_of(b) for b in brokers}
-    ns = f"public/owned-{uuid.uuid4().hex[:8]}"
-    r = requests.put(f"{webs[brokers[0]]}/admin/v2/namespaces/{ns}",
-                     json={"bundles": {"numBundles": 2}}, timeout=10)
-    assert r.status_code == 204, r.text
+    ns = cluster.new_namespace("owned", 2)
     topic = f"persistent://{ns}/t"
     client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30)
     try:
@@ -1252,10 +1251,7 @@ def test_pattern_consumer_finds_every_brokers_topics(cluster: Cluster) -> None:
     list), so a pattern consumer connected to one broker subscribes to all of them."""
     brokers = sorted(cluster.brokers())
     webs = {b: cluster.web_of(b) for b in brokers}
-    ns = f"public/pattern-{uuid.uuid4().hex[:8]}"
-    r = requests.put(f"{webs[brokers[0]]}/admin/v2/namespaces/{ns}",
-                     json={"bundles": {"numBundles": 8}}, timeout=10)
-    assert r.status_code == 204, r.text
+    ns = cluster.new_namespace("pattern", 8)
     topics = sorted(f"persistent://{ns}/t-{i}" for i in range(6))
     for i, t in enumerate(topics):
         r = requests.put(f"{webs[brokers[i % len(brokers)]]}/admin/v2/persistent/"
@@ -1270,12 +1266,7 @@ def test_pattern_consumer_finds_every_brokers_topics(cluster: Cluster) -> None:
     assert len(own[asked]) < len(topics), own
     client = pulsar.Client(asked, operation_timeout_seconds=30)
     try:
-        consumer = client.subscribe(re.compile(f"persistent://{ns}/t-.*"), "pattern",
-                                    initial_position=pulsar.InitialPosition.Earliest)
-        for t in topics:
-            client.create_producer(t).send(t.encode())
-        got = sorted(consumer.receive(timeout_millis=15000).data().decode() for _ in topics)
-        assert got == topics
+        check_pattern_consumer(client, ns, topics)
     finally:
         client.close()
 
@@ -1368,6 +1359,21 @@ def start_lone_broker(tmp: str, *settings: str) -> subprocess.Popen:
     return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=tmp)
 
 
+def lone_broker_exit(tmp: Path, timeout_s: float, *settings: str) -> tuple[int | None, str]:
+    """start_lone_broker in tmp, waited for up to timeout_s (then killed): its exit code (None
+    when it was still running) and its log."""
+    p = start_lone_broker(str(tmp), *settings)
+    try:
+        rc: int | None = p.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        rc = None
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    return rc, (tmp / "broker.log").read_text()
+
+
 def test_a_broker_of_an_unknown_cluster_refuses_to_start(cluster: Cluster, tmp_path) -> None:
     """clusterName not under /admin/clusters (or not set: the default "standalone"): exit 2 with
     a clear error, before it registers; no broker joins the cluster's pool."""
@@ -1375,15 +1381,9 @@ def test_a_broker_of_an_unknown_cluster_refuses_to_start(cluster: Cluster, tmp_p
     for settings in ([f"clusterName=other-{uuid.uuid4().hex[:6]}"], []):
         d = tmp_path / f"b{len(settings)}"
         d.mkdir()
-        p = start_lone_broker(str(d), f"metadataStoreUrl=zk:127.0.0.1:{cluster.zk_port}",
-                              *settings)
-        try:
-            assert p.wait(30) == 2
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        out = (d / "broker.log").read_text()
+        rc, out = lone_broker_exit(d, 30, f"metadataStoreUrl=zk:127.0.0.1:{cluster.zk_port}",
+                                   *settings)
+        assert rc == 2, out
         assert "is not a cluster of this metadata store" in out, out
         assert "magnetar-cluster" in out, out
         if not settings:
@@ -1419,14 +1419,8 @@ def test_zookeeper_down_at_start_and_bad_urls(tmp_path) -> None:
           "after SIGTERM")
     d = tmp_path / "bad"
     d.mkdir()
-    p = start_lone_broker(str(d), f"metadataStoreUrl=zookeeper:127.0.0.1:{port}")
-    try:
-        assert p.wait(20) == 2
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    out = (d / "broker.log").read_text()
+    rc, out = lone_broker_exit(d, 20, f"metadataStoreUrl=zookeeper:127.0.0.1:{port}")
+    assert rc == 2, out
     assert "zk:host:port" in out and "rocksdb:" in out, out
 
 

@@ -1,26 +1,18 @@
 """Broker-side deduplication (brokerDeduplicationEnabled) with the official Python client against
 a real broker process, including SIGKILL of the broker under a deduplicated publish load."""
 
-import tempfile
 import time
 
 import pulsar
 import pytest
 
-from harness.broker import restartable_magnetar
-
-
-def dedup_broker(workdir):
-    """A restartable broker with brokerDeduplicationEnabled=true."""
-    return restartable_magnetar(workdir, settings=("brokerDeduplicationEnabled=true",))
+DEDUP = ["brokerDeduplicationEnabled=true"]
 
 
 @pytest.fixture
-def broker():
-    with tempfile.TemporaryDirectory(prefix="magnetar-dedup-") as d:
-        b = dedup_broker(d)
-        yield b
-        b.close()
+def broker(restartable):
+    """A restartable broker with brokerDeduplicationEnabled=true (not started yet)."""
+    return restartable(DEDUP)
 
 
 def drain(consumer, idle_ms=1500):

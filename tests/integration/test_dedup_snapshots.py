@@ -5,7 +5,6 @@ broker process."""
 import os
 import re
 import sys
-import tempfile
 import time
 
 import pulsar
@@ -13,15 +12,12 @@ import pytest
 import requests
 
 sys.path.insert(0, os.path.dirname(__file__))
-from test_dedup import dedup_broker, drain  # noqa: E402
+from test_dedup import DEDUP, drain  # noqa: E402
 
 
 @pytest.fixture
-def broker():
-    with tempfile.TemporaryDirectory(prefix="magnetar-dedup-snap-") as d:
-        b = dedup_broker(d)
-        yield b
-        b.close()
+def broker(restartable):
+    return restartable(DEDUP)
 
 
 def web_url(broker):

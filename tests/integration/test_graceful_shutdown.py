@@ -13,6 +13,7 @@ import time
 import pulsar
 
 from harness.broker import restartable_magnetar
+from harness.util import Receipts
 from hostile_wire import (
     CLOSE_CONSUMER,
     CLOSE_PRODUCER,
@@ -43,22 +44,12 @@ def test_sigterm_under_load_no_duplicates_no_loss():
         producer = client.create_producer(TOPIC, batching_enabled=False, send_timeout_millis=0,
                                           max_pending_messages=1000,
                                           block_if_queue_full=True)
-        lock = threading.Lock()
-        receipted: set[int] = set()
-        failed: list[str] = []
-
-        def done(i):
-            def cb(res, _msg_id):
-                with lock:
-                    if res == pulsar.Result.Ok:
-                        receipted.add(i)
-                    else:
-                        failed.append(f"{i}: {res}")
-            return cb
+        receipts = Receipts()
+        receipted, failed = receipts.ok, receipts.failed
 
         def produce():
             for i in range(total):
-                producer.send_async(b"%d" % i, done(i))
+                producer.send_async(b"%d" % i, receipts.callback(i))
                 if i % 20 == 0:
                     time.sleep(0.002)
 
@@ -72,8 +63,7 @@ def test_sigterm_under_load_no_duplicates_no_loss():
         start = time.time()
         assert broker.stop(timeout_s=30) == 0
         exit_s = time.time() - start
-        with lock:
-            before = set(receipted)
+        before = receipts.snapshot()
         log = open(broker.log_path, errors="replace").read()
         assert "connections drained" in log, "the connections were not drained"
 

@@ -176,8 +176,7 @@ def test_valid_frames_truncated_at_every_byte(broker):
 def test_bad_checksum_is_refused_and_not_stored(broker):
     topic = topic_name("checksum")
     with bystander(broker.endpoint, "checksum"):
-        c = WireClient(broker.port)
-        c.handshake()
+        c = WireClient.connected(broker.port)
         c.send(producer_frame(topic, 1, 1, name="crc"))
         c.expect(PRODUCER_SUCCESS)
         d = CounterDelta(lambda: protocol_errors(broker.admin_url, "checksum"))
@@ -226,8 +225,7 @@ def test_commands_before_connect(broker):
 
 def test_unknown_command_types(broker):
     with bystander(broker.endpoint, "unknown"):
-        c = WireClient(broker.port)
-        c.handshake()
+        c = WireClient.connected(broker.port)
         d = CounterDelta(lambda: protocol_errors(broker.admin_url, "unknown_command"))
         # Commands only a broker sends, and a transaction command this broker does not serve.
         # The error carries the command's request_id when it has one (0 otherwise), so a
@@ -248,8 +246,7 @@ def test_unknown_command_types(broker):
 def test_ids_that_do_not_exist(broker):
     topic = topic_name("ids")
     with bystander(broker.endpoint, "ids"):
-        c = WireClient(broker.port)
-        c.handshake()
+        c = WireClient.connected(broker.port)
         d = CounterDelta(lambda: protocol_errors(broker.admin_url, "unknown_id"))
         c.send(flow_frame(999, 1000))
         c.send(ack_frame(999, 1, 1))
@@ -275,8 +272,7 @@ def test_ids_that_do_not_exist(broker):
         # Message ids that do not exist, on a real consumer with a backlog.
         client = quiet_client(broker)
         p = client.create_producer(topic, batching_enabled=False)
-        c = WireClient(broker.port)
-        c.handshake()
+        c = WireClient.connected(broker.port)
         c.send(subscribe_frame(topic, "sub", 1, 1, earliest=True))
         c.expect(SUCCESS)
         for i in range(5):
@@ -316,8 +312,7 @@ def test_odd_values_in_valid_commands(broker):
         assert c.alive()
         c.close()
 
-        c = WireClient(broker.port)
-        c.handshake()
+        c = WireClient.connected(broker.port)
 
         def ranges(*pairs):
             meta = fv(1, 1)  # STICKY

@@ -30,6 +30,7 @@ import pytest
 import requests
 
 from harness.broker import MagnetarProcess
+from harness.util import Receipts
 
 SANITIZED = bool(os.environ.get("MAGNETAR_SANITIZER_LOG_DIR"))
 STORM_S = float(os.environ.get("STORM_SECONDS", "4" if SANITIZED else "8"))
@@ -100,18 +101,8 @@ def test_unload_storm_loses_nothing_stores_nothing_twice_and_stops_cleanly(
         producer.send(b"first", partition_key="first")
         for t in threads:
             t.start()
-        lock = threading.Lock()
-        receipted: set[bytes] = {b"first"}
-        failed: list[str] = []
-
-        def done(payload: bytes):
-            def cb(res, _msg_id):
-                with lock:
-                    if res == pulsar.Result.Ok:
-                        receipted.add(payload)
-                    else:
-                        failed.append(f"{payload!r}: {res}")
-            return cb
+        receipts = Receipts([b"first"])
+        receipted, failed = receipts.ok, receipts.failed
 
         sent = 0
         # At least STORM_S, and at least 3 unload rounds (a slow sanitized broker), 120 s at most.
@@ -119,7 +110,7 @@ def test_unload_storm_loses_nothing_stores_nothing_twice_and_stops_cleanly(
         cap = time.time() + 120
         while time.time() < cap and (time.time() < end or unloads[0] < 3):
             payload = b"%d" % sent
-            producer.send_async(payload, done(payload), partition_key=str(sent % 64))
+            producer.send_async(payload, receipts.callback(payload), partition_key=str(sent % 64))
             sent += 1
         producer.flush()
         stop.set()
