@@ -11,7 +11,6 @@ their topics on this directory's bookies.
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import uuid
@@ -19,10 +18,11 @@ import uuid
 import pulsar
 import pytest
 import requests
-from conftest import BOOKIES_SH, magnetar_bin
-from test_topics import CLUSTER, Broker, zk_url
+from conftest import cluster_brokers
+from test_topics import CLUSTER, Broker
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from harness.util import check_pattern_consumer  # noqa: E402
 from harness.zk import ZkClient  # noqa: E402
 
 QUIET = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
@@ -30,27 +30,9 @@ QUIET = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
 
 @pytest.fixture(scope="module")
 def brokers(bk_cluster):
-    # Earlier tests kill bookies: every one of the 3 is up again first.
-    subprocess.run(["bash", BOOKIES_SH, "start", "-n", "3", "-d", bk_cluster.dir],
-                   check=True, capture_output=True, timeout=180)
-    init = subprocess.run(
-        [magnetar_bin(), "initialize-cluster-metadata", "--cluster", CLUSTER,
-         "--metadata-store", zk_url(bk_cluster.uri),
-         "--web-service-url", "http://127.0.0.1:8080",
-         "--broker-service-url", "pulsar://127.0.0.1:6650"],
-        capture_output=True, text=True, timeout=60,
-    )
-    assert init.returncode == 0, init.stdout + init.stderr
-    base = tempfile.mkdtemp(prefix="magnetar-bk-admin-")
-    started = [Broker(base, i, bk_cluster.uri) for i in range(3)]
-    try:
-        for b in started:
-            b.wait_registered()
+    with cluster_brokers(bk_cluster, CLUSTER, lambda base, i: Broker(base, i, bk_cluster.uri), 3,
+                         "magnetar-bk-admin-") as started:
         yield started
-    finally:
-        for b in started:
-            b.stop()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -106,12 +88,7 @@ def test_every_broker_lists_every_topic_loaded_or_not(brokers, namespace):
     # of them loaded.
     client = pulsar.Client(brokers[0].url, operation_timeout_seconds=30, logger=QUIET)
     try:
-        consumer = client.subscribe(re.compile(f"persistent://{namespace}/t-.*"), "pattern",
-                                    initial_position=pulsar.InitialPosition.Earliest)
-        for t in topics:
-            client.create_producer(t).send(t.encode())
-        got = sorted(consumer.receive(timeout_millis=30000).data().decode() for _ in topics)
-        assert got == topics
+        check_pattern_consumer(client, namespace, topics, 30_000)
     finally:
         client.close()
     # An unknown namespace: 404, as before.

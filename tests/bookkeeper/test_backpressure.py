@@ -7,7 +7,7 @@ ADDs and refuse more with ETOOMANYREQUESTS (conftest). A burst of 5,000 adds of 
 
 import re
 
-from conftest import BOOKIE_ADD_QUEUE
+from conftest import BENCH_QUORUMS, BOOKIE_ADD_QUEUE
 
 STATS = re.compile(
     r"^bookie requests (\d+) waited (\d+) TooManyRequests (\d+) timeouts (\d+)$", re.M
@@ -18,12 +18,7 @@ def bench_burst(cluster, *bookkeeper_flags):
     rc, out, err = cluster.magnetar(
         *bookkeeper_flags,
         "bench",
-        "-e",
-        "3",
-        "-w",
-        "2",
-        "-a",
-        "2",
+        *BENCH_QUORUMS,
         "-n",
         "5000",
         "-s",

@@ -118,18 +118,8 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def init_cluster(bk_cluster) -> None:
-    init = subprocess.run(
-        [magnetar_bin(), "initialize-cluster-metadata", "--cluster", CLUSTER,
-         "--metadata-store", zk_url(bk_cluster.uri),
-         "--web-service-url", "http://127.0.0.1:8080",
-         "--broker-service-url", "pulsar://127.0.0.1:6650"],
-        capture_output=True, text=True, timeout=60)
-    assert init.returncode == 0, init.stdout + init.stderr
-
-
 def test_bookkeeper_zookeeper_up_late_broker_waits_then_serves(bk_cluster):
-    init_cluster(bk_cluster)
+    bk_cluster.init_cluster_metadata(CLUSTER)
     zk_port = int(zk_url(bk_cluster.uri).rsplit(":", 1)[1])
     port = free_port()
     relay = LateRelay(port, ("127.0.0.1", zk_port), delay=4)
@@ -173,7 +163,7 @@ def test_bookkeeper_zookeeper_up_late_broker_waits_then_serves(bk_cluster):
 
 
 def test_bookkeeper_zookeeper_never_up_broker_exits_naming_it(bk_cluster):
-    init_cluster(bk_cluster)
+    bk_cluster.init_cluster_metadata(CLUSTER)
     port = free_port()  # nothing listens there
     d = tempfile.mkdtemp(prefix="magnetar-bk-zk-none-")
     t0 = time.monotonic()

@@ -18,11 +18,9 @@ MAGNETAR_FAILOVER_PORT_BASE is set (broker i: BASE+2i binary, BASE+2i+1 HTTP).""
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -30,7 +28,14 @@ import uuid
 import pulsar
 import pytest
 import requests
-from conftest import BOOKIES_SH, magnetar_bin
+from conftest import (
+    BOOKIES_SH,
+    broker_urls,
+    cluster_brokers,
+    magnetar_bin,
+    stop_process,
+    wait_registered,
+)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
@@ -96,20 +101,9 @@ class Broker:
         log.close()
 
     def wait_registered(self) -> None:
-        for _ in range(300):
-            assert self.proc.poll() is None, open(self.log_path).read()[-3000:]
-            if (os.path.exists(self.ports_file)
-                    and "Registered in the cluster" in open(self.log_path).read()):
-                ports = dict(
-                    line.strip().split("=", 1) for line in open(self.ports_file) if "=" in line
-                )
-                self.port = int(ports["brokerServicePort"])
-                self.web_port = int(ports["webServicePort"])
-                self.url = f"pulsar://127.0.0.1:{self.port}"
-                self.web = f"http://127.0.0.1:{self.web_port}"
-                return
-            time.sleep(0.1)
-        raise AssertionError("broker did not join: " + open(self.log_path).read()[-3000:])
+        ports = wait_registered(self.proc, self.log_path, self.ports_file)
+        self.port, self.web_port = ports["brokerServicePort"], ports["webServicePort"]
+        self.url, self.web = broker_urls(ports)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -122,12 +116,7 @@ class Broker:
     def stop(self) -> None:
         if self.alive():
             self.proc.send_signal(signal.SIGCONT)
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            stop_process(self.proc)
 
 
 class Cluster:
@@ -165,29 +154,12 @@ class Cluster:
 
 @pytest.fixture(scope="module")
 def cluster(bk_cluster):
-    # Earlier tests kill bookies: every one of the 3 is up again first.
-    subprocess.run(["bash", BOOKIES_SH, "start", "-n", "3", "-d", bk_cluster.dir],
-                   check=True, capture_output=True, timeout=180)
-    init = subprocess.run(
-        [magnetar_bin(), "initialize-cluster-metadata", "--cluster", CLUSTER,
-         "--metadata-store", zk_url(bk_cluster.uri),
-         "--web-service-url", "http://127.0.0.1:8080",
-         "--broker-service-url", "pulsar://127.0.0.1:6650"],
-        capture_output=True, text=True, timeout=60,
-    )
-    assert init.returncode == 0, init.stdout + init.stderr
-    base = tempfile.mkdtemp(prefix="magnetar-bk-failover-")
-    brokers = [Broker(base, i, bk_cluster.uri) for i in range(3)]
-    try:
-        for b in brokers:
-            b.start()
-        for b in brokers:
-            b.wait_registered()
+    def started(base: str, i: int) -> Broker:
+        b = Broker(base, i, bk_cluster.uri)
+        b.start()
+        return b
+    with cluster_brokers(bk_cluster, CLUSTER, started, 3, "magnetar-bk-failover-") as brokers:
         yield Cluster(bk_cluster, brokers)
-    finally:
-        for b in brokers:
-            b.stop()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 class Load:

@@ -9,27 +9,14 @@ import signal
 import subprocess
 import time
 
-from conftest import BOOKIES_SH, magnetar_bin
+from conftest import BENCH_QUORUMS, BOOKIES_SH
 
 ENTRY = re.compile(r"--------- Lid=(\d+), Eid=(\d+), EntrySize=(\d+) ---------")
 
 
 def start_bench(cluster, *args):
-    return subprocess.Popen(
-        [
-            magnetar_bin(),
-            "--log-level",
-            "warn",
-            "bookkeeper",
-            "--metadata-service-uri",
-            cluster.uri,
-            "bench",
-            *args,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    return subprocess.Popen(cluster.command("bench", *args), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
 
 
 def read_until(proc, pattern, timeout=60):
@@ -60,6 +47,20 @@ def check_entries(cluster, ledger_id, count, size):
     assert ids == list(range(count))
 
 
+def bench_past_999(cluster, entries, size, outstanding, progress):
+    """A `bench` writer (E=3 Qw=2 Qa=2) of `entries` entries of `size` bytes, once it printed the
+    ack of entry 999: (the process, its ledger id). The writer is killed if that fails."""
+    writer = start_bench(cluster, *BENCH_QUORUMS, "-n", str(entries), "-s", str(size),
+                         "--outstanding", str(outstanding), "--progress", str(progress))
+    try:
+        ledger_id = int(read_until(writer, r"^Ledger ID: ")[-1].split()[-1])
+        read_until(writer, r"^acked 999$")
+    except BaseException:
+        writer.kill()
+        raise
+    return writer, ledger_id
+
+
 def metadata_line(cluster, ledger_id):
     rc, out, err = cluster.magnetar("ledgermetadata", "-ledgerid", str(ledger_id))
     assert rc == 0, err
@@ -68,33 +69,9 @@ def metadata_line(cluster, ledger_id):
 
 def test_kill9_bookie_during_adds_changes_the_ensemble(bk_cluster):
     # A fourth bookie, so that a replacement exists for E=3.
-    p = subprocess.run(
-        ["bash", BOOKIES_SH, "start", "-n", "4", "-d", bk_cluster.dir],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert p.returncode == 0, p.stderr[-2000:]
-    writer = start_bench(
-        bk_cluster,
-        "-e",
-        "3",
-        "-w",
-        "2",
-        "-a",
-        "2",
-        "-n",
-        "6000",
-        "-s",
-        "256",
-        "--outstanding",
-        "5",
-        "--progress",
-        "500",
-    )
+    bk_cluster.start_bookies(4)
+    writer, ledger_id = bench_past_999(bk_cluster, 6000, 256, outstanding=5, progress=500)
     try:
-        ledger_id = int(read_until(writer, r"^Ledger ID: ")[-1].split()[-1])
-        read_until(writer, r"^acked 999$")
         ensemble = re.search(r"ensembles=\{0=\[([^\]]*)\]", metadata_line(bk_cluster, ledger_id))
         victim = ensemble.group(1).split(", ")[0]
         port = victim.rsplit(":", 1)[1]
@@ -122,36 +99,12 @@ def test_kill9_bookie_during_adds_changes_the_ensemble(bk_cluster):
     assert rc == 0, out[-2000:]
     assert [int(m.group(2)) for m in ENTRY.finditer(out)] == list(range(5990, 6000))
     # The killed bookie comes back for the other tests.
-    p = subprocess.run(
-        ["bash", BOOKIES_SH, "start", "-n", "4", "-d", bk_cluster.dir],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert p.returncode == 0, p.stderr[-2000:]
+    bk_cluster.start_bookies(4)
 
 
 def test_recovery_fences_a_stopped_writer(bk_cluster):
-    writer = start_bench(
-        bk_cluster,
-        "-e",
-        "3",
-        "-w",
-        "2",
-        "-a",
-        "2",
-        "-n",
-        "10000000",
-        "-s",
-        "100",
-        "--outstanding",
-        "20",
-        "--progress",
-        "100",
-    )
+    writer, ledger_id = bench_past_999(bk_cluster, 10_000_000, 100, outstanding=20, progress=100)
     try:
-        ledger_id = int(read_until(writer, r"^Ledger ID: ")[-1].split()[-1])
-        read_until(writer, r"^acked 999$")
         os.kill(writer.pid, signal.SIGSTOP)
         # What the writer had acknowledged by now is at least what it printed.
         rc, out, err = bk_cluster.magnetar(
@@ -191,18 +144,7 @@ def test_reads_skip_a_stopped_bookie_after_one_timeout(bk_cluster):
     # A bookie that stops answering (SIGSTOP: its connections stay open) costs a reader one
     # timeout: after it, the bookie is read from last (its failure is remembered), so the
     # entries it is the first replica of go to their second replica at once.
-    rc, out, err = bk_cluster.magnetar(
-        "simpletest",
-        "-ensemble",
-        "3",
-        "-writeQuorum",
-        "2",
-        "-ackQuorum",
-        "2",
-        "-numEntries",
-        "6000",
-        "--keep",
-    )
+    rc, out, err = bk_cluster.simpletest(6000, "--keep")
     assert rc == 0, err
     ledger_id = int(re.search(r"^Ledger ID: (\d+)$", out, re.M).group(1))
     ensemble = re.search(r"ensembles=\{0=\[([^\]]*)\]", metadata_line(bk_cluster, ledger_id))

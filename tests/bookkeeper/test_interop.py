@@ -49,18 +49,7 @@ def magnetar_metadata(cluster, ledger_id):
 
 @pytest.fixture(scope="module")
 def magnetar_ledger(bk_cluster):
-    rc, out, err = bk_cluster.magnetar(
-        "simpletest",
-        "-ensemble",
-        "3",
-        "-writeQuorum",
-        "2",
-        "-ackQuorum",
-        "2",
-        "-numEntries",
-        "20",
-        "-keep",
-    )
+    rc, out, err = bk_cluster.simpletest(20, "-keep")
     assert rc == 0, err
     m = re.search(r"^Ledger ID: (\d+)$", out, re.M)
     assert m, out

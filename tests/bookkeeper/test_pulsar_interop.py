@@ -13,7 +13,6 @@ PulsarClusterMetadataSetup followed by a Magnetar broker is the second test. Ski
 missing or the Pulsar jars are absent and cannot be resolved (no Maven)."""
 
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -25,7 +24,7 @@ import zlib
 import pulsar
 import pytest
 import requests
-from conftest import BOOKIES_SH, REPO, magnetar_bin
+from conftest import REPO, broker_urls, magnetar_bin, stop_process, wait_registered
 
 PULSAR_BROKER_SH = os.path.join(REPO, "tools", "pulsar-reference", "pulsar-broker.sh")
 PULSAR_LIB = os.path.join(REPO, "tools", "pulsar-reference", "lib", ".complete")
@@ -56,11 +55,6 @@ def pulsar_available() -> str:
 
 
 pytestmark = pytest.mark.skipif(bool(pulsar_available()), reason=pulsar_available() or "-")
-
-
-def zk_host(uri: str) -> str:
-    """zk://127.0.0.1:PORT/ledgers -> 127.0.0.1:PORT"""
-    return re.match(r"zk://([^/]+)/", uri).group(1)
 
 
 def read_ports(path: str) -> dict:
@@ -99,27 +93,10 @@ class MagnetarBroker:
         self.url = self.web = ""
 
     def wait_registered(self) -> None:
-        for _ in range(300):
-            assert self.proc.poll() is None, open(self.log_path).read()[-3000:]
-            if (
-                os.path.exists(self.ports_file)
-                and "Registered in the cluster" in open(self.log_path).read()
-            ):
-                ports = read_ports(self.ports_file)
-                self.url = f"pulsar://127.0.0.1:{ports['brokerServicePort']}"
-                self.web = f"http://127.0.0.1:{ports['webServicePort']}"
-                return
-            time.sleep(0.1)
-        raise AssertionError("magnetar broker did not join: " + open(self.log_path).read()[-3000:])
+        self.url, self.web = broker_urls(wait_registered(self.proc, self.log_path, self.ports_file))
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.log.close()
 
 
@@ -351,37 +328,10 @@ def check_served(dst, topic: str, ids: list) -> None:
         client.close()
 
 
-def restart_bookies(bk_cluster) -> None:
-    # Earlier tests of this directory kill bookies; every one of the 3 is up again first.
-    subprocess.run(
-        ["bash", BOOKIES_SH, "start", "-n", "3", "-d", bk_cluster.dir],
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
-
-
 def test_magnetar_and_pulsar_brokers_share_a_cluster_and_hand_topics_over(bk_cluster):
-    restart_bookies(bk_cluster)
-    meta = f"zk:{zk_host(bk_cluster.uri)}/interop-{uuid.uuid4().hex[:8]}"
-    init = subprocess.run(
-        [
-            magnetar_bin(),
-            "initialize-cluster-metadata",
-            "--cluster",
-            CLUSTER,
-            "--metadata-store",
-            meta,
-            "--web-service-url",
-            "http://127.0.0.1:8080",
-            "--broker-service-url",
-            "pulsar://127.0.0.1:6650",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert init.returncode == 0, init.stdout + init.stderr
+    bk_cluster.start_bookies()  # earlier tests kill bookies
+    meta = f"zk:{bk_cluster.zk}/interop-{uuid.uuid4().hex[:8]}"
+    bk_cluster.init_cluster_metadata(CLUSTER, meta)
     base = tempfile.mkdtemp(prefix="magnetar-pulsar-interop-")
     magnetar = MagnetarBroker(base, meta, bk_cluster.uri, CLUSTER)
     pulsar_broker = PulsarBroker(base, meta, bk_cluster.uri)
@@ -450,8 +400,8 @@ def test_magnetar_and_pulsar_brokers_share_a_cluster_and_hand_topics_over(bk_clu
 
 
 def test_pulsar_cluster_metadata_setup_then_magnetar_broker(bk_cluster):
-    restart_bookies(bk_cluster)
-    meta = f"zk:{zk_host(bk_cluster.uri)}/pulsar-init-{uuid.uuid4().hex[:8]}"
+    bk_cluster.start_bookies()  # earlier tests kill bookies
+    meta = f"zk:{bk_cluster.zk}/pulsar-init-{uuid.uuid4().hex[:8]}"
     base = tempfile.mkdtemp(prefix="magnetar-pulsar-init-")
     p = subprocess.run(
         [
@@ -557,17 +507,9 @@ def read_compacted(dst, topic: str) -> list:
 def test_compacted_views_are_shared_with_pulsar(bk_cluster):
     """Magnetar compacts, Pulsar serves the topic: a read_compacted reader on Pulsar gets the
     latest value per key (Pulsar reads Magnetar's compacted ledger); and the reverse."""
-    restart_bookies(bk_cluster)
-    meta = f"zk:{zk_host(bk_cluster.uri)}/compact-{uuid.uuid4().hex[:8]}"
-    init = subprocess.run(
-        [
-            magnetar_bin(), "initialize-cluster-metadata", "--cluster", CLUSTER,
-            "--metadata-store", meta, "--web-service-url", "http://127.0.0.1:8080",
-            "--broker-service-url", "pulsar://127.0.0.1:6650",
-        ],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert init.returncode == 0, init.stdout + init.stderr
+    bk_cluster.start_bookies()  # earlier tests kill bookies
+    meta = f"zk:{bk_cluster.zk}/compact-{uuid.uuid4().hex[:8]}"
+    bk_cluster.init_cluster_metadata(CLUSTER, meta)
     base = tempfile.mkdtemp(prefix="magnetar-pulsar-compact-")
     magnetar = MagnetarBroker(base, meta, bk_cluster.uri, CLUSTER)
     pulsar_broker = PulsarBroker(base, meta, bk_cluster.uri)

@@ -7,19 +7,9 @@ import os
 import re
 import subprocess
 
-from conftest import BOOKIES_SH, magnetar_bin
+from conftest import BOOKIES_SH
 
 ENTRY = re.compile(r"--------- Lid=(\d+), Eid=(\d+), EntrySize=(\d+) ---------")
-
-
-def start4(cluster):
-    p = subprocess.run(
-        ["bash", BOOKIES_SH, "start", "-n", "4", "-d", cluster.dir],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert p.returncode == 0, p.stderr[-2000:]
 
 
 def kill9(cluster, bookie_id):
@@ -39,24 +29,13 @@ def ensembles(cluster, ledger_id):
 
 
 def write_ledger(cluster, entries):
-    rc, out, err = cluster.magnetar(
-        "simpletest",
-        "-ensemble",
-        "3",
-        "-writeQuorum",
-        "2",
-        "-ackQuorum",
-        "2",
-        "-numEntries",
-        str(entries),
-        "--keep",
-    )
+    rc, out, err = cluster.simpletest(entries, "--keep")
     assert rc == 0, err
     return int(re.search(r"^Ledger ID: (\d+)$", out, re.M).group(1))
 
 
 def test_recover_rereplicates_a_killed_bookie(bk_cluster):
-    start4(bk_cluster)
+    bk_cluster.start_bookies(4)
     first = write_ledger(bk_cluster, 200)
     second = write_ledger(bk_cluster, 50)
     ensemble = ensembles(bk_cluster, first)[0][1].split(", ")
@@ -68,16 +47,7 @@ def test_recover_rereplicates_a_killed_bookie(bk_cluster):
         assert rc != 0 and "invalid bookie id" in err
         # Without -force the shell asks; "n" gives up.
         p = subprocess.run(
-            [
-                magnetar_bin(),
-                "--log-level",
-                "warn",
-                "bookkeeper",
-                "--metadata-service-uri",
-                bk_cluster.uri,
-                "recover",
-                victim,
-            ],
+            bk_cluster.command("recover", victim),
             input="n\n",
             capture_output=True,
             text=True,
@@ -119,4 +89,4 @@ def test_recover_rereplicates_a_killed_bookie(bk_cluster):
         assert [int(m.group(2)) for m in ENTRY.finditer(out)] == list(range(50))
     finally:
         # The killed bookies come back for the other tests.
-        start4(bk_cluster)
+        bk_cluster.start_bookies(4)

@@ -16,7 +16,7 @@ import uuid
 
 import pulsar
 import requests
-from conftest import BOOKIES_SH, magnetar_bin
+from conftest import broker_urls, magnetar_bin, stop_process, wait_registered
 
 SESSION_TIMEOUT_MS = 4000
 CLUSTER = "bk-topics"
@@ -66,56 +66,17 @@ class Broker:
         self.url = self.web = ""
 
     def wait_registered(self) -> None:
-        path = os.path.join(self.dir, "broker.log")
-        for _ in range(300):
-            assert self.proc.poll() is None, open(path).read()[-3000:]
-            if os.path.exists(self.ports_file) and "Registered in the cluster" in open(path).read():
-                ports = dict(
-                    line.strip().split("=", 1) for line in open(self.ports_file) if "=" in line
-                )
-                self.url = f"pulsar://127.0.0.1:{ports['brokerServicePort']}"
-                self.web = f"http://127.0.0.1:{ports['webServicePort']}"
-                return
-            time.sleep(0.1)
-        raise AssertionError("broker did not join: " + open(path).read()[-3000:])
+        ports = wait_registered(self.proc, os.path.join(self.dir, "broker.log"), self.ports_file)
+        self.url, self.web = broker_urls(ports)
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, sig)
         self.log.close()
 
 
 def test_killed_owner_loses_no_acknowledged_message(bk_cluster):
-    # Earlier tests kill bookies; every one of the 3 is up again before this one.
-    subprocess.run(
-        ["bash", BOOKIES_SH, "start", "-n", "3", "-d", bk_cluster.dir],
-        check=True,
-        capture_output=True,
-        timeout=180,
-    )
-    init = subprocess.run(
-        [
-            magnetar_bin(),
-            "initialize-cluster-metadata",
-            "--cluster",
-            CLUSTER,
-            "--metadata-store",
-            zk_url(bk_cluster.uri),
-            "--web-service-url",
-            "http://127.0.0.1:8080",
-            "--broker-service-url",
-            "pulsar://127.0.0.1:6650",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert init.returncode == 0, init.stdout + init.stderr
+    bk_cluster.start_bookies()  # earlier tests kill bookies
+    bk_cluster.init_cluster_metadata(CLUSTER)
     base = tempfile.mkdtemp(prefix="magnetar-bk-topics-")
     brokers = [Broker(base, i, bk_cluster.uri) for i in range(2)]
     client = None

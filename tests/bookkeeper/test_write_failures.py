@@ -25,8 +25,8 @@ import uuid
 
 import pulsar
 import requests
-from conftest import BOOKIES_SH, magnetar_bin
-from test_topics import CLUSTER, Broker, zk_url
+from conftest import BOOKIES_SH
+from test_topics import CLUSTER, Broker
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
@@ -113,8 +113,7 @@ def _bookies(bk_cluster) -> int:
     """The session cluster's bookies, all started (test_faults.py may have added a fourth).
     bookie-N directories only: DIR/bookie-extra.conf matches bookie-* too."""
     n = max(3, len(glob.glob(os.path.join(bk_cluster.dir, "bookie-[0-9]*"))))
-    subprocess.run(["bash", BOOKIES_SH, "start", "-n", str(n), "-d", bk_cluster.dir],
-                   check=True, capture_output=True, timeout=180)
+    bk_cluster.start_bookies(n)
     return n
 
 
@@ -122,12 +121,7 @@ def _open(bk_cluster, name: str) -> tuple[Broker, RawProducer, str]:
     """A broker on the cluster owning a new topic with a subscription `check` (which keeps every
     entry for the read-back) and a raw-wire producer on it: (broker, producer, topic). The
     caller stops the broker and closes producer.raw."""
-    init = subprocess.run(
-        [magnetar_bin(), "initialize-cluster-metadata", "--cluster", CLUSTER, "--metadata-store",
-         zk_url(bk_cluster.uri), "--web-service-url", "http://127.0.0.1:8080",
-         "--broker-service-url", "pulsar://127.0.0.1:6650"],
-        capture_output=True, text=True, timeout=60)
-    assert init.returncode == 0, init.stdout + init.stderr
+    bk_cluster.init_cluster_metadata(CLUSTER)
     broker = Broker(tempfile.mkdtemp(prefix=f"magnetar-{name}-"), 0, bk_cluster.uri)
     try:
         broker.wait_registered()
@@ -162,6 +156,31 @@ def _stored(broker: Broker, topic: str) -> set[bytes]:
         client.close()
 
 
+def _resumed_after(producer, seq: int, since: float) -> tuple[float | None, int]:
+    """Sends "after-SEQ", one at a time, until one is receipted or 60 s from `since` passed:
+    the seconds from `since` to that receipt (None: none came) and the next sequence id."""
+    while time.monotonic() < since + 60:
+        a = producer.send(range(seq, seq + 1), b"after")
+        seq += 1
+        if a[seq - 1][0] == wire.SEND_RECEIPT:
+            return time.monotonic() - since, seq
+    return None, seq
+
+
+def _assert_stored(broker: Broker, topic: str, want: set[bytes]) -> None:
+    """Nothing receipted is lost: the subscription `check` reads all of `want`."""
+    stored = _stored(broker, topic)
+    assert want <= stored, sorted(want - stored)
+
+
+def _close(producer, broker: Broker | None) -> None:
+    """The raw producer and the broker of _open(), those that exist."""
+    if producer:
+        producer.raw.close()
+    if broker:
+        broker.stop()
+
+
 def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
     bookies = _bookies(bk_cluster)
     broker = producer = None
@@ -187,15 +206,8 @@ def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
 
         assert producer.recreated >= 1, "a failed add closes the producer (Pulsar's addFailed)"
         # The bookies come back: the producer's next send is receipted.
-        subprocess.run(["bash", BOOKIES_SH, "start", "-n", str(bookies), "-d", bk_cluster.dir],
-                       check=True, capture_output=True, timeout=180)
-        back_at = time.monotonic()
-        resumed = None
-        while resumed is None and time.monotonic() < back_at + 60:
-            a = producer.send(range(seq, seq + 1), b"after")
-            if a[seq][0] == wire.SEND_RECEIPT:
-                resumed = time.monotonic() - back_at
-            seq += 1
+        bk_cluster.start_bookies(bookies)
+        resumed, seq = _resumed_after(producer, seq, time.monotonic())
         assert resumed is not None, "no receipt within 60 s of the bookies coming back"
         print(f"\n{bookies - 1} of {bookies} bookies killed: {len(answers)} sends answered, "
               f"{len(errors)} with PersistenceError, {len(receipted)} receipted, "
@@ -204,13 +216,9 @@ def test_every_send_is_answered_when_bookies_are_lost(bk_cluster):
               f"receipts again {resumed:.1f} s after the bookies were back")
         # Nothing receipted is lost: the subscription reads every receipted message.
         want = {b"before-%d" % i for i in range(5)} | {b"during-%d" % i for i in receipted}
-        stored = _stored(broker, topic)
-        assert want <= stored, sorted(want - stored)
+        _assert_stored(broker, topic, want)
     finally:
-        if producer:
-            producer.raw.close()
-        if broker:
-            broker.stop()
+        _close(producer, broker)
         subprocess.run(["bash", BOOKIES_SH, "start", "-n", str(bookies), "-d", bk_cluster.dir],
                        capture_output=True, timeout=180)
 
@@ -289,14 +297,7 @@ def test_every_send_is_answered_when_bookies_turn_read_only(bk_cluster):
         # x writable again: with z, the only ensemble of 2, so the next ledger takes x again.
         _set_read_only(bk_cluster, index[x], False)
         read_only.discard(index[x])
-        back_at = time.monotonic()
-        resumed = None
-        seq = 25
-        while resumed is None and time.monotonic() < back_at + 60:
-            a = producer.send(range(seq, seq + 1), b"after")
-            if a[seq][0] == wire.SEND_RECEIPT:
-                resumed = time.monotonic() - back_at
-            seq += 1
+        resumed, seq = _resumed_after(producer, 25, time.monotonic())
         assert resumed is not None, "no receipt within 60 s of the bookie turning writable"
         last_ledger, last_ensembles = _current_ensembles(bk_cluster, broker, topic)
         assert sorted(last_ensembles[-1]) == sorted([x, z]), (x, z, last_ledger, last_ensembles)
@@ -310,13 +311,9 @@ def test_every_send_is_answered_when_bookies_turn_read_only(bk_cluster):
         # Nothing receipted is lost.
         want = ({b"before-%d" % i for i in range(5)} | {b"ro-%d" % i for i in range(5, 15)}
                 | {b"none-%d" % i for i in receipted} | {b"after-%d" % (seq - 1)})
-        stored = _stored(broker, topic)
-        assert want <= stored, sorted(want - stored)
+        _assert_stored(broker, topic, want)
     finally:
-        if producer:
-            producer.raw.close()
-        if broker:
-            broker.stop()
+        _close(producer, broker)
         for i in sorted(read_only):  # later tests see every bookie writable
             subprocess.run(["bash", BOOKIES_SH, "writable", "-d", bk_cluster.dir, str(i)],
                            capture_output=True, timeout=120)
