@@ -11,10 +11,13 @@
 
 #include "bookkeeper/bookie_recovery.h"
 #include "bookkeeper/client.h"
+#include "bookkeeper/sync_wait.h"
 
 namespace magnetar::app {
 namespace {
 
+using bookkeeper::await;
+using bookkeeper::awaitDone;
 using bookkeeper::BkResult;
 using bookkeeper::BookKeeperClient;
 using bookkeeper::LedgerHandle;
@@ -52,21 +55,6 @@ struct BkOptions {
   int progressEvery = 0;
   bool noClose = false;
 };
-
-template <typename T>
-std::pair<BkResult, T> await(const std::function<void(std::function<void(BkResult, T)>)>& start) {
-  auto p = std::make_shared<std::promise<std::pair<BkResult, T>>>();
-  auto f = p->get_future();
-  start([p](BkResult rc, T v) { p->set_value({rc, std::move(v)}); });
-  return f.get();
-}
-
-BkResult awaitDone(const std::function<void(std::function<void(BkResult)>)>& start) {
-  auto p = std::make_shared<std::promise<BkResult>>();
-  auto f = p->get_future();
-  start([p](BkResult rc) { p->set_value(rc); });
-  return f.get();
-}
 
 int fail(const std::string& what, BkResult rc) {
   std::cerr << "bookkeeper: " << what << ": " << bookkeeper::bkResultName(rc) << "\n";

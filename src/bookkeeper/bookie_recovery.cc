@@ -7,25 +7,10 @@
 #include <string_view>
 
 #include "base/dcheck.h"
+#include "bookkeeper/sync_wait.h"
 
 namespace magnetar::bookkeeper {
 namespace {
-
-// Runs `start` (which must eventually call its callback once) and waits for the result.
-template <typename T>
-std::pair<BkResult, T> await(const std::function<void(std::function<void(BkResult, T)>)>& start) {
-  auto p = std::make_shared<std::promise<std::pair<BkResult, T>>>();
-  auto f = p->get_future();
-  start([p](BkResult rc, T v) { p->set_value({rc, std::move(v)}); });
-  return f.get();
-}
-
-BkResult awaitDone(const std::function<void(std::function<void(BkResult)>)>& start) {
-  auto p = std::make_shared<std::promise<BkResult>>();
-  auto f = p->get_future();
-  start([p](BkResult rc) { p->set_value(rc); });
-  return f.get();
-}
 
 bool containsAny(const std::vector<BookieId>& ensemble, const std::set<BookieId>& bookies) {
   return std::any_of(ensemble.begin(), ensemble.end(),
@@ -64,18 +49,6 @@ std::string formatEnsemble(const std::vector<BookieId>& ensemble,
     if (i + 1 != ensemble.size()) s += ", ";
   }
   return s + "]";
-}
-
-std::string_view ledgerStateName(LedgerState s) {
-  switch (s) {
-    case LedgerState::kOpen:
-      return "OPEN";
-    case LedgerState::kInRecovery:
-      return "IN_RECOVERY";
-    case LedgerState::kClosed:
-      return "CLOSED";
-  }
-  return "UNKNOWN";
 }
 
 void BookieRecovery::assertNotOnLoop() {
@@ -143,7 +116,7 @@ BkResult BookieRecovery::recoverLedgerOnce(int64_t ledgerId, const std::set<Book
       await<VersionedMetadata>([&](auto cb) { client_.readLedgerMetadata(ledgerId, cb); });
   if (mrc != BkResult::kOk) {
     if (mrc != BkResult::kNoSuchLedger) {
-      out_("BK error opening ledger: " + std::to_string(ledgerId) + " : " + resultText(mrc));
+      reportError("opening ledger", ledgerId, mrc);
     }
     return mrc;
   }
@@ -162,14 +135,9 @@ BkResult BookieRecovery::recoverLedgerOnce(int64_t ledgerId, const std::set<Book
       md.state != LedgerState::kClosed && containsAny(md.ensembles.rbegin()->second, bookies);
   if (!options.dryRun && fenceRequired) {
     // The writer may still change the last ensemble: fence and close the ledger first.
-    auto opened = await<std::shared_ptr<LedgerHandle>>(
-        [&](auto cb) { client_.openLedger(ledgerId, cb, /*recovery=*/true); });
-    BkResult orc = opened.first;
+    auto opened = openOrReport(ledgerId, /*recovery=*/true, "close ledger");
+    if (opened.first != BkResult::kOk) return opened.first;
     std::shared_ptr<LedgerHandle> h = std::move(opened.second);
-    if (orc != BkResult::kOk) {
-      out_("BK error close ledger: " + std::to_string(ledgerId) + " : " + resultText(orc));
-      return orc;
-    }
     awaitDone([&](auto cb) { h->loop().execute([h, cb] { h->close(cb); }); });
     *retry = true;
     return BkResult::kOk;
@@ -178,16 +146,23 @@ BkResult BookieRecovery::recoverLedgerOnce(int64_t ledgerId, const std::set<Book
   return recoverFragments(ledgerId, bookies, options, fenceRequired);
 }
 
+void BookieRecovery::reportError(std::string_view what, int64_t ledgerId, BkResult rc) {
+  out_("BK error " + std::string(what) + ": " + std::to_string(ledgerId) + " : " + resultText(rc));
+}
+
+std::pair<BkResult, std::shared_ptr<LedgerHandle>> BookieRecovery::openOrReport(
+    int64_t ledgerId, bool recovery, std::string_view what) {
+  auto opened = await<std::shared_ptr<LedgerHandle>>(
+      [&](auto cb) { client_.openLedger(ledgerId, cb, recovery); });
+  if (opened.first != BkResult::kOk) reportError(what, ledgerId, opened.first);
+  return opened;
+}
+
 BkResult BookieRecovery::recoverFragments(int64_t ledgerId, const std::set<BookieId>& bookies,
                                           const RecoverOptions& options, bool fenceRequired) {
-  auto opened = await<std::shared_ptr<LedgerHandle>>(
-      [&](auto cb) { client_.openLedger(ledgerId, cb, /*recovery=*/false); });
-  BkResult orc = opened.first;
+  auto opened = openOrReport(ledgerId, /*recovery=*/false, "opening ledger");
+  if (opened.first != BkResult::kOk) return opened.first;
   std::shared_ptr<LedgerHandle> h = std::move(opened.second);
-  if (orc != BkResult::kOk) {
-    out_("BK error opening ledger: " + std::to_string(ledgerId) + " : " + resultText(orc));
-    return orc;
-  }
   // Snapshot of the handle's view, taken on its loop.
   std::promise<std::pair<LedgerMetadata, int64_t>> snap;
   h->loop().execute([&snap, h] { snap.set_value({h->metadata(), h->lastAddConfirmed()}); });

@@ -26,6 +26,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "bookkeeper/client.h"
@@ -90,6 +91,11 @@ class BookieRecovery {
                         const std::map<int, BookieId>& replacements, int batch);
   BkResult updateEnsemble(int64_t ledgerId, int64_t firstEntry,
                           const std::map<BookieId, BookieId>& oldToNew);
+  // Prints "BK error <what>: <ledgerId> : <rc name>", as BookKeeperAdmin logs a failed step.
+  void reportError(std::string_view what, int64_t ledgerId, BkResult rc);
+  // Opens the ledger (recovery: fenced, as openLedger); on failure reports it as `what`.
+  std::pair<BkResult, std::shared_ptr<LedgerHandle>> openOrReport(int64_t ledgerId, bool recovery,
+                                                                  std::string_view what);
   void assertNotOnLoop();
 
   BookKeeperClient& client_;
@@ -101,8 +107,5 @@ class BookieRecovery {
 
 // BookKeeperAdmin.formatEnsemble: "[h:p*, h:p , ...]", '*' after the bookies in `marked`.
 std::string formatEnsemble(const std::vector<BookieId>& ensemble, const std::set<BookieId>& marked);
-
-// LedgerMetadata.State names as BookKeeper prints them: OPEN, IN_RECOVERY, CLOSED.
-std::string_view ledgerStateName(LedgerState s);
 
 }  // namespace magnetar::bookkeeper

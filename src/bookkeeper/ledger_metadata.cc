@@ -23,18 +23,6 @@ std::string base64(std::string_view s) {
   return out;
 }
 
-std::string_view stateName(LedgerState s) {
-  switch (s) {
-    case LedgerState::kOpen:
-      return "OPEN";
-    case LedgerState::kInRecovery:
-      return "IN_RECOVERY";
-    case LedgerState::kClosed:
-      return "CLOSED";
-  }
-  return "?";
-}
-
 std::string_view digestName(DigestType d) {
   switch (d) {
     case DigestType::kCrc32:
@@ -185,11 +173,23 @@ Result<std::string> parseLayout(std::string_view b) {
   return cls;
 }
 
+std::string_view ledgerStateName(LedgerState s) {
+  switch (s) {
+    case LedgerState::kOpen:
+      return "OPEN";
+    case LedgerState::kInRecovery:
+      return "IN_RECOVERY";
+    case LedgerState::kClosed:
+      return "CLOSED";
+  }
+  return "UNKNOWN";
+}
+
 std::string ledgerMetadataToString(const LedgerMetadata& md) {
   std::string s = fmt::format(
       "LedgerMetadata{{formatVersion=3, ensembleSize={}, writeQuorumSize={}, "
       "ackQuorumSize={}, state={}",
-      md.ensembleSize, md.writeQuorumSize, md.ackQuorumSize, stateName(md.state));
+      md.ensembleSize, md.writeQuorumSize, md.ackQuorumSize, ledgerStateName(md.state));
   if (md.state == LedgerState::kClosed) {
     s += fmt::format(", length={}, lastEntryId={}", md.length, md.lastEntryId);
   }

@@ -17,6 +17,8 @@ namespace magnetar::bookkeeper {
 
 // LedgerMetadataFormat.State. Never renumber: stored.
 enum class LedgerState : int { kOpen = 1, kInRecovery = 2, kClosed = 3 };
+// LedgerMetadata.State names as BookKeeper prints them: OPEN, IN_RECOVERY, CLOSED.
+std::string_view ledgerStateName(LedgerState s);
 // LedgerMetadataFormat.DigestType. Never renumber: stored.
 enum class DigestType : int { kCrc32 = 1, kHmac = 2, kCrc32c = 3, kDummy = 4 };
 // How entries of a ledger with this digest type are checked (kDummy for DUMMY; MAC is not
