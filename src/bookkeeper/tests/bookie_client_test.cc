@@ -98,23 +98,33 @@ TEST_F(BookieClientTest, GoodBookieStoresAndReturnsEntries) {
   EXPECT_EQ(read(good.id(), 7).first, BkResult::kNoSuchEntry);
 }
 
-TEST_F(BookieClientTest, GarbageFailsOnlyThatBookiesRequests) {
+// A bookie answering garbage or closing mid-frame, and what its requests fail with.
+struct BadBookieCase {
+  Mode mode;
+  BkResult rc;
+};
+
+class BadBookieTest : public BookieClientTest,
+                      public ::testing::WithParamInterface<BadBookieCase> {};
+
+TEST_P(BadBookieTest, FailsOnlyThatBookiesRequests) {
   FakeBookie good(Mode::kGood);
-  FakeBookie bad(Mode::kGarbage);
-  EXPECT_EQ(add(bad.id(), 0, "x"), BkResult::kProtocolError);
+  FakeBookie bad(GetParam().mode);
+  EXPECT_EQ(add(bad.id(), 0, "x"), GetParam().rc);
   EXPECT_EQ(add(good.id(), 0, "y"), BkResult::kOk);
   EXPECT_EQ(read(good.id(), 0).first, BkResult::kOk);
-}
-
-TEST_F(BookieClientTest, CloseMidFrameFailsTheRequest) {
-  FakeBookie good(Mode::kGood);
-  FakeBookie bad(Mode::kCloseMidFrame);
-  EXPECT_EQ(add(bad.id(), 0, "x"), BkResult::kBookieHandleNotAvailable);
-  EXPECT_EQ(add(good.id(), 0, "y"), BkResult::kOk);
   // The next request reconnects (and fails the same way): the client is not stuck.
-  EXPECT_EQ(read(bad.id(), 0).first, BkResult::kBookieHandleNotAvailable);
+  EXPECT_EQ(read(bad.id(), 0).first, GetParam().rc);
   EXPECT_EQ(bad.requests(), 2);
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, BadBookieTest,
+                         ::testing::Values(BadBookieCase{Mode::kGarbage, BkResult::kProtocolError},
+                                           BadBookieCase{Mode::kCloseMidFrame,
+                                                         BkResult::kBookieHandleNotAvailable}),
+                         [](const ::testing::TestParamInfo<BadBookieCase>& i) {
+                           return i.param.mode == Mode::kGarbage ? "Garbage" : "CloseMidFrame";
+                         });
 
 TEST_F(BookieClientTest, SilentBookieTimesOut) {
   FakeBookie good(Mode::kGood);

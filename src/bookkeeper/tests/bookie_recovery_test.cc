@@ -9,45 +9,22 @@
 #include <future>
 #include <memory>
 
-#include "bookkeeper/client.h"
-#include "bookkeeper/tests/fake_bookie.h"
-#include "metadata/local_store.h"
+#include "bookkeeper/tests/local_cluster_test.h"
 
 namespace magnetar::bookkeeper {
 namespace {
 
-class BookieRecoveryTest : public ::testing::Test {
+class BookieRecoveryTest : public LocalClusterTest {
  protected:
   void SetUp() override {
-    backend_ = metadata::LocalBackend::create();
-    admin_ = backend_->openSession();
-    put("/ledgers/LAYOUT", "2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1\n");
+    LocalClusterTest::SetUp();
     // Znodes a real cluster has next to the ledgers: the walk must skip them.
     put("/ledgers/INSTANCEID", "x");
     put("/ledgers/cookies/127.0.0.1:1", "x");
   }
-  void TearDown() override {
-    if (bk_) bk_->close();
-  }
-  void put(const std::string& path, const std::string& value) {
-    std::promise<void> p;
-    admin_->put(path, value, {}, &inline_, [&](Result<metadata::Stat> r) {
-      EXPECT_TRUE(r.isOk()) << r.status().toString();
-      p.set_value();
-    });
-    p.get_future().wait();
-  }
-  void remove(const std::string& path) {
-    std::promise<void> p;
-    admin_->remove(path, std::nullopt, &inline_, [&](const Status& s) {
-      EXPECT_TRUE(s.isOk()) << s.toString();
-      p.set_value();
-    });
-    p.get_future().wait();
-  }
   FakeBookie& addBookie() {
     bookies_.push_back(std::make_unique<FakeBookie>(Mode::kGood));
-    put("/ledgers/available/" + bookies_.back()->id(), "");
+    registerBookie(*bookies_.back());
     return *bookies_.back();
   }
   // The bookie dies: it leaves /ledgers/available and stops listening.
@@ -63,23 +40,9 @@ class BookieRecoveryTest : public ::testing::Test {
     }
     return nullptr;
   }
-  void open() {
-    ClientConfig c;
-    c.metadataServiceUri = "zk://127.0.0.1:1/ledgers";
-    c.bookie.addTimeout = std::chrono::milliseconds(2000);
-    c.bookie.readTimeout = std::chrono::milliseconds(2000);
-    auto r = BookKeeperClient::openWithStore(c, backend_->openSession());
-    ASSERT_TRUE(r.isOk()) << r.status().toString();
-    bk_ = std::move(*r);
-  }
+  void open() { LocalClusterTest::open(std::chrono::milliseconds(2000)); }
   std::shared_ptr<LedgerHandle> writeLedger(int n, bool closeIt) {
-    std::promise<std::pair<BkResult, std::shared_ptr<LedgerHandle>>> p;
-    bk_->createLedger(3, 2, 2, {}, [&](BkResult rc, std::shared_ptr<LedgerHandle> h) {
-      p.set_value({rc, std::move(h)});
-    });
-    auto created = p.get_future().get();
-    EXPECT_EQ(created.first, BkResult::kOk);
-    auto h = created.second;
+    auto h = create(3, 2, 2);
     auto done = std::make_shared<std::promise<BkResult>>();
     h->loop().execute([h, n, done] {
       for (int i = 0; i < n; ++i) {
@@ -91,29 +54,14 @@ class BookieRecoveryTest : public ::testing::Test {
     });
     EXPECT_EQ(done->get_future().get(), BkResult::kOk);
     if (closeIt) {
-      std::promise<BkResult> c;
-      h->loop().execute([&, h] { h->close([&](BkResult rc) { c.set_value(rc); }); });
-      EXPECT_EQ(c.get_future().get(), BkResult::kOk);
+      EXPECT_EQ(close(h), BkResult::kOk);
     }
     return h;
-  }
-  LedgerMetadata metadataOf(int64_t id) {
-    std::promise<LedgerMetadata> p;
-    bk_->readLedgerMetadata(id, [&](BkResult rc, VersionedMetadata vm) {
-      EXPECT_EQ(rc, BkResult::kOk);
-      p.set_value(vm.metadata);
-    });
-    return p.get_future().get();
   }
   // Every entry of the ledger through a new reader handle (the fake bookies serve one
   // connection at a time, so through the same client).
   std::pair<BkResult, std::vector<LedgerEntry>> readAll(int64_t id) {
-    std::promise<std::shared_ptr<LedgerHandle>> opened;
-    bk_->openLedger(id, [&](BkResult rc, std::shared_ptr<LedgerHandle> h) {
-      EXPECT_EQ(rc, BkResult::kOk) << bkResultName(rc);
-      opened.set_value(std::move(h));
-    });
-    auto h = opened.get_future().get();
+    auto h = openLedger(id, /*recovery=*/false);
     std::promise<std::pair<BkResult, std::vector<LedgerEntry>>> p;
     h->loop().execute([&, h] {
       h->readEntries(0, h->lastAddConfirmed(), [&](BkResult rc, std::vector<LedgerEntry> e) {
@@ -123,14 +71,7 @@ class BookieRecoveryTest : public ::testing::Test {
     return p.get_future().get();
   }
 
-  struct Inline : net::Executor {
-    void execute(net::Task t) override { t(); }
-    bool inExecutorThread() const override { return true; }
-  } inline_;
-  std::shared_ptr<metadata::LocalBackend> backend_;
-  std::unique_ptr<metadata::LocalStore> admin_;
   std::vector<std::unique_ptr<FakeBookie>> bookies_;
-  std::unique_ptr<BookKeeperClient> bk_;
   std::vector<std::string> out_;
   BookieRecovery::Output printer() {
     return [this](const std::string& l) { out_.push_back(l); };

@@ -6,32 +6,13 @@
 #include <algorithm>
 #include <future>
 
-#include "bookkeeper/client.h"
-#include "bookkeeper/tests/fake_bookie.h"
-#include "metadata/local_store.h"
+#include "bookkeeper/tests/local_cluster_test.h"
 
 namespace magnetar::bookkeeper {
 namespace {
 
-class LedgerHandleTest : public ::testing::Test {
+class LedgerHandleTest : public LocalClusterTest {
  protected:
-  void SetUp() override {
-    backend_ = metadata::LocalBackend::create();
-    admin_ = backend_->openSession();
-    put("/ledgers/LAYOUT", "2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1\n");
-  }
-  void TearDown() override {
-    if (bk_) bk_->close();
-  }
-  void put(const std::string& path, const std::string& value) {
-    std::promise<void> p;
-    admin_->put(path, value, {}, &inline_, [&](Result<metadata::Stat> r) {
-      EXPECT_TRUE(r.isOk()) << r.status().toString();
-      p.set_value();
-    });
-    p.get_future().wait();
-  }
-  void registerBookie(const FakeBookie& b) { put("/ledgers/available/" + b.id(), ""); }
   // As BookKeeper's ZKRegistrationManager on a bookie's state change: read-only registers
   // /ledgers/available/readonly/<id> and removes /ledgers/available/<id>; writable the reverse.
   void setReadOnly(FakeBookie& b, bool readOnly) {
@@ -39,12 +20,7 @@ class LedgerHandleTest : public ::testing::Test {
     std::string writable = "/ledgers/available/" + b.id();
     std::string ro = "/ledgers/available/readonly/" + b.id();
     put(readOnly ? ro : writable, "");
-    std::promise<void> p;
-    admin_->remove(readOnly ? writable : ro, std::nullopt, &inline_, [&](const Status& s) {
-      EXPECT_TRUE(s.isOk()) << s.toString();
-      p.set_value();
-    });
-    p.get_future().wait();
+    remove(readOnly ? writable : ro);
   }
   // createLedger's result and, when kOk, the ledger's ensemble.
   std::pair<BkResult, std::vector<BookieId>> tryCreate(int e, int w, int a) {
@@ -55,25 +31,6 @@ class LedgerHandleTest : public ::testing::Test {
       p.set_value({rc, std::move(ensemble)});
     });
     return p.get_future().get();
-  }
-  void open(std::chrono::milliseconds readTimeout = std::chrono::milliseconds(30000),
-            std::chrono::milliseconds addTimeout = std::chrono::milliseconds(2000)) {
-    ClientConfig c;
-    c.metadataServiceUri = "zk://127.0.0.1:1/ledgers";
-    c.bookie.addTimeout = addTimeout;
-    c.bookie.readTimeout = readTimeout;
-    auto r = BookKeeperClient::openWithStore(c, backend_->openSession());
-    ASSERT_TRUE(r.isOk()) << r.status().toString();
-    bk_ = std::move(*r);
-  }
-  std::shared_ptr<LedgerHandle> create(int e, int w, int a) {
-    std::promise<std::pair<BkResult, std::shared_ptr<LedgerHandle>>> p;
-    bk_->createLedger(e, w, a, {}, [&](BkResult rc, std::shared_ptr<LedgerHandle> h) {
-      p.set_value({rc, std::move(h)});
-    });
-    auto [rc, h] = p.get_future().get();
-    EXPECT_EQ(rc, BkResult::kOk);
-    return h;
   }
   // Adds n entries "e<i>" at once; the results in completion order. Each callback must run
   // exactly once.
@@ -91,32 +48,16 @@ class LedgerHandleTest : public ::testing::Test {
     });
     return p->get_future().get();
   }
-  BkResult close(const std::shared_ptr<LedgerHandle>& h) {
-    std::promise<BkResult> p;
-    h->loop().execute([&, h] { h->close([&](BkResult rc) { p.set_value(rc); }); });
-    return p.get_future().get();
-  }
-  LedgerMetadata metadataOf(int64_t id) {
-    std::promise<LedgerMetadata> p;
-    bk_->readLedgerMetadata(id, [&](BkResult rc, VersionedMetadata vm) {
-      EXPECT_EQ(rc, BkResult::kOk);
-      p.set_value(vm.metadata);
-    });
-    return p.get_future().get();
+  // Every add completed with `rc`, numbered in entry order from firstId.
+  static void expectAddsInOrder(const std::vector<std::pair<BkResult, int64_t>>& got, BkResult rc,
+                                int64_t firstId = 0) {
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].first, rc) << i;
+      EXPECT_EQ(got[i].second, firstId + static_cast<int64_t>(i)) << i;
+    }
   }
   std::vector<LedgerEntry> readAll(int64_t id, bool recovery) {
     return readAll(openLedger(id, recovery));
-  }
-  std::shared_ptr<LedgerHandle> openLedger(int64_t id, bool recovery) {
-    std::promise<std::shared_ptr<LedgerHandle>> opened;
-    bk_->openLedger(
-        id,
-        [&](BkResult rc, std::shared_ptr<LedgerHandle> h) {
-          EXPECT_EQ(rc, BkResult::kOk) << bkResultName(rc);
-          opened.set_value(std::move(h));
-        },
-        recovery);
-    return opened.get_future().get();
   }
   std::vector<LedgerEntry> readAll(const std::shared_ptr<LedgerHandle>& h) {
     if (!h || h->lastAddConfirmed() < 0) return {};
@@ -129,14 +70,6 @@ class LedgerHandleTest : public ::testing::Test {
     });
     return p.get_future().get();
   }
-
-  struct Inline : net::Executor {
-    void execute(net::Task t) override { t(); }
-    bool inExecutorThread() const override { return true; }
-  } inline_;
-  std::shared_ptr<metadata::LocalBackend> backend_;
-  std::unique_ptr<metadata::LocalStore> admin_;
-  std::unique_ptr<BookKeeperClient> bk_;
 };
 
 TEST_F(LedgerHandleTest, CompletionsInEntryOrderWhileAnEarlierEntryIsSlow) {
@@ -148,10 +81,7 @@ TEST_F(LedgerHandleTest, CompletionsInEntryOrderWhileAnEarlierEntryIsSlow) {
   auto h = create(3, 2, 1);
   auto got = addAll(h, 20);
   ASSERT_EQ(got.size(), 20u);
-  for (int i = 0; i < 20; ++i) {
-    EXPECT_EQ(got[static_cast<size_t>(i)].first, BkResult::kOk);
-    EXPECT_EQ(got[static_cast<size_t>(i)].second, i);
-  }
+  expectAddsInOrder(got, BkResult::kOk);
   ASSERT_EQ(close(h), BkResult::kOk);
   LedgerMetadata md = metadataOf(h->id());
   EXPECT_EQ(md.state, LedgerState::kClosed);
@@ -172,10 +102,8 @@ TEST_F(LedgerHandleTest, FailedBookieIsReplacedAndAddsContinue) {
   FakeBookie spare(Mode::kGood);
   registerBookie(spare);
   auto got = addAll(h, 10);
-  for (int i = 0; i < 10; ++i) {
-    EXPECT_EQ(got[static_cast<size_t>(i)].first, BkResult::kOk) << i;
-    EXPECT_EQ(got[static_cast<size_t>(i)].second, i);
-  }
+  ASSERT_EQ(got.size(), 10u);
+  expectAddsInOrder(got, BkResult::kOk);
   ASSERT_EQ(close(h), BkResult::kOk);
   LedgerMetadata md = metadataOf(h->id());
   // The bookie failed at entry 0: its segment is replaced (a new one would start at LAC + 1 = 0).
@@ -226,10 +154,8 @@ TEST_F(LedgerHandleTest, AReadOnlyBookieIsReplacedAndTakenAgainOnceWritable) {
   registerBookie(c);
   setReadOnly(a, true);
   auto got = addAll(h, 10);
-  for (int i = 0; i < 10; ++i) {
-    EXPECT_EQ(got[static_cast<size_t>(i)].first, BkResult::kOk) << i;
-    EXPECT_EQ(got[static_cast<size_t>(i)].second, i + 3);
-  }
+  ASSERT_EQ(got.size(), 10u);
+  expectAddsInOrder(got, BkResult::kOk, 3);
   ASSERT_EQ(close(h), BkResult::kOk);
   LedgerMetadata md = metadataOf(h->id());
   ASSERT_EQ(md.ensembles.size(), 2u);
@@ -293,10 +219,7 @@ TEST_F(LedgerHandleTest, FencedBookiesFailEveryAddWithLedgerFenced) {
   auto h = create(3, 2, 2);
   auto got = addAll(h, 5);
   ASSERT_EQ(got.size(), 5u);
-  for (int i = 0; i < 5; ++i) {
-    EXPECT_EQ(got[static_cast<size_t>(i)].first, BkResult::kLedgerFenced);
-    EXPECT_EQ(got[static_cast<size_t>(i)].second, i);  // still in entry order
-  }
+  expectAddsInOrder(got, BkResult::kLedgerFenced);  // still in entry order
   // Later adds fail the same way.
   auto again = addAll(h, 1);
   EXPECT_EQ(again[0].first, BkResult::kLedgerFenced);
@@ -345,10 +268,7 @@ TEST_F(LedgerHandleTest, TooManyRequestsDoesNotChangeTheEnsemble) {
   auto h = create(3, 2, 2);
   auto got = addAll(h, 200);
   ASSERT_EQ(got.size(), 200u);
-  for (int i = 0; i < 200; ++i) {
-    EXPECT_EQ(got[static_cast<size_t>(i)].first, BkResult::kOk) << i;
-    EXPECT_EQ(got[static_cast<size_t>(i)].second, i);
-  }
+  expectAddsInOrder(got, BkResult::kOk);
   EXPECT_GT(b0.rejected() + b1.rejected() + b2.rejected(), 0);
   ASSERT_EQ(close(h), BkResult::kOk);
   LedgerMetadata md = metadataOf(h->id());
