@@ -91,6 +91,15 @@ class BookieChannel : public std::enable_shared_from_this<BookieChannel> {
   void onTooManyRequests(OpenRequest req);
   void armTimer();
   void onTimer();
+  // A timer and whether it is armed (from arm() until it fires or is cancelled).
+  struct ChannelTimer {
+    explicit ChannelTimer(asio::io_context& io) : timer(io) {}
+    asio::steady_timer timer;
+    bool armed = false;
+  };
+  // Arms `t` for `at`; when it fires while this channel lives, disarms it and, unless it was
+  // cancelled, calls `then`.
+  void arm(ChannelTimer& t, Clock::time_point at, void (BookieChannel::*then)());
 
   BookieClient& client_;
   BookieId bookie_;
@@ -112,10 +121,8 @@ class BookieChannel : public std::enable_shared_from_this<BookieChannel> {
   uint64_t decreaseFromSendSeq_ = 0;
   std::chrono::milliseconds backoff_;
   Clock::time_point pausedUntil_{};
-  asio::steady_timer timer_;
-  bool timerArmed_ = false;
-  asio::steady_timer resumeTimer_;
-  bool resumeArmed_ = false;
+  ChannelTimer timer_;        // request timeouts, every 100 ms while requests are open
+  ChannelTimer resumeTimer_;  // the end of a pause after ETOOMANYREQUESTS
 };
 
 class BookieConnection final : public net::Connection {
@@ -253,16 +260,22 @@ void BookieChannel::drainWaiting() {
     q.pop_front();
     send(std::move(r));
   }
-  if (failed_ || nextToSend() == nullptr || pausedUntil_ <= Clock::now() || resumeArmed_) return;
+  if (failed_ || nextToSend() == nullptr || pausedUntil_ <= Clock::now() || resumeTimer_.armed) {
+    return;
+  }
   // Paused after a refusal: resume at the end of the pause.
-  resumeArmed_ = true;
-  resumeTimer_.expires_at(pausedUntil_);
+  arm(resumeTimer_, pausedUntil_, &BookieChannel::drainWaiting);
+}
+
+void BookieChannel::arm(ChannelTimer& t, Clock::time_point at, void (BookieChannel::*then)()) {
+  t.armed = true;
+  t.timer.expires_at(at);
   std::weak_ptr<BookieChannel> weak = shared_from_this();
-  resumeTimer_.async_wait([weak](const boost::system::error_code& e) {
+  t.timer.async_wait([weak, &t, then](const boost::system::error_code& e) {
     auto self = weak.lock();
-    if (!self) return;
-    self->resumeArmed_ = false;
-    if (!e) self->drainWaiting();
+    if (!self) return;  // `t` went with the channel
+    t.armed = false;
+    if (!e) (self.get()->*then)();
   });
 }
 
@@ -348,8 +361,8 @@ void BookieChannel::fail(BkResult rc) {
   auto self = shared_from_this();
   if (rc != BkResult::kClientClosed) client_.recordFailure(bookie_);
   client_.channelClosed(this);  // new requests get a new channel
-  timer_.cancel();
-  resumeTimer_.cancel();
+  timer_.timer.cancel();
+  resumeTimer_.timer.cancel();
   std::vector<OpenRequest> victims;
   for (auto& [k, q] : open_) {
     for (auto& r : q) victims.push_back(std::move(r));
@@ -368,16 +381,8 @@ void BookieChannel::fail(BkResult rc) {
 }
 
 void BookieChannel::armTimer() {
-  if (timerArmed_ || failed_) return;
-  timerArmed_ = true;
-  timer_.expires_after(std::chrono::milliseconds(100));
-  std::weak_ptr<BookieChannel> weak = shared_from_this();
-  timer_.async_wait([weak](const boost::system::error_code& e) {
-    auto self = weak.lock();
-    if (!self) return;
-    self->timerArmed_ = false;
-    if (!e) self->onTimer();
-  });
+  if (timer_.armed || failed_) return;
+  arm(timer_, Clock::now() + std::chrono::milliseconds(100), &BookieChannel::onTimer);
 }
 
 void BookieChannel::onTimer() {
