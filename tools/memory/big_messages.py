@@ -30,6 +30,7 @@ import pulsar
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
 from harness.broker import MagnetarProcess  # noqa: E402
+from harness.util import proc_status_kb  # noqa: E402
 
 # The clients log their reconnects after the broker is stopped: not worth showing.
 QUIET = pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull)
@@ -37,14 +38,6 @@ QUIET = pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull)
 # docs/memory-limits.md, "The bound": what the broker holds besides the two limits (code, threads'
 # stacks, RocksDB, one frame per I/O thread over its share, dispatch and outbound in flight).
 BASE_MB = 128
-
-
-def status_kb(pid: int, field: str) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field}")
 
 
 def metric_sum(admin_url: str, name: str) -> float:
@@ -68,7 +61,7 @@ def run(buffer_mb: int, cache_mb: int, producers: int, seconds: float, message_b
         pid = broker.pid
         assert pid
         time.sleep(1.0)
-        idle_mb = status_kb(pid, "VmRSS") / 1024
+        idle_mb = proc_status_kb(pid, "VmRSS") / 1024
         topic = f"persistent://public/default/big-{int(time.time() * 1000)}"
         cclient = pulsar.Client(endpoint.service_url, operation_timeout_seconds=120,
                                     logger=QUIET)
@@ -114,9 +107,9 @@ def run(buffer_mb: int, cache_mb: int, producers: int, seconds: float, message_b
         end = time.time() + seconds
         while time.time() < end:
             time.sleep(1.0)
-            samples.append(status_kb(pid, "VmRSS") / 1024)
+            samples.append(proc_status_kb(pid, "VmRSS") / 1024)
         stop.set()
-        peak_mb = status_kb(pid, "VmHWM") / 1024
+        peak_mb = proc_status_kb(pid, "VmHWM") / 1024
         pauses = metric_sum(endpoint.admin_url, "magnetar_io_thread_read_paused_total")
         threads[0].join(timeout=5)
     finally:

@@ -37,17 +37,10 @@ import pulsar
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
 from harness.broker import MagnetarProcess  # noqa: E402
+from harness.util import proc_status_kb  # noqa: E402
 
 # The clients log their reconnects after the broker is stopped: not worth showing.
 QUIET = pulsar.FileLogger(pulsar.LoggerLevel.Error, os.devnull)
-
-
-def rss_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def main() -> int:
@@ -111,7 +104,7 @@ def main() -> int:
                 client.close()
 
         start = time.time()
-        base = rss_kb(pid) / 1024
+        base = proc_status_kb(pid, "VmRSS") / 1024
         print(f"binary: {broker.binary}")
         print(f"start: RSS {base:.1f} MB; {args.clients} clients, {args.topics} topics, "
               f"names {args.names}")
@@ -124,14 +117,14 @@ def main() -> int:
             with lock:
                 d = done[0]
             if d >= next_report:
-                mb = rss_kb(pid) / 1024
+                mb = proc_status_kb(pid, "VmRSS") / 1024
                 reports.append((d, mb, time.time() - start))
                 print(f"{d} cycles: RSS {mb:.1f} MB ({time.time() - start:.0f} s)", flush=True)
                 next_report += args.report_every
         for t in threads:
             t.join()
         time.sleep(6)  # the broker trims the heap every 5 s after churn
-        after = rss_kb(pid) / 1024
+        after = proc_status_kb(pid, "VmRSS") / 1024
         print(f"end: {done[0]} cycles, RSS {after:.1f} MB 6 s after the last cycle")
     finally:
         stop.set()

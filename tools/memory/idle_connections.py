@@ -19,6 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests"))
 from harness.broker import MagnetarProcess  # noqa: E402
+from harness.util import proc_status_kb  # noqa: E402
 
 
 def connect_frame() -> bytes:
@@ -29,17 +30,9 @@ def connect_frame() -> bytes:
     return (len(cmd) + 4).to_bytes(4, "big") + len(cmd).to_bytes(4, "big") + cmd
 
 
-def rss_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
-
-
 def settle(pid: int, seconds: float) -> int:
     time.sleep(seconds)
-    return rss_kb(pid)
+    return proc_status_kb(pid, "VmRSS")
 
 
 def main() -> int:
