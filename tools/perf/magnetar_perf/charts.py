@@ -86,6 +86,18 @@ def finish_latency_chart(fig: Any, ax: Any, drew: bool, title: str, out_dir: str
     made.append((_save(fig, out_dir, name), caption))
 
 
+def finish_time_chart(fig: Any, ax: Any, ylabel: str, title: str, out_dir: str, name: str,
+                      caption: str, made: list[tuple[str, str]]) -> None:
+    """x axis of seconds in the measured phase, grid and legend; saves the chart as `name` and
+    adds (name, caption) to `made`."""
+    ax.set_xlabel("seconds since the measured phase started")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=.3)
+    ax.legend(fontsize="small")
+    made.append((_save(fig, out_dir, name), caption))
+
+
 def latency_curve(ax: Any, rows: list[tuple[float, float, int]], label: str,
                   **kw: Any) -> bool:
     pts = [(1.0 / (1.0 - p), v) for v, p, _ in rows if p < 1.0]
@@ -111,12 +123,8 @@ def run_charts(out_dir: str, worker: Json | None, smp_rows: list[Json], topic_ro
             d = _rates(series, lambda r, a=a: r.get("applications", {}).get(a, {}).get(
                 "delivered"))
             ax.plot([t for t, _ in d], [v for _, v in d], label="delivered %s" % a)
-        ax.set_xlabel("seconds since the measured phase started")
-        ax.set_ylabel("messages/s")
-        ax.set_title("Throughput")
-        ax.grid(alpha=.3)
-        ax.legend(fontsize="small")
-        made.append((_save(fig, out_dir, "throughput.png"), "throughput over time"))
+        finish_time_chart(fig, ax, "messages/s", "Throughput", out_dir,
+                          "throughput.png", "throughput over time", made)
 
         fig, ax = plt.subplots(figsize=(9, 4))
         for a in apps:
@@ -132,12 +140,9 @@ def run_charts(out_dir: str, worker: Json | None, smp_rows: list[Json], topic_ro
         for sub, pts in sorted(by_sub.items()):
             ts = sorted(pts)
             ax.plot(ts, [pts[t] for t in ts], ls="--", label="%s (broker stats)" % sub)
-        ax.set_xlabel("seconds since the measured phase started")
-        ax.set_ylabel("messages")
-        ax.set_title("Backlog per application" + ("" if subs else " (broker topic stats n/a)"))
-        ax.grid(alpha=.3)
-        ax.legend(fontsize="small")
-        made.append((_save(fig, out_dir, "backlog.png"), "backlog over time"))
+        title = "Backlog per application" + ("" if subs else " (broker topic stats n/a)")
+        finish_time_chart(fig, ax, "messages", title, out_dir, "backlog.png", "backlog over time",
+                          made)
 
         fig, ax = plt.subplots(figsize=(9, 4))
         ax.plot([r["t"] for r in series], [r.get("publish_p99_ms") for r in series],
@@ -147,12 +152,8 @@ def run_charts(out_dir: str, worker: Json | None, smp_rows: list[Json], topic_ro
                     [r["applications"].get(a, {}).get("e2e_p99_ms") for r in series],
                     label="end-to-end p99 %s" % a)
         ax.set_yscale("log")
-        ax.set_xlabel("seconds since the measured phase started")
-        ax.set_ylabel("ms (per-second interval)")
-        ax.set_title("Latency over time")
-        ax.grid(alpha=.3)
-        ax.legend(fontsize="small")
-        made.append((_save(fig, out_dir, "latency-over-time.png"), "p99 latency per second"))
+        finish_time_chart(fig, ax, "ms (per-second interval)", "Latency over time", out_dir,
+                          "latency-over-time.png", "p99 latency per second", made)
 
     fig, ax = plt.subplots(figsize=(9, 4.5))
     drew = latency_curve(ax, parse_hgrm(os.path.join(out_dir, "publish.hgrm")), "publish", lw=2)
@@ -252,12 +253,8 @@ def ab_charts(out_dir: str, variants: list[tuple[str, list[Json], list[str]]]
             pub = _rates(series, lambda r: r.get("published"))
             ax.plot([t for t, _ in pub], [v for _, v in pub], color="C%d" % i,
                     label=vlabel if j == 0 else None, alpha=.8)
-    ax.set_xlabel("seconds since the measured phase started")
-    ax.set_ylabel("published messages/s")
-    ax.set_title("Throughput over time, A/B")
-    ax.grid(alpha=.3)
-    ax.legend(fontsize="small")
-    made.append((_save(fig, out_dir, "ab-throughput.png"), "throughput over time, A/B"))
+    finish_time_chart(fig, ax, "published messages/s", "Throughput over time, A/B", out_dir,
+                      "ab-throughput.png", "throughput over time, A/B", made)
     return made
 
 

@@ -40,6 +40,16 @@ def flatten_topic_stats(topic: str, doc: dict[str, Any]) -> list[dict[str, Any]]
     return rows
 
 
+def _add_cpu_and_threads(snap: dict[str, Any], pid: int, prefix: str) -> None:
+    """snap[prefix + "cpu_s"] and snap[prefix + "threads"] of a process (neither once it is
+    gone)."""
+    try:
+        snap[prefix + "cpu_s"] = procstat.process_cpu_seconds(pid)
+        snap[prefix + "threads"] = procstat.thread_cpu_ticks(pid)
+    except OSError:
+        pass
+
+
 class Sampler:
     """Thread: start()/stop()/snapshot() from the launcher; the loop runs on its own thread."""
 
@@ -80,36 +90,26 @@ class Sampler:
         """Exact broker CPU, per-thread ticks and worker CPU now, stored under label."""
         snap = {"t": time.monotonic() if t is None else t,
                 "machine_busy_s": procstat.machine_busy_seconds()}
-        pid = self.broker.pid
-        if pid:
-            try:
-                snap["cpu_s"] = procstat.process_cpu_seconds(pid)
-                snap["threads"] = procstat.thread_cpu_ticks(pid)
-            except OSError:
-                pass
+        if self.broker.pid:
+            _add_cpu_and_threads(snap, self.broker.pid, "")
         if self.worker_pid:
-            try:
-                snap["worker_cpu_s"] = procstat.process_cpu_seconds(self.worker_pid)
-                snap["worker_threads"] = procstat.thread_cpu_ticks(self.worker_pid)
-            except OSError:
-                pass
-        aux = self._aux_cpu()
-        if aux:
-            snap["aux_cpu_s"] = aux
+            _add_cpu_and_threads(snap, self.worker_pid, "worker_")
+        self._add_aux_cpu(snap)
         with self._lock:
             self.snapshots[label] = snap
         return snap
 
-    def _aux_cpu(self) -> dict[str, float]:
-        """CPU seconds of each group of helper processes (a group whose process is gone is
-        left out, so its CPU of the phase is not counted wrong)."""
+    def _add_aux_cpu(self, row: dict[str, Any]) -> None:
+        """row["aux_cpu_s"]: CPU seconds of each group of helper processes (a group whose process
+        is gone is left out, so its CPU of the phase is not counted wrong; no key when none)."""
         out = {}
         for group, pids in self.aux_pids.items():
             try:
                 out[group] = sum(procstat.process_cpu_seconds(p) for p in pids)
             except OSError:
                 continue
-        return out
+        if out:
+            row["aux_cpu_s"] = out
 
     def _sample_process(self, now: float) -> None:
         pid = self.broker.pid
@@ -132,9 +132,7 @@ class Sampler:
                 row["worker_cpu_s"] = procstat.process_cpu_seconds(self.worker_pid)
             except OSError:
                 pass
-        aux = self._aux_cpu()
-        if aux:
-            row["aux_cpu_s"] = aux
+        self._add_aux_cpu(row)
         with self._lock:
             self.samples.append(row)
 

@@ -78,22 +78,17 @@ def test_env_reference_without_default_must_be_set(tmp_path):
     assert scen.resolve(f, env={"GW": "7"}).data["workload"]["gateways"] == 7
 
 
-def test_unknown_keys_and_bad_types_are_errors(tmp_path):
-    f = write(tmp_path, "s.yaml", "workload: {gateway: 10}\n")
-    with pytest.raises(scen.ScenarioError, match="unknown key workload.gateway"):
-        scen.resolve(f, env={})
-    f = write(tmp_path, "t.yaml", "workload: {gateways: ten}\n")
-    with pytest.raises(scen.ScenarioError, match="number"):
-        scen.resolve(f, env={})
-    f = write(tmp_path, "u.yaml", "workload: {applications: 1, joinSeconds: [0, 1]}\n")
-    with pytest.raises(scen.ScenarioError, match="joinSeconds"):
-        scen.resolve(f, env={})
-    f = write(tmp_path, "v.yaml", "broker: {kind: kafka}\n")
-    with pytest.raises(scen.ScenarioError, match="kind"):
-        scen.resolve(f, env={})
-    f = write(tmp_path, "w.yaml", "workload: {gateways: 5}\n")
-    with pytest.raises(scen.ScenarioError, match="path=value"):
-        scen.resolve(f, ["workload.gateways"], env={})
+@pytest.mark.parametrize("text,overrides,match", [
+    ("workload: {gateway: 10}", [], "unknown key workload.gateway"),
+    ("workload: {gateways: ten}", [], "number"),
+    ("workload: {applications: 1, joinSeconds: [0, 1]}", [], "joinSeconds"),
+    ("broker: {kind: kafka}", [], "kind"),
+    ("workload: {gateways: 5}", ["workload.gateways"], "path=value"),
+])
+def test_unknown_keys_and_bad_types_are_errors(tmp_path, text, overrides, match):
+    f = write(tmp_path, "s.yaml", text + "\n")
+    with pytest.raises(scen.ScenarioError, match=match):
+        scen.resolve(f, overrides, env={})
 
 
 def test_whole_floats_become_ints(tmp_path):
