@@ -1,5 +1,5 @@
-"""Fixtures of the differential suite: the broker under test, a client, unique topic names
-(tests/harness/fixtures.py).
+"""Fixtures of the differential suite: the broker under test, a client, unique topic names, the
+admin API's admin_http, tenant and namespace (tests/harness/fixtures.py).
 
 Choose the broker with one of:
   --broker=magnetar   start $MAGNETAR_BIN (default build/src/app/magnetar) on free ports (default)
@@ -18,10 +18,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from harness.broker import BrokerEndpoint  # noqa: E402
 from harness.fixtures import (  # noqa: E402, F401 (fixtures)
     add_broker_options,
+    admin_http,
     admin_url,
     client,
+    namespace,
     session_broker,
     start_broker,
+    tenant,
     topic,
 )
 

@@ -16,8 +16,6 @@ from hostile_wire import (  # noqa: E402
     ACK,
     ACK_RESPONSE,
     MESSAGE,
-    PING,
-    PONG,
     SUCCESS,
     WireClient,
     base_command,
@@ -46,14 +44,9 @@ def _ack(consumer_id, ack_type, ids, request_id):
 
 def _next(c, skip_messages=True):
     while True:
-        got = c.recv_command()
-        assert got is not None, "connection closed"
-        if got[0] == PING:
-            c.send(frame(base_command(PONG, b"")))
-            continue
-        if got[0] == MESSAGE and skip_messages:
-            continue
-        return got
+        got = c.next_command()
+        if got[0] != MESSAGE or not skip_messages:
+            return got
 
 
 def _receipt_comes_first(c, consumer_id, ack_frame, request_id):

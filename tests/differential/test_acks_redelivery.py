@@ -33,15 +33,30 @@ def produce(client, topic, n, prefix=""):
     return p
 
 
+def consumer_with(client, topic, sub_type, n, **options):
+    """Subscribes `sub` (consumer options), produces n messages "0", "1", ...; returns the
+    consumer and the n messages it received."""
+    consumer = client.subscribe(topic, "sub", consumer_type=sub_type, **options)
+    produce(client, topic, n)
+    return consumer, receive_n(consumer, n)
+
+
+def reopened_after_acks(client, topic, sub_type, n, individually=None, cumulative=None):
+    """consumer_with(n) that acks got[individually] one by one or cumulatively up to
+    got[cumulative], then closes; returns a new consumer of the subscription."""
+    consumer, got = consumer_with(client, topic, sub_type, n)
+    for m in got[individually] if individually else []:
+        consumer.acknowledge(m)
+    if cumulative is not None:
+        consumer.acknowledge_cumulative(got[cumulative])
+    consumer.close()
+    return client.subscribe(topic, "sub", consumer_type=sub_type)
+
+
 @pytest.mark.parametrize("sub_type", ALL, ids=type_id)
 def test_individual_acks_survive_reconnect(client, topic, sub_type):
-    consumer = client.subscribe(topic, "sub", consumer_type=sub_type)
-    produce(client, topic, 10)
-    got = receive_n(consumer, 10)
-    for m in got[::2]:  # ack 0, 2, 4, 6, 8
-        consumer.acknowledge(m)
-    consumer.close()
-    again = client.subscribe(topic, "sub", consumer_type=sub_type)
+    again = reopened_after_acks(client, topic, sub_type, 10,
+                                individually=slice(None, None, 2))  # ack 0, 2, 4, 6, 8
     back = receive_n(again, 5)
     assert texts(back) == ["1", "3", "5", "7", "9"]
     assert [m.redelivery_count() for m in back] == [0] * 5
@@ -50,12 +65,7 @@ def test_individual_acks_survive_reconnect(client, topic, sub_type):
 
 @pytest.mark.parametrize("sub_type", SINGLE, ids=type_id)
 def test_cumulative_ack(client, topic, sub_type):
-    consumer = client.subscribe(topic, "sub", consumer_type=sub_type)
-    produce(client, topic, 10)
-    got = receive_n(consumer, 10)
-    consumer.acknowledge_cumulative(got[5])
-    consumer.close()
-    again = client.subscribe(topic, "sub", consumer_type=sub_type)
+    again = reopened_after_acks(client, topic, sub_type, 10, cumulative=5)
     assert texts(receive_n(again, 4)) == ["6", "7", "8", "9"]
     assert_nothing(again)
 
@@ -76,13 +86,7 @@ def test_cumulative_ack_of_batched_messages(client, topic):
 
 @pytest.mark.parametrize("sub_type", ALL, ids=type_id)
 def test_unacked_messages_come_back_after_close(client, topic, sub_type):
-    consumer = client.subscribe(topic, "sub", consumer_type=sub_type)
-    produce(client, topic, 20)
-    got = receive_n(consumer, 20)
-    for m in got[:5]:
-        consumer.acknowledge(m)
-    consumer.close()
-    again = client.subscribe(topic, "sub", consumer_type=sub_type)
+    again = reopened_after_acks(client, topic, sub_type, 20, individually=slice(0, 5))
     back = receive_n(again, 15)
     assert texts(back) == [str(i) for i in range(5, 20)]
     assert [m.redelivery_count() for m in back] == [0] * 15
@@ -112,10 +116,7 @@ def test_shared_unacked_messages_move_to_remaining_consumer(client, topic):
 
 @pytest.mark.parametrize("sub_type", MULTI, ids=type_id)
 def test_negative_ack_redelivers_only_that_message_with_count(client, topic, sub_type):
-    consumer = client.subscribe(topic, "sub", consumer_type=sub_type,
-                                negative_ack_redelivery_delay_ms=100)
-    produce(client, topic, 5)
-    got = receive_n(consumer, 5)
+    consumer, got = consumer_with(client, topic, sub_type, 5, negative_ack_redelivery_delay_ms=100)
     for m in got:
         if m.data() != b"2":
             consumer.acknowledge(m)
@@ -130,10 +131,8 @@ def test_negative_ack_redelivers_only_that_message_with_count(client, topic, sub
 
 @pytest.mark.parametrize("sub_type", SINGLE, ids=type_id)
 def test_negative_ack_on_single_consumer_rewinds_unacked_tail(client, topic, sub_type):
-    consumer = client.subscribe(topic, "sub", consumer_type=sub_type,
-                                negative_ack_redelivery_delay_ms=100)
-    produce(client, topic, 10)
-    got = receive_n(consumer, 10)
+    consumer, got = consumer_with(client, topic, sub_type, 10,
+                                  negative_ack_redelivery_delay_ms=100)
     for m in got[:5]:
         consumer.acknowledge(m)
     consumer.negative_acknowledge(got[6])
@@ -144,9 +143,7 @@ def test_negative_ack_on_single_consumer_rewinds_unacked_tail(client, topic, sub
 
 @pytest.mark.parametrize("sub_type", MULTI, ids=type_id)
 def test_redeliver_unacknowledged_increments_counts(client, topic, sub_type):
-    consumer = client.subscribe(topic, "sub", consumer_type=sub_type)
-    produce(client, topic, 6)
-    got = receive_n(consumer, 6)
+    consumer, got = consumer_with(client, topic, sub_type, 6)
     consumer.acknowledge(got[0])
     consumer.redeliver_unacknowledged_messages()
     back = receive_n(consumer, 5)
@@ -159,10 +156,8 @@ def test_redeliver_unacknowledged_increments_counts(client, topic, sub_type):
 
 def test_redelivery_count_resets_when_last_consumer_leaves(client, topic):
     """Pulsar keeps redelivery counts per subscription only while it has consumers."""
-    consumer = client.subscribe(topic, "sub", consumer_type=ConsumerType.Shared,
-                                negative_ack_redelivery_delay_ms=100)
-    produce(client, topic, 1)
-    m = receive_n(consumer, 1)[0]
+    consumer, (m,) = consumer_with(client, topic, ConsumerType.Shared, 1,
+                                   negative_ack_redelivery_delay_ms=100)
     consumer.negative_acknowledge(m)
     m = receive_n(consumer, 1)[0]
     assert m.redelivery_count() == 1

@@ -9,7 +9,6 @@ Marked `admin`: deselect with -m "not admin" for a broker without the admin API 
 import uuid
 
 import pytest
-import requests
 
 pytestmark = pytest.mark.admin
 
@@ -18,34 +17,12 @@ METADATA_JSON = "application/vnd.partitioned-topic-metadata+json"
 
 
 @pytest.fixture
-def http(admin_url):
-    s = requests.Session()
-
+def http(admin_http):
     def call(method, path, body=None, content_type=JSON):
         """body: raw text sent as is (None: no body and no Content-Type)."""
         headers = {"Content-Type": content_type} if body is not None else None
-        return s.request(method, admin_url + path, data=body, headers=headers, timeout=30)
-    yield call
-    s.close()
-
-
-@pytest.fixture
-def tenant(http):
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    r = http("PUT", f"/admin/v2/tenants/{name}", '{"allowedClusters":["standalone"]}')
-    assert r.status_code == 204, r.text
-    yield name
-    for ns in http("GET", f"/admin/v2/namespaces/{name}").json():
-        http("DELETE", f"/admin/v2/namespaces/{ns}?force=true")
-    http("DELETE", f"/admin/v2/tenants/{name}")
-
-
-@pytest.fixture
-def namespace(http, tenant):
-    ns = f"{tenant}/ns"
-    r = http("PUT", f"/admin/v2/namespaces/{ns}")
-    assert r.status_code == 204, r.text
-    return ns
+        return admin_http(method, path, data=body, headers=headers)
+    return call
 
 
 def status(r):

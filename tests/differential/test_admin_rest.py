@@ -7,7 +7,6 @@ import uuid
 
 import pulsar
 import pytest
-import requests
 from pulsar import ConsumerType
 
 from harness.util import wait_for
@@ -15,40 +14,9 @@ from helpers import receive_n
 
 pytestmark = pytest.mark.admin
 
-JSON = {"Content-Type": "application/json"}
-
-
 @pytest.fixture
-def http(admin_url):
-    s = requests.Session()
-
-    def call(method, path, json=None, data=None):
-        headers = JSON if (json is not None or data is not None) else None
-        return s.request(method, admin_url + path, json=json, data=data, headers=headers,
-                         timeout=30)
-    yield call
-    s.close()
-
-
-@pytest.fixture
-def tenant(http):
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    r = http("PUT", f"/admin/v2/tenants/{name}", json={"allowedClusters": ["standalone"],
-                                                         "adminRoles": ["role-a"]})
-    assert r.status_code == 204, r.text
-    yield name
-    # Best-effort cleanup: namespaces first, then the tenant.
-    for ns in http("GET", f"/admin/v2/namespaces/{name}").json():
-        http("DELETE", f"/admin/v2/namespaces/{ns}?force=true")
-    http("DELETE", f"/admin/v2/tenants/{name}")
-
-
-@pytest.fixture
-def namespace(http, tenant):
-    ns = f"{tenant}/ns"
-    r = http("PUT", f"/admin/v2/namespaces/{ns}")
-    assert r.status_code == 204, r.text
-    return ns
+def http(admin_http):
+    return admin_http
 
 
 def test_health_and_clusters(http):

@@ -7,7 +7,6 @@ whose file ends in a newline.
 
 import base64
 import os
-import shutil
 import socket
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from harness.auth import (
     role_token,
     write_htpasswd,
 )
-from harness.broker import broker_process
+from harness.fixtures import own_broker
 from harness.util import eventually
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
@@ -68,28 +67,18 @@ class Basic:
 
 @pytest.fixture(scope="module")
 def basic(request):
-    if request.config.getoption("--broker-url"):
-        pytest.skip("starts its own broker (basicAuthConf and a key file)")
     work = tempfile.mkdtemp(prefix="auth-basic-")
     key = new_secret_key() + b"\n"
     key_path = os.path.join(work, "secret.key")
     with open(key_path, "wb") as f:
         f.write(key)
     conf = write_htpasswd(os.path.join(work, "htpasswd"))
-    proc = broker_process(request.config.getoption("--broker"),
-                          basic_and_token_settings(f"file://{key_path}", key, f"file://{conf}"))
-    try:
-        b = Basic(proc.start(), key)
-
-        def ready():
-            r = requests.get(b.web + "/admin/v2/namespaces/public", timeout=30,
-                             headers={"Authorization": f"Bearer {b.admin}"})
-            assert r.status_code == 200 and NS in r.json(), r.text
-        eventually(ready, 120.0)
-        yield b
-    finally:
-        proc.close()
-        shutil.rmtree(work, ignore_errors=True)
+    yield from own_broker(
+        request.config, basic_and_token_settings(f"file://{key_path}", key, f"file://{conf}"),
+        lambda endpoint: Basic(endpoint, key),
+        lambda b: requests.get(b.web + "/admin/v2/namespaces/public", timeout=30,
+                               headers={"Authorization": f"Bearer {b.admin}"}),
+        "starts its own broker (basicAuthConf and a key file)", work)
 
 
 def fresh_topic(name):

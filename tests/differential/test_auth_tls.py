@@ -6,7 +6,6 @@ authorization on produce, consume and pattern subscriptions (GET_TOPICS), REST w
 certificate, Pulsar's AuthActions in grants, and the refused certificates."""
 
 import re
-import shutil
 import tempfile
 import urllib.parse
 import uuid
@@ -16,9 +15,10 @@ import pytest
 import requests
 
 from harness.auth import new_secret_key, token_auth_settings
-from harness.broker import broker_process, free_port
+from harness.broker import free_port
+from harness.fixtures import own_broker
 from harness.tls import connect_answer, generate_certs, tls_settings
-from harness.util import eventually, metric_sum
+from harness.util import eventually, metric_sum, round_trip
 
 TLS_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderTls"
 TOKEN_PROVIDER = "org.apache.pulsar.broker.authentication.AuthenticationProviderToken"
@@ -50,27 +50,16 @@ class Env:
 
 @pytest.fixture(scope="module")
 def env(request):
-    if request.config.getoption("--broker-url", None):
-        pytest.skip("needs a broker this suite starts (TLS certificates made for it)")
     d = tempfile.mkdtemp(prefix="diff-auth-tls-")
     certs = generate_certs(d, client_roles=("admin", "app-1", "app-2"))
     settings = [s for s in token_auth_settings(new_secret_key())
                 if not s.startswith("authenticationProviders=")]
     settings += tls_settings(certs, broker_port=free_port(), web_port=free_port())
     settings.append(f"authenticationProviders={TOKEN_PROVIDER},{TLS_PROVIDER}")
-    proc = broker_process(request.config.getoption("--broker"), settings)
-    try:
-        e = Env(proc.start(), certs)
-
-        def ready():
-            r = e.rest("GET", "/admin/v2/namespaces/public", "client-admin")
-            assert r.status_code == 200 and NS in r.json(), r.text
-
-        eventually(ready, 120)
-        yield e
-    finally:
-        proc.close()
-        shutil.rmtree(d, ignore_errors=True)
+    yield from own_broker(
+        request.config, settings, lambda endpoint: Env(endpoint, certs),
+        lambda e: e.rest("GET", "/admin/v2/namespaces/public", "client-admin"),
+        "needs a broker this suite starts (TLS certificates made for it)", d)
 
 
 def fresh_topic(name):
@@ -80,10 +69,7 @@ def fresh_topic(name):
 def test_super_user_cn_produces_and_consumes(env):
     c = env.client("client-admin")
     try:
-        t = fresh_topic("super")
-        consumer = c.subscribe(t, "s")
-        c.create_producer(t).send(b"hello")
-        assert consumer.receive(10000).data() == b"hello"
+        round_trip(c, fresh_topic("super"))
     finally:
         c.close()
 

@@ -20,7 +20,7 @@ import requests
 
 from harness.auth import b64url, hs256_token, new_secret_key, role_token, token_auth_settings
 from harness.broker import BrokerEndpoint, broker_process
-from harness.util import eventually
+from harness.util import eventually, round_trip
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hostile_wire import (  # noqa: E402
@@ -106,13 +106,18 @@ def fresh_role():
     return f"role-{uuid.uuid4().hex[:8]}"
 
 
+def assert_refused(c, t, error):
+    """Both a producer and a consumer on t fail with `error`; then closes the client."""
+    with pytest.raises(error):
+        c.create_producer(t)
+    with pytest.raises(error):
+        c.subscribe(t, "s")
+    c.close()
+
+
 def test_super_user_produces_and_consumes(auth):
     c = auth.client(auth.admin)
-    t = fresh_topic("super")
-    consumer = c.subscribe(t, "s")
-    producer = c.create_producer(t)
-    producer.send(b"hello")
-    assert consumer.receive(10000).data() == b"hello"
+    round_trip(c, fresh_topic("super"))
     c.close()
 
 
@@ -138,22 +143,13 @@ def test_bad_credentials_refused_on_connect(auth, kind):
     t = fresh_topic(kind)
     # Both brokers refuse CONNECT; the C++ client keeps retrying it until the operation
     # timeout, so what the application sees is a timeout.
-    with pytest.raises(pulsar.Timeout):
-        c.create_producer(t)
-    with pytest.raises(pulsar.Timeout):
-        c.subscribe(t, "s")
-    c.close()
+    assert_refused(c, t, pulsar.Timeout)
 
 
 def test_role_without_permission_refused(auth):
     role = fresh_role()
     c = auth.client(role_token(auth.key, role))
-    t = fresh_topic("noperm")
-    with pytest.raises(pulsar.AuthorizationError):
-        c.create_producer(t)
-    with pytest.raises(pulsar.AuthorizationError):
-        c.subscribe(t, "s")
-    c.close()
+    assert_refused(c, fresh_topic("noperm"), pulsar.AuthorizationError)
 
 
 def test_namespace_grant_then_revoke(auth):

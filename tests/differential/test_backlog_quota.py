@@ -3,6 +3,7 @@ over its quota (producer_exception / producer_request_hold, each with its own er
 periodic check (backlogQuotaCheckIntervalInSeconds) disconnects producers or evicts the slowest
 subscriptions' oldest messages (consumer_backlog_eviction)."""
 
+import contextlib
 import time
 import uuid
 
@@ -13,21 +14,37 @@ import requests
 LIMIT = 10240
 
 
-def make_namespace(admin, policy):
+def quota_namespace(admin, policy, quota_type=None, body=None):
+    """A fresh namespace with a backlog quota: `body` (default: limitSize LIMIT) and `policy`, of
+    `quota_type` (None: no backlogQuotaType parameter, Pulsar's default destination_storage)."""
     ns = f"public/bq-{uuid.uuid4().hex[:8]}"
     assert requests.put(f"{admin}/admin/v2/namespaces/{ns}", timeout=30).status_code == 204
-    r = requests.post(f"{admin}/admin/v2/namespaces/{ns}/backlogQuota",
-                      json={"limitSize": LIMIT, "policy": policy}, timeout=30)
+    params = {"backlogQuotaType": quota_type} if quota_type else None
+    r = requests.post(f"{admin}/admin/v2/namespaces/{ns}/backlogQuota", params=params,
+                      json=dict(body or {"limitSize": LIMIT}, policy=policy), timeout=30)
     assert r.status_code == 204, r.text
     return ns
 
 
-def fill(client, topic, n=40):
-    """A subscription that does not consume, and n 1 KB messages: ~4x the quota."""
+@contextlib.contextmanager
+def quota_topic(endpoint, policy, quota_type=None, body=None, timeout_s=30):
+    """A client on `endpoint` (closed afterwards), persistent://NS/t with NS a quota_namespace,
+    and the admin URL."""
+    ns = quota_namespace(endpoint.admin_url, policy, quota_type, body)
+    client = pulsar.Client(endpoint.service_url, operation_timeout_seconds=timeout_s)
+    try:
+        yield client, f"persistent://{ns}/t", endpoint.admin_url
+    finally:
+        client.close()
+
+
+def fill(client, topic, n=40, size=1024):
+    """A subscription that does not consume, and n messages of `size` bytes (by default ~4x the
+    quota); returns the producer."""
     client.subscribe(topic, "s").close()
     p = client.create_producer(topic, batching_enabled=False)
     for _ in range(n):
-        p.send(b"x" * 1024)
+        p.send(b"x" * size)
     return p
 
 
@@ -44,7 +61,7 @@ def stats(admin, topic):
     ("producer_request_hold", pulsar.ProducerBlockedQuotaExceededError),
 ])
 def test_a_producer_is_refused_over_the_quota(client, admin_url, policy, error):
-    ns = make_namespace(admin_url, policy)
+    ns = quota_namespace(admin_url, policy)
     topic = f"persistent://{ns}/t"
     first = fill(client, topic)
     s = stats(admin_url, topic)
@@ -62,7 +79,7 @@ def test_a_producer_is_refused_over_the_quota(client, admin_url, policy, error):
 
 @pytest.mark.admin
 def test_consumer_backlog_eviction_admits_producers(client, admin_url):
-    ns = make_namespace(admin_url, "consumer_backlog_eviction")
+    ns = quota_namespace(admin_url, "consumer_backlog_eviction")
     topic = f"persistent://{ns}/t"
     first = fill(client, topic)
     client.create_producer(topic).close()  # eviction never refuses producers
@@ -72,11 +89,7 @@ def test_consumer_backlog_eviction_admits_producers(client, admin_url):
 @pytest.mark.admin
 def test_periodic_check_evicts_the_oldest_messages(start_broker):
     endpoint = start_broker(["backlogQuotaCheckIntervalInSeconds=2"])
-    admin = endpoint.admin_url
-    ns = make_namespace(admin, "consumer_backlog_eviction")
-    topic = f"persistent://{ns}/t"
-    client = pulsar.Client(endpoint.service_url, operation_timeout_seconds=30)
-    try:
+    with quota_topic(endpoint, "consumer_backlog_eviction") as (client, topic, admin):
         fill(client, topic).close()
         deadline = time.time() + 60
         while time.time() < deadline and stats(admin, topic)["backlogSize"] >= LIMIT:
@@ -90,18 +103,12 @@ def test_periodic_check_evicts_the_oldest_messages(start_broker):
         got = [consumer.receive(timeout_millis=10000) for _ in range(backlog)]
         assert got[-1].message_id().entry_id() == 39
         consumer.close()
-    finally:
-        client.close()
 
 
 @pytest.mark.admin
 def test_periodic_check_disconnects_producers_over_the_quota(start_broker):
     endpoint = start_broker(["backlogQuotaCheckIntervalInSeconds=2"])
-    admin = endpoint.admin_url
-    ns = make_namespace(admin, "producer_exception")
-    topic = f"persistent://{ns}/t"
-    client = pulsar.Client(endpoint.service_url, operation_timeout_seconds=30)
-    try:
+    with quota_topic(endpoint, "producer_exception") as (client, topic, admin):
         producer = fill(client, topic)
         # Disconnected by the check, the producer cannot reconnect: its sends fail.
         deadline = time.time() + 60
@@ -115,8 +122,6 @@ def test_periodic_check_disconnects_producers_over_the_quota(start_broker):
         assert failed is not None
         s = stats(admin, topic)
         assert s["publishers"] == []
-    finally:
-        client.close()
 
 
 # --- one broker with a 1 s check and Pulsar's precise message_age check, for the tests below ---
@@ -142,16 +147,6 @@ def quota_broker(request):
         proc.close()
 
 
-def quota_namespace(admin, policy, quota_type, body):
-    ns = f"public/bq-{uuid.uuid4().hex[:8]}"
-    assert requests.put(f"{admin}/admin/v2/namespaces/{ns}", timeout=30).status_code == 204
-    r = requests.post(f"{admin}/admin/v2/namespaces/{ns}/backlogQuota",
-                      params={"backlogQuotaType": quota_type}, json=dict(body, policy=policy),
-                      timeout=30)
-    assert r.status_code == 204, r.text
-    return ns
-
-
 def send_until_fails(producer, deadline_s=30):
     deadline = time.time() + deadline_s
     while time.time() < deadline:
@@ -169,16 +164,9 @@ def send_until_fails(producer, deadline_s=30):
     ("producer_request_hold", pulsar.ProducerBlockedQuotaExceededError),
 ])
 def test_message_age_quota_refuses_producers(quota_broker, policy, error):
-    admin = quota_broker.admin_url
-    ns = quota_namespace(admin, policy, "message_age", {"limitTime": 2})
-    topic = f"persistent://{ns}/t"
-    client = pulsar.Client(quota_broker.service_url, operation_timeout_seconds=10)
-    try:
-        client.subscribe(topic, "s").close()
-        p = client.create_producer(topic, batching_enabled=False)
-        for _ in range(5):
-            p.send(b"x" * 100)
-        p.close()
+    with quota_topic(quota_broker, policy, "message_age", {"limitTime": 2},
+                     10) as (client, topic, admin):
+        fill(client, topic, 5, 100).close()
         time.sleep(5)  # older than 2 s, and a check ran since
         s = stats(admin, topic)
         assert s["backlogQuotaLimitTime"] == 2
@@ -187,21 +175,13 @@ def test_message_age_quota_refuses_producers(quota_broker, policy, error):
             client.create_producer(topic)
         # A size quota alone is not exceeded by this backlog.
         assert s["backlogSize"] < 10240
-    finally:
-        client.close()
 
 
 @pytest.mark.admin
 def test_message_age_eviction_expires_the_old_backlog(quota_broker):
-    admin = quota_broker.admin_url
-    ns = quota_namespace(admin, "consumer_backlog_eviction", "message_age", {"limitTime": 2})
-    topic = f"persistent://{ns}/t"
-    client = pulsar.Client(quota_broker.service_url, operation_timeout_seconds=10)
-    try:
-        client.subscribe(topic, "s").close()
-        p = client.create_producer(topic, batching_enabled=False)
-        for _ in range(5):
-            p.send(b"x" * 100)
+    with quota_topic(quota_broker, "consumer_backlog_eviction", "message_age", {"limitTime": 2},
+                     10) as (client, topic, admin):
+        p = fill(client, topic, 5, 100)
         deadline = time.time() + 30
         while time.time() < deadline and stats(admin, topic)["subscriptions"]["s"]["msgBacklog"]:
             time.sleep(0.5)
@@ -209,8 +189,6 @@ def test_message_age_eviction_expires_the_old_backlog(quota_broker):
         assert sub["msgBacklog"] == 0
         p.send(b"new")  # producers are never refused by eviction
         p.close()
-    finally:
-        client.close()
 
 
 @pytest.mark.admin
@@ -220,11 +198,8 @@ def test_message_age_eviction_expires_the_old_backlog(quota_broker):
     ("producer_exception", pulsar.ProducerBlockedQuotaExceededException),
 ])
 def test_connected_producer_over_the_size_quota(quota_broker, policy, error):
-    admin = quota_broker.admin_url
-    ns = quota_namespace(admin, policy, "destination_storage", {"limitSize": LIMIT})
-    topic = f"persistent://{ns}/t"
-    client = pulsar.Client(quota_broker.service_url, operation_timeout_seconds=10)
-    try:
+    with quota_topic(quota_broker, policy, "destination_storage",
+                     timeout_s=10) as (client, topic, admin):
         client.subscribe(topic, "s").close()
         p = client.create_producer(topic, batching_enabled=False, send_timeout_millis=3000)
         failed = None
@@ -239,8 +214,6 @@ def test_connected_producer_over_the_size_quota(quota_broker, policy, error):
         failed = failed or send_until_fails(p)
         assert isinstance(failed, error), repr(failed)
         assert stats(admin, topic)["publishers"] == []
-    finally:
-        client.close()
 
 
 @pytest.mark.admin

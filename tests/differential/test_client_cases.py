@@ -308,31 +308,10 @@ def test_closing_every_consumer_of_a_connection_answers_each_and_sends_nothing_a
     producer.close()
 
 
-def _drain(c, seconds):
-    """Commands arriving within `seconds` (PINGs answered)."""
-    got = []
-    c.sock.settimeout(seconds)
-    try:
-        while True:
-            r = c.recv_command()
-            if r is None:
-                break
-            if r[0] == 18:
-                c.send(frame(base_command(19, b"")))
-                continue
-            got.append(r)
-    except OSError:
-        pass
-    c.sock.settimeout(15)
-    return got
-
-
 def _lookup(c, topic):
     """A LOOKUP first: Pulsar takes the topic's bundle on it (raw commands need an owner)."""
     c.send(frame(base_command(LOOKUP, fb(1, topic) + fv(2, 99))))
-    r = c.recv_command()
-    while r[0] == 18:
-        r = c.recv_command()
+    r = c.next_command()
     assert r[0] == LOOKUP_RESPONSE, r
 
 
@@ -349,15 +328,13 @@ def test_a_consumer_closed_before_its_subscribe_completes_is_not_left_behind(bro
     c.send(subscribe_frame(topic, "ex", 5, 1, sub_type=0)
            + frame(base_command(close_consumer, fv(1, 5) + fv(2, 2)))
            + subscribe_frame(topic, "ex", 5, 3, sub_type=0))
-    _drain(c, 3)
+    c.commands_within(3)
     c.close()
     time.sleep(1)
     d = WireClient(port, timeout=15)
     d.handshake()
     d.send(subscribe_frame(topic, "ex", 1, 1, sub_type=0))
-    r = d.recv_command()
-    while r[0] == 18:
-        r = d.recv_command()
+    r = d.next_command()
     assert r[0] == SUCCESS, f"a consumer was left behind: {r}"
     d.close()
 
@@ -372,14 +349,12 @@ def test_a_producer_closed_before_its_creation_completes_is_not_left_behind(brok
     _lookup(c, topic)
     c.send(producer_frame(topic, 1, 1, name="gp")
            + frame(base_command(15, fv(1, 1) + fv(2, 2))))  # CLOSE_PRODUCER
-    got = _drain(c, 3)
+    got = c.commands_within(3)
     assert (SUCCESS, 2) in [(t, b.get(1, [None])[0]) for t, b in got], got
     d = WireClient(port, timeout=15)
     d.handshake()
     d.send(producer_frame(topic, 1, 1, name="gp"))
-    r = d.recv_command()
-    while r[0] == 18:
-        r = d.recv_command()
+    r = d.next_command()
     assert r[0] == PRODUCER_SUCCESS, f"the closed producer is still registered: {r}"
     d.close()
     c.close()

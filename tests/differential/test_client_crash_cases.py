@@ -54,8 +54,6 @@ from hostile_wire import (  # noqa: E402
     LOOKUP,
     LOOKUP_RESPONSE,
     MESSAGE,
-    PING,
-    PONG,
     PRODUCER_SUCCESS,
     SUCCESS,
     UNSUBSCRIBE,
@@ -83,40 +81,10 @@ def _port(broker):
     return int(broker.service_url.rsplit(":", 1)[1])
 
 
-def _commands(c, seconds):
-    """Every command (but PINGs, answered) arriving within `seconds` of quiet."""
-    got = []
-    c.sock.settimeout(seconds)
-    try:
-        while True:
-            r = c.recv_command()
-            if r is None:
-                got.append(("closed", {}))
-                break
-            if r[0] == PING:
-                c.send(frame(base_command(PONG, b"")))
-                continue
-            got.append(r)
-    except OSError:
-        pass
-    c.sock.settimeout(15)
-    return got
-
-
-def _next(c):
-    while True:
-        r = c.recv_command()
-        assert r is not None, "the broker closed the connection"
-        if r[0] == PING:
-            c.send(frame(base_command(PONG, b"")))
-            continue
-        return r
-
-
 def _lookup(c, topic, request_id):
     """A LOOKUP first: Pulsar takes the topic's bundle on it (raw commands need an owner)."""
     c.send(frame(base_command(LOOKUP, fb(1, topic) + fv(2, request_id))))
-    ctype, body = _next(c)
+    ctype, body = c.next_command()
     assert ctype == LOOKUP_RESPONSE, (ctype, body)
 
 
@@ -163,13 +131,13 @@ def test_list_acks_of_every_consumer_of_a_subscription(broker, client, partition
                                     earliest=True) for p, t in enumerate(partitions)))
     answered = set()
     while answered != set(range(1, PARTITIONS + 1)):
-        ctype, body = _next(c)
+        ctype, body = c.next_command()
         assert ctype == SUCCESS, (ctype, body)
         answered.add(body[1][0])
     c.send(b"".join(flow_frame(p + 1, 1000) for p in range(PARTITIONS)))
     ids = {p + 1: [] for p in range(PARTITIONS)}
     while sum(len(v) for v in ids.values()) < PARTITIONS * PER_PARTITION:
-        ctype, body = _next(c)
+        ctype, body = c.next_command()
         assert ctype == MESSAGE, (ctype, body)
         mid = decode(body[2][0])
         ids[body[1][0]].append((mid[1][0], mid[2][0]))
@@ -186,7 +154,7 @@ def test_list_acks_of_every_consumer_of_a_subscription(broker, client, partition
     out += b"".join(frame(base_command(REDELIVER_UNACKNOWLEDGED_MESSAGES, fv(1, cid)))
                     for cid in ids)
     c.send(out)
-    got = _commands(c, 3)
+    got = c.commands_within(3)
     receipts = [(b[6][0], b[1][0], error_name(b, 4) if 4 in b else None)
                 for t, b in got if t == ACK_RESPONSE]
     others = [(t, b) for t, b in got if t != ACK_RESPONSE]
@@ -194,7 +162,7 @@ def test_list_acks_of_every_consumer_of_a_subscription(broker, client, partition
     assert others == [], f"more than the receipts: {others}"
 
     c.send(b"".join(close_consumer_frame(cid, 2000 + cid) for cid in ids))
-    closes = _commands(c, 2)
+    closes = c.commands_within(2)
     assert sorted((t, b[1][0]) for t, b in closes) == [(SUCCESS, 2000 + cid) for cid in ids]
     c.close()
 
@@ -203,7 +171,7 @@ def test_list_acks_of_every_consumer_of_a_subscription(broker, client, partition
     d.send(b"".join(subscribe_frame(t, "sub-ack-list", p + 1, p + 1, sub_type=SHARED)
                     for p, t in enumerate(partitions)))
     d.send(b"".join(flow_frame(p + 1, 1000) for p in range(PARTITIONS)))
-    later = _commands(d, 2)
+    later = d.commands_within(2)
     assert sorted(t for t, _b in later) == [SUCCESS] * PARTITIONS, later
     d.close()
 
@@ -227,7 +195,7 @@ def test_unsubscribe_and_close_are_answered_once_each(broker, partitioned_topic)
 
     def exchange(data, expected):
         c.send(data)
-        got = [_next(c) for _ in expected]
+        got = [c.next_command() for _ in expected]
         assert sorted((t, b[1][0]) for t, b in got) == expected, got
         return got
 
@@ -243,10 +211,10 @@ def test_unsubscribe_and_close_are_answered_once_each(broker, partitioned_topic)
     t0 = time.monotonic()
     exchange(unsubscribes, [(SUCCESS, 7), (SUCCESS, 8)])
     print(f"{broker.kind}: two UNSUBSCRIBEs answered in {(time.monotonic() - t0) * 1000:.2f} ms")
-    assert _commands(c, 2) == [], "frames after the answers"
+    assert c.commands_within(2) == [], "frames after the answers"
 
     c.send(frame(base_command(UNSUBSCRIBE, fv(1, 2) + fv(2, 9))) + close_consumer_frame(3, 10))
-    answers = {b[1][0]: (t, b) for t, b in (_next(c), _next(c))}
+    answers = {b[1][0]: (t, b) for t, b in (c.next_command(), c.next_command())}
     t1, b1 = answers[9]
     assert (t1, error_name(b1, 2), b1[3][0].decode()) == \
         (ERROR, "MetadataError", "Consumer not found"), b1

@@ -38,14 +38,18 @@ def test_murmur3_matches_published_vectors():
     assert consistent_hash(b"key-0") == 23544  # Pulsar 4.2.4's own value (PinHashes.java)
 
 
-def test_each_key_goes_to_the_consumer_pulsars_ring_predicts(client, topic):
-    names = ["ks-alpha", "ks-beta", "ks-gamma"]
-    consumers = {n: client.subscribe(topic, "sub", consumer_type=ConsumerType.KeyShared,
-                                     consumer_name=n) for n in names}
-    keys = [f"device-{k:04d}" for k in range(60)]
-    expected = predicted_owners(names, keys)
-    assert len(set(expected.values())) == 3, "the key set should reach every consumer"
-    producer = client.create_producer(topic, batching_enabled=False)
+NAMES = ["ks-alpha", "ks-beta", "ks-gamma"]
+
+
+def key_shared_consumers(client, topic):
+    """The Key_Shared consumers NAMES on subscription `sub`, by name."""
+    return {n: client.subscribe(topic, "sub", consumer_type=ConsumerType.KeyShared,
+                                consumer_name=n) for n in NAMES}
+
+
+def send_keys_and_receive(producer, keys, consumers):
+    """Sends each key (as payload and partition key), then drains every consumer (acking);
+    returns {key: the name of the consumer that got it}."""
     for k in keys:
         producer.send_async(k.encode(), None, partition_key=k)
     producer.flush()
@@ -54,7 +58,16 @@ def test_each_key_goes_to_the_consumer_pulsars_ring_predicts(client, topic):
         for m in receive_all(c):
             got[m.data().decode()] = name
             c.acknowledge(m)
-    assert got == expected
+    return got
+
+
+def test_each_key_goes_to_the_consumer_pulsars_ring_predicts(client, topic):
+    consumers = key_shared_consumers(client, topic)
+    keys = [f"device-{k:04d}" for k in range(60)]
+    expected = predicted_owners(NAMES, keys)
+    assert len(set(expected.values())) == 3, "the key set should reach every consumer"
+    producer = client.create_producer(topic, batching_enabled=False)
+    assert send_keys_and_receive(producer, keys, consumers) == expected
 
 
 def test_a_batch_of_mixed_keys_goes_whole_to_its_first_keys_consumer(client, topic):
@@ -64,21 +77,12 @@ def test_a_batch_of_mixed_keys_goes_whole_to_its_first_keys_consumer(client, top
     alone, goes to its own consumer and may be handled before the batched one: per-key order on
     Key_Shared needs key-based batching (or none). The chaos suite (tests/chaos) checks per-key
     order across unloads, restarts and failover with key-based batching."""
-    names = ["ks-alpha", "ks-beta", "ks-gamma"]
-    consumers = {n: client.subscribe(topic, "sub", consumer_type=ConsumerType.KeyShared,
-                                     consumer_name=n) for n in names}
+    consumers = key_shared_consumers(client, topic)
     keys = [f"device-{k:04d}" for k in range(20)]
-    owners = predicted_owners(names, keys)
+    owners = predicted_owners(NAMES, keys)
     assert len({owners[k] for k in keys}) > 1, "the batch's keys belong to several consumers"
     producer = client.create_producer(topic, batching_enabled=True, batching_max_messages=20,
                                       batching_max_publish_delay_ms=60_000)
-    for k in keys:
-        producer.send_async(k.encode(), None, partition_key=k)
-    producer.flush()
-    got = {}
-    for name, c in consumers.items():
-        for m in receive_all(c):
-            got[m.data().decode()] = name
-            c.acknowledge(m)
+    got = send_keys_and_receive(producer, keys, consumers)
     assert sorted(got) == sorted(keys)
     assert set(got.values()) == {owners[keys[0]]}, got

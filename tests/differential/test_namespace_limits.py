@@ -30,6 +30,19 @@ def set_limit(admin_url, ns, name, value):
     assert r.status_code == 204, (name, r.status_code, r.text)
 
 
+def admitted(create, busy):
+    """create() again while it raises `busy` (limits reach Pulsar's loaded topics with its
+    asynchronous policies update); fails the test when still refused after 20 s."""
+    def attempt():
+        try:
+            return create()
+        except busy:
+            return None
+    made = wait_for(attempt, 20.0)
+    assert made is not None, "still refused after 20 s"
+    return made
+
+
 @pytest.mark.admin
 def test_limits_are_stored_and_shown_in_the_policies(admin_url, namespace):
     base = f"{admin_url}/admin/v2/namespaces/{namespace}"
@@ -62,22 +75,14 @@ def test_max_producers_per_topic_refuses_the_next_producer(client, admin_url, na
         client.create_producer(topic)
     # Raised while the topic is loaded: applies at once (Pulsar: after its policies update).
     set_limit(admin_url, namespace, "maxProducersPerTopic", 2)
-
-    def second_admitted():
-        try:
-            return client.create_producer(topic)
-        except pulsar.ProducerBusy:
-            return None
-    second = wait_for(second_admitted, 20.0)  # policies reach Pulsar's topics asynchronously
-    assert second is not None
+    second = admitted(lambda: client.create_producer(topic), pulsar.ProducerBusy)
     with pytest.raises(pulsar.ProducerBusy):
         client.create_producer(topic)
     # A topic policy takes precedence over the namespace's.
     r = requests.post(f"{admin_url}/admin/v2/persistent/{topic[len('persistent://'):]}/maxProducers",
                       json=3, timeout=30)
     assert r.status_code == 204, r.text
-    third = wait_for(second_admitted, 20.0)
-    assert third is not None
+    third = admitted(lambda: client.create_producer(topic), pulsar.ProducerBusy)
     for p in (first, second, third):
         p.close()
 
@@ -95,14 +100,7 @@ def test_max_consumers_per_subscription_and_per_topic(client, admin_url, namespa
     with pytest.raises(pulsar.ConsumerBusy):
         client.subscribe(topic, "s3", consumer_type=shared)  # two on the topic
     set_limit(admin_url, namespace, "maxConsumersPerTopic", 3)
-
-    def admitted():
-        try:
-            return client.subscribe(topic, "s3", consumer_type=shared)
-        except pulsar.ConsumerBusy:
-            return None
-    c = wait_for(admitted, 20.0)
-    assert c is not None
+    c = admitted(lambda: client.subscribe(topic, "s3", consumer_type=shared), pulsar.ConsumerBusy)
     for x in (a, b, c):
         x.close()
 

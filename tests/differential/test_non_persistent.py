@@ -13,7 +13,7 @@ import pytest
 import requests
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness.util import temp_namespace  # noqa: E402
+from harness.util import round_trip, temp_namespace  # noqa: E402
 from hostile_wire import (  # noqa: E402
     ERROR,
     SUBSCRIBE,
@@ -72,10 +72,7 @@ def test_non_persistent_topics_are_listed_by_mode(client, admin_url, namespace, 
 def test_non_persistent_admin_stats_and_partitions(client, admin_url, namespace):
     topic = f"non-persistent://{namespace}/t"
     path = f"{admin_url}/admin/v2/non-persistent/{namespace}/t"
-    consumer = client.subscribe(topic, "s1")
-    producer = client.create_producer(topic)
-    producer.send(b"hello")
-    assert consumer.receive(timeout_millis=10000).data() == b"hello"
+    consumer, producer = round_trip(client, topic, subscription="s1")
     stats = requests.get(f"{path}/stats", timeout=30)
     assert stats.status_code == 200, stats.text
     s = stats.json()

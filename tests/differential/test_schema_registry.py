@@ -13,6 +13,8 @@ import pytest
 import requests
 from pulsar.schema import Integer, JsonSchema, Record, String, StringSchema
 
+from harness.util import temp_namespace
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hostile_wire import WireClient, base_command, fb, frame, fv  # noqa: E402
 
@@ -330,10 +332,7 @@ def test_topic_delete_removes_its_schema(client, admin_url):
 
 @pytest.fixture
 def namespace(admin_url):
-    ns = f"public/schema-{uuid.uuid4().hex[:8]}"
-    r = requests.put(f"{admin_url}/admin/v2/namespaces/{ns}", timeout=10)
-    assert r.status_code == 204, r.text
-    yield ns
+    yield from temp_namespace(admin_url, "schema")
 
 
 def test_namespace_schema_policies(client, admin_url, namespace):
@@ -549,16 +548,23 @@ def test_protobuf_native_compatibility_is_the_root_message(broker, admin_url):
     assert requests.post(base + "/schema", json=other, timeout=30).status_code == 409
 
 
+def producers_get_versions(broker, topic, schema_type, expected):
+    """A raw connection on topic (LOOKUP first) whose producers 1, 2, ... register (definition,
+    schema_type) and each get back version v, for (definition, v) in `expected`; returns it."""
+    c = connect(broker)
+    lookup(c, topic)
+    for producer_id, (definition, version) in enumerate(expected, start=1):
+        t, body = create_producer(c, topic, producer_id, schema_body(definition, schema_type))
+        assert t == PRODUCER_SUCCESS and body[4] == [version_bytes(version)], body
+    return c
+
+
 def test_protobuf_is_not_checked_as_avro(broker):
     # PROTOBUF definitions are Avro schemas, but Pulsar's default checkers have no PROTOBUF one:
     # only a type change is refused (AVRO_V2_NO_DEFAULT is refused for AVRO under FULL).
     topic = f"persistent://public/default/schema-pb-{uuid.uuid4().hex[:8]}"
-    c = connect(broker)
-    lookup(c, topic)
-    for producer_id, (definition, version) in enumerate(
-            [(AVRO_V1, 0), (AVRO_V2_NO_DEFAULT, 1), (AVRO_V1, 0)], start=1):
-        t, body = create_producer(c, topic, producer_id, schema_body(definition, PROTOBUF))
-        assert t == PRODUCER_SUCCESS and body[4] == [version_bytes(version)], body
+    c = producers_get_versions(broker, topic, PROTOBUF,
+                               [(AVRO_V1, 0), (AVRO_V2_NO_DEFAULT, 1), (AVRO_V1, 0)])
     t, body = create_producer(c, topic, 9, schema_body(AVRO_V1, AVRO))
     assert t == ERROR and body[2] == [INCOMPATIBLE_SCHEMA]
     c.close()
@@ -678,13 +684,7 @@ def test_avro_producer_with_a_renamed_record(broker):
     # version under the default FULL strategy (raw frames: the venv's client has no fastavro).
     topic = f"persistent://public/default/schema-rename-{uuid.uuid4().hex[:8]}"
     renamed = json.dumps(dict(json.loads(AVRO_V1), name="Renamed", namespace="other"))
-    c = connect(broker)
-    lookup(c, topic)
-    for producer_id, (definition, version) in enumerate(
-            [(AVRO_V1, 0), (renamed, 1), (AVRO_V1, 0)], start=1):
-        t, body = create_producer(c, topic, producer_id, schema_body(definition, AVRO))
-        assert t == PRODUCER_SUCCESS and body[4] == [version_bytes(version)], body
-    c.close()
+    producers_get_versions(broker, topic, AVRO, [(AVRO_V1, 0), (renamed, 1), (AVRO_V1, 0)]).close()
 
 
 def test_key_value_upload_refusals_keep_the_schema(admin_url):

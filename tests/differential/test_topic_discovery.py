@@ -7,10 +7,11 @@ Raw frames (tests/integration/hostile_wire.py), so each field is checked as the 
 
 import os
 import sys
-import uuid
 
 import pytest
 import requests
+
+from harness.util import temp_namespace
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hostile_wire import (  # noqa: E402
@@ -42,9 +43,9 @@ def list_hash(topics):
 
 @pytest.fixture
 def namespace(admin_url):
-    ns = f"public/disc-{uuid.uuid4().hex[:8]}"
-    r = requests.put(f"{admin_url}/admin/v2/namespaces/{ns}", timeout=30)
-    assert r.status_code == 204, r.text
+    """public/disc-<random>; its topics and partitioned topics are deleted before it."""
+    created = temp_namespace(admin_url, "disc")
+    ns = next(created)
     yield ns
     for t in requests.get(f"{admin_url}/admin/v2/namespaces/{ns}/topics", timeout=30).json():
         requests.delete(f"{admin_url}/admin/v2/persistent/{t.split('://', 1)[1]}",
@@ -52,7 +53,7 @@ def namespace(admin_url):
     for t in requests.get(f"{admin_url}/admin/v2/persistent/{ns}/partitioned", timeout=30).json():
         requests.delete(f"{admin_url}/admin/v2/persistent/{t.split('://', 1)[1]}/partitions",
                         params={"force": "true"}, timeout=30)
-    requests.delete(f"{admin_url}/admin/v2/namespaces/{ns}", params={"force": "true"}, timeout=30)
+    next(created, None)
 
 
 @pytest.fixture
