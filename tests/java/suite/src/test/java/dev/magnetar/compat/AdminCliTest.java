@@ -72,17 +72,6 @@ class AdminCliTest extends ClientTestBase {
         assertEquals(want, got, "backlog of " + sub + " on " + topic);
     }
 
-    static List<MessageId> produce(String topic, String prefix, int n) throws Exception {
-        List<MessageId> ids = new ArrayList<>();
-        try (Producer<String> p = client.newProducer(Schema.STRING).topic(topic).enableBatching(false)
-                .create()) {
-            for (int i = 0; i < n; i++) {
-                ids.add(p.send(prefix + i));
-            }
-        }
-        return ids;
-    }
-
     static String pos(MessageId id) {
         MessageIdAdv a = (MessageIdAdv) id;
         return a.getLedgerId() + ":" + a.getEntryId();

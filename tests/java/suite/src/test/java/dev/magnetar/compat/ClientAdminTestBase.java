@@ -15,9 +15,6 @@ abstract class ClientAdminTestBase extends ClientTestBase {
 
     @AfterAll
     static void closeAdmin() throws Exception {
-        if (admin != null) {
-            admin.close();
-            admin = null;
-        }
+        admin = closed(admin);
     }
 }

@@ -1,6 +1,11 @@
 package dev.magnetar.compat;
 
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.pulsar.client.api.MessageId;
+import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.Schema;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
@@ -19,9 +24,26 @@ abstract class ClientTestBase {
 
     @AfterAll
     static void closeClient() throws Exception {
-        if (client != null) {
-            client.close();
-            client = null;
+        client = closed(client);
+    }
+
+    /** Closes c unless it is null; returns null, for the static field it was kept in. */
+    static <T extends AutoCloseable> T closed(T c) throws Exception {
+        if (c != null) {
+            c.close();
         }
+        return null;
+    }
+
+    /** Sends prefix + i for i in 0..n-1 (no batching) with a producer of the shared client. */
+    static List<MessageId> produce(String topic, String prefix, int n) throws Exception {
+        List<MessageId> ids = new ArrayList<>();
+        try (Producer<String> p = client.newProducer(Schema.STRING).topic(topic).enableBatching(false)
+                .create()) {
+            for (int i = 0; i < n; i++) {
+                ids.add(p.send(prefix + i));
+            }
+        }
+        return ids;
     }
 }

@@ -12,7 +12,6 @@ import java.util.concurrent.TimeUnit;
 import org.apache.pulsar.client.api.Consumer;
 import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.MessageId;
-import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.Reader;
 import org.apache.pulsar.client.api.Schema;
 import org.junit.jupiter.api.Test;
@@ -21,17 +20,6 @@ import org.junit.jupiter.api.Timeout;
 /** Readers (earliest, latest, from an id, inclusive), seek by message id and by publish time. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ReaderSeekTest extends ClientTestBase {
-    static List<MessageId> produce(String topic, int n, String prefix) throws Exception {
-        List<MessageId> ids = new ArrayList<>();
-        try (Producer<String> p = client.newProducer(Schema.STRING).topic(topic).enableBatching(false)
-                .create()) {
-            for (int i = 0; i < n; i++) {
-                ids.add(p.send(prefix + i));
-            }
-        }
-        return ids;
-    }
-
     static List<String> readAll(Reader<String> r, int quietMs) throws Exception {
         List<String> got = new ArrayList<>();
         Message<String> m;
@@ -44,7 +32,7 @@ class ReaderSeekTest extends ClientTestBase {
     @Test
     void readerFromEarliestLatestAndAnId() throws Exception {
         String topic = Env.topic("reader");
-        List<MessageId> ids = produce(topic, 10, "m-");
+        List<MessageId> ids = produce(topic, "m-", 10);
         try (Reader<String> r = client.newReader(Schema.STRING).topic(topic)
                 .startMessageId(MessageId.earliest).create()) {
             assertEquals(List.of("m-0", "m-1", "m-2", "m-3", "m-4", "m-5", "m-6", "m-7", "m-8", "m-9"),
@@ -62,7 +50,7 @@ class ReaderSeekTest extends ClientTestBase {
         try (Reader<String> r = client.newReader(Schema.STRING).topic(topic)
                 .startMessageId(MessageId.latest).create()) {
             assertNull(r.readNext(500, TimeUnit.MILLISECONDS), "latest: nothing old");
-            produce(topic, 1, "new-");
+            produce(topic, "new-", 1);
             Message<String> m = r.readNext(10, TimeUnit.SECONDS);
             assertNotNull(m);
             assertEquals("new-0", m.getValue());
@@ -84,7 +72,7 @@ class ReaderSeekTest extends ClientTestBase {
     @Test
     void seekByMessageIdAndEarliestLatest() throws Exception {
         String topic = Env.topic("seekid");
-        List<MessageId> ids = produce(topic, 10, "m-");
+        List<MessageId> ids = produce(topic, "m-", 10);
         try (Consumer<String> c = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
                 .subscriptionInitialPosition(org.apache.pulsar.client.api.SubscriptionInitialPosition.Earliest)
                 .subscribe()) {
@@ -107,11 +95,11 @@ class ReaderSeekTest extends ClientTestBase {
     @Test
     void seekByPublishTime() throws Exception {
         String topic = Env.topic("seektime");
-        produce(topic, 5, "before-");
+        produce(topic, "before-", 5);
         Thread.sleep(300);
         long t = System.currentTimeMillis();
         Thread.sleep(300);
-        produce(topic, 5, "after-");
+        produce(topic, "after-", 5);
         try (Consumer<String> c = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
                 .subscriptionInitialPosition(org.apache.pulsar.client.api.SubscriptionInitialPosition.Earliest)
                 .subscribe()) {
