@@ -12,16 +12,8 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const { Producer, Consumer, logLevel } = require('pulsar-flex');
+const { BROKER } = require('./env');
 
-function brokerAddress() {
-  if (process.env.BROKER_URL) {
-    const u = new URL(process.env.BROKER_URL);
-    return `${u.hostname}:${u.port || 6650}`;
-  }
-  return `${process.env.BROKER_HOST || '127.0.0.1'}:${process.env.BROKER_PORT || 6650}`;
-}
-
-const BROKER = brokerAddress();
 const ADMIN_URL = process.env.ADMIN_URL;
 const N = 10000;
 const quiet = { logLevel: logLevel.NOTHING };
@@ -140,6 +132,14 @@ async function waitBacklog(topic, subscription, want) {
   assert.equal(last, want, 'subscription backlog');
 }
 
+// The end of a test with one consumer on subscription `sub`: with ADMIN_URL, its backlog drops
+// to 0 (the acks reached the broker); then it unsubscribes and the producer closes.
+async function finish(topic, consumer, producer) {
+  if (ADMIN_URL) await waitBacklog(topic, 'sub', 0);
+  await consumer.unsubscribe();
+  await closeProducer(producer);
+}
+
 const payloads = Array.from({ length: N }, (_, i) => `m-${String(i).padStart(5, '0')}`);
 
 const SUB_TYPES = [
@@ -158,9 +158,7 @@ for (const [name, subType] of SUB_TYPES) {
     const { all: got } = await consumeUntil([consumer], { done: (g) => g.length >= N });
     assert.deepEqual(got.map((m) => m.payload), payloads);
     assert.ok(got.every((m) => m.redeliveryCount === 0));
-    if (ADMIN_URL) await waitBacklog(topic, 'sub', 0);
-    await consumer.unsubscribe();
-    await closeProducer(producer);
+    await finish(topic, consumer, producer);
   });
 }
 
@@ -182,9 +180,7 @@ test('batch sends: 100 batches of 100 consumed in order, batch indexes visible',
   // Messages of one batch share one entry.
   const entries = new Set(got.map((m) => `${m.messageId.ledgerid}:${m.messageId.entryid}`));
   assert.equal(entries.size, 100);
-  if (ADMIN_URL) await waitBacklog(topic, 'sub', 0);
-  await consumer.unsubscribe();
-  await closeProducer(producer);
+  await finish(topic, consumer, producer);
 });
 
 test('cumulative ack of the last message acks everything', { timeout: 60000 }, async () => {
@@ -200,9 +196,7 @@ test('cumulative ack of the last message acks everything', { timeout: 60000 }, a
     },
   });
   assert.deepEqual(got.map((m) => m.payload), some);
-  if (ADMIN_URL) await waitBacklog(topic, 'sub', 0);
-  await consumer.unsubscribe();
-  await closeProducer(producer);
+  await finish(topic, consumer, producer);
 });
 
 test('negative ack on Shared redelivers the message with a higher redelivery count', { timeout: 60000 }, async () => {
@@ -225,9 +219,7 @@ test('negative ack on Shared redelivers the message with a higher redelivery cou
   const bs = got.filter((m) => m.payload === 'b').map((m) => m.redeliveryCount);
   assert.deepEqual(bs, [0, 1, 2]);
   assert.deepEqual(got.filter((m) => m.payload !== 'b').map((m) => m.payload), ['a', 'c']);
-  if (ADMIN_URL) await waitBacklog(topic, 'sub', 0);
-  await consumer.unsubscribe();
-  await closeProducer(producer);
+  await finish(topic, consumer, producer);
 });
 
 test('two Shared consumers split the stream without duplicates', { timeout: 120000 }, async () => {

@@ -7,20 +7,12 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const crypto = require('node:crypto');
 const { Producer, Consumer, logLevel } = require('pulsar-flex');
+const { BROKER } = require('./env');
 
 const KEY = process.env.AUTH_SECRET_KEY ? Buffer.from(process.env.AUTH_SECRET_KEY, 'base64') : null;
 const SUPER = process.env.AUTH_SUPER_USER_TOKEN;
 const skip = KEY && SUPER ? false : 'needs with_broker.py --auth-token';
 
-function brokerAddress() {
-  if (process.env.BROKER_URL) {
-    const u = new URL(process.env.BROKER_URL);
-    return `${u.hostname}:${u.port || 6650}`;
-  }
-  return `${process.env.BROKER_HOST || '127.0.0.1'}:${process.env.BROKER_PORT || 6650}`;
-}
-
-const BROKER = brokerAddress();
 const quiet = { logLevel: logLevel.NOTHING };
 
 function b64url(buf) {
