@@ -7,20 +7,10 @@
 
 #include <random>
 
+#include "net/tests/frame_bytes.h"
+
 namespace magnetar::bookkeeper {
 namespace {
-
-std::string flatten(const net::FrameBatch& b) {
-  std::string out;
-  for (const auto& s : b.segments()) {
-    if (s.buffer) {
-      out.append(s.buffer.view());
-    } else {
-      out.append(b.bytes(), s.offset, s.length);
-    }
-  }
-  return out;
-}
 
 std::string hex(std::string_view s) {
   static const char* d = "0123456789abcdef";

@@ -10,6 +10,7 @@
 
 #include "broker/topic/consumer.h"
 #include "net/executor.h"
+#include "net/tests/frame_bytes.h"
 #include "protocol/frame.h"
 
 namespace magnetar::broker {
@@ -40,14 +41,7 @@ class StepExecutor : public net::Executor {
 class RecordingSink : public ConsumerSink {
  public:
   void send(net::FrameBatch&& frames) override {
-    std::string bytes;
-    for (const auto& seg : frames.segments()) {
-      if (seg.buffer) {
-        bytes.append(seg.buffer.view());
-      } else {
-        bytes.append(frames.bytes(), seg.offset, seg.length);
-      }
-    }
+    std::string bytes = net::flatten(frames);
     Status s = decoder_.feed(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
                              [this](const proto::BaseCommand& cmd, Buffer) {
                                if (cmd.type() == proto::BaseCommand::MESSAGE) {
