@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <cstring>
+#include <iterator>
 
 #include "base/crc32c.h"
 
@@ -37,81 +38,59 @@ void putHeader(uint8_t* p, const EntryHeader& h) {
   put64(p + 24, static_cast<uint64_t>(h.length));
 }
 
+// Every BkResult in enum order: its name (BKException.Code's, as BookKeeper's tools print it) and
+// the bookie rc (BookieProtocol.E*) that maps to it.
+constexpr int32_t kNoBookieRc = -1;
+struct ResultRow {
+  BkResult result;
+  std::string_view name;
+  int32_t bookieRc;
+};
+constexpr ResultRow kResults[] = {
+    {BkResult::kOk, "OK", 0},                                          // EOK
+    {BkResult::kNoSuchLedger, "NoSuchLedgerExists", 1},                // ENOLEDGER
+    {BkResult::kNoSuchEntry, "NoSuchEntry", 2},                        // ENOENTRY
+    {BkResult::kLedgerFenced, "LedgerFenced", 104},                    // EFENCED
+    {BkResult::kUnauthorizedAccess, "UnauthorizedAccess", 102},        // EUA
+    {BkResult::kBadVersion, "ProtocolVersion", 103},                   // EBADVERSION
+    {BkResult::kWriteOnReadOnlyBookie, "WriteOnReadOnlyBookie", 105},  // EREADONLY
+    {BkResult::kTooManyRequests, "TooManyRequests", 106},              // ETOOMANYREQUESTS
+    {BkResult::kLedgerUnknownState, "DataUnknown", 107},               // EUNKNOWNLEDGERSTATE
+    {BkResult::kBookieError, "BookieError", kNoBookieRc},              // EBADREQ, EIO, unknown rcs
+    {BkResult::kTimeout, "Timeout", kNoBookieRc},
+    {BkResult::kBookieHandleNotAvailable, "BookieHandleNotAvailable", kNoBookieRc},
+    {BkResult::kProtocolError, "ProtocolError", kNoBookieRc},
+    {BkResult::kDigestMismatch, "DigestMatch", kNoBookieRc},
+    {BkResult::kNotEnoughBookies, "NotEnoughBookies", kNoBookieRc},
+    {BkResult::kLedgerClosed, "LedgerClosed", kNoBookieRc},
+    {BkResult::kMetadataVersion, "MetadataVersion", kNoBookieRc},
+    {BkResult::kMetadataError, "ZKException", kNoBookieRc},
+    {BkResult::kIllegalOp, "IllegalOp", kNoBookieRc},
+    {BkResult::kReadOutOfRange, "ReadOutOfRange", kNoBookieRc},
+    {BkResult::kClientClosed, "ClientClosed", kNoBookieRc},
+    {BkResult::kDuplicateEntryId, "DuplicateEntryId", kNoBookieRc},
+};
+
+constexpr bool rowsInEnumOrder() {
+  for (size_t i = 0; i < std::size(kResults); ++i) {
+    if (static_cast<size_t>(kResults[i].result) != i) return false;
+  }
+  return std::size(kResults) == static_cast<size_t>(BkResult::kDuplicateEntryId) + 1;
+}
+static_assert(rowsInEnumOrder(), "kResults needs one row per BkResult, in enum order");
+
 }  // namespace
 
 std::string_view bkResultName(BkResult r) {
-  switch (r) {
-    case BkResult::kOk:
-      return "OK";
-    case BkResult::kNoSuchLedger:
-      return "NoSuchLedgerExists";
-    case BkResult::kNoSuchEntry:
-      return "NoSuchEntry";
-    case BkResult::kLedgerFenced:
-      return "LedgerFenced";
-    case BkResult::kUnauthorizedAccess:
-      return "UnauthorizedAccess";
-    case BkResult::kBadVersion:
-      return "ProtocolVersion";
-    case BkResult::kWriteOnReadOnlyBookie:
-      return "WriteOnReadOnlyBookie";
-    case BkResult::kTooManyRequests:
-      return "TooManyRequests";
-    case BkResult::kLedgerUnknownState:
-      return "DataUnknown";
-    case BkResult::kBookieError:
-      return "BookieError";
-    case BkResult::kTimeout:
-      return "Timeout";
-    case BkResult::kBookieHandleNotAvailable:
-      return "BookieHandleNotAvailable";
-    case BkResult::kProtocolError:
-      return "ProtocolError";
-    case BkResult::kDigestMismatch:
-      return "DigestMatch";
-    case BkResult::kNotEnoughBookies:
-      return "NotEnoughBookies";
-    case BkResult::kLedgerClosed:
-      return "LedgerClosed";
-    case BkResult::kMetadataVersion:
-      return "MetadataVersion";
-    case BkResult::kMetadataError:
-      return "ZKException";
-    case BkResult::kIllegalOp:
-      return "IllegalOp";
-    case BkResult::kReadOutOfRange:
-      return "ReadOutOfRange";
-    case BkResult::kClientClosed:
-      return "ClientClosed";
-    case BkResult::kDuplicateEntryId:
-      return "DuplicateEntryId";
-  }
-  return "Unknown";
+  auto i = static_cast<size_t>(r);
+  return i < std::size(kResults) ? kResults[i].name : "Unknown";
 }
 
 BkResult bkResultFromBookieRc(int32_t rc) {
-  switch (rc) {
-    case 0:
-      return BkResult::kOk;  // EOK
-    case 1:
-      return BkResult::kNoSuchLedger;  // ENOLEDGER
-    case 2:
-      return BkResult::kNoSuchEntry;  // ENOENTRY
-    case 102:
-      return BkResult::kUnauthorizedAccess;  // EUA
-    case 103:
-      return BkResult::kBadVersion;  // EBADVERSION
-    case 104:
-      return BkResult::kLedgerFenced;  // EFENCED
-    case 105:
-      return BkResult::kWriteOnReadOnlyBookie;  // EREADONLY
-    case 106:
-      return BkResult::kTooManyRequests;  // ETOOMANYREQUESTS
-    case 107:
-      return BkResult::kLedgerUnknownState;  // EUNKNOWNLEDGERSTATE
-    default:
-      return BkResult::kBookieError;  // EBADREQ (100), EIO (101), others
+  for (const ResultRow& row : kResults) {
+    if (row.bookieRc != kNoBookieRc && row.bookieRc == rc) return row.result;
   }
+  return BkResult::kBookieError;  // EBADREQ (100), EIO (101), others
 }
 
 MasterKey masterKeyFor(std::string_view password) {

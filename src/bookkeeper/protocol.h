@@ -84,6 +84,7 @@ enum class BkResult : int {
   kReadOutOfRange,            // read past the ledger's last entry (ReadException family)
   kClientClosed,              // the client is closed (ClientClosed)
   kDuplicateEntryId,          // an add completed twice
+  // A new result goes last, with its row in protocol.cc's kResults.
 };
 std::string_view bkResultName(BkResult r);
 // Bookie rc (BookieProtocol.E*) -> named result.

@@ -122,6 +122,33 @@ TEST(BkProtocol, ResponsesAndErrorCodes) {
   EXPECT_EQ(v->payload, "payload");
 }
 
+// Every bookie rc (BookieProtocol.E*) and its named result; names as BookKeeper prints them.
+TEST(BkProtocol, EveryBookieRcAndResultName) {
+  const std::pair<int32_t, BkResult> rcs[] = {
+      {0, BkResult::kOk},
+      {1, BkResult::kNoSuchLedger},
+      {2, BkResult::kNoSuchEntry},
+      {100, BkResult::kBookieError},  // EBADREQ
+      {101, BkResult::kBookieError},  // EIO
+      {102, BkResult::kUnauthorizedAccess},
+      {103, BkResult::kBadVersion},
+      {104, BkResult::kLedgerFenced},
+      {105, BkResult::kWriteOnReadOnlyBookie},
+      {106, BkResult::kTooManyRequests},
+      {107, BkResult::kLedgerUnknownState},
+      {-1, BkResult::kBookieError},
+      {999, BkResult::kBookieError},
+  };
+  for (const auto& [rc, want] : rcs) EXPECT_EQ(bkResultFromBookieRc(rc), want) << rc;
+  EXPECT_EQ(bkResultName(BkResult::kOk), "OK");
+  EXPECT_EQ(bkResultName(BkResult::kNoSuchLedger), "NoSuchLedgerExists");
+  EXPECT_EQ(bkResultName(BkResult::kLedgerUnknownState), "DataUnknown");
+  EXPECT_EQ(bkResultName(BkResult::kDigestMismatch), "DigestMatch");
+  EXPECT_EQ(bkResultName(BkResult::kMetadataError), "ZKException");
+  EXPECT_EQ(bkResultName(BkResult::kDuplicateEntryId), "DuplicateEntryId");
+  EXPECT_EQ(bkResultName(static_cast<BkResult>(99)), "Unknown");
+}
+
 TEST(BkProtocol, VerifyEntryRejectsCorruption) {
   std::string e = packEntry(EntryHeader{5, 6, 5, 100}, "payload");
   EXPECT_FALSE(verifyEntry(e, 4, 6).isOk());  // another ledger
