@@ -22,11 +22,10 @@ class AckRedeliveryTest extends ClientTestBase {
     @Test
     void negativeAckRedeliversWithCount() throws Exception {
         String topic = Env.topic("nack");
-        try (Consumer<String> c = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+        try (Consumer<String> c = consumerOn(topic, "s")
                 .subscriptionType(SubscriptionType.Shared)
                 .negativeAckRedeliveryDelay(200, TimeUnit.MILLISECONDS).subscribe();
-             Producer<String> p = client.newProducer(Schema.STRING).topic(topic).enableBatching(false)
-                     .create()) {
+             Producer<String> p = plainProducer(topic)) {
             p.send("one");
             p.send("two");
             Message<String> m1 = c.receive(10, TimeUnit.SECONDS);
@@ -49,12 +48,11 @@ class AckRedeliveryTest extends ClientTestBase {
     @Test
     void ackTimeoutRedeliversUnacked() throws Exception {
         String topic = Env.topic("acktimeout");
-        try (Consumer<String> c = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+        try (Consumer<String> c = consumerOn(topic, "s")
                 .subscriptionType(SubscriptionType.Shared)
                 .ackTimeout(1, TimeUnit.SECONDS).ackTimeoutTickTime(100, TimeUnit.MILLISECONDS)
                 .subscribe();
-             Producer<String> p = client.newProducer(Schema.STRING).topic(topic).enableBatching(false)
-                     .create()) {
+             Producer<String> p = plainProducer(topic)) {
             p.send("late");
             Message<String> m = c.receive(10, TimeUnit.SECONDS);
             assertNotNull(m);
@@ -73,16 +71,15 @@ class AckRedeliveryTest extends ClientTestBase {
     void deadLetterTopicNamedTopicSubscriptionDlq() throws Exception {
         String topic = Env.topic("dlq");
         String dlq = topic + "-s-DLQ";
-        try (Consumer<String> dlqConsumer = client.newConsumer(Schema.STRING).topic(dlq)
-                .subscriptionName("check").subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
+        try (Consumer<String> dlqConsumer = consumerOn(dlq, "check")
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
                 .subscribe();
-             Consumer<String> c = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+             Consumer<String> c = consumerOn(topic, "s")
                      .subscriptionType(SubscriptionType.Shared)
                      .negativeAckRedeliveryDelay(100, TimeUnit.MILLISECONDS)
                      .deadLetterPolicy(DeadLetterPolicy.builder().maxRedeliverCount(2).build())
                      .subscribe();
-             Producer<String> p = client.newProducer(Schema.STRING).topic(topic).enableBatching(false)
-                     .create()) {
+             Producer<String> p = plainProducer(topic)) {
             p.newMessage().key("k").value("poison").property("x", "y").send();
             int deliveries = 0;
             Message<String> m;
@@ -111,15 +108,14 @@ class AckRedeliveryTest extends ClientTestBase {
     void retryTopicNamedTopicSubscriptionRetry() throws Exception {
         String topic = Env.topic("retry");
         String retry = topic + "-s-RETRY";
-        try (Consumer<String> retryWatcher = client.newConsumer(Schema.STRING).topic(retry)
-                .subscriptionName("check").subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
+        try (Consumer<String> retryWatcher = consumerOn(retry, "check")
+                .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest)
                 .subscribe();
-             Consumer<String> c = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+             Consumer<String> c = consumerOn(topic, "s")
                      .subscriptionType(SubscriptionType.Shared).enableRetry(true)
                      .deadLetterPolicy(DeadLetterPolicy.builder().maxRedeliverCount(5).build())
                      .subscribe();
-             Producer<String> p = client.newProducer(Schema.STRING).topic(topic).enableBatching(false)
-                     .create()) {
+             Producer<String> p = plainProducer(topic)) {
             p.send("again-later");
             Message<String> m = c.receive(10, TimeUnit.SECONDS);
             assertNotNull(m);

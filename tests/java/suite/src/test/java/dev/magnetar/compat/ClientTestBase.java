@@ -2,9 +2,11 @@ package dev.magnetar.compat;
 
 import java.util.ArrayList;
 import java.util.List;
+import org.apache.pulsar.client.api.ConsumerBuilder;
 import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.Producer;
 import org.apache.pulsar.client.api.PulsarClient;
+import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.api.Schema;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -35,11 +37,20 @@ abstract class ClientTestBase {
         return null;
     }
 
-    /** Sends prefix + i for i in 0..n-1 (no batching) with a producer of the shared client. */
+    /** A String producer of the shared client on topic, batching off. */
+    static Producer<String> plainProducer(String topic) throws PulsarClientException {
+        return client.newProducer(Schema.STRING).topic(topic).enableBatching(false).create();
+    }
+
+    /** A String consumer builder of the shared client on topic and subscription. */
+    static ConsumerBuilder<String> consumerOn(String topic, String subscription) {
+        return client.newConsumer(Schema.STRING).topic(topic).subscriptionName(subscription);
+    }
+
+    /** Sends prefix + i for i in 0..n-1 with a plainProducer. */
     static List<MessageId> produce(String topic, String prefix, int n) throws Exception {
         List<MessageId> ids = new ArrayList<>();
-        try (Producer<String> p = client.newProducer(Schema.STRING).topic(topic).enableBatching(false)
-                .create()) {
+        try (Producer<String> p = plainProducer(topic)) {
             for (int i = 0; i < n; i++) {
                 ids.add(p.send(prefix + i));
             }

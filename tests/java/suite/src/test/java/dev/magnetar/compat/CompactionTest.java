@@ -42,8 +42,7 @@ class CompactionTest extends ClientTestBase {
     @Test
     void compactThenReadCompactedAndTableView() throws Exception {
         String topic = Env.topic("compact");
-        try (Producer<String> p = client.newProducer(Schema.STRING).topic(topic).enableBatching(false)
-                .create()) {
+        try (Producer<String> p = plainProducer(topic)) {
             p.newMessage().key("k1").value("v1").send();
             p.newMessage().key("k2").value("v1").send();
             p.newMessage().key("k1").value("v2").send();

@@ -35,10 +35,6 @@ import org.junit.jupiter.params.provider.EnumSource;
 /** Producers and consumers of every subscription type, batching, compression, chunking. */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class ProduceConsumeTest extends ClientTestBase {
-    static Producer<String> plainProducer(String topic) throws PulsarClientException {
-        return client.newProducer(Schema.STRING).topic(topic).enableBatching(false).create();
-    }
-
     static List<Message<String>> receiveN(Consumer<String> c, int n, int timeoutMs)
             throws PulsarClientException {
         List<Message<String>> got = new ArrayList<>();
@@ -72,7 +68,7 @@ class ProduceConsumeTest extends ClientTestBase {
     @Test
     void exclusiveInOrderAndSecondConsumerRefused() throws Exception {
         String topic = Env.topic("excl");
-        try (Consumer<String> c = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+        try (Consumer<String> c = consumerOn(topic, "s")
                 .subscriptionType(SubscriptionType.Exclusive).subscribe();
              Producer<String> p = plainProducer(topic)) {
             MessageId prev = null;
@@ -89,7 +85,7 @@ class ProduceConsumeTest extends ClientTestBase {
                 assertEquals("m-" + i, got.get(i).getValue());
             }
             assertThrows(PulsarClientException.ConsumerBusyException.class, () ->
-                    client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+                    consumerOn(topic, "s")
                             .subscriptionType(SubscriptionType.Exclusive).subscribe());
         }
     }
@@ -97,9 +93,9 @@ class ProduceConsumeTest extends ClientTestBase {
     @Test
     void sharedSpreadsWithoutDuplicates() throws Exception {
         String topic = Env.topic("shared");
-        try (Consumer<String> c1 = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+        try (Consumer<String> c1 = consumerOn(topic, "s")
                 .subscriptionType(SubscriptionType.Shared).receiverQueueSize(10).subscribe();
-             Consumer<String> c2 = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+             Consumer<String> c2 = consumerOn(topic, "s")
                      .subscriptionType(SubscriptionType.Shared).receiverQueueSize(10).subscribe();
              Producer<String> p = plainProducer(topic)) {
             for (int i = 0; i < 200; i++) {
@@ -132,9 +128,9 @@ class ProduceConsumeTest extends ClientTestBase {
     @Test
     void failoverOneActiveConsumerThenSwitchOver() throws Exception {
         String topic = Env.topic("failover");
-        Consumer<String> c1 = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+        Consumer<String> c1 = consumerOn(topic, "s")
                 .consumerName("c1").subscriptionType(SubscriptionType.Failover).subscribe();
-        Consumer<String> c2 = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+        Consumer<String> c2 = consumerOn(topic, "s")
                 .consumerName("c2").subscriptionType(SubscriptionType.Failover).subscribe();
         try (Producer<String> p = plainProducer(topic)) {
             for (int i = 0; i < 20; i++) {
@@ -167,9 +163,9 @@ class ProduceConsumeTest extends ClientTestBase {
     @Test
     void keySharedKeepsEachKeyOnOneConsumerInOrder() throws Exception {
         String topic = Env.topic("keyshared");
-        try (Consumer<String> c1 = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+        try (Consumer<String> c1 = consumerOn(topic, "s")
                 .subscriptionType(SubscriptionType.Key_Shared).subscribe();
-             Consumer<String> c2 = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+             Consumer<String> c2 = consumerOn(topic, "s")
                      .subscriptionType(SubscriptionType.Key_Shared).subscribe();
              Producer<String> p = plainProducer(topic)) {
             int keys = 20;
@@ -209,7 +205,7 @@ class ProduceConsumeTest extends ClientTestBase {
     @Test
     void defaultBatchingPacksMessagesIntoBatches() throws Exception {
         String topic = Env.topic("batch");
-        try (Consumer<String> c = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+        try (Consumer<String> c = consumerOn(topic, "s")
                 .subscribe();
              Producer<String> p = client.newProducer(Schema.STRING).topic(topic)
                      .enableBatching(true).batchingMaxPublishDelay(50, TimeUnit.MILLISECONDS)
@@ -239,7 +235,7 @@ class ProduceConsumeTest extends ClientTestBase {
     @Test
     void keyBasedBatcherGroupsByKey() throws Exception {
         String topic = Env.topic("keybatch");
-        try (Consumer<String> c = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+        try (Consumer<String> c = consumerOn(topic, "s")
                 .subscriptionType(SubscriptionType.Key_Shared).subscribe();
              Producer<String> p = client.newProducer(Schema.STRING).topic(topic)
                      .enableBatching(true).batcherBuilder(BatcherBuilder.KEY_BASED)
@@ -276,7 +272,7 @@ class ProduceConsumeTest extends ClientTestBase {
             sb.append("telemetry-").append(i % 10).append(" ");
         }
         String big = sb.toString(); // ~30 KB, compressible
-        try (Consumer<String> c = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+        try (Consumer<String> c = consumerOn(topic, "s")
                 .subscribe();
              Producer<String> batched = client.newProducer(Schema.STRING).topic(topic)
                      .compressionType(type).enableBatching(true)
@@ -334,7 +330,7 @@ class ProduceConsumeTest extends ClientTestBase {
     @Test
     void metadataRoundTrip() throws Exception {
         String topic = Env.topic("meta");
-        try (Consumer<String> c = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+        try (Consumer<String> c = consumerOn(topic, "s")
                 .subscriptionInitialPosition(SubscriptionInitialPosition.Earliest).subscribe();
              Producer<String> p = client.newProducer(Schema.STRING).topic(topic).producerName("prod-x")
                      .enableBatching(false).create()) {

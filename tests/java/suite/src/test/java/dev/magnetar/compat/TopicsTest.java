@@ -30,7 +30,7 @@ class TopicsTest extends ClientAdminTestBase {
         String topic = Env.topic("part");
         admin.topics().createPartitionedTopic(topic, 3);
         assertEquals(3, client.getPartitionsForTopic(topic).get(10, TimeUnit.SECONDS).size());
-        try (Consumer<String> c = client.newConsumer(Schema.STRING).topic(topic).subscriptionName("s")
+        try (Consumer<String> c = consumerOn(topic, "s")
                 .subscribe();
              Producer<String> p = client.newProducer(Schema.STRING).topic(topic).enableBatching(false)
                      .messageRoutingMode(MessageRoutingMode.RoundRobinPartition).create()) {
@@ -89,8 +89,7 @@ class TopicsTest extends ClientAdminTestBase {
     @Test
     void tableViewHoldsLatestValuePerKey() throws Exception {
         String topic = Env.topic("table");
-        try (Producer<String> p = client.newProducer(Schema.STRING).topic(topic).enableBatching(false)
-                .create()) {
+        try (Producer<String> p = plainProducer(topic)) {
             p.newMessage().key("a").value("1").send();
             p.newMessage().key("b").value("2").send();
             p.newMessage().key("a").value("3").send();
