@@ -82,14 +82,7 @@ class AuthBasicTest {
                         () -> c.newProducer().topic(topic).create());
                 admin.namespaces().grantPermissionOnNamespace(NS, u[0],
                         EnumSet.of(AuthAction.produce, AuthAction.consume));
-                assertTrue(Env.waitFor(20_000, () -> {
-                    try {
-                        c.newProducer().topic(topic).create().close();
-                        return true;
-                    } catch (PulsarClientException e) {
-                        return false;
-                    }
-                }));
+                assertTrue(Env.producerAllowed(c, topic, 20_000));
                 try (Consumer<String> consumer = c.newConsumer(Schema.STRING).topic(topic)
                                 .subscriptionName("s").subscribe();
                         Producer<String> producer =

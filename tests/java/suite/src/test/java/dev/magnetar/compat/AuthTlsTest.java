@@ -76,14 +76,7 @@ class AuthTlsTest {
                     EnumSet.of(AuthAction.produce, AuthAction.consume));
             assertEquals(EnumSet.of(AuthAction.produce, AuthAction.consume),
                     admin.topics().getPermissions(topic).get("app-1"));
-            assertTrue(Env.waitFor(20_000, () -> {
-                try {
-                    app.newProducer().topic(topic).create().close();
-                    return true;
-                } catch (PulsarClientException e) {
-                    return false;
-                }
-            }));
+            assertTrue(Env.producerAllowed(app, topic, 20_000));
             try (Consumer<String> consumer = app.newConsumer(Schema.STRING).topic(topic)
                             .subscriptionName("s").subscribe();
                     Producer<String> producer =

@@ -77,6 +77,20 @@ public final class Env {
         return cond.getAsBoolean();
     }
 
+    /** Whether c may create a producer on topic within timeoutMs (a grant reaches Pulsar's
+     * policy cache asynchronously); each producer made is closed. */
+    public static boolean producerAllowed(PulsarClient c, String topic, long timeoutMs)
+            throws InterruptedException {
+        return waitFor(timeoutMs, () -> {
+            try {
+                c.newProducer().topic(topic).create().close();
+                return true;
+            } catch (PulsarClientException e) {
+                return false;
+            }
+        });
+    }
+
     /** Asserts that namespace ns (tenant/name) is listed within 120 s: Pulsar creates
      * public/default a little after it reports healthy. */
     public static void waitForNamespace(PulsarAdmin admin, String ns) throws InterruptedException {
