@@ -20,12 +20,6 @@
 namespace magnetar::admin {
 namespace {
 
-int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 using Backlogs = std::vector<std::pair<std::string, int64_t>>;
 
 }  // namespace
@@ -42,7 +36,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
   void start() {
     loop.start();
     loop.execute([this] {
-      prevTickNs = lastCheckNs = steadyNs();
+      prevTickNs = lastCheckNs = monotonicNowNs();
       checkCpu = scrapeCpu = takeThreadCpuSnapshot();
       scheduleTick();
     });
@@ -62,7 +56,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void tick() {
-    int64_t now = steadyNs();
+    int64_t now = monotonicNowNs();
     auto topics = ctx.service.topics();
     std::vector<std::string> names;
     names.reserve(topics.size());

@@ -44,83 +44,154 @@ struct Aggregate {
   }
 };
 
-void declareFamilies(PrometheusWriter& w) {
-  using enum MetricType;
-  w.family("pulsar_topics_count", kGauge, "Number of topics in the namespace");
-  w.family("pulsar_subscriptions_count", kGauge, "Number of subscriptions");
-  w.family("pulsar_producers_count", kGauge, "Number of connected producers");
-  w.family("pulsar_consumers_count", kGauge, "Number of connected consumers");
-  w.family("pulsar_rate_in", kGauge, "Messages published per second");
-  w.family("pulsar_rate_out", kGauge, "Messages dispatched per second");
-  w.family("pulsar_throughput_in", kGauge, "Bytes published per second");
-  w.family("pulsar_throughput_out", kGauge, "Bytes dispatched per second");
-  w.family("pulsar_storage_size", kGauge, "Bytes stored");
-  w.family("pulsar_msg_backlog", kGauge, "Entries not yet acknowledged, summed over subscriptions");
-  w.family("pulsar_storage_backlog_size", kGauge,
-           "Bytes not yet acknowledged by the slowest subscription (estimate)");
-  w.family("pulsar_storage_backlog_quota_limit", kGauge,
-           "The destination_storage backlog quota in bytes (-1: none)");
-  w.family("pulsar_storage_backlog_quota_limit_time", kGauge,
-           "The message_age backlog quota in seconds (-1: none)");
-  w.family("pulsar_storage_backlog_age_seconds", kGauge,
-           "Age of the oldest unacknowledged message, as the last backlog quota check read it");
-  w.family("pulsar_storage_backlog_quota_exceeded_evictions_total", kCounter,
-           "Times the backlog was evicted because it exceeded its quota, by quota_type");
-  w.family("pulsar_in_messages_total", kCounter, "Messages published");
-  w.family("pulsar_in_bytes_total", kCounter, "Bytes published");
-  w.family("pulsar_out_messages_total", kCounter, "Messages dispatched");
-  w.family("pulsar_out_bytes_total", kCounter, "Bytes dispatched");
-  w.family("pulsar_subscription_back_log", kGauge, "Entries in the subscription's backlog");
-  w.family("pulsar_subscription_back_log_no_delayed", kGauge,
-           "Entries in the subscription's backlog not held for delayed delivery");
-  w.family("pulsar_subscription_delayed", kGauge, "Entries held back for delayed delivery");
-  w.family("pulsar_delayed_message_index_size_bytes", kGauge,
-           "Memory of the subscription's delayed-delivery tracker");
-  w.family("pulsar_subscription_msg_rate_out", kGauge, "Messages dispatched per second");
-  w.family("pulsar_subscription_msg_throughput_out", kGauge, "Bytes dispatched per second");
-  w.family("pulsar_subscription_unacked_messages", kGauge, "Messages delivered and not acked");
-  w.family("pulsar_subscription_blocked_on_unacked_messages", kGauge,
-           "1 when maxUnackedMessagesPerSubscription blocks dispatch");
-  w.family("pulsar_subscription_msg_rate_redeliver", kGauge, "Messages redelivered per second");
-  w.family("pulsar_subscription_consumers_count", kGauge, "Consumers of the subscription");
-  w.family("pulsar_subscription_msg_rate_expired", kGauge,
-           "Messages expired per second (message TTL, expire-messages)");
-  w.family("pulsar_subscription_total_msg_expired", kCounter, "Messages expired");
-  w.family("pulsar_consumer_msg_rate_out", kGauge, "Messages dispatched per second");
-  w.family("pulsar_consumer_msg_throughput_out", kGauge, "Bytes dispatched per second");
-  w.family("pulsar_consumer_unacked_messages", kGauge, "Messages delivered and not acked");
-  w.family("pulsar_consumer_available_permits", kGauge, "Permits the consumer has left");
-  w.family("pulsar_consumer_blocked_on_unacked_messages", kGauge,
-           "1 when maxUnackedMessagesPerConsumer blocks the consumer");
-  w.family("pulsar_producer_msg_rate_in", kGauge, "Messages published per second");
-  w.family("pulsar_producer_msg_throughput_in", kGauge, "Bytes published per second");
+using enum MetricType;
+
+// A metric family with the value of its sample for one T (T's labels added by the caller).
+template <typename T>
+struct Metric {
+  const char* name;
+  MetricType type;
+  const char* help;
+  double (*value)(const T&);
+};
+
+template <typename T, size_t N>
+void declare(PrometheusWriter& w, const Metric<T> (&table)[N]) {
+  for (const Metric<T>& m : table) w.family(m.name, m.type, m.help);
 }
 
-void writeAggregate(PrometheusWriter& w, const Labels& l, const Aggregate& a, bool withTopics) {
-  if (withTopics) w.sample("pulsar_topics_count", l, a.topics);
-  w.sample("pulsar_subscriptions_count", l, a.subscriptions);
-  w.sample("pulsar_producers_count", l, a.producers);
-  w.sample("pulsar_consumers_count", l, a.consumers);
-  w.sample("pulsar_rate_in", l, a.rateIn);
-  w.sample("pulsar_rate_out", l, a.rateOut);
-  w.sample("pulsar_throughput_in", l, a.throughputIn);
-  w.sample("pulsar_throughput_out", l, a.throughputOut);
-  w.sample("pulsar_storage_size", l, a.storageSize);
-  w.sample("pulsar_msg_backlog", l, a.msgBacklog);
-  w.sample("pulsar_storage_backlog_size", l, a.backlogSize);
-  w.sample("pulsar_storage_backlog_quota_limit", l, a.quotaLimit);
-  w.sample("pulsar_storage_backlog_quota_limit_time", l, a.quotaLimitTime);
-  w.sample("pulsar_storage_backlog_age_seconds", l, a.backlogAge);
-  Labels size = l;
-  size.emplace_back("quota_type", "size");
-  w.sample("pulsar_storage_backlog_quota_exceeded_evictions_total", size, a.sizeEvictions);
-  Labels time = l;
-  time.emplace_back("quota_type", "time");
-  w.sample("pulsar_storage_backlog_quota_exceeded_evictions_total", time, a.timeEvictions);
-  w.sample("pulsar_in_messages_total", l, a.inMsgs);
-  w.sample("pulsar_in_bytes_total", l, a.inBytes);
-  w.sample("pulsar_out_messages_total", l, a.outMsgs);
-  w.sample("pulsar_out_bytes_total", l, a.outBytes);
+template <typename T, size_t N>
+void sampleAll(PrometheusWriter& w, const Labels& l, const Metric<T> (&table)[N], const T& v) {
+  for (const Metric<T>& m : table) w.sample(m.name, l, m.value(v));
+}
+
+template <typename N>
+double num(N n) {
+  return static_cast<double>(n);
+}
+
+// Per namespace, or per topic without pulsar_topics_count (declared first, sampled apart).
+// Samples with the same name are told apart by the label quota_type (Pulsar's evictions).
+struct AggregateMetric {
+  const char* name;
+  MetricType type;
+  const char* help;
+  double Aggregate::*value;
+  const char* quotaType = nullptr;
+};
+constexpr const char* kEvictionsHelp =
+    "Times the backlog was evicted because it exceeded its quota, by quota_type";
+const AggregateMetric kAggregateMetrics[] = {
+    {"pulsar_subscriptions_count", kGauge, "Number of subscriptions", &Aggregate::subscriptions},
+    {"pulsar_producers_count", kGauge, "Number of connected producers", &Aggregate::producers},
+    {"pulsar_consumers_count", kGauge, "Number of connected consumers", &Aggregate::consumers},
+    {"pulsar_rate_in", kGauge, "Messages published per second", &Aggregate::rateIn},
+    {"pulsar_rate_out", kGauge, "Messages dispatched per second", &Aggregate::rateOut},
+    {"pulsar_throughput_in", kGauge, "Bytes published per second", &Aggregate::throughputIn},
+    {"pulsar_throughput_out", kGauge, "Bytes dispatched per second", &Aggregate::throughputOut},
+    {"pulsar_storage_size", kGauge, "Bytes stored", &Aggregate::storageSize},
+    {"pulsar_msg_backlog", kGauge, "Entries not yet acknowledged, summed over subscriptions",
+     &Aggregate::msgBacklog},
+    {"pulsar_storage_backlog_size", kGauge,
+     "Bytes not yet acknowledged by the slowest subscription (estimate)", &Aggregate::backlogSize},
+    {"pulsar_storage_backlog_quota_limit", kGauge,
+     "The destination_storage backlog quota in bytes (-1: none)", &Aggregate::quotaLimit},
+    {"pulsar_storage_backlog_quota_limit_time", kGauge,
+     "The message_age backlog quota in seconds (-1: none)", &Aggregate::quotaLimitTime},
+    {"pulsar_storage_backlog_age_seconds", kGauge,
+     "Age of the oldest unacknowledged message, as the last backlog quota check read it",
+     &Aggregate::backlogAge},
+    {"pulsar_storage_backlog_quota_exceeded_evictions_total", kCounter, kEvictionsHelp,
+     &Aggregate::sizeEvictions, "size"},
+    {"pulsar_storage_backlog_quota_exceeded_evictions_total", kCounter, kEvictionsHelp,
+     &Aggregate::timeEvictions, "time"},
+    {"pulsar_in_messages_total", kCounter, "Messages published", &Aggregate::inMsgs},
+    {"pulsar_in_bytes_total", kCounter, "Bytes published", &Aggregate::inBytes},
+    {"pulsar_out_messages_total", kCounter, "Messages dispatched", &Aggregate::outMsgs},
+    {"pulsar_out_bytes_total", kCounter, "Bytes dispatched", &Aggregate::outBytes},
+};
+
+using broker::ConsumerSnapshot;
+using broker::PublisherSnapshot;
+using broker::SubscriptionSnapshot;
+using Sub = SubscriptionSnapshot;
+const Metric<Sub> kSubscriptionMetrics[] = {
+    {"pulsar_subscription_back_log", kGauge, "Entries in the subscription's backlog",
+     [](const Sub& s) { return num(s.msgBacklog); }},
+    {"pulsar_subscription_back_log_no_delayed", kGauge,
+     "Entries in the subscription's backlog not held for delayed delivery",
+     [](const Sub& s) { return num(s.msgBacklog - s.msgDelayed); }},
+    {"pulsar_subscription_delayed", kGauge, "Entries held back for delayed delivery",
+     [](const Sub& s) { return num(s.msgDelayed); }},
+    {"pulsar_delayed_message_index_size_bytes", kGauge,
+     "Memory of the subscription's delayed-delivery tracker",
+     [](const Sub& s) { return num(s.delayedMessageIndexSizeInBytes); }},
+    {"pulsar_subscription_msg_rate_out", kGauge, "Messages dispatched per second",
+     [](const Sub& s) { return s.rateOut.msgRate; }},
+    {"pulsar_subscription_msg_throughput_out", kGauge, "Bytes dispatched per second",
+     [](const Sub& s) { return s.rateOut.byteRate; }},
+    {"pulsar_subscription_unacked_messages", kGauge, "Messages delivered and not acked",
+     [](const Sub& s) { return num(s.unackedMessages); }},
+    {"pulsar_subscription_blocked_on_unacked_messages", kGauge,
+     "1 when maxUnackedMessagesPerSubscription blocks dispatch",
+     [](const Sub& s) { return s.blockedOnUnackedMsgs ? 1.0 : 0.0; }},
+    {"pulsar_subscription_msg_rate_redeliver", kGauge, "Messages redelivered per second",
+     [](const Sub& s) { return s.msgRateRedeliver; }},
+    {"pulsar_subscription_consumers_count", kGauge, "Consumers of the subscription",
+     [](const Sub& s) { return num(s.consumers.size()); }},
+    {"pulsar_subscription_msg_rate_expired", kGauge,
+     "Messages expired per second (message TTL, expire-messages)",
+     [](const Sub& s) { return s.msgRateExpired; }},
+    {"pulsar_subscription_total_msg_expired", kCounter, "Messages expired",
+     [](const Sub& s) { return num(s.totalMsgExpired); }},
+};
+
+const Metric<ConsumerSnapshot> kConsumerMetrics[] = {
+    {"pulsar_consumer_msg_rate_out", kGauge, "Messages dispatched per second",
+     [](const ConsumerSnapshot& c) { return c.rateOut.msgRate; }},
+    {"pulsar_consumer_msg_throughput_out", kGauge, "Bytes dispatched per second",
+     [](const ConsumerSnapshot& c) { return c.rateOut.byteRate; }},
+    {"pulsar_consumer_unacked_messages", kGauge, "Messages delivered and not acked",
+     [](const ConsumerSnapshot& c) { return num(c.unackedMessages); }},
+    {"pulsar_consumer_available_permits", kGauge, "Permits the consumer has left",
+     [](const ConsumerSnapshot& c) { return num(c.availablePermits); }},
+    {"pulsar_consumer_blocked_on_unacked_messages", kGauge,
+     "1 when maxUnackedMessagesPerConsumer blocks the consumer",
+     [](const ConsumerSnapshot& c) { return c.blockedConsumerOnUnackedMsgs ? 1.0 : 0.0; }},
+};
+
+const Metric<PublisherSnapshot> kProducerMetrics[] = {
+    {"pulsar_producer_msg_rate_in", kGauge, "Messages published per second",
+     [](const PublisherSnapshot& p) { return p.rateIn.msgRate; }},
+    {"pulsar_producer_msg_throughput_in", kGauge, "Bytes published per second",
+     [](const PublisherSnapshot& p) { return p.rateIn.byteRate; }},
+};
+
+void declareFamilies(PrometheusWriter& w) {
+  w.family("pulsar_topics_count", kGauge, "Number of topics in the namespace");
+  for (const AggregateMetric& m : kAggregateMetrics) w.family(m.name, m.type, m.help);
+  declare(w, kSubscriptionMetrics);
+  declare(w, kConsumerMetrics);
+  declare(w, kProducerMetrics);
+}
+
+void writeAggregate(PrometheusWriter& w, const Labels& l, const Aggregate& a) {
+  for (const AggregateMetric& m : kAggregateMetrics) {
+    if (m.quotaType == nullptr) {
+      w.sample(m.name, l, a.*m.value);
+      continue;
+    }
+    Labels withType = l;
+    withType.emplace_back("quota_type", m.quotaType);
+    w.sample(m.name, withType, a.*m.value);
+  }
+}
+
+// l plus a producer's or consumer's labels: <kind>_name and <kind>_id, as Pulsar's.
+Labels clientLabels(Labels l, const char* kind, const std::string& name, uint64_t id) {
+  l.emplace_back(std::string(kind) + "_name", name);
+  l.emplace_back(std::string(kind) + "_id", std::to_string(id));
+  return l;
 }
 
 void writeSubscriptions(PrometheusWriter& w, const Labels& topicLabels, const TopicSnapshot& t,
@@ -128,31 +199,10 @@ void writeSubscriptions(PrometheusWriter& w, const Labels& topicLabels, const To
   for (const auto& s : t.subscriptions) {
     Labels l = topicLabels;
     l.emplace_back("subscription", s.name);
-    w.sample("pulsar_subscription_back_log", l, static_cast<double>(s.msgBacklog));
-    w.sample("pulsar_subscription_back_log_no_delayed", l,
-             static_cast<double>(s.msgBacklog - s.msgDelayed));
-    w.sample("pulsar_subscription_delayed", l, static_cast<double>(s.msgDelayed));
-    w.sample("pulsar_delayed_message_index_size_bytes", l,
-             static_cast<double>(s.delayedMessageIndexSizeInBytes));
-    w.sample("pulsar_subscription_msg_rate_out", l, s.rateOut.msgRate);
-    w.sample("pulsar_subscription_msg_throughput_out", l, s.rateOut.byteRate);
-    w.sample("pulsar_subscription_unacked_messages", l, static_cast<double>(s.unackedMessages));
-    w.sample("pulsar_subscription_blocked_on_unacked_messages", l, s.blockedOnUnackedMsgs ? 1 : 0);
-    w.sample("pulsar_subscription_msg_rate_redeliver", l, s.msgRateRedeliver);
-    w.sample("pulsar_subscription_consumers_count", l, static_cast<double>(s.consumers.size()));
-    w.sample("pulsar_subscription_msg_rate_expired", l, s.msgRateExpired);
-    w.sample("pulsar_subscription_total_msg_expired", l, static_cast<double>(s.totalMsgExpired));
+    sampleAll(w, l, kSubscriptionMetrics, s);
     if (!o.consumerLevel) continue;
     for (const auto& c : s.consumers) {
-      Labels cl = l;
-      cl.emplace_back("consumer_name", c.consumerName);
-      cl.emplace_back("consumer_id", std::to_string(c.consumerId));
-      w.sample("pulsar_consumer_msg_rate_out", cl, c.rateOut.msgRate);
-      w.sample("pulsar_consumer_msg_throughput_out", cl, c.rateOut.byteRate);
-      w.sample("pulsar_consumer_unacked_messages", cl, static_cast<double>(c.unackedMessages));
-      w.sample("pulsar_consumer_available_permits", cl, static_cast<double>(c.availablePermits));
-      w.sample("pulsar_consumer_blocked_on_unacked_messages", cl,
-               c.blockedConsumerOnUnackedMsgs ? 1 : 0);
+      sampleAll(w, clientLabels(l, "consumer", c.consumerName, c.consumerId), kConsumerMetrics, c);
     }
   }
 }
@@ -170,7 +220,6 @@ void writeUnackedLimitCounts(PrometheusWriter& w, const std::vector<TopicSnapsho
       }
     }
   }
-  using enum MetricType;
   w.family("magnetar_consumers_blocked_on_unacked_messages", kGauge,
            "Consumers not dispatched to because maxUnackedMessagesPerConsumer is reached");
   w.family("magnetar_subscriptions_blocked_on_unacked_messages", kGauge,
@@ -206,26 +255,19 @@ void writeTopicMetrics(PrometheusWriter& w, const std::vector<TopicSnapshot>& to
   for (const auto& t : topics) byNamespace[t.namespaceName].add(t);
   for (const auto& [ns, agg] : byNamespace) {
     Labels l{{"cluster", o.cluster}, {"namespace", ns}};
-    if (o.topicLevel) {
-      w.sample("pulsar_topics_count", l, agg.topics);
-    } else {
-      writeAggregate(w, l, agg, true);
-    }
+    w.sample("pulsar_topics_count", l, agg.topics);
+    if (!o.topicLevel) writeAggregate(w, l, agg);
   }
   if (!o.topicLevel) return;
   for (const auto& t : topics) {
     Labels l{{"cluster", o.cluster}, {"namespace", t.namespaceName}, {"topic", t.name}};
     Aggregate one;
     one.add(t);
-    writeAggregate(w, l, one, false);
+    writeAggregate(w, l, one);
     writeSubscriptions(w, l, t, o);
     if (!o.producerLevel) continue;
     for (const auto& p : t.publishers) {
-      Labels pl = l;
-      pl.emplace_back("producer_name", p.producerName);
-      pl.emplace_back("producer_id", std::to_string(p.producerId));
-      w.sample("pulsar_producer_msg_rate_in", pl, p.rateIn.msgRate);
-      w.sample("pulsar_producer_msg_throughput_in", pl, p.rateIn.byteRate);
+      sampleAll(w, clientLabels(l, "producer", p.producerName, p.producerId), kProducerMetrics, p);
     }
   }
 }
@@ -267,47 +309,63 @@ void writeLoopMetrics(PrometheusWriter& w, const std::string& kind, net::EventLo
   }
 }
 
-void writeStorageMetrics(PrometheusWriter& w, const std::string& cluster,
-                         const storage::StorageStats& s) {
-  w.family("pulsar_ml_cache_used_size", MetricType::kGauge,
-           "Bytes of entries the entry cache holds (managedLedgerCacheSizeMB is its limit)");
-  w.sample("pulsar_ml_cache_used_size", {{"cluster", cluster}}, static_cast<double>(s.cacheBytes));
-  w.family("magnetar_storage_disk_reads_total", MetricType::kCounter,
-           "Journal reads (one pread each) for reads the entry cache did not answer");
-  w.sample("magnetar_storage_disk_reads_total", {{"cluster", cluster}},
-           static_cast<double>(s.diskReads));
-  const Labels l{{"cluster", cluster}};
-  auto one = [&](const char* name, MetricType type, const char* help, double v) {
-    w.family(name, type, help);
-    w.sample(name, l, v);
-  };
-  one("magnetar_storage_ledgers_deleted_total", MetricType::kCounter,
-      "Ledgers deleted by retention trimming, truncate and topic deletes",
-      static_cast<double>(s.ledgersDeleted));
-  one("magnetar_storage_segments_deleted_total", MetricType::kCounter,
-      "Journal segment files deleted (no live entry left)", static_cast<double>(s.segmentsDeleted));
-  one("magnetar_storage_segments_compacted_total", MetricType::kCounter,
-      "Journal segments compacted (live entries copied forward, minor/majorCompactionThreshold)",
-      static_cast<double>(s.segmentsCompacted));
-  one("magnetar_storage_compacted_bytes_total", MetricType::kCounter,
-      "Bytes of live journal records copied by compaction", static_cast<double>(s.compactedBytes));
-  one("magnetar_storage_journal_write_errors_total", MetricType::kCounter,
-      "Journal group writes that failed (ENOSPC, EIO); their adds failed with PersistenceError",
-      static_cast<double>(s.journalWriteErrors));
-  one("magnetar_storage_metadata_write_errors_total", MetricType::kCounter,
-      "Metadata store (RocksDB) writes that failed", static_cast<double>(s.metadataWriteErrors));
-  one("magnetar_storage_publish_refused_total", MetricType::kCounter,
-      "Adds refused at once: journal disk full, or usage above diskUsageThreshold",
-      static_cast<double>(s.publishesRefused));
-  one("magnetar_storage_writable", MetricType::kGauge,
-      "1 while publishes are accepted, 0 while the disk is full or above diskUsageThreshold",
-      s.writable ? 1 : 0);
-  one("magnetar_storage_disk_usage_ratio", MetricType::kGauge,
-      "Fraction in use of the fuller of the journal's and the metadata's file systems",
-      s.diskUsage);
-  one("magnetar_storage_index_runs", MetricType::kGauge,
-      "Journal records of live ledgers located in memory (about 160 bytes each)",
-      static_cast<double>(s.indexRuns));
+namespace {
+
+using storage::StorageStats;
+const Metric<StorageStats> kStorageMetrics[] = {
+    {"pulsar_ml_cache_used_size", kGauge,
+     "Bytes of entries the entry cache holds (managedLedgerCacheSizeMB is its limit)",
+     [](const StorageStats& s) { return num(s.cacheBytes); }},
+    {"magnetar_storage_disk_reads_total", kCounter,
+     "Journal reads (one pread each) for reads the entry cache did not answer",
+     [](const StorageStats& s) { return num(s.diskReads); }},
+    {"magnetar_storage_ledgers_deleted_total", kCounter,
+     "Ledgers deleted by retention trimming, truncate and topic deletes",
+     [](const StorageStats& s) { return num(s.ledgersDeleted); }},
+    {"magnetar_storage_segments_deleted_total", kCounter,
+     "Journal segment files deleted (no live entry left)",
+     [](const StorageStats& s) { return num(s.segmentsDeleted); }},
+    {"magnetar_storage_segments_compacted_total", kCounter,
+     "Journal segments compacted (live entries copied forward, minor/majorCompactionThreshold)",
+     [](const StorageStats& s) { return num(s.segmentsCompacted); }},
+    {"magnetar_storage_compacted_bytes_total", kCounter,
+     "Bytes of live journal records copied by compaction",
+     [](const StorageStats& s) { return num(s.compactedBytes); }},
+    {"magnetar_storage_journal_write_errors_total", kCounter,
+     "Journal group writes that failed (ENOSPC, EIO); their adds failed with PersistenceError",
+     [](const StorageStats& s) { return num(s.journalWriteErrors); }},
+    {"magnetar_storage_metadata_write_errors_total", kCounter,
+     "Metadata store (RocksDB) writes that failed",
+     [](const StorageStats& s) { return num(s.metadataWriteErrors); }},
+    {"magnetar_storage_publish_refused_total", kCounter,
+     "Adds refused at once: journal disk full, or usage above diskUsageThreshold",
+     [](const StorageStats& s) { return num(s.publishesRefused); }},
+    {"magnetar_storage_writable", kGauge,
+     "1 while publishes are accepted, 0 while the disk is full or above diskUsageThreshold",
+     [](const StorageStats& s) { return s.writable ? 1.0 : 0.0; }},
+    {"magnetar_storage_disk_usage_ratio", kGauge,
+     "Fraction in use of the fuller of the journal's and the metadata's file systems",
+     [](const StorageStats& s) { return s.diskUsage; }},
+    {"magnetar_storage_index_runs", kGauge,
+     "Journal records of live ledgers located in memory (about 160 bytes each)",
+     [](const StorageStats& s) { return num(s.indexRuns); }},
+};
+
+// A counter family with one sample per value of the error enum E (labelled error=Stats::label).
+template <typename E, typename Stats>
+void writeErrorCounts(PrometheusWriter& w, const char* name, const char* help) {
+  w.family(name, kCounter, help);
+  for (size_t i = 0; i < static_cast<size_t>(E::kCount); ++i) {
+    auto e = static_cast<E>(i);
+    w.sample(name, {{"error", Stats::label(e)}}, num(Stats::get(e)));
+  }
+}
+
+}  // namespace
+
+void writeStorageMetrics(PrometheusWriter& w, const std::string& cluster, const StorageStats& s) {
+  declare(w, kStorageMetrics);
+  sampleAll(w, {{"cluster", cluster}}, kStorageMetrics, s);
 }
 
 void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerService& service) {
@@ -338,29 +396,14 @@ void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerServic
 }
 
 void writeProtocolErrorMetrics(PrometheusWriter& w) {
-  using broker::CnxErrorStats;
-  using broker::ProtocolError;
-  w.family("magnetar_protocol_errors_total", MetricType::kCounter,
-           "Bad input from binary-protocol clients, by kind");
-  for (size_t i = 0; i < static_cast<size_t>(ProtocolError::kCount); ++i) {
-    auto e = static_cast<ProtocolError>(i);
-    w.sample("magnetar_protocol_errors_total", {{"error", CnxErrorStats::label(e)}},
-             static_cast<double>(CnxErrorStats::get(e)));
-  }
-  w.family("magnetar_http_bad_requests_total", MetricType::kCounter,
-           "HTTP requests refused before routing or answered 400, by kind");
-  for (size_t i = 0; i < static_cast<size_t>(HttpBadRequest::kCount); ++i) {
-    auto e = static_cast<HttpBadRequest>(i);
-    w.sample("magnetar_http_bad_requests_total", {{"error", HttpServerStats::label(e)}},
-             static_cast<double>(HttpServerStats::get(e)));
-  }
-  w.family("magnetar_tls_errors_total", MetricType::kCounter,
-           "TLS failures on brokerServicePortTls and webServicePortTls, by kind");
-  for (size_t i = 0; i < static_cast<size_t>(net::TlsError::kCount); ++i) {
-    auto e = static_cast<net::TlsError>(i);
-    w.sample("magnetar_tls_errors_total", {{"error", net::TlsErrorStats::label(e)}},
-             static_cast<double>(net::TlsErrorStats::get(e)));
-  }
+  writeErrorCounts<broker::ProtocolError, broker::CnxErrorStats>(
+      w, "magnetar_protocol_errors_total", "Bad input from binary-protocol clients, by kind");
+  writeErrorCounts<HttpBadRequest, HttpServerStats>(
+      w, "magnetar_http_bad_requests_total",
+      "HTTP requests refused before routing or answered 400, by kind");
+  writeErrorCounts<net::TlsError, net::TlsErrorStats>(
+      w, "magnetar_tls_errors_total",
+      "TLS failures on brokerServicePortTls and webServicePortTls, by kind");
   writeAuthMetrics(w);
 }
 

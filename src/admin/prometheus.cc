@@ -6,13 +6,16 @@
 
 namespace magnetar::admin {
 
-std::string escapeLabelValue(std::string_view v) {
+namespace {
+
+// v with backslash and newline escaped (\\, \n), and with `quotes` the double quote (\").
+std::string escaped(std::string_view v, bool quotes) {
   std::string out;
   out.reserve(v.size());
   for (char c : v) {
     if (c == '\\') {
       out += "\\\\";
-    } else if (c == '"') {
+    } else if (c == '"' && quotes) {
       out += "\\\"";
     } else if (c == '\n') {
       out += "\\n";
@@ -23,19 +26,11 @@ std::string escapeLabelValue(std::string_view v) {
   return out;
 }
 
-std::string escapeHelp(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+}  // namespace
+
+std::string escapeLabelValue(std::string_view v) { return escaped(v, true); }
+
+std::string escapeHelp(std::string_view v) { return escaped(v, false); }
 
 std::string formatValue(double v) {
   if (std::isnan(v)) return "NaN";

@@ -1,6 +1,7 @@
 #include "admin/router.h"
 
 #include <boost/json.hpp>
+#include <charconv>
 #include <exception>
 #include <memory>
 #include <stdexcept>
@@ -37,13 +38,6 @@ bool matches(const std::vector<std::string>& pattern, const std::vector<std::str
   return true;
 }
 
-int hexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
 HttpResponse HttpResponse::json(std::string body, int status) {
@@ -69,10 +63,12 @@ std::string percentDecode(std::string_view s) {
       continue;
     }
     if (i + 2 >= s.size()) return std::string(s);
-    int hi = hexValue(s[i + 1]);
-    int lo = hexValue(s[i + 2]);
-    if (hi < 0 || lo < 0) return std::string(s);
-    out += static_cast<char>(hi * 16 + lo);
+    // Two hex digits, either case (from_chars takes no sign or 0x prefix for an unsigned).
+    const char* hex = s.data() + i + 1;
+    unsigned byte = 0;
+    auto [end, ec] = std::from_chars(hex, hex + 2, byte, 16);
+    if (ec != std::errc() || end != hex + 2) return std::string(s);
+    out += static_cast<char>(byte);
     i += 2;
   }
   return out;

@@ -46,12 +46,17 @@ json::object publisherJson(const PublisherSnapshot& p) {
   return o;
 }
 
+// The dispatch rates and counters Pulsar's ConsumerStats and SubscriptionStats both begin with.
+template <typename S>
+json::object dispatchStatsJson(const S& s) {
+  return json::object{{"msgRateOut", s.rateOut.msgRate},
+                      {"msgThroughputOut", s.rateOut.byteRate},
+                      {"bytesOutCounter", s.bytesOutCounter},
+                      {"msgOutCounter", s.msgOutCounter}};
+}
+
 json::object consumerJson(const ConsumerSnapshot& c) {
-  json::object o;
-  o["msgRateOut"] = c.rateOut.msgRate;
-  o["msgThroughputOut"] = c.rateOut.byteRate;
-  o["bytesOutCounter"] = c.bytesOutCounter;
-  o["msgOutCounter"] = c.msgOutCounter;
+  json::object o = dispatchStatsJson(c);
   o["msgRateRedeliver"] = 0.0;
   o["messageAckRate"] = 0.0;
   o["chunkedMessageRate"] = 0.0;
@@ -88,11 +93,7 @@ json::object consumerJson(const ConsumerSnapshot& c) {
 }
 
 json::object subscriptionJson(const SubscriptionSnapshot& s) {
-  json::object o;
-  o["msgRateOut"] = s.rateOut.msgRate;
-  o["msgThroughputOut"] = s.rateOut.byteRate;
-  o["bytesOutCounter"] = s.bytesOutCounter;
-  o["msgOutCounter"] = s.msgOutCounter;
+  json::object o = dispatchStatsJson(s);
   o["msgRateRedeliver"] = s.msgRateRedeliver;
   o["messageAckRate"] = 0.0;
   o["chunkedMessageRate"] = 0;

@@ -46,11 +46,15 @@ bool parseSchedstat(std::string_view line, uint64_t* cpuNs) {
   return ec == std::errc() && p == line.data() + end;
 }
 
+int64_t monotonicNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 ThreadCpuSnapshot takeThreadCpuSnapshot(const std::string& taskDir) {
   ThreadCpuSnapshot s;
-  s.monotonicNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count();
+  s.monotonicNs = monotonicNowNs();
   static const double ticksPerSecond = [] {
     long hz = sysconf(_SC_CLK_TCK);
     return hz > 0 ? static_cast<double>(hz) : 100.0;

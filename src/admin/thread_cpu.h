@@ -10,6 +10,10 @@
 
 namespace magnetar::admin {
 
+// Nanoseconds on the steady clock (monotonic; the time line of ThreadCpuSnapshot::monotonicNs and
+// of the pulsar-stats thread's ticks). Thread: any.
+int64_t monotonicNowNs();
+
 struct ThreadCpuSnapshot {
   int64_t monotonicNs = 0;
   struct Thread {

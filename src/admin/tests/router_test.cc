@@ -30,10 +30,9 @@ std::string reasonOf(const HttpResponse& r) {
 
 TEST(Router, LiteralSegmentBeatsParameterWhateverTheOrder) {
   Router r;
-  r.addSync("GET", "/admin/v2/brokers/{cluster}",
-            [](const HttpRequest&, const PathParams& p) {
-              return HttpResponse::text(p.at("cluster"));
-            });
+  r.addSync("GET", "/admin/v2/brokers/{cluster}", [](const HttpRequest&, const PathParams& p) {
+    return HttpResponse::text(p.at("cluster"));
+  });
   r.addSync("GET", "/admin/v2/brokers/leaderBroker",
             [](const HttpRequest&, const PathParams&) { return HttpResponse::text("leader"); });
   r.addSync("GET", "/admin/v2/x/{a}/lit", [](const HttpRequest&, const PathParams&) {
@@ -112,6 +111,9 @@ TEST(PercentDecode, DecodesAndKeepsMalformedInput) {
   EXPECT_EQ(percentDecode("a%20b%2Fc"), "a b/c");
   EXPECT_EQ(percentDecode("bad%2"), "bad%2");
   EXPECT_EQ(percentDecode("bad%zz"), "bad%zz");
+  EXPECT_EQ(percentDecode("x%2f%7E"), "x/~");
+  EXPECT_EQ(percentDecode("%2f%+1"), "%2f%+1");  // no sign taken as a hex digit
+  EXPECT_EQ(percentDecode("%-1"), "%-1");
 }
 
 TEST(BrokerRoutes, RuntimeConfigurationAndDynamicNames) {
