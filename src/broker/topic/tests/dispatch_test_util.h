@@ -1,14 +1,16 @@
-// Helpers of the dispatcher tests: an executor the test runs task by task and a ConsumerSink that
-// decodes the MESSAGE frames it is sent.
+// Helpers of the dispatcher tests: an executor the test runs task by task, a ConsumerSink that
+// decodes the MESSAGE frames it is sent, and a Subscription on a new ledger.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "broker/topic/consumer.h"
+#include "broker/topic/subscription.h"
 #include "net/executor.h"
 #include "net/tests/frame_bytes.h"
 #include "protocol/frame.h"
@@ -56,5 +58,25 @@ class RecordingSink : public ConsumerSink {
  private:
   protocol::FrameDecoder decoder_;
 };
+
+// Opens ledger `ledger` of `factory` on `ex` into *ml and subscription `name` of `topic` on it
+// (a cursor from the earliest entry); null, with a failed expectation, when either fails.
+inline std::unique_ptr<Subscription> openSubscription(storage::ManagedLedgerFactory& factory,
+                                                      StepExecutor& ex, const std::string& ledger,
+                                                      const std::string& name,
+                                                      const std::string& topic,
+                                                      const BrokerOptions& options,
+                                                      std::shared_ptr<storage::ManagedLedger>* ml) {
+  factory.asyncOpen(ledger, &ex, [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+    if (r.isOk()) *ml = r.value();
+  });
+  ex.drain();
+  EXPECT_TRUE(*ml) << "ledger " << ledger << " did not open";
+  if (!*ml) return nullptr;
+  auto cursor = (*ml)->openCursor(name, storage::InitialPosition::kEarliest);
+  EXPECT_TRUE(cursor.isOk()) << cursor.status().toString();
+  if (!cursor.isOk()) return nullptr;
+  return std::make_unique<Subscription>(name, **ml, *cursor.value(), options, topic, -1);
+}
 
 }  // namespace magnetar::broker

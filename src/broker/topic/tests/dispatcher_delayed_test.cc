@@ -42,16 +42,9 @@ class DelayedDispatchTest : public ::testing::Test {
     storage::MemoryLedgerOptions lo;
     lo.cachedReads = cachedReads;
     factory_ = std::make_unique<storage::MemoryManagedLedgerFactory>(lo);
-    factory_->asyncOpen("t/default/persistent/delayed", &ex_,
-                        [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-                          if (r.isOk()) ml_ = r.value();
-                        });
-    ex_.drain();
-    ASSERT_TRUE(ml_);
-    auto cursor = ml_->openCursor("s", storage::InitialPosition::kEarliest);
-    ASSERT_TRUE(cursor.isOk());
-    sub_ = std::make_unique<Subscription>("s", *ml_, *cursor.value(), options_,
-                                          "persistent://t/default/delayed", -1);
+    sub_ = openSubscription(*factory_, ex_, "t/default/persistent/delayed", "s",
+                            "persistent://t/default/delayed", options_, &ml_);
+    ASSERT_TRUE(sub_);
     sub_->setDelayedDelivery(DelayedDeliveryPolicies{true, 10, 0});
     consumer_ = std::make_shared<Consumer>(1, "c", &sink_, type, 0);
     ASSERT_TRUE(sub_->addConsumer(consumer_).isOk());

@@ -28,16 +28,9 @@ template <bool kCachedReads>
 class DispatchFixture : public ::testing::Test {
  protected:
   void SetUp() override {
-    factory_.asyncOpen("t/default/persistent/ks", &ex_,
-                       [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-                         if (r.isOk()) ml_ = r.value();
-                       });
-    ex_.drain();
-    ASSERT_TRUE(ml_);
-    auto cursor = ml_->openCursor("ks", storage::InitialPosition::kEarliest);
-    ASSERT_TRUE(cursor.isOk());
-    sub_ = std::make_unique<Subscription>("ks", *ml_, *cursor.value(), options_,
-                                          "persistent://t/default/ks", -1);
+    sub_ = openSubscription(factory_, ex_, "t/default/persistent/ks", "ks",
+                            "persistent://t/default/ks", options_, &ml_);
+    ASSERT_TRUE(sub_);
   }
 
   std::shared_ptr<Consumer> addConsumer(uint64_t id, const std::string& name,
@@ -70,6 +63,16 @@ class DispatchFixture : public ::testing::Test {
     return {};
   }
 
+  // Consumers a_ (id 1) and b_ (id 2) on sinkA_ and sinkB_, and a key each of them owns now.
+  void addTwoConsumers() {
+    a_ = addConsumer(1, "a", &sinkA_);
+    b_ = addConsumer(2, "b", &sinkB_);
+    keyA_ = keyOwnedBy(a_.get());
+    keyB_ = keyOwnedBy(b_.get());
+    ASSERT_FALSE(keyA_.empty());
+    ASSERT_FALSE(keyB_.empty());
+  }
+
   StepExecutor ex_;
   storage::MemoryManagedLedgerFactory factory_{
       storage::MemoryLedgerOptions{.cachedReads = kCachedReads}};
@@ -77,6 +80,10 @@ class DispatchFixture : public ::testing::Test {
   BrokerOptions options_;
   std::unique_ptr<Subscription> sub_;
   int seq_ = 0;
+  // addTwoConsumers(); after sub_, so they go before it.
+  RecordingSink sinkA_, sinkB_;
+  std::shared_ptr<Consumer> a_, b_;
+  std::string keyA_, keyB_;
 };
 
 using KeySharedDispatchTest = DispatchFixture<false>;
@@ -87,63 +94,53 @@ using CachedReadDispatchTest = DispatchFixture<true>;
 // leaves while that read is in flight: entry 0 goes back for redelivery. B now owns the key and
 // must get entry 0 before entry 1, although entry 1's read completes first.
 TEST_F(KeySharedDispatchTest, ReplayReadInFlightDoesNotOvertakeEntriesOfLeavingConsumer) {
-  RecordingSink sinkA, sinkB;
-  auto a = addConsumer(1, "a", &sinkA);
-  auto b = addConsumer(2, "b", &sinkB);
-  std::string key = keyOwnedBy(a.get());
-  ASSERT_FALSE(key.empty());
-  publish(key, 2);
+  addTwoConsumers();
+  publish(keyA_, 2);
 
-  sub_->dispatcher()->flow(a.get(), 1);
+  sub_->dispatcher()->flow(a_.get(), 1);
   ex_.drain();
-  ASSERT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0}));
+  ASSERT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0}));
 
-  sub_->dispatcher()->flow(b.get(), 10);
+  sub_->dispatcher()->flow(b_.get(), 10);
   ASSERT_TRUE(ex_.runOne());  // the read of entry 1: A has no permits, so it waits in replay
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 1u);
   EXPECT_EQ(ex_.pending(), 0u);  // no replay read while A can take nothing
-  sub_->dispatcher()->flow(a.get(), 1);
+  sub_->dispatcher()->flow(a_.get(), 1);
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);  // taken out by the replay read
   ASSERT_EQ(ex_.pending(), 1u);                        // that replay read is in flight
-  EXPECT_TRUE(sinkB.entryIds.empty());
+  EXPECT_TRUE(sinkB_.entryIds.empty());
 
-  sub_->removeConsumer(a.get());  // entry 0 goes back for redelivery, the hash moves to B
+  sub_->removeConsumer(a_.get());  // entry 0 goes back for redelivery, the hash moves to B
   ex_.drain();
 
-  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{0, 1}));
+  EXPECT_EQ(sinkB_.entryIds, (std::vector<uint64_t>{0, 1}));
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
-  EXPECT_EQ(b->pendingAcks.size(), 2u);
+  EXPECT_EQ(b_->pendingAcks.size(), 2u);
 }
 
 // Same race with several entries of the key on both sides and a second key that is not involved:
 // B receives the key's entries in publish order and the other key's entries are not held back.
 TEST_F(KeySharedDispatchTest, KeyOrderKeptWhenOwnerLeavesDuringReplayRead) {
-  RecordingSink sinkA, sinkB;
-  auto a = addConsumer(1, "a", &sinkA);
-  auto b = addConsumer(2, "b", &sinkB);
-  std::string key = keyOwnedBy(a.get());
-  std::string other = keyOwnedBy(b.get());
-  ASSERT_FALSE(key.empty());
-  ASSERT_FALSE(other.empty());
-  publish(key, 3);    // entries 0..2
-  publish(other, 1);  // entry 3
-  publish(key, 3);    // entries 4..6
+  addTwoConsumers();
+  publish(keyA_, 3);  // entries 0..2
+  publish(keyB_, 1);  // entry 3
+  publish(keyA_, 3);  // entries 4..6
 
-  sub_->dispatcher()->flow(a.get(), 3);
+  sub_->dispatcher()->flow(a_.get(), 3);
   ex_.drain();
-  ASSERT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0, 1, 2}));
+  ASSERT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0, 1, 2}));
 
-  sub_->dispatcher()->flow(b.get(), 10);
+  sub_->dispatcher()->flow(b_.get(), 10);
   ASSERT_TRUE(ex_.runOne());  // entries 3..6 read: 3 to B, 4..6 wait (A has no permits)
-  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{3}));
+  EXPECT_EQ(sinkB_.entryIds, (std::vector<uint64_t>{3}));
   EXPECT_EQ(ex_.pending(), 0u);
-  sub_->dispatcher()->flow(a.get(), 3);
+  sub_->dispatcher()->flow(a_.get(), 3);
   ASSERT_GE(ex_.pending(), 1u);  // the replay reads of 4..6
 
-  sub_->removeConsumer(a.get());
+  sub_->removeConsumer(a_.get());
   ex_.drain();
 
-  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{3, 0, 1, 2, 4, 5, 6}));
+  EXPECT_EQ(sinkB_.entryIds, (std::vector<uint64_t>{3, 0, 1, 2, 4, 5, 6}));
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
 }
 
@@ -180,20 +177,16 @@ TEST_F(CachedReadDispatchTest, TailingReadsDispatchInlineThenThroughTheExecutor)
 // Entries held for a consumer without permits are replayed from the cache at once, in order,
 // when it sends FLOW.
 TEST_F(CachedReadDispatchTest, ReplayFromCacheIsInlineAndInOrder) {
-  RecordingSink sinkA, sinkB;
-  auto a = addConsumer(1, "a", &sinkA);
-  auto b = addConsumer(2, "b", &sinkB);
-  std::string keyA = keyOwnedBy(a.get());
-  std::string keyB = keyOwnedBy(b.get());
-  publish(keyA, 2);  // 0, 1
-  publish(keyB, 2);  // 2, 3
-  publish(keyA, 2);  // 4, 5
-  sub_->dispatcher()->flow(a.get(), 10);
-  EXPECT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0, 1, 4, 5}));
+  addTwoConsumers();
+  publish(keyA_, 2);  // 0, 1
+  publish(keyB_, 2);  // 2, 3
+  publish(keyA_, 2);  // 4, 5
+  sub_->dispatcher()->flow(a_.get(), 10);
+  EXPECT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0, 1, 4, 5}));
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 2u);
   EXPECT_EQ(ex_.pending(), 0u);
-  sub_->dispatcher()->flow(b.get(), 10);
-  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{2, 3}));
+  sub_->dispatcher()->flow(b_.get(), 10);
+  EXPECT_EQ(sinkB_.entryIds, (std::vector<uint64_t>{2, 3}));
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
   EXPECT_EQ(ex_.pending(), 0u);
 }
@@ -202,43 +195,38 @@ TEST_F(CachedReadDispatchTest, ReplayFromCacheIsInlineAndInOrder) {
 // per position, and keep their order.
 TEST_F(CachedReadDispatchTest, ReplayPastTheInlineRoundsIsOneTaskPerBatch) {
   options_.dynamic.dispatcherMaxReadBatchSize.store(10);
-  RecordingSink sinkA, sinkB;
-  auto a = addConsumer(1, "a", &sinkA);
-  auto b = addConsumer(2, "b", &sinkB);
-  std::string keyA = keyOwnedBy(a.get());
-  publish(keyA, 100);
-  sub_->dispatcher()->flow(a.get(), 1);   // A takes entry 0
-  sub_->dispatcher()->flow(b.get(), 10);  // 1..99 are read and wait for A in the replay set
+  addTwoConsumers();
+  publish(keyA_, 100);
+  sub_->dispatcher()->flow(a_.get(), 1);   // A takes entry 0
+  sub_->dispatcher()->flow(b_.get(), 10);  // 1..99 are read and wait for A in the replay set
   ex_.drain();
-  ASSERT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0}));
+  ASSERT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0}));
   ASSERT_EQ(sub_->dispatcher()->replayBacklog(), 99u);
-  sub_->dispatcher()->flow(a.get(), 200);
-  EXPECT_EQ(sinkA.entryIds.size(), 1u + 10 * Dispatcher::kInlineReadRounds);
+  sub_->dispatcher()->flow(a_.get(), 200);
+  EXPECT_EQ(sinkA_.entryIds.size(), 1u + 10 * Dispatcher::kInlineReadRounds);
   EXPECT_EQ(ex_.pending(), 1u);  // the next replay batch (10 positions), one task
   ex_.drain();
   std::vector<uint64_t> all(100);
   for (uint64_t i = 0; i < 100; ++i) all[i] = i;
-  EXPECT_EQ(sinkA.entryIds, all);
+  EXPECT_EQ(sinkA_.entryIds, all);
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
-  EXPECT_TRUE(sinkB.entryIds.empty());
+  EXPECT_TRUE(sinkB_.entryIds.empty());
 }
 
 // The same for a replay batch queued past the inline rounds.
 TEST_F(CachedReadDispatchTest, ReplayTaskAfterTheSubscriptionWentIsDropped) {
   options_.dynamic.dispatcherMaxReadBatchSize.store(10);
-  RecordingSink sinkA, sinkB;
-  auto a = addConsumer(1, "a", &sinkA);
-  auto b = addConsumer(2, "b", &sinkB);
-  publish(keyOwnedBy(a.get()), 100);
-  sub_->dispatcher()->flow(a.get(), 1);
-  sub_->dispatcher()->flow(b.get(), 10);
+  addTwoConsumers();
+  publish(keyA_, 100);
+  sub_->dispatcher()->flow(a_.get(), 1);
+  sub_->dispatcher()->flow(b_.get(), 10);
   ex_.drain();
-  sub_->dispatcher()->flow(a.get(), 200);
-  const size_t before = sinkA.entryIds.size();
+  sub_->dispatcher()->flow(a_.get(), 200);
+  const size_t before = sinkA_.entryIds.size();
   ASSERT_EQ(ex_.pending(), 1u);  // the next replay batch
   sub_.reset();
   ex_.drain();
-  EXPECT_EQ(sinkA.entryIds.size(), before);
+  EXPECT_EQ(sinkA_.entryIds.size(), before);
 }
 
 // Entries waiting in the replay set for a consumer that takes nothing (no permits) must not hide
@@ -333,18 +321,16 @@ TEST_F(CachedReadDispatchTest, ReplayedEntriesFollowTheirKeysWhenConsumersChange
 // Seek and unload take every consumer off the subscription one by one: what the first one held
 // must not be handed to the others in between (they are about to be closed too).
 TEST_F(CachedReadDispatchTest, TakingAllConsumersDispatchesNothingWhileTheyAreRemoved) {
-  RecordingSink sinkA, sinkB;
-  auto a = addConsumer(1, "a", &sinkA);
-  auto b = addConsumer(2, "b", &sinkB);
-  publish(keyOwnedBy(a.get()), 3);
-  sub_->dispatcher()->flow(a.get(), 10);
-  sub_->dispatcher()->flow(b.get(), 10);
-  ASSERT_EQ(sinkA.entryIds, (std::vector<uint64_t>{0, 1, 2}));
+  addTwoConsumers();
+  publish(keyA_, 3);
+  sub_->dispatcher()->flow(a_.get(), 10);
+  sub_->dispatcher()->flow(b_.get(), 10);
+  ASSERT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0, 1, 2}));
   auto all = sub_->dispatcher()->takeConsumers();
   ASSERT_EQ(all.size(), 2u);
   for (auto& c : all) sub_->removeConsumer(c.get());
   ex_.drain();
-  EXPECT_TRUE(sinkB.entryIds.empty());
+  EXPECT_TRUE(sinkB_.entryIds.empty());
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 3u);  // kept for whoever subscribes next
 }
 
@@ -353,21 +339,17 @@ TEST_F(CachedReadDispatchTest, TakingAllConsumersDispatchesNothingWhileTheyAreRe
 TEST_F(CachedReadDispatchTest, ReplaySetStopsNewReadsAtTheLookAheadThreshold) {
   options_.dynamic.dispatcherMaxReadBatchSize.store(2);
   options_.dynamic.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(2);  // 2 consumers: 4 entries
-  RecordingSink sinkA, sinkB;
-  auto a = addConsumer(1, "a", &sinkA);
-  auto b = addConsumer(2, "b", &sinkB);
-  std::string keyA = keyOwnedBy(a.get());
-  std::string keyB = keyOwnedBy(b.get());
-  publish(keyB, 10);  // 0..9 for B, which has no permits yet
-  publish(keyA, 5);   // 10..14 for A
-  sub_->dispatcher()->flow(a.get(), 100);
+  addTwoConsumers();
+  publish(keyB_, 10);  // 0..9 for B, which has no permits yet
+  publish(keyA_, 5);   // 10..14 for A
+  sub_->dispatcher()->flow(a_.get(), 100);
   ex_.drain();
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 4u);
-  EXPECT_TRUE(sinkA.entryIds.empty());  // A's entries are behind the limit
-  sub_->dispatcher()->flow(b.get(), 100);
+  EXPECT_TRUE(sinkA_.entryIds.empty());  // A's entries are behind the limit
+  sub_->dispatcher()->flow(b_.get(), 100);
   ex_.drain();
-  EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
-  EXPECT_EQ(sinkA.entryIds, (std::vector<uint64_t>{10, 11, 12, 13, 14}));
+  EXPECT_EQ(sinkB_.entryIds, (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{10, 11, 12, 13, 14}));
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
 }
 
@@ -375,16 +357,12 @@ TEST_F(CachedReadDispatchTest, LookAheadLimitOffReadsPastTheBlockedConsumer) {
   options_.dynamic.dispatcherMaxReadBatchSize.store(2);
   options_.dynamic.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(0);
   options_.dynamic.keySharedLookAheadMsgInReplayThresholdPerSubscription.store(0);
-  RecordingSink sinkA, sinkB;
-  auto a = addConsumer(1, "a", &sinkA);
-  auto b = addConsumer(2, "b", &sinkB);
-  std::string keyA = keyOwnedBy(a.get());
-  std::string keyB = keyOwnedBy(b.get());
-  publish(keyB, 10);
-  publish(keyA, 5);
-  sub_->dispatcher()->flow(a.get(), 100);
+  addTwoConsumers();
+  publish(keyB_, 10);
+  publish(keyA_, 5);
+  sub_->dispatcher()->flow(a_.get(), 100);
   ex_.drain();
-  EXPECT_EQ(sinkA.entryIds, (std::vector<uint64_t>{10, 11, 12, 13, 14}));
+  EXPECT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{10, 11, 12, 13, 14}));
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 10u);
 }
 

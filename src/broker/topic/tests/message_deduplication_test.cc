@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "broker/topic/tests/cursor_write_counter.h"
 #include "protocol/commands.h"
 #include "storage/durable_storage.h"
 #include "storage/memory_managed_ledger.h"
@@ -259,29 +260,13 @@ TEST_F(MessageDeduplicationTest, CountSnapshotsWaitForTheMinimumInterval) {
   EXPECT_EQ(dedupCursor()->markDeletedPosition(), q);
 }
 
-// Counts the writes of the dedup cursor of ledger "t".
-class DedupCursorWriteCounter : public storage::MemoryMetadataStore {
- public:
-  Status write(const std::vector<storage::MetadataOp>& ops) override {
-    Status s = MemoryMetadataStore::write(ops);
-    for (const auto& op : ops) {
-      if (op.key == storage::cursorKey("t", kDedupCursorName)) writes++;
-    }
-    return s;
-  }
-  std::atomic<int> writes{0};
-};
-
 // A snapshot is a mark-delete like any other: it keeps managedLedgerDefaultMarkDeleteRateLimit
 // (each one was written at once, a cursor write per brokerDeduplicationEntriesInterval entries),
 // and the last one is what a restart reads.
 TEST(DedupSnapshotRateTest, SnapshotsKeepTheMarkDeleteRateLimit) {
   storage::testing::TempDir dir;
-  storage::StorageOptions o = storage::testing::durableTestOptions(dir.path());
-  o.managedLedgerDefaultMarkDeleteRateLimit = 1.0;  // one unwaited write a second
-  o.tickIntervalMs = 60000;                         // no tick writes during the test
-  DedupCursorWriteCounter store;
-  o.metadataStore = &store;
+  CursorWriteCounter store("t", std::string(kDedupCursorName));
+  storage::StorageOptions o = rateLimitedOptions(dir.path(), &store);
   storage::testing::ManualExecutor ex;
   auto f = storage::DurableManagedLedgerFactory::open(o);
   ASSERT_TRUE(f.isOk()) << f.status().toString();
