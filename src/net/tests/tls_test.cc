@@ -254,6 +254,25 @@ class TlsEcho : public Connection {
   void onClosed() override { closed.set_value(); }
 };
 
+// Server-side tests: the broker's TLS context (brokerOptions()) and one I/O loop.
+class TlsServerTest : public TlsTest {
+ protected:
+  void SetUp() override {
+    auto ctx = TlsContext::create(brokerOptions());
+    ASSERT_TRUE(ctx.isOk()) << ctx.status().toString();
+    ctx_ = *ctx;
+    loops_.start();
+    started_ = true;
+  }
+  void TearDown() override {
+    if (started_) loops_.stop();
+  }
+
+  std::shared_ptr<TlsContext> ctx_;
+  EventLoopGroup loops_{"tls-io", 1};
+  bool started_ = false;
+};
+
 // The client end of a TLS connection over a blocking socket.
 struct BlockingTlsClient {
   BlockingTlsClient(tcp::socket& s, const std::shared_ptr<ssl_ctx_st>& ctx)
@@ -285,15 +304,11 @@ struct BlockingTlsClient {
   std::vector<uint8_t> buf = std::vector<uint8_t>(65536);
 };
 
-TEST_F(TlsTest, ConnectionEchoesOverTls) {
-  auto ctx = TlsContext::create(brokerOptions());
-  ASSERT_TRUE(ctx.isOk());
-  EventLoopGroup loops("tls-io", 1);
-  loops.start();
+TEST_F(TlsServerTest, ConnectionEchoesOverTls) {
   std::promise<std::shared_ptr<TlsEcho>> made;
-  TcpServer server(loops, [&](EventLoop& loop, tcp::socket s) {
+  TcpServer server(loops_, [&](EventLoop& loop, tcp::socket s) {
     auto c = std::make_shared<TlsEcho>(loop, std::move(s),
-                                       std::make_unique<TlsSession>((*ctx)->current()));
+                                       std::make_unique<TlsSession>(ctx_->current()));
     made.set_value(c);
     return c;
   });
@@ -313,20 +328,15 @@ TEST_F(TlsTest, ConnectionEchoesOverTls) {
   sock.close();
   EXPECT_EQ(conn->closed.get_future().wait_for(std::chrono::seconds(5)), std::future_status::ready);
   server.stop();
-  loops.stop();
 }
 
-TEST_F(TlsTest, MaxNextDeliveryCutsDecryptedDataAndKeepsTheRestUntilResumed) {
-  auto ctx = TlsContext::create(brokerOptions());
-  ASSERT_TRUE(ctx.isOk());
-  EventLoopGroup loops("tls-io", 1);
-  loops.start();
+TEST_F(TlsServerTest, MaxNextDeliveryCutsDecryptedDataAndKeepsTheRestUntilResumed) {
   const size_t stopAt = 100003;
   expectStopsAtTheBoundary(
-      loops,
+      loops_,
       [&](EventLoop& l, tcp::socket s) {
         return std::make_shared<StopAtConnection>(l, std::move(s), stopAt,
-                                                  std::make_unique<TlsSession>((*ctx)->current()));
+                                                  std::make_unique<TlsSession>(ctx_->current()));
       },
       [&](tcp::socket& sock, const std::string& data) {
         BlockingTlsClient client(sock, clientCtx());
@@ -335,19 +345,14 @@ TEST_F(TlsTest, MaxNextDeliveryCutsDecryptedDataAndKeepsTheRestUntilResumed) {
         client.flush();
       },
       stopAt, 300000);
-  loops.stop();
 }
 
-TEST_F(TlsTest, GarbageOnTheTlsPortClosesOnlyThatConnection) {
-  auto ctx = TlsContext::create(brokerOptions());
-  ASSERT_TRUE(ctx.isOk());
-  EventLoopGroup loops("tls-io", 1);
-  loops.start();
+TEST_F(TlsServerTest, GarbageOnTheTlsPortClosesOnlyThatConnection) {
   std::vector<std::shared_ptr<TlsEcho>> conns;
   std::mutex mu;
-  TcpServer server(loops, [&](EventLoop& loop, tcp::socket s) {
+  TcpServer server(loops_, [&](EventLoop& loop, tcp::socket s) {
     auto c = std::make_shared<TlsEcho>(loop, std::move(s),
-                                       std::make_unique<TlsSession>((*ctx)->current()));
+                                       std::make_unique<TlsSession>(ctx_->current()));
     std::lock_guard<std::mutex> lock(mu);
     conns.push_back(c);
     return c;
@@ -365,7 +370,6 @@ TEST_F(TlsTest, GarbageOnTheTlsPortClosesOnlyThatConnection) {
       << ec.message();
   EXPECT_EQ(TlsErrorStats::get(TlsError::kHandshakeFailed), before + 1);
   server.stop();
-  loops.stop();
 }
 
 }  // namespace
