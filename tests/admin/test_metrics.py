@@ -97,28 +97,30 @@ def test_names_types_and_topic_labels(broker):
                  namespace="public/default") >= 1
 
 
+def exchange_and_scrape(broker, consumer, topic, n, total):
+    """Produces n messages to `topic`, acknowledges them on `consumer`, scrapes /metrics and checks
+    that the topic's in and out message counters read `total`; returns the families."""
+    produce(broker.service_url, topic, n)
+    for _ in range(n):
+        consumer.acknowledge(consumer.receive(timeout_millis=10000))
+    families = scrape(broker.admin_url)
+    for family in ("pulsar_in_messages", "pulsar_out_messages"):
+        assert value(families, family, family + "_total", topic=topic) == total
+    return families
+
+
 def test_counters_and_rates_move_with_traffic(broker):
     topic = f"persistent://public/default/moving-{uuid.uuid4().hex[:8]}"
     labels = {"topic": topic}
     c = pulsar.Client(broker.service_url, logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Warn))
     try:
         consumer = c.subscribe(topic, "sub")
-        produce(broker.service_url, topic, 50)
-        for _ in range(50):
-            consumer.acknowledge(consumer.receive(timeout_millis=10000))
-        before = scrape(broker.admin_url)
-        assert value(before, "pulsar_in_messages", "pulsar_in_messages_total", **labels) == 50
-        assert value(before, "pulsar_out_messages", "pulsar_out_messages_total", **labels) == 50
+        before = exchange_and_scrape(broker, consumer, topic, 50, 50)
         tasks_before = sum(s.value for s in before["magnetar_handover_tasks"].samples)
         writev_before = sum(s.value for s in before["magnetar_writev_calls"].samples)
         held_before = sum(s.value for s in before["magnetar_handover_held_tasks"].samples)
 
-        produce(broker.service_url, topic, 30)
-        for _ in range(30):
-            consumer.acknowledge(consumer.receive(timeout_millis=10000))
-        after = scrape(broker.admin_url)
-        assert value(after, "pulsar_in_messages", "pulsar_in_messages_total", **labels) == 80
-        assert value(after, "pulsar_out_messages", "pulsar_out_messages_total", **labels) == 80
+        after = exchange_and_scrape(broker, consumer, topic, 30, 80)
         assert sum(s.value for s in after["magnetar_handover_tasks"].samples) > tasks_before
         assert sum(s.value for s in after["magnetar_writev_calls"].samples) > writev_before
         # Coalesced wake-ups: never more wake-ups than tasks handed over, per thread.
