@@ -48,6 +48,34 @@ std::string jsonString(const std::string& s);
 CLI::App* leaf(CLI::App* parent, const std::string& name, const std::string& help, Pending& pending,
                std::function<Call()> build);
 
+// Adds leaves to `parent` whose requests are built from one shared Opts, each taking the required
+// positional argument `argName` into (*opts).*arg (a namespace, a topic).
+template <typename Opts>
+struct OptsLeaves {
+  CLI::App* parent;
+  Pending& pending;
+  std::shared_ptr<Opts> opts;
+  std::string Opts::*arg;
+  const char* argName;
+  const char* argHelp;
+  std::string (*path)(const std::string&);  // the REST path of the argument (namespacePath)
+
+  // A leaf whose request is build(*opts).
+  CLI::App* operator()(const std::string& name, const std::string& help,
+                       std::function<Call(const Opts&)> build) const {
+    CLI::App* c = leaf(parent, name, help, pending, [o = opts, build] { return build(*o); });
+    c->add_option(argName, (*opts).*arg, argHelp)->required();
+    return c;
+  }
+  // A leaf whose request is `method path(argument) + suffix`, without a body.
+  CLI::App* call(const std::string& name, const std::string& help, const char* method,
+                 const char* suffix) const {
+    return (*this)(name, help, [a = arg, p = path, method, suffix](const Opts& x) {
+      return Call{method, p(x.*a) + suffix};
+    });
+  }
+};
+
 void addTopicCommands(CLI::App& app, Pending& pending);
 void addNamespaceCommands(CLI::App& app, Pending& pending);
 void addTenantClusterBrokerCommands(CLI::App& app, Pending& pending);

@@ -104,21 +104,14 @@ void addNamespaceCommands(CLI::App& app, Pending& pending) {
        [o] { return Call{"GET", "/admin/v2/namespaces/" + encodeSegment(o->tenant)}; })
       ->add_option("tenant", o->tenant)
       ->required();
-  auto nsLeaf = [&](const std::string& name, const std::string& help,
-                    std::function<Call(const NsOpts&)> build) {
-    auto* c = leaf(nss, name, help, pending, [o, build] { return build(*o); });
-    c->add_option("namespace", o->ns, "tenant/namespace")->required();
-    return c;
-  };
-  nsLeaf("create", "Create a namespace",
-         [](const NsOpts& x) { return Call{"PUT", namespacePath(x.ns)}; });
+  const OptsLeaves<NsOpts> nsLeaf{
+      nss, pending, o, &NsOpts::ns, "namespace", "tenant/namespace", namespacePath};
+  nsLeaf.call("create", "Create a namespace", "PUT", "");
   nsLeaf("delete", "Delete a namespace", [](const NsOpts& x) {
     return Call{"DELETE", namespacePath(x.ns) + (x.force ? "?force=true" : "")};
   })->add_flag("-f,--force", o->force, "Delete its topics too");
-  nsLeaf("policies", "All policies of a namespace",
-         [](const NsOpts& x) { return Call{"GET", namespacePath(x.ns)}; });
-  nsLeaf("topics", "Topics of a namespace",
-         [](const NsOpts& x) { return Call{"GET", namespacePath(x.ns) + "/topics"}; });
+  nsLeaf.call("policies", "All policies of a namespace", "GET", "");
+  nsLeaf.call("topics", "Topics of a namespace", "GET", "/topics");
 
   auto* ret = nsLeaf("set-retention", "Set the retention policy", [](const NsOpts& x) {
     nlohmann::json j{
@@ -128,10 +121,8 @@ void addNamespaceCommands(CLI::App& app, Pending& pending) {
   });
   ret->add_option("-t,--time", o->time, "Retention time (s, m, h, d, w; -1 unlimited)")->required();
   ret->add_option("-s,--size", o->size, "Retention size (K, M, G, T; -1 unlimited)")->required();
-  nsLeaf("get-retention", "Get the retention policy",
-         [](const NsOpts& x) { return Call{"GET", namespacePath(x.ns) + "/retention"}; });
-  nsLeaf("remove-retention", "Remove the retention policy",
-         [](const NsOpts& x) { return Call{"DELETE", namespacePath(x.ns) + "/retention"}; });
+  nsLeaf.call("get-retention", "Get the retention policy", "GET", "/retention");
+  nsLeaf.call("remove-retention", "Remove the retention policy", "DELETE", "/retention");
 
   auto* dedup = nsLeaf("set-deduplication", "Enable or disable deduplication", [](const NsOpts& x) {
     if (x.enable == x.disable) throw UsageError("give exactly one of --enable, --disable");
@@ -139,10 +130,9 @@ void addNamespaceCommands(CLI::App& app, Pending& pending) {
   });
   dedup->add_flag("-e,--enable", o->enable, "Enable");
   dedup->add_flag("-d,--disable", o->disable, "Disable");
-  nsLeaf("get-deduplication", "Get the deduplication setting",
-         [](const NsOpts& x) { return Call{"GET", namespacePath(x.ns) + "/deduplication"}; });
-  nsLeaf("remove-deduplication", "Remove the deduplication setting (broker default applies)",
-         [](const NsOpts& x) { return Call{"DELETE", namespacePath(x.ns) + "/deduplication"}; });
+  nsLeaf.call("get-deduplication", "Get the deduplication setting", "GET", "/deduplication");
+  nsLeaf.call("remove-deduplication", "Remove the deduplication setting (broker default applies)",
+              "DELETE", "/deduplication");
 
   nsLeaf("set-message-ttl", "Set the message TTL",
          [](const NsOpts& x) {
@@ -150,10 +140,8 @@ void addNamespaceCommands(CLI::App& app, Pending& pending) {
          })
       ->add_option("-t,--ttl", o->ttl, "Seconds")
       ->required();
-  nsLeaf("get-message-ttl", "Get the message TTL",
-         [](const NsOpts& x) { return Call{"GET", namespacePath(x.ns) + "/messageTTL"}; });
-  nsLeaf("remove-message-ttl", "Remove the message TTL",
-         [](const NsOpts& x) { return Call{"DELETE", namespacePath(x.ns) + "/messageTTL"}; });
+  nsLeaf.call("get-message-ttl", "Get the message TTL", "GET", "/messageTTL");
+  nsLeaf.call("remove-message-ttl", "Remove the message TTL", "DELETE", "/messageTTL");
 
   auto* bq = nsLeaf("set-backlog-quota", "Set a backlog quota", [](const NsOpts& x) {
     nlohmann::json j{{"limitSize", parseSizeBytes(x.limitSize)},
@@ -166,14 +154,12 @@ void addNamespaceCommands(CLI::App& app, Pending& pending) {
   bq->add_option("-p,--policy", o->policy,
                  "producer_request_hold | producer_exception | consumer_backlog_eviction");
   bq->add_option("--type", o->type, "destination_storage | message_age");
-  nsLeaf("get-backlog-quotas", "Get the backlog quotas",
-         [](const NsOpts& x) { return Call{"GET", namespacePath(x.ns) + "/backlogQuotaMap"}; });
+  nsLeaf.call("get-backlog-quotas", "Get the backlog quotas", "GET", "/backlogQuotaMap");
   nsLeaf("remove-backlog-quota", "Remove a backlog quota", [](const NsOpts& x) {
     return Call{"DELETE", namespacePath(x.ns) + "/backlogQuota?backlogQuotaType=" + x.type};
   })->add_option("--type", o->type, "destination_storage | message_age");
 
-  nsLeaf("permissions", "Roles and their actions",
-         [](const NsOpts& x) { return Call{"GET", namespacePath(x.ns) + "/permissions"}; });
+  nsLeaf.call("permissions", "Roles and their actions", "GET", "/permissions");
   auto* grant = nsLeaf("grant-permission", "Grant actions to a role", [](const NsOpts& x) {
     return Call{"POST", namespacePath(x.ns) + "/permissions/" + encodeSegment(x.role),
                 nlohmann::json(splitComma(x.actions)).dump()};

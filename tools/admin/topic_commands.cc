@@ -45,18 +45,11 @@ void addTopicCommands(CLI::App& app, Pending& pending) {
   auto* topics = app.add_subcommand("topics", "Persistent topics and their subscriptions");
   topics->require_subcommand(1);
   auto o = std::make_shared<TopicOpts>();
-  auto nsLeaf = [&](const std::string& name, const std::string& help,
-                    std::function<Call(const TopicOpts&)> build) {
-    auto* c = leaf(topics, name, help, pending, [o, build] { return build(*o); });
-    c->add_option("namespace", o->ns, "tenant/namespace")->required();
-    return c;
-  };
-  auto topicLeaf = [&](const std::string& name, const std::string& help,
-                       std::function<Call(const TopicOpts&)> build) {
-    auto* c = leaf(topics, name, help, pending, [o, build] { return build(*o); });
-    c->add_option("topic", o->topic, "persistent://tenant/namespace/topic")->required();
-    return c;
-  };
+  const OptsLeaves<TopicOpts> nsLeaf{
+      topics, pending, o, &TopicOpts::ns, "namespace", "tenant/namespace", persistentNamespacePath};
+  const OptsLeaves<TopicOpts> topicLeaf{
+      topics,   pending, o, &TopicOpts::topic, "topic", "persistent://tenant/namespace/topic",
+      topicPath};
   auto subOption = [&](CLI::App* c) {
     c->add_option("-s,--subscription", o->sub, "Subscription name")->required();
     return c;
@@ -67,8 +60,7 @@ void addTopicCommands(CLI::App& app, Pending& pending) {
   nsLeaf("list-partitioned-topics", "Partitioned topics of a namespace", [](const TopicOpts& x) {
     return Call{"GET", persistentNamespacePath(x.ns) + "/partitioned"};
   });
-  topicLeaf("create", "Create a non-partitioned topic",
-            [](const TopicOpts& x) { return Call{"PUT", topicPath(x.topic)}; });
+  topicLeaf.call("create", "Create a non-partitioned topic", "PUT", "");
   topicLeaf("create-partitioned-topic", "Create a partitioned topic",
             [](const TopicOpts& x) {
               return Call{"PUT", topicPath(x.topic) + "/partitions", std::to_string(x.partitions)};
@@ -81,8 +73,8 @@ void addTopicCommands(CLI::App& app, Pending& pending) {
             })
       ->add_option("-p,--partitions", o->partitions, "New number of partitions")
       ->required();
-  topicLeaf("get-partitioned-topic-metadata", "Number of partitions (0: not partitioned)",
-            [](const TopicOpts& x) { return Call{"GET", topicPath(x.topic) + "/partitions"}; });
+  topicLeaf.call("get-partitioned-topic-metadata", "Number of partitions (0: not partitioned)",
+                 "GET", "/partitions");
   topicLeaf("delete", "Delete a topic", [](const TopicOpts& x) {
     return Call{"DELETE", topicPath(x.topic) + (x.force ? "?force=true" : "")};
   })->add_flag("-f,--force", o->force, "Close connected clients first");
@@ -90,21 +82,16 @@ void addTopicCommands(CLI::App& app, Pending& pending) {
     return Call{"DELETE", topicPath(x.topic) + "/partitions" + (x.force ? "?force=true" : "")};
   })->add_flag("-f,--force", o->force, "Close connected clients first");
 
-  topicLeaf("stats", "Topic stats",
-            [](const TopicOpts& x) { return Call{"GET", topicPath(x.topic) + "/stats"}; });
+  topicLeaf.call("stats", "Topic stats", "GET", "/stats");
   topicLeaf("partitioned-stats", "Stats of a partitioned topic", [](const TopicOpts& x) {
     return Call{"GET", topicPath(x.topic) + "/partitioned-stats?perPartition=" +
                            (x.perPartition ? "true" : "false")};
   })->add_flag("--per-partition", o->perPartition, "Include each partition's stats");
-  topicLeaf("stats-internal", "Internal stats (ledgers, cursors)",
-            [](const TopicOpts& x) { return Call{"GET", topicPath(x.topic) + "/internalStats"}; });
-  topicLeaf("partitioned-stats-internal", "Internal stats of each partition",
-            [](const TopicOpts& x) {
-              return Call{"GET", topicPath(x.topic) + "/partitioned-internalStats"};
-            });
+  topicLeaf.call("stats-internal", "Internal stats (ledgers, cursors)", "GET", "/internalStats");
+  topicLeaf.call("partitioned-stats-internal", "Internal stats of each partition", "GET",
+                 "/partitioned-internalStats");
 
-  topicLeaf("subscriptions", "Subscriptions of a topic",
-            [](const TopicOpts& x) { return Call{"GET", topicPath(x.topic) + "/subscriptions"}; });
+  topicLeaf.call("subscriptions", "Subscriptions of a topic", "GET", "/subscriptions");
   auto* cs =
       subOption(topicLeaf("create-subscription", "Create a subscription", [](const TopicOpts& x) {
         return Call{"PUT", subPath(x), messageIdJson(x.messageId).dump()};
@@ -138,12 +125,10 @@ void addTopicCommands(CLI::App& app, Pending& pending) {
   rc->add_option("-t,--time", o->time, "Reset to this long ago (e.g. 10m, 1h)");
   rc->add_option("-m,--messageId", o->resetId, "Reset to ledgerId:entryId (or earliest/latest)");
 
-  topicLeaf("unload", "Close the topic's clients; they reconnect",
-            [](const TopicOpts& x) { return Call{"PUT", topicPath(x.topic) + "/unload"}; });
-  topicLeaf("terminate", "Refuse further messages; prints the last message id",
-            [](const TopicOpts& x) { return Call{"POST", topicPath(x.topic) + "/terminate"}; });
-  topicLeaf("last-message-id", "Id of the last stored message",
-            [](const TopicOpts& x) { return Call{"GET", topicPath(x.topic) + "/lastMessageId"}; });
+  topicLeaf.call("unload", "Close the topic's clients; they reconnect", "PUT", "/unload");
+  topicLeaf.call("terminate", "Refuse further messages; prints the last message id", "POST",
+                 "/terminate");
+  topicLeaf.call("last-message-id", "Id of the last stored message", "GET", "/lastMessageId");
   auto* ex = topicLeaf("examine-message", "Print the n-th message from the start or the end",
                        [](const TopicOpts& x) {
                          Call c{"GET", topicPath(x.topic) +
