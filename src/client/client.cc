@@ -29,6 +29,36 @@ T await(Start&& start) {
   return f.get();
 }
 
+// close() of a Producer or Consumer handle: its closeAsync(), awaited.
+template <class Handle>
+Status closeAndWait(Handle& h) {
+  return await<Status>([&](auto cb) { h.closeAsync(std::move(cb)); });
+}
+
+// closeAsync() of a handle: an empty one is closed already.
+template <class Impl>
+void closeImpl(const std::shared_ptr<Impl>& impl, StatusCallback cb) {
+  if (!impl) return cb(Status::ok());
+  impl->closeAsync(std::move(cb));
+}
+
+// Starts every partition's producer or consumer; once all started, registers the partitioned
+// handler `whole` and gives cb its Handle, else closes `whole` and gives cb the first failure.
+template <class Handle, class Part, class Whole, class Callback>
+void startPartitions(const std::vector<std::shared_ptr<Part>>& parts,
+                     const std::shared_ptr<Whole>& whole, std::function<void()> registerWhole,
+                     Callback cb) {
+  auto join = joinStatuses(parts.size(), [whole, registerWhole, cb](const Status& s) {
+    if (!s.isOk()) {
+      whole->closeAsync([](const Status&) {});
+      return cb(s);
+    }
+    registerWhole();
+    cb(Handle(whole));
+  });
+  for (auto& p : parts) p->start(join);
+}
+
 // PARTITIONED_METADATA, retried with back-off on retriable failures until the deadline.
 void partitionsWithRetry(const std::shared_ptr<ClientImpl>& impl, const std::string& topic,
                          std::chrono::steady_clock::time_point deadline,
@@ -58,6 +88,21 @@ void partitionsWithRetry(const std::shared_ptr<ClientImpl>& impl, const std::str
   });
 }
 
+// The partition count of `topic` (normalized first; 0: not partitioned): PARTITIONED_METADATA
+// retried with the client's back-off until operationTimeout. cb(normalized name, count or the
+// failure).
+void partitionsOf(const std::shared_ptr<ClientImpl>& impl, const std::string& topic,
+                  std::function<void(const std::string&, Result<int>)> cb) {
+  auto name = normalizeTopic(topic);
+  if (!name) return cb(topic, name.status());
+  auto backoff =
+      std::make_shared<Backoff>(impl->config().initialBackoff, impl->config().maxBackoff);
+  auto deadline = std::chrono::steady_clock::now() + impl->config().operationTimeout;
+  partitionsWithRetry(
+      impl, *name, deadline, backoff,
+      [name = *name, cb = std::move(cb)](Result<int> n) { cb(name, std::move(n)); });
+}
+
 }  // namespace
 
 // ---- Client ---------------------------------------------------------------------------------
@@ -75,13 +120,8 @@ size_t Client::connectionCount() const { return impl_->connectionCount(); }
 
 Result<int> Client::getNumberOfPartitions(const std::string& topic) {
   if (!status_.isOk()) return status_;
-  auto name = normalizeTopic(topic);
-  if (!name) return name.status();
-  auto backoff = std::make_shared<Backoff>(impl_->config().initialBackoff,
-                                           impl_->config().maxBackoff);
-  auto deadline = std::chrono::steady_clock::now() + impl_->config().operationTimeout;
   return await<Result<int>>([&](auto cb) {
-    partitionsWithRetry(impl_, *name, deadline, backoff, std::move(cb));
+    partitionsOf(impl_, topic, [cb](const std::string&, Result<int> n) { cb(std::move(n)); });
   });
 }
 
@@ -89,40 +129,28 @@ void Client::createProducerAsync(const std::string& topic, const ProducerConfig&
                                  std::function<void(Result<Producer>)> cb) {
   if (!status_.isOk()) return cb(status_);
   if (impl_->closed()) return cb(Status::closed("client closed"));
-  auto name = normalizeTopic(topic);
-  if (!name) return cb(name.status());
   auto impl = impl_;
-  auto backoff =
-      std::make_shared<Backoff>(impl->config().initialBackoff, impl->config().maxBackoff);
-  auto deadline = std::chrono::steady_clock::now() + impl->config().operationTimeout;
-  partitionsWithRetry(impl, *name, deadline, backoff, [impl, topic = *name, config,
-                                                       cb = std::move(cb)](Result<int> n) {
-    if (!n) return cb(n.status());
-    if (*n == 0) {
-      auto p = std::make_shared<ProducerImpl>(impl, topic, -1, config);
-      p->start([impl, p, cb](const Status& s) {
-        if (!s.isOk()) return cb(s);
-        impl->registerProducer(p);
-        cb(Producer(p));
+  partitionsOf(
+      impl, topic, [impl, config, cb = std::move(cb)](const std::string& topic, Result<int> n) {
+        if (!n) return cb(n.status());
+        if (*n == 0) {
+          auto p = std::make_shared<ProducerImpl>(impl, topic, -1, config);
+          p->start([impl, p, cb](const Status& s) {
+            if (!s.isOk()) return cb(s);
+            impl->registerProducer(p);
+            cb(Producer(p));
+          });
+          return;
+        }
+        std::vector<std::shared_ptr<ProducerImpl>> parts;
+        parts.reserve(static_cast<size_t>(*n));
+        for (int i = 0; i < *n; ++i) {
+          parts.push_back(std::make_shared<ProducerImpl>(impl, partitionName(topic, i), i, config));
+        }
+        auto pp = std::make_shared<PartitionedProducer>(topic, parts, config.routingMode);
+        startPartitions<Producer>(
+            parts, pp, [impl, pp] { impl->registerProducer(pp); }, cb);
       });
-      return;
-    }
-    std::vector<std::shared_ptr<ProducerImpl>> parts;
-    parts.reserve(static_cast<size_t>(*n));
-    for (int i = 0; i < *n; ++i) {
-      parts.push_back(std::make_shared<ProducerImpl>(impl, partitionName(topic, i), i, config));
-    }
-    auto pp = std::make_shared<PartitionedProducer>(topic, parts, config.routingMode);
-    auto join = joinStatuses(parts.size(), [impl, pp, cb](const Status& s) {
-      if (!s.isOk()) {
-        pp->closeAsync([](const Status&) {});
-        return cb(s);
-      }
-      impl->registerProducer(pp);
-      cb(Producer(pp));
-    });
-    for (auto& p : parts) p->start(join);
-  });
 }
 
 Result<Producer> Client::createProducer(const std::string& topic, const ProducerConfig& config) {
@@ -136,44 +164,33 @@ void Client::subscribeAsync(const std::string& topic, const std::string& subscri
   if (!status_.isOk()) return cb(status_);
   if (impl_->closed()) return cb(Status::closed("client closed"));
   if (subscription.empty()) return cb(Status::invalidArgument("empty subscription name"));
-  auto name = normalizeTopic(topic);
-  if (!name) return cb(name.status());
   auto impl = impl_;
-  auto backoff =
-      std::make_shared<Backoff>(impl->config().initialBackoff, impl->config().maxBackoff);
-  auto deadline = std::chrono::steady_clock::now() + impl->config().operationTimeout;
-  partitionsWithRetry(impl, *name, deadline, backoff, [impl, topic = *name, subscription, config,
-                                                       cb = std::move(cb)](Result<int> n) {
-    if (!n) return cb(n.status());
-    auto queue = std::make_shared<ReceiveQueue>();
-    if (*n == 0) {
-      auto c = std::make_shared<ConsumerImpl>(impl, topic, -1, subscription, config, queue,
-                                              std::weak_ptr<ConsumerBase>());
-      c->start([impl, c, cb](const Status& s) {
-        if (!s.isOk()) return cb(s);
-        impl->registerConsumer(c);
-        cb(Consumer(c));
+  partitionsOf(
+      impl, topic,
+      [impl, subscription, config, cb = std::move(cb)](const std::string& topic, Result<int> n) {
+        if (!n) return cb(n.status());
+        auto queue = std::make_shared<ReceiveQueue>();
+        if (*n == 0) {
+          auto c = std::make_shared<ConsumerImpl>(impl, topic, -1, subscription, config, queue,
+                                                  std::weak_ptr<ConsumerBase>());
+          c->start([impl, c, cb](const Status& s) {
+            if (!s.isOk()) return cb(s);
+            impl->registerConsumer(c);
+            cb(Consumer(c));
+          });
+          return;
+        }
+        auto pc = std::make_shared<PartitionedConsumer>(topic, subscription, queue);
+        std::vector<std::shared_ptr<ConsumerImpl>> parts;
+        parts.reserve(static_cast<size_t>(*n));
+        for (int i = 0; i < *n; ++i) {
+          parts.push_back(std::make_shared<ConsumerImpl>(impl, partitionName(topic, i), i,
+                                                         subscription, config, queue, pc));
+        }
+        pc->setPartitions(parts);
+        startPartitions<Consumer>(
+            parts, pc, [impl, pc] { impl->registerConsumer(pc); }, cb);
       });
-      return;
-    }
-    auto pc = std::make_shared<PartitionedConsumer>(topic, subscription, queue);
-    std::vector<std::shared_ptr<ConsumerImpl>> parts;
-    parts.reserve(static_cast<size_t>(*n));
-    for (int i = 0; i < *n; ++i) {
-      parts.push_back(std::make_shared<ConsumerImpl>(impl, partitionName(topic, i), i, subscription,
-                                                     config, queue, pc));
-    }
-    pc->setPartitions(parts);
-    auto join = joinStatuses(parts.size(), [impl, pc, cb](const Status& s) {
-      if (!s.isOk()) {
-        pc->closeAsync([](const Status&) {});
-        return cb(s);
-      }
-      impl->registerConsumer(pc);
-      cb(Consumer(pc));
-    });
-    for (auto& p : parts) p->start(join);
-  });
 }
 
 Result<Consumer> Client::subscribe(const std::string& topic, const std::string& subscription,
@@ -207,14 +224,9 @@ void Producer::flushAsync(StatusCallback cb) {
   impl_->flushAsync(std::move(cb));
 }
 
-Status Producer::close() {
-  return await<Status>([&](auto cb) { closeAsync(std::move(cb)); });
-}
+Status Producer::close() { return closeAndWait(*this); }
 
-void Producer::closeAsync(StatusCallback cb) {
-  if (!impl_) return cb(Status::ok());
-  impl_->closeAsync(std::move(cb));
-}
+void Producer::closeAsync(StatusCallback cb) { closeImpl(impl_, std::move(cb)); }
 
 const std::string& Producer::topic() const { return impl_ ? impl_->topic() : emptyString(); }
 std::string Producer::producerName() const { return impl_ ? impl_->producerName() : ""; }
@@ -281,14 +293,9 @@ Status Consumer::unsubscribe() {
   return await<Status>([&](auto cb) { impl_->unsubscribeAsync(std::move(cb)); });
 }
 
-Status Consumer::close() {
-  return await<Status>([&](auto cb) { closeAsync(std::move(cb)); });
-}
+Status Consumer::close() { return closeAndWait(*this); }
 
-void Consumer::closeAsync(StatusCallback cb) {
-  if (!impl_) return cb(Status::ok());
-  impl_->closeAsync(std::move(cb));
-}
+void Consumer::closeAsync(StatusCallback cb) { closeImpl(impl_, std::move(cb)); }
 
 const std::string& Consumer::topic() const { return impl_ ? impl_->topic() : emptyString(); }
 const std::string& Consumer::subscription() const {

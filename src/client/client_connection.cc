@@ -276,30 +276,43 @@ bool ClientConnection::handleResponse(const proto::BaseCommand& cmd) {
   }
 }
 
+namespace {
+
+// The live handler registered under `id`, or null.
+template <class Handler>
+std::shared_ptr<Handler> handlerOf(const std::unordered_map<uint64_t, std::weak_ptr<Handler>>& m,
+                                   uint64_t id) {
+  auto it = m.find(id);
+  return it == m.end() ? nullptr : it->second.lock();
+}
+
+// handlerOf(), and `id` unregistered.
+template <class Handler>
+std::shared_ptr<Handler> takeHandler(std::unordered_map<uint64_t, std::weak_ptr<Handler>>& m,
+                                     uint64_t id) {
+  auto it = m.find(id);
+  if (it == m.end()) return nullptr;
+  auto h = it->second.lock();
+  m.erase(it);
+  return h;
+}
+
+}  // namespace
+
 std::shared_ptr<ProducerImpl> ClientConnection::producerOf(uint64_t id) const {
-  auto it = producers_.find(id);
-  return it == producers_.end() ? nullptr : it->second.lock();
+  return handlerOf(producers_, id);
 }
 
 std::shared_ptr<ConsumerImpl> ClientConnection::consumerOf(uint64_t id) const {
-  auto it = consumers_.find(id);
-  return it == consumers_.end() ? nullptr : it->second.lock();
+  return handlerOf(consumers_, id);
 }
 
 std::shared_ptr<ProducerImpl> ClientConnection::takeProducer(uint64_t id) {
-  auto it = producers_.find(id);
-  if (it == producers_.end()) return nullptr;
-  auto p = it->second.lock();
-  producers_.erase(it);
-  return p;
+  return takeHandler(producers_, id);
 }
 
 std::shared_ptr<ConsumerImpl> ClientConnection::takeConsumer(uint64_t id) {
-  auto it = consumers_.find(id);
-  if (it == consumers_.end()) return nullptr;
-  auto c = it->second.lock();
-  consumers_.erase(it);
-  return c;
+  return takeHandler(consumers_, id);
 }
 
 void ClientConnection::startTimer() {

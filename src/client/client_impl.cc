@@ -350,73 +350,72 @@ void ClientImpl::lookupAt(const std::string& topic, const std::string& address, 
     return;
   }
   std::weak_ptr<ClientImpl> weak = weak_from_this();
-  getConnection(address, slot, [weak, topic, address, slot, authoritative, redirects,
-                                cb = std::move(cb)](auto r) mutable {
-    auto self = weak.lock();
-    if (!self) return;
-    if (!r) {
-      cb(r.status());
-      return;
-    }
-    uint64_t id = self->newRequestId();
-    (*r)->sendRequest(
-        id, Commands::newLookup(topic, id, authoritative),
-        [weak, topic, address, slot, redirects, cb = std::move(cb)](
-            const Status& s, const proto::BaseCommand& cmd) mutable {
-          auto self = weak.lock();
-          if (!self) return;
-          if (!s.isOk()) {
-            cb(s);
+  requestOn(
+      address, slot,
+      [topic, authoritative](uint64_t id) { return Commands::newLookup(topic, id, authoritative); },
+      [weak, topic, address, slot, redirects, cb = std::move(cb)](
+          const Status& s, const proto::BaseCommand& cmd) mutable {
+        auto self = weak.lock();
+        if (!self) return;
+        if (!s.isOk()) {
+          cb(s);
+          return;
+        }
+        const auto& resp = cmd.lookuptopicresponse();
+        if (resp.proxy_through_service_url()) {
+          cb(self->serviceAddress());
+          return;
+        }
+        std::string target = address;
+        // Over TLS, the broker's TLS address (as pulsar-client-cpp).
+        const std::string& url = self->tlsCtx_ && !resp.brokerserviceurltls().empty()
+                                     ? resp.brokerserviceurltls()
+                                     : resp.brokerserviceurl();
+        if (!url.empty()) {
+          auto a = addressOfUrl(url);
+          if (!a) {
+            cb(a.status());
             return;
           }
-          const auto& resp = cmd.lookuptopicresponse();
-          if (resp.proxy_through_service_url()) {
-            cb(self->serviceAddress());
-            return;
-          }
-          std::string target = address;
-          // Over TLS, the broker's TLS address (as pulsar-client-cpp).
-          const std::string& url = self->tlsCtx_ && !resp.brokerserviceurltls().empty()
-                                       ? resp.brokerserviceurltls()
-                                       : resp.brokerserviceurl();
-          if (!url.empty()) {
-            auto a = addressOfUrl(url);
-            if (!a) {
-              cb(a.status());
-              return;
-            }
-            target = *a;
-          }
-          if (resp.response() == proto::CommandLookupTopicResponse::Redirect) {
-            self->lookupAt(topic, target, slot, resp.authoritative(), redirects + 1,
-                           std::move(cb));
-            return;
-          }
-          cb(target);
-        });
-  });
+          target = *a;
+        }
+        if (resp.response() == proto::CommandLookupTopicResponse::Redirect) {
+          self->lookupAt(topic, target, slot, resp.authoritative(), redirects + 1, std::move(cb));
+          return;
+        }
+        cb(target);
+      });
+}
+
+void ClientImpl::requestOn(const std::string& address, int slot,
+                           std::function<Buffer(uint64_t requestId)> build,
+                           std::function<void(const Status&, const proto::BaseCommand&)> done) {
+  std::weak_ptr<ClientImpl> weak = weak_from_this();
+  getConnection(address, slot,
+                [weak, build = std::move(build), done = std::move(done)](auto r) mutable {
+                  auto self = weak.lock();
+                  if (!self) return;
+                  if (!r) {
+                    done(r.status(), proto::BaseCommand{});
+                    return;
+                  }
+                  uint64_t id = self->newRequestId();
+                  (*r)->sendRequest(id, build(id), std::move(done));
+                });
 }
 
 void ClientImpl::getPartitionedMetadata(const std::string& topic,
                                         std::function<void(Result<int>)> cb) {
-  std::weak_ptr<ClientImpl> weak = weak_from_this();
-  getConnection(serviceAddress(), 0, [weak, topic, cb = std::move(cb)](auto r) mutable {
-    auto self = weak.lock();
-    if (!self) return;
-    if (!r) {
-      cb(r.status());
-      return;
-    }
-    uint64_t id = self->newRequestId();
-    (*r)->sendRequest(id, Commands::newPartitionedMetadata(topic, id),
-                      [cb = std::move(cb)](const Status& s, const proto::BaseCommand& cmd) {
-                        if (!s.isOk()) {
-                          cb(s);
-                          return;
-                        }
-                        cb(static_cast<int>(cmd.partitionmetadataresponse().partitions()));
-                      });
-  });
+  requestOn(
+      serviceAddress(), 0,
+      [topic](uint64_t id) { return Commands::newPartitionedMetadata(topic, id); },
+      [cb = std::move(cb)](const Status& s, const proto::BaseCommand& cmd) {
+        if (!s.isOk()) {
+          cb(s);
+          return;
+        }
+        cb(static_cast<int>(cmd.partitionmetadataresponse().partitions()));
+      });
 }
 
 }  // namespace magnetar::client

@@ -10,12 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "base/buffer.h"
 #include "base/status.h"
 #include "base/thread_annotations.h"
 #include "client/backoff.h"
 #include "client/client_config.h"
 #include "net/event_loop.h"
 #include "net/tls.h"
+#include "protocol/pulsar_api.pb.h"
 
 namespace magnetar::client {
 
@@ -81,6 +83,12 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   void lookupAt(const std::string& topic, const std::string& address, int slot, bool authoritative,
                 int redirects, std::function<void(Result<std::string>)> cb);
   std::string serviceAddress();
+  // Sends build(requestId) on the pooled connection `slot` to `address`; done() as
+  // ClientConnection::sendRequest's callback, or with the failure to connect (and an empty
+  // command). On that slot's loop.
+  void requestOn(const std::string& address, int slot,
+                 std::function<Buffer(uint64_t requestId)> build,
+                 std::function<void(const Status&, const proto::BaseCommand&)> done);
 
   const std::string serviceUrl_;
   ClientConfig config_;

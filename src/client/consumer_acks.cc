@@ -17,14 +17,7 @@ using protocol::WireMessageId;
 
 Status ConsumerImpl::acknowledge(const MessageId& id) {
   bool full = acks_.addIndividual(id);
-  if (full || config_.ackGroupTime.count() == 0) {
-    flushAcks();
-  } else if (!ackTimerArmed_.exchange(true)) {
-    std::weak_ptr<ConsumerImpl> weak = weak_from_this();
-    client_->loopForSlot(slot_).execute([weak] {
-      if (auto self = weak.lock()) self->armAckTimer();
-    });
-  }
+  ackAdded(full);
   return Status::ok();
 }
 
@@ -34,7 +27,12 @@ Status ConsumerImpl::acknowledgeCumulative(const MessageId& id) {
     return Status::notAllowed("cumulative acknowledgement is not allowed on Shared/Key_Shared");
   }
   acks_.addCumulative(id);
-  if (config_.ackGroupTime.count() == 0) {
+  ackAdded(/*groupFull=*/false);
+  return Status::ok();
+}
+
+void ConsumerImpl::ackAdded(bool groupFull) {
+  if (groupFull || config_.ackGroupTime.count() == 0) {
     flushAcks();
   } else if (!ackTimerArmed_.exchange(true)) {
     std::weak_ptr<ConsumerImpl> weak = weak_from_this();
@@ -42,7 +40,6 @@ Status ConsumerImpl::acknowledgeCumulative(const MessageId& id) {
       if (auto self = weak.lock()) self->armAckTimer();
     });
   }
-  return Status::ok();
 }
 
 void ConsumerImpl::armAckTimer() {

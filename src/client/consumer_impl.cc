@@ -40,7 +40,7 @@ bool ackSetBit(const proto::CommandMessage& msg, int i) {
 ConsumerImpl::ConsumerImpl(const std::shared_ptr<ClientImpl>& client, std::string topic,
                            int partition, std::string subscription, ConsumerConfig config,
                            std::shared_ptr<ReceiveQueue> queue, std::weak_ptr<ConsumerBase> owner)
-    : HandlerBase(client, std::move(topic), client->newConsumerId()),
+    : HandlerBase(client, std::move(topic), client->newConsumerId(), "consumer"),
       topicName_(std::make_shared<const std::string>(topic_)),
       partition_(partition),
       subscription_(std::move(subscription)),
@@ -89,18 +89,7 @@ ConsumerStats ConsumerImpl::stats() const {
   return s;
 }
 
-void ConsumerImpl::start(StatusCallback cb) {
-  {
-    MutexLock lock(mu_);
-    createCb_ = std::move(cb);
-  }
-  startConnecting();
-}
-
-bool ConsumerImpl::connecting() const {
-  MutexLock lock(mu_);
-  return state_ == State::kConnecting;
-}
+void ConsumerImpl::start(StatusCallback cb) { startConnecting(std::move(cb)); }
 
 void ConsumerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
   {
@@ -136,26 +125,13 @@ void ConsumerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
   cnx->sendRequest(requestId, Commands::newSubscribe(s), [weak, cnx](const Status& st,
                                                                      const proto::BaseCommand&) {
     auto self = weak.lock();
-    if (!self) return;
-    if (!st.isOk()) {
-      cnx->removeConsumer(self->consumerId_);
-      self->connectFailed(st);
-      return;
-    }
+    if (!self || self->registrationFailed(*cnx, st)) return;
     StatusCallback createCb;
     {
       MutexLock lock(self->mu_);
-      if (self->state_ != State::kConnecting) {
-        cnx->removeConsumer(self->consumerId_);
-        cnx->send(Commands::newCloseConsumer(self->consumerId_, self->client_->newRequestId()));
-        return;
-      }
-      if (self->everConnected_) self->reconnects_.fetch_add(1);
-      self->everConnected_ = true;
-      self->cnx_ = cnx;
-      self->state_ = State::kReady;
-      createCb = std::move(self->createCb_);
-      self->createCb_ = nullptr;
+      bool reconnected = self->everConnected_;
+      if (!self->readyLocked(cnx, &createCb)) return;
+      if (reconnected) self->reconnects_.fetch_add(1);
     }
     // A new connection epoch: what was queued from the old one is dropped (the broker redelivers
     // it), permits start from the full receiver queue, as Pulsar clients do.
@@ -176,33 +152,14 @@ void ConsumerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
   });
 }
 
-void ConsumerImpl::connectFailed(const Status& s) {
-  StatusCallback createCb;
-  bool retry = false;
-  {
-    MutexLock lock(mu_);
-    if (state_ != State::kConnecting) return;
-    switch (afterFailure(s, everConnected_)) {
-      case AfterFailure::kRetry:
-        retry = true;
-        break;
-      case AfterFailure::kFailCreate:
-        state_ = State::kFailed;
-        createCb = std::move(createCb_);
-        createCb_ = nullptr;
-        break;
-      case AfterFailure::kGiveUp:
-        MLOG_ERROR("consumer {} on {}: giving up reconnecting: {}", consumerName_, topic_,
-                   s.toString());
-        state_ = State::kFailed;
-        break;
-    }
-  }
-  if (retry) {
-    MLOG_DEBUG("consumer on {}: (re)subscribe failed, retrying: {}", topic_, s.toString());
-    scheduleReconnect();
-  }
-  if (createCb) createCb(s);
+void ConsumerImpl::unregisterFrom(ClientConnection& cnx, bool closeOnBroker) {
+  cnx.removeConsumer(consumerId_);
+  if (closeOnBroker) cnx.send(Commands::newCloseConsumer(consumerId_, client_->newRequestId()));
+}
+
+std::function<void()> ConsumerImpl::gaveUpLocked(const Status& s) {
+  MLOG_ERROR("consumer {} on {}: giving up reconnecting: {}", consumerName_, topic_, s.toString());
+  return nullptr;
 }
 
 void ConsumerImpl::connectionClosed(ClientConnection* cnx) { lostConnection(cnx, false); }
@@ -211,12 +168,7 @@ void ConsumerImpl::lostConnection(ClientConnection* cnx, bool byBroker) {
   bool reconnect = false;
   {
     MutexLock lock(mu_);
-    if (cnx_.get() != cnx) return;
-    cnx_.reset();
-    if (state_ == State::kReady) {
-      state_ = State::kConnecting;
-      reconnect = true;
-    }
+    if (!dropConnectionLocked(cnx, &reconnect)) return;
   }
   if (reconnect) {
     MLOG_INFO("consumer {} on {}: {}, resubscribing", consumerName_, topic_,

@@ -99,14 +99,15 @@ class ConsumerImpl final : public ConsumerBase,
   void reachedEndOfTopic();
 
  private:
-  enum class State { kConnecting, kReady, kClosing, kClosed, kFailed };
-
-  bool connecting() const override;
   void connectionReady(std::shared_ptr<ClientConnection> cnx) override;
-  void connectFailed(const Status& s) override;
+  std::function<void()> gaveUpLocked(const Status& s) override REQUIRES(mu_);
+  void unregisterFrom(ClientConnection& cnx, bool closeOnBroker) override;
   std::weak_ptr<HandlerBase> weakHandler() override { return weak_from_this(); }
   void lostConnection(ClientConnection* cnx, bool byBroker);
   void deliver(Message&& m, uint64_t epoch);
+  // An ack was grouped: sent now when the group is full or grouping is off (ackGroupTime 0),
+  // else with the ack timer (armed on the home loop). Any thread.
+  void ackAdded(bool groupFull);
   void flushAcks();
   void armAckTimer();
   void armNackTimer();
@@ -133,11 +134,6 @@ class ConsumerImpl final : public ConsumerBase,
   AckGroupingTracker acks_;
   NegativeAckTracker nacks_;
 
-  mutable Mutex mu_;
-  State state_ GUARDED_BY(mu_) = State::kConnecting;
-  std::shared_ptr<ClientConnection> cnx_ GUARDED_BY(mu_);
-  bool everConnected_ GUARDED_BY(mu_) = false;
-  StatusCallback createCb_ GUARDED_BY(mu_);
   std::vector<StatusCallback> closeCbs_ GUARDED_BY(mu_);
 
   std::atomic<uint64_t> epoch_{0};          // bumped on each (re)subscribe

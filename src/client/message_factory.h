@@ -22,6 +22,14 @@ class MessageFactory {
   static Message batched(const Buffer& entry, size_t batchPayloadOffset, const BatchedMessage& bm,
                          const proto::MessageMetadata& md, const MessageId& id,
                          uint32_t redeliveryCount, const std::shared_ptr<const std::string>& topic);
+
+ private:
+  // The fields single and batched messages fill alike: the entry's from md, the key and
+  // properties from `own` (md itself, or a batched message's SingleMessageMetadata).
+  template <class Own>
+  static Message make(const Buffer& entry, size_t payloadOffset, size_t payloadSize,
+                      const proto::MessageMetadata& md, const Own& own, const MessageId& id,
+                      uint32_t redeliveryCount, const std::shared_ptr<const std::string>& topic);
 };
 
 }  // namespace magnetar::client

@@ -15,7 +15,7 @@ using protocol::Commands;
 
 ProducerImpl::ProducerImpl(const std::shared_ptr<ClientImpl>& client, std::string topic,
                            int partition, ProducerConfig config)
-    : HandlerBase(client, std::move(topic), client->newProducerId()),
+    : HandlerBase(client, std::move(topic), client->newProducerId(), "producer"),
       partition_(partition),
       config_(std::move(config)),
       producerId_(handlerId_),
@@ -54,20 +54,9 @@ size_t ProducerImpl::pendingMessages() const {
   return pendingMessages_;
 }
 
-void ProducerImpl::start(StatusCallback cb) {
-  {
-    MutexLock lock(mu_);
-    createCb_ = std::move(cb);
-  }
-  startConnecting();
-}
+void ProducerImpl::start(StatusCallback cb) { startConnecting(std::move(cb)); }
 
 // ---- Connecting ---------------------------------------------------------------------------
-
-bool ProducerImpl::connecting() const {
-  MutexLock lock(mu_);
-  return state_ == State::kConnecting;
-}
 
 void ProducerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
   proto::CommandProducer cmd;
@@ -88,29 +77,19 @@ void ProducerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
   cnx->sendRequest(requestId, Commands::newProducer(cmd), [weak, cnx](const Status& s,
                                                                       const proto::BaseCommand& c) {
     auto self = weak.lock();
-    if (!self) return;
-    if (!s.isOk()) {
-      cnx->removeProducer(self->producerId_);
-      self->connectFailed(s);
-      return;
-    }
+    if (!self || self->registrationFailed(*cnx, s)) return;
     const auto& ps = c.producer_success();
     StatusCallback createCb;
     bool needFlush = false;
     bool arm = false;
     {
       MutexLock lock(self->mu_);
-      if (self->state_ != State::kConnecting) {
-        // Closed while the PRODUCER was in flight: undo it on the broker.
-        cnx->removeProducer(self->producerId_);
-        uint64_t id = self->client_->newRequestId();
-        cnx->send(Commands::newCloseProducer(self->producerId_, id));
-        return;
-      }
+      bool first = !self->everConnected_;
+      // Closed while the PRODUCER was in flight: undone on the broker.
+      if (!self->readyLocked(cnx, &createCb)) return;
       self->producerName_ = ps.producer_name();
       self->md_.set_producer_name(self->producerName_);
-      if (!self->everConnected_) {
-        self->everConnected_ = true;
+      if (first) {
         if (self->config_.initialSequenceId) {
           self->nextSequenceId_ = *self->config_.initialSequenceId;
         } else if (ps.last_sequence_id() >= 0) {
@@ -118,8 +97,6 @@ void ProducerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
         }
         self->lastSequenceReceipted_ = static_cast<int64_t>(self->nextSequenceId_) - 1;
       }
-      self->cnx_ = cnx;
-      self->state_ = State::kReady;
       ++self->epoch_;
       // Re-send every frame not yet receipted, in order.
       self->flushedTo_ = self->headOffset_;
@@ -127,8 +104,6 @@ void ProducerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
       if (!self->timerArmed_ && (!self->pending_.empty() || !self->batch_.empty())) {
         self->timerArmed_ = arm = true;
       }
-      createCb = std::move(self->createCb_);
-      self->createCb_ = nullptr;
     }
     self->resetBackoff();
     MLOG_DEBUG("producer {} on {} ready on {}", ps.producer_name(), self->topic_, cnx->address());
@@ -138,39 +113,9 @@ void ProducerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
   });
 }
 
-void ProducerImpl::connectFailed(const Status& s) {
-  StatusCallback createCb;
-  std::vector<SendCallback> failed;
-  Completion done;
-  bool retry = false;
-  {
-    MutexLock lock(mu_);
-    if (state_ != State::kConnecting) return;
-    switch (afterFailure(s, everConnected_)) {
-      case AfterFailure::kRetry:
-        retry = true;
-        break;
-      case AfterFailure::kFailCreate:
-        state_ = State::kFailed;
-        createCb = std::move(createCb_);
-        createCb_ = nullptr;
-        break;
-      case AfterFailure::kGiveUp:
-        MLOG_ERROR("producer {} on {}: giving up reconnecting: {}", producerName_, topic_,
-                   s.toString());
-        state_ = State::kFailed;
-        encodeBatchLocked();
-        failAllLocked(s, &failed, &done);
-        break;
-    }
-  }
-  if (retry) {
-    MLOG_DEBUG("producer on {}: (re)connect failed, retrying: {}", topic_, s.toString());
-    scheduleReconnect();
-  }
-  for (auto& cb : failed) cb(s, MessageId{});
-  for (auto& [cb, st] : done) cb(st);
-  if (createCb) createCb(s);
+void ProducerImpl::unregisterFrom(ClientConnection& cnx, bool closeOnBroker) {
+  cnx.removeProducer(producerId_);
+  if (closeOnBroker) cnx.send(Commands::newCloseProducer(producerId_, client_->newRequestId()));
 }
 
 void ProducerImpl::connectionClosed(ClientConnection* cnx) { lostConnection(cnx, false); }
@@ -181,12 +126,8 @@ void ProducerImpl::lostConnection(ClientConnection* cnx, bool byBroker) {
   bool reconnect = false;
   {
     MutexLock lock(mu_);
-    if (cnx_.get() != cnx) return;
-    cnx_.reset();
-    if (state_ == State::kReady) {
-      state_ = State::kConnecting;
-      reconnect = true;
-    } else if (state_ == State::kClosing) {
+    if (!dropConnectionLocked(cnx, &reconnect)) return;
+    if (state_ == State::kClosing) {
       // Closing and the connection is gone: what is pending cannot be receipted any more.
       encodeBatchLocked();
       failAllLocked(Status::closed("producer closed"), &failed, &done);
@@ -202,6 +143,19 @@ void ProducerImpl::lostConnection(ClientConnection* cnx, bool byBroker) {
 }
 
 void ProducerImpl::closedByBroker(ClientConnection* cnx) { lostConnection(cnx, true); }
+
+std::function<void()> ProducerImpl::gaveUpLocked(const Status& s) {
+  MLOG_ERROR("producer {} on {}: giving up reconnecting: {}", producerName_, topic_, s.toString());
+  // Every pending send fails with s.
+  auto failed = std::make_shared<std::vector<SendCallback>>();
+  auto done = std::make_shared<Completion>();
+  encodeBatchLocked();
+  failAllLocked(s, failed.get(), done.get());
+  return [failed, done, s] {
+    for (auto& cb : *failed) cb(s, MessageId{});
+    for (auto& [cb, st] : *done) cb(st);
+  };
+}
 
 // ---- Flush and close ------------------------------------------------------------------------
 

@@ -89,7 +89,6 @@ class ProducerImpl final : public ProducerBase,
   void closedByBroker(ClientConnection* cnx);
 
  private:
-  enum class State { kConnecting, kReady, kClosing, kClosed, kFailed };
   struct PendingSend {
     uint64_t sequenceId;
     uint64_t frameEnd;       // absolute offset in the log of the frame's end
@@ -102,9 +101,9 @@ class ProducerImpl final : public ProducerBase,
     StatusCallback cb;
   };
 
-  bool connecting() const override;
   void connectionReady(std::shared_ptr<ClientConnection> cnx) override;
-  void connectFailed(const Status& s) override;
+  std::function<void()> gaveUpLocked(const Status& s) override REQUIRES(mu_);
+  void unregisterFrom(ClientConnection& cnx, bool closeOnBroker) override;
   std::weak_ptr<HandlerBase> weakHandler() override { return weak_from_this(); }
   void lostConnection(ClientConnection* cnx, bool byBroker);
   void encodeSingleLocked(const OutgoingMessage& m, uint64_t seq, SendCallback cb) REQUIRES(mu_);
@@ -127,14 +126,9 @@ class ProducerImpl final : public ProducerBase,
   const uint64_t producerId_;
   boost::asio::steady_timer timer_;  // home loop: batch flush + send timeout
 
-  mutable Mutex mu_;
   std::condition_variable notFull_;
-  State state_ GUARDED_BY(mu_) = State::kConnecting;
-  std::shared_ptr<ClientConnection> cnx_ GUARDED_BY(mu_);
   std::string producerName_ GUARDED_BY(mu_);
   uint64_t epoch_ GUARDED_BY(mu_) = 0;
-  bool everConnected_ GUARDED_BY(mu_) = false;
-  StatusCallback createCb_ GUARDED_BY(mu_);
   std::vector<StatusCallback> closeCbs_ GUARDED_BY(mu_);
   uint64_t nextSequenceId_ GUARDED_BY(mu_) = 0;
   int64_t lastSequenceReceipted_ GUARDED_BY(mu_) = -1;

@@ -33,6 +33,18 @@ DecodedSend decodeOne(const std::string& frame) {
   return out;
 }
 
+// What BatchBuilder::encode writes: the SEND frames and the batches' callbacks (producer "p").
+struct Encoded {
+  Encoded() { md.set_producer_name("p"); }
+  void encode(BatchBuilder& b, uint64_t producerId = 1, uint64_t publishTime = 1) {
+    b.encode(producerId, publishTime, md, send, &frames, &cbs);
+  }
+  proto::MessageMetadata md;
+  proto::CommandSend send;
+  std::string frames;
+  std::deque<SendCallback> cbs;
+};
+
 TEST(BatchTest, EncodedBatchSplitsBackIntoItsMessages) {
   BatchBuilder b;
   std::vector<std::pair<Status, MessageId>> results;
@@ -48,16 +60,12 @@ TEST(BatchTest, EncodedBatchSplitsBackIntoItsMessages) {
   EXPECT_EQ(b.firstSequenceId(), 7u);
   EXPECT_EQ(b.lastSequenceId(), 9u);
 
-  proto::MessageMetadata md;
-  md.set_producer_name("p");
-  proto::CommandSend send;
-  std::string frame;
-  std::deque<SendCallback> cbs;
-  b.encode(42, 1000, md, send, &frame, &cbs);
+  Encoded out;
+  out.encode(b, 42, 1000);
   EXPECT_TRUE(b.empty());
-  EXPECT_EQ(cbs.size(), 3u);
+  EXPECT_EQ(out.cbs.size(), 3u);
 
-  DecodedSend d = decodeOne(frame);
+  DecodedSend d = decodeOne(out.frames);
   EXPECT_EQ(d.send.producer_id(), 42u);
   EXPECT_EQ(d.send.sequence_id(), 7u);
   EXPECT_EQ(d.send.highest_sequence_id(), 9u);
@@ -113,13 +121,9 @@ TEST(BatchTest, SplitRejectsTruncatedAndOversizedParts) {
   BatchBuilder b;
   b.add(OutgoingMessage{.payload = "hello"}, 1, [](const Status&, const MessageId&) {});
   b.add(OutgoingMessage{.payload = "world"}, 2, [](const Status&, const MessageId&) {});
-  proto::MessageMetadata md;
-  md.set_producer_name("p");
-  proto::CommandSend send;
-  std::string frame;
-  std::deque<SendCallback> cbs;
-  b.encode(1, 1, md, send, &frame, &cbs);
-  DecodedSend d = decodeOne(frame);
+  Encoded out;
+  out.encode(b);
+  DecodedSend d = decodeOne(out.frames);
   auto layout = protocol::parseEntryLayout(d.entry.view());
   ASSERT_TRUE(layout.isOk());
   std::string payload(d.entry.view().substr(layout->payloadOffset, layout->payloadSize));
@@ -147,14 +151,10 @@ TEST(BatchTest, GroupingContainerKeepsOneKeyPerBatchInSequenceOrder) {
   }
   EXPECT_EQ(c.numMessages(), 7);
   std::vector<std::pair<std::string, std::pair<uint64_t, int>>> got;
-  proto::MessageMetadata md;
-  md.set_producer_name("p");
-  proto::CommandSend send;
-  std::string frames;
-  std::deque<SendCallback> cbs;
+  Encoded out;
   c.drain([&](BatchBuilder& b) {
     got.push_back({b.key(), {b.firstSequenceId(), b.numMessages()}});
-    b.encode(1, 1, md, send, &frames, &cbs);
+    out.encode(b);
   });
   EXPECT_TRUE(c.empty());
   ASSERT_EQ(got.size(), 4u);
@@ -162,7 +162,7 @@ TEST(BatchTest, GroupingContainerKeepsOneKeyPerBatchInSequenceOrder) {
   EXPECT_EQ(got[1], (std::pair<std::string, std::pair<uint64_t, int>>{"b", {11, 2}}));
   EXPECT_EQ(got[2], (std::pair<std::string, std::pair<uint64_t, int>>{"", {13, 1}}));
   EXPECT_EQ(got[3], (std::pair<std::string, std::pair<uint64_t, int>>{"c", {14, 1}}));
-  EXPECT_EQ(cbs.size(), 7u);
+  EXPECT_EQ(out.cbs.size(), 7u);
 
   // Each frame's entry carries its batch key; reuse after drain keeps keys apart.
   EXPECT_FALSE(c.add(OutgoingMessage{.payload = "q", .key = "b"}, 20, noop));
@@ -170,7 +170,7 @@ TEST(BatchTest, GroupingContainerKeepsOneKeyPerBatchInSequenceOrder) {
   std::vector<std::string> keys2;
   c.drain([&](BatchBuilder& b) {
     keys2.push_back(b.key());
-    b.encode(1, 1, md, send, &frames, &cbs);
+    out.encode(b);
   });
   EXPECT_EQ(keys2, (std::vector<std::string>{"b", "a"}));
 }
@@ -184,16 +184,12 @@ TEST(BatchTest, OrderedContainerClosesTheBatchOnAKeyChange) {
   EXPECT_TRUE(c.accepts(OutgoingMessage{.key = "a"}));
   EXPECT_FALSE(c.accepts(OutgoingMessage{.key = "b"}));
   EXPECT_FALSE(c.accepts(OutgoingMessage{.key = "a", .orderingKey = "o"}));
-  proto::MessageMetadata md;
-  md.set_producer_name("p");
-  proto::CommandSend send;
-  std::string frames;
-  std::deque<SendCallback> cbs;
+  Encoded out;
   std::vector<std::pair<std::string, int>> got;
   auto drain = [&] {
     c.drain([&](BatchBuilder& b) {
       got.emplace_back(b.key(), b.numMessages());
-      b.encode(1, 1, md, send, &frames, &cbs);
+      out.encode(b);
     });
   };
   drain();
@@ -201,7 +197,7 @@ TEST(BatchTest, OrderedContainerClosesTheBatchOnAKeyChange) {
   c.add(OutgoingMessage{.payload = "3", .key = "b"}, 3, noop);
   drain();
   EXPECT_EQ(got, (std::vector<std::pair<std::string, int>>{{"a", 2}, {"b", 1}}));
-  EXPECT_EQ(cbs.size(), 3u);
+  EXPECT_EQ(out.cbs.size(), 3u);
 }
 
 TEST(BatchTest, ContainerReportsFullAtMessageAndByteLimits) {

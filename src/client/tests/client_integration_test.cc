@@ -126,26 +126,22 @@ TEST_F(ClientIT, KeySharedSpreadsKeysAndKeepsEachKeyOnOneConsumerInOrder) {
     std::atomic<int> received{0}, outOfOrder{0};
   };
   auto st = std::make_shared<State>();
-  std::vector<Consumer> consumers;
-  for (int i = 0; i < kConsumers; ++i) {
-    ConsumerConfig cc;
-    cc.subscriptionType = SubscriptionType::kKeyShared;
-    cc.consumerName = "ks-" + std::to_string(i);
-    cc.messageListener = [st](Consumer& c, const Message& m) {
-      std::lock_guard<std::mutex> lock(st->mu);
-      st->consumersOfKey[m.key()].insert(c.consumerName());
-      auto [it, fresh] = st->lastOfKey.try_emplace(m.key(), indexOf(m));
-      if (!fresh) {
-        if (it->second >= indexOf(m)) st->outOfOrder++;
-        it->second = indexOf(m);
-      }
-      c.acknowledge(m);
-      st->received++;
-    };
-    auto c = client_->subscribe(t, "sub", cc);
-    ASSERT_TRUE(c.isOk()) << c.status().toString();
-    consumers.push_back(*c);
-  }
+  ConsumerConfig cc;
+  cc.subscriptionType = SubscriptionType::kKeyShared;
+  cc.consumerName = "ks-";
+  cc.messageListener = [st](Consumer& c, const Message& m) {
+    std::lock_guard<std::mutex> lock(st->mu);
+    st->consumersOfKey[m.key()].insert(c.consumerName());
+    auto [it, fresh] = st->lastOfKey.try_emplace(m.key(), indexOf(m));
+    if (!fresh) {
+      if (it->second >= indexOf(m)) st->outOfOrder++;
+      it->second = indexOf(m);
+    }
+    c.acknowledge(m);
+    st->received++;
+  };
+  std::vector<Consumer> consumers = subscribeN(*client_, t, cc, kConsumers);
+  ASSERT_EQ(consumers.size(), static_cast<size_t>(kConsumers));
   auto p = client_->createProducer(t, producerConfig(true));
   ASSERT_TRUE(p.isOk());
   produce(*p, 0, kCount, [](int i) { return "key-" + std::to_string(i % 50); });
@@ -173,8 +169,7 @@ TEST_F(ClientIT, UnackedMessagesAreRedeliveredAfterTheConsumerCloses) {
     cc.subscriptionType = type;
     auto c1 = client_->subscribe(t, "sub", cc);
     ASSERT_TRUE(c1.isOk()) << c1.status().toString();
-    ProducerConfig pc = producerConfig(false);
-    auto p = client_->createProducer(t, pc);
+    auto p = unbatchedProducer(t);
     ASSERT_TRUE(p.isOk());
     produce(*p, 0, 100);
     auto got = receiveN(*c1, 100, /*ack=*/false);
@@ -225,8 +220,7 @@ TEST_F(ClientIT, NegativeAckRedeliversAfterTheDelay) {
   cc.negativeAckRedeliveryDelay = 200ms;
   auto c = client_->subscribe(t, "sub", cc);
   ASSERT_TRUE(c.isOk());
-  ProducerConfig pc = producerConfig(false);
-  auto p = client_->createProducer(t, pc);
+  auto p = unbatchedProducer(t);
   ASSERT_TRUE(p.isOk());
   produce(*p, 0, 3);
   auto got = receiveN(*c, 3, /*ack=*/false);
@@ -283,8 +277,7 @@ TEST_F(ClientIT, RedeliverUnacknowledgedMessagesReplaysTheUnacked) {
 
 TEST_F(ClientIT, BrokerNeverExceedsFlowPermits) {
   std::string t = topic("flow");
-  ProducerConfig pc = producerConfig(false);
-  auto p = client_->createProducer(t, pc);
+  auto p = unbatchedProducer(t);
   ASSERT_TRUE(p.isOk());
   produce(*p, 0, 200);
   ConsumerConfig cc;
@@ -325,8 +318,7 @@ TEST_F(ClientIT, BrokerNeverExceedsFlowPermits) {
 
 TEST_F(ClientIT, SeekByMessageIdAndByTime) {
   std::string t = topic("seek");
-  ProducerConfig pc = producerConfig(false);
-  auto p = client_->createProducer(t, pc);
+  auto p = unbatchedProducer(t);
   ASSERT_TRUE(p.isOk());
   auto ids = produce(*p, 0, 50);
   std::this_thread::sleep_for(20ms);

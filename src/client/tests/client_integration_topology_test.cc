@@ -39,23 +39,19 @@ TEST_F(ClientIT, ManyProducersAndConsumersAtOnce) {
     std::atomic<int> received{0}, duplicates{0};
   };
   auto st = std::make_shared<State>();
-  std::vector<Consumer> consumers;
-  for (int i = 0; i < kConsumers; ++i) {
-    ConsumerConfig cc;
-    cc.subscriptionType = SubscriptionType::kShared;
-    cc.receiverQueueSize = 100;
-    cc.messageListener = [st](Consumer& c, const Message& m) {
-      {
-        std::lock_guard<std::mutex> lock(st->mu);
-        if (!st->seen[m.producerName()].insert(indexOf(m)).second) st->duplicates++;
-      }
-      c.acknowledge(m);
-      st->received++;
-    };
-    auto c = client.subscribe(shared, "sub", cc);
-    ASSERT_TRUE(c.isOk()) << c.status().toString();
-    consumers.push_back(*c);
-  }
+  ConsumerConfig cc;
+  cc.subscriptionType = SubscriptionType::kShared;
+  cc.receiverQueueSize = 100;
+  cc.messageListener = [st](Consumer& c, const Message& m) {
+    {
+      std::lock_guard<std::mutex> lock(st->mu);
+      if (!st->seen[m.producerName()].insert(indexOf(m)).second) st->duplicates++;
+    }
+    c.acknowledge(m);
+    st->received++;
+  };
+  std::vector<Consumer> consumers = subscribeN(client, shared, cc, kConsumers);
+  ASSERT_EQ(consumers.size(), static_cast<size_t>(kConsumers));
   // Per-topic Exclusive pairs checking order, concurrently with the shared load.
   constexpr int kPairs = 6;
   std::vector<std::string> pairTopics;

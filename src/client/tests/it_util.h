@@ -110,6 +110,22 @@ inline std::vector<int> range(int from, int to) {
 }
 
 // One broker for the suite; each test uses its own topics.
+// n consumers of subscription "sub" on t with config cc, named "<cc.consumerName><i>" when
+// cc.consumerName is set; empty, with a failed expectation, when a subscribe fails.
+inline std::vector<Consumer> subscribeN(Client& client, const std::string& t, ConsumerConfig cc,
+                                        int n) {
+  const std::string prefix = cc.consumerName;
+  std::vector<Consumer> consumers;
+  for (int i = 0; i < n; ++i) {
+    if (!prefix.empty()) cc.consumerName = prefix + std::to_string(i);
+    auto c = client.subscribe(t, "sub", cc);
+    EXPECT_TRUE(c.isOk()) << c.status().toString();
+    if (!c.isOk()) return {};
+    consumers.push_back(*c);
+  }
+  return consumers;
+}
+
 class ClientIT : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -149,6 +165,11 @@ class ClientIT : public ::testing::Test {
     static std::atomic<int> n{0};
     return "persistent://public/default/" + name + "-" + std::to_string(::getpid()) + "-" +
            std::to_string(n.fetch_add(1));
+  }
+
+  // A producer of t with producerConfig(false): unbatched, so each message is its own entry.
+  Result<Producer> unbatchedProducer(const std::string& t) {
+    return client_->createProducer(t, producerConfig(false));
   }
 
   static inline StandaloneBroker* broker_ = nullptr;
