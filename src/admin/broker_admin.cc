@@ -131,11 +131,10 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
 
   HttpResponse renderMetrics(const std::vector<broker::TopicSnapshot>& topics) {
     const config::ServiceConfiguration& cfg = *ctx.config;
-    MetricsOptions o;
-    o.cluster = cfg.clusterName();
-    o.topicLevel = cfg.exposeTopicLevelMetricsInPrometheus();
-    o.consumerLevel = cfg.exposeConsumerLevelMetricsInPrometheus();
-    o.producerLevel = cfg.exposeProducerLevelMetricsInPrometheus();
+    const MetricsOptions o{.cluster = cfg.clusterName(),
+                           .topicLevel = cfg.exposeTopicLevelMetricsInPrometheus(),
+                           .consumerLevel = cfg.exposeConsumerLevelMetricsInPrometheus(),
+                           .producerLevel = cfg.exposeProducerLevelMetricsInPrometheus()};
     PrometheusWriter w;
     w.family("pulsar_active_connections", MetricType::kGauge, "Open client connections");
     w.sample("pulsar_active_connections", {{"cluster", o.cluster}},
