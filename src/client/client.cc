@@ -46,8 +46,8 @@ void closeImpl(const std::shared_ptr<Impl>& impl, StatusCallback cb) {
 // handler `whole` and gives cb its Handle, else closes `whole` and gives cb the first failure.
 template <class Handle, class Part, class Whole, class Callback>
 void startPartitions(const std::vector<std::shared_ptr<Part>>& parts,
-                     const std::shared_ptr<Whole>& whole, std::function<void()> registerWhole,
-                     Callback cb) {
+                     const std::shared_ptr<Whole>& whole,
+                     const std::function<void()>& registerWhole, Callback cb) {
   auto join = joinStatuses(parts.size(), [whole, registerWhole, cb](const Status& s) {
     if (!s.isOk()) {
       whole->closeAsync([](const Status&) {});
