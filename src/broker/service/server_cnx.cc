@@ -53,24 +53,14 @@ ServerCnx::ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket,
 ServerCnx::~ServerCnx() = default;
 
 const char* CnxErrorStats::label(ProtocolError e) {
-  switch (e) {
-    case ProtocolError::kBadFrame: return "bad_frame";
-    case ProtocolError::kFrameTooLarge: return "frame_too_large";
-    case ProtocolError::kTruncated: return "truncated";
-    case ProtocolError::kChecksum: return "checksum";
-    case ProtocolError::kUnknownCommand: return "unknown_command";
-    case ProtocolError::kBeforeConnect: return "before_connect";
-    case ProtocolError::kUnknownId: return "unknown_id";
-    case ProtocolError::kInvalidName: return "invalid_name";
-    case ProtocolError::kHandshakeTimeout: return "handshake_timeout";
-    case ProtocolError::kKeepAliveTimeout: return "keepalive_timeout";
-    case ProtocolError::kAuthentication:
-      return "authentication";
-    case ProtocolError::kAuthRefresh:
-      return "auth_refresh";
-    case ProtocolError::kCount: break;
-  }
-  return "other";
+  // Indexed by ProtocolError, as `counts`.
+  static constexpr std::array<const char*, static_cast<size_t>(ProtocolError::kCount)> kLabels = {
+      "bad_frame",         "frame_too_large",   "truncated",      "checksum",
+      "unknown_command",   "before_connect",    "unknown_id",     "invalid_name",
+      "handshake_timeout", "keepalive_timeout", "authentication", "auth_refresh"};
+  static_assert(kLabels.back() != nullptr, "a ProtocolError without a label");
+  auto i = static_cast<size_t>(e);
+  return i < kLabels.size() ? kLabels[i] : "other";
 }
 
 bool ServerCnx::onData(const uint8_t* data, size_t len) {
@@ -459,13 +449,17 @@ void ServerCnx::authenticationFailed(const std::string& why) {
 }
 
 void ServerCnx::scheduleAuthRefresh() {
-  int secs = service_.options().authenticationRefreshCheckSeconds;
+  armTimer(authRefreshTimer_, service_.options().authenticationRefreshCheckSeconds,
+           &ServerCnx::onAuthRefreshTimer);
+}
+
+void ServerCnx::armTimer(boost::asio::steady_timer& timer, int secs, void (ServerCnx::*onTick)()) {
   if (secs <= 0 || isClosed()) return;
-  authRefreshTimer_.expires_after(std::chrono::seconds(secs));
+  timer.expires_after(std::chrono::seconds(secs));
   auto me = self();
-  authRefreshTimer_.async_wait([me](const boost::system::error_code& ec) {
+  timer.async_wait([me, onTick](const boost::system::error_code& ec) {
     if (ec || me->isClosed()) return;
-    me->onAuthRefreshTimer();
+    ((*me).*onTick)();
   });
 }
 
@@ -526,14 +520,8 @@ bool ServerCnx::allowed(const TopicName& topic, TopicOperation op) {
 
 void ServerCnx::startKeepAlive() {
   MAGNETAR_DCHECK_ON(loop());
-  int secs = service_.options().keepAliveIntervalSeconds;
-  if (secs <= 0 || isClosed()) return;
-  keepAliveTimer_.expires_after(std::chrono::seconds(secs));
-  auto me = self();
-  keepAliveTimer_.async_wait([me](const boost::system::error_code& ec) {
-    if (ec || me->isClosed()) return;
-    me->onKeepAliveTimer();
-  });
+  armTimer(keepAliveTimer_, service_.options().keepAliveIntervalSeconds,
+           &ServerCnx::onKeepAliveTimer);
 }
 
 void ServerCnx::onKeepAliveTimer() {

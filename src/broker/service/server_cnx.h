@@ -173,6 +173,9 @@ class ServerCnx final : public net::Connection,
   void sendConnected();
   void scheduleAuthRefresh();
   void onAuthRefreshTimer();
+  // (this->*onTick)() on the loop in `secs` seconds, unless the timer is re-armed or cancelled or
+  // the connection closes first; nothing when secs <= 0 or already closed.
+  void armTimer(boost::asio::steady_timer& timer, int secs, void (ServerCnx::*onTick)());
   // Authorization of a topic operation for authRole_; counts a denial.
   bool allowed(const TopicName& topic, TopicOperation op);
   // The ERROR message of a refused PRODUCER/SUBSCRIBE: Pulsar's "Client is not authorized to
@@ -249,6 +252,10 @@ class ServerCnx final : public net::Connection,
 
   // Runs fn with the consumer once it is ready (or answers an error when unknown).
   void withConsumer(uint64_t consumerId, const std::function<void(ConsumerRef&)>& fn);
+  // The ready consumer `consumerId` for a request; null, with `requestId` answered with `error`
+  // "Consumer not found", when it is unknown or still subscribing (Pulsar's code differs by
+  // command). Loop thread.
+  ConsumerRef* readyConsumer(uint64_t consumerId, uint64_t requestId, proto::ServerError error);
   void sendError(uint64_t requestId, proto::ServerError e, const std::string& msg);
   void onKeepAliveTimer();
   // The last step of startShutdown(), once no SEND is pending. Loop thread.

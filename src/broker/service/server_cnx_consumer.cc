@@ -191,6 +191,17 @@ void ServerCnx::onSubscribed(const std::shared_ptr<PersistentTopic>& topic,
   for (auto& w : waiting) w();
 }
 
+ServerCnx::ConsumerRef* ServerCnx::readyConsumer(uint64_t consumerId, uint64_t requestId,
+                                                 proto::ServerError error) {
+  auto it = consumers_.find(consumerId);
+  if (it == consumers_.end() || !it->second.ready) {
+    CnxErrorStats::record(ProtocolError::kUnknownId);
+    sendError(requestId, error, "Consumer not found");
+    return nullptr;
+  }
+  return &it->second;
+}
+
 void ServerCnx::withConsumer(uint64_t consumerId, const std::function<void(ConsumerRef&)>& fn) {
   MAGNETAR_DCHECK_ON(loop());
   auto it = consumers_.find(consumerId);
@@ -371,15 +382,11 @@ void ServerCnx::handleUnsubscribe(const proto::CommandUnsubscribe& c) {
   MAGNETAR_DCHECK_ON(loop());
   uint64_t requestId = c.request_id();
   uint64_t consumerId = c.consumer_id();
-  auto it = consumers_.find(consumerId);
-  if (it == consumers_.end() || !it->second.ready) {
-    CnxErrorStats::record(ProtocolError::kUnknownId);
-    sendError(requestId, proto::MetadataError, "Consumer not found");
-    return;
-  }
-  auto topic = it->second.topic;
-  auto consumer = it->second.consumer;
-  auto sub = it->second.subscription;
+  ConsumerRef* ref = readyConsumer(consumerId, requestId, proto::MetadataError);
+  if (!ref) return;
+  auto topic = ref->topic;
+  auto consumer = ref->consumer;
+  auto sub = ref->subscription;
   auto me = self();
   topic->executor().execute([=] {
     Status s = topic->unsubscribe(sub, consumer.get());
@@ -401,19 +408,15 @@ void ServerCnx::handleUnsubscribe(const proto::CommandUnsubscribe& c) {
 void ServerCnx::handleSeek(const proto::CommandSeek& c) {
   MAGNETAR_DCHECK_ON(loop());
   uint64_t requestId = c.request_id();
-  auto it = consumers_.find(c.consumer_id());
-  if (it == consumers_.end() || !it->second.ready) {
-    CnxErrorStats::record(ProtocolError::kUnknownId);
-    sendError(requestId, proto::MetadataError, "Consumer not found");
-    return;
-  }
+  ConsumerRef* ref = readyConsumer(c.consumer_id(), requestId, proto::MetadataError);
+  if (!ref) return;
   if (!c.has_message_id() && !c.has_message_publish_time()) {
     sendError(requestId, proto::MetadataError,
               "Message id and message publish time were not present");
     return;
   }
-  auto topic = it->second.topic;
-  auto sub = it->second.subscription;
+  auto topic = ref->topic;
+  auto sub = ref->subscription;
   bool byTime = !c.has_message_id();
   storage::Position pos{static_cast<int64_t>(c.message_id().ledgerid()),
                         static_cast<int64_t>(c.message_id().entryid())};
@@ -456,15 +459,11 @@ void ServerCnx::handleSeek(const proto::CommandSeek& c) {
 void ServerCnx::handleGetLastMessageId(const proto::CommandGetLastMessageId& c) {
   MAGNETAR_DCHECK_ON(loop());
   uint64_t requestId = c.request_id();
-  auto it = consumers_.find(c.consumer_id());
-  if (it == consumers_.end() || !it->second.ready) {
-    CnxErrorStats::record(ProtocolError::kUnknownId);
-    sendError(requestId, proto::ConsumerNotFound, "Consumer not found");
-    return;
-  }
-  auto topic = it->second.topic;
-  auto sub = it->second.subscription;
-  bool readCompacted = it->second.consumer && it->second.consumer->readCompacted;
+  ConsumerRef* ref = readyConsumer(c.consumer_id(), requestId, proto::ConsumerNotFound);
+  if (!ref) return;
+  auto topic = ref->topic;
+  auto sub = ref->subscription;
+  bool readCompacted = ref->consumer && ref->consumer->readCompacted;
   auto me = self();
   topic->executor().execute([=, this] {
     service_.lastMessageId(
