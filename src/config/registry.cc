@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <unordered_map>
 
@@ -148,27 +149,13 @@ bool settingEnforced(std::string_view name) {
 }
 
 std::string_view typeName(SettingType t) {
-  switch (t) {
-    case SettingType::kBool:
-      return "bool";
-    case SettingType::kInt:
-      return "int";
-    case SettingType::kLong:
-      return "long";
-    case SettingType::kDouble:
-      return "double";
-    case SettingType::kString:
-      return "string";
-    case SettingType::kEnum:
-      return "enum";
-    case SettingType::kList:
-      return "list";
-    case SettingType::kOptInt:
-      return "optional int";
-    case SettingType::kThreads:
-      return "thread count";
-  }
-  return "?";
+  // Indexed by SettingType.
+  static constexpr std::string_view kNames[] = {
+      "bool", "int", "long", "double", "string", "enum", "list", "optional int", "thread count"};
+  static_assert(std::size(kNames) == static_cast<size_t>(SettingType::kThreads) + 1,
+                "a SettingType without a name");
+  auto i = static_cast<size_t>(t);
+  return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 Result<ParsedValue> parseValue(const SettingDef& def, std::string_view text,

@@ -135,19 +135,12 @@ std::string statStamp(const std::string& path) {
 }  // namespace
 
 const char* TlsErrorStats::label(TlsError e) {
-  switch (e) {
-    case TlsError::kHandshakeFailed:
-      return "handshake_failed";
-    case TlsError::kUntrustedCert:
-      return "untrusted_cert";
-    case TlsError::kHandshakeTimeout:
-      return "handshake_timeout";
-    case TlsError::kCertRefreshFailed:
-      return "cert_refresh_failed";
-    case TlsError::kCount:
-      break;
-  }
-  return "other";
+  // Indexed by TlsError, as `counts`.
+  static constexpr std::array<const char*, static_cast<size_t>(TlsError::kCount)> kLabels = {
+      "handshake_failed", "untrusted_cert", "handshake_timeout", "cert_refresh_failed"};
+  static_assert(kLabels.back() != nullptr, "a TlsError without a label");
+  auto i = static_cast<size_t>(e);
+  return i < kLabels.size() ? kLabels[i] : "other";
 }
 
 Result<std::shared_ptr<ssl_ctx_st>> newServerSslCtx(const TlsOptions& o) {

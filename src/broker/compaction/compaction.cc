@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 
 #include "base/logging.h"
 #include "broker/common/wall_clock.h"
@@ -391,17 +392,12 @@ void ManagedLedgerCompactedStore::asyncOpen(const std::string& topic,
 }
 
 const char* compactionStatusName(CompactionStatus s) {
-  switch (s) {
-    case CompactionStatus::kNotRun:
-      return "NOT_RUN";
-    case CompactionStatus::kRunning:
-      return "RUNNING";
-    case CompactionStatus::kSuccess:
-      return "SUCCESS";
-    case CompactionStatus::kError:
-      return "ERROR";
-  }
-  return "NOT_RUN";
+  // Indexed by CompactionStatus.
+  static constexpr const char* kNames[] = {"NOT_RUN", "RUNNING", "SUCCESS", "ERROR"};
+  static_assert(std::size(kNames) == static_cast<size_t>(CompactionStatus::kError) + 1,
+                "a CompactionStatus without a name");
+  auto i = static_cast<size_t>(s);
+  return i < std::size(kNames) ? kNames[i] : "NOT_RUN";
 }
 
 // ---- TopicCompactor ------------------------------------------------------------------------
