@@ -1,4 +1,4 @@
-// Wall-clock time in Pulsar's unit for message timestamps.
+// Wall-clock time in Pulsar's unit for message timestamps; the steady clock for intervals.
 #pragma once
 
 #include <chrono>
@@ -12,6 +12,13 @@ inline uint64_t nowMs() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count());
+}
+
+// Nanoseconds on the steady clock (monotonic, arbitrary epoch): for intervals only. Thread: any.
+inline int64_t steadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace magnetar

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "broker/common/wall_clock.h"
 #include "broker/topic/entry_metadata.h"
 
 namespace magnetar::broker {
@@ -54,9 +55,7 @@ void expireByTime(const std::shared_ptr<PersistentTopic>& topic, const std::stri
   scan->topic = topic;
   scan->sub = sub;
   scan->ttlSeconds = ttlSeconds;
-  scan->nowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
+  scan->nowMs = wallClockMs();
   scan->done = std::move(cb);
   scan->step(topic->ledger().nextValidPosition(s->cursor().markDeletedPosition()));
 }
@@ -74,10 +73,7 @@ void expireUpTo(const std::shared_ptr<PersistentTopic>& topic, const std::string
       if (Subscription* s2 = topic->subscription(sub)) {
         int64_t after = s2->msgBacklog();
         if (before > after) {
-          int64_t nowMs = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
-          s2->addExpired(static_cast<uint64_t>(before - after), nowMs);
+          s2->addExpired(static_cast<uint64_t>(before - after), wallClockMs());
         }
       }
     }

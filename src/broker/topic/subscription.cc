@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "broker/common/wall_clock.h"
+
 namespace magnetar::broker {
 
 Subscription::Subscription(std::string name, storage::ManagedLedger& ledger,
@@ -17,11 +19,7 @@ Subscription::Subscription(std::string name, storage::ManagedLedger& ledger,
   markActive();
 }
 
-void Subscription::markActive() {
-  lastActiveMs_ = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::system_clock::now().time_since_epoch())
-                      .count();
-}
+void Subscription::markActive() { lastActiveMs_ = wallClockMs(); }
 
 size_t Subscription::consumerCount() const {
   return dispatcher_ ? dispatcher_->consumers().size() : 0;

@@ -2,8 +2,10 @@
 // inactive-topic and subscription-expiration checks read.
 #include <chrono>
 
+#include "base/clock.h"
 #include "base/dcheck.h"
 #include "base/logging.h"
+#include "broker/common/wall_clock.h"
 #include "broker/compaction/compaction.h"
 #include "broker/topic/entry_metadata.h"
 #include "broker/topic/message_expiry.h"
@@ -11,18 +13,6 @@
 
 namespace magnetar::broker {
 namespace {
-
-int64_t epochMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-int64_t steadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 bool isEviction(const BacklogQuota& q) { return q.policy == "consumer_backlog_eviction"; }
 
@@ -56,7 +46,7 @@ bool PersistentTopic::isTimeBacklogExceeded() const {
   int64_t limit = limits_.backlogQuotaTime.limitTime;
   if (limit <= 0 || oldestBacklogPublishTimeMs_ <= 0) return false;
   return hasDurableBacklog(subscriptions_) &&
-         epochMs() - oldestBacklogPublishTimeMs_ > limit * 1000;
+         wallClockMs() - oldestBacklogPublishTimeMs_ > limit * 1000;
 }
 
 std::optional<std::string> PersistentTopic::producerBlockingPolicy() const {
@@ -72,7 +62,7 @@ std::optional<std::string> PersistentTopic::producerBlockingPolicy() const {
 int64_t PersistentTopic::backlogAgeSeconds() const {
   if (oldestBacklogPublishTimeMs_ < 0) return -1;
   if (oldestBacklogPublishTimeMs_ == 0 || !hasDurableBacklog(subscriptions_)) return 0;
-  return std::max<int64_t>(0, (epochMs() - oldestBacklogPublishTimeMs_) / 1000);
+  return std::max<int64_t>(0, (wallClockMs() - oldestBacklogPublishTimeMs_) / 1000);
 }
 
 void PersistentTopic::checkBacklogQuota(const std::function<void()>& done) {
@@ -150,7 +140,7 @@ void PersistentTopic::enforceBacklogQuota() {
   }
 }
 
-void PersistentTopic::markActive() { lastActiveNs_ = steadyNs(); }
+void PersistentTopic::markActive() { lastActiveNs_ = steadyNowNs(); }
 
 int64_t PersistentTopic::checkInactivity(const std::string& deleteMode) {
   MAGNETAR_DCHECK_ON(executor_);
@@ -169,13 +159,13 @@ int64_t PersistentTopic::checkInactivity(const std::string& deleteMode) {
     markActive();
     return 0;
   }
-  return std::max<int64_t>(1, steadyNs() - lastActiveNs_);
+  return std::max<int64_t>(1, steadyNowNs() - lastActiveNs_);
 }
 
 std::vector<std::string> PersistentTopic::expiredSubscriptions(int64_t expirationMs) const {
   MAGNETAR_DCHECK_ON(executor_);
   std::vector<std::string> out;
-  int64_t now = epochMs();
+  int64_t now = wallClockMs();
   for (const auto& [name, sub] : subscriptions_) {
     if (!sub->durable() || sub->consumerCount() > 0 || name == kCompactionCursorName) continue;
     if (now - sub->lastActiveMs() > expirationMs) out.push_back(name);
