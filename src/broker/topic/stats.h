@@ -31,17 +31,22 @@ struct RateValue {
   double byteRate = 0;
 };
 
-struct PublisherSnapshot {
-  std::string producerName;
-  uint64_t producerId = 0;
+// What the stats of a producer and of a consumer both tell of its client (Pulsar's address,
+// clientVersion, connectedSince and metadata).
+struct ClientSnapshot {
   std::string address;
   std::string clientVersion;  // CONNECT's client_version
   int64_t connectedSinceMs = 0;
+  std::map<std::string, std::string> metadata;  // CommandProducer / CommandSubscribe metadata
+};
+
+struct PublisherSnapshot : ClientSnapshot {
+  std::string producerName;
+  uint64_t producerId = 0;
   std::string accessMode;  // "Shared" | "Exclusive"
   uint64_t msgInCounter = 0;
   uint64_t bytesInCounter = 0;
   RateValue rateIn;
-  std::map<std::string, std::string> metadata;  // CommandProducer.metadata
 };
 
 // A Key_Shared hash waiting for its previous consumer's acks (Pulsar's DrainingHash).
@@ -51,12 +56,9 @@ struct DrainingHashSnapshot {
   uint32_t blockedAttempts = 0;
 };
 
-struct ConsumerSnapshot {
+struct ConsumerSnapshot : ClientSnapshot {
   std::string consumerName;
   uint64_t consumerId = 0;
-  std::string address;
-  std::string clientVersion;  // CONNECT's client_version
-  int64_t connectedSinceMs = 0;
   int priorityLevel = 0;
   int64_t availablePermits = 0;
   int64_t unackedMessages = 0;
@@ -71,7 +73,6 @@ struct ConsumerSnapshot {
   uint64_t drainingHashesClearedTotal = 0;
   int32_t drainingHashesUnackedMessages = 0;
   std::vector<DrainingHashSnapshot> drainingHashes;
-  std::map<std::string, std::string> metadata;  // CommandSubscribe.metadata
 };
 
 struct SubscriptionSnapshot {
