@@ -65,6 +65,17 @@ int fail(const std::string& msg) {
   return 1;
 }
 
+// Pulsar's TokensCliUtils errors: no token given; not exactly one signing key (--secret-key and
+// `otherKey`, --private-key or --public-key; `none`: neither was given, else both were).
+constexpr const char* kNoToken =
+    "Token needs to be either passed as an argument or through `--stdin`, `--token-file` or by "
+    "the `TOKEN` environment variable";
+std::string notOneKey(bool none, const std::string& otherKey) {
+  return none ? "Either --secret-key or " + otherKey + " needs to be passed for signing a token"
+              : "Only one of --secret-key and " + otherKey +
+                    " needs to be passed for signing a token";
+}
+
 // The token from the argument, --stdin, --token-file or $TOKEN, as Pulsar's tool reads it.
 std::optional<std::string> tokenInput(const TokensOptions& o) {
   std::string t;
@@ -112,10 +123,7 @@ int createKeyPair(const TokensOptions& o) {
 
 int createToken(const TokensOptions& o) {
   if (o.secretKey.empty() == o.privateKey.empty()) {
-    return fail(o.secretKey.empty()
-                    ? "Either --secret-key or --private-key needs to be passed for signing a token"
-                    : "Only one of --secret-key and --private-key needs to be passed for signing "
-                      "a token");
+    return fail(notOneKey(o.secretKey.empty(), "--private-key"));
   }
   auto key = broker::readKeyFromUrl(o.privateKey.empty() ? o.secretKey : o.privateKey);
   if (!key) return fail(key.status().message());
@@ -136,11 +144,7 @@ int createToken(const TokensOptions& o) {
 
 int showToken(const TokensOptions& o) {
   auto t = tokenInput(o);
-  if (!t) {
-    return fail(
-        "Token needs to be either passed as an argument or through `--stdin`, "
-        "`--token-file` or by the `TOKEN` environment variable");
-  }
+  if (!t) return fail(kNoToken);
   auto d = broker::decodeToken(*t);
   if (!d) return fail(d.status().message());
   std::cout << d->headerJson << "\n---\n" << d->claimsJson << "\n";
@@ -149,17 +153,10 @@ int showToken(const TokensOptions& o) {
 
 int validateToken(const TokensOptions& o) {
   if (o.secretKey.empty() == o.publicKey.empty()) {
-    return fail(o.secretKey.empty()
-                    ? "Either --secret-key or --public-key needs to be passed for signing a token"
-                    : "Only one of --secret-key and --public-key needs to be passed for signing "
-                      "a token");
+    return fail(notOneKey(o.secretKey.empty(), "--public-key"));
   }
   auto t = tokenInput(o);
-  if (!t) {
-    return fail(
-        "Token needs to be either passed as an argument or through `--stdin`, "
-        "`--token-file` or by the `TOKEN` environment variable");
-  }
+  if (!t) return fail(kNoToken);
   auto key = broker::readKeyFromUrl(o.publicKey.empty() ? o.secretKey : o.publicKey);
   if (!key) return fail(key.status().message());
   auto d =
