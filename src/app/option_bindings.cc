@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <optional>
 #include <utility>
 
@@ -95,14 +96,11 @@ int64_t testJournalDelayMicros() {
 
 }  // namespace
 
-const SettingBindings<storage::StorageOptions>& storageOptionBindings() {
-  using O = storage::StorageOptions;
-  static const SettingBindings<O> kBindings{
-      MAGNETAR_BIND(journalDirectory, journalDirectory),
-      MAGNETAR_BIND(journalSyncData, journalSyncData),
-      MAGNETAR_BIND(journalMaxGroupWaitMSec, journalMaxGroupWaitMSec),
-      MAGNETAR_BIND_AS(journalBufferedWritesThreshold, journalMaxGroupBytes, groupBytes),
-      MAGNETAR_BIND_AS(journalMaxSizeMB, journalSegmentSizeBytes, mebibytesToBytes),
+// The ManagedLedgerConfig fields, which both backends' options (StorageOptions,
+// BkStorageOptions) extend, followed by `own`: the backend's own fields.
+template <class O>
+SettingBindings<O> withManagedLedgerBindings(std::initializer_list<SettingBinding<O>> own) {
+  SettingBindings<O> b{
       MAGNETAR_BIND(managedLedgerMaxEntriesPerLedger, managedLedgerMaxEntriesPerLedger),
       MAGNETAR_BIND(managedLedgerMaxSizePerLedgerMbytes, managedLedgerMaxSizePerLedgerMbytes),
       MAGNETAR_BIND(managedLedgerMinLedgerRolloverTimeMinutes,
@@ -112,12 +110,25 @@ const SettingBindings<storage::StorageOptions>& storageOptionBindings() {
       MAGNETAR_BIND(managedLedgerMaxUnackedRangesToPersist, managedLedgerMaxUnackedRangesToPersist),
       MAGNETAR_BIND(managedLedgerMaxBatchDeletedIndexToPersist,
                     managedLedgerMaxBatchDeletedIndexToPersist),
-      MAGNETAR_BIND(managedLedgerCacheSizeMB, managedLedgerCacheSizeMB),
       MAGNETAR_BIND(managedLedgerDefaultMarkDeleteRateLimit,
                     managedLedgerDefaultMarkDeleteRateLimit),
+      MAGNETAR_BIND(managedLedgerCacheSizeMB, managedLedgerCacheSizeMB),
       MAGNETAR_BIND(defaultRetentionTimeInMinutes, defaultRetentionTimeInMinutes),
       MAGNETAR_BIND(defaultRetentionSizeInMB, defaultRetentionSizeInMB),
       MAGNETAR_BIND(retentionCheckIntervalInSeconds, retentionCheckIntervalInSeconds),
+  };
+  b.insert(b.end(), own);
+  return b;
+}
+
+const SettingBindings<storage::StorageOptions>& storageOptionBindings() {
+  using O = storage::StorageOptions;
+  static const SettingBindings<O> kBindings = withManagedLedgerBindings<O>({
+      MAGNETAR_BIND(journalDirectory, journalDirectory),
+      MAGNETAR_BIND(journalSyncData, journalSyncData),
+      MAGNETAR_BIND(journalMaxGroupWaitMSec, journalMaxGroupWaitMSec),
+      MAGNETAR_BIND_AS(journalBufferedWritesThreshold, journalMaxGroupBytes, groupBytes),
+      MAGNETAR_BIND_AS(journalMaxSizeMB, journalSegmentSizeBytes, mebibytesToBytes),
       MAGNETAR_BIND(minorCompactionThreshold, minorCompactionThreshold),
       MAGNETAR_BIND(minorCompactionInterval, minorCompactionInterval),
       MAGNETAR_BIND(majorCompactionThreshold, majorCompactionThreshold),
@@ -127,37 +138,22 @@ const SettingBindings<storage::StorageOptions>& storageOptionBindings() {
       MAGNETAR_BIND(diskUsageLwmThreshold, diskUsageLwmThreshold),
       MAGNETAR_BIND(diskCheckInterval, diskCheckInterval),
       MAGNETAR_BIND(numReadWorkerThreads, numReadThreads),
-  };
+  });
   return kBindings;
 }
 
 const SettingBindings<storage::bk::BkStorageOptions>& bkStorageOptionBindings() {
   using O = storage::bk::BkStorageOptions;
-  static const SettingBindings<O> kBindings{
+  static const SettingBindings<O> kBindings = withManagedLedgerBindings<O>({
       MAGNETAR_BIND(managedLedgerDefaultEnsembleSize, managedLedgerDefaultEnsembleSize),
       MAGNETAR_BIND(managedLedgerDefaultWriteQuorum, managedLedgerDefaultWriteQuorum),
       MAGNETAR_BIND(managedLedgerDefaultAckQuorum, managedLedgerDefaultAckQuorum),
-      MAGNETAR_BIND(managedLedgerMaxEntriesPerLedger, managedLedgerMaxEntriesPerLedger),
-      MAGNETAR_BIND(managedLedgerMaxSizePerLedgerMbytes, managedLedgerMaxSizePerLedgerMbytes),
-      MAGNETAR_BIND(managedLedgerMinLedgerRolloverTimeMinutes,
-                    managedLedgerMinLedgerRolloverTimeMinutes),
-      MAGNETAR_BIND(managedLedgerMaxLedgerRolloverTimeMinutes,
-                    managedLedgerMaxLedgerRolloverTimeMinutes),
-      MAGNETAR_BIND(managedLedgerMaxUnackedRangesToPersist, managedLedgerMaxUnackedRangesToPersist),
       MAGNETAR_BIND(managedLedgerMaxUnackedRangesToPersistInMetadataStore,
                     managedLedgerMaxUnackedRangesToPersistInMetadataStore),
-      MAGNETAR_BIND(managedLedgerMaxBatchDeletedIndexToPersist,
-                    managedLedgerMaxBatchDeletedIndexToPersist),
       MAGNETAR_BIND(managedLedgerCursorMaxEntriesPerLedger, managedLedgerCursorMaxEntriesPerLedger),
       MAGNETAR_BIND(managedLedgerCursorRolloverTimeInSeconds,
                     managedLedgerCursorRolloverTimeInSeconds),
-      MAGNETAR_BIND(managedLedgerDefaultMarkDeleteRateLimit,
-                    managedLedgerDefaultMarkDeleteRateLimit),
-      MAGNETAR_BIND(managedLedgerCacheSizeMB, managedLedgerCacheSizeMB),
-      MAGNETAR_BIND(defaultRetentionTimeInMinutes, defaultRetentionTimeInMinutes),
-      MAGNETAR_BIND(defaultRetentionSizeInMB, defaultRetentionSizeInMB),
-      MAGNETAR_BIND(retentionCheckIntervalInSeconds, retentionCheckIntervalInSeconds),
-  };
+  });
   return kBindings;
 }
 
@@ -345,8 +341,7 @@ const SettingBindings<admin::HttpServer::Options>& httpServerBindings() {
 #undef MAGNETAR_BIND_AS
 
 Result<storage::StorageOptions> storageOptionsFrom(const config::ServiceConfiguration& cfg) {
-  storage::StorageOptions o;
-  applyBindings(storageOptionBindings(), cfg, o);
+  auto o = optionsFrom(storageOptionBindings(), cfg);
   auto dir = metadataDirectoryFrom(cfg);
   if (!dir.isOk()) return dir.status();
   o.metadataDirectory = std::move(*dir);
@@ -355,14 +350,11 @@ Result<storage::StorageOptions> storageOptionsFrom(const config::ServiceConfigur
 }
 
 storage::bk::BkStorageOptions bkStorageOptionsFrom(const config::ServiceConfiguration& cfg) {
-  storage::bk::BkStorageOptions o;
-  applyBindings(bkStorageOptionBindings(), cfg, o);
-  return o;
+  return optionsFrom(bkStorageOptionBindings(), cfg);
 }
 
 Result<broker::BrokerOptions> brokerOptionsFrom(const config::ServiceConfiguration& cfg) {
-  broker::BrokerOptions o;
-  applyBindings(brokerOptionBindings(), cfg, o);
+  auto o = optionsFrom(brokerOptionBindings(), cfg);
   // The dynamic ones take their start-up values here, later ones from connectDynamicSettings().
   applyBindings(brokerDynamicOptionBindings(), cfg, o.dynamic);
   auto listeners =
@@ -373,26 +365,19 @@ Result<broker::BrokerOptions> brokerOptionsFrom(const config::ServiceConfigurati
 }
 
 net::TlsOptions tlsOptionsFrom(const config::ServiceConfiguration& cfg) {
-  net::TlsOptions o;
-  applyBindings(tlsOptionBindings(), cfg, o);
-  return o;
+  return optionsFrom(tlsOptionBindings(), cfg);
 }
 
 broker::AuthenticationOptions authenticationOptionsFrom(const config::ServiceConfiguration& cfg) {
-  broker::AuthenticationOptions o;
-  applyBindings(authenticationOptionBindings(), cfg, o);
-  return o;
+  return optionsFrom(authenticationOptionBindings(), cfg);
 }
 
 bookkeeper::ClientConfig bookKeeperClientConfigFrom(const config::ServiceConfiguration& cfg) {
-  bookkeeper::ClientConfig o;
-  applyBindings(bookKeeperClientBindings(), cfg, o);
-  return o;
+  return optionsFrom(bookKeeperClientBindings(), cfg);
 }
 
 metadata::ZkConfig zkConfigFrom(const config::ServiceConfiguration& cfg, const std::string& url) {
-  metadata::ZkConfig o;
-  applyBindings(zkConfigBindings(), cfg, o);
+  auto o = optionsFrom(zkConfigBindings(), cfg);
   o.url = url;
   o.connectTimeoutMs = std::max(o.sessionTimeoutMs, 5000);
   return o;
@@ -400,8 +385,7 @@ metadata::ZkConfig zkConfigFrom(const config::ServiceConfiguration& cfg, const s
 
 broker::cluster::NamespaceServiceOptions namespaceServiceOptionsFrom(
     const std::shared_ptr<const config::ServiceConfiguration>& cfg) {
-  broker::cluster::NamespaceServiceOptions o;
-  applyBindings(namespaceServiceBindings(), *cfg, o);
+  auto o = optionsFrom(namespaceServiceBindings(), *cfg);
   o.bundleUnloadingTimeoutMs = [cfg] { return cfg->namespaceBundleUnloadingTimeoutMs(); };
   o.distributeBundlesEvenly = [cfg] { return cfg->loadBalancerDistributeBundlesEvenlyEnabled(); };
   return o;
@@ -409,15 +393,11 @@ broker::cluster::NamespaceServiceOptions namespaceServiceOptionsFrom(
 
 broker::cluster::ConfigurationStoreOptions configurationStoreOptionsFrom(
     const config::ServiceConfiguration& cfg) {
-  broker::cluster::ConfigurationStoreOptions o;
-  applyBindings(configurationStoreBindings(), cfg, o);
-  return o;
+  return optionsFrom(configurationStoreBindings(), cfg);
 }
 
 admin::HttpServer::Options httpServerOptionsFrom(const config::ServiceConfiguration& cfg) {
-  admin::HttpServer::Options o;
-  applyBindings(httpServerBindings(), cfg, o);
-  return o;
+  return optionsFrom(httpServerBindings(), cfg);
 }
 
 }  // namespace magnetar::app

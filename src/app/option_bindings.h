@@ -43,6 +43,15 @@ void applyBindings(const SettingBindings<Options>& bindings,
   for (const auto& b : bindings) b.apply(cfg, o);
 }
 
+// An Options with its own defaults and then every binding of `bindings` applied from cfg.
+template <class Options>
+Options optionsFrom(const SettingBindings<Options>& bindings,
+                    const config::ServiceConfiguration& cfg) {
+  Options o;
+  applyBindings(bindings, cfg, o);
+  return o;
+}
+
 // The tables. Fields not listed are not settings (test hooks, injection points, intervals
 // Magnetar fixes) or are derived from several keys by the *From() functions below.
 const SettingBindings<storage::StorageOptions>& storageOptionBindings();
