@@ -49,10 +49,12 @@ std::string withCrlfLineEnds(std::string_view header);
 // response may arrive from any thread. Thread: start()/stop() from one owner thread.
 class HttpServer {
  public:
+  // Defaults: settings.def's (setting_defaults.h) for bindAddress, webServicePort and
+  // numHttpServerThreads.
   struct Options {
-    std::string bindAddress = "0.0.0.0";
-    uint16_t port = 8080;           // 0 binds a free port; see port()
-    int numThreads = 1;             // numHttpServerThreads
+    std::string bindAddress{setting_defaults::bindAddress};
+    uint16_t port = setting_defaults::webServicePort;  // 0 binds a free port; see port()
+    int numThreads = setting_defaults::numHttpServerThreads;
     size_t maxBodyBytes = 1 << 20;  // larger request bodies get 413
   };
 

@@ -1,5 +1,8 @@
-// Configuration of the client, its producers and its consumers. Defaults follow Pulsar's Java/C++
-// clients unless noted.
+// Configuration of the client, its producers and its consumers. The defaults are Pulsar's client
+// defaults, not broker settings (src/config/settings.def has no client keys): pulsar-client-cpp's
+// ClientConfigurationImpl, ProducerConfigurationImpl and ConsumerConfigurationImpl (the Java
+// client's ClientConfigurationData, ProducerConfigurationData and ConsumerConfigurationData where
+// they agree), each field naming its Pulsar key; fields marked "Magnetar" have no Pulsar default.
 #pragma once
 
 #include <chrono>
@@ -19,11 +22,13 @@ class Consumer;
 using std::chrono::milliseconds;
 
 struct ClientConfig {
-  // I/O threads (event loops) named `<ioThreadPrefix>-<i>`.
+  // I/O threads (event loops) named `<ioThreadPrefix>-<i>` (Pulsar's ioThreads: 1; the prefix:
+  // Magnetar).
   int ioThreads = 1;
   std::string ioThreadPrefix = "client-io";
-  // Connections per broker address; 0 = one per I/O thread. Producer/consumer i uses connection
-  // i % count, which lives on loop (i % count) % ioThreads.
+  // Connections per broker address; 0 = one per I/O thread (Magnetar; Pulsar's
+  // connectionsPerBroker is 1). Producer/consumer i uses connection i % count, which lives on loop
+  // (i % count) % ioThreads.
   int connectionsPerBroker = 0;
   // Timeout of each request (LOOKUP, PRODUCER, SUBSCRIBE, SEEK, ...) and of a whole
   // create/subscribe including retries. Pulsar's operationTimeoutSeconds: 30 s.
@@ -37,9 +42,10 @@ struct ClientConfig {
   // PING when nothing was received for this long; the connection is closed when a PING stays
   // unanswered for another interval. Pulsar's keepAliveIntervalSeconds: 30 s.
   milliseconds keepAliveInterval{30000};
-  std::string clientVersion = "magnetar-client-cpp-0.1.0";
+  std::string clientVersion = "magnetar-client-cpp-0.1.0";  // CONNECT's client_version (Magnetar)
   // pulsar+ssl:// service URLs (Pulsar's tlsTrustCertsFilePath, tlsAllowInsecureConnection,
-  // and AuthenticationTls's certificate and key for mTLS). Host names are not validated.
+  // and AuthenticationTls's certificate and key for mTLS; none by default, insecure off). Host
+  // names are not validated.
   std::string tlsTrustCertsFilePath;
   bool tlsAllowInsecureConnection = false;
   std::string tlsCertificateFilePath;

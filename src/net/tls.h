@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "base/thread_annotations.h"
+#include "setting_defaults.h"
 
 struct ssl_ctx_st;
 struct ssl_st;
@@ -45,16 +46,24 @@ struct TlsErrorStats {
 // SslHandler default handshakeTimeoutMillis, 10 s, which Pulsar's TLS ports use).
 inline constexpr auto kTlsHandshakeTimeout = std::chrono::seconds(10);
 
-// The broker's TLS settings (Pulsar's tls* keys).
+// The broker's TLS settings (Pulsar's tls* keys); each default is its key's in settings.def
+// (setting_defaults.h).
 struct TlsOptions {
-  std::string certificateFilePath;       // tlsCertificateFilePath (PEM, leaf first, then chain)
-  std::string keyFilePath;               // tlsKeyFilePath (PEM, unencrypted)
-  std::string trustCertsFilePath;        // tlsTrustCertsFilePath (PEM CAs); "" = the system's CAs
-  bool allowInsecureConnection = false;  // accept unverifiable client certificates
-  bool requireTrustedClientCertOnConnect = false;  // no (trusted) client certificate: refused
-  std::vector<std::string> protocols;     // tlsProtocols: TLSv1.3, TLSv1.2, ...; empty = OpenSSL's
-  std::vector<std::string> ciphers;       // tlsCiphers, IANA names as Java's; empty = OpenSSL's
-  int certRefreshCheckDurationSec = 300;  // tlsCertRefreshCheckDurationSec; 0 = every accept
+  // tlsCertificateFilePath (PEM, leaf first, then chain), tlsKeyFilePath (PEM, unencrypted),
+  // tlsTrustCertsFilePath (PEM CAs; "" = the system's CAs).
+  std::string certificateFilePath{setting_defaults::tlsCertificateFilePath};
+  std::string keyFilePath{setting_defaults::tlsKeyFilePath};
+  std::string trustCertsFilePath{setting_defaults::tlsTrustCertsFilePath};
+  // tlsAllowInsecureConnection: accept unverifiable client certificates.
+  bool allowInsecureConnection = setting_defaults::tlsAllowInsecureConnection;
+  // tlsRequireTrustedClientCertOnConnect: no (trusted) client certificate is refused.
+  bool requireTrustedClientCertOnConnect = setting_defaults::tlsRequireTrustedClientCertOnConnect;
+  // tlsProtocols (TLSv1.3, TLSv1.2, ...) and tlsCiphers (IANA names, as Java's); settings.def's
+  // default, empty: OpenSSL's.
+  std::vector<std::string> protocols;
+  std::vector<std::string> ciphers;
+  // tlsCertRefreshCheckDurationSec; 0 = every accept.
+  int certRefreshCheckDurationSec = setting_defaults::tlsCertRefreshCheckDurationSec;
 };
 
 // Owns the current SSL_CTX. current() re-reads the files when one changed (mtime or size),
