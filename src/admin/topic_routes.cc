@@ -534,73 +534,72 @@ void addLookupRoute(Router& r, const AdminContext* ctx) {
 }
 
 // Topic-level grants (Pulsar's destination_auth), stored in the namespace policies under the
-// partitioned topic's own name. GET lists the namespace's grants merged with the topic's.
-void addTopicPermissionRoutes(Router& r, const AdminContext* ctx) {
-  auto missingNamespace = [ctx](const TopicName& name) {
-    return !ctx->service.namespaceExists(name.namespaceName());
-  };
-  onTopic(r, "GET", "/permissions",
-          [ctx, missingNamespace](const HttpRequest&, const PathParams&, const TopicName& name,
-                                  const Respond& respond) {
-            if (missingNamespace(name)) {
-              return respond(HttpResponse::error(404, "Namespace does not exist"));
-            }
-            broker::NamespacePolicies p =
-                ctx->service.policies().namespacePolicies(name.namespaceName());
-            auto merged = p.permissions;
-            auto it = p.topicPermissions.find(name.partitionedTopicName());
-            if (it != p.topicPermissions.end()) {
-              for (const auto& [role, actions] : it->second) {
-                merged[role].insert(actions.begin(), actions.end());
-              }
-            }
-            respond(jsonResponse(permissionsJson(merged)));
-          });
-  onTopic(r, "POST", "/permissions/{role}",
-          [ctx, missingNamespace](const HttpRequest& req, const PathParams& p,
+// topic's own name (a partition's grants apart from its partitioned topic's; the authorizer
+// reads both). Pulsar 4.2's PersistentTopicsBase permission operations on a topic that does not
+// exist: 404 "Tenant does not exist" for a missing tenant, else 404 "Topic <topic> not found"
+// (also for a missing namespace or a partition beyond the count).
+void onPermissionTopic(Router& r, const AdminContext* ctx, const char* method,
+                       const std::string& suffix, TopicHandler h) {
+  onTopic(r, method, suffix,
+          [ctx, h = std::move(h)](const HttpRequest& req, const PathParams& p,
                                   const TopicName& name, const Respond& respond) {
-            if (missingNamespace(name)) {
-              return respond(HttpResponse::error(404, "Namespace does not exist"));
+            if (!ctx->service.namespaceExists(name.namespaceName())) {
+              if (!ctx->service.policies().tenant(name.tenant())) {
+                return respond(HttpResponse::error(404, "Tenant does not exist"));
+              }
+              return respond(HttpResponse::error(404, "Topic " + name.toString() + " not found"));
             }
-            HttpResponse err;
-            auto actions = parseAuthActions(req, &err);
-            if (!actions) return respond(err);
-            std::string role = p.at("role");
-            if (Status stored = ctx->service.policies().updateNamespacePolicies(
-                    name.namespaceName(),
-                    [&](broker::NamespacePolicies& pol) {
-                      pol.topicPermissions[name.partitionedTopicName()][role] = *actions;
-                    });
-                !stored)
-              return respond(errorResponse(stored));
-            respond(noContent());
+            checkTopicExists(ctx, name, [h, req, p, name, respond](bool exists) {
+              if (!exists) {
+                return respond(HttpResponse::error(404, "Topic " + name.toString() + " not found"));
+              }
+              h(req, p, name, respond);
+            });
           });
-  onTopic(
-      r, "DELETE", "/permissions/{role}",
-      [ctx, missingNamespace](const HttpRequest&, const PathParams& p, const TopicName& name,
-                              const Respond& respond) {
-        if (missingNamespace(name)) {
-          return respond(HttpResponse::error(404, "Namespace does not exist"));
+}
+
+// GET lists the namespace's grants merged with the topic's; DELETE of a role without a grant on
+// the topic is 204 as in Pulsar 4.2.
+void addTopicPermissionRoutes(Router& r, const AdminContext* ctx) {
+  onPermissionTopic(
+      r, ctx, "GET", "/permissions",
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+        broker::NamespacePolicies p =
+            ctx->service.policies().namespacePolicies(name.namespaceName());
+        auto merged = p.permissions;
+        if (auto it = p.topicPermissions.find(name.toString()); it != p.topicPermissions.end()) {
+          for (const auto& [role, actions] : it->second) {
+            merged[role].insert(actions.begin(), actions.end());
+          }
         }
-        std::string role = p.at("role");
-        std::string topic = name.partitionedTopicName();
-        bool found = false;
-        if (Status stored = ctx->service.policies().updateNamespacePolicies(
-                name.namespaceName(),
-                [&](broker::NamespacePolicies& pol) {
-                  auto it = pol.topicPermissions.find(topic);
-                  if (it == pol.topicPermissions.end()) return;
-                  found = it->second.erase(role) > 0;
-                  if (it->second.empty()) pol.topicPermissions.erase(it);
-                });
-            !stored)
-          return respond(errorResponse(stored));
-        if (!found) {
-          // Pulsar: revoking a role that has no topic-level grant.
-          return respond(HttpResponse::error(412, "Permissions are not set at the topic level"));
-        }
-        respond(noContent());
+        respond(jsonResponse(permissionsJson(merged)));
       });
+  onPermissionTopic(r, ctx, "POST", "/permissions/{role}",
+                    [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+                          const Respond& respond) {
+                      HttpResponse err;
+                      auto actions = parseAuthActions(req, &err);
+                      if (!actions) return respond(err);
+                      const std::string& role = p.at("role");
+                      Status stored = ctx->service.policies().updateNamespacePolicies(
+                          name.namespaceName(), [&](broker::NamespacePolicies& pol) {
+                            pol.topicPermissions[name.toString()][role] = *actions;
+                          });
+                      respond(stored ? noContent() : errorResponse(stored));
+                    });
+  onPermissionTopic(r, ctx, "DELETE", "/permissions/{role}",
+                    [ctx](const HttpRequest&, const PathParams& p, const TopicName& name,
+                          const Respond& respond) {
+                      const std::string& role = p.at("role");
+                      Status stored = ctx->service.policies().updateNamespacePolicies(
+                          name.namespaceName(), [&](broker::NamespacePolicies& pol) {
+                            auto it = pol.topicPermissions.find(name.toString());
+                            if (it == pol.topicPermissions.end()) return;
+                            it->second.erase(role);
+                            if (it->second.empty()) pol.topicPermissions.erase(it);
+                          });
+                      respond(stored ? noContent() : errorResponse(stored));
+                    });
 }
 
 }  // namespace

@@ -133,6 +133,10 @@ def test_role_without_permission_then_granted(env):
     r = requests.post(ns_url + "/alice", json=["produce"], headers=bearer(env["admin"]), timeout=10)
     assert r.status_code == 204, r.text
     local = t.split("/")[-1]
+    # A topic grant needs the topic (Pulsar: 404 before it exists).
+    r = requests.put(f"{web}/admin/v2/persistent/public/default/{local}",
+                     headers=bearer(env["admin"]), timeout=10)
+    assert r.status_code == 204, r.text
     topic_url = f"{web}/admin/v2/persistent/public/default/{local}/permissions"
     r = requests.post(topic_url + "/alice", json=["consume"], headers=bearer(env["admin"]),
                       timeout=10)

@@ -72,6 +72,11 @@ class AuthTlsTest {
         try (PulsarClient app = client("client-app-1")) {
             assertThrows(PulsarClientException.AuthorizationException.class,
                     () -> app.newProducer().topic(topic).create());
+            // Pulsar grants only on a topic that exists: create it first.
+            assertThrows(PulsarAdminException.NotFoundException.class,
+                    () -> admin.topics().grantPermission(topic, "app-1",
+                            EnumSet.of(AuthAction.produce)));
+            admin.topics().createNonPartitionedTopic(topic);
             admin.topics().grantPermission(topic, "app-1",
                     EnumSet.of(AuthAction.produce, AuthAction.consume));
             assertEquals(EnumSet.of(AuthAction.produce, AuthAction.consume),
