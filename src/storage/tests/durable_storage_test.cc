@@ -71,8 +71,9 @@ TEST_F(DurableStorageTest, RestartKeepsEntriesAndCursors) {
       pos.push_back(*p);
     }
     EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(pos[4], cb); }));
-    EXPECT_TRUE(
-        waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncDelete({pos[7], pos[8]}, cb); }));
+    EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) {
+      (*c)->asyncDelete({pos[7], pos[8]}, cb);
+    }));
     ml.reset();
     close(f);  // no asyncClose: like a stop without unloading topics
   }
@@ -138,6 +139,59 @@ TEST_F(DurableStorageTest, TerminationSurvivesARestartAndGoesWithTheLedger) {
   EXPECT_TRUE(addOne(*ml, ex_, "new life").isOk());
   ml.reset();
   close(f);
+}
+
+// Bug F3: a terminated ledger gets no new (empty) ledger at each start, as Pulsar opens a
+// terminated managed ledger: its ledgers, last confirmed entry, termination and entries stay the
+// same across restarts (clean ones and stops without asyncClose), an empty one's too.
+TEST_F(DurableStorageTest, TerminatedLedgerKeepsItsLedgersAcrossRestarts) {
+  StorageOptions o = testOptions(dir_.path());
+  auto ledgerIds = [](ManagedLedger& ml) {
+    std::vector<int64_t> ids;
+    for (const auto& l : ml.ledgerStats()) ids.push_back(l.ledgerId);
+    return ids;
+  };
+  for (int entries : {3, 0}) {
+    SCOPED_TRACE("entries " + std::to_string(entries));
+    const std::string name = "public/default/persistent/term-" + std::to_string(entries);
+    Position terminatedAt;
+    std::vector<int64_t> ids;
+    {
+      auto f = open(o);
+      auto ml = openLedger(*f, ex_, name);
+      for (int i = 0; i < entries; i++) ASSERT_TRUE(addOne(*ml, ex_, "e" + std::to_string(i)));
+      bool done = false;
+      ml->asyncTerminate([&](Status s, Position at) {
+        EXPECT_TRUE(s.isOk()) << s.toString();
+        terminatedAt = at;
+        done = true;
+      });
+      ASSERT_TRUE(runUntil(ex_, [&] { return done; }));
+      ids = ledgerIds(*ml);
+      ml.reset();
+      close(f);
+    }
+    EXPECT_EQ(terminatedAt.entryId, entries - 1);
+    for (int restart = 0; restart < 4; restart++) {
+      SCOPED_TRACE("restart " + std::to_string(restart));
+      auto f = open(o);
+      auto ml = openLedger(*f, ex_, name);
+      ASSERT_TRUE(ml);
+      EXPECT_TRUE(ml->isTerminated());
+      EXPECT_EQ(ledgerIds(*ml), ids);
+      EXPECT_EQ(ml->lastConfirmedEntry(), terminatedAt);
+      EXPECT_EQ(ml->numberOfEntries(), entries);
+      auto all = readAll(*ml, ex_);
+      ASSERT_EQ(all.size(), static_cast<size_t>(entries));
+      for (int i = 0; i < entries; i++) EXPECT_EQ(all[i].data.view(), "e" + std::to_string(i));
+      EXPECT_EQ(addOne(*ml, ex_, "refused").status().code(), StatusCode::kNotAllowed);
+      if (restart % 2 == 0) {  // else a stop without unloading
+        EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { ml->asyncClose(cb); }));
+      }
+      ml.reset();
+      close(f);
+    }
+  }
 }
 
 // A cursor write still queued on the executor when the ledger is deleted must not write the
