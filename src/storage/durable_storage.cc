@@ -12,14 +12,6 @@
 
 namespace magnetar::storage {
 
-namespace {
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
-
 DurableManagedLedgerFactory::DurableManagedLedgerFactory(const StorageOptions& options)
     : options_(options), env_(options.env ? options.env : Env::posix()) {}
 
@@ -172,7 +164,7 @@ void DurableManagedLedgerFactory::bgOpen(
   // for a Terminated ledger; BkManagedLedger::open the same).
   const bool terminated = state.terminatedAt.has_value();
   std::vector<int64_t> dropped;
-  const int64_t openedMs = nowMs();
+  const int64_t openedMs = wallClockMs();
   for (auto it = state.ledgers.begin(); it != state.ledgers.end();) {
     StoredLedger& l = it->second;
     if (l.meta.closedAt < 0) {

@@ -1,22 +1,14 @@
 #include "storage/memory_managed_ledger.h"
 
 #include <atomic>
-#include <chrono>
 #include <optional>
 #include <utility>
 
 #include "storage/cursor_state.h"
 #include "storage/ledger_set.h"
+#include "storage/managed_ledger_core.h"
 
 namespace magnetar::storage {
-
-namespace {
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
 
 class MemoryCursor;
 
@@ -92,9 +84,7 @@ class MemoryCursor : public ManagedCursor {
     d_->post(std::move(cb), Status::ok());
   }
 
-  const AckSet* batchDeletedIndexes(Position pos) const override {
-    return state_.batchAckSet(pos);
-  }
+  const AckSet* batchDeletedIndexes(Position pos) const override { return state_.batchAckSet(pos); }
 
   bool isAcknowledged(Position pos) const override { return state_.isAcked(pos); }
   int64_t numberOfEntriesInBacklog() const override { return state_.backlog(d_->ledgers); }
@@ -157,7 +147,7 @@ class MemoryManagedLedger : public ManagedLedger {
       }
       const LedgerInfo* cur = d->ledgers.current();
       if (cur->entries >= d->options.maxEntriesPerLedger) {
-        d->ledgers.addLedger(d->nextLedgerId++, nowMs());
+        d->ledgers.addLedger(d->nextLedgerId++, wallClockMs());
         d->trim();
       }
       Position p = d->ledgers.addEntry(static_cast<int64_t>(data.size()));
@@ -266,7 +256,7 @@ class MemoryManagedLedger : public ManagedLedger {
     if (d_->ledgers.current() && d_->ledgers.current()->entries == 0) {
       d_->ledgers.removeLedger(d_->ledgers.currentLedgerId());
     }
-    d_->ledgers.addLedger(d_->nextLedgerId++, nowMs());
+    d_->ledgers.addLedger(d_->nextLedgerId++, wallClockMs());
   }
 
   void markClosed() { closed_ = true; }
