@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "base/logging.h"
+#include "quiet_benchmark_main.h"
 #include "storage/cursor_state.h"
 #include "storage/ledger_set.h"
 
@@ -126,10 +126,4 @@ BENCHMARK(BM_CursorAckInOrder);
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  initLogging("warn");
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+MAGNETAR_QUIET_BENCHMARK_MAIN()

@@ -13,8 +13,10 @@
 #include <thread>
 
 #include "base/logging.h"
+#include "quiet_benchmark_main.h"
 #include "storage/durable_storage.h"
 #include "storage/journal.h"
+#include "storage/tests/test_executor.h"
 
 using namespace magnetar;
 using namespace magnetar::storage;
@@ -105,46 +107,8 @@ void BM_JournalAppend(benchmark::State& state) {
 }
 BENCHMARK(BM_JournalAppend)->Apply(sizeAndFsyncArgs);
 
-// A thread running posted tasks: stands in for an ml-worker.
-class Worker : public net::Executor {
- public:
-  Worker() : t_([this] { loop(); }) {}
-  ~Worker() override {
-    {
-      std::lock_guard l(mu_);
-      stop_ = true;
-    }
-    cv_.notify_one();
-    t_.join();
-  }
-  void execute(net::Task t) override {
-    {
-      std::lock_guard l(mu_);
-      q_.push_back(std::move(t));
-    }
-    cv_.notify_one();
-  }
-  bool inExecutorThread() const override { return std::this_thread::get_id() == t_.get_id(); }
-
- private:
-  void loop() {
-    for (;;) {
-      std::deque<net::Task> batch;
-      {
-        std::unique_lock l(mu_);
-        cv_.wait(l, [&] { return stop_ || !q_.empty(); });
-        if (q_.empty()) return;
-        batch.swap(q_);
-      }
-      for (auto& t : batch) t();
-    }
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<net::Task> q_;
-  bool stop_ = false;
-  std::thread t_;
-};
+// A thread running posted tasks stands in for an ml-worker.
+using Worker = storage::testing::ThreadExecutor;
 
 StorageOptions benchOptions(const std::string& dir, bool sync) {
   StorageOptions o;
@@ -165,6 +129,20 @@ std::shared_ptr<ManagedLedger> openLedger(ManagedLedgerFactory& f, Worker& w,
   return r ? *r : nullptr;
 }
 
+// Adds n copies of payload from the worker (all in flight at once) and waits for every callback.
+void addAll(ManagedLedger& ml, Worker& w, const Buffer& payload, int64_t n) {
+  std::promise<void> done;
+  std::atomic<int64_t> left{n};
+  w.execute([&] {
+    for (int64_t i = 0; i < n; i++) {
+      ml.asyncAddEntry(payload, [&](Status, Position) {
+        if (--left == 0) done.set_value();
+      });
+    }
+  });
+  done.get_future().wait();
+}
+
 // Full add path of one topic: ml-worker -> journal -> ml-worker (callbacks), 1000 in flight.
 void BM_ManagedLedgerAdd(benchmark::State& state) {
   const size_t size = static_cast<size_t>(state.range(0));
@@ -181,16 +159,7 @@ void BM_ManagedLedgerAdd(benchmark::State& state) {
   const int64_t batch = sync ? 2000 : 20000;
   int64_t total = 0;
   for (auto _ : state) {
-    std::promise<void> done;
-    std::atomic<int64_t> left{batch};
-    w.execute([&] {
-      for (int64_t i = 0; i < batch; i++) {
-        ml->asyncAddEntry(payload, [&](Status, Position) {
-          if (--left == 0) done.set_value();
-        });
-      }
-    });
-    done.get_future().wait();
+    addAll(*ml, w, payload, batch);
     total += batch;
   }
   state.SetItemsProcessed(total);
@@ -217,19 +186,7 @@ void BM_SequentialRead(benchmark::State& state) {
   Worker w;
   auto ml = openLedger(**f, w, "bench/read");
   const int64_t n = (64 << 20) / static_cast<int64_t>(size);
-  {
-    Buffer payload = Buffer::copyOf(std::string(size, 'r'));
-    std::promise<void> done;
-    std::atomic<int64_t> left{n};
-    w.execute([&] {
-      for (int64_t i = 0; i < n; i++) {
-        ml->asyncAddEntry(payload, [&](Status, Position) {
-          if (--left == 0) done.set_value();
-        });
-      }
-    });
-    done.get_future().wait();
-  }
+  addAll(*ml, w, Buffer::copyOf(std::string(size, 'r')), n);
   int64_t entries = 0, bytes = 0;
   for (auto _ : state) {
     Position from{-1, -1};
@@ -262,10 +219,4 @@ BENCHMARK(BM_SequentialRead)
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  initLogging("warn");
-  benchmark::Initialize(&argc, argv);
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
-}
+MAGNETAR_QUIET_BENCHMARK_MAIN()

@@ -12,14 +12,6 @@
 
 namespace magnetar::storage {
 
-namespace {
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
-
 DurableManagedLedgerFactory::DurableManagedLedgerFactory(const StorageOptions& options)
     : options_(options), env_(options.env ? options.env : Env::posix()) {}
 
@@ -167,31 +159,34 @@ void DurableManagedLedgerFactory::bgOpen(
     }
   }
   // Close the previous current ledger at what it holds, drop empty closed ledgers, add a new one.
+  // A terminated ledger takes no more adds: it keeps its ledgers, empty ones too (its terminated
+  // position may name one), and gets no new one (Pulsar's ManagedLedgerImpl.initializeBookKeeper
+  // for a Terminated ledger; BkManagedLedger::open the same).
+  const bool terminated = state.terminatedAt.has_value();
   std::vector<int64_t> dropped;
-  const int64_t openedMs = nowMs();
+  const int64_t openedMs = wallClockMs();
   for (auto it = state.ledgers.begin(); it != state.ledgers.end();) {
     StoredLedger& l = it->second;
     if (l.meta.closedAt < 0) {
       l.meta.closedAt = l.index.entries();
       l.meta.closedMs = openedMs;
     }
-    if (std::min(l.meta.closedAt, l.index.entries()) == 0) {
+    if (!terminated && std::min(l.meta.closedAt, l.index.entries()) == 0) {
       dropped.push_back(it->first);
       it = state.ledgers.erase(it);
     } else {
       ++it;
     }
   }
-  int64_t id = allocateLedgerId();
-  int64_t created = openedMs;
-  state.ledgers[id].meta = LedgerMeta{id, -1, created, 0};
+  const int64_t id = terminated ? -1 : allocateLedgerId();
+  if (!terminated) state.ledgers[id].meta = LedgerMeta{id, -1, openedMs, 0};
   std::vector<LedgerMeta> list;
   for (const auto& [_, l] : state.ledgers) list.push_back(l.meta);
   std::vector<MetadataOp> ops{MetadataOp::put(mlKey(name), encodeLedgerList(list))};
   for (int64_t d : dropped) ops.push_back(MetadataOp::delPrefix(indexLedgerPrefix(d)));
   Status s = bgWrite(std::move(ops), id, name);
   if (!s) {
-    state.ledgers.erase(id);
+    if (!terminated) state.ledgers.erase(id);
     MutexLock lock(mu_);
     dormant_[name] = std::move(state);
     executor->execute([cb = std::move(cb), s] { cb(s); });

@@ -9,9 +9,10 @@
 // deletes (the adds waiting fail, the close callbacks wait), and terminates (Pulsar's
 // asyncTerminate: the adds taken complete, then the position is stored).
 //
-// A backend (the embedded journal's ManagedLedgerImpl, BookKeeper's bk::BkManagedLedger) derives
-// from ManagedLedgerCore and implements the LedgerBackend hooks below: writing the queued adds to
-// its ledgers, reading a ledger's entries, storing cursor state and the terminated position,
+// A backend (the embedded journal's ManagedLedgerImpl, BookKeeper's bk::BkManagedLedger, the
+// in-memory MemoryManagedLedger of memory_managed_ledger.cc for broker tests) derives from
+// ManagedLedgerCore and implements the LedgerBackend hooks below: writing the queued adds to its
+// ledgers, reading a ledger's entries, storing cursor state and the terminated position,
 // dropping ledgers, finishing a close, and its ledger states (open, closed, fenced). Its ledger
 // creation and rollover mechanics, open/recovery and the close's final writes are its own
 // (issue 46: the next step moves them here behind the same kind of hooks).

@@ -440,7 +440,8 @@ void ManagedLedgerImpl::maybeFinishClose() {
     for (int64_t id : ids) ops.push_back(MetadataOp::delPrefix(indexLedgerPrefix(id)));
   } else {
     const LedgerInfo* cur = ledgers_.current();
-    if (cur && meta_.count(cur->ledgerId)) {
+    // (A terminated ledger reopened has its last ledger closed already: its close time stays.)
+    if (cur && meta_.count(cur->ledgerId) && meta_[cur->ledgerId].closedAt < 0) {
       meta_[cur->ledgerId].closedAt = cur->entries;
       meta_[cur->ledgerId].closedMs = wallClockMs();
     }

@@ -27,7 +27,8 @@ namespace magnetar::storage {
 
 class ManagedLedgerImpl : public ManagedLedgerCore {
  public:
-  // `state` already holds the new current ledger (the last one, empty).
+  // `state` already holds the new current ledger (the last one, empty), unless terminated (then
+  // the last ledger is the closed one the terminated position names).
   ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::string name, net::Executor* executor,
                     ManagedLedgerState state);
   ~ManagedLedgerImpl() override;

@@ -1,309 +1,277 @@
+// In-memory managed ledgers: the managed-ledger core (managed_ledger_core.h) over a backend that
+// keeps entries, ledger list and cursor state in memory.
 #include "storage/memory_managed_ledger.h"
 
-#include <atomic>
-#include <chrono>
 #include <optional>
 #include <utility>
 
 #include "storage/cursor_state.h"
 #include "storage/ledger_set.h"
+#include "storage/managed_ledger_core.h"
 
 namespace magnetar::storage {
 
-namespace {
-int64_t nowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace
-
-class MemoryCursor;
-
-// Everything a ledger keeps across close/reopen. Used on the ledger's executor only.
+// What a ledger keeps across close/reopen (the factory's, handed to the open instance). Used on
+// the open instance's executor only.
 struct MemoryLedgerData {
-  MemoryLedgerOptions options;
   LedgerSet ledgers;
   std::map<Position, Buffer> entries;
-  std::map<std::string, std::unique_ptr<MemoryCursor>> cursors;
+  std::map<std::string, CursorState> cursors;
+  std::map<int64_t, int64_t> closedMs;  // ledger id -> when it was closed (wall ms)
   int64_t nextLedgerId = 1;
-  net::Executor* executor = nullptr;
-  bool terminating = false;              // asyncTerminate called: adds refused
-  std::optional<Position> terminatedAt;  // its position, kept across reopens
-
-  void post(StatusCallback cb, Status s) {
-    if (cb) executor->execute([cb = std::move(cb), s = std::move(s)] { cb(s); });
-  }
-  void trim();
+  std::optional<Position> terminatedAt;  // kept across reopens
 };
 
-class MemoryCursor : public ManagedCursor {
- public:
-  MemoryCursor(std::string name, MemoryLedgerData* d, Position markDelete)
-      : name_(std::move(name)), d_(d), state_(markDelete) {}
+namespace {
 
-  const std::string& name() const override { return name_; }
-  Position markDeletedPosition() const override { return state_.markDelete(); }
-
-  void asyncMarkDelete(Position pos, StatusCallback cb) override {
-    if (pos > d_->ledgers.lastConfirmed()) {
-      d_->post(std::move(cb), Status::invalidArgument("mark-delete beyond last confirmed entry"));
-      return;
-    }
-    if (state_.markDeleteUpTo(pos, d_->ledgers)) d_->trim();
-    d_->post(std::move(cb), Status::ok());
-  }
-
-  void asyncMarkDelete(Position pos, CursorProperties properties, StatusCallback cb) override {
-    if (pos > d_->ledgers.lastConfirmed()) {
-      d_->post(std::move(cb), Status::invalidArgument("mark-delete beyond last confirmed entry"));
-      return;
-    }
-    state_.setProperties(std::move(properties));
-    if (state_.markDeleteUpTo(pos, d_->ledgers)) d_->trim();
-    d_->post(std::move(cb), Status::ok());
-  }
-
-  void asyncMarkDeleteWithAckSet(Position pos, const AckSet& ackSet, StatusCallback cb) override {
-    if (pos > d_->ledgers.lastConfirmed()) {
-      d_->post(std::move(cb), Status::invalidArgument("mark-delete beyond last confirmed entry"));
-      return;
-    }
-    Position before = state_.markDelete();
-    state_.markDeleteWithAckSet(pos, ackSet, d_->ledgers);
-    if (state_.markDelete() != before) d_->trim();
-    d_->post(std::move(cb), Status::ok());
-  }
-
-  const CursorProperties& properties() const override { return state_.properties(); }
-
-  void asyncDelete(const std::vector<Position>& positions, StatusCallback cb) override {
-    Position before = state_.markDelete();
-    for (const Position& p : positions) state_.ack(p, d_->ledgers);
-    if (state_.markDelete() != before) d_->trim();
-    d_->post(std::move(cb), Status::ok());
-  }
-
-  void asyncDeleteBatchIndexes(const std::vector<std::pair<Position, AckSet>>& acks,
-                               StatusCallback cb) override {
-    Position before = state_.markDelete();
-    for (const auto& [p, set] : acks) state_.ackBatchIndexes(p, set, d_->ledgers);
-    if (state_.markDelete() != before) d_->trim();
-    d_->post(std::move(cb), Status::ok());
-  }
-
-  const AckSet* batchDeletedIndexes(Position pos) const override {
-    return state_.batchAckSet(pos);
-  }
-
-  bool isAcknowledged(Position pos) const override { return state_.isAcked(pos); }
-  int64_t numberOfEntriesInBacklog() const override { return state_.backlog(d_->ledgers); }
-
-  void asyncResetCursor(Position pos, StatusCallback cb) override {
-    Position next = d_->ledgers.ceil(pos);
-    state_.reset(Position{next.ledgerId, next.entryId - 1});
-    d_->post(std::move(cb), Status::ok());
-  }
-
-  const CursorState& state() const { return state_; }
-
- private:
-  std::string name_;
-  MemoryLedgerData* d_;
-  CursorState state_;
-};
-
-void MemoryLedgerData::trim() {
-  if (!options.trimConsumedLedgers) return;
-  Position minMark = ledgers.lastConfirmed();
-  for (const auto& [_, c] : cursors) minMark = std::min(minMark, c->markDeletedPosition());
-  std::vector<int64_t> drop;
-  for (const auto& [id, info] : ledgers.ledgers()) {
-    if (id == ledgers.currentLedgerId()) break;
-    if (Position{id, info.entries - 1} <= minMark) drop.push_back(id);
-  }
-  for (int64_t id : drop) {
-    entries.erase(entries.lower_bound(Position{id, 0}), entries.lower_bound(Position{id + 1, -1}));
-    ledgers.removeLedger(id);
-  }
+// The factory's options as the core's settings: rollover by entry count at once, cursor state
+// stored at every change (nothing to limit), consumed ledgers dropped at once or kept.
+ManagedLedgerConfig coreConfig(const MemoryLedgerOptions& o) {
+  ManagedLedgerConfig c;
+  c.managedLedgerMaxEntriesPerLedger = o.maxEntriesPerLedger;
+  c.managedLedgerMinLedgerRolloverTimeMinutes = 0;
+  c.managedLedgerMaxLedgerRolloverTimeMinutes = 0;
+  c.managedLedgerDefaultMarkDeleteRateLimit = 0;
+  c.managedLedgerCacheSizeMB = 0;  // every entry is in memory: no cache in front of it
+  c.defaultRetentionTimeInMinutes = o.trimConsumedLedgers ? 0 : -1;
+  c.defaultRetentionSizeInMB = o.trimConsumedLedgers ? 0 : -1;
+  c.retentionCheckIntervalInSeconds = 0;
+  return c;
 }
 
-class MemoryManagedLedger : public ManagedLedger {
+}  // namespace
+
+// The in-memory backend. Thread: the executor given at open (the core's rule).
+class MemoryManagedLedger : public ManagedLedgerCore {
  public:
-  MemoryManagedLedger(std::string name, std::shared_ptr<MemoryLedgerData> d,
-                      MemoryManagedLedgerFactory* factory)
-      : name_(std::move(name)), d_(std::move(d)), factory_(factory) {}
-
-  const std::string& name() const override { return name_; }
-  net::Executor* executor() const override { return d_->executor; }
-
-  void asyncAddEntry(Buffer data, AddEntryCallback cb) override {
-    if (closed_) {
-      d_->executor->execute([cb = std::move(cb)] { cb(Status::closed("ledger closed"), {}); });
-      return;
+  MemoryManagedLedger(std::string name, net::Executor* executor,
+                      std::shared_ptr<MemoryLedgerData> d, MemoryManagedLedgerFactory* factory)
+      : ManagedLedgerCore(std::move(name), executor, factory->config_, factory->cacheManager_,
+                          factory->cacheManager_->newCache()),
+        d_(std::move(d)),
+        factory_(factory) {
+    // As a restart: an empty current ledger goes and a new one starts (none once terminated).
+    ledgers_ = d_->ledgers;
+    if (ledgers_.current() && ledgers_.current()->entries == 0) {
+      ledgers_.removeLedger(ledgers_.currentLedgerId());
     }
-    if (d_->terminating || d_->terminatedAt) {
-      d_->executor->execute(
-          [cb = std::move(cb)] { cb(Status::notAllowed("managed ledger is terminated"), {}); });
-      return;
+    terminatedAt_ = d_->terminatedAt;
+    if (!terminatedAt_ || ledgers_.empty()) ledgers_.addLedger(d_->nextLedgerId++, wallClockMs());
+    for (auto& [cname, state] : d_->cursors) {
+      cursors_.emplace(cname, std::make_shared<CoreCursor>(cname, this, std::move(state)));
     }
-    // The entry becomes visible (and gets its position) when the posted task runs, as a real
-    // journal completion would: LAC moves right before the callback.
-    d_->executor->execute([d = d_, data = std::move(data), cb = std::move(cb)]() mutable {
-      if (auto& fail = *d->options.failAdds; fail.load() > 0) {
-        fail.fetch_sub(1);
-        cb(Status::ioError("injected add failure"), {});
-        return;
-      }
-      const LedgerInfo* cur = d->ledgers.current();
-      if (cur->entries >= d->options.maxEntriesPerLedger) {
-        d->ledgers.addLedger(d->nextLedgerId++, nowMs());
-        d->trim();
-      }
-      Position p = d->ledgers.addEntry(static_cast<int64_t>(data.size()));
-      d->entries.emplace(p, std::move(data));
-      cb(Status::ok(), p);
-    });
+    d_->cursors.clear();
   }
 
-  void asyncReadEntries(Position from, int maxEntries, size_t maxBytes,
-                        ReadEntriesCallback cb) override {
-    d_->executor->execute([d = d_, from, maxEntries, maxBytes, cb = std::move(cb)] {
-      std::vector<Entry> out;
-      size_t bytes = 0;
-      for (auto it = d->entries.lower_bound(from);
-           it != d->entries.end() && static_cast<int>(out.size()) < maxEntries; ++it) {
-        if (!out.empty() && bytes + it->second.size() > maxBytes) break;
-        bytes += it->second.size();
-        out.push_back(Entry{it->first, it->second});
-      }
-      cb(Status::ok(), std::move(out));
-    });
+  // Let go without asyncClose (a factory shutdown): the state goes back to the data, as a close.
+  ~MemoryManagedLedger() override {
+    if (!closed_) saveState();
   }
 
-  // Everything is in memory: every read is a cache hit.
+  // Everything is in memory: with cachedReads every read is answered at once, as from a cache
+  // holding all; without, none is (each read goes through the executor as a cache miss).
   bool readCachedEntries(Position from, int maxEntries, size_t maxBytes,
                          std::vector<Entry>* out) override {
-    if (!d_->options.cachedReads) return false;
+    MAGNETAR_DCHECK_ON(*executor_);
+    if (!factory_->options_.cachedReads || isClosed()) return false;
+    readStored(from, maxEntries, maxBytes, out);
+    return true;
+  }
+  void readCachedPositions(const std::vector<Position>& sorted, std::vector<Entry>* found,
+                           std::vector<Position>* uncached) override {
+    MAGNETAR_DCHECK_ON(*executor_);
+    if (!factory_->options_.cachedReads || isClosed()) {
+      uncached->insert(uncached->end(), sorted.begin(), sorted.end());
+      return;
+    }
+    for (const Position& p : sorted) {
+      if (auto it = d_->entries.find(p); it != d_->entries.end()) {
+        found->push_back(Entry{p, it->second});
+      }
+    }
+  }
+
+  // Factory shutdown: adds are refused from now on. Thread: any.
+  void markStopped() { stopped_ = true; }
+
+ private:
+  // Appends the stored entries from `from` on (up to maxEntries, about maxBytes, at least one).
+  void readStored(Position from, int maxEntries, size_t maxBytes, std::vector<Entry>* out) const {
     size_t bytes = 0;
+    for (const Entry& e : *out) bytes += e.data.size();
     for (auto it = d_->entries.lower_bound(from);
          it != d_->entries.end() && static_cast<int>(out->size()) < maxEntries; ++it) {
       if (!out->empty() && bytes + it->second.size() > maxBytes) break;
       bytes += it->second.size();
       out->push_back(Entry{it->first, it->second});
     }
-    return true;
   }
 
-  Position lastConfirmedEntry() const override { return d_->ledgers.lastConfirmed(); }
-  Position nextValidPosition(Position p) const override { return d_->ledgers.next(p); }
-  Position firstPosition() const override { return d_->ledgers.first(); }
-  int64_t numberOfEntriesBetween(Position from, Position to) const override {
-    return d_->ledgers.count(from, to);
+  void saveState() {
+    d_->ledgers = ledgers_;
+    d_->terminatedAt = terminatedAt_;
+    for (auto& [cname, c] : cursors_) d_->cursors.emplace(cname, std::move(c->state_));
   }
-  int64_t numberOfEntries() const override { return d_->ledgers.totalEntries(); }
-  int64_t totalSizeBytes() const override { return d_->ledgers.totalBytes(); }
-  std::vector<LedgerStats> ledgerStats() const override { return d_->ledgers.stats(); }
 
-  Result<ManagedCursor*> openCursor(const std::string& name, InitialPosition initial) override {
-    if (closed_) return Status::closed("ledger closed");
-    auto it = d_->cursors.find(name);
-    if (it != d_->cursors.end()) return static_cast<ManagedCursor*>(it->second.get());
-    Position mark = d_->ledgers.lastConfirmed();
-    if (initial == InitialPosition::kEarliest) {
-      Position first = d_->ledgers.first();
-      mark = Position{first.ledgerId, first.entryId - 1};
+  // ---- LedgerBackend ----
+
+  void readFromBackend(Position start, int maxEntries, size_t maxBytes, std::vector<Entry> acc,
+                       ReadEntriesCallback cb) override {
+    readStored(start, maxEntries, maxBytes, &acc);
+    executor_->execute(
+        [cb = std::move(cb), acc = std::move(acc)]() mutable { cb(Status::ok(), std::move(acc)); });
+  }
+
+  // Stored at once: the writes complete in a later pass of the executor.
+  void persistCursors(const std::vector<CoreCursor*>& due) override {
+    const int64_t now = steadyClockMs();
+    std::vector<StatusCallback> cbs;
+    std::vector<std::pair<std::string, Position>> written;
+    for (CoreCursor* c : due) {
+      c->dirty_ = false;
+      c->lastWriteMs_ = now;
+      written.emplace_back(c->name(), c->state_.markDelete());
+      for (auto& cb : c->waiting_) cbs.push_back(std::move(cb));
+      c->waiting_.clear();
     }
-    auto c = std::make_unique<MemoryCursor>(name, d_.get(), mark);
-    ManagedCursor* raw = c.get();
-    d_->cursors.emplace(name, std::move(c));
-    return raw;
+    postTask([this, written = std::move(written), cbs = std::move(cbs)] {
+      for (const auto& [cname, mark] : written) {
+        if (auto it = cursors_.find(cname); it != cursors_.end()) it->second->persisted_ = mark;
+      }
+      trimConsumedLedgers();
+      for (const auto& cb : cbs) {
+        if (cb) cb(Status::ok());
+      }
+    });
+  }
+  void removeCursorData(std::shared_ptr<CoreCursor>) override {}
+  std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) override {
+    return std::make_shared<CoreCursor>(name, this, std::move(state));
   }
 
-  Status deleteCursor(const std::string& name) override {
-    if (d_->cursors.erase(name) == 0) return Status::notFound("no cursor " + name);
-    d_->trim();
+  void trimConsumedLedgers(bool truncate = false) override {
+    if (closed_ || closing_) return;
+    for (int64_t id : consumedLedgersToDrop(truncate)) {
+      d_->entries.erase(d_->entries.lower_bound(Position{id, 0}),
+                        d_->entries.lower_bound(Position{id + 1, -1}));
+      d_->closedMs.erase(id);
+      ledgers_.removeLedger(id);
+    }
+  }
+  int64_t ledgerClosedMs(int64_t id) const override {
+    auto it = d_->closedMs.find(id);
+    return it == d_->closedMs.end() ? 0 : it->second;
+  }
+  bool isClosed() const override { return closed_; }
+
+  Status addRefusal() override {
+    if (closing_ || closed_ || stopped_) return Status::closed("ledger closed");
+    if (terminating_ || terminatedAt_) return Status::notAllowed("managed ledger is terminated");
     return Status::ok();
   }
 
-  std::vector<ManagedCursor*> cursors() const override {
-    std::vector<ManagedCursor*> out;
-    for (const auto& [_, c] : d_->cursors) out.push_back(c.get());
-    return out;
-  }
-
-  // Runs after the adds already posted, so the position is the last of them.
-  void asyncTerminate(std::function<void(Status, Position)> cb) override {
-    if (closed_) {
-      d_->executor->execute([cb = std::move(cb)] { cb(Status::closed("ledger closed"), {}); });
-      return;
-    }
-    d_->terminating = true;
-    d_->executor->execute([d = d_, cb = std::move(cb)] {
-      if (!d->terminatedAt) d->terminatedAt = d->ledgers.lastConfirmed();
-      cb(Status::ok(), *d->terminatedAt);
+  // The queued adds complete in a later pass of the executor, in order; each becomes visible
+  // (gets its position) right before its callback, as a journal completion would. The factory's
+  // failAdds makes that many fail with kIoError instead.
+  void drainQueued() override {
+    if (queued_.empty()) return;
+    auto batch = std::move(queued_);
+    queued_.clear();
+    ++inflight_;
+    postTask([this, batch = std::move(batch)]() mutable {
+      for (auto& [data, cb] : batch) {
+        if (auto& fail = *factory_->options_.failAdds; fail.load() > 0) {
+          fail.fetch_sub(1);
+          cb(Status::ioError("injected add failure"), {});
+          continue;
+        }
+        const LedgerInfo* cur = ledgers_.current();
+        if (ledgerFull(cur->entries, cur->sizeBytes, cur->createdMs)) rollover();
+        const Position p{ledgers_.currentLedgerId(), ledgers_.current()->entries};
+        d_->entries.emplace(p, data);
+        entryConfirmed(p, data);
+        cb(Status::ok(), p);
+      }
+      --inflight_;
+      maybeFinishClose();
     });
   }
-  bool isTerminated() const override { return d_->terminatedAt.has_value(); }
-
-  void asyncClose(StatusCallback cb) override {
-    closed_ = true;
-    factory_->closed(name_);
-    d_->post(std::move(cb), Status::ok());
+  void rollover() {
+    const int64_t now = wallClockMs();
+    d_->closedMs[ledgers_.currentLedgerId()] = now;
+    ledgers_.addLedger(d_->nextLedgerId++, now);
+    trimConsumedLedgers();
   }
 
-  void asyncDelete(StatusCallback cb) override {
+  void maybeFinishClose() override {
+    maybeFinishTerminate();
+    if (!closing_ || closed_ || inflight_ > 0) return;
     closed_ = true;
-    factory_->forget(name_);
-    d_->cursors.clear();
-    d_->entries.clear();
-    d_->post(std::move(cb), Status::ok());
-  }
-
-  // Called by the factory at open, on any thread, before the ledger is handed out.
-  void startNewLedger(net::Executor* executor) {
-    d_->executor = executor;
-    if (d_->ledgers.current() && d_->ledgers.current()->entries == 0) {
-      d_->ledgers.removeLedger(d_->ledgers.currentLedgerId());
+    std::vector<StatusCallback> cbs = std::move(closeCbs_);
+    closeCbs_.clear();
+    for (auto& [_, c] : cursors_) {
+      for (auto& cb : c->waiting_) cbs.push_back(std::move(cb));
+      c->waiting_.clear();
     }
-    d_->ledgers.addLedger(d_->nextLedgerId++, nowMs());
+    if (deleting_) {
+      factory_->forget(name_, this);
+    } else {
+      saveState();
+      factory_->closed(name_, this);
+    }
+    postTask([cbs = std::move(cbs)] {
+      for (const auto& cb : cbs) {
+        if (cb) cb(Status::ok());
+      }
+    });
+  }
+  Status terminateRefusal() const override {
+    if (closing_ || closed_) return Status::closed("ledger closed");
+    return Status::ok();
+  }
+  bool addsPending() const override { return inflight_ > 0 || !queued_.empty(); }
+  void storeTerminated(Position, StatusCallback done) override {
+    postTask([done = std::move(done)] { done(Status::ok()); });
   }
 
-  void markClosed() { closed_ = true; }
-
- private:
-  std::string name_;
   std::shared_ptr<MemoryLedgerData> d_;
   MemoryManagedLedgerFactory* factory_;
-  std::atomic<bool> closed_{false};  // set by shutdown() from any thread
+  bool closed_ = false;
+  int inflight_ = 0;                  // batches of adds posted and not completed
+  std::atomic<bool> stopped_{false};  // factory shutdown (any thread)
 };
 
 MemoryManagedLedgerFactory::MemoryManagedLedgerFactory(MemoryLedgerOptions options)
-    : options_(std::move(options)) {}
+    : options_(std::move(options)),
+      config_(coreConfig(options_)),
+      cacheManager_(std::make_shared<EntryCacheManager>(0)) {}
 
 MemoryManagedLedgerFactory::~MemoryManagedLedgerFactory() = default;
 
 void MemoryManagedLedgerFactory::asyncOpen(
     const std::string& name, net::Executor* executor,
     std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) {
-  std::shared_ptr<ManagedLedger> ml;
+  std::shared_ptr<MemoryManagedLedger> ml;
   {
     MutexLock lock(mu_);
     auto o = open_.find(name);
     if (o != open_.end()) ml = o->second.lock();
+    if (ml && ml->isClosing()) {
+      // Closing: asked again once its state is back (the close completes on its executor).
+      executor->execute([this, name, executor, cb = std::move(cb)]() mutable {
+        asyncOpen(name, executor, std::move(cb));
+      });
+      return;
+    }
     if (!ml) {
       auto& d = data_[name];
-      if (!d) {
-        d = std::make_shared<MemoryLedgerData>();
-        d->options = options_;
-      }
-      auto m = std::make_shared<MemoryManagedLedger>(name, d, this);
-      m->startNewLedger(executor);
-      ml = m;
+      if (!d) d = std::make_shared<MemoryLedgerData>();
+      ml = std::make_shared<MemoryManagedLedger>(name, executor, d, this);
       open_[name] = ml;
     }
   }
-  executor->execute([cb = std::move(cb), ml = std::move(ml)] { cb(ml); });
+  executor->execute(
+      [cb = std::move(cb), ml = std::move(ml)] { cb(std::shared_ptr<ManagedLedger>(ml)); });
 }
 
 std::vector<std::string> MemoryManagedLedgerFactory::ledgerNames() const {
@@ -316,20 +284,22 @@ std::vector<std::string> MemoryManagedLedgerFactory::ledgerNames() const {
 void MemoryManagedLedgerFactory::shutdown() {
   MutexLock lock(mu_);
   for (auto& [_, w] : open_) {
-    if (auto ml = w.lock()) static_cast<MemoryManagedLedger*>(ml.get())->markClosed();
+    if (auto ml = w.lock()) ml->markStopped();
   }
   open_.clear();
 }
 
-void MemoryManagedLedgerFactory::forget(const std::string& name) {
+void MemoryManagedLedgerFactory::forget(const std::string& name, const MemoryManagedLedger* ml) {
   MutexLock lock(mu_);
   data_.erase(name);
-  open_.erase(name);
+  auto o = open_.find(name);
+  if (o != open_.end() && o->second.lock().get() == ml) open_.erase(o);
 }
 
-void MemoryManagedLedgerFactory::closed(const std::string& name) {
+void MemoryManagedLedgerFactory::closed(const std::string& name, const MemoryManagedLedger* ml) {
   MutexLock lock(mu_);
-  open_.erase(name);
+  auto o = open_.find(name);
+  if (o != open_.end() && o->second.lock().get() == ml) open_.erase(o);
 }
 
 }  // namespace magnetar::storage

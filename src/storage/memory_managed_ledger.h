@@ -1,6 +1,7 @@
-// In-memory managed ledgers: the full ManagedLedger/ManagedCursor semantics without disk. For
-// broker tests and as a reference for the durable implementation. Data survives close/reopen within
-// one factory (a reopen starts a new ledger id, as a broker restart does), never a process restart.
+// In-memory managed ledgers: the managed-ledger core (managed_ledger_core.h: cursors, reads,
+// trimming, rollover, termination, the add queue, as on the embedded journal and BookKeeper) over
+// an in-memory backend. For broker tests. Data survives close/reopen within one factory (a reopen
+// starts a new ledger id, as a broker restart does), never a process restart.
 #pragma once
 
 #include <atomic>
@@ -10,7 +11,9 @@
 #include <string>
 
 #include "base/thread_annotations.h"
+#include "storage/entry_cache.h"
 #include "storage/managed_ledger.h"
+#include "storage/managed_ledger_config.h"
 
 namespace magnetar::storage {
 
@@ -28,31 +31,37 @@ struct MemoryLedgerOptions {
 };
 
 struct MemoryLedgerData;
+class MemoryManagedLedger;
 
 // Thread: asyncOpen/ledgerNames/shutdown from any thread. A ledger then lives on the executor
-// given to asyncOpen; every callback (including asyncOpen's) is posted to that executor, never run
-// inline in the caller's stack.
+// given to asyncOpen and is called there only (the core's rule); every callback (including
+// asyncOpen's) is posted to that executor, never run inline in the caller's stack.
 class MemoryManagedLedgerFactory : public ManagedLedgerFactory {
  public:
   explicit MemoryManagedLedgerFactory(MemoryLedgerOptions options = {});
   ~MemoryManagedLedgerFactory() override;
 
-  // Opens or creates `name`. Opening a ledger that is already open returns the same instance.
+  // Opens or creates `name`. Opening a ledger that is already open returns the same instance; one
+  // that is closing is answered with a new instance once the close finished.
   void asyncOpen(const std::string& name, net::Executor* executor,
                  std::function<void(Result<std::shared_ptr<ManagedLedger>>)> cb) override;
   std::vector<std::string> ledgerNames() const override;
-  // Marks every open ledger closed (further adds fail with kClosed).
+  // Every open ledger refuses adds from now on (kClosed).
   void shutdown() override;
 
  private:
   friend class MemoryManagedLedger;
-  void forget(const std::string& name);  // asyncDelete: drop data
-  void closed(const std::string& name);  // asyncClose: drop the open instance
+  // asyncDelete finished: the data goes. Thread: the ledger's executor.
+  void forget(const std::string& name, const MemoryManagedLedger* ml);
+  // asyncClose finished (its state is back in the data): the open instance goes.
+  void closed(const std::string& name, const MemoryManagedLedger* ml);
 
-  MemoryLedgerOptions options_;
+  const MemoryLedgerOptions options_;
+  const ManagedLedgerConfig config_;                 // the options as the core's settings
+  std::shared_ptr<EntryCacheManager> cacheManager_;  // disabled: every entry is in memory
   mutable Mutex mu_;
   std::map<std::string, std::shared_ptr<MemoryLedgerData>> data_ GUARDED_BY(mu_);
-  std::map<std::string, std::weak_ptr<ManagedLedger>> open_ GUARDED_BY(mu_);
+  std::map<std::string, std::weak_ptr<MemoryManagedLedger>> open_ GUARDED_BY(mu_);
 };
 
 }  // namespace magnetar::storage

@@ -2,6 +2,7 @@
 // the last checkpoint) plus a replay of the journal after the checkpoint; a torn or corrupt tail
 // is cut. Runs before any thread starts.
 #include <algorithm>
+#include <string_view>
 
 #include "base/logging.h"
 #include "storage/durable_storage.h"
@@ -13,6 +14,26 @@ namespace {
 int64_t storedEntries(const StoredLedger& l) {
   int64_t n = l.index.entries();
   return l.meta.closedAt >= 0 ? std::min(n, l.meta.closedAt) : n;
+}
+
+// A record under a key prefix: its key, the key without the prefix, its value.
+struct Record {
+  const std::string& key;
+  std::string_view rest;
+  const std::string& value;
+};
+
+// Runs fn on every record under `prefix`, in key order; stops at the first error (the scan's or
+// fn's).
+template <class Fn>
+Status forEachUnder(MetadataStore& meta, std::string_view prefix, Fn fn) {
+  auto records = meta.scan(std::string(prefix));
+  if (!records) return records.status();
+  for (const auto& [key, value] : *records) {
+    Status s = fn(Record{key, std::string_view(key).substr(prefix.size()), value});
+    if (!s) return s;
+  }
+  return Status::ok();
 }
 }  // namespace
 
@@ -62,11 +83,9 @@ Status DurableManagedLedgerFactory::recoverCheckpoint(Recovery& r) {
 }
 
 Status DurableManagedLedgerFactory::recoverLedgerLists(Recovery& r) {
-  auto mls = meta_->scan(kMlPrefix);
-  if (!mls) return mls.status();
-  for (const auto& [key, value] : *mls) {
-    std::string name = unescapePathComponent(key.substr(sizeof(kMlPrefix) - 1));
-    auto list = decodeLedgerList(value);
+  auto addList = [&](const Record& rec) NO_THREAD_SAFETY_ANALYSIS {
+    std::string name = unescapePathComponent(std::string(rec.rest));
+    auto list = decodeLedgerList(rec.value);
     if (!list) return Status::corruption("bad ledger list for " + name);
     ManagedLedgerState& st = dormant_[name];
     for (const LedgerMeta& m : *list) {
@@ -76,57 +95,53 @@ Status DurableManagedLedgerFactory::recoverLedgerLists(Recovery& r) {
       ledgerOwner_[m.ledgerId] = name;
       r.maxLedger = std::max(r.maxLedger, m.ledgerId);
     }
-  }
-  return Status::ok();
+    return Status::ok();
+  };
+  return forEachUnder(*meta_, kMlPrefix, addList);
 }
 
 Status DurableManagedLedgerFactory::recoverTerminations(Recovery& /*r*/) {
-  auto terminated = meta_->scan(kTerminatedPrefix);
-  if (!terminated) return terminated.status();
-  for (const auto& [key, value] : *terminated) {
-    std::string name = unescapePathComponent(key.substr(sizeof(kTerminatedPrefix) - 1));
-    auto pos = decodeTerminated(value);
+  auto addTermination = [&](const Record& rec) NO_THREAD_SAFETY_ANALYSIS {
+    std::string name = unescapePathComponent(std::string(rec.rest));
+    auto pos = decodeTerminated(rec.value);
     if (!pos) return Status::corruption("bad terminated position for " + name);
     auto it = dormant_.find(name);
     if (it != dormant_.end()) it->second.terminatedAt = *pos;  // else its ledger list is gone
-  }
-  return Status::ok();
+    return Status::ok();
+  };
+  return forEachUnder(*meta_, kTerminatedPrefix, addTermination);
 }
 
 Status DurableManagedLedgerFactory::recoverCursors(Recovery& r) {
-  auto cursors = meta_->scan(kCursorPrefix);
-  if (!cursors) return cursors.status();
-  for (const auto& [key, value] : *cursors) {
-    std::string rest = key.substr(sizeof(kCursorPrefix) - 1);
-    size_t slash = rest.find('/');
-    auto cm = decodeCursor(value);
-    std::string name = unescapePathComponent(rest.substr(0, slash));
+  auto addCursor = [&](const Record& rec) NO_THREAD_SAFETY_ANALYSIS {
+    size_t slash = rec.rest.find('/');
+    auto cm = decodeCursor(rec.value);
+    std::string name = unescapePathComponent(std::string(rec.rest.substr(0, slash)));
     auto it = dormant_.find(name);
     if (slash == std::string::npos || !cm || it == dormant_.end()) {
-      r.ops.push_back(MetadataOp::del(key));
-      continue;
+      r.ops.push_back(MetadataOp::del(rec.key));
+    } else {
+      it->second.cursors[unescapePathComponent(std::string(rec.rest.substr(slash + 1)))] = *cm;
     }
-    it->second.cursors[unescapePathComponent(rest.substr(slash + 1))] = *cm;
-  }
-  return Status::ok();
+    return Status::ok();
+  };
+  return forEachUnder(*meta_, kCursorPrefix, addCursor);
 }
 
 Status DurableManagedLedgerFactory::recoverIndexRuns(Recovery& r) {
-  auto runs = meta_->scan(kIndexPrefix);
-  if (!runs) return runs.status();
-  for (const auto& [key, value] : *runs) {
-    auto run = decodeRun(key, value);
+  auto addRun = [&](const Record& rec) NO_THREAD_SAFETY_ANALYSIS {
+    auto run = decodeRun(rec.key, rec.value);
     auto o = run ? r.owner.find(run->ledgerId) : r.owner.end();
     if (o == r.owner.end()) {
-      r.ops.push_back(MetadataOp::del(key));
-      continue;
+      r.ops.push_back(MetadataOp::del(rec.key));
+      return Status::ok();
     }
     StoredLedger& l = o->second->ledgers[run->ledgerId];
     // Runs after a gap (writes that failed and were fenced) are not part of the ledger.
-    if (run->firstEntryId != l.index.entries()) continue;
-    l.index.add(*run);
-  }
-  return Status::ok();
+    if (run->firstEntryId == l.index.entries()) l.index.add(*run);
+    return Status::ok();
+  };
+  return forEachUnder(*meta_, kIndexPrefix, addRun);
 }
 
 Status DurableManagedLedgerFactory::replayJournal(Recovery& r) {

@@ -29,7 +29,7 @@ void BkManagedCursor::persist() {
   }
   lastActiveMs_ = wallMs();
   if (znodeVersion_ == metadata::kNotExists) {
-    return writeZnode(-1, true, std::move(cbs), nullptr);  // a new cursor: its znode first
+    return writeZnode(std::move(cbs), nullptr);  // a new cursor: its znode first
   }
   const auto& o = ml_->opts_;
   const bool rollover =
@@ -48,30 +48,44 @@ std::pair<int64_t, int64_t> BkManagedCursor::cursorLedger() const {
   return {ledger_->id(), ledgerEntries_ - 1};
 }
 
-void BkManagedCursor::appendToLedger(std::vector<StatusCallback> cbs) {
-  const Position mark = state_.markDelete();
+void BkManagedCursor::appendState(std::function<void(const HandlePtr&, BkResult)> then) {
   Buffer entry = Buffer::copyOf(positionInfoBytes());
   HandlePtr h = ledger_;
+  h->loop().execute([h, entry, then = std::move(then)]() mutable {
+    h->addEntry(std::move(entry),
+                [h, then = std::move(then)](BkResult rc, int64_t) { then(h, rc); });
+  });
+}
+
+std::vector<int64_t> BkManagedCursor::takeLedgers() {
+  std::vector<int64_t> ids;
+  if (ledger_) ids.push_back(ledger_->id());
+  if (staleLedgerId_ >= 0) ids.push_back(staleLedgerId_);
+  ledger_ = nullptr;
+  staleLedgerId_ = -1;
+  return ids;
+}
+
+void BkManagedCursor::appendToLedger(std::vector<StatusCallback> cbs) {
+  const Position mark = state_.markDelete();
   auto self = shared_from_this();
   auto ml = ml_->selfPtr();
-  h->loop().execute([self, ml, h, entry, mark, cbs = std::move(cbs)]() mutable {
-    h->addEntry(std::move(entry), [self, ml, h, mark, cbs = std::move(cbs)](BkResult rc, int64_t) {
-      ml->gated_->execute([self, ml, h, rc, mark, cbs] {
-        if (rc == BkResult::kOk) {
-          self->ledgerEntries_++;
-          return self->persisted(Status::ok(), mark, cbs);
-        }
-        if (rc == BkResult::kLedgerFenced) {
-          self->ml_->fence("cursor ledger " + std::to_string(h->id()) + " of " + self->name_ +
-                           " was fenced");
-          return self->persisted(bkStatus(rc, "cursor " + self->name_), mark, cbs);
-        }
-        // Pulsar's persistPositionToMetaStore: the whole state into the znode, no ledger.
-        MLOG_WARN("{}: cursor {}: appending to ledger {}: {}; saving to the znode",
-                  self->ml_->name_, self->name_, h->id(), bookkeeper::bkResultName(rc));
-        if (self->ledger_ == h) self->ledger_ = nullptr;
-        self->writeZnode(-1, true, cbs, h);
-      });
+  appendState([self, ml, mark, cbs = std::move(cbs)](const HandlePtr& h, BkResult rc) {
+    ml->gated_->execute([self, ml, h, rc, mark, cbs] {
+      if (rc == BkResult::kOk) {
+        self->ledgerEntries_++;
+        return self->persisted(Status::ok(), mark, cbs);
+      }
+      if (rc == BkResult::kLedgerFenced) {
+        self->ml_->fence("cursor ledger " + std::to_string(h->id()) + " of " + self->name_ +
+                         " was fenced");
+        return self->persisted(bkStatus(rc, "cursor " + self->name_), mark, cbs);
+      }
+      // Pulsar's persistPositionToMetaStore: the whole state into the znode, no ledger.
+      MLOG_WARN("{}: cursor {}: appending to ledger {}: {}; saving to the znode", self->ml_->name_,
+                self->name_, h->id(), bookkeeper::bkResultName(rc));
+      if (self->ledger_ == h) self->ledger_ = nullptr;
+      self->writeZnode(cbs, h);
     });
   });
 }
@@ -90,7 +104,7 @@ void BkManagedCursor::switchLedger(std::vector<StatusCallback> cbs) {
           ml->gated_->execute([self, ml, rc, cbs] {
             MLOG_WARN("{}: cursor {}: creating a cursor ledger: {}; saving to the znode",
                       self->ml_->name_, self->name_, bookkeeper::bkResultName(rc));
-            self->writeZnode(-1, true, cbs, nullptr);
+            self->writeZnode(cbs, nullptr);
           });
           return;
         }
@@ -100,60 +114,33 @@ void BkManagedCursor::switchLedger(std::vector<StatusCallback> cbs) {
             if (rc2 != BkResult::kOk) {
               MLOG_WARN("{}: cursor {}: first append to ledger {}: {}; saving to the znode",
                         self->ml_->name_, self->name_, h->id(), bookkeeper::bkResultName(rc2));
-              return self->writeZnode(-1, true, cbs, h);
+              return self->writeZnode(cbs, h);
             }
-            auto info =
-                makeCursorInfo(h->id(), self->state_, self->ml_->ledgers_, self->ml_->limits(),
-                               self->lastActiveMs_, false, self->cursorProperties_);
-            metadata::PutOptions po;
-            po.expectedVersion = self->znodeVersion_;
-            const std::string path =
-                cursorPath(self->ml_->opts_.root, self->ml_->name_, self->name_);
-            self->ml_->store_->put(
-                path, info.SerializeAsString(), po, self->ml_->gated_,
-                [self, ml, h, mark, cbs](Result<metadata::Stat> r) {
-                  if (!r.isOk()) {
-                    Status s = r.status();
-                    self->ml_->deleteLedgers({h->id()});
-                    if (s.code() == StatusCode::kBadVersion) {
-                      s = Status::fenced("cursor " + self->name_ + " was written by another owner");
-                      self->ml_->fence("the znode of cursor " + self->name_ + " changed");
-                    }
-                    return self->persisted(s, mark, cbs);
-                  }
-                  self->znodeVersion_ = r->version;
-                  std::vector<int64_t> old;
-                  if (self->ledger_) old.push_back(self->ledger_->id());
-                  if (self->staleLedgerId_ >= 0) old.push_back(self->staleLedgerId_);
-                  self->ml_->deleteLedgers(old);
-                  self->staleLedgerId_ = -1;
-                  self->ledger_ = h;
-                  self->ledgerEntries_ = 1;
-                  self->ledgerCreatedMs_ = wallMs();
-                  self->persisted(Status::ok(), mark, cbs);
-                });
+            self->putZnode(mark, cbs, h, nullptr);
           });
         });
       });
 }
 
-// persistPositionMetaStore: the znode by CAS on its version (creating it for a new cursor). With
-// cursorsLedgerId -1 the position lives in the znode: the cursor ledgers go once it is written.
-void BkManagedCursor::writeZnode(int64_t cursorsLedgerId, bool withState,
-                                 std::vector<StatusCallback> cbs, const HandlePtr& dropLedger) {
-  const Position mark = state_.markDelete();
-  auto info = makeCursorInfo(cursorsLedgerId, state_, ml_->ledgers_, ml_->limits(), lastActiveMs_,
-                             withState, cursorProperties_);
+void BkManagedCursor::writeZnode(std::vector<StatusCallback> cbs, const HandlePtr& dropLedger) {
+  putZnode(state_.markDelete(), std::move(cbs), nullptr, dropLedger);
+}
+
+// persistPositionMetaStore: the znode by CAS on its version (creating it for a new cursor).
+void BkManagedCursor::putZnode(Position mark, std::vector<StatusCallback> cbs,
+                               const HandlePtr& next, const HandlePtr& dropLedger) {
+  auto info = makeCursorInfo(next ? next->id() : -1, state_, ml_->ledgers_, ml_->limits(),
+                             lastActiveMs_, /*withState=*/!next, cursorProperties_);
   metadata::PutOptions po;
   po.expectedVersion = znodeVersion_;
   auto self = shared_from_this();
   auto ml = ml_->selfPtr();  // keeps the gate (and gated_) alive until the answer
   ml_->store_->put(
       cursorPath(ml_->opts_.root, ml_->name_, name_), info.SerializeAsString(), po, ml_->gated_,
-      [self, ml, mark, cbs = std::move(cbs), dropLedger,
-       cursorsLedgerId](Result<metadata::Stat> r) {
+      [self, ml, mark, cbs = std::move(cbs), next, dropLedger](Result<metadata::Stat> r) {
         if (!r.isOk()) {
           Status s = r.status();
+          if (next) self->ml_->deleteLedgers({next->id()});
           if (s.code() == StatusCode::kBadVersion) {
             s = Status::fenced("cursor " + self->name_ + " was written by another owner");
             self->ml_->fence("the znode of cursor " + self->name_ + " changed");
@@ -161,13 +148,13 @@ void BkManagedCursor::writeZnode(int64_t cursorsLedgerId, bool withState,
           return self->persisted(s, mark, cbs);
         }
         self->znodeVersion_ = r->version;
-        std::vector<int64_t> drop;
+        // The znode no longer points at the cursor ledgers before: they go.
+        std::vector<int64_t> drop = self->takeLedgers();
         if (dropLedger) drop.push_back(dropLedger->id());
-        if (cursorsLedgerId == -1) {
-          if (self->ledger_) drop.push_back(self->ledger_->id());
-          if (self->staleLedgerId_ >= 0) drop.push_back(self->staleLedgerId_);
-          self->ledger_ = nullptr;
-          self->staleLedgerId_ = -1;
+        self->ledger_ = next;
+        if (next) {
+          self->ledgerEntries_ = 1;
+          self->ledgerCreatedMs_ = wallMs();
         }
         self->ml_->deleteLedgers(drop);
         self->persisted(Status::ok(), mark, cbs);
@@ -226,24 +213,20 @@ void BkManagedCursor::close(const StatusCallback& done) {
   // the topic over does not deliver their acknowledged messages again.
   const bool toLedger = ledger_ && ledgerState;
   if (!toLedger) {
-    writeZnode(-1, true, std::move(cbs), nullptr);
+    writeZnode(std::move(cbs), nullptr);
     return;
   }
   // Too many ranges for the znode: the last PositionInfo into the ledger, which is then closed.
   const Position mark = state_.markDelete();
-  Buffer entry = Buffer::copyOf(positionInfoBytes());
-  HandlePtr h = ledger_;
   auto self = shared_from_this();
   auto ml = ml_->selfPtr();
-  h->loop().execute([self, ml, h, entry, mark, cbs = std::move(cbs)]() mutable {
-    h->addEntry(std::move(entry), [self, ml, h, mark, cbs](BkResult rc, int64_t) {
-      h->close([self, ml, rc, mark, cbs](BkResult rc2) {
-        ml->gated_->execute([self, ml, rc, rc2, mark, cbs] {
-          Status s = rc != BkResult::kOk    ? bkStatus(rc, "cursor " + self->name_)
-                     : rc2 != BkResult::kOk ? bkStatus(rc2, "closing cursor ledger")
-                                            : Status::ok();
-          self->persisted(s, mark, cbs);
-        });
+  appendState([self, ml, mark, cbs = std::move(cbs)](const HandlePtr& h, BkResult rc) {
+    h->close([self, ml, rc, mark, cbs](BkResult rc2) {
+      ml->gated_->execute([self, ml, rc, rc2, mark, cbs] {
+        Status s = rc != BkResult::kOk    ? bkStatus(rc, "cursor " + self->name_)
+                   : rc2 != BkResult::kOk ? bkStatus(rc2, "closing cursor ledger")
+                                          : Status::ok();
+        self->persisted(s, mark, cbs);
       });
     });
   });
@@ -255,12 +238,7 @@ void BkManagedCursor::removeAll(const StatusCallback& done) {
     idle_.push_back([self = shared_from_this(), done] { self->removeAll(done); });
     return;
   }
-  std::vector<int64_t> drop;
-  if (ledger_) drop.push_back(ledger_->id());
-  if (staleLedgerId_ >= 0) drop.push_back(staleLedgerId_);
-  ledger_ = nullptr;
-  staleLedgerId_ = -1;
-  ml_->deleteLedgers(drop);
+  ml_->deleteLedgers(takeLedgers());
   if (znodeVersion_ == metadata::kNotExists) {
     executor()->execute([done] { done(Status::ok()); });
     return;

@@ -58,9 +58,19 @@ class BkManagedCursor : public CoreCursor, public std::enable_shared_from_this<B
   // One write in flight at a time; changes meanwhile go together in the next one.
   void persist();
   void appendToLedger(std::vector<StatusCallback> cbs);
+  // Appends the state's PositionInfo to ledger_ (not null); then(ledger_, result) on its loop.
+  void appendState(std::function<void(const HandlePtr&, BkResult)> then);
+  // The cursor ledgers (writable and stale) forgotten: their ids, to delete.
+  std::vector<int64_t> takeLedgers();
   void switchLedger(std::vector<StatusCallback> cbs);
-  void writeZnode(int64_t cursorsLedgerId, bool withState, std::vector<StatusCallback> cbs,
-                  const HandlePtr& dropLedger);
+  // The whole state into the znode (no cursor ledger), then dropLedger (may be null) deleted.
+  void writeZnode(std::vector<StatusCallback> cbs, const HandlePtr& dropLedger);
+  // The znode by CAS on its version (creating it): pointing at `next`, a new cursor ledger holding
+  // the state at `mark`, or with `next` null holding the whole state. Written: the cursor ledgers
+  // before and dropLedger are deleted, `next` becomes the cursor ledger. Failed: `next` deleted,
+  // BadVersion fences the managed ledger (kFenced). Then persisted().
+  void putZnode(Position mark, std::vector<StatusCallback> cbs, const HandlePtr& next,
+                const HandlePtr& dropLedger);
   void persisted(const Status& s, Position mark, const std::vector<StatusCallback>& cbs);
   // After the write in flight: the last state in the znode (or, with many ranges, in the ledger),
   // the cursor ledger closed or deleted. done on the executor.

@@ -319,37 +319,37 @@ std::map<std::string, std::string> compactedLedgerMetadata(std::string_view puls
           {"pulsar/compactedTo", messageIdDataBytes(horizon)}};
 }
 
+namespace {
+// A message of type M from bytes: kCorruption naming `what` when they do not parse; with
+// `compression` (the setting that would compress it), MetaStoreImpl's compressed layout is
+// refused (kUnsupported).
+template <class M>
+Result<M> parseMessage(std::string_view bytes, const std::string& what,
+                       const char* compression = nullptr) {
+  M m;
+  if (compression && compressed(bytes)) {
+    return Status::unsupported("compressed " + what + " (" + compression + " other than NONE)");
+  }
+  if (!m.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    return Status::corruption(what + " does not parse");
+  }
+  return m;
+}
+}  // namespace
+
 Result<mledger::ManagedLedgerInfo> parseManagedLedgerInfo(std::string_view bytes) {
-  mledger::ManagedLedgerInfo info;
-  if (bytes.empty()) return info;
-  if (compressed(bytes)) {
-    return Status::unsupported(
-        "compressed ManagedLedgerInfo (managedLedgerInfoCompressionType other than NONE)");
-  }
-  if (!info.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Status::corruption("ManagedLedgerInfo does not parse");
-  }
-  return info;
+  if (bytes.empty()) return mledger::ManagedLedgerInfo{};
+  return parseMessage<mledger::ManagedLedgerInfo>(bytes, "ManagedLedgerInfo",
+                                                  "managedLedgerInfoCompressionType");
 }
 
 Result<mledger::ManagedCursorInfo> parseManagedCursorInfo(std::string_view bytes) {
-  mledger::ManagedCursorInfo info;
-  if (compressed(bytes)) {
-    return Status::unsupported(
-        "compressed ManagedCursorInfo (managedCursorInfoCompressionType other than NONE)");
-  }
-  if (!info.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Status::corruption("ManagedCursorInfo does not parse");
-  }
-  return info;
+  return parseMessage<mledger::ManagedCursorInfo>(bytes, "ManagedCursorInfo",
+                                                  "managedCursorInfoCompressionType");
 }
 
 Result<mledger::PositionInfo> parsePositionInfo(std::string_view bytes) {
-  mledger::PositionInfo info;
-  if (!info.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Status::corruption("PositionInfo does not parse");
-  }
-  return info;
+  return parseMessage<mledger::PositionInfo>(bytes, "PositionInfo");
 }
 
 CursorMeta cursorMetaFrom(const mledger::PositionInfo& p) {

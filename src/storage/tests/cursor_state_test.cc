@@ -12,10 +12,54 @@
 namespace magnetar::storage {
 namespace {
 
-std::vector<std::pair<Position, CursorState::Range>> rangesOf(const CursorState& c) {
-  std::vector<std::pair<Position, CursorState::Range>> out;
+using Runs = std::vector<std::pair<Position, CursorState::Range>>;
+
+Runs rangesOf(const CursorState& c) {
+  Runs out;
   c.forEachRange([&](Position first, const CursorState::Range& r) { out.emplace_back(first, r); });
   return out;
+}
+
+// The set model's ranges: the maximal runs of acked positions among all[from..] (positions in
+// log order, so neighbours in `all` are neighbours in the log, across ledgers).
+Runs modelRuns(const std::vector<Position>& all, size_t from, const std::set<Position>& acked) {
+  Runs runs;
+  for (size_t j = from; j < all.size(); ++j) {
+    if (!acked.count(all[j])) continue;
+    if (!runs.empty() && runs.back().second.last == all[j - 1]) {
+      runs.back().second.last = all[j];
+      runs.back().second.count++;
+    } else {
+      runs.push_back({all[j], CursorState::Range{all[j], 1}});
+    }
+  }
+  return runs;
+}
+
+// c's ranges are the model's, first position, last and count.
+void expectRuns(const CursorState& c, const Runs& runs) {
+  const Runs ranges = rangesOf(c);
+  ASSERT_EQ(c.rangeCount(), runs.size());
+  ASSERT_EQ(ranges.size(), runs.size());
+  for (size_t j = 0; j < runs.size(); ++j) {
+    ASSERT_EQ(ranges[j].first, runs[j].first);
+    ASSERT_EQ(ranges[j].second.last, runs[j].second.last);
+    ASSERT_EQ(ranges[j].second.count, runs[j].second.count);
+  }
+}
+
+// Ledgers 1.. with these entry counts (of 1 byte) in `ledgers`; their positions in log order.
+std::vector<Position> fillLedgers(LedgerSet& ledgers, const std::vector<int64_t>& sizes) {
+  std::vector<Position> all;
+  for (size_t l = 0; l < sizes.size(); ++l) {
+    const int64_t id = static_cast<int64_t>(l) + 1;
+    ledgers.addLedger(id, 0);
+    for (int64_t e = 0; e < sizes[l]; ++e) {
+      ledgers.addEntry(1);
+      all.push_back(Position{id, e});
+    }
+  }
+  return all;
 }
 
 class CursorStateTest : public ::testing::Test {
@@ -55,14 +99,7 @@ TEST_F(CursorStateTest, IndividualAcksMergeAndCollapse) {
 // runs of acked entries after mark-delete (across ledger boundaries), with the right counts.
 TEST(CursorStateModelTest, RandomAckOrdersMatchASetModel) {
   LedgerSet ledgers;
-  std::vector<Position> all;
-  for (int64_t l = 1; l <= 3; ++l) {
-    ledgers.addLedger(l, 0);
-    for (int64_t e = 0; e < 40; ++e) {
-      ledgers.addEntry(1);
-      all.push_back(Position{l, e});
-    }
-  }
+  const std::vector<Position> all = fillLedgers(ledgers, {40, 40, 40});
   std::mt19937 rng(7);
   for (int round = 0; round < 200; ++round) {
     CursorState c{Position{1, -1}};
@@ -78,26 +115,7 @@ TEST(CursorStateModelTest, RandomAckOrdersMatchASetModel) {
       while (k < all.size() && acked.count(all[k])) ++k;
       Position md = k == 0 ? Position{1, -1} : all[k - 1];
       ASSERT_EQ(c.markDelete(), md);
-      std::vector<std::pair<Position, CursorState::Range>> runs;
-      for (size_t j = k; j < all.size(); ++j) {
-        if (!acked.count(all[j])) continue;
-        if (!runs.empty() && runs.back().second.last == all[j - 1]) {
-          runs.back().second.last = all[j];
-          runs.back().second.count++;
-        } else {
-          runs.push_back({all[j], CursorState::Range{all[j], 1}});
-        }
-      }
-      ASSERT_EQ(c.rangeCount(), runs.size());
-      const auto ranges = rangesOf(c);
-      ASSERT_EQ(ranges.size(), runs.size());
-      auto it = ranges.begin();
-      for (auto& [first, r] : runs) {
-        ASSERT_EQ(it->first, first);
-        ASSERT_EQ(it->second.last, r.last);
-        ASSERT_EQ(it->second.count, r.count);
-        ++it;
-      }
+      ASSERT_NO_FATAL_FAILURE(expectRuns(c, modelRuns(all, k, acked)));
       for (const Position& p : all) ASSERT_EQ(c.isAcked(p), acked.count(p) > 0);
     }
   }
@@ -108,15 +126,8 @@ TEST(CursorStateModelTest, RandomAckOrdersMatchASetModel) {
 // forEachRange() yields (what gets persisted) gives the same state back.
 TEST(CursorStateModelTest, RandomAcksAndMarkDeletesAcrossChunksMatchASetModel) {
   LedgerSet ledgers;
-  std::vector<Position> all;
-  const int64_t sizes[] = {5000, 0, 9000, 3, 4097, 1};
-  for (int64_t l = 0; l < 6; ++l) {
-    ledgers.addLedger(l + 1, 0);
-    for (int64_t e = 0; e < sizes[l]; ++e) {
-      ledgers.addEntry(1);
-      all.push_back(Position{l + 1, e});
-    }
-  }
+  const std::vector<int64_t> sizes = {5000, 0, 9000, 3, 4097, 1};
+  const std::vector<Position> all = fillLedgers(ledgers, sizes);
   const auto index = [&](Position p) {  // first index of `all` with a position > p
     return static_cast<size_t>(std::upper_bound(all.begin(), all.end(), p) - all.begin());
   };
@@ -156,32 +167,16 @@ TEST(CursorStateModelTest, RandomAcksAndMarkDeletesAcrossChunksMatchASetModel) {
       ASSERT_EQ(c.markDelete(), md);
       if (index(md) == all.size()) break;  // all acked
       if (op % 50 != 0) continue;
-      std::vector<std::pair<Position, CursorState::Range>> runs;
-      for (size_t j = index(md); j < all.size(); ++j) {
-        if (!acked.count(all[j])) continue;
-        if (!runs.empty() && runs.back().second.last == all[j - 1]) {
-          runs.back().second.last = all[j];
-          runs.back().second.count++;
-        } else {
-          runs.push_back({all[j], CursorState::Range{all[j], 1}});
-        }
-      }
-      const auto ranges = rangesOf(c);
-      ASSERT_EQ(c.rangeCount(), runs.size());
-      ASSERT_EQ(ranges.size(), runs.size());
+      const Runs runs = modelRuns(all, index(md), acked);
+      ASSERT_NO_FATAL_FAILURE(expectRuns(c, runs));
       mostRanges = std::max(mostRanges, runs.size());
-      for (size_t j = 0; j < runs.size(); ++j) {
-        ASSERT_EQ(ranges[j].first, runs[j].first);
-        ASSERT_EQ(ranges[j].second.last, runs[j].second.last);
-        ASSERT_EQ(ranges[j].second.count, runs[j].second.count);
-      }
       ASSERT_EQ(c.individuallyAcked(), static_cast<int64_t>(acked.size()));
       ASSERT_EQ(c.backlog(ledgers), static_cast<int64_t>(all.size() - index(md) - acked.size()));
       for (size_t j = index(md); j < all.size(); j += 7) {
         ASSERT_EQ(c.isAcked(all[j]), acked.count(all[j]) > 0);
       }
       std::vector<std::pair<Position, Position>> persisted;
-      for (const auto& [first, r] : ranges) persisted.emplace_back(first, r.last);
+      for (const auto& [first, r] : runs) persisted.emplace_back(first, r.last);
       CursorState restored;
       restored.restore(md, persisted, ledgers);
       ASSERT_EQ(restored.markDelete(), md);

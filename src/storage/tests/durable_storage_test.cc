@@ -71,8 +71,9 @@ TEST_F(DurableStorageTest, RestartKeepsEntriesAndCursors) {
       pos.push_back(*p);
     }
     EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(pos[4], cb); }));
-    EXPECT_TRUE(
-        waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncDelete({pos[7], pos[8]}, cb); }));
+    EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) {
+      (*c)->asyncDelete({pos[7], pos[8]}, cb);
+    }));
     ml.reset();
     close(f);  // no asyncClose: like a stop without unloading topics
   }
@@ -138,6 +139,59 @@ TEST_F(DurableStorageTest, TerminationSurvivesARestartAndGoesWithTheLedger) {
   EXPECT_TRUE(addOne(*ml, ex_, "new life").isOk());
   ml.reset();
   close(f);
+}
+
+// Bug F3: a terminated ledger gets no new (empty) ledger at each start, as Pulsar opens a
+// terminated managed ledger: its ledgers, last confirmed entry, termination and entries stay the
+// same across restarts (clean ones and stops without asyncClose), an empty one's too.
+TEST_F(DurableStorageTest, TerminatedLedgerKeepsItsLedgersAcrossRestarts) {
+  StorageOptions o = testOptions(dir_.path());
+  auto ledgerIds = [](ManagedLedger& ml) {
+    std::vector<int64_t> ids;
+    for (const auto& l : ml.ledgerStats()) ids.push_back(l.ledgerId);
+    return ids;
+  };
+  for (int entries : {3, 0}) {
+    SCOPED_TRACE("entries " + std::to_string(entries));
+    const std::string name = "public/default/persistent/term-" + std::to_string(entries);
+    Position terminatedAt;
+    std::vector<int64_t> ids;
+    {
+      auto f = open(o);
+      auto ml = openLedger(*f, ex_, name);
+      for (int i = 0; i < entries; i++) ASSERT_TRUE(addOne(*ml, ex_, "e" + std::to_string(i)));
+      bool done = false;
+      ml->asyncTerminate([&](Status s, Position at) {
+        EXPECT_TRUE(s.isOk()) << s.toString();
+        terminatedAt = at;
+        done = true;
+      });
+      ASSERT_TRUE(runUntil(ex_, [&] { return done; }));
+      ids = ledgerIds(*ml);
+      ml.reset();
+      close(f);
+    }
+    EXPECT_EQ(terminatedAt.entryId, entries - 1);
+    for (int restart = 0; restart < 4; restart++) {
+      SCOPED_TRACE("restart " + std::to_string(restart));
+      auto f = open(o);
+      auto ml = openLedger(*f, ex_, name);
+      ASSERT_TRUE(ml);
+      EXPECT_TRUE(ml->isTerminated());
+      EXPECT_EQ(ledgerIds(*ml), ids);
+      EXPECT_EQ(ml->lastConfirmedEntry(), terminatedAt);
+      EXPECT_EQ(ml->numberOfEntries(), entries);
+      auto all = readAll(*ml, ex_);
+      ASSERT_EQ(all.size(), static_cast<size_t>(entries));
+      for (int i = 0; i < entries; i++) EXPECT_EQ(all[i].data.view(), "e" + std::to_string(i));
+      EXPECT_EQ(addOne(*ml, ex_, "refused").status().code(), StatusCode::kNotAllowed);
+      if (restart % 2 == 0) {  // else a stop without unloading
+        EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { ml->asyncClose(cb); }));
+      }
+      ml.reset();
+      close(f);
+    }
+  }
 }
 
 // A cursor write still queued on the executor when the ledger is deleted must not write the
@@ -308,52 +362,48 @@ TEST_F(DurableStorageTest, GroupCommitHandsOneTaskPerLedgerPerGroup) {
   env.syncDelayUs = 3000;  // slow fsync: appends pile up behind it
   o.env = &env;
   o.managedLedgerMaxEntriesPerLedger = 100000;
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  int done = 0;
-  for (int i = 0; i < 500; i++) {
-    ml->asyncAddEntry(Buffer::copyOf("m"), [&](Status s, Position) { done += s.isOk(); });
-  }
-  ASSERT_TRUE(runUntil(ex_, [&] { return done == 500; }));
-  StorageStats st = f->stats();
-  EXPECT_EQ(st.journalEntries, 500u);
-  EXPECT_LT(st.journalGroups, 100u);  // grouped, not one write+fsync per entry
-  EXPECT_GE(env.syncs.load(), static_cast<int>(st.journalGroups));
-  ml.reset();
-  close(f);
+  withLedger(o, "t", [&](auto& f, const auto& ml) {
+    int done = 0;
+    for (int i = 0; i < 500; i++) {
+      ml->asyncAddEntry(Buffer::copyOf("m"), [&](Status s, Position) { done += s.isOk(); });
+    }
+    ASSERT_TRUE(runUntil(ex_, [&] { return done == 500; }));
+    StorageStats st = f.stats();
+    EXPECT_EQ(st.journalEntries, 500u);
+    EXPECT_LT(st.journalGroups, 100u);  // grouped, not one write+fsync per entry
+    EXPECT_GE(env.syncs.load(), static_cast<int>(st.journalGroups));
+  });
 }
 
 TEST_F(DurableStorageTest, ConsumedDataIsReclaimed) {
   StorageOptions o = testOptions(dir_.path());
   o.journalSegmentSizeBytes = 4096;
   o.checkpointIntervalMs = 20;
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  ASSERT_TRUE(c.isOk());
-  Position last;
-  for (int i = 0; i < 200; i++) {
-    auto p = addOne(*ml, ex_, std::string(200, static_cast<char>('a' + i % 26)));
-    ASSERT_TRUE(p.isOk());
-    last = *p;
-  }
-  int64_t before = dirBytes(o.journalDirectory);
-  size_t segsBefore = f->segments().size();
-  EXPECT_GT(segsBefore, 5u);
-  EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(last, cb); }));
-  // Keep producing a little so the journal rolls past the consumed segments.
-  ASSERT_TRUE(runUntil(ex_, [&] {
-    (void)addOne(*ml, ex_, "x");
-    (void)waitStatus(
-        ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(ml->lastConfirmedEntry(), cb); });
-    return dirBytes(o.journalDirectory) < before / 4;
-  }));
-  EXPECT_LT(f->segments().size(), segsBefore);
-  EXPECT_GT(f->stats().segmentsDeleted, 0u);
-  EXPECT_GT(f->stats().ledgersDeleted, 0u);
-  EXPECT_LT(ml->numberOfEntries(), 20);
-  ml.reset();
-  close(f);
+  withLedger(o, "t", [&](auto& f, const auto& ml) {
+    auto c = ml->openCursor("s", InitialPosition::kEarliest);
+    ASSERT_TRUE(c.isOk());
+    Position last;
+    for (int i = 0; i < 200; i++) {
+      auto p = addOne(*ml, ex_, std::string(200, static_cast<char>('a' + i % 26)));
+      ASSERT_TRUE(p.isOk());
+      last = *p;
+    }
+    int64_t before = dirBytes(o.journalDirectory);
+    size_t segsBefore = f.segments().size();
+    EXPECT_GT(segsBefore, 5u);
+    EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(last, cb); }));
+    // Keep producing a little so the journal rolls past the consumed segments.
+    ASSERT_TRUE(runUntil(ex_, [&] {
+      (void)addOne(*ml, ex_, "x");
+      (void)waitStatus(
+          ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(ml->lastConfirmedEntry(), cb); });
+      return dirBytes(o.journalDirectory) < before / 4;
+    }));
+    EXPECT_LT(f.segments().size(), segsBefore);
+    EXPECT_GT(f.stats().segmentsDeleted, 0u);
+    EXPECT_GT(f.stats().ledgersDeleted, 0u);
+    EXPECT_LT(ml->numberOfEntries(), 20);
+  });
 }
 
 // Appends under an injected fault fail with the right code, stored data stays readable, and
@@ -436,97 +486,86 @@ TEST_F(DurableStorageTest, CatchUpReadsGoToDiskInBatches) {
   StorageOptions o = testOptions(dir_.path());
   o.managedLedgerCacheSizeMB = 0;  // no cache: every read is a disk read
   o.managedLedgerMaxEntriesPerLedger = 1000;
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  ASSERT_TRUE(ml->openCursor("s", InitialPosition::kEarliest).isOk());
-  std::vector<std::string> want;
-  for (int round = 0; round < 20; round++) {
-    int done = 0;
-    for (int i = 0; i < 10; i++) {
-      want.push_back("r" + std::to_string(round) + "-" + std::to_string(i));
-      ml->asyncAddEntry(Buffer::copyOf(want.back()), [&](Status s, Position) { done += s.isOk(); });
+  withLedger(o, "t", [&](auto& f, const auto& ml) {
+    ASSERT_TRUE(ml->openCursor("s", InitialPosition::kEarliest).isOk());
+    std::vector<std::string> want;
+    for (int round = 0; round < 20; round++) {
+      int done = 0;
+      for (int i = 0; i < 10; i++) {
+        want.push_back("r" + std::to_string(round) + "-" + std::to_string(i));
+        ml->asyncAddEntry(Buffer::copyOf(want.back()),
+                          [&](Status s, Position) { done += s.isOk(); });
+      }
+      ASSERT_TRUE(runUntil(ex_, [&] { return done == 10; }));
     }
-    ASSERT_TRUE(runUntil(ex_, [&] { return done == 10; }));
-  }
-  uint64_t readsBefore = f->stats().diskReads;
-  auto all = readAll(*ml, ex_);
-  ASSERT_EQ(all.size(), want.size());
-  for (size_t i = 0; i < all.size(); i++) EXPECT_EQ(all[i].data.view(), want[i]);
-  uint64_t reads = f->stats().diskReads - readsBefore;
-  EXPECT_GT(reads, 0u);
-  EXPECT_LE(reads, 10u);  // 200 entries in ~20+ records: coalesced preads, 100 entries per call
-  ml.reset();
-  close(f);
+    uint64_t readsBefore = f.stats().diskReads;
+    auto all = readAll(*ml, ex_);
+    ASSERT_EQ(all.size(), want.size());
+    for (size_t i = 0; i < all.size(); i++) EXPECT_EQ(all[i].data.view(), want[i]);
+    uint64_t reads = f.stats().diskReads - readsBefore;
+    EXPECT_GT(reads, 0u);
+    EXPECT_LE(reads, 10u);  // 200 entries in ~20+ records: coalesced preads, 100 entries per call
+  });
 }
 
 TEST_F(DurableStorageTest, TailReadsComeFromTheCache) {
   StorageOptions o = testOptions(dir_.path());
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  ASSERT_TRUE(ml->openCursor("s", InitialPosition::kLatest).isOk());
-  auto first = addOne(*ml, ex_, "e0");
-  for (int i = 1; i < 8; i++) ASSERT_TRUE(addOne(*ml, ex_, "e" + std::to_string(i)).isOk());
-  auto all = readAll(*ml, ex_, *first);
-  ASSERT_EQ(all.size(), 8u);
-  EXPECT_EQ(all[7].data.view(), "e7");
-  EXPECT_EQ(f->stats().diskReads, 0u);
-  EXPECT_GT(f->stats().cacheBytes, 0);
-  ml.reset();
-  close(f);
+  withLedger(o, "t", [&](auto& f, const auto& ml) {
+    ASSERT_TRUE(ml->openCursor("s", InitialPosition::kLatest).isOk());
+    auto first = addOne(*ml, ex_, "e0");
+    for (int i = 1; i < 8; i++) ASSERT_TRUE(addOne(*ml, ex_, "e" + std::to_string(i)).isOk());
+    auto all = readAll(*ml, ex_, *first);
+    ASSERT_EQ(all.size(), 8u);
+    EXPECT_EQ(all[7].data.view(), "e7");
+    EXPECT_EQ(f.stats().diskReads, 0u);
+    EXPECT_GT(f.stats().cacheBytes, 0);
+  });
 }
 
 TEST_F(DurableStorageTest, RetentionKeepsConsumedLedgers) {
   StorageOptions o = testOptions(dir_.path());
   o.defaultRetentionSizeInMB = 1;  // 1 MiB of consumed data may stay
   o.defaultRetentionTimeInMinutes = -1;
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  Position last;
-  for (int i = 0; i < 30; i++) last = *addOne(*ml, ex_, std::string(100, 'r'));
-  EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(last, cb); }));
-  ex_.runPending();
-  EXPECT_EQ(ml->numberOfEntries(), 30);  // 3 KB < 1 MiB: kept
-  EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 0);
-  ml.reset();
-  close(f);
+  withLedger(o, "t", [&](auto&, const auto& ml) {
+    auto c = ml->openCursor("s", InitialPosition::kEarliest);
+    Position last;
+    for (int i = 0; i < 30; i++) last = *addOne(*ml, ex_, std::string(100, 'r'));
+    EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(last, cb); }));
+    ex_.runPending();
+    EXPECT_EQ(ml->numberOfEntries(), 30);  // 3 KB < 1 MiB: kept
+    EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 0);
+  });
 }
 
 TEST_F(DurableStorageTest, UnackedRangesPersistedUpToTheBound) {
   StorageOptions o = testOptions(dir_.path());
   o.managedLedgerMaxUnackedRangesToPersist = 2;
   std::vector<Position> pos;
-  {
-    auto f = open(o);
-    auto ml = openLedger(*f, ex_, "t");
-    auto c = ml->openCursor("s", InitialPosition::kEarliest);
-    for (int i = 0; i < 9; i++) pos.push_back(*addOne(*ml, ex_, "x"));
+  withLedger(o, "t", [&](auto&, const auto& ml) {
+    ManagedCursor* c = openCursorS(*ml);
+    ASSERT_NE(c, nullptr);
+    for (int i = 0; i < 9; i++) pos.push_back(addN(*ml, 1, "x"));
     // Ranges {1}, {3}, {5,6}, {8}: only the first two are saved.
     EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) {
-      (*c)->asyncDelete({pos[1], pos[3], pos[5], pos[6], pos[8]}, cb);
+      c->asyncDelete({pos[1], pos[3], pos[5], pos[6], pos[8]}, cb);
     }));
-    EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 4);
-    ml.reset();
-    close(f);
-  }
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  EXPECT_TRUE((*c)->isAcknowledged(pos[1]));
-  EXPECT_TRUE((*c)->isAcknowledged(pos[3]));
-  EXPECT_FALSE((*c)->isAcknowledged(pos[5]));  // beyond the bound: delivered again
-  EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 7);
-  ml.reset();
-  close(f);
+    EXPECT_EQ(c->numberOfEntriesInBacklog(), 4);
+  });
+  withLedger(o, "t", [&](auto&, const auto& ml) {
+    ManagedCursor* c = openCursorS(*ml);
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(c->isAcknowledged(pos[1]));
+    EXPECT_TRUE(c->isAcknowledged(pos[3]));
+    EXPECT_FALSE(c->isAcknowledged(pos[5]));  // beyond the bound: delivered again
+    EXPECT_EQ(c->numberOfEntriesInBacklog(), 7);
+  });
 }
 
 TEST_F(DurableStorageTest, BatchAckSetsAndPropertiesSurviveRestart) {
   StorageOptions o = testOptions(dir_.path());
   o.managedLedgerMaxBatchDeletedIndexToPersist = 2;
   std::vector<Position> pos;
-  {
-    auto f = open(o);
-    auto ml = openLedger(*f, ex_, "t");
+  withLedger(o, "t", [&](auto&, const auto& ml) {
     auto c = ml->openCursor("s", InitialPosition::kEarliest);
     auto d = ml->openCursor("d", InitialPosition::kEarliest);
     for (int i = 0; i < 5; i++) pos.push_back(*addOne(*ml, ex_, "x"));
@@ -537,22 +576,18 @@ TEST_F(DurableStorageTest, BatchAckSetsAndPropertiesSurviveRestart) {
     EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) {
       (*d)->asyncMarkDelete(pos[2], CursorProperties{{"prod", 17}}, cb);
     }));
-    ml.reset();
-    close(f);
-  }
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  ASSERT_NE((*c)->batchDeletedIndexes(pos[1]), nullptr);
-  EXPECT_EQ(*(*c)->batchDeletedIndexes(pos[1]), AckSet{0b110});
-  EXPECT_NE((*c)->batchDeletedIndexes(pos[2]), nullptr);
-  EXPECT_EQ((*c)->batchDeletedIndexes(pos[3]), nullptr);  // beyond the bound
-  EXPECT_FALSE((*c)->isAcknowledged(pos[1]));
-  auto d = ml->openCursor("d", InitialPosition::kEarliest);
-  EXPECT_EQ((*d)->markDeletedPosition(), pos[2]);
-  EXPECT_EQ((*d)->properties().at("prod"), 17);
-  ml.reset();
-  close(f);
+  });
+  withLedger(o, "t", [&](auto&, const auto& ml) {
+    auto c = ml->openCursor("s", InitialPosition::kEarliest);
+    ASSERT_NE((*c)->batchDeletedIndexes(pos[1]), nullptr);
+    EXPECT_EQ(*(*c)->batchDeletedIndexes(pos[1]), AckSet{0b110});
+    EXPECT_NE((*c)->batchDeletedIndexes(pos[2]), nullptr);
+    EXPECT_EQ((*c)->batchDeletedIndexes(pos[3]), nullptr);  // beyond the bound
+    EXPECT_FALSE((*c)->isAcknowledged(pos[1]));
+    auto d = ml->openCursor("d", InitialPosition::kEarliest);
+    EXPECT_EQ((*d)->markDeletedPosition(), pos[2]);
+    EXPECT_EQ((*d)->properties().at("prod"), 17);
+  });
 }
 
 TEST_F(DurableStorageTest, RocksDbMetadataSurvivesRestart) {

@@ -2,6 +2,7 @@
 // test thread drives, and the options every such test starts from.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -37,6 +38,38 @@ class DurableFactoryTest : public ::testing::Test {
     f->shutdown();
     ex_.runPending();
     f.reset();
+  }
+  // Runs fn with ledger `name` of a factory opened with o, then lets both go without closing the
+  // ledger (a broker stopping without unloading its topics). Not run when either does not open.
+  void withLedger(const StorageOptions& o, const std::string& name,
+                  const std::function<void(DurableManagedLedgerFactory& f,
+                                           const std::shared_ptr<ManagedLedger>& ml)>& fn) {
+    auto f = open(o);
+    if (!f) return;
+    auto ml = openLedger(*f, ex_, name);
+    if (ml) fn(*f, ml);
+    ml.reset();
+    close(f);
+  }
+  // Cursor "s" of ml from the earliest entry; null (a failed expectation) when it does not open.
+  ManagedCursor* openCursorS(ManagedLedger& ml) {
+    auto c = ml.openCursor("s", InitialPosition::kEarliest);
+    EXPECT_TRUE(c.isOk()) << c.status().toString();
+    return c.isOk() ? *c : nullptr;
+  }
+  // Appends n entries `payload`, each waited for; the last one's position.
+  Position addN(ManagedLedger& ml, int n, const std::string& payload) {
+    Position last;
+    for (int i = 0; i < n; i++) {
+      auto p = addOne(ml, ex_, payload);
+      EXPECT_TRUE(p.isOk()) << p.status().toString();
+      if (p) last = *p;
+    }
+    return last;
+  }
+  // Moves c's mark-delete position to pos and waits until it is stored.
+  void markDeleteTo(ManagedCursor& c, Position pos) {
+    EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { c.asyncMarkDelete(pos, cb); }));
   }
   TempDir dir_;
   ManualExecutor ex_;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <thread>
 
@@ -20,6 +21,17 @@ class FaultEnv : public Env {
   std::atomic<int> syncs{0};
   std::atomic<int> writes{0};
   std::atomic<int64_t> availableBytes{-1};  // >= 0: diskSpace() reports this free of 1 GiB
+
+  // A full disk: writes fail with ENOSPC and nothing is free.
+  void fillDisk() {
+    writeErrno = ENOSPC;
+    availableBytes = 0;
+  }
+  // Room again: writes succeed, half of the disk is free.
+  void freeDisk() {
+    writeErrno = 0;
+    availableBytes = 1ll << 29;
+  }
 
   Result<std::unique_ptr<WritableFile>> openWritable(const std::string& path) override {
     if (int e = writeErrno.load()) return errnoStatus(e, "open " + path);

@@ -80,6 +80,17 @@ Status LedgerContractTest::wait(const std::function<void(StatusCallback)>& op) {
   return result;
 }
 
+LedgerContractTest::Topic LedgerContractTest::openWithCursor(const std::string& name, int n) {
+  Topic t;
+  t.ml = open(name);
+  if (!t.ml) return t;
+  auto c = t.ml->openCursor("s", InitialPosition::kEarliest);
+  EXPECT_TRUE(c.isOk()) << c.status().toString();
+  if (c.isOk()) t.cursor = *c;
+  t.pos = add(*t.ml, n);
+  return t;
+}
+
 TEST_P(LedgerContractTest, AddCompletesLaterInOrderOnExecutor) {
   auto ml = open("t/add");
   ASSERT_TRUE(ml->openCursor("keep", InitialPosition::kEarliest).isOk());  // no trim

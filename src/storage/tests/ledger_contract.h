@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "storage/managed_ledger.h"
 #include "storage/tests/test_executor.h"
@@ -32,6 +33,13 @@ class LedgerContractTest : public ::testing::TestWithParam<FactoryMaker> {
   std::vector<Position> add(ManagedLedger& ml, int n, int base = 0);
   std::vector<Entry> read(ManagedLedger& ml, Position from, int maxEntries, size_t maxBytes);
   Status wait(const std::function<void(StatusCallback)>& op);
+  // A ledger opened with cursor "s" (from the earliest entry), then n entries added (add()).
+  struct Topic {
+    std::shared_ptr<ManagedLedger> ml;
+    ManagedCursor* cursor = nullptr;  // null (a failed expectation) when it did not open
+    std::vector<Position> pos;
+  };
+  Topic openWithCursor(const std::string& name, int n);
 
   std::string dir_;
   ManualExecutor ex_;

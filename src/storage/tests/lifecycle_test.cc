@@ -12,6 +12,7 @@
 namespace magnetar::storage::testing {
 namespace {
 
+// Retention none by default (consumed ledgers go at once), many small segments.
 StorageOptions lifecycleOptions(const std::string& dir) {
   StorageOptions o = durableTestOptions(dir);
   o.journalSegmentSizeBytes = 64 << 10;  // many small segments
@@ -26,8 +27,23 @@ StorageOptions lifecycleOptions(const std::string& dir) {
   return o;
 }
 
+// As lifecycleOptions with the broker's default retention: keep everything.
+StorageOptions keepAllOptions(const std::string& dir) {
+  StorageOptions o = lifecycleOptions(dir);
+  o.defaultRetentionTimeInMinutes = -1;
+  o.defaultRetentionSizeInMB = -1;
+  return o;
+}
+
 class LifecycleTest : public DurableFactoryTest {
  protected:
+  // Options for a test of a full journal on env: one ledger takes every entry.
+  StorageOptions fullJournalOptions(FaultEnv& env) {
+    StorageOptions o = lifecycleOptions(dir_.path());
+    o.managedLedgerMaxEntriesPerLedger = 100000;
+    o.env = &env;
+    return o;
+  }
   // compactSegments blocks until the ledgers' executor (ex_, driven here) took the new index.
   Result<int> compact(DurableManagedLedgerFactory& f, double threshold) {
     std::atomic<bool> done{false};
@@ -44,62 +60,44 @@ class LifecycleTest : public DurableFactoryTest {
 };
 
 TEST_F(LifecycleTest, SetRetentionReachesTheLedger) {
-  StorageOptions o = lifecycleOptions(dir_.path());
-  o.defaultRetentionTimeInMinutes = -1;  // broker default: keep everything
-  o.defaultRetentionSizeInMB = -1;
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  Position last;
-  for (int i = 0; i < 50; i++) last = *addOne(*ml, ex_, std::string(100, 'r'));
-  EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(last, cb); }));
-  EXPECT_EQ(ml->numberOfEntries(), 50);  // infinite retention keeps consumed ledgers
-  ml->setRetention(0, 0);                // the namespace's policy: none
-  ex_.runPending();
-  EXPECT_LT(ml->numberOfEntries(), 50);
-  EXPECT_EQ(ml->ledgerStats().size(), 1u);  // only the current ledger is left
-  ml.reset();
-  close(f);
+  withLedger(keepAllOptions(dir_.path()), "t", [&](auto&, const auto& ml) {
+    ManagedCursor* c = openCursorS(*ml);
+    ASSERT_NE(c, nullptr);
+    markDeleteTo(*c, addN(*ml, 50, std::string(100, 'r')));
+    EXPECT_EQ(ml->numberOfEntries(), 50);  // infinite retention keeps consumed ledgers
+    ml->setRetention(0, 0);                // the namespace's policy: none
+    ex_.runPending();
+    EXPECT_LT(ml->numberOfEntries(), 50);
+    EXPECT_EQ(ml->ledgerStats().size(), 1u);  // only the current ledger is left
+  });
 }
 
 // A retention size too big for bytes in 64 bits (2^43 MiB, which the admin API accepts) keeps
 // everything: it once overflowed and dropped every consumed ledger (found by a breaker).
 TEST_F(LifecycleTest, HugeRetentionSizeKeepsConsumedLedgers) {
-  StorageOptions o = lifecycleOptions(dir_.path());
-  o.defaultRetentionTimeInMinutes = -1;
-  o.defaultRetentionSizeInMB = -1;
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  Position last;
-  for (int i = 0; i < 50; i++) last = *addOne(*ml, ex_, std::string(100, 'h'));
-  EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(last, cb); }));
-  ml->setRetention(600, int64_t{1} << 43);
-  ex_.runPending();
-  EXPECT_EQ(ml->numberOfEntries(), 50);
-  EXPECT_GT(ml->ledgerStats().size(), 1u);
-  ml.reset();
-  close(f);
+  withLedger(keepAllOptions(dir_.path()), "t", [&](auto&, const auto& ml) {
+    ManagedCursor* c = openCursorS(*ml);
+    ASSERT_NE(c, nullptr);
+    markDeleteTo(*c, addN(*ml, 50, std::string(100, 'h')));
+    ml->setRetention(600, int64_t{1} << 43);
+    ex_.runPending();
+    EXPECT_EQ(ml->numberOfEntries(), 50);
+    EXPECT_GT(ml->ledgerStats().size(), 1u);
+  });
 }
 
 // Retention time counts from a ledger's close, as Pulsar's ledger-info timestamp: a ledger
 // created long ago but closed just now stays; one closed long ago goes.
 TEST_F(LifecycleTest, RetentionTimeCountsFromTheLedgersClose) {
-  StorageOptions o = lifecycleOptions(dir_.path());
-  o.defaultRetentionTimeInMinutes = -1;
-  o.defaultRetentionSizeInMB = -1;
+  StorageOptions o = keepAllOptions(dir_.path());
   MemoryMetadataStore store;
   o.metadataStore = &store;
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  ASSERT_TRUE(c.isOk());
-  Position last;
-  for (int i = 0; i < 45; i++) last = *addOne(*ml, ex_, std::string(100, 'c'));
-  EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { (*c)->asyncMarkDelete(last, cb); }));
-  ASSERT_EQ(ml->ledgerStats().size(), 3u);  // 20 + 20 + 5 entries, all consumed
-  ml.reset();
-  close(f);
+  withLedger(o, "t", [&](auto&, const auto& ml) {
+    ManagedCursor* c = openCursorS(*ml);
+    ASSERT_NE(c, nullptr);
+    markDeleteTo(*c, addN(*ml, 45, std::string(100, 'c')));
+    EXPECT_EQ(ml->ledgerStats().size(), 3u);  // 20 + 20 + 5 entries, all consumed
+  });
   // Both closed ledgers were created 10 minutes ago; the first was closed 5 minutes ago, the
   // second just now.
   auto list = decodeLedgerList(*store.get(mlKey("t")));
@@ -118,51 +116,42 @@ TEST_F(LifecycleTest, RetentionTimeCountsFromTheLedgersClose) {
   const int64_t oldClosed = (*list)[0].ledgerId;
   const int64_t newClosed = (*list)[1].ledgerId;
   ASSERT_TRUE(store.write({MetadataOp::put(mlKey("t"), encodeLedgerList(*list))}).isOk());
-  f = open(o);
-  ml = openLedger(*f, ex_, "t");
-  ml->setRetention(1, -1);  // one minute
-  ex_.runPending();
-  std::vector<int64_t> ids;
-  for (const auto& l : ml->ledgerStats()) ids.push_back(l.ledgerId);
-  EXPECT_EQ(std::count(ids.begin(), ids.end(), oldClosed), 0);
-  EXPECT_EQ(std::count(ids.begin(), ids.end(), newClosed), 1);
-  ml.reset();
-  close(f);
+  withLedger(o, "t", [&](auto&, const auto& ml) {
+    ml->setRetention(1, -1);  // one minute
+    ex_.runPending();
+    std::vector<int64_t> ids;
+    for (const auto& l : ml->ledgerStats()) ids.push_back(l.ledgerId);
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), oldClosed), 0);
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), newClosed), 1);
+  });
 }
 
 TEST_F(LifecycleTest, NoSubscriptionRetentionAloneDecides) {
-  StorageOptions o = lifecycleOptions(dir_.path());
-  o.defaultRetentionTimeInMinutes = -1;
+  StorageOptions o = keepAllOptions(dir_.path());
   o.defaultRetentionSizeInMB = 1;
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  for (int i = 0; i < 200; i++) ASSERT_TRUE(addOne(*ml, ex_, std::string(20000, 'n')).isOk());
-  ex_.runPending();
-  // No cursor: every closed ledger counts as consumed; 1 MiB of it may stay.
-  EXPECT_LE(ml->totalSizeBytes(), (1 << 20) + 20 * 20000);
-  EXPECT_GT(ml->totalSizeBytes(), (1 << 20) - 20 * 20000);
-  ml.reset();
-  close(f);
+  withLedger(o, "t", [&](auto&, const auto& ml) {
+    for (int i = 0; i < 200; i++) ASSERT_TRUE(addOne(*ml, ex_, std::string(20000, 'n')).isOk());
+    ex_.runPending();
+    // No cursor: every closed ledger counts as consumed; 1 MiB of it may stay.
+    EXPECT_LE(ml->totalSizeBytes(), (1 << 20) + 20 * 20000);
+    EXPECT_GT(ml->totalSizeBytes(), (1 << 20) - 20 * 20000);
+  });
 }
 
 TEST_F(LifecycleTest, TruncateMovesCursorsAndDeletesLedgers) {
-  StorageOptions o = lifecycleOptions(dir_.path());
-  o.defaultRetentionTimeInMinutes = -1;
-  o.defaultRetentionSizeInMB = -1;
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  for (int i = 0; i < 45; i++) ASSERT_TRUE(addOne(*ml, ex_, "x" + std::to_string(i)).isOk());
-  EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 45);
-  int64_t before = ml->totalSizeBytes();
-  EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { ml->asyncTruncate(cb); }));
-  ex_.runPending();
-  EXPECT_EQ((*c)->numberOfEntriesInBacklog(), 0);
-  EXPECT_EQ((*c)->markDeletedPosition(), ml->lastConfirmedEntry());
-  EXPECT_EQ(ml->ledgerStats().size(), 1u);  // the current ledger stays (as Pulsar)
-  EXPECT_LT(ml->totalSizeBytes(), before);
-  ml.reset();
-  close(f);
+  withLedger(keepAllOptions(dir_.path()), "t", [&](auto&, const auto& ml) {
+    ManagedCursor* c = openCursorS(*ml);
+    ASSERT_NE(c, nullptr);
+    for (int i = 0; i < 45; i++) ASSERT_TRUE(addOne(*ml, ex_, "x" + std::to_string(i)).isOk());
+    EXPECT_EQ(c->numberOfEntriesInBacklog(), 45);
+    int64_t before = ml->totalSizeBytes();
+    EXPECT_TRUE(waitStatus(ex_, [&](StatusCallback cb) { ml->asyncTruncate(cb); }));
+    ex_.runPending();
+    EXPECT_EQ(c->numberOfEntriesInBacklog(), 0);
+    EXPECT_EQ(c->markDeletedPosition(), ml->lastConfirmedEntry());
+    EXPECT_EQ(ml->ledgerStats().size(), 1u);  // the current ledger stays (as Pulsar)
+    EXPECT_LT(ml->totalSizeBytes(), before);
+  });
 }
 
 // One topic fully consumed beside one that keeps a little of every segment: compaction copies
@@ -248,92 +237,77 @@ TEST_F(LifecycleTest, WatermarkRefusesPublishesServesReads) {
   o.env = &env;
   o.diskUsageThreshold = 0.95;
   o.diskUsageLwmThreshold = 0.90;
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  ASSERT_TRUE(addOne(*ml, ex_, "before").isOk());
-  env.availableBytes = (1ll << 30) / 50;  // 98% used
-  ASSERT_TRUE(runUntil(ex_, [&] { return !f->writeRefusal().isOk(); }));
-  auto r = addOne(*ml, ex_, "refused");
-  ASSERT_FALSE(r.isOk());
-  EXPECT_EQ(r.status().code(), StatusCode::kNoSpace);
-  EXPECT_EQ(readAll(*ml, ex_).size(), 1u);
-  EXPECT_GE(f->stats().publishesRefused, 1u);
-  EXPECT_FALSE(f->stats().writable);
-  env.availableBytes = (1ll << 30) / 14;  // 93%: between the marks, still refused
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_FALSE(f->writeRefusal().isOk());
-  env.availableBytes = (1ll << 30) / 2;
-  ASSERT_TRUE(runUntil(ex_, [&] { return f->writeRefusal().isOk(); }));
-  EXPECT_TRUE(addOne(*ml, ex_, "after").isOk());
-  ml.reset();
-  close(f);
+  withLedger(o, "t", [&](auto& f, const auto& ml) {
+    ASSERT_TRUE(addOne(*ml, ex_, "before").isOk());
+    env.availableBytes = (1ll << 30) / 50;  // 98% used
+    ASSERT_TRUE(runUntil(ex_, [&] { return !f.writeRefusal().isOk(); }));
+    auto r = addOne(*ml, ex_, "refused");
+    ASSERT_FALSE(r.isOk());
+    EXPECT_EQ(r.status().code(), StatusCode::kNoSpace);
+    EXPECT_EQ(readAll(*ml, ex_).size(), 1u);
+    EXPECT_GE(f.stats().publishesRefused, 1u);
+    EXPECT_FALSE(f.stats().writable);
+    env.availableBytes = (1ll << 30) / 14;  // 93%: between the marks, still refused
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_FALSE(f.writeRefusal().isOk());
+    env.availableBytes = (1ll << 30) / 2;
+    ASSERT_TRUE(runUntil(ex_, [&] { return f.writeRefusal().isOk(); }));
+    EXPECT_TRUE(addOne(*ml, ex_, "after").isOk());
+  });
 }
 
 // A full journal: every pending add fails promptly, later adds are refused at once until the
 // disk has room, nothing acknowledged is lost, and no ledger is created per failure.
 TEST_F(LifecycleTest, FullJournalFailsPendingAddsAndResumes) {
-  StorageOptions o = lifecycleOptions(dir_.path());
-  o.managedLedgerMaxEntriesPerLedger = 100000;
   FaultEnv env;
-  o.env = &env;
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  ASSERT_TRUE(addOne(*ml, ex_, "ok").isOk());
-  env.writeErrno = ENOSPC;
-  env.availableBytes = 0;
-  int failed = 0, ok = 0;
-  for (int i = 0; i < 50; i++) {
-    ml->asyncAddEntry(Buffer::copyOf("x"), [&](Status s, Position) { (s ? ok : failed)++; });
-  }
-  ASSERT_TRUE(runUntil(
-      ex_, [&] { return failed + ok == 50; }, 5000));
-  EXPECT_EQ(failed, 50);
-  EXPECT_EQ(ml->ledgerStats().size(), 1u);
-  EXPECT_GE(f->stats().journalWriteErrors, 1u);
-  EXPECT_FALSE(f->writeRefusal().isOk());
-  int writesBefore = env.writes.load();
-  auto r = addOne(*ml, ex_, "refused");
-  EXPECT_EQ(r.status().code(), StatusCode::kNoSpace);
-  EXPECT_EQ(env.writes.load(), writesBefore);  // refused without touching the disk
-  EXPECT_EQ(readAll(*ml, ex_).size(), 1u);
-  env.writeErrno = 0;
-  env.availableBytes = 1ll << 29;
-  ASSERT_TRUE(runUntil(ex_, [&] { return f->writeRefusal().isOk(); }));
-  auto p = addOne(*ml, ex_, "resumed");
-  ASSERT_TRUE(p.isOk()) << p.status().toString();
-  EXPECT_EQ(p->entryId, 1);
-  auto all = readAll(*ml, ex_);
-  ASSERT_EQ(all.size(), 2u);
-  EXPECT_EQ(all[1].data.view(), "resumed");
-  ml.reset();
-  close(f);
+  withLedger(fullJournalOptions(env), "t", [&](auto& f, const auto& ml) {
+    ASSERT_TRUE(addOne(*ml, ex_, "ok").isOk());
+    env.fillDisk();
+    int failed = 0, ok = 0;
+    for (int i = 0; i < 50; i++) {
+      ml->asyncAddEntry(Buffer::copyOf("x"), [&](Status s, Position) { (s ? ok : failed)++; });
+    }
+    ASSERT_TRUE(runUntil(
+        ex_, [&] { return failed + ok == 50; }, 5000));
+    EXPECT_EQ(failed, 50);
+    EXPECT_EQ(ml->ledgerStats().size(), 1u);
+    EXPECT_GE(f.stats().journalWriteErrors, 1u);
+    EXPECT_FALSE(f.writeRefusal().isOk());
+    int writesBefore = env.writes.load();
+    auto r = addOne(*ml, ex_, "refused");
+    EXPECT_EQ(r.status().code(), StatusCode::kNoSpace);
+    EXPECT_EQ(env.writes.load(), writesBefore);  // refused without touching the disk
+    EXPECT_EQ(readAll(*ml, ex_).size(), 1u);
+    env.freeDisk();
+    ASSERT_TRUE(runUntil(ex_, [&] { return f.writeRefusal().isOk(); }));
+    auto p = addOne(*ml, ex_, "resumed");
+    ASSERT_TRUE(p.isOk()) << p.status().toString();
+    EXPECT_EQ(p->entryId, 1);
+    auto all = readAll(*ml, ex_);
+    ASSERT_EQ(all.size(), 2u);
+    EXPECT_EQ(all[1].data.view(), "resumed");
+  });
 }
 
 // Space coming back is seen by the next add within kNoSpaceRecheck, not only by the periodic
 // disk check (here never due), so writes resume within that of the disk having room again.
 TEST_F(LifecycleTest, FullJournalResumesOnTheNextAddWithoutTheDiskCheck) {
-  StorageOptions o = lifecycleOptions(dir_.path());
-  o.managedLedgerMaxEntriesPerLedger = 100000;
+  FaultEnv env;
+  StorageOptions o = fullJournalOptions(env);
   o.diskCheckInterval = 600000;
   o.tickIntervalMs = 600000;
-  FaultEnv env;
-  o.env = &env;
-  auto f = open(o);
-  auto ml = openLedger(*f, ex_, "t");
-  ASSERT_TRUE(addOne(*ml, ex_, "ok").isOk());
-  env.writeErrno = ENOSPC;
-  env.availableBytes = 0;
-  EXPECT_EQ(addOne(*ml, ex_, "fails").status().code(), StatusCode::kNoSpace);
-  EXPECT_EQ(addOne(*ml, ex_, "refused").status().code(), StatusCode::kNoSpace);
-  env.writeErrno = 0;
-  env.availableBytes = 1ll << 29;
-  std::this_thread::sleep_for(DurableManagedLedgerFactory::kNoSpaceRecheck +
-                              std::chrono::milliseconds(20));
-  EXPECT_TRUE(f->writeRefusal().isOk());
-  auto p = addOne(*ml, ex_, "resumed");
-  ASSERT_TRUE(p.isOk()) << p.status().toString();
-  ml.reset();
-  close(f);
+  withLedger(o, "t", [&](auto& f, const auto& ml) {
+    ASSERT_TRUE(addOne(*ml, ex_, "ok").isOk());
+    env.fillDisk();
+    EXPECT_EQ(addOne(*ml, ex_, "fails").status().code(), StatusCode::kNoSpace);
+    EXPECT_EQ(addOne(*ml, ex_, "refused").status().code(), StatusCode::kNoSpace);
+    env.freeDisk();
+    std::this_thread::sleep_for(DurableManagedLedgerFactory::kNoSpaceRecheck +
+                                std::chrono::milliseconds(20));
+    EXPECT_TRUE(f.writeRefusal().isOk());
+    auto p = addOne(*ml, ex_, "resumed");
+    ASSERT_TRUE(p.isOk()) << p.status().toString();
+  });
 }
 
 TEST_F(LifecycleTest, StartsOnAFullDiskAndServesReads) {
@@ -351,8 +325,7 @@ TEST_F(LifecycleTest, StartsOnAFullDiskAndServesReads) {
     ml.reset();
     close(f);
   }
-  env.writeErrno = ENOSPC;  // no new file, no byte written
-  env.availableBytes = 0;
+  env.fillDisk();  // no new file, no byte written
   auto f = open(o);
   ASSERT_TRUE(f);
   auto ml = openLedger(*f, ex_, "t");
@@ -361,8 +334,7 @@ TEST_F(LifecycleTest, StartsOnAFullDiskAndServesReads) {
   EXPECT_EQ(all[4].data.view(), "m4");
   auto r = addOne(*ml, ex_, "refused");
   EXPECT_EQ(r.status().code(), StatusCode::kNoSpace);
-  env.writeErrno = 0;
-  env.availableBytes = 1ll << 29;
+  env.freeDisk();
   ASSERT_TRUE(runUntil(ex_, [&] { return f->writeRefusal().isOk(); }));
   EXPECT_TRUE(addOne(*ml, ex_, "resumed").isOk());
   EXPECT_EQ(readAll(*ml, ex_).size(), 6u);

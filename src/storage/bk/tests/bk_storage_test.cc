@@ -20,6 +20,7 @@
 #include "metadata/zk_store.h"
 #include "storage/bk/bk_managed_ledger.h"
 #include "storage/tests/ledger_contract.h"
+#include "storage/tests/ledger_test_util.h"
 
 namespace magnetar::storage::testing {
 namespace {
@@ -166,19 +167,92 @@ std::vector<std::string> readLedger(int64_t id, int64_t first, int64_t last) {
   return p.get_future().get();
 }
 
+// The last PositionInfo of a cursor ledger (read without recovery, up to its last confirmed
+// entry): kNotFound when it has none, kCorruption when it does not parse.
+Result<mledger::PositionInfo> lastPositionInfo(int64_t ledgerId) {
+  std::promise<int64_t> lacP;
+  BkCluster::get().bk->openLedger(ledgerId, [&lacP](BkResult r, HandlePtr h) {
+    lacP.set_value(r == BkResult::kOk ? h->lastAddConfirmed() : -2);
+  });
+  const int64_t lac = lacP.get_future().get();
+  auto last = lac >= 0 ? readLedger(ledgerId, lac, lac) : std::vector<std::string>{};
+  if (last.size() != 1) {
+    return Status::notFound("no last entry in cursor ledger " + std::to_string(ledgerId));
+  }
+  return bk::parsePositionInfo(last[0]);
+}
+
+// A client of its own for the test's cluster (a test that stalls bookies or adds a dead one).
+std::unique_ptr<BookKeeperClient> ownClient(std::chrono::milliseconds addTimeout = {}) {
+  bookkeeper::ClientConfig cc;
+  cc.metadataServiceUri = BkCluster::get().uri;
+  cc.zkSessionTimeoutMs = 10000;
+  if (addTimeout.count() > 0) cc.bookie.addTimeout = addTimeout;
+  auto client = BookKeeperClient::open(cc);
+  EXPECT_TRUE(client.isOk()) << client.status().toString();
+  return client.isOk() ? std::move(*client) : nullptr;
+}
+
+// Every add on every bookie of a ledger's ensemble of n: E = Qw = Qa = n.
+void allBookiesAck(bk::BkStorageOptions& o, int n) {
+  o.managedLedgerDefaultEnsembleSize = n;
+  o.managedLedgerDefaultWriteQuorum = n;
+  o.managedLedgerDefaultAckQuorum = n;
+}
+
 class BkStorageTest : public LedgerContractTest {
  protected:
   std::unique_ptr<ManagedLedgerFactory> secondFactory() { return makeBk(dir_); }
   std::shared_ptr<ManagedLedger> openWith(ManagedLedgerFactory& f, const std::string& name) {
-    std::shared_ptr<ManagedLedger> ml;
-    bool done = false;
-    f.asyncOpen(name, &ex_, [&](Result<std::shared_ptr<ManagedLedger>> r) {
-      EXPECT_TRUE(r.isOk()) << r.status().toString();
-      if (r) ml = *r;
-      done = true;
-    });
-    runUntil([&] { return done; });
-    return ml;
+    return openLedger(f, ex_, name);
+  }
+  // Starts op with a callback and runs tasks until the callback got its answer.
+  template <class T>
+  Result<T> await(const std::function<void(std::function<void(Result<T>)>)>& op) {
+    std::optional<Result<T>> answer;
+    op([&](Result<T> r) { answer.emplace(std::move(r)); });
+    runUntil([&] { return answer.has_value(); });
+    return answer ? std::move(*answer) : Result<T>(Status::internal("no answer"));
+  }
+  Result<bool> existsIn(ManagedLedgerFactory& f, const std::string& name) {
+    return await<bool>(
+        [&](std::function<void(Result<bool>)> cb) { f.asyncExists(name, &ex_, std::move(cb)); });
+  }
+  // A crash: the factory goes without closing anything (ledgers stay open in BookKeeper), a new
+  // one takes over.
+  void crashAndRestart() {
+    factory_->shutdown();
+    ex_.runPending();
+    factory_ = makeBk(dir_);
+  }
+  // The znode of a cursor of ledger `name` (a local name without spaces), parsed.
+  Result<mledger::ManagedCursorInfo> cursorInfo(const std::string& name,
+                                                const std::string& cursor) {
+    auto v = znode(rootFor(dir_) + "/" + name + "/" + cursor);
+    if (!v) return Status::notFound(name + "/" + cursor);
+    return bk::parseManagedCursorInfo(*v);
+  }
+  // What a cursor's znode points at: the last PositionInfo of its cursor ledger (kNotFound when
+  // the znode names none).
+  Result<mledger::PositionInfo> cursorLedgerState(const std::string& name,
+                                                  const std::string& cursor) {
+    auto ci = cursorInfo(name, cursor);
+    if (!ci.isOk()) return ci.status();
+    if (ci->cursorsledgerid() < 0) return Status::notFound(name + "/" + cursor + ": no ledger");
+    return lastPositionInfo(ci->cursorsledgerid());
+  }
+  // The cursor's ledger ends with mark-delete `mark` and one ack set, at `batch`; the state read.
+  mledger::PositionInfo expectBatchAckInLedger(const std::string& name, const std::string& cursor,
+                                               Position mark, Position batch) {
+    auto p = cursorLedgerState(name, cursor);
+    EXPECT_TRUE(p.isOk()) << p.status().toString();
+    if (!p.isOk()) return {};
+    EXPECT_EQ(p->entryid(), mark.entryId);
+    EXPECT_EQ(p->batchedentrydeletionindexinfo_size(), 1);
+    if (p->batchedentrydeletionindexinfo_size() > 0) {
+      EXPECT_EQ(p->batchedentrydeletionindexinfo(0).position().entryid(), batch.entryId);
+    }
+    return *p;
   }
   Result<mledger::ManagedLedgerInfo> info(const std::string& pulsarName) {
     auto v = znode(rootFor(dir_) + "/" + pulsarName);
@@ -246,25 +320,15 @@ TEST_P(BkStorageTest, ZnodesAndLedgersAreInPulsarsFormats) {
   EXPECT_TRUE(wait([&](StatusCallback cb) {
     (*ml->openCursor("sub", InitialPosition::kEarliest))->asyncDelete({pos[20]}, cb);
   }));
-  auto cv = znode(rootFor(dir_) + "/public/default/persistent/roll+over/sub");
-  ASSERT_TRUE(cv.has_value());
-  auto ci = bk::parseManagedCursorInfo(*cv);
-  ASSERT_TRUE(ci.isOk());
+  auto ci = cursorInfo("public/default/persistent/roll+over", "sub");
+  ASSERT_TRUE(ci.isOk()) << ci.status().toString();
   ASSERT_GE(ci->cursorsledgerid(), 0);
   auto [crc, cmd] = ledgerMetadata(ci->cursorsledgerid());
   ASSERT_EQ(crc, BkResult::kOk);
   EXPECT_EQ(cmd.customMetadata.at("pulsar/cursor"), "sub");
   EXPECT_EQ(cmd.customMetadata.at("pulsar/managed-ledger"), "public/default/persistent/roll+over");
-  std::promise<int64_t> lacP;
-  BkCluster::get().bk->openLedger(ci->cursorsledgerid(), [&lacP](BkResult r, HandlePtr h) {
-    lacP.set_value(r == BkResult::kOk ? h->lastAddConfirmed() : -2);
-  });
-  int64_t lac = lacP.get_future().get();
-  ASSERT_GE(lac, 0);
-  auto last = readLedger(ci->cursorsledgerid(), lac, lac);
-  ASSERT_EQ(last.size(), 1u);
-  auto pi = bk::parsePositionInfo(last[0]);
-  ASSERT_TRUE(pi.isOk());
+  auto pi = lastPositionInfo(ci->cursorsledgerid());
+  ASSERT_TRUE(pi.isOk()) << pi.status().toString();
   EXPECT_EQ(pi->ledgerid(), pos[0].ledgerId);
   EXPECT_EQ(pi->entryid(), 1);
   ASSERT_EQ(pi->individualdeletedmessages_size(), 1);
@@ -317,15 +381,12 @@ TEST_P(BkStorageTest, CursorIsRecoveredFromItsLedgerAfterACrash) {
       (*c)->asyncDeleteBatchIndexes({{pos[8], AckSet{0b1010}}}, cb);
     }));
     // The state is in the cursor ledger (not only in the znode).
-    auto ci = bk::parseManagedCursorInfo(*znode(rootFor(dir_) + "/t/crash/s"));
-    ASSERT_TRUE(ci.isOk());
+    auto ci = cursorInfo("t/crash", "s");
+    ASSERT_TRUE(ci.isOk()) << ci.status().toString();
     EXPECT_GE(ci->cursorsledgerid(), 0);
     EXPECT_EQ(ci->individualdeletedmessages_size(), 0);
-    // Crash: the factory goes without closing anything (ledgers stay open in BookKeeper).
-    factory_->shutdown();
-    ex_.runPending();
+    crashAndRestart();
   }
-  factory_ = makeBk(dir_);
   auto ml = open("t/crash");
   EXPECT_EQ(ml->numberOfEntries(), 12);
   auto c = ml->openCursor("s", InitialPosition::kLatest);
@@ -345,38 +406,34 @@ TEST_P(BkStorageTest, CursorIsRecoveredFromItsLedgerAfterACrash) {
 // once a second per cursor, the last state on the tick after the interval; an ack that waits is
 // written at once.
 TEST_P(BkStorageTest, CursorWritesWithoutWaitersKeepTheMarkDeleteRateLimit) {
-  auto ml = open("t/ratelimit");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  ASSERT_TRUE(c.isOk());
-  auto pos = add(*ml, 30);
+  auto [ml, c, pos] = openWithCursor("t/ratelimit", 30);
+  ASSERT_NE(c, nullptr);
   auto runFor = [&](std::chrono::milliseconds d) {
     auto until = std::chrono::steady_clock::now() + d;
     runUntil([&] { return std::chrono::steady_clock::now() >= until; });
   };
   // Two waited acks: the second starts the cursor ledger (the first writes the znode).
-  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[0]}, cb); }));
-  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[1]}, cb); }));
-  const auto [ledger, entry] = (*c)->cursorLedger();
+  EXPECT_TRUE(wait([&](StatusCallback cb) { c->asyncDelete({pos[0]}, cb); }));
+  EXPECT_TRUE(wait([&](StatusCallback cb) { c->asyncDelete({pos[1]}, cb); }));
+  const auto [ledger, entry] = c->cursorLedger();
   ASSERT_GE(ledger, 0);
   const int64_t lastEntry = entry;  // a plain variable: lambdas below capture it
   // 20 acks 25 ms apart, each long enough for a write to land: one write at most in 0.5 s.
   for (int i = 2; i < 22; ++i) {
-    (*c)->asyncDelete({pos[i]}, nullptr);
+    c->asyncDelete({pos[i]}, nullptr);
     runFor(std::chrono::milliseconds(25));
   }
-  EXPECT_LE((*c)->cursorLedger().second - lastEntry, 1);
+  EXPECT_LE(c->cursorLedger().second - lastEntry, 1);
   // The held-back state goes out on a tick after the interval.
-  runUntil([&] { return (*c)->cursorLedger().second > lastEntry; });
+  runUntil([&] { return c->cursorLedger().second > lastEntry; });
   runFor(std::chrono::milliseconds(1500));
-  const int64_t afterTick = (*c)->cursorLedger().second;
+  const int64_t afterTick = c->cursorLedger().second;
   EXPECT_LE(afterTick - lastEntry, 3);
   // A waited ack is not held back, however recent the last write.
-  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[22]}, cb); }));
-  EXPECT_EQ((*c)->cursorLedger().second, afterTick + 1);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { c->asyncDelete({pos[22]}, cb); }));
+  EXPECT_EQ(c->cursorLedger().second, afterTick + 1);
   // Crash (nothing closed): the next owner finds every ack of that state.
-  factory_->shutdown();
-  ex_.runPending();
-  factory_ = makeBk(dir_);
+  crashAndRestart();
   auto again = open("t/ratelimit");
   auto c2 = again->openCursor("s", InitialPosition::kLatest);
   ASSERT_TRUE(c2.isOk());
@@ -401,67 +458,33 @@ TEST_P(BkStorageTest, CloseKeepsBatchIndexAcksInTheCursorLedger) {
   }));
   EXPECT_TRUE(wait([&](StatusCallback cb) { ml->asyncClose(cb); }));
 
-  auto pi = bk::parseManagedCursorInfo(*znode(rootFor(dir_) + "/t/closebatch/plain"));
-  ASSERT_TRUE(pi.isOk());
+  auto pi = cursorInfo("t/closebatch", "plain");
+  ASSERT_TRUE(pi.isOk()) << pi.status().toString();
   EXPECT_EQ(pi->cursorsledgerid(), -1);
   EXPECT_EQ(pi->individualdeletedmessages_size(), 1);
 
-  auto bi = bk::parseManagedCursorInfo(*znode(rootFor(dir_) + "/t/closebatch/batch"));
-  ASSERT_TRUE(bi.isOk());
-  ASSERT_GE(bi->cursorsledgerid(), 0);
-  std::promise<int64_t> lacP;
-  BkCluster::get().bk->openLedger(bi->cursorsledgerid(), [&lacP](BkResult r, HandlePtr h) {
-    lacP.set_value(r == BkResult::kOk ? h->lastAddConfirmed() : -2);
-  });
-  const int64_t lac = lacP.get_future().get();
-  ASSERT_GE(lac, 0);
-  auto last = readLedger(bi->cursorsledgerid(), lac, lac);
-  ASSERT_EQ(last.size(), 1u);
-  auto p = bk::parsePositionInfo(last[0]);
-  ASSERT_TRUE(p.isOk());
-  EXPECT_EQ(p->entryid(), pos[0].entryId);
-  EXPECT_EQ(p->individualdeletedmessages_size(), 1);
-  ASSERT_EQ(p->batchedentrydeletionindexinfo_size(), 1);
-  EXPECT_EQ(p->batchedentrydeletionindexinfo(0).position().entryid(), pos[2].entryId);
+  auto p = expectBatchAckInLedger("t/closebatch", "batch", pos[0], pos[2]);
+  EXPECT_EQ(p.individualdeletedmessages_size(), 1);
 }
 
 // Every ack held back by the rate limit (no cursor ledger yet) when the ledger closes: the close
 // makes the cursor ledger, so that batch-index acks still reach a Pulsar broker taking over.
 TEST_P(BkStorageTest, CloseMakesTheCursorLedgerForHeldBackBatchIndexAcks) {
-  auto ml = open("t/heldbatch");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  ASSERT_TRUE(c.isOk());
-  auto pos = add(*ml, 5);
+  auto [ml, c, pos] = openWithCursor("t/heldbatch", 5);
+  ASSERT_NE(c, nullptr);
   // The znode's write (at open) was just now: these wait for the next allowed write.
-  (*c)->asyncDelete({pos[0]}, nullptr);
-  (*c)->asyncDeleteBatchIndexes({{pos[2], AckSet{0b0110}}}, nullptr);
+  c->asyncDelete({pos[0]}, nullptr);
+  c->asyncDeleteBatchIndexes({{pos[2], AckSet{0b0110}}}, nullptr);
   ex_.runPending();
-  EXPECT_EQ((*c)->cursorLedger().first, -1);
+  EXPECT_EQ(c->cursorLedger().first, -1);
   EXPECT_TRUE(wait([&](StatusCallback cb) { ml->asyncClose(cb); }));
-  auto ci = bk::parseManagedCursorInfo(*znode(rootFor(dir_) + "/t/heldbatch/s"));
-  ASSERT_TRUE(ci.isOk());
-  ASSERT_GE(ci->cursorsledgerid(), 0);
-  std::promise<int64_t> lacP;
-  BkCluster::get().bk->openLedger(ci->cursorsledgerid(), [&lacP](BkResult r, HandlePtr h) {
-    lacP.set_value(r == BkResult::kOk ? h->lastAddConfirmed() : -2);
-  });
-  const int64_t lac = lacP.get_future().get();
-  ASSERT_GE(lac, 0);
-  auto last = readLedger(ci->cursorsledgerid(), lac, lac);
-  ASSERT_EQ(last.size(), 1u);
-  auto p = bk::parsePositionInfo(last[0]);
-  ASSERT_TRUE(p.isOk());
-  EXPECT_EQ(p->entryid(), pos[0].entryId);
-  ASSERT_EQ(p->batchedentrydeletionindexinfo_size(), 1);
-  EXPECT_EQ(p->batchedentrydeletionindexinfo(0).position().entryid(), pos[2].entryId);
+  expectBatchAckInLedger("t/heldbatch", "s", pos[0], pos[2]);
 }
 
 TEST_P(BkStorageTest, ConsumedLedgersAreDeletedFromBookKeeper) {
-  auto ml = open("t/trimbk");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  ASSERT_TRUE(c.isOk());
-  auto pos = add(*ml, 25);
-  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncMarkDelete(pos[14], cb); }));
+  auto [ml, c, pos] = openWithCursor("t/trimbk", 25);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { c->asyncMarkDelete(pos[14], cb); }));
   runUntil([&] { return ml->numberOfEntries() == 15; });
   EXPECT_TRUE(ledgerGone(pos[0].ledgerId));
   EXPECT_EQ(ledgerMetadata(pos[10].ledgerId).first, BkResult::kOk);
@@ -472,14 +495,12 @@ TEST_P(BkStorageTest, ConsumedLedgersAreDeletedFromBookKeeper) {
 }
 
 TEST_P(BkStorageTest, DeleteRemovesZnodesAndLedgers) {
-  auto ml = open("t/gone");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  ASSERT_TRUE(c.isOk());
-  auto pos = add(*ml, 12);
-  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[3]}, cb); }));
-  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[4]}, cb); }));
-  auto ci = bk::parseManagedCursorInfo(*znode(rootFor(dir_) + "/t/gone/s"));
-  ASSERT_TRUE(ci.isOk());
+  auto [ml, c, pos] = openWithCursor("t/gone", 12);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { c->asyncDelete({pos[3]}, cb); }));
+  EXPECT_TRUE(wait([&](StatusCallback cb) { c->asyncDelete({pos[4]}, cb); }));
+  auto ci = cursorInfo("t/gone", "s");
+  ASSERT_TRUE(ci.isOk()) << ci.status().toString();
   const int64_t cursorLedger = ci->cursorsledgerid();
   ASSERT_GE(cursorLedger, 0);
   EXPECT_TRUE(wait([&](StatusCallback cb) { ml->asyncDelete(cb); }));
@@ -495,15 +516,12 @@ TEST_P(BkStorageTest, DeleteRemovesZnodesAndLedgers) {
 TEST_P(BkStorageTest, CompactedLedgersAreInPulsarsFormat) {
   auto store = factory_->compactedLedgerStore();
   ASSERT_TRUE(store);
-  std::shared_ptr<CompactedLedger> written;
-  bool done = false;
-  store->asyncCreate("public/default/persistent/ct", {7, 3}, &ex_,
-                     [&](Result<std::shared_ptr<CompactedLedger>> r) {
-                       EXPECT_TRUE(r.isOk()) << r.status().toString();
-                       if (r) written = *r;
-                       done = true;
-                     });
-  runUntil([&] { return done; });
+  using LedgerCb = std::function<void(Result<std::shared_ptr<CompactedLedger>>)>;
+  auto created = await<std::shared_ptr<CompactedLedger>>([&](LedgerCb cb) {
+    store->asyncCreate("public/default/persistent/ct", {7, 3}, &ex_, std::move(cb));
+  });
+  ASSERT_TRUE(created.isOk()) << created.status().toString();
+  std::shared_ptr<CompactedLedger> written = *created;
   ASSERT_TRUE(written);
   EXPECT_TRUE(wait([&](StatusCallback cb) {
     written->asyncAdd({5, 1}, Buffer::copyOf("one"), [](const Status& s) { EXPECT_TRUE(s); });
@@ -529,19 +547,18 @@ TEST_P(BkStorageTest, CompactedLedgersAreInPulsarsFormat) {
                                       std::string(bk::encodeRawMessage({7, 3}, "three").view())}));
 
   // Opened again from the cursor's properties (as at topic load), read by index.
-  std::shared_ptr<CompactedLedger> opened;
-  done = false;
-  store->asyncOpen("public/default/persistent/ct", props, &ex_,
-                   [&](Result<std::shared_ptr<CompactedLedger>> r) {
-                     EXPECT_TRUE(r.isOk()) << r.status().toString();
-                     if (r) opened = *r;
-                     done = true;
-                   });
-  runUntil([&] { return done; });
+  auto openFrom = [&](const CursorProperties& p) {
+    return await<std::shared_ptr<CompactedLedger>>([&](LedgerCb cb) {
+      store->asyncOpen("public/default/persistent/ct", p, &ex_, std::move(cb));
+    });
+  };
+  auto reopened = openFrom(props);
+  ASSERT_TRUE(reopened.isOk()) << reopened.status().toString();
+  std::shared_ptr<CompactedLedger> opened = *reopened;
   ASSERT_TRUE(opened);
   EXPECT_EQ(opened->numberOfEntries(), 2);
   std::vector<Entry> got;
-  done = false;
+  bool done = false;
   opened->asyncRead(1, 10, 1 << 20, [&](const Status& s, std::vector<Entry> es) {
     EXPECT_TRUE(s) << s.toString();
     got = std::move(es);
@@ -556,14 +573,9 @@ TEST_P(BkStorageTest, CompactedLedgersAreInPulsarsFormat) {
   for (const CursorProperties& p :
        {CursorProperties{},
         CursorProperties{{kCompactedTopicLedgerProperty, id}, {kCompactedLedgerSeqProperty, 9}}}) {
-    done = false;
-    store->asyncOpen("public/default/persistent/ct", p, &ex_,
-                     [&](Result<std::shared_ptr<CompactedLedger>> r) {
-                       EXPECT_TRUE(r.isOk());
-                       EXPECT_FALSE(r.isOk() && *r);
-                       done = true;
-                     });
-    runUntil([&] { return done; });
+    auto r = openFrom(p);
+    EXPECT_TRUE(r.isOk()) << r.status().toString();
+    EXPECT_FALSE(r.isOk() && *r);
   }
 
   EXPECT_TRUE(wait([&](StatusCallback cb) { opened->asyncDelete(cb); }));
@@ -571,11 +583,9 @@ TEST_P(BkStorageTest, CompactedLedgersAreInPulsarsFormat) {
 }
 
 TEST_P(BkStorageTest, OpenDuringCloseWaitsForTheClose) {
-  auto ml = open("t/reclose");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  ASSERT_TRUE(c.isOk());
-  auto pos = add(*ml, 3);
-  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[1]}, cb); }));
+  auto [ml, c, pos] = openWithCursor("t/reclose", 3);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { c->asyncDelete({pos[1]}, cb); }));
   bool closed = false;
   ml->asyncClose([&](Status s) { closed = s.isOk(); });
   // Asked before the close finished: answered with a new instance once the old one closed.
@@ -627,11 +637,9 @@ TEST_P(BkStorageTest, RolloverBySize) {
 }
 
 TEST_P(BkStorageTest, ReleaseWritesNothingAndTheNextOwnerRecovers) {
-  auto ml = open("t/release");
-  auto c = ml->openCursor("s", InitialPosition::kEarliest);
-  ASSERT_TRUE(c.isOk());
-  auto pos = add(*ml, 5);
-  EXPECT_TRUE(wait([&](StatusCallback cb) { (*c)->asyncDelete({pos[0], pos[2]}, cb); }));
+  auto [ml, c, pos] = openWithCursor("t/release", 5);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(wait([&](StatusCallback cb) { c->asyncDelete({pos[0], pos[2]}, cb); }));
   const int64_t current = ml->ledgerStats().back().ledgerId;
   auto cursorBefore = znode(rootFor(dir_) + "/t/release/s");
   ASSERT_TRUE(cursorBefore.has_value());
@@ -664,18 +672,12 @@ TEST_P(BkStorageTest, AddsOnABrokenLedgerAreResentInTheNextLedger) {
   pid_t bookie = 0;
   pidFile >> bookie;
   ASSERT_GT(bookie, 0);
-  bookkeeper::ClientConfig cc;
-  cc.metadataServiceUri = cluster.uri;
-  cc.zkSessionTimeoutMs = 10000;
-  cc.bookie.addTimeout = std::chrono::milliseconds(800);
-  auto client = BookKeeperClient::open(cc);
-  ASSERT_TRUE(client.isOk()) << client.status().toString();
+  auto client = ownClient(std::chrono::milliseconds(800));
+  ASSERT_NE(client, nullptr);
   auto o = options(dir_, 64);
-  o.managedLedgerDefaultEnsembleSize = 3;
-  o.managedLedgerDefaultWriteQuorum = 3;
-  o.managedLedgerDefaultAckQuorum = 3;
+  allBookiesAck(o, 3);
   o.managedLedgerMaxEntriesPerLedger = 1000;
-  auto f = std::make_unique<bk::BkManagedLedgerFactory>(o, client->get(), cluster.zk.get());
+  auto f = std::make_unique<bk::BkManagedLedgerFactory>(o, client.get(), cluster.zk.get());
   auto ml = openWith(*f, "t/resend");
   ASSERT_NE(ml, nullptr);
   ASSERT_TRUE(ml->openCursor("keep", InitialPosition::kEarliest).isOk());
@@ -721,7 +723,7 @@ TEST_P(BkStorageTest, AddsOnABrokenLedgerAreResentInTheNextLedger) {
   EXPECT_TRUE(wait([&](StatusCallback cb) { again->asyncClose(cb); }));
   f->shutdown();
   ex_.runPending();
-  (*client)->close();
+  client->close();
 }
 
 TEST(BkRolloverBackoff, NoneForTheFirstBrokenLedgerThenDoublingTo5s) {
@@ -741,16 +743,11 @@ TEST(BkRolloverBackoff, NoneForTheFirstBrokenLedgerThenDoublingTo5s) {
 // wait ends it and fails the adds waiting for a ledger.
 TEST_P(BkStorageTest, LedgersBrokenInARowAreCreatedWithGrowingWaits) {
   auto& cluster = BkCluster::get();
-  bookkeeper::ClientConfig cc;
-  cc.metadataServiceUri = cluster.uri;
-  cc.zkSessionTimeoutMs = 10000;
-  auto client = BookKeeperClient::open(cc);
-  ASSERT_TRUE(client.isOk()) << client.status().toString();
+  auto client = ownClient();
+  ASSERT_NE(client, nullptr);
   auto o = options(dir_, 64);
-  o.managedLedgerDefaultEnsembleSize = 3;
-  o.managedLedgerDefaultWriteQuorum = 3;
-  o.managedLedgerDefaultAckQuorum = 3;
-  auto f = std::make_unique<bk::BkManagedLedgerFactory>(o, client->get(), cluster.zk.get());
+  allBookiesAck(o, 3);
+  auto f = std::make_unique<bk::BkManagedLedgerFactory>(o, client.get(), cluster.zk.get());
   auto ml = openWith(*f, "t/broken");
   ASSERT_NE(ml, nullptr);
   add(*ml, 2);  // the first ledger works (3 real bookies)
@@ -768,10 +765,8 @@ TEST_P(BkStorageTest, LedgersBrokenInARowAreCreatedWithGrowingWaits) {
                   [&put](const Result<metadata::Stat>& r) { put.set_value(r.isOk()); });
   ASSERT_TRUE(put.get_future().get());
   auto o4 = o;
-  o4.managedLedgerDefaultEnsembleSize = 4;
-  o4.managedLedgerDefaultWriteQuorum = 4;
-  o4.managedLedgerDefaultAckQuorum = 4;
-  auto f4 = std::make_unique<bk::BkManagedLedgerFactory>(o4, client->get(), cluster.zk.get());
+  allBookiesAck(o4, 4);
+  auto f4 = std::make_unique<bk::BkManagedLedgerFactory>(o4, client.get(), cluster.zk.get());
   auto broken = openWith(*f4, "t/broken4");
   ASSERT_NE(broken, nullptr);
   auto* b4 = dynamic_cast<bk::BkManagedLedger*>(broken.get());
@@ -809,7 +804,7 @@ TEST_P(BkStorageTest, LedgersBrokenInARowAreCreatedWithGrowingWaits) {
   f4->shutdown();
   f->shutdown();
   ex_.runPending();
-  (*client)->close();
+  client->close();
 }
 
 // What a broker that did not open a topic learns from the znodes (Pulsar's
@@ -821,11 +816,9 @@ TEST_P(BkStorageTest, AnotherFactorySeesLedgersItDidNotOpen) {
   auto other = secondFactory();
   ASSERT_TRUE(other->sharedBetweenBrokers());
   auto exists = [&](const std::string& name) {
-    std::optional<Result<bool>> answer;
-    other->asyncExists(name, &ex_, [&](Result<bool> r) { answer = std::move(r); });
-    runUntil([&] { return answer.has_value(); });
-    EXPECT_TRUE(answer->isOk()) << answer->status().toString();
-    return answer->isOk() && **answer;
+    auto answer = existsIn(*other, name);
+    EXPECT_TRUE(answer.isOk()) << answer.status().toString();
+    return answer.isOk() && *answer;
   };
   EXPECT_TRUE(exists("public/default/persistent/roll over"));
   EXPECT_TRUE(exists("public/default/persistent/a"));
@@ -833,12 +826,12 @@ TEST_P(BkStorageTest, AnotherFactorySeesLedgersItDidNotOpen) {
   EXPECT_FALSE(znode(rootFor(dir_) + "/public/default/persistent/nope").has_value());
 
   auto namesUnder = [&](const std::string& prefix) {
-    std::optional<Result<std::vector<std::string>>> answer;
-    other->asyncLedgerNamesUnder(
-        prefix, &ex_, [&](Result<std::vector<std::string>> r) { answer = std::move(r); });
-    runUntil([&] { return answer.has_value(); });
-    EXPECT_TRUE(answer->isOk()) << answer->status().toString();
-    return answer->isOk() ? **answer : std::vector<std::string>{};
+    using Names = std::vector<std::string>;
+    auto answer = await<Names>([&](std::function<void(Result<Names>)> cb) {
+      other->asyncLedgerNamesUnder(prefix, &ex_, std::move(cb));
+    });
+    EXPECT_TRUE(answer.isOk()) << answer.status().toString();
+    return answer.isOk() ? *answer : Names{};
   };
   EXPECT_EQ(namesUnder("public/default/persistent"),
             (std::vector<std::string>{"public/default/persistent/a",
@@ -853,11 +846,10 @@ TEST_P(BkStorageTest, AnotherFactorySeesLedgersItDidNotOpen) {
 // broker after an existence check is not created again by the open that follows.
 TEST_P(BkStorageTest, OpenExistingDoesNotCreateADeletedLedger) {
   auto openExisting = [&](ManagedLedgerFactory& f, const std::string& name) {
-    std::optional<Result<std::shared_ptr<ManagedLedger>>> answer;
-    f.asyncOpenExisting(name, &ex_,
-                        [&](Result<std::shared_ptr<ManagedLedger>> r) { answer = std::move(r); });
-    runUntil([&] { return answer.has_value(); });
-    return std::move(*answer);
+    using Ml = std::shared_ptr<ManagedLedger>;
+    return await<Ml>([&](std::function<void(Result<Ml>)> cb) {
+      f.asyncOpenExisting(name, &ex_, std::move(cb));
+    });
   };
   const std::string path = rootFor(dir_) + "/public/default/persistent/gone";
   // Never created: kNotFound, no znode written.
@@ -872,11 +864,8 @@ TEST_P(BkStorageTest, OpenExistingDoesNotCreateADeletedLedger) {
   ASSERT_NE(ml, nullptr);
   add(*ml, 3);
   auto other = secondFactory();
-  std::optional<Result<bool>> exists;
-  other->asyncExists("public/default/persistent/gone", &ex_,
-                     [&](Result<bool> r) { exists = std::move(r); });
-  runUntil([&] { return exists.has_value(); });
-  ASSERT_TRUE(exists->isOk() && **exists);
+  auto exists = existsIn(*other, "public/default/persistent/gone");
+  ASSERT_TRUE(exists.isOk() && *exists);
   EXPECT_TRUE(wait([&](StatusCallback cb) { ml->asyncDelete(cb); }));
   ASSERT_FALSE(znode(path).has_value());
   auto late = openExisting(*other, "public/default/persistent/gone");

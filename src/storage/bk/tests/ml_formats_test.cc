@@ -189,30 +189,23 @@ TEST(MlFormatsTest, CursorInfoHoldsTheStateOnlyWhenAsked) {
 namespace magnetar::storage::bk {
 namespace {
 
-std::string bytesOf(std::initializer_list<int> bs) {
-  std::string s;
-  for (int b : bs) s.push_back(static_cast<char>(b));
-  return s;
-}
-
 // RawMessageImpl.serialize: [u32 BE idSize][MessageIdData][u32 BE size][entry].
 TEST(CompactedLedgerFormatTest, RawMessageBytesArePulsars) {
   Buffer raw = encodeRawMessage({5, 300}, "abc");
   EXPECT_EQ(std::string(raw.view()),
-            bytesOf({0, 0, 0, 5, 0x08, 0x05, 0x10, 0xAC, 0x02, 0, 0, 0, 3, 'a', 'b', 'c'}));
+            bytes({0, 0, 0, 5, 0x08, 0x05, 0x10, 0xAC, 0x02, 0, 0, 0, 3, 'a', 'b', 'c'}));
   auto e = parseRawMessage(raw.view());
   ASSERT_TRUE(e.isOk()) << e.status().toString();
   EXPECT_EQ(e->position, (Position{5, 300}));
   EXPECT_EQ(e->data.view(), "abc");
-  EXPECT_EQ(messageIdDataBytes({5, 300}), bytesOf({0x08, 0x05, 0x10, 0xAC, 0x02}));
+  EXPECT_EQ(messageIdDataBytes({5, 300}), bytes({0x08, 0x05, 0x10, 0xAC, 0x02}));
 }
 
 TEST(CompactedLedgerFormatTest, RawMessageIdWithOtherFieldsParses) {
   // ledgerId 5, entryId 7, partition -1 (a 10-byte varint), batch_index 2, ack_set packed [1].
-  std::string id = bytesOf({0x08, 0x05, 0x10, 0x07, 0x18, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
-                            0xFF, 0xFF, 0xFF, 0xFF, 0x01, 0x20, 0x02, 0x2A, 0x01, 0x01});
-  std::string raw =
-      bytesOf({0, 0, 0, static_cast<int>(id.size())}) + id + bytesOf({0, 0, 0, 1}) + "x";
+  std::string id = bytes({0x08, 0x05, 0x10, 0x07, 0x18, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                          0xFF, 0xFF, 0xFF, 0xFF, 0x01, 0x20, 0x02, 0x2A, 0x01, 0x01});
+  std::string raw = bytes({0, 0, 0, static_cast<int>(id.size())}) + id + bytes({0, 0, 0, 1}) + "x";
   auto e = parseRawMessage(raw);
   ASSERT_TRUE(e.isOk()) << e.status().toString();
   EXPECT_EQ(e->position, (Position{5, 7}));
@@ -233,8 +226,8 @@ TEST(CompactedLedgerFormatTest, BadRawMessagesSayWhat) {
   expectError(good.substr(0, 9), "no payload size");
   expectError(good.substr(0, 15), "payload size 3 past the end");
   // An id without its entryId, and one cut inside a varint.
-  expectError(bytesOf({0, 0, 0, 2, 0x08, 0x05, 0, 0, 0, 0}), "without ledgerId or entryId");
-  expectError(bytesOf({0, 0, 0, 2, 0x08, 0x85, 0, 0, 0, 0}), "truncated varint");
+  expectError(bytes({0, 0, 0, 2, 0x08, 0x05, 0, 0, 0, 0}), "without ledgerId or entryId");
+  expectError(bytes({0, 0, 0, 2, 0x08, 0x85, 0, 0, 0, 0}), "truncated varint");
 }
 
 TEST(CompactedLedgerFormatTest, CompactedLedgerMetadataIsPulsars) {
