@@ -12,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "metadata/tests/cache_contract.h"
 #include "metadata/tests/store_contract.h"
 
 namespace magnetar::metadata::testing {
@@ -94,6 +95,8 @@ std::unique_ptr<SessionSource> makeZk() { return std::make_unique<ZkSource>(); }
 }  // namespace
 
 INSTANTIATE_TEST_SUITE_P(ZooKeeper, StoreContractTest, ::testing::Values(SourceMaker(makeZk)));
+INSTANTIATE_TEST_SUITE_P(ZooKeeper, MetadataCacheContractTest,
+                         ::testing::Values(SourceMaker(makeZk)));
 
 TEST(ZkUrl, ParsesPulsarsFormsAndRefusesBadOnes) {
   EXPECT_EQ(parseZkUrl("zk:h1:2181,h2:2182/chroot/x").value(), "h1:2181,h2:2182/chroot/x");
