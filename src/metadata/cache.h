@@ -363,8 +363,9 @@ class ChildrenMirror : public std::enable_shared_from_this<ChildrenMirror<T>> {
                   if (!r.isOk()) {
                     MLOG_WARN("metadata: cannot read {}/{}: {}", self->root_, name,
                               r.status().message());
-                  } else if (self->children_.count(name) || !r->has_value()) {
-                    self->fn_(name, *r);
+                  } else {
+                    std::optional<T> value = std::move(r).value();
+                    if (self->children_.count(name) || !value) self->fn_(name, value);
                   }
                   if (then) then();
                 });
