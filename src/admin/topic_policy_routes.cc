@@ -281,14 +281,16 @@ std::optional<json::value> stored(const AdminContext* ctx, const std::string& to
   return v;
 }
 
-// Sets the policy (memory at once: applied to the loaded topics now) and answers once the
-// metadata store has it (204, or the store's error).
+// Sets the policy and, once the metadata store has it, applies it to the loaded topics and
+// answers (204, or the store's error).
 void setPolicy(const AdminContext* ctx, const TopicName& name, const std::string& policy,
                std::optional<json::value> v, const Respond& respond) {
-  ctx->service.policies().setTopicPolicy(
-      name.toString(), policy, v ? std::optional(json::serialize(*v)) : std::nullopt,
-      [respond](const Status& s) { respond(s ? noContent() : errorResponse(s)); });
-  ctx->service.onTopicPoliciesChanged(name);
+  ctx->service.policies().setTopicPolicy(name.toString(), policy,
+                                         v ? std::optional(json::serialize(*v)) : std::nullopt,
+                                         [ctx, name, respond](const Status& s) {
+                                           ctx->service.onTopicPoliciesChanged(name);
+                                           respond(s ? noContent() : errorResponse(s));
+                                         });
 }
 
 void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {

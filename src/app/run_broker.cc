@@ -19,6 +19,7 @@
 #include "app/dynamic_settings.h"
 #include "app/option_bindings.h"
 #include "app/topic_storage.h"
+#include "base/blocking_wait.h"
 #include "base/logging.h"
 #include "broker/cluster/configuration_store.h"
 #include "broker/cluster/namespace_service.h"
@@ -391,7 +392,7 @@ void unloadAll(broker::BrokerService& service, std::chrono::milliseconds timeout
       if (left->fetch_sub(1) == 1) done->set_value();
     });
   }
-  if (finished.wait_for(timeout) != std::future_status::ready) {
+  if (!blockingReady(finished, timeout, "closing topics at shutdown")) {
     MLOG_WARN("{} topic(s) not closed after {} ms; stopping anyway", left->load(), timeout.count());
   }
 }

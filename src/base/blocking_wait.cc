@@ -1,12 +1,25 @@
 #include "base/blocking_wait.h"
 
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
 #include "base/dcheck.h"
+#include "base/log_rate_limiter.h"
 #include "base/logging.h"
 
 namespace magnetar {
 
 namespace {
 thread_local const char* tExecutorName = nullptr;
+
+bool strict() {
+  static const bool on = [] {
+    const char* v = std::getenv("MAGNETAR_STRICT_BLOCKING_WAITS");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
 }  // namespace
 
 void markExecutorThread(const char* name) { tExecutorName = name; }
@@ -15,11 +28,21 @@ const char* executorThreadName() { return tExecutorName; }
 
 void checkMayBlock(const char* what) {
   if (!tExecutorName) return;
-  MLOG_ERROR("blocking wait ({}) on executor thread {}: a broker executor must not block", what,
-             tExecutorName);
-#if MAGNETAR_DCHECK_IS_ON
-  dcheckFailed("blocking wait on an executor thread", __FILE__, __LINE__, what);
-#endif
+  if (strict()) {
+    MLOG_ERROR("blocking wait ({}) on executor thread {}", what, tExecutorName);
+    dcheckFailed("blocking wait on an executor thread", __FILE__, __LINE__, what);
+  }
+  static std::mutex mu;
+  static LogRateLimiter limiter(std::chrono::seconds(60));
+  int64_t held = 0;
+  {
+    std::lock_guard lock(mu);
+    if (!limiter.allow(&held)) return;
+  }
+  MLOG_ERROR(
+      "blocking wait ({}) on executor thread {}: a broker executor must not block ({} "
+      "more held back)",
+      what, tExecutorName, held);
 }
 
 }  // namespace magnetar

@@ -20,7 +20,9 @@ void markExecutorThread(const char* name);
 // The executor's name when the calling thread is one, else nullptr.
 const char* executorThreadName();
 // A blocking wait named `what` is about to start: on an executor thread it logs an error naming
-// the thread and, when DCHECKs are on (debug and test builds), aborts.
+// the thread (at most once a minute, with the count held back) and, with the environment
+// variable MAGNETAR_STRICT_BLOCKING_WAITS=1, aborts (dcheckFailed). Not aborting by default:
+// cluster mode's ConfigurationStore calls still block an I/O loop on some paths (issue 46).
 void checkMayBlock(const char* what);
 
 // f.get() after checkMayBlock: the value (or the future's exception).
@@ -39,15 +41,15 @@ std::optional<T> blockingGetFor(std::future<T>& f, std::chrono::duration<Rep, Pe
   return f.get();
 }
 
-// Waits on cv (with lock held on cv's mutex) until pred() holds, or `timeout` passes when given;
-// returns pred().
-template <typename Pred>
-bool blockingWaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, Pred pred,
-                       const char* what) {
+// Whether f is ready within `timeout` (f stays valid; for std::future<void> too).
+template <typename T, typename Rep, typename Period>
+bool blockingReady(std::future<T>& f, std::chrono::duration<Rep, Period> timeout,
+                   const char* what) {
   checkMayBlock(what);
-  cv.wait(lock, pred);
-  return true;
+  return f.wait_for(timeout) == std::future_status::ready;
 }
+
+// Waits on cv (lock holds cv's mutex) until pred() holds or `timeout` passed; returns pred().
 template <typename Pred, typename Rep, typename Period>
 bool blockingWaitFor(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
                      std::chrono::duration<Rep, Period> timeout, Pred pred, const char* what) {
