@@ -480,7 +480,7 @@ void PolicyRegistry::applyTopicPolicies(const std::string& topic, TopicPolicies 
 }
 
 void PolicyRegistry::persistTopicPolicies(const std::string& topic,
-                                          std::function<void(TopicPolicies&)> change,
+                                          const std::function<void(TopicPolicies&)>& change,
                                           std::function<void(Status)> done) {
   if (!topicCache_) {
     if (done) done(Status::ok());
@@ -541,7 +541,7 @@ TopicPolicies PolicyRegistry::topicPolicies(const std::string& topic) const {
 }
 
 void PolicyRegistry::setTopicPolicy(const std::string& topic, const std::string& policy,
-                                    std::optional<std::string> jsonValue,
+                                    const std::optional<std::string>& jsonValue,
                                     std::function<void(Status)> done) {
   auto change = [policy, jsonValue](TopicPolicies& p) {
     if (jsonValue) {

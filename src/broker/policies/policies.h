@@ -195,7 +195,7 @@ class PolicyRegistry {
   // answer on the registry's loop; without a store it runs inline with ok. Errors: the store's
   // (the change then stays in memory only, logged).
   void setTopicPolicy(const std::string& topic, const std::string& policy,
-                      std::optional<std::string> jsonValue,
+                      const std::optional<std::string>& jsonValue,
                       std::function<void(Status)> done = nullptr);
   // Topic policies live in `store` under kTopicPoliciesRoot (standalone: the persistent local
   // store; cluster mode: the configuration store, shared by every broker): every record is read,
@@ -239,7 +239,8 @@ class PolicyRegistry {
   void persistClusterLocked(const std::string& name) REQUIRES(mu_);
   void persistPoliciesLocked(const std::string& ns) REQUIRES(mu_);
   // Writes the topic's record: `change` applied to the stored one (see setTopicPolicy).
-  void persistTopicPolicies(const std::string& topic, std::function<void(TopicPolicies&)> change,
+  void persistTopicPolicies(const std::string& topic,
+                            const std::function<void(TopicPolicies&)>& change,
                             std::function<void(Status)> done);
   // Sets (non-empty) or forgets a topic's policies in memory and reports the change.
   void applyTopicPolicies(const std::string& topic, TopicPolicies p);

@@ -273,8 +273,8 @@ Status SchemaRegistry::checkConsumerCompatibility(const std::string& id, const S
 }
 
 void SchemaRegistry::update(const std::string& id,
-                            std::function<Result<std::optional<Versions>>(Versions)> change,
-                            std::shared_ptr<int64_t> chosen, net::Executor* ex,
+                            const std::function<Result<std::optional<Versions>>(Versions)>& change,
+                            const std::shared_ptr<int64_t>& chosen, net::Executor* ex,
                             VersionCallback cb) {
   if (!cache_) {  // in memory only
     Versions current;
@@ -335,7 +335,7 @@ void SchemaRegistry::putSchemaIfAbsent(const std::string& id, const SchemaData& 
     versions.push_back(std::move(stored));
     return std::optional<Versions>(std::move(versions));
   };
-  update(id, std::move(change), chosen, ex, std::move(cb));
+  update(id, change, chosen, ex, std::move(cb));
 }
 
 void SchemaRegistry::deleteSchema(const std::string& id, bool force, net::Executor* ex,

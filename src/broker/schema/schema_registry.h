@@ -107,8 +107,8 @@ class SchemaRegistry {
   // Writes id's record with `change` (current versions -> new ones, nullopt: no write) and
   // calls back with the version `change` chose (*chosen).
   void update(const std::string& id,
-              std::function<Result<std::optional<Versions>>(Versions)> change,
-              std::shared_ptr<int64_t> chosen, net::Executor* ex, VersionCallback cb);
+              const std::function<Result<std::optional<Versions>>(Versions)>& change,
+              const std::shared_ptr<int64_t>& chosen, net::Executor* ex, VersionCallback cb);
 
   mutable Mutex mu_;
   std::map<std::string, Versions> schemas_ GUARDED_BY(mu_);
