@@ -93,6 +93,16 @@ class ZkSource : public SessionSource {
 
 std::unique_ptr<SessionSource> makeZk() { return std::make_unique<ZkSource>(); }
 
+// Runs ex's tasks until pred() holds or `limit` passed; returns pred().
+bool runFor(storage::testing::ManualExecutor& ex, const std::function<bool()>& pred,
+            std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred() && std::chrono::steady_clock::now() < deadline) {
+    if (ex.runPending() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
+
 }  // namespace
 
 INSTANTIATE_TEST_SUITE_P(ZooKeeper, StoreContractTest, ::testing::Values(SourceMaker(makeZk)));
@@ -142,11 +152,7 @@ TEST(ZkStoreSession, ExpiryEndsEphemeralNodesAndANewSessionFollows) {
   store->registerSessionListener([&](SessionEvent e) { events.push_back(e); }, &ex);
 
   auto runUntil = [&](const std::function<bool()>& pred, int seconds) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (!pred() && std::chrono::steady_clock::now() < deadline) {
-      if (ex.runPending() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return pred();
+    return runFor(ex, pred, std::chrono::seconds(seconds));
   };
   std::string p = "/expiry-" + std::to_string(::getpid());
   std::optional<Result<Stat>> made;
@@ -190,11 +196,7 @@ TEST(ZkStoreSession, AReestablishedSessionEmptiesTheMetadataCache) {
   ASSERT_TRUE(store && other);
   storage::testing::ManualExecutor ex;
   auto runUntil = [&](const std::function<bool()>& pred, int seconds) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (!pred() && std::chrono::steady_clock::now() < deadline) {
-      if (ex.runPending() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return pred();
+    return runFor(ex, pred, std::chrono::seconds(seconds));
   };
   auto cache = MetadataCache<std::string>::create(
       store.get(),
@@ -239,11 +241,7 @@ TEST(ZkStoreTimeout, AnUnansweredCallEndsWithTimeout) {
   ASSERT_TRUE(store);
   storage::testing::ManualExecutor ex;
   auto runUntil = [&](const std::function<bool()>& pred, int ms) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (!pred() && std::chrono::steady_clock::now() < deadline) {
-      if (ex.runPending() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return pred();
+    return runFor(ex, pred, std::chrono::milliseconds(ms));
   };
   // Answered in time: no timeout.
   int calls = 0;
