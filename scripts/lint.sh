@@ -16,6 +16,9 @@
 #     included; every function over 80 lines must be named in scripts/function_length_exceptions.txt
 #     (with its reason), and every name there must still be over 80 lines; a listed file moved
 #     to another directory (same file name) still matches, with a note to update its path. ~3 s.
+#  5. Blocking waits on the whole of src/ (tests excluded): scripts/check_blocking_waits.sh fails on
+#     a wait on a future, condition variable, latch or barrier outside src/base/blocking_wait.h
+#     and its named allowlist (issue 46: no broker executor blocks). ~1 s.
 #
 # The lint base, what "changed" is measured from:
 #  - $MAGNETAR_LINT_BASE when set (a commit);
@@ -187,6 +190,7 @@ base=$(lint_base)
 timed "clang-format" format_changed "$base"
 timed "ruff" "$RUFF" check --quiet .
 timed "function length" function_length
+timed "blocking waits" bash scripts/check_blocking_waits.sh
 if [ "${LINT_SKIP_TIDY:-0}" != "1" ]; then
   timed "clang-tidy" tidy_sources "$base"
 fi

@@ -11,6 +11,7 @@
 #include "admin/http_client.h"
 #include "admin/remote_partition.h"
 #include "admin/rest_util.h"
+#include "base/blocking_wait.h"
 #include "broker/cluster/bundles.h"
 
 namespace magnetar::admin {
@@ -191,10 +192,11 @@ std::optional<HttpResponse> checkStoredTopic(broker::BrokerService& svc,
   auto answer = promise->get_future();
   svc.checkStoredTopic(name, &svc.ioLoops().next(),
                        [promise](Result<bool> r) { promise->set_value(std::move(r)); });
-  if (answer.wait_for(std::chrono::seconds(35)) != std::future_status::ready) {
+  auto checked = blockingGetFor(answer, std::chrono::seconds(35), "checking a stored topic");
+  if (!checked) {
     return HttpResponse::error(500, "Checking whether " + name.toString() + " exists timed out");
   }
-  Result<bool> exists = answer.get();
+  Result<bool> exists = std::move(*checked);
   if (!exists.isOk()) {
     return HttpResponse::error(500, "Failed to check whether " + name.toString() +
                                         " exists: " + exists.status().message());
@@ -396,7 +398,7 @@ void installTopicOwnershipGuard(Router& r, NamespaceService& ns, broker::BrokerS
       auto done = std::make_shared<std::promise<void>>();
       auto f = done->get_future();
       shared->refresh(*name, &svc->ioLoops().next(), [done](const Status&) { done->set_value(); });
-      f.wait_for(std::chrono::seconds(35));
+      (void)blockingReady(f, std::chrono::seconds(35), "refreshing the configuration store");
     }
     if (!svc->namespaceExists(name->namespaceName())) return std::nullopt;  // the handler's 404
     // Pulsar's validateGlobalNamespaceOwnership: a namespace not replicated to this cluster.
@@ -416,10 +418,11 @@ void installTopicOwnershipGuard(Router& r, NamespaceService& ns, broker::BrokerS
     auto answer = promise->get_future();
     nsp->lookup(*name, q && *q == "true", "", &svc->ioLoops().next(),
                 [promise](broker::LookupAnswer a) { promise->set_value(std::move(a)); });
-    if (answer.wait_for(std::chrono::seconds(35)) != std::future_status::ready) {
+    auto found = blockingGetFor(answer, std::chrono::seconds(35), "looking a topic up");
+    if (!found) {
       return HttpResponse::error(500, "Finding owner for topic " + name->toString() + " timed out");
     }
-    broker::LookupAnswer a = answer.get();
+    broker::LookupAnswer a = std::move(*found);
     if (!a.error.isOk()) {
       return HttpResponse::error(
           503, "Failed to find ownership for topic:" + name->toString() + ": " + a.error.message());

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "admin/topic_policy_routes.h"
+#include "base/blocking_wait.h"
 #include "broker/cluster/bundles.h"
 #include "broker/common/topic_ownership.h"
 #include "broker/schema/schema_compatibility.h"
@@ -829,10 +830,11 @@ void deleteNamespace(const AdminContext* ctx, const std::string& ns, bool force,
     ctx->service.sharedStoredTopicsOf(
         ns, broker::TopicDomain::kAll, &ctx->service.ioLoops().next(),
         [promise](Result<std::vector<std::string>> r) { promise->set_value(std::move(r)); });
-    if (answer.wait_for(std::chrono::seconds(35)) != std::future_status::ready) {
+    auto listed = blockingGetFor(answer, std::chrono::seconds(35), "listing stored topics");
+    if (!listed) {
       return respond(HttpResponse::error(500, "Listing the topics of " + ns + " timed out"));
     }
-    auto stored = answer.get();
+    auto& stored = *listed;
     if (!stored.isOk()) {
       return respond(HttpResponse::error(
           500, "Failed to list the topics of " + ns + ": " + stored.status().message()));

@@ -73,6 +73,21 @@ void addSchemaRoute(Router& r, const char* method, const std::string& suffix, Sc
             });
 }
 
+// As addSchemaRoute, for a handler that answers later (a write to the metadata store).
+using AsyncSchemaHandler = std::function<void(const HttpRequest&, const broker::TopicName&,
+                                              const std::string& id, const Respond&)>;
+
+void addAsyncSchemaRoute(Router& r, const char* method, const std::string& suffix,
+                         AsyncSchemaHandler h) {
+  r.add(method, kSchemaPath + suffix,
+        [h = std::move(h)](const HttpRequest& req, const PathParams& p, const Respond& respond) {
+          HttpResponse err;
+          auto name = topicFromParams(p, &err);
+          if (!name) return respond(err);
+          h(req, *name, broker::schemaIdOf(*name), respond);
+        });
+}
+
 void addTopicSchemaReadDeleteRoutes(Router& r, const AdminContext* ctx) {
   auto& reg = ctx->service.schemas();
   addSchemaRoute(r, "GET", "/schema",
@@ -98,41 +113,47 @@ void addTopicSchemaReadDeleteRoutes(Router& r, const AdminContext* ctx) {
                    for (const auto& s : reg.getAllSchemas(id)) all.push_back(schemaJson(s));
                    return jsonResponse(json::object{{"getSchemaResponses", std::move(all)}});
                  });
-  addSchemaRoute(r, "DELETE", "/schema",
-                 [&reg](const HttpRequest& req, const PathParams&, const broker::TopicName&,
-                        const std::string& id) {
-                   auto v = reg.deleteSchema(id, queryFlag(req, "force"));
-                   if (!v.isOk()) return errorResponse(v.status());
-                   return jsonResponse(json::object{{"version", *v}});
-                 });
+  addAsyncSchemaRoute(r, "DELETE", "/schema",
+                      [ctx, &reg](const HttpRequest& req, const broker::TopicName&,
+                                  const std::string& id, const Respond& respond) {
+                        reg.deleteSchema(id, queryFlag(req, "force"),
+                                         &ctx->service.metadataExecutor(),
+                                         [respond](const Result<int64_t>& v) {
+                                           if (!v.isOk()) return respond(errorResponse(v.status()));
+                                           respond(jsonResponse(json::object{{"version", *v}}));
+                                         });
+                      });
 }
 
 void addTopicSchemaWriteRoutes(Router& r, const AdminContext* ctx) {
   auto& reg = ctx->service.schemas();
-  addSchemaRoute(r, "POST", "/schema",
-                 [&reg, ctx](const HttpRequest& req, const PathParams&,
-                             const broker::TopicName& name, const std::string& id) {
-                   if (!ctx->service.namespaceExists(name.namespaceName())) {
-                     return HttpResponse::error(404, "Namespace does not exist");
-                   }
-                   HttpResponse err;
-                   auto schema = parsePayload(req, &err);
-                   if (!schema) return err;
-                   if (Status s = broker::validateSchemaData(*schema); !s) {
-                     // Pulsar's InvalidSchemaDataException is 422; anything else 500.
-                     int code = s.code() == StatusCode::kInvalidArgument ? 422 : 500;
-                     return HttpResponse::error(code, s.message());
-                   }
-                   auto v = reg.putSchemaIfAbsent(id, *schema,
-                                                  ctx->service.schemaCompatibilityStrategyOf(name));
-                   if (!v.isOk()) {
-                     if (v.status().code() == StatusCode::kNotAllowed) {
-                       return HttpResponse::error(409, v.status().message());
-                     }
-                     return errorResponse(v.status());
-                   }
-                   return jsonResponse(json::object{{"version", json::object{{"version", *v}}}});
-                 });
+  addAsyncSchemaRoute(
+      r, "POST", "/schema",
+      [&reg, ctx](const HttpRequest& req, const broker::TopicName& name, const std::string& id,
+                  const Respond& respond) {
+        if (!ctx->service.namespaceExists(name.namespaceName())) {
+          return respond(HttpResponse::error(404, "Namespace does not exist"));
+        }
+        HttpResponse err;
+        auto schema = parsePayload(req, &err);
+        if (!schema) return respond(err);
+        if (Status s = broker::validateSchemaData(*schema); !s) {
+          // Pulsar's InvalidSchemaDataException is 422; anything else 500.
+          int code = s.code() == StatusCode::kInvalidArgument ? 422 : 500;
+          return respond(HttpResponse::error(code, s.message()));
+        }
+        reg.putSchemaIfAbsent(
+            id, *schema, ctx->service.schemaCompatibilityStrategyOf(name),
+            &ctx->service.metadataExecutor(), [respond](const Result<int64_t>& v) {
+              if (!v.isOk()) {
+                if (v.status().code() == StatusCode::kNotAllowed) {
+                  return respond(HttpResponse::error(409, v.status().message()));
+                }
+                return respond(errorResponse(v.status()));
+              }
+              respond(jsonResponse(json::object{{"version", json::object{{"version", *v}}}}));
+            });
+      });
   addSchemaRoute(r, "POST", "/compatibility",
                  [&reg, ctx](const HttpRequest& req, const PathParams&,
                              const broker::TopicName& name, const std::string& id) {

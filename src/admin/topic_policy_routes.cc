@@ -281,14 +281,16 @@ std::optional<json::value> stored(const AdminContext* ctx, const std::string& to
   return v;
 }
 
-// Stores the policy (cluster mode: in the configuration store first) and applies it; the
-// answer to send (204, or the store's error).
-HttpResponse setPolicy(const AdminContext* ctx, const TopicName& name, const std::string& policy,
-                       std::optional<json::value> v) {
-  Status s = ctx->service.policies().setTopicPolicy(
-      name.toString(), policy, v ? std::optional(json::serialize(*v)) : std::nullopt);
-  ctx->service.onTopicPoliciesChanged(name);
-  return s ? noContent() : errorResponse(s);
+// Sets the policy and, once the metadata store has it, applies it to the loaded topics and
+// answers (204, or the store's error).
+void setPolicy(const AdminContext* ctx, const TopicName& name, const std::string& policy,
+               std::optional<json::value> v, const Respond& respond) {
+  ctx->service.policies().setTopicPolicy(name.toString(), policy,
+                                         v ? std::optional(json::serialize(*v)) : std::nullopt,
+                                         [ctx, name, respond](const Status& s) {
+                                           ctx->service.onTopicPoliciesChanged(name);
+                                           respond(s ? noContent() : errorResponse(s));
+                                         });
 }
 
 void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
@@ -312,7 +314,7 @@ void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
                     auto q = queryParam(req, spec.queryParam);
                     if (!q) {
                       if (!policyTarget(ctx, name, respond)) return;
-                      return respond(setPolicy(ctx, name, spec.name, std::nullopt));
+                      return setPolicy(ctx, name, spec.name, std::nullopt, respond);
                     }
                     boost::system::error_code ec;
                     v = json::parse(*q, ec);
@@ -326,13 +328,13 @@ void addSpecRoutes(Router& r, const AdminContext* ctx, const Spec& spec) {
                   std::string bad = spec.validate(v);
                   if (!bad.empty()) return respond(HttpResponse::error(spec.invalidStatus, bad));
                   if (!policyTarget(ctx, name, respond)) return;
-                  respond(setPolicy(ctx, name, spec.name, std::move(v)));
+                  setPolicy(ctx, name, spec.name, std::move(v), respond);
                 });
   addTopicRoute(r, "DELETE", path,
                 [ctx, spec](const HttpRequest&, const PathParams&, const TopicName& name,
                             const Respond& respond) {
                   if (!policyTarget(ctx, name, respond)) return;
-                  respond(setPolicy(ctx, name, spec.name, std::nullopt));
+                  setPolicy(ctx, name, spec.name, std::nullopt, respond);
                 });
 }
 
@@ -389,7 +391,7 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
         }
         if (!bad.empty()) return respond(HttpResponse::error(412, bad));
         if (!policyTarget(ctx, name, respond)) return;
-        respond(setPolicy(ctx, name, "backlogQuota/" + type, std::move(*v)));
+        setPolicy(ctx, name, "backlogQuota/" + type, std::move(*v), respond);
       });
   addTopicRoute(r, "DELETE", kTopicPath + "/backlogQuota",
                 [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
@@ -401,7 +403,7 @@ void addBacklogQuotaRoutes(Router& r, const AdminContext* ctx) {
                   if (!kQuotaTypes.count(type))
                     return respond(HttpResponse::error(404, "Not Found"));
                   if (!policyTarget(ctx, name, respond)) return;
-                  respond(setPolicy(ctx, name, "backlogQuota/" + type, std::nullopt));
+                  setPolicy(ctx, name, "backlogQuota/" + type, std::nullopt, respond);
                 });
 }
 

@@ -19,10 +19,10 @@
 #include "app/dynamic_settings.h"
 #include "app/option_bindings.h"
 #include "app/topic_storage.h"
+#include "base/blocking_wait.h"
 #include "base/logging.h"
 #include "broker/cluster/configuration_store.h"
 #include "broker/cluster/namespace_service.h"
-#include "broker/cluster/shared_records.h"
 #include "broker/service/broker_service.h"
 #include "metadata/zk_store.h"
 
@@ -58,12 +58,9 @@ struct Cluster {
   std::unique_ptr<broker::cluster::NamespaceService> namespaceService;
   // Tenants, namespaces, policies and partitioned topics: the configuration store's.
   std::unique_ptr<broker::cluster::ConfigurationStore> configurationStore;
-  // Topic policies and schemas, shared through the configuration store.
-  std::unique_ptr<broker::cluster::SharedRecords> sharedRecords;
 
   metadata::Store* configStore() const { return zkConfig ? zkConfig.get() : zk.get(); }
   void stop() {
-    if (sharedRecords) sharedRecords->stop();
     if (configurationStore) configurationStore->stop();
     if (namespaceService) namespaceService->stop();
     if (zkConfig) zkConfig->close();
@@ -235,7 +232,7 @@ void installOwnershipHandlers(broker::cluster::NamespaceService& ns, broker::Bro
       });
 }
 
-// Cluster mode: the configuration store and shared records behind the broker, topic ownership
+// Cluster mode: the configuration store behind the broker, topic ownership
 // from the namespace service.
 void wireCluster(Cluster& cluster, broker::BrokerService& service, const TopicStorage& storage,
                  const config::ServiceConfiguration& cfg) {
@@ -243,10 +240,6 @@ void wireCluster(Cluster& cluster, broker::BrokerService& service, const TopicSt
   cluster.configurationStore = std::make_unique<broker::cluster::ConfigurationStore>(
       cluster.configStore(), cluster.zk.get(), &service, cso);
   service.setSharedConfig(cluster.configurationStore.get());
-  cluster.sharedRecords = std::make_unique<broker::cluster::SharedRecords>(cluster.configStore(),
-                                                                           cso.operationTimeoutMs);
-  cluster.sharedRecords->start();
-  service.setSharedRecords(cluster.sharedRecords.get());
   service.setTopicOwnership(cluster.namespaceService.get());
   if (!storage.onBookKeeper) {
     // Each broker's own storage: GET_TOPICS_OF_NAMESPACE lists every broker's topics.
@@ -262,20 +255,9 @@ void wireCluster(Cluster& cluster, broker::BrokerService& service, const TopicSt
 
 // Loads the cluster's tenants and namespaces and watches the records other brokers change
 // (docs/cluster-mode.md). Nothing in standalone.
-Status startClusterStores(Cluster& cluster, broker::BrokerService& service) {
+Status startClusterStores(Cluster& cluster) {
   if (!cluster.configurationStore) return Status::ok();
-  if (Status s = cluster.configurationStore->start(); !s) return s;
-  cluster.sharedRecords->watch(
-      broker::kTopicPoliciesRoot,
-      [&service](const std::string& name, const std::optional<std::string>& value) {
-        service.applySharedTopicPolicies(storage::unescapePathComponent(name), value);
-      });
-  cluster.sharedRecords->watch(
-      broker::kSchemasRoot,
-      [&service](const std::string& name, const std::optional<std::string>& value) {
-        service.schemas().applyRecord(storage::unescapePathComponent(name), value);
-      });
-  return Status::ok();
+  return cluster.configurationStore->start();
 }
 
 // Authentication, the broker's loops and listener, the cluster's stores, the dynamic settings.
@@ -294,7 +276,7 @@ int startBroker(const BrokerOptions& options, broker::BrokerService& service, Cl
     MLOG_ERROR("{}", s.message());
     return 1;
   }
-  if (Status s = startClusterStores(cluster, service); !s) {
+  if (Status s = startClusterStores(cluster); !s) {
     MLOG_ERROR("cannot load the cluster's tenants and namespaces: {}", s.message());
     service.stop();
     cluster.stop();
@@ -410,7 +392,7 @@ void unloadAll(broker::BrokerService& service, std::chrono::milliseconds timeout
       if (left->fetch_sub(1) == 1) done->set_value();
     });
   }
-  if (finished.wait_for(timeout) != std::future_status::ready) {
+  if (!blockingReady(finished, timeout, "closing topics at shutdown")) {
     MLOG_WARN("{} topic(s) not closed after {} ms; stopping anyway", left->load(), timeout.count());
   }
 }
@@ -470,7 +452,16 @@ int runBroker(const BrokerOptions& options) {
   }
   TopicStorage storage = std::move(*opened);
   broker::BrokerService service(std::move(*brokerOptions), storage.factory, storage.metadata);
-  if (cluster.namespaceService) wireCluster(cluster, service, storage, cfg);
+  if (cluster.namespaceService) {
+    wireCluster(cluster, service, storage, cfg);
+    service.setRecordStore(cluster.configStore());  // every broker's topic policies and schemas
+  } else if (Status s = storage.openLocalRecords(); !s) {
+    MLOG_ERROR("cannot open the metadata store of topic policies and schemas: {}", s.toString());
+    storage.shutdown();
+    return exitCodeOf(s);
+  } else {
+    service.setRecordStore(storage.localRecordStore.get());
+  }
   if (int code = startBroker(options, service, cluster, storage)) return code;
   Web web;
   if (int code = serve(options, web, service, cluster, storage)) return code;

@@ -10,6 +10,9 @@
 
 #include "app/option_bindings.h"
 #include "base/logging.h"
+#include "broker/cluster/local_records.h"
+#include "broker/policies/policies.h"
+#include "broker/schema/schema_registry.h"
 
 namespace magnetar::app {
 
@@ -75,7 +78,18 @@ bool anyZkServerAccepts(const std::string& hosts, int timeoutMs) {
   return false;
 }
 
+Status TopicStorage::openLocalRecords() {
+  auto backend = broker::cluster::openLocalRecords(
+      metadata, {broker::kTopicPoliciesRoot, broker::kSchemasRoot});
+  if (!backend.isOk()) return backend.status();
+  localRecords = std::move(*backend);
+  localRecordStore = localRecords->openSession();
+  return Status::ok();
+}
+
 void TopicStorage::shutdown() {
+  if (localRecordStore) localRecordStore->close();
+  if (localRecords) localRecords->flush();  // before the RocksDB below closes
   if (durable) durable->shutdown();
   if (bkFactory) bkFactory->shutdown();
   if (bk) bk->close();

@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "bookkeeper/client.h"
 #include "config/service_configuration.h"
+#include "metadata/local_store.h"
 #include "metadata/store.h"
 #include "storage/bk/bk_storage.h"
 #include "storage/durable_storage.h"
@@ -28,13 +29,20 @@ struct TopicStorage {
   std::function<storage::StorageStats()> stats;
   bool onBookKeeper = false;
 
-  // Stops the factory (and the BookKeeper client). Thread: main, after the broker stopped.
+  // Standalone: opens localRecordStore, the persistent metadata::Store of topic policies and
+  // schemas over `metadata` (broker/cluster/local_records.h). Errors: the store's. Thread: main.
+  Status openLocalRecords();
+  // Stops the factory (and the BookKeeper client) after the local record store wrote everything
+  // it was given. Thread: main, after the broker stopped.
   void shutdown();
 
   std::shared_ptr<storage::DurableManagedLedgerFactory> durable;
   std::unique_ptr<bookkeeper::BookKeeperClient> bk;
   std::unique_ptr<storage::RocksDbMetadataStore> localMetadata;
   std::shared_ptr<storage::bk::BkManagedLedgerFactory> bkFactory;
+  // Standalone's record store (after the stores above: it goes first).
+  std::shared_ptr<metadata::LocalBackend> localRecords;
+  std::unique_ptr<metadata::Store> localRecordStore;
 };
 
 // Whether any "host:port" of a ZooKeeper host list ("h1:p1,h2:p2[/chroot]") accepts a TCP

@@ -1,8 +1,14 @@
 #include "metadata/local_store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <utility>
+
+#include "base/blocking_wait.h"
+#include "base/logging.h"
+#include "net/event_loop.h"
 
 namespace magnetar::metadata {
 
@@ -30,6 +36,70 @@ Status closedStatus() { return Status::closed("metadata store session is closed"
 
 std::shared_ptr<LocalBackend> LocalBackend::create() {
   return std::shared_ptr<LocalBackend>(new LocalBackend());
+}
+
+Result<std::shared_ptr<LocalBackend>> LocalBackend::open(
+    std::unique_ptr<LocalPersistence> persistence) {
+  auto nodes = persistence->load();
+  if (!nodes.isOk()) return nodes.status();
+  std::sort(nodes->begin(), nodes->end());  // a parent before its children
+  std::shared_ptr<LocalBackend> backend(new LocalBackend());
+  {
+    MutexLock lock(backend->mu_);
+    const int64_t now = wallMs();
+    for (const auto& [path, value] : *nodes) {
+      if (!validatePath(path).isOk() || path == "/") {
+        MLOG_WARN("metadata store: skipping the stored node '{}': not a node path", path);
+        continue;
+      }
+      auto it = backend->nodes_.find(path);
+      if (it != backend->nodes_.end()) {
+        it->second.value = value;  // made as the parent of an earlier node
+      } else {
+        (void)backend->createLocked(path, value, 0, 0, now);
+      }
+    }
+    backend->persistence_ = std::move(persistence);
+  }
+  backend->storeLoop_ = std::make_unique<net::EventLoop>("metadata-store");
+  backend->storeLoop_->start();
+  return backend;
+}
+
+LocalBackend::~LocalBackend() {
+  if (!storeLoop_) return;
+  flush();
+  storeLoop_->stop();
+}
+
+void LocalBackend::flush() {
+  if (!storeLoop_) return;
+  std::promise<void> done;
+  std::future<void> f = done.get_future();
+  storeLoop_->execute([&done] { done.set_value(); });
+  blockingGet(f, "metadata-store flush");
+}
+
+void LocalBackend::persistLocked(std::function<void(Status)> then) {
+  if (!persistence_ || pending_.empty()) {
+    pending_.clear();
+    then(Status::ok());
+    return;
+  }
+  std::vector<PendingWrite> writes;
+  writes.swap(pending_);
+  // Queued under mu_: the store thread writes in the order memory changed.
+  storeLoop_->execute([this, writes = std::move(writes), then = std::move(then)] {
+    Status out;
+    for (const auto& [path, value] : writes) {
+      Status s = persistence_->write(path, value);
+      if (!s.isOk() && out.isOk()) {
+        MLOG_WARN("metadata store: cannot write {}: {}", path, s.toString());
+        out = Status::ioError("cannot write metadata node " + path + ": " + s.message());
+      }
+    }
+    then(out);
+  });
 }
 
 std::unique_ptr<LocalStore> LocalBackend::openSession() {
@@ -105,6 +175,8 @@ Result<Stat> LocalBackend::createLocked(const std::string& path, const std::stri
   n.ephemeralOwner = owner;
   auto [it, inserted] = nodes_.emplace(path, std::move(n));
   (void)inserted;
+  if (owner == 0 && persistence_ && persistence_->persists(path))
+    pending_.emplace_back(path, value);
   ++childChangesLocked(parent);
   fireData(path, NotificationType::kCreated);
   fireChildren(parent);
@@ -112,6 +184,11 @@ Result<Stat> LocalBackend::createLocked(const std::string& path, const std::stri
 }
 
 void LocalBackend::removeLocked(const std::string& path) {
+  auto it = nodes_.find(path);
+  if (it != nodes_.end() && it->second.ephemeralOwner == 0 && persistence_ &&
+      persistence_->persists(path)) {
+    pending_.emplace_back(path, std::nullopt);
+  }
   nodes_.erase(path);
   std::string parent = parentPath(path);
   ++childChangesLocked(parent);
@@ -127,6 +204,7 @@ void LocalBackend::closeSession(uint64_t session) {
   }
   sessions_.erase(session);
   for (const auto& p : mine) removeLocked(p);
+  pending_.clear();  // ephemeral nodes only: nothing kept
 }
 
 // ---- LocalStore ------------------------------------------------------------------------------
@@ -257,12 +335,19 @@ void LocalStore::put(const std::string& path, const std::string& value, const Pu
         it->second.mtimeMs = now;
         out = LocalBackend::statOf(path, it->second, session_);
         backend_->fireData(path, NotificationType::kModified);
+        if (it->second.ephemeralOwner == 0 && backend_->persistence_ &&
+            backend_->persistence_->persists(path)) {
+          backend_->pending_.emplace_back(path, value);
+        }
       } else {
         out = backend_->createLocked(path, value, owner, session_, now);
       }
     }
+    backend_->persistLocked(
+        [ex, cb = std::move(cb), out = std::move(out)](const Status& s) mutable {
+          post(ex, std::move(cb), s.isOk() ? std::move(out) : Result<Stat>(s));
+        });
   }
-  post(ex, std::move(cb), std::move(out));
 }
 
 void LocalStore::remove(const std::string& path, std::optional<Version> expectedVersion,
@@ -286,8 +371,10 @@ void LocalStore::remove(const std::string& path, std::optional<Version> expected
     } else {
       backend_->removeLocked(path);
     }
+    backend_->persistLocked([ex, cb = std::move(cb), out](const Status& s) mutable {
+      post(ex, std::move(cb), s.isOk() ? out : s);
+    });
   }
-  post(ex, std::move(cb), std::move(out));
 }
 
 uint64_t LocalStore::registerListener(std::function<void(const Notification&)> fn,

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "metadata/store.h"
+#include "setting_defaults.h"
 
 namespace magnetar::metadata {
 
@@ -21,11 +22,13 @@ struct ZkConfig {
   // "host:port[,host:port...][/chroot]", with or without Pulsar's "zk:" prefix
   // (metadataStoreUrl).
   std::string url;
-  int sessionTimeoutMs = 30000;  // metadataStoreSessionTimeoutMillis (Pulsar's default)
-  int connectTimeoutMs = 30000;  // how long open() waits for the first session
-  // metadataStoreOperationTimeoutSeconds * 1000 (Pulsar's default 30 s): a call without an answer
-  // by then ends with kTimeout naming the path (a late answer is dropped); 0: no timeout.
-  int operationTimeoutMs = 30000;
+  // metadataStoreSessionTimeoutMillis (defaults: src/config/settings.def, Pulsar's).
+  int sessionTimeoutMs = static_cast<int>(setting_defaults::metadataStoreSessionTimeoutMillis);
+  // How long open() waits for the first session (the broker: the session timeout, at least 5 s).
+  int connectTimeoutMs = static_cast<int>(setting_defaults::metadataStoreSessionTimeoutMillis);
+  // metadataStoreOperationTimeoutSeconds * 1000: a call without an answer by then ends with
+  // kTimeout naming the path (a late answer is dropped); 0: no timeout.
+  int operationTimeoutMs = setting_defaults::metadataStoreOperationTimeoutSeconds * 1000;
 };
 
 // "zk:h1:2181,h2:2181/chroot" -> "h1:2181,h2:2181/chroot"; kInvalidArgument for an empty or

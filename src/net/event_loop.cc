@@ -5,6 +5,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "base/blocking_wait.h"
 #include "base/dcheck.h"
 #include "base/logging.h"
 
@@ -22,6 +23,7 @@ EventLoop::~EventLoop() { stop(); }
 void EventLoop::start() {
   thread_ = std::thread([this] {
     setThreadName(name_);
+    markExecutorThread(name_.c_str());  // blocking waits here are bugs (base/blocking_wait.h)
     tid_ = static_cast<int>(::syscall(SYS_gettid));
     for (;;) {
       try {

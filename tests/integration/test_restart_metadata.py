@@ -53,7 +53,7 @@ def wait_web(web):
             time.sleep(0.1)
 
 
-def test_schemas_and_schema_policies_survive_restart():
+def test_schemas_topic_policies_and_schema_policies_survive_restart():
     import requests
     from pulsar.schema import Integer, JsonSchema, Record, String, StringSchema
 
@@ -72,8 +72,11 @@ def test_schemas_and_schema_policies_survive_restart():
         ns = f"{web}/admin/v2/namespaces/public/default"
         assert requests.post(ns + "/isAllowAutoUpdateSchema", json=False,
                              timeout=10).status_code == 204
+        policy = f"{web}/admin/v2/persistent/public/default/restart-schema/maxConsumers"
+        assert requests.post(policy, json=7, timeout=10).status_code == 204
         client.close()
-        broker.kill()  # no clean shutdown: the store writes are synchronous
+        # No clean shutdown: the metadata store wrote each record before the broker answered.
+        broker.kill()
 
         url = broker.start().service_url
         web = broker.admin_url
@@ -84,6 +87,8 @@ def test_schemas_and_schema_policies_survive_restart():
         assert (got["version"], got["type"]) == (0, "JSON")
         ns = f"{web}/admin/v2/namespaces/public/default"  # a new port
         assert requests.get(ns + "/isAllowAutoUpdateSchema", timeout=10).json() is False
+        policy = f"{web}/admin/v2/persistent/public/default/restart-schema/maxConsumers"
+        assert requests.get(policy, timeout=10).json() == 7
         with pytest.raises(pulsar.exceptions.IncompatibleSchema):
             client.create_producer(topic, schema=StringSchema())
         consumer = client.subscribe(topic, "s", schema=JsonSchema(Point),

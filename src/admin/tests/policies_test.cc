@@ -3,6 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
+
+#include "base/blocking_wait.h"
+#include "metadata/local_store.h"
+#include "net/event_loop.h"
+
 namespace magnetar::broker {
 namespace {
 
@@ -139,26 +145,56 @@ TEST(PolicyRegistry, ClustersAndKeptPolicyFieldsSurviveARestart) {
   EXPECT_EQ(p.keptFields.at("properties"), R"({"k":"v,=%"})");
 }
 
+// Waits for an asynchronous registry call (the test thread is no executor).
+Status waitFor(const std::function<void(std::function<void(Status)>)>& call) {
+  auto p = std::make_shared<std::promise<Status>>();
+  std::future<Status> f = p->get_future();
+  call([p](const Status& s) { p->set_value(s); });
+  return blockingGet(f, "policy registry test");
+}
+
+Status attachTopicPolicies(PolicyRegistry& r, metadata::Store* store, net::Executor* loop) {
+  return waitFor([&](auto done) { r.attachTopicPolicies(store, loop, nullptr, done); });
+}
+
 TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
   storage::MemoryMetadataStore store;
+  auto backend = metadata::LocalBackend::create();  // topic policies' store
   const std::string t = "persistent://acme/a/odd,name=x%y";
   {
+    auto session = backend->openSession();
     PolicyRegistry r;
+    net::EventLoop loop("test-metadata");  // stopped before r goes (it runs r's callbacks)
+    loop.start();
     ASSERT_TRUE(r.attachStore(&store));
-    r.setTopicPolicy(t, "maxProducers", "3");
-    r.setTopicPolicy(t, "retention", R"({"retentionTimeInMinutes":1,"retentionSizeInMB":2})");
-    r.setTopicPolicy(t, "deduplicationEnabled", "true");
-    r.setTopicPolicy("persistent://acme/a/gone", "maxConsumers", "1");
-    r.removeTopicPolicies("persistent://acme/a/gone");
+    ASSERT_TRUE(attachTopicPolicies(r, session.get(), &loop).isOk());
+    auto set = [&](const std::string& topic, const std::string& policy, std::string v) {
+      EXPECT_TRUE(waitFor([&](auto done) { r.setTopicPolicy(topic, policy, v, done); }).isOk());
+    };
+    set(t, "maxProducers", "3");
+    set(t, "retention", R"({"retentionTimeInMinutes":1,"retentionSizeInMB":2})");
+    set(t, "deduplicationEnabled", "true");
+    set("persistent://acme/a/gone", "maxConsumers", "1");
+    auto removed =
+        waitFor([&](auto done) { r.removeTopicPolicies("persistent://acme/a/gone", done); });
+    EXPECT_TRUE(removed.isOk());
+    EXPECT_TRUE(r.topicPolicies("persistent://acme/a/gone").empty());  // at once
     EXPECT_TRUE(r.updateNamespacePolicies("acme/a", [](NamespacePolicies& p) {
                    p.subscriptionExpirationTimeMinutes = 15;
                    p.autoTopicCreation = AutoTopicCreationOverride{true, "partitioned", 3};
                    p.limits["maxProducersPerTopic"] = 2;
                    p.limits["maxUnackedMessagesPerConsumer"] = 0;
                  }).isOk());
+    backend->flush();
+    r.detachTopicPolicies();
+    loop.stop();
   }
+  auto session = backend->openSession();
   PolicyRegistry again;
+  net::EventLoop loop("test-metadata");
+  loop.start();
   ASSERT_TRUE(again.attachStore(&store));
+  ASSERT_TRUE(attachTopicPolicies(again, session.get(), &loop).isOk());
   EXPECT_EQ(again.topicPolicyInt(t, "maxProducers"), 3);
   EXPECT_EQ(again.topicPolicyBool(t, "deduplicationEnabled"), true);
   EXPECT_EQ(again.topicPolicies(t).at("retention"),
@@ -175,6 +211,8 @@ TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
   again.setTopicPolicy(t, "maxProducers", std::nullopt);
   EXPECT_FALSE(again.topicPolicyInt(t, "maxProducers"));
   EXPECT_EQ(again.topicPolicyInt(t, "missing"), std::nullopt);
+  again.detachTopicPolicies();
+  loop.stop();
 }
 
 TEST(PolicyRegistry, InactiveTopicPoliciesRoundTripAndTopicPolicy) {

@@ -6,6 +6,7 @@
 #include <future>
 #include <vector>
 
+#include "base/blocking_wait.h"
 #include "base/dcheck.h"
 #include "base/logging.h"
 #include "broker/cluster/bundles.h"
@@ -99,9 +100,9 @@ Status ConfigurationStore::start() {
     end();
   });
   std::unique_lock<std::mutex> lock(loadMu_);
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(options_.operationTimeoutMs + 30000);
-  if (!loadCv_.wait_until(lock, deadline, [this] { return loading_ == 0; })) {
+  if (!blockingWaitFor(
+          loadCv_, lock, std::chrono::milliseconds(options_.operationTimeoutMs + 30000),
+          [this] { return loading_ == 0; }, "loading the configuration store")) {
     return Status::error(StatusCode::kTimeout,
                          "loading tenants, namespaces and partitioned topics from the "
                          "configuration store timed out");
@@ -268,10 +269,9 @@ void ConfigurationStore::onNotification(const metadata::Notification& n) {
 namespace {
 template <class T>
 Result<T> waitFor(std::future<Result<T>>& f, int timeoutMs, const std::string& path) {
-  if (f.wait_for(std::chrono::milliseconds(timeoutMs + 5000)) != std::future_status::ready) {
-    return Status::error(StatusCode::kTimeout, "configuration store: no answer for " + path);
-  }
-  return f.get();
+  auto r = blockingGetFor(f, std::chrono::milliseconds(timeoutMs + 5000), "configuration store");
+  if (!r) return Status::error(StatusCode::kTimeout, "configuration store: no answer for " + path);
+  return std::move(*r);
 }
 }  // namespace
 

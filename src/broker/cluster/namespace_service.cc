@@ -9,6 +9,7 @@
 #include <future>
 #include <limits>
 
+#include "base/blocking_wait.h"
 #include "base/dcheck.h"
 #include "base/logging.h"
 #include "broker/cluster/bundles.h"
@@ -130,29 +131,28 @@ Status NamespaceService::start(const BrokerUrls& self) {
               options_.clusterName + "` first"));
         });
   });
-  if (checked.wait_for(std::chrono::seconds(45)) != std::future_status::ready) {
-    return Status::error(StatusCode::kTimeout, "no answer for /admin/clusters in 45 s");
-  }
-  if (Status c = checked.get(); !c.isOk()) return c;
+  auto c = blockingGetFor(checked, std::chrono::seconds(45), "checking /admin/clusters");
+  if (!c) return Status::error(StatusCode::kTimeout, "no answer for /admin/clusters in 45 s");
+  if (!c->isOk()) return *c;
   auto done = std::make_shared<std::promise<Status>>();
   auto registered = done->get_future();
   loop_.execute(
       [this, done] { registerSelf(30, [done](const Status& s) { done->set_value(s); }); });
-  if (registered.wait_for(std::chrono::seconds(45)) != std::future_status::ready) {
+  auto s = blockingGetFor(registered, std::chrono::seconds(45), "broker registration");
+  if (!s) {
     return Status::error(StatusCode::kTimeout, "broker registration in ZooKeeper took over 45 s");
   }
-  Status s = registered.get();
-  if (!s.isOk()) return s;
+  if (!s->isOk()) return *s;
   auto gen = std::make_shared<std::promise<Result<int64_t>>>();
   auto generated = gen->get_future();
   loop_.execute(
       [this, gen] { takeGeneratorId([gen](const Result<int64_t>& r) { gen->set_value(r); }); });
-  if (generated.wait_for(std::chrono::seconds(45)) != std::future_status::ready) {
+  auto id = blockingGetFor(generated, std::chrono::seconds(45), "/counters/producer-name");
+  if (!id) {
     return Status::error(StatusCode::kTimeout, "no answer for /counters/producer-name in 45 s");
   }
-  auto id = generated.get();
-  if (!id.isOk()) return id.status();
-  generatorId_ = *id;
+  if (!id->isOk()) return id->status();
+  generatorId_ = **id;
   extendLease(registeringNs);  // the registration was answered: the lease runs from its sending
   {
     MutexLock lock(mu_);

@@ -425,8 +425,6 @@ Status PolicyRegistry::attachStore(storage::MetadataStore* store) {
   if (!policies.isOk()) return policies.status();
   auto clusters = store->scan(kClustersPrefix);
   if (!clusters.isOk()) return clusters.status();
-  auto topicPolicies = (sharedTopicStore_ ? sharedTopicStore_ : store)->scan(kTopicPoliciesPrefix);
-  if (!topicPolicies.isOk()) return topicPolicies.status();
   MutexLock lock(mu_);
   if (shared_) {  // the configuration store's, not the embedded store's
     tenants->clear();
@@ -444,29 +442,70 @@ Status PolicyRegistry::attachStore(storage::MetadataStore* store) {
     policies_[storage::unescapePathComponent(key.substr(strlen(kPoliciesPrefix)))] =
         decodePolicies(value);
   }
-  topicPolicies_.clear();
-  for (const auto& [key, value] : *topicPolicies) {
-    topicPolicies_[storage::unescapePathComponent(key.substr(strlen(kTopicPoliciesPrefix)))] =
-        decodeTopicPolicies(value);
-  }
   store_ = store;
-  topicStore_ = sharedTopicStore_ ? sharedTopicStore_ : store;
   return Status::ok();
 }
 
-void PolicyRegistry::setTopicPolicyStore(storage::MetadataStore* store) {
-  sharedTopicStore_ = store;
+void PolicyRegistry::attachTopicPolicies(metadata::Store* store, net::Executor* loop,
+                                         std::function<void(const std::string& topic)> changed,
+                                         std::function<void(Status)> ready) {
+  loop_ = loop;
+  topicChanged_ = std::move(changed);
+  metadata::Serde<TopicPolicies> serde{
+      [](const TopicPolicies& p) { return encodeTopicPolicies(p); },
+      [](const std::string& text) -> Result<TopicPolicies> { return decodeTopicPolicies(text); }};
+  topicCache_ = metadata::MetadataCache<TopicPolicies>::create(store, std::move(serde), loop);
+  topicMirror_ = metadata::ChildrenMirror<TopicPolicies>::create(
+      topicCache_, store, loop, kTopicPoliciesRoot,
+      [this](const std::string& name, const std::optional<TopicPolicies>& p) {
+        applyTopicPolicies(storage::unescapePathComponent(name), p.value_or(TopicPolicies{}));
+      });
+  topicMirror_->start(std::move(ready));
 }
 
-void PolicyRegistry::applyTopicPoliciesRecord(const std::string& topic,
-                                              const std::optional<std::string>& text) {
-  MutexLock lock(mu_);
-  TopicPolicies p = text ? decodeTopicPolicies(*text) : TopicPolicies{};
-  if (p.empty()) {
-    topicPolicies_.erase(topic);
-  } else {
-    topicPolicies_[topic] = std::move(p);
+void PolicyRegistry::detachTopicPolicies() {
+  if (topicCache_) topicCache_->close();
+}
+
+void PolicyRegistry::applyTopicPolicies(const std::string& topic, TopicPolicies p) {
+  {
+    MutexLock lock(mu_);
+    if (p.empty()) {
+      topicPolicies_.erase(topic);
+    } else {
+      topicPolicies_[topic] = std::move(p);
+    }
   }
+  if (topicChanged_) topicChanged_(topic);
+}
+
+void PolicyRegistry::persistTopicPolicies(const std::string& topic,
+                                          const std::function<void(TopicPolicies&)>& change,
+                                          std::function<void(Status)> done) {
+  if (!topicCache_) {
+    if (done) done(Status::ok());
+    return;
+  }
+  topicCache_->readModifyUpdate(
+      kTopicPoliciesPrefix + storage::escapePathComponent(topic),
+      [change](
+          const std::optional<TopicPolicies>& current) -> Result<std::optional<TopicPolicies>> {
+        TopicPolicies p = current.value_or(TopicPolicies{});
+        change(p);
+        if (current ? p == *current : p.empty()) return std::optional<TopicPolicies>();  // no write
+        return std::optional<TopicPolicies>(std::move(p));
+      },
+      loop_,
+      [this, topic, done = std::move(done)](const Result<std::optional<TopicPolicies>>& r) {
+        if (r.isOk()) {
+          // The store's record now (this write merged with others'): memory follows it, after
+          // any older record a watch read before this write.
+          applyTopicPolicies(topic, r->value_or(TopicPolicies{}));
+        } else {
+          MLOG_WARN("cannot persist topic policies of {}: {}", topic, r.status().toString());
+        }
+        if (done) done(r.status());
+      });
 }
 
 void PolicyRegistry::persistTenantLocked(const std::string& name) {
@@ -495,39 +534,39 @@ void PolicyRegistry::persistPoliciesLocked(const std::string& ns) {
   if (!s.isOk()) MLOG_WARN("cannot persist policies of {}: {}", ns, s.toString());
 }
 
-Status PolicyRegistry::persistTopicPoliciesLocked(const std::string& topic) {
-  if (!topicStore_) return Status::ok();
-  std::string key = kTopicPoliciesPrefix + storage::escapePathComponent(topic);
-  auto it = topicPolicies_.find(topic);
-  Status s = it == topicPolicies_.end() ? topicStore_->remove(key)
-                                        : topicStore_->put(key, encodeTopicPolicies(it->second));
-  if (!s.isOk()) MLOG_WARN("cannot persist topic policies of {}: {}", topic, s.toString());
-  return s;
-}
-
 TopicPolicies PolicyRegistry::topicPolicies(const std::string& topic) const {
   MutexLock lock(mu_);
   auto it = topicPolicies_.find(topic);
   return it == topicPolicies_.end() ? TopicPolicies{} : it->second;
 }
 
-Status PolicyRegistry::setTopicPolicy(const std::string& topic, const std::string& policy,
-                                      std::optional<std::string> jsonValue) {
-  MutexLock lock(mu_);
-  if (jsonValue) {
-    topicPolicies_[topic][policy] = std::move(*jsonValue);
-  } else {
-    auto it = topicPolicies_.find(topic);
-    if (it == topicPolicies_.end()) return Status::ok();
-    it->second.erase(policy);
-    if (it->second.empty()) topicPolicies_.erase(it);
+void PolicyRegistry::setTopicPolicy(const std::string& topic, const std::string& policy,
+                                    const std::optional<std::string>& jsonValue,
+                                    std::function<void(Status)> done) {
+  auto change = [policy, jsonValue](TopicPolicies& p) {
+    if (jsonValue) {
+      p[policy] = *jsonValue;
+    } else {
+      p.erase(policy);
+    }
+  };
+  {
+    MutexLock lock(mu_);
+    TopicPolicies& p = topicPolicies_[topic];
+    change(p);
+    if (p.empty()) topicPolicies_.erase(topic);
   }
-  return persistTopicPoliciesLocked(topic);
+  persistTopicPolicies(topic, change, std::move(done));
 }
 
-void PolicyRegistry::removeTopicPolicies(const std::string& topic) {
-  MutexLock lock(mu_);
-  if (topicPolicies_.erase(topic)) (void)persistTopicPoliciesLocked(topic);
+void PolicyRegistry::removeTopicPolicies(const std::string& topic,
+                                         std::function<void(Status)> done) {
+  {
+    MutexLock lock(mu_);
+    topicPolicies_.erase(topic);
+  }
+  persistTopicPolicies(
+      topic, [](TopicPolicies& p) { p.clear(); }, std::move(done));
 }
 
 std::optional<std::string> PolicyRegistry::topicPolicyText(const std::string& topic,

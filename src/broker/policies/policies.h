@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -18,6 +19,9 @@
 
 #include "base/status.h"
 #include "base/thread_annotations.h"
+#include "metadata/cache.h"
+#include "metadata/store.h"
+#include "net/executor.h"
 #include "storage/metadata_store.h"
 
 namespace magnetar::broker {
@@ -185,18 +189,26 @@ class PolicyRegistry {
   // Topic policies of a topic ("persistent://t/ns/x"; a partition uses its partitioned topic's).
   // Empty when none is set. removeTopicPolicies forgets all of them (topic deleted).
   TopicPolicies topicPolicies(const std::string& topic) const;
-  // Sets (value non-empty) or removes (nullopt) one policy. Errors: the topic-policy store's
-  // (the change then stays in memory only); always ok without a store.
-  Status setTopicPolicy(const std::string& topic, const std::string& policy,
-                        std::optional<std::string> jsonValue);
-  // Cluster mode: topic policies are read from and written to `store` (SharedRecords, shared by
-  // every broker) instead of the store given to attachStore(). Call before attachStore(); store
-  // outlives this.
-  void setTopicPolicyStore(storage::MetadataStore* store);
-  // A change of one topic's policies made through another broker (the store's record; nullopt:
-  // removed), applied to the cache without writing. Thread: any.
-  void applyTopicPoliciesRecord(const std::string& topic, const std::optional<std::string>& text);
-  void removeTopicPolicies(const std::string& topic);
+  // Sets (value non-empty) or removes (nullopt) one policy: in memory at once (readers see it when
+  // this returns), then in the topic-policy store (attachTopicPolicies) as a read-modify-write of
+  // the topic's record, merged with what other brokers wrote. done (optional) gets the store's
+  // answer on the registry's loop; without a store it runs inline with ok. Errors: the store's
+  // (the change then stays in memory only, logged).
+  void setTopicPolicy(const std::string& topic, const std::string& policy,
+                      const std::optional<std::string>& jsonValue,
+                      std::function<void(Status)> done = nullptr);
+  // Topic policies live in `store` under kTopicPoliciesRoot (standalone: the persistent local
+  // store; cluster mode: the configuration store, shared by every broker): every record is read,
+  // and changes made through any session are followed; changed(topic) runs on `loop` after one
+  // was applied to memory. ready(status of the first listing) runs on loop once loaded. store
+  // and loop outlive this (detachTopicPolicies() first). Thread: any, once.
+  void attachTopicPolicies(metadata::Store* store, net::Executor* loop,
+                           std::function<void(const std::string& topic)> changed,
+                           std::function<void(Status)> ready);
+  void detachTopicPolicies();
+  // Forgets the topic's policies (memory at once, the store's record then; errors logged). done
+  // (optional) as setTopicPolicy's.
+  void removeTopicPolicies(const std::string& topic, std::function<void(Status)> done = nullptr);
   // A policy stored as a JSON integer / boolean; nullopt when unset or of another type.
   std::optional<int64_t> topicPolicyInt(const std::string& topic, const std::string& policy) const;
   std::optional<bool> topicPolicyBool(const std::string& topic, const std::string& policy) const;
@@ -212,10 +224,10 @@ class PolicyRegistry {
   // or unreadable.
   std::optional<RetentionPolicy> topicRetention(const std::string& topic) const;
 
-  // Loads what `store` holds (keys under /admin/magnetar/tenants/, .../clusters/, .../policies/ and
-  // .../topic-policies/, replacing
-  // the in-memory state except the built-in "public" tenant) and writes every later change
-  // through to it (synchronously: call the mutators off the I/O threads). store outlives this.
+  // Loads what `store` holds (keys under /admin/magnetar/tenants/, .../clusters/ and
+  // .../policies/, replacing the in-memory state except the built-in "public" tenant) and writes
+  // every later change of them through to it (synchronously: call the mutators off the I/O
+  // threads). store outlives this.
   // Errors: the store's (the registry then stays in memory only).
   Status attachStore(storage::MetadataStore* store);
 
@@ -226,7 +238,12 @@ class PolicyRegistry {
   void persistTenantLocked(const std::string& name) REQUIRES(mu_);
   void persistClusterLocked(const std::string& name) REQUIRES(mu_);
   void persistPoliciesLocked(const std::string& ns) REQUIRES(mu_);
-  Status persistTopicPoliciesLocked(const std::string& topic) REQUIRES(mu_);
+  // Writes the topic's record: `change` applied to the stored one (see setTopicPolicy).
+  void persistTopicPolicies(const std::string& topic,
+                            const std::function<void(TopicPolicies&)>& change,
+                            std::function<void(Status)> done);
+  // Sets (non-empty) or forgets a topic's policies in memory and reports the change.
+  void applyTopicPolicies(const std::string& topic, TopicPolicies p);
 
   mutable Mutex mu_;
   std::map<std::string, TenantInfo> tenants_ GUARDED_BY(mu_);
@@ -234,10 +251,12 @@ class PolicyRegistry {
   std::map<std::string, NamespacePolicies> policies_ GUARDED_BY(mu_);
   std::map<std::string, TopicPolicies> topicPolicies_ GUARDED_BY(mu_);
   storage::MetadataStore* store_ GUARDED_BY(mu_) = nullptr;
-  // Where topic policies go: store_, or the shared one (setTopicPolicyStore).
-  storage::MetadataStore* topicStore_ GUARDED_BY(mu_) = nullptr;
-  storage::MetadataStore* sharedTopicStore_ = nullptr;  // set before use, then read-only
-  SharedConfig* shared_ = nullptr;                      // set before use, then read-only
+  // Set by attachTopicPolicies(), then read-only.
+  std::shared_ptr<metadata::MetadataCache<TopicPolicies>> topicCache_;
+  std::shared_ptr<metadata::ChildrenMirror<TopicPolicies>> topicMirror_;
+  net::Executor* loop_ = nullptr;
+  std::function<void(const std::string&)> topicChanged_;
+  SharedConfig* shared_ = nullptr;  // set before use, then read-only
 };
 
 // The store's text form of a tenant / of namespace policies (exposed for tests). Lines of

@@ -6,6 +6,7 @@
 
 #include "base/logging.h"
 #include "broker/common/wall_clock.h"
+#include "storage/metadata_store.h"
 
 namespace magnetar::broker {
 
@@ -148,23 +149,47 @@ std::vector<StoredSchema> decodeSchemaRecord(const std::string& text) {
   return out;
 }
 
-Status SchemaRegistry::attachStore(storage::MetadataStore* store) {
-  auto records = store->scan(kSchemasPrefix);
-  if (!records.isOk()) return records.status();
-  MutexLock lock(mu_);
-  schemas_.clear();
-  for (const auto& [key, value] : *records) {
-    schemas_[storage::unescapePathComponent(key.substr(strlen(kSchemasPrefix)))] =
-        decodeSchemaRecord(value);
-  }
-  store_ = store;
-  return Status::ok();
+namespace {
+
+metadata::Serde<std::vector<StoredSchema>> recordSerde() {
+  return {[](const std::vector<StoredSchema>& v) { return encodeSchemaRecord(v); },
+          [](const std::string& text) -> Result<std::vector<StoredSchema>> {
+            return decodeSchemaRecord(text);
+          }};
 }
 
-void SchemaRegistry::applyRecord(const std::string& id, const std::optional<std::string>& text) {
+std::string recordPath(const std::string& id) {
+  return kSchemasPrefix + storage::escapePathComponent(id);
+}
+
+int64_t nextVersion(const std::vector<StoredSchema>& versions) {
+  return versions.empty() ? 0 : versions.back().version + 1;
+}
+
+}  // namespace
+
+SchemaRegistry::SchemaRegistry() = default;
+
+SchemaRegistry::~SchemaRegistry() { detach(); }
+
+void SchemaRegistry::attach(metadata::Store* store, net::Executor* loop,
+                            std::function<void(Status)> ready) {
+  loop_ = loop;
+  cache_ = metadata::MetadataCache<Versions>::create(store, recordSerde(), loop);
+  mirror_ = metadata::ChildrenMirror<Versions>::create(
+      cache_, store, loop, kSchemasRoot,
+      [this](const std::string& name, const std::optional<Versions>& versions) {
+        apply(storage::unescapePathComponent(name), versions.value_or(Versions{}));
+      });
+  mirror_->start(std::move(ready));
+}
+
+void SchemaRegistry::detach() {
+  if (cache_) cache_->close();
+}
+
+void SchemaRegistry::apply(const std::string& id, Versions versions) {
   MutexLock lock(mu_);
-  std::vector<StoredSchema> versions =
-      text ? decodeSchemaRecord(*text) : std::vector<StoredSchema>{};
   if (versions.empty()) {
     schemas_.erase(id);
   } else {
@@ -247,56 +272,118 @@ Status SchemaRegistry::checkConsumerCompatibility(const std::string& id, const S
   return checkCompatibility(latestFirst(live), schema, strategy);
 }
 
-Result<int64_t> SchemaRegistry::putSchemaIfAbsent(const std::string& id, const SchemaData& schema,
-                                                  SchemaCompatibilityStrategy strategy) {
-  MutexLock lock(mu_);
-  auto live = liveLocked(id);
-  for (const StoredSchema* s : live) {
-    if (sameSchema(s->schema, schema)) return s->version;
+void SchemaRegistry::update(const std::string& id,
+                            const std::function<Result<std::optional<Versions>>(Versions)>& change,
+                            const std::shared_ptr<int64_t>& chosen, net::Executor* ex,
+                            VersionCallback cb) {
+  if (!cache_) {  // in memory only
+    Versions current;
+    {
+      MutexLock lock(mu_);
+      auto it = schemas_.find(id);
+      if (it != schemas_.end()) current = it->second;
+    }
+    Result<std::optional<Versions>> next = change(std::move(current));
+    if (next.isOk() && next->has_value()) apply(id, std::move(**next));
+    Result<int64_t> out = next.isOk() ? Result<int64_t>(*chosen) : next.status();
+    ex->execute([cb = std::move(cb), out] { cb(out); });
+    return;
   }
-  Status s = checkCompatibility(latestFirst(live), schema, strategy);
-  if (!s.isOk()) return s;
-  auto& versions = schemas_[id];
-  StoredSchema stored;
-  stored.version = versions.empty() ? 0 : versions.back().version + 1;
-  stored.schema = schema;
-  stored.timestampMs = wallClockMs();
-  versions.push_back(std::move(stored));
-  Status p = persistLocked(id);
-  if (!p.isOk()) {
-    versions.pop_back();
-    return p;
-  }
-  return versions.back().version;
+  // The store's record is the truth (another broker may have written since memory was updated):
+  // the change is computed on it, at the cache's loop, and memory follows the written record.
+  cache_->readModifyUpdate(
+      recordPath(id),
+      [change](const std::optional<Versions>& current) -> Result<std::optional<Versions>> {
+        return change(current.value_or(Versions{}));
+      },
+      loop_,
+      [this, id, chosen, ex, cb = std::move(cb)](Result<std::optional<Versions>> r) {
+        if (r.isOk() && r->has_value()) apply(id, std::move(**r));
+        if (!r.isOk()) MLOG_WARN("cannot store the schemas of {}: {}", id, r.status().toString());
+        Result<int64_t> out = r.isOk() ? Result<int64_t>(*chosen) : r.status();
+        ex->execute([cb, out] { cb(out); });
+      });
 }
 
-Result<int64_t> SchemaRegistry::deleteSchema(const std::string& id, bool force) {
-  MutexLock lock(mu_);
-  auto it = schemas_.find(id);
-  int64_t next = it == schemas_.end() || it->second.empty() ? 0 : it->second.back().version + 1;
-  if (force) {
-    if (it == schemas_.end()) return next;  // nothing stored
-    schemas_.erase(it);
-  } else {
-    StoredSchema tombstone;
-    tombstone.version = next;
-    tombstone.deleted = true;
-    tombstone.timestampMs = wallClockMs();
-    schemas_[id].push_back(std::move(tombstone));
-  }
-  Status p = persistLocked(id);
-  if (!p.isOk()) return p;
-  return next;
+void SchemaRegistry::putSchemaIfAbsent(const std::string& id, const SchemaData& schema,
+                                       SchemaCompatibilityStrategy strategy, net::Executor* ex,
+                                       VersionCallback cb) {
+  auto chosen = std::make_shared<int64_t>(-1);
+  auto change = [schema, strategy, chosen](Versions versions) -> Result<std::optional<Versions>> {
+    std::vector<const StoredSchema*> live;
+    for (const auto& v : versions) {
+      if (v.deleted) {
+        live.clear();
+      } else {
+        live.push_back(&v);
+      }
+    }
+    for (const StoredSchema* s : live) {
+      if (sameSchema(s->schema, schema)) {
+        *chosen = s->version;
+        return std::optional<Versions>();
+      }
+    }
+    std::vector<const SchemaData*> latest;
+    for (auto it = live.rbegin(); it != live.rend(); ++it) latest.push_back(&(*it)->schema);
+    if (Status s = checkCompatibility(latest, schema, strategy); !s.isOk()) return s;
+    StoredSchema stored;
+    stored.version = nextVersion(versions);
+    stored.schema = schema;
+    stored.timestampMs = wallClockMs();
+    *chosen = stored.version;
+    versions.push_back(std::move(stored));
+    return std::optional<Versions>(std::move(versions));
+  };
+  update(id, change, chosen, ex, std::move(cb));
 }
 
-Status SchemaRegistry::persistLocked(const std::string& id) {
-  if (!store_) return Status::ok();
-  std::string key = kSchemasPrefix + storage::escapePathComponent(id);
-  auto it = schemas_.find(id);
-  Status s =
-      it == schemas_.end() ? store_->remove(key) : store_->put(key, encodeSchemaRecord(it->second));
-  if (!s.isOk()) MLOG_WARN("cannot persist the schemas of {}: {}", id, s.toString());
-  return s;
+void SchemaRegistry::deleteSchema(const std::string& id, bool force, net::Executor* ex,
+                                  VersionCallback cb) {
+  auto chosen = std::make_shared<int64_t>(0);
+  if (!force) {
+    update(
+        id,
+        [chosen](Versions versions) -> Result<std::optional<Versions>> {
+          StoredSchema tombstone;
+          tombstone.version = nextVersion(versions);
+          tombstone.deleted = true;
+          tombstone.timestampMs = wallClockMs();
+          *chosen = tombstone.version;
+          versions.push_back(std::move(tombstone));
+          return std::optional<Versions>(std::move(versions));
+        },
+        chosen, ex, std::move(cb));
+    return;
+  }
+  if (!cache_) {
+    int64_t next = 0;
+    {
+      MutexLock lock(mu_);
+      auto it = schemas_.find(id);
+      if (it != schemas_.end()) next = nextVersion(it->second);
+      schemas_.erase(id);
+    }
+    ex->execute([cb = std::move(cb), next] { cb(next); });
+    return;
+  }
+  // Forget every version: the record goes (Pulsar's deleteSchemaStorage).
+  cache_->get(recordPath(id), loop_,
+              [this, id, ex, cb = std::move(cb)](Result<std::optional<Versions>> r) mutable {
+                if (!r.isOk()) {
+                  Status s = r.status();
+                  return ex->execute([cb = std::move(cb), s] { cb(s); });
+                }
+                int64_t next = r->has_value() ? nextVersion(**r) : 0;
+                if (!r->has_value()) return ex->execute([cb = std::move(cb), next] { cb(next); });
+                cache_->remove(recordPath(id), loop_,
+                               [this, id, ex, cb = std::move(cb), next](const Status& s) {
+                                 bool gone = s.isOk() || s.code() == StatusCode::kNotFound;
+                                 if (gone) apply(id, {});
+                                 Result<int64_t> out = gone ? Result<int64_t>(next) : s;
+                                 ex->execute([cb, out] { cb(out); });
+                               });
+              });
 }
 
 }  // namespace magnetar::broker

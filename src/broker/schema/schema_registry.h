@@ -10,7 +10,9 @@
 #endif
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -20,7 +22,9 @@
 #include "base/thread_annotations.h"
 #include "broker/common/topic_name.h"
 #include "broker/schema/schema_compatibility.h"
-#include "storage/metadata_store.h"
+#include "metadata/cache.h"
+#include "metadata/store.h"
+#include "net/executor.h"
 
 namespace magnetar::broker {
 
@@ -41,19 +45,29 @@ std::optional<int64_t> decodeSchemaVersion(const std::string& bytes);
 std::string schemaIdOf(const TopicName& name);
 
 // The node under which schemas are stored, one child per schema id (escaped by
-// storage::escapePathComponent); docs/broker-metadata-format.md.
+// escapePathComponent); docs/broker-metadata-format.md.
 inline constexpr const char* kSchemasRoot = "/admin/magnetar/schemas";
 
-// Thread-safe (one mutex); any thread, but the mutators write through to the store
-// synchronously: call them off the I/O threads (topic executors, admin threads).
+// Thread-safe: reads answer from memory (one mutex, never held across I/O). The mutators are
+// asynchronous (Pulsar's SchemaRegistryService): with a store attached they write the schema id's
+// record through a MetadataCache, compare-and-set at the version read (retried when another broker
+// wrote first), and call back on the executor the caller names once the store answered; without
+// a store they change memory and call back at once (posted, never inline).
 class SchemaRegistry {
  public:
-  // Loads every /admin/magnetar/schemas/ record of `store` and writes later changes to it.
-  // store outlives this. Errors: the store's (the registry stays in memory only).
-  Status attachStore(storage::MetadataStore* store);
-  // Cluster mode: one schema id's record as another broker stored it (nullopt: removed),
-  // applied to the cache without writing. Thread: any.
-  void applyRecord(const std::string& id, const std::optional<std::string>& text);
+  using VersionCallback = std::function<void(Result<int64_t>)>;
+
+  SchemaRegistry();
+  ~SchemaRegistry();
+
+  // Reads every record under kSchemasRoot of `store` (standalone: the local store; cluster mode:
+  // the configuration store, shared by every broker) and follows the changes any session makes.
+  // loop: the executor of the registry's store callbacks (a metadata loop, not an I/O loop).
+  // ready(status of the first listing) runs on loop once loaded. store and loop outlive this
+  // (detach() first). Thread: any, once.
+  void attach(metadata::Store* store, net::Executor* loop, std::function<void(Status)> ready);
+  // Stops following the store (the registry keeps what it has, in memory only). Thread: any.
+  void detach();
 
   // The latest version (nullopt when none or deleted), or `version` among the live versions.
   std::optional<StoredSchema> getSchema(const std::string& id,
@@ -63,10 +77,11 @@ class SchemaRegistry {
   bool hasSchema(const std::string& id) const { return getSchema(id).has_value(); }
 
   // Pulsar's putSchemaIfAbsent: the version of an identical live schema, else checks
-  // `strategy` against the live versions and stores a new version. Errors: kNotAllowed
-  // (incompatible, Pulsar's message), the store's.
-  Result<int64_t> putSchemaIfAbsent(const std::string& id, const SchemaData& schema,
-                                    SchemaCompatibilityStrategy strategy);
+  // `strategy` against the live versions and stores a new version. cb runs on ex. Errors:
+  // kNotAllowed (incompatible, Pulsar's message), the store's.
+  void putSchemaIfAbsent(const std::string& id, const SchemaData& schema,
+                         SchemaCompatibilityStrategy strategy, net::Executor* ex,
+                         VersionCallback cb);
   // The version of an identical live schema, or -1.
   int64_t findSchemaVersion(const std::string& id, const SchemaData& schema) const;
   // Whether `schema` could be added under `strategy` (nothing stored). Errors: kNotAllowed, or
@@ -79,18 +94,28 @@ class SchemaRegistry {
   // kNotAllowed when incompatible.
   Status checkConsumerCompatibility(const std::string& id, const SchemaData& schema,
                                     SchemaCompatibilityStrategy strategy) const;
-  // Adds a tombstone and returns its version; with `force` forgets every version (returns the
-  // version the tombstone would have had). Errors: the store's.
-  Result<int64_t> deleteSchema(const std::string& id, bool force);
+  // Adds a tombstone and calls back with its version; with `force` forgets every version (cb gets
+  // the version the tombstone would have had). cb runs on ex. Errors: the store's.
+  void deleteSchema(const std::string& id, bool force, net::Executor* ex, VersionCallback cb);
 
  private:
+  using Versions = std::vector<StoredSchema>;
   // Live versions of `id`.
   std::vector<const StoredSchema*> liveLocked(const std::string& id) const REQUIRES(mu_);
-  Status persistLocked(const std::string& id) REQUIRES(mu_);
+  // Sets (non-empty) or forgets id's versions in memory.
+  void apply(const std::string& id, Versions versions);
+  // Writes id's record with `change` (current versions -> new ones, nullopt: no write) and
+  // calls back with the version `change` chose (*chosen).
+  void update(const std::string& id,
+              const std::function<Result<std::optional<Versions>>(Versions)>& change,
+              const std::shared_ptr<int64_t>& chosen, net::Executor* ex, VersionCallback cb);
 
   mutable Mutex mu_;
-  std::map<std::string, std::vector<StoredSchema>> schemas_ GUARDED_BY(mu_);
-  storage::MetadataStore* store_ GUARDED_BY(mu_) = nullptr;
+  std::map<std::string, Versions> schemas_ GUARDED_BY(mu_);
+  // Set by attach(), then read-only until detach().
+  std::shared_ptr<metadata::MetadataCache<Versions>> cache_;
+  std::shared_ptr<metadata::ChildrenMirror<Versions>> mirror_;
+  net::Executor* loop_ = nullptr;
 };
 
 // The store's text form of one id's versions (exposed for tests); see

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <future>
 #include <thread>
 
+#include "base/blocking_wait.h"
 #include "base/logging.h"
 #include "broker/service/server_cnx.h"
 #include "broker/topic/entry_metadata.h"
@@ -24,7 +26,9 @@ BrokerService::BrokerService(BrokerOptions options,
       policies_(options_.clusterName),
       authentication_(std::make_unique<AuthenticationService>()),
       authorization_(
-          std::make_unique<AuthorizationService>(policies_, false, std::vector<std::string>{})) {}
+          std::make_unique<AuthorizationService>(policies_, false, std::vector<std::string>{})) {
+  metadataLoop_.start();
+}
 
 void BrokerService::configureSecurity(std::unique_ptr<AuthenticationService> authentication,
                                       bool authorizationEnabled,
@@ -34,7 +38,12 @@ void BrokerService::configureSecurity(std::unique_ptr<AuthenticationService> aut
                                                           std::move(superUserRoles));
 }
 
-BrokerService::~BrokerService() { stop(); }
+BrokerService::~BrokerService() {
+  stop();
+  schemas_.detach();
+  policies_.detachTopicPolicies();
+  metadataLoop_.stop();
+}
 
 void BrokerService::loadNamespacesAndStores() {
   // Pulsar standalone creates public/default at first start; the rest comes from the store, and
@@ -61,15 +70,36 @@ void BrokerService::loadNamespacesAndStores() {
   } else {
     namespaces_.load(metadata_, initial);
   }
-  if (sharedRecords_) policies_.setTopicPolicyStore(sharedRecords_);
-  if (storage::MetadataStore* policyStore = metadata_ ? metadata_ : sharedRecords_) {
-    if (Status s = policies_.attachStore(policyStore); !s) {
+  if (metadata_) {
+    if (Status s = policies_.attachStore(metadata_); !s) {
       MLOG_WARN("tenants and namespace policies stay in memory: {}", s.toString());
     }
   }
-  if (storage::MetadataStore* schemaStore = sharedRecords_ ? sharedRecords_ : metadata_) {
-    if (Status s = schemas_.attachStore(schemaStore); !s) {
-      MLOG_WARN("schemas stay in memory: {}", s.toString());
+  attachRecordStore();
+}
+
+void BrokerService::attachRecordStore() {
+  if (!recordStore_) return;
+  // Start-up on the main thread: the first listing of both roots is waited for (bounded), so
+  // the first producer sees every stored schema and policy.
+  auto policiesReady = std::make_shared<std::promise<Status>>();
+  auto schemasReady = std::make_shared<std::promise<Status>>();
+  std::future<Status> policiesLoaded = policiesReady->get_future();
+  std::future<Status> schemasLoaded = schemasReady->get_future();
+  policies_.attachTopicPolicies(
+      recordStore_, &metadataLoop_,
+      [this](const std::string& topic) {
+        auto name = TopicName::parse(topic);
+        if (name.isOk()) onTopicPoliciesChanged(*name);
+      },
+      [policiesReady](const Status& s) { policiesReady->set_value(s); });
+  schemas_.attach(recordStore_, &metadataLoop_,
+                  [schemasReady](const Status& s) { schemasReady->set_value(s); });
+  for (auto* loaded : {&policiesLoaded, &schemasLoaded}) {
+    auto s = blockingGetFor(*loaded, std::chrono::seconds(60), "loading schemas and policies");
+    if (!s || !s->isOk()) {
+      MLOG_WARN("schemas or topic policies not loaded yet: {}",
+                s ? s->toString() : std::string("no answer in 60 s"));
     }
   }
 }
@@ -480,13 +510,6 @@ void BrokerService::checkCompaction() {
 void BrokerService::onTopicPoliciesChanged(const TopicName& name) {
   std::string key = policyKey(name);
   reapplyPolicies([&](const TopicName& t) { return policyKey(t) == key; });
-}
-
-void BrokerService::applySharedTopicPolicies(const std::string& topic,
-                                             const std::optional<std::string>& text) {
-  policies_.applyTopicPoliciesRecord(topic, text);
-  auto name = TopicName::parse(topic);
-  if (name.isOk()) onTopicPoliciesChanged(*name);
 }
 
 void BrokerService::onNamespacePoliciesChanged(const std::string& ns) {
@@ -940,18 +963,25 @@ Status BrokerService::updatePartitions(const TopicName& name, int partitions) {
   return Status::ok();
 }
 
+void BrokerService::forgetSchema(const TopicName& name) {
+  std::string id = schemaIdOf(name);
+  schemas_.deleteSchema(id, true, &metadataLoop_, [id](const Result<int64_t>& r) {
+    if (!r.isOk()) MLOG_WARN("cannot delete the schemas of {}: {}", id, r.status().toString());
+  });
+}
+
 Status BrokerService::removePartitionedTopic(const TopicName& name) {
   if (shared_) {
     Result<int> stored = shared_->deletePartitioned(name.toString());
     if (!stored.isOk()) return stored.status();
     applySharedPartitioned(name.toString(), std::nullopt);
-    (void)schemas_.deleteSchema(schemaIdOf(name), true);
+    forgetSchema(name);
     return Status::ok();
   }
   Result<int> partitions = namespaces_.removePartitioned(name.toString());
   if (!partitions.isOk()) return partitions.status();
   announcePartitions(name, 0, *partitions, false);
-  (void)schemas_.deleteSchema(schemaIdOf(name), true);
+  forgetSchema(name);
   return Status::ok();
 }
 
@@ -1002,7 +1032,7 @@ void BrokerService::deleteTopic(const TopicName& name, bool force,
     }
     topicListeners_.notify(name.namespaceName(), name.toString(), false);
     // A deleted topic's schema goes with it (a partition's stays with its partitioned topic).
-    if (name.partitionIndex() < 0) (void)schemas_.deleteSchema(schemaIdOf(name), true);
+    if (name.partitionIndex() < 0) forgetSchema(name);
     topic->deleteLedger([topic, cb](const Status& s) { cb(s); });
   });
 }

@@ -32,6 +32,7 @@
 #include "broker/service/topic_list.h"
 #include "broker/topic/stats.h"
 #include "broker/topic/topic.h"
+#include "metadata/store.h"
 #include "net/event_loop.h"
 #include "net/tcp_server.h"
 #include "protocol/commands.h"
@@ -88,13 +89,15 @@ class BrokerService final : public SharedConfigView {
   // start(); outlives the service. Null (standalone): the embedded store keeps them.
   void setSharedConfig(SharedConfig* shared);
   SharedConfig* sharedConfig() const { return shared_; }
-  // Cluster mode: topic policies and schemas are kept in `records` (cluster::SharedRecords, the
-  // configuration store) instead of the embedded store, so every broker sees them. Set before
-  // start(); outlives the service.
-  void setSharedRecords(storage::MetadataStore* records) { sharedRecords_ = records; }
-  // A topic's policies record changed through another broker (nullopt: removed): cached and
-  // re-applied to its loaded partitions. topic: "persistent://t/ns/x". Thread: any.
-  void applySharedTopicPolicies(const std::string& topic, const std::optional<std::string>& text);
+  // Where topic policies and schemas are kept (metadata::Store paths kTopicPoliciesRoot and
+  // kSchemasRoot, docs/broker-metadata-format.md): the configuration store in cluster mode (every
+  // broker sees them), the persistent local store in standalone. The registries read it at
+  // start() and follow its changes; their writes are asynchronous. Set before start(); outlives
+  // the service. Null: memory only.
+  void setRecordStore(metadata::Store* store) { recordStore_ = store; }
+  // The loop `metadata-records` that runs the registries' store callbacks; the executor for
+  // callers without one of their own (admin handlers). Thread: any.
+  net::Executor& metadataExecutor() { return metadataLoop_; }
   // SharedConfigView: the configuration store's state applied to the in-memory view
   // (cluster::ConfigurationStore, at load and on its watches; nullopt: deleted). A namespace whose
   // policies change has them re-applied to its loaded topics; partitions added or removed are
@@ -328,6 +331,10 @@ class BrokerService final : public SharedConfigView {
   // start's first step: the namespaces (public/default and those of the stored ledgers, or none
   // in cluster mode), the compacted ledgers found, the policy and schema stores.
   void loadNamespacesAndStores() EXCLUDES(mu_);
+  // Attaches the schema and topic-policy registries to recordStore_ (main thread, at start).
+  void attachRecordStore();
+  // A deleted topic's schemas go (forced delete; errors logged).
+  void forgetSchema(const TopicName& name);
   // start's periodic checks: message expiry, backlog quota, inactive topics and subscriptions,
   // compaction. REQUIRES: the loops started.
   void startMonitors();
@@ -363,7 +370,10 @@ class BrokerService final : public SharedConfigView {
   TopicOwnership* ownership_ = nullptr;
   ClusterTopicLister clusterTopicLister_;
   SharedConfig* shared_ = nullptr;
-  storage::MetadataStore* sharedRecords_ = nullptr;
+  metadata::Store* recordStore_ = nullptr;
+  // The registries' store callbacks (started by the constructor, stopped by the destructor after
+  // the registries stopped following the store).
+  net::EventLoop metadataLoop_{"metadata-records"};
 
   BrokerOptions options_;
   std::shared_ptr<storage::ManagedLedgerFactory> factory_;

@@ -841,15 +841,28 @@ void ServerCnx::addProducerToTopic(const std::shared_ptr<PersistentTopic>& topic
                                    uint64_t producerId, const std::string& initialSubscription,
                                    const proto::Schema* schema) {
   auto me = self();
-  SchemaAnswer sa = addProducerSchema(service_, *topic, schema);
-  if (!sa.ok) {
-    me->loop().execute([me, producerId, producer] { me->creationDone(producerId, producer); });
-    return me->sendError(requestId, sa.error, sa.message);
-  }
-  std::string schemaVersion = sa.version;
-  if (refuseInitialSubscription(*topic, initialSubscription, requestId, producerId, producer)) {
-    return;
-  }
+  addProducerSchema(
+      service_, *topic, schema,
+      [me, topic, producer, requestId, producerId, initialSubscription](const SchemaAnswer& sa) {
+        if (!sa.ok) {
+          me->loop().execute(
+              [me, producerId, producer] { me->creationDone(producerId, producer); });
+          return me->sendError(requestId, sa.error, sa.message);
+        }
+        if (me->refuseInitialSubscription(*topic, initialSubscription, requestId, producerId,
+                                          producer)) {
+          return;
+        }
+        me->addProducerWithSchema(topic, producer, requestId, producerId, sa.version);
+      });
+}
+
+// The producer's schema is registered (schemaVersion: the PRODUCER_SUCCESS field): adds it to
+// the topic. Topic executor.
+void ServerCnx::addProducerWithSchema(const std::shared_ptr<PersistentTopic>& topic,
+                                      const std::shared_ptr<Producer>& producer, uint64_t requestId,
+                                      uint64_t producerId, const std::string& schemaVersion) {
+  auto me = self();
   auto queued = [me, topic, producer, requestId, producerId, schemaVersion] {
     // WaitForExclusive behind other producers: "created, not ready" (Pulsar sends
     // PRODUCER_SUCCESS with producer_ready=false, then again once admitted).

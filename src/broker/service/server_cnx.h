@@ -213,6 +213,10 @@ class ServerCnx final : public net::Connection,
                           const std::shared_ptr<Producer>& producer, uint64_t requestId,
                           uint64_t producerId, const std::string& initialSubscription,
                           const proto::Schema* schema);
+  // Its second half, once the schema is registered (topic executor).
+  void addProducerWithSchema(const std::shared_ptr<PersistentTopic>& topic,
+                             const std::shared_ptr<Producer>& producer, uint64_t requestId,
+                             uint64_t producerId, const std::string& schemaVersion);
   // Creates the PRODUCER's initial_subscription_name (Earliest) if missing; true when that was
   // refused (allowAutoSubscriptionCreation off, or the create failed) and answered.
   bool refuseInitialSubscription(PersistentTopic& topic, const std::string& initialSubscription,

@@ -59,21 +59,22 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c,
           return;
         }
         auto topic = *r;
-        if (schema) {
-          SchemaAnswer sa = checkConsumerSchema(me->service_, *topic, *schema);
-          if (!sa.ok) {
-            me->loop().execute([me, sa, requestId, consumerId] {
-              me->consumers_.erase(consumerId);
-              me->sendError(requestId, sa.error, sa.message);
+        auto subscribe = [me, topic, req, requestId, consumerId] {
+          topic->subscribe(req, [me, topic, req, requestId, consumerId](const Status& s) {
+            me->loop().execute([me, topic, req, requestId, consumerId, s] {
+              me->onSubscribed(topic, req, requestId, consumerId, s);
             });
-            return;
-          }
-        }
-        topic->subscribe(req, [me, topic, req, requestId, consumerId](const Status& s) {
-          me->loop().execute([me, topic, req, requestId, consumerId, s] {
-            me->onSubscribed(topic, req, requestId, consumerId, s);
           });
-        });
+        };
+        if (!schema) return subscribe();
+        checkConsumerSchema(me->service_, *topic, *schema,
+                            [me, requestId, consumerId, subscribe](const SchemaAnswer& sa) {
+                              if (sa.ok) return subscribe();
+                              me->loop().execute([me, sa, requestId, consumerId] {
+                                me->consumers_.erase(consumerId);
+                                me->sendError(requestId, sa.error, sa.message);
+                              });
+                            });
       });
 }
 

@@ -65,33 +65,41 @@ SchemaData schemaDataFromProto(const proto::Schema& s) {
 
 namespace {
 
+using AddedCallback = std::function<void(Result<std::optional<int64_t>>)>;
+
 // Pulsar's tryAddSchema + AbstractTopic.addSchema with the bare exception messages: the version
 // (nullopt without a schema), kNotAllowed when refused, kInvalidArgument for a definition that
-// does not validate, the store's errors.
-Result<std::optional<int64_t>> addSchema(BrokerService& service, const PersistentTopic& topic,
-                                         const proto::Schema* schema) {
+// does not validate, the store's errors. done runs on the topic's executor (posted).
+void addSchema(BrokerService& service, const PersistentTopic& topic, const proto::Schema* schema,
+               AddedCallback done) {
   const TopicName& name = topic.name();
   std::string id = schemaIdOf(name);
   SchemaRegistry& registry = service.schemas();
+  net::Executor& ex = topic.executor();
+  auto answer = [&ex, &done](Result<std::optional<int64_t>> r) {
+    ex.execute([done = std::move(done), r = std::move(r)] { done(r); });
+  };
   if (!schema) {
     if (registry.hasSchema(id) && service.schemaValidationEnforced(name)) {
-      return Status::notAllowed(
-          "Producers cannot connect or send message without a schema to topics with a schema");
+      return answer(Status::notAllowed(
+          "Producers cannot connect or send message without a schema to topics with a schema"));
     }
-    return std::optional<int64_t>();
+    return answer(std::optional<int64_t>());
   }
   SchemaData data = schemaDataFromProto(*schema);
-  if (Status v = validateSchemaData(data); !v) return v;  // kInvalidArgument
+  if (Status v = validateSchemaData(data); !v) return answer(v);  // kInvalidArgument
   if (!service.allowAutoUpdateSchema(name)) {
     int64_t version = registry.findSchemaVersion(id, data);
     if (version < 0) {
-      return Status::notAllowed("Schema not found and schema auto updating is disabled.");
+      return answer(Status::notAllowed("Schema not found and schema auto updating is disabled."));
     }
-    return std::optional<int64_t>(version);
+    return answer(std::optional<int64_t>(version));
   }
-  auto version = registry.putSchemaIfAbsent(id, data, service.schemaCompatibilityStrategyOf(name));
-  if (!version.isOk()) return version.status();
-  return std::optional<int64_t>(*version);
+  registry.putSchemaIfAbsent(id, data, service.schemaCompatibilityStrategyOf(name), &ex,
+                             [done = std::move(done)](const Result<int64_t>& version) {
+                               if (!version.isOk()) return done(version.status());
+                               done(std::optional<int64_t>(*version));
+                             });
 }
 
 SchemaAnswer answerOf(const Result<std::optional<int64_t>>& r, bool wrapMessage) {
@@ -106,15 +114,22 @@ SchemaAnswer answerOf(const Result<std::optional<int64_t>>& r, bool wrapMessage)
 
 }  // namespace
 
-SchemaAnswer addProducerSchema(BrokerService& service, const PersistentTopic& topic,
-                               const proto::Schema* schema) {
-  return answerOf(addSchema(service, topic, schema), true);
+void addProducerSchema(BrokerService& service, const PersistentTopic& topic,
+                       const proto::Schema* schema, SchemaDone done) {
+  addSchema(service, topic, schema,
+            [done = std::move(done)](const Result<std::optional<int64_t>>& r) {
+              done(answerOf(r, true));
+            });
 }
 
-SchemaAnswer checkConsumerSchema(BrokerService& service, const PersistentTopic& topic,
-                                 const proto::Schema& schema) {
+void checkConsumerSchema(BrokerService& service, const PersistentTopic& topic,
+                         const proto::Schema& schema, SchemaDone done) {
   SchemaData data = schemaDataFromProto(schema);
-  if (data.type == SchemaType::AUTO_CONSUME) return accepted(std::nullopt);
+  net::Executor& ex = topic.executor();
+  auto answer = [&ex, &done](SchemaAnswer a) {
+    ex.execute([done = std::move(done), a = std::move(a)] { done(a); });
+  };
+  if (data.type == SchemaType::AUTO_CONSUME) return answer(accepted(std::nullopt));
   const TopicName& name = topic.name();
   std::string id = schemaIdOf(name);
   SchemaRegistry& registry = service.schemas();
@@ -127,16 +142,22 @@ SchemaAnswer checkConsumerSchema(BrokerService& service, const PersistentTopic& 
   }
   bool idle = !registry.hasSchema(id) && topic.producers().empty() && consumers == 0 &&
               topic.stats().entriesAddedCounter == 0;
-  if (idle) return answerOf(addSchema(service, topic, &schema), false);
+  if (idle) {
+    return addSchema(service, topic, &schema,
+                     [done = std::move(done)](const Result<std::optional<int64_t>>& r) {
+                       done(answerOf(r, false));
+                     });
+  }
   Status s =
       registry.checkConsumerCompatibility(id, data, service.schemaCompatibilityStrategyOf(name));
   if (s.code() == StatusCode::kNotFound) {
-    return refused(std::string("Failed to add schema to an active topic with empty(BYTES) schema: "
-                               "new schema type ") +
-                   schemaTypeName(data.type));
+    return answer(
+        refused(std::string("Failed to add schema to an active topic with empty(BYTES) schema: "
+                            "new schema type ") +
+                schemaTypeName(data.type)));
   }
-  if (!s) return refused(s.message());
-  return accepted(std::nullopt);
+  if (!s) return answer(refused(s.message()));
+  answer(accepted(std::nullopt));
 }
 
 Buffer getSchemaResponse(BrokerService& service, const proto::CommandGetSchema& c) {
@@ -185,9 +206,10 @@ void getOrCreateSchema(BrokerService& service, const proto::CommandGetOrCreateSc
                                                            "Topic not found " + topicText));
           return;
         }
-        SchemaAnswer a = addProducerSchema(service, **r, &schema);
-        send(a.ok ? Commands::newGetOrCreateSchemaResponse(requestId, a.version)
-                  : Commands::newGetOrCreateSchemaErrorResponse(requestId, a.error, a.message));
+        addProducerSchema(service, **r, &schema, [requestId, send](const SchemaAnswer& a) {
+          send(a.ok ? Commands::newGetOrCreateSchemaResponse(requestId, a.version)
+                    : Commands::newGetOrCreateSchemaErrorResponse(requestId, a.error, a.message));
+        });
       });
 }
 

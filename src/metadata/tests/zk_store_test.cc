@@ -12,6 +12,8 @@
 #include <fstream>
 #include <thread>
 
+#include "metadata/cache.h"
+#include "metadata/tests/cache_contract.h"
 #include "metadata/tests/store_contract.h"
 
 namespace magnetar::metadata::testing {
@@ -91,9 +93,21 @@ class ZkSource : public SessionSource {
 
 std::unique_ptr<SessionSource> makeZk() { return std::make_unique<ZkSource>(); }
 
+// Runs ex's tasks until pred() holds or `limit` passed; returns pred().
+bool runFor(storage::testing::ManualExecutor& ex, const std::function<bool()>& pred,
+            std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!pred() && std::chrono::steady_clock::now() < deadline) {
+    if (ex.runPending() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
+
 }  // namespace
 
 INSTANTIATE_TEST_SUITE_P(ZooKeeper, StoreContractTest, ::testing::Values(SourceMaker(makeZk)));
+INSTANTIATE_TEST_SUITE_P(ZooKeeper, MetadataCacheContractTest,
+                         ::testing::Values(SourceMaker(makeZk)));
 
 TEST(ZkUrl, ParsesPulsarsFormsAndRefusesBadOnes) {
   EXPECT_EQ(parseZkUrl("zk:h1:2181,h2:2182/chroot/x").value(), "h1:2181,h2:2182/chroot/x");
@@ -138,11 +152,7 @@ TEST(ZkStoreSession, ExpiryEndsEphemeralNodesAndANewSessionFollows) {
   store->registerSessionListener([&](SessionEvent e) { events.push_back(e); }, &ex);
 
   auto runUntil = [&](const std::function<bool()>& pred, int seconds) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-    while (!pred() && std::chrono::steady_clock::now() < deadline) {
-      if (ex.runPending() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return pred();
+    return runFor(ex, pred, std::chrono::seconds(seconds));
   };
   std::string p = "/expiry-" + std::to_string(::getpid());
   std::optional<Result<Stat>> made;
@@ -174,6 +184,52 @@ TEST(ZkStoreSession, ExpiryEndsEphemeralNodesAndANewSessionFollows) {
   ex.runPending();
 }
 
+// MetadataCache on a ZooKeeper session that expires: the watches went with the old session, so
+// every entry is dropped (and listeners told) when the new one starts, as Pulsar's caches do on
+// SessionReestablished; the next read goes to ZooKeeper and sees another broker's write.
+TEST(ZkStoreSession, AReestablishedSessionEmptiesTheMetadataCache) {
+  ZkServer& server = ZkServer::get();
+  ASSERT_GT(server.pid, 0);
+  ZkSource source(/*sessionTimeoutMs=*/4000);
+  auto store = source.openSession();
+  auto other = source.openSession();
+  ASSERT_TRUE(store && other);
+  storage::testing::ManualExecutor ex;
+  auto runUntil = [&](const std::function<bool()>& pred, int seconds) {
+    return runFor(ex, pred, std::chrono::seconds(seconds));
+  };
+  auto cache = MetadataCache<std::string>::create(
+      store.get(),
+      Serde<std::string>{[](const std::string& v) { return v; },
+                         [](const std::string& v) -> Result<std::string> { return v; }},
+      &ex);
+  bool allDropped = false;
+  cache->addListener([&](const std::optional<std::string>& path) {
+    if (!path) allDropped = true;
+  });
+  std::string p = "/cache-expiry-" + std::to_string(::getpid());
+  std::optional<Result<Stat>> made;
+  other->put(p, "v1", {}, &ex, [&](Result<Stat> r) { made = std::move(r); });
+  ASSERT_TRUE(runUntil([&] { return made.has_value(); }, 10));
+  bool read = false;
+  cache->get(p, &ex, [&](Result<std::optional<std::string>>) { read = true; });
+  ASSERT_TRUE(runUntil([&] { return read; }, 10));
+  ASSERT_EQ(cache->getIfCached(p), std::optional<std::string>("v1"));
+
+  ASSERT_TRUE(expireZkSessionForTesting(store.get()).isOk());
+  EXPECT_TRUE(runUntil([&] { return allDropped; }, 30));
+  EXPECT_FALSE(cache->getIfCached(p).has_value());
+  std::optional<Result<std::optional<std::string>>> got;
+  cache->get(p, &ex, [&](Result<std::optional<std::string>> r) { got = std::move(r); });
+  ASSERT_TRUE(runUntil([&] { return got.has_value(); }, 20));
+  ASSERT_TRUE(got->isOk()) << got->status().toString();
+  EXPECT_EQ(**got, std::optional<std::string>("v1"));
+  cache->close();
+  store->close();
+  other->close();
+  ex.runPending();
+}
+
 // metadataStoreOperationTimeoutSeconds: a call ZooKeeper does not answer (the server paused,
 // well inside the session timeout) ends with kTimeout naming the path, and the late answer after
 // the server resumes is dropped (the callback runs once).
@@ -185,11 +241,7 @@ TEST(ZkStoreTimeout, AnUnansweredCallEndsWithTimeout) {
   ASSERT_TRUE(store);
   storage::testing::ManualExecutor ex;
   auto runUntil = [&](const std::function<bool()>& pred, int ms) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (!pred() && std::chrono::steady_clock::now() < deadline) {
-      if (ex.runPending() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return pred();
+    return runFor(ex, pred, std::chrono::milliseconds(ms));
   };
   // Answered in time: no timeout.
   int calls = 0;

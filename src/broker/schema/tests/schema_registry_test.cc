@@ -3,11 +3,16 @@
 #include <google/protobuf/descriptor.pb.h>
 #include <gtest/gtest.h>
 
+#include <future>
+#include <thread>
+
+#include "base/blocking_wait.h"
 #include "broker/common/base64.h"
 #include "broker/schema/internal/java_json.h"
 #include "broker/schema/schema_compatibility.h"
 #include "broker/schema/schema_data_validator.h"
-#include "storage/metadata_store.h"
+#include "metadata/local_store.h"
+#include "net/event_loop.h"
 
 namespace magnetar::broker {
 namespace {
@@ -202,46 +207,85 @@ TEST(SchemaCompatibility, NamesAndWireForms) {
   EXPECT_TRUE(validateSchemaData(SchemaData{SchemaType::INT32, "", {}}).isOk());
 }
 
+// The registry's asynchronous calls, waited for here (the test thread is no executor).
+Result<int64_t> waitFor(const std::function<void(SchemaRegistry::VersionCallback)>& call) {
+  auto p = std::make_shared<std::promise<Result<int64_t>>>();
+  std::future<Result<int64_t>> f = p->get_future();
+  call([p](const Result<int64_t>& r) { p->set_value(r); });
+  return blockingGet(f, "schema registry test");
+}
+
+Status attach(SchemaRegistry& reg, metadata::Store* store, net::Executor* loop) {
+  auto p = std::make_shared<std::promise<Status>>();
+  std::future<Status> f = p->get_future();
+  reg.attach(store, loop, [p](const Status& s) { p->set_value(s); });
+  return blockingGet(f, "schema registry test");
+}
+
 TEST(SchemaRegistry, VersionsDeletesAndPersistence) {
-  storage::MemoryMetadataStore store;
+  auto backend = metadata::LocalBackend::create();
+  auto session = backend->openSession();
   SchemaRegistry reg;
-  ASSERT_TRUE(reg.attachStore(&store).isOk());
+  SchemaRegistry again;
+  net::EventLoop loop("test-metadata");  // stopped before the registries go
+  loop.start();
+  ASSERT_TRUE(attach(reg, session.get(), &loop).isOk());
+  auto put = [&](SchemaRegistry& r, const SchemaData& d) {
+    return waitFor([&](auto cb) { r.putSchemaIfAbsent("t/ns/x", d, S::FULL, &loop, cb); });
+  };
   EXPECT_FALSE(reg.getSchema("t/ns/x").has_value());
   SchemaData v1 = avro(kV1);
   v1.properties["k"] = "v,=%\n";
-  EXPECT_EQ(*reg.putSchemaIfAbsent("t/ns/x", v1, S::FULL), 0);
+  EXPECT_EQ(*put(reg, v1), 0);
   // The same definition with other whitespace is the same version.
-  EXPECT_EQ(*reg.putSchemaIfAbsent("t/ns/x", avro(R"({"type": "record", "name": "R",
-      "fields": [{"name": "a", "type": "int"}]})"),
-                                   S::FULL),
+  EXPECT_EQ(*put(reg, avro(R"({"type": "record", "name": "R",
+      "fields": [{"name": "a", "type": "int"}]})")),
             0);
-  auto refused = reg.putSchemaIfAbsent("t/ns/x", avro(kV2NoDefault), S::FULL);
+  auto refused = put(reg, avro(kV2NoDefault));
   EXPECT_EQ(refused.status().code(), StatusCode::kNotAllowed);
-  EXPECT_EQ(*reg.putSchemaIfAbsent("t/ns/x", avro(kV2Default), S::FULL), 1);
+  EXPECT_EQ(*put(reg, avro(kV2Default)), 1);
   EXPECT_EQ(reg.findSchemaVersion("t/ns/x", avro(kV1)), 0);
   EXPECT_EQ(reg.findSchemaVersion("t/ns/x", avro(kV2NoDefault)), -1);
   EXPECT_EQ(reg.getSchema("t/ns/x")->version, 1);
   EXPECT_EQ(reg.getSchema("t/ns/x", 0)->schema.properties.at("k"), "v,=%\n");
 
-  // A restart sees the same versions.
-  SchemaRegistry again;
-  ASSERT_TRUE(again.attachStore(&store).isOk());
+  // Another broker (session) sees the same versions.
+  auto otherSession = backend->openSession();
+  ASSERT_TRUE(attach(again, otherSession.get(), &loop).isOk());
   ASSERT_EQ(again.getAllSchemas("t/ns/x").size(), 2u);
   EXPECT_EQ(again.getSchema("t/ns/x", 0)->schema.properties.at("k"), "v,=%\n");
   EXPECT_EQ(again.getSchema("t/ns/x", 1)->schema.data, kV2Default);
 
   // Delete: a tombstone version; older versions are gone; the next one continues the count.
-  EXPECT_EQ(*reg.deleteSchema("t/ns/x", false), 2);
+  EXPECT_EQ(*waitFor([&](auto cb) { reg.deleteSchema("t/ns/x", false, &loop, cb); }), 2);
   EXPECT_FALSE(reg.getSchema("t/ns/x").has_value());
   EXPECT_FALSE(reg.getSchema("t/ns/x", 0).has_value());
   EXPECT_TRUE(reg.getAllSchemas("t/ns/x").empty());
   SchemaData str{SchemaType::STRING, "", {}};
-  EXPECT_EQ(*reg.putSchemaIfAbsent("t/ns/x", str, S::FULL), 3);
+  // Written through the other registry: it reads the tombstone from the store, not memory.
+  EXPECT_EQ(*put(again, str), 3);
   EXPECT_EQ(reg.checkConsumerCompatibility("t/ns/y", str, S::FULL).code(), StatusCode::kNotFound);
+  for (int i = 0; i < 500 && !reg.hasSchema("t/ns/x"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the change reaches reg
+  }
   EXPECT_TRUE(reg.checkConsumerCompatibility("t/ns/x", str, S::FULL).isOk());
   // Force delete forgets the record.
-  EXPECT_TRUE(reg.deleteSchema("t/ns/x", true).isOk());
-  EXPECT_FALSE(store.get("/admin/magnetar/schemas/t%2Fns%2Fx").isOk());
+  EXPECT_EQ(*waitFor([&](auto cb) { reg.deleteSchema("t/ns/x", true, &loop, cb); }), 4);
+  EXPECT_FALSE(reg.hasSchema("t/ns/x"));
+  reg.detach();
+  again.detach();
+  loop.stop();
+}
+
+TEST(SchemaRegistry, InMemoryWithoutAStore) {
+  net::EventLoop loop("test-metadata");
+  loop.start();
+  SchemaRegistry reg;
+  SchemaData str{SchemaType::STRING, "", {}};
+  EXPECT_EQ(*waitFor([&](auto cb) { reg.putSchemaIfAbsent("a/b/c", str, S::FULL, &loop, cb); }), 0);
+  EXPECT_EQ(*waitFor([&](auto cb) { reg.deleteSchema("a/b/c", true, &loop, cb); }), 1);
+  EXPECT_FALSE(reg.hasSchema("a/b/c"));
+  loop.stop();
 }
 
 TEST(SchemaRegistry, RecordCodec) {

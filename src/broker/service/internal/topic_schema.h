@@ -34,15 +34,18 @@ SchemaData schemaDataFromProto(const proto::Schema& s);
 
 // PRODUCER: without a schema, refused (IncompatibleSchema) only when the topic has one and
 // schema validation is enforced; with one, registered under the topic's strategy (or, with
-// auto update off, only an existing version is accepted). Topic executor (writes the store).
-SchemaAnswer addProducerSchema(BrokerService& service, const PersistentTopic& topic,
-                               const proto::Schema* schema);
+// auto update off, only an existing version is accepted). done runs on the topic's executor
+// (posted, after the store answered a new version). Topic executor.
+using SchemaDone = std::function<void(const SchemaAnswer&)>;
+void addProducerSchema(BrokerService& service, const PersistentTopic& topic,
+                       const proto::Schema* schema, SchemaDone done);
 
 // SUBSCRIBE with a schema (not AUTO_CONSUME): registered when the topic is idle (no schema, no
 // producer, no consumer other than AUTO_CONSUME ones, nothing published since it was loaded),
-// else checked with Pulsar's checkConsumerCompatibility. Topic executor.
-SchemaAnswer checkConsumerSchema(BrokerService& service, const PersistentTopic& topic,
-                                 const proto::Schema& schema);
+// else checked with Pulsar's checkConsumerCompatibility. done runs on the topic's executor
+// (posted). Topic executor.
+void checkConsumerSchema(BrokerService& service, const PersistentTopic& topic,
+                         const proto::Schema& schema, SchemaDone done);
 
 // The GET_SCHEMA_RESPONSE frame: the latest or the asked version, else TopicNotFound "Topic not
 // found or no-schema <topic>" (Pulsar's answer). Any thread (reads memory only).
