@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "admin/broker_info_routes.h"
 #include "admin/stats_json.h"
@@ -138,6 +141,24 @@ void addListRoutes(Router& r, const AdminContext* ctx) {
                    });
 }
 
+// Drops the topic-level grants of a deleted topic and of its `partitions` partitions, as Pulsar's
+// PersistentTopic.delete (deleteTopicAuthenticationWithRetry) does, so that a topic created again
+// under the name starts without them. No store write when there is none.
+Status removeTopicGrants(const AdminContext* ctx, const TopicName& name, int partitions) {
+  std::vector<std::string> names{name.toString()};
+  for (int i = 0; i < partitions; ++i) names.push_back(name.partition(i).toString());
+  broker::NamespacePolicies now = ctx->service.policies().namespacePolicies(name.namespaceName());
+  if (std::none_of(names.begin(), names.end(),
+                   [&](const std::string& n) { return now.topicPermissions.count(n) > 0; })) {
+    return Status::ok();
+  }
+  return ctx->service.policies().updateNamespacePolicies(name.namespaceName(),
+                                                         [&](broker::NamespacePolicies& pol) {
+                                                           for (const std::string& n : names)
+                                                             pol.topicPermissions.erase(n);
+                                                         });
+}
+
 void deletePartitioned(const AdminContext* ctx, const HttpRequest& req, const TopicName& name,
                        bool force, const Respond& respond) {
   Result<int> n = ctx->service.partitionsOf(name, false);
@@ -145,14 +166,17 @@ void deletePartitioned(const AdminContext* ctx, const HttpRequest& req, const To
     respond(HttpResponse::error(404, "Partitioned topic does not exist"));
     return;
   }
-  auto gather = Gather<Status>::create(*n, [ctx, name, respond](const std::vector<Status>& all) {
-    for (const Status& s : all) {
-      if (!s.isOk() && s.code() != StatusCode::kNotFound) return respond(errorResponse(s));
-    }
-    Status s = ctx->service.removePartitionedTopic(name);
-    if (s) ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
-    respond(s ? noContent() : errorResponse(s));
-  });
+  int count = *n;
+  auto gather =
+      Gather<Status>::create(count, [ctx, name, count, respond](const std::vector<Status>& all) {
+        for (const Status& s : all) {
+          if (!s.isOk() && s.code() != StatusCode::kNotFound) return respond(errorResponse(s));
+        }
+        Status s = ctx->service.removePartitionedTopic(name);
+        if (s) ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
+        if (s) s = removeTopicGrants(ctx, name, count);
+        respond(s ? noContent() : errorResponse(s));
+      });
   for (int i = 0; i < *n; ++i) {
     if (ownedElsewhere(*ctx, name.partition(i))) {  // cluster mode: its owner deletes it
       callPartitionOwner(
@@ -211,8 +235,10 @@ void addTopicCreateDeleteRoutes(Router& r, const AdminContext* ctx) {
             Result<int> n = ctx->service.partitionsOf(name, false);
             if (n.isOk() && *n > 0) return deletePartitioned(ctx, req, name, force, respond);
             ctx->service.deleteTopic(name, force, [ctx, name, respond](const Status& s) {
-              if (s) ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
-              respond(s ? noContent() : errorResponse(s));
+              if (!s) return respond(errorResponse(s));
+              ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
+              Status grants = removeTopicGrants(ctx, name, 0);
+              respond(grants ? noContent() : errorResponse(grants));
             });
           });
 }

@@ -101,3 +101,23 @@ def test_partitioned_topic_and_its_partitions_keep_their_own_grants(http, namesp
     assert http("DELETE", perms(domain, parent, "app-1")).status_code == 204
     assert http("DELETE", perms(domain, f"{parent}-partition-1", "app-2")).status_code == 204
     assert destination_auth(http, namespace) == {}
+
+
+def test_a_deleted_topics_grants_go_with_it(http, namespace):
+    # Pulsar's topic delete drops its destination_auth entries (PersistentTopic.delete's
+    # deleteTopicAuthenticationWithRetry, per partition for a partitioned topic): a topic created
+    # again under the name starts without the old grants.
+    plain, parent = f"{namespace}/gone", f"{namespace}/gone-part"
+    assert http("PUT", f"/admin/v2/persistent/{plain}").status_code == 204
+    assert http("PUT", f"/admin/v2/persistent/{parent}/partitions", json=2).status_code == 204
+    for path in (plain, parent, f"{parent}-partition-1"):
+        assert http("POST", perms("persistent", path, "app-1"),
+                    json=["produce"]).status_code == 204
+    assert len(destination_auth(http, namespace)) == 3
+    assert http("DELETE", f"/admin/v2/persistent/{plain}").status_code == 204
+    assert http("DELETE", f"/admin/v2/persistent/{parent}/partitions").status_code == 204
+    assert destination_auth(http, namespace) == {}
+    assert http("PUT", f"/admin/v2/persistent/{plain}").status_code == 204
+    assert http("PUT", f"/admin/v2/persistent/{parent}/partitions", json=2).status_code == 204
+    for path in (plain, parent, f"{parent}-partition-1"):
+        assert http("GET", perms("persistent", path)).json() == {}
