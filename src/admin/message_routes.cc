@@ -41,7 +41,7 @@ void addPeekRoute(Router& r, const AdminContext* ctx) {
           return;
         }
         int64_t nth = std::max<int64_t>(1, n);  // Pulsar treats positions below 1 as 1
-        std::string sub = p.at("subscription");
+        std::string sub = subscriptionParam(p);
         withTopic(*ctx, name, respond, [respond, sub, nth](const TopicPtr& t) {
           broker::Subscription* s = t->subscription(sub);
           if (!s) return respond(HttpResponse::error(404, "Subscription not found"));
@@ -228,7 +228,7 @@ void addAnalyzeBacklogRoute(Router& r, const AdminContext* ctx) {
                                respond)) {
           return;
         }
-        std::string sub = p.at("subscription");
+        std::string sub = subscriptionParam(p);
         withTopic(*ctx, name, respond, [respond, sub, start](const TopicPtr& t) {
           broker::Subscription* s = t->subscription(sub);
           if (!s) return respond(HttpResponse::error(404, "Subscription not found"));
@@ -275,7 +275,7 @@ void addExpireRoutes(Router& r, const AdminContext* ctx) {
                                respond)) {
           return;
         }
-        std::string sub = p.at("subscription");
+        std::string sub = subscriptionParam(p);
         MessageIdBody body = id;
         withTopic(*ctx, name, respond, [respond, sub, body](const TopicPtr& t) {
           Position upTo = body.position;

@@ -117,7 +117,7 @@ void addSubscriptionCreateDeleteRoutes(Router& r, const AdminContext* ctx) {
           if (!at) return respond(HttpResponse::error(412, "The body must be a message id"));
           start = at->ledgerId == INT64_MAX ? std::nullopt : at;
         }
-        std::string sub = p.at("subscription");
+        std::string sub = subscriptionParam(p);
         Result<int> partitions = ctx->service.partitionsOf(name, false);
         bool create =
             (partitions.isOk() && *partitions > 0) || ctx->service.allowAutoTopicCreation(name);

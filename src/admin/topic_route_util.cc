@@ -1,5 +1,6 @@
 #include "admin/topic_route_util.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -7,6 +8,12 @@
 #include "admin/topic_targets.h"
 
 namespace magnetar::admin {
+
+std::string subscriptionParam(const PathParams& p) {
+  std::string s = p.at("subscription");
+  std::replace(s.begin(), s.end(), '+', ' ');  // before the %-escapes: "%2B" stays a '+'
+  return percentDecode(s);
+}
 
 void addRouteGroups(Router& r, const AdminContext& ctx, std::initializer_list<RouteGroup> groups) {
   for (RouteGroup add : groups) add(r, &ctx);
@@ -50,7 +57,7 @@ void onEachSubscriptionTarget(const AdminContext* ctx, const HttpRequest& req, c
                               const TopicName& name, const Respond& respond, SubscriptionOp op) {
   onEachTarget<Status>(
       ctx, req, name, false, Status::notFound(""), respond,
-      [sub = p.at("subscription"), op = std::move(op)](const TopicPtr& t, StatusCb reply) {
+      [sub = subscriptionParam(p), op = std::move(op)](const TopicPtr& t, StatusCb reply) {
         op(t, sub, std::move(reply));
       },
       answerStatuses(respond, "Subscription not found"));

@@ -26,6 +26,11 @@ using StatusCb = std::function<void(Status)>;
 inline const std::string kTopicPath = "/admin/v2/persistent/{tenant}/{namespace}/{topic}";
 inline const std::string kSubPath = kTopicPath + "/subscription/{subscription}";
 
+// The path's {subscription} as Pulsar's PersistentTopics reads it: the path-decoded text decoded
+// once more by Codec.decode (URLDecoder: '+' a space, %XX a byte), since Pulsar's admin client
+// sends Codec.encode(name) ("my sub" arrives as "my+sub"). A malformed %-escape is kept as sent.
+std::string subscriptionParam(const PathParams& p);
+
 // A function adding a group of routes; addRouteGroups adds each in the order given.
 using RouteGroup = void (*)(Router&, const AdminContext*);
 void addRouteGroups(Router& r, const AdminContext& ctx, std::initializer_list<RouteGroup> groups);

@@ -194,6 +194,40 @@ def test_subscriptions_admin(http, client, namespace):
     assert http("GET", f"{base}/subscriptions").json() == []
 
 
+def test_subscription_path_is_decoded_as_pulsar_admin_encodes_it(http, client, namespace):
+    # Pulsar's admin client sends Codec.encode(subscription) (URLEncoder: a space as '+') and
+    # PersistentTopics decodes the path's subscription once more (Codec.decode): "my+sub" names
+    # "my sub", and an escape sent escaped again ("a%252Fb") names "a/b".
+    topic = f"persistent://{namespace}/encoded-subs"
+    base = f"/admin/v2/persistent/{namespace}/encoded-subs"
+    producer = client.create_producer(topic)
+    for sub in ("my sub", "a/b", "x+y"):
+        client.subscribe(topic, sub).close()
+    for _ in range(3):
+        producer.send(b"m")
+
+    def backlog(sub):
+        return http("GET", f"{base}/stats").json()["subscriptions"][sub]["msgBacklog"]
+
+    assert http("POST", f"{base}/subscription/my+sub/skip/1").status_code == 204
+    assert backlog("my sub") == 2
+    r = http("GET", f"{base}/subscription/my+sub/position/1")
+    assert r.status_code == 200 and r.content == b"m"
+    assert http("POST", f"{base}/subscription/a%252Fb/skip_all").status_code == 204
+    assert backlog("a/b") == 0
+    assert http("POST", f"{base}/subscription/a%252Fb/resetcursor/0").status_code == 204
+    assert backlog("a/b") == 3
+    assert http("POST", f"{base}/subscription/x%252By/skip/2").status_code == 204
+    assert backlog("x+y") == 1
+    # Created under the decoded name; deleted by it.
+    assert http("PUT", f"{base}/subscription/new+one").status_code == 204
+    assert sorted(http("GET", f"{base}/subscriptions").json()) == [
+        "a/b", "my sub", "new one", "x+y"]
+    for sub in ("new+one", "my+sub", "a%252Fb", "x%252By"):
+        assert http("DELETE", f"{base}/subscription/{sub}").status_code == 204, sub
+    assert http("GET", f"{base}/subscriptions").json() == []
+
+
 def test_last_message_id_terminate_and_unload(http, client, namespace):
     topic = f"persistent://{namespace}/term"
     base = f"/admin/v2/persistent/{namespace}/term"
