@@ -264,7 +264,7 @@ void ManagedLedgerCore::maybeFinishTerminate() {
   }
   const Position at = ledgers_.lastConfirmed();
   terminatedAt_ = at;
-  storeTerminated(at, [cbs = std::move(cbs), at](const Status& s) {
+  backend_->storeTerminated(at, [cbs = std::move(cbs), at](const Status& s) {
     for (const auto& cb : cbs) cb(s, at);
   });
 }
@@ -446,7 +446,7 @@ Status ManagedLedgerCore::deleteCursor(const std::string& name) {
     });
   }
   c->waiting_.clear();
-  removeCursorData(std::move(c));
+  backend_->removeCursor(std::move(c));
   trimConsumedLedgers();
   return Status::ok();
 }
@@ -479,7 +479,7 @@ void ManagedLedgerCore::flushCursors(bool all) {
   for (auto& [_, c] : cursors_) {
     if (c->dirty_ && c->canWrite() && (all || c->writeDue(now))) due.push_back(c.get());
   }
-  if (!due.empty()) persistCursors(due);
+  if (!due.empty()) backend_->storeCursors(due);
 }
 
 Position ManagedLedgerCore::minMarkDelete() const {

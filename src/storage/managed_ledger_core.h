@@ -11,11 +11,11 @@
 //
 // A backend (the embedded journal's ManagedLedgerImpl, BookKeeper's bk::BkManagedLedger, the
 // in-memory MemoryManagedLedger of memory_managed_ledger.cc for broker tests) gives the core a
-// LedgerBackend (ledger_backend.h: reading a ledger's entries) and, still by inheritance, the
-// CoreHooks below: writing the queued adds to its ledgers, storing cursor state and the
-// terminated position, dropping ledgers, finishing a close, and its ledger states (open,
-// closed, fenced). Its ledger creation and rollover mechanics, open/recovery and the close's
-// final writes are its own (issue 46: the next steps move them behind LedgerBackend).
+// LedgerBackend (ledger_backend.h: reading a ledger's entries, storing and removing cursor
+// state, storing the terminated position) and, still by inheritance, the CoreHooks below:
+// writing the queued adds to its ledgers, dropping ledgers, finishing a close, and its ledger
+// states (open, closed, fenced). Its ledger creation and rollover mechanics, open/recovery and the
+// close's final writes are its own (issue 46: the next steps move them behind LedgerBackend).
 //
 // Thread: everything on the executor given at construction (MAGNETAR_DCHECK_ON), except what the
 // comments say. Callbacks run there too.
@@ -113,12 +113,6 @@ class CoreHooks {
   virtual ~CoreHooks() = default;
 
  protected:
-  // Starts writing these cursors' state (each dirty, canWrite() and due; at least one): the
-  // backend clears dirty_, sets lastWriteMs_, takes waiting_, runs those callbacks once stored and
-  // moves persisted_ (then ManagedLedgerCore::trimConsumedLedgers).
-  virtual void persistCursors(const std::vector<CoreCursor*>& due) = 0;
-  // deleteCursor removed `c` from the core: the backend deletes its stored state.
-  virtual void removeCursorData(std::shared_ptr<CoreCursor> c) = 0;
   // Makes a cursor of this backend's kind (openCursor).
   virtual std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) = 0;
   // Deletes consumed ledgers: consumedLedgersToDrop(truncate) from the ledger list and the store,
@@ -144,9 +138,6 @@ class CoreHooks {
   // Why a terminate that waited for the adds fails after all (BookKeeper: fenced or closed
   // meanwhile), Ok otherwise.
   virtual Status terminateFinishRefusal() const { return Status::ok(); }
-  // Stores `at` as the terminated position (Pulsar's ManagedLedgerInfo.terminatedPosition, the
-  // embedded /ml-terminated key); done on the executor with the store's status.
-  virtual void storeTerminated(Position at, StatusCallback done) = 0;
   // Why no cursor may be created or deleted now besides closing (BookKeeper: kFenced, another
   // owner has them); Ok otherwise.
   virtual Status cursorChangeRefusal() const { return Status::ok(); }
@@ -181,7 +172,7 @@ class ManagedLedgerCore : public ManagedLedger,
   // As asyncClose, then everything of the ledger is deleted.
   void asyncDelete(StatusCallback cb) override;
   // Pulsar's asyncTerminate (ManagedLedger's contract): refused per terminateRefusal; once the
-  // adds taken completed, the last confirmed entry is stored (storeTerminated).
+  // adds taken completed, the last confirmed entry is stored (LedgerBackend::storeTerminated).
   void asyncTerminate(std::function<void(Status, Position)> cb) override;
   bool isTerminated() const override;
 

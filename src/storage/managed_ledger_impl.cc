@@ -243,7 +243,7 @@ std::shared_ptr<CoreCursor> ManagedLedgerImpl::makeCursor(const std::string& nam
   return std::make_shared<CoreCursor>(name, this, std::move(state));
 }
 
-void ManagedLedgerImpl::removeCursorData(std::shared_ptr<CoreCursor> c) {
+void ManagedLedgerImpl::removeCursor(std::shared_ptr<CoreCursor> c) {
   factory_->post([f = factory_, key = cursorKey(name_, c->name())] {
     Status s = f->bgWrite({MetadataOp::del(key)});
     if (!s) MLOG_WARN("deleting cursor {} failed: {}", key, s.toString());
@@ -267,13 +267,13 @@ void ManagedLedgerImpl::flushDeferredCursors(StatusCallback done) {
     done(Status::ok());
     return;
   }
-  dirty->waiting_.push_back(std::move(done));  // run after the write (persistCursors)
+  dirty->waiting_.push_back(std::move(done));  // run after the write (storeCursors)
   flushCursors(/*all=*/true);
 }
 
 // One metadata write for every cursor due (Pulsar writes each cursor on its own; the keys are
 // ours, docs/storage-format.md).
-void ManagedLedgerImpl::persistCursors(const std::vector<CoreCursor*>& due) {
+void ManagedLedgerImpl::storeCursors(const std::vector<CoreCursor*>& due) {
   const int64_t now = steadyClockMs();
   std::vector<MetadataOp> ops;
   std::vector<StatusCallback> cbs;

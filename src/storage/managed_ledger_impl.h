@@ -80,13 +80,13 @@ class ManagedLedgerImpl : private LedgerBackend, public ManagedLedgerCore {
   void read(int64_t ledgerId, int64_t first, int64_t last, size_t maxBytes,
             ReadEntriesCallback cb) override;
 
-  // ---- cursors (CoreHooks) ----
+  // ---- cursors (LedgerBackend: storeCursors, removeCursor; the rest CoreHooks) ----
   // The cursors of this backend are the core's own.
   std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) override;
   // One metadata write (storage-bg) for all of them.
-  void persistCursors(const std::vector<CoreCursor*>& due) override;
+  void storeCursors(const std::vector<CoreCursor*>& due) override;
   // The cursor's key, deleted on storage-bg.
-  void removeCursorData(std::shared_ptr<CoreCursor> c) override;
+  void removeCursor(std::shared_ptr<CoreCursor> c) override;
   bool cursorsWritable() const override { return state_ != State::kClosed; }
   // A cursor write completed: the cursors' persisted positions move, trimming may follow.
   void cursorsPersisted(const std::vector<std::pair<std::string, Position>>& written);
@@ -104,7 +104,7 @@ class ManagedLedgerImpl : private LedgerBackend, public ManagedLedgerCore {
   ManagedLedgerState exportState();
   Status terminateRefusal() const override;
   bool addsPending() const override;
-  // The /ml-terminated key (storage-bg).
+  // LedgerBackend: the /ml-terminated key (storage-bg).
   void storeTerminated(Position at, StatusCallback done) override;
 
   DurableManagedLedgerFactory* factory_;

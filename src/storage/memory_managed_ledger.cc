@@ -123,10 +123,8 @@ class MemoryManagedLedger : private LedgerBackend, public ManagedLedgerCore {
         [cb = std::move(cb), got = std::move(got)]() mutable { cb(Status::ok(), std::move(got)); });
   }
 
-  // ---- CoreHooks ----
-
   // Stored at once: the writes complete in a later pass of the executor.
-  void persistCursors(const std::vector<CoreCursor*>& due) override {
+  void storeCursors(const std::vector<CoreCursor*>& due) override {
     const int64_t now = steadyClockMs();
     std::vector<StatusCallback> cbs;
     std::vector<std::pair<std::string, Position>> written;
@@ -147,7 +145,13 @@ class MemoryManagedLedger : private LedgerBackend, public ManagedLedgerCore {
       }
     });
   }
-  void removeCursorData(std::shared_ptr<CoreCursor>) override {}
+  void removeCursor(std::shared_ptr<CoreCursor>) override {}
+  void storeTerminated(Position, StatusCallback done) override {
+    postTask([done = std::move(done)] { done(Status::ok()); });
+  }
+
+  // ---- CoreHooks ----
+
   std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) override {
     return std::make_shared<CoreCursor>(name, this, std::move(state));
   }
@@ -233,9 +237,6 @@ class MemoryManagedLedger : private LedgerBackend, public ManagedLedgerCore {
     return Status::ok();
   }
   bool addsPending() const override { return inflight_ > 0 || !queued_.empty(); }
-  void storeTerminated(Position, StatusCallback done) override {
-    postTask([done = std::move(done)] { done(Status::ok()); });
-  }
 
   std::shared_ptr<MemoryLedgerData> d_;
   MemoryManagedLedgerFactory* factory_;

@@ -515,13 +515,13 @@ Status BkManagedLedger::cursorChangeRefusal() const {
   return Status::ok();
 }
 
-void BkManagedLedger::removeCursorData(std::shared_ptr<CoreCursor> c) {
+void BkManagedLedger::removeCursor(std::shared_ptr<CoreCursor> c) {
   bkCursor(c)->removeAll([name = name_, cursor = c->name()](const Status& s) {
     if (!s.isOk()) MLOG_WARN("{}: deleting cursor {}: {}", name, cursor, s.toString());
   });
 }
 
-void BkManagedLedger::persistCursors(const std::vector<CoreCursor*>& due) {
+void BkManagedLedger::storeCursors(const std::vector<CoreCursor*>& due) {
   for (CoreCursor* c : due) static_cast<BkManagedCursor*>(c)->persist();
 }
 

@@ -198,13 +198,13 @@ class BkManagedLedger : private LedgerBackend, public ManagedLedgerCore {
   void withReadHandle(int64_t ledgerId, std::function<void(Status, HandlePtr)> fn);
   void forgetReader(int64_t ledgerId);
 
-  // ---- cursors (bk_cursor.cc's persistence; CoreHooks) ----
+  // ---- cursors (bk_cursor.cc's persistence; LedgerBackend: storeCursors, removeCursor) ----
   // BkManagedCursor: a CoreCursor with a znode and a cursor ledger.
   std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) override;
   // Each cursor's own write (BkManagedCursor::persist).
-  void persistCursors(const std::vector<CoreCursor*>& due) override;
+  void storeCursors(const std::vector<CoreCursor*>& due) override;
   // Its znode and cursor ledgers (BkManagedCursor::removeAll).
-  void removeCursorData(std::shared_ptr<CoreCursor> c) override;
+  void removeCursor(std::shared_ptr<CoreCursor> c) override;
   // kFenced once another owner took the ledger over.
   Status cursorChangeRefusal() const override;
   void cursorPersisted();
@@ -223,7 +223,7 @@ class BkManagedLedger : private LedgerBackend, public ManagedLedgerCore {
   bool addsPending() const override;
   // kFenced or kClosed when that happened while the adds completed.
   Status terminateFinishRefusal() const override;
-  // terminatedPosition in the ManagedLedgerInfo znode (writeInfo).
+  // LedgerBackend: terminatedPosition in the ManagedLedgerInfo znode (writeInfo).
   void storeTerminated(Position at, StatusCallback done) override;
 
   // ---- open (bk_ml_open.cc) ----
