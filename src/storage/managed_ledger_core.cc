@@ -166,12 +166,13 @@ bool CoreCursor::writeDue(int64_t nowSteadyMs) const {
 ManagedLedgerCore::ManagedLedgerCore(std::string name, net::Executor* executor,
                                      const ManagedLedgerConfig& config,
                                      std::shared_ptr<EntryCacheManager> cacheManager,
-                                     std::shared_ptr<EntryCache> cache)
+                                     std::shared_ptr<EntryCache> cache, LedgerBackend* backend)
     : name_(std::move(name)),
       executor_(executor),
       config_(config),
       cacheManager_(std::move(cacheManager)),
       cache_(std::move(cache)),
+      backend_(backend),
       retentionMinutes_(config.defaultRetentionTimeInMinutes),
       retentionSizeMB_(config.defaultRetentionSizeInMB),
       tasks_(executor) {}
@@ -263,7 +264,7 @@ void ManagedLedgerCore::maybeFinishTerminate() {
   }
   const Position at = ledgers_.lastConfirmed();
   terminatedAt_ = at;
-  storeTerminated(at, [cbs = std::move(cbs), at](const Status& s) {
+  backend_->storeTerminated(at, [cbs = std::move(cbs), at](const Status& s) {
     for (const auto& cb : cbs) cb(s, at);
   });
 }
@@ -348,6 +349,44 @@ void ManagedLedgerCore::readCachedPositions(const std::vector<Position>& sorted,
   cache_->readPositions(sorted, found, uncached);
 }
 
+void ManagedLedgerCore::readFromBackend(Position start, int maxEntries, size_t maxBytes,
+                                        std::vector<Entry> acc, ReadEntriesCallback cb) {
+  const LedgerInfo* info = ledgers_.find(start.ledgerId);
+  if (!info || start.entryId >= info->entries) {
+    executor_->execute(
+        [cb = std::move(cb), acc = std::move(acc)]() mutable { cb(Status::ok(), std::move(acc)); });
+    return;
+  }
+  size_t used = 0;
+  for (const Entry& e : acc) used += e.data.size();
+  const int64_t want = maxEntries - static_cast<int64_t>(acc.size());
+  const int64_t last = std::min(start.entryId + std::max<int64_t>(want, 1) - 1, info->entries - 1);
+  const size_t wantBytes = used < maxBytes ? maxBytes - used : 1;
+  backend_->read(start.ledgerId, start.entryId, last, wantBytes,
+                 [self = shared_from_this(), maxEntries, maxBytes, used, acc = std::move(acc),
+                  cb = std::move(cb)](Status s, std::vector<Entry> got) mutable {
+                   if (!s.isOk()) {
+                     cb(std::move(s), {});
+                     return;
+                   }
+                   size_t bytes = used;
+                   for (Entry& e : got) {
+                     // As the cache's continuation: past maxBytes only as the read's first entry.
+                     if (!acc.empty() && bytes + e.data.size() > maxBytes) {
+                       cb(Status::ok(), std::move(acc));
+                       return;
+                     }
+                     bytes += e.data.size();
+                     acc.push_back(std::move(e));
+                   }
+                   if (got.empty() || acc.empty()) {
+                     cb(Status::ok(), std::move(acc));
+                     return;
+                   }
+                   self->continueRead(std::move(acc), maxEntries, maxBytes, std::move(cb));
+                 });
+}
+
 void ManagedLedgerCore::continueRead(std::vector<Entry> acc, int maxEntries, size_t maxBytes,
                                      ReadEntriesCallback cb) {
   size_t bytes = 0;
@@ -407,7 +446,7 @@ Status ManagedLedgerCore::deleteCursor(const std::string& name) {
     });
   }
   c->waiting_.clear();
-  removeCursorData(std::move(c));
+  backend_->removeCursor(std::move(c));
   trimConsumedLedgers();
   return Status::ok();
 }
@@ -440,7 +479,7 @@ void ManagedLedgerCore::flushCursors(bool all) {
   for (auto& [_, c] : cursors_) {
     if (c->dirty_ && c->canWrite() && (all || c->writeDue(now))) due.push_back(c.get());
   }
-  if (!due.empty()) persistCursors(due);
+  if (!due.empty()) backend_->storeCursors(due);
 }
 
 Position ManagedLedgerCore::minMarkDelete() const {

@@ -10,12 +10,12 @@
 // asyncTerminate: the adds taken complete, then the position is stored).
 //
 // A backend (the embedded journal's ManagedLedgerImpl, BookKeeper's bk::BkManagedLedger, the
-// in-memory MemoryManagedLedger of memory_managed_ledger.cc for broker tests) derives from
-// ManagedLedgerCore and implements the LedgerBackend hooks below: writing the queued adds to its
-// ledgers, reading a ledger's entries, storing cursor state and the terminated position,
-// dropping ledgers, finishing a close, and its ledger states (open, closed, fenced). Its ledger
-// creation and rollover mechanics, open/recovery and the close's final writes are its own
-// (issue 46: the next step moves them here behind the same kind of hooks).
+// in-memory MemoryManagedLedger of memory_managed_ledger.cc for broker tests) gives the core a
+// LedgerBackend (ledger_backend.h: reading a ledger's entries, storing and removing cursor
+// state, storing the terminated position) and, still by inheritance, the CoreHooks below:
+// writing the queued adds to its ledgers, dropping ledgers, finishing a close, and its ledger
+// states (open, closed, fenced). Its ledger creation and rollover mechanics, open/recovery and the
+// close's final writes are its own (issue 46: the next steps move them behind LedgerBackend).
 //
 // Thread: everything on the executor given at construction (MAGNETAR_DCHECK_ON), except what the
 // comments say. Callbacks run there too.
@@ -35,6 +35,7 @@
 #include "base/dcheck.h"
 #include "storage/cursor_state.h"
 #include "storage/entry_cache.h"
+#include "storage/ledger_backend.h"
 #include "storage/ledger_set.h"
 #include "storage/managed_ledger.h"
 #include "storage/managed_ledger_config.h"
@@ -105,24 +106,13 @@ class CoreCursor : public ManagedCursor {
   ManagedLedgerCore* core_;
 };
 
-// The hooks a backend gives the core. Thread: the ledger's executor.
-class LedgerBackend {
+// The hooks a backend still gives the core by inheritance (issue 46 moves them into
+// LedgerBackend). Thread: the ledger's executor.
+class CoreHooks {
  public:
-  virtual ~LedgerBackend() = default;
+  virtual ~CoreHooks() = default;
 
  protected:
-  // Reads from ledger start.ledgerId, beginning at `start` (an entry the ledger list holds), up
-  // to maxEntries - acc.size() entries and about maxBytes counting acc's; appends them to acc and
-  // goes on with ManagedLedgerCore::continueRead (or cb(status, {}) on a read error: kIoError,
-  // kNotFound, kTimeout). Runs cb on the executor.
-  virtual void readFromBackend(Position start, int maxEntries, size_t maxBytes,
-                               std::vector<Entry> acc, ReadEntriesCallback cb) = 0;
-  // Starts writing these cursors' state (each dirty, canWrite() and due; at least one): the
-  // backend clears dirty_, sets lastWriteMs_, takes waiting_, runs those callbacks once stored and
-  // moves persisted_ (then ManagedLedgerCore::trimConsumedLedgers).
-  virtual void persistCursors(const std::vector<CoreCursor*>& due) = 0;
-  // deleteCursor removed `c` from the core: the backend deletes its stored state.
-  virtual void removeCursorData(std::shared_ptr<CoreCursor> c) = 0;
   // Makes a cursor of this backend's kind (openCursor).
   virtual std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) = 0;
   // Deletes consumed ledgers: consumedLedgersToDrop(truncate) from the ledger list and the store,
@@ -148,9 +138,6 @@ class LedgerBackend {
   // Why a terminate that waited for the adds fails after all (BookKeeper: fenced or closed
   // meanwhile), Ok otherwise.
   virtual Status terminateFinishRefusal() const { return Status::ok(); }
-  // Stores `at` as the terminated position (Pulsar's ManagedLedgerInfo.terminatedPosition, the
-  // embedded /ml-terminated key); done on the executor with the store's status.
-  virtual void storeTerminated(Position at, StatusCallback done) = 0;
   // Why no cursor may be created or deleted now besides closing (BookKeeper: kFenced, another
   // owner has them); Ok otherwise.
   virtual Status cursorChangeRefusal() const { return Status::ok(); }
@@ -160,13 +147,14 @@ class LedgerBackend {
 
 // Owned by shared_ptr (enable_shared_from_this: callbacks keep the ledger alive).
 class ManagedLedgerCore : public ManagedLedger,
-                          protected LedgerBackend,
+                          protected CoreHooks,
                           public std::enable_shared_from_this<ManagedLedgerCore> {
  public:
   // `cacheManager` (may be null when it outlives the ledger anyway) is kept until `cache` goes.
+  // `backend` (not owned; usually the subclass itself) is only called after construction.
   ManagedLedgerCore(std::string name, net::Executor* executor, const ManagedLedgerConfig& config,
                     std::shared_ptr<EntryCacheManager> cacheManager,
-                    std::shared_ptr<EntryCache> cache);
+                    std::shared_ptr<EntryCache> cache, LedgerBackend* backend);
   ~ManagedLedgerCore() override;
 
   const std::string& name() const override { return name_; }  // any thread
@@ -184,7 +172,7 @@ class ManagedLedgerCore : public ManagedLedger,
   // As asyncClose, then everything of the ledger is deleted.
   void asyncDelete(StatusCallback cb) override;
   // Pulsar's asyncTerminate (ManagedLedger's contract): refused per terminateRefusal; once the
-  // adds taken completed, the last confirmed entry is stored (storeTerminated).
+  // adds taken completed, the last confirmed entry is stored (LedgerBackend::storeTerminated).
   void asyncTerminate(std::function<void(Status, Position)> cb) override;
   bool isTerminated() const override;
 
@@ -240,8 +228,14 @@ class ManagedLedgerCore : public ManagedLedger,
   void entryConfirmed(Position pos, const Buffer& data);
   // Terminate's second half once nothing is pending: stores the position, runs the callbacks.
   void maybeFinishTerminate();
-  // A backend's disk or bookie read went as far as one ledger: on into the next ledger (cache,
-  // then the backend) until the limits, else cb(ok, acc).
+  // Reads from the backend (LedgerBackend::read) in start.ledgerId from `start` on (an entry the
+  // ledger list holds), up to maxEntries - acc.size() entries and about maxBytes counting acc's
+  // (an entry past it only when acc is empty), then goes on with continueRead; cb(error, {}) on
+  // a read error.
+  void readFromBackend(Position start, int maxEntries, size_t maxBytes, std::vector<Entry> acc,
+                       ReadEntriesCallback cb);
+  // A read went as far as acc's last entry: on into the next ledger (cache, then the backend)
+  // until the limits, else cb(ok, acc).
   void continueRead(std::vector<Entry> acc, int maxEntries, size_t maxBytes,
                     ReadEntriesCallback cb);
   Position minMarkDelete() const;
@@ -268,7 +262,8 @@ class ManagedLedgerCore : public ManagedLedger,
   const ManagedLedgerConfig& config_;
   std::shared_ptr<EntryCacheManager> cacheManager_;  // outlives cache_
   std::shared_ptr<EntryCache> cache_;
-  LedgerSet ledgers_;  // confirmed entries of the active ledgers
+  LedgerBackend* const backend_;  // the subclass (issue 46: a separate object later)
+  LedgerSet ledgers_;             // confirmed entries of the active ledgers
   std::map<std::string, std::shared_ptr<CoreCursor>> cursors_;
   int32_t retentionMinutes_;  // setRetention, else defaultRetentionTimeInMinutes
   int64_t retentionSizeMB_;   // setRetention, else defaultRetentionSizeInMB

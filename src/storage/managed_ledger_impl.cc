@@ -30,7 +30,7 @@ class JournalSink : public JournalClient {
 ManagedLedgerImpl::ManagedLedgerImpl(DurableManagedLedgerFactory* factory, std::string name,
                                      net::Executor* executor, ManagedLedgerState state)
     : ManagedLedgerCore(std::move(name), executor, factory->options_, nullptr,
-                        factory->cache_->newCache()),
+                        factory->cache_->newCache(), this),
       factory_(factory),
       readKey_(std::hash<std::string>()(name_)) {
   for (auto& ledger : state.ledgers) {
@@ -208,46 +208,32 @@ void ManagedLedgerImpl::onJournalWritten(const Status& s, const std::vector<Jour
 
 // ---- reads ----
 
-void ManagedLedgerImpl::readFromBackend(Position start, int maxEntries, size_t maxBytes,
-                                        std::vector<Entry> acc, ReadEntriesCallback cb) {
-  const LedgerInfo* info = ledgers_.find(start.ledgerId);
-  int wantEntries = maxEntries - static_cast<int>(acc.size());
-  auto idx = index_.find(start.ledgerId);
-  if (!info || idx == index_.end()) {
-    executor_->execute(
-        [cb = std::move(cb), acc = std::move(acc)]() mutable { cb(Status::ok(), std::move(acc)); });
+void ManagedLedgerImpl::read(int64_t ledgerId, int64_t first, int64_t last, size_t maxBytes,
+                             ReadEntriesCallback cb) {
+  auto idx = index_.find(ledgerId);
+  if (idx == index_.end()) {
+    executor_->execute([cb = std::move(cb)] { cb(Status::ok(), {}); });
     return;
   }
-  auto runs = idx->second.runsFrom(start.entryId, wantEntries, static_cast<int64_t>(maxBytes));
-  if (runs.empty()) MLOG_WARN("{}: no index run for {}:{}", name_, start.ledgerId, start.entryId);
-  int64_t ledgerId = start.ledgerId;
-  size_t used = 0;
-  for (const Entry& e : acc) used += e.data.size();
-  size_t wantBytes = maxBytes > used ? maxBytes - used : 0;
-  factory_->readPool_->read(
-      readKey_, std::move(runs), start.entryId, info->entries - 1, wantEntries,
-      acc.empty() ? maxBytes : std::max<size_t>(wantBytes, 1),
-      [self = selfPtr(), ledgerId, maxEntries, maxBytes, acc = std::move(acc), cb = std::move(cb)](
-          Status s, std::vector<std::pair<int64_t, Buffer>> got) mutable {
-        self->executor_->execute([self, s = std::move(s), got = std::move(got), ledgerId,
-                                  maxEntries, maxBytes, acc = std::move(acc),
-                                  cb = std::move(cb)]() mutable {
-          if (!s) {
-            cb(s, {});
-            return;
-          }
-          if (got.empty() && acc.empty()) {
-            cb(Status::ok(), {});
-            return;
-          }
-          for (auto& [id, buf] : got) acc.push_back(Entry{Position{ledgerId, id}, std::move(buf)});
-          if (got.empty()) {
-            cb(Status::ok(), std::move(acc));
-            return;
-          }
-          self->continueRead(std::move(acc), maxEntries, maxBytes, std::move(cb));
-        });
-      });
+  const int count = static_cast<int>(last - first + 1);
+  auto runs = idx->second.runsFrom(first, count, static_cast<int64_t>(maxBytes));
+  if (runs.empty()) MLOG_WARN("{}: no index run for {}:{}", name_, ledgerId, first);
+  factory_->readPool_->read(readKey_, std::move(runs), first, last, count, maxBytes,
+                            [self = selfPtr(), ledgerId, cb = std::move(cb)](
+                                Status s, std::vector<std::pair<int64_t, Buffer>> got) mutable {
+                              self->executor_->execute([s = std::move(s), got = std::move(got),
+                                                        ledgerId, cb = std::move(cb)]() mutable {
+                                if (!s) {
+                                  cb(s, {});
+                                  return;
+                                }
+                                std::vector<Entry> entries;
+                                entries.reserve(got.size());
+                                for (auto& [id, buf] : got)
+                                  entries.push_back(Entry{Position{ledgerId, id}, std::move(buf)});
+                                cb(Status::ok(), std::move(entries));
+                              });
+                            });
 }
 
 // ---- cursors ----
@@ -257,7 +243,7 @@ std::shared_ptr<CoreCursor> ManagedLedgerImpl::makeCursor(const std::string& nam
   return std::make_shared<CoreCursor>(name, this, std::move(state));
 }
 
-void ManagedLedgerImpl::removeCursorData(std::shared_ptr<CoreCursor> c) {
+void ManagedLedgerImpl::removeCursor(std::shared_ptr<CoreCursor> c) {
   factory_->post([f = factory_, key = cursorKey(name_, c->name())] {
     Status s = f->bgWrite({MetadataOp::del(key)});
     if (!s) MLOG_WARN("deleting cursor {} failed: {}", key, s.toString());
@@ -281,13 +267,13 @@ void ManagedLedgerImpl::flushDeferredCursors(StatusCallback done) {
     done(Status::ok());
     return;
   }
-  dirty->waiting_.push_back(std::move(done));  // run after the write (persistCursors)
+  dirty->waiting_.push_back(std::move(done));  // run after the write (storeCursors)
   flushCursors(/*all=*/true);
 }
 
 // One metadata write for every cursor due (Pulsar writes each cursor on its own; the keys are
 // ours, docs/storage-format.md).
-void ManagedLedgerImpl::persistCursors(const std::vector<CoreCursor*>& due) {
+void ManagedLedgerImpl::storeCursors(const std::vector<CoreCursor*>& due) {
   const int64_t now = steadyClockMs();
   std::vector<MetadataOp> ops;
   std::vector<StatusCallback> cbs;

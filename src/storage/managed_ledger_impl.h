@@ -25,7 +25,7 @@
 
 namespace magnetar::storage {
 
-class ManagedLedgerImpl : public ManagedLedgerCore {
+class ManagedLedgerImpl : private LedgerBackend, public ManagedLedgerCore {
  public:
   // `state` already holds the new current ledger (the last one, empty), unless terminated (then
   // the last ledger is the closed one the terminated position names).
@@ -61,7 +61,7 @@ class ManagedLedgerImpl : public ManagedLedgerCore {
 
   std::shared_ptr<ManagedLedgerImpl> selfPtr() { return selfAs<ManagedLedgerImpl>(); }
 
-  // ---- adds and rollover (LedgerBackend: addRefusal, drainQueued, isClosed) ----
+  // ---- adds and rollover (CoreHooks: addRefusal, drainQueued, isClosed) ----
   // Closed, stopped, terminated, or the journal's disk refusing writes (counted).
   Status addRefusal() override;
   // Assigns the queued adds to curLedger_ and appends them to the journal.
@@ -76,35 +76,35 @@ class ManagedLedgerImpl : public ManagedLedgerCore {
   std::vector<LedgerMeta> ledgerList() const;
 
   // ---- reads (LedgerBackend) ----
-  // One ledger's entries from the journal, on a storage-read-N thread.
-  void readFromBackend(Position start, int maxEntries, size_t maxBytes, std::vector<Entry> acc,
-                       ReadEntriesCallback cb) override;
+  // One ledger's entries from the journal, read on a storage-read-N thread.
+  void read(int64_t ledgerId, int64_t first, int64_t last, size_t maxBytes,
+            ReadEntriesCallback cb) override;
 
-  // ---- cursors (LedgerBackend) ----
+  // ---- cursors (LedgerBackend: storeCursors, removeCursor; the rest CoreHooks) ----
   // The cursors of this backend are the core's own.
   std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) override;
   // One metadata write (storage-bg) for all of them.
-  void persistCursors(const std::vector<CoreCursor*>& due) override;
+  void storeCursors(const std::vector<CoreCursor*>& due) override;
   // The cursor's key, deleted on storage-bg.
-  void removeCursorData(std::shared_ptr<CoreCursor> c) override;
+  void removeCursor(std::shared_ptr<CoreCursor> c) override;
   bool cursorsWritable() const override { return state_ != State::kClosed; }
   // A cursor write completed: the cursors' persisted positions move, trimming may follow.
   void cursorsPersisted(const std::vector<std::pair<std::string, Position>>& written);
 
-  // ---- trimming (LedgerBackend) ----
+  // ---- trimming (CoreHooks) ----
   // The ledger list without them and their index runs, in one metadata write; then the journal
   // segments they leave unused are reclaimed.
   void trimConsumedLedgers(bool truncate = false) override;
   int64_t ledgerClosedMs(int64_t id) const override;
 
-  // ---- close and terminate (LedgerBackend) ----
+  // ---- close and terminate (CoreHooks) ----
   // Once the adds in flight completed and no ledger is being created: the ledger list and the
   // cursors written (or everything removed when deleting), the state handed to the factory.
   void maybeFinishClose() override;
   ManagedLedgerState exportState();
   Status terminateRefusal() const override;
   bool addsPending() const override;
-  // The /ml-terminated key (storage-bg).
+  // LedgerBackend: the /ml-terminated key (storage-bg).
   void storeTerminated(Position at, StatusCallback done) override;
 
   DurableManagedLedgerFactory* factory_;

@@ -42,12 +42,12 @@ ManagedLedgerConfig coreConfig(const MemoryLedgerOptions& o) {
 }  // namespace
 
 // The in-memory backend. Thread: the executor given at open (the core's rule).
-class MemoryManagedLedger : public ManagedLedgerCore {
+class MemoryManagedLedger : private LedgerBackend, public ManagedLedgerCore {
  public:
   MemoryManagedLedger(std::string name, net::Executor* executor,
                       std::shared_ptr<MemoryLedgerData> d, MemoryManagedLedgerFactory* factory)
       : ManagedLedgerCore(std::move(name), executor, factory->config_, factory->cacheManager_,
-                          factory->cacheManager_->newCache()),
+                          factory->cacheManager_->newCache(), this),
         d_(std::move(d)),
         factory_(factory) {
     // As a restart: an empty current ledger goes and a new one starts (none once terminated).
@@ -115,15 +115,16 @@ class MemoryManagedLedger : public ManagedLedgerCore {
 
   // ---- LedgerBackend ----
 
-  void readFromBackend(Position start, int maxEntries, size_t maxBytes, std::vector<Entry> acc,
-                       ReadEntriesCallback cb) override {
-    readStored(start, maxEntries, maxBytes, &acc);
+  void read(int64_t ledgerId, int64_t first, int64_t last, size_t maxBytes,
+            ReadEntriesCallback cb) override {
+    std::vector<Entry> got;
+    readStored(Position{ledgerId, first}, static_cast<int>(last - first + 1), maxBytes, &got);
     executor_->execute(
-        [cb = std::move(cb), acc = std::move(acc)]() mutable { cb(Status::ok(), std::move(acc)); });
+        [cb = std::move(cb), got = std::move(got)]() mutable { cb(Status::ok(), std::move(got)); });
   }
 
   // Stored at once: the writes complete in a later pass of the executor.
-  void persistCursors(const std::vector<CoreCursor*>& due) override {
+  void storeCursors(const std::vector<CoreCursor*>& due) override {
     const int64_t now = steadyClockMs();
     std::vector<StatusCallback> cbs;
     std::vector<std::pair<std::string, Position>> written;
@@ -144,7 +145,13 @@ class MemoryManagedLedger : public ManagedLedgerCore {
       }
     });
   }
-  void removeCursorData(std::shared_ptr<CoreCursor>) override {}
+  void removeCursor(std::shared_ptr<CoreCursor>) override {}
+  void storeTerminated(Position, StatusCallback done) override {
+    postTask([done = std::move(done)] { done(Status::ok()); });
+  }
+
+  // ---- CoreHooks ----
+
   std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) override {
     return std::make_shared<CoreCursor>(name, this, std::move(state));
   }
@@ -230,9 +237,6 @@ class MemoryManagedLedger : public ManagedLedgerCore {
     return Status::ok();
   }
   bool addsPending() const override { return inflight_ > 0 || !queued_.empty(); }
-  void storeTerminated(Position, StatusCallback done) override {
-    postTask([done = std::move(done)] { done(Status::ok()); });
-  }
 
   std::shared_ptr<MemoryLedgerData> d_;
   MemoryManagedLedgerFactory* factory_;

@@ -29,7 +29,7 @@ Status bkStatus(BkResult rc, const std::string& what) {
 BkManagedLedger::BkManagedLedger(BkManagedLedgerFactory* factory, std::string name,
                                  net::Executor* executor, bool createIfMissing)
     : ManagedLedgerCore(std::move(name), executor, factory->options_, factory->cache_,
-                        factory->cache_->newCache()),
+                        factory->cache_->newCache(), this),
       factory_(factory),
       opts_(factory->options_),
       bk_(factory->bk_),
@@ -425,59 +425,44 @@ void BkManagedLedger::startInfoWrite() {
 
 // ---- reads ----
 
-void BkManagedLedger::readFromBackend(Position start, int maxEntries, size_t maxBytes,
-                                      std::vector<Entry> acc, ReadEntriesCallback cb) {
-  const LedgerInfo* info = ledgers_.find(start.ledgerId);
-  if (!info || start.entryId >= info->entries) {
-    executor_->execute(
-        [cb = std::move(cb), acc = std::move(acc)]() mutable { cb(Status::ok(), std::move(acc)); });
+void BkManagedLedger::read(int64_t ledgerId, int64_t first, int64_t last, size_t maxBytes,
+                           ReadEntriesCallback cb) {
+  const LedgerInfo* info = ledgers_.find(ledgerId);
+  if (!info) {
+    executor_->execute([cb = std::move(cb)] { cb(Status::ok(), {}); });
     return;
   }
-  size_t used = 0;
-  for (const Entry& e : acc) used += e.data.size();
   // As many entries as the byte limit allows at the ledger's mean entry size (one more, cut
-  // after the read), never past the ledger's end.
+  // after the read).
   const int64_t mean = std::max<int64_t>(1, info->sizeBytes / std::max<int64_t>(1, info->entries));
-  const int64_t byBytes = used >= maxBytes ? 1 : static_cast<int64_t>(maxBytes - used) / mean + 1;
-  const int64_t n = std::min({static_cast<int64_t>(maxEntries) - static_cast<int64_t>(acc.size()),
-                              byBytes, info->entries - start.entryId});
-  const int64_t first = start.entryId;
-  const int64_t last = first + std::max<int64_t>(n, 1) - 1;
-  const int64_t ledgerId = start.ledgerId;
+  last = std::min(last, first + static_cast<int64_t>(maxBytes) / mean);
   auto self = selfPtr();
-  withReadHandle(ledgerId, [self, ledgerId, first, last, maxEntries, maxBytes, acc = std::move(acc),
-                            cb = std::move(cb)](const Status& s, const HandlePtr& h) mutable {
+  withReadHandle(ledgerId, [self, ledgerId, first, last, maxBytes, cb = std::move(cb)](
+                               const Status& s, const HandlePtr& h) mutable {
     if (!s.isOk()) {
       cb(s, {});
       return;
     }
-    h->loop().execute([self, h, ledgerId, first, last, maxEntries, maxBytes, acc = std::move(acc),
-                       cb = std::move(cb)]() mutable {
+    h->loop().execute([self, h, ledgerId, first, last, maxBytes, cb = std::move(cb)]() mutable {
       h->readEntries(
           first, last,
-          [self, ledgerId, maxEntries, maxBytes, acc = std::move(acc), cb = std::move(cb)](
+          [self, ledgerId, maxBytes, cb = std::move(cb)](
               BkResult rc, std::vector<bookkeeper::LedgerEntry> got) mutable {
-            self->gated_->execute([self, ledgerId, rc, got = std::move(got), maxEntries, maxBytes,
-                                   acc = std::move(acc), cb = std::move(cb)]() mutable {
+            self->gated_->execute([ledgerId, rc, got = std::move(got), maxBytes,
+                                   cb = std::move(cb)]() mutable {
               if (rc != BkResult::kOk) {
                 cb(bkStatus(rc, "reading ledger " + std::to_string(ledgerId)), {});
                 return;
               }
+              std::vector<Entry> entries;
+              entries.reserve(got.size());
               size_t bytes = 0;
-              for (const Entry& e : acc) bytes += e.data.size();
               for (auto& e : got) {
-                if (!acc.empty() && bytes + e.payload.size() > maxBytes) {
-                  cb(Status::ok(), std::move(acc));
-                  return;
-                }
+                if (!entries.empty() && bytes + e.payload.size() > maxBytes) break;
                 bytes += e.payload.size();
-                acc.push_back(Entry{Position{ledgerId, e.entryId}, Buffer::copyOf(e.payload)});
+                entries.push_back(Entry{Position{ledgerId, e.entryId}, Buffer::copyOf(e.payload)});
               }
-              if (acc.empty()) {
-                cb(Status::ok(), std::move(acc));
-                return;
-              }
-              self->continueRead(std::move(acc), maxEntries, maxBytes, std::move(cb));
+              cb(Status::ok(), std::move(entries));
             });
           });
     });
@@ -530,13 +515,13 @@ Status BkManagedLedger::cursorChangeRefusal() const {
   return Status::ok();
 }
 
-void BkManagedLedger::removeCursorData(std::shared_ptr<CoreCursor> c) {
+void BkManagedLedger::removeCursor(std::shared_ptr<CoreCursor> c) {
   bkCursor(c)->removeAll([name = name_, cursor = c->name()](const Status& s) {
     if (!s.isOk()) MLOG_WARN("{}: deleting cursor {}: {}", name, cursor, s.toString());
   });
 }
 
-void BkManagedLedger::persistCursors(const std::vector<CoreCursor*>& due) {
+void BkManagedLedger::storeCursors(const std::vector<CoreCursor*>& due) {
   for (CoreCursor* c : due) static_cast<BkManagedCursor*>(c)->persist();
 }
 

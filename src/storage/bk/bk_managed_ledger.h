@@ -96,7 +96,7 @@ class BkManagedCursor : public CoreCursor, public std::enable_shared_from_this<B
 
 // BookKeeper's backend of the managed-ledger core (managed_ledger_core.h): the core owns the
 // ledger list, cache, cursors, reads, trimming rules and retention.
-class BkManagedLedger : public ManagedLedgerCore {
+class BkManagedLedger : private LedgerBackend, public ManagedLedgerCore {
  public:
   // createIfMissing false: open() fails with kNotFound, writing nothing, when the znode does not
   // exist (Pulsar's ManagedLedgerConfig.createIfMissing).
@@ -154,7 +154,7 @@ class BkManagedLedger : public ManagedLedgerCore {
     bool scheduled = false;                          // the loop's thread only
   };
 
-  // ---- adds and rollover (bk_managed_ledger.cc; LedgerBackend: addRefusal, drainQueued) ----
+  // ---- adds and rollover (bk_managed_ledger.cc; CoreHooks: addRefusal, drainQueued) ----
   // writeRefusal().
   Status addRefusal() override;
   // Assigns the queued adds to current_; one hand-over per pass to its loop (flushSends).
@@ -191,26 +191,26 @@ class BkManagedLedger : public ManagedLedgerCore {
 
   // ---- reads (LedgerBackend) ----
   // Reads from the bookies (the writer's handle, or a reader handle kept per ledger), as many
-  // entries as maxBytes allows at the ledger's mean entry size.
-  void readFromBackend(Position start, int maxEntries, size_t maxBytes, std::vector<Entry> acc,
-                       ReadEntriesCallback cb) override;
+  // entries as maxBytes allows at the ledger's mean entry size (one more), cut at maxBytes.
+  void read(int64_t ledgerId, int64_t first, int64_t last, size_t maxBytes,
+            ReadEntriesCallback cb) override;
   // A handle to read ledgerId from: the current writer's, a cached reader, or one opened now.
   void withReadHandle(int64_t ledgerId, std::function<void(Status, HandlePtr)> fn);
   void forgetReader(int64_t ledgerId);
 
-  // ---- cursors (bk_cursor.cc's persistence; LedgerBackend) ----
+  // ---- cursors (bk_cursor.cc's persistence; LedgerBackend: storeCursors, removeCursor) ----
   // BkManagedCursor: a CoreCursor with a znode and a cursor ledger.
   std::shared_ptr<CoreCursor> makeCursor(const std::string& name, CursorState state) override;
   // Each cursor's own write (BkManagedCursor::persist).
-  void persistCursors(const std::vector<CoreCursor*>& due) override;
+  void storeCursors(const std::vector<CoreCursor*>& due) override;
   // Its znode and cursor ledgers (BkManagedCursor::removeAll).
-  void removeCursorData(std::shared_ptr<CoreCursor> c) override;
+  void removeCursor(std::shared_ptr<CoreCursor> c) override;
   // kFenced once another owner took the ledger over.
   Status cursorChangeRefusal() const override;
   void cursorPersisted();
   CursorPersistLimits limits() const;
 
-  // ---- trimming, close and terminate (LedgerBackend) ----
+  // ---- trimming, close and terminate (CoreHooks) ----
   // The ledger list without them (znode CAS), then the ledgers deleted from BookKeeper.
   void trimConsumedLedgers(bool truncate = false) override;
   int64_t ledgerClosedMs(int64_t id) const override;
@@ -223,7 +223,7 @@ class BkManagedLedger : public ManagedLedgerCore {
   bool addsPending() const override;
   // kFenced or kClosed when that happened while the adds completed.
   Status terminateFinishRefusal() const override;
-  // terminatedPosition in the ManagedLedgerInfo znode (writeInfo).
+  // LedgerBackend: terminatedPosition in the ManagedLedgerInfo znode (writeInfo).
   void storeTerminated(Position at, StatusCallback done) override;
 
   // ---- open (bk_ml_open.cc) ----
