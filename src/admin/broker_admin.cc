@@ -34,6 +34,8 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
         detector({o.ioBusyThreshold, std::chrono::nanoseconds(o.window).count()}) {}
 
   void start() {
+    mayBlockLoop.start();
+    ctx.mayBlock = &mayBlockLoop;
     loop.start();
     loop.execute([this] {
       prevTickNs = lastCheckNs = monotonicNowNs();
@@ -45,6 +47,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
   void stop() {
     loop.execute([this] { timer.cancel(); });
     loop.stop();
+    mayBlockLoop.stop();
   }
 
   // pulsar-stats thread from here on.
@@ -155,6 +158,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
   AdminContext ctx;
   Options options;
   net::EventLoop loop{"pulsar-stats"};
+  net::EventLoop mayBlockLoop{"pulsar-web-async", net::EventLoop::Kind::kMayBlock};
   boost::asio::steady_timer timer;
   IoSaturationDetector detector;
   // pulsar-stats thread only.

@@ -862,8 +862,10 @@ void deleteNamespaceTopics(const AdminContext* ctx, const std::string& ns, bool 
             return;
           }
         }
-        Status s = ctx->service.removeNamespace(ns);
-        respond(s ? noContent() : errorResponse(s));
+        runMayBlock(*ctx, [ctx, ns, respond] {
+          Status s = ctx->service.removeNamespace(ns);
+          respond(s ? noContent() : errorResponse(s));
+        });
       });
   for (size_t i = 0; i < topics.size(); ++i) {
     auto name = broker::TopicName::parse(topics[i]);

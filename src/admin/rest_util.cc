@@ -7,7 +7,14 @@
 #include <cstdint>
 #include <set>
 
+#include "base/blocking_wait.h"
+
 namespace magnetar::admin {
+
+void runMayBlock(const AdminContext& ctx, std::function<void()> fn) {
+  if (executorThreadName() == nullptr || ctx.mayBlock == nullptr) return fn();
+  ctx.mayBlock->execute(std::move(fn));
+}
 
 std::optional<std::string> queryParam(const HttpRequest& req, std::string_view name) {
   std::string_view q = req.query;

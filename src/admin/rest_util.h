@@ -19,6 +19,7 @@
 #include "broker/service/broker_service.h"
 #include "broker/topic/stats.h"
 #include "config/service_configuration.h"
+#include "net/executor.h"
 
 namespace magnetar::admin {
 
@@ -27,7 +28,15 @@ struct AdminContext {
   broker::BrokerService& service;
   std::shared_ptr<config::ServiceConfiguration> config;
   broker::RateRegistry& rates;
+  // `pulsar-web-async` (BrokerAdmin's): where a continuation that may block on the configuration
+  // store runs when it completes on a broker executor. nullptr: run in place (unit tests).
+  net::Executor* mayBlock = nullptr;
 };
+
+// Runs fn at once on a thread that may block (pulsar-web), else (on a broker executor: an I/O
+// loop or ml-worker completing an admin operation) queues it on ctx.mayBlock, so the
+// configuration-store writes in fn (blocking in cluster mode) never stall an executor.
+void runMayBlock(const AdminContext& ctx, std::function<void()> fn);
 
 // The decoded value of query parameter `name`, nullopt when absent.
 std::optional<std::string> queryParam(const HttpRequest& req, std::string_view name);

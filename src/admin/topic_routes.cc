@@ -172,10 +172,12 @@ void deletePartitioned(const AdminContext* ctx, const HttpRequest& req, const To
         for (const Status& s : all) {
           if (!s.isOk() && s.code() != StatusCode::kNotFound) return respond(errorResponse(s));
         }
-        Status s = ctx->service.removePartitionedTopic(name);
-        if (s) ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
-        if (s) s = removeTopicGrants(ctx, name, count);
-        respond(s ? noContent() : errorResponse(s));
+        runMayBlock(*ctx, [ctx, name, count, respond] {
+          Status s = ctx->service.removePartitionedTopic(name);
+          if (s) ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
+          if (s) s = removeTopicGrants(ctx, name, count);
+          respond(s ? noContent() : errorResponse(s));
+        });
       });
   for (int i = 0; i < *n; ++i) {
     if (ownedElsewhere(*ctx, name.partition(i))) {  // cluster mode: its owner deletes it
@@ -236,9 +238,11 @@ void addTopicCreateDeleteRoutes(Router& r, const AdminContext* ctx) {
             if (n.isOk() && *n > 0) return deletePartitioned(ctx, req, name, force, respond);
             ctx->service.deleteTopic(name, force, [ctx, name, respond](const Status& s) {
               if (!s) return respond(errorResponse(s));
-              ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
-              Status grants = removeTopicGrants(ctx, name, 0);
-              respond(grants ? noContent() : errorResponse(grants));
+              runMayBlock(*ctx, [ctx, name, respond] {
+                ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
+                Status grants = removeTopicGrants(ctx, name, 0);
+                respond(grants ? noContent() : errorResponse(grants));
+              });
             });
           });
 }

@@ -1,5 +1,7 @@
 #include "base/blocking_wait.h"
 
+#include <execinfo.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -13,12 +15,14 @@ namespace magnetar {
 namespace {
 thread_local const char* tExecutorName = nullptr;
 
-bool strict() {
-  static const bool on = [] {
+// MAGNETAR_STRICT_BLOCKING_WAITS: "1" aborts on a blocking wait on an executor, "trace" logs
+// each one with its stack and goes on (to list every caller in one test run).
+const char* strictMode() {
+  static const char* mode = [] {
     const char* v = std::getenv("MAGNETAR_STRICT_BLOCKING_WAITS");
-    return v != nullptr && std::strcmp(v, "1") == 0;
+    return v ? v : "";
   }();
-  return on;
+  return mode;
 }
 }  // namespace
 
@@ -28,9 +32,13 @@ const char* executorThreadName() { return tExecutorName; }
 
 void checkMayBlock(const char* what) {
   if (!tExecutorName) return;
-  if (strict()) {
-    MLOG_ERROR("blocking wait ({}) on executor thread {}", what, tExecutorName);
-    dcheckFailed("blocking wait on an executor thread", __FILE__, __LINE__, what);
+  const bool abortIt = std::strcmp(strictMode(), "1") == 0;
+  if (abortIt || std::strcmp(strictMode(), "trace") == 0) {
+    MLOG_ERROR("blocking wait ({}) on executor thread {}; stack on stderr", what, tExecutorName);
+    void* frames[48];
+    backtrace_symbols_fd(frames, backtrace(frames, 48), 2);  // to find the caller (addr2line)
+    if (abortIt) dcheckFailed("blocking wait on an executor thread", __FILE__, __LINE__, what);
+    return;
   }
   static std::mutex mu;
   static LogRateLimiter limiter(std::chrono::seconds(60));

@@ -16,14 +16,16 @@ namespace {
 thread_local EventLoop* tDraining = nullptr;
 }  // namespace
 
-EventLoop::EventLoop(std::string name) : name_(std::move(name)), work_(ctx_.get_executor()) {}
+EventLoop::EventLoop(std::string name, Kind kind)
+    : name_(std::move(name)), kind_(kind), work_(ctx_.get_executor()) {}
 
 EventLoop::~EventLoop() { stop(); }
 
 void EventLoop::start() {
   thread_ = std::thread([this] {
     setThreadName(name_);
-    markExecutorThread(name_.c_str());  // blocking waits here are bugs (base/blocking_wait.h)
+    // Blocking waits on an executor are bugs (base/blocking_wait.h).
+    if (kind_ == Kind::kExecutor) markExecutorThread(name_.c_str());
     tid_ = static_cast<int>(::syscall(SYS_gettid));
     for (;;) {
       try {

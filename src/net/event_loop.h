@@ -19,9 +19,9 @@ namespace magnetar::net {
 
 // Counters of one loop; plain atomics bumped on the hot path, summed at scrape time.
 struct LoopStats {
-  std::atomic<uint64_t> tasks{0};       // tasks handed over through execute()
-  std::atomic<uint64_t> wakeups{0};     // inbox drains scheduled (one eventfd write at most each)
-  std::atomic<uint64_t> passes{0};      // inbox drains run
+  std::atomic<uint64_t> tasks{0};    // tasks handed over through execute()
+  std::atomic<uint64_t> wakeups{0};  // inbox drains scheduled (one eventfd write at most each)
+  std::atomic<uint64_t> passes{0};   // inbox drains run
   // Of `tasks`: those held back by executeAfterPass() and handed over at the end of the caller's
   // pass, and the number of such end-of-pass hand-overs (each one lock, one wake-up at most).
   std::atomic<uint64_t> heldTasks{0};
@@ -34,7 +34,10 @@ struct LoopStats {
 // context() runs on the loop's own thread, named `name` (e.g. "pulsar-io-0").
 class EventLoop final : public Executor {
  public:
-  explicit EventLoop(std::string name);
+  // kMayBlock: a loop for work that may wait (the admin's blocking continuations); it is not
+  // marked as a broker executor, so base/blocking_wait.h lets it wait.
+  enum class Kind { kExecutor, kMayBlock };
+  explicit EventLoop(std::string name, Kind kind = Kind::kExecutor);
   ~EventLoop() override;
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -75,6 +78,7 @@ class EventLoop final : public Executor {
   void releaseHeld();
 
   std::string name_;
+  Kind kind_;
   boost::asio::io_context ctx_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::thread thread_;
@@ -84,7 +88,7 @@ class EventLoop final : public Executor {
   Mutex mu_;
   std::vector<Task> inbox_ GUARDED_BY(mu_);
   bool drainScheduled_ GUARDED_BY(mu_) = false;
-  std::vector<Task> running_;      // loop thread only
+  std::vector<Task> running_;  // loop thread only
   struct Held {
     EventLoop* target;
     std::vector<Task> tasks;  // emptied at each pass end; capacity kept
