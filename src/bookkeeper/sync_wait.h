@@ -9,6 +9,7 @@
 #include <memory>
 #include <utility>
 
+#include "base/blocking_wait.h"
 #include "bookkeeper/protocol.h"
 
 namespace magnetar::bookkeeper {
@@ -19,7 +20,7 @@ std::pair<BkResult, T> await(const std::function<void(std::function<void(BkResul
   auto p = std::make_shared<std::promise<std::pair<BkResult, T>>>();
   auto f = p->get_future();
   start([p](BkResult rc, T v) { p->set_value({rc, std::move(v)}); });
-  return f.get();
+  return blockingGet(f, "a bookkeeper call");
 }
 
 // As await for a callback that takes only a result (close, delete).
@@ -27,7 +28,7 @@ inline BkResult awaitDone(const std::function<void(std::function<void(BkResult)>
   auto p = std::make_shared<std::promise<BkResult>>();
   auto f = p->get_future();
   start([p](BkResult rc) { p->set_value(rc); });
-  return f.get();
+  return blockingGet(f, "a bookkeeper call");
 }
 
 }  // namespace magnetar::bookkeeper
