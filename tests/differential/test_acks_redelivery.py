@@ -11,7 +11,10 @@ Pulsar's rules as observed with the official client (asserted below):
   redelivery_count 0.
 """
 
+import time
+
 import pytest
+import requests
 from pulsar import ConsumerType
 
 from helpers import assert_nothing, receive_all, receive_n, texts
@@ -130,11 +133,18 @@ def test_negative_ack_redelivers_only_that_message_with_count(client, topic, sub
 
 
 @pytest.mark.parametrize("sub_type", SINGLE, ids=type_id)
-def test_negative_ack_on_single_consumer_rewinds_unacked_tail(client, topic, sub_type):
+def test_negative_ack_on_single_consumer_rewinds_unacked_tail(broker, client, topic, sub_type):
     consumer, got = consumer_with(client, topic, sub_type, 10,
                                   negative_ack_redelivery_delay_ms=100)
     for m in got[:5]:
         consumer.acknowledge(m)
+    # The client groups acks for 100 ms, as long as the nack delay: wait until the broker holds
+    # them, else the rewind (sent first) would bring 0..4 back too, on either broker.
+    stats = f"{broker.admin_url}/admin/v2/{topic.replace('://', '/')}/stats"
+    deadline = time.time() + 10
+    while requests.get(stats, timeout=5).json()["subscriptions"]["sub"]["msgBacklog"] != 5:
+        assert time.time() < deadline, "the broker never held the five acks"
+        time.sleep(0.05)
     consumer.negative_acknowledge(got[6])
     back = receive_n(consumer, 5)
     assert texts(back) == ["5", "6", "7", "8", "9"]
