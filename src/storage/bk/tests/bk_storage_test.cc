@@ -406,7 +406,10 @@ TEST_P(BkStorageTest, CursorIsRecoveredFromItsLedgerAfterACrash) {
 // once a second per cursor, the last state on the tick after the interval; an ack that waits is
 // written at once.
 TEST_P(BkStorageTest, CursorWritesWithoutWaitersKeepTheMarkDeleteRateLimit) {
-  auto [ml, c, pos] = openWithCursor("t/ratelimit", 30);
+  auto opened = openWithCursor("t/ratelimit", 30);
+  [[maybe_unused]] auto& ml = opened.ml;
+  [[maybe_unused]] ManagedCursor* c = opened.cursor;
+  [[maybe_unused]] auto& pos = opened.pos;
   ASSERT_NE(c, nullptr);
   auto runFor = [&](std::chrono::milliseconds d) {
     auto until = std::chrono::steady_clock::now() + d;
@@ -470,7 +473,10 @@ TEST_P(BkStorageTest, CloseKeepsBatchIndexAcksInTheCursorLedger) {
 // Every ack held back by the rate limit (no cursor ledger yet) when the ledger closes: the close
 // makes the cursor ledger, so that batch-index acks still reach a Pulsar broker taking over.
 TEST_P(BkStorageTest, CloseMakesTheCursorLedgerForHeldBackBatchIndexAcks) {
-  auto [ml, c, pos] = openWithCursor("t/heldbatch", 5);
+  auto opened = openWithCursor("t/heldbatch", 5);
+  [[maybe_unused]] auto& ml = opened.ml;
+  [[maybe_unused]] ManagedCursor* c = opened.cursor;
+  [[maybe_unused]] auto& pos = opened.pos;
   ASSERT_NE(c, nullptr);
   // The znode's write (at open) was just now: these wait for the next allowed write.
   c->asyncDelete({pos[0]}, nullptr);
@@ -482,7 +488,10 @@ TEST_P(BkStorageTest, CloseMakesTheCursorLedgerForHeldBackBatchIndexAcks) {
 }
 
 TEST_P(BkStorageTest, ConsumedLedgersAreDeletedFromBookKeeper) {
-  auto [ml, c, pos] = openWithCursor("t/trimbk", 25);
+  auto opened = openWithCursor("t/trimbk", 25);
+  [[maybe_unused]] auto& ml = opened.ml;
+  [[maybe_unused]] ManagedCursor* c = opened.cursor;
+  [[maybe_unused]] auto& pos = opened.pos;
   ASSERT_NE(c, nullptr);
   EXPECT_TRUE(wait([&](StatusCallback cb) { c->asyncMarkDelete(pos[14], cb); }));
   runUntil([&] { return ml->numberOfEntries() == 15; });
@@ -495,7 +504,10 @@ TEST_P(BkStorageTest, ConsumedLedgersAreDeletedFromBookKeeper) {
 }
 
 TEST_P(BkStorageTest, DeleteRemovesZnodesAndLedgers) {
-  auto [ml, c, pos] = openWithCursor("t/gone", 12);
+  auto opened = openWithCursor("t/gone", 12);
+  [[maybe_unused]] auto& ml = opened.ml;
+  [[maybe_unused]] ManagedCursor* c = opened.cursor;
+  [[maybe_unused]] auto& pos = opened.pos;
   ASSERT_NE(c, nullptr);
   EXPECT_TRUE(wait([&](StatusCallback cb) { c->asyncDelete({pos[3]}, cb); }));
   EXPECT_TRUE(wait([&](StatusCallback cb) { c->asyncDelete({pos[4]}, cb); }));
@@ -583,7 +595,10 @@ TEST_P(BkStorageTest, CompactedLedgersAreInPulsarsFormat) {
 }
 
 TEST_P(BkStorageTest, OpenDuringCloseWaitsForTheClose) {
-  auto [ml, c, pos] = openWithCursor("t/reclose", 3);
+  auto opened = openWithCursor("t/reclose", 3);
+  [[maybe_unused]] auto& ml = opened.ml;
+  [[maybe_unused]] ManagedCursor* c = opened.cursor;
+  [[maybe_unused]] auto& pos = opened.pos;
   ASSERT_NE(c, nullptr);
   EXPECT_TRUE(wait([&](StatusCallback cb) { c->asyncDelete({pos[1]}, cb); }));
   bool closed = false;
@@ -637,7 +652,10 @@ TEST_P(BkStorageTest, RolloverBySize) {
 }
 
 TEST_P(BkStorageTest, ReleaseWritesNothingAndTheNextOwnerRecovers) {
-  auto [ml, c, pos] = openWithCursor("t/release", 5);
+  auto opened = openWithCursor("t/release", 5);
+  [[maybe_unused]] auto& ml = opened.ml;
+  [[maybe_unused]] ManagedCursor* c = opened.cursor;
+  [[maybe_unused]] auto& pos = opened.pos;
   ASSERT_NE(c, nullptr);
   EXPECT_TRUE(wait([&](StatusCallback cb) { c->asyncDelete({pos[0], pos[2]}, cb); }));
   const int64_t current = ml->ledgerStats().back().ledgerId;
