@@ -370,6 +370,7 @@ void ManagedLedgerCore::readFromBackend(Position start, int maxEntries, size_t m
                      return;
                    }
                    size_t bytes = used;
+                   acc.reserve(acc.size() + got.size());  // one growth per backend read
                    for (Entry& e : got) {
                      // As the cache's continuation: past maxBytes only as the read's first entry.
                      if (!acc.empty() && bytes + e.data.size() > maxBytes) {
