@@ -159,6 +159,13 @@ Status removeTopicGrants(const AdminContext* ctx, const TopicName& name, int par
                                                          });
 }
 
+// After a topic (and its `partitions` partitions) is deleted: its topic policies and grants go,
+// as Pulsar's delete does. May block on the configuration store (run it through runMayBlock).
+Status forgetDeletedTopic(const AdminContext* ctx, const TopicName& name, int partitions) {
+  ctx->service.policies().removeTopicPolicies(name.toString());
+  return removeTopicGrants(ctx, name, partitions);
+}
+
 void deletePartitioned(const AdminContext* ctx, const HttpRequest& req, const TopicName& name,
                        bool force, const Respond& respond) {
   Result<int> n = ctx->service.partitionsOf(name, false);
@@ -174,8 +181,7 @@ void deletePartitioned(const AdminContext* ctx, const HttpRequest& req, const To
         }
         runMayBlock(*ctx, [ctx, name, count, respond] {
           Status s = ctx->service.removePartitionedTopic(name);
-          if (s) ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
-          if (s) s = removeTopicGrants(ctx, name, count);
+          if (s) s = forgetDeletedTopic(ctx, name, count);
           respond(s ? noContent() : errorResponse(s));
         });
       });
@@ -239,9 +245,8 @@ void addTopicCreateDeleteRoutes(Router& r, const AdminContext* ctx) {
             ctx->service.deleteTopic(name, force, [ctx, name, respond](const Status& s) {
               if (!s) return respond(errorResponse(s));
               runMayBlock(*ctx, [ctx, name, respond] {
-                ctx->service.policies().removeTopicPolicies(name.toString());  // as Pulsar
-                Status grants = removeTopicGrants(ctx, name, 0);
-                respond(grants ? noContent() : errorResponse(grants));
+                Status s = forgetDeletedTopic(ctx, name, 0);
+                respond(s ? noContent() : errorResponse(s));
               });
             });
           });
