@@ -16,6 +16,7 @@
 // inline. No lock is held across store I/O.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -286,7 +287,8 @@ class MetadataCache : public std::enable_shared_from_this<MetadataCache<T>> {
 // and whenever one is created or changed, fn(name, nullopt) when one is deleted (or became
 // unreadable: logged). Reads go through the cache (and set its watches); after a re-established
 // session every child is read again. Thread: start() from any thread; fn runs on the cache's
-// loop. Create it with `create` and keep it (and the cache) alive while it should follow.
+// loop. Create it with `create` and keep it (and the cache) alive while it should follow; stop()
+// it before what fn refers to goes away (reads in flight keep the mirror itself alive).
 template <typename T>
 class ChildrenMirror : public std::enable_shared_from_this<ChildrenMirror<T>> {
  public:
@@ -314,6 +316,10 @@ class ChildrenMirror : public std::enable_shared_from_this<ChildrenMirror<T>> {
     });
   }
 
+  // fn is not called after this returns. Thread: the loop, or any thread once the loop no longer
+  // runs the mirror's callbacks (a call in progress on the loop is not waited for).
+  void stop() { stopped_.store(true, std::memory_order_release); }
+
  private:
   ChildrenMirror(std::shared_ptr<MetadataCache<T>> cache, Store* store, net::Executor* loop,
                  std::string root, RecordFn fn)
@@ -328,6 +334,7 @@ class ChildrenMirror : public std::enable_shared_from_this<ChildrenMirror<T>> {
     auto self = this->shared_from_this();
     cache_->getChildren(
         root_, loop_, [self, all, ready = std::move(ready)](Result<std::vector<std::string>> r) {
+          if (self->stopped()) return;
           if (!r.isOk()) {
             MLOG_WARN("metadata: cannot list {}: {}", self->root_, r.status().message());
             if (ready) ready(r.status());
@@ -360,6 +367,7 @@ class ChildrenMirror : public std::enable_shared_from_this<ChildrenMirror<T>> {
     auto self = this->shared_from_this();
     cache_->get(root_ + "/" + name, loop_,
                 [self, name, then = std::move(then)](Result<std::optional<T>> r) {
+                  if (self->stopped()) return;
                   if (!r.isOk()) {
                     MLOG_WARN("metadata: cannot read {}/{}: {}", self->root_, name,
                               r.status().message());
@@ -371,7 +379,10 @@ class ChildrenMirror : public std::enable_shared_from_this<ChildrenMirror<T>> {
                 });
   }
 
+  bool stopped() const { return stopped_.load(std::memory_order_acquire); }
+
   void onChange(const std::optional<std::string>& path) {
+    if (stopped()) return;
     if (!path) return list(true);
     if (*path == root_) return list(false);
     if (parentPath(*path) != root_) return;
@@ -387,6 +398,7 @@ class ChildrenMirror : public std::enable_shared_from_this<ChildrenMirror<T>> {
   const std::string root_;
   RecordFn fn_;
   std::set<std::string> children_;  // loop only: the last listing
+  std::atomic<bool> stopped_{false};
 };
 
 }  // namespace magnetar::metadata

@@ -464,6 +464,7 @@ void PolicyRegistry::attachTopicPolicies(metadata::Store* store, net::Executor* 
 }
 
 void PolicyRegistry::detachTopicPolicies() {
+  if (topicMirror_) topicMirror_->stop();
   if (topicCache_) topicCache_->close();
 }
 

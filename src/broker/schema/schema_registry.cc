@@ -185,6 +185,7 @@ void SchemaRegistry::attach(metadata::Store* store, net::Executor* loop,
 }
 
 void SchemaRegistry::detach() {
+  if (mirror_) mirror_->stop();
   if (cache_) cache_->close();
 }
 
