@@ -9,6 +9,7 @@ official Python client sending keyed messages without a send timeout.
   gets no receipt after the new owner took over, and what it sends then is not stored;
 - kill -9 of a bookie of the current ledger's ensemble: the longest pause between receipts,
   nothing lost;
+- a terminated topic whose owner is killed (-9) is opened terminated by the next owner;
 - the owner killed MAGNETAR_FAILOVER_KILLS times in a row (default 3; the long form is 20:
   `MAGNETAR_FAILOVER_KILLS=20 .venv/bin/python -m pytest -s tests/bookkeeper/test_failover.py
   -k repeated`).
@@ -412,6 +413,59 @@ def test_paused_owner_is_fenced_and_acknowledges_nothing_more(cluster):
     finally:
         if raw:
             raw.close()
+        client.close()
+        if not owner.alive():
+            owner.start()
+            owner.wait_registered()
+
+
+def test_terminated_topic_stays_terminated_after_owner_kill(cluster):
+    """Pulsar keeps the terminated position in the managed ledger's metadata
+    (ManagedLedgerInfo.terminatedPosition), so the broker that takes the topic over from a
+    killed owner opens it terminated: a new producer gets TopicTerminated, the messages are
+    there, and terminating again answers the same last message."""
+    topic = f"persistent://public/default/term-failover-{uuid.uuid4().hex[:8]}"
+    path = topic.replace("persistent://", "")
+    owner = cluster.owner(topic)
+    client = pulsar.Client(cluster.service_url, operation_timeout_seconds=30, logger=QUIET)
+    try:
+        client.subscribe(topic, "sub").close()
+        writer = pulsar.Client(owner.url, operation_timeout_seconds=30, logger=QUIET)
+        producer = writer.create_producer(topic, batching_enabled=False)
+        last = [producer.send(f"m-{i}".encode()) for i in range(5)][-1]
+        r = requests.post(f"{owner.web}/admin/v2/persistent/{path}/terminate", timeout=30)
+        assert r.status_code == 200, r.text
+        assert (r.json()["ledgerId"], r.json()["entryId"]) == (last.ledger_id(), last.entry_id())
+        # The terminate closed the producer: closing it (and its client) may answer
+        # AlreadyClosed.
+        for close in (producer.close, writer.close):
+            try:
+                close()
+            except pulsar.AlreadyClosed:
+                pass
+        owner.kill()
+        new_owner = cluster.owner(topic, timeout=SESSION_TIMEOUT_MS / 1000 + 20)
+        assert new_owner is not owner
+        with pytest.raises(pulsar.TopicTerminated):
+            client.create_producer(topic)
+        consumer = client.subscribe(topic, "sub")
+        got = []
+        while True:
+            try:
+                m = consumer.receive(timeout_millis=3000)
+            except pulsar.Timeout:
+                break
+            got.append(m.data())
+            consumer.acknowledge(m)
+        assert got == [f"m-{i}".encode() for i in range(5)]
+        again = requests.post(f"{new_owner.web}/admin/v2/persistent/{path}/terminate",
+                              timeout=30)
+        assert again.status_code == 200, again.text
+        assert (again.json()["ledgerId"], again.json()["entryId"]) == (last.ledger_id(),
+                                                                       last.entry_id())
+        print(f"\nterminated topic after its owner's kill -9: broker {new_owner.i} opened it "
+              f"terminated at {last.ledger_id()}:{last.entry_id()}")
+    finally:
         client.close()
         if not owner.alive():
             owner.start()
