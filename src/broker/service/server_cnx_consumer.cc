@@ -188,6 +188,7 @@ void ServerCnx::onSubscribed(const std::shared_ptr<PersistentTopic>& topic,
   if (auto active = std::exchange(it->second.pendingActive, std::nullopt)) {
     send(Commands::newActiveConsumerChange(consumerId, *active));
   }
+  it->second.consumer->subscribeAnswered.store(true, std::memory_order_release);
   auto waiting = std::move(it->second.waiting);
   for (auto& w : waiting) w();
 }
@@ -349,6 +350,7 @@ void ServerCnx::handleCloseConsumer(const proto::CommandCloseConsumer& c) {
   auto topic = it->second.topic;
   auto consumer = it->second.consumer;
   auto sub = it->second.subscription;
+  consumer->subscribeAnswered.store(false, std::memory_order_release);  // no more events
   consumers_.erase(it);
   auto me = self();
   topic->executor().execute([=] {
@@ -360,13 +362,23 @@ void ServerCnx::handleCloseConsumer(const proto::CommandCloseConsumer& c) {
 void ServerCnx::closeConsumerFromBroker(uint64_t consumerId) {
   auto me = self();
   loop().execute([me, consumerId] {
-    if (me->consumers_.erase(consumerId)) me->send(Commands::newCloseConsumer(consumerId, 0));
+    auto it = me->consumers_.find(consumerId);
+    if (it == me->consumers_.end()) return;
+    it->second.consumer->subscribeAnswered.store(false, std::memory_order_release);
+    me->consumers_.erase(it);
+    me->send(Commands::newCloseConsumer(consumerId, 0));
   });
 }
 
 void ServerCnx::sendActiveConsumerChange(const Consumer* consumer, bool isActive) {
-  auto me = self();
   uint64_t id = consumer->id();
+  if (consumer->subscribeAnswered.load(std::memory_order_acquire)) {
+    // Queued at once, so it goes out before the messages the dispatcher queues next (Pulsar
+    // writes the event before the new active consumer's first read completes).
+    send(Commands::newActiveConsumerChange(id, isActive));
+    return;
+  }
+  auto me = self();
   // `consumer` only identifies the entry (never dereferenced on the loop).
   loop().execute([me, consumer, id, isActive] {
     auto it = me->consumers_.find(id);

@@ -128,6 +128,10 @@ class Consumer {
   // CommandSubscribe.metadata (the client's consumer properties), shown in stats as Pulsar's
   // ConsumerStats.metadata. Set before the consumer is added, then read-only.
   std::map<std::string, std::string> metadata;
+  // The connection sent the SUBSCRIBE's SUCCESS (and any event held for it): set once on the
+  // connection's loop, read by the topic executor, so later frames for this consumer may be
+  // queued straight from there, in the order they are made.
+  std::atomic<bool> subscribeAnswered{false};
 
  private:
   const uint64_t id_;
