@@ -462,9 +462,17 @@ int runBroker(const BrokerOptions& options) {
   } else {
     service.setRecordStore(storage.localRecordStore.get());
   }
-  if (int code = startBroker(options, service, cluster, storage)) return code;
+  // A start that fails stops the storage's threads before `service` goes: the local record
+  // store's thread posts its callbacks to the service's metadata loop.
+  if (int code = startBroker(options, service, cluster, storage)) {
+    storage.shutdown();
+    return code;
+  }
   Web web;
-  if (int code = serve(options, web, service, cluster, storage)) return code;
+  if (int code = serve(options, web, service, cluster, storage)) {
+    storage.shutdown();
+    return code;
+  }
   web.serving = true;
   MLOG_INFO("{} broker serving (cluster {})", options.standalone ? "Standalone" : "The",
             cfg.clusterName());
