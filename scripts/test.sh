@@ -112,8 +112,12 @@ fi
 "$PY" tests/go/run_suite.py --broker magnetar --ci
 
 stage "Java compatibility suite (Pulsar's Java client, pulsar-admin, pulsar-client, pulsar-perf)"
+# A failed test runs once more and is reported as a flake (surefire's "Flakes:" line): under a
+# loaded CI machine ReaderSeekTest.seekByMessageIdAndEarliestLatest has timed out waiting for the
+# Java client's reconnection after a seek (once in our recent runs; tests/java/README.md).
 "$PY" tests/harness/with_broker.py --broker magnetar -- \
-  mvn -B -o -q -f tests/java test -Dperf.duration="${JAVA_PERF_DURATION:-5}"
+  mvn -B -o -q -f tests/java test -Dperf.duration="${JAVA_PERF_DURATION:-5}" \
+  -Dsurefire.rerunFailingTestsCount=1
 # --auth-tls is --auth-token plus TLS ports and AuthenticationProviderTls, --auth-basic adds
 # AuthenticationProviderBasic: one broker for the three.
 "$PY" tests/harness/with_broker.py --broker magnetar --auth-tls --auth-basic -- \
