@@ -1,6 +1,7 @@
 """ACTIVE_CONSUMER_CHANGE on a Failover subscription of a non-partitioned topic, on raw frames:
 who is told what, how many times, and in which order with the SUBSCRIBE's SUCCESS (issue 53
-item 6, issue 43). Which consumer is active comes from Pulsar's ring (helpers)."""
+item 6, issue 43) and with the messages of a consumer taking over. Which consumer is active comes
+from Pulsar's ring (helpers)."""
 
 import os
 import socket
@@ -15,16 +16,24 @@ from helpers import predicted_failover_active
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hostile_wire import (  # noqa: E402
     LOOKUP_RESPONSE,
+    MESSAGE,
     PING,
     PONG,
+    PRODUCER_SUCCESS,
+    SEND_RECEIPT,
     SUCCESS,
     WireClient,
     base_command,
     close_consumer_frame,
+    decode,
+    entry,
     fb,
+    flow_frame,
     frame,
     fv,
     lookup_frame,
+    producer_frame,
+    send_frame,
 )
 
 SUBSCRIBE, ACTIVE_CONSUMER_CHANGE = 4, 31
@@ -42,8 +51,9 @@ def subscribe_frame(topic: str, name: str, consumer_id: int, request_id: int,
 
 
 def commands(c: WireClient, want: int, quiet_s: float = 0.3) -> list[tuple]:
-    """What the broker sends: ("SUCCESS", request id), ("ACC", consumer id, is_active); read until
-    `want` came (5 s at most), then until nothing more comes for quiet_s."""
+    """What the broker sends: ("SUCCESS", request id), ("ACC", consumer id, is_active), ("MSG",
+    consumer id, (ledger, entry)); read until `want` came (5 s at most), then until nothing more
+    comes for quiet_s."""
     out = []
     deadline = time.monotonic() + 5
     while True:
@@ -66,8 +76,15 @@ def commands(c: WireClient, want: int, quiet_s: float = 0.3) -> list[tuple]:
             out.append(("SUCCESS", body[1][0]))
         elif ctype == ACTIVE_CONSUMER_CHANGE:
             out.append(("ACC", body[1][0], bool(body.get(2, [0])[0])))
+        elif ctype == MESSAGE:
+            out.append(("MSG", body[1][0], message_position(body[2][0])))
         else:
             out.append((ctype,))
+
+
+def message_position(message_id: bytes) -> tuple[int, int]:
+    f = decode(message_id)
+    return f[1][0], f[2][0]
 
 
 def connect(broker, topic: str) -> WireClient:
@@ -144,6 +161,84 @@ def test_a_new_active_consumer_is_told_after_the_failover_delay(broker):
     a.close()
     gap = at["ACC"] - at["SUCCESS"]
     assert 0.5 <= gap <= 3.0, f"active-consumer notice {gap:.3f} s after SUCCESS"
+
+
+def publish(broker, topic: str, n: int) -> list[tuple[int, int]]:
+    """n messages from a raw producer; their positions in order (from the SEND_RECEIPTs)."""
+    p = connect(broker, topic)
+    p.send(producer_frame(topic, 1, 2))
+    name = p.expect(PRODUCER_SUCCESS)[2][0].decode()
+    p.send(b"".join(send_frame(1, seq, entry(name, seq, b"m-%d" % seq)) for seq in range(n)))
+    positions = []
+    while len(positions) < n:
+        ctype, body = p.next_command("SEND_RECEIPTs")
+        assert ctype == SEND_RECEIPT, (ctype, body)
+        positions.append(message_position(body[3][0]))
+    p.close()
+    return positions
+
+
+def switch_over(conns: dict[str, WireClient], ids: dict[str, int], topic: str, gone: str,
+                req: int, positions: list, one_connection: bool) -> str:
+    """CLOSE_CONSUMER for the active consumer `gone`; the one Pulsar's ring picks among those
+    left must be told it is active, then get every message in order; the others are told they
+    are not. Returns the new active consumer's name."""
+    conns[gone].send(close_consumer_frame(ids.pop(gone), req))
+    new = predicted_failover_active(topic, ids)
+    expected = [("ACC", ids[new], True)] + [("MSG", ids[new], p) for p in positions]
+    others = sorted(("ACC", ids[o], False) for o in ids if o != new)
+    if one_connection:
+        got = commands(conns[gone], 1 + len(expected) + len(others))
+        assert ("SUCCESS", req) in got, got
+        mine = [g for g in got if g[0] != "SUCCESS" and g[1] == ids[new]]
+        rest = sorted(g for g in got if g[0] != "SUCCESS" and g[1] != ids[new])
+    else:
+        gone_conn = conns.pop(gone)
+        assert commands(gone_conn, 1) == [("SUCCESS", req)]
+        gone_conn.close()
+        mine = commands(conns[new], len(expected))
+        rest = sorted(g for o in ids if o != new for g in commands(conns[o], 1))
+    first = next((i for i, g in enumerate(mine) if g[0] == "MSG"), len(mine))
+    assert expected[0] in mine[:first], f"{new}: a MESSAGE before ACTIVE_CONSUMER_CHANGE: {mine}"
+    assert mine == expected
+    assert rest == others
+    return new
+
+
+@pytest.mark.parametrize("one_connection", [True, False], ids=["one-connection", "connection-each"])
+def test_a_new_active_consumer_is_told_before_its_messages(broker, one_connection):
+    """The active consumer closes with messages unacked (and, the first time, more waiting for
+    permits): the consumer taking over, with permits, is told it is active before any MESSAGE,
+    and every message, the unacked ones first, comes after the notice (Pulsar's delayed read
+    task, PersistentDispatcherSingleActiveConsumer.scheduleReadOnActiveConsumer: notify, then
+    read). Four consumers, so three switch-overs: each a chance to see the wrong order."""
+    delivered, waiting = 10, 10
+    topic = f"persistent://public/default/fo-order-{uuid.uuid4().hex[:8]}"
+    names = ["c1", "c2", "c3", "c4"]
+    ids = {name: i + 1 for i, name in enumerate(names)}
+    shared = connect(broker, topic) if one_connection else None
+    conns = {name: shared or connect(broker, topic) for name in names}
+    for name in names:
+        conns[name].send(subscribe_frame(topic, name, ids[name], 10 + ids[name]))
+    time.sleep(QUIET_S)  # past the failover delay: every answer and notice (pinned above) is in
+    distinct = list({id(c): c for c in conns.values()}.values())
+    drained = {id(c): commands(c, 0) for c in distinct}
+    for name in names:
+        assert ("SUCCESS", 10 + ids[name]) in drained[id(conns[name])], drained
+
+    active = predicted_failover_active(topic, names)
+    conns[active].send(flow_frame(ids[active], delivered))
+    positions = publish(broker, topic, delivered + waiting)
+    got = commands(conns[active], delivered)
+    assert got == [("MSG", ids[active], p) for p in positions[:delivered]]
+    for name in names:
+        if name != active:
+            conns[name].send(flow_frame(ids[name], delivered + waiting))
+
+    for req in range(100, 100 + len(names) - 1):
+        active = switch_over(conns, ids, topic, active, req, positions, one_connection)
+    for c in distinct:
+        c.close()
 
 
 def test_no_active_consumer_change_on_exclusive(broker, topic):
