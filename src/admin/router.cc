@@ -1,5 +1,6 @@
 #include "admin/router.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <charconv>
 #include <exception>
@@ -25,12 +26,26 @@ std::vector<std::string> splitPath(std::string_view path) {
   return out;
 }
 
+// The value of the path param pattern[i]. Pulsar's PersistentTopics, NonPersistentTopics and
+// TopicLookup take {topic} @Encoded and decode it once with Codec.decode (its admin client sends
+// Codec.encode(name): "my topic" as my+topic, "x+y" as x%2By); SchemasResource takes it
+// path-decoded and decodes it once more. A malformed escape is kept as sent. The other params are
+// path-decoded (JAX-RS): '+' stays.
+std::string paramValue(const std::vector<std::string>& pattern, size_t i, const std::string& raw) {
+  std::string decoded = percentDecode(raw);
+  if (pattern[i] != "{topic}") return decoded;
+  bool schemas = pattern.size() > 2 && pattern[0] == "admin" && pattern[2] == "schemas";
+  const std::string& in = schemas ? decoded : raw;
+  return codecDecode(in).value_or(decoded);
+}
+
 bool matches(const std::vector<std::string>& pattern, const std::vector<std::string>& path,
              PathParams* params) {
   if (pattern.size() != path.size()) return false;
   for (size_t i = 0; i < pattern.size(); ++i) {
     if (isParam(pattern[i])) {
-      if (params) (*params)[pattern[i].substr(1, pattern[i].size() - 2)] = percentDecode(path[i]);
+      if (params)
+        (*params)[pattern[i].substr(1, pattern[i].size() - 2)] = paramValue(pattern, i, path[i]);
     } else if (pattern[i] != percentDecode(path[i])) {
       return false;
     }
@@ -71,6 +86,14 @@ std::string percentDecode(std::string_view s) {
     out += static_cast<char>(byte);
     i += 2;
   }
+  return out;
+}
+
+std::optional<std::string> codecDecode(std::string_view s) {
+  std::string spaced(s);
+  std::replace(spaced.begin(), spaced.end(), '+', ' ');  // before the escapes: %2B stays a '+'
+  std::string out = percentDecode(spaced);
+  if (out == spaced && spaced.find('%') != std::string::npos) return std::nullopt;
   return out;
 }
 

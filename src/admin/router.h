@@ -92,5 +92,8 @@ class Router {
 
 // Decodes %XX escapes (and '+' is kept as '+'). Returns the input unchanged if malformed.
 std::string percentDecode(std::string_view s);
+// Pulsar's Codec.decode (java.net.URLDecoder): '+' is a space, then the %XX escapes; nullopt
+// for a malformed escape (URLDecoder throws IllegalArgumentException there).
+std::optional<std::string> codecDecode(std::string_view s);
 
 }  // namespace magnetar::admin

@@ -1,6 +1,5 @@
 #include "admin/topic_route_util.h"
 
-#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -10,9 +9,8 @@
 namespace magnetar::admin {
 
 std::string subscriptionParam(const PathParams& p) {
-  std::string s = p.at("subscription");
-  std::replace(s.begin(), s.end(), '+', ' ');  // before the %-escapes: "%2B" stays a '+'
-  return percentDecode(s);
+  const std::string& s = p.at("subscription");
+  return codecDecode(s).value_or(s);
 }
 
 void addRouteGroups(Router& r, const AdminContext& ctx, std::initializer_list<RouteGroup> groups) {

@@ -228,6 +228,35 @@ def test_subscription_path_is_decoded_as_pulsar_admin_encodes_it(http, client, n
     assert http("GET", f"{base}/subscriptions").json() == []
 
 
+def test_topic_path_is_decoded_as_pulsar_admin_encodes_it(http, client, namespace):
+    # Pulsar's admin client sends Codec.encode(topic) (URLEncoder: "my topic" as my+topic, "x+y"
+    # as x%2By); PersistentTopics and TopicLookup take the raw {topic} (@Encoded) and decode it
+    # once (Codec.decode), SchemasResource decodes the path-decoded one once more.
+    for local in ("my topic", "x+y"):
+        producer = client.create_producer(f"persistent://{namespace}/{local}")
+        producer.send(b"m")
+        producer.close()
+    base = f"/admin/v2/persistent/{namespace}"
+    for seg in ("my+topic", "x%2By"):
+        r = http("GET", f"{base}/{seg}/stats")
+        assert r.status_code == 200, seg
+        assert r.json()["msgInCounter"] == 1
+        assert http("GET", f"{base}/{seg}/internalStats").json()["entriesAddedCounter"] == 1
+        assert http("GET", f"{base}/{seg}/partitions").json()["partitions"] == 0
+        r = http("GET", f"/lookup/v2/topic/persistent/{namespace}/{seg}")
+        assert r.status_code == 200 and r.json()["brokerUrl"].startswith("pulsar://"), seg
+    # Decoded once only: x%252By names "x%2By", which does not exist.
+    assert http("GET", f"{base}/x%252By/stats").status_code == 404
+    schema = {"type": "STRING", "schema": "", "properties": {}}
+    assert http("POST", f"/admin/v2/schemas/{namespace}/my+topic/schema",
+                json=schema).status_code == 200
+    r = http("GET", f"/admin/v2/schemas/{namespace}/my%20topic/schema")
+    assert r.status_code == 200 and r.json()["type"] == "STRING"
+    for seg in ("my+topic", "x%2By"):
+        assert http("DELETE", f"{base}/{seg}").status_code == 204, seg
+    assert http("GET", base).json() == []
+
+
 def test_last_message_id_terminate_and_unload(http, client, namespace):
     topic = f"persistent://{namespace}/term"
     base = f"/admin/v2/persistent/{namespace}/term"

@@ -116,6 +116,33 @@ TEST(PercentDecode, DecodesAndKeepsMalformedInput) {
   EXPECT_EQ(percentDecode("%-1"), "%-1");
 }
 
+TEST(CodecDecode, DecodesPlusAsSpaceAndRefusesMalformedInput) {
+  EXPECT_EQ(codecDecode("my+topic"), "my topic");
+  EXPECT_EQ(codecDecode("x%2By"), "x+y");
+  EXPECT_EQ(codecDecode("a%2Fb"), "a/b");
+  EXPECT_EQ(codecDecode("plain"), "plain");
+  EXPECT_EQ(codecDecode("bad%zz"), std::nullopt);
+  EXPECT_EQ(codecDecode("bad%2"), std::nullopt);
+}
+
+// {topic} as Pulsar's resources read it: the raw segment decoded once (PersistentTopics,
+// TopicLookup), the path-decoded one decoded once more (SchemasResource).
+TEST(Router, TopicParamIsDecodedAsPulsarResourcesDo) {
+  Router r;
+  auto echo = [](const HttpRequest&, const PathParams& p) {
+    return HttpResponse::text(p.at("tenant") + "|" + p.at("topic"));
+  };
+  r.addSync("GET", "/admin/v2/persistent/{tenant}/{namespace}/{topic}/stats", echo);
+  r.addSync("GET", "/admin/v2/schemas/{tenant}/{namespace}/{topic}/schema", echo);
+  EXPECT_EQ(call(r, "GET", "/admin/v2/persistent/a+b/ns/my+topic/stats").body, "a+b|my topic");
+  EXPECT_EQ(call(r, "GET", "/admin/v2/persistent/t/ns/x%2By/stats").body, "t|x+y");
+  EXPECT_EQ(call(r, "GET", "/admin/v2/persistent/t/ns/x%252By/stats").body, "t|x%2By");
+  EXPECT_EQ(call(r, "GET", "/admin/v2/persistent/t/ns/bad%zz/stats").body, "t|bad%zz");
+  EXPECT_EQ(call(r, "GET", "/admin/v2/schemas/t/ns/my+topic/schema").body, "t|my topic");
+  EXPECT_EQ(call(r, "GET", "/admin/v2/schemas/t/ns/x%2By/schema").body, "t|x y");
+  EXPECT_EQ(call(r, "GET", "/admin/v2/schemas/t/ns/x%252By/schema").body, "t|x+y");
+}
+
 TEST(BrokerRoutes, RuntimeConfigurationAndDynamicNames) {
   auto cfg = std::make_shared<config::ServiceConfiguration>(16);
   ASSERT_TRUE(cfg->set("clusterName", "c1", ""));
