@@ -37,7 +37,6 @@
 #include "net/tcp_server.h"
 #include "protocol/commands.h"
 #include "storage/managed_ledger.h"
-#include "storage/metadata_store.h"
 
 namespace magnetar::broker {
 
@@ -50,9 +49,7 @@ std::string policyKey(const TopicName& name);
 // Thread: start/stop from main; the rest from any thread unless noted.
 class BrokerService final : public SharedConfigView {
  public:
-  // metadata: where namespaces and partitioned-topic metadata persist (null: memory only).
-  BrokerService(BrokerOptions options, std::shared_ptr<storage::ManagedLedgerFactory> factory,
-                storage::MetadataStore* metadata = nullptr);
+  BrokerService(BrokerOptions options, std::shared_ptr<storage::ManagedLedgerFactory> factory);
   ~BrokerService() override;
 
   // Starts numIOThreads `pulsar-io-N` loops, managedLedgerNumWorkerThreads `ml-worker-N`
@@ -84,9 +81,11 @@ class BrokerService final : public SharedConfigView {
   // topics this broker knows.
   void setClusterTopicLister(ClusterTopicLister lister) { clusterTopicLister_ = std::move(lister); }
   const ClusterTopicLister& clusterTopicLister() const { return clusterTopicLister_; }
-  // Cluster mode: tenants, namespaces, their policies and partitioned-topic metadata are the
-  // configuration store's (shared_config.h); the mutators below write there first. Set before
-  // start(); outlives the service. Null (standalone): the embedded store keeps them.
+  // Tenants, clusters, namespaces, their policies and partitioned-topic metadata are the
+  // configuration store's (shared_config.h: ZooKeeper in cluster mode, the persistent local
+  // store in standalone); the mutators below write there first. Set before start() (the store
+  // loaded: start() creates standalone's public tenant and the namespaces it lacks in it);
+  // outlives the service. Null (unit tests): memory only.
   void setSharedConfig(SharedConfig* shared);
   SharedConfig* sharedConfig() const { return shared_; }
   // Where topic policies and schemas are kept (metadata::Store paths kTopicPoliciesRoot and
@@ -106,7 +105,9 @@ class BrokerService final : public SharedConfigView {
   void applySharedNamespace(const std::string& ns,
                             const std::optional<NamespacePolicies>& p) override;
   void applySharedPartitioned(const std::string& topic, std::optional<int> partitions) override;
-  // Forgets tenants, namespaces, policies and partitioned topics (before a full load).
+  void applySharedCluster(const std::string& name,
+                          const std::optional<std::string>& clusterData) override;
+  // Forgets tenants, clusters, namespaces, policies and partitioned topics (before a full load).
   void clearShared() override;
   size_t sharedTenantCount() const override;
   size_t sharedNamespaceCount() const override;
@@ -197,8 +198,7 @@ class BrokerService final : public SharedConfigView {
 
   // Topic executor helpers for SEEK and GET_LAST_MESSAGE_ID.
   void findPositionByPublishTime(const std::shared_ptr<PersistentTopic>& topic,
-                                 uint64_t publishTimeMs,
-                                 std::function<void(storage::Position)> cb);
+                                 uint64_t publishTimeMs, std::function<void(storage::Position)> cb);
   storage::Position clampSeekPosition(PersistentTopic& topic, storage::Position p);
   // readCompacted: with nothing after the compaction horizon, the last message of the compacted
   // view (Pulsar's answer to a read_compacted consumer; (-1, -1) when the view is empty).
@@ -328,9 +328,13 @@ class BrokerService final : public SharedConfigView {
                    std::function<void(Status)> done = {});
 
  private:
-  // start's first step: the namespaces (public/default and those of the stored ledgers, or none
-  // in cluster mode), the compacted ledgers found, the policy and schema stores.
+  // start's first step: the namespaces (standalone: public/default and those of the stored
+  // ledgers), the compacted ledgers found, the policy and schema stores.
   void loadNamespacesAndStores() EXCLUDES(mu_);
+  // Standalone (no topic ownership), as Pulsar's PulsarStandalone at start: tenant "public" and
+  // the namespaces `initial` are created in the configuration store unless there (blocking:
+  // main thread). Errors are logged.
+  void createStandaloneDefaults(const std::vector<std::string>& initial);
   // Attaches the schema and topic-policy registries to recordStore_ (main thread, at start).
   void attachRecordStore();
   // A deleted topic's schemas go (forced delete; errors logged).
@@ -366,7 +370,6 @@ class BrokerService final : public SharedConfigView {
   int64_t publishBufferShare(int mb) const;
   // maxMessagePublishBufferSizeInMB=mb in bytes (0: off).
   static int64_t publishBufferBytes(int mb);
-  storage::MetadataStore* metadata_ = nullptr;
   TopicOwnership* ownership_ = nullptr;
   ClusterTopicLister clusterTopicLister_;
   SharedConfig* shared_ = nullptr;
