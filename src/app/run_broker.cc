@@ -229,28 +229,29 @@ void installOwnershipHandlers(broker::cluster::NamespaceService& ns, broker::Bro
       });
 }
 
-// Cluster mode: topic ownership from the namespace service.
-void wireCluster(Cluster& cluster, broker::BrokerService& service, const TopicStorage& storage) {
-  service.setTopicOwnership(cluster.namespaceService.get());
-  if (!storage.onBookKeeper) {
-    // Each broker's own storage: GET_TOPICS_OF_NAMESPACE lists every broker's topics.
-    service.setClusterTopicLister([&service, ns = cluster.namespaceService.get()](
-                                      const std::string& nsName, broker::TopicDomain domain,
-                                      const std::optional<std::string>& authorization,
-                                      std::function<void(Result<std::vector<std::string>>)> cb) {
-      admin::clusterTopicsOfNamespace(*ns, service, nsName, domain, authorization, std::move(cb));
-    });
-  }
-  installOwnershipHandlers(*cluster.namespaceService, service, storage.onBookKeeper);
+// Cluster mode: topic ownership from the namespace service; on each broker's own storage,
+// GET_TOPICS_OF_NAMESPACE lists every broker's topics.
+void addClusterDeps(const Cluster& cluster, const TopicStorage& storage,
+                    broker::BrokerService::Deps& deps) {
+  deps.ownership = cluster.namespaceService.get();
+  if (storage.onBookKeeper) return;
+  deps.clusterTopicLister = [ns = cluster.namespaceService.get()](
+                                broker::BrokerService& service, const std::string& nsName,
+                                broker::TopicDomain domain,
+                                const std::optional<std::string>& authorization,
+                                std::function<void(Result<std::vector<std::string>>)> cb) {
+    admin::clusterTopicsOfNamespace(*ns, service, nsName, domain, authorization, std::move(cb));
+  };
 }
 
 // The configuration store behind the broker's tenants, clusters, namespaces and partitioned
 // topics, and the store of its topic policies and schemas: ZooKeeper in cluster mode,
 // standalone's persistent local store (a data directory of a build before migrated first) else
 // (one code path: docs/broker-metadata-format.md). Errors: the local store's.
+// Fills deps' sharedConfig and recordStore.
 Result<std::unique_ptr<broker::cluster::ConfigurationStore>> openConfiguration(
-    Cluster& cluster, TopicStorage& storage, broker::BrokerService& service,
-    const config::ServiceConfiguration& cfg) {
+    Cluster& cluster, TopicStorage& storage, const config::ServiceConfiguration& cfg,
+    broker::BrokerService::Deps& deps) {
   auto cso = configurationStoreOptionsFrom(cfg);
   metadata::Store* config = cluster.configStore();
   metadata::Store* local = cluster.zk.get();
@@ -258,11 +259,18 @@ Result<std::unique_ptr<broker::cluster::ConfigurationStore>> openConfiguration(
     if (Status s = storage.openLocalRecords(cso); !s) return s;
     config = local = storage.localRecordStore.get();
   }
-  auto store = std::make_unique<broker::cluster::ConfigurationStore>(config, local, &service, cso);
-  service.setSharedConfig(store.get());
-  service.setRecordStore(config);  // every broker's topic policies and schemas in cluster mode
+  auto store = std::make_unique<broker::cluster::ConfigurationStore>(config, local, cso);
+  deps.sharedConfig = store.get();
+  deps.recordStore = config;  // every broker's topic policies and schemas in cluster mode
   return store;
 }
+
+// Stops the configuration store on every way out of runBroker: declared after the service, so its
+// watches stop applying to the service before the service goes.
+struct StopConfigurationStore {
+  broker::cluster::ConfigurationStore& store;
+  ~StopConfigurationStore() { store.stop(); }
+};
 
 // Authentication, the broker's loops and listener, the cluster's stores, the dynamic settings.
 // Returns 0 or the exit status (logged), having stopped what it started.
@@ -277,7 +285,7 @@ int startBroker(const BrokerOptions& options, broker::BrokerService& service, Cl
   service.configureSecurity(std::move(*authentication), cfg.authorizationEnabled(),
                             cfg.superUserRoles());
   // Tenants and namespaces loaded (and watched) before the broker listens.
-  if (Status s = configStore.start(); !s) {
+  if (Status s = configStore.start(&service); !s) {
     MLOG_ERROR("cannot load the tenants and namespaces: {}", s.message());
     configStore.stop();
     cluster.stop();
@@ -458,14 +466,18 @@ int runBroker(const BrokerOptions& options) {
     return exitCodeOf(opened.status());
   }
   TopicStorage storage = std::move(*opened);
-  broker::BrokerService service(std::move(*brokerOptions), storage.factory);
-  if (cluster.namespaceService) wireCluster(cluster, service, storage);
-  // Declared after the service and the stores: it goes first.
-  auto configStore = openConfiguration(cluster, storage, service, cfg);
+  broker::BrokerService::Deps deps;
+  if (cluster.namespaceService) addClusterDeps(cluster, storage, deps);
+  auto configStore = openConfiguration(cluster, storage, cfg, deps);
   if (!configStore.isOk()) {
     MLOG_ERROR("cannot open the local metadata store: {}", configStore.status().toString());
     storage.shutdown();
     return exitCodeOf(configStore.status());
+  }
+  broker::BrokerService service(std::move(*brokerOptions), storage.factory, std::move(deps));
+  StopConfigurationStore stopConfigStore{**configStore};
+  if (cluster.namespaceService) {
+    installOwnershipHandlers(*cluster.namespaceService, service, storage.onBookKeeper);
   }
   if (int code = startBroker(options, service, cluster, **configStore, storage)) return code;
   Web web;

@@ -81,8 +81,8 @@ std::vector<std::string> ConfigurationStore::roots() {
 }
 
 ConfigurationStore::ConfigurationStore(metadata::Store* config, metadata::Store* local,
-                                       SharedConfigView* service, ConfigurationStoreOptions options)
-    : config_(config), local_(local), service_(service), options_(std::move(options)) {}
+                                       ConfigurationStoreOptions options)
+    : config_(config), local_(local), options_(std::move(options)) {}
 
 ConfigurationStore::~ConfigurationStore() { stop(); }
 
@@ -104,7 +104,8 @@ void ConfigurationStore::end() {
   if (--loading_ == 0) loadCv_.notify_all();
 }
 
-Status ConfigurationStore::start() {
+Status ConfigurationStore::start(SharedConfigView* view) {
+  service_ = view;
   loop_.start();
   listener_ = config_->registerListener(
       [this](const metadata::Notification& n) { onNotification(n); }, &loop_);

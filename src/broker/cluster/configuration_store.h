@@ -49,9 +49,9 @@ struct ConfigurationStoreOptions {
 
 class ConfigurationStore : public SharedConfig {
  public:
-  // config: the configuration store; local: the local metadata store (may be the same); both and
-  // `service` (the broker's view: BrokerService) outlive this.
-  ConfigurationStore(metadata::Store* config, metadata::Store* local, SharedConfigView* service,
+  // config: the configuration store; local: the local metadata store (may be the same); both
+  // outlive this.
+  ConfigurationStore(metadata::Store* config, metadata::Store* local,
                      ConfigurationStoreOptions options);
   ~ConfigurationStore() override;
 
@@ -59,10 +59,12 @@ class ConfigurationStore : public SharedConfig {
   // /admin/clusters).
   static std::vector<std::string> roots();
 
-  // Replaces the broker's tenants, namespaces, policies and partitioned topics with what the
-  // store holds and starts watching. Damaged znodes are logged (naming the path) and skipped.
-  // Blocks until loaded. Errors: the store's (kTimeout, kClosed, kIoError). Thread: main.
-  Status start();
+  // Replaces the tenants, clusters, namespaces, policies and partitioned topics of `view` (the
+  // broker's: BrokerService; outlives this, or stop() first) with what the store holds and
+  // starts watching. Damaged znodes are logged (naming the path) and skipped. Blocks until
+  // loaded. Call once, before any other call. Errors: the store's (kTimeout, kClosed, kIoError).
+  // Thread: main.
+  Status start(SharedConfigView* view);
   void stop();
 
   Status createTenant(const std::string& name, const TenantInfo& info) override;
@@ -127,7 +129,7 @@ class ConfigurationStore : public SharedConfig {
 
   metadata::Store* config_;
   metadata::Store* local_;
-  SharedConfigView* service_;
+  SharedConfigView* service_ = nullptr;  // set by start()
   ConfigurationStoreOptions options_;
   net::EventLoop loop_{"configuration-store"};
   std::optional<uint64_t> listener_;

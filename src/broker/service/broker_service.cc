@@ -18,15 +18,24 @@
 namespace magnetar::broker {
 
 BrokerService::BrokerService(BrokerOptions options,
-                             std::shared_ptr<storage::ManagedLedgerFactory> factory)
-    : options_(std::move(options)),
+                             std::shared_ptr<storage::ManagedLedgerFactory> factory, Deps deps)
+    : ownership_(deps.ownership),
+      clusterTopicLister_(std::move(deps.clusterTopicLister)),
+      shared_(deps.sharedConfig),
+      recordStore_(deps.recordStore),
+      options_(std::move(options)),
       factory_(std::move(factory)),
       policies_(options_.clusterName),
       authentication_(std::make_unique<AuthenticationService>()),
       authorization_(
           std::make_unique<AuthorizationService>(policies_, false, std::vector<std::string>{})) {
+  policies_.setShared(shared_);
   metadataLoop_.start();
 }
+
+BrokerService::BrokerService(BrokerOptions options,
+                             std::shared_ptr<storage::ManagedLedgerFactory> factory)
+    : BrokerService(std::move(options), std::move(factory), Deps{}) {}
 
 void BrokerService::configureSecurity(std::unique_ptr<AuthenticationService> authentication,
                                       bool authorizationEnabled,
@@ -735,11 +744,6 @@ Status BrokerService::createPartitionedTopic(const TopicName& name, int partitio
   if (Status s = namespaces_.createPartitioned(name.toString(), partitions); !s.isOk()) return s;
   announcePartitions(name, 0, partitions, true);
   return Status::ok();
-}
-
-void BrokerService::setSharedConfig(SharedConfig* shared) {
-  shared_ = shared;
-  policies_.setShared(shared);
 }
 
 void BrokerService::applySharedTenant(const std::string& name,

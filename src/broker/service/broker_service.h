@@ -49,6 +49,40 @@ std::string policyKey(const TopicName& name);
 // Thread: start/stop from main; the rest from any thread unless noted.
 class BrokerService final : public SharedConfigView {
  public:
+  // Cluster mode on each broker's local storage: lists the topics of namespace `ns` in `domain`
+  // that any broker of the cluster has (admin::clusterTopicsOfNamespace asks the others over
+  // HTTP, with `authorization` as the Authorization header); cb on any thread.
+  using ClusterTopicLister =
+      std::function<void(BrokerService& service, const std::string& ns, TopicDomain domain,
+                         const std::optional<std::string>& authorization,
+                         std::function<void(Result<std::vector<std::string>>)> cb)>;
+
+  // The service's collaborators, filled by the composition root (src/app/run_broker.cc); each
+  // outlives the service. Unset (null, empty): the service's own answer, as noted per field.
+  struct Deps {
+    // Cluster mode: who owns which topic (LOOKUP answers, PRODUCER/SUBSCRIBE refused with
+    // ServiceNotReady for a topic owned elsewhere). Null (standalone): every topic is served
+    // here.
+    TopicOwnership* ownership = nullptr;
+    // Cluster mode on each broker's local storage. Unset (standalone, shared storage):
+    // GET_TOPICS_OF_NAMESPACE answers the topics this broker knows.
+    ClusterTopicLister clusterTopicLister;
+    // Tenants, clusters, namespaces, their policies and partitioned-topic metadata are the
+    // configuration store's (shared_config.h: ZooKeeper in cluster mode, the persistent local
+    // store in standalone); the mutators below write there first. Loaded (started) before
+    // start(): start() creates standalone's public tenant and the namespaces it lacks in it.
+    // Null (unit tests, fuzzers): memory only.
+    SharedConfig* sharedConfig = nullptr;
+    // Where topic policies and schemas are kept (metadata::Store paths kTopicPoliciesRoot and
+    // kSchemasRoot, docs/broker-metadata-format.md): the configuration store in cluster mode
+    // (every broker sees them), the persistent local store in standalone. The registries read
+    // it at start() and follow its changes; their writes are asynchronous. Null: memory only.
+    metadata::Store* recordStore = nullptr;
+  };
+
+  BrokerService(BrokerOptions options, std::shared_ptr<storage::ManagedLedgerFactory> factory,
+                Deps deps);
+  // Without collaborators (fuzzers): memory only, every topic served here.
   BrokerService(BrokerOptions options, std::shared_ptr<storage::ManagedLedgerFactory> factory);
   ~BrokerService() override;
 
@@ -66,34 +100,10 @@ class BrokerService final : public SharedConfigView {
   void stop();
 
   const BrokerOptions& options() const { return options_; }
-  // Cluster mode: who owns which topic (LOOKUP answers, PRODUCER/SUBSCRIBE refused with
-  // ServiceNotReady for a topic owned elsewhere). Null (standalone): every topic is served here.
-  // Set before start(); outlives the service.
-  void setTopicOwnership(TopicOwnership* ownership) { ownership_ = ownership; }
+  // The collaborators given at construction (Deps).
   TopicOwnership* topicOwnership() const { return ownership_; }
-  // Cluster mode on each broker's local storage: lists the topics of namespace `ns` in `domain`
-  // that any broker of the cluster has (admin::clusterTopicsOfNamespace asks the others over
-  // HTTP, with `authorization` as the Authorization header); cb on any thread.
-  using ClusterTopicLister = std::function<void(
-      const std::string& ns, TopicDomain domain, const std::optional<std::string>& authorization,
-      std::function<void(Result<std::vector<std::string>>)> cb)>;
-  // Set before start(); unset (standalone, shared storage): GET_TOPICS_OF_NAMESPACE answers the
-  // topics this broker knows.
-  void setClusterTopicLister(ClusterTopicLister lister) { clusterTopicLister_ = std::move(lister); }
   const ClusterTopicLister& clusterTopicLister() const { return clusterTopicLister_; }
-  // Tenants, clusters, namespaces, their policies and partitioned-topic metadata are the
-  // configuration store's (shared_config.h: ZooKeeper in cluster mode, the persistent local
-  // store in standalone); the mutators below write there first. Set before start() (the store
-  // loaded: start() creates standalone's public tenant and the namespaces it lacks in it);
-  // outlives the service. Null (unit tests): memory only.
-  void setSharedConfig(SharedConfig* shared);
   SharedConfig* sharedConfig() const { return shared_; }
-  // Where topic policies and schemas are kept (metadata::Store paths kTopicPoliciesRoot and
-  // kSchemasRoot, docs/broker-metadata-format.md): the configuration store in cluster mode (every
-  // broker sees them), the persistent local store in standalone. The registries read it at
-  // start() and follow its changes; their writes are asynchronous. Set before start(); outlives
-  // the service. Null: memory only.
-  void setRecordStore(metadata::Store* store) { recordStore_ = store; }
   // The loop `metadata-records` that runs the registries' store callbacks; the executor for
   // callers without one of their own (admin handlers). Thread: any.
   net::Executor& metadataExecutor() { return metadataLoop_; }

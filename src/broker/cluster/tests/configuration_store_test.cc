@@ -46,9 +46,9 @@ struct View : SharedConfigView {
 
 // One broker start: the view loaded from a configuration store over `store`.
 struct Broker {
-  explicit Broker(metadata::Store* store) : config(store, store, &view, {"standalone"}) {
+  explicit Broker(metadata::Store* store) : config(store, store, {"standalone"}) {
     view.policies.setShared(&config);
-    EXPECT_TRUE(config.start().isOk());
+    EXPECT_TRUE(config.start(&view).isOk());
   }
   ~Broker() { config.stop(); }
 
