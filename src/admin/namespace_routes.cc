@@ -219,33 +219,6 @@ bool readPermissions(const json::value& v, std::map<std::string, std::set<std::s
   return true;
 }
 
-// Policies fields Magnetar keeps as given but does not act on, with the Java type Jackson reads
-// them as ("" for an object or array, kept as it came).
-const std::map<std::string, std::string>& keptPolicyFields() {
-  static const std::map<std::string, std::string> kFields = {
-      {"clusterDispatchRate", ""},
-      {"topicDispatchRate", ""},
-      {"subscriptionDispatchRate", ""},
-      {"replicatorDispatchRate", ""},
-      {"clusterSubscribeRate", ""},
-      {"publishMaxMessageRate", ""},
-      {"latency_stats_sample_rate", ""},
-      {"persistence", ""},
-      {"autoSubscriptionCreationOverride", ""},
-      {"offload_policies", ""},
-      {"subscription_types_enabled", ""},
-      {"encryption_required", "boolean"},
-      {"subscription_auth_mode", "String"},
-      {"offload_threshold", "long"},
-      {"offload_deletion_lag_ms", "long"},
-      {"max_topics_per_namespace", "int"},
-      {"deduplicationSnapshotIntervalSeconds", "int"},
-      {"resource_group_name", "String"},
-      {"properties", "map"},
-  };
-  return kFields;
-}
-
 // Policies.auth_policies: namespace_auth, destination_auth, subscription_auth_roles (kept).
 std::string readAuthPolicies(const json::object* o, NamespacePolicies* out) {
   if (const json::value* a = o->if_contains("auth_policies"); a && !a->is_null()) {
@@ -277,14 +250,16 @@ std::string readAuthPolicies(const json::object* o, NamespacePolicies* out) {
   return "";
 }
 
-// replication_clusters and the fields of keptPolicyFields(), kept as given.
+// replication_clusters and the fields of broker::kKeptPolicyFields, kept as given.
 std::string readKeptFields(const json::object* o, NamespacePolicies* out) {
   if (const json::value* rc = o->if_contains("replication_clusters"); rc && !rc->is_null()) {
     std::vector<std::string> clusters;
     if (!readStrings(rc, &clusters)) return "Invalid replication_clusters";
     if (!clusters.empty()) out->replicationClusters = std::move(clusters);
   }
-  for (const auto& [field, type] : keptPolicyFields()) {
+  for (const auto& kept : broker::kKeptPolicyFields) {
+    const std::string field = kept.name;
+    const std::string type = kept.javaType;
     const json::value* f = o->if_contains(field);
     if (!f || f->is_null()) continue;
     json::value v = *f;
@@ -470,7 +445,7 @@ std::string readRetentionBacklogExpiration(const json::object* o, NamespacePolic
 // limits, deduplicationEnabled, message_ttl_in_seconds, retention_policies, backlog_quota_map,
 // subscription_expiration_time_minutes, inactive_topic_policies, delayed_delivery_policies,
 // autoTopicCreationOverride, compaction_threshold, the schema policies; the fields of
-// keptPolicyFields() and auth_policies.subscription_auth_roles are kept as given (GET shows
+// broker::kKeptPolicyFields and auth_policies.subscription_auth_roles are kept as given (GET shows
 // them); unknown fields are ignored, as Pulsar's mapper does. "" or the error text (a 400, as
 // Pulsar's JSON mapping errors).
 std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
@@ -755,7 +730,7 @@ void addClusterRoutes(Router& r, const AdminContext* ctx) {
   // namespaces of a cluster that no longer exists.
   r.addSync("DELETE", "/admin/v2/clusters/{cluster}",
             [ctx, &reg](const HttpRequest& req, const PathParams& p) {
-              if (ctx->service.sharedConfig()) {  // cluster mode: cluster_routes.cc's answers
+              if (ctx->service.topicOwnership()) {  // cluster mode: cluster_routes.cc's answers
                 return HttpResponse::error(405, "Method DELETE not allowed on " + req.path);
               }
               const std::string& name = p.at("cluster");
@@ -807,7 +782,7 @@ void addTenantRoutes(Router& r, const AdminContext* ctx) {
     const std::string& t = p.at("tenant");
     // Cluster mode: ZooKeeper refuses to delete a tenant node that still has namespaces (this
     // broker's view may lag another broker's change).
-    if (!ctx->service.sharedConfig() && !namespacesOf(*ctx, t).empty()) {
+    if (!ctx->service.topicOwnership() && !namespacesOf(*ctx, t).empty()) {
       return HttpResponse::error(409, "The tenant still has active namespaces");
     }
     Status s = ctx->service.policies().deleteTenant(t);
@@ -932,7 +907,7 @@ HttpResponse createNamespace(const AdminContext& ctx, const HttpRequest& req, co
                                            initial.retention->retentionSizeInMB);
     if (!bad.empty()) return HttpResponse::error(400, bad);
   }
-  if (numBundles > 0 && !ctx.service.sharedConfig()) {
+  if (numBundles > 0 && !ctx.service.topicOwnership()) {
     // Standalone serves every namespace itself; the bundles asked for are kept as
     // Pulsar shows them (the given boundaries, else evenly cut as its
     // NamespaceBundleFactory).

@@ -56,12 +56,9 @@ struct Cluster {
   std::unique_ptr<metadata::Store> zk;
   std::unique_ptr<metadata::Store> zkConfig;  // configurationMetadataStoreUrl, when another one
   std::unique_ptr<broker::cluster::NamespaceService> namespaceService;
-  // Tenants, namespaces, policies and partitioned topics: the configuration store's.
-  std::unique_ptr<broker::cluster::ConfigurationStore> configurationStore;
 
   metadata::Store* configStore() const { return zkConfig ? zkConfig.get() : zk.get(); }
   void stop() {
-    if (configurationStore) configurationStore->stop();
     if (namespaceService) namespaceService->stop();
     if (zkConfig) zkConfig->close();
     if (zk) zk->close();  // ends the session: this broker's ephemeral znodes go at once
@@ -232,38 +229,53 @@ void installOwnershipHandlers(broker::cluster::NamespaceService& ns, broker::Bro
       });
 }
 
-// Cluster mode: the configuration store behind the broker, topic ownership
-// from the namespace service.
-void wireCluster(Cluster& cluster, broker::BrokerService& service, const TopicStorage& storage,
-                 const config::ServiceConfiguration& cfg) {
-  auto cso = configurationStoreOptionsFrom(cfg);
-  cluster.configurationStore = std::make_unique<broker::cluster::ConfigurationStore>(
-      cluster.configStore(), cluster.zk.get(), &service, cso);
-  service.setSharedConfig(cluster.configurationStore.get());
-  service.setTopicOwnership(cluster.namespaceService.get());
-  if (!storage.onBookKeeper) {
-    // Each broker's own storage: GET_TOPICS_OF_NAMESPACE lists every broker's topics.
-    service.setClusterTopicLister([&service, ns = cluster.namespaceService.get()](
-                                      const std::string& nsName, broker::TopicDomain domain,
-                                      const std::optional<std::string>& authorization,
-                                      std::function<void(Result<std::vector<std::string>>)> cb) {
-      admin::clusterTopicsOfNamespace(*ns, service, nsName, domain, authorization, std::move(cb));
-    });
-  }
-  installOwnershipHandlers(*cluster.namespaceService, service, storage.onBookKeeper);
+// Cluster mode: topic ownership from the namespace service; on each broker's own storage,
+// GET_TOPICS_OF_NAMESPACE lists every broker's topics.
+void addClusterDeps(const Cluster& cluster, const TopicStorage& storage,
+                    broker::BrokerService::Deps& deps) {
+  deps.ownership = cluster.namespaceService.get();
+  if (storage.onBookKeeper) return;
+  deps.clusterTopicLister = [ns = cluster.namespaceService.get()](
+                                broker::BrokerService& service, const std::string& nsName,
+                                broker::TopicDomain domain,
+                                const std::optional<std::string>& authorization,
+                                std::function<void(Result<std::vector<std::string>>)> cb) {
+    admin::clusterTopicsOfNamespace(*ns, service, nsName, domain, authorization, std::move(cb));
+  };
 }
 
-// Loads the cluster's tenants and namespaces and watches the records other brokers change
-// (docs/cluster-mode.md). Nothing in standalone.
-Status startClusterStores(Cluster& cluster) {
-  if (!cluster.configurationStore) return Status::ok();
-  return cluster.configurationStore->start();
+// The configuration store behind the broker's tenants, clusters, namespaces and partitioned
+// topics, and the store of its topic policies and schemas: ZooKeeper in cluster mode,
+// standalone's persistent local store (a data directory of a build before migrated first) else
+// (one code path: docs/broker-metadata-format.md). Errors: the local store's.
+// Fills deps' sharedConfig and recordStore.
+Result<std::unique_ptr<broker::cluster::ConfigurationStore>> openConfiguration(
+    Cluster& cluster, TopicStorage& storage, const config::ServiceConfiguration& cfg,
+    broker::BrokerService::Deps& deps) {
+  auto cso = configurationStoreOptionsFrom(cfg);
+  metadata::Store* config = cluster.configStore();
+  metadata::Store* local = cluster.zk.get();
+  if (!cluster.namespaceService) {
+    if (Status s = storage.openLocalRecords(cso); !s) return s;
+    config = local = storage.localRecordStore.get();
+  }
+  auto store = std::make_unique<broker::cluster::ConfigurationStore>(config, local, cso);
+  deps.sharedConfig = store.get();
+  deps.recordStore = config;  // every broker's topic policies and schemas in cluster mode
+  return store;
 }
+
+// Stops the configuration store on every way out of runBroker: declared after the service, so its
+// watches stop applying to the service before the service goes.
+struct StopConfigurationStore {
+  broker::cluster::ConfigurationStore& store;
+  ~StopConfigurationStore() { store.stop(); }
+};
 
 // Authentication, the broker's loops and listener, the cluster's stores, the dynamic settings.
 // Returns 0 or the exit status (logged), having stopped what it started.
 int startBroker(const BrokerOptions& options, broker::BrokerService& service, Cluster& cluster,
-                const TopicStorage& storage) {
+                broker::cluster::ConfigurationStore& configStore, const TopicStorage& storage) {
   const config::ServiceConfiguration& cfg = *options.config;
   auto authentication = broker::AuthenticationService::create(authenticationOptionsFrom(cfg));
   if (!authentication.isOk()) {
@@ -272,14 +284,15 @@ int startBroker(const BrokerOptions& options, broker::BrokerService& service, Cl
   }
   service.configureSecurity(std::move(*authentication), cfg.authorizationEnabled(),
                             cfg.superUserRoles());
-  if (Status s = service.start(); !s) {
-    MLOG_ERROR("{}", s.message());
+  // Tenants and namespaces loaded (and watched) before the broker listens.
+  if (Status s = configStore.start(&service); !s) {
+    MLOG_ERROR("cannot load the tenants and namespaces: {}", s.message());
+    configStore.stop();
+    cluster.stop();
     return 1;
   }
-  if (Status s = startClusterStores(cluster); !s) {
-    MLOG_ERROR("cannot load the cluster's tenants and namespaces: {}", s.message());
-    service.stop();
-    cluster.stop();
+  if (Status s = service.start(); !s) {
+    MLOG_ERROR("{}", s.message());
     return 1;
   }
   if (Status s = connectDynamicSettings(*options.config, service, storage.setCacheSizeMB); !s) {
@@ -400,7 +413,8 @@ void unloadAll(broker::BrokerService& service, std::chrono::milliseconds timeout
 // After the stop signal: connections drained, topics handed over (BookKeeper) or cursors
 // flushed (embedded), then everything stopped in reverse order.
 void shutdown(const config::ServiceConfiguration& cfg, broker::BrokerService& service,
-              TopicStorage& storage, Cluster& cluster, Web& web) {
+              TopicStorage& storage, Cluster& cluster,
+              broker::cluster::ConfigurationStore& configStore, Web& web) {
   web.serving = false;
   // Read now: the setting is dynamic.
   service.drainConnections(std::chrono::milliseconds(cfg.brokerShutdownTimeoutMs()));
@@ -416,6 +430,7 @@ void shutdown(const config::ServiceConfiguration& cfg, broker::BrokerService& se
       MLOG_WARN("cursor writes not finished after 5000 ms; stopping anyway");
     }
   }
+  configStore.stop();
   cluster.stop();
   web.stop();
   service.stop();
@@ -451,25 +466,29 @@ int runBroker(const BrokerOptions& options) {
     return exitCodeOf(opened.status());
   }
   TopicStorage storage = std::move(*opened);
-  broker::BrokerService service(std::move(*brokerOptions), storage.factory, storage.metadata);
-  if (cluster.namespaceService) {
-    wireCluster(cluster, service, storage, cfg);
-    service.setRecordStore(cluster.configStore());  // every broker's topic policies and schemas
-  } else if (Status s = storage.openLocalRecords(); !s) {
-    MLOG_ERROR("cannot open the metadata store of topic policies and schemas: {}", s.toString());
+  broker::BrokerService::Deps deps;
+  if (cluster.namespaceService) addClusterDeps(cluster, storage, deps);
+  auto configStore = openConfiguration(cluster, storage, cfg, deps);
+  if (!configStore.isOk()) {
+    MLOG_ERROR("cannot open the local metadata store: {}", configStore.status().toString());
     storage.shutdown();
-    return exitCodeOf(s);
-  } else {
-    service.setRecordStore(storage.localRecordStore.get());
+    return exitCodeOf(configStore.status());
+  }
+  broker::BrokerService service(std::move(*brokerOptions), storage.factory, std::move(deps));
+  StopConfigurationStore stopConfigStore{**configStore};
+  if (cluster.namespaceService) {
+    installOwnershipHandlers(*cluster.namespaceService, service, storage.onBookKeeper);
   }
   // A start that fails stops the storage's threads before `service` goes: the local record
   // store's thread posts its callbacks to the service's metadata loop.
-  if (int code = startBroker(options, service, cluster, storage)) {
+  if (int code = startBroker(options, service, cluster, **configStore, storage)) {
+    (*configStore)->stop();
     storage.shutdown();
     return code;
   }
   Web web;
   if (int code = serve(options, web, service, cluster, storage)) {
+    (*configStore)->stop();
     storage.shutdown();
     return code;
   }
@@ -480,7 +499,7 @@ int runBroker(const BrokerOptions& options) {
   stop.loop.run();
 
   MLOG_INFO("Stopping on signal {}", stop.signal);
-  shutdown(cfg, service, storage, cluster, web);
+  shutdown(cfg, service, storage, cluster, **configStore, web);
   MLOG_INFO("Stopped");
   return 0;
 }

@@ -78,9 +78,11 @@ bool anyZkServerAccepts(const std::string& hosts, int timeoutMs) {
   return false;
 }
 
-Status TopicStorage::openLocalRecords() {
-  auto backend = broker::cluster::openLocalRecords(
-      metadata, {broker::kTopicPoliciesRoot, broker::kSchemasRoot});
+Status TopicStorage::openLocalRecords(const broker::cluster::ConfigurationStoreOptions& o) {
+  if (Status s = broker::cluster::migrateLegacyMetadata(metadata, o); !s) return s;
+  std::vector<std::string> roots = broker::cluster::ConfigurationStore::roots();
+  roots.insert(roots.end(), {broker::kTopicPoliciesRoot, broker::kSchemasRoot});
+  auto backend = broker::cluster::openLocalRecords(metadata, std::move(roots));
   if (!backend.isOk()) return backend.status();
   localRecords = std::move(*backend);
   localRecordStore = localRecords->openSession();

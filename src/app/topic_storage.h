@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "bookkeeper/client.h"
+#include "broker/cluster/configuration_store.h"
 #include "config/service_configuration.h"
 #include "metadata/local_store.h"
 #include "metadata/store.h"
@@ -21,7 +22,7 @@ namespace magnetar::app {
 struct TopicStorage {
   // What the broker opens topics with.
   std::shared_ptr<storage::ManagedLedgerFactory> factory;
-  // The broker's own local metadata (RocksDB: namespaces, policies, schemas), either way.
+  // The broker's own local metadata (RocksDB), either way: standalone's local records.
   storage::MetadataStore* metadata = nullptr;
   // managedLedgerCacheSizeMB changed at run time.
   std::function<void(int64_t mb)> setCacheSizeMB;
@@ -29,9 +30,12 @@ struct TopicStorage {
   std::function<storage::StorageStats()> stats;
   bool onBookKeeper = false;
 
-  // Standalone: opens localRecordStore, the persistent metadata::Store of topic policies and
-  // schemas over `metadata` (broker/cluster/local_records.h). Errors: the store's. Thread: main.
-  Status openLocalRecords();
+  // Standalone: opens localRecordStore, the persistent metadata::Store over `metadata` of topic
+  // policies, schemas, tenants, clusters, namespaces and partitioned topics
+  // (broker/cluster/local_records.h), after migrating a data directory of the keys a build before
+  // used (o: the cluster name and bundle count of migrated namespaces). Errors: the store's.
+  // Thread: main.
+  Status openLocalRecords(const broker::cluster::ConfigurationStoreOptions& o);
   // Stops the factory (and the BookKeeper client) after the local record store wrote everything
   // it was given. Thread: main, after the broker stopped.
   void shutdown();

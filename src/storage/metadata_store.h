@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "base/thread_annotations.h"
+#include "storage/path_component.h"
 
 namespace magnetar::storage {
 
@@ -66,9 +67,5 @@ class MemoryMetadataStore : public MetadataStore {
   Mutex mu_;
   std::map<std::string, std::string> kv_ GUARDED_BY(mu_);
 };
-
-// Escapes a name into one path component: '%', '/' and bytes < 0x20 become %XX.
-std::string escapePathComponent(const std::string& name);
-std::string unescapePathComponent(const std::string& s);
 
 }  // namespace magnetar::storage

@@ -88,63 +88,6 @@ TEST(PolicyRegistry, SchemaPoliciesRoundTrip) {
                empty.schemaValidationEnforced);
 }
 
-TEST(PolicyRegistry, SurvivesARestartThroughTheMetadataStore) {
-  storage::MemoryMetadataStore store;
-  {
-    PolicyRegistry r;
-    ASSERT_TRUE(r.attachStore(&store));
-    ASSERT_TRUE(r.createTenant("acme", {{"ops"}, {"standalone"}}));
-    ASSERT_TRUE(r.createTenant("gone", {}));
-    EXPECT_TRUE(r.updateNamespacePolicies("acme/a/b", [](NamespacePolicies& p) {
-                   p.deduplicationEnabled = true;
-                   p.messageTtlSeconds = 30;
-                 }).isOk());
-    EXPECT_TRUE(r.updateNamespacePolicies("acme/x", [](NamespacePolicies& p) {
-                   p.messageTtlSeconds = 1;
-                 }).isOk());
-    ASSERT_TRUE(r.deleteTenant("gone"));
-    r.removeNamespace("acme/x");
-  }
-  PolicyRegistry again;  // a restarted broker
-  EXPECT_FALSE(again.tenant("acme"));
-  ASSERT_TRUE(again.attachStore(&store));
-  ASSERT_TRUE(again.tenant("acme"));
-  EXPECT_EQ(again.tenant("acme")->adminRoles, std::vector<std::string>{"ops"});
-  EXPECT_FALSE(again.tenant("gone"));
-  EXPECT_TRUE(again.tenant("public"));
-  EXPECT_EQ(again.deduplicationEnabled("acme/a/b"), true);
-  EXPECT_EQ(again.namespacePolicies("acme/a/b").messageTtlSeconds, 30);
-  EXPECT_FALSE(again.namespacePolicies("acme/x").messageTtlSeconds);
-}
-
-TEST(PolicyRegistry, ClustersAndKeptPolicyFieldsSurviveARestart) {
-  storage::MemoryMetadataStore store;
-  {
-    PolicyRegistry r;
-    ASSERT_TRUE(r.attachStore(&store));
-    ASSERT_TRUE(r.createCluster("c2", R"({"serviceUrl":"http://c2:8080"})"));
-    EXPECT_EQ(r.createCluster("c2", "{}").code(), StatusCode::kAlreadyExists);
-    ASSERT_TRUE(r.createCluster("c3", "{}"));
-    ASSERT_TRUE(r.updateCluster("c3", R"({"serviceUrl":"http://c3:8080"})"));
-    EXPECT_EQ(r.updateCluster("c4", "{}").code(), StatusCode::kNotFound);
-    ASSERT_TRUE(r.createCluster("gone", "{}"));
-    ASSERT_TRUE(r.deleteCluster("gone"));
-    EXPECT_EQ(r.deleteCluster("gone").code(), StatusCode::kNotFound);
-    EXPECT_TRUE(r.updateNamespacePolicies("acme/a", [](NamespacePolicies& p) {
-                   p.replicationClusters = std::vector<std::string>{"standalone", "c2"};
-                   p.keptFields["properties"] = R"({"k":"v,=%"})";
-                 }).isOk());
-  }
-  PolicyRegistry again;
-  ASSERT_TRUE(again.attachStore(&store));
-  EXPECT_EQ(again.clusters(), (std::vector<std::string>{"c2", "c3"}));
-  EXPECT_EQ(again.cluster("c3"), R"({"serviceUrl":"http://c3:8080"})");
-  EXPECT_FALSE(again.cluster("gone"));
-  NamespacePolicies p = again.namespacePolicies("acme/a");
-  EXPECT_EQ(p.replicationClusters, (std::vector<std::string>{"standalone", "c2"}));
-  EXPECT_EQ(p.keptFields.at("properties"), R"({"k":"v,=%"})");
-}
-
 // Waits for an asynchronous registry call (the test thread is no executor).
 Status waitFor(const std::function<void(std::function<void(Status)>)>& call) {
   auto p = std::make_shared<std::promise<Status>>();
@@ -157,8 +100,7 @@ Status attachTopicPolicies(PolicyRegistry& r, metadata::Store* store, net::Execu
   return waitFor([&](auto done) { r.attachTopicPolicies(store, loop, nullptr, done); });
 }
 
-TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
-  storage::MemoryMetadataStore store;
+TEST(PolicyRegistry, TopicPoliciesSurviveARestart) {
   auto backend = metadata::LocalBackend::create();  // topic policies' store
   const std::string t = "persistent://acme/a/odd,name=x%y";
   {
@@ -166,7 +108,6 @@ TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
     PolicyRegistry r;
     net::EventLoop loop("test-metadata");  // stopped before r goes (it runs r's callbacks)
     loop.start();
-    ASSERT_TRUE(r.attachStore(&store));
     ASSERT_TRUE(attachTopicPolicies(r, session.get(), &loop).isOk());
     auto set = [&](const std::string& topic, const std::string& policy, std::string v) {
       EXPECT_TRUE(waitFor([&](auto done) { r.setTopicPolicy(topic, policy, v, done); }).isOk());
@@ -179,12 +120,6 @@ TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
         waitFor([&](auto done) { r.removeTopicPolicies("persistent://acme/a/gone", done); });
     EXPECT_TRUE(removed.isOk());
     EXPECT_TRUE(r.topicPolicies("persistent://acme/a/gone").empty());  // at once
-    EXPECT_TRUE(r.updateNamespacePolicies("acme/a", [](NamespacePolicies& p) {
-                   p.subscriptionExpirationTimeMinutes = 15;
-                   p.autoTopicCreation = AutoTopicCreationOverride{true, "partitioned", 3};
-                   p.limits["maxProducersPerTopic"] = 2;
-                   p.limits["maxUnackedMessagesPerConsumer"] = 0;
-                 }).isOk());
     backend->flush();
     r.detachTopicPolicies();
     loop.stop();
@@ -193,7 +128,6 @@ TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
   PolicyRegistry again;
   net::EventLoop loop("test-metadata");
   loop.start();
-  ASSERT_TRUE(again.attachStore(&store));
   ASSERT_TRUE(attachTopicPolicies(again, session.get(), &loop).isOk());
   EXPECT_EQ(again.topicPolicyInt(t, "maxProducers"), 3);
   EXPECT_EQ(again.topicPolicyBool(t, "deduplicationEnabled"), true);
@@ -201,13 +135,6 @@ TEST(PolicyRegistry, TopicPoliciesAndTheNewNamespacePoliciesSurviveARestart) {
             R"({"retentionTimeInMinutes":1,"retentionSizeInMB":2})");
   EXPECT_FALSE(again.topicPolicyInt(t, "retention"));  // not an integer policy
   EXPECT_TRUE(again.topicPolicies("persistent://acme/a/gone").empty());
-  auto ns = again.namespacePolicies("acme/a");
-  EXPECT_EQ(ns.subscriptionExpirationTimeMinutes, 15);
-  ASSERT_TRUE(ns.autoTopicCreation);
-  EXPECT_EQ(ns.autoTopicCreation->topicType, "partitioned");
-  EXPECT_EQ(ns.autoTopicCreation->defaultNumPartitions, 3);
-  EXPECT_EQ(ns.limits, (std::map<std::string, int32_t>{{"maxProducersPerTopic", 2},
-                                                       {"maxUnackedMessagesPerConsumer", 0}}));
   again.setTopicPolicy(t, "maxProducers", std::nullopt);
   EXPECT_FALSE(again.topicPolicyInt(t, "maxProducers"));
   EXPECT_EQ(again.topicPolicyInt(t, "missing"), std::nullopt);

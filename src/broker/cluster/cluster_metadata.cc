@@ -356,7 +356,8 @@ json::object newNamespaceDefaults(const std::string& clusterName) {
   return o;
 }
 
-// auth_policies of p; subscription_auth_roles (not modeled) kept from the stored `from`.
+// auth_policies of p; subscription_auth_roles (not modeled): p's kept one, else the stored
+// `from`'s.
 json::object authPoliciesJson(const NamespacePolicies& p, const json::object& from) {
   json::object auth;
   auth["namespace_auth"] = rolesJson(p.permissions);
@@ -366,6 +367,11 @@ json::object authPoliciesJson(const NamespacePolicies& p, const json::object& fr
   const json::object* oldAuth = object(from, "auth_policies");
   const json::value* subRoles = oldAuth ? oldAuth->if_contains("subscription_auth_roles") : nullptr;
   auth["subscription_auth_roles"] = subRoles ? *subRoles : json::value(json::object());
+  if (auto kept = p.keptFields.find("subscription_auth_roles"); kept != p.keptFields.end()) {
+    boost::system::error_code ec;
+    json::value v = json::parse(kept->second, ec);
+    if (!ec) auth["subscription_auth_roles"] = std::move(v);
+  }
   return auth;
 }
 
@@ -416,6 +422,15 @@ std::string policiesJson(const NamespacePolicies& p, const std::vector<uint64_t>
     if (!ec && v.is_object()) from = std::move(v.as_object());
   }
   if (base.empty()) from = newNamespaceDefaults(clusterName);
+  // The fields kept as given (standalone's creation body) and replication_clusters replace the
+  // stored ones.
+  for (const auto& [field, text] : p.keptFields) {
+    if (field == "subscription_auth_roles") continue;  // in auth_policies
+    boost::system::error_code ec;
+    json::value v = json::parse(text, ec);
+    if (!ec) from[field] = std::move(v);
+  }
+  if (p.replicationClusters) from["replication_clusters"] = stringArray(*p.replicationClusters);
   // The modeled fields; null ones are left out (NON_NULL).
   json::object m;
   m["auth_policies"] = authPoliciesJson(p, from);
@@ -565,6 +580,18 @@ void readBacklogQuotas(const json::object& o, NamespacePolicies& p) {
   }
 }
 
+// The fields Magnetar keeps but does not act on (kKeptPolicyFields) and bundles, as stored.
+void readKeptFields(const json::object& o, NamespacePolicies& p) {
+  for (const auto& kept : kKeptPolicyFields) {
+    if (const json::value* v = o.if_contains(kept.name); v && !v->is_null()) {
+      p.keptFields[kept.name] = json::serialize(*v);
+    }
+  }
+  if (const json::value* b = o.if_contains("bundles"); b && b->is_object()) {
+    p.keptFields["bundles"] = json::serialize(*b);
+  }
+}
+
 // The policies held as objects, with TTL and subscription expiry (putStructuredPolicies' fields).
 void readStructuredPolicies(const json::object& o, NamespacePolicies& p) {
   if (const json::object* a = object(o, "autoTopicCreationOverride")) {
@@ -617,7 +644,12 @@ Result<PoliciesDoc> parsePolicies(std::string_view text, const std::string& path
     if (const json::object* dest = object(*auth, "destination_auth")) {
       for (const auto& [topic, roles] : *dest) p.topicPermissions[topic] = rolesFrom(&roles);
     }
+    if (const json::object* roles = object(*auth, "subscription_auth_roles");
+        roles && !roles->empty()) {
+      p.keptFields["subscription_auth_roles"] = json::serialize(*roles);
+    }
   }
+  readKeptFields(o, p);
   readBacklogQuotas(o, p);
   if (const json::value* rc = o.if_contains("replication_clusters"); rc && rc->is_array()) {
     std::vector<std::string> clusters;

@@ -18,11 +18,10 @@ namespace {
 
 constexpr const char* kPoliciesRoot = "/admin/policies";
 constexpr const char* kPartitionedRoot = "/admin/partitioned-topics";
+constexpr const char* kClustersRoot = "/admin/clusters";
 constexpr const char* kLocalPoliciesRoot = "/admin/local-policies/";
 // Read-modify-write attempts before giving up on a node other brokers keep changing.
 constexpr int kCasAttempts = 16;
-
-const char* rootOf(int tree) { return tree == 0 ? kPoliciesRoot : kPartitionedRoot; }
 
 std::string childPath(const std::string& parent, const std::string& name) {
   std::string out = parent;
@@ -53,9 +52,37 @@ std::string topicOf(const std::vector<std::string>& c) {
 
 }  // namespace
 
+const char* ConfigurationStore::rootOf(Tree tree) {
+  switch (tree) {
+    case Tree::kPolicies:
+      return kPoliciesRoot;
+    case Tree::kPartitioned:
+      return kPartitionedRoot;
+    case Tree::kClusters:
+      break;
+  }
+  return kClustersRoot;
+}
+
+// Tenants at depth 1 and namespaces at 2 below /admin/policies; a partitioned topic at 4
+// (tenant/ns/domain/topic); a cluster at 1 (its failure domains below are not read).
+bool ConfigurationStore::isData(Tree tree, int depth) {
+  if (tree == Tree::kPolicies) return depth == 1 || depth == 2;
+  return depth == (tree == Tree::kPartitioned ? 4 : 1);
+}
+
+bool ConfigurationStore::isContainer(Tree tree, int depth) {
+  if (tree == Tree::kPolicies) return depth < 2;
+  return depth < (tree == Tree::kPartitioned ? 4 : 1);
+}
+
+std::vector<std::string> ConfigurationStore::roots() {
+  return {kPoliciesRoot, kPartitionedRoot, kClustersRoot};
+}
+
 ConfigurationStore::ConfigurationStore(metadata::Store* config, metadata::Store* local,
-                                       SharedConfigView* service, ConfigurationStoreOptions options)
-    : config_(config), local_(local), service_(service), options_(std::move(options)) {}
+                                       ConfigurationStoreOptions options)
+    : config_(config), local_(local), options_(std::move(options)) {}
 
 ConfigurationStore::~ConfigurationStore() { stop(); }
 
@@ -77,7 +104,8 @@ void ConfigurationStore::end() {
   if (--loading_ == 0) loadCv_.notify_all();
 }
 
-Status ConfigurationStore::start() {
+Status ConfigurationStore::start(SharedConfigView* view) {
+  service_ = view;
   loop_.start();
   listener_ = config_->registerListener(
       [this](const metadata::Notification& n) { onNotification(n); }, &loop_);
@@ -88,15 +116,14 @@ Status ConfigurationStore::start() {
       &loop_);
   // The roots exist (initialize-cluster-metadata writes /admin/policies; a child watch needs the
   // node).
-  for (const char* root : {kPoliciesRoot, kPartitionedRoot}) {
+  for (const char* root : {kPoliciesRoot, kPartitionedRoot, kClustersRoot}) {
     auto r = putSync(config_, root, "", metadata::kNotExists);
     if (!r.isOk() && r.status().code() != StatusCode::kBadVersion) return r.status();
   }
   service_->clearShared();
   begin();
   loop_.execute([this] {
-    listChildren(Tree::kPolicies, kPoliciesRoot, 0);
-    listChildren(Tree::kPartitioned, kPartitionedRoot, 0);
+    for (Tree tree : kTrees) listChildren(tree, rootOf(tree), 0);
     end();
   });
   std::unique_lock<std::mutex> lock(loadMu_);
@@ -119,8 +146,7 @@ void ConfigurationStore::resync() {
   MLOG_INFO(
       "Configuration store: new ZooKeeper session; reading tenants, namespaces and "
       "partitioned topics again");
-  listChildren(Tree::kPolicies, kPoliciesRoot, 0, true);
-  listChildren(Tree::kPartitioned, kPartitionedRoot, 0, true);
+  for (Tree tree : kTrees) listChildren(tree, rootOf(tree), 0, true);
 }
 
 void ConfigurationStore::listChildren(Tree tree, const std::string& path, int depth, bool all) {
@@ -143,10 +169,8 @@ void ConfigurationStore::listChildren(Tree tree, const std::string& path, int de
           if (old.count(c) && !all) continue;
           std::string child = childPath(path, c);
           int d = depth + 1;
-          bool container = tree == Tree::kPolicies ? d < 2 : d < 4;
-          bool data = tree == Tree::kPolicies ? d >= 1 : d == 4;
-          if (data) readNode(tree, child, d);
-          if (container) listChildren(tree, child, d, all);
+          if (isData(tree, d)) readNode(tree, child, d);
+          if (isContainer(tree, d)) listChildren(tree, child, d, all);
         }
         for (const auto& c : old) {
           if (!now.count(c)) forget(tree, childPath(path, c), depth + 1);
@@ -164,34 +188,41 @@ void ConfigurationStore::readNode(Tree tree, const std::string& path, int depth)
                    MLOG_WARN("configuration store: cannot read {}: {}", path, r.status().message());
                    return end();
                  }
-                 auto c = below(path, rootOf(tree == Tree::kPolicies ? 0 : 1));
-                 if (!c || static_cast<int>(c->size()) != depth) return end();
                  std::optional<std::string> value;
                  if (r->has_value()) value = (*r)->value;
-                 if (tree == Tree::kPolicies && depth == 1) {
-                   if (!value) {
-                     service_->applySharedTenant((*c)[0], std::nullopt);
-                   } else if (value->empty()) {
-                     service_->applySharedTenant((*c)[0], TenantInfo{});
-                   } else if (auto t = parseTenantInfo(*value, path); t.isOk()) {
-                     service_->applySharedTenant((*c)[0], *t);
-                   } else {
-                     MLOG_ERROR("{}", t.status().message());
-                   }
-                 } else if (tree == Tree::kPolicies && depth == 2) {
-                   applyNamespaceValue((*c)[0] + "/" + (*c)[1], path, value);
-                 } else if (tree == Tree::kPartitioned && depth == 4) {
-                   std::string topic = topicOf(*c);
-                   if (!value) {
-                     service_->applySharedPartitioned(topic, std::nullopt);
-                   } else if (auto n = parsePartitionedTopicMetadata(*value, path); n.isOk()) {
-                     service_->applySharedPartitioned(topic, *n);
-                   } else {
-                     MLOG_ERROR("{}", n.status().message());
-                   }
-                 }
+                 applyNode(tree, path, depth, value);
                  end();
                });
+}
+
+void ConfigurationStore::applyNode(Tree tree, const std::string& path, int depth,
+                                   const std::optional<std::string>& value) {
+  auto c = below(path, rootOf(tree));
+  if (!c || static_cast<int>(c->size()) != depth || !isData(tree, depth)) return;
+  if (tree == Tree::kClusters) {
+    service_->applySharedCluster((*c)[0], value);
+  } else if (tree == Tree::kPolicies && depth == 1) {
+    if (!value) {
+      service_->applySharedTenant((*c)[0], std::nullopt);
+    } else if (value->empty()) {
+      service_->applySharedTenant((*c)[0], TenantInfo{});
+    } else if (auto t = parseTenantInfo(*value, path); t.isOk()) {
+      service_->applySharedTenant((*c)[0], *t);
+    } else {
+      MLOG_ERROR("{}", t.status().message());
+    }
+  } else if (tree == Tree::kPolicies) {
+    applyNamespaceValue((*c)[0] + "/" + (*c)[1], path, value);
+  } else {
+    std::string topic = topicOf(*c);
+    if (!value) {
+      service_->applySharedPartitioned(topic, std::nullopt);
+    } else if (auto n = parsePartitionedTopicMetadata(*value, path); n.isOk()) {
+      service_->applySharedPartitioned(topic, *n);
+    } else {
+      MLOG_ERROR("{}", n.status().message());
+    }
+  }
 }
 
 void ConfigurationStore::applyNamespaceValue(const std::string& ns, const std::string& path,
@@ -230,30 +261,21 @@ void ConfigurationStore::forget(Tree tree, const std::string& path, int depth) {
     children_.erase(it);
     for (const auto& k : kids) forget(tree, childPath(path, k), depth + 1);
   }
-  auto c = below(path, rootOf(tree == Tree::kPolicies ? 0 : 1));
-  if (!c || static_cast<int>(c->size()) != depth) return;
-  if (tree == Tree::kPolicies && depth == 1) {
-    service_->applySharedTenant((*c)[0], std::nullopt);
-  } else if (tree == Tree::kPolicies && depth == 2) {
-    applyNamespaceValue((*c)[0] + "/" + (*c)[1], path, std::nullopt);  // forgets its text too
-  } else if (tree == Tree::kPartitioned && depth == 4) {
-    service_->applySharedPartitioned(topicOf(*c), std::nullopt);
-  }
+  applyNode(tree, path, depth, std::nullopt);  // a namespace forgets its text too
 }
 
 void ConfigurationStore::onNotification(const metadata::Notification& n) {
   MAGNETAR_DCHECK_ON(loop_);
   if (stopped_) return;
-  for (Tree tree : {Tree::kPolicies, Tree::kPartitioned}) {
-    auto c = below(n.path, rootOf(tree == Tree::kPolicies ? 0 : 1));
+  for (Tree tree : kTrees) {
+    auto c = below(n.path, rootOf(tree));
     if (!c) continue;
     int depth = static_cast<int>(c->size());
     if (n.type == metadata::NotificationType::kChildrenChanged) {
       if (children_.count(n.path)) listChildren(tree, n.path, depth);
       return;
     }
-    bool data = tree == Tree::kPolicies ? (depth == 1 || depth == 2) : depth == 4;
-    if (!data) return;
+    if (!isData(tree, depth)) return;
     // Only nodes this broker knows of (listed under their parent): a new one arrives through
     // the parent's children watch.
     std::string parent = metadata::parentPath(n.path);
@@ -355,10 +377,44 @@ Status ConfigurationStore::deleteTenant(const std::string& name) {
   return Status::ok();
 }
 
+Status ConfigurationStore::createCluster(const std::string& name, const std::string& clusterData) {
+  auto r = putSync(config_, childPath(kClustersRoot, name), clusterData, metadata::kNotExists);
+  if (r.isOk()) return Status::ok();
+  if (r.status().code() == StatusCode::kBadVersion) {
+    return Status::alreadyExists("Cluster already exists");
+  }
+  return r.status();
+}
+
+Status ConfigurationStore::updateCluster(const std::string& name, const std::string& clusterData) {
+  std::string path = childPath(kClustersRoot, name);
+  auto cur = getSync(config_, path);
+  if (!cur.isOk()) return cur.status();
+  if (!cur->has_value()) return Status::notFound("Cluster does not exist");
+  auto r = putSync(config_, path, clusterData, std::nullopt);
+  return r.isOk() ? Status::ok() : r.status();
+}
+
+Status ConfigurationStore::deleteCluster(const std::string& name) {
+  Status s = removeSync(config_, childPath(kClustersRoot, name), std::nullopt);
+  if (s.code() == StatusCode::kNotFound) return Status::notFound("Cluster does not exist");
+  return s;
+}
+
+// The bundle cut of a new namespace: the boundaries kept from the request (standalone's
+// `bundles` field), else `numBundles` (or the default count) evenly cut.
+Result<std::vector<uint64_t>> ConfigurationStore::newNamespaceCut(const NamespacePolicies& policies,
+                                                                  int numBundles) const {
+  if (auto kept = policies.keptFields.find("bundles"); kept != policies.keptFields.end()) {
+    auto b = boundariesFromPolicies("{\"bundles\":" + kept->second + "}", "bundles");
+    if (b.isOk() && b->has_value()) return std::move(**b);
+  }
+  return defaultBoundaries(numBundles > 0 ? numBundles : options_.defaultNumberOfNamespaceBundles);
+}
+
 Status ConfigurationStore::createNamespace(const std::string& ns, const NamespacePolicies& policies,
                                            int numBundles) {
-  auto cut =
-      defaultBoundaries(numBundles > 0 ? numBundles : options_.defaultNumberOfNamespaceBundles);
+  auto cut = newNamespaceCut(policies, numBundles);
   if (!cut.isOk()) return cut.status();
   auto r = putSync(config_, namespacePath(ns),
                    policiesJson(policies, *cut, "", options_.clusterName), metadata::kNotExists);
@@ -449,6 +505,22 @@ Result<int> ConfigurationStore::deletePartitioned(const std::string& topic) {
     return Status::notFound("Partitioned topic does not exist");
   if (!s.isOk()) return s;
   return n.isOk() ? *n : 0;
+}
+
+void ConfigurationStore::deletePartitionedAsync(const std::string& topic,
+                                                std::function<void(Result<int>)> done) {
+  loop_.execute([this, topic, done = std::move(done)] {
+    std::string path = partitionedTopicPath(topic);
+    config_->get(path, &loop_, [this, path, done](Result<std::optional<metadata::GetResult>> r) {
+      if (!r.isOk()) return done(r.status());
+      if (!r->has_value()) return done(Status::notFound("Partitioned topic does not exist"));
+      auto n = parsePartitionedTopicMetadata((*r)->value, path);
+      config_->remove(path, (*r)->stat.version, &loop_, [done, n](const Status& s) {
+        if (!s.isOk()) return done(s);
+        done(n.isOk() ? *n : 0);
+      });
+    });
+  });
 }
 
 void ConfigurationStore::createPartitionedAsync(const std::string& topic, int partitions) {

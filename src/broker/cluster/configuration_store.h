@@ -1,13 +1,15 @@
-// ConfigurationStore: tenants, namespaces (with their policies) and partitioned-topic metadata in
-// the configuration metadata store (ZooKeeper; configurationMetadataStoreUrl, else
-// metadataStoreUrl), under Pulsar's paths and JSON, so every broker of the cluster (and Pulsar's
-// own tools) sees one set:
+// ConfigurationStore: tenants, clusters, namespaces (with their policies) and partitioned-topic
+// metadata in the configuration metadata store, under Pulsar's paths and JSON:
 //   /admin/policies/{tenant}                                TenantInfo
 //   /admin/policies/{tenant}/{ns}                           Policies
 //   /admin/partitioned-topics/{tenant}/{ns}/{domain}/{enc}  PartitionedTopicMetadata
-// (docs/cluster-mode.md). The broker's own registries are the cache: start() loads everything into
-// them, watches keep them current (a change made through another broker reaches this one
-// milliseconds later), and every write goes to ZooKeeper first (BrokerService then applies it).
+//   /admin/clusters/{cluster}                               ClusterData
+// Cluster mode: ZooKeeper (configurationMetadataStoreUrl, else metadataStoreUrl), so every broker
+// of the cluster (and Pulsar's own tools) sees one set (docs/cluster-mode.md). Standalone: the
+// persistent local store (broker/cluster/local_records.h), the same code path. The broker's own
+// registries are the cache: start() loads everything into them, watches keep them current (a
+// change made through another broker reaches this one milliseconds later), and every write goes
+// to the store first (BrokerService then applies it).
 // Deleting a namespace also deletes its /admin/local-policies node from the local store.
 //
 // A new ZooKeeper session (the old one expired) has none of the old one's watches: on
@@ -30,6 +32,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "broker/policies/shared_config.h"
 #include "metadata/store.h"
@@ -46,21 +49,30 @@ struct ConfigurationStoreOptions {
 
 class ConfigurationStore : public SharedConfig {
  public:
-  // config: the configuration store; local: the local metadata store (may be the same); both and
-  // `service` (the broker's view: BrokerService) outlive this.
-  ConfigurationStore(metadata::Store* config, metadata::Store* local, SharedConfigView* service,
+  // config: the configuration store; local: the local metadata store (may be the same); both
+  // outlive this.
+  ConfigurationStore(metadata::Store* config, metadata::Store* local,
                      ConfigurationStoreOptions options);
   ~ConfigurationStore() override;
 
-  // Replaces the broker's tenants, namespaces, policies and partitioned topics with what the
-  // store holds and starts watching. Damaged znodes are logged (naming the path) and skipped.
-  // Blocks until loaded. Errors: the store's (kTimeout, kClosed, kIoError). Thread: main.
-  Status start();
+  // The roots of the trees it keeps (/admin/policies, /admin/partitioned-topics,
+  // /admin/clusters).
+  static std::vector<std::string> roots();
+
+  // Replaces the tenants, clusters, namespaces, policies and partitioned topics of `view` (the
+  // broker's: BrokerService; outlives this, or stop() first) with what the store holds and
+  // starts watching. Damaged znodes are logged (naming the path) and skipped. Blocks until
+  // loaded. Call once, before any other call. Errors: the store's (kTimeout, kClosed, kIoError).
+  // Thread: main.
+  Status start(SharedConfigView* view);
   void stop();
 
   Status createTenant(const std::string& name, const TenantInfo& info) override;
   Status updateTenant(const std::string& name, const TenantInfo& info) override;
   Status deleteTenant(const std::string& name) override;
+  Status createCluster(const std::string& name, const std::string& clusterData) override;
+  Status updateCluster(const std::string& name, const std::string& clusterData) override;
+  Status deleteCluster(const std::string& name) override;
   Status createNamespace(const std::string& ns, const NamespacePolicies& policies,
                          int numBundles) override;
   Result<NamespacePolicies> updateNamespacePolicies(
@@ -69,6 +81,8 @@ class ConfigurationStore : public SharedConfig {
   Status createPartitioned(const std::string& topic, int partitions) override;
   Result<int> updatePartitioned(const std::string& topic, int partitions) override;
   Result<int> deletePartitioned(const std::string& topic) override;
+  void deletePartitionedAsync(const std::string& topic,
+                              std::function<void(Result<int>)> done) override;
   void createPartitionedAsync(const std::string& topic, int partitions) override;
   void refresh(const TopicName& topic, net::Executor* ex,
                std::function<void(Status)> done) override;
@@ -76,7 +90,12 @@ class ConfigurationStore : public SharedConfig {
   void refreshTenant(const std::string& tenant) override;
 
  private:
-  enum class Tree { kPolicies, kPartitioned };
+  enum class Tree { kPolicies, kPartitioned, kClusters };
+  static constexpr Tree kTrees[] = {Tree::kPolicies, Tree::kPartitioned, Tree::kClusters};
+  static const char* rootOf(Tree tree);
+  // Whether a node `depth` levels below the tree's root holds data / has children to list.
+  static bool isData(Tree tree, int depth);
+  static bool isContainer(Tree tree, int depth);
   // Loop only: lists `path`'s children (setting a child watch) and loads the new ones, forgets
   // the gone ones. depth: of path below its tree's root (0 for the root). all: read and list
   // every child again, not only the new ones (a new session: the watches must be set again).
@@ -85,6 +104,11 @@ class ConfigurationStore : public SharedConfig {
   void resync();
   // Loop only: (re)reads a data node (tenant, namespace, partitioned topic) and applies it.
   void readNode(Tree tree, const std::string& path, int depth);
+  // Applies a data node's value (nullopt: gone) to the broker. Thread: any.
+  void applyNode(Tree tree, const std::string& path, int depth,
+                 const std::optional<std::string>& value);
+  Result<std::vector<uint64_t>> newNamespaceCut(const NamespacePolicies& policies,
+                                                int numBundles) const;
   void forget(Tree tree, const std::string& path, int depth);
   void onNotification(const metadata::Notification& n);
   // Loop only: the start() bookkeeping of outstanding reads.
@@ -105,7 +129,7 @@ class ConfigurationStore : public SharedConfig {
 
   metadata::Store* config_;
   metadata::Store* local_;
-  SharedConfigView* service_;
+  SharedConfigView* service_ = nullptr;  // set by start()
   ConfigurationStoreOptions options_;
   net::EventLoop loop_{"configuration-store"};
   std::optional<uint64_t> listener_;

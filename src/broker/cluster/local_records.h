@@ -1,9 +1,11 @@
 // Standalone's metadata::Store is a LocalBackend made persistent in the embedded RocksDB (the
 // storage's storage::MetadataStore), as Pulsar's standalone keeps its metadata in
-// RocksdbMetadataStore. Only the nodes under the given roots are kept there (topic policies and
-// schemas: /admin/magnetar/topic-policies, /admin/magnetar/schemas), each as the key of its path
-// with its value's bytes: the keys and record formats of docs/broker-metadata-format.md, so a
-// data directory written before loads unchanged. Cluster mode keeps the same nodes in ZooKeeper.
+// RocksdbMetadataStore. Only the nodes under the given roots are kept there (topic policies,
+// schemas, and ConfigurationStore::roots(): Pulsar's tenants, namespaces, partitioned topics and
+// clusters),
+// each as the key of its path with its value's bytes (docs/broker-metadata-format.md). Cluster
+// mode keeps the same nodes in ZooKeeper. A data directory of a build that kept tenants,
+// namespaces and partitioned topics in its own keys is migrated once (migrateLegacyMetadata).
 #pragma once
 
 #if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_CLUSTER)
@@ -16,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "broker/cluster/configuration_store.h"
 #include "metadata/local_store.h"
 #include "storage/metadata_store.h"
 
@@ -38,6 +41,16 @@ class MetadataStorePersistence : public metadata::LocalPersistence {
   storage::MetadataStore* store_;
   std::vector<std::string> roots_;
 };
+
+// Rewrites what a build before stored in its own keys (/admin/magnetar/namespaces,
+// /admin/magnetar/partitioned-topics, /admin/magnetar/tenants/, /admin/magnetar/policies/,
+// /admin/magnetar/clusters/: docs/broker-metadata-format.md) as the configuration store's nodes
+// under Pulsar's paths, and deletes the old keys, in one atomic write of `store`; nothing when
+// there are none. A namespace's policies become Pulsar's Policies JSON with its bundle cut
+// (o.defaultNumberOfNamespaceBundles unless kept), o.clusterName its replication cluster unless
+// set; policies of a namespace that no longer exists and damaged partition counts are dropped
+// (logged). Call before openLocalRecords. Errors: the store's. Thread: main, at start.
+Status migrateLegacyMetadata(storage::MetadataStore* store, const ConfigurationStoreOptions& o);
 
 // The persistent local backend over `store` for `roots` (sessions: openSession()). Errors: the
 // store's. Thread: main, at start (it reads the store).

@@ -1,5 +1,6 @@
 // NamespaceResources: the namespaces and the partitioned-topic metadata of the broker (Pulsar's
-// NamespaceResources and PartitionedTopicResources), kept in memory and in the metadata store.
+// NamespaceResources and PartitionedTopicResources) as the broker's in-memory view; the
+// configuration store (SharedConfig) holds them and applies its state here.
 #pragma once
 
 #if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_POLICIES)
@@ -14,20 +15,14 @@
 
 #include "base/status.h"
 #include "base/thread_annotations.h"
-#include "storage/metadata_store.h"
 
 namespace magnetar::broker {
 
 // Keys "tenant/ns" for namespaces and full topic names ("persistent://t/ns/topic") for
-// partitioned topics. Every change is written through to the store (when attached) before the
-// call returns; a failed write is logged and the in-memory state kept, as the broker always did
-// (docs/broker-metadata-format.md). Thread: any; one internal lock, never held across calls out.
+// partitioned topics. The mutators change memory only (a broker without a configuration store:
+// unit tests). Thread: any; one internal lock, never held across calls out.
 class NamespaceResources {
  public:
-  // Loads what `store` holds (null: memory only) and adds `initial` (e.g. public/default, which
-  // Pulsar standalone creates). Damaged partition counts are skipped with a warning.
-  void load(storage::MetadataStore* store, const std::vector<std::string>& initial);
-
   bool exists(const std::string& ns) const;
   // Errors: kAlreadyExists.
   Status create(const std::string& ns);
@@ -46,7 +41,7 @@ class NamespaceResources {
   Result<int> updatePartitioned(const std::string& topic, int n);
   // Forgets `topic`; returns its count. Errors: kNotFound.
   Result<int> removePartitioned(const std::string& topic);
-  // Cluster mode: the configuration store's state applied to this cache (not persisted here).
+  // The configuration store's state applied to this cache.
   // applyNamespace(ns, false) also forgets its partitioned topics. applyPartitioned returns the
   // count before (nullopt: it was not partitioned).
   void applyNamespace(const std::string& ns, bool exists);
@@ -57,10 +52,7 @@ class NamespaceResources {
   std::map<std::string, int> partitionedWithPrefix(const std::string& prefix) const;
 
  private:
-  void persistLocked() REQUIRES(mu_);
-
   mutable Mutex mu_;
-  storage::MetadataStore* store_ GUARDED_BY(mu_) = nullptr;
   std::set<std::string> namespaces_ GUARDED_BY(mu_);
   std::map<std::string, int> partitioned_ GUARDED_BY(mu_);
 };

@@ -7,6 +7,7 @@
 
 #include "base/logging.h"
 #include "broker/policies/shared_config.h"
+#include "storage/path_component.h"
 
 namespace magnetar::broker {
 
@@ -57,9 +58,20 @@ void PolicyRegistry::applyNamespacePolicies(const std::string& ns,
   }
 }
 
+void PolicyRegistry::applyCluster(const std::string& name,
+                                  const std::optional<std::string>& clusterData) {
+  MutexLock lock(mu_);
+  if (clusterData) {
+    clusters_[name] = *clusterData;
+  } else {
+    clusters_.erase(name);
+  }
+}
+
 void PolicyRegistry::clearTenantsAndPolicies() {
   MutexLock lock(mu_);
   tenants_.clear();
+  clusters_.clear();
   policies_.clear();
 }
 
@@ -73,7 +85,6 @@ Status PolicyRegistry::createTenant(const std::string& name, TenantInfo info) {
   if (!tenants_.emplace(name, std::move(info)).second) {
     return Status::alreadyExists("Tenant already exists");
   }
-  persistTenantLocked(name);
   return Status::ok();
 }
 
@@ -87,7 +98,6 @@ Status PolicyRegistry::updateTenant(const std::string& name, TenantInfo info) {
   auto it = tenants_.find(name);
   if (it == tenants_.end()) return Status::notFound("Tenant does not exist");
   it->second = std::move(info);
-  persistTenantLocked(name);
   return Status::ok();
 }
 
@@ -99,7 +109,6 @@ Status PolicyRegistry::deleteTenant(const std::string& name) {
   }
   MutexLock lock(mu_);
   if (tenants_.erase(name) == 0) return Status::notFound("Tenant does not exist");
-  persistTenantLocked(name);
   return Status::ok();
 }
 
@@ -118,27 +127,39 @@ std::vector<std::string> PolicyRegistry::tenants() const {
 }
 
 Status PolicyRegistry::createCluster(const std::string& name, std::string clusterData) {
+  if (shared_) {
+    if (Status s = shared_->createCluster(name, clusterData); !s.isOk()) return s;
+    applyCluster(name, clusterData);
+    return Status::ok();
+  }
   MutexLock lock(mu_);
   if (!clusters_.emplace(name, std::move(clusterData)).second) {
     return Status::alreadyExists("Cluster already exists");
   }
-  persistClusterLocked(name);
   return Status::ok();
 }
 
 Status PolicyRegistry::updateCluster(const std::string& name, std::string clusterData) {
+  if (shared_) {
+    if (Status s = shared_->updateCluster(name, clusterData); !s.isOk()) return s;
+    applyCluster(name, clusterData);
+    return Status::ok();
+  }
   MutexLock lock(mu_);
   auto it = clusters_.find(name);
   if (it == clusters_.end()) return Status::notFound("Cluster does not exist");
   it->second = std::move(clusterData);
-  persistClusterLocked(name);
   return Status::ok();
 }
 
 Status PolicyRegistry::deleteCluster(const std::string& name) {
+  if (shared_) {
+    if (Status s = shared_->deleteCluster(name); !s.isOk()) return s;
+    applyCluster(name, std::nullopt);
+    return Status::ok();
+  }
   MutexLock lock(mu_);
   if (clusters_.erase(name) == 0) return Status::notFound("Cluster does not exist");
-  persistClusterLocked(name);
   return Status::ok();
 }
 
@@ -172,14 +193,12 @@ Status PolicyRegistry::updateNamespacePolicies(
   }
   MutexLock lock(mu_);
   change(policies_[ns]);
-  persistPoliciesLocked(ns);
   return Status::ok();
 }
 
 void PolicyRegistry::removeNamespace(const std::string& ns) {
   MutexLock lock(mu_);
   policies_.erase(ns);
-  persistPoliciesLocked(ns);
 }
 
 std::optional<bool> PolicyRegistry::deduplicationEnabled(const std::string& ns) const {
@@ -190,9 +209,6 @@ std::optional<bool> PolicyRegistry::deduplicationEnabled(const std::string& ns) 
 
 namespace {
 
-constexpr const char* kTenantsPrefix = "/admin/magnetar/tenants/";
-constexpr const char* kClustersPrefix = "/admin/magnetar/clusters/";
-constexpr const char* kPoliciesPrefix = "/admin/magnetar/policies/";
 constexpr const char* kTopicPoliciesPrefix = "/admin/magnetar/topic-policies/";
 
 std::string escapeField(const std::string& v) {
@@ -418,34 +434,6 @@ NamespacePolicies decodePolicies(const std::string& text) {
   return p;
 }
 
-Status PolicyRegistry::attachStore(storage::MetadataStore* store) {
-  auto tenants = store->scan(kTenantsPrefix);
-  if (!tenants.isOk()) return tenants.status();
-  auto policies = store->scan(kPoliciesPrefix);
-  if (!policies.isOk()) return policies.status();
-  auto clusters = store->scan(kClustersPrefix);
-  if (!clusters.isOk()) return clusters.status();
-  MutexLock lock(mu_);
-  if (shared_) {  // the configuration store's, not the embedded store's
-    tenants->clear();
-    policies->clear();
-  }
-  for (const auto& [key, value] : *tenants) {
-    tenants_[storage::unescapePathComponent(key.substr(strlen(kTenantsPrefix)))] =
-        decodeTenant(value);
-  }
-  for (const auto& [key, value] : *clusters) {
-    clusters_[storage::unescapePathComponent(key.substr(strlen(kClustersPrefix)))] = value;
-  }
-  if (!shared_) policies_.clear();
-  for (const auto& [key, value] : *policies) {
-    policies_[storage::unescapePathComponent(key.substr(strlen(kPoliciesPrefix)))] =
-        decodePolicies(value);
-  }
-  store_ = store;
-  return Status::ok();
-}
-
 void PolicyRegistry::attachTopicPolicies(metadata::Store* store, net::Executor* loop,
                                          std::function<void(const std::string& topic)> changed,
                                          std::function<void(Status)> ready) {
@@ -507,32 +495,6 @@ void PolicyRegistry::persistTopicPolicies(const std::string& topic,
         }
         if (done) done(r.status());
       });
-}
-
-void PolicyRegistry::persistTenantLocked(const std::string& name) {
-  if (!store_ || shared_) return;
-  std::string key = kTenantsPrefix + storage::escapePathComponent(name);
-  auto it = tenants_.find(name);
-  Status s =
-      it == tenants_.end() ? store_->remove(key) : store_->put(key, encodeTenant(it->second));
-  if (!s.isOk()) MLOG_WARN("cannot persist tenant {}: {}", name, s.toString());
-}
-
-void PolicyRegistry::persistClusterLocked(const std::string& name) {
-  if (!store_ || shared_) return;
-  std::string key = kClustersPrefix + storage::escapePathComponent(name);
-  auto it = clusters_.find(name);
-  Status s = it == clusters_.end() ? store_->remove(key) : store_->put(key, it->second);
-  if (!s.isOk()) MLOG_WARN("cannot persist cluster {}: {}", name, s.toString());
-}
-
-void PolicyRegistry::persistPoliciesLocked(const std::string& ns) {
-  if (!store_ || shared_) return;
-  std::string key = kPoliciesPrefix + storage::escapePathComponent(ns);
-  auto it = policies_.find(ns);
-  Status s =
-      it == policies_.end() ? store_->remove(key) : store_->put(key, encodePolicies(it->second));
-  if (!s.isOk()) MLOG_WARN("cannot persist policies of {}: {}", ns, s.toString());
 }
 
 TopicPolicies PolicyRegistry::topicPolicies(const std::string& topic) const {

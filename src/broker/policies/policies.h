@@ -22,7 +22,6 @@
 #include "metadata/cache.h"
 #include "metadata/store.h"
 #include "net/executor.h"
-#include "storage/metadata_store.h"
 
 namespace magnetar::broker {
 
@@ -99,15 +98,43 @@ struct NamespacePolicies {
   std::optional<DelayedDeliveryPolicies> delayedDelivery;
   // Pulsar's compaction_threshold: bytes; 0 disables automatic compaction.
   std::optional<int64_t> compactionThreshold;
-  // The Policies' replication_clusters (nullopt when absent: the local cluster). Standalone: as
-  // given at creation. Cluster mode, read only: written back as read (the Policies JSON's own
-  // field), never from here.
+  // The Policies' replication_clusters (nullopt when absent: the local cluster): as given at
+  // creation, then as stored (written back as read).
   std::optional<std::vector<std::string>> replicationClusters;
-  // Standalone: Policies fields Magnetar keeps as given at creation but does not act on
-  // (auth_policies.subscription_auth_roles as "subscription_auth_roles", encryption_required,
-  // subscription_auth_mode, offload_threshold, properties, the rate maps, persistence, bundles,
-  // ...): field name -> its JSON text, shown by GET namespaces/{t}/{ns} as Pulsar stores them.
+  // Policies fields Magnetar keeps as given at creation (then as stored) but does not act on
+  // (kKeptPolicyFields, auth_policies.subscription_auth_roles as "subscription_auth_roles",
+  // bundles): field name -> its JSON text, shown by GET namespaces/{t}/{ns} as Pulsar stores them.
   std::map<std::string, std::string> keptFields;
+};
+
+// Policies fields Magnetar keeps as given but does not act on (NamespacePolicies::keptFields;
+// besides these, auth_policies.subscription_auth_roles and standalone's bundles), sorted by name,
+// with the Java type Jackson reads each as ("" for an object or array, kept as it came; "map" a map
+// of strings).
+struct KeptPolicyField {
+  const char* name;
+  const char* javaType;
+};
+inline constexpr KeptPolicyField kKeptPolicyFields[] = {
+    {"autoSubscriptionCreationOverride", ""},
+    {"clusterDispatchRate", ""},
+    {"clusterSubscribeRate", ""},
+    {"deduplicationSnapshotIntervalSeconds", "int"},
+    {"encryption_required", "boolean"},
+    {"latency_stats_sample_rate", ""},
+    {"max_topics_per_namespace", "int"},
+    {"offload_deletion_lag_ms", "long"},
+    {"offload_policies", ""},
+    {"offload_threshold", "long"},
+    {"persistence", ""},
+    {"properties", "map"},
+    {"publishMaxMessageRate", ""},
+    {"replicatorDispatchRate", ""},
+    {"resource_group_name", "String"},
+    {"subscriptionDispatchRate", ""},
+    {"subscription_auth_mode", "String"},
+    {"subscription_types_enabled", ""},
+    {"topicDispatchRate", ""},
 };
 
 // The namespace limits: admin path segment (also the broker setting's name) and the field of
@@ -144,29 +171,30 @@ class PolicyRegistry {
   // Starts with tenant "public" (allowed cluster `clusterName`), as Pulsar standalone.
   explicit PolicyRegistry(std::string clusterName = "standalone");
 
-  // Cluster mode: tenants and namespace policies live in `shared` (the configuration store);
-  // the mutators below write there first (blocking: not on an I/O loop) and this registry is its
-  // cache, kept current through the apply* calls. They are then not persisted in the embedded
-  // store (topic policies still are). Call before attachStore(). shared outlives this.
+  // Tenants, clusters and namespace policies live in `shared` (the configuration store: ZooKeeper
+  // in cluster mode, the persistent local store in standalone); the mutators below write there
+  // first (blocking: not on an I/O loop) and this registry is its cache, kept current through
+  // the apply* calls. Without one (unit tests) they stay in memory. shared outlives this.
   void setShared(SharedConfig* shared);
   // Cache updates from the configuration store (nullopt: deleted). Thread: any.
   void applyTenant(const std::string& name, const std::optional<TenantInfo>& info);
+  void applyCluster(const std::string& name, const std::optional<std::string>& clusterData);
   void applyNamespacePolicies(const std::string& ns, const std::optional<NamespacePolicies>& p);
-  // Forgets every tenant and namespace policy (before a full load from the configuration store).
+  // Forgets every tenant, cluster and namespace policy (before a full load from the store).
   void clearTenantsAndPolicies();
 
-  // Errors: kAlreadyExists; in cluster mode the configuration store's.
+  // Errors: kAlreadyExists; the configuration store's.
   Status createTenant(const std::string& name, TenantInfo info);
-  // Errors: kNotFound; in cluster mode the configuration store's.
+  // Errors: kNotFound; the configuration store's.
   Status updateTenant(const std::string& name, TenantInfo info);
   Status deleteTenant(const std::string& name);
   std::optional<TenantInfo> tenant(const std::string& name) const;
   std::vector<std::string> tenants() const;  // sorted
 
-  // Standalone: clusters created through the admin API (Pulsar's ClusterData JSON text, as the
-  // admin route built it), persisted under /admin/magnetar/clusters/. The local cluster is not
-  // among them unless stored (then its stored ClusterData replaces the built-in one).
-  // Errors: createCluster kAlreadyExists, updateCluster/deleteCluster kNotFound.
+  // The configuration store's clusters (/admin/clusters/{name}: Pulsar's ClusterData JSON text;
+  // standalone: those created through the admin API). Standalone's local cluster is not among
+  // them unless stored (then its stored ClusterData replaces the built-in one).
+  // Errors: createCluster kAlreadyExists, updateCluster/deleteCluster kNotFound; the store's.
   Status createCluster(const std::string& name, std::string clusterData);
   Status updateCluster(const std::string& name, std::string clusterData);
   Status deleteCluster(const std::string& name);
@@ -175,9 +203,9 @@ class PolicyRegistry {
 
   // Policies of "tenant/ns" (defaults when never set). removeNamespace forgets them.
   NamespacePolicies namespacePolicies(const std::string& ns) const;
-  // Applies `change` to the namespace's policies. In cluster mode a read-modify-write of the
-  // configuration store's Policies (change may run more than once); errors: the store's
-  // (kNotFound when the namespace is gone). Always ok in standalone mode.
+  // Applies `change` to the namespace's policies: a read-modify-write of the configuration
+  // store's Policies (change may run more than once); errors: the store's (kNotFound when the
+  // namespace is gone). Always ok without a store.
   [[nodiscard]] Status updateNamespacePolicies(
       const std::string& ns, const std::function<void(NamespacePolicies&)>& change);
   void removeNamespace(const std::string& ns);
@@ -224,20 +252,10 @@ class PolicyRegistry {
   // or unreadable.
   std::optional<RetentionPolicy> topicRetention(const std::string& topic) const;
 
-  // Loads what `store` holds (keys under /admin/magnetar/tenants/, .../clusters/ and
-  // .../policies/, replacing the in-memory state except the built-in "public" tenant) and writes
-  // every later change of them through to it (synchronously: call the mutators off the I/O
-  // threads). store outlives this.
-  // Errors: the store's (the registry then stays in memory only).
-  Status attachStore(storage::MetadataStore* store);
-
  private:
   // A copy of one stored topic policy's text; nullopt when the topic or the policy is unset.
   std::optional<std::string> topicPolicyText(const std::string& topic,
                                              const std::string& policy) const;
-  void persistTenantLocked(const std::string& name) REQUIRES(mu_);
-  void persistClusterLocked(const std::string& name) REQUIRES(mu_);
-  void persistPoliciesLocked(const std::string& ns) REQUIRES(mu_);
   // Writes the topic's record: `change` applied to the stored one (see setTopicPolicy).
   void persistTopicPolicies(const std::string& topic,
                             const std::function<void(TopicPolicies&)>& change,
@@ -250,7 +268,6 @@ class PolicyRegistry {
   std::map<std::string, std::string> clusters_ GUARDED_BY(mu_);  // name -> ClusterData JSON
   std::map<std::string, NamespacePolicies> policies_ GUARDED_BY(mu_);
   std::map<std::string, TopicPolicies> topicPolicies_ GUARDED_BY(mu_);
-  storage::MetadataStore* store_ GUARDED_BY(mu_) = nullptr;
   // Set by attachTopicPolicies(), then read-only.
   std::shared_ptr<metadata::MetadataCache<TopicPolicies>> topicCache_;
   std::shared_ptr<metadata::ChildrenMirror<TopicPolicies>> topicMirror_;
@@ -259,8 +276,10 @@ class PolicyRegistry {
   SharedConfig* shared_ = nullptr;  // set before use, then read-only
 };
 
-// The store's text form of a tenant / of namespace policies (exposed for tests). Lines of
-// "key=field,field"; fields escape '%', ',', '=' and newlines as %XX.
+// The text form of a tenant / of namespace policies that standalone stored before it kept them
+// under Pulsar's paths (read once to migrate a data directory: cluster/local_records.h; the
+// encoders for tests). Lines of "key=field,field"; fields escape '%', ',', '=' and newlines as
+// %XX. Topic policies are still stored in this form.
 std::string encodeTenant(const TenantInfo& t);
 TenantInfo decodeTenant(const std::string& text);
 std::string encodePolicies(const NamespacePolicies& p);

@@ -1,6 +1,7 @@
-// SharedConfig: cluster mode's configuration metadata store as the broker sees it: tenants,
-// namespaces with their policies, and partitioned-topic metadata shared by every broker
-// (cluster::ConfigurationStore keeps them in ZooKeeper under Pulsar's paths). The broker's
+// SharedConfig: the configuration metadata store as the broker sees it: tenants, clusters,
+// namespaces with their policies, and partitioned-topic metadata (cluster::ConfigurationStore
+// keeps them under Pulsar's paths: in ZooKeeper in cluster mode, shared by every broker; in
+// standalone in the persistent local metadata store). The broker's
 // PolicyRegistry and NamespaceResources stay its in-memory view: a change goes to the store first
 // and is applied to them once stored; changes made through other brokers reach them through the
 // store's watches (BrokerService::applyShared*).
@@ -35,6 +36,12 @@ class SharedConfig {
   virtual Status updateTenant(const std::string& name, const TenantInfo& info) = 0;
   virtual Status deleteTenant(const std::string& name) = 0;
 
+  // Pulsar's ClusterData JSON of a cluster (/admin/clusters/{name}). Errors: createCluster
+  // kAlreadyExists, updateCluster/deleteCluster kNotFound.
+  virtual Status createCluster(const std::string& name, const std::string& clusterData) = 0;
+  virtual Status updateCluster(const std::string& name, const std::string& clusterData) = 0;
+  virtual Status deleteCluster(const std::string& name) = 0;
+
   // "tenant/ns" with its first policies; numBundles > 0 cuts it in that many bundles, else
   // defaultNumberOfNamespaceBundles.
   virtual Status createNamespace(const std::string& ns, const NamespacePolicies& policies,
@@ -51,6 +58,10 @@ class SharedConfig {
   virtual Result<int> updatePartitioned(const std::string& topic, int partitions) = 0;
   // Returns the count it had.
   virtual Result<int> deletePartitioned(const std::string& topic) = 0;
+  // Non-blocking delete (the inactive-topic monitor, on a topic's executor): done(the count it
+  // had, or kNotFound / the store's error) on the store's loop.
+  virtual void deletePartitionedAsync(const std::string& topic,
+                                      std::function<void(Result<int>)> done) = 0;
   // Non-blocking create (auto-creation on an I/O loop): the broker applied it locally already;
   // when another broker created it first, its count is applied instead.
   virtual void createPartitionedAsync(const std::string& topic, int partitions) = 0;
@@ -80,7 +91,9 @@ class SharedConfigView {
   virtual void applySharedNamespace(const std::string& ns,
                                     const std::optional<NamespacePolicies>& p) = 0;
   virtual void applySharedPartitioned(const std::string& topic, std::optional<int> partitions) = 0;
-  // Forgets tenants, namespaces, policies and partitioned topics (before a full load).
+  virtual void applySharedCluster(const std::string& name,
+                                  const std::optional<std::string>& clusterData) = 0;
+  // Forgets tenants, clusters, namespaces, policies and partitioned topics (before a full load).
   virtual void clearShared() = 0;
   // What the view holds (the load's log line).
   virtual size_t sharedTenantCount() const = 0;

@@ -6,7 +6,7 @@
 
 #include "base/logging.h"
 #include "broker/common/wall_clock.h"
-#include "storage/metadata_store.h"
+#include "storage/path_component.h"
 
 namespace magnetar::broker {
 

@@ -157,14 +157,25 @@ void BrokerService::deleteInactivePartitionedMetadata(const TopicName& partition
 }
 
 void BrokerService::removeInactivePartitionedMetadata(const TopicName& parent) {
-  Status s = removePartitionedTopic(parent);
-  if (s.isOk()) {
-    policies_.removeTopicPolicies(parent.toString());
-    MLOG_INFO("{}: partitioned metadata deleted: every partition was deleted for inactivity",
-              parent.toString());
-  } else if (s.code() != StatusCode::kNotFound) {
-    MLOG_WARN("{}: deleting the partitioned metadata failed: {}", parent.toString(), s.toString());
-  }
+  auto removed = [this, parent](const Status& s) {
+    if (s.isOk()) {
+      policies_.removeTopicPolicies(parent.toString());
+      MLOG_INFO("{}: partitioned metadata deleted: every partition was deleted for inactivity",
+                parent.toString());
+    } else if (s.code() != StatusCode::kNotFound) {
+      MLOG_WARN("{}: deleting the partitioned metadata failed: {}", parent.toString(),
+                s.toString());
+    }
+  };
+  if (!shared_) return removed(removePartitionedTopic(parent));
+  // On a topic's executor (or an ml-worker): the store's delete is not waited for.
+  shared_->deletePartitionedAsync(parent.toString(), [this, parent, removed](const Result<int>& r) {
+    if (r.isOk()) {
+      applySharedPartitioned(parent.toString(), std::nullopt);
+      forgetSchema(parent);
+    }
+    removed(r.status());
+  });
 }
 
 int64_t BrokerService::subscriptionExpirationMinutesOf(const TopicName& name) const {

@@ -18,17 +18,24 @@
 namespace magnetar::broker {
 
 BrokerService::BrokerService(BrokerOptions options,
-                             std::shared_ptr<storage::ManagedLedgerFactory> factory,
-                             storage::MetadataStore* metadata)
-    : metadata_(metadata),
+                             std::shared_ptr<storage::ManagedLedgerFactory> factory, Deps deps)
+    : ownership_(deps.ownership),
+      clusterTopicLister_(std::move(deps.clusterTopicLister)),
+      shared_(deps.sharedConfig),
+      recordStore_(deps.recordStore),
       options_(std::move(options)),
       factory_(std::move(factory)),
       policies_(options_.clusterName),
       authentication_(std::make_unique<AuthenticationService>()),
       authorization_(
           std::make_unique<AuthorizationService>(policies_, false, std::vector<std::string>{})) {
+  policies_.setShared(shared_);
   metadataLoop_.start();
 }
+
+BrokerService::BrokerService(BrokerOptions options,
+                             std::shared_ptr<storage::ManagedLedgerFactory> factory)
+    : BrokerService(std::move(options), std::move(factory), Deps{}) {}
 
 void BrokerService::configureSecurity(std::unique_ptr<AuthenticationService> authentication,
                                       bool authorizationEnabled,
@@ -64,18 +71,28 @@ void BrokerService::loadNamespacesAndStores() {
     auto b = a == std::string::npos ? a : n.find('/', a + 1);
     if (b != std::string::npos) initial.push_back(n.substr(0, b));
   }
-  if (shared_) {
-    // Cluster mode: the configuration store's namespaces replace these (ConfigurationStore).
-    namespaces_.load(nullptr, {});
-  } else {
-    namespaces_.load(metadata_, initial);
-  }
-  if (metadata_) {
-    if (Status s = policies_.attachStore(metadata_); !s) {
-      MLOG_WARN("tenants and namespace policies stay in memory: {}", s.toString());
-    }
+  if (!shared_) {
+    for (const auto& ns : initial) namespaces_.ensure(ns);
+  } else if (!ownership_) {
+    createStandaloneDefaults(initial);
   }
   attachRecordStore();
+}
+
+void BrokerService::createStandaloneDefaults(const std::vector<std::string>& initial) {
+  if (!policies_.tenant("public")) {
+    Status s = policies_.createTenant("public", TenantInfo{{}, {options_.clusterName}});
+    if (!s.isOk() && s.code() != StatusCode::kAlreadyExists) {
+      MLOG_WARN("cannot create tenant public: {}", s.toString());
+    }
+  }
+  for (const auto& ns : initial) {
+    if (namespaces_.exists(ns)) continue;
+    Status s = addNamespace(ns, NamespacePolicies{}, 0);
+    if (!s.isOk() && s.code() != StatusCode::kAlreadyExists) {
+      MLOG_WARN("cannot create namespace {}: {}", ns, s.toString());
+    }
+  }
 }
 
 void BrokerService::attachRecordStore() {
@@ -335,8 +352,7 @@ void BrokerService::loadTopic(const TopicName& name, bool create, bool inSharedS
     }
     if (namespaces_.partitions(name.toString())) {
       lock.unlock();
-      cb(Status::notAllowed("Topic " + name.toString() +
-                            " is partitioned: use its partitions"));
+      cb(Status::notAllowed("Topic " + name.toString() + " is partitioned: use its partitions"));
       return;
     }
     slot = std::make_shared<TopicSlot>();
@@ -344,15 +360,14 @@ void BrokerService::loadTopic(const TopicName& name, bool create, bool inSharedS
     topics_[name.toString()] = slot;
   }
   net::EventLoop& executor = mlWorkers_->forKey(std::hash<std::string>{}(name.toString()));
-  auto opened =
-      [this, name, slot, &executor,
-       existingOnly = inSharedStorage](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-        if (!r.isOk()) {
-          topicOpenFailed(name, slot, existingOnly, r.status());
-          return;
-        }
-        startTopic(name, slot, executor, *r);
-      };
+  auto opened = [this, name, slot, &executor, existingOnly = inSharedStorage](
+                    Result<std::shared_ptr<storage::ManagedLedger>> r) {
+    if (!r.isOk()) {
+      topicOpenFailed(name, slot, existingOnly, r.status());
+      return;
+    }
+    startTopic(name, slot, executor, *r);
+  };
   // A topic the shared storage said exists is opened without creating (Pulsar's
   // getTopicIfExists: createIfMissing=false), so a delete racing the check is not undone.
   if (inSharedStorage) {
@@ -664,7 +679,7 @@ void BrokerService::createNamespace(const std::string& ns) { namespaces_.ensure(
 bool BrokerService::namespaceExists(const std::string& ns) const { return namespaces_.exists(ns); }
 
 Status BrokerService::checkLocalCluster(const std::string& ns) const {
-  if (!shared_) return Status::ok();
+  if (!ownership_) return Status::ok();
   std::optional<std::vector<std::string>> clusters =
       policies_.namespacePolicies(ns).replicationClusters;
   if (!clusters ||
@@ -731,11 +746,6 @@ Status BrokerService::createPartitionedTopic(const TopicName& name, int partitio
   return Status::ok();
 }
 
-void BrokerService::setSharedConfig(SharedConfig* shared) {
-  shared_ = shared;
-  policies_.setShared(shared);
-}
-
 void BrokerService::applySharedTenant(const std::string& name,
                                       const std::optional<TenantInfo>& info) {
   policies_.applyTenant(name, info);
@@ -762,6 +772,11 @@ void BrokerService::applySharedPartitioned(const std::string& topic,
   int to = partitions.value_or(0);
   if (to > from) announcePartitions(*name, from, to, true);
   if (to < from) announcePartitions(*name, to, from, false);
+}
+
+void BrokerService::applySharedCluster(const std::string& name,
+                                       const std::optional<std::string>& clusterData) {
+  policies_.applyCluster(name, clusterData);
 }
 
 void BrokerService::clearShared() {
@@ -836,8 +851,8 @@ void BrokerService::lastMessageId(
   std::optional<protocol::WireMessageId> md;
   if (auto* s = topic->subscription(sub)) {
     auto p = s->cursor().markDeletedPosition();
-    md = protocol::WireMessageId{static_cast<uint64_t>(p.ledgerId), static_cast<uint64_t>(p.entryId),
-                                 -1, -1};
+    md = protocol::WireMessageId{static_cast<uint64_t>(p.ledgerId),
+                                 static_cast<uint64_t>(p.entryId), -1, -1};
   }
   int32_t partition = topic->name().partitionIndex();
   auto view = readCompacted ? topic->compactor().view() : nullptr;
@@ -847,21 +862,20 @@ void BrokerService::lastMessageId(
     protocol::WireMessageId none{static_cast<uint64_t>(-1), static_cast<uint64_t>(-1), partition,
                                  -1};
     if (view->entries() == 0) return cb(none, md);
-    view->asyncReadFromIndex(view->entries() - 1, 1, 1,
-                             [cb, md, none, partition](const Status& s,
-                                                       std::vector<storage::Entry> es) {
-                               if (!s.isOk() || es.empty()) return cb(none, md);
-                               protocol::WireMessageId out{
-                                   static_cast<uint64_t>(es.front().position.ledgerId),
-                                   static_cast<uint64_t>(es.front().position.entryId), partition,
-                                   -1};
-                               EntryMetadataPeek peek;
-                               if (peekEntryMetadata(es.front().data.view(), &peek).isOk() &&
-                                   peek.numMessagesInBatch > 1) {
-                                 out.batchIndex = peek.numMessagesInBatch - 1;
-                               }
-                               cb(out, md);
-                             });
+    view->asyncReadFromIndex(
+        view->entries() - 1, 1, 1,
+        [cb, md, none, partition](const Status& s, std::vector<storage::Entry> es) {
+          if (!s.isOk() || es.empty()) return cb(none, md);
+          protocol::WireMessageId out{static_cast<uint64_t>(es.front().position.ledgerId),
+                                      static_cast<uint64_t>(es.front().position.entryId), partition,
+                                      -1};
+          EntryMetadataPeek peek;
+          if (peekEntryMetadata(es.front().data.view(), &peek).isOk() &&
+              peek.numMessagesInBatch > 1) {
+            out.batchIndex = peek.numMessagesInBatch - 1;
+          }
+          cb(out, md);
+        });
     return;
   }
   protocol::WireMessageId last{static_cast<uint64_t>(lac.ledgerId),
@@ -1010,31 +1024,32 @@ void BrokerService::unloadTopic(const std::shared_ptr<PersistentTopic>& topic, b
 
 void BrokerService::deleteTopic(const TopicName& name, bool force,
                                 const std::function<void(Status)>& cb) {
-  getOrCreateTopic(name, false, [this, name, force, cb](Result<std::shared_ptr<PersistentTopic>> r) {
-    if (!r.isOk()) {
-      cb(r.status().code() == StatusCode::kNotFound ? Status::notFound("Topic not found")
-                                                    : r.status());
-      return;
-    }
-    auto topic = *r;
-    bool busy = !topic->producers().empty();
-    for (const auto& [n, sub] : topic->subscriptions()) busy = busy || sub->consumerCount() > 0;
-    if (busy && !force) {
-      cb(Status::busy("Topic has active producers/subscriptions"));
-      return;
-    }
-    {
-      // Forget it first: clients closed below reconnect to a fresh topic.
-      MutexLock lock(mu_);
-      auto it = topics_.find(name.toString());
-      if (it != topics_.end() && it->second->topic == topic) topics_.erase(it);
-      storedLedgers_.erase(name.persistenceName());
-    }
-    topicListeners_.notify(name.namespaceName(), name.toString(), false);
-    // A deleted topic's schema goes with it (a partition's stays with its partitioned topic).
-    if (name.partitionIndex() < 0) forgetSchema(name);
-    topic->deleteLedger([topic, cb](const Status& s) { cb(s); });
-  });
+  getOrCreateTopic(
+      name, false, [this, name, force, cb](Result<std::shared_ptr<PersistentTopic>> r) {
+        if (!r.isOk()) {
+          cb(r.status().code() == StatusCode::kNotFound ? Status::notFound("Topic not found")
+                                                        : r.status());
+          return;
+        }
+        auto topic = *r;
+        bool busy = !topic->producers().empty();
+        for (const auto& [n, sub] : topic->subscriptions()) busy = busy || sub->consumerCount() > 0;
+        if (busy && !force) {
+          cb(Status::busy("Topic has active producers/subscriptions"));
+          return;
+        }
+        {
+          // Forget it first: clients closed below reconnect to a fresh topic.
+          MutexLock lock(mu_);
+          auto it = topics_.find(name.toString());
+          if (it != topics_.end() && it->second->topic == topic) topics_.erase(it);
+          storedLedgers_.erase(name.persistenceName());
+        }
+        topicListeners_.notify(name.namespaceName(), name.toString(), false);
+        // A deleted topic's schema goes with it (a partition's stays with its partitioned topic).
+        if (name.partitionIndex() < 0) forgetSchema(name);
+        topic->deleteLedger([topic, cb](const Status& s) { cb(s); });
+      });
 }
 
 }  // namespace magnetar::broker

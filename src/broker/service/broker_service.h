@@ -37,7 +37,6 @@
 #include "net/tcp_server.h"
 #include "protocol/commands.h"
 #include "storage/managed_ledger.h"
-#include "storage/metadata_store.h"
 
 namespace magnetar::broker {
 
@@ -50,9 +49,41 @@ std::string policyKey(const TopicName& name);
 // Thread: start/stop from main; the rest from any thread unless noted.
 class BrokerService final : public SharedConfigView {
  public:
-  // metadata: where namespaces and partitioned-topic metadata persist (null: memory only).
+  // Cluster mode on each broker's local storage: lists the topics of namespace `ns` in `domain`
+  // that any broker of the cluster has (admin::clusterTopicsOfNamespace asks the others over
+  // HTTP, with `authorization` as the Authorization header); cb on any thread.
+  using ClusterTopicLister =
+      std::function<void(BrokerService& service, const std::string& ns, TopicDomain domain,
+                         const std::optional<std::string>& authorization,
+                         std::function<void(Result<std::vector<std::string>>)> cb)>;
+
+  // The service's collaborators, filled by the composition root (src/app/run_broker.cc); each
+  // outlives the service. Unset (null, empty): the service's own answer, as noted per field.
+  struct Deps {
+    // Cluster mode: who owns which topic (LOOKUP answers, PRODUCER/SUBSCRIBE refused with
+    // ServiceNotReady for a topic owned elsewhere). Null (standalone): every topic is served
+    // here.
+    TopicOwnership* ownership = nullptr;
+    // Cluster mode on each broker's local storage. Unset (standalone, shared storage):
+    // GET_TOPICS_OF_NAMESPACE answers the topics this broker knows.
+    ClusterTopicLister clusterTopicLister;
+    // Tenants, clusters, namespaces, their policies and partitioned-topic metadata are the
+    // configuration store's (shared_config.h: ZooKeeper in cluster mode, the persistent local
+    // store in standalone); the mutators below write there first. Loaded (started) before
+    // start(): start() creates standalone's public tenant and the namespaces it lacks in it.
+    // Null (unit tests, fuzzers): memory only.
+    SharedConfig* sharedConfig = nullptr;
+    // Where topic policies and schemas are kept (metadata::Store paths kTopicPoliciesRoot and
+    // kSchemasRoot, docs/broker-metadata-format.md): the configuration store in cluster mode
+    // (every broker sees them), the persistent local store in standalone. The registries read
+    // it at start() and follow its changes; their writes are asynchronous. Null: memory only.
+    metadata::Store* recordStore = nullptr;
+  };
+
   BrokerService(BrokerOptions options, std::shared_ptr<storage::ManagedLedgerFactory> factory,
-                storage::MetadataStore* metadata = nullptr);
+                Deps deps);
+  // Without collaborators (fuzzers): memory only, every topic served here.
+  BrokerService(BrokerOptions options, std::shared_ptr<storage::ManagedLedgerFactory> factory);
   ~BrokerService() override;
 
   // Starts numIOThreads `pulsar-io-N` loops, managedLedgerNumWorkerThreads `ml-worker-N`
@@ -69,32 +100,10 @@ class BrokerService final : public SharedConfigView {
   void stop();
 
   const BrokerOptions& options() const { return options_; }
-  // Cluster mode: who owns which topic (LOOKUP answers, PRODUCER/SUBSCRIBE refused with
-  // ServiceNotReady for a topic owned elsewhere). Null (standalone): every topic is served here.
-  // Set before start(); outlives the service.
-  void setTopicOwnership(TopicOwnership* ownership) { ownership_ = ownership; }
+  // The collaborators given at construction (Deps).
   TopicOwnership* topicOwnership() const { return ownership_; }
-  // Cluster mode on each broker's local storage: lists the topics of namespace `ns` in `domain`
-  // that any broker of the cluster has (admin::clusterTopicsOfNamespace asks the others over
-  // HTTP, with `authorization` as the Authorization header); cb on any thread.
-  using ClusterTopicLister = std::function<void(
-      const std::string& ns, TopicDomain domain, const std::optional<std::string>& authorization,
-      std::function<void(Result<std::vector<std::string>>)> cb)>;
-  // Set before start(); unset (standalone, shared storage): GET_TOPICS_OF_NAMESPACE answers the
-  // topics this broker knows.
-  void setClusterTopicLister(ClusterTopicLister lister) { clusterTopicLister_ = std::move(lister); }
   const ClusterTopicLister& clusterTopicLister() const { return clusterTopicLister_; }
-  // Cluster mode: tenants, namespaces, their policies and partitioned-topic metadata are the
-  // configuration store's (shared_config.h); the mutators below write there first. Set before
-  // start(); outlives the service. Null (standalone): the embedded store keeps them.
-  void setSharedConfig(SharedConfig* shared);
   SharedConfig* sharedConfig() const { return shared_; }
-  // Where topic policies and schemas are kept (metadata::Store paths kTopicPoliciesRoot and
-  // kSchemasRoot, docs/broker-metadata-format.md): the configuration store in cluster mode (every
-  // broker sees them), the persistent local store in standalone. The registries read it at
-  // start() and follow its changes; their writes are asynchronous. Set before start(); outlives
-  // the service. Null: memory only.
-  void setRecordStore(metadata::Store* store) { recordStore_ = store; }
   // The loop `metadata-records` that runs the registries' store callbacks; the executor for
   // callers without one of their own (admin handlers). Thread: any.
   net::Executor& metadataExecutor() { return metadataLoop_; }
@@ -106,7 +115,9 @@ class BrokerService final : public SharedConfigView {
   void applySharedNamespace(const std::string& ns,
                             const std::optional<NamespacePolicies>& p) override;
   void applySharedPartitioned(const std::string& topic, std::optional<int> partitions) override;
-  // Forgets tenants, namespaces, policies and partitioned topics (before a full load).
+  void applySharedCluster(const std::string& name,
+                          const std::optional<std::string>& clusterData) override;
+  // Forgets tenants, clusters, namespaces, policies and partitioned topics (before a full load).
   void clearShared() override;
   size_t sharedTenantCount() const override;
   size_t sharedNamespaceCount() const override;
@@ -197,8 +208,7 @@ class BrokerService final : public SharedConfigView {
 
   // Topic executor helpers for SEEK and GET_LAST_MESSAGE_ID.
   void findPositionByPublishTime(const std::shared_ptr<PersistentTopic>& topic,
-                                 uint64_t publishTimeMs,
-                                 std::function<void(storage::Position)> cb);
+                                 uint64_t publishTimeMs, std::function<void(storage::Position)> cb);
   storage::Position clampSeekPosition(PersistentTopic& topic, storage::Position p);
   // readCompacted: with nothing after the compaction horizon, the last message of the compacted
   // view (Pulsar's answer to a read_compacted consumer; (-1, -1) when the view is empty).
@@ -328,9 +338,13 @@ class BrokerService final : public SharedConfigView {
                    std::function<void(Status)> done = {});
 
  private:
-  // start's first step: the namespaces (public/default and those of the stored ledgers, or none
-  // in cluster mode), the compacted ledgers found, the policy and schema stores.
+  // start's first step: the namespaces (standalone: public/default and those of the stored
+  // ledgers), the compacted ledgers found, the policy and schema stores.
   void loadNamespacesAndStores() EXCLUDES(mu_);
+  // Standalone (no topic ownership), as Pulsar's PulsarStandalone at start: tenant "public" and
+  // the namespaces `initial` are created in the configuration store unless there (blocking:
+  // main thread). Errors are logged.
+  void createStandaloneDefaults(const std::vector<std::string>& initial);
   // Attaches the schema and topic-policy registries to recordStore_ (main thread, at start).
   void attachRecordStore();
   // A deleted topic's schemas go (forced delete; errors logged).
@@ -366,7 +380,6 @@ class BrokerService final : public SharedConfigView {
   int64_t publishBufferShare(int mb) const;
   // maxMessagePublishBufferSizeInMB=mb in bytes (0: off).
   static int64_t publishBufferBytes(int mb);
-  storage::MetadataStore* metadata_ = nullptr;
   TopicOwnership* ownership_ = nullptr;
   ClusterTopicLister clusterTopicLister_;
   SharedConfig* shared_ = nullptr;

@@ -1062,7 +1062,7 @@ void ServerCnx::handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamesp
     auto me = self();
     std::optional<std::string> authorization;
     if (!authToken_.empty()) authorization = "Bearer " + authToken_;
-    lister(c.namespace_(), domain, authorization, [me, c](Result<std::vector<std::string>> all) {
+    auto answer = [me, c](Result<std::vector<std::string>> all) {
       me->loop().execute([me, c, all = std::move(all)]() mutable {
         if (me->isClosed()) return;
         if (!all.isOk()) {
@@ -1073,7 +1073,8 @@ void ServerCnx::handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamesp
         }
         me->answerTopicsOfNamespace(c, std::move(*all));
       });
-    });
+    };
+    lister(service_, c.namespace_(), domain, authorization, std::move(answer));
     return;
   }
   answerTopicsOfNamespace(c, std::move(topics));
