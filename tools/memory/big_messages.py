@@ -48,9 +48,12 @@ def metric_sum(admin_url: str, name: str) -> float:
 
 def run(buffer_mb: int, cache_mb: int, producers: int, seconds: float, message_bytes: int,
         consume_ms: int, base_mb: float, settings: list[str]) -> dict:
+    # diskUsageThreshold=1: a run writes GBs, and the broker's disk guard (used = 1 - bavail/blocks,
+    # refused above 0.95 by default) would refuse producers on a shared disk that is nearly full,
+    # failing a memory test for disk space. --set diskUsageThreshold=... overrides it.
     broker = MagnetarProcess([f"maxMessagePublishBufferSizeInMB={buffer_mb}",
                               f"managedLedgerCacheSizeMB={cache_mb}", "journalSyncData=false",
-                              *settings], prefix="magnetar-memory-")
+                              "diskUsageThreshold=1", *settings], prefix="magnetar-memory-")
     clients: list[pulsar.Client] = []
     stop = threading.Event()
     sent = [0] * producers
