@@ -208,6 +208,7 @@ const SettingBindings<broker::BrokerOptions>& brokerOptionBindings() {
       MAGNETAR_BIND(subscriptionExpirationTimeMinutes, subscriptionExpirationTimeMinutes),
       MAGNETAR_BIND(subscriptionExpiryCheckIntervalInMinutes,
                     subscriptionExpiryCheckIntervalInMinutes),
+      MAGNETAR_BIND(transactionCoordinatorEnabled, transactionCoordinatorEnabled),
       MAGNETAR_BIND(brokerDeduplicationEnabled, brokerDeduplicationEnabled),
       MAGNETAR_BIND(brokerDeduplicationMaxNumberOfProducers,
                     brokerDeduplicationMaxNumberOfProducers),

@@ -129,6 +129,9 @@ struct BrokerOptions {
   // subscriptionExpiryCheckIntervalInMinutes.
   int subscriptionExpirationTimeMinutes = sd::subscriptionExpirationTimeMinutes;
   int subscriptionExpiryCheckIntervalInMinutes = sd::subscriptionExpiryCheckIntervalInMinutes;
+  // Transactions (PIP-31): coordinators, transaction buffers and pending acks are served only
+  // when on (Pulsar's transactionCoordinatorEnabled).
+  bool transactionCoordinatorEnabled = sd::transactionCoordinatorEnabled;
   bool brokerDeduplicationEnabled = sd::brokerDeduplicationEnabled;
   int brokerDeduplicationMaxNumberOfProducers = sd::brokerDeduplicationMaxNumberOfProducers;
   int brokerDeduplicationEntriesInterval = sd::brokerDeduplicationEntriesInterval;
