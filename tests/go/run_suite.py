@@ -12,7 +12,8 @@ tokens (TLS listeners, token, TLS and basic authentication, authorization, super
 fixed ports the tests use (localhost 6650, 6651, 8080, 8443). Replays the set-up of the module's
 scripts/pulsar-test-service-start.sh over REST, as its super-user, then runs every test of package
 ./pulsar and its subpackages, each in its own run of the package's test binary (a panic or a hang
-ends one test, not the suite), less tests/go/excluded.txt. --ci runs tests/go/ci_tests.txt only.
+ends one test, not the suite), less tests/go/excluded.txt (and, on Magnetar, MAGNETAR_NOT_YET:
+the transaction tests, issue 45). --ci runs tests/go/ci_tests.txt only.
 Prints a line per test, the failing tests, and 'N passed, N failed, N skipped'; exits 1 when a
 test failed. --json writes the per-test results; --compare prints the tests whose result differs
 between two such files (the Magnetar run against the Pulsar run).
@@ -53,6 +54,12 @@ VERSION = "v0.19.0"
 PACKAGES = "./pulsar/..."
 DEFAULT_WORK = os.path.join(REPO, ".deps", "go")
 EXCLUDED_FILE = os.path.join(HERE, "excluded.txt")
+# Tests excluded on --broker magnetar only (they pass on the reference Pulsar), with the reason,
+# as excluded.txt lines: (PACKAGE.TestName pattern, reason). Transactions (issue 45): the suite's
+# standalone.conf has transactionCoordinatorEnabled=true; empty this list once Magnetar has them.
+MAGNETAR_NOT_YET = [
+    ("pulsar.TestTxn_*", "issue 45: transactions not in Magnetar yet (pass on Pulsar)"),
+]
 CI_FILE = os.path.join(HERE, "ci_tests.txt")
 # The ports the tests name (pulsar/helper_for_test.go and others): localhost only.
 BROKER_PORT, BROKER_PORT_TLS, WEB_PORT, WEB_PORT_TLS = 6650, 6651, 8080, 8443
@@ -389,7 +396,8 @@ def main() -> int:
     parser.add_argument("--work-dir", default=DEFAULT_WORK,
                         help="where the module is copied and built (default .deps/go)")
     parser.add_argument("--with-excluded", action="store_true",
-                        help="run the tests of excluded.txt too (with --run: a flaky one's rate)")
+                        help="run the tests of excluded.txt and MAGNETAR_NOT_YET too "
+                             "(with --run: a flaky one's rate)")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="run each chosen test N times, one broker start (a flaky test's rate)")
     parser.add_argument("--test-timeout", type=int, default=300, metavar="S",
@@ -414,6 +422,8 @@ def main() -> int:
     t_start = time.time()
     module = work_copy(args.work_dir, offline=True)
     excluded = read_name_list(EXCLUDED_FILE)
+    if args.broker == "magnetar":
+        excluded += MAGNETAR_NOT_YET
     chosen = read_name_list(CI_FILE) if args.ci else None
     # --ci compiles only the packages its list names (the pattern before the test name's dot).
     only = sorted({p.rsplit(".", 1)[0] for p, _ in chosen}) if chosen is not None else None
