@@ -2,7 +2,7 @@
 """Runs a command against a freshly started broker, then stops the broker.
 
   with_broker.py --broker pulsar|magnetar [--set key=value]... [--tls] [--auth-token]
-      [--auth-tls] -- COMMAND [ARGS...]
+      [--auth-tls] [--transactions] -- COMMAND [ARGS...]
 
 The command gets BROKER_URL (pulsar://127.0.0.1:N), ADMIN_URL (http://127.0.0.1:M), BROKER_HOST,
 BROKER_PORT and BROKER_KIND (magnetar|pulsar) in its environment; the exit status is the command's.
@@ -18,6 +18,8 @@ command gets AUTH_BASIC_CONF (that file's path).
 --auth-tls is --tls and --auth-token with webServicePortTls too and AuthenticationProviderTls
 beside the token provider: TLS_CERTS_DIR also has client-ROLE.pem/.key (CN=ROLE) for the roles
 admin (the super-user), app-1 and app-2, and ADMIN_URL_TLS is https://localhost:N.
+--transactions starts the broker with transactionCoordinatorEnabled=true and sets
+BROKER_TRANSACTIONS=1 (tests/java TransactionTest runs its transactional tests only then).
 """
 
 import argparse
@@ -60,6 +62,8 @@ def main() -> int:
     parser.add_argument("--auth-tls", action="store_true",
                         help="--tls and --auth-token plus AuthenticationProviderTls and "
                              "webServicePortTls; client-ROLE certificates in TLS_CERTS_DIR")
+    parser.add_argument("--transactions", action="store_true",
+                        help="transactionCoordinatorEnabled=true; sets BROKER_TRANSACTIONS=1")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
     cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -96,6 +100,9 @@ def main() -> int:
             settings += [f"authenticationProviders={providers}", f"basicAuthConf=file://{conf}",
                          f"superUserRoles={SUPER_USER},basic-admin"]
             auth_env["AUTH_BASIC_CONF"] = conf
+    if args.transactions:
+        settings.append("transactionCoordinatorEnabled=true")
+        auth_env["BROKER_TRANSACTIONS"] = "1"
     proc = broker_process(args.broker, settings)
     endpoint = proc.start()
     try:
