@@ -99,9 +99,42 @@ class TransactionTest {
         return v;
     }
 
+    /** Subscription sub on topic, then vals sent there without a txn (its backlog). */
+    static void seed(String topic, String sub, List<String> vals) throws Exception {
+        consumer(topic, sub).close();
+        try (Producer<String> p = producer(topic)) {
+            for (String v : vals) {
+                p.send(v);
+            }
+        }
+    }
+
+    /** What a fresh consumer of sub gets (drained, acked), sorted. */
+    static List<String> remaining(String topic, String sub) throws Exception {
+        try (Consumer<String> c = consumer(topic, sub)) {
+            List<String> got = drain(c, 3000);
+            got.sort(null);
+            return got;
+        }
+    }
+
     static void sendInTxn(Producer<String> p, Transaction t, List<String> vals) throws Exception {
         for (String v : vals) {
             p.newMessage(t).value(v).sendAsync().get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * vals sent in one txn to topic with a consumer of subscription "s" open: nothing reaches it
+     * within 1.5 s; after the commit, what it gets (in arrival order).
+     */
+    static List<String> sendCommitDrain(String topic, List<String> vals) throws Exception {
+        try (Consumer<String> c = consumer(topic, "s"); Producer<String> p = producer(topic)) {
+            Transaction t = txn(60);
+            sendInTxn(p, t, vals);
+            assertNull(c.receive(1500, TimeUnit.MILLISECONDS), "visible before commit");
+            t.commit().get(30, TimeUnit.SECONDS);
+            return drain(c, 3000);
         }
     }
 
@@ -118,13 +151,7 @@ class TransactionTest {
     void commitMakesMessagesVisibleOnceInOrder() throws Exception {
         assumeTrue(ENABLED, "needs with_broker.py --transactions");
         String topic = Env.topic("txn-commit");
-        try (Consumer<String> c = consumer(topic, "s"); Producer<String> p = producer(topic)) {
-            Transaction t = txn(60);
-            sendInTxn(p, t, values("m", 10));
-            assertNull(c.receive(1500, TimeUnit.MILLISECONDS), "visible before commit");
-            t.commit().get(30, TimeUnit.SECONDS);
-            assertEquals(values("m", 10), drain(c, 3000));
-        }
+        assertEquals(values("m", 10), sendCommitDrain(topic, values("m", 10)));
     }
 
     @Test
@@ -154,12 +181,7 @@ class TransactionTest {
     void acksFollowTheTransaction() throws Exception {
         assumeTrue(ENABLED, "needs with_broker.py --transactions");
         String topic = Env.topic("txn-acks");
-        consumer(topic, "s").close();
-        try (Producer<String> p = producer(topic)) {
-            for (String v : values("a", 4)) {
-                p.send(v);
-            }
-        }
+        seed(topic, "s", values("a", 4));
         try (Consumer<String> c = consumer(topic, "s")) {
             Transaction commit = txn(60);
             Transaction abort = txn(60);
@@ -171,11 +193,8 @@ class TransactionTest {
             commit.commit().get(30, TimeUnit.SECONDS);
             abort.abort().get(30, TimeUnit.SECONDS);
         }
-        try (Consumer<String> c = consumer(topic, "s")) {
-            List<String> again = drain(c, 3000);
-            again.sort(null);
-            assertEquals(List.of("a2", "a3"), again, "only the aborted acks' messages come back");
-        }
+        assertEquals(List.of("a2", "a3"), remaining(topic, "s"),
+                "only the aborted acks' messages come back");
     }
 
     @Test
@@ -183,12 +202,7 @@ class TransactionTest {
         assumeTrue(ENABLED, "needs with_broker.py --transactions");
         String in = Env.topic("txn-in");
         String out = Env.topic("txn-out");
-        consumer(in, "s").close();
-        try (Producer<String> p = producer(in)) {
-            for (String v : values("x", 5)) {
-                p.send(v);
-            }
-        }
+        seed(in, "s", values("x", 5));
         try (Consumer<String> outC = consumer(out, "o")) {
             try (Consumer<String> c = consumer(in, "s"); Producer<String> p = producer(out)) {
                 Transaction t = txn(60);
@@ -203,9 +217,7 @@ class TransactionTest {
             }
             assertEquals(values("X", 5), drain(outC, 3000));
         }
-        try (Consumer<String> c = consumer(in, "s")) {
-            assertEquals(List.of(), drain(c, 2000), "input acked by the commit");
-        }
+        assertEquals(List.of(), remaining(in, "s"), "input acked by the commit");
     }
 
     @Test
@@ -235,10 +247,7 @@ class TransactionTest {
     void conflictingAcksFail() throws Exception {
         assumeTrue(ENABLED, "needs with_broker.py --transactions");
         String topic = Env.topic("txn-conflict");
-        consumer(topic, "s").close();
-        try (Producer<String> p = producer(topic)) {
-            p.send("only");
-        }
+        seed(topic, "s", List.of("only"));
         try (Consumer<String> c = consumer(topic, "s")) {
             Message<String> m = c.receive(10, TimeUnit.SECONDS);
             Transaction t1 = txn(60);
@@ -252,9 +261,7 @@ class TransactionTest {
             t1.commit().get(30, TimeUnit.SECONDS);
             t2.abort().get(30, TimeUnit.SECONDS);
         }
-        try (Consumer<String> c = consumer(topic, "s")) {
-            assertEquals(List.of(), drain(c, 2000), "acked by the committed txn");
-        }
+        assertEquals(List.of(), remaining(topic, "s"), "acked by the committed txn");
     }
 
     @Test
@@ -264,15 +271,9 @@ class TransactionTest {
         try (PulsarAdmin admin = Env.admin()) {
             admin.topics().createPartitionedTopic(topic, 3);
         }
-        try (Consumer<String> c = consumer(topic, "s"); Producer<String> p = producer(topic)) {
-            Transaction t = txn(60);
-            sendInTxn(p, t, values("p", 9));
-            assertNull(c.receive(1500, TimeUnit.MILLISECONDS), "visible before commit");
-            t.commit().get(30, TimeUnit.SECONDS);
-            List<String> got = drain(c, 3000);
-            got.sort(null);
-            assertEquals(values("p", 9), got);
-        }
+        List<String> got = sendCommitDrain(topic, values("p", 9));
+        got.sort(null);
+        assertEquals(values("p", 9), got);
     }
 
     /** An open txn's first message is the topic's max read position: later plain messages wait. */
