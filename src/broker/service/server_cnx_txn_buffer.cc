@@ -28,7 +28,7 @@ void ServerCnx::handleEndTxnOnPartition(const proto::CommandEndTxnOnPartition& c
   if (service_.authorization().enabled() && !service_.authorization().isSuperUser(authRole_)) {
     return answerError(proto::NotAllowedError, "Transaction coordinator operation not allowed");
   }
-  const std::string topicName = c.topic();
+  const std::string& topicName = c.topic();
   service_.getOrCreateTopic(
       *name, /*create=*/false,
       [me, requestId, txn, action, lowWaterMark, answerError, topicName](auto r) {
