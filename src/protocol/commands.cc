@@ -271,6 +271,22 @@ Buffer Commands::newSendError(uint64_t producerId, uint64_t sequenceId, proto::S
   return serialize(cmd);
 }
 
+Buffer Commands::newEndTxnOnPartitionResponse(uint64_t requestId, uint64_t txnidLeastBits,
+                                              uint64_t txnidMostBits,
+                                              std::optional<proto::ServerError> error,
+                                              std::string_view message) {
+  auto cmd = make(proto::BaseCommand::END_TXN_ON_PARTITION_RESPONSE);
+  auto* r = cmd.mutable_endtxnonpartitionresponse();
+  r->set_request_id(requestId);
+  r->set_txnid_least_bits(txnidLeastBits);
+  r->set_txnid_most_bits(txnidMostBits);
+  if (error) {
+    r->set_error(*error);
+    r->set_message(std::string(message));
+  }
+  return serialize(cmd);
+}
+
 Buffer Commands::newLookupResponse(uint64_t requestId, std::string_view brokerServiceUrl,
                                    std::string_view brokerServiceUrlTls, bool authoritative,
                                    proto::CommandLookupTopicResponse::LookupType type,

@@ -104,6 +104,12 @@ class Commands {
                                    std::optional<uint64_t> topicEpoch = std::nullopt);
   static Buffer newSendError(uint64_t producerId, uint64_t sequenceId, proto::ServerError error,
                              std::string_view message);
+  // END_TXN_ON_PARTITION_RESPONSE (Pulsar's newEndTxnOnPartitionResponse): success without
+  // `error`, else error + message.
+  static Buffer newEndTxnOnPartitionResponse(uint64_t requestId, uint64_t txnidLeastBits,
+                                             uint64_t txnidMostBits,
+                                             std::optional<proto::ServerError> error = std::nullopt,
+                                             std::string_view message = {});
   // Successful lookup: `type` Connect (this broker, or the URL given) or Redirect.
   static Buffer newLookupResponse(
       uint64_t requestId, std::string_view brokerServiceUrl, std::string_view brokerServiceUrlTls,

@@ -496,6 +496,10 @@ Status TopicCompactor::trigger(const std::function<void(Status)>& done) {
   run->old = view_;
   run->cursor = *cursor;
   run->horizon = ledger_->lastConfirmedEntry();
+  if (auto maxRead = txnMaxRead_ ? txnMaxRead_() : std::nullopt;
+      maxRead && *maxRead < run->horizon) {
+    run->horizon = *maxRead;
+  }
   run->done = done;
   run->start = std::chrono::steady_clock::now();
   status_ = CompactionStatus::kRunning;
@@ -562,6 +566,9 @@ void TopicCompactor::scanTopic(const std::shared_ptr<Run>& run, bool phaseTwo, P
 
 void TopicCompactor::onEntries(const std::shared_ptr<Run>& run, bool phaseTwo,
                                std::vector<Entry>& entries, const std::function<void()>& next) {
+  if (txnHidden_) {
+    std::erase_if(entries, [this](const Entry& e) { return txnHidden_(e); });
+  }
   if (!phaseTwo) {
     for (auto& e : entries) run->keys.observe(e);
     next();

@@ -172,6 +172,14 @@ class TopicCompactor : public std::enable_shared_from_this<TopicCompactor> {
   // Bytes of the topic after the __compaction cursor (the whole topic when there is none):
   // what brokerServiceCompactionThresholdInBytes is compared with (Pulsar's checkCompaction).
   int64_t backlogBytes() const;
+  // Transactions (the topic's transaction buffer): a compaction's horizon stops at maxRead()
+  // (nullopt: no limit), and entries for which hidden() is true (txn markers, aborted txns'
+  // entries) are left out of the view, as Pulsar's compaction reader never receives them.
+  void setTxnFilter(std::function<std::optional<storage::Position>()> maxRead,
+                    std::function<bool(const storage::Entry&)> hidden) {
+    txnMaxRead_ = std::move(maxRead);
+    txnHidden_ = std::move(hidden);
+  }
   // The topic is being deleted: a running compaction stops at its next step.
   void close() { closed_ = true; }
   // Topic delete: close() and delete the compacted ledger.
@@ -195,6 +203,8 @@ class TopicCompactor : public std::enable_shared_from_this<TopicCompactor> {
   std::string lastError_;
   CompactionRecord record_;
   bool closed_ = false;
+  std::function<std::optional<storage::Position>()> txnMaxRead_;
+  std::function<bool(const storage::Entry&)> txnHidden_;
 };
 
 }  // namespace magnetar::broker

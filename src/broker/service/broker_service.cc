@@ -845,9 +845,8 @@ void BrokerService::lastMessageId(
     const std::shared_ptr<PersistentTopic>& topic, const std::string& sub, bool readCompacted,
     const std::function<void(protocol::WireMessageId, std::optional<protocol::WireMessageId>)>&
         cb) {
-  auto& ml = topic->ledger();
   // The current ledger may be empty (a restart, an unload or a rollover began a new one).
-  storage::Position lac = ml.lastWrittenEntry();
+  storage::Position lac = topic->maxReadPosition();
   std::optional<protocol::WireMessageId> md;
   if (auto* s = topic->subscription(sub)) {
     auto p = s->cursor().markDeletedPosition();
@@ -887,14 +886,12 @@ void BrokerService::lastMessageId(
     cb(last, md);
     return;
   }
-  ml.asyncReadEntries(lac, 1, 1, [cb, last, md](const Status& s, std::vector<storage::Entry> es) {
+  // Past neither an ongoing transaction's first entry nor onto a txn marker or aborted entry.
+  topic->lastDispatchableEntry([cb, last, md](storage::Position p, int32_t messages) {
     auto out = last;
-    if (s.isOk() && !es.empty()) {
-      EntryMetadataPeek peek;
-      if (peekEntryMetadata(es.front().data.view(), &peek).isOk() && peek.numMessagesInBatch > 1) {
-        out.batchIndex = peek.numMessagesInBatch - 1;
-      }
-    }
+    out.ledgerId = static_cast<uint64_t>(p.ledgerId);
+    out.entryId = static_cast<uint64_t>(p.entryId);
+    if (messages > 1) out.batchIndex = messages - 1;
     cb(out, md);
   });
 }

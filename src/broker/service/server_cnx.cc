@@ -345,6 +345,9 @@ Status ServerCnx::dispatchFrame(const proto::BaseCommand& cmd, Buffer entry) {
     case T::UNSUBSCRIBE: handleUnsubscribe(cmd.unsubscribe()); break;
     case T::SEEK: handleSeek(cmd.seek()); break;
     case T::GET_LAST_MESSAGE_ID: handleGetLastMessageId(cmd.getlastmessageid()); break;
+    case T::END_TXN_ON_PARTITION:
+      handleEndTxnOnPartition(cmd.endtxnonpartition());
+      break;
     case T::GET_TOPICS_OF_NAMESPACE: handleGetTopicsOfNamespace(cmd.gettopicsofnamespace()); break;
     case T::GET_SCHEMA: handleGetSchema(cmd.getschema()); break;
     case T::GET_OR_CREATE_SCHEMA: handleGetOrCreateSchema(cmd.getorcreateschema()); break;
@@ -963,6 +966,9 @@ void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
                              : c.sequence_id();
   ps.numMessages = c.has_num_messages() ? c.num_messages() : 1;
   ps.entry = std::move(entry);
+  if (c.has_txnid_most_bits() && c.has_txnid_least_bits()) {
+    ps.txn = TxnID{c.txnid_most_bits(), c.txnid_least_bits()};  // Pulsar's publishTxnMessage
+  }
   auto& topic = it->second.topic;
   std::vector<PendingSend>* vec = nullptr;
   for (auto& [t, v] : sendBatch_) {

@@ -241,6 +241,8 @@ class ServerCnx final : public net::Connection,
   void handleUnsubscribe(const proto::CommandUnsubscribe& c);
   void handleSeek(const proto::CommandSeek& c);
   void handleGetLastMessageId(const proto::CommandGetLastMessageId& c);
+  // Transaction buffer (server_cnx_txn_buffer.cc): the coordinator ends a txn on one topic.
+  void handleEndTxnOnPartition(const proto::CommandEndTxnOnPartition& c);
   void handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamespace& c);
   void handleConsumerStats(const proto::CommandConsumerStats& c);
   void handleWatchTopicList(const proto::CommandWatchTopicList& c);

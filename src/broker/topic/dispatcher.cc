@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "base/murmur3.h"
 #include "broker/topic/internal/key_shared_state.h"
+#include "broker/topic/transaction_buffer.h"
 #include "net/event_loop.h"
 #include "protocol/commands.h"
 
@@ -497,6 +498,11 @@ void Dispatcher::readRounds(bool allowReplay) {
     Position lac = ledger_.lastConfirmedEntry();
     if (lac.entryId < 0 && lac.ledgerId <= readPosition_.ledgerId) return;  // nothing stored yet
     if (readPosition_ > lac) return;  // tailing: wait for onNewEntries
+    // An ongoing transaction holds the rest back: the commit/abort wakes the dispatcher.
+    if (txnBuffer_ && txnBuffer_->ongoingCount() > 0 &&
+        readPosition_ > *txnBuffer_->maxReadPosition()) {
+      return;
+    }
     // Read ahead of delayed entries: while the last read handed entries to the tracker, a read
     // takes a full batch even when fewer permits are left (delayed entries take none), so a run
     // of delayed entries costs one read per batch, not one per permit.
@@ -724,6 +730,13 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
                 e.position.entryId);
       continue;
     }
+    if (txnBuffer_ && (md.hasTxnid || txnBuffer_->ongoingCount() > 0)) {
+      bool stop = false;
+      if (heldByTxn(e, md, fromReplay, &stop)) {
+        if (stop) break;
+        continue;
+      }
+    }
     const int32_t batchSize = std::max(1, md.numMessagesInBatch);
     int32_t n = batchSize;
     // A partly acked batch goes out with its ack set so the client skips the acked indexes;
@@ -773,6 +786,22 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
     }
     deliver(target, e, n, hash, batchSize, ackSet);
   }
+}
+
+bool Dispatcher::heldByTxn(const Entry& e, const EntryMetadataPeek& md, bool fromReplay,
+                           bool* stop) {
+  std::optional<Position> maxRead = txnBuffer_->maxReadPosition();
+  if (!fromReplay && maxRead && e.position > *maxRead) {
+    // A read batch may run past the max read position: read from here again once it moves.
+    readPosition_ = e.position;
+    *stop = true;
+    return true;
+  }
+  if (!txnBuffer_->hides(md)) return false;
+  // Markers and aborted entries are never dispatched; the subscription acks them (Pulsar's
+  // individualAcknowledgeMessageIfNeeded), so the backlog drains past them.
+  cursor_.asyncDelete({e.position}, nullptr);
+  return true;
 }
 
 }  // namespace magnetar::broker

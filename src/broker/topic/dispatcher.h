@@ -31,6 +31,7 @@ class KeySharedSelector;
 class KeySharedState;
 struct DrainingHashInfo;
 struct EntryMetadataPeek;
+class TransactionBuffer;
 
 struct DispatcherStats {
   uint64_t msgOutCounter = 0;
@@ -56,6 +57,10 @@ class Dispatcher {
   // The topic's compactor (outlives the dispatcher): an Exclusive/Failover active consumer that
   // subscribed with read_compacted reads its compacted view up to the horizon, then the tail.
   void setCompactor(const TopicCompactor* compactor) { compactor_ = compactor; }
+  // The topic's transaction buffer (outlives the dispatcher; null: no transactions): reads stop
+  // at its max read position, and commit/abort markers and aborted txns' entries are acked
+  // through without dispatch (Pulsar's filterEntriesForConsumer).
+  void setTransactionBuffer(const TransactionBuffer* tb) { txnBuffer_ = tb; }
   // Overrides maxUnackedMessagesPerConsumer / ...PerSubscription (topic policies
   // maxUnackedMessagesOnConsumer / OnSubscription; 0: no limit). nullopt: the broker's value.
   void setUnackedLimits(std::optional<int> perConsumer, std::optional<int> perSubscription) {
@@ -214,6 +219,10 @@ class Dispatcher {
 
   storage::Position readPosition_;
   const TopicCompactor* compactor_ = nullptr;
+  const TransactionBuffer* txnBuffer_ = nullptr;
+  // dispatchEntries' transaction step: true when e must not go out now (past the max read
+  // position: read again later; hidden: acked through).
+  bool heldByTxn(const storage::Entry& e, const EntryMetadataPeek& md, bool fromReplay, bool* stop);
   bool compactedStarted_ = false;  // a compacted read was issued since the last rewind
   bool readPending_ = false;
   // The last read of new entries handed some to the tracker: the next one reads a full

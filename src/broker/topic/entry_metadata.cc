@@ -24,6 +24,8 @@ bool readVarint(const uint8_t*& p, const uint8_t* end, uint64_t* v) {
 Status peekMetadata(std::string_view md, EntryMetadataPeek* out) {
   const auto* p = reinterpret_cast<const uint8_t*>(md.data());
   const auto* end = p + md.size();
+  bool hasLeast = false;
+  bool hasMost = false;
   while (p < end) {
     uint64_t tag;
     if (!readVarint(p, end, &tag)) return Status::corruption("bad metadata tag");
@@ -73,6 +75,18 @@ Status peekMetadata(std::string_view md, EntryMetadataPeek* out) {
         out->deliverAtTime = static_cast<int64_t>(v);
         out->hasDeliverAtTime = true;
         break;
+      case 20:
+        out->markerType = static_cast<int32_t>(v);
+        out->hasMarkerType = true;
+        break;
+      case 22:
+        out->txnidLeastBits = v;
+        hasLeast = true;
+        break;
+      case 23:
+        out->txnidMostBits = v;
+        hasMost = true;
+        break;
       case 24:
         out->highestSequenceId = v;
         out->hasHighestSequenceId = true;
@@ -80,6 +94,7 @@ Status peekMetadata(std::string_view md, EntryMetadataPeek* out) {
       default: break;
     }
   }
+  out->hasTxnid = hasLeast && hasMost;
   return Status::ok();
 }
 

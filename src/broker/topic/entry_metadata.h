@@ -28,6 +28,11 @@ struct EntryMetadataPeek {
   bool hasDeliverAtTime = false;
   uint64_t highestSequenceId = 0;     // field 24
   bool hasHighestSequenceId = false;
+  int32_t markerType = 0;  // field 20 (PulsarMarkers.proto MarkerType)
+  bool hasMarkerType = false;
+  uint64_t txnidLeastBits = 0;  // field 22
+  uint64_t txnidMostBits = 0;   // field 23
+  bool hasTxnid = false;        // both 22 and 23 present (Pulsar's hasTxnid* pair)
 };
 
 // Scans the serialized MessageMetadata of an entry (entry = [0x0e02 bem]?[0x0e01][crc][size][md]

@@ -39,6 +39,7 @@ Status Subscription::addConsumer(const std::shared_ptr<Consumer>& c) {
     dispatcher_->setUnackedLimits(maxUnackedPerConsumer_, maxUnackedPerSubscription_);
     if (delayedDelivery_) dispatcher_->setDelayedDelivery(*delayedDelivery_);
     dispatcher_->setCompactor(compactor_);
+    dispatcher_->setTransactionBuffer(txnBuffer_);
   }
   return dispatcher_->addConsumer(c);
 }

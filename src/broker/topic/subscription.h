@@ -82,6 +82,13 @@ class Subscription {
     if (dispatcher_) dispatcher_->setCompactor(compactor);
   }
 
+  // The topic's transaction buffer (max read position, hidden entries), kept for dispatchers
+  // created later.
+  void setTransactionBuffer(const TransactionBuffer* tb) {
+    txnBuffer_ = tb;
+    if (dispatcher_) dispatcher_->setTransactionBuffer(tb);
+  }
+
   // Topic-policy overrides of the unacked limits, kept for dispatchers created later
   // (Dispatcher::setUnackedLimits).
   void setUnackedLimits(std::optional<int> perConsumer, std::optional<int> perSubscription);
@@ -99,6 +106,7 @@ class Subscription {
   int partitionIndex_;
   bool durable_;
   std::unique_ptr<Dispatcher> dispatcher_;
+  const TransactionBuffer* txnBuffer_ = nullptr;
   const TopicCompactor* compactor_ = nullptr;
   uint64_t expiredCounter_ = 0;
   int64_t lastExpireTimestampMs_ = 0;

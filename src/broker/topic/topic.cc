@@ -35,14 +35,35 @@ PersistentTopic::PersistentTopic(TopicName name, std::shared_ptr<storage::Manage
       executor_(executor),
       options_(options),
       dedup_(dedupPolicy.value_or(options.brokerDeduplicationEnabled), dedupOptions(options)),
+      txnBuffer_(*ledger_, options.transactionCoordinatorEnabled, name_.toString()),
       compactor_(std::make_shared<TopicCompactor>(ledger_, nullptr)) {
   markActive();
+  // A commit/abort moved the max read position: the held entries can go out.
+  txnBuffer_.setMaxReadMovedHandler([this] {
+    for (auto& [n, sub] : subscriptions_) {
+      if (sub->dispatcher()) sub->dispatcher()->onNewEntries();
+    }
+  });
+  compactor_->setTxnFilter([this] { return txnBuffer_.maxReadPosition(); },
+                           [this](const storage::Entry& e) {
+                             EntryMetadataPeek md;
+                             return peekEntryMetadata(e.data.view(), &md).isOk() &&
+                                    txnBuffer_.hides(md);
+                           });
 }
 
 void PersistentTopic::initialize(std::function<void(Status)> done) {
   MAGNETAR_DCHECK_ON(executor_);
   terminated_ = ledger_->isTerminated();  // as stored by an earlier terminate
   loadSubscriptions();
+  auto self = shared_from_this();
+  txnBuffer_.recover([self, done = std::move(done)](const Status& ts) mutable {
+    if (!ts.isOk()) return done(ts);
+    self->recoverDedup(std::move(done));
+  });
+}
+
+void PersistentTopic::recoverDedup(std::function<void(Status)> done) {
   auto self = shared_from_this();
   dedup_.recover(*ledger_, [self, done = std::move(done)](const Status& s) {
     if (self->dedup_.enabled()) {
@@ -130,12 +151,16 @@ void PersistentTopic::loadSubscriptions() {
   MAGNETAR_DCHECK_ON(executor_);
   for (auto* cursor : ledger_->cursors()) {
     // Not subscriptions: deduplication's and compaction's cursors.
-    if (cursor->name() == kDedupCursorName || cursor->name() == kCompactionCursorName) continue;
+    if (cursor->name() == kDedupCursorName || cursor->name() == kCompactionCursorName ||
+        cursor->name() == kTxnBufferCursorName) {
+      continue;
+    }
     auto sub = std::make_unique<Subscription>(cursor->name(), *ledger_, *cursor, options_,
                                               name_.toString(), name_.partitionIndex());
     sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
     sub->setDelayedDelivery(limits_.delayedDelivery);
     sub->setCompactor(compactor_.get());
+    attachTxnBuffer(*sub);
     subscriptions_.emplace(cursor->name(), std::move(sub));
   }
 }
@@ -356,12 +381,14 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
         continue;
       }
     }
+    if (s.txn && refuseTxnSend(producer, s, bytes)) continue;
     // A refused add completes in a task of its own, which may run after the connection dropped
     // the last other reference to an unloaded topic: the alive token says so (holding the topic
     // here instead cost 4 % broker CPU at max rate: its count is shared with the I/O loops).
     pendingWrites_++;
     ledger_->asyncAddEntry(std::move(s.entry), [this, alive = alive_, producer, seq, highest, n,
-                                                bytes](const Status& st, storage::Position pos) {
+                                                bytes, txn = s.txn](const Status& st,
+                                                                    storage::Position pos) {
       if (!*alive) {
         answeredAfterTopic(*producer, bytes);
         return;
@@ -377,6 +404,7 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
         producer->msgInCounter += n;
         producer->bytesInCounter += bytes;
         newEntries_ = true;
+        if (txn) txnBuffer_.appended(*txn, pos);
         queueReceipt(producer, {}, seq, pos, highest, bytes);
       } else {
         writeFailed(producer, seq, pos, highest, bytes, st);
@@ -428,6 +456,64 @@ bool PersistentTopic::refuseSend(const std::shared_ptr<Producer>& producer, cons
     return true;
   }
   return false;
+}
+
+bool PersistentTopic::refuseTxnSend(const std::shared_ptr<Producer>& producer, const PendingSend& s,
+                                    size_t bytes) {
+  // Pulsar's publishTxnMessage: after the dedup check, the transaction buffer may refuse
+  // (NotAllowedException -> SEND_ERROR NotAllowedError); nothing is stored.
+  std::optional<Status> refused = txnBuffer_.appendRefusal(*s.txn);
+  if (!refused) return false;
+  if (dedup_.enabled()) {
+    dedup_.completed(producer->name(), static_cast<int64_t>(s.highestSequenceId), *refused, {},
+                     &producer->dedupSlot);
+  }
+  stats_.publishErrors++;
+  queueReceipt(producer,
+               protocol::Commands::newSendError(producer->id(), s.sequenceId,
+                                                proto::NotAllowedError, refused->message()),
+               s.sequenceId, {}, s.highestSequenceId, bytes);
+  return true;
+}
+
+void PersistentTopic::endTxn(const TxnID& txn, proto::TxnAction action, uint64_t lowWaterMark,
+                             std::function<void(Status)> done) {
+  MAGNETAR_DCHECK_ON(executor_);
+  auto self = shared_from_this();
+  txnBuffer_.endTxn(txn, action, lowWaterMark,
+                    [self, done = std::move(done)](const Status& s) { done(s); });
+}
+
+storage::Position PersistentTopic::maxReadPosition() const {
+  storage::Position last = ledger_->lastWrittenEntry();
+  std::optional<storage::Position> limit = txnBuffer_.maxReadPosition();
+  return limit && *limit < last ? *limit : last;
+}
+
+namespace {
+
+// lastDispatchableEntry's backward scan, one entry per read (markers are few in a row).
+void scanBack(const std::shared_ptr<PersistentTopic>& topic, storage::Position p,
+              std::function<void(storage::Position, int32_t)> cb) {
+  if (p.entryId < 0) return cb(p, 1);
+  topic->ledger().asyncReadEntries(
+      p, 1, 1, [topic, p, cb = std::move(cb)](const Status& s, std::vector<storage::Entry> es) {
+        EntryMetadataPeek md;
+        if (!s.isOk() || es.empty() || !peekEntryMetadata(es.front().data.view(), &md).isOk()) {
+          return cb(p, 1);
+        }
+        if (topic->transactionBuffer().hides(md)) {
+          return scanBack(topic, storage::Position{p.ledgerId, p.entryId - 1}, cb);
+        }
+        cb(p, std::max(1, md.numMessagesInBatch));
+      });
+}
+
+}  // namespace
+
+void PersistentTopic::lastDispatchableEntry(std::function<void(storage::Position, int32_t)> cb) {
+  MAGNETAR_DCHECK_ON(executor_);
+  scanBack(shared_from_this(), maxReadPosition(), std::move(cb));
 }
 
 void PersistentTopic::writeFailed(const std::shared_ptr<Producer>& producer, uint64_t seq,
@@ -625,6 +711,7 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
   sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
   sub->setDelayedDelivery(limits_.delayedDelivery);
   sub->setCompactor(compactor_.get());
+  attachTxnBuffer(*sub);
   if (req.durable) {
     cb(sub->addConsumer(req.consumer));
     return;
@@ -736,6 +823,7 @@ Status PersistentTopic::createSubscription(const std::string& name,
           .first;
   it->second->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
   it->second->setDelayedDelivery(limits_.delayedDelivery);
+  attachTxnBuffer(*it->second);
   return Status::ok();
 }
 
@@ -769,6 +857,7 @@ void PersistentTopic::closeLedger(storage::StatusCallback cb, bool release) {
   if (dedupSnapshotTimer_) dedupSnapshotTimer_->cancel();
   // A clean close writes the cursors, a deferred dedup snapshot with them.
   if (!release) dedup_.takeDeferredSnapshot();
+  if (!release) txnBuffer_.snapshotIfChanged();
   disconnectClients();
   subscriptions_.clear();  // before the ledger closes the cursors they point to
   if (release) {

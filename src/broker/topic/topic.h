@@ -23,6 +23,7 @@
 #include "broker/topic/consumer.h"
 #include "broker/topic/message_deduplication.h"
 #include "broker/topic/subscription.h"
+#include "broker/topic/transaction_buffer.h"
 #include "net/event_loop.h"
 #include "net/frame_batch.h"
 #include "storage/managed_ledger.h"
@@ -36,6 +37,7 @@ struct PendingSend {
   uint64_t highestSequenceId = 0;
   int32_t numMessages = 1;
   Buffer entry;
+  std::optional<TxnID> txn;  // CommandSend txnid_most_bits/txnid_least_bits (both set)
 };
 
 struct SubscribeRequest {
@@ -143,6 +145,24 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // one connection produced in one executor pass go out as one hand-over.
   void publish(std::vector<PendingSend>& sends);
 
+  // Transactions (the transaction buffer, Pulsar's PersistentTopic.endTxn): writes txn's commit
+  // (COMMIT) or abort (ABORT) marker, after which its entries are dispatched (commit) or skipped
+  // and acked through (abort), and the dispatchers are woken; lowWaterMark: the coordinator's
+  // (txns of it at or below are ended). done on this executor: ok, kNotAllowed "Transaction
+  // buffer disable!" when transactionCoordinatorEnabled is off, or the ledger's add error.
+  // Retries are idempotent (an abort of an aborted txn writes nothing; a commit marker again is
+  // harmless). Called by the coordinator (END_TXN fan-out) and END_TXN_ON_PARTITION.
+  void endTxn(const TxnID& txn, proto::TxnAction action, uint64_t lowWaterMark,
+              std::function<void(Status)> done);
+  const TransactionBuffer& transactionBuffer() const { return txnBuffer_; }
+  // The last position a reader may see: the ledger's last written entry, or the position before
+  // the first entry of the oldest ongoing transaction (Pulsar's getMaxReadPosition).
+  storage::Position maxReadPosition() const;
+  // GET_LAST_MESSAGE_ID's entry (Pulsar's getLastDispatchablePosition): from maxReadPosition()
+  // back over commit/abort markers and aborted txns' entries, within its ledger. cb(position,
+  // messages in that entry's batch) on this executor; entryId -1 when none is left.
+  void lastDispatchableEntry(std::function<void(storage::Position, int32_t)> cb);
+
   // Creates the subscription if needed and adds the consumer; cb (on this executor) gets the
   // outcome. Errors as Subscription::addConsumer, kNotFound when the subscription is missing and
   // may not be created.
@@ -246,6 +266,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void flushPass();
   // deliver_at_time - publish_time is over the delayedDelivery policy's maxDeliveryDelayInMillis.
   bool exceedsMaxDeliveryDelay(const Buffer& entry) const;
+  // initialize's second step, after the transaction buffer recovered.
+  void recoverDedup(std::function<void(Status)> done);
   // Periodic dedup work (time-based snapshots, inactive producers) on the topic's loop.
   void scheduleDedupCheck();
   // Takes a count-based dedup snapshot that minSnapshotIntervalMs deferred, once it is allowed.
@@ -321,6 +343,11 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   TopicPolicyLimits limits_;
   bool terminated_ = false;
   MessageDeduplication dedup_;
+  TransactionBuffer txnBuffer_;
+  // Wires the transaction buffer into a new subscription's dispatcher (hook for transactions).
+  void attachTxnBuffer(Subscription& sub) { sub.setTransactionBuffer(&txnBuffer_); }
+  // A transactional SEND refused by the transaction buffer (answered with its SEND_ERROR).
+  bool refuseTxnSend(const std::shared_ptr<Producer>& producer, const PendingSend& s, size_t bytes);
   std::shared_ptr<TopicCompactor> compactor_;
   std::vector<int64_t> compactedSeqs_;
   std::function<void()> onFenced_;  // setFencedHandler; cleared once called

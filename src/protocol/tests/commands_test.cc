@@ -93,6 +93,20 @@ TEST(CommandsTest, ProducerSuccessAndSendError) {
   EXPECT_EQ(se.cmd.send_error().message(), "bad crc");
 }
 
+TEST(CommandsTest, EndTxnOnPartitionResponse) {
+  auto ok = decodeOne(Commands::newEndTxnOnPartitionResponse(7, 42, 3));
+  ASSERT_EQ(ok.cmd.type(), BC::END_TXN_ON_PARTITION_RESPONSE);
+  const auto& r = ok.cmd.endtxnonpartitionresponse();
+  EXPECT_EQ(r.request_id(), 7u);
+  EXPECT_EQ(r.txnid_least_bits(), 42u);
+  EXPECT_EQ(r.txnid_most_bits(), 3u);
+  EXPECT_FALSE(r.has_error());
+  auto err = decodeOne(Commands::newEndTxnOnPartitionResponse(8, 1, 0, proto::NotAllowedError,
+                                                              "Transaction buffer disable!"));
+  EXPECT_EQ(err.cmd.endtxnonpartitionresponse().error(), proto::NotAllowedError);
+  EXPECT_EQ(err.cmd.endtxnonpartitionresponse().message(), "Transaction buffer disable!");
+}
+
 TEST(CommandsTest, LookupAndPartitionMetadata) {
   auto l =
       decodeOne(Commands::newLookupResponse(8, "pulsar://h:6650", "pulsar+ssl://h:6651", true));

@@ -282,6 +282,24 @@ TEST_F(TopicCompactorTest, CompactsTwiceAndRecordsTheHorizonOnTheCursor) {
   });
 }
 
+// Transactions: the horizon stops at the max read position (an open txn's entries and what
+// follows stay out) and hidden entries (txn markers, aborted txns) are left out of the view.
+TEST_F(TopicCompactorTest, TxnFilterStopsAtTheMaxReadPositionAndDropsHiddenEntries) {
+  add(message({0, 0}, "a", "1"));
+  add(message({0, 1}, "b", "aborted"));
+  add(message({0, 2}, "c", "3"));
+  Position maxRead;
+  runSync([&](auto done) {
+    maxRead = ledger_->lastConfirmedEntry();
+    done();
+  });
+  add(message({0, 3}, "a", "open-txn"));
+  compactor_->setTxnFilter([&] { return std::optional<Position>(maxRead); },
+                           [](const Entry& e) { return payloadText(e.data) == "aborted"; });
+  ASSERT_TRUE(compact().isOk());
+  EXPECT_EQ(readView(), (std::vector<std::string>{"1", "3"}));
+}
+
 TEST_F(TopicCompactorTest, ASecondTriggerWhileRunningIsBusy) {
   for (int i = 0; i < 50; ++i) add(message({0, i}, "k", "v"));
   Status first;

@@ -1,0 +1,56 @@
+// ServerCnx: END_TXN_ON_PARTITION, the coordinator's commit/abort of a transaction on one topic
+// (Pulsar's ServerCnx.handleEndTxnOnPartition; the class is in server_cnx.h).
+#include "base/dcheck.h"
+#include "base/logging.h"
+#include "broker/service/broker_service.h"
+#include "broker/service/server_cnx.h"
+#include "protocol/commands.h"
+#include "protocol/server_error.h"
+
+namespace magnetar::broker {
+
+using protocol::Commands;
+
+void ServerCnx::handleEndTxnOnPartition(const proto::CommandEndTxnOnPartition& c) {
+  MAGNETAR_DCHECK_ON(loop());
+  const uint64_t requestId = c.request_id();
+  const TxnID txn{c.txnid_most_bits(), c.txnid_least_bits()};
+  const proto::TxnAction action = c.txn_action();
+  const uint64_t lowWaterMark = c.txnid_least_bits_of_low_watermark();
+  auto me = self();
+  auto answerError = [me, requestId, txn](proto::ServerError e, const std::string& msg) {
+    me->send(
+        Commands::newEndTxnOnPartitionResponse(requestId, txn.leastBits, txn.mostBits, e, msg));
+  };
+  auto name = TopicName::parse(c.topic());
+  if (!name.isOk()) return answerError(proto::ServiceNotReady, name.status().message());
+  // The endpoint is the coordinator's: with authorization on, only a super-user may call it.
+  if (service_.authorization().enabled() && !service_.authorization().isSuperUser(authRole_)) {
+    return answerError(proto::NotAllowedError, "Transaction coordinator operation not allowed");
+  }
+  const std::string& topicName = c.topic();
+  service_.getOrCreateTopic(
+      *name, /*create=*/false,
+      [me, requestId, txn, action, lowWaterMark, answerError, topicName](auto r) {
+        if (!r.isOk()) {
+          if (r.status().code() == StatusCode::kNotFound) {
+            // Pulsar: a topic never created had nothing sent in the txn: success.
+            me->send(
+                Commands::newEndTxnOnPartitionResponse(requestId, txn.leastBits, txn.mostBits));
+            return;
+          }
+          MLOG_WARN("END_TXN_ON_PARTITION {} on {} failed: {}", txn.toString(), topicName,
+                    r.status().toString());
+          return answerError(proto::ServiceNotReady, r.status().message());
+        }
+        auto topic = r.value();
+        topic->endTxn(
+            txn, action, lowWaterMark, [me, requestId, txn, answerError](const Status& s) {
+              if (!s.isOk()) return answerError(protocol::toServerError(s), s.message());
+              me->send(
+                  Commands::newEndTxnOnPartitionResponse(requestId, txn.leastBits, txn.mostBits));
+            });
+      });
+}
+
+}  // namespace magnetar::broker
