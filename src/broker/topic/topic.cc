@@ -136,6 +136,7 @@ void PersistentTopic::loadSubscriptions() {
     sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
     sub->setDelayedDelivery(limits_.delayedDelivery);
     sub->setCompactor(compactor_.get());
+    attachPendingAck(*sub, /*recover=*/true);
     subscriptions_.emplace(cursor->name(), std::move(sub));
   }
 }
@@ -625,6 +626,7 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
   sub->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
   sub->setDelayedDelivery(limits_.delayedDelivery);
   sub->setCompactor(compactor_.get());
+  attachPendingAck(*sub, /*recover=*/false);
   if (req.durable) {
     cb(sub->addConsumer(req.consumer));
     return;
@@ -692,6 +694,7 @@ Status PersistentTopic::unsubscribe(const std::string& name, Consumer* requester
     }
     if (requester) d->removeConsumer(requester);
   }
+  if (auto* pa = it->second->pendingAck()) pa->deleteLog(nullptr);
   Status s = ledger_->deleteCursor(name);
   subscriptions_.erase(it);
   return s;
@@ -736,6 +739,7 @@ Status PersistentTopic::createSubscription(const std::string& name,
           .first;
   it->second->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
   it->second->setDelayedDelivery(limits_.delayedDelivery);
+  attachPendingAck(*it->second, /*recover=*/false);
   return Status::ok();
 }
 
@@ -782,6 +786,9 @@ void PersistentTopic::deleteLedger(storage::StatusCallback cb) {
   MAGNETAR_DCHECK_ON(executor_);
   if (dedupSnapshotTimer_) dedupSnapshotTimer_->cancel();
   disconnectClients();
+  for (auto& [n, sub] : subscriptions_) {
+    if (auto* pa = sub->pendingAck()) pa->deleteLog(nullptr);
+  }
   subscriptions_.clear();  // before the ledger drops the cursors they point to
   compactor_->deleteView();
   ledger_->asyncDelete(std::move(cb));
