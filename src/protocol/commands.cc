@@ -488,6 +488,22 @@ Buffer Commands::newAckResponse(uint64_t consumerId, uint64_t requestId,
   return serialize(cmd);
 }
 
+Buffer Commands::newEndTxnOnSubscriptionResponse(uint64_t requestId, uint64_t txnidLeastBits,
+                                                 uint64_t txnidMostBits,
+                                                 std::optional<proto::ServerError> error,
+                                                 std::string_view message) {
+  auto cmd = make(proto::BaseCommand::END_TXN_ON_SUBSCRIPTION_RESPONSE);
+  auto* r = cmd.mutable_endtxnonsubscriptionresponse();
+  r->set_request_id(requestId);
+  r->set_txnid_least_bits(txnidLeastBits);
+  r->set_txnid_most_bits(txnidMostBits);
+  if (error) {
+    r->set_error(*error);
+    r->set_message(std::string(message));
+  }
+  return serialize(cmd);
+}
+
 Buffer Commands::newConsumerStatsErrorResponse(uint64_t requestId, proto::ServerError error,
                                                std::string_view message) {
   auto cmd = make(proto::BaseCommand::CONSUMER_STATS_RESPONSE);

@@ -167,6 +167,12 @@ class Commands {
                                std::optional<proto::ServerError> error = std::nullopt,
                                std::string_view message = {}, uint64_t txnidLeastBits = 0,
                                uint64_t txnidMostBits = 0);
+  // END_TXN_ON_SUBSCRIPTION_RESPONSE (transaction pending acks, Pulsar's
+  // Commands.newEndTxnOnSubscriptionResponse): the txnid echoed; error unset on success.
+  static Buffer newEndTxnOnSubscriptionResponse(uint64_t requestId, uint64_t txnidLeastBits,
+                                                uint64_t txnidMostBits,
+                                                std::optional<proto::ServerError> error = {},
+                                                std::string_view message = {});
   static Buffer newConsumerStatsErrorResponse(uint64_t requestId, proto::ServerError error,
                                               std::string_view message);
 

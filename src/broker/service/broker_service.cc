@@ -64,6 +64,10 @@ void BrokerService::loadNamespacesAndStores() {
       compactedSeqs_[compactedTopic].push_back(seq);
       continue;
     }
+    if (isPendingAckLedgerName(n)) {  // a subscription's pending-ack log, not a topic
+      pendingAckLedgers_.insert(n);
+      continue;
+    }
     // Shared storage: which topics exist is the storage's answer when asked (another broker may
     // delete one any time); names seen now would stay listed and "existing" after that.
     if (!factory_->sharedBetweenBrokers()) storedLedgers_[n] = true;
@@ -399,6 +403,32 @@ void BrokerService::topicOpenFailed(const TopicName& name, const std::shared_ptr
   for (auto& w : waiters) w(s);
 }
 
+PendingAckStoreOpener BrokerService::pendingAckStoreOpener(net::EventLoop& executor) {
+  PendingAckStoreOpener o;
+  o.open = [this, exec = &executor](const std::string& name, bool create,
+                                    PendingAckStoreOpener::Opened opened) {
+    if (factory_->sharedBetweenBrokers()) {
+      if (create) return factory_->asyncOpen(name, exec, std::move(opened));
+      return factory_->asyncOpenExisting(name, exec, std::move(opened));
+    }
+    {
+      MutexLock lock(mu_);
+      if (!create && !pendingAckLedgers_.count(name)) {
+        return exec->execute([opened = std::move(opened), name] {
+          opened(Status::notFound("no pending ack log " + name));
+        });
+      }
+      pendingAckLedgers_.insert(name);
+    }
+    factory_->asyncOpen(name, exec, std::move(opened));
+  };
+  o.deleted = [this](const std::string& name) {
+    MutexLock lock(mu_);
+    pendingAckLedgers_.erase(name);
+  };
+  return o;
+}
+
 void BrokerService::startTopic(const TopicName& name, const std::shared_ptr<TopicSlot>& slot,
                                net::EventLoop& executor,
                                const std::shared_ptr<storage::ManagedLedger>& ledger) {
@@ -428,6 +458,7 @@ void BrokerService::startTopic(const TopicName& name, const std::shared_ptr<Topi
         factory->asyncOpen(ledgerName, exec, std::move(opened));
       },
       std::move(seqs), factory_->compactedLedgerStore());
+  topic->setPendingAckStore(pendingAckStoreOpener(executor));
   // The topic serves once its subscriptions and dedup state are loaded; until then new
   // callers queue on the slot too.
   topic->initialize([this, name, slot, topic](const Status& s) {

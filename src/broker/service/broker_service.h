@@ -408,6 +408,11 @@ class BrokerService final : public SharedConfigView {
   // Compacted ledgers found at start-up, by topic ledger name: their seqs (compactedLedgerName);
   // handed to the topic when it loads. Guarded by mu_.
   std::map<std::string, std::vector<int64_t>> compactedSeqs_;
+  // Pending-ack logs (Pulsar's "{topic}-{sub}__transaction_pending_ack" managed ledgers) that
+  // exist in the embedded storage: found at start-up or created since; never topics. Guarded by
+  // mu_. pendingAckStoreOpener: how a topic on `executor` opens and forgets them.
+  std::set<std::string> pendingAckLedgers_;
+  PendingAckStoreOpener pendingAckStoreOpener(net::EventLoop& executor);
   // maxMessagePublishBufferSizeInMB whole, for frames admitted at their header.
   FrameAdmission admission_{0};
   std::vector<std::unique_ptr<PublishBufferThrottle>> throttles_;  // one per pulsar-io loop

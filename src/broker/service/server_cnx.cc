@@ -339,6 +339,9 @@ Status ServerCnx::dispatchFrame(const proto::BaseCommand& cmd, Buffer entry) {
       if (Status w = checkWritable(consumerEpoch(cmd.ack().consumer_id())); !w.isOk()) return w;
       handleAck(cmd.ack());
       break;
+    case T::END_TXN_ON_SUBSCRIPTION:
+      handleEndTxnOnSubscription(cmd.endtxnonsubscription());
+      break;
     case T::REDELIVER_UNACKNOWLEDGED_MESSAGES: handleRedeliver(cmd.redeliverunacknowledgedmessages()); break;
     case T::CLOSE_PRODUCER: handleCloseProducer(cmd.close_producer()); break;
     case T::CLOSE_CONSUMER: handleCloseConsumer(cmd.close_consumer()); break;

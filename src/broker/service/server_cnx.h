@@ -235,6 +235,9 @@ class ServerCnx final : public net::Connection,
                     uint64_t requestId, uint64_t consumerId, const Status& s);
   void handleFlow(const proto::CommandFlow& c);
   void handleAck(const proto::CommandAck& c);
+  // ACK with a txnid and END_TXN_ON_SUBSCRIPTION (server_cnx_pending_ack.cc).
+  void handleTxnAck(const proto::CommandAck& c);
+  void handleEndTxnOnSubscription(const proto::CommandEndTxnOnSubscription& c);
   void handleRedeliver(const proto::CommandRedeliverUnacknowledgedMessages& c);
   void handleCloseProducer(const proto::CommandCloseProducer& c);
   void handleCloseConsumer(const proto::CommandCloseConsumer& c);

@@ -254,6 +254,7 @@ void ServerCnx::onWritable() {
 
 void ServerCnx::handleAck(const proto::CommandAck& c) {
   MAGNETAR_DCHECK_ON(loop());
+  if (c.has_txnid_most_bits() && c.has_txnid_least_bits()) return handleTxnAck(c);
   // Whole entries, and batch-index acks (PIP-54: ack_set bit i set = index i not yet acked).
   // With acknowledgmentAtBatchIndexLevelEnabled off, a partial individual ack is ignored and a
   // partial cumulative ack covers the entries before its batch, as in Pulsar.

@@ -9,6 +9,7 @@
 #include "base/murmur3.h"
 #include "broker/topic/internal/key_shared_state.h"
 #include "broker/topic/transaction_buffer.h"
+#include "broker/topic/pending_ack_handle.h"
 #include "net/event_loop.h"
 #include "protocol/commands.h"
 
@@ -307,6 +308,18 @@ void Dispatcher::redeliver(Consumer* c, const std::vector<Position>& positions) 
     rewind();
   } else {
     putBackForRedelivery(c, positions.empty(), positions, /*countRedelivery=*/true);
+  }
+  readMoreEntries();
+}
+
+void Dispatcher::redeliverReleased(const std::vector<Position>& positions) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  if (isSingleActive(type_)) {
+    rewind();
+  } else {
+    for (const Position& p : positions) {
+      if (!cursor_.isAcknowledged(p)) addToReplay(p, -1);
+    }
   }
   readMoreEntries();
 }
@@ -738,6 +751,9 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
       }
     }
     const int32_t batchSize = std::max(1, md.numMessagesInBatch);
+    if (pendingAck_ && !pendingAck_->empty() && pendingAck_->isWhollyHeld(e.position, batchSize)) {
+      continue;  // acked by an open transaction
+    }
     int32_t n = batchSize;
     // A partly acked batch goes out with its ack set so the client skips the acked indexes;
     // permits and unacked counts cover only the rest (Pulsar's EntryBatchIndexesAcks).

@@ -28,6 +28,7 @@
 namespace magnetar::broker {
 
 class KeySharedSelector;
+class PendingAckHandle;
 class KeySharedState;
 struct DrainingHashInfo;
 struct EntryMetadataPeek;
@@ -104,6 +105,12 @@ class Dispatcher {
   void batchIndexesAcked(Consumer* c, const std::vector<storage::Position>& positions);
   // REDELIVER_UNACKNOWLEDGED_MESSAGES: the given positions of c (all of c's when empty).
   void redeliver(Consumer* c, const std::vector<storage::Position>& positions);
+  // Transactions: entries its subscription's PendingAckHandle holds wholly are not dispatched
+  // (Pulsar keeps a txn-acked entry from other consumers until the txn ends). Null: none.
+  void setPendingAck(const PendingAckHandle* h) { pendingAck_ = h; }
+  // An aborted txn released these acks: they go out again (Exclusive/Failover rewind, as
+  // Pulsar's redeliverUnacknowledgedMessages).
+  void redeliverReleased(const std::vector<storage::Position>& positions);
   // New entries were appended to the ledger.
   void onNewEntries();
   // Seek/reset: drop all in-flight state and read from the cursor's position again.
@@ -198,8 +205,8 @@ class Dispatcher {
   int maxUnackedPerSubscription_;  // messages, 0: no limit
 
   std::vector<std::shared_ptr<Consumer>> consumers_;
-  Consumer* active_ = nullptr;  // Exclusive/Failover
-  size_t rrIndex_ = 0;          // Shared
+  Consumer* active_ = nullptr;                 // Exclusive/Failover
+  size_t rrIndex_ = 0;                         // Shared
   std::unique_ptr<KeySharedState> keyShared_;  // Key_Shared only
   DelayedDeliveryPolicies delayed_;
   std::unique_ptr<DelayedDeliveryTracker> tracker_;  // Shared/Key_Shared, created on first use
@@ -223,6 +230,7 @@ class Dispatcher {
   // dispatchEntries' transaction step: true when e must not go out now (past the max read
   // position: read again later; hidden: acked through).
   bool heldByTxn(const storage::Entry& e, const EntryMetadataPeek& md, bool fromReplay, bool* stop);
+  const PendingAckHandle* pendingAck_ = nullptr;
   bool compactedStarted_ = false;  // a compacted read was issued since the last rewind
   bool readPending_ = false;
   // The last read of new entries handed some to the tracker: the next one reads a full

@@ -1,5 +1,6 @@
 #include "broker/topic/subscription.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "broker/common/wall_clock.h"
@@ -40,6 +41,7 @@ Status Subscription::addConsumer(const std::shared_ptr<Consumer>& c) {
     if (delayedDelivery_) dispatcher_->setDelayedDelivery(*delayedDelivery_);
     dispatcher_->setCompactor(compactor_);
     dispatcher_->setTransactionBuffer(txnBuffer_);
+    dispatcher_->setPendingAck(pendingAck_.get());
   }
   return dispatcher_->addConsumer(c);
 }
@@ -134,6 +136,83 @@ void Subscription::acknowledgeCumulative(Consumer* c, storage::Position pos,
 }
 
 Subscription::~Subscription() { *alive_ = false; }
+
+void Subscription::enablePendingAck(std::string logName, PendingAckStoreOpener opener,
+                                    bool recover) {
+  pendingAck_ = std::make_unique<PendingAckHandle>(topicName_, name_, std::move(logName), cursor_,
+                                                   std::move(opener));
+  pendingAck_->setHandlers([this](PendingAckHandle::Ended e) { commitReleased(std::move(e)); },
+                           [this](const PendingAckHandle::Ended& e) { abortReleased(e); });
+  if (dispatcher_) dispatcher_->setPendingAck(pendingAck_.get());
+  if (recover) pendingAck_->recover();
+}
+
+void Subscription::transactionIndividualAcknowledge(
+    Consumer* c, const TxnID& txn, std::vector<PendingAckHandle::IndividualAck> acks,
+    storage::StatusCallback cb) {
+  markActive();
+  if (!pendingAck_) return cb(Status::notAllowed("Server don't support transaction ack!"));
+  std::vector<std::pair<storage::Position, int32_t>> touched;
+  touched.reserve(acks.size());
+  for (const auto& a : acks) touched.emplace_back(a.pos, a.batchSize);
+  pendingAck_->individualAck(
+      txn, std::move(acks),
+      [this, alive = alive_, c, touched = std::move(touched), cb = std::move(cb)](const Status& s) {
+        if (*alive && dispatcher_ && s.code() != StatusCode::kAlreadyExists) {
+          // Held (the log write's outcome aside): the consumer no longer owes these acks.
+          std::vector<storage::Position> held;
+          for (const auto& [p, batchSize] : touched) {
+            if (pendingAck_->isWhollyHeld(p, std::max(1, batchSize))) held.push_back(p);
+          }
+          if (!held.empty()) dispatcher_->acked(c, held);
+        }
+        cb(s);
+      });
+}
+
+void Subscription::transactionCumulativeAcknowledge(const TxnID& txn, storage::Position pos,
+                                                    storage::AckSet ackSet,
+                                                    storage::StatusCallback cb) {
+  markActive();
+  if (dispatcher_ && (dispatcher_->type() == proto::CommandSubscribe::Shared ||
+                      dispatcher_->type() == proto::CommandSubscribe::Key_Shared)) {
+    return cb(Status::ok());  // "Received cumulative ack on shared subscription, ignoring"
+  }
+  if (!pendingAck_) return cb(Status::notAllowed("Server don't support transaction ack!"));
+  pendingAck_->cumulativeAck(txn, pos, std::move(ackSet), std::move(cb));
+}
+
+void Subscription::endTxn(const TxnID& txn, bool commit, uint64_t lowWaterMark,
+                          storage::StatusCallback done) {
+  if (!pendingAck_) return done(Status::ok());
+  pendingAck_->endTxn(txn, commit, lowWaterMark, std::move(done));
+}
+
+void Subscription::commitReleased(PendingAckHandle::Ended e) {
+  if (!e.whole.empty()) cursor_.asyncDelete(e.whole, nullptr);
+  if (!e.batch.empty()) cursor_.asyncDeleteBatchIndexes(e.batch, nullptr);
+  if (e.cumulative) {
+    Consumer* active = dispatcher_ ? dispatcher_->activeConsumer() : nullptr;
+    auto [pos, set] = std::move(*e.cumulative);
+    if (active) {
+      acknowledgeCumulative(active, pos, nullptr, set);
+    } else if (pos > cursor_.markDeletedPosition()) {
+      if (set.empty()) {
+        cursor_.asyncMarkDelete(pos, nullptr);
+      } else {
+        cursor_.asyncMarkDeleteWithAckSet(pos, set, nullptr);
+      }
+    }
+  }
+}
+
+void Subscription::abortReleased(const PendingAckHandle::Ended& e) {
+  if (!dispatcher_) return;  // no consumer: the next one reads them from the cursor
+  std::vector<storage::Position> positions = e.whole;
+  for (const auto& [p, set] : e.batch) positions.push_back(p);
+  if (positions.empty() && !e.cumulative) return;
+  dispatcher_->redeliverReleased(positions);
+}
 
 void Subscription::resetCursor(storage::Position pos, storage::StatusCallback cb) {
   cursor_.asyncResetCursor(pos, [this, alive = alive_, cb = std::move(cb)](const Status& s) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "broker/topic/dispatcher.h"
+#include "broker/topic/pending_ack_handle.h"
 
 namespace magnetar::broker {
 
@@ -53,6 +54,26 @@ class Subscription {
   // Seek: moves the cursor so that `pos` is the next entry delivered, rewinds the dispatcher.
   // cb runs even when the subscription was removed meanwhile (then nothing else is touched).
   void resetCursor(storage::Position pos, storage::StatusCallback cb);
+
+  // Transactions (transactionCoordinatorEnabled; Pulsar's PersistentSubscription with its
+  // PendingAckHandleImpl). Creates the pending-ack handle with its log `logName`
+  // (pendingAckLedgerName) reached through `opener`; with `recover` the log is replayed now
+  // (subscription load), acks queue until it is.
+  void enablePendingAck(std::string logName, PendingAckStoreOpener opener, bool recover);
+  // Null until enablePendingAck.
+  PendingAckHandle* pendingAck() { return pendingAck_.get(); }
+  // ACK with a txnid (PendingAckHandle::individualAck); the entries held wholly leave c's
+  // unacked messages, as Pulsar's Consumer.individualAckWithTransaction. Errors: kNotAllowed
+  // without transactions, the handle's.
+  void transactionIndividualAcknowledge(Consumer* c, const TxnID& txn,
+                                        std::vector<PendingAckHandle::IndividualAck> acks,
+                                        storage::StatusCallback cb);
+  // ACK Cumulative with a txnid; ignored (Ok) on Shared/Key_Shared, as Pulsar.
+  void transactionCumulativeAcknowledge(const TxnID& txn, storage::Position pos,
+                                        storage::AckSet ackSet, storage::StatusCallback cb);
+  // END_TXN_ON_SUBSCRIPTION: commit acks the held positions in the cursor, abort redelivers them.
+  // A subscription without transactions answers Ok (nothing held).
+  void endTxn(const TxnID& txn, bool commit, uint64_t lowWaterMark, storage::StatusCallback done);
 
   int64_t msgBacklog() const { return cursor_.numberOfEntriesInBacklog(); }
   // Acks the first n unacked entries after the mark-delete position (Pulsar's skip; also the
@@ -107,6 +128,10 @@ class Subscription {
   bool durable_;
   std::unique_ptr<Dispatcher> dispatcher_;
   const TransactionBuffer* txnBuffer_ = nullptr;
+  std::unique_ptr<PendingAckHandle> pendingAck_;
+  // What a commit and an abort do with the acks they release.
+  void commitReleased(PendingAckHandle::Ended ended);
+  void abortReleased(const PendingAckHandle::Ended& ended);
   const TopicCompactor* compactor_ = nullptr;
   uint64_t expiredCounter_ = 0;
   int64_t lastExpireTimestampMs_ = 0;

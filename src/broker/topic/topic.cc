@@ -161,6 +161,7 @@ void PersistentTopic::loadSubscriptions() {
     sub->setDelayedDelivery(limits_.delayedDelivery);
     sub->setCompactor(compactor_.get());
     attachTxnBuffer(*sub);
+    attachPendingAck(*sub, /*recover=*/true);
     subscriptions_.emplace(cursor->name(), std::move(sub));
   }
 }
@@ -712,6 +713,7 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
   sub->setDelayedDelivery(limits_.delayedDelivery);
   sub->setCompactor(compactor_.get());
   attachTxnBuffer(*sub);
+  attachPendingAck(*sub, /*recover=*/false);
   if (req.durable) {
     cb(sub->addConsumer(req.consumer));
     return;
@@ -779,6 +781,7 @@ Status PersistentTopic::unsubscribe(const std::string& name, Consumer* requester
     }
     if (requester) d->removeConsumer(requester);
   }
+  if (auto* pa = it->second->pendingAck()) pa->deleteLog(nullptr);
   Status s = ledger_->deleteCursor(name);
   subscriptions_.erase(it);
   return s;
@@ -824,6 +827,7 @@ Status PersistentTopic::createSubscription(const std::string& name,
   it->second->setUnackedLimits(limits_.maxUnackedOnConsumer, limits_.maxUnackedOnSubscription);
   it->second->setDelayedDelivery(limits_.delayedDelivery);
   attachTxnBuffer(*it->second);
+  attachPendingAck(*it->second, /*recover=*/false);
   return Status::ok();
 }
 
@@ -871,6 +875,9 @@ void PersistentTopic::deleteLedger(storage::StatusCallback cb) {
   MAGNETAR_DCHECK_ON(executor_);
   if (dedupSnapshotTimer_) dedupSnapshotTimer_->cancel();
   disconnectClients();
+  for (auto& [n, sub] : subscriptions_) {
+    if (auto* pa = sub->pendingAck()) pa->deleteLog(nullptr);
+  }
   subscriptions_.clear();  // before the ledger drops the cursors they point to
   compactor_->deleteView();
   ledger_->asyncDelete(std::move(cb));

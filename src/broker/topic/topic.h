@@ -105,6 +105,16 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
     compactedSeqs_ = std::move(storedSeqs);
   }
   TopicCompactor& compactor() { return *compactor_; }
+  // Transactions: how the subscriptions reach their pending-ack logs (the broker's factory).
+  // Before initialize. Without it acks in transactions are held in memory only.
+  void setPendingAckStore(PendingAckStoreOpener opener) { pendingAckOpener_ = std::move(opener); }
+  // END_TXN_ON_SUBSCRIPTION from the coordinator (Pulsar's PersistentSubscription.endTxn):
+  // commit acks the txn's held acks in the cursor, abort redelivers them; done(status) on this
+  // executor, idempotent. Errors: kNotFound "Topic T subscription S is not exist." (Pulsar's
+  // text), the pending-ack log's write errors (the acks stay held; retry).
+  void endTxnOnSubscription(const std::string& subscription, const TxnID& txn,
+                            proto::TxnAction action, uint64_t lowWaterMark,
+                            std::function<void(Status)> done);
   // Restores subscriptions from the ledger's durable cursors (after open).
   void loadSubscriptions();
   // Loads the subscriptions and rebuilds the deduplication state (snapshot + tail replay);
@@ -335,6 +345,10 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void startReader(Subscription& sub, const SubscribeRequest& req,
                    const std::function<void(Status)>& cb);
   std::map<std::string, std::unique_ptr<Subscription>> subscriptions_;
+  // With transactionCoordinatorEnabled, gives sub its pending-ack handle (durable ones a log,
+  // replayed now with `recover`). topic_pending_ack.cc.
+  void attachPendingAck(Subscription& sub, bool recover);
+  PendingAckStoreOpener pendingAckOpener_;
   TopicStats stats_;
   // Failed publishes log one line per topic per 10 s (a full disk fails every add).
   LogRateLimiter publishErrorLog_{std::chrono::seconds(10)};

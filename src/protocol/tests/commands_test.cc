@@ -230,6 +230,17 @@ TEST(CommandsTest, QueryResponses) {
   EXPECT_EQ(are.cmd.ackresponse().error(), proto::NotAllowedError);
   EXPECT_EQ(are.cmd.ackresponse().message(), "no");
 
+  auto et = decodeOne(Commands::newEndTxnOnSubscriptionResponse(17, 5, 2));
+  ASSERT_EQ(et.cmd.type(), BC::END_TXN_ON_SUBSCRIPTION_RESPONSE);
+  EXPECT_EQ(et.cmd.endtxnonsubscriptionresponse().request_id(), 17u);
+  EXPECT_EQ(et.cmd.endtxnonsubscriptionresponse().txnid_least_bits(), 5u);
+  EXPECT_EQ(et.cmd.endtxnonsubscriptionresponse().txnid_most_bits(), 2u);
+  EXPECT_FALSE(et.cmd.endtxnonsubscriptionresponse().has_error());
+  auto ete =
+      decodeOne(Commands::newEndTxnOnSubscriptionResponse(18, 5, 2, proto::UnknownError, "gone"));
+  EXPECT_EQ(ete.cmd.endtxnonsubscriptionresponse().error(), proto::UnknownError);
+  EXPECT_EQ(ete.cmd.endtxnonsubscriptionresponse().message(), "gone");
+
   auto cs = decodeOne(Commands::newConsumerStatsErrorResponse(16, proto::ConsumerNotFound, "?"));
   ASSERT_EQ(cs.cmd.type(), BC::CONSUMER_STATS_RESPONSE);
   EXPECT_EQ(cs.cmd.consumerstatsresponse().error_code(), proto::ConsumerNotFound);
