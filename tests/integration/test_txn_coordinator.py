@@ -86,7 +86,7 @@ def test_new_and_end_transactions(txn_broker):
     c.send(end_txn(5, 0, 1, ABORT))
     r = c.expect(END_TXN_RESPONSE)
     assert error_name(r, 4) == "TransactionNotFound"
-    assert r[5] == [b"The transaction with this txdID `(0,1)`not found"]
+    assert r[5] == [b"The transaction with this txdID `(0,1)`not found "]
     c.send(add_partition(6, 0, 99, "persistent://public/default/t"))
     r = c.expect(ADD_PARTITION_RESPONSE)
     assert error_name(r, 4) == "TransactionNotFound"
@@ -97,7 +97,7 @@ def test_new_and_end_transactions(txn_broker):
     r = c.expect(NEW_TXN_RESPONSE)
     assert error_name(r, 4) == "TransactionCoordinatorNotFound"
     assert r[3] == [5]
-    assert r[5] == [b"Transaction coordinator with id TransactionCoordinatorID(id=5) not found!"]
+    assert r[5] == [b"Transaction coordinator with id 5 not found!"]
     c.close()
 
 

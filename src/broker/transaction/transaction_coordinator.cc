@@ -15,7 +15,7 @@ std::string statusName(proto::TxnStatus s) { return proto::TxnStatus_Name(s); }
 
 // Pulsar's TransactionNotFoundException text (its typo included).
 Status txnNotFound(const TxnID& txn) {
-  return Status::notFound("The transaction with this txdID `" + txn.toString() + "`not found");
+  return Status::notFound("The transaction with this txdID `" + txn.toString() + "`not found ");
 }
 
 // Pulsar's InvalidTxnStatusException(txnId, expected, actual) text.
@@ -78,8 +78,7 @@ proto::ServerError txnServerError(const Status& s) {
 }
 
 std::string coordinatorNotFoundMessage(uint64_t tcId) {
-  return "Transaction coordinator with id TransactionCoordinatorID(id=" + std::to_string(tcId) +
-         ") not found!";
+  return "Transaction coordinator with id " + std::to_string(tcId) + " not found!";
 }
 
 TransactionCoordinator::TransactionCoordinator(uint64_t tcId, std::unique_ptr<TransactionLog> log,

@@ -75,7 +75,7 @@ struct CoordinatorStats {
 // BrokerServiceException.getClientErrorCode: kNotFound -> TransactionNotFound, kNotAllowed ->
 // InvalidTxnStatus, kClosed -> TransactionCoordinatorNotFound, others UnknownError.
 proto::ServerError txnServerError(const Status& s);
-// "Transaction coordinator with id TransactionCoordinatorID(id=N) not found!", Pulsar's
+// "Transaction coordinator with id N not found!", Pulsar's
 // CoordinatorNotFoundException text.
 std::string coordinatorNotFoundMessage(uint64_t tcId);
 
