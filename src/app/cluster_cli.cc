@@ -7,6 +7,7 @@
 
 #include "broker/cluster/bundles.h"
 #include "broker/cluster/cluster_metadata.h"
+#include "broker/transaction/coordinator_registry.h"
 #include "metadata/zk_store.h"
 #include "net/event_loop.h"
 
@@ -15,6 +16,8 @@ namespace {
 
 // Pulsar's DEFAULT_BUNDLE_NUMBER for public/default and pulsar/system (Pulsar 4.x).
 constexpr int kDefaultBundleNumber = 16;
+// Pulsar's default --initial-num-transaction-coordinators (both setup commands).
+constexpr int kDefaultTransactionCoordinators = 16;
 
 struct Args {
   std::string cluster;
@@ -26,6 +29,7 @@ struct Args {
   std::string brokerServiceUrlTls;
   int defaultNamespaceBundles = 0;
   int zkSessionTimeoutMillis = 30000;
+  int transactionCoordinators = kDefaultTransactionCoordinators;
 };
 
 // Creates path with value unless it exists (Pulsar's createMetadataNode / "if absent").
@@ -96,6 +100,8 @@ int run(const Args& a) {
        broker::cluster::namespacePoliciesJson({a.cluster}, *defaultCut)},
       {&cs, "/admin/policies/pulsar/system",
        broker::cluster::namespacePoliciesJson({a.cluster}, *systemCut)},
+      {&cs, broker::cluster::partitionedTopicPath(broker::kTransactionCoordinatorAssign),
+       broker::cluster::partitionedTopicMetadataJson(a.transactionCoordinators)},
   };
   int rc = 0;
   for (const auto& n : nodes) {
@@ -115,7 +121,85 @@ int run(const Args& a) {
   return rc;
 }
 
+// Pulsar's PulsarTransactionCoordinatorMetadataSetup arguments.
+struct TxnArgs {
+  std::string cluster;
+  std::string configurationStore;
+  int zkSessionTimeoutMillis = 30000;
+  int coordinators = kDefaultTransactionCoordinators;
+};
+
+// The pulsar tenant, the pulsar/system namespace and the assign topic with n partitions, each
+// unless present (Pulsar's createTenantIfAbsent, createNamespaceIfAbsent, createPartitionedTopic).
+Status createTransactionCoordinatorMetadata(metadata::Store& cs, net::Executor* ex,
+                                            const std::string& cluster, int n) {
+  auto systemCut = broker::cluster::defaultBoundaries(kDefaultBundleNumber);
+  if (!systemCut.isOk()) return systemCut.status();
+  const std::pair<std::string, std::string> nodes[] = {
+      {"/admin/policies/pulsar", broker::cluster::tenantInfoJson({}, {cluster})},
+      {"/admin/policies/pulsar/system",
+       broker::cluster::namespacePoliciesJson({cluster}, *systemCut)},
+      {broker::cluster::partitionedTopicPath(broker::kTransactionCoordinatorAssign),
+       broker::cluster::partitionedTopicMetadataJson(n)},
+  };
+  for (const auto& [path, value] : nodes) {
+    auto r = createIfAbsent(cs, ex, path, value);
+    if (!r.isOk()) return Status::ioError("cannot write " + path + ": " + r.status().message());
+    std::cout << (*r ? "created " : "exists  ") << path << "\n";
+  }
+  return Status::ok();
+}
+
+int runTxnSetup(const TxnArgs& a) {
+  if (a.configurationStore.empty()) {
+    std::cerr << "Configuration store address argument is required (--configuration-store)\n";
+    return 1;
+  }
+  if (a.coordinators <= 0) {
+    std::cerr << "Number of transaction coordinators must greater than 0\n";
+    return 1;
+  }
+  metadata::ZkConfig zc;
+  zc.sessionTimeoutMs = a.zkSessionTimeoutMillis;
+  zc.connectTimeoutMs = 15000;
+  zc.operationTimeoutMs = 30000;
+  zc.url = a.configurationStore;
+  auto store = metadata::openZkStore(zc);
+  if (!store.isOk()) {
+    std::cerr << "initialize-transaction-coordinator-metadata: configuration store "
+              << a.configurationStore << ": " << store.status().message() << "\n";
+    return 1;
+  }
+  net::EventLoop loop("metadata-setup");
+  loop.start();
+  Status s = createTransactionCoordinatorMetadata(**store, &loop, a.cluster, a.coordinators);
+  (*store)->close();
+  loop.stop();
+  if (!s.isOk()) {
+    std::cerr << "initialize-transaction-coordinator-metadata: " << s.message() << "\n";
+    return 1;
+  }
+  std::cout << "Transaction coordinator metadata setup success\n";
+  return 0;
+}
+
 }  // namespace
+
+std::function<int()> addInitializeTransactionCoordinatorMetadataCommand(CLI::App& app) {
+  auto args = std::make_shared<TxnArgs>();
+  auto* cmd = app.add_subcommand(
+      "initialize-transaction-coordinator-metadata",
+      "Create the transaction coordinators' metadata in the configuration store (as `pulsar "
+      "initialize-transaction-coordinator-metadata`)");
+  cmd->add_option("-c,--cluster", args->cluster, "Cluster name")->required();
+  cmd->add_option("--cs,--configuration-store", args->configurationStore,
+                  "Configuration Store connection string (zk:host:port[/chroot])");
+  cmd->add_option("--zookeeper-session-timeout-ms", args->zkSessionTimeoutMillis,
+                  "Local zookeeper session timeout ms");
+  cmd->add_option("--initial-num-transaction-coordinators", args->coordinators,
+                  "Num transaction coordinators will assigned in cluster");
+  return [cmd, args] { return cmd->parsed() ? runTxnSetup(*args) : -1; };
+}
 
 std::function<int()> addInitializeClusterMetadataCommand(CLI::App& app) {
   auto args = std::make_shared<Args>();
@@ -139,6 +223,9 @@ std::function<int()> addInitializeClusterMetadataCommand(CLI::App& app) {
                   "The bundle numbers for the default namespaces(public/default), default is 16");
   cmd->add_option("--zookeeper-session-timeout-ms", args->zkSessionTimeoutMillis,
                   "Local zookeeper session timeout ms");
+  cmd->add_option("--initial-num-transaction-coordinators", args->transactionCoordinators,
+                  "Num transaction coordinators will assigned in cluster")
+      ->check(CLI::PositiveNumber);
   return [cmd, args] { return cmd->parsed() ? run(*args) : -1; };
 }
 

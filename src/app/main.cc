@@ -114,12 +114,13 @@ int run(int argc, char** argv) {
   auto runTokens = addTokensCommand(app);
   auto runBookKeeper = addBookKeeperCommand(app);
   auto runInitCluster = addInitializeClusterMetadataCommand(app);
+  auto runInitTxn = addInitializeTransactionCoordinatorMetadataCommand(app);
 
   // Pulsar's tool spells some options "-sk", "-pk": CLI11 takes them as "--sk", "--pk".
   std::vector<std::string> args(argv + 1, argv + argc);
   for (auto& a : args) {
     if (a == "-sk" || a == "-pk" || a == "-hs" || a == "-md" || a == "-cms" || a == "-uw" ||
-        a == "-tw" || a == "-ub" || a == "-tb" || a == "-bn") {
+        a == "-tw" || a == "-ub" || a == "-tb" || a == "-bn" || a == "-cs") {
       a.insert(0, "-");
     }
   }
@@ -134,6 +135,7 @@ int run(int argc, char** argv) {
 
   if (int code = runTokens(); code >= 0) return code;
   if (int code = runInitCluster(); code >= 0) return code;
+  if (int code = runInitTxn(); code >= 0) return code;
   if (show->parsed()) return configShow(showOpts);
   if (docs->parsed()) return configDocs(docsFormat);
   initLogging(logLevel);

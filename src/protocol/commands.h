@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/buffer.h"
@@ -147,6 +148,30 @@ class Commands {
   static Buffer newWatchTopicUpdate(uint64_t watcherId, const std::vector<std::string>& newTopics,
                                     const std::vector<std::string>& deletedTopics,
                                     std::string_view topicsHash);
+  // Transaction coordinator answers (PIP-31), as Pulsar's Commands: error unset on success.
+  // TC_CLIENT_CONNECT_RESPONSE.
+  static Buffer newTcClientConnectResponse(uint64_t requestId,
+                                           std::optional<proto::ServerError> error = std::nullopt,
+                                           std::string_view message = {});
+  // NEW_TXN_RESPONSE with the new txn id; the error form carries the coordinator id as
+  // txnid_most_bits (Pulsar's newTxnResponse(requestId, tcId, error, message)).
+  static Buffer newNewTxnResponse(uint64_t requestId, uint64_t txnidLeastBits,
+                                  uint64_t txnidMostBits);
+  static Buffer newNewTxnErrorResponse(uint64_t requestId, uint64_t tcId, proto::ServerError error,
+                                       std::string_view message);
+  // ADD_PARTITION_TO_TXN_RESPONSE, ADD_SUBSCRIPTION_TO_TXN_RESPONSE and END_TXN_RESPONSE: the
+  // txn id always, error and message on failure.
+  static Buffer newAddPartitionToTxnResponse(uint64_t requestId, uint64_t txnidLeastBits,
+                                             uint64_t txnidMostBits,
+                                             std::optional<proto::ServerError> error = std::nullopt,
+                                             std::string_view message = {});
+  static Buffer newAddSubscriptionToTxnResponse(
+      uint64_t requestId, uint64_t txnidLeastBits, uint64_t txnidMostBits,
+      std::optional<proto::ServerError> error = std::nullopt, std::string_view message = {});
+  static Buffer newEndTxnResponse(uint64_t requestId, uint64_t txnidLeastBits,
+                                  uint64_t txnidMostBits,
+                                  std::optional<proto::ServerError> error = std::nullopt,
+                                  std::string_view message = {});
   // CONSUMER_STATS answer: `stats` filled by the broker (request_id included); the error form
   // carries only request_id, error_code and error_message.
   static Buffer newConsumerStatsResponse(const proto::CommandConsumerStatsResponse& stats);
@@ -221,6 +246,20 @@ class Commands {
           proto::CommandGetTopicsOfNamespace::PERSISTENT);
   static Buffer newGetSchema(std::string_view topic, uint64_t requestId,
                              std::string_view schemaVersion = {});
+
+  // Transaction coordinator requests (PIP-31). ttl: what clients put in txn_ttl_seconds
+  // (milliseconds, as the Java and C++ clients send and Pulsar reads it).
+  static Buffer newTcClientConnectRequest(uint64_t requestId, uint64_t tcId);
+  static Buffer newNewTxn(uint64_t requestId, uint64_t tcId, uint64_t ttl);
+  static Buffer newAddPartitionToTxn(uint64_t requestId, uint64_t txnidLeastBits,
+                                     uint64_t txnidMostBits,
+                                     const std::vector<std::string>& partitions);
+  // subscriptions: (topic, subscription) pairs.
+  static Buffer newAddSubscriptionToTxn(
+      uint64_t requestId, uint64_t txnidLeastBits, uint64_t txnidMostBits,
+      const std::vector<std::pair<std::string, std::string>>& subscriptions);
+  static Buffer newEndTxn(uint64_t requestId, uint64_t txnidLeastBits, uint64_t txnidMostBits,
+                          proto::TxnAction action);
 
   // ---- Payload frames ---------------------------------------------------------------------
   // SEND frame: [totalSize][cmdSize][BaseCommand{SEND}][0x0e01][crc32c][metadataSize]

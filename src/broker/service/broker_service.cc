@@ -68,6 +68,7 @@ void BrokerService::loadNamespacesAndStores() {
       pendingAckLedgers_.insert(n);
       continue;
     }
+    if (isTransactionInternalName(n)) continue;  // a coordinator log or pending-ack store
     // Shared storage: which topics exist is the storage's answer when asked (another broker may
     // delete one any time); names seen now would stay listed and "existing" after that.
     if (!factory_->sharedBetweenBrokers()) storedLedgers_[n] = true;
@@ -158,6 +159,7 @@ Status BrokerService::start() {
   ioLoops_->start();
   mlWorkers_->start();
   startMonitors();
+  startTransactions();
 
   // Entries of kLargeAllocationBytes or more (big messages) get their own mappings, returned to
   // the OS when freed. glibc would otherwise raise its mmap threshold to the size of the first
@@ -268,6 +270,7 @@ void BrokerService::stop() {
   if (server_) server_->stop();
   if (tlsServer_) tlsServer_->stop();
   if (ioLoops_) ioLoops_->stop();
+  stopTransactions();
   if (mlWorkers_) mlWorkers_->stop();
   server_.reset();
   tlsServer_.reset();

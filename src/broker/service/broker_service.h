@@ -32,6 +32,8 @@
 #include "broker/service/topic_list.h"
 #include "broker/topic/stats.h"
 #include "broker/topic/topic.h"
+#include "broker/transaction/coordinator_registry.h"
+#include "broker/transaction/transaction_buffer_client.h"
 #include "metadata/store.h"
 #include "net/event_loop.h"
 #include "net/tcp_server.h"
@@ -136,6 +138,10 @@ class BrokerService final : public SharedConfigView {
   std::string brokerServiceUrlTls() const;
   net::EventLoopGroup& ioLoops() { return *ioLoops_; }
   net::EventLoopGroup& mlWorkers() { return *mlWorkers_; }
+
+  // The transaction coordinators this broker serves (transaction_service.cc); null while
+  // transactionCoordinatorEnabled is off. Thread: any.
+  CoordinatorRegistry* transactionCoordinators() const { return txnCoordinators_.get(); }
 
   // Finds or opens the topic; creates it when `create` (allowAutoTopicCreation) or when it was
   // stored before. On storage shared by the brokers (BookKeeper) a topic not loaded here is
@@ -338,6 +344,10 @@ class BrokerService final : public SharedConfigView {
                    std::function<void(Status)> done = {});
 
  private:
+  // transactionCoordinatorEnabled: the registry, standalone's pulsar/system and assign topic
+  // and its coordinators (after the ml-workers started); closes them (before they stop).
+  void startTransactions();
+  void stopTransactions();
   // start's first step: the namespaces (standalone: public/default and those of the stored
   // ledgers), the compacted ledgers found, the policy and schema stores.
   void loadNamespacesAndStores() EXCLUDES(mu_);
@@ -404,6 +414,10 @@ class BrokerService final : public SharedConfigView {
   // last time: gives the heap's free pages back to the OS (malloc_trim), which glibc does not
   // do by itself for memory freed below the top of its arenas.
   std::unique_ptr<PeriodicTask> memoryTrimmer_;
+  // The transactions' buffer client (service/local_transaction_buffer_client.cc: the topics this
+  // broker serves) and the coordinators.
+  std::unique_ptr<TransactionBufferClient> txnBufferClient_;
+  std::unique_ptr<CoordinatorRegistry> txnCoordinators_;
   std::atomic<int64_t> closedSinceTrim_{0};
   // Compacted ledgers found at start-up, by topic ledger name: their seqs (compactedLedgerName);
   // handed to the topic when it loads. Guarded by mu_.

@@ -357,6 +357,21 @@ Status ServerCnx::dispatchFrame(const proto::BaseCommand& cmd, Buffer entry) {
     case T::CONSUMER_STATS: handleConsumerStats(cmd.consumerstats()); break;
     case T::WATCH_TOPIC_LIST: handleWatchTopicList(cmd.watchtopiclist()); break;
     case T::WATCH_TOPIC_LIST_CLOSE: handleWatchTopicListClose(cmd.watchtopiclistclose()); break;
+    case T::TC_CLIENT_CONNECT_REQUEST:
+      handleTcClientConnect(cmd.tcclientconnectrequest());
+      break;
+    case T::NEW_TXN:
+      handleNewTxn(cmd.newtxn());
+      break;
+    case T::ADD_PARTITION_TO_TXN:
+      handleAddPartitionToTxn(cmd.addpartitiontotxn());
+      break;
+    case T::ADD_SUBSCRIPTION_TO_TXN:
+      handleAddSubscriptionToTxn(cmd.addsubscriptiontotxn());
+      break;
+    case T::END_TXN:
+      handleEndTxn(cmd.endtxn());
+      break;
     default: answerUnsupported(cmd); break;
   }
   return Status::ok();

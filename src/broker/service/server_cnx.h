@@ -23,6 +23,7 @@
 #include "broker/service/topic_list.h"
 #include "broker/topic/consumer.h"
 #include "broker/topic/topic.h"
+#include "broker/transaction/transaction_coordinator.h"
 #include "net/connection.h"
 #include "protocol/frame.h"
 
@@ -256,6 +257,19 @@ class ServerCnx final : public net::Connection,
   // request id when it has one (so the client's pending request fails at once), and the
   // connection stays open.
   void answerUnsupported(const proto::BaseCommand& cmd);
+  // Transactions (server_cnx_txn.cc): refused with NotAllowedError "Transactions are not
+  // enabled." unless transactionCoordinatorEnabled, as Pulsar.
+  bool checkTransactionsEnabled(uint64_t requestId);
+  void handleTcClientConnect(const proto::CommandTcClientConnectRequest& c);
+  void handleNewTxn(const proto::CommandNewTxn& c);
+  void handleAddPartitionToTxn(const proto::CommandAddPartitionToTxn& c);
+  void handleAddSubscriptionToTxn(const proto::CommandAddSubscriptionToTxn& c);
+  void handleEndTxn(const proto::CommandEndTxn& c);
+  using TxnOp = std::function<void(TransactionCoordinator&, std::function<void(Status)>)>;
+  // Runs op on the coordinator of txn (its executor) once Pulsar's ownership check passed;
+  // answer gets op's status, or the coordinator's absence (kClosed) or a foreign owner
+  // (kNotFound). answer runs on that executor (or here when the coordinator is absent).
+  void withOwnedTxn(const TxnID& txn, const std::function<void(Status)>& answer, TxnOp op);
   void handleGetSchema(const proto::CommandGetSchema& c);
   void handleGetOrCreateSchema(const proto::CommandGetOrCreateSchema& c);
 

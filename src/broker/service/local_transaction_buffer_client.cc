@@ -1,0 +1,57 @@
+#include "broker/service/local_transaction_buffer_client.h"
+
+#include <utility>
+
+#include "broker/service/broker_service.h"
+
+namespace magnetar::broker {
+
+namespace {
+
+class LocalTransactionBufferClient final : public TransactionBufferClient {
+ public:
+  explicit LocalTransactionBufferClient(BrokerService& service) : service_(service) {}
+
+  void endTxnOnTopic(const std::string& topic, const TxnID& txn, proto::TxnAction action,
+                     uint64_t lowWaterMark, Done done) override {
+    withTopic(topic, std::move(done), [txn, action, lowWaterMark](PersistentTopic& t, Done d) {
+      t.endTxn(txn, action, lowWaterMark, std::move(d));
+    });
+  }
+
+  void endTxnOnSubscription(const std::string& topic, const std::string& subscription,
+                            const TxnID& txn, proto::TxnAction action, uint64_t lowWaterMark,
+                            Done done) override {
+    withTopic(topic, std::move(done),
+              [subscription, txn, action, lowWaterMark](PersistentTopic& t, Done d) {
+                t.endTxnOnSubscription(subscription, txn, action, lowWaterMark, std::move(d));
+              });
+  }
+
+ private:
+  // Runs fn on the loaded (or stored) topic's executor. A topic that does not exist has
+  // nothing to end: Ok, as Pulsar's handleEndTxnOnPartition answers for a topic never created.
+  void withTopic(const std::string& topic, Done done,
+                 std::function<void(PersistentTopic&, Done)> fn) {
+    auto name = TopicName::parse(topic);
+    if (!name.isOk()) return done(name.status());
+    service_.getOrCreateTopic(
+        *name, /*create=*/false,
+        [done = std::move(done), fn = std::move(fn)](Result<std::shared_ptr<PersistentTopic>> r) {
+          if (!r.isOk()) {
+            return done(r.status().code() == StatusCode::kNotFound ? Status::ok() : r.status());
+          }
+          fn(**r, done);
+        });
+  }
+
+  BrokerService& service_;
+};
+
+}  // namespace
+
+std::unique_ptr<TransactionBufferClient> makeLocalTransactionBufferClient(BrokerService& service) {
+  return std::make_unique<LocalTransactionBufferClient>(service);
+}
+
+}  // namespace magnetar::broker

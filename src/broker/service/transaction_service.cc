@@ -1,0 +1,53 @@
+// BrokerService's transaction coordinators (Pulsar's TransactionMetadataStoreService wiring):
+// started with the service when transactionCoordinatorEnabled, the pulsar/system namespace and
+// the assign topic created in standalone, the coordinators closed before the ml-workers stop.
+#include "base/logging.h"
+#include "broker/service/broker_service.h"
+#include "broker/transaction/coordinator_registry.h"
+
+#include "broker/service/local_transaction_buffer_client.h"
+
+namespace magnetar::broker {
+
+namespace {
+constexpr std::chrono::seconds kTransactionTickPeriod{1};
+}  // namespace
+
+void BrokerService::startTransactions() {
+  if (!options_.transactionCoordinatorEnabled) return;
+  txnBufferClient_ = makeLocalTransactionBufferClient(*this);
+  txnCoordinators_ = std::make_unique<CoordinatorRegistry>(
+      *factory_, [this](uint64_t tcId) -> net::Executor* { return &mlWorkers_->forKey(tcId); },
+      txnBufferClient_.get(), /*maxActive=*/0, kTransactionTickPeriod);
+  if (ownership_) return;  // cluster mode: loaded when a client connects to the coordinator
+  // Standalone, as Pulsar's PulsarStandalone: tenant pulsar, namespace pulsar/system, the
+  // assign topic with one partition, and its coordinators loaded at start.
+  if (!policies_.tenant("pulsar")) {
+    Status s = policies_.createTenant("pulsar", TenantInfo{{}, {options_.clusterName}});
+    if (!s.isOk() && s.code() != StatusCode::kAlreadyExists) {
+      MLOG_WARN("cannot create tenant pulsar: {}", s.toString());
+    }
+  }
+  if (!namespaces_.exists("pulsar/system")) {
+    Status s = addNamespace("pulsar/system", NamespacePolicies{}, 0);
+    if (!s.isOk() && s.code() != StatusCode::kAlreadyExists) {
+      MLOG_WARN("cannot create namespace pulsar/system: {}", s.toString());
+    }
+  }
+  auto assign = TopicName::parse(kTransactionCoordinatorAssign);
+  int n = namespaces_.partitions(assign->toString()).value_or(0);
+  if (n == 0) {
+    Status s = createPartitionedTopic(*assign, kStandaloneTransactionCoordinators);
+    if (!s.isOk()) MLOG_WARN("cannot create {}: {}", assign->toString(), s.toString());
+    n = namespaces_.partitions(assign->toString()).value_or(0);
+  }
+  for (int i = 0; i < n; ++i) {
+    txnCoordinators_->load(static_cast<uint64_t>(i), [](auto) {});
+  }
+}
+
+void BrokerService::stopTransactions() {
+  if (txnCoordinators_) txnCoordinators_->closeAll();
+}
+
+}  // namespace magnetar::broker

@@ -1,0 +1,72 @@
+// Round trip of the transaction coordinator's builders (commands_txn.cc).
+#include <gtest/gtest.h>
+
+#include "protocol/commands.h"
+#include "protocol/tests/test_util.h"
+
+namespace magnetar::protocol {
+namespace {
+
+using testing::decodeOne;
+using BC = proto::BaseCommand;
+
+TEST(CommandsTxnTest, TcClientConnect) {
+  auto req = decodeOne(Commands::newTcClientConnectRequest(3, 2));
+  ASSERT_EQ(req.cmd.type(), BC::TC_CLIENT_CONNECT_REQUEST);
+  EXPECT_EQ(req.cmd.tcclientconnectrequest().request_id(), 3u);
+  EXPECT_EQ(req.cmd.tcclientconnectrequest().tc_id(), 2u);
+  auto ok = decodeOne(Commands::newTcClientConnectResponse(3));
+  ASSERT_EQ(ok.cmd.type(), BC::TC_CLIENT_CONNECT_RESPONSE);
+  EXPECT_FALSE(ok.cmd.tcclientconnectresponse().has_error());
+  auto err = decodeOne(
+      Commands::newTcClientConnectResponse(3, proto::TransactionCoordinatorNotFound, "no tc"));
+  EXPECT_EQ(err.cmd.tcclientconnectresponse().error(), proto::TransactionCoordinatorNotFound);
+  EXPECT_EQ(err.cmd.tcclientconnectresponse().message(), "no tc");
+}
+
+TEST(CommandsTxnTest, NewTxn) {
+  auto req = decodeOne(Commands::newNewTxn(5, 1, 60000));
+  ASSERT_EQ(req.cmd.type(), BC::NEW_TXN);
+  EXPECT_EQ(req.cmd.newtxn().tc_id(), 1u);
+  EXPECT_EQ(req.cmd.newtxn().txn_ttl_seconds(), 60000u);
+  auto ok = decodeOne(Commands::newNewTxnResponse(5, 9, 1));
+  ASSERT_EQ(ok.cmd.type(), BC::NEW_TXN_RESPONSE);
+  EXPECT_EQ(ok.cmd.newtxnresponse().txnid_least_bits(), 9u);
+  EXPECT_EQ(ok.cmd.newtxnresponse().txnid_most_bits(), 1u);
+  EXPECT_FALSE(ok.cmd.newtxnresponse().has_error());
+  auto err = decodeOne(Commands::newNewTxnErrorResponse(5, 4, proto::UnknownError, "x"));
+  EXPECT_EQ(err.cmd.newtxnresponse().txnid_most_bits(), 4u);
+  EXPECT_EQ(err.cmd.newtxnresponse().error(), proto::UnknownError);
+  EXPECT_EQ(err.cmd.newtxnresponse().message(), "x");
+}
+
+TEST(CommandsTxnTest, AddPartitionAndSubscription) {
+  auto p = decodeOne(Commands::newAddPartitionToTxn(6, 9, 1, {"persistent://a/b/c"}));
+  ASSERT_EQ(p.cmd.type(), BC::ADD_PARTITION_TO_TXN);
+  EXPECT_EQ(p.cmd.addpartitiontotxn().partitions(0), "persistent://a/b/c");
+  EXPECT_EQ(p.cmd.addpartitiontotxn().txnid_least_bits(), 9u);
+  auto pr = decodeOne(
+      Commands::newAddPartitionToTxnResponse(6, 9, 1, proto::TransactionNotFound, "gone"));
+  ASSERT_EQ(pr.cmd.type(), BC::ADD_PARTITION_TO_TXN_RESPONSE);
+  EXPECT_EQ(pr.cmd.addpartitiontotxnresponse().error(), proto::TransactionNotFound);
+  EXPECT_EQ(pr.cmd.addpartitiontotxnresponse().txnid_most_bits(), 1u);
+  auto s = decodeOne(Commands::newAddSubscriptionToTxn(7, 9, 1, {{"persistent://a/b/c", "s"}}));
+  ASSERT_EQ(s.cmd.type(), BC::ADD_SUBSCRIPTION_TO_TXN);
+  EXPECT_EQ(s.cmd.addsubscriptiontotxn().subscription(0).subscription(), "s");
+  auto sr = decodeOne(Commands::newAddSubscriptionToTxnResponse(7, 9, 1));
+  ASSERT_EQ(sr.cmd.type(), BC::ADD_SUBSCRIPTION_TO_TXN_RESPONSE);
+  EXPECT_FALSE(sr.cmd.addsubscriptiontotxnresponse().has_error());
+}
+
+TEST(CommandsTxnTest, EndTxn) {
+  auto e = decodeOne(Commands::newEndTxn(8, 9, 1, proto::ABORT));
+  ASSERT_EQ(e.cmd.type(), BC::END_TXN);
+  EXPECT_EQ(e.cmd.endtxn().txn_action(), proto::ABORT);
+  auto r = decodeOne(Commands::newEndTxnResponse(8, 9, 1, proto::InvalidTxnStatus, "state"));
+  ASSERT_EQ(r.cmd.type(), BC::END_TXN_RESPONSE);
+  EXPECT_EQ(r.cmd.endtxnresponse().error(), proto::InvalidTxnStatus);
+  EXPECT_EQ(r.cmd.endtxnresponse().txnid_least_bits(), 9u);
+}
+
+}  // namespace
+}  // namespace magnetar::protocol

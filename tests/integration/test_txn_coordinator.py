@@ -1,0 +1,118 @@
+"""The transaction coordinator's commands on the wire (src/broker/service/server_cnx_txn.cc):
+TC_CLIENT_CONNECT_REQUEST, NEW_TXN, ADD_PARTITION_TO_TXN, END_TXN with Pulsar's answers and
+errors, refused when transactionCoordinatorEnabled is off, and the coordinator's log recovered
+after a restart (ids never reused, an open transaction kept). Raw frames, since the official
+Python client has no transaction API."""
+
+from __future__ import annotations
+
+import pytest
+
+from hostile_wire import (
+    ERROR,
+    HostileBroker,
+    WireClient,
+    base_command,
+    error_name,
+    fb,
+    frame,
+    fv,
+    port_of,
+)
+
+TC_CONNECT, TC_CONNECT_RESPONSE = 62, 63
+NEW_TXN, NEW_TXN_RESPONSE = 50, 51
+ADD_PARTITION, ADD_PARTITION_RESPONSE = 52, 53
+END_TXN, END_TXN_RESPONSE = 56, 57
+COMMIT, ABORT = 0, 1
+
+
+def tc_connect(rid: int, tc: int) -> bytes:
+    return frame(base_command(TC_CONNECT, fv(1, rid) + fv(2, tc)))
+
+
+def new_txn(rid: int, tc: int, ttl_ms: int = 60000) -> bytes:
+    return frame(base_command(NEW_TXN, fv(1, rid) + fv(2, ttl_ms) + fv(3, tc)))
+
+
+def add_partition(rid: int, most: int, least: int, topic: str) -> bytes:
+    body = fv(1, rid) + fv(2, least) + fv(3, most) + fb(4, topic)
+    return frame(base_command(ADD_PARTITION, body))
+
+
+def end_txn(rid: int, most: int, least: int, action: int) -> bytes:
+    return frame(base_command(END_TXN, fv(1, rid) + fv(2, least) + fv(3, most) + fv(4, action)))
+
+
+def open_txn(c: WireClient, rid: int, tc: int = 0) -> tuple[int, int]:
+    c.send(new_txn(rid, tc))
+    r = c.expect(NEW_TXN_RESPONSE)
+    assert r[1] == [rid] and 4 not in r, r
+    return r[3][0], r[2][0]
+
+
+@pytest.fixture
+def txn_broker():
+    b = HostileBroker(["transactionCoordinatorEnabled=true"])
+    b.start()
+    yield b
+    b.close()
+
+
+def test_refused_when_transactions_are_off():
+    with HostileBroker() as b:
+        b.start()
+        c = WireClient.connected(port_of(b.endpoint))
+        for req in (tc_connect(1, 0), new_txn(1, 0), end_txn(1, 0, 1, COMMIT)):
+            c.send(req)
+            err = c.expect(ERROR)
+            assert err[1] == [1]
+            assert error_name(err, 2) == "NotAllowedError"
+            assert err[3] == [b"Transactions are not enabled."]
+        c.close()
+
+
+def test_new_and_end_transactions(txn_broker):
+    c = WireClient.connected(port_of(txn_broker.endpoint))
+    c.send(tc_connect(1, 0))
+    ok = c.expect(TC_CONNECT_RESPONSE)
+    assert ok[1] == [1] and 2 not in ok
+    assert open_txn(c, 2) == (0, 1)
+    assert open_txn(c, 3) == (0, 2)
+    # An empty transaction commits; ending it again: it is gone (TransactionNotFound).
+    c.send(end_txn(4, 0, 1, COMMIT))
+    r = c.expect(END_TXN_RESPONSE)
+    assert r[1] == [4] and 4 not in r and r[2] == [1] and r[3] == [0]
+    c.send(end_txn(5, 0, 1, ABORT))
+    r = c.expect(END_TXN_RESPONSE)
+    assert error_name(r, 4) == "TransactionNotFound"
+    assert r[5] == [b"The transaction with this txdID `(0,1)`not found "]
+    c.send(add_partition(6, 0, 99, "persistent://public/default/t"))
+    r = c.expect(ADD_PARTITION_RESPONSE)
+    assert error_name(r, 4) == "TransactionNotFound"
+    c.send(end_txn(7, 0, 2, ABORT))
+    assert 4 not in c.expect(END_TXN_RESPONSE)
+    # A coordinator this broker does not serve.
+    c.send(new_txn(8, 5))
+    r = c.expect(NEW_TXN_RESPONSE)
+    assert error_name(r, 4) == "TransactionCoordinatorNotFound"
+    assert r[3] == [5]
+    assert r[5] == [b"Transaction coordinator with id 5 not found!"]
+    c.close()
+
+
+def test_log_recovered_after_restart(txn_broker):
+    c = WireClient.connected(port_of(txn_broker.endpoint))
+    assert open_txn(c, 1) == (0, 1)
+    assert open_txn(c, 2) == (0, 2)
+    c.send(end_txn(3, 0, 2, COMMIT))
+    assert 4 not in c.expect(END_TXN_RESPONSE)
+    c.close()
+    txn_broker.restart()
+    c = WireClient.connected(port_of(txn_broker.endpoint))
+    assert open_txn(c, 1) == (0, 3)  # the sequence went on
+    c.send(end_txn(2, 0, 1, ABORT))  # (0,1) was still open: recovered
+    assert 4 not in c.expect(END_TXN_RESPONSE)
+    c.send(end_txn(3, 0, 2, COMMIT))  # (0,2) had ended
+    assert error_name(c.expect(END_TXN_RESPONSE), 4) == "TransactionNotFound"
+    c.close()
