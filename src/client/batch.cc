@@ -49,9 +49,21 @@ void BatchBuilder::add(const OutgoingMessage& m, uint64_t seq, SendCallback cb) 
   callbacks_.push_back(std::move(cb));
 }
 
+void setTxnFields(const TxnID* txn, proto::MessageMetadata& md, proto::CommandSend& send) {
+  if (txn == nullptr) {
+    md.clear_txnid_most_bits();
+    md.clear_txnid_least_bits();
+    return;  // send: cleared by its caller
+  }
+  md.set_txnid_most_bits(txn->mostBits);
+  md.set_txnid_least_bits(txn->leastBits);
+  send.set_txnid_most_bits(txn->mostBits);
+  send.set_txnid_least_bits(txn->leastBits);
+}
+
 void BatchBuilder::encode(uint64_t producerId, uint64_t publishTime, proto::MessageMetadata& md,
                           proto::CommandSend& send, std::string* out,
-                          std::deque<SendCallback>* callbacks) {
+                          std::deque<SendCallback>* callbacks, const TxnID* txn) {
   md.set_sequence_id(firstSeq_);
   md.set_publish_time(publishTime);
   md.set_num_messages_in_batch(numMessages());
@@ -73,6 +85,7 @@ void BatchBuilder::encode(uint64_t producerId, uint64_t publishTime, proto::Mess
   send.set_sequence_id(firstSeq_);
   send.set_num_messages(numMessages());
   send.set_highest_sequence_id(lastSeq_);
+  setTxnFields(txn, md, send);
   protocol::Commands::appendSend(send, md, payload_, out);
   for (auto& cb : callbacks_) callbacks->push_back(std::move(cb));
   callbacks_.clear();

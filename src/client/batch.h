@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "client/message.h"
+#include "client/transaction.h"
 #include "protocol/pulsar_api.pb.h"
 
 namespace magnetar::client {
@@ -38,8 +39,10 @@ class BatchBuilder {
   // back of *callbacks, then resets. `md` must carry producer_name; sequence_id, publish_time,
   // num_messages_in_batch, highest_sequence_id, partition_key and ordering_key are set here
   // (partition_key/ordering_key = the batch's key/ordering key of its first message).
+  // txn: the batch's transaction (txnid fields of both), null for none.
   void encode(uint64_t producerId, uint64_t publishTime, proto::MessageMetadata& md,
-              proto::CommandSend& send, std::string* out, std::deque<SendCallback>* callbacks);
+              proto::CommandSend& send, std::string* out, std::deque<SendCallback>* callbacks,
+              const TxnID* txn = nullptr);
 
  private:
   std::string payload_;
@@ -121,6 +124,9 @@ struct BatchedMessage {
   uint32_t payloadOffset = 0;
   uint32_t payloadSize = 0;
 };
+
+// Sets (txn) or clears (null) the txnid fields of a SEND's metadata and command.
+void setTxnFields(const TxnID* txn, proto::MessageMetadata& md, proto::CommandSend& send);
 
 // Splits a batch payload holding numMessages messages into *out (cleared first). kCorruption when
 // a size points past the end or a SingleMessageMetadata does not parse.

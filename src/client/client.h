@@ -2,6 +2,7 @@
 // library: creates producers and consumers. See README.md.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include "client/consumer.h"
 #include "client/message.h"
 #include "client/producer.h"
+#include "client/transaction.h"
 
 namespace magnetar::client {
 
@@ -44,6 +46,15 @@ class Client {
                              const ConsumerConfig& config = {});
   void subscribeAsync(const std::string& topic, const std::string& subscription,
                       const ConsumerConfig& config, std::function<void(Result<Consumer>)> cb);
+
+  // Opens a transaction on the next coordinator (NEW_TXN; Pulsar's newTransaction().build()).
+  // timeout: the coordinator aborts the transaction when it is not ended by then (Pulsar's
+  // transactionTimeout, default 1 min). kNotAllowed unless ClientConfig::enableTransaction;
+  // the coordinator's errors (e.g. kNotAllowed "NotAllowedError..." when the broker has
+  // transactionCoordinatorEnabled=false, kNotFound when pulsar/system is missing).
+  Result<Transaction> newTransaction(std::chrono::milliseconds timeout = std::chrono::minutes(1));
+  void newTransactionAsync(std::chrono::milliseconds timeout,
+                           std::function<void(Result<Transaction>)> cb);
 
   // Partitions of topic from PARTITIONED_METADATA (0: not partitioned).
   Result<int> getNumberOfPartitions(const std::string& topic);

@@ -50,6 +50,9 @@ struct ClientConfig {
   bool tlsAllowInsecureConnection = false;
   std::string tlsCertificateFilePath;
   std::string tlsKeyFilePath;
+  // Transactions (Pulsar's enableTransaction, default false): Client::newTransaction fails with
+  // kNotAllowed unless set. The coordinator client starts with the first transaction.
+  bool enableTransaction = false;
 };
 
 enum class ProducerAccessMode { kShared = 0, kExclusive = 1, kWaitForExclusive = 2,

@@ -230,6 +230,14 @@ Status failedResponseStatus(const R& r) {
   if (!r.has_response() || r.response() != R::Failed) return Status::ok();
   return serverErrorStatus(r.has_error() ? r.error() : proto::UnknownError, r.message());
 }
+
+// The status of a response with optional `error` and `message` fields (ACK_RESPONSE and the
+// transaction responses): OK unless error is set.
+template <typename R>
+Status errorStatus(const R& r) {
+  if (!r.has_error()) return Status::ok();
+  return serverErrorStatus(r.error(), r.message());
+}
 }  // namespace
 
 bool ClientConnection::handleResponse(const proto::BaseCommand& cmd) {
@@ -268,8 +276,26 @@ bool ClientConnection::handleResponse(const proto::BaseCommand& cmd) {
       return true;
     case T::ACK_RESPONSE:
       if (cmd.ackresponse().has_request_id()) {
-        completeRequest(cmd.ackresponse().request_id(), Status::ok(), cmd);
+        completeRequest(cmd.ackresponse().request_id(), errorStatus(cmd.ackresponse()), cmd);
       }
+      return true;
+    case T::TC_CLIENT_CONNECT_RESPONSE:
+      completeRequest(cmd.tcclientconnectresponse().request_id(),
+                      errorStatus(cmd.tcclientconnectresponse()), cmd);
+      return true;
+    case T::NEW_TXN_RESPONSE:
+      completeRequest(cmd.newtxnresponse().request_id(), errorStatus(cmd.newtxnresponse()), cmd);
+      return true;
+    case T::ADD_PARTITION_TO_TXN_RESPONSE:
+      completeRequest(cmd.addpartitiontotxnresponse().request_id(),
+                      errorStatus(cmd.addpartitiontotxnresponse()), cmd);
+      return true;
+    case T::ADD_SUBSCRIPTION_TO_TXN_RESPONSE:
+      completeRequest(cmd.addsubscriptiontotxnresponse().request_id(),
+                      errorStatus(cmd.addsubscriptiontotxnresponse()), cmd);
+      return true;
+    case T::END_TXN_RESPONSE:
+      completeRequest(cmd.endtxnresponse().request_id(), errorStatus(cmd.endtxnresponse()), cmd);
       return true;
     default:
       return false;

@@ -13,6 +13,7 @@
 #include "client/client_connection.h"
 #include "client/consumer_impl.h"
 #include "client/producer_impl.h"
+#include "client/transaction_impl.h"
 #include "protocol/commands.h"
 
 namespace magnetar::client {
@@ -137,6 +138,7 @@ Status ClientImpl::close() {
     }
     producers_.clear();
     consumers_.clear();
+    tcClient_.reset();
   }
   // Close everything in parallel, then wait.
   std::vector<std::future<Status>> done;
@@ -182,6 +184,13 @@ Status ClientImpl::close() {
     pool_.clear();
   }
   return result;
+}
+
+std::shared_ptr<TcClient> ClientImpl::tcClient() {
+  MutexLock lock(mu_);
+  if (closed_) return nullptr;
+  if (!tcClient_) tcClient_ = std::make_shared<TcClient>(shared_from_this());
+  return tcClient_;
 }
 
 void ClientImpl::registerProducer(const std::shared_ptr<ProducerBase>& p) {

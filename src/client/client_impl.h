@@ -24,6 +24,7 @@ namespace magnetar::client {
 class ClientConnection;
 class ProducerBase;
 class ConsumerBase;
+class TcClient;
 
 using ConnectionCallback = std::function<void(Result<std::shared_ptr<ClientConnection>>)>;
 
@@ -69,6 +70,9 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   // Connections currently pooled (for tests).
   size_t connectionCount();
 
+  // The transaction coordinator client, created on first use (null once closed).
+  std::shared_ptr<TcClient> tcClient();
+
  private:
   struct Slot {
     std::shared_ptr<ClientConnection> cnx;
@@ -106,6 +110,8 @@ class ClientImpl : public std::enable_shared_from_this<ClientImpl> {
   std::map<SlotKey, Slot> pool_ GUARDED_BY(mu_);
   std::vector<std::weak_ptr<ProducerBase>> producers_ GUARDED_BY(mu_);
   std::vector<std::weak_ptr<ConsumerBase>> consumers_ GUARDED_BY(mu_);
+  // Holds this ClientImpl: reset by close() to break the cycle.
+  std::shared_ptr<TcClient> tcClient_ GUARDED_BY(mu_);
 };
 
 }  // namespace magnetar::client

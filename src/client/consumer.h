@@ -38,6 +38,13 @@ class Consumer {
   // all its messages are.
   Status acknowledge(const MessageId& id);
   Status acknowledge(const Message& m) { return acknowledge(m.messageId()); }
+  // Individual ack within txn (Pulsar's acknowledgeAsync(id, txn)): the subscription is
+  // registered with the coordinator first (ADD_SUBSCRIPTION_TO_TXN), then an ACK with the txn id
+  // and a request id; cb(OK) on the broker's ACK_RESPONSE, else its error (e.g. kNotAllowed
+  // "TransactionConflict: ..." when another transaction holds the message). A batch message is
+  // acked alone (ack_set with its bit cleared, as Pulsar's ConsumerImpl). Takes effect on commit.
+  void acknowledgeAsync(const MessageId& id, const Transaction& txn, StatusCallback cb);
+  Status acknowledge(const MessageId& id, const Transaction& txn);
   // Acks every message up to and including id (Exclusive/Failover; kNotAllowed on Shared and
   // Key_Shared, as Pulsar).
   Status acknowledgeCumulative(const MessageId& id);

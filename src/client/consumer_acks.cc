@@ -6,6 +6,7 @@
 #include "client/client_connection.h"
 #include "client/client_impl.h"
 #include "client/consumer_impl.h"
+#include "client/transaction_impl.h"
 #include "protocol/commands.h"
 
 namespace magnetar::client {
@@ -29,6 +30,41 @@ Status ConsumerImpl::acknowledgeCumulative(const MessageId& id) {
   acks_.addCumulative(id);
   ackAdded(/*groupFull=*/false);
   return Status::ok();
+}
+
+void ConsumerImpl::acknowledgeAsync(const MessageId& id,
+                                    const std::shared_ptr<TransactionImpl>& txn,
+                                    StatusCallback cb) {
+  Status s = txn->beginOp();
+  if (!s.isOk()) return cb(s);
+  auto done = [txn, cb = std::move(cb)](const Status& s) {
+    txn->endOp(s);
+    cb(s);
+  };
+  std::weak_ptr<ConsumerImpl> weak = weak_from_this();
+  txn->registerSubscription(topic_, subscription_, [weak, id, txn, done](const Status& s) {
+    auto self = weak.lock();
+    if (!s.isOk() || !self) return done(s.isOk() ? Status::closed("consumer closed") : s);
+    auto cnx = self->connection();
+    if (!cnx) return done(Status::closed("consumer not connected"));
+    // A batch message: the bits of the entry's other messages stay set (Pulsar's ConsumerImpl).
+    std::vector<int64_t> ackSet;
+    if (id.batchIndex >= 0 && id.batchSize > 0) {
+      ackSet.assign((static_cast<size_t>(id.batchSize) + 63) / 64, 0);
+      for (int32_t i = 0; i < id.batchSize; ++i) {
+        if (i != id.batchIndex) ackSet[i / 64] |= int64_t{1} << (i % 64);
+      }
+    }
+    uint64_t rid = self->client_->newRequestId();
+    TxnID t = txn->id();
+    WireMessageId w{static_cast<uint64_t>(id.ledgerId), static_cast<uint64_t>(id.entryId),
+                    self->partition_, -1};
+    cnx->sendRequest(
+        rid,
+        Commands::newAckWithTxn(self->consumerId_, proto::CommandAck::Individual, w, ackSet,
+                                ackSet.empty() ? 0 : id.batchSize, t.mostBits, t.leastBits, rid),
+        [done](const Status& s, const proto::BaseCommand&) { done(s); });
+  });
 }
 
 void ConsumerImpl::ackAdded(bool groupFull) {

@@ -30,6 +30,7 @@ class ClientImpl;
 class ClientConnection;
 class ConsumerImpl;
 class ConsumerBase;
+class TransactionImpl;
 
 // What the public Consumer handle drives. Thread: any.
 class ConsumerBase {
@@ -38,6 +39,8 @@ class ConsumerBase {
   virtual Result<Message> receive(std::chrono::milliseconds timeout) = 0;
   virtual Status acknowledge(const MessageId& id) = 0;
   virtual Status acknowledgeCumulative(const MessageId& id) = 0;
+  virtual void acknowledgeAsync(const MessageId& id, const std::shared_ptr<TransactionImpl>& txn,
+                                StatusCallback cb) = 0;
   virtual void negativeAcknowledge(const MessageId& id) = 0;
   virtual void redeliverUnacknowledgedMessages() = 0;
   virtual void seekAsync(const MessageId& id, StatusCallback cb) = 0;
@@ -73,6 +76,8 @@ class ConsumerImpl final : public ConsumerBase,
   Result<Message> receive(std::chrono::milliseconds timeout) override;
   Status acknowledge(const MessageId& id) override;
   Status acknowledgeCumulative(const MessageId& id) override;
+  void acknowledgeAsync(const MessageId& id, const std::shared_ptr<TransactionImpl>& txn,
+                        StatusCallback cb) override;
   void negativeAcknowledge(const MessageId& id) override;
   void redeliverUnacknowledgedMessages() override;
   void seekAsync(const MessageId& id, StatusCallback cb) override;

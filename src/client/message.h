@@ -17,6 +17,8 @@
 
 namespace magnetar::client {
 
+class Transaction;
+
 // Position of a message: {ledgerId, entryId} of the stored entry, the partition it came from (-1
 // for a non-partitioned topic) and its index inside a batch entry (-1 when not batched).
 // batchSize is carried for acknowledgement bookkeeping (0 when not batched) and is not part of
@@ -67,6 +69,10 @@ struct OutgoingMessage {
   uint64_t eventTime = 0;  // ms since epoch, 0 = unset
   // Explicit sequence id (for broker-side deduplication); unset = the producer's next one.
   std::optional<uint64_t> sequenceId{};
+  // Sends within this transaction (Pulsar's newMessage(txn)): the partition is registered with
+  // the coordinator before the first such send, the message is invisible to consumers until the
+  // commit, and the commit waits for its result. Must stay valid for the call only.
+  const Transaction* txn = nullptr;
 };
 
 // A received message. Cheap to copy: the payload is a view into the frame's entry Buffer, shared by

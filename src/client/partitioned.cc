@@ -89,6 +89,14 @@ Status PartitionedConsumer::acknowledgeCumulative(const MessageId& id) {
   return p->acknowledgeCumulative(id);
 }
 
+void PartitionedConsumer::acknowledgeAsync(const MessageId& id,
+                                           const std::shared_ptr<TransactionImpl>& txn,
+                                           StatusCallback cb) {
+  auto* p = partitionOf(id);
+  if (!p) return cb(Status::invalidArgument("message id of no partition: " + id.toString()));
+  p->acknowledgeAsync(id, txn, std::move(cb));
+}
+
 void PartitionedConsumer::negativeAcknowledge(const MessageId& id) {
   if (auto* p = partitionOf(id)) p->negativeAcknowledge(id);
 }

@@ -50,6 +50,8 @@ class PartitionedConsumer final : public ConsumerBase,
   Result<Message> receive(std::chrono::milliseconds timeout) override;
   Status acknowledge(const MessageId& id) override;
   Status acknowledgeCumulative(const MessageId& id) override;
+  void acknowledgeAsync(const MessageId& id, const std::shared_ptr<TransactionImpl>& txn,
+                        StatusCallback cb) override;
   void negativeAcknowledge(const MessageId& id) override;
   void redeliverUnacknowledgedMessages() override;
   void seekAsync(const MessageId& id, StatusCallback cb) override;

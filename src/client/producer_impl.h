@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -106,7 +107,10 @@ class ProducerImpl final : public ProducerBase,
   void unregisterFrom(ClientConnection& cnx, bool closeOnBroker) override;
   std::weak_ptr<HandlerBase> weakHandler() override { return weak_from_this(); }
   void lostConnection(ClientConnection* cnx, bool byBroker);
-  void encodeSingleLocked(const OutgoingMessage& m, uint64_t seq, SendCallback cb) REQUIRES(mu_);
+  // Encodes and queues m (txn: its transaction, already registered for this partition).
+  void enqueue(const OutgoingMessage& m, const TxnID* txn, SendCallback cb);
+  void encodeSingleLocked(const OutgoingMessage& m, uint64_t seq, const TxnID* txn, SendCallback cb)
+      REQUIRES(mu_);
   void encodeBatchLocked() REQUIRES(mu_);
   bool needFlushLocked() REQUIRES(mu_);
   void postFlush();
@@ -135,6 +139,7 @@ class ProducerImpl final : public ProducerBase,
   proto::MessageMetadata md_ GUARDED_BY(mu_);  // reused per frame
   proto::CommandSend send_ GUARDED_BY(mu_);
   BatchContainer batch_ GUARDED_BY(mu_);
+  std::optional<TxnID> batchTxn_ GUARDED_BY(mu_);  // transaction of the open batch
   std::string log_ GUARDED_BY(mu_);
   uint64_t logBase_ = 0;     // absolute offset of log_[0]
   uint64_t flushedTo_ = 0;   // absolute offset written to the connection

@@ -10,6 +10,7 @@
 #include "client/client_connection.h"
 #include "client/client_impl.h"
 #include "client/producer_impl.h"
+#include "client/transaction_impl.h"
 #include "protocol/commands.h"
 #include "protocol/constants.h"
 
@@ -33,7 +34,47 @@ Clock::time_point coarseNow() {
 
 // ---- Sending ------------------------------------------------------------------------------
 
+namespace {
+// A copy of an OutgoingMessage whose send waits (for its transaction's partition registration).
+struct OwnedMessage {
+  explicit OwnedMessage(const OutgoingMessage& m)
+      : payload(m.payload), key(m.key), orderingKey(m.orderingKey), msg(m) {
+    msg.payload = payload;
+    msg.key = key;
+    msg.orderingKey = orderingKey;
+    msg.txn = nullptr;
+  }
+  std::string payload, key, orderingKey;
+  OutgoingMessage msg;
+};
+}  // namespace
+
 void ProducerImpl::sendAsync(const OutgoingMessage& m, SendCallback cb) {
+  if (m.txn == nullptr) {
+    enqueue(m, nullptr, std::move(cb));
+    return;
+  }
+  std::shared_ptr<TransactionImpl> txn = m.txn->impl();
+  if (!txn) return cb(Status::invalidArgument("empty transaction handle"), MessageId{});
+  Status s = txn->beginOp();
+  if (!s.isOk()) return cb(s, MessageId{});
+  SendCallback done = [txn, cb = std::move(cb)](const Status& s, const MessageId& id) {
+    txn->endOp(s);
+    cb(s, id);
+  };
+  TxnID id = txn->id();
+  // Registered already (and every send queued behind the registration is out): sent now. Else a
+  // copy waits behind the registration, in call order.
+  if (txn->partitionRegistered(topic_)) return enqueue(m, &id, std::move(done));
+  auto owned = std::make_shared<OwnedMessage>(m);
+  txn->registerPartition(topic_, [owned, id, self = shared_from_this(),
+                                  done = std::move(done)](const Status& r) mutable {
+    if (!r.isOk()) return done(r, MessageId{});
+    self->enqueue(owned->msg, &id, std::move(done));
+  });
+}
+
+void ProducerImpl::enqueue(const OutgoingMessage& m, const TxnID* txn, SendCallback cb) {
   bool needFlush = false;
   bool arm = false;
   {
@@ -74,10 +115,13 @@ void ProducerImpl::sendAsync(const OutgoingMessage& m, SendCallback cb) {
     ++pendingMessages_;
     ++enqueued_;
     if (config_.batchingEnabled) {
-      if (!batch_.accepts(m)) encodeBatchLocked();
+      // A batch holds the messages of one transaction (or none), as Pulsar's containers.
+      std::optional<TxnID> t = txn ? std::optional<TxnID>(*txn) : std::nullopt;
+      if (!batch_.accepts(m) || (!batch_.empty() && batchTxn_ != t)) encodeBatchLocked();
+      batchTxn_ = t;
       if (batch_.add(m, seq, std::move(cb))) encodeBatchLocked();
     } else {
-      encodeSingleLocked(m, seq, std::move(cb));
+      encodeSingleLocked(m, seq, txn, std::move(cb));
     }
     needFlush = needFlushLocked();
     if (!timerArmed_ && (config_.batchingEnabled || config_.sendTimeout.count() > 0)) {
@@ -93,7 +137,8 @@ void ProducerImpl::sendAsync(const OutgoingMessage& m, SendCallback cb) {
   }
 }
 
-void ProducerImpl::encodeSingleLocked(const OutgoingMessage& m, uint64_t seq, SendCallback cb) {
+void ProducerImpl::encodeSingleLocked(const OutgoingMessage& m, uint64_t seq, const TxnID* txn,
+                                      SendCallback cb) {
   md_.set_sequence_id(seq);
   md_.set_publish_time(nowMs());
   if (m.key.empty()) {
@@ -120,6 +165,7 @@ void ProducerImpl::encodeSingleLocked(const OutgoingMessage& m, uint64_t seq, Se
   send_.Clear();
   send_.set_producer_id(producerId_);
   send_.set_sequence_id(seq);
+  setTxnFields(txn, md_, send_);
   Commands::appendSend(send_, md_, m.payload, &log_);
   auto sentAt = config_.sendTimeout.count() > 0 ? coarseNow() : Clock::time_point{};
   pending_.push_back(PendingSend{seq, logBase_ + log_.size(), 1, false, sentAt});
@@ -134,7 +180,8 @@ void ProducerImpl::encodeBatchLocked() {
   batch_.drain([&](BatchBuilder& b) NO_THREAD_SAFETY_ANALYSIS {
     uint64_t first = b.firstSequenceId();
     int32_t n = b.numMessages();
-    b.encode(producerId_, publishTime, md_, send_, &log_, &callbacks_);
+    b.encode(producerId_, publishTime, md_, send_, &log_, &callbacks_,
+             batchTxn_ ? &*batchTxn_ : nullptr);
     pending_.push_back(PendingSend{first, logBase_ + log_.size(), n, true, sentAt});
   });
 }

@@ -246,6 +246,25 @@ class Commands {
           proto::CommandGetTopicsOfNamespace::PERSISTENT);
   static Buffer newGetSchema(std::string_view topic, uint64_t requestId,
                              std::string_view schemaVersion = {});
+  // Transactions (client side, as Pulsar's Commands.newTcClientConnectRequest, newTxn,
+  // newAddPartitionToTxn, newAddSubscriptionToTxn, newEndTxn). txnTtlMs goes in NEW_TXN's
+  // txn_ttl_seconds field, which Pulsar's clients and broker read as milliseconds.
+  static Buffer newTcClientConnectRequest(uint64_t tcId, uint64_t requestId);
+  static Buffer newNewTxn(uint64_t tcId, uint64_t requestId, uint64_t txnTtlMs);
+  static Buffer newAddPartitionToTxn(uint64_t requestId, uint64_t txnMostBits,
+                                     uint64_t txnLeastBits, std::string_view partition);
+  static Buffer newAddSubscriptionToTxn(uint64_t requestId, uint64_t txnMostBits,
+                                        uint64_t txnLeastBits, std::string_view topic,
+                                        std::string_view subscription);
+  static Buffer newEndTxn(uint64_t requestId, uint64_t txnMostBits, uint64_t txnLeastBits,
+                          proto::TxnAction action);
+  // ACK of one message within a transaction (txnid and request_id set: the broker answers with
+  // ACK_RESPONSE). ackSet/batchSize: a batch message, as Pulsar's ConsumerImpl sends it (the bits
+  // of the batch's messages still unacked; empty for a whole entry).
+  static Buffer newAckWithTxn(uint64_t consumerId, proto::CommandAck::AckType ackType,
+                              const WireMessageId& id, std::span<const int64_t> ackSet,
+                              int32_t batchSize, uint64_t txnMostBits, uint64_t txnLeastBits,
+                              uint64_t requestId);
 
   // Transaction coordinator requests (PIP-31). ttl: what clients put in txn_ttl_seconds
   // (milliseconds, as the Java and C++ clients send and Pulsar reads it).

@@ -235,6 +235,78 @@ Buffer Commands::newGetSchema(std::string_view topic, uint64_t requestId,
   if (!schemaVersion.empty()) g->set_schema_version(std::string(schemaVersion));
   return serialize(cmd);
 }
+// ---- Transactions (client side) -------------------------------------------------------------
+
+Buffer Commands::newTcClientConnectRequest(uint64_t tcId, uint64_t requestId) {
+  auto cmd = make(proto::BaseCommand::TC_CLIENT_CONNECT_REQUEST);
+  auto* c = cmd.mutable_tcclientconnectrequest();
+  c->set_request_id(requestId);
+  c->set_tc_id(tcId);
+  return serialize(cmd);
+}
+
+Buffer Commands::newNewTxn(uint64_t tcId, uint64_t requestId, uint64_t txnTtlMs) {
+  auto cmd = make(proto::BaseCommand::NEW_TXN);
+  auto* n = cmd.mutable_newtxn();
+  n->set_request_id(requestId);
+  n->set_txn_ttl_seconds(txnTtlMs);
+  n->set_tc_id(tcId);
+  return serialize(cmd);
+}
+
+Buffer Commands::newAddPartitionToTxn(uint64_t requestId, uint64_t txnMostBits,
+                                      uint64_t txnLeastBits, std::string_view partition) {
+  auto cmd = make(proto::BaseCommand::ADD_PARTITION_TO_TXN);
+  auto* a = cmd.mutable_addpartitiontotxn();
+  a->set_request_id(requestId);
+  a->set_txnid_most_bits(txnMostBits);
+  a->set_txnid_least_bits(txnLeastBits);
+  a->add_partitions(std::string(partition));
+  return serialize(cmd);
+}
+
+Buffer Commands::newAddSubscriptionToTxn(uint64_t requestId, uint64_t txnMostBits,
+                                         uint64_t txnLeastBits, std::string_view topic,
+                                         std::string_view subscription) {
+  auto cmd = make(proto::BaseCommand::ADD_SUBSCRIPTION_TO_TXN);
+  auto* a = cmd.mutable_addsubscriptiontotxn();
+  a->set_request_id(requestId);
+  a->set_txnid_most_bits(txnMostBits);
+  a->set_txnid_least_bits(txnLeastBits);
+  auto* s = a->add_subscription();
+  s->set_topic(std::string(topic));
+  s->set_subscription(std::string(subscription));
+  return serialize(cmd);
+}
+
+Buffer Commands::newEndTxn(uint64_t requestId, uint64_t txnMostBits, uint64_t txnLeastBits,
+                           proto::TxnAction action) {
+  auto cmd = make(proto::BaseCommand::END_TXN);
+  auto* e = cmd.mutable_endtxn();
+  e->set_request_id(requestId);
+  e->set_txnid_most_bits(txnMostBits);
+  e->set_txnid_least_bits(txnLeastBits);
+  e->set_txn_action(action);
+  return serialize(cmd);
+}
+
+Buffer Commands::newAckWithTxn(uint64_t consumerId, proto::CommandAck::AckType ackType,
+                               const WireMessageId& id, std::span<const int64_t> ackSet,
+                               int32_t batchSize, uint64_t txnMostBits, uint64_t txnLeastBits,
+                               uint64_t requestId) {
+  auto cmd = make(proto::BaseCommand::ACK);
+  auto* a = cmd.mutable_ack();
+  a->set_consumer_id(consumerId);
+  a->set_ack_type(ackType);
+  auto* mid = a->add_message_id();
+  fillMessageId(WireMessageId{id.ledgerId, id.entryId, id.partition, -1}, mid);
+  for (int64_t w : ackSet) mid->add_ack_set(w);
+  if (batchSize > 0) mid->set_batch_size(batchSize);
+  a->set_txnid_most_bits(txnMostBits);
+  a->set_txnid_least_bits(txnLeastBits);
+  a->set_request_id(requestId);
+  return serialize(cmd);
+}
 
 // ---- Payload frames -------------------------------------------------------------------------
 
