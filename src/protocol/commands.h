@@ -266,20 +266,6 @@ class Commands {
                               int32_t batchSize, uint64_t txnMostBits, uint64_t txnLeastBits,
                               uint64_t requestId);
 
-  // Transaction coordinator requests (PIP-31). ttl: what clients put in txn_ttl_seconds
-  // (milliseconds, as the Java and C++ clients send and Pulsar reads it).
-  static Buffer newTcClientConnectRequest(uint64_t requestId, uint64_t tcId);
-  static Buffer newNewTxn(uint64_t requestId, uint64_t tcId, uint64_t ttl);
-  static Buffer newAddPartitionToTxn(uint64_t requestId, uint64_t txnidLeastBits,
-                                     uint64_t txnidMostBits,
-                                     const std::vector<std::string>& partitions);
-  // subscriptions: (topic, subscription) pairs.
-  static Buffer newAddSubscriptionToTxn(
-      uint64_t requestId, uint64_t txnidLeastBits, uint64_t txnidMostBits,
-      const std::vector<std::pair<std::string, std::string>>& subscriptions);
-  static Buffer newEndTxn(uint64_t requestId, uint64_t txnidLeastBits, uint64_t txnidMostBits,
-                          proto::TxnAction action);
-
   // ---- Payload frames ---------------------------------------------------------------------
   // SEND frame: [totalSize][cmdSize][BaseCommand{SEND}][0x0e01][crc32c][metadataSize]
   // [metadata][payload], checksum computed here. numMessages > 1 for a batch.

@@ -1,5 +1,5 @@
-// Commands of the transaction coordinator (PIP-31): TC_CLIENT_CONNECT, NEW_TXN,
-// ADD_PARTITION_TO_TXN, ADD_SUBSCRIPTION_TO_TXN, END_TXN and their responses.
+// Answers of the transaction coordinator (PIP-31) to TC_CLIENT_CONNECT, NEW_TXN,
+// ADD_PARTITION_TO_TXN, ADD_SUBSCRIPTION_TO_TXN and END_TXN (the requests: commands_client.cc).
 #include "protocol/commands.h"
 
 namespace magnetar::protocol {
@@ -23,14 +23,6 @@ void fillTxnResponse(Response* r, uint64_t requestId, uint64_t least, uint64_t m
     r->set_error(*error);
     r->set_message(std::string(message));
   }
-}
-
-// request_id and the txn id of a request.
-template <typename Request>
-void fillTxnRequest(Request* r, uint64_t requestId, uint64_t least, uint64_t most) {
-  r->set_request_id(requestId);
-  r->set_txnid_least_bits(least);
-  r->set_txnid_most_bits(most);
 }
 
 }  // namespace
@@ -93,55 +85,6 @@ Buffer Commands::newEndTxnResponse(uint64_t requestId, uint64_t txnidLeastBits,
   auto cmd = make(proto::BaseCommand::END_TXN_RESPONSE);
   fillTxnResponse(cmd.mutable_endtxnresponse(), requestId, txnidLeastBits, txnidMostBits, error,
                   message);
-  return serialize(cmd);
-}
-
-Buffer Commands::newTcClientConnectRequest(uint64_t requestId, uint64_t tcId) {
-  auto cmd = make(proto::BaseCommand::TC_CLIENT_CONNECT_REQUEST);
-  cmd.mutable_tcclientconnectrequest()->set_request_id(requestId);
-  cmd.mutable_tcclientconnectrequest()->set_tc_id(tcId);
-  return serialize(cmd);
-}
-
-Buffer Commands::newNewTxn(uint64_t requestId, uint64_t tcId, uint64_t ttl) {
-  auto cmd = make(proto::BaseCommand::NEW_TXN);
-  auto* r = cmd.mutable_newtxn();
-  r->set_request_id(requestId);
-  r->set_tc_id(tcId);
-  r->set_txn_ttl_seconds(ttl);
-  return serialize(cmd);
-}
-
-Buffer Commands::newAddPartitionToTxn(uint64_t requestId, uint64_t txnidLeastBits,
-                                      uint64_t txnidMostBits,
-                                      const std::vector<std::string>& partitions) {
-  auto cmd = make(proto::BaseCommand::ADD_PARTITION_TO_TXN);
-  auto* r = cmd.mutable_addpartitiontotxn();
-  fillTxnRequest(r, requestId, txnidLeastBits, txnidMostBits);
-  for (const auto& p : partitions) r->add_partitions(p);
-  return serialize(cmd);
-}
-
-Buffer Commands::newAddSubscriptionToTxn(
-    uint64_t requestId, uint64_t txnidLeastBits, uint64_t txnidMostBits,
-    const std::vector<std::pair<std::string, std::string>>& subscriptions) {
-  auto cmd = make(proto::BaseCommand::ADD_SUBSCRIPTION_TO_TXN);
-  auto* r = cmd.mutable_addsubscriptiontotxn();
-  fillTxnRequest(r, requestId, txnidLeastBits, txnidMostBits);
-  for (const auto& [topic, sub] : subscriptions) {
-    auto* s = r->add_subscription();
-    s->set_topic(topic);
-    s->set_subscription(sub);
-  }
-  return serialize(cmd);
-}
-
-Buffer Commands::newEndTxn(uint64_t requestId, uint64_t txnidLeastBits, uint64_t txnidMostBits,
-                           proto::TxnAction action) {
-  auto cmd = make(proto::BaseCommand::END_TXN);
-  auto* r = cmd.mutable_endtxn();
-  fillTxnRequest(r, requestId, txnidLeastBits, txnidMostBits);
-  r->set_txn_action(action);
   return serialize(cmd);
 }
 

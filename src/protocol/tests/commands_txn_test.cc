@@ -1,4 +1,5 @@
-// Round trip of the transaction coordinator's builders (commands_txn.cc).
+// Round trip of the transaction commands: the coordinator's answers (commands_txn.cc) to the
+// client's requests (commands_client.cc).
 #include <gtest/gtest.h>
 
 #include "protocol/commands.h"
@@ -11,7 +12,7 @@ using testing::decodeOne;
 using BC = proto::BaseCommand;
 
 TEST(CommandsTxnTest, TcClientConnect) {
-  auto req = decodeOne(Commands::newTcClientConnectRequest(3, 2));
+  auto req = decodeOne(Commands::newTcClientConnectRequest(2, 3));
   ASSERT_EQ(req.cmd.type(), BC::TC_CLIENT_CONNECT_REQUEST);
   EXPECT_EQ(req.cmd.tcclientconnectrequest().request_id(), 3u);
   EXPECT_EQ(req.cmd.tcclientconnectrequest().tc_id(), 2u);
@@ -25,7 +26,7 @@ TEST(CommandsTxnTest, TcClientConnect) {
 }
 
 TEST(CommandsTxnTest, NewTxn) {
-  auto req = decodeOne(Commands::newNewTxn(5, 1, 60000));
+  auto req = decodeOne(Commands::newNewTxn(1, 5, 60000));
   ASSERT_EQ(req.cmd.type(), BC::NEW_TXN);
   EXPECT_EQ(req.cmd.newtxn().tc_id(), 1u);
   EXPECT_EQ(req.cmd.newtxn().txn_ttl_seconds(), 60000u);
@@ -41,7 +42,7 @@ TEST(CommandsTxnTest, NewTxn) {
 }
 
 TEST(CommandsTxnTest, AddPartitionAndSubscription) {
-  auto p = decodeOne(Commands::newAddPartitionToTxn(6, 9, 1, {"persistent://a/b/c"}));
+  auto p = decodeOne(Commands::newAddPartitionToTxn(6, 1, 9, "persistent://a/b/c"));
   ASSERT_EQ(p.cmd.type(), BC::ADD_PARTITION_TO_TXN);
   EXPECT_EQ(p.cmd.addpartitiontotxn().partitions(0), "persistent://a/b/c");
   EXPECT_EQ(p.cmd.addpartitiontotxn().txnid_least_bits(), 9u);
@@ -50,7 +51,7 @@ TEST(CommandsTxnTest, AddPartitionAndSubscription) {
   ASSERT_EQ(pr.cmd.type(), BC::ADD_PARTITION_TO_TXN_RESPONSE);
   EXPECT_EQ(pr.cmd.addpartitiontotxnresponse().error(), proto::TransactionNotFound);
   EXPECT_EQ(pr.cmd.addpartitiontotxnresponse().txnid_most_bits(), 1u);
-  auto s = decodeOne(Commands::newAddSubscriptionToTxn(7, 9, 1, {{"persistent://a/b/c", "s"}}));
+  auto s = decodeOne(Commands::newAddSubscriptionToTxn(7, 1, 9, "persistent://a/b/c", "s"));
   ASSERT_EQ(s.cmd.type(), BC::ADD_SUBSCRIPTION_TO_TXN);
   EXPECT_EQ(s.cmd.addsubscriptiontotxn().subscription(0).subscription(), "s");
   auto sr = decodeOne(Commands::newAddSubscriptionToTxnResponse(7, 9, 1));
@@ -59,7 +60,7 @@ TEST(CommandsTxnTest, AddPartitionAndSubscription) {
 }
 
 TEST(CommandsTxnTest, EndTxn) {
-  auto e = decodeOne(Commands::newEndTxn(8, 9, 1, proto::ABORT));
+  auto e = decodeOne(Commands::newEndTxn(8, 1, 9, proto::ABORT));
   ASSERT_EQ(e.cmd.type(), BC::END_TXN);
   EXPECT_EQ(e.cmd.endtxn().txn_action(), proto::ABORT);
   auto r = decodeOne(Commands::newEndTxnResponse(8, 9, 1, proto::InvalidTxnStatus, "state"));
