@@ -190,7 +190,10 @@ PendingAckHandle::PendingAckHandle(std::string topic, std::string sub, std::stri
 
 PendingAckHandle::~PendingAckHandle() {
   *alive_ = false;
-  if (log_) log_->asyncClose([log = log_](const Status&) {});
+  // The subscription may go on another thread (the broker's shutdown): the close runs on the
+  // log's own executor, as ManagedLedger::asyncClose requires.
+  if (auto log = log_)
+    log->executor()->execute([log] { log->asyncClose([log](const Status&) {}); });
 }
 
 std::string PendingAckHandle::prefix(const TxnID& txn) const {
