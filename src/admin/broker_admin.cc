@@ -14,6 +14,7 @@
 #include "admin/thread_cpu.h"
 #include "admin/topic_policy_routes.h"
 #include "admin/topic_routes.h"
+#include "admin/transaction_routes.h"
 #include "base/logging.h"
 #include "net/event_loop.h"
 
@@ -151,6 +152,9 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
     writePublishThrottleMetrics(w, ctx.service);
     if (options.storageStats) writeStorageMetrics(w, o.cluster, options.storageStats());
     writeProtocolErrorMetrics(w);
+    if (auto* tcs = ctx.service.transactionCoordinators()) {
+      writeTransactionMetrics(w, o.cluster, tcs->stats());
+    }
     return HttpResponse{200, kPrometheusContentType, w.render(), {}};
   }
 
@@ -188,6 +192,7 @@ void BrokerAdmin::addRoutes(Router& router) {
   addTopicPolicyRoutes(router, impl_->ctx);
   addNamespacePolicyRoutes(router, impl_->ctx);
   addSchemaRoutes(router, impl_->ctx);
+  addTransactionRoutes(router, impl_->ctx);
   addNonPersistentAliases(router);
   addDynamicConfigurationRoutes(router, impl_->ctx.config);
   std::weak_ptr<Impl> weak = impl_;

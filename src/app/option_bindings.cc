@@ -209,6 +209,7 @@ const SettingBindings<broker::BrokerOptions>& brokerOptionBindings() {
       MAGNETAR_BIND(subscriptionExpiryCheckIntervalInMinutes,
                     subscriptionExpiryCheckIntervalInMinutes),
       MAGNETAR_BIND(transactionCoordinatorEnabled, transactionCoordinatorEnabled),
+      MAGNETAR_BIND(maxActiveTransactionsPerCoordinator, maxActiveTransactionsPerCoordinator),
       MAGNETAR_BIND(brokerDeduplicationEnabled, brokerDeduplicationEnabled),
       MAGNETAR_BIND(brokerDeduplicationMaxNumberOfProducers,
                     brokerDeduplicationMaxNumberOfProducers),

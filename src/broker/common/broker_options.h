@@ -132,6 +132,8 @@ struct BrokerOptions {
   // Transactions (PIP-31): coordinators, transaction buffers and pending acks are served only
   // when on (Pulsar's transactionCoordinatorEnabled).
   bool transactionCoordinatorEnabled = sd::transactionCoordinatorEnabled;
+  // Open transactions one coordinator allows, 0: no limit (NEW_TXN answered Busy beyond it).
+  int64_t maxActiveTransactionsPerCoordinator = sd::maxActiveTransactionsPerCoordinator;
   bool brokerDeduplicationEnabled = sd::brokerDeduplicationEnabled;
   int brokerDeduplicationMaxNumberOfProducers = sd::brokerDeduplicationMaxNumberOfProducers;
   int brokerDeduplicationEntriesInterval = sd::brokerDeduplicationEntriesInterval;

@@ -3,9 +3,8 @@
 // the assign topic created in standalone, the coordinators closed before the ml-workers stop.
 #include "base/logging.h"
 #include "broker/service/broker_service.h"
-#include "broker/transaction/coordinator_registry.h"
-
 #include "broker/service/local_transaction_buffer_client.h"
+#include "broker/transaction/coordinator_registry.h"
 
 namespace magnetar::broker {
 
@@ -18,7 +17,7 @@ void BrokerService::startTransactions() {
   txnBufferClient_ = makeLocalTransactionBufferClient(*this);
   txnCoordinators_ = std::make_unique<CoordinatorRegistry>(
       *factory_, [this](uint64_t tcId) -> net::Executor* { return &mlWorkers_->forKey(tcId); },
-      txnBufferClient_.get(), /*maxActive=*/0, kTransactionTickPeriod);
+      txnBufferClient_.get(), options_.maxActiveTransactionsPerCoordinator, kTransactionTickPeriod);
   if (ownership_) return;  // cluster mode: loaded when a client connects to the coordinator
   // Standalone, as Pulsar's PulsarStandalone: tenant pulsar, namespace pulsar/system, the
   // assign topic with one partition, and its coordinators loaded at start.

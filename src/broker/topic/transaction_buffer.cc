@@ -303,4 +303,13 @@ TransactionBufferStats TransactionBuffer::stats(bool lowWaterMarks) const {
   return s;
 }
 
+TransactionInBufferStats TransactionBuffer::txnStats(const TxnID& txn) const {
+  TransactionInBufferStats s;
+  s.aborted = isAborted(txn);
+  if (auto it = ongoingByTxn_.find(txn); it != ongoingByTxn_.end()) {
+    s.startPosition = fmt::format("{}:{}", it->second.ledgerId, it->second.entryId);
+  }
+  return s;
+}
+
 }  // namespace magnetar::broker

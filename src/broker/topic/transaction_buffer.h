@@ -50,6 +50,12 @@ struct TransactionBufferStats {
   int64_t abortedTxnCount = 0;
 };
 
+// Pulsar's TransactionInBufferStats (admin transactionInBufferStats) of one txn on this topic.
+struct TransactionInBufferStats {
+  std::optional<std::string> startPosition;  // "ledger:entry" of its first entry while ongoing
+  bool aborted = false;                      // in the aborted index
+};
+
 // Thread: the topic's executor (the ledger's), for every method and callback.
 class TransactionBuffer {
  public:
@@ -88,6 +94,8 @@ class TransactionBuffer {
   bool isAborted(const TxnID& txn) const { return aborted_.count(txn) > 0; }
   size_t ongoingCount() const { return ongoingByTxn_.size(); }
   TransactionBufferStats stats(bool lowWaterMarks) const;
+  // Pulsar's TopicTransactionBuffer.getTransactionInBufferStats.
+  TransactionInBufferStats txnStats(const TxnID& txn) const;
   // Writes the snapshot now if the state changed since the last one (clean close).
   void snapshotIfChanged();
 

@@ -96,6 +96,7 @@ void TransactionCoordinator::open(uint64_t tcId, storage::ManagedLedgerFactory& 
                          std::shared_ptr<TransactionCoordinator> tc(new TransactionCoordinator(
                              tcId, std::move(r).value(), tb, std::move(clock), maxActive));
                          tc->sequence_ = tc->log_->storedMaxLocalTxnId();
+                         tc->recoverStartMs_ = tc->clock_();
                          tc->log_->replay(
                              [tc](storage::Position p, const Op& e) { tc->replayEntry(p, e); },
                              [tc, cb = std::move(cb)](const Status& s) {
@@ -146,6 +147,7 @@ void TransactionCoordinator::replayEntry(storage::Position pos, const Op& e) {
 void TransactionCoordinator::finishRecovery() {
   MAGNETAR_DCHECK_ON(*executor());
   state_ = State::kReady;
+  recoverEndMs_ = clock_();
   seqStat_ = sequence_;
   active_ = static_cast<int64_t>(txns_.size());
   lowWaterMarkStat_ = lowWaterMark();
@@ -171,6 +173,18 @@ void TransactionCoordinator::recordLatency(int64_t ms) {
   latency_[i].fetch_add(1, std::memory_order_relaxed);
   latencySumMs_.fetch_add(ms, std::memory_order_relaxed);
   appendCount_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void TransactionCoordinator::recordExecution(const TxnID& txn) {
+  auto it = txns_.find(txn);
+  if (it == txns_.end()) return;
+  int64_t ms = std::max<int64_t>(0, clock_() - static_cast<int64_t>(it->second.startTimeMs));
+  size_t i = 0;
+  while (i < CoordinatorStats::kExecutionBucketsMs.size() &&
+         ms > CoordinatorStats::kExecutionBucketsMs[i]) {
+    ++i;
+  }
+  execution_[i].fetch_add(1, std::memory_order_relaxed);
 }
 
 void TransactionCoordinator::appendTimed(const Op& e,
@@ -294,6 +308,7 @@ void TransactionCoordinator::updateStatus(const TxnID& txn, proto::TxnStatus new
     it->second.positions.push_back(p);
     if (newStatus == proto::COMMITTED || newStatus == proto::ABORTED) {
       (newStatus == proto::COMMITTED ? self->committed_ : self->aborted_)++;
+      self->recordExecution(txn);
       self->forget(txn);
     }
     cb(Status::ok());
@@ -418,6 +433,21 @@ CoordinatorStats TransactionCoordinator::stats() const {
   for (size_t i = 0; i < latency_.size(); ++i) s.appendLatencyBuckets[i] = latency_[i].load();
   s.appendLatencySumMs = latencySumMs_.load();
   s.appendCount = appendCount_.load();
+  for (size_t i = 0; i < execution_.size(); ++i)
+    s.executionLatencyBuckets[i] = execution_[i].load();
+  s.recoverStartTimeMs = recoverStartMs_.load();
+  s.recoverEndTimeMs = recoverEndMs_.load();
+  switch (state_.load()) {
+    case State::kInitializing:
+      s.state = "Initializing";
+      break;
+    case State::kReady:
+      s.state = "Ready";
+      break;
+    case State::kClosed:
+      s.state = "Close";
+      break;
+  }
   return s;
 }
 

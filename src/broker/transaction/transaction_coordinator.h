@@ -69,6 +69,14 @@ struct CoordinatorStats {
   std::array<int64_t, kLatencyBucketsMs.size() + 1> appendLatencyBuckets{};
   int64_t appendLatencySumMs = 0;
   int64_t appendCount = 0;
+  // Upper bounds (ms) of the execution latency buckets (open to COMMITTED/ABORTED), Pulsar's
+  // pulsar_txn_execution_latency_le_* (then the overflow bucket).
+  static constexpr std::array<int64_t, 13> kExecutionBucketsMs = {
+      10, 20, 50, 100, 500, 1000, 5000, 15000, 30000, 60000, 300000, 1500000, 3000000};
+  std::array<int64_t, kExecutionBucketsMs.size() + 1> executionLatencyBuckets{};
+  int64_t recoverStartTimeMs = 0;  // epoch ms, Pulsar's TransactionCoordinatorStats
+  int64_t recoverEndTimeMs = 0;
+  std::string state;  // Pulsar's TransactionMetadataStoreState name: Initializing, Ready, Close
 };
 
 // proto::ServerError for a coordinator error Status, as Pulsar's
@@ -113,6 +121,8 @@ class TransactionCoordinator : public std::enable_shared_from_this<TransactionCo
   void tick();
   // The metadata of an ongoing txn, or null. Valid until the next change.
   const TxnMeta* find(const TxnID& txn) const;
+  // Every ongoing txn (admin slowTransactions). Executor only; valid until the next change.
+  const std::map<TxnID, TxnMeta>& transactions() const { return txns_; }
   // Every txn of this coordinator with a sequence <= it has ended (Pulsar's getLowWaterMark).
   uint64_t lowWaterMark() const;
   State state() const { return state_.load(); }
@@ -135,6 +145,7 @@ class TransactionCoordinator : public std::enable_shared_from_this<TransactionCo
   void fanOut(const TxnID& txn, proto::TxnAction action, std::function<void(Status)> cb);
   void forget(const TxnID& txn);
   void recordLatency(int64_t ms);
+  void recordExecution(const TxnID& txn);
 
   const uint64_t tcId_;
   std::unique_ptr<TransactionLog> log_;
@@ -151,6 +162,8 @@ class TransactionCoordinator : public std::enable_shared_from_this<TransactionCo
   std::atomic<uint64_t> seqStat_{0}, lowWaterMarkStat_{0};
   std::array<std::atomic<int64_t>, CoordinatorStats::kLatencyBucketsMs.size() + 1> latency_{};
   std::atomic<int64_t> latencySumMs_{0}, appendCount_{0};
+  std::array<std::atomic<int64_t>, CoordinatorStats::kExecutionBucketsMs.size() + 1> execution_{};
+  std::atomic<int64_t> recoverStartMs_{0}, recoverEndMs_{0};
 };
 
 }  // namespace magnetar::broker

@@ -112,6 +112,23 @@ TEST_F(CoordinatorTest, NewTxnIdsCarryTheCoordinatorIdAndASequence) {
   EXPECT_EQ(st.appendCount, 2);
 }
 
+TEST_F(CoordinatorTest, StatsCountExecutionLatencyAndRecovery) {
+  auto tc = open();
+  auto st = tc->stats();
+  EXPECT_EQ(st.state, "Ready");
+  EXPECT_EQ(st.recoverStartTimeMs, now_);
+  EXPECT_EQ(st.recoverEndTimeMs, now_);
+  TxnID fast = newTxn(*tc), slow = newTxn(*tc);
+  now_ += 15;  // 15 ms after opening: the 20 ms bucket (index 1)
+  ASSERT_TRUE(end(*tc, fast, proto::COMMIT).isOk());
+  now_ += 4'000'000;  // past 3000000 ms: the overflow bucket
+  ASSERT_TRUE(end(*tc, slow, proto::ABORT).isOk());
+  st = tc->stats();
+  EXPECT_EQ(st.executionLatencyBuckets[1], 1);
+  EXPECT_EQ(st.executionLatencyBuckets.back(), 1);
+  EXPECT_EQ(st.executionLatencyBuckets[0], 0);
+}
+
 TEST_F(CoordinatorTest, CommitFansOutThenLogsCommittedAndForgets) {
   auto tc = open();
   TxnID id = newTxn(*tc);

@@ -1,0 +1,157 @@
+"""`pulsar-admin transactions` (Pulsar 4.2.4's /admin/v3/transactions) and the pulsar_txn_*
+metrics, on a broker of its own with transactionCoordinatorEnabled=true (as test_transactions.py):
+a transaction opened on raw frames (harness.transactions.TxnWire) with a message produced on a
+topic and one acked on a subscription, then what the admin API says of the coordinator, the
+transaction, the topic's transaction buffer and the subscription's pending ack, before and after
+the commit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from harness.broker import BrokerEndpoint
+from harness.transactions import COMMIT, TxnWire, txn_endpoint
+from harness.util import eventually
+
+TTL_MS = 60000
+
+
+@pytest.fixture(scope="module")
+def txn_broker(request: pytest.FixtureRequest) -> Iterator[BrokerEndpoint]:
+    yield from txn_endpoint(request.config)
+
+
+@pytest.fixture
+def tx(txn_broker: BrokerEndpoint) -> Iterator[TxnWire]:
+    t = TxnWire(txn_broker)
+    yield t
+    t.close()
+
+
+def v3(broker: BrokerEndpoint, path: str, **params) -> requests.Response:
+    return requests.get(f"{broker.admin_url}/admin/v3/transactions/{path}", params=params,
+                        timeout=30)
+
+
+def ok(broker: BrokerEndpoint, path: str, **params) -> dict:
+    r = v3(broker, path, **params)
+    assert r.status_code == 200, f"{path}: {r.status_code} {r.text}"
+    return r.json()
+
+
+def position(p: str) -> tuple[int, int]:
+    ledger, entry = p.split(":")[:2]
+    return int(ledger), int(entry)
+
+
+def open_txn_with_work(tx: TxnWire, topic: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """One plain message, then a txn that produces one message and acks the plain one on
+    Shared subscription "s": (txn, position of the plain message)."""
+    tx.send(topic, b"plain")
+    tx.subscribe(topic, "s", consumer_id=1)
+    (_, ledger, entry, _), = tx.receive(1)
+    txn = tx.new_txn(TTL_MS)
+    tx.add_partition(txn, topic)
+    tx.send(topic, b"in-txn", txn)
+    tx.add_subscription(txn, topic, "s")
+    tx.ack(1, ledger, entry, txn)
+    return txn, (ledger, entry)
+
+
+def test_transaction_as_admin_shows_it(tx, txn_broker, topic):
+    txn, (ledger, entry) = open_txn_with_work(tx, topic)
+    path = topic.removeprefix("persistent://")
+    most, least = txn
+
+    coordinators = ok(txn_broker, "coordinatorStats")
+    assert "0" in coordinators and coordinators["0"]["state"] == "Ready"
+    one = ok(txn_broker, "coordinatorStats", coordinatorId=0)
+    assert one["ongoingTxnSize"] >= 1 and one["leastSigBits"] >= least
+    assert set(one) >= {"lowWaterMark", "recoverStartTime", "recoverEndTime"}
+
+    meta = ok(txn_broker, f"transactionMetadata/{most}/{least}")
+    assert meta["txnId"] == f"({most},{least})" and meta["status"] == "OPEN"
+    assert meta["timeoutAt"] == TTL_MS and meta["openTimestamp"] > 0
+    assert list(meta["producedPartitions"]) == [topic]
+    assert meta["producedPartitions"][topic] == {"startPosition": f"{ledger}:{entry + 1}",
+                                                 "aborted": False}
+    assert meta["ackedPartitions"] == {topic: {"s": {}}}  # no cumulative ack: null, left out
+    assert v3(txn_broker, f"transactionMetadata/{most}/{least + 1000}").status_code == 404
+
+    assert ok(txn_broker, f"transactionInBufferStats/{path}/{most}/{least}") == {
+        "startPosition": f"{ledger}:{entry + 1}", "aborted": False}
+    assert ok(txn_broker, f"transactionInPendingAckStats/{path}/s/{most}/{least}") == {}
+
+    tb = ok(txn_broker, f"transactionBufferStats/{path}")
+    assert tb["state"] == "Ready" and tb["ongoingTxnSize"] == 1
+    assert tb["maxReadPosition"] == f"{ledger}:{entry}"  # before the txn's first message
+    assert tb["totalAbortedTransactions"] == 0
+    pa = ok(txn_broker, f"pendingAckStats/{path}/s")
+    assert pa["state"] == "Ready" and pa["ongoingTxnSize"] == 1
+
+    slow = ok(txn_broker, "slowTransactions/1000")
+    assert f"({most},{least})" in slow
+    assert slow[f"({most},{least})"]["producedPartitions"] == meta["producedPartitions"]
+    assert f"({most},{least})" not in ok(txn_broker, f"slowTransactions/{TTL_MS}")
+
+    tx.end(txn, COMMIT)
+
+    def ended() -> None:
+        assert v3(txn_broker, f"transactionMetadata/{most}/{least}").status_code == 404
+        tb = ok(txn_broker, f"transactionBufferStats/{path}")
+        assert tb["ongoingTxnSize"] == 0
+        assert position(tb["maxReadPosition"]) > (ledger, entry + 1)  # past the commit marker
+        assert ok(txn_broker, f"pendingAckStats/{path}/s")["ongoingTxnSize"] == 0
+        assert ok(txn_broker, f"transactionInBufferStats/{path}/{most}/{least}") == {
+            "aborted": False}
+    eventually(ended, 10.0)
+
+
+def metric(text: str, name: str) -> float:
+    """The value of `name` for coordinator 0."""
+    m = re.search(rf'^{name}{{[^}}]*coordinator_id="0"[^}}]*}} (\S+)$', text, re.M)
+    assert m, f"{name} missing"
+    return float(m.group(1))
+
+
+def test_coordinator_metrics(tx, txn_broker, topic):
+    def scrape() -> str:
+        return requests.get(f"{txn_broker.admin_url}/metrics", timeout=30).text
+
+    before = scrape()
+    created, committed, active = (metric(before, "pulsar_txn_created_total"),
+                                  metric(before, "pulsar_txn_committed_total"),
+                                  metric(before, "pulsar_txn_active_count"))
+    txn = tx.new_txn(TTL_MS)
+    tx.add_partition(txn, topic)
+    tx.send(topic, b"m", txn)
+    tx.end(txn, COMMIT)
+
+    def counted() -> None:
+        text = scrape()
+        assert metric(text, "pulsar_txn_created_total") == created + 1
+        assert metric(text, "pulsar_txn_committed_total") == committed + 1
+        assert metric(text, "pulsar_txn_active_count") == active
+        for name in ("pulsar_txn_aborted_total", "pulsar_txn_timeout_total",
+                     "pulsar_txn_append_log_total", "pulsar_txn_execution_latency_le_10",
+                     "pulsar_txn_execution_latency_le_overflow"):
+            metric(text, name)
+        executions = sum(float(v) for v in re.findall(
+            r'^pulsar_txn_execution_latency_le_\w+{[^}]*coordinator_id="0"[^}]*} (\S+)$',
+            text, re.M))
+        assert executions >= 1
+    eventually(counted, 30.0)
+
+
+def test_disabled_broker_refuses(request, broker):
+    """Without transactionCoordinatorEnabled every route answers 503 with Pulsar's reason."""
+    if request.config.getoption("--broker-url", None):
+        pytest.skip("--broker-url: the given broker has transactions on")
+    r = v3(broker, "coordinatorStats")
+    assert r.status_code == 503, r.text
+    assert "transactionCoordinatorEnabled=true" in r.json()["reason"]
