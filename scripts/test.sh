@@ -118,6 +118,10 @@ stage "Java compatibility suite (Pulsar's Java client, pulsar-admin, pulsar-clie
 "$PY" tests/harness/with_broker.py --broker magnetar -- \
   mvn -B -o -q -f tests/java test -Dperf.duration="${JAVA_PERF_DURATION:-5}" \
   -Dsurefire.rerunFailingTestsCount=1
+# TransactionTest's transactional cases need transactionCoordinatorEnabled (the run above only
+# runs its disabledBrokerRefusesTransactions): a broker of its own with --transactions.
+"$PY" tests/harness/with_broker.py --broker magnetar --transactions -- \
+  mvn -B -o -q -f tests/java test -Dtest=TransactionTest
 # --auth-tls is --auth-token plus TLS ports and AuthenticationProviderTls, --auth-basic adds
 # AuthenticationProviderBasic: one broker for the three.
 "$PY" tests/harness/with_broker.py --broker magnetar --auth-tls --auth-basic -- \

@@ -344,9 +344,12 @@ class BrokerService final : public SharedConfigView {
                    std::function<void(Status)> done = {});
 
  private:
-  // transactionCoordinatorEnabled: the registry, standalone's pulsar/system and assign topic
-  // and its coordinators (after the ml-workers started); closes them (before they stop).
+  // Standalone: tenant pulsar and namespace pulsar/system (always, as PulsarStandalone);
+  // transactionCoordinatorEnabled: the registry, standalone's assign topic and its coordinators
+  // (after the ml-workers started); closes them (before they stop).
   void startTransactions();
+  // Creates tenant pulsar and namespace pulsar/system when missing. Thread: start's.
+  void ensureStandaloneSystemNamespace();
   void stopTransactions();
   // start's first step: the namespaces (standalone: public/default and those of the stored
   // ledgers), the compacted ledgers found, the policy and schema stores.

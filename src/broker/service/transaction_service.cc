@@ -12,15 +12,7 @@ namespace {
 constexpr std::chrono::seconds kTransactionTickPeriod{1};
 }  // namespace
 
-void BrokerService::startTransactions() {
-  if (!options_.transactionCoordinatorEnabled) return;
-  txnBufferClient_ = makeLocalTransactionBufferClient(*this);
-  txnCoordinators_ = std::make_unique<CoordinatorRegistry>(
-      *factory_, [this](uint64_t tcId) -> net::Executor* { return &mlWorkers_->forKey(tcId); },
-      txnBufferClient_.get(), options_.maxActiveTransactionsPerCoordinator, kTransactionTickPeriod);
-  if (ownership_) return;  // cluster mode: loaded when a client connects to the coordinator
-  // Standalone, as Pulsar's PulsarStandalone: tenant pulsar, namespace pulsar/system, the
-  // assign topic with one partition, and its coordinators loaded at start.
+void BrokerService::ensureStandaloneSystemNamespace() {
   if (!policies_.tenant("pulsar")) {
     Status s = policies_.createTenant("pulsar", TenantInfo{{}, {options_.clusterName}});
     if (!s.isOk() && s.code() != StatusCode::kAlreadyExists) {
@@ -33,6 +25,20 @@ void BrokerService::startTransactions() {
       MLOG_WARN("cannot create namespace pulsar/system: {}", s.toString());
     }
   }
+}
+
+void BrokerService::startTransactions() {
+  // Standalone, as Pulsar's PulsarStandalone: tenant pulsar and namespace pulsar/system exist
+  // whether or not transactions are on (without them the assign topic's partitioned metadata is
+  // then 0 partitions, not "Namespace not found"); the assign topic with one partition and its
+  // coordinators loaded at start only with transactionCoordinatorEnabled.
+  if (!ownership_) ensureStandaloneSystemNamespace();
+  if (!options_.transactionCoordinatorEnabled) return;
+  txnBufferClient_ = makeLocalTransactionBufferClient(*this);
+  txnCoordinators_ = std::make_unique<CoordinatorRegistry>(
+      *factory_, [this](uint64_t tcId) -> net::Executor* { return &mlWorkers_->forKey(tcId); },
+      txnBufferClient_.get(), options_.maxActiveTransactionsPerCoordinator, kTransactionTickPeriod);
+  if (ownership_) return;  // cluster mode: loaded when a client connects to the coordinator
   auto assign = TopicName::parse(kTransactionCoordinatorAssign);
   int n = namespaces_.partitions(assign->toString()).value_or(0);
   if (n == 0) {

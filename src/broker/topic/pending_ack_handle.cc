@@ -75,6 +75,15 @@ std::string posString(Position p) {
   return std::to_string(p.ledgerId) + ":" + std::to_string(p.entryId);
 }
 
+// An individual ack's position as Pulsar's AckSetPositionImpl.toString prints it in the
+// TransactionConflict texts: "L:E (ackSet is null)" or "L:E (ackSet with long[] size of N)".
+std::string ackPosString(const PendingAckLogEntry::Position& a) {
+  return posString(a.pos) + " (ackSet " +
+         (a.ackSet.empty() ? std::string("is null")
+                           : "with long[] size of " + std::to_string(a.ackSet.size())) +
+         ")";
+}
+
 // Bit i of a Pulsar ack set: set = index i not acked (bits past the words are clear).
 bool bitSet(const AckSet& s, int i) {
   size_t w = static_cast<size_t>(i) / 64;
@@ -288,24 +297,23 @@ void PendingAckHandle::applyEntry(const PendingAckLogEntry& e) {
 
 std::string PendingAckHandle::individualConflict(const TxnID& txn, const IndividualAck& a) const {
   if (cursor_.isAcknowledged(a.pos)) {
-    return prefix(txn) + " try to ack message:" + posString(a.pos) + " already acked before.";
+    return prefix(txn) + " try to ack message:" + ackPosString(a) + " already acked before.";
   }
   auto held = held_.find(a.pos);
   if (a.ackSet.empty()) {
     if (held != held_.end()) {
-      return prefix(txn) + " try to ack message:" + posString(a.pos) + " in pending ack status.";
+      return prefix(txn) + " try to ack message:" + ackPosString(a) + " in pending ack status.";
     }
     return {};
   }
   int bits = bitsOf(a);
   const AckSet* cursorSet = cursor_.batchDeletedIndexes(a.pos);
   if (cursorSet && ackedInBoth(a.ackSet, *cursorSet, bits)) {
-    return prefix(txn) + " try to ack message:" + posString(a.pos) + " already acked before.";
+    return prefix(txn) + " try to ack message:" + ackPosString(a) + " already acked before.";
   }
   if (held != held_.end() &&
       (held->second.ackSet.empty() || ackedInBoth(a.ackSet, held->second.ackSet, bits))) {
-    return prefix(txn) + " try to ack batch message:" + posString(a.pos) +
-           " in pending ack status.";
+    return prefix(txn) + " try to ack batch message:" + ackPosString(a) + " in pending ack status.";
   }
   return {};
 }

@@ -107,19 +107,19 @@ TEST_F(PendingAckTest, ConflictsAnswerPulsarsTransactionConflictTexts) {
   ASSERT_TRUE(ack(kTxn1, p[0]).isOk());
   Status s = ack(kTxn2, p[0]);
   EXPECT_EQ(s.code(), StatusCode::kAlreadyExists);
-  EXPECT_EQ(s.message(),
-            prefix + "(0,2) try to ack message:" + pos(p[0]) + " in pending ack status.");
+  EXPECT_EQ(s.message(), prefix + "(0,2) try to ack message:" + pos(p[0]) +
+                             " (ackSet is null) in pending ack status.");
 
   sub_->acknowledge(nullptr, {p[1]}, nullptr);
   s = ack(kTxn1, p[1]);
-  EXPECT_EQ(s.message(),
-            prefix + "(0,1) try to ack message:" + pos(p[1]) + " already acked before.");
+  EXPECT_EQ(s.message(), prefix + "(0,1) try to ack message:" + pos(p[1]) +
+                             " (ackSet is null) already acked before.");
 
   // Batch indexes: index 0 held by txn1; txn2 may take index 1, not index 0.
   ASSERT_TRUE(ack(kTxn1, p[2], {0xFE}, 8).isOk());
   s = ack(kTxn2, p[2], {0xFE}, 8);
-  EXPECT_EQ(s.message(),
-            prefix + "(0,2) try to ack batch message:" + pos(p[2]) + " in pending ack status.");
+  EXPECT_EQ(s.message(), prefix + "(0,2) try to ack batch message:" + pos(p[2]) +
+                             " (ackSet with long[] size of 1) in pending ack status.");
   EXPECT_TRUE(ack(kTxn2, p[2], {0xFD}, 8).isOk());
 
   // Cumulative: another txn's held cumulative ack, and positions the cursor passed.
