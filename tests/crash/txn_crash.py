@@ -11,7 +11,8 @@ END_TXN (the coordinator then is in its fan-out or logging the final state); it 
 on the same data (standalone: same directory; cluster: the `magnetar broker` over the same bookies
 and ZooKeeper) and the workers reconnect with new transactions.
 
-Checker, after the last restart and the TTL (so open transactions are timed out and aborted):
+Checker, after the last restart, a TC_CLIENT_CONNECT (a cluster broker loads the coordinator only
+then) and the TTL (so open transactions are timed out and aborted):
 a plain consumer drains every output topic on subscription `checker` (made before the workload,
 so that the topics keep everything: without a subscription Pulsar trims closed ledgers, and a
 restart closes one), another drains `ctp`.
@@ -99,10 +100,21 @@ class Cluster:
         self.port = 0
 
     def start(self) -> BrokerEndpoint:
-        # A restarted broker waits for its previous ZooKeeper session to expire (4 s).
+        """Started again on the same ports; returns once it logged its registration (a restarted
+        broker first waits for its previous ZooKeeper session to expire)."""
+        before = self._registrations()
         endpoint = self.broker.start(port=self.port, timeout_s=90)
         self.port = endpoint.port
+        deadline = time.time() + 90
+        while self._registrations() == before and time.time() < deadline:
+            time.sleep(0.1)
         return endpoint
+
+    def _registrations(self) -> int:
+        if not os.path.exists(self.broker.log_path):
+            return 0
+        with open(self.broker.log_path, errors="replace") as f:
+            return f.read().count("Registered in the cluster")
 
     def kill(self) -> None:
         self.broker.kill()
@@ -123,6 +135,7 @@ class Run:
         self.txns: dict[str, dict[str, Any]] = {}
         self.used_inputs: set[tuple[int, int]] = set()
         self.end_sent = threading.Event()
+        self.began = threading.Event()  # a transaction of this round was opened
         self.stop = threading.Event()
 
     def take_input(self, tx: TxnWire) -> tuple[int, int] | None:
@@ -141,6 +154,7 @@ class Run:
         rec: dict[str, Any] = {"topics": topics, "state": "open", "input": None}
         txn = tx.new_txn(self.ttl_ms)
         rec["txn"] = list(txn)
+        self.began.set()
         with self.lock:
             self.txns[tag] = rec
         for t in topics:
@@ -166,11 +180,16 @@ class Run:
         rec["state"] = "committed" if commit else "aborted"
 
     def worker(self, endpoint: BrokerEndpoint, round_no: int, w: int) -> None:
-        try:
-            tx = TxnWire(endpoint)
-            tx.subscribe(INPUT, SUB, 1)
-        except Exception:  # noqa: BLE001 - the broker was killed during the set-up
-            return
+        deadline = time.time() + 60
+        while True:  # lookups are refused until the restarted broker owns its bundles
+            try:
+                tx = TxnWire(endpoint)
+                tx.subscribe(INPUT, SUB, 1)
+                break
+            except Exception:  # noqa: BLE001 - not ready yet, or killed during the set-up
+                if self.stop.is_set() or time.time() > deadline:
+                    return
+                time.sleep(0.5)
         n = 0
         try:
             while not self.stop.is_set():
@@ -180,6 +199,22 @@ class Run:
             pass
         finally:
             tx.close()
+
+
+def reconnect_coordinator(endpoint: BrokerEndpoint) -> None:
+    """As a transactional client resuming: LOOKUP of coordinator 0's assign partition and
+    TC_CLIENT_CONNECT. A cluster broker loads a coordinator only when it owns that partition's
+    bundle, which a lookup brings (as Pulsar's TransactionMetadataStoreService on bundle load):
+    until then the coordinator neither times out nor finishes the transactions it recovers."""
+    deadline = time.time() + 90
+    while True:
+        try:
+            TxnWire(endpoint).close()
+            return
+        except Exception:  # noqa: BLE001 - the restarted broker not serving lookups yet
+            if time.time() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def produce_inputs(endpoint: BrokerEndpoint, n: int) -> None:
@@ -201,11 +236,13 @@ def one_round(dep: Any, run: Run, round_no: int, workers: int) -> dict[str, Any]
     endpoint = dep.start()
     run.stop.clear()
     run.end_sent.clear()
+    run.began.clear()
     threads = [threading.Thread(target=run.worker, args=(endpoint, round_no, w), daemon=True)
                for w in range(workers)]
     for t in threads:
         t.start()
     at_end = run.rng.random() < 0.5
+    run.began.wait(90)  # the kill lands in the workload, not in the reconnections
     delay = run.rng.uniform(1.0, 4.0)
     if at_end:
         time.sleep(1.0)
@@ -248,6 +285,21 @@ def read_outputs(endpoint: BrokerEndpoint) -> dict[str, list[str]]:
         remaining.append(f"{m.message_id().ledger_id()}:{m.message_id().entry_id()}")
     out["__inputs__"] = remaining
     client.close()
+    return out
+
+
+def topic_stats(endpoint: BrokerEndpoint) -> dict[str, Any]:
+    import requests
+
+    out = {}
+    for topic in OUTPUTS:
+        path = topic.replace("persistent://", "persistent/")
+        for what in ("stats", "internalStats"):
+            try:
+                out[f"{topic} {what}"] = requests.get(
+                    f"{endpoint.admin_url}/admin/v2/{path}/{what}", timeout=10).json()
+            except Exception as e:  # noqa: BLE001 - a report, not a check
+                out[f"{topic} {what}"] = str(e)
     return out
 
 
@@ -317,8 +369,14 @@ def run_test(deployment: str, kills: int, seed: int, workers: int = 6, k: int = 
         for r in range(kills):
             rounds.append(one_round(dep, run, r, workers))
         endpoint = dep.start()
+        reconnect_coordinator(endpoint)
         time.sleep(ttl_ms / 1000 * 1.5 + 2)  # recovered open txns time out and abort
-        report = check(run, read_outputs(endpoint))
+        stored = read_outputs(endpoint)
+        report = check(run, stored)
+        if report["violations"]:  # for a look at what was half-visible
+            report["stored"] = stored
+            report["history"] = run.txns
+            report["topic_stats"] = topic_stats(endpoint)
     finally:
         dep.close()
         if own_dir and not os.environ.get("KEEP_BROKER_DIR"):
