@@ -190,6 +190,8 @@ class TxnWire:
             raise TxnError(SEND, SERVER_ERRORS[body[3][0]], body[4][0].decode())
 
     def subscribe(self, topic: str, sub: str, consumer_id: int) -> None:
+        self.wire.send(lookup_frame(topic, self._rid()))  # has the broker load the bundle
+        self._answer({LOOKUP_RESPONSE})
         self.wire.send(subscribe_frame(topic, sub, consumer_id, self._rid(), SHARED,
                                        earliest=True))
         self._answer({SUCCESS})
