@@ -110,8 +110,15 @@ std::optional<HttpResponse> checkHttpAccess(const AdminContext& ctx, const HttpR
   if (!authz.enabled() || isMetrics || pattern.empty()) return std::nullopt;
   const std::string& role = who->role;
   if (authz.isSuperUser(role)) return std::nullopt;
-  // Listing the clusters needs only an authenticated role.
+  // Listing the clusters needs only an authenticated role, as do the coordinator-wide
+  // transaction reads (coordinatorStats, transactionMetadata, slowTransactions): Pulsar's
+  // TransactionsBase checks no role there (the Go client's TestTxn_TCClient reads a
+  // transaction's metadata as the anonymous role of a broker with authorization on).
   if (req.method == "GET" && pattern == "/admin/v2/clusters") return std::nullopt;
+  if (req.method == "GET" && pattern.rfind("/admin/v3/transactions/", 0) == 0 &&
+      !params.count("topic")) {
+    return std::nullopt;
+  }
   // A namespace's topic lists: Pulsar's NamespaceOperation.GET_TOPICS, which produce or consume
   // granted on the namespace allows too (as GET_TOPICS_OF_NAMESPACE; cluster mode's brokers
   // ask each other these lists with the client's credentials).

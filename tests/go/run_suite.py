@@ -55,14 +55,10 @@ PACKAGES = "./pulsar/..."
 DEFAULT_WORK = os.path.join(REPO, ".deps", "go")
 EXCLUDED_FILE = os.path.join(HERE, "excluded.txt")
 # Tests excluded on --broker magnetar only (they pass on the reference Pulsar), with the reason,
-# as excluded.txt lines: (PACKAGE.TestName pattern, reason). Transactions (issue 45): the suite's
-# standalone.conf has transactionCoordinatorEnabled=true; empty this list once Magnetar has them.
-MAGNETAR_NOT_YET = [
-    ("pulsar.TestTxn_TCClient", "issue 45: needs the admin REST "
-     "/admin/v3/transactions/transactionMetadata (not in Magnetar yet; passes on Pulsar)"),
-    ("pulsar.TestTxn_RegisterTopic", "issue 45: needs the admin REST "
-     "/admin/v3/transactions/transactionMetadata (not in Magnetar yet; passes on Pulsar)"),
-]
+# as excluded.txt lines: (PACKAGE.TestName pattern, reason). Empty: every test the reference
+# passes runs on Magnetar too (the transaction tests, issue 45, included; the suite's
+# standalone.conf has transactionCoordinatorEnabled=true).
+MAGNETAR_NOT_YET: list[tuple[str, str]] = []
 CI_FILE = os.path.join(HERE, "ci_tests.txt")
 # The ports the tests name (pulsar/helper_for_test.go and others): localhost only.
 BROKER_PORT, BROKER_PORT_TLS, WEB_PORT, WEB_PORT_TLS = 6650, 6651, 8080, 8443
