@@ -189,7 +189,7 @@ void addTransactionMetadata(Router& r, const AdminContext* c) {
               return respond(HttpResponse::error(
                   404, "The transaction with this txdID `" + txn.toString() + "`not found "));
             }
-            metadataJson(*c, *m, [respond](json::object o) { respond(jsonResponse(o)); });
+            metadataJson(*c, *m, [respond](const json::object& o) { respond(jsonResponse(o)); });
           });
         });
 }
@@ -249,10 +249,9 @@ void addSlowTransactions(Router& r, const AdminContext* c) {
 }
 
 // A topic route of /admin/v3/transactions: 503 when transactions are off, then the topic.
-void addTxnTopicRoute(
-    Router& r, const AdminContext* c, const std::string& path,
-    std::function<void(const HttpRequest&, const PathParams&, const TopicPtr&, const Respond&)>
-        fn) {
+void addTxnTopicRoute(Router& r, const AdminContext* c, const std::string& path,
+                      const std::function<void(const HttpRequest&, const PathParams&,
+                                               const TopicPtr&, const Respond&)>& fn) {
   addTopicRoute(r, "GET", kBase + path,
                 [c, fn](const HttpRequest& req, const PathParams& p, const TopicName& name,
                         const Respond& respond) {

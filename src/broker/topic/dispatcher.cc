@@ -8,8 +8,8 @@
 #include "base/logging.h"
 #include "base/murmur3.h"
 #include "broker/topic/internal/key_shared_state.h"
-#include "broker/topic/transaction_buffer.h"
 #include "broker/topic/pending_ack_handle.h"
+#include "broker/topic/transaction_buffer.h"
 #include "net/event_loop.h"
 #include "protocol/commands.h"
 
