@@ -131,6 +131,9 @@ stage "crash tests: SIGKILL at random moments (storage engine, then the whole br
 "$PY" tests/crash/crash_test.py --kills "${CRASH_KILLS:-3}"
 "$PY" tests/crash/crash_test.py --compact --kills "${CRASH_KILLS:-3}"
 "$PY" tests/crash/crash_test.py --mode broker --kills "${CRASH_KILLS:-3}"
+# Transactions (issue 45): kill -9 amid commits, each txn wholly visible or not at all, and the
+# checker on made-up histories (long form: tests/crash/README.md).
+"$PY" -m pytest -q tests/crash/test_txn_crash.py tests/crash/test_txn_checker.py
 
 stage "delayed delivery at scale, small form (10M: tools/delayed-rss/delayed_rss.py docstring)"
 "$PY" tools/delayed-rss/delayed_rss.py --messages 20000 --timeout-s 120 --restart
