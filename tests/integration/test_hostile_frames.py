@@ -227,12 +227,12 @@ def test_unknown_command_types(broker):
     with bystander(broker.endpoint, "unknown"):
         c = WireClient.connected(broker.port)
         d = CounterDelta(lambda: protocol_errors(broker.admin_url, "unknown_command"))
-        # Commands only a broker sends, and a transaction command this broker does not serve.
-        # The error carries the command's request_id when it has one (0 otherwise), so a
-        # client's pending request fails at once instead of at its operation timeout.
+        # Commands only a broker sends. The error carries the command's request_id when it has
+        # one (0 otherwise), so a client's pending request fails at once instead of at its
+        # operation timeout. (Transaction commands are served: test_txn_coordinator.py.)
         for cmd, request_id in ((base_command(3, fb(1, "not-a-broker")), 0),    # CONNECTED
                                 (base_command(7, fv(1, 1) + fv(2, 1)), 0),      # SEND_RECEIPT
-                                (base_command(50, fv(1, 7)), 7),                # NEW_TXN
+                                (base_command(17, fv(1, 7) + fb(2, "p")), 7),   # PRODUCER_SUCCESS
                                 (base_command(13, fv(1, 1)), 1)):               # SUCCESS
             c.send(frame(cmd))
             err = c.expect(ERROR)
