@@ -7,7 +7,9 @@ Python client has no transaction API."""
 from __future__ import annotations
 
 import pytest
+import requests
 
+from harness.transactions import TxnWire
 from hostile_wire import (
     ERROR,
     HostileBroker,
@@ -116,3 +118,31 @@ def test_log_recovered_after_restart(txn_broker):
     c.send(end_txn(3, 0, 2, COMMIT))  # (0,2) had ended
     assert error_name(c.expect(END_TXN_RESPONSE), 4) == "TransactionNotFound"
     c.close()
+
+
+def test_commit_ends_when_its_subscription_or_topic_name_is_gone():
+    """A transaction that acked on a subscription deleted before the commit, or that named a topic
+    no topic can have, still ends: the commit succeeds and the coordinator holds nothing open
+    (Pulsar's commit succeeds too; before, ours retried END_TXN_ON_SUBSCRIPTION forever)."""
+    with HostileBroker(["transactionCoordinatorEnabled=true"]) as b:
+        ep = b.start()
+        a, w = TxnWire(ep), TxnWire(ep)
+        out, src = "persistent://public/default/gone-out", "persistent://public/default/gone-in"
+        w.subscribe(src, "s", 3)
+        a.send(src, b"in")
+        (cid, ledger, entry, _), = w.receive(1)
+        t = a.new_txn()
+        a.add_subscription(t, src, "s")
+        w.ack(cid, ledger, entry, t)
+        a.add_partition(t, out)
+        a.add_partition(t, "persistent://bad name")
+        a.send(out, b"txn", t)
+        w.close()
+        r = requests.delete(f"{ep.admin_url}/admin/v2/persistent/public/default/gone-in/"
+                            "subscription/s?force=true", timeout=30)
+        assert r.status_code == 204, r.text
+        a.end(t, COMMIT)
+        stats = requests.get(f"{ep.admin_url}/admin/v3/transactions/coordinatorStats",
+                             timeout=10).json()
+        assert stats["0"]["ongoingTxnSize"] == 0, stats
+        a.close()

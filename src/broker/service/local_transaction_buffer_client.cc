@@ -22,7 +22,12 @@ class LocalTransactionBufferClient final : public TransactionBufferClient {
   void endTxnOnSubscription(const std::string& topic, const std::string& subscription,
                             const TxnID& txn, proto::TxnAction action, uint64_t lowWaterMark,
                             Done done) override {
-    withTopic(topic, std::move(done),
+    // A subscription deleted since the transaction acked on it has nothing left to end: Ok, so
+    // the transaction ends (Pulsar's coordinator completes it; it does not retry forever).
+    Done ok = [done = std::move(done)](const Status& s) {
+      done(s.code() == StatusCode::kNotFound ? Status::ok() : s);
+    };
+    withTopic(topic, std::move(ok),
               [subscription, txn, action, lowWaterMark](PersistentTopic& t, Done d) {
                 t.endTxnOnSubscription(subscription, txn, action, lowWaterMark, std::move(d));
               });
@@ -30,11 +35,12 @@ class LocalTransactionBufferClient final : public TransactionBufferClient {
 
  private:
   // Runs fn on the loaded (or stored) topic's executor. A topic that does not exist has
-  // nothing to end: Ok, as Pulsar's handleEndTxnOnPartition answers for a topic never created.
+  // nothing to end: Ok, as Pulsar's handleEndTxnOnPartition answers for a topic never created;
+  // so has a name no topic can have (ADD_PARTITION_TO_TXN does not check names).
   void withTopic(const std::string& topic, Done done,
                  std::function<void(PersistentTopic&, Done)> fn) {
     auto name = TopicName::parse(topic);
-    if (!name.isOk()) return done(name.status());
+    if (!name.isOk()) return done(Status::ok());
     service_.getOrCreateTopic(
         *name, /*create=*/false,
         [done = std::move(done), fn = std::move(fn)](Result<std::shared_ptr<PersistentTopic>> r) {
