@@ -28,48 +28,49 @@ std::string joined(const std::vector<std::string>& lines) {
   return out;
 }
 
-TEST(OutputCheckTest, ExactlyOnceInOrderPasses) {
-  SequenceTracker t(2);
-  OutputCheck check(t);
-  for (uint32_t c = 0; c < 3; ++c) {
-    EXPECT_EQ(check.record(output(0, c)), Delivery::kUnique);
-    EXPECT_EQ(check.record(output(1, c)), Delivery::kUnique);
+// Two devices' outputs checked by a verifier's OutputCheck.
+class OutputCheckTest : public ::testing::Test {
+ protected:
+  // The check's one error for what was produced (fails the test when there are others).
+  std::string onlyError(const std::vector<uint32_t>& produced) {
+    auto errors = check_.errors(produced);
+    EXPECT_EQ(errors.size(), 1u) << joined(errors);
+    return errors.empty() ? "" : errors[0];
   }
-  EXPECT_TRUE(check.errors({3, 3}).empty()) << joined(check.errors({3, 3}));
+
+  SequenceTracker tracker_{2};
+  OutputCheck check_{tracker_};
+};
+
+TEST_F(OutputCheckTest, ExactlyOnceInOrderPasses) {
+  for (uint32_t c = 0; c < 3; ++c) {
+    EXPECT_EQ(check_.record(output(0, c)), Delivery::kUnique);
+    EXPECT_EQ(check_.record(output(1, c)), Delivery::kUnique);
+  }
+  EXPECT_TRUE(check_.errors({3, 3}).empty()) << joined(check_.errors({3, 3}));
 }
 
-TEST(OutputCheckTest, DuplicatedOutputFails) {
-  SequenceTracker t(1);
-  OutputCheck check(t);
-  check.record(output(0, 0));
-  check.record(output(0, 1));
-  EXPECT_EQ(check.record(output(0, 1)), Delivery::kDuplicate);  // a batch committed twice
-  auto errors = check.errors({2});
-  ASSERT_EQ(errors.size(), 1u) << joined(errors);
-  EXPECT_EQ(errors[0], "1 duplicate outputs (each input must be transformed once)");
+TEST_F(OutputCheckTest, DuplicatedOutputFails) {
+  check_.record(output(0, 0));
+  check_.record(output(0, 1));
+  EXPECT_EQ(check_.record(output(0, 1)), Delivery::kDuplicate);  // a batch committed twice
+  EXPECT_EQ(onlyError({2, 0}), "1 duplicate outputs (each input must be transformed once)");
 }
 
-TEST(OutputCheckTest, OutputOfAnAbortedTransactionFails) {
-  SequenceTracker t(1);
-  OutputCheck check(t);
+TEST_F(OutputCheckTest, OutputOfAnAbortedTransactionFails) {
   // The aborted attempt's output shows up before the redo's: counted, not tracked.
-  check.record(output(0, 0, kFlagDerived | kFlagAborted));
-  check.record(output(0, 0));
-  EXPECT_EQ(check.abortedVisible(), 1u);
-  EXPECT_EQ(t.duplicates(), 0u);
-  auto errors = check.errors({1});
-  ASSERT_EQ(errors.size(), 1u) << joined(errors);
-  EXPECT_EQ(errors[0], "1 outputs of aborted transactions were read");
+  check_.record(output(0, 0, kFlagDerived | kFlagAborted));
+  check_.record(output(0, 0));
+  EXPECT_EQ(check_.abortedVisible(), 1u);
+  EXPECT_EQ(tracker_.duplicates(), 0u);
+  EXPECT_EQ(onlyError({1, 0}), "1 outputs of aborted transactions were read");
 }
 
-TEST(OutputCheckTest, LostReorderedAndUnderivedOutputFail) {
-  SequenceTracker t(2);
-  OutputCheck check(t);
-  check.record(output(0, 0));
-  check.record(output(0, 2));     // 1 skipped: an ordering violation
-  check.record(output(1, 0, 0));  // an input copied to the output without transformation
-  auto errors = check.errors({3, 2});
-  std::string all = joined(errors);
+TEST_F(OutputCheckTest, LostReorderedAndUnderivedOutputFail) {
+  check_.record(output(0, 0));
+  check_.record(output(0, 2));     // 1 skipped: an ordering violation
+  check_.record(output(1, 0, 0));  // an input copied to the output without transformation
+  std::string all = joined(check_.errors({3, 2}));
   EXPECT_NE(all.find("1 outputs not derived"), std::string::npos) << all;
   EXPECT_NE(all.find("1 output ordering violations"), std::string::npos) << all;
   EXPECT_NE(all.find("2 inputs without output"), std::string::npos) << all;  // device 1: 0, 1
