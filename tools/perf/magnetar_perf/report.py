@@ -57,7 +57,25 @@ def summary_rows(s: dict[str, Any]) -> list[list[Any]]:
         ["measured phase (s)", s.get("measured_s")],
         ["gateway connect time (s)", s.get("connect_s")],
         ["other processes' CPU, measured phase (% of a core)", s.get("other_processes_cpu_pct")],
-    ] + aux_rows(s) + memory_rows(s) + storm_rows(s)
+    ] + aux_rows(s) + memory_rows(s) + storm_rows(s) + transform_rows(s)
+
+
+def transform_rows(s: dict[str, Any]) -> list[list[Any]]:
+    """Consume-transform-produce (iot-telemetry-txn): mode, batches, aborts, batch latency, and
+    what the output's verifiers saw of aborted transactions."""
+    t = s.get("transform")
+    if not t:
+        return []
+    lat = t.get("batch_latency_ms") or {}
+    seen = sum(a.get("aborted_visible") or 0 for a in s["applications"]
+               if a.get("role") == "verify")
+    return [["transform: transactions, batch", "%s, %s" % (
+                "on" if t.get("transactions") else "off", t.get("batch"))],
+            ["transform: batches committed", t.get("batches_committed")],
+            ["transform: transactions aborted and redone", t.get("transactions_aborted")],
+            ["transform: batch time p50 / p99 (ms)", "%s / %s" % (fmt(lat.get("p50")),
+                                                                 fmt(lat.get("p99")))],
+            ["transform: outputs of aborted transactions read", seen]]
 
 
 def aux_rows(s: dict[str, Any]) -> list[list[Any]]:

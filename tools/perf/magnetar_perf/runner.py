@@ -219,7 +219,9 @@ def run(scenario: Scenario, out_dir: str, broker_url: str | None = None,
         # A running broker keeps topics, subscriptions and dedup state between runs: use topics
         # of this run only.
         wl = scenario.data["workload"]
-        wl["topicPrefix"] = "%srun%s-" % (wl["topicPrefix"], time.strftime("%Y%m%d%H%M%S"))
+        stamp = time.strftime("%Y%m%d%H%M%S")
+        wl["topicPrefix"] = "%srun%s-" % (wl["topicPrefix"], stamp)
+        wl["outputTopicPrefix"] = "%srun%s-" % (wl["outputTopicPrefix"], stamp)
     broker = make_broker(scenario, out_dir, broker_url, magnetar_bin, web_url, broker_pid)
     info = run_info(argv or sys.argv, getattr(broker, "binary", None) or broker.kind, worker_bin)
     with open(os.path.join(out_dir, "scenario.yaml"), "w") as f:

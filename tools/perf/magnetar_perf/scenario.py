@@ -92,6 +92,21 @@ DEFAULTS = {
         "timeoutSeconds": 600,
         "stallSeconds": 30,
         "seed": 1,
+        # Consume-transform-produce (iot-telemetry-txn, issue 45): each application turns every
+        # input into one derived message on <outputTopicPrefix><application>-<topic>, in batches
+        # of txnBatch (waiting at most txnBatchWaitMs for more), one transaction per batch
+        # (transactions: true) or plain sends, a flush and acks (false); txnAbortFraction of the
+        # transactions are aborted first and redone. A verifier per application
+        # (iot-output-check-<i>, verifierPods pods) reads the output: each input exactly once, in
+        # order per device, nothing of an aborted transaction.
+        "transform": False,
+        "transactions": False,
+        "txnBatch": 100,
+        "txnBatchWaitMs": 100,
+        "txnAbortFraction": 0.0,
+        "txnTimeoutMs": 60000,
+        "outputTopicPrefix": "persistent://public/default/iot-telemetry-out-",
+        "verifierPods": 1,
     },
     # A reconnect storm: at atSeconds into the measured phase every gateway and pod is made to
     # reconnect at once. mode unload: every topic is unloaded through the admin REST API (the
@@ -260,6 +275,7 @@ def validate(data: dict[str, Any], defaults: dict[str, Any] = DEFAULTS,
         joins = wl.get("joinSeconds", [])
         if len(joins) > wl.get("applications", 1):
             raise ScenarioError("workload.joinSeconds has more entries than applications")
+        check_transform(wl)
         if data.get("broker", {}).get("kind") not in BROKER_KINDS:
             raise ScenarioError("broker.kind must be one of %s" % ", ".join(BROKER_KINDS))
         bk = data.get("broker", {}).get("bookkeeper", {})
@@ -270,6 +286,21 @@ def validate(data: dict[str, Any], defaults: dict[str, Any] = DEFAULTS,
             raise ScenarioError("storm.mode must be one of %s" % ", ".join(STORM_MODES))
         if storm.get("atSeconds", 0) < 0:
             raise ScenarioError("storm.atSeconds must be >= 0")
+
+
+def check_transform(wl: dict[str, Any]) -> None:
+    """The transform keys: a batch of at least 1, an abort fraction in [0, 1) that needs
+    transactions, no late applications."""
+    if wl.get("txnBatch", 1) < 1 or wl.get("verifierPods", 1) < 1:
+        raise ScenarioError("workload.txnBatch and workload.verifierPods must be >= 1")
+    frac = wl.get("txnAbortFraction", 0.0)
+    if not 0 <= frac < 1:
+        raise ScenarioError("workload.txnAbortFraction must be in [0, 1), got %r" % (frac,))
+    if frac > 0 and not (wl.get("transform") and wl.get("transactions")):
+        raise ScenarioError("workload.txnAbortFraction needs workload.transform and "
+                            "workload.transactions")
+    if wl.get("transform") and any(j > 0 for j in wl.get("joinSeconds", [])):
+        raise ScenarioError("workload.transform does not take late applications (joinSeconds)")
 
 
 def check_bookkeeper(bk: dict[str, Any]) -> None:

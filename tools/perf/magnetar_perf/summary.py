@@ -29,6 +29,11 @@ REQUIRED = ("valid", "scenario", "measured_messages", "published_msgs_per_s",
             "loadgen_cpu_s_per_million", "publish_latency_ms", "e2e_latency_ms", "threads",
             "applications")
 
+# Per-application keys of a transforming application (role "transform") and of its output's
+# verifier (role "verify"), when the worker wrote them.
+TRANSFORM_APP_KEYS = ("transactions", "batches_committed", "transactions_aborted",
+                      "batch_latency_ms", "aborted_visible", "not_derived")
+
 # Measures of a comparison: (key path, label, unit, better direction).
 MEASURES = [
     ("published_msgs_per_s", "published", "msg/s", "higher"),
@@ -159,6 +164,10 @@ def build(scenario: Scenario, worker: dict[str, Any] | None, sampler: Sampler, b
     e2e_by_app = {}
     for a in worker.get("applications", []):
         row = {k: a.get(k) for k in APP_KEYS}
+        row["role"] = a.get("role", "consume")
+        for k in TRANSFORM_APP_KEYS:
+            if k in a:
+                row[k] = a[k]
         row["join_s"] = a.get("join_s")
         row["subscribe_s"] = a.get("subscribe_s")
         row["e2e_latency_ms"] = latency(a.get("e2e_latency_ms"))
@@ -209,6 +218,7 @@ def build(scenario: Scenario, worker: dict[str, Any] | None, sampler: Sampler, b
         "threads": {k: round(v, 1) for k, v in threads.items()},
         "loadgen_threads": {k: round(v, 1) for k, v in loadgen_threads.items()},
         "applications": apps,
+        "transform": worker.get("transform"),
         "connect_s": worker.get("connect_s"),
         "send_errors": worker.get("send_errors"),
         "topic_stats_note": sampler.stats_note if sampler else None,
@@ -218,6 +228,24 @@ def build(scenario: Scenario, worker: dict[str, Any] | None, sampler: Sampler, b
         "cpus": procstat.cpu_count(),
     }
     return s
+
+
+def check_output(app: dict[str, Any]) -> list[str]:
+    """Problems of a verifier's application row (role "verify", iot-telemetry-txn): its output
+    must hold every input exactly once, in order, and nothing of an aborted transaction, whatever
+    the run's valid flag says."""
+    if app.get("role") != "verify":
+        return []
+    out = []
+    for k, what in (("duplicates", "duplicate outputs"),
+                    ("aborted_visible", "outputs of aborted transactions read"),
+                    ("not_derived", "outputs not derived"),
+                    ("ordering_violations", "output ordering violations"),
+                    ("missing", "inputs without output")):
+        v = app.get(k)
+        if not isinstance(v, int) or v != 0:
+            out.append("verifier %s: %s: %r" % (app.get("name"), what, v))
+    return out
 
 
 def check(summary: dict[str, Any], require_valid: bool = True) -> list[str]:
@@ -277,6 +305,7 @@ def check(summary: dict[str, Any], require_valid: bool = True) -> list[str]:
             for k in ("unique", "duplicates", "ordering_violations", "invalid", "missing"):
                 if not isinstance(a.get(k), int):
                     out.append("application %s: %s is not an integer" % (a.get("name"), k))
+            out.extend(check_output(a))
             if (a.get("join_s") or 0) > 0 and not isinstance(a.get("catch_up_s"), num):
                 out.append("late application %s has no catch_up_s" % a.get("name"))
             if not isinstance((a.get("e2e_latency_ms") or {}).get("p99"), num):

@@ -8,13 +8,18 @@
 namespace magnetar::perf {
 
 // Payload layout (little endian), padded with a fixed byte pattern to the scenario's size:
-//   0  u32 magic 'MPT1'   4  u32 device id   8  u32 device counter   12 u32 flags (bit 0: warmup)
+//   0  u32 magic 'MPT1'   4  u32 device id   8  u32 device counter   12 u32 flags (bit 0: warmup,
+//   bit 1: derived (a transforming application's output), bit 2: written by a transaction that
+//   was aborted on purpose (must never be read))
 //   16 u64 send time (CLOCK_MONOTONIC ns of the worker process)
 // The key is the 4-byte little-endian device id (binary), so Key_Shared hashes per device.
 constexpr uint32_t kPayloadMagic = 0x3154504d;  // "MPT1"
 constexpr size_t kPayloadHeaderBytes = 24;
 constexpr size_t kKeyBytes = 4;
 constexpr uint32_t kFlagWarmup = 1;
+constexpr uint32_t kFlagDerived = 2;
+constexpr uint32_t kFlagAborted = 4;
+constexpr uint32_t kFlagsKnown = kFlagWarmup | kFlagDerived | kFlagAborted;
 constexpr char kPadByte = 'p';
 
 struct TelemetryRecord {
@@ -22,6 +27,7 @@ struct TelemetryRecord {
   uint32_t counter = 0;
   bool warmup = false;
   uint64_t sendTimeNs = 0;
+  uint32_t flags = 0;  // decoded: every flag bit (kFlagWarmup included)
 };
 
 // Writes the key of device into key[kKeyBytes].
@@ -43,6 +49,9 @@ inline void encodeHeader(const TelemetryRecord& r, char* buf) {
   std::memcpy(buf + 16, &r.sendTimeNs, 8);
 }
 
+// Sets the flags word of an encoded payload (buf holds at least kPayloadHeaderBytes).
+inline void setFlags(char* buf, uint32_t flags) { std::memcpy(buf + 12, &flags, 4); }
+
 // Parses payload; false when it is not a message of this workload: wrong size, magic, flags,
 // device >= devices, a key that is not the payload's device, or damaged padding (first and last
 // byte checked, so a truncated or shifted payload is caught without reading every byte).
@@ -56,7 +65,7 @@ inline bool decodePayload(std::string_view payload, std::string_view key, size_t
   std::memcpy(&out->counter, p + 8, 4);
   std::memcpy(&flags, p + 12, 4);
   std::memcpy(&out->sendTimeNs, p + 16, 8);
-  if (magic != kPayloadMagic || (flags & ~kFlagWarmup) != 0 || out->device >= devices) {
+  if (magic != kPayloadMagic || (flags & ~kFlagsKnown) != 0 || out->device >= devices) {
     return false;
   }
   if (key.size() != kKeyBytes || std::memcmp(key.data(), p + 4, kKeyBytes) != 0) return false;
@@ -65,6 +74,7 @@ inline bool decodePayload(std::string_view payload, std::string_view key, size_t
     return false;
   }
   out->warmup = (flags & kFlagWarmup) != 0;
+  out->flags = flags;
   return true;
 }
 

@@ -31,8 +31,13 @@ std::mutex gErrorsMu;  // guards Worker::errors_ against the joiner threads
 
 Worker::Worker(WorkloadConfig config, std::string outputDir)
     : config_(std::move(config)), outputDir_(std::move(outputDir)), fleet_(config_) {
+  const AppRole role = config_.transform ? AppRole::kTransform : AppRole::kConsume;
   for (uint32_t a = 0; a < config_.applications; ++a) {
-    apps_.push_back(std::make_unique<Application>(config_, a));
+    apps_.push_back(std::make_unique<Application>(config_, a, role));
+  }
+  for (uint32_t a = 0; config_.transform && a < config_.applications; ++a) {
+    verifierConfigs_.push_back(std::make_unique<WorkloadConfig>(config_.verifierOf(a)));
+    apps_.push_back(std::make_unique<Application>(*verifierConfigs_.back(), a, AppRole::kVerify));
   }
   state_.resize(apps_.size());
   lastE2e_.resize(apps_.size());
@@ -95,6 +100,10 @@ bool Worker::waitPhase(bool measuring) {
     if (done) return true;
     {
       std::lock_guard<std::mutex> lock(gErrorsMu);
+      for (const auto& app : apps_) {
+        std::string f = app->failure();
+        if (!f.empty()) errors_.push_back(app->name() + ": " + f);
+      }
       if (!errors_.empty()) return false;
     }
     uint64_t progress = fleet_.published() + fleet_.sendErrors();
@@ -145,7 +154,8 @@ void Worker::checkCatchUp(uint64_t now) {
     bool atTail = app.tracker().unique() >= dueThen;
     if (atTail || (fleet_.phaseDone() && app.reachedTarget())) {
       state_[a].caughtUpNs = now;
-      emit({{"event", "caught_up"}, {"application", app.name()},
+      emit({{"event", "caught_up"},
+            {"application", app.name()},
             {"catch_up_s", toSeconds(now - app.joinStartNs())}});
     }
   }
@@ -244,7 +254,8 @@ int Worker::run() {
           errors_.push_back("join: " + js.toString());
           return;
         }
-        emit({{"event", "joined"}, {"application", raw->name()},
+        emit({{"event", "joined"},
+              {"application", raw->name()},
               {"join_s", toSeconds(raw->joinStartNs() - measuredStartNs_)},
               {"subscribe_s", toSeconds(raw->joinNs() - raw->joinStartNs())}});
       });

@@ -5,10 +5,9 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "application.h"
 #include "gateway_fleet.h"
@@ -32,8 +31,8 @@ class Worker {
 
  private:
   struct AppState {
-    uint64_t base = 0;         // messages published before the subscription existed
-    uint64_t caughtUpNs = 0;   // late applications: when they first read at the tail
+    uint64_t base = 0;        // messages published before the subscription existed
+    uint64_t caughtUpNs = 0;  // late applications: when they first read at the tail
   };
   // Waits until the fleet's phase is done and every joined application reached its target;
   // samples each second when measuring. False on stall, timeout or error (errors_ says why).
@@ -43,12 +42,17 @@ class Worker {
   void checkCatchUp(uint64_t now);
   bool allReached() const;
   nlohmann::json results();
+  // The application's entry in worker-result.json, its problems appended to errors.
+  nlohmann::json appResult(size_t a, std::vector<std::string>& errors);
   void writeFiles(const nlohmann::json& r);
   void emit(nlohmann::json event);
 
   const WorkloadConfig config_;
   const std::string outputDir_;
   GatewayFleet fleet_;
+  // workload.transform: the output verifiers' configurations (their applications follow the
+  // transforming ones in apps_, kVerify).
+  std::vector<std::unique_ptr<WorkloadConfig>> verifierConfigs_;
   std::vector<std::unique_ptr<Application>> apps_;
   std::vector<AppState> state_;
   std::vector<std::string> errors_;

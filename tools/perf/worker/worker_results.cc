@@ -14,9 +14,12 @@ using nlohmann::json;
 
 json percentiles(const LatencyHistogram& h) {
   auto ms = [](uint64_t us) { return static_cast<double>(us) / 1000.0; };
-  return json{{"p50", ms(h.valueAtPercentile(50))},   {"p90", ms(h.valueAtPercentile(90))},
-              {"p99", ms(h.valueAtPercentile(99))},   {"p999", ms(h.valueAtPercentile(99.9))},
-              {"max", ms(h.max())},                   {"mean", h.mean() / 1000.0},
+  return json{{"p50", ms(h.valueAtPercentile(50))},
+              {"p90", ms(h.valueAtPercentile(90))},
+              {"p99", ms(h.valueAtPercentile(99))},
+              {"p999", ms(h.valueAtPercentile(99.9))},
+              {"max", ms(h.max())},
+              {"mean", h.mean() / 1000.0},
               {"count", h.count()}};
 }
 
@@ -32,10 +35,72 @@ bool writeText(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-json Worker::results() {
-  json r;
+json Worker::appResult(size_t a, std::vector<std::string>& errors) {
+  auto& app = *apps_[a];
+  const auto& t = app.tracker();
   const auto& produced = fleet_.produced();
   const uint64_t totalProduced = std::accumulate(produced.begin(), produced.end(), uint64_t{0});
+  uint64_t due = totalProduced - state_[a].base;
+  uint64_t missing = due;
+  if (app.joined()) {
+    missing = std::max<uint64_t>(t.missing(produced), due > t.unique() ? due - t.unique() : 0);
+  }
+  static const char* kRoles[] = {"consume", "transform", "verify"};
+  json ja{{"name", app.name()},
+          {"role", kRoles[static_cast<int>(app.role())]},
+          {"join_s", app.joinSeconds()},
+          {"join_started_s", seconds(measuredStartNs_, app.joinStartNs())},
+          {"subscribe_s", app.joined() ? seconds(app.joinStartNs(), app.joinNs()) : 0.0},
+          {"unique", t.unique()},
+          {"duplicates", t.duplicates()},
+          {"ordering_violations", t.violations()},
+          {"invalid", t.invalidCount()},
+          {"missing", missing},
+          {"beyond_produced_devices", t.beyondProduced(produced)},
+          {"permit_violations", app.permitViolations()},
+          {"measured_delivered", app.measuredDelivered()},
+          {"catch_up_s", nullptr},
+          {"delivered_s", nullptr},
+          {"e2e_latency_ms", percentiles(app.e2eLatencyUs())}};
+  if (app.joinSeconds() > 0 && state_[a].caughtUpNs != 0) {
+    ja["catch_up_s"] = seconds(app.joinStartNs(), state_[a].caughtUpNs);
+  }
+  if (app.targetReachedNs() != 0 && measuredStartNs_ != 0) {
+    ja["delivered_s"] = seconds(measuredStartNs_, app.targetReachedNs());
+  }
+  if (app.role() == AppRole::kTransform) {
+    ja["transactions"] = config_.transactions;
+    ja["batches_committed"] = app.transformCounts().committed;
+    ja["transactions_aborted"] = app.transformCounts().aborted;
+    ja["batch_latency_ms"] = percentiles(app.batchLatencyUs());
+  }
+  if (app.role() == AppRole::kVerify) {
+    // Exactly once: the output's own check replaces the generic one (duplicates fail here).
+    ja["aborted_visible"] = app.outputCheck().abortedVisible();
+    ja["not_derived"] = app.outputCheck().notDerived();
+    for (const auto& e : app.outputCheck().errors(produced)) {
+      errors.push_back(fmt::format("{}: {}", app.name(), e));
+    }
+    return ja;
+  }
+  if (t.violations() > 0) {
+    errors.push_back(fmt::format("{}: {} ordering violations", app.name(), t.violations()));
+  }
+  if (t.invalidCount() > 0) {
+    errors.push_back(fmt::format("{}: {} invalid messages", app.name(), t.invalidCount()));
+  }
+  if (missing > 0) errors.push_back(fmt::format("{}: {} messages missing", app.name(), missing));
+  if (t.beyondProduced(produced) > 0) {
+    errors.push_back(fmt::format("{}: counters beyond what was produced", app.name()));
+  }
+  if (app.joinSeconds() > 0 && state_[a].caughtUpNs == 0) {
+    errors.push_back(fmt::format("{}: never caught up", app.name()));
+  }
+  return ja;
+}
+
+json Worker::results() {
+  json r;
   const uint64_t measured = fleet_.published() - publishedBefore_;
   const uint64_t producersDone = fleet_.phaseDoneNs();
   std::vector<std::string> errors;
@@ -44,59 +109,32 @@ json Worker::results() {
     errors = errors_;
   }
   if (fleet_.sendErrors() > 0) {
-    errors.push_back(fmt::format("{} sends failed, first: {}", fleet_.sendErrors(),
-                                 fleet_.firstSendError()));
+    errors.push_back(
+        fmt::format("{} sends failed, first: {}", fleet_.sendErrors(), fleet_.firstSendError()));
   }
   if (measuredStartNs_ == 0) errors.push_back("the measured phase did not start");
 
   LatencyHistogram e2eAll;
   json apps = json::array();
+  LatencyHistogram batches;
+  TransformCounts counts;
   for (size_t a = 0; a < apps_.size(); ++a) {
-    auto& app = *apps_[a];
-    const auto& t = app.tracker();
-    uint64_t due = totalProduced - state_[a].base;
-    uint64_t missing = 0;
-    if (app.joined()) {
-      missing = std::max<uint64_t>(t.missing(produced), due > t.unique() ? due - t.unique() : 0);
-    } else {
-      missing = due;
+    // With transform, end to end is the publish of an input to the read of its output.
+    if (!config_.transform || apps_[a]->role() == AppRole::kVerify) {
+      e2eAll.add(apps_[a]->e2eLatencyUs());
     }
-    e2eAll.add(app.e2eLatencyUs());
-    json ja{{"name", app.name()},
-            {"join_s", app.joinSeconds()},
-            {"join_started_s", seconds(measuredStartNs_, app.joinStartNs())},
-            {"subscribe_s", app.joined() ? seconds(app.joinStartNs(), app.joinNs()) : 0.0},
-            {"unique", t.unique()},
-            {"duplicates", t.duplicates()},
-            {"ordering_violations", t.violations()},
-            {"invalid", t.invalidCount()},
-            {"missing", missing},
-            {"beyond_produced_devices", t.beyondProduced(produced)},
-            {"permit_violations", app.permitViolations()},
-            {"measured_delivered", app.measuredDelivered()},
-            {"catch_up_s", nullptr},
-            {"delivered_s", nullptr},
-            {"e2e_latency_ms", percentiles(app.e2eLatencyUs())}};
-    if (app.joinSeconds() > 0 && state_[a].caughtUpNs != 0) {
-      ja["catch_up_s"] = seconds(app.joinStartNs(), state_[a].caughtUpNs);
+    if (apps_[a]->role() == AppRole::kTransform) {
+      batches.add(apps_[a]->batchLatencyUs());
+      counts.committed += apps_[a]->transformCounts().committed;
+      counts.aborted += apps_[a]->transformCounts().aborted;
     }
-    if (app.targetReachedNs() != 0 && measuredStartNs_ != 0) {
-      ja["delivered_s"] = seconds(measuredStartNs_, app.targetReachedNs());
-    }
-    if (t.violations() > 0) {
-      errors.push_back(fmt::format("{}: {} ordering violations", app.name(), t.violations()));
-    }
-    if (t.invalidCount() > 0) {
-      errors.push_back(fmt::format("{}: {} invalid messages", app.name(), t.invalidCount()));
-    }
-    if (missing > 0) errors.push_back(fmt::format("{}: {} messages missing", app.name(), missing));
-    if (t.beyondProduced(produced) > 0) {
-      errors.push_back(fmt::format("{}: counters beyond what was produced", app.name()));
-    }
-    if (app.joinSeconds() > 0 && state_[a].caughtUpNs == 0) {
-      errors.push_back(fmt::format("{}: never caught up", app.name()));
-    }
-    apps.push_back(ja);
+    apps.push_back(appResult(a, errors));
+  }
+  if (config_.transform) {
+    r["transform"] = {
+        {"transactions", config_.transactions},       {"batch", config_.txnBatch},
+        {"abort_fraction", config_.txnAbortFraction}, {"batches_committed", counts.committed},
+        {"transactions_aborted", counts.aborted},     {"batch_latency_ms", percentiles(batches)}};
   }
 
   double publishS = seconds(measuredStartNs_, producersDone);

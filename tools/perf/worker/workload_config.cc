@@ -73,6 +73,14 @@ Result<WorkloadConfig> WorkloadConfig::fromJson(const std::string& text) {
       {"stallSeconds", to(&c.stallSeconds)},
       {"seed", to(&c.seed)},
       {"receiptTimeline", to(&c.receiptTimeline)},
+      {"transform", to(&c.transform)},
+      {"transactions", to(&c.transactions)},
+      {"txnBatch", to(&c.txnBatch)},
+      {"txnBatchWaitMs", to(&c.txnBatchWaitMs)},
+      {"txnAbortFraction", to(&c.txnAbortFraction)},
+      {"txnTimeoutMs", to(&c.txnTimeoutMs)},
+      {"outputTopicPrefix", to(&c.outputTopicPrefix)},
+      {"verifierPods", to(&c.verifierPods)},
   };
   const std::map<std::string, Setter> loadgen = {
       {"producerIoThreads", to(&c.producerIoThreads)},
@@ -134,7 +142,31 @@ Status WorkloadConfig::validate() const {
   if (producerIoThreads < 1 || consumerIoThreads < 1) {
     return bad("loadgen.producerIoThreads and consumerIoThreads must be >= 1");
   }
+  if (transform && (txnBatch == 0 || verifierPods == 0)) {
+    return bad("workload.txnBatch and verifierPods must be > 0");
+  }
+  if (txnAbortFraction < 0 || txnAbortFraction >= 1) {
+    return bad("workload.txnAbortFraction must be in [0, 1)");
+  }
+  if (txnAbortFraction > 0 && !(transform && transactions)) {
+    return bad("workload.txnAbortFraction needs transform and transactions");
+  }
+  if (transform && !joinSeconds.empty()) {
+    for (double j : joinSeconds) {
+      if (j > 0) return bad("workload.transform does not take late applications (joinSeconds)");
+    }
+  }
   return Status::ok();
+}
+
+WorkloadConfig WorkloadConfig::verifierOf(uint32_t a) const {
+  WorkloadConfig v = *this;
+  v.topicPrefix = outputTopicPrefix + std::to_string(a) + "-";
+  v.subscriptionPrefix = "iot-output-check-";
+  v.pods = verifierPods;
+  v.joinSeconds.clear();
+  v.transform = false;
+  return v;
 }
 
 }  // namespace magnetar::perf

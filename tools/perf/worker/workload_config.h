@@ -23,36 +23,58 @@ struct WorkloadConfig {
   bool batching = false;
   uint32_t batchingMaxPublishDelayMs = 10;
   uint32_t maxOutstanding = 100000;
-  double rate = 0;                        // msg/s over all gateways, 0 = unlimited
+  double rate = 0;                         // msg/s over all gateways, 0 = unlimited
   std::string connectMode = "sequential";  // or "concurrent"
   uint32_t warmupRounds = 2;
-  uint64_t warmupMessages = 500000;       // per round
-  double warmupSeconds = 0;               // per round, instead of warmupMessages when > 0
+  uint64_t warmupMessages = 500000;  // per round
+  double warmupSeconds = 0;          // per round, instead of warmupMessages when > 0
   uint64_t measuredMessages = 4000000;
   uint32_t applications = 1;
   uint32_t pods = 20;
-  std::vector<double> joinSeconds;         // per application, from the measured phase's start
+  std::vector<double> joinSeconds;  // per application, from the measured phase's start
   std::string subscriptionPrefix = "iot-application-";
   uint32_t receiverQueueSize = 1000;
   // A late application reads "at the tail" once it got every message published more than this
   // long ago; catch-up time = join to that moment.
   double catchUpLagMs = 1000;
-  double timeoutSeconds = 600;             // whole run
-  double stallSeconds = 30;                // no progress for this long fails the phase
-  uint64_t seed = 1;                       // random order of concurrent connects
+  double timeoutSeconds = 600;  // whole run
+  double stallSeconds = 30;     // no progress for this long fails the phase
+  uint64_t seed = 1;            // random order of concurrent connects
   // Receipts counted per 10 ms of the measured phase (the launcher sets it for a reconnect
   // storm: the publish rate's dip and recovery at that resolution).
   bool receiptTimeline = false;
+  // Consume-transform-produce (issue 45; scenario iot-telemetry-txn): each application turns every
+  // input into one derived message on its output topics (outputTopic()), in batches of txnBatch
+  // (a batch waits at most txnBatchWaitMs for more input), each batch one transaction (sends and
+  // acks in it, then commit) when transactions is true, or plain sends and acks and one producer
+  // flush when false. txnAbortFraction of the transactions are aborted first and the batch redone
+  // in a new one (their output is flagged, and must never be read). A verifying application per
+  // application (verifierOf()) reads the output: every input exactly once, in order per device.
+  bool transform = false;
+  bool transactions = false;
+  uint32_t txnBatch = 100;
+  uint32_t txnBatchWaitMs = 100;
+  double txnAbortFraction = 0;
+  uint32_t txnTimeoutMs = 60000;
+  std::string outputTopicPrefix = "persistent://public/default/iot-telemetry-out-";
+  uint32_t verifierPods = 1;
   // loadgen
   int producerIoThreads = 1;
-  int consumerIoThreads = 1;               // per application
-  int sendTimeoutMs = 0;                   // 0: never time out (the broker bounds the wait)
+  int consumerIoThreads = 1;  // per application
+  int sendTimeoutMs = 0;      // 0: never time out (the broker bounds the wait)
 
   // Parses the JSON text of the resolved scenario: {"serviceUrl":..., "workload":{...},
   // "loadgen":{...}}. Unknown keys are errors (kInvalidArgument), so typos do not pass silently.
   static Result<WorkloadConfig> fromJson(const std::string& text);
   // kInvalidArgument when values cannot make a run (0 devices, payload < header, ...).
   Status validate() const;
+  // Output topic of application a for input topic t: "<outputTopicPrefix><a>-<t>".
+  std::string outputTopic(uint32_t a, uint32_t t) const {
+    return outputTopicPrefix + std::to_string(a) + "-" + std::to_string(t);
+  }
+  // The configuration of application a's output verifier: the same workload read from a's output
+  // topics by subscription "iot-output-check-<a>" with verifierPods pods, joining at 0.
+  WorkloadConfig verifierOf(uint32_t a) const;
   // Join time of application a (0 when not listed).
   double joinOf(uint32_t a) const { return a < joinSeconds.size() ? joinSeconds[a] : 0.0; }
 };

@@ -51,7 +51,7 @@ TEST(PayloadTest, RejectsWhatIsNotOurs) {
   bad.payload[0] ^= 1;  // magic
   EXPECT_FALSE(decodePayload(bad.payload, bad.key, 64, 100, &out));
   bad = e;
-  bad.payload[12] = 2;  // unknown flag
+  bad.payload[12] = 8;  // unknown flag (1, 2 and 4 are warmup, derived, aborted)
   EXPECT_FALSE(decodePayload(bad.payload, bad.key, 64, 100, &out));
   bad = e;
   bad.payload[63] = 'x';  // damaged padding
