@@ -11,13 +11,15 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "crash"))
 from txn_crash import run_test  # noqa: E402
 
+CLUSTER = "bk-topics"  # the one tests/bookkeeper/test_topics.py initialises in the shared ZooKeeper
 KILLS = int(os.environ.get("TXN_CRASH_KILLS", "2"))
 SEED = int(os.environ.get("TXN_CRASH_SEED", "7"))
 
 
 def test_transactions_survive_kill9_on_bookkeeper(bk_cluster):
     bk_cluster.start_bookies()
-    report = run_test("cluster", KILLS, SEED, inputs=2000, bk_uri=bk_cluster.uri)
+    report = run_test("cluster", KILLS, SEED, inputs=2000, bk_uri=bk_cluster.uri,
+                      cluster=CLUSTER)
     print(json.dumps(report["figures"]), report["rounds"])
     assert report["violations"] == [], report["violations"]
     assert report["figures"]["committed"] > 0 and report["figures"]["messages_checked"] > 0

@@ -74,7 +74,7 @@ class Cluster:
     """ZooKeeper + 3 bookies (scripts/bookies.sh, started here unless `uri` is given) and one
     `magnetar broker` on them (E=Qw=Qa=2), killed and started again on the same ports."""
 
-    def __init__(self, workdir: str, uri: str | None = None) -> None:
+    def __init__(self, workdir: str, uri: str | None = None, cluster: str = "txn-crash") -> None:
         self.dir, self.own_bookies = workdir, uri is None
         if uri is None:
             p = subprocess.run(["bash", f"{REPO}/scripts/bookies.sh", "start", "-n", "3", "-d",
@@ -84,11 +84,11 @@ class Cluster:
             uri = p.stdout.strip().splitlines()[-1]
         self.uri = uri
         self.zk = "zk:" + uri.removeprefix("zk://").split("/", 1)[0]
-        subprocess.run([magnetar_bin(), "initialize-cluster-metadata", "--cluster", "txn-crash",
+        subprocess.run([magnetar_bin(), "initialize-cluster-metadata", "--cluster", cluster,
                         "--metadata-store", self.zk, "--web-service-url", "http://127.0.0.1:8080",
                         "--broker-service-url", "pulsar://127.0.0.1:6650"],
                        check=True, capture_output=True, timeout=60)
-        settings = [*TXN_SETTINGS, f"metadataStoreUrl={self.zk}", "clusterName=txn-crash",
+        settings = [*TXN_SETTINGS, f"metadataStoreUrl={self.zk}", f"clusterName={cluster}",
                     "advertisedAddress=127.0.0.1", "bindAddress=127.0.0.1",
                     f"bookkeeperMetadataServiceUri={uri}", "managedLedgerDefaultEnsembleSize=2",
                     "managedLedgerDefaultWriteQuorum=2", "managedLedgerDefaultAckQuorum=2",
@@ -355,12 +355,14 @@ def check(run: Run, stored: dict[str, list[str]]) -> dict[str, Any]:
 
 def run_test(deployment: str, kills: int, seed: int, workers: int = 6, k: int = 4,
              ttl_ms: int = 8000, inputs: int = 3000, workdir: str | None = None,
-             bk_uri: str | None = None) -> dict[str, Any]:
-    """The whole test; returns the report (figures, violations, rounds)."""
+             bk_uri: str | None = None, cluster: str = "txn-crash") -> dict[str, Any]:
+    """The whole test; returns the report (figures, violations, rounds). On a shared ZooKeeper
+    (bk_uri) `cluster` must be the one its public/default already lists."""
     rng = random.Random(seed)
     own_dir = workdir is None
     workdir = workdir or tempfile.mkdtemp(prefix="magnetar-txn-crash-")
-    dep: Any = Standalone(workdir) if deployment == "standalone" else Cluster(workdir, bk_uri)
+    dep: Any = (Standalone(workdir) if deployment == "standalone"
+                else Cluster(workdir, bk_uri, cluster))
     run = Run(rng, k, ttl_ms)
     rounds = []
     try:
