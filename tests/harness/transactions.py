@@ -99,12 +99,13 @@ class TxnWire:
     def connect_tc(self) -> None:
         """As the clients connect to coordinator `tc_id` (0 unless given): a LOOKUP of its assign
         partition (which has the broker take the pulsar/system bundle), then
-        TC_CLIENT_CONNECT_REQUEST, retried for 60 s while it answers ServiceNotReady (the
-        coordinator still loading)."""
-        self.wire.send(lookup_frame(f"{TC_ASSIGN}-partition-{self.tc_id}", self._rid()))
-        self._answer({LOOKUP_RESPONSE})
+        TC_CLIENT_CONNECT_REQUEST, both again for 60 s while it answers ServiceNotReady (the
+        coordinator still loading, or the bundle not taken yet: a lookup while the leader was a
+        dead broker takes nothing; the clients look the partition up again then)."""
 
         def connect() -> None:
+            self.wire.send(lookup_frame(f"{TC_ASSIGN}-partition-{self.tc_id}", self._rid()))
+            self._answer({LOOKUP_RESPONSE})
             try:
                 self.request(TC_CLIENT_CONNECT_REQUEST, fv(2, self.tc_id),
                              TC_CLIENT_CONNECT_RESPONSE, 2)
