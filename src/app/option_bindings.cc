@@ -210,6 +210,8 @@ const SettingBindings<broker::BrokerOptions>& brokerOptionBindings() {
                     subscriptionExpiryCheckIntervalInMinutes),
       MAGNETAR_BIND(transactionCoordinatorEnabled, transactionCoordinatorEnabled),
       MAGNETAR_BIND(maxActiveTransactionsPerCoordinator, maxActiveTransactionsPerCoordinator),
+      MAGNETAR_BIND(transactionBufferClientOperationTimeoutInMills,
+                    transactionBufferClientOperationTimeoutInMills),
       MAGNETAR_BIND(brokerDeduplicationEnabled, brokerDeduplicationEnabled),
       MAGNETAR_BIND(brokerDeduplicationMaxNumberOfProducers,
                     brokerDeduplicationMaxNumberOfProducers),

@@ -195,7 +195,12 @@ Result<broker::BrokerOptions> makeBrokerOptions(const config::ServiceConfigurati
 // written), so the next owner takes them over cleanly. A voluntary release closes them first.
 void installOwnershipHandlers(broker::cluster::NamespaceService& ns, broker::BrokerService& service,
                               bool unload) {
+  // Transaction coordinators follow their assign partitions' bundles (Pulsar's
+  // TransactionMetadataStoreService): loaded when one is taken, closed when it leaves.
+  ns.setBundleOwnedHandler(
+      [&service](const std::string&) { service.syncTransactionCoordinators(); });
   ns.setOwnershipLostHandler([&service, &ns, unload] {
+    service.syncTransactionCoordinators();
     for (auto& t : service.topics()) {
       if (ns.owns(t->name())) continue;
       if (unload) {
@@ -211,6 +216,7 @@ void installOwnershipHandlers(broker::cluster::NamespaceService& ns, broker::Bro
   // state; the namespace service waits for `closed` (namespaceBundleUnloadingTimeoutMs).
   ns.setBundleReleaseHandler(
       [&service, &ns, unload](const std::string& bundle, const std::function<void()>& closed) {
+        service.syncTransactionCoordinators();
         std::vector<std::shared_ptr<broker::PersistentTopic>> gone;
         for (auto& t : service.topics()) {
           if (!ns.owns(t->name())) gone.push_back(t);
@@ -382,7 +388,9 @@ int serve(const BrokerOptions& options, Web& web, broker::BrokerService& service
     return 1;
   }
   if (!cluster.namespaceService) return 0;
-  if (Status joined = cluster.namespaceService->start(selfUrls(service, bound)); !joined) {
+  const broker::cluster::BrokerUrls self = selfUrls(service, bound);
+  service.setBrokerId(self.brokerId);
+  if (Status joined = cluster.namespaceService->start(self); !joined) {
     MLOG_ERROR("cannot join the cluster: {}", joined.message());
     web.stop();
     service.stop();

@@ -258,6 +258,16 @@ class Commands {
                                         std::string_view subscription);
   static Buffer newEndTxn(uint64_t requestId, uint64_t txnMostBits, uint64_t txnLeastBits,
                           proto::TxnAction action);
+  // Broker to broker (Pulsar's Commands.newEndTxnOnPartition / newEndTxnOnSubscription, sent
+  // by TransactionBufferClientImpl to a topic's owner): ends `txn` on one topic or one
+  // subscription; lowWaterMark goes in txnid_least_bits_of_low_watermark.
+  static Buffer newEndTxnOnPartition(uint64_t requestId, std::string_view topic,
+                                     uint64_t txnMostBits, uint64_t txnLeastBits,
+                                     proto::TxnAction action, uint64_t lowWaterMark);
+  static Buffer newEndTxnOnSubscription(uint64_t requestId, uint64_t txnMostBits,
+                                        uint64_t txnLeastBits, std::string_view topic,
+                                        std::string_view subscription, proto::TxnAction action,
+                                        uint64_t lowWaterMark);
   // ACK of one message within a transaction (txnid and request_id set: the broker answers with
   // ACK_RESPONSE). ackSet/batchSize: a batch message, as Pulsar's ConsumerImpl sends it (the bits
   // of the batch's messages still unacked; empty for a whole entry).

@@ -290,6 +290,36 @@ Buffer Commands::newEndTxn(uint64_t requestId, uint64_t txnMostBits, uint64_t tx
   return serialize(cmd);
 }
 
+Buffer Commands::newEndTxnOnPartition(uint64_t requestId, std::string_view topic,
+                                      uint64_t txnMostBits, uint64_t txnLeastBits,
+                                      proto::TxnAction action, uint64_t lowWaterMark) {
+  auto cmd = make(proto::BaseCommand::END_TXN_ON_PARTITION);
+  auto* e = cmd.mutable_endtxnonpartition();
+  e->set_request_id(requestId);
+  e->set_topic(std::string(topic));
+  e->set_txnid_most_bits(txnMostBits);
+  e->set_txnid_least_bits(txnLeastBits);
+  e->set_txn_action(action);
+  e->set_txnid_least_bits_of_low_watermark(lowWaterMark);
+  return serialize(cmd);
+}
+
+Buffer Commands::newEndTxnOnSubscription(uint64_t requestId, uint64_t txnMostBits,
+                                         uint64_t txnLeastBits, std::string_view topic,
+                                         std::string_view subscription, proto::TxnAction action,
+                                         uint64_t lowWaterMark) {
+  auto cmd = make(proto::BaseCommand::END_TXN_ON_SUBSCRIPTION);
+  auto* e = cmd.mutable_endtxnonsubscription();
+  e->set_request_id(requestId);
+  e->set_txnid_most_bits(txnMostBits);
+  e->set_txnid_least_bits(txnLeastBits);
+  e->mutable_subscription()->set_topic(std::string(topic));
+  e->mutable_subscription()->set_subscription(std::string(subscription));
+  e->set_txn_action(action);
+  e->set_txnid_least_bits_of_low_watermark(lowWaterMark);
+  return serialize(cmd);
+}
+
 Buffer Commands::newAckWithTxn(uint64_t consumerId, proto::CommandAck::AckType ackType,
                                const WireMessageId& id, std::span<const int64_t> ackSet,
                                int32_t batchSize, uint64_t txnMostBits, uint64_t txnLeastBits,

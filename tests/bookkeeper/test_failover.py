@@ -59,9 +59,11 @@ def zk_url(uri: str) -> str:
 
 
 class Broker:
-    def __init__(self, base: str, i: int, uri: str) -> None:
+    def __init__(self, base: str, i: int, uri: str, extra: tuple[str, ...] = ()) -> None:
+        """extra: more settings (key=value) for the broker."""
         self.i = i
         self.uri = uri
+        self.extra = extra
         self.dir = os.path.join(base, f"broker-{i}")
         os.makedirs(self.dir, exist_ok=True)
         self.ports_file = os.path.join(self.dir, "ports")
@@ -94,6 +96,7 @@ class Broker:
             "managedLedgerMaxEntriesPerLedger=1000",
             "managedLedgerMinLedgerRolloverTimeMinutes=0",
             "brokerDeduplicationEnabled=true",
+            *self.extra,
         )
         self.proc = subprocess.Popen(
             [magnetar_bin(), "broker", "--ports-file", self.ports_file,

@@ -87,24 +87,28 @@ class TxnWire:
     consumers on it; MESSAGEs received meanwhile are kept in `messages` (consumer id, ledger,
     entry, payload)."""
 
-    def __init__(self, endpoint: BrokerEndpoint, connect_tc: bool = True) -> None:
+    def __init__(self, endpoint: BrokerEndpoint, connect_tc: bool = True, tc_id: int = 0) -> None:
         self.wire = WireClient.connected(port_of(endpoint), timeout=20.0)
         self.next_id = 1
+        self.tc_id = tc_id
         self.messages: list[tuple[int, int, int, bytes]] = []
         self.producers: dict[str, int] = {}
         if connect_tc:
             self.connect_tc()
 
     def connect_tc(self) -> None:
-        """As the clients connect to coordinator 0: a LOOKUP of its assign partition (which has
-        Pulsar load the pulsar/system bundle), then TC_CLIENT_CONNECT_REQUEST, retried for 60 s
-        while it answers ServiceNotReady (the coordinator still loading)."""
-        self.wire.send(lookup_frame(f"{TC_ASSIGN}-partition-0", self._rid()))
-        self._answer({LOOKUP_RESPONSE})
+        """As the clients connect to coordinator `tc_id` (0 unless given): a LOOKUP of its assign
+        partition (which has the broker take the pulsar/system bundle), then
+        TC_CLIENT_CONNECT_REQUEST, both again for 60 s while it answers ServiceNotReady (the
+        coordinator still loading, or the bundle not taken yet: a lookup while the leader was a
+        dead broker takes nothing; the clients look the partition up again then)."""
 
         def connect() -> None:
+            self.wire.send(lookup_frame(f"{TC_ASSIGN}-partition-{self.tc_id}", self._rid()))
+            self._answer({LOOKUP_RESPONSE})
             try:
-                self.request(TC_CLIENT_CONNECT_REQUEST, fv(2, 0), TC_CLIENT_CONNECT_RESPONSE, 2)
+                self.request(TC_CLIENT_CONNECT_REQUEST, fv(2, self.tc_id),
+                             TC_CLIENT_CONNECT_RESPONSE, 2)
             except TxnError as e:
                 if e.error != "ServiceNotReady":
                     pytest.fail(f"TC_CLIENT_CONNECT_REQUEST: {e}")
@@ -142,9 +146,9 @@ class TxnWire:
         return body
 
     def new_txn(self, ttl_ms: int = 60000) -> tuple[int, int]:
-        """NEW_TXN on coordinator 0; txn_ttl_seconds carries milliseconds, as the Java, C++ and
-        Go clients send it and Pulsar's coordinator reads it (a timeout of 60 there is 60 ms)."""
-        body = self.request(NEW_TXN, fv(2, ttl_ms) + fv(3, 0), NEW_TXN_RESPONSE)
+        """NEW_TXN on the coordinator `tc_id`; txn_ttl_seconds carries milliseconds, as the Java,
+        C++ and Go clients send it and Pulsar's coordinator reads it (60 there is 60 ms)."""
+        body = self.request(NEW_TXN, fv(2, ttl_ms) + fv(3, self.tc_id), NEW_TXN_RESPONSE)
         return body[3][0], body[2][0]  # (most, least)
 
     @staticmethod

@@ -514,6 +514,7 @@ void NamespaceService::resolveBundle(const std::string& key, bool authoritative,
               MutexLock lock(mu_);
               owned_.insert(key);
             }
+            if (onOwned_) onOwned_(key);
             return reply(connectTo(self_));
           }
           owners_[key] = owner->urls;  // the read set a watch: a change drops it
@@ -592,6 +593,7 @@ void NamespaceService::createOwnership(const std::string& key,
                     owned_.insert(key);
                   }
                   MLOG_INFO("Took ownership of bundle {}", key);
+                  if (onOwned_) onOwned_(key);
                   publishRegistration();
                   // A watch on our own node: its deletion (admin unload elsewhere) releases it.
                   store_->exists(path, &loop_, [](const Result<bool>&) {});
@@ -1194,6 +1196,10 @@ void NamespaceService::finishSplit(const std::shared_ptr<const BundleSplit>& sp)
     boundaries_[sp->ns] = sp->next;
   }
   MLOG_INFO("Split bundle {} into {} and {}", sp->key, sp->a, sp->c);
+  if (onOwned_) {
+    onOwned_(sp->a);
+    onOwned_(sp->c);
+  }
   for (const std::string& k : {sp->a, sp->c}) {
     store_->exists(ownershipPath(k), &loop_, [](const Result<bool>&) {});  // watch
   }

@@ -120,6 +120,13 @@ class NamespaceService : public TopicOwnership {
   using ReleaseHandler =
       std::function<void(const std::string& bundleKey, std::function<void()> closed)>;
   void setBundleReleaseHandler(ReleaseHandler fn) { onRelease_ = std::move(fn); }
+  // Called on the loop once owns() turned true for `bundleKey` (taken by a lookup, found ours
+  // again, or a split's half), before the lookup that took it is answered; Pulsar's
+  // NamespaceBundleOwnershipListener.onLoad (the transaction coordinators of the assign topic's
+  // partitions in it load then). Must not block. Set before start().
+  void setBundleOwnedHandler(std::function<void(const std::string& bundleKey)> fn) {
+    onOwned_ = std::move(fn);
+  }
 
   // Admin views. Thread: any.
   std::vector<std::string> ownedBundles() const;  // "tenant/ns/0x..._0x...", sorted
@@ -252,6 +259,7 @@ class NamespaceService : public TopicOwnership {
   net::EventLoop loop_{"metadata-store"};
   std::function<void()> onLost_;
   ReleaseHandler onRelease_;
+  std::function<void(const std::string&)> onOwned_;
   std::set<std::string> releasing_;  // loop only: bundles whose topics are closing (release())
   std::vector<uint64_t> listenerIds_;
   std::optional<uint64_t> configListener_;

@@ -134,6 +134,10 @@ struct BrokerOptions {
   bool transactionCoordinatorEnabled = sd::transactionCoordinatorEnabled;
   // Open transactions one coordinator allows, 0: no limit (NEW_TXN answered Busy beyond it).
   int64_t maxActiveTransactionsPerCoordinator = sd::maxActiveTransactionsPerCoordinator;
+  // transactionBufferClientOperationTimeoutInMills: how long the coordinator waits for another
+  // broker's answer to END_TXN_ON_PARTITION / END_TXN_ON_SUBSCRIPTION (cluster mode).
+  int64_t transactionBufferClientOperationTimeoutInMills =
+      sd::transactionBufferClientOperationTimeoutInMills;
   bool brokerDeduplicationEnabled = sd::brokerDeduplicationEnabled;
   int brokerDeduplicationMaxNumberOfProducers = sd::brokerDeduplicationMaxNumberOfProducers;
   int brokerDeduplicationEntriesInterval = sd::brokerDeduplicationEntriesInterval;

@@ -11,6 +11,7 @@
 
 #include "base/blocking_wait.h"
 #include "base/logging.h"
+#include "broker/service/remote_transaction_buffer_client.h"
 #include "broker/service/server_cnx.h"
 #include "broker/topic/entry_metadata.h"
 #include "broker/topic/message_expiry.h"
@@ -269,6 +270,7 @@ void BrokerService::stop() {
   compactionMonitor_.reset();
   if (server_) server_->stop();
   if (tlsServer_) tlsServer_->stop();
+  if (txnRemoteBufferClient_) txnRemoteBufferClient_->close();  // its connections' loops stop
   if (ioLoops_) ioLoops_->stop();
   stopTransactions();
   if (mlWorkers_) mlWorkers_->stop();

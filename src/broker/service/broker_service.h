@@ -49,6 +49,8 @@ using TopicCallback = std::function<void(Result<std::shared_ptr<PersistentTopic>
 std::string policyKey(const TopicName& name);
 
 // Thread: start/stop from main; the rest from any thread unless noted.
+class RemoteTransactionBufferClient;
+
 class BrokerService final : public SharedConfigView {
  public:
   // Cluster mode on each broker's local storage: lists the topics of namespace `ns` in `domain`
@@ -142,6 +144,16 @@ class BrokerService final : public SharedConfigView {
   // The transaction coordinators this broker serves (transaction_service.cc); null while
   // transactionCoordinatorEnabled is off. Thread: any.
   CoordinatorRegistry* transactionCoordinators() const { return txnCoordinators_.get(); }
+  // Cluster mode (Pulsar's TransactionMetadataStoreService with the bundle ownership of
+  // transaction_coordinator_assign's partitions): loads every coordinator whose assign partition
+  // this broker owns and closes (unloads) every loaded one whose partition it no longer owns.
+  // Called when a bundle is taken, released or lost (src/app wires the namespace service's
+  // handlers to it). No-op in standalone or with transactions off. Thread: any.
+  void syncTransactionCoordinators();
+  // This broker's id, "advertisedAddress:webServicePort" (Pulsar's getBrokerId), for errors
+  // that name it; "" until the app sets it (cluster mode). Set before the broker serves.
+  void setBrokerId(std::string id) { brokerId_ = std::move(id); }
+  const std::string& brokerId() const { return brokerId_; }
 
   // Finds or opens the topic; creates it when `create` (allowAutoTopicCreation) or when it was
   // stored before. On storage shared by the brokers (BookKeeper) a topic not loaded here is
@@ -420,7 +432,11 @@ class BrokerService final : public SharedConfigView {
   // The transactions' buffer client (service/local_transaction_buffer_client.cc: the topics this
   // broker serves) and the coordinators.
   std::unique_ptr<TransactionBufferClient> txnBufferClient_;
+  // Cluster mode: the coordinators' client, ending txns on other brokers' topics over
+  // txnBufferClient_ (the local one) for this broker's.
+  std::unique_ptr<RemoteTransactionBufferClient> txnRemoteBufferClient_;
   std::unique_ptr<CoordinatorRegistry> txnCoordinators_;
+  std::string brokerId_;
   std::atomic<int64_t> closedSinceTrim_{0};
   // Compacted ledgers found at start-up, by topic ledger name: their seqs (compactedLedgerName);
   // handed to the topic when it loads. Guarded by mu_.

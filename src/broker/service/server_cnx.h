@@ -247,6 +247,11 @@ class ServerCnx final : public net::Connection,
   void handleGetLastMessageId(const proto::CommandGetLastMessageId& c);
   // Transaction buffer (server_cnx_txn_buffer.cc): the coordinator ends a txn on one topic.
   void handleEndTxnOnPartition(const proto::CommandEndTxnOnPartition& c);
+  // Cluster mode: then(true) once the slow ownership check finds `name` served here, else
+  // then(false); on the loop, not after the connection closed.
+  void whenOwned(const TopicName& name, std::function<void(bool)> then);
+  // The ServiceNotReady text of a topic this broker does not serve (Pulsar's).
+  static std::string notServedMessage(const std::string& topic);
   void handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamespace& c);
   void handleConsumerStats(const proto::CommandConsumerStats& c);
   void handleWatchTopicList(const proto::CommandWatchTopicList& c);
@@ -261,6 +266,8 @@ class ServerCnx final : public net::Connection,
   // enabled." unless transactionCoordinatorEnabled, as Pulsar.
   bool checkTransactionsEnabled(uint64_t requestId);
   void handleTcClientConnect(const proto::CommandTcClientConnectRequest& c);
+  // TC_CLIENT_CONNECT's load of the coordinator (once this broker may serve it); answers.
+  void loadCoordinator(const proto::CommandTcClientConnectRequest& c);
   void handleNewTxn(const proto::CommandNewTxn& c);
   void handleAddPartitionToTxn(const proto::CommandAddPartitionToTxn& c);
   void handleAddSubscriptionToTxn(const proto::CommandAddSubscriptionToTxn& c);

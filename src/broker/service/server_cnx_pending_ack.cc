@@ -87,6 +87,14 @@ void ServerCnx::handleEndTxnOnSubscription(const proto::CommandEndTxnOnSubscript
   };
   auto name = TopicName::parse(topicName);
   if (!name.isOk()) return fail("The topic " + topicName + " is not exist in broker.");
+  if (!servesTopic(*name)) {  // as END_TXN_ON_PARTITION: only the owner loads the topic
+    return whenOwned(*name, [me, c](bool owned) {
+      if (owned) return me->handleEndTxnOnSubscription(c);
+      me->send(Commands::newEndTxnOnSubscriptionResponse(
+          c.request_id(), c.txnid_least_bits(), c.txnid_most_bits(), proto::ServiceNotReady,
+          notServedMessage(c.subscription().topic())));
+    });
+  }
   service_.getOrCreateTopic(*name, false, [=](Result<std::shared_ptr<PersistentTopic>> r) {
     if (!r.isOk()) return fail("The topic " + topicName + " is not exist in broker.");
     auto topic = r.value();

@@ -30,6 +30,33 @@ void ServerCnx::handleTcClientConnect(const proto::CommandTcClientConnectRequest
   MAGNETAR_DCHECK_ON(loop());
   const uint64_t requestId = c.request_id();
   if (!checkTransactionsEnabled(requestId)) return;
+  const uint64_t tcId = c.tc_id();
+  auto* ownership = service_.topicOwnership();
+  if (!ownership || service_.transactionCoordinators()->get(tcId)) return loadCoordinator(c);
+  // Cluster mode, as Pulsar 4.2's TransactionMetadataStoreService.handleTcClientConnect: a
+  // coordinator not loaded here loads only on the owner of its assign partition's bundle.
+  const TopicName partition =
+      TopicName::parse(kTransactionCoordinatorAssign)->partition(static_cast<int>(tcId));
+  if (ownership->owns(partition)) return loadCoordinator(c);
+  auto me = self();
+  ownership->confirmOwned(partition, &loop(), [me, c, partition, requestId](bool owned) {
+    MAGNETAR_DCHECK_ON(me->loop());
+    if (me->isClosed()) return;
+    if (owned) return me->loadCoordinator(c);
+    // BrokerService.checkTopicNsOwnership's ServiceUnitNotReadyException: ServiceNotReady, and
+    // the client looks the assign partition up again.
+    const std::string ns = partition.namespaceName();
+    me->send(Commands::newTcClientConnectResponse(
+        requestId, proto::ServiceNotReady,
+        "Namespace bundle (" + ns + "/" +
+            me->service_.topicOwnership()->bundleOf(ns, partition.toString()) + ") for topic (" +
+            partition.toString() + ") not served by this instance:" + me->service_.brokerId() +
+            ". Please redo the lookup."));
+  });
+}
+
+void ServerCnx::loadCoordinator(const proto::CommandTcClientConnectRequest& c) {
+  const uint64_t requestId = c.request_id();
   auto me = self();
   service_.transactionCoordinators()->load(
       c.tc_id(), [me, requestId](const Result<std::shared_ptr<TransactionCoordinator>>& r) {

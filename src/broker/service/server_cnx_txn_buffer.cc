@@ -11,6 +11,19 @@ namespace magnetar::broker {
 
 using protocol::Commands;
 
+std::string ServerCnx::notServedMessage(const std::string& topic) {
+  return "Namespace bundle for topic (" + topic +
+         ") not served by this instance. Please redo the lookup.";
+}
+
+void ServerCnx::whenOwned(const TopicName& name, std::function<void(bool)> then) {
+  auto me = self();
+  service_.topicOwnership()->confirmOwned(name, &loop(), [me, then = std::move(then)](bool owned) {
+    MAGNETAR_DCHECK_ON(me->loop());
+    if (!me->isClosed()) then(owned);
+  });
+}
+
 void ServerCnx::handleEndTxnOnPartition(const proto::CommandEndTxnOnPartition& c) {
   MAGNETAR_DCHECK_ON(loop());
   const uint64_t requestId = c.request_id();
@@ -29,6 +42,16 @@ void ServerCnx::handleEndTxnOnPartition(const proto::CommandEndTxnOnPartition& c
     return answerError(proto::NotAllowedError, "Transaction coordinator operation not allowed");
   }
   const std::string& topicName = c.topic();
+  // Only the topic's owner ends a txn on it (a non-owner loading it would fence the owner's
+  // ledger): ServiceNotReady, and the coordinator looks the topic up again.
+  if (!servesTopic(*name)) {
+    return whenOwned(*name, [me, c](bool owned) {
+      if (owned) return me->handleEndTxnOnPartition(c);
+      me->send(Commands::newEndTxnOnPartitionResponse(c.request_id(), c.txnid_least_bits(),
+                                                      c.txnid_most_bits(), proto::ServiceNotReady,
+                                                      notServedMessage(c.topic())));
+    });
+  }
   service_.getOrCreateTopic(
       *name, /*create=*/false,
       [me, requestId, txn, action, lowWaterMark, answerError, topicName](auto r) {

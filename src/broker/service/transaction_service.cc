@@ -4,6 +4,7 @@
 #include "base/logging.h"
 #include "broker/service/broker_service.h"
 #include "broker/service/local_transaction_buffer_client.h"
+#include "broker/service/remote_transaction_buffer_client.h"
 #include "broker/transaction/coordinator_registry.h"
 
 namespace magnetar::broker {
@@ -35,10 +36,17 @@ void BrokerService::startTransactions() {
   if (!ownership_) ensureStandaloneSystemNamespace();
   if (!options_.transactionCoordinatorEnabled) return;
   txnBufferClient_ = makeLocalTransactionBufferClient(*this);
+  TransactionBufferClient* tb = txnBufferClient_.get();
+  if (ownership_) {  // cluster mode: other brokers' topics over a broker-to-broker connection
+    txnRemoteBufferClient_ = makeRemoteTransactionBufferClient(
+        *this, *txnBufferClient_,
+        std::chrono::milliseconds(options_.transactionBufferClientOperationTimeoutInMills));
+    tb = txnRemoteBufferClient_.get();
+  }
   txnCoordinators_ = std::make_unique<CoordinatorRegistry>(
-      *factory_, [this](uint64_t tcId) -> net::Executor* { return &mlWorkers_->forKey(tcId); },
-      txnBufferClient_.get(), options_.maxActiveTransactionsPerCoordinator, kTransactionTickPeriod);
-  if (ownership_) return;  // cluster mode: loaded when a client connects to the coordinator
+      *factory_, [this](uint64_t tcId) -> net::Executor* { return &mlWorkers_->forKey(tcId); }, tb,
+      options_.maxActiveTransactionsPerCoordinator, kTransactionTickPeriod);
+  if (ownership_) return;  // cluster mode: loaded with the assign partitions' bundles
   auto assign = TopicName::parse(kTransactionCoordinatorAssign);
   int n = namespaces_.partitions(assign->toString()).value_or(0);
   if (n == 0) {
@@ -48,6 +56,27 @@ void BrokerService::startTransactions() {
   }
   for (int i = 0; i < n; ++i) {
     txnCoordinators_->load(static_cast<uint64_t>(i), [](auto) {});
+  }
+}
+
+void BrokerService::syncTransactionCoordinators() {
+  if (!txnCoordinators_ || !ownership_) return;
+  const TopicName assign = *TopicName::parse(kTransactionCoordinatorAssign);
+  for (uint64_t id : txnCoordinators_->loadedIds()) {
+    if (ownership_->owns(assign.partition(static_cast<int>(id)))) continue;
+    MLOG_INFO("Transaction coordinator {}: its assign partition left this broker, closing", id);
+    txnCoordinators_->unload(id);
+  }
+  const int n = namespaces_.partitions(assign.toString()).value_or(0);
+  for (int i = 0; i < n; ++i) {
+    if (!ownership_->owns(assign.partition(i))) continue;
+    // Already loaded: load() answers at once. A load that ends after the bundle left again is
+    // undone (the next owner fences this broker's handle on the log anyway).
+    txnCoordinators_->load(static_cast<uint64_t>(i), [this, i, assign](const auto& r) {
+      if (r.isOk() && !ownership_->owns(assign.partition(i))) {
+        txnCoordinators_->unload(static_cast<uint64_t>(i));
+      }
+    });
   }
 }
 

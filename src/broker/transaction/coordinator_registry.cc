@@ -1,6 +1,7 @@
 #include "broker/transaction/coordinator_registry.h"
 
 #include <future>
+#include <set>
 #include <utility>
 
 #include "base/blocking_wait.h"
@@ -87,6 +88,14 @@ void CoordinatorRegistry::unload(uint64_t tcId) {
     ready_.erase(it);
   }
   tc->executor()->execute([tc] { tc->close([](const Status&) {}); });
+}
+
+std::vector<uint64_t> CoordinatorRegistry::loadedIds() const {
+  MutexLock lock(mu_);
+  std::set<uint64_t> ids;
+  for (const auto& entry : ready_) ids.insert(entry.first);
+  for (const auto& entry : loading_) ids.insert(entry.first);
+  return {ids.begin(), ids.end()};
 }
 
 void CoordinatorRegistry::closeAll() {

@@ -57,6 +57,8 @@ class CoordinatorRegistry {
   std::shared_ptr<TransactionCoordinator> get(uint64_t tcId) const;
   // Closes and forgets coordinator tcId (its partition's bundle left this broker).
   void unload(uint64_t tcId);
+  // The ids of the coordinators loaded or loading, ascending.
+  std::vector<uint64_t> loadedIds() const;
   // Closes all (broker stop); blocks until closed or 5 s passed. Not on a coordinator's executor.
   void closeAll();
   // Every loaded coordinator's counters.

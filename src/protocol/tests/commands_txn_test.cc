@@ -69,5 +69,27 @@ TEST(CommandsTxnTest, EndTxn) {
   EXPECT_EQ(r.cmd.endtxnresponse().txnid_least_bits(), 9u);
 }
 
+TEST(CommandsTxnTest, EndTxnOnPartitionAndSubscription) {
+  auto p =
+      decodeOne(Commands::newEndTxnOnPartition(4, "persistent://t/n/a", 2, 7, proto::COMMIT, 5));
+  ASSERT_EQ(p.cmd.type(), BC::END_TXN_ON_PARTITION);
+  const auto& ep = p.cmd.endtxnonpartition();
+  EXPECT_EQ(ep.request_id(), 4u);
+  EXPECT_EQ(ep.topic(), "persistent://t/n/a");
+  EXPECT_EQ(ep.txnid_most_bits(), 2u);
+  EXPECT_EQ(ep.txnid_least_bits(), 7u);
+  EXPECT_EQ(ep.txn_action(), proto::COMMIT);
+  EXPECT_EQ(ep.txnid_least_bits_of_low_watermark(), 5u);
+  auto s = decodeOne(
+      Commands::newEndTxnOnSubscription(6, 2, 7, "persistent://t/n/a", "sub", proto::ABORT, 3));
+  ASSERT_EQ(s.cmd.type(), BC::END_TXN_ON_SUBSCRIPTION);
+  const auto& es = s.cmd.endtxnonsubscription();
+  EXPECT_EQ(es.request_id(), 6u);
+  EXPECT_EQ(es.subscription().topic(), "persistent://t/n/a");
+  EXPECT_EQ(es.subscription().subscription(), "sub");
+  EXPECT_EQ(es.txn_action(), proto::ABORT);
+  EXPECT_EQ(es.txnid_least_bits_of_low_watermark(), 3u);
+}
+
 }  // namespace
 }  // namespace magnetar::protocol

@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "base/thread_annotations.h"
 #include "broker/cluster/cluster_metadata.h"
@@ -104,6 +105,10 @@ class ReleaseTest : public ::testing::Test {
     o.bundleUnloadingTimeoutMs = [unloadTimeoutMs] { return unloadTimeoutMs; };
     ns_ = std::make_unique<NamespaceService>(store_.get(), store_.get(), o);
     ns_->setOwnershipLostHandler([this] { lostCalls_++; });
+    ns_->setBundleOwnedHandler([this](const std::string& key) {
+      MutexLock lock(ownedMu_);
+      ownedCalls_.push_back({key, ns_->owns(topic_)});
+    });
     if (withHandler) {
       ns_->setBundleReleaseHandler([this](const std::string& key, std::function<void()> closed) {
         released_.set_value({key, std::move(closed)});
@@ -152,7 +157,26 @@ class ReleaseTest : public ::testing::Test {
   TopicName topic_ = *TopicName::parse("persistent://public/default/t");
   std::promise<std::pair<std::string, std::function<void()>>> released_;
   std::atomic<int> lostCalls_{0};
+  Mutex ownedMu_;
+  // The owned handler's calls: the bundle, and whether owns() was already true then.
+  std::vector<std::pair<std::string, bool>> ownedCalls_ GUARDED_BY(ownedMu_);
 };
+
+TEST_F(ReleaseTest, TakingABundleCallsTheOwnedHandlerOnceOwned) {
+  startBroker(60000, true);
+  {
+    MutexLock lock(ownedMu_);
+    EXPECT_TRUE(ownedCalls_.empty());
+  }
+  LookupAnswer a = lookup();  // the handler ran before the answer
+  ASSERT_TRUE(a.error.isOk()) << a.error.toString();
+  auto owned = ns_->ownedBundles();
+  ASSERT_EQ(owned.size(), 1u);
+  MutexLock lock(ownedMu_);
+  ASSERT_EQ(ownedCalls_.size(), 1u);
+  EXPECT_EQ(ownedCalls_[0].first, owned[0]);
+  EXPECT_TRUE(ownedCalls_[0].second);
+}
 
 TEST_F(ReleaseTest, AdminUnloadKeepsTheOwnershipUntilTheTopicsClosed) {
   startBroker(60000, true);

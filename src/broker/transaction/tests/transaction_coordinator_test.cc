@@ -298,14 +298,18 @@ TEST_F(CoordinatorTest, RegistryLoadsOnceAndServesTheReadyCoordinator) {
   int answered = 0;
   reg.load(0, [&](auto r) { answered += r.isOk(); });
   reg.load(0, [&](auto r) { answered += r.isOk(); });
+  reg.load(3, [&](auto r) { answered += r.isOk(); });
   EXPECT_EQ(reg.get(0), nullptr);  // still recovering
+  // Loading ones are listed too (cluster mode closes them if their bundle left meanwhile).
+  EXPECT_EQ(reg.loadedIds(), (std::vector<uint64_t>{0, 3}));
   ex_.runPending();
-  EXPECT_EQ(answered, 2);
+  EXPECT_EQ(answered, 3);
   ASSERT_NE(reg.get(0), nullptr);
-  EXPECT_EQ(reg.stats().size(), 1u);
+  EXPECT_EQ(reg.stats().size(), 2u);
   reg.unload(0);
   ex_.runPending();
   EXPECT_EQ(reg.get(0), nullptr);
+  EXPECT_EQ(reg.loadedIds(), (std::vector<uint64_t>{3}));
 }
 
 TEST(TransactionLogName, IsPulsars) {

@@ -1,0 +1,243 @@
+#include "broker/service/broker_peer.h"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "base/dcheck.h"
+#include "base/logging.h"
+#include "protocol/commands.h"
+
+namespace magnetar::broker {
+
+namespace asio = boost::asio;
+using boost::asio::ip::tcp;
+using protocol::Commands;
+
+namespace {
+
+constexpr std::string_view kPeerClientVersion = "magnetar-broker";
+
+// The request id an answer frame carries, or nullopt for frames that answer no request.
+std::optional<uint64_t> answeredRequest(const proto::BaseCommand& cmd) {
+  using T = proto::BaseCommand;
+  switch (cmd.type()) {
+    case T::LOOKUP_RESPONSE:
+      return cmd.lookuptopicresponse().request_id();
+    case T::END_TXN_ON_PARTITION_RESPONSE:
+      return cmd.endtxnonpartitionresponse().request_id();
+    case T::END_TXN_ON_SUBSCRIPTION_RESPONSE:
+      return cmd.endtxnonsubscriptionresponse().request_id();
+    case T::ERROR:
+      return cmd.error().request_id();
+    default:
+      return std::nullopt;
+  }
+}
+
+// "pulsar://host:port" -> (host, port).
+std::pair<std::string, std::string> hostPortOf(const std::string& url) {
+  std::string rest = url;
+  if (auto scheme = rest.find("://"); scheme != std::string::npos) rest = rest.substr(scheme + 3);
+  if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
+  auto colon = rest.rfind(':');
+  if (colon == std::string::npos) return {rest, "6650"};
+  return {rest.substr(0, colon), rest.substr(colon + 1)};
+}
+
+}  // namespace
+
+PeerConnection::PeerConnection(net::EventLoop& loop, tcp::socket socket, std::string url)
+    : net::Connection(loop, std::move(socket)), url_(std::move(url)) {}
+
+void PeerConnection::handshake(std::chrono::milliseconds timeout,
+                               std::function<void(Status)> done) {
+  auto me = std::static_pointer_cast<PeerConnection>(shared_from_this());
+  loop().execute([me, timeout, done = std::move(done)]() mutable {
+    me->connected_ = std::move(done);
+    auto timer = std::make_shared<asio::steady_timer>(me->loop().context(), timeout);
+    timer->async_wait([me, timer](const boost::system::error_code& ec) {
+      if (ec || !me->connected_) return;
+      auto cb = std::move(me->connected_);
+      me->connected_ = nullptr;
+      me->close();
+      cb(Status::error(StatusCode::kTimeout, "no CONNECTED from " + me->url_));
+    });
+    me->start();
+    me->send(Commands::newConnect(kPeerClientVersion));
+  });
+}
+
+void PeerConnection::request(const std::function<Buffer(uint64_t)>& build,
+                             std::chrono::milliseconds timeout, Reply reply) {
+  uint64_t id;
+  {
+    MutexLock lock(mu_);
+    id = nextRequestId_++;
+    pending_[id] = std::move(reply);
+  }
+  if (isClosed()) {
+    if (auto r = take(id)) r(Status::ioError("connection to " + url_ + " closed"));
+    return;
+  }
+  send(build(id));
+  auto me = std::static_pointer_cast<PeerConnection>(shared_from_this());
+  loop().execute([me, id, timeout] {
+    auto timer = std::make_shared<asio::steady_timer>(me->loop().context(), timeout);
+    timer->async_wait([me, id, timer](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (auto r = me->take(id)) {
+        r(Status::error(StatusCode::kTimeout, "no answer from " + me->url_ + " in time"));
+      }
+    });
+  });
+}
+
+PeerConnection::Reply PeerConnection::take(uint64_t requestId) {
+  MutexLock lock(mu_);
+  auto it = pending_.find(requestId);
+  if (it == pending_.end()) return nullptr;
+  Reply r = std::move(it->second);
+  pending_.erase(it);
+  return r;
+}
+
+bool PeerConnection::onData(const uint8_t* data, size_t len) {
+  MAGNETAR_DCHECK_ON(loop());
+  Status s = decoder_.feed(
+      data, len, [this](const proto::BaseCommand& cmd, const Buffer&) { return onFrame(cmd); });
+  if (!s.isOk()) {
+    MLOG_WARN("broker connection to {}: closing on bad input: {}", url_, s.toString());
+    close();
+    return false;
+  }
+  return true;
+}
+
+Status PeerConnection::onFrame(const proto::BaseCommand& cmd) {
+  using T = proto::BaseCommand;
+  if (cmd.type() == T::CONNECTED) {
+    ready_ = true;
+    if (auto cb = std::move(connected_)) {
+      connected_ = nullptr;
+      cb(Status::ok());
+    }
+    return Status::ok();
+  }
+  if (cmd.type() == T::PING) {
+    send(Commands::newPong());
+    return Status::ok();
+  }
+  if (cmd.type() == T::ERROR && connected_) {  // CONNECT refused (authentication)
+    auto cb = std::move(connected_);
+    connected_ = nullptr;
+    cb(Status::notAllowed(cmd.error().message()));
+    return Status::closed("refused");
+  }
+  if (auto id = answeredRequest(cmd)) {
+    if (auto r = take(*id)) r(cmd);
+  }
+  return Status::ok();
+}
+
+void PeerConnection::onClosed() {
+  MAGNETAR_DCHECK_ON(loop());
+  ready_ = false;
+  if (auto cb = std::move(connected_)) {
+    connected_ = nullptr;
+    cb(Status::ioError("connection to " + url_ + " closed"));
+  }
+  std::map<uint64_t, Reply> all;
+  {
+    MutexLock lock(mu_);
+    all.swap(pending_);
+  }
+  for (auto& [id, r] : all) r(Status::ioError("connection to " + url_ + " closed"));
+}
+
+PeerPool::PeerPool(net::EventLoopGroup& loops, std::chrono::milliseconds connectTimeout)
+    : loops_(loops), connectTimeout_(connectTimeout) {}
+
+PeerPool::~PeerPool() { closeAll(); }
+
+void PeerPool::get(const std::string& url, ConnectionCallback cb) {
+  {
+    MutexLock lock(mu_);
+    if (auto it = ready_.find(url); it != ready_.end()) {
+      if (!it->second->isClosed()) {
+        auto c = it->second;
+        return c->loop().execute([c, cb = std::move(cb)] { cb(c); });
+      }
+      ready_.erase(it);
+    }
+    auto& w = waiting_[url];
+    w.push_back(std::move(cb));
+    if (w.size() > 1) return;  // a connect is under way
+  }
+  connect(url);
+}
+
+void PeerPool::connect(const std::string& url) {
+  net::EventLoop& loop = loops_.next();
+  const auto hostPort = hostPortOf(url);
+  const std::string host = hostPort.first;
+  const std::string port = hostPort.second;
+  auto resolver = std::make_shared<tcp::resolver>(loop.context());
+  auto socket = std::make_shared<tcp::socket>(loop.context());
+  auto timer = std::make_shared<asio::steady_timer>(loop.context());
+  loop.execute([this, url, host, port, resolver, socket, timer, &loop] {
+    timer->expires_after(connectTimeout_);  // a peer that does not answer SYN: give up
+    timer->async_wait([resolver, socket](const boost::system::error_code& ec) {
+      if (ec) return;  // cancelled: connected or failed first
+      resolver->cancel();
+      boost::system::error_code ignored;
+      socket->close(ignored);
+    });
+    resolver->async_resolve(
+        host, port,
+        [=, this, &loop](const boost::system::error_code& ec,
+                         const tcp::resolver::results_type& rs) {
+          if (ec)
+            return connected(url, Status::ioError("cannot resolve " + url + ": " + ec.message()));
+          asio::async_connect(
+              *socket, rs,
+              [=, this, &loop](const boost::system::error_code& ec2, const tcp::endpoint&) {
+                timer->cancel();
+                if (ec2) {
+                  return connected(
+                      url, Status::ioError("cannot connect to " + url + ": " + ec2.message()));
+                }
+                auto c = std::make_shared<PeerConnection>(loop, std::move(*socket), url);
+                c->handshake(connectTimeout_, [this, url, c](const Status& s) {
+                  if (!s.isOk()) return connected(url, s);
+                  connected(url, c);
+                });
+              });
+        });
+  });
+}
+
+void PeerPool::connected(const std::string& url, Result<std::shared_ptr<PeerConnection>> r) {
+  std::vector<ConnectionCallback> waiting;
+  {
+    MutexLock lock(mu_);
+    waiting = std::move(waiting_[url]);
+    waiting_.erase(url);
+    if (r.isOk()) ready_[url] = r.value();
+  }
+  if (!r.isOk()) MLOG_WARN("broker connection to {} failed: {}", url, r.status().toString());
+  for (auto& w : waiting) w(r);
+}
+
+void PeerPool::closeAll() {
+  std::map<std::string, std::shared_ptr<PeerConnection>> all;
+  {
+    MutexLock lock(mu_);
+    all.swap(ready_);
+  }
+  for (auto& [url, c] : all) c->close();
+}
+
+}  // namespace magnetar::broker

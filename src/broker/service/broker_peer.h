@@ -1,0 +1,95 @@
+// Broker-to-broker connections for the transaction coordinator's fan-out (what Pulsar's
+// TransactionBufferClientImpl does through the broker's own PulsarClient): a PeerConnection
+// speaks the client side of the binary protocol (CONNECT, LOOKUP, END_TXN_ON_PARTITION,
+// END_TXN_ON_SUBSCRIPTION, PING/PONG) to another broker; a PeerPool keeps one per broker URL.
+//
+// Why not src/client: ARCHITECTURE.md puts the client library beside the broker (client ->
+// net/protocol, used by tools and tests), not below it, and src/broker links no client code.
+// The coordinator needs four request/response commands, so this is a minimal connection on the
+// same net::Connection and protocol builders the client uses. No TLS, no authentication: a
+// cluster whose brokers require authentication refuses these connections (docs/transactions.md).
+#pragma once
+
+#if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_SERVICE)
+#error "broker/service is not below this broker part (src/broker/README.md)"
+#endif
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/buffer.h"
+#include "base/status.h"
+#include "base/thread_annotations.h"
+#include "net/connection.h"
+#include "net/event_loop.h"
+#include "protocol/frame.h"
+#include "protocol/pulsar_api.pb.h"
+
+namespace magnetar::broker {
+
+class PeerConnection final : public net::Connection {
+ public:
+  // The answer frame to a request (the command's response or an ERROR with its request id).
+  using Reply = std::function<void(Result<proto::BaseCommand>)>;
+  PeerConnection(net::EventLoop& loop, boost::asio::ip::tcp::socket socket, std::string url);
+
+  // Starts reading and sends CONNECT; done(ok) on the loop when CONNECTED arrives, done(error)
+  // when the connection closes first or nothing came within `timeout`.
+  void handshake(std::chrono::milliseconds timeout, std::function<void(Status)> done);
+  // Sends build(requestId); reply runs once on the loop with the answer, or with kTimeout after
+  // `timeout`, or kIoError when the connection closes. Thread: any.
+  void request(const std::function<Buffer(uint64_t)>& build, std::chrono::milliseconds timeout,
+               Reply reply);
+  const std::string& url() const { return url_; }
+  // True once CONNECTED arrived and until the connection closed. Thread: any.
+  bool ready() const { return ready_.load(); }
+
+ protected:
+  bool onData(const uint8_t* data, size_t len) override;
+  void onClosed() override;
+
+ private:
+  Status onFrame(const proto::BaseCommand& cmd);
+  // Removes and returns the reply of requestId (null when answered or timed out already).
+  Reply take(uint64_t requestId);
+
+  const std::string url_;
+  protocol::FrameDecoder decoder_;
+  std::atomic<bool> ready_{false};
+  std::function<void(Status)> connected_;  // loop only: the handshake's callback until answered
+  Mutex mu_;
+  uint64_t nextRequestId_ GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, Reply> pending_ GUARDED_BY(mu_);
+};
+
+// One connection per broker URL (pulsar://host:port), opened on first use and again after it
+// closed. Thread: any.
+class PeerPool {
+ public:
+  using ConnectionCallback = std::function<void(Result<std::shared_ptr<PeerConnection>>)>;
+  // Connections live on the loops of `loops` (the broker's pulsar-io group), which outlive the
+  // pool. connectTimeout bounds the TCP connect plus the handshake.
+  PeerPool(net::EventLoopGroup& loops, std::chrono::milliseconds connectTimeout);
+  ~PeerPool();
+  // cb(connection) once it is ready, or cb(kIoError/kTimeout); on any thread.
+  void get(const std::string& url, ConnectionCallback cb);
+  // Closes every connection (broker stop).
+  void closeAll();
+
+ private:
+  void connect(const std::string& url);
+  void connected(const std::string& url, Result<std::shared_ptr<PeerConnection>> r);
+
+  net::EventLoopGroup& loops_;
+  const std::chrono::milliseconds connectTimeout_;
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<PeerConnection>> ready_ GUARDED_BY(mu_);
+  std::map<std::string, std::vector<ConnectionCallback>> waiting_ GUARDED_BY(mu_);
+};
+
+}  // namespace magnetar::broker
