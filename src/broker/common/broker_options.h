@@ -134,6 +134,15 @@ struct BrokerOptions {
   bool transactionCoordinatorEnabled = sd::transactionCoordinatorEnabled;
   // Open transactions one coordinator allows, 0: no limit (NEW_TXN answered Busy beyond it).
   int64_t maxActiveTransactionsPerCoordinator = sd::maxActiveTransactionsPerCoordinator;
+  // A topic's transaction buffer snapshots once this many commits/aborts changed it (0: each),
+  // and, changed, at least every MinTimeInMillis (Pulsar's takeSnapshotByChangeTimes /
+  // takeSnapshotByTimeout).
+  int64_t transactionBufferSnapshotMaxTransactionCount =
+      sd::transactionBufferSnapshotMaxTransactionCount;
+  int64_t transactionBufferSnapshotMinTimeInMillis = sd::transactionBufferSnapshotMinTimeInMillis;
+  // A pending-ack log's cursor is moved on (its replay shortened) at most once per this many
+  // entries written (Pulsar's MLPendingAckStore index lag).
+  int64_t transactionPendingAckLogIndexMinLag = sd::transactionPendingAckLogIndexMinLag;
   bool brokerDeduplicationEnabled = sd::brokerDeduplicationEnabled;
   int brokerDeduplicationMaxNumberOfProducers = sd::brokerDeduplicationMaxNumberOfProducers;
   int brokerDeduplicationEntriesInterval = sd::brokerDeduplicationEntriesInterval;

@@ -147,6 +147,7 @@ struct CursorSnapshot {
   bool active = false;        // a consumer is connected
   int64_t cursorLedger = -1;  // ManagedCursor::cursorLedger()
   int64_t cursorLedgerLastEntry = -1;
+  storage::CursorProperties properties;  // filled for ledgers that are not topics' only
 };
 
 struct InternalStatsSnapshot {
@@ -226,6 +227,12 @@ std::optional<ConsumerStatsSnapshot> snapshotConsumerStats(PersistentTopic& topi
                                                            const TopicRates* rates);
 // Builds the internal stats of `topic`. Thread: the topic's executor.
 InternalStatsSnapshot snapshotInternalStats(PersistentTopic& topic);
+// The internal stats of a managed ledger with all its cursors and their properties (Pulsar's
+// ManagedLedgerInternalStats of a transaction log or pending-ack log, or of a topic's ledger
+// with its transaction-buffer snapshot cursor). entriesAdded: entries appended since the ledger
+// was opened (its owner counts them). Thread: the ledger's executor.
+InternalStatsSnapshot snapshotLedgerInternalStats(storage::ManagedLedger& ml,
+                                                  uint64_t entriesAdded);
 
 inline constexpr int64_t kMaxScannedEntries = 10000;
 
