@@ -16,6 +16,7 @@ import requests
 
 from harness.broker import BrokerEndpoint
 from harness.transactions import (
+    ABORT,
     COMMIT,
     LOOKUP_RESPONSE,
     NEW_TXN,
@@ -190,6 +191,33 @@ def test_coordinator_metrics(tx, txn_broker, topic):
             r'^pulsar_txn_execution_latency_le_\w+{[^}]*coordinator_id="0"[^}]*} (\S+)$',
             text, re.M))
         assert executions >= 1
+    eventually(counted, 30.0)
+
+
+def test_transaction_buffer_topic_metrics(tx, txn_broker, topic):
+    """pulsar_txn_tb_active_total / _committed_total / _aborted_total of a topic (Pulsar's topic
+    metrics, labels cluster, namespace, topic): an open txn is active, then one commit and one
+    abort are counted."""
+    def value(name: str) -> float:
+        text = requests.get(f"{txn_broker.admin_url}/metrics", timeout=30).text
+        m = re.search(rf'^{name}{{[^}}]*topic="{re.escape(topic)}"[^}}]*}} (\S+)$', text, re.M)
+        assert m, f"{name} of {topic} missing"
+        return float(m.group(1))
+
+    committed, aborted = tx.new_txn(TTL_MS), tx.new_txn(TTL_MS)
+    for txn in (committed, aborted):
+        tx.add_partition(txn, topic)
+        tx.send(topic, b"m", txn)
+
+    def active() -> None:
+        assert value("pulsar_txn_tb_active_total") == 2
+    eventually(active, 30.0)
+    tx.end(committed, COMMIT)
+    tx.end(aborted, ABORT)
+
+    def counted() -> None:
+        assert (value("pulsar_txn_tb_active_total"), value("pulsar_txn_tb_committed_total"),
+                value("pulsar_txn_tb_aborted_total")) == (0, 1, 1)
     eventually(counted, 30.0)
 
 

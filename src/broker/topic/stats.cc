@@ -266,6 +266,10 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
   t.numberOfEntries = ml.numberOfEntries();
   t.terminated = topic.isTerminated();
   t.deduplicationEnabled = topic.deduplication().enabled();
+  const TransactionBufferStats tb = topic.transactionBuffer().stats(false);
+  t.txnOngoing = tb.ongoingTxnSize;
+  t.txnCommitted = tb.committedTxnCount;
+  t.txnAborted = tb.abortedTxnCount;
   t.compaction = topic.compactor().record();
   for (const auto& [name, p] : topic.producers()) {
     PublisherSnapshot ps;

@@ -127,6 +127,11 @@ struct TopicSnapshot {
   uint64_t sizeBacklogEvictions = 0;
   uint64_t timeBacklogEvictions = 0;
   int64_t msgBacklog = 0;  // entries, the sum over subscriptions (Pulsar's pulsar_msg_backlog)
+  // The transaction buffer's ongoing txns and commits/aborts since load (Pulsar's
+  // ongoingTxnCount / committedTxnCount / abortedTxnCount, pulsar_txn_tb_*).
+  int64_t txnOngoing = 0;
+  int64_t txnCommitted = 0;
+  int64_t txnAborted = 0;
   int64_t numberOfEntries = 0;
   bool terminated = false;
   bool deduplicationEnabled = false;  // Pulsar's deduplicationStatus "Enabled"/"Disabled"
