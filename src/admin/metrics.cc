@@ -19,6 +19,7 @@ struct Aggregate {
   // Backlog quotas: the largest limits and age of the topics, their evictions summed.
   double quotaLimit = -1, quotaLimitTime = -1, backlogAge = -1;
   double sizeEvictions = 0, timeEvictions = 0;
+  double txnActive = 0, txnCommitted = 0, txnAborted = 0;
 
   void add(const TopicSnapshot& t) {
     topics += 1;
@@ -41,6 +42,9 @@ struct Aggregate {
     backlogAge = std::max(backlogAge, static_cast<double>(t.oldestBacklogMessageAgeSeconds));
     sizeEvictions += static_cast<double>(t.sizeBacklogEvictions);
     timeEvictions += static_cast<double>(t.timeBacklogEvictions);
+    txnActive += static_cast<double>(t.txnOngoing);
+    txnCommitted += static_cast<double>(t.txnCommitted);
+    txnAborted += static_cast<double>(t.txnAborted);
   }
 };
 
@@ -109,6 +113,13 @@ const AggregateMetric kAggregateMetrics[] = {
     {"pulsar_in_bytes_total", kCounter, "Bytes published", &Aggregate::inBytes},
     {"pulsar_out_messages_total", kCounter, "Messages dispatched", &Aggregate::outMsgs},
     {"pulsar_out_bytes_total", kCounter, "Bytes dispatched", &Aggregate::outBytes},
+    // Pulsar's transaction buffer counts (gauges there too), for every topic.
+    {"pulsar_txn_tb_active_total", kGauge, "Ongoing transactions in the transaction buffer",
+     &Aggregate::txnActive},
+    {"pulsar_txn_tb_committed_total", kGauge, "Transactions committed since the topic loaded",
+     &Aggregate::txnCommitted},
+    {"pulsar_txn_tb_aborted_total", kGauge, "Transactions aborted since the topic loaded",
+     &Aggregate::txnAborted},
 };
 
 using broker::ConsumerSnapshot;

@@ -298,6 +298,13 @@ HostPort parseHostHeader(std::string_view host) {
   return out;
 }
 
+std::string standaloneBrokerUrl(const AdminContext& ctx, const HttpRequest& req) {
+  if (!ctx.service.options().advertisedListeners.byName.empty()) {
+    return ctx.service.brokerServiceUrl();
+  }
+  return fmt::format("pulsar://{}:{}", advertisedHost(ctx, req), ctx.service.brokerServicePort());
+}
+
 std::string advertisedHost(const AdminContext& ctx, const HttpRequest& req) {
   std::string configured = ctx.config->advertisedAddress();
   if (!configured.empty()) return configured;

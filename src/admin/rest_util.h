@@ -107,6 +107,9 @@ HostPort parseHostHeader(std::string_view host);
 // host the HTTP client reached us at (so a lookup through 127.0.0.1 answers 127.0.0.1), else
 // "localhost".
 std::string advertisedHost(const AdminContext& ctx, const HttpRequest& req);
+// This broker's pulsar:// URL as a standalone lookup answers it: the internal listener's with
+// advertisedListeners, else pulsar://{advertisedHost}:{brokerServicePort}.
+std::string standaloneBrokerUrl(const AdminContext& ctx, const HttpRequest& req);
 // "http://host:port" of this broker's web service, as the client reached it.
 std::string webServiceUrl(const AdminContext& ctx, const HttpRequest& req);
 // https://<advertised host>:webServicePortTls, "" without a configured HTTPS port.

@@ -432,6 +432,17 @@ json::object partitionedStatsFromJson(const std::string& name,
 }
 
 json::object internalStatsJson(const broker::InternalStatsSnapshot& s) {
+  json::object o = ledgerInternalStatsJson(s);
+  o["schemaLedgers"] = json::array{};
+  o["compactedLedger"] = json::object{{"ledgerId", s.compactedLedgerId},
+                                      {"entries", s.compactedEntries},
+                                      {"size", s.compactedSize},
+                                      {"offloaded", false},
+                                      {"underReplicated", false}};
+  return o;
+}
+
+json::object ledgerInternalStatsJson(const broker::InternalStatsSnapshot& s) {
   json::object o;
   o["entriesAddedCounter"] = s.entriesAddedCounter;
   o["numberOfEntries"] = s.numberOfEntries;
@@ -476,16 +487,13 @@ json::object internalStatsJson(const broker::InternalStatsSnapshot& s) {
     co["totalNonContiguousDeletedMessagesRange"] = c.individuallyDeleted.size();
     co["subscriptionHavePendingRead"] = false;
     co["subscriptionHavePendingReplayRead"] = false;
-    co["properties"] = json::object{};
+    json::object props;
+    for (const auto& [k, v] : c.properties) props[k] = v;
+    co["properties"] = std::move(props);
     cursors[c.name] = std::move(co);
   }
   o["cursors"] = std::move(cursors);
-  o["schemaLedgers"] = json::array{};
-  o["compactedLedger"] = json::object{{"ledgerId", s.compactedLedgerId},
-                                      {"entries", s.compactedEntries},
-                                      {"size", s.compactedSize},
-                                      {"offloaded", false},
-                                      {"underReplicated", false}};
+  o["properties"] = json::object{};  // the ledger's own properties: none kept
   return o;
 }
 

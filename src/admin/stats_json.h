@@ -33,8 +33,12 @@ boost::json::object partitionedStatsFromJson(const std::string& name,
                                              const std::vector<boost::json::value>& parts,
                                              bool perPartition);
 
-// Pulsar's PersistentTopicInternalStats.
+// Pulsar's PersistentTopicInternalStats: ledgerInternalStatsJson plus schemaLedgers and
+// compactedLedger.
 boost::json::object internalStatsJson(const broker::InternalStatsSnapshot& s);
+// Pulsar's ManagedLedgerInternalStats (counters, ledgers, cursors with their properties, the
+// ledger's properties: none here).
+boost::json::object ledgerInternalStatsJson(const broker::InternalStatsSnapshot& s);
 
 // Milliseconds since the epoch as Pulsar prints connectedSince ("2024-01-02T03:04:05.678Z").
 std::string isoTime(int64_t epochMs);

@@ -495,14 +495,12 @@ void answerLookup(const AdminContext* ctx, const HttpRequest& req, const TopicNa
     }
     broker = it->second.brokerServiceUrl;
     brokerTls = it->second.brokerServiceUrlTls;
-  } else if (!listeners.byName.empty()) {
-    broker = ctx->service.brokerServiceUrl();
-    brokerTls = ctx->service.brokerServiceUrlTls();
   } else {
-    std::string host = advertisedHost(*ctx, req);
-    broker = fmt::format("pulsar://{}:{}", host, ctx->service.brokerServicePort());
-    if (int tlsPort = ctx->service.brokerServicePortTls(); tlsPort > 0) {
-      brokerTls = fmt::format("pulsar+ssl://{}:{}", host, tlsPort);
+    broker = standaloneBrokerUrl(*ctx, req);
+    if (!listeners.byName.empty()) {
+      brokerTls = ctx->service.brokerServiceUrlTls();
+    } else if (int tlsPort = ctx->service.brokerServicePortTls(); tlsPort > 0) {
+      brokerTls = fmt::format("pulsar+ssl://{}:{}", advertisedHost(*ctx, req), tlsPort);
     }
   }
   respond(jsonResponse(

@@ -4,8 +4,10 @@
 
 #include <charconv>
 
+#include "admin/stats_json.h"
 #include "admin/topic_route_util.h"
 #include "broker/topic/pending_ack_handle.h"
+#include "broker/topic/stats.h"
 #include "broker/topic/subscription.h"
 #include "broker/topic/topic.h"
 #include "broker/transaction/coordinator_registry.h"
@@ -248,16 +250,29 @@ void addSlowTransactions(Router& r, const AdminContext* c) {
         });
 }
 
-// A topic route of /admin/v3/transactions: 503 when transactions are off, then the topic.
+// A topic route of /admin/v3/transactions: 503 when transactions are off (unless
+// anyBroker: Pulsar's transactionBufferInternalStats does not check), then the topic, 404
+// "Topic not found {topic}" without it (Pulsar's getExistingPersistentTopicAsync).
 void addTxnTopicRoute(Router& r, const AdminContext* c, const std::string& path,
                       const std::function<void(const HttpRequest&, const PathParams&,
-                                               const TopicPtr&, const Respond&)>& fn) {
+                                               const TopicPtr&, const Respond&)>& fn,
+                      bool anyBroker = false) {
   addTopicRoute(r, "GET", kBase + path,
-                [c, fn](const HttpRequest& req, const PathParams& p, const TopicName& name,
-                        const Respond& respond) {
-                  if (!c->service.transactionCoordinators()) return respond(disabled());
-                  withTopic(*c, name, respond,
-                            [fn, req, p, respond](const TopicPtr& t) { fn(req, p, t, respond); });
+                [c, fn, anyBroker](const HttpRequest& req, const PathParams& p,
+                                   const TopicName& name, const Respond& respond) {
+                  if (!anyBroker && !c->service.transactionCoordinators()) {
+                    return respond(disabled());
+                  }
+                  Respond named = [respond, topic = name.toString()](HttpResponse res) {
+                    static const std::string kPlain =
+                        HttpResponse::error(404, "Topic not found").body;
+                    if (res.status == 404 && res.body == kPlain) {
+                      res = HttpResponse::error(404, "Topic not found " + topic);
+                    }
+                    respond(std::move(res));
+                  };
+                  withTopic(*c, name, named,
+                            [fn, req, p, named](const TopicPtr& t) { fn(req, p, t, named); });
                 });
 }
 
@@ -306,13 +321,128 @@ void addTopicStatsRoutes(Router& r, const AdminContext* c) {
       });
 }
 
+// Pulsar's TransactionLogStats / SnapshotInternalStats: a ledger's name and internal stats
+// (asTopic: a topic's, PersistentTopicInternalStats, as Pulsar's snapshot topic is one).
+json::object ledgerStatsJson(storage::ManagedLedger& ml, uint64_t entriesAdded,
+                             bool asTopic = false) {
+  broker::InternalStatsSnapshot s = broker::snapshotLedgerInternalStats(ml, entriesAdded);
+  return json::object{
+      {"managedLedgerName", ml.name()},
+      {"managedLedgerInternalStats", asTopic ? internalStatsJson(s) : ledgerInternalStatsJson(s)}};
+}
+
+void addInternalStatsRoutes(Router& r, const AdminContext* c) {
+  r.add(
+      "GET", kBase + "/coordinatorInternalStats/{coordinatorId}",
+      [c](const HttpRequest&, const PathParams& p, const Respond& respond) {
+        if (!c->service.transactionCoordinators()) return respond(disabled());
+        auto tcId = parseNumber(p.at("coordinatorId"));
+        if (!tcId) return respond(HttpResponse::error(404, "Not Found"));
+        withCoordinator(*c, *tcId, respond, [respond](const auto& tc) {
+          respond(jsonResponse(json::object{
+              {"transactionLogStats",
+               ledgerStatsJson(tc->logLedger(), static_cast<uint64_t>(tc->stats().appendCount))}}));
+        });
+      });
+  // The snapshot lives in the topic's own ledger (its pulsar.txn-buffer cursor's properties),
+  // not in Pulsar's __transaction_buffer_snapshot topic: that ledger is the one described.
+  addTxnTopicRoute(
+      r, c, "/transactionBufferInternalStats" + kTopicSuffix,
+      [](const HttpRequest&, const PathParams&, const TopicPtr& t, const Respond& respond) {
+        if (!t->transactionBuffer().enabled()) {
+          return respond(
+              HttpResponse::error(404, "Transaction buffer Snapshot for the topic does not exist"));
+        }
+        respond(jsonResponse(
+            json::object{{"snapshotType", "Single"},
+                         {"singleSnapshotSystemTopicInternalStats",
+                          ledgerStatsJson(t->ledger(), t->stats().entriesAddedCounter, true)}}));
+      },
+      true);
+  addTxnTopicRoute(
+      r, c, "/pendingAckInternalStats" + kTopicSuffix + "/{subName}",
+      [](const HttpRequest&, const PathParams& p, const TopicPtr& t, const Respond& respond) {
+        broker::Subscription* s = t->subscription(p.at("subName"));
+        if (!s) {
+          return respond(HttpResponse::error(
+              404, t->name().toString() + " not found subscription : " + p.at("subName")));
+        }
+        const broker::PendingAckHandle* h = s->pendingAck();
+        if (!h || !h->log()) {
+          return respond(HttpResponse::error(503, "Pending ack have not init success!"));
+        }
+        respond(jsonResponse(
+            json::object{{"pendingAckLogStats", ledgerStatsJson(*h->log(), h->logAppends())}}));
+      });
+}
+
+// The assign topic's partition count (0: none).
+int coordinatorCount(const AdminContext& ctx) {
+  auto all = ctx.service.partitionedTopicsOf("pulsar/system");
+  auto it = all.find(broker::kTransactionCoordinatorAssign);
+  return it == all.end() ? 0 : it->second;
+}
+
+// Pulsar's internalListCoordinators: [{"id", "brokerServiceUrl"}] of each assign partition's
+// owner (a lookup of it; standalone: this broker).
+void addListCoordinators(Router& r, const AdminContext* c) {
+  r.add("GET", kBase + "/coordinators",
+        [c](const HttpRequest& req, const PathParams&, const Respond& respond) {
+          if (!c->service.transactionCoordinators()) return respond(disabled());
+          const int n = coordinatorCount(*c);
+          auto* ownership = c->service.topicOwnership();
+          auto urls = Gather<std::string>::create(n, [respond](std::vector<std::string> all) {
+            json::array out;
+            for (size_t i = 0; i < all.size(); ++i) {
+              out.push_back(json::object{{"id", i}, {"brokerServiceUrl", all[i]}});
+            }
+            respond(jsonResponse(out));
+          });
+          const std::string local = standaloneBrokerUrl(*c, req);
+          for (int i = 0; i < n; ++i) {
+            if (!ownership) {
+              urls->set(i, local);
+              continue;
+            }
+            auto part = TopicName::parse(std::string(broker::kTransactionCoordinatorAssign) +
+                                         "-partition-" + std::to_string(i));
+            ownership->lookup(*part, false, "", &c->service.ioLoops().next(),
+                              [urls, i](const broker::LookupAnswer& a) { urls->set(i, a.url); });
+          }
+        });
+}
+
+// Pulsar's internalScaleTransactionCoordinators: POST transactionCoordinator/replicas with an
+// int body; 406 unless it is more than the assign topic's partitions now; 204.
+void addScaleCoordinators(Router& r, const AdminContext* c) {
+  r.add("POST", kBase + "/transactionCoordinator/replicas",
+        [c](const HttpRequest& req, const PathParams&, const Respond& respond) {
+          if (!c->service.transactionCoordinators()) return respond(disabled());
+          HttpResponse error;
+          auto v = parseJsonBody(req, &error);
+          if (!v) return respond(std::move(error));
+          auto replicas = javaInteger(*v, true);
+          if (!replicas) return respond(jacksonError("int", *v));
+          if (*replicas <= coordinatorCount(*c)) {
+            return respond(HttpResponse::error(
+                406,
+                "Number of transaction coordinators should be more than the current number of "
+                "transaction coordinator"));
+          }
+          auto assign = TopicName::parse(broker::kTransactionCoordinatorAssign);
+          Status s = c->service.updatePartitions(*assign, static_cast<int>(*replicas));
+          respond(s ? noContent() : errorResponse(s));
+        });
+}
+
 }  // namespace
 
 void addTransactionRoutes(Router& router, const AdminContext& ctx) {
-  addCoordinatorStats(router, &ctx);
-  addTransactionMetadata(router, &ctx);
-  addSlowTransactions(router, &ctx);
-  addTopicStatsRoutes(router, &ctx);
+  for (auto add :
+       {addListCoordinators, addCoordinatorStats, addTransactionMetadata, addSlowTransactions,
+        addTopicStatsRoutes, addInternalStatsRoutes, addScaleCoordinators}) {
+    add(router, &ctx);
+  }
 }
 
 void writeTransactionMetrics(PrometheusWriter& w, const std::string& cluster,

@@ -13,8 +13,22 @@
 namespace magnetar::admin {
 
 // /admin/v3/transactions (Pulsar's Transactions resource; with transactionCoordinatorEnabled off
-// every route answers 503 "This Broker is not configured with
+// every route but transactionBufferInternalStats answers 503 "This Broker is not configured with
 // transactionCoordinatorEnabled=true."):
+//   GET coordinators: [{"id","brokerServiceUrl"}] per assign partition (its lookup's owner URL;
+//     standalone this broker's);
+//   GET coordinatorInternalStats/{id}: {"transactionLogStats": {"managedLedgerName",
+//     "managedLedgerInternalStats"}} of the coordinator's log; 404 as coordinatorStats;
+//   GET transactionBufferInternalStats/{t}/{ns}/{topic}: {"snapshotType": "Single",
+//     "singleSnapshotSystemTopicInternalStats": {...}} of the topic's own ledger (its
+//     pulsar.txn-buffer cursor holds the snapshot; Pulsar's is the namespace's
+//     __transaction_buffer_snapshot topic); 404 "Transaction buffer Snapshot for the topic does
+//     not exist" with transactions off;
+//   GET pendingAckInternalStats/{t}/{ns}/{topic}/{sub}: {"pendingAckLogStats": {...}} of the
+//     subscription's pending-ack log; 404 "{topic} not found subscription : {sub}", 503 "Pending
+//     ack have not init success!" before its first txn ack;
+//   POST transactionCoordinator/replicas (int body): more partitions for the assign topic, 204;
+//     406 unless above the current count (Pulsar's text), 400 for a body that is not an int;
 //   GET coordinatorStats[?coordinatorId=N]: {"N": TransactionCoordinatorStats} of the coordinators
 //     this broker serves, or one ({"state","leastSigBits","lowWaterMark","ongoingTxnSize",
 //     "recoverStartTime","recoverEndTime"}); 404 "Transaction coordinator not found! coordinator
@@ -30,9 +44,9 @@ namespace magnetar::admin {
 //     {"cumulativeAckPosition"} (only when that txn holds the subscription's cumulative ack);
 //   GET transactionBufferStats/{t}/{ns}/{topic}[?lowWaterMarks=true]: TransactionBufferStats;
 //   GET pendingAckStats/{t}/{ns}/{topic}/{sub}: {"state","ongoingTxnSize"}.
-// Null fields are left out, as Pulsar's admin JSON. Topic routes answer 404 "Topic not found" for a
-// missing topic, 404 "Subscription not found". Coordinator state is read on the coordinator's
-// executor, topic state on the topic's.
+// Null fields are left out, as Pulsar's admin JSON (?metadata=true's ledger metadata is not
+// given). Topic routes answer 404 "Topic not found {topic}" for a missing topic, 404 "Subscription
+// not found". Coordinator state is read on the coordinator's executor, topic state on the topic's.
 void addTransactionRoutes(Router& router, const AdminContext& ctx);
 
 // pulsar_txn_active_count, _created_total, _committed_total, _aborted_total, _timeout_total,

@@ -15,7 +15,21 @@ import pytest
 import requests
 
 from harness.broker import BrokerEndpoint
-from harness.transactions import COMMIT, TxnWire, txn_endpoint
+from harness.transactions import (
+    ABORT,
+    COMMIT,
+    LOOKUP_RESPONSE,
+    NEW_TXN,
+    NEW_TXN_RESPONSE,
+    TC_ASSIGN,
+    TC_CLIENT_CONNECT_REQUEST,
+    TC_CLIENT_CONNECT_RESPONSE,
+    TxnError,
+    TxnWire,
+    fv,
+    lookup_frame,
+    txn_endpoint,
+)
 from harness.util import eventually
 
 TTL_MS = 60000
@@ -61,6 +75,38 @@ def open_txn_with_work(tx: TxnWire, topic: str) -> tuple[tuple[int, int], tuple[
     tx.add_subscription(txn, topic, "s")
     tx.ack(1, ledger, entry, txn)
     return txn, (ledger, entry)
+
+
+def test_first_transaction_id_and_low_water_mark(tx, txn_broker, topic):
+    """First in this module, so coordinator 0 of the module's broker is fresh: Pulsar's sequence
+    starts at -1 (MLTransactionSequenceIdGenerator), so the first txn is (0,0); the coordinator's
+    low water mark (first ongoing - 1, 0 with nothing ongoing) is sent with each END_TXN fan-out
+    and read as a signed long by the topic: -1 while (0,0) is open, after which a SEND with an
+    ended txn is refused."""
+    path = topic.removeprefix("persistent://")
+    fresh = ok(txn_broker, "coordinatorStats", coordinatorId=0)
+    assert (fresh["leastSigBits"], fresh["lowWaterMark"]) == (-1, 0), fresh
+    first, second = tx.new_txn(TTL_MS), tx.new_txn(TTL_MS)
+    assert (first, second) == ((0, 0), (0, 1))
+    stats = ok(txn_broker, "coordinatorStats", coordinatorId=0)
+    assert (stats["leastSigBits"], stats["lowWaterMark"]) == (1, -1), stats
+
+    for txn in (first, second):
+        tx.add_partition(txn, topic)
+        tx.send(topic, f"m{txn[1]}".encode(), txn)
+    tx.end(first, COMMIT)  # sent while (0,0) is the first ongoing: mark -1
+    assert ok(txn_broker, f"transactionBufferStats/{path}",
+              lowWaterMarks="true")["lowWaterMarks"] == {"0": -1}
+    tx.end(second, COMMIT)  # (0,1) the first ongoing: mark 0
+    assert ok(txn_broker, f"transactionBufferStats/{path}",
+              lowWaterMarks="true")["lowWaterMarks"] == {"0": 0}
+    stats = ok(txn_broker, "coordinatorStats", coordinatorId=0)
+    assert (stats["leastSigBits"], stats["lowWaterMark"], stats["ongoingTxnSize"]) == (1, 0, 0)
+    with pytest.raises(TxnError) as e:
+        tx.send(topic, b"late", first)
+    assert e.value.error == "NotAllowedError"
+    assert "Transaction [(0,0)] has been ended" in e.value.message
+    assert tx.new_txn(TTL_MS) == (0, 2)
 
 
 def test_transaction_as_admin_shows_it(tx, txn_broker, topic):
@@ -146,6 +192,108 @@ def test_coordinator_metrics(tx, txn_broker, topic):
             text, re.M))
         assert executions >= 1
     eventually(counted, 30.0)
+
+
+def test_transaction_buffer_topic_metrics(tx, txn_broker, topic):
+    """pulsar_txn_tb_active_total / _committed_total / _aborted_total of a topic (Pulsar's topic
+    metrics, labels cluster, namespace, topic): an open txn is active, then one commit and one
+    abort are counted."""
+    def value(name: str) -> float:
+        text = requests.get(f"{txn_broker.admin_url}/metrics", timeout=30).text
+        m = re.search(rf'^{name}{{[^}}]*topic="{re.escape(topic)}"[^}}]*}} (\S+)$', text, re.M)
+        assert m, f"{name} of {topic} missing"
+        return float(m.group(1))
+
+    committed, aborted = tx.new_txn(TTL_MS), tx.new_txn(TTL_MS)
+    for txn in (committed, aborted):
+        tx.add_partition(txn, topic)
+        tx.send(topic, b"m", txn)
+
+    def active() -> None:
+        assert value("pulsar_txn_tb_active_total") == 2
+    eventually(active, 30.0)
+    tx.end(committed, COMMIT)
+    tx.end(aborted, ABORT)
+
+    def counted() -> None:
+        assert (value("pulsar_txn_tb_active_total"), value("pulsar_txn_tb_committed_total"),
+                value("pulsar_txn_tb_aborted_total")) == (0, 1, 1)
+    eventually(counted, 30.0)
+
+
+def test_internal_stats_and_coordinator_list(tx, txn_broker, topic):
+    """coordinators, coordinatorInternalStats, transactionBufferInternalStats and
+    pendingAckInternalStats (Pulsar's TransactionsBase): the logs' managed-ledger internal stats
+    under Pulsar's keys, and its errors."""
+    path = topic.removeprefix("persistent://")
+    listed = ok(txn_broker, "coordinators")
+    assert [c["id"] for c in listed] == [0] and set(listed[0]) == {"id", "brokerServiceUrl"}
+    assert listed[0]["brokerServiceUrl"].startswith("pulsar://")
+
+    tx.send(topic, b"plain")
+    tx.subscribe(topic, "s", consumer_id=1)
+    early = v3(txn_broker, f"pendingAckInternalStats/{path}/s")
+    assert (early.status_code, early.json()) == (
+        503, {"reason": "Pending ack have not init success!"})
+    (_, ledger, entry, _), = tx.receive(1)
+    txn = tx.new_txn(TTL_MS)
+    tx.add_subscription(txn, topic, "s")
+    tx.ack(1, ledger, entry, txn)
+
+    ml_keys = {"entriesAddedCounter", "numberOfEntries", "totalSize", "currentLedgerEntries",
+               "currentLedgerSize", "lastConfirmedEntry", "state", "ledgers", "cursors",
+               "properties"}
+    log = ok(txn_broker, "coordinatorInternalStats/0")["transactionLogStats"]
+    assert log["managedLedgerName"] == "pulsar/system/persistent/__transaction_log_0"
+    assert set(log["managedLedgerInternalStats"]) >= ml_keys
+    assert "transaction.subscription" in log["managedLedgerInternalStats"]["cursors"]
+    missing = v3(txn_broker, "coordinatorInternalStats/99")
+    assert (missing.status_code, missing.json()["reason"]) == (
+        404, "Transaction coordinator not found! coordinator id : 99")
+
+    tb = ok(txn_broker, f"transactionBufferInternalStats/{path}")
+    assert tb["snapshotType"] == "Single" and set(tb) == {
+        "snapshotType", "singleSnapshotSystemTopicInternalStats"}
+    single = tb["singleSnapshotSystemTopicInternalStats"]
+    assert set(single) == {"managedLedgerName", "managedLedgerInternalStats"}
+    assert set(single["managedLedgerInternalStats"]) >= ml_keys | {"compactedLedger"}
+
+    pa = ok(txn_broker, f"pendingAckInternalStats/{path}/s")["pendingAckLogStats"]
+    tenant, ns, local = path.split("/")
+    assert pa["managedLedgerName"] == f"{tenant}/{ns}/persistent/{local}-s__transaction_pending_ack"
+    assert set(pa["managedLedgerInternalStats"]) >= ml_keys
+    assert pa["managedLedgerInternalStats"]["numberOfEntries"] == 1
+    assert "__pending_ack_state" in pa["managedLedgerInternalStats"]["cursors"]
+    nosub = v3(txn_broker, f"pendingAckInternalStats/{path}/nosub")
+    assert (nosub.status_code, nosub.json()["reason"]) == (
+        404, f"{topic} not found subscription : nosub")
+    gone = v3(txn_broker, f"transactionBufferInternalStats/{path}-missing")
+    assert (gone.status_code, gone.json()["reason"]) == (404, f"Topic not found {topic}-missing")
+    tx.end(txn, COMMIT)
+
+
+def test_scale_transaction_coordinators(tx, txn_broker):
+    """Last in this module (it adds a coordinator): fewer or as many replicas as now is 406 with
+    Pulsar's text; more is 204, the list grows, and the new coordinator's first txn is (1,0)."""
+    def scale(n: object) -> requests.Response:
+        return requests.post(f"{txn_broker.admin_url}/admin/v3/transactions/"
+                             "transactionCoordinator/replicas", json=n, timeout=30)
+
+    r = scale(1)
+    assert (r.status_code, r.json()["reason"]) == (
+        406, "Number of transaction coordinators should be more than the current number of "
+             "transaction coordinator")
+    assert scale(2).status_code == 204
+    assert [c["id"] for c in ok(txn_broker, "coordinators")] == [0, 1]
+
+    tx.wire.send(lookup_frame(f"{TC_ASSIGN}-partition-1", tx._rid()))
+    tx._answer({LOOKUP_RESPONSE})
+
+    def connect() -> None:
+        tx.request(TC_CLIENT_CONNECT_REQUEST, fv(2, 1), TC_CLIENT_CONNECT_RESPONSE, 2)
+    eventually(connect, 60.0)
+    body = tx.request(NEW_TXN, fv(2, TTL_MS) + fv(3, 1), NEW_TXN_RESPONSE)
+    assert (body[3][0], body[2][0]) == (1, 0)
 
 
 def test_disabled_broker_refuses(request, broker):

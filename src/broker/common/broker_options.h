@@ -138,6 +138,15 @@ struct BrokerOptions {
   // broker's answer to END_TXN_ON_PARTITION / END_TXN_ON_SUBSCRIPTION (cluster mode).
   int64_t transactionBufferClientOperationTimeoutInMills =
       sd::transactionBufferClientOperationTimeoutInMills;
+  // A topic's transaction buffer snapshots once this many commits/aborts changed it (0: each),
+  // and, changed, at least every MinTimeInMillis (Pulsar's takeSnapshotByChangeTimes /
+  // takeSnapshotByTimeout).
+  int64_t transactionBufferSnapshotMaxTransactionCount =
+      sd::transactionBufferSnapshotMaxTransactionCount;
+  int64_t transactionBufferSnapshotMinTimeInMillis = sd::transactionBufferSnapshotMinTimeInMillis;
+  // A pending-ack log's cursor is moved on (its replay shortened) at most once per this many
+  // entries written (Pulsar's MLPendingAckStore index lag).
+  int64_t transactionPendingAckLogIndexMinLag = sd::transactionPendingAckLogIndexMinLag;
   bool brokerDeduplicationEnabled = sd::brokerDeduplicationEnabled;
   int brokerDeduplicationMaxNumberOfProducers = sd::brokerDeduplicationMaxNumberOfProducers;
   int brokerDeduplicationEntriesInterval = sd::brokerDeduplicationEntriesInterval;

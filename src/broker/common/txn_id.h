@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 
 namespace magnetar::broker {
@@ -32,6 +33,24 @@ struct TxnID {
     return a.mostBits != b.mostBits ? a.mostBits < b.mostBits : a.leastBits < b.leastBits;
   }
 };
+
+// Low water marks per coordinator id. A coordinator's mark: every txn of it with a sequence <= it
+// has ended; -1 before any (Pulsar's long; the wire's uint64 txnid_least_bits_of_low_watermark
+// read back as signed). Absent: nothing known, as -1.
+using LowWaterMarks = std::map<uint64_t, int64_t>;
+
+// True when txn ended by its coordinator's mark in marks (Pulsar's signed compare).
+inline bool atOrBelowLowWaterMark(const LowWaterMarks& marks, const TxnID& txn) {
+  auto it = marks.find(txn.mostBits);
+  return it != marks.end() && static_cast<int64_t>(txn.leastBits) <= it->second;
+}
+
+// Raises coordinator tc's mark to lwm (marks only move up); returns the mark kept.
+inline int64_t raiseLowWaterMark(LowWaterMarks& marks, uint64_t tc, int64_t lwm) {
+  auto [it, fresh] = marks.emplace(tc, lwm);
+  if (!fresh && lwm > it->second) it->second = lwm;
+  return it->second;
+}
 
 struct TxnIDHash {
   size_t operator()(const TxnID& t) const {

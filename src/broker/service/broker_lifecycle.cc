@@ -15,6 +15,12 @@ bool isSystemTopic(const TopicName& name) { return name.localName().rfind("__", 
 
 }  // namespace
 
+void BrokerService::snapshotTransactionBuffers() {
+  for (auto& t : topics()) {
+    t->executor().execute([t] { t->snapshotTransactionBuffer(); });
+  }
+}
+
 void BrokerService::checkMessageExpiry() {
   for (auto& t : topics()) {
     int64_t ttl = messageTtlOf(t->name());

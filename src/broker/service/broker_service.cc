@@ -146,6 +146,14 @@ void BrokerService::startMonitors() {
       "pulsar-subscription-expiry-monitor",
       std::chrono::minutes(std::max(1, options_.subscriptionExpiryCheckIntervalInMinutes)),
       [this] { checkInactiveSubscriptions(); });
+  if (options_.transactionCoordinatorEnabled) {
+    // Pulsar's per-topic takeSnapshotByTimeout timer, one for all topics here.
+    txnSnapshotMonitor_ =
+        std::make_unique<PeriodicTask>("transaction-buffer-snapshot",
+                                       std::chrono::milliseconds(std::max<int64_t>(
+                                           100, options_.transactionBufferSnapshotMinTimeInMillis)),
+                                       [this] { snapshotTransactionBuffers(); });
+  }
   compactionMonitor_ = std::make_unique<PeriodicTask>(
       "pulsar-compaction-monitor",
       std::chrono::seconds(std::max(1, options_.brokerServiceCompactionMonitorIntervalInSeconds)),
@@ -268,6 +276,7 @@ void BrokerService::stop() {
   inactivityMonitor_.reset();
   subscriptionExpiryMonitor_.reset();
   compactionMonitor_.reset();
+  txnSnapshotMonitor_.reset();
   if (server_) server_->stop();
   if (tlsServer_) tlsServer_->stop();
   if (txnRemoteBufferClient_) txnRemoteBufferClient_->close();  // its connections' loops stop
@@ -410,6 +419,7 @@ void BrokerService::topicOpenFailed(const TopicName& name, const std::shared_ptr
 
 PendingAckStoreOpener BrokerService::pendingAckStoreOpener(net::EventLoop& executor) {
   PendingAckStoreOpener o;
+  o.logIndexMinLag = options_.transactionPendingAckLogIndexMinLag;
   o.open = [this, exec = &executor](const std::string& name, bool create,
                                     PendingAckStoreOpener::Opened opened) {
     if (factory_->sharedBetweenBrokers()) {

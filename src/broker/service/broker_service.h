@@ -283,6 +283,8 @@ class BrokerService final : public SharedConfigView {
   // Pulsar's checkCompaction: every brokerServiceCompactionMonitorIntervalInSeconds, topics past
   // their threshold are compacted.
   void checkCompaction();
+  // Every topic's snapshotTransactionBuffer on its executor.
+  void snapshotTransactionBuffers();
   // One message-TTL pass (Pulsar's checkMessageExpiry): every durable subscription of every
   // loaded topic with a TTL expires its older messages, on the topic's executor. Thread: any;
   // run every messageExpiryCheckIntervalInMinutes by the pulsar-msg-expiry-monitor thread.
@@ -425,6 +427,7 @@ class BrokerService final : public SharedConfigView {
   std::unique_ptr<PeriodicTask> inactivityMonitor_;
   std::unique_ptr<PeriodicTask> subscriptionExpiryMonitor_;
   std::unique_ptr<PeriodicTask> compactionMonitor_;
+  std::unique_ptr<PeriodicTask> txnSnapshotMonitor_;
   // Every kMemoryTrimPeriod, once kMemoryTrimAfterCloses or more connections closed since the
   // last time: gives the heap's free pages back to the OS (malloc_trim), which glibc does not
   // do by itself for memory freed below the top of its arenas.

@@ -13,14 +13,14 @@ class LocalTransactionBufferClient final : public TransactionBufferClient {
   explicit LocalTransactionBufferClient(BrokerService& service) : service_(service) {}
 
   void endTxnOnTopic(const std::string& topic, const TxnID& txn, proto::TxnAction action,
-                     uint64_t lowWaterMark, Done done) override {
+                     int64_t lowWaterMark, Done done) override {
     withTopic(topic, std::move(done), [txn, action, lowWaterMark](PersistentTopic& t, Done d) {
       t.endTxn(txn, action, lowWaterMark, std::move(d));
     });
   }
 
   void endTxnOnSubscription(const std::string& topic, const std::string& subscription,
-                            const TxnID& txn, proto::TxnAction action, uint64_t lowWaterMark,
+                            const TxnID& txn, proto::TxnAction action, int64_t lowWaterMark,
                             Done done) override {
     // A subscription deleted since the transaction acked on it has nothing left to end: Ok, so
     // the transaction ends (Pulsar's coordinator completes it; it does not retry forever).

@@ -37,7 +37,7 @@ class RemoteClient final : public RemoteTransactionBufferClient {
         peers_(service.ioLoops(), kConnectTimeout) {}
 
   void endTxnOnTopic(const std::string& topic, const TxnID& txn, proto::TxnAction action,
-                     uint64_t lowWaterMark, Done done) override {
+                     int64_t lowWaterMark, Done done) override {
     route(topic, [=, this, done = std::move(done)](Result<std::string> r) mutable {
       if (!r.isOk()) return done(r.status());
       if (r->empty()) return local_.endTxnOnTopic(topic, txn, action, lowWaterMark, done);
@@ -45,7 +45,7 @@ class RemoteClient final : public RemoteTransactionBufferClient {
           *r,
           [=](uint64_t id) {
             return Commands::newEndTxnOnPartition(id, topic, txn.mostBits, txn.leastBits, action,
-                                                  lowWaterMark);
+                                                  static_cast<uint64_t>(lowWaterMark));
           },
           [done](Result<proto::BaseCommand> a) {
             if (!a.isOk()) return done(a.status());
@@ -59,7 +59,7 @@ class RemoteClient final : public RemoteTransactionBufferClient {
   }
 
   void endTxnOnSubscription(const std::string& topic, const std::string& subscription,
-                            const TxnID& txn, proto::TxnAction action, uint64_t lowWaterMark,
+                            const TxnID& txn, proto::TxnAction action, int64_t lowWaterMark,
                             Done done) override {
     route(topic, [=, this, done = std::move(done)](Result<std::string> r) mutable {
       if (!r.isOk()) return done(r.status());
@@ -70,7 +70,8 @@ class RemoteClient final : public RemoteTransactionBufferClient {
           *r,
           [=](uint64_t id) {
             return Commands::newEndTxnOnSubscription(id, txn.mostBits, txn.leastBits, topic,
-                                                     subscription, action, lowWaterMark);
+                                                     subscription, action,
+                                                     static_cast<uint64_t>(lowWaterMark));
           },
           [done, topic, subscription](Result<proto::BaseCommand> a) {
             if (!a.isOk()) return done(a.status());

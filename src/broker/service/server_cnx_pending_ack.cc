@@ -79,7 +79,7 @@ void ServerCnx::handleEndTxnOnSubscription(const proto::CommandEndTxnOnSubscript
   const std::string topicName = c.subscription().topic();
   const std::string subName = c.subscription().subscription();
   const proto::TxnAction action = c.txn_action();
-  const uint64_t lowWaterMark = c.txnid_least_bits_of_low_watermark();
+  const auto lowWaterMark = static_cast<int64_t>(c.txnid_least_bits_of_low_watermark());
   auto me = self();
   auto fail = [me, requestId, txn](const std::string& message) {
     me->send(Commands::newEndTxnOnSubscriptionResponse(requestId, txn.leastBits, txn.mostBits,

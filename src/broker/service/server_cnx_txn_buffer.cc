@@ -29,7 +29,7 @@ void ServerCnx::handleEndTxnOnPartition(const proto::CommandEndTxnOnPartition& c
   const uint64_t requestId = c.request_id();
   const TxnID txn{c.txnid_most_bits(), c.txnid_least_bits()};
   const proto::TxnAction action = c.txn_action();
-  const uint64_t lowWaterMark = c.txnid_least_bits_of_low_watermark();
+  const auto lowWaterMark = static_cast<int64_t>(c.txnid_least_bits_of_low_watermark());
   auto me = self();
   auto answerError = [me, requestId, txn](proto::ServerError e, const std::string& msg) {
     me->send(

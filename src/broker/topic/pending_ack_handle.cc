@@ -408,7 +408,7 @@ void PendingAckHandle::cumulativeAck(const TxnID& txn, Position pos, AckSet ackS
   });
 }
 
-void PendingAckHandle::endTxn(const TxnID& txn, bool commit, uint64_t lowWaterMark,
+void PendingAckHandle::endTxn(const TxnID& txn, bool commit, int64_t lowWaterMark,
                               storage::StatusCallback done) {
   whenReady([this, txn, commit, lowWaterMark, done = std::move(done)]() mutable {
     bool cumulative = cumulative_ && cumulative_->txn == txn;
@@ -433,14 +433,15 @@ void PendingAckHandle::endTxn(const TxnID& txn, bool commit, uint64_t lowWaterMa
   });
 }
 
-void PendingAckHandle::handleLowWaterMark(const TxnID& txn, uint64_t lowWaterMark) {
-  uint64_t& lwm = lowWaterMarks_[txn.mostBits];
-  lwm = std::max(lwm, lowWaterMark);
+void PendingAckHandle::handleLowWaterMark(const TxnID& txn, int64_t lowWaterMark) {
+  const int64_t lwm = raiseLowWaterMark(lowWaterMarks_, txn.mostBits, lowWaterMark);
   // Txns of this coordinator at or below its low water mark have ended there: their acks here
   // are stale (an END_TXN_ON_SUBSCRIPTION that never arrived), so they are aborted.
   std::vector<TxnID> stale;
   for (const auto& [t, acks] : individual_) {
-    if (t.mostBits == txn.mostBits && t.leastBits <= lwm && t != txn) stale.push_back(t);
+    if (t.mostBits == txn.mostBits && atOrBelowLowWaterMark(lowWaterMarks_, t) && t != txn) {
+      stale.push_back(t);
+    }
   }
   for (const auto& t : stale) {
     MLOG_WARN("{}: aborting {} below the low water mark {}", logName_, t.toString(), lwm);
@@ -462,7 +463,10 @@ void PendingAckHandle::append(const PendingAckLogEntry& e, storage::StatusCallba
   }
   log_->asyncAddEntry(encodePendingAckEntry(e),
                       [this, alive = alive_, cb = std::move(cb)](const Status& s, Position p) {
-                        if (*alive && s.isOk()) lastLogPos_ = p;
+                        if (*alive && s.isOk()) {
+                          lastLogPos_ = p;
+                          logAppends_++;
+                        }
                         if (!s.isOk()) MLOG_WARN("pending ack log write failed: {}", s.toString());
                         cb(s);
                       });
@@ -491,6 +495,11 @@ void PendingAckHandle::trimLog() {
   // Nothing held: no entry up to the last one is needed by a replay (Pulsar trims by the
   // subscription's mark-delete position; this is the simple case of it).
   if (!log_ || !empty() || lastLogPos_.entryId < 0) return;
+  if (logAppends_ - appendsAtTrim_ <
+      static_cast<uint64_t>(std::max<int64_t>(1, opener_.logIndexMinLag))) {
+    return;  // Pulsar's MLPendingAckStore: trimmed once the index lag is reached
+  }
+  appendsAtTrim_ = logAppends_;
   for (auto* c : log_->cursors()) {
     if (c->name() == kLogCursorName && c->markDeletedPosition() < lastLogPos_) {
       c->asyncMarkDelete(lastLogPos_, nullptr);

@@ -37,6 +37,9 @@ struct PendingAckStoreOpener {
   using Opened = std::function<void(Result<std::shared_ptr<storage::ManagedLedger>>)>;
   std::function<void(const std::string& name, bool createIfMissing, Opened)> open;
   std::function<void(const std::string& name)> deleted;
+  // transactionPendingAckLogIndexMinLag: the log's cursor moves on (shortening the replay) at
+  // most once per this many entries written (1: whenever nothing is held).
+  int64_t logIndexMinLag = 1;
 };
 
 // One entry of PendingAckMetadataEntry (Pulsar's TransactionPendingAck.proto; field numbers in
@@ -111,7 +114,7 @@ class PendingAckHandle {
   // with nothing held: done(Ok) at once (a retried end is a no-op). A failed log write keeps the
   // acks held (the coordinator retries). lowWaterMark (Pulsar's): held txns of txn's coordinator
   // with a sequence <= it ended there long ago and are aborted here too.
-  void endTxn(const TxnID& txn, bool commit, uint64_t lowWaterMark, storage::StatusCallback done);
+  void endTxn(const TxnID& txn, bool commit, int64_t lowWaterMark, storage::StatusCallback done);
   // What commit and abort do with released acks (the subscription's cursor and dispatcher). The
   // commit handler also runs for a COMMIT replayed at recovery (its cursor write may be lost).
   void setHandlers(std::function<void(Ended)> onCommit, std::function<void(Ended)> onAbort) {
@@ -126,6 +129,10 @@ class PendingAckHandle {
   bool empty() const { return individual_.empty() && !cumulative_; }
   State state() const { return state_; }
   PendingAckStats stats() const;
+  // The log's managed ledger, null until the first txn ack created (or recovery opened) it
+  // (admin pendingAckInternalStats), and the entries appended to it since then.
+  storage::ManagedLedger* log() const { return log_.get(); }
+  uint64_t logAppends() const { return logAppends_; }
   // Deletes the log (unsubscribe, topic delete); cb on the executor.
   void deleteLog(storage::StatusCallback cb);
 
@@ -151,7 +158,7 @@ class PendingAckHandle {
   std::string individualConflict(const TxnID& txn, const IndividualAck& a) const;
   void holdIndividual(const TxnID& txn, const std::vector<IndividualAck>& acks);
   Ended release(const TxnID& txn);
-  void handleLowWaterMark(const TxnID& txn, uint64_t lowWaterMark);
+  void handleLowWaterMark(const TxnID& txn, int64_t lowWaterMark);
   // Moves the log's cursor to its last entry when nothing is held (replay starts after it).
   void trimLog();
   std::string prefix(const TxnID& txn) const;
@@ -171,10 +178,12 @@ class PendingAckHandle {
   std::map<TxnID, std::map<Position, Held>> individual_;
   std::map<Position, Held> held_;
   std::optional<Cumulative> cumulative_;
-  std::map<uint64_t, uint64_t> lowWaterMarks_;  // coordinator id -> low water mark
+  LowWaterMarks lowWaterMarks_;  // coordinator id -> low water mark
   std::function<void(Ended)> onCommit_;
   std::function<void(Ended)> onAbort_;
   Position lastLogPos_{-1, -1};  // the last entry written to or replayed from the log
+  uint64_t logAppends_ = 0;
+  uint64_t appendsAtTrim_ = 0;  // logAppends_ when the cursor last moved
   uint64_t committed_ = 0;
   uint64_t aborted_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -266,6 +266,10 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
   t.numberOfEntries = ml.numberOfEntries();
   t.terminated = topic.isTerminated();
   t.deduplicationEnabled = topic.deduplication().enabled();
+  const TransactionBufferStats tb = topic.transactionBuffer().stats(false);
+  t.txnOngoing = tb.ongoingTxnSize;
+  t.txnCommitted = tb.committedTxnCount;
+  t.txnAborted = tb.abortedTxnCount;
   t.compaction = topic.compactor().record();
   for (const auto& [name, p] : topic.producers()) {
     PublisherSnapshot ps;
@@ -296,50 +300,71 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
   return t;
 }
 
-InternalStatsSnapshot snapshotInternalStats(PersistentTopic& topic) {
+namespace {
+
+// The ledger-wide part of the internal stats.
+InternalStatsSnapshot ledgerPart(storage::ManagedLedger& ml, uint64_t entriesAdded) {
   InternalStatsSnapshot s;
-  storage::ManagedLedger& ml = topic.ledger();
-  s.entriesAddedCounter = topic.stats().entriesAddedCounter;
+  s.entriesAddedCounter = entriesAdded;
   s.numberOfEntries = ml.numberOfEntries();
   s.totalSize = ml.totalSizeBytes();
   s.lastConfirmedEntry = ml.lastWrittenEntry();
-  s.state = topic.isTerminated() ? "Terminated" : "LedgerOpened";
+  s.state = ml.isTerminated() ? "Terminated" : "LedgerOpened";
   s.ledgers = ml.ledgerStats();
   if (!s.ledgers.empty()) {
     s.currentLedgerEntries = s.ledgers.back().entries;
     s.currentLedgerSize = s.ledgers.back().sizeBytes;
   }
+  return s;
+}
+
+// One cursor's part; acked ranges only when withRanges (the scan reads the ledger's index).
+CursorSnapshot cursorPart(storage::ManagedLedger& ml, storage::ManagedCursor& cur,
+                          uint64_t entriesAdded, bool withRanges) {
+  CursorSnapshot c;
+  c.name = cur.name();
+  c.markDeletePosition = cur.markDeletedPosition();
+  c.backlog = cur.numberOfEntriesInBacklog();
+  if (withRanges) c.individuallyDeleted = ackedRanges(ml, cur);
+  // Mark-delete always covers a contiguous acked run, so the next entry is unacked.
+  c.readPosition = ml.nextValidPosition(c.markDeletePosition);
+  c.messagesConsumedCounter = static_cast<int64_t>(entriesAdded) - static_cast<int64_t>(c.backlog);
+  std::tie(c.cursorLedger, c.cursorLedgerLastEntry) = cur.cursorLedger();
+  return c;
+}
+
+}  // namespace
+
+InternalStatsSnapshot snapshotInternalStats(PersistentTopic& topic) {
+  storage::ManagedLedger& ml = topic.ledger();
+  const uint64_t added = topic.stats().entriesAddedCounter;
+  InternalStatsSnapshot s = ledgerPart(ml, added);
+  s.state = topic.isTerminated() ? "Terminated" : "LedgerOpened";
   for (const auto& [name, sub] : topic.subscriptions()) {
-    storage::ManagedCursor& cur = sub->cursor();
-    CursorSnapshot c;
+    CursorSnapshot c = cursorPart(ml, sub->cursor(), added, true);
     c.name = name;
-    c.markDeletePosition = cur.markDeletedPosition();
-    c.backlog = cur.numberOfEntriesInBacklog();
-    c.individuallyDeleted = ackedRanges(ml, cur);
-    // Mark-delete always covers a contiguous acked run, so the next entry is unacked.
-    c.readPosition = ml.nextValidPosition(c.markDeletePosition);
-    c.messagesConsumedCounter =
-        static_cast<int64_t>(s.entriesAddedCounter) - static_cast<int64_t>(c.backlog);
     c.active = sub->consumerCount() > 0;
-    std::tie(c.cursorLedger, c.cursorLedgerLastEntry) = cur.cursorLedger();
     s.cursors.push_back(std::move(c));
   }
   for (auto* cur : ml.cursors()) {
-    if (cur->name() != kCompactionCursorName) continue;
-    CursorSnapshot c;
-    c.name = cur->name();
-    c.markDeletePosition = cur->markDeletedPosition();
-    c.backlog = cur->numberOfEntriesInBacklog();
-    c.readPosition = ml.nextValidPosition(c.markDeletePosition);
-    c.messagesConsumedCounter =
-        static_cast<int64_t>(s.entriesAddedCounter) - static_cast<int64_t>(c.backlog);
-    std::tie(c.cursorLedger, c.cursorLedgerLastEntry) = cur->cursorLedger();
-    s.cursors.push_back(std::move(c));
+    if (cur->name() == kCompactionCursorName)
+      s.cursors.push_back(cursorPart(ml, *cur, added, false));
   }
   if (auto view = topic.compactor().view()) {
     s.compactedLedgerId = view->ledgerId();
     s.compactedEntries = static_cast<int64_t>(view->entries());
     s.compactedSize = view->sizeBytes();
+  }
+  return s;
+}
+
+InternalStatsSnapshot snapshotLedgerInternalStats(storage::ManagedLedger& ml,
+                                                  uint64_t entriesAdded) {
+  InternalStatsSnapshot s = ledgerPart(ml, entriesAdded);
+  for (auto* cur : ml.cursors()) {
+    CursorSnapshot c = cursorPart(ml, *cur, entriesAdded, true);
+    c.properties = cur->properties();
+    s.cursors.push_back(std::move(c));
   }
   return s;
 }

@@ -127,6 +127,11 @@ struct TopicSnapshot {
   uint64_t sizeBacklogEvictions = 0;
   uint64_t timeBacklogEvictions = 0;
   int64_t msgBacklog = 0;  // entries, the sum over subscriptions (Pulsar's pulsar_msg_backlog)
+  // The transaction buffer's ongoing txns and commits/aborts since load (Pulsar's
+  // ongoingTxnCount / committedTxnCount / abortedTxnCount, pulsar_txn_tb_*).
+  int64_t txnOngoing = 0;
+  int64_t txnCommitted = 0;
+  int64_t txnAborted = 0;
   int64_t numberOfEntries = 0;
   bool terminated = false;
   bool deduplicationEnabled = false;  // Pulsar's deduplicationStatus "Enabled"/"Disabled"
@@ -147,6 +152,7 @@ struct CursorSnapshot {
   bool active = false;        // a consumer is connected
   int64_t cursorLedger = -1;  // ManagedCursor::cursorLedger()
   int64_t cursorLedgerLastEntry = -1;
+  storage::CursorProperties properties;  // filled for ledgers that are not topics' only
 };
 
 struct InternalStatsSnapshot {
@@ -226,6 +232,12 @@ std::optional<ConsumerStatsSnapshot> snapshotConsumerStats(PersistentTopic& topi
                                                            const TopicRates* rates);
 // Builds the internal stats of `topic`. Thread: the topic's executor.
 InternalStatsSnapshot snapshotInternalStats(PersistentTopic& topic);
+// The internal stats of a managed ledger with all its cursors and their properties (Pulsar's
+// ManagedLedgerInternalStats of a transaction log or pending-ack log, or of a topic's ledger
+// with its transaction-buffer snapshot cursor). entriesAdded: entries appended since the ledger
+// was opened (its owner counts them). Thread: the ledger's executor.
+InternalStatsSnapshot snapshotLedgerInternalStats(storage::ManagedLedger& ml,
+                                                  uint64_t entriesAdded);
 
 inline constexpr int64_t kMaxScannedEntries = 10000;
 

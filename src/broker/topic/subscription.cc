@@ -182,7 +182,7 @@ void Subscription::transactionCumulativeAcknowledge(const TxnID& txn, storage::P
   pendingAck_->cumulativeAck(txn, pos, std::move(ackSet), std::move(cb));
 }
 
-void Subscription::endTxn(const TxnID& txn, bool commit, uint64_t lowWaterMark,
+void Subscription::endTxn(const TxnID& txn, bool commit, int64_t lowWaterMark,
                           storage::StatusCallback done) {
   if (!pendingAck_) return done(Status::ok());
   pendingAck_->endTxn(txn, commit, lowWaterMark, std::move(done));

@@ -73,7 +73,7 @@ class Subscription {
                                         storage::AckSet ackSet, storage::StatusCallback cb);
   // END_TXN_ON_SUBSCRIPTION: commit acks the held positions in the cursor, abort redelivers them.
   // A subscription without transactions answers Ok (nothing held).
-  void endTxn(const TxnID& txn, bool commit, uint64_t lowWaterMark, storage::StatusCallback done);
+  void endTxn(const TxnID& txn, bool commit, int64_t lowWaterMark, storage::StatusCallback done);
 
   int64_t msgBacklog() const { return cursor_.numberOfEntriesInBacklog(); }
   // Acks the first n unacked entries after the mark-delete position (Pulsar's skip; also the

@@ -35,7 +35,8 @@ PersistentTopic::PersistentTopic(TopicName name, std::shared_ptr<storage::Manage
       executor_(executor),
       options_(options),
       dedup_(dedupPolicy.value_or(options.brokerDeduplicationEnabled), dedupOptions(options)),
-      txnBuffer_(*ledger_, options.transactionCoordinatorEnabled, name_.toString()),
+      txnBuffer_(*ledger_, options.transactionCoordinatorEnabled, name_.toString(),
+                 options.transactionBufferSnapshotMaxTransactionCount),
       compactor_(std::make_shared<TopicCompactor>(ledger_, nullptr)) {
   markActive();
   // A commit/abort moved the max read position: the held entries can go out.
@@ -477,7 +478,7 @@ bool PersistentTopic::refuseTxnSend(const std::shared_ptr<Producer>& producer, c
   return true;
 }
 
-void PersistentTopic::endTxn(const TxnID& txn, proto::TxnAction action, uint64_t lowWaterMark,
+void PersistentTopic::endTxn(const TxnID& txn, proto::TxnAction action, int64_t lowWaterMark,
                              std::function<void(Status)> done) {
   MAGNETAR_DCHECK_ON(executor_);
   auto self = shared_from_this();
@@ -862,6 +863,7 @@ void PersistentTopic::closeLedger(storage::StatusCallback cb, bool release) {
   // A clean close writes the cursors, a deferred dedup snapshot with them.
   if (!release) dedup_.takeDeferredSnapshot();
   if (!release) txnBuffer_.snapshotIfChanged();
+  txnBuffer_.stop();
   disconnectClients();
   subscriptions_.clear();  // before the ledger closes the cursors they point to
   if (release) {
@@ -874,6 +876,7 @@ void PersistentTopic::closeLedger(storage::StatusCallback cb, bool release) {
 void PersistentTopic::deleteLedger(storage::StatusCallback cb) {
   MAGNETAR_DCHECK_ON(executor_);
   if (dedupSnapshotTimer_) dedupSnapshotTimer_->cancel();
+  txnBuffer_.stop();
   disconnectClients();
   for (auto& [n, sub] : subscriptions_) {
     if (auto* pa = sub->pendingAck()) pa->deleteLog(nullptr);

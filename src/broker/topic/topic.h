@@ -113,7 +113,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // executor, idempotent. Errors: kNotFound "Topic T subscription S is not exist." (Pulsar's
   // text), the pending-ack log's write errors (the acks stay held; retry).
   void endTxnOnSubscription(const std::string& subscription, const TxnID& txn,
-                            proto::TxnAction action, uint64_t lowWaterMark,
+                            proto::TxnAction action, int64_t lowWaterMark,
                             std::function<void(Status)> done);
   // Restores subscriptions from the ledger's durable cursors (after open).
   void loadSubscriptions();
@@ -162,9 +162,12 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // buffer disable!" when transactionCoordinatorEnabled is off, or the ledger's add error.
   // Retries are idempotent (an abort of an aborted txn writes nothing; a commit marker again is
   // harmless). Called by the coordinator (END_TXN fan-out) and END_TXN_ON_PARTITION.
-  void endTxn(const TxnID& txn, proto::TxnAction action, uint64_t lowWaterMark,
+  void endTxn(const TxnID& txn, proto::TxnAction action, int64_t lowWaterMark,
               std::function<void(Status)> done);
   const TransactionBuffer& transactionBuffer() const { return txnBuffer_; }
+  // The transaction buffer's snapshot if it changed since the last (the broker's
+  // transactionBufferSnapshotMinTimeInMillis timer). On the executor.
+  void snapshotTransactionBuffer() { txnBuffer_.snapshotIfChanged(); }
   // The last position a reader may see: the ledger's last written entry, or the position before
   // the first entry of the oldest ongoing transaction (Pulsar's getMaxReadPosition).
   storage::Position maxReadPosition() const;

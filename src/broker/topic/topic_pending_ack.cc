@@ -14,7 +14,7 @@ void PersistentTopic::attachPendingAck(Subscription& sub, bool recover) {
 }
 
 void PersistentTopic::endTxnOnSubscription(const std::string& subscription, const TxnID& txn,
-                                           proto::TxnAction action, uint64_t lowWaterMark,
+                                           proto::TxnAction action, int64_t lowWaterMark,
                                            std::function<void(Status)> done) {
   MAGNETAR_DCHECK_ON(executor_);
   Subscription* sub = this->subscription(subscription);

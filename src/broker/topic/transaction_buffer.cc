@@ -74,8 +74,11 @@ struct TxnReplay : std::enable_shared_from_this<TxnReplay> {
 }  // namespace
 
 TransactionBuffer::TransactionBuffer(storage::ManagedLedger& ledger, bool enabled,
-                                     std::string topicName)
-    : ledger_(ledger), enabled_(enabled), topicName_(std::move(topicName)) {}
+                                     std::string topicName, int64_t snapshotEvery)
+    : ledger_(ledger),
+      enabled_(enabled),
+      topicName_(std::move(topicName)),
+      snapshotEvery_(snapshotEvery) {}
 
 void TransactionBuffer::recover(std::function<void(Status)> done) {
   recoverStartMs_ = wallClockMs();
@@ -103,7 +106,7 @@ void TransactionBuffer::recover(std::function<void(Status)> done) {
       uint64_t tc = 0;
       std::string_view rest = std::string_view(key).substr(at);
       if (std::from_chars(rest.data(), rest.data() + rest.size(), tc).ec == std::errc()) {
-        lowWaterMarks_[tc] = static_cast<uint64_t>(value);
+        lowWaterMarks_[tc] = value;
       }
     }
   }
@@ -136,8 +139,7 @@ void TransactionBuffer::replayEntry(const EntryMetadataPeek& md, Position pos) {
 
 std::optional<Status> TransactionBuffer::appendRefusal(const TxnID& txn) const {
   if (!enabled_) return Status::notAllowed("Transaction buffer disable!");
-  auto it = lowWaterMarks_.find(txn.mostBits);
-  if (it != lowWaterMarks_.end() && it->second >= txn.leastBits) {
+  if (atOrBelowLowWaterMark(lowWaterMarks_, txn)) {
     return Status::notAllowed("Transaction [" + txn.toString() +
                               "] has been ended. Please use a new transaction to send message.");
   }
@@ -165,20 +167,20 @@ void TransactionBuffer::appended(const TxnID& txn, Position pos) {
   if (first) takeSnapshot();  // Pulsar's takeFirstSnapshot: a restart now finds the cursor
 }
 
-void TransactionBuffer::endTxn(const TxnID& txn, proto::TxnAction action, uint64_t lowWaterMark,
+void TransactionBuffer::endTxn(const TxnID& txn, proto::TxnAction action, int64_t lowWaterMark,
                                std::function<void(Status)> done) {
   MAGNETAR_DCHECK_ON(*ledger_.executor());
   if (!enabled_) return done(Status::notAllowed("Transaction buffer disable!"));
   const bool commit = action == proto::COMMIT;
   if (!commit && (!cursor_ || aborted_.count(txn))) {
     // Nothing was sent here in any txn (Pulsar's abort without a snapshot), or a retried abort.
-    if (lowWaterMark > lowWaterMarks_[txn.mostBits]) lowWaterMarks_[txn.mostBits] = lowWaterMark;
+    raiseLowWaterMark(lowWaterMarks_, txn.mostBits, lowWaterMark);
     return done(Status::ok());
   }
   writeMarker(txn, commit, lowWaterMark, std::move(done));
 }
 
-void TransactionBuffer::writeMarker(const TxnID& txn, bool commit, uint64_t lowWaterMark,
+void TransactionBuffer::writeMarker(const TxnID& txn, bool commit, int64_t lowWaterMark,
                                     std::function<void(Status)> done) {
   // Pulsar's Markers.newTxnCommitMarker / newTxnAbortMarker: sequence id -1, no payload.
   proto::MessageMetadata md;
@@ -203,7 +205,7 @@ void TransactionBuffer::writeMarker(const TxnID& txn, bool commit, uint64_t lowW
 }
 
 void TransactionBuffer::markerStored(const TxnID& txn, bool commit, Position pos,
-                                     uint64_t lowWaterMark) {
+                                     int64_t lowWaterMark) {
   if (commit) {
     committed_++;
   } else {
@@ -211,19 +213,17 @@ void TransactionBuffer::markerStored(const TxnID& txn, bool commit, Position pos
     abortedCount_++;
   }
   removeOngoing(txn);
-  uint64_t& lwm = lowWaterMarks_[txn.mostBits];
-  if (lowWaterMark > lwm) lwm = lowWaterMark;
+  raiseLowWaterMark(lowWaterMarks_, txn.mostBits, lowWaterMark);
   trimAborted();
   changed_ = true;
-  takeSnapshot();
+  if (++endsSinceSnapshot_ >= snapshotEvery_) takeSnapshot();  // Pulsar's takeSnapshotByChangeTimes
   if (onMoved_) onMoved_();
   // Pulsar's handleLowWaterMark: the oldest ongoing txn of a coordinator at or below its low
   // water mark was ended there without reaching this topic: abort it.
   if (!ongoing_.empty()) {
     const TxnID first = ongoing_.begin()->second;
-    auto it = lowWaterMarks_.find(first.mostBits);
-    if (it != lowWaterMarks_.end() && first.leastBits <= it->second) {
-      writeMarker(first, false, it->second, [this, first](const Status& s) {
+    if (atOrBelowLowWaterMark(lowWaterMarks_, first)) {
+      writeMarker(first, false, lowWaterMarks_.at(first.mostBits), [this, first](const Status& s) {
         if (!s.isOk()) {
           MLOG_WARN("{}: abort of txn {} below the low water mark failed: {}", topicName_,
                     first.toString(), s.toString());
@@ -280,6 +280,7 @@ void TransactionBuffer::takeSnapshot() {
   if (maxRead.entryId >= 0 && maxRead > mark && maxRead <= lac) mark = maxRead;
   cursor_->asyncMarkDelete(mark, std::move(props), nullptr);
   changed_ = false;
+  endsSinceSnapshot_ = 0;
   lastSnapshotMs_ = wallClockMs();
 }
 

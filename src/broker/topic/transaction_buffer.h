@@ -36,10 +36,10 @@ inline constexpr int32_t kTxnAbortMarker = 21;
 
 // Pulsar's TransactionBufferStats (admin transactionBufferStats), captured on the executor.
 struct TransactionBufferStats {
-  std::string state;                           // "None" (transactions off), "NoSnapshot", "Ready"
-  std::string maxReadPosition;                 // "ledger:entry"
-  int64_t lastSnapshotTimestamps = 0;          // epoch ms of the last snapshot, 0: none
-  std::map<uint64_t, uint64_t> lowWaterMarks;  // coordinator id -> low water mark
+  std::string state;                   // "None" (transactions off), "NoSnapshot", "Ready"
+  std::string maxReadPosition;         // "ledger:entry"
+  int64_t lastSnapshotTimestamps = 0;  // epoch ms of the last snapshot, 0: none
+  LowWaterMarks lowWaterMarks;         // coordinator id -> low water mark
   int64_t ongoingTxnSize = 0;
   int64_t recoverStartTime = 0;  // epoch ms
   int64_t recoverEndTime = 0;    // epoch ms
@@ -60,8 +60,11 @@ struct TransactionInBufferStats {
 class TransactionBuffer {
  public:
   // enabled: transactionCoordinatorEnabled; off, every transactional call is refused as Pulsar's
-  // TransactionBufferDisable does.
-  TransactionBuffer(storage::ManagedLedger& ledger, bool enabled, std::string topicName);
+  // TransactionBufferDisable does. snapshotEvery: transactionBufferSnapshotMaxTransactionCount,
+  // a snapshot once that many commits/aborts changed the state (0: after each); the rest waits
+  // for snapshotIfChanged (the broker's timer, a clean close).
+  TransactionBuffer(storage::ManagedLedger& ledger, bool enabled, std::string topicName,
+                    int64_t snapshotEvery = 0);
   ~TransactionBuffer() { *alive_ = false; }
 
   bool enabled() const { return enabled_; }
@@ -81,7 +84,7 @@ class TransactionBuffer {
   // done(ok) once stored; errors: kNotAllowed (off), the ledger's add error. An abort on a topic
   // that never had a transactional entry, or of a txn already aborted, writes nothing (ok).
   // `moved` runs after the max read position may have moved (the topic wakes dispatchers).
-  void endTxn(const TxnID& txn, proto::TxnAction action, uint64_t lowWaterMark,
+  void endTxn(const TxnID& txn, proto::TxnAction action, int64_t lowWaterMark,
               std::function<void(Status)> done);
   void setMaxReadMovedHandler(std::function<void()> fn) { onMoved_ = std::move(fn); }
 
@@ -96,13 +99,16 @@ class TransactionBuffer {
   TransactionBufferStats stats(bool lowWaterMarks) const;
   // Pulsar's TopicTransactionBuffer.getTransactionInBufferStats.
   TransactionInBufferStats txnStats(const TxnID& txn) const;
-  // Writes the snapshot now if the state changed since the last one (clean close).
+  // Writes the snapshot now if the state changed since the last one (clean close, and every
+  // transactionBufferSnapshotMinTimeInMillis: Pulsar's takeSnapshotByTimeout).
   void snapshotIfChanged();
+  // The ledger closes or is deleted: no snapshot is written after this.
+  void stop() { cursor_ = nullptr; }
 
  private:
-  void writeMarker(const TxnID& txn, bool commit, uint64_t lowWaterMark,
+  void writeMarker(const TxnID& txn, bool commit, int64_t lowWaterMark,
                    std::function<void(Status)> done);
-  void markerStored(const TxnID& txn, bool commit, storage::Position pos, uint64_t lowWaterMark);
+  void markerStored(const TxnID& txn, bool commit, storage::Position pos, int64_t lowWaterMark);
   void removeOngoing(const TxnID& txn);
   // Applies one replayed entry (recovery).
   void replayEntry(const EntryMetadataPeek& md, storage::Position pos);
@@ -118,8 +124,10 @@ class TransactionBuffer {
   std::map<storage::Position, TxnID> ongoing_;  // first position -> txn, position order
   std::unordered_map<TxnID, storage::Position, TxnIDHash> ongoingByTxn_;
   std::map<TxnID, int64_t> aborted_;  // txn -> ledger id of its abort marker
-  std::map<uint64_t, uint64_t> lowWaterMarks_;
-  bool changed_ = false;  // state differs from the last snapshot
+  LowWaterMarks lowWaterMarks_;
+  const int64_t snapshotEvery_;
+  int64_t endsSinceSnapshot_ = 0;  // commits/aborts not in the last snapshot
+  bool changed_ = false;           // state differs from the last snapshot
   int64_t lastSnapshotMs_ = 0;
   int64_t recoverStartMs_ = 0;
   int64_t recoverEndMs_ = 0;

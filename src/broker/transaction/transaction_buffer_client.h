@@ -25,16 +25,17 @@ class TransactionBufferClient {
   virtual ~TransactionBufferClient() = default;
   // Writes the commit or abort marker of `txn` on `topic` (a full name, a partition's own):
   // Pulsar's END_TXN_ON_PARTITION. lowWaterMark: the coordinator's, every txn of it with a
-  // sequence <= it has ended. done(status) on any thread, once; a call for a txn already ended
-  // there answers Ok (retries are idempotent). Errors: kNotFound (topic absent), kIoError etc.
-  // (retried by the coordinator). Thread: any.
+  // sequence <= it has ended (-1: none yet; the wire's uint64 read as Pulsar's signed long).
+  // done(status) on any thread, once; a call for a txn already ended there answers Ok (retries are
+  // idempotent). Errors: kNotFound (topic absent), kIoError etc. (retried by the coordinator).
+  // Thread: any.
   virtual void endTxnOnTopic(const std::string& topic, const TxnID& txn, proto::TxnAction action,
-                             uint64_t lowWaterMark, Done done) = 0;
+                             int64_t lowWaterMark, Done done) = 0;
   // Commits or aborts the acks of `txn` on `subscription` of `topic`: Pulsar's
   // END_TXN_ON_SUBSCRIPTION. The rest as endTxnOnTopic.
   virtual void endTxnOnSubscription(const std::string& topic, const std::string& subscription,
-                                    const TxnID& txn, proto::TxnAction action,
-                                    uint64_t lowWaterMark, Done done) = 0;
+                                    const TxnID& txn, proto::TxnAction action, int64_t lowWaterMark,
+                                    Done done) = 0;
 };
 
 }  // namespace magnetar::broker

@@ -1,5 +1,7 @@
 #include "broker/transaction/transaction_coordinator.h"
 
+#include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "base/dcheck.h"
@@ -112,9 +114,11 @@ void TransactionCoordinator::open(uint64_t tcId, storage::ManagedLedgerFactory& 
 
 void TransactionCoordinator::replayEntry(storage::Position pos, const Op& e) {
   TxnID id{e.txnid_most_bits(), e.txnid_least_bits()};
-  if (e.has_max_local_txn_id()) sequence_ = std::max(sequence_, e.max_local_txn_id());
+  if (e.has_max_local_txn_id()) {
+    sequence_ = std::max(sequence_, static_cast<int64_t>(e.max_local_txn_id()));
+  }
   if (e.metadata_op() == Op::NEW) {
-    sequence_ = std::max(sequence_, id.leastBits);
+    sequence_ = std::max(sequence_, static_cast<int64_t>(id.leastBits));
     TxnMeta& m = txns_[id];
     m.id = id;
     m.timeoutMs = e.timeout_ms();
@@ -204,16 +208,18 @@ void TransactionCoordinator::newTransaction(uint64_t timeoutMs, std::string owne
   if (maxActive_ > 0 && static_cast<int64_t>(txns_.size()) >= maxActive_) {
     return cb(Status::busy("New txn op reach max active txn! tcId : " + std::to_string(tcId_)));
   }
-  TxnID id{tcId_, ++sequence_};
+  TxnID id{tcId_, static_cast<uint64_t>(++sequence_)};
   seqStat_ = sequence_;
+  newing_.insert(sequence_);
   const int64_t now = clock_();
   Op e = baseEntry(id, Op::NEW, now);
   e.set_start_time(static_cast<uint64_t>(now));
   e.set_timeout_ms(timeoutMs);
-  e.set_max_local_txn_id(sequence_);
+  e.set_max_local_txn_id(static_cast<uint64_t>(sequence_));
   if (!owner.empty()) e.set_owner(owner);
   appendTimed(e, [self = shared_from_this(), id, timeoutMs, now, owner = std::move(owner),
                   cb = std::move(cb)](const Status& s, storage::Position p) {
+    self->newing_.erase(static_cast<int64_t>(id.leastBits));
     if (!s.isOk()) return cb(s);
     TxnMeta& m = self->txns_[id];
     m.id = id;
@@ -357,7 +363,7 @@ void TransactionCoordinator::fanOut(const TxnID& txn, proto::TxnAction action,
   }
   m.endInFlight = true;
   retry_.erase(txn);
-  const uint64_t lwm = lowWaterMark();
+  const int64_t lwm = lowWaterMark();
   const proto::TxnStatus final = action == proto::COMMIT ? proto::COMMITTED : proto::ABORTED;
   const proto::TxnStatus ending = action == proto::COMMIT ? proto::COMMITTING : proto::ABORTING;
   auto join = std::make_shared<Join>();
@@ -416,8 +422,11 @@ const TxnMeta* TransactionCoordinator::find(const TxnID& txn) const {
   return it == txns_.end() ? nullptr : &it->second;
 }
 
-uint64_t TransactionCoordinator::lowWaterMark() const {
-  return txns_.empty() ? 0 : txns_.begin()->first.leastBits - 1;
+int64_t TransactionCoordinator::lowWaterMark() const {
+  if (txns_.empty() && newing_.empty()) return 0;
+  int64_t first = newing_.empty() ? std::numeric_limits<int64_t>::max() : *newing_.begin();
+  if (!txns_.empty()) first = std::min(first, static_cast<int64_t>(txns_.begin()->first.leastBits));
+  return first - 1;
 }
 
 CoordinatorStats TransactionCoordinator::stats() const {

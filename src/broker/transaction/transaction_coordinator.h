@@ -64,8 +64,8 @@ struct CoordinatorStats {
   int64_t committed = 0;
   int64_t aborted = 0;
   int64_t timedOut = 0;
-  uint64_t sequenceId = 0;
-  uint64_t lowWaterMark = 0;
+  int64_t sequenceId = -1;  // the last sequence handed out; -1 before the first (Pulsar's)
+  int64_t lowWaterMark = 0;
   std::array<int64_t, kLatencyBucketsMs.size() + 1> appendLatencyBuckets{};
   int64_t appendLatencySumMs = 0;
   int64_t appendCount = 0;
@@ -123,11 +123,15 @@ class TransactionCoordinator : public std::enable_shared_from_this<TransactionCo
   const TxnMeta* find(const TxnID& txn) const;
   // Every ongoing txn (admin slowTransactions). Executor only; valid until the next change.
   const std::map<TxnID, TxnMeta>& transactions() const { return txns_; }
-  // Every txn of this coordinator with a sequence <= it has ended (Pulsar's getLowWaterMark).
-  uint64_t lowWaterMark() const;
+  // Every txn of this coordinator with a sequence <= it has ended (Pulsar's getLowWaterMark: the
+  // first ongoing sequence - 1, so -1 while txn 0 is open; 0 when nothing is ongoing). A NEW
+  // entry still being logged counts as ongoing.
+  int64_t lowWaterMark() const;
   State state() const { return state_.load(); }
   uint64_t id() const { return tcId_; }
   net::Executor* executor() const { return log_->executor(); }
+  // Its log's managed ledger (admin coordinatorInternalStats; read it on the executor).
+  storage::ManagedLedger& logLedger() const { return *log_->ledger(); }
   CoordinatorStats stats() const;
   // Closes the log; later calls answer kClosed. cb on the executor.
   void close(std::function<void(Status)> cb);
@@ -153,13 +157,14 @@ class TransactionCoordinator : public std::enable_shared_from_this<TransactionCo
   Clock clock_;
   const int64_t maxActive_;
   std::atomic<State> state_{State::kInitializing};
-  uint64_t sequence_ = 0;
+  int64_t sequence_ = -1;          // the last sequence handed out (Pulsar's starts at -1)
+  std::set<int64_t> newing_;       // sequences whose NEW entry is being logged
   std::map<TxnID, TxnMeta> txns_;  // ordered by id: the first is the low water mark's
   std::set<TxnID> retry_;          // fan-outs to run again at the next tick
 
   // Stats, written on the executor, read from anywhere.
   std::atomic<int64_t> created_{0}, committed_{0}, aborted_{0}, timedOut_{0}, active_{0};
-  std::atomic<uint64_t> seqStat_{0}, lowWaterMarkStat_{0};
+  std::atomic<int64_t> seqStat_{-1}, lowWaterMarkStat_{0};
   std::array<std::atomic<int64_t>, CoordinatorStats::kLatencyBucketsMs.size() + 1> latency_{};
   std::atomic<int64_t> latencySumMs_{0}, appendCount_{0};
   std::array<std::atomic<int64_t>, CoordinatorStats::kExecutionBucketsMs.size() + 1> execution_{};

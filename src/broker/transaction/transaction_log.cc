@@ -34,11 +34,11 @@ void TransactionLog::open(storage::ManagedLedgerFactory& factory, uint64_t tcId,
       });
 }
 
-uint64_t TransactionLog::storedMaxLocalTxnId() const {
+int64_t TransactionLog::storedMaxLocalTxnId() const {
   MAGNETAR_DCHECK_ON(*executor());
   const storage::CursorProperties& p = cursor_->properties();
   auto it = p.find(kMaxLocalTxnId);
-  return it == p.end() || it->second < 0 ? 0 : static_cast<uint64_t>(it->second);
+  return it == p.end() ? -1 : std::max<int64_t>(-1, it->second);
 }
 
 void TransactionLog::replay(EntryFn onEntry, std::function<void(Status)> done) {
@@ -78,12 +78,12 @@ void TransactionLog::append(const proto::TransactionMetadataEntry& entry,
 }
 
 void TransactionLog::deletePositions(const std::vector<storage::Position>& positions,
-                                     uint64_t maxLocalTxnId) {
+                                     int64_t maxLocalTxnId) {
   MAGNETAR_DCHECK_ON(*executor());
   // The property first, at the unchanged mark-delete position: both go in the cursor's next
   // write, so the mark-delete never passes trimmed ids without the sequence that covers them.
   storage::CursorProperties props = cursor_->properties();
-  props[kMaxLocalTxnId] = static_cast<int64_t>(maxLocalTxnId);
+  props[kMaxLocalTxnId] = maxLocalTxnId;
   cursor_->asyncMarkDelete(cursor_->markDeletedPosition(), std::move(props), nullptr);
   cursor_->asyncDelete(positions, [name = ledger_->name()](const Status& s) {
     if (!s.isOk())

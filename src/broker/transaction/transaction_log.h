@@ -48,15 +48,16 @@ class TransactionLog {
   // order, calling onEntry for each, then done(status). An entry that does not parse is
   // skipped with a warning. Thread: the executor; callbacks there.
   void replay(EntryFn onEntry, std::function<void(Status)> done);
-  // The highest sequence recorded in the cursor's properties (0 when none).
-  uint64_t storedMaxLocalTxnId() const;
+  // The highest sequence recorded in the cursor's properties (-1 when none: Pulsar's
+  // MLTransactionSequenceIdGenerator starts there, so the first txn is (tcId, 0)).
+  int64_t storedMaxLocalTxnId() const;
   // Appends entry; cb(status, position) on the executor once durable.
   void append(const proto::TransactionMetadataEntry& entry,
               std::function<void(Status, storage::Position)> cb);
   // Acknowledges the positions of an ended transaction and records maxLocalTxnId in the same
   // cursor write. Errors are logged (the positions are replayed again after a restart, where
   // the ended transaction deletes them again).
-  void deletePositions(const std::vector<storage::Position>& positions, uint64_t maxLocalTxnId);
+  void deletePositions(const std::vector<storage::Position>& positions, int64_t maxLocalTxnId);
   // Closes the ledger; cb on the executor.
   void close(std::function<void(Status)> cb);
   net::Executor* executor() const { return ledger_->executor(); }

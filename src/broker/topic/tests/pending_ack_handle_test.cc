@@ -212,6 +212,37 @@ TEST_F(PendingAckTest, HeldAcksComeBackFromTheLogAfterAReopen) {
   EXPECT_TRUE(sub_->cursor().isAcknowledged(p[0]));
 }
 
+TEST_F(PendingAckTest, LogCursorMovesOncePerIndexMinLagEntries) {
+  // transactionPendingAckLogIndexMinLag = 4: two txns of an ack and a commit each.
+  PendingAckStoreOpener o = opener();
+  o.logIndexMinLag = 4;
+  sub_->enablePendingAck(logName_, o, true);
+  ex_.drain();
+  auto logMark = [&] {
+    for (auto* c : sub_->pendingAck()->log()->cursors()) return c->markDeletedPosition().entryId;
+    return int64_t{-2};
+  };
+  auto p = publish(2);
+  ASSERT_TRUE(ack(kTxn1, p[0]).isOk());
+  ASSERT_TRUE(end(kTxn1, true).isOk());
+  EXPECT_EQ(logMark(), -1) << "2 entries written: below the lag";
+  ASSERT_TRUE(ack(kTxn2, p[1]).isOk());
+  ASSERT_TRUE(end(kTxn2, true).isOk());
+  EXPECT_EQ(logMark(), 3) << "4 entries: moved to the last";
+  EXPECT_EQ(sub_->pendingAck()->logAppends(), 4u);
+  // Reloaded before and after a move, the replay leaves both acked and nothing held.
+  sub_.reset();
+  ex_.drain();
+  auto cursor = ml_->openCursor("s", storage::InitialPosition::kEarliest);
+  ASSERT_TRUE(cursor.isOk());
+  sub_ = std::make_unique<Subscription>("s", *ml_, **cursor, options_, kTopic, -1);
+  sub_->enablePendingAck(logName_, o, true);
+  ex_.drain();
+  EXPECT_EQ(sub_->pendingAck()->stats().heldPositions, 0);
+  EXPECT_TRUE(sub_->cursor().isAcknowledged(p[0]));
+  EXPECT_TRUE(sub_->cursor().isAcknowledged(p[1]));
+}
+
 TEST_F(PendingAckTest, TransactionsOffRefuseAsPulsar) {
   auto p = publish(1);
   auto cursor = ml_->openCursor("plain", storage::InitialPosition::kEarliest);

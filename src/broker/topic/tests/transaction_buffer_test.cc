@@ -63,10 +63,11 @@ class TransactionBufferTest : public LoopTopicTest<> {
     runOnLoop([&] { topic_->initialize([&](Status s) { ready.set_value(s); }); });
     ASSERT_TRUE(ready.get_future().get().isOk());
   }
-  // Closes the topic and its ledger and loads it again from the same storage.
-  void restart() {
+  // Closes the topic and its ledger and loads it again from the same storage. crash: no
+  // snapshot at the close (a release, as a broker killed after its last write).
+  void restart(bool crash = false) {
     std::promise<Status> closed;
-    runOnLoop([&] { topic_->closeLedger([&](const Status& s) { closed.set_value(s); }); });
+    runOnLoop([&] { topic_->closeLedger([&](const Status& s) { closed.set_value(s); }, crash); });
     ASSERT_TRUE(closed.get_future().get().isOk());
     runOnLoop([&] {
       topic_.reset();
@@ -233,6 +234,62 @@ TEST_F(TransactionBufferOffTest, TransactionalSendIsRefusedWhenTransactionsAreOf
   EXPECT_EQ(receipts_->errors[0].message(), "Transaction buffer disable!");
   runOnLoop([&] { EXPECT_EQ(ledger_->lastConfirmedEntry().entryId, -1); });
   EXPECT_EQ(endTxn(kTxn1, proto::COMMIT).code(), StatusCode::kNotAllowed);
+}
+
+// The snapshot's max read entry as stored in the buffer's cursor (-2: no snapshot).
+int64_t snapshotMaxReadEntry(storage::ManagedLedger& ml) {
+  for (auto* c : ml.cursors()) {
+    if (c->name() != kTxnBufferCursorName) continue;
+    auto it = c->properties().find("tb.maxRead.entry");
+    return it == c->properties().end() ? -2 : it->second;
+  }
+  return -2;
+}
+
+// transactionBufferSnapshotMaxTransactionCount = 3.
+class TransactionBufferSnapshotCountTest : public TransactionBufferTest {
+ protected:
+  void SetUp() override {
+    options_.transactionCoordinatorEnabled = true;
+    options_.transactionBufferSnapshotMaxTransactionCount = 3;
+    start();
+  }
+};
+
+TEST_F(TransactionBufferSnapshotCountTest, SnapshotsEveryThirdEndAndRecoversWithoutOne) {
+  const TxnID kTxn3{1, 3};
+  publish("t1", kTxn1);  // entry 0: the first snapshot (nothing readable yet)
+  int64_t first = -2;
+  runOnLoop([&] { first = snapshotMaxReadEntry(*ledger_); });
+  ASSERT_NE(first, -2);
+  ASSERT_TRUE(endTxn(kTxn1, proto::COMMIT).isOk());                      // entry 1
+  publish("t2", kTxn2);                                                  // entry 2
+  ASSERT_TRUE(endTxn(kTxn2, proto::ABORT).isOk());                       // entry 3
+  runOnLoop([&] { EXPECT_EQ(snapshotMaxReadEntry(*ledger_), first); });  // 2 ends: none yet
+  publish("t3", kTxn3);                                                  // entry 4
+  ASSERT_TRUE(endTxn(kTxn3, proto::COMMIT).isOk());                      // entry 5, the third end
+  runOnLoop([&] { EXPECT_EQ(snapshotMaxReadEntry(*ledger_), 5); });
+  // Two more ends after that snapshot, then a crash: the replay finds them again.
+  publish("t4", TxnID{1, 4});                             // entry 6
+  ASSERT_TRUE(endTxn(TxnID{1, 4}, proto::ABORT).isOk());  // entry 7
+  publish("t5", TxnID{1, 5});                             // entry 8, open at the crash
+  runOnLoop([&] { EXPECT_EQ(snapshotMaxReadEntry(*ledger_), 5); });
+  restart(true);
+  runOnLoop([&] {
+    EXPECT_TRUE(topic_->transactionBuffer().isAborted(kTxn2));
+    EXPECT_TRUE(topic_->transactionBuffer().isAborted(TxnID{1, 4}));
+    EXPECT_EQ(topic_->transactionBuffer().ongoingCount(), 1u);
+  });
+  subscribe();
+  EXPECT_EQ(dispatched(), (std::vector<uint64_t>{0, 4}));
+}
+
+TEST_F(TransactionBufferSnapshotCountTest, TheTimerSnapshotsAPendingChange) {
+  publish("t1", kTxn1);
+  ASSERT_TRUE(endTxn(kTxn1, proto::COMMIT).isOk());  // entry 1: one end, no snapshot
+  runOnLoop([&] { EXPECT_NE(snapshotMaxReadEntry(*ledger_), 1); });
+  runOnLoop([&] { topic_->snapshotTransactionBuffer(); });  // transactionBufferSnapshotMinTime
+  runOnLoop([&] { EXPECT_EQ(snapshotMaxReadEntry(*ledger_), 1); });
 }
 
 TEST_F(TransactionBufferTest, SendBelowTheLowWaterMarkIsRefused) {

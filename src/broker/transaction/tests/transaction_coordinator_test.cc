@@ -20,18 +20,18 @@ struct Call {
   std::string subscription;  // empty: endTxnOnTopic
   TxnID txn;
   proto::TxnAction action;
-  uint64_t lowWaterMark;
+  int64_t lowWaterMark;
 };
 
 class FakeTbClient : public TransactionBufferClient {
  public:
   void endTxnOnTopic(const std::string& topic, const TxnID& txn, proto::TxnAction action,
-                     uint64_t lwm, Done done) override {
+                     int64_t lwm, Done done) override {
     calls.push_back({topic, "", txn, action, lwm});
     done(fail);
   }
   void endTxnOnSubscription(const std::string& topic, const std::string& sub, const TxnID& txn,
-                            proto::TxnAction action, uint64_t lwm, Done done) override {
+                            proto::TxnAction action, int64_t lwm, Done done) override {
     calls.push_back({topic, sub, txn, action, lwm});
     done(fail);
   }
@@ -102,10 +102,13 @@ TEST_F(CoordinatorTest, NewTxnIdsCarryTheCoordinatorIdAndASequence) {
   auto tc = open(7);
   ASSERT_NE(tc, nullptr);
   EXPECT_EQ(tc->state(), TransactionCoordinator::State::kReady);
+  // Pulsar's sequence starts at -1: the first txn is (7,0); the mark is 0 with nothing ongoing.
+  EXPECT_EQ(tc->lowWaterMark(), 0);
+  EXPECT_EQ(tc->stats().sequenceId, -1);
   TxnID a = newTxn(*tc), b = newTxn(*tc);
-  EXPECT_EQ(a, (TxnID{7, 1}));
-  EXPECT_EQ(b, (TxnID{7, 2}));
-  EXPECT_EQ(tc->lowWaterMark(), 0u);  // first ongoing is 1
+  EXPECT_EQ(a, (TxnID{7, 0}));
+  EXPECT_EQ(b, (TxnID{7, 1}));
+  EXPECT_EQ(tc->lowWaterMark(), -1);  // first ongoing is 0
   auto st = tc->stats();
   EXPECT_EQ(st.created, 2);
   EXPECT_EQ(st.active, 2);
@@ -148,7 +151,7 @@ TEST_F(CoordinatorTest, CommitFansOutThenLogsCommittedAndForgets) {
   // Again: the txn is gone, TransactionNotFound as Pulsar.
   Status again = end(*tc, id, proto::COMMIT);
   EXPECT_EQ(txnServerError(again), proto::TransactionNotFound);
-  EXPECT_EQ(again.message(), "The transaction with this txdID `(7,1)`not found ");
+  EXPECT_EQ(again.message(), "The transaction with this txdID `(7,0)`not found ");
 }
 
 TEST_F(CoordinatorTest, LogEntriesArePulsarsTransactionMetadataEntries) {
@@ -162,7 +165,8 @@ TEST_F(CoordinatorTest, LogEntriesArePulsarsTransactionMetadataEntries) {
   using E = proto::TransactionMetadataEntry;
   EXPECT_EQ(log[0].metadata_op(), E::NEW);
   EXPECT_EQ(log[0].txnid_most_bits(), 7u);
-  EXPECT_EQ(log[0].txnid_least_bits(), 1u);
+  EXPECT_EQ(log[0].txnid_least_bits(), 0u);  // the first sequence, as Pulsar's
+  EXPECT_EQ(log[0].max_local_txn_id(), 0u);
   EXPECT_EQ(log[0].timeout_ms(), 5000u);
   EXPECT_EQ(log[0].start_time(), static_cast<uint64_t>(now_));
   EXPECT_EQ(log[1].metadata_op(), E::ADD_PARTITION);
@@ -209,15 +213,17 @@ TEST_F(CoordinatorTest, RecoveryReplaysOngoingTransactionsAndKeepsTheSequence) {
   EXPECT_EQ(tb_.calls[0].topic, "persistent://t/n/y");
   EXPECT_EQ(tb_.calls[0].action, proto::COMMIT);
   // Ids are never reused.
-  EXPECT_EQ(newTxn(*again), (TxnID{7, 4}));
+  EXPECT_EQ(newTxn(*again), (TxnID{7, 3}));
 }
 
 TEST_F(CoordinatorTest, SequenceSurvivesWhenEveryTransactionEnded) {
   auto tc = open();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(end(*tc, newTxn(*tc), proto::COMMIT).isOk());
+  EXPECT_EQ(tc->lowWaterMark(), 0);  // nothing ongoing: 0, as Pulsar's
   closeAndWait(*tc);
   auto again = open();
-  EXPECT_EQ(newTxn(*again), (TxnID{7, 4}));
+  EXPECT_EQ(again->stats().sequenceId, 2);
+  EXPECT_EQ(newTxn(*again), (TxnID{7, 3}));
 }
 
 TEST_F(CoordinatorTest, WrongStateIsInvalidTxnStatus) {
@@ -230,7 +236,7 @@ TEST_F(CoordinatorTest, WrongStateIsInvalidTxnStatus) {
   Status commit = end(*tc, id, proto::COMMIT);
   EXPECT_EQ(txnServerError(commit), proto::InvalidTxnStatus);
   EXPECT_EQ(commit.message(),
-            "Expect Txn `(7,1)` to be in COMMITTING status but it is in ABORTING status");
+            "Expect Txn `(7,0)` to be in COMMITTING status but it is in ABORTING status");
   Status add = run([&](auto cb) { tc->addProducedPartitions(id, {"persistent://t/n/a"}, cb); });
   EXPECT_EQ(txnServerError(add), proto::InvalidTxnStatus);
   // The retry at the next tick ends it once the buffer answers.
@@ -265,10 +271,10 @@ TEST_F(CoordinatorTest, TimedOutTransactionsAreAborted) {
   EXPECT_NE(tc->find(longTxn), nullptr);
   ASSERT_EQ(tb_.calls.size(), 1u);
   EXPECT_EQ(tb_.calls[0].action, proto::ABORT);
-  EXPECT_EQ(tb_.calls[0].lowWaterMark, 0u);
+  EXPECT_EQ(tb_.calls[0].lowWaterMark, -1);
   EXPECT_EQ(tc->stats().timedOut, 1);
   EXPECT_EQ(tc->stats().aborted, 1);
-  EXPECT_EQ(tc->lowWaterMark(), 1u);  // 2 is the first ongoing
+  EXPECT_EQ(tc->lowWaterMark(), 0);  // 1 is the first ongoing
 }
 
 TEST_F(CoordinatorTest, ClosedCoordinatorIsTransactionCoordinatorNotFound) {
