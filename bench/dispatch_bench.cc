@@ -88,28 +88,43 @@ std::vector<Buffer> makeEntries(int count) {
   return out;
 }
 
-void runDispatch(benchmark::State& state, SubType type) {
-  const int numConsumers = static_cast<int>(state.range(0));
+// Subscription "sub" on a new in-memory ledger bench/default/persistent/<name>, its tasks run on
+// the benchmark thread by ex. sub is null (the benchmark skipped with the reason) when the ledger
+// or its cursor cannot open. options must outlive it.
+struct BenchSubscription {
+  BenchSubscription(benchmark::State& state, const std::string& name,
+                    const broker::BrokerOptions& options) {
+    factory.asyncOpen("bench/default/persistent/" + name, &ex,
+                      [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+                        if (r.isOk()) ml = r.value();
+                      });
+    ex.drain();
+    if (!ml) {
+      state.SkipWithError("cannot open the in-memory ledger");
+      return;
+    }
+    auto cursor = ml->openCursor("sub", storage::InitialPosition::kEarliest);
+    if (!cursor.isOk()) {
+      state.SkipWithError("cannot open the cursor");
+      return;
+    }
+    sub = std::make_unique<broker::Subscription>("sub", *ml, *cursor.value(), options,
+                                                 "persistent://bench/default/" + name, -1);
+  }
   QueueExecutor ex;
   storage::MemoryManagedLedgerFactory factory;
   std::shared_ptr<storage::ManagedLedger> ml;
-  factory.asyncOpen("bench/default/persistent/dispatch", &ex,
-                    [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-                      if (r.isOk()) ml = r.value();
-                    });
-  ex.drain();
-  if (!ml) {
-    state.SkipWithError("cannot open the in-memory ledger");
-    return;
-  }
-  auto cursor = ml->openCursor("sub", storage::InitialPosition::kEarliest);
-  if (!cursor.isOk()) {
-    state.SkipWithError("cannot open the cursor");
-    return;
-  }
+  std::unique_ptr<broker::Subscription> sub;  // last: goes first
+};
+
+void runDispatch(benchmark::State& state, SubType type) {
+  const int numConsumers = static_cast<int>(state.range(0));
   broker::BrokerOptions options;
-  broker::Subscription sub("sub", *ml, *cursor.value(), options,
-                           "persistent://bench/default/dispatch", -1);
+  BenchSubscription topic(state, "dispatch", options);
+  if (!topic.sub) return;
+  QueueExecutor& ex = topic.ex;
+  storage::ManagedLedger* ml = topic.ml.get();
+  broker::Subscription& sub = *topic.sub;
   std::vector<std::unique_ptr<CountingSink>> sinks;
   std::vector<std::shared_ptr<Consumer>> consumers;
   const int count = type == CommandSubscribe::Exclusive ? 1 : numConsumers;
@@ -193,28 +208,14 @@ void BM_DispatchExclusive(benchmark::State& state) {
 // cost per message must not grow with the entries waiting for A.
 void BM_KeySharedReplayWithSlowConsumer(benchmark::State& state) {
   const int waiting = static_cast<int>(state.range(0));
-  QueueExecutor ex;
-  storage::MemoryManagedLedgerFactory factory;
-  std::shared_ptr<storage::ManagedLedger> ml;
-  factory.asyncOpen("bench/default/persistent/replay", &ex,
-                    [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-                      if (r.isOk()) ml = r.value();
-                    });
-  ex.drain();
-  if (!ml) {
-    state.SkipWithError("cannot open the in-memory ledger");
-    return;
-  }
-  auto cursor = ml->openCursor("sub", storage::InitialPosition::kEarliest);
-  if (!cursor.isOk()) {
-    state.SkipWithError("cannot open the cursor");
-    return;
-  }
   broker::BrokerOptions options;
   options.dynamic.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(0);
   options.dynamic.keySharedLookAheadMsgInReplayThresholdPerSubscription.store(0);
-  broker::Subscription sub("sub", *ml, *cursor.value(), options,
-                           "persistent://bench/default/replay", -1);
+  BenchSubscription topic(state, "replay", options);
+  if (!topic.sub) return;
+  QueueExecutor& ex = topic.ex;
+  storage::ManagedLedger* ml = topic.ml.get();
+  broker::Subscription& sub = *topic.sub;
   CountingSink sinkA, sinkB;
   auto a = std::make_shared<Consumer>(1, "a", &sinkA, CommandSubscribe::Key_Shared, 0);
   auto b = std::make_shared<Consumer>(2, "b", &sinkB, CommandSubscribe::Key_Shared, 0);
