@@ -355,7 +355,7 @@ void Dispatcher::addToReplay(Position p, int32_t keyHash) {
     replay_.add(p, keyHash, ReplaySet::kHeld);
     return;
   }
-  if (replay_.add(p, keyHash, replayGroup(keyHash))) keyShared_->replayAdded(keyHash);
+  replay_.add(p, keyHash, replayGroup(keyHash));
 }
 
 ReplaySet::Group Dispatcher::replayGroup(int32_t hash) const {
@@ -371,9 +371,7 @@ void Dispatcher::regroupReplay() {
   replay_.regroupAll([this](int32_t hash) { return replayGroup(hash); });
 }
 
-bool Dispatcher::olderInReplay(int32_t hash, Position p) const {
-  return keyShared_->waitingInReplay(hash) && replay_.hasOlder(hash, p);
-}
+bool Dispatcher::olderInReplay(int32_t hash, Position p) const { return replay_.hasOlder(hash, p); }
 
 void Dispatcher::onNewEntries() {
   MAGNETAR_DCHECK_ON(*ledger_.executor());
@@ -386,7 +384,6 @@ void Dispatcher::rewind() {
   readPending_ = false;
   readAhead_ = false;
   replay_.clear();
-  if (keyShared_) keyShared_->replayCleared();
   // The entries are read again from the cursor on and tracked anew.
   if (tracker_) tracker_->clear();
   for (auto& c : consumers_) clearPending(c.get());
@@ -399,7 +396,7 @@ bool Dispatcher::releasePending(Consumer* c, const Consumer::PendingAck& p) {
   if (p.keyHash < 0) return false;  // only Key_Shared entries carry a hash
   if (!keyShared_->released(p.keyHash)) return false;
   // No message of the hash is unacked anywhere now: its held entries (draining) may go.
-  if (keyShared_->waitingInReplay(p.keyHash)) {
+  if (replay_.countOf(p.keyHash) > 0) {
     replay_.regroupHash(p.keyHash, replayGroup(p.keyHash));
   }
   return true;
@@ -417,7 +414,9 @@ std::vector<DrainingHashInfo> Dispatcher::drainingHashes() const {
 
 int64_t Dispatcher::entriesBlockedByDraining(const std::vector<DrainingHashInfo>& draining) const {
   MAGNETAR_DCHECK_ON(*ledger_.executor());
-  return keyShared_ ? keyShared_->entriesBlockedByDraining(draining) : 0;
+  int64_t n = 0;
+  for (const auto& d : draining) n += static_cast<int64_t>(replay_.countOf(d.hash));
+  return n;
 }
 
 std::vector<std::shared_ptr<Consumer>> Dispatcher::takeConsumers() {
@@ -623,10 +622,7 @@ std::optional<bool> Dispatcher::readReplay(int64_t maxEntries, bool inlineAllowe
   stats_.replayEntriesVisited += replay_.visited() - visitedBefore;
   std::vector<Position> want;
   want.reserve(taken.size());
-  for (const auto& [p, hash] : taken) {
-    want.push_back(p);
-    if (hash >= 0) keyShared_->replayTaken(hash);
-  }
+  for (const auto& item : taken) want.push_back(item.first);
   if (want.empty()) return false;  // nothing replayable now: read new entries
   if (inlineAllowed) return readReplayed(want);
   // Past the inline rounds: the whole batch in one task, so publishes and acks queued meanwhile
@@ -702,8 +698,7 @@ Consumer* Dispatcher::keySharedTarget(const EntryMetadataPeek& md, Position pos,
   // An older entry of the hash waits for redelivery: this one must not overtake it. For a
   // replayed entry, that is one put back while its read was in flight (a consumer left) or
   // one held earlier in this pass.
-  bool keyWaiting =
-      fromReplay ? ready && olderInReplay(hash, pos) : keyShared_->waitingInReplay(hash);
+  bool keyWaiting = fromReplay ? ready && olderInReplay(hash, pos) : replay_.countOf(hash) > 0;
   return ready && !keyWaiting ? owner : nullptr;
 }
 
