@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include <deque>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -87,28 +88,43 @@ std::vector<Buffer> makeEntries(int count) {
   return out;
 }
 
-void runDispatch(benchmark::State& state, SubType type) {
-  const int numConsumers = static_cast<int>(state.range(0));
+// Subscription "sub" on a new in-memory ledger bench/default/persistent/<name>, its tasks run on
+// the benchmark thread by ex. sub is null (the benchmark skipped with the reason) when the ledger
+// or its cursor cannot open. options must outlive it.
+struct BenchSubscription {
+  BenchSubscription(benchmark::State& state, const std::string& name,
+                    const broker::BrokerOptions& options) {
+    factory.asyncOpen("bench/default/persistent/" + name, &ex,
+                      [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
+                        if (r.isOk()) ml = r.value();
+                      });
+    ex.drain();
+    if (!ml) {
+      state.SkipWithError("cannot open the in-memory ledger");
+      return;
+    }
+    auto cursor = ml->openCursor("sub", storage::InitialPosition::kEarliest);
+    if (!cursor.isOk()) {
+      state.SkipWithError("cannot open the cursor");
+      return;
+    }
+    sub = std::make_unique<broker::Subscription>("sub", *ml, *cursor.value(), options,
+                                                 "persistent://bench/default/" + name, -1);
+  }
   QueueExecutor ex;
   storage::MemoryManagedLedgerFactory factory;
   std::shared_ptr<storage::ManagedLedger> ml;
-  factory.asyncOpen("bench/default/persistent/dispatch", &ex,
-                    [&](Result<std::shared_ptr<storage::ManagedLedger>> r) {
-                      if (r.isOk()) ml = r.value();
-                    });
-  ex.drain();
-  if (!ml) {
-    state.SkipWithError("cannot open the in-memory ledger");
-    return;
-  }
-  auto cursor = ml->openCursor("sub", storage::InitialPosition::kEarliest);
-  if (!cursor.isOk()) {
-    state.SkipWithError("cannot open the cursor");
-    return;
-  }
+  std::unique_ptr<broker::Subscription> sub;  // last: goes first
+};
+
+void runDispatch(benchmark::State& state, SubType type) {
+  const int numConsumers = static_cast<int>(state.range(0));
   broker::BrokerOptions options;
-  broker::Subscription sub("sub", *ml, *cursor.value(), options,
-                           "persistent://bench/default/dispatch", -1);
+  BenchSubscription topic(state, "dispatch", options);
+  if (!topic.sub) return;
+  QueueExecutor& ex = topic.ex;
+  storage::ManagedLedger* ml = topic.ml.get();
+  broker::Subscription& sub = *topic.sub;
   std::vector<std::unique_ptr<CountingSink>> sinks;
   std::vector<std::shared_ptr<Consumer>> consumers;
   const int count = type == CommandSubscribe::Exclusive ? 1 : numConsumers;
@@ -186,7 +202,79 @@ void BM_DispatchExclusive(benchmark::State& state) {
   runDispatch(state, CommandSubscribe::Exclusive);
 }
 
+// Key_Shared with a slow consumer (issue 45): consumer A takes nothing, so the entries of its
+// keys wait in the replay set (look-ahead limits off, so the set holds range(0) / 2 of them);
+// each iteration publishes kBatch entries of B's keys, B takes them, acks and sends FLOW. The
+// cost per message must not grow with the entries waiting for A.
+void BM_KeySharedReplayWithSlowConsumer(benchmark::State& state) {
+  const int waiting = static_cast<int>(state.range(0));
+  broker::BrokerOptions options;
+  options.dynamic.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(0);
+  options.dynamic.keySharedLookAheadMsgInReplayThresholdPerSubscription.store(0);
+  BenchSubscription topic(state, "replay", options);
+  if (!topic.sub) return;
+  QueueExecutor& ex = topic.ex;
+  storage::ManagedLedger* ml = topic.ml.get();
+  broker::Subscription& sub = *topic.sub;
+  CountingSink sinkA, sinkB;
+  auto a = std::make_shared<Consumer>(1, "a", &sinkA, CommandSubscribe::Key_Shared, 0);
+  auto b = std::make_shared<Consumer>(2, "b", &sinkB, CommandSubscribe::Key_Shared, 0);
+  if (!sub.addConsumer(a).isOk() || !sub.addConsumer(b).isOk()) {
+    state.SkipWithError("addConsumer failed");
+    return;
+  }
+  // Setup: `waiting` entries over all keys; B takes its keys' entries, A's wait for replay.
+  const std::vector<Buffer> entries = makeEntries(kKeys);
+  std::map<storage::Position, size_t> keyIndexAt;
+  for (int i = 0; i < waiting; ++i) {
+    size_t k = static_cast<size_t>(i) % entries.size();
+    ml->asyncAddEntry(entries[k],
+                      [&keyIndexAt, k](Status, storage::Position p) { keyIndexAt[p] = k; });
+  }
+  ex.drain();
+  sub.dispatcher()->flow(b.get(), static_cast<uint32_t>(waiting));
+  ex.drain();
+  std::vector<storage::Position> acks;
+  std::vector<size_t> keysOfB;
+  b->pendingAcks.forEach([&](storage::Position pos, const broker::Consumer::PendingAck&) {
+    acks.push_back(pos);
+    if (keysOfB.size() < static_cast<size_t>(kKeys)) keysOfB.push_back(keyIndexAt[pos]);
+  });
+  sub.acknowledge(b.get(), acks, nullptr);
+  ex.drain();
+  if (keysOfB.empty() || sub.dispatcher()->replayBacklog() == 0) {
+    state.SkipWithError("the setup left no keys for B or nothing waiting for A");
+    return;
+  }
+  size_t next = 0;
+  uint64_t dispatched = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    for (int i = 0; i < kBatch; ++i) {
+      ml->asyncAddEntry(entries[keysOfB[next]], [](Status, storage::Position) {});
+      next = (next + 1) % keysOfB.size();
+    }
+    ex.drain();
+    uint64_t before = sub.dispatcher()->stats().msgOutCounter;
+    state.ResumeTiming();
+    sub.dispatcher()->onNewEntries();
+    ex.drain();
+    acks.clear();
+    b->pendingAcks.forEach(
+        [&](storage::Position pos, const broker::Consumer::PendingAck&) { acks.push_back(pos); });
+    sub.acknowledge(b.get(), acks, nullptr);
+    sub.dispatcher()->flow(b.get(), static_cast<uint32_t>(acks.size()));
+    ex.drain();
+    dispatched += sub.dispatcher()->stats().msgOutCounter - before;
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(dispatched));
+  state.counters["per_msg"] = benchmark::Counter(
+      static_cast<double>(dispatched), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["replay_set"] = static_cast<double>(sub.dispatcher()->replayBacklog());
+}
+
 BENCHMARK(BM_DispatchKeyShared)->Arg(4)->Arg(20);
+BENCHMARK(BM_KeySharedReplayWithSlowConsumer)->Arg(20000)->Arg(200000);
 BENCHMARK(BM_DispatchShared)->Arg(4)->Arg(20);
 BENCHMARK(BM_DispatchExclusive)->Arg(1);
 

@@ -28,11 +28,14 @@ bool isSingleActive(SubType t) {
 
 }  // namespace
 
-Dispatcher::Dispatcher(SubType type, storage::ManagedLedger& ledger,
-                       storage::ManagedCursor& cursor, const BrokerOptions& options,
-                       std::string topicName, int partitionIndex)
-    : type_(type), ledger_(ledger), cursor_(cursor), options_(options),
-      topicName_(std::move(topicName)), partitionIndex_(partitionIndex),
+Dispatcher::Dispatcher(SubType type, storage::ManagedLedger& ledger, storage::ManagedCursor& cursor,
+                       const BrokerOptions& options, std::string topicName, int partitionIndex)
+    : type_(type),
+      ledger_(ledger),
+      cursor_(cursor),
+      options_(options),
+      topicName_(std::move(topicName)),
+      partitionIndex_(partitionIndex),
       maxUnackedPerConsumer_(options.maxUnackedMessagesPerConsumer),
       maxUnackedPerSubscription_(options.maxUnackedMessagesPerSubscription) {
   if (type_ == proto::CommandSubscribe::Key_Shared) {
@@ -57,6 +60,7 @@ Status Dispatcher::addConsumer(const std::shared_ptr<Consumer>& c) {
     if (!s.isOk()) return s;
   }
   consumers_.push_back(c);
+  if (keyShared_) regroupReplay();
   // Pulsar (AbstractDispatcherSingleActiveConsumer.addConsumer): when the active consumer stays,
   // only the newcomer is told (that it is inactive); others hear nothing.
   if (isSingleActive(type_) && !updateActiveConsumer() && active_ != c.get() &&
@@ -91,7 +95,10 @@ void Dispatcher::removeConsumer(Consumer* c) {
   }
   // Pulsar keeps redelivery counts only while the subscription has consumers.
   if (consumers_.empty()) redeliveryCount_.clear();
-  if (keyShared_) keyShared_->consumersChanged();
+  if (keyShared_) {
+    keyShared_->consumersChanged();
+    regroupReplay();  // before c goes: no group may name it
+  }
   readMoreEntries();
 }
 
@@ -344,19 +351,27 @@ void Dispatcher::putBackForRedelivery(Consumer* c, bool all, const std::vector<P
 }
 
 void Dispatcher::addToReplay(Position p, int32_t keyHash) {
-  auto [it, inserted] = replay_.emplace(p, keyHash);
-  if (inserted && keyHash >= 0) keyShared_->replayAdded(keyHash);
+  if (keyHash < 0) {
+    replay_.add(p, keyHash, ReplaySet::kHeld);
+    return;
+  }
+  replay_.add(p, keyHash, replayGroup(keyHash));
 }
 
-bool Dispatcher::olderInReplay(int32_t hash, Position p) const {
-  if (!keyShared_->waitingInReplay(hash)) return false;
-  // Replay batches are taken from the front, so the entries before p are only the few put back
-  // or held since this batch was taken.
-  for (auto it = replay_.begin(); it != replay_.end() && it->first < p; ++it) {
-    if (it->second == hash) return true;
+ReplaySet::Group Dispatcher::replayGroup(int32_t hash) const {
+  Consumer* owner = keyShared_->owner(hash);
+  if (!owner) return ReplaySet::kHeld;
+  if (!owner->allowOutOfOrderDelivery && keyShared_->drainingElsewhere(hash, owner)) {
+    return ReplaySet::kHeld;  // regroupHash moves it when the holder has acked the last one
   }
-  return false;
+  return owner;
 }
+
+void Dispatcher::regroupReplay() {
+  replay_.regroupAll([this](int32_t hash) { return replayGroup(hash); });
+}
+
+bool Dispatcher::olderInReplay(int32_t hash, Position p) const { return replay_.hasOlder(hash, p); }
 
 void Dispatcher::onNewEntries() {
   MAGNETAR_DCHECK_ON(*ledger_.executor());
@@ -369,7 +384,6 @@ void Dispatcher::rewind() {
   readPending_ = false;
   readAhead_ = false;
   replay_.clear();
-  if (keyShared_) keyShared_->replayCleared();
   // The entries are read again from the cursor on and tracked anew.
   if (tracker_) tracker_->clear();
   for (auto& c : consumers_) clearPending(c.get());
@@ -380,7 +394,12 @@ void Dispatcher::rewind() {
 bool Dispatcher::releasePending(Consumer* c, const Consumer::PendingAck& p) {
   trackUnacked(c, -p.messages);
   if (p.keyHash < 0) return false;  // only Key_Shared entries carry a hash
-  return keyShared_->released(p.keyHash);
+  if (!keyShared_->released(p.keyHash)) return false;
+  // No message of the hash is unacked anywhere now: its held entries (draining) may go.
+  if (replay_.countOf(p.keyHash) > 0) {
+    replay_.regroupHash(p.keyHash, replayGroup(p.keyHash));
+  }
+  return true;
 }
 
 void Dispatcher::clearPending(Consumer* c) {
@@ -395,7 +414,9 @@ std::vector<DrainingHashInfo> Dispatcher::drainingHashes() const {
 
 int64_t Dispatcher::entriesBlockedByDraining(const std::vector<DrainingHashInfo>& draining) const {
   MAGNETAR_DCHECK_ON(*ledger_.executor());
-  return keyShared_ ? keyShared_->entriesBlockedByDraining(draining) : 0;
+  int64_t n = 0;
+  for (const auto& d : draining) n += static_cast<int64_t>(replay_.countOf(d.hash));
+  return n;
 }
 
 std::vector<std::shared_ptr<Consumer>> Dispatcher::takeConsumers() {
@@ -587,27 +608,21 @@ bool Dispatcher::readCompacted(int64_t batch) {
   return true;
 }
 
-bool Dispatcher::replayableNow(int32_t hash) const {
-  Consumer* owner = keyShared_->owner(hash);
-  if (!owner || !canTake(owner)) return false;
-  return owner->allowOutOfOrderDelivery || !keyShared_->drainingElsewhere(hash, owner);
-}
-
 std::optional<bool> Dispatcher::readReplay(int64_t maxEntries, bool inlineAllowed) {
-  // Take up to maxEntries positions from the front of the replay set and dispatch them together,
-  // in position order. Key_Shared skips entries whose key's consumer can take nothing now (as
-  // Pulsar 4 filters its replay reads), so a consumer holding its messages does not stall the
-  // others' redeliveries. Entries of one key are skipped or taken together, so their order holds.
+  // Take up to maxEntries positions, oldest first, and dispatch them together in position order.
+  // Key_Shared takes only the entries of consumers that can take something now (at most their
+  // permits each; as Pulsar 4 filters its replay reads), so a consumer holding its messages does
+  // not stall the others' redeliveries, and their entries are not even visited. A key's entries
+  // share one group, oldest first, so their order holds.
+  std::vector<ReplaySet::Item> taken;
+  const uint64_t visitedBefore = replay_.visited();
+  replay_.take(
+      maxEntries, [this](const Consumer* c) { return canTake(c) ? int64_t{c->permits} : 0; },
+      &taken);
+  stats_.replayEntriesVisited += replay_.visited() - visitedBefore;
   std::vector<Position> want;
-  for (auto it = replay_.begin(); it != replay_.end() && static_cast<int64_t>(want.size()) < maxEntries;) {
-    if (keyShared_ && it->second >= 0 && !replayableNow(it->second)) {
-      ++it;
-      continue;
-    }
-    want.push_back(it->first);
-    if (it->second >= 0) keyShared_->replayTaken(it->second);
-    it = replay_.erase(it);
-  }
+  want.reserve(taken.size());
+  for (const auto& item : taken) want.push_back(item.first);
   if (want.empty()) return false;  // nothing replayable now: read new entries
   if (inlineAllowed) return readReplayed(want);
   // Past the inline rounds: the whole batch in one task, so publishes and acks queued meanwhile
@@ -663,7 +678,7 @@ bool Dispatcher::replayDispatch(std::vector<Entry>& entries, Position first) {
   bool progressed = replay_.size() < before + entries.size();
   // Entries older than this batch went back for redelivery while it was read (a consumer left):
   // replay again, they come first.
-  bool olderPutBack = !replay_.empty() && replay_.begin()->first < first;
+  bool olderPutBack = !replay_.empty() && replay_.first() < first;
   return progressed || olderPutBack;
 }
 
@@ -683,8 +698,7 @@ Consumer* Dispatcher::keySharedTarget(const EntryMetadataPeek& md, Position pos,
   // An older entry of the hash waits for redelivery: this one must not overtake it. For a
   // replayed entry, that is one put back while its read was in flight (a consumer left) or
   // one held earlier in this pass.
-  bool keyWaiting =
-      fromReplay ? ready && olderInReplay(hash, pos) : keyShared_->waitingInReplay(hash);
+  bool keyWaiting = fromReplay ? ready && olderInReplay(hash, pos) : replay_.countOf(hash) > 0;
   return ready && !keyWaiting ? owner : nullptr;
 }
 
@@ -757,9 +771,9 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
     int32_t n = batchSize;
     // A partly acked batch goes out with its ack set so the client skips the acked indexes;
     // permits and unacked counts cover only the rest (Pulsar's EntryBatchIndexesAcks).
-    const storage::AckSet* ackSet =
-        options_.acknowledgmentAtBatchIndexLevelEnabled ? cursor_.batchDeletedIndexes(e.position)
-                                                        : nullptr;
+    const storage::AckSet* ackSet = options_.acknowledgmentAtBatchIndexLevelEnabled
+                                        ? cursor_.batchDeletedIndexes(e.position)
+                                        : nullptr;
     if (ackSet) {
       n = storage::ackSetCardinality(*ackSet, batchSize);
       if (n == 0) {

@@ -22,6 +22,7 @@
 #include "broker/policies/policies.h"
 #include "broker/topic/consumer.h"
 #include "broker/topic/delayed_delivery_tracker.h"
+#include "broker/topic/replay_set.h"
 #include "net/frame_batch.h"
 #include "storage/managed_ledger.h"
 
@@ -39,6 +40,9 @@ struct DispatcherStats {
   uint64_t bytesOutCounter = 0;
   uint64_t msgRedeliverCounter = 0;
   uint64_t blockedByDraining = 0;  // Key_Shared entries held back because their hash drains
+  // Replay-set entries the reads visited (each taken once it is visited: the work of replay
+  // reads grows with what they dispatch, not with what waits; tests and benchmarks count it).
+  uint64_t replayEntriesVisited = 0;
 };
 
 // Thread: the topic's executor only.
@@ -141,8 +145,11 @@ class Dispatcher {
   // Sets each consumer's outboundBlocked from its connection's queue and this pass's batch
   // (arming the connection's onWritable() for those held back).
   void refreshOutbound();
-  // Key_Shared: the owner of `hash` can take a message now (permits, not draining elsewhere).
-  bool replayableNow(int32_t hash) const;
+  // Key_Shared: the replay group of `hash`: its owner, or ReplaySet::kHeld when it has none or
+  // the hash drains at another consumer (the owner does not allow out-of-order delivery).
+  ReplaySet::Group replayGroup(int32_t hash) const;
+  // Key_Shared consumers joined or left: every waiting entry follows its hash's owner.
+  void regroupReplay();
   // Dispatches up to maxEntries replay positions: the next allowReplay when done at once (all
   // cached), nullopt when reads are in flight or, past the inline rounds, the batch is queued as
   // one task on the ledger's executor (their callback goes on).
@@ -240,8 +247,9 @@ class Dispatcher {
   // False once this dispatcher is gone (its subscription removed, e.g. an unsubscribe, with a read
   // or replay task still queued): their completions check it before touching the dispatcher.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-  // Positions to deliver again, in order, before new reads; with the entry's key hash (-1: none).
-  std::map<storage::Position, int32_t> replay_;
+  // Positions to deliver again, in order, before new reads; with the entry's key hash (-1: none),
+  // grouped by the consumer that may take them (Key_Shared).
+  ReplaySet replay_;
   std::unordered_map<int64_t, int32_t> redeliveryCount_;  // packed position -> count
   int64_t unackedMessages_ = 0;
   bool blockedOnUnacked_ = false;

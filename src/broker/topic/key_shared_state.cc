@@ -30,11 +30,6 @@ bool KeySharedState::released(int32_t hash) {
   return true;
 }
 
-void KeySharedState::replayTaken(int32_t hash) {
-  auto h = replayHashes_.find(hash);
-  if (h != replayHashes_.end() && --h->second == 0) replayHashes_.erase(h);
-}
-
 bool KeySharedState::lookAheadLimitReached(size_t consumers, size_t replaySize) const {
   const BrokerDynamicOptions& d = options_.dynamic;
   const int64_t perConsumer = d.keySharedLookAheadMsgInReplayThresholdPerConsumer.load();
@@ -43,17 +38,6 @@ bool KeySharedState::lookAheadLimitReached(size_t consumers, size_t replaySize) 
   if (perConsumer > 0) limit = perConsumer * static_cast<int64_t>(consumers);
   if (perSubscription > 0) limit = limit < 0 ? perSubscription : std::min(limit, perSubscription);
   return limit >= 0 && static_cast<int64_t>(replaySize) >= limit;
-}
-
-int64_t KeySharedState::entriesBlockedByDraining(
-    const std::vector<DrainingHashInfo>& draining) const {
-  if (replayHashes_.empty()) return 0;
-  int64_t n = 0;
-  for (const auto& d : draining) {
-    auto it = replayHashes_.find(d.hash);
-    if (it != replayHashes_.end()) n += it->second;
-  }
-  return n;
 }
 
 }  // namespace magnetar::broker

@@ -1,6 +1,6 @@
 // KeySharedState: what a Key_Shared subscription's Dispatcher keeps beyond the other types: the
-// sticky-key selector, which consumer holds each hash's unacked messages, the draining hashes and
-// how many entries of each hash wait for redelivery.
+// sticky-key selector, which consumer holds each hash's unacked messages and the draining hashes
+// (the entries waiting for redelivery, per hash too, are the Dispatcher's ReplaySet).
 #pragma once
 
 #ifndef MAGNETAR_BROKER_IN_TOPIC
@@ -59,30 +59,23 @@ class KeySharedState {
   // One pending entry of `hash` was acked or put back; true when the hash has none left.
   bool released(int32_t hash);
 
-  // Entries waiting for redelivery, counted per hash.
-  void replayAdded(int32_t hash) { replayHashes_[hash]++; }
-  void replayTaken(int32_t hash);
-  bool waitingInReplay(int32_t hash) const { return replayHashes_.count(hash) > 0; }
-  void replayCleared() { replayHashes_.clear(); }
   // The replay set of `replaySize` entries is at its look-ahead threshold for `consumers`
   // consumers (no new entries are read).
   bool lookAheadLimitReached(size_t consumers, size_t replaySize) const;
 
-  // Stats: the draining hashes now (sorted by hash), those finished over the subscription's life,
-  // and the entries waiting for redelivery whose hash is in `draining`.
+  // Stats: the draining hashes now (sorted by hash) and those finished over the subscription's
+  // life (the Dispatcher counts their entries waiting for redelivery).
   std::vector<DrainingHashInfo> drainingHashes() const {
     return draining_.snapshot(pending_, selector_);
   }
   uint64_t drainingHashesClearedTotal() const { return draining_.clearedTotal(); }
-  int64_t entriesBlockedByDraining(const std::vector<DrainingHashInfo>& draining) const;
 
  private:
   const BrokerOptions& options_;
   KeySharedSelector selector_;
   // hash -> (the consumer holding its unacked messages, how many), for hashes with any.
   PendingTable pending_;
-  DrainingHashes draining_;                        // for stats (re-derived when consumers change)
-  std::unordered_map<int32_t, int> replayHashes_;  // hash -> entries in the replay set
+  DrainingHashes draining_;  // for stats (re-derived when consumers change)
 };
 
 }  // namespace magnetar::broker

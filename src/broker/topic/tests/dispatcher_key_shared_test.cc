@@ -33,8 +33,7 @@ class DispatchFixture : public ::testing::Test {
     ASSERT_TRUE(sub_);
   }
 
-  std::shared_ptr<Consumer> addConsumer(uint64_t id, const std::string& name,
-                                        RecordingSink* sink) {
+  std::shared_ptr<Consumer> addConsumer(uint64_t id, const std::string& name, RecordingSink* sink) {
     auto c = std::make_shared<Consumer>(id, name, sink, CommandSubscribe::Key_Shared, 0);
     EXPECT_TRUE(sub_->addConsumer(c).isOk());
     return c;
@@ -239,10 +238,10 @@ TEST_F(CachedReadDispatchTest, ReplayOfOthersIsNotStalledByAConsumerWithoutPermi
   std::string keyA = keyOwnedBy(a.get());
   std::string keyB = keyOwnedBy(b.get());
   std::string keyC = keyOwnedBy(c.get());
-  publish(keyA, 20);  // 0..19
-  publish(keyC, 5);   // 20..24
-  publish(keyB, 5);   // 25..29
-  sub_->dispatcher()->flow(a.get(), 1);  // A takes 0 and then holds everything else of its key
+  publish(keyA, 20);                      // 0..19
+  publish(keyC, 5);                       // 20..24
+  publish(keyB, 5);                       // 25..29
+  sub_->dispatcher()->flow(a.get(), 1);   // A takes 0 and then holds everything else of its key
   sub_->dispatcher()->flow(b.get(), 10);  // 1..24 wait in the replay set, B gets 25..29
   EXPECT_EQ(sinkB.entryIds, (std::vector<uint64_t>{25, 26, 27, 28, 29}));
   sub_->dispatcher()->flow(c.get(), 10);
@@ -338,7 +337,8 @@ TEST_F(CachedReadDispatchTest, TakingAllConsumersDispatchesNothingWhileTheyAreRe
 // perSubscription) entries in the replay set, no new entries are read (Pulsar 4's rule).
 TEST_F(CachedReadDispatchTest, ReplaySetStopsNewReadsAtTheLookAheadThreshold) {
   options_.dynamic.dispatcherMaxReadBatchSize.store(2);
-  options_.dynamic.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(2);  // 2 consumers: 4 entries
+  options_.dynamic.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(
+      2);  // 2 consumers: 4 entries
   addTwoConsumers();
   publish(keyB_, 10);  // 0..9 for B, which has no permits yet
   publish(keyA_, 5);   // 10..14 for A
@@ -364,6 +364,75 @@ TEST_F(CachedReadDispatchTest, LookAheadLimitOffReadsPastTheBlockedConsumer) {
   ex_.drain();
   EXPECT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{10, 11, 12, 13, 14}));
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 10u);
+}
+
+// Issue 45: a replay read visits only the entries of consumers that can take something. With
+// 40,000 entries waiting for A (no permits), B's 1,000 redelivered entries cost 1,000 visits (the
+// old scan walked A's 40,000 at every read), and B gets them back in order.
+TEST_F(CachedReadDispatchTest, ReplayReadsDoNotVisitEntriesWaitingForASlowConsumer) {
+  options_.dynamic.keySharedLookAheadMsgInReplayThresholdPerConsumer.store(0);
+  options_.dynamic.keySharedLookAheadMsgInReplayThresholdPerSubscription.store(0);
+  addTwoConsumers();
+  publish(keyA_, 40000);  // 0..39999 for A, which never has permits
+  publish(keyB_, 1000);   // 40000..40999 (one ledger)
+  sub_->dispatcher()->flow(b_.get(), 1000);
+  ex_.drain();
+  ASSERT_EQ(sinkB_.entryIds.size(), 1000u);
+  ASSERT_EQ(sub_->dispatcher()->replayBacklog(), 40000u);
+  EXPECT_EQ(sub_->dispatcher()->stats().replayEntriesVisited, 0u);
+  sub_->dispatcher()->redeliver(b_.get(), {});  // B's 1,000 join the replay set
+  ASSERT_EQ(sub_->dispatcher()->replayBacklog(), 41000u);
+  for (int i = 0; i < 100; ++i) sub_->dispatcher()->flow(b_.get(), 10);
+  ex_.drain();
+  EXPECT_EQ(sub_->dispatcher()->stats().replayEntriesVisited, 1000u);
+  ASSERT_EQ(sinkB_.entryIds.size(), 2000u);
+  for (uint64_t i = 0; i < 2000; ++i) EXPECT_EQ(sinkB_.entryIds[i], 40000 + i % 1000) << i;
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 40000u);
+  EXPECT_TRUE(sinkA_.entryIds.empty());
+}
+
+// A key that moves to a joining consumer while the old one holds an unacked message of it
+// (draining): its entries wait, unvisited, until that message is acked, then go to the new owner
+// in order.
+TEST_F(CachedReadDispatchTest, DrainingKeyEntriesGoToTheNewOwnerOnceTheOldOneAcks) {
+  addTwoConsumers();
+  RecordingSink sinkC;
+  auto c = addConsumer(3, "c", &sinkC);
+  const KeySharedSelector* sel = sub_->dispatcher()->keySharedSelector();
+  std::vector<std::string> keysOfC;
+  for (int i = 0; i < 2000; ++i) {
+    std::string key = "key-" + std::to_string(i);
+    if (sel->select(sel->hashOf(key)) == c.get()) keysOfC.push_back(key);
+  }
+  sub_->removeConsumer(c.get());
+  std::string moving;  // A's now, C's again once C is back (its ring points come from its name)
+  for (const auto& key : keysOfC) {
+    if (sel->select(sel->hashOf(key)) == a_.get()) moving = key;
+  }
+  ASSERT_FALSE(moving.empty());
+  publish(moving, 3);  // 0..2
+  sub_->dispatcher()->flow(a_.get(), 1);
+  ASSERT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0}));
+  RecordingSink sinkC2;
+  auto c2 = addConsumer(4, "c", &sinkC2);
+  ASSERT_EQ(sel->select(sel->hashOf(moving)), c2.get());
+  sub_->dispatcher()->flow(c2.get(), 10);
+  ex_.drain();
+  EXPECT_TRUE(sinkC2.entryIds.empty());  // A still holds entry 0 of the key
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 2u);
+  const uint64_t visited = sub_->dispatcher()->stats().replayEntriesVisited;
+  sub_->dispatcher()->flow(b_.get(), 10);
+  ex_.drain();
+  EXPECT_EQ(sub_->dispatcher()->stats().replayEntriesVisited, visited);  // held: not visited
+  std::vector<storage::Position> heldByA;
+  a_->pendingAcks.forEach(
+      [&](storage::Position p, const Consumer::PendingAck&) { heldByA.push_back(p); });
+  ASSERT_EQ(heldByA.size(), 1u);
+  sub_->dispatcher()->acked(a_.get(), heldByA);
+  ex_.drain();
+  EXPECT_EQ(sinkC2.entryIds, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
 }
 
 }  // namespace
