@@ -105,7 +105,15 @@ void ConsumerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
   s.set_request_id(requestId);
   s.set_consumer_name(consumerName_);
   if (config_.priorityLevel > 0) s.set_priority_level(config_.priorityLevel);
-  s.set_durable(true);
+  s.set_durable(config_.durable);
+  if (!config_.durable && config_.startMessageId) {
+    auto* start = s.mutable_start_message_id();
+    start->set_ledgerid(static_cast<uint64_t>(config_.startMessageId->ledgerId));
+    start->set_entryid(static_cast<uint64_t>(config_.startMessageId->entryId));
+    if (config_.startMessageId->batchIndex >= 0) {
+      start->set_batch_index(config_.startMessageId->batchIndex);
+    }
+  }
   s.set_initialposition(static_cast<proto::CommandSubscribe::InitialPosition>(
       config_.initialPosition));
   if (config_.subscriptionType == SubscriptionType::kKeyShared) {
@@ -301,6 +309,25 @@ Result<Message> ConsumerImpl::receive(std::chrono::milliseconds timeout) {
   }
   item->from->messageProcessed(item->epoch, 1);
   return std::move(item->msg);
+}
+
+void ConsumerImpl::receiveAsync(std::function<void(Result<Message>)> cb) {
+  if (config_.messageListener) {
+    cb(Status::notAllowed("receiveAsync() is not allowed on a consumer with a message listener"));
+    return;
+  }
+  receiveFromQueue(*queue_, std::move(cb));
+}
+
+void receiveFromQueue(ReceiveQueue& queue, std::function<void(Result<Message>)> cb) {
+  queue.popAsync([cb = std::move(cb)](std::optional<ReceiveQueue::Item> item) {
+    if (!item) {
+      cb(Status::closed("consumer closed"));
+      return;
+    }
+    item->from->messageProcessed(item->epoch, 1);
+    cb(std::move(item->msg));
+  });
 }
 
 }  // namespace magnetar::client
