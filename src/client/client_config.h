@@ -116,7 +116,7 @@ struct ConsumerConfig {
   // goes with its last consumer.
   bool durable = true;
   // Non-durable only: where reading starts (MessageId::earliest(), latest() or a message's
-  // id: the broker starts after that entry). Unset: initialPosition.
+  // id: the messages after it are delivered, as Pulsar's Reader). Unset: initialPosition.
   std::optional<MessageId> startMessageId;
   // Key_Shared only.
   KeySharedMode keySharedMode = KeySharedMode::kAutoSplit;

@@ -265,7 +265,22 @@ void ConsumerImpl::messageReceived(const proto::CommandMessage& msg, const Buffe
   }
 }
 
+// Whether a reader that started at `start` (a message's id, not earliest/latest) must drop `id`:
+// both brokers deliver from the start entry and Pulsar's clients drop what is not after it
+// (startMessageIdInclusive false); a start without a batch index covers its whole entry.
+static bool atOrBeforeStart(const MessageId& id, const MessageId& start) {
+  if (start.ledgerId < 0 || start.ledgerId == INT64_MAX) return false;
+  if (id.ledgerId != start.ledgerId) return id.ledgerId < start.ledgerId;
+  if (id.entryId != start.entryId) return id.entryId < start.entryId;
+  return start.batchIndex < 0 || id.batchIndex <= start.batchIndex;
+}
+
 void ConsumerImpl::deliver(Message&& m, uint64_t epoch) {
+  if (!config_.durable && config_.startMessageId &&
+      atOrBeforeStart(m.messageId(), *config_.startMessageId)) {
+    messageProcessed(epoch, 1);
+    return;
+  }
   if (config_.messageListener) {
     Consumer handle(handleOwner());
     config_.messageListener(handle, m);

@@ -3,22 +3,18 @@
 namespace magnetar::client {
 
 void ReceiveQueue::push(Item item) {
-  std::function<void(std::optional<Item>)> waiter;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (closed_) return;
-    if (waiters_.empty()) {
-      items_.push_back(std::move(item));
-    } else {
-      waiter = std::move(waiters_.front());
-      waiters_.pop_front();
-    }
-  }
-  if (waiter) {
-    waiter(std::move(item));
-  } else {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (closed_) return;
+  if (waiters_.empty()) {
+    items_.push_back(std::move(item));
+    lock.unlock();
     cv_.notify_one();
+    return;
   }
+  auto waiter = std::move(waiters_.front());
+  waiters_.pop_front();
+  lock.unlock();
+  waiter(std::move(item));  // outside the lock: it may push or pop again
 }
 
 void ReceiveQueue::popAsync(std::function<void(std::optional<Item>)> cb) {
