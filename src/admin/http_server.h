@@ -59,7 +59,7 @@ class HttpServer {
     size_t maxBodyBytes = 1 << 20;  // larger request bodies get 413
     // Upgrade requests (`Connection: Upgrade`) it accepts are handed to it with the connection
     // (src/websocket's service); null, or a request it declines, goes to the Router.
-    std::shared_ptr<UpgradeHook> upgrade;
+    std::shared_ptr<UpgradeHook> upgrade = nullptr;
   };
 
   // tls: HTTPS with these certificates (webServicePortTls), else plain HTTP. A TLS handshake has
