@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 #include <chrono>
 #include <latch>
 #include <mutex>
@@ -42,10 +43,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   // ioc: the server's io_context; a pending answer keeps it alive (see onRead). streamArgs: the
   // socket, and for TLS the asio::ssl::context.
   template <typename... StreamArgs>
-  Session(std::shared_ptr<const Router> router, size_t maxBody, std::weak_ptr<asio::io_context> ioc,
-          StreamArgs&&... streamArgs)
+  Session(std::shared_ptr<const Router> router, std::shared_ptr<UpgradeHook> upgrade,
+          size_t maxBody, std::weak_ptr<asio::io_context> ioc, StreamArgs&&... streamArgs)
       : stream_(std::forward<StreamArgs>(streamArgs)...),
         router_(std::move(router)),
+        upgrade_(std::move(upgrade)),
         maxBody_(maxBody),
         ioc_(std::move(ioc)) {}
 
@@ -172,6 +174,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     }
     r.body = std::move(req.body());
     r.peerCommonName = peerCommonName_;
+    if (upgrade_ && beast::websocket::is_upgrade(req) && upgrade_->accepts(r)) {
+      return handOver(std::move(req), std::move(r));
+    }
     auto self = this->shared_from_this();
     // Handlers answer from broker threads, possibly while the server stops. The session and its
     // io_context wait in a slot that also keeps the io_context alive until the answer: the first
@@ -203,6 +208,16 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
         self->write(std::move(resp));
       });
     });
+  }
+
+  // The connection goes to the upgrade hook (this session ends): no timer, no further read.
+  void handOver(http::request<http::string_body>&& req, HttpRequest&& parsed) {
+    lowest().expires_never();
+    if constexpr (std::is_same_v<Stream, TlsStream>) {
+      upgrade_->takeTls(std::move(stream_), std::move(req), std::move(parsed));
+    } else {
+      upgrade_->takePlain(std::move(stream_), std::move(req), std::move(parsed));
+    }
   }
 
   // A request that could not be read: answer what Jetty (Pulsar's HTTP server) answers, then
@@ -257,6 +272,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> res_;
   std::shared_ptr<const Router> router_;
+  std::shared_ptr<UpgradeHook> upgrade_;
   size_t maxBody_;
   std::weak_ptr<asio::io_context> ioc_;
   bool keepAlive_ = false;
@@ -313,11 +329,12 @@ struct HttpServer::Impl {
           std::shared_ptr<ssl_ctx_st> current = tls->current();
           SSL_CTX_up_ref(current.get());
           asio::ssl::context sslContext(current.get());
-          std::make_shared<Session<TlsStream>>(router, options.maxBodyBytes, ioc, std::move(s),
-                                               sslContext)
+          std::make_shared<Session<TlsStream>>(router, options.upgrade, options.maxBodyBytes, ioc,
+                                               std::move(s), sslContext)
               ->start();
         } else {
-          std::make_shared<Session<PlainStream>>(router, options.maxBodyBytes, ioc, std::move(s))
+          std::make_shared<Session<PlainStream>>(router, options.upgrade, options.maxBodyBytes, ioc,
+                                                 std::move(s))
               ->start();
         }
       } else {

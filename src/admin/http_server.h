@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "admin/router.h"
+#include "admin/upgrade_hook.h"
 #include "base/status.h"
 #include "net/tls.h"
 
@@ -56,6 +57,9 @@ class HttpServer {
     uint16_t port = setting_defaults::webServicePort;  // 0 binds a free port; see port()
     int numThreads = setting_defaults::numHttpServerThreads;
     size_t maxBodyBytes = 1 << 20;  // larger request bodies get 413
+    // Upgrade requests (`Connection: Upgrade`) it accepts are handed to it with the connection
+    // (src/websocket's service); null, or a request it declines, goes to the Router.
+    std::shared_ptr<UpgradeHook> upgrade = nullptr;
   };
 
   // tls: HTTPS with these certificates (webServicePortTls), else plain HTTP. A TLS handshake has

@@ -19,6 +19,7 @@
 #include "app/dynamic_settings.h"
 #include "app/option_bindings.h"
 #include "app/topic_storage.h"
+#include "app/websocket_options.h"
 #include "base/blocking_wait.h"
 #include "base/logging.h"
 #include "broker/cluster/configuration_store.h"
@@ -72,8 +73,12 @@ struct Web {
   std::unique_ptr<admin::BrokerAdmin> brokerAdmin;
   std::unique_ptr<admin::HttpServer> http;   // started
   std::unique_ptr<admin::HttpServer> https;  // started, with webServicePortTls
+  // webSocketServiceEnabled: the /ws/ sessions on both listeners (their upgrade hook).
+  std::shared_ptr<websocket::WebSocketService> websocket;
 
+  ~Web() { stop(); }
   void stop() {
+    if (websocket) websocket->stop();  // its client first: no callback after the servers stop
     if (https) https->stop();
     if (http) http->stop();
   }
@@ -328,12 +333,16 @@ void addRoutes(Web& web, const BrokerOptions& options, broker::BrokerService& se
 // Starts the HTTP listener and, with webServicePortTls, the HTTPS one; a listener is kept in
 // `web` only once started.
 Status startHttpServers(Web& web, const config::ServiceConfiguration& cfg,
-                        std::shared_ptr<net::TlsContext> tls) {
-  auto http = std::make_unique<admin::HttpServer>(web.router, httpServerOptionsFrom(cfg));
+                        broker::BrokerService& service) {
+  std::shared_ptr<net::TlsContext> tls = service.options().tlsContext;
+  web.websocket = makeWebSocketService(cfg, service);
+  auto options = httpServerOptionsFrom(cfg);
+  options.upgrade = web.websocket;
+  auto http = std::make_unique<admin::HttpServer>(web.router, options);
   if (Status s = http->start(); !s) return s;
   web.http = std::move(http);
   if (auto port = cfg.webServicePortTls()) {
-    auto o = httpServerOptionsFrom(cfg);
+    auto o = options;
     o.port = static_cast<uint16_t>(*port);
     auto https = std::make_unique<admin::HttpServer>(web.router, o, std::move(tls));
     if (Status s = https->start(); !s) return s;
@@ -374,7 +383,7 @@ int serve(const BrokerOptions& options, Web& web, broker::BrokerService& service
           const TopicStorage& storage) {
   const config::ServiceConfiguration& cfg = *options.config;
   addRoutes(web, options, service, cluster, storage);
-  Status s = startHttpServers(web, cfg, service.options().tlsContext);
+  Status s = startHttpServers(web, cfg, service);
   BoundPorts bound;
   if (s) {
     bound = {static_cast<uint16_t>(service.brokerServicePort()), web.http->port(),

@@ -248,6 +248,14 @@ Result<Message> Consumer::receive(std::chrono::milliseconds timeout) {
   return impl_->receive(timeout);
 }
 
+void Consumer::receiveAsync(std::function<void(Result<Message>)> cb) {
+  if (!impl_) {
+    cb(noConsumer());
+    return;
+  }
+  impl_->receiveAsync(std::move(cb));
+}
+
 Status Consumer::acknowledge(const MessageId& id) {
   return impl_ ? impl_->acknowledge(id) : noConsumer();
 }
@@ -293,6 +301,14 @@ Status Consumer::unsubscribe() {
   return await<Status>([&](auto cb) { impl_->unsubscribeAsync(std::move(cb)); });
 }
 
+void Consumer::unsubscribeAsync(StatusCallback cb) {
+  if (!impl_) {
+    cb(noConsumer());
+    return;
+  }
+  impl_->unsubscribeAsync(std::move(cb));
+}
+
 Status Consumer::close() { return closeAndWait(*this); }
 
 void Consumer::closeAsync(StatusCallback cb) { closeImpl(impl_, std::move(cb)); }
@@ -306,6 +322,7 @@ const std::string& Consumer::consumerName() const {
 }
 bool Consumer::isConnected() const { return impl_ && impl_->isConnected(); }
 size_t Consumer::numMessagesInQueue() const { return impl_ ? impl_->numMessagesInQueue() : 0; }
+bool Consumer::hasReachedEndOfTopic() const { return impl_ && impl_->hasReachedEndOfTopic(); }
 ConsumerStats Consumer::stats() const { return impl_ ? impl_->stats() : ConsumerStats{}; }
 
 }  // namespace magnetar::client

@@ -53,6 +53,10 @@ struct ClientConfig {
   // Transactions (Pulsar's enableTransaction, default false): Client::newTransaction fails with
   // kNotAllowed unless set. The coordinator client starts with the first transaction.
   bool enableTransaction = false;
+  // CONNECT's credentials, as Pulsar's client Authentication plugins send them: the method name
+  // ("token") and its data (the JWT); empty: none (the broker's anonymous role, if any).
+  std::string authMethodName;
+  std::string authData;
 };
 
 enum class ProducerAccessMode { kShared = 0, kExclusive = 1, kWaitForExclusive = 2,
@@ -108,6 +112,12 @@ struct ConsumerConfig {
   // then FLOW again when half were processed. Pulsar's receiverQueueSize: 1000.
   int receiverQueueSize = 1000;
   InitialPosition initialPosition = InitialPosition::kLatest;
+  // false: a non-durable subscription (what Pulsar's Reader uses): no cursor is stored and it
+  // goes with its last consumer.
+  bool durable = true;
+  // Non-durable only: where reading starts (MessageId::earliest(), latest() or a message's
+  // id: the messages after it are delivered, as Pulsar's Reader). Unset: initialPosition.
+  std::optional<MessageId> startMessageId;
   // Key_Shared only.
   KeySharedMode keySharedMode = KeySharedMode::kAutoSplit;
   std::vector<std::pair<int32_t, int32_t>> stickyRanges;  // inclusive, within [0, 65535]

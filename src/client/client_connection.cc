@@ -82,7 +82,8 @@ void ClientConnection::handshake(std::function<void(const Status&)> done, Closed
     s->handshakeDeadline_ = Clock::now() + s->config_.connectionTimeout;
     s->lastKeepAlive_ = Clock::now();
     s->start();
-    s->send(Commands::newConnect(s->config_.clientVersion));
+    s->send(Commands::newConnect(s->config_.clientVersion, s->config_.authMethodName,
+                                 s->config_.authData));
     s->startTimer();
   });
 }

@@ -33,6 +33,10 @@ class Consumer {
   // Next message, waiting up to timeout (negative: forever). kTimeout when none came, kClosed
   // after close; kNotAllowed when a message listener is configured.
   Result<Message> receive(std::chrono::milliseconds timeout = std::chrono::milliseconds(-1));
+  // Pulsar's receiveAsync: cb(the next message), at once (on the caller's thread) when one is
+  // queued, else on the client I/O thread it arrives on; cb(kClosed) when the consumer closes,
+  // kNotAllowed when a message listener is configured. Waiting calls are served in order.
+  void receiveAsync(std::function<void(Result<Message>)> cb);
 
   // Individual ack; grouped and sent within ackGroupTime. Batched messages: the entry is acked once
   // all its messages are.
@@ -67,6 +71,8 @@ class Consumer {
   Result<MessageId> getLastMessageId();
   // Deletes the subscription on the broker and closes this consumer.
   Status unsubscribe();
+  // unsubscribe() without waiting: cb on a client I/O thread.
+  void unsubscribeAsync(StatusCallback cb);
   // Sends pending acks and closes the consumer. Idempotent.
   Status close();
   void closeAsync(StatusCallback cb);
@@ -77,6 +83,9 @@ class Consumer {
   bool isConnected() const;
   // Messages waiting for receive().
   size_t numMessagesInQueue() const;
+  // The topic was terminated and every message in it delivered (REACHED_END_OF_TOPIC; Pulsar's
+  // hasReachedEndOfTopic).
+  bool hasReachedEndOfTopic() const;
   ConsumerStats stats() const;
   explicit operator bool() const { return impl_ != nullptr; }
 

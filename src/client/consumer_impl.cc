@@ -105,7 +105,15 @@ void ConsumerImpl::connectionReady(std::shared_ptr<ClientConnection> cnx) {
   s.set_request_id(requestId);
   s.set_consumer_name(consumerName_);
   if (config_.priorityLevel > 0) s.set_priority_level(config_.priorityLevel);
-  s.set_durable(true);
+  s.set_durable(config_.durable);
+  if (!config_.durable && config_.startMessageId) {
+    auto* start = s.mutable_start_message_id();
+    start->set_ledgerid(static_cast<uint64_t>(config_.startMessageId->ledgerId));
+    start->set_entryid(static_cast<uint64_t>(config_.startMessageId->entryId));
+    if (config_.startMessageId->batchIndex >= 0) {
+      start->set_batch_index(config_.startMessageId->batchIndex);
+    }
+  }
   s.set_initialposition(static_cast<proto::CommandSubscribe::InitialPosition>(
       config_.initialPosition));
   if (config_.subscriptionType == SubscriptionType::kKeyShared) {
@@ -257,7 +265,22 @@ void ConsumerImpl::messageReceived(const proto::CommandMessage& msg, const Buffe
   }
 }
 
+// Whether a reader that started at `start` (a message's id, not earliest/latest) must drop `id`:
+// both brokers deliver from the start entry and Pulsar's clients drop what is not after it
+// (startMessageIdInclusive false); a start without a batch index covers its whole entry.
+static bool atOrBeforeStart(const MessageId& id, const MessageId& start) {
+  if (start.ledgerId < 0 || start.ledgerId == INT64_MAX) return false;
+  if (id.ledgerId != start.ledgerId) return id.ledgerId < start.ledgerId;
+  if (id.entryId != start.entryId) return id.entryId < start.entryId;
+  return start.batchIndex < 0 || id.batchIndex <= start.batchIndex;
+}
+
 void ConsumerImpl::deliver(Message&& m, uint64_t epoch) {
+  if (!config_.durable && config_.startMessageId &&
+      atOrBeforeStart(m.messageId(), *config_.startMessageId)) {
+    messageProcessed(epoch, 1);
+    return;
+  }
   if (config_.messageListener) {
     Consumer handle(handleOwner());
     config_.messageListener(handle, m);
@@ -301,6 +324,25 @@ Result<Message> ConsumerImpl::receive(std::chrono::milliseconds timeout) {
   }
   item->from->messageProcessed(item->epoch, 1);
   return std::move(item->msg);
+}
+
+void ConsumerImpl::receiveAsync(std::function<void(Result<Message>)> cb) {
+  if (config_.messageListener) {
+    cb(Status::notAllowed("receiveAsync() is not allowed on a consumer with a message listener"));
+    return;
+  }
+  receiveFromQueue(*queue_, std::move(cb));
+}
+
+void receiveFromQueue(ReceiveQueue& queue, std::function<void(Result<Message>)> cb) {
+  queue.popAsync([cb = std::move(cb)](std::optional<ReceiveQueue::Item> item) {
+    if (!item) {
+      cb(Status::closed("consumer closed"));
+      return;
+    }
+    item->from->messageProcessed(item->epoch, 1);
+    cb(std::move(item->msg));
+  });
 }
 
 }  // namespace magnetar::client

@@ -32,11 +32,16 @@ class ConsumerImpl;
 class ConsumerBase;
 class TransactionImpl;
 
+// receiveAsync of a consumer whose messages wait in `queue` (one partition or all of them): the
+// message's permit is returned as receive() does.
+void receiveFromQueue(ReceiveQueue& queue, std::function<void(Result<Message>)> cb);
+
 // What the public Consumer handle drives. Thread: any.
 class ConsumerBase {
  public:
   virtual ~ConsumerBase() = default;
   virtual Result<Message> receive(std::chrono::milliseconds timeout) = 0;
+  virtual void receiveAsync(std::function<void(Result<Message>)> cb) = 0;
   virtual Status acknowledge(const MessageId& id) = 0;
   virtual Status acknowledgeCumulative(const MessageId& id) = 0;
   virtual void acknowledgeAsync(const MessageId& id, const std::shared_ptr<TransactionImpl>& txn,
@@ -53,6 +58,7 @@ class ConsumerBase {
   virtual const std::string& consumerName() const = 0;
   virtual bool isConnected() const = 0;
   virtual size_t numMessagesInQueue() const = 0;
+  virtual bool hasReachedEndOfTopic() const = 0;
   virtual ConsumerStats stats() const = 0;
 };
 
@@ -74,6 +80,7 @@ class ConsumerImpl final : public ConsumerBase,
   void start(StatusCallback cb);
 
   Result<Message> receive(std::chrono::milliseconds timeout) override;
+  void receiveAsync(std::function<void(Result<Message>)> cb) override;
   Status acknowledge(const MessageId& id) override;
   Status acknowledgeCumulative(const MessageId& id) override;
   void acknowledgeAsync(const MessageId& id, const std::shared_ptr<TransactionImpl>& txn,
@@ -90,6 +97,7 @@ class ConsumerImpl final : public ConsumerBase,
   const std::string& consumerName() const override { return consumerName_; }
   bool isConnected() const override;
   size_t numMessagesInQueue() const override;
+  bool hasReachedEndOfTopic() const override { return reachedEnd_.load(); }
   ConsumerStats stats() const override;
 
   // A message taken from the queue (or handed to the listener) was processed: returns its permit
@@ -147,7 +155,7 @@ class ConsumerImpl final : public ConsumerBase,
   std::atomic<bool> nackTimerArmed_{false};
   // Home loop only.
   bool seeking_ = false;
-  bool reachedEnd_ = false;
+  std::atomic<bool> reachedEnd_{false};  // REACHED_END_OF_TOPIC came (terminated topic)
   uint64_t epochReceived_ = 0;  // messages received on the current connection
   uint64_t epochPermits_ = 0;   // permits granted on the current connection
   proto::MessageMetadata md_;

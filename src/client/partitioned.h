@@ -48,6 +48,9 @@ class PartitionedConsumer final : public ConsumerBase,
   void setPartitions(std::vector<std::shared_ptr<ConsumerImpl>> partitions);
 
   Result<Message> receive(std::chrono::milliseconds timeout) override;
+  void receiveAsync(std::function<void(Result<Message>)> cb) override {
+    receiveFromQueue(*queue_, std::move(cb));
+  }
   Status acknowledge(const MessageId& id) override;
   Status acknowledgeCumulative(const MessageId& id) override;
   void acknowledgeAsync(const MessageId& id, const std::shared_ptr<TransactionImpl>& txn,
@@ -64,6 +67,13 @@ class PartitionedConsumer final : public ConsumerBase,
   const std::string& consumerName() const override;
   bool isConnected() const override;
   size_t numMessagesInQueue() const override { return queue_->size(); }
+  // Every partition got REACHED_END_OF_TOPIC.
+  bool hasReachedEndOfTopic() const override {
+    for (const auto& p : partitions_) {
+      if (!p->hasReachedEndOfTopic()) return false;
+    }
+    return !partitions_.empty();
+  }
   ConsumerStats stats() const override;
 
  private:

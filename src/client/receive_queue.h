@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 
@@ -26,6 +27,10 @@ class ReceiveQueue {
   void push(Item item);
   // Waits up to timeout (negative: forever); nullopt on timeout or when closed.
   std::optional<Item> pop(std::chrono::milliseconds timeout);
+  // cb(the next item), at once when one is queued, else from the push() that brings it (on
+  // that caller's thread); cb(nullopt) when the queue is or gets closed. Waiters are served in
+  // order, before pop() callers.
+  void popAsync(std::function<void(std::optional<Item>)> cb);
   // Removes every item of `from`; returns how many.
   size_t removeFrom(const ConsumerImpl* from);
   void close();
@@ -35,6 +40,7 @@ class ReceiveQueue {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Item> items_;
+  std::deque<std::function<void(std::optional<Item>)>> waiters_;
   bool closed_ = false;
 };
 
