@@ -274,7 +274,7 @@ void PendingAckHandle::applyEntry(const PendingAckLogEntry& e) {
   if (e.op == kOpCommit || e.op == kOpAbort) {
     Ended ended = release(e.txn);
     // A commit whose cursor write was lost in a crash is applied again (Pulsar's handleCommit).
-    if (e.op == kOpCommit && onCommit_) onCommit_(std::move(ended));
+    if (e.op == kOpCommit && onCommit_) onCommit_(std::move(ended), nullptr);
     return;
   }
   if (e.ackType == kCumulative) {
@@ -424,8 +424,24 @@ void PendingAckHandle::endTxn(const TxnID& txn, bool commit, int64_t lowWaterMar
       if (!s.isOk()) return done(s);  // held still: the coordinator retries
       Ended ended = release(txn);
       ++(commit ? committed_ : aborted_);
-      auto& apply = commit ? onCommit_ : onAbort_;
-      if (apply) apply(std::move(ended));
+      if (commit && onCommit_) {
+        ++commitsNotDurable_;
+        onCommit_(std::move(ended), [this, alive](const Status& written) {
+          if (!*alive) return;
+          --commitsNotDurable_;
+          commitWriteFailed_ = !written.isOk();
+          if (!written.isOk()) {
+            // The COMMIT stays in the log: a later trim comes after a cursor write that carries
+            // these acks too (the cursor writes its whole state), or a replay applies them again.
+            MLOG_WARN("{}: cursor write of committed acks failed: {}", logName_,
+                      written.toString());
+            return;
+          }
+          trimLog();
+        });
+      } else if (!commit && onAbort_) {
+        onAbort_(ended);
+      }
       handleLowWaterMark(txn, lowWaterMark);
       trimLog();
       done(Status::ok());
@@ -494,7 +510,10 @@ void PendingAckHandle::openedForAppend(Result<std::shared_ptr<storage::ManagedLe
 void PendingAckHandle::trimLog() {
   // Nothing held: no entry up to the last one is needed by a replay (Pulsar trims by the
   // subscription's mark-delete position; this is the simple case of it).
-  if (!log_ || !empty() || lastLogPos_.entryId < 0) return;
+  if (!log_ || !empty() || commitsNotDurable_ > 0 || commitWriteFailed_ ||
+      lastLogPos_.entryId < 0) {
+    return;
+  }
   if (logAppends_ - appendsAtTrim_ <
       static_cast<uint64_t>(std::max<int64_t>(1, opener_.logIndexMinLag))) {
     return;  // Pulsar's MLPendingAckStore: trimmed once the index lag is reached

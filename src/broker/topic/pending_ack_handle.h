@@ -116,8 +116,12 @@ class PendingAckHandle {
   // with a sequence <= it ended there long ago and are aborted here too.
   void endTxn(const TxnID& txn, bool commit, int64_t lowWaterMark, storage::StatusCallback done);
   // What commit and abort do with released acks (the subscription's cursor and dispatcher). The
-  // commit handler also runs for a COMMIT replayed at recovery (its cursor write may be lost).
-  void setHandlers(std::function<void(Ended)> onCommit, std::function<void(Ended)> onAbort) {
+  // commit handler also runs for a COMMIT replayed at recovery (its cursor write may be lost); it
+  // calls its callback once the cursor's write of those acks is durable (or failed): until then
+  // the log keeps the COMMIT (trimLog), so a crash in between replays it (Pulsar's
+  // MLPendingAckStore trims only below the subscription's persisted mark-delete).
+  using CommitHandler = std::function<void(Ended, storage::StatusCallback)>;
+  void setHandlers(CommitHandler onCommit, std::function<void(Ended)> onAbort) {
     onCommit_ = std::move(onCommit);
     onAbort_ = std::move(onAbort);
   }
@@ -159,7 +163,8 @@ class PendingAckHandle {
   void holdIndividual(const TxnID& txn, const std::vector<IndividualAck>& acks);
   Ended release(const TxnID& txn);
   void handleLowWaterMark(const TxnID& txn, int64_t lowWaterMark);
-  // Moves the log's cursor to its last entry when nothing is held (replay starts after it).
+  // Moves the log's cursor to its last entry when nothing is held and no commit's cursor write
+  // is still in flight (replay starts after it).
   void trimLog();
   std::string prefix(const TxnID& txn) const;
 
@@ -179,13 +184,15 @@ class PendingAckHandle {
   std::map<Position, Held> held_;
   std::optional<Cumulative> cumulative_;
   LowWaterMarks lowWaterMarks_;  // coordinator id -> low water mark
-  std::function<void(Ended)> onCommit_;
+  CommitHandler onCommit_;
   std::function<void(Ended)> onAbort_;
   Position lastLogPos_{-1, -1};  // the last entry written to or replayed from the log
   uint64_t logAppends_ = 0;
   uint64_t appendsAtTrim_ = 0;  // logAppends_ when the cursor last moved
   uint64_t committed_ = 0;
   uint64_t aborted_ = 0;
+  int commitsNotDurable_ = 0;       // commits whose acks the cursor has not yet written
+  bool commitWriteFailed_ = false;  // the last finished one failed: no trim until one succeeds
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

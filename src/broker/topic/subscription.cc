@@ -141,8 +141,11 @@ void Subscription::enablePendingAck(std::string logName, PendingAckStoreOpener o
                                     bool recover) {
   pendingAck_ = std::make_unique<PendingAckHandle>(topicName_, name_, std::move(logName), cursor_,
                                                    std::move(opener));
-  pendingAck_->setHandlers([this](PendingAckHandle::Ended e) { commitReleased(std::move(e)); },
-                           [this](const PendingAckHandle::Ended& e) { abortReleased(e); });
+  pendingAck_->setHandlers(
+      [this](PendingAckHandle::Ended e, storage::StatusCallback durable) {
+        commitReleased(std::move(e), std::move(durable));
+      },
+      [this](const PendingAckHandle::Ended& e) { abortReleased(e); });
   if (dispatcher_) dispatcher_->setPendingAck(pendingAck_.get());
   if (recover) pendingAck_->recover();
 }
@@ -188,22 +191,40 @@ void Subscription::endTxn(const TxnID& txn, bool commit, int64_t lowWaterMark,
   pendingAck_->endTxn(txn, commit, lowWaterMark, std::move(done));
 }
 
-void Subscription::commitReleased(PendingAckHandle::Ended e) {
-  if (!e.whole.empty()) cursor_.asyncDelete(e.whole, nullptr);
-  if (!e.batch.empty()) cursor_.asyncDeleteBatchIndexes(e.batch, nullptr);
+void Subscription::commitReleased(PendingAckHandle::Ended e, storage::StatusCallback durable) {
+  // durable(status) once every cursor write below completed (each asks for its receipt, so none
+  // waits for managedLedgerDefaultMarkDeleteRateLimit); the first error wins.
+  struct Join {
+    int left = 1;
+    Status status = Status::ok();
+    storage::StatusCallback done;
+    void finish(const Status& s) {
+      if (!s.isOk() && status.isOk()) status = s;
+      if (--left == 0 && done) done(status);
+    }
+  };
+  auto join = std::make_shared<Join>();
+  join->done = std::move(durable);
+  auto part = [join] {
+    ++join->left;
+    return [join](const Status& s) { join->finish(s); };
+  };
+  if (!e.whole.empty()) cursor_.asyncDelete(e.whole, part());
+  if (!e.batch.empty()) cursor_.asyncDeleteBatchIndexes(e.batch, part());
   if (e.cumulative) {
     Consumer* active = dispatcher_ ? dispatcher_->activeConsumer() : nullptr;
     auto [pos, set] = std::move(*e.cumulative);
     if (active) {
-      acknowledgeCumulative(active, pos, nullptr, set);
+      acknowledgeCumulative(active, pos, part(), set);
     } else if (pos > cursor_.markDeletedPosition()) {
       if (set.empty()) {
-        cursor_.asyncMarkDelete(pos, nullptr);
+        cursor_.asyncMarkDelete(pos, part());
       } else {
-        cursor_.asyncMarkDeleteWithAckSet(pos, set, nullptr);
+        cursor_.asyncMarkDeleteWithAckSet(pos, set, part());
       }
     }
   }
+  join->finish(Status::ok());
 }
 
 void Subscription::abortReleased(const PendingAckHandle::Ended& e) {

@@ -130,7 +130,8 @@ class Subscription {
   const TransactionBuffer* txnBuffer_ = nullptr;
   std::unique_ptr<PendingAckHandle> pendingAck_;
   // What a commit and an abort do with the acks they release.
-  void commitReleased(PendingAckHandle::Ended ended);
+  // A committed txn's acks into the cursor; durable(status) once the cursor wrote them.
+  void commitReleased(PendingAckHandle::Ended ended, storage::StatusCallback durable);
   void abortReleased(const PendingAckHandle::Ended& ended);
   const TopicCompactor* compactor_ = nullptr;
   uint64_t expiredCounter_ = 0;

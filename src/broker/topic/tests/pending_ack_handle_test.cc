@@ -25,6 +25,55 @@ constexpr const char* kTopic = "persistent://public/default/t";
 const TxnID kTxn1{0, 1};
 const TxnID kTxn2{0, 2};
 
+// A subscription cursor whose individual-ack writes complete only when the test says so (a
+// cursor write in flight when the broker is killed).
+class HeldWritesCursor final : public storage::ManagedCursor {
+ public:
+  explicit HeldWritesCursor(storage::ManagedCursor& real) : real_(real) {}
+  const std::string& name() const override { return real_.name(); }
+  Position markDeletedPosition() const override { return real_.markDeletedPosition(); }
+  void asyncMarkDelete(Position pos, storage::StatusCallback cb) override {
+    real_.asyncMarkDelete(pos, std::move(cb));
+  }
+  void asyncMarkDelete(Position pos, storage::CursorProperties props,
+                       storage::StatusCallback cb) override {
+    real_.asyncMarkDelete(pos, std::move(props), std::move(cb));
+  }
+  void asyncMarkDeleteWithAckSet(Position pos, const storage::AckSet& set,
+                                 storage::StatusCallback cb) override {
+    real_.asyncMarkDeleteWithAckSet(pos, set, std::move(cb));
+  }
+  const storage::CursorProperties& properties() const override { return real_.properties(); }
+  void asyncDelete(const std::vector<Position>& positions, storage::StatusCallback cb) override {
+    real_.asyncDelete(positions, [this, cb = std::move(cb)](const Status&) mutable {
+      held_.push_back(std::move(cb));
+    });
+  }
+  void asyncDeleteBatchIndexes(const std::vector<std::pair<Position, storage::AckSet>>& acks,
+                               storage::StatusCallback cb) override {
+    real_.asyncDeleteBatchIndexes(acks, std::move(cb));
+  }
+  const storage::AckSet* batchDeletedIndexes(Position pos) const override {
+    return real_.batchDeletedIndexes(pos);
+  }
+  bool isAcknowledged(Position pos) const override { return real_.isAcknowledged(pos); }
+  int64_t numberOfEntriesInBacklog() const override { return real_.numberOfEntriesInBacklog(); }
+  void asyncResetCursor(Position pos, storage::StatusCallback cb) override {
+    real_.asyncResetCursor(pos, std::move(cb));
+  }
+  // Completes the held writes with `s`; returns how many there were.
+  size_t complete(const Status& s) {
+    auto held = std::move(held_);
+    held_.clear();
+    for (auto& cb : held) cb(s);
+    return held.size();
+  }
+
+ private:
+  storage::ManagedCursor& real_;
+  std::vector<storage::StatusCallback> held_;
+};
+
 class PendingAckTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -241,6 +290,36 @@ TEST_F(PendingAckTest, LogCursorMovesOncePerIndexMinLagEntries) {
   EXPECT_EQ(sub_->pendingAck()->stats().heldPositions, 0);
   EXPECT_TRUE(sub_->cursor().isAcknowledged(p[0]));
   EXPECT_TRUE(sub_->cursor().isAcknowledged(p[1]));
+}
+
+TEST_F(PendingAckTest, LogKeepsACommitUntilTheCursorWroteItsAcks) {
+  // Found by test_txn_failover.py (10 kills): the log was trimmed past a COMMIT while the
+  // cursor's write of its acks was still rate-limited, so a kill -9 lost the acks.
+  auto real = ml_->openCursor("s2", storage::InitialPosition::kEarliest);
+  ASSERT_TRUE(real.isOk());
+  HeldWritesCursor cursor(**real);
+  sub_ = std::make_unique<Subscription>("s2", *ml_, cursor, options_, kTopic, -1);
+  sub_->enablePendingAck(pendingAckLedgerName("public/default/persistent/t", "s2"), opener(), true);
+  ex_.drain();
+  auto logMark = [&] {
+    for (auto* c : sub_->pendingAck()->log()->cursors()) return c->markDeletedPosition().entryId;
+    return int64_t{-2};
+  };
+  auto p = publish(2);
+  ASSERT_TRUE(ack(kTxn1, p[0]).isOk());
+  ASSERT_TRUE(end(kTxn1, true).isOk());
+  EXPECT_EQ(logMark(), -1) << "the cursor has not written the commit's acks yet";
+  EXPECT_EQ(cursor.complete(Status::ioError("disk")), 1u);
+  ex_.drain();
+  EXPECT_EQ(logMark(), -1) << "a failed cursor write keeps the COMMIT for a replay";
+  ASSERT_TRUE(ack(kTxn2, p[1]).isOk());
+  ASSERT_TRUE(end(kTxn2, true).isOk());
+  EXPECT_EQ(logMark(), -1);
+  EXPECT_EQ(cursor.complete(Status::ok()), 1u);
+  ex_.drain();
+  EXPECT_EQ(logMark(), 3) << "written (with the earlier acks, the whole state): trimmed";
+  sub_.reset();  // before `cursor` goes
+  ex_.drain();
 }
 
 TEST_F(PendingAckTest, TransactionsOffRefuseAsPulsar) {
