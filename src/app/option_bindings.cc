@@ -212,16 +212,6 @@ const SettingBindings<broker::BrokerOptions>& brokerOptionBindings() {
       MAGNETAR_BIND(maxActiveTransactionsPerCoordinator, maxActiveTransactionsPerCoordinator),
       MAGNETAR_BIND(transactionBufferClientOperationTimeoutInMills,
                     transactionBufferClientOperationTimeoutInMills),
-      MAGNETAR_BIND(brokerClientAuthenticationPlugin, brokerClient.authenticationPlugin),
-      MAGNETAR_BIND(brokerClientAuthenticationParameters, brokerClient.authenticationParameters),
-      MAGNETAR_BIND(brokerClientTlsEnabled, brokerClient.tlsEnabled),
-      MAGNETAR_BIND(brokerClientTlsEnabledWithKeyStore, brokerClient.tlsEnabledWithKeyStore),
-      MAGNETAR_BIND(brokerClientTrustCertsFilePath, brokerClient.trustCertsFilePath),
-      MAGNETAR_BIND(tlsTrustCertsFilePath, brokerClient.tlsTrustCertsFilePath),
-      MAGNETAR_BIND(brokerClientCertificateFilePath, brokerClient.certificateFilePath),
-      MAGNETAR_BIND(brokerClientKeyFilePath, brokerClient.keyFilePath),
-      MAGNETAR_BIND(tlsAllowInsecureConnection, brokerClient.allowInsecureConnection),
-      MAGNETAR_BIND(tlsHostnameVerificationEnabled, brokerClient.hostnameVerificationEnabled),
       MAGNETAR_BIND(brokerDeduplicationEnabled, brokerDeduplicationEnabled),
       MAGNETAR_BIND(brokerDeduplicationMaxNumberOfProducers,
                     brokerDeduplicationMaxNumberOfProducers),
@@ -280,6 +270,25 @@ const SettingBindings<net::TlsOptions>& tlsOptionBindings() {
       MAGNETAR_BIND(tlsProtocols, protocols),
       MAGNETAR_BIND(tlsCiphers, ciphers),
       MAGNETAR_BIND(tlsCertRefreshCheckDurationSec, certRefreshCheckDurationSec),
+  };
+  return kBindings;
+}
+
+// The broker-to-broker connection's (BrokerOptions::brokerClient), as Pulsar's getClient reads
+// them (it shares tlsTrustCertsFilePath and tlsAllowInsecureConnection with the listeners).
+const SettingBindings<broker::BrokerClientOptions>& brokerClientOptionBindings() {
+  using O = broker::BrokerClientOptions;
+  static const SettingBindings<O> kBindings{
+      MAGNETAR_BIND(brokerClientAuthenticationPlugin, authenticationPlugin),
+      MAGNETAR_BIND(brokerClientAuthenticationParameters, authenticationParameters),
+      MAGNETAR_BIND(brokerClientTlsEnabled, tlsEnabled),
+      MAGNETAR_BIND(brokerClientTlsEnabledWithKeyStore, tlsEnabledWithKeyStore),
+      MAGNETAR_BIND(brokerClientTrustCertsFilePath, trustCertsFilePath),
+      MAGNETAR_BIND(tlsTrustCertsFilePath, tlsTrustCertsFilePath),
+      MAGNETAR_BIND(brokerClientCertificateFilePath, certificateFilePath),
+      MAGNETAR_BIND(brokerClientKeyFilePath, keyFilePath),
+      MAGNETAR_BIND(tlsAllowInsecureConnection, allowInsecureConnection),
+      MAGNETAR_BIND(tlsHostnameVerificationEnabled, hostnameVerificationEnabled),
   };
   return kBindings;
 }
@@ -371,6 +380,7 @@ Result<broker::BrokerOptions> brokerOptionsFrom(const config::ServiceConfigurati
   auto o = optionsFrom(brokerOptionBindings(), cfg);
   // The dynamic ones take their start-up values here, later ones from connectDynamicSettings().
   applyBindings(brokerDynamicOptionBindings(), cfg, o.dynamic);
+  o.brokerClient = optionsFrom(brokerClientOptionBindings(), cfg);
   auto listeners =
       broker::parseAdvertisedListeners(cfg.advertisedListeners(), cfg.internalListenerName());
   if (!listeners.isOk()) return listeners.status();

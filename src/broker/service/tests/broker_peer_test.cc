@@ -3,12 +3,14 @@
 #include "broker/service/broker_peer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <future>
 
 #include "net/tcp_server.h"
+#include "net/tls.h"
 #include "protocol/commands.h"
 
 namespace magnetar::broker {
@@ -24,8 +26,11 @@ using Answer = std::function<Buffer(const proto::BaseCommand&)>;
 class FakeOwnerCnx final : public net::Connection {
  public:
   FakeOwnerCnx(net::EventLoop& l, tcp::socket s, Answer answer,
-               std::promise<proto::CommandConnect>* connect)
-      : net::Connection(l, std::move(s)), answer_(std::move(answer)), connect_(connect) {}
+               std::promise<proto::CommandConnect>* connect,
+               std::unique_ptr<net::TlsSession> tls = nullptr)
+      : net::Connection(l, std::move(s), std::move(tls)),
+        answer_(std::move(answer)),
+        connect_(connect) {}
 
  protected:
   bool onData(const uint8_t* data, size_t len) override {
@@ -65,14 +70,17 @@ class BrokerPeerTest : public ::testing::Test {
     if (server_) server_->stop();
   }
   // Starts the fake owner; its pulsar:// URL.
-  std::string startOwner(Answer answer) {
-    server_ =
-        std::make_unique<net::TcpServer>(loops_, [this, answer](net::EventLoop& l, tcp::socket s) {
-          return std::shared_ptr<net::Connection>(
-              std::make_shared<FakeOwnerCnx>(l, std::move(s), answer, &connect_));
+  // Starts the fake owner (over TLS with `tls`): pulsar://127.0.0.1:P (pulsar+ssl:// with TLS).
+  std::string startOwner(Answer answer, std::shared_ptr<net::TlsContext> tls = nullptr) {
+    server_ = std::make_unique<net::TcpServer>(
+        loops_, [this, answer, tls](net::EventLoop& l, tcp::socket s) {
+          auto session = tls ? std::make_unique<net::TlsSession>(tls->current()) : nullptr;
+          return std::shared_ptr<net::Connection>(std::make_shared<FakeOwnerCnx>(
+              l, std::move(s), answer, &connect_, std::move(session)));
         });
-    EXPECT_TRUE(server_->start("127.0.0.1", 0).isOk());
-    return "pulsar://127.0.0.1:" + std::to_string(server_->boundPort());
+    EXPECT_TRUE(server_->start("0.0.0.0", 0).isOk());
+    return std::string(tls ? "pulsar+ssl" : "pulsar") +
+           "://127.0.0.1:" + std::to_string(server_->boundPort());
   }
   std::shared_ptr<const BrokerClientSettings> settings(BrokerClientOptions o = {}) {
     auto s = BrokerClientSettings::create(o);
@@ -177,6 +185,69 @@ TEST_F(BrokerPeerTest, TlsUrlWithoutBrokerClientTlsEnabledIsRefused) {
   PeerPool pool(loops_, milliseconds(2000), settings());
   auto r = endTxn(pool, "pulsar+ssl://127.0.0.1:1", milliseconds(2000));
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
+// Certificates of tests/harness/gen_tls_certs.sh: broker.pem (SAN localhost, 127.0.0.1) signed
+// by ca.pem; other-ca.pem signed nothing here.
+class BrokerPeerTlsTest : public BrokerPeerTest {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("magnetar-peer-tls-" + std::to_string(::getpid()));
+    std::string cmd = "bash " MAGNETAR_SOURCE_DIR "/tests/harness/gen_tls_certs.sh " +
+                      dir_.string() + " >/dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
+  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+  static std::string f(const std::string& name) { return (dir_ / name).string(); }
+  std::string startTlsOwner() {
+    net::TlsOptions o;
+    o.certificateFilePath = f("broker.pem");
+    o.keyFilePath = f("broker.key");
+    auto ctx = net::TlsContext::create(o);
+    EXPECT_TRUE(ctx.isOk());
+    return startOwner(connectThen([](const proto::BaseCommand& cmd) {
+                        const auto& e = cmd.endtxnonpartition();
+                        return Commands::newEndTxnOnPartitionResponse(
+                            e.request_id(), e.txnid_least_bits(), e.txnid_most_bits());
+                      }),
+                      *ctx);
+  }
+  BrokerClientOptions tlsOptions(const std::string& ca) {
+    BrokerClientOptions o;
+    o.tlsEnabled = true;
+    o.trustCertsFilePath = f(ca);
+    o.hostnameVerificationEnabled = true;
+    o.authenticationPlugin = "org.apache.pulsar.client.impl.auth.AuthenticationToken";
+    o.authenticationParameters = "token:over-tls";
+    return o;
+  }
+  static inline std::filesystem::path dir_;
+};
+
+TEST_F(BrokerPeerTlsTest, EndsOverTlsWithTheTokenWhenTheOwnerIsTrusted) {
+  const std::string url = startTlsOwner();
+  PeerPool pool(loops_, milliseconds(3000), settings(tlsOptions("ca.pem")));
+  auto r = endTxn(pool, url, milliseconds(3000));
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->type(), proto::BaseCommand::END_TXN_ON_PARTITION_RESPONSE);
+  EXPECT_EQ(connect_.get_future().get().auth_data(), "over-tls");
+  pool.closeAll();
+}
+
+TEST_F(BrokerPeerTlsTest, RefusesAnUntrustedOwnerOrAnotherHostName) {
+  const std::string url = startTlsOwner();
+  PeerPool untrusted(loops_, milliseconds(3000), settings(tlsOptions("other-ca.pem")));
+  EXPECT_FALSE(endTxn(untrusted, url, milliseconds(3000)).isOk());
+  // 127.0.0.2 reaches the same listener, but the certificate names localhost and 127.0.0.1.
+  const std::string other = "pulsar+ssl://127.0.0.2:" + std::to_string(server_->boundPort());
+  PeerPool verifying(loops_, milliseconds(3000), settings(tlsOptions("ca.pem")));
+  EXPECT_FALSE(endTxn(verifying, other, milliseconds(3000)).isOk());
+  auto o = tlsOptions("ca.pem");
+  o.hostnameVerificationEnabled = false;  // tlsHostnameVerificationEnabled's default
+  PeerPool lenient(loops_, milliseconds(3000), settings(o));
+  EXPECT_TRUE(endTxn(lenient, other, milliseconds(3000)).isOk());
+  lenient.closeAll();
 }
 
 Result<PeerCredentials> credentialsOf(const std::string& plugin, const std::string& params) {
