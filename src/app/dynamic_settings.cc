@@ -32,6 +32,12 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
       return true;
     case SettingId::namespaceBundleUnloadingTimeoutMs:  // read at each bundle release
       return true;
+    // Stored only: the broker-to-broker client reads them at start, as Pulsar builds its
+    // PulsarService client once (a change applies after a restart there too).
+    case SettingId::brokerClientAuthenticationPlugin:
+    case SettingId::brokerClientAuthenticationParameters:
+    case SettingId::brokerClientTlsEnabled:
+      return true;
     default:
       return false;
   }

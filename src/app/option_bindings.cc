@@ -297,6 +297,25 @@ const SettingBindings<net::TlsOptions>& tlsOptionBindings() {
   return kBindings;
 }
 
+// The broker-to-broker connection's (BrokerOptions::brokerClient), as Pulsar's getClient reads
+// them (it shares tlsTrustCertsFilePath and tlsAllowInsecureConnection with the listeners).
+const SettingBindings<broker::BrokerClientOptions>& brokerClientOptionBindings() {
+  using O = broker::BrokerClientOptions;
+  static const SettingBindings<O> kBindings{
+      MAGNETAR_BIND(brokerClientAuthenticationPlugin, authenticationPlugin),
+      MAGNETAR_BIND(brokerClientAuthenticationParameters, authenticationParameters),
+      MAGNETAR_BIND(brokerClientTlsEnabled, tlsEnabled),
+      MAGNETAR_BIND(brokerClientTlsEnabledWithKeyStore, tlsEnabledWithKeyStore),
+      MAGNETAR_BIND(brokerClientTrustCertsFilePath, trustCertsFilePath),
+      MAGNETAR_BIND(tlsTrustCertsFilePath, tlsTrustCertsFilePath),
+      MAGNETAR_BIND(brokerClientCertificateFilePath, certificateFilePath),
+      MAGNETAR_BIND(brokerClientKeyFilePath, keyFilePath),
+      MAGNETAR_BIND(tlsAllowInsecureConnection, allowInsecureConnection),
+      MAGNETAR_BIND(tlsHostnameVerificationEnabled, hostnameVerificationEnabled),
+  };
+  return kBindings;
+}
+
 const SettingBindings<broker::AuthenticationOptions>& authenticationOptionBindings() {
   using O = broker::AuthenticationOptions;
   static const SettingBindings<O> kBindings{
@@ -384,6 +403,7 @@ Result<broker::BrokerOptions> brokerOptionsFrom(const config::ServiceConfigurati
   auto o = optionsFrom(brokerOptionBindings(), cfg);
   // The dynamic ones take their start-up values here, later ones from connectDynamicSettings().
   applyBindings(brokerDynamicOptionBindings(), cfg, o.dynamic);
+  o.brokerClient = optionsFrom(brokerClientOptionBindings(), cfg);
   auto listeners =
       broker::parseAdvertisedListeners(cfg.advertisedListeners(), cfg.internalListenerName());
   if (!listeners.isOk()) return listeners.status();

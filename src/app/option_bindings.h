@@ -61,6 +61,7 @@ const SettingBindings<broker::BrokerOptions>& brokerOptionBindings();
 const SettingBindings<broker::BrokerDynamicOptions>& brokerDynamicOptionBindings();
 const SettingBindings<net::TlsOptions>& tlsOptionBindings();
 const SettingBindings<broker::AuthenticationOptions>& authenticationOptionBindings();
+const SettingBindings<broker::BrokerClientOptions>& brokerClientOptionBindings();
 const SettingBindings<bookkeeper::ClientConfig>& bookKeeperClientBindings();
 const SettingBindings<metadata::ZkConfig>& zkConfigBindings();
 const SettingBindings<broker::cluster::NamespaceServiceOptions>& namespaceServiceBindings();

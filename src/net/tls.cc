@@ -271,7 +271,9 @@ std::shared_ptr<ssl_ctx_st> TlsContext::current() {
   return ctx_;
 }
 
-TlsSession::TlsSession(const std::shared_ptr<ssl_ctx_st>& ctx, bool client) : client_(client) {
+TlsSession::TlsSession(const std::shared_ptr<ssl_ctx_st>& ctx, bool client,
+                       const std::string& verifyHost)
+    : client_(client) {
   ssl_ = SSL_new(ctx.get());
   rbio_ = BIO_new(BIO_s_mem());
   wbio_ = BIO_new(BIO_s_mem());
@@ -279,6 +281,10 @@ TlsSession::TlsSession(const std::shared_ptr<ssl_ctx_st>& ctx, bool client) : cl
   SSL_set_bio(ssl_, rbio_, wbio_);
   if (client) {
     SSL_set_connect_state(ssl_);
+    if (!verifyHost.empty()) {
+      SSL_set_tlsext_host_name(ssl_, verifyHost.c_str());
+      SSL_set1_host(ssl_, verifyHost.c_str());  // checked with the chain (not when insecure)
+    }
   } else {
     SSL_set_accept_state(ssl_);
   }

@@ -105,8 +105,12 @@ Result<std::shared_ptr<ssl_ctx_st>> newClientSslCtx(const TlsOptions& options);
 // One TLS connection over memory BIOs. Thread: the owner's (a connection's loop), not shared.
 class TlsSession {
  public:
-  // client=false: the server side (the broker). Takes a reference on ctx.
-  explicit TlsSession(const std::shared_ptr<ssl_ctx_st>& ctx, bool client = false);
+  // client=false: the server side (the broker). Takes a reference on ctx. A client's
+  // `verifyHost` (non-empty): sent as SNI, and the handshake fails unless the server's
+  // certificate names that host (SAN DNS/IP or CN, OpenSSL's X509_check_host rules); not
+  // checked when the context verifies nothing (allowInsecureConnection).
+  explicit TlsSession(const std::shared_ptr<ssl_ctx_st>& ctx, bool client = false,
+                      const std::string& verifyHost = {});
   ~TlsSession();
   TlsSession(const TlsSession&) = delete;
   TlsSession& operator=(const TlsSession&) = delete;

@@ -146,3 +146,27 @@ def test_commit_ends_when_its_subscription_or_topic_name_is_gone():
                              timeout=10).json()
         assert stats["0"]["ongoingTxnSize"] == 0, stats
         a.close()
+
+
+END_TXN_ON_PARTITION, END_TXN_ON_PARTITION_RESPONSE = 58, 59
+END_TXN_ON_SUBSCRIPTION, END_TXN_ON_SUBSCRIPTION_RESPONSE = 60, 61
+
+
+def test_end_txn_on_a_topic_never_created_answers_success(txn_broker):
+    """END_TXN_ON_PARTITION and END_TXN_ON_SUBSCRIPTION (what a coordinator sends the owner of a
+    topic) for a topic that does not exist, or no longer does, answer success as Pulsar 4.2.4's
+    handleEndTxnOnPartition / handleEndTxnOnSubscription ("has not been created"), so the
+    coordinator's end completes (before, END_TXN_ON_SUBSCRIPTION answered UnknownError "The topic
+    ... is not exist in broker." and the coordinator retried it forever)."""
+    topic = "persistent://public/default/never-created-txn-end"
+    c = WireClient.connected(port_of(txn_broker.endpoint))
+    body = fv(1, 1) + fv(2, 7) + fv(3, 0) + fb(4, topic.encode()) + fv(5, COMMIT)
+    c.send(frame(base_command(END_TXN_ON_PARTITION, body)))
+    r = c.expect(END_TXN_ON_PARTITION_RESPONSE)
+    assert 4 not in r, r
+    sub = fb(1, topic.encode()) + fb(2, b"s")
+    c.send(frame(base_command(END_TXN_ON_SUBSCRIPTION,
+                              fv(1, 2) + fv(2, 7) + fv(3, 0) + fb(4, sub) + fv(5, COMMIT))))
+    r = c.expect(END_TXN_ON_SUBSCRIPTION_RESPONSE)
+    assert 4 not in r, (error_name(r, 4), r.get(5))
+    c.close()

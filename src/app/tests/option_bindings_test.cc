@@ -140,6 +140,12 @@ TEST(AppOptionBindings, AuthenticationOptions) {
       [](auto cfg) { return authenticationOptionsFrom(*cfg); });
 }
 
+TEST(AppOptionBindings, BrokerClientOptions) {
+  checkBindings<broker::BrokerClientOptions>(
+      "BrokerClientOptions", brokerClientOptionBindings(),
+      [](auto cfg) { return brokerOptionsFrom(*cfg)->brokerClient; });
+}
+
 TEST(AppOptionBindings, BookKeeperClientConfig) {
   checkBindings<bookkeeper::ClientConfig>("ClientConfig", bookKeeperClientBindings(), [](auto cfg) {
     return bookKeeperClientConfigFrom(*cfg);

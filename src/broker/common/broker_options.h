@@ -53,6 +53,22 @@ struct BrokerDynamicOptions {
       sd::brokerDeleteInactivePartitionedTopicMetadataEnabled;
 };
 
+// The broker's connections to other brokers (Pulsar's PulsarService.getClient settings), read
+// once at start as Pulsar builds its client once: broker/service/broker_client_settings.h.
+struct BrokerClientOptions {
+  std::string authenticationPlugin{sd::brokerClientAuthenticationPlugin};
+  std::string authenticationParameters{sd::brokerClientAuthenticationParameters};
+  bool tlsEnabled = sd::brokerClientTlsEnabled;                          // owners' pulsar+ssl URLs
+  bool tlsEnabledWithKeyStore = sd::brokerClientTlsEnabledWithKeyStore;  // refused when set
+  // brokerClientTrustCertsFilePath, else tlsTrustCertsFilePath ("" both: the system's CAs).
+  std::string trustCertsFilePath{sd::brokerClientTrustCertsFilePath};
+  std::string tlsTrustCertsFilePath{sd::tlsTrustCertsFilePath};
+  std::string certificateFilePath{sd::brokerClientCertificateFilePath};
+  std::string keyFilePath{sd::brokerClientKeyFilePath};
+  bool allowInsecureConnection = sd::tlsAllowInsecureConnection;
+  bool hostnameVerificationEnabled = sd::tlsHostnameVerificationEnabled;
+};
+
 struct BrokerOptions {
   std::string bindAddress{sd::bindAddress};  // bindAddress
   // advertisedAddress; the registry's empty value (this host) is passed as "localhost".
@@ -147,6 +163,7 @@ struct BrokerOptions {
   // A pending-ack log's cursor is moved on (its replay shortened) at most once per this many
   // entries written (Pulsar's MLPendingAckStore index lag).
   int64_t transactionPendingAckLogIndexMinLag = sd::transactionPendingAckLogIndexMinLag;
+  BrokerClientOptions brokerClient;  // the brokerClient* keys (that connection's TLS and auth)
   bool brokerDeduplicationEnabled = sd::brokerDeduplicationEnabled;
   int brokerDeduplicationMaxNumberOfProducers = sd::brokerDeduplicationMaxNumberOfProducers;
   int brokerDeduplicationEntriesInterval = sd::brokerDeduplicationEntriesInterval;

@@ -8,6 +8,7 @@
 
 #include "base/dcheck.h"
 #include "base/logging.h"
+#include "net/tls.h"
 #include "protocol/commands.h"
 
 namespace magnetar::broker {
@@ -37,37 +38,41 @@ std::optional<uint64_t> answeredRequest(const proto::BaseCommand& cmd) {
   }
 }
 
-// "pulsar://host:port" -> (host, port).
+bool isTlsUrl(const std::string& url) { return url.rfind("pulsar+ssl://", 0) == 0; }
+
+// "pulsar://host:port" -> (host, port); without a port 6650 (pulsar+ssl: 6651).
 std::pair<std::string, std::string> hostPortOf(const std::string& url) {
   std::string rest = url;
   if (auto scheme = rest.find("://"); scheme != std::string::npos) rest = rest.substr(scheme + 3);
   if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
   auto colon = rest.rfind(':');
-  if (colon == std::string::npos) return {rest, "6650"};
+  if (colon == std::string::npos) return {rest, isTlsUrl(url) ? "6651" : "6650"};
   return {rest.substr(0, colon), rest.substr(colon + 1)};
 }
 
 }  // namespace
 
-PeerConnection::PeerConnection(net::EventLoop& loop, tcp::socket socket, std::string url)
-    : net::Connection(loop, std::move(socket)), url_(std::move(url)) {}
+PeerConnection::PeerConnection(net::EventLoop& loop, tcp::socket socket, std::string url,
+                               std::unique_ptr<net::TlsSession> tls)
+    : net::Connection(loop, std::move(socket), std::move(tls)), url_(std::move(url)) {}
 
-void PeerConnection::handshake(std::chrono::milliseconds timeout,
+void PeerConnection::handshake(std::chrono::milliseconds timeout, PeerCredentials credentials,
                                std::function<void(Status)> done) {
   auto me = std::static_pointer_cast<PeerConnection>(shared_from_this());
-  loop().execute([me, timeout, done = std::move(done)]() mutable {
-    me->connected_ = std::move(done);
-    auto timer = std::make_shared<asio::steady_timer>(me->loop().context(), timeout);
-    timer->async_wait([me, timer](const boost::system::error_code& ec) {
-      if (ec || !me->connected_) return;
-      auto cb = std::move(me->connected_);
-      me->connected_ = nullptr;
-      me->close();
-      cb(Status::error(StatusCode::kTimeout, "no CONNECTED from " + me->url_));
-    });
-    me->start();
-    me->send(Commands::newConnect(kPeerClientVersion));
-  });
+  loop().execute(
+      [me, timeout, credentials = std::move(credentials), done = std::move(done)]() mutable {
+        me->connected_ = std::move(done);
+        auto timer = std::make_shared<asio::steady_timer>(me->loop().context(), timeout);
+        timer->async_wait([me, timer](const boost::system::error_code& ec) {
+          if (ec || !me->connected_) return;
+          auto cb = std::move(me->connected_);
+          me->connected_ = nullptr;
+          me->close();
+          cb(Status::error(StatusCode::kTimeout, "no CONNECTED from " + me->url_));
+        });
+        me->start();
+        me->send(Commands::newConnect(kPeerClientVersion, credentials.method, credentials.data));
+      });
 }
 
 void PeerConnection::request(const std::function<Buffer(uint64_t)>& build,
@@ -157,8 +162,9 @@ void PeerConnection::onClosed() {
   for (auto& [id, r] : all) r(Status::ioError("connection to " + url_ + " closed"));
 }
 
-PeerPool::PeerPool(net::EventLoopGroup& loops, std::chrono::milliseconds connectTimeout)
-    : loops_(loops), connectTimeout_(connectTimeout) {}
+PeerPool::PeerPool(net::EventLoopGroup& loops, std::chrono::milliseconds connectTimeout,
+                   std::shared_ptr<const BrokerClientSettings> settings)
+    : loops_(loops), connectTimeout_(connectTimeout), settings_(std::move(settings)) {}
 
 PeerPool::~PeerPool() { closeAll(); }
 
@@ -180,6 +186,9 @@ void PeerPool::get(const std::string& url, ConnectionCallback cb) {
 }
 
 void PeerPool::connect(const std::string& url) {
+  if (isTlsUrl(url) && !settings_->tlsEnabled()) {
+    return connected(url, Status::invalidArgument(url + " needs brokerClientTlsEnabled"));
+  }
   net::EventLoop& loop = loops_.next();
   const auto hostPort = hostPortOf(url);
   const std::string host = hostPort.first;
@@ -209,13 +218,28 @@ void PeerPool::connect(const std::string& url) {
                   return connected(
                       url, Status::ioError("cannot connect to " + url + ": " + ec2.message()));
                 }
-                auto c = std::make_shared<PeerConnection>(loop, std::move(*socket), url);
-                c->handshake(connectTimeout_, [this, url, c](const Status& s) {
-                  if (!s.isOk()) return connected(url, s);
-                  connected(url, c);
-                });
+                startSession(url, host, loop, std::move(*socket));
               });
         });
+  });
+}
+
+void PeerPool::startSession(const std::string& url, const std::string& host, net::EventLoop& loop,
+                            tcp::socket socket) {
+  auto credentials = settings_->credentials();
+  if (!credentials.isOk()) {
+    return connected(
+        url, Status::ioError("broker client credentials: " + credentials.status().message()));
+  }
+  std::unique_ptr<net::TlsSession> tls;
+  if (isTlsUrl(url)) {
+    tls = std::make_unique<net::TlsSession>(settings_->tlsContext(), /*client=*/true,
+                                            settings_->verifyHostname() ? host : std::string());
+  }
+  auto c = std::make_shared<PeerConnection>(loop, std::move(socket), url, std::move(tls));
+  c->handshake(connectTimeout_, std::move(*credentials), [this, url, c](const Status& s) {
+    if (!s.isOk()) return connected(url, s);
+    connected(url, c);
   });
 }
 

@@ -6,8 +6,8 @@
 // Why not src/client: ARCHITECTURE.md puts the client library beside the broker (client ->
 // net/protocol, used by tools and tests), not below it, and src/broker links no client code.
 // The coordinator needs four request/response commands, so this is a minimal connection on the
-// same net::Connection and protocol builders the client uses. No TLS, no authentication: a
-// cluster whose brokers require authentication refuses these connections (docs/transactions.md).
+// same net::Connection and protocol builders the client uses. TLS (pulsar+ssl URLs) and CONNECT's
+// credentials come from the brokerClient* keys (broker_client_settings.h).
 #pragma once
 
 #if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_SERVICE)
@@ -25,6 +25,7 @@
 #include "base/buffer.h"
 #include "base/status.h"
 #include "base/thread_annotations.h"
+#include "broker/service/broker_client_settings.h"
 #include "net/connection.h"
 #include "net/event_loop.h"
 #include "protocol/frame.h"
@@ -36,11 +37,15 @@ class PeerConnection final : public net::Connection {
  public:
   // The answer frame to a request (the command's response or an ERROR with its request id).
   using Reply = std::function<void(Result<proto::BaseCommand>)>;
-  PeerConnection(net::EventLoop& loop, boost::asio::ip::tcp::socket socket, std::string url);
+  // tls: the session of a pulsar+ssl URL (null: plaintext).
+  PeerConnection(net::EventLoop& loop, boost::asio::ip::tcp::socket socket, std::string url,
+                 std::unique_ptr<net::TlsSession> tls = nullptr);
 
-  // Starts reading and sends CONNECT; done(ok) on the loop when CONNECTED arrives, done(error)
-  // when the connection closes first or nothing came within `timeout`.
-  void handshake(std::chrono::milliseconds timeout, std::function<void(Status)> done);
+  // Starts reading and sends CONNECT with `credentials`; done(ok) on the loop when CONNECTED
+  // arrives, done(error) when the connection closes first, the broker answers ERROR (kNotAllowed
+  // with its text, e.g. an authentication failure) or nothing came within `timeout`.
+  void handshake(std::chrono::milliseconds timeout, PeerCredentials credentials,
+                 std::function<void(Status)> done);
   // Sends build(requestId); reply runs once on the loop with the answer, or with kTimeout after
   // `timeout`, or kIoError when the connection closes. Thread: any.
   void request(const std::function<Buffer(uint64_t)>& build, std::chrono::milliseconds timeout,
@@ -67,26 +72,32 @@ class PeerConnection final : public net::Connection {
   std::map<uint64_t, Reply> pending_ GUARDED_BY(mu_);
 };
 
-// One connection per broker URL (pulsar://host:port), opened on first use and again after it
-// closed. Thread: any.
+// One connection per broker URL (pulsar://host:port, or pulsar+ssl://host:port over TLS with the
+// settings' context), opened on first use and again after it closed. Thread: any.
 class PeerPool {
  public:
   using ConnectionCallback = std::function<void(Result<std::shared_ptr<PeerConnection>>)>;
   // Connections live on the loops of `loops` (the broker's pulsar-io group), which outlive the
-  // pool. connectTimeout bounds the TCP connect plus the handshake.
-  PeerPool(net::EventLoopGroup& loops, std::chrono::milliseconds connectTimeout);
+  // pool. connectTimeout bounds the TCP connect plus the handshake (TLS and CONNECT).
+  PeerPool(net::EventLoopGroup& loops, std::chrono::milliseconds connectTimeout,
+           std::shared_ptr<const BrokerClientSettings> settings);
   ~PeerPool();
-  // cb(connection) once it is ready, or cb(kIoError/kTimeout); on any thread.
+  // cb(connection) once it is ready, or cb(kIoError/kTimeout/kNotAllowed; kInvalidArgument for a
+  // pulsar+ssl URL without brokerClientTlsEnabled); on any thread.
   void get(const std::string& url, ConnectionCallback cb);
   // Closes every connection (broker stop).
   void closeAll();
 
  private:
   void connect(const std::string& url);
+  // After the TCP connect: the TLS session (pulsar+ssl) and CONNECT with the credentials.
+  void startSession(const std::string& url, const std::string& host, net::EventLoop& loop,
+                    boost::asio::ip::tcp::socket socket);
   void connected(const std::string& url, Result<std::shared_ptr<PeerConnection>> r);
 
   net::EventLoopGroup& loops_;
   const std::chrono::milliseconds connectTimeout_;
+  const std::shared_ptr<const BrokerClientSettings> settings_;
   Mutex mu_;
   std::map<std::string, std::shared_ptr<PeerConnection>> ready_ GUARDED_BY(mu_);
   std::map<std::string, std::vector<ConnectionCallback>> waiting_ GUARDED_BY(mu_);

@@ -11,6 +11,7 @@
 
 #include "base/blocking_wait.h"
 #include "base/logging.h"
+#include "broker/service/broker_client_settings.h"
 #include "broker/service/remote_transaction_buffer_client.h"
 #include "broker/service/server_cnx.h"
 #include "broker/topic/entry_metadata.h"
@@ -161,6 +162,13 @@ void BrokerService::startMonitors() {
 }
 
 Status BrokerService::start() {
+  // The broker-to-broker connections' TLS and credentials (cluster mode: checked and loaded;
+  // standalone has no such connections, only the unsupported key store is refused).
+  if (ownership_ || options_.brokerClient.tlsEnabledWithKeyStore) {
+    auto settings = BrokerClientSettings::create(options_.brokerClient);
+    if (!settings.isOk()) return settings.status();
+    brokerClientSettings_ = std::move(*settings);
+  }
   loadNamespacesAndStores();
   ioLoops_ = std::make_unique<net::EventLoopGroup>("pulsar-io", std::max(1, options_.numIOThreads));
   mlWorkers_ = std::make_unique<net::EventLoopGroup>(

@@ -50,6 +50,7 @@ std::string policyKey(const TopicName& name);
 
 // Thread: start/stop from main; the rest from any thread unless noted.
 class RemoteTransactionBufferClient;
+class BrokerClientSettings;
 
 class BrokerService final : public SharedConfigView {
  public:
@@ -151,9 +152,16 @@ class BrokerService final : public SharedConfigView {
   // handlers to it). No-op in standalone or with transactions off. Thread: any.
   void syncTransactionCoordinators();
   // This broker's id, "advertisedAddress:webServicePort" (Pulsar's getBrokerId), for errors
-  // that name it; "" until the app sets it (cluster mode). Set before the broker serves.
-  void setBrokerId(std::string id) { brokerId_ = std::move(id); }
-  const std::string& brokerId() const { return brokerId_; }
+  // that name it; "" until the app sets it (cluster mode: once the listeners' ports are bound, so
+  // connections may already read it). Thread: any (a copy under brokerIdMu_).
+  void setBrokerId(std::string id) {
+    MutexLock lock(brokerIdMu_);
+    brokerId_ = std::move(id);
+  }
+  std::string brokerId() const {
+    MutexLock lock(brokerIdMu_);
+    return brokerId_;
+  }
 
   // Finds or opens the topic; creates it when `create` (allowAutoTopicCreation) or when it was
   // stored before. On storage shared by the brokers (BookKeeper) a topic not loaded here is
@@ -438,8 +446,11 @@ class BrokerService final : public SharedConfigView {
   // Cluster mode: the coordinators' client, ending txns on other brokers' topics over
   // txnBufferClient_ (the local one) for this broker's.
   std::unique_ptr<RemoteTransactionBufferClient> txnRemoteBufferClient_;
+  // Cluster mode: the brokerClient* settings (checked at start).
+  std::shared_ptr<const BrokerClientSettings> brokerClientSettings_;
   std::unique_ptr<CoordinatorRegistry> txnCoordinators_;
-  std::string brokerId_;
+  mutable Mutex brokerIdMu_;
+  std::string brokerId_ GUARDED_BY(brokerIdMu_);
   std::atomic<int64_t> closedSinceTrim_{0};
   // Compacted ledgers found at start-up, by topic ledger name: their seqs (compactedLedgerName);
   // handed to the topic when it loads. Guarded by mu_.

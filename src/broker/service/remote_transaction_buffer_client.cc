@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "broker/service/broker_client_settings.h"
 #include "broker/service/broker_peer.h"
 #include "broker/service/broker_service.h"
 #include "protocol/commands.h"
@@ -21,20 +22,25 @@ using RouteCallback = std::function<void(Result<std::string>)>;
 // Sends the request on a connection; its answer frame or the failure.
 using SendFn = std::function<Buffer(uint64_t requestId)>;
 
-// The status of an END_TXN_ON_* answer (error, message); ok when it has no error.
+// The status of an END_TXN_ON_* answer (error, message); ok when it has no error, and when the
+// owner says the topic is gone (TopicNotFound): nothing is left to end there, as the local
+// client's kNotFound and the owner's own answer for a topic never created (Pulsar's
+// handleEndTxnOnPartition), so the coordinator's end completes instead of retrying forever.
 Status answerStatus(bool hasError, proto::ServerError error, const std::string& message) {
-  if (!hasError) return Status::ok();
+  if (!hasError || error == proto::TopicNotFound) return Status::ok();
   return Status::ioError(proto::ServerError_Name(error) + ": " + message);
 }
 
 class RemoteClient final : public RemoteTransactionBufferClient {
  public:
   RemoteClient(BrokerService& service, TransactionBufferClient& local,
-               std::chrono::milliseconds timeout)
+               std::chrono::milliseconds timeout,
+               std::shared_ptr<const BrokerClientSettings> settings)
       : service_(service),
         local_(local),
         timeout_(timeout),
-        peers_(service.ioLoops(), kConnectTimeout) {}
+        tls_(settings->tlsEnabled()),
+        peers_(service.ioLoops(), kConnectTimeout, std::move(settings)) {}
 
   void endTxnOnTopic(const std::string& topic, const TxnID& txn, proto::TxnAction action,
                      int64_t lowWaterMark, Done done) override {
@@ -105,19 +111,28 @@ class RemoteClient final : public RemoteTransactionBufferClient {
     ownership->lookup(*name, authoritative, "", &service_.metadataExecutor(),
                       [this, topic, hops, cb = std::move(cb)](const LookupAnswer& a) {
                         if (!a.error.isOk()) return cb(a.error);
-                        if (!a.redirect) return cb(peerOrHere(a.url));
-                        lookupAt(a.url, topic, a.authoritative, hops - 1, cb);
+                        const std::string& url = tls_ ? a.urlTls : a.url;
+                        if (url.empty()) return cb(noTlsUrl(topic));
+                        if (!a.redirect) return cb(peerOrHere(url));
+                        lookupAt(url, topic, a.authoritative, hops - 1, cb);
                       });
   }
 
-  std::string peerOrHere(const std::string& url) const {
-    return url == service_.brokerServiceUrl() ? std::string() : url;
+  // A broker's URL as this client connects to it: its pulsar+ssl one with TLS (Pulsar's
+  // TransactionBufferHandlerImpl takes the owner's nativeUrlTls then).
+  bool isHere(const std::string& url) const {
+    return url == (tls_ ? service_.brokerServiceUrlTls() : service_.brokerServiceUrl());
+  }
+  std::string peerOrHere(const std::string& url) const { return isHere(url) ? std::string() : url; }
+  static Status noTlsUrl(const std::string& topic) {
+    return Status::ioError("the owner of " + topic +
+                           " has no pulsar+ssl URL (brokerClientTlsEnabled is set)");
   }
 
   void lookupAt(const std::string& url, const std::string& topic, bool authoritative, int hops,
                 const RouteCallback& cb) {
     if (hops <= 0) return cb(Status::ioError("too many lookup redirects for " + topic));
-    if (url == service_.brokerServiceUrl()) return route(topic, cb, authoritative, hops);
+    if (isHere(url)) return route(topic, cb, authoritative, hops);
     send(
         url, [=](uint64_t id) { return Commands::newLookup(topic, id, authoritative); },
         [=, this](Result<proto::BaseCommand> a) {
@@ -126,11 +141,15 @@ class RemoteClient final : public RemoteTransactionBufferClient {
             return cb(Status::ioError("lookup of " + topic + " failed: " + a->error().message()));
           }
           const auto& r = a->lookuptopicresponse();
+          const std::string& next = tls_ ? r.brokerserviceurltls() : r.brokerserviceurl();
+          const bool found = r.response() == proto::CommandLookupTopicResponse::Connect ||
+                             r.response() == proto::CommandLookupTopicResponse::Redirect;
+          if (found && next.empty()) return cb(noTlsUrl(topic));
           if (r.response() == proto::CommandLookupTopicResponse::Connect) {
-            return cb(peerOrHere(r.brokerserviceurl()));
+            return cb(peerOrHere(next));
           }
           if (r.response() == proto::CommandLookupTopicResponse::Redirect) {
-            return lookupAt(r.brokerserviceurl(), topic, r.authoritative(), hops - 1, cb);
+            return lookupAt(next, topic, r.authoritative(), hops - 1, cb);
           }
           cb(Status::ioError("lookup of " + topic + " failed: " + r.message()));
         });
@@ -147,14 +166,16 @@ class RemoteClient final : public RemoteTransactionBufferClient {
   BrokerService& service_;
   TransactionBufferClient& local_;
   const std::chrono::milliseconds timeout_;
+  const bool tls_;  // brokerClientTlsEnabled: owners' pulsar+ssl URLs
   PeerPool peers_;
 };
 
 }  // namespace
 
 std::unique_ptr<RemoteTransactionBufferClient> makeRemoteTransactionBufferClient(
-    BrokerService& service, TransactionBufferClient& local, std::chrono::milliseconds timeout) {
-  return std::make_unique<RemoteClient>(service, local, timeout);
+    BrokerService& service, TransactionBufferClient& local, std::chrono::milliseconds timeout,
+    std::shared_ptr<const BrokerClientSettings> settings) {
+  return std::make_unique<RemoteClient>(service, local, timeout, std::move(settings));
 }
 
 }  // namespace magnetar::broker

@@ -95,17 +95,28 @@ void ServerCnx::handleEndTxnOnSubscription(const proto::CommandEndTxnOnSubscript
           notServedMessage(c.subscription().topic())));
     });
   }
+  auto done = [me, requestId, txn] {
+    me->send(Commands::newEndTxnOnSubscriptionResponse(requestId, txn.leastBits, txn.mostBits));
+  };
   service_.getOrCreateTopic(*name, false, [=](Result<std::shared_ptr<PersistentTopic>> r) {
-    if (!r.isOk()) return fail("The topic " + topicName + " is not exist in broker.");
+    // Pulsar 4.2.4's handleEndTxnOnSubscription: a topic never created (or deleted) and a
+    // missing subscription answer success (nothing to end, so the coordinator's end completes);
+    // a topic its storage has but cannot load answers ServiceNotReady (the coordinator retries).
+    if (!r.isOk() && r.status().code() == StatusCode::kNotFound) return done();
+    if (!r.isOk()) {
+      return me->send(Commands::newEndTxnOnSubscriptionResponse(
+          requestId, txn.leastBits, txn.mostBits, proto::ServiceNotReady,
+          "The topic " + topicName + " does not exist in broker."));
+    }
     auto topic = r.value();
     topic->endTxnOnSubscription(subName, txn, action, lowWaterMark, [=](const Status& s) {
-      if (s.code() == StatusCode::kNotFound) return fail(s.message());
+      if (s.code() == StatusCode::kNotFound) return done();
       if (!s.isOk()) {
         MLOG_WARN("end of {} on {} {} failed: {}", txn.toString(), topicName, subName,
                   s.toString());
         return fail("Handle end txn on subscription failed.");
       }
-      me->send(Commands::newEndTxnOnSubscriptionResponse(requestId, txn.leastBits, txn.mostBits));
+      done();
     });
   });
 }

@@ -64,7 +64,9 @@ void ServerCnx::handleEndTxnOnPartition(const proto::CommandEndTxnOnPartition& c
           }
           MLOG_WARN("END_TXN_ON_PARTITION {} on {} failed: {}", txn.toString(), topicName,
                     r.status().toString());
-          return answerError(proto::ServiceNotReady, r.status().message());
+          // Pulsar: a topic its storage has that cannot be served answers this (retried).
+          return answerError(proto::ServiceNotReady,
+                             "The topic " + topicName + " does not exist in broker.");
         }
         auto topic = r.value();
         topic->endTxn(

@@ -40,7 +40,8 @@ void BrokerService::startTransactions() {
   if (ownership_) {  // cluster mode: other brokers' topics over a broker-to-broker connection
     txnRemoteBufferClient_ = makeRemoteTransactionBufferClient(
         *this, *txnBufferClient_,
-        std::chrono::milliseconds(options_.transactionBufferClientOperationTimeoutInMills));
+        std::chrono::milliseconds(options_.transactionBufferClientOperationTimeoutInMills),
+        brokerClientSettings_);
     tb = txnRemoteBufferClient_.get();
   }
   txnCoordinators_ = std::make_unique<CoordinatorRegistry>(
