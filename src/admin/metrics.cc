@@ -1,6 +1,8 @@
 #include "admin/metrics.h"
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 
 #include "admin/http_server.h"
 #include "broker/service/server_cnx.h"
@@ -255,6 +257,83 @@ void writeBrokerEvictions(PrometheusWriter& w, const std::vector<TopicSnapshot>&
   w.sample(name, {{"cluster", o.cluster}, {"quota_type", "time"}}, time);
 }
 
+// Pulsar's PendingAckHandleStatsImpl metrics (Prometheus client families: counters printed with
+// _total, a summary in microseconds over a 10-minute window).
+constexpr const char* kTpCommitted = "pulsar_txn_tp_committed_count";
+constexpr const char* kTpAborted = "pulsar_txn_tp_aborted_count";
+constexpr const char* kTpLatency = "pulsar_txn_tp_commit_latency";
+constexpr std::pair<const char*, double> kTpQuantiles[] = {
+    {"0.5", 0.5}, {"0.9", 0.9}, {"0.99", 0.99}, {"0.999", 0.999}};
+
+void addPendingAck(broker::PendingAckMetrics& into, const broker::PendingAckMetrics& m) {
+  into.commitSucceeded += m.commitSucceeded;
+  into.commitFailed += m.commitFailed;
+  into.abortSucceeded += m.abortSucceeded;
+  into.abortFailed += m.abortFailed;
+  into.latencyCount += m.latencyCount;
+  into.latencySumMicros += m.latencySumMicros;
+  into.recentLatencyMicros.insert(into.recentLatencyMicros.end(), m.recentLatencyMicros.begin(),
+                                  m.recentLatencyMicros.end());
+}
+
+// A series appears once counted, as Pulsar's labelled children; quantiles are NaN when no commit
+// fell in the window (as Pulsar's Summary).
+void writePendingAckSeries(PrometheusWriter& w, const Labels& l, broker::PendingAckMetrics m) {
+  auto counter = [&](const char* family, uint64_t n, const char* status) {
+    if (n == 0) return;
+    Labels withStatus = l;
+    withStatus.emplace_back("status", status);
+    w.sampleIn(family, std::string(family) + "_total", withStatus, static_cast<double>(n));
+  };
+  counter(kTpCommitted, m.commitSucceeded, "succeed");
+  counter(kTpCommitted, m.commitFailed, "failed");
+  counter(kTpAborted, m.abortSucceeded, "succeed");
+  counter(kTpAborted, m.abortFailed, "failed");
+  if (m.latencyCount == 0) return;
+  std::vector<double>& v = m.recentLatencyMicros;
+  std::sort(v.begin(), v.end());
+  for (const auto& [label, q] : kTpQuantiles) {
+    Labels withQuantile = l;
+    withQuantile.emplace_back("quantile", label);
+    double value = std::nan("");
+    if (!v.empty()) {
+      const auto rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+      value = v[std::min(v.size(), std::max<size_t>(rank, 1)) - 1];
+    }
+    w.sampleIn(kTpLatency, kTpLatency, withQuantile, value);
+  }
+  const std::string name = kTpLatency;
+  w.sampleIn(name, name + "_count", l, static_cast<double>(m.latencyCount));
+  w.sampleIn(name, name + "_sum", l, m.latencySumMicros);
+}
+
+// Per subscription (labels namespace, topic, subscription) with topic-level metrics, else per
+// namespace, as Pulsar's exposeTopicLevelMetricsInPrometheus.
+void writePendingAckMetrics(PrometheusWriter& w, const std::vector<TopicSnapshot>& topics,
+                            const MetricsOptions& o) {
+  w.family(kTpCommitted, kCounter, "Transaction commits on subscriptions' pending acks");
+  w.family(kTpAborted, kCounter, "Transaction aborts on subscriptions' pending acks");
+  w.family(kTpLatency, MetricType::kSummary,
+           "Microseconds from a pending-ack commit's request to its end");
+  std::map<std::string, broker::PendingAckMetrics> byNamespace;
+  for (const auto& t : topics) {
+    for (const auto& s : t.subscriptions) {
+      if (!o.topicLevel) {
+        addPendingAck(byNamespace[t.namespaceName], s.pendingAck);
+        continue;
+      }
+      Labels l{{"cluster", o.cluster},
+               {"namespace", t.namespaceName},
+               {"topic", t.name},
+               {"subscription", s.name}};
+      writePendingAckSeries(w, l, s.pendingAck);
+    }
+  }
+  for (const auto& [ns, m] : byNamespace) {
+    writePendingAckSeries(w, {{"cluster", o.cluster}, {"namespace", ns}}, m);
+  }
+}
+
 }  // namespace
 
 void writeTopicMetrics(PrometheusWriter& w, const std::vector<TopicSnapshot>& topics,
@@ -262,6 +341,7 @@ void writeTopicMetrics(PrometheusWriter& w, const std::vector<TopicSnapshot>& to
   declareFamilies(w);
   writeUnackedLimitCounts(w, topics, o);
   writeBrokerEvictions(w, topics, o);
+  writePendingAckMetrics(w, topics, o);
   std::map<std::string, Aggregate> byNamespace;
   for (const auto& t : topics) byNamespace[t.namespaceName].add(t);
   for (const auto& [ns, agg] : byNamespace) {

@@ -26,6 +26,18 @@ std::string escaped(std::string_view v, bool quotes) {
   return out;
 }
 
+const char* typeName(MetricType t) {
+  switch (t) {
+    case MetricType::kCounter:
+      return "counter";
+    case MetricType::kSummary:
+      return "summary";
+    case MetricType::kGauge:
+      break;
+  }
+  return "gauge";
+}
+
 }  // namespace
 
 std::string escapeLabelValue(std::string_view v) { return escaped(v, true); }
@@ -48,8 +60,13 @@ void PrometheusWriter::family(const std::string& name, MetricType type, std::str
 }
 
 void PrometheusWriter::sample(const std::string& name, const Labels& labels, double value) {
-  if (!families_.count(name)) family(name, MetricType::kGauge, "");
-  std::string line = name;
+  sampleIn(name, name, labels, value);
+}
+
+void PrometheusWriter::sampleIn(const std::string& familyName, std::string_view name,
+                                const Labels& labels, double value) {
+  if (!families_.count(familyName)) family(familyName, MetricType::kGauge, "");
+  std::string line(name);
   if (!labels.empty()) {
     line += '{';
     for (size_t i = 0; i < labels.size(); ++i) {
@@ -63,7 +80,7 @@ void PrometheusWriter::sample(const std::string& name, const Labels& labels, dou
   }
   line += ' ';
   line += formatValue(value);
-  families_[name].lines.push_back(std::move(line));
+  families_[familyName].lines.push_back(std::move(line));
 }
 
 std::string PrometheusWriter::render() const {
@@ -72,8 +89,7 @@ std::string PrometheusWriter::render() const {
     const Family& f = families_.at(name);
     if (f.lines.empty()) continue;
     if (!f.help.empty()) out += fmt::format("# HELP {} {}\n", name, escapeHelp(f.help));
-    out +=
-        fmt::format("# TYPE {} {}\n", name, f.type == MetricType::kCounter ? "counter" : "gauge");
+    out += fmt::format("# TYPE {} {}\n", name, typeName(f.type));
     for (const auto& l : f.lines) {
       out += l;
       out += '\n';

@@ -12,7 +12,7 @@ namespace magnetar::admin {
 
 using Labels = std::vector<std::pair<std::string, std::string>>;
 
-enum class MetricType { kGauge, kCounter };
+enum class MetricType { kGauge, kCounter, kSummary };
 
 // Collects samples by family and renders them; every family's samples are printed together under
 // one HELP and one TYPE line, families in the order they were first declared.
@@ -23,6 +23,10 @@ class PrometheusWriter {
   void family(const std::string& name, MetricType type, std::string_view help);
   // Adds a sample to a declared family (undeclared names are declared as untyped gauges).
   void sample(const std::string& name, const Labels& labels, double value);
+  // Adds a sample called `name` to `family`'s block (a summary's quantile lines, _count, _sum;
+  // a counter family `x` with its sample `x_total`, as Prometheus' Java client prints them).
+  void sampleIn(const std::string& family, std::string_view name, const Labels& labels,
+                double value);
   // The exposition text, each line ending in '\n'.
   std::string render() const;
 

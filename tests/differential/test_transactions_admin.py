@@ -221,6 +221,42 @@ def test_transaction_buffer_topic_metrics(tx, txn_broker, topic):
     eventually(counted, 30.0)
 
 
+def test_pending_ack_metrics(tx, txn_broker, topic):
+    """Pulsar's PendingAckHandleStatsImpl metrics of a subscription (labels namespace, topic,
+    subscription, and status succeed/failed for the counters): a txn that acked a message and
+    committed, one that acked another and aborted, count once each; the commit latency is a
+    summary (quantiles 0.5/0.9/0.99/0.999, _count, _sum in microseconds)."""
+    tx.send(topic, b"a")
+    tx.send(topic, b"b")
+    tx.subscribe(topic, "s", consumer_id=1)
+    got = tx.receive(2)
+    committed, aborted = tx.new_txn(TTL_MS), tx.new_txn(TTL_MS)
+    for txn, (_, ledger, entry, _) in zip((committed, aborted), got):
+        tx.add_subscription(txn, topic, "s")
+        tx.ack(1, ledger, entry, txn)
+    tx.end(committed, COMMIT)
+    tx.end(aborted, ABORT)
+    ns = topic.split("://", 1)[1].rsplit("/", 1)[0]
+    labels = f'namespace="{ns}",topic="{topic}",subscription="s"'
+
+    def value(name: str, extra: str = "") -> float:
+        text = requests.get(f"{txn_broker.admin_url}/metrics", timeout=30).text
+        m = re.search(rf'^{name}{{(?:cluster="[^"]*",)?{re.escape(labels + extra)}}} (\S+)$',
+                      text, re.M)
+        assert m, f"{name}{{{labels}{extra}}} missing"
+        return float(m.group(1))
+
+    def counted() -> None:
+        ok = ',status="succeed"'
+        assert value("pulsar_txn_tp_committed_count_total", ok) == 1
+        assert value("pulsar_txn_tp_aborted_count_total", ok) == 1
+        assert value("pulsar_txn_tp_commit_latency_count") == 1
+        assert value("pulsar_txn_tp_commit_latency_sum") > 0
+        for q in ("0.5", "0.9", "0.99", "0.999"):
+            assert value("pulsar_txn_tp_commit_latency", f',quantile="{q}"') > 0
+    eventually(counted, 30.0)
+
+
 def test_internal_stats_and_coordinator_list(tx, txn_broker, topic):
     """coordinators, coordinatorInternalStats, transactionBufferInternalStats and
     pendingAckInternalStats (Pulsar's TransactionsBase): the logs' managed-ledger internal stats

@@ -49,5 +49,22 @@ TEST(Prometheus, GroupsSamplesUnderOneHelpAndType) {
             "undeclared 3\n");
 }
 
+TEST(Prometheus, SampleInAddsOtherNamesToAFamily) {
+  PrometheusWriter w;
+  w.family("lat", MetricType::kSummary, "L");
+  w.family("c", MetricType::kCounter, "C");
+  w.sampleIn("lat", "lat", {{"quantile", "0.5"}}, 3);
+  w.sampleIn("c", "c_total", {}, 1);
+  w.sampleIn("lat", "lat_count", {}, 1);
+  EXPECT_EQ(w.render(),
+            "# HELP lat L\n"
+            "# TYPE lat summary\n"
+            "lat{quantile=\"0.5\"} 3\n"
+            "lat_count 1\n"
+            "# HELP c C\n"
+            "# TYPE c counter\n"
+            "c_total 1\n");
+}
+
 }  // namespace
 }  // namespace magnetar::admin

@@ -409,7 +409,12 @@ void PendingAckHandle::cumulativeAck(const TxnID& txn, Position pos, AckSet ackS
 }
 
 void PendingAckHandle::endTxn(const TxnID& txn, bool commit, int64_t lowWaterMark,
-                              storage::StatusCallback done) {
+                              storage::StatusCallback answer) {
+  storage::StatusCallback done = [this, alive = alive_, commit, start = Clock::now(),
+                                  answer = std::move(answer)](const Status& s) {
+    if (*alive) recordEnd(commit, s.isOk(), start);
+    answer(s);
+  };
   whenReady([this, txn, commit, lowWaterMark, done = std::move(done)]() mutable {
     bool cumulative = cumulative_ && cumulative_->txn == txn;
     if (!cumulative && !individual_.count(txn)) {
@@ -447,6 +452,39 @@ void PendingAckHandle::endTxn(const TxnID& txn, bool commit, int64_t lowWaterMar
       done(Status::ok());
     });
   });
+}
+
+namespace {
+constexpr auto kLatencyWindow = std::chrono::minutes(10);
+constexpr size_t kMaxLatencies = 1000;
+}  // namespace
+
+void PendingAckHandle::recordEnd(bool commit, bool ok, Clock::time_point start) {
+  if (!commit) {
+    ++(ok ? metrics_.abortSucceeded : metrics_.abortFailed);
+    return;
+  }
+  if (!ok) {
+    ++metrics_.commitFailed;
+    return;
+  }
+  ++metrics_.commitSucceeded;
+  const Clock::time_point now = Clock::now();
+  const auto micros = static_cast<double>(
+      std::chrono::duration_cast<std::chrono::microseconds>(now - start).count());
+  ++metrics_.latencyCount;
+  metrics_.latencySumMicros += micros;
+  latencies_.emplace_back(now, micros);
+  while (latencies_.size() > kMaxLatencies) latencies_.pop_front();
+}
+
+PendingAckMetrics PendingAckHandle::metrics() const {
+  PendingAckMetrics m = metrics_;
+  const Clock::time_point since = Clock::now() - kLatencyWindow;
+  for (const auto& [at, micros] : latencies_) {
+    if (at >= since) m.recentLatencyMicros.push_back(micros);
+  }
+  return m;
 }
 
 void PendingAckHandle::handleLowWaterMark(const TxnID& txn, int64_t lowWaterMark) {

@@ -7,6 +7,7 @@
 #error "broker/topic is not below this broker part (src/broker/README.md)"
 #endif
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -71,6 +72,21 @@ struct PendingAckStats {
   uint64_t abortedCount = 0;
 };
 
+// Pulsar's PendingAckHandleStatsImpl counts (the pulsar_txn_tp_* metrics): ends of a txn on the
+// subscription (END_TXN_ON_SUBSCRIPTION, also when nothing was held) that succeeded or failed, and
+// the latency of each successful commit, from the call to its answer, in microseconds (Pulsar's
+// commitTxn start to its future's completion).
+struct PendingAckMetrics {
+  uint64_t commitSucceeded = 0;
+  uint64_t commitFailed = 0;
+  uint64_t abortSucceeded = 0;
+  uint64_t abortFailed = 0;
+  uint64_t latencyCount = 0;
+  double latencySumMicros = 0;
+  // The latencies of the last 10 minutes (Pulsar's Summary window), the newest 1000 at most.
+  std::vector<double> recentLatencyMicros;
+};
+
 // Thread: the topic's executor only. The cursor outlives the handle (its subscription's).
 // Errors given to callbacks: kAlreadyExists = Pulsar's TransactionConflictException (the client
 // sees TransactionConflict with Pulsar's message), kNotAllowed = NotAllowedException, kBusy =
@@ -133,6 +149,7 @@ class PendingAckHandle {
   bool empty() const { return individual_.empty() && !cumulative_; }
   State state() const { return state_; }
   PendingAckStats stats() const;
+  PendingAckMetrics metrics() const;
   // The log's managed ledger, null until the first txn ack created (or recovery opened) it
   // (admin pendingAckInternalStats), and the entries appended to it since then.
   storage::ManagedLedger* log() const { return log_.get(); }
@@ -167,6 +184,9 @@ class PendingAckHandle {
   // is still in flight (replay starts after it).
   void trimLog();
   std::string prefix(const TxnID& txn) const;
+  using Clock = std::chrono::steady_clock;
+  // Counts an ended endTxn call in metrics_ (a commit's latency from `start`).
+  void recordEnd(bool commit, bool ok, Clock::time_point start);
 
   std::string topic_;
   std::string sub_;
@@ -191,6 +211,8 @@ class PendingAckHandle {
   uint64_t appendsAtTrim_ = 0;  // logAppends_ when the cursor last moved
   uint64_t committed_ = 0;
   uint64_t aborted_ = 0;
+  PendingAckMetrics metrics_;  // recentLatencyMicros unused: latencies_ holds them
+  std::deque<std::pair<Clock::time_point, double>> latencies_;
   int commitsNotDurable_ = 0;       // commits whose acks the cursor has not yet written
   bool commitWriteFailed_ = false;  // the last finished one failed: no trim until one succeeds
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -73,6 +73,7 @@ SubscriptionSnapshot snapshotSubscription(Subscription& sub, storage::ManagedLed
   s.backlogSize = estimateBytes(ml, s.msgBacklog);
   s.type = "None";
   s.totalMsgExpired = sub.expiredCounter();
+  if (const PendingAckHandle* pa = sub.pendingAck()) s.pendingAck = pa->metrics();
   s.lastExpireTimestamp = sub.lastExpireTimestampMs();
   if (Dispatcher* d = sub.dispatcher()) {
     s.type = subTypeName(d->type());

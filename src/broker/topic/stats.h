@@ -19,6 +19,7 @@
 
 #include "base/thread_annotations.h"
 #include "broker/compaction/compaction.h"
+#include "broker/topic/pending_ack_handle.h"
 #include "storage/managed_ledger.h"
 
 namespace magnetar::broker {
@@ -103,6 +104,7 @@ struct SubscriptionSnapshot {
   int64_t drainingBlockedEntries = 0;
   uint64_t drainingBlockedAttemptsTotal = 0;
   std::vector<ConsumerSnapshot> consumers;
+  PendingAckMetrics pendingAck;  // the subscription's txn ends (pulsar_txn_tp_*)
 };
 
 struct TopicSnapshot {

@@ -198,6 +198,24 @@ TEST_F(PendingAckTest, CommitAcksInTheCursorAndAbortReleases) {
   EXPECT_EQ(sub_->pendingAck()->stats().abortedCount, 1u);
 }
 
+// Pulsar's PendingAckHandleStatsImpl counts every end on the subscription, also one with nothing
+// held, and a latency for each successful commit.
+TEST_F(PendingAckTest, MetricsCountEveryEndAndEachCommitsLatency) {
+  auto p = publish(2);
+  ASSERT_TRUE(ack(kTxn1, p[0]).isOk());
+  ASSERT_TRUE(ack(kTxn2, p[1]).isOk());
+  ASSERT_TRUE(end(kTxn1, true).isOk());
+  ASSERT_TRUE(end(kTxn2, false).isOk());
+  ASSERT_TRUE(end(TxnID{0, 9}, true).isOk());
+  const PendingAckMetrics m = sub_->pendingAck()->metrics();
+  EXPECT_EQ(m.commitSucceeded, 2u);
+  EXPECT_EQ(m.abortSucceeded, 1u);
+  EXPECT_EQ(m.commitFailed + m.abortFailed, 0u);
+  EXPECT_EQ(m.latencyCount, 2u);
+  EXPECT_EQ(m.recentLatencyMicros.size(), 2u);
+  EXPECT_GE(m.latencySumMicros, 0);
+}
+
 TEST_F(PendingAckTest, HeldEntriesAreNotRedeliveredUntilAbort) {
   auto p = publish(3);
   RecordingSink sink1, sink2;
