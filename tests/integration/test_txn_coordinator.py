@@ -79,20 +79,20 @@ def test_new_and_end_transactions(txn_broker):
     c.send(tc_connect(1, 0))
     ok = c.expect(TC_CONNECT_RESPONSE)
     assert ok[1] == [1] and 2 not in ok
-    assert open_txn(c, 2) == (0, 1)
-    assert open_txn(c, 3) == (0, 2)
+    assert open_txn(c, 2) == (0, 0)  # Pulsar's first id: the sequence starts at -1
+    assert open_txn(c, 3) == (0, 1)
     # An empty transaction commits; ending it again: it is gone (TransactionNotFound).
-    c.send(end_txn(4, 0, 1, COMMIT))
+    c.send(end_txn(4, 0, 0, COMMIT))
     r = c.expect(END_TXN_RESPONSE)
-    assert r[1] == [4] and 4 not in r and r[2] == [1] and r[3] == [0]
-    c.send(end_txn(5, 0, 1, ABORT))
+    assert r[1] == [4] and 4 not in r and r[2] == [0] and r[3] == [0]
+    c.send(end_txn(5, 0, 0, ABORT))
     r = c.expect(END_TXN_RESPONSE)
     assert error_name(r, 4) == "TransactionNotFound"
-    assert r[5] == [b"The transaction with this txdID `(0,1)`not found "]
+    assert r[5] == [b"The transaction with this txdID `(0,0)`not found "]
     c.send(add_partition(6, 0, 99, "persistent://public/default/t"))
     r = c.expect(ADD_PARTITION_RESPONSE)
     assert error_name(r, 4) == "TransactionNotFound"
-    c.send(end_txn(7, 0, 2, ABORT))
+    c.send(end_txn(7, 0, 1, ABORT))
     assert 4 not in c.expect(END_TXN_RESPONSE)
     # A coordinator this broker does not serve.
     c.send(new_txn(8, 5))
@@ -105,17 +105,17 @@ def test_new_and_end_transactions(txn_broker):
 
 def test_log_recovered_after_restart(txn_broker):
     c = WireClient.connected(port_of(txn_broker.endpoint))
-    assert open_txn(c, 1) == (0, 1)
-    assert open_txn(c, 2) == (0, 2)
-    c.send(end_txn(3, 0, 2, COMMIT))
+    assert open_txn(c, 1) == (0, 0)
+    assert open_txn(c, 2) == (0, 1)
+    c.send(end_txn(3, 0, 1, COMMIT))
     assert 4 not in c.expect(END_TXN_RESPONSE)
     c.close()
     txn_broker.restart()
     c = WireClient.connected(port_of(txn_broker.endpoint))
-    assert open_txn(c, 1) == (0, 3)  # the sequence went on
-    c.send(end_txn(2, 0, 1, ABORT))  # (0,1) was still open: recovered
+    assert open_txn(c, 1) == (0, 2)  # the sequence went on
+    c.send(end_txn(2, 0, 0, ABORT))  # (0,0) was still open: recovered
     assert 4 not in c.expect(END_TXN_RESPONSE)
-    c.send(end_txn(3, 0, 2, COMMIT))  # (0,2) had ended
+    c.send(end_txn(3, 0, 1, COMMIT))  # (0,1) had ended
     assert error_name(c.expect(END_TXN_RESPONSE), 4) == "TransactionNotFound"
     c.close()
 
