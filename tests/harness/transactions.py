@@ -25,6 +25,8 @@ from harness.util import eventually
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from hostile_wire import (  # noqa: E402
     ACK,
+    CONNECT,
+    CONNECTED,
     ERROR,
     LOOKUP_RESPONSE,
     MESSAGE,
@@ -87,8 +89,16 @@ class TxnWire:
     consumers on it; MESSAGEs received meanwhile are kept in `messages` (consumer id, ledger,
     entry, payload)."""
 
-    def __init__(self, endpoint: BrokerEndpoint, connect_tc: bool = True, tc_id: int = 0) -> None:
-        self.wire = WireClient.connected(port_of(endpoint), timeout=20.0)
+    def __init__(self, endpoint: BrokerEndpoint, connect_tc: bool = True, tc_id: int = 0,
+                 token: str | None = None) -> None:
+        """token: CONNECT with that token (auth method "token") instead of no credentials."""
+        if token is None:
+            self.wire = WireClient.connected(port_of(endpoint), timeout=20.0)
+        else:
+            self.wire = WireClient(port_of(endpoint), timeout=20.0)
+            self.wire.send(frame(base_command(CONNECT, fb(1, "txn-wire") + fv(4, 21)
+                                              + fb(5, "token") + fb(3, token))))
+            self.wire.expect(CONNECTED)
         self.next_id = 1
         self.tc_id = tc_id
         self.messages: list[tuple[int, int, int, bytes]] = []

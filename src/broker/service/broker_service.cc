@@ -337,6 +337,12 @@ void BrokerService::getOrCreateTopic(const TopicName& name, bool create, TopicCa
 
 void BrokerService::loadTopic(const TopicName& name, bool create, bool inSharedStorage,
                               TopicCallback cb) {
+  // Pulsar's createPersistentTopic: the name of a coordinator log, a pending-ack store or the
+  // assign topic is never a topic (its ledger is the transactions' own: a producer would write
+  // into it, a consumer read it).
+  if (name.isPersistent() && isTransactionInternalName(name.toString())) {
+    return cb(Status::notAllowed("Can not create transaction system topic " + name.toString()));
+  }
   std::shared_ptr<TopicSlot> slot;
   {
     UniqueLock lock(mu_);

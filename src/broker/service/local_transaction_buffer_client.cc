@@ -36,7 +36,8 @@ class LocalTransactionBufferClient final : public TransactionBufferClient {
  private:
   // Runs fn on the loaded (or stored) topic's executor. A topic that does not exist has
   // nothing to end: Ok, as Pulsar's handleEndTxnOnPartition answers for a topic never created;
-  // so has a name no topic can have (ADD_PARTITION_TO_TXN does not check names).
+  // so has a name no topic can have (ADD_PARTITION_TO_TXN does not check names), nor a name
+  // that cannot be loaded as a topic (a partitioned topic's, a transaction-internal one).
   void withTopic(const std::string& topic, Done done,
                  std::function<void(PersistentTopic&, Done)> fn) {
     auto name = TopicName::parse(topic);
@@ -44,8 +45,13 @@ class LocalTransactionBufferClient final : public TransactionBufferClient {
     service_.getOrCreateTopic(
         *name, /*create=*/false,
         [done = std::move(done), fn = std::move(fn)](Result<std::shared_ptr<PersistentTopic>> r) {
+          // kNotAllowed: a partitioned topic's own name or a transaction-internal name, which
+          // no message is ever published to.
           if (!r.isOk()) {
-            return done(r.status().code() == StatusCode::kNotFound ? Status::ok() : r.status());
+            const StatusCode code = r.status().code();
+            return done(code == StatusCode::kNotFound || code == StatusCode::kNotAllowed
+                            ? Status::ok()
+                            : r.status());
           }
           fn(**r, done);
         });

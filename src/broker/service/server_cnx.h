@@ -252,6 +252,10 @@ class ServerCnx final : public net::Connection,
   void whenOwned(const TopicName& name, std::function<void(bool)> then);
   // The ServiceNotReady text of a topic this broker does not serve (Pulsar's).
   static std::string notServedMessage(const std::string& topic);
+  // END_TXN_ON_PARTITION / END_TXN_ON_SUBSCRIPTION are the coordinator's: with authorization on,
+  // only a super-user may send them (Pulsar's ServerCnx.isSuperUser check). Ok, or the
+  // TransactionNotFound status of Pulsar's failedFutureTxnTcNotAllowed. Loop thread.
+  Status checkTcSuperUser(const TxnID& txn) const;
   void handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamespace& c);
   void handleConsumerStats(const proto::CommandConsumerStats& c);
   void handleWatchTopicList(const proto::CommandWatchTopicList& c);

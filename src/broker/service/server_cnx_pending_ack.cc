@@ -87,6 +87,10 @@ void ServerCnx::handleEndTxnOnSubscription(const proto::CommandEndTxnOnSubscript
   };
   auto name = TopicName::parse(topicName);
   if (!name.isOk()) return fail("The topic " + topicName + " is not exist in broker.");
+  if (Status s = checkTcSuperUser(txn); !s.isOk()) {
+    return me->send(Commands::newEndTxnOnSubscriptionResponse(
+        requestId, txn.leastBits, txn.mostBits, proto::TransactionNotFound, s.message()));
+  }
   if (!servesTopic(*name)) {  // as END_TXN_ON_PARTITION: only the owner loads the topic
     return whenOwned(*name, [me, c](bool owned) {
       if (owned) return me->handleEndTxnOnSubscription(c);
@@ -102,7 +106,11 @@ void ServerCnx::handleEndTxnOnSubscription(const proto::CommandEndTxnOnSubscript
     // Pulsar 4.2.4's handleEndTxnOnSubscription: a topic never created (or deleted) and a
     // missing subscription answer success (nothing to end, so the coordinator's end completes);
     // a topic its storage has but cannot load answers ServiceNotReady (the coordinator retries).
-    if (!r.isOk() && r.status().code() == StatusCode::kNotFound) return done();
+    // So does a name that cannot be a topic (kNotAllowed: partitioned, transaction-internal).
+    if (!r.isOk() && (r.status().code() == StatusCode::kNotFound ||
+                      r.status().code() == StatusCode::kNotAllowed)) {
+      return done();
+    }
     if (!r.isOk()) {
       return me->send(Commands::newEndTxnOnSubscriptionResponse(
           requestId, txn.leastBits, txn.mostBits, proto::ServiceNotReady,

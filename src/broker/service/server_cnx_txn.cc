@@ -2,6 +2,8 @@
 // handleTcClientConnectRequest, handleNewTxn, handleAddPartitionToTxn,
 // handleAddSubscriptionToTxn, handleEndTxn): each runs on its coordinator's executor and is
 // answered from there through the connection's thread-safe send.
+#include <algorithm>
+
 #include "base/dcheck.h"
 #include "broker/service/broker_service.h"
 #include "broker/service/server_cnx.h"
@@ -31,6 +33,16 @@ void ServerCnx::handleTcClientConnect(const proto::CommandTcClientConnectRequest
   const uint64_t requestId = c.request_id();
   if (!checkTransactionsEnabled(requestId)) return;
   const uint64_t tcId = c.tc_id();
+  // Only the assign topic's partitions are coordinators: any other id would create (and keep
+  // open) a transaction log of its own per request, and in cluster mode one above INT_MAX was
+  // taken for a partition of another index (Pulsar casts it to int).
+  const auto coordinators =
+      service_.partitionsOf(*TopicName::parse(kTransactionCoordinatorAssign), false);
+  if (!coordinators.isOk() || tcId >= static_cast<uint64_t>(std::max(0, *coordinators))) {
+    send(Commands::newTcClientConnectResponse(requestId, proto::TransactionCoordinatorNotFound,
+                                              coordinatorNotFoundMessage(tcId)));
+    return;
+  }
   auto* ownership = service_.topicOwnership();
   if (!ownership || service_.transactionCoordinators()->get(tcId)) return loadCoordinator(c);
   // Cluster mode, as Pulsar 4.2's TransactionMetadataStoreService.handleTcClientConnect: a

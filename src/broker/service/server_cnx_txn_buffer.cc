@@ -16,6 +16,15 @@ std::string ServerCnx::notServedMessage(const std::string& topic) {
          ") not served by this instance. Please redo the lookup.";
 }
 
+Status ServerCnx::checkTcSuperUser(const TxnID& txn) const {
+  if (!service_.authorization().enabled() || service_.authorization().isSuperUser(authRole_)) {
+    return Status::ok();
+  }
+  return Status::notFound("TC client (" + authRole_ +
+                          ") is not a super user, and is not allowed to operate on transaction " +
+                          txn.toString());
+}
+
 void ServerCnx::whenOwned(const TopicName& name, std::function<void(bool)> then) {
   auto me = self();
   service_.topicOwnership()->confirmOwned(name, &loop(), [me, then = std::move(then)](bool owned) {
@@ -37,9 +46,8 @@ void ServerCnx::handleEndTxnOnPartition(const proto::CommandEndTxnOnPartition& c
   };
   auto name = TopicName::parse(c.topic());
   if (!name.isOk()) return answerError(proto::ServiceNotReady, name.status().message());
-  // The endpoint is the coordinator's: with authorization on, only a super-user may call it.
-  if (service_.authorization().enabled() && !service_.authorization().isSuperUser(authRole_)) {
-    return answerError(proto::NotAllowedError, "Transaction coordinator operation not allowed");
+  if (Status s = checkTcSuperUser(txn); !s.isOk()) {
+    return answerError(proto::TransactionNotFound, s.message());
   }
   const std::string& topicName = c.topic();
   // Only the topic's owner ends a txn on it (a non-owner loading it would fence the owner's
@@ -56,8 +64,10 @@ void ServerCnx::handleEndTxnOnPartition(const proto::CommandEndTxnOnPartition& c
       *name, /*create=*/false,
       [me, requestId, txn, action, lowWaterMark, answerError, topicName](auto r) {
         if (!r.isOk()) {
-          if (r.status().code() == StatusCode::kNotFound) {
-            // Pulsar: a topic never created had nothing sent in the txn: success.
+          // Pulsar: a topic never created had nothing sent in the txn: success; nor had a name
+          // that cannot be a topic (kNotAllowed: partitioned, transaction-internal).
+          if (r.status().code() == StatusCode::kNotFound ||
+              r.status().code() == StatusCode::kNotAllowed) {
             me->send(
                 Commands::newEndTxnOnPartitionResponse(requestId, txn.leastBits, txn.mostBits));
             return;
