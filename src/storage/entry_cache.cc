@@ -24,11 +24,13 @@ bool EntryCache::read(Position from, int maxEntries, size_t maxBytes,
                              [](const Entry& e, Position p) { return e.position < p; });
   size_t bytes = 0;
   int n = 0;
-  for (; it != entries_.end() && n < maxEntries; ++it, ++n) {
-    if (n > 0 && bytes + it->data.size() > maxBytes) break;
-    bytes += it->data.size();
-    out->push_back(*it);
+  auto end = it;
+  for (; end != entries_.end() && n < maxEntries; ++end, ++n) {
+    if (n > 0 && bytes + end->data.size() > maxBytes) break;
+    bytes += end->data.size();
   }
+  out->reserve(out->size() + static_cast<size_t>(n));  // one allocation per read, not per doubling
+  out->insert(out->end(), it, end);
   return true;
 }
 

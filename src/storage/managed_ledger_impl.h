@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/dcheck.h"
+#include "base/ring_queue.h"
 #include "storage/durable_storage.h"
 #include "storage/ledger_set.h"
 #include "storage/managed_ledger_core.h"
@@ -120,7 +121,7 @@ class ManagedLedgerImpl : private LedgerBackend, public ManagedLedgerCore {
   int64_t fencedLedger_ = -1;
   uint64_t epoch_ = 0;  // grows at each rewind after a retryable failed write
   Status fenceStatus_;
-  std::deque<PendingAdd> inflight_;  // in the journal, in order
+  RingQueue<PendingAdd> inflight_;  // in the journal, in order (no node churn per add)
   size_t readKey_;
 };
 

@@ -16,6 +16,9 @@
 namespace magnetar::broker {
 namespace {
 
+// SENDs of one connection to one topic in one read pass that fit before the vector grows.
+constexpr size_t kSendBatchReserve = 32;
+
 // Pulsar's namespace operation GET_TOPICS (PulsarAuthorizationProvider): authorization off, a
 // tenant admin, or produce or consume granted on the namespace "tenant/ns" (grants on its
 // topics do not count). A denial is counted.
@@ -998,6 +1001,9 @@ void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
   if (!vec) {
     sendBatch_.emplace_back(topic, std::vector<PendingSend>{});
     vec = &sendBatch_.back().second;
+    // One allocation for a pass's SENDs instead of one per doubling (the vector goes to the
+    // topic's thread with them).
+    vec->reserve(kSendBatchReserve);
   }
   vec->push_back(std::move(ps));
   int max = service_.options().maxPendingPublishRequestsPerConnection;

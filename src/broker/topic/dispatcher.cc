@@ -7,6 +7,7 @@
 #include "base/dcheck.h"
 #include "base/logging.h"
 #include "base/murmur3.h"
+#include "broker/topic/internal/frame_batch_pool.h"
 #include "broker/topic/internal/key_shared_state.h"
 #include "broker/topic/pending_ack_handle.h"
 #include "broker/topic/transaction_buffer.h"
@@ -502,6 +503,7 @@ void Dispatcher::flushOutput() {
     sink->send(std::move(o.batch));
     // Held back by this pass's limit: go on when the connection has written it.
     if (o.consumer->outboundBlocked) sink->notifyWhenWritable();
+    FrameBatchPool::give(std::move(o.batch));  // its grown storage serves a later pass
   }
   outs_.clear();
 }
@@ -740,7 +742,7 @@ net::FrameBatch& Dispatcher::batchFor(Consumer* c) {
   for (auto& o : outs_) {
     if (o.consumer == c) return o.batch;
   }
-  outs_.push_back(Out{c, {}});
+  outs_.push_back(Out{c, FrameBatchPool::take()});
   return outs_.back().batch;
 }
 

@@ -7,6 +7,7 @@
 #include "base/dcheck.h"
 #include "base/logging.h"
 #include "broker/topic/entry_metadata.h"
+#include "broker/topic/internal/frame_batch_pool.h"
 #include "protocol/commands.h"
 #include "protocol/server_error.h"
 
@@ -581,7 +582,7 @@ PersistentTopic::CnxOut& PersistentTopic::cnxOut(const std::shared_ptr<ProducerS
     }
   }
   if (!out) {
-    receipts_.push_back(CnxOut{cnx, {}, 0, 0, {}});
+    receipts_.push_back(CnxOut{cnx, FrameBatchPool::take(), 0, 0, {}});
     out = &receipts_.back();
   }
   if (!flushQueued_) {
@@ -648,6 +649,7 @@ void PersistentTopic::flushPass() {
   for (auto& o : receipts_) {
     if (!o.cnx) continue;  // a producer without a connection (unit tests)
     if (!o.batch.empty()) o.cnx->send(std::move(o.batch));
+    FrameBatchPool::give(std::move(o.batch));  // its grown storage serves a later pass
     if (o.completed > 0) o.cnx->publishCompleted(o.completed, o.completedBytes);
     // After the answers: the connection writes what send() queued before anything it is asked
     // later (ServerCnx::closeProducerFromBroker posts to its loop).

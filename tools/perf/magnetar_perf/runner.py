@@ -7,6 +7,7 @@ import datetime
 import json
 import os
 import platform
+import signal
 import socket
 import subprocess
 import sys
@@ -128,6 +129,20 @@ class WorkerProcess:
             return None
         finally:
             self.reader.join(timeout=5)
+
+
+def _alloc_count_snapshot(pids: list[int | None]) -> None:
+    """Under tools/alloc-count (ALLOC_COUNT_DIR set, liballoc_count.so preloaded): a SIGUSR2
+    makes the broker and the load generator write their per-thread allocation counts, so the
+    measured phase's allocations are the difference of the two snapshots."""
+    if not os.environ.get("ALLOC_COUNT_DIR"):
+        return
+    for pid in pids:
+        if pid:
+            try:
+                os.kill(pid, signal.SIGUSR2)
+            except OSError:
+                pass
 
 
 def _progress(ev: Json, quiet: bool) -> None:
@@ -264,6 +279,8 @@ def run(scenario: Scenario, out_dir: str, broker_url: str | None = None,
             s = smp_holder.get("s")
             if s and kind in ("measured_start", "measured_end"):
                 s.snapshot(kind)
+                if isinstance(broker, brokers.MagnetarBroker):
+                    _alloc_count_snapshot([broker.pid, s.worker_pid])
             if storm and kind == "measured_start" and ev.get("measured_start_ns"):
                 storm.start(int(ev["measured_start_ns"]))
             _progress(ev, quiet)
