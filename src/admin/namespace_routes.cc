@@ -122,6 +122,17 @@ std::optional<broker::RetentionPolicy> retentionFrom(const json::value& v) {
   return broker::RetentionPolicy{static_cast<int32_t>(*t), *sz};
 }
 
+// auth_policies.subscription_auth_roles: subscription -> roles (also GET permissions/subscription).
+json::object subscriptionRolesJson(const std::map<std::string, std::set<std::string>>& subs) {
+  json::object o;
+  for (const auto& [sub, roles] : subs) {
+    json::array a;
+    for (const auto& r : roles) a.emplace_back(r);
+    o[sub] = std::move(a);
+  }
+  return o;
+}
+
 // Pulsar's Policies object (the fields Magnetar knows; the rest at Pulsar's defaults).
 json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
   json::object o;
@@ -140,7 +151,7 @@ json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
   o["auth_policies"] =
       json::object{{"namespace_auth", permissionsJson(p.permissions)},
                    {"destination_auth", std::move(destinationAuth)},
-                   {"subscription_auth_roles", kept("subscription_auth_roles", json::object{})}};
+                   {"subscription_auth_roles", subscriptionRolesJson(p.subscriptionAuthRoles)}};
   o["replication_clusters"] =
       p.replicationClusters && !p.replicationClusters->empty()
           ? json::value(stringArray(*p.replicationClusters))
@@ -195,7 +206,7 @@ json::object policiesJson(const AdminContext& ctx, const NamespacePolicies& p) {
   o["properties"] = kept("properties", json::object{});
   // The other kept fields (persistence, offload_policies, ...), as given.
   for (const auto& [field, text] : p.keptFields) {
-    if (o.contains(field) || field == "subscription_auth_roles") continue;
+    if (o.contains(field)) continue;
     o[field] = kept(field.c_str(), nullptr);
   }
   return o;
@@ -209,17 +220,15 @@ bool readPermissions(const json::value& v, std::map<std::string, std::set<std::s
     if (!actions.is_array()) return false;
     std::set<std::string>& set = (*out)[std::string(role)];
     for (const auto& a : actions.as_array()) {
-      const auto& all = authActions();
-      if (!a.is_string() || std::find(all.begin(), all.end(), a.as_string()) == all.end()) {
-        return false;
-      }
-      set.emplace(a.as_string());
+      std::optional<std::string> action = authActionFrom(a);
+      if (!action) return false;
+      set.insert(std::move(*action));
     }
   }
   return true;
 }
 
-// Policies.auth_policies: namespace_auth, destination_auth, subscription_auth_roles (kept).
+// Policies.auth_policies: namespace_auth, destination_auth, subscription_auth_roles.
 std::string readAuthPolicies(const json::object* o, NamespacePolicies* out) {
   if (const json::value* a = o->if_contains("auth_policies"); a && !a->is_null()) {
     const json::object* ao = a->if_object();
@@ -237,14 +246,12 @@ std::string readAuthPolicies(const json::object* o, NamespacePolicies* out) {
       }
     }
     if (const json::value* r = ao->if_contains("subscription_auth_roles"); r && !r->is_null()) {
-      json::object roles;
       if (!r->is_object()) return "Invalid auth_policies.subscription_auth_roles";
       for (const auto& [sub, list] : r->as_object()) {
         std::vector<std::string> names;
         if (!readStrings(&list, &names)) return "Invalid auth_policies.subscription_auth_roles";
-        roles[sub] = stringArray(names);
+        out->subscriptionAuthRoles[std::string(sub)].insert(names.begin(), names.end());
       }
-      if (!roles.empty()) out->keptFields["subscription_auth_roles"] = json::serialize(roles);
     }
   }
   return "";
@@ -445,9 +452,8 @@ std::string readRetentionBacklogExpiration(const json::object* o, NamespacePolic
 // limits, deduplicationEnabled, message_ttl_in_seconds, retention_policies, backlog_quota_map,
 // subscription_expiration_time_minutes, inactive_topic_policies, delayed_delivery_policies,
 // autoTopicCreationOverride, compaction_threshold, the schema policies; the fields of
-// broker::kKeptPolicyFields and auth_policies.subscription_auth_roles are kept as given (GET shows
-// them); unknown fields are ignored, as Pulsar's mapper does. "" or the error text (a 400, as
-// Pulsar's JSON mapping errors).
+// broker::kKeptPolicyFields are kept as given (GET shows them); unknown fields are ignored, as
+// Pulsar's mapper does. "" or the error text (a 400, as Pulsar's JSON mapping errors).
 std::string initialPolicies(const json::value& body, NamespacePolicies* out) {
   const json::object* o = body.if_object();
   if (!o) return "The body must be a Policies JSON object";
@@ -1310,7 +1316,65 @@ void addLimitRoutes(Router& r, const AdminContext* ctx) {
   }
 }
 
+// Pulsar's subscription permissions (grant-subscription-permission / revoke-subscription-permission
+// / permission-on-subscription): auth_policies.subscription_auth_roles.
+void addSubscriptionPermissionRoutes(Router& r, const AdminContext* ctx) {
+  auto& reg = ctx->service.policies();
+  addPolicy(
+      r, ctx, "GET", "permissions/subscription",
+      [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+        return jsonResponse(subscriptionRolesJson(reg.namespacePolicies(ns).subscriptionAuthRoles));
+      });
+  // The body's roles replace the subscription's list (Pulsar's put).
+  addPolicy(r, ctx, "POST", "permissions/subscription/{subscription}",
+            [&reg](const HttpRequest& req, const PathParams& p, const std::string& ns) {
+              if (req.body.empty()) return HttpResponse::error(400, "Roles should not be null");
+              HttpResponse err;
+              auto v = parseJsonBody(req, &err);
+              if (!v) return err;
+              if (v->is_null()) return HttpResponse::error(400, "Roles should not be null");
+              std::vector<std::string> roles;
+              if (!v->is_array() || !readStrings(&*v, &roles)) {
+                return jacksonError("java.util.Set<java.lang.String>", *v);
+              }
+              const std::string sub = p.at("subscription");
+              if (Status stored = reg.updateNamespacePolicies(
+                      ns,
+                      [&](NamespacePolicies& pol) {
+                        pol.subscriptionAuthRoles[sub] = {roles.begin(), roles.end()};
+                      });
+                  !stored)
+                return errorResponse(stored);
+              return noContent();
+            });
+  addPolicy(r, ctx, "DELETE", "permissions/{subscription}/{role}",
+            [&reg](const HttpRequest&, const PathParams& p, const std::string& ns) {
+              const std::string sub = p.at("subscription");
+              const std::string role = p.at("role");
+              bool found = false;
+              if (Status stored =
+                      reg.updateNamespacePolicies(ns,
+                                                  [&](NamespacePolicies& pol) {
+                                                    auto it = pol.subscriptionAuthRoles.find(sub);
+                                                    if (it == pol.subscriptionAuthRoles.end())
+                                                      return;
+                                                    found = true;
+                                                    it->second.erase(role);
+                                                    // The last role gone, the subscription goes (as
+                                                    // Pulsar's revoke).
+                                                    if (it->second.empty())
+                                                      pol.subscriptionAuthRoles.erase(it);
+                                                  });
+                  !stored)
+                return errorResponse(stored);
+              // Pulsar's IllegalArgumentException, answered 500.
+              if (!found) return HttpResponse::error(500, "couldn't find subscription");
+              return noContent();
+            });
+}
+
 void addPermissionRoutes(Router& r, const AdminContext* ctx) {
+  addSubscriptionPermissionRoutes(r, ctx);
   auto& reg = ctx->service.policies();
   addPolicy(r, ctx, "GET", "permissions",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {

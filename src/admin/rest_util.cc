@@ -359,9 +359,25 @@ boost::json::object permissionsJson(const std::map<std::string, std::set<std::st
     for (const auto& x : authActions()) {
       if (actions.count(x)) a.emplace_back(x);
     }
+    if (actions.count("")) a.emplace_back(nullptr);  // an unknown action Pulsar stored as null
     o[role] = std::move(a);
   }
   return o;
+}
+
+std::optional<std::string> authActionFrom(const boost::json::value& v) {
+  const auto& all = authActions();
+  if (v.is_null()) return std::string();
+  if (v.is_string()) {
+    auto it = std::find(all.begin(), all.end(), v.as_string());
+    return it == all.end() ? std::string() : *it;
+  }
+  if (v.is_int64() || v.is_uint64()) {
+    const int64_t i = v.is_int64() ? v.as_int64() : static_cast<int64_t>(v.as_uint64());
+    return i >= 0 && i < static_cast<int64_t>(all.size()) ? all[static_cast<size_t>(i)]
+                                                          : std::string();
+  }
+  return std::nullopt;
 }
 
 std::optional<std::set<std::string>> parseAuthActions(const HttpRequest& req, HttpResponse* error) {
@@ -369,18 +385,18 @@ std::optional<std::set<std::string>> parseAuthActions(const HttpRequest& req, Ht
   if (!v) return std::nullopt;
   std::set<std::string> out;
   if (!v->is_array()) {
-    *error = HttpResponse::error(400, "The body must be an array of actions");
+    *error =
+        jacksonError("java.util.HashSet<org.apache.pulsar.common.policies.data.AuthAction>", *v);
     return std::nullopt;
   }
   for (const auto& e : v->as_array()) {
-    const auto& all = authActions();
-    if (!e.is_string() || std::find(all.begin(), all.end(), e.as_string()) == all.end()) {
+    std::optional<std::string> action = authActionFrom(e);
+    if (!action) {
       *error = HttpResponse::error(
-          400, "Unknown action: " +
-                   (e.is_string() ? std::string(e.as_string()) : boost::json::serialize(e)));
+          400, "Cannot deserialize AuthAction from " + boost::json::serialize(e));
       return std::nullopt;
     }
-    out.emplace(e.as_string());
+    out.insert(std::move(*action));
   }
   return out;
 }

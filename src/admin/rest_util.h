@@ -54,8 +54,13 @@ HttpResponse errorResponse(const Status& s);
 const std::vector<std::string>& authActions();
 // role -> actions as Pulsar prints permissions: {"role": ["produce", "consume"]}.
 boost::json::object permissionsJson(const std::map<std::string, std::set<std::string>>& p);
-// A grant body: a JSON array of AuthAction names. nullopt with 400 in *error otherwise.
+// A grant body: a JSON array of AuthAction values (authActionFrom). nullopt with 400 in *error
+// otherwise.
 std::optional<std::set<std::string>> parseAuthActions(const HttpRequest& req, HttpResponse* error);
+// One AuthAction of a JSON body as Pulsar's mapper reads it: a known name, an ordinal (0 =
+// produce, ...), or "" (shown as null) for null and unknown names (Pulsar stores a null and
+// answers 204); nullopt for another type (400).
+std::optional<std::string> authActionFrom(const boost::json::value& v);
 
 // Pulsar's retention policy check: "" when valid, else its text (answered with 400).
 std::string retentionPolicyError(int64_t timeInMinutes, int64_t sizeInMB);

@@ -149,6 +149,8 @@ void mergeSubscription(SubscriptionSnapshot& into, const SubscriptionSnapshot& s
   into.msgRedeliverCounter += s.msgRedeliverCounter;
   addRate(into.rateOut, s.rateOut);
   into.msgRateRedeliver += s.msgRateRedeliver;
+  into.msgDropCounter += s.msgDropCounter;
+  into.msgDropRate += s.msgDropRate;
   into.drainingHashesCount += s.drainingHashesCount;
   into.drainingHashesClearedTotal += s.drainingHashesClearedTotal;
   into.drainingHashesUnackedMessages += s.drainingHashesUnackedMessages;
@@ -206,12 +208,31 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   o["earliestMsgPublishTimeInBacklogs"] = 0;
   o["offloadedStorageSize"] = 0;
   json::array publishers;
-  for (const auto& p : t.publishers) publishers.push_back(publisherJson(p));
+  for (const auto& p : t.publishers) {
+    publishers.push_back(publisherJson(p));
+    // Pulsar's NonPersistentPublisherStats: the SENDs dropped over
+    // maxConcurrentNonPersistentMessagePerConnection; Magnetar holds back reading instead.
+    if (t.nonPersistent) publishers.back().as_object()["msgDropRate"] = 0.0;
+  }
   o["publishers"] = std::move(publishers);
   o["waitingPublishers"] = 0;
   json::object subs;
-  for (const auto& s : t.subscriptions) subs[s.name] = subscriptionJson(s);
+  for (const auto& s : t.subscriptions) {
+    json::object so = subscriptionJson(s);
+    if (t.nonPersistent) {
+      // Pulsar's NonPersistentSubscriptionStats: never durable, plus the drop rate (its
+      // counter is Magnetar's).
+      so["isDurable"] = false;
+      so["durable"] = false;
+      so["msgDropRate"] = s.msgDropRate;
+      so["msgDropCounter"] = s.msgDropCounter;
+    }
+    subs[s.name] = std::move(so);
+  }
   o["subscriptions"] = std::move(subs);
+  // NonPersistentTopicStats.msgDropRate: Pulsar sets it only when summing partitions' stats
+  // (always 0 there too).
+  if (t.nonPersistent) o["msgDropRate"] = 0.0;
   o["replication"] = json::object{};
   o["deduplicationStatus"] = t.deduplicationEnabled ? "Enabled" : "Disabled";
   o["nonContiguousDeletedMessagesRanges"] = 0;
@@ -232,6 +253,7 @@ TopicSnapshot mergeTopicSnapshots(const std::string& name,
   m.name = name;
   for (const auto& t : parts) {
     m.namespaceName = t.namespaceName;
+    m.nonPersistent = t.nonPersistent;
     m.msgInCounter += t.msgInCounter;
     m.bytesInCounter += t.bytesInCounter;
     m.msgOutCounter += t.msgOutCounter;

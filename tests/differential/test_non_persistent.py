@@ -1,6 +1,9 @@
 """Non-persistent topics as Pulsar lists and serves them: GET_TOPICS_OF_NAMESPACE by mode, the
-/admin/v2/non-persistent routes, pattern consumers, and read_compacted refused. Passes on
-Magnetar and Pulsar."""
+/admin/v2/non-persistent routes, pattern consumers, and read_compacted refused; and as Pulsar's
+NonPersistentTopic delivers: receipts at once for message id 0:0, messages only to connected
+consumers that have permits (each subscription type), the rest dropped and shown as msgDropRate
+(stats and pulsar_subscription_msg_drop_rate), nothing kept for a consumer that comes back.
+Passes on Magnetar and Pulsar."""
 
 import os
 import re
@@ -13,7 +16,7 @@ import pytest
 import requests
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-from harness.util import round_trip, temp_namespace  # noqa: E402
+from harness.util import metric_sum, receive_all, round_trip, temp_namespace  # noqa: E402
 from hostile_wire import (  # noqa: E402
     ERROR,
     SUBSCRIBE,
@@ -135,3 +138,120 @@ def test_read_compacted_on_a_non_persistent_topic_is_not_allowed(wire):
     assert error_name(r, 2) == "NotAllowedError"
     assert b"readCompacted" in r[3][0]
     assert wire.alive()
+
+
+def np_stats(admin_url, topic):
+    path = topic.replace("non-persistent://", "")
+    r = requests.get(f"{admin_url}/admin/v2/non-persistent/{path}/stats", timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_receipts_at_once_and_delivery_to_a_connected_consumer(client, admin_url, namespace):
+    topic = f"non-persistent://{namespace}/deliver"
+    consumer = client.subscribe(topic, "s")
+    producer = client.create_producer(topic, batching_enabled=False)
+    ids = [producer.send(f"m-{i}".encode()) for i in range(50)]
+    # Pulsar's NonPersistentTopic answers every SEND with message id 0:0.
+    assert {(m.ledger_id(), m.entry_id()) for m in ids} == {(0, 0)}
+    got = [consumer.receive(10000) for _ in range(50)]
+    assert [m.data() for m in got] == [f"m-{i}".encode() for i in range(50)]
+    assert {(m.message_id().ledger_id(), m.message_id().entry_id()) for m in got} == {(0, 0)}
+    for m in got:
+        consumer.acknowledge(m)
+    batched = client.create_producer(topic, batching_enabled=True,
+                                     batching_max_publish_delay_ms=50)
+    receipts = []
+    for i in range(3):
+        batched.send_async(f"b-{i}".encode(), lambda res, mid: receipts.append(mid))
+    batched.flush()
+    assert sorted(m.batch_index() for m in receipts) == [0, 1, 2]
+    assert {(m.ledger_id(), m.entry_id()) for m in receipts} == {(0, 0)}
+    assert [consumer.receive(10000).data() for _ in range(3)] == [b"b-0", b"b-1", b"b-2"]
+    s = np_stats(admin_url, topic)
+    assert s["msgInCounter"] == 53
+    assert s["storageSize"] == 0
+    assert s["subscriptions"]["s"]["msgBacklog"] == 0
+    assert s["subscriptions"]["s"]["msgOutCounter"] == 53
+    assert s["subscriptions"]["s"]["isDurable"] is False
+    assert "msgDropRate" in s and "msgDropRate" in s["publishers"][0]
+    for c in (batched, producer, consumer):
+        c.close()
+
+
+def test_slow_consumer_drops_show_in_stats_and_metrics(client, admin_url, namespace):
+    topic = f"non-persistent://{namespace}/drops"
+    fast = client.subscribe(topic, "fast", consumer_type=pulsar.ConsumerType.Shared)
+    # 10 permits, never received: the 11th message on has no consumer that can take it.
+    slow = client.subscribe(topic, "slow", receiver_queue_size=10)
+    producer = client.create_producer(topic, batching_enabled=False)
+    for _ in range(300):
+        producer.send(b"x" * 100)
+    assert len(receive_all(fast, 1000)) == 300
+    s = np_stats(admin_url, topic)
+    assert s["subscriptions"]["slow"]["msgOutCounter"] == 10
+    assert s["subscriptions"]["fast"]["msgOutCounter"] == 300
+    assert s["subscriptions"]["slow"]["msgBacklog"] == 0
+    # msgDropRate is a rate over the broker's stats interval (Pulsar: statsUpdateFrequencyInSecs,
+    # 60 s by default): keep dropping until an interval shows it.
+    deadline = time.time() + 150
+    while True:
+        for _ in range(20):
+            producer.send(b"y" * 100)
+        receive_all(fast, 200)
+        subs = np_stats(admin_url, topic)["subscriptions"]
+        if subs["slow"]["msgDropRate"] > 0:
+            break
+        assert time.time() < deadline, subs["slow"]
+        time.sleep(0.5)
+    assert subs["fast"]["msgDropRate"] == 0
+    metrics = requests.get(f"{admin_url}/metrics/", timeout=30).text
+    assert metric_sum(metrics, "pulsar_subscription_msg_drop_rate", topic=topic,
+                      subscription="slow") > 0
+    assert metric_sum(metrics, "pulsar_subscription_msg_drop_rate", topic=topic,
+                      subscription="fast") == 0
+    for c in (producer, slow, fast):
+        c.close()
+
+
+def test_nothing_kept_for_a_consumer_that_comes_back(client, admin_url, namespace):
+    topic = f"non-persistent://{namespace}/gone"
+    consumer = client.subscribe(topic, "s")
+    producer = client.create_producer(topic, batching_enabled=False)
+    producer.send(b"first")
+    assert consumer.receive(10000).data() == b"first"
+    consumer.close()
+    for i in range(5):
+        producer.send(f"missed-{i}".encode())
+    consumer = client.subscribe(topic, "s")
+    assert np_stats(admin_url, topic)["subscriptions"]["s"]["msgBacklog"] == 0
+    producer.send(b"after")
+    assert consumer.receive(10000).data() == b"after"
+    with pytest.raises(pulsar.Timeout):
+        consumer.receive(1000)
+    consumer.close()
+    producer.close()
+
+
+@pytest.mark.parametrize("sub_type", ["Shared", "Key_Shared", "Failover"])
+def test_subscription_types_share_out_what_is_published(client, namespace, sub_type):
+    topic = f"non-persistent://{namespace}/types-{sub_type.lower()}"
+    kind = getattr(pulsar.ConsumerType, "KeyShared" if sub_type == "Key_Shared" else sub_type)
+    consumers = [client.subscribe(topic, "s", consumer_type=kind, consumer_name=f"c{i}")
+                 for i in range(2)]
+    producer = client.create_producer(topic, batching_enabled=False)
+    time.sleep(1)  # Failover: the active consumer is settled before the messages go
+    for i in range(40):
+        producer.send(f"{i}".encode(), partition_key=f"k{i % 4}")
+    got = [receive_all(c, 1500) for c in consumers]
+    every = sorted(int(m.data()) for g in got for m in g)
+    assert every == list(range(40))  # each message once, none dropped (permits suffice)
+    if sub_type == "Failover":
+        assert sorted(len(g) for g in got) == [0, 40]
+    if sub_type == "Key_Shared":
+        owners = {}
+        for i, g in enumerate(got):
+            for m in g:
+                assert owners.setdefault(m.partition_key(), i) == i
+    for c in consumers + [producer]:
+        c.close()

@@ -72,6 +72,23 @@ TEST(PolicyRegistry, TextFormRoundTripsOddNames) {
   EXPECT_EQ(decodePolicies("garbage\nretention=x,y\n").retention->retentionSizeInMB, 0);
 }
 
+TEST(PolicyRegistry, SubscriptionAuthRolesAndNullActionsRoundTrip) {
+  NamespacePolicies p;
+  p.subscriptionAuthRoles["sub,1"] = {"r1", "r=2"};
+  p.subscriptionAuthRoles["open"] = {};
+  p.permissions["role"] = {"produce", ""};  // "": an unknown action Pulsar stores as null
+  NamespacePolicies q = decodePolicies(encodePolicies(p));
+  EXPECT_EQ(q.subscriptionAuthRoles, p.subscriptionAuthRoles);
+  EXPECT_EQ(q.permissions.at("role"), (std::set<std::string>{"", "produce"}));
+  // Stored by versions that kept the field as JSON text: read into the typed field.
+  NamespacePolicies old = decodePolicies(
+      "kept=subscription_auth_roles,"
+      R"({"s":["a"%2C"b"]})"
+      "\n");
+  EXPECT_EQ(old.subscriptionAuthRoles.at("s"), (std::set<std::string>{"a", "b"}));
+  EXPECT_FALSE(old.keptFields.count("subscription_auth_roles"));
+}
+
 TEST(PolicyRegistry, SchemaPoliciesRoundTrip) {
   NamespacePolicies p;
   p.schemaCompatibilityStrategy = "BACKWARD_TRANSITIVE";

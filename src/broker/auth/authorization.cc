@@ -55,14 +55,23 @@ bool AuthorizationService::hasAction(const TopicName& topic, const std::string& 
   return false;
 }
 
+bool AuthorizationService::mayUseSubscription(const TopicName& topic, const std::string& role,
+                                              const std::string& subscription) const {
+  NamespacePolicies p = policies_.namespacePolicies(topic.namespaceName());
+  auto it = p.subscriptionAuthRoles.find(subscription);
+  return it == p.subscriptionAuthRoles.end() || it->second.empty() || it->second.count(role) > 0;
+}
+
 bool AuthorizationService::allowTopicOperation(const TopicName& topic, const std::string& role,
-                                               TopicOperation op) const {
+                                               TopicOperation op,
+                                               const std::string& subscription) const {
   if (!enabled_) return true;
   if (isTenantAdmin(topic.tenant(), role)) return true;
   switch (op) {
     case TopicOperation::kProduce:
       return hasAction(topic, role, "produce");
     case TopicOperation::kConsume:
+      if (!subscription.empty() && !mayUseSubscription(topic, role, subscription)) return false;
       return hasAction(topic, role, "consume");
     case TopicOperation::kLookup:
       return hasAction(topic, role, "produce") || hasAction(topic, role, "consume");

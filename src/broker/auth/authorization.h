@@ -53,11 +53,17 @@ class AuthorizationService {
   // Pulsar's allowTopicOperation: true when authorization is off, for super-users and tenant
   // admins, and for produce / consume (kLookup: either) granted on the topic (a partition uses
   // its partitioned topic's grants) or on its namespace. kAdmin: tenant admins only.
-  bool allowTopicOperation(const TopicName& topic, const std::string& role,
-                           TopicOperation op) const;
+  // kConsume with a `subscription` (SUBSCRIBE) is also refused when the namespace's
+  // subscription_auth_roles has a non-empty list for that subscription without this role
+  // (Pulsar's PulsarAuthorizationProvider.canConsumeAsync).
+  bool allowTopicOperation(const TopicName& topic, const std::string& role, TopicOperation op,
+                           const std::string& subscription = {}) const;
 
  private:
   bool hasAction(const TopicName& topic, const std::string& role, const char* action) const;
+  // The subscription's role list (subscription_auth_roles) is absent, empty or has `role`.
+  bool mayUseSubscription(const TopicName& topic, const std::string& role,
+                          const std::string& subscription) const;
 
   PolicyRegistry& policies_;
   const bool enabled_;

@@ -116,7 +116,7 @@ std::string localBrokerDataJson(const BrokerUrls& self, const std::vector<std::s
   o["pulsarServiceUrl"] = self.pulsarServiceUrl;
   o["pulsarServiceUrlTls"] = orNull(self.pulsarServiceUrlTls);
   o["persistentTopicsEnabled"] = true;
-  o["nonPersistentTopicsEnabled"] = false;
+  o["nonPersistentTopicsEnabled"] = true;  // served as Pulsar's (enableNonPersistentTopics)
   o["cpu"] = usage();
   o["memory"] = usage();
   o["directMemory"] = usage();
@@ -225,7 +225,12 @@ json::object rolesJson(const std::map<std::string, std::set<std::string>>& roles
     for (const auto& x : actions) {  // names this build does not know, after Pulsar's
       if (std::find(std::begin(kAuthActions), std::end(kAuthActions), x) ==
           std::end(kAuthActions)) {
-        a.emplace_back(x);
+        // "": an unknown action a grant gave, which Pulsar stores as null.
+        if (x.empty()) {
+          a.emplace_back(nullptr);
+        } else {
+          a.emplace_back(x);
+        }
       }
     }
     o[role] = std::move(a);
@@ -241,6 +246,7 @@ std::map<std::string, std::set<std::string>> rolesFrom(const json::value* v) {
     if (!actions.is_array()) continue;
     for (const auto& a : actions.as_array()) {
       if (a.is_string()) set.emplace(a.as_string());
+      if (a.is_null()) set.emplace();  // Pulsar's null for an unknown action
     }
   }
   return out;
@@ -356,22 +362,17 @@ json::object newNamespaceDefaults(const std::string& clusterName) {
   return o;
 }
 
-// auth_policies of p; subscription_auth_roles (not modeled): p's kept one, else the stored
-// `from`'s.
-json::object authPoliciesJson(const NamespacePolicies& p, const json::object& from) {
+// auth_policies of p (namespace_auth, destination_auth, subscription_auth_roles).
+json::object authPoliciesJson(const NamespacePolicies& p) {
   json::object auth;
   auth["namespace_auth"] = rolesJson(p.permissions);
   json::object destination;
   for (const auto& [topic, roles] : p.topicPermissions) destination[topic] = rolesJson(roles);
   auth["destination_auth"] = std::move(destination);
-  const json::object* oldAuth = object(from, "auth_policies");
-  const json::value* subRoles = oldAuth ? oldAuth->if_contains("subscription_auth_roles") : nullptr;
-  auth["subscription_auth_roles"] = subRoles ? *subRoles : json::value(json::object());
-  if (auto kept = p.keptFields.find("subscription_auth_roles"); kept != p.keptFields.end()) {
-    boost::system::error_code ec;
-    json::value v = json::parse(kept->second, ec);
-    if (!ec) auth["subscription_auth_roles"] = std::move(v);
-  }
+  json::object subs;
+  for (const auto& [sub, roles] : p.subscriptionAuthRoles)
+    subs[sub] = stringArray({roles.begin(), roles.end()});
+  auth["subscription_auth_roles"] = std::move(subs);
   return auth;
 }
 
@@ -425,7 +426,6 @@ std::string policiesJson(const NamespacePolicies& p, const std::vector<uint64_t>
   // The fields kept as given (standalone's creation body) and replication_clusters replace the
   // stored ones.
   for (const auto& [field, text] : p.keptFields) {
-    if (field == "subscription_auth_roles") continue;  // in auth_policies
     boost::system::error_code ec;
     json::value v = json::parse(text, ec);
     if (!ec) from[field] = std::move(v);
@@ -433,7 +433,7 @@ std::string policiesJson(const NamespacePolicies& p, const std::vector<uint64_t>
   if (p.replicationClusters) from["replication_clusters"] = stringArray(*p.replicationClusters);
   // The modeled fields; null ones are left out (NON_NULL).
   json::object m;
-  m["auth_policies"] = authPoliciesJson(p, from);
+  m["auth_policies"] = authPoliciesJson(p);
   if (!boundaries.empty()) m["bundles"] = bundlesJson(boundaries);
   json::object quotas;
   for (const auto& [type, q] : p.backlogQuotas) {
@@ -644,9 +644,15 @@ Result<PoliciesDoc> parsePolicies(std::string_view text, const std::string& path
     if (const json::object* dest = object(*auth, "destination_auth")) {
       for (const auto& [topic, roles] : *dest) p.topicPermissions[topic] = rolesFrom(&roles);
     }
-    if (const json::object* roles = object(*auth, "subscription_auth_roles");
-        roles && !roles->empty()) {
-      p.keptFields["subscription_auth_roles"] = json::serialize(*roles);
+    if (const json::object* roles = object(*auth, "subscription_auth_roles")) {
+      for (const auto& [sub, list] : *roles) {
+        if (const json::array* a = list.if_array()) {
+          std::set<std::string>& out = p.subscriptionAuthRoles[std::string(sub)];
+          for (const auto& r : *a) {
+            if (r.is_string()) out.emplace(r.as_string());
+          }
+        }
+      }
     }
   }
   readKeptFields(o, p);

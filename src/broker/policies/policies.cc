@@ -305,6 +305,24 @@ TenantInfo decodeTenant(const std::string& text) {
   return t;
 }
 
+namespace {
+
+// {"sub": ["role", ...], ...} (JSON text) into p's subscriptionAuthRoles; anything else ignored.
+void readSubscriptionAuthRoles(const std::string& text, NamespacePolicies* p) {
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(text, ec);
+  if (ec || !v.is_object()) return;
+  for (const auto& [sub, roles] : v.as_object()) {
+    if (!roles.is_array()) continue;
+    std::set<std::string>& out = p->subscriptionAuthRoles[std::string(sub)];
+    for (const auto& r : roles.as_array()) {
+      if (r.is_string()) out.emplace(r.as_string());
+    }
+  }
+}
+
+}  // namespace
+
 std::string encodePolicies(const NamespacePolicies& p) {
   std::string out;
   if (p.retention) {
@@ -330,6 +348,11 @@ std::string encodePolicies(const NamespacePolicies& p) {
       f.insert(f.end(), actions.begin(), actions.end());
       out += "topicPermission=" + joinFields(f) + "\n";
     }
+  }
+  for (const auto& [sub, roles] : p.subscriptionAuthRoles) {
+    std::vector<std::string> f{sub};
+    f.insert(f.end(), roles.begin(), roles.end());
+    out += "subscriptionAuthRoles=" + joinFields(f) + "\n";
   }
   if (p.subscriptionExpirationTimeMinutes) {
     out += fmt::format("subscriptionExpirationTime={}\n", *p.subscriptionExpirationTimeMinutes);
@@ -402,6 +425,8 @@ NamespacePolicies decodePolicies(const std::string& text) {
           BacklogQuota{toInt(f[1], -1), static_cast<int32_t>(toInt(f[2], -1)), f[3]};
     } else if (key == "permission" && !f.empty()) {
       p.permissions[f[0]] = std::set<std::string>(f.begin() + 1, f.end());
+    } else if (key == "subscriptionAuthRoles" && !f.empty()) {
+      p.subscriptionAuthRoles[f[0]] = std::set<std::string>(f.begin() + 1, f.end());
     } else if (key == "topicPermission" && f.size() >= 2) {
       p.topicPermissions[f[0]][f[1]] = std::set<std::string>(f.begin() + 2, f.end());
     } else if (key == "subscriptionExpirationTime" && f.size() == 1) {
@@ -424,6 +449,8 @@ NamespacePolicies decodePolicies(const std::string& text) {
       p.delayedDelivery = DelayedDeliveryPolicies{f[0] == "1", toInt(f[1], 1000), toInt(f[2], 0)};
     } else if (key == "replicationClusters") {
       p.replicationClusters = std::vector<std::string>(f.begin(), f.end());
+    } else if (key == "kept" && f.size() == 2 && f[0] == "subscription_auth_roles") {
+      readSubscriptionAuthRoles(f[1], &p);  // stored by versions that did not model it
     } else if (key == "kept" && f.size() == 2) {
       p.keptFields[f[0]] = f[1];
     } else if (key == "inactiveTopicPolicies" && f.size() == 3) {

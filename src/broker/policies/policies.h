@@ -83,6 +83,9 @@ struct NamespacePolicies {
   // Grants on single topics (Pulsar's destination_auth): full topic name (a partitioned topic's
   // own name, not its partitions') -> role -> actions.
   std::map<std::string, std::map<std::string, std::set<std::string>>> topicPermissions;
+  // Pulsar's auth_policies.subscription_auth_roles: subscription name -> the roles that may use
+  // it (a role with consume permission and not listed is refused; an empty or absent list: any).
+  std::map<std::string, std::set<std::string>> subscriptionAuthRoles;
   // Minutes without consumers after which a subscription is deleted.
   std::optional<int32_t> subscriptionExpirationTimeMinutes;
   std::optional<InactiveTopicPolicies> inactiveTopicPolicies;
@@ -102,13 +105,13 @@ struct NamespacePolicies {
   // creation, then as stored (written back as read).
   std::optional<std::vector<std::string>> replicationClusters;
   // Policies fields Magnetar keeps as given at creation (then as stored) but does not act on
-  // (kKeptPolicyFields, auth_policies.subscription_auth_roles as "subscription_auth_roles",
-  // bundles): field name -> its JSON text, shown by GET namespaces/{t}/{ns} as Pulsar stores them.
+  // (kKeptPolicyFields, bundles): field name -> its JSON text, shown by GET namespaces/{t}/{ns} as
+  // Pulsar stores them.
   std::map<std::string, std::string> keptFields;
 };
 
 // Policies fields Magnetar keeps as given but does not act on (NamespacePolicies::keptFields;
-// besides these, auth_policies.subscription_auth_roles and standalone's bundles), sorted by name,
+// besides these, standalone's bundles), sorted by name,
 // with the Java type Jackson reads each as ("" for an object or array, kept as it came; "map" a map
 // of strings).
 struct KeptPolicyField {

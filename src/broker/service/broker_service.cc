@@ -16,6 +16,7 @@
 #include "broker/service/server_cnx.h"
 #include "broker/topic/entry_metadata.h"
 #include "broker/topic/message_expiry.h"
+#include "storage/memory_managed_ledger.h"
 
 namespace magnetar::broker {
 
@@ -27,6 +28,7 @@ BrokerService::BrokerService(BrokerOptions options,
       recordStore_(deps.recordStore),
       options_(std::move(options)),
       factory_(std::move(factory)),
+      nonPersistentFactory_(std::make_shared<storage::MemoryManagedLedgerFactory>()),
       policies_(options_.clusterName),
       authentication_(std::make_unique<AuthenticationService>()),
       authorization_(
@@ -360,7 +362,7 @@ void BrokerService::loadTopic(const TopicName& name, bool create, bool inSharedS
     // Shared storage (BookKeeper): whether a topic not loaded here exists is the storage's
     // answer, not the names seen at start (another broker may have created or deleted it since),
     // as Pulsar's BrokerService.getTopicIfExists. Never created here without `create`.
-    if (!create && !inSharedStorage && factory_->sharedBetweenBrokers() &&
+    if (!create && !inSharedStorage && name.isPersistent() && factory_->sharedBetweenBrokers() &&
         namespaces_.exists(name.namespaceName()) && !namespaces_.partitions(name.toString())) {
       lock.unlock();
       net::EventLoop& executor = mlWorkers_->forKey(std::hash<std::string>{}(name.toString()));
@@ -402,7 +404,9 @@ void BrokerService::loadTopic(const TopicName& name, bool create, bool inSharedS
   };
   // A topic the shared storage said exists is opened without creating (Pulsar's
   // getTopicIfExists: createIfMissing=false), so a delete racing the check is not undone.
-  if (inSharedStorage) {
+  if (!name.isPersistent()) {
+    nonPersistentFactory_->asyncOpen(name.persistenceName(), &executor, std::move(opened));
+  } else if (inSharedStorage) {
     factory_->asyncOpenExisting(name.persistenceName(), &executor, std::move(opened));
   } else {
     factory_->asyncOpen(name.persistenceName(), &executor, std::move(opened));
@@ -1066,6 +1070,8 @@ void BrokerService::unloadTopic(const std::shared_ptr<PersistentTopic>& topic, b
       return;
     }
     topics_.erase(it);
+    // A non-persistent topic exists only while loaded (Pulsar's).
+    if (!topic->name().isPersistent()) storedLedgers_.erase(topic->name().persistenceName());
   }
   topic->executor().execute([topic, release, done = std::move(done)] {
     topic->closeLedger(

@@ -425,6 +425,9 @@ class BrokerService final : public SharedConfigView {
 
   BrokerOptions options_;
   std::shared_ptr<storage::ManagedLedgerFactory> factory_;
+  // Non-persistent topics' ledgers: in memory, never written (only their subscriptions' cursors;
+  // nothing is appended: PersistentTopic::publishNonPersistent).
+  std::shared_ptr<storage::ManagedLedgerFactory> nonPersistentFactory_;
   std::unique_ptr<net::EventLoopGroup> ioLoops_;
   std::unique_ptr<net::EventLoopGroup> mlWorkers_;
   std::unique_ptr<net::TcpServer> server_;

@@ -535,8 +535,9 @@ std::string ServerCnx::notAuthorizedMessage(const TopicName& topic, const char* 
   return std::string("Client is not authorized to ") + what;
 }
 
-bool ServerCnx::allowed(const TopicName& topic, TopicOperation op) {
-  if (service_.authorization().allowTopicOperation(topic, authRole_, op)) return true;
+bool ServerCnx::allowed(const TopicName& topic, TopicOperation op,
+                        const std::string& subscription) {
+  if (service_.authorization().allowTopicOperation(topic, authRole_, op, subscription)) return true;
   AuthorizationStats::record(op);
   MLOG_WARN("[{}] role {} is not authorized on {}", peerAddress(), authRole_, topic.toString());
   return false;

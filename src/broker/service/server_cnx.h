@@ -177,8 +177,9 @@ class ServerCnx final : public net::Connection,
   // (this->*onTick)() on the loop in `secs` seconds, unless the timer is re-armed or cancelled or
   // the connection closes first; nothing when secs <= 0 or already closed.
   void armTimer(boost::asio::steady_timer& timer, int secs, void (ServerCnx::*onTick)());
-  // Authorization of a topic operation for authRole_; counts a denial.
-  bool allowed(const TopicName& topic, TopicOperation op);
+  // Authorization of a topic operation for authRole_ (`subscription`: a SUBSCRIBE's, checked
+  // against subscription_auth_roles); counts a denial.
+  bool allowed(const TopicName& topic, TopicOperation op, const std::string& subscription = {});
   // The ERROR message of a refused PRODUCER/SUBSCRIBE: Pulsar's "Client is not authorized to
   // <what>", or its 404 RestException text when the topic's tenant does not exist.
   std::string notAuthorizedMessage(const TopicName& topic, const char* what) const;

@@ -23,7 +23,7 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c,
   MAGNETAR_DCHECK_ON(loop());
   std::optional<TopicName> name = validateSubscribe(c);
   if (!name) return;
-  if (!allowed(*name, TopicOperation::kConsume)) {
+  if (!allowed(*name, TopicOperation::kConsume, c.subscription())) {
     sendError(c.request_id(), proto::AuthorizationError, notAuthorizedMessage(*name, "subscribe"));
     return;
   }

@@ -310,6 +310,7 @@ void Dispatcher::batchIndexesAcked(Consumer* c, const std::vector<Position>& pos
 
 void Dispatcher::redeliver(Consumer* c, const std::vector<Position>& positions) {
   MAGNETAR_DCHECK_ON(*ledger_.executor());
+  if (nonPersistent_) return;  // nothing is kept to deliver again
   if (isSingleActive(type_)) {
     // Pulsar rewinds the cursor to the first unacked entry for Exclusive/Failover on any
     // redeliver request (nack included); the tail comes back in order, counts unchanged.
@@ -440,7 +441,7 @@ Consumer* Dispatcher::pickShared() {
 }
 
 void Dispatcher::readMoreEntries(bool allowReplay) {
-  if (activationHeld_) return;  // holdActivation's timer reads
+  if (activationHeld_ || nonPersistent_) return;  // holdActivation's timer reads
   refreshOutbound();
   readRounds(allowReplay);
   // One hand-over per consumer for everything this pass dispatched.
@@ -736,6 +737,55 @@ void Dispatcher::deliver(Consumer* target, const Entry& e, int32_t n, int32_t ha
       b.totalBytes() >= static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load())) {
     target->outboundBlocked = true;
   }
+}
+
+bool Dispatcher::availableNow(Consumer* c) const {
+  if (c->permits <= 0 || c->closed) return false;
+  // isWritable() arms the connection's consumerWritable call, which reads nothing here.
+  return !c->sink()->limitsOutbound() || c->sink()->isWritable();
+}
+
+void Dispatcher::sendNonPersistent(const std::vector<Buffer>& entries) {
+  MAGNETAR_DCHECK_ON(*ledger_.executor());
+  for (const Buffer& data : entries) {
+    EntryMetadataPeek md;
+    if (!peekEntryMetadata(data.view(), &md).isOk()) continue;
+    const int32_t n = std::max(1, md.numMessagesInBatch);
+    Consumer* target = nullptr;
+    if (isSingleActive(type_)) {
+      // Not held by activeConsumerFailoverDelayTimeMillis: Pulsar's non-persistent dispatcher
+      // schedules no read on activation, the active consumer takes messages at once.
+      target = active_ && availableNow(active_) ? active_ : nullptr;
+    } else if (keyShared_) {
+      Consumer* owner = keyShared_->owner(keyShared_->hashOf(md));
+      target = owner && availableNow(owner) ? owner : nullptr;
+    } else {
+      for (size_t i = 0; i < consumers_.size() && !target; ++i) {
+        Consumer* c = consumers_[(rrIndex_ + i) % consumers_.size()].get();
+        if (availableNow(c)) {
+          target = c;
+          rrIndex_ = (rrIndex_ + i + 1) % consumers_.size();
+        }
+      }
+    }
+    if (!target) {
+      stats_.msgDropCounter += static_cast<uint64_t>(n);
+      continue;
+    }
+    target->permits -= n;
+    target->msgOutCounter += n;
+    target->bytesOutCounter += data.size();
+    stats_.msgOutCounter += n;
+    stats_.bytesOutCounter += data.size();
+    net::FrameBatch& b = batchFor(target);
+    const size_t maxHeader = protocol::maxMessageHeaderSize(0);
+    uint8_t* dst = b.appendSpace(maxHeader);
+    size_t used = protocol::Commands::writeMessageHeader(dst, target->id(), 0, 0, 0, data.size(),
+                                                         {}, std::nullopt, partitionIndex_);
+    b.trimBytes(maxHeader - used);
+    b.appendBuffer(data);
+  }
+  flushOutput();
 }
 
 net::FrameBatch& Dispatcher::batchFor(Consumer* c) {

@@ -43,6 +43,9 @@ struct DispatcherStats {
   // Replay-set entries the reads visited (each taken once it is visited: the work of replay
   // reads grows with what they dispatch, not with what waits; tests and benchmarks count it).
   uint64_t replayEntriesVisited = 0;
+  // Non-persistent topics: messages dropped because no consumer could take them (Pulsar's
+  // msgDropRate counts the same).
+  uint64_t msgDropCounter = 0;
 };
 
 // Thread: the topic's executor only.
@@ -96,6 +99,18 @@ class Dispatcher {
   void removeConsumer(Consumer* c);
   const std::vector<std::shared_ptr<Consumer>>& consumers() const { return consumers_; }
   Consumer* activeConsumer() const;
+
+  // Non-persistent topics (Pulsar's NonPersistentDispatcher*): nothing is read, no pending acks,
+  // no redelivery; entries come only from the topic's publish, through sendNonPersistent. Set
+  // once, before the first consumer.
+  void setNonPersistent() { nonPersistent_ = true; }
+  bool nonPersistent() const { return nonPersistent_; }
+  // Hands each published entry at once to a consumer that can take it now (permits > 0, not
+  // closed, its connection under the high watermark: Pulsar's isConsumerAvailable): Exclusive and
+  // Failover the active consumer, Shared the next one round-robin, Key_Shared the owner of the
+  // key's hash. Otherwise the entry is dropped and its messages (a batch counts as its messages)
+  // are added to stats().msgDropCounter. MESSAGE frames carry message id 0:0, as Pulsar's.
+  void sendNonPersistent(const std::vector<Buffer>& entries);
 
   // FLOW: the client can take `permits` more messages.
   void flow(Consumer* c, uint32_t permits);
@@ -254,6 +269,9 @@ class Dispatcher {
   int64_t unackedMessages_ = 0;
   bool blockedOnUnacked_ = false;
   DispatcherStats stats_;
+  bool nonPersistent_ = false;
+  // Whether c may take a non-persistent entry now (sendNonPersistent).
+  bool availableNow(Consumer* c) const;
   // MESSAGE frames dispatched in this pass and not yet handed over, per consumer. Always empty
   // between tasks: every pass ends in flushOutput, before any consumer can leave.
   struct Out {

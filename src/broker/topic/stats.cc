@@ -84,6 +84,7 @@ SubscriptionSnapshot snapshotSubscription(Subscription& sub, storage::ManagedLed
     s.msgOutCounter = d->stats().msgOutCounter;
     s.bytesOutCounter = d->stats().bytesOutCounter;
     s.msgRedeliverCounter = d->stats().msgRedeliverCounter;
+    s.msgDropCounter = d->stats().msgDropCounter;
     if (Consumer* a = d->activeConsumer()) s.activeConsumerName = a->name();
     if (d->type() == proto::CommandSubscribe::Key_Shared) s.keySharedMode = keySharedModeOf(*d);
     std::vector<DrainingHashInfo> draining = d->drainingHashes();
@@ -100,6 +101,7 @@ SubscriptionSnapshot snapshotSubscription(Subscription& sub, storage::ManagedLed
     s.rateOut = rates->rate("s:" + s.name);
     s.msgRateRedeliver = rates->rate("r:" + s.name).msgRate;
     s.msgRateExpired = rates->rate("x:" + s.name).msgRate;
+    if (sub.nonPersistent()) s.msgDropRate = rates->rate("d:" + s.name).msgRate;
   }
   return s;
 }
@@ -184,6 +186,8 @@ void TopicRates::update(PersistentTopic& topic, int64_t nowNs, int64_t prevTickN
     sample(next, "s:" + name, d->stats().msgOutCounter, d->stats().bytesOutCounter, nowNs,
            prevTickNs);
     sample(next, "r:" + name, d->stats().msgRedeliverCounter, 0, nowNs, prevTickNs);
+    if (d->nonPersistent())
+      sample(next, "d:" + name, d->stats().msgDropCounter, 0, nowNs, prevTickNs);
     for (const auto& c : d->consumers()) {
       sample(next, consumerRateKey(name, c.get()), c->msgOutCounter, c->bytesOutCounter, nowNs,
              prevTickNs);
@@ -254,6 +258,7 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
   storage::ManagedLedger& ml = topic.ledger();
   t.name = topic.name().toString();
   t.namespaceName = topic.name().namespaceName();
+  t.nonPersistent = !topic.name().isPersistent();
   t.msgInCounter = topic.stats().msgInCounter;
   t.bytesInCounter = topic.stats().bytesInCounter;
   if (rates) t.rateIn = rates->rate("in");

@@ -91,6 +91,10 @@ struct SubscriptionSnapshot {
   uint64_t msgRedeliverCounter = 0;
   RateValue rateOut;
   double msgRateRedeliver = 0;
+  // Non-persistent topics: messages dropped because no consumer could take them, and their
+  // rate (Pulsar's NonPersistentSubscriptionStats msgDropRate).
+  uint64_t msgDropCounter = 0;
+  double msgDropRate = 0;
   uint64_t totalMsgExpired = 0;     // entries expired by admin expire-messages
   int64_t lastExpireTimestamp = 0;  // epoch ms of the last expiry, 0: never
   double msgRateExpired = 0;
@@ -110,6 +114,9 @@ struct SubscriptionSnapshot {
 struct TopicSnapshot {
   std::string name;           // persistent://tenant/ns/local
   std::string namespaceName;  // tenant/ns
+  // A non-persistent topic: Pulsar's NonPersistentTopicStats (msgDropRate fields, subscriptions
+  // not durable).
+  bool nonPersistent = false;
   uint64_t msgInCounter = 0;
   uint64_t bytesInCounter = 0;
   uint64_t msgOutCounter = 0;  // sum over subscriptions
@@ -183,7 +190,7 @@ class TopicRates {
   // from 0 at prevTickNs. A counter that went down (a recreated object) restarts from 0.
   void update(PersistentTopic& topic, int64_t nowNs, int64_t prevTickNs);
   // The rate of key ("in", "p:<producer>", "s:<sub>", "r:<sub>" redeliveries, "x:<sub>" expired,
-  // "c:<sub>/<consumer address>"); zero when unknown.
+  // "d:<sub>" non-persistent drops, "c:<sub>/<consumer address>"); zero when unknown.
   RateValue rate(const std::string& key) const;
 
  private:

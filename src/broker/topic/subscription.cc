@@ -16,7 +16,8 @@ Subscription::Subscription(std::string name, storage::ManagedLedger& ledger,
       options_(options),
       topicName_(std::move(topicName)),
       partitionIndex_(partitionIndex),
-      durable_(durable) {
+      durable_(durable),
+      nonPersistent_(topicName_.rfind("non-persistent://", 0) == 0) {
   markActive();
 }
 
@@ -42,6 +43,7 @@ Status Subscription::addConsumer(const std::shared_ptr<Consumer>& c) {
     dispatcher_->setCompactor(compactor_);
     dispatcher_->setTransactionBuffer(txnBuffer_);
     dispatcher_->setPendingAck(pendingAck_.get());
+    if (nonPersistent_) dispatcher_->setNonPersistent();
   }
   return dispatcher_->addConsumer(c);
 }
@@ -70,6 +72,10 @@ void Subscription::removeConsumer(Consumer* c) {
 void Subscription::acknowledge(Consumer* c, const std::vector<storage::Position>& positions,
                                storage::StatusCallback cb, const BatchIndexAcks& batchIndexes) {
   markActive();
+  if (nonPersistent_) {  // nothing is kept, so nothing to ack (Pulsar's NonPersistentSubscription)
+    if (cb) cb(Status::ok());
+    return;
+  }
   if (batchIndexes.empty()) {
     if (dispatcher_) dispatcher_->acked(c, positions);
     cursor_.asyncDelete(positions, std::move(cb));
@@ -109,9 +115,11 @@ void Subscription::acknowledgeCumulative(Consumer* c, storage::Position pos,
                                          storage::StatusCallback cb,
                                          const storage::AckSet& ackSet) {
   markActive();
-  if (dispatcher_ && (dispatcher_->type() == proto::CommandSubscribe::Shared ||
-                      dispatcher_->type() == proto::CommandSubscribe::Key_Shared)) {
-    // Pulsar's Consumer.messageAcked: "Received cumulative ack on shared subscription, ignoring".
+  if (nonPersistent_ ||
+      (dispatcher_ && (dispatcher_->type() == proto::CommandSubscribe::Shared ||
+                       dispatcher_->type() == proto::CommandSubscribe::Key_Shared))) {
+    // Non-persistent: nothing kept. Pulsar's Consumer.messageAcked: "Received cumulative ack on
+    // shared subscription, ignoring".
     if (cb) cb(Status::ok());
     return;
   }

@@ -26,6 +26,7 @@ class Subscription {
   Subscription& operator=(const Subscription&) = delete;
   // A reader's subscription: removed when its consumer leaves.
   bool durable() const { return durable_; }
+  bool nonPersistent() const { return nonPersistent_; }
 
   const std::string& name() const { return name_; }
   storage::ManagedCursor& cursor() { return cursor_; }
@@ -126,6 +127,9 @@ class Subscription {
   std::string topicName_;
   int partitionIndex_;
   bool durable_;
+  // A non-persistent topic's (topicName "non-persistent://..."): acks are no-ops and the
+  // dispatcher only forwards what is published (Dispatcher::sendNonPersistent).
+  bool nonPersistent_;
   std::unique_ptr<Dispatcher> dispatcher_;
   const TransactionBuffer* txnBuffer_ = nullptr;
   std::unique_ptr<PendingAckHandle> pendingAck_;

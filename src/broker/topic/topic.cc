@@ -346,6 +346,7 @@ void PersistentTopic::removeProducer(Producer* p) {
 
 void PersistentTopic::publish(std::vector<PendingSend>& sends) {
   MAGNETAR_DCHECK_ON(executor_);
+  if (!name_.isPersistent()) return publishNonPersistent(sends);
   for (auto& s : sends) {
     size_t bytes = s.entry.size();
     auto producer = std::move(s.producer);
@@ -414,6 +415,33 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
       }
       if (pendingWrites_ == 0) unfenceWhenDrained();
     });
+  }
+}
+
+void PersistentTopic::publishNonPersistent(std::vector<PendingSend>& sends) {
+  std::vector<Buffer> entries;
+  entries.reserve(sends.size());
+  for (auto& s : sends) {
+    size_t bytes = s.entry.size();
+    auto producer = std::move(s.producer);
+    if (producer->closed && !producer->fenced.load(std::memory_order_relaxed)) {
+      queueUnanswered(producer, bytes);
+      continue;
+    }
+    producer->inFlight++;
+    stats_.msgInCounter += s.numMessages;
+    stats_.bytesInCounter += bytes;
+    stats_.entriesAddedCounter++;
+    producer->msgInCounter += s.numMessages;
+    producer->bytesInCounter += bytes;
+    // Pulsar's NonPersistentTopic.publishMessage: the receipt at once, for message id 0:0.
+    queueReceipt(producer, {}, s.sequenceId, {0, 0}, s.highestSequenceId, bytes);
+    entries.push_back(std::move(s.entry));
+  }
+  if (entries.empty()) return;
+  for (auto& [subName, sub] : subscriptions_) {
+    // A subscription that never had a consumer has no dispatcher: nothing sent, nothing counted.
+    if (sub->hasDispatcher()) sub->dispatcher()->sendNonPersistent(entries);
   }
 }
 
@@ -868,7 +896,11 @@ void PersistentTopic::closeLedger(storage::StatusCallback cb, bool release) {
   txnBuffer_.stop();
   disconnectClients();
   subscriptions_.clear();  // before the ledger closes the cursors they point to
-  if (release) {
+  if (!name_.isPersistent()) {
+    // Its in-memory ledger holds only the cursors: a non-persistent topic forgets its
+    // subscriptions when it is unloaded, as Pulsar's.
+    ledger_->asyncDelete(std::move(cb));
+  } else if (release) {
     ledger_->asyncRelease(std::move(cb));
   } else {
     ledger_->asyncClose(std::move(cb));

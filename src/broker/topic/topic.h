@@ -152,7 +152,8 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void closeProducerByClient(const std::shared_ptr<Producer>& p, uint64_t requestId);
 
   // Appends the sends in order and answers each with SEND_RECEIPT/SEND_ERROR; all receipts for
-  // one connection produced in one executor pass go out as one hand-over.
+  // one connection produced in one executor pass go out as one hand-over. A non-persistent
+  // topic stores nothing: publishNonPersistent.
   void publish(std::vector<PendingSend>& sends);
 
   // Transactions (the transaction buffer, Pulsar's PersistentTopic.endTxn): writes txn's commit
@@ -336,6 +337,11 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // over the limit, a full disk): true when one answered the SEND with its SEND_ERROR. A plain
   // call per SEND: no allocation on the accepted path.
   bool refuseSend(const std::shared_ptr<Producer>& producer, const PendingSend& s, size_t bytes);
+  // A non-persistent topic's publish (Pulsar's NonPersistentTopic.publishMessage): each SEND is
+  // answered at once with message id 0:0 and its entry handed to every subscription's dispatcher
+  // (Dispatcher::sendNonPersistent: sent to a consumer that can take it, else dropped and
+  // counted). Nothing is written; no dedup, no transactions.
+  void publishNonPersistent(std::vector<PendingSend>& sends);
   // A write of publish failed: answered silently for a producer the broker closed (its client
   // resends), else SEND_ERROR PersistenceError; a fenced ledger calls onFenced_, another
   // failure fences publishing (fenceAfterFailedWrite).
