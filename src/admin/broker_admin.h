@@ -12,6 +12,10 @@
 #include "config/service_configuration.h"
 #include "storage/durable_storage.h"
 
+namespace magnetar::broker::cluster {
+class LoadManager;
+}  // namespace magnetar::broker::cluster
+
 namespace magnetar::admin {
 
 // Thread: construct/destroy on the owner thread; routes run on HTTP threads and answer from topic

@@ -301,7 +301,10 @@ broker::cluster::BundleStatsMap bundleStats(broker::BrokerService& service) {
     std::string ns = t->name().namespaceName();
     std::string bundle = ownership ? ownership->bundleOf(ns, name) : std::string();
     if (bundle.empty()) bundle = bundleOf(name);
-    broker::cluster::NamespaceBundleStats& s = out[ns + "/" + bundle];
+    std::string key = ns;
+    key += '/';
+    key += bundle;
+    broker::cluster::NamespaceBundleStats& s = out[key];
     broker::TopicLoad l;
     if (auto rates = service.rates().find(name)) l = rates->load();
     s.msgRateIn += l.msgRateIn;

@@ -334,8 +334,9 @@ void LoadManager::updateAll(std::function<void()> done) {
 }
 
 // The stored BundleData of bundles seen for the first time are read, then every report sampled.
-void LoadManager::sampleReports(std::shared_ptr<std::map<std::string, LocalBrokerData>> reports,
-                                std::function<void()> done) {
+void LoadManager::sampleReports(
+    const std::shared_ptr<std::map<std::string, LocalBrokerData>>& reports,
+    const std::function<void()>& done) {
   MAGNETAR_DCHECK_ON(loop_);
   auto unknown = aggregator_.unknownBundles(*reports);
   auto stored = std::make_shared<std::map<std::string, BundleData>>();

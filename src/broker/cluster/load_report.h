@@ -153,8 +153,8 @@ class LoadManager {
   void onNotification(const metadata::Notification& n);
   // Reads every report (and the stored data of new bundles) and samples them; then `done`.
   void updateAll(std::function<void()> done);
-  void sampleReports(std::shared_ptr<std::map<std::string, LocalBrokerData>> reports,
-                     std::function<void()> done);
+  void sampleReports(const std::shared_ptr<std::map<std::string, LocalBrokerData>>& reports,
+                     const std::function<void()>& done);
   // generation: the leadership it was scheduled in (a later one has its own schedule).
   void writeBundleData(uint64_t generation);
 
