@@ -16,6 +16,7 @@
 #include "admin/topic_routes.h"
 #include "admin/transaction_routes.h"
 #include "base/logging.h"
+#include "broker/cluster/load_report.h"
 #include "net/event_loop.h"
 
 namespace magnetar::admin {
@@ -29,7 +30,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
   Impl(broker::BrokerService& service, std::shared_ptr<config::ServiceConfiguration> config,
        const Options& o)
       : rates(service.rates()),
-        ctx{service, std::move(config), rates},
+        ctx{service, std::move(config), rates, nullptr, o.loadManager},
         options(o),
         timer(loop.context()),
         detector({o.ioBusyThreshold, std::chrono::nanoseconds(o.window).count()}) {}
@@ -151,6 +152,10 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
     writeLoopMetrics(w, "ml-worker", ctx.service.mlWorkers());
     writePublishThrottleMetrics(w, ctx.service);
     if (options.storageStats) writeStorageMetrics(w, o.cluster, options.storageStats());
+    if (options.loadManager) {
+      writeLoadBalancingMetrics(w, o.cluster, ctx.service.options().advertisedAddress,
+                                options.loadManager->hostUsage());
+    }
     writeProtocolErrorMetrics(w);
     if (auto* tcs = ctx.service.transactionCoordinators()) {
       writeTransactionMetrics(w, o.cluster, tcs->stats());

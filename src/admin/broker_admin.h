@@ -12,6 +12,10 @@
 #include "config/service_configuration.h"
 #include "storage/durable_storage.h"
 
+namespace magnetar::broker::cluster {
+class LoadManager;
+}  // namespace magnetar::broker::cluster
+
 namespace magnetar::admin {
 
 // Thread: construct/destroy on the owner thread; routes run on HTTP threads and answer from topic
@@ -30,6 +34,8 @@ class BrokerAdmin {
     // The durable storage's counters (any thread); when set, /metrics shows the entry cache
     // (pulsar_ml_cache_used_size) and the disk reads (magnetar_storage_disk_reads_total).
     std::function<storage::StorageStats()> storageStats;
+    // GET /admin/v2/broker-stats/load-report and the pulsar_lb_* metrics; outlives this.
+    broker::cluster::LoadManager* loadManager = nullptr;
   };
 
   // Starts the `pulsar-stats` thread. service and config must outlive this object.

@@ -11,6 +11,7 @@
 
 #include "admin/stats_json.h"
 #include "broker/cluster/bundles.h"
+#include "broker/cluster/load_report.h"
 
 namespace magnetar::admin {
 namespace {
@@ -279,6 +280,10 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
         });
   r.add("GET", "/admin/v2/broker-stats/load-report",
         [ctx](const HttpRequest& req, const PathParams&, const Respond& respond) {
+          if (ctx->loadManager) {
+            return respond(
+                HttpResponse{200, "application/json", ctx->loadManager->generateLoadReport(), {}});
+          }
           snapshotAll(ctx,
                       [ctx, respond, copy = req](const std::vector<broker::TopicSnapshot>& snaps) {
                         respond(jsonResponse(loadReport(*ctx, copy, snaps)));
@@ -287,6 +292,31 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
 }
 
 }  // namespace
+
+broker::cluster::BundleStatsMap bundleStats(broker::BrokerService& service) {
+  broker::cluster::BundleStatsMap out;
+  const broker::TopicOwnership* ownership = service.topicOwnership();
+  for (const auto& t : service.topics()) {
+    std::string name = t->name().toString();
+    std::string ns = t->name().namespaceName();
+    std::string bundle = ownership ? ownership->bundleOf(ns, name) : std::string();
+    if (bundle.empty()) bundle = bundleOf(name);
+    std::string key = ns;
+    key += '/';
+    key += bundle;
+    broker::cluster::NamespaceBundleStats& s = out[key];
+    broker::TopicLoad l;
+    if (auto rates = service.rates().find(name)) l = rates->load();
+    s.msgRateIn += l.msgRateIn;
+    s.msgThroughputIn += l.msgThroughputIn;
+    s.msgRateOut += l.msgRateOut;
+    s.msgThroughputOut += l.msgThroughputOut;
+    s.producerCount += l.producers;
+    s.consumerCount += l.consumers;
+    s.topics += 1;
+  }
+  return out;
+}
 
 std::string bundleOf(const std::string& fullTopicName) {
   // Pulsar's bundle hash (CRC32 of the name); with 4 equal bundles the top two bits pick one.

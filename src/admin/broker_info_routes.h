@@ -4,6 +4,7 @@
 
 #include "admin/rest_util.h"
 #include "admin/router.h"
+#include "broker/cluster/load_data.h"
 
 namespace magnetar::admin {
 
@@ -20,9 +21,15 @@ void addBrokerInfoRoutes(Router& router, const AdminContext& ctx);
 
 // GET /admin/v2/broker-stats/topics: namespace -> bundle -> "persistent" -> topic -> TopicStats.
 // GET /admin/v2/broker-stats/metrics: Pulsar's per-namespace dimension metrics (brk_*).
-// GET /admin/v2/broker-stats/load-report: Pulsar's LocalBrokerData from the topic stats.
+// GET /admin/v2/broker-stats/load-report: Pulsar's LocalBrokerData, the load manager's
+// generateLoadReport() (without one: from the topic snapshots).
 // Each snapshot is taken on the topics' executors.
 void addBrokerStatsRoutes(Router& router, const AdminContext& ctx);
+
+// This broker's topics' figures by bundle ("tenant/ns/0x..._0x...", Pulsar's
+// BrokerService.getBundleStats) from the rates the pulsar-stats thread last took
+// (TopicRates::load, every 2 s): no topic executor is asked. Thread: any.
+broker::cluster::BundleStatsMap bundleStats(broker::BrokerService& service);
 
 // Pulsar's bundle of a topic among the default 4 bundles of a namespace
 // ("0x00000000_0x40000000", ...): CRC32 of the full topic name (broker/cluster/bundles.h).

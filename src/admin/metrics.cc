@@ -462,6 +462,23 @@ void writeStorageMetrics(PrometheusWriter& w, const std::string& cluster, const 
   sampleAll(w, {{"cluster", cluster}}, kStorageMetrics, s);
 }
 
+void writeLoadBalancingMetrics(PrometheusWriter& w, const std::string& cluster,
+                               const std::string& broker,
+                               const broker::cluster::SystemResourceUsage& u) {
+  const std::pair<const char*, const broker::cluster::ResourceUsage*> kGauges[] = {
+      {"pulsar_lb_cpu_usage", &u.cpu},
+      {"pulsar_lb_memory_usage", &u.memory},
+      {"pulsar_lb_directMemory_usage", &u.directMemory},
+      {"pulsar_lb_bandwidth_in_usage", &u.bandwidthIn},
+      {"pulsar_lb_bandwidth_out_usage", &u.bandwidthOut}};
+  Labels l{{"cluster", cluster}, {"broker", broker}, {"metric", "loadBalancing"}};
+  for (const auto& [name, r] : kGauges) {
+    w.family(name, MetricType::kGauge,
+             "Load manager: usage of the resource in percent of its limit");
+    w.sample(name, l, r->percentUsage());
+  }
+}
+
 void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerService& service) {
   w.family("magnetar_io_thread_publish_pending_bytes", MetricType::kGauge,
            "Bytes of publishes read by the I/O thread and not yet persisted "

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "admin/prometheus.h"
+#include "broker/cluster/load_data.h"
 #include "broker/service/broker_service.h"
 #include "broker/topic/stats.h"
 #include "net/event_loop.h"
@@ -48,6 +49,13 @@ void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerServic
 // magnetar_storage_disk_reads_total{cluster}: preads for reads the cache missed.
 void writeStorageMetrics(PrometheusWriter& w, const std::string& cluster,
                          const storage::StorageStats& s);
+// Pulsar's ModularLoadManager gauges (its brk_lb_* renamed pulsar_lb_*): pulsar_lb_cpu_usage,
+// pulsar_lb_memory_usage, pulsar_lb_directMemory_usage, pulsar_lb_bandwidth_in_usage,
+// pulsar_lb_bandwidth_out_usage, each the resource's percentUsage() of the load manager's last
+// host sample; labels cluster, broker (advertisedAddress), metric="loadBalancing".
+void writeLoadBalancingMetrics(PrometheusWriter& w, const std::string& cluster,
+                               const std::string& broker,
+                               const broker::cluster::SystemResourceUsage& u);
 // magnetar_protocol_errors_total{error} (labels: broker::CnxErrorStats::label) and
 // magnetar_http_bad_requests_total{error} (labels: HttpServerStats::label). Process-wide.
 void writeProtocolErrorMetrics(PrometheusWriter& w);

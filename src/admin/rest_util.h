@@ -21,6 +21,10 @@
 #include "config/service_configuration.h"
 #include "net/executor.h"
 
+namespace magnetar::broker::cluster {
+class LoadManager;
+}  // namespace magnetar::broker::cluster
+
 namespace magnetar::admin {
 
 // What the admin routes work on. Outlives the HTTP server.
@@ -31,6 +35,9 @@ struct AdminContext {
   // `pulsar-web-async` (BrokerAdmin's): where a continuation that may block on the configuration
   // store runs when it completes on a broker executor. nullptr: run in place (unit tests).
   net::Executor* mayBlock = nullptr;
+  // The load manager (load report, pulsar_lb_* metrics); nullptr: the load report is computed
+  // from topic snapshots (unit tests).
+  broker::cluster::LoadManager* loadManager = nullptr;
 };
 
 // Runs fn at once on a thread that may block (pulsar-web), else (on a broker executor: an I/O

@@ -32,6 +32,20 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
       return true;
     case SettingId::namespaceBundleUnloadingTimeoutMs:  // read at each bundle release
       return true;
+    // The load manager reads them at each use (LoadManager::Options::settings).
+    case SettingId::loadBalancerReportUpdateThresholdPercentage:
+    case SettingId::loadBalancerReportUpdateMinIntervalMillis:
+    case SettingId::loadBalancerReportUpdateMaxIntervalMinutes:
+    case SettingId::loadBalancerHostUsageCheckIntervalMinutes:
+    case SettingId::loadBalancerMaxNumberOfBundlesInBundleLoadReport:
+    case SettingId::loadBalancerCPUResourceWeight:
+    case SettingId::loadBalancerDirectMemoryResourceWeight:
+    case SettingId::loadBalancerBandwidthInResourceWeight:
+    case SettingId::loadBalancerBandwidthOutResourceWeight:
+      return true;
+    // Written in the report (loadManagerClassName); read when the load manager starts.
+    case SettingId::loadManagerClassName:
+      return true;
     // Stored only: the broker-to-broker client reads them at start, as Pulsar builds its
     // PulsarService client once (a change applies after a restart there too).
     case SettingId::brokerClientAuthenticationPlugin:

@@ -7,8 +7,10 @@
 #include <optional>
 #include <utility>
 
+#include "base/clock.h"
 #include "base/dynamic_setting.h"
 #include "base/logging.h"
+#include "config/host_usage.h"
 
 namespace magnetar::app {
 namespace {
@@ -441,6 +443,44 @@ broker::cluster::NamespaceServiceOptions namespaceServiceOptionsFrom(
 broker::cluster::ConfigurationStoreOptions configurationStoreOptionsFrom(
     const config::ServiceConfiguration& cfg) {
   return optionsFrom(configurationStoreBindings(), cfg);
+}
+
+broker::cluster::LoadManager::Options loadManagerOptionsFrom(
+    const std::shared_ptr<const config::ServiceConfiguration>& cfg,
+    std::function<storage::StorageStats()> storageStats, const std::string& brokerVersion) {
+  broker::cluster::LoadManager::Options o;
+  o.enabled = cfg->loadBalancerEnabled();
+  o.brokerVersion = brokerVersion;
+  o.loadManagerClassName = cfg->loadManagerClassName();
+  o.settings = [cfg] {
+    broker::cluster::LoadReportSettings s;
+    s.reportUpdateMinIntervalMillis = cfg->loadBalancerReportUpdateMinIntervalMillis();
+    s.reportUpdateThresholdPercentage = cfg->loadBalancerReportUpdateThresholdPercentage();
+    s.reportUpdateMaxIntervalMinutes = cfg->loadBalancerReportUpdateMaxIntervalMinutes();
+    s.hostUsageCheckIntervalMinutes = cfg->loadBalancerHostUsageCheckIntervalMinutes();
+    s.resourceQuotaUpdateIntervalMinutes = cfg->loadBalancerResourceQuotaUpdateIntervalMinutes();
+    s.maxNumberOfBundlesInBundleLoadReport =
+        cfg->loadBalancerMaxNumberOfBundlesInBundleLoadReport();
+    s.cpuWeight = cfg->loadBalancerCPUResourceWeight();
+    s.directMemoryWeight = cfg->loadBalancerDirectMemoryResourceWeight();
+    s.bandwidthInWeight = cfg->loadBalancerBandwidthInResourceWeight();
+    s.bandwidthOutWeight = cfg->loadBalancerBandwidthOutResourceWeight();
+    return s;
+  };
+  auto sampler = std::make_shared<config::HostUsageSampler>(config::HostUsageSampler::Paths{},
+                                                            cfg->availableProcessors());
+  o.hostUsage = [sampler, cfg, storageStats = std::move(storageStats)] {
+    config::HostFigures f = sampler->sample(steadyNowNs() / 1000000);
+    broker::cluster::SystemResourceUsage u;
+    u.cpu = {f.cpuUsage, f.cpuLimit};
+    u.memory = {f.memoryUsedMb, f.memoryLimitMb};
+    double cacheMb = storageStats ? static_cast<double>(storageStats().cacheBytes) / 1048576 : 0;
+    u.directMemory = {cacheMb, static_cast<double>(cfg->managedLedgerCacheSizeMB())};
+    u.bandwidthIn = {f.nicRxKbps, f.nicLimitKbps};
+    u.bandwidthOut = {f.nicTxKbps, f.nicLimitKbps};
+    return u;
+  };
+  return o;
 }
 
 admin::HttpServer::Options httpServerOptionsFrom(const config::ServiceConfiguration& cfg) {

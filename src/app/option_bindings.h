@@ -13,12 +13,14 @@
 #include "bookkeeper/client.h"
 #include "broker/auth/authentication.h"
 #include "broker/cluster/configuration_store.h"
+#include "broker/cluster/load_report.h"
 #include "broker/cluster/namespace_service.h"
 #include "broker/common/broker_options.h"
 #include "config/service_configuration.h"
 #include "metadata/zk_store.h"
 #include "net/tls.h"
 #include "storage/bk/bk_storage.h"
+#include "storage/durable_storage.h"
 #include "storage/storage_options.h"
 
 namespace magnetar::app {
@@ -90,6 +92,13 @@ broker::cluster::NamespaceServiceOptions namespaceServiceOptionsFrom(
     const std::shared_ptr<const config::ServiceConfiguration>& cfg);
 broker::cluster::ConfigurationStoreOptions configurationStoreOptionsFrom(
     const config::ServiceConfiguration& cfg);
+// The load manager's options: loadBalancerEnabled, the report and aggregation settings read from
+// `cfg` at each use, the host's figures from a config::HostUsageSampler (directMemory: the entry
+// cache, storageStats' cacheBytes, against managedLedgerCacheSizeMB; storageStats may be unset:
+// 0), the broker's version and loadManagerClassName. bundleStats is the caller's.
+broker::cluster::LoadManager::Options loadManagerOptionsFrom(
+    const std::shared_ptr<const config::ServiceConfiguration>& cfg,
+    std::function<storage::StorageStats()> storageStats, const std::string& brokerVersion);
 // The plain listener (webServicePort); the caller sets port to webServicePortTls for HTTPS.
 admin::HttpServer::Options httpServerOptionsFrom(const config::ServiceConfiguration& cfg);
 

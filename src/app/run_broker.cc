@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "admin/broker_admin.h"
+#include "admin/broker_info_routes.h"
 #include "admin/broker_routes.h"
 #include "admin/cluster_routes.h"
 #include "admin/http_server.h"
@@ -23,6 +24,7 @@
 #include "base/blocking_wait.h"
 #include "base/logging.h"
 #include "broker/cluster/configuration_store.h"
+#include "broker/cluster/load_report.h"
 #include "broker/cluster/namespace_service.h"
 #include "broker/service/broker_service.h"
 #include "metadata/zk_store.h"
@@ -57,9 +59,13 @@ struct Cluster {
   std::unique_ptr<metadata::Store> zk;
   std::unique_ptr<metadata::Store> zkConfig;  // configurationMetadataStoreUrl, when another one
   std::unique_ptr<broker::cluster::NamespaceService> namespaceService;
+  // The load report (also in standalone, for broker-stats load-report and pulsar_lb_*); made by
+  // serve() before the namespace service starts (it writes the registration's report).
+  std::unique_ptr<broker::cluster::LoadManager> loadManager;
 
   metadata::Store* configStore() const { return zkConfig ? zkConfig.get() : zk.get(); }
   void stop() {
+    if (loadManager) loadManager->stop();
     if (namespaceService) namespaceService->stop();
     if (zkConfig) zkConfig->close();
     if (zk) zk->close();  // ends the session: this broker's ephemeral znodes go at once
@@ -326,6 +332,7 @@ void addRoutes(Web& web, const BrokerOptions& options, broker::BrokerService& se
   admin::addBrokerConfigurationRoutes(router, options.config);
   admin::BrokerAdmin::Options adminOptions;
   adminOptions.storageStats = storage.stats;
+  adminOptions.loadManager = cluster.loadManager.get();
   web.brokerAdmin = std::make_unique<admin::BrokerAdmin>(service, options.config, adminOptions);
   web.brokerAdmin->addRoutes(router);
 }
@@ -382,6 +389,11 @@ broker::cluster::BrokerUrls selfUrls(const broker::BrokerService& service,
 int serve(const BrokerOptions& options, Web& web, broker::BrokerService& service, Cluster& cluster,
           const TopicStorage& storage) {
   const config::ServiceConfiguration& cfg = *options.config;
+  auto lmOptions =
+      loadManagerOptionsFrom(options.config, storage.stats, service.options().serverVersion);
+  lmOptions.bundleStats = [&service] { return admin::bundleStats(service); };
+  cluster.loadManager = std::make_unique<broker::cluster::LoadManager>(
+      cluster.namespaceService.get(), cluster.zk.get(), std::move(lmOptions));
   addRoutes(web, options, service, cluster, storage);
   Status s = startHttpServers(web, cfg, service);
   BoundPorts bound;
@@ -396,8 +408,11 @@ int serve(const BrokerOptions& options, Web& web, broker::BrokerService& service
     service.stop();
     return 1;
   }
-  if (!cluster.namespaceService) return 0;
   const broker::cluster::BrokerUrls self = selfUrls(service, bound);
+  if (!cluster.namespaceService) {
+    cluster.loadManager->start(self);
+    return 0;
+  }
   service.setBrokerId(self.brokerId);
   if (Status joined = cluster.namespaceService->start(self); !joined) {
     MLOG_ERROR("cannot join the cluster: {}", joined.message());
@@ -407,6 +422,7 @@ int serve(const BrokerOptions& options, Web& web, broker::BrokerService& service
     return exitCodeOf(joined);
   }
   service.setProducerNameGeneratorId(cluster.namespaceService->producerNameGeneratorId());
+  cluster.loadManager->start(self);
   return 0;
 }
 

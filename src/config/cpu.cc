@@ -114,7 +114,95 @@ bool hasController(std::string_view list, std::string_view name) {
   return false;
 }
 
+// The v1 hierarchy holding `controller`: its mount directory and the process's path in it.
+std::optional<std::pair<fs::path, std::string>> v1Hierarchy(const fs::path& root,
+                                                            const std::vector<CgroupLine>& lines,
+                                                            std::string_view controller) {
+  std::error_code ec;
+  for (const auto& l : lines) {
+    if (!hasController(l.controllers, controller)) continue;
+    std::vector<std::string> mounts = {std::string(controller), "cpu,cpuacct", "cpuacct,cpu"};
+    if (!l.controllers.empty()) mounts.insert(mounts.begin(), l.controllers);
+    for (const auto& mount : mounts) {
+      if (fs::is_directory(root / mount, ec)) return std::pair{root / mount, l.path};
+    }
+  }
+  return std::nullopt;
+}
+
+// The process's own directory under a controller root, or the root when the path is missing.
+fs::path ownDirectory(const fs::path& controllerRoot, std::string_view cgroupPath) {
+  fs::path rel = fs::path(std::string(trim(cgroupPath))).relative_path();
+  std::error_code ec;
+  if (!rel.empty() && fs::is_directory(controllerRoot / rel, ec)) return controllerRoot / rel;
+  return controllerRoot;
+}
+
+// v2 cpu.stat "usage_usec N" in ns.
+std::optional<double> readCpuStatUsage(const fs::path& dir) {
+  auto text = readSmallFile(dir / "cpu.stat");
+  if (!text) return std::nullopt;
+  for (const auto& line : splitTrimmed(*text, '\n')) {
+    std::string_view l = line;
+    if (l.rfind("usage_usec ", 0) != 0) continue;
+    auto v = parseNumber(l.substr(11));
+    if (v) return *v * 1000;
+  }
+  return std::nullopt;
+}
+
+// memory.max ("max": none) or memory.limit_in_bytes (>= 2^62: none), bytes.
+std::optional<double> readMemoryLimit(const fs::path& dir) {
+  for (const char* file : {"memory.max", "memory.limit_in_bytes"}) {
+    auto text = readSmallFile(dir / file);
+    if (!text) continue;
+    auto v = parseNumber(*text);
+    if (!v || *v <= 0 || *v >= 4.6e18) return std::nullopt;
+    return *v;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+std::optional<int64_t> cgroupCpuUsageNanos(const std::string& cgroupRoot,
+                                           std::string_view procSelfCgroup) {
+  fs::path root(cgroupRoot);
+  std::error_code ec;
+  auto lines = parseProcSelfCgroup(procSelfCgroup);
+  if (fs::exists(root / "cgroup.controllers", ec)) {
+    std::string path;
+    for (const auto& l : lines) {
+      if (l.controllers.empty()) path = l.path;
+    }
+    auto v = readCpuStatUsage(ownDirectory(root, path));
+    if (!v) return std::nullopt;
+    return static_cast<int64_t>(*v);
+  }
+  auto h = v1Hierarchy(root, lines, "cpuacct");
+  if (!h) return std::nullopt;
+  auto v = readSmallFile(ownDirectory(h->first, h->second) / "cpuacct.usage");
+  if (!v) return std::nullopt;
+  auto n = parseNumber(*v);
+  if (!n) return std::nullopt;
+  return static_cast<int64_t>(*n);
+}
+
+std::optional<double> cgroupMemoryLimit(const std::string& cgroupRoot,
+                                        std::string_view procSelfCgroup) {
+  fs::path root(cgroupRoot);
+  std::error_code ec;
+  auto lines = parseProcSelfCgroup(procSelfCgroup);
+  if (fs::exists(root / "cgroup.controllers", ec)) {
+    for (const auto& l : lines) {
+      if (l.controllers.empty()) return walkUp(root, l.path, readMemoryLimit);
+    }
+    return readMemoryLimit(root);
+  }
+  auto h = v1Hierarchy(root, lines, "memory");
+  if (!h) return std::nullopt;
+  return walkUp(h->first, h->second, readMemoryLimit);
+}
 
 int defaultNumIOThreads(int n) {
   n = std::max(n, 1);

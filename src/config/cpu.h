@@ -1,6 +1,7 @@
 // Available processors and the numIOThreads default.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +22,20 @@ int defaultNumIOThreads(int availableProcessors);
 // (a container's own namespace) is read at the controller's top directory instead.
 std::optional<double> cgroupCpuLimit(const std::string& cgroupRoot,
                                      std::string_view procSelfCgroup);
+
+// CPU time used by this process's cgroup, in ns, from the same cgroup lookup as cgroupCpuLimit:
+// v2 usage_usec of <root>/<path>/cpu.stat (x1000); v1 cpuacct.usage of the hierarchy with the
+// cpuacct controller (<root>/cpuacct, cpu,cpuacct or cpuacct,cpu), at the process's path or, when
+// that path is missing under the root (a container's own view), at the controller's top. nullopt
+// without cgroup CPU accounting (Pulsar's LinuxInfoUtils.getCpuUsageForCGroup; then the host's
+// /proc/stat is read instead).
+std::optional<int64_t> cgroupCpuUsageNanos(const std::string& cgroupRoot,
+                                           std::string_view procSelfCgroup);
+
+// The memory limit of this process's cgroup in bytes (v2 memory.max, v1 memory.limit_in_bytes of
+// the memory hierarchy; the smallest from the process's cgroup up), nullopt when unlimited.
+std::optional<double> cgroupMemoryLimit(const std::string& cgroupRoot,
+                                        std::string_view procSelfCgroup);
 
 // min(affinityCount, ceil(cpuLimit)), at least 1.
 int combineProcessorLimits(int affinityCount, std::optional<double> cpuLimit);

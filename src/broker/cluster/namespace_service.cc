@@ -195,7 +195,7 @@ void NamespaceService::registerSelf(int triesLeft, const std::function<void(Stat
   metadata::PutOptions o;
   o.ephemeral = true;
   o.expectedVersion = metadata::kNotExists;
-  store_->put(path, localBrokerDataJson(self_, ownedBundles(), startMs_, nowMs()), o, &loop_,
+  store_->put(path, registrationJson(), o, &loop_,
               [this, path, triesLeft, done](const Result<metadata::Stat>& r) {
                 if (r.isOk()) return done(Status::ok());
                 if (r.status().code() == StatusCode::kBadVersion && triesLeft > 0) {
@@ -679,15 +679,28 @@ void NamespaceService::redirectToLeader(const std::string& key,
               });
 }
 
+std::string NamespaceService::registrationJson() const {
+  MAGNETAR_DCHECK_ON(loop_);
+  if (registrationSource_) return registrationSource_(self_, ownedBundles(), startMs_);
+  return localBrokerDataJson(self_, ownedBundles(), startMs_, nowMs());
+}
+
+void NamespaceService::republishRegistration() {
+  {
+    MutexLock lock(mu_);
+    if (!ready_) return;
+  }
+  loop_.execute([this] { publishRegistration(); });
+}
+
 void NamespaceService::publishRegistration() {
   MAGNETAR_DCHECK_ON(loop_);
   std::string path = std::string(kBrokersRoot) + "/" + self_.brokerId;
   metadata::PutOptions o;
   o.ephemeral = true;
-  store_->put(path, localBrokerDataJson(self_, ownedBundles(), startMs_, nowMs()), o, &loop_,
-              [path](const Result<metadata::Stat>& r) {
-                if (!r.isOk()) MLOG_WARN("cannot update {}: {}", path, r.status().message());
-              });
+  store_->put(path, registrationJson(), o, &loop_, [path](const Result<metadata::Stat>& r) {
+    if (!r.isOk()) MLOG_WARN("cannot update {}: {}", path, r.status().message());
+  });
 }
 
 void NamespaceService::elect() {

@@ -128,6 +128,16 @@ class NamespaceService : public TopicOwnership {
     onOwned_ = std::move(fn);
   }
 
+  // The LocalBrokerData JSON of every registration write (start, owned bundles changed,
+  // republishRegistration()): the load manager's report (load_report.h). Unset: zero load
+  // figures (localBrokerDataJson). Called on the loop. Set before start().
+  using RegistrationSource = std::function<std::string(
+      const BrokerUrls& self, const std::vector<std::string>& ownedBundles, int64_t startMs)>;
+  void setRegistrationSource(RegistrationSource fn) { registrationSource_ = std::move(fn); }
+  // Rewrites /loadbalance/brokers/{brokerId} now (a new load report). Thread: any; ignored
+  // before start() registered.
+  void republishRegistration();
+
   // Admin views. Thread: any.
   std::vector<std::string> ownedBundles() const;  // "tenant/ns/0x..._0x...", sorted
   bool isLeader() const;
@@ -210,6 +220,7 @@ class NamespaceService : public TopicOwnership {
   void takeGeneratorId(const std::function<void(Result<int64_t>)>& done);
   void after(std::chrono::milliseconds delay, std::function<void()> fn);
   void publishRegistration();
+  std::string registrationJson() const;  // loop only
   void elect();
   void onNotification(const metadata::Notification& n);
   void onSession(metadata::SessionEvent e);
@@ -260,6 +271,7 @@ class NamespaceService : public TopicOwnership {
   std::function<void()> onLost_;
   ReleaseHandler onRelease_;
   std::function<void(const std::string&)> onOwned_;
+  RegistrationSource registrationSource_;
   std::set<std::string> releasing_;  // loop only: bundles whose topics are closing (release())
   std::vector<uint64_t> listenerIds_;
   std::optional<uint64_t> configListener_;

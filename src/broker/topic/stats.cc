@@ -195,6 +195,25 @@ void TopicRates::update(PersistentTopic& topic, int64_t nowNs, int64_t prevTickN
   }
   samples_ = std::move(next);
   lastNs_ = nowNs;
+  TopicLoad l;
+  RateValue in = rate("in");
+  l.msgRateIn = in.msgRate;
+  l.msgThroughputIn = in.byteRate;
+  l.producers = static_cast<int32_t>(topic.producers().size());
+  for (const auto& [name, sub] : topic.subscriptions()) {
+    RateValue out = rate("s:" + name);
+    l.msgRateOut += out.msgRate;
+    l.msgThroughputOut += out.byteRate;
+    if (Dispatcher* d = sub->dispatcher())
+      l.consumers += static_cast<int32_t>(d->consumers().size());
+  }
+  MutexLock lock(loadMu_);
+  load_ = l;
+}
+
+TopicLoad TopicRates::load() const {
+  MutexLock lock(loadMu_);
+  return load_;
 }
 
 RateValue TopicRates::rate(const std::string& key) const {

@@ -181,10 +181,24 @@ struct InternalStatsSnapshot {
   int64_t compactedSize = -1;
 };
 
+// A topic's figures for the load report (its share of Pulsar's NamespaceBundleStats) as of the
+// last TopicRates::update(): rates per second, throughput in bytes per second.
+struct TopicLoad {
+  double msgRateIn = 0;
+  double msgThroughputIn = 0;
+  double msgRateOut = 0;  // all subscriptions
+  double msgThroughputOut = 0;
+  int32_t producers = 0;
+  int32_t consumers = 0;
+};
+
 // The rates of one topic's producers, subscriptions and consumers over the last update interval.
-// Thread: the topic's executor (update() and the reads inside snapshotTopic()).
+// Thread: the topic's executor (update() and the reads inside snapshotTopic()); load() any.
 class TopicRates {
  public:
+  // The figures the last update() took, read without the topic's executor. Thread: any.
+  TopicLoad load() const;
+
   // Samples the counters at nowNs. Rates are the counter change over the time since this
   // object's previous update; an object not seen at the previous update (new since then) counts
   // from 0 at prevTickNs. A counter that went down (a recreated object) restarts from 0.
@@ -202,6 +216,8 @@ class TopicRates {
   void sample(std::unordered_map<std::string, Sample>& next, const std::string& key, uint64_t msgs,
               uint64_t bytes, int64_t nowNs, int64_t prevTickNs) const;
 
+  mutable Mutex loadMu_;
+  TopicLoad load_ GUARDED_BY(loadMu_);
   const PersistentTopic* owner_ = nullptr;  // a topic recreated under the same name starts over
   int64_t lastNs_ = 0;
   std::unordered_map<std::string, Sample> samples_;

@@ -96,7 +96,8 @@ TEST(Enforced, EverySettingIsReadOrMarkedNotEnforced) {
 }
 
 TEST(Enforced, TheFieldIsWhatSettingEnforcedAnswers) {
-  EXPECT_FALSE(findSetting("loadBalancerEnabled")->enforced);
+  EXPECT_TRUE(findSetting("loadBalancerEnabled")->enforced);
+  EXPECT_FALSE(findSetting("maxTenants")->enforced);
   EXPECT_FALSE(settingEnforced("maxTenants"));
   EXPECT_TRUE(settingEnforced("dispatcherMaxReadBatchSize"));
 }
