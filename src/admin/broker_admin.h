@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 
+#include "admin/bundle_split_routes.h"
 #include "admin/router.h"
 #include "broker/service/broker_service.h"
 #include "config/service_configuration.h"
@@ -30,6 +31,11 @@ class BrokerAdmin {
     // The durable storage's counters (any thread); when set, /metrics shows the entry cache
     // (pulsar_ml_cache_used_size) and the disk reads (magnetar_storage_disk_reads_total).
     std::function<storage::StorageStats()> storageStats;
+    // Cluster mode: the namespace service (split route, auto split); null in standalone.
+    broker::cluster::NamespaceService* namespaceService = nullptr;
+    // The per-bundle figures the auto split reads every loadBalancerReportUpdateMinIntervalMillis
+    // (Pulsar checks at each load data update); unset: localBundleLoads (this broker's bundles).
+    BundleLoadSource bundleLoads;
   };
 
   // Starts the `pulsar-stats` thread. service and config must outlive this object.

@@ -326,6 +326,7 @@ void addRoutes(Web& web, const BrokerOptions& options, broker::BrokerService& se
   admin::addBrokerConfigurationRoutes(router, options.config);
   admin::BrokerAdmin::Options adminOptions;
   adminOptions.storageStats = storage.stats;
+  adminOptions.namespaceService = cluster.namespaceService.get();
   web.brokerAdmin = std::make_unique<admin::BrokerAdmin>(service, options.config, adminOptions);
   web.brokerAdmin->addRoutes(router);
 }
