@@ -1,7 +1,8 @@
-"""The automatic split of a hot bundle (issue 48; Pulsar's loadBalancerAutoBundleSplitEnabled with
-the loadBalancerNamespaceBundleMax* thresholds, BundleSplitterTask): 2 `magnetar broker` processes
-on this directory's ZooKeeper and bookies (cluster "bk-topics"), loadBalancerNamespaceBundleMaxMsgRate
-set low (50 msg/s) and the check every second (loadBalancerReportUpdateMinIntervalMillis=1000).
+"""The automatic split of a hot bundle (issue 48; Pulsar's loadBalancerAutoBundleSplitEnabled
+with the loadBalancerNamespaceBundleMax* thresholds, BundleSplitterTask): 2 `magnetar broker`
+processes on this directory's ZooKeeper and bookies (cluster "bk-topics"),
+loadBalancerNamespaceBundleMaxMsgRate set low (50 msg/s) and the check every second
+(loadBalancerReportUpdateMinIntervalMillis=1000).
 
 A namespace of one bundle with two topics under load (one in each half of the range) splits by
 itself, the halves are unloaded (loadBalancerAutoUnloadSplitBundlesEnabled) and looked up again,

@@ -14,8 +14,6 @@ import pulsar
 import pytest
 import requests
 
-from harness.util import wait_for
-
 QUIET = pulsar.ConsoleLogger(pulsar.LoggerLevel.Error)
 QUARTERS = [0x00000000, 0x40000000, 0x80000000, 0xC0000000, 0xFFFFFFFF]
 
