@@ -91,7 +91,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
     lastSplitCheckNs = now;
     splitCheckRunning = true;
     auto self = shared_from_this();
-    auto check = [self, nsp](BundleLoads loads) {
+    auto check = [self, nsp](const BundleLoads& loads) {
       checkBundleSplits(self->ctx, *nsp, loads, [self](int) {
         self->loop.execute([self] { self->splitCheckRunning = false; });
       });

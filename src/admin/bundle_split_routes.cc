@@ -1,5 +1,7 @@
 #include "admin/bundle_split_routes.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <boost/json.hpp>
 #include <memory>
@@ -70,8 +72,8 @@ void currentCut(const AdminContext& ctx, NamespaceService* nsp, const std::strin
 // topics, stored or loaded, every partition of its partitioned topics, its loaded non-persistent
 // ones; on shared storage those the storage holds too), with the rates of those loaded here.
 void bundleTopics(const AdminContext& ctx, const std::string& ns, uint64_t lo, uint64_t hi,
-                  std::function<void(Result<std::vector<SplitTopic>>)> done) {
-  auto withRates = [&ctx, lo, hi, done](std::set<std::string> names) {
+                  const std::function<void(Result<std::vector<SplitTopic>>)>& done) {
+  auto withRates = [&ctx, lo, hi, done](const std::set<std::string>& names) {
     std::map<std::string, SplitTopic> byName;
     for (const auto& n : names) {
       uint32_t h = broker::cluster::topicHash(n);
@@ -82,7 +84,7 @@ void bundleTopics(const AdminContext& ctx, const std::string& ns, uint64_t lo, u
       if (byName.count(t->name().toString())) loaded.push_back(t);
     }
     auto gather = Gather<broker::TopicSnapshot>::create(
-        loaded.size(), [byName, done](std::vector<broker::TopicSnapshot> snaps) mutable {
+        loaded.size(), [byName, done](const std::vector<broker::TopicSnapshot>& snaps) mutable {
           for (const auto& s : snaps) {
             auto it = byName.find(s.name);
             if (it == byName.end()) continue;
@@ -90,6 +92,7 @@ void bundleTopics(const AdminContext& ctx, const std::string& ns, uint64_t lo, u
             it->second.throughput = s.rateIn.byteRate + s.rateOut.byteRate;
           }
           std::vector<SplitTopic> out;
+          out.reserve(byName.size());
           for (const auto& [n, t] : byName) out.push_back(t);
           done(std::move(out));
         });
@@ -150,18 +153,18 @@ Result<size_t> bundleIndex(const Cut& cut, const std::string& ns, const std::str
   for (size_t i = 0; i + 1 < cut.size(); ++i) {
     if (cut[i] != lo) continue;
     if (cut[i + 1] == hi) return i;
-    return Status::invalidArgument("Invalid upper boundary for bundle " + ns + "/" + bundle +
-                                   ". Expected upper boundary of " + ns + "/" +
-                                   broker::cluster::bundleName(cut[i], cut[i + 1]));
+    return Status::invalidArgument(
+        fmt::format("Invalid upper boundary for bundle {}/{}. Expected upper boundary of {}/{}", ns,
+                    bundle, ns, broker::cluster::bundleName(cut[i], cut[i + 1])));
   }
-  return Status::invalidArgument("Cannot find bundle " + ns + "/" + bundle +
-                                 " in the bundles list");
+  return Status::invalidArgument(
+      fmt::format("Cannot find bundle {}/{} in the bundles list", ns, bundle));
 }
 
 }  // namespace
 
 void splitBundle(const AdminContext& ctx, NamespaceService* nsp, const BundleSplitParams& p,
-                 std::function<void(Status)> done) {
+                 const std::function<void(Status)>& done) {
   SplitAlgorithm algorithm = algorithmOf(ctx, p.algorithm);
   if (algorithm == SplitAlgorithm::kFlowOrQpsEquallyDivide &&
       broker::cluster::splitAlgorithmByName(ctx.config->defaultNamespaceBundleSplitAlgorithm()) !=
@@ -316,13 +319,13 @@ void addBundleSplitRoutes(Router& r, const AdminContext* ctx, NamespaceService* 
 }
 
 void localBundleLoads(const AdminContext& ctx, const NamespaceService& nsp,
-                      std::function<void(BundleLoads)> done) {
+                      const std::function<void(BundleLoads)>& done) {
   std::vector<std::shared_ptr<broker::PersistentTopic>> mine;
   for (auto& t : ctx.service.topics()) {
     if (nsp.owns(t->name())) mine.push_back(t);
   }
   auto gather = Gather<broker::TopicSnapshot>::create(
-      mine.size(), [&nsp, done](std::vector<broker::TopicSnapshot> snaps) {
+      mine.size(), [&nsp, done](const std::vector<broker::TopicSnapshot>& snaps) {
         BundleLoads out;
         for (const auto& s : snaps) {
           BundleLoad& b = out[s.namespaceName + "/" + nsp.bundleOf(s.namespaceName, s.name)];
@@ -348,8 +351,8 @@ namespace {
 
 // Splits keys[n..] one after the other; done(splits) at the end.
 void splitEach(const AdminContext& ctx, NamespaceService& nsp,
-               std::shared_ptr<const std::vector<std::string>> keys, size_t n, int splits,
-               bool unload, std::function<void(int)> done) {
+               const std::shared_ptr<const std::vector<std::string>>& keys, size_t n, int splits,
+               bool unload, const std::function<void(int)>& done) {
   if (n == keys->size()) return done(splits);
   const std::string& key = (*keys)[n];
   size_t slash = key.rfind('/');

@@ -44,7 +44,7 @@ struct BundleSplitParams {
 // on any thread. Errors: kNotFound / kInvalidArgument (not a bundle of ns, cannot split: the
 // route answers 412), NamespaceService::splitBundle's, the stores'.
 void splitBundle(const AdminContext& ctx, broker::cluster::NamespaceService* nsp,
-                 const BundleSplitParams& p, std::function<void(Status)> done);
+                 const BundleSplitParams& p, const std::function<void(Status)>& done);
 
 // Per-bundle figures ("tenant/ns/0x..._0x..." -> BundleLoad): what the auto split reads. The
 // source is replaceable (BrokerAdmin::Options::bundleLoads): the leader's aggregated load data
@@ -54,7 +54,7 @@ using BundleLoadSource = std::function<void(std::function<void(BundleLoads)>)>;
 // The bundles this broker owns, from its loaded topics' stats (topics, producers, consumers,
 // msg/s and bytes/s in + out over the last rate interval). done on any thread.
 void localBundleLoads(const AdminContext& ctx, const broker::cluster::NamespaceService& nsp,
-                      std::function<void(BundleLoads)> done);
+                      const std::function<void(BundleLoads)>& done);
 
 // One pass of the automatic split (Pulsar's ModularLoadManagerImpl.checkNamespaceBundleSplit):
 // nothing unless loadBalancerAutoBundleSplitEnabled and more than one broker is registered;
