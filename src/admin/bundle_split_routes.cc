@@ -107,13 +107,13 @@ void bundleTopics(const AdminContext& ctx, const std::string& ns, uint64_t lo, u
   for (auto d : {broker::TopicDomain::kPersistent, broker::TopicDomain::kNonPersistent}) {
     for (auto& n : listTopics(ctx, ns, d)) names.insert(std::move(n));
   }
-  if (!ctx.service.storageShared()) return withRates(std::move(names));
+  if (!ctx.service.storageShared()) return withRates(names);
   ctx.service.sharedStoredTopicsOf(
       ns, broker::TopicDomain::kPersistent, &ctx.service.ioLoops().next(),
       [names = std::move(names), withRates, done](Result<std::vector<std::string>> stored) mutable {
         if (!stored.isOk()) return done(stored.status());
         names.insert(stored->begin(), stored->end());
-        withRates(std::move(names));
+        withRates(names);
       });
 }
 
@@ -375,7 +375,7 @@ void splitEach(const AdminContext& ctx, NamespaceService& nsp,
 }  // namespace
 
 void checkBundleSplits(const AdminContext& ctx, NamespaceService& nsp, const BundleLoads& loads,
-                       std::function<void(int)> done) {
+                       const std::function<void(int)>& done) {
   const config::ServiceConfiguration& cfg = *ctx.config;
   if (!cfg.loadBalancerAutoBundleSplitEnabled() || loads.empty()) return done(0);
   broker::cluster::SplitThresholds t;
@@ -408,7 +408,7 @@ void checkBundleSplits(const AdminContext& ctx, NamespaceService& nsp, const Bun
                       // Pulsar splits only with more than one broker known.
                       if (!brokers.isOk() || brokers->size() <= 1) return done(0);
                       auto keys = std::make_shared<const std::vector<std::string>>(std::move(mine));
-                      splitEach(ctx, nsp, keys, 0, 0, unload, std::move(done));
+                      splitEach(ctx, nsp, keys, 0, 0, unload, done);
                     });
 }
 

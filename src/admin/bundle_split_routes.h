@@ -63,6 +63,6 @@ void localBundleLoads(const AdminContext& ctx, const broker::cluster::NamespaceS
 // split one after the other with defaultNamespaceBundleSplitAlgorithm, unloaded when
 // loadBalancerAutoUnloadSplitBundlesEnabled. done(bundles split) on any thread.
 void checkBundleSplits(const AdminContext& ctx, broker::cluster::NamespaceService& nsp,
-                       const BundleLoads& loads, std::function<void(int)> done);
+                       const BundleLoads& loads, const std::function<void(int)>& done);
 
 }  // namespace magnetar::admin
