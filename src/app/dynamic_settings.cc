@@ -41,6 +41,7 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
     case SettingId::loadBalancerNamespaceBundleMaxMsgRate:
     case SettingId::loadBalancerNamespaceBundleMaxBandwidthMbytes:
     case SettingId::loadBalancerNamespaceMaximumBundles:
+    case SettingId::loadBalancerReportUpdateMinIntervalMillis:
     case SettingId::supportedNamespaceBundleSplitAlgorithms:
     case SettingId::defaultNamespaceBundleSplitAlgorithm:
       return true;
