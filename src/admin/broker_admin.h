@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 
+#include "admin/bundle_split_routes.h"
 #include "admin/router.h"
 #include "broker/service/broker_service.h"
 #include "config/service_configuration.h"
@@ -36,6 +37,11 @@ class BrokerAdmin {
     std::function<storage::StorageStats()> storageStats;
     // GET /admin/v2/broker-stats/load-report and the pulsar_lb_* metrics; outlives this.
     broker::cluster::LoadManager* loadManager = nullptr;
+    // Cluster mode: the namespace service (split route, auto split); null in standalone.
+    broker::cluster::NamespaceService* namespaceService = nullptr;
+    // The per-bundle figures the auto split reads every loadBalancerReportUpdateMinIntervalMillis
+    // (Pulsar checks at each load data update); unset: localBundleLoads (this broker's bundles).
+    BundleLoadSource bundleLoads;
   };
 
   // Starts the `pulsar-stats` thread. service and config must outlive this object.

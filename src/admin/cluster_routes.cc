@@ -503,65 +503,22 @@ void addNamespaceTopicListRoutes(Router& r, NamespaceService* nsp, broker::Broke
         });
 }
 
-void addNamespaceUnloadSplitRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* svc) {
+void addNamespaceUnloadRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* svc) {
   // Namespace unload: every owned bundle released by its owner (Pulsar's internalUnloadNamespace).
-  r.add(
-      "PUT", "/admin/v2/namespaces/{tenant}/{namespace}/unload",
-      [nsp, svc](const HttpRequest&, const PathParams& p, const Respond& respond) {
-        std::string nsName = p.at("tenant") + "/" + p.at("namespace");
-        if (!broker::isValidNamePart(p.at("tenant")) ||
-            !broker::isValidNamePart(p.at("namespace"))) {
-          return respond(HttpResponse::error(412, "Invalid namespace name: " + nsName));
-        }
-        if (!namespaceKnown(svc, nsName)) {
-          return respond(HttpResponse::error(404, "Namespace does not exist"));
-        }
-        nsp->unloadNamespace(nsName, &svc->ioLoops().next(), [respond](const Status& s) {
-          respond(s.isOk() ? noContent() : storeError(s));
+  r.add("PUT", "/admin/v2/namespaces/{tenant}/{namespace}/unload",
+        [nsp, svc](const HttpRequest&, const PathParams& p, const Respond& respond) {
+          std::string nsName = p.at("tenant") + "/" + p.at("namespace");
+          if (!broker::isValidNamePart(p.at("tenant")) ||
+              !broker::isValidNamePart(p.at("namespace"))) {
+            return respond(HttpResponse::error(412, "Invalid namespace name: " + nsName));
+          }
+          if (!namespaceKnown(svc, nsName)) {
+            return respond(HttpResponse::error(404, "Namespace does not exist"));
+          }
+          nsp->unloadNamespace(nsName, &svc->ioLoops().next(), [respond](const Status& s) {
+            respond(s.isOk() ? noContent() : storeError(s));
+          });
         });
-      });
-  // Bundle split on its owner (307 there from another broker), range_equally_divide.
-  r.add(
-      "PUT", "/admin/v2/namespaces/{tenant}/{namespace}/{bundle}/split",
-      [nsp, svc](const HttpRequest& req, const PathParams& p, const Respond& respond) {
-        std::string nsName = p.at("tenant") + "/" + p.at("namespace");
-        std::string bundle = p.at("bundle");
-        uint64_t lo = 0, hi = 0;
-        if (Status s = broker::cluster::parseBundleName(bundle, &lo, &hi); !s.isOk()) {
-          return respond(HttpResponse::error(412, s.message()));
-        }
-        if (!namespaceKnown(svc, nsName)) {
-          return respond(HttpResponse::error(404, "Namespace does not exist"));
-        }
-        auto algorithm = queryParam(req, "splitAlgorithmName");
-        if (algorithm && !algorithm->empty() && *algorithm != "range_equally_divide") {
-          return respond(HttpResponse::error(
-              412,
-              "Unsupported namespace bundle split algorithm, supported algorithms are "
-              "[range_equally_divide]"));
-        }
-        bool unload = queryFlag(req, "unload");
-        net::Executor* ex = &svc->ioLoops().next();
-        nsp->ownerOf(
-            nsName + "/" + bundle, ex,
-            [nsp, nsName, bundle, unload, req, ex,
-             respond](Result<std::optional<broker::cluster::OwnerData>> o) {
-              if (!o.isOk()) return respond(storeError(o.status()));
-              if (o->has_value() && (*o)->urls.webServiceUrl != nsp->self().webServiceUrl) {
-                return respond(redirectTo((*o)->urls.webServiceUrl, req, nsp->isLeader()));
-              }
-              nsp->splitBundle(nsName, bundle, unload, ex, [respond](const Status& s) {
-                if (s.isOk()) return respond(noContent());
-                if (s.code() == StatusCode::kNotFound || s.code() == StatusCode::kInvalidArgument) {
-                  return respond(HttpResponse::error(412, s.message()));
-                }
-                if (s.code() == StatusCode::kBusy) {
-                  return respond(HttpResponse::error(409, s.message()));
-                }
-                respond(storeError(s));
-              });
-            });
-      });
 }
 
 void addBrokerRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* svc,
@@ -688,38 +645,42 @@ void addBundleRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* sv
 void addTopicBundleRoute(Router& r, NamespaceService* nsp, broker::BrokerService* svc) {
   // The bundle a topic belongs to (Pulsar's TopicLookup getNamespaceBundle, `pulsar-admin
   // topics bundle-range`): its range as text, from the namespace's current cut.
-  r.add(
-      "GET", "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle",
-      [nsp, svc](const HttpRequest&, const PathParams& p, const Respond& respond) {
-        const std::string& domain = p.at("domain");
-        if (domain != "persistent" && domain != "non-persistent") {
-          return respond(HttpResponse::error(404, "Not found"));
-        }
-        HttpResponse err;
-        auto name = topicFromParams(p, &err);
-        if (!name) return respond(err);
-        std::string nsName = name->namespaceName();
-        if (!namespaceKnown(svc, nsName)) {
-          return respond(HttpResponse::error(404, "Namespace does not exist"));
-        }
-        uint32_t hash = broker::cluster::topicHash(name->toString());
-        nsp->boundariesOf(
-            nsName, &svc->ioLoops().next(), [respond, hash](Result<std::vector<uint64_t>> b) {
-              if (!b.isOk()) return respond(storeError(b.status()));
-              size_t i = broker::cluster::findBundle(*b, hash);
-              respond(HttpResponse::text(broker::cluster::bundleName((*b)[i], (*b)[i + 1])));
-            });
-      });
+  r.add("GET", "/lookup/v2/topic/{domain}/{tenant}/{namespace}/{topic}/bundle",
+        [nsp, svc](const HttpRequest&, const PathParams& p, const Respond& respond) {
+          const std::string& domain = p.at("domain");
+          if (domain != "persistent" && domain != "non-persistent") {
+            return respond(HttpResponse::error(404, "Not found"));
+          }
+          HttpResponse err;
+          auto name = topicFromParams(p, &err);
+          if (!name) return respond(err);
+          std::string nsName = name->namespaceName();
+          if (!namespaceKnown(svc, nsName)) {
+            return respond(HttpResponse::error(404, "Namespace does not exist"));
+          }
+          uint32_t hash = broker::cluster::topicHash(name->toString());
+          nsp->boundariesOf(
+              nsName, &svc->ioLoops().next(), [respond, hash](Result<std::vector<uint64_t>> b) {
+                if (!b.isOk()) return respond(storeError(b.status()));
+                size_t i = broker::cluster::findBundle(*b, hash);
+                respond(HttpResponse::text(broker::cluster::bundleName((*b)[i], (*b)[i + 1])));
+              });
+        });
 }
 
 }  // namespace
+
+HttpResponse clusterRedirect(const std::string& webUrl, const HttpRequest& req,
+                             bool authoritative) {
+  return redirectTo(webUrl, req, authoritative);
+}
 
 void addClusterRoutes(Router& r, NamespaceService& ns, broker::BrokerService& service,
                       const std::string& clusterName) {
   auto* nsp = &ns;
   auto* svc = &service;
   addNamespaceTopicListRoutes(r, nsp, svc);
-  addNamespaceUnloadSplitRoutes(r, nsp, svc);
+  addNamespaceUnloadRoutes(r, nsp, svc);
   addClusterDataRoutes(r, nsp, svc);
   addBrokerRoutes(r, nsp, svc, clusterName);
   addBundleRoutes(r, nsp, svc);

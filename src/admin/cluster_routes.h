@@ -21,6 +21,10 @@ namespace magnetar::admin {
 void addClusterRoutes(Router& r, broker::cluster::NamespaceService& ns,
                       broker::BrokerService& service, const std::string& clusterName);
 
+// 307 to `webUrl` + the request's path and query with authoritative=<authoritative> (Pulsar's
+// redirect to a bundle's owner).
+HttpResponse clusterRedirect(const std::string& webUrl, const HttpRequest& req, bool authoritative);
+
 // Cluster mode on each broker's local storage: the topics of namespace `nsName` in `domain`
 // that any registered broker has (this broker's, plus each other's answer to GET
 // /admin/v2/namespaces/{nsName}/topics?mode=...&magnetarLocalList=true, sent with

@@ -46,6 +46,18 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
     // Written in the report (loadManagerClassName); read when the load manager starts.
     case SettingId::loadManagerClassName:
       return true;
+    // Read at each split and each auto-split pass (admin/bundle_split_routes.h).
+    case SettingId::flowOrQpsDifferenceThresholdPercentage:
+    case SettingId::loadBalancerAutoBundleSplitEnabled:
+    case SettingId::loadBalancerAutoUnloadSplitBundlesEnabled:
+    case SettingId::loadBalancerNamespaceBundleMaxTopics:
+    case SettingId::loadBalancerNamespaceBundleMaxSessions:
+    case SettingId::loadBalancerNamespaceBundleMaxMsgRate:
+    case SettingId::loadBalancerNamespaceBundleMaxBandwidthMbytes:
+    case SettingId::loadBalancerNamespaceMaximumBundles:
+    case SettingId::supportedNamespaceBundleSplitAlgorithms:
+    case SettingId::defaultNamespaceBundleSplitAlgorithm:
+      return true;
     // Stored only: the broker-to-broker client reads them at start, as Pulsar builds its
     // PulsarService client once (a change applies after a restart there too).
     case SettingId::brokerClientAuthenticationPlugin:

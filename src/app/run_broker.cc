@@ -333,6 +333,7 @@ void addRoutes(Web& web, const BrokerOptions& options, broker::BrokerService& se
   admin::BrokerAdmin::Options adminOptions;
   adminOptions.storageStats = storage.stats;
   adminOptions.loadManager = cluster.loadManager.get();
+  adminOptions.namespaceService = cluster.namespaceService.get();
   web.brokerAdmin = std::make_unique<admin::BrokerAdmin>(service, options.config, adminOptions);
   web.brokerAdmin->addRoutes(router);
 }

@@ -393,7 +393,10 @@ def test_namespace_unload_and_bundle_split(cluster: Cluster) -> None:
         assert bundle not in owned
         with ZkClient("127.0.0.1", cluster.zk_port) as zk:
             local = json.loads(zk.get(f"/admin/local-policies/{ns}"))
+            stored = json.loads(zk.get(f"/admin/policies/{ns}"))
         assert local["bundles"]["numBundles"] == 3, local
+        # Pulsar's updateNamespaceBundlesForPolicies: the Policies carry the new cut too.
+        assert stored["bundles"] == local["bundles"], stored
         # The topics stayed where they were: producers and consumers carry on untouched.
         for i, p in enumerate(producers):
             p.send(f"a{i}".encode())
@@ -404,6 +407,19 @@ def test_namespace_unload_and_bundle_split(cluster: Cluster) -> None:
                             timeout=10).status_code == 412
         assert requests.put(f"{webs[owner]}/admin/v2/namespaces/{ns}/0x40000000_0x80000000/split",
                             params={"splitAlgorithmName": "nope"}, timeout=10).status_code == 412
+        # topic_count_equally_divide (through any broker, 307 followed): the cut between the
+        # two middle hashes of the bundle's topics; the namespace then has 4 bundles.
+        hashes = sorted(h for h in (zlib.crc32(t.encode()) for t in topics) if h >= 0x80000000)
+        lo_h, hi_h = hashes[max(len(hashes) // 2 - 1, 0)], hashes[len(hashes) // 2]
+        r = requests.put(f"{a}/admin/v2/namespaces/{ns}/0x80000000_0xffffffff/split",
+                         params={"splitAlgorithmName": "topic_count_equally_divide"}, timeout=30)
+        assert r.status_code == 204, r.text
+        want = ["0x00000000", "0x40000000", "0x80000000", f"0x{lo_h + (hi_h - lo_h) // 2:08x}",
+                "0xffffffff"]
+        for w in webs.values():
+            wait_until(lambda w=w: requests.get(f"{w}/admin/v2/namespaces/{ns}/bundles",
+                                                timeout=10).json()["boundaries"] == want,
+                       what="the topic-count split")
 
         # Namespace unload through any broker: every bundle released by its owner; clients
         # look up again and carry on.
@@ -412,7 +428,7 @@ def test_namespace_unload_and_bundle_split(cluster: Cluster) -> None:
         assert r.status_code == 204, r.text
         unload_s = time.monotonic() - t0
         assert owned_bundles(cluster, ns) == {}
-        print(f"\nnamespace unload of 3 bundles: {unload_s * 1000:.0f} ms")
+        print(f"\nnamespace unload of 4 bundles: {unload_s * 1000:.0f} ms")
         for i, p in enumerate(producers):
             p.send(f"b{i}".encode())
         for i, c in enumerate(consumers):

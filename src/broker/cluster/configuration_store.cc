@@ -425,6 +425,22 @@ Status ConfigurationStore::createNamespace(const std::string& ns, const Namespac
   return r.status();
 }
 
+namespace {
+
+// A change that rewrote the kept `bundles` (standalone's bundle split) moves the cut written to
+// Policies.bundles with it; kInvalidArgument for boundaries that do not parse.
+Status applyBundlesChange(const NamespacePolicies& p, const std::string& before,
+                          const std::string& path, std::vector<uint64_t>* boundaries) {
+  auto it = p.keptFields.find("bundles");
+  if (it == p.keptFields.end() || it->second == before) return Status::ok();
+  auto cut = boundariesFromPolicies("{\"bundles\":" + it->second + "}", path);
+  if (!cut.isOk()) return Status::invalidArgument(cut.status().message());
+  if (cut->has_value()) *boundaries = **cut;
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<NamespacePolicies> ConfigurationStore::updateNamespacePolicies(
     const std::string& ns, const std::function<void(NamespacePolicies&)>& change) {
   std::string path = namespacePath(ns);
@@ -436,7 +452,12 @@ Result<NamespacePolicies> ConfigurationStore::updateNamespacePolicies(
     }
     auto doc = parsePolicies((*cur)->value, path);
     if (!doc.isOk()) return doc.status();
+    auto kept = doc->policies.keptFields.find("bundles");
+    std::string bundlesBefore = kept == doc->policies.keptFields.end() ? "" : kept->second;
     change(doc->policies);
+    if (Status s = applyBundlesChange(doc->policies, bundlesBefore, path, &doc->boundaries); !s) {
+      return s;
+    }
     auto r = putSync(config_, path,
                      policiesJson(doc->policies, doc->boundaries, doc->raw, options_.clusterName),
                      (*cur)->stat.version);

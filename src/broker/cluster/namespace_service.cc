@@ -12,6 +12,7 @@
 #include "base/blocking_wait.h"
 #include "base/dcheck.h"
 #include "base/logging.h"
+#include "broker/cluster/bundle_split.h"
 #include "broker/cluster/bundles.h"
 
 namespace magnetar::broker::cluster {
@@ -368,6 +369,10 @@ std::string NamespaceService::bundleOf(const std::string& ns,
   }
   size_t i = findBundle(b, hash);
   return bundleName(b[i], b[i + 1]);
+}
+
+int NamespaceService::bundleCount(const std::string& ns) const {
+  return static_cast<int>(bundlesOf(ns).size());
 }
 
 std::vector<std::string> NamespaceService::bundlesOf(const std::string& ns) const {
@@ -1081,40 +1086,44 @@ void NamespaceService::unloadNamespace(const std::string& ns, net::Executor* rep
   });
 }
 
-void NamespaceService::splitBundle(const std::string& ns, const std::string& bundle, bool unload,
-                                   net::Executor* replyEx, std::function<void(Status)> cb) {
+void NamespaceService::splitBundle(const std::string& ns, const std::string& bundle,
+                                   std::vector<uint64_t> at, bool unload, net::Executor* replyEx,
+                                   std::function<void(Status)> cb) {
   auto reply = [replyEx, cb = std::move(cb)](const Status& s) {
     replyEx->execute([cb, s] { cb(s); });
   };
-  loop_.execute([this, ns, bundle, unload, reply] { splitOwned(ns, bundle, unload, reply); });
+  loop_.execute([this, ns, bundle, at = std::move(at), unload, reply] {
+    splitOwned(ns, bundle, at, unload, reply);
+  });
 }
 
-void NamespaceService::splitOwned(const std::string& ns, const std::string& bundle, bool unload,
+void NamespaceService::splitOwned(const std::string& ns, const std::string& bundle,
+                                  const std::vector<uint64_t>& at, bool unload,
                                   const std::function<void(Status)>& done) {
   MAGNETAR_DCHECK_ON(loop_);
   uint64_t lo = 0, hi = 0;
   if (Status s = parseBundleName(bundle, &lo, &hi); !s.isOk()) return done(s);
   std::string key = ns + "/" + bundle;
-  getBoundaries(ns, [this, ns, key, lo, hi, unload, done](Result<Boundaries> b) {
+  getBoundaries(ns, [this, ns, key, lo, hi, at, unload, done](Result<Boundaries> b) {
     if (!b.isOk()) return done(b.status());
     size_t i = 0;
     while (i + 1 < b->size() && !((*b)[i] == lo && (*b)[i + 1] == hi)) ++i;
     if (i + 1 >= b->size()) return done(Status::notFound("Bundle " + key + " not found"));
-    if (hi - lo <= 1) {
-      return done(Status::invalidArgument(key + " bundle can't be split further"));
-    }
+    auto next = cutAfterSplit(*b, i, at);
+    if (!next.isOk()) return done(next.status());
     auto sp = std::make_shared<BundleSplit>();
     sp->ns = ns;
     sp->key = key;
     sp->unload = unload;
     sp->done = done;
     sp->cut = *b;
-    sp->next = *b;
-    sp->next.insert(sp->next.begin() + static_cast<std::ptrdiff_t>(i) + 1, lo + (hi - lo) / 2);
-    sp->a = bundleKey(ns, sp->next, i);
-    sp->c = bundleKey(ns, sp->next, i + 1);
+    sp->next = std::move(*next);
+    const size_t pieces = sp->next.size() - sp->cut.size() + 1;
+    for (size_t c = i; c < i + pieces; ++c) {
+      sp->children.push_back(bundleKey(ns, sp->next, c));
+    }
     // Owned here first (Pulsar's validateNamespaceBundleOwnership takes an unowned one).
-    auto split = [this, sp] { claimSplitHalves(sp); };
+    auto split = [this, sp] { claimSplitChildren(sp, 0); };
     bool owned;
     {
       MutexLock lock(mu_);
@@ -1144,90 +1153,126 @@ void NamespaceService::splitOwned(const std::string& ns, const std::string& bund
   });
 }
 
-void NamespaceService::claimSplitHalves(const std::shared_ptr<const BundleSplit>& sp) {
+void NamespaceService::claimSplitChildren(const std::shared_ptr<const BundleSplit>& sp, size_t n) {
+  if (n == sp->children.size()) return writeSplitBoundaries(sp);
   metadata::PutOptions eph;
   eph.ephemeral = true;
   eph.expectedVersion = metadata::kNotExists;
-  std::string value = namespaceEphemeralDataJson(self_);
-  store_->put(ownershipPath(sp->a), value, eph, &loop_,
-              [this, sp, value, eph](const Result<metadata::Stat>& ra) {
-                if (!ra.isOk()) return sp->done(ra.status());
-                store_->put(ownershipPath(sp->c), value, eph, &loop_,
-                            [this, sp](const Result<metadata::Stat>& rc) {
-                              if (!rc.isOk()) {
-                                undoSplit(*sp, false);
-                                return sp->done(rc.status());
-                              }
-                              writeSplitBoundaries(sp);
-                            });
+  store_->put(ownershipPath(sp->children[n]), namespaceEphemeralDataJson(self_), eph, &loop_,
+              [this, sp, n](const Result<metadata::Stat>& r) {
+                if (!r.isOk()) {
+                  undoSplit(*sp, n);
+                  return sp->done(r.status());
+                }
+                claimSplitChildren(sp, n + 1);
               });
 }
 
 void NamespaceService::writeSplitBoundaries(const std::shared_ptr<const BundleSplit>& sp) {
   std::string local = kLocalPoliciesRoot + sp->ns;
-  store_->get(local, &loop_, [this, sp, local](Result<std::optional<metadata::GetResult>> cur) {
-    if (!cur.isOk()) {
-      undoSplit(*sp, true);
-      return sp->done(cur.status());
-    }
-    metadata::PutOptions o;
-    std::string text;
-    if (cur->has_value()) {
-      auto current = boundariesFromPolicies((*cur)->value, local);
-      if (current.isOk() && current->has_value() && **current != sp->cut) {
-        undoSplit(*sp, true);
-        return sp->done(Status::error(StatusCode::kBadVersion,
-                                      "the bundles of " + sp->ns + " changed; try again"));
-      }
-      auto w = withBundles((*cur)->value, sp->next, local);
-      if (!w.isOk()) {
-        undoSplit(*sp, true);
-        return sp->done(w.status());
-      }
-      text = std::move(*w);
-      o.expectedVersion = (*cur)->stat.version;
-    } else {
-      text = localPoliciesJson(sp->next, "");
-      o.expectedVersion = metadata::kNotExists;
-    }
-    store_->put(local, text, o, &loop_, [this, sp](const Result<metadata::Stat>& w) {
-      if (!w.isOk()) {
-        undoSplit(*sp, true);
-        return sp->done(w.status());
-      }
-      finishSplit(sp);
-    });
-  });
+  const size_t all = sp->children.size();
+  store_->get(
+      local, &loop_, [this, sp, local, all](Result<std::optional<metadata::GetResult>> cur) {
+        if (!cur.isOk()) {
+          undoSplit(*sp, all);
+          return sp->done(cur.status());
+        }
+        metadata::PutOptions o;
+        std::string text;
+        if (cur->has_value()) {
+          auto current = boundariesFromPolicies((*cur)->value, local);
+          if (current.isOk() && current->has_value() && **current != sp->cut) {
+            undoSplit(*sp, all);
+            return sp->done(Status::error(StatusCode::kBadVersion,
+                                          "the bundles of " + sp->ns + " changed; try again"));
+          }
+          auto w = withBundles((*cur)->value, sp->next, local);
+          if (!w.isOk()) {
+            undoSplit(*sp, all);
+            return sp->done(w.status());
+          }
+          text = std::move(*w);
+          o.expectedVersion = (*cur)->stat.version;
+        } else {
+          text = localPoliciesJson(sp->next, "");
+          o.expectedVersion = metadata::kNotExists;
+        }
+        store_->put(local, text, o, &loop_, [this, sp, all](const Result<metadata::Stat>& w) {
+          if (!w.isOk()) {
+            undoSplit(*sp, all);
+            return sp->done(w.status());
+          }
+          writeSplitPolicies(sp, 3);
+        });
+      });
+}
+
+void NamespaceService::writeSplitPolicies(const std::shared_ptr<const BundleSplit>& sp,
+                                          int triesLeft) {
+  // Pulsar's updateNamespaceBundlesForPolicies: Policies.bundles follows the cut too. The cut in
+  // LocalPolicies decides from here on, so a failure here is logged, not undone.
+  std::string path = namespacePath(sp->ns);
+  config_->get(
+      path, &loop_, [this, sp, path, triesLeft](Result<std::optional<metadata::GetResult>> cur) {
+        if (!cur.isOk() || !cur->has_value()) {
+          if (!cur.isOk()) {
+            MLOG_WARN("Split of {}: Policies not read: {}", sp->key, cur.status().message());
+          }
+          return finishSplit(sp);
+        }
+        auto text = withBundles((*cur)->value, sp->next, path);
+        if (!text.isOk()) {
+          MLOG_WARN("Split of {}: {}", sp->key, text.status().message());
+          return finishSplit(sp);
+        }
+        metadata::PutOptions o;
+        o.expectedVersion = (*cur)->stat.version;
+        config_->put(
+            path, *text, o, &loop_, [this, sp, triesLeft](const Result<metadata::Stat>& w) {
+              if (!w.isOk() && w.status().code() == StatusCode::kBadVersion && triesLeft > 1) {
+                return writeSplitPolicies(sp, triesLeft - 1);
+              }
+              if (!w.isOk()) {
+                MLOG_WARN("Split of {}: Policies not written: {}", sp->key, w.status().message());
+              }
+              finishSplit(sp);
+            });
+      });
 }
 
 void NamespaceService::finishSplit(const std::shared_ptr<const BundleSplit>& sp) {
   {
     MutexLock lock(mu_);
     owned_.erase(sp->key);
-    owned_.insert(sp->a);
-    owned_.insert(sp->c);
+    owned_.insert(sp->children.begin(), sp->children.end());
     boundaries_[sp->ns] = sp->next;
   }
-  MLOG_INFO("Split bundle {} into {} and {}", sp->key, sp->a, sp->c);
+  MLOG_INFO("Split bundle {} into {} bundles", sp->key, sp->children.size());
   if (onOwned_) {
-    onOwned_(sp->a);
-    onOwned_(sp->c);
+    for (const auto& k : sp->children) onOwned_(k);
   }
-  for (const std::string& k : {sp->a, sp->c}) {
+  for (const std::string& k : sp->children) {
     store_->exists(ownershipPath(k), &loop_, [](const Result<bool>&) {});  // watch
   }
   store_->remove(ownershipPath(sp->key), std::nullopt, &loop_, [this, sp](const Status&) {
     publishRegistration();
     if (!sp->unload) return sp->done(Status::ok());
-    release(sp->a, [this, sp](const Status& s1) {
-      release(sp->c, [sp, s1](const Status& s2) { sp->done(s1.isOk() ? s2 : s1); });
-    });
+    releaseChildren(sp, 0, Status::ok());
   });
 }
 
-void NamespaceService::undoSplit(const BundleSplit& sp, bool both) {
-  store_->remove(ownershipPath(sp.a), std::nullopt, &loop_, [](const Status&) {});
-  if (both) store_->remove(ownershipPath(sp.c), std::nullopt, &loop_, [](const Status&) {});
+void NamespaceService::releaseChildren(const std::shared_ptr<const BundleSplit>& sp, size_t n,
+                                       const Status& first) {
+  if (n == sp->children.size()) return sp->done(first);
+  release(sp->children[n], [this, sp, n, first](const Status& s) {
+    releaseChildren(sp, n + 1, first.isOk() ? s : first);
+  });
+}
+
+void NamespaceService::undoSplit(const BundleSplit& sp, size_t created) {
+  for (size_t i = 0; i < created && i < sp.children.size(); ++i) {
+    store_->remove(ownershipPath(sp.children[i]), std::nullopt, &loop_, [](const Status&) {});
+  }
 }
 
 }  // namespace magnetar::broker::cluster

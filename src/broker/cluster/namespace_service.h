@@ -175,15 +175,20 @@ class NamespaceService : public TopicOwnership {
   // once no bundle of ns is owned. Errors: the store's.
   void unloadNamespace(const std::string& ns, net::Executor* replyEx,
                        std::function<void(Status)> cb);
-  // Splits an owned bundle in two at the middle of its range (Pulsar's range_equally_divide):
-  // ownership of both halves is taken first, then the namespace's bundle cut is stored in its
-  // LocalPolicies (/admin/local-policies/{tenant}/{ns}, as Pulsar), then the old bundle's znode
-  // goes. Its topics stay on this broker, clients untouched; with `unload` both halves are then
-  // released. An unowned bundle is taken first. cb on replyEx. Errors: kNotFound (not a bundle
-  // of ns), kInvalidArgument (a range of 1, cannot split), kBusy (owned by another broker), the
-  // store's.
-  void splitBundle(const std::string& ns, const std::string& bundle, bool unload,
-                   net::Executor* replyEx, std::function<void(Status)> cb);
+  // Splits a bundle of `ns` at the points `at` (ascending or not; from a split algorithm,
+  // bundle_split.h) into at.size() + 1 bundles (Pulsar's NamespaceService.splitAndOwnBundle):
+  // ownership of every child is taken first, then the namespace's cut is stored in its
+  // LocalPolicies (/admin/local-policies/{tenant}/{ns}, compare-and-set on what was read), then
+  // its Policies' bundles in the configuration store (updateNamespaceBundlesForPolicies), then
+  // the old bundle's znode goes. Its topics stay on this broker, clients untouched; with
+  // `unload` every child is then released (their topics closed, receipts first). An unowned
+  // bundle is taken first. cb on replyEx. Errors: kNotFound (not a bundle of ns),
+  // kInvalidArgument (a range of 1, a point outside the bundle: cutAfterSplit), kBusy (owned by
+  // another broker), kBadVersion (the cut changed meanwhile), the store's.
+  void splitBundle(const std::string& ns, const std::string& bundle, std::vector<uint64_t> at,
+                   bool unload, net::Executor* replyEx, std::function<void(Status)> cb);
+  // The number of bundles of `ns` as cached (the default count when not looked up). Any thread.
+  int bundleCount(const std::string& ns) const;
   // How long unloadNamespace waits for other owners to release.
   static constexpr std::chrono::seconds kUnloadWait{5};
 
@@ -240,27 +245,29 @@ class NamespaceService : public TopicOwnership {
   // Marks another broker's bundle disabled and waits for its znode to go (deleting it after
   // kUnloadWait). Loop only.
   void unloadElsewhere(const std::string& key, const std::function<void(Status)>& done);
-  void splitOwned(const std::string& ns, const std::string& bundle, bool unload,
-                  const std::function<void(Status)>& done);
-  // One split in progress, splitOwned's steps in order (loop only): claimSplitHalves creates the
-  // halves' ownership znodes, writeSplitBoundaries writes the new cut to LocalPolicies
-  // (compare-and-set on what was read; kBadVersion if the bundles changed since `cut`),
-  // finishSplit owns the halves, drops the old bundle's znode and releases the halves if
-  // `unload`. A failing step removes the halves' znodes (undoSplit) and calls `done`.
+  void splitOwned(const std::string& ns, const std::string& bundle, const std::vector<uint64_t>& at,
+                  bool unload, const std::function<void(Status)>& done);
+  // One split in progress, splitOwned's steps in order (loop only): claimSplitChildren creates
+  // the children's ownership znodes one by one, writeSplitBoundaries writes the new cut to
+  // LocalPolicies (compare-and-set on what was read; kBadVersion if the bundles changed since
+  // `cut`), writeSplitPolicies to the Policies (retried on kBadVersion), finishSplit owns the
+  // children, drops the old bundle's znode and releases the children if `unload`. A failing
+  // step removes the children's znodes created so far (undoSplit) and calls `done`.
   struct BundleSplit {
     std::string ns;
     std::string key;  // ns/bundle being split
     bool unload = false;
     std::function<void(Status)> done;
-    Boundaries cut;   // the namespace's boundaries when the split began
-    Boundaries next;  // cut with the new boundary in the middle of the bundle
-    std::string a;    // the halves' bundle keys
-    std::string c;
+    Boundaries cut;                     // the namespace's boundaries when the split began
+    Boundaries next;                    // cut with the new boundaries inside the bundle
+    std::vector<std::string> children;  // their bundle keys, ascending
   };
-  void claimSplitHalves(const std::shared_ptr<const BundleSplit>& sp);
+  void claimSplitChildren(const std::shared_ptr<const BundleSplit>& sp, size_t n);
   void writeSplitBoundaries(const std::shared_ptr<const BundleSplit>& sp);
+  void writeSplitPolicies(const std::shared_ptr<const BundleSplit>& sp, int triesLeft);
   void finishSplit(const std::shared_ptr<const BundleSplit>& sp);
-  void undoSplit(const BundleSplit& sp, bool both);
+  void releaseChildren(const std::shared_ptr<const BundleSplit>& sp, size_t n, const Status& first);
+  void undoSplit(const BundleSplit& sp, size_t created);
   LookupAnswer connectTo(const BrokerUrls& u) const;
 
   metadata::Store* store_;
