@@ -92,7 +92,7 @@ case "$KIND" in
     # refusals but one, handshake and keep-alive deadlines, inactive-topic sweeps, restarts, two
     # of the three unload storms: about 140 s of release time); the release stage runs them.
     U=tests/integration
-    timed "asan integration" sanitized_pytest tests/integration \
+    timed "asan integration" sanitized_pytest -n 2 tests/integration \
       --deselect "$U/test_auth_token.py::test_bad_credentials_are_refused_and_counted[expired]" \
       --deselect "$U/test_auth_token.py::test_bad_credentials_are_refused_and_counted[forged]" \
       --deselect "$U/test_auth_token.py::test_bad_credentials_are_refused_and_counted[none]" \
