@@ -224,7 +224,7 @@ PlacementStores BrokerAdmin::placementStores() {
     };
   } else {
     auto cfg = impl_->ctx.config;
-    st.activeBrokers = [cfg](std::function<void(Result<std::vector<std::string>>)> cb) {
+    st.activeBrokers = [cfg](const std::function<void(Result<std::vector<std::string>>)>& cb) {
       cb(std::vector<std::string>{cfg->advertisedAddress() + ":" +
                                   std::to_string(cfg->webServicePort())});
     };

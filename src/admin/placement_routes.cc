@@ -156,8 +156,8 @@ void addIsolationBrokerRoutes(Router& r, const AdminContext& ctx, const Placemen
 // Writes the cluster's policies as `change` makes them from what was read (compare-and-set,
 // retried once on a concurrent change).
 void updatePolicies(const AdminContext& ctx, metadata::Store* config, const std::string& cluster,
-                    std::function<void(NamespaceIsolationPolicies&)> change, const Respond& respond,
-                    std::function<void()> done, int tries = 2) {
+                    const std::function<void(NamespaceIsolationPolicies&)>& change,
+                    const Respond& respond, const std::function<void()>& done, int tries = 2) {
   readPolicies(
       ctx, config, cluster, respond,
       [&ctx, config, cluster, change, respond, done, tries](auto all, auto version) {
@@ -257,7 +257,7 @@ void boundariesFor(const AdminContext& ctx, metadata::Store* config, const std::
 
 // Sets (group) or removes (nullopt) the namespace's anti-affinity group in its LocalPolicies.
 void writeGroup(const AdminContext& ctx, const PlacementStores& st, const std::string& ns,
-                std::optional<std::string> group, const Respond& respond) {
+                const std::optional<std::string>& group, const Respond& respond) {
   std::string path = kLocalPoliciesRoot + ns;
   st.local->get(path, executor(ctx), [&ctx, st, ns, path, group, respond](const GetResult& r) {
     if (!r.isOk()) return respond(storeFailure(r.status()));
@@ -356,7 +356,7 @@ void addAntiAffinityNamespacesRoute(Router& r, const AdminContext& ctx, const Pl
 
 }  // namespace
 
-void addPlacementPolicyRoutes(Router& r, const AdminContext& ctx, PlacementStores stores) {
+void addPlacementPolicyRoutes(Router& r, const AdminContext& ctx, const PlacementStores& stores) {
   addIsolationGetRoutes(r, ctx, stores);
   addIsolationBrokerRoutes(r, ctx, stores);
   addIsolationWriteRoutes(r, ctx, stores);

@@ -30,6 +30,6 @@ struct PlacementStores {
 };
 
 // stores' members outlive the router. Thread: before serving.
-void addPlacementPolicyRoutes(Router& r, const AdminContext& ctx, PlacementStores stores);
+void addPlacementPolicyRoutes(Router& r, const AdminContext& ctx, const PlacementStores& stores);
 
 }  // namespace magnetar::admin

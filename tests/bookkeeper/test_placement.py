@@ -4,9 +4,10 @@ match a broker's host, can tell them apart), loadBalancerReportUpdateMinInterval
 loadBalancerDistributeBundlesEvenlyEnabled=false (the leader's choice is the strategy's alone).
 
 - By msg rate, not by bundle count: a producer and a consumer make one broker ("hot") carry about
-  RATE msg/s each way on its single bundle; the six bundles of a new namespace then go to the two
-  idle brokers (three each), and a bundle of yet another namespace goes to an idle broker too,
-  although the hot broker has the fewest bundles (1 against 3): Pulsar's LeastLongTermMessageRate.
+  RATE msg/s each way on its single bundle; the eight bundles of a new namespace then go to the two
+  idle brokers (at least two each), and a bundle of yet another namespace goes to an idle broker
+  too, although the hot broker has the fewest bundles (1 against 2 or more): Pulsar's
+  LeastLongTermMessageRate.
 - Anti-affinity: three namespaces of one anti-affinity group land on three different brokers,
   the last one on the hot broker (the only one without a namespace of the group).
 - Isolation: with a policy naming 127.0.0.3 the primary of public/iso-.*, a namespace it matches
@@ -138,15 +139,16 @@ def test_placement_by_rate_anti_affinity_and_isolation(brokers: list[HostBroker]
             pump(0.5)
         pump(2)  # a few of its reports sampled by the leader
 
-        # Six bundles of a new namespace: all on the idle brokers, three each.
+        # Eight bundles of a new namespace: all on the idle brokers, several each (how many
+        # each follows their rates: an idle bundle once sampled counts 0 msg/s, as in Pulsar).
         many_ns = f"public/many-{run}"
-        create_namespace(web, many_ns, 6)
+        create_namespace(web, many_ns, 8)
         many = bundles_of(web, many_ns)
-        owners = [owner_of(brokers, topic_in_bundle(many_ns, many, i)) for i in range(6)]
+        owners = [owner_of(brokers, topic_in_bundle(many_ns, many, i)) for i in range(8)]
         pump(0.2)
         assert hot not in owners, [o.id for o in owners]
         idle = [b for b in brokers if b is not hot]
-        assert sorted(owners.count(b) for b in idle) == [3, 3], [o.id for o in owners]
+        assert min(owners.count(b) for b in idle) >= 2, [o.id for o in owners]
         # The hot broker has the fewest bundles, yet a new bundle goes elsewhere.
         fresh = owner_of(brokers, f"persistent://public/fresh-{run}/t")
         assert fresh is not hot, fresh.id
