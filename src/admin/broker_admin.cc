@@ -9,6 +9,7 @@
 #include "admin/io_saturation.h"
 #include "admin/metrics.h"
 #include "admin/namespace_routes.h"
+#include "admin/placement_routes.h"
 #include "admin/rest_util.h"
 #include "admin/schema_routes.h"
 #include "admin/thread_cpu.h"
@@ -208,6 +209,29 @@ BrokerAdmin::BrokerAdmin(broker::BrokerService& service,
 
 BrokerAdmin::~BrokerAdmin() { impl_->stop(); }
 
+PlacementStores BrokerAdmin::placementStores() {
+  PlacementStores st;
+  st.config = impl_->options.configStore;
+  st.local = impl_->options.localStore;
+  broker::cluster::NamespaceService* nsp = impl_->options.namespaceService;
+  broker::BrokerService* svc = &impl_->ctx.service;
+  if (nsp) {
+    st.activeBrokers = [nsp, svc](std::function<void(Result<std::vector<std::string>>)> cb) {
+      nsp->activeBrokers(&svc->ioLoops().next(), std::move(cb));
+    };
+    st.unloadNamespace = [nsp, svc](const std::string& ns, std::function<void(Status)> cb) {
+      nsp->unloadNamespace(ns, &svc->ioLoops().next(), std::move(cb));
+    };
+  } else {
+    auto cfg = impl_->ctx.config;
+    st.activeBrokers = [cfg](const std::function<void(Result<std::vector<std::string>>)>& cb) {
+      cb(std::vector<std::string>{cfg->advertisedAddress() + ":" +
+                                  std::to_string(cfg->webServicePort())});
+    };
+  }
+  return st;
+}
+
 void BrokerAdmin::addRoutes(Router& router) {
   addNamespaceRoutes(router, impl_->ctx);
   addTopicRoutes(router, impl_->ctx);
@@ -223,6 +247,9 @@ void BrokerAdmin::addRoutes(Router& router) {
   addNonPersistentAliases(router);
   addDynamicConfigurationRoutes(router, impl_->ctx.config);
   addBundleSplitRoutes(router, &impl_->ctx, impl_->options.namespaceService);
+  if (impl_->options.configStore && impl_->options.localStore) {
+    addPlacementPolicyRoutes(router, impl_->ctx, placementStores());
+  }
   std::weak_ptr<Impl> weak = impl_;
   router.add("GET", "/metrics",
              [weak](const HttpRequest&, const PathParams&, const Respond& respond) {

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "admin/bundle_split_routes.h"
+#include "admin/placement_routes.h"
 #include "admin/router.h"
 #include "broker/service/broker_service.h"
 #include "config/service_configuration.h"
@@ -39,6 +40,10 @@ class BrokerAdmin {
     broker::cluster::LoadManager* loadManager = nullptr;
     // Cluster mode: the namespace service (split route, auto split); null in standalone.
     broker::cluster::NamespaceService* namespaceService = nullptr;
+    // The configuration and local metadata stores of the placement policies' routes
+    // (placement_routes.h; standalone: both the local record store); null: no such routes.
+    metadata::Store* configStore = nullptr;
+    metadata::Store* localStore = nullptr;
     // The per-bundle figures the auto split reads every loadBalancerReportUpdateMinIntervalMillis
     // (Pulsar checks at each load data update); unset: localBundleLoads (this broker's bundles).
     BundleLoadSource bundleLoads;
@@ -58,6 +63,8 @@ class BrokerAdmin {
   void addRoutes(Router& router);
 
  private:
+  // The placement policies' routes' stores and broker functions (placement_routes.h).
+  PlacementStores placementStores();
   struct Impl;
   std::shared_ptr<Impl> impl_;
 };

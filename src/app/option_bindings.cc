@@ -436,7 +436,21 @@ broker::cluster::NamespaceServiceOptions namespaceServiceOptionsFrom(
     const std::shared_ptr<const config::ServiceConfiguration>& cfg) {
   auto o = optionsFrom(namespaceServiceBindings(), *cfg);
   o.bundleUnloadingTimeoutMs = [cfg] { return cfg->namespaceBundleUnloadingTimeoutMs(); };
-  o.distributeBundlesEvenly = [cfg] { return cfg->loadBalancerDistributeBundlesEvenlyEnabled(); };
+  o.placementSettings = [cfg] {
+    broker::cluster::PlacementSettings s;
+    s.strategy = cfg->loadBalancerLoadPlacementStrategy();
+    s.overloadedThresholdPercentage = cfg->loadBalancerBrokerOverloadedThresholdPercentage();
+    s.brokerMaxTopics = cfg->loadBalancerBrokerMaxTopics();
+    s.distributeBundlesEvenly = cfg->loadBalancerDistributeBundlesEvenlyEnabled();
+    s.cpuWeight = cfg->loadBalancerCPUResourceWeight();
+    s.memoryWeight = cfg->loadBalancerMemoryResourceWeight();
+    s.directMemoryWeight = cfg->loadBalancerDirectMemoryResourceWeight();
+    s.bandwithInWeight = cfg->loadBalancerBandwithInResourceWeight();
+    s.bandwithOutWeight = cfg->loadBalancerBandwithOutResourceWeight();
+    s.bandwidthInWeight = cfg->loadBalancerBandwidthInResourceWeight();
+    s.bandwidthOutWeight = cfg->loadBalancerBandwidthOutResourceWeight();
+    return s;
+  };
   return o;
 }
 

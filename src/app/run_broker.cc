@@ -334,6 +334,10 @@ void addRoutes(Web& web, const BrokerOptions& options, broker::BrokerService& se
   adminOptions.storageStats = storage.stats;
   adminOptions.loadManager = cluster.loadManager.get();
   adminOptions.namespaceService = cluster.namespaceService.get();
+  adminOptions.configStore =
+      cluster.namespaceService ? cluster.configStore() : storage.localRecordStore.get();
+  adminOptions.localStore =
+      cluster.namespaceService ? cluster.zk.get() : storage.localRecordStore.get();
   web.brokerAdmin = std::make_unique<admin::BrokerAdmin>(service, options.config, adminOptions);
   web.brokerAdmin->addRoutes(router);
 }

@@ -81,7 +81,9 @@ bool anyZkServerAccepts(const std::string& hosts, int timeoutMs) {
 Status TopicStorage::openLocalRecords(const broker::cluster::ConfigurationStoreOptions& o) {
   if (Status s = broker::cluster::migrateLegacyMetadata(metadata, o); !s) return s;
   std::vector<std::string> roots = broker::cluster::ConfigurationStore::roots();
-  roots.insert(roots.end(), {broker::kTopicPoliciesRoot, broker::kSchemasRoot});
+  // LocalPolicies: a namespace's anti-affinity group (admin/placement_routes.h).
+  roots.insert(roots.end(),
+               {broker::kTopicPoliciesRoot, broker::kSchemasRoot, "/admin/local-policies"});
   auto backend = broker::cluster::openLocalRecords(metadata, std::move(roots));
   if (!backend.isOk()) return backend.status();
   localRecords = std::move(*backend);

@@ -172,7 +172,11 @@ TEST(AppOptionBindings, NamespaceServiceOptions) {
   ASSERT_TRUE(cfg->updateDynamic("namespaceBundleUnloadingTimeoutMs", "1234"));
   EXPECT_EQ(o.bundleUnloadingTimeoutMs(), 1234);
   ASSERT_TRUE(cfg->updateDynamic("loadBalancerDistributeBundlesEvenlyEnabled", "false"));
-  EXPECT_FALSE(o.distributeBundlesEvenly());
+  EXPECT_FALSE(o.placementSettings().distributeBundlesEvenly);
+  ASSERT_TRUE(cfg->updateDynamic("loadBalancerBrokerOverloadedThresholdPercentage", "70"));
+  EXPECT_EQ(o.placementSettings().overloadedThresholdPercentage, 70);
+  ASSERT_TRUE(cfg->updateDynamic("loadBalancerBandwithInResourceWeight", "2.5"));
+  EXPECT_EQ(o.placementSettings().bandwithInWeight, 2.5);
 }
 
 TEST(AppOptionBindings, ConfigurationStoreOptions) {

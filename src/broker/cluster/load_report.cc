@@ -149,6 +149,8 @@ LoadManager::LoadManager(NamespaceService* ns, metadata::Store* store, Options o
         [this](const BrokerUrls& self, const std::vector<std::string>& owned, int64_t startMs) {
           return registrationJson(self, owned, startMs);
         });
+    // The leader's placement reads the aggregated bundle data (load_placement.h).
+    ns_->setBundleDataSource([this] { return bundleData(); });
   }
 }
 

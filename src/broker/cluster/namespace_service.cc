@@ -26,8 +26,9 @@ constexpr const char* kProducerNameCounter = "/counters/producer-name";
 constexpr const char* kPoliciesRoot = "/admin/policies/";
 constexpr const char* kLocalPoliciesRoot = "/admin/local-policies/";
 constexpr const char* kNamespaceRoot = "/namespace/";
-// The leader counts a bundle it handed out for this long, until the broker's report shows it.
-constexpr auto kRecentWindow = std::chrono::seconds(30);
+// The leader counts a bundle it handed out until the broker's report shows it, or for this long
+// (a client that never followed the redirect).
+constexpr int64_t kPreallocationMaxAgeMs = 30000;
 
 // The lease's clock: CLOCK_MONOTONIC_COARSE (a few ns to read, ms resolution), in ns.
 int64_t coarseNowNs() {
@@ -55,35 +56,6 @@ std::string bundleKey(const std::string& ns, const std::vector<uint64_t>& b, siz
 }  // namespace
 
 std::string ownershipPath(const std::string& bundleKey) { return kNamespaceRoot + bundleKey; }
-
-std::string pickBroker(const std::map<std::string, std::set<std::string>>& brokers,
-                       const std::string& bundleKey, bool evenly) {
-  std::string prefix = bundleKey.substr(0, bundleKey.rfind('/') + 1);  // "tenant/ns/"
-  auto inNamespace = [&](const std::set<std::string>& bundles) {
-    size_t n = 0;
-    for (auto it = bundles.lower_bound(prefix);
-         it != bundles.end() && it->compare(0, prefix.size(), prefix) == 0; ++it) {
-      if (it->find('/', prefix.size()) == std::string::npos) ++n;
-    }
-    return n;
-  };
-  size_t leastInNamespace = std::numeric_limits<size_t>::max();
-  if (evenly) {
-    for (const auto& [id, bundles] : brokers) {
-      leastInNamespace = std::min(leastInNamespace, inNamespace(bundles));
-    }
-  }
-  std::string best;
-  size_t bestCount = std::numeric_limits<size_t>::max();
-  for (const auto& [id, bundles] : brokers) {  // sorted by id: the first of equals wins
-    if (evenly && inNamespace(bundles) > leastInNamespace) continue;
-    if (bundles.size() < bestCount) {
-      bestCount = bundles.size();
-      best = id;
-    }
-  }
-  return best;
-}
 
 NamespaceService::NamespaceService(metadata::Store* store, metadata::Store* config,
                                    NamespaceServiceOptions options)
@@ -611,60 +583,150 @@ void NamespaceService::createOwnership(const std::string& key,
               });
 }
 
+struct NamespaceService::Placement {
+  std::string key;
+  std::function<void(LookupAnswer)> reply;
+  std::optional<uint32_t> hash;
+  std::map<std::string, LocalBrokerData> reports;  // by broker id
+  size_t pending = 0;
+  NamespaceIsolationPolicies policies;
+  std::string group;                           // the namespace's anti-affinity group
+  std::map<std::string, std::string> groupOf;  // namespace -> its group (with a group only)
+};
+
 void NamespaceService::assignAsLeader(const std::string& key,
                                       const std::function<void(LookupAnswer)>& reply,
                                       std::optional<uint32_t> hash) {
   MAGNETAR_DCHECK_ON(loop_);
+  // Given out a moment ago and not taken yet: the same broker (selectBrokerForAssignment).
+  if (auto pre = preallocated_.brokerOf(key); pre && *pre == self_.brokerId) {
+    return acquire(key, reply, hash);
+  }
   store_->getChildren(
       kBrokersRoot, &loop_, [this, key, reply, hash](Result<std::vector<std::string>> names) {
         if (!names.isOk() || names->empty()) return acquire(key, reply, hash);
-        struct Gather {
-          std::map<std::string, BrokerReport> reports;
-          size_t pending = 0;
-        };
-        auto g = std::make_shared<Gather>();
-        g->pending = names->size();
+        auto p = std::make_shared<Placement>();
+        p->key = key;
+        p->reply = reply;
+        p->hash = hash;
+        p->pending = names->size();
         for (const auto& name : *names) {
           std::string path = std::string(kBrokersRoot) + "/" + name;
-          store_->get(
-              path, &loop_,
-              [this, g, name, path, key, reply,
-               hash](Result<std::optional<metadata::GetResult>> r) {
-                if (r.isOk() && r->has_value()) {
-                  auto rep = parseLocalBrokerData((*r)->value, path);
-                  if (rep.isOk()) {
-                    g->reports[name] = std::move(*rep);
-                  } else {
-                    MLOG_WARN("{}", rep.status().message());
-                  }
-                }
-                if (--g->pending > 0) return;
-                auto now = std::chrono::steady_clock::now();
-                std::map<std::string, std::set<std::string>> counted;  // broker -> its bundles
-                for (auto& [id, rep] : g->reports) {
-                  auto& c = counted[id];
-                  c.insert(rep.bundles.begin(), rep.bundles.end());
-                  auto& recent = recent_[id];
-                  while (!recent.empty() && now - recent.front().first > kRecentWindow) {
-                    recent.pop_front();
-                  }
-                  for (auto& [at, b] : recent) c.insert(b);
-                }
-                std::string best = pickBroker(
-                    counted, key,
-                    !options_.distributeBundlesEvenly || options_.distributeBundlesEvenly());
-                if (best.empty()) return acquire(key, reply, hash);
-                // Counted at once, so the assignments decided before the reports show them spread.
-                recent_[best].emplace_back(now, key);
-                if (best == self_.brokerId) return acquire(key, reply, hash);
-                LookupAnswer a = connectTo(g->reports[best].urls);
-                a.redirect = true;
-                a.authoritative = true;
-                MLOG_DEBUG("Leader assigns bundle {} to {}", key, best);
-                reply(std::move(a));
-              });
+          store_->get(path, &loop_,
+                      [this, p, name, path](Result<std::optional<metadata::GetResult>> r) {
+                        if (r.isOk() && r->has_value()) {
+                          auto rep = parseLoadReport((*r)->value, path);
+                          if (rep.isOk()) {
+                            p->reports[name] = std::move(*rep);
+                          } else {
+                            MLOG_WARN("{}", rep.status().message());
+                          }
+                        }
+                        if (--p->pending == 0) readPlacementPolicies(p);
+                      });
         }
       });
+}
+
+void NamespaceService::readPlacementPolicies(const std::shared_ptr<Placement>& p) {
+  MAGNETAR_DCHECK_ON(loop_);
+  std::string path = isolationPoliciesPath(options_.clusterName);
+  config_->get(path, &loop_, [this, p, path](Result<std::optional<metadata::GetResult>> r) {
+    if (r.isOk() && r->has_value() && !(*r)->value.empty()) {
+      auto parsed = parseNamespaceIsolationPolicies((*r)->value, path);
+      if (parsed.isOk()) {
+        p->policies = std::move(*parsed);
+      } else {
+        MLOG_WARN("{}", parsed.status().message());  // placed as without policies
+      }
+    }
+    std::string ns = p->key.substr(0, p->key.rfind('/'));
+    std::string local = kLocalPoliciesRoot + ns;
+    store_->get(local, &loop_, [this, p](Result<std::optional<metadata::GetResult>> l) {
+      if (l.isOk() && l->has_value()) p->group = antiAffinityGroupOf((*l)->value);
+      if (p->group.empty()) return placeBundle(p);
+      readAntiAffinityGroups(p);
+    });
+  });
+}
+
+void NamespaceService::readAntiAffinityGroups(const std::shared_ptr<Placement>& p) {
+  MAGNETAR_DCHECK_ON(loop_);
+  // The groups of every namespace a broker reports (Pulsar reads each one's LocalPolicies).
+  std::set<std::string> namespaces;
+  for (const auto& [id, rep] : p->reports) {
+    for (const auto& b : rep.bundles) namespaces.insert(b.substr(0, b.rfind('/')));
+    for (const auto& [b, stats] : rep.lastStats) namespaces.insert(b.substr(0, b.rfind('/')));
+  }
+  for (const auto& b : preallocated_.bundles()) namespaces.insert(b.substr(0, b.rfind('/')));
+  if (namespaces.empty()) return placeBundle(p);
+  p->pending = namespaces.size();
+  for (const auto& ns : namespaces) {
+    store_->get(kLocalPoliciesRoot + ns, &loop_,
+                [this, p, ns](Result<std::optional<metadata::GetResult>> l) {
+                  if (l.isOk() && l->has_value()) {
+                    std::string g = antiAffinityGroupOf((*l)->value);
+                    if (!g.empty()) p->groupOf[ns] = g;
+                  }
+                  if (--p->pending == 0) placeBundle(p);
+                });
+  }
+}
+
+void NamespaceService::placeBundle(const std::shared_ptr<Placement>& p) {
+  MAGNETAR_DCHECK_ON(loop_);
+  const std::string& key = p->key;
+  auto now = nowMs();
+  preallocated_.prune(p->reports, now, kPreallocationMaxAgeMs);
+  std::map<std::string, BundleData> data;
+  if (bundleDataSource_) data = bundleDataSource_();
+  BrokerLoads loads;
+  PlacementInput in;
+  in.bundleKey = key;
+  for (auto& [id, rep] : p->reports) {
+    BrokerLoad& b = loads[id];
+    std::set<std::string> bundles;
+    for (const auto& [bundle, stats] : rep.lastStats) bundles.insert(bundle);
+    b.timeAverage.reset(bundles, data, defaultBundleStats());
+    b.preallocated = preallocated_.of(id);
+    b.local = rep;
+    in.available.insert(id);
+  }
+  in.loads = &loads;
+  in.policies = &p->policies;
+  if (!p->group.empty()) {
+    in.antiAffinityCounts =
+        antiAffinityNamespaceCounts(brokerNamespaces(loads), p->groupOf, p->group);
+  }
+  PlacementSettings s =
+      options_.placementSettings ? options_.placementSettings() : PlacementSettings{};
+  if (s.strategy != kLeastLongTermMessageRate && s.strategy != loggedStrategy_) {
+    MLOG_WARN("loadBalancerLoadPlacementStrategy {} is not supported: placing by {}", s.strategy,
+              kLeastLongTermMessageRate);
+    loggedStrategy_ = s.strategy;
+  }
+  std::optional<std::string> best = preallocated_.brokerOf(key);
+  if (!best || !p->reports.count(*best)) {
+    best = selectBroker(in, s, [this](size_t n) {
+      return std::uniform_int_distribution<size_t>(0, n - 1)(random_);
+    });
+  }
+  if (!best) {
+    return p->reply(failed(Status::closed(
+        "Failed to look up a broker registered in the cluster for assigning namespace bundle " +
+        key + " (no broker qualifies: namespace isolation policies)")));
+  }
+  // Counted at once, so the assignments decided before the reports show them spread.
+  auto it = data.find(key);
+  preallocated_.add(key, *best,
+                    it != data.end() ? it->second : BundleData::withDefaults(defaultBundleStats()),
+                    now);
+  if (*best == self_.brokerId) return acquire(key, p->reply, p->hash);
+  LookupAnswer a = connectTo(p->reports[*best].urls);
+  a.redirect = true;
+  a.authoritative = true;
+  MLOG_DEBUG("Leader assigns bundle {} to {}", key, *best);
+  p->reply(std::move(a));
 }
 
 void NamespaceService::redirectToLeader(const std::string& key,

@@ -8,10 +8,12 @@
 // - Ownership: /namespace/{tenant}/{ns}/{bundle} (ephemeral, NamespaceEphemeralData), created with
 //   "must not exist", so two brokers racing for a bundle end with one owner.
 // - Lookup (as Pulsar's findBrokerServiceUrl): an owned bundle -> Connect to its owner. An unowned
-//   one: an authoritative lookup takes it here; otherwise the leader picks the broker with the
-//   fewest bundles (its reported bundles plus what the leader gave it in the last 30 s) and
-//   takes it itself or redirects (authoritative) to that broker; a non-leader redirects to the
-//   leader (not authoritative). No leader known: this broker takes it.
+//   one: an authoritative lookup takes it here; otherwise the leader places it (load_placement.h:
+//   Pulsar's selectBrokerForAssignment with LeastLongTermMessageRate over the brokers' reports,
+//   its aggregated bundle data and its preallocated bundles, honouring the namespace isolation
+//   policies and anti-affinity groups) and takes it itself or redirects (authoritative) to that
+//   broker; a non-leader redirects to the leader (not authoritative). No leader known: this
+//   broker takes it.
 // - Session lost (ZooKeeper expired it): every bundle is released at once (owns() turns false,
 //   the ownershipLost handler closes their producers and consumers) and every cached bundle cut
 //   and owner is dropped (their watches went with the session: Pulsar's caches invalidate all on
@@ -42,12 +44,14 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "base/thread_annotations.h"
 #include "broker/cluster/cluster_metadata.h"
+#include "broker/cluster/load_placement.h"
 #include "broker/common/topic_ownership.h"
 #include "metadata/store.h"
 #include "net/event_loop.h"
@@ -61,22 +65,15 @@ struct NamespaceServiceOptions {
   // sending of the last request ZooKeeper answered; a cheap request goes every quarter of it.
   int sessionTimeoutMs = static_cast<int>(setting_defaults::metadataStoreSessionTimeoutMillis);
   int defaultNumberOfNamespaceBundles = setting_defaults::defaultNumberOfNamespaceBundles;
-  // loadBalancerDistributeBundlesEvenlyEnabled (dynamic: read at each assignment; unset: true).
-  std::function<bool()> distributeBundlesEvenly;
+  // The placement settings (loadBalancerBrokerOverloadedThresholdPercentage, the resource
+  // weights, loadBalancerBrokerMaxTopics, loadBalancerDistributeBundlesEvenlyEnabled); dynamic:
+  // read at each assignment; unset: the defaults.
+  std::function<PlacementSettings()> placementSettings;
   // namespaceBundleUnloadingTimeoutMs: how long a voluntary release waits for the bundle's
   // topics to close (the release handler) before it deletes the ownership znode anyway.
   // Dynamic: read at each release; unset: 60000.
   std::function<int64_t()> bundleUnloadingTimeoutMs;
 };
-
-// The leader's choice for an unowned bundle `bundleKey` ("tenant/ns/0x..._0x..."), given each
-// registered broker's bundles (reported plus recently assigned): with `evenly`
-// (loadBalancerDistributeBundlesEvenlyEnabled, Pulsar's
-// LoadManagerShared.removeMostServicingBrokersForNamespace) only the brokers with the fewest
-// bundles of that namespace are candidates; of those, the one with the fewest bundles in all,
-// ties by broker id. "" when `brokers` is empty.
-std::string pickBroker(const std::map<std::string, std::set<std::string>>& brokers,
-                       const std::string& bundleKey, bool evenly);
 
 class NamespaceService : public TopicOwnership {
  public:
@@ -134,6 +131,12 @@ class NamespaceService : public TopicOwnership {
   using RegistrationSource = std::function<std::string(
       const BrokerUrls& self, const std::vector<std::string>& ownedBundles, int64_t startMs)>;
   void setRegistrationSource(RegistrationSource fn) { registrationSource_ = std::move(fn); }
+  // The leader's aggregated BundleData by bundle (the load manager's: LoadManager::bundleData);
+  // placement reads it for the brokers' long-term rates. Unset: every bundle counts as Pulsar's
+  // default (50 msg/s each way). Called on the loop, must not block. Set before start().
+  void setBundleDataSource(std::function<std::map<std::string, BundleData>()> fn) {
+    bundleDataSource_ = std::move(fn);
+  }
   // Rewrites /loadbalance/brokers/{brokerId} now (a new load report). Thread: any; ignored
   // before start() registered.
   void republishRegistration();
@@ -212,8 +215,15 @@ class NamespaceService : public TopicOwnership {
                std::optional<uint32_t> hash = std::nullopt);
   void createOwnership(const std::string& bundleKey,
                        const std::function<void(LookupAnswer)>& reply);
+  // The leader's placement (Pulsar's selectBrokerForAssignment): the reports, then the
+  // isolation policies and the anti-affinity groups are read (readPlacementPolicies), then
+  // placeBundle decides and answers.
+  struct Placement;
   void assignAsLeader(const std::string& bundleKey, const std::function<void(LookupAnswer)>& reply,
                       std::optional<uint32_t> hash);
+  void readPlacementPolicies(const std::shared_ptr<Placement>& p);
+  void readAntiAffinityGroups(const std::shared_ptr<Placement>& p);
+  void placeBundle(const std::shared_ptr<Placement>& p);
   void redirectToLeader(const std::string& bundleKey,
                         const std::function<void(LookupAnswer)>& reply,
                         std::optional<uint32_t> hash);
@@ -279,6 +289,7 @@ class NamespaceService : public TopicOwnership {
   ReleaseHandler onRelease_;
   std::function<void(const std::string&)> onOwned_;
   RegistrationSource registrationSource_;
+  std::function<std::map<std::string, BundleData>()> bundleDataSource_;
   std::set<std::string> releasing_;  // loop only: bundles whose topics are closing (release())
   std::vector<uint64_t> listenerIds_;
   std::optional<uint64_t> configListener_;
@@ -301,9 +312,10 @@ class NamespaceService : public TopicOwnership {
   std::string leaderId_;
   // Other brokers' bundles as last read (each znode watched): bundle key -> owner.
   std::map<std::string, BrokerUrls> owners_;
-  // Leader: bundles given out recently, per broker, with when (not yet in their reports).
-  std::map<std::string, std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>>>
-      recent_;
+  // Leader: bundles given out, not yet in their brokers' reports (Pulsar's preallocations).
+  Preallocations preallocated_;
+  std::string loggedStrategy_;  // an unsupported placement strategy already logged
+  std::mt19937_64 random_{std::random_device{}()};  // ties between equally loaded brokers
 };
 
 // "/namespace/tenant/ns/0x..._0x..." for a bundle key "tenant/ns/0x..._0x...".
