@@ -47,7 +47,7 @@ def stored(client: pulsar.Client, topic: str, n: int) -> list[bytes]:
     reader = client.create_reader(topic, pulsar.MessageId.earliest)
     try:
         out = [reader.read_next(timeout_millis=20000).data() for _ in range(n)]
-        with pytest.raises(Exception, match="Timeout"):
+        with pytest.raises(pulsar.Timeout):
             reader.read_next(timeout_millis=1000)
         return out
     finally:
