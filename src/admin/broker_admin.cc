@@ -79,27 +79,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
       lastCheckNs = now;
       checkSaturation(topics, now);
     }
-    maybeCheckBundleSplits(now);
     scheduleTick();
-  }
-
-  // Cluster mode: one auto-split pass every loadBalancerReportUpdateMinIntervalMillis, never two
-  // at once (checkBundleSplits).
-  void maybeCheckBundleSplits(int64_t now) {
-    broker::cluster::NamespaceService* nsp = options.namespaceService;
-    if (nsp == nullptr || splitCheckRunning) return;
-    int64_t every = std::max<int64_t>(ctx.config->loadBalancerReportUpdateMinIntervalMillis(), 100);
-    if (now - lastSplitCheckNs < every * 1000000) return;
-    lastSplitCheckNs = now;
-    splitCheckRunning = true;
-    auto self = shared_from_this();
-    auto check = [self, nsp](const BundleLoads& loads) {
-      checkBundleSplits(self->ctx, *nsp, loads, [self](int) {
-        self->loop.execute([self] { self->splitCheckRunning = false; });
-      });
-    };
-    if (options.bundleLoads) return options.bundleLoads(check);
-    localBundleLoads(ctx, *nsp, check);
   }
 
   // Samples the busiest pulsar-io thread and every backlog for the IoSaturationDetector.
@@ -176,6 +156,7 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
     if (options.loadManager) {
       writeLoadBalancingMetrics(w, o.cluster, ctx.service.options().advertisedAddress,
                                 options.loadManager->hostUsage());
+      writeBalanceMetrics(w, o.cluster, options.loadManager->balanceCounters());
     }
     writeProtocolErrorMetrics(w);
     if (auto* tcs = ctx.service.transactionCoordinators()) {
@@ -194,8 +175,6 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
   // pulsar-stats thread only.
   int64_t prevTickNs = 0;
   int64_t lastCheckNs = 0;
-  int64_t lastSplitCheckNs = 0;
-  bool splitCheckRunning = false;
   ThreadCpuSnapshot checkCpu;
   ThreadCpuSnapshot scrapeCpu;
 };

@@ -38,15 +38,13 @@ class BrokerAdmin {
     std::function<storage::StorageStats()> storageStats;
     // GET /admin/v2/broker-stats/load-report and the pulsar_lb_* metrics; outlives this.
     broker::cluster::LoadManager* loadManager = nullptr;
-    // Cluster mode: the namespace service (split route, auto split); null in standalone.
+    // Cluster mode: the namespace service (split route); null in standalone. The auto split is
+    // the leader's (broker/cluster/load_report.h).
     broker::cluster::NamespaceService* namespaceService = nullptr;
     // The configuration and local metadata stores of the placement policies' routes
     // (placement_routes.h; standalone: both the local record store); null: no such routes.
     metadata::Store* configStore = nullptr;
     metadata::Store* localStore = nullptr;
-    // The per-bundle figures the auto split reads every loadBalancerReportUpdateMinIntervalMillis
-    // (Pulsar checks at each load data update); unset: localBundleLoads (this broker's bundles).
-    BundleLoadSource bundleLoads;
   };
 
   // Starts the `pulsar-stats` thread. service and config must outlive this object.

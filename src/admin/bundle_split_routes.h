@@ -1,10 +1,11 @@
 // Namespace bundle splits: `PUT /admin/v2/namespaces/{tenant}/{namespace}/{bundle}/split`
 // (Pulsar's NamespacesBase.internalSplitNamespaceBundleAsync and
 // NamespaceService.splitAndOwnBundle, with every NamespaceBundleSplitAlgorithm), standalone's
-// `GET .../bundles`, and the automatic split of hot bundles (the modular load manager's
-// checkNamespaceBundleSplit with BundleSplitterTask). The algorithms and the cut are
+// `GET .../bundles`. The algorithms and the cut are
 // broker/cluster/bundle_split.h's; ownership and the stores NamespaceService's (cluster mode) or
-// the namespace's Policies (standalone, where every bundle is this broker's).
+// the namespace's Policies (standalone, where every bundle is this broker's). The automatic
+// split is the leader's LoadManager (broker/cluster/load_report.h), which calls the split route
+// of the bundle's owner.
 #pragma once
 
 #include <functional>
@@ -45,24 +46,5 @@ struct BundleSplitParams {
 // route answers 412), NamespaceService::splitBundle's, the stores'.
 void splitBundle(const AdminContext& ctx, broker::cluster::NamespaceService* nsp,
                  const BundleSplitParams& p, const std::function<void(Status)>& done);
-
-// Per-bundle figures ("tenant/ns/0x..._0x..." -> BundleLoad): what the auto split reads. The
-// source is replaceable (BrokerAdmin::Options::bundleLoads): the leader's aggregated load data
-// once brokers publish their load reports; localBundleLoads until then.
-using BundleLoads = std::map<std::string, broker::cluster::BundleLoad>;
-using BundleLoadSource = std::function<void(std::function<void(BundleLoads)>)>;
-// The bundles this broker owns, from its loaded topics' stats (topics, producers, consumers,
-// msg/s and bytes/s in + out over the last rate interval). done on any thread.
-void localBundleLoads(const AdminContext& ctx, const broker::cluster::NamespaceService& nsp,
-                      const std::function<void(BundleLoads)>& done);
-
-// One pass of the automatic split (Pulsar's ModularLoadManagerImpl.checkNamespaceBundleSplit):
-// nothing unless loadBalancerAutoBundleSplitEnabled and more than one broker is registered;
-// the bundles findBundlesToSplit picks from `loads` (the loadBalancerNamespaceBundleMax*
-// thresholds, loadBalancerNamespaceMaximumBundles) that can still split and are owned here are
-// split one after the other with defaultNamespaceBundleSplitAlgorithm, unloaded when
-// loadBalancerAutoUnloadSplitBundlesEnabled. done(bundles split) on any thread.
-void checkBundleSplits(const AdminContext& ctx, broker::cluster::NamespaceService& nsp,
-                       const BundleLoads& loads, const std::function<void(int)>& done);
 
 }  // namespace magnetar::admin

@@ -479,6 +479,25 @@ void writeLoadBalancingMetrics(PrometheusWriter& w, const std::string& cluster,
   }
 }
 
+void writeBalanceMetrics(PrometheusWriter& w, const std::string& cluster,
+                         const broker::cluster::LoadManager::BalanceCounters& c) {
+  if (c.sheddingRan) {
+    Labels l{{"cluster", cluster}, {"metric", "bundleUnloading"}};
+    w.family("pulsar_lb_unload_broker_total", MetricType::kGauge,
+             "Load manager: brokers a bundle was unloaded from, per shedding pass, in all");
+    w.sample("pulsar_lb_unload_broker_total", l, static_cast<double>(c.unloadBrokers));
+    w.family("pulsar_lb_unload_bundle_total", MetricType::kGauge,
+             "Load manager: bundles unloaded by load shedding");
+    w.sample("pulsar_lb_unload_bundle_total", l, static_cast<double>(c.unloadBundles));
+  }
+  if (c.splitRan) {
+    w.family("pulsar_lb_bundles_split_total", MetricType::kGauge,
+             "Load manager: bundles split automatically");
+    w.sample("pulsar_lb_bundles_split_total", {{"cluster", cluster}, {"metric", "bundlesSplit"}},
+             static_cast<double>(c.bundlesSplit));
+  }
+}
+
 void writePublishThrottleMetrics(PrometheusWriter& w, const broker::BrokerService& service) {
   w.family("magnetar_io_thread_publish_pending_bytes", MetricType::kGauge,
            "Bytes of publishes read by the I/O thread and not yet persisted "

@@ -8,6 +8,7 @@
 
 #include "admin/prometheus.h"
 #include "broker/cluster/load_data.h"
+#include "broker/cluster/load_report.h"
 #include "broker/service/broker_service.h"
 #include "broker/topic/stats.h"
 #include "net/event_loop.h"
@@ -56,6 +57,11 @@ void writeStorageMetrics(PrometheusWriter& w, const std::string& cluster,
 void writeLoadBalancingMetrics(PrometheusWriter& w, const std::string& cluster,
                                const std::string& broker,
                                const broker::cluster::SystemResourceUsage& u);
+// The leader's shedding and split counters, as Pulsar's ModularLoadManagerImpl exports them
+// once it ran the task: pulsar_lb_unload_broker_total and pulsar_lb_unload_bundle_total
+// (metric="bundleUnloading"), pulsar_lb_bundles_split_total (metric="bundlesSplit"); label cluster.
+void writeBalanceMetrics(PrometheusWriter& w, const std::string& cluster,
+                         const broker::cluster::LoadManager::BalanceCounters& c);
 // magnetar_protocol_errors_total{error} (labels: broker::CnxErrorStats::label) and
 // magnetar_http_bad_requests_total{error} (labels: HttpServerStats::label). Process-wide.
 void writeProtocolErrorMetrics(PrometheusWriter& w);

@@ -43,10 +43,27 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
     case SettingId::loadBalancerBandwidthInResourceWeight:
     case SettingId::loadBalancerBandwidthOutResourceWeight:
       return true;
+    // The leader's shedding reads them at each pass (LoadManager::Options::balanceSettings).
+    case SettingId::loadBalancerLoadSheddingStrategy:
+    case SettingId::loadBalancerSheddingEnabled:
+    case SettingId::loadBalancerSheddingIntervalMinutes:
+    case SettingId::loadBalancerSheddingIntervalMillisForTesting:
+    case SettingId::loadBalancerSheddingGracePeriodMinutes:
+    case SettingId::loadBalancerBrokerOverloadedThresholdPercentage:
+    case SettingId::loadBalancerBrokerThresholdShedderPercentage:
+    case SettingId::minUnloadMessage:
+    case SettingId::minUnloadMessageThroughput:
+    case SettingId::maxUnloadPercentage:
+    case SettingId::loadBalancerMsgRateDifferenceShedderThreshold:
+    case SettingId::loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold:
+    case SettingId::maxUnloadBundleNumPerShedding:
+    case SettingId::loadBalancerHistoryResourcePercentage:
+    case SettingId::loadBalancerBundleUnloadMinThroughputThreshold:
+      return true;
     // Written in the report (loadManagerClassName); read when the load manager starts.
     case SettingId::loadManagerClassName:
       return true;
-    // Read at each split and each auto-split pass (admin/bundle_split_routes.h).
+    // Read at each split and each auto-split pass (the leader's LoadManager).
     case SettingId::flowOrQpsDifferenceThresholdPercentage:
     case SettingId::loadBalancerAutoBundleSplitEnabled:
     case SettingId::loadBalancerAutoUnloadSplitBundlesEnabled:

@@ -481,6 +481,39 @@ broker::cluster::LoadManager::Options loadManagerOptionsFrom(
     s.bandwidthOutWeight = cfg->loadBalancerBandwidthOutResourceWeight();
     return s;
   };
+  o.balanceSettings = [cfg] {
+    broker::cluster::LoadBalanceSettings b;
+    b.sheddingEnabled = cfg->loadBalancerSheddingEnabled();
+    b.sheddingStrategy = cfg->loadBalancerLoadSheddingStrategy();
+    b.sheddingIntervalMinutes = cfg->loadBalancerSheddingIntervalMinutes();
+    b.sheddingIntervalMillisForTesting = cfg->loadBalancerSheddingIntervalMillisForTesting();
+    b.sheddingGracePeriodMinutes = cfg->loadBalancerSheddingGracePeriodMinutes();
+    broker::cluster::SheddingSettings& s = b.shedding;
+    s.brokerThresholdShedderPercentage = cfg->loadBalancerBrokerThresholdShedderPercentage();
+    s.historyResourcePercentage = cfg->loadBalancerHistoryResourcePercentage();
+    s.bundleUnloadMinThroughputThreshold = cfg->loadBalancerBundleUnloadMinThroughputThreshold();
+    s.cpuWeight = cfg->loadBalancerCPUResourceWeight();
+    s.directMemoryWeight = cfg->loadBalancerDirectMemoryResourceWeight();
+    s.bandwidthInWeight = cfg->loadBalancerBandwidthInResourceWeight();
+    s.bandwidthOutWeight = cfg->loadBalancerBandwidthOutResourceWeight();
+    s.brokerOverloadedThresholdPercentage = cfg->loadBalancerBrokerOverloadedThresholdPercentage();
+    s.msgRateDifferenceShedderThreshold = cfg->loadBalancerMsgRateDifferenceShedderThreshold();
+    s.msgThroughputMultiplierDifferenceShedderThreshold =
+        cfg->loadBalancerMsgThroughputMultiplierDifferenceShedderThreshold();
+    s.maxUnloadPercentage = cfg->maxUnloadPercentage();
+    s.maxUnloadBundleNumPerShedding = cfg->maxUnloadBundleNumPerShedding();
+    s.minUnloadMessage = cfg->minUnloadMessage();
+    s.minUnloadMessageThroughput = cfg->minUnloadMessageThroughput();
+    b.split.enabled = cfg->loadBalancerAutoBundleSplitEnabled();
+    b.split.unloadSplitBundles = cfg->loadBalancerAutoUnloadSplitBundlesEnabled();
+    broker::cluster::SplitThresholds& t = b.split.thresholds;
+    t.maxTopics = cfg->loadBalancerNamespaceBundleMaxTopics();
+    t.maxSessions = cfg->loadBalancerNamespaceBundleMaxSessions();
+    t.maxMsgRate = cfg->loadBalancerNamespaceBundleMaxMsgRate();
+    t.maxBandwidthMbytes = cfg->loadBalancerNamespaceBundleMaxBandwidthMbytes();
+    t.maxBundlesPerNamespace = cfg->loadBalancerNamespaceMaximumBundles();
+    return b;
+  };
   auto sampler = std::make_shared<config::HostUsageSampler>(config::HostUsageSampler::Paths{},
                                                             cfg->availableProcessors());
   o.hostUsage = [sampler, cfg, storageStats = std::move(storageStats)] {

@@ -16,6 +16,7 @@
 #include "admin/broker_info_routes.h"
 #include "admin/broker_routes.h"
 #include "admin/cluster_routes.h"
+#include "admin/http_client.h"
 #include "admin/http_server.h"
 #include "app/dynamic_settings.h"
 #include "app/option_bindings.h"
@@ -389,6 +390,25 @@ broker::cluster::BrokerUrls selfUrls(const broker::BrokerService& service,
   return self;
 }
 
+// The leader's call to a bundle's owner (Pulsar's leader uses its PulsarAdmin client): PUT
+// {owner's web URL}/admin/v2/namespaces/{bundle}/{action}; a 2xx answer is success.
+void putToOwner(broker::BrokerService& service, const config::ServiceConfiguration& cfg,
+                const broker::cluster::BrokerUrls& owner, const std::string& bundle,
+                const std::string& action, const std::function<void(Status)>& done) {
+  if (owner.webServiceUrl.empty()) return done(Status::notFound("no web service URL"));
+  admin::HttpClientRequest req;
+  req.method = "PUT";
+  req.url = owner.webServiceUrl + "/admin/v2/namespaces/" + bundle + "/" + action;
+  req.authorization = brokerClientAuthorization(cfg);
+  std::string url = req.url;
+  admin::httpCall(
+      service.ioLoops().next(), std::move(req), [done, url](Result<admin::HttpClientResponse> r) {
+        if (!r.isOk()) return done(r.status());
+        if (r->status / 100 == 2) return done(Status::ok());
+        done(Status::ioError("PUT " + url + ": HTTP " + std::to_string(r->status) + " " + r->body));
+      });
+}
+
 // The admin routes and listeners, the ports announced, then (cluster mode) this broker joins
 // the cluster. Returns 0 or the exit status (logged), having stopped the web and the broker.
 int serve(const BrokerOptions& options, Web& web, broker::BrokerService& service, Cluster& cluster,
@@ -397,6 +417,17 @@ int serve(const BrokerOptions& options, Web& web, broker::BrokerService& service
   auto lmOptions =
       loadManagerOptionsFrom(options.config, storage.stats, service.options().serverVersion);
   lmOptions.bundleStats = [&service] { return admin::bundleStats(service); };
+  lmOptions.unloadBundle = [&service, config = options.config](
+                               const broker::cluster::BrokerUrls& owner, const std::string& bundle,
+                               const std::function<void(Status)>& done) {
+    putToOwner(service, *config, owner, bundle, "unload", done);
+  };
+  lmOptions.splitBundle = [&service, config = options.config](
+                              const broker::cluster::BrokerUrls& owner, const std::string& bundle,
+                              bool unload, const std::function<void(Status)>& done) {
+    putToOwner(service, *config, owner, bundle,
+               std::string("split?unload=") + (unload ? "true" : "false"), done);
+  };
   cluster.loadManager = std::make_unique<broker::cluster::LoadManager>(
       cluster.namespaceService.get(), cluster.zk.get(), std::move(lmOptions));
   addRoutes(web, options, service, cluster, storage);

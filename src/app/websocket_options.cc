@@ -25,7 +25,18 @@ std::string tokenOf(const std::string& params) {
   return p;
 }
 
+bool isTokenPlugin(const std::string& plugin) {
+  return plugin.size() >= 19 && plugin.compare(plugin.size() - 19, 19, "AuthenticationToken") == 0;
+}
+
 }  // namespace
+
+std::optional<std::string> brokerClientAuthorization(const config::ServiceConfiguration& cfg) {
+  if (!isTokenPlugin(cfg.brokerClientAuthenticationPlugin())) return std::nullopt;
+  std::string token = tokenOf(cfg.brokerClientAuthenticationParameters());
+  if (token.empty()) return std::nullopt;
+  return "Bearer " + token;
+}
 
 websocket::WebSocketOptions webSocketOptionsFrom(const config::ServiceConfiguration& cfg,
                                                  int brokerServicePort) {
@@ -33,8 +44,7 @@ websocket::WebSocketOptions webSocketOptionsFrom(const config::ServiceConfigurat
   std::string host = cfg.bindAddress();
   if (host.empty() || host == "0.0.0.0" || host == "::") host = "127.0.0.1";
   o.brokerServiceUrl = "pulsar://" + host + ":" + std::to_string(brokerServicePort);
-  const std::string plugin = cfg.brokerClientAuthenticationPlugin();
-  if (plugin.size() >= 19 && plugin.compare(plugin.size() - 19, 19, "AuthenticationToken") == 0) {
+  if (isTokenPlugin(cfg.brokerClientAuthenticationPlugin())) {
     o.authMethodName = "token";
     o.authData = tokenOf(cfg.brokerClientAuthenticationParameters());
   }

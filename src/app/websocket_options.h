@@ -3,6 +3,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "config/service_configuration.h"
 #include "websocket/websocket_service.h"
@@ -18,6 +20,11 @@ namespace magnetar::app {
 // says (AuthenticationToken: its token, from "token:<JWT>", "file:///path" or the bare JWT).
 websocket::WebSocketOptions webSocketOptionsFrom(const config::ServiceConfiguration& cfg,
                                                  int brokerServicePort);
+
+// The Authorization header of this broker's calls to other brokers' admin API
+// ("Bearer <token>" when brokerClientAuthenticationPlugin is AuthenticationToken and its
+// parameters name a token), nullopt otherwise.
+std::optional<std::string> brokerClientAuthorization(const config::ServiceConfiguration& cfg);
 
 // The service when webSocketServiceEnabled, else null. Start it after the broker service.
 std::shared_ptr<websocket::WebSocketService> makeWebSocketService(

@@ -1,8 +1,9 @@
 """The automatic split of a hot bundle (issue 48; Pulsar's loadBalancerAutoBundleSplitEnabled
 with the loadBalancerNamespaceBundleMax* thresholds, BundleSplitterTask): 2 `magnetar broker`
 processes on this directory's ZooKeeper and bookies (cluster "bk-topics"),
-loadBalancerNamespaceBundleMaxMsgRate set low (50 msg/s) and the check every second
-(loadBalancerReportUpdateMinIntervalMillis=1000).
+loadBalancerNamespaceBundleMaxMsgRate set low (50 msg/s) and reports every second
+(loadBalancerReportUpdateMinIntervalMillis=1000): the leader checks its aggregated load data
+(the bundle's long-term msg rate) at each update and asks the owner to split.
 
 A namespace of one bundle with two topics under load (one in each half of the range) splits by
 itself, the halves are unloaded (loadBalancerAutoUnloadSplitBundlesEnabled) and looked up again,
@@ -44,6 +45,14 @@ def topic_in(ns: str, lo: int, hi: int) -> str:
     while not lo <= zlib.crc32(f"persistent://{ns}/hot-{i}".encode()) < hi:
         i += 1
     return f"persistent://{ns}/hot-{i}"
+
+
+def metric(web: str, name: str) -> float:
+    """The value of the first sample of a /metrics family (0 when absent)."""
+    for line in requests.get(f"{web}/metrics", timeout=10).text.splitlines():
+        if line.startswith(name + "{") or line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
 
 
 def bundles(web: str, ns: str) -> list[str]:
@@ -125,5 +134,6 @@ def test_hot_bundle_splits_by_itself_and_its_halves_move(cluster):
                     got.append(m.data())
             assert got == load.acked, f"{t}: {len(got)} consumed of {len(load.acked)} acked"
         print(f"split after {split_after:.1f} s; {sum(len(x.acked) for x in loads)} messages")
+        assert sum(metric(b.web, "pulsar_lb_bundles_split_total") for b in cluster.brokers) >= 1
     finally:
         client.close()

@@ -4,10 +4,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "base/clock.h"
 #include "base/dcheck.h"
 #include "base/logging.h"
+#include "broker/cluster/bundles.h"
 
 namespace magnetar::broker::cluster {
 
@@ -26,6 +28,14 @@ std::string bundleDataPath(const std::string& bundle) {
 
 std::string timeAveragePath(const std::string& broker) {
   return std::string(kBrokerTimeAverageRoot) + "/" + broker;
+}
+
+// LoadSheddingTask's period: loadBalancerSheddingIntervalMinutes, or the Magnetar test setting.
+std::chrono::milliseconds sheddingInterval(const LoadBalanceSettings& b) {
+  if (b.sheddingIntervalMillisForTesting > 0) {
+    return std::chrono::milliseconds(b.sheddingIntervalMillisForTesting);
+  }
+  return std::chrono::minutes(std::max(1, b.sheddingIntervalMinutes));
 }
 
 }  // namespace
@@ -183,6 +193,7 @@ void LoadManager::start(const BrokerUrls& self) {
       after(std::chrono::milliseconds(settings().reportUpdateMinIntervalMillis),
             [this] { reportTick(); });
       leaderTick();
+      after(sheddingInterval(balanceSettings()), [this] { sheddingTick(); });
     }
   });
 }
@@ -344,6 +355,7 @@ void LoadManager::sampleReports(
   auto stored = std::make_shared<std::map<std::string, BundleData>>();
   auto apply = [this, reports, stored, done] {
     auto gone = aggregator_.update(*reports, *stored);
+    reports_ = *reports;
     {
       MutexLock lock(mu_);
       bundleSnapshot_ = aggregator_.bundleData();
@@ -354,6 +366,8 @@ void LoadManager::sampleReports(
     for (const auto& b : gone.brokers) {
       store_->remove(timeAveragePath(b), std::nullopt, &loop_, [](const Status&) {});
     }
+    // Pulsar's updateAll ends with checkNamespaceBundleSplit (the leader has fresh data).
+    if (leading_) checkNamespaceBundleSplit();
     done();
   };
   if (unknown.empty()) return apply();
@@ -389,6 +403,185 @@ void LoadManager::writeBundleData(uint64_t generation) {
     }
     after(std::chrono::minutes(std::max(1, s.resourceQuotaUpdateIntervalMinutes)),
           [this, generation] { writeBundleData(generation); });
+  });
+}
+
+}  // namespace magnetar::broker::cluster
+
+namespace magnetar::broker::cluster {
+
+LoadBalanceSettings LoadManager::balanceSettings() const {
+  return options_.balanceSettings ? options_.balanceSettings() : LoadBalanceSettings{};
+}
+
+LoadManager::BalanceCounters LoadManager::balanceCounters() const {
+  MutexLock lock(mu_);
+  return counters_;
+}
+
+// Pulsar's LoadSheddingTask: every broker runs it, only the leader sheds
+// (LoadManagerShared.isLoadSheddingEnabled); the period is read again at each run.
+void LoadManager::sheddingTick() {
+  MAGNETAR_DCHECK_ON(loop_);
+  LoadBalanceSettings b = balanceSettings();
+  if (leading_ && b.sheddingEnabled) doLoadShedding();
+  after(sheddingInterval(b), [this] { sheddingTick(); });
+}
+
+// Pulsar's ModularLoadManagerImpl.doLoadShedding: the strategy's picks, minus bundles unloaded
+// within the grace period (the strategies skip those), unloaded through their owners.
+void LoadManager::doLoadShedding() {
+  MAGNETAR_DCHECK_ON(loop_);
+  if (!options_.unloadBundle) return;
+  if (reports_.size() <= 1) {
+    MLOG_INFO("Only 1 broker available: no load shedding will be performed");
+    return;
+  }
+  LoadBalanceSettings b = balanceSettings();
+  auto strategy = sheddingStrategyByName(b.sheddingStrategy);
+  if (!strategy) {
+    MLOG_WARN("loadBalancerLoadSheddingStrategy {} is not supported; no load shedding",
+              b.sheddingStrategy);
+    return;
+  }
+  {
+    MutexLock lock(mu_);
+    counters_.sheddingRan = true;
+  }
+  const int64_t now = wallMs();
+  const int64_t timeout = now - b.sheddingGracePeriodMinutes * 60000;
+  std::erase_if(recentlyUnloaded_, [timeout](const auto& e) { return e.second < timeout; });
+  SheddingInput in{reports_, aggregator_.bundleData(), recentlyUnloaded_};
+  BundlesToUnload picks;
+  switch (*strategy) {
+    case SheddingStrategy::kThreshold:
+      picks = thresholdShedder_.findBundlesForUnloading(in, b.shedding);
+      break;
+    case SheddingStrategy::kOverload:
+      picks = overloadShedder(in, b.shedding);
+      break;
+    case SheddingStrategy::kUniform:
+      picks = uniformLoadShedder(in, b.shedding);
+      break;
+  }
+  // One count per broker of this pass with a bundle unloaded (unloadBrokerCount).
+  auto counted = std::make_shared<std::set<std::string>>();
+  for (const auto& [broker, bundle] : picks) {
+    auto owner = reports_.find(broker);
+    if (owner == reports_.end()) continue;
+    MLOG_INFO("[{}] Unloading bundle: {} from broker {}", b.sheddingStrategy, bundle, broker);
+    recentlyUnloaded_[bundle] = now;  // not picked again while the call is under way
+    options_.unloadBundle(
+        owner->second.urls, bundle,
+        [this, broker = broker, bundle = bundle, counted](const Status& s) {
+          loop_.execute([this, broker, bundle, counted, s] {
+            if (!s.isOk()) {
+              MLOG_WARN("Error when trying to perform load shedding on {} for broker {}: {}",
+                        bundle, broker, s.message());
+              recentlyUnloaded_.erase(bundle);
+              return;
+            }
+            MutexLock lock(mu_);
+            ++counters_.unloadBundles;
+            if (counted->insert(broker).second) ++counters_.unloadBrokers;
+          });
+        });
+  }
+}
+
+// Pulsar's checkNamespaceBundleSplit on the leader's data (BundleSplitterTask): the bundles
+// past a threshold, checked against their namespace's current cut, split by their owners.
+void LoadManager::checkNamespaceBundleSplit() {
+  MAGNETAR_DCHECK_ON(loop_);
+  LoadBalanceSettings b = balanceSettings();
+  if (!b.split.enabled || !leading_ || reports_.size() <= 1 || splitting_ ||
+      !options_.splitBundle) {
+    return;
+  }
+  {
+    MutexLock lock(mu_);
+    counters_.splitRan = true;
+  }
+  auto owners = std::make_shared<std::map<std::string, std::string>>();
+  auto loads = std::make_shared<std::map<std::string, BundleLoad>>(
+      bundleLoadsForSplit(reports_, aggregator_.bundleData(), owners.get()));
+  std::set<std::string> namespaces;
+  for (const auto& key : findBundlesToSplit(*loads, {}, b.split.thresholds)) {
+    namespaces.insert(namespaceOfBundle(key));
+  }
+  if (namespaces.empty()) return;
+  splitting_ = true;
+  auto cuts = std::make_shared<std::map<std::string, std::vector<uint64_t>>>();
+  auto left = std::make_shared<size_t>(namespaces.size());
+  for (const auto& ns : namespaces) {
+    ns_->boundariesOf(ns, &loop_,
+                      [this, ns, cuts, left, loads, owners, b](Result<std::vector<uint64_t>> r) {
+                        if (r.isOk()) (*cuts)[ns] = std::move(*r);
+                        if (--*left > 0) return;
+                        splitPicked(*loads, *owners, *cuts, b);
+                      });
+  }
+}
+
+void LoadManager::splitPicked(const std::map<std::string, BundleLoad>& loads,
+                              const std::map<std::string, std::string>& owners,
+                              const std::map<std::string, std::vector<uint64_t>>& cuts,
+                              const LoadBalanceSettings& b) {
+  MAGNETAR_DCHECK_ON(loop_);
+  std::map<std::string, int> counts;
+  for (const auto& [ns, cut] : cuts) counts[ns] = static_cast<int>(cut.size()) - 1;
+  auto todo = std::make_shared<std::vector<std::pair<std::string, BrokerUrls>>>();
+  for (const auto& key : findBundlesToSplit(loads, counts, b.split.thresholds)) {
+    std::string ns = namespaceOfBundle(key);
+    auto cut = cuts.find(ns);
+    uint64_t lo = 0, hi = 0;
+    if (cut == cuts.end() || !parseBundleName(key.substr(ns.size() + 1), &lo, &hi).isOk() ||
+        hi - lo <= 1) {
+      continue;  // canSplitBundle
+    }
+    bool inCut = false;
+    for (size_t i = 0; i + 1 < cut->second.size(); ++i) {
+      inCut = inCut || (cut->second[i] == lo && cut->second[i + 1] == hi);
+    }
+    auto owner = reports_.find(owners.at(key));
+    if (!inCut || owner == reports_.end()) {
+      MLOG_WARN("Bundle {} has been removed, skip split this bundle", key);
+      continue;
+    }
+    // Not picked again (Pulsar removes it from the load data and the store).
+    aggregator_.forget(key);
+    store_->remove(bundleDataPath(key), std::nullopt, &loop_, [](const Status&) {});
+    todo->emplace_back(key, owner->second.urls);
+  }
+  if (todo->empty()) {
+    splitting_ = false;
+    return;
+  }
+  splitEach(todo, 0, b.split.unloadSplitBundles);
+}
+
+void LoadManager::splitEach(
+    const std::shared_ptr<std::vector<std::pair<std::string, BrokerUrls>>>& todo, size_t n,
+    bool unload) {
+  MAGNETAR_DCHECK_ON(loop_);
+  if (n == todo->size()) {
+    splitting_ = false;
+    return;
+  }
+  const auto& [key, owner] = (*todo)[n];
+  MLOG_INFO("Load-manager splitting bundle {} and unloading {}", key, unload);
+  options_.splitBundle(owner, key, unload, [this, todo, n, unload](const Status& s) {
+    loop_.execute([this, todo, n, unload, s] {
+      const std::string& k = (*todo)[n].first;
+      if (s.isOk()) {
+        MLOG_INFO("Successfully split namespace bundle {}", k);
+        MutexLock lock(mu_);
+        ++counters_.bundlesSplit;
+      } else {
+        MLOG_WARN("Failed to split namespace bundle {}: {}", k, s.message());
+      }
+      splitEach(todo, n + 1, unload);
+    });
   });
 }
 

@@ -33,6 +33,7 @@
 
 #include "base/thread_annotations.h"
 #include "broker/cluster/load_data.h"
+#include "broker/cluster/load_shedding.h"
 #include "broker/cluster/namespace_service.h"
 #include "metadata/store.h"
 #include "net/event_loop.h"
@@ -64,6 +65,19 @@ struct LoadReportSettings {
 // 100 * |old - new| / old; 0 when both are 0, +inf when only old is 0 (Pulsar's percentChange).
 double percentChange(double oldValue, double newValue);
 
+// The leader's shedding and auto-split settings as they are now (all dynamic in Pulsar; the
+// interval is read when the task is scheduled again). Defaults: Pulsar's.
+struct LoadBalanceSettings {
+  bool sheddingEnabled = setting_defaults::loadBalancerSheddingEnabled;
+  std::string sheddingStrategy{setting_defaults::loadBalancerLoadSheddingStrategy};
+  int32_t sheddingIntervalMinutes = setting_defaults::loadBalancerSheddingIntervalMinutes;
+  // Magnetar only, for tests: > 0 replaces sheddingIntervalMinutes (milliseconds).
+  int64_t sheddingIntervalMillisForTesting = 0;
+  int64_t sheddingGracePeriodMinutes = setting_defaults::loadBalancerSheddingGracePeriodMinutes;
+  SheddingSettings shedding;
+  AutoSplitSettings split;
+};
+
 // Pulsar's needBrokerDataUpdate: true when `current` was last written (current.lastUpdate, ms)
 // more than reportUpdateMaxIntervalMinutes before nowMs, or when the largest of the changes from
 // `last` (the report as last written) exceeds reportUpdateThresholdPercentage: msg rate in+out,
@@ -94,6 +108,8 @@ class LoadAggregator {
   // The bundles writeBundleDataOnZooKeeper writes: the k x (number of brokers, at least 1) most
   // loaded by BundleData::compare, greatest first (Pulsar's selectTopKBundle); k <= 0: all.
   std::vector<std::string> topBundles(int k) const;
+  // Drops a bundle's data (a bundle being split, so that it is not picked again).
+  void forget(const std::string& bundle) { bundleData_.erase(bundle); }
 
  private:
   std::map<std::string, BundleData> bundleData_;
@@ -112,6 +128,18 @@ class LoadManager {
     std::function<BundleStatsMap()> bundleStats;
     std::string brokerVersion;         // brokerVersionString
     std::string loadManagerClassName;  // loadManagerClassName
+    // The leader's shedding and auto split (issue 48). Unset settings: the defaults.
+    std::function<LoadBalanceSettings()> balanceSettings;
+    // Unloads `bundle` ("tenant/ns/0x..._0x...") through its owner's admin API (Pulsar's leader
+    // calls PUT .../{bundle}/unload); done once, on any thread. Unset: nothing is shed.
+    std::function<void(const BrokerUrls& owner, const std::string& bundle,
+                       std::function<void(Status)> done)>
+        unloadBundle;
+    // Splits `bundle` through its owner's admin API (PUT .../{bundle}/split?unload=..., the
+    // owner's defaultNamespaceBundleSplitAlgorithm); done once, on any thread. Unset: no split.
+    std::function<void(const BrokerUrls& owner, const std::string& bundle, bool unload,
+                       std::function<void(Status)> done)>
+        splitBundle;
   };
 
   // ns: the registration's writer (it calls this object's registration source); may be null
@@ -137,6 +165,17 @@ class LoadManager {
   LocalBrokerData lastWritten() const;
   // The leader's aggregation after its last update (empty on other brokers). Thread: any.
   std::map<std::string, BundleData> bundleData() const;
+  // Counters of this broker's leaderships (Pulsar's brk_lb_unload_broker_total: shedding passes'
+  // brokers with a bundle unloaded, brk_lb_unload_bundle_total: bundles unloaded,
+  // brk_lb_bundles_split_total: bundles split). Thread: any.
+  struct BalanceCounters {
+    int64_t unloadBrokers = 0;
+    int64_t unloadBundles = 0;
+    int64_t bundlesSplit = 0;
+    bool sheddingRan = false;  // this broker ran a shedding pass as leader
+    bool splitRan = false;     // ... an auto-split check
+  };
+  BalanceCounters balanceCounters() const;
 
  private:
   // NamespaceService's registration source (its loop): the report as of now for `owned`,
@@ -157,6 +196,20 @@ class LoadManager {
                      const std::function<void()>& done);
   // generation: the leadership it was scheduled in (a later one has its own schedule).
   void writeBundleData(uint64_t generation);
+  LoadBalanceSettings balanceSettings() const;
+  // Pulsar's LoadSheddingTask: doLoadShedding every loadBalancerSheddingIntervalMinutes.
+  void sheddingTick();
+  void doLoadShedding();
+  // Pulsar's checkNamespaceBundleSplit, after each update of the leader's data.
+  void checkNamespaceBundleSplit();
+  // The picks of checkNamespaceBundleSplit in the namespaces' current cuts, split one after
+  // the other through their owners.
+  void splitPicked(const std::map<std::string, BundleLoad>& loads,
+                   const std::map<std::string, std::string>& owners,
+                   const std::map<std::string, std::vector<uint64_t>>& cuts,
+                   const LoadBalanceSettings& b);
+  void splitEach(const std::shared_ptr<std::vector<std::pair<std::string, BrokerUrls>>>& todo,
+                 size_t n, bool unload);
 
   NamespaceService* ns_;
   metadata::Store* store_;
@@ -170,12 +223,17 @@ class LoadManager {
   LocalBrokerData local_ GUARDED_BY(mu_);    // Pulsar's localData
   LocalBrokerData written_ GUARDED_BY(mu_);  // Pulsar's lastData
   std::map<std::string, BundleData> bundleSnapshot_ GUARDED_BY(mu_);
+  BalanceCounters counters_ GUARDED_BY(mu_);
 
   // Loop only.
   LoadAggregator aggregator_;
   bool leading_ = false;
   uint64_t leaderGeneration_ = 0;
   bool updatePending_ = false;
+  std::map<std::string, LocalBrokerData> reports_;   // as last read by updateAll
+  std::map<std::string, int64_t> recentlyUnloaded_;  // bundle -> ms of its unload
+  ThresholdShedder thresholdShedder_;
+  bool splitting_ = false;  // a split pass's calls are under way
 };
 
 }  // namespace magnetar::broker::cluster
