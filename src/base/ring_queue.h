@@ -1,13 +1,18 @@
-// RingQueue<T>: a FIFO in one power-of-two array that grows by doubling and is reused, for
-// queues that every message passes through (the managed ledger's adds in the journal). A
-// std::deque allocates and frees a 512-byte node every few elements as the queue moves; this
-// allocates only while the queue grows past its largest size so far, and gives the array back
-// once it empties after holding more than kKeepSlots. Thread: not thread-safe (one owner).
+// RingQueue<T>: a double-ended queue in one power-of-two array that grows by doubling and is
+// reused, for queues that every message passes through (the managed ledger's adds, the entry
+// cache, a consumer's pending acks). A std::deque allocates and frees a 512-byte node every few
+// elements as the queue moves; this allocates only while the queue grows past its largest size
+// so far, and gives the array back once it empties after holding more than kKeepSlots. Random
+// access iterators (for binary searches); insert and eraseIf in the middle are O(n).
+// Thread: not thread-safe (one owner).
 #pragma once
 
+#include <compare>
 #include <cstddef>
+#include <iterator>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <utility>
 
 #include "base/dcheck.h"
@@ -16,7 +21,13 @@ namespace magnetar {
 
 template <typename T>
 class RingQueue {
+  template <bool kConst>
+  class Iter;
+
  public:
+  using value_type = T;
+  using iterator = Iter<false>;
+  using const_iterator = Iter<true>;
   // An emptied queue keeps an array of at most this many slots.
   static constexpr size_t kKeepSlots = 4096;
 
@@ -53,16 +64,60 @@ class RingQueue {
     MAGNETAR_DCHECK(size_ > 0);
     return slots_[head_];
   }
+  T& back() {
+    MAGNETAR_DCHECK(size_ > 0);
+    return (*this)[size_ - 1];
+  }
   // The i-th element from the front (i < size()).
   T& operator[](size_t i) {
     MAGNETAR_DCHECK(i < size_);
     return slots_[(head_ + i) & (cap_ - 1)];
   }
+  const T& operator[](size_t i) const {
+    MAGNETAR_DCHECK(i < size_);
+    return slots_[(head_ + i) & (cap_ - 1)];
+  }
+  iterator begin() { return iterator(this, 0); }
+  iterator end() { return iterator(this, size_); }
+  const_iterator begin() const { return const_iterator(this, 0); }
+  const_iterator end() const { return const_iterator(this, size_); }
 
   void push_back(T v) {
     if (size_ == cap_) grow();
     new (&slots_[(head_ + size_) & (cap_ - 1)]) T(std::move(v));
     ++size_;
+  }
+  void push_front(T v) {
+    if (size_ == cap_) grow();
+    head_ = (head_ + cap_ - 1) & (cap_ - 1);
+    new (&slots_[head_]) T(std::move(v));
+    ++size_;
+  }
+  // Inserts v before the element at `pos` (end(): at the back); moves the elements after it.
+  void insert(const_iterator pos, T v) {
+    const size_t at = pos.index();
+    MAGNETAR_DCHECK(at <= size_);
+    push_back(std::move(v));
+    for (size_t i = size_ - 1; i > at; --i) std::swap((*this)[i], (*this)[i - 1]);
+  }
+  // Removes every element for which pred is true, keeping the order of the rest.
+  template <typename Pred>
+  void eraseIf(Pred pred) {
+    size_t kept = 0;
+    for (size_t i = 0; i < size_; ++i) {
+      if (pred(static_cast<const T&>((*this)[i]))) continue;
+      if (kept != i) (*this)[kept] = std::move((*this)[i]);
+      ++kept;
+    }
+    while (size_ > kept) pop_back();
+  }
+  void pop_back() {
+    MAGNETAR_DCHECK(size_ > 0);
+    (*this)[size_ - 1].~T();
+    if (--size_ == 0) {
+      head_ = 0;
+      if (cap_ > kKeepSlots) release();
+    }
   }
   void pop_front() {
     MAGNETAR_DCHECK(size_ > 0);
@@ -78,6 +133,64 @@ class RingQueue {
   }
 
  private:
+  // A position in the queue, as an index from the front (stays valid while nothing is pushed
+  // or popped at the front).
+  template <bool kConst>
+  class Iter {
+    using Queue = std::conditional_t<kConst, const RingQueue, RingQueue>;
+
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    using pointer = std::conditional_t<kConst, const T*, T*>;
+    using reference = std::conditional_t<kConst, const T&, T&>;
+
+    Iter() = default;
+    Iter(Queue* q, size_t i) : q_(q), i_(i) {}
+    operator Iter<true>() const { return Iter<true>(q_, i_); }  // NOLINT: iterator -> const
+
+    size_t index() const { return i_; }
+    reference operator*() const { return (*q_)[i_]; }
+    pointer operator->() const { return &(*q_)[i_]; }
+    reference operator[](difference_type n) const { return (*q_)[i_ + n]; }
+    Iter& operator++() {
+      ++i_;
+      return *this;
+    }
+    Iter operator++(int) {
+      Iter t = *this;
+      ++i_;
+      return t;
+    }
+    Iter& operator--() {
+      --i_;
+      return *this;
+    }
+    Iter operator--(int) {
+      Iter t = *this;
+      --i_;
+      return t;
+    }
+    Iter& operator+=(difference_type n) {
+      i_ = static_cast<size_t>(static_cast<difference_type>(i_) + n);
+      return *this;
+    }
+    Iter& operator-=(difference_type n) { return *this += -n; }
+    friend Iter operator+(Iter a, difference_type n) { return a += n; }
+    friend Iter operator+(difference_type n, Iter a) { return a += n; }
+    friend Iter operator-(Iter a, difference_type n) { return a -= n; }
+    friend difference_type operator-(const Iter& a, const Iter& b) {
+      return static_cast<difference_type>(a.i_) - static_cast<difference_type>(b.i_);
+    }
+    friend bool operator==(const Iter& a, const Iter& b) { return a.i_ == b.i_; }
+    friend auto operator<=>(const Iter& a, const Iter& b) { return a.i_ <=> b.i_; }
+
+   private:
+    Queue* q_ = nullptr;
+    size_t i_ = 0;
+  };
+
   void grow() {
     const size_t cap = cap_ == 0 ? 16 : cap_ * 2;
     T* slots = static_cast<T*>(::operator new (cap * sizeof(T), std::align_val_t{alignof(T)}));

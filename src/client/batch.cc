@@ -63,7 +63,7 @@ void setTxnFields(const TxnID* txn, proto::MessageMetadata& md, proto::CommandSe
 
 void BatchBuilder::encode(uint64_t producerId, uint64_t publishTime, proto::MessageMetadata& md,
                           proto::CommandSend& send, std::string* out,
-                          std::deque<SendCallback>* callbacks, const TxnID* txn) {
+                          RingQueue<SendCallback>* callbacks, const TxnID* txn) {
   md.set_sequence_id(firstSeq_);
   md.set_publish_time(publishTime);
   md.set_num_messages_in_batch(numMessages());

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/ring_queue.h"
 #include "base/status.h"
 #include "client/message.h"
 #include "client/transaction.h"
@@ -41,7 +42,7 @@ class BatchBuilder {
   // (partition_key/ordering_key = the batch's key/ordering key of its first message).
   // txn: the batch's transaction (txnid fields of both), null for none.
   void encode(uint64_t producerId, uint64_t publishTime, proto::MessageMetadata& md,
-              proto::CommandSend& send, std::string* out, std::deque<SendCallback>* callbacks,
+              proto::CommandSend& send, std::string* out, RingQueue<SendCallback>* callbacks,
               const TxnID* txn = nullptr);
 
  private:

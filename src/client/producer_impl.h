@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/ring_queue.h"
 #include "base/thread_annotations.h"
 #include "client/batch.h"
 #include "client/client_config.h"
@@ -92,8 +93,8 @@ class ProducerImpl final : public ProducerBase,
  private:
   struct PendingSend {
     uint64_t sequenceId;
-    uint64_t frameEnd;       // absolute offset in the log of the frame's end
-    int32_t numMessages;     // callbacks it owns at the front of callbacks_
+    uint64_t frameEnd;    // absolute offset in the log of the frame's end
+    int32_t numMessages;  // callbacks it owns at the front of callbacks_
     bool batch;
     std::chrono::steady_clock::time_point sentAt;
   };
@@ -144,8 +145,9 @@ class ProducerImpl final : public ProducerBase,
   uint64_t logBase_ = 0;     // absolute offset of log_[0]
   uint64_t flushedTo_ = 0;   // absolute offset written to the connection
   uint64_t headOffset_ = 0;  // absolute offset where the oldest pending frame starts
-  std::deque<PendingSend> pending_ GUARDED_BY(mu_);
-  std::deque<SendCallback> callbacks_ GUARDED_BY(mu_);
+  // RingQueues: one reused array each, no deque node allocated every few sends.
+  RingQueue<PendingSend> pending_ GUARDED_BY(mu_);
+  RingQueue<SendCallback> callbacks_ GUARDED_BY(mu_);
   size_t pendingMessages_ GUARDED_BY(mu_) = 0;  // incl. batched
   uint64_t enqueued_ GUARDED_BY(mu_) = 0;       // messages accepted
   uint64_t completed_ GUARDED_BY(mu_) = 0;      // messages with a result

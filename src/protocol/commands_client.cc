@@ -129,7 +129,11 @@ Buffer Commands::newFlow(uint64_t consumerId, uint32_t messagePermits) {
 Buffer Commands::newAck(uint64_t consumerId, proto::CommandAck::AckType ackType,
                         std::span<const WireMessageId> messageIds,
                         std::optional<uint64_t> requestId) {
-  auto cmd = make(proto::BaseCommand::ACK);
+  // Reused per thread: Clear() keeps the message id objects of earlier acks for the next one, so
+  // an ack group costs no allocation per message id (a consumer acks every message).
+  thread_local proto::BaseCommand cmd;
+  cmd.Clear();
+  cmd.set_type(proto::BaseCommand::ACK);
   auto* a = cmd.mutable_ack();
   a->set_consumer_id(consumerId);
   a->set_ack_type(ackType);
@@ -158,8 +162,7 @@ Buffer Commands::newSeek(uint64_t consumerId, uint64_t requestId, const WireMess
   return serialize(cmd);
 }
 
-Buffer Commands::newSeekByTimestamp(uint64_t consumerId, uint64_t requestId,
-                                    uint64_t publishTime) {
+Buffer Commands::newSeekByTimestamp(uint64_t consumerId, uint64_t requestId, uint64_t publishTime) {
   auto cmd = make(proto::BaseCommand::SEEK);
   auto* s = cmd.mutable_seek();
   s->set_consumer_id(consumerId);
@@ -355,8 +358,8 @@ Buffer Commands::newSend(const proto::CommandSend& send, const proto::MessageMet
   const proto::BaseCommand& cmd = sendCommand(send);
   size_t cmdSize = cmd.ByteSizeLong();
   size_t mdSize = metadata.ByteSizeLong();
-  Buffer b = Buffer::allocate(kFrameHeaderLen + cmdSize + kEntryPrefixLen + mdSize +
-                              payload.size());
+  Buffer b =
+      Buffer::allocate(kFrameHeaderLen + cmdSize + kEntryPrefixLen + mdSize + payload.size());
   writeSend(b.mutableData(), cmd, cmdSize, metadata, mdSize, payload);
   return b;
 }
@@ -368,8 +371,7 @@ void Commands::appendSend(const proto::CommandSend& send, const proto::MessageMe
   size_t mdSize = metadata.ByteSizeLong();
   size_t off = out->size();
   out->resize(off + kFrameHeaderLen + cmdSize + kEntryPrefixLen + mdSize + payload.size());
-  writeSend(reinterpret_cast<uint8_t*>(out->data() + off), cmd, cmdSize, metadata, mdSize,
-            payload);
+  writeSend(reinterpret_cast<uint8_t*>(out->data() + off), cmd, cmdSize, metadata, mdSize, payload);
 }
 
 Buffer Commands::newEntry(const proto::MessageMetadata& metadata, std::string_view payload) {
@@ -379,8 +381,7 @@ Buffer Commands::newEntry(const proto::MessageMetadata& metadata, std::string_vi
   return b;
 }
 
-void Commands::appendBrokerEntryMetadata(const proto::BrokerEntryMetadata& bem,
-                                         std::string* out) {
+void Commands::appendBrokerEntryMetadata(const proto::BrokerEntryMetadata& bem, std::string* out) {
   size_t size = bem.ByteSizeLong();
   size_t off = out->size();
   out->resize(off + kMagicLen + kSizeFieldLen + size);

@@ -191,10 +191,13 @@ void ManagedLedgerCore::postTask(std::function<void()> fn) {
 void ManagedLedgerCore::asyncAddEntry(Buffer data, AddEntryCallback cb) {
   MAGNETAR_DCHECK_ON(*executor_);
   if (Status refused = addRefusal(); !refused.isOk()) {
-    executor_->execute([cb = std::move(cb), refused] { cb(refused, {}); });
+    // A task must be copyable and the callback is move-only: it goes in a shared holder (a
+    // refusal is rare, so this allocation is off the hot path).
+    executor_->execute(
+        [cb = std::make_shared<AddEntryCallback>(std::move(cb)), refused] { (*cb)(refused, {}); });
     return;
   }
-  queued_.emplace_back(std::move(data), std::move(cb));
+  queued_.push_back({std::move(data), std::move(cb)});
   drainQueued();
 }
 

@@ -23,7 +23,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -33,6 +32,7 @@
 #include <vector>
 
 #include "base/dcheck.h"
+#include "base/ring_queue.h"
 #include "storage/cursor_state.h"
 #include "storage/entry_cache.h"
 #include "storage/ledger_backend.h"
@@ -267,7 +267,7 @@ class ManagedLedgerCore : public ManagedLedger,
   std::map<std::string, std::shared_ptr<CoreCursor>> cursors_;
   int32_t retentionMinutes_;  // setRetention, else defaultRetentionTimeInMinutes
   int64_t retentionSizeMB_;   // setRetention, else defaultRetentionSizeInMB
-  std::deque<std::pair<Buffer, AddEntryCallback>> queued_;  // waiting for a ledger
+  RingQueue<std::pair<Buffer, AddEntryCallback>> queued_;  // waiting for a ledger (no node churn)
   std::atomic<bool> closing_{false};  // asyncClose/asyncDelete called (read on any thread)
   bool deleting_ = false;
   std::vector<StatusCallback> closeCbs_;

@@ -182,11 +182,12 @@ class MemoryManagedLedger : private LedgerBackend, public ManagedLedgerCore {
   // failAdds makes that many fail with kIoError instead.
   void drainQueued() override {
     if (queued_.empty()) return;
-    auto batch = std::move(queued_);
+    // In a shared holder: a task must be copyable and the add callbacks are move-only.
+    auto batch = std::make_shared<decltype(queued_)>(std::move(queued_));
     queued_.clear();
     ++inflight_;
-    postTask([this, batch = std::move(batch)]() mutable {
-      for (auto& [data, cb] : batch) {
+    postTask([this, batch] {
+      for (auto& [data, cb] : *batch) {
         if (auto& fail = *factory_->options_.failAdds; fail.load() > 0) {
           fail.fetch_sub(1);
           cb(Status::ioError("injected add failure"), {});

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace magnetar {
 namespace {
@@ -51,6 +53,41 @@ TEST(RingQueueTest, KeepsItsArrayUpToTheLimitAndReleasesElements) {
   EXPECT_TRUE(q.empty());  // NOLINT(bugprone-use-after-move): moved-from is empty
   EXPECT_EQ(moved.size(), 1u);
   EXPECT_EQ(token.use_count(), 2);
+}
+
+TEST(RingQueueTest, PushFrontInsertAndEraseIfKeepOrderAcrossTheWrap) {
+  RingQueue<std::string> q;
+  // Move the head into the middle of the array so that the elements wrap around its end.
+  for (int i = 0; i < 12; ++i) q.push_back("x");
+  for (int i = 0; i < 12; ++i) q.pop_front();
+  for (int i = 10; i < 20; ++i) q.push_back(std::to_string(i));
+  for (int i = 9; i >= 0; --i) q.push_front(std::to_string(i));  // grows while wrapped
+  ASSERT_EQ(q.size(), 20u);
+  for (size_t i = 0; i < q.size(); ++i) EXPECT_EQ(q[i], std::to_string(i));
+  EXPECT_EQ(q.back(), "19");
+  // Random access iterators: a binary search and a range for.
+  std::vector<int> ints;
+  RingQueue<int> n;
+  for (int i = 0; i < 40; i += 2) n.push_back(i);
+  auto it = std::lower_bound(n.begin(), n.end(), 13);
+  ASSERT_NE(it, n.end());
+  EXPECT_EQ(*it, 14);
+  EXPECT_EQ(it - n.begin(), 7);
+  n.insert(it, 13);
+  n.insert(n.begin(), -1);
+  n.insert(n.end(), 100);
+  for (int v : n) ints.push_back(v);
+  std::vector<int> want = {-1, 0, 2, 4, 6, 8, 10, 12, 13, 14};
+  for (int i = 16; i < 40; i += 2) want.push_back(i);
+  want.push_back(100);
+  EXPECT_EQ(ints, want);
+  n.eraseIf([](int v) { return v % 4 == 0; });
+  ints.assign(n.begin(), n.end());
+  want.erase(std::remove_if(want.begin(), want.end(), [](int v) { return v % 4 == 0; }),
+             want.end());
+  EXPECT_EQ(ints, want);
+  n.eraseIf([](int) { return true; });
+  EXPECT_TRUE(n.empty());
 }
 
 }  // namespace

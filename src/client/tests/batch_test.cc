@@ -3,8 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
-
 #include "client/message_factory.h"
 #include "protocol/frame.h"
 
@@ -42,7 +40,7 @@ struct Encoded {
   proto::MessageMetadata md;
   proto::CommandSend send;
   std::string frames;
-  std::deque<SendCallback> cbs;
+  RingQueue<SendCallback> cbs;
 };
 
 TEST(BatchTest, EncodedBatchSplitsBackIntoItsMessages) {
@@ -51,8 +49,8 @@ TEST(BatchTest, EncodedBatchSplitsBackIntoItsMessages) {
   auto cb = [&](const Status& s, const MessageId& id) { results.emplace_back(s, id); };
   OutgoingMessage m1{.payload = "first", .key = "k"};
   OutgoingMessage m2{.payload = "", .key = "k", .properties = {{"a", "1"}, {"b", "2"}}};
-  OutgoingMessage m3{.payload = std::string_view("x\0y", 3), .key = "k", .orderingKey = "ok",
-                     .eventTime = 1234};
+  OutgoingMessage m3{
+      .payload = std::string_view("x\0y", 3), .key = "k", .orderingKey = "ok", .eventTime = 1234};
   b.add(m1, 7, cb);
   b.add(m2, 8, cb);
   b.add(m3, 9, cb);

@@ -106,7 +106,7 @@ TEST(TransactionSendTest, BatchOfATransactionCarriesItsTxnIdAndTheNextDoesNot) {
   md.set_producer_name("p");
   proto::CommandSend send;
   std::string frames;
-  std::deque<SendCallback> cbs;
+  RingQueue<SendCallback> cbs;
   BatchBuilder b;
   TxnID txn{3, 77};
   b.add(OutgoingMessage{.payload = "a"}, 1, [](const Status&, const MessageId&) {});

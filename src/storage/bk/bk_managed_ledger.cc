@@ -187,8 +187,8 @@ bool BkManagedLedger::resendable(BkResult rc) {
 
 void BkManagedLedger::requeueInflight() {
   toSend_.clear();  // assigned to the broken ledger and not sent yet: in inflight_ too
-  for (auto it = inflight_.rbegin(); it != inflight_.rend(); ++it) {
-    queued_.emplace_front(std::move(it->data), std::move(it->cb));
+  for (size_t i = inflight_.size(); i-- > 0;) {
+    queued_.push_front({std::move(inflight_[i].data), std::move(inflight_[i].cb)});
   }
   inflight_.clear();
   ++resentLedgers_;

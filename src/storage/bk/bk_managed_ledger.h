@@ -254,8 +254,8 @@ class BkManagedLedger : private LedgerBackend, public ManagedLedgerCore {
   int64_t curAssigned_ = 0;          // entries handed to current_
   int64_t curAssignedBytes_ = 0;
   int64_t curCreatedMs_ = 0;
-  std::deque<PendingAdd> inflight_;  // sent, in entry order
-  std::vector<Buffer> toSend_;       // for current_, sent once per pass
+  RingQueue<PendingAdd> inflight_;  // sent, in entry order (no node churn per add)
+  std::vector<Buffer> toSend_;      // for current_, sent once per pass
   bool sendScheduled_ = false;
   int64_t resentLedgers_ = 0;
   int brokenStreak_ = 0;  // ledgers broken in a row (rolloverBackoff), 0 once an add confirms
