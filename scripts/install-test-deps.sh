@@ -8,6 +8,7 @@
 #    client, admin client, pulsar-admin/pulsar-client/pulsar-perf) from Maven Central into ~/.m2,
 #    and tools/target/cli.classpath, so scripts/test.sh can run it offline (mvn -o);
 #  - tools/bookkeeper: BookKeeper 4.17's jars into ~/.m2 (scripts/bookies.sh, tests/bookkeeper).
+#  - chromium (Debian package): headless browser of tests/differential/test_websocket_browser.py.
 #  - tools/pulsar-reference: Apache Pulsar 4.2.4's broker jars into tools/pulsar-reference/lib
 #    (tests/bookkeeper/test_pulsar_interop.py runs a Pulsar broker beside a Magnetar broker).
 #  - tests/go: the official Go client (github.com/apache/pulsar-client-go, the version pinned in
@@ -49,6 +50,14 @@ fi
 # Java compatibility suite: a JDK 17 and Maven (Debian packages, installed here when missing), then
 # everything resolved through tests/java/settings.xml (Maven Central only); the stamp is the hash
 # of the poms.
+# Headless Chromium for the WebSocket browser test (Debian package; skipped there when absent).
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "install-test-deps: installing chromium (Debian package)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends chromium
+fi
+
 JAVA_DIR="$REPO/tests/java"
 JSTAMP="$JAVA_DIR/tools/target/.deps.sha256"
 jwant="$(cat "$JAVA_DIR/pom.xml" "$JAVA_DIR/tools/pom.xml" "$JAVA_DIR/suite/pom.xml" | sha256sum | cut -d' ' -f1)"

@@ -1373,8 +1373,49 @@ void addSubscriptionPermissionRoutes(Router& r, const AdminContext* ctx) {
             });
 }
 
+// namespaces get/set-subscription-auth-mode: Policies.subscription_auth_mode, None or Prefix
+// (acted on by AuthorizationService::subscriptionPrefixError), kept as its JSON text.
+void addSubscriptionAuthModeRoutes(Router& r, const AdminContext* ctx) {
+  auto& reg = ctx->service.policies();
+  addPolicy(r, ctx, "GET", "subscriptionAuthMode",
+            [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {
+              const NamespacePolicies p = reg.namespacePolicies(ns);
+              auto it = p.keptFields.find("subscription_auth_mode");
+              const bool prefix = it != p.keptFields.end() && it->second == "\"Prefix\"";
+              return jsonResponse(json::value(prefix ? "Prefix" : "None"));
+            });
+  addPolicy(
+      r, ctx, "POST", "subscriptionAuthMode",
+      [&reg](const HttpRequest& req, const PathParams&, const std::string& ns) {
+        // No body or null: None, as Pulsar's setter. Jackson's enum reading: the name or
+        // its ordinal.
+        std::string mode = "None";
+        if (!req.body.empty()) {
+          HttpResponse err;
+          auto v = parseJsonBody(req, &err);
+          if (!v) return err;
+          if (v->is_string() && (v->as_string() == "None" || v->as_string() == "Prefix")) {
+            mode = std::string(v->as_string());
+          } else if (v->is_int64() && (v->as_int64() == 0 || v->as_int64() == 1)) {
+            mode = v->as_int64() == 1 ? "Prefix" : "None";
+          } else if (!v->is_null()) {
+            return jacksonError("org.apache.pulsar.common.policies.data.SubscriptionAuthMode", *v);
+          }
+        }
+        if (Status stored = reg.updateNamespacePolicies(ns,
+                                                        [&](NamespacePolicies& p) {
+                                                          p.keptFields["subscription_auth_mode"] =
+                                                              "\"" + mode + "\"";
+                                                        });
+            !stored)
+          return errorResponse(stored);
+        return noContent();
+      });
+}
+
 void addPermissionRoutes(Router& r, const AdminContext* ctx) {
   addSubscriptionPermissionRoutes(r, ctx);
+  addSubscriptionAuthModeRoutes(r, ctx);
   auto& reg = ctx->service.policies();
   addPolicy(r, ctx, "GET", "permissions",
             [&reg](const HttpRequest&, const PathParams&, const std::string& ns) {

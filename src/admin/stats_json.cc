@@ -210,9 +210,9 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   json::array publishers;
   for (const auto& p : t.publishers) {
     publishers.push_back(publisherJson(p));
-    // Pulsar's NonPersistentPublisherStats: the SENDs dropped over
-    // maxConcurrentNonPersistentMessagePerConnection; Magnetar holds back reading instead.
-    if (t.nonPersistent) publishers.back().as_object()["msgDropRate"] = 0.0;
+    // Pulsar's NonPersistentPublisherStats: the messages dropped over
+    // maxConcurrentNonPersistentMessagePerConnection.
+    if (t.nonPersistent) publishers.back().as_object()["msgDropRate"] = p.msgDropRate;
   }
   o["publishers"] = std::move(publishers);
   o["waitingPublishers"] = 0;

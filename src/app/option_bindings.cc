@@ -177,6 +177,15 @@ SettingBindings<broker::BrokerOptions> transactionOptionBindings() {
   };
 }
 
+// The non-persistent publish limit (issue 49).
+SettingBindings<broker::BrokerOptions> nonPersistentOptionBindings() {
+  using O = broker::BrokerOptions;
+  return {
+      MAGNETAR_BIND(maxConcurrentNonPersistentMessagePerConnection,
+                    maxConcurrentNonPersistentMessagePerConnection),
+  };
+}
+
 }  // namespace
 
 const SettingBindings<broker::BrokerOptions>& brokerOptionBindings() {
@@ -253,8 +262,8 @@ const SettingBindings<broker::BrokerOptions>& brokerOptionBindings() {
         MAGNETAR_BIND(schemaCompatibilityStrategy, schemaCompatibilityStrategy),
         MAGNETAR_BIND(isSchemaValidationEnforced, isSchemaValidationEnforced),
     };
-    auto txn = transactionOptionBindings();
-    b.insert(b.end(), txn.begin(), txn.end());
+    for (const auto& more : {transactionOptionBindings(), nonPersistentOptionBindings()})
+      b.insert(b.end(), more.begin(), more.end());
     return b;
   }();
   return kBindings;

@@ -2,7 +2,9 @@
 /admin/v2/non-persistent routes, pattern consumers, and read_compacted refused; and as Pulsar's
 NonPersistentTopic delivers: receipts at once for message id 0:0, messages only to connected
 consumers that have permits (each subscription type), the rest dropped and shown as msgDropRate
-(stats and pulsar_subscription_msg_drop_rate), nothing kept for a consumer that comes back.
+(stats and pulsar_subscription_msg_drop_rate), nothing kept for a consumer that comes back; and
+at the publisher side, SENDs over maxConcurrentNonPersistentMessagePerConnection dropped (a
+receipt for -1:-1, the publisher's msgDropRate) on a broker of its own.
 Passes on Magnetar and Pulsar."""
 
 import os
@@ -14,6 +16,9 @@ import uuid
 import pulsar
 import pytest
 import requests
+
+from harness.broker import broker_process
+from harness.fixtures import wait_namespace
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
 from harness.util import metric_sum, receive_all, round_trip, temp_namespace  # noqa: E402
@@ -254,4 +259,76 @@ def test_subscription_types_share_out_what_is_published(client, namespace, sub_t
             for m in g:
                 assert owners.setdefault(m.partition_key(), i) == i
     for c in consumers + [producer]:
+        c.close()
+
+
+NP_LIMIT = 10  # maxConcurrentNonPersistentMessagePerConnection of the np_limited broker
+
+
+@pytest.fixture(scope="module")
+def np_limited(request):
+    """A broker of the --broker kind with a small non-persistent in-flight limit."""
+    if request.config.getoption("--broker-url", None):
+        pytest.skip("starts its own broker with maxConcurrentNonPersistentMessagePerConnection")
+    proc = broker_process(request.config.getoption("--broker", "magnetar"),
+                          [f"maxConcurrentNonPersistentMessagePerConnection={NP_LIMIT}"])
+    endpoint = proc.start()
+    try:
+        assert wait_namespace(endpoint.admin_url), "public/default did not appear"
+        yield endpoint
+    finally:
+        proc.close()
+
+
+def send_burst(producer, n, size=100):
+    """n async sends at once; the (result, ledger, entry) of each receipt."""
+    receipts = []
+    for _ in range(n):
+        producer.send_async(b"z" * size, lambda res, mid: receipts.append(
+            (res, mid.ledger_id(), mid.entry_id())))
+    producer.flush()
+    deadline = time.time() + 30
+    while len(receipts) < n and time.time() < deadline:
+        time.sleep(0.05)
+    assert len(receipts) == n
+    return receipts
+
+
+def test_publisher_side_drops_over_the_connection_limit(np_limited):
+    topic = f"non-persistent://public/default/np-pubdrop-{uuid.uuid4().hex[:8]}"
+    # Each on its own connection: the limit counts one connection's SENDs in flight.
+    consumer_client = pulsar.Client(np_limited.service_url, operation_timeout_seconds=10)
+    producer_client = pulsar.Client(np_limited.service_url, operation_timeout_seconds=10)
+    consumer = consumer_client.subscribe(topic, "s", receiver_queue_size=5000)
+    producer = producer_client.create_producer(topic, batching_enabled=False,
+                                               max_pending_messages=5000)
+    n = 3000
+    receipts = send_burst(producer, n)
+    # Every SEND is answered Ok: kept ones for 0:0, dropped ones for -1:-1 (Pulsar's
+    # ServerCnx.handleSend); nothing else.
+    assert {r[0] for r in receipts} == {pulsar.Result.Ok}
+    assert {(r[1], r[2]) for r in receipts} <= {(0, 0), (-1, -1)}
+    dropped = sum(1 for r in receipts if (r[1], r[2]) == (-1, -1))
+    assert 0 < dropped < n, dropped
+    kept = n - dropped
+    # The consumer gets exactly the kept ones (its permits cover them all).
+    assert len(receive_all(consumer, 2000)) == kept
+    stats = np_stats(np_limited.admin_url, topic)
+    assert stats["msgInCounter"] == kept
+    assert stats["subscriptions"]["s"]["msgOutCounter"] == kept
+    # The publisher's msgDropRate is a rate over the stats interval (Pulsar: 60 s): keep
+    # dropping until an interval shows it.
+    deadline = time.time() + 150
+    while True:
+        publishers = np_stats(np_limited.admin_url, topic)["publishers"]
+        assert len(publishers) == 1
+        if publishers[0]["msgDropRate"] > 0:
+            break
+        assert time.time() < deadline, publishers
+        send_burst(producer, 500)
+        receive_all(consumer, 200)
+        time.sleep(0.5)
+    # A slow enough producer drops nothing: one SEND in flight at a time.
+    assert all((r[1], r[2]) == (0, 0) for r in (send_burst(producer, 1)[0] for _ in range(20)))
+    for c in (consumer_client, producer_client):
         c.close()

@@ -163,3 +163,59 @@ def test_grant_with_an_unknown_action_is_taken_as_null(secured):
     assert secured.rest("GET", path).json()[role] == ["consume"]
     assert secured.rest("POST", f"{path}/{role}", json="produce").status_code == 400
     assert secured.rest("DELETE", f"{path}/{role}").status_code == 204
+
+
+def refused_on_the_wire(secured, role, topic, sub):
+    """The broker's ERROR (name, message) for SUBSCRIBE by `role`, on a raw connection."""
+    wire = WireClient(int(secured.url.rsplit(":", 1)[1]), timeout=15)
+    try:
+        wire.send(frame(base_command(CONNECT, fb(1, "raw") + fv(4, 21) + fb(5, "token")
+                                     + fb(3, role_token(secured.key, role)))))
+        wire.expect(CONNECTED)
+        wire.send(subscribe_frame(topic, sub, 1, 7))
+        err = wire.expect(ERROR)
+        return error_name(err, 2), err[3][0].decode()
+    finally:
+        wire.close()
+
+
+def test_subscription_auth_mode_prefix(secured):
+    """namespaces set-subscription-auth-mode Prefix: a role may only use subscriptions whose
+    name starts with the role name (Pulsar's PulsarAuthorizationProvider.canConsumeAsync checks
+    subscription.startsWith(role)); super-users are exempt; None lifts it."""
+    ns = f"public/{fresh('prefix-ns')}"
+    assert secured.rest("PUT", f"namespaces/{ns}").status_code == 204
+    path = f"namespaces/{ns}/subscriptionAuthMode"
+    assert secured.rest("GET", path).json() == "None"
+    assert secured.rest("POST", path, json="Prefix").status_code == 204
+    assert secured.rest("GET", path).json() == "Prefix"
+    assert secured.rest("GET", f"namespaces/{ns}").json()["subscription_auth_mode"] == "Prefix"
+    role = fresh("dev")
+    r = secured.rest("POST", f"namespaces/{ns}/permissions/{role}", json=["consume"])
+    assert r.status_code == 204, r.text
+    topic = f"persistent://{ns}/{fresh('prefixed')}"
+    admin = pulsar.Client(secured.url, authentication=pulsar.AuthenticationToken(secured.admin))
+    admin.create_producer(topic).close()
+    client = secured.client(role)
+
+    def other_refused():
+        with pytest.raises(pulsar.AuthorizationError):
+            client.subscribe(topic, "telemetry")
+    eventually(other_refused, 20)
+    name, message = refused_on_the_wire(secured, role, topic, "telemetry")
+    assert name == "AuthorizationError"
+    assert message == (
+        "org.apache.pulsar.broker.PulsarServerException: Failed to create consumer - The "
+        "subscription name needs to be prefixed by the authentication role, like "
+        f"{role}-xxxx for topic: {topic}")
+    # The role's own prefix, with or without the '-' the message suggests, passes; the
+    # super-user uses any name.
+    client.subscribe(topic, f"{role}-telemetry").close()
+    client.subscribe(topic, f"{role}telemetry").close()
+    admin.subscribe(topic, "telemetry").close()
+    # Back to None: any subscription name again.
+    assert secured.rest("POST", path, json="None").status_code == 204
+    assert secured.rest("GET", path).json() == "None"
+    eventually(lambda: client.subscribe(topic, "telemetry").close(), 20)
+    for c in (client, admin):
+        c.close()

@@ -62,6 +62,29 @@ bool AuthorizationService::mayUseSubscription(const TopicName& topic, const std:
   return it == p.subscriptionAuthRoles.end() || it->second.empty() || it->second.count(role) > 0;
 }
 
+namespace {
+
+// subscription_auth_mode of the policies: "Prefix" or "None" (kept as its JSON text).
+bool prefixMode(const NamespacePolicies& p) {
+  auto it = p.keptFields.find("subscription_auth_mode");
+  return it != p.keptFields.end() && it->second == "\"Prefix\"";
+}
+
+}  // namespace
+
+std::optional<std::string> AuthorizationService::subscriptionPrefixError(
+    const TopicName& topic, const std::string& role, const std::string& subscription) const {
+  if (!enabled_ || subscription.empty() || subscription.rfind(role, 0) == 0) return std::nullopt;
+  if (!prefixMode(policies_.namespacePolicies(topic.namespaceName()))) return std::nullopt;
+  if (isTenantAdmin(topic.tenant(), role) || !mayUseSubscription(topic, role, subscription)) {
+    return std::nullopt;
+  }
+  // The exception's text as Pulsar's ServerCnx sends it (its class name first).
+  return "org.apache.pulsar.broker.PulsarServerException: Failed to create consumer - The "
+         "subscription name needs to be prefixed by the authentication role, like " +
+         role + "-xxxx for topic: " + topic.toString();
+}
+
 bool AuthorizationService::allowTopicOperation(const TopicName& topic, const std::string& role,
                                                TopicOperation op,
                                                const std::string& subscription) const {
@@ -72,6 +95,7 @@ bool AuthorizationService::allowTopicOperation(const TopicName& topic, const std
       return hasAction(topic, role, "produce");
     case TopicOperation::kConsume:
       if (!subscription.empty() && !mayUseSubscription(topic, role, subscription)) return false;
+      if (subscriptionPrefixError(topic, role, subscription)) return false;
       return hasAction(topic, role, "consume");
     case TopicOperation::kLookup:
       return hasAction(topic, role, "produce") || hasAction(topic, role, "consume");

@@ -10,6 +10,7 @@
 
 #include <array>
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,10 +55,19 @@ class AuthorizationService {
   // admins, and for produce / consume (kLookup: either) granted on the topic (a partition uses
   // its partitioned topic's grants) or on its namespace. kAdmin: tenant admins only.
   // kConsume with a `subscription` (SUBSCRIBE) is also refused when the namespace's
-  // subscription_auth_roles has a non-empty list for that subscription without this role
-  // (Pulsar's PulsarAuthorizationProvider.canConsumeAsync).
+  // subscription_auth_roles has a non-empty list for that subscription without this role, and
+  // when subscriptionPrefixError() has an error (Pulsar's
+  // PulsarAuthorizationProvider.canConsumeAsync, in that order).
   bool allowTopicOperation(const TopicName& topic, const std::string& role, TopicOperation op,
                            const std::string& subscription = {}) const;
+  // The namespace's subscription_auth_mode is Prefix (namespaces set-subscription-auth-mode)
+  // and `subscription` does not start with `role` (Pulsar checks startsWith(role); its message
+  // suggests "<role>-xxxx"): Pulsar's error text, which it sends with AuthorizationError.
+  // nullopt otherwise, with authorization off, for super-users and tenant admins, and when the
+  // subscription's role list already refuses the role (Pulsar's plain refusal comes first).
+  std::optional<std::string> subscriptionPrefixError(const TopicName& topic,
+                                                     const std::string& role,
+                                                     const std::string& subscription) const;
 
  private:
   bool hasAction(const TopicName& topic, const std::string& role, const char* action) const;

@@ -94,6 +94,10 @@ struct BrokerOptions {
   int maxUnackedMessagesPerConsumer = sd::maxUnackedMessagesPerConsumer;          // 0: off
   int maxUnackedMessagesPerSubscription = sd::maxUnackedMessagesPerSubscription;  // 0: off
   int maxPendingPublishRequestsPerConnection = sd::maxPendingPublishRequestsPerConnection;
+  // Non-persistent SENDs in flight per connection above which one is dropped (Pulsar's
+  // ServerCnx.handleSend); 0 drops every SEND while another is in flight.
+  int maxConcurrentNonPersistentMessagePerConnection =
+      sd::maxConcurrentNonPersistentMessagePerConnection;
   // Outbound watermarks per connection, bytes (see net::Connection::setWriteWatermarks).
   int pulsarChannelWriteBufferHighWaterMark = sd::pulsarChannelWriteBufferHighWaterMark;
   int pulsarChannelWriteBufferLowWaterMark = sd::pulsarChannelWriteBufferLowWaterMark;

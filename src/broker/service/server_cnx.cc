@@ -992,6 +992,7 @@ void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
     ps.txn = TxnID{c.txnid_most_bits(), c.txnid_least_bits()};  // Pulsar's publishTxnMessage
   }
   auto& topic = it->second.topic;
+  if (!topic->name().isPersistent()) ps.dropped = !takeNonPersistentSlot();
   std::vector<PendingSend>* vec = nullptr;
   for (auto& [t, v] : sendBatch_) {
     if (t == topic) {
@@ -1010,6 +1011,16 @@ void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
   int max = service_.options().maxPendingPublishRequestsPerConnection;
   int64_t pending = pendingPublishes_.fetch_add(1, std::memory_order_relaxed) + 1;
   if (max > 0 && pending >= max && !publishPaused_.exchange(true)) updateReadState();
+}
+
+bool ServerCnx::takeNonPersistentSlot() {
+  MAGNETAR_DCHECK_ON(loop());
+  // Pulsar's ServerCnx.handleSend: over the limit the SEND is dropped (the topic still answers
+  // it, in order with the producer's other receipts).
+  const int64_t max = service_.options().maxConcurrentNonPersistentMessagePerConnection;
+  if (nonPersistentPending_.load(std::memory_order_relaxed) > max) return false;
+  nonPersistentPending_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 void ServerCnx::handleCloseProducer(const proto::CommandCloseProducer& c) {

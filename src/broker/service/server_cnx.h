@@ -84,6 +84,10 @@ class ServerCnx final : public net::Connection,
   // maxPendingPublishRequestsPerConnection, and releases the bytes from the loop's publish
   // buffer share.
   void publishCompleted(uint32_t n, uint64_t bytes) override;
+  // Releases n non-persistent SENDs from maxConcurrentNonPersistentMessagePerConnection's count.
+  void nonPersistentCompleted(uint32_t n) override {
+    nonPersistentPending_.fetch_sub(n, std::memory_order_relaxed);
+  }
   // The loop's publish buffer is over its share (or back under half). Loop thread.
   void setThrottled(bool throttled);
   // The frame that waited at its header was admitted (FrameAdmission, which charged `bytes`
@@ -225,6 +229,9 @@ class ServerCnx final : public net::Connection,
                                  uint64_t requestId, uint64_t producerId,
                                  const std::shared_ptr<Producer>& producer);
   void handleSend(const proto::CommandSend& c, Buffer entry);
+  // A non-persistent SEND counts against maxConcurrentNonPersistentMessagePerConnection: false
+  // (the SEND is dropped) when the connection already has more in flight.
+  bool takeNonPersistentSlot();
   void handleSubscribe(const proto::CommandSubscribe& c,
                        std::optional<uint64_t> confirmedEpoch = std::nullopt);
   // SUBSCRIBE, in steps (loop thread): validateSubscribe answers a repeated command or a bad
@@ -343,6 +350,9 @@ class ServerCnx final : public net::Connection,
   // SENDs read in this read batch, grouped by topic, handed over in onReadBatchDone.
   std::vector<std::pair<std::shared_ptr<PersistentTopic>, std::vector<PendingSend>>> sendBatch_;
   std::atomic<int64_t> pendingPublishes_{0};
+  // Non-persistent SENDs handed to topics and not answered (dropped ones not counted): Pulsar's
+  // nonPersistentPendingMessages. Incremented on the loop, released by topic executors.
+  std::atomic<int64_t> nonPersistentPending_{0};
   std::atomic<bool> publishPaused_{false};
   bool throttled_ = false;  // loop thread
   // Bytes of the frame being read charged to throttle_ at its header (0 when none). Loop thread.

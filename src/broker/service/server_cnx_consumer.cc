@@ -24,7 +24,11 @@ void ServerCnx::handleSubscribe(const proto::CommandSubscribe& c,
   std::optional<TopicName> name = validateSubscribe(c);
   if (!name) return;
   if (!allowed(*name, TopicOperation::kConsume, c.subscription())) {
-    sendError(c.request_id(), proto::AuthorizationError, notAuthorizedMessage(*name, "subscribe"));
+    // subscription_auth_mode Prefix: Pulsar's exception text instead of the plain refusal.
+    auto prefix =
+        service_.authorization().subscriptionPrefixError(*name, authRole_, c.subscription());
+    sendError(c.request_id(), proto::AuthorizationError,
+              prefix ? *prefix : notAuthorizedMessage(*name, "subscribe"));
     return;
   }
   if (refuseMissingNamespace(*name, c.request_id())) return;

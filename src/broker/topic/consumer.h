@@ -70,6 +70,9 @@ class ProducerSink {
   // `n` SENDs of `bytes` entry bytes were answered: releases them from the connection's pending
   // publish count and its loop's publish buffer share.
   virtual void publishCompleted(uint32_t n, uint64_t bytes) = 0;
+  // `n` non-persistent SENDs that counted against maxConcurrentNonPersistentMessagePerConnection
+  // (not dropped) were answered.
+  virtual void nonPersistentCompleted(uint32_t /*n*/) {}
   // The broker closed this producer: CLOSE_PRODUCER, after whatever send() queued before.
   virtual void closeProducerFromBroker(uint64_t producerId) = 0;
   // For stats.
@@ -163,6 +166,9 @@ class Producer {
 
   uint64_t msgInCounter = 0;
   uint64_t bytesInCounter = 0;
+  // Non-persistent messages dropped at the publisher side (PendingSend::dropped; Pulsar's
+  // Producer.recordMessageDrop), topic executor.
+  uint64_t msgDropCounter = 0;
   bool closed = false;
   // SENDs taken by PersistentTopic::publish and not answered yet (topic executor).
   int64_t inFlight = 0;

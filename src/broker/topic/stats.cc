@@ -178,6 +178,8 @@ void TopicRates::update(PersistentTopic& topic, int64_t nowNs, int64_t prevTickN
   sample(next, "in", topic.stats().msgInCounter, topic.stats().bytesInCounter, nowNs, prevTickNs);
   for (const auto& [name, p] : topic.producers()) {
     sample(next, "p:" + name, p->msgInCounter, p->bytesInCounter, nowNs, prevTickNs);
+    if (!topic.name().isPersistent())
+      sample(next, "pd:" + name, p->msgDropCounter, 0, nowNs, prevTickNs);
   }
   for (const auto& [name, sub] : topic.subscriptions()) {
     sample(next, "x:" + name, sub->expiredCounter(), 0, nowNs, prevTickNs);
@@ -308,6 +310,7 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
     ps.msgInCounter = p->msgInCounter;
     ps.bytesInCounter = p->bytesInCounter;
     if (rates) ps.rateIn = rates->rate("p:" + name);
+    if (rates && !topic.name().isPersistent()) ps.msgDropRate = rates->rate("pd:" + name).msgRate;
     t.publishers.push_back(std::move(ps));
   }
   int64_t maxBacklog = 0;

@@ -48,6 +48,7 @@ struct PublisherSnapshot : ClientSnapshot {
   uint64_t msgInCounter = 0;
   uint64_t bytesInCounter = 0;
   RateValue rateIn;
+  double msgDropRate = 0;  // non-persistent: publisher-side drops per second (Pulsar's)
 };
 
 // A Key_Shared hash waiting for its previous consumer's acks (Pulsar's DrainingHash).
@@ -204,7 +205,8 @@ class TopicRates {
   // from 0 at prevTickNs. A counter that went down (a recreated object) restarts from 0.
   void update(PersistentTopic& topic, int64_t nowNs, int64_t prevTickNs);
   // The rate of key ("in", "p:<producer>", "s:<sub>", "r:<sub>" redeliveries, "x:<sub>" expired,
-  // "d:<sub>" non-persistent drops, "c:<sub>/<consumer address>"); zero when unknown.
+  // "d:<sub>" non-persistent drops, "pd:<producer>" publisher-side drops, "c:<sub>/<consumer
+  // address>"); zero when unknown.
   RateValue rate(const std::string& key) const;
 
  private:

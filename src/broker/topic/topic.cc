@@ -424,11 +424,19 @@ void PersistentTopic::publishNonPersistent(std::vector<PendingSend>& sends) {
   for (auto& s : sends) {
     size_t bytes = s.entry.size();
     auto producer = std::move(s.producer);
+    if (!s.dropped) cnxOut(producer->sink()).nonPersistentCompleted++;
     if (producer->closed && !producer->fenced.load(std::memory_order_relaxed)) {
       queueUnanswered(producer, bytes);
       continue;
     }
     producer->inFlight++;
+    if (s.dropped) {
+      // Pulsar's ServerCnx.handleSend over maxConcurrentNonPersistentMessagePerConnection: a
+      // receipt for message id -1:-1, the messages counted as the producer's drops.
+      producer->msgDropCounter += s.numMessages;
+      queueReceipt(producer, {}, s.sequenceId, {-1, -1}, s.highestSequenceId, bytes);
+      continue;
+    }
     stats_.msgInCounter += s.numMessages;
     stats_.bytesInCounter += bytes;
     stats_.entriesAddedCounter++;
@@ -610,7 +618,7 @@ PersistentTopic::CnxOut& PersistentTopic::cnxOut(const std::shared_ptr<ProducerS
     }
   }
   if (!out) {
-    receipts_.push_back(CnxOut{cnx, FrameBatchPool::take(), 0, 0, {}});
+    receipts_.push_back(CnxOut{cnx, FrameBatchPool::take(), 0, 0, {}, 0});
     out = &receipts_.back();
   }
   if (!flushQueued_) {
@@ -679,6 +687,7 @@ void PersistentTopic::flushPass() {
     if (!o.batch.empty()) o.cnx->send(std::move(o.batch));
     FrameBatchPool::give(std::move(o.batch));  // its grown storage serves a later pass
     if (o.completed > 0) o.cnx->publishCompleted(o.completed, o.completedBytes);
+    if (o.nonPersistentCompleted > 0) o.cnx->nonPersistentCompleted(o.nonPersistentCompleted);
     // After the answers: the connection writes what send() queued before anything it is asked
     // later (ServerCnx::closeProducerFromBroker posts to its loop).
     for (uint64_t id : o.closeAfter) o.cnx->closeProducerFromBroker(id);

@@ -38,6 +38,9 @@ struct PendingSend {
   int32_t numMessages = 1;
   Buffer entry;
   std::optional<TxnID> txn;  // CommandSend txnid_most_bits/txnid_least_bits (both set)
+  // A non-persistent SEND over maxConcurrentNonPersistentMessagePerConnection: answered with
+  // message id -1:-1, neither published nor counted in, counted as the producer's drop.
+  bool dropped = false;
 };
 
 struct SubscribeRequest {
@@ -387,6 +390,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
     uint32_t completed = 0;
     uint64_t completedBytes = 0;
     std::vector<uint64_t> closeAfter;
+    uint32_t nonPersistentCompleted = 0;  // of `completed`: non-persistent, not dropped
   };
   std::vector<CnxOut> receipts_;
   bool flushQueued_ = false;

@@ -79,6 +79,9 @@ DEFAULTS = {
         "maxOutstanding": 100000,
         "rate": 0,
         "connectMode": "sequential",
+        # binary: gateways on Pulsar's protocol; websocket: through the broker's WebSocket API
+        # (needs broker.settings.webSocketServiceEnabled; sequential connects, no batching).
+        "gatewayProtocol": "binary",
         "warmupRounds": 2,
         "warmupMessages": 500000,
         "warmupSeconds": 0,
@@ -276,6 +279,7 @@ def validate(data: dict[str, Any], defaults: dict[str, Any] = DEFAULTS,
         if len(joins) > wl.get("applications", 1):
             raise ScenarioError("workload.joinSeconds has more entries than applications")
         check_transform(wl)
+        check_gateway_protocol(data)
         if data.get("broker", {}).get("kind") not in BROKER_KINDS:
             raise ScenarioError("broker.kind must be one of %s" % ", ".join(BROKER_KINDS))
         bk = data.get("broker", {}).get("bookkeeper", {})
@@ -286,6 +290,26 @@ def validate(data: dict[str, Any], defaults: dict[str, Any] = DEFAULTS,
             raise ScenarioError("storm.mode must be one of %s" % ", ".join(STORM_MODES))
         if storm.get("atSeconds", 0) < 0:
             raise ScenarioError("storm.atSeconds must be >= 0")
+
+
+def check_gateway_protocol(data: dict[str, Any]) -> None:
+    """workload.gatewayProtocol: binary, or websocket on a broker with the WebSocket service,
+    without batching, transform or a TLS broker (the gateways speak ws:// only)."""
+    wl = data.get("workload", {})
+    proto = wl.get("gatewayProtocol", "binary")
+    if proto not in ("binary", "websocket"):
+        raise ScenarioError("workload.gatewayProtocol must be binary or websocket, got %r"
+                            % (proto,))
+    if proto != "websocket":
+        return
+    broker = data.get("broker", {})
+    enabled = str(broker.get("settings", {}).get("webSocketServiceEnabled", "")).lower()
+    if enabled != "true":
+        raise ScenarioError("workload.gatewayProtocol websocket needs "
+                            "broker.settings.webSocketServiceEnabled: true")
+    if wl.get("batching") or wl.get("transform") or broker.get("tls"):
+        raise ScenarioError("workload.gatewayProtocol websocket takes neither batching, "
+                            "transform nor broker.tls")
 
 
 def check_transform(wl: dict[str, Any]) -> None:
@@ -360,8 +384,8 @@ class Scenario:
     def resolved_text(self) -> str:
         return yaml.safe_dump(self.data, sort_keys=False, default_flow_style=False)
 
-    def worker_config(self, service_url: str, tls_trust_certs: str | None = None
-                      ) -> dict[str, Any]:
+    def worker_config(self, service_url: str, tls_trust_certs: str | None = None,
+                      web_url: str | None = None) -> dict[str, Any]:
         """The JSON document magnetar-perf-worker reads."""
         workload = dict(self.data["workload"])
         if self.data["storm"]["atSeconds"] > 0:
@@ -370,6 +394,8 @@ class Scenario:
                "loadgen": {k: v for k, v in self.data["loadgen"].items() if k != "cpuset"}}
         if tls_trust_certs:
             cfg["tlsTrustCertsFilePath"] = tls_trust_certs
+        if web_url:
+            cfg["webServiceUrl"] = web_url
         return cfg
 
 

@@ -143,3 +143,28 @@ def test_tls_is_off_by_default_and_passes_the_ca_to_the_worker():
     wc = sc.worker_config("pulsar+ssl://127.0.0.1:6651", "/tmp/ca.pem")
     assert wc["serviceUrl"] == "pulsar+ssl://127.0.0.1:6651"
     assert wc["tlsTrustCertsFilePath"] == "/tmp/ca.pem"
+
+
+def test_websocket_gateways_keep_the_high_rate_fleet_and_pass_the_web_url():
+    full = scen.resolve("iot-telemetry-high-rate-websocket", env={})
+    base = scen.resolve("iot-telemetry-high-rate", env={}).data["workload"]
+    w = full.data["workload"]
+    assert w["gatewayProtocol"] == "websocket" and base["gatewayProtocol"] == "binary"
+    for k in ("gateways", "topics", "rate", "payloadBytes", "applications", "pods",
+              "measuredMessages"):
+        assert w[k] == base[k], k
+    assert full.data["broker"]["settings"]["webSocketServiceEnabled"] is True
+    small = scen.resolve("iot-telemetry-high-rate-websocket-small", env={})
+    assert small.data["workload"]["gatewayProtocol"] == "websocket"
+    wc = small.worker_config("pulsar://127.0.0.1:1", None, "http://127.0.0.1:2")
+    assert wc["webServiceUrl"] == "http://127.0.0.1:2"
+
+
+@pytest.mark.parametrize("sets, match", [
+    (["workload.gatewayProtocol=carrier-pigeon"], "must be binary or websocket"),
+    (["broker.settings.webSocketServiceEnabled=false"], "needs broker.settings"),
+    (["workload.batching=true"], "neither batching"),
+])
+def test_websocket_gateways_refuse_what_they_cannot_run(sets, match):
+    with pytest.raises(scen.ScenarioError, match=match):
+        scen.resolve("iot-telemetry-high-rate-websocket-small", sets=sets, env={})

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <numeric>
 #include <random>
@@ -51,7 +52,33 @@ GatewayFleet::GatewayFleet(const WorkloadConfig& config)
 
 GatewayFleet::~GatewayFleet() { close(); }
 
+Status GatewayFleet::connectWebSocket() {
+  ws_ = std::make_unique<WsProducers>(
+      config_.producerIoThreads, [this](std::string_view context, bool ok, std::string_view ack) {
+        onWebSocketAck(context, ok, ack);
+      });
+  const uint32_t g = config_.gateways, t = config_.topics;
+  gateways_.resize(static_cast<size_t>(g) * t);
+  auto start = std::chrono::steady_clock::now();
+  // Topic-major, one session at a time, as the binary fleet's sequential connects.
+  for (uint32_t topic = 0; topic < t; ++topic) {
+    const std::string path =
+        "/ws/v2/producer/" + WsProducers::topicPath(config_.topicPrefix + std::to_string(topic));
+    for (uint32_t gw = 0; gw < g; ++gw) {
+      auto session = ws_->open(config_.webServiceUrl,
+                               fmt::format("{}?producerName=gw{}-t{}", path, gw, topic));
+      if (!session) return session.status();
+      auto& slot = gateways_[gw * t + topic];
+      slot = std::make_unique<Gateway>();
+      slot->wsSession = *session;
+    }
+  }
+  connectSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Status::ok();
+}
+
 Status GatewayFleet::connect() {
+  if (config_.gatewayProtocol == "websocket") return connectWebSocket();
   client::ClientConfig cc;
   cc.ioThreads = config_.producerIoThreads;
   cc.ioThreadPrefix = "gw-io";
@@ -171,6 +198,11 @@ void GatewayFleet::issue(uint32_t laneIndex) {
   r.counter = produced_[device]++;
   r.warmup = warmup_;
   char* payload = threadPayload(config_.payloadBytes);
+  if (ws_) {
+    l.sentAtNs = r.sendTimeNs = monotonicNs();
+    encodeHeader(r, payload);
+    return issueWebSocket(g, laneIndex, std::string_view(payload, config_.payloadBytes), device);
+  }
   char key[kKeyBytes];
   encodeKey(device, key);
   client::OutgoingMessage m;
@@ -184,6 +216,46 @@ void GatewayFleet::issue(uint32_t laneIndex) {
   g.producer.sendAsync(m, [this, laneIndex](const Status& s, const client::MessageId& id) {
     onReceipt(laneIndex, s, id);
   });
+}
+
+void GatewayFleet::issueWebSocket(Gateway& g, uint32_t lane, std::string_view payload,
+                                  uint32_t device) {
+  // {"payload":"<base64>","key":"<8 hex digits>","context":"<lane>"}
+  constexpr std::string_view kHead = "{\"payload\":\"", kKey = "\",\"key\":\"",
+                             kContext = "\",\"context\":\"", kTail = "\"}";
+  const std::string laneText = std::to_string(lane);
+  std::string frame;
+  frame.reserve(kHead.size() + base64Size(payload.size()) + kKey.size() + kTextKeyBytes +
+                kContext.size() + laneText.size() + kTail.size());
+  frame += kHead;
+  const size_t at = frame.size();
+  frame.resize(at + base64Size(payload.size()));
+  base64Encode(payload.data(), payload.size(), frame.data() + at);
+  frame += kKey;
+  char key[kTextKeyBytes];
+  encodeTextKey(device, key);
+  frame.append(key, kTextKeyBytes);
+  frame += kContext;
+  frame += laneText;
+  frame += kTail;
+  ws_->send(g.wsSession, std::move(frame));
+}
+
+void GatewayFleet::onWebSocketAck(std::string_view context, bool ok, std::string_view ack) {
+  uint32_t lane = 0;
+  const auto [end, ec] = std::from_chars(context.data(), context.data() + context.size(), lane);
+  if (context.empty() || ec != std::errc() || end != context.data() + context.size() ||
+      lane >= laneCount_) {
+    // A failed session (or an ack without our context): its lanes never finish, the run stalls
+    // and is reported invalid with this error.
+    if (sendErrors_.fetch_add(1) == 0) {
+      std::lock_guard<std::mutex> lock(idleMu_);
+      firstError_ = "WebSocket: " + std::string(ack);
+    }
+    return;
+  }
+  onReceipt(lane, ok ? Status::ok() : Status::ioError("WebSocket ack " + std::string(ack)),
+            client::MessageId{0, 0});
 }
 
 void GatewayFleet::onReceipt(uint32_t laneIndex, const Status& s, const client::MessageId& id) {
@@ -304,6 +376,7 @@ void GatewayFleet::close() {
   for (auto& g : gateways_) {
     if (g && g->producer) (void)g->producer.closeAsync([](const Status&) {});
   }
+  if (ws_) ws_->close();
   if (client_) (void)client_->close();
 }
 

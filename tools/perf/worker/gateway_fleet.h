@@ -16,6 +16,7 @@
 #include "client/client.h"
 #include "histogram.h"
 #include "workload_config.h"
+#include "ws_producers.h"
 
 namespace magnetar::perf {
 
@@ -30,8 +31,12 @@ uint64_t monotonicNs();
 // one payload header write, one producer lock and one sendAsync per message: no allocation (the
 // callback's capture fits std::function's inline storage, the payload is a thread-local buffer).
 //
+// With gatewayProtocol "websocket" each (gateway, topic) is instead a session of Pulsar's
+// WebSocket API (WsProducers): the payload base64 in a JSON frame, the text key, the lane as the
+// frame's context, the ack as the receipt; no sequence ids (the API takes none).
+//
 // Thread: connect()/runPhase()/waitPhase()/close() from one controlling thread; receipts on the
-// client's I/O threads (`gw-io-N`).
+// client's I/O threads (`gw-io-N`, or `gw-ws-N` over WebSocket).
 class GatewayFleet {
  public:
   explicit GatewayFleet(const WorkloadConfig& config);
@@ -84,9 +89,13 @@ class GatewayFleet {
     std::mutex mu;           // orders sequence id assignment with sendAsync
     uint64_t nextSequenceId = 0;
     client::Producer producer;
+    size_t wsSession = 0;  // websocket: the session of WsProducers
   };
 
+  Status connectWebSocket();
   void issue(uint32_t lane);
+  void issueWebSocket(Gateway& g, uint32_t lane, std::string_view payload, uint32_t device);
+  void onWebSocketAck(std::string_view context, bool ok, std::string_view ack);
   void onReceipt(uint32_t lane, const Status& s, const client::MessageId& id);
   void laneFinished();
   void pacerLoop();
@@ -95,6 +104,7 @@ class GatewayFleet {
   const WorkloadConfig config_;
   const uint32_t laneCount_;
   std::unique_ptr<client::Client> client_;
+  std::unique_ptr<WsProducers> ws_;                 // gatewayProtocol "websocket"
   std::vector<std::unique_ptr<Gateway>> gateways_;  // index g * topics + t
   std::vector<Lane> lanes_;
   std::vector<uint32_t> produced_;  // per device: the next counter (written by its lane only)

@@ -12,10 +12,13 @@ namespace magnetar::perf {
 //   bit 1: derived (a transforming application's output), bit 2: written by a transaction that
 //   was aborted on purpose (must never be read))
 //   16 u64 send time (CLOCK_MONOTONIC ns of the worker process)
-// The key is the 4-byte little-endian device id (binary), so Key_Shared hashes per device.
+// The key is the 4-byte little-endian device id (binary), so Key_Shared hashes per device; over
+// the WebSocket API (whose keys are JSON strings) it is the text key: the device id as 8
+// lowercase hex digits.
 constexpr uint32_t kPayloadMagic = 0x3154504d;  // "MPT1"
 constexpr size_t kPayloadHeaderBytes = 24;
 constexpr size_t kKeyBytes = 4;
+constexpr size_t kTextKeyBytes = 8;
 constexpr uint32_t kFlagWarmup = 1;
 constexpr uint32_t kFlagDerived = 2;
 constexpr uint32_t kFlagAborted = 4;
@@ -32,6 +35,31 @@ struct TelemetryRecord {
 
 // Writes the key of device into key[kKeyBytes].
 inline void encodeKey(uint32_t device, char* key) { std::memcpy(key, &device, kKeyBytes); }
+
+// Writes the text key of device into key[kTextKeyBytes] ("0001e240" for 123456).
+inline void encodeTextKey(uint32_t device, char* key) {
+  constexpr char kHex[] = "0123456789abcdef";
+  for (size_t i = 0; i < kTextKeyBytes; ++i) key[i] = kHex[(device >> (28 - 4 * i)) & 0xf];
+}
+
+// Standard base64 (RFC 4648, padded) of in[n] into out, which holds base64Size(n) bytes.
+constexpr size_t base64Size(size_t n) { return (n + 2) / 3 * 4; }
+inline void base64Encode(const char* in, size_t n, char* out) {
+  constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const auto* u = reinterpret_cast<const unsigned char*>(in);
+  size_t i = 0;
+  for (; i + 3 <= n; i += 3, out += 4) {
+    const uint32_t v = (u[i] << 16) | (u[i + 1] << 8) | u[i + 2];
+    for (int k = 0; k < 4; ++k) out[k] = kAlphabet[(v >> (18 - 6 * k)) & 0x3f];
+  }
+  if (i < n) {
+    const uint32_t v = (u[i] << 16) | (i + 1 < n ? u[i + 1] << 8 : 0);
+    out[0] = kAlphabet[(v >> 18) & 0x3f];
+    out[1] = kAlphabet[(v >> 12) & 0x3f];
+    out[2] = i + 1 < n ? kAlphabet[(v >> 6) & 0x3f] : '=';
+    out[3] = '=';
+  }
+}
 
 // Prepares buf[size] once: header zeroed, padding written. size >= kPayloadHeaderBytes.
 inline void initPayload(char* buf, size_t size) {
@@ -53,8 +81,9 @@ inline void encodeHeader(const TelemetryRecord& r, char* buf) {
 inline void setFlags(char* buf, uint32_t flags) { std::memcpy(buf + 12, &flags, 4); }
 
 // Parses payload; false when it is not a message of this workload: wrong size, magic, flags,
-// device >= devices, a key that is not the payload's device, or damaged padding (first and last
-// byte checked, so a truncated or shifted payload is caught without reading every byte).
+// device >= devices, a key (binary or text) that is not the payload's device, or damaged padding
+// (first and last byte checked, so a truncated or shifted payload is caught without reading every
+// byte).
 inline bool decodePayload(std::string_view payload, std::string_view key, size_t expectedSize,
                           uint32_t devices, TelemetryRecord* out) {
   if (payload.size() != expectedSize || payload.size() < kPayloadHeaderBytes) return false;
@@ -68,7 +97,13 @@ inline bool decodePayload(std::string_view payload, std::string_view key, size_t
   if (magic != kPayloadMagic || (flags & ~kFlagsKnown) != 0 || out->device >= devices) {
     return false;
   }
-  if (key.size() != kKeyBytes || std::memcmp(key.data(), p + 4, kKeyBytes) != 0) return false;
+  if (key.size() == kTextKeyBytes) {
+    char text[kTextKeyBytes];
+    encodeTextKey(out->device, text);
+    if (std::memcmp(key.data(), text, kTextKeyBytes) != 0) return false;
+  } else if (key.size() != kKeyBytes || std::memcmp(key.data(), p + 4, kKeyBytes) != 0) {
+    return false;
+  }
   if (payload.size() > kPayloadHeaderBytes &&
       (p[kPayloadHeaderBytes] != kPadByte || p[payload.size() - 1] != kPadByte)) {
     return false;

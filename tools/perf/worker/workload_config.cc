@@ -59,6 +59,7 @@ Result<WorkloadConfig> WorkloadConfig::fromJson(const std::string& text) {
       {"maxOutstanding", to(&c.maxOutstanding)},
       {"rate", to(&c.rate)},
       {"connectMode", to(&c.connectMode)},
+      {"gatewayProtocol", to(&c.gatewayProtocol)},
       {"warmupRounds", to(&c.warmupRounds)},
       {"warmupMessages", to(&c.warmupMessages)},
       {"warmupSeconds", to(&c.warmupSeconds)},
@@ -90,6 +91,7 @@ Result<WorkloadConfig> WorkloadConfig::fromJson(const std::string& text) {
   const std::map<std::string, Setter> top = {
       {"serviceUrl", to(&c.serviceUrl)},
       {"tlsTrustCertsFilePath", to(&c.tlsTrustCertsFilePath)},
+      {"webServiceUrl", to(&c.webServiceUrl)},
       {"workload",
        [&](const json& v) {
          Status s = readSection(v, "workload", workload);
@@ -127,6 +129,15 @@ Status WorkloadConfig::validate() const {
   if (rate < 0) return bad("workload.rate must be >= 0");
   if (connectMode != "sequential" && connectMode != "concurrent") {
     return bad("workload.connectMode must be sequential or concurrent");
+  }
+  if (gatewayProtocol != "binary" && gatewayProtocol != "websocket") {
+    return bad("workload.gatewayProtocol must be binary or websocket");
+  }
+  if (gatewayProtocol == "websocket" && webServiceUrl.empty()) {
+    return bad("workload.gatewayProtocol websocket needs webServiceUrl");
+  }
+  if (gatewayProtocol == "websocket" && (batching || transform)) {
+    return bad("workload.gatewayProtocol websocket takes neither batching nor transform");
   }
   if (measuredMessages == 0) return bad("workload.measuredMessages must be > 0");
   if (warmupRounds > 0 && warmupMessages == 0 && warmupSeconds <= 0) {

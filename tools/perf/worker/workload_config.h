@@ -14,6 +14,7 @@ namespace magnetar::perf {
 struct WorkloadConfig {
   std::string serviceUrl = "pulsar://127.0.0.1:6650";
   std::string tlsTrustCertsFilePath;  // CA of the broker for pulsar+ssl:// ("" = system CAs)
+  std::string webServiceUrl;          // http://host:port, for gatewayProtocol "websocket"
   // workload
   uint32_t devices = 1000000;
   uint32_t gateways = 500;
@@ -25,6 +26,10 @@ struct WorkloadConfig {
   uint32_t maxOutstanding = 100000;
   double rate = 0;                         // msg/s over all gateways, 0 = unlimited
   std::string connectMode = "sequential";  // or "concurrent"
+  // "binary" (Pulsar's protocol, client::Producer) or "websocket": the gateways publish through
+  // the broker's WebSocket API at webServiceUrl (webSocketServiceEnabled); applications stay
+  // binary. WebSocket gateways connect sequentially and send no sequence ids.
+  std::string gatewayProtocol = "binary";
   uint32_t warmupRounds = 2;
   uint64_t warmupMessages = 500000;  // per round
   double warmupSeconds = 0;          // per round, instead of warmupMessages when > 0

@@ -59,5 +59,35 @@ TEST(PayloadTest, RejectsWhatIsNotOurs) {
   EXPECT_TRUE(decodePayload(e.payload, e.key, 64, 100, &out));
 }
 
+TEST(PayloadTest, TextKeyOfTheWebSocketGateways) {
+  char text[kTextKeyBytes];
+  encodeTextKey(123456, text);
+  EXPECT_EQ(std::string(text, kTextKeyBytes), "0001e240");
+  encodeTextKey(0xdeadbeef, text);
+  EXPECT_EQ(std::string(text, kTextKeyBytes), "deadbeef");
+  TelemetryRecord in{123456, 3, false, 9};
+  auto e = encode(in, 64);
+  TelemetryRecord out;
+  encodeTextKey(123456, text);
+  EXPECT_TRUE(decodePayload(e.payload, std::string(text, kTextKeyBytes), 64, 1000000, &out));
+  encodeTextKey(123457, text);
+  EXPECT_FALSE(decodePayload(e.payload, std::string(text, kTextKeyBytes), 64, 1000000, &out));
+  EXPECT_FALSE(decodePayload(e.payload, "0001E240", 64, 1000000, &out));  // not the same text
+}
+
+TEST(PayloadTest, Base64) {
+  auto b64 = [](std::string in) {
+    std::string out(base64Size(in.size()), '?');
+    base64Encode(in.data(), in.size(), out.data());
+    return out;
+  };
+  EXPECT_EQ(b64(""), "");
+  EXPECT_EQ(b64("f"), "Zg==");
+  EXPECT_EQ(b64("fo"), "Zm8=");
+  EXPECT_EQ(b64("foo"), "Zm9v");
+  EXPECT_EQ(b64("foobar"), "Zm9vYmFy");
+  EXPECT_EQ(b64(std::string("\xff\x00\xfe", 3)), "/wD+");
+}
+
 }  // namespace
 }  // namespace magnetar::perf
