@@ -883,7 +883,6 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
   }
   if (rateLimited()) chargeDispatchRate(msgsBefore, bytesBefore, entriesOut);
 }
-}
 
 bool Dispatcher::heldByTxn(const Entry& e, const EntryMetadataPeek& md, bool fromReplay,
                            bool* stop) {
