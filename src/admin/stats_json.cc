@@ -204,7 +204,7 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   } else {
     o["oldestBacklogMessageSubscriptionName"] = t.oldestBacklogMessageSubscriptionName;
   }
-  o["publishRateLimitedTimes"] = 0;
+  o["publishRateLimitedTimes"] = t.publishRateLimitedTimes;
   o["earliestMsgPublishTimeInBacklogs"] = 0;
   o["offloadedStorageSize"] = 0;
   json::array publishers;

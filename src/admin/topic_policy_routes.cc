@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "admin/rate_limit_routes.h"
 #include "admin/topic_targets.h"
 
 namespace magnetar::admin {
@@ -67,47 +68,16 @@ Fallback namespaceLimit(const char* key, const json::value& dflt) {
 }
 
 // Fields of Pulsar's policy classes that are Java ints (the others are longs).
-const std::set<std::string> kIntFields = {
-    "retentionTimeInMinutes",      "maxInactiveDurationSeconds", "bookkeeperEnsemble",
-    "bookkeeperWriteQuorum",       "bookkeeperAckQuorum",        "ratePeriodInSecond",
-    "dispatchThrottlingRateInMsg", "publishThrottlingRateInMsg", "limitTime"};
-
-// Reads an object body's fields with defaults; error text when a field has the wrong type.
-std::string objectFields(json::value& v,
-                         const std::vector<std::pair<std::string, json::value>>& fields) {
-  if (!v.is_object()) return "The body must be a JSON object";
-  json::object out;
-  for (const auto& [name, dflt] : fields) {
-    const json::value* f = v.as_object().if_contains(name);
-    if (!f || f->is_null()) {
-      out[name] = dflt;
-      continue;
-    }
-    // Jackson's coercions: "100" for a number, "true" or 1 for a boolean, 2.5 truncated
-    // for an integer.
-    json::value value;
-    if (dflt.is_bool()) {
-      if (auto b = javaBoolean(*f)) value = *b;
-    } else if (dflt.is_double()) {
-      if (f->is_number()) {
-        value = f->to_number<double>();
-      } else if (f->is_string()) {
-        std::string text(f->as_string());
-        char* end = nullptr;
-        double d = std::strtod(text.c_str(), &end);
-        if (!text.empty() && end != nullptr && *end == '\0') value = d;
-      }
-    } else if (dflt.is_string() || dflt.is_null()) {
-      if (f->is_string() || f->is_number()) value = *f;
-    } else if (auto n = javaInteger(*f, kIntFields.count(name) > 0)) {
-      value = *n;
-    }
-    if (value.is_null()) return "Invalid value for field " + name;
-    out[name] = std::move(value);
-  }
-  v = std::move(out);
-  return "";
-}
+const std::set<std::string> kIntFields = {"retentionTimeInMinutes",
+                                          "maxInactiveDurationSeconds",
+                                          "bookkeeperEnsemble",
+                                          "bookkeeperWriteQuorum",
+                                          "bookkeeperAckQuorum",
+                                          "ratePeriodInSecond",
+                                          "dispatchThrottlingRateInMsg",
+                                          "publishThrottlingRateInMsg",
+                                          "limitTime",
+                                          "subscribeThrottlingRatePerConsumer"};
 
 Spec retentionSpec() {
   return {
@@ -249,6 +219,19 @@ const std::vector<Spec>& specs() {
       persistenceSpec(),
   };
   return kSpecs;
+}
+
+// The rate policies (rate_limit_routes.h): bodies of Pulsar's classes, applied value topic >
+// namespace > broker defaults.
+std::vector<Spec> rateSpecs() {
+  std::vector<Spec> out;
+  for (const RateKind& k : rateKinds()) {
+    out.push_back(
+        {k.path, [&k](json::value& v) { return objectFields(v, k.fields); },
+         [&k](const AdminContext& ctx, const std::string& ns) { return appliedRate(ctx, ns, k); },
+         400});
+  }
+  return out;
 }
 
 // Topic policies are set on a topic (or a partitioned topic), never on one partition; the topic
@@ -573,6 +556,42 @@ void addNamespaceRoutes(Router& r, const AdminContext* ctx) {
 
 }  // namespace
 
+std::string objectFields(json::value& v,
+                         const std::vector<std::pair<std::string, json::value>>& fields) {
+  if (!v.is_object()) return "The body must be a JSON object";
+  json::object out;
+  for (const auto& [name, dflt] : fields) {
+    const json::value* f = v.as_object().if_contains(name);
+    if (!f || f->is_null()) {
+      out[name] = dflt;
+      continue;
+    }
+    // Jackson's coercions: "100" for a number, "true" or 1 for a boolean, 2.5 truncated
+    // for an integer.
+    json::value value;
+    if (dflt.is_bool()) {
+      if (auto b = javaBoolean(*f)) value = *b;
+    } else if (dflt.is_double()) {
+      if (f->is_number()) {
+        value = f->to_number<double>();
+      } else if (f->is_string()) {
+        std::string text(f->as_string());
+        char* end = nullptr;
+        double d = std::strtod(text.c_str(), &end);
+        if (!text.empty() && end != nullptr && *end == '\0') value = d;
+      }
+    } else if (dflt.is_string() || dflt.is_null()) {
+      if (f->is_string() || f->is_number()) value = *f;
+    } else if (auto n = javaInteger(*f, kIntFields.count(name) > 0)) {
+      value = *n;
+    }
+    if (value.is_null()) return "Invalid value for field " + name;
+    out[name] = std::move(value);
+  }
+  v = std::move(out);
+  return "";
+}
+
 std::string validateAutoTopicCreation(const json::value& body,
                                       broker::AutoTopicCreationOverride* out) {
   const json::object* o = body.if_object();
@@ -610,11 +629,13 @@ std::string validateAutoTopicCreation(const json::value& body,
 
 void addTopicPolicyRoutes(Router& router, const AdminContext& ctx) {
   for (const Spec& s : specs()) addSpecRoutes(router, &ctx, s);
+  for (const Spec& s : rateSpecs()) addSpecRoutes(router, &ctx, s);
   addBacklogQuotaRoutes(router, &ctx);
 }
 
 void addNamespacePolicyRoutes(Router& router, const AdminContext& ctx) {
   addNamespaceRoutes(router, &ctx);
+  addNamespaceRateRoutes(router, ctx);
 }
 
 }  // namespace magnetar::admin

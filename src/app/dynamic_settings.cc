@@ -6,6 +6,33 @@
 
 namespace magnetar::app {
 
+namespace {
+
+// The rate-limit settings whose change reconfigures limiters (the others are read at each use).
+bool changesRateLimits(config::SettingId id) {
+  using config::SettingId;
+  switch (id) {
+    case SettingId::brokerPublisherThrottlingMaxMessageRate:
+    case SettingId::brokerPublisherThrottlingMaxByteRate:
+    case SettingId::maxPublishRatePerTopicInMessages:
+    case SettingId::maxPublishRatePerTopicInBytes:
+    case SettingId::dispatchThrottlingRateInMsg:
+    case SettingId::dispatchThrottlingRateInByte:
+    case SettingId::dispatchThrottlingRatePerTopicInMsg:
+    case SettingId::dispatchThrottlingRatePerTopicInByte:
+    case SettingId::dispatchThrottlingRatePerSubscriptionInMsg:
+    case SettingId::dispatchThrottlingRatePerSubscriptionInByte:
+    case SettingId::dispatchThrottlingRateRelativeToPublishRate:
+    case SettingId::subscribeThrottlingRatePerConsumer:
+    case SettingId::subscribeRatePeriodPerConsumerInSecond:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
 bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguration& cfg,
                          broker::BrokerService& broker,
                          const std::function<void(int64_t)>& setCacheSizeMB) {
@@ -14,6 +41,7 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
   for (const auto& b : brokerDynamicOptionBindings()) {
     if (b.id != id) continue;
     b.apply(cfg, broker.dynamicOptions());
+    if (changesRateLimits(id)) broker.onRateSettingsChanged();
     return true;
   }
   switch (id) {

@@ -51,6 +51,33 @@ struct BrokerDynamicOptions {
   // partitioned metadata (and topic policies) go too.
   DynamicSetting<bool> brokerDeleteInactivePartitionedTopicMetadataEnabled =
       sd::brokerDeleteInactivePartitionedTopicMetadataEnabled;
+  // Rate limits (docs/rate-limits.md): the broker-wide limits (BrokerService reconfigures its
+  // BrokerRateLimiters on a change) and the defaults behind the rate policies (the loaded topics
+  // take them again on a change). Per second; 0: no limit.
+  DynamicSetting<int> brokerPublisherThrottlingMaxMessageRate =
+      sd::brokerPublisherThrottlingMaxMessageRate;
+  DynamicSetting<int64_t> brokerPublisherThrottlingMaxByteRate =
+      sd::brokerPublisherThrottlingMaxByteRate;
+  DynamicSetting<int> maxPublishRatePerTopicInMessages = sd::maxPublishRatePerTopicInMessages;
+  DynamicSetting<int64_t> maxPublishRatePerTopicInBytes = sd::maxPublishRatePerTopicInBytes;
+  DynamicSetting<int> dispatchThrottlingRateInMsg = sd::dispatchThrottlingRateInMsg;
+  DynamicSetting<int64_t> dispatchThrottlingRateInByte = sd::dispatchThrottlingRateInByte;
+  DynamicSetting<int> dispatchThrottlingRatePerTopicInMsg = sd::dispatchThrottlingRatePerTopicInMsg;
+  DynamicSetting<int64_t> dispatchThrottlingRatePerTopicInByte =
+      sd::dispatchThrottlingRatePerTopicInByte;
+  DynamicSetting<int> dispatchThrottlingRatePerSubscriptionInMsg =
+      sd::dispatchThrottlingRatePerSubscriptionInMsg;
+  DynamicSetting<int64_t> dispatchThrottlingRatePerSubscriptionInByte =
+      sd::dispatchThrottlingRatePerSubscriptionInByte;
+  DynamicSetting<bool> dispatchThrottlingRateRelativeToPublishRate =
+      sd::dispatchThrottlingRateRelativeToPublishRate;
+  DynamicSetting<bool> dispatchThrottlingOnNonBacklogConsumerEnabled =
+      sd::dispatchThrottlingOnNonBacklogConsumerEnabled;
+  DynamicSetting<bool> dispatchThrottlingOnBatchMessageEnabled =
+      sd::dispatchThrottlingOnBatchMessageEnabled;
+  DynamicSetting<int> subscribeThrottlingRatePerConsumer = sd::subscribeThrottlingRatePerConsumer;
+  DynamicSetting<int> subscribeRatePeriodPerConsumerInSecond =
+      sd::subscribeRatePeriodPerConsumerInSecond;
 };
 
 // The broker's connections to other brokers (Pulsar's PulsarService.getClient settings), read

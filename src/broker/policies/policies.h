@@ -110,8 +110,10 @@ struct NamespacePolicies {
   std::map<std::string, std::string> keptFields;
 };
 
-// Policies fields Magnetar keeps as given but does not act on (NamespacePolicies::keptFields;
-// besides these, standalone's bundles), sorted by name,
+// Policies fields Magnetar keeps as given (NamespacePolicies::keptFields; besides these,
+// standalone's bundles), sorted by name; of these only the rate maps publishMaxMessageRate,
+// topicDispatchRate, subscriptionDispatchRate and clusterSubscribeRate are acted on
+// (rate_policies.h),
 // with the Java type Jackson reads each as ("" for an object or array, kept as it came; "map" a map
 // of strings).
 struct KeptPolicyField {

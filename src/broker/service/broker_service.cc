@@ -171,6 +171,7 @@ Status BrokerService::start() {
     if (!settings.isOk()) return settings.status();
     brokerClientSettings_ = std::move(*settings);
   }
+  onRateSettingsChanged();  // the broker-wide limiters from the start-up settings
   loadNamespacesAndStores();
   ioLoops_ = std::make_unique<net::EventLoopGroup>("pulsar-io", std::max(1, options_.numIOThreads));
   mlWorkers_ = std::make_unique<net::EventLoopGroup>(
@@ -474,6 +475,7 @@ void BrokerService::startTopic(const TopicName& name, const std::shared_ptr<Topi
       unloadTopic(t, /*release=*/true);
     }
   });
+  topic->setBrokerRateLimiters(&rateLimiters_);
   topic->setPolicyLimits(policyLimitsOf(name));
   std::vector<int64_t> seqs;
   {
@@ -551,6 +553,7 @@ TopicPolicyLimits BrokerService::policyLimitsOf(const TopicName& name) const {
   }
   l.retention = policies_.topicRetention(key);
   if (!l.retention) l.retention = ns.retention;
+  resolveRateLimits(key, ns, &l);
   return l;
 }
 

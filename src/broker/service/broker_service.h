@@ -275,6 +275,16 @@ class BrokerService final : public SharedConfigView {
   void onTopicPoliciesChanged(const TopicName& name);
   // Effective limits and deduplication of a topic: topic policy > namespace policy > broker.
   TopicPolicyLimits policyLimitsOf(const TopicName& name) const;
+  // Rate limits (rate_limits.cc, docs/rate-limits.md). The broker-wide publish and dispatch
+  // limiters. Thread: any.
+  BrokerRateLimiters& rateLimiters() { return rateLimiters_; }
+  // A rate-limit setting changed (brokers update-dynamic-config): the broker-wide limiters are
+  // rebuilt and the loaded topics take their new defaults. Thread: any.
+  void onRateSettingsChanged();
+  // Fills l's publishRate, dispatchRate, subscriptionDispatchRate and subscribeRate: the topic
+  // policy, else the namespace's for this cluster, else the broker's defaults.
+  void resolveRateLimits(const std::string& policyKey, const NamespacePolicies& ns,
+                         TopicPolicyLimits* l) const;
   // Re-applies limits and deduplication to the loaded topics `which` selects. Thread: any.
   void reapplyPolicies(const std::function<bool(const TopicName&)>& which);
   bool deduplicationEnabledFor(const TopicName& name) const;
@@ -477,6 +487,9 @@ class BrokerService final : public SharedConfigView {
   SchemaRegistry schemas_;
   TopicEventListeners topicListeners_;
   RateRegistry rates_;
+  BrokerRateLimiters rateLimiters_;
+  // Guards rebuilding rateLimiters_ (a settings change from pulsar-web).
+  std::mutex rateSettingsMu_;
   std::atomic<uint64_t> producerNameSeq_{0};
   std::atomic<int64_t> producerNameGeneratorId_{0};
   std::atomic<int64_t> activeConnections_{0};

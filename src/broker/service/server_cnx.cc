@@ -48,7 +48,8 @@ ServerCnx::ServerCnx(net::EventLoop& loop, boost::asio::ip::tcp::socket socket,
       decoder_(kMaxFrameBeforeConnect),
       throttle_(throttle),
       keepAliveTimer_(loop.context()),
-      authRefreshTimer_(loop.context()) {
+      authRefreshTimer_(loop.context()),
+      publishRateTimer_(loop.context()) {
   setWriteWatermarks(static_cast<size_t>(service.options().pulsarChannelWriteBufferLowWaterMark),
                      static_cast<size_t>(service.options().pulsarChannelWriteBufferHighWaterMark));
 }
@@ -156,8 +157,8 @@ void ServerCnx::updateReadState() {
   // The publish buffer pauses only connections with producers, as Pulsar pauses the ones that
   // publish: a new connection's CONNECT, lookups and consumers' acks and permits still get read
   // (else a client connecting while its loop is paused can time out).
-  const bool limited =
-      (throttled_ && !producers_.empty()) || publishPaused_.load(std::memory_order_relaxed);
+  const bool limited = (throttled_ && !producers_.empty()) || rateThrottled_ ||
+                       publishPaused_.load(std::memory_order_relaxed);
   if ((limited && frameCharge_ == 0) || shuttingDown_.load(std::memory_order_relaxed)) {
     pauseRead();
   } else {
@@ -189,6 +190,8 @@ void ServerCnx::maybeFinishShutdown() {
 void ServerCnx::onClosed() {
   MAGNETAR_DCHECK_ON(loop());
   keepAliveTimer_.cancel();
+  publishRateTimer_.cancel();
+  rateThrottledBy_.clear();
   authRefreshTimer_.cancel();
   if (!decoder_.idle() && decoder_.error().isOk() && !closedByKeepAlive_) {
     CnxErrorStats::record(ProtocolError::kTruncated);
@@ -1007,7 +1010,14 @@ void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
     // topic's thread with them).
     vec->reserve(kSendBatchReserve);
   }
+  const int64_t sendMsgs = ps.numMessages;
+  const auto sendBytes = static_cast<int64_t>(ps.entry.size());
   vec->push_back(std::move(ps));
+  // Publish rate limits: one relaxed load each when none is configured.
+  if (topic->publishRateLimiter().enabled() || service_.rateLimiters().publish.enabled())
+      [[unlikely]] {
+    checkPublishRate(topic, sendMsgs, sendBytes);
+  }
   int max = service_.options().maxPendingPublishRequestsPerConnection;
   int64_t pending = pendingPublishes_.fetch_add(1, std::memory_order_relaxed) + 1;
   if (max > 0 && pending >= max && !publishPaused_.exchange(true)) updateReadState();

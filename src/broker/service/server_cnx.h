@@ -303,8 +303,16 @@ class ServerCnx final : public net::Connection,
   // The last step of startShutdown(), once no SEND is pending. Loop thread.
   void maybeFinishShutdown();
   void flushSends();
-  // Reads stop while either limit holds (per-connection pending sends, the loop's buffer).
+  // Reads stop while either limit holds (per-connection pending sends, the loop's buffer, a
+  // publish rate limit).
   void updateReadState();
+  // Publish rate limits (publish_rate.cc, docs/rate-limits.md): a SEND takes its messages and
+  // bytes from the topic's and the broker's enabled limiters; when one ran out, reading pauses
+  // (Pulsar's producer throttling: sends are delayed, never failed) until publishRateTimer_
+  // finds tokens in each limiter that paused it. Loop thread.
+  void checkPublishRate(const std::shared_ptr<PersistentTopic>& topic, int64_t msgs, int64_t bytes);
+  void onPublishRateTimer();
+  void armPublishRateTimer(int64_t nowNs);
   std::shared_ptr<ServerCnx> self() {
     return std::static_pointer_cast<ServerCnx>(shared_from_this());
   }
@@ -367,6 +375,10 @@ class ServerCnx final : public net::Connection,
   boost::asio::steady_timer keepAliveTimer_;
   boost::asio::steady_timer authRefreshTimer_;  // every authenticationRefreshCheckSeconds
   bool waitingForPong_ = false;
+  // The limiters that paused reading (a topic's, held with its topic; the broker's with none).
+  std::vector<std::pair<std::shared_ptr<PersistentTopic>, MessageRateLimiter*>> rateThrottledBy_;
+  bool rateThrottled_ = false;  // loop thread
+  boost::asio::steady_timer publishRateTimer_;
   bool closedByKeepAlive_ = false;  // not counted as truncated then
 };
 

@@ -523,6 +523,10 @@ void Dispatcher::readRounds(bool allowReplay) {
     // Due delayed entries join the replay set (Pulsar's getMessagesToReplayNow).
     if (allowReplay) pollDelayed(batch);
     if (allowReplay && !replay_.empty()) {
+      if (rateLimited()) {
+        int64_t rateBytes = INT64_MAX;
+        if (!takeDispatchAllowance(&batch, &rateBytes)) return;
+      }
       std::optional<bool> next = readReplay(batch, inlineAllowed);
       if (!next) return;  // reads in flight; their callback goes on
       allowReplay = *next;
@@ -544,7 +548,12 @@ void Dispatcher::readRounds(bool allowReplay) {
     // takes a full batch even when fewer permits are left (delayed entries take none), so a run
     // of delayed entries costs one read per batch, not one per permit.
     if (readAhead_) batch = maxBatch;
-    const size_t maxBytes = static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load());
+    size_t maxBytes = static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load());
+    if (rateLimited()) {
+      int64_t rateBytes = INT64_MAX;
+      if (!takeDispatchAllowance(&batch, &rateBytes)) return;
+      maxBytes = std::min(maxBytes, static_cast<size_t>(rateBytes));
+    }
     std::vector<Entry> entries;
     if (inlineAllowed &&
         ledger_.readCachedEntries(readPosition_, static_cast<int>(batch), maxBytes, &entries)) {
@@ -800,6 +809,9 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
                                  Position ackCheckFrom) {
   bool singleActive = isSingleActive(type_);
   if (!fromReplay) readAhead_ = false;
+  const uint64_t msgsBefore = stats_.msgOutCounter;
+  const uint64_t bytesBefore = stats_.bytesOutCounter;
+  int64_t entriesOut = 0;  // for dispatchThrottlingOnBatchMessageEnabled
   for (size_t i = 0; i < entries.size(); ++i) {
     Entry& e = entries[i];
     if (e.position >= ackCheckFrom && cursor_.isAcknowledged(e.position)) continue;
@@ -867,7 +879,9 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
       continue;
     }
     deliver(target, e, n, hash, batchSize, ackSet);
+    ++entriesOut;
   }
+  if (rateLimited()) chargeDispatchRate(msgsBefore, bytesBefore, entriesOut);
 }
 
 bool Dispatcher::heldByTxn(const Entry& e, const EntryMetadataPeek& md, bool fromReplay,

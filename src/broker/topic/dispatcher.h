@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/token_bucket.h"
 #include "broker/common/broker_options.h"
 #include "broker/compaction/compaction.h"
 #include "broker/policies/policies.h"
@@ -104,6 +105,20 @@ class Dispatcher {
   // no redelivery; entries come only from the topic's publish, through sendNonPersistent. Set
   // once, before the first consumer.
   void setNonPersistent() { nonPersistent_ = true; }
+  // Dispatch rate limits (docs/rate-limits.md): the topic's, this subscription's and the
+  // broker's limiters, each may be null or off; they outlive this dispatcher. Reads take at most
+  // the messages and bytes every enabled one has tokens for; with none left the next read waits
+  // for the tokens (a timer on this executor). What a pass dispatched is taken from each.
+  // `onNonBacklog` false: Pulsar's dispatchThrottlingOnNonBacklogConsumerEnabled off, a
+  // subscription reading at most managedLedgerCursorBackloggedThreshold-ish entries behind the
+  // tail (kNonBacklogEntries) is not throttled.
+  void setDispatchRateLimiters(MessageRateLimiter* topic, MessageRateLimiter* subscription,
+                               MessageRateLimiter* broker,
+                               const DynamicSetting<bool>* onNonBacklog);
+  // A limiter changed (policy update): reads again at once.
+  void dispatchRateChanged();
+  // Passes held back by a dispatch rate limit (Pulsar's dispatchRateLimitedCount-ish). Executor.
+  uint64_t dispatchRateLimitedTimes() const { return rateLimitedTimes_; }
   bool nonPersistent() const { return nonPersistent_; }
   // Hands each published entry at once to a consumer that can take it now (permits > 0, not
   // closed, its connection under the high watermark: Pulsar's isConsumerAvailable): Exclusive and
@@ -279,6 +294,31 @@ class Dispatcher {
     net::FrameBatch batch;
   };
   std::vector<Out> outs_;
+
+  // Dispatch rate limits (dispatch_rate.cc). Each may be null.
+  MessageRateLimiter* topicRate_ = nullptr;
+  MessageRateLimiter* subRate_ = nullptr;
+  MessageRateLimiter* brokerRate_ = nullptr;
+  const DynamicSetting<bool>* rateOnNonBacklog_ = nullptr;
+  std::unique_ptr<boost::asio::steady_timer> rateTimer_;
+  bool rateTimerArmed_ = false;
+  uint64_t rateLimitedTimes_ = 0;
+  // Pulsar's managedLedgerCursorBackloggedThreshold default: a cursor further behind is
+  // "backlogged" (inactive) and throttled even with dispatchThrottlingOnNonBacklogConsumerEnabled
+  // off.
+  static constexpr int64_t kNonBacklogEntries = 1000;
+  // One relaxed load per limiter: false when no dispatch limit is configured.
+  bool rateLimited() const {
+    return (topicRate_ && topicRate_->enabled()) || (subRate_ && subRate_->enabled()) ||
+           (brokerRate_ && brokerRate_->enabled());
+  }
+  // Caps a read at the tokens left (*maxMsgs, *maxBytes); false when a limiter has none: the
+  // read waits for rateTimer_.
+  bool takeDispatchAllowance(int64_t* maxMsgs, int64_t* maxBytes);
+  // Charges what a dispatchEntries pass sent (the counters before it, the entries it sent).
+  void chargeDispatchRate(uint64_t msgsBefore, uint64_t bytesBefore, int64_t entries);
+  // Takes what a pass dispatched from every enabled limiter.
+  void consumeDispatchQuota(int64_t msgs, int64_t bytes);
 };
 
 }  // namespace magnetar::broker

@@ -199,6 +199,8 @@ void TopicRates::update(PersistentTopic& topic, int64_t nowNs, int64_t prevTickN
   lastNs_ = nowNs;
   TopicLoad l;
   RateValue in = rate("in");
+  // Dispatch limits relative to the publish rate follow it (PIP-52).
+  topic.updatePublishRateForDispatch(in.msgRate, in.byteRate);
   l.msgRateIn = in.msgRate;
   l.msgThroughputIn = in.byteRate;
   l.producers = static_cast<int32_t>(topic.producers().size());
@@ -286,6 +288,7 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
   t.storageSize = ml.totalSizeBytes();
   t.backlogQuotaLimitSize = topic.policyLimits().backlogQuota.limitSize;
   t.backlogQuotaLimitTime = topic.policyLimits().backlogQuotaTime.limitTime;
+  t.publishRateLimitedTimes = topic.publishRateLimitedTimes();
   t.oldestBacklogMessageAgeSeconds = topic.backlogAgeSeconds();
   t.oldestBacklogMessageSubscriptionName = topic.oldestBacklogSubscription();
   t.sizeBacklogEvictions = topic.sizeBacklogEvictions();

@@ -143,6 +143,7 @@ struct TopicSnapshot {
   int64_t txnCommitted = 0;
   int64_t txnAborted = 0;
   int64_t numberOfEntries = 0;
+  uint64_t publishRateLimitedTimes = 0;  // SENDs that paused their connection (rate limits)
   bool terminated = false;
   bool deduplicationEnabled = false;  // Pulsar's deduplicationStatus "Enabled"/"Disabled"
   CompactionRecord compaction;        // Pulsar's "compaction" block

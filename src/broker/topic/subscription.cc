@@ -44,6 +44,8 @@ Status Subscription::addConsumer(const std::shared_ptr<Consumer>& c) {
     dispatcher_->setTransactionBuffer(txnBuffer_);
     dispatcher_->setPendingAck(pendingAck_.get());
     if (nonPersistent_) dispatcher_->setNonPersistent();
+    dispatcher_->setDispatchRateLimiters(topicDispatchRate_, &subDispatchRate_, brokerDispatchRate_,
+                                         rateOnNonBacklog_);
   }
   return dispatcher_->addConsumer(c);
 }
@@ -53,6 +55,20 @@ void Subscription::setUnackedLimits(std::optional<int> perConsumer,
   maxUnackedPerConsumer_ = perConsumer;
   maxUnackedPerSubscription_ = perSubscription;
   if (dispatcher_) dispatcher_->setUnackedLimits(perConsumer, perSubscription);
+}
+
+void Subscription::setDispatchRateLimiters(MessageRateLimiter* topic, MessageRateLimiter* broker,
+                                           const DynamicSetting<bool>* onNonBacklog) {
+  topicDispatchRate_ = topic;
+  brokerDispatchRate_ = broker;
+  rateOnNonBacklog_ = onNonBacklog;
+  if (dispatcher_) {
+    dispatcher_->setDispatchRateLimiters(topic, &subDispatchRate_, broker, onNonBacklog);
+  }
+}
+
+void Subscription::dispatchRateChanged() {
+  if (dispatcher_) dispatcher_->dispatchRateChanged();
 }
 
 void Subscription::setDelayedDelivery(const DelayedDeliveryPolicies& p) {

@@ -116,6 +116,15 @@ class Subscription {
   void setUnackedLimits(std::optional<int> perConsumer, std::optional<int> perSubscription);
   // The topic's resolved delayedDelivery policy, kept for dispatchers created later.
   void setDelayedDelivery(const DelayedDeliveryPolicies& p);
+  // The topic's and the broker's dispatch limiters (outlive this) and
+  // dispatchThrottlingOnNonBacklogConsumerEnabled, for this subscription's dispatchers.
+  void setDispatchRateLimiters(MessageRateLimiter* topic, MessageRateLimiter* broker,
+                               const DynamicSetting<bool>* onNonBacklog);
+  // This subscription's own dispatch limiter (subscriptionDispatchRate policy): configured by
+  // the topic on its executor; dispatchRateChanged() after a change.
+  MessageRateLimiter& dispatchRateLimiter() { return subDispatchRate_; }
+  // A dispatch limit changed: the dispatcher reads again at once.
+  void dispatchRateChanged();
   // Entries its dispatcher holds back for delayed delivery (0 without a dispatcher).
   int64_t msgDelayed() const;
 
@@ -144,6 +153,10 @@ class Subscription {
   std::optional<int> maxUnackedPerConsumer_;
   std::optional<int> maxUnackedPerSubscription_;
   std::optional<DelayedDeliveryPolicies> delayedDelivery_;
+  MessageRateLimiter subDispatchRate_;
+  MessageRateLimiter* topicDispatchRate_ = nullptr;
+  MessageRateLimiter* brokerDispatchRate_ = nullptr;
+  const DynamicSetting<bool>* rateOnNonBacklog_ = nullptr;
   // False once destroyed: a cursor completion queued before then (a reset) checks it first.
   // Topic executor only.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -163,6 +163,7 @@ void PersistentTopic::loadSubscriptions() {
     sub->setDelayedDelivery(limits_.delayedDelivery);
     sub->setCompactor(compactor_.get());
     attachTxnBuffer(*sub);
+    attachRateLimits(*sub);
     attachPendingAck(*sub, /*recover=*/true);
     subscriptions_.emplace(cursor->name(), std::move(sub));
   }
@@ -709,6 +710,12 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
     cb(Status::notAllowed("readCompacted only allowed on failover or exclusive subscriptions"));
     return;
   }
+  if (limits_.subscribeRate.perConsumer > 0 &&
+      !trySubscribePermit(req.consumer->sink()->peerAddress(), req.consumer->name(),
+                          req.consumer->id())) {
+    cb(Status::notAllowed("Subscribe limited by subscribe rate limit per consumer."));
+    return;
+  }
   int maxConsumers = limits_.maxConsumers.value_or(options_.maxConsumersPerTopic);
   if (maxConsumers > 0) {
     size_t consumers = 0;
@@ -754,6 +761,7 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
   sub->setCompactor(compactor_.get());
   attachTxnBuffer(*sub);
   attachPendingAck(*sub, /*recover=*/false);
+  attachRateLimits(*sub);
   if (req.durable) {
     cb(sub->addConsumer(req.consumer));
     return;
@@ -868,6 +876,7 @@ Status PersistentTopic::createSubscription(const std::string& name,
   it->second->setDelayedDelivery(limits_.delayedDelivery);
   attachTxnBuffer(*it->second);
   attachPendingAck(*it->second, /*recover=*/false);
+  attachRateLimits(*it->second);
   return Status::ok();
 }
 
@@ -881,7 +890,7 @@ bool PersistentTopic::exceedsMaxDeliveryDelay(const Buffer& entry) const {
 
 void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
   MAGNETAR_DCHECK_ON(executor_);
-  limits_ = limits;
+  const TopicPolicyLimits before = std::exchange(limits_, limits);
   if (limits_.retention) {
     ledger_->setRetention(limits_.retention->retentionTimeInMinutes,
                           limits_.retention->retentionSizeInMB);
@@ -894,6 +903,7 @@ void PersistentTopic::setPolicyLimits(const TopicPolicyLimits& limits) {
     sub->setDelayedDelivery(limits_.delayedDelivery);
     sub->setCompactor(compactor_.get());
   }
+  applyRateLimits(before);
 }
 
 void PersistentTopic::closeLedger(storage::StatusCallback cb, bool release) {

@@ -6,20 +6,24 @@
 #error "broker/topic is not below this broker part (src/broker/README.md)"
 #endif
 
+#include <atomic>
 #include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
 #include "base/log_rate_limiter.h"
 #include "broker/common/broker_options.h"
+#include "broker/common/rate_limiters.h"
 #include "broker/common/topic_name.h"
 #include "broker/compaction/compaction.h"
 #include "broker/policies/policies.h"
+#include "broker/policies/rate_policies.h"
 #include "broker/topic/consumer.h"
 #include "broker/topic/message_deduplication.h"
 #include "broker/topic/subscription.h"
@@ -74,6 +78,12 @@ struct TopicPolicyLimits {
   DelayedDeliveryPolicies delayedDelivery;
   // Retention, topic > namespace; nullopt: the managed ledger's defaultRetention* settings.
   std::optional<RetentionPolicy> retention;
+  // Rate limits, each resolved topic policy > namespace policy > broker default
+  // (docs/rate-limits.md).
+  PublishRate publishRate;
+  DispatchRate dispatchRate;
+  DispatchRate subscriptionDispatchRate;
+  SubscribeRate subscribeRate;
 };
 
 // Counters for stats; executor thread.
@@ -199,6 +209,30 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // Topic policies: replace maxProducersPerTopic, maxConsumersPerTopic, maxSubscriptionsPerTopic
   // and the unacked limits for this topic (checked for the next producer/consumer/subscription).
   void setPolicyLimits(const TopicPolicyLimits& limits);
+  // Rate limits (topic_rate_limits.cc, docs/rate-limits.md). The broker's limiters, set once
+  // right after construction (before any producer or consumer).
+  void setBrokerRateLimiters(BrokerRateLimiters* limiters);
+  // The publish limiter of this topic (publishRate policy): consumed by the producers'
+  // connections on their I/O loops. Any thread.
+  MessageRateLimiter& publishRateLimiter() { return *publishRate_; }
+  std::shared_ptr<MessageRateLimiter> publishRateLimiterRef() { return publishRate_; }
+  // The topic's dispatch limiter (dispatchRate policy). Executor.
+  MessageRateLimiter& dispatchRateLimiter() { return dispatchRate_; }
+  // relativeToPublishRate: the dispatch limits become the configured rate plus the topic's
+  // publish rate (msgs/s, bytes/s), refreshed by the broker's stats tick. Executor.
+  void updatePublishRateForDispatch(double msgRateIn, double byteRateIn);
+  // Pulsar's subscribe rate per consumer (client host, consumer name, consumer id): true when
+  // this SUBSCRIBE may go on, false when over subscribeRate in the current period. Executor.
+  bool trySubscribePermit(const std::string& peerAddress, const std::string& consumerName,
+                          uint64_t consumerId);
+  // SEND frames that paused their connection on a publish limit (topic stats'
+  // publishRateLimitedTimes). Any thread.
+  uint64_t publishRateLimitedTimes() const {
+    return publishRateLimitedTimes_.load(std::memory_order_relaxed);
+  }
+  void countPublishRateLimited() {
+    publishRateLimitedTimes_.fetch_add(1, std::memory_order_relaxed);
+  }
   // Bytes the slowest durable subscription has not acked (estimated from the average entry
   // size, as the stats' backlogSize).
   int64_t backlogSizeBytes() const;
@@ -367,6 +401,22 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // "publish to ... failed" at most once per 10 s per topic, with the count suppressed since.
   void logPublishFailure(const Status& st);
   TopicPolicyLimits limits_;
+  // Rate limits (topic_rate_limits.cc).
+  void applyRateLimits(const TopicPolicyLimits& before);
+  void configureDispatchRate(MessageRateLimiter& l, const DispatchRate& r);
+  void attachRateLimits(Subscription& sub);
+  std::shared_ptr<MessageRateLimiter> publishRate_ = std::make_shared<MessageRateLimiter>();
+  MessageRateLimiter dispatchRate_;
+  BrokerRateLimiters* brokerRates_ = nullptr;
+  std::atomic<uint64_t> publishRateLimitedTimes_{0};
+  double publishMsgRate_ = 0;   // msgs/s, for relativeToPublishRate
+  double publishByteRate_ = 0;  // bytes/s
+  // Subscribe rate: (peer host, consumer name, consumer id) -> SUBSCRIBEs in the window.
+  struct SubscribeWindow {
+    int64_t startNs = 0;
+    int32_t count = 0;
+  };
+  std::map<std::tuple<std::string, std::string, uint64_t>, SubscribeWindow> subscribeWindows_;
   bool terminated_ = false;
   MessageDeduplication dedup_;
   TransactionBuffer txnBuffer_;
