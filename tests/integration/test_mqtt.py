@@ -395,7 +395,12 @@ def test_token_authentication_and_topic_authorization(tmp_path):
     proc.start()
     try:
         port = proc.ports["mqttPort"]
-        for version, refused in ((V311, 4), (V5, 0x86)):
+        # 3.1.1's return code 4 on the wire (paho reports it as 0x86, checked below).
+        raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+        body = b"\x00\x04MQTT\x04\xc2\x00\x1e\x00\x01d\x00\x01u\x00\x03bad"
+        raw.sendall(bytes([0x10, len(body)]) + body)
+        assert read_until_closed(raw) == b"\x20\x02\x00\x04"
+        for version, refused in ((V311, 0x86), (V5, 0x86)):
             c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, protocol=version)
             codes: queue.Queue[int] = queue.Queue()
             c.on_connect = lambda _c, _u, _f, rc, _p, q=codes: q.put(rc.value)
