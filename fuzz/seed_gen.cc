@@ -1,13 +1,15 @@
 // fuzz_seed_gen <fuzz/corpus dir>: writes the seeds of fuzz_frames (client frame sequences built
 // with protocol::Commands, each behind a flags byte, see fuzz_frames.cc) and fuzz_journal (disk
-// images of a real DurableManagedLedgerFactory, see fuzz_util.h) and fuzz_bk_codec (bookie reply
-// streams from the BookKeeper codec). Deterministic except for the journal's timestamps. Run it
-// again when the formats change; fuzz/README.md.
+// images of a real DurableManagedLedgerFactory, see fuzz_util.h), fuzz_bk_codec (bookie reply
+// streams from the BookKeeper codec) and fuzz_mqtt_codec (MQTT 3.1.1 and 5.0 client sessions from
+// the MQTT codec). Deterministic except for the journal's timestamps. Run it again when the
+// formats change; fuzz/README.md.
 #include <span>
 
 #include "bookkeeper/protocol.h"
 #include "fuzz_util.h"
 #include "manual_executor.h"
+#include "mqtt/codec.h"
 #include "protocol/commands.h"
 #include "storage/durable_storage.h"
 #include "storage/journal_format.h"
@@ -300,6 +302,47 @@ void bkCodecSeeds(const std::string& dir) {
                   std::string(1, '\x10') + read + std::string("\x00\x01\x00\x01", 4) + "x");
 }
 
+// ---- fuzz_mqtt_codec ---------------------------------------------------------------------------
+
+void mqttSeeds(const std::string& dir) {
+  using namespace mqtt;
+  auto session = [](ProtocolVersion v) {
+    std::string s;
+    Connect c;
+    c.version = v;
+    c.clientId = "seed";
+    c.keepAliveSeconds = 30;
+    c.username = "u";
+    c.password = "token";
+    c.will = Will{"will/t", "bye", 1, true, {}};
+    Properties props;
+    if (v == ProtocolVersion::kV5) {
+      c.properties.ints[PropertyId::kSessionExpiryInterval] = 60;
+      c.properties.ints[PropertyId::kReceiveMaximum] = 16;
+      props.ints[PropertyId::kMessageExpiryInterval] = 30;
+      props.strings[PropertyId::kContentType] = "text/plain";
+      props.userProperties = {{"k", "v"}};
+    }
+    encodePacket(c, v, &s);
+    encodePacket(Publish{0, false, false, "a/b", 0, props, "qos0"}, v, &s);
+    encodePacket(Publish{1, false, true, "a/c", 1, props, "qos1"}, v, &s);
+    encodePacket(Subscribe{2, {}, {{"a/+", 1, false, false, 0}, {"x/#", 0, false, false, 0}}}, v,
+                 &s);
+    encodePacket(PubAck{PacketType::kPuback, 3, 0, {}}, v, &s);
+    encodePacket(Unsubscribe{4, {}, {"a/+"}}, v, &s);
+    encodePacket(Ping{}, v, &s);
+    encodePacket(Disconnect{}, v, &s);
+    return s;
+  };
+  std::string out = dir + "/fuzz_mqtt_codec/";
+  fuzz::writeFile(out + "session_311", std::string(1, '\x00') + session(ProtocolVersion::kV311));
+  fuzz::writeFile(out + "session_5", std::string(1, '\x00') + session(ProtocolVersion::kV5));
+  fuzz::writeFile(out + "session_5_chunk4", std::string(1, '\x03') + session(ProtocolVersion::kV5));
+  std::string body = session(ProtocolVersion::kV5);
+  fuzz::writeFile(out + "after_connect5", std::string(1, '\x20') + body.substr(body.find('\x30')));
+  fuzz::writeFile(out + "too_large", std::string(1, '\x10') + session(ProtocolVersion::kV311));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -313,5 +356,6 @@ int main(int argc, char** argv) {
   journalSeeds(dir, "simple", 50000, 256ll << 20);
   journalSeeds(dir, "rolled", 2, 600);
   bkCodecSeeds(dir);
+  mqttSeeds(dir);
   return 0;
 }

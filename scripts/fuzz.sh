@@ -9,12 +9,12 @@
 # Each target starts from a copy of fuzz/corpus/<target> (the repository is not modified). A crash,
 # leak, timeout or out-of-memory fails that target (the others still run; the script exits 1 at the
 # end); the input is kept as <out>/<target>/crash-* (reproduce: <build-dir>/fuzz/<target> <file>).
-# Environment: FUZZ_TARGETS (default: all four), FUZZ_OUT (work directory, default a new one
+# Environment: FUZZ_TARGETS (default: all of them), FUZZ_OUT (work directory, default a new one
 # under /tmp, kept when something failed), FUZZ_ARGS (extra libFuzzer flags).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-ALL_TARGETS="fuzz_frames fuzz_http fuzz_config fuzz_journal fuzz_bk_codec"
+ALL_TARGETS="fuzz_frames fuzz_http fuzz_config fuzz_journal fuzz_bk_codec fuzz_mqtt_codec"
 
 usage() {
   sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'

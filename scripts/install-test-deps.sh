@@ -11,6 +11,8 @@
 #  - chromium (Debian package): headless browser of tests/differential/test_websocket_browser.py.
 #  - tools/pulsar-reference: Apache Pulsar 4.2.4's broker jars into tools/pulsar-reference/lib
 #    (tests/bookkeeper/test_pulsar_interop.py runs a Pulsar broker beside a Magnetar broker).
+#  - mosquitto_pub/mosquitto_sub (Debian's mosquitto-clients) for tests/mqtt, with paho-mqtt
+#    (PyPI, in the venv);
 #  - tests/go: the official Go client (github.com/apache/pulsar-client-go, the version pinned in
 #    tests/go/run_suite.py) and its dependencies from the Go module proxy into the Go module cache
 #    (go env GOMODCACHE), with the machine's Go (/usr/local/go); a writable copy in .deps/go
@@ -33,6 +35,15 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$want" ]; then
   echo "$want" > "$STAMP"
 else
   echo "install-test-deps: venv up to date"
+fi
+
+# MQTT clients we did not write (tests/mqtt): Eclipse Mosquitto's command-line clients.
+if ! command -v mosquitto_pub >/dev/null 2>&1 || ! command -v mosquitto_sub >/dev/null 2>&1; then
+  echo "install-test-deps: installing mosquitto-clients (Debian package)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
+    mosquitto-clients
 fi
 
 # Node packages (pulsar-flex), exactly as locked.

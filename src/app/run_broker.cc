@@ -19,6 +19,7 @@
 #include "admin/http_client.h"
 #include "admin/http_server.h"
 #include "app/dynamic_settings.h"
+#include "app/mqtt_options.h"
 #include "app/option_bindings.h"
 #include "app/topic_storage.h"
 #include "app/websocket_options.h"
@@ -82,9 +83,12 @@ struct Web {
   std::unique_ptr<admin::HttpServer> https;  // started, with webServicePortTls
   // webSocketServiceEnabled: the /ws/ sessions on both listeners (their upgrade hook).
   std::shared_ptr<websocket::WebSocketService> websocket;
+  // mqttListeners: MQTT on the broker's pulsar-io loops; stopped first at shutdown.
+  std::unique_ptr<mqtt::MqttService> mqtt;
 
   ~Web() { stop(); }
   void stop() {
+    if (mqtt) mqtt->stop();
     if (websocket) websocket->stop();  // its client first: no callback after the servers stop
     if (https) https->stop();
     if (http) http->stop();
@@ -97,6 +101,7 @@ struct BoundPorts {
   uint16_t web = 0;
   int brokerTls = 0;
   int webTls = 0;
+  int mqtt = 0;  // the first of mqttListeners, 0 without MQTT
 };
 
 Status writePortsFile(const std::string& path, const BoundPorts& p) {
@@ -106,6 +111,7 @@ Status writePortsFile(const std::string& path, const BoundPorts& p) {
     out << "brokerServicePort=" << p.broker << "\nwebServicePort=" << p.web << "\n";
     if (p.brokerTls > 0) out << "brokerServicePortTls=" << p.brokerTls << "\n";
     if (p.webTls > 0) out << "webServicePortTls=" << p.webTls << "\n";
+    if (p.mqtt > 0) out << "mqttPort=" << p.mqtt << "\n";
     if (!out) return Status::ioError(fmt::format("cannot write ports file '{}'", tmp));
   }
   std::error_code ec;
@@ -366,10 +372,11 @@ Status startHttpServers(Web& web, const config::ServiceConfiguration& cfg,
 
 // Logs "magnetar listening: ..." and writes the ports file when asked for.
 Status announce(const BoundPorts& bound, const std::string& portsFile) {
-  MLOG_INFO("magnetar listening: brokerServicePort={} webServicePort={}{}{}", bound.broker,
+  MLOG_INFO("magnetar listening: brokerServicePort={} webServicePort={}{}{}{}", bound.broker,
             bound.web,
             bound.brokerTls ? fmt::format(" brokerServicePortTls={}", bound.brokerTls) : "",
-            bound.webTls ? fmt::format(" webServicePortTls={}", bound.webTls) : "");
+            bound.webTls ? fmt::format(" webServicePortTls={}", bound.webTls) : "",
+            bound.mqtt ? fmt::format(" mqttPort={}", bound.mqtt) : "");
   if (portsFile.empty()) return Status::ok();
   return writePortsFile(portsFile, bound);
 }
@@ -432,10 +439,19 @@ int serve(const BrokerOptions& options, Web& web, broker::BrokerService& service
       cluster.namespaceService.get(), cluster.zk.get(), std::move(lmOptions));
   addRoutes(web, options, service, cluster, storage);
   Status s = startHttpServers(web, cfg, service);
+  if (s) {
+    auto mqtt = startMqttService(cfg, service);
+    if (mqtt.isOk()) {
+      web.mqtt = std::move(*mqtt);
+    } else {
+      s = mqtt.status();
+    }
+  }
   BoundPorts bound;
   if (s) {
     bound = {static_cast<uint16_t>(service.brokerServicePort()), web.http->port(),
-             service.brokerServicePortTls(), web.https ? web.https->port() : 0};
+             service.brokerServicePortTls(), web.https ? web.https->port() : 0,
+             web.mqtt && !web.mqtt->boundPorts().empty() ? web.mqtt->boundPorts()[0] : 0};
     s = announce(bound, options.portsFile);
   }
   if (!s) {
@@ -485,6 +501,9 @@ void shutdown(const config::ServiceConfiguration& cfg, broker::BrokerService& se
               TopicStorage& storage, Cluster& cluster,
               broker::cluster::ConfigurationStore& configStore, Web& web) {
   web.serving = false;
+  // MQTT connections close first: their producers and consumers leave the topics as the
+  // binary protocol's do below.
+  if (web.mqtt) web.mqtt->stop();
   // Read now: the setting is dynamic.
   service.drainConnections(std::chrono::milliseconds(cfg.brokerShutdownTimeoutMs()));
   if (storage.onBookKeeper) {

@@ -1,0 +1,18 @@
+// The MQTT listeners' options from the configuration (settings.def's MQTT section).
+#pragma once
+
+#include <memory>
+
+#include "config/service_configuration.h"
+#include "mqtt/mqtt_service.h"
+
+namespace magnetar::app {
+
+mqtt::MqttOptions mqttOptionsFrom(const config::ServiceConfiguration& cfg);
+
+// The started MQTT service when mqttListeners is set, else null. Start it after the broker
+// service (it serves on its pulsar-io loops). Errors: bad mqttListeners, a port not bound.
+Result<std::unique_ptr<mqtt::MqttService>> startMqttService(const config::ServiceConfiguration& cfg,
+                                                            broker::BrokerService& service);
+
+}  // namespace magnetar::app

@@ -1,0 +1,352 @@
+#include "mqtt/mqtt_connection.h"
+
+#include "base/dcheck.h"
+#include "base/logging.h"
+#include "broker/service/broker_service.h"
+#include "mqtt/mqtt_service.h"
+#include "mqtt/mqtt_sink.h"
+#include "protocol/frame.h"
+
+namespace magnetar::mqtt {
+
+MqttConnection::MqttConnection(MqttService& service, net::EventLoop& loop,
+                               boost::asio::ip::tcp::socket socket)
+    : net::Connection(loop, std::move(socket)),
+      service_(service),
+      reader_(service.options().maxPacketSize),
+      timer_(loop.context()) {}
+
+MqttConnection::~MqttConnection() = default;
+
+void MqttConnection::begin() {
+  auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
+  sink_ = std::make_shared<MqttSink>(me);
+  loop().execute([me] {
+    me->lastPacket_ = std::chrono::steady_clock::now();
+    me->armTimer(std::chrono::seconds(me->service_.options().connectTimeoutSeconds));
+  });
+  start();
+}
+
+void MqttConnection::send(const Packet& p) {
+  std::string bytes;
+  encodePacket(p, version_, &bytes);
+  if (bytes.size() > clientMaxPacketSize_) {
+    // MQTT 5 3.1.2.11.4: a packet over the client's Maximum Packet Size is not sent.
+    MLOG_WARN("[{}] MQTT {} of {} bytes over the client's maximum packet size; not sent", clientId_,
+              packetTypeName(typeOf(p)), bytes.size());
+    return;
+  }
+  write([&](net::FrameBatch& b) { b.appendBytes(bytes.data(), bytes.size()); });
+}
+
+void MqttConnection::disconnect(uint8_t reasonCode, const std::string& why) {
+  if (!loop().inExecutorThread()) {
+    auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
+    loop().execute([me, reasonCode, why] { me->disconnect(reasonCode, why); });
+    return;
+  }
+  if (closing_) return;
+  closing_ = true;  // on the loop: the packets after this one in the read are not handled
+  MLOG_INFO("[{}] MQTT client {} disconnected: {}", peerAddress(), clientId_, why);
+  if (connected_ && version_ == ProtocolVersion::kV5) {
+    Disconnect d{PacketType::kDisconnect, reasonCode, {}};
+    d.properties.strings[PropertyId::kReasonString] = why;
+    send(d);
+  }
+  close(/*graceful=*/true);
+}
+
+void MqttConnection::fail(const Status& st) {
+  const uint8_t rc = reasonCodeOf(st);
+  if (!connected_ && st.code() == StatusCode::kUnsupported) {
+    // 3.1.1 3.1.2-2: CONNACK 0x01 then close; MQTT 5 answers its own reason code.
+    const bool v5 = st.message().find("level 5") != std::string::npos;
+    version_ = v5 ? ProtocolVersion::kV5 : ProtocolVersion::kV311;
+    send(Connack{false, v5 ? rc : reason::kV3UnacceptableProtocolVersion, {}});
+    closing_ = true;
+    close(true);
+    return;
+  }
+  disconnect(rc, st.message());
+}
+
+bool MqttConnection::onData(const uint8_t* data, size_t len) {
+  MAGNETAR_DCHECK_ON(loop());
+  if (closing_) return false;
+  reader_.append(data, len);
+  while (!closing_ && !isClosed()) {
+    auto p = reader_.next();
+    if (!p.isOk()) {
+      MLOG_WARN("[{}] MQTT client {}: {}", peerAddress(), clientId_, p.status().message());
+      fail(p.status());
+      return false;
+    }
+    if (!p->has_value()) break;
+    lastPacket_ = std::chrono::steady_clock::now();
+    handlePacket(std::move(**p));
+  }
+  flushSends();
+  return !closing_ && !isClosed();
+}
+
+void MqttConnection::handlePacket(Packet&& p) {
+  const PacketType t = typeOf(p);
+  if (!connected_ && t != PacketType::kConnect) {
+    return fail(Status::invalidArgument(std::string("protocol error: ") + packetTypeName(t) +
+                                        " before CONNECT"));
+  }
+  switch (t) {
+    case PacketType::kConnect:
+      if (connected_) return fail(Status::invalidArgument("protocol error: a second CONNECT"));
+      return handleConnect(std::move(std::get<Connect>(p)));
+    case PacketType::kPublish:
+      return handlePublish(std::move(std::get<Publish>(p)));
+    case PacketType::kPuback:
+      return handlePuback(std::get<PubAck>(p));
+    case PacketType::kSubscribe:
+      return handleSubscribe(std::move(std::get<Subscribe>(p)));
+    case PacketType::kUnsubscribe:
+      return handleUnsubscribe(std::move(std::get<Unsubscribe>(p)));
+    case PacketType::kPingreq:
+      return handlePing();
+    case PacketType::kDisconnect:
+      return handleDisconnect(std::get<Disconnect>(p));
+    default:
+      // PUBREC/PUBREL/PUBCOMP (QoS 2 is not granted), AUTH, and what only a server sends.
+      return fail(
+          Status::invalidArgument(std::string("protocol error: unexpected ") + packetTypeName(t)));
+  }
+}
+
+bool MqttConnection::connectAllowed(const Connect& c) {
+  const bool v5 = c.version == ProtocolVersion::kV5;
+  if (c.clientId.empty() && !c.cleanSession && !v5) {
+    // 3.1.1 3.1.3-8: an empty client id needs clean session 1.
+    send(Connack{false, reason::kV3IdentifierRejected, {}});
+    return false;
+  }
+  if (c.will && c.will->qos == 2 && v5) {
+    send(Connack{false, reason::kQosNotSupported, {}});
+    return false;
+  }
+  return true;
+}
+
+// With the broker's authentication on (MoP's mqttAuthenticationEnabled follows it here): the
+// password is a token for AuthenticationProviderToken, or user name and password go to
+// AuthenticationProviderBasic ("user:password"); without a password, the anonymousUserRole if set.
+bool MqttConnection::authenticate(const Connect& c) {
+  const broker::AuthenticationService& auth = service_.broker().authentication();
+  if (!auth.enabled()) return true;
+  std::string why = "no credentials (the password carries a token)";
+  if (c.password) {
+    std::vector<std::pair<const broker::AuthenticationProvider*, std::string>> tries;
+    tries.emplace_back(auth.provider("token"), *c.password);
+    if (c.username) tries.emplace_back(auth.provider("basic"), *c.username + ":" + *c.password);
+    for (const auto& [provider, data] : tries) {
+      if (!provider) continue;
+      std::string reason;
+      broker::AuthenticationData d;
+      d.commandData = data;
+      auto r = provider->authenticate(d, &reason);
+      if (r.isOk()) {
+        role_ = r->role;
+        return true;
+      }
+      why = r.status().message();
+    }
+  } else if (!auth.anonymousUserRole().empty()) {
+    role_ = auth.anonymousUserRole();
+    return true;
+  }
+  MLOG_WARN("[{}] MQTT client {} not authenticated: {}", peerAddress(), c.clientId, why);
+  const bool v5 = version_ == ProtocolVersion::kV5;
+  send(Connack{false, v5 ? reason::kBadUserNameOrPassword : reason::kV3BadUserNameOrPassword, {}});
+  return false;
+}
+
+bool MqttConnection::authorized(const broker::TopicName& topic, bool produce) {
+  const broker::AuthorizationService& authz = service_.broker().authorization();
+  const auto op = produce ? broker::TopicOperation::kProduce : broker::TopicOperation::kConsume;
+  if (authz.allowTopicOperation(topic, role_, op, produce ? "" : clientId_)) return true;
+  broker::AuthorizationStats::record(op);
+  MLOG_WARN("[{}] MQTT client {} (role {}) is not authorized to {} on {}", peerAddress(), clientId_,
+            role_, produce ? "produce" : "consume", topic.toString());
+  return false;
+}
+
+void MqttConnection::handleConnect(Connect&& c) {
+  version_ = c.version;
+  if (!connectAllowed(c) || !authenticate(c)) {
+    closing_ = true;
+    close(true);
+    return;
+  }
+  clientId_ = c.clientId;
+  assignedId_ = clientId_.empty();
+  if (clientId_.empty()) {
+    static std::atomic<uint64_t> seq{0};
+    clientId_ = "magnetar-mqtt-" + std::to_string(seq.fetch_add(1)) + "-" +
+                std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  }
+  const uint32_t sessionExpiry = c.properties.num(PropertyId::kSessionExpiryInterval).value_or(0);
+  persistentSession_ = version_ == ProtocolVersion::kV5 ? sessionExpiry > 0 : !c.cleanSession;
+  clientReceiveMaximum_ = static_cast<uint16_t>(
+      c.properties.num(PropertyId::kReceiveMaximum).value_or(service_.options().receiveMaximum));
+  if (auto m = c.properties.num(PropertyId::kMaximumPacketSize)) clientMaxPacketSize_ = *m;
+  keepAlive_ = std::chrono::seconds(c.keepAliveSeconds);
+  auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
+  if (auto old = service_.registerClient(clientId_, me)) {
+    old->disconnect(reason::kSessionTakenOver, "session taken over by another connection");
+  }
+  std::vector<SubscriptionRequest> restored;
+  if (c.cleanSession) {
+    service_.forgetSession(clientId_);  // a clean start forgets the stored session
+  } else {
+    restored = service_.sessionOf(clientId_);
+  }
+  for (const auto& req : restored) filters_[req.filter] = req;
+  connected_ = true;
+  timer_.cancel();
+  armTimer(keepAlive_);
+  sendConnack(/*sessionPresent=*/!restored.empty());
+  if (!restored.empty()) {
+    subscribeFilters(restored, [](std::vector<uint8_t>) {});
+  }
+}
+
+void MqttConnection::sendConnack(bool sessionPresent) {
+  Connack a{sessionPresent, reason::kSuccess, {}};
+  if (version_ == ProtocolVersion::kV5) {
+    const MqttOptions& o = service_.options();
+    a.properties.ints[PropertyId::kReceiveMaximum] = o.receiveMaximum;
+    a.properties.ints[PropertyId::kMaximumQos] = 1;
+    a.properties.ints[PropertyId::kRetainAvailable] = 0;
+    a.properties.ints[PropertyId::kMaximumPacketSize] = static_cast<uint32_t>(o.maxPacketSize);
+    a.properties.ints[PropertyId::kTopicAliasMaximum] = 0;
+    a.properties.ints[PropertyId::kSharedSubscriptionAvailable] = 0;
+    a.properties.ints[PropertyId::kSubscriptionIdentifierAvailable] = 0;
+    if (assignedId_) a.properties.strings[PropertyId::kAssignedClientIdentifier] = clientId_;
+  }
+  send(a);
+}
+
+void MqttConnection::saveSession() {
+  if (!persistentSession_) return;
+  std::vector<SubscriptionRequest> subs;
+  for (const auto& [f, req] : filters_) subs.push_back(req);
+  service_.storeSession(clientId_, std::move(subs));
+}
+
+void MqttConnection::handlePing() { send(Ping{PacketType::kPingresp}); }
+
+void MqttConnection::handleDisconnect(const Disconnect& d) {
+  MLOG_DEBUG("[{}] MQTT client {} sent DISCONNECT (reason 0x{:02X})", peerAddress(), clientId_,
+             d.reasonCode);
+  closing_ = true;
+  close(true);
+}
+
+void MqttConnection::armTimer(std::chrono::seconds after) {
+  if (after.count() == 0) return;  // keep alive 0: no timeout (MQTT 3.1.2.10)
+  // MQTT 3.1.2-24: one and a half keep-alive periods without a packet close the connection.
+  std::chrono::milliseconds wait = after;
+  if (connected_) wait = wait * 3 / 2;
+  timer_.expires_after(wait);
+  auto weak = std::weak_ptr<net::Connection>(shared_from_this());
+  timer_.async_wait([weak](const boost::system::error_code& ec) {
+    if (ec) return;
+    if (auto c = weak.lock()) static_cast<MqttConnection*>(c.get())->onTimer();
+  });
+}
+
+void MqttConnection::onTimer() {
+  MAGNETAR_DCHECK_ON(loop());
+  if (closing_ || isClosed()) return;
+  if (!connected_) {
+    closing_ = true;
+    MLOG_INFO("[{}] MQTT connection without CONNECT for {} s; closing", peerAddress(),
+              service_.options().connectTimeoutSeconds);
+    close();
+    return;
+  }
+  const auto limit = std::chrono::milliseconds(keepAlive_) * 3 / 2;
+  const auto idle = std::chrono::steady_clock::now() - lastPacket_;
+  if (idle >= limit) {
+    disconnect(reason::kKeepAliveTimeout,
+               fmt::format("no packet for 1.5 x keep alive ({} s)", keepAlive_.count()));
+    return;
+  }
+  timer_.expires_after(
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(limit - idle));
+  auto weak = std::weak_ptr<net::Connection>(shared_from_this());
+  timer_.async_wait([weak](const boost::system::error_code& ec) {
+    if (ec) return;
+    if (auto c = weak.lock()) static_cast<MqttConnection*>(c.get())->onTimer();
+  });
+}
+
+void MqttConnection::onClosed() {
+  MAGNETAR_DCHECK_ON(loop());
+  closing_ = true;
+  timer_.cancel();
+  if (topicWatch_) {
+    service_.broker().topicListeners().remove(topicWatch_);
+    topicWatch_ = 0;
+  }
+  for (auto& [name, ps] : producers_) {
+    if (!ps.producer) continue;
+    auto topic = ps.topic;
+    auto producer = ps.producer;
+    topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
+  }
+  producers_.clear();
+  dropConsumers(/*deleteSubscriptions=*/connected_ && !persistentSession_);
+  if (connected_) service_.unregisterClient(clientId_, this);
+}
+
+void MqttConnection::onBrokerFrames(const std::string& frames) {
+  MAGNETAR_DCHECK_ON(loop());
+  protocol::FrameDecoder decoder(frames.size() + 16);
+  Status st = decoder.feed(
+      reinterpret_cast<const uint8_t*>(frames.data()), frames.size(),
+      [this](const proto::BaseCommand& cmd, Buffer entry) {
+        switch (cmd.type()) {
+          case proto::BaseCommand::SEND_RECEIPT:
+            onReceipt(cmd.send_receipt().producer_id(), cmd.send_receipt().sequence_id(), true, "");
+            break;
+          case proto::BaseCommand::SEND_ERROR:
+            onReceipt(cmd.send_error().producer_id(), cmd.send_error().sequence_id(), false,
+                      cmd.send_error().message());
+            break;
+          case proto::BaseCommand::MESSAGE: {
+            const auto& id = cmd.message().message_id();
+            onMessage(cmd.message().consumer_id(),
+                      storage::Position{static_cast<int64_t>(id.ledgerid()),
+                                        static_cast<int64_t>(id.entryid())},
+                      entry);
+            break;
+          }
+          default:
+            break;  // SUCCESS of a close, ACTIVE_CONSUMER_CHANGE: nothing to tell MQTT
+        }
+      });
+  if (!st.isOk())
+    MLOG_ERROR("[{}] MQTT: broker frames did not decode: {}", clientId_, st.message());
+  flushSends();
+}
+
+void MqttConnection::onProducerClosedByBroker(uint64_t producerId) {
+  // The topic was unloaded, terminated or fenced: PUBLISHes in flight get no answer (as for a
+  // Pulsar client). Closing makes the client reconnect and send its unacknowledged QoS 1 again.
+  disconnect(reason::kServerUnavailable, "the broker closed the producer of a topic");
+  (void)producerId;
+}
+
+void MqttConnection::onConsumerClosedByBroker(uint64_t consumerId) {
+  disconnect(reason::kServerUnavailable, "the broker closed the consumer of a topic");
+  (void)consumerId;
+}
+
+}  // namespace magnetar::mqtt

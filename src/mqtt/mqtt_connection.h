@@ -1,0 +1,185 @@
+// MqttConnection: one MQTT client's TCP connection, pinned to one `pulsar-io` loop for its life.
+// It publishes into Pulsar topics as a producer of each topic it writes to, and subscribes as a
+// consumer of a Pulsar subscription named by its client id (MoP's model), reaching the topics
+// through the same ProducerSink/ConsumerSink interfaces a binary-protocol connection implements.
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "broker/common/topic_name.h"
+#include "broker/topic/consumer.h"
+#include "broker/topic/topic.h"
+#include "mqtt/codec.h"
+#include "net/connection.h"
+#include "storage/managed_ledger.h"
+
+namespace magnetar::mqtt {
+
+class MqttService;
+class MqttSink;
+
+// Thread: every member runs on loop() unless noted; the topics reach it through MqttSink, which
+// hands over to the loop.
+class MqttConnection final : public net::Connection {
+ public:
+  MqttConnection(MqttService& service, net::EventLoop& loop, boost::asio::ip::tcp::socket socket);
+  ~MqttConnection() override;
+
+  // Arms the CONNECT timeout and starts reading. Any thread.
+  void begin();
+  // Sends DISCONNECT with `reasonCode` (MQTT 5 only; 3.1.1 has none) and closes, so the client is
+  // told why (session taken over, keep alive, malformed packet). Any thread (hops to the loop).
+  void disconnect(uint8_t reasonCode, const std::string& why);
+  const std::string& clientId() const { return clientId_; }
+
+  // ---- From MqttSink, on the loop ------------------------------------------------------------
+  // Pulsar frames the topics produced for this connection: SEND_RECEIPT/SEND_ERROR for its
+  // producers, MESSAGE for its consumers.
+  void onBrokerFrames(const std::string& frames);
+  void onPublishCompleted(uint32_t n);
+  void onProducerClosedByBroker(uint64_t producerId);
+  void onConsumerClosedByBroker(uint64_t consumerId);
+
+ protected:
+  bool onData(const uint8_t* data, size_t len) override;
+  void onClosed() override;
+
+ private:
+  // A Pulsar producer on one topic (created at the first PUBLISH to it).
+  struct ProducerState {
+    std::shared_ptr<broker::Producer> producer;  // set once the topic admitted it
+    std::shared_ptr<broker::PersistentTopic> topic;
+    std::vector<Publish> waiting;  // PUBLISHes that came while it was being created
+    uint64_t nextSequenceId = 0;
+  };
+  // A PUBLISH handed to a topic and not answered yet, by sequence id.
+  struct InFlight {
+    uint16_t packetId = 0;  // 0 for QoS 0
+  };
+  // One Pulsar subscription (named clientId_) this connection consumes.
+  struct ConsumerState {
+    std::shared_ptr<broker::Consumer> consumer;
+    std::shared_ptr<broker::PersistentTopic> topic;
+    std::string mqttTopic;          // the topic name PUBLISHes to the client carry
+    std::set<std::string> filters;  // the filters that matched it
+    uint8_t qos = 0;                // granted (max over the filters), at most 1
+  };
+  // A QoS 1 PUBLISH sent to the client and not acknowledged yet, by packet id.
+  struct Outstanding {
+    uint64_t consumerId = 0;
+    storage::Position position;
+  };
+  // An entry delivered with QoS 1 messages not all acknowledged yet (a batch holds several).
+  struct EntryKey {
+    uint64_t consumerId;
+    storage::Position position;
+    bool operator<(const EntryKey& o) const {
+      return consumerId != o.consumerId ? consumerId < o.consumerId : position < o.position;
+    }
+  };
+
+  void handlePacket(Packet&& p);
+  void handleConnect(Connect&& c);
+  bool connectAllowed(const Connect& c);
+  // The broker's authentication providers on CONNECT's credentials; false: CONNACK refused sent.
+  bool authenticate(const Connect& c);
+  // The broker's authorization of role_ on a topic (produce, or consume on the subscription
+  // named by the client id).
+  bool authorized(const broker::TopicName& topic, bool produce);
+  void sendConnack(bool sessionPresent);
+  void handlePing();
+  // A persistent session's filters go to the service at each change, so a client that comes
+  // back before this connection has seen its close still finds them.
+  void saveSession();
+  void handleDisconnect(const Disconnect& d);
+  void armTimer(std::chrono::seconds after);
+  void onTimer();
+  void send(const Packet& p);
+  void fail(const Status& st);  // a decode or protocol error: reason to the client, close
+
+  // Publishing (mqtt_publish.cc).
+  void handlePublish(Publish&& p);
+  void publishTo(ProducerState& ps, Publish&& p);
+  void createProducer(const std::string& pulsarTopic, int attempt);
+  void producerReady(const std::string& pulsarTopic, Status st,
+                     const std::shared_ptr<broker::PersistentTopic>& topic,
+                     const std::shared_ptr<broker::Producer>& producer, int attempt,
+                     int64_t nextSequenceId = 0);
+  void onReceipt(uint64_t producerId, uint64_t sequenceId, bool ok, const std::string& error);
+  void updateReading();
+  void flushSends();
+
+  // Subscribing and delivery (mqtt_subscribe.cc).
+  void handleSubscribe(Subscribe&& s);
+  void handleUnsubscribe(Unsubscribe&& u);
+  void subscribeFilters(const std::vector<SubscriptionRequest>& subs,
+                        std::function<void(std::vector<uint8_t>)> done);
+  void subscribeTopic(const std::string& pulsarTopic, const std::string& mqttTopic,
+                      const SubscriptionRequest& req, storage::InitialPosition initial,
+                      std::function<void(uint8_t)> done);
+  void watchNamespace();
+  void onTopicCreated(const std::string& pulsarTopic);
+  void onMessage(uint64_t consumerId, storage::Position pos, const Buffer& entry);
+  void handlePuback(const PubAck& a);
+  void sendQueued();
+  void ackEntry(uint64_t consumerId, storage::Position pos, uint32_t messages);
+  void dropConsumers(bool deleteSubscriptions);
+  uint16_t nextPacketId();
+
+  MqttService& service_;
+  std::shared_ptr<MqttSink> sink_;
+  PacketReader reader_;
+  bool connected_ = false;
+  bool closing_ = false;
+  ProtocolVersion version_ = ProtocolVersion::kV311;
+  std::string clientId_;
+  bool assignedId_ = false;
+  std::string role_;  // the authenticated role ("" without authentication)  // the client sent an
+                      // empty id (MQTT 5: told in the CONNACK)
+  bool persistentSession_ = false;
+  std::chrono::seconds keepAlive_{0};
+  std::chrono::steady_clock::time_point lastPacket_;
+  boost::asio::steady_timer timer_;
+  // The client's limits (MQTT 5 CONNECT): messages it takes unacknowledged, largest packet.
+  uint16_t clientReceiveMaximum_ = 0;
+  size_t clientMaxPacketSize_ = SIZE_MAX;
+
+  // Publishing: producers by Pulsar topic, producer ids to topics, PUBLISHes in flight.
+  std::map<std::string, ProducerState> producers_;
+  std::map<uint64_t, std::string> producerTopics_;
+  std::map<uint64_t, std::map<uint64_t, InFlight>> inFlight_;  // producer id -> seq -> packet
+  std::vector<std::pair<std::shared_ptr<broker::PersistentTopic>, std::vector<broker::PendingSend>>>
+      sendBatch_;
+  size_t pendingPublishes_ = 0;  // handed to topics, not yet answered
+  size_t pendingQos1_ = 0;       // of those, QoS 1 (not PUBACKed yet)
+  bool readPausedForPublishes_ = false;
+  uint64_t nextProducerId_ = 0;
+
+  // Subscribing.
+  std::map<uint64_t, ConsumerState> consumers_;
+  std::map<std::string, uint64_t> consumerByTopic_;     // Pulsar topic -> consumer id
+  std::map<std::string, SubscriptionRequest> filters_;  // filter -> request
+  std::map<uint16_t, Outstanding> outstanding_;         // packet id -> delivered message
+  // QoS 1 messages waiting for room in the in-flight window (sendQueued).
+  struct Queued {
+    Publish publish;
+    uint64_t consumerId = 0;
+    storage::Position position;
+  };
+  std::deque<Queued> queued_;
+  std::map<EntryKey, std::pair<uint32_t, uint32_t>> entryLeft_;  // messages left, in entry
+  uint16_t lastPacketId_ = 0;
+  uint64_t nextConsumerId_ = 0;
+  uint64_t topicWatch_ = 0;  // TopicEventListeners id for wildcard filters, 0: none
+};
+
+}  // namespace magnetar::mqtt

@@ -1,0 +1,238 @@
+// MqttConnection's publishing: a PUBLISH becomes one entry appended to the mapped Pulsar topic
+// by this client's producer on it; QoS 1 is acknowledged (PUBACK) only when the topic's receipt
+// says the entry is durable, the same path that answers a Pulsar producer's SEND.
+#include "base/dcheck.h"
+#include "base/logging.h"
+#include "broker/common/topic_name.h"
+#include "broker/common/wall_clock.h"
+#include "broker/service/broker_service.h"
+#include "mqtt/message_mapping.h"
+#include "mqtt/mqtt_connection.h"
+#include "mqtt/mqtt_service.h"
+#include "mqtt/mqtt_sink.h"
+#include "mqtt/topic_mapping.h"
+#include "protocol/commands.h"
+
+namespace magnetar::mqtt {
+
+namespace {
+// Producer creation refused with ProducerBusy (the client's previous connection still holds the
+// name while it closes, after a session take-over) is tried again this many times, this far apart.
+constexpr int kProducerBusyRetries = 10;
+constexpr std::chrono::milliseconds kProducerBusyDelay{100};
+}  // namespace
+
+void MqttConnection::handlePublish(Publish&& p) {
+  const bool v5 = version_ == ProtocolVersion::kV5;
+  if (p.qos == 2) {
+    // Maximum QoS 1 (CONNACK); MoP's Qos2PublishHandler disconnects too.
+    return disconnect(reason::kQosNotSupported, "QoS 2 is not supported");
+  }
+  if (p.properties.num(PropertyId::kTopicAlias)) {
+    return disconnect(reason::kTopicAliasInvalid, "topic aliases are not supported (maximum 0)");
+  }
+  if (p.qos == 1 && v5 && pendingQos1_ >= service_.options().receiveMaximum) {
+    return disconnect(reason::kReceiveMaximumExceeded,
+                      fmt::format("more than Receive Maximum ({}) QoS 1 PUBLISHes unacknowledged",
+                                  service_.options().receiveMaximum));
+  }
+  const MqttOptions& o = service_.options();
+  auto name = pulsarTopicName(p.topic, o.defaultTenant, o.defaultNamespace, o.defaultTopicDomain);
+  std::optional<broker::TopicName> parsed;
+  if (name.isOk()) {
+    auto t = broker::TopicName::parse(*name);
+    if (t.isOk()) parsed = std::move(*t);
+  }
+  if (!parsed) {
+    if (p.qos == 1 && v5) {
+      PubAck a{PacketType::kPuback, p.packetId, reason::kTopicNameInvalid, {}};
+      a.properties.strings[PropertyId::kReasonString] = "invalid topic name " + p.topic;
+      return send(a);
+    }
+    return disconnect(reason::kTopicNameInvalid, "invalid topic name " + p.topic);
+  }
+  if (!authorized(*parsed, /*produce=*/true)) {
+    if (p.qos == 1 && v5)
+      return send(PubAck{PacketType::kPuback, p.packetId, reason::kNotAuthorized, {}});
+    return disconnect(reason::kNotAuthorized, "not authorized to publish to " + p.topic);
+  }
+  auto it = producers_.find(parsed->toString());
+  if (it == producers_.end()) {
+    it = producers_.emplace(parsed->toString(), ProducerState{}).first;
+    it->second.waiting.push_back(std::move(p));
+    createProducer(parsed->toString(), 0);
+    return;
+  }
+  if (!it->second.producer) {
+    it->second.waiting.push_back(std::move(p));
+    return;
+  }
+  publishTo(it->second, std::move(p));
+}
+
+void MqttConnection::publishTo(ProducerState& ps, Publish&& p) {
+  proto::MessageMetadata md;
+  md.set_producer_name(clientId_);
+  md.set_sequence_id(ps.nextSequenceId);
+  md.set_publish_time(static_cast<uint64_t>(broker::wallClockMs()));
+  toPulsarProperties(p, broker::wallClockMs() / 1000, &md);
+  broker::PendingSend send;
+  send.producer = ps.producer;
+  send.sequenceId = ps.nextSequenceId;
+  send.highestSequenceId = ps.nextSequenceId;
+  send.entry = protocol::Commands::newEntry(md, p.payload);
+  inFlight_[ps.producer->id()][ps.nextSequenceId] = InFlight{p.qos == 1 ? p.packetId : uint16_t{0}};
+  ps.nextSequenceId++;
+  pendingPublishes_++;
+  if (p.qos == 1) pendingQos1_++;
+  for (auto& [topic, sends] : sendBatch_) {
+    if (topic == ps.topic) {
+      sends.push_back(std::move(send));
+      updateReading();
+      return;
+    }
+  }
+  sendBatch_.emplace_back(ps.topic, std::vector<broker::PendingSend>{});
+  sendBatch_.back().second.push_back(std::move(send));
+  updateReading();
+}
+
+void MqttConnection::flushSends() {
+  for (auto& [topic, sends] : sendBatch_) {
+    topic->executor().execute(
+        [topic = topic, batch = std::move(sends)]() mutable { topic->publish(batch); });
+  }
+  sendBatch_.clear();
+}
+
+void MqttConnection::createProducer(const std::string& pulsarTopic, int attempt) {
+  broker::BrokerService& broker = service_.broker();
+  auto name = *broker::TopicName::parse(pulsarTopic);
+  auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
+  if (!broker.topicOwnership() && !broker.namespaceExists(name.namespaceName())) {
+    return producerReady(pulsarTopic,
+                         Status::notFound("namespace " + name.namespaceName() + " does not exist"),
+                         nullptr, nullptr, attempt);
+  }
+  auto producer = std::make_shared<broker::Producer>(nextProducerId_++, clientId_, sink_);
+  producer->metadata["mqtt-client-id"] = clientId_;
+  broker.getOrCreateTopic(
+      name, broker.allowAutoTopicCreation(name),
+      [me, pulsarTopic, producer, attempt](Result<std::shared_ptr<broker::PersistentTopic>> r) {
+        if (!r.isOk()) {
+          me->loop().execute([me, pulsarTopic, st = r.status(), attempt] {
+            me->producerReady(pulsarTopic, st, nullptr, nullptr, attempt);
+          });
+          return;
+        }
+        auto topic = *r;
+        topic->addProducer(
+            producer,
+            [me, pulsarTopic, topic, producer, attempt](const Status& s, proto::ServerError,
+                                                        std::optional<uint64_t>) {
+              // MoP: the sequence ids go on from the topic's last one for this producer name.
+              const int64_t last = s.isOk() ? topic->lastSequenceId(producer->name()) : -1;
+              me->loop().execute([me, pulsarTopic, topic, producer, s, last, attempt] {
+                me->producerReady(pulsarTopic, s, topic, producer, attempt, last + 1);
+              });
+            },
+            [] {});
+      });
+}
+
+void MqttConnection::producerReady(const std::string& pulsarTopic, Status st,
+                                   const std::shared_ptr<broker::PersistentTopic>& topic,
+                                   const std::shared_ptr<broker::Producer>& producer, int attempt,
+                                   int64_t nextSequenceId) {
+  MAGNETAR_DCHECK_ON(loop());
+  auto it = producers_.find(pulsarTopic);
+  if (closing_ || isClosed() || it == producers_.end()) {
+    if (st.isOk()) {
+      topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
+    }
+    return;
+  }
+  if (!st.isOk() && st.code() == StatusCode::kBusy && attempt < kProducerBusyRetries) {
+    auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
+    auto t = std::make_shared<boost::asio::steady_timer>(loop().context(), kProducerBusyDelay);
+    t->async_wait([me, t, pulsarTopic, attempt](const boost::system::error_code&) {
+      if (!me->closing_) me->createProducer(pulsarTopic, attempt + 1);
+    });
+    return;
+  }
+  if (!st.isOk()) {
+    MLOG_WARN("[{}] MQTT client {} cannot publish to {}: {}", peerAddress(), clientId_, pulsarTopic,
+              st.message());
+    const bool v5 = version_ == ProtocolVersion::kV5;
+    if (v5) {
+      for (const Publish& p : it->second.waiting) {
+        if (p.qos != 1) continue;
+        PubAck a{PacketType::kPuback, p.packetId, reason::kUnspecifiedError, {}};
+        a.properties.strings[PropertyId::kReasonString] = st.message();
+        send(a);
+      }
+      producers_.erase(it);
+      return;
+    }
+    // 3.1.1 has no negative PUBACK: closing is the only answer (the client sends again).
+    producers_.erase(it);
+    return disconnect(reason::kUnspecifiedError,
+                      "cannot publish to " + pulsarTopic + ": " + st.message());
+  }
+  ProducerState& ps = it->second;
+  ps.producer = producer;
+  ps.topic = topic;
+  ps.nextSequenceId = static_cast<uint64_t>(std::max<int64_t>(nextSequenceId, 0));
+  producerTopics_[producer->id()] = pulsarTopic;
+  std::vector<Publish> waiting = std::move(ps.waiting);
+  ps.waiting.clear();
+  for (Publish& p : waiting) publishTo(ps, std::move(p));
+  flushSends();
+}
+
+void MqttConnection::onReceipt(uint64_t producerId, uint64_t sequenceId, bool ok,
+                               const std::string& error) {
+  auto pit = inFlight_.find(producerId);
+  if (pit == inFlight_.end()) return;
+  auto it = pit->second.find(sequenceId);
+  if (it == pit->second.end()) return;
+  const uint16_t packetId = it->second.packetId;
+  pit->second.erase(it);
+  if (packetId) pendingQos1_--;
+  if (ok) {
+    if (packetId) send(PubAck{PacketType::kPuback, packetId, reason::kSuccess, {}});
+    return;
+  }
+  MLOG_WARN("[{}] MQTT client {}: publish failed: {}", peerAddress(), clientId_, error);
+  if (!packetId) return;  // QoS 0: at most once
+  if (version_ == ProtocolVersion::kV5) {
+    PubAck a{PacketType::kPuback, packetId, reason::kUnspecifiedError, {}};
+    a.properties.strings[PropertyId::kReasonString] = error;
+    send(a);
+    return;
+  }
+  disconnect(reason::kUnspecifiedError, "publish failed: " + error);
+}
+
+void MqttConnection::onPublishCompleted(uint32_t n) {
+  pendingPublishes_ -= std::min<size_t>(pendingPublishes_, n);
+  updateReading();
+}
+
+// Reading stops while more PUBLISHes than the window are in the topics' hands (the limit of
+// maxPendingPublishRequestsPerConnection, and receiveMaximum) and resumes below it.
+void MqttConnection::updateReading() {
+  MAGNETAR_DCHECK_ON(loop());
+  size_t limit = service_.options().receiveMaximum;
+  const int brokerLimit = service_.broker().options().maxPendingPublishRequestsPerConnection;
+  if (brokerLimit > 0) limit = std::min<size_t>(limit, static_cast<size_t>(brokerLimit));
+  if (pendingPublishes_ >= limit && !readPausedForPublishes_) {
+    readPausedForPublishes_ = true;
+    pauseRead();
+  } else if (pendingPublishes_ < limit && readPausedForPublishes_) {
+    readPausedForPublishes_ = false;
+    resumeRead();
+  }
+}
+
+}  // namespace magnetar::mqtt

@@ -1,0 +1,128 @@
+#include "mqtt/mqtt_service.h"
+
+#include <charconv>
+
+#include "base/logging.h"
+#include "broker/service/broker_service.h"
+#include "mqtt/mqtt_connection.h"
+#include "net/tcp_server.h"
+
+namespace magnetar::mqtt {
+
+Result<std::vector<ListenAddress>> parseMqttListeners(const std::vector<std::string>& listeners) {
+  std::vector<ListenAddress> out;
+  for (const std::string& l : listeners) {
+    if (l.empty()) continue;
+    constexpr std::string_view kScheme = "mqtt://";
+    if (l.rfind(kScheme, 0) != 0) {
+      return Status::invalidArgument("mqttListeners: '" + l +
+                                     "' is not mqtt://host:port (mqtt+ssl is not served yet)");
+    }
+    std::string_view rest = std::string_view(l).substr(kScheme.size());
+    const size_t colon = rest.rfind(':');
+    int port = -1;
+    if (colon != std::string_view::npos) {
+      auto [p, ec] = std::from_chars(rest.data() + colon + 1, rest.data() + rest.size(), port);
+      if (ec != std::errc() || p != rest.data() + rest.size()) port = -1;
+    }
+    if (colon == std::string_view::npos || colon == 0 || port < 0 || port > 65535) {
+      return Status::invalidArgument("mqttListeners: '" + l + "' has no valid host:port");
+    }
+    std::string host(rest.substr(0, colon));
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    out.push_back(ListenAddress{std::move(host), port});
+  }
+  return out;
+}
+
+MqttService::MqttService(broker::BrokerService& service, MqttOptions options)
+    : service_(service), options_(std::move(options)) {}
+
+MqttService::~MqttService() { stop(); }
+
+Status MqttService::start() {
+  auto addresses = parseMqttListeners(options_.listeners);
+  if (!addresses.isOk()) return addresses.status();
+  for (const ListenAddress& a : *addresses) {
+    auto server = std::make_unique<net::TcpServer>(
+        service_.ioLoops(), [this](net::EventLoop& loop, boost::asio::ip::tcp::socket socket) {
+          auto c = std::make_shared<MqttConnection>(*this, loop, std::move(socket));
+          {
+            MutexLock lock(mu_);
+            std::erase_if(all_, [](const auto& w) { return w.expired(); });
+            all_.push_back(c);
+          }
+          c->begin();
+          return std::static_pointer_cast<net::Connection>(c);
+        });
+    if (Status s = server->start(a.host, a.port); !s.isOk()) return s;
+    MLOG_INFO("MQTT listening on {}:{} (pulsar-io loops: {})", a.host, server->boundPort(),
+              service_.ioLoops().size());
+    servers_.push_back(std::move(server));
+  }
+  return Status::ok();
+}
+
+void MqttService::stop() {
+  for (auto& s : servers_) s->stop();
+  std::vector<std::shared_ptr<MqttConnection>> open;
+  {
+    MutexLock lock(mu_);
+    for (auto& w : all_) {
+      if (auto c = w.lock()) open.push_back(std::move(c));
+    }
+    all_.clear();
+  }
+  for (auto& c : open) c->close();
+  servers_.clear();
+}
+
+std::vector<int> MqttService::boundPorts() const {
+  std::vector<int> ports;
+  for (const auto& s : servers_) ports.push_back(s->boundPort());
+  return ports;
+}
+
+std::shared_ptr<MqttConnection> MqttService::registerClient(
+    const std::string& clientId, const std::shared_ptr<MqttConnection>& c) {
+  MutexLock lock(mu_);
+  auto& slot = clients_[clientId];
+  auto old = slot.lock();
+  slot = c;
+  return old == c ? nullptr : old;
+}
+
+void MqttService::unregisterClient(const std::string& clientId, const MqttConnection* c) {
+  MutexLock lock(mu_);
+  auto it = clients_.find(clientId);
+  if (it == clients_.end()) return;
+  auto cur = it->second.lock();
+  if (!cur || cur.get() == c) clients_.erase(it);
+}
+
+void MqttService::storeSession(const std::string& clientId, std::vector<SubscriptionRequest> subs) {
+  MutexLock lock(mu_);
+  sessions_[clientId] = std::move(subs);
+}
+
+std::vector<SubscriptionRequest> MqttService::sessionOf(const std::string& clientId) const {
+  MutexLock lock(mu_);
+  auto it = sessions_.find(clientId);
+  return it == sessions_.end() ? std::vector<SubscriptionRequest>{} : it->second;
+}
+
+void MqttService::forgetSession(const std::string& clientId) {
+  MutexLock lock(mu_);
+  sessions_.erase(clientId);
+}
+
+size_t MqttService::connectionCount() const {
+  MutexLock lock(mu_);
+  size_t n = 0;
+  for (const auto& w : all_) n += w.expired() ? 0 : 1;
+  return n;
+}
+
+}  // namespace magnetar::mqtt

@@ -1,0 +1,103 @@
+// MqttService: the MQTT listeners (mqttListeners) of one broker. Accepted connections are pinned
+// to the broker's own `pulsar-io` loops (BrokerService::ioLoops()), round-robin, as binary-protocol
+// connections are; there is no thread pool of its own (README.md says why).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_annotations.h"
+#include "mqtt/codec.h"
+
+namespace magnetar::broker {
+class BrokerService;
+}
+namespace magnetar::net {
+class TcpServer;
+}
+
+namespace magnetar::mqtt {
+
+class MqttConnection;
+
+// The settings of the MQTT listeners, read from the broker's configuration (src/app).
+struct MqttOptions {
+  // mqttListeners: "mqtt://host:port" entries (port 0 binds a free port). Empty: no MQTT.
+  std::vector<std::string> listeners;
+  // MoP's defaultTenant, defaultNamespace, defaultTopicDomain: where an MQTT topic name lands.
+  std::string defaultTenant = "public";
+  std::string defaultNamespace = "default";
+  std::string defaultTopicDomain = "persistent";
+  // MoP's maxFrameSize: the largest MQTT packet accepted, in bytes (MQTT 5 CONNACK's Maximum
+  // Packet Size); a larger one disconnects with 0x95.
+  size_t maxPacketSize = 4 * 1024 * 1024;
+  // MoP's receiveMaximum: QoS 1 PUBLISHes a client may have unacknowledged (MQTT 5 CONNACK's
+  // Receive Maximum); a connection over it stops being read. Also the delivery window of a
+  // 3.1.1 client, whose CONNECT cannot say.
+  uint16_t receiveMaximum = 1000;
+  // Seconds a connection may stay without a CONNECT (Magnetar).
+  int connectTimeoutSeconds = 10;
+};
+
+// Parses mqttListeners ("mqtt://0.0.0.0:1883,mqtt://127.0.0.1:0"): host and port of each.
+// Errors: kInvalidArgument for another scheme (mqtt+ssl is not served yet), a missing or bad port.
+struct ListenAddress {
+  std::string host;
+  int port = 0;
+};
+Result<std::vector<ListenAddress>> parseMqttListeners(const std::vector<std::string>& listeners);
+
+// Thread: start/stop from main; the client-id registry from any loop (under mu_).
+class MqttService {
+ public:
+  // `service` outlives this; its loops must be started before start().
+  MqttService(broker::BrokerService& service, MqttOptions options);
+  ~MqttService();
+  MqttService(const MqttService&) = delete;
+  MqttService& operator=(const MqttService&) = delete;
+
+  // Binds every listener. Errors: kInvalidArgument (bad mqttListeners), kIoError (bind).
+  Status start();
+  // Stops accepting and closes every connection (without will messages... none are kept yet).
+  void stop();
+  // The bound port of each listener, in mqttListeners order.
+  std::vector<int> boundPorts() const;
+
+  broker::BrokerService& broker() { return service_; }
+  const MqttOptions& options() const { return options_; }
+
+  // Session registry (MQTT 3.1.1 3.1.4-2: a second connection with the same client id takes the
+  // session over, the first is disconnected). Registers `c` under `clientId` and returns the
+  // connection it replaces (null when none). Thread: any.
+  std::shared_ptr<MqttConnection> registerClient(const std::string& clientId,
+                                                 const std::shared_ptr<MqttConnection>& c)
+      EXCLUDES(mu_);
+  // Forgets `c` under `clientId` unless another connection took the id since. Thread: any.
+  void unregisterClient(const std::string& clientId, const MqttConnection* c) EXCLUDES(mu_);
+
+  // The subscriptions of a persistent session (clean session 0 / session expiry > 0), kept while
+  // the broker runs so a reconnecting client is subscribed again (its cursors kept its place).
+  // storeSession replaces the stored filters; sessionOf gives a copy (empty when none);
+  // forgetSession drops them (a clean session). Thread: any.
+  void storeSession(const std::string& clientId, std::vector<SubscriptionRequest> subs)
+      EXCLUDES(mu_);
+  std::vector<SubscriptionRequest> sessionOf(const std::string& clientId) const EXCLUDES(mu_);
+  void forgetSession(const std::string& clientId) EXCLUDES(mu_);
+  // Connections open now (any thread).
+  size_t connectionCount() const EXCLUDES(mu_);
+
+ private:
+  broker::BrokerService& service_;
+  MqttOptions options_;
+  std::vector<std::unique_ptr<net::TcpServer>> servers_;
+  mutable Mutex mu_;
+  std::map<std::string, std::weak_ptr<MqttConnection>> clients_ GUARDED_BY(mu_);
+  std::map<std::string, std::vector<SubscriptionRequest>> sessions_ GUARDED_BY(mu_);
+  std::vector<std::weak_ptr<MqttConnection>> all_ GUARDED_BY(mu_);
+};
+
+}  // namespace magnetar::mqtt

@@ -1,0 +1,326 @@
+// MqttConnection's subscriptions (MoP's model): each Pulsar topic an MQTT filter selects gets one
+// Shared consumer on the subscription named by the client id, so a client that comes back
+// resumes where its cursor stands. A wildcard filter selects the default namespace's topics whose
+// URL-decoded local name matches, and the ones created later. Delivery is bounded by the
+// in-flight window (permits given back as the client acknowledges); PUBACK acknowledges the entry.
+#include "base/dcheck.h"
+#include "base/logging.h"
+#include "broker/common/topic_name.h"
+#include "broker/common/wall_clock.h"
+#include "broker/service/broker_service.h"
+#include "mqtt/message_mapping.h"
+#include "mqtt/mqtt_connection.h"
+#include "mqtt/mqtt_service.h"
+#include "mqtt/mqtt_sink.h"
+#include "mqtt/topic_mapping.h"
+
+namespace magnetar::mqtt {
+
+namespace {
+// A filter's SUBACK failure code in either version.
+uint8_t subscribeFailure(ProtocolVersion v, uint8_t v5Reason) {
+  return v == ProtocolVersion::kV5 ? v5Reason : reason::kV3SubscribeFailure;
+}
+}  // namespace
+
+void MqttConnection::handleSubscribe(Subscribe&& s) {
+  const uint16_t packetId = s.packetId;
+  for (const auto& req : s.subscriptions) {
+    if (validTopicFilter(req.filter) && req.filter.rfind("$share/", 0) != 0) {
+      SubscriptionRequest granted = req;
+      granted.qos = std::min<uint8_t>(req.qos, 1);
+      filters_[req.filter] = granted;
+    }
+  }
+  saveSession();
+  auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
+  subscribeFilters(s.subscriptions, [me, packetId](std::vector<uint8_t> codes) {
+    if (me->closing_) return;
+    me->send(SubAck{PacketType::kSuback, packetId, {}, std::move(codes)});
+  });
+}
+
+void MqttConnection::subscribeFilters(const std::vector<SubscriptionRequest>& subs,
+                                      std::function<void(std::vector<uint8_t>)> done) {
+  struct Pending {
+    std::vector<uint8_t> codes;
+    size_t left = 1;  // one for this function's own pass
+    std::function<void(std::vector<uint8_t>)> done;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->codes.resize(subs.size());
+  pending->done = std::move(done);
+  auto finishOne = [pending] {
+    if (--pending->left == 0) pending->done(std::move(pending->codes));
+  };
+  const MqttOptions& o = service_.options();
+  for (size_t i = 0; i < subs.size(); i++) {
+    const SubscriptionRequest& req = subs[i];
+    const uint8_t granted = std::min<uint8_t>(req.qos, 1);
+    pending->codes[i] = granted;
+    if (req.filter.rfind("$share/", 0) == 0) {
+      pending->codes[i] = subscribeFailure(version_, 0x9E);  // shared subscriptions: not yet
+      continue;
+    }
+    if (!validTopicFilter(req.filter)) {
+      pending->codes[i] = subscribeFailure(version_, reason::kTopicFilterInvalid);
+      continue;
+    }
+    auto record = [pending, i, finishOne](uint8_t code) {
+      if (code >= 0x80) pending->codes[i] = code;
+      finishOne();
+    };
+    if (!isWildcardFilter(req.filter)) {
+      auto name =
+          pulsarTopicName(req.filter, o.defaultTenant, o.defaultNamespace, o.defaultTopicDomain);
+      if (!name.isOk()) {
+        pending->codes[i] = subscribeFailure(version_, reason::kTopicFilterInvalid);
+        continue;
+      }
+      pending->left++;
+      subscribeTopic(*name, req.filter, req, storage::InitialPosition::kLatest, record);
+      continue;
+    }
+    watchNamespace();
+    const auto domain = o.defaultTopicDomain == "non-persistent"
+                            ? broker::TopicDomain::kNonPersistent
+                            : broker::TopicDomain::kPersistent;
+    for (const std::string& t :
+         service_.broker().topicsOfNamespace(o.defaultTenant + "/" + o.defaultNamespace, domain)) {
+      auto parsed = broker::TopicName::parse(t);
+      if (!parsed.isOk()) continue;
+      auto decoded = urlDecode(parsed->localName());
+      if (!decoded.isOk() || !topicMatches(req.filter, *decoded)) continue;
+      pending->left++;
+      subscribeTopic(t, *decoded, req, storage::InitialPosition::kLatest, record);
+    }
+  }
+  finishOne();
+}
+
+void MqttConnection::subscribeTopic(const std::string& pulsarTopic, const std::string& mqttTopic,
+                                    const SubscriptionRequest& req,
+                                    storage::InitialPosition initial,
+                                    std::function<void(uint8_t)> done) {
+  const uint8_t granted = std::min<uint8_t>(req.qos, 1);
+  auto existing = consumerByTopic_.find(pulsarTopic);
+  if (existing != consumerByTopic_.end()) {
+    ConsumerState& cs = consumers_[existing->second];
+    cs.filters.insert(req.filter);
+    cs.qos = std::max(cs.qos, granted);
+    return done(granted);
+  }
+  broker::BrokerService& broker = service_.broker();
+  auto name = broker::TopicName::parse(pulsarTopic);
+  if (!name.isOk() ||
+      (!broker.topicOwnership() && !broker.namespaceExists(name->namespaceName()))) {
+    return done(subscribeFailure(version_, reason::kTopicFilterInvalid));
+  }
+  if (!authorized(*name, /*produce=*/false)) {
+    return done(subscribeFailure(version_, reason::kNotAuthorized));
+  }
+  const uint64_t id = nextConsumerId_++;
+  auto consumer =
+      std::make_shared<broker::Consumer>(id, clientId_, sink_, proto::CommandSubscribe::Shared, 0);
+  consumers_[id] = ConsumerState{consumer, nullptr, mqttTopic, {req.filter}, granted};
+  consumerByTopic_[pulsarTopic] = id;
+  const uint32_t window =
+      version_ == ProtocolVersion::kV5 ? clientReceiveMaximum_ : service_.options().receiveMaximum;
+  auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
+  auto answer = [me, id, pulsarTopic, done, granted, consumer](
+                    Status st, const std::shared_ptr<broker::PersistentTopic>& topic) {
+    me->loop().execute([me, id, pulsarTopic, done, granted, consumer, st, topic] {
+      auto it = me->consumers_.find(id);
+      if (st.isOk() && (it == me->consumers_.end() || me->closing_)) {
+        // Unsubscribed or closed meanwhile: the consumer leaves again.
+        topic->executor().execute(
+            [topic, consumer, sub = me->clientId_] { topic->removeConsumer(consumer.get(), sub); });
+        return done(granted);
+      }
+      if (!st.isOk()) {
+        MLOG_WARN("[{}] MQTT client {} cannot subscribe to {}: {}", me->peerAddress(),
+                  me->clientId_, pulsarTopic, st.message());
+        if (it != me->consumers_.end()) me->consumers_.erase(it);
+        me->consumerByTopic_.erase(pulsarTopic);
+        return done(subscribeFailure(me->version_, reason::kUnspecifiedError));
+      }
+      it->second.topic = topic;
+      done(granted);
+    });
+  };
+  broker.getOrCreateTopic(
+      *name, broker.allowAutoTopicCreation(*name),
+      [me, consumer, initial, window, answer](Result<std::shared_ptr<broker::PersistentTopic>> r) {
+        if (!r.isOk()) return answer(r.status(), nullptr);
+        auto topic = *r;
+        broker::SubscribeRequest sr;
+        sr.subscription = me->clientId_;
+        sr.subType = proto::CommandSubscribe::Shared;  // MoP's MQTTConsumer
+        sr.initialPosition = initial;
+        sr.consumer = consumer;
+        topic->subscribe(sr, [topic, consumer, window, answer, sub = me->clientId_](Status st) {
+          // The answer reaches the loop before any MESSAGE the permits release (one inbox).
+          answer(st, topic);
+          if (!st.isOk()) return;
+          consumer->subscribeAnswered.store(true, std::memory_order_release);
+          auto* s = topic->subscription(sub);
+          if (s && s->dispatcher()) s->dispatcher()->flow(consumer.get(), window);
+        });
+      });
+}
+
+void MqttConnection::watchNamespace() {
+  if (topicWatch_) return;
+  const MqttOptions& o = service_.options();
+  std::weak_ptr<net::Connection> weak = shared_from_this();
+  topicWatch_ = service_.broker().topicListeners().add(
+      o.defaultTenant + "/" + o.defaultNamespace, [weak](const std::string& topic, bool created) {
+        if (!created) return;
+        auto c = weak.lock();
+        if (!c) return;
+        auto* me = static_cast<MqttConnection*>(c.get());
+        c->loop().execute([c, me, topic] { me->onTopicCreated(topic); });
+      });
+}
+
+void MqttConnection::onTopicCreated(const std::string& pulsarTopic) {
+  if (closing_ || consumerByTopic_.count(pulsarTopic)) return;
+  auto parsed = broker::TopicName::parse(pulsarTopic);
+  if (!parsed.isOk()) return;
+  auto decoded = urlDecode(parsed->localName());
+  if (!decoded.isOk()) return;
+  for (const auto& [filter, req] : filters_) {
+    if (!isWildcardFilter(filter) || !topicMatches(filter, *decoded)) continue;
+    // MoP subscribes a topic created after the filter from its start.
+    subscribeTopic(pulsarTopic, *decoded, req, storage::InitialPosition::kEarliest, [](uint8_t) {});
+  }
+}
+
+uint16_t MqttConnection::nextPacketId() {
+  for (int i = 0; i < 65535; i++) {
+    lastPacketId_ = static_cast<uint16_t>(lastPacketId_ % 65535 + 1);
+    if (!outstanding_.count(lastPacketId_)) return lastPacketId_;
+  }
+  return 0;  // every id in use: not reachable, the window is at most 65535
+}
+
+void MqttConnection::onMessage(uint64_t consumerId, storage::Position pos, const Buffer& entry) {
+  auto it = consumers_.find(consumerId);
+  if (it == consumers_.end() || closing_) return;  // unsubscribed: redelivered to the next one
+  ConsumerState& cs = it->second;
+  auto msgs = messagesOfEntry(entry, broker::wallClockMs() / 1000);
+  if (!msgs.isOk()) {
+    MLOG_WARN("[{}] MQTT client {}: entry {}:{} of {} skipped: {}", peerAddress(), clientId_,
+              pos.ledgerId, pos.entryId, cs.mqttTopic, msgs.status().message());
+    return ackEntry(consumerId, pos, 1);
+  }
+  const uint32_t total = static_cast<uint32_t>(msgs->size());
+  uint32_t waiting = 0;
+  for (DeliveredMessage& m : *msgs) {
+    if (m.expired) continue;
+    Publish p;
+    p.qos = cs.qos;
+    p.topic = cs.mqttTopic;
+    p.payload = std::move(m.payload);
+    if (version_ == ProtocolVersion::kV5) p.properties = std::move(m.properties);
+    if (p.qos == 0) {
+      send(p);
+      continue;
+    }
+    waiting++;
+    queued_.push_back(Queued{std::move(p), consumerId, pos});
+  }
+  sendQueued();
+  if (waiting == 0) return ackEntry(consumerId, pos, total);
+  entryLeft_[EntryKey{consumerId, pos}] = {waiting, total};
+}
+
+// QoS 1 messages go out while fewer than the in-flight window are unacknowledged on the
+// connection (MQTT 5: the client's Receive Maximum; 3.1.1: receiveMaximum); the rest wait here,
+// bounded by the consumers' permits.
+void MqttConnection::sendQueued() {
+  const size_t window =
+      version_ == ProtocolVersion::kV5 ? clientReceiveMaximum_ : service_.options().receiveMaximum;
+  while (!queued_.empty() && outstanding_.size() < window) {
+    Queued q = std::move(queued_.front());
+    queued_.pop_front();
+    if (!consumers_.count(q.consumerId)) continue;  // unsubscribed meanwhile
+    q.publish.packetId = nextPacketId();
+    outstanding_[q.publish.packetId] = Outstanding{q.consumerId, q.position};
+    send(q.publish);
+  }
+}
+
+void MqttConnection::handlePuback(const PubAck& a) {
+  auto it = outstanding_.find(a.packetId);
+  if (it == outstanding_.end()) return;  // MQTT 4.3.2: an unknown id is ignored
+  const EntryKey key{it->second.consumerId, it->second.position};
+  outstanding_.erase(it);
+  sendQueued();
+  auto e = entryLeft_.find(key);
+  if (e == entryLeft_.end()) return;
+  if (--e->second.first > 0) return;
+  const uint32_t total = e->second.second;
+  entryLeft_.erase(e);
+  ackEntry(key.consumerId, key.position, total);
+}
+
+void MqttConnection::ackEntry(uint64_t consumerId, storage::Position pos, uint32_t messages) {
+  auto it = consumers_.find(consumerId);
+  if (it == consumers_.end() || !it->second.topic) return;
+  auto topic = it->second.topic;
+  auto consumer = it->second.consumer;
+  topic->executor().execute([topic, consumer, pos, messages, sub = clientId_] {
+    if (consumer->closed) return;
+    auto* s = topic->subscription(sub);
+    if (!s) return;
+    s->acknowledge(consumer.get(), {pos}, nullptr);
+    if (s->dispatcher()) s->dispatcher()->flow(consumer.get(), messages);
+  });
+}
+
+void MqttConnection::handleUnsubscribe(Unsubscribe&& u) {
+  std::vector<uint8_t> codes;
+  for (const std::string& f : u.filters) {
+    const bool existed = filters_.erase(f) > 0;
+    codes.push_back(existed ? reason::kSuccess : reason::kNoSubscriptionExisted);
+    for (auto it = consumers_.begin(); it != consumers_.end();) {
+      ConsumerState& cs = it->second;
+      cs.filters.erase(f);
+      if (!cs.filters.empty() || !cs.topic) {
+        ++it;
+        continue;
+      }
+      // MoP unsubscribes: the Pulsar subscription goes with the last filter on its topic.
+      auto topic = cs.topic;
+      auto consumer = cs.consumer;
+      topic->executor().execute([topic, consumer, sub = clientId_] {
+        topic->removeConsumer(consumer.get(), sub);
+        topic->unsubscribe(sub, nullptr);
+      });
+      consumerByTopic_.erase(topic->name().toString());
+      it = consumers_.erase(it);
+    }
+  }
+  saveSession();
+  send(SubAck{PacketType::kUnsuback, u.packetId, {}, std::move(codes)});
+}
+
+void MqttConnection::dropConsumers(bool deleteSubscriptions) {
+  for (auto& [id, cs] : consumers_) {
+    if (!cs.topic) continue;
+    auto topic = cs.topic;
+    auto consumer = cs.consumer;
+    topic->executor().execute([topic, consumer, deleteSubscriptions, sub = clientId_] {
+      topic->removeConsumer(consumer.get(), sub);
+      if (deleteSubscriptions) topic->unsubscribe(sub, nullptr);
+    });
+  }
+  consumers_.clear();
+  consumerByTopic_.clear();
+  outstanding_.clear();
+  queued_.clear();
+  entryLeft_.clear();
+}
+
+}  // namespace magnetar::mqtt
