@@ -212,7 +212,7 @@ void MqttConnection::handleConnect(Connect&& c) {
   armTimer(keepAlive_);
   sendConnack(/*sessionPresent=*/!restored.empty());
   if (!restored.empty()) {
-    subscribeFilters(restored, [](std::vector<uint8_t>) {});
+    subscribeFilters(restored, [](const std::vector<uint8_t>&) {});
   }
 }
 
@@ -311,7 +311,7 @@ void MqttConnection::onBrokerFrames(const std::string& frames) {
   protocol::FrameDecoder decoder(frames.size() + 16);
   Status st = decoder.feed(
       reinterpret_cast<const uint8_t*>(frames.data()), frames.size(),
-      [this](const proto::BaseCommand& cmd, Buffer entry) {
+      [this](const proto::BaseCommand& cmd, const Buffer& entry) {
         switch (cmd.type()) {
           case proto::BaseCommand::SEND_RECEIPT:
             onReceipt(cmd.send_receipt().producer_id(), cmd.send_receipt().sequence_id(), true, "");

@@ -110,7 +110,7 @@ class MqttConnection final : public net::Connection {
   void handlePublish(Publish&& p);
   void publishTo(ProducerState& ps, Publish&& p);
   void createProducer(const std::string& pulsarTopic, int attempt);
-  void producerReady(const std::string& pulsarTopic, Status st,
+  void producerReady(const std::string& pulsarTopic, const Status& st,
                      const std::shared_ptr<broker::PersistentTopic>& topic,
                      const std::shared_ptr<broker::Producer>& producer, int attempt,
                      int64_t nextSequenceId = 0);
@@ -125,7 +125,7 @@ class MqttConnection final : public net::Connection {
                         std::function<void(std::vector<uint8_t>)> done);
   void subscribeTopic(const std::string& pulsarTopic, const std::string& mqttTopic,
                       const SubscriptionRequest& req, storage::InitialPosition initial,
-                      std::function<void(uint8_t)> done);
+                      const std::function<void(uint8_t)>& done);
   void watchNamespace();
   void onTopicCreated(const std::string& pulsarTopic);
   void onMessage(uint64_t consumerId, storage::Position pos, const Buffer& entry);

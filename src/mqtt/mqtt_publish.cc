@@ -140,7 +140,7 @@ void MqttConnection::createProducer(const std::string& pulsarTopic, int attempt)
       });
 }
 
-void MqttConnection::producerReady(const std::string& pulsarTopic, Status st,
+void MqttConnection::producerReady(const std::string& pulsarTopic, const Status& st,
                                    const std::shared_ptr<broker::PersistentTopic>& topic,
                                    const std::shared_ptr<broker::Producer>& producer, int attempt,
                                    int64_t nextSequenceId) {

@@ -101,7 +101,7 @@ void MqttConnection::subscribeFilters(const std::vector<SubscriptionRequest>& su
 void MqttConnection::subscribeTopic(const std::string& pulsarTopic, const std::string& mqttTopic,
                                     const SubscriptionRequest& req,
                                     storage::InitialPosition initial,
-                                    std::function<void(uint8_t)> done) {
+                                    const std::function<void(uint8_t)>& done) {
   const uint8_t granted = std::min<uint8_t>(req.qos, 1);
   auto existing = consumerByTopic_.find(pulsarTopic);
   if (existing != consumerByTopic_.end()) {
@@ -128,7 +128,7 @@ void MqttConnection::subscribeTopic(const std::string& pulsarTopic, const std::s
       version_ == ProtocolVersion::kV5 ? clientReceiveMaximum_ : service_.options().receiveMaximum;
   auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
   auto answer = [me, id, pulsarTopic, done, granted, consumer](
-                    Status st, const std::shared_ptr<broker::PersistentTopic>& topic) {
+                    const Status& st, const std::shared_ptr<broker::PersistentTopic>& topic) {
     me->loop().execute([me, id, pulsarTopic, done, granted, consumer, st, topic] {
       auto it = me->consumers_.find(id);
       if (st.isOk() && (it == me->consumers_.end() || me->closing_)) {
@@ -158,14 +158,16 @@ void MqttConnection::subscribeTopic(const std::string& pulsarTopic, const std::s
         sr.subType = proto::CommandSubscribe::Shared;  // MoP's MQTTConsumer
         sr.initialPosition = initial;
         sr.consumer = consumer;
-        topic->subscribe(sr, [topic, consumer, window, answer, sub = me->clientId_](Status st) {
-          // The answer reaches the loop before any MESSAGE the permits release (one inbox).
-          answer(st, topic);
-          if (!st.isOk()) return;
-          consumer->subscribeAnswered.store(true, std::memory_order_release);
-          auto* s = topic->subscription(sub);
-          if (s && s->dispatcher()) s->dispatcher()->flow(consumer.get(), window);
-        });
+        topic->subscribe(sr,
+                         [topic, consumer, window, answer, sub = me->clientId_](const Status& st) {
+                           // The answer reaches the loop before any MESSAGE the permits release
+                           // (one inbox).
+                           answer(st, topic);
+                           if (!st.isOk()) return;
+                           consumer->subscribeAnswered.store(true, std::memory_order_release);
+                           auto* s = topic->subscription(sub);
+                           if (s && s->dispatcher()) s->dispatcher()->flow(consumer.get(), window);
+                         });
       });
 }
 
