@@ -58,6 +58,14 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
       return true;
     case SettingId::loadBalancerDistributeBundlesEvenlyEnabled:  // read at each assignment
       return true;
+    // The leader's placement reads them at each assignment (NamespaceServiceOptions::
+    // placementSettings).
+    case SettingId::loadBalancerLoadPlacementStrategy:
+    case SettingId::loadBalancerBrokerMaxTopics:
+    case SettingId::loadBalancerMemoryResourceWeight:
+    case SettingId::loadBalancerBandwithInResourceWeight:
+    case SettingId::loadBalancerBandwithOutResourceWeight:
+      return true;
     case SettingId::namespaceBundleUnloadingTimeoutMs:  // read at each bundle release
       return true;
     // The load manager reads them at each use (LoadManager::Options::settings).
