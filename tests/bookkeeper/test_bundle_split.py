@@ -27,6 +27,9 @@ SETTINGS = (
     "loadBalancerNamespaceBundleMaxMsgRate=50",
     "loadBalancerReportUpdateMinIntervalMillis=1000",
     "loadBalancerNamespaceMaximumBundles=2",
+    # Every broker here runs on this one host and reports its CPU: on a loaded machine all would
+    # count as overloaded and placement would pick at random (docs/cluster-mode.md "Placement").
+    "loadBalancerCPUResourceWeight=0",
 )
 
 

@@ -29,6 +29,9 @@ SETTINGS = (
     "minUnloadMessage=10",
     "maxUnloadBundleNumPerShedding=1",
     "loadBalancerAutoBundleSplitEnabled=false",
+    # Every broker here runs on this one host and reports its CPU: on a loaded machine all would
+    # count as overloaded and placement would pick at random (docs/cluster-mode.md "Placement").
+    "loadBalancerCPUResourceWeight=0",
 )
 
 

@@ -42,6 +42,9 @@ LEDGER_SETTINGS = (
     # A deduplication snapshot (the "pulsar.dedup" cursor's properties) every 25 entries.
     "brokerDeduplicationEntriesInterval=25",
     "acknowledgmentAtBatchIndexLevelEnabled=true",
+    # Every broker here runs on this one host and reports its CPU: on a loaded machine all would
+    # count as overloaded and placement would pick at random (docs/cluster-mode.md "Placement").
+    "loadBalancerCPUResourceWeight=0",
 )
 
 

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <limits>
 #include <regex>
+#include <string>
+
+#include "broker/cluster/bundles.h"
 
 namespace magnetar::broker::cluster {
 
@@ -349,11 +352,29 @@ void removeMostServicingBrokersForNamespace(const std::string& bundleKey,
                                             const BrokerNamespaces& owned) {
   if (candidates.empty()) return;
   std::string ns = nsOf(bundleKey);
+  // A reported bundle whose range overlaps the one being placed is gone: the parent of a split
+  // until its owner writes its next report. Counted, it would send both halves of a hot bundle
+  // to the broker it left (the reports lag the split that unloaded the halves).
+  auto rangeOf = [&ns](const std::string& key, uint64_t* lower, uint64_t* upper) {
+    return key.size() > ns.size() + 1 &&
+           parseBundleName(key.substr(ns.size() + 1), lower, upper).ok();
+  };
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+  bool ranged = rangeOf(bundleKey, &lo, &hi);
+  auto stale = [&](const std::string& other) {
+    uint64_t olo = 0;
+    uint64_t ohi = 0;
+    return ranged && other != bundleKey && rangeOf(other, &olo, &ohi) && olo < hi && lo < ohi;
+  };
   auto countOf = [&](const std::string& broker) -> size_t {
     auto b = owned.find(broker);
     if (b == owned.end()) return 0;
     auto n = b->second.find(ns);
-    return n == b->second.end() ? 0 : n->second.size();
+    if (n == b->second.end()) return 0;
+    return static_cast<size_t>(
+        std::count_if(n->second.begin(), n->second.end(),
+                      [&](const std::string& other) { return !stale(other); }));
   };
   size_t least = std::numeric_limits<size_t>::max();
   for (const auto& broker : candidates) least = std::min(least, countOf(broker));

@@ -137,7 +137,9 @@ std::map<std::string, int> antiAffinityNamespaceCounts(
 void filterAntiAffinityGroupOwnedBrokers(std::set<std::string>& candidates,
                                          const std::map<std::string, int>& counts);
 // LoadManagerShared.removeMostServicingBrokersForNamespace: keeps the brokers with the fewest
-// bundles of the namespace of `bundleKey` ("tenant/ns/0x..._0x...").
+// bundles of the namespace of `bundleKey` ("tenant/ns/0x..._0x..."). A counted bundle whose range
+// overlaps bundleKey's is not counted (a split's parent its old owner still reports: Magnetar's
+// addition, so that the halves of a hot bundle do not follow each other).
 void removeMostServicingBrokersForNamespace(const std::string& bundleKey,
                                             std::set<std::string>& candidates,
                                             const BrokerNamespaces& owned);

@@ -95,6 +95,25 @@ TEST(SelectBroker, EvenDistributionComesBeforeTheRate) {
   EXPECT_EQ(selectBroker(in, s, first), "a:1");
 }
 
+TEST(SelectBroker, AStaleSplitParentDoesNotCountForItsOldOwner) {
+  // a still reports the parent of a split it just made (its next report drops it); b was given
+  // the first half. The second half goes to a, not to b beside its sibling.
+  BrokerLoad a = loaded(300, 0);
+  a.local.bundles.insert("public/hot/0x00000000_0xffffffff");
+  BrokerLoad b = loaded(100, 0);
+  b.local.bundles.insert("public/hot/0x00000000_0x7fffffff");
+  BrokerLoads loads{{"a:1", a}, {"b:1", b}};
+  PlacementSettings s;
+  EXPECT_EQ(selectBroker(inputFor("public/hot/0x7fffffff_0xffffffff", loads), s, first), "a:1");
+  // The half b holds still counts for b: a third broker without any gets the next bundle.
+  loads.emplace("c:1", loaded(500, 0));
+  EXPECT_EQ(selectBroker(inputFor("public/hot/0x7fffffff_0xffffffff", loads), s, first), "a:1");
+  std::set<std::string> candidates{"a:1", "b:1", "c:1"};
+  removeMostServicingBrokersForNamespace("public/hot/0x7fffffff_0xffffffff", candidates,
+                                         brokerNamespaces(loads));
+  EXPECT_EQ(candidates, (std::set<std::string>{"a:1", "c:1"}));
+}
+
 TEST(SelectBroker, BrokersWithTooManyTopicsArePassedOverUnlessAllHaveThem) {
   BrokerLoads loads{{"a:1", loaded(0)}, {"b:1", loaded(500)}};
   loads["a:1"].local.numTopics = 60000;
