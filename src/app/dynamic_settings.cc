@@ -31,33 +31,10 @@ bool changesRateLimits(config::SettingId id) {
   }
 }
 
-}  // namespace
-
-bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguration& cfg,
-                         broker::BrokerService& broker,
-                         const std::function<void(int64_t)>& setCacheSizeMB) {
+// The load manager's settings (placement, reports, shedding, splits): read at each use.
+bool loadManagerReadsAtUse(config::SettingId id) {
   using config::SettingId;
-  // BrokerOptions::dynamic: the same bindings that gave the start-up values.
-  for (const auto& b : brokerDynamicOptionBindings()) {
-    if (b.id != id) continue;
-    b.apply(cfg, broker.dynamicOptions());
-    if (changesRateLimits(id)) broker.onRateSettingsChanged();
-    return true;
-  }
   switch (id) {
-    case SettingId::maxMessagePublishBufferSizeInMB:
-      broker.setMaxMessagePublishBufferSizeInMB(cfg.maxMessagePublishBufferSizeInMB());
-      return true;
-    case SettingId::superUserRoles:
-      broker.authorization().setSuperUserRoles(cfg.superUserRoles());
-      return true;
-    case SettingId::managedLedgerCacheSizeMB:
-      setCacheSizeMB(cfg.managedLedgerCacheSizeMB());
-      return true;
-    case SettingId::brokerShutdownTimeoutMs:  // read from cfg when the broker stops
-      return true;
-    case SettingId::loadBalancerDistributeBundlesEvenlyEnabled:  // read at each assignment
-      return true;
     // The leader's placement reads them at each assignment (NamespaceServiceOptions::
     // placementSettings).
     case SettingId::loadBalancerLoadPlacementStrategy:
@@ -110,6 +87,39 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
     case SettingId::loadBalancerNamespaceMaximumBundles:
     case SettingId::supportedNamespaceBundleSplitAlgorithms:
     case SettingId::defaultNamespaceBundleSplitAlgorithm:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguration& cfg,
+                         broker::BrokerService& broker,
+                         const std::function<void(int64_t)>& setCacheSizeMB) {
+  using config::SettingId;
+  // BrokerOptions::dynamic: the same bindings that gave the start-up values.
+  for (const auto& b : brokerDynamicOptionBindings()) {
+    if (b.id != id) continue;
+    b.apply(cfg, broker.dynamicOptions());
+    if (changesRateLimits(id)) broker.onRateSettingsChanged();
+    return true;
+  }
+  if (loadManagerReadsAtUse(id)) return true;
+  switch (id) {
+    case SettingId::maxMessagePublishBufferSizeInMB:
+      broker.setMaxMessagePublishBufferSizeInMB(cfg.maxMessagePublishBufferSizeInMB());
+      return true;
+    case SettingId::superUserRoles:
+      broker.authorization().setSuperUserRoles(cfg.superUserRoles());
+      return true;
+    case SettingId::managedLedgerCacheSizeMB:
+      setCacheSizeMB(cfg.managedLedgerCacheSizeMB());
+      return true;
+    case SettingId::brokerShutdownTimeoutMs:  // read from cfg when the broker stops
+      return true;
+    case SettingId::loadBalancerDistributeBundlesEvenlyEnabled:  // read at each assignment
       return true;
     // Stored only: the broker-to-broker client reads them at start, as Pulsar builds its
     // PulsarService client once (a change applies after a restart there too).
