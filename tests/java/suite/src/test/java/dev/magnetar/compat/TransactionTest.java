@@ -333,7 +333,7 @@ class TransactionTest {
     /**
      * pulsar-perf produce -txn (transactions of 10 messages) and consume -txn (acks in 10 txns of
      * 10). The tools' own totals are racy (the last commit may be counted or not, -m 100 may send
-     * 102), so the broker's side is asserted: no failures, only whole transactions visible.
+     * 102 or commit 110), so the broker's side is asserted: no failures, only whole transactions visible.
      */
     @Test
     void perfProduceAndConsumeWithTransactions() throws Exception {
@@ -349,7 +349,9 @@ class TransactionTest {
         int ended = Integer.parseInt(m.group(1));
         assertTrue(ended >= 9 && Integer.parseInt(m.group(2)) >= 10, out);
         int received = countReceived(topic, "check");
-        assertTrue(received == 100 || received == 90, received + " messages: whole txns only");
+        // -m 100 is checked racily by the tool: a loaded run has committed an 11th transaction.
+        assertTrue(received % 10 == 0 && received >= 90 && received <= 110,
+                received + " messages: whole txns only");
         assertTrue(received >= 10 * ended, received + " messages of " + ended + " committed txns");
         out = perf(120, "consume", "-u", Env.BROKER_URL, "-txn", "-nmt", "10",
                 "-ntxn", String.valueOf(received / 10), "-ss", "s", "-sp", "Earliest", "-time", "15",
