@@ -467,26 +467,61 @@ void LoadManager::doLoadShedding() {
   // One count per broker of this pass with a bundle unloaded (unloadBrokerCount).
   auto counted = std::make_shared<std::set<std::string>>();
   for (const auto& [broker, bundle] : picks) {
-    auto owner = reports_.find(broker);
-    if (owner == reports_.end()) continue;
-    MLOG_INFO("[{}] Unloading bundle: {} from broker {}", b.sheddingStrategy, bundle, broker);
-    recentlyUnloaded_[bundle] = now;  // not picked again while the call is under way
-    options_.unloadBundle(
-        owner->second.urls, bundle,
-        [this, broker = broker, bundle = bundle, counted](const Status& s) {
-          loop_.execute([this, broker, bundle, counted, s] {
-            if (!s.isOk()) {
-              MLOG_WARN("Error when trying to perform load shedding on {} for broker {}: {}",
-                        bundle, broker, s.message());
-              recentlyUnloaded_.erase(bundle);
-              return;
+    if (reports_.find(broker) == reports_.end()) continue;
+    recentlyUnloaded_[bundle] = now;  // not picked again while the calls are under way
+    if (!ns_) {
+      unloadPicked(broker, bundle, std::nullopt, counted);
+      continue;
+    }
+    // As Pulsar's doLoadShedding: the destination first (selectBroker); none, or the owner
+    // itself, and the bundle stays.
+    ns_->chooseUnloadDestination(
+        bundle, broker, &loop_,
+        [this, broker = broker, bundle = bundle, counted](std::optional<std::string> dest) {
+          if (!dest || *dest == broker) {
+            recentlyUnloaded_.erase(bundle);
+            if (!dest) {
+              MLOG_INFO("No broker available to unload bundle {} from broker {}", bundle, broker);
+            } else {
+              MLOG_WARN(
+                  "The destination broker {} is the same as the current owner broker for "
+                  "bundle {}",
+                  *dest, bundle);
             }
-            MutexLock lock(mu_);
-            ++counters_.unloadBundles;
-            if (counted->insert(broker).second) ++counters_.unloadBrokers;
-          });
+            return;
+          }
+          unloadPicked(broker, bundle, dest, counted);
         });
   }
+}
+
+// Unloads a shed bundle through its owner (its destination preallocated by the placement).
+void LoadManager::unloadPicked(const std::string& broker, const std::string& bundle,
+                               const std::optional<std::string>& dest,
+                               const std::shared_ptr<std::set<std::string>>& counted) {
+  MAGNETAR_DCHECK_ON(loop_);
+  auto owner = reports_.find(broker);
+  if (owner == reports_.end()) {
+    recentlyUnloaded_.erase(bundle);
+    return;
+  }
+  LoadBalanceSettings b = balanceSettings();
+  MLOG_INFO("[{}] Unloading bundle: {} from broker {} to dest broker {}", b.sheddingStrategy,
+            bundle, broker, dest.value_or("(any)"));
+  options_.unloadBundle(
+      owner->second.urls, bundle, [this, broker, bundle, counted](const Status& s) {
+        loop_.execute([this, broker, bundle, counted, s] {
+          if (!s.isOk()) {
+            MLOG_WARN("Error when trying to perform load shedding on {} for broker {}: {}", bundle,
+                      broker, s.message());
+            recentlyUnloaded_.erase(bundle);
+            return;
+          }
+          MutexLock lock(mu_);
+          ++counters_.unloadBundles;
+          if (counted->insert(broker).second) ++counters_.unloadBrokers;
+        });
+      });
 }
 
 // Pulsar's checkNamespaceBundleSplit on the leader's data (BundleSplitterTask): the bundles

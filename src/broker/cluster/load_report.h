@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -200,6 +201,9 @@ class LoadManager {
   // Pulsar's LoadSheddingTask: doLoadShedding every loadBalancerSheddingIntervalMinutes.
   void sheddingTick();
   void doLoadShedding();
+  void unloadPicked(const std::string& broker, const std::string& bundle,
+                    const std::optional<std::string>& dest,
+                    const std::shared_ptr<std::set<std::string>>& counted);
   // Pulsar's checkNamespaceBundleSplit, after each update of the leader's data.
   void checkNamespaceBundleSplit();
   // The picks of checkNamespaceBundleSplit in the namespaces' current cuts, split one after

@@ -592,6 +592,9 @@ struct NamespaceService::Placement {
   NamespaceIsolationPolicies policies;
   std::string group;                           // the namespace's anti-affinity group
   std::map<std::string, std::string> groupOf;  // namespace -> its group (with a group only)
+  // chooseUnloadDestination: the owner and the answer instead of `reply`.
+  std::string owner;
+  std::function<void(std::optional<std::string>)> chosen;
 };
 
 void NamespaceService::assignAsLeader(const std::string& key,
@@ -602,30 +605,52 @@ void NamespaceService::assignAsLeader(const std::string& key,
   if (auto pre = preallocated_.brokerOf(key); pre && *pre == self_.brokerId) {
     return acquire(key, reply, hash);
   }
-  store_->getChildren(
-      kBrokersRoot, &loop_, [this, key, reply, hash](Result<std::vector<std::string>> names) {
-        if (!names.isOk() || names->empty()) return acquire(key, reply, hash);
-        auto p = std::make_shared<Placement>();
-        p->key = key;
-        p->reply = reply;
-        p->hash = hash;
-        p->pending = names->size();
-        for (const auto& name : *names) {
-          std::string path = std::string(kBrokersRoot) + "/" + name;
-          store_->get(path, &loop_,
-                      [this, p, name, path](Result<std::optional<metadata::GetResult>> r) {
-                        if (r.isOk() && r->has_value()) {
-                          auto rep = parseLoadReport((*r)->value, path);
-                          if (rep.isOk()) {
-                            p->reports[name] = std::move(*rep);
-                          } else {
-                            MLOG_WARN("{}", rep.status().message());
-                          }
-                        }
-                        if (--p->pending == 0) readPlacementPolicies(p);
-                      });
-        }
-      });
+  auto p = std::make_shared<Placement>();
+  p->key = key;
+  p->reply = reply;
+  p->hash = hash;
+  readReports(p);
+}
+
+void NamespaceService::chooseUnloadDestination(const std::string& bundleKey,
+                                               const std::string& owner, net::Executor* replyEx,
+                                               std::function<void(std::optional<std::string>)> cb) {
+  loop_.execute([this, bundleKey, owner, replyEx, cb = std::move(cb)] {
+    auto p = std::make_shared<Placement>();
+    p->key = bundleKey;
+    p->owner = owner;
+    p->chosen = [replyEx, cb](std::optional<std::string> b) {
+      replyEx->execute([cb, b = std::move(b)] { cb(b); });
+    };
+    readReports(p);
+  });
+}
+
+// The registered brokers' reports, then readPlacementPolicies.
+void NamespaceService::readReports(const std::shared_ptr<Placement>& p) {
+  MAGNETAR_DCHECK_ON(loop_);
+  store_->getChildren(kBrokersRoot, &loop_, [this, p](Result<std::vector<std::string>> names) {
+    if (!names.isOk() || names->empty()) {
+      if (p->chosen) return p->chosen(std::nullopt);
+      return acquire(p->key, p->reply, p->hash);
+    }
+    p->pending = names->size();
+    for (const auto& name : *names) {
+      std::string path = std::string(kBrokersRoot) + "/" + name;
+      store_->get(path, &loop_,
+                  [this, p, name, path](Result<std::optional<metadata::GetResult>> r) {
+                    if (r.isOk() && r->has_value()) {
+                      auto rep = parseLoadReport((*r)->value, path);
+                      if (rep.isOk()) {
+                        p->reports[name] = std::move(*rep);
+                      } else {
+                        MLOG_WARN("{}", rep.status().message());
+                      }
+                    }
+                    if (--p->pending == 0) readPlacementPolicies(p);
+                  });
+    }
+  });
 }
 
 void NamespaceService::readPlacementPolicies(const std::shared_ptr<Placement>& p) {
@@ -705,12 +730,14 @@ void NamespaceService::placeBundle(const std::shared_ptr<Placement>& p) {
               kLeastLongTermMessageRate);
     loggedStrategy_ = s.strategy;
   }
-  std::optional<std::string> best = preallocated_.brokerOf(key);
+  // Shedding asks selectBroker itself (a preallocation of the bundle is not its answer).
+  std::optional<std::string> best = p->chosen ? std::nullopt : preallocated_.brokerOf(key);
   if (!best || !p->reports.count(*best)) {
     best = selectBroker(in, s, [this](size_t n) {
       return std::uniform_int_distribution<size_t>(0, n - 1)(random_);
     });
   }
+  if (p->chosen && (!best || *best == p->owner)) return p->chosen(best);
   if (!best) {
     return p->reply(failed(Status::closed(
         "Failed to look up a broker registered in the cluster for assigning namespace bundle " +
@@ -721,6 +748,7 @@ void NamespaceService::placeBundle(const std::shared_ptr<Placement>& p) {
   preallocated_.add(key, *best,
                     it != data.end() ? it->second : BundleData::withDefaults(defaultBundleStats()),
                     now);
+  if (p->chosen) return p->chosen(best);
   if (*best == self_.brokerId) return acquire(key, p->reply, p->hash);
   LookupAnswer a = connectTo(p->reports[*best].urls);
   a.redirect = true;

@@ -160,6 +160,14 @@ class NamespaceService : public TopicOwnership {
   // The namespace's bundle boundaries (from its policies, else the default cut). cb on replyEx.
   void boundariesOf(const std::string& ns, net::Executor* replyEx,
                     std::function<void(Result<std::vector<uint64_t>>)> cb) override;
+  // The leader's destination for a bundle it sheds (Pulsar's doLoadShedding calls selectBroker
+  // before unloading): the placement of assignAsLeader over the current reports (the owner's
+  // still lists the bundle). A destination other than `owner` is preallocated the bundle (as
+  // Pulsar's unload with destinationBroker), so the lookups after the unload are placed there.
+  // cb on replyEx: nullopt when no broker qualifies. Thread: any.
+  void chooseUnloadDestination(const std::string& bundleKey, const std::string& owner,
+                               net::Executor* replyEx,
+                               std::function<void(std::optional<std::string>)> cb);
   // The owner of a bundle, nullopt when unowned. cb on replyEx.
   void ownerOf(const std::string& bundleKey, net::Executor* replyEx,
                std::function<void(Result<std::optional<OwnerData>>)> cb);
@@ -221,6 +229,7 @@ class NamespaceService : public TopicOwnership {
   struct Placement;
   void assignAsLeader(const std::string& bundleKey, const std::function<void(LookupAnswer)>& reply,
                       std::optional<uint32_t> hash);
+  void readReports(const std::shared_ptr<Placement>& p);
   void readPlacementPolicies(const std::shared_ptr<Placement>& p);
   void readAntiAffinityGroups(const std::shared_ptr<Placement>& p);
   void placeBundle(const std::shared_ptr<Placement>& p);

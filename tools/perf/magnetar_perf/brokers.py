@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from typing import Any
 
@@ -396,6 +397,52 @@ def _read_pid(path: str) -> int | None:
         return None
 
 
+def topic_namespace(topic: str) -> str:
+    """persistent://tenant/ns/name -> tenant/ns."""
+    return "/".join(topic.split("://", 1)[-1].split("/")[:2])
+
+
+def _http(method: str, url: str, body: dict[str, Any] | None = None,
+          timeout: float = 30) -> tuple[int, bytes]:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json"} if data else {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def create_namespace(web_url: str, ns: str, bundles: int) -> None:
+    """PUT /admin/v2/namespaces/{ns} (with that many bundles when > 0); 409 (exists) is fine."""
+    body = {"bundles": {"numBundles": bundles}} if bundles > 0 else None
+    code, text = _http("PUT", "%s/admin/v2/namespaces/%s" % (web_url, ns), body)
+    if code not in (204, 409):
+        raise BrokerError("creating namespace %s failed: %d %s" % (ns, code, text[:200]))
+
+
+def lookup(web_url: str, topic: str) -> str:
+    """GET /lookup/v2/topic/...: the owner's brokerUrl (the leader places the bundle first)."""
+    code, text = _http("GET", "%s/lookup/v2/topic/%s" % (web_url, topic.replace("://", "/", 1)))
+    if code != 200:
+        raise BrokerError("lookup of %s failed: %d %s" % (topic, code, text[:200]))
+    return json.loads(text.decode()).get("brokerUrl", "")
+
+
+def wait_registered(web_url: str, count: int, deadline: float) -> None:
+    """Until GET /admin/v2/brokers/{cluster} lists count brokers."""
+    got: list[str] = []
+    while time.monotonic() < deadline:
+        code, text = _http("GET", "%s/admin/v2/brokers/%s" % (web_url, BK_CLUSTER_NAME))
+        if code == 200:
+            got = json.loads(text.decode())
+            if len(got) >= count:
+                return
+        time.sleep(0.3)
+    raise BrokerError("%d brokers registered, expected %d: %s" % (len(got), count, got))
+
+
 def bk_broker_settings(bk: dict[str, Any], metadata_store_url: str, bk_uri: str) -> dict[str, Any]:
     """The broker.conf keys of a broker of the run's BookKeeper cluster (Pulsar's names)."""
     return {"metadataStoreUrl": metadata_store_url,
@@ -411,11 +458,18 @@ class MagnetarBkBroker(MagnetarBroker):
     `magnetar broker` in cluster mode storing its topics on the bookies. stop() stops all of it."""
     kind = "magnetar-bk"
 
-    def __init__(self, binary: str, workdir: str, broker_cfg: dict[str, Any]) -> None:
+    def __init__(self, binary: str, workdir: str, broker_cfg: dict[str, Any],
+                 cluster_cfg: dict[str, Any] | None = None, topics: list[str] = ()) -> None:
         super().__init__(binary, workdir, broker_cfg)
         self.bk = BookKeeperCluster(os.path.join(workdir, "bookkeeper"),
                                     broker_cfg["bookkeeper"])
         self.ports_chosen: tuple[int, int] | None = None
+        # cluster.brokers > 1: brokers 2..N (MagnetarProcess, each in workdir/broker-I) and
+        # their endpoints; broker 1 is this object's own process.
+        self.cluster_cfg = cluster_cfg or {"brokers": 1}
+        self.topics = list(topics)
+        self.others: list[MagnetarProcess] = []
+        self.endpoints: list[BrokerEndpoint] = []
 
     def _ports(self) -> tuple[int, int]:
         """(binary, web) ports: with portBase P two free ones from P+60, else 0 (free)."""
@@ -473,16 +527,58 @@ class MagnetarBkBroker(MagnetarBroker):
         deadline = time.monotonic() + timeout_s
         endpoint = self.process.start(port=self._ports()[0], timeout_s=timeout_s)
         wait_healthy(self._take_endpoint(endpoint, self.process.pid), deadline)
+        self.endpoints = [endpoint]
+        if int(self.cluster_cfg.get("brokers", 1)) > 1:
+            self._start_cluster(deadline)
+
+    def _start_cluster(self, deadline: float) -> None:
+        """The topics' namespace (with cluster.namespaceBundles), with placeOnFirstBroker their
+        bundles owned by broker 1 (an HTTP lookup of each topic while it is the only broker: the
+        leader places a bundle on a registered broker), then brokers 2..N, each registered."""
+        assert self.web_url
+        namespaces = sorted({topic_namespace(t) for t in self.topics})
+        for ns in namespaces:
+            create_namespace(self.web_url, ns, int(self.cluster_cfg.get("namespaceBundles", 0)))
+        if self.cluster_cfg.get("placeOnFirstBroker"):
+            for t in self.topics:
+                lookup(self.web_url, t)
+        base = self.process.settings if self.process else []
+        for i in range(2, int(self.cluster_cfg["brokers"]) + 1):
+            d = os.path.join(self.workdir, "broker-%d" % i)
+            os.makedirs(d, exist_ok=True)
+            p = MagnetarProcess([kv for kv in base if not kv.startswith("webServicePort=")],
+                                workdir=d, binary=self.binary, mode="broker",
+                                data_in_workdir=False, args=self.process.args if self.process
+                                else [], cpus=self.cpus, log_name="broker.log")
+            self.others.append(p)
+            ep = p.start(timeout_s=max(5.0, deadline - time.monotonic()))
+            wait_healthy(ep.admin_url, deadline)
+            self.endpoints.append(ep)
+        wait_registered(self.web_url, len(self.endpoints), deadline)
+        self.description += " (+%d brokers alike)" % len(self.others)
+
+    def cluster_brokers(self) -> list[tuple[str, int | None, str]]:
+        """(name, pid, web URL) of every broker of the run, broker 1 first."""
+        out = [("broker-1", self.pid, self.web_url or "")]
+        for i, (p, ep) in enumerate(zip(self.others, self.endpoints[1:]), start=2):
+            out.append(("broker-%d" % i, p.pid, ep.admin_url or ""))
+        return out
 
     def stop(self) -> None:
         try:
+            for p in self.others:
+                p.stop(timeout_s=30)
+                shutil.rmtree(os.path.join(p.workdir, "data"), ignore_errors=True)  # logs stay
             super().stop()
         finally:
             self.bk.stop()
             self.bk.remove_data()
 
     def aux_pids(self) -> dict[str, list[int]]:
-        return self.bk.pids()
+        pids = self.bk.pids()
+        if self.others:
+            pids["other_brokers"] = [p.pid for p in self.others if p.pid]
+        return pids
 
     def log_paths(self) -> list[str]:
         return super().log_paths() + [

@@ -325,3 +325,38 @@ def seed_chart(out_dir: str, groups: list[tuple[str, list[tuple[str, Json | None
     ax.legend()
     ax.grid(axis="y", alpha=0.3)
     return _save(fig, out_dir, name)
+
+
+def load_balance_chart(out_dir: str, broker_rows: list[Json], lb: Json
+                       ) -> tuple[str, str] | None:
+    """Per-broker msg rate (in + out, the load report's) and CPU over time, the bundle moves
+    (grey dashes at the old owner's release), the splits (red dots) and the target's check time
+    (green). broker_rows: brokers.csv rows; lb: the summary's load_balance document."""
+    if not AVAILABLE or not broker_rows:
+        return None
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    for b in sorted({r["broker"] for r in broker_rows}):
+        rs = [r for r in broker_rows if r["broker"] == b]
+        rate = [(r["t"], (r["msg_rate_in"] or 0) + (r["msg_rate_out"] or 0)) for r in rs
+                if r.get("msg_rate_in") is not None]
+        ax1.plot([t for t, _ in rate], [v for _, v in rate], label=b)
+        cpu = [(r["t"], r["cpu_pct"]) for r in rs if r.get("cpu_pct") is not None]
+        ax2.plot([t for t, _ in cpu], [v for _, v in cpu], label=b)
+    for ax in (ax1, ax2):
+        for i, m in enumerate(lb.get("moves") or []):
+            ax.axvline(m["t"], color="grey", ls="--", lw=0.8,
+                       label="bundle moved" if i == 0 and ax is ax1 else None)
+        for i, t in enumerate(lb.get("split_times_s") or []):
+            ax.axvline(t, color="red", ls=":", lw=1,
+                       label="bundle split" if i == 0 and ax is ax1 else None)
+        if lb.get("check_at_s") is not None:
+            ax.axvline(lb["check_at_s"], color="green", lw=1,
+                       label="target checked" if ax is ax1 else None)
+        ax.grid(alpha=.3)
+    ax1.set_ylabel("msg/s in + out")
+    ax1.set_title("Per-broker message rate (load report) and CPU")
+    ax1.legend(fontsize="small", loc="upper right")
+    ax2.set_ylabel("CPU, % of one core")
+    ax2.set_xlabel("seconds since the measured phase started")
+    return (_save(fig, out_dir, "load-balance.png"),
+            "per-broker msg rate and CPU, bundle moves (dashed), splits (dotted), target check")

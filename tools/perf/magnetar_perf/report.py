@@ -23,6 +23,8 @@ FILES = [
     ("e2e.hgrm", "end-to-end latency percentile distribution, all applications (ms)"),
     ("timeseries.csv", "per second: published, delivered, backlog, p50/p99 latencies"),
     ("stats.csv", "per second: broker CPU %, load generator CPU %, broker RSS"),
+    ("brokers.csv", "several brokers: per sample and broker, CPU %, msg rates, bundles, lb "
+     "counters"),
     ("topic-stats.csv", "per second: the broker's topic stats (rates, backlog) when available"),
     ("violations.txt", "ordering violation and invalid message samples"),
     ("events.jsonl", "the load generator's events (phases, joins, per-second progress)"),
@@ -113,6 +115,32 @@ def storm_rows(s: dict[str, Any]) -> list[list[Any]]:
             ["storm: receipts of sends deduplication dropped", st.get("dedup_receipts")]]
 
 
+def load_balance_rows(lb: dict[str, Any]) -> list[list[Any]]:
+    """The load manager's figures (summary load_balance)."""
+    return [["brokers", ", ".join(lb.get("brokers") or [])],
+            ["shedding interval (s)", lb.get("shedding_interval_s")],
+            ["bundle moves seen / unloads by the leader / splits",
+             "%s / %s / %s" % (lb.get("bundle_moves"), lb.get("unloads"), lb.get("splits"))],
+            ["busiest broker's msg rate over the mean, at the start", lb.get("ratio_at_start")],
+            ["... at %s s (%s intervals), target <= %s" % (
+                lb.get("check_at_s"), lb.get("intervals"), 1 + lb.get("target_pct", 0) / 100),
+             lb.get("ratio_at_check")],
+            ["... at the end", lb.get("ratio_at_end")],
+            ["within the target from (s)", lb.get("within_target_from_s")],
+            ["target met", lb.get("target_met")],
+            ["e2e p99 baseline (median per-second p99 away from moves, ms)",
+             lb.get("p99_baseline_ms")],
+            ["e2e p99 worst in %s s after a move (ms)" % lb.get("window_s"),
+             lb.get("p99_worst_after_move_ms")],
+            ["messages stored / acknowledged", "%s / %s" % (lb.get("stored_messages"),
+                                                          lb.get("acknowledged_messages"))]]
+
+
+def move_rows(lb: dict[str, Any]) -> list[list[Any]]:
+    return [[m["t"], m["bundle"], m["from"], m["to"], m["placed_t"], m.get("p99_before_ms"),
+             m.get("p99_after_ms")] for m in lb.get("moves") or []]
+
+
 def app_rows(s: dict[str, Any]) -> list[list[Any]]:
     return [[a["name"], a.get("join_s"), a.get("subscribe_s"), a["unique"], a["duplicates"],
              a["ordering_violations"], a["invalid"], a["missing"], a.get("catch_up_s"),
@@ -142,6 +170,11 @@ def write_run_report(out_dir: str, scenario: Scenario, s: dict[str, Any], info: 
     smp_rows = read_csv(os.path.join(out_dir, "stats.csv"))
     topic_rows = read_csv(os.path.join(out_dir, "topic-stats.csv"))
     made = charts.run_charts(out_dir, worker, smp_rows, topic_rows, s)
+    if s.get("load_balance"):
+        lb_chart = charts.load_balance_chart(
+            out_dir, read_csv(os.path.join(out_dir, "brokers.csv")), s["load_balance"])
+        if lb_chart:
+            made.append(lb_chart)
     verdict = "VALID" if s["valid"] else "INVALID"
     doc = Doc("magnetar-perf run: %s (%s) - %s" % (s["scenario"], s.get("broker"), verdict))
     if not s["valid"]:
@@ -165,6 +198,11 @@ def write_run_report(out_dir: str, scenario: Scenario, s: dict[str, Any], info: 
     doc.table(["application", "join s", "subscribing took s", "unique", "duplicates",
                "ordering violations", "invalid", "missing", "catch-up s", "all delivered at s"],
               app_rows(s))
+    if s.get("load_balance"):
+        doc.heading("Load balance (several brokers)")
+        doc.table(["measure", "value"], load_balance_rows(s["load_balance"]))
+        doc.table(["move at s", "bundle", "from", "to", "placed at s", "e2e p99 before ms",
+                   "e2e p99 after ms"], move_rows(s["load_balance"]))
     doc.heading("Latency (ms, measured phase)")
     doc.table(["", "p50", "p90", "p99", "p99.9", "max"], latency_rows(s))
     doc.heading("Broker CPU by thread (% of one core, measured phase)")

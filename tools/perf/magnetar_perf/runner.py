@@ -17,7 +17,7 @@ import urllib.request
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import brokers, procstat, report, sampler, summary
+from . import brokers, loadbalance, procstat, report, sampler, summary
 from .storm import Storm
 
 if TYPE_CHECKING:
@@ -167,8 +167,11 @@ def make_broker(scenario: Scenario, out_dir: str, broker_url: str | None = None,
     if broker_url:
         return brokers.ExternalBroker(broker_url, web_url, broker_pid)
     if cfg["kind"] == "magnetar-bk":
+        wl = scenario.data["workload"]
+        topics = ["%s%d" % (wl["topicPrefix"], i) for i in range(wl["topics"])]
         return brokers.MagnetarBkBroker(find_magnetar(cfg.get("binary") or magnetar_bin),
-                                        os.path.join(out_dir, "broker"), cfg)
+                                        os.path.join(out_dir, "broker"), cfg,
+                                        scenario.data["cluster"], topics)
     if cfg["kind"] in ("pulsar", "pulsar-bk"):
         prefix = scenario.data["workload"]["topicPrefix"].split("://", 1)[-1]
         namespace = "/".join(prefix.split("/")[:2])
@@ -250,6 +253,8 @@ def run(scenario: Scenario, out_dir: str, broker_url: str | None = None,
     storm = None
     limits = None
     worker_exit = None
+    csmp = None
+    stored = None
     t0 = time.monotonic()
     try:
         if not os.access(worker_bin, os.X_OK):
@@ -293,11 +298,22 @@ def run(scenario: Scenario, out_dir: str, broker_url: str | None = None,
                               scenario.data["sampling"]["topicStats"], worker_pid=wp.pid)
         smp_holder["s"] = smp
         smp.start()
+        if hasattr(broker, "cluster_brokers") and broker.others:
+            csmp = loadbalance.ClusterSampler(broker.cluster_brokers(),
+                                              scenario.data["sampling"]["intervalSeconds"])
+            csmp.start()
         timeout = scenario.data["workload"]["timeoutSeconds"] + 120
         worker_exit = wp.wait(timeout)
         if worker_exit is None:
             problems.append("the load generator did not finish within %d s (killed)" % timeout)
         smp.stop()
+        if csmp:
+            csmp.stop()
+            stored, why, docs = loadbalance.stored_entries(broker.web_url, topics)
+            with open(os.path.join(out_dir, "internal-stats.json"), "w") as f:
+                json.dump(docs, f, indent=1)
+            if why:
+                problems.append(why)
         if storm:
             storm.join()
             problems.extend(storm.errors)
@@ -313,6 +329,8 @@ def run(scenario: Scenario, out_dir: str, broker_url: str | None = None,
     finally:
         if smp:
             smp.stop()
+        if csmp:
+            csmp.stop()
         broker.stop()
     if isinstance(broker, brokers.MagnetarBroker) and getattr(broker, "exit_code", 0) not in (
             0, None, -15):
@@ -327,13 +345,37 @@ def run(scenario: Scenario, out_dir: str, broker_url: str | None = None,
             worker_log = f.read()[-4000:]
     except OSError:
         worker_log = ""
+    lb_doc = None
+    if csmp:
+        lb_doc, lb_problems = loadbalance.summarize(
+            csmp.rows, worker, scenario.data["cluster"], scenario.data["broker"]["settings"],
+            smp_t0(smp, worker, t0), stored)
+        problems.extend(lb_problems)
     s = summary.build(scenario, worker, smp, broker, worker_exit, problems, worker_log,
                       storm=storm, limits=limits)
+    s["load_balance"] = lb_doc
     with open(os.path.join(out_dir, "summary.json"), "w") as f:
         json.dump(s, f, indent=2)
     write_data_files(out_dir, worker, smp, smp_t0(smp, worker, t0))
+    if csmp:
+        write_cluster_files(out_dir, csmp.rows, smp_t0(smp, worker, t0))
     report.write_run_report(out_dir, scenario, s, info, worker, smp)
     return s
+
+
+def write_cluster_files(out_dir: str, rows: list[Json], t0: float) -> None:
+    """brokers.csv: per sample and broker, CPU %, msg rates, bundles and the lb counters."""
+    rel = loadbalance.relative(rows, t0)
+    series = loadbalance.broker_series(rel)
+    cpu = {(b, p["t"]): p["cpu_pct"] for b, pts in series.items() for p in pts}
+    out = []
+    for r in sorted(rel, key=lambda r: (r["t"], r["broker"])):
+        c = cpu.get((r["broker"], r["t"]))
+        out.append(dict(r, cpu_pct=round(c, 1) if c is not None else None,
+                        bundles=len(r["bundles"]) if "bundles" in r else None))
+    write_csv(os.path.join(out_dir, "brokers.csv"), out,
+              ["t", "broker", "cpu_pct", "msg_rate_in", "msg_rate_out", "bundles"] +
+              list(loadbalance.LB_METRICS))
 
 
 def memory_limits(broker: brokers.Broker) -> Json | None:

@@ -118,6 +118,23 @@ DEFAULTS = {
         "atSeconds": 0.0,           # 0: no storm
         "mode": "unload",
     },
+    # Several brokers (broker.kind magnetar-bk only) and the load manager at work (issue 48):
+    # brokers > 1 starts that many `magnetar broker`s on the run's ZooKeeper and bookies; the
+    # topics' namespace is created with namespaceBundles bundles (0: the broker's default);
+    # placeOnFirstBroker: the topics' bundles are owned by broker 1 (HTTP lookups through it
+    # while it is the only broker) before the others start, so the load starts on one broker.
+    # The run samples each broker's CPU, load report and lb metrics every sampling interval and
+    # checks that within targetIntervals shedding intervals (from the measured phase's start)
+    # the busiest broker's msg rate (in + out) is within targetPercent of the brokers' mean;
+    # windowSeconds: the end-to-end p99 is reported over that long before and after each move.
+    "cluster": {
+        "brokers": 1,
+        "namespaceBundles": 0,
+        "placeOnFirstBroker": False,
+        "targetPercent": 25.0,
+        "targetIntervals": 5,
+        "windowSeconds": 5.0,
+    },
     "sampling": {
         "intervalSeconds": 1.0,
         "topicStats": True,         # GET /admin/v2/persistent/{tenant}/{ns}/{topic}/stats
@@ -285,11 +302,29 @@ def validate(data: dict[str, Any], defaults: dict[str, Any] = DEFAULTS,
         bk = data.get("broker", {}).get("bookkeeper", {})
         if bk:
             check_bookkeeper(bk)
+        check_cluster(data)
         storm = data.get("storm", {})
         if storm.get("mode") not in STORM_MODES:
             raise ScenarioError("storm.mode must be one of %s" % ", ".join(STORM_MODES))
         if storm.get("atSeconds", 0) < 0:
             raise ScenarioError("storm.atSeconds must be >= 0")
+
+
+def check_cluster(data: dict[str, Any]) -> None:
+    """cluster: several brokers only on magnetar-bk (topics that move keep their messages only
+    on BookKeeper), placeOnFirstBroker only with several, sane targets."""
+    c = data.get("cluster", {})
+    n = c.get("brokers", 1)
+    if n < 1:
+        raise ScenarioError("cluster.brokers must be >= 1, got %r" % (n,))
+    if n > 1 and data.get("broker", {}).get("kind") != "magnetar-bk":
+        raise ScenarioError("cluster.brokers > 1 needs broker.kind magnetar-bk")
+    if c.get("placeOnFirstBroker") and n < 2:
+        raise ScenarioError("cluster.placeOnFirstBroker needs cluster.brokers >= 2")
+    if c.get("namespaceBundles", 0) < 0 or c.get("targetIntervals", 1) < 1 or \
+            c.get("targetPercent", 1) <= 0 or c.get("windowSeconds", 1) <= 0:
+        raise ScenarioError("cluster: namespaceBundles >= 0, targetIntervals >= 1, "
+                            "targetPercent > 0 and windowSeconds > 0 are required")
 
 
 def check_gateway_protocol(data: dict[str, Any]) -> None:

@@ -248,6 +248,24 @@ def check_output(app: dict[str, Any]) -> list[str]:
     return out
 
 
+def check_load_balance(lb: dict[str, Any] | None) -> list[str]:
+    """Problems of a run with several brokers (load_balance): the figures present, every
+    acknowledged message stored once. The balance target is reported, not required here."""
+    if lb is None:
+        return []
+    out = []
+    for k in ("bundle_moves", "unloads", "splits", "ratio_at_start", "shedding_interval_s"):
+        v = lb.get(k)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            out.append("load_balance.%s is not a non-negative number: %r" % (k, v))
+    if not isinstance(lb.get("target_met"), bool):
+        out.append("load_balance.target_met is not a bool")
+    stored, acked = lb.get("stored_messages"), lb.get("acknowledged_messages")
+    if not isinstance(stored, int) or stored != acked:
+        out.append("load_balance: %r messages stored, %r acknowledged" % (stored, acked))
+    return out
+
+
 def check(summary: dict[str, Any], require_valid: bool = True) -> list[str]:
     """Problems with a summary (empty list: it holds every measure, and is valid if required)."""
     out = []
@@ -294,6 +312,7 @@ def check(summary: dict[str, Any], require_valid: bool = True) -> list[str]:
                 out.append("storm.%s is not a non-negative number: %r" % (k, st.get(k)))
         if not isinstance(st.get("dedup_receipts"), int):
             out.append("storm.dedup_receipts is not an integer")
+    out.extend(check_load_balance(summary.get("load_balance")))
     apps = summary["applications"]
     if not isinstance(apps, list) or not apps:
         out.append("applications is empty")

@@ -167,6 +167,42 @@ TEST_F(ReleaseTest, WithoutAReleaseHandlerTheLostHandlerRunsAndTheOwnershipGoesA
   EXPECT_FALSE(ownerOf(key).has_value());
 }
 
+// Shedding's destination (Pulsar's doLoadShedding runs selectBroker before the unload): the
+// owner itself while it is the only broker (the bundle then stays), else the broker the
+// placement picks, which the bundle is preallocated to: the lookup after the unload goes there.
+TEST_F(ReleaseTest, AShedBundleGoesToTheDestinationChosenBeforeTheUnload) {
+  startBroker(60000, false);
+  ASSERT_TRUE(lookup().error.isOk());
+  auto owned = ns_->ownedBundles();
+  ASSERT_EQ(owned.size(), 1u);
+  const std::string key = owned[0];
+  auto destination = [&] {
+    std::promise<std::optional<std::string>> p;
+    ns_->chooseUnloadDestination(key, "127.0.0.1:8080", &replies_,
+                                 [&p](std::optional<std::string> b) { p.set_value(b); });
+    auto f = p.get_future();
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    return f.get();
+  };
+  EXPECT_EQ(destination(), std::optional<std::string>("127.0.0.1:8080"));
+  // A second broker registers, owning nothing: the even spread picks it.
+  BrokerUrls other{
+      "127.0.0.2:8080", "pulsar://127.0.0.2:6650", "", "http://127.0.0.2:8080", "", {}};
+  std::promise<bool> put;
+  store_->put("/loadbalance/brokers/127.0.0.2:8080", localBrokerDataJson(other, {}, 1, 1), {},
+              &replies_, [&put](const Result<metadata::Stat>& r) { put.set_value(r.isOk()); });
+  ASSERT_TRUE(put.get_future().get());
+  EXPECT_EQ(destination(), std::optional<std::string>("127.0.0.2:8080"));
+  std::promise<Status> unloaded;
+  ns_->unloadBundle("public/default", key.substr(key.rfind('/') + 1), &replies_,
+                    [&unloaded](Status s) { unloaded.set_value(s); });
+  ASSERT_TRUE(unloaded.get_future().get().isOk());
+  LookupAnswer a = lookup();
+  ASSERT_TRUE(a.error.isOk()) << a.error.toString();
+  EXPECT_TRUE(a.redirect);
+  EXPECT_EQ(a.url, "pulsar://127.0.0.2:6650");
+}
+
 // A session whose ZooKeeper falls silent on demand, as seen by a broker resumed from a SIGSTOP
 // past its session: nothing it asked for is answered and no watch or session event has arrived
 // yet. Requests made meanwhile go out (in order) at speak().
