@@ -18,6 +18,9 @@ bundle moves during the test), CPU weight 0 (all share this host's CPU), reports
    writes /loadbalance/broker-time-average/{HOT} with HOT's rate (over Magnetar's own all-zero
    one) and the hot bundle's /loadbalance/bundle-data: Pulsar's aggregation of Magnetar's
    lastStats, as Pulsar's admin API shows no other broker's report.
+3. Unload with destinationBroker across kinds: through P to the Magnetar leader (phase 1: a bundle
+   of A goes to the loaded P), and through a Magnetar owner to the Pulsar leader (phase 2: a
+   bundle goes to HOT): each leader keeps the destination for the bundle's next placement.
 
 Skipped like test_pulsar_interop.py without Java or the Pulsar jars."""
 
@@ -171,6 +174,25 @@ def owners(via, brokers: list, ns: str, n: int) -> list:
     return found
 
 
+def unload_to(via, ns: str, index: int, dest, brokers: list, old) -> object:
+    """Unloads bundle `index` of ns (owned by `old`) through `via` with destinationBroker=dest
+    (redirects followed: to the leader, then to the owner); the owner a lookup through `via`
+    names next (once it no longer names `old`: a broker's ownership view may lag)."""
+    bundle = bundles_of(via.web, ns)[index]
+    r = requests.put(f"{via.web}/admin/v2/namespaces/{ns}/{bundle}/unload",
+                     params={"destinationBroker": broker_id(dest)}, timeout=30)
+    assert r.status_code == 204, (r.status_code, r.text)
+    path = topic_in_bundle(ns, bundles_of(via.web, ns), index).replace("://", "/")
+    deadline = time.monotonic() + 10
+    while True:
+        r = requests.get(f"{via.web}/lookup/v2/topic/{path}", timeout=30)
+        assert r.status_code == 200, (r.status_code, r.text)
+        owner = next(b for b in brokers if b.url == r.json()["brokerUrl"])
+        if owner is not old or time.monotonic() > deadline:
+            return owner
+        time.sleep(0.1)
+
+
 def hot_topic(owner, ns: str) -> str:
     """A topic of a new one-bundle namespace, its bundle taken by `owner` (authoritative
     lookup there)."""
@@ -223,6 +245,10 @@ def test_leaders_of_either_kind_place_by_the_other_kinds_reports(bk_cluster):
         time.sleep(2)  # a few reports sampled by the leader
         busy_owners = owners(pul, pair, f"public/busy-{run}", 8)
         assert pul not in busy_owners, names(busy_owners)
+        # Unload with destinationBroker through P: Pulsar sends it to the Magnetar leader, which
+        # keeps the destination for the next placement: the loaded P.
+        moved = unload_to(pul, f"public/busy-{run}", 0, pul, pair, mag)
+        assert moved is pul, broker_id(moved)
         traffic.stop()
         traffic = None
 
@@ -251,6 +277,10 @@ def test_leaders_of_either_kind_place_by_the_other_kinds_reports(bk_cluster):
         placed = owners(pul, trio, f"public/pmany-{run}", 16)
         assert hot not in placed, names(placed)
         assert placed.count(idle) >= 3, names(placed)
+        # And the reverse: through the Magnetar owner, whose 307 takes the destination to the
+        # Pulsar leader; Pulsar's next placement gives the bundle to HOT.
+        moved = unload_to(idle, f"public/pmany-{run}", placed.index(idle), hot, trio, idle)
+        assert moved is hot, broker_id(moved)
 
         # Pulsar's leader's aggregation of HOT's report, once its quota task ran.
         def hot_average():
@@ -259,8 +289,10 @@ def test_leaders_of_either_kind_place_by_the_other_kinds_reports(bk_cluster):
 
         average = wait_for("Pulsar's time average of HOT", 100, hot_average)
         assert average["longTermMsgRateIn"] > RATE * 0.3, average
-        bundle = zk.json(f"/loadbalance/bundle-data/{hot_ns}/0x00000000_0xffffffff")
-        assert bundle is not None and bundle["shortTermData"]["msgRateIn"] > RATE * 0.5, bundle
+        # Written by the same task (its writes are concurrent: this one may come a moment later).
+        bundle = wait_for("Pulsar's bundle data of HOT's bundle", 10, lambda: zk.json(
+            f"/loadbalance/bundle-data/{hot_ns}/0x00000000_0xffffffff"))
+        assert bundle["shortTermData"]["msgRateIn"] > RATE * 0.5, bundle
         idle_average = zk.json(f"/loadbalance/broker-time-average/{broker_id(idle)}")
         assert idle_average is not None and idle_average["shortTermMsgRateIn"] < RATE * 0.1
         print(f"\nPulsar started in {pul.took:.0f} s; Magnetar leader: idle {names(idle_owners)}, "
