@@ -625,7 +625,7 @@ void unloadOrRedirect(NamespaceService* nsp, const std::string& nsName, const st
 // goes on with the unload. then runs on ex.
 void withUnloadDestination(NamespaceService* nsp, const HttpRequest& req, const std::string& key,
                            net::Executor* ex,
-                           std::function<void(std::optional<HttpResponse>)> then) {
+                           const std::function<void(std::optional<HttpResponse>)>& then) {
   std::string dest = queryParam(req, "destinationBroker").value_or("");
   static const std::regex kScheme("https?://");
   dest = std::regex_replace(dest, kScheme, "", std::regex_constants::format_first_only);
