@@ -726,6 +726,7 @@ void NamespaceService::placeBundle(const std::shared_ptr<Placement>& p) {
   }
   in.loads = &loads;
   in.policies = &p->policies;
+  in.roundRobin = &roundRobin_;
   if (!p->group.empty()) {
     in.antiAffinityCounts =
         antiAffinityNamespaceCounts(brokerNamespaces(loads), p->groupOf, p->group);

@@ -325,6 +325,7 @@ class NamespaceService : public TopicOwnership {
   Preallocations preallocated_;
   // Leader: bundle key -> destination broker of an unload (setBundleAffinity), used once.
   std::map<std::string, std::string> affinity_;
+  uint64_t roundRobin_ = 0;     // PlacementInput::roundRobin
   std::string loggedStrategy_;  // an unsupported placement strategy already logged
   std::mt19937_64 random_{std::random_device{}()};  // ties between equally loaded brokers
 };
