@@ -1,10 +1,12 @@
 #include "admin/cluster_routes.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <future>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <set>
 #include <utility>
 
@@ -40,6 +42,21 @@ std::string withAuthoritative(const std::string& query, bool value) {
     pos = amp + 1;
   }
   return out + (out.empty() ? "" : "&") + "authoritative=" + (value ? "true" : "false");
+}
+
+// The query without parameter `name` (Pulsar's replaceQueryParam(name, null)).
+std::string withoutParam(const std::string& query, std::string_view name) {
+  std::string out;
+  size_t pos = 0;
+  while (!query.empty() && pos <= query.size()) {
+    size_t amp = query.find('&', pos);
+    std::string kv = query.substr(pos, amp == std::string::npos ? std::string::npos : amp - pos);
+    std::string_view key = std::string_view(kv).substr(0, kv.find('='));
+    if (!kv.empty() && key != name) out += (out.empty() ? "" : "&") + kv;
+    if (amp == std::string::npos) break;
+    pos = amp + 1;
+  }
+  return out;
 }
 
 // 307 to `webUrl` + the request's path and query (authoritative replaced).
@@ -572,6 +589,66 @@ void addBrokerRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* sv
         });
 }
 
+// Unloads `bundle` of nsName here when owned here; 307 to its owner otherwise (without
+// destinationBroker); 204 when unowned.
+void unloadOrRedirect(NamespaceService* nsp, const std::string& nsName, const std::string& bundle,
+                      const HttpRequest& req, net::Executor* ex, const Respond& respond) {
+  nsp->ownerOf(
+      nsName + "/" + bundle, ex,
+      [nsp, nsName, bundle, req, ex, respond](Result<std::optional<broker::cluster::OwnerData>> o) {
+        if (!o.isOk() && o.status().code() == StatusCode::kCorruption) {
+          // An ownership znode naming no broker: removed here (unloadBundle), so the bundle is
+          // placed again at the next lookup.
+          return nsp->unloadBundle(nsName, bundle, ex, [respond](const Status& s) {
+            respond(s.isOk() ? noContent() : storeError(s));
+          });
+        }
+        if (!o.isOk()) return respond(storeError(o.status()));
+        if (!o->has_value()) return respond(noContent());
+        if ((*o)->urls.webServiceUrl != nsp->self().webServiceUrl) {
+          // The destination stays with the leader (Pulsar drops it on this hop).
+          HttpRequest toOwner = req;
+          toOwner.query = withoutParam(req.query, "destinationBroker");
+          return respond(redirectTo((*o)->urls.webServiceUrl, toOwner, nsp->isLeader()));
+        }
+        nsp->unloadBundle(nsName, bundle, ex, [respond](const Status& s) {
+          if (!s.isOk()) return respond(storeError(s));
+          respond(noContent());
+        });
+      });
+}
+
+// Pulsar's setNamespaceBundleAffinityAsync for an unload with ?destinationBroker= (its
+// http(s):// prefix dropped): not a registered broker: 409; on a broker that is not the leader:
+// 307 to the leader (authoritative=false); on the leader: the bundle's next placement goes
+// there (NamespaceService::setBundleAffinity). then(response) ends the request early, then({})
+// goes on with the unload. then runs on ex.
+void withUnloadDestination(NamespaceService* nsp, const HttpRequest& req, const std::string& key,
+                           net::Executor* ex,
+                           const std::function<void(std::optional<HttpResponse>)>& then) {
+  std::string dest = queryParam(req, "destinationBroker").value_or("");
+  static const std::regex kScheme("https?://");
+  dest = std::regex_replace(dest, kScheme, "", std::regex_constants::format_first_only);
+  if (dest.find_first_not_of(" \t") == std::string::npos) return then(std::nullopt);
+  nsp->activeBrokers(ex, [nsp, req, key, dest, ex, then](Result<std::vector<std::string>> brokers) {
+    if (!brokers.isOk()) return then(storeError(brokers.status()));
+    if (std::find(brokers->begin(), brokers->end(), dest) == brokers->end()) {
+      return then(HttpResponse::error(
+          409, "Not allowed unload namespace bundle to inactive destination broker"));
+    }
+    if (nsp->isLeader()) {
+      nsp->setBundleAffinity(key, dest);
+      return then(std::nullopt);
+    }
+    nsp->leaderBroker(ex, [req, then](Result<broker::cluster::LeaderData> l) {
+      if (!l.isOk()) {
+        return then(HttpResponse::error(412, "The current leader is empty."));
+      }
+      then(redirectTo(l->serviceUrl, req, false));
+    });
+  });
+}
+
 void addBundleRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* svc) {
   r.add("GET", "/admin/v2/namespaces/{tenant}/{namespace}/bundles",
         [nsp, svc](const HttpRequest&, const PathParams& p, const Respond& respond) {
@@ -617,27 +694,10 @@ void addBundleRoutes(Router& r, NamespaceService* nsp, broker::BrokerService* sv
                 return respond(HttpResponse::error(
                     412, "Bundle " + bundle + " is not a bundle of namespace " + nsName));
               }
-              nsp->ownerOf(
-                  key, ex,
-                  [nsp, nsName, bundle, req, ex,
-                   respond](Result<std::optional<broker::cluster::OwnerData>> o) {
-                    if (!o.isOk() && o.status().code() == StatusCode::kCorruption) {
-                      // An ownership znode naming no broker: removed here (unloadBundle), so
-                      // the bundle is placed again at the next lookup.
-                      return nsp->unloadBundle(nsName, bundle, ex, [respond](const Status& s) {
-                        respond(s.isOk() ? noContent() : storeError(s));
-                      });
-                    }
-                    if (!o.isOk()) return respond(storeError(o.status()));
-                    if (!o->has_value()) return respond(noContent());
-                    if ((*o)->urls.webServiceUrl != nsp->self().webServiceUrl) {
-                      return respond(redirectTo((*o)->urls.webServiceUrl, req, nsp->isLeader()));
-                    }
-                    nsp->unloadBundle(nsName, bundle, ex, [respond](const Status& s) {
-                      if (!s.isOk()) return respond(storeError(s));
-                      respond(noContent());
-                    });
-                  });
+              withUnloadDestination(nsp, req, key, ex, [=](std::optional<HttpResponse> early) {
+                if (early) return respond(std::move(*early));
+                unloadOrRedirect(nsp, nsName, bundle, req, ex, respond);
+              });
             });
       });
 }

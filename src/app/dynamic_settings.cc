@@ -72,6 +72,7 @@ bool loadManagerReadsAtUse(config::SettingId id) {
     case SettingId::maxUnloadBundleNumPerShedding:
     case SettingId::loadBalancerHistoryResourcePercentage:
     case SettingId::loadBalancerBundleUnloadMinThroughputThreshold:
+    case SettingId::loadBalancerSheddingExcludedNamespaces:
       return true;
     // Written in the report (loadManagerClassName); read when the load manager starts.
     case SettingId::loadManagerClassName:

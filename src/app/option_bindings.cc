@@ -472,6 +472,9 @@ broker::cluster::NamespaceServiceOptions namespaceServiceOptionsFrom(
     s.overloadedThresholdPercentage = cfg->loadBalancerBrokerOverloadedThresholdPercentage();
     s.brokerMaxTopics = cfg->loadBalancerBrokerMaxTopics();
     s.distributeBundlesEvenly = cfg->loadBalancerDistributeBundlesEvenlyEnabled();
+    for (const auto& ns : cfg->loadBalancerSheddingExcludedNamespaces()) {
+      s.sheddingExcludedNamespaces.insert(ns);
+    }
     s.cpuWeight = cfg->loadBalancerCPUResourceWeight();
     s.memoryWeight = cfg->loadBalancerMemoryResourceWeight();
     s.directMemoryWeight = cfg->loadBalancerDirectMemoryResourceWeight();
@@ -518,9 +521,13 @@ broker::cluster::LoadManager::Options loadManagerOptionsFrom(
     b.sheddingIntervalMinutes = cfg->loadBalancerSheddingIntervalMinutes();
     b.sheddingIntervalMillisForTesting = cfg->loadBalancerSheddingIntervalMillisForTesting();
     b.sheddingGracePeriodMinutes = cfg->loadBalancerSheddingGracePeriodMinutes();
+    for (const auto& ns : cfg->loadBalancerSheddingExcludedNamespaces()) {
+      b.sheddingExcludedNamespaces.insert(ns);
+    }
     broker::cluster::SheddingSettings& s = b.shedding;
     s.brokerThresholdShedderPercentage = cfg->loadBalancerBrokerThresholdShedderPercentage();
     s.historyResourcePercentage = cfg->loadBalancerHistoryResourcePercentage();
+    s.lowerBoundarySheddingEnabled = cfg->lowerBoundarySheddingEnabled();
     s.bundleUnloadMinThroughputThreshold = cfg->loadBalancerBundleUnloadMinThroughputThreshold();
     s.cpuWeight = cfg->loadBalancerCPUResourceWeight();
     s.directMemoryWeight = cfg->loadBalancerDirectMemoryResourceWeight();

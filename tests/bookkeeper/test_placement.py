@@ -8,6 +8,8 @@ loadBalancerDistributeBundlesEvenlyEnabled=false (the leader's choice is the str
   idle brokers (at least two each), and a bundle of yet another namespace goes to an idle broker
   too, although the hot broker has the fewest bundles (1 against 2 or more): Pulsar's
   LeastLongTermMessageRate.
+- Unload with destinationBroker: four bundles unloaded naming the hot broker land there (a
+  destination that is not registered: 409).
 - Anti-affinity: three namespaces of one anti-affinity group land on three different brokers,
   the last one on the hot broker (the only one without a namespace of the group).
 - Isolation: with a policy naming 127.0.0.3 the primary of public/iso-.*, a namespace it matches
@@ -97,6 +99,45 @@ def bundles_of(web: str, ns: str) -> list[str]:
     return [f"{b[i]}_{b[i + 1]}" for i in range(len(b) - 1)]
 
 
+def leader_of(brokers: list[HostBroker]) -> HostBroker:
+    r = requests.get(f"{brokers[0].web}/admin/v2/brokers/leaderBroker", timeout=10).json()
+    return next(b for b in brokers if b.id == r["brokerId"])
+
+
+def owner_after_unload(brokers: list[HostBroker], topic: str, old: HostBroker) -> HostBroker:
+    """The owner a lookup names once it no longer names `old` (a broker's view of the ownership
+    znodes may lag the unload by a notification)."""
+    deadline = time.monotonic() + 10
+    while (b := owner_of(brokers, topic)) is old and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return b
+
+
+def unload_to_destination(brokers: list[HostBroker], ns: str, dest: HostBroker) -> None:
+    """ns (4 bundles) placed, then each bundle unloaded with destinationBroker=dest through a
+    broker that is neither its owner nor the leader where there is one (307 to the leader, which
+    keeps the destination, then to the owner): each lands on dest. A destination that is not
+    registered is refused (409, Pulsar's message)."""
+    create_namespace(brokers[0].web, ns, 4)
+    bundles = bundles_of(brokers[0].web, ns)
+    topics = [topic_in_bundle(ns, bundles, i) for i in range(4)]
+    owners = [owner_of(brokers, t) for t in topics]
+    assert dest not in owners, [o.id for o in owners]
+    r = requests.put(f"{brokers[0].web}/admin/v2/namespaces/{ns}/{bundles[0]}/unload",
+                     params={"destinationBroker": "127.0.0.9:1"}, timeout=30)
+    assert r.status_code == 409, (r.status_code, r.text)
+    assert "inactive destination broker" in r.json()["reason"], r.text
+    leader = leader_of(brokers)
+    for i, (bundle, topic, owner) in enumerate(zip(bundles, topics, owners)):
+        via = next((b for b in brokers if b not in (owner, leader)), owner)
+        prefix = "http://" if i % 2 else ""  # Pulsar drops an http(s):// prefix
+        r = requests.put(f"{via.web}/admin/v2/namespaces/{ns}/{bundle}/unload",
+                         params={"destinationBroker": prefix + dest.id}, timeout=30)
+        assert r.status_code == 204, (r.status_code, r.text)
+        got = owner_after_unload(brokers, topic, owner)
+        assert got is dest, (i, got.id, dest.id)
+
+
 def test_placement_by_rate_anti_affinity_and_isolation(brokers: list[HostBroker]) -> None:
     web = brokers[0].web
     run = uuid.uuid4().hex[:6]
@@ -152,6 +193,11 @@ def test_placement_by_rate_anti_affinity_and_isolation(brokers: list[HostBroker]
         # The hot broker has the fewest bundles, yet a new bundle goes elsewhere.
         fresh = owner_of(brokers, f"persistent://public/fresh-{run}/t")
         assert fresh is not hot, fresh.id
+
+        # Unload with destinationBroker (Pulsar 3+'s `namespaces unload --destinationBroker`):
+        # the next placement goes there, even to the hot broker no placement picks by load.
+        unload_to_destination(brokers, f"public/dest-{run}", hot)
+        pump(0.2)
 
         # Anti-affinity: three namespaces of group g on three brokers.
         group = f"g-{run}"

@@ -65,7 +65,9 @@ def read_ports(path: str) -> dict:
 
 
 class MagnetarBroker:
-    def __init__(self, base: str, meta: str, bk_uri: str, cluster: str, name="magnetar") -> None:
+    def __init__(self, base: str, meta: str, bk_uri: str, cluster: str, name="magnetar",
+                 extra: tuple[str, ...] = ()) -> None:
+        """extra: more settings (key=value)."""
         self.dir = os.path.join(base, name)
         os.makedirs(self.dir, exist_ok=True)
         self.ports_file = os.path.join(self.dir, "ports")
@@ -81,6 +83,7 @@ class MagnetarBroker:
             f"journalDirectory={self.dir}/data/journal",
             f"bookkeeperMetadataServiceUri={bk_uri}",
             *LEDGER_SETTINGS,
+            *extra,
         )
         self.proc = subprocess.Popen(
             [
@@ -104,9 +107,12 @@ class MagnetarBroker:
 
 
 class PulsarBroker:
-    def __init__(self, base: str, meta: str, bk_uri: str) -> None:
+    def __init__(self, base: str, meta: str, bk_uri: str, cluster: str = CLUSTER,
+                 extra: tuple[str, ...] = ()) -> None:
+        """extra: more settings (key=value) for its broker.conf."""
         self.dir = os.path.join(base, "pulsar")
         self.meta, self.bk_uri = meta, bk_uri
+        self.cluster, self.extra = cluster, extra
         self.url = self.web = ""
         self.took = 0.0
 
@@ -120,6 +126,7 @@ class PulsarBroker:
             # second, the rest flushed within a minute), so a kill -9 loses none of them.
             "managedLedgerDefaultMarkDeleteRateLimit=0",
             f"metadataStoreSessionTimeoutMillis={PULSAR_SESSION_TIMEOUT_MS}",
+            *self.extra,
         ]
         start = time.monotonic()
         p = subprocess.run(
@@ -134,7 +141,7 @@ class PulsarBroker:
                 "-b",
                 self.bk_uri,
                 "-c",
-                CLUSTER,
+                self.cluster,
                 "--timeout",
                 "180",
                 *[a for kv in sets for a in ("--set", kv)],

@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <regex>
 #include <string>
@@ -428,6 +429,18 @@ std::optional<std::string> leastLongTermMessageRate(const std::set<std::string>&
   return best[std::min(i, best.size() - 1)];
 }
 
+namespace {
+
+// RoundRobinBrokerSelector over the candidates in ascending order.
+std::optional<std::string> roundRobinBroker(const std::set<std::string>& candidates,
+                                            uint64_t* counter) {
+  if (candidates.empty()) return std::nullopt;
+  uint64_t n = counter ? (*counter)++ : 0;
+  return *std::next(candidates.begin(), static_cast<std::ptrdiff_t>(n % candidates.size()));
+}
+
+}  // namespace
+
 std::optional<std::string> selectBroker(const PlacementInput& in, const PlacementSettings& s,
                                         const Pick& pick) {
   static const BrokerLoads kNoLoads;
@@ -444,7 +457,9 @@ std::optional<std::string> selectBroker(const PlacementInput& in, const Placemen
     removeMostServicingBrokersForNamespace(in.bundleKey, candidates, brokerNamespaces(loads));
   }
   if (candidates.empty()) candidates = allowed;
-  auto broker = leastLongTermMessageRate(candidates, loads, s, pick);
+  auto broker = s.sheddingExcludedNamespaces.count(ns)
+                    ? roundRobinBroker(candidates, in.roundRobin)
+                    : leastLongTermMessageRate(candidates, loads, s, pick);
   if (!broker) return broker;
   auto it = loads.find(*broker);
   if (it != loads.end()) {

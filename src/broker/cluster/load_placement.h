@@ -39,6 +39,8 @@ struct PlacementSettings {
       setting_defaults::loadBalancerBrokerOverloadedThresholdPercentage;
   int32_t brokerMaxTopics = setting_defaults::loadBalancerBrokerMaxTopics;
   bool distributeBundlesEvenly = setting_defaults::loadBalancerDistributeBundlesEvenlyEnabled;
+  // loadBalancerSheddingExcludedNamespaces ("tenant/ns"): their bundles are placed round robin.
+  std::set<std::string> sheddingExcludedNamespaces;
   // LeastLongTermMessageRate's overload test: Pulsar passes the five weights with the
   // deprecated "Bandwith" spelling and the memory weight.
   double cpuWeight = setting_defaults::loadBalancerCPUResourceWeight;
@@ -157,7 +159,8 @@ std::optional<std::string> leastLongTermMessageRate(const std::set<std::string>&
 // Everything ModularLoadManagerImpl.selectBroker does for `bundleKey`: the namespace policies on
 // `available`, the topic-count filter, anti-affinity (antiAffinityCounts: nullopt when the
 // namespace has no group), the even distribution (distributeBundlesEvenly), back to the
-// policies' brokers when nothing is left, the strategy, and when its choice is overloaded
+// policies' brokers when nothing is left, the strategy (round robin for a namespace of
+// s.sheddingExcludedNamespaces), and when its choice is overloaded
 // (four weights) the strategy again over the policies' brokers. nullopt: no broker qualifies.
 struct PlacementInput {
   std::string bundleKey;
@@ -165,6 +168,10 @@ struct PlacementInput {
   const BrokerLoads* loads = nullptr;
   const NamespaceIsolationPolicies* policies = nullptr;
   std::optional<std::map<std::string, int>> antiAffinityCounts;
+  // The round-robin counter of the shedding-excluded namespaces' placements (Pulsar's
+  // RoundRobinBrokerSelector): the candidate at *roundRobin modulo their count (ascending),
+  // then *roundRobin + 1. nullptr: 0, not advanced.
+  uint64_t* roundRobin = nullptr;
 };
 std::optional<std::string> selectBroker(const PlacementInput& in, const PlacementSettings& s,
                                         const Pick& pick);

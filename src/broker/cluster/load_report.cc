@@ -127,10 +127,13 @@ LoadAggregator::Gone LoadAggregator::update(const std::map<std::string, LocalBro
   return gone;
 }
 
-std::vector<std::string> LoadAggregator::topBundles(int k) const {
+std::vector<std::string> LoadAggregator::topBundles(
+    int k, const std::set<std::string>& excludedNamespaces) const {
   std::vector<std::string> out;
   out.reserve(bundleData_.size());
-  for (const auto& [b, d] : bundleData_) out.push_back(b);
+  for (const auto& [b, d] : bundleData_) {
+    if (!excludedNamespaces.count(namespaceOfBundle(b))) out.push_back(b);
+  }
   if (k <= 0) return out;
   size_t n = std::min(out.size(), static_cast<size_t>(k) * std::max<size_t>(1, brokers_.size()));
   std::stable_sort(out.begin(), out.end(), [this](const std::string& a, const std::string& b) {
@@ -395,7 +398,8 @@ void LoadManager::writeBundleData(uint64_t generation) {
     auto logged = [](const Result<metadata::Stat>& r) {
       if (!r.isOk()) MLOG_WARN("load data write: {}", r.status().message());
     };
-    for (const auto& b : aggregator_.topBundles(s.maxNumberOfBundlesInBundleLoadReport)) {
+    auto excluded = balanceSettings().sheddingExcludedNamespaces;
+    for (const auto& b : aggregator_.topBundles(s.maxNumberOfBundlesInBundleLoadReport, excluded)) {
       store_->put(bundleDataPath(b), toJson(aggregator_.bundleData().at(b)), o, &loop_, logged);
     }
     for (const auto& [broker, t] : aggregator_.timeAverages()) {
@@ -468,6 +472,11 @@ void LoadManager::doLoadShedding() {
   auto counted = std::make_shared<std::set<std::string>>();
   for (const auto& [broker, bundle] : picks) {
     if (reports_.find(broker) == reports_.end()) continue;
+    if (b.sheddingExcludedNamespaces.count(namespaceOfBundle(bundle))) {
+      MLOG_DEBUG("[{}] Skipping load shedding for bundle {}: its namespace is excluded",
+                 b.sheddingStrategy, bundle);
+      continue;
+    }
     recentlyUnloaded_[bundle] = now;  // not picked again while the calls are under way
     if (!ns_) {
       unloadPicked(broker, bundle, std::nullopt, counted);

@@ -77,6 +77,9 @@ struct LoadBalanceSettings {
   int64_t sheddingGracePeriodMinutes = setting_defaults::loadBalancerSheddingGracePeriodMinutes;
   SheddingSettings shedding;
   AutoSplitSettings split;
+  // loadBalancerSheddingExcludedNamespaces ("tenant/ns"): never shed, nor in the bundle data
+  // written to /loadbalance/bundle-data.
+  std::set<std::string> sheddingExcludedNamespaces;
 };
 
 // Pulsar's needBrokerDataUpdate: true when `current` was last written (current.lastUpdate, ms)
@@ -108,7 +111,8 @@ class LoadAggregator {
   const std::map<std::string, TimeAverageBrokerData>& timeAverages() const { return brokers_; }
   // The bundles writeBundleDataOnZooKeeper writes: the k x (number of brokers, at least 1) most
   // loaded by BundleData::compare, greatest first (Pulsar's selectTopKBundle); k <= 0: all.
-  std::vector<std::string> topBundles(int k) const;
+  std::vector<std::string> topBundles(int k,
+                                      const std::set<std::string>& excludedNamespaces = {}) const;
   // Drops a bundle's data (a bundle being split, so that it is not picked again).
   void forget(const std::string& bundle) { bundleData_.erase(bundle); }
 

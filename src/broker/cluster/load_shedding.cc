@@ -117,11 +117,7 @@ double ThresholdShedder::averageUsage(const std::string& broker) const {
   return it == avgUsage_.end() ? 0 : it->second;
 }
 
-BundlesToUnload ThresholdShedder::findBundlesForUnloading(const SheddingInput& in,
-                                                          const SheddingSettings& s) {
-  BundlesToUnload out;
-  const double threshold = s.brokerThresholdShedderPercentage / 100.0;
-  const double minThroughput = s.bundleUnloadMinThroughputThreshold * kMiB;
+double ThresholdShedder::updateAverages(const SheddingInput& in, const SheddingSettings& s) {
   const double h = s.historyResourcePercentage;
   double total = 0;
   for (const auto& [broker, local] : in.brokers) {
@@ -139,7 +135,41 @@ BundlesToUnload ThresholdShedder::findBundlesForUnloading(const SheddingInput& i
     avgUsage_[broker] = avg;
     total += avg;
   }
-  const double mean = in.brokers.empty() ? 0 : total / static_cast<double>(in.brokers.size());
+  return in.brokers.empty() ? 0 : total / static_cast<double>(in.brokers.size());
+}
+
+void ThresholdShedder::tryLowerBoundaryShedding(const SheddingInput& in, const SheddingSettings& s,
+                                                BundlesToUnload* out) {
+  const double threshold = s.brokerThresholdShedderPercentage / 100.0;
+  const double mean = updateAverages(in, s);
+  const std::string* busiest = nullptr;
+  double max = mean - threshold;
+  bool anyBelow = false;
+  for (const auto& [broker, local] : in.brokers) {
+    const double usage = averageUsage(broker);
+    if (usage > max && local.bundles.size() > 1) {
+      max = usage;
+      busiest = &broker;
+    }
+    anyBelow = anyBelow || usage < mean - threshold;
+  }
+  if (!anyBelow || busiest == nullptr) return;
+  const LocalBrokerData& local = in.brokers.at(*busiest);
+  double toOffload = (local.msgThroughputIn + local.msgThroughputOut) * threshold * 0.5;
+  if (s.bundleUnloadMinThroughputThreshold * kMiB > toOffload) return;
+  MLOG_INFO(
+      "Lower boundary shedding on {} ({}% against a mean of {}%): offloading at least {} "
+      "MByte/s of traffic",
+      *busiest, 100 * max, 100 * mean, toOffload / kMiB);
+  pickUntilCovered(in, *busiest, local, toOffload, out);
+}
+
+BundlesToUnload ThresholdShedder::findBundlesForUnloading(const SheddingInput& in,
+                                                          const SheddingSettings& s) {
+  BundlesToUnload out;
+  const double threshold = s.brokerThresholdShedderPercentage / 100.0;
+  const double minThroughput = s.bundleUnloadMinThroughputThreshold * kMiB;
+  const double mean = updateAverages(in, s);
   if (mean == 0) {
     MLOG_WARN("average max resource usage is 0");
     return out;
@@ -157,6 +187,7 @@ BundlesToUnload ThresholdShedder::findBundlesForUnloading(const SheddingInput& i
         broker, 100 * usage, 100 * mean, 100 * threshold, toOffload / kMiB);
     pickUntilCovered(in, broker, local, toOffload, &out);
   }
+  if (out.empty() && s.lowerBoundarySheddingEnabled) tryLowerBoundaryShedding(in, s, &out);
   return out;
 }
 

@@ -36,6 +36,7 @@ struct SheddingSettings {
   int32_t brokerThresholdShedderPercentage =
       setting_defaults::loadBalancerBrokerThresholdShedderPercentage;
   double historyResourcePercentage = setting_defaults::loadBalancerHistoryResourcePercentage;
+  bool lowerBoundarySheddingEnabled = setting_defaults::lowerBoundarySheddingEnabled;
   double bundleUnloadMinThroughputThreshold =  // MiB/s
       setting_defaults::loadBalancerBundleUnloadMinThroughputThreshold;
   double cpuWeight = setting_defaults::loadBalancerCPUResourceWeight;
@@ -80,6 +81,7 @@ std::string namespaceOfBundle(const std::string& bundle);
 // throughput in + out, not recently unloaded, not of a system namespace) until
 // throughput x (usage - mean - threshold + 5 %) is covered, at least one; not when that amount is
 // below bundleUnloadMinThroughputThreshold MiB/s or the broker has a single bundle.
+// With lowerBoundarySheddingEnabled and nothing picked: tryLowerBoundaryShedding.
 class ThresholdShedder {
  public:
   BundlesToUnload findBundlesForUnloading(const SheddingInput& in, const SheddingSettings& s);
@@ -87,6 +89,16 @@ class ThresholdShedder {
   double averageUsage(const std::string& broker) const;
 
  private:
+  // Pulsar 4.2's lower-boundary shedding: the histories are averaged in once more (Pulsar's
+  // second getBrokerAvgUsage); when some broker is below mean - threshold, the broker of the
+  // highest history above mean - threshold with more than one bundle sheds its busiest bundles
+  // until throughput x threshold x 0.5 is covered (at least one; nothing when that is under
+  // bundleUnloadMinThroughputThreshold MiB/s).
+  void tryLowerBoundaryShedding(const SheddingInput& in, const SheddingSettings& s,
+                                BundlesToUnload* out);
+  // Averages each broker's weighted max usage into its history; the mean of the histories.
+  double updateAverages(const SheddingInput& in, const SheddingSettings& s);
+
   std::map<std::string, double> avgUsage_;
 };
 

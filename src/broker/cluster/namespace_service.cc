@@ -601,8 +601,10 @@ void NamespaceService::assignAsLeader(const std::string& key,
                                       const std::function<void(LookupAnswer)>& reply,
                                       std::optional<uint32_t> hash) {
   MAGNETAR_DCHECK_ON(loop_);
-  // Given out a moment ago and not taken yet: the same broker (selectBrokerForAssignment).
-  if (auto pre = preallocated_.brokerOf(key); pre && *pre == self_.brokerId) {
+  // Given out a moment ago and not taken yet: the same broker (selectBrokerForAssignment),
+  // unless an unload named its destination (checked first, as Pulsar's getLeastLoaded).
+  if (auto pre = preallocated_.brokerOf(key);
+      pre && *pre == self_.brokerId && !affinity_.count(key)) {
     return acquire(key, reply, hash);
   }
   auto p = std::make_shared<Placement>();
@@ -698,8 +700,38 @@ void NamespaceService::readAntiAffinityGroups(const std::shared_ptr<Placement>& 
   }
 }
 
+void NamespaceService::setBundleAffinity(const std::string& bundleKey,
+                                         const std::string& brokerId) {
+  loop_.execute([this, bundleKey, brokerId] { affinity_[bundleKey] = brokerId; });
+}
+
+bool NamespaceService::placeByAffinity(const std::shared_ptr<Placement>& p) {
+  MAGNETAR_DCHECK_ON(loop_);
+  auto it = affinity_.find(p->key);
+  if (it == affinity_.end()) return false;
+  std::string dest = it->second;
+  affinity_.erase(it);
+  auto rep = p->reports.find(dest);
+  if (rep == p->reports.end()) {
+    MLOG_WARN("Bundle {} was unloaded to broker {}, which is not registered: placed by load",
+              p->key, dest);
+    return false;
+  }
+  MLOG_INFO("Leader assigns bundle {} to {}, the destination of its unload", p->key, dest);
+  if (dest == self_.brokerId) {
+    acquire(p->key, p->reply, p->hash);
+    return true;
+  }
+  LookupAnswer a = connectTo(rep->second.urls);
+  a.redirect = true;
+  a.authoritative = true;
+  p->reply(std::move(a));
+  return true;
+}
+
 void NamespaceService::placeBundle(const std::shared_ptr<Placement>& p) {
   MAGNETAR_DCHECK_ON(loop_);
+  if (placeByAffinity(p)) return;
   const std::string& key = p->key;
   auto now = nowMs();
   preallocated_.prune(p->reports, now, kPreallocationMaxAgeMs);
@@ -719,6 +751,7 @@ void NamespaceService::placeBundle(const std::shared_ptr<Placement>& p) {
   }
   in.loads = &loads;
   in.policies = &p->policies;
+  in.roundRobin = &roundRobin_;
   if (!p->group.empty()) {
     in.antiAffinityCounts =
         antiAffinityNamespaceCounts(brokerNamespaces(loads), p->groupOf, p->group);

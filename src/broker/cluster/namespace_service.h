@@ -171,6 +171,12 @@ class NamespaceService : public TopicOwnership {
   // The owner of a bundle, nullopt when unowned. cb on replyEx.
   void ownerOf(const std::string& bundleKey, net::Executor* replyEx,
                std::function<void(Result<std::optional<OwnerData>>)> cb);
+  // Pulsar's setNamespaceBundleAffinity (admin unload with destinationBroker, on the leader):
+  // the next placement of `bundleKey` ("tenant/ns/0x..._0x...") by this broker as leader gives
+  // it to `brokerId` ("host:webPort"), once, before preallocations and the strategy
+  // (ModularLoadManagerWrapper.getLeastLoaded); a broker not registered then is skipped (placed
+  // as usual; Pulsar would answer it anyway). Thread: any (applied on the loop in order).
+  void setBundleAffinity(const std::string& bundleKey, const std::string& brokerId);
   // Releases an owned bundle (admin unload): deletes its ownership znode and closes its
   // clients. An ownership znode that does not parse as NamespaceEphemeralData (it names no
   // broker that could release it) is deleted at the version read, whoever made it; its creator
@@ -233,6 +239,9 @@ class NamespaceService : public TopicOwnership {
   void readPlacementPolicies(const std::shared_ptr<Placement>& p);
   void readAntiAffinityGroups(const std::shared_ptr<Placement>& p);
   void placeBundle(const std::shared_ptr<Placement>& p);
+  // The destination an unload named for p->key (consumed), when registered: answered (taken
+  // here or a redirect) and true; false to place as usual.
+  bool placeByAffinity(const std::shared_ptr<Placement>& p);
   void redirectToLeader(const std::string& bundleKey,
                         const std::function<void(LookupAnswer)>& reply,
                         std::optional<uint32_t> hash);
@@ -323,6 +332,9 @@ class NamespaceService : public TopicOwnership {
   std::map<std::string, BrokerUrls> owners_;
   // Leader: bundles given out, not yet in their brokers' reports (Pulsar's preallocations).
   Preallocations preallocated_;
+  // Leader: bundle key -> destination broker of an unload (setBundleAffinity), used once.
+  std::map<std::string, std::string> affinity_;
+  uint64_t roundRobin_ = 0;     // PlacementInput::roundRobin
   std::string loggedStrategy_;  // an unsupported placement strategy already logged
   std::mt19937_64 random_{std::random_device{}()};  // ties between equally loaded brokers
 };

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace magnetar::broker::cluster {
 namespace {
@@ -93,6 +94,26 @@ TEST(SelectBroker, EvenDistributionComesBeforeTheRate) {
   EXPECT_EQ(selectBroker(in, s, first), "c:1");
   s.distributeBundlesEvenly = false;
   EXPECT_EQ(selectBroker(in, s, first), "a:1");
+}
+
+TEST(SelectBroker, SheddingExcludedNamespacesArePlacedRoundRobin) {
+  // c is the least loaded: LeastLongTermMessageRate always picks it; a namespace of
+  // loadBalancerSheddingExcludedNamespaces goes round robin (Pulsar's RoundRobinBrokerSelector).
+  BrokerLoads loads{{"a:1", loaded(300)}, {"b:1", loaded(200)}, {"c:1", loaded(0)}};
+  PlacementSettings s;
+  s.distributeBundlesEvenly = false;
+  s.sheddingExcludedNamespaces = {"public/pinned"};
+  uint64_t counter = 0;
+  auto other = inputFor("public/default/0x40000000_0x80000000", loads);
+  other.roundRobin = &counter;
+  EXPECT_EQ(selectBroker(other, s, first), "c:1");
+  EXPECT_EQ(counter, 0u);
+  auto pinned = inputFor("public/pinned/0x40000000_0x80000000", loads);
+  pinned.roundRobin = &counter;
+  std::vector<std::string> got;
+  for (int i = 0; i < 4; ++i) got.push_back(*selectBroker(pinned, s, first));
+  EXPECT_EQ(got, (std::vector<std::string>{"a:1", "b:1", "c:1", "a:1"}));
+  EXPECT_EQ(counter, 4u);
 }
 
 TEST(SelectBroker, AStaleSplitParentDoesNotCountForItsOldOwner) {

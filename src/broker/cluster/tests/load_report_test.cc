@@ -281,6 +281,8 @@ TEST(LoadReport, LeaderAggregatesBundlesAndBrokers) {
   // Top k per broker, most loaded first (k x 2 brokers = all 3 with k = 2; 2 with k = 1).
   EXPECT_EQ(agg.topBundles(1), (std::vector<std::string>{kB1, "t/ns/0x00000000_0xffffffff"}));
   EXPECT_EQ(agg.topBundles(-1).size(), 3u);
+  // loadBalancerSheddingExcludedNamespaces: left out before the top k are taken.
+  EXPECT_EQ(agg.topBundles(1, {"t/ns"}), (std::vector<std::string>{kB1, kB2}));
 
   // Broker b gone, a lost kB2: both forgotten and reported for deletion.
   LocalBrokerData a2 = a;

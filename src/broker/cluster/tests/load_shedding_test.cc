@@ -131,6 +131,39 @@ TEST(ThresholdShedder, SystemNamespacesAreNotShed) {
   EXPECT_FALSE(isSystemServiceNamespace("public/default"));
 }
 
+// broker-1 (bundles 1..10, 110 MiB/s), broker2 and broker-3 at bandwidth usages u1, u2, u3
+// (per mille).
+SheddingInput threeBrokers(double u1, double u2, double u3) {
+  SheddingInput in = twoBrokers(10, {u1, 1000});
+  in.brokers["broker2"].usage.bandwidthIn = in.brokers["broker2"].usage.bandwidthOut = {u2, 1000};
+  LocalBrokerData& b3 = in.brokers["broker-3"];
+  b3.usage.bandwidthIn = b3.usage.bandwidthOut = {u3, 1000};
+  b3.bundles = {"broker-3-bundle"};
+  in.bundles["broker-3-bundle"] = withShortTermThroughput(kMiB);
+  return in;
+}
+
+TEST(ThresholdShedder, LowerBoundarySheddingUnloadsFromTheBusiestWhenOneIsBelow) {
+  // Mean 0.4: nobody at 0.5 or above, broker-3 below 0.3. Off (Pulsar's default): nothing.
+  SheddingSettings s;
+  s.bundleUnloadMinThroughputThreshold = 0;
+  ThresholdShedder off;
+  EXPECT_TRUE(off.findBundlesForUnloading(threeBrokers(480, 450, 270), s).empty());
+  // On: the busiest (broker-1) sheds 110 MiB/s x 0.1 x 0.5 = 5.5 MiB/s: bundle-10 (20 MiB/s).
+  s.lowerBoundarySheddingEnabled = true;
+  ThresholdShedder on;
+  auto picks = on.findBundlesForUnloading(threeBrokers(480, 450, 270), s);
+  EXPECT_EQ(picksOf(picks, "broker-1"), std::vector<std::string>{"bundle-10"});
+  EXPECT_EQ(picks.size(), 1U);
+  // Nobody below mean - threshold (0.35 > 0.427 - 0.1): nothing.
+  ThresholdShedder none;
+  EXPECT_TRUE(none.findBundlesForUnloading(threeBrokers(480, 450, 350), s).empty());
+  // 5.5 MiB/s is under loadBalancerBundleUnloadMinThroughputThreshold (10 MiB/s): nothing.
+  s.bundleUnloadMinThroughputThreshold = 10;
+  ThresholdShedder small;
+  EXPECT_TRUE(small.findBundlesForUnloading(threeBrokers(480, 450, 270), s).empty());
+}
+
 TEST(OverloadShedder, OnlyOverloadedBrokersShedTheirBusiestBundles) {
   // Under 85 %: nothing.
   EXPECT_TRUE(overloadShedder(twoBrokers(10, {500, 1000}), {}).empty());
