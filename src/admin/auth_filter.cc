@@ -77,7 +77,21 @@ std::optional<HttpResponse> checkTopic(const AdminContext& ctx, const HttpReques
     return deny(TopicOperation::kAdmin, contains(pattern, "/permissions") ? 401 : 403,
                 kTenantDenied);
   }
-  if (authz.allowTopicOperation(*name, role, c.op)) return std::nullopt;
+  // The subscription operations check the subscription too (Pulsar's canConsumeAsync with the
+  // route's subscription): its role list, and subscription_auth_mode Prefix.
+  std::string sub;
+  if (auto it = params.find("subscription");
+      it != params.end() && c.op == TopicOperation::kConsume) {
+    sub = it->second;
+  }
+  if (authz.allowTopicOperation(*name, role, c.op, sub)) return std::nullopt;
+  if (auto prefix = authz.subscriptionPrefixError(*name, role, sub)) {
+    // Pulsar throws there: its 500 with the exception's message (no stack trace here).
+    const size_t cls = prefix->find(": ");
+    return deny(c.op, 500,
+                "\n --- An unexpected error occurred in the server ---\n\nMessage: " +
+                    (cls == std::string::npos ? *prefix : prefix->substr(cls + 2)) + "\n");
+  }
   return deny(c.op, 401,
               fmt::format("Unauthorized to validateTopicOperation for operation [{}] on topic [{}]",
                           c.operation, name->toString()));

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "admin/rate_limit_routes.h"
+#include "admin/resource_group_routes.h"
 #include "admin/topic_targets.h"
 
 namespace magnetar::admin {
@@ -636,6 +637,7 @@ void addTopicPolicyRoutes(Router& router, const AdminContext& ctx) {
 void addNamespacePolicyRoutes(Router& router, const AdminContext& ctx) {
   addNamespaceRoutes(router, &ctx);
   addNamespaceRateRoutes(router, ctx);
+  addResourceGroupRoutes(router, ctx);
 }
 
 }  // namespace magnetar::admin

@@ -72,9 +72,12 @@ int statusOfCreateError(const Status& s) {
 
 // The role of the request (Pulsar's checkAuth): the token of the Authorization header or, as
 // WebSocketHttpServletRequestWrapper, of the `token` query parameter; then the produce or
-// consume permission. nullopt: allowed.
+// consume permission; a consumer's `subscription` as Pulsar's ConsumerHandler checks it
+// (canConsumeAsync: the subscription's role list, subscription_auth_mode Prefix; a reader's is
+// not checked). nullopt: allowed.
 std::optional<Refusal> checkAccess(broker::BrokerService& b, const admin::HttpRequest& req,
-                                   const broker::TopicName& topic, EndpointKind kind) {
+                                   const broker::TopicName& topic, EndpointKind kind,
+                                   const std::string& subscription) {
   const auto& authn = b.authentication();
   std::string role;
   if (authn.enabled()) {
@@ -90,8 +93,11 @@ std::optional<Refusal> checkAccess(broker::BrokerService& b, const admin::HttpRe
   if (!authz.enabled()) return std::nullopt;
   auto op = kind == EndpointKind::kProducer ? broker::TopicOperation::kProduce
                                             : broker::TopicOperation::kConsume;
-  if (authz.allowTopicOperation(topic, role, op)) return std::nullopt;
+  const std::string sub = kind == EndpointKind::kConsumer ? subscription : std::string();
+  if (authz.allowTopicOperation(topic, role, op, sub)) return std::nullopt;
   broker::AuthorizationStats::record(op);
+  // Prefix mode: Pulsar's check throws, and Jetty answers the handshake 500.
+  if (authz.subscriptionPrefixError(topic, role, sub)) return Refusal{500, "Server error"};
   return Refusal{403, "Not authorized"};
 }
 
@@ -122,7 +128,7 @@ class Session final : public Channel, public std::enable_shared_from_this<Sessio
     if (!topic.isOk()) return refuse({500, topic.status().message()});
     auto lookup = [this](std::string_view name) { return admin::queryParam(parsed_, name); };
     if (endpoint_.kind == EndpointKind::kProducer) {
-      if (auto r = checkAccess(service_->broker, parsed_, *topic, endpoint_.kind))
+      if (auto r = checkAccess(service_->broker, parsed_, *topic, endpoint_.kind, {}))
         return refuse(*r);
       auto config = producerParams(lookup);
       if (!config.isOk()) return refuse({400, config.status().message()});
@@ -131,7 +137,10 @@ class Session final : public Channel, public std::enable_shared_from_this<Sessio
     const bool reader = endpoint_.kind == EndpointKind::kReader;
     auto params = consumerParams(lookup, reader);
     if (!params.isOk()) return refuse({400, params.status().message()});
-    if (auto r = checkAccess(service_->broker, parsed_, *topic, endpoint_.kind)) return refuse(*r);
+    if (auto r = checkAccess(service_->broker, parsed_, *topic, endpoint_.kind,
+                             endpoint_.subscription)) {
+      return refuse(*r);
+    }
     std::string subscription = endpoint_.subscription;
     if (reader) subscription = "reader-" + randomSuffix();
     subscribe(subscription, std::move(*params));

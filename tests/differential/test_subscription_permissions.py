@@ -219,3 +219,42 @@ def test_subscription_auth_mode_prefix(secured):
     eventually(lambda: client.subscribe(topic, "telemetry").close(), 20)
     for c in (client, admin):
         c.close()
+
+
+def test_subscription_auth_mode_prefix_on_admin_subscription_routes(secured):
+    """Prefix mode on the admin API's subscription routes (Pulsar checks canConsumeAsync with
+    the route's subscription): a role's call on another name answers 500 with Pulsar's message;
+    its own prefix works; listing the subscriptions is not checked."""
+    ns = f"public/{fresh('prefix-admin')}"
+    assert secured.rest("PUT", f"namespaces/{ns}").status_code == 204
+    assert secured.rest("POST", f"namespaces/{ns}/subscriptionAuthMode",
+                        json="Prefix").status_code == 204
+    role = fresh("dev")
+    assert secured.rest("POST", f"namespaces/{ns}/permissions/{role}",
+                        json=["consume"]).status_code == 204
+    topic = f"persistent/{ns}/{fresh('t')}"
+    assert secured.rest("PUT", topic).status_code == 204
+    hdr = {"Authorization": f"Bearer {role_token(secured.key, role)}"}
+
+    def call(method, path, **kwargs):
+        return requests.request(method, f"{secured.web}/admin/v2/{topic}/{path}", headers=hdr,
+                                timeout=30, **kwargs)
+    start = {"json": {"ledgerId": -1, "entryId": -1}}
+    own = f"{role}-sub"
+    eventually(lambda: _status(call("PUT", f"subscription/{own}", **start), 204), 20)
+    expected = ("Failed to create consumer - The subscription name needs to be prefixed by the "
+                f"authentication role, like {role}-xxxx for topic: persistent://{topic[11:]}")
+    for method, path, kwargs in [("PUT", "subscription/other", start),
+                                 ("POST", "subscription/other/skip_all", {}),
+                                 ("POST", "subscription/other/resetcursor/0", {}),
+                                 ("DELETE", "subscription/other", {})]:
+        r = call(method, path, **kwargs)
+        assert r.status_code == 500, (path, r.status_code, r.text)
+        assert expected in r.json()["reason"], (path, r.text)
+    assert call("POST", f"subscription/{own}/skip_all").status_code == 204
+    assert call("GET", "subscriptions").json() == [own]
+    assert call("DELETE", f"subscription/{own}").status_code == 204
+
+
+def _status(r, code):
+    assert r.status_code == code, (r.status_code, r.text)

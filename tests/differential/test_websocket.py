@@ -322,3 +322,34 @@ def test_auth_refusals_and_grants(auth_ws):
     consumer = connect(base, f"/ws/v2/consumer/{t}/sub?subscriptionType=Shared&"
                              f"token={role_token(key, 'admin')}")
     consumer.close()
+
+
+def test_subscription_auth_mode_prefix(auth_ws):
+    """A namespace in subscription_auth_mode Prefix: a WebSocket consumer whose subscription does
+    not start with its role is refused (Pulsar's check throws: the handshake answers 500); its
+    own prefix connects, a reader is not checked, the super-user uses any name."""
+    endpoint, key, admin = auth_ws
+    base = endpoint.admin_url.replace("http://", "ws://")
+    ns = f"public/ws-prefix-{uuid.uuid4().hex[:8]}"
+    rest = f"{endpoint.admin_url}/admin/v2/namespaces/{ns}"
+    assert requests.put(rest, headers=admin, timeout=30).status_code == 204
+    assert requests.post(f"{rest}/subscriptionAuthMode", json="Prefix", headers=admin,
+                         timeout=30).status_code == 204
+    role = f"dev-{uuid.uuid4().hex[:6]}"
+    token = role_token(key, role)
+    assert requests.post(f"{rest}/permissions/{role}", json=["consume"], headers=admin,
+                         timeout=30).status_code == 204
+    t = f"persistent/{ns}/prefixed"
+    assert requests.put(f"{endpoint.admin_url}/admin/v2/{t}", headers=admin,
+                        timeout=30).status_code == 204
+
+    def own_prefix_connects():
+        connect(base, f"/ws/v2/consumer/{t}/{role}-sub?token={token}").close()
+    eventually(own_prefix_connects, 30.0)
+    assert refused_status(base, f"/ws/v2/consumer/{t}/other?token={token}") == 500
+    connect(base, f"/ws/v2/reader/{t}?token={token}").close()
+    connect(base, f"/ws/v2/consumer/{t}/other?token={role_token(key, 'admin')}").close()
+    # Back to None: any name.
+    assert requests.post(f"{rest}/subscriptionAuthMode", json="None", headers=admin,
+                         timeout=30).status_code == 204
+    eventually(lambda: connect(base, f"/ws/v2/consumer/{t}/other?token={token}").close(), 30.0)

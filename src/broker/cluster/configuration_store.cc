@@ -19,6 +19,7 @@ namespace {
 constexpr const char* kPoliciesRoot = "/admin/policies";
 constexpr const char* kPartitionedRoot = "/admin/partitioned-topics";
 constexpr const char* kClustersRoot = "/admin/clusters";
+constexpr const char* kResourceGroupsRoot = "/admin/resourcegroups";
 constexpr const char* kLocalPoliciesRoot = "/admin/local-policies/";
 // Read-modify-write attempts before giving up on a node other brokers keep changing.
 constexpr int kCasAttempts = 16;
@@ -58,6 +59,8 @@ const char* ConfigurationStore::rootOf(Tree tree) {
       return kPoliciesRoot;
     case Tree::kPartitioned:
       return kPartitionedRoot;
+    case Tree::kResourceGroups:
+      return kResourceGroupsRoot;
     case Tree::kClusters:
       break;
   }
@@ -65,7 +68,8 @@ const char* ConfigurationStore::rootOf(Tree tree) {
 }
 
 // Tenants at depth 1 and namespaces at 2 below /admin/policies; a partitioned topic at 4
-// (tenant/ns/domain/topic); a cluster at 1 (its failure domains below are not read).
+// (tenant/ns/domain/topic); a cluster at 1 (its failure domains below are not read); a resource
+// group at 1.
 bool ConfigurationStore::isData(Tree tree, int depth) {
   if (tree == Tree::kPolicies) return depth == 1 || depth == 2;
   return depth == (tree == Tree::kPartitioned ? 4 : 1);
@@ -77,7 +81,7 @@ bool ConfigurationStore::isContainer(Tree tree, int depth) {
 }
 
 std::vector<std::string> ConfigurationStore::roots() {
-  return {kPoliciesRoot, kPartitionedRoot, kClustersRoot};
+  return {kPoliciesRoot, kPartitionedRoot, kClustersRoot, kResourceGroupsRoot};
 }
 
 ConfigurationStore::ConfigurationStore(metadata::Store* config, metadata::Store* local,
@@ -116,7 +120,7 @@ Status ConfigurationStore::start(SharedConfigView* view) {
       &loop_);
   // The roots exist (initialize-cluster-metadata writes /admin/policies; a child watch needs the
   // node).
-  for (const char* root : {kPoliciesRoot, kPartitionedRoot, kClustersRoot}) {
+  for (const char* root : {kPoliciesRoot, kPartitionedRoot, kClustersRoot, kResourceGroupsRoot}) {
     auto r = putSync(config_, root, "", metadata::kNotExists);
     if (!r.isOk() && r.status().code() != StatusCode::kBadVersion) return r.status();
   }
@@ -201,6 +205,8 @@ void ConfigurationStore::applyNode(Tree tree, const std::string& path, int depth
   if (!c || static_cast<int>(c->size()) != depth || !isData(tree, depth)) return;
   if (tree == Tree::kClusters) {
     service_->applySharedCluster((*c)[0], value);
+  } else if (tree == Tree::kResourceGroups) {
+    service_->applySharedResourceGroup((*c)[0], value);
   } else if (tree == Tree::kPolicies && depth == 1) {
     if (!value) {
       service_->applySharedTenant((*c)[0], std::nullopt);
@@ -398,6 +404,17 @@ Status ConfigurationStore::updateCluster(const std::string& name, const std::str
 Status ConfigurationStore::deleteCluster(const std::string& name) {
   Status s = removeSync(config_, childPath(kClustersRoot, name), std::nullopt);
   if (s.code() == StatusCode::kNotFound) return Status::notFound("Cluster does not exist");
+  return s;
+}
+
+Status ConfigurationStore::putResourceGroup(const std::string& name, const std::string& json) {
+  auto r = putSync(config_, childPath(kResourceGroupsRoot, name), json, std::nullopt);
+  return r.isOk() ? Status::ok() : r.status();
+}
+
+Status ConfigurationStore::deleteResourceGroup(const std::string& name) {
+  Status s = removeSync(config_, childPath(kResourceGroupsRoot, name), std::nullopt);
+  if (s.code() == StatusCode::kNotFound) return Status::notFound("ResourceGroup does not exist");
   return s;
 }
 

@@ -4,6 +4,7 @@
 //   /admin/policies/{tenant}/{ns}                           Policies
 //   /admin/partitioned-topics/{tenant}/{ns}/{domain}/{enc}  PartitionedTopicMetadata
 //   /admin/clusters/{cluster}                               ClusterData
+//   /admin/resourcegroups/{name}                            ResourceGroup
 // Cluster mode: ZooKeeper (configurationMetadataStoreUrl, else metadataStoreUrl), so every broker
 // of the cluster (and Pulsar's own tools) sees one set (docs/cluster-mode.md). Standalone: the
 // persistent local store (broker/cluster/local_records.h), the same code path. The broker's own
@@ -73,6 +74,8 @@ class ConfigurationStore : public SharedConfig {
   Status createCluster(const std::string& name, const std::string& clusterData) override;
   Status updateCluster(const std::string& name, const std::string& clusterData) override;
   Status deleteCluster(const std::string& name) override;
+  Status putResourceGroup(const std::string& name, const std::string& json) override;
+  Status deleteResourceGroup(const std::string& name) override;
   Status createNamespace(const std::string& ns, const NamespacePolicies& policies,
                          int numBundles) override;
   Result<NamespacePolicies> updateNamespacePolicies(
@@ -90,8 +93,9 @@ class ConfigurationStore : public SharedConfig {
   void refreshTenant(const std::string& tenant) override;
 
  private:
-  enum class Tree { kPolicies, kPartitioned, kClusters };
-  static constexpr Tree kTrees[] = {Tree::kPolicies, Tree::kPartitioned, Tree::kClusters};
+  enum class Tree { kPolicies, kPartitioned, kClusters, kResourceGroups };
+  static constexpr Tree kTrees[] = {Tree::kPolicies, Tree::kPartitioned, Tree::kClusters,
+                                    Tree::kResourceGroups};
   static const char* rootOf(Tree tree);
   // Whether a node `depth` levels below the tree's root holds data / has children to list.
   static bool isData(Tree tree, int depth);

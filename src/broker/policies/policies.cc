@@ -68,10 +68,21 @@ void PolicyRegistry::applyCluster(const std::string& name,
   }
 }
 
+void PolicyRegistry::applyResourceGroup(const std::string& name,
+                                        const std::optional<std::string>& json) {
+  MutexLock lock(mu_);
+  if (json) {
+    resourceGroups_[name] = *json;
+  } else {
+    resourceGroups_.erase(name);
+  }
+}
+
 void PolicyRegistry::clearTenantsAndPolicies() {
   MutexLock lock(mu_);
   tenants_.clear();
   clusters_.clear();
+  resourceGroups_.clear();
   policies_.clear();
 }
 
@@ -175,6 +186,56 @@ std::vector<std::string> PolicyRegistry::clusters() const {
   std::vector<std::string> out;
   for (const auto& [name, data] : clusters_) out.push_back(name);
   return out;
+}
+
+Status PolicyRegistry::putResourceGroup(const std::string& name, std::string json) {
+  if (shared_) {
+    if (Status s = shared_->putResourceGroup(name, json); !s.isOk()) return s;
+  }
+  applyResourceGroup(name, json);
+  return Status::ok();
+}
+
+Status PolicyRegistry::deleteResourceGroup(const std::string& name) {
+  if (shared_) {
+    if (Status s = shared_->deleteResourceGroup(name); !s.isOk()) return s;
+    applyResourceGroup(name, std::nullopt);
+    return Status::ok();
+  }
+  MutexLock lock(mu_);
+  if (resourceGroups_.erase(name) == 0) return Status::notFound("ResourceGroup does not exist");
+  return Status::ok();
+}
+
+std::optional<std::string> PolicyRegistry::resourceGroup(const std::string& name) const {
+  MutexLock lock(mu_);
+  auto it = resourceGroups_.find(name);
+  if (it == resourceGroups_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> PolicyRegistry::resourceGroups() const {
+  MutexLock lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& [name, json] : resourceGroups_) out.push_back(name);
+  return out;
+}
+
+bool PolicyRegistry::resourceGroupInUse(const std::string& name) const {
+  MutexLock lock(mu_);
+  for (const auto& [ns, p] : policies_) {
+    if (resourceGroupOf(p) == name) return true;
+  }
+  return false;
+}
+
+std::optional<std::string> resourceGroupOf(const NamespacePolicies& p) {
+  auto it = p.keptFields.find("resource_group_name");
+  if (it == p.keptFields.end()) return std::nullopt;
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(it->second, ec);
+  if (ec || !v.is_string() || v.as_string().empty()) return std::nullopt;
+  return std::string(v.as_string());
 }
 
 NamespacePolicies PolicyRegistry::namespacePolicies(const std::string& ns) const {

@@ -170,6 +170,9 @@ inline constexpr const char* kTopicPropertiesKey = "__properties";
 // storage::escapePathComponent); docs/broker-metadata-format.md.
 inline constexpr const char* kTopicPoliciesRoot = "/admin/magnetar/topic-policies";
 
+// The namespace's resource group (Policies' resource_group_name); nullopt when unset.
+std::optional<std::string> resourceGroupOf(const NamespacePolicies& p);
+
 // Thread-safe (one mutex); any thread.
 class PolicyRegistry {
  public:
@@ -184,8 +187,10 @@ class PolicyRegistry {
   // Cache updates from the configuration store (nullopt: deleted). Thread: any.
   void applyTenant(const std::string& name, const std::optional<TenantInfo>& info);
   void applyCluster(const std::string& name, const std::optional<std::string>& clusterData);
+  void applyResourceGroup(const std::string& name, const std::optional<std::string>& json);
   void applyNamespacePolicies(const std::string& ns, const std::optional<NamespacePolicies>& p);
-  // Forgets every tenant, cluster and namespace policy (before a full load from the store).
+  // Forgets every tenant, cluster, resource group and namespace policy (before a full load from
+  // the store).
   void clearTenantsAndPolicies();
 
   // Errors: kAlreadyExists; the configuration store's.
@@ -205,6 +210,16 @@ class PolicyRegistry {
   Status deleteCluster(const std::string& name);
   std::optional<std::string> cluster(const std::string& name) const;
   std::vector<std::string> clusters() const;  // sorted
+
+  // The configuration store's resource groups (/admin/resourcegroups/{name}: Pulsar's
+  // ResourceGroup JSON text). putResourceGroup creates or replaces one; deleteResourceGroup
+  // errors: kNotFound; both: the store's.
+  Status putResourceGroup(const std::string& name, std::string json);
+  Status deleteResourceGroup(const std::string& name);
+  std::optional<std::string> resourceGroup(const std::string& name) const;
+  std::vector<std::string> resourceGroups() const;  // sorted
+  // Whether a namespace's policies name the group (Pulsar's internalCheckRgInUse).
+  bool resourceGroupInUse(const std::string& name) const;
 
   // Policies of "tenant/ns" (defaults when never set). removeNamespace forgets them.
   NamespacePolicies namespacePolicies(const std::string& ns) const;
@@ -271,6 +286,7 @@ class PolicyRegistry {
   mutable Mutex mu_;
   std::map<std::string, TenantInfo> tenants_ GUARDED_BY(mu_);
   std::map<std::string, std::string> clusters_ GUARDED_BY(mu_);  // name -> ClusterData JSON
+  std::map<std::string, std::string> resourceGroups_ GUARDED_BY(mu_);  // name -> its JSON
   std::map<std::string, NamespacePolicies> policies_ GUARDED_BY(mu_);
   std::map<std::string, TopicPolicies> topicPolicies_ GUARDED_BY(mu_);
   // Set by attachTopicPolicies(), then read-only.

@@ -34,6 +34,17 @@ std::optional<PublishRate> parsePublishRate(const std::string& text) {
   return r;
 }
 
+std::optional<ResourceGroupQuota> parseResourceGroupQuota(const std::string& text) {
+  auto o = objectOf(text);
+  if (!o) return std::nullopt;
+  ResourceGroupQuota q;
+  readNumber(*o, "publishRateInMsgs", &q.publishRateInMsgs);
+  readNumber(*o, "publishRateInBytes", &q.publishRateInBytes);
+  readNumber(*o, "dispatchRateInMsgs", &q.dispatchRateInMsgs);
+  readNumber(*o, "dispatchRateInBytes", &q.dispatchRateInBytes);
+  return q;
+}
+
 std::optional<DispatchRate> parseDispatchRate(const std::string& text) {
   auto o = objectOf(text);
   if (!o) return std::nullopt;

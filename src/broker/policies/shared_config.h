@@ -42,6 +42,12 @@ class SharedConfig {
   virtual Status updateCluster(const std::string& name, const std::string& clusterData) = 0;
   virtual Status deleteCluster(const std::string& name) = 0;
 
+  // Pulsar's ResourceGroup JSON of a resource group (/admin/resourcegroups/{name};
+  // docs/broker-metadata-format.md). putResourceGroup creates or replaces it; deleteResourceGroup
+  // errors: kNotFound.
+  virtual Status putResourceGroup(const std::string& name, const std::string& json) = 0;
+  virtual Status deleteResourceGroup(const std::string& name) = 0;
+
   // "tenant/ns" with its first policies; numBundles > 0 cuts it in that many bundles, else
   // defaultNumberOfNamespaceBundles.
   virtual Status createNamespace(const std::string& ns, const NamespacePolicies& policies,
@@ -93,6 +99,9 @@ class SharedConfigView {
   virtual void applySharedPartitioned(const std::string& topic, std::optional<int> partitions) = 0;
   virtual void applySharedCluster(const std::string& name,
                                   const std::optional<std::string>& clusterData) = 0;
+  // A resource group's ResourceGroup JSON (nullopt: deleted); its quotas apply at once.
+  virtual void applySharedResourceGroup(const std::string& name,
+                                        const std::optional<std::string>& json) = 0;
   // Forgets tenants, clusters, namespaces, policies and partitioned topics (before a full load).
   virtual void clearShared() = 0;
   // What the view holds (the load's log line).

@@ -846,6 +846,12 @@ void BrokerService::applySharedCluster(const std::string& name,
   policies_.applyCluster(name, clusterData);
 }
 
+void BrokerService::applySharedResourceGroup(const std::string& name,
+                                             const std::optional<std::string>& json) {
+  policies_.applyResourceGroup(name, json);
+  onResourceGroupChanged(name);
+}
+
 void BrokerService::clearShared() {
   namespaces_.clear();
   policies_.clearTenantsAndPolicies();

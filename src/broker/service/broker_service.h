@@ -122,6 +122,8 @@ class BrokerService final : public SharedConfigView {
   void applySharedPartitioned(const std::string& topic, std::optional<int> partitions) override;
   void applySharedCluster(const std::string& name,
                           const std::optional<std::string>& clusterData) override;
+  void applySharedResourceGroup(const std::string& name,
+                                const std::optional<std::string>& json) override;
   // Forgets tenants, clusters, namespaces, policies and partitioned topics (before a full load).
   void clearShared() override;
   size_t sharedTenantCount() const override;
@@ -281,8 +283,14 @@ class BrokerService final : public SharedConfigView {
   // A rate-limit setting changed (brokers update-dynamic-config): the broker-wide limiters are
   // rebuilt and the loaded topics take their new defaults. Thread: any.
   void onRateSettingsChanged();
+  // The resource group `name` was created, changed or deleted (PolicyRegistry holds its
+  // ResourceGroup JSON): its publish limiter takes the new quota at once (a changed quota starts
+  // with a full bucket), and the loaded topics of the namespaces naming it attach to it.
+  // Thread: any.
+  void onResourceGroupChanged(const std::string& name);
   // Fills l's publishRate, dispatchRate, subscriptionDispatchRate and subscribeRate: the topic
-  // policy, else the namespace's for this cluster, else the broker's defaults.
+  // policy, else the namespace's for this cluster, else the broker's defaults; and the publish
+  // limiter of the namespace's resource group.
   void resolveRateLimits(const std::string& policyKey, const NamespacePolicies& ns,
                          TopicPolicyLimits* l) const;
   // Re-applies limits and deduplication to the loaded topics `which` selects. Thread: any.
@@ -490,6 +498,12 @@ class BrokerService final : public SharedConfigView {
   BrokerRateLimiters rateLimiters_;
   // Guards rebuilding rateLimiters_ (a settings change from pulsar-web).
   std::mutex rateSettingsMu_;
+  // The resource groups' publish limiters by group name (Pulsar's ResourceGroupPublishLimiter,
+  // one per group on each broker) and the quota each was configured with. A deleted group's
+  // limiter is turned off, not freed: topics and connections may still point at it.
+  mutable std::mutex groupLimitersMu_;
+  std::map<std::string, std::unique_ptr<MessageRateLimiter>> groupLimiters_;
+  std::map<std::string, ResourceGroupQuota> groupQuotas_;
   std::atomic<uint64_t> producerNameSeq_{0};
   std::atomic<int64_t> producerNameGeneratorId_{0};
   std::atomic<int64_t> activeConnections_{0};

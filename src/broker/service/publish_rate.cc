@@ -32,6 +32,10 @@ void ServerCnx::checkPublishRate(const std::shared_ptr<PersistentTopic>& topic, 
   if (brokerLimiter.enabled() && brokerLimiter.consume(msgs, bytes, now)) {
     pauseOn(nullptr, &brokerLimiter);
   }
+  // The namespace's resource group (Pulsar's ResourceGroupPublishLimiter, one of the topic's
+  // publish limiters): shared by the group's topics on this broker, owned by BrokerService.
+  MessageRateLimiter* group = topic->resourceGroupPublishLimiter();
+  if (group && group->enabled() && group->consume(msgs, bytes, now)) pauseOn(nullptr, group);
   if (!paused) return;
   topic->countPublishRateLimited();
   if (rateThrottled_) return;  // the timer is armed

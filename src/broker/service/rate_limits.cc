@@ -57,6 +57,37 @@ void BrokerService::resolveRateLimits(const std::string& policyKey, const Namesp
   l->subscribeRate =
       subscribe.value_or(SubscribeRate{d.subscribeThrottlingRatePerConsumer.load(),
                                        d.subscribeRatePeriodPerConsumerInSecond.load()});
+  l->resourceGroupPublish = nullptr;
+  if (auto group = resourceGroupOf(ns)) {
+    std::lock_guard<std::mutex> lock(groupLimitersMu_);
+    if (auto it = groupLimiters_.find(*group); it != groupLimiters_.end()) {
+      l->resourceGroupPublish = it->second.get();
+    }
+  }
+}
+
+void BrokerService::onResourceGroupChanged(const std::string& name) {
+  std::optional<ResourceGroupQuota> quota;
+  if (auto json = policies_.resourceGroup(name)) {
+    quota = parseResourceGroupQuota(*json).value_or(ResourceGroupQuota{});
+  }
+  {
+    std::lock_guard<std::mutex> lock(groupLimitersMu_);
+    auto& limiter = groupLimiters_[name];
+    if (!limiter) limiter = std::make_unique<MessageRateLimiter>();
+    // Pulsar's ResourceGroupPublishLimiter.update builds new buckets: only on a change, so
+    // re-applying the same quota (the store's watch after an admin call) keeps the balance.
+    const ResourceGroupQuota q = quota.value_or(ResourceGroupQuota{});
+    auto old = groupQuotas_.find(name);
+    if (old == groupQuotas_.end() || !(old->second == q)) {
+      limiter->configure(q.publishRateInMsgs, q.publishRateInBytes, kSecondNs, steadyNowNs());
+      groupQuotas_[name] = q;
+    }
+  }
+  // Topics of the namespaces naming it attach to (or, deleted, let go of) its limiter.
+  reapplyPolicies([&](const TopicName& t) {
+    return resourceGroupOf(policies_.namespacePolicies(t.namespaceName())) == name;
+  });
 }
 
 void BrokerService::onRateSettingsChanged() {

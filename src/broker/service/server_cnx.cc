@@ -1014,8 +1014,9 @@ void ServerCnx::handleSend(const proto::CommandSend& c, Buffer entry) {
   const auto sendBytes = static_cast<int64_t>(ps.entry.size());
   vec->push_back(std::move(ps));
   // Publish rate limits: one relaxed load each when none is configured.
-  if (topic->publishRateLimiter().enabled() || service_.rateLimiters().publish.enabled())
-      [[unlikely]] {
+  MessageRateLimiter* group = topic->resourceGroupPublishLimiter();
+  if (topic->publishRateLimiter().enabled() || service_.rateLimiters().publish.enabled() ||
+      (group && group->enabled())) [[unlikely]] {
     checkPublishRate(topic, sendMsgs, sendBytes);
   }
   int max = service_.options().maxPendingPublishRequestsPerConnection;

@@ -84,6 +84,9 @@ struct TopicPolicyLimits {
   DispatchRate dispatchRate;
   DispatchRate subscriptionDispatchRate;
   SubscribeRate subscribeRate;
+  // The publish limiter of the namespace's resource group (BrokerService owns it, for the
+  // broker's life); nullptr when the namespace has none.
+  MessageRateLimiter* resourceGroupPublish = nullptr;
 };
 
 // Counters for stats; executor thread.
@@ -216,6 +219,11 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // connections on their I/O loops. Any thread.
   MessageRateLimiter& publishRateLimiter() { return *publishRate_; }
   std::shared_ptr<MessageRateLimiter> publishRateLimiterRef() { return publishRate_; }
+  // The resource group's publish limiter, shared with the group's other topics; nullptr when
+  // none. Thread: any (the producers' I/O loops read it per SEND).
+  MessageRateLimiter* resourceGroupPublishLimiter() const {
+    return groupPublishRate_.load(std::memory_order_acquire);
+  }
   // The topic's dispatch limiter (dispatchRate policy). Executor.
   MessageRateLimiter& dispatchRateLimiter() { return dispatchRate_; }
   // relativeToPublishRate: the dispatch limits become the configured rate plus the topic's
@@ -406,6 +414,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   void configureDispatchRate(MessageRateLimiter& l, const DispatchRate& r);
   void attachRateLimits(Subscription& sub);
   std::shared_ptr<MessageRateLimiter> publishRate_ = std::make_shared<MessageRateLimiter>();
+  std::atomic<MessageRateLimiter*> groupPublishRate_{nullptr};  // limits_.resourceGroupPublish
   MessageRateLimiter dispatchRate_;
   BrokerRateLimiters* brokerRates_ = nullptr;
   std::atomic<uint64_t> publishRateLimitedTimes_{0};

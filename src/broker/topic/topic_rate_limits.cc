@@ -39,6 +39,7 @@ void PersistentTopic::configureDispatchRate(MessageRateLimiter& l, const Dispatc
 
 void PersistentTopic::applyRateLimits(const TopicPolicyLimits& before) {
   MAGNETAR_DCHECK_ON(executor_);
+  groupPublishRate_.store(limits_.resourceGroupPublish, std::memory_order_release);
   // Only a changed limit is rebuilt (full again, as Pulsar builds new buckets on an update):
   // other policy changes leave the balances alone.
   if (!(before.publishRate == limits_.publishRate)) {

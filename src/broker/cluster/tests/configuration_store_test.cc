@@ -1,12 +1,14 @@
 // The configuration store over standalone's persistent local store (local_records.h): tenants,
-// clusters, namespaces with their policies and partitioned topics survive a restart, and a data
-// directory of a build that kept them in its own keys (docs/broker-metadata-format.md, "Before")
-// is migrated once and served unchanged.
+// clusters, resource groups, namespaces with their policies and partitioned topics survive a
+// restart, and a data directory of a build that kept them in its own keys
+// (docs/broker-metadata-format.md, "Before") is migrated once and served unchanged.
 #include "broker/cluster/configuration_store.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "broker/cluster/local_records.h"
 #include "broker/policies/namespace_resources.h"
@@ -32,6 +34,10 @@ struct View : SharedConfigView {
   void applySharedCluster(const std::string& name,
                           const std::optional<std::string>& data) override {
     policies.applyCluster(name, data);
+  }
+  void applySharedResourceGroup(const std::string& name,
+                                const std::optional<std::string>& json) override {
+    policies.applyResourceGroup(name, json);
   }
   void clearShared() override {
     namespaces.clear();
@@ -158,6 +164,44 @@ void expectOldData(const View& v) {
   EXPECT_EQ(v.namespaces.partitions("persistent://acme/ns/p"), 4);
   EXPECT_EQ(v.namespaces.partitions("persistent://acme/ns/odd name"), 2);
   EXPECT_FALSE(v.namespaces.partitions("persistent://acme/ns/bad"));
+}
+
+TEST(ConfigurationStoreLocal, ResourceGroupsAreStoredWatchedAndSurviveARestart) {
+  auto backend = metadata::LocalBackend::create();
+  auto session = backend->openSession();
+  auto otherSession = backend->openSession();
+  const std::string rg1 = R"({"publishRateInMsgs":10,"publishRateInBytes":-1,)"
+                          R"("dispatchRateInMsgs":-1,"dispatchRateInBytes":-1})";
+  {
+    Broker b(session.get());
+    Broker other(otherSession.get());  // a second broker on the same store
+    PolicyRegistry& r = b.view.policies;
+    ASSERT_TRUE(r.putResourceGroup("rg1", "{}"));
+    ASSERT_TRUE(r.putResourceGroup("rg1", rg1));  // replaced
+    ASSERT_TRUE(r.putResourceGroup("gone", "{}"));
+    ASSERT_TRUE(r.deleteResourceGroup("gone"));
+    EXPECT_EQ(r.deleteResourceGroup("gone").code(), StatusCode::kNotFound);
+    EXPECT_EQ(r.resourceGroups(), std::vector<std::string>{"rg1"});
+    ASSERT_TRUE(b.config.createNamespace("public/rg", {}, 1));
+    EXPECT_FALSE(r.resourceGroupInUse("rg1"));
+    ASSERT_TRUE(r.updateNamespacePolicies("public/rg", [](NamespacePolicies& p) {
+      p.keptFields["resource_group_name"] = R"("rg1")";
+    }));
+    EXPECT_TRUE(r.resourceGroupInUse("rg1"));
+    EXPECT_EQ(resourceGroupOf(r.namespacePolicies("public/rg")), "rg1");
+    // The other broker follows through its watches.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (other.view.policies.resourceGroup("rg1") != rg1 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(other.view.policies.resourceGroup("rg1"), rg1);
+    EXPECT_FALSE(other.view.policies.resourceGroup("gone"));
+  }
+  Broker again(session.get());  // a restarted broker
+  EXPECT_EQ(again.view.policies.resourceGroups(), std::vector<std::string>{"rg1"});
+  EXPECT_EQ(again.view.policies.resourceGroup("rg1"), rg1);
+  EXPECT_TRUE(again.view.policies.resourceGroupInUse("rg1"));
 }
 
 TEST(ConfigurationStoreLocal, AnOldStandaloneDataDirectoryIsMigratedOnce) {
