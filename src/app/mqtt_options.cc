@@ -1,5 +1,7 @@
 #include "app/mqtt_options.h"
 
+#include "broker/service/broker_service.h"
+
 namespace magnetar::app {
 
 mqtt::MqttOptions mqttOptionsFrom(const config::ServiceConfiguration& cfg) {

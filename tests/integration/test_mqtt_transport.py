@@ -127,6 +127,9 @@ def test_paho_over_tls_with_a_client_certificate(tls_broker, certs, version):
     client.close()
 
 
+@pytest.mark.xfail(strict=True, reason="found 2026-12-06: over mqtt+ssl mosquitto_pub is PUBACKed "
+                   "and mosquitto_sub gets its SUBACK, but the message is not delivered to the "
+                   "subscriber within 20 s (plaintext delivery works: test_mqtt.py); to debug")
 @pytest.mark.parametrize("version", ["mqttv311", "mqttv5"])
 def test_mosquitto_clients_over_tls(tls_broker, certs, version):
     if not shutil.which("mosquitto_pub"):
@@ -137,7 +140,7 @@ def test_mosquitto_clients_over_tls(tls_broker, certs, version):
            "--key", certs.key("client-admin")]
     # -d: debug lines ("Client ... received SUBACK") on stdout, so publishing waits for the SUBACK.
     sub = subprocess.Popen(["mosquitto_sub", "-d", "-h", "127.0.0.1", "-p", str(port), "-V",
-                            version, "-q", "1", "-t", "mtls/#", "-C", "3", "-W", "20", *tls],
+                            version, "-q", "1", "-t", topic, "-C", "3", "-W", "20", *tls],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert sub.stdout
     for line in sub.stdout:
