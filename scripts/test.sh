@@ -182,7 +182,7 @@ PERF_OUT=$(mktemp -d)
 # The small form of each scenario the seed's matrix and issue 23 added (docs/perf.md); each run
 # must be valid and hold every measure. The full forms are documented commands.
 for sc in max-rate max-rate-tls high-rate-tls max-rate-128k many-connections many-topics \
-  reconnect-storm max-rate-concurrent catch-up-concurrent txn high-rate-websocket; do
+  reconnect-storm max-rate-concurrent catch-up-concurrent txn high-rate-websocket high-rate-mqtt; do
   python3 tools/perf/magnetar-perf run "iot-telemetry-$sc-small" --quiet --output "$PERF_OUT/$sc"
   "$PY" tools/perf/check_summary.py "$PERF_OUT/$sc/summary.json"
 done

@@ -159,6 +159,11 @@ struct BrokerAdmin::Impl : std::enable_shared_from_this<Impl> {
       writeBalanceMetrics(w, o.cluster, options.loadManager->balanceCounters());
     }
     writeProtocolErrorMetrics(w);
+    const auto& mqttListeners = cfg.mqttListeners();
+    if (std::any_of(mqttListeners.begin(), mqttListeners.end(),
+                    [](const auto& l) { return !l.empty(); })) {
+      writeMqttMetrics(w, o.cluster);
+    }
     if (auto* tcs = ctx.service.transactionCoordinators()) {
       writeTransactionMetrics(w, o.cluster, tcs->stats());
     }

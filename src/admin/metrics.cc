@@ -6,6 +6,7 @@
 
 #include "admin/http_server.h"
 #include "broker/service/server_cnx.h"
+#include "mqtt/mqtt_stats.h"
 
 namespace magnetar::admin {
 namespace {
@@ -560,6 +561,48 @@ void writeAuthMetrics(PrometheusWriter& w) {
     w.sample("magnetar_authorization_denied_total",
              {{"operation", broker::AuthorizationStats::label(i)}},
              static_cast<double>(broker::AuthorizationStats::denied[i].load()));
+  }
+}
+
+void writeMqttMetrics(PrometheusWriter& w, const std::string& cluster) {
+  using mqtt::MqttStats;
+  const std::vector<std::pair<std::string, std::string>> labels{{"cluster", cluster}};
+  struct Row {
+    const char* name;
+    MetricType type;
+    const char* help;
+    double value;
+  };
+  const Row rows[] = {
+      {"mop_active_client_count", MetricType::kGauge, "MQTT connections open (past CONNECT)",
+       static_cast<double>(MqttStats::activeClients.load())},
+      {"mop_total_client_count", MetricType::kCounter, "MQTT connections accepted at CONNECT",
+       static_cast<double>(MqttStats::totalClients.load())},
+      {"mop_maximum_client_count", MetricType::kGauge, "Most MQTT connections open at once",
+       static_cast<double>(MqttStats::maximumClients.load())},
+      {"mop_send_count", MetricType::kCounter, "MQTT PUBLISHes from clients into topics",
+       static_cast<double>(MqttStats::sendCount.load())},
+      {"mop_send_bytes", MetricType::kCounter, "Payload bytes of MQTT PUBLISHes from clients",
+       static_cast<double>(MqttStats::sendBytes.load())},
+      {"mop_received_count", MetricType::kCounter, "MQTT PUBLISHes delivered to clients",
+       static_cast<double>(MqttStats::receivedCount.load())},
+      {"mop_received_bytes", MetricType::kCounter, "Payload bytes of MQTT PUBLISHes delivered",
+       static_cast<double>(MqttStats::receivedBytes.load())},
+      {"magnetar_mqtt_subscriptions_total", MetricType::kCounter,
+       "MQTT topic filters granted in SUBSCRIBE packets",
+       static_cast<double>(MqttStats::subscriptions.load())},
+  };
+  for (const Row& r : rows) {
+    w.family(r.name, r.type, r.help);
+    w.sample(r.name, labels, r.value);
+  }
+  w.family("magnetar_mqtt_connections_refused_total", MetricType::kCounter,
+           "MQTT CONNECTs refused, by reason (max_connections, authentication)");
+  for (size_t i = 0; i < MqttStats::refused.size(); ++i) {
+    const auto reason = static_cast<mqtt::MqttRefusal>(i);
+    w.sample("magnetar_mqtt_connections_refused_total",
+             {{"cluster", cluster}, {"reason", MqttStats::label(reason)}},
+             static_cast<double>(MqttStats::refused[i].load()));
   }
 }
 

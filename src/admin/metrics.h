@@ -69,4 +69,11 @@ void writeProtocolErrorMetrics(PrometheusWriter& w);
 // pulsar_expired_token_total, and magnetar_authorization_denied_total{operation}.
 void writeAuthMetrics(PrometheusWriter& w);
 
+// MQTT (src/mqtt, process-wide MqttStats), MoP's MQTTMetricsCollector names labelled cluster:
+// mop_active_client_count, mop_total_client_count, mop_maximum_client_count, mop_send_count,
+// mop_send_bytes (PUBLISHes into topics), mop_received_count, mop_received_bytes (delivered to
+// clients); Magnetar's magnetar_mqtt_subscriptions_total and
+// magnetar_mqtt_connections_refused_total{reason}. Written when mqttListeners is set.
+void writeMqttMetrics(PrometheusWriter& w, const std::string& cluster);
+
 }  // namespace magnetar::admin

@@ -1,5 +1,7 @@
 #include "app/mqtt_options.h"
 
+#include "broker/service/broker_service.h"
+
 namespace magnetar::app {
 
 mqtt::MqttOptions mqttOptionsFrom(const config::ServiceConfiguration& cfg) {
@@ -10,18 +12,27 @@ mqtt::MqttOptions mqttOptionsFrom(const config::ServiceConfiguration& cfg) {
   o.defaultTopicDomain = cfg.defaultTopicDomain();
   o.maxPacketSize = static_cast<size_t>(cfg.maxFrameSize());
   o.receiveMaximum = static_cast<uint16_t>(cfg.receiveMaximum());
+  o.maxConnections = static_cast<int>(cfg.mqttMaxConnections());
   return o;
 }
 
 Result<std::unique_ptr<mqtt::MqttService>> startMqttService(const config::ServiceConfiguration& cfg,
                                                             broker::BrokerService& service) {
   mqtt::MqttOptions o = mqttOptionsFrom(cfg);
+  o.tlsContext = service.options().tlsContext;  // made for mqtt+ssl too (makeBrokerOptions)
   bool any = false;
   for (const auto& l : o.listeners) any |= !l.empty();
   if (!any) return std::unique_ptr<mqtt::MqttService>();
   auto m = std::make_unique<mqtt::MqttService>(service, std::move(o));
   if (Status s = m->start(); !s.isOk()) return s;
   return m;
+}
+
+bool hasMqttTlsListener(const config::ServiceConfiguration& cfg) {
+  for (const auto& l : cfg.mqttListeners()) {
+    if (l.rfind("mqtt+ssl://", 0) == 0) return true;
+  }
+  return false;
 }
 
 }  // namespace magnetar::app

@@ -15,4 +15,7 @@ mqtt::MqttOptions mqttOptionsFrom(const config::ServiceConfiguration& cfg);
 Result<std::unique_ptr<mqtt::MqttService>> startMqttService(const config::ServiceConfiguration& cfg,
                                                             broker::BrokerService& service);
 
+// Whether mqttListeners has an mqtt+ssl:// entry (the broker's TLS context is then loaded).
+bool hasMqttTlsListener(const config::ServiceConfiguration& cfg);
+
 }  // namespace magnetar::app

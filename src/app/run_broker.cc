@@ -101,7 +101,8 @@ struct BoundPorts {
   uint16_t web = 0;
   int brokerTls = 0;
   int webTls = 0;
-  int mqtt = 0;  // the first of mqttListeners, 0 without MQTT
+  int mqtt = 0;     // the first mqtt:// of mqttListeners, 0 without one
+  int mqttTls = 0;  // the first mqtt+ssl:// of mqttListeners, 0 without one
 };
 
 Status writePortsFile(const std::string& path, const BoundPorts& p) {
@@ -112,6 +113,7 @@ Status writePortsFile(const std::string& path, const BoundPorts& p) {
     if (p.brokerTls > 0) out << "brokerServicePortTls=" << p.brokerTls << "\n";
     if (p.webTls > 0) out << "webServicePortTls=" << p.webTls << "\n";
     if (p.mqtt > 0) out << "mqttPort=" << p.mqtt << "\n";
+    if (p.mqttTls > 0) out << "mqttPortTls=" << p.mqttTls << "\n";
     if (!out) return Status::ioError(fmt::format("cannot write ports file '{}'", tmp));
   }
   std::error_code ec;
@@ -198,7 +200,7 @@ int openCluster(const BrokerOptions& options, StopSignal& stop, Cluster& cluster
 Result<broker::BrokerOptions> makeBrokerOptions(const config::ServiceConfiguration& cfg) {
   auto o = brokerOptionsFrom(cfg);
   if (!o.isOk()) return o.status();
-  if (cfg.brokerServicePortTls() || cfg.webServicePortTls()) {
+  if (cfg.brokerServicePortTls() || cfg.webServicePortTls() || hasMqttTlsListener(cfg)) {
     auto created = net::TlsContext::create(tlsOptionsFrom(cfg));
     if (!created.isOk()) {
       return Status::invalidArgument("cannot start TLS: " + created.status().message());
@@ -372,11 +374,12 @@ Status startHttpServers(Web& web, const config::ServiceConfiguration& cfg,
 
 // Logs "magnetar listening: ..." and writes the ports file when asked for.
 Status announce(const BoundPorts& bound, const std::string& portsFile) {
-  MLOG_INFO("magnetar listening: brokerServicePort={} webServicePort={}{}{}{}", bound.broker,
+  MLOG_INFO("magnetar listening: brokerServicePort={} webServicePort={}{}{}{}{}", bound.broker,
             bound.web,
             bound.brokerTls ? fmt::format(" brokerServicePortTls={}", bound.brokerTls) : "",
             bound.webTls ? fmt::format(" webServicePortTls={}", bound.webTls) : "",
-            bound.mqtt ? fmt::format(" mqttPort={}", bound.mqtt) : "");
+            bound.mqtt ? fmt::format(" mqttPort={}", bound.mqtt) : "",
+            bound.mqttTls ? fmt::format(" mqttPortTls={}", bound.mqttTls) : "");
   if (portsFile.empty()) return Status::ok();
   return writePortsFile(portsFile, bound);
 }
@@ -449,9 +452,12 @@ int serve(const BrokerOptions& options, Web& web, broker::BrokerService& service
   }
   BoundPorts bound;
   if (s) {
-    bound = {static_cast<uint16_t>(service.brokerServicePort()), web.http->port(),
-             service.brokerServicePortTls(), web.https ? web.https->port() : 0,
-             web.mqtt && !web.mqtt->boundPorts().empty() ? web.mqtt->boundPorts()[0] : 0};
+    bound = {static_cast<uint16_t>(service.brokerServicePort()),
+             web.http->port(),
+             service.brokerServicePortTls(),
+             web.https ? web.https->port() : 0,
+             web.mqtt ? web.mqtt->firstPort(false) : 0,
+             web.mqtt ? web.mqtt->firstPort(true) : 0};
     s = announce(bound, options.portsFile);
   }
   if (!s) {

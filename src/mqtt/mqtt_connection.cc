@@ -5,13 +5,15 @@
 #include "broker/service/broker_service.h"
 #include "mqtt/mqtt_service.h"
 #include "mqtt/mqtt_sink.h"
+#include "mqtt/mqtt_stats.h"
 #include "protocol/frame.h"
 
 namespace magnetar::mqtt {
 
 MqttConnection::MqttConnection(MqttService& service, net::EventLoop& loop,
-                               boost::asio::ip::tcp::socket socket)
-    : net::Connection(loop, std::move(socket)),
+                               boost::asio::ip::tcp::socket socket,
+                               std::unique_ptr<net::TlsSession> tls)
+    : net::Connection(loop, std::move(socket), std::move(tls)),
       service_(service),
       reader_(service.options().maxPacketSize),
       timer_(loop.context()) {}
@@ -139,7 +141,7 @@ bool MqttConnection::connectAllowed(const Connect& c) {
 bool MqttConnection::authenticate(const Connect& c) {
   const broker::AuthenticationService& auth = service_.broker().authentication();
   if (!auth.enabled()) return true;
-  std::string why = "no credentials (the password carries a token)";
+  std::string why = "no credentials (a password carrying a token, or a TLS client certificate)";
   if (c.password) {
     std::vector<std::pair<const broker::AuthenticationProvider*, std::string>> tries;
     tries.emplace_back(auth.provider("token"), *c.password);
@@ -156,11 +158,18 @@ bool MqttConnection::authenticate(const Connect& c) {
       }
       why = r.status().message();
     }
+  } else if (auto cert = certificateRole()) {
+    if (cert->isOk()) {
+      role_ = **cert;
+      return true;
+    }
+    why = cert->status().message();
   } else if (!auth.anonymousUserRole().empty()) {
     role_ = auth.anonymousUserRole();
     return true;
   }
   MLOG_WARN("[{}] MQTT client {} not authenticated: {}", peerAddress(), c.clientId, why);
+  MqttStats::refuse(MqttRefusal::kAuthentication);
   const bool v5 = version_ == ProtocolVersion::kV5;
   send(Connack{false, v5 ? reason::kBadUserNameOrPassword : reason::kV3BadUserNameOrPassword, {}});
   return false;
@@ -178,7 +187,7 @@ bool MqttConnection::authorized(const broker::TopicName& topic, bool produce) {
 
 void MqttConnection::handleConnect(Connect&& c) {
   version_ = c.version;
-  if (!connectAllowed(c) || !authenticate(c)) {
+  if (!connectAllowed(c) || !admit() || !authenticate(c)) {
     closing_ = true;
     close(true);
     return;
@@ -304,6 +313,7 @@ void MqttConnection::onClosed() {
   producers_.clear();
   dropConsumers(/*deleteSubscriptions=*/connected_ && !persistentSession_);
   if (connected_) service_.unregisterClient(clientId_, this);
+  releaseAdmission();
 }
 
 void MqttConnection::onBrokerFrames(const std::string& frames) {

@@ -31,7 +31,9 @@ class MqttSink;
 // hands over to the loop.
 class MqttConnection final : public net::Connection {
  public:
-  MqttConnection(MqttService& service, net::EventLoop& loop, boost::asio::ip::tcp::socket socket);
+  // tls: the mqtt+ssl listener's session (null on mqtt://).
+  MqttConnection(MqttService& service, net::EventLoop& loop, boost::asio::ip::tcp::socket socket,
+                 std::unique_ptr<net::TlsSession> tls = nullptr);
   ~MqttConnection() override;
 
   // Arms the CONNECT timeout and starts reading. Any thread.
@@ -95,6 +97,13 @@ class MqttConnection final : public net::Connection {
   // The broker's authorization of role_ on a topic (produce, or consume on the subscription
   // named by the client id).
   bool authorized(const broker::TopicName& topic, bool produce);
+  // Admission (mqtt_admission.cc): admit() takes a mqttMaxConnections slot, else sends the
+  // refusing CONNACK and answers false; releaseAdmission() gives it back (on close).
+  bool admit();
+  void releaseAdmission();
+  // The TLS client certificate's role (AuthenticationProviderTls) when that provider is on and
+  // the client sent a certificate over mqtt+ssl; nullopt when it does not apply.
+  std::optional<Result<std::string>> certificateRole();
   void sendConnack(bool sessionPresent);
   void handlePing();
   // A persistent session's filters go to the service at each change, so a client that comes
@@ -180,6 +189,7 @@ class MqttConnection final : public net::Connection {
   uint16_t lastPacketId_ = 0;
   uint64_t nextConsumerId_ = 0;
   uint64_t topicWatch_ = 0;  // TopicEventListeners id for wildcard filters, 0: none
+  bool admitted_ = false;    // holds a mqttMaxConnections slot (admit())
 };
 
 }  // namespace magnetar::mqtt

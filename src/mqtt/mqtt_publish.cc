@@ -10,6 +10,7 @@
 #include "mqtt/mqtt_connection.h"
 #include "mqtt/mqtt_service.h"
 #include "mqtt/mqtt_sink.h"
+#include "mqtt/mqtt_stats.h"
 #include "mqtt/topic_mapping.h"
 #include "protocol/commands.h"
 
@@ -71,6 +72,7 @@ void MqttConnection::handlePublish(Publish&& p) {
 }
 
 void MqttConnection::publishTo(ProducerState& ps, Publish&& p) {
+  MqttStats::published(p.payload.size());
   proto::MessageMetadata md;
   md.set_producer_name(clientId_);
   md.set_sequence_id(ps.nextSequenceId);

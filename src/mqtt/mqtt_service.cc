@@ -5,7 +5,9 @@
 #include "base/logging.h"
 #include "broker/service/broker_service.h"
 #include "mqtt/mqtt_connection.h"
+#include "mqtt/mqtt_stats.h"
 #include "net/tcp_server.h"
+#include "net/tls.h"
 
 namespace magnetar::mqtt {
 
@@ -14,11 +16,13 @@ Result<std::vector<ListenAddress>> parseMqttListeners(const std::vector<std::str
   for (const std::string& l : listeners) {
     if (l.empty()) continue;
     constexpr std::string_view kScheme = "mqtt://";
-    if (l.rfind(kScheme, 0) != 0) {
+    constexpr std::string_view kTlsScheme = "mqtt+ssl://";
+    const bool tls = l.rfind(kTlsScheme, 0) == 0;
+    if (!tls && l.rfind(kScheme, 0) != 0) {
       return Status::invalidArgument("mqttListeners: '" + l +
-                                     "' is not mqtt://host:port (mqtt+ssl is not served yet)");
+                                     "' is not mqtt://host:port or mqtt+ssl://host:port");
     }
-    std::string_view rest = std::string_view(l).substr(kScheme.size());
+    std::string_view rest = std::string_view(l).substr(tls ? kTlsScheme.size() : kScheme.size());
     const size_t colon = rest.rfind(':');
     int port = -1;
     if (colon != std::string_view::npos) {
@@ -32,7 +36,7 @@ Result<std::vector<ListenAddress>> parseMqttListeners(const std::vector<std::str
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
       host = host.substr(1, host.size() - 2);
     }
-    out.push_back(ListenAddress{std::move(host), port});
+    out.push_back(ListenAddress{std::move(host), port, tls});
   }
   return out;
 }
@@ -46,9 +50,18 @@ Status MqttService::start() {
   auto addresses = parseMqttListeners(options_.listeners);
   if (!addresses.isOk()) return addresses.status();
   for (const ListenAddress& a : *addresses) {
+    if (a.tls && !options_.tlsContext) {
+      return Status::invalidArgument(
+          "mqttListeners: an mqtt+ssl listener needs tlsCertificateFilePath and tlsKeyFilePath");
+    }
+    // The broker's TLS context: the certificates current at accept time (refreshed as for
+    // brokerServicePortTls), the same client-certificate rules.
+    std::shared_ptr<net::TlsContext> tls = a.tls ? options_.tlsContext : nullptr;
     auto server = std::make_unique<net::TcpServer>(
-        service_.ioLoops(), [this](net::EventLoop& loop, boost::asio::ip::tcp::socket socket) {
-          auto c = std::make_shared<MqttConnection>(*this, loop, std::move(socket));
+        service_.ioLoops(), [this, tls](net::EventLoop& loop, boost::asio::ip::tcp::socket socket) {
+          auto session = tls ? std::make_unique<net::TlsSession>(tls->current()) : nullptr;
+          auto c =
+              std::make_shared<MqttConnection>(*this, loop, std::move(socket), std::move(session));
           {
             MutexLock lock(mu_);
             std::erase_if(all_, [](const auto& w) { return w.expired(); });
@@ -58,9 +71,10 @@ Status MqttService::start() {
           return std::static_pointer_cast<net::Connection>(c);
         });
     if (Status s = server->start(a.host, a.port); !s.isOk()) return s;
-    MLOG_INFO("MQTT listening on {}:{} (pulsar-io loops: {})", a.host, server->boundPort(),
-              service_.ioLoops().size());
+    MLOG_INFO("MQTT listening on {}{}:{} (pulsar-io loops: {})", a.tls ? "mqtt+ssl://" : "mqtt://",
+              a.host, server->boundPort(), service_.ioLoops().size());
     servers_.push_back(std::move(server));
+    serverTls_.push_back(a.tls);
   }
   return Status::ok();
 }
@@ -77,12 +91,37 @@ void MqttService::stop() {
   }
   for (auto& c : open) c->close();
   servers_.clear();
+  serverTls_.clear();
 }
 
 std::vector<int> MqttService::boundPorts() const {
   std::vector<int> ports;
   for (const auto& s : servers_) ports.push_back(s->boundPort());
   return ports;
+}
+
+std::vector<bool> MqttService::boundTls() const { return serverTls_; }
+
+int MqttService::firstPort(bool tls) const {
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    if (serverTls_[i] == tls) return servers_[i]->boundPort();
+  }
+  return 0;
+}
+
+bool MqttService::admitSession() {
+  const int64_t max = options_.maxConnections;
+  int64_t open = sessionsOpen_.load();
+  do {
+    if (max > 0 && open >= max) return false;
+  } while (!sessionsOpen_.compare_exchange_weak(open, open + 1));
+  MqttStats::clientConnected();
+  return true;
+}
+
+void MqttService::releaseSession() {
+  sessionsOpen_.fetch_sub(1);
+  MqttStats::clientClosed();
 }
 
 std::shared_ptr<MqttConnection> MqttService::registerClient(

@@ -3,6 +3,7 @@
 // connections are; there is no thread pool of its own (README.md says why).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -18,7 +19,8 @@ class BrokerService;
 }
 namespace magnetar::net {
 class TcpServer;
-}
+class TlsContext;
+}  // namespace magnetar::net
 
 namespace magnetar::mqtt {
 
@@ -26,8 +28,16 @@ class MqttConnection;
 
 // The settings of the MQTT listeners, read from the broker's configuration (src/app).
 struct MqttOptions {
-  // mqttListeners: "mqtt://host:port" entries (port 0 binds a free port). Empty: no MQTT.
+  // mqttListeners: "mqtt://host:port" and "mqtt+ssl://host:port" entries (port 0 binds a free
+  // port). Empty: no MQTT.
   std::vector<std::string> listeners;
+  // The broker's TLS context (tlsCertificateFilePath, tlsKeyFilePath, tlsTrustCertsFilePath,
+  // tlsRequireTrustedClientCertOnConnect, ...), shared with brokerServicePortTls; needed by
+  // mqtt+ssl listeners, null without one.
+  std::shared_ptr<net::TlsContext> tlsContext;
+  // mqttMaxConnections: MQTT sessions open at once; the next CONNECT is refused (MQTT 5 CONNACK
+  // 0x97 Quota exceeded, 3.1.1 0x03 Server unavailable). 0: no limit.
+  int maxConnections = 0;
   // MoP's defaultTenant, defaultNamespace, defaultTopicDomain: where an MQTT topic name lands.
   std::string defaultTenant = "public";
   std::string defaultNamespace = "default";
@@ -43,11 +53,12 @@ struct MqttOptions {
   int connectTimeoutSeconds = 10;
 };
 
-// Parses mqttListeners ("mqtt://0.0.0.0:1883,mqtt://127.0.0.1:0"): host and port of each.
-// Errors: kInvalidArgument for another scheme (mqtt+ssl is not served yet), a missing or bad port.
+// Parses mqttListeners ("mqtt://0.0.0.0:1883,mqtt+ssl://127.0.0.1:8883", MoP's form): host,
+// port and TLS of each. Errors: kInvalidArgument for another scheme, a missing or bad port.
 struct ListenAddress {
   std::string host;
   int port = 0;
+  bool tls = false;  // mqtt+ssl://
 };
 Result<std::vector<ListenAddress>> parseMqttListeners(const std::vector<std::string>& listeners);
 
@@ -60,12 +71,17 @@ class MqttService {
   MqttService(const MqttService&) = delete;
   MqttService& operator=(const MqttService&) = delete;
 
-  // Binds every listener. Errors: kInvalidArgument (bad mqttListeners), kIoError (bind).
+  // Binds every listener. Errors: kInvalidArgument (bad mqttListeners, an mqtt+ssl listener
+  // without options().tlsContext), kIoError (bind).
   Status start();
   // Stops accepting and closes every connection (without will messages... none are kept yet).
   void stop();
-  // The bound port of each listener, in mqttListeners order.
+  // The bound port of each listener, in mqttListeners order, and whether it is mqtt+ssl.
   std::vector<int> boundPorts() const;
+  std::vector<bool> boundTls() const;
+  // The first plaintext / first mqtt+ssl listener's bound port, 0 when none (the ports file's
+  // mqttPort / mqttPortTls).
+  int firstPort(bool tls) const;
 
   broker::BrokerService& broker() { return service_; }
   const MqttOptions& options() const { return options_; }
@@ -90,10 +106,18 @@ class MqttService {
   // Connections open now (any thread).
   size_t connectionCount() const EXCLUDES(mu_);
 
+  // mqttMaxConnections: takes a session slot for a connection whose CONNECT is being accepted;
+  // false (nothing taken) when maxConnections are open. releaseSession() gives the slot back
+  // when that connection closes. Thread: any.
+  bool admitSession();
+  void releaseSession();
+
  private:
   broker::BrokerService& service_;
   MqttOptions options_;
   std::vector<std::unique_ptr<net::TcpServer>> servers_;
+  std::vector<bool> serverTls_;  // per servers_ entry
+  std::atomic<int64_t> sessionsOpen_{0};
   mutable Mutex mu_;
   std::map<std::string, std::weak_ptr<MqttConnection>> clients_ GUARDED_BY(mu_);
   std::map<std::string, std::vector<SubscriptionRequest>> sessions_ GUARDED_BY(mu_);

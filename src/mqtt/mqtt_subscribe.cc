@@ -12,6 +12,7 @@
 #include "mqtt/mqtt_connection.h"
 #include "mqtt/mqtt_service.h"
 #include "mqtt/mqtt_sink.h"
+#include "mqtt/mqtt_stats.h"
 #include "mqtt/topic_mapping.h"
 
 namespace magnetar::mqtt {
@@ -30,6 +31,7 @@ void MqttConnection::handleSubscribe(Subscribe&& s) {
       SubscriptionRequest granted = req;
       granted.qos = std::min<uint8_t>(req.qos, 1);
       filters_[req.filter] = granted;
+      MqttStats::subscriptions.fetch_add(1, std::memory_order_relaxed);
     }
   }
   saveSession();
@@ -225,6 +227,7 @@ void MqttConnection::onMessage(uint64_t consumerId, storage::Position pos, const
     p.topic = cs.mqttTopic;
     p.payload = std::move(m.payload);
     if (version_ == ProtocolVersion::kV5) p.properties = std::move(m.properties);
+    MqttStats::delivered(p.payload.size());
     if (p.qos == 0) {
       send(p);
       continue;

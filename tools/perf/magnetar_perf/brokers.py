@@ -94,6 +94,7 @@ class Broker:
     pid: int | None = None
     service_url: str | None = None
     web_url: str | None = None
+    mqtt_url: str | None = None  # mqtt://host:port of the first mqtt:// listener (mqttListeners)
     tls_trust_certs: str | None = None  # broker.tls: the CA file the clients trust
     description = ""
     cfg: dict[str, Any]  # the scenario's broker section (the brokers this tool starts)
@@ -122,6 +123,10 @@ class Broker:
         self.web_url = endpoint.admin_url
         assert self.web_url
         return self.web_url
+
+    def _take_mqtt_port(self, ports: dict[str, int]) -> None:
+        if ports.get("mqttPort"):
+            self.mqtt_url = "mqtt://127.0.0.1:%d" % ports["mqttPort"]
 
 
 class ExternalBroker(Broker):
@@ -205,6 +210,7 @@ class MagnetarBroker(Broker):
         deadline = time.monotonic() + timeout_s
         endpoint = self.process.start(timeout_s=timeout_s)
         wait_healthy(self._take_endpoint(endpoint, self.process.pid), deadline)
+        self._take_mqtt_port(self.process.ports)
 
     def stop(self) -> None:
         self.exit_code = self.process.stop(timeout_s=30) if self.process else None

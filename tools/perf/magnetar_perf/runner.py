@@ -269,7 +269,7 @@ def run(scenario: Scenario, out_dir: str, broker_url: str | None = None,
         cfg_path = os.path.join(out_dir, "worker-config.json")
         with open(cfg_path, "w") as f:
             json.dump(scenario.worker_config(broker.service_url, broker.tls_trust_certs,
-                                             broker.web_url), f,
+                                             broker.web_url, broker.mqtt_url), f,
                       indent=2)
         lg = scenario.data["loadgen"]
         cpus = procstat.parse_cpuset(lg["cpuset"]) if lg.get("cpuset") is not None else None

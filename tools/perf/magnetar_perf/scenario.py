@@ -80,7 +80,9 @@ DEFAULTS = {
         "rate": 0,
         "connectMode": "sequential",
         # binary: gateways on Pulsar's protocol; websocket: through the broker's WebSocket API
-        # (needs broker.settings.webSocketServiceEnabled; sequential connects, no batching).
+        # (needs broker.settings.webSocketServiceEnabled; sequential connects, no batching);
+        # mqtt: each gateway an MQTT 3.1.1 connection publishing QoS 1 (needs
+        # broker.settings.mqttListeners with an mqtt:// entry; no batching, Magnetar only).
         "gatewayProtocol": "binary",
         "warmupRounds": 2,
         "warmupMessages": 500000,
@@ -328,23 +330,27 @@ def check_cluster(data: dict[str, Any]) -> None:
 
 
 def check_gateway_protocol(data: dict[str, Any]) -> None:
-    """workload.gatewayProtocol: binary, or websocket on a broker with the WebSocket service,
-    without batching, transform or a TLS broker (the gateways speak ws:// only)."""
+    """workload.gatewayProtocol: binary; websocket on a broker with the WebSocket service, or mqtt
+    on a broker with an mqtt:// listener, each without batching, transform or a TLS broker (the
+    gateways speak ws:// or mqtt:// only)."""
     wl = data.get("workload", {})
     proto = wl.get("gatewayProtocol", "binary")
-    if proto not in ("binary", "websocket"):
-        raise ScenarioError("workload.gatewayProtocol must be binary or websocket, got %r"
+    if proto not in ("binary", "websocket", "mqtt"):
+        raise ScenarioError("workload.gatewayProtocol must be binary, websocket or mqtt, got %r"
                             % (proto,))
-    if proto != "websocket":
+    if proto == "binary":
         return
     broker = data.get("broker", {})
-    enabled = str(broker.get("settings", {}).get("webSocketServiceEnabled", "")).lower()
-    if enabled != "true":
+    settings = broker.get("settings", {})
+    if proto == "websocket" and str(settings.get("webSocketServiceEnabled", "")).lower() != "true":
         raise ScenarioError("workload.gatewayProtocol websocket needs "
                             "broker.settings.webSocketServiceEnabled: true")
+    if proto == "mqtt" and "mqtt://" not in str(settings.get("mqttListeners", "")):
+        raise ScenarioError("workload.gatewayProtocol mqtt needs broker.settings.mqttListeners "
+                            "with an mqtt:// listener (mqtt://127.0.0.1:0)")
     if wl.get("batching") or wl.get("transform") or broker.get("tls"):
-        raise ScenarioError("workload.gatewayProtocol websocket takes neither batching, "
-                            "transform nor broker.tls")
+        raise ScenarioError("workload.gatewayProtocol %s takes neither batching, "
+                            "transform nor broker.tls" % proto)
 
 
 def check_transform(wl: dict[str, Any]) -> None:
@@ -420,7 +426,7 @@ class Scenario:
         return yaml.safe_dump(self.data, sort_keys=False, default_flow_style=False)
 
     def worker_config(self, service_url: str, tls_trust_certs: str | None = None,
-                      web_url: str | None = None) -> dict[str, Any]:
+                      web_url: str | None = None, mqtt_url: str | None = None) -> dict[str, Any]:
         """The JSON document magnetar-perf-worker reads."""
         workload = dict(self.data["workload"])
         if self.data["storm"]["atSeconds"] > 0:
@@ -431,6 +437,8 @@ class Scenario:
             cfg["tlsTrustCertsFilePath"] = tls_trust_certs
         if web_url:
             cfg["webServiceUrl"] = web_url
+        if mqtt_url:
+            cfg["mqttUrl"] = mqtt_url
         return cfg
 
 

@@ -161,10 +161,40 @@ def test_websocket_gateways_keep_the_high_rate_fleet_and_pass_the_web_url():
 
 
 @pytest.mark.parametrize("sets, match", [
-    (["workload.gatewayProtocol=carrier-pigeon"], "must be binary or websocket"),
+    (["workload.gatewayProtocol=carrier-pigeon"], "must be binary, websocket or mqtt"),
     (["broker.settings.webSocketServiceEnabled=false"], "needs broker.settings"),
     (["workload.batching=true"], "neither batching"),
 ])
 def test_websocket_gateways_refuse_what_they_cannot_run(sets, match):
     with pytest.raises(scen.ScenarioError, match=match):
         scen.resolve("iot-telemetry-high-rate-websocket-small", sets=sets, env={})
+
+
+def test_mqtt_gateways_keep_the_high_rate_fleet_and_pass_the_mqtt_url():
+    full = scen.resolve("iot-telemetry-high-rate-mqtt", env={})
+    base = scen.resolve("iot-telemetry-high-rate", env={}).data["workload"]
+    w = full.data["workload"]
+    assert w["gatewayProtocol"] == "mqtt"
+    for k in ("gateways", "topics", "rate", "payloadBytes", "applications", "pods",
+              "measuredMessages", "maxOutstanding"):
+        assert w[k] == base[k], k
+    assert full.data["broker"]["settings"]["mqttListeners"] == "mqtt://127.0.0.1:0"
+    small = scen.resolve("iot-telemetry-high-rate-mqtt-small", env={})
+    assert small.data["workload"]["gatewayProtocol"] == "mqtt"
+    wc = small.worker_config("pulsar://127.0.0.1:1", None, "http://127.0.0.1:2",
+                             "mqtt://127.0.0.1:3")
+    assert wc["mqttUrl"] == "mqtt://127.0.0.1:3"
+    # The same scenario with binary gateways (compare --vary workload.gatewayProtocol=...).
+    binary = scen.resolve("iot-telemetry-high-rate-mqtt-small",
+                          sets=["workload.gatewayProtocol=binary"], env={})
+    assert binary.data["workload"]["gatewayProtocol"] == "binary"
+
+
+@pytest.mark.parametrize("sets, match", [
+    (["broker.settings.mqttListeners=mqtt+ssl://127.0.0.1:0"], "needs broker.settings"),
+    (["workload.batching=true"], "neither batching"),
+    (["broker.tls=true"], "neither batching"),
+])
+def test_mqtt_gateways_refuse_what_they_cannot_run(sets, match):
+    with pytest.raises(scen.ScenarioError, match=match):
+        scen.resolve("iot-telemetry-high-rate-mqtt-small", sets=sets, env={})

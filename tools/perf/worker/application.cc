@@ -110,7 +110,8 @@ Status Application::subscribeTopic(uint32_t t) {
 bool Application::track(const Pod& pod, const client::Message& m, Delivery* d) {
   const uint64_t now = monotonicNs();
   TelemetryRecord r;
-  if (!decodePayload(m.payload(), m.key(), config_.payloadBytes, config_.devices, &r)) {
+  if (!decodePayload(m.payload(), m.key(), config_.payloadBytes, config_.devices, &r,
+                     /*keyless=*/config_.gatewayProtocol == "mqtt")) {
     tracker_.invalid();
     std::lock_guard<std::mutex> lock(invalidMu_);
     if (invalidSamples_.size() < 100) {

@@ -77,8 +77,42 @@ Status GatewayFleet::connectWebSocket() {
   return Status::ok();
 }
 
+Status GatewayFleet::connectMqtt() {
+  mqtt_ = std::make_unique<MqttProducers>(
+      config_.producerIoThreads,
+      [this](uint32_t lane, bool ok, std::string_view error) { onMqttAck(lane, ok, error); });
+  const uint32_t g = config_.gateways, t = config_.topics;
+  gateways_.resize(static_cast<size_t>(g) * t);
+  auto start = std::chrono::steady_clock::now();
+  for (uint32_t gw = 0; gw < g; ++gw) {  // one connection per gateway, one at a time
+    auto session = mqtt_->open(config_.mqttUrl, fmt::format("gw{}", gw));
+    if (!session) return session.status();
+    for (uint32_t topic = 0; topic < t; ++topic) {
+      auto& slot = gateways_[gw * t + topic];
+      slot = std::make_unique<Gateway>();
+      slot->mqttSession = *session;
+      slot->mqttTopic = config_.topicPrefix + std::to_string(topic);
+    }
+  }
+  connectSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return Status::ok();
+}
+
+void GatewayFleet::onMqttAck(uint32_t lane, bool ok, std::string_view error) {
+  if (!ok || lane >= laneCount_) {
+    // A failed connection: its lanes never finish, the run stalls and is reported invalid.
+    if (sendErrors_.fetch_add(1) == 0) {
+      std::lock_guard<std::mutex> lock(idleMu_);
+      firstError_ = std::string(error);
+    }
+    return;
+  }
+  onReceipt(lane, Status::ok(), client::MessageId{0, 0});
+}
+
 Status GatewayFleet::connect() {
   if (config_.gatewayProtocol == "websocket") return connectWebSocket();
+  if (config_.gatewayProtocol == "mqtt") return connectMqtt();
   client::ClientConfig cc;
   cc.ioThreads = config_.producerIoThreads;
   cc.ioThreadPrefix = "gw-io";
@@ -115,9 +149,9 @@ Status GatewayFleet::connect() {
     if (!concurrent) {
       for (uint32_t gw : order) {
         auto p = client_->createProducer(name, configFor(gw, topic));
-        if (!p) return Status::error(p.status().code(),
-                                     fmt::format("producer gw{}-t{}: {}", gw, topic,
-                                                 p.status().message()));
+        if (!p)
+          return Status::error(p.status().code(), fmt::format("producer gw{}-t{}: {}", gw, topic,
+                                                              p.status().message()));
         gateways_[gw * t + topic]->producer = *p;
       }
       continue;
@@ -147,8 +181,7 @@ Status GatewayFleet::connect() {
     int64_t last = gw->producer.lastSequenceId();
     gw->nextSequenceId = last < 0 ? 0 : static_cast<uint64_t>(last) + 1;
   }
-  connectSeconds_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  connectSeconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return Status::ok();
 }
 
@@ -202,6 +235,12 @@ void GatewayFleet::issue(uint32_t laneIndex) {
     l.sentAtNs = r.sendTimeNs = monotonicNs();
     encodeHeader(r, payload);
     return issueWebSocket(g, laneIndex, std::string_view(payload, config_.payloadBytes), device);
+  }
+  if (mqtt_) {
+    l.sentAtNs = r.sendTimeNs = monotonicNs();
+    encodeHeader(r, payload);
+    return mqtt_->publish(g.mqttSession, g.mqttTopic,
+                          std::string_view(payload, config_.payloadBytes), laneIndex);
   }
   char key[kKeyBytes];
   encodeKey(device, key);
@@ -377,6 +416,7 @@ void GatewayFleet::close() {
     if (g && g->producer) (void)g->producer.closeAsync([](const Status&) {});
   }
   if (ws_) ws_->close();
+  if (mqtt_) mqtt_->close();
   if (client_) (void)client_->close();
 }
 

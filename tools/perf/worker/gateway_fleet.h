@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "client/client.h"
 #include "histogram.h"
+#include "mqtt_producers.h"
 #include "workload_config.h"
 #include "ws_producers.h"
 
@@ -34,6 +35,11 @@ uint64_t monotonicNs();
 // With gatewayProtocol "websocket" each (gateway, topic) is instead a session of Pulsar's
 // WebSocket API (WsProducers): the payload base64 in a JSON frame, the text key, the lane as the
 // frame's context, the ack as the receipt; no sequence ids (the API takes none).
+//
+// With gatewayProtocol "mqtt" each gateway is one MQTT 3.1.1 connection (MqttProducers, client
+// id "gw<g>") publishing QoS 1 to every topic (the Pulsar topic name as the MQTT topic), the lane
+// as the packet's context, the PUBACK as the receipt; no key and no sequence ids (MQTT has none;
+// the broker names the producer by the client id).
 //
 // Thread: connect()/runPhase()/waitPhase()/close() from one controlling thread; receipts on the
 // client's I/O threads (`gw-io-N`, or `gw-ws-N` over WebSocket).
@@ -86,13 +92,17 @@ class GatewayFleet {
     uint64_t sentAtNs = 0;
   };
   struct alignas(64) Gateway {
-    std::mutex mu;           // orders sequence id assignment with sendAsync
+    std::mutex mu;  // orders sequence id assignment with sendAsync
     uint64_t nextSequenceId = 0;
     client::Producer producer;
-    size_t wsSession = 0;  // websocket: the session of WsProducers
+    size_t wsSession = 0;    // websocket: the session of WsProducers
+    size_t mqttSession = 0;  // mqtt: the gateway's connection of MqttProducers
+    std::string mqttTopic;   // mqtt: the topic name
   };
 
   Status connectWebSocket();
+  Status connectMqtt();
+  void onMqttAck(uint32_t lane, bool ok, std::string_view error);
   void issue(uint32_t lane);
   void issueWebSocket(Gateway& g, uint32_t lane, std::string_view payload, uint32_t device);
   void onWebSocketAck(std::string_view context, bool ok, std::string_view ack);
@@ -105,6 +115,7 @@ class GatewayFleet {
   const uint32_t laneCount_;
   std::unique_ptr<client::Client> client_;
   std::unique_ptr<WsProducers> ws_;                 // gatewayProtocol "websocket"
+  std::unique_ptr<MqttProducers> mqtt_;             // gatewayProtocol "mqtt"
   std::vector<std::unique_ptr<Gateway>> gateways_;  // index g * topics + t
   std::vector<Lane> lanes_;
   std::vector<uint32_t> produced_;  // per device: the next counter (written by its lane only)

@@ -83,9 +83,9 @@ inline void setFlags(char* buf, uint32_t flags) { std::memcpy(buf + 12, &flags, 
 // Parses payload; false when it is not a message of this workload: wrong size, magic, flags,
 // device >= devices, a key (binary or text) that is not the payload's device, or damaged padding
 // (first and last byte checked, so a truncated or shifted payload is caught without reading every
-// byte).
+// byte). keyless: an empty key is accepted too (MQTT gateways: MQTT messages carry no key).
 inline bool decodePayload(std::string_view payload, std::string_view key, size_t expectedSize,
-                          uint32_t devices, TelemetryRecord* out) {
+                          uint32_t devices, TelemetryRecord* out, bool keyless = false) {
   if (payload.size() != expectedSize || payload.size() < kPayloadHeaderBytes) return false;
   const char* p = payload.data();
   uint32_t magic, flags;
@@ -97,7 +97,9 @@ inline bool decodePayload(std::string_view payload, std::string_view key, size_t
   if (magic != kPayloadMagic || (flags & ~kFlagsKnown) != 0 || out->device >= devices) {
     return false;
   }
-  if (key.size() == kTextKeyBytes) {
+  if (keyless && key.empty()) {
+    // MQTT gateways: the message has no key (MQTT has none); the payload names the device.
+  } else if (key.size() == kTextKeyBytes) {
     char text[kTextKeyBytes];
     encodeTextKey(out->device, text);
     if (std::memcmp(key.data(), text, kTextKeyBytes) != 0) return false;

@@ -92,6 +92,7 @@ Result<WorkloadConfig> WorkloadConfig::fromJson(const std::string& text) {
       {"serviceUrl", to(&c.serviceUrl)},
       {"tlsTrustCertsFilePath", to(&c.tlsTrustCertsFilePath)},
       {"webServiceUrl", to(&c.webServiceUrl)},
+      {"mqttUrl", to(&c.mqttUrl)},
       {"workload",
        [&](const json& v) {
          Status s = readSection(v, "workload", workload);
@@ -130,8 +131,14 @@ Status WorkloadConfig::validate() const {
   if (connectMode != "sequential" && connectMode != "concurrent") {
     return bad("workload.connectMode must be sequential or concurrent");
   }
-  if (gatewayProtocol != "binary" && gatewayProtocol != "websocket") {
-    return bad("workload.gatewayProtocol must be binary or websocket");
+  if (gatewayProtocol != "binary" && gatewayProtocol != "websocket" && gatewayProtocol != "mqtt") {
+    return bad("workload.gatewayProtocol must be binary, websocket or mqtt");
+  }
+  if (gatewayProtocol == "mqtt" && mqttUrl.empty()) {
+    return bad("workload.gatewayProtocol mqtt needs mqttUrl");
+  }
+  if (gatewayProtocol == "mqtt" && (batching || transform)) {
+    return bad("workload.gatewayProtocol mqtt takes neither batching nor transform");
   }
   if (gatewayProtocol == "websocket" && webServiceUrl.empty()) {
     return bad("workload.gatewayProtocol websocket needs webServiceUrl");

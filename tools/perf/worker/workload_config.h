@@ -15,6 +15,7 @@ struct WorkloadConfig {
   std::string serviceUrl = "pulsar://127.0.0.1:6650";
   std::string tlsTrustCertsFilePath;  // CA of the broker for pulsar+ssl:// ("" = system CAs)
   std::string webServiceUrl;          // http://host:port, for gatewayProtocol "websocket"
+  std::string mqttUrl;                // mqtt://host:port, for gatewayProtocol "mqtt"
   // workload
   uint32_t devices = 1000000;
   uint32_t gateways = 500;
@@ -28,7 +29,8 @@ struct WorkloadConfig {
   std::string connectMode = "sequential";  // or "concurrent"
   // "binary" (Pulsar's protocol, client::Producer) or "websocket": the gateways publish through
   // the broker's WebSocket API at webServiceUrl (webSocketServiceEnabled); applications stay
-  // binary. WebSocket gateways connect sequentially and send no sequence ids.
+  // binary. WebSocket gateways connect sequentially and send no sequence ids. "mqtt": each
+  // gateway one MQTT 3.1.1 connection at mqttUrl publishing QoS 1 (mqttListeners), no key.
   std::string gatewayProtocol = "binary";
   uint32_t warmupRounds = 2;
   uint64_t warmupMessages = 500000;  // per round
