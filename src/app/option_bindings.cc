@@ -195,6 +195,8 @@ const SettingBindings<broker::BrokerOptions>& brokerOptionBindings() {
         MAGNETAR_BIND(bindAddress, bindAddress),
         MAGNETAR_BIND_AS(advertisedAddress, advertisedAddress, orLocalhost),
         MAGNETAR_BIND(clusterName, clusterName),
+        MAGNETAR_BIND(replicationStartAt, replicationStartAt),
+        MAGNETAR_BIND(replicationProducerQueueSize, replicationProducerQueueSize),
         MAGNETAR_BIND(brokerServicePort, brokerServicePort),
         MAGNETAR_BIND(brokerServicePortTls, brokerServicePortTls),
         MAGNETAR_BIND(webServicePort, webServicePort),
