@@ -1,8 +1,8 @@
 #include "broker/replication/replication_service.h"
 
-#include <boost/json.hpp>
 #include <algorithm>
 #include <atomic>
+#include <boost/json.hpp>
 #include <cctype>
 #include <future>
 #include <utility>
@@ -39,8 +39,8 @@ Status ReplicationService::start() {
   // A topic loaded from now on gets its replicators (and their cursors) before any client
   // publishes; the check below covers those loaded before, and policy changes.
   service_.setTopicLoadedHook([this](PersistentTopic& t) { reconcile(t, wantedFor(t.name())); });
-  monitor_ = std::make_unique<PeriodicTask>("pulsar-replication-monitor", period_,
-                                            [this] { check(); });
+  monitor_ =
+      std::make_unique<PeriodicTask>("pulsar-replication-monitor", period_, [this] { check(); });
   return Status::ok();
 }
 
@@ -117,8 +117,8 @@ void ReplicationService::reconcile(PersistentTopic& topic, const std::set<std::s
     if (!wanted.count(cluster) && !topic.replicators().count(cluster)) stale.push_back(n);
   }
   for (auto& n : stale) {
-    MLOG_INFO("{}: replication cursor {} deleted (cluster not replicated)",
-              topic.name().toString(), n);
+    MLOG_INFO("{}: replication cursor {} deleted (cluster not replicated)", topic.name().toString(),
+              n);
     (void)topic.ledger().deleteCursor(n);
   }
   const BrokerOptions& o = service_.options();

@@ -58,6 +58,7 @@ Replicator::Replicator(PersistentTopic& topic, storage::ManagedCursor& cursor,
       producerName_(std::string(kReplicatorPrefix) + "." + config_.localCluster),
       timer_(topic.executor().context()) {
   ackedPosition_ = cursor_.markDeletedPosition();
+  markRequested_ = ackedPosition_;
   readPosition_ = ledger_.nextValidPosition(ackedPosition_);
 }
 
@@ -132,7 +133,8 @@ void Replicator::onProducerFrame(uint64_t epoch, std::optional<proto::BaseComman
   if (!cmd) return disconnected("connection closed");
   using T = proto::BaseCommand;
   if (cmd->type() == T::SEND_RECEIPT) return onReceipt(cmd->send_receipt().sequence_id(), true);
-  if (cmd->type() == T::SEND_ERROR) return disconnected("SEND_ERROR " + cmd->send_error().message());
+  if (cmd->type() == T::SEND_ERROR)
+    return disconnected("SEND_ERROR " + cmd->send_error().message());
   if (cmd->type() == T::CLOSE_PRODUCER) return disconnected("closed by the remote broker");
 }
 
@@ -248,15 +250,15 @@ void Replicator::onReceipt(uint64_t sendId, bool ok) {
 }
 
 void Replicator::advanceCursor() {
-  bool moved = false;
   while (!inFlight_.empty() && inFlight_.front().done) {
     ackedPosition_ = inFlight_.front().position;
     inFlight_.pop_front();
-    moved = true;
   }
-  if (!moved || markDeleting_) return;
+  // One mark-delete at a time; the positions acknowledged meanwhile go with the next one.
+  if (markDeleting_ || !(markRequested_ < ackedPosition_)) return;
   markDeleting_ = true;
   storage::Position pos = ackedPosition_;
+  markRequested_ = pos;
   cursor_.asyncMarkDelete(pos, [self = weak_from_this(), pos](const Status& s) {
     auto me = self.lock();
     if (!me) return;
@@ -265,8 +267,9 @@ void Replicator::advanceCursor() {
     if (!s.isOk()) {
       MLOG_WARN("{}: replication cursor of {}: mark-delete failed: {}", me->topicName_,
                 me->config_.remoteCluster, s.toString());
+      me->markRequested_ = me->cursor_.markDeletedPosition();  // tried again with the next
     }
-    if (me->ackedPosition_ > pos) me->advanceCursor();
+    if (pos < me->ackedPosition_) me->advanceCursor();
   });
 }
 

@@ -35,7 +35,7 @@ struct ReplicatorConfig {
   std::function<std::optional<std::string>()> remoteUrl;
   int producerQueueSize = 1000;  // replicationProducerQueueSize: entries sent, not acknowledged
   storage::InitialPosition startAt = storage::InitialPosition::kLatest;  // replicationStartAt
-  std::chrono::milliseconds connectTimeout{10000};  // PRODUCER's answer
+  std::chrono::milliseconds connectTimeout{10000};                       // PRODUCER's answer
 };
 
 // Thread: the topic's executor for every member (the connection's frames are posted there).
@@ -93,8 +93,9 @@ class Replicator final : public TopicReplicator, public std::enable_shared_from_
   std::chrono::milliseconds backoff_{100};
   boost::asio::steady_timer timer_;
 
-  storage::Position readPosition_;  // next entry to read
+  storage::Position readPosition_;   // next entry to read
   storage::Position ackedPosition_;  // last entry the remote acknowledged in order
+  storage::Position markRequested_;  // the last position given to asyncMarkDelete
   bool reading_ = false;
   bool markDeleting_ = false;
   std::deque<InFlight> inFlight_;

@@ -13,7 +13,8 @@
 
 namespace magnetar::broker {
 
-bool PersistentTopic::addReplicator(const std::string& cluster, std::shared_ptr<TopicReplicator> r) {
+bool PersistentTopic::addReplicator(const std::string& cluster,
+                                    std::shared_ptr<TopicReplicator> r) {
   MAGNETAR_DCHECK_ON(executor_);
   if (closing_ || replicators_.count(cluster)) return false;
   replicators_.emplace(cluster, std::move(r));
@@ -62,9 +63,9 @@ struct ReplicatedAdd {
 void PersistentTopic::publishReplicated(const std::shared_ptr<Producer>& producer, PendingSend& s,
                                         size_t bytes) {
   EntryMetadataPeek md;
-  auto add = std::make_unique<ReplicatedAdd>(ReplicatedAdd{
-      producer, s.sequenceId, s.highestSequenceId, s.numMessages, bytes, producer->name(),
-      static_cast<int64_t>(s.highestSequenceId)});
+  auto add = std::make_unique<ReplicatedAdd>(
+      ReplicatedAdd{producer, s.sequenceId, s.highestSequenceId, s.numMessages, bytes,
+                    producer->name(), static_cast<int64_t>(s.highestSequenceId)});
   int64_t first = static_cast<int64_t>(s.sequenceId);
   if (peekEntryMetadata(s.entry.view(), &md).isOk() && !md.producerName.empty()) {
     add->dedupName = std::string(md.producerName);
@@ -80,17 +81,16 @@ void PersistentTopic::publishReplicated(const std::shared_ptr<Producer>& produce
     return;
   }
   if (verdict == MessageDeduplication::Verdict::kInFlight) {
-    dedup_.waitFor(add->dedupName, {first, [this, producer, seq, highest, bytes](const Status& st) {
-                                      queueReceipt(producer,
-                                                   st.isOk() ? Buffer{}
-                                                             : protocol::Commands::newSendError(
-                                                                   producer->id(), seq,
-                                                                   proto::PersistenceError,
-                                                                   st.message()),
-                                                   seq, st.isOk() ? storage::Position{-1, -1}
-                                                                  : storage::Position{},
-                                                   highest, bytes);
-                                    }});
+    dedup_.waitFor(
+        add->dedupName,
+        {first, [this, producer, seq, highest, bytes](const Status& st) {
+           queueReceipt(producer,
+                        st.isOk() ? Buffer{}
+                                  : protocol::Commands::newSendError(
+                                        producer->id(), seq, proto::PersistenceError, st.message()),
+                        seq, st.isOk() ? storage::Position{-1, -1} : storage::Position{}, highest,
+                        bytes);
+         }});
     return;
   }
   pendingWrites_++;

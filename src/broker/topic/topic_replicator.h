@@ -31,10 +31,10 @@ struct ReplicatorStats {
   double msgThroughputOut = 0;  // bytes/s
   int64_t msgOutCount = 0;      // messages the remote acknowledged, since the replicator started
   int64_t bytesOutCount = 0;
-  int64_t replicationBacklog = 0;  // entries after the cursor's mark-delete position
-  bool connected = false;          // the producer on the remote is ready
-  std::string outboundConnection;  // the remote broker's URL while connected
-  std::string outboundConnectedSince;  // ISO-8601 time of the connection ("" when not)
+  int64_t replicationBacklog = 0;        // entries after the cursor's mark-delete position
+  bool connected = false;                // the producer on the remote is ready
+  std::string outboundConnection;        // the remote broker's URL while connected
+  std::string outboundConnectedSince;    // ISO-8601 time of the connection ("" when not)
   double replicationDelayInSeconds = 0;  // age of the oldest entry not yet acknowledged
 };
 
