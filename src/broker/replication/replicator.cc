@@ -187,7 +187,7 @@ void Replicator::readMore() {
   uint64_t epoch = epoch_;
   ledger_.asyncReadEntries(
       readPosition_, std::min(room, kReadBatch), kReadBytes,
-      [self = weak_from_this(), epoch](Status s, std::vector<storage::Entry> entries) {
+      [self = weak_from_this(), epoch](const Status& s, std::vector<storage::Entry> entries) {
         if (auto me = self.lock()) me->onEntries(epoch, s, std::move(entries));
       });
 }
