@@ -18,6 +18,28 @@ using broker::PublisherSnapshot;
 using broker::SubscriptionSnapshot;
 using broker::TopicSnapshot;
 
+// Pulsar's ReplicatorStatsImpl (what Magnetar does not count: the inbound side, expiry, 0).
+json::object replicatorStatsJson(const broker::ReplicatorStats& r) {
+  json::object o{{"msgRateIn", 0.0},
+                 {"msgInCount", 0},
+                 {"msgThroughputIn", 0.0},
+                 {"bytesInCount", 0},
+                 {"msgRateOut", r.msgRateOut},
+                 {"msgOutCount", r.msgOutCount},
+                 {"msgThroughputOut", r.msgThroughputOut},
+                 {"bytesOutCount", r.bytesOutCount},
+                 {"msgRateExpired", 0.0},
+                 {"msgExpiredCount", 0},
+                 {"replicationBacklog", r.replicationBacklog},
+                 {"connected", r.connected},
+                 {"replicationDelayInSeconds", r.replicationDelayInSeconds}};
+  if (!r.outboundConnection.empty()) {
+    o["outboundConnection"] = r.outboundConnection;
+    o["outboundConnectedSince"] = r.outboundConnectedSince;
+  }
+  return o;
+}
+
 double averageSize(double bytes, double msgs) { return msgs > 0 ? bytes / msgs : 0; }
 
 // A producer's or consumer's metadata (the client's properties), as Pulsar's stats show it.
@@ -233,7 +255,9 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   // NonPersistentTopicStats.msgDropRate: Pulsar sets it only when summing partitions' stats
   // (always 0 there too).
   if (t.nonPersistent) o["msgDropRate"] = 0.0;
-  o["replication"] = json::object{};
+  json::object replication;
+  for (const auto& [cluster, r] : t.replication) replication[cluster] = replicatorStatsJson(r);
+  o["replication"] = std::move(replication);
   o["deduplicationStatus"] = t.deduplicationEnabled ? "Enabled" : "Disabled";
   o["nonContiguousDeletedMessagesRanges"] = 0;
   o["nonContiguousDeletedMessagesRangesSerializedSize"] = 0;

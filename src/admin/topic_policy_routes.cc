@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <set>
 
 #include "admin/rate_limit_routes.h"
@@ -412,6 +414,55 @@ json::object autoTopicCreationJson(const broker::AutoTopicCreationOverride& a) {
   return o;
 }
 
+// The body of POST .../replication checked as Pulsar's internalSetNamespaceReplicationClusters:
+// 412 for no cluster or "global", 403 for a cluster that does not exist or that the tenant may
+// not use. The clusters without repeats, in the order given.
+std::optional<std::vector<std::string>> replicationClustersOf(const AdminContext& ctx,
+                                                              const std::string& tenant,
+                                                              const json::value& body,
+                                                              HttpResponse* err) {
+  std::vector<std::string> out;
+  if (body.is_array()) {
+    for (const auto& c : body.as_array()) {
+      if (!c.is_string()) {
+        *err = HttpResponse::error(400, "Cannot deserialize the cluster list");
+        return std::nullopt;
+      }
+      std::string name(c.as_string());
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    }
+  } else if (!body.is_null()) {
+    *err = HttpResponse::error(400, "Cannot deserialize the cluster list");
+    return std::nullopt;
+  }
+  if (out.empty()) {
+    *err = HttpResponse::error(412, "ClusterIds should not be null or empty");
+    return std::nullopt;
+  }
+  if (std::find(out.begin(), out.end(), "global") != out.end()) {
+    *err = HttpResponse::error(412, "Cannot specify global in the list of replication clusters");
+    return std::nullopt;
+  }
+  auto& reg = ctx.service.policies();
+  auto info = reg.tenant(tenant);
+  for (const auto& c : out) {
+    if (c != ctx.config->clusterName() && !reg.cluster(c)) {
+      *err = HttpResponse::error(403, "Invalid cluster id: " + c);
+      return std::nullopt;
+    }
+    bool allowed = info && std::find(info->allowedClusters.begin(), info->allowedClusters.end(),
+                                     c) != info->allowedClusters.end();
+    if (!allowed) {
+      *err = HttpResponse::error(
+          403,
+          fmt::format("Cluster [{}] is not in the list of allowed clusters list for tenant [{}]", c,
+                      tenant));
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
 void addNamespaceUnloadReplicationRoutes(Router& r, const AdminContext* ctx) {
   r.add("PUT", "/admin/v2/namespaces/{tenant}/{namespace}/unload",
         [ctx](const HttpRequest&, const PathParams& p, const Respond& respond) {
@@ -440,6 +491,17 @@ void addNamespaceUnloadReplicationRoutes(Router& r, const AdminContext* ctx) {
             a.emplace_back(ctx->config->clusterName());
           }
           return jsonResponse(a);
+        });
+  addNs(r, ctx, "POST", "replication",
+        [ctx](const HttpRequest& req, const PathParams& p, const std::string& ns) {
+          HttpResponse err;
+          auto v = parseJsonBody(req, &err);
+          if (!v) return err;
+          auto clusters = replicationClustersOf(*ctx, p.at("tenant"), *v, &err);
+          if (!clusters) return err;
+          Status stored = ctx->service.policies().updateNamespacePolicies(
+              ns, [&](broker::NamespacePolicies& pol) { pol.replicationClusters = *clusters; });
+          return stored ? noContent() : errorResponse(stored);
         });
 }
 

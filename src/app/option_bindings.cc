@@ -177,6 +177,15 @@ SettingBindings<broker::BrokerOptions> transactionOptionBindings() {
   };
 }
 
+// Geo-replication's (src/broker/replication).
+SettingBindings<broker::BrokerOptions> replicationOptionBindings() {
+  using O = broker::BrokerOptions;
+  return {
+      MAGNETAR_BIND(replicationStartAt, replicationStartAt),
+      MAGNETAR_BIND(replicationProducerQueueSize, replicationProducerQueueSize),
+  };
+}
+
 // The non-persistent publish limit (issue 49).
 SettingBindings<broker::BrokerOptions> nonPersistentOptionBindings() {
   using O = broker::BrokerOptions;
@@ -184,6 +193,11 @@ SettingBindings<broker::BrokerOptions> nonPersistentOptionBindings() {
       MAGNETAR_BIND(maxConcurrentNonPersistentMessagePerConnection,
                     maxConcurrentNonPersistentMessagePerConnection),
   };
+}
+
+// The groups above, appended to brokerOptionBindings().
+std::vector<SettingBindings<broker::BrokerOptions>> moreOptionBindings() {
+  return {transactionOptionBindings(), nonPersistentOptionBindings(), replicationOptionBindings()};
 }
 
 }  // namespace
@@ -262,8 +276,7 @@ const SettingBindings<broker::BrokerOptions>& brokerOptionBindings() {
         MAGNETAR_BIND(schemaCompatibilityStrategy, schemaCompatibilityStrategy),
         MAGNETAR_BIND(isSchemaValidationEnforced, isSchemaValidationEnforced),
     };
-    for (const auto& more : {transactionOptionBindings(), nonPersistentOptionBindings()})
-      b.insert(b.end(), more.begin(), more.end());
+    for (const auto& more : moreOptionBindings()) b.insert(b.end(), more.begin(), more.end());
     return b;
   }();
   return kBindings;

@@ -28,6 +28,7 @@
 #include "broker/cluster/configuration_store.h"
 #include "broker/cluster/load_report.h"
 #include "broker/cluster/namespace_service.h"
+#include "broker/replication/replication_service.h"
 #include "broker/service/broker_service.h"
 #include "metadata/zk_store.h"
 
@@ -589,10 +590,16 @@ int runBroker(const BrokerOptions& options) {
   web.serving = true;
   MLOG_INFO("{} broker serving (cluster {})", options.standalone ? "Standalone" : "The",
             cfg.clusterName());
+  // Geo-replication: the replicators of the topics whose namespace lists other clusters.
+  broker::ReplicationService replication(service);
+  if (Status started = replication.start(); !started) {
+    MLOG_ERROR("geo-replication not started (brokerClient* settings): {}", started.message());
+  }
 
   stop.loop.run();
 
   MLOG_INFO("Stopping on signal {}", stop.signal);
+  replication.stop();
   shutdown(cfg, service, storage, cluster, **configStore, web);
   MLOG_INFO("Stopped");
   return 0;

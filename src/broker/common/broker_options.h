@@ -101,6 +101,10 @@ struct BrokerOptions {
   // advertisedAddress; the registry's empty value (this host) is passed as "localhost".
   std::string advertisedAddress = "localhost";
   std::string clusterName{sd::clusterName};       // clusterName
+  // Geo-replication (src/broker/replication): a new replication cursor's start ("earliest" or
+  // "latest"), and the entries a replicator has sent and not had acknowledged.
+  std::string replicationStartAt{sd::replicationStartAt};
+  int replicationProducerQueueSize = sd::replicationProducerQueueSize;
   AdvertisedListeners advertisedListeners;        // advertisedListeners, internalListenerName
   int brokerServicePort = sd::brokerServicePort;  // brokerServicePort (0: pick a free port)
   int webServicePort = sd::webServicePort;        // webServicePort, for lookup answers

@@ -31,6 +31,10 @@ std::optional<uint64_t> answeredRequest(const proto::BaseCommand& cmd) {
       return cmd.endtxnonpartitionresponse().request_id();
     case T::END_TXN_ON_SUBSCRIPTION_RESPONSE:
       return cmd.endtxnonsubscriptionresponse().request_id();
+    case T::PRODUCER_SUCCESS:
+      return cmd.producer_success().request_id();
+    case T::SUCCESS:
+      return cmd.success().request_id();
     case T::ERROR:
       return cmd.error().request_id();
     default:
@@ -143,8 +147,34 @@ Status PeerConnection::onFrame(const proto::BaseCommand& cmd) {
   }
   if (auto id = answeredRequest(cmd)) {
     if (auto r = take(*id)) r(cmd);
+    return Status::ok();
+  }
+  std::optional<uint64_t> producer;
+  if (cmd.type() == T::SEND_RECEIPT) producer = cmd.send_receipt().producer_id();
+  if (cmd.type() == T::SEND_ERROR) producer = cmd.send_error().producer_id();
+  if (cmd.type() == T::CLOSE_PRODUCER) producer = cmd.close_producer().producer_id();
+  if (producer) {
+    if (auto h = producerHandler(*producer)) h(&cmd);
   }
   return Status::ok();
+}
+
+uint64_t PeerConnection::addProducer(ProducerHandler handler) {
+  MutexLock lock(mu_);
+  uint64_t id = nextProducerId_++;
+  producers_[id] = std::move(handler);
+  return id;
+}
+
+void PeerConnection::removeProducer(uint64_t producerId) {
+  MutexLock lock(mu_);
+  producers_.erase(producerId);
+}
+
+PeerConnection::ProducerHandler PeerConnection::producerHandler(uint64_t producerId) {
+  MutexLock lock(mu_);
+  auto it = producers_.find(producerId);
+  return it == producers_.end() ? nullptr : it->second;
 }
 
 void PeerConnection::onClosed() {
@@ -155,11 +185,14 @@ void PeerConnection::onClosed() {
     cb(Status::ioError("connection to " + url_ + " closed"));
   }
   std::map<uint64_t, Reply> all;
+  std::map<uint64_t, ProducerHandler> producers;
   {
     MutexLock lock(mu_);
     all.swap(pending_);
+    producers.swap(producers_);
   }
   for (auto& [id, r] : all) r(Status::ioError("connection to " + url_ + " closed"));
+  for (auto& [id, h] : producers) h(nullptr);
 }
 
 PeerPool::PeerPool(net::EventLoopGroup& loops, std::chrono::milliseconds connectTimeout,

@@ -51,6 +51,14 @@ class PeerConnection final : public net::Connection {
   void request(const std::function<Buffer(uint64_t)>& build, std::chrono::milliseconds timeout,
                Reply reply);
   const std::string& url() const { return url_; }
+  // A producer this connection carries (geo-replication, src/broker/replication): the frames the
+  // broker sends for it unasked (SEND_RECEIPT, SEND_ERROR, CLOSE_PRODUCER) go to `handler`, on
+  // the loop; handler(nullptr) once when the connection closed. Returns its new producer id
+  // (for PRODUCER and SEND). Thread: any.
+  using ProducerHandler = std::function<void(const proto::BaseCommand*)>;
+  uint64_t addProducer(ProducerHandler handler);
+  // Forgets the handler (it is not called again once this returns on the loop). Thread: any.
+  void removeProducer(uint64_t producerId);
   // True once CONNECTED arrived and until the connection closed. Thread: any.
   bool ready() const { return ready_.load(); }
 
@@ -70,6 +78,9 @@ class PeerConnection final : public net::Connection {
   Mutex mu_;
   uint64_t nextRequestId_ GUARDED_BY(mu_) = 1;
   std::map<uint64_t, Reply> pending_ GUARDED_BY(mu_);
+  uint64_t nextProducerId_ GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, ProducerHandler> producers_ GUARDED_BY(mu_);
+  ProducerHandler producerHandler(uint64_t producerId);
 };
 
 // One connection per broker URL (pulsar://host:port, or pulsar+ssl://host:port over TLS with the

@@ -500,6 +500,12 @@ void BrokerService::startTopic(const TopicName& name, const std::shared_ptr<Topi
     if (!s.isOk()) {
       MLOG_WARN("{}: dedup replay failed: {}", name.toString(), s.toString());
     }
+    TopicLoadedHook loaded;
+    {
+      MutexLock lock(mu_);
+      loaded = topicLoaded_;
+    }
+    if (loaded) loaded(*topic);  // before any client uses it (geo-replication's cursors)
     std::vector<TopicCallback> waiters;
     bool created = false;
     {

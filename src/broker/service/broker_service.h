@@ -174,6 +174,13 @@ class BrokerService final : public SharedConfigView {
   void getOrCreateTopic(const TopicName& name, bool create, TopicCallback cb);
   // All loaded topics (snapshot).
   std::vector<std::shared_ptr<PersistentTopic>> topics() const;
+  // Runs on a topic's executor once it is loaded, before any client is given it (Pulsar's
+  // checkReplication at topic creation: src/broker/replication). Null: none. Thread: any.
+  using TopicLoadedHook = std::function<void(PersistentTopic&)>;
+  void setTopicLoadedHook(TopicLoadedHook hook) {
+    MutexLock lock(mu_);
+    topicLoaded_ = std::move(hook);
+  }
   // Topics of "tenant/ns" in `domain` as Pulsar lists them for GET_TOPICS_OF_NAMESPACE (whose
   // modes PERSISTENT / NON_PERSISTENT / ALL these are): loaded and stored topics, plus every
   // partition of its partitioned topics ("...-partition-N"). On shared storage the stored ones
@@ -486,6 +493,7 @@ class BrokerService final : public SharedConfigView {
   std::vector<std::unique_ptr<PublishBufferThrottle>> throttles_;  // one per pulsar-io loop
 
   mutable Mutex mu_;
+  TopicLoadedHook topicLoaded_ GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<TopicSlot>> topics_ GUARDED_BY(mu_);
   std::map<std::string, bool> storedLedgers_ GUARDED_BY(mu_);
   NamespaceResources namespaces_;  // lock order: mu_ before its own

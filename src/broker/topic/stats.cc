@@ -296,6 +296,7 @@ TopicSnapshot snapshotTopic(PersistentTopic& topic, const TopicRates* rates) {
   t.numberOfEntries = ml.numberOfEntries();
   t.terminated = topic.isTerminated();
   t.deduplicationEnabled = topic.deduplication().enabled();
+  for (const auto& [cluster, r] : topic.replicators()) t.replication[cluster] = r->stats();
   const TransactionBufferStats tb = topic.transactionBuffer().stats(false);
   t.txnOngoing = tb.ongoingTxnSize;
   t.txnCommitted = tb.committedTxnCount;

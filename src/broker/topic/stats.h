@@ -20,6 +20,7 @@
 #include "base/thread_annotations.h"
 #include "broker/compaction/compaction.h"
 #include "broker/topic/pending_ack_handle.h"
+#include "broker/topic/topic_replicator.h"
 #include "storage/managed_ledger.h"
 
 namespace magnetar::broker {
@@ -147,6 +148,8 @@ struct TopicSnapshot {
   bool terminated = false;
   bool deduplicationEnabled = false;  // Pulsar's deduplicationStatus "Enabled"/"Disabled"
   CompactionRecord compaction;        // Pulsar's "compaction" block
+  // Pulsar's "replication": the replicator of each remote cluster (geo-replication).
+  std::map<std::string, ReplicatorStats> replication;
   std::vector<PublisherSnapshot> publishers;
   std::vector<SubscriptionSnapshot> subscriptions;
 };

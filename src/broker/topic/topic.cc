@@ -152,9 +152,9 @@ void PersistentTopic::answeredAfterTopic(Producer& p, size_t bytes) {
 void PersistentTopic::loadSubscriptions() {
   MAGNETAR_DCHECK_ON(executor_);
   for (auto* cursor : ledger_->cursors()) {
-    // Not subscriptions: deduplication's and compaction's cursors.
+    // Not subscriptions: deduplication's, compaction's and the replicators' cursors.
     if (cursor->name() == kDedupCursorName || cursor->name() == kCompactionCursorName ||
-        cursor->name() == kTxnBufferCursorName) {
+        cursor->name() == kTxnBufferCursorName || isReplicatorName(cursor->name())) {
       continue;
     }
     auto sub = std::make_unique<Subscription>(cursor->name(), *ledger_, *cursor, options_,
@@ -362,6 +362,10 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
     }
     producer->inFlight++;
     if (refuseSend(producer, s, bytes)) continue;
+    if (dedup_.enabled() && isReplicatorName(producer->name())) {
+      publishReplicated(producer, s, bytes);
+      continue;
+    }
     if (dedup_.enabled()) {
       auto verdict = dedup_.check(producer->name(), static_cast<int64_t>(seq),
                                   static_cast<int64_t>(highest), &producer->dedupSlot);
@@ -699,6 +703,7 @@ void PersistentTopic::flushPass() {
     for (auto& [n, sub] : subscriptions_) {
       if (sub->dispatcher()) sub->dispatcher()->onNewEntries();
     }
+    for (auto& [cluster, r] : replicators_) r->entriesAdded();
   }
 }
 
@@ -913,6 +918,7 @@ void PersistentTopic::closeLedger(storage::StatusCallback cb, bool release) {
   if (!release) dedup_.takeDeferredSnapshot();
   if (!release) txnBuffer_.snapshotIfChanged();
   txnBuffer_.stop();
+  closeReplicators();
   disconnectClients();
   subscriptions_.clear();  // before the ledger closes the cursors they point to
   if (!name_.isPersistent()) {
@@ -930,6 +936,7 @@ void PersistentTopic::deleteLedger(storage::StatusCallback cb) {
   MAGNETAR_DCHECK_ON(executor_);
   if (dedupSnapshotTimer_) dedupSnapshotTimer_->cancel();
   txnBuffer_.stop();
+  closeReplicators();
   disconnectClients();
   for (auto& [n, sub] : subscriptions_) {
     if (auto* pa = sub->pendingAck()) pa->deleteLog(nullptr);

@@ -27,6 +27,7 @@
 #include "broker/topic/consumer.h"
 #include "broker/topic/message_deduplication.h"
 #include "broker/topic/subscription.h"
+#include "broker/topic/topic_replicator.h"
 #include "broker/topic/transaction_buffer.h"
 #include "net/event_loop.h"
 #include "net/frame_batch.h"
@@ -209,6 +210,15 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
     return producers_;
   }
   const TopicStats& stats() const { return stats_; }
+  // Geo-replication (topic_replicator.h): the replicators of remote clusters, by cluster name.
+  // addReplicator is refused (false) once the topic is closing; removeReplicator closes it and,
+  // with deleteCursor, drops its "pulsar.repl.{cluster}" cursor (cluster removed from the list).
+  bool addReplicator(const std::string& cluster, std::shared_ptr<TopicReplicator> r);
+  void removeReplicator(const std::string& cluster, bool deleteCursor);
+  const std::map<std::string, std::shared_ptr<TopicReplicator>>& replicators() const {
+    return replicators_;
+  }
+  bool closing() const { return closing_; }
   // Topic policies: replace maxProducersPerTopic, maxConsumersPerTopic, maxSubscriptionsPerTopic
   // and the unacked limits for this topic (checked for the next producer/consumer/subscription).
   void setPolicyLimits(const TopicPolicyLimits& limits);
@@ -456,6 +466,12 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // False once destroyed: add callbacks check it (publish()).
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   bool newEntries_ = false;
+  std::map<std::string, std::shared_ptr<TopicReplicator>> replicators_;
+  bool closing_ = false;  // closeLedger/deleteLedger began: no replicator is added any more
+  void closeReplicators();
+  // publish() of a replicator's SEND (Pulsar's isRemote producer): dedup by the producer name and
+  // sequence ids of the entry's metadata, the original producer's (topic_replication.cc).
+  void publishReplicated(const std::shared_ptr<Producer>& producer, PendingSend& s, size_t bytes);
 };
 
 }  // namespace magnetar::broker

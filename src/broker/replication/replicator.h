@@ -1,0 +1,114 @@
+// Replicator: copies one persistent topic to one remote cluster, as Pulsar's
+// GeoPersistentReplicator (docs/geo-replication.md). It reads the local topic from the durable
+// cursor "pulsar.repl.{remote}" and publishes each entry on the remote cluster's broker as the
+// producer "pulsar.repl.{local}", with `replicated_from` set to the local cluster and the
+// original producer name and sequence ids kept (the remote's dedup keeps each message once).
+// The cursor moves only over entries the remote acknowledged, in order; after a failure the
+// replicator reconnects with backoff and resends from the cursor.
+#pragma once
+
+#if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_REPLICATION)
+#error "broker/replication is not below this broker part (src/broker/README.md)"
+#endif
+
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "broker/service/broker_peer.h"
+#include "broker/topic/topic.h"
+#include "broker/topic/topic_replicator.h"
+#include "storage/managed_ledger.h"
+
+namespace magnetar::broker {
+
+struct ReplicatorConfig {
+  std::string localCluster;
+  std::string remoteCluster;
+  // The remote cluster's broker URL (its ClusterData brokerServiceUrl), read at each connect;
+  // nullopt: the cluster or its URL is unknown now (retried with backoff).
+  std::function<std::optional<std::string>()> remoteUrl;
+  int producerQueueSize = 1000;  // replicationProducerQueueSize: entries sent, not acknowledged
+  storage::InitialPosition startAt = storage::InitialPosition::kLatest;  // replicationStartAt
+  std::chrono::milliseconds connectTimeout{10000};                       // PRODUCER's answer
+};
+
+// Thread: the topic's executor for every member (the connection's frames are posted there).
+class Replicator final : public TopicReplicator, public std::enable_shared_from_this<Replicator> {
+ public:
+  // Opens the cursor and attaches the replicator to `topic` (false: the topic is closing or
+  // has one for this cluster; kept by the topic otherwise). The connection starts at once.
+  static Status attach(PersistentTopic& topic, ReplicatorConfig config, PeerPool& peers);
+
+  void entriesAdded() override;
+  void close() override;
+  ReplicatorStats stats() const override;
+
+  Replicator(PersistentTopic& topic, storage::ManagedCursor& cursor, ReplicatorConfig config,
+             PeerPool& peers);
+
+ private:
+  struct InFlight {
+    storage::Position position;
+    uint64_t sendId = 0;  // CommandSend sequence_id (this replicator's counter); 0: skipped
+    int32_t messages = 0;
+    size_t bytes = 0;
+    int64_t publishTimeMs = 0;
+    bool done = false;  // acknowledged by the remote, or an entry not to replicate
+  };
+
+  void connect();
+  void onConnection(uint64_t epoch, Result<std::shared_ptr<PeerConnection>> r);
+  void onProducerAnswer(uint64_t epoch, Result<proto::BaseCommand> r);
+  void onProducerFrame(uint64_t epoch, std::optional<proto::BaseCommand> cmd);
+  void disconnected(const std::string& why);
+  void scheduleReconnect();
+  void readMore();
+  void onEntries(uint64_t epoch, const Status& s, std::vector<storage::Entry> entries);
+  // Sends one entry, or marks it done when it is not to be replicated.
+  void forward(const storage::Entry& e);
+  void onReceipt(uint64_t sendId, bool ok);
+  void advanceCursor();
+
+  PersistentTopic& topic_;
+  storage::ManagedLedger& ledger_;
+  storage::ManagedCursor& cursor_;
+  const ReplicatorConfig config_;
+  PeerPool& peers_;
+  const std::string topicName_;
+  const std::string producerName_;  // pulsar.repl.{local}
+
+  enum class State { kDisconnected, kConnecting, kReady, kClosed };
+  State state_ = State::kDisconnected;
+  uint64_t epoch_ = 0;  // one per connection attempt: older callbacks are ignored
+  std::shared_ptr<PeerConnection> cnx_;
+  uint64_t producerId_ = 0;
+  std::string url_;
+  int64_t connectedSinceMs_ = 0;
+  std::chrono::milliseconds backoff_{100};
+  boost::asio::steady_timer timer_;
+
+  storage::Position readPosition_;   // next entry to read
+  storage::Position ackedPosition_;  // last entry the remote acknowledged in order
+  storage::Position markRequested_;  // the last position given to asyncMarkDelete
+  bool reading_ = false;
+  bool markDeleting_ = false;
+  std::deque<InFlight> inFlight_;
+  uint64_t nextSendId_ = 1;
+
+  int64_t msgOutCount_ = 0;
+  int64_t bytesOutCount_ = 0;
+  // Rates: counts at the last rate computation, at least 1 s apart.
+  mutable int64_t rateMsgs_ = 0;
+  mutable int64_t rateBytes_ = 0;
+  mutable std::chrono::steady_clock::time_point rateAt_ = std::chrono::steady_clock::now();
+  mutable double msgRateOut_ = 0;
+  mutable double byteRateOut_ = 0;
+};
+
+}  // namespace magnetar::broker

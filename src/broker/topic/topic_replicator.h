@@ -1,0 +1,53 @@
+// What a PersistentTopic knows of geo-replication (docs/geo-replication.md): the replicators
+// attached to it (src/broker/replication makes them), told of new entries and closed with the
+// topic, and the names Pulsar gives the replication cursor and producer.
+#pragma once
+
+#if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_TOPIC)
+#error "broker/topic is not below this broker part (src/broker/README.md)"
+#endif
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace magnetar::broker {
+
+// Pulsar's replicatorPrefix: the replication cursor of remote cluster R is "pulsar.repl.R", the
+// producer a replicator of cluster L opens on the remote topic is "pulsar.repl.L".
+inline constexpr std::string_view kReplicatorPrefix = "pulsar.repl";
+
+inline std::string replicationCursorName(const std::string& remoteCluster) {
+  return std::string(kReplicatorPrefix) + "." + remoteCluster;
+}
+// A cursor or producer name of a replicator (Pulsar: startsWith(replicatorPrefix)).
+inline bool isReplicatorName(std::string_view name) {
+  return name.substr(0, kReplicatorPrefix.size()) == kReplicatorPrefix;
+}
+
+// One remote cluster's entry of topic stats "replication" (Pulsar's ReplicatorStatsImpl names).
+struct ReplicatorStats {
+  double msgRateOut = 0;        // messages/s sent to the remote (last interval of >= 1 s)
+  double msgThroughputOut = 0;  // bytes/s
+  int64_t msgOutCount = 0;      // messages the remote acknowledged, since the replicator started
+  int64_t bytesOutCount = 0;
+  int64_t replicationBacklog = 0;        // entries after the cursor's mark-delete position
+  bool connected = false;                // the producer on the remote is ready
+  std::string outboundConnection;        // the remote broker's URL while connected
+  std::string outboundConnectedSince;    // ISO-8601 time of the connection ("" when not)
+  double replicationDelayInSeconds = 0;  // age of the oldest entry not yet acknowledged
+};
+
+// A replicator as its topic drives it. Thread: the topic's executor for every call.
+class TopicReplicator {
+ public:
+  virtual ~TopicReplicator() = default;
+  // Entries were added to the topic's ledger (once per publish pass).
+  virtual void entriesAdded() = 0;
+  // Stops for good (topic closing, or the cluster removed from the list): the producer on the
+  // remote is closed, nothing more is read from the cursor. The cursor stays.
+  virtual void close() = 0;
+  virtual ReplicatorStats stats() const = 0;
+};
+
+}  // namespace magnetar::broker
