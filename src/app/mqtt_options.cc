@@ -10,6 +10,7 @@ mqtt::MqttOptions mqttOptionsFrom(const config::ServiceConfiguration& cfg) {
   o.defaultTopicDomain = cfg.defaultTopicDomain();
   o.maxPacketSize = static_cast<size_t>(cfg.maxFrameSize());
   o.receiveMaximum = static_cast<uint16_t>(cfg.receiveMaximum());
+  o.topicAliasMaximum = static_cast<uint16_t>(cfg.mqttTopicAliasMaximum());
   return o;
 }
 
