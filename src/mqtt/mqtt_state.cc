@@ -4,6 +4,7 @@
 #include <future>
 #include <set>
 
+#include "base/blocking_wait.h"
 #include "base/logging.h"
 #include "broker/common/topic_name.h"
 #include "broker/common/wall_clock.h"
@@ -65,10 +66,9 @@ class OneShotSink final : public broker::ProducerSink {
 
 template <typename T>
 Result<T> waitFor(std::future<Result<T>>& f) {
-  if (f.wait_for(kLoadTimeout) != std::future_status::ready) {
-    return Status::error(StatusCode::kTimeout, "MQTT state: the record store did not answer");
-  }
-  return f.get();
+  auto r = blockingGetFor(f, kLoadTimeout, "MQTT state load (main thread, at start)");
+  if (!r) return Status::error(StatusCode::kTimeout, "MQTT state: the record store did not answer");
+  return std::move(*r);
 }
 
 }  // namespace
@@ -105,7 +105,7 @@ void MqttState::stop() {
     sweepTimer_->cancel();
     stopped->set_value();
   });
-  done.wait_for(std::chrono::seconds(5));
+  (void)blockingReady(done, std::chrono::seconds(5), "MQTT state stop (main thread)");
 }
 
 Status MqttState::loadRoot(std::string_view root, bool sessions) {
