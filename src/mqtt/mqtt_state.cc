@@ -145,7 +145,7 @@ Status MqttState::loadRoot(std::string_view root, bool sessions) {
 }
 
 void MqttState::putRecord(const std::string& path, const std::optional<std::string>& value,
-                          net::Executor* ex, std::function<void(Status)> done) {
+                          net::Executor* ex, const std::function<void(Status)>& done) {
   metadata::Store* store = service_.broker().recordStore();
   if (!store) {
     if (done) ex->execute([done] { done(Status::ok()); });
@@ -156,13 +156,13 @@ void MqttState::putRecord(const std::string& path, const std::optional<std::stri
     if (done) done(st);
   };
   if (!value) {
-    store->remove(path, std::nullopt, ex, [report](Status st) {
+    store->remove(path, std::nullopt, ex, [report](const Status& st) {
       report(st.code() == StatusCode::kNotFound ? Status::ok() : st);
     });
     return;
   }
   store->put(path, *value, metadata::PutOptions{}, ex,
-             [report](Result<metadata::Stat> r) { report(r.status()); });
+             [report](const Result<metadata::Stat>& r) { report(r.status()); });
 }
 
 std::optional<StoredSession> MqttState::session(const std::string& clientId) const {
@@ -251,7 +251,7 @@ void MqttState::setRetained(const Publish& p, net::Executor* ex, std::function<v
       MutexLock lock(mu_);
       retained_.erase(p.topic);
     }
-    return putRecord(path, std::nullopt, ex, std::move(done));
+    return putRecord(path, std::nullopt, ex, done);
   }
   RetainedMessage r = retainedOf(p, broker::wallClockMs() / 1000);
   std::string record = encodeRetained(r);
@@ -266,7 +266,7 @@ void MqttState::setRetained(const Publish& p, net::Executor* ex, std::function<v
     MutexLock lock(mu_);
     retained_[p.topic] = std::move(r);
   }
-  putRecord(path, record, ex, std::move(done));
+  putRecord(path, record, ex, done);
 }
 
 std::vector<RetainedMessage> MqttState::retainedMatching(const std::string& filter) const {
@@ -310,7 +310,7 @@ void MqttState::cancelWill(const std::string& clientId) {
 }
 
 void MqttState::publish(const Publish& p, const std::string& producerName,
-                        std::function<void(Status)> done) {
+                        const std::function<void(Status)>& done) {
   const MqttOptions& o = service_.options();
   auto pulsarName =
       pulsarTopicName(p.topic, o.defaultTenant, o.defaultNamespace, o.defaultTopicDomain);

@@ -71,7 +71,8 @@ class MqttState {
   void cancelWill(const std::string& clientId) EXCLUDES(mu_);
   // Publishes one message to an MQTT topic as producer `producerName` (not a connection's);
   // `done` on any thread with the receipt's status.
-  void publish(const Publish& p, const std::string& producerName, std::function<void(Status)> done);
+  void publish(const Publish& p, const std::string& producerName,
+               const std::function<void(Status)>& done);
 
  private:
   struct PendingWill {
@@ -84,7 +85,7 @@ class MqttState {
   void deleteSubscriptions(const std::string& clientId,
                            const std::vector<SubscriptionRequest>& filters);
   void putRecord(const std::string& path, const std::optional<std::string>& value,
-                 net::Executor* ex, std::function<void(Status)> done);
+                 net::Executor* ex, const std::function<void(Status)>& done);
 
   MqttService& service_;
   std::atomic<bool> stopping_{false};
