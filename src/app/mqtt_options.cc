@@ -13,6 +13,7 @@ mqtt::MqttOptions mqttOptionsFrom(const config::ServiceConfiguration& cfg) {
   o.maxPacketSize = static_cast<size_t>(cfg.maxFrameSize());
   o.receiveMaximum = static_cast<uint16_t>(cfg.receiveMaximum());
   o.maxConnections = static_cast<int>(cfg.mqttMaxConnections());
+  o.topicAliasMaximum = static_cast<uint16_t>(cfg.mqttTopicAliasMaximum());
   return o;
 }
 

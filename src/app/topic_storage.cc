@@ -82,8 +82,9 @@ Status TopicStorage::openLocalRecords(const broker::cluster::ConfigurationStoreO
   if (Status s = broker::cluster::migrateLegacyMetadata(metadata, o); !s) return s;
   std::vector<std::string> roots = broker::cluster::ConfigurationStore::roots();
   // LocalPolicies: a namespace's anti-affinity group (admin/placement_routes.h).
-  roots.insert(roots.end(),
-               {broker::kTopicPoliciesRoot, broker::kSchemasRoot, "/admin/local-policies"});
+  // "/mqtt": MQTT's persistent sessions and retained messages (docs/mqtt-format.md).
+  roots.insert(roots.end(), {broker::kTopicPoliciesRoot, broker::kSchemasRoot,
+                             "/admin/local-policies", "/mqtt"});
   auto backend = broker::cluster::openLocalRecords(metadata, std::move(roots));
   if (!backend.isOk()) return backend.status();
   localRecords = std::move(*backend);

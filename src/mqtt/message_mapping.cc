@@ -69,12 +69,26 @@ DeliveredMessage deliveredOf(std::string payload, const KVs& kvs, int64_t now) {
   DeliveredMessage m;
   m.payload = std::move(payload);
   for (const auto& kv : kvs) {
+    if (kv.key() == kRetainedProperty) {
+      m.retained = kv.value() == "true";
+      continue;
+    }
     if (!fromPulsarProperty(kv.key(), kv.value(), now, &m.properties)) m.expired = true;
   }
   return m;
 }
 
 }  // namespace
+
+bool propertiesFromPulsar(const std::vector<std::pair<std::string, std::string>>& kvs,
+                          int64_t nowSeconds, Properties* out) {
+  bool live = true;
+  for (const auto& [k, v] : kvs) {
+    if (k == kRetainedProperty) continue;
+    if (!fromPulsarProperty(k, v, nowSeconds, out)) live = false;
+  }
+  return live;
+}
 
 std::string mqttPropertyKey(PropertyId id) {
   return fmt::format("MQTT_PROPERTIES_{}_", static_cast<int>(id));
@@ -96,6 +110,7 @@ void toPulsarProperties(const Publish& p, int64_t nowSeconds, proto::MessageMeta
     addProperty(md, mqttPropertyKey(PropertyId::kMessageExpiryInterval),
                 std::to_string(nowSeconds + static_cast<int64_t>(*v)));
   }
+  if (p.retain) addProperty(md, std::string(kRetainedProperty), "true");
 }
 
 Result<std::vector<DeliveredMessage>> messagesOfEntry(const Buffer& entry, int64_t nowSeconds) {

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/buffer.h"
@@ -20,14 +22,25 @@ std::string mqttPropertyKey(PropertyId id);
 
 // Adds p's MQTT 5 properties to md's properties: user properties, content type, response topic,
 // correlation data, payload format indicator, and the message expiry interval as the absolute
-// expiry time in epoch seconds (nowSeconds + interval), as MoP stores it.
+// expiry time in epoch seconds (nowSeconds + interval), as MoP stores it; p.retain as
+// kRetainedProperty.
 void toPulsarProperties(const Publish& p, int64_t nowSeconds, proto::MessageMetadata* md);
+
+// The Pulsar property marking a message published with the MQTT retain flag (Magnetar's; MoP
+// keeps no such mark), for MQTT 5 Retain As Published. Value "true".
+inline constexpr std::string_view kRetainedProperty = "MQTT_RETAINED";
+
+// Pulsar properties (key, value) back to MQTT 5 properties into `out`, as for delivery (the
+// remaining expiry interval from the stored expiry time). False when the message has expired.
+bool propertiesFromPulsar(const std::vector<std::pair<std::string, std::string>>& kvs,
+                          int64_t nowSeconds, Properties* out);
 
 // One message of a stored entry, as an MQTT subscriber gets it.
 struct DeliveredMessage {
   std::string payload;
   Properties properties;  // MQTT 5 only; ignored for 3.1.1
   bool expired = false;   // its MQTT message expiry passed (not delivered, MQTT 5 3.3.2.3.3)
+  bool retained = false;  // published with the retain flag (kRetainedProperty)
 };
 
 // The messages of an entry (a batch gives several), with their properties mapped back

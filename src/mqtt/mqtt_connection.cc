@@ -5,10 +5,15 @@
 #include "broker/service/broker_service.h"
 #include "mqtt/mqtt_service.h"
 #include "mqtt/mqtt_sink.h"
+#include "mqtt/mqtt_state.h"
 #include "mqtt/mqtt_stats.h"
+#include "mqtt/topic_mapping.h"
 #include "protocol/frame.h"
 
 namespace magnetar::mqtt {
+namespace {
+constexpr uint8_t kDisconnectWithWill = 0x04;  // MQTT 5 DISCONNECT reason code
+}  // namespace
 
 MqttConnection::MqttConnection(MqttService& service, net::EventLoop& loop,
                                boost::asio::ip::tcp::socket socket,
@@ -187,7 +192,7 @@ bool MqttConnection::authorized(const broker::TopicName& topic, bool produce) {
 
 void MqttConnection::handleConnect(Connect&& c) {
   version_ = c.version;
-  if (!connectAllowed(c) || !admit() || !authenticate(c)) {
+  if (!connectAllowed(c) || !admit() || !authenticate(c) || !willAllowed(c)) {
     closing_ = true;
     close(true);
     return;
@@ -201,6 +206,10 @@ void MqttConnection::handleConnect(Connect&& c) {
   }
   const uint32_t sessionExpiry = c.properties.num(PropertyId::kSessionExpiryInterval).value_or(0);
   persistentSession_ = version_ == ProtocolVersion::kV5 ? sessionExpiry > 0 : !c.cleanSession;
+  sessionExpiry_ = version_ == ProtocolVersion::kV5 ? sessionExpiry
+                   : persistentSession_             ? kSessionNeverExpires
+                                                    : 0;
+  will_ = std::move(c.will);
   clientReceiveMaximum_ = static_cast<uint16_t>(
       c.properties.num(PropertyId::kReceiveMaximum).value_or(service_.options().receiveMaximum));
   if (auto m = c.properties.num(PropertyId::kMaximumPacketSize)) clientMaxPacketSize_ = *m;
@@ -209,20 +218,54 @@ void MqttConnection::handleConnect(Connect&& c) {
   if (auto old = service_.registerClient(clientId_, me)) {
     old->disconnect(reason::kSessionTakenOver, "session taken over by another connection");
   }
+  service_.state().cancelWill(clientId_);  // MQTT 5 3.1.3.2.2: back before the will's delay
   std::vector<SubscriptionRequest> restored;
-  if (c.cleanSession) {
-    service_.forgetSession(clientId_);  // a clean start forgets the stored session
-  } else {
-    restored = service_.sessionOf(clientId_);
-  }
+  const bool sessionPresent = takeSession(c, &restored);
   for (const auto& req : restored) filters_[req.filter] = req;
   connected_ = true;
+  saveSession();  // stored (connected) from now on, or its new expiry
   timer_.cancel();
   armTimer(keepAlive_);
-  sendConnack(/*sessionPresent=*/!restored.empty());
+  sendConnack(sessionPresent);
   if (!restored.empty()) {
     subscribeFilters(restored, [](const std::vector<uint8_t>&) {});
   }
+}
+
+bool MqttConnection::takeSession(const Connect& c, std::vector<SubscriptionRequest>* restored) {
+  MqttState& state = service_.state();
+  auto stored = state.session(clientId_);
+  if (!stored) return false;
+  if (c.cleanSession) {
+    // A clean start discards the session, and its Pulsar subscriptions with it.
+    state.removeSession(clientId_, /*deleteSubscriptions=*/true);
+    return false;
+  }
+  *restored = std::move(stored->filters);
+  // MQTT 5 session expiry 0: the session lasts as long as this connection (subscriptions
+  // deleted at its close, as a clean session's).
+  if (!persistentSession_) state.removeSession(clientId_, /*deleteSubscriptions=*/false);
+  return true;
+}
+
+bool MqttConnection::willAllowed(const Connect& c) {
+  if (!c.will) return true;
+  const bool v5 = version_ == ProtocolVersion::kV5;
+  const MqttOptions& o = service_.options();
+  auto name =
+      pulsarTopicName(c.will->topic, o.defaultTenant, o.defaultNamespace, o.defaultTopicDomain);
+  auto parsed =
+      name.isOk() ? broker::TopicName::parse(*name) : Result<broker::TopicName>(name.status());
+  if (!parsed.isOk()) {
+    MLOG_WARN("[{}] MQTT client {}: will topic {} is not valid", peerAddress(), c.clientId,
+              c.will->topic);
+    send(Connack{false, v5 ? reason::kTopicNameInvalid : reason::kV3ServerUnavailable, {}});
+    return false;
+  }
+  clientId_ = c.clientId;  // the subscription name authorized() names (not used to produce)
+  if (authorized(*parsed, /*produce=*/true)) return true;
+  send(Connack{false, v5 ? reason::kNotAuthorized : reason::kV3NotAuthorized, {}});
+  return false;
 }
 
 void MqttConnection::sendConnack(bool sessionPresent) {
@@ -231,9 +274,9 @@ void MqttConnection::sendConnack(bool sessionPresent) {
     const MqttOptions& o = service_.options();
     a.properties.ints[PropertyId::kReceiveMaximum] = o.receiveMaximum;
     a.properties.ints[PropertyId::kMaximumQos] = 1;
-    a.properties.ints[PropertyId::kRetainAvailable] = 0;
+    a.properties.ints[PropertyId::kRetainAvailable] = 1;
     a.properties.ints[PropertyId::kMaximumPacketSize] = static_cast<uint32_t>(o.maxPacketSize);
-    a.properties.ints[PropertyId::kTopicAliasMaximum] = 0;
+    a.properties.ints[PropertyId::kTopicAliasMaximum] = o.topicAliasMaximum;
     a.properties.ints[PropertyId::kSharedSubscriptionAvailable] = 0;
     a.properties.ints[PropertyId::kSubscriptionIdentifierAvailable] = 0;
     if (assignedId_) a.properties.strings[PropertyId::kAssignedClientIdentifier] = clientId_;
@@ -243,9 +286,10 @@ void MqttConnection::sendConnack(bool sessionPresent) {
 
 void MqttConnection::saveSession() {
   if (!persistentSession_) return;
-  std::vector<SubscriptionRequest> subs;
-  for (const auto& [f, req] : filters_) subs.push_back(req);
-  service_.storeSession(clientId_, std::move(subs));
+  StoredSession s;
+  for (const auto& [f, req] : filters_) s.filters.push_back(req);
+  s.expirySeconds = sessionExpiry_;
+  service_.state().saveSession(clientId_, std::move(s));
 }
 
 void MqttConnection::handlePing() { send(Ping{PacketType::kPingresp}); }
@@ -253,6 +297,17 @@ void MqttConnection::handlePing() { send(Ping{PacketType::kPingresp}); }
 void MqttConnection::handleDisconnect(const Disconnect& d) {
   MLOG_DEBUG("[{}] MQTT client {} sent DISCONNECT (reason 0x{:02X})", peerAddress(), clientId_,
              d.reasonCode);
+  // 3.1.2.5 / MQTT 5 3.14.2.1: a normal DISCONNECT discards the will; 0x04 asks for it.
+  willCleared_ = d.reasonCode != kDisconnectWithWill;
+  if (auto e = d.properties.num(PropertyId::kSessionExpiryInterval); e && persistentSession_) {
+    sessionExpiry_ = *e;  // MQTT 5 3.14.2.2.2: the session's new expiry
+    if (sessionExpiry_ == 0) {
+      persistentSession_ = false;  // ends with this connection: subscriptions deleted at close
+      service_.state().removeSession(clientId_, /*deleteSubscriptions=*/false);
+    } else {
+      saveSession();
+    }
+  }
   closing_ = true;
   close(true);
 }
@@ -312,8 +367,19 @@ void MqttConnection::onClosed() {
   }
   producers_.clear();
   dropConsumers(/*deleteSubscriptions=*/connected_ && !persistentSession_);
-  if (connected_) service_.unregisterClient(clientId_, this);
+  if (connected_) endSession(service_.unregisterClient(clientId_, this));
   releaseAdmission();
+}
+
+// `current`: no other connection took the client id over.
+void MqttConnection::endSession(bool current) {
+  MqttState& state = service_.state();
+  if (will_ && !willCleared_ && !state.stopping()) {
+    const uint32_t delay = willDelaySeconds(*will_, persistentSession_, sessionExpiry_);
+    // Taken over: the session goes on, so a delayed will is not due (MQTT 5 3.1.3.2.2).
+    if (current || delay == 0) state.scheduleWill(clientId_, *will_, delay);
+  }
+  if (current && persistentSession_) state.sessionDisconnected(clientId_);
 }
 
 void MqttConnection::onBrokerFrames(const std::string& frames) {

@@ -65,7 +65,10 @@ class MqttConnection final : public net::Connection {
   };
   // A PUBLISH handed to a topic and not answered yet, by sequence id.
   struct InFlight {
-    uint16_t packetId = 0;  // 0 for QoS 0
+    uint16_t packetId = 0;      // 0 for QoS 0
+    uint8_t waits = 1;          // the receipt, and the retained message's store write (retain 1)
+    std::string error;          // the receipt's, when it failed
+    std::string retainedError;  // the retained write's, when it failed
   };
   // One Pulsar subscription (named clientId_) this connection consumes.
   struct ConsumerState {
@@ -105,6 +108,12 @@ class MqttConnection final : public net::Connection {
   // the client sent a certificate over mqtt+ssl; nullopt when it does not apply.
   std::optional<Result<std::string>> certificateRole();
   void sendConnack(bool sessionPresent);
+  // The will's topic maps to a Pulsar topic this role may produce to; false: CONNACK refused.
+  bool willAllowed(const Connect& c);
+  // Restores or forgets the stored session at CONNECT; true when one is present.
+  bool takeSession(const Connect& c, std::vector<SubscriptionRequest>* restored);
+  // At the close: the will (unless a DISCONNECT cleared it or the broker stops) and the session.
+  void endSession(bool current);
   void handlePing();
   // A persistent session's filters go to the service at each change, so a client that comes
   // back before this connection has seen its close still finds them.
@@ -124,6 +133,9 @@ class MqttConnection final : public net::Connection {
                      const std::shared_ptr<broker::Producer>& producer, int attempt,
                      int64_t nextSequenceId = 0);
   void onReceipt(uint64_t producerId, uint64_t sequenceId, bool ok, const std::string& error);
+  // One of a PUBLISH's waits is over (the receipt, the retained write): PUBACK after the last.
+  void completeInFlight(uint64_t producerId, uint64_t sequenceId, bool receipt, const Status& st);
+  void answerInFlight(const InFlight& f);
   void updateReading();
   void flushSends();
 
@@ -139,6 +151,8 @@ class MqttConnection final : public net::Connection {
   void onTopicCreated(const std::string& pulsarTopic);
   void onMessage(uint64_t consumerId, storage::Position pos, const Buffer& entry);
   void handlePuback(const PubAck& a);
+  // The retained messages `req` matches, with the retain flag (at most `granted` QoS).
+  void sendRetained(const SubscriptionRequest& req, uint8_t granted);
   void sendQueued();
   void ackEntry(uint64_t consumerId, storage::Position pos, uint32_t messages);
   void dropConsumers(bool deleteSubscriptions);
@@ -151,10 +165,13 @@ class MqttConnection final : public net::Connection {
   bool closing_ = false;
   ProtocolVersion version_ = ProtocolVersion::kV311;
   std::string clientId_;
-  bool assignedId_ = false;
-  std::string role_;  // the authenticated role ("" without authentication)  // the client sent an
-                      // empty id (MQTT 5: told in the CONNACK)
+  bool assignedId_ = false;  // the client sent an empty id (MQTT 5: told in the CONNACK)
+  std::string role_;         // the authenticated role ("" without authentication)
   bool persistentSession_ = false;
+  uint32_t sessionExpiry_ = 0;  // seconds (kSessionNeverExpires: never), persistent sessions
+  std::optional<Will> will_;    // published at a close without DISCONNECT (0x04 keeps it)
+  bool willCleared_ = false;
+  std::map<uint16_t, std::string> topicAliases_;  // MQTT 5, client -> broker
   std::chrono::seconds keepAlive_{0};
   std::chrono::steady_clock::time_point lastPacket_;
   boost::asio::steady_timer timer_;
@@ -185,6 +202,8 @@ class MqttConnection final : public net::Connection {
     storage::Position position;
   };
   std::deque<Queued> queued_;
+  // Queued::consumerId of a retained message sent at SUBSCRIBE (no Pulsar entry to acknowledge).
+  static constexpr uint64_t kRetainedDelivery = UINT64_MAX;
   std::map<EntryKey, std::pair<uint32_t, uint32_t>> entryLeft_;  // messages left, in entry
   uint16_t lastPacketId_ = 0;
   uint64_t nextConsumerId_ = 0;

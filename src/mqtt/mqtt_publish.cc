@@ -11,6 +11,7 @@
 #include "mqtt/mqtt_service.h"
 #include "mqtt/mqtt_sink.h"
 #include "mqtt/mqtt_stats.h"
+#include "mqtt/mqtt_state.h"
 #include "mqtt/topic_mapping.h"
 #include "protocol/commands.h"
 
@@ -29,8 +30,11 @@ void MqttConnection::handlePublish(Publish&& p) {
     // Maximum QoS 1 (CONNACK); MoP's Qos2PublishHandler disconnects too.
     return disconnect(reason::kQosNotSupported, "QoS 2 is not supported");
   }
-  if (p.properties.num(PropertyId::kTopicAlias)) {
-    return disconnect(reason::kTopicAliasInvalid, "topic aliases are not supported (maximum 0)");
+  if (v5) {
+    std::string why;
+    const uint8_t rc =
+        resolveTopicAlias(&p, service_.options().topicAliasMaximum, &topicAliases_, &why);
+    if (rc != reason::kSuccess) return disconnect(rc, why);
   }
   if (p.qos == 1 && v5 && pendingQos1_ >= service_.options().receiveMaximum) {
     return disconnect(reason::kReceiveMaximumExceeded,
@@ -83,8 +87,19 @@ void MqttConnection::publishTo(ProducerState& ps, Publish&& p) {
   send.sequenceId = ps.nextSequenceId;
   send.highestSequenceId = ps.nextSequenceId;
   send.entry = protocol::Commands::newEntry(md, p.payload);
-  inFlight_[ps.producer->id()][ps.nextSequenceId] = InFlight{p.qos == 1 ? p.packetId : uint16_t{0}};
+  const uint64_t producerId = ps.producer->id();
+  const uint64_t seq = ps.nextSequenceId;
+  inFlight_[producerId][seq] =
+      InFlight{p.qos == 1 ? p.packetId : uint16_t{0}, uint8_t(p.retain ? 2 : 1), {}, {}};
   ps.nextSequenceId++;
+  if (p.retain) {
+    // The topic's retained message (empty payload: deleted), written beside the entry; the
+    // PUBACK waits for both.
+    auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
+    service_.state().setRetained(p, &loop(), [me, producerId, seq](const Status& st) {
+      me->completeInFlight(producerId, seq, /*receipt=*/false, st);
+    });
+  }
   pendingPublishes_++;
   if (p.qos == 1) pendingQos1_++;
   for (auto& [topic, sends] : sendBatch_) {
@@ -194,26 +209,53 @@ void MqttConnection::producerReady(const std::string& pulsarTopic, const Status&
 
 void MqttConnection::onReceipt(uint64_t producerId, uint64_t sequenceId, bool ok,
                                const std::string& error) {
+  completeInFlight(producerId, sequenceId, /*receipt=*/true,
+                   ok ? Status::ok() : Status::ioError(error));
+}
+
+void MqttConnection::completeInFlight(uint64_t producerId, uint64_t sequenceId, bool receipt,
+                                      const Status& st) {
+  MAGNETAR_DCHECK_ON(loop());
   auto pit = inFlight_.find(producerId);
   if (pit == inFlight_.end()) return;
   auto it = pit->second.find(sequenceId);
   if (it == pit->second.end()) return;
-  const uint16_t packetId = it->second.packetId;
+  InFlight& f = it->second;
+  if (!st.isOk()) (receipt ? f.error : f.retainedError) = st.message();
+  if (--f.waits > 0) return;
+  const InFlight done = std::move(f);
   pit->second.erase(it);
-  if (packetId) pendingQos1_--;
-  if (ok) {
-    if (packetId) send(PubAck{PacketType::kPuback, packetId, reason::kSuccess, {}});
-    return;
+  if (done.packetId) pendingQos1_--;
+  answerInFlight(done);
+}
+
+void MqttConnection::answerInFlight(const InFlight& f) {
+  if (!f.retainedError.empty()) {
+    MLOG_WARN("[{}] MQTT client {}: retained message not stored: {}", peerAddress(), clientId_,
+              f.retainedError);
   }
-  MLOG_WARN("[{}] MQTT client {}: publish failed: {}", peerAddress(), clientId_, error);
-  if (!packetId) return;  // QoS 0: at most once
-  if (version_ == ProtocolVersion::kV5) {
-    PubAck a{PacketType::kPuback, packetId, reason::kUnspecifiedError, {}};
-    a.properties.strings[PropertyId::kReasonString] = error;
+  if (f.error.empty()) {
+    if (!f.packetId) return;
+    // MQTT 5: the message is in the topic but not retained: PUBACK 0x97 with why; 3.1.1 has
+    // no negative PUBACK, and sending again would only repeat the message.
+    const bool v5 = version_ == ProtocolVersion::kV5;
+    PubAck a{PacketType::kPuback, f.packetId, reason::kSuccess, {}};
+    if (v5 && !f.retainedError.empty()) {
+      a.reasonCode = reason::kQuotaExceeded;
+      a.properties.strings[PropertyId::kReasonString] = "not retained: " + f.retainedError;
+    }
     send(a);
     return;
   }
-  disconnect(reason::kUnspecifiedError, "publish failed: " + error);
+  MLOG_WARN("[{}] MQTT client {}: publish failed: {}", peerAddress(), clientId_, f.error);
+  if (!f.packetId) return;  // QoS 0: at most once
+  if (version_ == ProtocolVersion::kV5) {
+    PubAck a{PacketType::kPuback, f.packetId, reason::kUnspecifiedError, {}};
+    a.properties.strings[PropertyId::kReasonString] = f.error;
+    send(a);
+    return;
+  }
+  disconnect(reason::kUnspecifiedError, "publish failed: " + f.error);
 }
 
 void MqttConnection::onPublishCompleted(uint32_t n) {

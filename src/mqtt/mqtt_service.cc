@@ -6,6 +6,7 @@
 #include "broker/service/broker_service.h"
 #include "mqtt/mqtt_connection.h"
 #include "mqtt/mqtt_stats.h"
+#include "mqtt/mqtt_state.h"
 #include "net/tcp_server.h"
 #include "net/tls.h"
 
@@ -42,13 +43,14 @@ Result<std::vector<ListenAddress>> parseMqttListeners(const std::vector<std::str
 }
 
 MqttService::MqttService(broker::BrokerService& service, MqttOptions options)
-    : service_(service), options_(std::move(options)) {}
+    : service_(service), options_(std::move(options)), state_(std::make_unique<MqttState>(*this)) {}
 
 MqttService::~MqttService() { stop(); }
 
 Status MqttService::start() {
   auto addresses = parseMqttListeners(options_.listeners);
   if (!addresses.isOk()) return addresses.status();
+  if (Status s = state_->start(); !s.isOk()) return s;
   for (const ListenAddress& a : *addresses) {
     if (a.tls && !options_.tlsContext) {
       return Status::invalidArgument(
@@ -80,6 +82,7 @@ Status MqttService::start() {
 }
 
 void MqttService::stop() {
+  state_->stop();
   for (auto& s : servers_) s->stop();
   std::vector<std::shared_ptr<MqttConnection>> open;
   {
@@ -133,28 +136,14 @@ std::shared_ptr<MqttConnection> MqttService::registerClient(
   return old == c ? nullptr : old;
 }
 
-void MqttService::unregisterClient(const std::string& clientId, const MqttConnection* c) {
+bool MqttService::unregisterClient(const std::string& clientId, const MqttConnection* c) {
   MutexLock lock(mu_);
   auto it = clients_.find(clientId);
-  if (it == clients_.end()) return;
+  if (it == clients_.end()) return true;
   auto cur = it->second.lock();
-  if (!cur || cur.get() == c) clients_.erase(it);
-}
-
-void MqttService::storeSession(const std::string& clientId, std::vector<SubscriptionRequest> subs) {
-  MutexLock lock(mu_);
-  sessions_[clientId] = std::move(subs);
-}
-
-std::vector<SubscriptionRequest> MqttService::sessionOf(const std::string& clientId) const {
-  MutexLock lock(mu_);
-  auto it = sessions_.find(clientId);
-  return it == sessions_.end() ? std::vector<SubscriptionRequest>{} : it->second;
-}
-
-void MqttService::forgetSession(const std::string& clientId) {
-  MutexLock lock(mu_);
-  sessions_.erase(clientId);
+  if (cur && cur.get() != c) return false;
+  clients_.erase(it);
+  return true;
 }
 
 size_t MqttService::connectionCount() const {

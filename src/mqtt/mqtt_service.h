@@ -25,6 +25,7 @@ class TlsContext;
 namespace magnetar::mqtt {
 
 class MqttConnection;
+class MqttState;
 
 // The settings of the MQTT listeners, read from the broker's configuration (src/app).
 struct MqttOptions {
@@ -49,6 +50,8 @@ struct MqttOptions {
   // Receive Maximum); a connection over it stops being read. Also the delivery window of a
   // 3.1.1 client, whose CONNECT cannot say.
   uint16_t receiveMaximum = 1000;
+  // mqttTopicAliasMaximum: the MQTT 5 Topic Alias Maximum told in CONNACK (0: no aliases).
+  uint16_t topicAliasMaximum = 10;
   // Seconds a connection may stay without a CONNECT (Magnetar).
   int connectTimeoutSeconds = 10;
 };
@@ -71,10 +74,12 @@ class MqttService {
   MqttService(const MqttService&) = delete;
   MqttService& operator=(const MqttService&) = delete;
 
-  // Binds every listener. Errors: kInvalidArgument (bad mqttListeners, an mqtt+ssl listener
-  // without options().tlsContext), kIoError (bind).
+  // Loads the stored MQTT state (sessions, retained messages), then binds every listener.
+  // Errors: kInvalidArgument (bad mqttListeners, an mqtt+ssl listener without
+  // options().tlsContext), kIoError (bind), the record store's.
   Status start();
-  // Stops accepting and closes every connection (without will messages... none are kept yet).
+  // Stops accepting and closes every connection (no will is published: the broker goes, not
+  // the clients; persistent sessions stay stored).
   void stop();
   // The bound port of each listener, in mqttListeners order, and whether it is mqtt+ssl.
   std::vector<int> boundPorts() const;
@@ -92,17 +97,12 @@ class MqttService {
   std::shared_ptr<MqttConnection> registerClient(const std::string& clientId,
                                                  const std::shared_ptr<MqttConnection>& c)
       EXCLUDES(mu_);
-  // Forgets `c` under `clientId` unless another connection took the id since. Thread: any.
-  void unregisterClient(const std::string& clientId, const MqttConnection* c) EXCLUDES(mu_);
+  // Forgets `c` under `clientId` unless another connection took the id since; false then.
+  // Thread: any.
+  bool unregisterClient(const std::string& clientId, const MqttConnection* c) EXCLUDES(mu_);
 
-  // The subscriptions of a persistent session (clean session 0 / session expiry > 0), kept while
-  // the broker runs so a reconnecting client is subscribed again (its cursors kept its place).
-  // storeSession replaces the stored filters; sessionOf gives a copy (empty when none);
-  // forgetSession drops them (a clean session). Thread: any.
-  void storeSession(const std::string& clientId, std::vector<SubscriptionRequest> subs)
-      EXCLUDES(mu_);
-  std::vector<SubscriptionRequest> sessionOf(const std::string& clientId) const EXCLUDES(mu_);
-  void forgetSession(const std::string& clientId) EXCLUDES(mu_);
+  // Persistent sessions, retained messages, delayed wills (mqtt_state.h). Thread: any.
+  MqttState& state() { return *state_; }
   // Connections open now (any thread).
   size_t connectionCount() const EXCLUDES(mu_);
 
@@ -118,9 +118,9 @@ class MqttService {
   std::vector<std::unique_ptr<net::TcpServer>> servers_;
   std::vector<bool> serverTls_;  // per servers_ entry
   std::atomic<int64_t> sessionsOpen_{0};
+  std::unique_ptr<MqttState> state_;
   mutable Mutex mu_;
   std::map<std::string, std::weak_ptr<MqttConnection>> clients_ GUARDED_BY(mu_);
-  std::map<std::string, std::vector<SubscriptionRequest>> sessions_ GUARDED_BY(mu_);
   std::vector<std::weak_ptr<MqttConnection>> all_ GUARDED_BY(mu_);
 };
 

@@ -13,6 +13,7 @@
 #include "mqtt/mqtt_service.h"
 #include "mqtt/mqtt_sink.h"
 #include "mqtt/mqtt_stats.h"
+#include "mqtt/mqtt_state.h"
 #include "mqtt/topic_mapping.h"
 
 namespace magnetar::mqtt {
@@ -26,7 +27,11 @@ uint8_t subscribeFailure(ProtocolVersion v, uint8_t v5Reason) {
 
 void MqttConnection::handleSubscribe(Subscribe&& s) {
   const uint16_t packetId = s.packetId;
+  std::vector<bool> retained;  // per request: its retained messages go out after the SUBACK
   for (const auto& req : s.subscriptions) {
+    const bool existed = filters_.count(req.filter) > 0;
+    retained.push_back(
+        sendsRetained(version_ == ProtocolVersion::kV5 ? req.retainHandling : 0, existed));
     if (validTopicFilter(req.filter) && req.filter.rfind("$share/", 0) != 0) {
       SubscriptionRequest granted = req;
       granted.qos = std::min<uint8_t>(req.qos, 1);
@@ -36,10 +41,42 @@ void MqttConnection::handleSubscribe(Subscribe&& s) {
   }
   saveSession();
   auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
-  subscribeFilters(s.subscriptions, [me, packetId](std::vector<uint8_t> codes) {
-    if (me->closing_) return;
-    me->send(SubAck{PacketType::kSuback, packetId, {}, std::move(codes)});
-  });
+  subscribeFilters(s.subscriptions,
+                   [me, packetId, retained, subs = s.subscriptions](std::vector<uint8_t> codes) {
+                     if (me->closing_) return;
+                     std::vector<uint8_t> granted = codes;
+                     me->send(SubAck{PacketType::kSuback, packetId, {}, std::move(codes)});
+                     for (size_t i = 0; i < subs.size(); i++) {
+                       if (granted[i] < 0x80 && retained[i]) me->sendRetained(subs[i], granted[i]);
+                     }
+                     me->sendQueued();
+                   });
+}
+
+// MQTT 3.3.1.3: the retained messages a new subscription matches go out with the retain flag,
+// at most at the granted QoS; a topic this role may not consume from is left out.
+void MqttConnection::sendRetained(const SubscriptionRequest& req, uint8_t granted) {
+  const MqttOptions& o = service_.options();
+  const int64_t now = broker::wallClockMs() / 1000;
+  for (RetainedMessage& r : service_.state().retainedMatching(req.filter)) {
+    auto name = pulsarTopicName(r.topic, o.defaultTenant, o.defaultNamespace, o.defaultTopicDomain);
+    auto parsed =
+        name.isOk() ? broker::TopicName::parse(*name) : Result<broker::TopicName>(name.status());
+    if (!parsed.isOk() || !authorized(*parsed, /*produce=*/false)) continue;
+    Publish p;
+    p.topic = std::move(r.topic);
+    p.payload = std::move(r.payload);
+    p.retain = true;
+    p.qos = std::min(r.qos, granted);
+    Properties props;
+    if (!propertiesFromPulsar(r.pulsarProperties, now, &props)) continue;  // expired meanwhile
+    if (version_ == ProtocolVersion::kV5) p.properties = std::move(props);
+    if (p.qos == 0) {
+      send(p);
+      continue;
+    }
+    queued_.push_back(Queued{std::move(p), kRetainedDelivery, {}});
+  }
 }
 
 void MqttConnection::subscribeFilters(const std::vector<SubscriptionRequest>& subs,
@@ -220,9 +257,18 @@ void MqttConnection::onMessage(uint64_t consumerId, storage::Position pos, const
   }
   const uint32_t total = static_cast<uint32_t>(msgs->size());
   uint32_t waiting = 0;
+  // MQTT 5 Retain As Published on a filter that selected the topic keeps the retain flag;
+  // otherwise a message to an existing subscription goes with retain 0 (3.3.1.3).
+  bool asPublished = false;
+  for (const std::string& f : cs.filters) {
+    auto fit = filters_.find(f);
+    asPublished |= fit != filters_.end() && fit->second.retainAsPublished;
+  }
+  asPublished &= version_ == ProtocolVersion::kV5;
   for (DeliveredMessage& m : *msgs) {
     if (m.expired) continue;
     Publish p;
+    p.retain = asPublished && m.retained;
     p.qos = cs.qos;
     p.topic = cs.mqttTopic;
     p.payload = std::move(m.payload);
@@ -249,7 +295,9 @@ void MqttConnection::sendQueued() {
   while (!queued_.empty() && outstanding_.size() < window) {
     Queued q = std::move(queued_.front());
     queued_.pop_front();
-    if (!consumers_.count(q.consumerId)) continue;  // unsubscribed meanwhile
+    if (q.consumerId != kRetainedDelivery && !consumers_.count(q.consumerId)) {
+      continue;  // unsubscribed meanwhile
+    }
     q.publish.packetId = nextPacketId();
     outstanding_[q.publish.packetId] = Outstanding{q.consumerId, q.position};
     send(q.publish);

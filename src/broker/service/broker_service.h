@@ -109,6 +109,8 @@ class BrokerService final : public SharedConfigView {
   TopicOwnership* topicOwnership() const { return ownership_; }
   const ClusterTopicLister& clusterTopicLister() const { return clusterTopicLister_; }
   SharedConfig* sharedConfig() const { return shared_; }
+  // Deps::recordStore (null: memory only). Thread: any.
+  metadata::Store* recordStore() const { return recordStore_; }
   // The loop `metadata-records` that runs the registries' store callbacks; the executor for
   // callers without one of their own (admin handlers). Thread: any.
   net::Executor& metadataExecutor() { return metadataLoop_; }
