@@ -127,10 +127,6 @@ def test_paho_over_tls_with_a_client_certificate(tls_broker, certs, version):
     client.close()
 
 
-@pytest.mark.xfail(strict=True, reason="found 2026-12-06, not TLS-specific: mosquitto_sub on an "
-                   "exact topic not yet created gets its SUBACK, mosquitto_pub is PUBACKed, and "
-                   "the message never reaches the subscriber (plaintext too); test_mqtt.py's "
-                   "wildcard case works. In src/mqtt/mqtt_subscribe.cc, to debug")
 @pytest.mark.parametrize("version", ["mqttv311", "mqttv5"])
 def test_mosquitto_clients_over_tls(tls_broker, certs, version):
     if not shutil.which("mosquitto_pub"):
@@ -139,9 +135,12 @@ def test_mosquitto_clients_over_tls(tls_broker, certs, version):
     topic = f"mtls/{uuid.uuid4().hex[:8]}"
     tls = ["--cafile", certs.ca, "--cert", certs.cert("client-admin"),
            "--key", certs.key("client-admin")]
-    # -d: debug lines ("Client ... received SUBACK") on stdout, so publishing waits for the SUBACK.
-    sub = subprocess.Popen(["mosquitto_sub", "-d", "-h", "127.0.0.1", "-p", str(port), "-V",
-                            version, "-q", "1", "-t", topic, "-C", "3", "-W", "20", *tls],
+    # -d: debug lines ("Client ... received SUBACK") on stdout, so publishing waits for the SUBACK;
+    # stdbuf -oL: mosquitto_sub's stdout to a pipe is block-buffered, and the SUBACK line would
+    # only come when it exits.
+    sub = subprocess.Popen(["stdbuf", "-oL", "mosquitto_sub", "-d", "-h", "127.0.0.1", "-p",
+                            str(port), "-V", version, "-q", "1", "-t", topic, "-C", "3", "-W",
+                            "20", *tls],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert sub.stdout
     for line in sub.stdout:
