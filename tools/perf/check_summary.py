@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Checks a run's summary.json: every measure present and sane, and the run valid.
 
-Usage: check_summary.py RUN_DIR/summary.json [--allow-invalid]
+Usage: check_summary.py RUN_DIR/summary.json [--allow-invalid] [--require-balance-target]
 Exit status 0 when it passes; 1 with the problems listed otherwise.
+--require-balance-target: a run with several brokers must also have met its balance target
+(load_balance.target_met; docs/perf.md "Load balancing"), and a summary without load_balance fails.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ def main(argv: list[str]) -> int:
     with open(args[0]) as f:
         doc = json.load(f)
     problems = summary.check(doc, require_valid="--allow-invalid" not in argv)
+    if "--require-balance-target" in argv:
+        problems.extend(summary.check_balance_target(doc.get("load_balance")))
     if problems:
         print("summary check FAILED for %s:" % args[0])
         for p in problems:

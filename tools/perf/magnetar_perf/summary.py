@@ -248,6 +248,18 @@ def check_output(app: dict[str, Any]) -> list[str]:
     return out
 
 
+def check_balance_target(lb: dict[str, Any] | None) -> list[str]:
+    """Problems when a run with several brokers did not meet its balance target (the busiest
+    broker's msg rate over the mean at the check, load_balance.ratio_at_check, at most
+    1 + target_pct / 100), or has no load_balance section at all."""
+    if not isinstance(lb, dict):
+        return ["no load_balance section (a run with cluster.brokers > 1 has one)"]
+    if lb.get("target_met") is not True:
+        return ["load_balance: target not met: busiest/mean %r at the check (limit %r %%)"
+                % (lb.get("ratio_at_check"), lb.get("target_pct"))]
+    return []
+
+
 def check_load_balance(lb: dict[str, Any] | None) -> list[str]:
     """Problems of a run with several brokers (load_balance): the figures present, every
     acknowledged message stored once. The balance target is reported, not required here."""

@@ -168,3 +168,13 @@ def test_summary_check_of_the_load_balance_document():
         "load_balance: 11 messages stored, 10 acknowledged"]
     assert summary.check_load_balance(dict(good, ratio_at_start=None)) == [
         "load_balance.ratio_at_start is not a non-negative number: None"]
+
+
+def test_balance_target_required_only_when_asked():
+    from magnetar_perf import summary
+    met = {"target_met": True, "ratio_at_check": 1.1, "target_pct": 25}
+    assert summary.check_balance_target(met) == []
+    assert summary.check_balance_target(dict(met, target_met=False, ratio_at_check=1.6)) == [
+        "load_balance: target not met: busiest/mean 1.6 at the check (limit 25 %)"]
+    assert summary.check_balance_target(None) == [
+        "no load_balance section (a run with cluster.brokers > 1 has one)"]
