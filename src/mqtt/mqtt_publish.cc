@@ -10,8 +10,8 @@
 #include "mqtt/mqtt_connection.h"
 #include "mqtt/mqtt_service.h"
 #include "mqtt/mqtt_sink.h"
-#include "mqtt/mqtt_stats.h"
 #include "mqtt/mqtt_state.h"
+#include "mqtt/mqtt_stats.h"
 #include "mqtt/topic_mapping.h"
 #include "protocol/commands.h"
 

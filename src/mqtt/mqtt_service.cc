@@ -5,8 +5,8 @@
 #include "base/logging.h"
 #include "broker/service/broker_service.h"
 #include "mqtt/mqtt_connection.h"
-#include "mqtt/mqtt_stats.h"
 #include "mqtt/mqtt_state.h"
+#include "mqtt/mqtt_stats.h"
 #include "net/tcp_server.h"
 #include "net/tls.h"
 
