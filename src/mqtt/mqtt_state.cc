@@ -244,7 +244,8 @@ void MqttState::deleteSubscriptions(const std::string& clientId,
   }
 }
 
-void MqttState::setRetained(const Publish& p, net::Executor* ex, std::function<void(Status)> done) {
+void MqttState::setRetained(const Publish& p, net::Executor* ex,
+                            const std::function<void(Status)>& done) {
   const std::string path = std::string(kRetainedRoot) + "/" + storePathComponent(p.topic);
   if (p.payload.empty()) {
     {

@@ -57,7 +57,7 @@ class MqttState {
   // ---- Retained messages -------------------------------------------------------------------
   // Stores `p` as its topic's retained message (an empty payload deletes it). `done` runs on
   // `ex` once the store has it (kTooLarge past the store's 1 MiB value; the store's errors).
-  void setRetained(const Publish& p, net::Executor* ex, std::function<void(Status)> done)
+  void setRetained(const Publish& p, net::Executor* ex, const std::function<void(Status)>& done)
       EXCLUDES(mu_);
   // The retained messages whose topic `filter` matches (expired ones left out).
   std::vector<RetainedMessage> retainedMatching(const std::string& filter) const EXCLUDES(mu_);
