@@ -228,7 +228,8 @@ void MqttConnection::handleConnect(Connect&& c) {
   armTimer(keepAlive_);
   sendConnack(sessionPresent);
   if (!restored.empty()) {
-    subscribeFilters(restored, [](const std::vector<uint8_t>&) {});
+    subscribeFilters(
+        restored, [](const std::vector<uint8_t>&) {}, storage::InitialPosition::kEarliest);
   }
 }
 

@@ -142,8 +142,12 @@ class MqttConnection final : public net::Connection {
   // Subscribing and delivery (mqtt_subscribe.cc).
   void handleSubscribe(Subscribe&& s);
   void handleUnsubscribe(Unsubscribe&& u);
+  // `initial`: where a Pulsar subscription this creates starts: Latest for a SUBSCRIBE; Earliest
+  // for a restored session, whose filters' topics without a subscription yet were created while
+  // the client was away (MoP subscribes a topic created after the filter from its start).
   void subscribeFilters(const std::vector<SubscriptionRequest>& subs,
-                        std::function<void(std::vector<uint8_t>)> done);
+                        std::function<void(std::vector<uint8_t>)> done,
+                        storage::InitialPosition initial = storage::InitialPosition::kLatest);
   void subscribeTopic(const std::string& pulsarTopic, const std::string& mqttTopic,
                       const SubscriptionRequest& req, storage::InitialPosition initial,
                       const std::function<void(uint8_t)>& done);

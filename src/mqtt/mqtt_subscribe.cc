@@ -80,7 +80,8 @@ void MqttConnection::sendRetained(const SubscriptionRequest& req, uint8_t grante
 }
 
 void MqttConnection::subscribeFilters(const std::vector<SubscriptionRequest>& subs,
-                                      std::function<void(std::vector<uint8_t>)> done) {
+                                      std::function<void(std::vector<uint8_t>)> done,
+                                      storage::InitialPosition initial) {
   struct Pending {
     std::vector<uint8_t> codes;
     size_t left = 1;  // one for this function's own pass
@@ -117,7 +118,7 @@ void MqttConnection::subscribeFilters(const std::vector<SubscriptionRequest>& su
         continue;
       }
       pending->left++;
-      subscribeTopic(*name, req.filter, req, storage::InitialPosition::kLatest, record);
+      subscribeTopic(*name, req.filter, req, initial, record);
       continue;
     }
     watchNamespace();
@@ -131,7 +132,7 @@ void MqttConnection::subscribeFilters(const std::vector<SubscriptionRequest>& su
       auto decoded = urlDecode(parsed->localName());
       if (!decoded.isOk() || !topicMatches(req.filter, *decoded)) continue;
       pending->left++;
-      subscribeTopic(t, *decoded, req, storage::InitialPosition::kLatest, record);
+      subscribeTopic(t, *decoded, req, initial, record);
     }
   }
   finishOne();

@@ -255,6 +255,34 @@ def test_persistent_session_resumes_after_reconnect(broker, pclient, version):
     c.close()
 
 
+@pytest.mark.parametrize("version", [V311, V5], ids=["3.1.1", "5.0"])
+def test_restored_wildcard_gets_a_topic_created_while_away(broker, version):
+    """A persistent session's wildcard filter and a topic first published to while the client is
+    away: after the reconnect (no SUBSCRIBE) the client gets what was PUBACKed meanwhile, the
+    topic subscribed from its start as a topic created after the filter is."""
+    base = f"away/{uuid.uuid4().hex[:8]}"
+    client_id = f"away-{uuid.uuid4().hex[:6]}"
+    c = Client(mqtt_port(broker), version, client_id=client_id, clean=False)
+    c.subscribe(f"{base}/#", 1)
+    c.close()
+    pub = Client(mqtt_port(broker), version)
+    try:
+        infos = [pub.publish(f"{base}/new", f"while-away-{i}".encode()) for i in range(5)]
+        for info in infos:
+            info.wait_for_publish(10)
+        assert len(pub.acked) == 5
+    finally:
+        pub.close()
+    c = Client(mqtt_port(broker), version, client_id=client_id, clean=False)
+    try:
+        assert c.session_present
+        got = [m.payload for m in c.receive(5)]
+        assert got == [f"while-away-{i}".encode() for i in range(5)]
+    finally:
+        c.close()
+    Client(mqtt_port(broker), version, client_id=client_id, clean=True).close()
+
+
 needs_mosquitto = pytest.mark.skipif(
     not shutil.which("mosquitto_pub") or not shutil.which("mosquitto_sub"),
     reason="mosquitto-clients not installed (scripts/install-test-deps.sh)")

@@ -309,7 +309,11 @@ def test_kill9_under_qos1_load_from_several_publishers(tmp_path):
     rounds = int(os.environ.get("MAGNETAR_MQTT_KILL9_ROUNDS", "1"))
     publishers = int(os.environ.get("MAGNETAR_MQTT_KILL9_PUBLISHERS", "4"))
     messages = int(os.environ.get("MAGNETAR_MQTT_KILL9_MESSAGES", "1500"))
-    proc = MagnetarProcess(["journalSyncData=true", "mqttListeners=mqtt://127.0.0.1:0"],
+    # Retention: the topics have no subscription, so without it a ledger a restart closed is
+    # trimmed as consumed (Pulsar does the same) and a later round could not read the earlier
+    # rounds' messages.
+    proc = MagnetarProcess(["journalSyncData=true", "mqttListeners=mqtt://127.0.0.1:0",
+                            "defaultRetentionTimeInMinutes=60", "defaultRetentionSizeInMB=1024"],
                            workdir=str(tmp_path), data_in_workdir=False)
     proc.start()
     topics = [f"kill9/{uuid.uuid4().hex[:6]}/{t}" for t in range(2)]
