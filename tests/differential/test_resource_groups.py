@@ -105,6 +105,32 @@ def test_resource_group_rest_shapes(admin_url, namespace):
 
 
 @pytest.mark.admin
+def test_group_name_with_an_encoded_slash(admin_url, namespace):
+    """`p%2Fchild` makes a group `p/child` under a node `p` that is no group: the list shows
+    `p` (the store's children), `p` cannot be read or attached, and once the child is deleted
+    the list no longer shows `p` (as Pulsar 4.2.4 answers; found by a breaker)."""
+    base = f"{admin_url}{RG}"
+    parent = f"rgp-{uuid.uuid4().hex[:8]}"
+    child = f"{parent}%2Fchild"
+    assert requests.put(f"{base}/{child}", json={"publishRateInMsgs": 5},
+                        timeout=30).status_code == 204
+    assert requests.get(f"{base}/{child}", timeout=30).json()["publishRateInMsgs"] == 5
+    listed = requests.get(base, timeout=30).json()
+    assert parent in listed and f"{parent}/child" not in listed, listed
+    r = requests.get(f"{base}/{parent}", timeout=30)
+    assert (r.status_code, reason(r)) == (404, "ResourceGroup does not exist")
+    r = requests.post(f"{admin_url}/admin/v2/namespaces/{namespace}/resourcegroup/{parent}",
+                      timeout=30)
+    assert (r.status_code, reason(r)) == (412, "ResourceGroup does not exist")
+    attach(admin_url, namespace, child)
+    r = requests.get(f"{admin_url}/admin/v2/namespaces/{namespace}/resourcegroup", timeout=30)
+    assert r.text == f"{parent}/child"
+    detach(admin_url, namespace)
+    assert requests.delete(f"{base}/{child}", timeout=30).status_code == 204
+    assert parent not in requests.get(base, timeout=30).json()
+
+
+@pytest.mark.admin
 def test_group_publish_quota_measured(broker, admin_url, namespace):
     """publishRateInMsgs paces every topic of the attached namespaces together (two topics in
     each of two namespaces, each producer on its own connection), sends delayed not failed; a
