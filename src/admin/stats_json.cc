@@ -6,6 +6,7 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <string_view>
 
 #include "admin/rest_util.h"
 
@@ -18,7 +19,7 @@ using broker::PublisherSnapshot;
 using broker::SubscriptionSnapshot;
 using broker::TopicSnapshot;
 
-// Pulsar's ReplicatorStatsImpl (what Magnetar does not count: the inbound side, expiry, 0).
+// Pulsar's ReplicatorStatsImpl (what Magnetar does not count: inbound counts, expiry, 0).
 json::object replicatorStatsJson(const broker::ReplicatorStats& r) {
   json::object o{{"msgRateIn", 0.0},
                  {"msgInCount", 0},
@@ -38,6 +39,32 @@ json::object replicatorStatsJson(const broker::ReplicatorStats& r) {
     o["outboundConnectedSince"] = r.outboundConnectedSince;
   }
   return o;
+}
+
+// The remote cluster of a replicator's producer name as Pulsar's Producer parses it:
+// "pulsar.repl.c2-->c1" and "pulsar.repl.c2" are c2's; "" for a name without the prefix.
+std::string remoteClusterOfProducer(std::string_view name) {
+  if (name.size() <= broker::kReplicatorPrefix.size() + 1 || !broker::isReplicatorName(name)) {
+    return "";
+  }
+  std::string_view rest = name.substr(broker::kReplicatorPrefix.size() + 1);
+  return std::string(rest.substr(0, rest.find("-->")));
+}
+
+// Pulsar's PersistentTopic.asyncGetStats: a remote cluster's replicator producing here is not a
+// publisher; it gives its cluster's entry (made, not connected, when this topic has no
+// replicator to that cluster) the inbound side: inboundConnection, inboundConnectedSince,
+// msgRateIn, msgThroughputIn. False for the other producers (listed as publishers).
+bool inboundReplicator(const broker::PublisherSnapshot& p, json::object& replication) {
+  std::string remote = remoteClusterOfProducer(p.producerName);
+  if (remote.empty()) return false;
+  if (!replication.contains(remote)) replication[remote] = replicatorStatsJson({});
+  json::object& r = replication[remote].as_object();
+  r["msgRateIn"] = p.rateIn.msgRate;
+  r["msgThroughputIn"] = p.rateIn.byteRate;
+  r["inboundConnection"] = p.address;
+  if (p.connectedSinceMs > 0) r["inboundConnectedSince"] = isoTime(p.connectedSinceMs);
+  return true;
 }
 
 double averageSize(double bytes, double msgs) { return msgs > 0 ? bytes / msgs : 0; }
@@ -229,8 +256,11 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   o["publishRateLimitedTimes"] = t.publishRateLimitedTimes;
   o["earliestMsgPublishTimeInBacklogs"] = 0;
   o["offloadedStorageSize"] = 0;
+  json::object replication;
+  for (const auto& [cluster, r] : t.replication) replication[cluster] = replicatorStatsJson(r);
   json::array publishers;
   for (const auto& p : t.publishers) {
+    if (!t.nonPersistent && inboundReplicator(p, replication)) continue;
     publishers.push_back(publisherJson(p));
     // Pulsar's NonPersistentPublisherStats: the messages dropped over
     // maxConcurrentNonPersistentMessagePerConnection.
@@ -255,8 +285,6 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   // NonPersistentTopicStats.msgDropRate: Pulsar sets it only when summing partitions' stats
   // (always 0 there too).
   if (t.nonPersistent) o["msgDropRate"] = 0.0;
-  json::object replication;
-  for (const auto& [cluster, r] : t.replication) replication[cluster] = replicatorStatsJson(r);
   o["replication"] = std::move(replication);
   o["deduplicationStatus"] = t.deduplicationEnabled ? "Enabled" : "Disabled";
   o["nonContiguousDeletedMessagesRanges"] = 0;

@@ -9,6 +9,7 @@
 #include "admin/rate_limit_routes.h"
 #include "admin/resource_group_routes.h"
 #include "admin/topic_targets.h"
+#include "broker/replication/replication_service.h"
 
 namespace magnetar::admin {
 namespace {
@@ -414,13 +415,9 @@ json::object autoTopicCreationJson(const broker::AutoTopicCreationOverride& a) {
   return o;
 }
 
-// The body of POST .../replication checked as Pulsar's internalSetNamespaceReplicationClusters:
-// 412 for no cluster or "global", 403 for a cluster that does not exist or that the tenant may
-// not use. The clusters without repeats, in the order given.
-std::optional<std::vector<std::string>> replicationClustersOf(const AdminContext& ctx,
-                                                              const std::string& tenant,
-                                                              const json::value& body,
-                                                              HttpResponse* err) {
+// A replication cluster list body: the clusters without repeats, in the order given; 400 for
+// what is not a JSON array of strings (or null: no cluster).
+std::optional<std::vector<std::string>> clusterListOf(const json::value& body, HttpResponse* err) {
   std::vector<std::string> out;
   if (body.is_array()) {
     for (const auto& c : body.as_array()) {
@@ -435,20 +432,29 @@ std::optional<std::vector<std::string>> replicationClustersOf(const AdminContext
     *err = HttpResponse::error(400, "Cannot deserialize the cluster list");
     return std::nullopt;
   }
-  if (out.empty()) {
+  return out;
+}
+
+// The clusters of a replication list checked as Pulsar's internalSetNamespaceReplicationClusters:
+// 412 for no cluster or (`refuseGlobal`, the namespace's list) "global", 403 for a cluster that
+// does not exist or that the tenant may not use. True when they pass.
+bool clustersAllowed(const AdminContext& ctx, const std::string& tenant,
+                     const std::vector<std::string>& clusters, HttpResponse* err,
+                     bool refuseGlobal = true) {
+  if (clusters.empty()) {
     *err = HttpResponse::error(412, "ClusterIds should not be null or empty");
-    return std::nullopt;
+    return false;
   }
-  if (std::find(out.begin(), out.end(), "global") != out.end()) {
+  if (refuseGlobal && std::find(clusters.begin(), clusters.end(), "global") != clusters.end()) {
     *err = HttpResponse::error(412, "Cannot specify global in the list of replication clusters");
-    return std::nullopt;
+    return false;
   }
   auto& reg = ctx.service.policies();
   auto info = reg.tenant(tenant);
-  for (const auto& c : out) {
+  for (const auto& c : clusters) {
     if (c != ctx.config->clusterName() && !reg.cluster(c)) {
       *err = HttpResponse::error(403, "Invalid cluster id: " + c);
-      return std::nullopt;
+      return false;
     }
     bool allowed = info && std::find(info->allowedClusters.begin(), info->allowedClusters.end(),
                                      c) != info->allowedClusters.end();
@@ -457,10 +463,93 @@ std::optional<std::vector<std::string>> replicationClustersOf(const AdminContext
           403,
           fmt::format("Cluster [{}] is not in the list of allowed clusters list for tenant [{}]", c,
                       tenant));
-      return std::nullopt;
+      return false;
     }
   }
+  return true;
+}
+
+// The body of POST namespaces/.../replication: clusterListOf, then clustersAllowed.
+std::optional<std::vector<std::string>> replicationClustersOf(const AdminContext& ctx,
+                                                              const std::string& tenant,
+                                                              const json::value& body,
+                                                              HttpResponse* err) {
+  auto out = clusterListOf(body, err);
+  if (!out || !clustersAllowed(ctx, tenant, *out, err)) return std::nullopt;
   return out;
+}
+
+// A namespace's replication clusters as GET namespaces/.../replication answers them: the
+// Policies' list, or the local cluster when it has none.
+json::array namespaceReplication(const AdminContext& ctx, const std::string& ns) {
+  auto clusters = ctx.service.policies().namespacePolicies(ns).replicationClusters;
+  json::array a;
+  if (clusters && !clusters->empty()) {
+    for (const auto& c : *clusters) a.emplace_back(c);
+  } else {
+    a.emplace_back(ctx.config->clusterName());
+  }
+  return a;
+}
+
+// The topic of a topic-level replication call (policyTarget), with Pulsar 4.2.4's 404 text for a
+// topic that does not exist.
+bool replicationTarget(const AdminContext* ctx, const TopicName& name, const Respond& respond) {
+  if (name.partitionIndex() < 0 && ctx->service.namespaceExists(name.namespaceName()) &&
+      !ctx->service.topicExists(name)) {
+    respond(HttpResponse::error(404, "Topic " + name.toString() + " not found"));
+    return false;
+  }
+  return policyTarget(ctx, name, respond).has_value();
+}
+
+// Topic-level replication clusters (Pulsar's topic policy replicationClusters; the replicators
+// follow it over the namespace's list): GET (200 with no body when unset, the namespace's with
+// ?applied=true), POST (the list must name the local cluster: Pulsar 4.2.4's check comes before
+// the namespace ones), DELETE.
+void addTopicReplicationRoutes(Router& r, const AdminContext* ctx) {
+  const std::string path = kTopicPath + "/replication";
+  addTopicRoute(r, "GET", path,
+                [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                      const Respond& respond) {
+                  if (!replicationTarget(ctx, name, respond)) return;
+                  if (auto v = stored(ctx, name.toString(), broker::kTopicReplicationKey)) {
+                    return respond(jsonResponse(*v));
+                  }
+                  if (queryFlag(req, "applied")) {
+                    return respond(jsonResponse(namespaceReplication(*ctx, name.namespaceName())));
+                  }
+                  respond(HttpResponse{200, "", "", {}});
+                });
+  addTopicRoute(
+      r, "POST", path,
+      [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+            const Respond& respond) {
+        HttpResponse err;
+        auto body = parseJsonBody(req, &err);
+        if (!body) return respond(err);
+        auto clusters = clusterListOf(*body, &err);
+        if (!clusters) return respond(err);
+        if (!replicationTarget(ctx, name, respond)) return;
+        if (!clusters->empty() && std::find(clusters->begin(), clusters->end(),
+                                            ctx->config->clusterName()) == clusters->end()) {
+          return respond(HttpResponse::error(
+              412,
+              "Can not remove local cluster from the local topic-level replication "
+              "clusters policy"));
+        }
+        // No "global" check here (Pulsar 4.2.4): it is an unknown cluster (403).
+        if (!clustersAllowed(*ctx, name.tenant(), *clusters, &err, false)) return respond(err);
+        json::array a;
+        for (const auto& c : *clusters) a.emplace_back(c);
+        setPolicy(ctx, name, broker::kTopicReplicationKey, json::value(std::move(a)), respond);
+      });
+  addTopicRoute(
+      r, "DELETE", path,
+      [ctx](const HttpRequest&, const PathParams&, const TopicName& name, const Respond& respond) {
+        if (!replicationTarget(ctx, name, respond)) return;
+        setPolicy(ctx, name, broker::kTopicReplicationKey, std::nullopt, respond);
+      });
 }
 
 void addNamespaceUnloadReplicationRoutes(Router& r, const AdminContext* ctx) {
@@ -483,14 +572,7 @@ void addNamespaceUnloadReplicationRoutes(Router& r, const AdminContext* ctx) {
         });
   addNs(r, ctx, "GET", "replication",
         [ctx](const HttpRequest&, const PathParams&, const std::string& ns) {
-          auto clusters = ctx->service.policies().namespacePolicies(ns).replicationClusters;
-          json::array a;
-          if (clusters && !clusters->empty()) {
-            for (const auto& c : *clusters) a.emplace_back(c);
-          } else {
-            a.emplace_back(ctx->config->clusterName());
-          }
-          return jsonResponse(a);
+          return jsonResponse(namespaceReplication(*ctx, ns));
         });
   addNs(r, ctx, "POST", "replication",
         [ctx](const HttpRequest& req, const PathParams& p, const std::string& ns) {
@@ -501,7 +583,8 @@ void addNamespaceUnloadReplicationRoutes(Router& r, const AdminContext* ctx) {
           if (!clusters) return err;
           Status stored = ctx->service.policies().updateNamespacePolicies(
               ns, [&](broker::NamespacePolicies& pol) { pol.replicationClusters = *clusters; });
-          return stored ? noContent() : errorResponse(stored);
+          // Pulsar 4.2.4 answers 200 with no body (an asynchronous resume of nothing).
+          return stored ? HttpResponse{200, "", "", {}} : errorResponse(stored);
         });
 }
 
@@ -694,6 +777,7 @@ void addTopicPolicyRoutes(Router& router, const AdminContext& ctx) {
   for (const Spec& s : specs()) addSpecRoutes(router, &ctx, s);
   for (const Spec& s : rateSpecs()) addSpecRoutes(router, &ctx, s);
   addBacklogQuotaRoutes(router, &ctx);
+  addTopicReplicationRoutes(router, &ctx);
 }
 
 void addNamespacePolicyRoutes(Router& router, const AdminContext& ctx) {

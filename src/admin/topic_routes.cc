@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "admin/stats_json.h"
 #include "admin/topic_route_util.h"
 #include "admin/topic_targets.h"
+#include "base/logging.h"
 
 namespace magnetar::admin {
 namespace {
@@ -78,8 +80,8 @@ std::optional<PartitionsBody> partitionsBody(const HttpRequest& req, HttpRespons
 
 // Registers `method .../{topic}/partitions` with its body read by partitionsBody (its error
 // answered before h runs).
-using PartitionsHandler =
-    std::function<void(const TopicName&, const PartitionsBody&, const Respond&)>;
+using PartitionsHandler = std::function<void(const HttpRequest&, const TopicName&,
+                                             const PartitionsBody&, const Respond&)>;
 void onPartitionsBody(Router& r, const char* method, bool create, PartitionsHandler h) {
   onTopic(r, method, "/partitions",
           [create, h = std::move(h)](const HttpRequest& req, const PathParams&,
@@ -87,7 +89,7 @@ void onPartitionsBody(Router& r, const char* method, bool create, PartitionsHand
             HttpResponse err;
             auto body = partitionsBody(req, &err, create);
             if (!body) return respond(err);
-            h(name, *body, respond);
+            h(req, name, *body, respond);
           });
 }
 
@@ -166,6 +168,16 @@ Status forgetDeletedTopic(const AdminContext* ctx, const TopicName& name, int pa
   return removeTopicGrants(ctx, name, partitions);
 }
 
+// A delete's error: Pulsar answers a replicated topic's refusal (BrokerService::deleteTopic's
+// kNotAllowed) with 422, the others as errorResponse.
+HttpResponse deleteError(const Status& s) {
+  if (s.code() == StatusCode::kNotAllowed &&
+      s.message().rfind("Delete forbidden topic is replicated", 0) == 0) {
+    return HttpResponse::error(422, s.message());
+  }
+  return errorResponse(s);
+}
+
 void deletePartitioned(const AdminContext* ctx, const HttpRequest& req, const TopicName& name,
                        bool force, const Respond& respond) {
   Result<int> n = ctx->service.partitionsOf(name, false);
@@ -177,7 +189,7 @@ void deletePartitioned(const AdminContext* ctx, const HttpRequest& req, const To
   auto gather =
       Gather<Status>::create(count, [ctx, name, count, respond](const std::vector<Status>& all) {
         for (const Status& s : all) {
-          if (!s.isOk() && s.code() != StatusCode::kNotFound) return respond(errorResponse(s));
+          if (!s.isOk() && s.code() != StatusCode::kNotFound) return respond(deleteError(s));
         }
         runMayBlock(*ctx, [ctx, name, count, respond] {
           Status s = ctx->service.removePartitionedTopic(name);
@@ -243,7 +255,7 @@ void addTopicCreateDeleteRoutes(Router& r, const AdminContext* ctx) {
             Result<int> n = ctx->service.partitionsOf(name, false);
             if (n.isOk() && *n > 0) return deletePartitioned(ctx, req, name, force, respond);
             ctx->service.deleteTopic(name, force, [ctx, name, respond](const Status& s) {
-              if (!s) return respond(errorResponse(s));
+              if (!s) return respond(deleteError(s));
               runMayBlock(*ctx, [ctx, name, respond] {
                 Status s = forgetDeletedTopic(ctx, name, 0);
                 respond(s ? noContent() : errorResponse(s));
@@ -252,26 +264,79 @@ void addTopicCreateDeleteRoutes(Router& r, const AdminContext* ctx) {
           });
 }
 
+// Pulsar's internalCreatePartitionedTopicToReplicatedClustersInBackground
+// (createTopicToRemoteClusterForReplication, on by default): a partitioned topic created here
+// is created with the same partitions on every other cluster of its namespace's
+// replication_clusters, through that cluster's admin API (its ClusterData's serviceUrl) with
+// createLocalTopicOnly=true. Not waited for; failures (409 when it exists there) are logged.
+void createOnReplicatedClusters(const AdminContext& ctx, const TopicName& name, int partitions) {
+  auto clusters =
+      ctx.service.policies().namespacePolicies(name.namespaceName()).replicationClusters;
+  if (!clusters) return;
+  std::string local;  // percent-encoded but for RFC 3986's unreserved characters
+  for (unsigned char ch : name.localName()) {
+    if (std::isalnum(ch) || ch == '-' || ch == '.' || ch == '_' || ch == '~') {
+      local += static_cast<char>(ch);
+    } else {
+      local += fmt::format("%{:02X}", ch);
+    }
+  }
+  const std::string path = fmt::format("/admin/v2/{}/{}/{}/partitions?createLocalTopicOnly=true",
+                                       name.isPersistent() ? "persistent" : "non-persistent",
+                                       name.namespaceName(), local);
+  for (const auto& c : *clusters) {
+    if (c == ctx.config->clusterName()) continue;
+    auto data = ctx.service.policies().cluster(c);
+    boost::system::error_code ec;
+    json::value v = data ? json::parse(*data, ec) : json::value();
+    const json::value* url =
+        !ec && v.is_object() ? v.as_object().if_contains("serviceUrl") : nullptr;
+    if (!url || !url->is_string() || url->as_string().empty()) {
+      MLOG_WARN("{}: cluster {} has no serviceUrl: partitioned topic not created there",
+                name.toString(), c);
+      continue;
+    }
+    HttpClientRequest call;
+    call.method = "PUT";
+    call.url = std::string(url->as_string()) + path;
+    call.body = std::to_string(partitions);
+    call.contentType = "application/json";
+    httpCall(ctx.service.ioLoops().next(), std::move(call),
+             [topic = name.toString(), c](const Result<HttpClientResponse>& r) {
+               if (r.isOk() && (r->status / 100 == 2 || r->status == 409)) {
+                 MLOG_INFO("{}: partitioned topic created on cluster {} ({})", topic, c, r->status);
+               } else {
+                 MLOG_WARN(
+                     "{}: partitioned topic not created on cluster {}: {}", topic, c,
+                     r.isOk() ? std::to_string(r->status) + " " + r->body : r.status().toString());
+               }
+             });
+  }
+}
+
 // PUT/GET/POST/DELETE of a partitioned topic's /partitions.
 void addPartitionedTopicRoutes(Router& r, const AdminContext* ctx) {
-  onPartitionsBody(
-      r, "PUT", true,
-      [ctx](const TopicName& name, const PartitionsBody& body, const Respond& respond) {
-        if (!ctx->service.namespaceExists(name.namespaceName())) {
-          return respond(HttpResponse::error(404, "Namespace does not exist"));
-        }
-        if (ctx->service.topicExists(name)) {
-          return respond(HttpResponse::error(409, "This topic already exists"));
-        }
-        Status s = ctx->service.createPartitionedTopic(name, body.partitions);
-        if (s && !body.properties.empty()) {  // kept as a non-partitioned topic's are
-          json::object props;
-          for (const auto& [k, v] : body.properties) props[k] = v;
-          ctx->service.policies().setTopicPolicy(name.toString(), broker::kTopicPropertiesKey,
-                                                 json::serialize(props));
-        }
-        respond(s ? noContent() : errorResponse(s));
-      });
+  onPartitionsBody(r, "PUT", true,
+                   [ctx](const HttpRequest& req, const TopicName& name, const PartitionsBody& body,
+                         const Respond& respond) {
+                     if (!ctx->service.namespaceExists(name.namespaceName())) {
+                       return respond(HttpResponse::error(404, "Namespace does not exist"));
+                     }
+                     if (ctx->service.topicExists(name)) {
+                       return respond(HttpResponse::error(409, "This topic already exists"));
+                     }
+                     Status s = ctx->service.createPartitionedTopic(name, body.partitions);
+                     if (s && !body.properties.empty()) {  // kept as a non-partitioned topic's are
+                       json::object props;
+                       for (const auto& [k, v] : body.properties) props[k] = v;
+                       ctx->service.policies().setTopicPolicy(
+                           name.toString(), broker::kTopicPropertiesKey, json::serialize(props));
+                     }
+                     if (s && !queryFlag(req, "createLocalTopicOnly")) {
+                       createOnReplicatedClusters(*ctx, name, body.partitions);
+                     }
+                     respond(s ? noContent() : errorResponse(s));
+                   });
   // Pulsar's getPartitionedMetadata (the HTTP lookup's first call, with
   // ?checkAllowAutoCreation=true): 404 "Namespace not found" for a missing namespace; a topic
   // with no partitions answers 404 "Topic ... not found" unless it exists or the client may
@@ -303,15 +368,15 @@ void addPartitionedTopicRoutes(Router& r, const AdminContext* ctx) {
                          : HttpResponse::error(404, "Topic " + name.toString() + " not found"));
         });
       });
-  onPartitionsBody(
-      r, "POST", false,
-      [ctx](const TopicName& name, const PartitionsBody& body, const Respond& respond) {
-        Status s = ctx->service.updatePartitions(name, body.partitions);
-        if (s.code() == StatusCode::kInvalidArgument) {
-          return respond(HttpResponse::error(422, s.message()));
-        }
-        respond(s ? noContent() : errorResponse(s));
-      });
+  onPartitionsBody(r, "POST", false,
+                   [ctx](const HttpRequest&, const TopicName& name, const PartitionsBody& body,
+                         const Respond& respond) {
+                     Status s = ctx->service.updatePartitions(name, body.partitions);
+                     if (s.code() == StatusCode::kInvalidArgument) {
+                       return respond(HttpResponse::error(422, s.message()));
+                     }
+                     respond(s ? noContent() : errorResponse(s));
+                   });
   onTopic(r, "DELETE", "/partitions",
           [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
                 const Respond& respond) {

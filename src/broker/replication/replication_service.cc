@@ -70,12 +70,30 @@ void ReplicationService::stop(std::chrono::milliseconds timeout) {
   peers_->closeAll();
 }
 
+std::optional<std::vector<std::string>> clusterListOf(const std::string& jsonText) {
+  boost::system::error_code ec;
+  json::value v = json::parse(jsonText, ec);
+  if (ec || !v.is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& c : v.as_array()) {
+    if (!c.is_string()) return std::nullopt;
+    out.emplace_back(c.as_string());
+  }
+  return out;
+}
+
 std::set<std::string> ReplicationService::wantedFor(const TopicName& name) {
   std::set<std::string> wanted;
   if (!name.isPersistent() || name.localName().rfind("__", 0) == 0) return wanted;
   const std::string& local = service_.options().clusterName;
-  if (auto clusters =
-          service_.policies().namespacePolicies(name.namespaceName()).replicationClusters) {
+  auto& reg = service_.policies();
+  // The topic's own list (a partition: its partitioned topic's) over the namespace's.
+  auto topicPolicies = reg.topicPolicies(name.partitionedTopicName());
+  auto own = topicPolicies.find(kTopicReplicationKey);
+  std::optional<std::vector<std::string>> clusters;
+  if (own != topicPolicies.end()) clusters = clusterListOf(own->second);
+  if (!clusters) clusters = reg.namespacePolicies(name.namespaceName()).replicationClusters;
+  if (clusters) {
     for (const auto& c : *clusters) {
       if (c != local) wanted.insert(c);
     }

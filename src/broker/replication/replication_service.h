@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "broker/common/periodic_task.h"
 #include "broker/service/broker_peer.h"
@@ -19,8 +20,16 @@
 
 namespace magnetar::broker {
 
+// The topic policy (broker/policies TopicPolicies entry) of the topic-level replication
+// clusters: Pulsar's TopicPolicies replicationClusters, REST path segment "replication"; a JSON
+// array of cluster names (clusterListOf). The replicators follow it over the namespace's list.
+inline constexpr const char* kTopicReplicationKey = "replication";
+
 // The brokerServiceUrl of a ClusterData JSON text; nullopt when it has none or is not JSON.
 std::optional<std::string> brokerServiceUrlOf(const std::string& clusterDataJson);
+// The cluster names of a topic-level replication policy's JSON text (an array of strings);
+// nullopt for anything else.
+std::optional<std::vector<std::string>> clusterListOf(const std::string& jsonText);
 
 // Thread: construct, start and stop from the composition root (src/app); the check runs on its
 // own thread ("pulsar-replication-monitor") and hands each topic's part to its executor.
@@ -31,7 +40,8 @@ class ReplicationService {
                               std::chrono::milliseconds period = std::chrono::seconds(1));
   ~ReplicationService();
   // Checks every `period`: each loaded persistent topic (not a system topic "__...") gets a
-  // replicator per cluster of its namespace's replication_clusters other than clusterName, and
+  // replicator per cluster of its replication clusters other than clusterName (the topic-level
+  // policy kTopicReplicationKey when set, else its namespace's replication_clusters), and
   // loses those of clusters no longer listed (their cursors deleted). The remote's URL is its
   // ClusterData's brokerServiceUrl. Errors: kInvalidArgument from the brokerClient* settings
   // (the connection's TLS and credentials).

@@ -55,7 +55,8 @@ Replicator::Replicator(PersistentTopic& topic, storage::ManagedCursor& cursor,
       config_(std::move(config)),
       peers_(peers),
       topicName_(topic.name().toString()),
-      producerName_(std::string(kReplicatorPrefix) + "." + config_.localCluster),
+      producerName_(std::string(kReplicatorPrefix) + "." + config_.localCluster + "-->" +
+                    config_.remoteCluster),
       timer_(topic.executor().context()) {
   ackedPosition_ = cursor_.markDeletedPosition();
   markRequested_ = ackedPosition_;

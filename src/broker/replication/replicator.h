@@ -1,8 +1,9 @@
 // Replicator: copies one persistent topic to one remote cluster, as Pulsar's
 // GeoPersistentReplicator (docs/geo-replication.md). It reads the local topic from the durable
 // cursor "pulsar.repl.{remote}" and publishes each entry on the remote cluster's broker as the
-// producer "pulsar.repl.{local}", with `replicated_from` set to the local cluster and the
-// original producer name and sequence ids kept (the remote's dedup keeps each message once).
+// producer "pulsar.repl.{local}-->{remote}" (Pulsar's name), with `replicated_from` set to the
+// local cluster and the original producer name and sequence ids kept (the remote's dedup keeps
+// each message once).
 // The cursor moves only over entries the remote acknowledged, in order; after a failure the
 // replicator reconnects with backoff and resends from the cursor.
 #pragma once
@@ -81,7 +82,7 @@ class Replicator final : public TopicReplicator, public std::enable_shared_from_
   const ReplicatorConfig config_;
   PeerPool& peers_;
   const std::string topicName_;
-  const std::string producerName_;  // pulsar.repl.{local}
+  const std::string producerName_;  // pulsar.repl.{local}-->{remote}
 
   enum class State { kDisconnected, kConnecting, kReady, kClosed };
   State state_ = State::kDisconnected;

@@ -1102,14 +1102,30 @@ void BrokerService::unloadTopic(const std::shared_ptr<PersistentTopic>& topic, b
 
 void BrokerService::deleteTopic(const TopicName& name, bool force,
                                 const std::function<void(Status)>& cb) {
+  bool wasLoaded = false;
+  {
+    MutexLock lock(mu_);
+    wasLoaded = topics_.count(name.toString()) > 0;
+  }
   getOrCreateTopic(
-      name, false, [this, name, force, cb](Result<std::shared_ptr<PersistentTopic>> r) {
+      name, false, [this, name, force, wasLoaded, cb](Result<std::shared_ptr<PersistentTopic>> r) {
         if (!r.isOk()) {
           cb(r.status().code() == StatusCode::kNotFound ? Status::notFound("Topic not found")
                                                         : r.status());
           return;
         }
         auto topic = *r;
+        // Pulsar's BrokerService.deleteTopic: a loaded topic with replicators is kept unless
+        // forced (a forced delete is local: the remote clusters keep theirs).
+        if (wasLoaded && !force && !topic->replicators().empty()) {
+          std::string clusters;
+          for (const auto& [c, rep] : topic->replicators()) {
+            clusters += (clusters.empty() ? "" : ", ") + c;
+          }
+          cb(Status::error(StatusCode::kNotAllowed,
+                           "Delete forbidden topic is replicated on clusters [" + clusters + "]"));
+          return;
+        }
         bool busy = !topic->producers().empty();
         for (const auto& [n, sub] : topic->subscriptions()) busy = busy || sub->consumerCount() > 0;
         if (busy && !force) {

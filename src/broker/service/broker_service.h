@@ -379,9 +379,9 @@ class BrokerService final : public SharedConfigView {
   // Forgets a partitioned topic's metadata and schema (delete its partitions first). Errors:
   // kNotFound.
   Status removePartitionedTopic(const TopicName& name);
-  // Deletes a non-partitioned topic (or one partition) and its data (and a non-partitioned
-  // topic's schema, as Pulsar). Errors: kNotFound; kBusy
-  // without `force` while producers or consumers are connected. cb on any thread.
+  // Deletes a topic (or one partition), its data and a non-partitioned one's schema (Pulsar's).
+  // Errors: kNotFound; without `force`, kBusy with clients and kNotAllowed "Delete forbidden topic
+  // is replicated on clusters [c2]" when loaded before with replicators. cb on any thread.
   void deleteTopic(const TopicName& name, bool force, const std::function<void(Status)>& cb);
   // Unloads a loaded topic: the broker forgets it, its clients are closed (they look it up
   // again) and its managed ledger closed, its data kept. `release`: the broker lost the topic

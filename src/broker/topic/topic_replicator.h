@@ -14,7 +14,7 @@
 namespace magnetar::broker {
 
 // Pulsar's replicatorPrefix: the replication cursor of remote cluster R is "pulsar.repl.R", the
-// producer a replicator of cluster L opens on the remote topic is "pulsar.repl.L".
+// producer a replicator of cluster L opens on R's topic is "pulsar.repl.L-->R" (Pulsar's name).
 inline constexpr std::string_view kReplicatorPrefix = "pulsar.repl";
 
 inline std::string replicationCursorName(const std::string& remoteCluster) {
