@@ -101,6 +101,46 @@ TEST(StatsJson, TopicStatsFieldNames) {
   EXPECT_FALSE(c.contains("keyHashRanges"));
 }
 
+// A remote cluster's replicator producing here (Pulsar's name "pulsar.repl.{remote}-->{local}")
+// is the inbound side of its cluster's "replication" entry, not a publisher (Pulsar's
+// PersistentTopic stats); an entry is made for a cluster this topic does not replicate to.
+TEST(StatsJson, ReplicatorProducersAreTheInboundSide) {
+  TopicSnapshot t = partition(1, 0);
+  broker::ReplicatorStats out;
+  out.connected = true;
+  out.outboundConnection = "pulsar://c2:6650";
+  out.msgOutCount = 7;
+  t.replication["c2"] = out;
+  PublisherSnapshot in2;
+  in2.producerName = "pulsar.repl.c2-->c1";
+  in2.address = "/10.0.0.2:4000";
+  in2.connectedSinceMs = 1000;
+  in2.rateIn = {3.0, 300.0};
+  t.publishers.push_back(in2);
+  PublisherSnapshot in3;
+  in3.producerName = "pulsar.repl.c3";  // an older Magnetar's name: cluster c3
+  in3.address = "/10.0.0.3:4000";
+  t.publishers.push_back(in3);
+  json::object o = topicStatsJson(t);
+  const auto& pubs = o["publishers"].as_array();
+  ASSERT_EQ(pubs.size(), 1u);
+  EXPECT_EQ(pubs[0].as_object().at("producerName").as_string(), "prod");
+  const auto& rep = o["replication"].as_object();
+  ASSERT_EQ(rep.size(), 2u);
+  const auto& c2 = rep.at("c2").as_object();
+  EXPECT_EQ(c2.at("msgOutCount").as_int64(), 7);
+  EXPECT_EQ(c2.at("outboundConnection").as_string(), "pulsar://c2:6650");
+  EXPECT_EQ(c2.at("inboundConnection").as_string(), "/10.0.0.2:4000");
+  EXPECT_TRUE(c2.contains("inboundConnectedSince"));
+  EXPECT_DOUBLE_EQ(c2.at("msgRateIn").as_double(), 3.0);
+  EXPECT_DOUBLE_EQ(c2.at("msgThroughputIn").as_double(), 300.0);
+  const auto& c3 = rep.at("c3").as_object();
+  EXPECT_FALSE(c3.at("connected").as_bool());
+  EXPECT_FALSE(c3.contains("outboundConnection"));
+  EXPECT_EQ(c3.at("inboundConnection").as_string(), "/10.0.0.3:4000");
+  EXPECT_FALSE(c3.contains("inboundConnectedSince"));  // not known: left out
+}
+
 TEST(StatsJson, KeySharedDrainingFields) {
   TopicSnapshot t = partition(1, 4);
   SubscriptionSnapshot& s = t.subscriptions[0];
