@@ -14,7 +14,15 @@ import pulsar
 import pytest
 import requests
 
+from harness.auth import (
+    CLIENT_TOKEN_PLUGIN,
+    SUPER_USER,
+    new_secret_key,
+    role_token,
+    token_auth_settings,
+)
 from harness.broker import MagnetarProcess, free_port
+from harness.tls import tls_certs, tls_settings  # noqa: F401 (fixture)
 from harness.util import eventually
 
 NS = "geo/ns"
@@ -219,3 +227,74 @@ def test_remote_down_then_back(clusters):
     finally:
         for k in clients:
             k.close()
+
+
+def test_cluster_data_tls_and_authentication(tls_certs):  # noqa: F811
+    """The remote's ClusterData gives a pulsar+ssl URL only, brokerClientTlsEnabled, its trust
+    file and a token (authenticationPlugin/Parameters), while the local broker has no TLS or
+    credentials of its own (Pulsar's getReplicationClient): the replicator connects over TLS with
+    the token. Without the trust file first, it does not connect; the ClusterData's update is
+    taken at the next attempt."""
+    key = new_secret_key()
+    token = role_token(key, SUPER_USER)
+    auth = {"Authorization": f"Bearer {token}"}
+    c1 = Side("c1", free_port())
+    c2_proc = MagnetarProcess(["clusterName=c2", *SETTINGS, *tls_settings(tls_certs),
+                               *token_auth_settings(key)])
+    ep = c2_proc.start()
+    clients = []
+    try:
+        tls_url = ep.service_url_tls
+        assert tls_url and tls_url.startswith("pulsar+ssl://")
+
+        def c2(method: str, path: str, body: object = None) -> requests.Response:
+            return requests.request(method, c2_proc.admin_url + path, json=body, headers=auth,
+                                    timeout=30)
+        assert c2("PUT", "/admin/v2/clusters/c1", {"brokerServiceUrl": c1.url}).status_code in (
+            200, 204)
+        for path, body in (("/admin/v2/tenants/geo", {"allowedClusters": ["c1", "c2"],
+                                                      "adminRoles": []}),
+                           (f"/admin/v2/namespaces/{NS}", None)):
+            assert c2("PUT", path, body).status_code == 204
+        assert c2("POST", f"/admin/v2/namespaces/{NS}/replication", ["c1", "c2"]).status_code \
+            == 204
+        data = {"serviceUrl": c2_proc.admin_url, "brokerServiceUrlTls": tls_url,
+                "brokerClientTlsEnabled": True,
+                "authenticationPlugin": CLIENT_TOKEN_PLUGIN,
+                "authenticationParameters": f"token:{token}"}
+        assert c1.http("PUT", "/admin/v2/clusters/c2", data).status_code in (200, 204)
+        assert c1.http("PUT", "/admin/v2/tenants/geo",
+                       {"allowedClusters": ["c1", "c2"], "adminRoles": []}).status_code == 204
+        assert c1.http("PUT", f"/admin/v2/namespaces/{NS}").status_code == 204
+        assert c1.http("POST", f"/admin/v2/namespaces/{NS}/replication",
+                       ["c1", "c2"]).status_code == 204
+        topic = fresh_topic()
+        k2 = pulsar.Client(tls_url, authentication=pulsar.AuthenticationToken(token),
+                           tls_trust_certs_file_path=tls_certs.ca,
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+        clients.append(k2)
+        s2 = k2.subscribe(topic, "sub", initial_position=pulsar.InitialPosition.Earliest)
+        k1 = c1.client()
+        clients.append(k1)
+        p1 = k1.create_producer(topic, producer_name="p1", batching_enabled=False)
+        for i in range(20):
+            p1.send(f"p1-{i}".encode())
+        # No trust file: the system's CAs do not know the test CA, so no connection.
+        time.sleep(3)
+        rep = c1.stats(topic)["replication"]["c2"]
+        assert rep["connected"] is False and rep["replicationBacklog"] == 20, rep
+        data["brokerClientTrustCertsFilePath"] = tls_certs.ca
+        assert c1.http("POST", "/admin/v2/clusters/c2", data).status_code in (200, 204)
+
+        def connected() -> None:
+            rep = c1.stats(topic)["replication"]["c2"]
+            assert rep["connected"] is True and rep["replicationBacklog"] == 0, rep
+            assert rep["outboundConnection"].startswith("pulsar+ssl://"), rep
+        eventually(connected, 90)
+        got = drain(s2, 20)
+        assert got == [f"p1-{i}" for i in range(20)]
+    finally:
+        for k in clients:
+            k.close()
+        c1.proc.close()
+        c2_proc.close()
