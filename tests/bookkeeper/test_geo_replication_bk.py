@@ -15,7 +15,9 @@ tests/bookkeeper/test_geo_replication_bk.py`.
 Figures are printed (pytest -s)."""
 
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -23,7 +25,6 @@ import uuid
 import pulsar
 import pytest
 import requests
-from conftest import cluster_brokers
 from test_failover import QUIET, Broker, Cluster
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -176,12 +177,26 @@ def replicated(side: Side, topic: str, remote: str, timeout: float) -> dict:
 
 @pytest.fixture(scope="module")
 def geo_a(bk_cluster):
-    def started(base: str, i: int) -> Broker:
-        b = Broker(base, i, bk_cluster.uri, extra=(f"clusterName={A}",))
-        b.start()
-        return b
-    with cluster_brokers(bk_cluster, A, started, 2, "magnetar-bk-geo-") as brokers:
+    # Its own metadata store (a ZooKeeper chroot): the other modules' cluster "bk-topics" keeps
+    # public/default and pulsar/system of the shared root; the ledgers share the bookies.
+    meta = f"zk:{bk_cluster.zk}/geo-a-{uuid.uuid4().hex[:8]}"
+    bk_cluster.start_bookies()  # earlier tests kill bookies
+    bk_cluster.init_cluster_metadata(A, meta)
+    base = tempfile.mkdtemp(prefix="magnetar-bk-geo-")
+    brokers = []
+    try:
+        for i in range(2):
+            b = Broker(base, i, bk_cluster.uri, extra=(f"clusterName={A}",
+                                                       f"metadataStoreUrl={meta}"))
+            brokers.append(b)
+            b.start()
+        for b in brokers:
+            b.wait_registered()
         yield Cluster(bk_cluster, brokers)
+    finally:
+        for b in brokers:
+            b.stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_both_ways_with_owner_and_standalone_killed(geo_a):
