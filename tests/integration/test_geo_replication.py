@@ -30,10 +30,10 @@ SETTINGS = ["brokerDeduplicationEnabled=true", "journalSyncData=true"]
 
 
 class Side:
-    def __init__(self, name: str, port: int) -> None:
+    def __init__(self, name: str, port: int, extra: tuple[str, ...] = ()) -> None:
         self.name = name
         self.port = port
-        self.proc = MagnetarProcess([f"clusterName={name}", *SETTINGS])
+        self.proc = MagnetarProcess([f"clusterName={name}", *SETTINGS, *extra])
         self.proc.start(port=port)
 
     @property
@@ -229,16 +229,23 @@ def test_remote_down_then_back(clusters):
             k.close()
 
 
-def test_cluster_data_tls_and_authentication(tls_certs):  # noqa: F811
-    """The remote's ClusterData gives a pulsar+ssl URL only, brokerClientTlsEnabled, its trust
-    file and a token (authenticationPlugin/Parameters), while the local broker has no TLS or
-    credentials of its own (Pulsar's getReplicationClient): the replicator connects over TLS with
-    the token. Without the trust file first, it does not connect; the ClusterData's update is
-    taken at the next attempt."""
+@pytest.mark.parametrize("source", ["cluster-data", "broker"])
+def test_tls_and_authentication(tls_certs, source):  # noqa: F811
+    """Pulsar's getReplicationClient. source=cluster-data: the remote's ClusterData gives a
+    pulsar+ssl URL only, brokerClientTlsEnabled, its trust file and a token
+    (authenticationPlugin/Parameters), while the local broker has no TLS or credentials of its
+    own: the replicator connects over TLS with the token. Without the trust file first, it does
+    not connect; the ClusterData's update is taken at the next attempt. source=broker: the
+    ClusterData has both URLs and nothing else; the local broker's brokerClientTlsEnabled, trust
+    file and token make the replicator take the pulsar+ssl one with them."""
     key = new_secret_key()
     token = role_token(key, SUPER_USER)
     auth = {"Authorization": f"Bearer {token}"}
-    c1 = Side("c1", free_port())
+    own = source == "cluster-data"
+    c1 = Side("c1", free_port(), () if own else (
+        "brokerClientTlsEnabled=true", f"brokerClientTrustCertsFilePath={tls_certs.ca}",
+        f"brokerClientAuthenticationPlugin={CLIENT_TOKEN_PLUGIN}",
+        f"brokerClientAuthenticationParameters=token:{token}"))
     c2_proc = MagnetarProcess(["clusterName=c2", *SETTINGS, *tls_settings(tls_certs),
                                *token_auth_settings(key)])
     ep = c2_proc.start()
@@ -258,10 +265,13 @@ def test_cluster_data_tls_and_authentication(tls_certs):  # noqa: F811
             assert c2("PUT", path, body).status_code == 204
         assert c2("POST", f"/admin/v2/namespaces/{NS}/replication", ["c1", "c2"]).status_code \
             == 204
-        data = {"serviceUrl": c2_proc.admin_url, "brokerServiceUrlTls": tls_url,
-                "brokerClientTlsEnabled": True,
-                "authenticationPlugin": CLIENT_TOKEN_PLUGIN,
-                "authenticationParameters": f"token:{token}"}
+        data = {"serviceUrl": c2_proc.admin_url, "brokerServiceUrlTls": tls_url}
+        if own:
+            data.update({"brokerClientTlsEnabled": True,
+                         "authenticationPlugin": CLIENT_TOKEN_PLUGIN,
+                         "authenticationParameters": f"token:{token}"})
+        else:
+            data["brokerServiceUrl"] = ep.service_url
         assert c1.http("PUT", "/admin/v2/clusters/c2", data).status_code in (200, 204)
         assert c1.http("PUT", "/admin/v2/tenants/geo",
                        {"allowedClusters": ["c1", "c2"], "adminRoles": []}).status_code == 204
@@ -279,17 +289,18 @@ def test_cluster_data_tls_and_authentication(tls_certs):  # noqa: F811
         p1 = k1.create_producer(topic, producer_name="p1", batching_enabled=False)
         for i in range(20):
             p1.send(f"p1-{i}".encode())
-        # No trust file: the system's CAs do not know the test CA, so no connection.
-        time.sleep(3)
-        rep = c1.stats(topic)["replication"]["c2"]
-        assert rep["connected"] is False and rep["replicationBacklog"] == 20, rep
-        data["brokerClientTrustCertsFilePath"] = tls_certs.ca
-        assert c1.http("POST", "/admin/v2/clusters/c2", data).status_code in (200, 204)
+        if own:
+            # No trust file: the system's CAs do not know the test CA, so no connection.
+            time.sleep(3)
+            rep = c1.stats(topic)["replication"]["c2"]
+            assert rep["connected"] is False and rep["replicationBacklog"] == 20, rep
+            data["brokerClientTrustCertsFilePath"] = tls_certs.ca
+            assert c1.http("POST", "/admin/v2/clusters/c2", data).status_code in (200, 204)
 
         def connected() -> None:
             rep = c1.stats(topic)["replication"]["c2"]
             assert rep["connected"] is True and rep["replicationBacklog"] == 0, rep
-            assert rep["outboundConnection"].startswith("pulsar+ssl://"), rep
+            assert rep["outboundConnection"] == tls_url, rep
         eventually(connected, 90)
         got = drain(s2, 20)
         assert got == [f"p1-{i}" for i in range(20)]
