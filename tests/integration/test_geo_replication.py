@@ -14,7 +14,15 @@ import pulsar
 import pytest
 import requests
 
+from harness.auth import (
+    CLIENT_TOKEN_PLUGIN,
+    SUPER_USER,
+    new_secret_key,
+    role_token,
+    token_auth_settings,
+)
 from harness.broker import MagnetarProcess, free_port
+from harness.tls import tls_certs, tls_settings  # noqa: F401 (fixture)
 from harness.util import eventually
 
 NS = "geo/ns"
@@ -22,10 +30,10 @@ SETTINGS = ["brokerDeduplicationEnabled=true", "journalSyncData=true"]
 
 
 class Side:
-    def __init__(self, name: str, port: int) -> None:
+    def __init__(self, name: str, port: int, extra: tuple[str, ...] = ()) -> None:
         self.name = name
         self.port = port
-        self.proc = MagnetarProcess([f"clusterName={name}", *SETTINGS])
+        self.proc = MagnetarProcess([f"clusterName={name}", *SETTINGS, *extra])
         self.proc.start(port=port)
 
     @property
@@ -154,7 +162,10 @@ def test_both_ways_exactly_once_in_order(clusters):
                 assert rep["replicationBacklog"] == 0, rep
                 # Only the side's own producer's entries go out: none comes back to be resent.
                 assert rep["msgOutCount"] == n, rep
-                assert rep["outboundConnection"] == (c2.url if remote == "c2" else c1.url)
+                # The producer is on the broker the remote's lookup names (its advertised
+                # address, localhost in standalone).
+                other = c2 if remote == "c2" else c1
+                assert rep["outboundConnection"] == f"pulsar://localhost:{other.port}", rep
                 assert list(st["subscriptions"]) == ["sub"], "the replication cursor is hidden"
         eventually(replicated_out, 30)
         # Nothing arrives later either (no loop back).
@@ -219,3 +230,85 @@ def test_remote_down_then_back(clusters):
     finally:
         for k in clients:
             k.close()
+
+
+@pytest.mark.parametrize("source", ["cluster-data", "broker"])
+def test_tls_and_authentication(tls_certs, source):  # noqa: F811
+    """Pulsar's getReplicationClient. source=cluster-data: the remote's ClusterData gives a
+    pulsar+ssl URL only, brokerClientTlsEnabled, its trust file and a token
+    (authenticationPlugin/Parameters), while the local broker has no TLS or credentials of its
+    own: the replicator connects over TLS with the token. Without the trust file first, it does
+    not connect; the ClusterData's update is taken at the next attempt. source=broker: the
+    ClusterData has both URLs and nothing else; the local broker's brokerClientTlsEnabled, trust
+    file and token make the replicator take the pulsar+ssl one with them."""
+    key = new_secret_key()
+    token = role_token(key, SUPER_USER)
+    auth = {"Authorization": f"Bearer {token}"}
+    own = source == "cluster-data"
+    c1 = Side("c1", free_port(), () if own else (
+        "brokerClientTlsEnabled=true", f"brokerClientTrustCertsFilePath={tls_certs.ca}",
+        f"brokerClientAuthenticationPlugin={CLIENT_TOKEN_PLUGIN}",
+        f"brokerClientAuthenticationParameters=token:{token}"))
+    c2_proc = MagnetarProcess(["clusterName=c2", *SETTINGS, *tls_settings(tls_certs),
+                               *token_auth_settings(key)])
+    ep = c2_proc.start()
+    clients = []
+    try:
+        tls_url = ep.service_url_tls
+        assert tls_url and tls_url.startswith("pulsar+ssl://")
+
+        def c2(method: str, path: str, body: object = None) -> requests.Response:
+            return requests.request(method, c2_proc.admin_url + path, json=body, headers=auth,
+                                    timeout=30)
+        assert c2("PUT", "/admin/v2/clusters/c1", {"brokerServiceUrl": c1.url}).status_code in (
+            200, 204)
+        for path, body in (("/admin/v2/tenants/geo", {"allowedClusters": ["c1", "c2"],
+                                                      "adminRoles": []}),
+                           (f"/admin/v2/namespaces/{NS}", None)):
+            assert c2("PUT", path, body).status_code == 204
+        assert c2("POST", f"/admin/v2/namespaces/{NS}/replication", ["c1", "c2"]).status_code \
+            == 204
+        data = {"serviceUrl": c2_proc.admin_url, "brokerServiceUrlTls": tls_url}
+        if own:
+            data.update({"brokerClientTlsEnabled": True,
+                         "authenticationPlugin": CLIENT_TOKEN_PLUGIN,
+                         "authenticationParameters": f"token:{token}"})
+        else:
+            data["brokerServiceUrl"] = ep.service_url
+        assert c1.http("PUT", "/admin/v2/clusters/c2", data).status_code in (200, 204)
+        assert c1.http("PUT", "/admin/v2/tenants/geo",
+                       {"allowedClusters": ["c1", "c2"], "adminRoles": []}).status_code == 204
+        assert c1.http("PUT", f"/admin/v2/namespaces/{NS}").status_code == 204
+        assert c1.http("POST", f"/admin/v2/namespaces/{NS}/replication",
+                       ["c1", "c2"]).status_code == 204
+        topic = fresh_topic()
+        k2 = pulsar.Client(tls_url, authentication=pulsar.AuthenticationToken(token),
+                           tls_trust_certs_file_path=tls_certs.ca,
+                           logger=pulsar.ConsoleLogger(pulsar.LoggerLevel.Error))
+        clients.append(k2)
+        s2 = k2.subscribe(topic, "sub", initial_position=pulsar.InitialPosition.Earliest)
+        k1 = c1.client()
+        clients.append(k1)
+        p1 = k1.create_producer(topic, producer_name="p1", batching_enabled=False)
+        for i in range(20):
+            p1.send(f"p1-{i}".encode())
+        if own:
+            # No trust file: the system's CAs do not know the test CA, so no connection.
+            time.sleep(3)
+            rep = c1.stats(topic)["replication"]["c2"]
+            assert rep["connected"] is False and rep["replicationBacklog"] == 20, rep
+            data["brokerClientTrustCertsFilePath"] = tls_certs.ca
+            assert c1.http("POST", "/admin/v2/clusters/c2", data).status_code in (200, 204)
+
+        def connected() -> None:
+            rep = c1.stats(topic)["replication"]["c2"]
+            assert rep["connected"] is True and rep["replicationBacklog"] == 0, rep
+            assert rep["outboundConnection"] == tls_url, rep
+        eventually(connected, 90)
+        got = drain(s2, 20)
+        assert got == [f"p1-{i}" for i in range(20)]
+    finally:
+        for k in clients:
+            k.close()
+        c1.proc.close()
+        c2_proc.close()

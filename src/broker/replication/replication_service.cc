@@ -26,6 +26,64 @@ std::optional<std::string> brokerServiceUrlOf(const std::string& clusterDataJson
   return std::string(url->as_string());
 }
 
+namespace {
+// A string field of a ClusterData object: nullopt when absent, null or not a string.
+std::optional<std::string> stringField(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  if (!v || !v->is_string()) return std::nullopt;
+  return std::string(v->as_string());
+}
+bool boolField(const json::object& o, const char* key) {
+  const json::value* v = o.if_contains(key);
+  return v && v->is_bool() && v->as_bool();
+}
+std::string nonBlank(const std::optional<std::string>& a, const std::optional<std::string>& b) {
+  if (a && !a->empty()) return *a;
+  return b ? *b : std::string();
+}
+}  // namespace
+
+Result<RemoteClusterClient> remoteClusterClient(const std::string& clusterDataJson,
+                                                const BrokerClientOptions& broker) {
+  boost::system::error_code ec;
+  json::value v = json::parse(clusterDataJson, ec);
+  if (ec || !v.is_object()) return Status::invalidArgument("ClusterData is not a JSON object");
+  const json::object& o = v.as_object();
+  RemoteClusterClient c;
+  c.options = broker;
+  const bool ownTls = boolField(o, "brokerClientTlsEnabled");
+  c.tls = ownTls || broker.tlsEnabled;
+  if (c.tls) {
+    c.serviceUrl = nonBlank(stringField(o, "brokerServiceUrlTls"), stringField(o, "serviceUrlTls"));
+  } else {
+    c.serviceUrl = nonBlank(stringField(o, "brokerServiceUrl"), stringField(o, "serviceUrl"));
+  }
+  if (c.serviceUrl.rfind("pulsar://", 0) != 0 && c.serviceUrl.rfind("pulsar+ssl://", 0) != 0) {
+    return Status::invalidArgument(std::string(c.tls ? "no pulsar+ssl:// brokerServiceUrlTls"
+                                                     : "no pulsar:// brokerServiceUrl") +
+                                   " in the ClusterData" +
+                                   (c.serviceUrl.empty() ? "" : " (" + c.serviceUrl + ")"));
+  }
+  if (ownTls) {
+    c.ownSettings = true;
+    c.options.tlsEnabled = true;
+    c.options.tlsEnabledWithKeyStore = boolField(o, "brokerClientTlsEnabledWithKeyStore");
+    c.options.trustCertsFilePath = stringField(o, "brokerClientTrustCertsFilePath").value_or("");
+    c.options.tlsTrustCertsFilePath.clear();  // no fallback to the broker's trust file
+    c.options.certificateFilePath = stringField(o, "brokerClientCertificateFilePath").value_or("");
+    c.options.keyFilePath = stringField(o, "brokerClientKeyFilePath").value_or("");
+    c.options.allowInsecureConnection = boolField(o, "tlsAllowInsecureConnection");
+  }
+  auto plugin = stringField(o, "authenticationPlugin");
+  auto params = stringField(o, "authenticationParameters");
+  if (plugin && params) {
+    c.ownSettings = true;
+    c.options.authenticationPlugin = *plugin;
+    c.options.authenticationParameters = *params;
+  }
+  return c;
+}
+
 ReplicationService::ReplicationService(BrokerService& service, std::chrono::milliseconds period)
     : service_(service), period_(period) {}
 
@@ -68,6 +126,43 @@ void ReplicationService::stop(std::chrono::milliseconds timeout) {
     MLOG_WARN("replicators not all closed after {} ms", timeout.count());
   }
   peers_->closeAll();
+  std::vector<std::shared_ptr<PeerPool>> pools;
+  {
+    MutexLock lock(mu_);
+    for (auto& [name, c] : clients_) {
+      if (c.peers) pools.push_back(c.peers);
+    }
+    pools.insert(pools.end(), retired_.begin(), retired_.end());
+  }
+  for (auto& p : pools) p->closeAll();
+}
+
+std::optional<RemoteEndpoint> ReplicationService::endpointOf(const std::string& cluster) {
+  auto data = service_.policies().cluster(cluster);
+  if (!data) return std::nullopt;
+  MutexLock lock(mu_);
+  auto it = clients_.find(cluster);
+  if (it == clients_.end() || it->second.clusterData != *data) {
+    auto client = remoteClusterClient(*data, service_.options().brokerClient);
+    if (!client.isOk()) {
+      MLOG_WARN("replication to {}: {}", cluster, client.status().toString());
+      return std::nullopt;
+    }
+    std::shared_ptr<PeerPool> pool;
+    if (client->ownSettings) {
+      auto settings = BrokerClientSettings::create(client->options);
+      if (!settings.isOk()) {
+        MLOG_WARN("replication to {}: the ClusterData's TLS or authentication: {}", cluster,
+                  settings.status().toString());
+        return std::nullopt;
+      }
+      pool = std::make_shared<PeerPool>(service_.ioLoops(), std::chrono::seconds(10),
+                                        std::move(*settings));
+    }
+    if (it != clients_.end() && it->second.peers) retired_.push_back(it->second.peers);
+    it = clients_.insert_or_assign(cluster, ClusterClient{*data, pool, std::move(*client)}).first;
+  }
+  return RemoteEndpoint{it->second.client.serviceUrl, it->second.client.tls, it->second.peers};
 }
 
 std::optional<std::vector<std::string>> clusterListOf(const std::string& jsonText) {
@@ -145,10 +240,7 @@ void ReplicationService::reconcile(PersistentTopic& topic, const std::set<std::s
     ReplicatorConfig cfg;
     cfg.localCluster = o.clusterName;
     cfg.remoteCluster = remote;
-    cfg.remoteUrl = [this, remote]() -> std::optional<std::string> {
-      auto data = service_.policies().cluster(remote);
-      return data ? brokerServiceUrlOf(*data) : std::nullopt;
-    };
+    cfg.remote = [this, remote] { return endpointOf(remote); };
     cfg.producerQueueSize = std::max(1, o.replicationProducerQueueSize);
     std::string start = o.replicationStartAt;
     std::transform(start.begin(), start.end(), start.begin(),

@@ -8,15 +8,21 @@
 #endif
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "base/thread_annotations.h"
 #include "broker/common/periodic_task.h"
 #include "broker/service/broker_peer.h"
 #include "broker/service/broker_service.h"
+
+namespace magnetar::broker {
+struct RemoteEndpoint;
+}
 
 namespace magnetar::broker {
 
@@ -30,6 +36,25 @@ std::optional<std::string> brokerServiceUrlOf(const std::string& clusterDataJson
 // The cluster names of a topic-level replication policy's JSON text (an array of strings);
 // nullopt for anything else.
 std::optional<std::vector<std::string>> clusterListOf(const std::string& jsonText);
+
+// How the replicators reach a remote cluster, as Pulsar's BrokerService.getReplicationClient
+// reads its ClusterData: with the ClusterData's brokerClientTlsEnabled, its brokerServiceUrlTls
+// (else serviceUrlTls) and its own TLS fields (brokerClientTrustCertsFilePath,
+// brokerClientCertificateFilePath, brokerClientKeyFilePath, tlsAllowInsecureConnection,
+// brokerClientTlsEnabledWithKeyStore); else with the broker's brokerClientTlsEnabled, that URL
+// and the broker's TLS settings; else its brokerServiceUrl (else a pulsar:// serviceUrl). The
+// authentication is the ClusterData's authenticationPlugin and authenticationParameters when
+// both are given, else the broker's brokerClient* ones. Host name verification is always the
+// broker's tlsHostnameVerificationEnabled.
+struct RemoteClusterClient {
+  std::string serviceUrl;
+  bool tls = false;
+  bool ownSettings = false;     // options differ from the broker's (a pool of its own)
+  BrokerClientOptions options;  // the connection's TLS and authentication
+};
+// Errors: kInvalidArgument (not a JSON object, no usable URL: the text says which).
+Result<RemoteClusterClient> remoteClusterClient(const std::string& clusterDataJson,
+                                                const BrokerClientOptions& broker);
 
 // Thread: construct, start and stop from the composition root (src/app); the check runs on its
 // own thread ("pulsar-replication-monitor") and hands each topic's part to its executor.
@@ -56,12 +81,24 @@ class ReplicationService {
   std::set<std::string> wantedFor(const TopicName& name);
   // On the topic's executor: make its replicators those of `wanted`.
   void reconcile(PersistentTopic& topic, const std::set<std::string>& wanted);
+  // The endpoint of `cluster` now (its ClusterData read again; a pool is made again when the
+  // text changed). nullopt: unknown cluster or refused settings (logged). Thread: any.
+  std::optional<RemoteEndpoint> endpointOf(const std::string& cluster);
 
   BrokerService& service_;
   const std::chrono::milliseconds period_;
   std::unique_ptr<PeerPool> peers_;
   std::unique_ptr<PeriodicTask> monitor_;
   std::set<std::string> replicated_;  // monitor thread: topics given replicators
+  struct ClusterClient {
+    std::string clusterData;  // the text the endpoint was made from
+    std::shared_ptr<PeerPool> peers;
+    RemoteClusterClient client;
+  };
+  Mutex mu_;
+  std::map<std::string, ClusterClient> clients_ GUARDED_BY(mu_);
+  // Pools replaced after a ClusterData change: kept until stop (a connect may be under way).
+  std::vector<std::shared_ptr<PeerPool>> retired_ GUARDED_BY(mu_);
 };
 
 }  // namespace magnetar::broker

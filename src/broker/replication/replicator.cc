@@ -19,6 +19,32 @@ namespace {
 constexpr std::chrono::milliseconds kMaxBackoff{60000};  // Pulsar's replicator backoff cap
 constexpr int kReadBatch = 100;                          // entries per cursor read
 constexpr size_t kReadBytes = 5 << 20;
+constexpr int kMaxLookupHops = 20;  // Pulsar client's maxLookupRedirects
+
+// "pulsar://host:port" -> "host:port" (CONNECT's proxy_to_broker_url, as Pulsar's client).
+std::string hostPortOf(const std::string& url) {
+  std::string rest = url;
+  if (auto scheme = rest.find("://"); scheme != std::string::npos) rest = rest.substr(scheme + 3);
+  if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
+  return rest;
+}
+
+// "pulsar://h1:p1,h2:p2" -> {"pulsar://h1:p1", "pulsar://h2:p2"} (never empty).
+std::vector<std::string> serviceHosts(const std::string& url) {
+  auto scheme = url.find("://");
+  if (scheme == std::string::npos) return {url};
+  const std::string prefix = url.substr(0, scheme + 3);
+  std::vector<std::string> out;
+  size_t start = scheme + 3;
+  while (start <= url.size()) {
+    size_t comma = url.find(',', start);
+    if (comma == std::string::npos) comma = url.size();
+    if (comma > start) out.push_back(prefix + url.substr(start, comma - start));
+    start = comma + 1;
+  }
+  if (out.empty()) out.push_back(url);
+  return out;
+}
 
 // Not sent: entries another cluster replicated here (never replicated again), markers, and
 // messages whose replicate_to leaves this remote out (Pulsar's PersistentReplicator filter).
@@ -67,17 +93,76 @@ void Replicator::connect() {
   MAGNETAR_DCHECK_ON(topic_.executor());
   if (state_ == State::kClosed) return;
   state_ = State::kConnecting;
-  uint64_t epoch = ++epoch_;
-  std::optional<std::string> url = config_.remoteUrl();
-  if (!url || url->empty()) {
-    MLOG_WARN("{}: no brokerServiceUrl for cluster {}; retrying", topicName_,
+  ++epoch_;
+  std::optional<RemoteEndpoint> remote = config_.remote ? config_.remote() : std::nullopt;
+  if (!remote || remote->serviceUrl.empty()) {
+    MLOG_WARN("{}: no broker service URL for cluster {}; retrying", topicName_,
               config_.remoteCluster);
     return scheduleReconnect();
   }
-  url_ = *url;
+  remote_ = std::move(*remote);
+  // A service URL may list several brokers (pulsar://h1:p1,h2:p2): each attempt asks the next
+  // one, as the client's service name resolver, so a dead broker is passed over.
+  std::vector<std::string> hosts = serviceHosts(remote_.serviceUrl);
+  lookupAt(hosts[nextHost_++ % hosts.size()], /*authoritative=*/false, kMaxLookupHops);
+}
+
+void Replicator::lookupAt(const std::string& url, bool authoritative, int hopsLeft) {
+  MAGNETAR_DCHECK_ON(topic_.executor());
+  if (hopsLeft <= 0) return disconnected("too many lookup redirects");
+  url_ = url;  // the broker asked (logged if it fails)
   auto self = weak_from_this();
   net::EventLoop* exec = &topic_.executor();
-  peers_.get(url_, [self, exec, epoch](Result<std::shared_ptr<PeerConnection>> r) {
+  const uint64_t epoch = epoch_;
+  const std::string topic = topicName_;
+  const auto timeout = config_.connectTimeout;
+  pool().get(url, [self, exec, epoch, hopsLeft, topic, authoritative,
+                   timeout](Result<std::shared_ptr<PeerConnection>> c) {
+    auto reply = [self, exec, epoch, hopsLeft](Result<proto::BaseCommand> answer) {
+      exec->execute([self, epoch, hopsLeft, answer = std::move(answer)]() mutable {
+        if (auto me = self.lock()) me->onLookup(epoch, hopsLeft, std::move(answer));
+      });
+    };
+    if (!c.isOk()) return reply(c.status());
+    (*c)->request([topic, authoritative](
+                      uint64_t id) { return Commands::newLookup(topic, id, authoritative); },
+                  timeout, reply);
+  });
+}
+
+void Replicator::onLookup(uint64_t epoch, int hopsLeft, Result<proto::BaseCommand> r) {
+  MAGNETAR_DCHECK_ON(topic_.executor());
+  if (epoch != epoch_ || state_ != State::kConnecting) return;
+  if (!r.isOk()) return disconnected("lookup: " + r.status().toString());
+  if (r->type() != proto::BaseCommand::LOOKUP_RESPONSE) {
+    return disconnected("lookup: " + (r->type() == proto::BaseCommand::ERROR
+                                          ? r->error().message()
+                                          : std::string("unexpected answer")));
+  }
+  using L = proto::CommandLookupTopicResponse;
+  const auto& a = r->lookuptopicresponse();
+  if (a.response() != L::Connect && a.response() != L::Redirect) {
+    return disconnected("lookup failed: " + proto::ServerError_Name(a.error()) + " " + a.message());
+  }
+  const std::string& next = remote_.tls ? a.brokerserviceurltls() : a.brokerserviceurl();
+  if (next.empty()) {
+    return disconnected(remote_.tls ? "the owner has no brokerServiceUrlTls"
+                                    : "the owner has no brokerServiceUrl");
+  }
+  if (a.response() == L::Redirect) return lookupAt(next, a.authoritative(), hopsLeft - 1);
+  // proxy_through_service_url: the broker asked is a proxy; the producer goes through it to
+  // the owner (CONNECT's proxy_to_broker_url), as Pulsar's BinaryProtoLookupService.
+  if (a.proxy_through_service_url()) return openProducer(url_, hostPortOf(next));
+  openProducer(next, {});
+}
+
+void Replicator::openProducer(const std::string& owner, const std::string& proxyTo) {
+  MAGNETAR_DCHECK_ON(topic_.executor());
+  url_ = owner;
+  auto self = weak_from_this();
+  net::EventLoop* exec = &topic_.executor();
+  const uint64_t epoch = epoch_;
+  pool().get(owner, proxyTo, [self, exec, epoch](Result<std::shared_ptr<PeerConnection>> r) {
     exec->execute([self, epoch, r = std::move(r)]() mutable {
       if (auto me = self.lock()) me->onConnection(epoch, std::move(r));
     });

@@ -28,15 +28,25 @@
 
 namespace magnetar::broker {
 
+// Where and how a replicator reaches the remote cluster (Pulsar's replication client of it).
+struct RemoteEndpoint {
+  // Where lookups start: the ClusterData's brokerServiceUrl, or its brokerServiceUrlTls with TLS.
+  std::string serviceUrl;
+  bool tls = false;  // the owners' brokerServiceUrlTls are taken from lookup answers
+  // Connections with the cluster's own TLS and authentication (ClusterData); null: the pool
+  // given to attach (the broker's brokerClient* settings).
+  std::shared_ptr<PeerPool> peers;
+};
+
 struct ReplicatorConfig {
   std::string localCluster;
   std::string remoteCluster;
-  // The remote cluster's broker URL (its ClusterData brokerServiceUrl), read at each connect;
-  // nullopt: the cluster or its URL is unknown now (retried with backoff).
-  std::function<std::optional<std::string>()> remoteUrl;
+  // The remote cluster's endpoint, read at each connect; nullopt: the cluster or its URL is
+  // unknown now, or its settings are refused (retried with backoff).
+  std::function<std::optional<RemoteEndpoint>()> remote;
   int producerQueueSize = 1000;  // replicationProducerQueueSize: entries sent, not acknowledged
   storage::InitialPosition startAt = storage::InitialPosition::kLatest;  // replicationStartAt
-  std::chrono::milliseconds connectTimeout{10000};                       // PRODUCER's answer
+  std::chrono::milliseconds connectTimeout{10000};  // a LOOKUP's and PRODUCER's answer
 };
 
 // Thread: the topic's executor for every member (the connection's frames are posted there).
@@ -63,8 +73,17 @@ class Replicator final : public TopicReplicator, public std::enable_shared_from_
     bool done = false;  // acknowledged by the remote, or an entry not to replicate
   };
 
+  // Each connection starts with a LOOKUP of the topic on the remote cluster (as Pulsar's
+  // replicator's client): redirects followed (authoritative flag kept, at most 20), then
+  // PRODUCER on the owner (through the service URL's proxy when the answer says
+  // proxy_through_service_url). A reconnect (ServiceNotReady, the owner gone or closed the
+  // producer) looks up again.
   void connect();
+  void lookupAt(const std::string& url, bool authoritative, int hopsLeft);
+  void onLookup(uint64_t epoch, int hopsLeft, Result<proto::BaseCommand> r);
+  void openProducer(const std::string& owner, const std::string& proxyTo);
   void onConnection(uint64_t epoch, Result<std::shared_ptr<PeerConnection>> r);
+  PeerPool& pool() { return remote_.peers ? *remote_.peers : peers_; }
   void onProducerAnswer(uint64_t epoch, Result<proto::BaseCommand> r);
   void onProducerFrame(uint64_t epoch, std::optional<proto::BaseCommand> cmd);
   void disconnected(const std::string& why);
@@ -89,7 +108,9 @@ class Replicator final : public TopicReplicator, public std::enable_shared_from_
   uint64_t epoch_ = 0;  // one per connection attempt: older callbacks are ignored
   std::shared_ptr<PeerConnection> cnx_;
   uint64_t producerId_ = 0;
-  std::string url_;
+  RemoteEndpoint remote_;  // this connection attempt's
+  size_t nextHost_ = 0;    // the service URL's host the next attempt asks first
+  std::string url_;        // the owner the producer is on (or being opened on)
   int64_t connectedSinceMs_ = 0;
   std::chrono::milliseconds backoff_{100};
   boost::asio::steady_timer timer_;

@@ -44,6 +44,13 @@ std::optional<uint64_t> answeredRequest(const proto::BaseCommand& cmd) {
 
 bool isTlsUrl(const std::string& url) { return url.rfind("pulsar+ssl://", 0) == 0; }
 
+// A pool key, "URL" or "URL PROXY_TO" -> (URL, PROXY_TO).
+std::pair<std::string, std::string> splitKey(const std::string& key) {
+  auto space = key.find(' ');
+  if (space == std::string::npos) return {key, {}};
+  return {key.substr(0, space), key.substr(space + 1)};
+}
+
 // "pulsar://host:port" -> (host, port); without a port 6650 (pulsar+ssl: 6651).
 std::pair<std::string, std::string> hostPortOf(const std::string& url) {
   std::string rest = url;
@@ -61,22 +68,23 @@ PeerConnection::PeerConnection(net::EventLoop& loop, tcp::socket socket, std::st
     : net::Connection(loop, std::move(socket), std::move(tls)), url_(std::move(url)) {}
 
 void PeerConnection::handshake(std::chrono::milliseconds timeout, PeerCredentials credentials,
-                               std::function<void(Status)> done) {
+                               std::function<void(Status)> done, const std::string& proxyTo) {
   auto me = std::static_pointer_cast<PeerConnection>(shared_from_this());
-  loop().execute(
-      [me, timeout, credentials = std::move(credentials), done = std::move(done)]() mutable {
-        me->connected_ = std::move(done);
-        auto timer = std::make_shared<asio::steady_timer>(me->loop().context(), timeout);
-        timer->async_wait([me, timer](const boost::system::error_code& ec) {
-          if (ec || !me->connected_) return;
-          auto cb = std::move(me->connected_);
-          me->connected_ = nullptr;
-          me->close();
-          cb(Status::error(StatusCode::kTimeout, "no CONNECTED from " + me->url_));
-        });
-        me->start();
-        me->send(Commands::newConnect(kPeerClientVersion, credentials.method, credentials.data));
-      });
+  loop().execute([me, timeout, credentials = std::move(credentials), done = std::move(done),
+                  proxyTo]() mutable {
+    me->connected_ = std::move(done);
+    auto timer = std::make_shared<asio::steady_timer>(me->loop().context(), timeout);
+    timer->async_wait([me, timer](const boost::system::error_code& ec) {
+      if (ec || !me->connected_) return;
+      auto cb = std::move(me->connected_);
+      me->connected_ = nullptr;
+      me->close();
+      cb(Status::error(StatusCode::kTimeout, "no CONNECTED from " + me->url_));
+    });
+    me->start();
+    me->send(Commands::newConnect(kPeerClientVersion, credentials.method, credentials.data,
+                                  protocol::kMaxProtocolVersion, nullptr, proxyTo));
+  });
 }
 
 void PeerConnection::request(const std::function<Buffer(uint64_t)>& build,
@@ -201,7 +209,8 @@ PeerPool::PeerPool(net::EventLoopGroup& loops, std::chrono::milliseconds connect
 
 PeerPool::~PeerPool() { closeAll(); }
 
-void PeerPool::get(const std::string& url, ConnectionCallback cb) {
+void PeerPool::get(const std::string& target, const std::string& proxyTo, ConnectionCallback cb) {
+  const std::string url = proxyTo.empty() ? target : target + " " + proxyTo;  // the pool's key
   {
     MutexLock lock(mu_);
     if (auto it = ready_.find(url); it != ready_.end()) {
@@ -219,11 +228,12 @@ void PeerPool::get(const std::string& url, ConnectionCallback cb) {
 }
 
 void PeerPool::connect(const std::string& url) {
-  if (isTlsUrl(url) && !settings_->tlsEnabled()) {
-    return connected(url, Status::invalidArgument(url + " needs brokerClientTlsEnabled"));
+  const std::string target = splitKey(url).first;
+  if (isTlsUrl(target) && !settings_->tlsEnabled()) {
+    return connected(url, Status::invalidArgument(target + " needs brokerClientTlsEnabled"));
   }
   net::EventLoop& loop = loops_.next();
-  const auto hostPort = hostPortOf(url);
+  const auto hostPort = hostPortOf(target);
   const std::string host = hostPort.first;
   const std::string port = hostPort.second;
   auto resolver = std::make_shared<tcp::resolver>(loop.context());
@@ -259,21 +269,25 @@ void PeerPool::connect(const std::string& url) {
 
 void PeerPool::startSession(const std::string& url, const std::string& host, net::EventLoop& loop,
                             tcp::socket socket) {
+  const auto [target, proxyTo] = splitKey(url);
   auto credentials = settings_->credentials();
   if (!credentials.isOk()) {
     return connected(
         url, Status::ioError("broker client credentials: " + credentials.status().message()));
   }
   std::unique_ptr<net::TlsSession> tls;
-  if (isTlsUrl(url)) {
+  if (isTlsUrl(target)) {
     tls = std::make_unique<net::TlsSession>(settings_->tlsContext(), /*client=*/true,
                                             settings_->verifyHostname() ? host : std::string());
   }
-  auto c = std::make_shared<PeerConnection>(loop, std::move(socket), url, std::move(tls));
-  c->handshake(connectTimeout_, std::move(*credentials), [this, url, c](const Status& s) {
-    if (!s.isOk()) return connected(url, s);
-    connected(url, c);
-  });
+  auto c = std::make_shared<PeerConnection>(loop, std::move(socket), target, std::move(tls));
+  c->handshake(
+      connectTimeout_, std::move(*credentials),
+      [this, url, c](const Status& s) {
+        if (!s.isOk()) return connected(url, s);
+        connected(url, c);
+      },
+      proxyTo);
 }
 
 void PeerPool::connected(const std::string& url, Result<std::shared_ptr<PeerConnection>> r) {

@@ -41,11 +41,13 @@ class PeerConnection final : public net::Connection {
   PeerConnection(net::EventLoop& loop, boost::asio::ip::tcp::socket socket, std::string url,
                  std::unique_ptr<net::TlsSession> tls = nullptr);
 
-  // Starts reading and sends CONNECT with `credentials`; done(ok) on the loop when CONNECTED
-  // arrives, done(error) when the connection closes first, the broker answers ERROR (kNotAllowed
-  // with its text, e.g. an authentication failure) or nothing came within `timeout`.
+  // Starts reading and sends CONNECT with `credentials` (and proxy_to_broker_url when
+  // `proxyTo`, "host:port", is set: the URL is a Pulsar proxy that forwards to that broker);
+  // done(ok) on the loop when CONNECTED arrives, done(error) when the connection closes first,
+  // the broker answers ERROR (kNotAllowed with its text, e.g. an authentication failure) or
+  // nothing came within `timeout`.
   void handshake(std::chrono::milliseconds timeout, PeerCredentials credentials,
-                 std::function<void(Status)> done);
+                 std::function<void(Status)> done, const std::string& proxyTo = {});
   // Sends build(requestId); reply runs once on the loop with the answer, or with kTimeout after
   // `timeout`, or kIoError when the connection closes. Thread: any.
   void request(const std::function<Buffer(uint64_t)>& build, std::chrono::milliseconds timeout,
@@ -95,11 +97,16 @@ class PeerPool {
   ~PeerPool();
   // cb(connection) once it is ready, or cb(kIoError/kTimeout/kNotAllowed; kInvalidArgument for a
   // pulsar+ssl URL without brokerClientTlsEnabled); on any thread.
-  void get(const std::string& url, ConnectionCallback cb);
+  void get(const std::string& url, ConnectionCallback cb) { get(url, {}, std::move(cb)); }
+  // The same through the Pulsar proxy at `url` to the broker `proxyTo` ("host:port", CONNECT's
+  // proxy_to_broker_url, as Pulsar's client for a lookup answered proxy_through_service_url);
+  // proxyTo empty: the plain get above. One connection per (url, proxyTo).
+  void get(const std::string& url, const std::string& proxyTo, ConnectionCallback cb);
   // Closes every connection (broker stop).
   void closeAll();
 
  private:
+  // url: the pool's key, the broker URL or "URL PROXY_TO" (through a proxy).
   void connect(const std::string& url);
   // After the TCP connect: the TLS session (pulsar+ssl) and CONNECT with the credentials.
   void startSession(const std::string& url, const std::string& host, net::EventLoop& loop,

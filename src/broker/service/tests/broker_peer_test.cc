@@ -159,6 +159,31 @@ TEST_F(BrokerPeerTest, PassesTheOwnersErrorAndLookupRedirect) {
   pool.closeAll();
 }
 
+TEST_F(BrokerPeerTest, ThroughAProxyConnectNamesTheBrokerAndIsAConnectionOfItsOwn) {
+  const std::string url = startOwner(connectThen([](const proto::BaseCommand& cmd) {
+    const auto& e = cmd.endtxnonpartition();
+    return Commands::newEndTxnOnPartitionResponse(e.request_id(), e.txnid_least_bits(),
+                                                  e.txnid_most_bits());
+  }));
+  PeerPool pool(loops_, milliseconds(2000), settings());
+  std::promise<std::shared_ptr<PeerConnection>> proxied;
+  pool.get(url, "owner-host:6650", [&](Result<std::shared_ptr<PeerConnection>> c) {
+    ASSERT_TRUE(c.isOk()) << c.status().toString();
+    proxied.set_value(*c);
+  });
+  auto viaProxy = proxied.get_future().get();
+  EXPECT_EQ(connect_.get_future().get().proxy_to_broker_url(), "owner-host:6650");
+  // The plain URL is another connection (CONNECT without proxy_to_broker_url).
+  connect_ = {};
+  ASSERT_TRUE(endTxn(pool, url, milliseconds(2000)).isOk());
+  EXPECT_FALSE(connect_.get_future().get().has_proxy_to_broker_url());
+  std::promise<std::shared_ptr<PeerConnection>> again;
+  pool.get(url, "owner-host:6650",
+           [&](Result<std::shared_ptr<PeerConnection>> c) { again.set_value(*c); });
+  EXPECT_EQ(again.get_future().get(), viaProxy);  // kept per (url, broker)
+  pool.closeAll();
+}
+
 TEST_F(BrokerPeerTest, TimesOutAnUnansweredRequest) {
   const std::string url =
       startOwner(connectThen([](const proto::BaseCommand&) { return Buffer(); }));
