@@ -331,6 +331,8 @@ def test_shared_subscription_splits_and_loses_nothing_when_a_member_leaves(broke
     a = Client(port_of(broker), version)
     b = Client(port_of(broker), version)
     try:
+        if version == V5:
+            assert a.connack_props.SharedSubscriptionAvailable == 1
         assert [getattr(g, "value", g) for g in a.subscribe(f"$share/{group}/{topic}", 1)] == [1]
         assert [getattr(g, "value", g) for g in b.subscribe(f"$share/{group}/{topic}", 1)] == [1]
         assert group in subscriptions(broker.admin_url, topic)
