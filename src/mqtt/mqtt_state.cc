@@ -383,7 +383,9 @@ void MqttState::sweep() {
   const int64_t now = broker::wallClockMs();
   std::vector<std::string> expired;
   std::vector<std::pair<std::string, Will>> due;
-  std::vector<std::pair<std::string, StoredSession>> rewrite;  // sessions that lose their will
+  // Records of sessions that lose their published will, encoded under the lock (the copy in
+  // memory is already without it; a connection's newer write is not replaced in memory).
+  std::vector<std::pair<std::string, std::string>> rewrite;
   {
     MutexLock lock(mu_);
     for (const auto& [id, s] : sessions_) {
@@ -400,13 +402,16 @@ void MqttState::sweep() {
       auto sit = sessions_.find(it->first);
       if (!sessionEnds && sit != sessions_.end() && sit->second.will) {
         sit->second.will.reset();
-        rewrite.emplace_back(it->first, sit->second);
+        rewrite.emplace_back(it->first, encodeSession(sit->second));
       }
       it = wills_.erase(it);
     }
   }
   for (auto& [id, will] : due) scheduleWill(id, will, 0);
-  for (auto& [id, s] : rewrite) saveSession(id, std::move(s));
+  for (const auto& [id, record] : rewrite) {
+    putRecord(std::string(kSessionsRoot) + "/" + storePathComponent(id), record,
+              &service_.broker().metadataExecutor(), nullptr);
+  }
   for (const std::string& id : expired) {
     MLOG_INFO("MQTT session {} expired", id);
     removeSession(id, /*deleteSubscriptions=*/true);
