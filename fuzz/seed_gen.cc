@@ -329,6 +329,13 @@ void mqttSeeds(const std::string& dir) {
     encodePacket(Subscribe{2, {}, {{"a/+", 1, false, false, 0}, {"x/#", 0, false, false, 0}}}, v,
                  &s);
     encodePacket(PubAck{PacketType::kPuback, 3, 0, {}}, v, &s);
+    // QoS 2 both ways, a duplicate, a shared subscription.
+    encodePacket(Publish{2, false, false, "a/q2", 5, props, "qos2"}, v, &s);
+    encodePacket(Publish{2, true, false, "a/q2", 5, props, "qos2"}, v, &s);
+    encodePacket(PubAck{PacketType::kPubrel, 5, 0, {}}, v, &s);
+    encodePacket(PubAck{PacketType::kPubrec, 6, 0, {}}, v, &s);
+    encodePacket(PubAck{PacketType::kPubcomp, 6, 0, {}}, v, &s);
+    encodePacket(Subscribe{7, {}, {{"$share/g/a/#", 2, false, false, 0}}}, v, &s);
     encodePacket(Unsubscribe{4, {}, {"a/+"}}, v, &s);
     encodePacket(Ping{}, v, &s);
     encodePacket(Disconnect{}, v, &s);

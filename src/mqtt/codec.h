@@ -84,6 +84,7 @@ enum class PropertyId : uint8_t {
 namespace reason {
 inline constexpr uint8_t kSuccess = 0x00;
 inline constexpr uint8_t kGrantedQos1 = 0x01;
+inline constexpr uint8_t kGrantedQos2 = 0x02;
 inline constexpr uint8_t kNoSubscriptionExisted = 0x11;
 inline constexpr uint8_t kUnspecifiedError = 0x80;
 inline constexpr uint8_t kMalformedPacket = 0x81;
@@ -100,12 +101,14 @@ inline constexpr uint8_t kKeepAliveTimeout = 0x8D;
 inline constexpr uint8_t kSessionTakenOver = 0x8E;
 inline constexpr uint8_t kTopicFilterInvalid = 0x8F;
 inline constexpr uint8_t kTopicNameInvalid = 0x90;
+inline constexpr uint8_t kPacketIdentifierNotFound = 0x92;
 inline constexpr uint8_t kReceiveMaximumExceeded = 0x93;
 inline constexpr uint8_t kTopicAliasInvalid = 0x94;
 inline constexpr uint8_t kPacketTooLarge = 0x95;
 inline constexpr uint8_t kQuotaExceeded = 0x97;
 inline constexpr uint8_t kPayloadFormatInvalid = 0x99;
 inline constexpr uint8_t kQosNotSupported = 0x9B;
+inline constexpr uint8_t kSharedSubscriptionsNotSupported = 0x9E;
 inline constexpr uint8_t kWildcardSubscriptionsNotSupported = 0xA2;
 // MQTT 3.1.1 CONNACK return codes (spec 3.2.2.3) and the SUBACK failure code.
 inline constexpr uint8_t kV3UnacceptableProtocolVersion = 0x01;

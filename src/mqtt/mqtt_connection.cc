@@ -37,14 +37,37 @@ void MqttConnection::begin() {
 
 void MqttConnection::send(const Packet& p) {
   std::string bytes;
-  encodePacket(p, version_, &bytes);
+  uint16_t newAlias = 0;
+  const auto* pub = std::get_if<Publish>(&p);
+  if (pub && clientTopicAliasMaximum_ > 0 && !pub->topic.empty()) {
+    Publish aliased = *pub;
+    newAlias = applyOutboundAlias(&aliased);
+    encodePacket(aliased, version_, &bytes);
+  } else {
+    encodePacket(p, version_, &bytes);
+  }
   if (bytes.size() > clientMaxPacketSize_) {
     // MQTT 5 3.1.2.11.4: a packet over the client's Maximum Packet Size is not sent.
     MLOG_WARN("[{}] MQTT {} of {} bytes over the client's maximum packet size; not sent", clientId_,
               packetTypeName(typeOf(p)), bytes.size());
+    if (newAlias) outboundAliases_.erase(pub->topic);  // the client never saw it bound
     return;
   }
   write([&](net::FrameBatch& b) { b.appendBytes(bytes.data(), bytes.size()); });
+}
+
+uint16_t MqttConnection::applyOutboundAlias(Publish* p) {
+  auto it = outboundAliases_.find(p->topic);
+  if (it != outboundAliases_.end()) {
+    p->properties.ints[PropertyId::kTopicAlias] = it->second;
+    p->topic.clear();  // the alias alone names it
+    return 0;
+  }
+  if (outboundAliases_.size() >= clientTopicAliasMaximum_) return 0;  // all bound: full name
+  const auto alias = static_cast<uint16_t>(outboundAliases_.size() + 1);
+  outboundAliases_[p->topic] = alias;
+  p->properties.ints[PropertyId::kTopicAlias] = alias;  // binds it, the topic name sent too
+  return alias;
 }
 
 void MqttConnection::disconnect(uint8_t reasonCode, const std::string& why) {
@@ -111,6 +134,12 @@ void MqttConnection::handlePacket(Packet&& p) {
       return handlePublish(std::move(std::get<Publish>(p)));
     case PacketType::kPuback:
       return handlePuback(std::get<PubAck>(p));
+    case PacketType::kPubrec:
+      return handlePubrec(std::get<PubAck>(p));
+    case PacketType::kPubrel:
+      return handlePubrel(std::get<PubAck>(p));
+    case PacketType::kPubcomp:
+      return handlePubcomp(std::get<PubAck>(p));
     case PacketType::kSubscribe:
       return handleSubscribe(std::move(std::get<Subscribe>(p)));
     case PacketType::kUnsubscribe:
@@ -120,7 +149,7 @@ void MqttConnection::handlePacket(Packet&& p) {
     case PacketType::kDisconnect:
       return handleDisconnect(std::get<Disconnect>(p));
     default:
-      // PUBREC/PUBREL/PUBCOMP (QoS 2 is not granted), AUTH, and what only a server sends.
+      // AUTH (no enhanced authentication), and what only a server sends.
       return fail(
           Status::invalidArgument(std::string("protocol error: unexpected ") + packetTypeName(t)));
   }
@@ -131,10 +160,6 @@ bool MqttConnection::connectAllowed(const Connect& c) {
   if (c.clientId.empty() && !c.cleanSession && !v5) {
     // 3.1.1 3.1.3-8: an empty client id needs clean session 1.
     send(Connack{false, reason::kV3IdentifierRejected, {}});
-    return false;
-  }
-  if (c.will && c.will->qos == 2 && v5) {
-    send(Connack{false, reason::kQosNotSupported, {}});
     return false;
   }
   return true;
@@ -180,10 +205,12 @@ bool MqttConnection::authenticate(const Connect& c) {
   return false;
 }
 
-bool MqttConnection::authorized(const broker::TopicName& topic, bool produce) {
+bool MqttConnection::authorized(const broker::TopicName& topic, bool produce,
+                                const std::string& subscription) {
   const broker::AuthorizationService& authz = service_.broker().authorization();
   const auto op = produce ? broker::TopicOperation::kProduce : broker::TopicOperation::kConsume;
-  if (authz.allowTopicOperation(topic, role_, op, produce ? "" : clientId_)) return true;
+  const std::string& sub = subscription.empty() ? clientId_ : subscription;
+  if (authz.allowTopicOperation(topic, role_, op, produce ? "" : sub)) return true;
   broker::AuthorizationStats::record(op);
   MLOG_WARN("[{}] MQTT client {} (role {}) is not authorized to {} on {}", peerAddress(), clientId_,
             role_, produce ? "produce" : "consume", topic.toString());
@@ -213,6 +240,8 @@ void MqttConnection::handleConnect(Connect&& c) {
   clientReceiveMaximum_ = static_cast<uint16_t>(
       c.properties.num(PropertyId::kReceiveMaximum).value_or(service_.options().receiveMaximum));
   if (auto m = c.properties.num(PropertyId::kMaximumPacketSize)) clientMaxPacketSize_ = *m;
+  clientTopicAliasMaximum_ =
+      static_cast<uint16_t>(c.properties.num(PropertyId::kTopicAliasMaximum).value_or(0));
   keepAlive_ = std::chrono::seconds(c.keepAliveSeconds);
   auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
   if (auto old = service_.registerClient(clientId_, me)) {
@@ -243,6 +272,7 @@ bool MqttConnection::takeSession(const Connect& c, std::vector<SubscriptionReque
     return false;
   }
   *restored = std::move(stored->filters);
+  qos2Received_.insert(stored->qos2Received.begin(), stored->qos2Received.end());
   // MQTT 5 session expiry 0: the session lasts as long as this connection (subscriptions
   // deleted at its close, as a clean session's).
   if (!persistentSession_) state.removeSession(clientId_, /*deleteSubscriptions=*/false);
@@ -274,23 +304,28 @@ void MqttConnection::sendConnack(bool sessionPresent) {
   if (version_ == ProtocolVersion::kV5) {
     const MqttOptions& o = service_.options();
     a.properties.ints[PropertyId::kReceiveMaximum] = o.receiveMaximum;
-    a.properties.ints[PropertyId::kMaximumQos] = 1;
+    // No Maximum QoS: QoS 2 is served (an absent property means 2, MQTT 5 3.2.2.3.4).
     a.properties.ints[PropertyId::kRetainAvailable] = 1;
     a.properties.ints[PropertyId::kMaximumPacketSize] = static_cast<uint32_t>(o.maxPacketSize);
     a.properties.ints[PropertyId::kTopicAliasMaximum] = o.topicAliasMaximum;
-    a.properties.ints[PropertyId::kSharedSubscriptionAvailable] = 0;
+    a.properties.ints[PropertyId::kSharedSubscriptionAvailable] = 1;
     a.properties.ints[PropertyId::kSubscriptionIdentifierAvailable] = 0;
     if (assignedId_) a.properties.strings[PropertyId::kAssignedClientIdentifier] = clientId_;
   }
   send(a);
 }
 
-void MqttConnection::saveSession() {
-  if (!persistentSession_) return;
+StoredSession MqttConnection::sessionRecord() const {
   StoredSession s;
   for (const auto& [f, req] : filters_) s.filters.push_back(req);
   s.expirySeconds = sessionExpiry_;
-  service_.state().saveSession(clientId_, std::move(s));
+  s.qos2Received.assign(qos2Received_.begin(), qos2Received_.end());
+  return s;
+}
+
+void MqttConnection::saveSession() {
+  if (!persistentSession_) return;
+  service_.state().saveSession(clientId_, sessionRecord());
 }
 
 void MqttConnection::handlePing() { send(Ping{PacketType::kPingresp}); }

@@ -19,6 +19,7 @@
 #include "broker/topic/consumer.h"
 #include "broker/topic/topic.h"
 #include "mqtt/codec.h"
+#include "mqtt/state_format.h"
 #include "net/connection.h"
 #include "storage/managed_ledger.h"
 
@@ -67,21 +68,25 @@ class MqttConnection final : public net::Connection {
   struct InFlight {
     uint16_t packetId = 0;      // 0 for QoS 0
     uint8_t waits = 1;          // the receipt, and the retained message's store write (retain 1)
+    uint8_t qos = 0;            // 2: PUBREC (after the packet id is in the session) not PUBACK
     std::string error;          // the receipt's, when it failed
     std::string retainedError;  // the retained write's, when it failed
   };
-  // One Pulsar subscription (named clientId_) this connection consumes.
+  // One Pulsar subscription this connection consumes: named clientId_, or a shared
+  // subscription's group ($share/{group}/{filter}, MoP's mapping).
   struct ConsumerState {
     std::shared_ptr<broker::Consumer> consumer;
     std::shared_ptr<broker::PersistentTopic> topic;
     std::string mqttTopic;          // the topic name PUBLISHes to the client carry
     std::set<std::string> filters;  // the filters that matched it
-    uint8_t qos = 0;                // granted (max over the filters), at most 1
+    uint8_t qos = 0;                // granted (max over the filters), 0..2
+    std::string subscription;       // the Pulsar subscription's name
   };
-  // A QoS 1 PUBLISH sent to the client and not acknowledged yet, by packet id.
+  // A QoS 1/2 PUBLISH sent to the client and not completed yet, by packet id.
   struct Outstanding {
     uint64_t consumerId = 0;
     storage::Position position;
+    bool released = false;  // QoS 2: PUBREC came, PUBREL sent, waiting for PUBCOMP
   };
   // An entry delivered with QoS 1 messages not all acknowledged yet (a batch holds several).
   struct EntryKey {
@@ -97,9 +102,10 @@ class MqttConnection final : public net::Connection {
   bool connectAllowed(const Connect& c);
   // The broker's authentication providers on CONNECT's credentials; false: CONNACK refused sent.
   bool authenticate(const Connect& c);
-  // The broker's authorization of role_ on a topic (produce, or consume on the subscription
-  // named by the client id).
-  bool authorized(const broker::TopicName& topic, bool produce);
+  // The broker's authorization of role_ on a topic (produce, or consume on `subscription`, by
+  // default the one named by the client id).
+  bool authorized(const broker::TopicName& topic, bool produce,
+                  const std::string& subscription = "");
   // Admission (mqtt_admission.cc): admit() takes a mqttMaxConnections slot, else sends the
   // refusing CONNACK and answers false; releaseAdmission() gives it back (on close).
   bool admit();
@@ -136,6 +142,15 @@ class MqttConnection final : public net::Connection {
   // One of a PUBLISH's waits is over (the receipt, the retained write): PUBACK after the last.
   void completeInFlight(uint64_t producerId, uint64_t sequenceId, bool receipt, const Status& st);
   void answerInFlight(const InFlight& f);
+  // QoS 2 (MQTT 4.3.3), receiver side: a stored PUBLISH's packet id joins the session (written
+  // to its record for a persistent session) before its PUBREC; PUBREL releases it (PUBCOMP).
+  void recordQos2(const PubAck& rec);
+  void handlePubrel(const PubAck& a);
+  // Sender side: PUBREC acknowledges the entry and is answered PUBREL; PUBCOMP frees the id.
+  void handlePubrec(const PubAck& a);
+  void handlePubcomp(const PubAck& a);
+  // The StoredSession of this connection's state (filters, expiry, QoS 2 ids).
+  StoredSession sessionRecord() const;
   void updateReading();
   void flushSends();
 
@@ -148,13 +163,21 @@ class MqttConnection final : public net::Connection {
   void subscribeFilters(const std::vector<SubscriptionRequest>& subs,
                         std::function<void(std::vector<uint8_t>)> done,
                         storage::InitialPosition initial = storage::InitialPosition::kLatest);
+  // `subscription`: the Pulsar subscription (the client id, or a shared subscription's group).
   void subscribeTopic(const std::string& pulsarTopic, const std::string& mqttTopic,
-                      const SubscriptionRequest& req, storage::InitialPosition initial,
-                      const std::function<void(uint8_t)>& done);
+                      const SubscriptionRequest& req, const std::string& subscription,
+                      storage::InitialPosition initial, const std::function<void(uint8_t)>& done);
   void watchNamespace();
   void onTopicCreated(const std::string& pulsarTopic);
   void onMessage(uint64_t consumerId, storage::Position pos, const Buffer& entry);
   void handlePuback(const PubAck& a);
+  // A delivered message is acknowledged by the client (PUBACK, PUBREC): its entry is acked
+  // once every message of the entry is.
+  void deliveryAcked(const Outstanding& o);
+  // Outbound topic aliases (MQTT 5 3.3.2.3.4): binds p's topic to an alias while fewer than
+  // the client's Topic Alias Maximum are bound and sends the bound alias with an empty topic
+  // after that. Returns the alias newly bound (0: none), for send() to undo if not sent.
+  uint16_t applyOutboundAlias(Publish* p);
   // The retained messages `req` matches, with the retain flag (at most `granted` QoS).
   void sendRetained(const SubscriptionRequest& req, uint8_t granted);
   void sendQueued();
@@ -175,7 +198,13 @@ class MqttConnection final : public net::Connection {
   uint32_t sessionExpiry_ = 0;  // seconds (kSessionNeverExpires: never), persistent sessions
   std::optional<Will> will_;    // published at a close without DISCONNECT (0x04 keeps it)
   bool willCleared_ = false;
-  std::map<uint16_t, std::string> topicAliases_;  // MQTT 5, client -> broker
+  std::map<uint16_t, std::string> topicAliases_;     // MQTT 5, client -> broker
+  uint16_t clientTopicAliasMaximum_ = 0;             // MQTT 5 CONNECT: aliases the client takes
+  std::map<std::string, uint16_t> outboundAliases_;  // broker -> client, topic -> alias
+  // QoS 2 packet ids stored and PUBRECed, waiting for PUBREL (kept in the session record).
+  std::set<uint16_t> qos2Received_;
+  // QoS 2 packet ids handed to a topic and not PUBRECed yet (a duplicate meanwhile waits).
+  std::set<uint16_t> qos2InFlight_;
   std::chrono::seconds keepAlive_{0};
   std::chrono::steady_clock::time_point lastPacket_;
   boost::asio::steady_timer timer_;
@@ -196,7 +225,7 @@ class MqttConnection final : public net::Connection {
 
   // Subscribing.
   std::map<uint64_t, ConsumerState> consumers_;
-  std::map<std::string, uint64_t> consumerByTopic_;     // Pulsar topic -> consumer id
+  std::map<std::string, uint64_t> consumerByTopic_;     // subscription \n topic -> consumer id
   std::map<std::string, SubscriptionRequest> filters_;  // filter -> request
   std::map<uint16_t, Outstanding> outstanding_;         // packet id -> delivered message
   // QoS 1 messages waiting for room in the in-flight window (sendQueued).

@@ -26,21 +26,26 @@ constexpr std::chrono::milliseconds kProducerBusyDelay{100};
 
 void MqttConnection::handlePublish(Publish&& p) {
   const bool v5 = version_ == ProtocolVersion::kV5;
-  if (p.qos == 2) {
-    // Maximum QoS 1 (CONNACK); MoP's Qos2PublishHandler disconnects too.
-    return disconnect(reason::kQosNotSupported, "QoS 2 is not supported");
-  }
   if (v5) {
     std::string why;
     const uint8_t rc =
         resolveTopicAlias(&p, service_.options().topicAliasMaximum, &topicAliases_, &why);
     if (rc != reason::kSuccess) return disconnect(rc, why);
   }
-  if (p.qos == 1 && v5 && pendingQos1_ >= service_.options().receiveMaximum) {
+  if (p.qos == 2 && qos2Received_.count(p.packetId)) {
+    // MQTT 4.3.3: the id is stored and not released yet, so this is the same message sent
+    // again (DUP, or after a reconnect): PUBREC again, not stored twice.
+    MLOG_DEBUG("[{}] MQTT client {}: QoS 2 packet id {} again; not stored twice", peerAddress(),
+               clientId_, p.packetId);
+    return send(PubAck{PacketType::kPubrec, p.packetId, reason::kSuccess, {}});
+  }
+  if (p.qos == 2 && qos2InFlight_.count(p.packetId)) return;  // the first copy's PUBREC answers
+  if (p.qos > 0 && v5 && pendingQos1_ >= service_.options().receiveMaximum) {
     return disconnect(reason::kReceiveMaximumExceeded,
-                      fmt::format("more than Receive Maximum ({}) QoS 1 PUBLISHes unacknowledged",
+                      fmt::format("more than Receive Maximum ({}) QoS 1/2 PUBLISHes unacknowledged",
                                   service_.options().receiveMaximum));
   }
+  const PacketType ackType = p.qos == 2 ? PacketType::kPubrec : PacketType::kPuback;
   const MqttOptions& o = service_.options();
   auto name = pulsarTopicName(p.topic, o.defaultTenant, o.defaultNamespace, o.defaultTopicDomain);
   std::optional<broker::TopicName> parsed;
@@ -49,16 +54,15 @@ void MqttConnection::handlePublish(Publish&& p) {
     if (t.isOk()) parsed = std::move(*t);
   }
   if (!parsed) {
-    if (p.qos == 1 && v5) {
-      PubAck a{PacketType::kPuback, p.packetId, reason::kTopicNameInvalid, {}};
+    if (p.qos > 0 && v5) {
+      PubAck a{ackType, p.packetId, reason::kTopicNameInvalid, {}};
       a.properties.strings[PropertyId::kReasonString] = "invalid topic name " + p.topic;
       return send(a);
     }
     return disconnect(reason::kTopicNameInvalid, "invalid topic name " + p.topic);
   }
   if (!authorized(*parsed, /*produce=*/true)) {
-    if (p.qos == 1 && v5)
-      return send(PubAck{PacketType::kPuback, p.packetId, reason::kNotAuthorized, {}});
+    if (p.qos > 0 && v5) return send(PubAck{ackType, p.packetId, reason::kNotAuthorized, {}});
     return disconnect(reason::kNotAuthorized, "not authorized to publish to " + p.topic);
   }
   auto it = producers_.find(parsed->toString());
@@ -90,7 +94,8 @@ void MqttConnection::publishTo(ProducerState& ps, Publish&& p) {
   const uint64_t producerId = ps.producer->id();
   const uint64_t seq = ps.nextSequenceId;
   inFlight_[producerId][seq] =
-      InFlight{p.qos == 1 ? p.packetId : uint16_t{0}, uint8_t(p.retain ? 2 : 1), {}, {}};
+      InFlight{p.qos > 0 ? p.packetId : uint16_t{0}, uint8_t(p.retain ? 2 : 1), p.qos, {}, {}};
+  if (p.qos == 2) qos2InFlight_.insert(p.packetId);
   ps.nextSequenceId++;
   if (p.retain) {
     // The topic's retained message (empty payload: deleted), written beside the entry; the
@@ -101,7 +106,7 @@ void MqttConnection::publishTo(ProducerState& ps, Publish&& p) {
     });
   }
   pendingPublishes_++;
-  if (p.qos == 1) pendingQos1_++;
+  if (p.qos > 0) pendingQos1_++;
   for (auto& [topic, sends] : sendBatch_) {
     if (topic == ps.topic) {
       sends.push_back(std::move(send));
@@ -183,8 +188,11 @@ void MqttConnection::producerReady(const std::string& pulsarTopic, const Status&
     const bool v5 = version_ == ProtocolVersion::kV5;
     if (v5) {
       for (const Publish& p : it->second.waiting) {
-        if (p.qos != 1) continue;
-        PubAck a{PacketType::kPuback, p.packetId, reason::kUnspecifiedError, {}};
+        if (p.qos == 0) continue;
+        PubAck a{p.qos == 2 ? PacketType::kPubrec : PacketType::kPuback,
+                 p.packetId,
+                 reason::kUnspecifiedError,
+                 {}};
         a.properties.strings[PropertyId::kReasonString] = st.message();
         send(a);
       }
@@ -234,28 +242,66 @@ void MqttConnection::answerInFlight(const InFlight& f) {
     MLOG_WARN("[{}] MQTT client {}: retained message not stored: {}", peerAddress(), clientId_,
               f.retainedError);
   }
+  const bool v5 = version_ == ProtocolVersion::kV5;
+  const PacketType ackType = f.qos == 2 ? PacketType::kPubrec : PacketType::kPuback;
+  if (f.qos == 2) qos2InFlight_.erase(f.packetId);
   if (f.error.empty()) {
     if (!f.packetId) return;
     // MQTT 5: the message is in the topic but not retained: PUBACK 0x97 with why; 3.1.1 has
     // no negative PUBACK, and sending again would only repeat the message.
-    const bool v5 = version_ == ProtocolVersion::kV5;
-    PubAck a{PacketType::kPuback, f.packetId, reason::kSuccess, {}};
+    PubAck a{ackType, f.packetId, reason::kSuccess, {}};
     if (v5 && !f.retainedError.empty()) {
       a.reasonCode = reason::kQuotaExceeded;
       a.properties.strings[PropertyId::kReasonString] = "not retained: " + f.retainedError;
     }
+    if (f.qos == 2) return recordQos2(a);
     send(a);
     return;
   }
   MLOG_WARN("[{}] MQTT client {}: publish failed: {}", peerAddress(), clientId_, f.error);
   if (!f.packetId) return;  // QoS 0: at most once
-  if (version_ == ProtocolVersion::kV5) {
-    PubAck a{PacketType::kPuback, f.packetId, reason::kUnspecifiedError, {}};
+  if (v5) {
+    // A PUBREC >= 0x80 ends the QoS 2 exchange (MQTT 5 4.3.3): the id is not kept.
+    PubAck a{ackType, f.packetId, reason::kUnspecifiedError, {}};
     a.properties.strings[PropertyId::kReasonString] = f.error;
     send(a);
     return;
   }
   disconnect(reason::kUnspecifiedError, "publish failed: " + f.error);
+}
+
+void MqttConnection::recordQos2(const PubAck& rec) {
+  qos2Received_.insert(rec.packetId);
+  if (!persistentSession_) return send(rec);
+  // The id goes into the session record before the PUBREC, so a client that sends the PUBLISH
+  // again after a broker restart is still answered without a second copy.
+  auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
+  service_.state().saveSession(clientId_, sessionRecord(), &loop(), [me, rec](const Status&) {
+    if (!me->closing_ && !me->isClosed()) me->send(rec);
+  });
+}
+
+void MqttConnection::handlePubrel(const PubAck& a) {
+  if (qos2InFlight_.count(a.packetId)) {
+    return fail(Status::invalidArgument(
+        fmt::format("protocol error: PUBREL {} before its PUBREC", a.packetId)));
+  }
+  PubAck comp{PacketType::kPubcomp, a.packetId, reason::kSuccess, {}};
+  if (!qos2Received_.erase(a.packetId)) {
+    // MQTT 5 3.7.2.1: an id not in the session is answered 0x92, not a disconnect.
+    if (version_ == ProtocolVersion::kV5) {
+      comp.reasonCode = reason::kPacketIdentifierNotFound;
+      comp.properties.strings[PropertyId::kReasonString] =
+          fmt::format("no QoS 2 PUBLISH with packet id {} waits for PUBREL", a.packetId);
+    }
+    return send(comp);
+  }
+  if (!persistentSession_) return send(comp);
+  // PUBCOMP after the record has lost the id: the client may use it again for a new message.
+  auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
+  service_.state().saveSession(clientId_, sessionRecord(), &loop(), [me, comp](const Status&) {
+    if (!me->closing_ && !me->isClosed()) me->send(comp);
+  });
 }
 
 void MqttConnection::onPublishCompleted(uint32_t n) {

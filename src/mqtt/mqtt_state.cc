@@ -132,6 +132,8 @@ Status MqttState::loadRoot(std::string_view root, bool sessions) {
     if (sessions) {
       auto s = decodeSession((*got)->value);
       if (s.isOk() && key.isOk()) {
+        // A will that waited for its delay when the broker stopped: published when due.
+        if (s->will) wills_[*key] = *s->will;
         sessions_[*key] = std::move(*s);
         continue;
       }
@@ -172,14 +174,15 @@ std::optional<StoredSession> MqttState::session(const std::string& clientId) con
   return it->second;
 }
 
-void MqttState::saveSession(const std::string& clientId, StoredSession s) {
+void MqttState::saveSession(const std::string& clientId, StoredSession s, net::Executor* ex,
+                            const std::function<void(Status)>& done) {
   const std::string record = encodeSession(s);
   {
     MutexLock lock(mu_);
     sessions_[clientId] = std::move(s);
   }
   putRecord(std::string(kSessionsRoot) + "/" + storePathComponent(clientId), record,
-            &service_.broker().metadataExecutor(), nullptr);
+            ex ? ex : &service_.broker().metadataExecutor(), done);
 }
 
 void MqttState::sessionDisconnected(const std::string& clientId) {
@@ -217,6 +220,8 @@ void MqttState::deleteSubscriptions(const std::string& clientId,
   const MqttOptions& o = service_.options();
   std::set<std::string> topics;
   for (const SubscriptionRequest& f : filters) {
+    // A shared subscription's Pulsar subscription is its group's, not this client's.
+    if (auto shared = parseSharedFilter(f.filter); !shared.isOk() || *shared) continue;
     if (!isWildcardFilter(f.filter)) {
       auto name =
           pulsarTopicName(f.filter, o.defaultTenant, o.defaultNamespace, o.defaultTopicDomain);
@@ -286,8 +291,10 @@ std::vector<RetainedMessage> MqttState::retainedMatching(const std::string& filt
 void MqttState::scheduleWill(const std::string& clientId, const Will& will, uint32_t delaySeconds) {
   if (delaySeconds > 0) {
     MutexLock lock(mu_);
-    wills_[clientId] =
-        PendingWill{will, broker::wallClockMs() + static_cast<int64_t>(delaySeconds) * 1000};
+    PendingWill w{will, broker::wallClockMs() + static_cast<int64_t>(delaySeconds) * 1000};
+    // A delay is cut to the session's expiry, so only a persistent session has one.
+    if (auto it = sessions_.find(clientId); it != sessions_.end()) it->second.will = w;
+    wills_[clientId] = std::move(w);
     return;
   }
   Publish p;
@@ -308,6 +315,7 @@ void MqttState::scheduleWill(const std::string& clientId, const Will& will, uint
 void MqttState::cancelWill(const std::string& clientId) {
   MutexLock lock(mu_);
   wills_.erase(clientId);
+  if (auto it = sessions_.find(clientId); it != sessions_.end()) it->second.will.reset();
 }
 
 void MqttState::publish(const Publish& p, const std::string& producerName,
@@ -375,6 +383,9 @@ void MqttState::sweep() {
   const int64_t now = broker::wallClockMs();
   std::vector<std::string> expired;
   std::vector<std::pair<std::string, Will>> due;
+  // Records of sessions that lose their published will, encoded under the lock (the copy in
+  // memory is already without it; a connection's newer write is not replaced in memory).
+  std::vector<std::pair<std::string, std::string>> rewrite;
   {
     MutexLock lock(mu_);
     for (const auto& [id, s] : sessions_) {
@@ -388,10 +399,19 @@ void MqttState::sweep() {
         continue;
       }
       due.emplace_back(it->first, std::move(it->second.will));
+      auto sit = sessions_.find(it->first);
+      if (!sessionEnds && sit != sessions_.end() && sit->second.will) {
+        sit->second.will.reset();
+        rewrite.emplace_back(it->first, encodeSession(sit->second));
+      }
       it = wills_.erase(it);
     }
   }
   for (auto& [id, will] : due) scheduleWill(id, will, 0);
+  for (const auto& [id, record] : rewrite) {
+    putRecord(std::string(kSessionsRoot) + "/" + storePathComponent(id), record,
+              &service_.broker().metadataExecutor(), nullptr);
+  }
   for (const std::string& id : expired) {
     MLOG_INFO("MQTT session {} expired", id);
     removeSession(id, /*deleteSubscriptions=*/true);

@@ -2,7 +2,8 @@
 // filters and expiry), retained messages, and wills waiting for their delay. Sessions and
 // retained messages live in the broker's record store (BrokerService::recordStore: standalone's
 // persistent local store, the configuration store in cluster mode; docs/mqtt-format.md), with a
-// copy in memory that is loaded at start; wills with a delay are memory only.
+// copy in memory that is loaded at start; a will waiting for its delay is kept in its session's
+// record, so it is published after a broker restart too.
 #pragma once
 
 #include <atomic>
@@ -46,8 +47,10 @@ class MqttState {
   // ---- Sessions ----------------------------------------------------------------------------
   // The stored session of `clientId`, if any.
   std::optional<StoredSession> session(const std::string& clientId) const EXCLUDES(mu_);
-  // Stores (replaces) the session; the write is asynchronous (logged when it fails).
-  void saveSession(const std::string& clientId, StoredSession s) EXCLUDES(mu_);
+  // Stores (replaces) the session; the write is asynchronous (logged when it fails). `done`
+  // (optional) runs on `ex` once the store has it, with the store's status.
+  void saveSession(const std::string& clientId, StoredSession s, net::Executor* ex = nullptr,
+                   const std::function<void(Status)>& done = nullptr) EXCLUDES(mu_);
   // The session's connection ended now: its expiry starts (removed at once when expiry is 0).
   void sessionDisconnected(const std::string& clientId) EXCLUDES(mu_);
   // Drops the session (a clean start, an expiry). With deleteSubscriptions, the Pulsar
@@ -65,9 +68,12 @@ class MqttState {
   // ---- Wills -------------------------------------------------------------------------------
   // Publishes `will` as `clientId`'s will after `delaySeconds` (0: now), as a retained message
   // too when its retain flag says so. `role`: the connection's, already authorized to publish.
+  // A delayed will goes into the client's session (written by sessionDisconnected, which the
+  // connection calls next), so a restarted broker publishes it when due.
   void scheduleWill(const std::string& clientId, const Will& will, uint32_t delaySeconds)
       EXCLUDES(mu_);
-  // A new connection of `clientId`: its will waiting for a delay is not published (3.1.3.2.2).
+  // A new connection of `clientId`: its will waiting for a delay is not published (3.1.3.2.2);
+  // the session record loses it at the connection's next saveSession.
   void cancelWill(const std::string& clientId) EXCLUDES(mu_);
   // Publishes one message to an MQTT topic as producer `producerName` (not a connection's);
   // `done` on any thread with the receipt's status.
@@ -75,10 +81,6 @@ class MqttState {
                const std::function<void(Status)>& done);
 
  private:
-  struct PendingWill {
-    Will will;
-    int64_t dueMs = 0;
-  };
   Status loadRoot(std::string_view root, bool sessions);
   void sweep();
   void armSweep();

@@ -1,8 +1,11 @@
 // MqttConnection's subscriptions (MoP's model): each Pulsar topic an MQTT filter selects gets one
 // Shared consumer on the subscription named by the client id, so a client that comes back
-// resumes where its cursor stands. A wildcard filter selects the default namespace's topics whose
-// URL-decoded local name matches, and the ones created later. Delivery is bounded by the
-// in-flight window (permits given back as the client acknowledges); PUBACK acknowledges the entry.
+// resumes where its cursor stands; a shared subscription ($share/{group}/{filter}) consumes from
+// the Shared subscription named by the group, which Pulsar's dispatcher splits across the
+// group's members (a leaving member's unacknowledged messages go to the others). A wildcard filter
+// selects the default namespace's topics whose URL-decoded local name matches, and the ones created
+// later. Delivery is bounded by the in-flight window (permits given back as the client
+// acknowledges); PUBACK acknowledges the entry.
 #include "base/dcheck.h"
 #include "base/logging.h"
 #include "broker/common/topic_name.h"
@@ -23,18 +26,29 @@ namespace {
 uint8_t subscribeFailure(ProtocolVersion v, uint8_t v5Reason) {
   return v == ProtocolVersion::kV5 ? v5Reason : reason::kV3SubscribeFailure;
 }
+// consumerByTopic_'s key: one consumer per (Pulsar subscription, topic).
+std::string consumerKey(const std::string& subscription, const std::string& pulsarTopic) {
+  return subscription + '\n' + pulsarTopic;
+}
 }  // namespace
 
 void MqttConnection::handleSubscribe(Subscribe&& s) {
   const uint16_t packetId = s.packetId;
   std::vector<bool> retained;  // per request: its retained messages go out after the SUBACK
   for (const auto& req : s.subscriptions) {
+    auto shared = parseSharedFilter(req.filter);
+    if (shared.isOk() && *shared && req.noLocal && version_ == ProtocolVersion::kV5) {
+      return fail(Status::invalidArgument("protocol error: No Local on the shared subscription " +
+                                          req.filter + " (MQTT-3.8.3-4)"));
+    }
     const bool existed = filters_.count(req.filter) > 0;
+    // MQTT 5 4.8.2: a shared subscription gets no retained messages when it is made.
     retained.push_back(
+        !(shared.isOk() && *shared) &&
         sendsRetained(version_ == ProtocolVersion::kV5 ? req.retainHandling : 0, existed));
-    if (validTopicFilter(req.filter) && req.filter.rfind("$share/", 0) != 0) {
+    if (shared.isOk() && validTopicFilter(selectingFilter(req.filter))) {
       SubscriptionRequest granted = req;
-      granted.qos = std::min<uint8_t>(req.qos, 1);
+      granted.qos = std::min<uint8_t>(req.qos, 2);
       filters_[req.filter] = granted;
       MqttStats::subscriptions.fetch_add(1, std::memory_order_relaxed);
     }
@@ -96,29 +110,31 @@ void MqttConnection::subscribeFilters(const std::vector<SubscriptionRequest>& su
   const MqttOptions& o = service_.options();
   for (size_t i = 0; i < subs.size(); i++) {
     const SubscriptionRequest& req = subs[i];
-    const uint8_t granted = std::min<uint8_t>(req.qos, 1);
+    const uint8_t granted = std::min<uint8_t>(req.qos, 2);
     pending->codes[i] = granted;
-    if (req.filter.rfind("$share/", 0) == 0) {
-      pending->codes[i] = subscribeFailure(version_, 0x9E);  // shared subscriptions: not yet
-      continue;
-    }
-    if (!validTopicFilter(req.filter)) {
+    auto shared = parseSharedFilter(req.filter);
+    if (!shared.isOk() || !validTopicFilter(selectingFilter(req.filter))) {
+      if (!shared.isOk()) {
+        MLOG_WARN("[{}] MQTT client {}: {}", peerAddress(), clientId_, shared.status().message());
+      }
       pending->codes[i] = subscribeFailure(version_, reason::kTopicFilterInvalid);
       continue;
     }
+    const std::string subscription = *shared ? (*shared)->group : clientId_;
+    const std::string filter = *shared ? (*shared)->filter : req.filter;
     auto record = [pending, i, finishOne](uint8_t code) {
       if (code >= 0x80) pending->codes[i] = code;
       finishOne();
     };
-    if (!isWildcardFilter(req.filter)) {
+    if (!isWildcardFilter(filter)) {
       auto name =
-          pulsarTopicName(req.filter, o.defaultTenant, o.defaultNamespace, o.defaultTopicDomain);
+          pulsarTopicName(filter, o.defaultTenant, o.defaultNamespace, o.defaultTopicDomain);
       if (!name.isOk()) {
         pending->codes[i] = subscribeFailure(version_, reason::kTopicFilterInvalid);
         continue;
       }
       pending->left++;
-      subscribeTopic(*name, req.filter, req, initial, record);
+      subscribeTopic(*name, filter, req, subscription, initial, record);
       continue;
     }
     watchNamespace();
@@ -130,20 +146,21 @@ void MqttConnection::subscribeFilters(const std::vector<SubscriptionRequest>& su
       auto parsed = broker::TopicName::parse(t);
       if (!parsed.isOk()) continue;
       auto decoded = urlDecode(parsed->localName());
-      if (!decoded.isOk() || !topicMatches(req.filter, *decoded)) continue;
+      if (!decoded.isOk() || !topicMatches(filter, *decoded)) continue;
       pending->left++;
-      subscribeTopic(t, *decoded, req, initial, record);
+      subscribeTopic(t, *decoded, req, subscription, initial, record);
     }
   }
   finishOne();
 }
 
 void MqttConnection::subscribeTopic(const std::string& pulsarTopic, const std::string& mqttTopic,
-                                    const SubscriptionRequest& req,
+                                    const SubscriptionRequest& req, const std::string& subscription,
                                     storage::InitialPosition initial,
                                     const std::function<void(uint8_t)>& done) {
-  const uint8_t granted = std::min<uint8_t>(req.qos, 1);
-  auto existing = consumerByTopic_.find(pulsarTopic);
+  const uint8_t granted = std::min<uint8_t>(req.qos, 2);
+  const std::string key = consumerKey(subscription, pulsarTopic);
+  auto existing = consumerByTopic_.find(key);
   if (existing != consumerByTopic_.end()) {
     ConsumerState& cs = consumers_[existing->second];
     cs.filters.insert(req.filter);
@@ -156,59 +173,62 @@ void MqttConnection::subscribeTopic(const std::string& pulsarTopic, const std::s
       (!broker.topicOwnership() && !broker.namespaceExists(name->namespaceName()))) {
     return done(subscribeFailure(version_, reason::kTopicFilterInvalid));
   }
-  if (!authorized(*name, /*produce=*/false)) {
+  if (!authorized(*name, /*produce=*/false, subscription)) {
     return done(subscribeFailure(version_, reason::kNotAuthorized));
   }
   const uint64_t id = nextConsumerId_++;
   auto consumer =
       std::make_shared<broker::Consumer>(id, clientId_, sink_, proto::CommandSubscribe::Shared, 0);
-  consumers_[id] = ConsumerState{consumer, nullptr, mqttTopic, {req.filter}, granted};
-  consumerByTopic_[pulsarTopic] = id;
+  consumers_[id] = ConsumerState{consumer, nullptr, mqttTopic, {req.filter}, granted, subscription};
+  consumerByTopic_[key] = id;
   const uint32_t window =
       version_ == ProtocolVersion::kV5 ? clientReceiveMaximum_ : service_.options().receiveMaximum;
   auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
-  auto answer = [me, id, pulsarTopic, done, granted, consumer](
+  auto answer = [me, id, pulsarTopic, key, done, granted, consumer, subscription](
                     const Status& st, const std::shared_ptr<broker::PersistentTopic>& topic) {
-    me->loop().execute([me, id, pulsarTopic, done, granted, consumer, st, topic] {
-      auto it = me->consumers_.find(id);
-      if (st.isOk() && (it == me->consumers_.end() || me->closing_)) {
-        // Unsubscribed or closed meanwhile: the consumer leaves again.
-        topic->executor().execute(
-            [topic, consumer, sub = me->clientId_] { topic->removeConsumer(consumer.get(), sub); });
-        return done(granted);
-      }
-      if (!st.isOk()) {
-        MLOG_WARN("[{}] MQTT client {} cannot subscribe to {}: {}", me->peerAddress(),
-                  me->clientId_, pulsarTopic, st.message());
-        if (it != me->consumers_.end()) me->consumers_.erase(it);
-        me->consumerByTopic_.erase(pulsarTopic);
-        return done(subscribeFailure(me->version_, reason::kUnspecifiedError));
-      }
-      it->second.topic = topic;
-      done(granted);
-    });
+    me->loop().execute(
+        [me, id, pulsarTopic, key, done, granted, consumer, subscription, st, topic] {
+          auto it = me->consumers_.find(id);
+          if (st.isOk() && (it == me->consumers_.end() || me->closing_)) {
+            // Unsubscribed or closed meanwhile: the consumer leaves again.
+            topic->executor().execute([topic, consumer, subscription] {
+              topic->removeConsumer(consumer.get(), subscription);
+            });
+            return done(granted);
+          }
+          if (!st.isOk()) {
+            MLOG_WARN("[{}] MQTT client {} cannot subscribe to {}: {}", me->peerAddress(),
+                      me->clientId_, pulsarTopic, st.message());
+            if (it != me->consumers_.end()) me->consumers_.erase(it);
+            me->consumerByTopic_.erase(key);
+            return done(subscribeFailure(me->version_, reason::kUnspecifiedError));
+          }
+          it->second.topic = topic;
+          done(granted);
+        });
   };
-  broker.getOrCreateTopic(
-      *name, broker.allowAutoTopicCreation(*name),
-      [me, consumer, initial, window, answer](Result<std::shared_ptr<broker::PersistentTopic>> r) {
-        if (!r.isOk()) return answer(r.status(), nullptr);
-        auto topic = *r;
-        broker::SubscribeRequest sr;
-        sr.subscription = me->clientId_;
-        sr.subType = proto::CommandSubscribe::Shared;  // MoP's MQTTConsumer
-        sr.initialPosition = initial;
-        sr.consumer = consumer;
-        topic->subscribe(sr,
-                         [topic, consumer, window, answer, sub = me->clientId_](const Status& st) {
-                           // The answer reaches the loop before any MESSAGE the permits release
-                           // (one inbox).
-                           answer(st, topic);
-                           if (!st.isOk()) return;
-                           consumer->subscribeAnswered.store(true, std::memory_order_release);
-                           auto* s = topic->subscription(sub);
-                           if (s && s->dispatcher()) s->dispatcher()->flow(consumer.get(), window);
-                         });
-      });
+  broker.getOrCreateTopic(*name, broker.allowAutoTopicCreation(*name),
+                          [consumer, initial, window, answer,
+                           subscription](Result<std::shared_ptr<broker::PersistentTopic>> r) {
+                            if (!r.isOk()) return answer(r.status(), nullptr);
+                            auto topic = *r;
+                            broker::SubscribeRequest sr;
+                            sr.subscription = subscription;
+                            sr.subType = proto::CommandSubscribe::Shared;  // MoP's MQTTConsumer
+                            sr.initialPosition = initial;
+                            sr.consumer = consumer;
+                            topic->subscribe(sr, [topic, consumer, window, answer,
+                                                  sub = subscription](const Status& st) {
+                              // The answer reaches the loop before any MESSAGE the permits release
+                              // (one inbox).
+                              answer(st, topic);
+                              if (!st.isOk()) return;
+                              consumer->subscribeAnswered.store(true, std::memory_order_release);
+                              auto* s = topic->subscription(sub);
+                              if (s && s->dispatcher())
+                                s->dispatcher()->flow(consumer.get(), window);
+                            });
+                          });
 }
 
 void MqttConnection::watchNamespace() {
@@ -226,15 +246,21 @@ void MqttConnection::watchNamespace() {
 }
 
 void MqttConnection::onTopicCreated(const std::string& pulsarTopic) {
-  if (closing_ || consumerByTopic_.count(pulsarTopic)) return;
+  if (closing_) return;
   auto parsed = broker::TopicName::parse(pulsarTopic);
   if (!parsed.isOk()) return;
   auto decoded = urlDecode(parsed->localName());
   if (!decoded.isOk()) return;
-  for (const auto& [filter, req] : filters_) {
+  for (const auto& [full, req] : filters_) {
+    auto shared = parseSharedFilter(full);
+    if (!shared.isOk()) continue;
+    const std::string filter = *shared ? (*shared)->filter : full;
+    const std::string subscription = *shared ? (*shared)->group : clientId_;
     if (!isWildcardFilter(filter) || !topicMatches(filter, *decoded)) continue;
+    if (consumerByTopic_.count(consumerKey(subscription, pulsarTopic))) continue;
     // MoP subscribes a topic created after the filter from its start.
-    subscribeTopic(pulsarTopic, *decoded, req, storage::InitialPosition::kEarliest, [](uint8_t) {});
+    subscribeTopic(pulsarTopic, *decoded, req, subscription, storage::InitialPosition::kEarliest,
+                   [](uint8_t) {});
   }
 }
 
@@ -308,9 +334,44 @@ void MqttConnection::sendQueued() {
 void MqttConnection::handlePuback(const PubAck& a) {
   auto it = outstanding_.find(a.packetId);
   if (it == outstanding_.end()) return;  // MQTT 4.3.2: an unknown id is ignored
-  const EntryKey key{it->second.consumerId, it->second.position};
+  if (it->second.released) return;       // a QoS 2 delivery: PUBCOMP ends it
+  const Outstanding o = it->second;
   outstanding_.erase(it);
   sendQueued();
+  deliveryAcked(o);
+}
+
+// MQTT 4.3.3, sender side: PUBREC means the client has the message (the entry is acknowledged
+// now and the PUBLISH never sent again); PUBREL follows, PUBCOMP frees the packet id.
+void MqttConnection::handlePubrec(const PubAck& a) {
+  const bool v5 = version_ == ProtocolVersion::kV5;
+  auto it = outstanding_.find(a.packetId);
+  if (it == outstanding_.end()) {
+    PubAck rel{PacketType::kPubrel, a.packetId, reason::kSuccess, {}};
+    if (v5) rel.reasonCode = reason::kPacketIdentifierNotFound;
+    return send(rel);
+  }
+  const Outstanding o = it->second;
+  if (v5 && a.reasonCode >= 0x80) {
+    // MQTT 5 4.3.3: a failing PUBREC ends the exchange; the message is not sent again.
+    outstanding_.erase(it);
+    sendQueued();
+  } else {
+    it->second.released = true;
+    send(PubAck{PacketType::kPubrel, a.packetId, reason::kSuccess, {}});
+  }
+  if (!o.released) deliveryAcked(o);
+}
+
+void MqttConnection::handlePubcomp(const PubAck& a) {
+  auto it = outstanding_.find(a.packetId);
+  if (it == outstanding_.end() || !it->second.released) return;  // unknown: ignored
+  outstanding_.erase(it);
+  sendQueued();
+}
+
+void MqttConnection::deliveryAcked(const Outstanding& o) {
+  const EntryKey key{o.consumerId, o.position};
   auto e = entryLeft_.find(key);
   if (e == entryLeft_.end()) return;
   if (--e->second.first > 0) return;
@@ -324,7 +385,7 @@ void MqttConnection::ackEntry(uint64_t consumerId, storage::Position pos, uint32
   if (it == consumers_.end() || !it->second.topic) return;
   auto topic = it->second.topic;
   auto consumer = it->second.consumer;
-  topic->executor().execute([topic, consumer, pos, messages, sub = clientId_] {
+  topic->executor().execute([topic, consumer, pos, messages, sub = it->second.subscription] {
     if (consumer->closed) return;
     auto* s = topic->subscription(sub);
     if (!s) return;
@@ -345,14 +406,16 @@ void MqttConnection::handleUnsubscribe(Unsubscribe&& u) {
         ++it;
         continue;
       }
-      // MoP unsubscribes: the Pulsar subscription goes with the last filter on its topic.
+      // MoP unsubscribes: the Pulsar subscription goes with the last filter on its topic (a
+      // shared subscription's group stays for its other members).
       auto topic = cs.topic;
       auto consumer = cs.consumer;
-      topic->executor().execute([topic, consumer, sub = clientId_] {
+      const bool own = cs.subscription == clientId_;
+      topic->executor().execute([topic, consumer, own, sub = cs.subscription] {
         topic->removeConsumer(consumer.get(), sub);
-        topic->unsubscribe(sub, nullptr);
+        if (own) topic->unsubscribe(sub, nullptr);
       });
-      consumerByTopic_.erase(topic->name().toString());
+      consumerByTopic_.erase(consumerKey(cs.subscription, topic->name().toString()));
       it = consumers_.erase(it);
     }
   }
@@ -365,9 +428,10 @@ void MqttConnection::dropConsumers(bool deleteSubscriptions) {
     if (!cs.topic) continue;
     auto topic = cs.topic;
     auto consumer = cs.consumer;
-    topic->executor().execute([topic, consumer, deleteSubscriptions, sub = clientId_] {
+    const bool remove = deleteSubscriptions && cs.subscription == clientId_;  // not a group's
+    topic->executor().execute([topic, consumer, remove, sub = cs.subscription] {
       topic->removeConsumer(consumer.get(), sub);
-      if (deleteSubscriptions) topic->unsubscribe(sub, nullptr);
+      if (remove) topic->unsubscribe(sub, nullptr);
     });
   }
   consumers_.clear();

@@ -50,9 +50,9 @@ Result<SubscriptionRequest> filterOf(const json::value& v) {
   if (!v.is_object()) return corrupt("session", "a filter is not an object");
   const json::object& o = v.as_object();
   const json::string* f = stringMember(o, "filter");
-  auto qos = intMember(o, "qos", 0, 1);
+  auto qos = intMember(o, "qos", 0, 2);
   auto handling = intMember(o, "retainHandling", 0, 2);
-  if (!f || f->empty() || !qos) return corrupt("session", "a filter lacks filter or qos 0..1");
+  if (!f || f->empty() || !qos) return corrupt("session", "a filter lacks filter or qos 0..2");
   SubscriptionRequest r;
   r.filter = std::string(*f);
   r.qos = static_cast<uint8_t>(*qos);
@@ -63,6 +63,9 @@ Result<SubscriptionRequest> filterOf(const json::value& v) {
   r.noLocal = nl && nl->is_bool() && nl->as_bool();
   return r;
 }
+
+Result<PendingWill> willOf(const json::value& v);
+RetainedMessage willMessage(const Will& w);
 
 }  // namespace
 
@@ -93,6 +96,20 @@ std::string encodeSession(const StoredSession& s) {
                  {"filters", std::move(filters)},
                  {"expirySeconds", static_cast<int64_t>(s.expirySeconds)},
                  {"disconnectedAtMs", s.disconnectedAtMs}};
+  if (!s.qos2Received.empty()) {
+    json::array ids;
+    for (uint16_t id : s.qos2Received) ids.push_back(static_cast<int64_t>(id));
+    o["qos2Received"] = std::move(ids);
+  }
+  if (s.will) {
+    // The will's message in the retained message's form (its properties as Pulsar properties,
+    // the message expiry as an absolute time), and when it is due.
+    json::object w = json::parse(encodeRetained(willMessage(s.will->will))).as_object();
+    w.erase("version");
+    w["retain"] = s.will->will.retain;
+    w["dueMs"] = s.will->dueMs;
+    o["will"] = std::move(w);
+  }
   return json::serialize(o);
 }
 
@@ -113,6 +130,20 @@ Result<StoredSession> decodeSession(std::string_view text) {
     if (!r.isOk()) return r.status();
     s.filters.push_back(std::move(*r));
   }
+  if (const json::value* ids = o->if_contains("qos2Received")) {
+    if (!ids->is_array()) return corrupt("session", "qos2Received is not an array");
+    for (const json::value& v : ids->as_array()) {
+      const auto* n = v.if_int64();
+      if (!n || *n < 1 || *n > 65535)
+        return corrupt("session", "a qos2Received id not in 1..65535");
+      s.qos2Received.push_back(static_cast<uint16_t>(*n));
+    }
+  }
+  if (const json::value* w = o->if_contains("will")) {
+    auto will = willOf(*w);
+    if (!will.isOk()) return will.status();
+    s.will = std::move(*will);
+  }
   return s;
 }
 
@@ -124,7 +155,7 @@ bool sessionExpired(const StoredSession& s, int64_t nowMs) {
 RetainedMessage retainedOf(const Publish& p, int64_t nowSeconds) {
   RetainedMessage r;
   r.topic = p.topic;
-  r.qos = std::min<uint8_t>(p.qos, 1);
+  r.qos = std::min<uint8_t>(p.qos, 2);
   r.payload = p.payload;
   proto::MessageMetadata md;
   toPulsarProperties(p, nowSeconds, &md);
@@ -148,10 +179,10 @@ Result<RetainedMessage> decodeRetained(std::string_view text) {
   if (!o.isOk()) return o.status();
   const json::string* topic = stringMember(*o, "topic");
   const json::string* payload = stringMember(*o, "payload");
-  auto qos = intMember(*o, "qos", 0, 1);
+  auto qos = intMember(*o, "qos", 0, 2);
   const json::value* props = o->if_contains("properties");
   if (!topic || topic->empty() || !payload || !qos || (props && !props->is_array())) {
-    return corrupt("retained message", "needs topic, qos 0..1, payload and properties (array)");
+    return corrupt("retained message", "needs topic, qos 0..2, payload and properties (array)");
   }
   RetainedMessage r;
   r.topic = std::string(*topic);
@@ -171,6 +202,45 @@ Result<RetainedMessage> decodeRetained(std::string_view text) {
   }
   return r;
 }
+
+namespace {
+
+// A will's message as a retained message record holds it (the delay interval left out).
+RetainedMessage willMessage(const Will& w) {
+  Publish p;
+  p.topic = w.topic;
+  p.qos = w.qos;
+  p.payload = w.payload;
+  p.properties = w.properties;
+  p.properties.ints.erase(PropertyId::kWillDelayInterval);
+  // Absolute expiry from the record's epoch 0: a will's expiry interval stays an interval.
+  return retainedOf(p, 0);
+}
+
+Result<PendingWill> willOf(const json::value& v) {
+  if (!v.is_object()) return corrupt("session", "will is not an object");
+  const json::object& o = v.as_object();
+  auto due = intMember(o, "dueMs", 0, INT64_MAX);
+  const json::value* retain = o.if_contains("retain");
+  if (!due || !retain || !retain->is_bool()) {
+    return corrupt("session", "will needs dueMs and retain (bool)");
+  }
+  auto m = decodeRetained(json::serialize(o));
+  if (!m.isOk()) return corrupt("session", "will: " + m.status().message());
+  PendingWill w;
+  w.dueMs = *due;
+  w.will.topic = std::move(m->topic);
+  w.will.qos = m->qos;
+  w.will.retain = retain->as_bool();
+  w.will.payload = std::move(m->payload);
+  // Read back at "now" 0, the epoch the record was written against: the interval itself.
+  if (!propertiesFromPulsar(m->pulsarProperties, 0, &w.will.properties)) {
+    return corrupt("session", "will: its properties do not map back");
+  }
+  return w;
+}
+
+}  // namespace
 
 uint8_t resolveTopicAlias(Publish* p, uint16_t maximum, std::map<uint16_t, std::string>* aliases,
                           std::string* why) {

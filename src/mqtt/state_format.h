@@ -28,11 +28,22 @@ Result<std::string> fromStorePathComponent(std::string_view s);
 // Session expiry of "never" (MQTT 5 0xFFFFFFFF; every 3.1.1 clean-session-0 session).
 inline constexpr uint32_t kSessionNeverExpires = 0xFFFFFFFFu;
 
+// A will waiting for its Will Delay Interval after its connection ended (MQTT 5 3.1.3.2.2).
+struct PendingWill {
+  Will will;
+  int64_t dueMs = 0;  // wall clock (ms since the epoch) when it is published
+  bool operator==(const PendingWill&) const = default;
+};
+
 // A persistent session (clean session 0 / MQTT 5 session expiry > 0) as stored.
 struct StoredSession {
-  std::vector<SubscriptionRequest> filters;       // the granted filters (qos at most 1)
+  std::vector<SubscriptionRequest> filters;       // the granted filters (qos 0..2)
   uint32_t expirySeconds = kSessionNeverExpires;  // after the connection ends
   int64_t disconnectedAtMs = 0;  // wall clock of the end of its last connection; 0: connected
+  // QoS 2 PUBLISHes stored and PUBRECed whose PUBREL has not come yet (MQTT 4.3.3): a PUBLISH
+  // with one of these packet ids is a duplicate, answered PUBREC and not stored again.
+  std::vector<uint16_t> qos2Received;
+  std::optional<PendingWill> will;  // the will waiting for its delay, if any
   bool operator==(const StoredSession&) const = default;
 };
 // JSON (docs/mqtt-format.md). decodeSession: kCorruption when it does not parse or a field has
@@ -42,8 +53,9 @@ Result<StoredSession> decodeSession(std::string_view json);
 // Whether a disconnected session has expired at `nowMs` (a connected one never has).
 bool sessionExpired(const StoredSession& s, int64_t nowMs);
 
-// A retained message as stored: the PUBLISH's topic, QoS, payload, and its MQTT 5 properties as
-// the Pulsar properties message_mapping.h gives them (the expiry interval as an absolute time).
+// A retained message as stored (also a pending will's message): the PUBLISH's topic, QoS, payload,
+// and its MQTT 5 properties as the Pulsar properties message_mapping.h gives them (the expiry
+// interval as an absolute time).
 struct RetainedMessage {
   std::string topic;
   uint8_t qos = 0;

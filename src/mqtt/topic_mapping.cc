@@ -118,4 +118,32 @@ bool topicMatches(std::string_view filter, std::string_view topic) {
   return f.size() == t.size();
 }
 
+Result<std::optional<SharedFilter>> parseSharedFilter(std::string_view f) {
+  constexpr std::string_view kPrefix = "$share/";
+  if (f.substr(0, kPrefix.size()) != kPrefix) return std::optional<SharedFilter>();
+  std::string_view rest = f.substr(kPrefix.size());
+  const size_t slash = rest.find('/');
+  if (slash == std::string_view::npos || slash == 0) {
+    return Status::invalidArgument("shared subscription '" + std::string(f) +
+                                   "' needs $share/{ShareName}/{topic filter}");
+  }
+  std::string_view group = rest.substr(0, slash);
+  std::string_view filter = rest.substr(slash + 1);
+  if (group.find_first_of("+#") != std::string_view::npos) {
+    return Status::invalidArgument("shared subscription '" + std::string(f) +
+                                   "': the ShareName has '+' or '#'");
+  }
+  if (!validTopicFilter(filter)) {
+    return Status::invalidArgument("shared subscription '" + std::string(f) +
+                                   "': its topic filter is not valid");
+  }
+  return std::optional<SharedFilter>(SharedFilter{std::string(group), std::string(filter)});
+}
+
+std::string_view selectingFilter(std::string_view f) {
+  auto s = parseSharedFilter(f);
+  if (!s.isOk() || !*s) return f;
+  return f.substr(f.size() - (*s)->filter.size());
+}
+
 }  // namespace magnetar::mqtt

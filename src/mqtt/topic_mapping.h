@@ -2,6 +2,7 @@
 // streamnative/mop PulsarTopicUtils). No I/O, no broker dependency. Thread: stateless.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -32,5 +33,17 @@ bool isWildcardFilter(std::string_view filter);
 // and every one below, so "a/#" matches "a"; a topic starting with '$' is not matched by a
 // filter starting with a wildcard).
 bool topicMatches(std::string_view filter, std::string_view topic);
+
+// A shared subscription's filter (MQTT 5 4.8.2): "$share/{group}/{filter}".
+struct SharedFilter {
+  std::string group;   // the ShareName: the Pulsar Shared subscription's name (MoP's mapping)
+  std::string filter;  // the topic filter the group subscribes to
+};
+// nullopt when `f` is not a shared subscription (no "$share/" prefix); kInvalidArgument when it
+// is one but malformed (MQTT-4.8.2-1/-2: an empty ShareName, one with '+' or '#', no '/' and
+// topic filter after it, or an invalid topic filter).
+Result<std::optional<SharedFilter>> parseSharedFilter(std::string_view f);
+// The topic filter that selects topics: a shared subscription's inner filter, else `f` itself.
+std::string_view selectingFilter(std::string_view f);
 
 }  // namespace magnetar::mqtt

@@ -84,6 +84,13 @@ TEST(MqttCodec, EveryOtherPacketRoundTrips) {
     expectRoundTrip(Publish{1, true, false, "a/b", 7, props, std::string(300, 'x')}, v);
     expectRoundTrip(PubAck{PacketType::kPuback, 7, 0, {}}, v);
     expectRoundTrip(PubAck{PacketType::kPubrel, 9, 0, {}}, v);
+    // QoS 2: the PUBLISH (DUP too) and its three acknowledgements.
+    expectRoundTrip(Publish{2, false, false, "a/b", 8, props, "two"}, v);
+    expectRoundTrip(Publish{2, true, true, "a/b", 65535, props, "two again"}, v);
+    expectRoundTrip(PubAck{PacketType::kPubrec, 8, 0, {}}, v);
+    expectRoundTrip(PubAck{PacketType::kPubcomp, 8, 0, {}}, v);
+    expectRoundTrip(Subscribe{5, {}, {{"$share/g/a/#", 2, false, false, 0}}}, v);
+    expectRoundTrip(SubAck{PacketType::kSuback, 5, {}, {reason::kGrantedQos2}}, v);
     Subscribe s{3, {}, {{"a/+", 1, false, false, 0}, {"b/#", 0, false, false, 0}}};
     if (v5) {
       s.subscriptions[0].noLocal = true;
@@ -106,6 +113,37 @@ TEST(MqttCodec, EveryOtherPacketRoundTrips) {
   d.properties.strings[PropertyId::kReasonString] = "keep alive timeout";
   expectRoundTrip(d, ProtocolVersion::kV5);
   expectRoundTrip(PubAck{PacketType::kPuback, 7, reason::kQuotaExceeded, {}}, ProtocolVersion::kV5);
+  PubAck comp{PacketType::kPubcomp, 9, reason::kPacketIdentifierNotFound, {}};
+  comp.properties.strings[PropertyId::kReasonString] = "no QoS 2 PUBLISH with packet id 9";
+  expectRoundTrip(comp, ProtocolVersion::kV5);
+  expectRoundTrip(PubAck{PacketType::kPubrel, 9, reason::kPacketIdentifierNotFound, {}},
+                  ProtocolVersion::kV5);
+  expectRoundTrip(PubAck{PacketType::kPubrec, 9, reason::kUnspecifiedError, {}},
+                  ProtocolVersion::kV5);
+  // A PUBLISH bound to an outbound topic alias: empty topic name, the alias property.
+  Publish aliased{1, false, false, "", 3, {}, "x"};
+  aliased.properties.ints[PropertyId::kTopicAlias] = 2;
+  expectRoundTrip(aliased, ProtocolVersion::kV5);
+}
+
+// QoS 2 hostile input: QoS 3, PUBREL with reserved flags 0 or packet id 0, PUBREC/PUBCOMP id 0.
+TEST(MqttCodec, Qos2PacketsRefuseBadIdsAndFlags) {
+  for (auto v : {ProtocolVersion::kV311, ProtocolVersion::kV5}) {
+    auto r = decodeAll(std::string("\x36\x06\x00\x01t\x00\x01\x00", 8), v);
+    ASSERT_FALSE(r.isOk());
+    EXPECT_EQ(reasonCodeOf(r.status()), reason::kMalformedPacket);
+    r = decodeAll(std::string("\x60\x02\x00\x05", 4), v);  // PUBREL must carry flags 2
+    ASSERT_FALSE(r.isOk());
+    EXPECT_EQ(reasonCodeOf(r.status()), reason::kMalformedPacket);
+    for (const char* zero : {"\x62\x02\x00\x00", "\x50\x02\x00\x00", "\x70\x02\x00\x00"}) {
+      r = decodeAll(std::string(zero, 4), v);
+      ASSERT_FALSE(r.isOk());
+      EXPECT_EQ(reasonCodeOf(r.status()), reason::kProtocolError);
+    }
+    r = decodeAll(std::string("\x62\x01\x00", 3), v);  // truncated id
+    ASSERT_FALSE(r.isOk());
+    EXPECT_EQ(reasonCodeOf(r.status()), reason::kMalformedPacket);
+  }
 }
 
 TEST(MqttCodec, RemainingLengthEncodingAtItsBoundaries) {

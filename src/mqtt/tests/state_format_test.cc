@@ -22,7 +22,12 @@ TEST(MqttStateFormat, SessionRoundTripsAndBadRecordsAreCorruption) {
   EXPECT_EQ(*back, s);
   for (const char* bad :
        {"", "[]", "{\"filters\":[]}", "{\"filters\":{},\"expirySeconds\":1,\"disconnectedAtMs\":0}",
-        "{\"filters\":[{\"filter\":\"a\",\"qos\":2}],\"expirySeconds\":1,\"disconnectedAtMs\":0}",
+        "{\"filters\":[{\"filter\":\"a\",\"qos\":3}],\"expirySeconds\":1,\"disconnectedAtMs\":0}",
+        "{\"filters\":[],\"expirySeconds\":1,\"disconnectedAtMs\":0,\"qos2Received\":[0]}",
+        "{\"filters\":[],\"expirySeconds\":1,\"disconnectedAtMs\":0,\"qos2Received\":[65536]}",
+        "{\"filters\":[],\"expirySeconds\":1,\"disconnectedAtMs\":0,\"qos2Received\":7}",
+        "{\"filters\":[],\"expirySeconds\":1,\"disconnectedAtMs\":0,\"will\":{\"dueMs\":1}}",
+        "{\"filters\":[],\"expirySeconds\":1,\"disconnectedAtMs\":0,\"will\":[]}",
         "{\"filters\":[{\"filter\":\"\",\"qos\":0}],\"expirySeconds\":1,\"disconnectedAtMs\":0}",
         "{\"filters\":[],\"expirySeconds\":4294967296,\"disconnectedAtMs\":0}",
         "{\"filters\":[],\"expirySeconds\":-1,\"disconnectedAtMs\":0}"}) {
@@ -30,6 +35,41 @@ TEST(MqttStateFormat, SessionRoundTripsAndBadRecordsAreCorruption) {
     ASSERT_FALSE(r.isOk()) << bad;
     EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << bad;
   }
+}
+
+// QoS 2 packet ids waiting for PUBREL and a will waiting for its delay are in the record, so
+// they outlive a broker restart.
+TEST(MqttStateFormat, SessionKeepsQos2IdsAndAPendingWill) {
+  StoredSession s;
+  s.filters.push_back(SubscriptionRequest{"$share/g/a/#", 2, false, false, 0});
+  s.expirySeconds = 120;
+  s.disconnectedAtMs = 1700000000123;
+  s.qos2Received = {1, 7, 65535};
+  PendingWill w;
+  w.dueMs = 1700000006123;
+  w.will.topic = "dev/1/status";
+  w.will.payload = std::string("lost\0\xfe", 6);
+  w.will.qos = 2;
+  w.will.retain = true;
+  w.will.properties.strings[PropertyId::kContentType] = "text/plain";
+  w.will.properties.ints[PropertyId::kMessageExpiryInterval] = 300;
+  w.will.properties.userProperties = {{"k", "v"}};
+  s.will = w;
+  const std::string json = encodeSession(s);
+  auto back = decodeSession(json);
+  ASSERT_TRUE(back.isOk()) << back.status().message() << json;
+  EXPECT_EQ(*back, s) << json;
+  // The Will Delay Interval itself is not kept: the due time says it.
+  w.will.properties.ints[PropertyId::kWillDelayInterval] = 6;
+  s.will = w;
+  back = decodeSession(encodeSession(s));
+  ASSERT_TRUE(back.isOk());
+  EXPECT_FALSE(back->will->will.properties.num(PropertyId::kWillDelayInterval));
+  EXPECT_EQ(back->will->dueMs, w.dueMs);
+  // Without either, the record is as before (no new fields).
+  StoredSession plain;
+  EXPECT_EQ(encodeSession(plain).find("will"), std::string::npos);
+  EXPECT_EQ(encodeSession(plain).find("qos2Received"), std::string::npos);
 }
 
 TEST(MqttStateFormat, SessionExpiryCountsFromTheDisconnection) {

@@ -25,6 +25,33 @@ TEST(MqttTopicMapping, DefaultMappingAndDirectNames) {
   EXPECT_FALSE(pulsarTopicName("persistent://t1/ns1", "p", "d", "persistent").isOk());
 }
 
+TEST(MqttTopicMapping, SharedSubscriptionFilters) {
+  auto s = parseSharedFilter("$share/group-1/a/+/c");
+  ASSERT_TRUE(s.isOk());
+  ASSERT_TRUE(s->has_value());
+  EXPECT_EQ((*s)->group, "group-1");
+  EXPECT_EQ((*s)->filter, "a/+/c");
+  EXPECT_EQ(selectingFilter("$share/group-1/a/+/c"), "a/+/c");
+  s = parseSharedFilter("$share/g/#");
+  ASSERT_TRUE(s.isOk() && s->has_value());
+  EXPECT_EQ((*s)->filter, "#");
+  for (const char* plain : {"a/b", "$SYS/x", "$shared/g/a", "share/g/a"}) {
+    auto p = parseSharedFilter(plain);
+    ASSERT_TRUE(p.isOk()) << plain;
+    EXPECT_FALSE(p->has_value()) << plain;
+    EXPECT_EQ(selectingFilter(plain), plain);
+  }
+  // MQTT-4.8.2-1/-2: a ShareName of one character at least, without '+' '#' (or '/'), then a
+  // valid filter.
+  for (const char* bad : {"$share/", "$share/g", "$share//a", "$share/a+/b", "$share/#/b",
+                          "$share/g/", "$share/g/a#", "$share/g/a/#/b"}) {
+    auto p = parseSharedFilter(bad);
+    ASSERT_FALSE(p.isOk()) << bad;
+    EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(selectingFilter(bad), bad);
+  }
+}
+
 TEST(MqttTopicMapping, FilterValidity) {
   for (const char* ok : {"a", "a/b", "+", "#", "a/+/c", "a/#", "+/+", "/"}) {
     EXPECT_TRUE(validTopicFilter(ok)) << ok;
