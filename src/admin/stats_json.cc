@@ -18,11 +18,21 @@ using broker::PublisherSnapshot;
 using broker::SubscriptionSnapshot;
 using broker::TopicSnapshot;
 
-// Pulsar's ReplicatorStatsImpl (what Magnetar does not count: the inbound side, expiry, 0).
-json::object replicatorStatsJson(const broker::ReplicatorStats& r) {
-  json::object o{{"msgRateIn", 0.0},
+// The remote cluster's replicator producer ("pulsar.repl.{cluster}") on the topic, if any.
+const PublisherSnapshot* inboundOf(const TopicSnapshot& t, const std::string& cluster) {
+  const std::string name = std::string(broker::kReplicatorPrefix) + "." + cluster;
+  for (const auto& p : t.publishers) {
+    if (p.producerName == name) return &p;
+  }
+  return nullptr;
+}
+
+// Pulsar's ReplicatorStatsImpl; the inbound side from the remote's replicator producer, as
+// Pulsar's getStats fills it (the inbound counts and expiry are 0 there too).
+json::object replicatorStatsJson(const broker::ReplicatorStats& r, const PublisherSnapshot* in) {
+  json::object o{{"msgRateIn", in ? in->rateIn.msgRate : 0.0},
                  {"msgInCount", 0},
-                 {"msgThroughputIn", 0.0},
+                 {"msgThroughputIn", in ? in->rateIn.byteRate : 0.0},
                  {"bytesInCount", 0},
                  {"msgRateOut", r.msgRateOut},
                  {"msgOutCount", r.msgOutCount},
@@ -33,6 +43,11 @@ json::object replicatorStatsJson(const broker::ReplicatorStats& r) {
                  {"replicationBacklog", r.replicationBacklog},
                  {"connected", r.connected},
                  {"replicationDelayInSeconds", r.replicationDelayInSeconds}};
+  if (in) {
+    o["inboundConnection"] = in->address;
+    if (in->connectedSinceMs > 0)
+      o["inboundConnectedSince"] = broker::isoTime(in->connectedSinceMs);
+  }
   if (!r.outboundConnection.empty()) {
     o["outboundConnection"] = r.outboundConnection;
     o["outboundConnectedSince"] = r.outboundConnectedSince;
@@ -231,6 +246,8 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   o["offloadedStorageSize"] = 0;
   json::array publishers;
   for (const auto& p : t.publishers) {
+    // A remote cluster's replicator is not listed (Pulsar's getStats): see "replication".
+    if (broker::isReplicatorName(p.producerName)) continue;
     publishers.push_back(publisherJson(p));
     // Pulsar's NonPersistentPublisherStats: the messages dropped over
     // maxConcurrentNonPersistentMessagePerConnection.
@@ -256,7 +273,9 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   // (always 0 there too).
   if (t.nonPersistent) o["msgDropRate"] = 0.0;
   json::object replication;
-  for (const auto& [cluster, r] : t.replication) replication[cluster] = replicatorStatsJson(r);
+  for (const auto& [cluster, r] : t.replication) {
+    replication[cluster] = replicatorStatsJson(r, inboundOf(t, cluster));
+  }
   o["replication"] = std::move(replication);
   o["deduplicationStatus"] = t.deduplicationEnabled ? "Enabled" : "Disabled";
   o["nonContiguousDeletedMessagesRanges"] = 0;

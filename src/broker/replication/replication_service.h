@@ -8,12 +8,14 @@
 #endif
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
 
 #include "broker/common/periodic_task.h"
+#include "broker/policies/rate_policies.h"
 #include "broker/service/broker_peer.h"
 #include "broker/service/broker_service.h"
 
@@ -39,19 +41,29 @@ class ReplicationService {
   // Stops the check and closes every replicator (waits for the topics' executors, at most
   // `timeout`). Idempotent.
   void stop(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  // The broker defaults behind the replicatorDispatchRate policies
+  // (dispatchThrottlingRatePerReplicatorInMsg / InByte, dynamic: read at each check; any
+  // thread). Unset: no limit. Call before start().
+  void setDefaultDispatchRate(std::function<DispatchRate()> defaults);
 
  private:
   void check();
   // The remote clusters a topic replicates to (none for non-persistent and "__" topics).
   std::set<std::string> wantedFor(const TopicName& name);
-  // On the topic's executor: make its replicators those of `wanted`.
-  void reconcile(PersistentTopic& topic, const std::set<std::string>& wanted);
+  // The replicatorDispatchRate in force for a topic, as the other rate policies resolve
+  // (docs/rate-limits.md): its topic policy (a partition: its partitioned topic's), else its
+  // namespace's entry for this cluster, else the broker defaults. Any thread.
+  DispatchRate dispatchRateFor(const TopicName& name);
+  // On the topic's executor: make its replicators those of `wanted`, each paced by `rate`.
+  void reconcile(PersistentTopic& topic, const std::set<std::string>& wanted,
+                 const DispatchRate& rate);
 
   BrokerService& service_;
   const std::chrono::milliseconds period_;
   std::unique_ptr<PeerPool> peers_;
   std::unique_ptr<PeriodicTask> monitor_;
   std::set<std::string> replicated_;  // monitor thread: topics given replicators
+  std::function<DispatchRate()> defaultRate_;
 };
 
 }  // namespace magnetar::broker
