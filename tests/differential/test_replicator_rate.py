@@ -6,7 +6,8 @@ own store and ports, the other cluster created on each (docs/geo-replication.md)
   replicatorDispatchRate, Pulsar's DispatchRateImpl) paces a backlog replicated from c1 to c2:
   the rate arriving on c2 is within 10 % of the configured one over 10 s; a raised namespace
   policy, then a topic policy (/admin/v2/persistent/.../replicatorDispatchRate), apply at once;
-- a byte rate (dispatchThrottlingRateInByte) paces the replicated bytes the same way;
+- a byte rate (dispatchThrottlingRateInByte) paces the replicated bytes the same way, and the
+  broker default dispatchThrottlingRatePerReplicatorInMsg (given at start) a topic without one;
 - the pulsar_replication_* metrics show the replicator with the labels cluster, namespace,
   topic and remote_cluster, on the sending side (rate_out, backlog, connected_count) and on the
   receiving side (rate_in).
@@ -33,15 +34,19 @@ MEASURE_S = 10.0
 TOLERANCE = 0.10
 # Pulsar computes replicator rates at each stats tick (60 s by default).
 PULSAR_SETTINGS = ["statsUpdateFrequencyInSecs=1"]
+# The broker default behind the policies, on both clusters of both kinds.
+DEFAULT_RATE = 80
+SETTINGS = [f"dispatchThrottlingRatePerReplicatorInMsg={DEFAULT_RATE}"]
 
 
 class Side:
     def __init__(self, kind: str, name: str) -> None:
         self.name = name
         if kind == "pulsar":
-            self.proc = PulsarReferenceProcess([f"clusterName={name}", *PULSAR_SETTINGS])
+            self.proc = PulsarReferenceProcess([f"clusterName={name}", *SETTINGS,
+                                                *PULSAR_SETTINGS])
         else:
-            self.proc = MagnetarProcess([f"clusterName={name}"])
+            self.proc = MagnetarProcess([f"clusterName={name}", *SETTINGS])
         endpoint = self.proc.start()
         self.url = endpoint.service_url
         self.admin = endpoint.admin_url
@@ -225,7 +230,7 @@ def test_replicator_message_rate_and_change(clusters):
     arrivals.start()
     try:
         replicating(c1, topic)
-        produce(c1, topic, 8000, 100)
+        produce(c1, topic, 10000, 100)
         t0 = arrivals.first()
         start = t0 + SETTLE_S
         arrivals.wait_until(start + MEASURE_S + 1.0)
@@ -234,17 +239,17 @@ def test_replicator_message_rate_and_change(clusters):
         # twice the old rate (on Magnetar the replicator's next read, within 1 s).
         c1.ok("POST", ns_path, dispatch_rate(300))
         changed = time.time()
-        arrivals.wait_until(changed + 8.0)
+        arrivals.wait_until(changed + 3.0 + MEASURE_S)
         at_once = arrivals.rate(changed, changed + 1.5)
-        second = arrivals.rate(changed + 2.0, changed + 7.0)
+        second = arrivals.rate(changed + 2.0, changed + 2.0 + MEASURE_S)
         # A topic policy wins over the namespace's (measured after a settling time: a changed
         # limiter starts full, one period's burst).
         tpath = topic_path(topic) + "/replicatorDispatchRate"
         c1.ok("POST", tpath, dispatch_rate(150))
         shows(c1, tpath, "dispatchThrottlingRateInMsg", 150)
         applied = time.time()
-        arrivals.wait_until(applied + SETTLE_S + 6.0)
-        third = arrivals.rate(applied + SETTLE_S, applied + SETTLE_S + 5.0)
+        arrivals.wait_until(applied + SETTLE_S + MEASURE_S + 1.0)
+        third = arrivals.rate(applied + SETTLE_S, applied + SETTLE_S + MEASURE_S)
         backlog = c1.stats(topic)["replication"]["c2"]["replicationBacklog"]
     finally:
         arrivals.close()
@@ -279,6 +284,26 @@ def test_replicator_byte_rate(clusters):
         arrivals.close()
     print(f"replicated payload bytes/s: {measured:.0f} (50000 with metadata)")
     assert within(measured, 50_000), measured
+
+
+def test_replicator_rate_broker_default(clusters):
+    """dispatchThrottlingRatePerReplicatorInMsg paces a replicator without a policy."""
+    c1, c2 = clusters
+    topic = fresh_topic()
+    c1.http("DELETE", f"/admin/v2/namespaces/{NS}/replicatorDispatchRate")
+    arrivals = Arrivals(c2, topic)
+    arrivals.start()
+    try:
+        replicating(c1, topic)
+        produce(c1, topic, 2000, 100)
+        t0 = arrivals.first()
+        start = t0 + SETTLE_S
+        arrivals.wait_until(start + MEASURE_S + 1.0)
+        measured = arrivals.rate(start, start + MEASURE_S)
+    finally:
+        arrivals.close()
+    print(f"replicated msg/s with the broker default: {measured:.1f} ({DEFAULT_RATE})")
+    assert within(measured, DEFAULT_RATE), measured
 
 
 def sample(text: str, name: str, labels: dict[str, str]) -> float | None:
