@@ -26,7 +26,10 @@ struct Aggregate {
 
   void add(const TopicSnapshot& t) {
     topics += 1;
-    producers += static_cast<double>(t.publishers.size());
+    // A remote cluster's replicator producer counts as replication in (Pulsar's aggregator).
+    producers += static_cast<double>(
+        std::count_if(t.publishers.begin(), t.publishers.end(),
+                      [](const auto& p) { return !broker::isReplicatorName(p.producerName); }));
     subscriptions += static_cast<double>(t.subscriptions.size());
     for (const auto& s : t.subscriptions) consumers += static_cast<double>(s.consumers.size());
     rateIn += t.rateIn.msgRate;
@@ -184,12 +187,78 @@ const Metric<PublisherSnapshot> kProducerMetrics[] = {
      [](const PublisherSnapshot& p) { return p.rateIn.byteRate; }},
 };
 
+// Pulsar's AggregatedReplicationStats: per topic and remote cluster, or summed per namespace and
+// remote cluster (the delay summed too, as Pulsar's aggregator does).
+struct Replication {
+  double rateIn = 0, rateOut = 0, throughputIn = 0, throughputOut = 0, backlog = 0;
+  double connected = 0, disconnected = 0, rateExpired = 0, delay = 0;
+
+  // r and the remote's replicator producer on the topic (the inbound side), if any.
+  void add(const broker::ReplicatorStats& r, const broker::PublisherSnapshot* in) {
+    if (in) {
+      rateIn += in->rateIn.msgRate;
+      throughputIn += in->rateIn.byteRate;
+    }
+    rateOut += r.msgRateOut;
+    throughputOut += r.msgThroughputOut;
+    backlog += num(r.replicationBacklog);
+    connected += r.connected ? 1 : 0;
+    disconnected += r.connected ? 0 : 1;
+    delay += r.replicationDelayInSeconds;
+  }
+};
+using Repl = Replication;
+
+// Each remote cluster's replication of t: its replicator and the remote's producer.
+void addReplication(std::map<std::string, Replication>& byRemote, const TopicSnapshot& t) {
+  for (const auto& [remote, r] : t.replication) {
+    auto in = std::find_if(t.publishers.begin(), t.publishers.end(), [&remote](const auto& p) {
+      return broker::replicatorProducerCluster(p.producerName) == remote;
+    });
+    byRemote[remote].add(r, in == t.publishers.end() ? nullptr : &*in);
+  }
+}
+const Metric<Repl> kReplicationMetrics[] = {
+    {"pulsar_replication_rate_in", kGauge, "Messages per second from the remote cluster",
+     [](const Repl& r) { return r.rateIn; }},
+    {"pulsar_replication_rate_out", kGauge, "Messages per second sent to the remote cluster",
+     [](const Repl& r) { return r.rateOut; }},
+    {"pulsar_replication_throughput_in", kGauge, "Bytes per second from the remote cluster",
+     [](const Repl& r) { return r.throughputIn; }},
+    {"pulsar_replication_throughput_out", kGauge, "Bytes per second sent to the remote cluster",
+     [](const Repl& r) { return r.throughputOut; }},
+    {"pulsar_replication_backlog", kGauge, "Entries not yet replicated to the remote cluster",
+     [](const Repl& r) { return r.backlog; }},
+    {"pulsar_replication_connected_count", kGauge, "Replicators connected to the remote cluster",
+     [](const Repl& r) { return r.connected; }},
+    {"pulsar_replication_disconnected_count", kGauge,
+     "Replicators not connected to the remote cluster",
+     [](const Repl& r) { return r.disconnected; }},
+    {"pulsar_replication_rate_expired", kGauge,
+     "Messages per second expired before replication (not counted: 0)",
+     [](const Repl& r) { return r.rateExpired; }},
+    {"pulsar_replication_delay_in_seconds", kGauge,
+     "Age of the oldest message sent and not yet acknowledged by the remote cluster",
+     [](const Repl& r) { return r.delay; }},
+};
+
+// The replication samples of one topic or namespace (labels l) per remote cluster.
+void writeReplication(PrometheusWriter& w, const Labels& l,
+                      const std::map<std::string, Replication>& byRemote) {
+  for (const auto& [remote, r] : byRemote) {
+    Labels withRemote = l;
+    withRemote.emplace_back("remote_cluster", remote);
+    sampleAll(w, withRemote, kReplicationMetrics, r);
+  }
+}
+
 void declareFamilies(PrometheusWriter& w) {
   w.family("pulsar_topics_count", kGauge, "Number of topics in the namespace");
   for (const AggregateMetric& m : kAggregateMetrics) w.family(m.name, m.type, m.help);
   declare(w, kSubscriptionMetrics);
   declare(w, kConsumerMetrics);
   declare(w, kProducerMetrics);
+  declare(w, kReplicationMetrics);
 }
 
 void writeAggregate(PrometheusWriter& w, const Labels& l, const Aggregate& a) {
@@ -347,11 +416,17 @@ void writeTopicMetrics(PrometheusWriter& w, const std::vector<TopicSnapshot>& to
   writeBrokerEvictions(w, topics, o);
   writePendingAckMetrics(w, topics, o);
   std::map<std::string, Aggregate> byNamespace;
-  for (const auto& t : topics) byNamespace[t.namespaceName].add(t);
+  std::map<std::string, std::map<std::string, Replication>> replicationByNamespace;
+  for (const auto& t : topics) {
+    byNamespace[t.namespaceName].add(t);
+    addReplication(replicationByNamespace[t.namespaceName], t);
+  }
   for (const auto& [ns, agg] : byNamespace) {
     Labels l{{"cluster", o.cluster}, {"namespace", ns}};
     w.sample("pulsar_topics_count", l, agg.topics);
-    if (!o.topicLevel) writeAggregate(w, l, agg);
+    if (o.topicLevel) continue;
+    writeAggregate(w, l, agg);
+    writeReplication(w, l, replicationByNamespace[ns]);
   }
   if (!o.topicLevel) return;
   for (const auto& t : topics) {
@@ -360,8 +435,12 @@ void writeTopicMetrics(PrometheusWriter& w, const std::vector<TopicSnapshot>& to
     one.add(t);
     writeAggregate(w, l, one);
     writeSubscriptions(w, l, t, o);
+    std::map<std::string, Replication> byRemote;
+    addReplication(byRemote, t);
+    writeReplication(w, l, byRemote);
     if (!o.producerLevel) continue;
     for (const auto& p : t.publishers) {
+      if (broker::isReplicatorName(p.producerName)) continue;
       sampleAll(w, clientLabels(l, "producer", p.producerName, p.producerId), kProducerMetrics, p);
     }
   }

@@ -29,8 +29,11 @@ struct MetricsOptions {
 // pulsar_out_{messages,bytes}_total; per subscription pulsar_subscription_back_log,
 // _back_log_no_delayed, _delayed, pulsar_delayed_message_index_size_bytes, _msg_rate_out,
 // _msg_throughput_out, _unacked_messages, _blocked_on_unacked_messages, _msg_rate_redeliver (topic
-// level only); pulsar_topics_count per namespace. Labels: cluster, namespace[, topic[,
-// subscription]]. Always, labelled cluster only: magnetar_consumers_blocked_on_unacked_messages and
+// level only); pulsar_topics_count per namespace; per remote cluster of a replicated topic
+// pulsar_replication_rate_in/_out, _throughput_in/_out, _backlog, _connected_count,
+// _disconnected_count, _rate_expired, _delay_in_seconds (label remote_cluster, summed per
+// namespace without topic level). Labels: cluster, namespace[, topic[, subscription]]. Always,
+// labelled cluster only: magnetar_consumers_blocked_on_unacked_messages and
 // magnetar_subscriptions_blocked_on_unacked_messages (how many are held by the unacked limits).
 void writeTopicMetrics(PrometheusWriter& w, const std::vector<broker::TopicSnapshot>& topics,
                        const MetricsOptions& o);

@@ -71,6 +71,14 @@ const std::vector<RateKind>& rateKinds() {
         {"dispatchThrottlingRateInByte", 0},
         {"relativeToPublishRate", false},
         {"ratePeriodInSecond", 1}}},
+      // Pulsar 4.2.4 keeps ratePeriodInSecond 0 when a replicator rate's body has none (a
+      // period of 0 s is taken as 1 s).
+      {"replicatorDispatchRate",
+       "replicatorDispatchRate",
+       {{"dispatchThrottlingRateInMsg", 0},
+        {"dispatchThrottlingRateInByte", 0},
+        {"relativeToPublishRate", false},
+        {"ratePeriodInSecond", 0}}},
       {"subscribeRate",
        "clusterSubscribeRate",
        {{"subscribeThrottlingRatePerConsumer", -1}, {"ratePeriodInSecond", 30}}},
@@ -93,14 +101,15 @@ json::value appliedRate(const AdminContext& ctx, const std::string& ns, const Ra
          settingValue(ctx, "subscribeThrottlingRatePerConsumer")},
         {"ratePeriodInSecond", settingValue(ctx, "subscribeRatePeriodPerConsumerInSecond")}};
   }
-  const bool topic = path == "dispatchRate";
+  // dispatchRate: the topic's; subscriptionDispatchRate; replicatorDispatchRate.
+  const std::string per = path == "dispatchRate"             ? "Topic"
+                          : path == "replicatorDispatchRate" ? "Replicator"
+                                                             : "Subscription";
+  const std::string msgKey = "dispatchThrottlingRatePer" + per + "InMsg";
+  const std::string byteKey = "dispatchThrottlingRatePer" + per + "InByte";
   return json::object{
-      {"dispatchThrottlingRateInMsg",
-       settingValue(ctx, topic ? "dispatchThrottlingRatePerTopicInMsg"
-                               : "dispatchThrottlingRatePerSubscriptionInMsg")},
-      {"dispatchThrottlingRateInByte",
-       settingValue(ctx, topic ? "dispatchThrottlingRatePerTopicInByte"
-                               : "dispatchThrottlingRatePerSubscriptionInByte")},
+      {"dispatchThrottlingRateInMsg", settingValue(ctx, msgKey.c_str())},
+      {"dispatchThrottlingRateInByte", settingValue(ctx, byteKey.c_str())},
       {"relativeToPublishRate", settingValue(ctx, "dispatchThrottlingRateRelativeToPublishRate")},
       {"ratePeriodInSecond", 1}};
 }

@@ -1,10 +1,11 @@
 // The rate-limit policies of the admin API (docs/rate-limits.md), with Pulsar's paths and JSON:
-// topic policies publishRate (PublishRate), dispatchRate and subscriptionDispatchRate
-// (DispatchRateImpl), subscribeRate (SubscribeRate) under /admin/v2/persistent/.../{topic}/
-// (topic_policy_routes.h serves them as its other policies), and the namespace ones under
-// /admin/v2/namespaces/{t}/{ns}/ publishRate, dispatchRate, subscriptionDispatchRate,
-// subscribeRate: stored in the namespace's Policies maps (publishMaxMessageRate,
-// topicDispatchRate, subscriptionDispatchRate, clusterSubscribeRate) under this cluster's name.
+// topic policies publishRate (PublishRate), dispatchRate, subscriptionDispatchRate and
+// replicatorDispatchRate (DispatchRateImpl), subscribeRate (SubscribeRate) under
+// /admin/v2/persistent/.../{topic}/ (topic_policy_routes.h serves them as its other policies),
+// and the namespace ones under /admin/v2/namespaces/{t}/{ns}/ publishRate, dispatchRate,
+// subscriptionDispatchRate, replicatorDispatchRate, subscribeRate: stored in the namespace's
+// Policies maps (publishMaxMessageRate, topicDispatchRate, subscriptionDispatchRate,
+// replicatorDispatchRate, clusterSubscribeRate) under this cluster's name.
 #pragma once
 
 #include <string>

@@ -41,22 +41,12 @@ json::object replicatorStatsJson(const broker::ReplicatorStats& r) {
   return o;
 }
 
-// The remote cluster of a replicator's producer name as Pulsar's Producer parses it:
-// "pulsar.repl.c2-->c1" and "pulsar.repl.c2" are c2's; "" for a name without the prefix.
-std::string remoteClusterOfProducer(std::string_view name) {
-  if (name.size() <= broker::kReplicatorPrefix.size() + 1 || !broker::isReplicatorName(name)) {
-    return "";
-  }
-  std::string_view rest = name.substr(broker::kReplicatorPrefix.size() + 1);
-  return std::string(rest.substr(0, rest.find("-->")));
-}
-
 // Pulsar's PersistentTopic.asyncGetStats: a remote cluster's replicator producing here is not a
 // publisher; it gives its cluster's entry (made, not connected, when this topic has no
 // replicator to that cluster) the inbound side: inboundConnection, inboundConnectedSince,
 // msgRateIn, msgThroughputIn. False for the other producers (listed as publishers).
 bool inboundReplicator(const broker::PublisherSnapshot& p, json::object& replication) {
-  std::string remote = remoteClusterOfProducer(p.producerName);
+  std::string remote = broker::replicatorProducerCluster(p.producerName);
   if (remote.empty()) return false;
   if (!replication.contains(remote)) replication[remote] = replicatorStatsJson({});
   json::object& r = replication[remote].as_object();

@@ -118,6 +118,10 @@ bool applyDynamicSetting(config::SettingId id, const config::ServiceConfiguratio
     case SettingId::managedLedgerCacheSizeMB:
       setCacheSizeMB(cfg.managedLedgerCacheSizeMB());
       return true;
+    // ReplicationService reads them at each check (every second).
+    case SettingId::dispatchThrottlingRatePerReplicatorInMsg:
+    case SettingId::dispatchThrottlingRatePerReplicatorInByte:
+      return true;
     case SettingId::brokerShutdownTimeoutMs:  // read from cfg when the broker stops
       return true;
     case SettingId::loadBalancerDistributeBundlesEvenlyEnabled:  // read at each assignment

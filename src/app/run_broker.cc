@@ -592,6 +592,11 @@ int runBroker(const BrokerOptions& options) {
             cfg.clusterName());
   // Geo-replication: the replicators of the topics whose namespace lists other clusters.
   broker::ReplicationService replication(service);
+  replication.setDefaultDispatchRate([&cfg] {
+    return broker::DispatchRate{cfg.dispatchThrottlingRatePerReplicatorInMsg(),
+                                cfg.dispatchThrottlingRatePerReplicatorInByte(),
+                                cfg.dispatchThrottlingRateRelativeToPublishRate(), 1};
+  });
   if (Status started = replication.start(); !started) {
     MLOG_ERROR("geo-replication not started (brokerClient* settings): {}", started.message());
   }

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
+
+#include "admin/metrics.h"
 
 namespace magnetar::admin {
 namespace {
@@ -64,6 +68,64 @@ TEST(Prometheus, SampleInAddsOtherNamesToAFamily) {
             "# HELP c C\n"
             "# TYPE c counter\n"
             "c_total 1\n");
+}
+
+// Pulsar's pulsar_replication_* samples: per topic and remote cluster, or summed per namespace;
+// the remote's replicator producer is the inbound side, not a producer of the topic.
+TEST(Prometheus, ReplicationMetricsPerTopicAndNamespace) {
+  std::vector<broker::TopicSnapshot> topics(2);
+  for (int i = 0; i < 2; ++i) {
+    topics[i].name = "persistent://geo/ns/t" + std::to_string(i);
+    topics[i].namespaceName = "geo/ns";
+    broker::ReplicatorStats r;
+    r.msgRateOut = 10.0 * (i + 1);
+    r.msgThroughputOut = 1000;
+    r.replicationBacklog = 5;
+    r.connected = i == 0;
+    r.replicationDelayInSeconds = 3;
+    topics[i].replication["c2"] = r;
+    broker::PublisherSnapshot in;
+    in.producerName = "pulsar.repl.c2";
+    in.rateIn.msgRate = 2;
+    topics[i].publishers.push_back(in);
+  }
+  topics.emplace_back().name = "persistent://geo/ns/plain";
+  topics.back().namespaceName = "geo/ns";
+  MetricsOptions o;
+  o.cluster = "c1";
+  PrometheusWriter w;
+  writeTopicMetrics(w, topics, o);
+  const std::string text = w.render();
+  const std::string t0 =
+      R"({cluster="c1",namespace="geo/ns",topic="persistent://geo/ns/t0",remote_cluster="c2"})";
+  EXPECT_NE(text.find("pulsar_replication_rate_out" + t0 + " 10\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("pulsar_replication_rate_in" + t0 + " 2\n"), std::string::npos);
+  EXPECT_NE(text.find("pulsar_replication_throughput_out" + t0 + " 1000\n"), std::string::npos);
+  EXPECT_NE(text.find("pulsar_replication_backlog" + t0 + " 5\n"), std::string::npos);
+  EXPECT_NE(text.find("pulsar_replication_connected_count" + t0 + " 1\n"), std::string::npos);
+  EXPECT_NE(text.find("pulsar_replication_disconnected_count" + t0 + " 0\n"), std::string::npos);
+  EXPECT_NE(text.find("pulsar_replication_delay_in_seconds" + t0 + " 3\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE pulsar_replication_rate_out gauge\n"), std::string::npos);
+  EXPECT_NE(text.find(R"(pulsar_producers_count{cluster="c1",namespace="geo/ns",)"
+                      R"(topic="persistent://geo/ns/t0"} 0)"),
+            std::string::npos);
+  // A topic without replicators has no replication samples.
+  EXPECT_EQ(text.find(R"(pulsar_replication_rate_out{cluster="c1",namespace="geo/ns",)"
+                      R"(topic="persistent://geo/ns/plain")"),
+            std::string::npos);
+
+  o.topicLevel = false;
+  PrometheusWriter ns;
+  writeTopicMetrics(ns, topics, o);
+  const std::string agg = ns.render();
+  const std::string l = R"({cluster="c1",namespace="geo/ns",remote_cluster="c2"})";
+  EXPECT_NE(agg.find("pulsar_replication_rate_out" + l + " 30\n"), std::string::npos) << agg;
+  EXPECT_NE(agg.find("pulsar_replication_rate_in" + l + " 4\n"), std::string::npos);
+  EXPECT_NE(agg.find("pulsar_replication_backlog" + l + " 10\n"), std::string::npos);
+  EXPECT_NE(agg.find("pulsar_replication_connected_count" + l + " 1\n"), std::string::npos);
+  EXPECT_NE(agg.find("pulsar_replication_disconnected_count" + l + " 1\n"), std::string::npos);
+  EXPECT_NE(agg.find("pulsar_replication_delay_in_seconds" + l + " 6\n"), std::string::npos);
+  EXPECT_EQ(agg.find(R"(topic="persistent://geo/ns/t0")"), std::string::npos);
 }
 
 }  // namespace

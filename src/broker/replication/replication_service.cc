@@ -96,7 +96,8 @@ Status ReplicationService::start() {
                                       std::move(*settings));
   // A topic loaded from now on gets its replicators (and their cursors) before any client
   // publishes; the check below covers those loaded before, and policy changes.
-  service_.setTopicLoadedHook([this](PersistentTopic& t) { reconcile(t, wantedFor(t.name())); });
+  service_.setTopicLoadedHook(
+      [this](PersistentTopic& t) { reconcile(t, wantedFor(t.name()), dispatchRateFor(t.name())); });
   monitor_ =
       std::make_unique<PeriodicTask>("pulsar-replication-monitor", period_, [this] { check(); });
   return Status::ok();
@@ -196,6 +197,28 @@ std::set<std::string> ReplicationService::wantedFor(const TopicName& name) {
   return wanted;
 }
 
+void ReplicationService::setDefaultDispatchRate(std::function<DispatchRate()> defaults) {
+  defaultRate_ = std::move(defaults);
+}
+
+DispatchRate ReplicationService::dispatchRateFor(const TopicName& name) {
+  const char* kPolicy = "replicatorDispatchRate";  // topic policy and Policies map field
+  auto topic = service_.policies().topicPolicies(policyKey(name));
+  std::optional<DispatchRate> r;
+  if (auto it = topic.find(kPolicy); it != topic.end()) {
+    r = parseDispatchRate(it->second);
+  } else {
+    auto ns = service_.policies().namespacePolicies(name.namespaceName());
+    if (auto f = ns.keptFields.find(kPolicy); f != ns.keptFields.end()) {
+      if (auto entry = clusterEntry(f->second, service_.options().clusterName)) {
+        r = parseDispatchRate(*entry);
+      }
+    }
+  }
+  if (r) return *r;
+  return defaultRate_ ? defaultRate_() : DispatchRate{};
+}
+
 void ReplicationService::check() {
   std::set<std::string> seen;
   for (auto& t : service_.topics()) {
@@ -204,12 +227,15 @@ void ReplicationService::check() {
     const std::string topic = name.toString();
     if (wanted.empty() && !replicated_.count(topic)) continue;
     if (!wanted.empty()) seen.insert(topic);
-    t->executor().execute([this, t, wanted = std::move(wanted)] { reconcile(*t, wanted); });
+    DispatchRate rate = wanted.empty() ? DispatchRate{} : dispatchRateFor(name);
+    t->executor().execute(
+        [this, t, wanted = std::move(wanted), rate] { reconcile(*t, wanted, rate); });
   }
   replicated_ = std::move(seen);
 }
 
-void ReplicationService::reconcile(PersistentTopic& topic, const std::set<std::string>& wanted) {
+void ReplicationService::reconcile(PersistentTopic& topic, const std::set<std::string>& wanted,
+                                   const DispatchRate& rate) {
   MAGNETAR_DCHECK_ON(topic.executor());
   if (topic.closing()) return;
   std::vector<std::string> gone;
@@ -235,6 +261,9 @@ void ReplicationService::reconcile(PersistentTopic& topic, const std::set<std::s
     (void)topic.ledger().deleteCursor(n);
   }
   const BrokerOptions& o = service_.options();
+  for (const auto& [c, r] : topic.replicators()) {
+    if (auto* replicator = dynamic_cast<Replicator*>(r.get())) replicator->setDispatchRate(rate);
+  }
   for (const auto& remote : wanted) {
     if (topic.replicators().count(remote)) continue;
     ReplicatorConfig cfg;
@@ -242,6 +271,7 @@ void ReplicationService::reconcile(PersistentTopic& topic, const std::set<std::s
     cfg.remoteCluster = remote;
     cfg.remote = [this, remote] { return endpointOf(remote); };
     cfg.producerQueueSize = std::max(1, o.replicationProducerQueueSize);
+    cfg.dispatchRate = rate;
     std::string start = o.replicationStartAt;
     std::transform(start.begin(), start.end(), start.begin(),
                    [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });

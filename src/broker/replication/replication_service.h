@@ -8,6 +8,7 @@
 #endif
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,6 +18,7 @@
 
 #include "base/thread_annotations.h"
 #include "broker/common/periodic_task.h"
+#include "broker/policies/rate_policies.h"
 #include "broker/service/broker_peer.h"
 #include "broker/service/broker_service.h"
 
@@ -74,13 +76,22 @@ class ReplicationService {
   // Stops the check and closes every replicator (waits for the topics' executors, at most
   // `timeout`). Idempotent.
   void stop(std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  // The broker defaults behind the replicatorDispatchRate policies
+  // (dispatchThrottlingRatePerReplicatorInMsg / InByte, dynamic: read at each check; any
+  // thread). Unset: no limit. Call before start().
+  void setDefaultDispatchRate(std::function<DispatchRate()> defaults);
 
  private:
   void check();
   // The remote clusters a topic replicates to (none for non-persistent and "__" topics).
   std::set<std::string> wantedFor(const TopicName& name);
-  // On the topic's executor: make its replicators those of `wanted`.
-  void reconcile(PersistentTopic& topic, const std::set<std::string>& wanted);
+  // The replicatorDispatchRate in force for a topic, as the other rate policies resolve
+  // (docs/rate-limits.md): its topic policy (a partition: its partitioned topic's), else its
+  // namespace's entry for this cluster, else the broker defaults. Any thread.
+  DispatchRate dispatchRateFor(const TopicName& name);
+  // On the topic's executor: make its replicators those of `wanted`, each paced by `rate`.
+  void reconcile(PersistentTopic& topic, const std::set<std::string>& wanted,
+                 const DispatchRate& rate);
   // The endpoint of `cluster` now (its ClusterData read again; a pool is made again when the
   // text changed). nullopt: unknown cluster or refused settings (logged). Thread: any.
   std::optional<RemoteEndpoint> endpointOf(const std::string& cluster);
@@ -99,6 +110,7 @@ class ReplicationService {
   std::map<std::string, ClusterClient> clients_ GUARDED_BY(mu_);
   // Pools replaced after a ClusterData change: kept until stop (a connect may be under way).
   std::vector<std::shared_ptr<PeerPool>> retired_ GUARDED_BY(mu_);
+  std::function<DispatchRate()> defaultRate_;
 };
 
 }  // namespace magnetar::broker

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "base/dcheck.h"
 #include "base/logging.h"
 #include "broker/common/wall_clock.h"
@@ -45,6 +46,7 @@ std::vector<std::string> serviceHosts(const std::string& url) {
   if (out.empty()) out.push_back(url);
   return out;
 }
+constexpr int64_t kSecondNs = 1'000'000'000;
 
 // Not sent: entries another cluster replicated here (never replicated again), markers, and
 // messages whose replicate_to leaves this remote out (Pulsar's PersistentReplicator filter).
@@ -83,7 +85,11 @@ Replicator::Replicator(PersistentTopic& topic, storage::ManagedCursor& cursor,
       topicName_(topic.name().toString()),
       producerName_(std::string(kReplicatorPrefix) + "." + config_.localCluster + "-->" +
                     config_.remoteCluster),
-      timer_(topic.executor().context()) {
+      timer_(topic.executor().context()),
+      throttleTimer_(topic.executor().context()) {
+  pubMsgs_ = topic.stats().msgInCounter;
+  pubBytes_ = topic.stats().bytesInCounter;
+  setDispatchRate(config_.dispatchRate);
   ackedPosition_ = cursor_.markDeletedPosition();
   markRequested_ = ackedPosition_;
   readPosition_ = ledger_.nextValidPosition(ackedPosition_);
@@ -269,13 +275,74 @@ void Replicator::readMore() {
   int room = config_.producerQueueSize - static_cast<int>(inFlight_.size());
   if (room <= 0) return;
   if (ledger_.lastConfirmedEntry() < readPosition_) return;  // caught up: entriesAdded wakes
+  int entries = std::min(room, kReadBatch);
+  size_t bytes = kReadBytes;
+  if (rate_.enabled() && !rateAllows(&entries, &bytes)) return;
   reading_ = true;
   uint64_t epoch = epoch_;
   ledger_.asyncReadEntries(
-      readPosition_, std::min(room, kReadBatch), kReadBytes,
+      readPosition_, entries, bytes,
       [self = weak_from_this(), epoch](const Status& s, std::vector<storage::Entry> entries) {
         if (auto me = self.lock()) me->onEntries(epoch, s, std::move(entries));
       });
+}
+
+void Replicator::setDispatchRate(const DispatchRate& rate) {
+  MAGNETAR_DCHECK_ON(topic_.executor());
+  DispatchRate want = rate;
+  if (rate.relativeToPublishRate) {
+    const auto now = std::chrono::steady_clock::now();
+    const double secs = std::chrono::duration<double>(now - pubAt_).count();
+    const uint64_t msgs = topic_.stats().msgInCounter;
+    const uint64_t bytes = topic_.stats().bytesInCounter;
+    if (secs > 0 && want.msgs > 0) {
+      want.msgs += static_cast<int64_t>(static_cast<double>(msgs - pubMsgs_) / secs);
+    }
+    if (secs > 0 && want.bytes > 0) {
+      want.bytes += static_cast<int64_t>(static_cast<double>(bytes - pubBytes_) / secs);
+    }
+    pubMsgs_ = msgs;
+    pubBytes_ = bytes;
+    pubAt_ = now;
+  }
+  if (want == rateApplied_) return;
+  rateApplied_ = want;
+  rate_.configure(want.msgs, want.bytes, std::max<int64_t>(1, want.ratePeriodInSecond) * kSecondNs,
+                  steadyNowNs());
+  if (throttled_) {  // waiting for tokens of the old rate: read again now
+    throttleTimer_.cancel();
+    throttled_ = false;
+    readMore();
+  }
+}
+
+bool Replicator::rateAllows(int* entries, size_t* bytes) {
+  MAGNETAR_DCHECK_ON(topic_.executor());
+  if (throttled_) return false;
+  const int64_t now = steadyNowNs();
+  if (!rate_.hasTokens(now)) {
+    // Pulsar reads again after a fixed 1 s; here once the tokens are back, at most 1 s (a
+    // changed rate ends the wait).
+    throttled_ = true;
+    const int64_t waitNs = std::clamp<int64_t>(rate_.throttleNanos(now), 1'000'000, kSecondNs);
+    throttleTimer_.expires_after(std::chrono::nanoseconds(waitNs));
+    throttleTimer_.async_wait([self = weak_from_this()](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (auto me = self.lock()) {
+        me->throttled_ = false;
+        me->readMore();
+      }
+    });
+    return false;
+  }
+  // Pulsar reads at most the message permits left (an entry counts as one message).
+  if (int64_t m = rate_.msgTokens(now); m != INT64_MAX) {
+    *entries = static_cast<int>(std::clamp<int64_t>(m, 1, *entries));
+  }
+  if (int64_t b = rate_.byteTokens(now); b != INT64_MAX) {
+    *bytes = static_cast<size_t>(std::clamp<int64_t>(b, 1, static_cast<int64_t>(*bytes)));
+  }
+  return true;
 }
 
 void Replicator::onEntries(uint64_t epoch, const Status& s, std::vector<storage::Entry> entries) {
@@ -317,6 +384,10 @@ void Replicator::forward(const storage::Entry& e) {
     send.set_num_messages(f.messages);
     if (md.has_chunk_id()) send.set_is_chunk(true);
     cnx_->send(Commands::newSend(send, md, *payload));
+    // Pulsar charges each entry sent as one message and its stored length in bytes.
+    if (rate_.enabled()) {
+      rate_.consume(1, static_cast<int64_t>(e.data.size()), steadyNowNs());
+    }
   }
   inFlight_.push_back(f);
 }
@@ -374,6 +445,7 @@ void Replicator::close() {
   state_ = State::kClosed;
   ++epoch_;
   timer_.cancel();
+  throttleTimer_.cancel();
   inFlight_.clear();
 }
 

@@ -5,7 +5,9 @@
 // local cluster and the original producer name and sequence ids kept (the remote's dedup keeps
 // each message once).
 // The cursor moves only over entries the remote acknowledged, in order; after a failure the
-// replicator reconnects with backoff and resends from the cursor.
+// replicator reconnects with backoff and resends from the cursor. Reads are paced by its
+// replicatorDispatchRate limiter (Pulsar's DispatchRateLimiter of type REPLICATOR;
+// docs/geo-replication.md).
 #pragma once
 
 #if defined(MAGNETAR_BROKER_PART) && !defined(MAGNETAR_BROKER_SEES_REPLICATION)
@@ -21,6 +23,8 @@
 #include <optional>
 #include <string>
 
+#include "base/token_bucket.h"
+#include "broker/policies/rate_policies.h"
 #include "broker/service/broker_peer.h"
 #include "broker/topic/topic.h"
 #include "broker/topic/topic_replicator.h"
@@ -47,6 +51,7 @@ struct ReplicatorConfig {
   int producerQueueSize = 1000;  // replicationProducerQueueSize: entries sent, not acknowledged
   storage::InitialPosition startAt = storage::InitialPosition::kLatest;  // replicationStartAt
   std::chrono::milliseconds connectTimeout{10000};  // a LOOKUP's and PRODUCER's answer
+  DispatchRate dispatchRate;  // replicatorDispatchRate in force at the start (no limit: <= 0)
 };
 
 // Thread: the topic's executor for every member (the connection's frames are posted there).
@@ -59,6 +64,10 @@ class Replicator final : public TopicReplicator, public std::enable_shared_from_
   void entriesAdded() override;
   void close() override;
   ReplicatorStats stats() const override;
+  // The replicatorDispatchRate in force (ReplicationService gives it every second): a changed
+  // rate rebuilds the limiter (full, as Pulsar's) and ends a wait for tokens at once. With
+  // relativeToPublishRate the topic's publish rate since the last call is added (PIP-52).
+  void setDispatchRate(const DispatchRate& rate);
 
   Replicator(PersistentTopic& topic, storage::ManagedCursor& cursor, ReplicatorConfig config,
              PeerPool& peers);
@@ -93,6 +102,9 @@ class Replicator final : public TopicReplicator, public std::enable_shared_from_
   // Sends one entry, or marks it done when it is not to be replicated.
   void forward(const storage::Entry& e);
   void onReceipt(uint64_t sendId, bool ok);
+  // The replicator dispatch rate: false (and a read again once tokens are back, within 1 s)
+  // when the limiter has none; else lowers *entries / *bytes to the tokens left.
+  bool rateAllows(int* entries, size_t* bytes);
   void advanceCursor();
 
   PersistentTopic& topic_;
@@ -114,6 +126,15 @@ class Replicator final : public TopicReplicator, public std::enable_shared_from_
   int64_t connectedSinceMs_ = 0;
   std::chrono::milliseconds backoff_{100};
   boost::asio::steady_timer timer_;
+  // The dispatch rate: the limiter, the rate it was built from (with the publish rate added
+  // when relative), and the topic's publish counters at the last setDispatchRate.
+  MessageRateLimiter rate_;
+  DispatchRate rateApplied_;
+  uint64_t pubMsgs_ = 0;
+  uint64_t pubBytes_ = 0;
+  std::chrono::steady_clock::time_point pubAt_ = std::chrono::steady_clock::now();
+  boost::asio::steady_timer throttleTimer_;
+  bool throttled_ = false;  // throttleTimer_ runs: readMore waits for it
 
   storage::Position readPosition_;   // next entry to read
   storage::Position ackedPosition_;  // last entry the remote acknowledged in order

@@ -24,6 +24,13 @@ inline std::string replicationCursorName(const std::string& remoteCluster) {
 inline bool isReplicatorName(std::string_view name) {
   return name.substr(0, kReplicatorPrefix.size()) == kReplicatorPrefix;
 }
+// The sending cluster of a replicator's producer name, as Pulsar's Producer parses it:
+// "pulsar.repl.c2-->c1" and "pulsar.repl.c2" are c2's; "" for a name without the prefix.
+inline std::string replicatorProducerCluster(std::string_view name) {
+  if (name.size() <= kReplicatorPrefix.size() + 1 || !isReplicatorName(name)) return "";
+  std::string_view rest = name.substr(kReplicatorPrefix.size() + 1);
+  return std::string(rest.substr(0, rest.find("-->")));
+}
 
 // One remote cluster's entry of topic stats "replication" (Pulsar's ReplicatorStatsImpl names).
 struct ReplicatorStats {
