@@ -17,13 +17,27 @@ mqtt::MqttOptions mqttOptionsFrom(const config::ServiceConfiguration& cfg) {
   return o;
 }
 
-Result<std::unique_ptr<mqtt::MqttService>> startMqttService(const config::ServiceConfiguration& cfg,
-                                                            broker::BrokerService& service) {
+namespace {
+bool anyListener(const config::ServiceConfiguration& cfg) {
+  for (const auto& l : cfg.mqttListeners()) {
+    if (!l.empty()) return true;
+  }
+  return false;
+}
+}  // namespace
+
+std::shared_ptr<net::EventLoopGroup> makeMqttLoops(const config::ServiceConfiguration& cfg) {
+  if (!anyListener(cfg)) return nullptr;
+  return mqtt::makeMqttLoops(static_cast<int>(cfg.mqttNumIOThreads()));
+}
+
+Result<std::unique_ptr<mqtt::MqttService>> startMqttService(
+    const config::ServiceConfiguration& cfg, broker::BrokerService& service,
+    std::shared_ptr<net::EventLoopGroup> loops) {
   mqtt::MqttOptions o = mqttOptionsFrom(cfg);
   o.tlsContext = service.options().tlsContext;  // made for mqtt+ssl too (makeBrokerOptions)
-  bool any = false;
-  for (const auto& l : o.listeners) any |= !l.empty();
-  if (!any) return std::unique_ptr<mqtt::MqttService>();
+  o.ioLoops = std::move(loops);
+  if (!anyListener(cfg)) return std::unique_ptr<mqtt::MqttService>();
   auto m = std::make_unique<mqtt::MqttService>(service, std::move(o));
   if (Status s = m->start(); !s.isOk()) return s;
   return m;

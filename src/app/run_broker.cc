@@ -86,6 +86,8 @@ struct Web {
   std::shared_ptr<websocket::WebSocketService> websocket;
   // mqttListeners: MQTT on the broker's pulsar-io loops; stopped first at shutdown.
   std::unique_ptr<mqtt::MqttService> mqtt;
+  // mqttNumIOThreads > 0: MQTT's own loops (runBroker holds them past the BrokerService).
+  std::shared_ptr<net::EventLoopGroup> mqttLoops;
 
   ~Web() { stop(); }
   void stop() {
@@ -444,7 +446,7 @@ int serve(const BrokerOptions& options, Web& web, broker::BrokerService& service
   addRoutes(web, options, service, cluster, storage);
   Status s = startHttpServers(web, cfg, service);
   if (s) {
-    auto mqtt = startMqttService(cfg, service);
+    auto mqtt = startMqttService(cfg, service, web.mqttLoops);
     if (mqtt.isOk()) {
       web.mqtt = std::move(*mqtt);
     } else {
@@ -569,6 +571,9 @@ int runBroker(const BrokerOptions& options) {
     storage.shutdown();
     return exitCodeOf(configStore.status());
   }
+  // Made before `service` so they outlive it: a topic's task may still hold a closed MQTT
+  // connection, whose socket belongs to its loop.
+  const std::shared_ptr<net::EventLoopGroup> mqttLoops = makeMqttLoops(cfg);
   broker::BrokerService service(std::move(*brokerOptions), storage.factory, std::move(deps));
   StopConfigurationStore stopConfigStore{**configStore};
   if (cluster.namespaceService) {
@@ -582,6 +587,7 @@ int runBroker(const BrokerOptions& options) {
     return code;
   }
   Web web;
+  web.mqttLoops = mqttLoops;
   if (int code = serve(options, web, service, cluster, storage)) {
     (*configStore)->stop();
     storage.shutdown();

@@ -7,6 +7,7 @@
 #include "mqtt/mqtt_connection.h"
 #include "mqtt/mqtt_state.h"
 #include "mqtt/mqtt_stats.h"
+#include "net/event_loop.h"
 #include "net/tcp_server.h"
 #include "net/tls.h"
 
@@ -42,6 +43,13 @@ Result<std::vector<ListenAddress>> parseMqttListeners(const std::vector<std::str
   return out;
 }
 
+std::shared_ptr<net::EventLoopGroup> makeMqttLoops(int count) {
+  if (count <= 0) return nullptr;
+  auto loops = std::make_shared<net::EventLoopGroup>("pulsar-ph-mqtt", count);
+  loops->start();
+  return loops;
+}
+
 MqttService::MqttService(broker::BrokerService& service, MqttOptions options)
     : service_(service), options_(std::move(options)), state_(std::make_unique<MqttState>(*this)) {}
 
@@ -60,7 +68,7 @@ Status MqttService::start() {
     // brokerServicePortTls), the same client-certificate rules.
     std::shared_ptr<net::TlsContext> tls = a.tls ? options_.tlsContext : nullptr;
     auto server = std::make_unique<net::TcpServer>(
-        service_.ioLoops(), [this, tls](net::EventLoop& loop, boost::asio::ip::tcp::socket socket) {
+        connectionLoops(), [this, tls](net::EventLoop& loop, boost::asio::ip::tcp::socket socket) {
           auto session = tls ? std::make_unique<net::TlsSession>(tls->current()) : nullptr;
           auto c =
               std::make_shared<MqttConnection>(*this, loop, std::move(socket), std::move(session));
@@ -73,8 +81,9 @@ Status MqttService::start() {
           return std::static_pointer_cast<net::Connection>(c);
         });
     if (Status s = server->start(a.host, a.port); !s.isOk()) return s;
-    MLOG_INFO("MQTT listening on {}{}:{} (pulsar-io loops: {})", a.tls ? "mqtt+ssl://" : "mqtt://",
-              a.host, server->boundPort(), service_.ioLoops().size());
+    MLOG_INFO("MQTT listening on {}{}:{} ({} loops: {})", a.tls ? "mqtt+ssl://" : "mqtt://", a.host,
+              server->boundPort(), options_.ioLoops ? "pulsar-ph-mqtt" : "pulsar-io",
+              connectionLoops().size());
     servers_.push_back(std::move(server));
     serverTls_.push_back(a.tls);
   }
@@ -95,6 +104,10 @@ void MqttService::stop() {
   for (auto& c : open) c->close();
   servers_.clear();
   serverTls_.clear();
+}
+
+net::EventLoopGroup& MqttService::connectionLoops() {
+  return options_.ioLoops ? *options_.ioLoops : service_.ioLoops();
 }
 
 std::vector<int> MqttService::boundPorts() const {

@@ -1,6 +1,7 @@
 // MqttService: the MQTT listeners (mqttListeners) of one broker. Accepted connections are pinned
 // to the broker's own `pulsar-io` loops (BrokerService::ioLoops()), round-robin, as binary-protocol
-// connections are; there is no thread pool of its own (README.md says why).
+// connections are; with mqttNumIOThreads > 0 to a pool of MQTT's own instead (README.md says
+// why the default shares).
 #pragma once
 
 #include <atomic>
@@ -18,6 +19,7 @@ namespace magnetar::broker {
 class BrokerService;
 }
 namespace magnetar::net {
+class EventLoopGroup;
 class TcpServer;
 class TlsContext;
 }  // namespace magnetar::net
@@ -54,7 +56,17 @@ struct MqttOptions {
   uint16_t topicAliasMaximum = 10;
   // Seconds a connection may stay without a CONNECT (Magnetar).
   int connectTimeoutSeconds = 10;
+  // mqttNumIOThreads > 0: the started loops (`pulsar-ph-mqtt-<i>`, makeMqttLoops()) the
+  // connections live on. Null: the broker's pulsar-io loops. The owner keeps the group alive
+  // and running until after the BrokerService is destroyed (topics' tasks may still hold a
+  // closed connection, whose socket belongs to its loop).
+  std::shared_ptr<net::EventLoopGroup> ioLoops;
 };
+
+// The started loops of mqttNumIOThreads: `count` loops named `pulsar-ph-mqtt-<i>` (Pulsar's
+// thread name for the protocol handler "mqtt" on a separate pool). Null when count <= 0.
+// Thread: main.
+std::shared_ptr<net::EventLoopGroup> makeMqttLoops(int count);
 
 // Parses mqttListeners ("mqtt://0.0.0.0:1883,mqtt+ssl://127.0.0.1:8883", MoP's form): host,
 // port and TLS of each. Errors: kInvalidArgument for another scheme, a missing or bad port.
@@ -89,6 +101,8 @@ class MqttService {
   int firstPort(bool tls) const;
 
   broker::BrokerService& broker() { return service_; }
+  // The loops the connections live on: options().ioLoops, else the broker's pulsar-io loops.
+  net::EventLoopGroup& connectionLoops();
   const MqttOptions& options() const { return options_; }
 
   // Session registry (MQTT 3.1.1 3.1.4-2: a second connection with the same client id takes the
