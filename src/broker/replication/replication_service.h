@@ -46,6 +46,9 @@ class ReplicationService {
   std::set<std::string> wantedFor(const TopicName& name);
   // On the topic's executor: make its replicators those of `wanted`.
   void reconcile(PersistentTopic& topic, const std::set<std::string>& wanted);
+  // On the topic's executor: a replicated subscriptions controller while the topic has
+  // replicators and a replicated subscription (enableReplicatedSubscriptions).
+  void reconcileReplicatedSubscriptions(PersistentTopic& topic);
 
   BrokerService& service_;
   const std::chrono::milliseconds period_;

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "broker/service/broker_peer.h"
 #include "broker/topic/topic.h"
@@ -48,6 +49,7 @@ class Replicator final : public TopicReplicator, public std::enable_shared_from_
   void entriesAdded() override;
   void close() override;
   ReplicatorStats stats() const override;
+  bool isConnected() const override { return state_ == State::kReady; }
 
   Replicator(PersistentTopic& topic, storage::ManagedCursor& cursor, ReplicatorConfig config,
              PeerPool& peers);
@@ -72,6 +74,9 @@ class Replicator final : public TopicReplicator, public std::enable_shared_from_
   void onEntries(uint64_t epoch, const Status& s, std::vector<storage::Entry> entries);
   // Sends one entry, or marks it done when it is not to be replicated.
   void forward(const storage::Entry& e);
+  // A replicated subscription marker that this replicator's remote wrote: to the controller.
+  void remoteMarker(storage::Position pos, const proto::MessageMetadata& md,
+                    std::string_view payload);
   void onReceipt(uint64_t sendId, bool ok);
   void advanceCursor();
 
