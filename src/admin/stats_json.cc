@@ -153,7 +153,7 @@ json::object subscriptionJson(const SubscriptionSnapshot& s) {
   for (const auto& c : s.consumers) consumers.push_back(consumerJson(c));
   o["consumers"] = std::move(consumers);
   o["isDurable"] = s.durable;
-  o["isReplicated"] = false;
+  o["isReplicated"] = s.replicated;
   o["allowOutOfOrderDelivery"] = false;
   if (!s.keySharedMode.empty()) {
     o["keySharedMode"] = s.keySharedMode;

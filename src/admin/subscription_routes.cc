@@ -176,6 +176,29 @@ void addSkipRoutes(Router& r, const AdminContext* ctx) {
                 });
 }
 
+// Pulsar's set-replicated-subscription-status: the body is a JSON boolean; 204, 404 "Subscription
+// not found".
+void addReplicatedStatusRoute(Router& r, const AdminContext* ctx) {
+  addTopicRoute(
+      r, "POST", kSubPath + "/replicatedSubscriptionStatus",
+      [ctx](const HttpRequest& req, const PathParams& p, const TopicName& name,
+            const Respond& respond) {
+        HttpResponse error;
+        auto body = parseJsonBody(req, &error);
+        if (!body) return respond(error);
+        if (!body->is_bool()) {
+          return respond(HttpResponse::error(400, "The body must be true or false"));
+        }
+        onEachSubscriptionTarget(
+            ctx, req, p, name, respond,
+            [enabled = body->as_bool()](const TopicPtr& t, const std::string& sub, StatusCb reply) {
+              broker::Subscription* s = t->subscription(sub);
+              if (!s) return reply(Status::notFound("Subscription not found"));
+              s->setReplicated(enabled, std::move(reply));
+            });
+      });
+}
+
 void addResetCursorRoutes(Router& r, const AdminContext* ctx) {
   addNumberedTopicRoute(
       r, "POST", kSubPath + "/resetcursor/{timestamp}", "timestamp", "Invalid timestamp",
@@ -370,7 +393,8 @@ HttpResponse messageResponse(const storage::Entry& e) {
 void addSubscriptionRoutes(Router& router, const AdminContext& ctx) {
   addRouteGroups(router, ctx,
                  {addSubscriptionListRoute, addSubscriptionCreateDeleteRoutes, addSkipRoutes,
-                  addResetCursorRoutes, addTruncateUnloadTerminateRoutes, addMessageReadRoutes});
+                  addReplicatedStatusRoute, addResetCursorRoutes, addTruncateUnloadTerminateRoutes,
+                  addMessageReadRoutes});
 }
 
 }  // namespace magnetar::admin

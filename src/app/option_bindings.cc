@@ -183,6 +183,13 @@ SettingBindings<broker::BrokerOptions> replicationOptionBindings() {
   return {
       MAGNETAR_BIND(replicationStartAt, replicationStartAt),
       MAGNETAR_BIND(replicationProducerQueueSize, replicationProducerQueueSize),
+      MAGNETAR_BIND(enableReplicatedSubscriptions, enableReplicatedSubscriptions),
+      MAGNETAR_BIND(replicatedSubscriptionsSnapshotFrequencyMillis,
+                    replicatedSubscriptionsSnapshotFrequencyMillis),
+      MAGNETAR_BIND(replicatedSubscriptionsSnapshotTimeoutSeconds,
+                    replicatedSubscriptionsSnapshotTimeoutSeconds),
+      MAGNETAR_BIND(replicatedSubscriptionsSnapshotMaxCachedPerSubscription,
+                    replicatedSubscriptionsSnapshotMaxCachedPerSubscription),
   };
 }
 

@@ -105,6 +105,14 @@ struct BrokerOptions {
   // "latest"), and the entries a replicator has sent and not had acknowledged.
   std::string replicationStartAt{sd::replicationStartAt};
   int replicationProducerQueueSize = sd::replicationProducerQueueSize;
+  // Replicated subscriptions (src/broker/replication/replicated_subscriptions.h).
+  bool enableReplicatedSubscriptions = sd::enableReplicatedSubscriptions;
+  int replicatedSubscriptionsSnapshotFrequencyMillis =
+      sd::replicatedSubscriptionsSnapshotFrequencyMillis;
+  int replicatedSubscriptionsSnapshotTimeoutSeconds =
+      sd::replicatedSubscriptionsSnapshotTimeoutSeconds;
+  int replicatedSubscriptionsSnapshotMaxCachedPerSubscription =
+      sd::replicatedSubscriptionsSnapshotMaxCachedPerSubscription;
   AdvertisedListeners advertisedListeners;        // advertisedListeners, internalListenerName
   int brokerServicePort = sd::brokerServicePort;  // brokerServicePort (0: pick a free port)
   int webServicePort = sd::webServicePort;        // webServicePort, for lookup answers

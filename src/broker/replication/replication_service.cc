@@ -11,6 +11,7 @@
 #include "base/blocking_wait.h"
 #include "base/dcheck.h"
 #include "base/logging.h"
+#include "broker/replication/replicated_subscriptions.h"
 #include "broker/replication/replicator.h"
 
 namespace magnetar::broker {
@@ -284,6 +285,30 @@ void ReplicationService::reconcile(PersistentTopic& topic, const std::set<std::s
       MLOG_INFO("{}: replicator to {} started", topic.name().toString(), remote);
     }
   }
+  reconcileReplicatedSubscriptions(topic);
+}
+
+void ReplicationService::reconcileReplicatedSubscriptions(PersistentTopic& topic) {
+  // Pulsar's checkReplicatedSubscriptionControllerState: a controller while the topic is
+  // replicated and has a replicated subscription.
+  const BrokerOptions& o = service_.options();
+  bool want = o.enableReplicatedSubscriptions && !topic.replicators().empty() &&
+              std::any_of(topic.subscriptions().begin(), topic.subscriptions().end(),
+                          [](const auto& kv) { return kv.second->isReplicated(); });
+  if (want == (topic.replicatedSubscriptions() != nullptr)) return;
+  if (!want) {
+    topic.setReplicatedSubscriptions(nullptr);
+    return;
+  }
+  ReplicatedSubscriptionsConfig cfg;
+  cfg.localCluster = o.clusterName;
+  cfg.snapshotFrequency =
+      std::chrono::milliseconds(std::max(1, o.replicatedSubscriptionsSnapshotFrequencyMillis));
+  cfg.snapshotTimeout =
+      std::chrono::seconds(std::max(1, o.replicatedSubscriptionsSnapshotTimeoutSeconds));
+  cfg.maxCachedPerSubscription = o.replicatedSubscriptionsSnapshotMaxCachedPerSubscription;
+  topic.setReplicatedSubscriptions(ReplicatedSubscriptionsController::start(topic, cfg));
+  MLOG_INFO("{}: replicated subscriptions controller started", topic.name().toString());
 }
 
 }  // namespace magnetar::broker

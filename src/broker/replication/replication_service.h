@@ -95,6 +95,9 @@ class ReplicationService {
   // The endpoint of `cluster` now (its ClusterData read again; a pool is made again when the
   // text changed). nullopt: unknown cluster or refused settings (logged). Thread: any.
   std::optional<RemoteEndpoint> endpointOf(const std::string& cluster);
+  // On the topic's executor: a replicated subscriptions controller while the topic has
+  // replicators and a replicated subscription (enableReplicatedSubscriptions).
+  void reconcileReplicatedSubscriptions(PersistentTopic& topic);
 
   BrokerService& service_;
   const std::chrono::milliseconds period_;

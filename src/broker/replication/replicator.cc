@@ -48,10 +48,16 @@ std::vector<std::string> serviceHosts(const std::string& url) {
 }
 constexpr int64_t kSecondNs = 1'000'000'000;
 
-// Not sent: entries another cluster replicated here (never replicated again), markers, and
-// messages whose replicate_to leaves this remote out (Pulsar's PersistentReplicator filter).
+// Not sent: entries another cluster replicated here (never replicated again), transaction
+// markers, and entries whose replicate_to leaves this remote out (Pulsar's
+// GeoPersistentReplicator filter). Replicated subscription markers go (a snapshot's replicate_to
+// keeps it local, a response's names the asking cluster).
 bool replicates(const proto::MessageMetadata& md, const std::string& remote) {
-  if (md.has_replicated_from() || md.has_marker_type()) return false;
+  if (md.has_replicated_from()) return false;
+  if (md.has_marker_type() &&
+      (md.marker_type() == kTxnCommitMarker || md.marker_type() == kTxnAbortMarker)) {
+    return false;
+  }
   if (md.replicate_to_size() > 0) {
     return std::find(md.replicate_to().begin(), md.replicate_to().end(), remote) !=
            md.replicate_to().end();
@@ -370,7 +376,11 @@ void Replicator::forward(const storage::Entry& e) {
     MLOG_WARN("{}: replicator to {}: entry {}:{} unreadable, skipped", topicName_,
               config_.remoteCluster, e.position.ledgerId, e.position.entryId);
     f.done = true;
-  } else if (!replicates(md, config_.remoteCluster) || md.has_txnid_most_bits()) {
+    inFlight_.push_back(f);
+    return;
+  }
+  remoteMarker(e.position, md, *payload);
+  if (!replicates(md, config_.remoteCluster) || md.has_txnid_most_bits()) {
     f.done = true;  // transactional messages: not replicated yet (docs/geo-replication.md)
   } else {
     md.set_replicated_from(config_.localCluster);
@@ -383,6 +393,7 @@ void Replicator::forward(const storage::Entry& e) {
     send.set_sequence_id(f.sendId);
     send.set_num_messages(f.messages);
     if (md.has_chunk_id()) send.set_is_chunk(true);
+    if (md.has_marker_type()) send.set_marker(true);  // Pulsar's brokers skip dedup for it
     cnx_->send(Commands::newSend(send, md, *payload));
     // Pulsar charges each entry sent as one message and its stored length in bytes.
     if (rate_.enabled()) {
@@ -390,6 +401,14 @@ void Replicator::forward(const storage::Entry& e) {
     }
   }
   inFlight_.push_back(f);
+}
+
+void Replicator::remoteMarker(storage::Position pos, const proto::MessageMetadata& md,
+                              std::string_view payload) {
+  // Markers the remote replicated here reach its replicator only (Pulsar's
+  // checkReplicatedSubscriptionMarker), so each is handled once.
+  if (!md.has_marker_type() || md.replicated_from() != config_.remoteCluster) return;
+  if (auto* rs = topic_.replicatedSubscriptions()) rs->remoteMarker(pos, md.marker_type(), payload);
 }
 
 void Replicator::onReceipt(uint64_t sendId, bool ok) {

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/token_bucket.h"
 #include "broker/policies/rate_policies.h"
@@ -68,6 +69,7 @@ class Replicator final : public TopicReplicator, public std::enable_shared_from_
   // rate rebuilds the limiter (full, as Pulsar's) and ends a wait for tokens at once. With
   // relativeToPublishRate the topic's publish rate since the last call is added (PIP-52).
   void setDispatchRate(const DispatchRate& rate);
+  bool isConnected() const override { return state_ == State::kReady; }
 
   Replicator(PersistentTopic& topic, storage::ManagedCursor& cursor, ReplicatorConfig config,
              PeerPool& peers);
@@ -101,6 +103,9 @@ class Replicator final : public TopicReplicator, public std::enable_shared_from_
   void onEntries(uint64_t epoch, const Status& s, std::vector<storage::Entry> entries);
   // Sends one entry, or marks it done when it is not to be replicated.
   void forward(const storage::Entry& e);
+  // A replicated subscription marker that this replicator's remote wrote: to the controller.
+  void remoteMarker(storage::Position pos, const proto::MessageMetadata& md,
+                    std::string_view payload);
   void onReceipt(uint64_t sendId, bool ok);
   // The replicator dispatch rate: false (and a read again once tokens are back, within 1 s)
   // when the limiter has none; else lowers *entries / *bytes to the tokens left.

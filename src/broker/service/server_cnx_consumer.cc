@@ -152,6 +152,7 @@ std::optional<SubscribeRequest> ServerCnx::newSubscribeRequest(const proto::Comm
     }
   }
   req.readCompacted = c.read_compacted();
+  req.replicateSubscriptionState = c.replicate_subscription_state();
   consumer->readCompacted = c.read_compacted();
   req.consumer = consumer;
   if (c.has_schema()) {

@@ -828,6 +828,13 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
         continue;
       }
     }
+    if (md.hasMarkerType) {  // server-only: acked through (Pulsar's filterEntriesForConsumer)
+      if (md.markerType == kReplicatedSubscriptionSnapshotMarker && snapshotMarkerHook_) {
+        snapshotMarkerHook_(e);
+      }
+      cursor_.asyncDelete({e.position}, nullptr);
+      continue;
+    }
     const int32_t batchSize = std::max(1, md.numMessagesInBatch);
     if (pendingAck_ && !pendingAck_->empty() && pendingAck_->isWhollyHeld(e.position, batchSize)) {
       continue;  // acked by an open transaction

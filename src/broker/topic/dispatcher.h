@@ -10,6 +10,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -70,6 +71,11 @@ class Dispatcher {
   // at its max read position, and commit/abort markers and aborted txns' entries are acked
   // through without dispatch (Pulsar's filterEntriesForConsumer).
   void setTransactionBuffer(const TransactionBuffer* tb) { txnBuffer_ = tb; }
+  // Every marker (marker_type set, Pulsar's Markers.isServerOnlyMarker) is acked through and
+  // never dispatched; a replicated subscription snapshot's (12) entry goes to `hook` first.
+  void setSnapshotMarkerHook(std::function<void(const storage::Entry&)> hook) {
+    snapshotMarkerHook_ = std::move(hook);
+  }
   // Overrides maxUnackedMessagesPerConsumer / ...PerSubscription (topic policies
   // maxUnackedMessagesOnConsumer / OnSubscription; 0: no limit). nullopt: the broker's value.
   void setUnackedLimits(std::optional<int> perConsumer, std::optional<int> perSubscription) {
@@ -264,6 +270,7 @@ class Dispatcher {
   storage::Position readPosition_;
   const TopicCompactor* compactor_ = nullptr;
   const TransactionBuffer* txnBuffer_ = nullptr;
+  std::function<void(const storage::Entry&)> snapshotMarkerHook_;
   // dispatchEntries' transaction step: true when e must not go out now (past the max read
   // position: read again later; hidden: acked through).
   bool heldByTxn(const storage::Entry& e, const EntryMetadataPeek& md, bool fromReplay, bool* stop);

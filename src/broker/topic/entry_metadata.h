@@ -35,6 +35,10 @@ struct EntryMetadataPeek {
   bool hasTxnid = false;        // both 22 and 23 present (Pulsar's hasTxnid* pair)
 };
 
+// PulsarMarkers.proto MarkerType of a replicated subscription snapshot (kept in the local topic;
+// the dispatchers of replicated subscriptions hand it to the controller).
+inline constexpr int32_t kReplicatedSubscriptionSnapshotMarker = 12;
+
 // Scans the serialized MessageMetadata of an entry (entry = [0x0e02 bem]?[0x0e01][crc][size][md]
 // [payload]). kCorruption if the entry or the metadata's wire format is malformed.
 Status peekEntryMetadata(std::string_view entry, EntryMetadataPeek* out);

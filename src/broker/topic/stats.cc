@@ -69,6 +69,7 @@ SubscriptionSnapshot snapshotSubscription(Subscription& sub, storage::ManagedLed
   SubscriptionSnapshot s;
   s.name = sub.name();
   s.durable = sub.durable();
+  s.replicated = sub.isReplicated();
   s.msgBacklog = sub.msgBacklog();
   s.backlogSize = estimateBytes(ml, s.msgBacklog);
   s.type = "None";

@@ -82,6 +82,7 @@ struct SubscriptionSnapshot {
   std::string name;
   std::string type;  // "Exclusive", "Shared", "Failover", "Key_Shared"; "None" before a consumer
   bool durable = true;
+  bool replicated = false;  // isReplicated: the pulsar.replicated.subscription property
   int64_t msgBacklog = 0;
   int64_t backlogSize = 0;  // bytes, estimated from the average entry size
   int64_t unackedMessages = 0;

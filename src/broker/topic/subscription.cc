@@ -42,12 +42,42 @@ Status Subscription::addConsumer(const std::shared_ptr<Consumer>& c) {
     if (delayedDelivery_) dispatcher_->setDelayedDelivery(*delayedDelivery_);
     dispatcher_->setCompactor(compactor_);
     dispatcher_->setTransactionBuffer(txnBuffer_);
+    dispatcher_->setSnapshotMarkerHook(snapshotMarkerHook_);
     dispatcher_->setPendingAck(pendingAck_.get());
     if (nonPersistent_) dispatcher_->setNonPersistent();
     dispatcher_->setDispatchRateLimiters(topicDispatchRate_, &subDispatchRate_, brokerDispatchRate_,
                                          rateOnNonBacklog_);
   }
   return dispatcher_->addConsumer(c);
+}
+
+namespace {
+constexpr const char* kReplicatedProperty = "pulsar.replicated.subscription";
+}  // namespace
+
+bool Subscription::isReplicated() const {
+  const auto& props = cursor_.properties();
+  auto it = props.find(kReplicatedProperty);
+  return it != props.end() && it->second == 1;
+}
+
+void Subscription::setReplicated(bool replicated, storage::StatusCallback cb) {
+  if (!durable_ || nonPersistent_ || replicated == isReplicated()) {
+    if (cb) cb(Status::ok());
+    return;
+  }
+  storage::CursorProperties props = cursor_.properties();
+  if (replicated) {
+    props[kReplicatedProperty] = 1;
+  } else {
+    props.erase(kReplicatedProperty);
+  }
+  cursor_.asyncMarkDelete(cursor_.markDeletedPosition(), std::move(props), std::move(cb));
+}
+
+void Subscription::setSnapshotMarkerHook(std::function<void(const storage::Entry&)> hook) {
+  snapshotMarkerHook_ = std::move(hook);
+  if (dispatcher_) dispatcher_->setSnapshotMarkerHook(snapshotMarkerHook_);
 }
 
 void Subscription::setUnackedLimits(std::optional<int> perConsumer,

@@ -5,6 +5,7 @@
 #error "broker/topic is not below this broker part (src/broker/README.md)"
 #endif
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -111,6 +112,15 @@ class Subscription {
     if (dispatcher_) dispatcher_->setTransactionBuffer(tb);
   }
 
+  // Replicated subscription (Pulsar's cursor property "pulsar.replicated.subscription" = 1, kept
+  // with the mark-delete position, so across restarts; a reset clears it as Pulsar's does).
+  bool isReplicated() const;
+  // Stores the property (a mark-delete at the current position carrying it); cb once persisted.
+  void setReplicated(bool replicated, storage::StatusCallback cb);
+  // Called with each snapshot marker (marker_type 12) the dispatcher reads and acks through
+  // (Pulsar's processReplicatedSubscriptionSnapshot); kept for dispatchers created later.
+  void setSnapshotMarkerHook(std::function<void(const storage::Entry&)> hook);
+
   // Topic-policy overrides of the unacked limits, kept for dispatchers created later
   // (Dispatcher::setUnackedLimits).
   void setUnackedLimits(std::optional<int> perConsumer, std::optional<int> perSubscription);
@@ -141,6 +151,7 @@ class Subscription {
   bool nonPersistent_;
   std::unique_ptr<Dispatcher> dispatcher_;
   const TransactionBuffer* txnBuffer_ = nullptr;
+  std::function<void(const storage::Entry&)> snapshotMarkerHook_;
   std::unique_ptr<PendingAckHandle> pendingAck_;
   // What a commit and an abort do with the acks they release.
   // A committed txn's acks into the cursor; durable(status) once the cursor wrote them.

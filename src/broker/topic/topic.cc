@@ -536,7 +536,8 @@ storage::Position PersistentTopic::maxReadPosition() const {
 
 namespace {
 
-// lastDispatchableEntry's backward scan, one entry per read (markers are few in a row).
+// lastDispatchableEntry's backward scan, one entry per read (markers are few in a row): every
+// marker is skipped, as Pulsar's getLastDispatchablePosition skips server-only markers.
 void scanBack(const std::shared_ptr<PersistentTopic>& topic, storage::Position p,
               std::function<void(storage::Position, int32_t)> cb) {
   if (p.entryId < 0) return cb(p, 1);
@@ -546,7 +547,7 @@ void scanBack(const std::shared_ptr<PersistentTopic>& topic, storage::Position p
         if (!s.isOk() || es.empty() || !peekEntryMetadata(es.front().data.view(), &md).isOk()) {
           return cb(p, 1);
         }
-        if (topic->transactionBuffer().hides(md)) {
+        if (md.hasMarkerType || topic->transactionBuffer().hides(md)) {
           return scanBack(topic, storage::Position{p.ledgerId, p.entryId - 1}, cb);
         }
         cb(p, std::max(1, md.numMessagesInBatch));
@@ -737,6 +738,7 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
       cb(Status::busy("Subscription reached max consumers limit"));
       return;
     }
+    if (req.replicateSubscriptionState) it->second->setReplicated(true, nullptr);
     cb(it->second->addConsumer(req.consumer));
     return;
   }
@@ -768,6 +770,7 @@ void PersistentTopic::subscribe(const SubscribeRequest& req,
   attachPendingAck(*sub, /*recover=*/false);
   attachRateLimits(*sub);
   if (req.durable) {
+    if (req.replicateSubscriptionState) sub->setReplicated(true, nullptr);
     cb(sub->addConsumer(req.consumer));
     return;
   }

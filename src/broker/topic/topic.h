@@ -53,6 +53,9 @@ struct SubscribeRequest {
   SubType subType = proto::CommandSubscribe::Exclusive;
   storage::InitialPosition initialPosition = storage::InitialPosition::kLatest;
   bool createIfMissing = true;
+  // CommandSubscribe replicate_subscription_state true: a durable subscription becomes
+  // replicated (Subscription::setReplicated); false or unset changes nothing (Pulsar's rule).
+  bool replicateSubscriptionState = false;
   // A reader: a subscription that lives only while its consumer does, starting at startPosition
   // (the message id the client gave; earliest/latest are clamped to the log's ends).
   bool durable = true;
@@ -96,6 +99,9 @@ struct TopicStats {
   uint64_t bytesInCounter = 0;
   uint64_t publishErrors = 0;
   uint64_t entriesAddedCounter = 0;  // entries appended since the topic was loaded
+  // Of entriesAddedCounter: server-only markers (written here or replicated in); the rest are
+  // data (Pulsar's lastDataMessagePublishedTimestamp ignores markers).
+  uint64_t markerEntriesAdded = 0;
 };
 
 // Thread: the executor passed at construction, for every method unless noted.
@@ -219,6 +225,14 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
     return replicators_;
   }
   bool closing() const { return closing_; }
+  // Replicated subscriptions (topic_replicator.h): the controller while the topic has one (null
+  // otherwise); replaced controllers and the last one at close are closed.
+  void setReplicatedSubscriptions(std::shared_ptr<TopicReplicatedSubscriptions> c);
+  TopicReplicatedSubscriptions* replicatedSubscriptions() const { return replSubs_.get(); }
+  // Writes a server-only marker entry (Pulsar's publishMessage with isMarkerMessage): not counted
+  // as messages in, never deduplicated; dispatchers and replicators are told of it. done(status,
+  // position) on this executor (kClosed when the topic went meanwhile).
+  void publishMarker(Buffer entry, std::function<void(Status, storage::Position)> done);
   // Topic policies: replace maxProducersPerTopic, maxConsumersPerTopic, maxSubscriptionsPerTopic
   // and the unacked limits for this topic (checked for the next producer/consumer/subscription).
   void setPolicyLimits(const TopicPolicyLimits& limits);
@@ -440,7 +454,13 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   MessageDeduplication dedup_;
   TransactionBuffer txnBuffer_;
   // Wires the transaction buffer into a new subscription's dispatcher (hook for transactions).
-  void attachTxnBuffer(Subscription& sub) { sub.setTransactionBuffer(&txnBuffer_); }
+  // Also gives it the hook that hands snapshot markers to the replicated subscriptions.
+  void attachTxnBuffer(Subscription& sub) {
+    sub.setTransactionBuffer(&txnBuffer_);
+    sub.setSnapshotMarkerHook([this, name = sub.name()](const storage::Entry& e) {
+      if (replSubs_) replSubs_->snapshotMarkerRead(name, e.position, e.data);
+    });
+  }
   // A transactional SEND refused by the transaction buffer (answered with its SEND_ERROR).
   bool refuseTxnSend(const std::shared_ptr<Producer>& producer, const PendingSend& s, size_t bytes);
   std::shared_ptr<TopicCompactor> compactor_;
@@ -467,6 +487,7 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   bool newEntries_ = false;
   std::map<std::string, std::shared_ptr<TopicReplicator>> replicators_;
+  std::shared_ptr<TopicReplicatedSubscriptions> replSubs_;
   bool closing_ = false;  // closeLedger/deleteLedger began: no replicator is added any more
   void closeReplicators();
   // publish() of a replicator's SEND (Pulsar's isRemote producer): dedup by the producer name and

@@ -42,6 +42,36 @@ void PersistentTopic::closeReplicators() {
   auto all = std::move(replicators_);
   replicators_.clear();
   for (auto& [cluster, r] : all) r->close();
+  setReplicatedSubscriptions(nullptr);
+}
+
+void PersistentTopic::setReplicatedSubscriptions(std::shared_ptr<TopicReplicatedSubscriptions> c) {
+  MAGNETAR_DCHECK_ON(executor_);
+  if (c && closing_) {
+    c->close();
+    return;
+  }
+  auto old = std::exchange(replSubs_, std::move(c));
+  if (old) old->close();
+}
+
+void PersistentTopic::publishMarker(Buffer entry,
+                                    std::function<void(Status, storage::Position)> done) {
+  MAGNETAR_DCHECK_ON(executor_);
+  ledger_->asyncAddEntry(std::move(entry), [this, alive = alive_, done = std::move(done)](
+                                               const Status& st, storage::Position pos) {
+    if (!*alive) return done(Status::closed("topic closed"), pos);
+    if (st.isOk()) {
+      stats_.entriesAddedCounter++;
+      stats_.markerEntriesAdded++;
+      newEntries_ = true;
+      if (!flushQueued_) {  // flushPass tells the dispatchers and replicators
+        flushQueued_ = true;
+        executor_.execute([self = shared_from_this()] { self->flushPass(); });
+      }
+    }
+    done(st, pos);
+  });
 }
 
 namespace {
@@ -54,6 +84,7 @@ struct ReplicatedAdd {
   size_t bytes;
   std::string dedupName;  // the original producer's name
   int64_t dedupHighest;
+  bool marker;  // a server-only marker: never deduplicated (Pulsar's isMarkerMessage)
 };
 }  // namespace
 
@@ -65,15 +96,18 @@ void PersistentTopic::publishReplicated(const std::shared_ptr<Producer>& produce
   EntryMetadataPeek md;
   auto add = std::make_unique<ReplicatedAdd>(
       ReplicatedAdd{producer, s.sequenceId, s.highestSequenceId, s.numMessages, bytes,
-                    producer->name(), static_cast<int64_t>(s.highestSequenceId)});
+                    producer->name(), static_cast<int64_t>(s.highestSequenceId), false});
   int64_t first = static_cast<int64_t>(s.sequenceId);
-  if (peekEntryMetadata(s.entry.view(), &md).isOk() && !md.producerName.empty()) {
+  const bool peeked = peekEntryMetadata(s.entry.view(), &md).isOk();
+  add->marker = peeked && md.hasMarkerType;
+  if (peeked && !md.producerName.empty()) {
     add->dedupName = std::string(md.producerName);
     first = static_cast<int64_t>(md.sequenceId);
     add->dedupHighest = static_cast<int64_t>(
         md.hasHighestSequenceId ? std::max(md.highestSequenceId, md.sequenceId) : md.sequenceId);
   }
-  auto verdict = dedup_.check(add->dedupName, first, add->dedupHighest);
+  auto verdict = add->marker ? MessageDeduplication::Verdict::kNew
+                             : dedup_.check(add->dedupName, first, add->dedupHighest);
   const uint64_t seq = add->seq;
   const uint64_t highest = add->highest;
   if (verdict == MessageDeduplication::Verdict::kDuplicate) {
@@ -101,12 +135,13 @@ void PersistentTopic::publishReplicated(const std::shared_ptr<Producer>& produce
       return;
     }
     pendingWrites_--;
-    dedup_.completed(add->dedupName, add->dedupHighest, st, pos);
+    if (!add->marker) dedup_.completed(add->dedupName, add->dedupHighest, st, pos);
     if (dedup_.snapshotDeferred() && !dedupSnapshotArmed_) armDeferredDedupSnapshot();
     if (st.isOk()) {
       stats_.msgInCounter += add->numMessages;
       stats_.bytesInCounter += add->bytes;
       stats_.entriesAddedCounter++;
+      if (add->marker) stats_.markerEntriesAdded++;
       add->producer->msgInCounter += add->numMessages;
       add->producer->bytesInCounter += add->bytes;
       newEntries_ = true;

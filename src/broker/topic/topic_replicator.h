@@ -11,6 +11,9 @@
 #include <string>
 #include <string_view>
 
+#include "base/buffer.h"
+#include "storage/managed_ledger.h"
+
 namespace magnetar::broker {
 
 // Pulsar's replicatorPrefix: the replication cursor of remote cluster R is "pulsar.repl.R", the
@@ -55,6 +58,25 @@ class TopicReplicator {
   // remote is closed, nothing more is read from the cursor. The cursor stays.
   virtual void close() = 0;
   virtual ReplicatorStats stats() const = 0;
+  // The producer on the remote is ready (replicated subscriptions start no snapshot otherwise).
+  virtual bool isConnected() const { return true; }
+};
+
+// Replicated subscriptions (src/broker/replication/replicated_subscriptions.h, Pulsar's
+// ReplicatedSubscriptionsController) as the topic and its replicators drive them.
+// Thread: the topic's executor for every call.
+class TopicReplicatedSubscriptions {
+ public:
+  virtual ~TopicReplicatedSubscriptions() = default;
+  // Subscription `subscription`'s dispatcher read (and acked through) the snapshot marker
+  // (marker_type 12) stored at `pos`; `entry` is the stored entry.
+  virtual void snapshotMarkerRead(const std::string& subscription, storage::Position pos,
+                                  const Buffer& entry) = 0;
+  // The replicator to cluster R read a marker that R replicated here (replicated_from == R) at
+  // `pos`: its marker_type and payload (Pulsar's checkReplicatedSubscriptionMarker).
+  virtual void remoteMarker(storage::Position pos, int markerType, std::string_view payload) = 0;
+  // Stops for good (topic closing, or no replicated subscription / replication left).
+  virtual void close() = 0;
 };
 
 }  // namespace magnetar::broker
