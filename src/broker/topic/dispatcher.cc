@@ -828,13 +828,7 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
         continue;
       }
     }
-    if (md.hasMarkerType) {  // server-only: acked through (Pulsar's filterEntriesForConsumer)
-      if (md.markerType == kReplicatedSubscriptionSnapshotMarker && snapshotMarkerHook_) {
-        snapshotMarkerHook_(e);
-      }
-      cursor_.asyncDelete({e.position}, nullptr);
-      continue;
-    }
+    if (md.hasMarkerType && skipMarker(e, md)) continue;
     const int32_t batchSize = std::max(1, md.numMessagesInBatch);
     if (pendingAck_ && !pendingAck_->empty() && pendingAck_->isWhollyHeld(e.position, batchSize)) {
       continue;  // acked by an open transaction
@@ -889,6 +883,15 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
     ++entriesOut;
   }
   if (rateLimited()) chargeDispatchRate(msgsBefore, bytesBefore, entriesOut);
+}
+
+bool Dispatcher::skipMarker(const Entry& e, const EntryMetadataPeek& md) {
+  // Server-only: acked through, never dispatched (Pulsar's filterEntriesForConsumer).
+  if (md.markerType == kReplicatedSubscriptionSnapshotMarker && snapshotMarkerHook_) {
+    snapshotMarkerHook_(e);
+  }
+  cursor_.asyncDelete({e.position}, nullptr);
+  return true;
 }
 
 bool Dispatcher::heldByTxn(const Entry& e, const EntryMetadataPeek& md, bool fromReplay,

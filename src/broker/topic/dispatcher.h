@@ -273,6 +273,9 @@ class Dispatcher {
   std::function<void(const storage::Entry&)> snapshotMarkerHook_;
   // dispatchEntries' transaction step: true when e must not go out now (past the max read
   // position: read again later; hidden: acked through).
+  // A marker entry (marker_type set): handed to the snapshot hook when it is one, acked;
+  // true (skipped).
+  bool skipMarker(const storage::Entry& e, const EntryMetadataPeek& md);
   bool heldByTxn(const storage::Entry& e, const EntryMetadataPeek& md, bool fromReplay, bool* stop);
   const PendingAckHandle* pendingAck_ = nullptr;
   bool compactedStarted_ = false;  // a compacted read was issued since the last rewind
