@@ -269,7 +269,10 @@ void addTopicCreateDeleteRoutes(Router& r, const AdminContext* ctx) {
 // is created with the same partitions on every other cluster of its namespace's
 // replication_clusters, through that cluster's admin API (its ClusterData's serviceUrl) with
 // createLocalTopicOnly=true. Not waited for; failures (409 when it exists there) are logged.
-void createOnReplicatedClusters(const AdminContext& ctx, const TopicName& name, int partitions) {
+// `update`: the partitions of an existing one updated there instead (POST with
+// updateLocalTopicOnly=true, Pulsar's updatePartitionInOtherCluster).
+void partitionsOnReplicatedClusters(const AdminContext& ctx, const TopicName& name, int partitions,
+                                    bool update) {
   auto clusters =
       ctx.service.policies().namespacePolicies(name.namespaceName()).replicationClusters;
   if (!clusters) return;
@@ -281,9 +284,11 @@ void createOnReplicatedClusters(const AdminContext& ctx, const TopicName& name, 
       local += fmt::format("%{:02X}", ch);
     }
   }
-  const std::string path = fmt::format("/admin/v2/{}/{}/{}/partitions?createLocalTopicOnly=true",
-                                       name.isPersistent() ? "persistent" : "non-persistent",
-                                       name.namespaceName(), local);
+  const std::string path =
+      fmt::format("/admin/v2/{}/{}/{}/partitions?{}=true",
+                  name.isPersistent() ? "persistent" : "non-persistent", name.namespaceName(),
+                  local, update ? "updateLocalTopicOnly" : "createLocalTopicOnly");
+  const char* what = update ? "updated" : "created";
   for (const auto& c : *clusters) {
     if (c == ctx.config->clusterName()) continue;
     auto data = ctx.service.policies().cluster(c);
@@ -292,25 +297,25 @@ void createOnReplicatedClusters(const AdminContext& ctx, const TopicName& name, 
     const json::value* url =
         !ec && v.is_object() ? v.as_object().if_contains("serviceUrl") : nullptr;
     if (!url || !url->is_string() || url->as_string().empty()) {
-      MLOG_WARN("{}: cluster {} has no serviceUrl: partitioned topic not created there",
-                name.toString(), c);
+      MLOG_WARN("{}: cluster {} has no serviceUrl: partitioned topic not {} there", name.toString(),
+                c, what);
       continue;
     }
     HttpClientRequest call;
-    call.method = "PUT";
+    call.method = update ? "POST" : "PUT";
     call.url = std::string(url->as_string()) + path;
     call.body = std::to_string(partitions);
     call.contentType = "application/json";
-    httpCall(ctx.service.ioLoops().next(), std::move(call),
-             [topic = name.toString(), c](const Result<HttpClientResponse>& r) {
-               if (r.isOk() && (r->status / 100 == 2 || r->status == 409)) {
-                 MLOG_INFO("{}: partitioned topic created on cluster {} ({})", topic, c, r->status);
-               } else {
-                 MLOG_WARN(
-                     "{}: partitioned topic not created on cluster {}: {}", topic, c,
-                     r.isOk() ? std::to_string(r->status) + " " + r->body : r.status().toString());
-               }
-             });
+    httpCall(
+        ctx.service.ioLoops().next(), std::move(call),
+        [topic = name.toString(), c, what](const Result<HttpClientResponse>& r) {
+          if (r.isOk() && (r->status / 100 == 2 || r->status == 409)) {
+            MLOG_INFO("{}: partitioned topic {} on cluster {} ({})", topic, what, c, r->status);
+          } else {
+            MLOG_WARN("{}: partitioned topic not {} on cluster {}: {}", topic, what, c,
+                      r.isOk() ? std::to_string(r->status) + " " + r->body : r.status().toString());
+          }
+        });
   }
 }
 
@@ -333,7 +338,7 @@ void addPartitionedTopicRoutes(Router& r, const AdminContext* ctx) {
                            name.toString(), broker::kTopicPropertiesKey, json::serialize(props));
                      }
                      if (s && !queryFlag(req, "createLocalTopicOnly")) {
-                       createOnReplicatedClusters(*ctx, name, body.partitions);
+                       partitionsOnReplicatedClusters(*ctx, name, body.partitions, false);
                      }
                      respond(s ? noContent() : errorResponse(s));
                    });
@@ -369,11 +374,14 @@ void addPartitionedTopicRoutes(Router& r, const AdminContext* ctx) {
         });
       });
   onPartitionsBody(r, "POST", false,
-                   [ctx](const HttpRequest&, const TopicName& name, const PartitionsBody& body,
+                   [ctx](const HttpRequest& req, const TopicName& name, const PartitionsBody& body,
                          const Respond& respond) {
                      Status s = ctx->service.updatePartitions(name, body.partitions);
                      if (s.code() == StatusCode::kInvalidArgument) {
                        return respond(HttpResponse::error(422, s.message()));
+                     }
+                     if (s && !queryFlag(req, "updateLocalTopicOnly")) {
+                       partitionsOnReplicatedClusters(*ctx, name, body.partitions, true);
                      }
                      respond(s ? noContent() : errorResponse(s));
                    });

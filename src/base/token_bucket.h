@@ -57,9 +57,11 @@ class TokenBucket {
   }
 
  private:
-  // a * b / c without overflow (a, b >= 0; c > 0).
+  // a * b / c without overflow (a, b >= 0; c > 0), saturated at INT64_MAX (a rate near
+  // INT64_MAX, which Pulsar takes as no limit, must not wrap to a negative balance).
   static int64_t scale(int64_t a, int64_t b, int64_t c) {
-    return static_cast<int64_t>(static_cast<__int128>(a) * b / c);
+    const __int128 v = static_cast<__int128>(a) * b / c;
+    return v > INT64_MAX ? INT64_MAX : static_cast<int64_t>(v);
   }
   // Tokens are granted for the time since configure(): total = elapsed * rate / period, exact
   // (no remainder is lost at low rates); a refill adds what was granted since the last one.
@@ -73,8 +75,12 @@ class TokenBucket {
     if (!granted_.compare_exchange_strong(granted, total, std::memory_order_relaxed)) return;
     const int64_t add = total - granted;
     int64_t cur = tokens_.load(std::memory_order_relaxed);
-    while (!tokens_.compare_exchange_weak(cur, std::min(cur + add, std::max(cur, rate)),
-                                          std::memory_order_relaxed)) {
+    // cur + add in 128 bits: both may be near INT64_MAX with a huge rate.
+    while (
+        !tokens_.compare_exchange_weak(cur,
+                                       static_cast<int64_t>(std::min<__int128>(
+                                           static_cast<__int128>(cur) + add, std::max(cur, rate))),
+                                       std::memory_order_relaxed)) {
     }
   }
 

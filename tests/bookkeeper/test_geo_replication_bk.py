@@ -64,7 +64,7 @@ def configure(side: Side, other: str, other_url: str, other_admin: str) -> None:
              ("PUT", "/admin/v2/tenants/geo", {"allowedClusters": [A, B], "adminRoles": []},
               (204, 409)),
              ("PUT", f"/admin/v2/namespaces/{NS}", None, (204, 409)),
-             ("POST", f"/admin/v2/namespaces/{NS}/replication", [A, B], (204,))]
+             ("POST", f"/admin/v2/namespaces/{NS}/replication", [A, B], (200,))]
     for method, path, body, ok in steps:
         eventually(lambda m=method, p=path, b=body, o=ok: ok_answer(side.http(m, p, b), o), 30)
 

@@ -326,6 +326,22 @@ def partitioned_created_remotely(side: Side, other: Side) -> None:
                 p.send(f"p{i}-{j}".encode())
         for i, sub in enumerate(subs):
             assert drain(sub, 5) == [f"p{i}-{j}" for j in range(5)], f"partition {i}"
+        # More partitions here: the other cluster's partitioned topic is updated too (Pulsar's
+        # updatePartitionInOtherCluster, updateLocalTopicOnly=true there), and a new
+        # partition's messages arrive (found by a breaker: the new partitions' replicators
+        # stayed disconnected).
+        assert side.http("POST", path, 5).status_code == 204
+
+        def updated() -> None:
+            r = other.http("GET", path)
+            assert r.status_code == 200 and r.json()["partitions"] == 5, r.text
+        eventually(updated, 30)
+        sub4 = ko.subscribe(f"{topic}-partition-4", "sub",
+                            initial_position=pulsar.InitialPosition.Earliest)
+        p4 = ks.create_producer(f"{topic}-partition-4", producer_name="pp4")
+        for j in range(5):
+            p4.send(f"p4-{j}".encode())
+        assert drain(sub4, 5) == [f"p4-{j}" for j in range(5)], "partition 4"
     finally:
         ks.close()
         ko.close()

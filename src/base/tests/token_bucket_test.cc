@@ -93,6 +93,18 @@ TEST(TokenBucket, LargeRatesDoNotOverflow) {
   EXPECT_EQ(b.tokens(1800 * kSec), int64_t{1} << 39);
 }
 
+// A rate of INT64_MAX (Pulsar's "no limit" written as Long.MAX_VALUE) never wraps the balance
+// negative, however long the bucket runs (found by a breaker: replication stopped for good).
+TEST(TokenBucket, MaxRateNeverRunsOut) {
+  TokenBucket b;
+  b.configure(INT64_MAX, kSec, 0);
+  for (int64_t t = 0; t <= 3600 * kSec; t += 7 * kSec + 3) {
+    EXPECT_TRUE(b.consume(1 << 20, t)) << t;
+    EXPECT_GT(b.tokens(t), 0) << t;
+    EXPECT_EQ(b.throttleNanos(t), 0) << t;
+  }
+}
+
 TEST(MessageRateLimiter, BothLimitsHold) {
   MessageRateLimiter l;
   EXPECT_FALSE(l.enabled());

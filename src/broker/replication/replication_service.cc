@@ -273,6 +273,9 @@ void ReplicationService::reconcile(PersistentTopic& topic, const std::set<std::s
     cfg.remote = [this, remote] { return endpointOf(remote); };
     cfg.producerQueueSize = std::max(1, o.replicationProducerQueueSize);
     cfg.dispatchRate = rate;
+    cfg.startReplicatedSubscriptions = [this](PersistentTopic& t) {
+      reconcileReplicatedSubscriptions(t, /*force=*/true);
+    };
     std::string start = o.replicationStartAt;
     std::transform(start.begin(), start.end(), start.begin(),
                    [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
@@ -288,13 +291,14 @@ void ReplicationService::reconcile(PersistentTopic& topic, const std::set<std::s
   reconcileReplicatedSubscriptions(topic);
 }
 
-void ReplicationService::reconcileReplicatedSubscriptions(PersistentTopic& topic) {
+void ReplicationService::reconcileReplicatedSubscriptions(PersistentTopic& topic, bool force) {
   // Pulsar's checkReplicatedSubscriptionControllerState: a controller while the topic is
   // replicated and has a replicated subscription.
   const BrokerOptions& o = service_.options();
   bool want = o.enableReplicatedSubscriptions && !topic.replicators().empty() &&
-              std::any_of(topic.subscriptions().begin(), topic.subscriptions().end(),
-                          [](const auto& kv) { return kv.second->isReplicated(); });
+              (force || topic.replicatedSubscriptions() != nullptr ||
+               std::any_of(topic.subscriptions().begin(), topic.subscriptions().end(),
+                           [](const auto& kv) { return kv.second->isReplicated(); }));
   if (want == (topic.replicatedSubscriptions() != nullptr)) return;
   if (!want) {
     topic.setReplicatedSubscriptions(nullptr);

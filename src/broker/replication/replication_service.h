@@ -96,8 +96,10 @@ class ReplicationService {
   // text changed). nullopt: unknown cluster or refused settings (logged). Thread: any.
   std::optional<RemoteEndpoint> endpointOf(const std::string& cluster);
   // On the topic's executor: a replicated subscriptions controller while the topic has
-  // replicators and a replicated subscription (enableReplicatedSubscriptions).
-  void reconcileReplicatedSubscriptions(PersistentTopic& topic);
+  // replicators and a replicated subscription (enableReplicatedSubscriptions); `force`: also
+  // without one (a remote's marker arrived, as Pulsar's receivedReplicatedSubscriptionMarker).
+  // A controller once started stays while the topic replicates.
+  void reconcileReplicatedSubscriptions(PersistentTopic& topic, bool force = false);
 
   BrokerService& service_;
   const std::chrono::milliseconds period_;

@@ -47,6 +47,9 @@ std::vector<std::string> serviceHosts(const std::string& url) {
   return out;
 }
 constexpr int64_t kSecondNs = 1'000'000'000;
+// Pulsar's MarkerType REPLICATED_SUBSCRIPTION_SNAPSHOT_REQUEST (10) .. _UPDATE (13).
+constexpr int kFirstReplSubMarker = 10;
+constexpr int kLastReplSubMarker = 13;
 
 // Not sent: entries another cluster replicated here (never replicated again), transaction
 // markers, and entries whose replicate_to leaves this remote out (Pulsar's
@@ -408,6 +411,10 @@ void Replicator::remoteMarker(storage::Position pos, const proto::MessageMetadat
   // Markers the remote replicated here reach its replicator only (Pulsar's
   // checkReplicatedSubscriptionMarker), so each is handled once.
   if (!md.has_marker_type() || md.replicated_from() != config_.remoteCluster) return;
+  if (!topic_.replicatedSubscriptions() && config_.startReplicatedSubscriptions &&
+      md.marker_type() >= kFirstReplSubMarker && md.marker_type() <= kLastReplSubMarker) {
+    config_.startReplicatedSubscriptions(topic_);
+  }
   if (auto* rs = topic_.replicatedSubscriptions()) rs->remoteMarker(pos, md.marker_type(), payload);
 }
 

@@ -53,6 +53,11 @@ struct ReplicatorConfig {
   storage::InitialPosition startAt = storage::InitialPosition::kLatest;  // replicationStartAt
   std::chrono::milliseconds connectTimeout{10000};  // a LOOKUP's and PRODUCER's answer
   DispatchRate dispatchRate;  // replicatorDispatchRate in force at the start (no limit: <= 0)
+  // Called on the topic's executor when a replicated subscription marker from the remote
+  // arrives and the topic has no controller: starts one (Pulsar's
+  // receivedReplicatedSubscriptionMarker forces it, so a cluster without the subscription
+  // yet answers snapshots and takes the update that creates it).
+  std::function<void(PersistentTopic&)> startReplicatedSubscriptions;
 };
 
 // Thread: the topic's executor for every member (the connection's frames are posted there).
