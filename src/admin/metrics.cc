@@ -211,7 +211,8 @@ using Repl = Replication;
 
 // Each remote cluster's replication of t: its replicator and the remote's producer.
 void addReplication(std::map<std::string, Replication>& byRemote, const TopicSnapshot& t) {
-  for (const auto& [remote, r] : t.replication) {
+  for (const auto& [cluster, r] : t.replication) {
+    const std::string& remote = cluster;  // clang 14 cannot capture a structured binding
     auto in = std::find_if(t.publishers.begin(), t.publishers.end(), [&remote](const auto& p) {
       return broker::replicatorProducerCluster(p.producerName) == remote;
     });

@@ -209,15 +209,19 @@ void ReplicatedSubscriptionsController::onUpdate(const markers::ReplicatedSubscr
   const std::string& name = u.subscription_name();
   Subscription* sub = topic_.subscription(name);
   if (!sub) {
-    // Pulsar creates the missing subscription (at the end, replicated); later updates move it.
-    MLOG_INFO("{}: creating replicated subscription {} after an update from a remote cluster",
-              topicName_, name);
-    if (Status s = topic_.createSubscription(name, storage::InitialPosition::kLatest); !s.isOk()) {
+    // As Pulsar's receiveSubscriptionUpdated: the missing subscription is created at Earliest,
+    // replicated, then acknowledged cumulatively up to the update's position (below).
+    MLOG_INFO(
+        "{}: creating replicated subscription {} at {}:{} after an update from a remote "
+        "cluster",
+        topicName_, name, pos->ledgerId, pos->entryId);
+    if (Status s = topic_.createSubscription(name, storage::InitialPosition::kEarliest);
+        !s.isOk()) {
       MLOG_WARN("{}: cannot create subscription {}: {}", topicName_, name, s.toString());
       return;
     }
-    if ((sub = topic_.subscription(name))) sub->setReplicated(true, nullptr);
-    return;
+    if (!(sub = topic_.subscription(name))) return;
+    sub->setReplicated(true, nullptr);
   }
   storage::ManagedCursor& cursor = sub->cursor();
   if (!(cursor.markDeletedPosition() < *pos)) return;  // already there
