@@ -287,7 +287,7 @@ void ReplicatedSubscriptionsController::checkMarkDeletes() {
 void ReplicatedSubscriptionsController::writeMarker(
     Buffer entry, std::function<void(Status, storage::Position)> done) {
   topic_.publishMarker(std::move(entry), [topic = topicName_, done = std::move(done)](
-                                             Status s, storage::Position pos) {
+                                             const Status& s, storage::Position pos) {
     if (!s.isOk()) MLOG_WARN("{}: marker not written: {}", topic, s.toString());
     if (done) done(s, pos);
   });
