@@ -86,6 +86,8 @@ case "$KIND" in
     # Also deselected: the cluster suite (3 brokers and ZooKeeper with a 4 s session timeout:
     # its failover deadlines assume release-build speed; its code runs under ASan in ctest's
     # cluster and metadata tests).
+    # And the Magnetar<->Pulsar replication tests (two reference Pulsar brokers in Java, 60 s of
+    # release time; the replicator's code runs here in test_geo_replication.py).
     # And, for CI time, tests that mostly wait out minute-granular policies or timeouts
     # (subscription expiry: 106 s, the full-disk waits: 31 s), and tests whose time goes to
     # waiting on timers or repeats of a path another test already runs here (the token
@@ -116,7 +118,8 @@ case "$KIND" in
       --deselect tests/integration/test_publish_flood.py::test_flood_into_slow_storage_keeps_rss_bounded \
       --deselect tests/integration/test_big_frames.py::test_partial_big_frames_are_charged_and_rss_stays_bounded \
       --deselect tests/integration/test_admission_hostile.py::test_tls_connections_waiting_at_a_header_hold_no_read \
-      --deselect tests/integration/test_cluster.py
+      --deselect tests/integration/test_cluster.py \
+      --deselect tests/integration/test_geo_replication_pulsar.py
 
     # fuzz smoke runs (fuzz helper): the committed corpus plus 12 s of mutation per target, for
     # CI time (the script's own default is 30 s; `scripts/fuzz.sh long` is the long form).

@@ -53,6 +53,11 @@ class Cluster:
         self.env = dict(os.environ, MAGNETAR_BIN=magnetar_bin(),
                         MAGNETAR_STRICT_BLOCKING_WAITS=os.environ.get(
                             "MAGNETAR_STRICT_BLOCKING_WAITS", "1"))
+        # The brokers share this host, whose CPU each reports as its own: weighted 0, so that a
+        # loaded CI machine does not make some of them "overloaded" and the leader place every
+        # bundle elsewhere (the tests here assert spread; docs/cluster-mode.md "Placement").
+        self.env["MAGNETAR_BROKER_ARGS"] = (
+            self.env.get("MAGNETAR_BROKER_ARGS", "") + " --set loadBalancerCPUResourceWeight=0")
         out = self._run("start", "--brokers", str(brokers), "--tick-ms", "200",
                         "--session-timeout-ms", str(SESSION_TIMEOUT_MS), *extra)
         lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
