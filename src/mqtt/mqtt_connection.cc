@@ -92,6 +92,7 @@ void MqttConnection::fail(const Status& st) {
   if (!connected_ && st.code() == StatusCode::kUnsupported) {
     // 3.1.1 3.1.2-2: CONNACK 0x01 then close; MQTT 5 answers its own reason code.
     const bool v5 = st.message().find("level 5") != std::string::npos;
+    // Logged (WARN) by onData(), where the CONNECT failed to decode.
     version_ = v5 ? ProtocolVersion::kV5 : ProtocolVersion::kV311;
     send(Connack{false, v5 ? rc : reason::kV3UnacceptableProtocolVersion, {}});
     closing_ = true;
@@ -104,8 +105,9 @@ void MqttConnection::fail(const Status& st) {
 bool MqttConnection::onData(const uint8_t* data, size_t len) {
   MAGNETAR_DCHECK_ON(loop());
   if (closing_) return false;
-  reader_.append(data, len);
-  while (!closing_ && !isClosed()) {
+  if (len > 0) reader_.append(data, len);
+  // Stops at a pause for the PUBLISH window: the rest waits in reader_ (updateReading()).
+  while (!closing_ && !isClosed() && !readPausedForPublishes_) {
     auto p = reader_.next();
     if (!p.isOk()) {
       MLOG_WARN("[{}] MQTT client {}: {}", peerAddress(), clientId_, p.status().message());
@@ -159,6 +161,8 @@ bool MqttConnection::connectAllowed(const Connect& c) {
   const bool v5 = c.version == ProtocolVersion::kV5;
   if (c.clientId.empty() && !c.cleanSession && !v5) {
     // 3.1.1 3.1.3-8: an empty client id needs clean session 1.
+    MLOG_WARN("[{}] MQTT CONNECT refused: an empty client id needs clean session 1 (3.1.1)",
+              peerAddress());
     send(Connack{false, reason::kV3IdentifierRejected, {}});
     return false;
   }
@@ -331,8 +335,8 @@ void MqttConnection::saveSession() {
 void MqttConnection::handlePing() { send(Ping{PacketType::kPingresp}); }
 
 void MqttConnection::handleDisconnect(const Disconnect& d) {
-  MLOG_DEBUG("[{}] MQTT client {} sent DISCONNECT (reason 0x{:02X})", peerAddress(), clientId_,
-             d.reasonCode);
+  MLOG_INFO("[{}] MQTT client {} sent DISCONNECT (reason 0x{:02X})", peerAddress(), clientId_,
+            d.reasonCode);
   // 3.1.2.5 / MQTT 5 3.14.2.1: a normal DISCONNECT discards the will; 0x04 asks for it.
   willCleared_ = d.reasonCode != kDisconnectWithWill;
   if (auto e = d.properties.num(PropertyId::kSessionExpiryInterval); e && persistentSession_) {
@@ -389,6 +393,14 @@ void MqttConnection::onTimer() {
 
 void MqttConnection::onClosed() {
   MAGNETAR_DCHECK_ON(loop());
+  if (!closing_) {
+    // Not closed by this class (each of its close paths logs why): the peer, the network, TLS
+    // (net::Connection), or the broker stopping.
+    const char* why = service_.state().stopping() ? "the broker is stopping"
+                      : connected_ ? "closed by the client or the network without DISCONNECT"
+                                   : "closed before CONNECT";
+    MLOG_INFO("[{}] MQTT client {} connection closed: {}", peerAddress(), clientId_, why);
+  }
   closing_ = true;
   timer_.cancel();
   if (topicWatch_) {

@@ -220,6 +220,7 @@ class MqttConnection final : public net::Connection {
       sendBatch_;
   size_t pendingPublishes_ = 0;  // handed to topics, not yet answered
   size_t pendingQos1_ = 0;       // of those, QoS 1 (not PUBACKed yet)
+  size_t waitingPublishes_ = 0;  // in ProducerState::waiting (their producer being made)
   bool readPausedForPublishes_ = false;
   uint64_t nextProducerId_ = 0;
 

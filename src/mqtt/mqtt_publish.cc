@@ -66,14 +66,16 @@ void MqttConnection::handlePublish(Publish&& p) {
     return disconnect(reason::kNotAuthorized, "not authorized to publish to " + p.topic);
   }
   auto it = producers_.find(parsed->toString());
-  if (it == producers_.end()) {
-    it = producers_.emplace(parsed->toString(), ProducerState{}).first;
-    it->second.waiting.push_back(std::move(p));
-    createProducer(parsed->toString(), 0);
-    return;
-  }
+  const bool create = it == producers_.end();
+  if (create) it = producers_.emplace(parsed->toString(), ProducerState{}).first;
   if (!it->second.producer) {
+    // Held until the producer is ready; they count in the window (updateReading), so a burst
+    // pipelined behind the first PUBLISH to a topic pauses reading instead of piling up here.
+    if (p.qos == 2) qos2InFlight_.insert(p.packetId);  // a DUP meanwhile is not stored twice
     it->second.waiting.push_back(std::move(p));
+    waitingPublishes_++;
+    if (create) createProducer(parsed->toString(), 0);
+    updateReading();
     return;
   }
   publishTo(it->second, std::move(p));
@@ -185,6 +187,10 @@ void MqttConnection::producerReady(const std::string& pulsarTopic, const Status&
   if (!st.isOk()) {
     MLOG_WARN("[{}] MQTT client {} cannot publish to {}: {}", peerAddress(), clientId_, pulsarTopic,
               st.message());
+    waitingPublishes_ -= std::min(waitingPublishes_, it->second.waiting.size());
+    for (const Publish& p : it->second.waiting) {
+      if (p.qos == 2) qos2InFlight_.erase(p.packetId);
+    }
     const bool v5 = version_ == ProtocolVersion::kV5;
     if (v5) {
       for (const Publish& p : it->second.waiting) {
@@ -197,6 +203,7 @@ void MqttConnection::producerReady(const std::string& pulsarTopic, const Status&
         send(a);
       }
       producers_.erase(it);
+      updateReading();
       return;
     }
     // 3.1.1 has no negative PUBACK: closing is the only answer (the client sends again).
@@ -211,7 +218,10 @@ void MqttConnection::producerReady(const std::string& pulsarTopic, const Status&
   producerTopics_[producer->id()] = pulsarTopic;
   std::vector<Publish> waiting = std::move(ps.waiting);
   ps.waiting.clear();
-  for (Publish& p : waiting) publishTo(ps, std::move(p));
+  for (Publish& p : waiting) {
+    waitingPublishes_--;  // moves to pendingPublishes_ in publishTo()
+    publishTo(ps, std::move(p));
+  }
   flushSends();
 }
 
@@ -309,19 +319,29 @@ void MqttConnection::onPublishCompleted(uint32_t n) {
   updateReading();
 }
 
-// Reading stops while more PUBLISHes than the window are in the topics' hands (the limit of
-// maxPendingPublishRequestsPerConnection, and receiveMaximum) and resumes below it.
+// Reading stops while more PUBLISHes than the window are in the topics' hands or wait for their
+// producer (the limit of maxPendingPublishRequestsPerConnection, and receiveMaximum) and resumes
+// below it. Packets already read stay in reader_ while paused (onData() stops at the pause) and
+// are handled first when reading resumes.
 void MqttConnection::updateReading() {
   MAGNETAR_DCHECK_ON(loop());
   size_t limit = service_.options().receiveMaximum;
   const int brokerLimit = service_.broker().options().maxPendingPublishRequestsPerConnection;
   if (brokerLimit > 0) limit = std::min<size_t>(limit, static_cast<size_t>(brokerLimit));
-  if (pendingPublishes_ >= limit && !readPausedForPublishes_) {
+  const size_t held = pendingPublishes_ + waitingPublishes_;
+  if (held >= limit && !readPausedForPublishes_) {
     readPausedForPublishes_ = true;
     pauseRead();
-  } else if (pendingPublishes_ < limit && readPausedForPublishes_) {
+  } else if (held < limit && readPausedForPublishes_) {
     readPausedForPublishes_ = false;
     resumeRead();
+    if (reader_.buffered() > 0) {
+      // The bytes read before the pause: no socket read may come to deliver them.
+      auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
+      loop().execute([me] {
+        if (!me->readPausedForPublishes_) me->onData(nullptr, 0);
+      });
+    }
   }
 }
 

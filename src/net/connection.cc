@@ -189,13 +189,20 @@ void Connection::handleReadable() {
 
 void Connection::pauseRead() {
   MAGNETAR_DCHECK_ON(loop_);
+  if (readPaused_ || closed_) return;
   readPaused_ = true;
+  // The handler's copy of `self` is the owner until resumeRead()/doClose() cancel the wait (its
+  // handler then runs after the caller's frame) or the loop is torn down (it is destroyed).
+  if (!pauseHold_) pauseHold_ = std::make_unique<boost::asio::steady_timer>(loop_.context());
+  pauseHold_->expires_at(boost::asio::steady_timer::time_point::max());
+  pauseHold_->async_wait([self = shared_from_this()](const boost::system::error_code&) {});
 }
 
 void Connection::resumeRead() {
   MAGNETAR_DCHECK_ON(loop_);
   if (!readPaused_) return;
   readPaused_ = false;
+  if (pauseHold_) pauseHold_->cancel();
   // Data may already sit in the kernel buffer: read it now rather than wait for a new edge.
   auto self = shared_from_this();
   boost::asio::post(loop_.context(), [self] {
@@ -412,6 +419,7 @@ void Connection::doClose() {
   socket_.cancel(ec);
   socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
+  if (pauseHold_) pauseHold_->cancel();  // a paused connection's owner goes (handler posted)
   onClosed();
 }
 

@@ -72,7 +72,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     write([&](FrameBatch& p) { p.appendBuffer(frame); });
   }
 
-  // Stops/resumes reading (back-pressure). Loop thread only.
+  // Stops/resumes reading (back-pressure). Loop thread only. While paused no read wait is
+  // armed, so a wait on pauseHold_ owns the connection until resumeRead() or a close (or the
+  // loop's teardown): a subclass whose other owners are weak (MQTT's sink) is not destroyed
+  // with its socket open (the peer would see a reset, and no close path would run).
   void pauseRead();
   void resumeRead();
   bool readPaused() const { return readPaused_; }
@@ -155,6 +158,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int fd_;
   std::string peer_;
   bool readPaused_ = false;
+  // Armed (never expiring) while readPaused_, its handler holding the connection; loop thread.
+  std::unique_ptr<boost::asio::steady_timer> pauseHold_;
   bool readWaiting_ = false;
   bool writeWaiting_ = false;
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import queue
 import socket
 import subprocess
+import threading
 import time
 import urllib.parse
 import uuid
@@ -109,9 +110,13 @@ class Raw:
 
     def publish(self, topic: str, payload: bytes, qos: int, pid: int = 0,
                 dup: bool = False) -> None:
+        self.s.sendall(self.publish_packet(topic, payload, qos, pid, dup))
+
+    def publish_packet(self, topic: str, payload: bytes, qos: int, pid: int = 0,
+                       dup: bool = False) -> bytes:
         body = _str(topic.encode()) + (pid.to_bytes(2, "big") if qos else b"") + self.props()
         first = 0x30 | (qos << 1) | (0x08 if dup else 0)
-        self.s.sendall(bytes([first]) + _varint(len(body) + len(payload)) + body + payload)
+        return bytes([first]) + _varint(len(body) + len(payload)) + body + payload
 
     def ack(self, kind: int, pid: int) -> None:
         """PUBACK (0x40), PUBREC (0x50), PUBREL (0x62), PUBCOMP (0x70)."""
@@ -318,6 +323,75 @@ def test_mosquitto_qos2(broker, pclient, version):
     finally:
         if sub.poll() is None:
             sub.kill()
+
+
+# ---- Pipelined bursts: back-pressure, not a reset -----------------------------------------------
+
+PINGREQ = b"\xc0\x00"
+
+
+def _read_until(r: Raw, want: int, kind: int) -> tuple[list[int], bool]:
+    """Packet ids of `want` packets of `kind` (PUBACK 0x40, PUBREC 0x50, PUBCOMP 0x70), and
+    whether the PINGRESP that follows the burst came too; reads on until both are in."""
+    pids: list[int] = []
+    pong = False
+    while len(pids) < want or not pong:
+        first, body = r.packet(20.0)
+        if first == 0xD0:
+            pong = True
+            continue
+        assert first == kind, (hex(first), body)
+        assert len(body) == 2 or body[2] == 0, body  # reason code: success
+        pids.append(int.from_bytes(body[:2], "big"))
+    return pids, pong
+
+
+def _send_in_background(r: Raw, data: bytes) -> threading.Thread:
+    """One sendall of `data` on its own thread: the broker answers while it still arrives."""
+    t = threading.Thread(target=r.s.sendall, args=(data,), daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("level,qos,n", [(4, 0, 20000), (4, 1, 20000), (4, 2, 1000),
+                                         (5, 1, 20000), (5, 2, 1000)])
+def test_pipelined_publish_burst_in_one_write(broker, pclient, level, qos, n):
+    """CONNECT, then n PUBLISHes and a PINGREQ in one write, behind the topic's first PUBLISH
+    (its producer is created meanwhile): the broker pauses reading (back-pressure) instead of
+    closing, answers every QoS 1/2 packet id in order, and Pulsar gets every message in order.
+    It used to reset the connection silently (a paused connection had no owner left)."""
+    topic = f"burst/{uuid.uuid4().hex[:8]}"
+    sub = pclient.subscribe(pulsar_topic(topic), "burst",
+                            initial_position=pulsar.InitialPosition.Earliest)
+    r = Raw(port_of(broker), level, f"burst-{qos}-{uuid.uuid4().hex[:6]}")
+    try:
+        burst = b"".join(r.publish_packet(topic, str(i).encode(), qos, pid=i + 1) for i in range(n))
+        sender = _send_in_background(r, burst + PINGREQ)
+        ids = list(range(1, n + 1))
+        if qos == 0:
+            assert _read_until(r, 0, 0x40) == ([], True)
+        elif qos == 1:
+            assert _read_until(r, n, 0x40) == (ids, True)
+        else:
+            assert _read_until(r, n, 0x50) == (ids, True)  # PUBREC: stored
+            sender.join(20)
+            # Every PUBREL in one write too; PUBCOMP for each, in order.
+            sender = _send_in_background(
+                r, b"".join(b"\x62\x02" + i.to_bytes(2, "big") for i in ids) + PINGREQ)
+            assert _read_until(r, n, 0x70) == (ids, True)
+        sender.join(20)
+        assert not sender.is_alive()
+        got = []
+        for _ in range(n):
+            m = sub.receive(10000)
+            got.append(m.data())
+        sub.acknowledge_cumulative(m)
+        assert got == [str(i).encode() for i in range(n)]
+        with pytest.raises(pulsar.Timeout):
+            sub.receive(200)  # stored once each
+    finally:
+        r.close()
+        sub.close()
 
 
 # ---- Shared subscriptions -----------------------------------------------------------------------

@@ -52,6 +52,29 @@ class WatermarkConnection : public Connection {
   void onWritable() override { writableCalls.fetch_add(1); }
 };
 
+// Pauses reading at its first read and keeps no other owner (as MQTT's connection, whose sink
+// holds it weakly); counts the bytes it takes.
+class PausingConnection : public Connection {
+ public:
+  using Connection::Connection;
+  std::atomic<size_t> bytes{0};
+  std::atomic<bool> closed{false};
+
+ protected:
+  bool onData(const uint8_t*, size_t len) override {
+    bytes.fetch_add(len);
+    if (!pausedOnce_) {
+      pausedOnce_ = true;
+      pauseRead();
+    }
+    return true;
+  }
+  void onClosed() override { closed.store(true); }
+
+ private:
+  bool pausedOnce_ = false;
+};
+
 bool waitFor(const std::function<bool()>& pred) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!pred()) {
@@ -116,6 +139,70 @@ TEST(ConnectionTest, WatermarksHoldBackAndCallBackOnceDrained) {
 
   client.close();
   srv.stop();
+  loops.stop();
+}
+
+// A paused connection arms no read wait: it must stay open and owned (it used to be destroyed
+// with its socket open, the peer seeing a reset), take the rest once resumed, and go at its close.
+TEST(ConnectionTest, APausedConnectionOwnsItselfUntilResumedOrClosed) {
+  EventLoopGroup loops("io", 1);
+  loops.start();
+  std::weak_ptr<PausingConnection> weak;
+  std::promise<void> accepted;
+  TcpServer srv(loops, [&](EventLoop& l, tcp::socket s) {
+    auto c = std::make_shared<PausingConnection>(l, std::move(s));
+    weak = c;
+    accepted.set_value();
+    return c;  // the server keeps no reference
+  });
+  ASSERT_TRUE(srv.start("127.0.0.1", 0).isOk());
+  boost::asio::io_context ctx;
+  tcp::socket client = connectLocal(ctx, srv.boundPort());
+  accepted.get_future().wait();
+  boost::asio::write(client, boost::asio::buffer(std::string("first")));
+  ASSERT_TRUE(waitFor([&] {
+    auto c = weak.lock();
+    return c && c->bytes.load() == 5;
+  }));
+  boost::asio::write(client, boost::asio::buffer(std::string("second")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto c = weak.lock();
+  ASSERT_TRUE(c) << "the paused connection was destroyed";
+  EXPECT_FALSE(c->isClosed());
+  EXPECT_EQ(c->bytes.load(), 5u);  // paused: "second" waits in the kernel
+  c->loop().execute([c] { c->resumeRead(); });
+  c.reset();
+  ASSERT_TRUE(waitFor([&] {
+    auto r = weak.lock();
+    return r && r->bytes.load() == 11;
+  }));
+  client.close();
+  EXPECT_TRUE(waitFor([&] { return weak.expired(); }));  // closed, and no owner left
+
+  // Closed while paused: the close path runs and the hold goes with it.
+  std::promise<void> accepted2;
+  TcpServer srv2(loops, [&](EventLoop& l, tcp::socket s) {
+    auto p = std::make_shared<PausingConnection>(l, std::move(s));
+    weak = p;
+    accepted2.set_value();
+    return p;
+  });
+  ASSERT_TRUE(srv2.start("127.0.0.1", 0).isOk());
+  tcp::socket client2 = connectLocal(ctx, srv2.boundPort());
+  accepted2.get_future().wait();
+  boost::asio::write(client2, boost::asio::buffer(std::string("x")));
+  ASSERT_TRUE(waitFor([&] {
+    auto p = weak.lock();
+    return p && p->bytes.load() == 1;
+  }));
+  std::shared_ptr<PausingConnection> p = weak.lock();
+  ASSERT_TRUE(p);
+  p->close();
+  EXPECT_TRUE(waitFor([&] { return p->closed.load(); }));
+  p.reset();
+  EXPECT_TRUE(waitFor([&] { return weak.expired(); }));
+  srv.stop();
+  srv2.stop();
   loops.stop();
 }
 
