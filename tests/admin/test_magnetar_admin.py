@@ -1,43 +1,10 @@
 """magnetar-admin (tools/admin) against a real broker: pulsar-admin's command shapes, JSON output,
-exit status 1 with the broker's reason on errors, 2 on bad usage."""
+exit status 1 with the broker's reason on errors, 2 on bad usage (the `cli` fixture:
+conftest.py)."""
 
-import json
-import os
-import subprocess
 import uuid
 
 import pulsar
-import pytest
-
-from harness.broker import magnetar_bin
-
-
-def admin_binary():
-    explicit = os.environ.get("MAGNETAR_ADMIN_BIN")
-    if explicit:
-        return explicit
-    broker_bin = magnetar_bin()
-    build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(broker_bin))))
-    return os.path.join(build, "tools", "admin", "magnetar-admin")
-
-
-@pytest.fixture(scope="module")
-def cli(broker):
-    binary = admin_binary()
-    if not os.access(binary, os.X_OK):
-        pytest.skip(f"magnetar-admin not built at {binary} (set MAGNETAR_ADMIN_BIN)")
-
-    def run(*args, expect=0, url=None):
-        res = subprocess.run([binary, "--admin-url", url or broker.admin_url, *args],
-                             capture_output=True, text=True, timeout=60)
-        assert res.returncode == expect, (args, res.returncode, res.stdout, res.stderr)
-        return res
-
-    def run_json(*args):
-        return json.loads(run(*args).stdout)
-
-    run.json = run_json
-    return run
 
 
 def test_tenants_and_namespaces(cli):

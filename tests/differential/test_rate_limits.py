@@ -354,3 +354,23 @@ def test_rate_policy_rest_shapes(client, admin_url, namespace):
     policies = requests.get(nbase, timeout=30).json()
     assert list(policies["publishMaxMessageRate"].values()) == [
         {"publishThrottlingRateInMsg": 7, "publishThrottlingRateInByte": -1}]
+
+
+@pytest.mark.admin
+def test_rate_policy_empty_body_reads_back_zeros(admin_url, namespace):
+    """A body without fields: the dispatch rates read back Jackson's 0 for every field (period
+    included: Pulsar 4.2.4 keeps 0, which its limiters take as 1 s); publish and subscribe rates
+    keep their classes' defaults (-1, period 30)."""
+    nbase = f"{admin_url}/admin/v2/namespaces/{namespace}"
+    zeros = {"dispatchThrottlingRateInMsg": 0, "dispatchThrottlingRateInByte": 0,
+             "relativeToPublishRate": False, "ratePeriodInSecond": 0}
+    shown = {
+        "dispatchRate": zeros,
+        "subscriptionDispatchRate": zeros,
+        "replicatorDispatchRate": zeros,
+        "publishRate": {"publishThrottlingRateInMsg": -1, "publishThrottlingRateInByte": -1},
+        "subscribeRate": {"subscribeThrottlingRatePerConsumer": -1, "ratePeriodInSecond": 30},
+    }
+    for name, want in shown.items():
+        set_ns_policy(admin_url, namespace, name, {})
+        assert requests.get(f"{nbase}/{name}", timeout=30).json() == want, name

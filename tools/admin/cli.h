@@ -76,6 +76,19 @@ struct OptsLeaves {
   }
 };
 
+// pulsar-admin's DispatchRate options, kept as given and checked by dispatchRateBody.
+struct DispatchRateOpts {
+  std::string msg = "-1", bytes = "-1", period = "1";  // pulsar-admin's defaults
+  bool relative = false;
+};
+// Adds --msg-dispatch-rate, --byte-dispatch-rate, --dispatch-rate-period (and, with relative,
+// --relative-to-publish-rate) to c.
+void addDispatchRateOptions(CLI::App* c, DispatchRateOpts& o, bool relative);
+// Pulsar's DispatchRateImpl JSON; UsageError for a rate below -1 or not a whole number, or a
+// period below 1 s.
+std::string dispatchRateBody(const DispatchRateOpts& o);
+
+void addClusterCommands(CLI::App& app, Pending& pending);
 void addTopicCommands(CLI::App& app, Pending& pending);
 void addNamespaceCommands(CLI::App& app, Pending& pending);
 void addTenantClusterBrokerCommands(CLI::App& app, Pending& pending);

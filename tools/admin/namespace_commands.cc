@@ -1,4 +1,4 @@
-// magnetar-admin clusters, tenants, brokers and namespaces commands (pulsar-admin's names).
+// magnetar-admin tenants, brokers and namespaces commands (pulsar-admin's names).
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
@@ -21,18 +21,42 @@ std::vector<std::string> splitComma(const std::string& s) {
   return out;
 }
 
+// set-clusters / get-clusters and the namespace's replicator dispatch rate.
+void addNamespaceReplicationCommands(CLI::App* nss, Pending& pending) {
+  struct ReplOpts {
+    std::string ns, clusters;
+    DispatchRateOpts rate;
+  };
+  auto o = std::make_shared<ReplOpts>();
+  const OptsLeaves<ReplOpts> nsLeaf{
+      nss, pending, o, &ReplOpts::ns, "namespace", "tenant/namespace", namespacePath};
+  nsLeaf("set-clusters", "Set the clusters the namespace replicates to",
+         [](const ReplOpts& x) {
+           std::vector<std::string> names = splitComma(x.clusters);
+           if (names.empty()) throw UsageError("give --clusters NAME[,NAME...]");
+           return Call{"POST", namespacePath(x.ns) + "/replication", nlohmann::json(names).dump()};
+         })
+      ->add_option("-c,--clusters", o->clusters, "Comma-separated cluster names")
+      ->required();
+  nsLeaf.call("get-clusters", "Get the clusters the namespace replicates to", "GET",
+              "/replication");
+  auto* set = nsLeaf("set-replicator-dispatch-rate",
+                     "Set the geo-replicators' dispatch rate of the namespace's topics",
+                     [](const ReplOpts& x) {
+                       return Call{"POST", namespacePath(x.ns) + "/replicatorDispatchRate",
+                                   dispatchRateBody(x.rate)};
+                     });
+  addDispatchRateOptions(set, o->rate, false);
+  nsLeaf.call("get-replicator-dispatch-rate", "Get the replicators' dispatch rate", "GET",
+              "/replicatorDispatchRate");
+  nsLeaf.call("remove-replicator-dispatch-rate", "Remove the replicators' dispatch rate", "DELETE",
+              "/replicatorDispatchRate");
+}
+
 }  // namespace
 
 void addTenantClusterBrokerCommands(CLI::App& app, Pending& pending) {
-  auto* clusters = app.add_subcommand("clusters", "Clusters");
-  clusters->require_subcommand(1);
-  leaf(clusters, "list", "List clusters", pending,
-       [] { return Call{"GET", "/admin/v2/clusters"}; });
-  auto cluster = std::make_shared<std::string>();
-  leaf(clusters, "get", "Get a cluster's URLs", pending,
-       [cluster] { return Call{"GET", "/admin/v2/clusters/" + encodeSegment(*cluster)}; })
-      ->add_option("cluster", *cluster)
-      ->required();
+  addClusterCommands(app, pending);
 
   auto* tenants = app.add_subcommand("tenants", "Tenants");
   tenants->require_subcommand(1);
@@ -47,7 +71,9 @@ void addTenantClusterBrokerCommands(CLI::App& app, Pending& pending) {
     return j.dump();
   };
   leaf(tenants, "get", "Get a tenant", pending,
-       [t] { return Call{"GET", "/admin/v2/tenants/" + encodeSegment(t->name)}; })
+       [t] {
+         return Call{"GET", "/admin/v2/tenants/" + encodeSegment(t->name)};
+       })
       ->add_option("tenant", t->name)
       ->required();
   for (const char* verb : {"create", "update"}) {
@@ -62,20 +88,27 @@ void addTenantClusterBrokerCommands(CLI::App& app, Pending& pending) {
     c->add_option("-c,--allowed-clusters", t->clusters, "Comma-separated clusters");
   }
   leaf(tenants, "delete", "Delete a tenant (it must have no namespaces)", pending,
-       [t] { return Call{"DELETE", "/admin/v2/tenants/" + encodeSegment(t->name)}; })
+       [t] {
+         return Call{"DELETE", "/admin/v2/tenants/" + encodeSegment(t->name)};
+       })
       ->add_option("tenant", t->name)
       ->required();
 
   auto* brokers = app.add_subcommand("brokers", "Brokers");
   brokers->require_subcommand(1);
-  leaf(brokers, "healthcheck", "Check the broker's health", pending,
-       [] { return Call{"GET", "/admin/v2/brokers/health"}; });
-  leaf(brokers, "get-runtime-config", "Every effective setting", pending,
-       [] { return Call{"GET", "/admin/v2/brokers/configuration/runtime"}; });
+  leaf(brokers, "healthcheck", "Check the broker's health", pending, [] {
+    return Call{"GET", "/admin/v2/brokers/health"};
+  });
+  leaf(brokers, "get-runtime-config", "Every effective setting", pending, [] {
+    return Call{"GET", "/admin/v2/brokers/configuration/runtime"};
+  });
   leaf(brokers, "list-dynamic-config", "Names of the settings that can change at run time", pending,
-       [] { return Call{"GET", "/admin/v2/brokers/configuration"}; });
-  leaf(brokers, "get-all-dynamic-config", "The dynamic settings with their values", pending,
-       [] { return Call{"GET", "/admin/v2/brokers/configuration/values"}; });
+       [] {
+         return Call{"GET", "/admin/v2/brokers/configuration"};
+       });
+  leaf(brokers, "get-all-dynamic-config", "The dynamic settings with their values", pending, [] {
+    return Call{"GET", "/admin/v2/brokers/configuration/values"};
+  });
   auto kv = std::make_shared<std::pair<std::string, std::string>>();
   auto* upd = leaf(brokers, "update-dynamic-config", "Change a dynamic setting", pending, [kv] {
     return Call{"POST", "/admin/v2/brokers/configuration/" + encodeSegment(kv->first) + "/" +
@@ -101,7 +134,9 @@ void addNamespaceCommands(CLI::App& app, Pending& pending) {
   };
   auto o = std::make_shared<NsOpts>();
   leaf(nss, "list", "Namespaces of a tenant", pending,
-       [o] { return Call{"GET", "/admin/v2/namespaces/" + encodeSegment(o->tenant)}; })
+       [o] {
+         return Call{"GET", "/admin/v2/namespaces/" + encodeSegment(o->tenant)};
+       })
       ->add_option("tenant", o->tenant)
       ->required();
   const OptsLeaves<NsOpts> nsLeaf{
@@ -172,6 +207,7 @@ void addNamespaceCommands(CLI::App& app, Pending& pending) {
          })
       ->add_option("--role", o->role)
       ->required();
+  addNamespaceReplicationCommands(nss, pending);
 }
 
 }  // namespace magnetar::admintool

@@ -12,7 +12,8 @@ struct TopicOpts {
   std::string topic, ns, sub, messageId = "latest", resetId, time, initial = "latest";
   int partitions = 0;
   int64_t count = 0, ledgerId = -1, entryId = -1, position = 1;
-  bool force = false, perPartition = false;
+  bool force = false, perPartition = false, applied = false;
+  DispatchRateOpts rate;
 };
 
 // "L:E" -> {"ledgerId": L, "entryId": E}; "earliest"/"latest" as Pulsar's MessageId constants.
@@ -55,8 +56,9 @@ void addTopicCommands(CLI::App& app, Pending& pending) {
     return c;
   };
 
-  nsLeaf("list", "Topics of a namespace (partitions listed one by one)",
-         [](const TopicOpts& x) { return Call{"GET", persistentNamespacePath(x.ns)}; });
+  nsLeaf("list", "Topics of a namespace (partitions listed one by one)", [](const TopicOpts& x) {
+    return Call{"GET", persistentNamespacePath(x.ns)};
+  });
   nsLeaf("list-partitioned-topics", "Partitioned topics of a namespace", [](const TopicOpts& x) {
     return Call{"GET", persistentNamespacePath(x.ns) + "/partitioned"};
   });
@@ -106,8 +108,10 @@ void addTopicCommands(CLI::App& app, Pending& pending) {
                       }))
       ->add_option("-n,--count", o->count, "Number of messages")
       ->required();
-  subOption(topicLeaf("clear-backlog", "Skip every message of a subscription",
-                      [](const TopicOpts& x) { return Call{"POST", subPath(x) + "/skip_all"}; }));
+  subOption(
+      topicLeaf("clear-backlog", "Skip every message of a subscription", [](const TopicOpts& x) {
+        return Call{"POST", subPath(x) + "/skip_all"};
+      }));
   auto* rc =
       subOption(topicLeaf("reset-cursor", "Move a subscription's cursor", [](const TopicOpts& x) {
         if (x.time.empty() == x.resetId.empty()) {
@@ -147,6 +151,21 @@ void addTopicCommands(CLI::App& app, Pending& pending) {
   });
   gm->add_option("-l,--ledgerId", o->ledgerId)->required();
   gm->add_option("-e,--entryId", o->entryId)->required();
+  auto* rate =
+      topicLeaf("set-replicator-dispatch-rate", "Set the geo-replicators' dispatch rate of a topic",
+                [](const TopicOpts& x) {
+                  return Call{"POST", topicPath(x.topic) + "/replicatorDispatchRate",
+                              dispatchRateBody(x.rate)};
+                });
+  addDispatchRateOptions(rate, o->rate, true);
+  topicLeaf("get-replicator-dispatch-rate", "Get a topic's replicator dispatch rate",
+            [](const TopicOpts& x) {
+              return Call{"GET", topicPath(x.topic) + "/replicatorDispatchRate" +
+                                     (x.applied ? "?applied=true" : "")};
+            })
+      ->add_flag("--applied", o->applied, "The rate in force (namespace's or broker default)");
+  topicLeaf.call("remove-replicator-dispatch-rate", "Remove a topic's replicator dispatch rate",
+                 "DELETE", "/replicatorDispatchRate");
   topicLeaf("lookup", "The broker serving a topic", [](const TopicOpts& x) {
     std::string p = topicPath(x.topic);
     return Call{"GET", "/lookup/v2/topic/persistent/" +
