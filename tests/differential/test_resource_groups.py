@@ -190,7 +190,9 @@ def test_group_quota_change_takes_effect_at_once(broker, admin_url, namespace):
     print(f"quota 40 -> 120 -> detached: {before:.1f}, {after:.1f}, {unlimited:.1f} msg/s")
     assert 34 <= before <= 46, before
     assert 105 <= after <= 135, after
-    assert unlimited > 300, unlimited
+    # Detached: well beyond the last quota (the unlimited rate itself is the machine's: 285
+    # msg/s under a loaded 2-core run, thousands when quiet).
+    assert unlimited > 2 * 120, unlimited
     assert requests.delete(f"{admin_url}{RG}/{group}", timeout=30).status_code == 204
 
 
