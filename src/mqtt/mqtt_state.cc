@@ -90,6 +90,11 @@ Status MqttState::start() {
     MLOG_INFO("MQTT state: {} persistent sessions, {} retained messages", sessions_.size(),
               retained_.size());
   }
+  const MqttOptions& o = service_.options();
+  topicWatch_ = service_.broker().topicListeners().add(
+      o.defaultTenant + "/" + o.defaultNamespace, [this](const std::string& topic, bool created) {
+        if (created && !stopping()) onTopicCreated(topic);
+      });
   sweepLoop_ = &service_.broker().ioLoops().next();
   sweepTimer_ = std::make_unique<boost::asio::steady_timer>(sweepLoop_->context());
   sweepLoop_->execute([this] { armSweep(); });
@@ -98,6 +103,8 @@ Status MqttState::start() {
 
 void MqttState::stop() {
   if (stopping_.exchange(true)) return;
+  if (topicWatch_) service_.broker().topicListeners().remove(topicWatch_);
+  topicWatch_ = 0;
   if (!sweepLoop_) return;
   auto stopped = std::make_shared<std::promise<void>>();
   auto done = stopped->get_future();
@@ -247,6 +254,39 @@ void MqttState::deleteSubscriptions(const std::string& clientId,
                     (*r)->name().toString(), st.isOk() ? "ok" : st.message());
         });
   }
+}
+
+void MqttState::onTopicCreated(const std::string& pulsarTopic) {
+  auto name = broker::TopicName::parse(pulsarTopic);
+  if (!name.isOk()) return;
+  auto decoded = urlDecode(name->localName());
+  if (!decoded.isOk()) return;
+  std::set<std::string> subscriptions;  // Pulsar subscription names: client ids, groups
+  {
+    MutexLock lock(mu_);
+    for (const auto& [id, s] : sessions_) {
+      for (const SubscriptionRequest& f : s.filters) {
+        auto shared = parseSharedFilter(f.filter);
+        if (!shared.isOk()) continue;
+        const std::string& filter = *shared ? (*shared)->filter : f.filter;
+        if (!isWildcardFilter(filter) || !topicMatches(filter, *decoded)) continue;
+        subscriptions.insert(*shared ? (*shared)->group : id);
+      }
+    }
+  }
+  if (subscriptions.empty()) return;
+  service_.broker().getOrCreateTopic(
+      *name, false, [subscriptions](Result<std::shared_ptr<broker::PersistentTopic>> r) {
+        if (!r.isOk()) return;  // on the topic's executor when found
+        for (const std::string& sub : subscriptions) {
+          // A connected session's own subscribe may have made it already.
+          Status st = (*r)->createSubscription(sub, storage::InitialPosition::kEarliest);
+          if (!st.isOk() && st.code() != StatusCode::kAlreadyExists) {
+            MLOG_WARN("MQTT session {}: no subscription on new topic {}: {}", sub,
+                      (*r)->name().toString(), st.message());
+          }
+        }
+      });
 }
 
 void MqttState::setRetained(const Publish& p, net::Executor* ex,

@@ -35,8 +35,9 @@ class MqttState {
   explicit MqttState(MqttService& service);
   ~MqttState();
 
-  // Reads the stored sessions and retained messages (blocks, at most 30 s) and starts the
-  // one-second sweep (session expiry, delayed wills) on one pulsar-io loop. Thread: main.
+  // Reads the stored sessions and retained messages (blocks, at most 30 s), starts the
+  // one-second sweep (session expiry, delayed wills) on one pulsar-io loop and watches the
+  // default namespace for new topics (onTopicCreated). Thread: main.
   // Errors: the store's (a record that does not decode is logged and skipped).
   Status start();
   // Stops the sweep; connections closing from now on publish no will (the broker is stopping,
@@ -82,6 +83,12 @@ class MqttState {
 
  private:
   Status loadRoot(std::string_view root, bool sessions);
+  // A topic of the default namespace was created: every stored session whose wildcard filter
+  // selects it gets its Pulsar subscription there now, at the topic's start (the one a
+  // connection makes for a topic created after its filter), so an offline session keeps what
+  // comes until it is back, whichever session comes back first and across a restart. Thread:
+  // the one that created the topic; the subscriptions are made on the topic's executor.
+  void onTopicCreated(const std::string& pulsarTopic) EXCLUDES(mu_);
   void sweep();
   void armSweep();
   void deleteSubscriptions(const std::string& clientId,
@@ -93,6 +100,7 @@ class MqttState {
   std::atomic<bool> stopping_{false};
   net::EventLoop* sweepLoop_ = nullptr;
   std::unique_ptr<boost::asio::steady_timer> sweepTimer_;  // on sweepLoop_
+  uint64_t topicWatch_ = 0;  // BrokerService::topicListeners() id; set and cleared on main
   mutable Mutex mu_;
   std::map<std::string, StoredSession> sessions_ GUARDED_BY(mu_);
   std::map<std::string, RetainedMessage> retained_ GUARDED_BY(mu_);  // by MQTT topic

@@ -857,3 +857,44 @@ def test_sessions_and_retained_messages_survive_a_broker_restart(tmp_path, how):
         fresh.close()
     finally:
         proc.close()
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_offline_sessions_get_a_topic_created_while_away_across_a_restart(tmp_path, how):
+    """Two persistent sessions with the same wildcard filter, both away; a topic the filter
+    selects is created (first published to) meanwhile; the broker restarts. Each session, back
+    one after the other, gets that message exactly once: the first one's acknowledgement must not
+    let the topic drop the message before the second one is back."""
+    proc = MagnetarProcess(["mqttListeners=mqtt://127.0.0.1:0"], workdir=str(tmp_path),
+                           data_in_workdir=False)
+    proc.start()
+    base = f"away2/{uuid.uuid4().hex[:8]}"
+    ids = {V311: f"aw311-{uuid.uuid4().hex[:6]}", V5: f"aw5-{uuid.uuid4().hex[:6]}"}
+    try:
+        port = proc.ports["mqttPort"]
+        for version, cid in ids.items():
+            c = Client(port, version, client_id=cid, clean=False)
+            c.subscribe(f"{base}/#", 1)
+            c.close()
+        pub = Client(port, V311)
+        pub.publish(f"{base}/new", b"while-away").wait_for_publish(10)
+        pub.close()
+        if how == "SIGKILL":
+            proc.kill()
+        else:
+            assert proc.stop() == 0
+        proc.start()
+        port = proc.ports["mqttPort"]
+        for version, cid in ids.items():
+            c = Client(port, version, client_id=cid, clean=False)
+            try:
+                assert c.session_present
+                m = c.receive(1, timeout_s=15)[0]
+                assert (m.topic, m.payload) == (f"{base}/new", b"while-away")
+                # Long enough for the acknowledgement to be stored (cursor writes are held
+                # back up to a second) before the next session is back.
+                c.nothing(3.0)
+            finally:
+                c.close()
+    finally:
+        proc.close()
