@@ -118,5 +118,12 @@ def test_usage_errors_and_unreachable_broker(cli):
     cli("topics", "reset-cursor", "t", "-s", "sub", expect=2)  # neither --time nor --messageId
     cli("namespaces", "create", "no-slash", expect=2)
     cli("topics", "stats", "a/b", expect=2)
+    # A refused connection is told in one line: the URL and the system's message, no Boost
+    # source path or function signature.
     err = cli("clusters", "list", expect=1, url="http://127.0.0.1:1")
-    assert "cannot reach" in err.stderr
+    assert err.stderr == ("magnetar-admin: cannot connect to http://127.0.0.1:1: "
+                          "Connection refused\n")
+    err = cli("clusters", "list", expect=1, url="http://no-such-host.invalid:8080")
+    assert err.stderr.startswith("magnetar-admin: cannot resolve no-such-host.invalid: "), \
+        err.stderr
+    assert "boost" not in err.stderr and "[" not in err.stderr, err.stderr

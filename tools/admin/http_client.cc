@@ -4,6 +4,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/system/system_error.hpp>
 #include <cctype>
 #include <chrono>
 
@@ -38,12 +39,16 @@ HttpClient::HttpClient(const std::string& baseUrl) {
 HttpResult HttpClient::request(const std::string& method, const std::string& target,
                                const std::string& body, const std::string& contentType) {
   HttpResult out;
+  std::string step = "cannot resolve " + host_;  // what failed, for the error
   try {
     asio::io_context ioc;
     asio::ip::tcp::resolver resolver(ioc);
     beast::tcp_stream stream(ioc);
     stream.expires_after(std::chrono::seconds(30));
-    stream.connect(resolver.resolve(host_, port_));
+    auto endpoints = resolver.resolve(host_, port_);
+    step = "cannot connect to " + base_;
+    stream.connect(endpoints);
+    step = "no answer from " + base_;
     http::request<http::string_body> req(http::string_to_verb(method), target, 11);
     req.set(http::field::host, base_.substr(base_.find("//") + 2));
     req.set(http::field::user_agent, "magnetar-admin");
@@ -68,8 +73,11 @@ HttpResult HttpClient::request(const std::string& method, const std::string& tar
     out.ok = true;
     beast::error_code ignored;
     stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  } catch (const boost::system::system_error& e) {
+    // The message alone: what() also names Boost's source file and function.
+    out.error = step + ": " + e.code().message();
   } catch (const std::exception& e) {
-    out.error = e.what();
+    out.error = step + ": " + e.what();
   }
   return out;
 }

@@ -9,6 +9,8 @@ namespace magnetar::admintool {
 
 struct HttpResult {
   bool ok = false;  // false: could not connect/send/receive (error holds why)
+  // e.g. "cannot connect to http://127.0.0.1:8080: Connection refused" (the step, the system's
+  // message); steps: "cannot resolve HOST", "cannot connect to URL", "no answer from URL".
   std::string error;
   int status = 0;
   std::string contentType;

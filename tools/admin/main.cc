@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
   }
   HttpResult r = http.request(call.method, call.path, call.body, call.contentType);
   if (!r.ok) {
-    std::cerr << "magnetar-admin: cannot reach " << adminUrl << ": " << r.error << "\n";
+    std::cerr << "magnetar-admin: " << r.error << "\n";
     return kExitError;
   }
   if (r.status >= 300) {
