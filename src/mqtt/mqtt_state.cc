@@ -91,9 +91,16 @@ Status MqttState::start() {
               retained_.size());
   }
   const MqttOptions& o = service_.options();
+  {
+    MutexLock lock(watchGuard_->mu);
+    watchGuard_->self = this;
+  }
   topicWatch_ = service_.broker().topicListeners().add(
-      o.defaultTenant + "/" + o.defaultNamespace, [this](const std::string& topic, bool created) {
-        if (created && !stopping()) onTopicCreated(topic);
+      o.defaultTenant + "/" + o.defaultNamespace,
+      [guard = watchGuard_](const std::string& topic, bool created) {
+        if (!created) return;
+        MutexLock lock(guard->mu);  // held while it runs: stop() waits for it
+        if (guard->self && !guard->self->stopping()) guard->self->onTopicCreated(topic);
       });
   sweepLoop_ = &service_.broker().ioLoops().next();
   sweepTimer_ = std::make_unique<boost::asio::steady_timer>(sweepLoop_->context());
@@ -105,6 +112,10 @@ void MqttState::stop() {
   if (stopping_.exchange(true)) return;
   if (topicWatch_) service_.broker().topicListeners().remove(topicWatch_);
   topicWatch_ = 0;
+  {
+    MutexLock lock(watchGuard_->mu);
+    watchGuard_->self = nullptr;
+  }
   if (!sweepLoop_) return;
   auto stopped = std::make_shared<std::promise<void>>();
   auto done = stopped->get_future();

@@ -101,6 +101,13 @@ class MqttState {
   net::EventLoop* sweepLoop_ = nullptr;
   std::unique_ptr<boost::asio::steady_timer> sweepTimer_;  // on sweepLoop_
   uint64_t topicWatch_ = 0;  // BrokerService::topicListeners() id; set and cleared on main
+  // The topic watch's way back here: a notification can still run after remove() (listeners
+  // are called outside their registry's lock), so it goes through this, which stop() clears.
+  struct WatchGuard {
+    Mutex mu;
+    MqttState* self GUARDED_BY(mu) = nullptr;
+  };
+  std::shared_ptr<WatchGuard> watchGuard_ = std::make_shared<WatchGuard>();
   mutable Mutex mu_;
   std::map<std::string, StoredSession> sessions_ GUARDED_BY(mu_);
   std::map<std::string, RetainedMessage> retained_ GUARDED_BY(mu_);  // by MQTT topic
