@@ -79,7 +79,17 @@ void MqttConnection::disconnect(uint8_t reasonCode, const std::string& why) {
     loop().execute([me, reasonCode, why] { me->disconnect(reasonCode, why); });
     return;
   }
-  if (closing_) return;
+  if (closing_) {
+    // After DISCONNECT, waiting for its PUBLISHes (a session take-over, the broker stopping):
+    // close now; those handed over are published, those waiting for a producer too (onClosed).
+    if (disconnecting_ && !isClosed()) {
+      MLOG_INFO("[{}] MQTT client {} closed after its DISCONNECT: {}", peerAddress(), clientId_,
+                why);
+      disconnecting_ = false;
+      close(/*graceful=*/true);
+    }
+    return;
+  }
   closing_ = true;  // on the loop: the packets after this one in the read are not handled
   MLOG_INFO("[{}] MQTT client {} disconnected: {}", peerAddress(), clientId_, why);
   if (connected_ && version_ == ProtocolVersion::kV5) {
