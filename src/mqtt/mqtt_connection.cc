@@ -13,6 +13,9 @@
 namespace magnetar::mqtt {
 namespace {
 constexpr uint8_t kDisconnectWithWill = 0x04;  // MQTT 5 DISCONNECT reason code
+// How long the PUBLISHes received before a DISCONNECT or a close may take to reach their topics
+// (their producer being made, their receipts) before they are given up (logged).
+constexpr std::chrono::seconds kDrainTimeout{30};
 }  // namespace
 
 MqttConnection::MqttConnection(MqttService& service, net::EventLoop& loop,
@@ -76,7 +79,17 @@ void MqttConnection::disconnect(uint8_t reasonCode, const std::string& why) {
     loop().execute([me, reasonCode, why] { me->disconnect(reasonCode, why); });
     return;
   }
-  if (closing_) return;
+  if (closing_) {
+    // After DISCONNECT, waiting for its PUBLISHes (a session take-over, the broker stopping):
+    // close now; those handed over are published, those waiting for a producer too (onClosed).
+    if (disconnecting_ && !isClosed()) {
+      MLOG_INFO("[{}] MQTT client {} closed after its DISCONNECT: {}", peerAddress(), clientId_,
+                why);
+      disconnecting_ = false;
+      close(/*graceful=*/true);
+    }
+    return;
+  }
   closing_ = true;  // on the loop: the packets after this one in the read are not handled
   MLOG_INFO("[{}] MQTT client {} disconnected: {}", peerAddress(), clientId_, why);
   if (connected_ && version_ == ProtocolVersion::kV5) {
@@ -348,8 +361,71 @@ void MqttConnection::handleDisconnect(const Disconnect& d) {
       saveSession();
     }
   }
+  // MQTT 4.6: the packets before the DISCONNECT are processed in order, so the PUBLISHes among
+  // them still reach their topics (a producer being made, receipts to answer); nothing after it
+  // is handled (closing_) or read (the socket stays paused until the close).
   closing_ = true;
+  disconnecting_ = true;
+  pauseRead();
+  timer_.cancel();  // no keep alive after DISCONNECT
+  if (publishesLeft()) armDrainDeadline();
+  maybeFinishDisconnect();
+}
+
+bool MqttConnection::publishesLeft() const {
+  if (waitingPublishes_ > 0 || pendingPublishes_ > 0 || !sendBatch_.empty()) return true;
+  for (const auto& [producerId, bySeq] : inFlight_) {
+    if (!bySeq.empty()) return true;
+  }
+  return false;
+}
+
+void MqttConnection::maybeFinishDisconnect() {
+  if (!disconnecting_ || isClosed() || publishesLeft()) return;
+  disconnecting_ = false;
+  timer_.cancel();
   close(true);
+}
+
+void MqttConnection::armDrainDeadline() {
+  if (!drainDeadline_) drainDeadline_ = std::chrono::steady_clock::now() + kDrainTimeout;
+  timer_.expires_at(*drainDeadline_);
+  auto weak = std::weak_ptr<net::Connection>(shared_from_this());
+  timer_.async_wait([weak](const boost::system::error_code& ec) {
+    if (ec) return;
+    if (auto c = weak.lock()) static_cast<MqttConnection*>(c.get())->onDrainDeadline();
+  });
+}
+
+void MqttConnection::onDrainDeadline() {
+  MAGNETAR_DCHECK_ON(loop());
+  if (!isClosed()) {
+    MLOG_WARN(
+        "[{}] MQTT client {}: {} PUBLISHes before the DISCONNECT still wait for their "
+        "producer and {} for their receipt after {} s; closing",
+        peerAddress(), clientId_, waitingPublishes_, pendingPublishes_, kDrainTimeout.count());
+    disconnecting_ = false;
+    close(true);  // onClosed() gives up those still waiting for their producer
+    return;
+  }
+  size_t dropped = 0;
+  for (auto it = producers_.begin(); it != producers_.end();) {
+    if (it->second.producer) {
+      ++it;
+      continue;
+    }
+    dropped += it->second.waiting.size();
+    it = producers_.erase(it);
+  }
+  waitingPublishes_ = 0;
+  if (dropped > 0) {
+    MLOG_WARN(
+        "[{}] MQTT client {}: {} PUBLISHes received before the close dropped: their "
+        "producer was not ready ({})",
+        peerAddress(), clientId_, dropped,
+        service_.state().stopping() ? std::string("the broker is stopping")
+                                    : fmt::format("after {} s", kDrainTimeout.count()));
+  }
 }
 
 void MqttConnection::armTimer(std::chrono::seconds after) {
@@ -376,6 +452,9 @@ void MqttConnection::onTimer() {
     return;
   }
   const auto limit = std::chrono::milliseconds(keepAlive_) * 3 / 2;
+  // MQTT 3.1.2.10 counts packets the server receives: while the broker itself does not read
+  // (the PUBLISH window is full), the client is not idle; the clock restarts at the resume.
+  if (readPausedForPublishes_) lastPacket_ = std::chrono::steady_clock::now();
   const auto idle = std::chrono::steady_clock::now() - lastPacket_;
   if (idle >= limit) {
     disconnect(reason::kKeepAliveTimeout,
@@ -407,13 +486,31 @@ void MqttConnection::onClosed() {
     service_.broker().topicListeners().remove(topicWatch_);
     topicWatch_ = 0;
   }
-  for (auto& [name, ps] : producers_) {
-    if (!ps.producer) continue;
-    auto topic = ps.topic;
-    auto producer = ps.producer;
-    topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
+  // The PUBLISHes received before the close are published (as a Pulsar producer's SENDs read
+  // before its connection closed): those handled go to their topics before the producers leave,
+  // those waiting for their producer go when it is ready (producerReady), for kDrainTimeout.
+  flushSends();
+  for (auto it = producers_.begin(); it != producers_.end();) {
+    ProducerState& ps = it->second;
+    if (ps.producer) {
+      auto topic = ps.topic;
+      auto producer = ps.producer;
+      topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
+    } else if (!ps.waiting.empty()) {
+      ++it;
+      continue;
+    }
+    it = producers_.erase(it);
   }
-  producers_.clear();
+  disconnecting_ = false;
+  if (waitingPublishes_ > 0 && service_.state().stopping()) {
+    drainDeadline_ = std::chrono::steady_clock::now();  // the broker stops: no wait
+    onDrainDeadline();
+  } else if (waitingPublishes_ > 0) {
+    MLOG_INFO("[{}] MQTT client {}: {} PUBLISHes received before the close wait for their producer",
+              peerAddress(), clientId_, waitingPublishes_);
+    armDrainDeadline();
+  }
   dropConsumers(/*deleteSubscriptions=*/connected_ && !persistentSession_);
   if (connected_) endSession(service_.unregisterClient(clientId_, this));
   releaseAdmission();

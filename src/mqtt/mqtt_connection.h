@@ -152,7 +152,19 @@ class MqttConnection final : public net::Connection {
   // The StoredSession of this connection's state (filters, expiry, QoS 2 ids).
   StoredSession sessionRecord() const;
   void updateReading();
+  // Resumes after a pause: the packets reader_ kept are handled first; the socket is read again
+  // only once they are (a pause that ends again leaves reading paused), so reader_ holds at most
+  // one read's worth beyond a partial packet.
+  void resumeAfterBuffered();
   void flushSends();
+  // PUBLISHes handled and not done: waiting for their producer, or handed to a topic and not
+  // answered yet. After a DISCONNECT the close waits for none to be left (or kDrainTimeout).
+  bool publishesLeft() const;
+  // After DISCONNECT: closes once publishesLeft() is false.
+  void maybeFinishDisconnect();
+  // The bounded wait for the PUBLISHes received before a DISCONNECT or a close (drainDeadline_).
+  void armDrainDeadline();
+  void onDrainDeadline();
 
   // Subscribing and delivery (mqtt_subscribe.cc).
   void handleSubscribe(Subscribe&& s);
@@ -222,6 +234,9 @@ class MqttConnection final : public net::Connection {
   size_t pendingQos1_ = 0;       // of those, QoS 1 (not PUBACKed yet)
   size_t waitingPublishes_ = 0;  // in ProducerState::waiting (their producer being made)
   bool readPausedForPublishes_ = false;
+  // DISCONNECT handled: reading stopped, the close waits for the PUBLISHes before it.
+  bool disconnecting_ = false;
+  std::optional<std::chrono::steady_clock::time_point> drainDeadline_;
   uint64_t nextProducerId_ = 0;
 
   // Subscribing.

@@ -169,8 +169,10 @@ void MqttConnection::producerReady(const std::string& pulsarTopic, const Status&
                                    const std::shared_ptr<broker::Producer>& producer, int attempt,
                                    int64_t nextSequenceId) {
   MAGNETAR_DCHECK_ON(loop());
+  // Closing (DISCONNECT, or closed): the entry is still there while PUBLISHes received before
+  // the close wait for this producer; they are published, then the producer leaves.
   auto it = producers_.find(pulsarTopic);
-  if (closing_ || isClosed() || it == producers_.end()) {
+  if (it == producers_.end()) {
     if (st.isOk()) {
       topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
     }
@@ -180,7 +182,7 @@ void MqttConnection::producerReady(const std::string& pulsarTopic, const Status&
     auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
     auto t = std::make_shared<boost::asio::steady_timer>(loop().context(), kProducerBusyDelay);
     t->async_wait([me, t, pulsarTopic, attempt](const boost::system::error_code&) {
-      if (!me->closing_) me->createProducer(pulsarTopic, attempt + 1);
+      if (me->producers_.count(pulsarTopic)) me->createProducer(pulsarTopic, attempt + 1);
     });
     return;
   }
@@ -208,6 +210,7 @@ void MqttConnection::producerReady(const std::string& pulsarTopic, const Status&
     }
     // 3.1.1 has no negative PUBACK: closing is the only answer (the client sends again).
     producers_.erase(it);
+    if (closing_) return maybeFinishDisconnect();
     return disconnect(reason::kUnspecifiedError,
                       "cannot publish to " + pulsarTopic + ": " + st.message());
   }
@@ -223,6 +226,11 @@ void MqttConnection::producerReady(const std::string& pulsarTopic, const Status&
     publishTo(ps, std::move(p));
   }
   flushSends();
+  if (isClosed()) {
+    // onClosed() removed the other producers; this one goes after its publishes (same executor).
+    topic->executor().execute([topic, producer] { topic->removeProducer(producer.get()); });
+    producers_.erase(it);
+  }
 }
 
 void MqttConnection::onReceipt(uint64_t producerId, uint64_t sequenceId, bool ok,
@@ -245,6 +253,7 @@ void MqttConnection::completeInFlight(uint64_t producerId, uint64_t sequenceId, 
   pit->second.erase(it);
   if (done.packetId) pendingQos1_--;
   answerInFlight(done);
+  maybeFinishDisconnect();
 }
 
 void MqttConnection::answerInFlight(const InFlight& f) {
@@ -281,13 +290,15 @@ void MqttConnection::answerInFlight(const InFlight& f) {
 }
 
 void MqttConnection::recordQos2(const PubAck& rec) {
+  // After the close the session record is the service's (sessionDisconnected): not written.
+  if (isClosed()) return;
   qos2Received_.insert(rec.packetId);
   if (!persistentSession_) return send(rec);
   // The id goes into the session record before the PUBREC, so a client that sends the PUBLISH
   // again after a broker restart is still answered without a second copy.
   auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
   service_.state().saveSession(clientId_, sessionRecord(), &loop(), [me, rec](const Status&) {
-    if (!me->closing_ && !me->isClosed()) me->send(rec);
+    if (!me->isClosed()) me->send(rec);  // also after DISCONNECT, before the close
   });
 }
 
@@ -310,7 +321,7 @@ void MqttConnection::handlePubrel(const PubAck& a) {
   // PUBCOMP after the record has lost the id: the client may use it again for a new message.
   auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
   service_.state().saveSession(clientId_, sessionRecord(), &loop(), [me, comp](const Status&) {
-    if (!me->closing_ && !me->isClosed()) me->send(comp);
+    if (!me->isClosed()) me->send(comp);
   });
 }
 
@@ -334,15 +345,21 @@ void MqttConnection::updateReading() {
     pauseRead();
   } else if (held < limit && readPausedForPublishes_) {
     readPausedForPublishes_ = false;
-    resumeRead();
-    if (reader_.buffered() > 0) {
-      // The bytes read before the pause: no socket read may come to deliver them.
-      auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
-      loop().execute([me] {
-        if (!me->readPausedForPublishes_) me->onData(nullptr, 0);
-      });
-    }
+    // Keep alive: the client was not idle while the broker did not read (onTimer()).
+    lastPacket_ = std::chrono::steady_clock::now();
+    if (closing_) return;  // after DISCONNECT nothing more is read
+    if (reader_.buffered() == 0) return resumeRead();
+    auto me = std::static_pointer_cast<MqttConnection>(shared_from_this());
+    loop().execute([me] { me->resumeAfterBuffered(); });
   }
+  maybeFinishDisconnect();
+}
+
+void MqttConnection::resumeAfterBuffered() {
+  MAGNETAR_DCHECK_ON(loop());
+  if (readPausedForPublishes_ || closing_ || isClosed()) return;
+  onData(nullptr, 0);
+  if (!readPausedForPublishes_ && !closing_ && !isClosed()) resumeRead();
 }
 
 }  // namespace magnetar::mqtt
