@@ -1,5 +1,7 @@
 #include "mqtt/mqtt_connection.h"
 
+#include <algorithm>
+
 #include "base/dcheck.h"
 #include "base/logging.h"
 #include "broker/service/broker_service.h"
@@ -397,6 +399,30 @@ void MqttConnection::armDrainDeadline() {
   });
 }
 
+void MqttConnection::dropWaitingQos2() {
+  MAGNETAR_DCHECK_ON(loop());
+  // Not stored yet and never PUBRECed: the client sends them again (DUP) on its next
+  // connection, whose session does not know the id; stored now, they would be stored twice.
+  size_t dropped = 0;
+  for (auto& [topic, ps] : producers_) {
+    auto& w = ps.waiting;
+    for (const Publish& p : w) {
+      if (p.qos == 2) qos2InFlight_.erase(p.packetId);
+    }
+    const auto n = w.size();
+    w.erase(std::remove_if(w.begin(), w.end(), [](const Publish& p) { return p.qos == 2; }),
+            w.end());
+    dropped += n - w.size();
+  }
+  waitingPublishes_ -= std::min(waitingPublishes_, dropped);
+  if (dropped > 0) {
+    MLOG_INFO(
+        "[{}] MQTT client {}: {} QoS 2 PUBLISHes not stored at the close (no PUBREC sent: "
+        "the client sends them again)",
+        peerAddress(), clientId_, dropped);
+  }
+}
+
 void MqttConnection::onDrainDeadline() {
   MAGNETAR_DCHECK_ON(loop());
   if (!isClosed()) {
@@ -490,6 +516,7 @@ void MqttConnection::onClosed() {
   // before its connection closed): those handled go to their topics before the producers leave,
   // those waiting for their producer go when it is ready (producerReady), for kDrainTimeout.
   flushSends();
+  dropWaitingQos2();
   for (auto it = producers_.begin(); it != producers_.end();) {
     ProducerState& ps = it->second;
     if (ps.producer) {

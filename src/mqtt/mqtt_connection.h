@@ -145,6 +145,9 @@ class MqttConnection final : public net::Connection {
   // QoS 2 (MQTT 4.3.3), receiver side: a stored PUBLISH's packet id joins the session (written
   // to its record for a persistent session) before its PUBREC; PUBREL releases it (PUBCOMP).
   void recordQos2(const PubAck& rec);
+  // At the close: QoS 2 PUBLISHes still waiting for their producer are dropped (never
+  // PUBRECed, so the client resends them; stored now they would be stored twice).
+  void dropWaitingQos2();
   void handlePubrel(const PubAck& a);
   // Sender side: PUBREC acknowledges the entry and is answered PUBREL; PUBCOMP frees the id.
   void handlePubrec(const PubAck& a);

@@ -290,8 +290,12 @@ void MqttConnection::answerInFlight(const InFlight& f) {
 }
 
 void MqttConnection::recordQos2(const PubAck& rec) {
-  // After the close the session record is the service's (sessionDisconnected): not written.
-  if (isClosed()) return;
+  // After the close the session record is the service's (sessionDisconnected): the id goes
+  // into it there, so the client's resend on its next connection is not stored again.
+  if (isClosed()) {
+    if (persistentSession_) service_.state().addQos2Received(clientId_, rec.packetId);
+    return;
+  }
   qos2Received_.insert(rec.packetId);
   if (!persistentSession_) return send(rec);
   // The id goes into the session record before the PUBREC, so a client that sends the PUBLISH

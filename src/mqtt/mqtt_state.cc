@@ -203,6 +203,20 @@ void MqttState::saveSession(const std::string& clientId, StoredSession s, net::E
             ex ? ex : &service_.broker().metadataExecutor(), done);
 }
 
+void MqttState::addQos2Received(const std::string& clientId, uint16_t packetId) {
+  std::optional<StoredSession> s;
+  {
+    MutexLock lock(mu_);
+    auto it = sessions_.find(clientId);
+    if (it == sessions_.end()) return;
+    auto& ids = it->second.qos2Received;
+    if (std::find(ids.begin(), ids.end(), packetId) != ids.end()) return;
+    ids.push_back(packetId);
+    s = it->second;
+  }
+  saveSession(clientId, std::move(*s));
+}
+
 void MqttState::sessionDisconnected(const std::string& clientId) {
   std::optional<StoredSession> s;
   {

@@ -52,6 +52,11 @@ class MqttState {
   // (optional) runs on `ex` once the store has it, with the store's status.
   void saveSession(const std::string& clientId, StoredSession s, net::Executor* ex = nullptr,
                    const std::function<void(Status)>& done = nullptr) EXCLUDES(mu_);
+  // A QoS 2 PUBLISH of `clientId`'s ended connection was stored after its close: its packet id
+  // goes into the stored session (written), so a resend on the next connection is answered
+  // without a second copy. No stored session (clean, or expiry 0): nothing. A connection that
+  // took the session over before this runs has loaded the record already (documented gap).
+  void addQos2Received(const std::string& clientId, uint16_t packetId) EXCLUDES(mu_);
   // The session's connection ended now: its expiry starts (removed at once when expiry is 0).
   void sessionDisconnected(const std::string& clientId) EXCLUDES(mu_);
   // Drops the session (a clean start, an expiry). With deleteSubscriptions, the Pulsar

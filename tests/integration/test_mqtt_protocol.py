@@ -542,6 +542,40 @@ def test_publishes_before_disconnect_or_close_are_all_stored(broker, pclient, en
         assert eventually(lambda t=t: _all_stored(pclient, topics[t], 10)) == want
 
 
+@pytest.mark.parametrize("level", [4, 5])
+@pytest.mark.parametrize("fresh", [True, False])
+def test_qos2_resent_after_an_abrupt_close_is_stored_once(broker, pclient, level, fresh):
+    """A persistent session sends a QoS 2 PUBLISH and closes its socket without reading the
+    PUBREC; it reconnects and sends it again (DUP): stored once. (Stored after the close and
+    its id kept nowhere, it was stored twice.)"""
+    run = uuid.uuid4().hex[:6]
+    topic, cid = f"q2close/{run}", f"q2close-{run}"
+    expiry = 3600 if level == 5 else None
+    if not fresh:  # the topic and a producer of it exist already
+        w = Raw(port_of(broker), 4, f"{cid}-warm")
+        w.publish(topic, b"warm", 1, pid=1)
+        assert w.expect_ack(0x40, 1) == 0
+        w.close()
+    r = Raw(port_of(broker), level, cid, clean=False, session_expiry=expiry)
+    r.s.sendall(b"".join(r.publish_packet(f"{topic}/pre{k}", b"p", 0) for k in range(50)) +
+                r.publish_packet(topic, b"once", 2, pid=1))
+    r.s.shutdown(socket.SHUT_WR)
+    assert read_until_closed(r.s, 20.0) is not None
+    r.close()
+    time.sleep(1.0)
+    again = Raw(port_of(broker), level, cid, clean=False, session_expiry=expiry)
+    try:
+        assert again.session_present
+        again.publish(topic, b"once", 2, pid=1, dup=True)
+        assert again.expect_ack(0x50, 1) == 0
+        again.ack(0x62, 1)
+        assert again.expect_ack(0x70, 1) == 0
+        want = [b"once"] if fresh else [b"warm", b"once"]
+        assert read_all(pclient, pulsar_topic(topic)) == want
+    finally:
+        again.close()
+
+
 def _all_stored(client: pulsar.Client, topic: str, n: int) -> list[bytes]:
     got = read_all(client, pulsar_topic(topic))
     assert len(got) >= n, (topic, len(got))
