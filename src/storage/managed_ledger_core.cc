@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <limits>
 
 namespace magnetar::storage {
@@ -11,6 +12,12 @@ int64_t wallClockMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+int64_t wallClockCoarseMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
 }
 
 int64_t steadyClockMs() {
@@ -528,9 +535,11 @@ bool ManagedLedgerCore::ledgerFull(int64_t entries, int64_t bytes, int64_t creat
       bytes < config_.managedLedgerMaxSizePerLedgerMbytes * (int64_t{1} << 20)) {
     return false;
   }
-  // The age (wall clock, as Pulsar) only counts when a minimum is set.
+  // The age (wall clock, as Pulsar) only counts when a minimum is set. Checked at every add
+  // while a full ledger is younger than the minimum (at max rate most adds): the coarse clock,
+  // a few milliseconds off on a minutes scale, costs a fifth of the precise one.
   const int64_t minMs = int64_t{config_.managedLedgerMinLedgerRolloverTimeMinutes} * 60000;
-  return minMs <= 0 || wallClockMs() - createdMs >= minMs;
+  return minMs <= 0 || wallClockCoarseMs() - createdMs >= minMs;
 }
 
 bool ManagedLedgerCore::ledgerTooOld(int64_t entries, int64_t createdMs) const {
@@ -539,6 +548,7 @@ bool ManagedLedgerCore::ledgerTooOld(int64_t entries, int64_t createdMs) const {
 }
 
 void ManagedLedgerCore::tickCacheAndRetention() {
+  queued_.trim();
   cache_->evictUpTo(minMarkDelete());
   const int64_t now = steadyClockMs();
   if (config_.retentionCheckIntervalInSeconds > 0 && now >= nextRetentionCheckMs_) {

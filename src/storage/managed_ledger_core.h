@@ -47,6 +47,9 @@ class ManagedLedgerCore;
 
 // Milliseconds since the epoch (wall clock): ledger ages and retention, as Pulsar.
 int64_t wallClockMs();
+// The same from the coarse clock (CLOCK_REALTIME_COARSE: the last tick, a few ms behind; a
+// fifth of the cost), for checks on a minutes scale made per add.
+int64_t wallClockCoarseMs();
 // Milliseconds of the monotonic clock: intervals (rate limit, retention schedule), immune to
 // wall-clock steps.
 int64_t steadyClockMs();

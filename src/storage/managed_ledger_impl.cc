@@ -349,6 +349,7 @@ void ManagedLedgerImpl::trimConsumedLedgers(bool truncate) {
 void ManagedLedgerImpl::onTick() {
   MAGNETAR_DCHECK_ON(*executor_);
   if (state_ == State::kClosed || closing_) return;
+  inflight_.trim();  // a burst's array, once idle for a tick
   // Held-back cursor state goes out in every open state (also while a new ledger is pending).
   flushCursors();
   if (state_ != State::kOpen) return;

@@ -45,14 +45,45 @@ TEST(RingQueueTest, KeepsItsArrayUpToTheLimitAndReleasesElements) {
   EXPECT_EQ(token.use_count(), 1);
   EXPECT_EQ(q.capacity(), cap);  // reused by the next pushes: no allocation in steady state
   for (size_t i = 0; i < RingQueue<int>::kKeepSlots + 1; ++i) q.push_back(token);
-  EXPECT_GT(q.capacity(), RingQueue<int>::kKeepSlots);
+  const size_t large = q.capacity();
+  EXPECT_GT(large, RingQueue<int>::kKeepSlots);
   q.clear();
-  EXPECT_EQ(q.capacity(), 0u);  // a burst's large array is given back once empty
+  EXPECT_EQ(q.capacity(), large);  // kept: the next fill may be as large
+  q.trim();                        // pushed since the previous trim: not idle yet
+  EXPECT_EQ(q.capacity(), large);
+  q.trim();  // idle for a whole interval: given back
+  EXPECT_EQ(q.capacity(), 0u);
   q.push_back(token);
   RingQueue<std::shared_ptr<int>> moved = std::move(q);
   EXPECT_TRUE(q.empty());  // NOLINT(bugprone-use-after-move): moved-from is empty
   EXPECT_EQ(moved.size(), 1u);
   EXPECT_EQ(token.use_count(), 2);
+}
+
+TEST(RingQueueTest, KeepsALargeArrayWhileFillsUseItAndShrinksAfterSmallFills) {
+  using Q = RingQueue<int>;
+  Q q;
+  auto fill = [&](size_t n) {
+    for (size_t i = 0; i < n; ++i) q.push_back(static_cast<int>(i));
+    while (!q.empty()) q.pop_front();
+  };
+  fill(4 * Q::kKeepSlots);
+  const size_t large = q.capacity();
+  EXPECT_GE(large, 4 * Q::kKeepSlots);
+  // Fills of more than a quarter keep the array however often the queue empties.
+  for (int i = 0; i < 100; ++i) fill(large / 4 + 1);
+  EXPECT_EQ(q.capacity(), large);
+  // kShrinkAfter - 1 small fills, then a large one: the count starts again.
+  for (uint32_t i = 0; i + 1 < Q::kShrinkAfter; ++i) fill(large / 4);
+  EXPECT_EQ(q.capacity(), large);
+  fill(large / 2);
+  for (uint32_t i = 0; i + 1 < Q::kShrinkAfter; ++i) fill(10);
+  EXPECT_EQ(q.capacity(), large);
+  fill(10);  // the kShrinkAfter-th small fill in a row gives it back
+  EXPECT_EQ(q.capacity(), 0u);
+  fill(10);
+  EXPECT_GT(q.capacity(), 0u);
+  EXPECT_LE(q.capacity(), Q::kKeepSlots);
 }
 
 TEST(RingQueueTest, PushFrontInsertAndEraseIfKeepOrderAcrossTheWrap) {

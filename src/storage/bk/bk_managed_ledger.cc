@@ -567,7 +567,8 @@ void BkManagedLedger::trimConsumedLedgers(bool truncate) {
 void BkManagedLedger::onTick() {
   MAGNETAR_DCHECK_ON(*executor_);
   if (closing_ || state_ == State::kClosed || state_ == State::kInitializing) return;
-  flushCursors();  // what the mark-delete rate limit held back
+  inflight_.trim();  // a burst's array, once idle for a tick
+  flushCursors();    // what the mark-delete rate limit held back
   if (state_ != State::kOpen) return;
   if (ledgerTooOld(curAssigned_, curCreatedMs_)) {
     startRollover();
