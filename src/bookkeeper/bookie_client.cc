@@ -77,15 +77,15 @@ class BookieChannel : public std::enable_shared_from_this<BookieChannel> {
         resumeTimer_(client.loop().context()) {}
 
   void connect();
-  void submit(OpenRequest req);
+  void submit(OpenRequest&& req);
   bool onFrame(std::string_view frame);
   void onProtocolError(const Status& s);
   void fail(BkResult rc);
   void connectionClosed();
 
  private:
-  bool canSend(const OpenRequest& req) const;
-  void send(OpenRequest req);
+  bool canSend(const OpenRequest& req);
+  void send(OpenRequest&& req);
   void drainWaiting();
   OpenRequest* nextToSend();
   void onTooManyRequests(OpenRequest req);
@@ -107,7 +107,9 @@ class BookieChannel : public std::enable_shared_from_this<BookieChannel> {
   bool connected_ = false;
   bool failed_ = false;
   net::FrameBatch beforeConnect_;  // frames sent while connecting
-  std::map<RequestKey, std::deque<OpenRequest>> open_;
+  // Sent and not answered, by key; requests with the same key (a retry of a timed-out one) in
+  // send order (a multimap inserts after the equal keys): one node per request.
+  std::multimap<RequestKey, OpenRequest> open_;
   size_t openCount_ = 0;
   size_t inFlightBytes_ = 0;
   std::deque<OpenRequest> waiting_;  // never sent, by seq
@@ -203,16 +205,20 @@ void BookieChannel::connect() {
       });
 }
 
-bool BookieChannel::canSend(const OpenRequest& req) const {
+bool BookieChannel::canSend(const OpenRequest& req) {
   if (openCount_ >= window_) return false;
   if (inFlightBytes_ > 0 &&
       inFlightBytes_ + req.bytes > client_.options().maxInFlightBytesPerBookie) {
     return false;
   }
-  return pausedUntil_ <= Clock::now();
+  // No clock read per request unless a pause after ETOOMANYREQUESTS was set.
+  if (pausedUntil_ == Clock::time_point{}) return true;
+  if (pausedUntil_ > Clock::now()) return false;
+  pausedUntil_ = {};
+  return true;
 }
 
-void BookieChannel::submit(OpenRequest req) {
+void BookieChannel::submit(OpenRequest&& req) {
   req.seq = nextSeq_++;
   req.bytes = req.spec.frameBytes();
   if (!waiting_.empty() || !refused_.empty() || !canSend(req)) {
@@ -224,9 +230,13 @@ void BookieChannel::submit(OpenRequest req) {
   send(std::move(req));
 }
 
-void BookieChannel::send(OpenRequest req) {
-  net::FrameBatch frame;
-  req.spec.encode(frame);
+void BookieChannel::send(OpenRequest&& req) {
+  // Encoded straight into the connection's pending batch (no frame of its own per request).
+  if (connected_) {
+    conn_->write([&req](net::FrameBatch& pending) { req.spec.encode(pending); });
+  } else {
+    req.spec.encode(beforeConnect_);
+  }
   auto now = Clock::now();
   req.deadline = now + req.timeout;
   if (!req.sentOnce) {
@@ -237,12 +247,8 @@ void BookieChannel::send(OpenRequest req) {
   inFlightBytes_ += req.bytes;
   ++openCount_;
   ++client_.stats_.requestsSent;
-  open_[req.spec.requestKey()].push_back(std::move(req));
-  if (connected_) {
-    conn_->send(std::move(frame));
-  } else {
-    beforeConnect_.append(std::move(frame));
-  }
+  RequestKey key = req.spec.requestKey();
+  open_.emplace(key, std::move(req));
   armTimer();
 }
 
@@ -312,16 +318,15 @@ bool BookieChannel::onFrame(std::string_view frame) {
     return false;
   }
   RequestKey key{static_cast<uint8_t>(r->op), r->ledgerId, r->entryId};
-  auto it = open_.find(key);
+  auto it = open_.find(key);  // the first sent of that key
   if (it == open_.end()) {
     // A reply after its request timed out, or one we never asked for: dropped.
     MLOG_DEBUG("bookkeeper: {}: unmatched reply op {} ledger {} entry {}", bookie_,
                static_cast<int>(r->op), r->ledgerId, r->entryId);
     return true;
   }
-  OpenRequest req = std::move(it->second.front());
-  it->second.pop_front();
-  if (it->second.empty()) open_.erase(it);
+  OpenRequest req = std::move(it->second);
+  open_.erase(it);
   --openCount_;
   inFlightBytes_ -= req.bytes;
   BkResult rc = bkResultFromBookieRc(r->rc);
@@ -364,9 +369,7 @@ void BookieChannel::fail(BkResult rc) {
   timer_.timer.cancel();
   resumeTimer_.timer.cancel();
   std::vector<OpenRequest> victims;
-  for (auto& [k, q] : open_) {
-    for (auto& r : q) victims.push_back(std::move(r));
-  }
+  for (auto& [k, r] : open_) victims.push_back(std::move(r));
   open_.clear();
   for (auto& w : waiting_) victims.push_back(std::move(w));
   waiting_.clear();
@@ -390,16 +393,18 @@ void BookieChannel::onTimer() {
   auto now = Clock::now();
   std::vector<OpenRequest> expired;
   for (auto it = open_.begin(); it != open_.end();) {
-    auto& q = it->second;
     // Timing a request out keeps its place for the reply that may still come: the key stays
-    // matched to the later requests in order, so only the oldest ones may expire.
-    while (!q.empty() && q.front().deadline <= now) {
-      inFlightBytes_ -= q.front().bytes;
+    // matched to the later requests in order, so only the oldest ones of a key may expire.
+    if (it->second.deadline <= now) {
+      inFlightBytes_ -= it->second.bytes;
       --openCount_;
-      expired.push_back(std::move(q.front()));
-      q.pop_front();
+      expired.push_back(std::move(it->second));
+      it = open_.erase(it);
+      continue;
     }
-    it = q.empty() ? open_.erase(it) : std::next(it);
+    auto next = std::next(it);  // the key's later requests stay
+    while (next != open_.end() && next->first == it->first) ++next;
+    it = next;
   }
   // Waiting requests have no deadline yet: theirs starts when they are sent.
   auto self = shared_from_this();

@@ -122,7 +122,11 @@ size_t encodeAddRequest(net::FrameBatch& out, const MasterKey& key, const EntryH
   putHeader(meta, h);
   uint32_t digest = crc32c(payload.data(), payload.size(), crc32c(meta, kEntryMetadataLength));
   put32(meta + kEntryMetadataLength, digest);
-  out.appendBuffer(payload);
+  if (payload.size() <= kAddPayloadCopyMax) {
+    out.appendBytes(payload.data(), payload.size());
+  } else {
+    out.appendBuffer(payload);
+  }
   return 4 + kHeaders + payload.size();
 }
 

@@ -107,9 +107,14 @@ struct EntryHeader {
 // payload: CRC32CDigestManager's digest, stored as a big-endian int32.
 uint32_t entryDigest(const EntryHeader& h, std::string_view payload);
 
+// Payloads up to this size are copied into the frame's bytes (one contiguous segment with the
+// headers: fewer iovecs per writev for small entries); larger ones are shared Buffers. Magnetar's.
+inline constexpr size_t kAddPayloadCopyMax = 512;
+
 // ADD: appends [length][packet header][master key][entry header 32][digest 4] as bytes and the
-// payload as a shared Buffer segment (no copy), i.e. computeDigestAndPackageForSendingV2. flags:
-// kFlagNone or kFlagRecoveryAdd. Returns the bytes appended (frame including its length prefix).
+// payload, copied when at most kAddPayloadCopyMax bytes, else as a shared Buffer segment (no
+// copy), i.e. computeDigestAndPackageForSendingV2. flags: kFlagNone or kFlagRecoveryAdd. Returns
+// the bytes appended (frame including its length prefix).
 size_t encodeAddRequest(net::FrameBatch& out, const MasterKey& key, const EntryHeader& h,
                         const Buffer& payload, uint16_t flags);
 // READ of one entry (entryId may be kLastAddConfirmed). The master key is sent only with

@@ -53,9 +53,8 @@ TEST(BkProtocol, AddRequestLayout) {
             "000000000000000f");
   EXPECT_EQ(hex(f.substr(60, 4)), "7d33938f");
   EXPECT_EQ(f.substr(64), "hello");
-  // The payload is shared, not copied.
-  ASSERT_EQ(b.segmentCount(), 2u);
-  EXPECT_EQ(b.segments()[1].buffer.data(), payload.data());
+  // A small payload is copied next to the headers: one segment.
+  EXPECT_EQ(b.segmentCount(), 1u);
 
   auto req = decodeRequest(std::string_view(f).substr(4));
   ASSERT_TRUE(req.isOk()) << req.status().toString();
@@ -68,6 +67,28 @@ TEST(BkProtocol, AddRequestLayout) {
   EXPECT_EQ(v->payload, "hello");
   EXPECT_EQ(v->header.lastAddConfirmed, 2);
   EXPECT_EQ(v->header.length, 15);
+}
+
+TEST(BkProtocol, AddRequestSharesPayloadsOverTheCopyLimit) {
+  for (size_t size : {kAddPayloadCopyMax, kAddPayloadCopyMax + 1}) {
+    net::FrameBatch b;
+    Buffer payload = Buffer::copyOf(std::string(size, 'p'));
+    size_t n = encodeAddRequest(b, masterKeyFor(""), EntryHeader{1, 0, -1, 0}, payload, 0);
+    std::string f = flatten(b);
+    ASSERT_EQ(n, f.size());
+    EXPECT_EQ(f.substr(64), std::string(size, 'p'));
+    if (size <= kAddPayloadCopyMax) {
+      EXPECT_EQ(b.segmentCount(), 1u) << size;
+    } else {
+      ASSERT_EQ(b.segmentCount(), 2u) << size;
+      EXPECT_EQ(b.segments()[1].buffer.data(), payload.data());  // shared, not copied
+    }
+    auto req = decodeRequest(std::string_view(f).substr(4));
+    ASSERT_TRUE(req.isOk()) << req.status().toString();
+    auto v = verifyEntry(req->entry, 1, 0);
+    ASSERT_TRUE(v.isOk()) << v.status().toString();
+    EXPECT_EQ(v->payload.size(), size);
+  }
 }
 
 TEST(BkProtocol, ReadRequestSendsKeyOnlyWhenFencing) {

@@ -1,6 +1,8 @@
 // The Java side of `magnetar bookkeeper bench`: one writer with BookKeeper's own Java client,
 // at most OUTSTANDING adds in flight, entries of SIZE bytes, CRC32C, empty password, protocol v2
-// (Pulsar's settings). Prints the same summary line as Magnetar's bench.
+// (Pulsar's settings), no client-side rate limit (throttle 0, as Pulsar's broker sets it: the
+// Java client's default throttle of 5,000 adds/s otherwise caps the run). Prints the same
+// summary line as Magnetar's bench.
 //
 //   java -cp <bk.classpath> BenchAdds.java URI ENSEMBLE WRITE_QUORUM ACK_QUORUM ENTRIES SIZE OUTSTANDING
 import java.util.Arrays;
@@ -16,6 +18,7 @@ public class BenchAdds {
     ClientConfiguration conf = new ClientConfiguration();
     conf.setMetadataServiceUri(args[0]);
     conf.setUseV2WireProtocol(true);
+    conf.setThrottleValue(0);
     int e = Integer.parseInt(args[1]);
     int w = Integer.parseInt(args[2]);
     int a = Integer.parseInt(args[3]);
