@@ -146,11 +146,17 @@ class Sampler:
                 if self.stats_ok == 0:
                     self.stats_note = "topic stats not available: GET %s answered %d" % (
                         url, e.code)
-                    self.topic_stats = False  # the endpoint does not exist (yet): stop asking
+                    # 404: the producers have not created the topic yet (the sampler starts
+                    # with the broker), so ask again next interval; another code: the broker
+                    # has no such endpoint, stop asking.
+                    if e.code != 404:
+                        self.topic_stats = False
                 return
             except Exception as e:  # noqa: BLE001 - a slow or failed sample is skipped
                 self.stats_note = "some topic stats samples failed: %s" % e
                 continue
+            if self.stats_ok == 0 and self.stats_note and "not available" in self.stats_note:
+                self.stats_note = None  # it exists now
             self.stats_ok += 1
             with self._lock:
                 for row in flatten_topic_stats(topic, doc):
