@@ -118,6 +118,30 @@ Status Client::close() { return impl_->close(); }
 
 size_t Client::connectionCount() const { return impl_->connectionCount(); }
 
+namespace {
+// One tick of Client::runEvery: re-armed while fn returns true and the client is open.
+void runTick(const std::shared_ptr<ClientImpl>& impl,
+             const std::shared_ptr<boost::asio::steady_timer>& timer,
+             std::chrono::microseconds period, const std::shared_ptr<std::function<bool()>>& fn) {
+  timer->expires_after(period);
+  timer->async_wait([impl, timer, period, fn](const boost::system::error_code& ec) {
+    if (ec || impl->closed() || !(*fn)()) return;
+    runTick(impl, timer, period, fn);
+  });
+}
+}  // namespace
+
+Status Client::runEvery(int slot, std::chrono::microseconds period, std::function<bool()> fn) {
+  if (!status_.isOk()) return status_;
+  if (impl_->closed()) return Status::closed("client closed");
+  auto timer = std::make_shared<boost::asio::steady_timer>(impl_->loopForSlot(slot).context());
+  auto shared = std::make_shared<std::function<bool()>>(std::move(fn));
+  // Armed on the loop itself: asio timers are not thread-safe.
+  impl_->loopForSlot(slot).execute(
+      [impl = impl_, timer, period, shared] { runTick(impl, timer, period, shared); });
+  return Status::ok();
+}
+
 Result<int> Client::getNumberOfPartitions(const std::string& topic) {
   if (!status_.isOk()) return status_;
   return await<Result<int>>([&](auto cb) {

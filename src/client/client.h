@@ -66,6 +66,14 @@ class Client {
   // Open broker connections (for tests and diagnostics).
   size_t connectionCount() const;
 
+  // Calls fn on the I/O thread of connection slot `slot` (thread slot mod ioThreads: the one
+  // that writes the connections of that slot and runs their producers' callbacks) every
+  // `period`, the first call one period from now, until fn returns false or the client closes.
+  // For a caller pacing its sends on the thread that writes them (no hand-over per send).
+  // kClosed when the client is closed, status() when it did not start. Thread: any; fn runs on
+  // that I/O thread and must not block. Magnetar's own API (Pulsar's clients have none).
+  Status runEvery(int slot, std::chrono::microseconds period, std::function<bool()> fn);
+
  private:
   std::shared_ptr<ClientImpl> impl_;
   Status status_;

@@ -488,6 +488,50 @@ TEST_F(ClientIT, PendingQueueBoundFailsFastWhenFull) {
   EXPECT_EQ(p->pendingMessages(), 0u);
 }
 
+TEST_F(ClientIT, RunEveryPacesSendsOnTheProducersIoThread) {
+  constexpr int kTicks = 20;
+  auto producer = client_->createProducer(topic("run-every"));
+  ASSERT_TRUE(producer.isOk()) << producer.status().toString();
+  std::mutex mu;
+  std::set<std::thread::id> tickThreads, receiptThreads;
+  std::atomic<int> ticks{0}, receipts{0}, failures{0};
+  Status s = client_->runEvery(0, 1ms, [&] {
+    int i = ticks.fetch_add(1);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      tickThreads.insert(std::this_thread::get_id());
+    }
+    OutgoingMessage m;
+    std::string payload = "tick-" + std::to_string(i);
+    m.payload = payload;
+    producer->sendAsync(m, [&](const Status& st, const MessageId&) {
+      std::lock_guard<std::mutex> lock(mu);
+      receiptThreads.insert(std::this_thread::get_id());
+      if (!st.isOk()) failures.fetch_add(1);
+      receipts.fetch_add(1);
+    });
+    return i + 1 < kTicks;  // false: no further call
+  });
+  ASSERT_TRUE(s.isOk()) << s.toString();
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (receipts.load() < kTicks && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  std::this_thread::sleep_for(20ms);  // 20 periods: a call after `false` would show
+  EXPECT_EQ(ticks.load(), kTicks);
+  EXPECT_EQ(receipts.load(), kTicks);
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(producer->lastSequenceId(), kTicks - 1);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(tickThreads.size(), 1u);
+  EXPECT_NE(*tickThreads.begin(), std::this_thread::get_id());
+  EXPECT_EQ(receiptThreads, tickThreads);  // the producer's own I/O thread
+
+  Client closed(broker_->serviceUrl(), testClientConfig());
+  ASSERT_TRUE(closed.close().isOk());
+  EXPECT_EQ(closed.runEvery(0, 1ms, [] { return false; }).code(), StatusCode::kClosed);
+}
+
 TEST_F(ClientIT, UnsubscribeDeletesTheSubscription) {
   std::string t = topic("unsub");
   auto c = client_->subscribe(t, "sub");

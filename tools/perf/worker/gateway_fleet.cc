@@ -44,10 +44,7 @@ GatewayFleet::GatewayFleet(const WorkloadConfig& config)
     timelineSize_ = static_cast<size_t>(config_.timeoutSeconds * 1000 / kTimelineBucketMs) + 1;
     timeline_ = std::make_unique<std::atomic<uint32_t>[]>(timelineSize_);
   }
-  if (config_.rate > 0) {
-    pacerRun_ = true;
-    pacer_ = std::thread([this] { pacerLoop(); });
-  }
+  paceBatch_.reserve(laneCount_);
 }
 
 GatewayFleet::~GatewayFleet() { close(); }
@@ -111,6 +108,12 @@ void GatewayFleet::onMqttAck(uint32_t lane, bool ok, std::string_view error) {
 }
 
 Status GatewayFleet::connect() {
+  Status s = connectGateways();
+  if (s.isOk()) startPacer();
+  return s;
+}
+
+Status GatewayFleet::connectGateways() {
   if (config_.gatewayProtocol == "websocket") return connectWebSocket();
   if (config_.gatewayProtocol == "mqtt") return connectMqtt();
   client::ClientConfig cc;
@@ -348,40 +351,56 @@ void GatewayFleet::laneFinished() {
   if (lanesDone_.fetch_add(1) + 1 == activeLanes_.load()) phaseDoneNs_ = monotonicNs();
 }
 
+void GatewayFleet::startPacer() {
+  if (config_.rate <= 0 || pacerRun_.load()) return;
+  pacerRun_ = true;
+  if (client_ && config_.producerIoThreads == 1) {
+    // Every gateway's connection is on the one I/O thread: pace there, as relayload does.
+    Status s = client_->runEvery(0, std::chrono::microseconds(kPaceTickUs), [this] {
+      if (!pacerRun_.load()) return false;
+      paceTick();
+      return true;
+    });
+    if (s.isOk()) return;
+  }
+  pacer_ = std::thread([this] { pacerLoop(); });
+}
+
 void GatewayFleet::pacerLoop() {
-  std::vector<uint32_t> batch;
-  batch.reserve(laneCount_);
-  uint64_t phaseStart = 0, issued = 0;
   while (pacerRun_.load()) {
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
-    uint64_t start = phaseStartNs_.load();
-    if (start != phaseStart) {
-      phaseStart = start;
-      issued = 0;
+    std::this_thread::sleep_for(std::chrono::microseconds(kPaceTickUs));
+    paceTick();
+  }
+}
+
+void GatewayFleet::paceTick() {
+  uint64_t start = phaseStartNs_.load();
+  if (start != pacePhaseStart_) {
+    pacePhaseStart_ = start;
+    paceIssued_ = 0;
+  }
+  if (pacePhaseStart_ == 0) return;
+  double elapsed = static_cast<double>(monotonicNs() - pacePhaseStart_) / 1e9;
+  auto due = static_cast<uint64_t>(config_.rate * elapsed);
+  if (due <= paceIssued_) return;
+  uint64_t want = due - paceIssued_;
+  {
+    std::lock_guard<std::mutex> lock(idleMu_);
+    size_t n = static_cast<size_t>(std::min<uint64_t>(want, idleSize_));
+    paceBatch_.clear();
+    for (size_t k = 0; k < n; ++k) {
+      paceBatch_.push_back(idle_[idleHead_]);
+      idleHead_ = (idleHead_ + 1) % laneCount_;
     }
-    if (phaseStart == 0) continue;
-    double elapsed = static_cast<double>(monotonicNs() - phaseStart) / 1e9;
-    auto due = static_cast<uint64_t>(config_.rate * elapsed);
-    if (due <= issued) continue;
-    uint64_t want = due - issued;
-    {
-      std::lock_guard<std::mutex> lock(idleMu_);
-      size_t n = static_cast<size_t>(std::min<uint64_t>(want, idleSize_));
-      batch.clear();
-      for (size_t k = 0; k < n; ++k) {
-        batch.push_back(idle_[idleHead_]);
-        idleHead_ = (idleHead_ + 1) % laneCount_;
-      }
-      idleSize_ -= n;
-    }
-    // A rate the lanes cannot keep up with is not saved up for later bursts.
-    issued = batch.size() < want ? due : issued + batch.size();
-    for (uint32_t lane : batch) {
-      if (stop_.load(std::memory_order_relaxed)) {
-        laneFinished();
-      } else {
-        issue(lane);
-      }
+    idleSize_ -= n;
+  }
+  // A rate the lanes cannot keep up with is not saved up for later bursts.
+  paceIssued_ = paceBatch_.size() < want ? due : paceIssued_ + paceBatch_.size();
+  for (uint32_t lane : paceBatch_) {
+    if (stop_.load(std::memory_order_relaxed)) {
+      laneFinished();
+    } else {
+      issue(lane);
     }
   }
 }

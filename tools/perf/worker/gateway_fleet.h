@@ -27,7 +27,11 @@ uint64_t monotonicNs();
 // The sends in flight are `lanes`: lane i owns the devices i, i+L, i+2L, ... (L = min(devices,
 // maxOutstanding)) and has exactly one send in flight while active. When its receipt comes, the
 // lane sends its next device's next message through the next gateway, from the receipt callback
-// (unlimited rate) or from the pacer thread (rate limit). So a device never has two sends in
+// (unlimited rate) or from the pacer (rate limit). The pacer runs as a timer on the gateways'
+// I/O thread (`gw-io-0`) with the binary protocol and one I/O thread: every kPaceTickUs it issues
+// the sends due at the rate from the thread that owns the connections, as relayload's paced
+// mode does (no hand-over per send); otherwise (several I/O threads, WebSocket, MQTT) it is a
+// thread of its own with the same tick. So a device never has two sends in
 // flight, consecutive messages of a device go through different gateways, and the generator costs
 // one payload header write, one producer lock and one sendAsync per message: no allocation (the
 // callback's capture fits std::function's inline storage, the payload is a thread-local buffer).
@@ -100,6 +104,7 @@ class GatewayFleet {
     std::string mqttTopic;   // mqtt: the topic name
   };
 
+  Status connectGateways();
   Status connectWebSocket();
   Status connectMqtt();
   void onMqttAck(uint32_t lane, bool ok, std::string_view error);
@@ -108,7 +113,9 @@ class GatewayFleet {
   void onWebSocketAck(std::string_view context, bool ok, std::string_view ack);
   void onReceipt(uint32_t lane, const Status& s, const client::MessageId& id);
   void laneFinished();
+  void startPacer();
   void pacerLoop();
+  void paceTick();
   void pushIdleLocked(uint32_t lane);
 
   const WorkloadConfig config_;
@@ -143,7 +150,11 @@ class GatewayFleet {
   std::string firstError_;      // GUARDED_BY(idleMu_)
   std::atomic<bool> pacerRun_{false};
   std::atomic<uint64_t> phaseStartNs_{0};
-  std::thread pacer_;
+  static constexpr int64_t kPaceTickUs = 500;
+  // The pacer's state: touched by the pacing thread only (the timer's I/O thread or pacer_).
+  uint64_t pacePhaseStart_ = 0, paceIssued_ = 0;
+  std::vector<uint32_t> paceBatch_;
+  std::thread pacer_;  // the pacer when it does not run on the I/O thread
   bool closed_ = false;
 };
 
