@@ -82,5 +82,65 @@ TEST(ReplaySetTest, ClosedGroupOfAHundredThousandEntriesIsNotVisited) {
   EXPECT_EQ(out.size(), 100u);
 }
 
+// Positions put back out of order (a consumer left, older entries came back) still go oldest
+// first, per group and per hash, across the vectors' compaction (more than 64 taken).
+TEST(ReplaySetTest, OutOfOrderAddsAndRegroupsKeepPositionOrder) {
+  const int a = 0, b = 0;
+  ReplaySet set;
+  for (int64_t i = 100; i < 300; ++i) set.add({1, 2 * i}, static_cast<int32_t>(i % 3), group(a));
+  std::vector<ReplaySet::Item> out;
+  auto all = [](const Consumer*) { return 1000; };
+  set.take(150, all, &out);  // 200..498 taken; 500..598 wait
+  EXPECT_EQ(out.back().first.entryId, 498);
+  EXPECT_TRUE(set.add({1, 5}, 1, group(b)));     // before the head: hash 1's group is a
+  EXPECT_TRUE(set.add({1, 503}, 1, group(b)));   // between
+  EXPECT_FALSE(set.add({1, 503}, 1, group(a)));  // waits already
+  EXPECT_FALSE(set.add({1, 5}, 1, group(a)));
+  EXPECT_TRUE(set.add({1, 7}, -1, ReplaySet::kHeld));
+  EXPECT_TRUE(set.add({1, 3}, -1, ReplaySet::kHeld));
+  EXPECT_FALSE(set.add({1, 3}, -1, ReplaySet::kHeld));
+  EXPECT_EQ(set.size(), 54u);
+  EXPECT_EQ(set.first(), (Position{1, 3}));
+  EXPECT_EQ(set.countOf(1), 19u);  // 2i for i % 3 == 1 (17), 5 and 503
+  EXPECT_TRUE(set.hasOlder(1, {1, 6}));
+  EXPECT_FALSE(set.hasOlder(1, {1, 5}));
+  set.regroupHash(1, group(b));  // hash 1 moves to b, in order
+  out.clear();
+  set.take(
+      1000, [&](const Consumer* g) { return g == group(b) ? 3 : 0; }, &out);
+  EXPECT_EQ(idsOf(out), (std::vector<int64_t>{3, 5, 7, 500, 503}));
+  out.clear();
+  set.regroupAll([&](int32_t) { return group(b); });
+  set.take(1000, all, &out);
+  ASSERT_EQ(out.size(), 49u);
+  for (size_t i = 1; i < out.size(); ++i) EXPECT_LT(out[i - 1].first, out[i].first);
+  EXPECT_TRUE(set.empty());
+  EXPECT_EQ(set.countOf(1), 0u);
+  EXPECT_FALSE(set.hasOlder(1, {1, 1000}));
+  EXPECT_TRUE(set.add({1, 1}, 1, group(a)));  // an emptied hash takes its new group
+  out.clear();
+  set.take(
+      10, [&](const Consumer* g) { return g == group(a) ? 1 : 0; }, &out);
+  EXPECT_EQ(idsOf(out), (std::vector<int64_t>{1}));
+}
+
+// A hash record stays while empty, but many empty ones are swept; counts stay right.
+TEST(ReplaySetTest, ManyHashesComeAndGo) {
+  const int a = 0;
+  ReplaySet set;
+  std::vector<ReplaySet::Item> out;
+  auto all = [](const Consumer*) { return 1 << 20; };
+  int64_t next = 0;
+  for (int round = 0; round < 4; ++round) {
+    for (int32_t h = 0; h < 20000; ++h) set.add({1, next++}, h, group(a));
+    EXPECT_EQ(set.countOf(19999), 1u);
+    set.take(1 << 20, all, &out);
+    EXPECT_TRUE(set.empty());
+    EXPECT_EQ(set.countOf(19999), 0u);
+  }
+  ASSERT_EQ(out.size(), 80000u);
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_EQ(out[i].first.entryId, int64_t(i));
+}
+
 }  // namespace
 }  // namespace magnetar::broker
