@@ -103,16 +103,19 @@ class Consumer {
   int priorityLevel() const { return priorityLevel_; }
 
   // --- topic executor state ---
-  int64_t permits = 0;                             // messages the client can still take
+  int64_t permits = 0;  // messages the client can still take
   // Dispatched, not acked (see PendingAcks).
   using PendingAck = broker::PendingAck;
   PendingAcks pendingAcks;
   int64_t unackedMessages = 0;
   bool blockedOnUnacked = false;
-  // Dispatch holds back: the connection's outbound queue is over
-  // pulsarChannelWriteBufferHighWaterMark, or this pass already gave the consumer
-  // dispatcherMaxReadSizeBytes. The connection's onWritable() resumes it.
+  // Dispatch holds back: the consumer was given dispatcherMaxReadSizeBytes since its connection
+  // was last seen under pulsarChannelWriteBufferHighWaterMark, or in this pass. The
+  // connection's onWritable() resumes it.
   bool outboundBlocked = false;
+  // Entry bytes dispatched to it since its connection was last seen under the high watermark
+  // (Dispatcher::refreshOutbound, at the start of each pass).
+  size_t bytesSinceWritable = 0;
   bool closed = false;
   // Key_Shared: explicit hash ranges (STICKY mode); empty for AUTO_SPLIT.
   std::vector<std::pair<int32_t, int32_t>> stickyRanges;

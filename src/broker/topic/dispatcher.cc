@@ -205,8 +205,13 @@ void Dispatcher::refreshOutbound() {
     for (auto& o : outs_) {
       if (o.consumer == c.get()) full = o.batch.totalBytes() >= passLimit;
     }
-    // isWritable() arms the connection's call back when it answers false.
-    c->outboundBlocked = full || !c->sink()->isWritable();
+    // Over the high watermark the consumer still takes what is left of one pass's bytes since
+    // its connection was last seen under it (the same bound on what the connection holds), so a
+    // queue the connection's loop has not yet written does not send its entries to the replay
+    // set (issue 47's catch-up: a third of the entries went there and came back). isWritable()
+    // arms the connection's call back when it answers false.
+    if (c->sink()->isWritable()) c->bytesSinceWritable = 0;
+    c->outboundBlocked = full || c->bytesSinceWritable >= passLimit;
   }
 }
 
@@ -740,10 +745,13 @@ void Dispatcher::deliver(Consumer* target, const Entry& e, int32_t n, int32_t ha
       std::nullopt, partitionIndex_);
   b.trimBytes(maxHeader - used);
   b.appendBuffer(e.data);
-  // One pass gives a consumer at most dispatcherMaxReadSizeBytes (at least one entry): with
-  // the high watermark this bounds what one connection holds queued.
+  // One pass, and all passes since its connection was last seen under the high watermark, give
+  // a consumer at most dispatcherMaxReadSizeBytes (at least one entry): with the watermark this
+  // bounds what one connection holds queued.
+  target->bytesSinceWritable += e.data.size();
+  const size_t passLimit = static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load());
   if (target->sink()->limitsOutbound() &&
-      b.totalBytes() >= static_cast<size_t>(options_.dynamic.dispatcherMaxReadSizeBytes.load())) {
+      (b.totalBytes() >= passLimit || target->bytesSinceWritable >= passLimit)) {
     target->outboundBlocked = true;
   }
 }
