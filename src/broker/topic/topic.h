@@ -471,21 +471,18 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   bool dedupSnapshotArmed_ = false;
   MessageDeduplication::Clock::time_point nextPurge_{};
 
-  // Receipts completed in this pass, per connection, and whether a flush task is queued;
-  // closeAfter: producer ids whose CLOSE_PRODUCER follows the batch.
+  // The answers of this pass, per connection, and whether a flush task is queued: compact
+  // records the connection turns into frames on its own loop (ProducerSink::answer).
   struct CnxOut {
     std::shared_ptr<ProducerSink> cnx;
-    net::FrameBatch batch;
-    uint32_t completed = 0;
-    uint64_t completedBytes = 0;
-    std::vector<uint64_t> closeAfter;
-    uint32_t nonPersistentCompleted = 0;  // of `completed`: non-persistent, not dropped
+    ReceiptBatch answers;
   };
   std::vector<CnxOut> receipts_;
   bool flushQueued_ = false;
   // False once destroyed: add callbacks check it (publish()).
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   bool newEntries_ = false;
+  int64_t newEntryCount_ = 0;  // entries of publishes completed in this pass (onNewEntries)
   std::map<std::string, std::shared_ptr<TopicReplicator>> replicators_;
   std::shared_ptr<TopicReplicatedSubscriptions> replSubs_;
   bool closing_ = false;  // closeLedger/deleteLedger began: no replicator is added any more
