@@ -1083,8 +1083,8 @@ void ServerCnx::sendAnswers(ReceiptBatch& batch) {
   bool queue = false;
   {
     MutexLock lock(answersMu_);
-    answers_.push_back(std::move(batch));
-    batch.clear();  // moved from: made empty, whatever the move left
+    answers_.emplace_back();
+    std::swap(answers_.back(), batch);  // batch is left empty
     if (!spareAnswers_.empty()) {
       batch = std::move(spareAnswers_.back());
       spareAnswers_.pop_back();

@@ -375,9 +375,8 @@ void Dispatcher::regroupReplay() {
 
 bool Dispatcher::olderInReplay(int32_t hash, Position p) const { return replay_.hasOlder(hash, p); }
 
-void Dispatcher::onNewEntries(int64_t added) {
+void Dispatcher::onNewEntries() {
   MAGNETAR_DCHECK_ON(*ledger_.executor());
-  appendDebt_ = std::min(appendDebt_ + std::max<int64_t>(added, 0), kMaxAppendDebt);
   readMoreEntries();
 }
 
@@ -518,8 +517,7 @@ void Dispatcher::readRounds(bool allowReplay) {
     if (readPending_ || consumers_.empty()) return;
     int64_t permits = availablePermits();
     if (permits <= 0) return;
-    // Past the inline rounds only while appends since the last pass are not matched yet.
-    const bool inlineAllowed = round < kInlineReadRounds || appendDebt_ > 0;
+    const bool inlineAllowed = round < kInlineReadRounds;
     const int64_t maxBatch = std::max(1, options_.dynamic.dispatcherMaxReadBatchSize.load());
     int64_t batch = std::min<int64_t>(permits, maxBatch);
     // Due delayed entries join the replay set (Pulsar's getMessagesToReplayNow).
@@ -540,10 +538,7 @@ void Dispatcher::readRounds(bool allowReplay) {
     if (readCompacted(batch)) return;
     Position lac = ledger_.lastConfirmedEntry();
     if (lac.entryId < 0 && lac.ledgerId <= readPosition_.ledgerId) return;  // nothing stored yet
-    if (readPosition_ > lac) {
-      appendDebt_ = 0;  // caught up: nothing is owed
-      return;           // tailing: wait for onNewEntries
-    }
+    if (readPosition_ > lac) return;  // tailing: wait for onNewEntries
     // An ongoing transaction holds the rest back: the commit/abort wakes the dispatcher.
     if (txnBuffer_ && txnBuffer_->ongoingCount() > 0 &&
         readPosition_ > *txnBuffer_->maxReadPosition()) {
@@ -814,7 +809,6 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
                                  Position ackCheckFrom) {
   bool singleActive = isSingleActive(type_);
   if (!fromReplay) readAhead_ = false;
-  appendDebt_ = std::max<int64_t>(0, appendDebt_ - static_cast<int64_t>(entries.size()));
   const uint64_t msgsBefore = stats_.msgOutCounter;
   const uint64_t bytesBefore = stats_.bytesOutCounter;
   int64_t entriesOut = 0;  // for dispatchThrottlingOnBatchMessageEnabled

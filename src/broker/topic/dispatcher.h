@@ -151,12 +151,8 @@ class Dispatcher {
   // An aborted txn released these acks: they go out again (Exclusive/Failover rewind, as
   // Pulsar's redeliverUnacknowledgedMessages).
   void redeliverReleased(const std::vector<storage::Position>& positions);
-  // `added` new entries were appended to the ledger (0: unknown). Dispatch keeps pace with the
-  // appends: while the dispatcher is behind, one pass goes on past kInlineReadRounds until it
-  // has dispatched as many entries as were added since its last pass (appendDebt_), so on a
-  // busy topic thread the appends do not take its time from dispatch and grow the backlog; the
-  // producers wait for their receipts instead (issue 47, docs/perf.md).
-  void onNewEntries(int64_t added = 0);
+  // New entries were appended to the ledger.
+  void onNewEntries();
   // Seek/reset: drop all in-flight state and read from the cursor's position again.
   void rewind();
   // Disconnect every consumer (after seek, as Pulsar does); they reconnect. Marks them closed
@@ -284,10 +280,6 @@ class Dispatcher {
   const PendingAckHandle* pendingAck_ = nullptr;
   bool compactedStarted_ = false;  // a compacted read was issued since the last rewind
   bool readPending_ = false;
-  // Entries appended since dispatch last kept up (onNewEntries), at most kMaxAppendDebt; each
-  // dispatched entry pays one off, and none is owed while the dispatcher tails the log.
-  int64_t appendDebt_ = 0;
-  static constexpr int64_t kMaxAppendDebt = 65536;
   // The last read of new entries handed some to the tracker: the next one reads a full
   // dispatcherMaxReadBatchSize whatever the permits (entries no consumer can take wait in replay_).
   bool readAhead_ = false;

@@ -416,7 +416,6 @@ void PersistentTopic::publish(std::vector<PendingSend>& sends) {
         producer->msgInCounter += n;
         producer->bytesInCounter += bytes;
         newEntries_ = true;
-        ++newEntryCount_;
         if (txn) txnBuffer_.appended(*txn, pos);
         queueReceipt(producer, {}, seq, pos, highest, bytes);
       } else {
@@ -729,9 +728,8 @@ void PersistentTopic::flushPass() {
   receipts_.clear();
   if (newEntries_) {
     newEntries_ = false;
-    const int64_t added = std::exchange(newEntryCount_, 0);
     for (auto& [n, sub] : subscriptions_) {
-      if (sub->dispatcher()) sub->dispatcher()->onNewEntries(added);
+      if (sub->dispatcher()) sub->dispatcher()->onNewEntries();
     }
     for (auto& [cluster, r] : replicators_) r->entriesAdded();
   }

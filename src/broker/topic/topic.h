@@ -482,7 +482,6 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   // False once destroyed: add callbacks check it (publish()).
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   bool newEntries_ = false;
-  int64_t newEntryCount_ = 0;  // entries of publishes completed in this pass (onNewEntries)
   std::map<std::string, std::shared_ptr<TopicReplicator>> replicators_;
   std::shared_ptr<TopicReplicatedSubscriptions> replSubs_;
   bool closing_ = false;  // closeLedger/deleteLedger began: no replicator is added any more

@@ -173,32 +173,6 @@ TEST_F(CachedReadDispatchTest, TailingReadsDispatchInlineThenThroughTheExecutor)
   for (uint64_t i = 0; i < 100; ++i) EXPECT_EQ(sinkA.entryIds[i], i);
 }
 
-// onNewEntries(added) lets one pass go past the inline rounds until it has dispatched as many
-// entries as were appended since the last pass, so on a busy topic thread dispatch keeps pace
-// with the appends (issue 47); what is owed is dropped once the dispatcher tails the log.
-TEST_F(CachedReadDispatchTest, APassMatchesTheEntriesAppendedSinceTheLast) {
-  options_.dynamic.dispatcherMaxReadBatchSize.store(10);
-  RecordingSink sinkA;
-  auto a = addConsumer(1, "a", &sinkA);
-  sub_->dispatcher()->flow(a.get(), 1000);  // nothing stored yet
-  publish("k", 50);
-  sub_->dispatcher()->onNewEntries(1000);  // more owed than there is: caught up, nothing owed
-  ASSERT_EQ(sinkA.entryIds.size(), 50u);
-  EXPECT_EQ(ex_.pending(), 0u);
-  publish("k", 300);
-  sub_->dispatcher()->onNewEntries(0);  // nothing owed: the inline rounds only
-  EXPECT_EQ(sinkA.entryIds.size(), 50u + 10 * Dispatcher::kInlineReadRounds);
-  ex_.drain();
-  ASSERT_EQ(sinkA.entryIds.size(), 350u);
-  publish("k", 400);
-  sub_->dispatcher()->onNewEntries(250);  // 250 owed: past the 8 inline rounds
-  EXPECT_EQ(sinkA.entryIds.size(), 350u + 250u);
-  EXPECT_EQ(ex_.pending(), 1u);  // then the next read through the executor, as before
-  ex_.drain();
-  ASSERT_EQ(sinkA.entryIds.size(), 750u);
-  for (uint64_t i = 0; i < 750; ++i) ASSERT_EQ(sinkA.entryIds[i], i);
-}
-
 // Entries held for a consumer without permits are replayed from the cache at once, in order,
 // when it sends FLOW.
 TEST_F(CachedReadDispatchTest, ReplayFromCacheIsInlineAndInOrder) {
