@@ -1064,15 +1064,63 @@ void ServerCnx::handleCloseProducer(const proto::CommandCloseProducer& c) {
 
 void ServerCnx::closeProducerFromBroker(uint64_t producerId) {
   auto me = self();
-  loop().execute([me, producerId] {
-    if (!me->producers_.erase(producerId)) return;
-    // Pulsar keeps them for a while (recentlyClosedProducers); a bounded list does here.
-    constexpr size_t kRecentlyClosedProducers = 1024;
-    auto& recent = me->recentlyClosedProducers_;
-    if (recent.size() >= kRecentlyClosedProducers) recent.pop_front();
-    recent.push_back(producerId);
-    me->send(Commands::newCloseProducer(producerId, 0));
-  });
+  loop().execute([me, producerId] { me->closeProducerOnLoop(producerId); });
+}
+
+void ServerCnx::closeProducerOnLoop(uint64_t producerId) {
+  MAGNETAR_DCHECK_ON(loop());
+  if (!producers_.erase(producerId)) return;
+  // Pulsar keeps them for a while (recentlyClosedProducers); a bounded list does here.
+  constexpr size_t kRecentlyClosedProducers = 1024;
+  if (recentlyClosedProducers_.size() >= kRecentlyClosedProducers) {
+    recentlyClosedProducers_.pop_front();
+  }
+  recentlyClosedProducers_.push_back(producerId);
+  send(Commands::newCloseProducer(producerId, 0));
+}
+
+void ServerCnx::sendAnswers(ReceiptBatch& batch) {
+  bool queue = false;
+  {
+    MutexLock lock(answersMu_);
+    answers_.emplace_back();
+    std::swap(answers_.back(), batch);  // batch is left empty
+    if (!spareAnswers_.empty()) {
+      batch = std::move(spareAnswers_.back());
+      spareAnswers_.pop_back();
+    }
+    queue = !std::exchange(answersQueued_, true);
+  }
+  if (queue) {
+    auto me = self();
+    loop().executeAfterPass([me] { me->writeAnswers(); });
+  }
+}
+
+void ServerCnx::writeAnswers() {
+  MAGNETAR_DCHECK_ON(loop());
+  {
+    MutexLock lock(answersMu_);
+    answersQueued_ = false;
+    answering_.swap(answers_);
+  }
+  // The frames of every batch first (one write), then each batch's releases and closes in
+  // order: a close follows the answers it waited for, whichever batch carried them.
+  for (const ReceiptBatch& b : answering_) b.encode(answerFrames_);
+  if (!answerFrames_.empty()) send(std::move(answerFrames_));
+  answerFrames_.clear();
+  for (ReceiptBatch& b : answering_) {
+    if (b.completed > 0) publishCompleted(b.completed, b.completedBytes);
+    if (b.nonPersistentCompleted > 0) nonPersistentCompleted(b.nonPersistentCompleted);
+    for (uint64_t id : b.closeAfter) closeProducerOnLoop(id);
+    b.clear();
+  }
+  constexpr size_t kMaxSpare = 4;
+  MutexLock lock(answersMu_);
+  for (ReceiptBatch& b : answering_) {
+    if (spareAnswers_.size() < kMaxSpare) spareAnswers_.push_back(std::move(b));
+  }
+  answering_.clear();
 }
 
 void ServerCnx::handleGetTopicsOfNamespace(const proto::CommandGetTopicsOfNamespace& c) {

@@ -104,6 +104,12 @@ class ServerCnx final : public net::Connection,
   // queued before the call. SENDs the client had already sent for that id are then ignored, as
   // Pulsar's recentlyClosedProducers (the client sends them again), not a reason to close.
   void closeProducerFromBroker(uint64_t producerId) override;
+  // ProducerSink: a topic pass's answers. Queued here and written on the loop, where the
+  // SEND_RECEIPT frames are built (off the topic's thread): the frames, then publishCompleted,
+  // then the CLOSE_PRODUCERs, in one task; the first batch queued since the loop last took them
+  // hands that task over with EventLoop::executeAfterPass (one lock per loop per topic pass).
+  // `batch` is swapped for spare storage. Any thread.
+  void sendAnswers(ReceiptBatch& batch) override;
 
   // Graceful shutdown of this connection: reading stops (SENDs not read yet are not taken; the
   // client sends them again after reconnecting), and once every SEND read has its receipt (or
@@ -313,6 +319,10 @@ class ServerCnx final : public net::Connection,
   void checkPublishRate(const std::shared_ptr<PersistentTopic>& topic, int64_t msgs, int64_t bytes);
   void onPublishRateTimer();
   void armPublishRateTimer(int64_t nowNs);
+  // Loop thread: writes the answers sendAnswers() queued, in order.
+  void writeAnswers();
+  // CLOSE_PRODUCER for a producer the broker closed, behind what is queued. Loop thread.
+  void closeProducerOnLoop(uint64_t producerId);
   std::shared_ptr<ServerCnx> self() {
     return std::static_pointer_cast<ServerCnx>(shared_from_this());
   }
@@ -362,7 +372,15 @@ class ServerCnx final : public net::Connection,
   // nonPersistentPendingMessages. Incremented on the loop, released by topic executors.
   std::atomic<int64_t> nonPersistentPending_{0};
   std::atomic<bool> publishPaused_{false};
-  bool throttled_ = false;  // loop thread
+  // Topic passes' answers not written yet, spare batch storage coming back from the loop, and
+  // whether writeAnswers() is queued (sendAnswers). answering_: the loop's batches being written.
+  Mutex answersMu_;
+  std::vector<ReceiptBatch> answers_ GUARDED_BY(answersMu_);
+  std::vector<ReceiptBatch> spareAnswers_ GUARDED_BY(answersMu_);
+  bool answersQueued_ GUARDED_BY(answersMu_) = false;
+  std::vector<ReceiptBatch> answering_;  // loop thread
+  net::FrameBatch answerFrames_;         // loop thread
+  bool throttled_ = false;               // loop thread
   // Bytes of the frame being read charged to throttle_ at its header (0 when none). Loop thread.
   int64_t frameCharge_ = 0;
   // Bytes of the frame waiting for admission at its header (0 when none; reading is paused),

@@ -58,11 +58,53 @@ class ConsumerSink {
   virtual const std::string& clientVersion() const;
 };
 
+// The answers of one topic pass to one connection's SENDs, in order, as compact records: the
+// connection builds the SEND_RECEIPT frames on its own loop (issue 47: off the topic's thread).
+struct ReceiptBatch {
+  // A SEND_RECEIPT (ledgerId >= -1), or frames[entryId] when ledgerId is kFrame (a SEND_ERROR, or
+  // the SUCCESS answering a CLOSE_PRODUCER).
+  struct Item {
+    uint64_t producerId = 0;
+    uint64_t sequenceId = 0;
+    uint64_t highestSequenceId = 0;
+    int64_t ledgerId = 0;
+    int64_t entryId = 0;
+  };
+  static constexpr int64_t kFrame = INT64_MIN;
+  std::vector<Item> items;
+  std::vector<Buffer> frames;
+  // SENDs answered (or released unanswered) and their entry bytes: ProducerSink::publishCompleted.
+  uint32_t completed = 0;
+  uint64_t completedBytes = 0;
+  uint32_t nonPersistentCompleted = 0;  // ProducerSink::nonPersistentCompleted
+  // Producers whose CLOSE_PRODUCER follows every answer above (their last one is among them).
+  std::vector<uint64_t> closeAfter;
+
+  void addReceipt(uint64_t producerId, uint64_t seq, uint64_t highestSeq, storage::Position pos) {
+    items.push_back(Item{producerId, seq, highestSeq, pos.ledgerId, pos.entryId});
+  }
+  void addFrame(Buffer frame) {
+    items.push_back(Item{0, 0, 0, kFrame, static_cast<int64_t>(frames.size())});
+    frames.push_back(std::move(frame));
+  }
+  bool hasFrames() const { return !items.empty(); }
+  // Appends the frames, in order, to `out` (SEND_RECEIPTs written in place). Any thread.
+  void encode(net::FrameBatch& out) const;
+  // Empties it, keeping the vectors' capacity.
+  void clear();
+};
+
 // Where a producer's answers go: its connection (ServerCnx); null in unit tests without one.
 // Thread: called on the topic's executor; the implementation hands over to its own thread.
 class ProducerSink {
  public:
   virtual ~ProducerSink() = default;
+  // The answers of one pass (PersistentTopic::flushPass): the frames in order, then the release
+  // of the answered SENDs (publishCompleted, nonPersistentCompleted), then the CLOSE_PRODUCERs in
+  // `closeAfter`. `batch` is left empty with storage for the next pass (possibly another's).
+  // Default: all of it now, on the calling thread; ServerCnx hands it to its loop (one hand-over
+  // per loop per pass) and builds the frames there.
+  virtual void sendAnswers(ReceiptBatch& batch);
   // SEND_RECEIPTs (and SUCCESS answers) of one pass, in order.
   virtual void send(net::FrameBatch&& frames) = 0;
   // A single command frame (the SUCCESS answering a CLOSE_PRODUCER).

@@ -1,5 +1,7 @@
 #include "broker/topic/replay_set.h"
 
+#include <algorithm>
+
 namespace magnetar::broker {
 
 using storage::Position;
@@ -12,7 +14,10 @@ bool ReplaySet::add(Position p, int32_t hash, Group group) {
     return true;
   }
   auto [h, fresh] = byHash_.try_emplace(hash);
-  if (fresh) h->second.group = group;
+  if (fresh) {
+    h->second.group = group;
+    recordAdded(hash);
+  }
   // The entries of one hash share a group: a newcomer joins the others (regroupHash moves all).
   h->second.positions.insert(p);
   groups_[h->second.group].emplace(p, hash);
@@ -24,14 +29,36 @@ void ReplaySet::clear() {
   any_.clear();
   groups_.clear();
   byHash_.clear();
+  std::fill(bits_.begin(), bits_.end(), 0);
+  bucketShared_.clear();
+}
+
+void ReplaySet::recordAdded(int32_t hash) {
+  const auto b = static_cast<uint32_t>(hash) % kBuckets;
+  if (mayHave(hash)) {
+    ++bucketShared_[b];
+    return;
+  }
+  bits_[b / 64] |= uint64_t{1} << (b % 64);
+}
+
+void ReplaySet::recordErased(int32_t hash) {
+  const auto b = static_cast<uint32_t>(hash) % kBuckets;
+  if (auto s = bucketShared_.find(b); s != bucketShared_.end()) {
+    if (--s->second == 0) bucketShared_.erase(s);
+    return;
+  }
+  bits_[b / 64] &= ~(uint64_t{1} << (b % 64));
 }
 
 bool ReplaySet::hasOlder(int32_t hash, Position p) const {
+  if (!mayHave(hash)) return false;
   auto h = byHash_.find(hash);
   return h != byHash_.end() && *h->second.positions.begin() < p;
 }
 
 size_t ReplaySet::countOf(int32_t hash) const {
+  if (!mayHave(hash)) return 0;
   auto h = byHash_.find(hash);
   return h == byHash_.end() ? 0 : h->second.positions.size();
 }
@@ -55,7 +82,10 @@ void ReplaySet::erase(Position p, int32_t hash) {
   if (hash < 0) return;
   auto h = byHash_.find(hash);
   h->second.positions.erase(p);
-  if (h->second.positions.empty()) byHash_.erase(h);
+  if (h->second.positions.empty()) {
+    byHash_.erase(h);
+    recordErased(hash);
+  }
 }
 
 void ReplaySet::takeFrom(std::vector<Source>& open, int64_t max, std::vector<Item>* out) {

@@ -7,7 +7,6 @@
 #include "base/dcheck.h"
 #include "base/logging.h"
 #include "broker/topic/entry_metadata.h"
-#include "broker/topic/internal/frame_batch_pool.h"
 #include "protocol/commands.h"
 #include "protocol/server_error.h"
 
@@ -139,14 +138,18 @@ void PersistentTopic::answeredAfterTopic(Producer& p, size_t bytes) {
   // Not stored; the client sends it again after the CLOSE_PRODUCER it gets here if it was the
   // last one that close waited for (the topic that would have queued it is gone).
   if (!p.sink()) return;
-  p.sink()->publishCompleted(1, bytes);
+  // Through sendAnswers(), as the topic's own answers: behind those still on their way.
+  ReceiptBatch b;
+  b.completed = 1;
+  b.completedBytes = bytes;
   if (--p.inFlight == 0 && p.successWhenAnswered) {
-    p.sink()->sendFrame(protocol::Commands::newSuccess(*std::exchange(p.successWhenAnswered, {})));
+    b.addFrame(protocol::Commands::newSuccess(*std::exchange(p.successWhenAnswered, {})));
   }
   if (p.inFlight == 0 && p.closeWhenAnswered) {
     p.closeWhenAnswered = false;
-    p.sink()->closeProducerFromBroker(p.id());
+    b.closeAfter.push_back(p.id());
   }
+  p.sink()->sendAnswers(b);
 }
 
 void PersistentTopic::loadSubscriptions() {
@@ -429,7 +432,7 @@ void PersistentTopic::publishNonPersistent(std::vector<PendingSend>& sends) {
   for (auto& s : sends) {
     size_t bytes = s.entry.size();
     auto producer = std::move(s.producer);
-    if (!s.dropped) cnxOut(producer->sink()).nonPersistentCompleted++;
+    if (!s.dropped) cnxOut(producer->sink()).answers.nonPersistentCompleted++;
     if (producer->closed && !producer->fenced.load(std::memory_order_relaxed)) {
       queueUnanswered(producer, bytes);
       continue;
@@ -615,6 +618,37 @@ void PersistentTopic::logPublishFailure(const Status& st) {
   }
 }
 
+namespace {
+
+// Spare ReceiptBatch storage of the calling thread (the topics of an ml-worker share it): the
+// batch a connection gives back from sendAnswers() serves a later pass, so a pass allocates
+// nothing.
+std::vector<ReceiptBatch>& spareReceiptBatches() {
+  thread_local std::vector<ReceiptBatch> spare;
+  return spare;
+}
+
+ReceiptBatch takeReceiptBatch() {
+  auto& spare = spareReceiptBatches();
+  if (spare.empty()) return {};
+  ReceiptBatch b = std::move(spare.back());
+  spare.pop_back();
+  return b;
+}
+
+void giveReceiptBatch(ReceiptBatch&& b) {
+  constexpr size_t kMaxSpare = 1024;
+  constexpr size_t kMaxItems = 1 << 16;  // a batch larger than this is not kept
+  auto& spare = spareReceiptBatches();
+  if (spare.size() >= kMaxSpare || b.items.capacity() == 0 || b.items.capacity() > kMaxItems) {
+    return;
+  }
+  b.clear();
+  spare.push_back(std::move(b));
+}
+
+}  // namespace
+
 PersistentTopic::CnxOut& PersistentTopic::cnxOut(const std::shared_ptr<ProducerSink>& cnx) {
   CnxOut* out = nullptr;
   for (auto& o : receipts_) {
@@ -624,7 +658,7 @@ PersistentTopic::CnxOut& PersistentTopic::cnxOut(const std::shared_ptr<ProducerS
     }
   }
   if (!out) {
-    receipts_.push_back(CnxOut{cnx, FrameBatchPool::take(), 0, 0, {}, 0});
+    receipts_.push_back(CnxOut{cnx, takeReceiptBatch()});
     out = &receipts_.back();
   }
   if (!flushQueued_) {
@@ -638,22 +672,17 @@ PersistentTopic::CnxOut& PersistentTopic::cnxOut(const std::shared_ptr<ProducerS
 void PersistentTopic::queueReceipt(const std::shared_ptr<Producer>& p, Buffer frame, uint64_t seq,
                                    storage::Position pos, uint64_t highestSeq, size_t bytes,
                                    bool silent) {
-  CnxOut& out = cnxOut(p->sink());
+  ReceiptBatch& out = cnxOut(p->sink()).answers;
   if (!silent && frame) {
-    out.batch.appendBuffer(std::move(frame));
+    out.addFrame(std::move(frame));
   } else if (!silent) {
-    uint8_t* dst = out.batch.appendSpace(protocol::kMaxSendReceiptSize);
-    size_t used =
-        protocol::Commands::writeSendReceipt(dst, p->id(), seq, static_cast<uint64_t>(pos.ledgerId),
-                                             static_cast<uint64_t>(pos.entryId), highestSeq);
-    out.batch.trimBytes(protocol::kMaxSendReceiptSize - used);
+    out.addReceipt(p->id(), seq, highestSeq, pos);  // the frame is built on the connection's loop
   }
   out.completed++;
   out.completedBytes += bytes;
   MAGNETAR_DCHECK(p->inFlight > 0);
   if (--p->inFlight == 0 && p->successWhenAnswered) {
-    out.batch.appendBuffer(
-        protocol::Commands::newSuccess(*std::exchange(p->successWhenAnswered, {})));
+    out.addFrame(protocol::Commands::newSuccess(*std::exchange(p->successWhenAnswered, {})));
   }
   if (p->inFlight == 0 && p->closeWhenAnswered) {
     p->closeWhenAnswered = false;
@@ -662,7 +691,7 @@ void PersistentTopic::queueReceipt(const std::shared_ptr<Producer>& p, Buffer fr
 }
 
 void PersistentTopic::queueUnanswered(const std::shared_ptr<Producer>& p, size_t bytes) {
-  CnxOut& out = cnxOut(p->sink());
+  ReceiptBatch& out = cnxOut(p->sink()).answers;
   out.completed++;
   out.completedBytes += bytes;
 }
@@ -675,7 +704,8 @@ void PersistentTopic::closeProducerByClient(const std::shared_ptr<Producer>& p,
     p->successWhenAnswered = requestId;  // queueReceipt adds it behind the last answer
     return;
   }
-  cnxOut(p->sink()).batch.appendBuffer(protocol::Commands::newSuccess(requestId));
+  // Behind the answers of this pass already queued for the connection.
+  cnxOut(p->sink()).answers.addFrame(protocol::Commands::newSuccess(requestId));
 }
 
 void PersistentTopic::queueCloseProducer(const std::shared_ptr<Producer>& p) {
@@ -683,20 +713,17 @@ void PersistentTopic::queueCloseProducer(const std::shared_ptr<Producer>& p) {
     p->closeWhenAnswered = true;  // queueReceipt adds it behind the last answer
     return;
   }
-  cnxOut(p->sink()).closeAfter.push_back(p->id());
+  cnxOut(p->sink()).answers.closeAfter.push_back(p->id());
 }
 
 void PersistentTopic::flushPass() {
   flushQueued_ = false;
   for (auto& o : receipts_) {
     if (!o.cnx) continue;  // a producer without a connection (unit tests)
-    if (!o.batch.empty()) o.cnx->send(std::move(o.batch));
-    FrameBatchPool::give(std::move(o.batch));  // its grown storage serves a later pass
-    if (o.completed > 0) o.cnx->publishCompleted(o.completed, o.completedBytes);
-    if (o.nonPersistentCompleted > 0) o.cnx->nonPersistentCompleted(o.nonPersistentCompleted);
-    // After the answers: the connection writes what send() queued before anything it is asked
-    // later (ServerCnx::closeProducerFromBroker posts to its loop).
-    for (uint64_t id : o.closeAfter) o.cnx->closeProducerFromBroker(id);
+    // One hand-over per connection: the frames, then the release of the answered SENDs, then
+    // the CLOSE_PRODUCERs that waited for them, in that order on the connection's loop.
+    o.cnx->sendAnswers(o.answers);
+    giveReceiptBatch(std::move(o.answers));  // its grown storage serves a later pass
   }
   receipts_.clear();
   if (newEntries_) {

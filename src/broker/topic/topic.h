@@ -471,15 +471,11 @@ class PersistentTopic : public std::enable_shared_from_this<PersistentTopic> {
   bool dedupSnapshotArmed_ = false;
   MessageDeduplication::Clock::time_point nextPurge_{};
 
-  // Receipts completed in this pass, per connection, and whether a flush task is queued;
-  // closeAfter: producer ids whose CLOSE_PRODUCER follows the batch.
+  // The answers of this pass, per connection, and whether a flush task is queued: compact
+  // records the connection turns into frames on its own loop (ProducerSink::answer).
   struct CnxOut {
     std::shared_ptr<ProducerSink> cnx;
-    net::FrameBatch batch;
-    uint32_t completed = 0;
-    uint64_t completedBytes = 0;
-    std::vector<uint64_t> closeAfter;
-    uint32_t nonPersistentCompleted = 0;  // of `completed`: non-persistent, not dropped
+    ReceiptBatch answers;
   };
   std::vector<CnxOut> receipts_;
   bool flushQueued_ = false;

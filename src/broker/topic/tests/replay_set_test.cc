@@ -60,6 +60,47 @@ TEST(ReplaySetTest, HeldEntriesGoOnceTheirHashIsRegrouped) {
   EXPECT_EQ(set.countOf(10), 0u);
 }
 
+// countOf/hasOlder answer a hash with nothing waiting from a bitmap (hash mod 65,536); hashes
+// sharing a bucket (outside [0, 65536), as sticky or non-consistent hashing may give) must not
+// hide each other when one of them leaves.
+TEST(ReplaySetTest, CountsStayRightForHashesSharingABitmapBucket) {
+  const int a = 0;
+  ReplaySet set;
+  const int32_t h1 = 7, h2 = 7 + 65536, h3 = 7 + 2 * 65536;
+  set.add({1, 1}, h1, group(a));
+  set.add({1, 2}, h2, group(a));
+  set.add({1, 3}, h2, group(a));
+  set.add({1, 4}, h3, group(a));
+  EXPECT_EQ(set.countOf(h1), 1u);
+  EXPECT_EQ(set.countOf(h2), 2u);
+  EXPECT_EQ(set.countOf(8), 0u);
+  std::vector<ReplaySet::Item> out;
+  set.take(
+      1, [](const Consumer*) { return 100; }, &out);  // h1's only entry leaves
+  EXPECT_EQ(idsOf(out), (std::vector<int64_t>{1}));
+  EXPECT_EQ(set.countOf(h1), 0u);
+  EXPECT_EQ(set.countOf(h2), 2u);  // still found: its bucket is shared
+  EXPECT_TRUE(set.hasOlder(h2, {1, 3}));
+  EXPECT_EQ(set.countOf(h3), 1u);
+  set.take(
+      2, [](const Consumer*) { return 100; }, &out);  // h2 leaves
+  EXPECT_EQ(set.countOf(h2), 0u);
+  EXPECT_EQ(set.countOf(h3), 1u);
+  EXPECT_TRUE(set.hasOlder(h3, {1, 5}));
+  set.take(
+      1, [](const Consumer*) { return 100; }, &out);
+  EXPECT_TRUE(set.empty());
+  EXPECT_EQ(set.countOf(h3), 0u);
+  EXPECT_FALSE(set.hasOlder(h3, {1, 5}));
+  set.add({1, 6}, h1, group(a));  // a bucket emptied and used again
+  EXPECT_EQ(set.countOf(h1), 1u);
+  set.clear();
+  EXPECT_EQ(set.countOf(h1), 0u);
+  set.add({1, 7}, h2, group(a));
+  EXPECT_EQ(set.countOf(h2), 1u);
+  EXPECT_EQ(set.countOf(h1), 0u);
+}
+
 // The work of a take is what it takes: 100,000 entries of a consumer without permits cost nothing.
 TEST(ReplaySetTest, ClosedGroupOfAHundredThousandEntriesIsNotVisited) {
   const int slow = 0, fast = 0;
