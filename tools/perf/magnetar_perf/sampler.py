@@ -27,23 +27,6 @@ def topic_stats_url(web_url: str, topic: str) -> str:
     return topic_rest_url(web_url, topic, "stats")
 
 
-def broker_topics_stats_url(web_url: str) -> str:
-    """Pulsar's GET /admin/v2/broker-stats/topics: the stats of every topic the broker serves."""
-    return "%s/admin/v2/broker-stats/topics" % web_url
-
-
-def topics_in_broker_stats(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """{topic: stats} out of broker-stats/topics' namespace -> bundle -> domain -> topic tree."""
-    out = {}
-    for bundles in doc.values():
-        for domains in (bundles or {}).values():
-            for topics in (domains or {}).values():
-                for name, stats in (topics or {}).items():
-                    if isinstance(stats, dict):
-                        out[name] = stats
-    return out
-
-
 def flatten_topic_stats(topic: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Rows {topic, subscription, msgRateIn, msgRateOut, msgBacklog, ...} from a Pulsar
     TopicStats document (one row for the topic itself with subscription '')."""
@@ -84,9 +67,6 @@ class Sampler:
         self.thread_series = []  # (t, {tid: (name, ticks)}) of the broker, each interval
         self.stats_note = None   # why topic stats are missing, if they are
         self.stats_ok = 0
-        # One broker-stats/topics request per interval instead of one per topic (30 topics of
-        # the high-rate scenarios cost the runner a quarter of a core): None = not tried yet.
-        self.bulk_stats = None if len(topics) > 1 else False
         self.peak_hwm_kb = 0
         self.snapshots = {}
         self._stop = threading.Event()
@@ -156,32 +136,7 @@ class Sampler:
         with self._lock:
             self.samples.append(row)
 
-    def _sample_topics_bulk(self, now: float) -> bool:
-        """One request for all topics; False when the broker lacks the endpoint (then the
-        per-topic requests are used from now on)."""
-        url = broker_topics_stats_url(self.broker.web_url)
-        try:
-            with urllib.request.urlopen(url, timeout=max(0.5, self.interval / 2)) as r:
-                found = topics_in_broker_stats(json.loads(r.read().decode()))
-        except urllib.error.HTTPError:
-            self.bulk_stats = False
-            return False
-        except Exception as e:  # noqa: BLE001 - a slow or failed sample is skipped
-            self.stats_note = "some topic stats samples failed: %s" % e
-            return True
-        self.bulk_stats = True
-        with self._lock:
-            for topic in self.topics:
-                if topic in found:
-                    self.stats_ok += 1
-                    for row in flatten_topic_stats(topic, found[topic]):
-                        row["t"] = now
-                        self.topic_rows.append(row)
-        return True
-
     def _sample_topics(self, now: float) -> None:
-        if self.bulk_stats is not False and self._sample_topics_bulk(now):
-            return
         for topic in self.topics:
             url = topic_stats_url(self.broker.web_url, topic)
             try:

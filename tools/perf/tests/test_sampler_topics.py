@@ -1,6 +1,5 @@
 """The sampler's topic stats: a topic the producers have not created yet (404) is asked for
-again, and its stats are kept once it exists; a broker without the endpoint is not asked again;
-with several topics one broker-stats/topics request per interval serves them all."""
+again, and its stats are kept once it exists; a broker without the endpoint is not asked again."""
 import http.server
 import json
 import threading
@@ -11,29 +10,17 @@ import pytest
 from magnetar_perf.sampler import Sampler
 
 TOPIC = "persistent://public/default/iot-telemetry-0"
-TOPIC2 = "persistent://public/default/iot-telemetry-1"
-STATS = {"msgRateIn": 10.0, "msgRateOut": 20.0, "storageSize": 5,
-         "subscriptions": {"app": {"msgRateOut": 20.0, "msgBacklog": 3}}}
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 - http.server's name
         srv = self.server
-        srv.paths.append(self.path)
-        if self.path == "/admin/v2/broker-stats/topics":
-            if not srv.bulk:
-                self.send_error(404)
-                return
-            # Only the first topic exists yet; another namespace's topic is not asked for.
-            body = json.dumps({"public/default": {"0x00000000_0xffffffff": {"persistent": {
-                TOPIC: STATS}}}, "other/ns": {"0x00000000_0xffffffff": {"persistent": {
-                    "persistent://other/ns/x": STATS}}}})
-        else:
-            srv.requests += 1
-            if srv.requests <= srv.fail_first:
-                self.send_error(srv.fail_code)
-                return
-            body = json.dumps(STATS)
+        srv.requests += 1
+        if srv.requests <= srv.fail_first:
+            self.send_error(srv.fail_code)
+            return
+        body = json.dumps({"msgRateIn": 10.0, "msgRateOut": 20.0, "storageSize": 5,
+                           "subscriptions": {"app": {"msgRateOut": 20.0, "msgBacklog": 3}}})
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -48,8 +35,6 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 def server():
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     srv.requests = 0
-    srv.paths = []
-    srv.bulk = False
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     yield srv
@@ -83,26 +68,3 @@ def test_a_broker_without_the_endpoint_is_not_asked_again(server):
             s._sample_topics(float(t))
     assert server.requests == 1 and not s.topic_stats
     assert "answered 405" in s.stats_note and s.topic_rows == []
-
-
-def test_several_topics_are_sampled_with_one_broker_stats_request(server):
-    server.bulk = True
-    broker = SimpleNamespace(web_url="http://127.0.0.1:%d" % server.server_address[1])
-    s = Sampler(broker, [TOPIC, TOPIC2])
-    for t in range(3):
-        s._sample_topics(float(t))
-    assert server.paths == ["/admin/v2/broker-stats/topics"] * 3
-    assert s.bulk_stats is True and s.stats_ok == 3
-    assert {r["topic"] for r in s.topic_rows} == {TOPIC}
-    subs = [r for r in s.topic_rows if r["subscription"] == "app"]
-    assert [r["t"] for r in subs] == [0.0, 1.0, 2.0] and subs[0]["msgBacklog"] == 3
-
-
-def test_a_broker_without_broker_stats_topics_is_asked_per_topic(server):
-    server.fail_first, server.fail_code = 0, 404
-    broker = SimpleNamespace(web_url="http://127.0.0.1:%d" % server.server_address[1])
-    s = Sampler(broker, [TOPIC, TOPIC2])
-    for t in range(2):
-        s._sample_topics(float(t))
-    assert server.paths.count("/admin/v2/broker-stats/topics") == 1
-    assert server.requests == 4 and s.bulk_stats is False and s.stats_ok == 4
