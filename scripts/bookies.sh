@@ -12,7 +12,8 @@
 #
 # start: ZooKeeper under DIR/zk, cluster metadata initialised once (`bookkeeper shell initnewcluster`,
 # whose default layout is the hierarchical ledger manager), bookie I's journal and ledgers under
-# DIR/bookie-I (journalSyncData=true unless --no-sync), -Xmx256m each. --conf lines are added to
+# DIR/bookie-I (journalSyncData=true unless --no-sync, which also turns ZooKeeper's forceSync off),
+# -Xmx256m each. --conf lines are added to
 # every bookie's configuration (kept in DIR/bookie-extra.conf for later starts of that cluster),
 # e.g. --conf maxPendingAddRequestsPerThread=1000. Returns once every bookie it started is
 # registered, writable (under /ledgers/available) or read-only (/ledgers/available/readonly: a
@@ -224,7 +225,9 @@ case "$cmd" in
       zkp=$(free_port)
       [ -n "$port_base" ] && zkp=$((port_base - 1))
       [ -f "$dir/zk/zoo.cfg" ] && zkp=$(zk_port)  # a restart keeps the port in the saved URI
-      bash "$REPO/scripts/zookeeper.sh" start -d "$dir/zk" -p "$zkp" --tick-ms 500 >&2
+      zk_sync=()
+      [ "$sync" = false ] && zk_sync=(--no-sync)  # its transaction log not fsynced either
+      bash "$REPO/scripts/zookeeper.sh" start -d "$dir/zk" -p "$zkp" --tick-ms 500 "${zk_sync[@]}" >&2
     fi
     write_client_conf
     if [ ! -f "$dir/zk/.bk-initialised" ]; then

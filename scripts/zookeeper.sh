@@ -2,23 +2,27 @@
 # A local Apache ZooKeeper server (Debian's `zookeeper` package, installed by
 # scripts/install-deps.sh) for tests and local clusters.
 #
-#   scripts/zookeeper.sh start -d DIR [-p PORT] [--tick-ms N]   # prints "zookeeper pid PORT"
+#   scripts/zookeeper.sh start -d DIR [-p PORT] [--tick-ms N] [--no-sync]
+#                                                   # prints "zookeeper pid PORT"
 #   scripts/zookeeper.sh stop -d DIR
 #   scripts/zookeeper.sh status -d DIR                          # "zookeeper pid PORT" or exit 1
 #
 # Standalone mode, listening on 127.0.0.1 only; data, config and log under DIR. A low --tick-ms
 # (default 2000, ZooKeeper's) lets tests use short session timeouts: ZooKeeper grants sessions of
-# 2 to 20 ticks.
+# 2 to 20 ticks. --no-sync: the transaction log is not fsynced (ZooKeeper's forceSync=no), as
+# bookies.sh --no-sync does for the journals: writes survive a killed server, not a machine
+# crash; a test beside fsync-heavy tests then does not wait tens of ms per znode write.
 set -euo pipefail
 
 cmd=${1:-}
 shift || true
-dir="" port=2181 tick=2000
+dir="" port=2181 tick=2000 force_sync=yes
 while [ $# -gt 0 ]; do
   case "$1" in
     -d) dir=$2; shift 2 ;;
     -p) port=$2; shift 2 ;;
     --tick-ms) tick=$2; shift 2 ;;
+    --no-sync) force_sync=no; shift ;;
     *) echo "zookeeper.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +66,7 @@ clientPortAddress=127.0.0.1
 admin.enableServer=false
 4lw.commands.whitelist=ruok,srvr
 maxClientCnxns=0
+forceSync=$force_sync
 CFG
     nohup java -Xmx256m -XX:+UseSerialGC -cp "$dir:$jars" \
       org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
