@@ -295,7 +295,9 @@ def run(scenario: Scenario, out_dir: str, broker_url: str | None = None,
         wp = WorkerProcess([worker_bin, "--config", cfg_path, "--output", out_dir], out_dir,
                            cpus, on_event)
         smp = sampler.Sampler(broker, topics, scenario.data["sampling"]["intervalSeconds"],
-                              scenario.data["sampling"]["topicStats"], worker_pid=wp.pid)
+                              scenario.data["sampling"]["topicStats"], worker_pid=wp.pid,
+                              topic_stats_interval=scenario.data["sampling"][
+                                  "topicStatsIntervalSeconds"])
         smp_holder["s"] = smp
         smp.start()
         if hasattr(broker, "cluster_brokers") and broker.others:

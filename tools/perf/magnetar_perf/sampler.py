@@ -1,13 +1,16 @@
-"""Samples the broker once per interval: process CPU, RSS, per-thread CPU (from /proc) and the
-topic stats of the admin REST API (when it answers), plus exact snapshots at phase events."""
+"""Samples the broker once per interval: process CPU, RSS, per-thread CPU (from /proc), and every
+topic-stats interval the topic stats of the admin REST API (when it answers), plus exact snapshots
+at phase events. The topic stats go over one kept-alive HTTP connection: a request per topic on a
+new connection each second cost the runner about a quarter of a core and the broker's threads
+their share on a 2-core machine (docs/perf.md, "the sampler's cost")."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from . import procstat
@@ -50,15 +53,27 @@ def _add_cpu_and_threads(snap: dict[str, Any], pid: int, prefix: str) -> None:
         pass
 
 
+class HttpStatusError(Exception):
+    """An admin REST answer other than 200 (code: its HTTP status)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__("HTTP %d" % code)
+        self.code = code
+
+
 class Sampler:
     """Thread: start()/stop()/snapshot() from the launcher; the loop runs on its own thread."""
 
     def __init__(self, broker: Broker, topics: list[str], interval: float = 1.0,
-                 topic_stats: bool = True, worker_pid: int | None = None) -> None:
+                 topic_stats: bool = True, worker_pid: int | None = None,
+                 topic_stats_interval: float = 5.0) -> None:
         self.broker = broker
         self.topics = topics
         self.interval = interval
+        # Topic stats every topic_stats_interval seconds (at least every interval).
+        self.topic_stats_interval = max(interval, topic_stats_interval)
         self.topic_stats = topic_stats and broker.web_url is not None
+        self._http = None        # the kept-alive connection to the broker's web port
         self.worker_pid = worker_pid
         # The broker's helper processes by group (bookies, ZooKeeper), sampled apart from it.
         self.aux_pids = broker.aux_pids() if hasattr(broker, "aux_pids") else {}
@@ -136,13 +151,31 @@ class Sampler:
         with self._lock:
             self.samples.append(row)
 
+    def _get_json(self, url: str) -> Any:
+        """GET url on the kept-alive connection (made again after an error). Raises
+        HttpStatusError for an answer other than 200, OSError or ValueError otherwise."""
+        parts = urllib.parse.urlsplit(url)
+        if self._http is None:
+            self._http = http.client.HTTPConnection(
+                parts.hostname, parts.port, timeout=max(0.5, self.interval / 2))
+        try:
+            self._http.request("GET", parts.path, headers={"Accept": "application/json"})
+            r = self._http.getresponse()
+            body = r.read()
+        except (OSError, http.client.HTTPException):
+            self._http.close()
+            self._http = None
+            raise
+        if r.status != 200:
+            raise HttpStatusError(r.status)
+        return json.loads(body.decode())
+
     def _sample_topics(self, now: float) -> None:
         for topic in self.topics:
             url = topic_stats_url(self.broker.web_url, topic)
             try:
-                with urllib.request.urlopen(url, timeout=max(0.5, self.interval / 2)) as r:
-                    doc = json.loads(r.read().decode())
-            except urllib.error.HTTPError as e:
+                doc = self._get_json(url)
+            except HttpStatusError as e:
                 if self.stats_ok == 0:
                     self.stats_note = "topic stats not available: GET %s answered %d" % (
                         url, e.code)
@@ -165,10 +198,14 @@ class Sampler:
 
     def _loop(self) -> None:
         next_t = time.monotonic()
+        next_topics = next_t
         while not self._stop.is_set():
             now = time.monotonic()
             self._sample_process(now)
-            if self.topic_stats:
+            if self.topic_stats and now >= next_topics:
                 self._sample_topics(now)
+                next_topics += self.topic_stats_interval
             next_t += self.interval
             self._stop.wait(max(0.0, next_t - time.monotonic()))
+        if self._http is not None:
+            self._http.close()

@@ -140,6 +140,7 @@ DEFAULTS = {
     "sampling": {
         "intervalSeconds": 1.0,
         "topicStats": True,         # GET /admin/v2/persistent/{tenant}/{ns}/{topic}/stats
+        "topicStatsIntervalSeconds": 5.0,  # how often (at least intervalSeconds)
     },
 }
 

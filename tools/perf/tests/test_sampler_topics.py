@@ -3,6 +3,7 @@ again, and its stats are kept once it exists; a broker without the endpoint is n
 import http.server
 import json
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -13,6 +14,12 @@ TOPIC = "persistent://public/default/iot-telemetry-0"
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as the brokers' web servers
+
+    def setup(self):
+        super().setup()
+        self.server.connections += 1
+
     def do_GET(self):  # noqa: N802 - http.server's name
         srv = self.server
         srv.requests += 1
@@ -35,6 +42,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 def server():
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     srv.requests = 0
+    srv.connections = 0
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     yield srv
@@ -68,3 +76,44 @@ def test_a_broker_without_the_endpoint_is_not_asked_again(server):
             s._sample_topics(float(t))
     assert server.requests == 1 and not s.topic_stats
     assert "answered 405" in s.stats_note and s.topic_rows == []
+
+
+def test_topic_stats_use_one_kept_alive_connection(server):
+    server.fail_first = 0
+    s = Sampler(SimpleNamespace(web_url="http://127.0.0.1:%d" % server.server_address[1]),
+                [TOPIC, TOPIC + "-b", TOPIC + "-c"])
+    for t in range(3):
+        s._sample_topics(float(t))
+    assert server.requests == 9 and s.stats_ok == 9
+    assert server.connections == 1, "each GET opened a connection of its own"
+
+
+def test_a_dropped_connection_is_made_again(server):
+    server.fail_first = 0
+    s = _sampler(server)
+    s._sample_topics(0.0)
+    s._http.sock.close()  # the broker closed it (or a restart): the next sample reconnects
+    s._sample_topics(1.0)
+    s._sample_topics(2.0)
+    assert s.stats_ok >= 2 and server.connections >= 2
+    assert [r["t"] for r in s.topic_rows if r["subscription"] == "app"][-1] == 2.0
+
+
+def test_topic_stats_are_read_every_topic_stats_interval():
+    s = Sampler(SimpleNamespace(web_url="http://127.0.0.1:1"), [TOPIC], interval=1.0,
+                topic_stats_interval=5.0)
+    assert s.topic_stats_interval == 5.0
+    calls = []
+    s._sample_process = lambda now: None
+    s._sample_topics = lambda now: calls.append(now)
+    s.interval = 0.01
+    s.topic_stats_interval = 0.05
+    s.start()
+    time.sleep(0.5)
+    s.stop = lambda: None
+    s._stop.set()
+    s._thread.join(timeout=5)
+    # about one topic sample per five process samples, never one per process sample
+    assert 3 <= len(calls) <= 14
+    assert Sampler(SimpleNamespace(web_url=None), [], interval=2.0,
+                   topic_stats_interval=0.5).topic_stats_interval == 2.0
