@@ -131,7 +131,7 @@ json::object consumerJson(const ConsumerSnapshot& c) {
   return o;
 }
 
-json::object subscriptionJson(const SubscriptionSnapshot& s) {
+json::object subscriptionJson(const SubscriptionSnapshot& s, bool excludeConsumers) {
   json::object o = dispatchStatsJson(s);
   o["msgRateRedeliver"] = s.msgRateRedeliver;
   o["messageAckRate"] = 0.0;
@@ -150,7 +150,9 @@ json::object subscriptionJson(const SubscriptionSnapshot& s) {
   o["totalMsgExpired"] = s.totalMsgExpired;
   o["lastExpireTimestamp"] = s.lastExpireTimestamp;
   json::array consumers;
-  for (const auto& c : s.consumers) consumers.push_back(consumerJson(c));
+  if (!excludeConsumers) {
+    for (const auto& c : s.consumers) consumers.push_back(consumerJson(c));
+  }
   o["consumers"] = std::move(consumers);
   o["isDurable"] = s.durable;
   o["isReplicated"] = s.replicated;
@@ -221,7 +223,7 @@ void mergeSubscription(SubscriptionSnapshot& into, const SubscriptionSnapshot& s
 
 std::string isoTime(int64_t epochMs) { return broker::isoTime(epochMs); }
 
-json::object topicStatsJson(const TopicSnapshot& t) {
+json::object topicStatsJson(const TopicSnapshot& t, const StatsOptions& opts) {
   json::object o;
   o["msgRateIn"] = t.rateIn.msgRate;
   o["msgThroughputIn"] = t.rateIn.byteRate;
@@ -251,6 +253,7 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   json::array publishers;
   for (const auto& p : t.publishers) {
     if (!t.nonPersistent && inboundReplicator(p, replication)) continue;
+    if (opts.excludePublishers) continue;  // the replication entries above are still made
     publishers.push_back(publisherJson(p));
     // Pulsar's NonPersistentPublisherStats: the messages dropped over
     // maxConcurrentNonPersistentMessagePerConnection.
@@ -260,7 +263,7 @@ json::object topicStatsJson(const TopicSnapshot& t) {
   o["waitingPublishers"] = 0;
   json::object subs;
   for (const auto& s : t.subscriptions) {
-    json::object so = subscriptionJson(s);
+    json::object so = subscriptionJson(s, opts.excludeConsumers);
     if (t.nonPersistent) {
       // Pulsar's NonPersistentSubscriptionStats: never durable, plus the drop rate (its
       // counter is Magnetar's).
@@ -353,13 +356,13 @@ static void dropMergedMetadata(json::object& o) {
 }
 
 json::object partitionedStatsJson(const std::string& name, const std::vector<TopicSnapshot>& parts,
-                                  bool perPartition) {
-  json::object o = topicStatsJson(mergeTopicSnapshots(name, parts));
+                                  bool perPartition, const StatsOptions& opts) {
+  json::object o = topicStatsJson(mergeTopicSnapshots(name, parts), opts);
   dropMergedMetadata(o);
   o["metadata"] = json::object{{"partitions", static_cast<int64_t>(parts.size())}};
   json::object per;
   if (perPartition) {
-    for (const auto& t : parts) per[t.name] = topicStatsJson(t);
+    for (const auto& t : parts) per[t.name] = topicStatsJson(t, opts);
   }
   o["partitions"] = std::move(per);
   return o;

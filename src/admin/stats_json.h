@@ -10,8 +10,16 @@
 
 namespace magnetar::admin {
 
+// Pulsar's GetStatsOptions as the stats requests' query parameters excludePublishers and
+// excludeConsumers ("true", any case, as Jersey reads a boolean): an excluded list is answered
+// empty; the topic's and subscriptions' sums still count every producer and consumer.
+struct StatsOptions {
+  bool excludePublishers = false;
+  bool excludeConsumers = false;
+};
+
 // Pulsar's TopicStats of one topic (or of a merged partitioned topic).
-boost::json::object topicStatsJson(const broker::TopicSnapshot& t);
+boost::json::object topicStatsJson(const broker::TopicSnapshot& t, const StatsOptions& opts = {});
 
 // Merges partition snapshots into one (counters, rates and backlogs summed; publishers merged by
 // producer name; subscriptions by name, their consumers by consumer name).
@@ -22,7 +30,7 @@ broker::TopicSnapshot mergeTopicSnapshots(const std::string& name,
 // perPartition, "partitions": {partition name: stats}.
 boost::json::object partitionedStatsJson(const std::string& name,
                                          const std::vector<broker::TopicSnapshot>& parts,
-                                         bool perPartition);
+                                         bool perPartition, const StatsOptions& opts = {});
 
 // Pulsar's PartitionedTopicStats from each partition's TopicStats JSON (cluster mode: some came
 // from the partitions' owners over HTTP; a null part, a partition that could not be read, counts

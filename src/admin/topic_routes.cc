@@ -392,6 +392,19 @@ void addPartitionedTopicRoutes(Router& r, const AdminContext* ctx) {
           });
 }
 
+// Pulsar's GetStatsOptions from a stats request's query parameters: Jersey reads a boolean as
+// true only for "true", in any case.
+StatsOptions statsOptions(const HttpRequest& req) {
+  auto flag = [&req](std::string_view key) {
+    std::optional<std::string> v = queryParam(req, key);
+    if (!v || v->size() != 4) return false;
+    std::string lower = *v;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return lower == "true";
+  };
+  return StatsOptions{flag("excludePublishers"), flag("excludeConsumers")};
+}
+
 // Snapshot of one topic with its rates (executor thread).
 void snapshotOp(const AdminContext* ctx, const TopicPtr& t,
                 const std::function<void(broker::TopicSnapshot)>& cb) {
@@ -404,6 +417,7 @@ void snapshotOp(const AdminContext* ctx, const TopicPtr& t,
 // PartitionedTopicStatsImpl; a partition that cannot be read counts as empty.
 void clusterPartitionedStats(const AdminContext* ctx, const HttpRequest& req, const TopicName& name,
                              int n, bool perPartition, const Respond& respond) {
+  const StatsOptions opts = statsOptions(req);  // the owners elsewhere get the same query
   std::vector<std::string> names;
   names.reserve(n);
   for (int i = 0; i < n; ++i) names.push_back(name.partition(i).toString());
@@ -420,7 +434,7 @@ void clusterPartitionedStats(const AdminContext* ctx, const HttpRequest& req, co
       });
       continue;
     }
-    ctx->service.getOrCreateTopic(part, false, [ctx, gather, i, part](Result<TopicPtr> t) {
+    ctx->service.getOrCreateTopic(part, false, [ctx, gather, i, part, opts](Result<TopicPtr> t) {
       if (!t.isOk()) {
         broker::TopicSnapshot empty;
         empty.name = part.toString();
@@ -428,8 +442,8 @@ void clusterPartitionedStats(const AdminContext* ctx, const HttpRequest& req, co
         gather->set(i, topicStatsJson(empty));
         return;
       }
-      snapshotOp(ctx, *t, [gather, i](const broker::TopicSnapshot& s) {
-        gather->set(i, topicStatsJson(s));
+      snapshotOp(ctx, *t, [gather, i, opts](const broker::TopicSnapshot& s) {
+        gather->set(i, topicStatsJson(s, opts));
       });
     });
   }
@@ -453,11 +467,16 @@ void onPartitionedTopicGet(Router& r, const AdminContext* ctx, const std::string
 }
 
 void addStatsRoutes(Router& r, const AdminContext* ctx) {
-  onLoadedTopicGet(r, ctx, "/stats", [ctx](const TopicPtr& t, const Respond& respond) {
-    snapshotOp(ctx, t, [respond](const broker::TopicSnapshot& s) {
-      respond(jsonResponse(topicStatsJson(s)));
-    });
-  });
+  onTopic(r, "GET", "/stats",
+          [ctx](const HttpRequest& req, const PathParams&, const TopicName& name,
+                const Respond& respond) {
+            StatsOptions opts = statsOptions(req);
+            withTopic(*ctx, name, respond, [ctx, opts, respond](const TopicPtr& t) {
+              snapshotOp(ctx, t, [opts, respond](const broker::TopicSnapshot& s) {
+                respond(jsonResponse(topicStatsJson(s, opts)));
+              });
+            });
+          });
   onPartitionedTopicGet(
       r, ctx, "/partitioned-stats",
       [ctx](const HttpRequest& req, const TopicName& name, int n, const Respond& respond) {
@@ -467,8 +486,9 @@ void addStatsRoutes(Router& r, const AdminContext* ctx) {
           return clusterPartitionedStats(ctx, req, name, n, perPartition, respond);
         }
         auto gather = Gather<broker::TopicSnapshot>::create(
-            n, [respond, full, perPartition](const std::vector<broker::TopicSnapshot>& parts) {
-              respond(jsonResponse(partitionedStatsJson(full, parts, perPartition)));
+            n, [respond, full, perPartition,
+                opts = statsOptions(req)](const std::vector<broker::TopicSnapshot>& parts) {
+              respond(jsonResponse(partitionedStatsJson(full, parts, perPartition, opts)));
             });
         for (int i = 0; i < n; ++i) {
           TopicName part = name.partition(i);

@@ -165,6 +165,41 @@ def test_topic_stats_and_internal_stats(http, client, namespace):
     assert "markDeletePosition" in ist["cursors"]["sub"]
 
 
+def test_topic_stats_exclude_publishers_and_consumers(http, client, namespace):
+    """Pulsar's GetStatsOptions as query parameters: excluded lists are empty, the rest stays;
+    Jersey takes "TRUE" as true and anything but true (any case) as false."""
+    topic = f"persistent://{namespace}/stats-exclude"
+    path = f"/admin/v2/persistent/{namespace}/stats-exclude/stats"
+    consumer = client.subscribe(topic, "sub", consumer_name="ex-consumer")
+    producer = client.create_producer(topic, producer_name="ex-producer")
+    for _ in range(3):
+        producer.send(b"x")
+    receive_n(consumer, 3)  # none acknowledged: a backlog of 3
+
+    def stats(query=""):
+        r = http("GET", path + query)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    full = stats()
+    assert [p["producerName"] for p in full["publishers"]] == ["ex-producer"]
+    assert [c["consumerName"] for c in full["subscriptions"]["sub"]["consumers"]] == [
+        "ex-consumer"]
+
+    st = stats("?excludePublishers=true&excludeConsumers=TRUE")
+    assert st["publishers"] == []
+    sub = st["subscriptions"]["sub"]
+    assert sub["consumers"] == []
+    assert st["msgInCounter"] == 3 and sub["msgBacklog"] == 3
+
+    st = stats("?excludeConsumers=true")
+    assert [p["producerName"] for p in st["publishers"]] == ["ex-producer"]
+    assert st["subscriptions"]["sub"]["consumers"] == []
+
+    st = stats("?excludePublishers=yes&excludeConsumers=1")
+    assert len(st["publishers"]) == 1 and len(st["subscriptions"]["sub"]["consumers"]) == 1
+
+
 def test_subscriptions_admin(http, client, namespace):
     topic = f"persistent://{namespace}/subs"
     base = f"/admin/v2/persistent/{namespace}/subs"

@@ -40,6 +40,42 @@ TopicSnapshot partition(int i, int64_t backlog) {
   return t;
 }
 
+// Pulsar's GetStatsOptions: excluded lists are empty, the sums and the subscriptions stay.
+TEST(StatsJson, ExcludedPublishersAndConsumersAreEmptyListsAndTheSumsStay) {
+  TopicSnapshot t = partition(1, 4);
+  json::object all = topicStatsJson(t);
+  ASSERT_EQ(all["publishers"].as_array().size(), 1u);
+  ASSERT_EQ(all["subscriptions"].as_object()["sub"].as_object()["consumers"].as_array().size(), 1u);
+
+  json::object o = topicStatsJson(t, StatsOptions{true, false});
+  EXPECT_TRUE(o["publishers"].as_array().empty());
+  EXPECT_EQ(o["subscriptions"].as_object()["sub"].as_object()["consumers"].as_array().size(), 1u);
+  EXPECT_DOUBLE_EQ(o["msgRateIn"].as_double(), 2.0);
+  EXPECT_EQ(o["msgInCounter"].to_number<int64_t>(), 10);
+
+  o = topicStatsJson(t, StatsOptions{false, true});
+  EXPECT_EQ(o["publishers"].as_array().size(), 1u);
+  json::object& sub = o["subscriptions"].as_object()["sub"].as_object();
+  EXPECT_TRUE(sub["consumers"].as_array().empty());
+  EXPECT_EQ(sub["msgBacklog"].as_int64(), 4);
+  EXPECT_EQ(sub["unackedMessages"].as_int64(), 1);
+  EXPECT_DOUBLE_EQ(sub["msgRateOut"].as_double(), 1.0);
+
+  std::vector<TopicSnapshot> parts{partition(0, 1), partition(1, 2)};
+  o = partitionedStatsJson("persistent://t/ns/p", parts, true, StatsOptions{true, true});
+  EXPECT_TRUE(o["publishers"].as_array().empty());
+  EXPECT_EQ(o["subscriptions"].as_object()["sub"].as_object()["msgBacklog"].as_int64(), 3);
+  for (auto& [name, part] : o["partitions"].as_object()) {
+    EXPECT_TRUE(part.as_object()["publishers"].as_array().empty()) << name;
+    EXPECT_TRUE(part.as_object()["subscriptions"]
+                    .as_object()["sub"]
+                    .as_object()["consumers"]
+                    .as_array()
+                    .empty())
+        << name;
+  }
+}
+
 TEST(StatsJson, MergesPartitions) {
   std::vector<TopicSnapshot> parts{partition(0, 1), partition(1, 2), partition(2, 3)};
   TopicSnapshot m = mergeTopicSnapshots("persistent://t/ns/p", parts);

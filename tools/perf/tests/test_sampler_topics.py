@@ -23,6 +23,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 - http.server's name
         srv = self.server
         srv.requests += 1
+        srv.paths.append(self.path)
         if srv.requests <= srv.fail_first:
             self.send_error(srv.fail_code)
             return
@@ -43,6 +44,7 @@ def server():
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     srv.requests = 0
     srv.connections = 0
+    srv.paths = []
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     yield srv
@@ -86,6 +88,9 @@ def test_topic_stats_use_one_kept_alive_connection(server):
         s._sample_topics(float(t))
     assert server.requests == 9 and s.stats_ok == 9
     assert server.connections == 1, "each GET opened a connection of its own"
+    # without the producers' and consumers' lists (Pulsar's GetStatsOptions)
+    assert server.paths[0] == ("/admin/v2/persistent/public/default/iot-telemetry-0/stats"
+                               "?excludePublishers=true&excludeConsumers=true")
 
 
 def test_a_dropped_connection_is_made_again(server):
@@ -99,21 +104,26 @@ def test_a_dropped_connection_is_made_again(server):
     assert [r["t"] for r in s.topic_rows if r["subscription"] == "app"][-1] == 2.0
 
 
-def test_topic_stats_are_read_every_topic_stats_interval():
-    s = Sampler(SimpleNamespace(web_url="http://127.0.0.1:1"), [TOPIC], interval=1.0,
+def test_topic_stats_are_spread_over_the_topic_stats_interval():
+    topics = [TOPIC + "-%d" % i for i in range(5)]
+    s = Sampler(SimpleNamespace(web_url="http://127.0.0.1:1"), topics, interval=1.0,
                 topic_stats_interval=5.0)
     assert s.topic_stats_interval == 5.0
     calls = []
     s._sample_process = lambda now: None
-    s._sample_topics = lambda now: calls.append(now)
+    s._sample_topic = lambda topic, now: calls.append((topic, now))
+    # 5 topics every 0.25 s: one request every 0.05 s, while the process is sampled every 0.01 s
     s.interval = 0.01
-    s.topic_stats_interval = 0.05
+    s.topic_stats_interval = 0.25
     s.start()
     time.sleep(0.5)
-    s.stop = lambda: None
     s._stop.set()
     s._thread.join(timeout=5)
-    # about one topic sample per five process samples, never one per process sample
-    assert 3 <= len(calls) <= 14
+    # about 10 requests in 0.5 s (one per process sample would be about 50), in topic order
+    assert 3 <= len(calls) <= 16
+    assert [t for t, _ in calls] == [topics[i % 5] for i in range(len(calls))]
+    # one at a time: the 5 requests of a round are not made together
+    gaps = [b - a for (_, a), (_, b) in zip(calls, calls[1:])]
+    assert sorted(gaps)[len(gaps) // 2] >= 0.02
     assert Sampler(SimpleNamespace(web_url=None), [], interval=2.0,
                    topic_stats_interval=0.5).topic_stats_interval == 2.0

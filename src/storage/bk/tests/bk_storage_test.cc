@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <iterator>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -191,6 +192,58 @@ std::unique_ptr<BookKeeperClient> ownClient(std::chrono::milliseconds addTimeout
   auto client = BookKeeperClient::open(cc);
   EXPECT_TRUE(client.isOk()) << client.status().toString();
   return client.isOk() ? std::move(*client) : nullptr;
+}
+
+// Whether every thread of `pid` is stopped (state T in /proc/pid/task/*/stat; an ending thread
+// counts), as tests/harness/util.py's stop_process. kill(SIGSTOP) returns before the threads
+// stop: on a loaded machine a bookie still answered the first adds sent after it.
+bool allThreadsStopped(pid_t pid) {
+  std::error_code ec;
+  std::filesystem::directory_iterator tasks("/proc/" + std::to_string(pid) + "/task", ec);
+  if (ec) return false;
+  for (const auto& t : tasks) {
+    std::ifstream f(t.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    size_t close = stat.rfind(')');  // the command name may hold spaces and parentheses
+    if (close == std::string::npos || close + 2 >= stat.size()) return false;
+    char state = stat[close + 2];
+    if (state != 'T' && state != 't' && state != 'Z' && state != 'X') return false;
+  }
+  return true;
+}
+
+// SIGSTOP to pid, then waits (up to 10 s) until every thread of it has stopped.
+bool stopProcess(pid_t pid) {
+  if (::kill(pid, SIGSTOP) != 0) return false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!allThreadsStopped(pid)) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// "ensembles {first entry: [bookies]}" of the ledger of `p` (a failure message's detail).
+std::string ledgerEnsembles(BookKeeperClient& client, const Position& p) {
+  std::promise<std::string> out;
+  client.readLedgerMetadata(p.ledgerId, [&out](BkResult rc,
+                                               const bookkeeper::VersionedMetadata& vm) {
+    std::string s = "ensembles of the ledger (" + std::string(bookkeeper::bkResultName(rc)) + "):";
+    for (const auto& [entry, bookies] : vm.metadata.ensembles) {
+      s += " " + std::to_string(entry) + ": [";
+      for (const auto& b : bookies) s += b + " ";
+      s += "]";
+    }
+    out.set_value(s);
+  });
+  return out.get_future().get();
+}
+
+std::string bookiePort(int i) {
+  std::ifstream f(BkCluster::get().dir + "/bookie-" + std::to_string(i) + "/port");
+  std::string port;
+  f >> port;
+  return port;
 }
 
 // Every add on every bookie of a ledger's ensemble of n: E = Qw = Qa = n.
@@ -428,9 +481,9 @@ TEST_P(BkStorageTest, CursorWritesWithoutWaitersKeepTheMarkDeleteRateLimit) {
     c->asyncDelete({pos[i]}, nullptr);
     runFor(std::chrono::milliseconds(25));
   }
-  const auto loopSeconds = std::chrono::duration_cast<std::chrono::seconds>(
-                               std::chrono::steady_clock::now() - loopStart)
-                               .count();
+  const auto loopSeconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - loopStart)
+          .count();
   EXPECT_LE(c->cursorLedger().second - lastEntry, 1 + loopSeconds);
   // The held-back state goes out on a tick after the interval.
   runUntil([&] { return c->cursorLedger().second > lastEntry; });
@@ -707,7 +760,7 @@ TEST_P(BkStorageTest, AddsOnABrokenLedgerAreResentInTheNextLedger) {
   auto before = add(*ml, 5);
   const int64_t first = before[0].ledgerId;
 
-  ASSERT_EQ(::kill(bookie, SIGSTOP), 0);
+  ASSERT_TRUE(stopProcess(bookie)) << "bookie-0 (pid " << bookie << ") did not stop";
   std::vector<std::pair<Status, Position>> got;
   const int n = 20;
   for (int i = 0; i < n; i++) {
@@ -718,7 +771,12 @@ TEST_P(BkStorageTest, AddsOnABrokenLedgerAreResentInTheNextLedger) {
   runUntil([&] { return std::chrono::steady_clock::now() >= resumeAt; });
   ::kill(bookie, SIGCONT);
   EXPECT_TRUE(got.empty()) << "an add completed while a bookie of its write set was stopped: "
-                           << (got.empty() ? "" : got.front().first.toString());
+                           << (got.empty() ? ""
+                                           : got.front().first.toString() + " at " +
+                                                 std::to_string(got.front().second.ledgerId) + ":" +
+                                                 std::to_string(got.front().second.entryId) + ", " +
+                                                 ledgerEnsembles(*client, got.front().second))
+                           << "; the stopped bookie is bookie-0 (port " << bookiePort(0) << ")";
   runUntil([&] { return static_cast<int>(got.size()) == n; });
 
   auto* bml = dynamic_cast<bk::BkManagedLedger*>(ml.get());
