@@ -221,10 +221,15 @@ class Sampler:
                 self._sample_process(now)
                 next_t += self.interval
             if self.topic_stats and self.topics and now >= next_topic:
-                self._sample_topic(self.topics[i % len(self.topics)], now)
-                i += 1  # a topic not created yet is asked for again in the next round
-                next_topic = max(next_topic + self.topic_stats_interval / len(self.topics),
-                                 now - self.interval)  # after a stall: no burst to catch up
+                if not self._sample_topic(self.topics[i % len(self.topics)], now) and \
+                        self.stats_ok == 0:
+                    # Not created yet (the sampler starts with the broker): the same topic again
+                    # after one sampling interval, so that a short run still gets its stats.
+                    next_topic = now + self.interval
+                else:
+                    i += 1  # a topic gone meanwhile is asked for again in the next round
+                    next_topic = max(next_topic + self.topic_stats_interval / len(self.topics),
+                                     now - self.interval)  # after a stall: no burst to catch up
             wake = next_t
             if self.topic_stats and self.topics:
                 wake = min(wake, next_topic)

@@ -111,7 +111,7 @@ def test_topic_stats_are_spread_over_the_topic_stats_interval():
     assert s.topic_stats_interval == 5.0
     calls = []
     s._sample_process = lambda now: None
-    s._sample_topic = lambda topic, now: calls.append((topic, now))
+    s._sample_topic = lambda topic, now: calls.append((topic, now)) or True
     # 5 topics every 0.25 s: one request every 0.05 s, while the process is sampled every 0.01 s
     s.interval = 0.01
     s.topic_stats_interval = 0.25
@@ -127,3 +127,23 @@ def test_topic_stats_are_spread_over_the_topic_stats_interval():
     assert sorted(gaps)[len(gaps) // 2] >= 0.02
     assert Sampler(SimpleNamespace(web_url=None), [], interval=2.0,
                    topic_stats_interval=0.5).topic_stats_interval == 2.0
+
+
+def test_before_the_topics_exist_the_first_is_asked_for_every_interval():
+    topics = [TOPIC + "-%d" % i for i in range(3)]
+    s = Sampler(SimpleNamespace(web_url="http://127.0.0.1:1"), topics, interval=0.02,
+                topic_stats_interval=10.0)
+    asked = []
+
+    def sample(topic, now):
+        asked.append(topic)
+        return False  # 404: not created yet
+
+    s._sample_process = lambda now: None
+    s._sample_topic = sample
+    s.start()
+    time.sleep(0.3)
+    s._stop.set()
+    s._thread.join(timeout=5)
+    # every 0.02 s (not once per 10 s / 3 topics), and always the first topic
+    assert len(asked) >= 4 and set(asked) == {topics[0]}
