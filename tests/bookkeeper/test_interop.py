@@ -47,6 +47,11 @@ def magnetar_metadata(cluster, ledger_id):
     return out.splitlines()[1]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def all_bookies_up(bk_cluster):
+    bk_cluster.start_bookies()  # the session's bookies: an earlier module may have killed one
+
+
 @pytest.fixture(scope="module")
 def magnetar_ledger(bk_cluster):
     rc, out, err = bk_cluster.simpletest(20, "-keep")

@@ -259,6 +259,9 @@ def write_on(src, topic: str) -> list:
         for k in range(SINGLE, SINGLE + BATCHED):
             batcher.send_async(f"m-{k}".encode(), lambda res, m, k=k: done.__setitem__(k, m))
         batcher.flush()
+        deadline = time.monotonic() + 10  # the last callback may still wait for the GIL
+        while len(done) < BATCHED and time.monotonic() < deadline:
+            time.sleep(0.01)
         ids += [mid(done[k]) for k in range(SINGLE, SINGLE + BATCHED)]
         assert len({i[:2] for i in ids}) == SINGLE + BATCHED // 10, ids  # 63 entries
         for name, consumer in consumers.items():
