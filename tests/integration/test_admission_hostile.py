@@ -122,19 +122,29 @@ def test_connections_without_producers_are_read_while_big_frames_wait():
         topic = f"persistent://public/default/admission-flood-{time.time_ns()}"
         payload = os.urandom(4_900_000)
 
+        progress = {"producers": 0, "sent": 0, "errors": []}
+
         def flood():
             c = pulsar.Client(endpoint.service_url, operation_timeout_seconds=120, logger=QUIET)
             clients.append(c)
-            p = c.create_producer(topic, batching_enabled=False, send_timeout_millis=0)
+            try:
+                p = c.create_producer(topic, batching_enabled=False, send_timeout_millis=0)
+            except pulsar.PulsarException as e:
+                progress["errors"].append(repr(e))
+                return
+            progress["producers"] += 1
             while not stop.is_set():
                 try:
                     p.send(payload)
+                    progress["sent"] += 1
                 except pulsar.PulsarException:
                     return  # closed at the end of the test
 
         for _ in range(20):
             threading.Thread(target=flood, daemon=True).start()
-        assert wait_for_waiters(broker.admin_url, 20), "the flood never made frames wait"
+        # 60 s: on a loaded machine (CI's parallel workers) 20 s once saw no waiting frame.
+        waited = wait_for_waiters(broker.admin_url, 60)
+        assert waited, f"the flood never made frames wait: {progress}"
         w = WireClient(endpoint.port, timeout=30)
         w.handshake()
         rtts = []
