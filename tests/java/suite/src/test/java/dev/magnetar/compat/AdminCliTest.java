@@ -22,6 +22,7 @@ import org.apache.pulsar.client.api.Message;
 import org.apache.pulsar.client.api.MessageId;
 import org.apache.pulsar.client.api.MessageIdAdv;
 import org.apache.pulsar.client.api.Producer;
+import org.apache.pulsar.client.api.PulsarClient;
 import org.apache.pulsar.client.api.PulsarClientException;
 import org.apache.pulsar.client.api.Schema;
 import org.apache.pulsar.client.api.SubscriptionType;
@@ -161,9 +162,14 @@ class AdminCliTest extends ClientTestBase {
         ok("topics", "create-subscription", "-s", "sub", t);
         String payload = "x".repeat(1024);
         List<MessageId> ids = produce(t, payload, 8);
-        // Over the 4 KB quota: a new producer is refused at once.
-        assertThrows(PulsarClientException.ProducerBlockedQuotaExceededException.class,
-                () -> client.newProducer(Schema.STRING).topic(t).create());
+        // Over the 4 KB quota: a new producer is refused. The Java client takes the refusal as
+        // retriable and gives up only after its operation timeout and the next backoff (~80 s at
+        // the suite's 30 s), so this check uses a client with a 3 s timeout.
+        try (PulsarClient quick = PulsarClient.builder().serviceUrl(Env.BROKER_URL)
+                .operationTimeout(3, TimeUnit.SECONDS).build()) {
+            assertThrows(PulsarClientException.ProducerBlockedQuotaExceededException.class,
+                    () -> quick.newProducer(Schema.STRING).topic(t).create());
+        }
         assertEquals(4096, json(ok("topics", "stats", t)).path("backlogQuotaLimitSize").asLong());
 
         // Expire up to (and including) the 5th message: 3 left; then everything older than 1 s.
