@@ -61,7 +61,10 @@ Status Dispatcher::addConsumer(const std::shared_ptr<Consumer>& c) {
     if (!s.isOk()) return s;
   }
   consumers_.push_back(c);
-  if (keyShared_) regroupReplay();
+  if (keyShared_) {
+    rescanDraining();
+    regroupReplay();
+  }
   // Pulsar (AbstractDispatcherSingleActiveConsumer.addConsumer): when the active consumer stays,
   // only the newcomer is told (that it is inactive); others hear nothing.
   if (isSingleActive(type_) && !updateActiveConsumer() && active_ != c.get() &&
@@ -97,7 +100,7 @@ void Dispatcher::removeConsumer(Consumer* c) {
   // Pulsar keeps redelivery counts only while the subscription has consumers.
   if (consumers_.empty()) redeliveryCount_.clear();
   if (keyShared_) {
-    keyShared_->consumersChanged();
+    rescanDraining();
     regroupReplay();  // before c goes: no group may name it
   }
   readMoreEntries();
@@ -374,6 +377,15 @@ ReplaySet::Group Dispatcher::replayGroup(int32_t hash) const {
   return owner;
 }
 
+void Dispatcher::rescanDraining() {
+  keyShared_->consumersChanged([this](auto&& f) {
+    for (const auto& c : consumers_) {
+      c->pendingAcks.forEach(
+          [&](Position, const Consumer::PendingAck& p) { f(c.get(), p.keyHash); });
+    }
+  });
+}
+
 void Dispatcher::regroupReplay() {
   replay_.regroupAll([this](int32_t hash) { return replayGroup(hash); });
 }
@@ -401,8 +413,8 @@ void Dispatcher::rewind() {
 bool Dispatcher::releasePending(Consumer* c, const Consumer::PendingAck& p) {
   trackUnacked(c, -p.messages);
   if (p.keyHash < 0) return false;  // only Key_Shared entries carry a hash
-  if (!keyShared_->released(p.keyHash)) return false;
-  // No message of the hash is unacked anywhere now: its held entries (draining) may go.
+  if (!keyShared_->released(p.keyHash, c)) return false;
+  // The hash finished draining: its held entries may go to its owner.
   if (replay_.countOf(p.keyHash) > 0) {
     replay_.regroupHash(p.keyHash, replayGroup(p.keyHash));
   }
@@ -724,7 +736,6 @@ void Dispatcher::deliver(Consumer* target, const Entry& e, int32_t n, int32_t ha
   target->permits -= n;
   target->pendingAcks.add(e.position, Consumer::PendingAck{n, hash, batchSize});
   trackUnacked(target, n);
-  if (hash >= 0) keyShared_->dispatched(hash, target);
   target->msgOutCounter += n;
   target->bytesOutCounter += e.data.size();
   stats_.msgOutCounter += n;

@@ -184,7 +184,9 @@ class Dispatcher {
   // Key_Shared: the replay group of `hash`: its owner, or ReplaySet::kHeld when it has none or
   // the hash drains at another consumer (the owner does not allow out-of-order delivery).
   ReplaySet::Group replayGroup(int32_t hash) const;
-  // Key_Shared consumers joined or left: every waiting entry follows its hash's owner.
+  // Key_Shared consumers joined or left: the draining hashes from every consumer's pending
+  // entries (O(entries pending)), then every waiting entry follows its hash's owner.
+  void rescanDraining();
   void regroupReplay();
   // Dispatches up to maxEntries replay positions: the next allowReplay when done at once (all
   // cached), nullopt when reads are in flight or, past the inline rounds, the batch is queued as
@@ -233,8 +235,8 @@ class Dispatcher {
   // Key_Shared: an entry of `hash` before p waits in replay_.
   bool olderInReplay(int32_t hash, storage::Position p) const;
   void trackUnacked(Consumer* c, int64_t delta);
-  // Forgets one pending entry of c (unacked counts, hash ownership); true when its hash has no
-  // pending message left anywhere.
+  // Forgets one pending entry of c (unacked counts, draining); true when that ended its hash's
+  // draining.
   bool releasePending(Consumer* c, const Consumer::PendingAck& p);
   void clearPending(Consumer* c);
 

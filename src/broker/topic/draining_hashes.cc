@@ -54,6 +54,13 @@ void PendingTable::erase(int32_t hash) {
   if (slots_.size() > kMinCapacity && size_ * 8 < slots_.size()) rehash(slots_.size() / 2);
 }
 
+void PendingTable::clear() {
+  slots_.assign(kMinCapacity, PendingSlot{});
+  mask_ = kMinCapacity - 1;
+  shift_ = 32 - std::countr_zero(kMinCapacity);
+  size_ = 0;
+}
+
 void PendingTable::rehash(size_t capacity) {
   std::vector<PendingSlot> old(capacity);
   old.swap(slots_);
@@ -69,32 +76,43 @@ void PendingTable::rehash(size_t capacity) {
   }
 }
 
-void DrainingHashes::rescan(const PendingTable& pending, const KeySharedSelector& selector) {
-  std::unordered_map<int32_t, uint32_t> next;
-  pending.forEach([&](int32_t hash, const PendingSlot& s) {
-    if (s.count <= 0 || s.holder == nullptr || selector.select(hash) == s.holder) return;
-    auto it = hashes_.find(hash);
-    next.emplace(hash, it == hashes_.end() ? 0 : it->second);
-  });
-  hashes_ = std::move(next);
+void DrainingHashes::beginRescan() {
+  previous_ = std::move(blocked_);
+  blocked_.clear();
+  table_.clear();
 }
 
-void DrainingHashes::released(int32_t hash, Consumer* holder) {
-  auto it = hashes_.find(hash);
-  if (it == hashes_.end()) return;
-  hashes_.erase(it);
+void DrainingHashes::pendingElsewhere(int32_t hash, Consumer* holder) {
+  PendingSlot& s = table_.insert(hash);
+  s.holder = holder;
+  s.count++;
+}
+
+void DrainingHashes::endRescan() {
+  table_.forEach([&](int32_t hash, const PendingSlot&) {
+    auto it = previous_.find(hash);
+    blocked_.emplace(hash, it == previous_.end() ? 0 : it->second);
+  });
+  previous_.clear();
+}
+
+bool DrainingHashes::released(int32_t hash) {
+  PendingSlot* s = empty() ? nullptr : table_.find(hash);
+  if (!s || --s->count > 0) return false;
+  Consumer* holder = s->holder;
+  table_.erase(hash);
+  blocked_.erase(hash);
   ++clearedTotal_;
   if (holder) ++holder->drainingHashesClearedTotal;
+  return true;
 }
 
-std::vector<DrainingHashInfo> DrainingHashes::snapshot(const PendingTable& pending,
-                                                       const KeySharedSelector& selector) const {
+std::vector<DrainingHashInfo> DrainingHashes::snapshot() const {
   std::vector<DrainingHashInfo> out;
-  for (const auto& [hash, blocked] : hashes_) {
-    const PendingSlot* s = pending.find(hash);
-    if (!s || s->count <= 0 || s->holder == nullptr || selector.select(hash) == s->holder) continue;
-    out.push_back(DrainingHashInfo{hash, s->holder, s->count, blocked});
-  }
+  table_.forEach([&](int32_t hash, const PendingSlot& s) {
+    auto it = blocked_.find(hash);
+    out.push_back(DrainingHashInfo{hash, s.holder, s.count, it == blocked_.end() ? 0 : it->second});
+  });
   std::sort(out.begin(), out.end(),
             [](const DrainingHashInfo& a, const DrainingHashInfo& b) { return a.hash < b.hash; });
   return out;

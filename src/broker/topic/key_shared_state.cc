@@ -15,21 +15,6 @@ int32_t KeySharedState::hashOf(const EntryMetadataPeek& md) const {
   return selector_.hashOf("NONE_KEY");
 }
 
-Status KeySharedState::addConsumer(Consumer* c) {
-  Status s = selector_.addConsumer(c);
-  if (s.isOk()) consumersChanged();
-  return s;
-}
-
-bool KeySharedState::released(int32_t hash) {
-  PendingSlot* h = pending_.find(hash);
-  if (!h || h->count == 0 || --h->count > 0) return false;
-  Consumer* holder = h->holder;
-  pending_.erase(hash);
-  if (!draining_.empty()) draining_.released(hash, holder);
-  return true;
-}
-
 bool KeySharedState::lookAheadLimitReached(size_t consumers, size_t replaySize) const {
   const BrokerDynamicOptions& d = options_.dynamic;
   const int64_t perConsumer = d.keySharedLookAheadMsgInReplayThresholdPerConsumer.load();

@@ -1,6 +1,7 @@
 // KeySharedState: what a Key_Shared subscription's Dispatcher keeps beyond the other types: the
-// sticky-key selector, which consumer holds each hash's unacked messages and the draining hashes
-// (the entries waiting for redelivery, per hash too, are the Dispatcher's ReplaySet).
+// sticky-key selector and the draining hashes (the entries waiting for redelivery, per hash too,
+// are the Dispatcher's ReplaySet; each consumer's unacked entries with their hashes are its
+// PendingAcks).
 #pragma once
 
 #ifndef MAGNETAR_BROKER_IN_TOPIC
@@ -37,27 +38,35 @@ class KeySharedState {
   Consumer* owner(int32_t hash) const { return selector_.select(hash); }
 
   // Consumers joining and leaving. Errors of addConsumer: kInvalidArgument (ConsumerAssignError)
-  // for overlapping sticky ranges. consumersChanged() re-derives the draining hashes; call it
-  // once the leaving consumer's messages are released.
-  Status addConsumer(Consumer* c);
+  // for overlapping sticky ranges. After either, once the leaving consumer's entries are
+  // released, consumersChanged() re-derives the draining hashes: forEachPending(f) calls
+  // f(Consumer* holder, int32_t hash) for every entry pending at a consumer (hash -1: none).
+  // O(entries pending).
+  Status addConsumer(Consumer* c) { return selector_.addConsumer(c); }
   void removeConsumer(Consumer* c) { selector_.removeConsumer(c); }
-  void consumersChanged() { draining_.rescan(pending_, selector_); }
+  template <typename ForEachPending>
+  void consumersChanged(ForEachPending&& forEachPending) {
+    draining_.beginRescan();
+    forEachPending([this](Consumer* holder, int32_t hash) {
+      if (hash >= 0 && selector_.select(hash) != holder) draining_.pendingElsewhere(hash, holder);
+    });
+    draining_.endRescan();
+  }
 
-  // Messages of `hash` are unacked at a consumer other than `owner` (Pulsar 4's draining).
+  // Messages of `hash` are unacked at a consumer other than `owner` (Pulsar 4's draining). O(1),
+  // no table access while no hash drains.
   bool drainingElsewhere(int32_t hash, const Consumer* owner) const {
-    const PendingSlot* ph = pending_.find(hash);
-    return ph && ph->count > 0 && ph->holder != owner;
+    const PendingSlot* s = draining_.find(hash);
+    return s && s->count > 0 && s->holder != owner;
   }
   // An entry of `hash` was held back because the hash drains (stats).
   void blocked(int32_t hash) { draining_.blocked(hash); }
-  // An entry of `hash` went to `target`.
-  void dispatched(int32_t hash, Consumer* target) {
-    PendingSlot& ph = pending_.insert(hash);
-    ph.holder = target;
-    ph.count++;
+  // One entry of `hash` pending at `holder` was acked or put back; true when that ended the
+  // hash's draining (its entries held for redelivery may go to its owner now).
+  bool released(int32_t hash, const Consumer* holder) {
+    if (!draining_.find(hash) || selector_.select(hash) == holder) return false;
+    return draining_.released(hash);
   }
-  // One pending entry of `hash` was acked or put back; true when the hash has none left.
-  bool released(int32_t hash);
 
   // The replay set of `replaySize` entries is at its look-ahead threshold for `consumers`
   // consumers (no new entries are read).
@@ -65,17 +74,13 @@ class KeySharedState {
 
   // Stats: the draining hashes now (sorted by hash) and those finished over the subscription's
   // life (the Dispatcher counts their entries waiting for redelivery).
-  std::vector<DrainingHashInfo> drainingHashes() const {
-    return draining_.snapshot(pending_, selector_);
-  }
+  std::vector<DrainingHashInfo> drainingHashes() const { return draining_.snapshot(); }
   uint64_t drainingHashesClearedTotal() const { return draining_.clearedTotal(); }
 
  private:
   const BrokerOptions& options_;
   KeySharedSelector selector_;
-  // hash -> (the consumer holding its unacked messages, how many), for hashes with any.
-  PendingTable pending_;
-  DrainingHashes draining_;  // for stats (re-derived when consumers change)
+  DrainingHashes draining_;  // re-derived when consumers change
 };
 
 }  // namespace magnetar::broker

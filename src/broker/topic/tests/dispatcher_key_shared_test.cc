@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/topic/internal/draining_hashes.h"
 #include "broker/topic/internal/key_shared_selector.h"
 #include "broker/topic/subscription.h"
 #include "broker/topic/tests/dispatch_test_util.h"
@@ -72,6 +73,24 @@ class DispatchFixture : public ::testing::Test {
     ASSERT_FALSE(keyB_.empty());
   }
 
+  // A key A owns that a consumer named "c" takes while it is there (its ring points come from
+  // its name). Adds and removes that consumer (id 3, on sinkC_).
+  std::string keyMovingFromAToC() {
+    auto c = addConsumer(3, "c", &sinkC_);
+    const KeySharedSelector* sel = sub_->dispatcher()->keySharedSelector();
+    std::vector<std::string> keysOfC;
+    for (int i = 0; i < 2000; ++i) {
+      std::string key = "key-" + std::to_string(i);
+      if (sel->select(sel->hashOf(key)) == c.get()) keysOfC.push_back(key);
+    }
+    sub_->removeConsumer(c.get());
+    for (const auto& key : keysOfC) {
+      if (sel->select(sel->hashOf(key)) == a_.get()) return key;
+    }
+    ADD_FAILURE() << "no key moves from a to c";
+    return {};
+  }
+
   StepExecutor ex_;
   storage::MemoryManagedLedgerFactory factory_{
       storage::MemoryLedgerOptions{.cachedReads = kCachedReads}};
@@ -80,7 +99,7 @@ class DispatchFixture : public ::testing::Test {
   std::unique_ptr<Subscription> sub_;
   int seq_ = 0;
   // addTwoConsumers(); after sub_, so they go before it.
-  RecordingSink sinkA_, sinkB_;
+  RecordingSink sinkA_, sinkB_, sinkC_;
   std::shared_ptr<Consumer> a_, b_;
   std::string keyA_, keyB_;
 };
@@ -428,10 +447,71 @@ TEST_F(CachedReadDispatchTest, DrainingKeyEntriesGoToTheNewOwnerOnceTheOldOneAck
   a_->pendingAcks.forEach(
       [&](storage::Position p, const Consumer::PendingAck&) { heldByA.push_back(p); });
   ASSERT_EQ(heldByA.size(), 1u);
+  const auto draining = sub_->dispatcher()->drainingHashes();
+  ASSERT_EQ(draining.size(), 1u);
+  EXPECT_EQ(draining[0].hash, sel->hashOf(moving));
+  EXPECT_EQ(draining[0].holder, a_.get());
+  EXPECT_EQ(draining[0].unackMsgs, 1);
+  EXPECT_GT(draining[0].blockedAttempts, 0u);
+  const uint64_t cleared = sub_->dispatcher()->drainingHashesClearedTotal();
   sub_->dispatcher()->acked(a_.get(), heldByA);
   ex_.drain();
   EXPECT_EQ(sinkC2.entryIds, (std::vector<uint64_t>{1, 2}));
   EXPECT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+  EXPECT_TRUE(sub_->dispatcher()->drainingHashes().empty());
+  EXPECT_EQ(sub_->dispatcher()->drainingHashesClearedTotal(), cleared + 1);
+  EXPECT_EQ(a_->drainingHashesClearedTotal, 1u);
+}
+
+// The draining hashes are re-derived from the consumers' pending entries at each change: a key
+// that moved away from A drains while A holds an entry of it, and stops draining when it moves
+// back to A (its owner again); its new entries then go to A, after the one A holds.
+TEST_F(CachedReadDispatchTest, AKeyMovedBackToItsHolderStopsDraining) {
+  addTwoConsumers();
+  const KeySharedSelector* sel = sub_->dispatcher()->keySharedSelector();
+  const std::string moving = keyMovingFromAToC();
+  ASSERT_FALSE(moving.empty());
+  publish(moving, 3);  // 0..2
+  sub_->dispatcher()->flow(a_.get(), 1);
+  ASSERT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0}));
+  RecordingSink sinkC2;
+  auto c2 = addConsumer(4, "c", &sinkC2);
+  ASSERT_EQ(sel->select(sel->hashOf(moving)), c2.get());
+  sub_->dispatcher()->flow(c2.get(), 10);
+  ex_.drain();
+  EXPECT_TRUE(sinkC2.entryIds.empty());
+  ASSERT_EQ(sub_->dispatcher()->drainingHashes().size(), 1u);
+  sub_->removeConsumer(c2.get());  // the key is A's again: nothing drains
+  ex_.drain();
+  EXPECT_TRUE(sub_->dispatcher()->drainingHashes().empty());
+  sub_->dispatcher()->flow(a_.get(), 10);
+  ex_.drain();
+  EXPECT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+}
+
+// A hash drains at A; A leaves: its entry goes back for redelivery and the new owner gets the
+// key's entries from the first, in order; nothing drains any more.
+TEST_F(CachedReadDispatchTest, DrainingEndsWhenTheHolderLeaves) {
+  addTwoConsumers();
+  const KeySharedSelector* sel = sub_->dispatcher()->keySharedSelector();
+  const std::string moving = keyMovingFromAToC();
+  ASSERT_FALSE(moving.empty());
+  publish(moving, 3);  // 0..2
+  sub_->dispatcher()->flow(a_.get(), 1);
+  ASSERT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0}));
+  RecordingSink sinkC2;
+  auto c2 = addConsumer(4, "c", &sinkC2);
+  sub_->dispatcher()->flow(c2.get(), 10);
+  ex_.drain();
+  EXPECT_TRUE(sinkC2.entryIds.empty());
+  ASSERT_EQ(sub_->dispatcher()->drainingHashes().size(), 1u);
+  sub_->removeConsumer(a_.get());
+  ex_.drain();
+  ASSERT_EQ(sel->select(sel->hashOf(moving)), c2.get());
+  EXPECT_EQ(sinkC2.entryIds, (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_TRUE(sub_->dispatcher()->drainingHashes().empty());
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
 }
 
