@@ -302,6 +302,7 @@ const SettingBindings<broker::BrokerDynamicOptions>& brokerDynamicOptionBindings
                     keySharedLookAheadMsgInReplayThresholdPerConsumer),
       MAGNETAR_BIND(keySharedLookAheadMsgInReplayThresholdPerSubscription,
                     keySharedLookAheadMsgInReplayThresholdPerSubscription),
+      MAGNETAR_BIND(keySharedParkedEntriesMaxBytes, keySharedParkedEntriesMaxBytes),
       MAGNETAR_BIND(isAllowAutoUpdateSchemaEnabled, isAllowAutoUpdateSchemaEnabled),
       MAGNETAR_BIND(brokerDeleteInactiveTopicsEnabled, brokerDeleteInactiveTopicsEnabled),
       MAGNETAR_BIND(brokerDeleteInactiveTopicsMode, brokerDeleteInactiveTopicsMode),

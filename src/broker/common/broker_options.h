@@ -38,6 +38,9 @@ struct BrokerDynamicOptions {
       sd::keySharedLookAheadMsgInReplayThresholdPerConsumer;
   DynamicSetting<int> keySharedLookAheadMsgInReplayThresholdPerSubscription =
       sd::keySharedLookAheadMsgInReplayThresholdPerSubscription;
+  // Magnetar only: bytes of new Key_Shared entries parked at consumers out of permits per
+  // subscription (Dispatcher::park; 0: none, they go to the replay set).
+  DynamicSetting<int64_t> keySharedParkedEntriesMaxBytes = sd::keySharedParkedEntriesMaxBytes;
   // Whether producers may register new schema versions (a namespace policy may override).
   DynamicSetting<bool> isAllowAutoUpdateSchemaEnabled = sd::isAllowAutoUpdateSchemaEnabled;
   // Inactive topic deletion for topics without an inactiveTopicPolicies policy (Pulsar's

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -159,6 +160,9 @@ class Consumer {
   // (Dispatcher::refreshOutbound, at the start of each pass).
   size_t bytesSinceWritable = 0;
   bool closed = false;
+  // Key_Shared: new entries of hashes it owns, read while it had no permits, oldest first, with
+  // their hashes (Dispatcher::park; dispatched again from here once it has permits).
+  std::deque<std::pair<storage::Entry, int32_t>> parked;
   // Key_Shared: explicit hash ranges (STICKY mode); empty for AUTO_SPLIT.
   std::vector<std::pair<int32_t, int32_t>> stickyRanges;
   bool allowOutOfOrderDelivery = false;

@@ -62,6 +62,7 @@ Status Dispatcher::addConsumer(const std::shared_ptr<Consumer>& c) {
   }
   consumers_.push_back(c);
   if (keyShared_) {
+    unparkAll();
     rescanDraining();
     regroupReplay();
   }
@@ -100,6 +101,8 @@ void Dispatcher::removeConsumer(Consumer* c) {
   // Pulsar keeps redelivery counts only while the subscription has consumers.
   if (consumers_.empty()) redeliveryCount_.clear();
   if (keyShared_) {
+    unpark(c);  // no longer in consumers_
+    unparkAll();
     rescanDraining();
     regroupReplay();  // before c goes: no group may name it
   }
@@ -368,6 +371,54 @@ void Dispatcher::addToReplay(Position p, int32_t keyHash) {
   replay_.add(p, keyHash, replayGroup(keyHash));
 }
 
+void Dispatcher::park(Consumer* owner, Entry&& e, int32_t hash) {
+  const size_t bound = static_cast<size_t>(options_.dynamic.keySharedParkedEntriesMaxBytes.load());
+  if (rateLimited() || parkedBytes_ + e.data.size() > bound) {
+    // The replay set instead. Its entries of this hash are then newer than any parked one, and
+    // the owner's parked entries go first (dispatchParked, at the start of each pass; the
+    // replay set gives the owner nothing while it has parked entries and no permits).
+    addToReplay(e.position, hash);
+    return;
+  }
+  parkedEntries_++;
+  parkedBytes_ += e.data.size();
+  owner->parked.emplace_back(std::move(e), hash);
+}
+
+void Dispatcher::dispatchParked() {
+  if (parkedEntries_ == 0) return;
+  std::vector<Entry> batch;
+  for (auto& c : consumers_) {
+    if (c->parked.empty() || !canTake(c.get())) continue;
+    batch.clear();
+    // Up to its permits' worth of entries (a batch entry may take more; deliver allows that).
+    while (!c->parked.empty() && static_cast<int64_t>(batch.size()) < c->permits) {
+      auto& [entry, hash] = c->parked.front();
+      parkedEntries_--;
+      parkedBytes_ -= entry.data.size();
+      batch.push_back(std::move(entry));
+      c->parked.pop_front();
+    }
+    // As replayed entries: every check again; one that cannot go now (an older entry of its
+    // hash waits in the replay set) goes to the replay set, where order is kept by position.
+    dispatchEntries(batch, /*fromReplay=*/true);
+  }
+}
+
+void Dispatcher::unpark(Consumer* c) {
+  for (auto& [entry, hash] : c->parked) {
+    parkedEntries_--;
+    parkedBytes_ -= entry.data.size();
+    addToReplay(entry.position, hash);
+  }
+  c->parked.clear();
+}
+
+void Dispatcher::unparkAll() {
+  if (parkedEntries_ == 0) return;
+  for (auto& c : consumers_) unpark(c.get());
+}
+
 ReplaySet::Group Dispatcher::replayGroup(int32_t hash) const {
   Consumer* owner = keyShared_->owner(hash);
   if (!owner) return ReplaySet::kHeld;
@@ -403,6 +454,9 @@ void Dispatcher::rewind() {
   readPending_ = false;
   readAhead_ = false;
   replay_.clear();
+  for (auto& c : consumers_) c->parked.clear();
+  parkedEntries_ = 0;
+  parkedBytes_ = 0;
   // The entries are read again from the cursor on and tracked anew.
   if (tracker_) tracker_->clear();
   for (auto& c : consumers_) clearPending(c.get());
@@ -534,6 +588,11 @@ void Dispatcher::readRounds(bool allowReplay) {
     if (readPending_ || consumers_.empty()) return;
     int64_t permits = availablePermits();
     if (permits <= 0) return;
+    if (round == 0 && parkedEntries_ > 0) {
+      dispatchParked();
+      permits = availablePermits();
+      if (permits <= 0) return;
+    }
     const bool inlineAllowed = round < kInlineReadRounds;
     const int64_t maxBatch = std::max(1, options_.dynamic.dispatcherMaxReadBatchSize.load());
     int64_t batch = std::min<int64_t>(permits, maxBatch);
@@ -549,7 +608,8 @@ void Dispatcher::readRounds(bool allowReplay) {
       allowReplay = *next;
       continue;
     }
-    if (keyShared_ && keyShared_->lookAheadLimitReached(consumers_.size(), replay_.size())) {
+    if (keyShared_ &&
+        keyShared_->lookAheadLimitReached(consumers_.size(), replay_.size() + parkedEntries_)) {
       return;  // the replay set drains first
     }
     if (readCompacted(batch)) return;
@@ -712,7 +772,7 @@ bool Dispatcher::replayDispatch(std::vector<Entry>& entries, Position first) {
 }
 
 Consumer* Dispatcher::keySharedTarget(const EntryMetadataPeek& md, Position pos, bool fromReplay,
-                                      int32_t& hash) {
+                                      int32_t& hash, Consumer** parkAt) {
   hash = keyShared_->hashOf(md);
   Consumer* owner = keyShared_->owner(hash);
   // Draining (Pulsar 4): while messages of this hash are unacked at another consumer (the
@@ -728,6 +788,13 @@ Consumer* Dispatcher::keySharedTarget(const EntryMetadataPeek& md, Position pos,
   // replayed entry, that is one put back while its read was in flight (a consumer left) or
   // one held earlier in this pass.
   bool keyWaiting = fromReplay ? ready && olderInReplay(hash, pos) : replay_.countOf(hash) > 0;
+  // Parked: only new entries, held back by nothing but the owner's permits (or behind its parked
+  // ones), and never with an older entry of the hash in the replay set (keyWaiting).
+  if (!fromReplay && !keyWaiting && owner && !draining && !blockedOnUnacked_ && !owner->closed &&
+      (!owner->parked.empty() || (owner->permits <= 0 && !owner->blockedOnUnacked))) {
+    *parkAt = owner;
+    return nullptr;
+  }
   return ready && !keyWaiting ? owner : nullptr;
 }
 
@@ -853,19 +920,8 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
       continue;  // acked by an open transaction
     }
     int32_t n = batchSize;
-    // A partly acked batch goes out with its ack set so the client skips the acked indexes;
-    // permits and unacked counts cover only the rest (Pulsar's EntryBatchIndexesAcks).
-    const storage::AckSet* ackSet = options_.acknowledgmentAtBatchIndexLevelEnabled
-                                        ? cursor_.batchDeletedIndexes(e.position)
-                                        : nullptr;
-    if (ackSet) {
-      n = storage::ackSetCardinality(*ackSet, batchSize);
-      if (n == 0) {
-        // Only bits past the batch's end were left: every message is acked.
-        cursor_.asyncDelete({e.position}, nullptr);
-        continue;
-      }
-    }
+    const storage::AckSet* ackSet = nullptr;
+    if (!unackedPart(e.position, batchSize, &n, &ackSet)) continue;
     // Held back until its deliver_at_time; a replayed entry was due (or dispatched) already.
     if (!fromReplay && md.hasDeliverAtTime && trackDelayedDelivery(e, md.deliverAtTime)) {
       readAhead_ = true;
@@ -890,7 +946,12 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
       // consumers rather than pinning them to the owner of one hash.
       target = blockedOnUnacked_ ? nullptr : pickShared();
     } else if (keyShared_) {
-      target = keySharedTarget(md, e.position, fromReplay, hash);
+      Consumer* parkAt = nullptr;
+      target = keySharedTarget(md, e.position, fromReplay, hash, &parkAt);
+      if (parkAt) {
+        park(parkAt, std::move(e), hash);
+        continue;
+      }
     } else {
       target = blockedOnUnacked_ ? nullptr : pickShared();
     }
@@ -902,6 +963,20 @@ void Dispatcher::dispatchEntries(std::vector<Entry>& entries, bool fromReplay,
     ++entriesOut;
   }
   if (rateLimited()) chargeDispatchRate(msgsBefore, bytesBefore, entriesOut);
+}
+
+bool Dispatcher::unackedPart(Position p, int32_t batchSize, int32_t* n,
+                             const storage::AckSet** ackSet) {
+  // A partly acked batch goes out with its ack set so the client skips the acked indexes;
+  // permits and unacked counts cover only the rest (Pulsar's EntryBatchIndexesAcks).
+  if (!options_.acknowledgmentAtBatchIndexLevelEnabled) return true;
+  *ackSet = cursor_.batchDeletedIndexes(p);
+  if (!*ackSet) return true;
+  *n = storage::ackSetCardinality(**ackSet, batchSize);
+  if (*n > 0) return true;
+  // Only bits past the batch's end were left: every message is acked.
+  cursor_.asyncDelete({p}, nullptr);
+  return false;
 }
 
 bool Dispatcher::skipMarker(const Entry& e, const EntryMetadataPeek& md) {

@@ -161,7 +161,9 @@ class Dispatcher {
 
   const DispatcherStats& stats() const { return stats_; }
   int64_t unackedMessages() const { return unackedMessages_; }
-  size_t replayBacklog() const { return replay_.size(); }
+  // Entries waiting for redelivery: the replay set and the Key_Shared entries parked at their
+  // owners.
+  size_t replayBacklog() const { return replay_.size() + parkedEntries_; }
   const KeySharedSelector* keySharedSelector() const;
   // Key_Shared: the draining hashes now, sorted by hash (empty for other types).
   std::vector<DrainingHashInfo> drainingHashes() const;
@@ -206,8 +208,25 @@ class Dispatcher {
   // now (not draining elsewhere, no older entry of the hash waiting), else null; deliver hands
   // the entry (n messages of batchSize unacked, ackSet for a partly acked batch) to target:
   // permits, pending acks, counters and its MESSAGE frame in this pass's batch.
+  // A new entry whose owner has no permits (or has entries parked already) and that nothing
+  // else holds back is parked at the owner instead (set in `parkAt`): kept in memory with its
+  // hash, not placed in the replay set and read again (issue 47: 15 % of max-rate entries).
   Consumer* keySharedTarget(const EntryMetadataPeek& md, storage::Position pos, bool fromReplay,
-                            int32_t& hash);
+                            int32_t& hash, Consumer** parkAt);
+  // Parks e (of `hash`) at owner. Parked entries are dispatched first, in order, at the start
+  // of a pass once their consumer can take them (dispatchParked); a parked entry with an older
+  // entry of its hash in the replay set goes there instead. On any consumer change they go to
+  // the replay set (unparkAll; the selector may give their hashes to others); a rewind drops
+  // them. Bounded by keySharedParkedEntriesMaxBytes of entry bytes per subscription (past it,
+  // and under a dispatch rate limit: the replay set), since parked entries hold their buffers.
+  void park(Consumer* owner, storage::Entry&& e, int32_t hash);
+  void dispatchParked();
+  void unpark(Consumer* c);
+  void unparkAll();
+  // The messages of the batch entry at p not acked yet (*n) and its ack set when partly acked
+  // (*ackSet, else left null); false when every message is acked (the entry is then deleted).
+  bool unackedPart(storage::Position p, int32_t batchSize, int32_t* n,
+                   const storage::AckSet** ackSet);
   void deliver(Consumer* target, const storage::Entry& e, int32_t n, int32_t hash,
                int32_t batchSize, const storage::AckSet* ackSet);
   // The frames of this pass for c (outs_), added on first use; handed over by flushOutput.
@@ -292,6 +311,8 @@ class Dispatcher {
   // Positions to deliver again, in order, before new reads; with the entry's key hash (-1: none),
   // grouped by the consumer that may take them (Key_Shared).
   ReplaySet replay_;
+  size_t parkedEntries_ = 0;  // over all consumers' `parked`
+  size_t parkedBytes_ = 0;
   std::unordered_map<int64_t, int32_t> redeliveryCount_;  // packed position -> count
   int64_t unackedMessages_ = 0;
   bool blockedOnUnacked_ = false;

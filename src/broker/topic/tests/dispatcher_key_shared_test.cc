@@ -73,6 +73,9 @@ class DispatchFixture : public ::testing::Test {
     ASSERT_FALSE(keyB_.empty());
   }
 
+  // New entries of a consumer out of permits go to the replay set, not parked at it.
+  void noParking() { options_.dynamic.keySharedParkedEntriesMaxBytes.store(0); }
+
   // A key A owns that a consumer named "c" takes while it is there (its ring points come from
   // its name). Adds and removes that consumer (id 3, on sinkC_).
   std::string keyMovingFromAToC() {
@@ -112,6 +115,7 @@ using CachedReadDispatchTest = DispatchFixture<true>;
 // leaves while that read is in flight: entry 0 goes back for redelivery. B now owns the key and
 // must get entry 0 before entry 1, although entry 1's read completes first.
 TEST_F(KeySharedDispatchTest, ReplayReadInFlightDoesNotOvertakeEntriesOfLeavingConsumer) {
+  noParking();  // the entries go through the replay set and its reads
   addTwoConsumers();
   publish(keyA_, 2);
 
@@ -139,6 +143,7 @@ TEST_F(KeySharedDispatchTest, ReplayReadInFlightDoesNotOvertakeEntriesOfLeavingC
 // Same race with several entries of the key on both sides and a second key that is not involved:
 // B receives the key's entries in publish order and the other key's entries are not held back.
 TEST_F(KeySharedDispatchTest, KeyOrderKeptWhenOwnerLeavesDuringReplayRead) {
+  noParking();  // the entries go through the replay set and its reads
   addTwoConsumers();
   publish(keyA_, 3);  // entries 0..2
   publish(keyB_, 1);  // entry 3
@@ -212,6 +217,7 @@ TEST_F(CachedReadDispatchTest, ReplayFromCacheIsInlineAndInOrder) {
 // Replay batches past kInlineReadRounds go through the executor as one task per batch, not one
 // per position, and keep their order.
 TEST_F(CachedReadDispatchTest, ReplayPastTheInlineRoundsIsOneTaskPerBatch) {
+  noParking();  // the entries go through the replay set and its reads
   options_.dynamic.dispatcherMaxReadBatchSize.store(10);
   addTwoConsumers();
   publish(keyA_, 100);
@@ -233,6 +239,7 @@ TEST_F(CachedReadDispatchTest, ReplayPastTheInlineRoundsIsOneTaskPerBatch) {
 
 // The same for a replay batch queued past the inline rounds.
 TEST_F(CachedReadDispatchTest, ReplayTaskAfterTheSubscriptionWentIsDropped) {
+  noParking();  // the entries go through the replay set and its reads
   options_.dynamic.dispatcherMaxReadBatchSize.store(10);
   addTwoConsumers();
   publish(keyA_, 100);
@@ -512,6 +519,89 @@ TEST_F(CachedReadDispatchTest, DrainingEndsWhenTheHolderLeaves) {
   ASSERT_EQ(sel->select(sel->hashOf(moving)), c2.get());
   EXPECT_EQ(sinkC2.entryIds, (std::vector<uint64_t>{0, 1, 2}));
   EXPECT_TRUE(sub_->dispatcher()->drainingHashes().empty());
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+}
+
+// Parking (issue 47): A is out of permits, so the new entries of its key wait at A, in memory;
+// its next FLOW sends them in order with no read, also where a read needs the executor.
+TEST_F(KeySharedDispatchTest, EntriesParkedAtAConsumerOutOfPermitsGoOutInOrderWithoutARead) {
+  addTwoConsumers();
+  publish(keyA_, 5);  // 0..4
+  sub_->dispatcher()->flow(a_.get(), 1);
+  ex_.drain();
+  ASSERT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0}));
+  sub_->dispatcher()->flow(b_.get(), 10);
+  ex_.drain();
+  EXPECT_EQ(a_->parked.size(), 4u);
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 4u);
+  sub_->dispatcher()->flow(a_.get(), 2);
+  EXPECT_EQ(ex_.pending(), 0u);  // no read: the parked entries went at once
+  EXPECT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0, 1, 2}));
+  sub_->dispatcher()->flow(a_.get(), 10);
+  EXPECT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+  EXPECT_EQ(sub_->dispatcher()->stats().replayEntriesVisited, 0u);
+  EXPECT_TRUE(sinkB_.entryIds.empty());
+}
+
+// An entry of the key redelivered (older) while newer ones are parked: the redelivery goes
+// first, then the parked ones, in position order.
+TEST_F(CachedReadDispatchTest, ARedeliveryGoesBeforeTheParkedEntriesOfItsKey) {
+  addTwoConsumers();
+  publish(keyA_, 3);  // 0..2
+  sub_->dispatcher()->flow(a_.get(), 1);
+  sub_->dispatcher()->flow(b_.get(), 10);  // B's permits let the dispatcher read on
+  ex_.drain();
+  ASSERT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0}));
+  ASSERT_EQ(a_->parked.size(), 2u);
+  std::vector<storage::Position> held;
+  a_->pendingAcks.forEach(
+      [&](storage::Position p, const Consumer::PendingAck&) { held.push_back(p); });
+  ASSERT_EQ(held.size(), 1u);
+  sub_->dispatcher()->redeliver(a_.get(), held);
+  ex_.drain();
+  sub_->dispatcher()->flow(a_.get(), 10);
+  ex_.drain();
+  EXPECT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0, 0, 1, 2}));
+  EXPECT_TRUE(a_->parked.empty());
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+}
+
+// The parked entries follow their key when its owner leaves: B gets them, in order, after the
+// one A had unacked.
+TEST_F(CachedReadDispatchTest, ParkedEntriesFollowTheirKeyWhenTheOwnerLeaves) {
+  addTwoConsumers();
+  publish(keyA_, 3);  // 0..2
+  sub_->dispatcher()->flow(a_.get(), 1);
+  sub_->dispatcher()->flow(b_.get(), 10);
+  ex_.drain();
+  ASSERT_EQ(a_->parked.size(), 2u);
+  EXPECT_TRUE(sinkB_.entryIds.empty());
+  sub_->removeConsumer(a_.get());
+  ex_.drain();
+  EXPECT_EQ(sinkB_.entryIds, (std::vector<uint64_t>{0, 1, 2}));
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
+}
+
+// Past keySharedParkedEntriesMaxBytes new entries go to the replay set: the parked (older) ones
+// still go first, then the replay set's, in order.
+TEST_F(CachedReadDispatchTest, ParkingStopsAtItsByteBoundAndOrderHolds) {
+  addTwoConsumers();
+  publish(keyA_, 3);
+  sub_->dispatcher()->flow(a_.get(), 1);
+  sub_->dispatcher()->flow(b_.get(), 10);
+  ex_.drain();  // 0 to A, 1 and 2 parked
+  ASSERT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0}));
+  ASSERT_EQ(a_->parked.size(), 2u);
+  options_.dynamic.keySharedParkedEntriesMaxBytes.store(1);
+  publish(keyA_, 2);
+  sub_->dispatcher()->flow(b_.get(), 1);  // a pass: 3 and 4 are read, over the bound
+  ex_.drain();
+  EXPECT_EQ(a_->parked.size(), 2u);
+  EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 4u);
+  sub_->dispatcher()->flow(a_.get(), 100);
+  ex_.drain();
+  EXPECT_EQ(sinkA_.entryIds, (std::vector<uint64_t>{0, 1, 2, 3, 4}));
   EXPECT_EQ(sub_->dispatcher()->replayBacklog(), 0u);
 }
 
