@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <future>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +15,7 @@
 #include "admin/stats_json.h"
 #include "admin/topic_route_util.h"
 #include "admin/topic_targets.h"
+#include "base/blocking_wait.h"
 #include "base/logging.h"
 
 namespace magnetar::admin {
@@ -192,7 +196,13 @@ void deletePartitioned(const AdminContext* ctx, const HttpRequest& req, const To
           if (!s.isOk() && s.code() != StatusCode::kNotFound) return respond(deleteError(s));
         }
         runMayBlock(*ctx, [ctx, name, count, respond] {
-          Status s = ctx->service.removePartitionedTopic(name);
+          // Answered once the schema is gone too, as Pulsar (a GET of it right after is 404).
+          auto gone = std::make_shared<std::promise<void>>();
+          auto goneFuture = gone->get_future();
+          Status s = ctx->service.removePartitionedTopic(name, [gone] { gone->set_value(); });
+          if (s && !blockingReady(goneFuture, std::chrono::seconds(30), "deleting a schema")) {
+            MLOG_WARN("{}: the schema's delete did not finish in 30 s", name.toString());
+          }
           if (s) s = forgetDeletedTopic(ctx, name, count);
           respond(s ? noContent() : errorResponse(s));
         });

@@ -1053,25 +1053,30 @@ Status BrokerService::updatePartitions(const TopicName& name, int partitions) {
   return Status::ok();
 }
 
-void BrokerService::forgetSchema(const TopicName& name) {
+void BrokerService::forgetSchema(const TopicName& name, std::function<void()> done) {
   std::string id = schemaIdOf(name);
-  schemas_.deleteSchema(id, true, &metadataLoop_, [id](const Result<int64_t>& r) {
-    if (!r.isOk()) MLOG_WARN("cannot delete the schemas of {}: {}", id, r.status().toString());
-  });
+  schemas_.deleteSchema(
+      id, true, &metadataLoop_, [id, done = std::move(done)](const Result<int64_t>& r) {
+        if (!r.isOk()) {
+          MLOG_WARN("cannot delete the schemas of {}: {}", id, r.status().toString());
+        }
+        if (done) done();
+      });
 }
 
-Status BrokerService::removePartitionedTopic(const TopicName& name) {
+Status BrokerService::removePartitionedTopic(const TopicName& name,
+                                             std::function<void()> schemaGone) {
   if (shared_) {
     Result<int> stored = shared_->deletePartitioned(name.toString());
     if (!stored.isOk()) return stored.status();
     applySharedPartitioned(name.toString(), std::nullopt);
-    forgetSchema(name);
+    forgetSchema(name, std::move(schemaGone));
     return Status::ok();
   }
   Result<int> partitions = namespaces_.removePartitioned(name.toString());
   if (!partitions.isOk()) return partitions.status();
   announcePartitions(name, 0, *partitions, false);
-  forgetSchema(name);
+  forgetSchema(name, std::move(schemaGone));
   return Status::ok();
 }
 

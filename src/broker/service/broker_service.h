@@ -377,8 +377,9 @@ class BrokerService final : public SharedConfigView {
   // Errors: kNotFound (not partitioned), kInvalidArgument (fewer partitions than now).
   Status updatePartitions(const TopicName& name, int partitions);
   // Forgets a partitioned topic's metadata and schema (delete its partitions first). Errors:
-  // kNotFound.
-  Status removePartitionedTopic(const TopicName& name);
+  // kNotFound. On success the schema's delete is under way: schemaGone (if set) runs on the
+  // metadata loop once it is done (Pulsar answers the topic's DELETE after it).
+  Status removePartitionedTopic(const TopicName& name, std::function<void()> schemaGone = nullptr);
   // Deletes a topic (or one partition), its data and a non-partitioned one's schema (Pulsar's).
   // Errors: kNotFound; without `force`, kBusy with clients and kNotAllowed "Delete forbidden topic
   // is replicated on clusters [c2]" when loaded before with replicators. cb on any thread.
@@ -409,8 +410,9 @@ class BrokerService final : public SharedConfigView {
   void createStandaloneDefaults(const std::vector<std::string>& initial);
   // Attaches the schema and topic-policy registries to recordStore_ (main thread, at start).
   void attachRecordStore();
-  // A deleted topic's schemas go (forced delete; errors logged).
-  void forgetSchema(const TopicName& name);
+  // A deleted topic's schemas go (forced delete; errors logged); then done(), if set, on the
+  // metadata loop.
+  void forgetSchema(const TopicName& name, std::function<void()> done = nullptr);
   // start's periodic checks: message expiry, backlog quota, inactive topics and subscriptions,
   // compaction. REQUIRES: the loops started.
   void startMonitors();
