@@ -27,6 +27,29 @@ bool isPayloadCommand(proto::BaseCommand::Type t) {
   return t == proto::BaseCommand::SEND || t == proto::BaseCommand::MESSAGE;
 }
 
+// Whether the required fields are all set. A BaseCommand carries the one sub-message its type
+// names, and only that one is read: the per-message commands check just it (the whole-message
+// check tests each of its 54 sub-message slots, 2-4 % of a load generator's CPU at max
+// rate); any other type, rare, gets the whole check. A frame whose sub-message is absent is left
+// to its handler, as before.
+bool requiredFieldsSet(const proto::BaseCommand& c) {
+  using T = proto::BaseCommand;
+  switch (c.type()) {
+    case T::SEND:
+      return !c.has_send() || c.send().IsInitialized();
+    case T::SEND_RECEIPT:
+      return !c.has_send_receipt() || c.send_receipt().IsInitialized();
+    case T::MESSAGE:
+      return !c.has_message() || c.message().IsInitialized();
+    case T::ACK:
+      return !c.has_ack() || c.ack().IsInitialized();
+    case T::FLOW:
+      return !c.has_flow() || c.flow().IsInitialized();
+    default:
+      return c.IsInitialized();
+  }
+}
+
 }  // namespace
 
 FrameDecoder::FrameDecoder(size_t maxFrameSize) : maxFrameSize_(maxFrameSize) {}
@@ -73,7 +96,7 @@ Status FrameDecoder::parseCommand(const uint8_t* p, size_t n) {
     return fail(Status::corruption("BaseCommand without a known type (" + std::to_string(n) +
                                    " bytes)"));
   }
-  if (!cmd_.IsInitialized()) {
+  if (!requiredFieldsSet(cmd_)) {
     return fail(Status::corruption("BaseCommand " + proto::BaseCommand::Type_Name(cmd_.type()) +
                                    " lacks required fields: " + cmd_.InitializationErrorString()));
   }

@@ -192,6 +192,48 @@ TEST(FrameDecoderTest, GarbageCommandRejected) {
   EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.toString();
 }
 
+// The per-message commands check only their own sub-message's required fields (nested ones
+// too); every other type still gets the whole command's check.
+TEST(FrameDecoderTest, MissingRequiredFieldsRejectedForEachCheckedType) {
+  auto rejects = [](const proto::BaseCommand& cmd, const std::string& entry,
+                    const std::string& field) {
+    std::vector<DecodedFrame> frames;
+    Status s = decodeAll(rawFrame(cmd.SerializePartialAsString(), entry), &frames);
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << cmd.ShortDebugString();
+    EXPECT_NE(s.message().find(field), std::string::npos) << s.toString();
+    EXPECT_TRUE(frames.empty());
+  };
+  const std::string entry(Commands::newEntry(metadata(0), "x").view());
+  proto::BaseCommand send;
+  send.set_type(proto::BaseCommand::SEND);
+  send.mutable_send()->set_producer_id(1);  // sequence_id missing
+  rejects(send, entry, "sequence_id");
+
+  proto::BaseCommand receipt;
+  receipt.set_type(proto::BaseCommand::SEND_RECEIPT);
+  receipt.mutable_send_receipt()->set_sequence_id(1);  // producer_id missing
+  rejects(receipt, "", "producer_id");
+
+  proto::BaseCommand message;  // the nested MessageIdData lacks entryId
+  message.set_type(proto::BaseCommand::MESSAGE);
+  message.mutable_message()->set_consumer_id(1);
+  message.mutable_message()->mutable_message_id()->set_ledgerid(3);
+  rejects(message, entry, "entryId");
+
+  proto::BaseCommand ack;  // ack_type missing
+  ack.set_type(proto::BaseCommand::ACK);
+  ack.mutable_ack()->set_consumer_id(1);
+  rejects(ack, "", "ack_type");
+
+  proto::BaseCommand subscribe;  // a type checked whole: subscription missing
+  subscribe.set_type(proto::BaseCommand::SUBSCRIBE);
+  subscribe.mutable_subscribe()->set_topic("t");
+  subscribe.mutable_subscribe()->set_consumer_id(1);
+  subscribe.mutable_subscribe()->set_request_id(1);
+  subscribe.mutable_subscribe()->set_subtype(proto::CommandSubscribe::Shared);
+  rejects(subscribe, "", "subscription");
+}
+
 TEST(FrameDecoderTest, KnownTypesWeDoNotServeStillDecode) {
   proto::BaseCommand cmd;
   cmd.set_type(proto::BaseCommand::NEW_TXN);

@@ -59,12 +59,11 @@ Status Application::join() {
     pod->name = fmt::format("{}-pod-{}", name_, p);
     pods_.push_back(std::move(pod));
   }
-  // Topic by topic: consumer ids [t * P, (t + 1) * P) land on connection slots 0..P-1, one each,
-  // in whatever order the concurrent subscribes are answered.
-  for (uint32_t t = 0; t < config_.topics; ++t) {
-    Status s = subscribeTopic(t);
-    if (!s.isOk()) return s;
-  }
+  // Every pod subscribes every topic at once, as a pod's multi-topic consumer does (one topic at
+  // a time made a late joiner's 30 subscribes wait on its first topics' backlog: up to 5 s of
+  // round trips). Each of the P connections carries T consumers, as before.
+  Status s = subscribeAll();
+  if (!s.isOk()) return s;
   if (role_ == AppRole::kTransform) {
     Status s = startTransform();
     if (!s.isOk()) return s;
@@ -73,34 +72,38 @@ Status Application::join() {
   return Status::ok();
 }
 
-Status Application::subscribeTopic(uint32_t t) {
+Status Application::subscribeAll() {
   std::mutex mu;
   std::condition_variable cv;
-  uint32_t left = config_.pods;
+  size_t left = static_cast<size_t>(config_.pods) * config_.topics;
   Status first = Status::ok();
-  for (auto& pod : pods_) {
-    client::ConsumerConfig c;
-    c.subscriptionType = client::SubscriptionType::kKeyShared;
-    c.consumerName = pod->name;
-    c.receiverQueueSize = static_cast<int>(config_.receiverQueueSize);
-    Pod* raw = pod.get();
-    if (role_ != AppRole::kTransform) {  // the transform loops receive() instead
-      c.messageListener = [raw](client::Consumer& consumer, const client::Message& m) {
-        raw->app->onMessage(*raw, consumer, m);
-      };
+  for (auto& pod : pods_) pod->consumers.resize(config_.topics);
+  for (uint32_t t = 0; t < config_.topics; ++t) {
+    for (auto& pod : pods_) {
+      client::ConsumerConfig c;
+      c.subscriptionType = client::SubscriptionType::kKeyShared;
+      c.consumerName = pod->name;
+      c.receiverQueueSize = static_cast<int>(config_.receiverQueueSize);
+      Pod* raw = pod.get();
+      if (role_ != AppRole::kTransform) {  // the transform loops receive() instead
+        c.messageListener = [raw](client::Consumer& consumer, const client::Message& m) {
+          raw->app->onMessage(*raw, consumer, m);
+        };
+      }
+      client_->subscribeAsync(
+          config_.topicPrefix + std::to_string(t), name_, c,
+          [&, raw, t](Result<client::Consumer> consumer) {
+            std::lock_guard<std::mutex> lock(mu);
+            if (consumer) {
+              raw->consumers[t] = *consumer;
+            } else if (first.isOk()) {
+              first = Status::error(
+                  consumer.status().code(),
+                  fmt::format("{} on topic {}: {}", raw->name, t, consumer.status().message()));
+            }
+            if (--left == 0) cv.notify_all();
+          });
     }
-    client_->subscribeAsync(config_.topicPrefix + std::to_string(t), name_, c,
-                            [&, raw, t](Result<client::Consumer> consumer) {
-                              std::lock_guard<std::mutex> lock(mu);
-                              if (consumer) {
-                                raw->consumers.push_back(*consumer);
-                              } else if (first.isOk()) {
-                                first = Status::error(consumer.status().code(),
-                                                      fmt::format("{} on topic {}: {}", raw->name,
-                                                                  t, consumer.status().message()));
-                              }
-                              if (--left == 0) cv.notify_all();
-                            });
   }
   std::unique_lock<std::mutex> lock(mu);
   cv.wait(lock, [&] { return left == 0; });

@@ -99,7 +99,8 @@ class Application {
   // Decodes and checks one delivery (tracker or output check, latency, target); false when the
   // message is invalid (counted and sampled), else *d is what the tracker concluded.
   bool track(const Pod& pod, const client::Message& m, Delivery* d);
-  Status subscribeTopic(uint32_t t);
+  // Subscribes every pod to every topic, all at once; the first failure, once all answered.
+  Status subscribeAll();
   // kTransform (application_transform.cc): the output producers and loops; one loop per consumer.
   Status startTransform();
   void transformLoop(Pod& pod, uint32_t topic);

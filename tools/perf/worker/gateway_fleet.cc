@@ -220,7 +220,7 @@ void GatewayFleet::startPhase(uint64_t messages, bool warmup, double seconds) {
 
 bool GatewayFleet::phaseDone() const { return lanesDone_.load() >= activeLanes_.load(); }
 
-void GatewayFleet::issue(uint32_t laneIndex) {
+void GatewayFleet::issue(uint32_t laneIndex, uint64_t nowNs) {
   Lane& l = lanes_[laneIndex];
   const uint32_t device = l.nextDevice;
   l.nextDevice += laneCount_;
@@ -253,7 +253,7 @@ void GatewayFleet::issue(uint32_t laneIndex) {
 
   std::lock_guard<std::mutex> lock(g.mu);
   m.sequenceId = g.nextSequenceId++;
-  l.sentAtNs = r.sendTimeNs = monotonicNs();
+  l.sentAtNs = r.sendTimeNs = nowNs != 0 ? nowNs : monotonicNs();
   encodeHeader(r, payload);
   g.producer.sendAsync(m, [this, laneIndex](const Status& s, const client::MessageId& id) {
     onReceipt(laneIndex, s, id);
@@ -337,7 +337,7 @@ void GatewayFleet::onReceipt(uint32_t laneIndex, const Status& s, const client::
     laneFinished();
     return;
   }
-  issue(laneIndex);
+  issue(laneIndex, now);
 }
 
 std::vector<uint32_t> GatewayFleet::receiptTimeline() const {

@@ -108,7 +108,9 @@ class GatewayFleet {
   Status connectWebSocket();
   Status connectMqtt();
   void onMqttAck(uint32_t lane, bool ok, std::string_view error);
-  void issue(uint32_t lane);
+  // Sends the lane's next message, stamped with nowNs (monotonic; 0: read the clock here). An
+  // unpaced lane's next send follows its receipt at once and reuses the receipt's time.
+  void issue(uint32_t lane, uint64_t nowNs = 0);
   void issueWebSocket(Gateway& g, uint32_t lane, std::string_view payload, uint32_t device);
   void onWebSocketAck(std::string_view context, bool ok, std::string_view ack);
   void onReceipt(uint32_t lane, const Status& s, const client::MessageId& id);
