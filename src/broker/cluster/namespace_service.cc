@@ -172,14 +172,26 @@ void NamespaceService::registerSelf(int triesLeft, const std::function<void(Stat
               [this, path, triesLeft, done](const Result<metadata::Stat>& r) {
                 if (r.isOk()) return done(Status::ok());
                 if (r.status().code() == StatusCode::kBadVersion && triesLeft > 0) {
-                  MLOG_WARN("{} exists (an earlier broker's session?); waiting for it to expire",
-                            path);
-                  after(std::chrono::seconds(1),
-                        [this, triesLeft, done] { registerSelf(triesLeft - 1, done); });
-                  return;
+                  return registeredBySelf(path, triesLeft, done);
                 }
                 done(Status::error(r.status().code(),
                                    "cannot register " + path + ": " + r.status().message()));
+              });
+}
+
+void NamespaceService::registeredBySelf(const std::string& path, int triesLeft,
+                                        const std::function<void(Status)>& done) {
+  MAGNETAR_DCHECK_ON(loop_);
+  store_->get(path, &loop_,
+              [this, path, triesLeft, done](const Result<std::optional<metadata::GetResult>>& g) {
+                // After a session expiry the load report's update (publishRegistration: create when
+                // missing) can create the node on the new session before this create: it is ours
+                // then.
+                if (g.isOk() && *g && (*g)->stat.createdBySelf) return done(Status::ok());
+                MLOG_WARN("{} exists (an earlier broker's session?); waiting for it to expire",
+                          path);
+                after(std::chrono::seconds(1),
+                      [this, triesLeft, done] { registerSelf(triesLeft - 1, done); });
               });
 }
 

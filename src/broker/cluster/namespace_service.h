@@ -248,7 +248,12 @@ class NamespaceService : public TopicOwnership {
   // A new session of the configuration store (when it is not the local store): the cached cuts
   // are read again (their watches went with the old session).
   void onConfigSession(metadata::SessionEvent e);
+  // Creates this broker's ephemeral /loadbalance/brokers/<id>; while another session holds it,
+  // retries once a second, triesLeft times. Loop thread.
   void registerSelf(int triesLeft, const std::function<void(Status)>& done);
+  // registerSelf found the node: done(OK) when this store's session created it, else the retry.
+  void registeredBySelf(const std::string& path, int triesLeft,
+                        const std::function<void(Status)>& done);
   // Creates /counters/producer-name (persistent) and an ephemeral sequential child; its number.
   void takeGeneratorId(const std::function<void(Result<int64_t>)>& done);
   void after(std::chrono::milliseconds delay, std::function<void()> fn);
